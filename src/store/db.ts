@@ -1,0 +1,53 @@
+/**
+ * The storage boundary: repositories write SQL once, in PostgreSQL style ($1 placeholders, BIGSERIAL,
+ * ON CONFLICT, RETURNING), and run it on either driver. The SQLite driver rewrites placeholders and
+ * serialises access, because one better-sqlite3 connection cannot interleave async transactions.
+ */
+export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array
+export type Row = Record<string, unknown>
+
+export interface Queryable {
+  /** All rows. */
+  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]>
+  /** First row or undefined. */
+  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined>
+  /** Number of rows changed. */
+  run(sql: string, params?: readonly SqlValue[]): Promise<number>
+}
+
+export interface Db extends Queryable {
+  readonly dialect: 'sqlite' | 'postgres'
+  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  /** Runs a multi-statement script (migrations); no parameters. */
+  exec(script: string): Promise<void>
+  close(): Promise<void>
+}
+
+export async function openDb(url: string): Promise<Db> {
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    const { PostgresDb } = await import('./postgres.js')
+    return PostgresDb.connect(url)
+  }
+  const { SqliteDb } = await import('./sqlite.js')
+  return SqliteDb.open(url)
+}
+
+/** Booleans become 0/1 and undefined becomes NULL so the same SQL binds on both drivers. */
+export function normaliseParams(params: readonly SqlValue[] = []): (string | number | bigint | null | Uint8Array)[] {
+  return params.map((p) => {
+    if (p === undefined || p === null) return null
+    if (typeof p === 'boolean') return p ? 1 : 0
+    return p
+  })
+}
+
+/** JSON columns are TEXT on both drivers. */
+export function toJson(value: unknown): string {
+  return JSON.stringify(value ?? null)
+}
+
+export function fromJson<T>(text: unknown): T {
+  if (typeof text !== 'string') return text as T
+  return JSON.parse(text) as T
+}
