@@ -1,0 +1,16 @@
+export type Tier = 'standard' | 'pro' | 'enterprise'
+
+export interface Workspace {
+  id: string
+  name: string
+  tier: Tier
+  /** Sustained window quota (requests per hour). */
+  limitPerHour: number
+  /** Burst window quota (requests per burst window). */
+  burstLimit: number
+  /** Ingest policy classes this workspace accepts. */
+  policyClasses: string[]
+  /** Feature flags set per workspace (spec §9). */
+  features: string[]
+  createdAt: number
+}
