@@ -6,6 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default'],
   },
 })

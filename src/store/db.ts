@@ -34,7 +34,9 @@ export async function openDb(url: string): Promise<Db> {
 }
 
 /** Booleans become 0/1 and undefined becomes NULL so the same SQL binds on both drivers. */
-export function normaliseParams(params: readonly SqlValue[] = []): (string | number | bigint | null | Uint8Array)[] {
+export function normaliseParams(
+  params: readonly SqlValue[] = [],
+): (string | number | bigint | null | Uint8Array)[] {
   return params.map((p) => {
     if (p === undefined || p === null) return null
     if (typeof p === 'boolean') return p ? 1 : 0

@@ -4,7 +4,9 @@ import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } fro
 // int8 (COUNT, BIGINT, BIGSERIAL) arrives as a string by default; our values stay far below 2^53.
 const types = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === 20
+      ? (v: string) => Number(v)
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 }
 
 class PgQueryable implements Queryable {

@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { type Db, openDb } from '../../src/store/db.js'
+import { migrate } from '../../src/store/migrations/index.js'
+import { translatePlaceholders } from '../../src/store/sqlite.js'
+import { backends } from '../support/backends.js'
+
+describe('placeholder translation', () => {
+  it('reorders repeated and out-of-order $n parameters for SQLite', () => {
+    const t = translatePlaceholders('SELECT $2, $1, $2', ['a', 'b'])
+    expect(t.sql).toBe('SELECT ?, ?, ?')
+    expect(t.params).toEqual(['b', 'a', 'b'])
+  })
+  it('binds booleans as 0/1 and undefined as NULL', () => {
+    expect(translatePlaceholders('SELECT $1, $2, $3', [true, false, undefined]).params).toEqual([1, 0, null])
+  })
+})
+
+describe.each(backends())('Db on $name', (backend) => {
+  let db: Db | undefined
+  afterEach(async () => {
+    await db?.close()
+    db = undefined
+  })
+
+  it('migrates idempotently', async () => {
+    const url = await backend.freshUrl()
+    db = await openDb(url)
+    const first = await migrate(db)
+    expect(first.length).toBeGreaterThan(0)
+    expect(await migrate(db)).toEqual([])
+  })
+
+  it('runs the same SQL: BIGSERIAL, RETURNING, ON CONFLICT, JSON text, BIGINT numbers', async () => {
+    db = await openDb(await backend.freshUrl())
+    await db.exec(
+      'CREATE TABLE t (seq BIGSERIAL PRIMARY KEY, k TEXT UNIQUE NOT NULL, n BIGINT NOT NULL, j TEXT)',
+    )
+    const a = await db.one<{ seq: number }>('INSERT INTO t (k, n, j) VALUES ($1, $2, $3) RETURNING seq', [
+      'a',
+      1_700_000_000_000,
+      '{"x":1}',
+    ])
+    const b = await db.one<{ seq: number }>('INSERT INTO t (k, n) VALUES ($1, $2) RETURNING seq', ['b', 2])
+    expect(typeof a?.seq).toBe('number')
+    expect(b!.seq).toBeGreaterThan(a!.seq)
+    const changed = await db.run('INSERT INTO t (k, n) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING', ['a', 3])
+    expect(changed).toBe(0)
+    const up = await db.one<{ n: number }>(
+      'INSERT INTO t (k, n) VALUES ($1, 1) ON CONFLICT (k) DO UPDATE SET n = t.n + 1 RETURNING n',
+      ['a'],
+    )
+    expect(up?.n).toBe(1_700_000_000_001)
+    const row = await db.one<{ n: number; j: string }>('SELECT n, j FROM t WHERE k = $1', ['a'])
+    expect(row).toEqual({ n: 1_700_000_000_001, j: '{"x":1}' })
+  })
+
+  it('rolls a failed transaction back and keeps concurrent transactions apart', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await d.exec('CREATE TABLE c (k TEXT PRIMARY KEY, n BIGINT NOT NULL)')
+    await d.run('INSERT INTO c (k, n) VALUES ($1, 0)', ['x'])
+    await expect(
+      d.transaction(async (tx) => {
+        await tx.run('UPDATE c SET n = n + 100 WHERE k = $1', ['x'])
+        throw new Error('boom')
+      }),
+    ).rejects.toThrow('boom')
+    expect((await d.one<{ n: number }>('SELECT n FROM c'))?.n).toBe(0)
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        d.transaction(async (tx) => {
+          await tx.run('UPDATE c SET n = n + 1 WHERE k = $1', ['x'])
+        }),
+      ),
+    )
+    expect((await d.one<{ n: number }>('SELECT n FROM c'))?.n).toBe(20)
+  })
+})

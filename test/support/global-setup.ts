@@ -1,0 +1,34 @@
+import type { TestProject } from 'vitest/node'
+import { type PostgresServer, startPostgres } from './postgres.js'
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Admin URL of the shared test PostgreSQL server, or null when none could be started. */
+    postgresUrl: string | null
+    postgresUnavailableReason: string | null
+  }
+}
+
+let server: PostgresServer | undefined
+
+export async function setup(project: TestProject): Promise<void> {
+  if (process.env.AGENTOPS_TEST_POSTGRES_URL) {
+    project.provide('postgresUrl', process.env.AGENTOPS_TEST_POSTGRES_URL)
+    project.provide('postgresUnavailableReason', null)
+    return
+  }
+  try {
+    server = await startPostgres()
+    project.provide('postgresUrl', server.url)
+    project.provide('postgresUnavailableReason', null)
+  } catch (err) {
+    // CI sets AGENTOPS_REQUIRE_POSTGRES=1 so a missing server is a failure there, not a skip.
+    if (process.env.AGENTOPS_REQUIRE_POSTGRES === '1') throw err
+    project.provide('postgresUrl', null)
+    project.provide('postgresUnavailableReason', (err as Error).message)
+  }
+}
+
+export async function teardown(): Promise<void> {
+  await server?.stop()
+}
