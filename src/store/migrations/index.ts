@@ -28,16 +28,18 @@ export async function loadMigrations(): Promise<Migration[]> {
 
 /** Applies pending migrations in order, each in its own transaction, recording them in schema_migrations. */
 export async function migrate(db: Db): Promise<string[]> {
-  await db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)')
+  await db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)',
+  )
   const done = new Set((await db.query<{ id: string }>('SELECT id FROM schema_migrations')).map((r) => r.id))
   const applied: string[] = []
   for (const m of await loadMigrations()) {
     if (done.has(m.id)) continue
     await db.exec(m.sql)
-    await db.run('INSERT INTO schema_migrations (id, applied_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [
-      m.id,
-      Date.now(),
-    ])
+    await db.run(
+      'INSERT INTO schema_migrations (id, applied_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING',
+      [m.id, Date.now()],
+    )
     applied.push(m.id)
   }
   return applied
