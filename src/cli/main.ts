@@ -1,0 +1,253 @@
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../config.js'
+import { systemClock } from '../domain/clock.js'
+import type { Tier } from '../domain/identity.js'
+import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
+import { startServer } from '../server.js'
+import { openDb } from '../store/db.js'
+import { migrate } from '../store/migrations/index.js'
+import { KeyRepo } from '../store/repos/keys.js'
+import { WorkspaceRepo } from '../store/repos/workspaces.js'
+
+class UsageError extends Error {}
+
+const HELP: Record<string, string> = {
+  main: `agentops: the Agent Operations reference server and its operator tools
+
+Usage:
+  agentops serve [--port N] [--host H] [--database-url URL]   serve HTTP and the WebSocket stream on one port
+  agentops keys create --workspace NAME [options]             issue an API key (creates the workspace on first use)
+  agentops keys list --workspace NAME                         list a workspace's keys (never their secrets)
+  agentops keys revoke KEY_ID                                 revoke a key
+  agentops workspaces set NAME [options]                      change a workspace's tier, limits, classes, flags
+
+Every command takes --database-url URL (default: $AGENTOPS_DATABASE_URL or sqlite:./.agentops/agentops.db)
+and --help.`,
+  serve: `agentops serve [--port N] [--host H] [--database-url URL]
+
+Serves the API and the WebSocket stream (/v1/stream) on one port.
+  --port N            port (default: $PORT or 8080)
+  --host H            address to bind (default: $HOST or 0.0.0.0)
+  --database-url URL  sqlite:PATH (default sqlite:./.agentops/agentops.db) or postgres://...
+Other settings: AGENTOPS_MAX_BODY_BYTES, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1, AGENTOPS_RUN_CONCURRENCY.`,
+  'keys create': `agentops keys create --workspace NAME [options]
+
+Issues an API key; the token is printed once and only its hash is stored.
+  --workspace NAME       workspace to issue the key in (created on first use)
+  --tier T               standard (1000/h) | pro (10000/h) | enterprise (custom)
+  --limit-per-hour N     hourly quota (sets the tier to enterprise when --tier is absent)
+  --burst-limit N        quota of the 10-second burst window
+  --scopes a,b           comma-separated scopes (default: * = everything)
+  --identity NAME        identity the key acts as (default: default)
+  --expires-in SECONDS   expiry from now (default: never)
+  --policy-classes a,b   ingest policy classes the workspace accepts
+  --json                 print JSON: {token, key_id, workspace_id, scopes, expires_at, ...}
+  --database-url URL     store to write to`,
+  'keys list': `agentops keys list --workspace NAME [--json] [--database-url URL]`,
+  'keys revoke': `agentops keys revoke KEY_ID [--json] [--database-url URL]`,
+  'workspaces set': `agentops workspaces set NAME [--tier T] [--limit-per-hour N] [--burst-limit N]
+                        [--policy-classes a,b] [--features a,b] [--json] [--database-url URL]
+
+Changes a workspace (created if absent). Feature flags (spec §9) are set here.`,
+}
+
+function positiveInt(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined
+  const n = Number(value)
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new UsageError(`${flag} must be a positive integer, got "${value}"`)
+  return n
+}
+
+function list(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+}
+
+function tier(value: string | undefined): Tier | undefined {
+  if (value === undefined) return undefined
+  if (value !== 'standard' && value !== 'pro' && value !== 'enterprise') {
+    throw new UsageError(`--tier must be standard, pro or enterprise, got "${value}"`)
+  }
+  return value
+}
+
+const COMMON = {
+  help: { type: 'boolean', short: 'h' },
+  json: { type: 'boolean' },
+  'database-url': { type: 'string' },
+} as const
+
+async function withKeys<T>(
+  databaseUrl: string | undefined,
+  fn: (keys: KeyService) => Promise<T>,
+): Promise<T> {
+  const config = loadConfig(process.env, databaseUrl ? { databaseUrl } : {})
+  const db = await openDb(config.databaseUrl)
+  try {
+    await migrate(db)
+    return await fn(new KeyService(new KeyRepo(db), new WorkspaceRepo(db), systemClock))
+  } finally {
+    await db.close()
+  }
+}
+
+function settingsFrom(values: Record<string, string | boolean | undefined>): WorkspaceSettings {
+  const s = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined)
+  return {
+    tier: tier(s('tier')),
+    limitPerHour: positiveInt(s('limit-per-hour'), '--limit-per-hour'),
+    burstLimit: positiveInt(s('burst-limit'), '--burst-limit'),
+    policyClasses: list(s('policy-classes')),
+    features: list(s('features')),
+  }
+}
+
+const WORKSPACE_FLAGS = {
+  tier: { type: 'string' },
+  'limit-per-hour': { type: 'string' },
+  'burst-limit': { type: 'string' },
+  'policy-classes': { type: 'string' },
+  features: { type: 'string' },
+} as const
+
+export async function main(argv: string[]): Promise<number> {
+  const [group, sub] = argv
+  const command = group === 'keys' || group === 'workspaces' ? `${group} ${sub ?? ''}`.trim() : (group ?? '')
+  const rest = argv.slice(group === 'keys' || group === 'workspaces' ? 2 : 1)
+  try {
+    switch (command) {
+      case '':
+      case '--help':
+      case '-h':
+      case 'help':
+        console.log(HELP.main)
+        return command === '' ? 2 : 0
+      case 'serve': {
+        const { values } = parseArgs({
+          args: rest,
+          options: { ...COMMON, port: { type: 'string' }, host: { type: 'string' } },
+          strict: true,
+        })
+        if (values.help) return help('serve')
+        const port = values.port !== undefined ? Number(values.port) : undefined
+        if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
+          throw new UsageError(`--port must be 0..65535, got "${values.port}"`)
+        const server = await startServer({
+          config: {
+            ...(port !== undefined ? { port } : {}),
+            ...(values.host ? { host: values.host } : {}),
+            ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
+          },
+        })
+        console.log(`agentops listening on ${server.url} (store: ${server.services.db.dialect})`)
+        const stop = async () => {
+          await server.close()
+          process.exit(0)
+        }
+        process.once('SIGINT', stop)
+        process.once('SIGTERM', stop)
+        return await new Promise<number>(() => {})
+      }
+      case 'keys create': {
+        const { values } = parseArgs({
+          args: rest,
+          options: {
+            ...COMMON,
+            ...WORKSPACE_FLAGS,
+            workspace: { type: 'string' },
+            scopes: { type: 'string' },
+            identity: { type: 'string' },
+            'expires-in': { type: 'string' },
+          },
+          strict: true,
+        })
+        if (values.help) return help('keys create')
+        if (!values.workspace) throw new UsageError('--workspace NAME is required')
+        const expiresIn = positiveInt(values['expires-in'], '--expires-in')
+        const issued = await withKeys(values['database-url'], (keys) =>
+          keys.issue({
+            workspace: values.workspace!,
+            ...settingsFrom(values),
+            scopes: list(values.scopes),
+            identity: values.identity,
+            expiresInSeconds: expiresIn,
+          }),
+        )
+        if (values.json) console.log(JSON.stringify(issued))
+        else
+          console.log(
+            `token:        ${issued.token}\nkey_id:       ${issued.key_id}\nworkspace_id: ${issued.workspace_id}\nscopes:       ${issued.scopes.join(',')}\nexpires_at:   ${issued.expires_at ?? 'never'}\n(the token is shown once; only its hash is stored)`,
+          )
+        return 0
+      }
+      case 'keys list': {
+        const { values } = parseArgs({ args: rest, options: { ...COMMON, workspace: { type: 'string' } } })
+        if (values.help) return help('keys list')
+        if (!values.workspace) throw new UsageError('--workspace NAME is required')
+        const keys = await withKeys(values['database-url'], (k) => k.list(values.workspace!))
+        console.log(
+          values.json
+            ? JSON.stringify(keys)
+            : keys.map((k) => `${k.key_id}  ${k.scopes.join(',')}`).join('\n'),
+        )
+        return 0
+      }
+      case 'keys revoke': {
+        const { values, positionals } = parseArgs({ args: rest, options: COMMON, allowPositionals: true })
+        if (values.help) return help('keys revoke')
+        const keyId = positionals[0]
+        if (!keyId) throw new UsageError('KEY_ID is required')
+        const revoked = await withKeys(values['database-url'], (k) => k.revoke(keyId))
+        if (!revoked) {
+          console.error(`no active key ${keyId}`)
+          return 1
+        }
+        console.log(values.json ? JSON.stringify({ key_id: keyId, revoked: true }) : `revoked ${keyId}`)
+        return 0
+      }
+      case 'workspaces set': {
+        const { values, positionals } = parseArgs({
+          args: rest,
+          options: { ...COMMON, ...WORKSPACE_FLAGS },
+          allowPositionals: true,
+        })
+        if (values.help) return help('workspaces set')
+        const name = positionals[0]
+        if (!name) throw new UsageError('NAME is required')
+        const ws = await withKeys(values['database-url'], (k) =>
+          k.configureWorkspace(name, settingsFrom(values)),
+        )
+        console.log(
+          JSON.stringify({
+            workspace_id: ws.id,
+            name: ws.name,
+            tier: ws.tier,
+            limit_per_hour: ws.limitPerHour,
+            burst_limit: ws.burstLimit,
+            policy_classes: ws.policyClasses,
+            features: ws.features,
+          }),
+        )
+        return 0
+      }
+      default:
+        throw new UsageError(`unknown command "${argv.slice(0, 2).join(' ')}"; see agentops --help`)
+    }
+  } catch (err) {
+    if (err instanceof UsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`agentops: ${(err as Error).message}`)
+      return 2
+    }
+    console.error(`agentops: ${(err as Error).message}`)
+    return 1
+  }
+}
+
+function help(command: string): number {
+  console.log(HELP[command])
+  return 0
+}

@@ -1,0 +1,38 @@
+/** Every operator setting, read once from the environment; tests build a Config directly. */
+export interface Config {
+  port: number
+  host: string
+  databaseUrl: string
+  /** Largest accepted request body (spec gap §8). */
+  maxBodyBytes: number
+  /** Deliver webhooks to private and loopback addresses (off in production, on in tests). */
+  allowPrivateWebhooks: boolean
+  /** Runs executed at the same time by one server. */
+  runConcurrency: number
+  /** Start background workers (scheduler, outbox, purges). Off for the CLI's short-lived store access. */
+  workers: boolean
+}
+
+export const DEFAULT_DATABASE_URL = 'sqlite:./.agentops/agentops.db'
+
+function intFrom(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new Error(`${name} must be a non-negative integer, got "${value}"`)
+  return n
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  return {
+    port: intFrom(env.PORT, 8080, 'PORT'),
+    host: env.HOST ?? '0.0.0.0',
+    databaseUrl: env.AGENTOPS_DATABASE_URL || DEFAULT_DATABASE_URL,
+    maxBodyBytes: intFrom(env.AGENTOPS_MAX_BODY_BYTES, 1024 * 1024, 'AGENTOPS_MAX_BODY_BYTES'),
+    allowPrivateWebhooks:
+      env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === '1' || env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === 'true',
+    runConcurrency: intFrom(env.AGENTOPS_RUN_CONCURRENCY, 4, 'AGENTOPS_RUN_CONCURRENCY'),
+    workers: true,
+    ...overrides,
+  }
+}

@@ -1,0 +1,195 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { KeyRepo } from '../../store/repos/keys.js'
+import type { WorkspaceRepo } from '../../store/repos/workspaces.js'
+import type { Clock } from '../clock.js'
+import type { Tier, Workspace } from '../identity.js'
+import { newId } from '../ids.js'
+
+const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
+
+export const TIER_DEFAULTS: Record<Tier, { limitPerHour: number; burstLimit: number }> = {
+  standard: { limitPerHour: 1_000, burstLimit: 100 },
+  pro: { limitPerHour: 10_000, burstLimit: 1_000 },
+  enterprise: { limitPerHour: 100_000, burstLimit: 10_000 },
+}
+
+export const DEFAULT_POLICY_CLASSES = ['public', 'internal', 'confidential']
+
+export interface WorkspaceSettings {
+  tier?: Tier | undefined
+  limitPerHour?: number | undefined
+  burstLimit?: number | undefined
+  policyClasses?: string[] | undefined
+  features?: string[] | undefined
+}
+
+export interface IssueKeyInput extends WorkspaceSettings {
+  workspace: string
+  identity?: string | undefined
+  scopes?: string[] | undefined
+  expiresInSeconds?: number | undefined
+}
+
+export interface IssuedKey {
+  token: string
+  key_id: string
+  workspace_id: string
+  workspace: string
+  identity: string
+  scopes: string[]
+  tier: Tier
+  limit_per_hour: number
+  burst_limit: number
+  expires_at: string | null
+}
+
+export interface VerifiedKey {
+  keyId: string
+  identity: string
+  scopes: string[]
+  workspace: Workspace
+}
+
+/** Why a token was refused; all of them answer the same 401, the reason only goes into `detail`. */
+export type KeyRefusal = 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked'
+
+function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex')
+}
+
+export function resolveLimits(settings: WorkspaceSettings): {
+  tier: Tier
+  limitPerHour: number
+  burstLimit: number
+} {
+  const tier = settings.tier ?? (settings.limitPerHour !== undefined ? 'enterprise' : 'standard')
+  const defaults = TIER_DEFAULTS[tier]
+  const limitPerHour =
+    tier === 'enterprise' ? (settings.limitPerHour ?? defaults.limitPerHour) : defaults.limitPerHour
+  const burstLimit =
+    settings.burstLimit ??
+    (tier === 'enterprise' && settings.limitPerHour !== undefined
+      ? Math.max(1, Math.floor(limitPerHour / 10))
+      : defaults.burstLimit)
+  return { tier, limitPerHour, burstLimit }
+}
+
+export class KeyService {
+  constructor(
+    private readonly keys: KeyRepo,
+    private readonly workspaces: WorkspaceRepo,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Creates the workspace on first use (its settings apply then, or update it when given later) and a key in it. */
+  async issue(input: IssueKeyInput): Promise<IssuedKey> {
+    const workspace = await this.ensureWorkspace(input.workspace, input)
+    const now = this.clock.now()
+    const keyId = newId('key', now)
+    const secret = randomBytes(32).toString('base64url')
+    const scopes = input.scopes && input.scopes.length > 0 ? input.scopes : ['*']
+    const expiresAt = input.expiresInSeconds !== undefined ? now + input.expiresInSeconds * 1000 : null
+    await this.keys.insert({
+      id: keyId,
+      workspaceId: workspace.id,
+      identity: input.identity ?? 'default',
+      scopes,
+      secretHash: hashSecret(secret),
+      createdAt: now,
+      expiresAt,
+      revokedAt: null,
+    })
+    return {
+      token: `aok_${keyId.slice(4)}_${secret}`,
+      key_id: keyId,
+      workspace_id: workspace.id,
+      workspace: workspace.name,
+      identity: input.identity ?? 'default',
+      scopes,
+      tier: workspace.tier,
+      limit_per_hour: workspace.limitPerHour,
+      burst_limit: workspace.burstLimit,
+      expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+    }
+  }
+
+  async ensureWorkspace(name: string, settings: WorkspaceSettings): Promise<Workspace> {
+    const existing = await this.workspaces.byName(name)
+    if (existing) {
+      const changed = Object.values(settings).some((v) => v !== undefined)
+      return changed ? this.configureWorkspace(name, settings) : existing
+    }
+    const limits = resolveLimits(settings)
+    return this.workspaces.insertIfAbsent({
+      id: newId('ws', this.clock.now()),
+      name,
+      ...limits,
+      policyClasses: settings.policyClasses ?? DEFAULT_POLICY_CLASSES,
+      features: settings.features ?? [],
+      createdAt: this.clock.now(),
+    })
+  }
+
+  async configureWorkspace(name: string, settings: WorkspaceSettings): Promise<Workspace> {
+    const existing = await this.workspaces.byName(name)
+    if (!existing) return this.ensureWorkspace(name, settings)
+    const tierChanged = settings.tier !== undefined && settings.tier !== existing.tier
+    const limits =
+      tierChanged || settings.limitPerHour !== undefined || settings.burstLimit !== undefined
+        ? resolveLimits({
+            tier: settings.tier ?? existing.tier,
+            limitPerHour: settings.limitPerHour ?? (tierChanged ? undefined : existing.limitPerHour),
+            burstLimit: settings.burstLimit ?? (tierChanged ? undefined : existing.burstLimit),
+          })
+        : { tier: existing.tier, limitPerHour: existing.limitPerHour, burstLimit: existing.burstLimit }
+    const updated: Workspace = {
+      ...existing,
+      ...limits,
+      policyClasses: settings.policyClasses ?? existing.policyClasses,
+      features: settings.features ?? existing.features,
+    }
+    await this.workspaces.update(updated)
+    return updated
+  }
+
+  /** Constant-time comparison of the secret's hash; the key id only locates the row. */
+  async verify(authorization: string | undefined): Promise<VerifiedKey | KeyRefusal> {
+    if (!authorization) return 'missing'
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+    if (!match?.[1]) return 'malformed'
+    return this.verifyToken(match[1])
+  }
+
+  async verifyToken(token: string): Promise<VerifiedKey | KeyRefusal> {
+    const parts = TOKEN_PATTERN.exec(token)
+    if (!parts?.[1] || !parts[2]) return 'malformed'
+    const key = await this.keys.byId(`key_${parts[1]}`)
+    const presented = Buffer.from(hashSecret(parts[2]), 'hex')
+    // Compare against a dummy when the key is unknown so both paths cost the same.
+    const stored = Buffer.from(key?.secretHash ?? '0'.repeat(64), 'hex')
+    const equal = timingSafeEqual(presented, stored)
+    if (!key || !equal) return 'unknown'
+    if (key.revokedAt !== null) return 'revoked'
+    if (key.expiresAt !== null && key.expiresAt <= this.clock.now()) return 'expired'
+    const workspace = await this.workspaces.byId(key.workspaceId)
+    if (!workspace) return 'unknown'
+    return { keyId: key.id, identity: key.identity, scopes: key.scopes, workspace }
+  }
+
+  async list(workspaceName: string) {
+    const ws = await this.workspaces.byName(workspaceName)
+    if (!ws) return []
+    return (await this.keys.listByWorkspace(ws.id)).map((k) => ({
+      key_id: k.id,
+      identity: k.identity,
+      scopes: k.scopes,
+      created_at: new Date(k.createdAt).toISOString(),
+      expires_at: k.expiresAt === null ? null : new Date(k.expiresAt).toISOString(),
+      revoked_at: k.revokedAt === null ? null : new Date(k.revokedAt).toISOString(),
+    }))
+  }
+
+  revoke(keyId: string): Promise<boolean> {
+    return this.keys.revoke(keyId, this.clock.now())
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Scopes are `resource:action` strings. A key holding `*` may do anything; `resource:*` (or any prefix ending in
+ * `:*`, e.g. `stream:connector:*`) covers everything below it.
+ */
+export function scopeAllows(held: readonly string[], required: string): boolean {
+  for (const scope of held) {
+    if (scope === '*' || scope === required) return true
+    if (scope.endsWith(':*') && required.startsWith(scope.slice(0, -1))) return true
+  }
+  return false
+}
+
+export const KNOWN_SCOPES = [
+  'agents:read',
+  'agents:write',
+  'tasks:read',
+  'tasks:write',
+  'runs:read',
+  'runs:write',
+  'runs:approve',
+  'tools:read',
+  'tools:write',
+  'webhooks:read',
+  'webhooks:write',
+  'ingest:write',
+  'records:read',
+  'stream:runs',
+  'stream:connector:*',
+] as const

@@ -1,0 +1,94 @@
+import type { Db } from '../../store/db.js'
+import { type PolicyBinding, type ToolRecord, ToolRepo } from '../../store/repos/tools.js'
+import type { Clock } from '../clock.js'
+import { ApiError, notFound } from '../errors.js'
+import { newId } from '../ids.js'
+import type { Ports } from '../ports.js'
+
+export interface RegisterToolInput {
+  name: string
+  provider: string
+  input_schema?: Record<string, unknown> | undefined
+  output_schema?: Record<string, unknown> | undefined
+  policy_binding: PolicyBinding
+  idempotent?: boolean | undefined
+  config?: Record<string, unknown> | undefined
+}
+
+export class ToolService {
+  readonly repo: ToolRepo
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly ports: Ports,
+  ) {
+    this.repo = new ToolRepo(db)
+  }
+
+  async register(workspaceId: string, input: RegisterToolInput): Promise<ToolRecord> {
+    const now = this.clock.now()
+    const tool = await this.db.transaction(async (tx) => {
+      const created = await new ToolRepo(tx).insertIfNameFree({
+        id: newId('tool', now),
+        workspaceId,
+        name: input.name,
+        provider: input.provider,
+        inputSchema: input.input_schema ?? {},
+        outputSchema: input.output_schema ?? {},
+        policyBinding: input.policy_binding,
+        idempotent: input.idempotent ?? false,
+        config: input.config ?? {},
+        status: 'active',
+        createdAt: now,
+        retiredAt: null,
+      })
+      if (!created) {
+        throw new ApiError('already_exists', `An active tool named "${input.name}" already exists`, {
+          field: 'name',
+          name: input.name,
+        })
+      }
+      await this.ports.events?.append(tx, {
+        workspaceId,
+        kind: 'tool.registered',
+        subjectId: created.id,
+        data: { tool_id: created.id, name: created.name, status: 'active' },
+      })
+      return created
+    })
+    this.ports.events?.notify()
+    return tool
+  }
+
+  async get(workspaceId: string, id: string): Promise<ToolRecord> {
+    const tool = await this.repo.get(workspaceId, id)
+    if (!tool) throw notFound('Tool')
+    return tool
+  }
+
+  list(workspaceId: string, includeRetired: boolean, afterSeq: number, limit: number): Promise<ToolRecord[]> {
+    return this.repo.list(workspaceId, includeRetired, afterSeq, limit)
+  }
+
+  /** Idempotent: retiring a retired tool returns it unchanged. */
+  async retire(workspaceId: string, id: string): Promise<ToolRecord> {
+    const now = this.clock.now()
+    const retired = await this.db.transaction(async (tx) => {
+      const repo = new ToolRepo(tx)
+      const tool = await repo.get(workspaceId, id)
+      if (!tool) throw notFound('Tool')
+      if (await repo.retire(workspaceId, id, now)) {
+        await this.ports.events?.append(tx, {
+          workspaceId,
+          kind: 'tool.retired',
+          subjectId: id,
+          data: { tool_id: id, name: tool.name, status: 'retired' },
+        })
+        return true
+      }
+      return false
+    })
+    if (retired) this.ports.events?.notify()
+    return this.get(workspaceId, id)
+  }
+}

@@ -1,0 +1,45 @@
+import { OpenAPIHono } from '@hono/zod-openapi'
+import { ApiError } from '../domain/errors.js'
+import type { Services } from '../services.js'
+import type { AppEnv } from './context.js'
+import { errorResponse, toApiError } from './errors.js'
+import { auth } from './middleware/auth.js'
+import { bodyGuard } from './middleware/body.js'
+import { idempotency } from './middleware/idempotency.js'
+import { rateLimit } from './middleware/rate-limit.js'
+import { requestId } from './middleware/request-id.js'
+import { registerAgentRoutes } from './routes/agents.js'
+import { registerMetaRoutes } from './routes/meta.js'
+import { registerToolRoutes } from './routes/tools.js'
+import { validationHook } from './validation.js'
+
+/**
+ * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit
+ * → body guard → idempotency → validated routes. Errors from anywhere become the spec §7 envelope.
+ */
+export function createApp(services: Services): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+
+  app.use('*', requestId())
+  app.onError((err, c) => {
+    const apiError = toApiError(err)
+    if (apiError.code === 'internal_error') {
+      console.error(`[${c.get('requestId')}] ${c.req.method} ${c.req.path} failed:`, err)
+    }
+    return errorResponse(c, apiError)
+  })
+  app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
+
+  // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
+  app.use('/v1/*', async (c, next) => (c.req.path === '/v1/stream' ? next() : auth(services)(c, next)))
+  app.use('/v1/*', rateLimit(services))
+  app.use('/v1/*', bodyGuard(services.config.maxBodyBytes))
+  app.use('/v1/*', idempotency(services))
+
+  registerMetaRoutes(app, services)
+  registerAgentRoutes(app, services)
+  registerToolRoutes(app, services)
+  // --- feature routes: each feature adds one line here ---
+
+  return app
+}

@@ -1,0 +1,41 @@
+import type { Context } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { ApiError, ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js'
+import type { AppEnv } from './context.js'
+
+export interface ErrorEnvelope {
+  error: { code: ErrorCode; message: string; detail: Record<string, unknown>; request_id: string }
+}
+
+export function envelope(c: Context<AppEnv>, err: ApiError): ErrorEnvelope {
+  return {
+    error: { code: err.code, message: err.message, detail: err.detail, request_id: c.get('requestId') ?? '' },
+  }
+}
+
+/** Renders an ApiError as the spec §7 envelope, with its status and headers. */
+export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {
+  for (const [name, value] of Object.entries(err.headers)) c.header(name, value)
+  return c.json(envelope(c, err), err.status as ContentfulStatusCode)
+}
+
+/** Anything thrown becomes an envelope; only real bugs become 500, and they never leak internals. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err
+  if (err instanceof HTTPException && err.message === 'Malformed JSON in request body') {
+    // Hono's validator met a required body that is absent (the body guard already refused malformed ones).
+    return new ApiError('invalid_request', 'A JSON request body is required', {
+      issues: [{ location: 'body', path: '', message: 'Required' }],
+      fields: ['(body)'],
+    })
+  }
+  if (err instanceof HTTPException) {
+    const status = err.status
+    const code = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).find(
+      (k) => ERROR_CATALOGUE[k].status === status,
+    )
+    if (code && status < 500) return new ApiError(code, err.message || ERROR_CATALOGUE[code].title)
+  }
+  return new ApiError('internal_error', 'The server failed unexpectedly; retry with backoff and jitter')
+}

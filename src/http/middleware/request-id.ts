@@ -1,0 +1,16 @@
+import { createMiddleware } from 'hono/factory'
+import { newId } from '../../domain/ids.js'
+import type { AppEnv } from '../context.js'
+
+const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** Every response carries X-Request-Id; a well-formed id from the caller (a proxy's) is kept for tracing. */
+export const requestId = () =>
+  createMiddleware<AppEnv>(async (c, next) => {
+    const incoming = c.req.header('x-request-id')
+    const id = incoming && ACCEPTABLE.test(incoming) ? incoming : newId('req')
+    c.set('requestId', id)
+    c.header('X-Request-Id', id)
+    await next()
+    c.res.headers.set('X-Request-Id', id)
+  })

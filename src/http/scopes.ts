@@ -1,0 +1,19 @@
+import type { Context } from 'hono'
+import { policyDenied } from '../domain/errors.js'
+import { scopeAllows } from '../domain/scopes.js'
+import type { AppEnv, AuthContext } from './context.js'
+
+/** A call outside the key's scopes is a policy-gate refusal (403 policy_denied) with the spec §7 detail. */
+export function requireScope(c: Context<AppEnv>, scope: string): AuthContext {
+  const auth = c.get('auth')
+  if (!scopeAllows(auth.scopes, scope)) {
+    throw policyDenied(`This key lacks the scope "${scope}"`, {
+      envelope: 'api_key',
+      violation: 'missing_scope',
+      observed: auth.scopes,
+      limit: [scope],
+      escalation_queue: 'workspace-admins',
+    })
+  }
+  return auth
+}

@@ -1,0 +1,48 @@
+import type { Context } from 'hono'
+import { ApiError } from '../domain/errors.js'
+
+interface Issue {
+  path: PropertyKey[]
+  message: string
+  code?: string
+  keys?: string[]
+}
+
+const LOCATION: Record<string, string> = { json: 'body', query: 'query', param: 'path', header: 'header' }
+
+/**
+ * @hono/zod-openapi's defaultHook: every request-validation failure becomes 400 invalid_request whose detail
+ * names each failing field (`fields`) and why (`issues`), so a client can fix the request without guessing.
+ */
+export function validationHook(
+  result: { success: true } | { success: false; error: { issues: readonly Issue[] }; target?: string },
+  _c: Context,
+): void {
+  if (result.success) return
+  const location = LOCATION[result.target ?? 'json'] ?? result.target ?? 'body'
+  const issues = result.error.issues.flatMap((issue) => {
+    const base = issue.path.map(String).join('.')
+    // An unknown property is reported by name, so `fields` points at what to remove.
+    if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
+      return issue.keys.map((key) => ({
+        location,
+        path: base ? `${base}.${key}` : key,
+        message: 'Unknown property',
+      }))
+    }
+    return [{ location, path: base, message: issue.message }]
+  })
+  const fields = [...new Set(issues.map((i) => i.path || '(root)'))]
+  throw new ApiError('invalid_request', `The request ${location} is invalid: ${describe(issues)}`, {
+    issues,
+    fields,
+  })
+}
+
+function describe(issues: { path: string; message: string }[]): string {
+  const first = issues
+    .slice(0, 3)
+    .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
+    .join('; ')
+  return issues.length > 3 ? `${first}; and ${issues.length - 3} more` : first
+}

@@ -1,0 +1,79 @@
+/**
+ * The composition root of the domain: one place that builds every service on one Db and one Clock.
+ * Features register themselves here; the HTTP app and the stream only see `Services`.
+ */
+import type { Config } from './config.js'
+import { AgentService } from './domain/agents/service.js'
+import type { Clock } from './domain/clock.js'
+import { KeyService } from './domain/keys/service.js'
+import type { Ports } from './domain/ports.js'
+import { TaskService } from './domain/tasks/service.js'
+import { ToolService } from './domain/tools/service.js'
+import type { Db } from './store/db.js'
+import { KeyRepo } from './store/repos/keys.js'
+import { WorkspaceRepo } from './store/repos/workspaces.js'
+
+/** A background worker (scheduler, outbox dispatcher, purger) started and stopped with the server. */
+export interface Worker {
+  name: string
+  start(): void | Promise<void>
+  stop(): Promise<void>
+}
+
+export interface Services {
+  db: Db
+  clock: Clock
+  config: Config
+  ports: Ports
+  keys: KeyService
+  agents: AgentService
+  tasks: TaskService
+  tools: ToolService
+  workers: Worker[]
+  /** Starts every worker (no-op when config.workers is false). */
+  start(): Promise<void>
+  /** Stops every worker, then closes nothing else: the caller owns the Db. */
+  stop(): Promise<void>
+}
+
+export interface ServiceDeps {
+  db: Db
+  clock: Clock
+  config: Config
+}
+
+/** Features that plug into the spine (runs, limits, webhooks, ingestion) add themselves through these. */
+export type FeatureInstaller = (services: Services) => void | Promise<void>
+
+// --- features: each adds one import at the top and one entry here, in dependency order ---
+const FEATURES: FeatureInstaller[] = []
+
+export async function createServices(deps: ServiceDeps): Promise<Services> {
+  const { db, clock, config } = deps
+  const ports: Ports = {}
+  const workers: Worker[] = []
+  let started = false
+  const services: Services = {
+    db,
+    clock,
+    config,
+    ports,
+    keys: new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock),
+    agents: new AgentService(db, clock, ports),
+    tasks: new TaskService(db, clock, ports),
+    tools: new ToolService(db, clock, ports),
+    workers,
+    async start() {
+      if (started || !config.workers) return
+      started = true
+      for (const w of workers) await w.start()
+    },
+    async stop() {
+      if (!started) return
+      started = false
+      for (const w of [...workers].reverse()) await w.stop()
+    },
+  }
+  for (const install of FEATURES) await install(services)
+  return services
+}

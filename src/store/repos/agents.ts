@@ -1,0 +1,88 @@
+import { fromJson, type Queryable, toJson } from '../db.js'
+
+export type Behavior = 'autonomous' | 'supervised' | 'hybrid'
+
+export interface AgentRecord {
+  seq: number
+  id: string
+  workspaceId: string
+  name: string
+  behavior: Behavior
+  capabilities: string[]
+  policyEnvelope: string
+  createdAt: number
+  updatedAt: number
+}
+
+interface AgentRow extends Record<string, unknown> {
+  seq: number
+  id: string
+  workspace_id: string
+  name: string
+  behavior: string
+  capabilities: string
+  policy_envelope: string
+  created_at: number
+  updated_at: number
+}
+
+function toAgent(row: AgentRow): AgentRecord {
+  return {
+    seq: Number(row.seq),
+    id: row.id,
+    workspaceId: row.workspace_id,
+    name: row.name,
+    behavior: row.behavior as Behavior,
+    capabilities: fromJson<string[]>(row.capabilities),
+    policyEnvelope: row.policy_envelope,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  }
+}
+
+export class AgentRepo {
+  constructor(private readonly db: Queryable) {}
+
+  async insert(a: Omit<AgentRecord, 'seq'>): Promise<AgentRecord> {
+    const row = await this.db.one<AgentRow>(
+      `INSERT INTO agents (id, workspace_id, name, behavior, capabilities, policy_envelope, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      [
+        a.id,
+        a.workspaceId,
+        a.name,
+        a.behavior,
+        toJson(a.capabilities),
+        a.policyEnvelope,
+        a.createdAt,
+        a.updatedAt,
+      ],
+    )
+    return toAgent(row!)
+  }
+
+  /** Only live agents of the workspace: a deleted or foreign agent is indistinguishable from a missing one. */
+  async get(workspaceId: string, id: string): Promise<AgentRecord | undefined> {
+    const row = await this.db.one<AgentRow>(
+      'SELECT * FROM agents WHERE id = $1 AND workspace_id = $2 AND deleted_at IS NULL',
+      [id, workspaceId],
+    )
+    return row ? toAgent(row) : undefined
+  }
+
+  async list(workspaceId: string, afterSeq: number, limit: number): Promise<AgentRecord[]> {
+    const rows = await this.db.query<AgentRow>(
+      `SELECT * FROM agents WHERE workspace_id = $1 AND deleted_at IS NULL AND seq > $2 ORDER BY seq LIMIT $3`,
+      [workspaceId, afterSeq, limit + 1],
+    )
+    return rows.map(toAgent)
+  }
+
+  async markDeleted(workspaceId: string, id: string, at: number): Promise<boolean> {
+    const changed = await this.db.run(
+      'UPDATE agents SET deleted_at = $3, updated_at = $3 WHERE id = $1 AND workspace_id = $2 AND deleted_at IS NULL',
+      [id, workspaceId, at],
+    )
+    return changed > 0
+  }
+}

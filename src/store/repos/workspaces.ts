@@ -1,0 +1,69 @@
+import type { Tier, Workspace } from '../../domain/identity.js'
+import { fromJson, type Queryable, toJson } from '../db.js'
+
+interface WorkspaceRow extends Record<string, unknown> {
+  id: string
+  name: string
+  tier: string
+  limit_per_hour: number
+  burst_limit: number
+  policy_classes: string
+  features: string
+  created_at: number
+}
+
+function toWorkspace(row: WorkspaceRow): Workspace {
+  return {
+    id: row.id,
+    name: row.name,
+    tier: row.tier as Tier,
+    limitPerHour: Number(row.limit_per_hour),
+    burstLimit: Number(row.burst_limit),
+    policyClasses: fromJson<string[]>(row.policy_classes),
+    features: fromJson<string[]>(row.features),
+    createdAt: Number(row.created_at),
+  }
+}
+
+export class WorkspaceRepo {
+  constructor(private readonly db: Queryable) {}
+
+  async byId(id: string): Promise<Workspace | undefined> {
+    const row = await this.db.one<WorkspaceRow>('SELECT * FROM workspaces WHERE id = $1', [id])
+    return row ? toWorkspace(row) : undefined
+  }
+
+  async byName(name: string): Promise<Workspace | undefined> {
+    const row = await this.db.one<WorkspaceRow>('SELECT * FROM workspaces WHERE name = $1', [name])
+    return row ? toWorkspace(row) : undefined
+  }
+
+  /** Inserts unless the name exists (two CLI calls may race); returns the stored workspace either way. */
+  async insertIfAbsent(ws: Workspace): Promise<Workspace> {
+    await this.db.run(
+      `INSERT INTO workspaces (id, name, tier, limit_per_hour, burst_limit, policy_classes, features, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
+      [
+        ws.id,
+        ws.name,
+        ws.tier,
+        ws.limitPerHour,
+        ws.burstLimit,
+        toJson(ws.policyClasses),
+        toJson(ws.features),
+        ws.createdAt,
+      ],
+    )
+    const stored = await this.byName(ws.name)
+    if (!stored) throw new Error(`workspace ${ws.name} vanished after insert`)
+    return stored
+  }
+
+  async update(ws: Workspace): Promise<void> {
+    await this.db.run(
+      `UPDATE workspaces SET tier = $2, limit_per_hour = $3, burst_limit = $4, policy_classes = $5, features = $6
+       WHERE id = $1`,
+      [ws.id, ws.tier, ws.limitPerHour, ws.burstLimit, toJson(ws.policyClasses), toJson(ws.features)],
+    )
+  }
+}
