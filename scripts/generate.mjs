@@ -2,7 +2,7 @@
 // Regenerates generated/ from openapi/agent-operations.yaml alone. `--check` regenerates into a temporary
 // folder and fails when generated/ differs, so CI catches hand edits and a stale generation.
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -41,7 +41,9 @@ if (!check) {
       if (a !== b) drift.push(name)
     }
     if (drift.length > 0) {
-      console.error(`generated/ is out of date or was edited by hand: ${drift.join(', ')}. Run \`npm run generate\`.`)
+      console.error(
+        `generated/ is out of date or was edited by hand: ${drift.join(', ')}. Run \`npm run generate\`.`,
+      )
       process.exit(1)
     }
     console.log('generated/ matches the contract')
