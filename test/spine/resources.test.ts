@@ -1,0 +1,228 @@
+import { spawnSync } from 'node:child_process'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTestServer, type TestServer } from '../support/server.js'
+
+let t: TestServer
+let token: string
+const binding = { envelope: 'default', required_scopes: [] }
+
+beforeAll(async () => {
+  t = await startTestServer()
+  token = (await t.createKey()).token
+})
+afterAll(() => t.close())
+
+describe('agents and tasks', () => {
+  it('creates, reads, lists and deletes an agent', async () => {
+    const created = await t.request('POST', '/v1/agents', {
+      token,
+      body: { name: 'researcher', behavior: 'supervised', capabilities: ['search'] },
+    })
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({
+      name: 'researcher',
+      behavior: 'supervised',
+      status: 'idle',
+      active_runs: 0,
+    })
+    const id = created.body.agent_id
+    expect((await t.request('GET', `/v1/agents/${id}`, { token })).body.agent_id).toBe(id)
+    const list = await t.request('GET', '/v1/agents?limit=200', { token })
+    expect(list.body.data.map((a: { agent_id: string }) => a.agent_id)).toContain(id)
+    expect((await t.request('DELETE', `/v1/agents/${id}`, { token })).status).toBe(204)
+    expect((await t.request('GET', `/v1/agents/${id}`, { token })).status).toBe(404)
+    expect((await t.request('DELETE', `/v1/agents/${id}`, { token })).status).toBe(404)
+  })
+
+  it('assigns a task with a priority and reads it back', async () => {
+    const agent = (
+      await t.request('POST', '/v1/agents', { token, body: { name: 'a', behavior: 'autonomous' } })
+    ).body
+    const res = await t.request('POST', `/v1/agents/${agent.agent_id}/tasks`, {
+      token,
+      body: { description: 'summarise', data_source: 's3://bucket/x', priority: 5 },
+    })
+    expect(res.status).toBe(201)
+    expect(res.body).toMatchObject({ description: 'summarise', data_source: 's3://bucket/x', priority: 5 })
+    const read = await t.request('GET', `/v1/tasks/${res.body.task_id}`, { token })
+    expect(read.body.task_id).toBe(res.body.task_id)
+    const dflt = await t.request('POST', `/v1/agents/${agent.agent_id}/tasks`, {
+      token,
+      body: { description: 'd' },
+    })
+    expect(dflt.body.priority).toBe(3)
+    for (const priority of [0, 6, 2.5, '3']) {
+      const bad = await t.request('POST', `/v1/agents/${agent.agent_id}/tasks`, {
+        token,
+        body: { description: 'd', priority },
+      })
+      expect(bad.status, `priority ${priority}`).toBe(400)
+      expect(bad.body.error.detail.fields).toContain('priority')
+    }
+  })
+})
+
+describe('tools', () => {
+  it('registers, lists, inspects and retires; a retired tool stays readable by id', async () => {
+    const reg = await t.request('POST', '/v1/tools', {
+      token,
+      body: { name: 'lookup', provider: 'builtin:echo', policy_binding: binding, idempotent: true },
+    })
+    expect(reg.status).toBe(201)
+    const id = reg.body.tool_id
+    const dup = await t.request('POST', '/v1/tools', {
+      token,
+      body: { name: 'lookup', provider: 'builtin:echo', policy_binding: binding },
+    })
+    expect(dup.status).toBe(409)
+    expect(dup.body.error.code).toBe('already_exists')
+    const retired = await t.request('DELETE', `/v1/tools/${id}`, { token })
+    expect(retired.status).toBe(200)
+    expect(retired.body.status).toBe('retired')
+    expect(retired.body.retired_at).not.toBeNull()
+    expect((await t.request('DELETE', `/v1/tools/${id}`, { token })).body.retired_at).toBe(
+      retired.body.retired_at,
+    )
+    const listed = await t.request('GET', '/v1/tools?limit=200', { token })
+    expect(listed.body.data.map((x: { tool_id: string }) => x.tool_id)).not.toContain(id)
+    const all = await t.request('GET', '/v1/tools?limit=200&include_retired=true', { token })
+    expect(all.body.data.map((x: { tool_id: string }) => x.tool_id)).toContain(id)
+    expect((await t.request('GET', `/v1/tools/${id}`, { token })).body.status).toBe('retired')
+    // The name is free again once the old tool is retired.
+    const again = await t.request('POST', '/v1/tools', {
+      token,
+      body: { name: 'lookup', provider: 'builtin:echo', policy_binding: binding },
+    })
+    expect(again.status).toBe(201)
+  })
+})
+
+describe('pagination (spec §8)', () => {
+  it('walks every page exactly once, refuses limit 201 and bad cursors', async () => {
+    const own = (await t.createKey()).token
+    const ids: string[] = []
+    for (let i = 0; i < 7; i++) {
+      const r = await t.request('POST', '/v1/tools', {
+        token: own,
+        body: { name: `p${i}`, provider: 'builtin:echo', policy_binding: binding },
+      })
+      ids.push(r.body.tool_id)
+    }
+    const seen: string[] = []
+    let cursor: string | null = null
+    let pages = 0
+    do {
+      const q: string = cursor ? `&cursor=${cursor}` : ''
+      const page = await t.request('GET', `/v1/tools?limit=3${q}`, { token: own })
+      expect(page.body.data.length).toBeLessThanOrEqual(3)
+      seen.push(...page.body.data.map((x: { tool_id: string }) => x.tool_id))
+      cursor = page.body.next_cursor
+      pages++
+    } while (cursor && pages < 10)
+    expect(seen).toEqual(ids)
+    expect(pages).toBe(3)
+
+    for (const q of ['limit=201', 'limit=0', 'limit=-1', 'limit=abc']) {
+      const r = await t.request('GET', `/v1/tools?${q}`, { token: own })
+      expect(r.status, q).toBe(400)
+      expect(r.body.error.code).toBe('invalid_request')
+    }
+    const badCursor = await t.request('GET', '/v1/tools?cursor=not-a-cursor!', { token: own })
+    expect(badCursor.status).toBe(400)
+    expect(badCursor.body.error.code).toBe('invalid_cursor')
+    const agentsCursor = Buffer.from(JSON.stringify({ l: 'agents', k: 1 })).toString('base64url')
+    const foreign = await t.request('GET', `/v1/tools?cursor=${agentsCursor}`, { token: own })
+    expect(foreign.body.error.code).toBe('invalid_cursor')
+  })
+})
+
+describe('bad bodies never reach a 500', () => {
+  it('answers 413, 415, malformed JSON, a missing body and unknown fields with envelopes', async () => {
+    const big = await t.request('POST', '/v1/agents', {
+      token,
+      rawBody: JSON.stringify({ name: 'x'.repeat(1_100_000), behavior: 'autonomous' }),
+      headers: { 'content-type': 'application/json' },
+    })
+    expect(big.status).toBe(413)
+    expect(big.body.error.code).toBe('payload_too_large')
+    const text = await t.request('POST', '/v1/agents', {
+      token,
+      rawBody: 'name=x',
+      headers: { 'content-type': 'text/plain' },
+    })
+    expect(text.status).toBe(415)
+    const broken = await t.request('POST', '/v1/agents', {
+      token,
+      rawBody: '{"name":',
+      headers: { 'content-type': 'application/json' },
+    })
+    expect(broken.status).toBe(400)
+    expect(broken.body.error.code).toBe('invalid_request')
+    const missing = await t.request('POST', '/v1/agents', { token })
+    expect(missing.status).toBe(400)
+    const extra = await t.request('POST', '/v1/agents', {
+      token,
+      body: { name: 'x', behavior: 'autonomous', colour: 'red' },
+    })
+    expect(extra.status).toBe(400)
+    expect(extra.body.error.detail.fields).toEqual(['colour'])
+    const wrongTypes = await t.request('POST', '/v1/tools', {
+      token,
+      body: { name: 5, provider: [], policy_binding: { envelope: 1 } },
+    })
+    expect(wrongTypes.status).toBe(400)
+    expect(wrongTypes.body.error.detail.fields).toEqual(
+      expect.arrayContaining([
+        'name',
+        'provider',
+        'policy_binding.envelope',
+        'policy_binding.required_scopes',
+      ]),
+    )
+  })
+})
+
+describe('the command line', () => {
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync(process.execPath, ['bin/agentops.mjs', ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+    })
+
+  it('creates a working key while the server runs on the same store', async () => {
+    const url = t.services.config.databaseUrl
+    const out = cli([
+      'keys',
+      'create',
+      '--workspace',
+      'cli-ws',
+      '--scopes',
+      'agents:read',
+      '--json',
+      '--database-url',
+      url,
+    ])
+    expect(out.status, out.stderr).toBe(0)
+    const issued = JSON.parse(out.stdout)
+    expect(issued).toMatchObject({ workspace: 'cli-ws', scopes: ['agents:read'] })
+    expect(issued.workspace_id).toMatch(/^ws_/)
+    expect((await t.request('GET', '/v1/agents', { token: issued.token })).status).toBe(200)
+    expect((await t.request('GET', '/v1/tools', { token: issued.token })).status).toBe(403)
+  })
+
+  it('explains itself and refuses bad flags with exit code 2', () => {
+    for (const args of [
+      ['--help'],
+      ['serve', '--help'],
+      ['keys', 'create', '--help'],
+      ['workspaces', 'set', '--help'],
+    ]) {
+      const out = cli(args)
+      expect(out.status, args.join(' ')).toBe(0)
+      expect(out.stdout).toContain('agentops')
+    }
+    expect(cli(['keys', 'create', '--workspace', 'w', '--tier', 'gold']).status).toBe(2)
+    expect(cli(['keys', 'create', '--bogus']).status).toBe(2)
+    expect(cli(['frobnicate']).status).toBe(2)
+  })
+})
