@@ -5,7 +5,9 @@
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { Clock } from './domain/clock.js'
+import { EventLog } from './domain/events/log.js'
 import { KeyService } from './domain/keys/service.js'
+import { LimitsService } from './domain/limits/service.js'
 import type { Ports } from './domain/ports.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
@@ -25,10 +27,13 @@ export interface Services {
   clock: Clock
   config: Config
   ports: Ports
+  /** The durable event log every state change appends to; webhooks and the stream consume it. */
+  events: EventLog
   keys: KeyService
   agents: AgentService
   tasks: TaskService
   tools: ToolService
+  limits: LimitsService
   workers: Worker[]
   /** Starts every worker (no-op when config.workers is false). */
   start(): Promise<void>
@@ -50,7 +55,8 @@ const FEATURES: FeatureInstaller[] = []
 
 export async function createServices(deps: ServiceDeps): Promise<Services> {
   const { db, clock, config } = deps
-  const ports: Ports = {}
+  const events = new EventLog(db, clock)
+  const ports: Ports = { events }
   const workers: Worker[] = []
   let started = false
   const services: Services = {
@@ -58,10 +64,12 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
     clock,
     config,
     ports,
+    events,
     keys: new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock),
     agents: new AgentService(db, clock, ports),
     tasks: new TaskService(db, clock, ports),
     tools: new ToolService(db, clock, ports),
+    limits: new LimitsService(db, clock),
     workers,
     async start() {
       if (started || !config.workers) return
@@ -74,6 +82,31 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
       for (const w of [...workers].reverse()) await w.stop()
     },
   }
+  workers.push(intervalWorker('limits-purge', 10 * 60 * 1000, () => services.limits.purge()))
   for (const install of FEATURES) await install(services)
   return services
+}
+
+/** A worker that runs `tick` every `everyMs` without keeping the process alive, never overlapping itself. */
+export function intervalWorker(name: string, everyMs: number, tick: () => Promise<unknown>): Worker {
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<unknown> | undefined
+  return {
+    name,
+    start() {
+      timer = setInterval(() => {
+        if (running) return
+        running = tick()
+          .catch((err) => console.error(`[${name}]`, err))
+          .finally(() => {
+            running = undefined
+          })
+      }, everyMs)
+      timer.unref()
+    },
+    async stop() {
+      if (timer) clearInterval(timer)
+      await running
+    },
+  }
 }

@@ -1,9 +1,65 @@
 import { createMiddleware } from 'hono/factory'
+import { ApiError } from '../../domain/errors.js'
+import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/limits/idempotency.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
 
-/** Placeholder: Idempotency-Key handling lands with the limits feature. */
-export const idempotency = (_services: Services) =>
-  createMiddleware<AppEnv>(async (_c, next) => {
-    await next()
+/**
+ * `Idempotency-Key` on every POST (spec §8; IETF draft-ietf-httpapi-idempotency-key-header): the first request
+ * claims the key, its non-5xx answer is stored for 24 h and replayed byte for byte to identical repeats. A
+ * different request with the key is 409 idempotency_key_reused; a repeat while the first runs is 409
+ * idempotency_key_in_progress (no waiting, so a client never hangs on a stuck request).
+ */
+export const idempotency = (services: Services) =>
+  createMiddleware<AppEnv>(async (c, next) => {
+    const key = c.req.header('idempotency-key')
+    if (c.req.method !== 'POST' || key === undefined) return next()
+    validateKey(key)
+    const auth = c.get('auth')
+    const bodyText = await c.req.text()
+    const print = fingerprint(c.req.method, c.req.path, bodyText)
+    const claim = await services.limits.claim(auth.workspaceId, key, print)
+    if (claim.kind !== 'claimed') {
+      if (claim.fingerprint !== print) {
+        throw new ApiError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was used with a different request',
+          {
+            header: 'Idempotency-Key',
+          },
+        )
+      }
+      if (claim.kind === 'in_progress') {
+        throw new ApiError(
+          'idempotency_key_in_progress',
+          'A request with this Idempotency-Key is still being processed; retry later',
+          { header: 'Idempotency-Key' },
+          { 'Retry-After': '1' },
+        )
+      }
+      const headers = new Headers(claim.response.headers)
+      headers.set('Idempotent-Replayed', 'true')
+      return new Response(claim.response.status === 204 ? null : claim.response.body, {
+        status: claim.response.status,
+        headers,
+      })
+    }
+    try {
+      await next()
+    } catch (err) {
+      await services.limits.release(auth.workspaceId, key)
+      throw err
+    }
+    if (c.res.status >= 500) {
+      // A server failure is not an answer: free the key so a retry can succeed.
+      await services.limits.release(auth.workspaceId, key)
+      return
+    }
+    const body = await c.res.clone().text()
+    const headers: Record<string, string> = {}
+    for (const name of REPLAYED_HEADERS) {
+      const value = c.res.headers.get(name)
+      if (value !== null) headers[name] = value
+    }
+    await services.limits.complete(auth.workspaceId, key, { status: c.res.status, headers, body })
   })

@@ -1,0 +1,34 @@
+import { createHash } from 'node:crypto'
+import { canonicalize } from '../canonical-json.js'
+import { ApiError } from '../errors.js'
+
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
+/** A claim not completed within this lease (a crashed server) may be taken over by a retry. */
+export const IDEMPOTENCY_LEASE_MS = 60 * 1000
+export const MAX_KEY_LENGTH = 255
+
+/** Response headers worth replaying; per-request ones (request id, rate limits, dates) are fresh each time. */
+export const REPLAYED_HEADERS = ['content-type', 'location']
+
+export function validateKey(key: string): void {
+  if (key.length < 1 || key.length > MAX_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
+    throw new ApiError(
+      'invalid_idempotency_key',
+      `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces`,
+      { header: 'Idempotency-Key', length: key.length },
+    )
+  }
+}
+
+/** What makes two requests "the same": method, path and the canonical form of the JSON body. */
+export function fingerprint(method: string, path: string, bodyText: string): string {
+  let canonicalBody = ''
+  if (bodyText.trim() !== '') {
+    try {
+      canonicalBody = canonicalize(JSON.parse(bodyText))
+    } catch {
+      canonicalBody = bodyText
+    }
+  }
+  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalBody}`).digest('hex')
+}

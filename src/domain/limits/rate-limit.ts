@@ -1,0 +1,52 @@
+import type { Workspace } from '../identity.js'
+
+/** The two fixed windows of spec §8: a short burst window on top of the sustained hourly one. */
+export const BURST_WINDOW_SECONDS = 10
+export const HOURLY_WINDOW_SECONDS = 3600
+
+export interface WindowPolicy {
+  name: 'burst' | 'hourly'
+  quota: number
+  windowSeconds: number
+}
+
+export interface WindowState extends WindowPolicy {
+  windowStart: number
+  used: number
+  remaining: number
+  resetSeconds: number
+}
+
+export function policiesFor(workspace: Workspace): WindowPolicy[] {
+  return [
+    { name: 'burst', quota: workspace.burstLimit, windowSeconds: BURST_WINDOW_SECONDS },
+    { name: 'hourly', quota: workspace.limitPerHour, windowSeconds: HOURLY_WINDOW_SECONDS },
+  ]
+}
+
+/** Windows are aligned to the epoch so every replica agrees on where one starts. */
+export function windowStart(now: number, windowSeconds: number): number {
+  const ms = windowSeconds * 1000
+  return Math.floor(now / ms) * ms
+}
+
+export function stateOf(policy: WindowPolicy, now: number, used: number): WindowState {
+  const start = windowStart(now, policy.windowSeconds)
+  return {
+    ...policy,
+    windowStart: start,
+    used,
+    remaining: Math.max(0, policy.quota - used),
+    resetSeconds: Math.max(1, Math.ceil((start + policy.windowSeconds * 1000 - now) / 1000)),
+  }
+}
+
+/** `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers): one structured-field item per policy. */
+export function rateLimitPolicyHeader(policies: WindowPolicy[]): string {
+  return policies.map((p) => `"${p.name}";q=${p.quota};w=${p.windowSeconds}`).join(', ')
+}
+
+/** `RateLimit`: remaining quota and seconds to reset, per policy. */
+export function rateLimitHeader(states: WindowState[]): string {
+  return states.map((s) => `"${s.name}";r=${s.remaining};t=${s.resetSeconds}`).join(', ')
+}

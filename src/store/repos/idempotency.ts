@@ -1,0 +1,93 @@
+import type { Queryable } from '../db.js'
+
+export interface StoredResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+}
+
+export type ClaimResult =
+  | { kind: 'claimed' }
+  | { kind: 'replay'; fingerprint: string; response: StoredResponse }
+  | { kind: 'in_progress'; fingerprint: string }
+
+interface Row extends Record<string, unknown> {
+  fingerprint: string
+  state: string
+  status: number | null
+  headers: string | null
+  body: string | null
+  locked_until: number
+  expires_at: number
+}
+
+export class IdempotencyRepo {
+  constructor(private readonly db: Queryable) {}
+
+  /**
+   * Atomically claims (workspace, key). The primary key decides between racing requests on any number of
+   * replicas; an expired record, or an in-progress claim whose lease ran out (a crashed server), is taken over.
+   */
+  async claim(
+    workspaceId: string,
+    key: string,
+    fingerprint: string,
+    now: number,
+    windowMs: number,
+    leaseMs: number,
+  ): Promise<ClaimResult> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const inserted = await this.db.run(
+        `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, locked_until, created_at, expires_at)
+         VALUES ($1, $2, $3, 'in_progress', $4, $5, $6) ON CONFLICT (workspace_id, idem_key) DO NOTHING`,
+        [workspaceId, key, fingerprint, now + leaseMs, now, now + windowMs],
+      )
+      if (inserted > 0) return { kind: 'claimed' }
+      const row = await this.db.one<Row>(
+        'SELECT * FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2',
+        [workspaceId, key],
+      )
+      if (!row) continue // released between our insert and read: try again
+      const stale =
+        Number(row.expires_at) <= now || (row.state === 'in_progress' && Number(row.locked_until) <= now)
+      if (stale) {
+        await this.db.run(
+          `DELETE FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2
+             AND (expires_at <= $3 OR (state = 'in_progress' AND locked_until <= $3))`,
+          [workspaceId, key, now],
+        )
+        continue
+      }
+      if (row.state === 'in_progress') return { kind: 'in_progress', fingerprint: row.fingerprint }
+      return {
+        kind: 'replay',
+        fingerprint: row.fingerprint,
+        response: {
+          status: Number(row.status),
+          headers: JSON.parse(row.headers ?? '{}') as Record<string, string>,
+          body: row.body ?? '',
+        },
+      }
+    }
+    return { kind: 'in_progress', fingerprint }
+  }
+
+  async complete(workspaceId: string, key: string, response: StoredResponse): Promise<void> {
+    await this.db.run(
+      `UPDATE idempotency_keys SET state = 'done', status = $3, headers = $4, body = $5
+       WHERE workspace_id = $1 AND idem_key = $2`,
+      [workspaceId, key, response.status, JSON.stringify(response.headers), response.body],
+    )
+  }
+
+  async release(workspaceId: string, key: string): Promise<void> {
+    await this.db.run(
+      "DELETE FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2 AND state = 'in_progress'",
+      [workspaceId, key],
+    )
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    return this.db.run('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now])
+  }
+}
