@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * RFC 6962 §2.1 Merkle Tree Hash over SHA-256 (the Certificate Transparency tree, also RFC 9162 §2.1.1).
+ * Leaves and interior nodes are hashed with different one-byte prefixes (0x00 / 0x01) so that a leaf can never be
+ * passed off as an interior node (second-preimage resistance). Hashes are raw 32-byte Buffers; callers render hex.
+ */
+const LEAF_PREFIX = Buffer.from([0x00])
+const NODE_PREFIX = Buffer.from([0x01])
+
+export function sha256(...parts: Uint8Array[]): Buffer {
+  const h = createHash('sha256')
+  for (const p of parts) h.update(p)
+  return h.digest()
+}
+
+export function leafHash(data: Uint8Array): Buffer {
+  return sha256(LEAF_PREFIX, data)
+}
+
+export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
+  return sha256(NODE_PREFIX, left, right)
+}
+
+/** The largest power of two strictly smaller than n (n ≥ 2): where RFC 6962 splits a tree of n leaves. */
+function splitPoint(n: number): number {
+  let k = 1
+  while (k * 2 < n) k *= 2
+  return k
+}
+
+/** MTH over already computed leaf hashes; the empty tree hashes to SHA-256 of the empty string. */
+export function rootFromLeafHashes(leaves: readonly Uint8Array[]): Buffer {
+  if (leaves.length === 0) return sha256()
+  return subtreeRoot(leaves, 0, leaves.length)
+}
+
+function subtreeRoot(leaves: readonly Uint8Array[], start: number, end: number): Buffer {
+  const n = end - start
+  if (n === 1) return Buffer.from(leaves[start] as Uint8Array)
+  const k = splitPoint(n)
+  return nodeHash(subtreeRoot(leaves, start, start + k), subtreeRoot(leaves, start + k, end))
+}
+
+/** MTH(D[n]) over the leaf data itself. */
+export function merkleRoot(data: readonly Uint8Array[]): Buffer {
+  return rootFromLeafHashes(data.map(leafHash))
+}
+
+/** RFC 6962 §2.1.1 audit path PATH(m, D[n]) over leaf hashes: sibling hashes from the leaf up to the root. */
+export function inclusionProof(leaves: readonly Uint8Array[], index: number): Buffer[] {
+  if (!Number.isInteger(index) || index < 0 || index >= leaves.length) {
+    throw new RangeError(`leaf index ${index} is outside a tree of ${leaves.length} leaves`)
+  }
+  return path(leaves, index, 0, leaves.length)
+}
+
+function path(leaves: readonly Uint8Array[], m: number, start: number, end: number): Buffer[] {
+  const n = end - start
+  if (n <= 1) return []
+  const k = splitPoint(n)
+  if (m < k) return [...path(leaves, m, start, start + k), subtreeRoot(leaves, start + k, end)]
+  return [...path(leaves, m - k, start + k, end), subtreeRoot(leaves, start, start + k)]
+}
+
+/** RFC 9162 §2.1.3.2: does `proof` take the leaf hash at `index` of a tree of `size` leaves up to `root`? */
+export function verifyInclusion(
+  leaf: Uint8Array,
+  index: number,
+  size: number,
+  proof: readonly Uint8Array[],
+  root: Uint8Array,
+): boolean {
+  if (!Number.isInteger(index) || !Number.isInteger(size) || index < 0 || index >= size) return false
+  let fn = index
+  let sn = size - 1
+  let r: Buffer = Buffer.from(leaf)
+  for (const p of proof) {
+    if (sn === 0) return false
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(p, r)
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2)
+          sn = Math.floor(sn / 2)
+        }
+      }
+    } else {
+      r = nodeHash(r, p)
+    }
+    fn = Math.floor(fn / 2)
+    sn = Math.floor(sn / 2)
+  }
+  return sn === 0 && r.equals(Buffer.from(root))
+}

@@ -1,0 +1,228 @@
+import type { Db } from '../../store/db.js'
+import { RecordRepo, type StoredRecordRow } from '../../store/repos/records.js'
+import type { Clock } from '../clock.js'
+import { toRfc3339 } from '../clock.js'
+import { ApiError, notFound } from '../errors.js'
+import { newId } from '../ids.js'
+import type { EventsPort } from '../ports.js'
+import { batchLineage, proofFromLeafHashes } from './lineage.js'
+import { type IngestRecord, type Rejection, rejectionId, validateRecord } from './validation.js'
+
+export const MAX_BATCH_RECORDS = 500
+
+export interface IngestResult {
+  accepted: number
+  rejected: number
+  lineage_root: string
+  batch_id: string
+  rejections: Rejection[]
+}
+
+/** The contract's StoredRecord: the five fields as sent plus where and when the record landed, with lineage. */
+export interface RecordView {
+  id: string
+  ts: string
+  source: string
+  policy_class: string
+  body: Record<string, unknown>
+  connector_id: string
+  seq: number
+  ingested_at: string
+  lineage: {
+    leaf_hash: string
+    batch_root: string
+    batch_id: string
+    leaf_index: number
+    batch_size: number
+    proof: string[]
+  }
+}
+
+/** Told after a batch committed, so live consumers (the stream) look for new records. */
+export type BatchListener = (workspaceId: string, connectorId: string, lastSeq: number) => void
+
+export interface IngestWorkspace {
+  id: string
+  policyClasses: readonly string[]
+}
+
+export class IngestionService {
+  private readonly repo = new RecordRepo()
+  private readonly listeners = new Set<BatchListener>()
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly events?: EventsPort,
+  ) {}
+
+  /**
+   * Validates every record on its own, then stores the accepted ones, their batch and the event in one
+   * transaction. Duplicate ids are judged inside the transaction, after the connector row is locked, so two
+   * concurrent batches can never both accept one id.
+   */
+  async ingest(
+    workspace: IngestWorkspace,
+    connectorId: string,
+    records: readonly unknown[],
+  ): Promise<IngestResult> {
+    if (records.length > MAX_BATCH_RECORDS) {
+      throw new ApiError('payload_too_large', `A batch holds at most ${MAX_BATCH_RECORDS} records`, {
+        limit_records: MAX_BATCH_RECORDS,
+        observed_records: records.length,
+      })
+    }
+    const rejections: Rejection[] = []
+    const candidates: { index: number; record: IngestRecord }[] = []
+    records.forEach((raw, index) => {
+      const verdict = validateRecord(raw, workspace.policyClasses)
+      if (verdict.ok) candidates.push({ index, record: verdict.record })
+      else rejections.push({ index, id: rejectionId(raw), code: verdict.code, message: verdict.message })
+    })
+    const now = this.clock.now()
+    const batchId = newId('batch', now)
+
+    const outcome = await this.db.transaction(async (tx) => {
+      const lastSeq = await this.repo.lockConnector(tx, workspace.id, connectorId, now)
+      const taken = await this.repo.existingIds(
+        tx,
+        workspace.id,
+        connectorId,
+        candidates.map((c) => c.record.id),
+      )
+      const accepted: IngestRecord[] = []
+      for (const c of candidates) {
+        if (taken.has(c.record.id)) {
+          rejections.push({
+            index: c.index,
+            id: c.record.id,
+            code: 'duplicate_id',
+            message: `A record with id "${c.record.id}" was already ingested by this connector`,
+          })
+          continue
+        }
+        taken.add(c.record.id)
+        accepted.push(c.record)
+      }
+      const lineage = batchLineage(accepted)
+      if (accepted.length === 0) return { lineage, lastSeq: undefined }
+      const rows: StoredRecordRow[] = accepted.map((r, i) => ({
+        workspaceId: workspace.id,
+        connectorId,
+        seq: lastSeq + i + 1,
+        id: r.id,
+        ts: r.ts,
+        source: r.source,
+        policyClass: r.policy_class,
+        body: r.body,
+        batchId,
+        leafIndex: i,
+        batchSize: accepted.length,
+        batchRoot: lineage.root,
+        leafHash: lineage.leafHashes[i] as string,
+        ingestedAt: now,
+      }))
+      await this.repo.insertBatch(tx, {
+        id: batchId,
+        workspaceId: workspace.id,
+        connectorId,
+        lineageRoot: lineage.root,
+        accepted: accepted.length,
+        rejected: records.length - accepted.length,
+        firstSeq: lastSeq + 1,
+        createdAt: now,
+      })
+      await this.repo.insertRecords(tx, rows)
+      const newLast = lastSeq + accepted.length
+      await this.repo.setLastSeq(tx, workspace.id, connectorId, newLast, now)
+      await this.events?.append(tx, {
+        workspaceId: workspace.id,
+        kind: 'ingest.batch_accepted',
+        subjectId: connectorId,
+        data: {
+          connector_id: connectorId,
+          batch_id: batchId,
+          accepted: accepted.length,
+          rejected: records.length - accepted.length,
+          lineage_root: lineage.root,
+        },
+      })
+      return { lineage, lastSeq: newLast }
+    })
+
+    if (outcome.lastSeq !== undefined) {
+      this.events?.notify()
+      for (const l of this.listeners) {
+        try {
+          l(workspace.id, connectorId, outcome.lastSeq)
+        } catch (err) {
+          console.error('[ingest] batch listener failed:', err)
+        }
+      }
+    }
+    rejections.sort((a, b) => a.index - b.index)
+    return {
+      accepted: records.length - rejections.length,
+      rejected: rejections.length,
+      lineage_root: outcome.lineage.root,
+      batch_id: batchId,
+      rejections,
+    }
+  }
+
+  onBatch(listener: BatchListener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /** A page of the connector's records (seq > afterSeq); 404 for a connector the workspace never fed. */
+  async list(
+    workspaceId: string,
+    connectorId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<RecordView[]> {
+    if ((await this.repo.connectorLastSeq(this.db, workspaceId, connectorId)) === undefined) {
+      throw notFound('Connector')
+    }
+    return this.recordsAfter(workspaceId, connectorId, afterSeq, limit)
+  }
+
+  /** Records with seq > afterSeq, oldest first, with inclusion proofs. */
+  async recordsAfter(
+    workspaceId: string,
+    connectorId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<RecordView[]> {
+    const rows = await this.repo.after(this.db, workspaceId, connectorId, afterSeq, limit)
+    const leaves = await this.repo.batchLeaves(this.db, [...new Set(rows.map((r) => r.batchId))])
+    return rows.map((r) => toRecordView(r, proofFromLeafHashes(leaves.get(r.batchId) ?? [], r.leafIndex)))
+  }
+
+  /** The connector's last seq (0 when it has no records yet). */
+  async lastSeq(workspaceId: string, connectorId: string): Promise<number> {
+    return (await this.repo.connectorLastSeq(this.db, workspaceId, connectorId)) ?? 0
+  }
+}
+
+export function toRecordView(r: StoredRecordRow, proof: string[]): RecordView {
+  return {
+    id: r.id,
+    ts: r.ts,
+    source: r.source,
+    policy_class: r.policyClass,
+    body: r.body,
+    connector_id: r.connectorId,
+    seq: r.seq,
+    ingested_at: toRfc3339(r.ingestedAt),
+    lineage: {
+      leaf_hash: r.leafHash,
+      batch_root: r.batchRoot,
+      batch_id: r.batchId,
+      leaf_index: r.leafIndex,
+      batch_size: r.batchSize,
+      proof,
+    },
+  }
+}

@@ -1,0 +1,221 @@
+import { fromJson, type Queryable, toJson } from '../db.js'
+
+/** A stored ingest record with its lineage (what GET …/records and the stream present). */
+export interface StoredRecordRow {
+  workspaceId: string
+  connectorId: string
+  seq: number
+  id: string
+  ts: string
+  source: string
+  policyClass: string
+  body: Record<string, unknown>
+  batchId: string
+  leafIndex: number
+  batchSize: number
+  batchRoot: string
+  leafHash: string
+  ingestedAt: number
+}
+
+export interface BatchRow {
+  id: string
+  workspaceId: string
+  connectorId: string
+  lineageRoot: string
+  accepted: number
+  rejected: number
+  firstSeq: number
+  createdAt: number
+}
+
+interface RawRecord extends Record<string, unknown> {
+  workspace_id: string
+  connector_id: string
+  seq: number | string
+  record_id: string
+  ts: string
+  source: string
+  policy_class: string
+  body: string
+  batch_id: string
+  leaf_index: number | string
+  batch_size: number | string
+  batch_root: string
+  leaf_hash: string
+  ingested_at: number | string
+}
+
+function toRecord(r: RawRecord): StoredRecordRow {
+  return {
+    workspaceId: r.workspace_id,
+    connectorId: r.connector_id,
+    seq: Number(r.seq),
+    id: r.record_id,
+    ts: r.ts,
+    source: r.source,
+    policyClass: r.policy_class,
+    body: fromJson<Record<string, unknown>>(r.body),
+    batchId: r.batch_id,
+    leafIndex: Number(r.leaf_index),
+    batchSize: Number(r.batch_size),
+    batchRoot: r.batch_root,
+    leafHash: r.leaf_hash,
+    ingestedAt: Number(r.ingested_at),
+  }
+}
+
+const RECORD_COLUMNS = 14
+// Keeps every multi-row INSERT far below SQLite's and PostgreSQL's bound-parameter limits.
+const INSERT_CHUNK = 100
+
+export class RecordRepo {
+  /**
+   * Creates the connector on first use and, in the same statement, row-locks it until the transaction ends
+   * (PostgreSQL's ON CONFLICT DO UPDATE), so concurrent batches on one connector take seq numbers and check
+   * duplicate ids one after the other. Returns the connector's last seq.
+   */
+  async lockConnector(tx: Queryable, workspaceId: string, connectorId: string, now: number): Promise<number> {
+    const row = await tx.one<{ last_seq: number | string }>(
+      `INSERT INTO connectors (workspace_id, id, last_seq, created_at, updated_at) VALUES ($1, $2, 0, $3, $3)
+       ON CONFLICT (workspace_id, id) DO UPDATE SET updated_at = excluded.updated_at
+       RETURNING last_seq`,
+      [workspaceId, connectorId, now],
+    )
+    return Number(row?.last_seq ?? 0)
+  }
+
+  async setLastSeq(
+    tx: Queryable,
+    workspaceId: string,
+    connectorId: string,
+    lastSeq: number,
+    now: number,
+  ): Promise<void> {
+    await tx.run('UPDATE connectors SET last_seq = $3, updated_at = $4 WHERE workspace_id = $1 AND id = $2', [
+      workspaceId,
+      connectorId,
+      lastSeq,
+      now,
+    ])
+  }
+
+  /** Which of `ids` the connector already holds. */
+  async existingIds(
+    tx: Queryable,
+    workspaceId: string,
+    connectorId: string,
+    ids: readonly string[],
+  ): Promise<Set<string>> {
+    const found = new Set<string>()
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500)
+      if (chunk.length === 0) continue
+      const placeholders = chunk.map((_, j) => `$${j + 3}`).join(', ')
+      const rows = await tx.query<{ record_id: string }>(
+        `SELECT record_id FROM ingest_records
+         WHERE workspace_id = $1 AND connector_id = $2 AND record_id IN (${placeholders})`,
+        [workspaceId, connectorId, ...chunk],
+      )
+      for (const r of rows) found.add(r.record_id)
+    }
+    return found
+  }
+
+  async insertBatch(tx: Queryable, b: BatchRow): Promise<void> {
+    await tx.run(
+      `INSERT INTO ingest_batches (id, workspace_id, connector_id, lineage_root, accepted, rejected, first_seq, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [b.id, b.workspaceId, b.connectorId, b.lineageRoot, b.accepted, b.rejected, b.firstSeq, b.createdAt],
+    )
+  }
+
+  async insertRecords(tx: Queryable, records: readonly StoredRecordRow[]): Promise<void> {
+    for (let i = 0; i < records.length; i += INSERT_CHUNK) {
+      const chunk = records.slice(i, i + INSERT_CHUNK)
+      const values = chunk
+        .map((_, j) => {
+          const base = j * RECORD_COLUMNS
+          return `(${Array.from({ length: RECORD_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`
+        })
+        .join(', ')
+      const params = chunk.flatMap((r) => [
+        r.workspaceId,
+        r.connectorId,
+        r.seq,
+        r.id,
+        r.ts,
+        r.source,
+        r.policyClass,
+        toJson(r.body),
+        r.batchId,
+        r.leafIndex,
+        r.batchSize,
+        r.batchRoot,
+        r.leafHash,
+        r.ingestedAt,
+      ])
+      await tx.run(
+        `INSERT INTO ingest_records (workspace_id, connector_id, seq, record_id, ts, source, policy_class, body,
+           batch_id, leaf_index, batch_size, batch_root, leaf_hash, ingested_at)
+         VALUES ${values}`,
+        params,
+      )
+    }
+  }
+
+  /** The connector's last seq, or undefined when the workspace has never ingested into it. */
+  async connectorLastSeq(
+    db: Queryable,
+    workspaceId: string,
+    connectorId: string,
+  ): Promise<number | undefined> {
+    const row = await db.one<{ last_seq: number | string }>(
+      'SELECT last_seq FROM connectors WHERE workspace_id = $1 AND id = $2',
+      [workspaceId, connectorId],
+    )
+    return row ? Number(row.last_seq) : undefined
+  }
+
+  /** Records with seq > afterSeq, oldest first. */
+  async after(
+    db: Queryable,
+    workspaceId: string,
+    connectorId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<StoredRecordRow[]> {
+    const rows = await db.query<RawRecord>(
+      `SELECT * FROM ingest_records WHERE workspace_id = $1 AND connector_id = $2 AND seq > $3
+       ORDER BY seq LIMIT $4`,
+      [workspaceId, connectorId, afterSeq, limit],
+    )
+    return rows.map(toRecord)
+  }
+
+  /** Every leaf hash of the given batches, in leaf order (to build inclusion proofs). */
+  async batchLeaves(db: Queryable, batchIds: readonly string[]): Promise<Map<string, string[]>> {
+    const leaves = new Map<string, string[]>()
+    if (batchIds.length === 0) return leaves
+    const placeholders = batchIds.map((_, i) => `$${i + 1}`).join(', ')
+    const rows = await db.query<{ batch_id: string; leaf_hash: string }>(
+      `SELECT batch_id, leaf_hash FROM ingest_records WHERE batch_id IN (${placeholders})
+       ORDER BY batch_id, leaf_index`,
+      [...batchIds],
+    )
+    for (const r of rows) {
+      const list = leaves.get(r.batch_id) ?? []
+      list.push(r.leaf_hash)
+      leaves.set(r.batch_id, list)
+    }
+    return leaves
+  }
+
+  async countRecords(db: Queryable, workspaceId: string, connectorId: string): Promise<number> {
+    const row = await db.one<{ n: number | string }>(
+      'SELECT COUNT(*) AS n FROM ingest_records WHERE workspace_id = $1 AND connector_id = $2',
+      [workspaceId, connectorId],
+    )
+    return Number(row?.n ?? 0)
+  }
+}

@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { inclusionProof, leafHash, merkleRoot, verifyInclusion } from '../../src/domain/ingestion/merkle.js'
+
+// An independent RFC 6962 §2.1 Merkle Tree Hash, written straight from the RFC's recursive definition.
+const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest()
+function mth(d: Buffer[]): Buffer {
+  if (d.length === 0) return sha()
+  if (d.length === 1) return sha(Buffer.from([0]), d[0] as Buffer)
+  let k = 1
+  while (k * 2 < d.length) k *= 2
+  return sha(Buffer.from([1]), mth(d.slice(0, k)), mth(d.slice(k)))
+}
+
+const data = (n: number) => Array.from({ length: n }, (_, i) => Buffer.from(`leaf-${i}`))
+
+describe('RFC 6962 Merkle tree hash', () => {
+  it('matches the well-known vectors for the empty tree and the empty leaf', () => {
+    expect(merkleRoot([]).toString('hex')).toBe(
+      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    )
+    expect(merkleRoot([Buffer.alloc(0)]).toString('hex')).toBe(
+      '6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d',
+    )
+  })
+
+  it('equals the independent implementation for every size from 0 to 70', () => {
+    for (let n = 0; n <= 70; n++) expect(merkleRoot(data(n)).equals(mth(data(n)))).toBe(true)
+  })
+
+  it('depends on the order of the leaves', () => {
+    const d = data(5)
+    expect(merkleRoot(d).equals(merkleRoot([...d].reverse()))).toBe(false)
+  })
+
+  it('equals the independent implementation on arbitrary leaf data', () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 40 }), (arrays) => {
+        const d = arrays.map((a) => Buffer.from(a))
+        return merkleRoot(d).equals(mth(d))
+      }),
+    )
+  })
+})
+
+describe('inclusion proofs', () => {
+  it('verify for every leaf of trees of 1 to 33 leaves', () => {
+    for (let n = 1; n <= 33; n++) {
+      const leaves = data(n).map(leafHash)
+      const root = mth(data(n))
+      for (let i = 0; i < n; i++) {
+        const proof = inclusionProof(leaves, i)
+        expect(verifyInclusion(leaves[i] as Buffer, i, n, proof, root)).toBe(true)
+      }
+    }
+  })
+
+  it('have the RFC 6962 path length (0 for one leaf, ceil(log2 n) at most)', () => {
+    expect(inclusionProof([leafHash(Buffer.from('x'))], 0)).toEqual([])
+    const leaves = data(8).map(leafHash)
+    expect(inclusionProof(leaves, 3)).toHaveLength(3)
+    // In a tree of 5, the last leaf hangs right under the root: its path is the left subtree's root only.
+    const five = data(5).map(leafHash)
+    expect(inclusionProof(five, 4)).toEqual([mth(data(4))])
+  })
+
+  it('fail for a wrong leaf, index, size, root or a tampered path', () => {
+    const n = 11
+    const leaves = data(n).map(leafHash)
+    const root = mth(data(n))
+    const proof = inclusionProof(leaves, 6)
+    const leaf = leaves[6] as Buffer
+    expect(verifyInclusion(leaf, 6, n, proof, root)).toBe(true)
+    expect(verifyInclusion(leaves[5] as Buffer, 6, n, proof, root)).toBe(false)
+    expect(verifyInclusion(leaf, 5, n, proof, root)).toBe(false)
+    // A size that changes the path's shape (leaf 6 would be the last of 7) must not verify.
+    expect(verifyInclusion(leaf, 6, 7, proof, root)).toBe(false)
+    expect(verifyInclusion(leaf, 6, n, proof, sha(Buffer.from('other')))).toBe(false)
+    const tampered = proof.map((p, i) => (i === 1 ? sha(p) : p))
+    expect(verifyInclusion(leaf, 6, n, tampered, root)).toBe(false)
+    expect(verifyInclusion(leaf, 6, n, proof.slice(0, -1), root)).toBe(false)
+    expect(verifyInclusion(leaf, 6, n, [...proof, root], root)).toBe(false)
+    expect(verifyInclusion(leaf, 11, n, proof, root)).toBe(false)
+  })
+
+  it('refuse an index outside the tree', () => {
+    expect(() => inclusionProof(data(3).map(leafHash), 3)).toThrow(RangeError)
+  })
+})

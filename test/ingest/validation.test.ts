@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest'
+import { isConnectorId, isRfc3339, validateRecord } from '../../src/domain/ingestion/validation.js'
+
+const CLASSES = ['public', 'internal']
+const good = { id: 'r1', ts: '2026-11-23T06:00:00Z', source: 'crm', policy_class: 'public', body: { a: 1 } }
+
+describe('RFC 3339 timestamps', () => {
+  it.each([
+    '2026-11-23T06:00:00Z',
+    '2026-11-23t06:00:00z',
+    '2026-11-23T06:00:00.123456+05:30',
+    '2024-02-29T23:59:59-08:00',
+    '2000-02-29T00:00:00Z',
+    '2026-12-31T23:59:60Z',
+  ])('accepts %s', (ts) => expect(isRfc3339(ts)).toBe(true))
+
+  it.each([
+    '2026-11-23T06:00:00', // no time zone
+    '2026-11-23 06:00:00Z', // space instead of T
+    '2026-11-23',
+    '2026-02-29T00:00:00Z', // not a leap year
+    '1900-02-29T00:00:00Z', // century, not a leap year
+    '2026-04-31T00:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '2026-00-10T00:00:00Z',
+    '2026-11-00T00:00:00Z',
+    '2026-11-23T24:00:00Z',
+    '2026-11-23T23:60:00Z',
+    '2026-11-23T23:58:60Z', // leap second only at the end of a minute
+    '2026-11-23T06:00:00+24:00',
+    '2026-11-23T06:00:00+0530',
+    '2026-11-23T06:00:00.Z',
+    '26-11-23T06:00:00Z',
+    '',
+  ])('refuses %j', (ts) => expect(isRfc3339(ts)).toBe(false))
+})
+
+describe('record validation', () => {
+  it('accepts a good record and keeps exactly its five fields', () => {
+    expect(validateRecord(good, CLASSES)).toEqual({ ok: true, record: good })
+  })
+
+  it.each([
+    [null, 'invalid_field'],
+    [[good], 'invalid_field'],
+    ['r1', 'invalid_field'],
+    [{ ...good, id: undefined }, 'missing_field'],
+    [{ ...good, body: null }, 'missing_field'],
+    [{ id: 'x' }, 'missing_field'],
+    [{ ...good, extra: 1 }, 'invalid_field'],
+    [{ ...good, id: '' }, 'invalid_field'],
+    [{ ...good, id: 7 }, 'invalid_field'],
+    [{ ...good, id: 'a\nb' }, 'invalid_field'],
+    [{ ...good, id: 'x'.repeat(257) }, 'invalid_field'],
+    [{ ...good, source: 3 }, 'invalid_field'],
+    [{ ...good, policy_class: [] }, 'invalid_field'],
+    [{ ...good, body: [1] }, 'invalid_field'],
+    [{ ...good, body: 'text' }, 'invalid_field'],
+    [{ ...good, ts: 1700000000 }, 'invalid_timestamp'],
+    [{ ...good, ts: '2026-02-30T00:00:00Z' }, 'invalid_timestamp'],
+    [{ ...good, policy_class: 'secret' }, 'policy_class_not_allowed'],
+  ])('rejects %j with %s', (record, code) => {
+    const verdict = validateRecord(record, CLASSES)
+    expect(verdict.ok).toBe(false)
+    if (!verdict.ok) {
+      expect(verdict.code).toBe(code)
+      expect(verdict.message.length).toBeGreaterThan(0)
+    }
+  })
+
+  it('names every missing field', () => {
+    const verdict = validateRecord({ id: 'x', body: {} }, CLASSES)
+    expect(verdict).toMatchObject({ ok: false, code: 'missing_field' })
+    if (!verdict.ok) expect(verdict.message).toContain('ts, source, policy_class')
+  })
+})
+
+describe('connector ids', () => {
+  it('follow the contract pattern', () => {
+    expect(isConnectorId('crm.eu-1:prod_2')).toBe(true)
+    expect(isConnectorId('x'.repeat(128))).toBe(true)
+    expect(isConnectorId('x'.repeat(129))).toBe(false)
+    expect(isConnectorId('')).toBe(false)
+    expect(isConnectorId('a/b')).toBe(false)
+    expect(isConnectorId('a b')).toBe(false)
+  })
+})
