@@ -6,6 +6,7 @@ import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { Clock } from './domain/clock.js'
 import { EventLog } from './domain/events/log.js'
+import { IngestionService } from './domain/ingestion/service.js'
 import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
 import type { Ports } from './domain/ports.js'
@@ -34,6 +35,8 @@ export interface Services {
   tasks: TaskService
   tools: ToolService
   limits: LimitsService
+  /** Connector batches with Merkle lineage; the stream listens to it for new records. */
+  ingestion: IngestionService
   workers: Worker[]
   /** Starts every worker (no-op when config.workers is false). */
   start(): Promise<void>
@@ -70,6 +73,7 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
     tasks: new TaskService(db, clock, ports),
     tools: new ToolService(db, clock, ports),
     limits: new LimitsService(db, clock),
+    ingestion: new IngestionService(db, clock, events),
     workers,
     async start() {
       if (started || !config.workers) return

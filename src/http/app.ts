@@ -9,6 +9,7 @@ import { idempotency } from './middleware/idempotency.js'
 import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
 import { registerAgentRoutes } from './routes/agents.js'
+import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
 import { registerToolRoutes } from './routes/tools.js'
 import { validationHook } from './validation.js'
@@ -40,6 +41,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   registerAgentRoutes(app, services)
   registerToolRoutes(app, services)
   // --- feature routes: each feature adds one line here ---
+  registerIngestRoutes(app, services)
 
   return app
 }

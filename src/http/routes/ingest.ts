@@ -1,0 +1,65 @@
+import type { OpenAPIHono } from '@hono/zod-openapi'
+import { createMiddleware } from 'hono/factory'
+import {
+  getV1GridConnectorsConnectorIdRecordsRoute,
+  postV1GridConnectorsConnectorIdIngestRoute,
+} from '../../../generated/routes.js'
+import { ApiError } from '../../domain/errors.js'
+import { MAX_BATCH_RECORDS } from '../../domain/ingestion/service.js'
+import { pageRequest, toPage } from '../../domain/pagination.js'
+import type { Services } from '../../services.js'
+import type { AppEnv } from '../context.js'
+import { requireScope } from '../scopes.js'
+
+const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
+
+/**
+ * A batch over the record limit is 413 payload_too_large (like an oversized body), not the 400 the schema's
+ * maxItems would give; so it is counted before the validator runs. The body guard already parsed and cached it.
+ */
+const batchSizeGuard = createMiddleware<AppEnv>(async (c, next) => {
+  if (c.req.method !== 'POST') return next()
+  requireScope(c, 'ingest:write')
+  let parsed: unknown
+  try {
+    parsed = await c.req.json()
+  } catch {
+    return next() // the validator answers with the precise 400
+  }
+  const records = (parsed as { records?: unknown } | null)?.records
+  if (Array.isArray(records) && records.length > MAX_BATCH_RECORDS) {
+    throw new ApiError('payload_too_large', `A batch holds at most ${MAX_BATCH_RECORDS} records`, {
+      limit_records: MAX_BATCH_RECORDS,
+      observed_records: records.length,
+    })
+  }
+  return next()
+})
+
+export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+  app.use(INGEST_PATH, batchSizeGuard)
+
+  app.openapi(postV1GridConnectorsConnectorIdIngestRoute, async (c) => {
+    const auth = requireScope(c, 'ingest:write')
+    const { connector_id } = c.req.valid('param')
+    const result = await services.ingestion.ingest(
+      { id: auth.workspaceId, policyClasses: auth.workspace.policyClasses },
+      connector_id,
+      c.req.valid('json').records,
+    )
+    return c.json(result, 202)
+  })
+
+  app.openapi(getV1GridConnectorsConnectorIdRecordsRoute, async (c) => {
+    const auth = requireScope(c, 'records:read')
+    const { connector_id } = c.req.valid('param')
+    // The cursor is bound to the connector, so it cannot page another connector's records.
+    const list = `records:${connector_id}`
+    const page = pageRequest(list, c.req.valid('query'))
+    const rows = await services.ingestion.list(auth.workspaceId, connector_id, page.afterSeq, page.limit + 1)
+    return c.json(
+      toPage(list, rows, page.limit, (r) => r),
+      200,
+    )
+  })
+}
