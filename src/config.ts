@@ -11,6 +11,10 @@ export interface Config {
   runConcurrency: number
   /** Start background workers (scheduler, outbox, purges). Off for the CLI's short-lived store access. */
   workers: boolean
+  /** Stream heartbeat period in ms (ping frame + `heartbeat` message); default 15000. */
+  streamHeartbeatMs?: number
+  /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008; default 1 MiB. */
+  streamMaxBufferedBytes?: number
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./.agentops/agentops.db'
@@ -32,6 +36,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     allowPrivateWebhooks:
       env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === '1' || env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === 'true',
     runConcurrency: intFrom(env.AGENTOPS_RUN_CONCURRENCY, 4, 'AGENTOPS_RUN_CONCURRENCY'),
+    streamHeartbeatMs: intFrom(env.AGENTOPS_STREAM_HEARTBEAT_MS, 15_000, 'AGENTOPS_STREAM_HEARTBEAT_MS'),
+    streamMaxBufferedBytes: intFrom(
+      env.AGENTOPS_STREAM_MAX_BUFFERED_BYTES,
+      1024 * 1024,
+      'AGENTOPS_STREAM_MAX_BUFFERED_BYTES',
+    ),
     workers: true,
     ...overrides,
   }

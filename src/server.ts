@@ -7,6 +7,7 @@ import { createApp } from './http/app.js'
 import { createServices, type Services } from './services.js'
 import { type Db, openDb } from './store/db.js'
 import { migrate } from './store/migrations/index.js'
+import { attachStream } from './stream/attach.js'
 
 export interface RunningServer {
   url: string
@@ -27,7 +28,7 @@ export interface StartOptions {
 export type ServerAttachment = (server: Server, services: Services) => { close(): Promise<void> } | undefined
 
 // --- attachments: the stream feature adds one entry here ---
-const ATTACHMENTS: ServerAttachment[] = []
+const ATTACHMENTS: ServerAttachment[] = [attachStream]
 
 /** Opens the store (migrating it), builds the services and serves HTTP + WebSocket on one port. */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {

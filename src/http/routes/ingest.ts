@@ -2,6 +2,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createMiddleware } from 'hono/factory'
 import {
   getV1GridConnectorsConnectorIdRecordsRoute,
+  getV1StreamRoute,
   postV1GridConnectorsConnectorIdIngestRoute,
 } from '../../../generated/routes.js'
 import { ApiError } from '../../domain/errors.js'
@@ -9,6 +10,7 @@ import { MAX_BATCH_RECORDS } from '../../domain/ingestion/service.js'
 import { pageRequest, toPage } from '../../domain/pagination.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
+import { unauthenticated } from '../middleware/auth.js'
 import { requireScope } from '../scopes.js'
 
 const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
@@ -60,6 +62,28 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Service
     return c.json(
       toPage(list, rows, page.limit, (r) => r),
       200,
+    )
+  })
+
+  // A plain GET on the stream (no Upgrade header) reaches the app: authenticate it like the upgrade, then say why it
+  // cannot be served, so the answer is the error envelope rather than a bare 404.
+  app.openapi(getV1StreamRoute, async (c) => {
+    const header = c.req.header('authorization')
+    const token = c.req.valid('query').access_token
+    const verified =
+      header !== undefined
+        ? await services.keys.verify(header)
+        : token
+          ? await services.keys.verifyToken(token)
+          : 'missing'
+    if (typeof verified === 'string') throw unauthenticated(verified)
+    throw new ApiError(
+      'invalid_request',
+      'This endpoint is a WebSocket: open it with an Upgrade: websocket request',
+      {
+        issues: [{ location: 'header', path: 'Upgrade', message: 'Required: websocket' }],
+        fields: ['Upgrade'],
+      },
     )
   })
 }

@@ -1,0 +1,159 @@
+import type { IncomingMessage, Server } from 'node:http'
+import type { Duplex } from 'node:stream'
+import { WebSocketServer } from 'ws'
+import type { ApiError } from '../domain/errors.js'
+import { newId } from '../domain/ids.js'
+import type { KeyRefusal, VerifiedKey } from '../domain/keys/service.js'
+import { unauthenticated } from '../http/middleware/auth.js'
+import type { Services } from '../services.js'
+import { DEFAULT_STREAM_OPTIONS, StreamHub, type StreamOptions } from './hub.js'
+import { connectorSource, runsSource } from './sources.js'
+
+export const STREAM_PATH = '/v1/stream'
+/** Client messages are small control frames; anything bigger is refused by `ws` with close code 1009. */
+const MAX_CLIENT_MESSAGE_BYTES = 64 * 1024
+
+const hubs = new WeakMap<Server, StreamHub>()
+
+/** The hub serving a server's stream (tests and diagnostics read its connection count). */
+export function streamHubOf(server: Server): StreamHub | undefined {
+  return hubs.get(server)
+}
+
+export interface StreamAttachment {
+  hub: StreamHub
+  close(): Promise<void>
+}
+
+/**
+ * Serves `/v1/stream` on the HTTP server's own port: the upgrade is authenticated before the handshake (a bad or
+ * missing token gets a plain HTTP 401 with the error envelope), then the `ws` socket joins the hub.
+ */
+export function attachStream(
+  server: Server,
+  services: Services,
+  options: Partial<StreamOptions> = {},
+): StreamAttachment {
+  const settings: StreamOptions = {
+    ...DEFAULT_STREAM_OPTIONS,
+    ...(services.config.streamHeartbeatMs !== undefined
+      ? { heartbeatMs: services.config.streamHeartbeatMs }
+      : {}),
+    ...(services.config.streamMaxBufferedBytes !== undefined
+      ? { maxBufferedBytes: services.config.streamMaxBufferedBytes }
+      : {}),
+    ...options,
+  }
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE_BYTES })
+  const hub = new StreamHub(
+    {
+      clock: services.clock,
+      sources: (topic, workspaceId) =>
+        topic.kind === 'runs'
+          ? runsSource(services.events, workspaceId)
+          : connectorSource(services.ingestion, workspaceId, topic.connectorId, topic.name),
+      onRecords: (listener) => services.ingestion.onBatch((ws, connectorId) => listener(ws, connectorId)),
+      onEvents: (listener) => services.events.subscribe(listener),
+    },
+    settings,
+  )
+  hub.start()
+  hubs.set(server, hub)
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(req.url ?? '/', 'http://stream.invalid')
+    if (url.pathname !== STREAM_PATH) {
+      // Leave foreign paths to another upgrade handler if there is one; otherwise answer like the HTTP side.
+      if (server.listeners('upgrade').length > 1) return
+      refuse(socket, services, 404, 'Not Found', {
+        code: 'not_found',
+        message: 'No such endpoint',
+        detail: { path: url.pathname },
+      })
+      return
+    }
+    socket.on('error', () => socket.destroy())
+    void authenticate(services, req, url).then(
+      ({ verified, revalidate }) => {
+        if (typeof verified === 'string') {
+          const err: ApiError = unauthenticated(verified)
+          refuse(socket, services, 401, 'Unauthorized', err, err.headers)
+          return
+        }
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          const connection = hub.add(ws, {
+            workspaceId: verified.workspace.id,
+            keyId: verified.keyId,
+            scopes: verified.scopes,
+            revalidate,
+          })
+          // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
+          ws.on('message', (data) => connection.handleText(data.toString()))
+          ws.on('pong', () => connection.pong())
+          ws.on('close', () => hub.remove(connection))
+          ws.on('error', () => hub.remove(connection))
+        })
+      },
+      (err: unknown) => {
+        console.error('[stream] upgrade failed:', err)
+        refuse(socket, services, 503, 'Service Unavailable', {
+          code: 'unavailable',
+          message: 'The service is temporarily unavailable; retry with backoff and jitter',
+          detail: {},
+        })
+      },
+    )
+  }
+  server.on('upgrade', onUpgrade)
+
+  return {
+    hub,
+    async close() {
+      server.off('upgrade', onUpgrade)
+      hubs.delete(server)
+      hub.stop()
+      for (const client of wss.clients) client.terminate()
+      await new Promise<void>((resolve) => wss.close(() => resolve()))
+    },
+  }
+}
+
+/** Header first (RFC 6750 §2.1); the `access_token` query parameter (§2.3) is for browsers, which cannot set it. */
+async function authenticate(
+  services: Services,
+  req: IncomingMessage,
+  url: URL,
+): Promise<{ verified: VerifiedKey | KeyRefusal; revalidate: () => Promise<VerifiedKey | KeyRefusal> }> {
+  const header = req.headers.authorization
+  const queryToken = url.searchParams.get('access_token')
+  const revalidate =
+    header !== undefined
+      ? () => services.keys.verify(header)
+      : queryToken !== null && queryToken !== ''
+        ? () => services.keys.verifyToken(queryToken)
+        : async (): Promise<KeyRefusal> => 'missing'
+  return { verified: await revalidate(), revalidate }
+}
+
+function refuse(
+  socket: Duplex,
+  services: Services,
+  status: number,
+  statusText: string,
+  error: { code: string; message: string; detail: Record<string, unknown> },
+  headers: Record<string, string> = {},
+): void {
+  const requestId = newId('req', services.clock.now())
+  const body = JSON.stringify({
+    error: { code: error.code, message: error.message, detail: error.detail, request_id: requestId },
+  })
+  const lines = [
+    `HTTP/1.1 ${status} ${statusText}`,
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${requestId}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ]
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`)
+}

@@ -1,0 +1,341 @@
+import type { Clock } from '../domain/clock.js'
+import { toRfc3339 } from '../domain/clock.js'
+import type { ErrorCode, PolicyDeniedDetail } from '../domain/errors.js'
+import { newId } from '../domain/ids.js'
+import { scopeAllows } from '../domain/scopes.js'
+import { parseClientMessage } from './protocol.js'
+import type { TopicSource } from './sources.js'
+import { parseTopic, type Topic } from './topics.js'
+
+/** What the hub needs of a WebSocket (the `ws` package's WebSocket fits; tests pass fakes). */
+export interface StreamSocket {
+  readonly bufferedAmount: number
+  send(data: string): void
+  ping(): void
+  close(code: number, reason: string): void
+  terminate(): void
+}
+
+export interface StreamOptions {
+  /** Ping frame + `heartbeat` message period; a peer that missed the previous ping's pong is dropped. */
+  heartbeatMs: number
+  /** Close with 4008 once this many bytes wait in the socket's send buffer. */
+  maxBufferedBytes: number
+  /** Most messages replayed per topic on a `since` resume; older ones are announced with a `gap`. */
+  maxReplay: number
+}
+
+export const DEFAULT_STREAM_OPTIONS: StreamOptions = {
+  heartbeatMs: 15_000,
+  maxBufferedBytes: 1024 * 1024,
+  maxReplay: 1000,
+}
+
+export const CLOSE_SLOW_CONSUMER = 4008
+export const CLOSE_UNAUTHENTICATED = 4401
+
+/** The caller behind a connection, checked again on every heartbeat (a revoked key is cut off). */
+export interface StreamPrincipal {
+  workspaceId: string
+  keyId: string
+  scopes: readonly string[]
+  /** Verifies the connection's token again; a string is the refusal reason. */
+  revalidate(): Promise<string | { scopes: readonly string[] }>
+}
+
+export type SourceFactory = (topic: Topic, workspaceId: string) => TopicSource
+
+interface Subscription {
+  topic: Topic
+  source: TopicSource
+  since: number | undefined
+  after: number
+  started: boolean
+  running: boolean
+  dirty: boolean
+  cancelled: boolean
+}
+
+const READ_PAGE = 200
+
+/** One client: its subscriptions, each delivered by a single-flight pump that reads after the last seq sent. */
+export class StreamConnection {
+  private readonly subs = new Map<string, Subscription>()
+  private closed = false
+  private alive = true
+
+  constructor(
+    private readonly socket: StreamSocket,
+    readonly principal: StreamPrincipal,
+    private readonly sources: SourceFactory,
+    private readonly options: StreamOptions,
+    private readonly clock: Clock,
+  ) {}
+
+  get isClosed(): boolean {
+    return this.closed
+  }
+
+  handleText(text: string): void {
+    if (this.closed) return
+    this.alive = true
+    const parsed = parseClientMessage(text)
+    if (!parsed.ok) {
+      this.sendError(undefined, 'invalid_request', parsed.message, {})
+      return
+    }
+    const msg = parsed.message
+    if (msg.type === 'ping') this.send({ type: 'pong', ts: toRfc3339(this.clock.now()) })
+    else if (msg.type === 'unsubscribe') {
+      for (const name of msg.topics) {
+        const sub = this.subs.get(name)
+        if (sub) sub.cancelled = true
+        this.subs.delete(name)
+        this.send({ type: 'unsubscribed', topic: name })
+      }
+    } else {
+      const started: Subscription[] = []
+      for (const name of msg.topics) {
+        const topic = parseTopic(name)
+        if (!topic) {
+          this.sendError(name, 'invalid_request', 'Unknown topic: use "connector:<connector_id>" or "runs"', {
+            topic: name,
+          })
+          continue
+        }
+        if (!scopeAllows(this.principal.scopes, topic.scope)) {
+          const detail: PolicyDeniedDetail = {
+            envelope: 'api_key',
+            violation: 'missing_scope',
+            observed: [...this.principal.scopes],
+            limit: [topic.scope],
+            escalation_queue: 'workspace-admins',
+          }
+          this.sendError(name, 'policy_denied', `This key lacks the scope "${topic.scope}"`, detail)
+          continue
+        }
+        if (!this.subs.has(name)) {
+          const sub: Subscription = {
+            topic,
+            source: this.sources(topic, this.principal.workspaceId),
+            since: msg.since[name],
+            after: 0,
+            started: false,
+            running: false,
+            dirty: false,
+            cancelled: false,
+          }
+          this.subs.set(name, sub)
+          started.push(sub)
+        }
+        this.send({ type: 'subscribed', topic: name })
+      }
+      // Acks and refusals first, then data, so a client can tell which topics it holds before messages flow.
+      for (const sub of started) void this.pump(sub)
+    }
+  }
+
+  /** New records landed on a connector of this connection's workspace. */
+  wakeConnector(connectorId: string): void {
+    for (const sub of this.subs.values()) {
+      if (sub.topic.kind === 'connector' && sub.topic.connectorId === connectorId) void this.pump(sub)
+    }
+  }
+
+  wakeRuns(): void {
+    for (const sub of this.subs.values()) if (sub.topic.kind === 'runs') void this.pump(sub)
+  }
+
+  pong(): void {
+    this.alive = true
+  }
+
+  /** Called every heartbeat period by the hub. */
+  async heartbeat(): Promise<void> {
+    if (this.closed) return
+    if (!this.alive) {
+      // No pong since the last ping: the peer is gone; free the socket without a closing handshake.
+      this.markClosed()
+      this.socket.terminate()
+      return
+    }
+    this.alive = false
+    let verdict: Awaited<ReturnType<StreamPrincipal['revalidate']>>
+    try {
+      verdict = await this.principal.revalidate()
+    } catch {
+      return // the store hiccuped; try again next beat rather than dropping a good client
+    }
+    if (typeof verdict === 'string') {
+      this.sendError(undefined, 'unauthenticated', 'The bearer token is no longer valid', { reason: verdict })
+      this.closeWith(CLOSE_UNAUTHENTICATED, 'unauthenticated')
+      return
+    }
+    try {
+      this.socket.ping()
+    } catch {
+      // a socket that is already closing cannot ping; the close event cleans up
+    }
+    this.send({ type: 'heartbeat', ts: toRfc3339(this.clock.now()) })
+  }
+
+  closeWith(code: number, reason: string): void {
+    if (this.closed) return
+    this.markClosed()
+    try {
+      this.socket.close(code, reason)
+    } catch {
+      this.socket.terminate()
+    }
+  }
+
+  /** The socket is gone (closed by either side): stop every pump. */
+  markClosed(): void {
+    this.closed = true
+    for (const sub of this.subs.values()) sub.cancelled = true
+    this.subs.clear()
+  }
+
+  private async pump(sub: Subscription): Promise<void> {
+    if (sub.running) {
+      sub.dirty = true
+      return
+    }
+    sub.running = true
+    try {
+      do {
+        sub.dirty = false
+        if (!sub.started) {
+          if (sub.since === undefined) sub.after = await sub.source.head()
+          else {
+            const resume = await sub.source.resume(sub.since, this.options.maxReplay)
+            if (sub.cancelled || this.closed) return
+            if (resume.gap && !this.send({ type: 'gap', topic: sub.topic.name, ...resume.gap })) return
+            sub.after = resume.after
+          }
+          sub.started = true
+        }
+        for (;;) {
+          if (sub.cancelled || this.closed) return
+          const { items, scannedTo } = await sub.source.read(sub.after, READ_PAGE)
+          if (sub.cancelled || this.closed) return
+          for (const item of items) {
+            if (!this.send(item.message)) return
+            sub.after = item.seq
+          }
+          if (scannedTo <= sub.after && items.length === 0) break
+          sub.after = Math.max(sub.after, scannedTo)
+        }
+      } while (sub.dirty && !sub.cancelled && !this.closed)
+    } catch (err) {
+      console.error(`[stream] delivery on ${sub.topic.name} failed:`, err)
+      this.sendError(
+        sub.topic.name,
+        'unavailable',
+        'Delivery paused by a store error; resubscribe with since',
+        {
+          last_seq: sub.after,
+        },
+      )
+      sub.cancelled = true
+      this.subs.delete(sub.topic.name)
+    } finally {
+      sub.running = false
+    }
+  }
+
+  /** Sends unless the peer is too slow: then the connection is closed (4008) instead of buffering without bound. */
+  private send(message: Record<string, unknown>): boolean {
+    if (this.closed) return false
+    if (this.socket.bufferedAmount > this.options.maxBufferedBytes) {
+      this.closeWith(CLOSE_SLOW_CONSUMER, 'slow consumer')
+      return false
+    }
+    this.socket.send(JSON.stringify(message))
+    return true
+  }
+
+  private sendError(
+    topic: string | undefined,
+    code: ErrorCode,
+    message: string,
+    detail: Record<string, unknown>,
+  ): void {
+    this.send({
+      type: 'error',
+      ...(topic === undefined ? {} : { topic }),
+      error: { code, message, detail, request_id: newId('req', this.clock.now()) },
+    })
+  }
+}
+
+export interface HubDeps {
+  clock: Clock
+  sources: SourceFactory
+  /** Registers for "records landed" wake-ups; returns the unsubscribe function. */
+  onRecords(listener: (workspaceId: string, connectorId: string) => void): () => void
+  /** Registers for "events appended" wake-ups; returns the unsubscribe function. */
+  onEvents(listener: () => void): () => void
+}
+
+/** Every open connection of one server, the wake-ups that feed them and the heartbeat timer. */
+export class StreamHub {
+  private readonly connections = new Set<StreamConnection>()
+  private readonly unsubscribers: (() => void)[] = []
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly deps: HubDeps,
+    readonly options: StreamOptions = DEFAULT_STREAM_OPTIONS,
+  ) {}
+
+  start(): void {
+    this.unsubscribers.push(
+      this.deps.onRecords((ws, connectorId) => {
+        for (const c of this.connections) if (c.principal.workspaceId === ws) c.wakeConnector(connectorId)
+      }),
+      this.deps.onEvents(() => {
+        for (const c of this.connections) c.wakeRuns()
+      }),
+    )
+    if (this.options.heartbeatMs > 0) {
+      this.timer = setInterval(() => this.beat(), this.options.heartbeatMs)
+      this.timer.unref()
+    }
+  }
+
+  add(socket: StreamSocket, principal: StreamPrincipal): StreamConnection {
+    const connection = new StreamConnection(
+      socket,
+      principal,
+      this.deps.sources,
+      this.options,
+      this.deps.clock,
+    )
+    this.connections.add(connection)
+    return connection
+  }
+
+  remove(connection: StreamConnection): void {
+    connection.markClosed()
+    this.connections.delete(connection)
+  }
+
+  /** Open connections (one the server is closing no longer counts, even before the peer confirms). */
+  get size(): number {
+    let open = 0
+    for (const c of this.connections) if (!c.isClosed) open++
+    return open
+  }
+
+  beat(): void {
+    for (const c of this.connections) void c.heartbeat()
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer)
+    for (const u of this.unsubscribers.splice(0)) u()
+    for (const c of this.connections) c.closeWith(1001, 'server shutting down')
+    this.connections.clear()
+  }
+}

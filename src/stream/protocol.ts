@@ -1,0 +1,64 @@
+/**
+ * The /v1/stream wire protocol (docs/stream.md): JSON text frames, each with a `type`. Client messages are
+ * checked by hand here so every malformed one gets a precise `invalid_request` error and the socket stays open.
+ */
+export type ClientMessage =
+  | { type: 'subscribe'; topics: string[]; since: Record<string, number> }
+  | { type: 'unsubscribe'; topics: string[] }
+  | { type: 'ping' }
+
+export const MAX_TOPICS_PER_MESSAGE = 100
+export const MAX_TOPIC_LENGTH = 256
+
+export type ParseResult = { ok: true; message: ClientMessage } | { ok: false; message: string }
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function parseTopics(v: unknown): string[] | string {
+  if (!Array.isArray(v) || v.length === 0) return 'topics must be a non-empty array of strings'
+  if (v.length > MAX_TOPICS_PER_MESSAGE) return `topics holds at most ${MAX_TOPICS_PER_MESSAGE} entries`
+  for (const t of v) {
+    if (typeof t !== 'string' || t.length === 0 || t.length > MAX_TOPIC_LENGTH) {
+      return `each topic must be a string of 1 to ${MAX_TOPIC_LENGTH} characters`
+    }
+  }
+  return [...new Set(v as string[])]
+}
+
+export function parseClientMessage(text: string): ParseResult {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return { ok: false, message: 'The message is not valid JSON' }
+  }
+  if (!isObject(raw)) return { ok: false, message: 'The message must be a JSON object' }
+  switch (raw.type) {
+    case 'ping':
+      return { ok: true, message: { type: 'ping' } }
+    case 'unsubscribe': {
+      const topics = parseTopics(raw.topics)
+      if (typeof topics === 'string') return { ok: false, message: topics }
+      return { ok: true, message: { type: 'unsubscribe', topics } }
+    }
+    case 'subscribe': {
+      const topics = parseTopics(raw.topics)
+      if (typeof topics === 'string') return { ok: false, message: topics }
+      const since: Record<string, number> = {}
+      if (raw.since !== undefined) {
+        if (!isObject(raw.since)) return { ok: false, message: 'since must be an object of topic → seq' }
+        for (const [topic, seq] of Object.entries(raw.since)) {
+          if (!Number.isSafeInteger(seq) || (seq as number) < 0) {
+            return { ok: false, message: `since["${topic}"] must be a non-negative integer` }
+          }
+          since[topic] = seq as number
+        }
+      }
+      return { ok: true, message: { type: 'subscribe', topics, since } }
+    }
+    default:
+      return { ok: false, message: 'type must be one of subscribe, unsubscribe, ping' }
+  }
+}

@@ -1,0 +1,101 @@
+import { toRfc3339 } from '../domain/clock.js'
+import type { EventLog, EventRow } from '../domain/events/log.js'
+import type { IngestionService } from '../domain/ingestion/service.js'
+
+/** One data message of a topic, with the per-topic sequence number it is delivered under. */
+export interface StreamItem {
+  seq: number
+  message: Record<string, unknown>
+}
+
+export interface ResumePoint {
+  /** Deliver items with seq greater than this. */
+  after: number
+  /** Missed items that are too many to replay: the client is told, then gets the newest ones. */
+  gap?: { from: number; to: number }
+}
+
+/**
+ * Where a topic's messages come from. Every delivery is "read after the last seq sent", for replay and live
+ * alike, so the seam between them can neither duplicate nor reorder anything.
+ */
+export interface TopicSource {
+  /** The newest seq now: delivery starts after it when the client gives no `since`. */
+  head(): Promise<number>
+  resume(since: number, maxReplay: number): Promise<ResumePoint>
+  /** Items after `after`, oldest first; continue after `scannedTo` (≥ every item's seq, may skip filtered seqs). */
+  read(after: number, limit: number): Promise<{ items: StreamItem[]; scannedTo: number }>
+}
+
+/** `connector:<id>`: the workspace's records of that connector; seq is the record's dense per-connector seq. */
+export function connectorSource(
+  ingestion: IngestionService,
+  workspaceId: string,
+  connectorId: string,
+  topic: string,
+): TopicSource {
+  return {
+    head: () => ingestion.lastSeq(workspaceId, connectorId),
+    async resume(since, maxReplay) {
+      const last = await ingestion.lastSeq(workspaceId, connectorId)
+      if (last - since <= maxReplay) return { after: since }
+      return { after: last - maxReplay, gap: { from: since + 1, to: last - maxReplay } }
+    },
+    async read(after, limit) {
+      const records = await ingestion.recordsAfter(workspaceId, connectorId, after, limit)
+      const items = records.map((record) => ({
+        seq: record.seq,
+        message: { type: 'record', topic, seq: record.seq, record },
+      }))
+      return { items, scannedTo: records.at(-1)?.seq ?? after }
+    },
+  }
+}
+
+/** Run lifecycle events and policy refusals; other kinds (agents, tools, ingest) are not part of `runs`. */
+export function isRunEvent(kind: string): boolean {
+  return kind.startsWith('run.') || kind === 'policy.denied'
+}
+
+export function presentEvent(e: EventRow): Record<string, unknown> {
+  return { ...e.data, id: e.id, event: e.kind, ts: toRfc3339(e.ts) }
+}
+
+const SCAN_PAGE = 500
+
+/** `runs`: the workspace's run events from the durable log; seq is the log's global seq (increasing, not dense). */
+export function runsSource(events: EventLog, workspaceId: string): TopicSource {
+  return {
+    head: () => events.lastSeq(),
+    async resume(since, maxReplay) {
+      // Keep only the seqs of the newest maxReplay + 1 matches, so the scan's memory stays bounded.
+      const ring: number[] = []
+      let total = 0
+      let cursor = since
+      for (;;) {
+        const rows = await events.readWorkspace(workspaceId, cursor, SCAN_PAGE)
+        for (const row of rows) {
+          if (!isRunEvent(row.kind)) continue
+          total++
+          ring.push(row.seq)
+          if (ring.length > maxReplay + 1) ring.shift()
+        }
+        if (rows.length < SCAN_PAGE) break
+        cursor = rows.at(-1)?.seq ?? cursor
+      }
+      if (total <= maxReplay) return { after: since }
+      const lastSkipped = ring[0] as number
+      return { after: lastSkipped, gap: { from: since + 1, to: lastSkipped } }
+    },
+    async read(after, limit) {
+      const rows = await events.readWorkspace(workspaceId, after, limit)
+      const items = rows
+        .filter((r) => isRunEvent(r.kind))
+        .map((r) => ({
+          seq: r.seq,
+          message: { type: 'event', topic: 'runs', seq: r.seq, event: presentEvent(r) },
+        }))
+      return { items, scannedTo: rows.at(-1)?.seq ?? after }
+    },
+  }
+}
