@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 // Independent RFC 6962 + RFC 8785 for the records these tests send (flat string/number bodies, so sorted keys suffice).
@@ -31,11 +32,11 @@ const rec = (id: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 })
 
-describe('ingestion over HTTP', () => {
+describe.each(backends())('ingestion over HTTP on $name', (backend) => {
   let t: TestServer
   let token: string
   beforeAll(async () => {
-    t = await startTestServer()
+    t = await startTestServer({ databaseUrl: await backend.freshUrl() })
     token = (await t.createKey({ scopes: ['ingest:write', 'records:read'] })).token
   })
   afterAll(async () => {

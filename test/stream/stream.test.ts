@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { openClient, refusedUpgrade, type StreamMessage, streamUrl, type TestClient } from './client.js'
 
@@ -14,7 +15,7 @@ const records = (m: StreamMessage) => m.type === 'record'
 const seqs = (ms: StreamMessage[]) => ms.map((m) => m.seq)
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
 
-describe('the /v1/stream WebSocket', () => {
+describe.each(backends())('the /v1/stream WebSocket on $name', (backend) => {
   let t: TestServer
   let writer: string
   let workspace: string
@@ -41,7 +42,7 @@ describe('the /v1/stream WebSocket', () => {
   }
 
   beforeAll(async () => {
-    t = await startTestServer()
+    t = await startTestServer({ databaseUrl: await backend.freshUrl() })
     workspace = `stream-ws-${process.pid}`
     writer = (await t.createKey({ workspace, scopes: ['ingest:write', 'records:read'] })).token
   })

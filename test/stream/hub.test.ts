@@ -1,0 +1,231 @@
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from '../../src/domain/clock.js'
+import {
+  CLOSE_SLOW_CONSUMER,
+  DEFAULT_STREAM_OPTIONS,
+  StreamConnection,
+  type StreamPrincipal,
+  type StreamSocket,
+} from '../../src/stream/hub.js'
+import type { StreamItem, TopicSource } from '../../src/stream/sources.js'
+
+class FakeSocket implements StreamSocket {
+  bufferedAmount = 0
+  sent: Record<string, unknown>[] = []
+  closedWith: [number, string] | undefined
+  terminated = false
+  pings = 0
+  send(data: string): void {
+    this.sent.push(JSON.parse(data))
+  }
+  ping(): void {
+    this.pings++
+  }
+  close(code: number, reason: string): void {
+    this.closedWith = [code, reason]
+  }
+  terminate(): void {
+    this.terminated = true
+  }
+  data(): number[] {
+    return this.sent.filter((m) => m.type === 'record').map((m) => m.seq as number)
+  }
+}
+
+/** A topic whose reads can be held open, to place a commit exactly inside a read. */
+class FakeSource implements TopicSource {
+  items: StreamItem[] = []
+  private gate: Promise<void> | undefined
+  private openGate: (() => void) | undefined
+  readsStarted = 0
+  add(n: number): void {
+    for (let i = 0; i < n; i++) {
+      const seq = this.items.length + 1
+      this.items.push({ seq, message: { type: 'record', topic: 'connector:c', seq } })
+    }
+  }
+  hold(): void {
+    this.gate = new Promise((resolve) => {
+      this.openGate = resolve
+    })
+  }
+  release(): void {
+    this.openGate?.()
+    this.gate = undefined
+  }
+  async head() {
+    return this.items.length
+  }
+  async resume(since: number, maxReplay: number) {
+    const last = this.items.length
+    return last - since <= maxReplay
+      ? { after: since }
+      : { after: last - maxReplay, gap: { from: since + 1, to: last - maxReplay } }
+  }
+  async read(after: number, limit: number) {
+    this.readsStarted++
+    // The snapshot is taken when the read starts, like a query that ran before a concurrent commit.
+    const items = this.items.filter((i) => i.seq > after).slice(0, limit)
+    if (this.gate) await this.gate
+    return { items, scannedTo: items.at(-1)?.seq ?? after }
+  }
+}
+
+const principal = (scopes: string[], revalidate?: StreamPrincipal['revalidate']): StreamPrincipal => ({
+  workspaceId: 'ws_1',
+  keyId: 'key_1',
+  scopes,
+  revalidate: revalidate ?? (async () => ({ scopes })),
+})
+
+const settle = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r))
+}
+
+function setup(options = DEFAULT_STREAM_OPTIONS, scopes = ['*']) {
+  const socket = new FakeSocket()
+  const source = new FakeSource()
+  const conn = new StreamConnection(socket, principal(scopes), () => source, options, new ManualClock())
+  return { socket, source, conn }
+}
+
+describe('StreamConnection delivery', () => {
+  it('delivers a commit that lands while a read is in flight (the wake is not lost)', async () => {
+    const { socket, source, conn } = setup()
+    source.add(2)
+    conn.handleText(
+      JSON.stringify({ type: 'subscribe', topics: ['connector:c'], since: { 'connector:c': 0 } }),
+    )
+    await settle()
+    expect(socket.data()).toEqual([1, 2])
+    source.hold()
+    conn.wakeConnector('c') // a read starts and sees nothing new
+    await settle()
+    source.add(1) // commit lands during that read …
+    conn.wakeConnector('c') // … and its wake-up arrives while the pump is busy
+    source.release()
+    await settle()
+    expect(socket.data()).toEqual([1, 2, 3])
+  })
+
+  it('never sends a seq twice or out of order when wakes pile up during replay', async () => {
+    const { socket, source, conn } = setup()
+    source.add(450)
+    source.hold()
+    conn.handleText(
+      JSON.stringify({ type: 'subscribe', topics: ['connector:c'], since: { 'connector:c': 10 } }),
+    )
+    await settle()
+    for (let i = 0; i < 5; i++) {
+      source.add(3)
+      conn.wakeConnector('c')
+    }
+    source.release()
+    await settle()
+    expect(socket.data()).toEqual(Array.from({ length: 455 }, (_, i) => i + 11))
+  })
+
+  it('announces a gap and replays only the newest maxReplay items', async () => {
+    const { socket, source, conn } = setup({ ...DEFAULT_STREAM_OPTIONS, maxReplay: 5 })
+    source.add(12)
+    conn.handleText(
+      JSON.stringify({ type: 'subscribe', topics: ['connector:c'], since: { 'connector:c': 3 } }),
+    )
+    await settle()
+    const types = socket.sent.map((m) => m.type)
+    expect(types.slice(0, 2)).toEqual(['subscribed', 'gap'])
+    expect(socket.sent[1]).toEqual({ type: 'gap', topic: 'connector:c', from: 4, to: 7 })
+    expect(socket.data()).toEqual([8, 9, 10, 11, 12])
+  })
+
+  it('starts after the newest item when no since is given', async () => {
+    const { socket, source, conn } = setup()
+    source.add(4)
+    conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
+    await settle()
+    expect(socket.data()).toEqual([])
+    source.add(1)
+    conn.wakeConnector('c')
+    await settle()
+    expect(socket.data()).toEqual([5])
+  })
+
+  it('stops delivering after unsubscribe, even mid-read', async () => {
+    const { socket, source, conn } = setup()
+    conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
+    await settle()
+    source.hold()
+    source.add(2)
+    conn.wakeConnector('c')
+    await settle()
+    conn.handleText(JSON.stringify({ type: 'unsubscribe', topics: ['connector:c'] }))
+    source.release()
+    await settle()
+    expect(socket.data()).toEqual([])
+    expect(socket.sent.at(-1)).toEqual({ type: 'unsubscribed', topic: 'connector:c' })
+  })
+})
+
+describe('StreamConnection limits', () => {
+  it('closes a slow consumer with 4008 and sends nothing more', async () => {
+    const { socket, source, conn } = setup({ ...DEFAULT_STREAM_OPTIONS, maxBufferedBytes: 1000 })
+    conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
+    await settle()
+    source.add(3)
+    conn.wakeConnector('c')
+    await settle()
+    expect(socket.data()).toEqual([1, 2, 3])
+    socket.bufferedAmount = 1001
+    source.add(3)
+    conn.wakeConnector('c')
+    await settle()
+    expect(socket.closedWith).toEqual([CLOSE_SLOW_CONSUMER, 'slow consumer'])
+    expect(socket.data()).toEqual([1, 2, 3])
+    expect(conn.isClosed).toBe(true)
+    socket.bufferedAmount = 0
+    conn.handleText(JSON.stringify({ type: 'ping' }))
+    expect(socket.sent.at(-1)?.type).not.toBe('pong')
+  })
+
+  it('terminates a peer that did not answer the previous ping', async () => {
+    const { socket, conn } = setup()
+    await conn.heartbeat()
+    expect(socket.pings).toBe(1)
+    expect(socket.sent.at(-1)?.type).toBe('heartbeat')
+    await conn.heartbeat() // no pong in between
+    expect(socket.terminated).toBe(true)
+    expect(conn.isClosed).toBe(true)
+  })
+
+  it('keeps a peer that answers pings', async () => {
+    const { socket, conn } = setup()
+    for (let i = 0; i < 3; i++) {
+      await conn.heartbeat()
+      conn.pong()
+    }
+    expect(socket.terminated).toBe(false)
+    expect(socket.pings).toBe(3)
+  })
+
+  it('closes with 4401 when the key stops verifying', async () => {
+    const socket = new FakeSocket()
+    let valid = true
+    const conn = new StreamConnection(
+      socket,
+      principal(['*'], async () => (valid ? { scopes: ['*'] } : 'revoked')),
+      () => new FakeSource(),
+      DEFAULT_STREAM_OPTIONS,
+      new ManualClock(),
+    )
+    await conn.heartbeat()
+    conn.pong()
+    expect(socket.closedWith).toBeUndefined()
+    valid = false
+    await conn.heartbeat()
+    expect(socket.sent.at(-1)).toMatchObject({
+      type: 'error',
+      error: { code: 'unauthenticated', detail: { reason: 'revoked' } },
+    })
+    expect(socket.closedWith).toEqual([4401, 'unauthenticated'])
+  })
+})
