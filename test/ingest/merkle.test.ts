@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { batchLineage, proofFromLeafHashes } from '../../src/domain/ingestion/lineage.js'
 import { inclusionProof, leafHash, merkleRoot, verifyInclusion } from '../../src/domain/ingestion/merkle.js'
 
 // An independent RFC 6962 §2.1 Merkle Tree Hash, written straight from the RFC's recursive definition.
@@ -86,5 +87,37 @@ describe('inclusion proofs', () => {
 
   it('refuse an index outside the tree', () => {
     expect(() => inclusionProof(data(3).map(leafHash), 3)).toThrow(RangeError)
+  })
+})
+
+describe('the worked example of docs/ingestion.md', () => {
+  it('produces the documented leaves, root and proof', () => {
+    const records = [
+      {
+        id: 'r1',
+        ts: '2026-11-23T06:00:00Z',
+        source: 'crm',
+        policy_class: 'public',
+        body: { currency: 'EUR', amount: 10 },
+      },
+      {
+        id: 'r2',
+        ts: '2026-11-23T06:00:01.5+01:00',
+        source: 'crm',
+        policy_class: 'internal',
+        body: { tags: ['a', 'b'], note: 'café' },
+      },
+      { id: 'r3', ts: '2026-11-23T06:00:02Z', source: 'erp', policy_class: 'public', body: {} },
+    ]
+    const lineage = batchLineage(records)
+    expect(lineage.leafHashes).toEqual([
+      'f3484adafe75aa087f295b1f3f9a1dc2dc6d6e545ed8062adafe6717551ffbc9',
+      '1effc16e73efbdf925f75a263886d32de572a38feea1a2c597ac92d2c20f2587',
+      'bc7f10d104bff9b792916d0c79252f010d654a190c7379d2e653445e78a6cf5f',
+    ])
+    expect(lineage.root).toBe('0715cb47eb28760a8755311665208b4ba1259f238d7b3d460941befecfb0f981')
+    expect(proofFromLeafHashes(lineage.leafHashes, 2)).toEqual([
+      '96aab0f127f87b313fe9feb6e9b279e088cad9ce25ea5fefc2088d4b69bd872e',
+    ])
   })
 })
