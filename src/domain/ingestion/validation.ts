@@ -30,6 +30,8 @@ export interface Rejection {
 export const RECORD_FIELDS = ['id', 'ts', 'source', 'policy_class', 'body'] as const
 export const MAX_ID_LENGTH = 256
 export const MAX_LABEL_LENGTH = 256
+/** Deeper bodies are refused: canonicalisation and storage walk the body recursively. */
+export const MAX_BODY_DEPTH = 64
 
 export type RecordVerdict =
   | { ok: true; record: IngestRecord }
@@ -69,6 +71,18 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 function isLabel(value: unknown, max: number): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= max && !hasControlCharacter(value)
+}
+
+/** Whether any value sits more than `max` containers deep; iterative, so a hostile depth cannot overflow the stack. */
+function depthExceeds(root: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 1]]
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop() as [unknown, number]
+    if (typeof value !== 'object' || value === null) continue
+    if (depth > max) return true
+    for (const child of Object.values(value)) stack.push([child, depth + 1])
+  }
+  return false
 }
 
 /** Control characters are refused so ids and labels stay printable in logs and UIs. */
@@ -116,6 +130,9 @@ export function validateRecord(raw: unknown, policyClasses: readonly string[]): 
   }
   if (!isPlainObject(raw.body))
     return { ok: false, code: 'invalid_field', message: 'body must be a JSON object' }
+  if (depthExceeds(raw.body, MAX_BODY_DEPTH)) {
+    return { ok: false, code: 'invalid_field', message: `body nests deeper than ${MAX_BODY_DEPTH} levels` }
+  }
   if (typeof raw.ts !== 'string' || !isRfc3339(raw.ts)) {
     return {
       ok: false,
