@@ -9,6 +9,8 @@ export interface Config {
   allowPrivateWebhooks: boolean
   /** Runs executed at the same time by one server. */
   runConcurrency: number
+  /** How long a server holds a run without renewing its claim; after a crash another start takes over then. */
+  runLeaseMs: number
   /** Start background workers (scheduler, outbox, purges). Off for the CLI's short-lived store access. */
   workers: boolean
   /** Stream heartbeat period in ms (ping frame + `heartbeat` message); default 15000. */
@@ -36,6 +38,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     allowPrivateWebhooks:
       env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === '1' || env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === 'true',
     runConcurrency: intFrom(env.AGENTOPS_RUN_CONCURRENCY, 4, 'AGENTOPS_RUN_CONCURRENCY'),
+    runLeaseMs: intFrom(env.AGENTOPS_RUN_LEASE_MS, 15_000, 'AGENTOPS_RUN_LEASE_MS'),
     streamHeartbeatMs: intFrom(env.AGENTOPS_STREAM_HEARTBEAT_MS, 15_000, 'AGENTOPS_STREAM_HEARTBEAT_MS'),
     streamMaxBufferedBytes: intFrom(
       env.AGENTOPS_STREAM_MAX_BUFFERED_BYTES,

@@ -10,6 +10,10 @@ import { IngestionService } from './domain/ingestion/service.js'
 import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
 import type { Ports } from './domain/ports.js'
+import { RunExecutor } from './domain/runs/executor.js'
+import { RunRecorder } from './domain/runs/recorder.js'
+import { RunScheduler } from './domain/runs/scheduler.js'
+import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import type { Db } from './store/db.js'
@@ -37,6 +41,7 @@ export interface Services {
   limits: LimitsService
   /** Connector batches with Merkle lineage; the stream listens to it for new records. */
   ingestion: IngestionService
+  runs: RunService
   workers: Worker[]
   /** Starts every worker (no-op when config.workers is false). */
   start(): Promise<void>
@@ -60,6 +65,14 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
   const { db, clock, config } = deps
   const events = new EventLog(db, clock)
   const ports: Ports = { events }
+  const recorder = new RunRecorder(db, clock, events)
+  const scheduler = new RunScheduler(db, new RunExecutor(recorder, () => config.allowPrivateWebhooks), {
+    concurrency: Math.max(1, config.runConcurrency),
+    leaseMs: Math.max(100, config.runLeaseMs),
+    pollMs: 250,
+  })
+  const runs = new RunService(db, clock, recorder, () => scheduler.wake())
+  ports.runs = runs
   const workers: Worker[] = []
   let started = false
   const services: Services = {
@@ -74,6 +87,7 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
     tools: new ToolService(db, clock, ports),
     limits: new LimitsService(db, clock),
     ingestion: new IngestionService(db, clock, events),
+    runs,
     workers,
     async start() {
       if (started || !config.workers) return
@@ -86,6 +100,7 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
       for (const w of [...workers].reverse()) await w.stop()
     },
   }
+  workers.push({ name: 'run-scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() })
   workers.push(intervalWorker('limits-purge', 10 * 60 * 1000, () => services.limits.purge()))
   for (const install of FEATURES) await install(services)
   return services

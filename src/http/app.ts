@@ -11,6 +11,7 @@ import { requestId } from './middleware/request-id.js'
 import { registerAgentRoutes } from './routes/agents.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
+import { registerRunRoutes } from './routes/runs.js'
 import { registerToolRoutes } from './routes/tools.js'
 import { validationHook } from './validation.js'
 
@@ -42,6 +43,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   registerToolRoutes(app, services)
   // --- feature routes: each feature adds one line here ---
   registerIngestRoutes(app, services)
+  registerRunRoutes(app, services)
 
   return app
 }

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Ports } from '../ports.js'
+import { checkToolDefinition } from './providers.js'
 
 export interface RegisterToolInput {
   name: string
@@ -26,6 +27,10 @@ export class ToolService {
   }
 
   async register(workspaceId: string, input: RegisterToolInput): Promise<ToolRecord> {
+    checkToolDefinition(input.provider, input.config ?? {}, {
+      input_schema: input.input_schema ?? {},
+      output_schema: input.output_schema ?? {},
+    })
     const now = this.clock.now()
     const tool = await this.db.transaction(async (tx) => {
       const created = await new ToolRepo(tx).insertIfNameFree({

@@ -1,0 +1,45 @@
+import type { PlanStep } from '../../store/repos/runs.js'
+import type { ToolRecord } from '../../store/repos/tools.js'
+import { ApiError } from '../errors.js'
+
+/**
+ * The reference runtime's deterministic planner, so a client can predict every step:
+ * - `inputs.plan` (an array of tool names) is the plan, in that order (a name may repeat);
+ * - otherwise one step per capability of the agent that names an active tool, in capability order.
+ * Steps are numbered `step_1` … `step_n`.
+ */
+export function planRun(
+  capabilities: readonly string[],
+  inputs: Record<string, unknown>,
+  activeTools: ReadonlyMap<string, ToolRecord>,
+): PlanStep[] {
+  let names: string[]
+  if (inputs.plan !== undefined) {
+    const plan = inputs.plan
+    if (!Array.isArray(plan) || plan.some((n) => typeof n !== 'string')) {
+      throw new ApiError('invalid_request', 'inputs.plan must be an array of tool names', {
+        issues: [{ path: 'inputs.plan', message: 'must be an array of strings' }],
+        fields: ['inputs.plan'],
+      })
+    }
+    const unknown = plan.filter((n) => !activeTools.has(n))
+    if (unknown.length > 0) {
+      throw new ApiError(
+        'invalid_request',
+        `inputs.plan names tools that are not active: ${unknown.join(', ')}`,
+        {
+          issues: [{ path: 'inputs.plan', message: 'unknown or retired tool' }],
+          fields: ['inputs.plan'],
+          unknown_tools: unknown,
+        },
+      )
+    }
+    names = plan as string[]
+  } else {
+    names = capabilities.filter((c) => activeTools.has(c))
+  }
+  return names.map((name, i) => {
+    const tool = activeTools.get(name) as ToolRecord
+    return { step_id: `step_${i + 1}`, tool: tool.name, tool_id: tool.id }
+  })
+}

@@ -1,0 +1,102 @@
+import type { Db, Queryable } from '../../store/db.js'
+import { type FrameRecord, type RunRecord, RunRepo, type RunStatus } from '../../store/repos/runs.js'
+import type { Clock } from '../clock.js'
+import type { EventsPort } from '../ports.js'
+import { isTerminal } from './state-machine.js'
+
+export type FrameInput = Partial<Omit<FrameRecord, 'seq' | 'ts' | 'kind'>> & { kind: FrameRecord['kind'] }
+
+/** What a change to a run may do inside its transaction: edit the run, add frames, add events. */
+export interface RunChange {
+  run: RunRecord
+  now: number
+  /** The change's transaction, for reads that must see (and wait for) the same snapshot. */
+  tx: Queryable
+  frame(f: FrameInput): void
+  event(kind: string, data: Record<string, unknown>): void
+}
+
+export type RunListener = (runId: string) => void
+
+/**
+ * The single write path for runs: lock the row, apply a change, append its frames (gap-free seq) and events,
+ * keep the carrying task in step, all in one transaction. Everything that moves a run goes through `change`.
+ */
+export class RunRecorder {
+  private readonly listeners = new Set<RunListener>()
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly events: EventsPort | undefined,
+  ) {}
+
+  onChange(listener: RunListener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  async change<T>(
+    runId: string,
+    fn: (c: RunChange) => T | Promise<T>,
+  ): Promise<{ run: RunRecord; value: T }> {
+    const result = await this.db.transaction(async (tx) => {
+      const repo = new RunRepo(tx)
+      const run = await repo.lock(runId, this.db.dialect)
+      if (!run) throw new Error(`run ${runId} vanished`)
+      const before: RunStatus = run.status
+      const now = this.clock.now()
+      const frames: FrameRecord[] = []
+      const events: { kind: string; data: Record<string, unknown> }[] = []
+      const value = await fn({
+        run,
+        now,
+        tx,
+        frame: (f) => {
+          run.frameCount += 1
+          frames.push({
+            seq: run.frameCount,
+            ts: now,
+            kind: f.kind,
+            stepId: f.stepId ?? null,
+            tool: f.tool ?? null,
+            toolId: f.toolId ?? null,
+            policy: f.policy ?? null,
+            latencyMs: f.latencyMs ?? null,
+            result: f.result ?? null,
+            detail: f.detail ?? null,
+          })
+        },
+        event: (kind, data) => events.push({ kind, data }),
+      })
+      run.updatedAt = now
+      await repo.save(run)
+      for (const f of frames) await repo.appendFrame(run.id, f)
+      if (run.status !== before && run.taskId) {
+        await repo.followTask(run.id, run.status, run.outcome, now)
+        if (isTerminal(run.status)) {
+          events.push({
+            kind: `task.${run.status}`,
+            data: { task_id: run.taskId, agent_id: run.agentId, run_id: run.id, status: run.status },
+          })
+        }
+      }
+      for (const e of events) await this.appendEvent(tx, run, e.kind, e.data)
+      return { run, value, changed: frames.length > 0 || events.length > 0 || run.status !== before }
+    })
+    if (result.changed) {
+      this.events?.notify()
+      for (const l of this.listeners) l(runId)
+    }
+    return { run: result.run, value: result.value }
+  }
+
+  private async appendEvent(tx: Queryable, run: RunRecord, kind: string, data: Record<string, unknown>) {
+    await this.events?.append(tx, {
+      workspaceId: run.workspaceId,
+      kind,
+      subjectId: kind.startsWith('task.') && run.taskId ? run.taskId : run.id,
+      data: { run_id: run.id, agent_id: run.agentId, ...data },
+    })
+  }
+}

@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto'
+import type { Db } from '../../store/db.js'
+import { RunRepo } from '../../store/repos/runs.js'
+import type { RunExecutor } from './executor.js'
+
+export interface SchedulerOptions {
+  concurrency: number
+  /** How long a claimed run stays ours without renewal; another replica may take it over after that. */
+  leaseMs: number
+  pollMs: number
+}
+
+/**
+ * Picks runnable runs (higher priority first, then age) and drives each with bounded concurrency. Leases use
+ * wall-clock time, not the domain clock: they are a liveness mechanism between processes, not business time.
+ * A run another process holds is skipped until its lease lapses, which is how a restart recovers its runs.
+ */
+export class RunScheduler {
+  private readonly owner = randomUUID()
+  private readonly driving = new Map<string, Promise<void>>()
+  private timer: NodeJS.Timeout | undefined
+  private stopped = true
+  private ticking = false
+  private again = false
+
+  constructor(
+    private readonly db: Db,
+    private readonly executor: RunExecutor,
+    private readonly options: SchedulerOptions,
+  ) {}
+
+  start(): void {
+    this.stopped = false
+    this.timer = setInterval(() => this.wake(), this.options.pollMs)
+    this.timer.unref()
+    this.wake()
+  }
+
+  /** Lets in-flight steps finish (bounded wait), then stops picking runs. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearInterval(this.timer)
+    const all = Promise.allSettled([...this.driving.values()])
+    await Promise.race([all, new Promise((r) => setTimeout(r, 5000).unref())])
+  }
+
+  wake(): void {
+    if (this.stopped) return
+    if (this.ticking) {
+      this.again = true
+      return
+    }
+    this.ticking = true
+    void this.tick()
+      .catch((err) => console.error('[scheduler]', err))
+      .finally(() => {
+        this.ticking = false
+        if (this.again) {
+          this.again = false
+          this.wake()
+        }
+      })
+  }
+
+  private async tick(): Promise<void> {
+    const free = this.options.concurrency - this.driving.size
+    if (free <= 0) return
+    const repo = new RunRepo(this.db)
+    const ids = await repo.runnable(Date.now(), free, [...this.driving.keys()])
+    for (const id of ids) {
+      if (this.stopped) return
+      if (!(await repo.claim(id, this.owner, Date.now(), Date.now() + this.options.leaseMs))) continue
+      const drive = this.drive(id).finally(() => {
+        this.driving.delete(id)
+        this.wake()
+      })
+      this.driving.set(id, drive)
+    }
+  }
+
+  private async drive(id: string): Promise<void> {
+    const repo = new RunRepo(this.db)
+    const renew = setInterval(
+      () => {
+        void repo.claim(id, this.owner, Date.now(), Date.now() + this.options.leaseMs).catch(() => undefined)
+      },
+      Math.max(50, Math.floor(this.options.leaseMs / 3)),
+    )
+    renew.unref()
+    try {
+      while (!this.stopped && (await this.executor.advance(id)) === 'continue') {
+        // one step per iteration, so a pause or cancel lands between steps
+      }
+    } catch (err) {
+      if (!this.stopped) console.error(`[scheduler] run ${id}:`, err)
+    } finally {
+      clearInterval(renew)
+      if (!this.stopped) await repo.release(id, this.owner).catch(() => undefined)
+    }
+  }
+}

@@ -1,0 +1,200 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
+import type { ToolRecord } from '../../store/repos/tools.js'
+import { ApiError } from '../errors.js'
+
+/** What one tool call gets and gives back. `resultId` is the identifier the trace and outcome show. */
+export interface ToolCall {
+  runId: string
+  stepId: string
+  tool: ToolRecord
+  input: Record<string, unknown>
+  newResultId: () => string
+  /** Outbound HTTP to private or loopback addresses is allowed (tests, single-host setups). */
+  allowPrivate: boolean
+}
+
+export type ToolOutcome =
+  | { ok: true; resultId: string; output: unknown }
+  | { ok: false; reason: string; detail: Record<string, unknown> }
+
+const MAX_DELAY_MS = 10 * 60 * 1000
+const DEFAULT_HTTP_TIMEOUT_MS = 10_000
+
+export const PROVIDERS = ['builtin:echo', 'builtin:fail', 'builtin:delay', 'builtin:data', 'http'] as const
+
+const ajv = new Ajv2020({ strict: false, allErrors: true })
+const compiled = new WeakMap<object, ValidateFunction>()
+
+function validatorFor(schema: Record<string, unknown>): ValidateFunction {
+  let v = compiled.get(schema)
+  if (!v) {
+    v = ajv.compile(schema)
+    compiled.set(schema, v)
+  }
+  return v
+}
+
+function invalid(field: string, message: string): ApiError {
+  return new ApiError('invalid_request', message, { issues: [{ path: field, message }], fields: [field] })
+}
+
+/** Checks a registration before it is stored, so a bad tool is a 400 now rather than a failed step later. */
+export function checkToolDefinition(
+  provider: string,
+  config: Record<string, unknown>,
+  schemas: { input_schema: Record<string, unknown>; output_schema: Record<string, unknown> },
+): void {
+  if (!(PROVIDERS as readonly string[]).includes(provider)) {
+    throw invalid('provider', `provider must be one of ${PROVIDERS.join(', ')}`)
+  }
+  for (const name of ['input_schema', 'output_schema'] as const) {
+    try {
+      ajv.compile(schemas[name])
+    } catch (err) {
+      throw invalid(name, `${name} is not a valid JSON Schema: ${(err as Error).message}`)
+    }
+  }
+  if (provider === 'builtin:delay') {
+    const d = config.delay_ms
+    if (!Number.isInteger(d) || (d as number) < 0 || (d as number) > MAX_DELAY_MS) {
+      throw invalid('config.delay_ms', `config.delay_ms must be an integer from 0 to ${MAX_DELAY_MS}`)
+    }
+  }
+  if (provider === 'http') {
+    let url: URL
+    try {
+      url = new URL(String(config.url ?? ''))
+    } catch {
+      throw invalid('config.url', 'config.url must be an absolute http(s) URL')
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw invalid('config.url', 'config.url must use http or https')
+    }
+    if (url.username || url.password) throw invalid('config.url', 'config.url must not carry credentials')
+    const t = config.timeout_ms
+    if (t !== undefined && (!Number.isInteger(t) || (t as number) < 1 || (t as number) > 120_000)) {
+      throw invalid('config.timeout_ms', 'config.timeout_ms must be an integer from 1 to 120000')
+    }
+  }
+}
+
+const PRIVATE_HOST =
+  /^(localhost|.*\.localhost|127\.\d+\.\d+\.\d+|10\.\d+\.\d+\.\d+|192\.168\.\d+\.\d+|172\.(1[6-9]|2\d|3[01])\.\d+\.\d+|169\.254\.\d+\.\d+|0\.0\.0\.0|\[::1?\]|\[f[cd][0-9a-f]*:.*\]|\[fe80:.*\])$/i
+
+/** Runs one call through the tool's provider and checks the answer against its `output_schema`. */
+export async function callTool(call: ToolCall): Promise<ToolOutcome> {
+  const { tool } = call
+  let output: unknown
+  let resultId: string | undefined
+  try {
+    switch (tool.provider) {
+      case 'builtin:echo':
+        output = call.input
+        break
+      case 'builtin:fail':
+        return {
+          ok: false,
+          reason: typeof tool.config.message === 'string' ? tool.config.message : 'the tool failed',
+          detail: { provider: tool.provider },
+        }
+      case 'builtin:delay':
+        await new Promise((r) => setTimeout(r, Number(tool.config.delay_ms ?? 0)))
+        output = { delayed_ms: Number(tool.config.delay_ms ?? 0) }
+        break
+      case 'builtin:data':
+        output = tool.config.data ?? null
+        break
+      case 'http': {
+        const answer = await callHttp(call)
+        if (!answer.ok) return answer
+        output = answer.output
+        resultId = answer.resultId
+        break
+      }
+      default:
+        return { ok: false, reason: `unknown provider ${tool.provider}`, detail: { provider: tool.provider } }
+    }
+  } catch (err) {
+    return {
+      ok: false,
+      reason: `the provider threw: ${(err as Error).message}`,
+      detail: { provider: tool.provider },
+    }
+  }
+  const validate = validatorFor(tool.outputSchema)
+  if (!validate(output)) {
+    return {
+      ok: false,
+      reason: 'the tool answer does not match its output_schema',
+      detail: {
+        provider: tool.provider,
+        violation: 'output_schema',
+        errors: (validate.errors ?? [])
+          .slice(0, 10)
+          .map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`.trim()),
+      },
+    }
+  }
+  return { ok: true, resultId: resultId ?? call.newResultId(), output }
+}
+
+async function callHttp(call: ToolCall): Promise<ToolOutcome & { resultId?: string }> {
+  const url = new URL(String(call.tool.config.url))
+  if (!call.allowPrivate && PRIVATE_HOST.test(url.hostname)) {
+    return {
+      ok: false,
+      reason: 'the tool URL points at a private or loopback address, which this server does not call',
+      detail: { provider: 'http', violation: 'private_address', host: url.hostname },
+    }
+  }
+  const timeoutMs = Number(call.tool.config.timeout_ms ?? DEFAULT_HTTP_TIMEOUT_MS)
+  let res: Response
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({
+        run_id: call.runId,
+        step_id: call.stepId,
+        tool: call.tool.name,
+        input: call.input,
+      }),
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'error',
+    })
+  } catch (err) {
+    const timedOut = (err as Error).name === 'TimeoutError'
+    return {
+      ok: false,
+      reason: timedOut
+        ? `the tool did not answer within ${timeoutMs} ms`
+        : `the tool could not be reached: ${(err as Error).message}`,
+      detail: { provider: 'http', violation: timedOut ? 'timeout' : 'unreachable', timeout_ms: timeoutMs },
+    }
+  }
+  const text = await res.text()
+  if (res.status < 200 || res.status > 299) {
+    return {
+      ok: false,
+      reason: `the tool answered HTTP ${res.status}`,
+      detail: { provider: 'http', violation: 'http_status', status: res.status },
+    }
+  }
+  let output: unknown
+  try {
+    output = JSON.parse(text)
+  } catch {
+    return {
+      ok: false,
+      reason: 'the tool answer is not JSON',
+      detail: { provider: 'http', violation: 'not_json' },
+    }
+  }
+  const resultId =
+    typeof output === 'object' &&
+    output !== null &&
+    typeof (output as { result_id?: unknown }).result_id === 'string'
+      ? ((output as { result_id: string }).result_id as string)
+      : undefined
+  return resultId ? { ok: true, output, resultId } : { ok: true, output, resultId: call.newResultId() }
+}
