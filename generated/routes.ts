@@ -871,7 +871,26 @@ const ResourceEventSchema = z
 
 const StreamClientMessageSchema = z
   .object({
-    type: z.enum(['subscribe', 'unsubscribe', 'ping']),
+    type: z.enum(['subscribe', 'unsubscribe', 'ping', 'ingest']),
+    ref: z
+      .string()
+      .max(128)
+      .exactOptional()
+      .openapi({
+        description:
+          'Client correlation id of an `ingest` message, echoed on its `ingested` or `error` answer.',
+      }),
+    connector_id: z
+      .string()
+      .exactOptional()
+      .openapi({ description: 'Target connector of an `ingest` message.' }),
+    records: z
+      .array(IngestRecordInputSchema)
+      .max(500)
+      .exactOptional()
+      .openapi({
+        description: 'Records of an `ingest` message, judged exactly as in the REST batch.',
+      }),
     topics: z
       .array(z.string().openapi({ description: '`connector:<connector_id>` or `runs`.' }))
       .max(100)
@@ -898,7 +917,21 @@ const StreamServerMessageSchema = z
       'error',
       'heartbeat',
       'pong',
+      'ingested',
     ]),
+    ref: z
+      .string()
+      .exactOptional()
+      .openapi({ description: 'The `ref` of the `ingest` message this answers.' }),
+    connector_id: z.string().exactOptional(),
+    accepted: z.int().min(0).exactOptional(),
+    rejected: z.int().min(0).exactOptional(),
+    lineage_root: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .exactOptional(),
+    batch_id: z.string().exactOptional(),
+    rejections: z.array(IngestRejectionSchema).exactOptional(),
     topic: z.string().exactOptional(),
     seq: z.int().min(1).exactOptional(),
     record: StoredRecordSchema.exactOptional(),
@@ -1715,7 +1748,7 @@ export const getV1StreamRoute = createRoute({
   tags: ['Stream'],
   summary: 'Open the live WebSocket stream',
   description:
-    'A WebSocket (`{stream_url}/v1/stream`). Authenticate with `Authorization: Bearer <token>` or, for browsers that\ncannot set headers, `?access_token=<token>` (RFC 6750 §2.3; such URLs can end up in logs, prefer the header).\nA missing or bad token refuses the upgrade with 401 and the error envelope.\n\nClient messages: `{"type":"subscribe","topics":["connector:<id>","runs"],"since":{"<topic>":<seq>}}`,\n`{"type":"unsubscribe","topics":[...]}`, `{"type":"ping"}`.\nServer messages: `subscribed`, `unsubscribed`, `record` (connector topics, with lineage), `event` (the `runs`\ntopic), `gap`, `error` (the error envelope, per topic), `heartbeat` (every 15 s), `pong`. Data messages carry\n`topic` and a per-topic `seq`; `since` replays up to 1000 missed messages per topic before live ones.\nTopic scopes: `stream:connector:<id>` (or `stream:connector:*`) and `stream:runs`. A slow consumer (over 1 MiB\nbuffered) is closed with code 4008.\n',
+    'A WebSocket (`{stream_url}/v1/stream`). Authenticate with `Authorization: Bearer <token>` or, for browsers that\ncannot set headers, `?access_token=<token>` (RFC 6750 §2.3; such URLs can end up in logs, prefer the header).\nA missing or bad token refuses the upgrade with 401 and the error envelope.\n\nClient messages: `{"type":"subscribe","topics":["connector:<id>","runs"],"since":{"<topic>":<seq>}}`,\n`{"type":"unsubscribe","topics":[...]}`, `{"type":"ping"}`, and ingestion over the socket (spec §1):\n`{"type":"ingest","ref":"<id>","connector_id":"<id>","records":[...]}` (scope `ingest:write`), answered in\norder by `{"type":"ingested","ref",...the REST 202 body}` or an `error` carrying the same `ref`.\nServer messages: `subscribed`, `unsubscribed`, `record` (connector topics, with lineage), `event` (the `runs`\ntopic), `gap`, `error` (the error envelope, per topic), `heartbeat` (every 15 s), `pong`, `ingested`. Data messages carry\n`topic` and a per-topic `seq`; `since` replays up to 1000 missed messages per topic before live ones.\nTopic scopes: `stream:connector:<id>` (or `stream:connector:*`) and `stream:runs`. A slow consumer (over 1 MiB\nbuffered) is closed with code 4008.\n',
   operationId: 'openStream',
   request: {
     query: z.object({

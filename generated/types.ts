@@ -370,9 +370,11 @@ export interface paths {
          *     A missing or bad token refuses the upgrade with 401 and the error envelope.
          *
          *     Client messages: `{"type":"subscribe","topics":["connector:<id>","runs"],"since":{"<topic>":<seq>}}`,
-         *     `{"type":"unsubscribe","topics":[...]}`, `{"type":"ping"}`.
+         *     `{"type":"unsubscribe","topics":[...]}`, `{"type":"ping"}`, and ingestion over the socket (spec §1):
+         *     `{"type":"ingest","ref":"<id>","connector_id":"<id>","records":[...]}` (scope `ingest:write`), answered in
+         *     order by `{"type":"ingested","ref",...the REST 202 body}` or an `error` carrying the same `ref`.
          *     Server messages: `subscribed`, `unsubscribed`, `record` (connector topics, with lineage), `event` (the `runs`
-         *     topic), `gap`, `error` (the error envelope, per topic), `heartbeat` (every 15 s), `pong`. Data messages carry
+         *     topic), `gap`, `error` (the error envelope, per topic), `heartbeat` (every 15 s), `pong`, `ingested`. Data messages carry
          *     `topic` and a per-topic `seq`; `since` replays up to 1000 missed messages per topic before live ones.
          *     Topic scopes: `stream:connector:<id>` (or `stream:connector:*`) and `stream:runs`. A slow consumer (over 1 MiB
          *     buffered) is closed with code 4008.
@@ -976,15 +978,24 @@ export interface components {
             ts: string;
         };
         StreamClientMessage: {
+            /** @description Target connector of an `ingest` message. */
+            connector_id?: string;
+            /** @description Records of an `ingest` message, judged exactly as in the REST batch. */
+            records?: components["schemas"]["IngestRecordInput"][];
+            /** @description Client correlation id of an `ingest` message, echoed on its `ingested` or `error` answer. */
+            ref?: string;
             /** @description Last `seq` seen per topic; missed messages are replayed first (at most 1000 per topic). */
             since?: {
                 [key: string]: number;
             };
             topics?: string[];
             /** @enum {string} */
-            type: "subscribe" | "unsubscribe" | "ping";
+            type: "subscribe" | "unsubscribe" | "ping" | "ingest";
         };
         StreamServerMessage: {
+            accepted?: number;
+            batch_id?: string;
+            connector_id?: string;
             error?: {
                 [key: string]: unknown;
             };
@@ -992,13 +1003,18 @@ export interface components {
                 [key: string]: unknown;
             };
             from?: number;
+            lineage_root?: string;
             record?: components["schemas"]["StoredRecord"];
+            /** @description The `ref` of the `ingest` message this answers. */
+            ref?: string;
+            rejected?: number;
+            rejections?: components["schemas"]["IngestRejection"][];
             seq?: number;
             to?: number;
             topic?: string;
             ts?: components["schemas"]["Timestamp"];
             /** @enum {string} */
-            type: "subscribed" | "unsubscribed" | "record" | "event" | "gap" | "error" | "heartbeat" | "pong";
+            type: "subscribed" | "unsubscribed" | "record" | "event" | "gap" | "error" | "heartbeat" | "pong" | "ingested";
         };
         Task: {
             agent_id: string;

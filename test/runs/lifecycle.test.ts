@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import {
   countsFromTrace,
@@ -10,11 +11,11 @@ import {
   waitForRun,
 } from './helpers.js'
 
-describe('run lifecycle', () => {
+describe.each(backends())('run lifecycle on $name', (backend) => {
   let t: TestServer
   let token: string
   beforeAll(async () => {
-    t = await startTestServer()
+    t = await startTestServer({ databaseUrl: await backend.freshUrl() })
     token = (await t.createKey()).token
     await registerTool(t, token, { name: 'search' })
     await registerTool(t, token, {
