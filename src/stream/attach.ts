@@ -1,17 +1,17 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer } from 'ws'
-import type { ApiError } from '../domain/errors.js'
+import { ApiError } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
 import type { KeyRefusal, VerifiedKey } from '../domain/keys/service.js'
 import { unauthenticated } from '../http/middleware/auth.js'
 import type { Services } from '../services.js'
-import { DEFAULT_STREAM_OPTIONS, StreamHub, type StreamOptions } from './hub.js'
+import { DEFAULT_STREAM_OPTIONS, StreamHub, type StreamIngestor, type StreamOptions } from './hub.js'
 import { connectorSource, runsSource } from './sources.js'
 
 export const STREAM_PATH = '/v1/stream'
-/** Client messages are small control frames; anything bigger is refused by `ws` with close code 1009. */
-const MAX_CLIENT_MESSAGE_BYTES = 64 * 1024
+/** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
+const MESSAGE_ENVELOPE_BYTES = 64 * 1024
 
 const hubs = new WeakMap<Server, StreamHub>()
 
@@ -44,7 +44,11 @@ export function attachStream(
       : {}),
     ...options,
   }
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE_BYTES })
+  // A bigger client message is refused by `ws` with close code 1009.
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: services.config.maxBodyBytes + MESSAGE_ENVELOPE_BYTES,
+  })
   const hub = new StreamHub(
     {
       clock: services.clock,
@@ -81,12 +85,16 @@ export function attachStream(
           return
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
-          const connection = hub.add(ws, {
-            workspaceId: verified.workspace.id,
-            keyId: verified.keyId,
-            scopes: verified.scopes,
-            revalidate,
-          })
+          const connection = hub.add(
+            ws,
+            {
+              workspaceId: verified.workspace.id,
+              keyId: verified.keyId,
+              scopes: verified.scopes,
+              revalidate,
+            },
+            socketIngestor(services, verified),
+          )
           // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
           ws.on('message', (data) => connection.handleText(data.toString()))
           ws.on('pong', () => connection.pong())
@@ -115,6 +123,33 @@ export function attachStream(
       for (const client of wss.clients) client.terminate()
       await new Promise<void>((resolve) => wss.close(() => resolve()))
     },
+  }
+}
+
+/** Batches sent over the socket count against the workspace's rate limit like REST calls, then store the same way. */
+function socketIngestor(services: Services, verified: VerifiedKey): StreamIngestor {
+  const workspace = verified.workspace
+  return async (connectorId, records) => {
+    const decision = await services.limits.consume(workspace)
+    if (!decision.allowed && decision.refusedBy) {
+      const w = decision.refusedBy
+      throw new ApiError(
+        'rate_limited',
+        `The workspace used its ${w.quota} requests of the ${w.name} window; retry in ${w.resetSeconds} s`,
+        {
+          window: w.name,
+          limit: w.quota,
+          window_seconds: w.windowSeconds,
+          reset_at: new Date(w.windowStart + w.windowSeconds * 1000).toISOString(),
+          retry_after_seconds: w.resetSeconds,
+        },
+      )
+    }
+    return services.ingestion.ingest(
+      { id: workspace.id, policyClasses: workspace.policyClasses },
+      connectorId,
+      records,
+    )
   }
 }
 

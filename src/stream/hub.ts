@@ -1,7 +1,8 @@
 import type { Clock } from '../domain/clock.js'
 import { toRfc3339 } from '../domain/clock.js'
-import type { ErrorCode, PolicyDeniedDetail } from '../domain/errors.js'
+import { ApiError, type ErrorCode, type PolicyDeniedDetail } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
+import type { IngestResult } from '../domain/ingestion/service.js'
 import { scopeAllows } from '../domain/scopes.js'
 import { parseClientMessage } from './protocol.js'
 import type { TopicSource } from './sources.js'
@@ -45,6 +46,9 @@ export interface StreamPrincipal {
 
 export type SourceFactory = (topic: Topic, workspaceId: string) => TopicSource
 
+/** Stores a batch sent over the socket for this connection's caller; throws ApiError like the REST route. */
+export type StreamIngestor = (connectorId: string, records: unknown[]) => Promise<IngestResult>
+
 interface Subscription {
   topic: Topic
   source: TopicSource
@@ -63,6 +67,8 @@ export class StreamConnection {
   private readonly subs = new Map<string, Subscription>()
   private closed = false
   private alive = true
+  /** Batches sent over the socket are stored one after the other, so their answers come back in order. */
+  private ingestQueue: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly socket: StreamSocket,
@@ -70,6 +76,7 @@ export class StreamConnection {
     private readonly sources: SourceFactory,
     private readonly options: StreamOptions,
     private readonly clock: Clock,
+    private readonly ingestor?: StreamIngestor,
   ) {}
 
   get isClosed(): boolean {
@@ -81,11 +88,18 @@ export class StreamConnection {
     this.alive = true
     const parsed = parseClientMessage(text)
     if (!parsed.ok) {
-      this.sendError(undefined, 'invalid_request', parsed.message, {})
+      this.sendError(
+        undefined,
+        'invalid_request',
+        parsed.message,
+        {},
+        parsed.ref === undefined ? {} : { ref: parsed.ref },
+      )
       return
     }
     const msg = parsed.message
     if (msg.type === 'ping') this.send({ type: 'pong', ts: toRfc3339(this.clock.now()) })
+    else if (msg.type === 'ingest') this.ingest(msg.connectorId, msg.records, msg.ref)
     else if (msg.type === 'unsubscribe') {
       for (const name of msg.topics) {
         const sub = this.subs.get(name)
@@ -133,6 +147,51 @@ export class StreamConnection {
       // Acks and refusals first, then data, so a client can tell which topics it holds before messages flow.
       for (const sub of started) void this.pump(sub)
     }
+  }
+
+  private ingest(connectorId: string, records: unknown[], ref: string | undefined): void {
+    const extra = ref === undefined ? {} : { ref }
+    if (!this.ingestor) {
+      this.sendError(
+        undefined,
+        'invalid_request',
+        'This server does not accept ingestion over the stream',
+        {},
+        extra,
+      )
+      return
+    }
+    if (!scopeAllows(this.principal.scopes, 'ingest:write')) {
+      const detail: PolicyDeniedDetail = {
+        envelope: 'api_key',
+        violation: 'missing_scope',
+        observed: [...this.principal.scopes],
+        limit: ['ingest:write'],
+        escalation_queue: 'workspace-admins',
+      }
+      this.sendError(undefined, 'policy_denied', 'This key lacks the scope "ingest:write"', detail, extra)
+      return
+    }
+    const ingestor = this.ingestor
+    this.ingestQueue = this.ingestQueue.then(async () => {
+      if (this.closed) return
+      try {
+        const result = await ingestor(connectorId, records)
+        this.send({ type: 'ingested', ...extra, connector_id: connectorId, ...result })
+      } catch (err) {
+        if (err instanceof ApiError) this.sendError(undefined, err.code, err.message, err.detail, extra)
+        else {
+          console.error('[stream] ingest failed:', err)
+          this.sendError(
+            undefined,
+            'internal_error',
+            'The server failed unexpectedly; retry with backoff and jitter',
+            {},
+            extra,
+          )
+        }
+      }
+    })
   }
 
   /** New records landed on a connector of this connection's workspace. */
@@ -260,10 +319,12 @@ export class StreamConnection {
     code: ErrorCode,
     message: string,
     detail: Record<string, unknown>,
+    extra: Record<string, unknown> = {},
   ): void {
     this.send({
       type: 'error',
       ...(topic === undefined ? {} : { topic }),
+      ...extra,
       error: { code, message, detail, request_id: newId('req', this.clock.now()) },
     })
   }
@@ -304,13 +365,14 @@ export class StreamHub {
     }
   }
 
-  add(socket: StreamSocket, principal: StreamPrincipal): StreamConnection {
+  add(socket: StreamSocket, principal: StreamPrincipal, ingestor?: StreamIngestor): StreamConnection {
     const connection = new StreamConnection(
       socket,
       principal,
       this.deps.sources,
       this.options,
       this.deps.clock,
+      ingestor,
     )
     this.connections.add(connection)
     return connection

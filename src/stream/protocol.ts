@@ -1,3 +1,5 @@
+import { isConnectorId } from '../domain/ingestion/validation.js'
+
 /**
  * The /v1/stream wire protocol (docs/stream.md): JSON text frames, each with a `type`. Client messages are
  * checked by hand here so every malformed one gets a precise `invalid_request` error and the socket stays open.
@@ -6,11 +8,15 @@ export type ClientMessage =
   | { type: 'subscribe'; topics: string[]; since: Record<string, number> }
   | { type: 'unsubscribe'; topics: string[] }
   | { type: 'ping' }
+  | { type: 'ingest'; connectorId: string; records: unknown[]; ref: string | undefined }
 
 export const MAX_TOPICS_PER_MESSAGE = 100
 export const MAX_TOPIC_LENGTH = 256
+export const MAX_REF_LENGTH = 128
 
-export type ParseResult = { ok: true; message: ClientMessage } | { ok: false; message: string }
+export type ParseResult =
+  | { ok: true; message: ClientMessage }
+  | { ok: false; message: string; ref?: string | undefined }
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -35,6 +41,14 @@ export function parseClientMessage(text: string): ParseResult {
     return { ok: false, message: 'The message is not valid JSON' }
   }
   if (!isObject(raw)) return { ok: false, message: 'The message must be a JSON object' }
+  const result = parseObject(raw)
+  // A refused message still names the client's `ref`, so the client can tell which of its requests failed.
+  if (!result.ok && typeof raw.ref === 'string' && raw.ref.length <= MAX_REF_LENGTH)
+    return { ...result, ref: raw.ref }
+  return result
+}
+
+function parseObject(raw: Record<string, unknown>): ParseResult {
   switch (raw.type) {
     case 'ping':
       return { ok: true, message: { type: 'ping' } }
@@ -58,7 +72,25 @@ export function parseClientMessage(text: string): ParseResult {
       }
       return { ok: true, message: { type: 'subscribe', topics, since } }
     }
+    case 'ingest': {
+      if (raw.ref !== undefined && (typeof raw.ref !== 'string' || raw.ref.length > MAX_REF_LENGTH)) {
+        return { ok: false, message: `ref must be a string of at most ${MAX_REF_LENGTH} characters` }
+      }
+      if (typeof raw.connector_id !== 'string' || !isConnectorId(raw.connector_id)) {
+        return { ok: false, message: 'connector_id must be 1 to 128 characters of [A-Za-z0-9_.:-]' }
+      }
+      if (!Array.isArray(raw.records)) return { ok: false, message: 'records must be an array of records' }
+      return {
+        ok: true,
+        message: {
+          type: 'ingest',
+          connectorId: raw.connector_id,
+          records: raw.records,
+          ref: raw.ref as string | undefined,
+        },
+      }
+    }
     default:
-      return { ok: false, message: 'type must be one of subscribe, unsubscribe, ping' }
+      return { ok: false, message: 'type must be one of subscribe, unsubscribe, ping, ingest' }
   }
 }

@@ -318,4 +318,61 @@ describe.each(backends())('the /v1/stream WebSocket on $name', (backend) => {
     expect(replay.event.event).toBe('run.failed')
     expect(replay.seq).toBe(events[1]?.seq)
   })
+
+  it('accepts batches over the socket (ingest message), answering each in order with the REST result', async () => {
+    const token = (await t.createKey({ workspace, scopes: ['ingest:write', 'stream:connector:sock'] })).token
+    const client = await open(token)
+    await subscribe(client, ['connector:sock'])
+    client.send({
+      type: 'ingest',
+      ref: 'b1',
+      connector_id: 'sock',
+      records: [rec('s1'), { ...rec('s2'), ts: 'nope' }],
+    })
+    client.send({ type: 'ingest', ref: 'b2', connector_id: 'sock', records: [rec('s1'), rec('s3')] })
+    client.send({
+      type: 'ingest',
+      ref: 'b3',
+      connector_id: 'sock',
+      records: Array.from({ length: 501 }, (_, i) => rec(`x${i}`)),
+    })
+    client.send({ type: 'ingest', ref: 'b4', connector_id: 'bad/id', records: [] })
+    const answers = await client.collect((m) => m.ref !== undefined, 4)
+    expect(answers.map((m) => [m.ref, m.type, m.error?.code ?? null])).toEqual([
+      ['b4', 'error', 'invalid_request'],
+      ['b1', 'ingested', null],
+      ['b2', 'ingested', null],
+      ['b3', 'error', 'payload_too_large'],
+    ])
+    expect(answers[1]).toMatchObject({
+      connector_id: 'sock',
+      accepted: 1,
+      rejected: 1,
+      rejections: [{ index: 1, code: 'invalid_timestamp' }],
+    })
+    expect(answers[1]?.lineage_root).toMatch(/^[0-9a-f]{64}$/)
+    expect(answers[2]).toMatchObject({
+      accepted: 1,
+      rejected: 1,
+      rejections: [{ index: 0, code: 'duplicate_id' }],
+    })
+    const got = await client.collect(records, 2)
+    expect(got.map((m) => [m.seq, m.record.id])).toEqual([
+      [1, 's1'],
+      [2, 's3'],
+    ])
+    const page = await t.request('GET', '/v1/grid/connectors/sock/records', { token: writer })
+    expect(page.body.data.map((r: { id: string }) => r.id)).toEqual(['s1', 's3'])
+  })
+
+  it('refuses socket ingestion without ingest:write', async () => {
+    const client = await open((await t.createKey({ workspace, scopes: ['stream:connector:*'] })).token)
+    client.send({ type: 'ingest', ref: 'r', connector_id: 'sock2', records: [rec('z')] })
+    const err = await client.waitFor((m) => m.type === 'error')
+    expect(err).toMatchObject({
+      ref: 'r',
+      error: { code: 'policy_denied', detail: { limit: ['ingest:write'] } },
+    })
+    expect((await t.request('GET', '/v1/grid/connectors/sock2/records', { token: writer })).status).toBe(404)
+  })
 })
