@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parse } from 'yaml'
+import { createApp } from '../../src/http/app.js'
+import { allOperations } from '../support/openapi-validator.js'
+import { startTestServer, type TestServer } from '../support/server.js'
+
+type Json = Record<string, unknown>
+const doc = parse(
+  readFileSync(new URL('../../openapi/agent-operations.yaml', import.meta.url), 'utf8'),
+) as Json
+const paths = doc.paths as Record<string, Record<string, Json>>
+
+/** The WebSocket stream is served by the upgrade handler on the same port, not by a Hono route. */
+const UPGRADE_ONLY = new Set(['get /v1/stream'])
+
+function concrete(template: string): string {
+  return template.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const prefix: Record<string, string> = {
+      agent_id: 'agt',
+      run_id: 'run',
+      tool_id: 'tool',
+      task_id: 'task',
+      webhook_id: 'whk',
+      delivery_id: 'dlv',
+    }
+    return prefix[name]
+      ? `${prefix[name]}_00000000000000000000000000`
+      : name === 'step_id'
+        ? 'step_1'
+        : 'conn-1'
+  })
+}
+
+describe('the server and the contract agree', () => {
+  let t: TestServer
+  let token: string
+  beforeAll(async () => {
+    t = await startTestServer()
+    token = (await t.createKey({ scopes: ['*'] })).token
+  })
+  afterAll(() => t.close())
+
+  it('serves every path and method of the document, and nothing else', () => {
+    const app = createApp(t.services)
+    const served = new Set(
+      app.routes
+        .filter((r) => r.method !== 'ALL')
+        .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:([A-Za-z_]+)/g, '{$1}')}`),
+    )
+    const documented = new Set(allOperations().map((o) => `${o.method} ${o.template}`))
+    const missing = [...documented].filter((op) => !served.has(op) && !UPGRADE_ONLY.has(op))
+    const undocumented = [...served].filter((op) => !documented.has(op))
+    expect(missing, 'documented but not served').toEqual([])
+    expect(undocumented, 'served but not documented').toEqual([])
+  })
+
+  it('answers every documented operation with a documented status (never the unknown-endpoint 404)', async () => {
+    for (const { method, template } of allOperations()) {
+      if (UPGRADE_ONLY.has(`${method} ${template}`)) continue
+      const op = paths[template]?.[method] as Json
+      const hasBody = op.requestBody !== undefined
+      const res = await t.request(method.toUpperCase(), concrete(template), {
+        token,
+        ...(hasBody ? { body: {} } : {}),
+        headers: (template === '/v1/runs/{run_id}/trace' ? { accept: 'application/json' } : {}) as Record<
+          string,
+          string
+        >,
+      })
+      if (res.status === 404) {
+        expect(res.body.error.message, `${method} ${template}`).not.toBe('No such endpoint')
+      }
+    }
+  })
+
+  it('refuses a body that breaks the schema with 400 invalid_request naming the failing fields', async () => {
+    for (const { method, template } of allOperations()) {
+      const op = paths[template]?.[method] as Json
+      if (!op.requestBody) continue
+      const res = await t.request(method.toUpperCase(), concrete(template), {
+        token,
+        body: { __not_in_the_contract__: true },
+      })
+      expect(res.status, `${method} ${template}`).toBe(400)
+      expect(res.body.error.code).toBe('invalid_request')
+      const fields: string[] = res.body.error.detail.fields
+      expect(fields.length, `${method} ${template}: ${res.text}`).toBeGreaterThan(0)
+      const schema = resolveBodySchema(op)
+      const required = (schema.required as string[] | undefined) ?? []
+      // Either a missing required field or the unknown one is named.
+      expect(
+        fields.some((f) => required.includes(f) || f === '__not_in_the_contract__'),
+        `${method} ${template}: ${JSON.stringify(fields)}`,
+      ).toBe(true)
+    }
+  })
+})
+
+function resolveBodySchema(op: Json): Json {
+  const content = (op.requestBody as Json).content as Record<string, Json>
+  let schema = content['application/json']?.schema as Json
+  if (typeof schema.$ref === 'string') {
+    const name = schema.$ref.split('/').at(-1) ?? ''
+    schema = ((doc.components as Json).schemas as Record<string, Json>)[name] as Json
+  }
+  return schema
+}
