@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createAgent, registerTool, startRun, status, waitForRun } from '../runs/helpers.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { openClient, refusedUpgrade, type StreamMessage, streamUrl, type TestClient } from './client.js'
@@ -374,5 +375,24 @@ describe.each(backends())('the /v1/stream WebSocket on $name', (backend) => {
       error: { code: 'policy_denied', detail: { limit: ['ingest:write'] } },
     })
     expect((await t.request('GET', '/v1/grid/connectors/sock2/records', { token: writer })).status).toBe(404)
+  })
+
+  it('streams the events of a real run on the runs topic, in log order', async () => {
+    const token = (await t.createKey({ workspace, scopes: ['*'] })).token
+    const client = await open(token)
+    await subscribe(client, ['runs'])
+    await registerTool(t, token, { name: 'stream-echo' })
+    const agent = await createAgent(t, token, 'autonomous', ['stream-echo'])
+    const run = await startRun(t, token, agent)
+    await waitForRun(t, token, run.run_id, status('succeeded'))
+    const events = await client.collect((m) => m.type === 'event' && m.event.run_id === run.run_id, 2)
+    expect(events.map((m) => m.event.event)).toEqual(['run.started', 'run.succeeded'])
+    expect((events[1]?.seq as number) > (events[0]?.seq as number)).toBe(true)
+    // Agent and tool events of the same workspace are not part of the runs topic.
+    expect(
+      client.messages
+        .filter((m) => m.type === 'event')
+        .every((m) => /^(run\.|policy\.denied)/.test(m.event.event)),
+    ).toBe(true)
   })
 })
