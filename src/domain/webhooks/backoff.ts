@@ -1,0 +1,27 @@
+export interface RetryPolicy {
+  /** Attempts in all before a delivery is marked failed (design.md: 8). */
+  maxAttempts: number
+  /** Delay scale of the first retry, in ms (design.md: 5 s). */
+  baseMs: number
+  /** Largest delay, in ms (design.md: 1 h). */
+  capMs: number
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxAttempts: 8, baseMs: 5_000, capMs: 3_600_000 }
+
+/** The upper bound of the wait after failed attempt `attempt` (1-based): base·2^(attempt−1), capped. */
+export function backoffCeilingMs(attempt: number, policy: RetryPolicy): number {
+  return Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, attempt - 1))
+}
+
+/**
+ * Exponential backoff with full jitter (uniform in [0, ceiling]): receivers that went down together are not
+ * hammered together when they come back.
+ */
+export function retryDelayMs(
+  attempt: number,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+): number {
+  return Math.floor(random() * backoffCeilingMs(attempt, policy))
+}

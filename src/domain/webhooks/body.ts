@@ -1,0 +1,48 @@
+import { toRfc3339 } from '../clock.js'
+import type { UnsignedBody } from './signing.js'
+
+/** Every event kind a subscription may name (design.md § Events; the contract's EventKind). */
+export const EVENT_KINDS = [
+  'run.started',
+  'run.awaiting_approval',
+  'run.succeeded',
+  'run.failed',
+  'run.paused',
+  'run.resumed',
+  'run.cancelled',
+  'policy.denied',
+  'agent.created',
+  'agent.deleted',
+  'task.created',
+  'task.succeeded',
+  'task.failed',
+  'task.cancelled',
+  'tool.registered',
+  'tool.retired',
+  'ingest.batch_accepted',
+] as const
+
+export type EventKind = (typeof EVENT_KINDS)[number]
+
+const KNOWN = new Set<string>(EVENT_KINDS)
+
+export function isEventKind(kind: string): kind is EventKind {
+  return KNOWN.has(kind)
+}
+
+export interface LoggedEvent {
+  id: string
+  kind: string
+  ts: number
+  data: Record<string, unknown>
+}
+
+/**
+ * The delivery body: `id` (the event id), `event` (its kind), `ts` (RFC 3339) and the event's own fields, which
+ * for run.awaiting_approval are exactly spec §6's `run_id, agent_id, step_id, queue, reason, payload_preview`.
+ * The envelope fields win over same-named data fields, and `signature` is added only when signing.
+ */
+export function deliveryBody(event: LoggedEvent): UnsignedBody {
+  const { signature: _dropped, ...data } = event.data
+  return { ...data, id: event.id, event: event.kind, ts: toRfc3339(event.ts) }
+}

@@ -1,0 +1,230 @@
+import { randomBytes } from 'node:crypto'
+import type { Db } from '../../store/db.js'
+import { type AttemptOutcome, type DeliveryRecord, DeliveryRepo } from '../../store/repos/deliveries.js'
+import { type StoredSecret, type WebhookRecord, WebhookRepo } from '../../store/repos/webhooks.js'
+import type { Clock } from '../clock.js'
+import { newId } from '../ids.js'
+import { type RetryPolicy, retryDelayMs } from './backoff.js'
+import { deliveryBody, type LoggedEvent } from './body.js'
+import { type SendResult, sendWebhook } from './sender.js'
+import { signDelivery } from './signing.js'
+
+/** What the dispatcher needs from the event log: reading by sequence number and a wake-up after commits. */
+export interface EventSource {
+  read(afterSeq: number, limit: number): Promise<(LoggedEvent & { seq: number; workspaceId: string })[]>
+  subscribe(listener: () => void): () => void
+}
+
+export interface DispatcherOptions {
+  retry: RetryPolicy
+  /** Per-attempt time-out in ms (default 10 s). */
+  timeoutMs: number
+  /** Attempts in flight at once across all subscriptions (the global pool). */
+  concurrency: number
+  /** How often due retries are looked for when nothing wakes the dispatcher. */
+  pollMs: number
+  allowPrivate: () => boolean
+  /** Full-jitter source; tests pin it. */
+  random?: () => number
+  /** Sends one attempt; tests may wrap it. */
+  send?: typeof sendWebhook
+}
+
+const FANOUT_CURSOR = 'webhooks'
+const FANOUT_BATCH = 500
+/** Extra lease time beyond the attempt time-out, so a slow database write does not let another replica resend. */
+const LEASE_MARGIN_MS = 5_000
+
+/** The secrets that sign a delivery now: the current one plus any still inside its rotation overlap. */
+export function activeSecrets(secrets: readonly StoredSecret[], now: number): string[] {
+  return secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret)
+}
+
+/**
+ * Turns the event log into outbox rows (fan-out) and sends due rows (dispatch). Both sides work only from the
+ * store, so a restart resumes exactly where the rows say: nothing is lost, and a row's id (the `webhook-id`)
+ * stays the same on every attempt. One subscription has at most one attempt in flight per process, and the
+ * global pool bounds the rest, so a slow receiver holds one slot, never the others' deliveries.
+ */
+export class WebhookDispatcher {
+  private readonly webhooks = new WebhookRepo()
+  private readonly deliveries = new DeliveryRepo()
+  private readonly owner = `dsp_${randomBytes(8).toString('hex')}`
+  private readonly busy = new Set<string>()
+  private readonly inFlight = new Set<Promise<void>>()
+  private running = false
+  private pass: Promise<void> | null = null
+  private again = false
+  private timer: NodeJS.Timeout | undefined
+  private unsubscribe: (() => void) | undefined
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly events: EventSource,
+    private readonly options: DispatcherOptions,
+  ) {}
+
+  start(): void {
+    if (this.running) return
+    this.running = true
+    this.unsubscribe = this.events.subscribe(() => this.wake())
+    this.timer = setInterval(() => this.wake(), Math.max(10, this.options.pollMs))
+    this.timer.unref()
+    this.wake()
+  }
+
+  async stop(): Promise<void> {
+    this.running = false
+    this.unsubscribe?.()
+    if (this.timer) clearInterval(this.timer)
+    await this.pass
+    await Promise.allSettled([...this.inFlight])
+  }
+
+  /** Asks for a pass soon; passes never overlap, and a wake during a pass runs one more. */
+  wake(): void {
+    if (!this.running) return
+    if (this.pass) {
+      this.again = true
+      return
+    }
+    this.pass = (async () => {
+      do {
+        this.again = false
+        await this.fanOut()
+        await this.dispatchDue()
+      } while (this.again && this.running)
+    })()
+      .catch((err) => console.error('[webhooks] dispatch pass failed:', err))
+      .finally(() => {
+        this.pass = null
+      })
+  }
+
+  /** One full pass that also waits for the attempts it started (tests and the CLI drive the outbox with it). */
+  async runOnce(): Promise<void> {
+    await this.fanOut()
+    await this.dispatchDue()
+    await Promise.allSettled([...this.inFlight])
+  }
+
+  /** Creates one pending row per (subscribed subscription, new event), then moves the cursor past the batch. */
+  async fanOut(): Promise<number> {
+    let created = 0
+    for (;;) {
+      const minAfter = await this.webhooks.minAfterSeq(this.db)
+      // With no subscription there is nothing to fan out to; the cursor waits where it is.
+      if (minAfter === null) return created
+      const cursor = Math.max(await this.webhooks.cursor(this.db, FANOUT_CURSOR), minAfter)
+      const batch = await this.events.read(cursor, FANOUT_BATCH)
+      const last = batch[batch.length - 1]
+      if (!last) {
+        await this.webhooks.advanceCursor(this.db, FANOUT_CURSOR, cursor)
+        return created
+      }
+      const now = this.clock.now()
+      created += await this.db.transaction(async (tx) => {
+        const workspaces = [...new Set(batch.map((e) => e.workspaceId))]
+        const subs = await this.webhooks.activeIn(tx, workspaces)
+        let n = 0
+        for (const event of batch) {
+          for (const sub of subs) {
+            if (!wants(sub, event)) continue
+            const inserted = await this.deliveries.insert(tx, {
+              id: newId('dlv', now),
+              webhookId: sub.id,
+              workspaceId: sub.workspaceId,
+              eventId: event.id,
+              eventSeq: event.seq,
+              eventKind: event.kind,
+              payload: deliveryBody(event),
+              now,
+            })
+            if (inserted) n++
+          }
+        }
+        await this.webhooks.advanceCursor(tx, FANOUT_CURSOR, last.seq)
+        return n
+      })
+      if (batch.length < FANOUT_BATCH) return created
+    }
+  }
+
+  /** Claims due rows up to the pool size, skipping subscriptions that already have an attempt in flight here. */
+  async dispatchDue(): Promise<void> {
+    const free = this.options.concurrency - this.inFlight.size
+    if (free <= 0) return
+    const now = this.clock.now()
+    const candidates = await this.deliveries.due(this.db, now, free, [...this.busy])
+    let started = 0
+    for (const c of candidates) {
+      if (started >= free) break
+      if (this.busy.has(c.webhookId)) continue
+      const leaseUntil = now + this.options.timeoutMs + LEASE_MARGIN_MS
+      const row = await this.deliveries.claim(this.db, c.id, this.owner, now, leaseUntil)
+      if (!row) continue
+      started++
+      this.busy.add(row.webhookId)
+      const attempt = this.attempt(row).finally(() => {
+        this.busy.delete(row.webhookId)
+        this.inFlight.delete(attempt)
+        // The subscription may have more rows due, and a pool slot is free again.
+        this.wake()
+      })
+      this.inFlight.add(attempt)
+    }
+  }
+
+  private async attempt(row: DeliveryRecord): Promise<void> {
+    const sub = await this.webhooks.get(this.db, row.workspaceId, row.webhookId)
+    const now = this.clock.now()
+    if (!sub) {
+      await this.deliveries.recordAttempt(
+        this.db,
+        row.id,
+        this.owner,
+        row.attempts,
+        { kind: 'failed', statusCode: null, error: 'subscription deleted' },
+        now,
+      )
+      return
+    }
+    const signed = signDelivery(row.id, row.payload, activeSecrets(sub.secrets, now), now)
+    const send = this.options.send ?? sendWebhook
+    let result: SendResult
+    try {
+      result = await send(sub.url, signed.headers, signed.rawBody, {
+        timeoutMs: this.options.timeoutMs,
+        allowPrivate: this.options.allowPrivate(),
+      })
+    } catch (err) {
+      result = { ok: false, statusCode: null, error: err instanceof Error ? err.message : String(err) }
+    }
+    const done = this.clock.now()
+    await this.deliveries.recordAttempt(
+      this.db,
+      row.id,
+      this.owner,
+      row.attempts,
+      this.outcome(row, result, done),
+      done,
+    )
+  }
+
+  private outcome(row: DeliveryRecord, result: SendResult, now: number): AttemptOutcome {
+    if (result.ok && result.statusCode !== null) return { kind: 'delivered', statusCode: result.statusCode }
+    const attempt = row.attempts + 1
+    const error = result.error ?? 'delivery failed'
+    if (attempt >= this.options.retry.maxAttempts)
+      return { kind: 'failed', statusCode: result.statusCode, error }
+    const delay = retryDelayMs(attempt, this.options.retry, this.options.random)
+    return { kind: 'retry', statusCode: result.statusCode, error, nextAttemptAt: now + delay }
+  }
+}
+
+function wants(sub: WebhookRecord, event: { seq: number; workspaceId: string; kind: string }): boolean {
+  return (
+    sub.workspaceId === event.workspaceId && event.seq > sub.afterEventSeq && sub.events.includes(event.kind)
+  )
+}

@@ -1,0 +1,177 @@
+import type { Db } from '../../store/db.js'
+import { type DeliveryRecord, DeliveryRepo } from '../../store/repos/deliveries.js'
+import { type StoredSecret, type WebhookRecord, WebhookRepo } from '../../store/repos/webhooks.js'
+import type { Clock } from '../clock.js'
+import { ApiError, notFound } from '../errors.js'
+import { newId } from '../ids.js'
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js'
+import { isEventKind } from './body.js'
+import { type EventSource, WebhookDispatcher } from './dispatcher.js'
+import { checkWebhookUrl } from './url-guard.js'
+
+export interface CreateWebhookInput {
+  url: string
+  events: string[]
+  secret: string
+}
+
+export interface RotateSecretInput {
+  secret: string
+  overlap_seconds?: number | undefined
+}
+
+export interface WebhookSettings {
+  allowPrivate: boolean
+  retry?: Partial<RetryPolicy>
+  timeoutMs?: number
+  concurrency?: number
+  pollMs?: number
+  random?: () => number
+}
+
+export const DEFAULT_OVERLAP_SECONDS = 86_400
+const MIN_SECRET_LENGTH = 8
+
+/** Subscriptions and their delivery log; owns the dispatcher that works the outbox. */
+export class WebhookService {
+  private readonly webhooks = new WebhookRepo()
+  private readonly deliveries = new DeliveryRepo()
+  readonly dispatcher: WebhookDispatcher
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly events: EventSource & { lastSeq(): Promise<number> },
+    private readonly settings: WebhookSettings,
+  ) {
+    this.dispatcher = new WebhookDispatcher(db, clock, events, {
+      retry: { ...DEFAULT_RETRY_POLICY, ...settings.retry },
+      timeoutMs: settings.timeoutMs ?? 10_000,
+      concurrency: Math.max(1, settings.concurrency ?? 16),
+      pollMs: settings.pollMs ?? 1_000,
+      allowPrivate: () => settings.allowPrivate,
+      ...(settings.random ? { random: settings.random } : {}),
+    })
+  }
+
+  async create(workspaceId: string, input: CreateWebhookInput): Promise<WebhookRecord> {
+    const url = checkWebhookUrl(input.url, this.settings.allowPrivate)
+    const unknown = input.events.filter((k) => !isEventKind(k))
+    if (input.events.length === 0 || unknown.length > 0) {
+      throw new ApiError('invalid_request', 'events must name known event kinds', {
+        issues: unknown.length
+          ? unknown.map((k) => ({ path: 'events', message: `unknown event kind "${k}"` }))
+          : [{ path: 'events', message: 'must name at least one event kind' }],
+        fields: ['events'],
+      })
+    }
+    checkSecret(input.secret)
+    const now = this.clock.now()
+    // Only events appended after this point reach the subscription; the fan-out compares against this seq.
+    const afterEventSeq = await this.events.lastSeq()
+    return this.webhooks.insert(this.db, {
+      id: newId('whk', now),
+      workspaceId,
+      url: url.toString(),
+      events: [...new Set(input.events)],
+      secrets: [{ secret: input.secret, expiresAt: null }],
+      status: 'active',
+      afterEventSeq,
+      createdAt: now,
+    })
+  }
+
+  async list(workspaceId: string, afterSeq: number, limit: number): Promise<WebhookRecord[]> {
+    return this.webhooks.list(this.db, workspaceId, afterSeq, limit + 1)
+  }
+
+  async get(workspaceId: string, id: string): Promise<WebhookRecord> {
+    const found = await this.webhooks.get(this.db, workspaceId, id)
+    if (!found) throw notFound('Webhook')
+    return found
+  }
+
+  /** Deletes the subscription and drops what it still had to send. */
+  async delete(workspaceId: string, id: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const found = await this.webhooks.get(tx, workspaceId, id)
+      if (!found) throw notFound('Webhook')
+      await this.webhooks.markDeleted(tx, id, this.clock.now())
+      await this.deliveries.dropPending(tx, id)
+    })
+  }
+
+  /**
+   * Adds `secret` as the current secret; every secret that was active keeps signing for `overlap_seconds` more
+   * (never longer than it already would), so receivers can switch without dropping a delivery.
+   */
+  async rotateSecret(workspaceId: string, id: string, input: RotateSecretInput): Promise<WebhookRecord> {
+    checkSecret(input.secret)
+    const overlapMs = (input.overlap_seconds ?? DEFAULT_OVERLAP_SECONDS) * 1000
+    return this.db.transaction(async (tx) => {
+      const found = await this.webhooks.get(tx, workspaceId, id)
+      if (!found) throw notFound('Webhook')
+      const now = this.clock.now()
+      const until = now + overlapMs
+      const kept: StoredSecret[] = found.secrets
+        .filter((s) => (s.expiresAt === null || s.expiresAt > now) && s.secret !== input.secret)
+        .map((s) => ({
+          secret: s.secret,
+          expiresAt: s.expiresAt === null ? until : Math.min(s.expiresAt, until),
+        }))
+        .filter((s) => s.expiresAt > now)
+      const secrets = [{ secret: input.secret, expiresAt: null }, ...kept]
+      await this.webhooks.setSecrets(tx, id, secrets, now)
+      return { ...found, secrets, secretRotatedAt: now }
+    })
+  }
+
+  async listDeliveries(
+    workspaceId: string,
+    webhookId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<DeliveryRecord[]> {
+    await this.get(workspaceId, webhookId)
+    return this.deliveries.list(this.db, webhookId, afterSeq, limit + 1)
+  }
+
+  /** Starts a fresh round of attempts now, with the same delivery id (receivers dedupe on it). */
+  async redeliver(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryRecord> {
+    await this.get(workspaceId, webhookId)
+    const found = await this.deliveries.get(this.db, webhookId, deliveryId)
+    if (!found) throw notFound('Delivery')
+    const now = this.clock.now()
+    if (!(await this.deliveries.requeue(this.db, deliveryId, now))) {
+      throw new ApiError(
+        'invalid_state',
+        'An attempt of this delivery is in progress; try again after it ends',
+        {
+          status: found.status,
+          action: 'redeliver',
+          allowed_actions: [],
+        },
+      )
+    }
+    const after = await this.deliveries.get(this.db, webhookId, deliveryId)
+    this.dispatcher.wake()
+    if (!after) throw notFound('Delivery')
+    return after
+  }
+}
+
+function checkSecret(secret: string): void {
+  if (secret.length < MIN_SECRET_LENGTH) {
+    throw new ApiError('invalid_request', `secret must be at least ${MIN_SECRET_LENGTH} characters`, {
+      issues: [{ path: 'secret', message: 'too short' }],
+      fields: ['secret'],
+    })
+  }
+  // A whsec_ secret is base64 by that convention; a bad one would sign with garbage keys.
+  if (secret.startsWith('whsec_') && !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)) {
+    throw new ApiError('invalid_request', 'a secret starting with whsec_ must continue in base64', {
+      issues: [{ path: 'secret', message: 'whsec_ secrets are whsec_<base64>' }],
+      fields: ['secret'],
+    })
+  }
+}

@@ -1,0 +1,53 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { canonicalize } from '../canonical-json.js'
+
+export interface VerifyOptions {
+  /** Oldest (and furthest in the future) timestamp accepted, in seconds; default 300. */
+  toleranceSeconds?: number
+  /** The verifier's current time in epoch milliseconds; default the system clock. */
+  now?: number
+}
+
+const SIGNATURE_FORMAT = /^t=(\d{1,15})((?:,v1=[0-9a-f]{64})+)$/
+
+/**
+ * Checks the spec §5 `signature` field of a delivery body (the raw JSON text or the parsed object) against
+ * every secret the receiver currently trusts; any `v1` matching any secret passes (rotation overlap), and
+ * timestamps outside the tolerance fail so a captured delivery cannot be replayed later.
+ */
+export function verifySignature(
+  body: string | Record<string, unknown>,
+  secrets: readonly string[],
+  options: VerifyOptions = {},
+): boolean {
+  let parsed: unknown
+  try {
+    parsed = typeof body === 'string' ? JSON.parse(body) : body
+  } catch {
+    return false
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return false
+  const { signature, ...unsigned } = parsed as Record<string, unknown>
+  if (typeof signature !== 'string') return false
+  const match = SIGNATURE_FORMAT.exec(signature)
+  if (!match?.[1] || !match[2]) return false
+  const t = Number(match[1])
+  const now = options.now ?? Date.now()
+  const tolerance = options.toleranceSeconds ?? 300
+  if (Math.abs(now / 1000 - t) > tolerance) return false
+  let canonical: string
+  try {
+    canonical = canonicalize(unsigned)
+  } catch {
+    return false
+  }
+  const candidates = match[2]
+    .split(',v1=')
+    .filter((h) => h !== '')
+    .map((h) => Buffer.from(h, 'hex'))
+  for (const secret of secrets) {
+    const expected = createHmac('sha256', secret).update(`${t}.${canonical}`, 'utf8').digest()
+    if (candidates.some((c) => c.length === expected.length && timingSafeEqual(c, expected))) return true
+  }
+  return false
+}

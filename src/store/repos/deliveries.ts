@@ -1,0 +1,222 @@
+import { fromJson, type Queryable, toJson } from '../db.js'
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
+
+export interface DeliveryRecord {
+  seq: number
+  id: string
+  webhookId: string
+  workspaceId: string
+  eventId: string
+  eventSeq: number
+  eventKind: string
+  /** The unsigned delivery body, fixed when the row is created so retries send the same content. */
+  payload: Record<string, unknown>
+  status: DeliveryStatus
+  attempts: number
+  lastStatusCode: number | null
+  lastError: string | null
+  nextAttemptAt: number | null
+  leaseOwner: string | null
+  leaseUntil: number | null
+  createdAt: number
+  updatedAt: number
+  deliveredAt: number | null
+}
+
+interface RawDelivery extends Record<string, unknown> {
+  seq: number | string
+  id: string
+  webhook_id: string
+  workspace_id: string
+  event_id: string
+  event_seq: number | string
+  event_kind: string
+  payload: string
+  status: string
+  attempts: number | string
+  last_status_code: number | string | null
+  last_error: string | null
+  next_attempt_at: number | string | null
+  lease_owner: string | null
+  lease_until: number | string | null
+  created_at: number | string
+  updated_at: number | string
+  delivered_at: number | string | null
+}
+
+function num(v: number | string | null): number | null {
+  return v === null ? null : Number(v)
+}
+
+function toDelivery(r: RawDelivery): DeliveryRecord {
+  return {
+    seq: Number(r.seq),
+    id: r.id,
+    webhookId: r.webhook_id,
+    workspaceId: r.workspace_id,
+    eventId: r.event_id,
+    eventSeq: Number(r.event_seq),
+    eventKind: r.event_kind,
+    payload: fromJson<Record<string, unknown>>(r.payload),
+    status: r.status as DeliveryStatus,
+    attempts: Number(r.attempts),
+    lastStatusCode: num(r.last_status_code),
+    lastError: r.last_error,
+    nextAttemptAt: num(r.next_attempt_at),
+    leaseOwner: r.lease_owner,
+    leaseUntil: num(r.lease_until),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+    deliveredAt: num(r.delivered_at),
+  }
+}
+
+export interface NewDelivery {
+  id: string
+  webhookId: string
+  workspaceId: string
+  eventId: string
+  eventSeq: number
+  eventKind: string
+  payload: Record<string, unknown>
+  now: number
+}
+
+/** The outcome of one attempt, written only by the lease holder. */
+export type AttemptOutcome =
+  | { kind: 'delivered'; statusCode: number }
+  | { kind: 'retry'; statusCode: number | null; error: string; nextAttemptAt: number }
+  | { kind: 'failed'; statusCode: number | null; error: string }
+
+/** The delivery outbox: rows are claimed with a lease so two replicas never send the same attempt at once. */
+export class DeliveryRepo {
+  /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
+  async insert(q: Queryable, d: NewDelivery): Promise<boolean> {
+    const changed = await q.run(
+      `INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_seq, event_kind, payload,
+         status, attempts, next_attempt_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8, $8)
+       ON CONFLICT (webhook_id, event_id) DO NOTHING`,
+      [d.id, d.webhookId, d.workspaceId, d.eventId, d.eventSeq, d.eventKind, toJson(d.payload), d.now],
+    )
+    return changed > 0
+  }
+
+  async get(q: Queryable, webhookId: string, id: string): Promise<DeliveryRecord | undefined> {
+    const row = await q.one<RawDelivery>(
+      'SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2',
+      [webhookId, id],
+    )
+    return row ? toDelivery(row) : undefined
+  }
+
+  async byId(q: Queryable, id: string): Promise<DeliveryRecord | undefined> {
+    const row = await q.one<RawDelivery>('SELECT * FROM webhook_deliveries WHERE id = $1', [id])
+    return row ? toDelivery(row) : undefined
+  }
+
+  async list(q: Queryable, webhookId: string, afterSeq: number, limit: number): Promise<DeliveryRecord[]> {
+    const rows = await q.query<RawDelivery>(
+      'SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+      [webhookId, afterSeq, limit],
+    )
+    return rows.map(toDelivery)
+  }
+
+  /**
+   * The oldest due row of each subscription that has one (skipping `busy` subscriptions), subscriptions ordered
+   * by how long their oldest row has waited: one receiver's backlog can never fill the whole candidate list.
+   */
+  async due(
+    q: Queryable,
+    now: number,
+    limit: number,
+    busy: readonly string[] = [],
+  ): Promise<{ id: string; webhookId: string }[]> {
+    const skip = busy.map((_, i) => `$${i + 3}`).join(', ')
+    const groups = await q.query<{ webhook_id: string }>(
+      `SELECT webhook_id, MIN(next_attempt_at) AS due_at FROM webhook_deliveries
+       WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+       ${busy.length > 0 ? `AND webhook_id NOT IN (${skip})` : ''}
+       GROUP BY webhook_id ORDER BY due_at LIMIT $2`,
+      [now, limit, ...busy],
+    )
+    const picked: { id: string; webhookId: string }[] = []
+    for (const g of groups) {
+      const row = await q.one<{ id: string }>(
+        `SELECT id FROM webhook_deliveries
+         WHERE webhook_id = $1 AND status = 'pending' AND next_attempt_at <= $2
+           AND (lease_until IS NULL OR lease_until <= $2)
+         ORDER BY next_attempt_at, seq LIMIT 1`,
+        [g.webhook_id, now],
+      )
+      if (row) picked.push({ id: row.id, webhookId: g.webhook_id })
+    }
+    return picked
+  }
+
+  /** Takes the lease on a due row; undefined when another worker got there first. */
+  async claim(
+    q: Queryable,
+    id: string,
+    owner: string,
+    now: number,
+    leaseUntil: number,
+  ): Promise<DeliveryRecord | undefined> {
+    const changed = await q.run(
+      `UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
+       WHERE id = $4 AND status = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)`,
+      [owner, leaseUntil, now, id],
+    )
+    if (changed === 0) return undefined
+    return this.byId(q, id)
+  }
+
+  /** Records an attempt; a no-op when the lease was lost (expired and taken over), so outcomes never cross. */
+  async recordAttempt(
+    q: Queryable,
+    id: string,
+    owner: string,
+    attemptsBefore: number,
+    outcome: AttemptOutcome,
+    now: number,
+  ): Promise<boolean> {
+    const status: DeliveryStatus =
+      outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'failed' ? 'failed' : 'pending'
+    const changed = await q.run(
+      `UPDATE webhook_deliveries SET status = $1, attempts = $2, last_status_code = $3, last_error = $4,
+         next_attempt_at = $5, delivered_at = $6, lease_owner = NULL, lease_until = NULL, updated_at = $7
+       WHERE id = $8 AND lease_owner = $9 AND attempts = $10 AND status = 'pending'`,
+      [
+        status,
+        attemptsBefore + 1,
+        outcome.statusCode,
+        outcome.kind === 'delivered' ? null : outcome.error,
+        outcome.kind === 'retry' ? outcome.nextAttemptAt : null,
+        outcome.kind === 'delivered' ? now : null,
+        now,
+        id,
+        owner,
+        attemptsBefore,
+      ],
+    )
+    return changed > 0
+  }
+
+  /** Starts a fresh round of attempts (manual redeliver); refused while an attempt holds the lease. */
+  async requeue(q: Queryable, id: string, now: number): Promise<boolean> {
+    const changed = await q.run(
+      `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $1, delivered_at = NULL,
+         lease_owner = NULL, lease_until = NULL, updated_at = $1
+       WHERE id = $2 AND (lease_until IS NULL OR lease_until <= $1)`,
+      [now, id],
+    )
+    return changed > 0
+  }
+
+  /** Drops what a deleted subscription still had to send. */
+  async dropPending(q: Queryable, webhookId: string): Promise<number> {
+    return q.run("DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'", [webhookId])
+  }
+}

@@ -1,0 +1,147 @@
+import { fromJson, type Queryable, toJson } from '../db.js'
+
+/** One signing secret; `expiresAt` is set on the old secret when a rotation starts its overlap. */
+export interface StoredSecret {
+  secret: string
+  expiresAt: number | null
+}
+
+export interface WebhookRecord {
+  seq: number
+  id: string
+  workspaceId: string
+  url: string
+  events: string[]
+  secrets: StoredSecret[]
+  status: 'active' | 'disabled'
+  /** The last event-log seq when the subscription was created: only later events are delivered to it. */
+  afterEventSeq: number
+  createdAt: number
+  secretRotatedAt: number | null
+  deletedAt: number | null
+}
+
+interface RawWebhook extends Record<string, unknown> {
+  seq: number | string
+  id: string
+  workspace_id: string
+  url: string
+  events: string
+  secrets: string
+  status: string
+  after_event_seq: number | string
+  created_at: number | string
+  secret_rotated_at: number | string | null
+  deleted_at: number | string | null
+}
+
+function nullableNumber(v: number | string | null): number | null {
+  return v === null ? null : Number(v)
+}
+
+function toWebhook(r: RawWebhook): WebhookRecord {
+  return {
+    seq: Number(r.seq),
+    id: r.id,
+    workspaceId: r.workspace_id,
+    url: r.url,
+    events: fromJson<string[]>(r.events),
+    secrets: fromJson<StoredSecret[]>(r.secrets),
+    status: r.status === 'disabled' ? 'disabled' : 'active',
+    afterEventSeq: Number(r.after_event_seq),
+    createdAt: Number(r.created_at),
+    secretRotatedAt: nullableNumber(r.secret_rotated_at),
+    deletedAt: nullableNumber(r.deleted_at),
+  }
+}
+
+export type NewWebhook = Omit<WebhookRecord, 'seq' | 'deletedAt' | 'secretRotatedAt'>
+
+/** Subscriptions; every read is workspace-scoped except the fan-out's, which is by workspace list. */
+export class WebhookRepo {
+  async insert(q: Queryable, w: NewWebhook): Promise<WebhookRecord> {
+    const row = await q.one<RawWebhook>(
+      `INSERT INTO webhooks (id, workspace_id, url, events, secrets, status, after_event_seq, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      [
+        w.id,
+        w.workspaceId,
+        w.url,
+        toJson(w.events),
+        toJson(w.secrets),
+        w.status,
+        w.afterEventSeq,
+        w.createdAt,
+      ],
+    )
+    if (!row) throw new Error('webhook insert returned no row')
+    return toWebhook(row)
+  }
+
+  async get(q: Queryable, workspaceId: string, id: string): Promise<WebhookRecord | undefined> {
+    const row = await q.one<RawWebhook>(
+      'SELECT * FROM webhooks WHERE workspace_id = $1 AND id = $2 AND deleted_at IS NULL',
+      [workspaceId, id],
+    )
+    return row ? toWebhook(row) : undefined
+  }
+
+  /** `limit` rows after `afterSeq` in creation order (callers ask for one more to detect a next page). */
+  async list(q: Queryable, workspaceId: string, afterSeq: number, limit: number): Promise<WebhookRecord[]> {
+    const rows = await q.query<RawWebhook>(
+      `SELECT * FROM webhooks WHERE workspace_id = $1 AND deleted_at IS NULL AND seq > $2
+       ORDER BY seq LIMIT $3`,
+      [workspaceId, afterSeq, limit],
+    )
+    return rows.map(toWebhook)
+  }
+
+  /** Active subscriptions of these workspaces, for fanning events out. */
+  async activeIn(q: Queryable, workspaceIds: readonly string[]): Promise<WebhookRecord[]> {
+    if (workspaceIds.length === 0) return []
+    const marks = workspaceIds.map((_, i) => `$${i + 1}`).join(', ')
+    const rows = await q.query<RawWebhook>(
+      `SELECT * FROM webhooks WHERE deleted_at IS NULL AND status = 'active' AND workspace_id IN (${marks})`,
+      workspaceIds,
+    )
+    return rows.map(toWebhook)
+  }
+
+  /** The smallest `after_event_seq` of any active subscription, or null when there is none. */
+  async minAfterSeq(q: Queryable): Promise<number | null> {
+    const row = await q.one<{ m: number | string | null }>(
+      "SELECT MIN(after_event_seq) AS m FROM webhooks WHERE deleted_at IS NULL AND status = 'active'",
+    )
+    return row?.m === null || row?.m === undefined ? null : Number(row.m)
+  }
+
+  async setSecrets(q: Queryable, id: string, secrets: StoredSecret[], rotatedAt: number): Promise<void> {
+    await q.run('UPDATE webhooks SET secrets = $1, secret_rotated_at = $2 WHERE id = $3', [
+      toJson(secrets),
+      rotatedAt,
+      id,
+    ])
+  }
+
+  async markDeleted(q: Queryable, id: string, now: number): Promise<void> {
+    await q.run("UPDATE webhooks SET deleted_at = $1, status = 'disabled' WHERE id = $2", [now, id])
+  }
+
+  async cursor(q: Queryable, name: string): Promise<number> {
+    const row = await q.one<{ seq: number | string }>(
+      'SELECT seq FROM webhook_fanout_cursor WHERE name = $1',
+      [name],
+    )
+    return row ? Number(row.seq) : 0
+  }
+
+  /** Moves the fan-out cursor forward only, so two replicas fanning out at once never move it back. */
+  async advanceCursor(q: Queryable, name: string, seq: number): Promise<void> {
+    await q.run(
+      `INSERT INTO webhook_fanout_cursor (name, seq) VALUES ($1, $2)
+       ON CONFLICT (name) DO UPDATE SET seq = CASE WHEN webhook_fanout_cursor.seq < excluded.seq
+         THEN excluded.seq ELSE webhook_fanout_cursor.seq END`,
+      [name, seq],
+    )
+  }
+}

@@ -1,0 +1,287 @@
+import { Webhook } from 'standardwebhooks'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { WebhookSettings } from '../../src/domain/webhooks/service.js'
+import { verifySignature } from '../../src/domain/webhooks/verify.js'
+import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
+import { backends } from '../support/backends.js'
+import { type Harness, harness, independentlyVerified } from './helpers.js'
+import { type Receiver, startReceiver } from './receiver.js'
+
+const SECRET = 'test-signing-secret-1'
+
+describe.each(backends())('webhook outbox on $name', (backend) => {
+  let h: Harness
+  let receiver: Receiver
+
+  beforeEach(async () => {
+    h = await harness(await backend.freshUrl(), { random: () => 0.999999 })
+    receiver = await startReceiver()
+  })
+  /** Rebuilds the harness on a fresh store with other dispatcher settings. */
+  async function reconfigure(settings: Partial<WebhookSettings>): Promise<void> {
+    await h.close()
+    h = await harness(await backend.freshUrl(), { random: () => 0.999999, ...settings })
+  }
+
+  afterEach(async () => {
+    await h.close()
+    await receiver.close()
+  })
+
+  it('delivers every subscribed event, once, with both signature forms valid', async () => {
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_before' }) // before the subscription: not sent
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created', 'run.awaiting_approval'],
+      secret: SECRET,
+    })
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_1', name: 'a', status: 'idle' })
+    await h.append('ws_a', 'tool.registered', { tool_id: 'tool_1' }) // not subscribed
+    await h.append('ws_b', 'agent.created', { agent_id: 'agt_other' }) // other workspace
+    await h.append('ws_a', 'run.awaiting_approval', {
+      run_id: 'run_1',
+      agent_id: 'agt_1',
+      step_id: 'step_2',
+      queue: 'human-review',
+      reason: 'tool requires approval',
+      payload_preview: { tool: 'wire', input: { amount: 10 } },
+    })
+    await h.webhooks.dispatcher.runOnce()
+    await h.webhooks.dispatcher.runOnce() // a second pass sends nothing new
+    expect(receiver.received).toHaveLength(2)
+
+    const [first, second] = receiver.received.map((r) => ({ ...r, json: JSON.parse(r.body) }))
+    expect(first?.json).toMatchObject({ event: 'agent.created', agent_id: 'agt_1' })
+    expect(Object.keys(second?.json ?? {}).sort()).toEqual(
+      [
+        'agent_id',
+        'event',
+        'id',
+        'payload_preview',
+        'queue',
+        'reason',
+        'run_id',
+        'signature',
+        'step_id',
+        'ts',
+      ].sort(),
+    )
+    expect(second?.json).toMatchObject({
+      event: 'run.awaiting_approval',
+      step_id: 'step_2',
+      queue: 'human-review',
+    })
+    expect(second?.json.id).toMatch(/^evt_/)
+    expect(second?.json.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/)
+
+    const wh = new Webhook(SECRET, { format: 'raw' })
+    for (const r of receiver.received) {
+      expect(r.headers['webhook-id']).toMatch(/^dlv_/)
+      expect(r.headers['content-type']).toBe('application/json')
+      expect(() => wh.verify(r.body, r.headers as Record<string, string>)).not.toThrow()
+      expect(independentlyVerified(r.body, SECRET)).toBe(true)
+      expect(independentlyVerified(r.body, 'another-secret')).toBe(false)
+      expect(verifySignature(r.body, [SECRET], { now: h.clock.now() })).toBe(true)
+    }
+    const log = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 50)
+    expect(log.map((d) => [d.eventKind, d.status, d.attempts, d.lastStatusCode])).toEqual([
+      ['agent.created', 'delivered', 1, 200],
+      ['run.awaiting_approval', 'delivered', 1, 200],
+    ])
+    expect(log.map((d) => d.id)).toEqual(receiver.received.map((r) => r.headers['webhook-id']))
+  })
+
+  it('retries 500s and time-outs with growing gaps, keeping the webhook-id, then delivers', async () => {
+    await reconfigure({ timeoutMs: 200 })
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+    receiver.script(500, 'hang', 503)
+    const gaps: number[] = []
+    for (let i = 0; i < 4; i++) {
+      await h.webhooks.dispatcher.runOnce()
+      const [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+      if (d?.status !== 'pending') break
+      expect(d.nextAttemptAt).not.toBeNull()
+      const gap = (d.nextAttemptAt ?? 0) - h.clock.now()
+      gaps.push(gap)
+      // Not due yet: nothing is sent before the recorded time.
+      h.clock.advance(gap - 1)
+      const before = receiver.received.length
+      await h.webhooks.dispatcher.runOnce()
+      expect(receiver.received).toHaveLength(before)
+      h.clock.advance(1)
+    }
+    expect(gaps).toEqual([999, 1999, 3999])
+    const [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    expect(d).toMatchObject({ status: 'delivered', attempts: 4, lastStatusCode: 200, lastError: null })
+    expect(receiver.received).toHaveLength(4)
+    expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(new Set([d?.id]))
+    // Each attempt is signed afresh at its own time.
+    expect(new Set(receiver.received.map((r) => r.headers['webhook-timestamp'])).size).toBe(4)
+  })
+
+  it('records the time-out and refused connections as failed attempts', async () => {
+    await reconfigure({ timeoutMs: 150 })
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+    receiver.script('hang')
+    await h.webhooks.dispatcher.runOnce()
+    let [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    expect(d).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: null })
+    expect(d?.lastError).toMatch(/timed out after 150 ms/)
+    await receiver.close()
+    h.clock.advance(60_000)
+    await h.webhooks.dispatcher.runOnce()
+    ;[d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    expect(d).toMatchObject({ status: 'pending', attempts: 2, lastStatusCode: null })
+    expect(d?.lastError).toMatch(/ECONNREFUSED/)
+    receiver = await startReceiver() // for afterEach
+  })
+
+  it('marks a delivery failed after the last attempt, and redeliver starts a new round with the same id', async () => {
+    await reconfigure({ retry: { baseMs: 1_000, maxAttempts: 3 } })
+    receiver.fallback = 500
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+    for (let i = 0; i < 5; i++) {
+      await h.webhooks.dispatcher.runOnce()
+      h.clock.advance(10_000)
+    }
+    let [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    expect(d).toMatchObject({ status: 'failed', attempts: 3, lastStatusCode: 500, nextAttemptAt: null })
+    expect(receiver.received).toHaveLength(3)
+
+    receiver.fallback = 204
+    const requeued = await h.webhooks.redeliver('ws_a', sub.id, d?.id ?? '')
+    expect(requeued).toMatchObject({ status: 'pending', attempts: 0 })
+    await h.webhooks.dispatcher.runOnce()
+    ;[d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    expect(d).toMatchObject({ status: 'delivered', attempts: 1, lastStatusCode: 204 })
+    expect(receiver.received).toHaveLength(4)
+    expect(receiver.received[3]?.headers['webhook-id']).toBe(d?.id)
+  })
+
+  it('never sends an attempt another worker holds the lease on, and takes over when the lease runs out', async () => {
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+    await h.webhooks.dispatcher.fanOut()
+    const repo = new DeliveryRepo()
+    const [row] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    // Another replica claimed it and then died mid-attempt.
+    const claimed = await repo.claim(
+      h.db,
+      row?.id ?? '',
+      'other-replica',
+      h.clock.now(),
+      h.clock.now() + 30_000,
+    )
+    expect(claimed?.leaseOwner).toBe('other-replica')
+    await h.webhooks.dispatcher.runOnce()
+    expect(receiver.received).toHaveLength(0)
+    // A second claim on the same due row fails while the lease holds.
+    expect(
+      await repo.claim(h.db, row?.id ?? '', 'third', h.clock.now(), h.clock.now() + 30_000),
+    ).toBeUndefined()
+    h.clock.advance(30_000)
+    await h.webhooks.dispatcher.runOnce()
+    expect(receiver.received).toHaveLength(1)
+    // The dead replica's late outcome cannot overwrite the real one.
+    const late = await repo.recordAttempt(
+      h.db,
+      row?.id ?? '',
+      'other-replica',
+      0,
+      { kind: 'failed', statusCode: null, error: 'late' },
+      h.clock.now(),
+    )
+    expect(late).toBe(false)
+    const [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    expect(d).toMatchObject({ status: 'delivered', attempts: 1 })
+  })
+
+  it('keeps one slow receiver from delaying another subscription', async () => {
+    const slow = await startReceiver('hang')
+    try {
+      await reconfigure({ timeoutMs: 1_500 })
+      await h.webhooks.create('ws_a', { url: slow.url, events: ['agent.created'], secret: SECRET })
+      await h.webhooks.create('ws_a', { url: receiver.url, events: ['agent.created'], secret: SECRET })
+      h.webhooks.dispatcher.start()
+      const started = Date.now()
+      for (let i = 0; i < 5; i++) await h.append('ws_a', 'agent.created', { agent_id: `agt_${i}` })
+      await receiver.waitFor(5, 1_200)
+      expect(Date.now() - started).toBeLessThan(1_200)
+      // The slow one got exactly one attempt in flight (per-subscription concurrency of one).
+      expect(slow.received).toHaveLength(1)
+    } finally {
+      await h.webhooks.dispatcher.stop()
+      await slow.close()
+    }
+  })
+
+  it('signs with every active secret during a rotation overlap, and only the new one after it', async () => {
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    const NEW = 'whsec_bmV3LXNlY3JldC1ieXRlcy0xMjM0NTY='
+    const rotated = await h.webhooks.rotateSecret('ws_a', sub.id, { secret: NEW, overlap_seconds: 60 })
+    expect(rotated.secretRotatedAt).toBe(h.clock.now())
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+    await h.webhooks.dispatcher.runOnce()
+    const during = receiver.received[0]
+    expect(during).toBeDefined()
+    if (!during) return
+    expect(JSON.parse(during.body).signature).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/)
+    expect(String(during.headers['webhook-signature']).split(' ')).toHaveLength(2)
+    expect(verifySignature(during.body, [SECRET], { now: h.clock.now() })).toBe(true)
+    expect(verifySignature(during.body, [NEW], { now: h.clock.now() })).toBe(true)
+    expect(() => new Webhook(NEW).verify(during.body, during.headers as Record<string, string>)).not.toThrow()
+    expect(() =>
+      new Webhook(SECRET, { format: 'raw' }).verify(during.body, during.headers as Record<string, string>),
+    ).not.toThrow()
+
+    h.clock.advance(61_000)
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_2' })
+    await h.webhooks.dispatcher.runOnce()
+    const after = receiver.received[1]
+    expect(after).toBeDefined()
+    if (!after) return
+    expect(verifySignature(after.body, [SECRET], { now: h.clock.now() })).toBe(false)
+    expect(verifySignature(after.body, [NEW], { now: h.clock.now() })).toBe(true)
+    expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(1)
+  })
+
+  it('drops pending deliveries of a deleted subscription and stops fanning out to it', async () => {
+    receiver.fallback = 500
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+    await h.webhooks.dispatcher.runOnce()
+    await h.webhooks.delete('ws_a', sub.id)
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_2' })
+    h.clock.advance(3_600_000)
+    await h.webhooks.dispatcher.runOnce()
+    expect(receiver.received).toHaveLength(1)
+    await expect(h.webhooks.get('ws_a', sub.id)).rejects.toMatchObject({ code: 'not_found' })
+  })
+})

@@ -1,0 +1,68 @@
+import { createHmac } from 'node:crypto'
+import { ManualClock } from '../../src/domain/clock.js'
+import { EventLog } from '../../src/domain/events/log.js'
+import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
+import { type Db, openDb } from '../../src/store/db.js'
+import { migrate } from '../../src/store/migrations/index.js'
+
+/** A few lines of node:crypto that check spec §5's `signature` field without the server's helpers. */
+export function independentlyVerified(rawBody: string, secret: string): boolean {
+  const body = JSON.parse(rawBody) as Record<string, unknown>
+  const signature = String(body.signature)
+  delete body.signature
+  const [tPart, ...entries] = signature.split(',')
+  const t = (tPart ?? '').replace(/^t=/, '')
+  const jcs = (v: unknown): string =>
+    Array.isArray(v)
+      ? `[${v.map(jcs).join(',')}]`
+      : v !== null && typeof v === 'object'
+        ? `{${Object.keys(v)
+            .sort()
+            .map((k) => `${JSON.stringify(k)}:${jcs((v as Record<string, unknown>)[k])}`)
+            .join(',')}}`
+        : JSON.stringify(v)
+  const hex = createHmac('sha256', Buffer.from(secret, 'utf8'))
+    .update(`${t}.${jcs(body)}`)
+    .digest('hex')
+  return entries.includes(`v1=${hex}`)
+}
+
+export interface Harness {
+  db: Db
+  clock: ManualClock
+  events: EventLog
+  webhooks: WebhookService
+  append(workspaceId: string, kind: string, data: Record<string, unknown>): Promise<void>
+  close(): Promise<void>
+}
+
+/** A store-backed webhook service on a real Db; the clock starts at the wall clock so real verifiers agree. */
+export async function harness(
+  url: string,
+  settings: Partial<WebhookSettings> = {},
+  clock = new ManualClock(Date.now()),
+): Promise<Harness> {
+  const db = await openDb(url)
+  await migrate(db)
+  const events = new EventLog(db, clock)
+  const webhooks = new WebhookService(db, clock, events, {
+    allowPrivate: true,
+    timeoutMs: 2_000,
+    retry: { baseMs: 1_000 },
+    ...settings,
+  })
+  return {
+    db,
+    clock,
+    events,
+    webhooks,
+    async append(workspaceId, kind, data) {
+      await db.transaction((tx) => events.append(tx, { workspaceId, kind, subjectId: 'subj', data }))
+      events.notify()
+    },
+    async close() {
+      await webhooks.dispatcher.stop()
+      await db.close()
+    },
+  }
+}
