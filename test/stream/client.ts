@@ -1,5 +1,35 @@
 /** A small WebSocket test client: collects messages and waits for the ones a test expects, with timeouts. */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
 import WebSocket from 'ws'
+import { parse } from 'yaml'
+
+// Every server message a test receives is checked against the contract's StreamServerMessage schema.
+const contract = parse(readFileSync(join(import.meta.dirname, '../../openapi/agent-operations.yaml'), 'utf8'))
+const ajv = new Ajv2020({ strict: false, allErrors: true })
+addFormats.default(ajv)
+ajv.addSchema({ ...contract, $id: 'contract' })
+const validateServerMessage = ajv.compile({ $ref: 'contract#/components/schemas/StreamServerMessage' })
+const DATA_TYPES = new Set(['record', 'event'])
+
+/** Messages that broke the contract, across every client of the test file (assert it stays empty). */
+export const contractViolations: string[] = []
+
+function checkContract(message: Record<string, unknown>): void {
+  if (!validateServerMessage(message)) {
+    contractViolations.push(
+      `${JSON.stringify(message).slice(0, 300)}: ${ajv.errorsText(validateServerMessage.errors)}`,
+    )
+  }
+  if (
+    DATA_TYPES.has(message.type as string) &&
+    (typeof message.topic !== 'string' || !Number.isInteger(message.seq))
+  ) {
+    contractViolations.push(`data message without topic and seq: ${JSON.stringify(message).slice(0, 300)}`)
+  }
+}
 
 export interface StreamMessage {
   type: string
@@ -37,7 +67,9 @@ export async function openClient(
   const messages: StreamMessage[] = []
   const waiters = new Set<() => void>()
   ws.on('message', (data) => {
-    messages.push(JSON.parse(data.toString()) as StreamMessage)
+    const message = JSON.parse(data.toString()) as StreamMessage
+    checkContract(message)
+    messages.push(message)
     for (const w of [...waiters]) w()
   })
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>

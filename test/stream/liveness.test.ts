@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/domain/clock.js'
 import { streamHubOf } from '../../src/stream/attach.js'
 import { startTestServer, type TestServer } from '../support/server.js'
-import { openClient, type TestClient } from './client.js'
+import { contractViolations, openClient, type TestClient } from './client.js'
 
 const bigRecord = (id: string) => ({
   id,
@@ -19,6 +19,7 @@ describe('stream liveness', () => {
     for (const c of clients.splice(0)) await c.close().catch(() => {})
     await t?.close()
     t = undefined
+    expect(contractViolations).toEqual([])
   })
 
   it('sends heartbeat messages and ping frames on the configured period', async () => {

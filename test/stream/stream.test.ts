@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, registerTool, startRun, status, waitForRun } from '../runs/helpers.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
-import { openClient, refusedUpgrade, type StreamMessage, streamUrl, type TestClient } from './client.js'
+import {
+  contractViolations,
+  openClient,
+  refusedUpgrade,
+  type StreamMessage,
+  streamUrl,
+  type TestClient,
+} from './client.js'
 
 const rec = (id: string, body: Record<string, unknown> = { v: id }) => ({
   id,
@@ -394,5 +401,9 @@ describe.each(backends())('the /v1/stream WebSocket on $name', (backend) => {
         .filter((m) => m.type === 'event')
         .every((m) => /^(run\.|policy\.denied)/.test(m.event.event)),
     ).toBe(true)
+  })
+
+  it('sent only messages that match the contract (checked last)', () => {
+    expect(contractViolations).toEqual([])
   })
 })
