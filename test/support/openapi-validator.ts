@@ -103,3 +103,19 @@ export function assertMatchesContract(
     )
   }
 }
+
+/** Validates a value against one of the document's component schemas (event bodies, stream messages, …). */
+export function assertMatchesSchema(name: string, value: unknown): void {
+  const key = `schema ${name}`
+  let fn = cache.get(key)
+  if (!fn) {
+    fn = ajv.compile({ $ref: `contract#/components/schemas/${name}` })
+    cache.set(key, fn)
+  }
+  if (!fn(value)) {
+    const errors = (fn.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}`).join('; ')
+    throw new Error(
+      `contract: value breaks schema ${name}: ${errors}\n${JSON.stringify(value).slice(0, 500)}`,
+    )
+  }
+}

@@ -21,15 +21,18 @@ function finish(c: RunChange, action: 'complete' | 'fail', error: Outcome['error
   })
   c.event(run.status === 'succeeded' ? 'run.succeeded' : 'run.failed', {
     status: run.status,
-    results: run.results,
-    error,
+    outcome: run.outcome,
   })
 }
 
-/** Text a reviewer sees in `run.awaiting_approval`: the step's input, trimmed. */
-function payloadPreview(input: Record<string, unknown>): string {
+const PREVIEW_CHARS = 280
+
+/** What a reviewer sees in `run.awaiting_approval`: the tool and its input, the input cut to a short text if long. */
+function payloadPreview(tool: string, input: Record<string, unknown>): Record<string, unknown> {
   const text = JSON.stringify(input)
-  return text.length > 280 ? `${text.slice(0, 277)}...` : text
+  return text.length > PREVIEW_CHARS
+    ? { tool, input: `${text.slice(0, PREVIEW_CHARS - 3)}...`, truncated: true }
+    : { tool, input, truncated: false }
 }
 
 export function stepInput(run: RunRecord): Record<string, unknown> {
@@ -96,7 +99,7 @@ export class RunExecutor {
           step_id: step.step_id,
           tool: tool.name,
           tool_id: tool.id,
-          ...decision.detail,
+          detail: decision.detail,
         })
         run.nextStep += 1
         finish(c, 'fail', { code: 'policy_denied', message: decision.message, detail: decision.detail })
@@ -125,7 +128,7 @@ export class RunExecutor {
           step_id: step.step_id,
           queue: decision.queue,
           reason: decision.reason,
-          payload_preview: payloadPreview({ tool: tool.name, input: stepInput(run) }),
+          payload_preview: payloadPreview(tool.name, stepInput(run)),
         })
         return 'idle' as const
       }

@@ -96,7 +96,7 @@ export class RunRecorder {
       workspaceId: run.workspaceId,
       kind,
       subjectId: kind.startsWith('task.') && run.taskId ? run.taskId : run.id,
-      data: { run_id: run.id, agent_id: run.agentId, ...data },
+      data: { run_id: run.id, agent_id: run.agentId, task_id: run.taskId, ...data },
     })
   }
 }

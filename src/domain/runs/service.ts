@@ -195,7 +195,7 @@ export class RunService implements RunsPort {
       r.outcome = { status: 'failed', results: r.results, error }
       c.frame({ kind: 'approval.rejected', ...where, detail })
       c.frame({ kind: 'run.failed', detail: { error } })
-      c.event('run.failed', { status: r.status, results: r.results, error })
+      c.event('run.failed', { status: r.status, outcome: r.outcome })
     })
     if (decision === 'approve') this.wake()
     return this.view(run)
@@ -304,5 +304,5 @@ function applyControl(
     kind: 'control.cancelled',
     detail: { ...detail, flushed_approvals: flushed, ...(error ? { reason: error.code } : {}) },
   })
-  c.event('run.cancelled', { status: r.status, flushed_approvals: flushed, error })
+  c.event('run.cancelled', { status: r.status, outcome: r.outcome, flushed_approvals: flushed })
 }
