@@ -102,11 +102,17 @@ export class WebhookDispatcher {
       })
   }
 
-  /** One full pass that also waits for the attempts it started (tests and the CLI drive the outbox with it). */
+  /**
+   * Fans out, then sends every due row and waits for the attempts, until nothing due is left (tests drive the
+   * outbox with it). Bounded: each round makes at least one attempt, and attempts per row are bounded.
+   */
   async runOnce(): Promise<void> {
     await this.fanOut()
-    await this.dispatchDue()
-    await Promise.allSettled([...this.inFlight])
+    for (;;) {
+      const started = await this.dispatchDue()
+      await Promise.allSettled([...this.inFlight])
+      if (started === 0) return
+    }
   }
 
   /** Creates one pending row per (subscribed subscription, new event), then moves the cursor past the batch. */
@@ -152,9 +158,9 @@ export class WebhookDispatcher {
   }
 
   /** Claims due rows up to the pool size, skipping subscriptions that already have an attempt in flight here. */
-  async dispatchDue(): Promise<void> {
+  async dispatchDue(): Promise<number> {
     const free = this.options.concurrency - this.inFlight.size
-    if (free <= 0) return
+    if (free <= 0) return 0
     const now = this.clock.now()
     const candidates = await this.deliveries.due(this.db, now, free, [...this.busy])
     let started = 0
@@ -174,6 +180,7 @@ export class WebhookDispatcher {
       })
       this.inFlight.add(attempt)
     }
+    return started
   }
 
   private async attempt(row: DeliveryRecord): Promise<void> {

@@ -28,6 +28,7 @@ export function sendWebhook(
 ): Promise<SendResult> {
   return new Promise((resolve) => {
     let settled = false
+    let timer: NodeJS.Timeout | undefined
     const finish = (result: SendResult) => {
       if (settled) return
       settled = true
@@ -53,7 +54,7 @@ export function sendWebhook(
       agent: false,
     })
     // The whole attempt (connect, headers, body) must fit in the time-out, not just each idle gap.
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       finish({ ok: false, statusCode: null, error: `timed out after ${options.timeoutMs} ms` })
       req.destroy()
     }, options.timeoutMs)
