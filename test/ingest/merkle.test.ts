@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { batchLineage, proofFromLeafHashes } from '../../src/domain/ingestion/lineage.js'
-import { inclusionProof, leafHash, merkleRoot, verifyInclusion } from '../../src/domain/ingestion/merkle.js'
+import {
+  allInclusionProofs,
+  inclusionProof,
+  leafHash,
+  merkleRoot,
+  verifyInclusion,
+} from '../../src/domain/ingestion/merkle.js'
 
 // An independent RFC 6962 §2.1 Merkle Tree Hash, written straight from the RFC's recursive definition.
 const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest()
@@ -83,6 +89,15 @@ describe('inclusion proofs', () => {
     expect(verifyInclusion(leaf, 6, n, proof.slice(0, -1), root)).toBe(false)
     expect(verifyInclusion(leaf, 6, n, [...proof, root], root)).toBe(false)
     expect(verifyInclusion(leaf, 11, n, proof, root)).toBe(false)
+  })
+
+  it('are the same when computed for every leaf at once', () => {
+    expect(allInclusionProofs([])).toEqual([])
+    for (let n = 1; n <= 40; n++) {
+      const leaves = data(n).map(leafHash)
+      const all = allInclusionProofs(leaves)
+      for (let i = 0; i < n; i++) expect(all[i]).toEqual(inclusionProof(leaves, i))
+    }
   })
 
   it('refuse an index outside the tree', () => {

@@ -1,5 +1,5 @@
 import { canonicalize } from '../canonical-json.js'
-import { inclusionProof, leafHash, rootFromLeafHashes } from './merkle.js'
+import { allInclusionProofs, inclusionProof, leafHash, rootFromLeafHashes } from './merkle.js'
 import type { IngestRecord } from './validation.js'
 
 /** The bytes a record contributes to its batch's Merkle tree: RFC 8785 JSON of exactly the five spec fields. */
@@ -29,4 +29,11 @@ export function proofFromLeafHashes(leafHashes: readonly string[], index: number
     leafHashes.map((h) => Buffer.from(h, 'hex')),
     index,
   ).map((p) => p.toString('hex'))
+}
+
+/** Every leaf's audit path of one batch (hex in, hex out), in leaf order. */
+export function proofsFromLeafHashes(leafHashes: readonly string[]): string[][] {
+  return allInclusionProofs(leafHashes.map((h) => Buffer.from(h, 'hex'))).map((path) =>
+    path.map((p) => p.toString('hex')),
+  )
 }

@@ -63,6 +63,26 @@ function path(leaves: readonly Uint8Array[], m: number, start: number, end: numb
   return [...path(leaves, m - k, start + k, end), subtreeRoot(leaves, start, start + k)]
 }
 
+/**
+ * Every leaf's audit path at once (same paths as `inclusionProof`), hashing each interior node once: O(n) hashes
+ * instead of O(n) per leaf, which matters when a 500-record batch is presented or streamed.
+ */
+export function allInclusionProofs(leaves: readonly Uint8Array[]): Buffer[][] {
+  const proofs: Buffer[][] = leaves.map(() => [])
+  const build = (start: number, end: number): Buffer => {
+    if (end - start === 1) return Buffer.from(leaves[start] as Uint8Array)
+    const mid = start + splitPoint(end - start)
+    const left = build(start, mid)
+    const right = build(mid, end)
+    // Children are built first, so each leaf's siblings are appended from the bottom of the tree up.
+    for (let i = start; i < mid; i++) proofs[i]?.push(right)
+    for (let i = mid; i < end; i++) proofs[i]?.push(left)
+    return nodeHash(left, right)
+  }
+  if (leaves.length > 0) build(0, leaves.length)
+  return proofs
+}
+
 /** RFC 9162 §2.1.3.2: does `proof` take the leaf hash at `index` of a tree of `size` leaves up to `root`? */
 export function verifyInclusion(
   leaf: Uint8Array,

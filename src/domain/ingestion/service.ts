@@ -5,10 +5,12 @@ import { toRfc3339 } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { EventsPort } from '../ports.js'
-import { batchLineage, proofFromLeafHashes } from './lineage.js'
+import { batchLineage, proofsFromLeafHashes } from './lineage.js'
 import { type IngestRecord, type Rejection, rejectionId, validateRecord } from './validation.js'
 
 export const MAX_BATCH_RECORDS = 500
+/** Batches whose proofs stay computed; batches never change, so a cached proof never goes stale. */
+const PROOF_CACHE_BATCHES = 64
 
 export interface IngestResult {
   accepted: number
@@ -49,6 +51,7 @@ export interface IngestWorkspace {
 export class IngestionService {
   private readonly repo = new RecordRepo()
   private readonly listeners = new Set<BatchListener>()
+  private readonly proofCache = new Map<string, string[][]>()
 
   constructor(
     private readonly db: Db,
@@ -196,8 +199,35 @@ export class IngestionService {
     limit: number,
   ): Promise<RecordView[]> {
     const rows = await this.repo.after(this.db, workspaceId, connectorId, afterSeq, limit)
-    const leaves = await this.repo.batchLeaves(this.db, [...new Set(rows.map((r) => r.batchId))])
-    return rows.map((r) => toRecordView(r, proofFromLeafHashes(leaves.get(r.batchId) ?? [], r.leafIndex)))
+    const proofs = await this.batchProofs([...new Set(rows.map((r) => r.batchId))])
+    return rows.map((r) => toRecordView(r, proofs.get(r.batchId)?.[r.leafIndex] ?? []))
+  }
+
+  /** Audit paths of whole batches, computed once per batch and kept in a small LRU (every subscriber reuses them). */
+  private async batchProofs(batchIds: string[]): Promise<Map<string, string[][]>> {
+    const found = new Map<string, string[][]>()
+    const missing: string[] = []
+    for (const id of batchIds) {
+      const cached = this.proofCache.get(id)
+      if (cached) {
+        found.set(id, cached)
+        this.proofCache.delete(id)
+        this.proofCache.set(id, cached)
+      } else missing.push(id)
+    }
+    if (missing.length > 0) {
+      for (const [id, leaves] of await this.repo.batchLeaves(this.db, missing)) {
+        const proofs = proofsFromLeafHashes(leaves)
+        found.set(id, proofs)
+        this.proofCache.set(id, proofs)
+      }
+      while (this.proofCache.size > PROOF_CACHE_BATCHES) {
+        const oldest = this.proofCache.keys().next().value
+        if (oldest === undefined) break
+        this.proofCache.delete(oldest)
+      }
+    }
+    return found
   }
 
   /** The connector's last seq (0 when it has no records yet). */
