@@ -1,0 +1,56 @@
+/** What a check is and what it may use while it runs. */
+import type { SuiteConfig } from './config.js'
+import type { Contract, ContractViolation } from './contract.js'
+import type { Fixtures } from './fixtures.js'
+import type { HttpClient, HttpResponse } from './http.js'
+import type { WebhookReceiver } from './receiver.js'
+import type { Exchange, Level } from './types.js'
+
+export type TokenRole =
+  | 'primary'
+  | 'secondWorkspace'
+  | 'narrowScope'
+  | 'rateLimited'
+  | 'rateLimitedPeer'
+  | 'expired'
+
+export interface Check {
+  /** Stable id, `family.what-is-checked`. */
+  id: string
+  title: string
+  level: Level
+  /** Spec sections (e.g. "§5", "§7") the check verifies. */
+  sections: string[]
+  run(ctx: CheckContext): Promise<void>
+}
+
+/** Every exchange of the run, for the sweep checks at the end (envelopes, timestamps, headers, contract). */
+export interface SeenExchange {
+  checkId: string
+  exchange: Exchange
+  response: HttpResponse
+  /** Whether the token sent was the primary/second/narrow one (authenticated requests). */
+  authenticated: boolean
+}
+
+export interface CheckContext {
+  config: SuiteConfig
+  /** The primary identity. */
+  http: HttpClient
+  /** Another identity; skips the check when the deployment did not provide that token. */
+  as(role: TokenRole): HttpClient
+  contract: Contract
+  fx: Fixtures
+  receiver: WebhookReceiver | undefined
+  /** A run-unique name for anything the check creates (so a shared deployment can tell it apart). */
+  name(label: string): string
+  /** Registers an undo step run at the end of the suite, even when checks fail. */
+  cleanup(label: string, undo: () => Promise<unknown>): void
+  seen: SeenExchange[]
+  violations: ContractViolation[]
+  log(line: string): void
+}
+
+export function family(id: string): string {
+  return id.split('.')[0] ?? id
+}

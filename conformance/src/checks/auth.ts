@@ -1,0 +1,86 @@
+/** Spec §5 authentication: 401 without a valid bearer token. */
+import type { Check } from '../check.js'
+import { assert, skip } from '../types.js'
+import { expectError } from './assertions.js'
+
+const PROBE = '/v1/agents?limit=1'
+
+export const authChecks: Check[] = [
+  {
+    id: 'auth.missing-token-401',
+    title: 'A request without Authorization is refused with 401 and the error envelope',
+    level: 'core',
+    sections: ['§5', '§7'],
+    async run(ctx) {
+      for (const [method, path, body] of [
+        ['GET', PROBE, undefined],
+        ['POST', '/v1/agents', { name: ctx.name('unauth'), behavior: 'autonomous' }],
+        ['GET', '/v1/runs/run_doesnotexist', undefined],
+      ] as const) {
+        const res = await ctx.http.request(method, path, { token: null, ...(body ? { body } : {}) })
+        expectError(res, 401, `${method} ${path} without a token`)
+      }
+    },
+  },
+  {
+    id: 'auth.malformed-token-401',
+    title: 'Malformed Authorization headers and unknown tokens are refused with 401',
+    level: 'core',
+    sections: ['§5', '§7'],
+    async run(ctx) {
+      const variants: Record<string, string> = {
+        'empty bearer': 'Bearer ',
+        'basic scheme': 'Basic dXNlcjpwYXNz',
+        'garbage token': 'Bearer not-a-real-token',
+        'token without scheme': ctx.config.tokens.primary,
+        'altered token': `Bearer ${ctx.config.tokens.primary.slice(0, -4)}${ctx.config.tokens.primary.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`,
+      }
+      for (const [what, header] of Object.entries(variants)) {
+        const res = await ctx.http.get(PROBE, { token: null, headers: { authorization: header } })
+        expectError(res, 401, what)
+      }
+    },
+  },
+  {
+    id: 'auth.expired-token-401',
+    title: 'An expired token is refused with 401',
+    level: 'core',
+    sections: ['§5'],
+    async run(ctx) {
+      if (!ctx.config.tokens.expired) skip('no expired token configured (--expired-token)')
+      const res = await ctx.as('expired').get(PROBE)
+      expectError(res, 401, 'expired token')
+    },
+  },
+  {
+    id: 'auth.valid-token-accepted',
+    title: 'The primary token is accepted on every resource family',
+    level: 'core',
+    sections: ['§5'],
+    async run(ctx) {
+      for (const path of ['/v1/agents?limit=1', '/v1/tools?limit=1']) {
+        const res = await ctx.http.get(path)
+        assert(res.status === 200, `GET ${path} with the primary token answered ${res.status}`)
+      }
+    },
+  },
+  {
+    id: 'auth.www-authenticate',
+    title: '401 answers carry WWW-Authenticate: Bearer (invalid_token when a token was sent)',
+    level: 'profile',
+    sections: ['§5'],
+    async run(ctx) {
+      const missing = await ctx.http.get(PROBE, { token: null })
+      assert(
+        /^Bearer/i.test(missing.headers['www-authenticate'] ?? ''),
+        'no WWW-Authenticate: Bearer on a 401 without a token',
+      )
+      const bad = await ctx.http.get(PROBE, { token: 'nope' })
+      assert(
+        /invalid_token/.test(bad.headers['www-authenticate'] ?? ''),
+        `WWW-Authenticate lacks error="invalid_token" for a bad token: ${bad.headers['www-authenticate']}`,
+      )
+      expectError(bad, 401, 'bad token', 'unauthenticated')
+    },
+  },
+]

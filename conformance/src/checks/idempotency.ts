@@ -1,0 +1,176 @@
+/** Spec §8: `Idempotency-Key` on every POST, a 24 h window, reuse with a different body yields 409. */
+import { randomBytes } from 'node:crypto'
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, nextCursor, pageItems } from '../fixtures.js'
+import { type HttpClient, obj } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+import { expectEnvelope, expectError } from './assertions.js'
+
+const newKey = () => `conf-${randomBytes(9).toString('hex')}`
+
+/** How many agents with this name the workspace lists (walks at most 20 pages). */
+async function countAgentsNamed(http: HttpClient, name: string): Promise<number> {
+  let count = 0
+  let cursor: string | null | undefined
+  for (let i = 0; i < 20; i++) {
+    const res = await http.get(`/v1/agents?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+    expectStatus(res, 200, 'listing agents')
+    const items = pageItems(res.body) ?? []
+    count += items.filter((a) => obj(a).name === name).length
+    cursor = nextCursor(res.body)
+    if (!cursor || items.length === 0) break
+  }
+  return count
+}
+
+async function createWithKey(ctx: CheckContext, http: HttpClient, key: string, name: string) {
+  const res = await http.post(
+    '/v1/agents',
+    { name, behavior: 'autonomous' },
+    { headers: { 'idempotency-key': key } },
+  )
+  if (res.status < 400) {
+    const id = obj(res.body).agent_id
+    if (typeof id === 'string') ctx.cleanup(`delete agent ${id}`, () => http.delete(`/v1/agents/${id}`))
+  }
+  return res
+}
+
+export const idempotencyChecks: Check[] = [
+  {
+    id: 'idempotency.replay-same-response',
+    title: 'Repeating a POST with the same key and body returns the same resource and creates nothing new',
+    level: 'core',
+    sections: ['§8', '§4'],
+    async run(ctx) {
+      const key = newKey()
+      const name = ctx.name('idem')
+      const first = await createWithKey(ctx, ctx.http, key, name)
+      expectStatus(first, [200, 201], 'first POST')
+      const second = await createWithKey(ctx, ctx.http, key, name)
+      assert(
+        second.status === first.status,
+        `the repeat answered ${second.status}, the first ${first.status}`,
+      )
+      assert(
+        obj(second.body).agent_id === obj(first.body).agent_id,
+        `the repeat names another agent: ${short(second.body)} vs ${short(first.body)}`,
+      )
+      const count = await countAgentsNamed(ctx.http, name)
+      assert(count === 1, `${count} agents named ${name} exist after two requests with one key`)
+    },
+  },
+  {
+    id: 'idempotency.run-start-replay',
+    title: 'Starting a run twice with one Idempotency-Key yields one run',
+    level: 'core',
+    sections: ['§8', '§4'],
+    async run(ctx) {
+      const agent = await ctx.fx.agent()
+      const key = newKey()
+      const body = { inputs: { period: '2026-Q3' }, mode: 'live', trace_level: 'detailed' }
+      const a = await ctx.http.post(`/v1/agents/${agent}/runs`, body, { headers: { 'idempotency-key': key } })
+      const b = await ctx.http.post(`/v1/agents/${agent}/runs`, body, { headers: { 'idempotency-key': key } })
+      expectStatus(a, 201, 'first start')
+      expectStatus(b, 201, 'repeated start')
+      assert(
+        obj(a.body).run_id === obj(b.body).run_id,
+        `two runs were started: ${String(obj(a.body).run_id)} and ${String(obj(b.body).run_id)}`,
+      )
+    },
+  },
+  {
+    id: 'idempotency.replay-byte-identical',
+    title: 'A replay repeats the stored answer byte for byte and says so with Idempotent-Replayed: true',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      const key = newKey()
+      const name = ctx.name('idem-bytes')
+      const first = await createWithKey(ctx, ctx.http, key, name)
+      const second = await createWithKey(ctx, ctx.http, key, name)
+      assert(second.text === first.text, `bodies differ:\n${short(first.text)}\n${short(second.text)}`)
+      assert(second.headers['idempotent-replayed'] === 'true', 'no Idempotent-Replayed: true on the replay')
+      assert(first.headers['idempotent-replayed'] === undefined, 'the first answer claims to be a replay')
+    },
+  },
+  {
+    id: 'idempotency.different-body-409',
+    title: 'Reusing a key with a different body answers 409 with the error envelope',
+    level: 'core',
+    sections: ['§8', '§7'],
+    async run(ctx) {
+      const key = newKey()
+      expectStatus(await createWithKey(ctx, ctx.http, key, ctx.name('idem-a')), [200, 201], 'first POST')
+      const res = await createWithKey(ctx, ctx.http, key, ctx.name('idem-b'))
+      expectError(res, 409, 'same key, different body')
+    },
+  },
+  {
+    id: 'idempotency.conflict-codes',
+    title: 'Key reuse answers idempotency_key_reused; a bad key answers 400 invalid_idempotency_key',
+    level: 'profile',
+    sections: ['§8', '§7'],
+    async run(ctx) {
+      const key = newKey()
+      await createWithKey(ctx, ctx.http, key, ctx.name('idem-c'))
+      expectError(
+        await createWithKey(ctx, ctx.http, key, ctx.name('idem-d')),
+        409,
+        'reuse',
+        'idempotency_key_reused',
+      )
+      const long = await ctx.http.post(
+        '/v1/agents',
+        { name: ctx.name('idem-e'), behavior: 'autonomous' },
+        { headers: { 'idempotency-key': 'k'.repeat(256) } },
+      )
+      expectError(long, 400, '256-character key', 'invalid_idempotency_key')
+    },
+  },
+  {
+    id: 'idempotency.concurrent-use',
+    title: 'Concurrent POSTs with one key create one resource; the others replay it or answer 409',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      const key = newKey()
+      const name = ctx.name('idem-race')
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () => createWithKey(ctx, ctx.http, key, name)),
+      )
+      const ids = new Set<string>()
+      for (const res of answers) {
+        if (res.status === 409) {
+          expectEnvelope(res, 'concurrent 409')
+          continue
+        }
+        expectStatus(res, 201, 'concurrent POST')
+        ids.add(String(obj(res.body).agent_id))
+      }
+      assert(ids.size === 1, `the concurrent requests created ${ids.size} different agents`)
+      const count = await countAgentsNamed(ctx.http, name)
+      assert(count === 1, `${count} agents named ${name} exist`)
+    },
+  },
+  {
+    id: 'idempotency.keys-scoped-per-workspace',
+    title: 'The same key in another workspace never replays or blocks on the first workspace’s request',
+    level: 'core',
+    sections: ['§8', '§5'],
+    async run(ctx) {
+      const other = ctx.as('secondWorkspace')
+      const key = newKey()
+      const mine = await createWithKey(ctx, ctx.http, key, ctx.name('idem-ws-a'))
+      expectStatus(mine, [200, 201], 'first workspace')
+      const theirs = await createWithKey(ctx, other, key, ctx.name('idem-ws-b'))
+      if (theirs.status === 409) fail('the second workspace got 409: keys leak across workspaces')
+      expectStatus(theirs, [200, 201], 'second workspace, same key')
+      assert(
+        obj(theirs.body).agent_id !== obj(mine.body).agent_id,
+        'the second workspace received the first workspace’s stored answer',
+      )
+    },
+  },
+]

@@ -1,0 +1,31 @@
+/** Every check, in the order they run. The sweep checks come last: they judge the traffic of all the others. */
+import type { Check } from '../check.js'
+import { authChecks } from './auth.js'
+import { authzChecks } from './authz.js'
+import { idempotencyChecks } from './idempotency.js'
+import { ingestChecks } from './ingest.js'
+import { paginationChecks } from './pagination.js'
+import { rateLimitChecks } from './ratelimit.js'
+import { runChecks } from './runs.js'
+import { scopingChecks } from './scoping.js'
+import { streamChecks } from './stream.js'
+import { sweepChecks } from './sweep.js'
+import { toolChecks } from './tools.js'
+import { validationChecks } from './validation.js'
+import { webhookChecks } from './webhooks.js'
+
+export const ALL_CHECKS: Check[] = [
+  ...authChecks,
+  ...authzChecks,
+  ...rateLimitChecks,
+  ...webhookChecks,
+  ...runChecks,
+  ...toolChecks,
+  ...scopingChecks,
+  ...idempotencyChecks,
+  ...validationChecks,
+  ...ingestChecks,
+  ...streamChecks,
+  ...paginationChecks,
+  ...sweepChecks,
+]

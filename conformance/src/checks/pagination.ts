@@ -1,0 +1,183 @@
+/**
+ * Spec §8: cursor pagination with `cursor` and `limit`, at most 200. Exercised on GET /v1/tools, the one list the
+ * spec itself names, after making sure the workspace has more than 200 tools.
+ */
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, nextCursor, pageItems, toolId } from '../fixtures.js'
+import { obj } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+import { expectEnvelope, expectError } from './assertions.js'
+
+const MANY = 205
+const made = new WeakMap<object, Promise<Set<string>>>()
+
+async function listAll(
+  ctx: CheckContext,
+  limit: number,
+): Promise<{ ids: string[]; pages: number; lastCursor: unknown }> {
+  const ids: string[] = []
+  let cursor: string | null | undefined
+  let pages = 0
+  let lastCursor: unknown
+  for (let i = 0; i < 200; i++) {
+    const res = await ctx.http.get(
+      `/v1/tools?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    )
+    expectStatus(res, 200, `page ${pages + 1} of GET /v1/tools`)
+    const items = pageItems(res.body)
+    if (!items) fail(`the list answer has no array of items: ${short(res.body)}`)
+    assert(items.length <= limit, `page ${pages + 1} has ${items.length} items for limit=${limit}`)
+    pages++
+    for (const item of items) ids.push(String(toolId(item)))
+    lastCursor = nextCursor(res.body)
+    cursor = lastCursor as string | null | undefined
+    if (!cursor || items.length === 0) return { ids, pages, lastCursor }
+  }
+  fail('the walk did not end within 200 pages')
+}
+
+/** Makes sure the workspace lists more than 200 tools; returns the ids this run registered. */
+function manyTools(ctx: CheckContext): Promise<Set<string>> {
+  let p = made.get(ctx.config)
+  if (!p) {
+    p = (async () => {
+      const ours = new Set<string>()
+      const existing = (await listAll(ctx, 200)).ids.length
+      const missing = Math.max(0, MANY - existing)
+      for (let i = 0; i < missing; i += 10) {
+        const batch = Array.from({ length: Math.min(10, missing - i) }, async () => {
+          const name = ctx.name('page')
+          const res = await ctx.http.post('/v1/tools', {
+            name,
+            provider: ctx.config.profile.tools.succeed.provider,
+            input_schema: { type: 'object' },
+            output_schema: {},
+            policy_binding: { envelope: 'default', required_scopes: [] },
+            idempotent: true,
+          })
+          expectStatus(res, [200, 201], 'registering a tool for the pagination checks')
+          const id = toolId(res.body)
+          if (!id) fail(`no tool id in ${short(res.body)}`)
+          ours.add(id)
+          ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+        })
+        await Promise.all(batch)
+      }
+      return ours
+    })()
+    made.set(ctx.config, p)
+    p.catch(() => made.delete(ctx.config))
+  }
+  return p
+}
+
+export const paginationChecks: Check[] = [
+  {
+    id: 'pagination.limit-max-200',
+    title: 'No page holds more than 200 items: limit=200 is honoured, limit=201 is refused or capped',
+    level: 'core',
+    sections: ['§8'],
+    async run(ctx) {
+      await manyTools(ctx)
+      const at = await ctx.http.get('/v1/tools?limit=200')
+      expectStatus(at, 200, 'limit=200')
+      const items = pageItems(at.body) ?? []
+      assert(items.length <= 200, `limit=200 returned ${items.length} items`)
+      assert(items.length === 200, `limit=200 returned ${items.length} items although more than 200 exist`)
+      const over = await ctx.http.get('/v1/tools?limit=201')
+      if (over.status === 200) {
+        const n = (pageItems(over.body) ?? []).length
+        assert(n <= 200, `limit=201 returned ${n} items`)
+      } else expectError(over, 400, 'limit=201')
+    },
+  },
+  {
+    id: 'pagination.limit-over-200-400',
+    title: 'limit above 200 or below 1 answers 400 invalid_request',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      for (const limit of ['201', '1000', '0', '-1', 'ten']) {
+        expectError(await ctx.http.get(`/v1/tools?limit=${limit}`), 400, `limit=${limit}`, 'invalid_request')
+      }
+    },
+  },
+  {
+    id: 'pagination.walk-every-item-once',
+    title: 'Following the cursor yields every item exactly once',
+    level: 'core',
+    sections: ['§8'],
+    async run(ctx) {
+      const ours = await manyTools(ctx)
+      const { ids, pages } = await listAll(ctx, 37)
+      const dupes = ids.filter((id, i) => ids.indexOf(id) !== i)
+      assert(dupes.length === 0, `items repeated across pages: ${[...new Set(dupes)].slice(0, 5).join(', ')}`)
+      const missing = [...ours].filter((id) => !ids.includes(id))
+      assert(
+        missing.length === 0,
+        `${missing.length} tools never appeared in ${pages} pages, e.g. ${missing[0]}`,
+      )
+      assert(pages >= 6, `${ids.length} items came in ${pages} pages of 37`)
+    },
+  },
+  {
+    id: 'pagination.page-shape',
+    title: 'Lists answer {data, next_cursor}; next_cursor is null on the last page',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      await manyTools(ctx)
+      const first = obj((await ctx.http.get('/v1/tools?limit=5')).body)
+      assert(Array.isArray(first.data), 'no data array')
+      assert(
+        typeof first.next_cursor === 'string',
+        `next_cursor of a non-final page is ${short(first.next_cursor)}`,
+      )
+      const { lastCursor } = await listAll(ctx, 200)
+      assert(lastCursor === null, `next_cursor of the last page is ${short(lastCursor)}`)
+    },
+  },
+  {
+    id: 'pagination.default-limit-50',
+    title: 'Without limit a page holds 50 items',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      await manyTools(ctx)
+      const res = await ctx.http.get('/v1/tools')
+      expectStatus(res, 200, 'GET /v1/tools')
+      assert(
+        (pageItems(res.body) ?? []).length === 50,
+        `${(pageItems(res.body) ?? []).length} items without limit`,
+      )
+    },
+  },
+  {
+    id: 'pagination.bad-cursor',
+    title: 'A cursor the server never issued answers a 4xx with the error envelope, never a 5xx',
+    level: 'core',
+    sections: ['§8', '§7'],
+    async run(ctx) {
+      for (const cursor of ['not-a-cursor', 'eyJrIjoieCJ9', '%00%01', 'A'.repeat(300)]) {
+        const res = await ctx.http.get(`/v1/tools?limit=5&cursor=${cursor}`)
+        assert(res.status >= 400 && res.status < 500, `cursor=${cursor.slice(0, 20)} answered ${res.status}`)
+        expectEnvelope(res, `cursor=${cursor.slice(0, 20)}`)
+      }
+    },
+  },
+  {
+    id: 'pagination.bad-cursor-code',
+    title: 'A foreign or undecodable cursor answers 400 invalid_cursor',
+    level: 'profile',
+    sections: ['§8', '§7'],
+    async run(ctx) {
+      expectError(
+        await ctx.http.get('/v1/tools?cursor=not-a-cursor'),
+        400,
+        'garbage cursor',
+        'invalid_cursor',
+      )
+    },
+  },
+]

@@ -1,0 +1,200 @@
+/**
+ * Spec §8: limits are per workspace, burst and sustained headers are on every response, exceeding the limit
+ * yields 429. Header names, the Retry-After hint and the exact count are reference-profile decisions.
+ */
+import type { Check, CheckContext } from '../check.js'
+import type { HttpResponse } from '../http.js'
+import { assert, fail, skip } from '../types.js'
+import { short, sleep } from '../wait.js'
+import { expectEnvelope, expectError } from './assertions.js'
+
+const PROBE = '/v1/tools?limit=1'
+
+export interface LimitItem {
+  name: string
+  params: Record<string, number>
+}
+
+/** Parses structured-field lists like `"burst";r=99;t=7, "hourly";r=998;t=2040`. */
+export function parseLimitList(value: string | undefined): LimitItem[] {
+  if (!value) return []
+  return value.split(',').map((part) => {
+    const [rawName, ...params] = part.trim().split(';')
+    return {
+      name: (rawName ?? '').trim().replace(/^"|"$/g, ''),
+      params: Object.fromEntries(
+        params.map((p) => {
+          const [k, v] = p.split('=')
+          return [(k ?? '').trim(), Number(v)]
+        }),
+      ),
+    }
+  })
+}
+
+interface Search {
+  responses: HttpResponse[]
+  limited: HttpResponse | undefined
+  /** Remaining quota the first answer announced (min over its policies), when it announced one. */
+  announced: number | undefined
+  limitedAt: number | undefined
+}
+
+const searches = new WeakMap<object, Promise<Search>>()
+
+/** Sends requests with the small-limit token until the first 429 (bounded by --rate-limit-search). */
+function search(ctx: CheckContext): Promise<Search> {
+  let p = searches.get(ctx.config)
+  if (!p) {
+    p = (async () => {
+      const limited = ctx.as('rateLimited')
+      let first = await limited.get(PROBE)
+      const resetIn = Math.min(...parseLimitList(first.headers.ratelimit).map((i) => i.params.t ?? Infinity))
+      if (first.status !== 429 && Number.isFinite(resetIn) && resetIn < 2) {
+        // A window about to roll over would make the count look off by one; start in a fresh one.
+        await sleep((resetIn + 0.3) * 1000)
+        first = await limited.get(PROBE)
+      }
+      const responses = [first]
+      const remaining = parseLimitList(first.headers.ratelimit).map((i) => i.params.r)
+      const announced =
+        remaining.length > 0 && remaining.every(Number.isFinite)
+          ? Math.min(...(remaining as number[]))
+          : undefined
+      let hit: HttpResponse | undefined = first.status === 429 ? first : undefined
+      while (!hit && responses.length < ctx.config.rateLimitSearch) {
+        const res = await limited.get(PROBE)
+        responses.push(res)
+        if (res.status === 429) hit = res
+      }
+      return { responses, limited: hit, announced, limitedAt: hit ? responses.indexOf(hit) : undefined }
+    })()
+    searches.set(ctx.config, p)
+    p.catch(() => searches.delete(ctx.config))
+  }
+  return p
+}
+
+async function the429(ctx: CheckContext): Promise<HttpResponse> {
+  const s = await search(ctx)
+  if (!s.limited)
+    fail(`no 429 within ${s.responses.length} requests of the small-limit workspace (--rate-limit-search)`)
+  return s.limited
+}
+
+export const rateLimitChecks: Check[] = [
+  {
+    id: 'ratelimit.429-at-limit',
+    title: 'Exceeding the workspace’s rate limit answers 429 with the error envelope',
+    level: 'core',
+    sections: ['§8', '§7'],
+    async run(ctx) {
+      const res = await the429(ctx)
+      expectError(res, 429, 'over the limit')
+    },
+  },
+  {
+    id: 'ratelimit.per-workspace',
+    title: 'A throttled workspace throttles all its keys and no other workspace',
+    level: 'core',
+    sections: ['§8'],
+    async run(ctx) {
+      await the429(ctx)
+      const other = await ctx.http.get(PROBE)
+      assert(other.status !== 429, 'the primary workspace is throttled by another workspace’s traffic')
+      if (!ctx.config.tokens.rateLimitedPeer)
+        skip('no second token of the small-limit workspace (--limited-peer-token)')
+      const peer = await ctx.as('rateLimitedPeer').get(PROBE)
+      assert(
+        peer.status === 429,
+        `another key of the throttled workspace answered ${peer.status}: the limit is not per workspace`,
+      )
+    },
+  },
+  {
+    id: 'ratelimit.exact-limit',
+    title: 'The 429 comes exactly after the remaining quota the RateLimit header announced',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      const s = await search(ctx)
+      if (!s.limited) fail('no 429 was reached')
+      if (s.announced === undefined)
+        fail(
+          `the first answer announced no remaining quota: RateLimit=${short(s.responses[0]?.headers.ratelimit)}`,
+        )
+      assert(
+        s.limitedAt === s.announced + 1,
+        `RateLimit announced r=${s.announced} after the first request, so request ${s.announced + 2} should be the first 429; it was request ${(s.limitedAt ?? 0) + 1}`,
+      )
+    },
+  },
+  {
+    id: 'ratelimit.retry-hint',
+    title:
+      '429 carries Retry-After seconds, code rate_limited and detail {window, limit, reset_at, retry_after_seconds}',
+    level: 'profile',
+    sections: ['§8', '§7'],
+    async run(ctx) {
+      const res = await the429(ctx)
+      const retryAfter = res.headers['retry-after']
+      assert(retryAfter !== undefined && /^\d+$/.test(retryAfter), `Retry-After is ${String(retryAfter)}`)
+      const error = expectEnvelope(res, '429')
+      assert(error.code === 'rate_limited', `error.code is ${String(error.code)}`)
+      const detail = (error.detail ?? {}) as Record<string, unknown>
+      for (const f of ['window', 'limit', 'reset_at', 'retry_after_seconds'])
+        assert(f in detail, `detail.${f} is missing`)
+      assert(
+        res.headers.ratelimit !== undefined && res.headers['ratelimit-policy'] !== undefined,
+        '429 lacks RateLimit headers',
+      )
+    },
+  },
+  {
+    id: 'ratelimit.recovers-after-retry-after',
+    title: 'After waiting Retry-After seconds the workspace is served again',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      const res = await the429(ctx)
+      const wait = Number(res.headers['retry-after'] ?? Number.NaN)
+      if (!Number.isFinite(wait)) fail('no Retry-After to wait for')
+      if (wait > ctx.config.maxRetryAfterWait)
+        skip(`Retry-After ${wait} s is longer than --max-retry-after ${ctx.config.maxRetryAfterWait}`)
+      await sleep(wait * 1000 + 250)
+      const again = await ctx.as('rateLimited').get(PROBE)
+      assert(again.status === 200, `after ${wait} s the workspace still answers ${again.status}`)
+    },
+  },
+  {
+    id: 'ratelimit.header-format',
+    title:
+      'RateLimit-Policy names "burst" (w=10) and "hourly" (w=3600) quotas; RateLimit gives r and t for each',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      const res = await ctx.http.get(PROBE)
+      const policy = parseLimitList(res.headers['ratelimit-policy'])
+      const state = parseLimitList(res.headers.ratelimit)
+      for (const [name, w] of [
+        ['burst', 10],
+        ['hourly', 3600],
+      ] as const) {
+        const p = policy.find((i) => i.name === name)
+        assert(
+          p && p.params.q! > 0 && p.params.w === w,
+          `RateLimit-Policy lacks "${name}";q=..;w=${w}: ${res.headers['ratelimit-policy']}`,
+        )
+        const s = state.find((i) => i.name === name)
+        assert(
+          s && s.params.r! >= 0 && s.params.t! >= 0,
+          `RateLimit lacks "${name}";r=..;t=..: ${res.headers.ratelimit}`,
+        )
+        assert(
+          s.params.r! < p.params.q!,
+          `remaining ${s.params.r} is not below the quota ${p.params.q} after a request`,
+        )
+      }
+    },
+  },
+]

@@ -1,0 +1,390 @@
+/** Spec §2, §3, §4 runs: start and inspection fields, controls, the trace. */
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, runBody, TERMINAL } from '../fixtures.js'
+import { obj } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short, sleep } from '../wait.js'
+import { expectError, isRfc3339 } from './assertions.js'
+
+type Json = Record<string, unknown>
+
+const PLAN_FIELDS = ['steps_total', 'steps_completed', 'steps_pending', 'steps_escalated'] as const
+
+function isCount(v: unknown): boolean {
+  return Number.isInteger(v) && (v as number) >= 0
+}
+
+/** A run over three slow tools, paused right after start. */
+async function pausedRun(ctx: CheckContext) {
+  const slow = await ctx.fx.tool('slow')
+  const agent = await ctx.fx.newAgent('autonomous', [slow.name, slow.name, slow.name])
+  const run = await ctx.fx.startRun(agent)
+  const paused = await ctx.http.post(`/v1/runs/${run.runId}/pause`)
+  expectStatus(paused, [200, 202, 204], 'pausing a running run')
+  return { ...run, paused }
+}
+
+/** Parses a text/event-stream body into its events. */
+export function parseSse(text: string): Array<{ event: string; id?: string; data: string }> {
+  return text
+    .split(/\r?\n\r?\n/)
+    .map((block) => {
+      let event = 'message'
+      let id: string | undefined
+      const data: string[] = []
+      for (const line of block.split(/\r?\n/)) {
+        if (line.startsWith(':') || line === '') continue
+        const i = line.indexOf(':')
+        const field = i < 0 ? line : line.slice(0, i)
+        const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '')
+        if (field === 'event') event = value
+        else if (field === 'id') id = value
+        else if (field === 'data') data.push(value)
+      }
+      return { event, ...(id !== undefined ? { id } : {}), data: data.join('\n') }
+    })
+    .filter((e) => e.data !== '' || e.event !== 'message')
+}
+
+export const runChecks: Check[] = [
+  {
+    id: 'runs.start-201-fields',
+    title:
+      'Starting a run answers 201 with run_id, agent_id, status queued, policy_envelope, trace_url, created_at',
+    level: 'core',
+    sections: ['§4', '§2', '§3'],
+    async run(ctx) {
+      const { start, agentId } = await ctx.fx.completedRun()
+      expectStatus(start, 201, 'POST /v1/agents/{agent_id}/runs')
+      const b = obj(start.body)
+      assert(typeof b.run_id === 'string' && b.run_id !== '', 'run_id is missing')
+      assert(b.agent_id === agentId, `agent_id is ${short(b.agent_id)}, the agent was ${agentId}`)
+      assert(b.status === 'queued', `status right after start is ${short(b.status)}, not queued`)
+      assert(typeof b.policy_envelope === 'string' && b.policy_envelope !== '', 'policy_envelope is missing')
+      assert(
+        b.trace_url === `/v1/runs/${b.run_id}/trace`,
+        `trace_url is ${short(b.trace_url)}, not /v1/runs/<run_id>/trace`,
+      )
+      assert(isRfc3339(b.created_at), `created_at is not RFC 3339: ${short(b.created_at)}`)
+    },
+  },
+  {
+    id: 'runs.inspect-200-fields',
+    title:
+      'Inspecting a run answers 200 with run_id, status, plan counts, awaiting, started_at, trace_cursor',
+    level: 'core',
+    sections: ['§4', '§2'],
+    async run(ctx) {
+      const { runId } = await ctx.fx.completedRun()
+      const res = await ctx.http.get(`/v1/runs/${runId}`)
+      expectStatus(res, 200, 'GET /v1/runs/{run_id}')
+      const b = obj(res.body)
+      assert(b.run_id === runId, 'run_id differs')
+      assert(typeof b.status === 'string', 'status is missing')
+      const plan = obj(b.plan)
+      for (const f of PLAN_FIELDS)
+        assert(isCount(plan[f]), `plan.${f} is not a non-negative integer: ${short(b.plan)}`)
+      assert(Array.isArray(b.awaiting), `awaiting is not an array: ${short(b.awaiting)}`)
+      assert(isRfc3339(b.started_at), `started_at is not RFC 3339 on a run that ran: ${short(b.started_at)}`)
+      assert(typeof b.trace_cursor === 'string', `trace_cursor is not a string: ${short(b.trace_cursor)}`)
+    },
+  },
+  {
+    id: 'runs.plan-counts',
+    title:
+      'Plan counts follow the trace: two succeeding steps give total 2, completed 2, pending 0, escalated 0',
+    level: 'profile',
+    sections: ['§2', '§3'],
+    async run(ctx) {
+      const { final } = await ctx.fx.completedRun()
+      assert(final.status === 'succeeded', `the run ended ${short(final.status)}: ${short(final.outcome)}`)
+      const plan = obj(final.plan)
+      const want = { steps_total: 2, steps_completed: 2, steps_pending: 0, steps_escalated: 0 }
+      for (const [k, v] of Object.entries(want))
+        assert(plan[k] === v, `plan.${k} is ${short(plan[k])}, expected ${v}`)
+    },
+  },
+  {
+    id: 'runs.awaiting-approval',
+    title:
+      'A run that needs approval reports status awaiting_approval and awaiting items {step_id, queue, reason}',
+    level: 'core',
+    sections: ['§3', '§2'],
+    async run(ctx) {
+      const { waiting } = await ctx.fx.awaitingRun()
+      const awaiting = waiting.awaiting
+      assert(
+        Array.isArray(awaiting) && awaiting.length > 0,
+        `awaiting is empty while awaiting_approval: ${short(waiting)}`,
+      )
+      for (const item of awaiting as Json[]) {
+        for (const f of ['step_id', 'queue', 'reason'])
+          assert(typeof item[f] === 'string', `awaiting item lacks ${f}: ${short(item)}`)
+      }
+      const plan = obj(waiting.plan)
+      assert(
+        Number(plan.steps_escalated) >= 1,
+        `plan.steps_escalated is ${short(plan.steps_escalated)} while a step awaits approval`,
+      )
+    },
+  },
+  {
+    id: 'runs.cancel-flushes-approvals',
+    title: 'Cancel marks the run terminal and flushes its pending approvals',
+    level: 'core',
+    sections: ['§3', '§4'],
+    async run(ctx) {
+      const { runId } = await ctx.fx.awaitingRun()
+      const res = await ctx.http.post(`/v1/runs/${runId}/cancel`)
+      expectStatus(res, [200, 202, 204], 'POST /v1/runs/{run_id}/cancel')
+      const after = await ctx.fx.inspect(runId)
+      assert(
+        Array.isArray(after.awaiting) && after.awaiting.length === 0,
+        `awaiting after cancel: ${short(after.awaiting)}`,
+      )
+      assert(
+        !['queued', 'awaiting_approval'].includes(String(after.status)),
+        `status after cancel is ${short(after.status)}`,
+      )
+      await sleep(300)
+      const later = await ctx.fx.inspect(runId)
+      assert(later.status === after.status, `the cancelled run moved on to ${short(later.status)}`)
+      assert(
+        obj(later.plan).steps_completed === obj(after.plan).steps_completed,
+        'steps kept completing after cancel',
+      )
+    },
+  },
+  {
+    id: 'runs.cancel-state',
+    title:
+      'A cancelled run is `cancelled`, its trace records the flush, and further controls answer 409 invalid_state',
+    level: 'profile',
+    sections: ['§3'],
+    async run(ctx) {
+      const { runId } = await ctx.fx.awaitingRun()
+      const res = await ctx.http.post(`/v1/runs/${runId}/cancel`)
+      expectStatus(res, 200, 'cancel')
+      assert(obj(res.body).status === 'cancelled', `cancel answered status ${short(obj(res.body).status)}`)
+      const { frames } = await ctx.fx.readTrace(runId)
+      const kinds = frames.map((f) => f.kind)
+      assert(kinds.includes('approval.flushed'), `no approval.flushed frame: ${kinds.join(', ')}`)
+      assert(kinds.includes('control.cancelled'), `no control.cancelled frame: ${kinds.join(', ')}`)
+      for (const action of ['pause', 'resume', 'cancel']) {
+        const e = expectError(
+          await ctx.http.post(`/v1/runs/${runId}/${action}`),
+          409,
+          `${action} after cancel`,
+          'invalid_state',
+        )
+        const detail = obj(e.detail)
+        assert(
+          detail.status === 'cancelled' && detail.action === action && Array.isArray(detail.allowed_actions),
+          `detail: ${short(detail)}`,
+        )
+      }
+    },
+  },
+  {
+    id: 'runs.pause-suspends',
+    title: 'Pause suspends the scheduler: no further step completes while the run is paused',
+    level: 'core',
+    sections: ['§3', '§4'],
+    async run(ctx) {
+      const { runId } = await pausedRun(ctx)
+      const slowMs = Number(ctx.config.profile.tools.slow.config?.delay_ms ?? 400)
+      await sleep(slowMs + 300) // an in-flight call may finish and be recorded
+      const a = await ctx.fx.inspect(runId)
+      await sleep(slowMs * 2 + 300)
+      const b = await ctx.fx.inspect(runId)
+      assert(!TERMINAL.has(String(b.status)), `the paused run ended as ${short(b.status)}`)
+      assert(
+        obj(a.plan).steps_completed === obj(b.plan).steps_completed,
+        `steps_completed went from ${short(obj(a.plan).steps_completed)} to ${short(obj(b.plan).steps_completed)} while paused`,
+      )
+      await ctx.http.post(`/v1/runs/${runId}/cancel`)
+    },
+  },
+  {
+    id: 'runs.pause-resume-states',
+    title: 'Pause answers status paused; resume restores it and the run finishes every step',
+    level: 'profile',
+    sections: ['§3'],
+    async run(ctx) {
+      const { runId, paused } = await pausedRun(ctx)
+      assert(obj(paused.body).status === 'paused', `pause answered status ${short(obj(paused.body).status)}`)
+      expectError(
+        await ctx.http.post(`/v1/runs/${runId}/pause`),
+        409,
+        'pausing a paused run',
+        'invalid_state',
+      )
+      const resumed = await ctx.http.post(`/v1/runs/${runId}/resume`)
+      expectStatus(resumed, 200, 'resume')
+      assert(
+        ['queued', 'running'].includes(String(obj(resumed.body).status)),
+        `resume answered ${short(obj(resumed.body).status)}`,
+      )
+      const final = await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'terminal after resume')
+      assert(final.status === 'succeeded', `the resumed run ended ${short(final.status)}`)
+      assert(
+        obj(final.plan).steps_completed === 3,
+        `steps_completed is ${short(obj(final.plan).steps_completed)}`,
+      )
+      const kinds = (await ctx.fx.readTrace(runId)).frames.map((f) => f.kind)
+      assert(
+        kinds.includes('control.paused') && kinds.includes('control.resumed'),
+        `trace kinds: ${kinds.join(', ')}`,
+      )
+    },
+  },
+  {
+    id: 'runs.trace-frames',
+    title:
+      'The trace lists frames in time order with ts, step_id, kind; tool.call frames name the tool, latency and result',
+    level: 'core',
+    sections: ['§2', '§4'],
+    async run(ctx) {
+      const { runId } = await ctx.fx.completedRun()
+      const { frames } = await ctx.fx.readTrace(runId)
+      assert(frames.length > 0, 'the trace of a finished run is empty')
+      let last = ''
+      for (const [i, f] of frames.entries()) {
+        assert(isRfc3339(f.ts), `frame ${i} ts is not RFC 3339: ${short(f)}`)
+        assert(typeof f.kind === 'string', `frame ${i} has no kind: ${short(f)}`)
+        assert('step_id' in f, `frame ${i} has no step_id: ${short(f)}`)
+        const t = new Date(String(f.ts)).toISOString()
+        assert(t >= last, `frame ${i} (${String(f.ts)}) is older than the one before it`)
+        last = t
+      }
+      const calls = frames.filter((f) => f.kind === 'tool.call')
+      assert(calls.length >= 1, 'no tool.call frame in the trace of a run over two tools')
+      for (const c of calls) {
+        assert(typeof c.tool === 'string' && c.tool !== '', `tool.call without tool: ${short(c)}`)
+        assert(typeof c.step_id === 'string', `tool.call without step_id: ${short(c)}`)
+        assert(
+          Number.isInteger(c.latency_ms) && (c.latency_ms as number) >= 0,
+          `latency_ms is not an integer: ${short(c)}`,
+        )
+        assert(typeof c.result === 'string', `tool.call without result: ${short(c)}`)
+      }
+      assert(
+        frames.some((f) => f.policy === 'allow'),
+        'no frame records an allow policy decision',
+      )
+    },
+  },
+  {
+    id: 'runs.trace-sequence',
+    title:
+      'Frames are numbered 1..n without gaps: run.started first, a policy decision before each call, run.succeeded last',
+    level: 'profile',
+    sections: ['§2'],
+    async run(ctx) {
+      const { runId } = await ctx.fx.completedRun()
+      const { frames } = await ctx.fx.readTrace(runId)
+      for (const [i, f] of frames.entries()) assert(f.seq === i + 1, `frame ${i} has seq ${short(f.seq)}`)
+      assert(frames[0]?.kind === 'run.started', `first frame is ${short(frames[0]?.kind)}`)
+      assert(frames.at(-1)?.kind === 'run.succeeded', `last frame is ${short(frames.at(-1)?.kind)}`)
+      for (const [i, f] of frames.entries()) {
+        if (f.kind !== 'tool.call') continue
+        const decision = frames
+          .slice(0, i)
+          .findLast((g) => g.step_id === f.step_id && g.kind === 'policy.decision')
+        assert(decision?.policy === 'allow', `no allow decision before the call of ${String(f.step_id)}`)
+      }
+    },
+  },
+  {
+    id: 'runs.trace-paging',
+    title: 'Paging the trace one frame at a time yields the same frames, once each, in order',
+    level: 'profile',
+    sections: ['§4', '§8'],
+    async run(ctx) {
+      const { runId } = await ctx.fx.completedRun()
+      const whole = await ctx.fx.readTrace(runId, 200)
+      const single = await ctx.fx.readTrace(runId, 1)
+      assert(
+        single.pages >= whole.frames.length,
+        `${whole.frames.length} frames came in ${single.pages} pages of one`,
+      )
+      assert(
+        JSON.stringify(single.frames) === JSON.stringify(whole.frames),
+        'paged frames differ from the whole trace',
+      )
+    },
+  },
+  {
+    id: 'runs.trace-streaming',
+    title: 'Accept: text/event-stream streams the same frames as paging, then event: end',
+    level: 'profile',
+    sections: ['§4'],
+    async run(ctx) {
+      const { runId } = await ctx.fx.completedRun()
+      const paged = await ctx.fx.readTrace(runId)
+      const res = await ctx.http.get(`/v1/runs/${runId}/trace`, { headers: { accept: 'text/event-stream' } })
+      expectStatus(res, 200, 'SSE trace')
+      assert(
+        (res.headers['content-type'] ?? '').startsWith('text/event-stream'),
+        `content-type ${res.headers['content-type']}`,
+      )
+      const events = parseSse(res.text)
+      const frames = events.filter((e) => e.event === 'frame').map((e) => JSON.parse(e.data) as Json)
+      assert(
+        events.at(-1)?.event === 'end',
+        `the stream did not end with event: end (${events.map((e) => e.event).join(',')})`,
+      )
+      assert(
+        JSON.stringify(frames) === JSON.stringify(paged.frames),
+        'streamed frames differ from paged frames',
+      )
+      assert(
+        events.filter((e) => e.event === 'frame').every((e, i) => e.id === String(frames[i]?.seq)),
+        'SSE ids are not the frame seqs',
+      )
+    },
+  },
+  {
+    id: 'runs.trace-cursor-resumes',
+    title: 'The trace_cursor of an inspection reads only newer frames',
+    level: 'profile',
+    sections: ['§2', '§4'],
+    async run(ctx) {
+      const { runId } = await ctx.fx.completedRun()
+      const run = await ctx.fx.inspect(runId)
+      const res = await ctx.http.get(
+        `/v1/runs/${runId}/trace?cursor=${encodeURIComponent(String(run.trace_cursor))}`,
+      )
+      expectStatus(res, 200, 'trace from trace_cursor')
+      const b = obj(res.body)
+      assert(
+        Array.isArray(b.data) && b.data.length === 0,
+        `frames after the last cursor of a finished run: ${short(b.data)}`,
+      )
+      assert(b.next_cursor === null, `next_cursor of a finished trace is ${short(b.next_cursor)}`)
+    },
+  },
+  {
+    id: 'runs.start-body-validation',
+    title: 'Unknown mode or trace_level values answer 400; the spec’s own body is accepted',
+    level: 'profile',
+    sections: ['§2', '§7'],
+    async run(ctx) {
+      const agent = await ctx.fx.agent()
+      expectError(
+        await ctx.http.post(`/v1/agents/${agent}/runs`, { ...runBody(), mode: 'turbo' }),
+        400,
+        'mode turbo',
+        'invalid_request',
+      )
+      expectError(
+        await ctx.http.post(`/v1/agents/${agent}/runs`, { ...runBody(), trace_level: 'verbose' }),
+        400,
+        'trace_level verbose',
+        'invalid_request',
+      )
+      const ok = await ctx.http.post(`/v1/agents/${agent}/runs`, runBody())
+      if (ok.status !== 201) fail(`the spec's example body answered ${ok.status}`)
+    },
+  },
+]

@@ -1,0 +1,195 @@
+/**
+ * Spec §5.6: a resource that does not exist, or is out of scope for the calling identity, yields 404. Every kind
+ * of resource is read from a second workspace and compared with a read of an id that names nothing.
+ */
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, missingIdLike } from '../fixtures.js'
+import { type HttpResponse, obj } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+import { expectError } from './assertions.js'
+import { ensureWebhook } from './webhooks.js'
+
+interface Kind {
+  kind: string
+  level: 'core' | 'profile'
+  sections: string[]
+  /** Creates (or reuses) a resource of the primary workspace and returns its path and the id in it. */
+  make(ctx: CheckContext): Promise<{ path: string; id: string }>
+}
+
+const KINDS: Kind[] = [
+  {
+    kind: 'agent',
+    level: 'core',
+    sections: ['§5', '§4'],
+    async make(ctx) {
+      const id = await ctx.fx.agent()
+      return { path: `/v1/agents/${id}`, id }
+    },
+  },
+  {
+    kind: 'task',
+    level: 'core',
+    sections: ['§5', '§4'],
+    async make(ctx) {
+      const agent = await ctx.fx.agent()
+      const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, {
+        description: ctx.name('task'),
+        priority: 2,
+      })
+      expectStatus(res, [200, 201, 202], 'assigning a task')
+      const id = obj(res.body).task_id ?? obj(res.body).id
+      if (typeof id !== 'string') fail(`task assignment answered no task_id: ${short(res.body)}`)
+      return { path: `/v1/tasks/${id}`, id }
+    },
+  },
+  {
+    kind: 'run',
+    level: 'core',
+    sections: ['§5', '§4'],
+    async make(ctx) {
+      const run = await ctx.fx.completedRun()
+      return { path: `/v1/runs/${run.runId}`, id: run.runId }
+    },
+  },
+  {
+    kind: 'trace',
+    level: 'core',
+    sections: ['§5', '§4'],
+    async make(ctx) {
+      const run = await ctx.fx.completedRun()
+      return { path: `/v1/runs/${run.runId}/trace`, id: run.runId }
+    },
+  },
+  {
+    kind: 'tool',
+    level: 'core',
+    sections: ['§5', '§4'],
+    async make(ctx) {
+      const tool = await ctx.fx.tool('succeed')
+      return { path: `/v1/tools/${tool.id}`, id: tool.id }
+    },
+  },
+  {
+    kind: 'webhook',
+    level: 'profile',
+    sections: ['§5', '§4'],
+    async make(ctx) {
+      const hook = await ensureWebhook(ctx)
+      return { path: `/v1/webhooks/${hook.id}`, id: hook.id }
+    },
+  },
+  {
+    kind: 'connector-records',
+    level: 'profile',
+    sections: ['§5', '§4'],
+    async make(ctx) {
+      const connector = ctx.name('conn-scope')
+      const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, {
+        records: [
+          {
+            id: 'r1',
+            ts: new Date().toISOString(),
+            source: 'conformance',
+            policy_class: ctx.config.profile.policyClass,
+            body: { n: 1 },
+          },
+        ],
+      })
+      expectStatus(res, 202, 'ingesting one record')
+      return { path: `/v1/grid/connectors/${connector}/records`, id: connector }
+    },
+  },
+]
+
+function withoutVolatile(res: HttpResponse, id: string, missing: string): string {
+  const error = { ...obj(obj(res.body).error) }
+  delete error.request_id
+  return JSON.stringify(error).split(id).join('<id>').split(missing).join('<id>')
+}
+
+export const scopingChecks: Check[] = [
+  ...KINDS.map(
+    (k): Check => ({
+      id: `scoping.${k.kind}-404`,
+      title: `A ${k.kind} of another workspace answers 404 like a ${k.kind} that does not exist`,
+      level: k.level,
+      sections: k.sections,
+      async run(ctx) {
+        const other = ctx.as('secondWorkspace')
+        const { path, id } = await k.make(ctx)
+        const own = await ctx.http.get(path)
+        expectStatus(own, 200, `the owner reading ${path}`)
+        const foreign = await other.get(path)
+        const foreignError = expectError(foreign, 404, `another workspace reading its ${k.kind}`)
+        const missing = missingIdLike(id)
+        const absent = await ctx.http.get(path.replace(id, missing))
+        const absentError = expectError(absent, 404, `reading a ${k.kind} that does not exist`)
+        assert(
+          foreignError.code === absentError.code,
+          `the two 404s differ in error.code ("${String(foreignError.code)}" vs "${String(absentError.code)}"), which tells a caller the ${k.kind} exists`,
+        )
+      },
+    }),
+  ),
+  {
+    id: 'scoping.identical-404-bodies',
+    title: 'Out-of-scope and missing resources answer byte-identical error bodies (request_id and id aside)',
+    level: 'profile',
+    sections: ['§5', '§7'],
+    async run(ctx) {
+      const other = ctx.as('secondWorkspace')
+      const agent = await ctx.fx.agent()
+      const missing = missingIdLike(agent)
+      const foreign = await other.get(`/v1/agents/${agent}`)
+      const absent = await other.get(`/v1/agents/${missing}`)
+      expectError(foreign, 404, 'foreign agent', 'not_found')
+      expectError(absent, 404, 'missing agent', 'not_found')
+      const a = withoutVolatile(foreign, agent, missing)
+      const b = withoutVolatile(absent, agent, missing)
+      assert(a === b, `the bodies differ: ${a} vs ${b}`)
+    },
+  },
+  {
+    id: 'scoping.cross-workspace-writes-404',
+    title: 'Writes aimed at another workspace’s agent (delete, task, run) answer 404 and change nothing',
+    level: 'core',
+    sections: ['§5', '§4'],
+    async run(ctx) {
+      const other = ctx.as('secondWorkspace')
+      const agent = await ctx.fx.agent()
+      expectError(await other.delete(`/v1/agents/${agent}`), 404, 'another workspace deleting the agent')
+      expectError(
+        await other.post(`/v1/agents/${agent}/tasks`, { description: 'cross-workspace' }),
+        404,
+        'another workspace assigning a task',
+      )
+      expectError(
+        await other.post(`/v1/agents/${agent}/runs`, { inputs: {}, mode: 'live', trace_level: 'detailed' }),
+        404,
+        'another workspace starting a run',
+      )
+      expectStatus(await ctx.http.get(`/v1/agents/${agent}`), 200, 'the owner reading the agent afterwards')
+    },
+  },
+  {
+    id: 'scoping.lists-stay-in-workspace',
+    title: 'Lists never show another workspace’s resources',
+    level: 'core',
+    sections: ['§5'],
+    async run(ctx) {
+      const other = ctx.as('secondWorkspace')
+      const agent = await ctx.fx.agent()
+      const tool = await ctx.fx.tool('succeed')
+      for (const [path, id] of [
+        ['/v1/agents?limit=200', agent],
+        ['/v1/tools?limit=200', tool.id],
+      ] as const) {
+        const res = await other.get(path)
+        expectStatus(res, 200, `another workspace listing ${path}`)
+        assert(!res.text.includes(id), `${path} of another workspace shows ${id}`)
+      }
+    },
+  },
+]

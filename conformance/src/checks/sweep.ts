@@ -1,0 +1,119 @@
+/**
+ * Checks over every answer the run has seen so far: they run last, so they judge the traffic of all the others.
+ */
+import type { Check } from '../check.js'
+import { obj } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+import { envelopeProblems, isRfc3339, timestampFields } from './assertions.js'
+
+function where(x: {
+  exchange: { method: string; url: string }
+  checkId: string
+  response: { status: number }
+}): string {
+  return `${x.exchange.method} ${new URL(x.exchange.url).pathname} → ${x.response.status} (during ${x.checkId})`
+}
+
+export const sweepChecks: Check[] = [
+  {
+    id: 'sweep.error-envelope-everywhere',
+    title: 'Every error answer of the run used the error envelope with code, message, detail and request_id',
+    level: 'core',
+    sections: ['§7'],
+    async run(ctx) {
+      const errors = ctx.seen.filter((x) => x.response.status >= 400)
+      assert(errors.length > 0, 'no error answers were seen')
+      const bad = errors.filter((x) => envelopeProblems(x.response.body).length > 0)
+      if (bad.length > 0) {
+        fail(
+          `${bad.length} of ${errors.length} error answers break the envelope, e.g. ${where(bad[0]!)}: ${envelopeProblems(bad[0]!.response.body).join('; ')}`,
+        )
+      }
+    },
+  },
+  {
+    id: 'sweep.no-5xx',
+    title: 'No request of the run got a 5xx',
+    level: 'core',
+    sections: ['§7'],
+    async run(ctx) {
+      const bad = ctx.seen.filter((x) => x.response.status >= 500)
+      if (bad.length > 0)
+        fail(`${bad.length} answers were 5xx, e.g. ${where(bad[0]!)} ${short(bad[0]!.response.body)}`)
+    },
+  },
+  {
+    id: 'sweep.rfc3339-timestamps',
+    title: 'Every timestamp field (ts, *_at) in every JSON answer is RFC 3339',
+    level: 'core',
+    sections: ['§1', '§2'],
+    async run(ctx) {
+      let count = 0
+      for (const x of ctx.seen) {
+        for (const f of timestampFields(x.response.body)) {
+          count++
+          if (!isRfc3339(f.value)) fail(`${f.path} = ${short(f.value)} is not RFC 3339 in ${where(x)}`)
+        }
+      }
+      assert(count > 0, 'no timestamps were seen')
+    },
+  },
+  {
+    id: 'sweep.ratelimit-headers-everywhere',
+    title: 'Every authenticated answer carries rate-limit headers',
+    level: 'core',
+    sections: ['§8'],
+    async run(ctx) {
+      const answers = ctx.seen.filter((x) => x.authenticated && x.response.status !== 401)
+      assert(answers.length > 0, 'no authenticated answers were seen')
+      const bad = answers.filter((x) => !Object.keys(x.response.headers).some((h) => /rate-?limit/i.test(h)))
+      if (bad.length > 0)
+        fail(`${bad.length} of ${answers.length} answers had no rate-limit header, e.g. ${where(bad[0]!)}`)
+    },
+  },
+  {
+    id: 'sweep.ratelimit-header-names',
+    title: 'Every authenticated answer carries RateLimit-Policy and RateLimit',
+    level: 'profile',
+    sections: ['§8'],
+    async run(ctx) {
+      const answers = ctx.seen.filter((x) => x.authenticated && x.response.status !== 401)
+      const bad = answers.filter(
+        (x) => !x.response.headers['ratelimit-policy'] || !x.response.headers.ratelimit,
+      )
+      if (bad.length > 0)
+        fail(
+          `${bad.length} of ${answers.length} answers lack RateLimit-Policy/RateLimit, e.g. ${where(bad[0]!)}`,
+        )
+    },
+  },
+  {
+    id: 'sweep.request-id-header',
+    title: 'Every answer carries X-Request-Id, equal to error.request_id on errors',
+    level: 'profile',
+    sections: ['§7'],
+    async run(ctx) {
+      for (const x of ctx.seen) {
+        const header = x.response.headers['x-request-id']
+        if (!header) fail(`no X-Request-Id on ${where(x)}`)
+        if (x.response.status >= 400) {
+          const rid = obj(obj(x.response.body).error).request_id
+          if (rid !== header) fail(`error.request_id ${short(rid)} ≠ X-Request-Id ${header} on ${where(x)}`)
+        }
+      }
+    },
+  },
+  {
+    id: 'sweep.bodies-match-openapi',
+    title: 'Every answer’s status and body match the OpenAPI document (Ajv 2020)',
+    level: 'profile',
+    sections: ['§2', '§4', '§7'],
+    async run(ctx) {
+      if (ctx.violations.length > 0) {
+        const v = ctx.violations[0]!
+        fail(`${ctx.violations.length} answers break the document, e.g. ${v.message}`)
+      }
+    },
+  },
+]

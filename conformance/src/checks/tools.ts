@@ -1,0 +1,113 @@
+/** Spec §2, §4 tools: registration, inspection, listing, retirement that keeps historical traces intact. */
+import type { Check } from '../check.js'
+import { expectStatus, pageItems, TERMINAL, toolId } from '../fixtures.js'
+import { obj } from '../http.js'
+import { assert } from '../types.js'
+import { short } from '../wait.js'
+import { isRfc3339 } from './assertions.js'
+
+export const toolChecks: Check[] = [
+  {
+    id: 'tools.register-inspect-list',
+    title: 'A registered tool can be inspected by its id and appears in the list',
+    level: 'core',
+    sections: ['§4', '§2'],
+    async run(ctx) {
+      const tool = await ctx.fx.tool('succeed')
+      const one = await ctx.http.get(`/v1/tools/${tool.id}`)
+      expectStatus(one, 200, 'GET /v1/tools/{tool_id}')
+      assert(obj(one.body).name === tool.name, `the inspected tool is named ${short(obj(one.body).name)}`)
+      let found = false
+      let cursor: string | null | undefined
+      for (let i = 0; i < 10 && !found; i++) {
+        const res = await ctx.http.get(
+          `/v1/tools?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        )
+        expectStatus(res, 200, 'GET /v1/tools')
+        found = (pageItems(res.body) ?? []).some((t) => toolId(t) === tool.id)
+        cursor = obj(res.body).next_cursor as string | null | undefined
+        if (!cursor) break
+      }
+      assert(found, `tool ${tool.id} is not in GET /v1/tools`)
+    },
+  },
+  {
+    id: 'tools.registration-shape',
+    title: 'Registration answers 201 with tool_id, the policy binding and status active',
+    level: 'profile',
+    sections: ['§4', '§2'],
+    async run(ctx) {
+      const name = ctx.name('tool-shape')
+      const res = await ctx.http.post('/v1/tools', {
+        name,
+        provider: ctx.config.profile.tools.succeed.provider,
+        input_schema: { $ref: 'https://example.com/schemas/input.json' },
+        output_schema: { type: 'string' },
+        policy_binding: { envelope: 'default', required_scopes: ['tools:read'] },
+        idempotent: false,
+      })
+      expectStatus(res, 201, 'POST /v1/tools')
+      const b = obj(res.body)
+      const id = toolId(b)
+      if (id) ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+      assert(typeof b.tool_id === 'string', 'no tool_id')
+      assert(
+        b.status === 'active' && b.retired_at === null,
+        `status ${short(b.status)}, retired_at ${short(b.retired_at)}`,
+      )
+      const binding = obj(b.policy_binding)
+      assert(
+        binding.envelope === 'default' && JSON.stringify(binding.required_scopes) === '["tools:read"]',
+        `policy_binding ${short(binding)}`,
+      )
+      const dup = await ctx.http.post('/v1/tools', {
+        name,
+        provider: ctx.config.profile.tools.succeed.provider,
+        policy_binding: { envelope: 'default', required_scopes: [] },
+      })
+      assert(dup.status === 409, `registering an active name twice answered ${dup.status}`)
+    },
+  },
+  {
+    id: 'tools.retire-keeps-traces',
+    title: 'Retiring a tool leaves its historical runs intact; their traces still reference it by id',
+    level: 'core',
+    sections: ['§4'],
+    async run(ctx) {
+      const tool = await ctx.fx.newTool('succeed')
+      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
+      const run = await ctx.fx.startRun(agent)
+      await ctx.fx.waitForStatus(run.runId, (s) => TERMINAL.has(s), 'terminal')
+      const before = await ctx.http.get(`/v1/runs/${run.runId}/trace?limit=200`)
+      expectStatus(before, 200, 'trace before retirement')
+      assert(before.text.includes(tool.id), `the trace never references tool ${tool.id}`)
+      const retired = await ctx.http.delete(`/v1/tools/${tool.id}`)
+      expectStatus(retired, [200, 202, 204], 'DELETE /v1/tools/{tool_id}')
+      expectStatus(await ctx.http.get(`/v1/runs/${run.runId}`), 200, 'the run after retirement')
+      const after = await ctx.http.get(`/v1/runs/${run.runId}/trace?limit=200`)
+      expectStatus(after, 200, 'the trace after retirement')
+      assert(after.text.includes(tool.id), `the trace no longer references tool ${tool.id} after retirement`)
+      assert(
+        JSON.stringify(pageItems(after.body)) === JSON.stringify(pageItems(before.body)),
+        'the trace changed when the tool was retired',
+      )
+    },
+  },
+  {
+    id: 'tools.retired-stays-readable',
+    title: 'A retired tool stays readable by id (status retired, retired_at) and leaves the default list',
+    level: 'profile',
+    sections: ['§4'],
+    async run(ctx) {
+      const tool = await ctx.fx.newTool('succeed')
+      const res = await ctx.http.delete(`/v1/tools/${tool.id}`)
+      expectStatus(res, 200, 'retire')
+      const again = await ctx.http.delete(`/v1/tools/${tool.id}`)
+      expectStatus(again, 200, 'retiring again')
+      const one = obj((await ctx.http.get(`/v1/tools/${tool.id}`)).body)
+      assert(one.status === 'retired' && isRfc3339(one.retired_at), `retired tool reads ${short(one)}`)
+      const list = await ctx.http.get('/v1/tools?limit=200&include_retired=true')
+      assert(list.text.includes(tool.id), 'include_retired=true does not list the retired tool')
+    },
+  },
+]

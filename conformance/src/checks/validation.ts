@@ -1,0 +1,197 @@
+/**
+ * Spec §7: a schema mismatch or malformed body yields 400 with the error envelope. Hand-picked violations of the
+ * spec's own rules are core; generated bodies (fast-check, from the OpenAPI request schemas) must never get a 5xx
+ * (core) and get exactly 400 invalid_request under the reference profile's schemas (profile).
+ */
+import type { Check, CheckContext } from '../check.js'
+import { sampleBadBodies } from '../fuzz.js'
+import type { HttpResponse } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+import { envelopeProblems, expectError } from './assertions.js'
+
+type Json = Record<string, unknown>
+
+interface Target {
+  operationId: string
+  path: (ctx: CheckContext) => Promise<string>
+  base: (ctx: CheckContext) => Json
+}
+
+const TARGETS: Target[] = [
+  {
+    operationId: 'createAgent',
+    path: async () => '/v1/agents',
+    base: (ctx) => ({ name: ctx.name('fuzz'), behavior: 'autonomous', capabilities: [] }),
+  },
+  {
+    operationId: 'assignTask',
+    path: async (ctx) => `/v1/agents/${await ctx.fx.agent()}/tasks`,
+    base: () => ({ description: 'conformance fuzz', data_source: 's3://bucket/key', priority: 3 }),
+  },
+  {
+    operationId: 'startRun',
+    path: async (ctx) => `/v1/agents/${await ctx.fx.agent()}/runs`,
+    base: () => ({ inputs: { period: '2026-Q3' }, mode: 'live', trace_level: 'detailed' }),
+  },
+  {
+    operationId: 'registerTool',
+    path: async () => '/v1/tools',
+    base: (ctx) => ({
+      name: ctx.name('fuzz-tool'),
+      provider: ctx.config.profile.tools.succeed.provider,
+      input_schema: { type: 'object' },
+      output_schema: { type: 'string' },
+      policy_binding: { envelope: 'default', required_scopes: [] },
+      idempotent: true,
+    }),
+  },
+  {
+    operationId: 'createWebhook',
+    path: async () => '/v1/webhooks',
+    base: () => ({ url: 'https://example.com/hook', events: ['run.started'], secret: 'conformance-secret' }),
+  },
+  {
+    operationId: 'ingestBatch',
+    path: async (ctx) => `/v1/grid/connectors/${ctx.name('conn-fuzz')}/ingest`,
+    base: () => ({ records: [] }),
+  },
+]
+
+interface FuzzOutcome {
+  operationId: string
+  path: string
+  defect: string
+  body: unknown
+  res: HttpResponse
+}
+
+const outcomes = new WeakMap<object, Promise<FuzzOutcome[]>>()
+
+/** Sends the generated bodies once; the two fuzz checks judge the same answers. */
+function fuzz(ctx: CheckContext): Promise<FuzzOutcome[]> {
+  let p = outcomes.get(ctx.config)
+  if (!p) {
+    p = (async () => {
+      const results: FuzzOutcome[] = []
+      ctx.log(`    fuzz: ${ctx.config.fuzzRuns} bodies per operation, seed ${ctx.config.seed}`)
+      for (const [i, t] of TARGETS.entries()) {
+        const op = ctx.contract.byId(t.operationId)
+        if (!op?.requestSchemaPointer) continue
+        const path = await t.path(ctx)
+        const bodies = sampleBadBodies(
+          ctx.contract,
+          op.requestSchemaPointer,
+          t.base(ctx),
+          ctx.config.fuzzRuns,
+          ctx.config.seed + i,
+        )
+        for (const b of bodies) {
+          const res = await ctx.http.post(path, undefined, { rawBody: JSON.stringify(b.body) })
+          results.push({ operationId: t.operationId, path, defect: b.defect, body: b.body, res })
+        }
+      }
+      return results
+    })()
+    outcomes.set(ctx.config, p)
+    p.catch(() => outcomes.delete(ctx.config))
+  }
+  return p
+}
+
+function describe(o: FuzzOutcome): string {
+  return `${o.operationId} (${o.defect}) body ${short(o.body, 160)} → ${o.res.status} ${short(o.res.body, 200)}`
+}
+
+export const validationChecks: Check[] = [
+  {
+    id: 'validation.spec-violations-400',
+    title: 'Bodies that break the spec’s own field rules answer 400 with the error envelope',
+    level: 'core',
+    sections: ['§7', '§2', '§8'],
+    async run(ctx) {
+      const agent = await ctx.fx.agent()
+      const cases: Array<[string, string, unknown]> = [
+        ['agent without name', '/v1/agents', { behavior: 'autonomous' }],
+        ['agent without behavior', '/v1/agents', { name: ctx.name('bad') }],
+        ['agent with an unknown behavior', '/v1/agents', { name: ctx.name('bad'), behavior: 'chaotic' }],
+        ['agent with a numeric name', '/v1/agents', { name: 42, behavior: 'autonomous' }],
+        [
+          'agent with capabilities not an array',
+          '/v1/agents',
+          { name: ctx.name('bad'), behavior: 'hybrid', capabilities: 'x' },
+        ],
+        ['task without description', `/v1/agents/${agent}/tasks`, { priority: 3 }],
+        ['task with priority 0', `/v1/agents/${agent}/tasks`, { description: 'x', priority: 0 }],
+        ['task with priority 6', `/v1/agents/${agent}/tasks`, { description: 'x', priority: 6 }],
+        ['task with a string priority', `/v1/agents/${agent}/tasks`, { description: 'x', priority: 'high' }],
+        [
+          'run with inputs not an object',
+          `/v1/agents/${agent}/runs`,
+          { inputs: 'x', mode: 'live', trace_level: 'detailed' },
+        ],
+        ['ingest without records', `/v1/grid/connectors/${ctx.name('conn-bad')}/ingest`, {}],
+        [
+          'ingest with records not an array',
+          `/v1/grid/connectors/${ctx.name('conn-bad')}/ingest`,
+          { records: 'x' },
+        ],
+        [
+          'webhook with events not an array',
+          '/v1/webhooks',
+          { url: 'https://example.com/h', events: 'run.started', secret: 'conformance-secret' },
+        ],
+      ]
+      for (const [what, path, body] of cases) expectError(await ctx.http.post(path, body), 400, what)
+    },
+  },
+  {
+    id: 'validation.malformed-json-400',
+    title: 'A malformed JSON body answers 400 with the error envelope',
+    level: 'core',
+    sections: ['§7', '§1'],
+    async run(ctx) {
+      for (const raw of ['{"name": "x", "behavior": ', '{name: x}', '\u0000\u0001', '[1,2', '']) {
+        const res = await ctx.http.post('/v1/agents', undefined, { rawBody: raw })
+        expectError(res, 400, `body ${JSON.stringify(raw)}`)
+      }
+    },
+  },
+  {
+    id: 'validation.fuzz-never-5xx',
+    title: 'Generated bad bodies (seeded, from the OpenAPI request schemas) never get a 5xx',
+    level: 'core',
+    sections: ['§7'],
+    async run(ctx) {
+      const results = await fuzz(ctx)
+      assert(results.length > 0, 'no bodies were generated')
+      const broken = results.filter((o) => o.res.status >= 500)
+      if (broken.length > 0)
+        fail(
+          `${broken.length} of ${results.length} answered 5xx (seed ${ctx.config.seed}): ${describe(broken[0]!)}`,
+        )
+      const noEnvelope = results.filter((o) => o.res.status >= 400 && envelopeProblems(o.res.body).length > 0)
+      if (noEnvelope.length > 0)
+        fail(`error without the envelope (seed ${ctx.config.seed}): ${describe(noEnvelope[0]!)}`)
+    },
+  },
+  {
+    id: 'validation.fuzz-400',
+    title: 'Generated bodies that break the OpenAPI request schemas answer 400 invalid_request',
+    level: 'profile',
+    sections: ['§7'],
+    async run(ctx) {
+      const results = await fuzz(ctx)
+      const wrong = results.filter((o) => o.res.status !== 400 || (o.res.body as Json)?.error === undefined)
+      if (wrong.length > 0) {
+        fail(
+          `${wrong.length} of ${results.length} did not answer 400 (seed ${ctx.config.seed}): ${describe(wrong[0]!)}`,
+        )
+      }
+      const codes = new Set(
+        results.map((o) => String(((o.res.body as Json).error as Json | undefined)?.code)),
+      )
+      assert(codes.size === 1 && codes.has('invalid_request'), `error codes seen: ${[...codes].join(', ')}`)
+    },
+  },
+]

@@ -1,0 +1,444 @@
+/**
+ * Settings come from (lowest to highest) defaults, the JSON config file, AGENTOPS_CONFORMANCE_* variables and
+ * flags. One table drives parsing and `--help`, so every setting is documented where it is defined.
+ */
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { ConfigError } from './types.js'
+
+export const REPO_ROOT = join(import.meta.dirname, '..', '..')
+
+export interface ToolHint {
+  provider: string
+  config?: Record<string, unknown>
+}
+
+/** What the suite needs to know about a deployment's own choices where the spec is silent. */
+export interface ProfileHints {
+  /** Tool providers: one that succeeds, one that fails, one that takes a while (for pause). */
+  tools: { succeed: ToolHint; fail: ToolHint; slow: ToolHint }
+  /** Agent behaviour that makes every tool call wait for approval. */
+  approvalBehavior: string
+  /** Ingest policy class the primary workspace accepts. */
+  policyClass: string
+  /** A request the narrow-scope token is refused (403). */
+  narrowDenied: { method: string; path: string; body?: unknown }
+}
+
+export interface SuiteConfig {
+  baseUrl: string
+  streamUrl: string
+  openapiPath: string
+  tokens: {
+    primary: string
+    secondWorkspace?: string
+    narrowScope?: string
+    rateLimited?: string
+    rateLimitedPeer?: string
+    expired?: string
+  }
+  /** Requests the 429 search may send with the rate-limited token before giving up. */
+  rateLimitSearch: number
+  /** Longest wait for Retry-After recovery, in seconds. */
+  maxRetryAfterWait: number
+  receiver: { host: string; port: number; url?: string }
+  profile: ProfileHints
+  budget: number
+  timeoutMs: number
+  waitMs: number
+  seed: number
+  fuzzRuns: number
+  strictProfile: boolean
+  only: string[]
+  prefix: string
+  reports: { junit?: string; json?: string; markdown?: string }
+  verbose: boolean
+}
+
+export interface CliOptions {
+  config: SuiteConfig
+  reference: boolean
+  list: boolean
+  help: boolean
+}
+
+type Kind = 'string' | 'int' | 'bool' | 'list'
+
+interface Setting {
+  flag: string
+  env: string
+  kind: Kind
+  help: string
+  /** Dotted path in the config file, when the file may set it. */
+  file?: string
+}
+
+export const SETTINGS: Setting[] = [
+  {
+    flag: 'base-url',
+    env: 'BASE_URL',
+    kind: 'string',
+    file: 'baseUrl',
+    help: 'Service address without /v1, e.g. https://api.example.com',
+  },
+  {
+    flag: 'stream-url',
+    env: 'STREAM_URL',
+    kind: 'string',
+    file: 'streamUrl',
+    help: 'WebSocket address without /v1 (default: base URL with ws/wss)',
+  },
+  {
+    flag: 'config',
+    env: 'CONFIG',
+    kind: 'string',
+    help: 'JSON config file (tokens, receiver, profile hints; see conformance/README.md)',
+  },
+  {
+    flag: 'reference',
+    env: 'REFERENCE',
+    kind: 'bool',
+    help: 'Start the reference server in a temp dir, provision tokens with its CLI, run, stop it',
+  },
+  {
+    flag: 'token',
+    env: 'TOKEN',
+    kind: 'string',
+    file: 'tokens.primary',
+    help: 'Bearer token of the primary identity (every scope)',
+  },
+  {
+    flag: 'second-token',
+    env: 'SECOND_TOKEN',
+    kind: 'string',
+    file: 'tokens.secondWorkspace',
+    help: 'Token in a second workspace (404 scoping checks)',
+  },
+  {
+    flag: 'narrow-token',
+    env: 'NARROW_TOKEN',
+    kind: 'string',
+    file: 'tokens.narrowScope',
+    help: 'Token with narrow scopes, refused the --narrow-denied request (403 checks)',
+  },
+  {
+    flag: 'limited-token',
+    env: 'LIMITED_TOKEN',
+    kind: 'string',
+    file: 'tokens.rateLimited',
+    help: 'Token of a workspace with a small rate limit (429 checks)',
+  },
+  {
+    flag: 'limited-peer-token',
+    env: 'LIMITED_PEER_TOKEN',
+    kind: 'string',
+    file: 'tokens.rateLimitedPeer',
+    help: 'Another token of that same small-limit workspace (per-workspace scope)',
+  },
+  {
+    flag: 'expired-token',
+    env: 'EXPIRED_TOKEN',
+    kind: 'string',
+    file: 'tokens.expired',
+    help: 'An expired token (401 check; skipped when absent)',
+  },
+  {
+    flag: 'rate-limit-search',
+    env: 'RATE_LIMIT_SEARCH',
+    kind: 'int',
+    file: 'rateLimitSearch',
+    help: 'Requests the 429 search may spend with the limited token (default 60)',
+  },
+  {
+    flag: 'max-retry-after',
+    env: 'MAX_RETRY_AFTER',
+    kind: 'int',
+    file: 'maxRetryAfterWait',
+    help: 'Longest Retry-After the recovery check waits, seconds (default 20)',
+  },
+  {
+    flag: 'receiver-host',
+    env: 'RECEIVER_HOST',
+    kind: 'string',
+    file: 'receiver.host',
+    help: 'Address the webhook receiver listens on (default 127.0.0.1)',
+  },
+  {
+    flag: 'receiver-port',
+    env: 'RECEIVER_PORT',
+    kind: 'int',
+    file: 'receiver.port',
+    help: 'Port the webhook receiver listens on (default 0 = any free port)',
+  },
+  {
+    flag: 'receiver-url',
+    env: 'RECEIVER_URL',
+    kind: 'string',
+    file: 'receiver.url',
+    help: 'URL the deployment calls the receiver at (default http://host:port/hooks)',
+  },
+  {
+    flag: 'budget',
+    env: 'BUDGET',
+    kind: 'int',
+    file: 'budget',
+    help: 'Most requests the whole run may send (default 2000)',
+  },
+  {
+    flag: 'timeout-ms',
+    env: 'TIMEOUT_MS',
+    kind: 'int',
+    file: 'timeoutMs',
+    help: 'Timeout of every request, ms (default 10000)',
+  },
+  {
+    flag: 'wait-ms',
+    env: 'WAIT_MS',
+    kind: 'int',
+    file: 'waitMs',
+    help: 'Longest wait for asynchronous effects (runs, deliveries), ms (default 15000)',
+  },
+  {
+    flag: 'seed',
+    env: 'SEED',
+    kind: 'int',
+    file: 'seed',
+    help: 'Seed of the generated bad bodies (default: random, printed)',
+  },
+  {
+    flag: 'fuzz-runs',
+    env: 'FUZZ_RUNS',
+    kind: 'int',
+    file: 'fuzzRuns',
+    help: 'Generated bad bodies per operation (default 12)',
+  },
+  {
+    flag: 'strict-profile',
+    env: 'STRICT_PROFILE',
+    kind: 'bool',
+    file: 'strictProfile',
+    help: 'Profile failures also make the exit code 1',
+  },
+  {
+    flag: 'only',
+    env: 'ONLY',
+    kind: 'list',
+    help: 'Run only checks whose id starts with one of these (comma-separated)',
+  },
+  {
+    flag: 'openapi',
+    env: 'OPENAPI',
+    kind: 'string',
+    file: 'openapi',
+    help: 'OpenAPI document to validate bodies against (default: the kit’s own)',
+  },
+  { flag: 'junit', env: 'JUNIT', kind: 'string', help: 'Write a JUnit XML report to FILE' },
+  { flag: 'json', env: 'JSON', kind: 'string', help: 'Write a JSON report to FILE' },
+  { flag: 'markdown', env: 'MARKDOWN', kind: 'string', help: 'Write a Markdown summary to FILE' },
+  { flag: 'list', env: 'LIST', kind: 'bool', help: 'Print the checks and exit' },
+  { flag: 'verbose', env: 'VERBOSE', kind: 'bool', help: 'Print every request' },
+  { flag: 'help', env: 'HELP', kind: 'bool', help: 'Show this help' },
+]
+
+export function helpText(): string {
+  const rows = SETTINGS.map((s) => {
+    const arg = s.kind === 'bool' ? '' : s.kind === 'int' ? ' N' : s.kind === 'list' ? ' A,B' : ' VALUE'
+    const head = `  --${s.flag}${arg}`.padEnd(30)
+    return `${head}${s.help}\n${' '.repeat(30)}env AGENTOPS_CONFORMANCE_${s.env}`
+  })
+  return `agentops-conformance: checks a deployment of the Agent Operations API against its spec
+
+Usage:
+  agentops-conformance --base-url URL --config FILE [options]
+  agentops-conformance --reference            zero-setup demo against the reference server
+
+Options (flags win over environment variables, which win over the config file):
+${rows.join('\n')}
+
+Exit codes: 0 every core check passed, 1 a check failed, 2 configuration error (unreachable URL, bad token, bad flag).`
+}
+
+const DEFAULT_PROFILE: ProfileHints = {
+  tools: {
+    succeed: { provider: 'builtin:echo', config: {} },
+    fail: { provider: 'builtin:fail', config: { message: 'conformance: planned failure' } },
+    slow: { provider: 'builtin:delay', config: { delay_ms: 400 } },
+  },
+  approvalBehavior: 'supervised',
+  policyClass: 'public',
+  narrowDenied: { method: 'POST', path: '/v1/agents', body: { name: 'conf-narrow', behavior: 'autonomous' } },
+}
+
+type Raw = Record<string, unknown>
+
+function get(raw: Raw, dotted: string): unknown {
+  let node: unknown = raw
+  for (const part of dotted.split('.')) node = (node as Raw | undefined)?.[part]
+  return node
+}
+
+function coerce(setting: Setting, value: unknown, source: string): unknown {
+  if (value === undefined) return undefined
+  const where = `${source} (${setting.flag})`
+  switch (setting.kind) {
+    case 'bool':
+      if (typeof value === 'boolean') return value
+      if (value === '1' || value === 'true') return true
+      if (value === '0' || value === 'false' || value === '') return false
+      throw new ConfigError(`${where} must be true or false, got "${String(value)}"`)
+    case 'int': {
+      const n = typeof value === 'number' ? value : Number(value)
+      if (!Number.isSafeInteger(n) || n < 0)
+        throw new ConfigError(`${where} must be a non-negative integer, got "${String(value)}"`)
+      return n
+    }
+    case 'list':
+      return (Array.isArray(value) ? value.map(String) : String(value).split(','))
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0)
+    default:
+      if (typeof value !== 'string') throw new ConfigError(`${where} must be a string`)
+      return value
+  }
+}
+
+function readConfigFile(path: string): Raw {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`)
+  }
+  try {
+    const parsed = JSON.parse(text) as unknown
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new Error('not a JSON object')
+    return parsed as Raw
+  } catch (err) {
+    throw new ConfigError(`config file ${path} is not valid JSON: ${(err as Error).message}`)
+  }
+}
+
+function validUrl(value: string, name: string, protocols: string[]): string {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError(`${name} is not a URL: "${value}"`)
+  }
+  if (!protocols.includes(url.protocol))
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}: "${value}"`)
+  return value.replace(/\/+$/, '')
+}
+
+/**
+ * Resolves every setting. `baseUrl` and `tokens.primary` may be absent only with --reference or --list (the
+ * caller fills them in), so they are checked by `requireTarget`.
+ */
+export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): CliOptions {
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: Object.fromEntries(
+        SETTINGS.map((s) => [
+          s.flag,
+          { type: s.kind === 'bool' ? ('boolean' as const) : ('string' as const) },
+        ]),
+      ),
+      strict: true,
+      allowPositionals: false,
+    })
+  } catch (err) {
+    throw new ConfigError(`${(err as Error).message}; see --help`)
+  }
+  const flags = parsed.values as Record<string, string | boolean | undefined>
+  const envValue = (s: Setting) => env[`AGENTOPS_CONFORMANCE_${s.env}`]
+  const configPath = (flags.config as string | undefined) ?? env.AGENTOPS_CONFORMANCE_CONFIG
+  const file = configPath ? readConfigFile(configPath) : {}
+
+  const values = new Map<string, unknown>()
+  for (const s of SETTINGS) {
+    const fromFlag = coerce(s, flags[s.flag], 'flag')
+    const fromEnv = coerce(s, envValue(s), `AGENTOPS_CONFORMANCE_${s.env}`)
+    const fromFile = s.file ? coerce(s, get(file, s.file), `config file ${s.file}`) : undefined
+    values.set(s.flag, fromFlag ?? fromEnv ?? fromFile)
+  }
+  const str = (k: string) => values.get(k) as string | undefined
+  const int = (k: string, d: number) => (values.get(k) as number | undefined) ?? d
+  const bool = (k: string) => (values.get(k) as boolean | undefined) ?? false
+
+  const baseUrl = str('base-url') ? validUrl(str('base-url')!, '--base-url', ['http:', 'https:']) : ''
+  const streamUrl = str('stream-url')
+    ? validUrl(str('stream-url')!, '--stream-url', ['ws:', 'wss:', 'http:', 'https:'])
+    : ''
+  const fileProfile = (file.profile ?? {}) as Partial<ProfileHints>
+  const fileTools = (fileProfile.tools ?? {}) as Partial<ProfileHints['tools']>
+  const profile: ProfileHints = {
+    ...DEFAULT_PROFILE,
+    ...fileProfile,
+    tools: { ...DEFAULT_PROFILE.tools, ...fileTools },
+  }
+  const seed = (values.get('seed') as number | undefined) ?? randomBytes(4).readUInt32BE(0) % 2 ** 31
+  const tokens: SuiteConfig['tokens'] = { primary: str('token') ?? '' }
+  for (const [flag, key] of [
+    ['second-token', 'secondWorkspace'],
+    ['narrow-token', 'narrowScope'],
+    ['limited-token', 'rateLimited'],
+    ['limited-peer-token', 'rateLimitedPeer'],
+    ['expired-token', 'expired'],
+  ] as const) {
+    const v = str(flag)
+    if (v) tokens[key] = v
+  }
+  const receiverUrl = str('receiver-url')
+  const config: SuiteConfig = {
+    baseUrl,
+    streamUrl,
+    openapiPath: str('openapi') ?? join(REPO_ROOT, 'openapi', 'agent-operations.yaml'),
+    tokens,
+    rateLimitSearch: int('rate-limit-search', 60),
+    maxRetryAfterWait: int('max-retry-after', 20),
+    receiver: {
+      host: str('receiver-host') ?? '127.0.0.1',
+      port: int('receiver-port', 0),
+      ...(receiverUrl ? { url: validUrl(receiverUrl, '--receiver-url', ['http:', 'https:']) } : {}),
+    },
+    profile,
+    budget: int('budget', 2000),
+    timeoutMs: int('timeout-ms', 10_000),
+    waitMs: int('wait-ms', 15_000),
+    seed,
+    fuzzRuns: int('fuzz-runs', 12),
+    strictProfile: bool('strict-profile'),
+    only: (values.get('only') as string[] | undefined) ?? [],
+    prefix: `conf-${randomBytes(4).toString('hex')}-`,
+    reports: {
+      ...(str('junit') ? { junit: str('junit') } : {}),
+      ...(str('json') ? { json: str('json') } : {}),
+      ...(str('markdown') ? { markdown: str('markdown') } : {}),
+    },
+    verbose: bool('verbose'),
+  }
+  if (config.budget < 50) throw new ConfigError('--budget must be at least 50 requests')
+  if (config.timeoutMs < 100) throw new ConfigError('--timeout-ms must be at least 100')
+  return { config, reference: bool('reference'), list: bool('list'), help: bool('help') }
+}
+
+/** Fails with a clear message when the deployment to test is not named. */
+export function requireTarget(config: SuiteConfig): void {
+  if (!config.baseUrl) {
+    throw new ConfigError(
+      'no deployment to test: give --base-url URL (or AGENTOPS_CONFORMANCE_BASE_URL), or --reference',
+    )
+  }
+  if (!config.tokens.primary) {
+    throw new ConfigError(
+      'no primary token: give --token, AGENTOPS_CONFORMANCE_TOKEN or tokens.primary in --config',
+    )
+  }
+  if (!config.streamUrl) config.streamUrl = config.baseUrl.replace(/^http/, 'ws')
+  config.streamUrl = config.streamUrl.replace(/^http/, 'ws')
+}

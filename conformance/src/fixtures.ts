@@ -1,0 +1,213 @@
+/**
+ * Resources the checks share, created on first use with run-unique names and undone at the end. Checks that need
+ * a fresh resource (to pause it, cancel it, retire it) ask for a new one.
+ */
+import type { CheckContext } from './check.js'
+import type { ToolHint } from './config.js'
+import { type HttpClient, type HttpResponse, obj } from './http.js'
+import { CheckFailure, fail, skip } from './types.js'
+import { short, waitUntil } from './wait.js'
+
+export type Json = Record<string, unknown>
+
+/** Fails unless the status is one of `expected`, showing the body. */
+export function expectStatus(res: HttpResponse, expected: number | number[], what: string): void {
+  const list = Array.isArray(expected) ? expected : [expected]
+  if (!list.includes(res.status)) {
+    throw new CheckFailure(`${what}: expected ${list.join(' or ')}, got ${res.status} ${short(res.body)}`)
+  }
+}
+
+/** The items of a list answer: `data`, or the first array property, or the body itself when it is an array. */
+export function pageItems(body: unknown): unknown[] | undefined {
+  if (Array.isArray(body)) return body
+  const o = obj(body)
+  if (Array.isArray(o.data)) return o.data
+  const firstArray = Object.values(o).find(Array.isArray)
+  return firstArray as unknown[] | undefined
+}
+
+/** The next cursor of a list answer, whatever the field is called (`next_cursor`, `nextCursor`, `cursor`...). */
+export function nextCursor(body: unknown): string | null | undefined {
+  const o = obj(body)
+  if ('next_cursor' in o) return (o.next_cursor as string | null) ?? null
+  const key = Object.keys(o).find((k) => /cursor/i.test(k))
+  return key === undefined ? undefined : ((o[key] as string | null) ?? null)
+}
+
+export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled'])
+const SETTLED = new Set([...TERMINAL, 'awaiting_approval', 'paused'])
+
+export interface StartedRun {
+  runId: string
+  agentId: string
+  start: HttpResponse
+}
+
+export class Fixtures {
+  private memo = new Map<string, Promise<unknown>>()
+
+  constructor(private readonly ctx: () => CheckContext) {}
+
+  private once<T>(key: string, make: () => Promise<T>): Promise<T> {
+    let p = this.memo.get(key) as Promise<T> | undefined
+    if (!p) {
+      p = make()
+      this.memo.set(key, p)
+      // A failed setup is retried by the next check rather than failing every later one the same way.
+      p.catch(() => this.memo.delete(key))
+    }
+    return p
+  }
+
+  private get http(): HttpClient {
+    return this.ctx().http
+  }
+
+  /** Registers a tool with the given provider hint; retired at the end. */
+  async newTool(
+    kind: 'succeed' | 'fail' | 'slow',
+    options: { idempotent?: boolean } = {},
+  ): Promise<{ id: string; name: string }> {
+    const ctx = this.ctx()
+    const hint: ToolHint = ctx.config.profile.tools[kind]
+    const name = ctx.name(`tool-${kind}`)
+    const res = await this.http.post('/v1/tools', {
+      name,
+      provider: hint.provider,
+      input_schema: { type: 'object' },
+      output_schema: {},
+      policy_binding: { envelope: 'default', required_scopes: [] },
+      idempotent: options.idempotent ?? true,
+      ...(hint.config ? { config: hint.config } : {}),
+    })
+    if (res.status >= 300)
+      fail(`registering a ${kind} tool (${hint.provider}) answered ${res.status} ${short(res.body)}`)
+    const id = toolId(res.body)
+    if (!id) fail(`tool registration answered no identifier: ${short(res.body)}`)
+    ctx.cleanup(`retire tool ${name}`, () => this.http.delete(`/v1/tools/${id}`))
+    return { id, name }
+  }
+
+  tool(kind: 'succeed' | 'fail' | 'slow'): Promise<{ id: string; name: string }> {
+    return this.once(`tool:${kind}`, () => this.newTool(kind))
+  }
+
+  /** Creates an agent; deleted at the end. */
+  async newAgent(behavior = 'autonomous', capabilities: string[] = []): Promise<string> {
+    const ctx = this.ctx()
+    const name = ctx.name('agent')
+    const res = await this.http.post('/v1/agents', { name, behavior, capabilities })
+    if (res.status >= 300) fail(`creating an agent answered ${res.status} ${short(res.body)}`)
+    const id = obj(res.body).agent_id ?? obj(res.body).id
+    if (typeof id !== 'string') fail(`agent creation answered no agent_id: ${short(res.body)}`)
+    ctx.cleanup(`delete agent ${name}`, () => this.http.delete(`/v1/agents/${id}`))
+    return id
+  }
+
+  agent(): Promise<string> {
+    return this.once('agent', () => this.newAgent())
+  }
+
+  /** Starts a run; the start answer is kept for the checks that look at it. */
+  async startRun(agentId: string, body: Json = runBody()): Promise<StartedRun> {
+    const res = await this.http.post(`/v1/agents/${agentId}/runs`, body)
+    if (res.status >= 300) fail(`starting a run answered ${res.status} ${short(res.body)}`)
+    const runId = obj(res.body).run_id
+    if (typeof runId !== 'string') fail(`run start answered no run_id: ${short(res.body)}`)
+    return { runId, agentId, start: res }
+  }
+
+  async inspect(runId: string, client: HttpClient = this.http): Promise<Json> {
+    const res = await client.get(`/v1/runs/${runId}`)
+    expectStatus(res, 200, `GET /v1/runs/${runId}`)
+    return obj(res.body)
+  }
+
+  async waitForStatus(runId: string, accept: (status: string) => boolean, what: string): Promise<Json> {
+    return waitUntil(
+      `run ${runId} to be ${what}`,
+      () => this.inspect(runId),
+      (run) => accept(String(run.status)),
+      this.ctx().config.waitMs,
+    )
+  }
+
+  /** An autonomous run over two succeeding tools, waited until terminal. */
+  completedRun(): Promise<StartedRun & { final: Json }> {
+    return this.once('completedRun', async () => {
+      const [a, b] = [await this.tool('succeed'), await this.newTool('succeed')]
+      const agentId = await this.newAgent('autonomous', [a.name, b.name])
+      const run = await this.startRun(agentId)
+      const final = await this.waitForStatus(run.runId, (s) => TERMINAL.has(s), 'terminal')
+      return { ...run, final, tools: [a, b] }
+    })
+  }
+
+  /** A fresh run of an approval-requiring agent, waited until it awaits approval. */
+  async awaitingRun(): Promise<StartedRun & { waiting: Json }> {
+    const tool = await this.tool('succeed')
+    const agentId = await this.newAgent(this.ctx().config.profile.approvalBehavior, [tool.name])
+    const run = await this.startRun(agentId)
+    let waiting: Json
+    try {
+      waiting = await this.waitForStatus(run.runId, (s) => SETTLED.has(s), 'awaiting approval')
+    } catch (err) {
+      skip(
+        `could not bring a run to awaiting_approval with behavior "${this.ctx().config.profile.approvalBehavior}": ${(err as Error).message}`,
+      )
+    }
+    if (waiting.status !== 'awaiting_approval') {
+      skip(
+        `a ${this.ctx().config.profile.approvalBehavior} run settled as ${String(waiting.status)}, not awaiting_approval`,
+      )
+    }
+    return { ...run, waiting }
+  }
+
+  /** Reads every frame of a trace by walking its pages. */
+  async readTrace(
+    runId: string,
+    limit = 200,
+    client: HttpClient = this.http,
+  ): Promise<{ frames: Json[]; pages: number }> {
+    const frames: Json[] = []
+    let cursor: string | null | undefined
+    let pages = 0
+    for (let i = 0; i < 100; i++) {
+      const q = `?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+      const res = await client.get(`/v1/runs/${runId}/trace${q}`)
+      expectStatus(res, 200, `GET /v1/runs/${runId}/trace`)
+      const items = pageItems(res.body)
+      if (!items) fail(`the trace answer has no array of frames: ${short(res.body)}`)
+      pages++
+      frames.push(...(items as Json[]))
+      const next = nextCursor(res.body)
+      if (!next || items.length === 0) break
+      cursor = next
+    }
+    return { frames, pages }
+  }
+}
+
+export function toolId(body: unknown): string | undefined {
+  const o = obj(body)
+  const id = o.tool_id ?? o.id
+  return typeof id === 'string' ? id : undefined
+}
+
+/** The run start body of spec §2, as the spec's own example shows it. */
+export function runBody(): Json {
+  return { inputs: { period: '2026-Q3', scope: ['conformance'] }, mode: 'live', trace_level: 'detailed' }
+}
+
+export function shortBody(res: HttpResponse): string {
+  return short(res.body)
+}
+
+/** An id of the same shape that names nothing. */
+export function missingIdLike(id: string): string {
+  const tail = id.slice(-6)
+  const swapped = [...tail].map((ch) => (ch === '0' ? '1' : '0')).join('')
+  return `${id.slice(0, -6)}${swapped}`
+}

@@ -1,0 +1,207 @@
+/**
+ * The suite's only way to talk HTTP: every request counts against a shared budget (safe on shared deployments),
+ * has a timeout, and is reported to observers (the check's recorder and the contract validator).
+ */
+import { createHash } from 'node:crypto'
+import type { Exchange } from './types.js'
+
+export function fingerprint(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 12)
+}
+
+export class BudgetExceeded extends Error {
+  override name = 'BudgetExceeded'
+}
+
+/** A hard cap on the number of requests a whole run may send. */
+export class RequestBudget {
+  used = 0
+  constructor(readonly limit: number) {}
+
+  take(): void {
+    if (this.used >= this.limit) {
+      throw new BudgetExceeded(`request budget of ${this.limit} exhausted (raise it with --budget)`)
+    }
+    this.used++
+  }
+
+  get remaining(): number {
+    return this.limit - this.used
+  }
+}
+
+export interface HttpResponse {
+  status: number
+  headers: Record<string, string>
+  /** Parsed JSON when the body is JSON, else the text ('' when empty). */
+  body: unknown
+  text: string
+  exchange: Exchange
+}
+
+export interface RequestOptions {
+  body?: unknown
+  /** Sent byte for byte instead of `body` (malformed JSON, wrong media types). */
+  rawBody?: string
+  headers?: Record<string, string>
+  /** null sends no Authorization header; a string replaces the client's token. */
+  token?: string | null
+  timeoutMs?: number
+}
+
+export type ExchangeObserver = (exchange: Exchange, response: HttpResponse | undefined) => void
+
+export interface HttpClientOptions {
+  baseUrl: string
+  token?: string
+  budget: RequestBudget
+  timeoutMs: number
+  observers?: ExchangeObserver[]
+}
+
+export class HttpClient {
+  readonly baseUrl: string
+  readonly token: string | undefined
+  readonly budget: RequestBudget
+  readonly timeoutMs: number
+  private readonly observers: ExchangeObserver[]
+
+  constructor(options: HttpClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '')
+    this.token = options.token
+    this.budget = options.budget
+    this.timeoutMs = options.timeoutMs
+    this.observers = options.observers ?? []
+  }
+
+  /** The same client (budget, observers) acting as another identity. */
+  withToken(token: string | undefined): HttpClient {
+    return new HttpClient({
+      baseUrl: this.baseUrl,
+      token,
+      budget: this.budget,
+      timeoutMs: this.timeoutMs,
+      observers: this.observers,
+    })
+  }
+
+  addObserver(observer: ExchangeObserver): () => void {
+    this.observers.push(observer)
+    return () => {
+      const i = this.observers.indexOf(observer)
+      if (i >= 0) this.observers.splice(i, 1)
+    }
+  }
+
+  get(path: string, options: RequestOptions = {}): Promise<HttpResponse> {
+    return this.request('GET', path, options)
+  }
+
+  post(path: string, body?: unknown, options: RequestOptions = {}): Promise<HttpResponse> {
+    return this.request('POST', path, body === undefined ? options : { ...options, body })
+  }
+
+  delete(path: string, options: RequestOptions = {}): Promise<HttpResponse> {
+    return this.request('DELETE', path, options)
+  }
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse> {
+    this.budget.take()
+    const url = `${this.baseUrl}${path}`
+    const headers: Record<string, string> = { accept: 'application/json', ...lower(options.headers ?? {}) }
+    const token = options.token === undefined ? this.token : options.token
+    if (token !== null && token !== undefined && headers.authorization === undefined) {
+      headers.authorization = `Bearer ${token}`
+    }
+    let payload: string | undefined
+    if (options.rawBody !== undefined) payload = options.rawBody
+    else if (options.body !== undefined) payload = JSON.stringify(options.body)
+    if (payload !== undefined && headers['content-type'] === undefined)
+      headers['content-type'] = 'application/json'
+    const exchange: Exchange = {
+      method,
+      url,
+      requestHeaders: redact(headers),
+      ...(token ? { tokenFingerprint: fingerprint(token) } : {}),
+      ...(payload !== undefined ? { requestBody: payload } : {}),
+      durationMs: 0,
+    }
+    const started = performance.now()
+    try {
+      const res = await fetch(url, {
+        method,
+        headers,
+        ...(payload !== undefined ? { body: payload } : {}),
+        signal: AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs),
+        redirect: 'manual',
+      })
+      const text = await res.text()
+      exchange.status = res.status
+      exchange.responseHeaders = Object.fromEntries(res.headers.entries())
+      exchange.responseBody = text
+      exchange.durationMs = Math.round(performance.now() - started)
+      const response: HttpResponse = {
+        status: res.status,
+        headers: exchange.responseHeaders,
+        body: parseBody(text, res.headers.get('content-type')),
+        text,
+        exchange,
+      }
+      for (const observe of this.observers) observe(exchange, response)
+      return response
+    } catch (err) {
+      exchange.durationMs = Math.round(performance.now() - started)
+      const e = err as Error & { cause?: Error }
+      exchange.error =
+        e.name === 'TimeoutError'
+          ? `timed out after ${options.timeoutMs ?? this.timeoutMs} ms`
+          : `${e.message}${e.cause ? ` (${e.cause.message})` : ''}`
+      for (const observe of this.observers) observe(exchange, undefined)
+      throw new TransportError(`${method} ${url}: ${exchange.error}`, exchange)
+    }
+  }
+}
+
+/** The deployment could not be reached at all (connection refused, DNS, timeout). */
+export class TransportError extends Error {
+  override name = 'TransportError'
+  constructor(
+    message: string,
+    readonly exchange: Exchange,
+  ) {
+    super(message)
+  }
+}
+
+function lower(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]))
+}
+
+/** Tokens never reach a report file. */
+export function redact(headers: Record<string, string>): Record<string, string> {
+  const out = { ...headers }
+  if (out.authorization) {
+    const [scheme, value] = out.authorization.split(' ', 2)
+    out.authorization = value ? `${scheme} ${value.slice(0, 8)}…` : `${scheme}`
+  }
+  return out
+}
+
+function parseBody(text: string, contentType: string | null): unknown {
+  if (text === '') return ''
+  if (contentType?.includes('json')) {
+    try {
+      return JSON.parse(text)
+    } catch {
+      return text
+    }
+  }
+  return text
+}
+
+/** Narrow an unknown JSON value to an object, for field access in checks. */
+export function obj(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {}
+}

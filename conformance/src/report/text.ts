@@ -1,0 +1,61 @@
+/** The live console report: one line per check, and for failures the request and response that failed, trimmed. */
+import { type CheckResult, type Exchange, type RunSummary, summarize } from '../types.js'
+
+const MARK = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP' } as const
+
+export function trim(text: string | undefined, max = 400): string {
+  if (text === undefined) return ''
+  const flat = text.replace(/\s+/g, ' ')
+  return flat.length > max ? `${flat.slice(0, max)}… (${flat.length} chars)` : flat
+}
+
+export function formatExchange(x: Exchange, indent = '      '): string {
+  const lines = [`${indent}> ${x.method} ${x.url}`]
+  if (x.requestBody) lines.push(`${indent}> ${trim(x.requestBody)}`)
+  if (x.error) lines.push(`${indent}< (no response: ${x.error})`)
+  else {
+    const h = x.responseHeaders ?? {}
+    const interesting = Object.entries(h)
+      .filter(([k]) =>
+        /^(content-type|ratelimit|ratelimit-policy|retry-after|x-request-id|idempotent-replayed|www-authenticate)$/i.test(
+          k,
+        ),
+      )
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('; ')
+    lines.push(`${indent}< ${x.status} ${interesting}`)
+    if (x.responseBody) lines.push(`${indent}< ${trim(x.responseBody)}`)
+  }
+  return lines.join('\n')
+}
+
+export function formatResult(r: CheckResult, index: number, total: number): string {
+  const n = String(index + 1).padStart(String(total).length)
+  const level = r.level === 'core' ? 'core   ' : 'profile'
+  let line = `[${n}/${total}] ${MARK[r.outcome]} ${level} ${r.id} — ${r.title} (${r.sections.join(', ')}) ${r.durationMs} ms`
+  if (r.message && r.outcome !== 'pass')
+    line += `\n      ${r.outcome === 'skip' ? 'skipped' : 'why'}: ${r.message}`
+  if (r.outcome === 'fail') for (const x of r.exchanges) line += `\n${formatExchange(x)}`
+  return line
+}
+
+export function formatSummary(summary: RunSummary, strictProfile: boolean): string {
+  const c = summarize(summary.results)
+  const lines = [
+    '',
+    `core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip} skipped`,
+    `profile: ${c.profile.pass} passed, ${c.profile.fail} failed, ${c.profile.skip} skipped${strictProfile ? ' (strict: failures count)' : ' (reported only; --strict-profile to enforce)'}`,
+    `requests: ${summary.requestsUsed}; seed: ${summary.seed} (rerun with --seed ${summary.seed})`,
+  ]
+  if (summary.traceability) {
+    lines.push(
+      `spec coverage: ${summary.traceability.covered} of ${summary.traceability.statements} normative statements have checks (conformance/traceability.md)`,
+    )
+  }
+  const failedCore = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'core')
+  if (failedCore.length > 0) lines.push(`failed core checks: ${failedCore.map((r) => r.id).join(', ')}`)
+  const failedProfile = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'profile')
+  if (failedProfile.length > 0)
+    lines.push(`failed profile checks: ${failedProfile.map((r) => r.id).join(', ')}`)
+  return lines.join('\n')
+}

@@ -1,0 +1,208 @@
+/** Runs the selected checks one after another against one deployment and undoes what they created. */
+import type { Check, CheckContext, SeenExchange, TokenRole } from './check.js'
+import { family } from './check.js'
+import type { SuiteConfig } from './config.js'
+import type { Contract, ContractViolation } from './contract.js'
+import { Fixtures } from './fixtures.js'
+import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
+import type { WebhookReceiver } from './receiver.js'
+import { type CheckResult, CheckSkipped, type Exchange, type RunSummary } from './types.js'
+
+export interface RunOptions {
+  config: SuiteConfig
+  checks: Check[]
+  contract: Contract
+  receiver?: WebhookReceiver
+  onResult?: (result: CheckResult, index: number, total: number) => void
+  log?: (line: string) => void
+  /** Per-check time limit, ms. */
+  checkTimeoutMs?: number
+}
+
+const ROLE_TOKENS: Record<TokenRole, keyof SuiteConfig['tokens']> = {
+  primary: 'primary',
+  secondWorkspace: 'secondWorkspace',
+  narrowScope: 'narrowScope',
+  rateLimited: 'rateLimited',
+  rateLimitedPeer: 'rateLimitedPeer',
+  expired: 'expired',
+}
+
+export function selectChecks(checks: Check[], only: string[]): Check[] {
+  if (only.length === 0) return checks
+  return checks.filter((c) => only.some((p) => c.id === p || c.id.startsWith(p)))
+}
+
+export async function runChecks(options: RunOptions): Promise<RunSummary> {
+  const { config, contract } = options
+  const log = options.log ?? (() => {})
+  const startedAt = new Date().toISOString()
+  const budget = new RequestBudget(config.budget)
+  const seen: SeenExchange[] = []
+  const violations: ContractViolation[] = []
+  let current: { id: string; exchanges: Exchange[] } = { id: 'setup', exchanges: [] }
+  const authenticated = new Set(
+    [
+      config.tokens.primary,
+      config.tokens.secondWorkspace,
+      config.tokens.narrowScope,
+      config.tokens.rateLimited,
+      config.tokens.rateLimitedPeer,
+    ]
+      .filter((t): t is string => typeof t === 'string' && t !== '')
+      .map(fingerprint),
+  )
+
+  const http = new HttpClient({
+    baseUrl: config.baseUrl,
+    token: config.tokens.primary,
+    budget,
+    timeoutMs: config.timeoutMs,
+    observers: [
+      (exchange, response) => {
+        current.exchanges.push(exchange)
+        if (config.verbose)
+          log(`    ${exchange.method} ${exchange.url} → ${exchange.status ?? exchange.error}`)
+        if (!response) return
+        const isAuthenticated =
+          exchange.tokenFingerprint !== undefined &&
+          authenticated.has(exchange.tokenFingerprint) &&
+          /^Bearer \S/.test(exchange.requestHeaders.authorization ?? '')
+        seen.push({ checkId: current.id, exchange, response, authenticated: isAuthenticated })
+        const path = new URL(exchange.url).pathname
+        const problem = contract.checkResponse(exchange.method, path, response.status, response.body)
+        if (problem)
+          violations.push({ method: exchange.method, path, status: response.status, message: problem })
+      },
+    ],
+  })
+
+  const undo: Array<{ label: string; run: () => Promise<unknown> }> = []
+  let counter = 0
+  const ctx: CheckContext = {
+    config,
+    http,
+    as(role) {
+      const token = config.tokens[ROLE_TOKENS[role]]
+      if (!token) throw new CheckSkipped(`no ${role} token configured`)
+      return http.withToken(token)
+    },
+    contract,
+    fx: undefined as unknown as Fixtures,
+    receiver: options.receiver,
+    name: (label) => `${config.prefix}${label}-${++counter}`,
+    cleanup: (label, run) => undo.push({ label, run }),
+    seen,
+    violations,
+    log,
+  }
+  ctx.fx = new Fixtures(() => ctx)
+
+  const results: CheckResult[] = []
+  const total = options.checks.length
+  // After a few checks in a row die on the transport, probe once per check instead of waiting out every timeout.
+  let transportFailures = 0
+  for (const [index, check] of options.checks.entries()) {
+    current = { id: check.id, exchanges: [] }
+    const started = performance.now()
+    let outcome: CheckResult['outcome'] = 'pass'
+    let message: string | undefined
+    try {
+      if (transportFailures >= 3 && !(await answers(config))) {
+        throw new Error(
+          `not run: ${config.baseUrl} stopped answering (${transportFailures} checks in a row failed on the transport)`,
+        )
+      }
+      await withTimeout(
+        check.run(ctx),
+        options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3),
+        check.id,
+      )
+      transportFailures = 0
+    } catch (err) {
+      if (err instanceof TransportError || String((err as Error).message).startsWith('not run:'))
+        transportFailures++
+      else transportFailures = 0
+      if (err instanceof CheckSkipped) {
+        outcome = 'skip'
+        message = err.message
+      } else {
+        outcome = 'fail'
+        const e = err as Error
+        message =
+          e instanceof BudgetExceeded || e.name === 'CheckFailure' || e.message.startsWith('not run:')
+            ? e.message
+            : `${e.name}: ${e.message}`
+      }
+    }
+    const result: CheckResult = {
+      id: check.id,
+      title: check.title,
+      level: check.level,
+      family: family(check.id),
+      sections: check.sections,
+      outcome,
+      ...(message !== undefined ? { message } : {}),
+      exchanges: outcome === 'fail' ? current.exchanges.slice(-3) : [],
+      durationMs: Math.round(performance.now() - started),
+    }
+    results.push(result)
+    options.onResult?.(result, index, total)
+  }
+
+  // Cleanup has its own small allowance so an exhausted budget never leaves resources behind.
+  current = { id: 'cleanup', exchanges: [] }
+  const cleanupBudget = new RequestBudget(undo.length * 2 + 10)
+  const cleanupHttp = new HttpClient({
+    baseUrl: config.baseUrl,
+    token: config.tokens.primary,
+    budget: cleanupBudget,
+    timeoutMs: config.timeoutMs,
+  })
+  ctx.http = cleanupHttp
+  let failedUndo = 0
+  for (const step of undo.reverse()) {
+    try {
+      await step.run()
+    } catch {
+      failedUndo++
+    }
+  }
+  if (failedUndo > 0) log(`cleanup: ${failedUndo} of ${undo.length} steps failed`)
+
+  return {
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    baseUrl: config.baseUrl,
+    seed: config.seed,
+    requestsUsed: budget.used + cleanupBudget.used,
+    results,
+  }
+}
+
+/** One cheap request with a short timeout: is the deployment still there? */
+async function answers(config: SuiteConfig): Promise<boolean> {
+  try {
+    await fetch(`${config.baseUrl}/v1/agents?limit=1`, {
+      headers: { authorization: `Bearer ${config.tokens.primary}` },
+      signal: AbortSignal.timeout(2000),
+    })
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number, id: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([
+      p,
+      new Promise<T>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${id} did not finish within ${ms} ms`)), ms)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
+}

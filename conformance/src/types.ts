@@ -1,0 +1,85 @@
+/** The vocabulary shared by the runner, the checks and the report writers. */
+
+/** `core`: the spec text demands it. `profile`: the reference profile's own decision for a spec gap. */
+export type Level = 'core' | 'profile'
+export type Outcome = 'pass' | 'fail' | 'skip'
+
+/** One HTTP (or WebSocket) exchange as the report shows it; bodies are kept whole here and trimmed when printed. */
+export interface Exchange {
+  method: string
+  url: string
+  requestHeaders: Record<string, string>
+  /** sha256 prefix of the bearer token sent, so observers can tell identities apart without keeping tokens. */
+  tokenFingerprint?: string
+  requestBody?: string
+  status?: number
+  responseHeaders?: Record<string, string>
+  responseBody?: string
+  durationMs: number
+  error?: string
+}
+
+export interface CheckResult {
+  id: string
+  title: string
+  level: Level
+  family: string
+  sections: string[]
+  outcome: Outcome
+  message?: string
+  /** The exchanges closest to the failure (the last few the check made). */
+  exchanges: Exchange[]
+  durationMs: number
+}
+
+export interface RunSummary {
+  startedAt: string
+  finishedAt: string
+  baseUrl: string
+  seed: number
+  requestsUsed: number
+  results: CheckResult[]
+  traceability?: { statements: number; covered: number }
+}
+
+/** A check fails by throwing this (or anything else); the message is what the report shows. */
+export class CheckFailure extends Error {
+  override name = 'CheckFailure'
+}
+
+/** A check that cannot run against this deployment (a token or hint is missing) throws this. */
+export class CheckSkipped extends Error {
+  override name = 'CheckSkipped'
+}
+
+/** A setting the suite needs is missing or wrong: exit code 2, never a failed check. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+export function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new CheckFailure(message)
+}
+
+export function fail(message: string): never {
+  throw new CheckFailure(message)
+}
+
+export function skip(reason: string): never {
+  throw new CheckSkipped(reason)
+}
+
+export function summarize(results: CheckResult[]): Record<Level, Record<Outcome, number>> {
+  const counts: Record<Level, Record<Outcome, number>> = {
+    core: { pass: 0, fail: 0, skip: 0 },
+    profile: { pass: 0, fail: 0, skip: 0 },
+  }
+  for (const r of results) counts[r.level][r.outcome]++
+  return counts
+}
+
+/** 0 when every core check passes (and every profile check with strictProfile), else 1. */
+export function exitCodeFor(results: CheckResult[], strictProfile: boolean): 0 | 1 {
+  const failed = results.some((r) => r.outcome === 'fail' && (r.level === 'core' || strictProfile))
+  return failed ? 1 : 0
+}

@@ -1,0 +1,126 @@
+import { writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { main } from '../src/cli.js'
+import { resolveConfig, SETTINGS } from '../src/config.js'
+import { ConfigError } from '../src/types.js'
+
+let server: Server
+let baseUrl: string
+
+beforeAll(async () => {
+  // A deployment that knows one token: "good".
+  server = createServer((req, res) => {
+    const ok = req.headers.authorization === 'Bearer good'
+    res
+      .writeHead(ok ? 200 : 401, { 'content-type': 'application/json' })
+      .end(
+        ok
+          ? '{"data":[],"next_cursor":null}'
+          : '{"error":{"code":"unauthenticated","message":"no","detail":{},"request_id":"r"}}',
+      )
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+
+afterAll(async () => {
+  server.closeAllConnections()
+  await new Promise<void>((r) => server.close(() => r()))
+})
+
+async function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  const out: string[] = []
+  const err: string[] = []
+  const code = await main(argv, env, { out: (l) => out.push(l), err: (l) => err.push(l) })
+  return { code, out: out.join('\n'), err: err.join('\n') }
+}
+
+describe('configuration errors exit 2 with a message that says which setting', () => {
+  it('no base URL', async () => {
+    const r = await run([])
+    expect(r.code).toBe(2)
+    expect(r.err).toMatch(/--base-url/)
+  })
+
+  it('an unreachable base URL', async () => {
+    const r = await run(['--base-url', 'http://127.0.0.1:1', '--token', 'good'])
+    expect(r.code).toBe(2)
+    expect(r.err).toMatch(/cannot reach http:\/\/127\.0\.0\.1:1/)
+  })
+
+  it('a primary token the deployment refuses', async () => {
+    const r = await run(['--base-url', baseUrl, '--token', 'bad'])
+    expect(r.code).toBe(2)
+    expect(r.err).toMatch(/primary token \(--token\) is not accepted/)
+  })
+
+  it('a refused secondary token names that token', async () => {
+    const r = await run(['--base-url', baseUrl, '--token', 'good', '--second-token', 'bad'])
+    expect(r.code).toBe(2)
+    expect(r.err).toMatch(/second-workspace token/)
+  })
+
+  it('an unknown flag, a bad number, a missing or broken config file', async () => {
+    expect((await run(['--nope'])).code).toBe(2)
+    expect((await run(['--budget', 'lots'])).err).toMatch(/budget/)
+    expect((await run(['--config', '/nonexistent/conf.json'])).err).toMatch(/cannot read config file/)
+    const broken = join(tmpdir(), `conf-broken-${process.pid}.json`)
+    writeFileSync(broken, '{ not json')
+    expect((await run(['--config', broken])).err).toMatch(/not valid JSON/)
+  })
+
+  it('--only that selects nothing', async () => {
+    const r = await run(['--base-url', baseUrl, '--token', 'good', '--only', 'nothing.here'])
+    expect(r.code).toBe(2)
+    expect(r.err).toMatch(/selects no check/)
+  })
+})
+
+describe('settings', () => {
+  it('--help documents every flag and its environment variable', async () => {
+    const r = await run(['--help'])
+    expect(r.code).toBe(0)
+    for (const s of SETTINGS) {
+      expect(r.out).toContain(`--${s.flag}`)
+      expect(r.out).toContain(`AGENTOPS_CONFORMANCE_${s.env}`)
+    }
+  })
+
+  it('--list prints every check with its level and spec section', async () => {
+    const r = await run(['--list'])
+    expect(r.code).toBe(0)
+    expect(r.out).toMatch(/auth\.missing-token-401\s+core\s+§5/)
+    expect(r.out).toMatch(/ratelimit\.header-format\s+profile/)
+  })
+
+  it('flags win over the environment, which wins over the config file', () => {
+    const file = join(tmpdir(), `conf-ok-${process.pid}.json`)
+    writeFileSync(
+      file,
+      JSON.stringify({
+        baseUrl: 'http://file.example',
+        budget: 300,
+        tokens: { primary: 'from-file', expired: 'old' },
+        profile: { policyClass: 'internal' },
+      }),
+    )
+    const env = { AGENTOPS_CONFORMANCE_BUDGET: '400', AGENTOPS_CONFORMANCE_TOKEN: 'from-env' }
+    const { config } = resolveConfig(['--config', file, '--budget', '500'], env)
+    expect(config.budget).toBe(500)
+    expect(config.tokens.primary).toBe('from-env')
+    expect(config.tokens.expired).toBe('old')
+    expect(config.baseUrl).toBe('http://file.example')
+    expect(config.profile.policyClass).toBe('internal')
+    expect(config.profile.tools.succeed.provider).toBe('builtin:echo')
+    expect(resolveConfig(['--config', file], env).config.budget).toBe(400)
+    expect(config.prefix).toMatch(/^conf-[0-9a-f]{8}-$/)
+  })
+
+  it('refuses a budget too small to run anything', () => {
+    expect(() => resolveConfig(['--budget', '10'])).toThrow(ConfigError)
+  })
+})

@@ -1,0 +1,73 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BudgetExceeded, HttpClient, RequestBudget, TransportError } from '../src/http.js'
+
+let server: Server
+let baseUrl: string
+let received = 0
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    received++
+    if (req.url === '/slow') {
+      setTimeout(() => res.end('late'), 2000)
+      return
+    }
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ auth: req.headers.authorization ?? null }))
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+
+afterAll(async () => {
+  server.closeAllConnections()
+  await new Promise<void>((r) => server.close(() => r()))
+})
+
+describe('HttpClient', () => {
+  it('enforces the request budget before sending anything', async () => {
+    const budget = new RequestBudget(2)
+    const http = new HttpClient({ baseUrl, token: 'aok_secret_token', budget, timeoutMs: 1000 })
+    const before = received
+    await http.get('/a')
+    await http.withToken('other').get('/b')
+    await expect(http.get('/c')).rejects.toBeInstanceOf(BudgetExceeded)
+    expect(received - before).toBe(2)
+    expect(budget.used).toBe(2)
+  })
+
+  it('times out every request and reports it as a transport error', async () => {
+    const http = new HttpClient({ baseUrl, budget: new RequestBudget(5), timeoutMs: 150 })
+    const err = await http.get('/slow').catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(TransportError)
+    expect((err as TransportError).exchange.error).toMatch(/timed out after 150 ms/)
+  })
+
+  it('sends the bearer token, never records it whole, and lets observers see each exchange', async () => {
+    const seen: string[] = []
+    const http = new HttpClient({
+      baseUrl,
+      token: 'aok_secret_token',
+      budget: new RequestBudget(5),
+      timeoutMs: 1000,
+      observers: [(x) => seen.push(x.requestHeaders.authorization ?? '')],
+    })
+    const res = await http.get('/x')
+    expect(res.body).toEqual({ auth: 'Bearer aok_secret_token' })
+    expect(seen[0]).not.toContain('secret_token')
+    const none = await http.get('/x', { token: null })
+    expect(none.body).toEqual({ auth: null })
+  })
+
+  it('reports an unreachable address as a transport error', async () => {
+    const http = new HttpClient({
+      baseUrl: 'http://127.0.0.1:1',
+      budget: new RequestBudget(5),
+      timeoutMs: 1000,
+    })
+    await expect(http.get('/')).rejects.toBeInstanceOf(TransportError)
+  })
+})

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import { canonicalize } from '../src/canonical.js'
+import { hmacHex, parseSignature, signBody, signedString, verifySignature } from '../src/signature.js'
+
+const body = {
+  event: 'run.awaiting_approval',
+  run_id: 'run_1',
+  ts: '2026-11-23T09:00:00.000Z',
+  payload_preview: { b: 2, a: 1 },
+}
+const secret = 'conformance-secret'
+const now = 1_795_000_000
+
+describe('RFC 8785 canonical JSON', () => {
+  it('sorts keys by code unit, drops no values and serialises numbers the ECMAScript way', () => {
+    expect(canonicalize({ b: 1, a: [true, null, 'x'], c: { z: 1e21, y: 0.1 } })).toBe(
+      '{"a":[true,null,"x"],"b":1,"c":{"y":0.1,"z":1e+21}}',
+    )
+    expect(canonicalize({ '\u00e9': 1, z: 2, Z: 3 })).toBe('{"Z":3,"z":2,"é":1}')
+    expect(() => canonicalize({ x: Number.NaN })).toThrow()
+  })
+})
+
+describe('webhook signature', () => {
+  it('parses the spec form and rejects others', () => {
+    expect(parseSignature('t=1,v1=ab,v1=cd')).toEqual({ t: '1', v1: ['ab', 'cd'] })
+    expect(parseSignature('v1=ab,t=1')).toBeUndefined()
+    expect(parseSignature('t=1')).toBeUndefined()
+    expect(parseSignature('t=1,v1=XYZ')).toBeUndefined()
+    expect(parseSignature(42)).toBeUndefined()
+  })
+
+  it('verifies HMAC-SHA256 over "<t>." + JCS(body without signature)', () => {
+    const signed = { ...body, signature: signBody(secret, body, now) }
+    expect(verifySignature(signed, secret, now)).toEqual({ ok: true })
+    const expected = hmacHex(secret, `${now}.${canonicalize(body)}`)
+    expect(signed.signature).toBe(`t=${now},v1=${expected}`)
+    expect(signedString(String(now), signed)).toBe(`${now}.${canonicalize(body)}`)
+  })
+
+  it('does not verify a tampered body, a wrong secret or a stale timestamp', () => {
+    const signed = { ...body, signature: signBody(secret, body, now) }
+    expect(verifySignature({ ...signed, run_id: 'run_2' }, secret, now).ok).toBe(false)
+    expect(verifySignature(signed, 'other-secret', now).ok).toBe(false)
+    expect(verifySignature(signed, secret, now + 301).ok).toBe(false)
+    expect(verifySignature(signed, secret, now + 299).ok).toBe(true)
+  })
+
+  it('accepts any matching v1 during a secret rotation', () => {
+    const good = signBody(secret, body, now).split(',v1=')[1]
+    const rotated = { ...body, signature: `t=${now},v1=${'0'.repeat(64)},v1=${good}` }
+    expect(verifySignature(rotated, secret, now).ok).toBe(true)
+  })
+})
