@@ -61,6 +61,8 @@ interface Subscription {
 }
 
 const READ_PAGE = 200
+/** Socket batches that may wait for their answer on one connection. */
+export const MAX_PENDING_INGESTS = 16
 
 /** One client: its subscriptions, each delivered by a single-flight pump that reads after the last seq sent. */
 export class StreamConnection {
@@ -69,6 +71,7 @@ export class StreamConnection {
   private alive = true
   /** Batches sent over the socket are stored one after the other, so their answers come back in order. */
   private ingestQueue: Promise<void> = Promise.resolve()
+  private pendingIngests = 0
 
   constructor(
     private readonly socket: StreamSocket,
@@ -118,14 +121,12 @@ export class StreamConnection {
           continue
         }
         if (!scopeAllows(this.principal.scopes, topic.scope)) {
-          const detail: PolicyDeniedDetail = {
-            envelope: 'api_key',
-            violation: 'missing_scope',
-            observed: [...this.principal.scopes],
-            limit: [topic.scope],
-            escalation_queue: 'workspace-admins',
-          }
-          this.sendError(name, 'policy_denied', `This key lacks the scope "${topic.scope}"`, detail)
+          this.sendError(
+            name,
+            'policy_denied',
+            `This key lacks the scope "${topic.scope}"`,
+            this.missingScope(topic.scope),
+          )
           continue
         }
         if (!this.subs.has(name)) {
@@ -162,17 +163,23 @@ export class StreamConnection {
       return
     }
     if (!scopeAllows(this.principal.scopes, 'ingest:write')) {
-      const detail: PolicyDeniedDetail = {
-        envelope: 'api_key',
-        violation: 'missing_scope',
-        observed: [...this.principal.scopes],
-        limit: ['ingest:write'],
-        escalation_queue: 'workspace-admins',
-      }
+      const detail = this.missingScope('ingest:write')
       this.sendError(undefined, 'policy_denied', 'This key lacks the scope "ingest:write"', detail, extra)
       return
     }
+    if (this.pendingIngests >= MAX_PENDING_INGESTS) {
+      // Each queued batch holds its records in memory; a client must wait for answers rather than pile them up.
+      this.sendError(
+        undefined,
+        'rate_limited',
+        `At most ${MAX_PENDING_INGESTS} batches may wait for an answer on one connection`,
+        { limit: MAX_PENDING_INGESTS },
+        extra,
+      )
+      return
+    }
     const ingestor = this.ingestor
+    this.pendingIngests++
     this.ingestQueue = this.ingestQueue.then(async () => {
       if (this.closed) return
       try {
@@ -190,8 +197,21 @@ export class StreamConnection {
             extra,
           )
         }
+      } finally {
+        this.pendingIngests--
       }
     })
+  }
+
+  /** The spec §7 `policy_denied` detail for a scope the key does not hold (same as the REST routes). */
+  private missingScope(scope: string): PolicyDeniedDetail {
+    return {
+      envelope: 'api_key',
+      violation: 'missing_scope',
+      observed: [...this.principal.scopes],
+      limit: [scope],
+      escalation_queue: 'workspace-admins',
+    }
   }
 
   /** New records landed on a connector of this connection's workspace. */

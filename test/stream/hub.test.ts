@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/domain/clock.js'
 import {
   CLOSE_SLOW_CONSUMER,
   DEFAULT_STREAM_OPTIONS,
+  MAX_PENDING_INGESTS,
   StreamConnection,
   type StreamPrincipal,
   type StreamSocket,
@@ -227,5 +228,69 @@ describe('StreamConnection limits', () => {
       error: { code: 'unauthenticated', detail: { reason: 'revoked' } },
     })
     expect(socket.closedWith).toEqual([4401, 'unauthenticated'])
+  })
+})
+
+describe('StreamConnection ingest messages', () => {
+  it('answers queued batches in order and refuses more than the pending bound', async () => {
+    const socket = new FakeSocket()
+    let open!: () => void
+    const gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    const calls: string[] = []
+    const conn = new StreamConnection(
+      socket,
+      principal(['ingest:write']),
+      () => new FakeSource(),
+      DEFAULT_STREAM_OPTIONS,
+      new ManualClock(),
+      async (connectorId, records) => {
+        calls.push(`${connectorId}:${records.length}`)
+        await gate
+        return { accepted: records.length, rejected: 0, lineage_root: 'r', batch_id: 'b', rejections: [] }
+      },
+    )
+    for (let i = 0; i < MAX_PENDING_INGESTS + 1; i++) {
+      conn.handleText(JSON.stringify({ type: 'ingest', ref: `m${i}`, connector_id: 'c', records: [i] }))
+    }
+    await settle()
+    expect(socket.sent).toEqual([
+      expect.objectContaining({
+        type: 'error',
+        ref: `m${MAX_PENDING_INGESTS}`,
+        error: expect.objectContaining({ code: 'rate_limited' }),
+      }),
+    ])
+    expect(calls).toEqual(['c:1']) // one at a time
+    open()
+    await settle()
+    const answers = socket.sent.filter((m) => m.type === 'ingested').map((m) => m.ref)
+    expect(answers).toEqual(Array.from({ length: MAX_PENDING_INGESTS }, (_, i) => `m${i}`))
+    conn.handleText(JSON.stringify({ type: 'ingest', ref: 'after', connector_id: 'c', records: [] }))
+    await settle()
+    expect(socket.sent.at(-1)).toMatchObject({ type: 'ingested', ref: 'after', connector_id: 'c' })
+  })
+
+  it('refuses ingest without the scope, naming the ref', async () => {
+    const socket = new FakeSocket()
+    const conn = new StreamConnection(
+      socket,
+      principal(['stream:runs']),
+      () => new FakeSource(),
+      DEFAULT_STREAM_OPTIONS,
+      new ManualClock(),
+      async () => {
+        throw new Error('must not be called')
+      },
+    )
+    conn.handleText(JSON.stringify({ type: 'ingest', ref: 'x', connector_id: 'c', records: [] }))
+    expect(socket.sent).toEqual([
+      expect.objectContaining({
+        type: 'error',
+        ref: 'x',
+        error: expect.objectContaining({ code: 'policy_denied' }),
+      }),
+    ])
   })
 })
