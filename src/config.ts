@@ -13,6 +13,16 @@ export interface Config {
   runLeaseMs: number
   /** Start background workers (scheduler, outbox, purges). Off for the CLI's short-lived store access. */
   workers: boolean
+  /** Webhook per-attempt time-out in ms; default 10000. */
+  webhookTimeoutMs?: number
+  /** Webhook retry backoff base in ms (doubling, full jitter); default 5000. */
+  webhookRetryBaseMs?: number
+  /** Webhook attempts in all before a delivery is marked failed; default 8. */
+  webhookMaxAttempts?: number
+  /** Webhook attempts in flight at once per server (the global pool); default 16. */
+  webhookConcurrency?: number
+  /** How often the webhook outbox looks for due retries, in ms; default 1000. */
+  webhookPollMs?: number
   /** Stream heartbeat period in ms (ping frame + `heartbeat` message); default 15000. */
   streamHeartbeatMs?: number
   /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008; default 1 MiB. */
@@ -45,6 +55,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       1024 * 1024,
       'AGENTOPS_STREAM_MAX_BUFFERED_BYTES',
     ),
+    webhookTimeoutMs: intFrom(env.AGENTOPS_WEBHOOK_TIMEOUT_MS, 10_000, 'AGENTOPS_WEBHOOK_TIMEOUT_MS'),
+    webhookRetryBaseMs: intFrom(env.AGENTOPS_WEBHOOK_RETRY_BASE_MS, 5_000, 'AGENTOPS_WEBHOOK_RETRY_BASE_MS'),
+    webhookMaxAttempts: intFrom(env.AGENTOPS_WEBHOOK_MAX_ATTEMPTS, 8, 'AGENTOPS_WEBHOOK_MAX_ATTEMPTS'),
+    webhookConcurrency: intFrom(env.AGENTOPS_WEBHOOK_CONCURRENCY, 16, 'AGENTOPS_WEBHOOK_CONCURRENCY'),
     workers: true,
     ...overrides,
   }

@@ -16,6 +16,7 @@ import { RunScheduler } from './domain/runs/scheduler.js'
 import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
+import { WebhookService } from './domain/webhooks/service.js'
 import type { Db } from './store/db.js'
 import { KeyRepo } from './store/repos/keys.js'
 import { WorkspaceRepo } from './store/repos/workspaces.js'
@@ -42,6 +43,8 @@ export interface Services {
   /** Connector batches with Merkle lineage; the stream listens to it for new records. */
   ingestion: IngestionService
   runs: RunService
+  /** Webhook subscriptions and the signed-delivery outbox fed from the event log. */
+  webhooks: WebhookService
   workers: Worker[]
   /** Starts every worker (no-op when config.workers is false). */
   start(): Promise<void>
@@ -88,6 +91,16 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
     limits: new LimitsService(db, clock),
     ingestion: new IngestionService(db, clock, events),
     runs,
+    webhooks: new WebhookService(db, clock, events, {
+      allowPrivate: config.allowPrivateWebhooks,
+      timeoutMs: Math.max(1, config.webhookTimeoutMs ?? 10_000),
+      retry: {
+        baseMs: config.webhookRetryBaseMs ?? 5_000,
+        maxAttempts: Math.max(1, config.webhookMaxAttempts ?? 8),
+      },
+      concurrency: config.webhookConcurrency ?? 16,
+      pollMs: config.webhookPollMs ?? 1_000,
+    }),
     workers,
     async start() {
       if (started || !config.workers) return
@@ -101,6 +114,11 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
     },
   }
   workers.push({ name: 'run-scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() })
+  workers.push({
+    name: 'webhook-outbox',
+    start: () => services.webhooks.dispatcher.start(),
+    stop: () => services.webhooks.dispatcher.stop(),
+  })
   workers.push(intervalWorker('limits-purge', 10 * 60 * 1000, () => services.limits.purge()))
   for (const install of FEATURES) await install(services)
   return services

@@ -13,6 +13,7 @@ import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
 import { registerRunRoutes } from './routes/runs.js'
 import { registerToolRoutes } from './routes/tools.js'
+import { registerWebhookRoutes } from './routes/webhooks.js'
 import { validationHook } from './validation.js'
 
 /**
@@ -44,6 +45,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   // --- feature routes: each feature adds one line here ---
   registerIngestRoutes(app, services)
   registerRunRoutes(app, services)
+  registerWebhookRoutes(app, services)
 
   return app
 }
