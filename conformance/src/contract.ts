@@ -115,7 +115,13 @@ export class Contract {
   }
 
   /** Returns why a response breaks the document, or undefined when it matches (or is not JSON). */
-  checkResponse(method: string, concretePath: string, status: number, body: unknown): string | undefined {
+  checkResponse(
+    method: string,
+    concretePath: string,
+    status: number,
+    body: unknown,
+    contentType = 'application/json',
+  ): string | undefined {
     const op = this.find(method, concretePath)
     if (!op) return `${method} ${concretePath} is not in the document`
     const statusKey = String(status)
@@ -134,7 +140,14 @@ export class Contract {
         ? undefined
         : `${method} ${op.template} ${status} documents no body but one came`
     }
-    if (!content['application/json']) return undefined
+    const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? ''
+    if (mediaType !== 'application/json') {
+      // Streams and pages: a non-JSON answer only has to be a media type the operation documents.
+      if (body === '' || content[mediaType]) return undefined
+      return `${method} ${op.template} ${status} answered ${mediaType || 'no content type'}, which the document does not list (${Object.keys(content).join(', ')})`
+    }
+    if (!content['application/json'])
+      return `${method} ${op.template} ${status} answered JSON, which the document does not list`
     const errors = this.errors(`${pointer}/content/application~1json/schema`, body)
     if (errors.length === 0) return undefined
     return `${method} ${op.template} ${status} body breaks the document: ${errors.slice(0, 5).join('; ')}`

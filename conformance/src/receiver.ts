@@ -1,4 +1,4 @@
-/** The suite's own webhook receiver: records every delivery and answers 200. */
+/** The suite's own webhook receiver: records every delivery and answers 200 (or 500 when told to fail one). */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -8,13 +8,22 @@ export interface Delivery {
   headers: IncomingHttpHeaders
   raw: string
   body: Record<string, unknown> | undefined
+  /** What the receiver answered. */
+  status: number
 }
 
 export class WebhookReceiver {
   readonly deliveries: Delivery[] = []
   private server: Server | undefined
   private waiters: Array<() => void> = []
+  private failures: Array<{ match: (body: Record<string, unknown> | undefined) => boolean; left: number }> =
+    []
   port = 0
+
+  /** Answers 500 to the next `times` deliveries that match, to make the deployment retry. */
+  failNext(match: (body: Record<string, unknown> | undefined) => boolean, times = 1): void {
+    this.failures.push({ match, left: times })
+  }
 
   async listen(host: string, port: number): Promise<void> {
     this.server = createServer((req, res) => {
@@ -34,14 +43,20 @@ export class WebhookReceiver {
         } catch {
           body = undefined
         }
+        const rule = this.failures.find((f) => f.left > 0 && f.match(body))
+        if (rule) rule.left--
+        const status = rule ? 500 : 200
         this.deliveries.push({
           receivedAt: Date.now(),
           path: req.url ?? '/',
           headers: req.headers,
           raw,
           body,
+          status,
         })
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
+        res
+          .writeHead(status, { 'content-type': 'application/json' })
+          .end(rule ? '{"ok":false}' : '{"ok":true}')
         const waiters = this.waiters
         this.waiters = []
         for (const w of waiters) w()

@@ -3,7 +3,7 @@
  * of the server's code) in a fresh SQLite store in a temp dir, serves on a free port, and stops it afterwards.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -95,12 +95,14 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     },
   )
   let output = ''
-  child.stdout?.on('data', (d: Buffer) => {
-    output += d.toString()
-  })
-  child.stderr?.on('data', (d: Buffer) => {
-    output += d.toString()
-  })
+  // AGENTOPS_CONFORMANCE_REFERENCE_LOG=FILE keeps the server's own output for diagnosis.
+  const logFile = process.env.AGENTOPS_CONFORMANCE_REFERENCE_LOG
+  const keep = (d: Buffer) => {
+    output = (output + d.toString()).slice(-20_000)
+    if (logFile) appendFileSync(logFile, d)
+  }
+  child.stdout?.on('data', keep)
+  child.stderr?.on('data', keep)
   const baseUrl = `http://127.0.0.1:${port}`
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {

@@ -70,7 +70,13 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
           /^Bearer \S/.test(exchange.requestHeaders.authorization ?? '')
         seen.push({ checkId: current.id, exchange, response, authenticated: isAuthenticated })
         const path = new URL(exchange.url).pathname
-        const problem = contract.checkResponse(exchange.method, path, response.status, response.body)
+        const problem = contract.checkResponse(
+          exchange.method,
+          path,
+          response.status,
+          response.body,
+          response.headers['content-type'] ?? '',
+        )
         if (problem)
           violations.push({ method: exchange.method, path, status: response.status, message: problem })
       },

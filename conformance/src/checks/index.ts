@@ -6,6 +6,7 @@ import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { paginationChecks } from './pagination.js'
 import { rateLimitChecks } from './ratelimit.js'
+import { resourceChecks } from './resources.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { streamChecks } from './stream.js'
@@ -19,6 +20,7 @@ export const ALL_CHECKS: Check[] = [
   ...authzChecks,
   ...rateLimitChecks,
   ...webhookChecks,
+  ...resourceChecks,
   ...runChecks,
   ...toolChecks,
   ...scopingChecks,

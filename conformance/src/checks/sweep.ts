@@ -44,6 +44,22 @@ export const sweepChecks: Check[] = [
     },
   },
   {
+    id: 'sweep.json-content-type',
+    title: 'Every answer with a JSON body says Content-Type: application/json',
+    level: 'core',
+    sections: ['§1'],
+    async run(ctx) {
+      for (const x of ctx.seen) {
+        const type = x.response.headers['content-type'] ?? ''
+        if (x.response.text === '' || type.startsWith('text/event-stream') || type.startsWith('text/html'))
+          continue
+        if (!/^application\/json\b/i.test(type)) fail(`${where(x)} answered Content-Type ${type || '(none)'}`)
+        if (/charset=/i.test(type))
+          assert(/charset=utf-8/i.test(type), `${where(x)} answered ${type}, not UTF-8`)
+      }
+    },
+  },
+  {
     id: 'sweep.rfc3339-timestamps',
     title: 'Every timestamp field (ts, *_at) in every JSON answer is RFC 3339',
     level: 'core',

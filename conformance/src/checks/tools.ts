@@ -41,7 +41,7 @@ export const toolChecks: Check[] = [
       const res = await ctx.http.post('/v1/tools', {
         name,
         provider: ctx.config.profile.tools.succeed.provider,
-        input_schema: { $ref: 'https://example.com/schemas/input.json' },
+        input_schema: { type: 'object', properties: { query: { type: 'string' } } },
         output_schema: { type: 'string' },
         policy_binding: { envelope: 'default', required_scopes: ['tools:read'] },
         idempotent: false,
@@ -66,6 +66,26 @@ export const toolChecks: Check[] = [
         policy_binding: { envelope: 'default', required_scopes: [] },
       })
       assert(dup.status === 409, `registering an active name twice answered ${dup.status}`)
+    },
+  },
+  {
+    id: 'tools.input-schema-reference',
+    title: 'A tool whose input_schema is a reference to a schema ({"$ref": URI}) is registered',
+    level: 'core',
+    sections: ['§2', '§4'],
+    async run(ctx) {
+      const name = ctx.name('tool-ref')
+      const res = await ctx.http.post('/v1/tools', {
+        name,
+        provider: ctx.config.profile.tools.succeed.provider,
+        input_schema: { $ref: 'https://schemas.example.com/conformance/input.json' },
+        output_schema: { type: 'string' },
+        policy_binding: { envelope: 'default', required_scopes: [] },
+        idempotent: true,
+      })
+      const id = toolId(res.body)
+      if (id) ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+      expectStatus(res, [200, 201], 'registering a tool with input_schema {"$ref": ...}')
     },
   },
   {

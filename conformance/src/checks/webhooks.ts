@@ -185,6 +185,32 @@ export const webhookChecks: Check[] = [
     },
   },
   {
+    id: 'webhooks.retried-after-failure',
+    title: 'A delivery the receiver answers 500 is retried with the same event id and a fresh signature',
+    level: 'profile',
+    sections: ['§6'],
+    async run(ctx) {
+      const hook = await ensureWebhook(ctx)
+      const tool = await ctx.fx.tool('succeed')
+      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
+      const mine = (b: Record<string, unknown> | undefined) =>
+        b?.agent_id === agent && b?.event === 'run.started'
+      ctx.receiver!.failNext(mine, 1)
+      await ctx.fx.startRun(agent)
+      const first = await ctx.receiver!.waitFor((d) => mine(d.body), ctx.config.waitMs)
+      if (!first) fail('the first run.started delivery never arrived')
+      assert(first.status === 500, 'the receiver did not fail the first delivery')
+      const retry = await ctx.receiver!.waitFor((d) => d !== first && mine(d.body), ctx.config.waitMs)
+      if (!retry) fail(`no retry within ${ctx.config.waitMs} ms after a 500`)
+      assert(
+        retry.body!.id === first.body!.id,
+        `the retry has another event id (${short(retry.body!.id)} vs ${short(first.body!.id)})`,
+      )
+      const verdict = verifySignature(retry.body!, hook.secret, Math.floor(Date.now() / 1000))
+      assert(verdict.ok, `the retry does not verify: ${verdict.reason}`)
+    },
+  },
+  {
     id: 'webhooks.standard-webhooks-headers',
     title:
       'Deliveries carry webhook-id, webhook-timestamp and a verifying webhook-signature (Standard Webhooks)',

@@ -1,0 +1,76 @@
+/** Spec §1, §4 agents and tasks: created, read back, deleted. */
+import type { Check } from '../check.js'
+import { expectStatus } from '../fixtures.js'
+import { obj } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+import { expectError } from './assertions.js'
+
+export const resourceChecks: Check[] = [
+  {
+    id: 'resources.agent-lifecycle',
+    title: 'An agent is created, read back with its fields, deleted, and then answers 404',
+    level: 'core',
+    sections: ['§1', '§4', '§2'],
+    async run(ctx) {
+      const name = ctx.name('lifecycle')
+      const created = await ctx.http.post('/v1/agents', {
+        name,
+        behavior: 'hybrid',
+        capabilities: ['search'],
+      })
+      expectStatus(created, [200, 201], 'POST /v1/agents')
+      const id = obj(created.body).agent_id ?? obj(created.body).id
+      if (typeof id !== 'string') fail(`no agent id in ${short(created.body)}`)
+      ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${id}`))
+      const read = await ctx.http.get(`/v1/agents/${id}`)
+      expectStatus(read, 200, 'GET /v1/agents/{id}')
+      assert(
+        obj(read.body).name === name && obj(read.body).behavior === 'hybrid',
+        `the agent reads back as ${short(read.body)}`,
+      )
+      expectStatus(await ctx.http.delete(`/v1/agents/${id}`), [200, 202, 204], 'DELETE /v1/agents/{id}')
+      expectError(await ctx.http.get(`/v1/agents/${id}`), 404, 'reading a deleted agent')
+    },
+  },
+  {
+    id: 'resources.task-assign-read',
+    title: 'A task assigned to an agent reads back with its description and priority',
+    level: 'core',
+    sections: ['§1', '§4', '§2'],
+    async run(ctx) {
+      const agent = await ctx.fx.agent()
+      const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, {
+        description: 'summarise the quarter',
+        data_source: 's3://conformance/input.csv',
+        priority: 5,
+      })
+      expectStatus(res, [200, 201, 202], 'POST /v1/agents/{id}/tasks')
+      const id = obj(res.body).task_id ?? obj(res.body).id
+      if (typeof id !== 'string') fail(`no task id in ${short(res.body)}`)
+      const read = await ctx.http.get(`/v1/tasks/${id}`)
+      expectStatus(read, 200, 'GET /v1/tasks/{id}')
+      const t = obj(read.body)
+      assert(
+        t.description === 'summarise the quarter' && t.priority === 5,
+        `the task reads back as ${short(t)}`,
+      )
+    },
+  },
+  {
+    id: 'resources.created-codes',
+    title: 'Creation answers 201 (agents, tasks, tools, webhooks); agent delete answers 204',
+    level: 'profile',
+    sections: ['§4'],
+    async run(ctx) {
+      const created = await ctx.http.post('/v1/agents', { name: ctx.name('codes'), behavior: 'autonomous' })
+      expectStatus(created, 201, 'POST /v1/agents')
+      const id = String(obj(created.body).agent_id)
+      const task = await ctx.http.post(`/v1/agents/${id}/tasks`, { description: 'x' })
+      expectStatus(task, 201, 'POST /v1/agents/{id}/tasks')
+      const del = await ctx.http.delete(`/v1/agents/${id}`)
+      expectStatus(del, 204, 'DELETE /v1/agents/{id}')
+      assert(del.text === '', 'the 204 has a body')
+    },
+  },
+]
