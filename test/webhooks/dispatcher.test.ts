@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { WebhookSettings } from '../../src/domain/webhooks/service.js'
+import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
 import { verifySignature } from '../../src/domain/webhooks/verify.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
 import { backends } from '../support/backends.js'
@@ -232,6 +232,32 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
       await h.webhooks.dispatcher.stop()
       await slow.close()
     }
+  })
+
+  it('stops at once with an attempt in flight, leaving it to be retried after its lease', async () => {
+    await reconfigure({ timeoutMs: 5_000 })
+    receiver.script('hang')
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    h.webhooks.dispatcher.start()
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+    await receiver.waitFor(1)
+    const stopping = Date.now()
+    await h.webhooks.dispatcher.stop()
+    expect(Date.now() - stopping).toBeLessThan(1_000)
+    let [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    expect(d).toMatchObject({ status: 'pending', attempts: 0 })
+    expect(d?.leaseUntil).toBeGreaterThan(h.clock.now())
+    h.clock.advance(10_001)
+    // A fresh dispatcher over the same store (a restarted server) takes the row once the lease ran out.
+    const restarted = new WebhookService(h.db, h.clock, h.events, { allowPrivate: true, timeoutMs: 2_000 })
+    await restarted.dispatcher.runOnce()
+    ;[d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    expect(d).toMatchObject({ status: 'delivered', attempts: 1 })
+    expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([d?.id, d?.id])
   })
 
   it('signs with every active secret during a rotation overlap, and only the new one after it', async () => {

@@ -57,6 +57,7 @@ export class WebhookDispatcher {
   private again = false
   private timer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
+  private shutdown = new AbortController()
 
   constructor(
     private readonly db: Db,
@@ -68,6 +69,7 @@ export class WebhookDispatcher {
   start(): void {
     if (this.running) return
     this.running = true
+    this.shutdown = new AbortController()
     this.unsubscribe = this.events.subscribe(() => this.wake())
     this.timer = setInterval(() => this.wake(), Math.max(10, this.options.pollMs))
     this.timer.unref()
@@ -75,9 +77,16 @@ export class WebhookDispatcher {
   }
 
   async stop(): Promise<void> {
+    if (!this.running) {
+      await Promise.allSettled([...this.inFlight])
+      return
+    }
     this.running = false
     this.unsubscribe?.()
     if (this.timer) clearInterval(this.timer)
+    // Attempts in flight are cut short and not recorded: their leases run out and another start retries them
+    // (same webhook-id), which keeps shutdown fast without losing a delivery.
+    this.shutdown.abort()
     await this.pass
     await Promise.allSettled([...this.inFlight])
   }
@@ -204,10 +213,12 @@ export class WebhookDispatcher {
       result = await send(sub.url, signed.headers, signed.rawBody, {
         timeoutMs: this.options.timeoutMs,
         allowPrivate: this.options.allowPrivate(),
+        signal: this.shutdown.signal,
       })
     } catch (err) {
       result = { ok: false, statusCode: null, error: err instanceof Error ? err.message : String(err) }
     }
+    if (this.shutdown.signal.aborted) return
     const done = this.clock.now()
     await this.deliveries.recordAttempt(
       this.db,

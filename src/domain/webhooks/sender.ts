@@ -14,6 +14,8 @@ export interface SendResult {
 export interface SendOptions {
   timeoutMs: number
   allowPrivate: boolean
+  /** Ends the attempt early (server shutdown). */
+  signal?: AbortSignal
 }
 
 /** Reads at most this much of a receiver's answer: only the status matters, the rest is drained. */
@@ -33,6 +35,7 @@ export function sendWebhook(
       if (settled) return
       settled = true
       clearTimeout(timer)
+      options.signal?.removeEventListener('abort', onAbort)
       resolve(result)
     }
     let url: URL
@@ -58,6 +61,12 @@ export function sendWebhook(
       finish({ ok: false, statusCode: null, error: `timed out after ${options.timeoutMs} ms` })
       req.destroy()
     }, options.timeoutMs)
+    const onAbort = () => {
+      finish({ ok: false, statusCode: null, error: 'aborted: the server is shutting down' })
+      req.destroy()
+    }
+    if (options.signal?.aborted) onAbort()
+    options.signal?.addEventListener('abort', onAbort)
     req.on('error', (err) => {
       finish({ ok: false, statusCode: null, error: describe(err) })
     })
