@@ -84,17 +84,38 @@ describe('delivery body', () => {
   it('puts id, event and ts beside the event fields and never carries a stale signature', () => {
     const body = deliveryBody({
       id: 'evt_9',
-      kind: 'run.awaiting_approval',
+      kind: 'run.paused',
       ts: NOW,
       data: { run_id: 'run_1', id: 'spoof', signature: 'x', queue: 'q' },
     })
     expect(body).toEqual({
       id: 'evt_9',
-      event: 'run.awaiting_approval',
+      event: 'run.paused',
       ts: '2026-11-23T10:00:00.000Z',
       run_id: 'run_1',
       queue: 'q',
     })
+  })
+
+  it('gives run.awaiting_approval exactly the spec §6 fields', () => {
+    const body = deliveryBody({
+      id: 'evt_9',
+      kind: 'run.awaiting_approval',
+      ts: NOW,
+      data: {
+        run_id: 'run_1',
+        agent_id: 'agt_1',
+        task_id: null,
+        step_id: 'step_1',
+        queue: 'q',
+        reason: 'r',
+        payload_preview: { tool: 't' },
+        internal: 1,
+      },
+    })
+    expect(Object.keys(body).sort()).toEqual(
+      ['agent_id', 'event', 'id', 'payload_preview', 'queue', 'reason', 'run_id', 'step_id', 'ts'].sort(),
+    )
   })
 })
 

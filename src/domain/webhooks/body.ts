@@ -37,6 +37,11 @@ export interface LoggedEvent {
   data: Record<string, unknown>
 }
 
+/** Spec §6 lists the run.awaiting_approval body field by field; that body carries exactly those (plus `id`). */
+const SPEC_FIELDS: Partial<Record<string, readonly string[]>> = {
+  'run.awaiting_approval': ['run_id', 'agent_id', 'step_id', 'queue', 'reason', 'payload_preview'],
+}
+
 /**
  * The delivery body: `id` (the event id), `event` (its kind), `ts` (RFC 3339) and the event's own fields, which
  * for run.awaiting_approval are exactly spec §6's `run_id, agent_id, step_id, queue, reason, payload_preview`.
@@ -44,5 +49,7 @@ export interface LoggedEvent {
  */
 export function deliveryBody(event: LoggedEvent): UnsignedBody {
   const { signature: _dropped, ...data } = event.data
-  return { ...data, id: event.id, event: event.kind, ts: toRfc3339(event.ts) }
+  const only = SPEC_FIELDS[event.kind]
+  const fields = only ? Object.fromEntries(only.filter((k) => k in data).map((k) => [k, data[k]])) : data
+  return { ...fields, id: event.id, event: event.kind, ts: toRfc3339(event.ts) }
 }
