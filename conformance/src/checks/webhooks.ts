@@ -147,8 +147,9 @@ export const webhookChecks: Check[] = [
     sections: ['§5', '§6'],
     async run(ctx) {
       const hook = await ensureWebhook(ctx)
+      const { runId } = await approvalRun(ctx)
       await deliveryFor(ctx, 'run.awaiting_approval')
-      const mine = ctx.receiver!.deliveries.filter((d) => d.body && d.path && d.body.signature)
+      const mine = ctx.receiver!.deliveries.filter((d) => d.body?.run_id === runId)
       assert(mine.length > 0, 'no deliveries to verify')
       for (const d of mine) {
         const verdict = verifySignature(d.body!, hook.secret, Math.floor(Date.now() / 1000), 3600)

@@ -1,0 +1,118 @@
+/**
+ * Mutation testing of the suite: starts the reference server once, runs the clean suite through a pass-through
+ * proxy (every check must pass), then each mutant (each must make at least one of its target checks fail, and
+ * every target that fails must have passed clean). Prints the mutation score; exits 1 if a mutant survives or
+ * the clean run fails.
+ *
+ *   npx tsx conformance/mutants/run.ts [--only mutant-id,...] [--keep-going]
+ */
+import { parseArgs } from 'node:util'
+import { ALL_CHECKS } from '../src/checks/index.js'
+import { resolveConfig, type SuiteConfig } from '../src/config.js'
+import { Contract } from '../src/contract.js'
+import { WebhookReceiver } from '../src/receiver.js'
+import { startReference } from '../src/reference.js'
+import { runChecks, selectChecks } from '../src/runner.js'
+import type { CheckResult } from '../src/types.js'
+import { createMutants } from './mutants.js'
+import { HOOK_PREFIX, type Mutant, MutantProxy } from './proxy.js'
+
+export interface MutantVerdict {
+  id: string
+  killed: boolean
+  caughtBy: string[]
+  missed: string[]
+  note?: string
+}
+
+/** Killed when a target check that passed clean fails under the mutant. */
+export function judge(
+  mutant: Mutant,
+  clean: Map<string, CheckResult>,
+  results: CheckResult[],
+): MutantVerdict {
+  const byId = new Map(results.map((r) => [r.id, r]))
+  const caughtBy = mutant.targets.filter(
+    (t) => clean.get(t)?.outcome === 'pass' && byId.get(t)?.outcome === 'fail',
+  )
+  const missed = mutant.targets.filter((t) => !caughtBy.includes(t))
+  const unusable = mutant.targets.filter((t) => clean.get(t)?.outcome !== 'pass')
+  return {
+    id: mutant.id,
+    killed: caughtBy.length > 0,
+    caughtBy,
+    missed,
+    ...(unusable.length > 0 ? { note: `targets that did not pass clean: ${unusable.join(', ')}` } : {}),
+  }
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { only: { type: 'string' } }, strict: true })
+  const only = values.only?.split(',').map((s) => s.trim()) ?? []
+  const log = (line: string) => process.stdout.write(`${line}\n`)
+  const reference = await startReference(log)
+  const receiver = new WebhookReceiver()
+  await receiver.listen('127.0.0.1', 0)
+  const proxy = new MutantProxy(
+    reference.baseUrl,
+    () => `http://127.0.0.1:${receiver.port}`,
+    reference.tokens,
+  )
+  await proxy.listen()
+  const base = resolveConfig([]).config
+  const contract = Contract.fromFile(base.openapiPath)
+
+  const configFor = (): SuiteConfig => {
+    const c = resolveConfig(['--seed', String(base.seed)]).config
+    c.baseUrl = proxy.url
+    c.streamUrl = reference.baseUrl.replace(/^http/, 'ws')
+    c.tokens = { ...reference.tokens }
+    c.receiver = { host: '127.0.0.1', port: receiver.port, url: `${proxy.url}${HOOK_PREFIX}/hooks` }
+    c.waitMs = 8000
+    return c
+  }
+  const suite = async (checkIds: string[]) => {
+    const config = configFor()
+    const checks = selectChecks(ALL_CHECKS, checkIds)
+    return (await runChecks({ config, checks, contract, receiver })).results
+  }
+
+  try {
+    log(`mutants: proxy ${proxy.url} → ${reference.baseUrl}; clean run first (seed ${base.seed})`)
+    proxy.mutant = undefined
+    const cleanResults = await suite([])
+    const clean = new Map(cleanResults.map((r) => [r.id, r]))
+    const cleanFailures = cleanResults.filter((r) => r.outcome !== 'pass')
+    for (const r of cleanFailures) log(`  clean ${r.outcome.toUpperCase()} ${r.id}: ${r.message ?? ''}`)
+    log(`clean: ${cleanResults.length - cleanFailures.length}/${cleanResults.length} checks pass`)
+
+    const mutants = createMutants().filter((m) => only.length === 0 || only.includes(m.id))
+    const verdicts: MutantVerdict[] = []
+    for (const mutant of mutants) {
+      proxy.mutant = mutant
+      const started = Date.now()
+      const results = await suite(mutant.run ?? mutant.targets)
+      const verdict = judge(mutant, clean, results)
+      verdicts.push(verdict)
+      log(
+        `${verdict.killed ? 'KILLED  ' : 'SURVIVED'} ${mutant.id.padEnd(32)} ${verdict.killed ? `by ${verdict.caughtBy.join(', ')}` : `none of ${mutant.targets.join(', ')} failed`} (${Date.now() - started} ms)${verdict.note ? ` — ${verdict.note}` : ''}`,
+      )
+    }
+    proxy.mutant = undefined
+    const killed = verdicts.filter((v) => v.killed).length
+    log(
+      `\nmutation score: ${killed}/${verdicts.length} mutants killed (${verdicts.length ? Math.round((killed / verdicts.length) * 100) : 0}%)`,
+    )
+    const survivors = verdicts.filter((v) => !v.killed)
+    if (survivors.length > 0) log(`survivors: ${survivors.map((v) => v.id).join(', ')}`)
+    return survivors.length > 0 || cleanFailures.length > 0 ? 1 : 0
+  } finally {
+    await proxy.close()
+    await receiver.close()
+    await reference.stop()
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  process.exitCode = await main()
+}
