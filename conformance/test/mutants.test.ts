@@ -1,0 +1,136 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createMutants } from '../mutants/mutants.js'
+import { editJson, HOOK_PREFIX, MutantProxy } from '../mutants/proxy.js'
+import { judge } from '../mutants/run.js'
+import { ALL_CHECKS } from '../src/checks/index.js'
+import type { CheckResult } from '../src/types.js'
+
+let upstream: Server
+let receiver: Server
+let upstreamUrl: string
+let receiverUrl: string
+const received: string[] = []
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+beforeAll(async () => {
+  upstream = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', ratelimit: '"burst";r=1;t=1' })
+    res.end(
+      JSON.stringify({
+        path: req.url,
+        auth: req.headers.authorization ?? null,
+        status: 'cancelled',
+        awaiting: [],
+      }),
+    )
+  })
+  receiver = createServer((req, res) => {
+    let body = ''
+    req.on('data', (c) => {
+      body += c
+    })
+    req.on('end', () => {
+      received.push(`${req.url} ${body}`)
+      res.end('ok')
+    })
+  })
+  upstreamUrl = await listen(upstream)
+  receiverUrl = await listen(receiver)
+})
+
+afterAll(async () => {
+  for (const s of [upstream, receiver]) {
+    s.closeAllConnections()
+    await new Promise<void>((r) => s.close(() => r()))
+  }
+})
+
+describe('mutant proxy', () => {
+  it('passes through without a mutant, and applies request and answer rewrites with one', async () => {
+    const proxy = new MutantProxy(upstreamUrl, () => receiverUrl, { primary: 'p' })
+    await proxy.listen()
+    try {
+      const clean = (await (await fetch(`${proxy.url}/v1/runs/run_1`)).json()) as Record<string, unknown>
+      expect(clean).toMatchObject({ path: '/v1/runs/run_1', auth: null, awaiting: [] })
+      proxy.mutant = createMutants().find((m) => m.id === 'missing-token-accepted')
+      expect(((await (await fetch(`${proxy.url}/v1/agents`)).json()) as Record<string, unknown>).auth).toBe(
+        'Bearer p',
+      )
+      proxy.mutant = createMutants().find((m) => m.id === 'cancel-leaves-approvals')
+      const run = (await (await fetch(`${proxy.url}/v1/runs/run_1`)).json()) as Record<string, unknown[]>
+      expect(run.awaiting).toHaveLength(1)
+      proxy.mutant = createMutants().find((m) => m.id === 'missing-ratelimit-header')
+      expect((await fetch(`${proxy.url}/v1/tools/tool_1`)).headers.get('ratelimit')).toBeNull()
+      expect((await fetch(`${proxy.url}/v1/tools`)).headers.get('ratelimit')).not.toBeNull()
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it('forwards webhook deliveries to the receiver, rewritten by the mutant', async () => {
+    const proxy = new MutantProxy(upstreamUrl, () => receiverUrl, { primary: 'p' })
+    await proxy.listen()
+    try {
+      proxy.mutant = createMutants().find((m) => m.id === 'signature-malformed')
+      const body = JSON.stringify({ event: 'run.started', signature: `t=1,v1=${'a'.repeat(64)}` })
+      await fetch(`${proxy.url}${HOOK_PREFIX}/hooks`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      })
+      expect(received.at(-1)).toBe(`/hooks {"event":"run.started","signature":"sha256=${'a'.repeat(64)}"}`)
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it('editJson leaves non-JSON answers alone', () => {
+    const text = { status: 200, headers: { 'content-type': 'text/plain' }, body: 'hi' }
+    expect(editJson(text, () => ({ x: 1 }))).toBe(text)
+  })
+})
+
+describe('mutants', () => {
+  const ids = new Set(ALL_CHECKS.map((c) => c.id))
+
+  it('every mutant targets existing checks and runs them', () => {
+    for (const m of createMutants()) {
+      expect(m.targets.length, m.id).toBeGreaterThan(0)
+      for (const t of m.targets) expect(ids.has(t), `${m.id} → ${t}`).toBe(true)
+      const run = m.run ?? m.targets
+      for (const t of m.targets)
+        expect(
+          run.some((p) => t.startsWith(p)),
+          `${m.id} does not run ${t}`,
+        ).toBe(true)
+    }
+  })
+
+  it('a mutant is killed only by a target that passed clean and fails under it', () => {
+    const r = (id: string, outcome: CheckResult['outcome']): CheckResult => ({
+      id,
+      title: id,
+      level: 'core',
+      family: 'x',
+      sections: [],
+      outcome,
+      exchanges: [],
+      durationMs: 0,
+    })
+    const mutant = { id: 'm', description: '', targets: ['a.one', 'a.two'] }
+    const clean = new Map([
+      ['a.one', r('a.one', 'pass')],
+      ['a.two', r('a.two', 'fail')],
+    ])
+    expect(judge(mutant, clean, [r('a.one', 'pass'), r('a.two', 'fail')]).killed).toBe(false)
+    const verdict = judge(mutant, clean, [r('a.one', 'fail'), r('a.two', 'fail')])
+    expect(verdict).toMatchObject({ killed: true, caughtBy: ['a.one'], missed: ['a.two'] })
+    expect(verdict.note).toMatch(/a\.two/)
+  })
+})
