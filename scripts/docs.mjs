@@ -15,7 +15,10 @@ const esc = (s) => String(s).replace(/\|/g, '\\|').replace(/\s+/g, ' ').trim()
 function gaps() {
   const out = []
   const walk = (node, where) => {
-    if (Array.isArray(node)) return node.forEach((n, i) => walk(n, [...where, String(i)]))
+    if (Array.isArray(node)) {
+      for (const [i, n] of node.entries()) walk(n, [...where, String(i)])
+      return
+    }
     if (!node || typeof node !== 'object') return
     for (const [k, v] of Object.entries(node)) {
       if (k === 'x-spec-gap') out.push({ section: v.section, where: label(where), decision: v.decision })

@@ -73,7 +73,7 @@ async function runSuite(args: string[]): Promise<{ code: number; results: Result
   const report = join(mkdtempSync(join(tmpdir(), 'agentops-prism-')), 'report.json')
   const child = spawn(process.execPath, [SUITE, ...args, '--json', report], {
     cwd: REPO_ROOT,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', process.env.PRISM_VERBOSE ? 'inherit' : 'ignore', 'inherit'],
   })
   const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)))
   let results: Result[] = []

@@ -3,8 +3,6 @@ import { ManualClock } from '../../src/domain/clock.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
-const HOUR_MS = 3600 * 1000
-
 /** Parses `"burst";r=4;t=10, "hourly";r=11;t=3600` into { burst: {r, t}, hourly: {r, t} }. */
 function parseRateLimit(value: string | null): Record<string, Record<string, number>> {
   const out: Record<string, Record<string, number>> = {}

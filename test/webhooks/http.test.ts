@@ -141,6 +141,21 @@ describe('webhook subscriptions over HTTP', () => {
     )
   })
 
+  it('replays a creation under the same Idempotency-Key instead of subscribing twice', async () => {
+    const key = (await t.createKey()).token
+    const body = { url: 'https://example.com/idem', events: ['agent.created'], secret: SECRET }
+    const headers = { 'idempotency-key': 'create-webhook-1' }
+    const first = await t.request('POST', '/v1/webhooks', { token: key, body, headers })
+    const again = await t.request('POST', '/v1/webhooks', { token: key, body, headers })
+    expect(first.status).toBe(201)
+    expect(again.status).toBe(201)
+    expect(again.body.webhook_id).toBe(first.body.webhook_id)
+    expect(again.headers.get('idempotent-replayed')).toBe('true')
+    expect(again.text).not.toContain(SECRET)
+    const list = await t.request('GET', '/v1/webhooks', { token: key })
+    expect(list.body.data).toHaveLength(1)
+  })
+
   it('deletes a subscription (204), after which it is gone', async () => {
     const { webhook_id } = await subscribe(['agent.created'])
     const del = await t.request('DELETE', `/v1/webhooks/${webhook_id}`, { token })
