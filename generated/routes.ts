@@ -366,7 +366,14 @@ const ToolRegistrationSchema = z
       .looseObject({})
       .default({})
       .exactOptional()
-      .openapi({ description: 'A JSON schema, or a reference to one (`{"$ref": "..."}`).' }),
+      .openapi({
+        description: 'A JSON schema, or a reference to one (`{"$ref": "https://..."}`).',
+        'x-spec-gap': {
+          section: '§2',
+          decision:
+            'input_schema is either a complete JSON Schema (2020-12) or one whose unresolved references are absolute http(s) URIs; references are stored as given and never fetched by the server. output_schema must be self-contained, because every tool answer is checked against it. A schema that does not compile is 400 invalid_request naming the field.',
+        },
+      }),
     output_schema: z
       .looseObject({})
       .default({})
@@ -571,6 +578,11 @@ const IngestResponseSchema = z
       .openapi({
         description:
           "RFC 6962 Merkle tree hash (SHA-256, 0x00 leaf and 0x01 node prefixes), lowercase hex, over the RFC 8785 canonical JSON of each accepted record's five fields, in batch order (SHA-256 of the empty string when none).",
+        'x-spec-gap': {
+          section: '§2',
+          decision:
+            'lineage_root is an RFC 6962 Merkle tree hash (SHA-256) over the RFC 8785 canonical JSON of each accepted record, in batch order; every stored record keeps its leaf hash, batch root, index and audit path, so anyone can recompute the root (docs/ingestion.md).',
+        },
       }),
     batch_id: z.string(),
     rejections: z.array(IngestRejectionSchema),

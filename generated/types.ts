@@ -1078,7 +1078,7 @@ export interface components {
             /** @default false */
             idempotent: boolean;
             /**
-             * @description A JSON schema, or a reference to one (`{"$ref": "..."}`).
+             * @description A JSON schema, or a reference to one (`{"$ref": "https://..."}`).
              * @default {}
              */
             input_schema: {

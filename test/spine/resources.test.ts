@@ -95,6 +95,28 @@ describe('tools', () => {
     })
     expect(again.status).toBe(201)
   })
+
+  it('accepts an input_schema that is a reference to a schema (spec §2) and refuses broken schemas', async () => {
+    const ref = { $ref: 'https://schemas.example.com/tools/lookup-input.json' }
+    const reg = await t.request('POST', '/v1/tools', {
+      token,
+      body: { name: 'by-reference', provider: 'builtin:echo', policy_binding: binding, input_schema: ref },
+    })
+    expect(reg.status).toBe(201)
+    expect(reg.body.input_schema).toEqual(ref)
+    for (const [field, schema] of [
+      ['input_schema', { type: 'no-such-type' }],
+      ['input_schema', { $ref: '#/$defs/missing' }],
+      ['output_schema', { $ref: 'https://schemas.example.com/tools/out.json' }],
+    ] as const) {
+      const bad = await t.request('POST', '/v1/tools', {
+        token,
+        body: { name: 'broken-schema', provider: 'builtin:echo', policy_binding: binding, [field]: schema },
+      })
+      expect(bad.status, JSON.stringify(schema)).toBe(400)
+      expect(bad.body.error.detail.fields).toEqual([field])
+    }
+  })
 })
 
 describe('pagination (spec §8)', () => {

@@ -38,6 +38,11 @@ function invalid(field: string, message: string): ApiError {
   return new ApiError('invalid_request', message, { issues: [{ path: field, message }], fields: [field] })
 }
 
+function isRemoteReference(err: unknown): boolean {
+  const ref = (err as { missingSchema?: unknown }).missingSchema
+  return typeof ref === 'string' && /^https?:\/\//.test(ref)
+}
+
 /** Checks a registration before it is stored, so a bad tool is a 400 now rather than a failed step later. */
 export function checkToolDefinition(
   provider: string,
@@ -51,6 +56,10 @@ export function checkToolDefinition(
     try {
       ajv.compile(schemas[name])
     } catch (err) {
+      // Spec §2 lets input_schema be "a reference to a schema": a reference to an absolute http(s) URI is
+      // stored as given and never fetched (the server does not call out to resolve schemas). output_schema
+      // is checked against every answer, so it must be complete.
+      if (name === 'input_schema' && isRemoteReference(err)) continue
       throw invalid(name, `${name} is not a valid JSON Schema: ${(err as Error).message}`)
     }
   }
