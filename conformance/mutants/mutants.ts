@@ -4,6 +4,9 @@
  * sweep check judges).
  */
 import { createHmac } from 'node:crypto'
+import { accessMutants } from './families/access.js'
+import { lifecycleMutants } from './families/lifecycle.js'
+import { pagingMutants } from './families/paging.js'
 import { editJson, type Json, type Mutant, type ProxiedRequest, type ProxiedResponse } from './proxy.js'
 
 const isJsonArray = (v: unknown): v is Json[] => Array.isArray(v)
@@ -347,5 +350,64 @@ export function createMutants(): Mutant[] {
         return { ...req, body: JSON.stringify(rest) }
       },
     },
+    {
+      id: 'stream-open-without-token',
+      description: 'The stream upgrade is accepted without a bearer token (it acts as the primary identity)',
+      targets: ['stream.requires-token'],
+      upgrade(headers, ctx) {
+        return headers.authorization ? headers : { ...headers, authorization: `Bearer ${ctx.tokens.primary}` }
+      },
+    },
+    {
+      id: 'stream-refuses-valid-tokens',
+      description: 'The stream upgrade refuses every token',
+      targets: ['stream.accepts-token'],
+      upgrade(headers) {
+        return { ...headers, authorization: 'Bearer revoked' }
+      },
+    },
+    {
+      id: 'stream-topic-scope-ignored',
+      description: 'Topic scopes are not checked: a narrow token subscribes to any topic of its workspace',
+      targets: ['stream.topic-scope-enforced', 'stream.topic-scope-refused'],
+      upgrade(headers, ctx) {
+        const narrow = ctx.tokens.narrowScope
+        return narrow && headers.authorization === `Bearer ${narrow}`
+          ? { ...headers, authorization: `Bearer ${ctx.tokens.primary}` }
+          : headers
+      },
+    },
+    {
+      id: 'stream-records-without-lineage',
+      description: 'Records on the stream arrive without their lineage',
+      targets: ['stream.records-with-lineage'],
+      streamMessage(m) {
+        if (m.type !== 'record' || typeof m.record !== 'object' || m.record === null) return m
+        const { lineage: _dropped, ...record } = m.record as Json
+        return { ...m, record }
+      },
+    },
+    {
+      id: 'agent-delete-noop',
+      description: 'Deleting an agent answers 204 but the agent stays',
+      targets: ['resources.agent-lifecycle'],
+      request(req) {
+        return req.method === 'DELETE' && /^\/v1\/agents\/[^/]+$/.test(pathOnly(req.path))
+          ? { status: 204, headers: {}, body: '' }
+          : req
+      },
+    },
+    {
+      id: 'task-priority-dropped',
+      description: 'A task reads back with the default priority instead of the one assigned',
+      targets: ['resources.task-assign-read'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/tasks\/[^/]+$/.test(pathOnly(req.path))) return res
+        return editJson(res, (b) => ({ ...b, priority: 3 }))
+      },
+    },
+    ...accessMutants(),
+    ...pagingMutants(),
+    ...lifecycleMutants(),
   ]
 }

@@ -3,8 +3,9 @@
  * requests on their way in, answers on their way out, and webhook deliveries on their way to the suite's receiver
  * (deliveries are addressed to `<proxy>/__hooks/...` and forwarded to the real receiver).
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type Server, STATUS_CODES } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import WebSocket, { WebSocketServer } from 'ws'
 
 export type Json = Record<string, unknown>
 
@@ -23,7 +24,7 @@ export interface ProxiedResponse {
 }
 
 export interface MutantContext {
-  tokens: { primary: string; secondWorkspace?: string; expired?: string }
+  tokens: { primary: string; secondWorkspace?: string; expired?: string; narrowScope?: string }
   /** Sends a request to the deployment directly (for mutants that consult it). */
   upstream(req: ProxiedRequest): Promise<ProxiedResponse>
 }
@@ -48,6 +49,10 @@ export interface Mutant {
   ): Promise<ProxiedResponse> | ProxiedResponse
   /** Rewrites a webhook delivery on its way to the receiver. */
   delivery?(req: ProxiedRequest): ProxiedRequest
+  /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
+  upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
+  /** Rewrites a JSON stream message on its way from the deployment to the client. */
+  streamMessage?(message: Json): Json
 }
 
 export const HOOK_PREFIX = '/__hooks'
@@ -81,8 +86,12 @@ export function isResponse(x: ProxiedRequest | ProxiedResponse): x is ProxiedRes
   return 'status' in x
 }
 
+/** Close codes a peer may not send itself (RFC 6455 §7.4.1); a relay turns them into a normal closure. */
+const relayable = (code: number) => code >= 1000 && code < 5000 && ![1005, 1006, 1015].includes(code)
+
 export class MutantProxy {
   private server: Server | undefined
+  private readonly sockets = new Set<WebSocket>()
   mutant: Mutant | undefined
   port = 0
 
@@ -128,13 +137,62 @@ export class MutantProxy {
         }
       })
     })
+    this.relayStream(ctx)
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()))
     this.port = (this.server.address() as AddressInfo).port
+  }
+
+  /**
+   * Relays WebSocket upgrades to the deployment: the upstream socket opens first (with the mutant's headers), so
+   * a refusal reaches the client as the same HTTP status; then messages flow both ways, JSON ones from the
+   * deployment through the mutant's `streamMessage`.
+   */
+  private relayStream(ctx: MutantContext): void {
+    const wss = new WebSocketServer({ noServer: true })
+    this.server!.on('upgrade', (inReq, socket, head) => {
+      let headers: Record<string, string> = {}
+      if (inReq.headers.authorization) headers.authorization = inReq.headers.authorization
+      if (this.mutant?.upgrade) headers = this.mutant.upgrade(headers, ctx)
+      const upstream = new WebSocket(`${this.target.replace(/^http/, 'ws')}${inReq.url ?? '/'}`, { headers })
+      upstream.once('unexpected-response', (_r, res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
+          const body = Buffer.concat(chunks)
+          const type = res.headers['content-type'] ?? 'application/json'
+          socket.end(
+            `HTTP/1.1 ${res.statusCode} ${STATUS_CODES[res.statusCode ?? 500] ?? ''}\r\n` +
+              `content-type: ${type}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+          )
+        })
+      })
+      upstream.once('error', () => socket.destroy())
+      upstream.once('open', () => {
+        wss.handleUpgrade(inReq, socket, head, (client) => {
+          this.sockets.add(client).add(upstream)
+          client.on('message', (data, isBinary) => upstream.send(data, { binary: isBinary }))
+          upstream.on('message', (data, isBinary) => {
+            const rewrite = this.mutant?.streamMessage
+            if (!rewrite || isBinary) return client.send(data, { binary: isBinary })
+            try {
+              client.send(JSON.stringify(rewrite(JSON.parse(String(data)) as Json)))
+            } catch {
+              client.send(data)
+            }
+          })
+          client.on('close', () => upstream.close())
+          upstream.on('close', (code, reason) => client.close(relayable(code) ? code : 1000, reason))
+          client.on('error', () => upstream.terminate())
+          upstream.on('error', () => client.terminate())
+        })
+      })
+    })
   }
 
   async close(): Promise<void> {
     const server = this.server
     if (!server) return
+    for (const ws of this.sockets) ws.terminate()
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
   }

@@ -7,6 +7,7 @@
  *   npx tsx conformance/mutants/run.ts [--only mutant-id,...] [--keep-going]
  */
 import { parseArgs } from 'node:util'
+import type { Check } from '../src/check.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
 import { resolveConfig, type SuiteConfig } from '../src/config.js'
 import { Contract } from '../src/contract.js'
@@ -46,6 +47,12 @@ export function judge(
   }
 }
 
+/** Checks that no mutant targets: nothing yet shows that a broken deployment would make them fail. */
+export function unprovenChecks(mutants: Mutant[]): Check[] {
+  const targeted = new Set(mutants.flatMap((m) => m.targets))
+  return ALL_CHECKS.filter((c) => !targeted.has(c.id))
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { only: { type: 'string' } }, strict: true })
   const only = values.only?.split(',').map((s) => s.trim()) ?? []
@@ -65,7 +72,7 @@ async function main(): Promise<number> {
   const configFor = (): SuiteConfig => {
     const c = resolveConfig(['--seed', String(base.seed)]).config
     c.baseUrl = proxy.url
-    c.streamUrl = reference.baseUrl.replace(/^http/, 'ws')
+    c.streamUrl = proxy.url.replace(/^http/, 'ws')
     c.tokens = { ...reference.tokens }
     c.receiver = { host: '127.0.0.1', port: receiver.port, url: `${proxy.url}${HOOK_PREFIX}/hooks` }
     c.waitMs = 8000
@@ -103,9 +110,15 @@ async function main(): Promise<number> {
     log(
       `\nmutation score: ${killed}/${verdicts.length} mutants killed (${verdicts.length ? Math.round((killed / verdicts.length) * 100) : 0}%)`,
     )
+    const unproven = unprovenChecks(createMutants()).map((c) => c.id)
+    if (only.length === 0) {
+      log(`checks no mutant targets: ${unproven.length === 0 ? 'none' : unproven.join(', ')}`)
+    }
     const survivors = verdicts.filter((v) => !v.killed)
     if (survivors.length > 0) log(`survivors: ${survivors.map((v) => v.id).join(', ')}`)
-    return survivors.length > 0 || cleanFailures.length > 0 ? 1 : 0
+    return survivors.length > 0 || cleanFailures.length > 0 || (only.length === 0 && unproven.length > 0)
+      ? 1
+      : 0
   } finally {
     await proxy.close()
     await receiver.close()

@@ -5,7 +5,7 @@
 import WebSocket from 'ws'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus } from '../fixtures.js'
-import { assert, fail } from '../types.js'
+import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { batch } from './ingest.js'
 
@@ -107,6 +107,43 @@ export const streamChecks: Check[] = [
       const r = await connect(ctx, ctx.config.tokens.primary)
       if (!('ws' in r)) fail(`the stream refused the primary token: ${String(r.refused)}`)
       r.close()
+    },
+  },
+  {
+    id: 'stream.topic-scope-enforced',
+    title: 'A token without a topic scope never receives that topic: records reach a scoped subscriber only',
+    level: 'core',
+    sections: ['§5'],
+    async run(ctx) {
+      const narrow = ctx.as('narrowScope').token
+      if (!narrow) skip('no narrow-scope token configured (--narrow-token)')
+      const connector = ctx.name('conn-scoped')
+      const subscribe = JSON.stringify({ type: 'subscribe', topics: [`connector:${connector}`] })
+      const scoped = await connect(ctx, ctx.config.tokens.primary)
+      if (!('ws' in scoped)) fail(`the stream refused the primary token: ${String(scoped.refused)}`)
+      const unscoped = await connect(ctx, narrow)
+      try {
+        scoped.ws.send(subscribe)
+        if ('ws' in unscoped) unscoped.ws.send(subscribe)
+        await scoped.next((x) => x.type === 'subscribed' || x.type === 'error', ctx.config.waitMs)
+        if ('ws' in unscoped) await unscoped.next((x) => x.type === 'subscribed' || x.type === 'error', 2000)
+        const [record] = batch(ctx, 1)
+        const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] })
+        expectStatus(res, 202, 'ingest')
+        const id = String(record!.id)
+        const carries = (m: Json) => JSON.stringify(m).includes(id)
+        // The scoped subscriber shows the record is on the wire; without it this check would prove nothing.
+        const seen = await scoped.next(carries, ctx.config.waitMs)
+        if (!seen)
+          skip('the primary subscriber never received the record (subscribe protocol not understood)')
+        if ('ws' in unscoped) {
+          const leaked = await unscoped.next(carries, 1000)
+          assert(!leaked, `a token without the topic's scope received its record: ${short(leaked)}`)
+        }
+      } finally {
+        scoped.close()
+        if ('ws' in unscoped) unscoped.close()
+      }
     },
   },
   {

@@ -1,0 +1,5 @@
+import type { Mutant } from '../proxy.js'
+
+export function lifecycleMutants(): Mutant[] {
+  return []
+}
