@@ -91,7 +91,7 @@ export async function main(
     const statements = loadTraceability()
     const cov = coverage(statements, new Set(ALL_CHECKS.map((c) => c.id)))
     if (options.list) {
-      for (const c of selectChecks(ALL_CHECKS, config.only)) {
+      for (const c of selectChecks(ALL_CHECKS, config.only, config.skip)) {
         io.out(`${c.id.padEnd(48)} ${c.level.padEnd(8)} ${c.sections.join(',').padEnd(10)} ${c.title}`)
       }
       io.out(
@@ -122,9 +122,9 @@ export async function main(
     }
     config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
 
-    const checks = selectChecks(ALL_CHECKS, config.only)
+    const checks = selectChecks(ALL_CHECKS, config.only, config.skip)
     if (checks.length === 0)
-      throw new ConfigError(`--only ${config.only.join(',')} selects no check; see --list`)
+      throw new ConfigError('--only/--skip leave no check to run; see --list')
     io.out(
       `agentops-conformance: ${checks.length} checks against ${config.baseUrl} (stream ${config.streamUrl})`,
     )

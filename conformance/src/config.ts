@@ -52,6 +52,8 @@ export interface SuiteConfig {
   fuzzRuns: number
   strictProfile: boolean
   only: string[]
+  /** Check id prefixes left out of the run (applied after `only`). */
+  skip: string[]
   prefix: string
   reports: { junit?: string; json?: string; markdown?: string }
   verbose: boolean
@@ -226,6 +228,12 @@ export const SETTINGS: Setting[] = [
     env: 'ONLY',
     kind: 'list',
     help: 'Run only checks whose id starts with one of these (comma-separated)',
+  },
+  {
+    flag: 'skip',
+    env: 'SKIP',
+    kind: 'list',
+    help: 'Leave out checks whose id starts with one of these (comma-separated)',
   },
   {
     flag: 'openapi',
@@ -414,6 +422,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     fuzzRuns: int('fuzz-runs', 12),
     strictProfile: bool('strict-profile'),
     only: (values.get('only') as string[] | undefined) ?? [],
+    skip: (values.get('skip') as string[] | undefined) ?? [],
     prefix: `conf-${randomBytes(4).toString('hex')}-`,
     reports: {
       ...(str('junit') ? { junit: str('junit') } : {}),

@@ -28,9 +28,9 @@ const ROLE_TOKENS: Record<TokenRole, keyof SuiteConfig['tokens']> = {
   expired: 'expired',
 }
 
-export function selectChecks(checks: Check[], only: string[]): Check[] {
-  if (only.length === 0) return checks
-  return checks.filter((c) => only.some((p) => c.id === p || c.id.startsWith(p)))
+export function selectChecks(checks: Check[], only: string[], skip: string[] = []): Check[] {
+  const matches = (c: Check, prefixes: string[]) => prefixes.some((p) => c.id === p || c.id.startsWith(p))
+  return checks.filter((c) => (only.length === 0 || matches(c, only)) && !matches(c, skip))
 }
 
 export async function runChecks(options: RunOptions): Promise<RunSummary> {

@@ -76,7 +76,7 @@ describe('configuration errors exit 2 with a message that says which setting', (
   it('--only that selects nothing', async () => {
     const r = await run(['--base-url', baseUrl, '--token', 'good', '--only', 'nothing.here'])
     expect(r.code).toBe(2)
-    expect(r.err).toMatch(/selects no check/)
+    expect(r.err).toMatch(/leave no check to run/)
   })
 })
 
@@ -95,6 +95,16 @@ describe('settings', () => {
     expect(r.code).toBe(0)
     expect(r.out).toMatch(/auth\.missing-token-401\s+core\s+§5/)
     expect(r.out).toMatch(/ratelimit\.header-format\s+profile/)
+  })
+
+  it('--only and --skip select by id prefix', async () => {
+    const r = await run(['--list', '--only', 'auth.,stream.', '--skip', 'auth.missing,stream.records'])
+    const ids = r.out.split('\n').map((l) => l.split(' ')[0]).filter((id) => /^[a-z]+\./.test(id ?? ''))
+    expect(ids.length).toBeGreaterThan(3)
+    expect(ids.every((id) => /^(auth|stream)\./.test(id!))).toBe(true)
+    expect(ids).not.toContain('auth.missing-token-401')
+    expect(ids).not.toContain('stream.records-with-lineage')
+    expect(ids).toContain('auth.expired-token-401')
   })
 
   it('flags win over the environment, which wins over the config file', () => {
