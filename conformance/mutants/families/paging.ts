@@ -1,5 +1,341 @@
-import type { Mutant } from '../proxy.js'
+/**
+ * Mutants for pagination, rate limiting, creation codes, tool registration/retirement and request validation.
+ * Each simulates one plausible server bug.
+ */
+import { editJson, type Json, type Mutant, type ProxiedRequest, type ProxiedResponse } from '../proxy.js'
+
+const pathOnly = (p: string) => p.split('?')[0] ?? p
+const query = (p: string) => new URLSearchParams(p.split('?')[1] ?? '')
+const withQuery = (p: string, q: URLSearchParams) => `${pathOnly(p)}${q.size > 0 ? `?${q}` : ''}`
+
+function header(req: ProxiedRequest, name: string): string | undefined {
+  return req.headers[name.toLowerCase()]
+}
+
+const isToolList = (req: ProxiedRequest) => req.method === 'GET' && pathOnly(req.path) === '/v1/tools'
+
+/** Replaces the error code (and optionally the status) of a JSON error answer. */
+function recode(res: ProxiedResponse, code: string, status = res.status): ProxiedResponse {
+  return editJson({ ...res, status }, (b) => ({ error: { ...(b.error as Json), code } }))
+}
+
+function parseJson(body: string): Json | undefined {
+  try {
+    const v = JSON.parse(body) as unknown
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined
+  } catch {
+    return undefined
+  }
+}
 
 export function pagingMutants(): Mutant[] {
-  return []
+  return [
+    // ---- pagination ----
+    {
+      id: 'bad-cursor-crashes-500',
+      description: 'Decoding a cursor the server never issued throws: 500 internal_error instead of a 4xx',
+      targets: ['pagination.bad-cursor', 'pagination.bad-cursor-code'],
+      response(req, res) {
+        if (!isToolList(req) || !query(req.path).has('cursor') || res.status < 400 || res.status >= 500)
+          return res
+        return recode(res, 'internal_error', 500)
+      },
+    },
+    {
+      id: 'bad-cursor-restarts-list',
+      description: 'An undecodable cursor is ignored and the first page is served',
+      targets: ['pagination.bad-cursor', 'pagination.bad-cursor-code'],
+      async response(req, res, ctx) {
+        if (!isToolList(req) || res.status !== 400) return res
+        const q = query(req.path)
+        if (!q.has('cursor')) return res
+        q.delete('cursor')
+        return ctx.upstream({ ...req, path: withQuery(req.path, q) })
+      },
+    },
+    {
+      id: 'bad-cursor-generic-code',
+      description: 'A bad cursor answers 400 with the generic invalid_request code instead of invalid_cursor',
+      targets: ['pagination.bad-cursor-code'],
+      response(req, res) {
+        if (!isToolList(req) || res.status !== 400 || !query(req.path).has('cursor')) return res
+        return recode(res, 'invalid_request')
+      },
+    },
+    {
+      id: 'default-limit-100',
+      description: 'Lists default to 100 items per page instead of 50',
+      targets: ['pagination.default-limit-50'],
+      request(req) {
+        if (!isToolList(req)) return req
+        const q = query(req.path)
+        if (q.has('limit')) return req
+        q.set('limit', '100')
+        return { ...req, path: withQuery(req.path, q) }
+      },
+    },
+    {
+      id: 'limit-clamped-not-refused',
+      description:
+        'Out-of-range limits are clamped into 1..200 and non-numbers fall back to the default, never 400',
+      targets: ['pagination.limit-over-200-400'],
+      request(req) {
+        if (!isToolList(req)) return req
+        const q = query(req.path)
+        const raw = q.get('limit')
+        if (raw === null) return req
+        const n = Number(raw)
+        if (!Number.isInteger(n)) q.delete('limit')
+        else q.set('limit', String(Math.min(200, Math.max(1, n))))
+        return { ...req, path: withQuery(req.path, q) }
+      },
+    },
+    {
+      id: 'last-page-cursor-empty-string',
+      description: 'The last page carries next_cursor "" instead of null',
+      targets: ['pagination.page-shape'],
+      response(req, res) {
+        if (!isToolList(req) || res.status !== 200) return res
+        return editJson(res, (b) => (b.next_cursor === null ? { ...b, next_cursor: '' } : undefined))
+      },
+    },
+    // ---- rate limiting ----
+    {
+      id: 'ratelimit-remaining-off-by-one',
+      description: 'RateLimit r= is computed before the current request is counted (one too many)',
+      targets: ['ratelimit.exact-limit'],
+      response(_req, res) {
+        const value = res.headers.ratelimit
+        if (!value) return res
+        const ratelimit = value.replace(/;r=(\d+)/g, (_m, r: string) => `;r=${Number(r) + 1}`)
+        return { ...res, headers: { ...res.headers, ratelimit } }
+      },
+    },
+    {
+      id: 'ratelimit-policy-window-ms',
+      description: 'RateLimit-Policy gives the windows in milliseconds (w=10000, w=3600000)',
+      targets: ['ratelimit.header-format'],
+      response(_req, res) {
+        const value = res.headers['ratelimit-policy']
+        if (!value) return res
+        const policy = value.replace(/;w=(\d+)/g, (_m, w: string) => `;w=${Number(w) * 1000}`)
+        return { ...res, headers: { ...res.headers, 'ratelimit-policy': policy } }
+      },
+    },
+    {
+      id: 'ratelimit-keyed-by-client',
+      description: 'The limit is keyed by client address: one throttled workspace throttles every other one',
+      targets: ['ratelimit.per-workspace'],
+      response: (() => {
+        let blocked: { until: number; res: ProxiedResponse } | undefined
+        return (_req: ProxiedRequest, res: ProxiedResponse) => {
+          if (res.status === 429) {
+            const wait = Number(res.headers['retry-after'] ?? 1)
+            blocked = { until: Date.now() + wait * 1000, res }
+            return res
+          }
+          return blocked && Date.now() < blocked.until ? blocked.res : res
+        }
+      })(),
+    },
+    {
+      id: 'ratelimit-per-key',
+      description: 'The limit is counted per key: another key of the throttled workspace is still served',
+      targets: ['ratelimit.per-workspace'],
+      response: (() => {
+        let throttledKey: string | undefined
+        return async (req: ProxiedRequest, res: ProxiedResponse, ctx) => {
+          if (res.status !== 429) return res
+          const key = header(req, 'authorization')
+          throttledKey ??= key
+          if (key === throttledKey) return res
+          // A separate bucket for this key: serve it (with quota borrowed from the unthrottled primary).
+          return ctx.upstream({
+            ...req,
+            headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` },
+          })
+        }
+      })(),
+    },
+    {
+      id: 'ratelimit-retry-after-missing',
+      description: '429 answers lack the Retry-After header',
+      targets: ['ratelimit.retry-hint', 'ratelimit.recovers-after-retry-after'],
+      response(_req, res) {
+        if (res.status !== 429) return res
+        const { 'retry-after': _dropped, ...headers } = res.headers
+        return { ...res, headers }
+      },
+    },
+    {
+      id: 'ratelimit-detail-incomplete',
+      description: '429 detail lacks reset_at and retry_after_seconds',
+      targets: ['ratelimit.retry-hint'],
+      response(_req, res) {
+        if (res.status !== 429) return res
+        return editJson(res, (b) => {
+          const {
+            reset_at: _r,
+            retry_after_seconds: _s,
+            ...detail
+          } = ((b.error as Json).detail ?? {}) as Json
+          return { error: { ...(b.error as Json), detail } }
+        })
+      },
+    },
+    {
+      id: 'ratelimit-block-never-lifts',
+      description: 'A refused key keeps getting its cached 429 after the window resets',
+      targets: ['ratelimit.recovers-after-retry-after'],
+      response: (() => {
+        const blocked = new Map<string, ProxiedResponse>()
+        return (req: ProxiedRequest, res: ProxiedResponse) => {
+          const key = header(req, 'authorization') ?? ''
+          if (res.status === 429) blocked.set(key, res)
+          return blocked.get(key) ?? res
+        }
+      })(),
+    },
+    // ---- creation codes ----
+    {
+      id: 'agent-create-200',
+      description: 'Creating an agent answers 200 instead of 201',
+      targets: ['resources.created-codes'],
+      response(req, res) {
+        return req.method === 'POST' && pathOnly(req.path) === '/v1/agents' && res.status === 201
+          ? { ...res, status: 200 }
+          : res
+      },
+    },
+    {
+      id: 'agent-delete-200-with-body',
+      description: 'Deleting an agent answers 200 with the deleted agent instead of an empty 204',
+      targets: ['resources.created-codes'],
+      async request(req, ctx) {
+        if (req.method !== 'DELETE' || !/^\/v1\/agents\/[^/]+$/.test(pathOnly(req.path))) return req
+        const before = await ctx.upstream({ ...req, method: 'GET', body: '' })
+        const res = await ctx.upstream(req)
+        return res.status === 204 ? { ...before, status: 200 } : res
+      },
+    },
+    // ---- tools ----
+    {
+      id: 'tool-input-schema-ref-refused',
+      description: 'Registration refuses an input_schema that is a {"$ref"} (the validator demands "type")',
+      targets: ['tools.input-schema-reference'],
+      request(req) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/tools') return req
+        const schema = parseJson(req.body)?.input_schema as Json | undefined
+        if (!schema || typeof schema !== 'object' || !('$ref' in schema)) return req
+        return {
+          status: 400,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            error: {
+              code: 'invalid_request',
+              message: 'input_schema.type is required',
+              detail: { field: 'input_schema' },
+              request_id: 'req_mutant',
+            },
+          }),
+        }
+      },
+    },
+    {
+      id: 'tool-duplicate-name-accepted',
+      description: 'Registering a name already active answers 201 with a second tool instead of 409',
+      targets: ['tools.registration-shape'],
+      response(req, res) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/tools' || res.status !== 409) return res
+        const body = parseJson(req.body) ?? {}
+        return {
+          status: 201,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ ...body, tool_id: 'tool_duplicate', status: 'active', retired_at: null }),
+        }
+      },
+    },
+    {
+      id: 'tool-register-drops-scopes',
+      description: 'The registration answer drops the required_scopes of the policy binding',
+      targets: ['tools.registration-shape'],
+      response(req, res) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/tools' || res.status !== 201) return res
+        return editJson(res, (b) => ({
+          ...b,
+          policy_binding: { ...(b.policy_binding as Json), required_scopes: [] },
+        }))
+      },
+    },
+    {
+      id: 'retired-tool-404',
+      description: 'A retired tool is hard-deleted from reads: GET /v1/tools/{id} answers 404',
+      targets: ['tools.retired-stays-readable'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/tools\/[^/]+$/.test(pathOnly(req.path))) return res
+        if (parseJson(res.body)?.status !== 'retired') return res
+        return {
+          status: 404,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            error: { code: 'not_found', message: 'no such tool', detail: {}, request_id: 'req_mutant' },
+          }),
+        }
+      },
+    },
+    {
+      id: 'retire-twice-404',
+      description: 'Retiring an already retired tool answers 404 instead of 200',
+      targets: ['tools.retired-stays-readable'],
+      response: (() => {
+        const retired = new Set<string>()
+        return (req: ProxiedRequest, res: ProxiedResponse) => {
+          if (req.method !== 'DELETE' || !/^\/v1\/tools\/[^/]+$/.test(pathOnly(req.path))) return res
+          const path = pathOnly(req.path)
+          if (!retired.has(path)) {
+            if (res.status < 300) retired.add(path)
+            return res
+          }
+          return {
+            status: 404,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              error: { code: 'not_found', message: 'no such tool', detail: {}, request_id: 'req_mutant' },
+            }),
+          }
+        }
+      })(),
+    },
+    // ---- validation ----
+    {
+      id: 'validation-answers-422',
+      description: 'Schema violations answer 422 instead of 400',
+      targets: ['validation.spec-violations-400', 'validation.fuzz-400'],
+      response(req, res) {
+        if (req.method !== 'POST' || res.status !== 400) return res
+        return { ...res, status: 422 }
+      },
+    },
+    {
+      id: 'validation-code-nonstandard',
+      description: 'Schema violations answer 400 with code validation_error instead of invalid_request',
+      targets: ['validation.fuzz-400'],
+      response(req, res) {
+        if (req.method !== 'POST' || res.status !== 400) return res
+        return recode(res, 'validation_error')
+      },
+    },
+    {
+      id: 'task-priority-clamped',
+      description: 'A task priority outside 1..5 is clamped into range instead of refused',
+      targets: ['validation.spec-violations-400'],
+      request(req) {
+        if (req.method !== 'POST' || !/^\/v1\/agents\/[^/]+\/tasks$/.test(pathOnly(req.path))) return req
+        const body = parseJson(req.body)
+        if (!body || typeof body.priority !== 'number') return req
+        const priority = Math.min(5, Math.max(1, body.priority))
+        return { ...req, body: JSON.stringify({ ...body, priority }) }
+      },
+    },
+  ]
 }
