@@ -123,8 +123,7 @@ export async function main(
     config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
 
     const checks = selectChecks(ALL_CHECKS, config.only, config.skip)
-    if (checks.length === 0)
-      throw new ConfigError('--only/--skip leave no check to run; see --list')
+    if (checks.length === 0) throw new ConfigError('--only/--skip leave no check to run; see --list')
     io.out(
       `agentops-conformance: ${checks.length} checks against ${config.baseUrl} (stream ${config.streamUrl})`,
     )

@@ -99,7 +99,10 @@ describe('settings', () => {
 
   it('--only and --skip select by id prefix', async () => {
     const r = await run(['--list', '--only', 'auth.,stream.', '--skip', 'auth.missing,stream.records'])
-    const ids = r.out.split('\n').map((l) => l.split(' ')[0]).filter((id) => /^[a-z]+\./.test(id ?? ''))
+    const ids = r.out
+      .split('\n')
+      .map((l) => l.split(' ')[0])
+      .filter((id) => /^[a-z]+\./.test(id ?? ''))
     expect(ids.length).toBeGreaterThan(3)
     expect(ids.every((id) => /^(auth|stream)\./.test(id!))).toBe(true)
     expect(ids).not.toContain('auth.missing-token-401')
