@@ -62,6 +62,7 @@ const MOCK_MUST_FAIL = [
   'resources.agent-lifecycle',
   'tools.register-inspect-list',
   'runs.start-201-fields',
+  'runs.pause-suspends',
   'ingest.batch-202-counts',
   'stream.accepts-token',
 ]

@@ -124,11 +124,15 @@ export class Fixtures {
     return obj(res.body)
   }
 
-  async waitForStatus(runId: string, accept: (status: string) => boolean, what: string): Promise<Json> {
+  async waitForStatus(
+    runId: string,
+    accept: (status: string, run: Json) => boolean,
+    what: string,
+  ): Promise<Json> {
     return waitUntil(
       `run ${runId} to be ${what}`,
       () => this.inspect(runId),
-      (run) => accept(String(run.status)),
+      (run) => accept(String(run.status), run),
       this.ctx().config.waitMs,
     )
   }

@@ -191,7 +191,10 @@ export const runChecks: Check[] = [
     level: 'core',
     sections: ['§3', '§4'],
     async run(ctx) {
-      const { runId } = await pausedRun(ctx)
+      const { runId, agentId } = await pausedRun(ctx)
+      // A twin run of the same agent, never paused, shows the scheduler works in the same window: without it a
+      // deployment that never runs anything would pass.
+      const control = await ctx.fx.startRun(agentId)
       const slowMs = Number(ctx.config.profile.tools.slow.config?.delay_ms ?? 400)
       await sleep(slowMs + 300) // an in-flight call may finish and be recorded
       const a = await ctx.fx.inspect(runId)
@@ -202,7 +205,14 @@ export const runChecks: Check[] = [
         obj(a.plan).steps_completed === obj(b.plan).steps_completed,
         `steps_completed went from ${short(obj(a.plan).steps_completed)} to ${short(obj(b.plan).steps_completed)} while paused`,
       )
+      const twin = await ctx.fx.waitForStatus(
+        control.runId,
+        (_s, run) => Number(obj(run.plan).steps_completed) > 0,
+        'the unpaused twin run completing a step',
+      )
+      assert(Number(obj(twin.plan).steps_completed) > 0, 'the unpaused twin run completed no step either')
       await ctx.http.post(`/v1/runs/${runId}/cancel`)
+      await ctx.http.post(`/v1/runs/${control.runId}/cancel`)
     },
   },
   {
