@@ -1,5 +1,378 @@
-import type { Mutant } from '../proxy.js'
+/**
+ * Mutants for authentication, the scope gate, idempotency, ingestion and workspace scoping. Each simulates one
+ * plausible server bug.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { canonicalize } from '../../src/canonical.js'
+import {
+  editJson,
+  type Json,
+  type Mutant,
+  type MutantContext,
+  type ProxiedRequest,
+  type ProxiedResponse,
+} from '../proxy.js'
+
+const pathOnly = (p: string) => p.split('?')[0] ?? p
+
+function header(req: ProxiedRequest, name: string): string | undefined {
+  return req.headers[name.toLowerCase()]
+}
+
+function parseJson(body: string): Json | undefined {
+  try {
+    const v = JSON.parse(body) as unknown
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const AGENT_CREATE = /^\/v1\/agents$/
+const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
+const INGEST = /^\/v1\/grid\/connectors\/[^/]+\/ingest$/
+const RECORDS = /^\/v1\/grid\/connectors\/[^/]+\/records$/
+
+const isPost = (req: ProxiedRequest, re: RegExp) => req.method === 'POST' && re.test(pathOnly(req.path))
+const isGet = (req: ProxiedRequest, re: RegExp) => req.method === 'GET' && re.test(pathOnly(req.path))
+
+const bearer = (token: string | undefined) => (token ? `Bearer ${token}` : undefined)
+const fromSecond = (req: ProxiedRequest, ctx: MutantContext) =>
+  ctx.tokens.secondWorkspace !== undefined &&
+  header(req, 'authorization') === bearer(ctx.tokens.secondWorkspace)
+const asPrimary = (req: ProxiedRequest, ctx: MutantContext): ProxiedRequest => ({
+  ...req,
+  headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` },
+})
+
+function errorAnswer(status: number, code: string, message: string, detail: Json = {}): ProxiedResponse {
+  return {
+    status,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      error: { code, message, detail, request_id: `req_${randomBytes(6).toString('hex')}` },
+    }),
+  }
+}
+
+/** RFC 6962-shaped tree over SHA-256, but without the 0x00 leaf and 0x01 node prefixes. */
+function unprefixedMerkleRoot(leaves: Buffer[]): string {
+  const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest()
+  const mth = (items: Buffer[]): Buffer => {
+    if (items.length === 0) return sha()
+    if (items.length === 1) return sha(items[0]!)
+    let k = 1
+    while (k * 2 < items.length) k *= 2
+    return sha(mth(items.slice(0, k)), mth(items.slice(k)))
+  }
+  return mth(leaves).toString('hex')
+}
+
+/**
+ * A foreign read that answers 404 is retried as the owner: when the owner would see the resource, `leak` decides
+ * what the other workspace gets instead.
+ */
+function foreignRead(
+  route: RegExp,
+  leak: (owner: ProxiedResponse, res: ProxiedResponse) => ProxiedResponse,
+): Mutant['response'] {
+  return async (req, res, ctx) => {
+    if (!isGet(req, route) || res.status !== 404 || !fromSecond(req, ctx)) return res
+    const owner = await ctx.upstream(asPrimary(req, ctx))
+    return owner.status === 200 ? leak(owner, res) : res
+  }
+}
 
 export function accessMutants(): Mutant[] {
-  return []
+  const inFlight = new Set<string>()
+  return [
+    // ---- authentication ----
+    {
+      id: 'auth-scheme-optional',
+      description: 'An Authorization header without the Bearer scheme is taken as a bare token and accepted',
+      targets: ['auth.malformed-token-401'],
+      request(req, ctx) {
+        return header(req, 'authorization') === ctx.tokens.primary ? asPrimary(req, ctx) : req
+      },
+    },
+    {
+      id: 'tools-list-refuses-primary',
+      description: 'Listing tools demands an admin scope the ordinary primary token lacks (403)',
+      targets: ['auth.valid-token-accepted'],
+      request(req) {
+        return isGet(req, /^\/v1\/tools$/)
+          ? errorAnswer(403, 'policy_denied', 'tools:admin is required', {
+              envelope: 'api_key',
+              violation: 'missing_scope',
+              observed: ['agents:read', 'tools:read'],
+              limit: ['tools:admin'],
+              escalation_queue: 'security',
+            })
+          : req
+      },
+    },
+    {
+      id: 'www-authenticate-without-error',
+      description:
+        '401 for a bad token carries a bare WWW-Authenticate: Bearer realm, without error="invalid_token"',
+      targets: ['auth.www-authenticate'],
+      response(_req, res) {
+        if (res.status !== 401 || !res.headers['www-authenticate']) return res
+        return { ...res, headers: { ...res.headers, 'www-authenticate': 'Bearer realm="agentops"' } }
+      },
+    },
+
+    // ---- scope gate ----
+    {
+      id: 'narrow-token-refused-everywhere',
+      description: 'A token lacking any scope is refused on every route, even the ones its scopes allow',
+      targets: ['authz.narrow-scope-still-reads'],
+      request(req, ctx) {
+        const narrow = bearer(ctx.tokens.narrowScope)
+        return narrow && header(req, 'authorization') === narrow
+          ? errorAnswer(403, 'policy_denied', 'scope missing', {
+              envelope: 'api_key',
+              violation: 'missing_scope',
+              observed: ['agents:read'],
+              limit: ['agents:write'],
+              escalation_queue: 'security',
+            })
+          : req
+      },
+    },
+    {
+      id: 'scope-detail-strings',
+      description:
+        'policy_denied detail renders observed/limit as comma-joined strings and a generic violation',
+      targets: ['authz.scope-detail-values'],
+      response(_req, res) {
+        if (res.status !== 403) return res
+        return editJson(res, (b) => {
+          const error = (b.error ?? {}) as Json
+          const detail = (error.detail ?? {}) as Json
+          const join = (v: unknown) => (Array.isArray(v) ? v.join(',') : v)
+          return {
+            ...b,
+            error: {
+              ...error,
+              detail: {
+                ...detail,
+                violation: 'policy_violation',
+                observed: join(detail.observed),
+                limit: join(detail.limit),
+              },
+            },
+          }
+        })
+      },
+    },
+
+    // ---- idempotency ----
+    {
+      id: 'replay-answers-200',
+      description: 'A replayed create answers 200 instead of repeating the stored 201',
+      targets: ['idempotency.replay-same-response'],
+      response(req, res) {
+        return isPost(req, AGENT_CREATE) &&
+          res.headers['idempotent-replayed'] === 'true' &&
+          res.status === 201
+          ? { ...res, status: 200 }
+          : res
+      },
+    },
+    {
+      id: 'agent-create-ignores-key',
+      description: 'Agent creation never consults the Idempotency-Key: a repeat creates a second agent',
+      targets: ['idempotency.replay-same-response', 'idempotency.replay-byte-identical'],
+      request(req) {
+        if (!isPost(req, AGENT_CREATE) || !header(req, 'idempotency-key')) return req
+        const { 'idempotency-key': _dropped, ...headers } = req.headers
+        return { ...req, headers }
+      },
+    },
+    {
+      id: 'run-start-ignores-key',
+      description: 'Run starts never consult the Idempotency-Key: a repeat starts a second run',
+      targets: ['idempotency.run-start-replay'],
+      request(req) {
+        if (!isPost(req, RUN_START) || !header(req, 'idempotency-key')) return req
+        const { 'idempotency-key': _dropped, ...headers } = req.headers
+        return { ...req, headers }
+      },
+    },
+    {
+      id: 'replay-reserialised',
+      description: 'A replay re-renders the stored resource (another key order) instead of the stored bytes',
+      targets: ['idempotency.replay-byte-identical'],
+      response(req, res) {
+        if (req.method !== 'POST' || res.headers['idempotent-replayed'] !== 'true') return res
+        return editJson(res, (b) => Object.fromEntries(Object.entries(b).reverse()))
+      },
+    },
+    {
+      id: 'replay-unmarked',
+      description: 'A replay omits the Idempotent-Replayed: true header',
+      targets: ['idempotency.replay-byte-identical'],
+      response(_req, res) {
+        const { 'idempotent-replayed': _dropped, ...headers } = res.headers
+        return { ...res, headers }
+      },
+    },
+    {
+      id: 'idempotency-reuse-generic-code',
+      description: 'Key reuse with another body answers 409 with the generic code conflict',
+      targets: ['idempotency.conflict-codes'],
+      response(_req, res) {
+        if (res.status !== 409) return res
+        return editJson(res, (b) => ({ ...b, error: { ...(b.error as Json), code: 'conflict' } }))
+      },
+    },
+    {
+      id: 'idempotency-long-key-truncated',
+      description: 'Over-long Idempotency-Keys are silently truncated to 255 characters instead of refused',
+      targets: ['idempotency.conflict-codes'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        if (req.method !== 'POST' || !key || key.length <= 255) return req
+        return { ...req, headers: { ...req.headers, 'idempotency-key': key.slice(0, 255) } }
+      },
+    },
+    {
+      id: 'idempotency-race',
+      description:
+        'The key is checked before the first request commits: concurrent requests with one key each create',
+      targets: ['idempotency.concurrent-use'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        if (!isPost(req, AGENT_CREATE) || !key) return req
+        const slot = `${header(req, 'authorization')} ${key}`
+        if (!inFlight.has(slot)) {
+          inFlight.add(slot)
+          return req
+        }
+        return {
+          ...req,
+          headers: { ...req.headers, 'idempotency-key': `${key}-${randomBytes(4).toString('hex')}` },
+        }
+      },
+      response(req, res) {
+        const key = header(req, 'idempotency-key')
+        if (key) inFlight.delete(`${header(req, 'authorization')} ${key}`)
+        return res
+      },
+    },
+
+    // ---- ingestion ----
+    {
+      id: 'ingest-ignores-key',
+      description:
+        'Batches ignore the Idempotency-Key: a repeat is ingested again (and rejected as duplicates)',
+      targets: ['ingest.idempotent-replay'],
+      request(req) {
+        if (!isPost(req, INGEST) || !header(req, 'idempotency-key')) return req
+        const { 'idempotency-key': _dropped, ...headers } = req.headers
+        return { ...req, headers }
+      },
+    },
+    {
+      id: 'lineage-root-unprefixed',
+      description: 'lineage_root is a Merkle root computed without the RFC 6962 leaf/node prefixes',
+      targets: ['ingest.lineage-root-merkle'],
+      response(req, res) {
+        if (!isPost(req, INGEST) || res.status !== 202) return res
+        const sent = parseJson(req.body)?.records
+        if (!Array.isArray(sent)) return res
+        return editJson(res, (b) => {
+          const rejected = new Set(
+            (Array.isArray(b.rejections) ? b.rejections : []).map((r) => (r as Json).index),
+          )
+          const leaves = sent.filter((_, i) => !rejected.has(i)).map((r) => Buffer.from(canonicalize(r)))
+          return { ...b, lineage_root: unprefixedMerkleRoot(leaves) }
+        })
+      },
+    },
+    {
+      id: 'records-newest-first',
+      description: 'Connector records read back newest first',
+      targets: ['ingest.records-read-back'],
+      response(req, res) {
+        if (!isGet(req, RECORDS)) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data) ? { ...b, data: [...b.data].reverse() } : undefined,
+        )
+      },
+    },
+    {
+      id: 'rejection-index-one-based',
+      description: 'Rejections count record positions from 1',
+      targets: ['ingest.rejections-explained'],
+      response(req, res) {
+        if (!isPost(req, INGEST)) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.rejections)
+            ? {
+                ...b,
+                rejections: b.rejections.map((r) => {
+                  const rej = r as Json
+                  return typeof rej.index === 'number' ? { ...rej, index: rej.index + 1 } : rej
+                }),
+              }
+            : undefined,
+        )
+      },
+    },
+
+    // ---- workspace scoping ----
+    {
+      id: 'connector-records-cross-workspace',
+      description: 'Connector records are looked up by connector id alone: another workspace reads them',
+      targets: ['scoping.connector-records-404'],
+      response: foreignRead(RECORDS, (owner) => owner),
+    },
+    {
+      id: 'webhook-foreign-403',
+      description: 'Another workspace’s webhook answers 403 forbidden, telling the caller it exists',
+      targets: ['scoping.webhook-404'],
+      response: foreignRead(/^\/v1\/webhooks\/[^/]+$/, () =>
+        errorAnswer(403, 'forbidden', 'This webhook belongs to another workspace'),
+      ),
+    },
+    {
+      id: 'foreign-404-says-why',
+      description:
+        'A foreign agent answers 404 not_found but its message says it belongs to another workspace',
+      targets: ['scoping.identical-404-bodies'],
+      run: ['scoping.identical-404-bodies'],
+      response: foreignRead(/^\/v1\/agents\/[^/]+$/, (_owner, res) =>
+        editJson(res, (b) => ({
+          ...b,
+          error: { ...(b.error as Json), message: 'This agent belongs to another workspace' },
+        })),
+      ),
+    },
+    {
+      id: 'task-assign-any-workspace',
+      description: 'Assigning a task checks the agent exists but not its workspace',
+      targets: ['scoping.cross-workspace-writes-404'],
+      async response(req, res, ctx) {
+        if (!isPost(req, /^\/v1\/agents\/[^/]+\/tasks$/) || res.status !== 404 || !fromSecond(req, ctx))
+          return res
+        return ctx.upstream(asPrimary(req, ctx))
+      },
+    },
+    {
+      id: 'agent-list-all-workspaces',
+      description: 'The agent list is not filtered by workspace: other workspaces’ agents are appended',
+      targets: ['scoping.lists-stay-in-workspace'],
+      async response(req, res, ctx) {
+        if (!isGet(req, /^\/v1\/agents$/) || res.status !== 200 || !fromSecond(req, ctx)) return res
+        const owner = parseJson((await ctx.upstream(asPrimary(req, ctx))).body)
+        return editJson(res, (b) =>
+          Array.isArray(b.data) && Array.isArray(owner?.data)
+            ? { ...b, data: [...b.data, ...owner.data] }
+            : undefined,
+        )
+      },
+    },
+  ]
 }
