@@ -85,6 +85,12 @@ function foreignRead(
 
 export function accessMutants(): Mutant[] {
   const inFlight = new Set<string>()
+  const startsByBody = new Map<string, { key: string; res: ProxiedResponse }>()
+  const ingestByPath = new Map<string, ProxiedResponse>()
+  const replayed = (res: ProxiedResponse): ProxiedResponse => ({
+    ...res,
+    headers: { ...res.headers, 'idempotent-replayed': 'true' },
+  })
   return [
     // ---- authentication ----
     {
@@ -93,6 +99,19 @@ export function accessMutants(): Mutant[] {
       targets: ['auth.malformed-token-401'],
       request(req, ctx) {
         return header(req, 'authorization') === ctx.tokens.primary ? asPrimary(req, ctx) : req
+      },
+    },
+    {
+      id: 'token-secret-unchecked',
+      description: 'A token is looked up by its key id and its secret part is never compared',
+      targets: ['auth.malformed-token-401'],
+      request(req, ctx) {
+        const sent = /^Bearer (.+)$/.exec(header(req, 'authorization') ?? '')?.[1]
+        const primary = ctx.tokens.primary
+        const keyId = (t: string) => t.split('_').slice(0, 2).join('_')
+        return sent && sent !== primary && sent.length === primary.length && keyId(sent) === keyId(primary)
+          ? asPrimary(req, ctx)
+          : req
       },
     },
     {
@@ -119,6 +138,17 @@ export function accessMutants(): Mutant[] {
       response(_req, res) {
         if (res.status !== 401 || !res.headers['www-authenticate']) return res
         return { ...res, headers: { ...res.headers, 'www-authenticate': 'Bearer realm="agentops"' } }
+      },
+    },
+
+    {
+      id: 'www-authenticate-missing',
+      description: '401 answers carry no WWW-Authenticate challenge at all',
+      targets: ['auth.www-authenticate'],
+      response(_req, res) {
+        if (res.status !== 401) return res
+        const { 'www-authenticate': _dropped, ...headers } = res.headers
+        return { ...res, headers }
       },
     },
 
@@ -201,6 +231,25 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'run-start-keyed-by-body',
+      description:
+        'Run starts are deduplicated by request body, not by key: the same start under a fresh key replays the old run',
+      targets: ['idempotency.run-start-replay'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        if (!isPost(req, RUN_START) || !key) return req
+        const stored = startsByBody.get(`${header(req, 'authorization')} ${req.path} ${req.body}`)
+        return stored && stored.key !== key ? replayed(stored.res) : req
+      },
+      response(req, res) {
+        const key = header(req, 'idempotency-key')
+        const slot = `${header(req, 'authorization')} ${req.path} ${req.body}`
+        if (isPost(req, RUN_START) && key && res.status === 201 && !startsByBody.has(slot))
+          startsByBody.set(slot, { key, res })
+        return res
+      },
+    },
+    {
       id: 'replay-reserialised',
       description: 'A replay re-renders the stored resource (another key order) instead of the stored bytes',
       targets: ['idempotency.replay-byte-identical'],
@@ -275,6 +324,22 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'ingest-cache-keyed-by-path',
+      description:
+        'The ingest answer is cached per connector, whatever the key: a new batch under a fresh key replays the first answer',
+      targets: ['ingest.idempotent-replay'],
+      request(req) {
+        if (!isPost(req, INGEST) || !header(req, 'idempotency-key')) return req
+        const cached = ingestByPath.get(`${header(req, 'authorization')} ${req.path}`)
+        return cached ? replayed(cached) : req
+      },
+      response(req, res) {
+        if (isPost(req, INGEST) && header(req, 'idempotency-key') && res.status === 202)
+          ingestByPath.set(`${header(req, 'authorization')} ${req.path}`, res)
+        return res
+      },
+    },
+    {
       id: 'lineage-root-unprefixed',
       description: 'lineage_root is a Merkle root computed without the RFC 6962 leaf/node prefixes',
       targets: ['ingest.lineage-root-merkle'],
@@ -330,6 +395,19 @@ export function accessMutants(): Mutant[] {
       response: foreignRead(RECORDS, (owner) => owner),
     },
     {
+      id: 'unknown-connector-empty-page',
+      description: 'Records of a connector the workspace does not hold answer 200 with an empty page',
+      targets: ['scoping.connector-records-404'],
+      response(req, res) {
+        if (!isGet(req, RECORDS) || res.status !== 404) return res
+        return {
+          status: 200,
+          headers: { ...res.headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ data: [], next_cursor: null }),
+        }
+      },
+    },
+    {
       id: 'webhook-foreign-403',
       description: 'Another workspace’s webhook answers 403 forbidden, telling the caller it exists',
       targets: ['scoping.webhook-404'],
@@ -361,11 +439,43 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'foreign-agent-writes-403',
+      description: 'Writes to another workspace’s agent are refused 403 (ownership checked before existence)',
+      targets: ['scoping.cross-workspace-writes-404'],
+      async response(req, res, ctx) {
+        const m = /^\/v1\/agents\/([^/]+)(\/tasks|\/runs)?$/.exec(pathOnly(req.path))
+        if (req.method === 'GET' || !m || res.status !== 404 || !fromSecond(req, ctx)) return res
+        const owner = await ctx.upstream({
+          ...asPrimary(req, ctx),
+          method: 'GET',
+          path: `/v1/agents/${m[1]}`,
+          body: '',
+        })
+        return owner.status === 200
+          ? errorAnswer(403, 'forbidden', 'The agent belongs to another workspace')
+          : res
+      },
+    },
+    {
       id: 'agent-list-all-workspaces',
       description: 'The agent list is not filtered by workspace: other workspaces’ agents are appended',
       targets: ['scoping.lists-stay-in-workspace'],
       async response(req, res, ctx) {
         if (!isGet(req, /^\/v1\/agents$/) || res.status !== 200 || !fromSecond(req, ctx)) return res
+        const owner = parseJson((await ctx.upstream(asPrimary(req, ctx))).body)
+        return editJson(res, (b) =>
+          Array.isArray(b.data) && Array.isArray(owner?.data)
+            ? { ...b, data: [...b.data, ...owner.data] }
+            : undefined,
+        )
+      },
+    },
+    {
+      id: 'tool-list-all-workspaces',
+      description: 'The tool list is not filtered by workspace: other workspaces’ tools are appended',
+      targets: ['scoping.lists-stay-in-workspace'],
+      async response(req, res, ctx) {
+        if (!isGet(req, /^\/v1\/tools$/) || res.status !== 200 || !fromSecond(req, ctx)) return res
         const owner = parseJson((await ctx.upstream(asPrimary(req, ctx))).body)
         return editJson(res, (b) =>
           Array.isArray(b.data) && Array.isArray(owner?.data)

@@ -63,20 +63,30 @@ export const idempotencyChecks: Check[] = [
   },
   {
     id: 'idempotency.run-start-replay',
-    title: 'Starting a run twice with one Idempotency-Key yields one run',
+    title:
+      'Starting a run twice with one Idempotency-Key yields one run; the same start under a fresh key starts another',
     level: 'core',
     sections: ['§8', '§4'],
     async run(ctx) {
       const agent = await ctx.fx.agent()
       const key = newKey()
       const body = { inputs: { period: '2026-Q3' }, mode: 'live', trace_level: 'detailed' }
-      const a = await ctx.http.post(`/v1/agents/${agent}/runs`, body, { headers: { 'idempotency-key': key } })
-      const b = await ctx.http.post(`/v1/agents/${agent}/runs`, body, { headers: { 'idempotency-key': key } })
+      const start = (k: string) =>
+        ctx.http.post(`/v1/agents/${agent}/runs`, body, { headers: { 'idempotency-key': k } })
+      const a = await start(key)
+      const b = await start(key)
       expectStatus(a, 201, 'first start')
       expectStatus(b, 201, 'repeated start')
       assert(
         obj(a.body).run_id === obj(b.body).run_id,
         `two runs were started: ${String(obj(a.body).run_id)} and ${String(obj(b.body).run_id)}`,
+      )
+      // Without this, a server that answers every start with the same run would pass.
+      const c = await start(newKey())
+      expectStatus(c, 201, 'the same start under a fresh key')
+      assert(
+        typeof obj(c.body).run_id === 'string' && obj(c.body).run_id !== obj(a.body).run_id,
+        `a fresh key did not start a new run: it answered run ${String(obj(c.body).run_id)} again`,
       )
     },
   },

@@ -122,24 +122,56 @@ export const ingestChecks: Check[] = [
   },
   {
     id: 'ingest.idempotent-replay',
-    title: 'Repeating a batch with the same Idempotency-Key returns the same answer and stores nothing twice',
+    title:
+      'Repeating a batch with the same Idempotency-Key returns the same answer and stores nothing twice; a new batch under a fresh key is stored',
     level: 'core',
     sections: ['§4', '§8'],
     async run(ctx) {
       const connector = ctx.name('conn-idem')
-      const body = { records: batch(ctx, 2) }
+      const send = (records: Json[], key: string) =>
+        ctx.http.post(
+          `/v1/grid/connectors/${connector}/ingest`,
+          { records },
+          { headers: { 'idempotency-key': key } },
+        )
+      const stored = async (what: string) => {
+        const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=10`)
+        expectStatus(page, 200, `GET records ${what}`)
+        return ((obj(page.body).data ?? []) as Json[]).map((r) => r.id)
+      }
+      const first = batch(ctx, 2)
       const key = `conf-${randomBytes(8).toString('hex')}`
-      const a = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, body, {
-        headers: { 'idempotency-key': key },
-      })
-      const b = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, body, {
-        headers: { 'idempotency-key': key },
-      })
+      const a = await send(first, key)
+      const b = await send(first, key)
       expectStatus(a, 202, 'first batch')
       expectStatus(b, 202, 'repeated batch')
       for (const f of ['accepted', 'rejected', 'lineage_root']) {
         assert(obj(a.body)[f] === obj(b.body)[f], `${f} differs between the batch and its replay`)
       }
+      const want = first.map((r) => r.id)
+      const afterReplay = await stored('after the replay')
+      assert(
+        JSON.stringify(afterReplay) === JSON.stringify(want),
+        `after a batch and its replay the connector holds ${short(afterReplay)}, expected ${short(want)}`,
+      )
+      // Without this, a server that answers every batch alike (and stores nothing) would pass.
+      const second = batch(ctx, 2)
+      const c = await send(second, `conf-${randomBytes(8).toString('hex')}`)
+      expectStatus(c, 202, 'a new batch under a fresh key')
+      assert(
+        obj(c.body).accepted === 2,
+        `the new batch counted ${short(obj(c.body).accepted)} accepted, not 2`,
+      )
+      assert(
+        typeof obj(c.body).lineage_root === 'string' && obj(c.body).lineage_root !== obj(a.body).lineage_root,
+        'a new batch of other records answered the first batch’s lineage_root',
+      )
+      const afterSecond = await stored('after the new batch')
+      const all = [...want, ...second.map((r) => r.id)]
+      assert(
+        JSON.stringify(afterSecond) === JSON.stringify(all),
+        `after two batches the connector holds ${short(afterSecond)}, expected ${short(all)}`,
+      )
     },
   },
   {
