@@ -406,6 +406,45 @@ export function createMutants(): Mutant[] {
         return editJson(res, (b) => ({ ...b, priority: 3 }))
       },
     },
+    {
+      id: 'webhook-create-without-id',
+      description: 'Creating a subscription answers its url and events but no identifier',
+      targets: ['webhooks.subscribe'],
+      response(req, res) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/webhooks') return res
+        return editJson(res, (b) => ({ url: b.url, events: b.events }))
+      },
+    },
+    {
+      id: 'deliveries-unsigned',
+      description: 'Deliveries leave out the signature field of the body',
+      targets: ['webhooks.delivery-arrives'],
+      run: ['webhooks.subscribe', 'webhooks.delivery-arrives'],
+      delivery(req) {
+        try {
+          const { signature: _dropped, ...body } = JSON.parse(req.body) as Json
+          return { ...req, body: JSON.stringify(body) }
+        } catch {
+          return req
+        }
+      },
+    },
+    {
+      id: 'tool-inspect-by-name-only',
+      description: 'GET /v1/tools/{tool_id} looks tools up by name, so their ids answer 404',
+      targets: ['tools.register-inspect-list'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/tools\/[^/]+$/.test(pathOnly(req.path))) return res
+        return editJson({ ...res, status: 404 }, (b) => ({
+          error: {
+            code: 'not_found',
+            message: 'tool not found',
+            detail: {},
+            request_id: b.request_id ?? 'req',
+          },
+        }))
+      },
+    },
     ...accessMutants(),
     ...pagingMutants(),
     ...lifecycleMutants(),

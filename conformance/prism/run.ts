@@ -55,6 +55,8 @@ const MOCK_MUST_PASS = [
 /** … and these must fail: they need state, tenancy, counting or real work that a mock does not have. */
 const MOCK_MUST_FAIL = [
   'idempotency.different-body-409',
+  'idempotency.run-start-replay',
+  'ingest.idempotent-replay',
   'scoping.agent-404',
   'scoping.lists-stay-in-workspace',
   'ratelimit.429-at-limit',

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createMutants } from '../mutants/mutants.js'
 import { editJson, HOOK_PREFIX, MutantProxy } from '../mutants/proxy.js'
-import { judge } from '../mutants/run.js'
+import { judge, unprovenChecks } from '../mutants/run.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
 import type { CheckResult } from '../src/types.js'
 
@@ -110,6 +110,13 @@ describe('mutants', () => {
           `${m.id} does not run ${t}`,
         ).toBe(true)
     }
+  })
+
+  it('has unique mutant ids and targets every check at least once', () => {
+    const mutants = createMutants()
+    expect(new Set(mutants.map((m) => m.id)).size).toBe(mutants.length)
+    expect(unprovenChecks(mutants).map((c) => c.id)).toEqual([])
+    expect(unprovenChecks([]).length).toBe(ALL_CHECKS.length)
   })
 
   it('a mutant is killed only by a target that passed clean and fails under it', () => {
