@@ -7,15 +7,18 @@ import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { pagingMutants } from './families/paging.js'
-import { editJson, type Json, type Mutant, type ProxiedRequest, type ProxiedResponse } from './proxy.js'
+import {
+  editJson,
+  header,
+  type Json,
+  type Mutant,
+  type ProxiedRequest,
+  type ProxiedResponse,
+  pathOnly,
+  query,
+} from './proxy.js'
 
 const isJsonArray = (v: unknown): v is Json[] => Array.isArray(v)
-const pathOnly = (p: string) => p.split('?')[0] ?? p
-const query = (p: string) => new URLSearchParams(p.split('?')[1] ?? '')
-
-function header(req: ProxiedRequest, name: string): string | undefined {
-  return req.headers[name.toLowerCase()]
-}
 
 export function createMutants(): Mutant[] {
   const idempotencyCache = new Map<string, ProxiedResponse>()

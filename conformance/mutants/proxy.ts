@@ -210,3 +210,23 @@ export function editJson(res: ProxiedResponse, edit: (body: Json) => Json | unde
   const next = edit(body)
   return next === undefined ? res : { ...res, body: JSON.stringify(next) }
 }
+
+/** Small helpers the mutants share. */
+export const pathOnly = (p: string): string => p.split('?')[0] ?? p
+export const query = (p: string): URLSearchParams => new URLSearchParams(p.split('?')[1] ?? '')
+export const withQuery = (p: string, q: URLSearchParams): string =>
+  `${pathOnly(p)}${q.size > 0 ? `?${q}` : ''}`
+
+export function header(req: ProxiedRequest, name: string): string | undefined {
+  return req.headers[name.toLowerCase()]
+}
+
+/** A JSON object body, or undefined for anything else. */
+export function parseJson(body: string): Json | undefined {
+  try {
+    const v = JSON.parse(body) as unknown
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -17,3 +17,8 @@ export function requireScope(c: Context<AppEnv>, scope: string): AuthContext {
   }
   return auth
 }
+
+/** The part of the caller a run or task records (who started it, with which scopes); never the workspace. */
+export function callerOf(auth: AuthContext): { keyId: string; identity: string; scopes: string[] } {
+  return { keyId: auth.keyId, identity: auth.identity, scopes: auth.scopes }
+}

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { ERROR_CATALOGUE } from '../../src/domain/errors.js'
+import { EVENT_KINDS } from '../../src/domain/webhooks/body.js'
 
 type Json = Record<string, unknown>
 const doc = parse(
@@ -28,6 +29,11 @@ describe('the contract document', () => {
     expect(listed).toEqual(Object.entries(ERROR_CATALOGUE).map(([code, e]) => [code, e.status]))
     const codeEnum = ((doc.components as Json).schemas as Record<string, Json>).ErrorCode?.enum
     expect(codeEnum).toEqual(Object.keys(ERROR_CATALOGUE))
+  })
+
+  it('lists exactly the event kinds the service emits', () => {
+    const schemas = (doc.components as Json).schemas as Record<string, Json>
+    expect(schemas.EventKind?.enum).toEqual([...EVENT_KINDS])
   })
 
   it('takes an Idempotency-Key on every POST and cursor/limit on every list', () => {

@@ -6,27 +6,15 @@ import { createHash, randomBytes } from 'node:crypto'
 import { canonicalize } from '../../src/canonical.js'
 import {
   editJson,
+  header,
   type Json,
   type Mutant,
   type MutantContext,
   type ProxiedRequest,
   type ProxiedResponse,
+  parseJson,
+  pathOnly,
 } from '../proxy.js'
-
-const pathOnly = (p: string) => p.split('?')[0] ?? p
-
-function header(req: ProxiedRequest, name: string): string | undefined {
-  return req.headers[name.toLowerCase()]
-}
-
-function parseJson(body: string): Json | undefined {
-  try {
-    const v = JSON.parse(body) as unknown
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined
-  } catch {
-    return undefined
-  }
-}
 
 const AGENT_CREATE = /^\/v1\/agents$/
 const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/

@@ -4,10 +4,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { signBody } from '../../src/signature.js'
-import { editJson, type Json, type Mutant, type ProxiedRequest } from '../proxy.js'
-
-const pathOnly = (p: string) => p.split('?')[0] ?? p
-const query = (p: string) => new URLSearchParams(p.split('?')[1] ?? '')
+import { editJson, type Json, type Mutant, type ProxiedRequest, pathOnly, query } from '../proxy.js'
 
 const RUN = /^\/v1\/runs\/[^/]+$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/

@@ -2,30 +2,24 @@
  * Mutants for pagination, rate limiting, creation codes, tool registration/retirement and request validation.
  * Each simulates one plausible server bug.
  */
-import { editJson, type Json, type Mutant, type ProxiedRequest, type ProxiedResponse } from '../proxy.js'
-
-const pathOnly = (p: string) => p.split('?')[0] ?? p
-const query = (p: string) => new URLSearchParams(p.split('?')[1] ?? '')
-const withQuery = (p: string, q: URLSearchParams) => `${pathOnly(p)}${q.size > 0 ? `?${q}` : ''}`
-
-function header(req: ProxiedRequest, name: string): string | undefined {
-  return req.headers[name.toLowerCase()]
-}
+import {
+  editJson,
+  header,
+  type Json,
+  type Mutant,
+  type ProxiedRequest,
+  type ProxiedResponse,
+  parseJson,
+  pathOnly,
+  query,
+  withQuery,
+} from '../proxy.js'
 
 const isToolList = (req: ProxiedRequest) => req.method === 'GET' && pathOnly(req.path) === '/v1/tools'
 
 /** Replaces the error code (and optionally the status) of a JSON error answer. */
 function recode(res: ProxiedResponse, code: string, status = res.status): ProxiedResponse {
   return editJson({ ...res, status }, (b) => ({ error: { ...(b.error as Json), code } }))
-}
-
-function parseJson(body: string): Json | undefined {
-  try {
-    const v = JSON.parse(body) as unknown
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined
-  } catch {
-    return undefined
-  }
 }
 
 export function pagingMutants(): Mutant[] {

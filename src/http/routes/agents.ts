@@ -11,7 +11,7 @@ import { pageRequest, toPage } from '../../domain/pagination.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
 import { presentAgent, presentTask } from '../presenters.js'
-import { requireScope } from '../scopes.js'
+import { callerOf, requireScope } from '../scopes.js'
 
 export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
   app.openapi(postV1AgentsRoute, async (c) => {
@@ -45,11 +45,7 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: Services
       auth.workspaceId,
       c.req.valid('param').agent_id,
       c.req.valid('json'),
-      {
-        keyId: auth.keyId,
-        identity: auth.identity,
-        scopes: auth.scopes,
-      },
+      callerOf(auth),
     )
     return c.json(presentTask(task), 201)
   })

@@ -18,7 +18,7 @@ import { isTerminal } from '../../domain/runs/state-machine.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
 import { presentFrame, presentRun, TRACE_LIST } from '../presenters.js'
-import { requireScope } from '../scopes.js'
+import { callerOf, requireScope } from '../scopes.js'
 
 const SSE_PAGE = 200
 const SSE_KEEPALIVE_MS = 15_000
@@ -30,11 +30,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
       auth.workspaceId,
       c.req.valid('param').agent_id,
       c.req.valid('json'),
-      {
-        keyId: auth.keyId,
-        identity: auth.identity,
-        scopes: auth.scopes,
-      },
+      callerOf(auth),
     )
     return c.json(presentRun(view), 201)
   })
