@@ -15,6 +15,7 @@ import { WebhookReceiver } from '../src/receiver.js'
 import { startReference } from '../src/reference.js'
 import { runChecks, selectChecks } from '../src/runner.js'
 import type { CheckResult } from '../src/types.js'
+import { foreignDialect } from './dialects.js'
 import { createMutants } from './mutants.js'
 import { HOOK_PREFIX, type Mutant, MutantProxy } from './proxy.js'
 
@@ -116,7 +117,26 @@ async function main(): Promise<number> {
     }
     const survivors = verdicts.filter((v) => !v.killed)
     if (survivors.length > 0) log(`survivors: ${survivors.map((v) => v.id).join(', ')}`)
-    return survivors.length > 0 || cleanFailures.length > 0 || (only.length === 0 && unproven.length > 0)
+
+    // Dialects are correct deployments with other gap decisions: every core check must pass through them.
+    let dialectFailures = 0
+    if (only.length === 0) {
+      for (const dialect of [foreignDialect(base.openapiPath)]) {
+        proxy.mutant = dialect
+        const results = await suite([])
+        proxy.mutant = undefined
+        const core = results.filter((r) => r.level === 'core' && r.outcome === 'fail')
+        const profile = results.filter((r) => r.level === 'profile' && r.outcome === 'fail')
+        dialectFailures += core.length
+        log(
+          `\ndialect ${dialect.id} (${dialect.description}): core ${core.length === 0 ? 'all pass' : `FAILED ${core.map((r) => `${r.id} (${r.message ?? ''})`).join('; ')}`}; ${profile.length} profile checks fail as they may`,
+        )
+      }
+    }
+    return survivors.length > 0 ||
+      cleanFailures.length > 0 ||
+      dialectFailures > 0 ||
+      (only.length === 0 && unproven.length > 0)
       ? 1
       : 0
   } finally {

@@ -19,6 +19,15 @@ export function expectStatus(res: HttpResponse, expected: number | number[], wha
 }
 
 /** The items of a list answer: `data`, or the first array property, or the body itself when it is an array. */
+/**
+ * Whether an answer says the endpoint is not served at all. Core checks use this for the reference profile's
+ * extension endpoints (the agent list, a connector's records): where a deployment lacks one, the assertion that
+ * needs it is left out instead of failing a foreign implementation on a profile choice.
+ */
+export function notServed(res: HttpResponse): boolean {
+  return res.status === 404 || res.status === 405 || res.status === 501
+}
+
 export function pageItems(body: unknown): unknown[] | undefined {
   if (Array.isArray(body)) return body
   const o = obj(body)

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { extensionOperations } from '../mutants/dialects.js'
 import { createMutants } from '../mutants/mutants.js'
 import { editJson, HOOK_PREFIX, MutantProxy } from '../mutants/proxy.js'
 import { judge, unprovenChecks } from '../mutants/run.js'
@@ -117,6 +118,19 @@ describe('mutants', () => {
     expect(new Set(mutants.map((m) => m.id)).size).toBe(mutants.length)
     expect(unprovenChecks(mutants).map((c) => c.id)).toEqual([])
     expect(unprovenChecks([]).length).toBe(ALL_CHECKS.length)
+  })
+
+  it('the foreign dialect hides exactly the contract’s extension operations', () => {
+    const ops = extensionOperations(new URL('../../openapi/agent-operations.yaml', import.meta.url).pathname)
+    const hidden = (method: string, path: string) =>
+      ops.some((o) => o.method === method && o.pattern.test(path))
+    expect(hidden('POST', '/v1/runs/run_1/steps/step_1/approval')).toBe(true)
+    expect(hidden('GET', '/v1/grid/connectors/c1/records')).toBe(true)
+    expect(hidden('GET', '/v1/webhooks/whk_1/deliveries')).toBe(true)
+    expect(hidden('POST', '/v1/agents/agt_1/runs')).toBe(false)
+    expect(hidden('GET', '/v1/runs/run_1/trace')).toBe(false)
+    expect(hidden('POST', '/v1/webhooks')).toBe(false)
+    expect(hidden('GET', '/v1/tools')).toBe(false)
   })
 
   it('a mutant is killed only by a target that passed clean and fails under it', () => {

@@ -3,7 +3,8 @@ import type { Check } from '../check.js'
 import { assert, skip } from '../types.js'
 import { expectError } from './assertions.js'
 
-const PROBE = '/v1/agents?limit=1'
+/** A read every implementation serves (spec §4 lists tools); the agent list is a profile extension. */
+const PROBE = '/v1/tools?limit=1'
 
 export const authChecks: Check[] = [
   {
@@ -58,7 +59,8 @@ export const authChecks: Check[] = [
     level: 'core',
     sections: ['§5'],
     async run(ctx) {
-      for (const path of ['/v1/agents?limit=1', '/v1/tools?limit=1']) {
+      const agent = await ctx.fx.agent()
+      for (const path of [`/v1/agents/${agent}`, '/v1/tools?limit=1']) {
         const res = await ctx.http.get(path)
         assert(res.status === 200, `GET ${path} with the primary token answered ${res.status}`)
       }

@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { canonicalize } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus } from '../fixtures.js'
+import { expectStatus, notServed } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -134,8 +134,11 @@ export const ingestChecks: Check[] = [
           { records },
           { headers: { 'idempotency-key': key } },
         )
-      const stored = async (what: string) => {
+      // Reading records back is the profile's extension endpoint: where a deployment does not serve it, the
+      // stored-ids assertions are left out and the answers alone are judged (this check is core).
+      const stored = async (what: string): Promise<unknown[] | undefined> => {
         const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=10`)
+        if (notServed(page)) return undefined
         expectStatus(page, 200, `GET records ${what}`)
         return ((obj(page.body).data ?? []) as Json[]).map((r) => r.id)
       }
@@ -151,7 +154,7 @@ export const ingestChecks: Check[] = [
       const want = first.map((r) => r.id)
       const afterReplay = await stored('after the replay')
       assert(
-        JSON.stringify(afterReplay) === JSON.stringify(want),
+        afterReplay === undefined || JSON.stringify(afterReplay) === JSON.stringify(want),
         `after a batch and its replay the connector holds ${short(afterReplay)}, expected ${short(want)}`,
       )
       // Without this, a server that answers every batch alike (and stores nothing) would pass.
@@ -169,7 +172,7 @@ export const ingestChecks: Check[] = [
       const afterSecond = await stored('after the new batch')
       const all = [...want, ...second.map((r) => r.id)]
       assert(
-        JSON.stringify(afterSecond) === JSON.stringify(all),
+        afterSecond === undefined || JSON.stringify(afterSecond) === JSON.stringify(all),
         `after two batches the connector holds ${short(afterSecond)}, expected ${short(all)}`,
       )
     },

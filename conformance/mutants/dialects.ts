@@ -1,0 +1,119 @@
+/**
+ * Dialects: deployments that make other choices wherever the spec leaves a gap. Unlike mutants they are correct,
+ * so every core check must still pass through them; only profile checks may fail. This is the proof that the
+ * suite keeps the two levels apart and never fails a foreign implementation on the reference profile's choices.
+ */
+import { readFileSync } from 'node:fs'
+import { parse } from 'yaml'
+import { editJson, type Json, type Mutant, type ProxiedResponse, pathOnly } from './proxy.js'
+
+interface Operation {
+  method: string
+  pattern: RegExp
+}
+
+/** The operations the contract marks `x-extension: true` (the reference profile's additions to spec §4). */
+export function extensionOperations(openapiPath: string): Operation[] {
+  const doc = parse(readFileSync(openapiPath, 'utf8')) as { paths: Record<string, Record<string, Json>> }
+  const out: Operation[] = []
+  for (const [template, item] of Object.entries(doc.paths)) {
+    for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
+      if (item[method]?.['x-extension'] !== true) continue
+      const pattern = new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`)
+      out.push({ method: method.toUpperCase(), pattern })
+    }
+  }
+  return out
+}
+
+/** Error codes renamed the way another implementation might name them; policy_denied is the spec's own. */
+const CODES: Record<string, string> = {
+  invalid_request: 'bad_request',
+  not_found: 'resource_not_found',
+  idempotency_key_reused: 'conflict',
+  idempotency_key_in_progress: 'conflict',
+  rate_limited: 'too_many_requests',
+  invalid_cursor: 'bad_request',
+  invalid_state: 'conflict',
+  unauthenticated: 'unauthorized',
+}
+
+/** `"burst";r=4;t=10, "hourly";r=11;t=3600` → the hourly figures, for X-RateLimit-* headers. */
+function hourly(value: string | undefined): { r: string; t: string } | undefined {
+  const m = /"hourly";r=(\d+);t=(\d+)/.exec(value ?? '')
+  return m ? { r: m[1]!, t: m[2]! } : undefined
+}
+
+function legacyRateHeaders(headers: Record<string, string>): Record<string, string> {
+  const { ratelimit, 'ratelimit-policy': policy, ...rest } = headers
+  if (ratelimit === undefined) return headers
+  const q = /"hourly";q=(\d+)/.exec(policy ?? '')?.[1] ?? '0'
+  const h = hourly(ratelimit)
+  return {
+    ...rest,
+    'x-ratelimit-limit': q,
+    'x-ratelimit-remaining': h?.r ?? '0',
+    'x-ratelimit-reset': h?.t ?? '0',
+  }
+}
+
+const CREATIONS = [/^\/v1\/agents$/, /^\/v1\/agents\/[^/]+\/tasks$/, /^\/v1\/tools$/, /^\/v1\/webhooks$/]
+
+/**
+ * A minimal foreign implementation: none of the extension endpoints (404), its own error codes, the older
+ * X-RateLimit-* header names, 200 instead of 201 for creations other than run start, and 200 with a body for
+ * deletions.
+ */
+export function foreignDialect(openapiPath: string): Mutant {
+  const extensions = extensionOperations(openapiPath)
+  const isExtension = (method: string, path: string) =>
+    extensions.some((op) => op.method === method && op.pattern.test(pathOnly(path)))
+  return {
+    id: 'foreign-minimal',
+    description:
+      'No extension endpoints, other error codes, X-RateLimit-* headers, 200 for creations, 200 for deletions',
+    targets: [],
+    request(req) {
+      if (!isExtension(req.method, req.path)) return req
+      const body = JSON.stringify({
+        error: {
+          code: 'resource_not_found',
+          message: 'No such route',
+          detail: {},
+          request_id: 'req_foreign',
+        },
+      })
+      return {
+        status: 404,
+        headers: {
+          'content-type': 'application/json',
+          'x-request-id': 'req_foreign',
+          'x-ratelimit-limit': '1000',
+          'x-ratelimit-remaining': '999',
+          'x-ratelimit-reset': '60',
+        },
+        body,
+      }
+    },
+    response(req, res) {
+      let out: ProxiedResponse = { ...res, headers: legacyRateHeaders(res.headers) }
+      if (out.status >= 400) {
+        out = editJson(out, (b) => {
+          const error = b.error as Json | undefined
+          const code = typeof error?.code === 'string' ? CODES[error.code] : undefined
+          return code ? { ...b, error: { ...error, code } } : undefined
+        })
+      }
+      if (req.method === 'POST' && out.status === 201 && CREATIONS.some((p) => p.test(pathOnly(req.path))))
+        out = { ...out, status: 200 }
+      if (req.method === 'DELETE' && out.status === 204)
+        out = {
+          ...out,
+          status: 200,
+          headers: { ...out.headers, 'content-type': 'application/json' },
+          body: '{"deleted":true}',
+        }
+      return out
+    },
+  }
+}
