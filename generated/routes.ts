@@ -608,7 +608,11 @@ const LineageSchema = z
 const StoredRecordSchema = z
   .object({
     id: z.string(),
-    ts: z.string().openapi({ description: 'The record time as sent (RFC 3339).' }),
+    ts: z.iso
+      .datetime()
+      .openapi({
+        description: 'The record time as sent (RFC 3339; records with another form are rejected).',
+      }),
     source: z.string(),
     policy_class: z.string(),
     body: z.looseObject({}),

@@ -974,7 +974,10 @@ export interface components {
             /** @description Position in the connector (also the stream sequence number). */
             seq: number;
             source: string;
-            /** @description The record time as sent (RFC 3339). */
+            /**
+             * Format: date-time
+             * @description The record time as sent (RFC 3339; records with another form are rejected).
+             */
             ts: string;
         };
         StreamClientMessage: {

@@ -1,18 +1,30 @@
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
 import { describe, expect, it } from 'vitest'
 import { isConnectorId, isRfc3339, validateRecord } from '../../src/domain/ingestion/validation.js'
 
 const CLASSES = ['public', 'internal']
 const good = { id: 'r1', ts: '2026-11-23T06:00:00Z', source: 'crm', policy_class: 'public', body: { a: 1 } }
 
+const ACCEPTED = [
+  '2026-11-23T06:00:00Z',
+  '2026-11-23t06:00:00z',
+  '2026-11-23T06:00:00.123456+05:30',
+  '2024-02-29T23:59:59-08:00',
+  '2000-02-29T00:00:00Z',
+  '2026-12-31T23:59:60Z',
+  '2026-12-31T15:59:60-08:00', // 23:59:60 UTC
+]
+
 describe('RFC 3339 timestamps', () => {
-  it.each([
-    '2026-11-23T06:00:00Z',
-    '2026-11-23t06:00:00z',
-    '2026-11-23T06:00:00.123456+05:30',
-    '2024-02-29T23:59:59-08:00',
-    '2000-02-29T00:00:00Z',
-    '2026-12-31T23:59:60Z',
-  ])('accepts %s', (ts) => expect(isRfc3339(ts)).toBe(true))
+  it.each(ACCEPTED)('accepts %s', (ts) => expect(isRfc3339(ts)).toBe(true))
+
+  it('accepts only what the contract’s `format: date-time` accepts, since stored records echo ts', () => {
+    const ajv = new Ajv2020()
+    addFormats.default(ajv)
+    const dateTime = ajv.compile({ type: 'string', format: 'date-time' })
+    for (const ts of ACCEPTED) expect(dateTime(ts), ts).toBe(true)
+  })
 
   it.each([
     '2026-11-23T06:00:00', // no time zone
@@ -26,7 +38,9 @@ describe('RFC 3339 timestamps', () => {
     '2026-11-00T00:00:00Z',
     '2026-11-23T24:00:00Z',
     '2026-11-23T23:60:00Z',
-    '2026-11-23T23:58:60Z', // leap second only at the end of a minute
+    '2026-11-23T23:58:60Z', // leap second only at the end of a UTC day
+    '2026-11-23T12:59:60Z',
+    '2026-12-31T23:59:60+01:00', // 22:59:60 UTC
     '2026-11-23T06:00:00+24:00',
     '2026-11-23T06:00:00+0530',
     '2026-11-23T06:00:00.Z',

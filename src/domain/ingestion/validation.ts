@@ -59,9 +59,15 @@ export function isRfc3339(value: string): boolean {
   ]
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false
   if (hour > 23 || minute > 59) return false
-  // A leap second (:60) can only end a minute.
-  if (second > 60 || (second === 60 && minute !== 59)) return false
   if (m[7] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false
+  if (second > 60) return false
+  // A leap second (:60) is inserted at the end of a UTC day (RFC 3339 §5.7), so it must read 23:59:60 once the
+  // offset is taken off: the same rule the contract's `format: date-time` validators apply.
+  if (second === 60) {
+    const offset = m[7] === undefined ? 0 : (m[7] === '-' ? -1 : 1) * (Number(m[8]) * 60 + Number(m[9]))
+    const utcMinute = (((hour * 60 + minute - offset) % 1440) + 1440) % 1440
+    if (utcMinute !== 23 * 60 + 59) return false
+  }
   return true
 }
 
