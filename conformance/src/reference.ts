@@ -55,7 +55,9 @@ async function keysCreate(databaseUrl: string, args: string[]): Promise<string> 
 
 export async function startReference(log: (line: string) => void): Promise<ReferenceServer> {
   const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-'))
-  const databaseUrl = `sqlite:${join(dir, 'db.sqlite')}`
+  // AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL runs the reference on another (empty) store, e.g. PostgreSQL.
+  const databaseUrl =
+    process.env.AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL || `sqlite:${join(dir, 'db.sqlite')}`
   const started = Date.now()
   // The first call migrates the store; the others can then run side by side.
   const primary = await keysCreate(databaseUrl, [
