@@ -196,7 +196,10 @@ const RunSchema = z
     trace_url: z
       .string()
       .regex(/^\/v1\/runs\/[^\/]+\/trace$/)
-      .openapi({ description: '`/v1/runs/<run_id>/trace`' }),
+      .openapi({
+        description: '`/v1/runs/<run_id>/trace`',
+        examples: ['/v1/runs/run_01m83ykearg8se8b7mrq099mzd/trace'],
+      }),
     created_at: TimestampSchema,
     started_at: z.xor([TimestampSchema, z.null().nullable()]),
     finished_at: z.xor([TimestampSchema, z.null().nullable()]),
@@ -576,6 +579,7 @@ const IngestResponseSchema = z
       .string()
       .regex(/^[0-9a-f]{64}$/)
       .openapi({
+        examples: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'],
         description:
           "RFC 6962 Merkle tree hash (SHA-256, 0x00 leaf and 0x01 node prefixes), lowercase hex, over the RFC 8785 canonical JSON of each accepted record's five fields, in batch order (SHA-256 of the empty string when none).",
         'x-spec-gap': {
@@ -592,13 +596,26 @@ const IngestResponseSchema = z
 
 const LineageSchema = z
   .object({
-    leaf_hash: z.string().regex(/^[0-9a-f]{64}$/),
-    batch_root: z.string().regex(/^[0-9a-f]{64}$/),
+    leaf_hash: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .openapi({ examples: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'] }),
+    batch_root: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .openapi({ examples: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'] }),
     batch_id: z.string(),
     leaf_index: z.int().min(0),
     batch_size: z.int().min(1),
     proof: z
-      .array(z.string().regex(/^[0-9a-f]{64}$/))
+      .array(
+        z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .openapi({
+            examples: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'],
+          }),
+      )
       .exactOptional()
       .openapi({ description: 'RFC 6962 audit path (hex hashes) from the leaf to `batch_root`.' }),
   })
@@ -777,6 +794,7 @@ const SignatureSchema = z
   .string()
   .regex(/^t=\d+(,v1=[0-9a-f]{64})+$/)
   .openapi({
+    examples: ['t=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd'],
     description:
       "`t=<unix seconds>,v1=<hex>[,v1=<hex>...]`. Each hex is HMAC-SHA256, keyed with the secret's UTF-8 bytes, over the string `<t>.` followed by the RFC 8785 canonical JSON of the delivery body without its `signature` field. One `v1` per active secret during a rotation; accept any match and reject `t` older than 300 s.",
     'x-spec-gap': {
@@ -945,7 +963,8 @@ const StreamServerMessageSchema = z
     lineage_root: z
       .string()
       .regex(/^[0-9a-f]{64}$/)
-      .exactOptional(),
+      .exactOptional()
+      .openapi({ examples: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'] }),
     batch_id: z.string().exactOptional(),
     rejections: z.array(IngestRejectionSchema).exactOptional(),
     topic: z.string().exactOptional(),

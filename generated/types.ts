@@ -771,15 +771,20 @@ export interface components {
         IngestResponse: {
             accepted: number;
             batch_id: string;
-            /** @description RFC 6962 Merkle tree hash (SHA-256, 0x00 leaf and 0x01 node prefixes), lowercase hex, over the RFC 8785 canonical JSON of each accepted record's five fields, in batch order (SHA-256 of the empty string when none). */
+            /**
+             * @description RFC 6962 Merkle tree hash (SHA-256, 0x00 leaf and 0x01 node prefixes), lowercase hex, over the RFC 8785 canonical JSON of each accepted record's five fields, in batch order (SHA-256 of the empty string when none).
+             * @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+             */
             lineage_root: string;
             rejected: number;
             rejections: components["schemas"]["IngestRejection"][];
         };
         Lineage: {
             batch_id: string;
+            /** @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 */
             batch_root: string;
             batch_size: number;
+            /** @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 */
             leaf_hash: string;
             leaf_index: number;
             /** @description RFC 6962 audit path (hex hashes) from the leaf to `batch_root`. */
@@ -876,7 +881,10 @@ export interface components {
             trace_cursor: string | null;
             /** @enum {string} */
             trace_level: "summary" | "detailed";
-            /** @description `/v1/runs/<run_id>/trace` */
+            /**
+             * @description `/v1/runs/<run_id>/trace`
+             * @example /v1/runs/run_01m83ykearg8se8b7mrq099mzd/trace
+             */
             trace_url: string;
         };
         /** @description The delivery body of spec §6. */
@@ -953,7 +961,10 @@ export interface components {
          * @enum {string}
          */
         RunStatus: "queued" | "running" | "awaiting_approval" | "paused" | "succeeded" | "failed" | "cancelled";
-        /** @description `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`. Each hex is HMAC-SHA256, keyed with the secret's UTF-8 bytes, over the string `<t>.` followed by the RFC 8785 canonical JSON of the delivery body without its `signature` field. One `v1` per active secret during a rotation; accept any match and reject `t` older than 300 s. */
+        /**
+         * @description `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`. Each hex is HMAC-SHA256, keyed with the secret's UTF-8 bytes, over the string `<t>.` followed by the RFC 8785 canonical JSON of the delivery body without its `signature` field. One `v1` per active secret during a rotation; accept any match and reject `t` older than 300 s.
+         * @example t=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
         Signature: string;
         StepResult: {
             /** @description Result identifier returned by the tool. */
@@ -1006,6 +1017,7 @@ export interface components {
                 [key: string]: unknown;
             };
             from?: number;
+            /** @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 */
             lineage_root?: string;
             record?: components["schemas"]["StoredRecord"];
             /** @description The `ref` of the `ingest` message this answers. */
