@@ -4,7 +4,7 @@ import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/
 import { verifySignature } from '../../src/domain/webhooks/verify.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
 import { backends } from '../support/backends.js'
-import { type Harness, harness, independentlyVerified } from './helpers.js'
+import { AWAITING_APPROVAL_FIELDS, type Harness, harness, independentlyVerified } from './helpers.js'
 import { type Receiver, startReceiver } from './receiver.js'
 
 const SECRET = 'test-signing-secret-1'
@@ -52,20 +52,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
 
     const [first, second] = receiver.received.map((r) => ({ ...r, json: JSON.parse(r.body) }))
     expect(first?.json).toMatchObject({ event: 'agent.created', agent_id: 'agt_1' })
-    expect(Object.keys(second?.json ?? {}).sort()).toEqual(
-      [
-        'agent_id',
-        'event',
-        'id',
-        'payload_preview',
-        'queue',
-        'reason',
-        'run_id',
-        'signature',
-        'step_id',
-        'ts',
-      ].sort(),
-    )
+    expect(Object.keys(second?.json ?? {}).sort()).toEqual([...AWAITING_APPROVAL_FIELDS].sort())
     expect(second?.json).toMatchObject({
       event: 'run.awaiting_approval',
       step_id: 'step_2',

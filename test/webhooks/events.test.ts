@@ -6,7 +6,7 @@ import { verifySignature } from '../../src/domain/webhooks/verify.js'
 import { createAgent, registerTool, startRun } from '../runs/helpers.js'
 import { assertMatchesSchema } from '../support/openapi-validator.js'
 import { startTestServer, type TestServer } from '../support/server.js'
-import { independentlyVerified } from './helpers.js'
+import { AWAITING_APPROVAL_FIELDS, independentlyVerified } from './helpers.js'
 import { type Receiver, startReceiver } from './receiver.js'
 
 const SECRET = 'whsec_ZXZlbnRzLXN1aXRlLXNlY3JldC1ieXRlcw=='
@@ -59,20 +59,7 @@ describe('event deliveries from a working server', () => {
     const run = await startRun(t, token, agentId, { inputs: { period: '2026-Q4' } })
     const bodies = await bodiesUntil(['run.awaiting_approval'])
     const awaiting = bodies.find((b) => b.event === 'run.awaiting_approval')
-    expect(Object.keys(awaiting ?? {}).sort()).toEqual(
-      [
-        'agent_id',
-        'event',
-        'id',
-        'payload_preview',
-        'queue',
-        'reason',
-        'run_id',
-        'signature',
-        'step_id',
-        'ts',
-      ].sort(),
-    )
+    expect(Object.keys(awaiting ?? {}).sort()).toEqual([...AWAITING_APPROVAL_FIELDS].sort())
     expect(awaiting).toMatchObject({ run_id: run.run_id, agent_id: agentId, step_id: 'step_1' })
     expect(awaiting?.payload_preview).toMatchObject({ tool: 'lookup' })
 

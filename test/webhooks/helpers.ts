@@ -5,6 +5,20 @@ import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 
+/** Spec §6: the fields of a run.awaiting_approval delivery, plus the delivery's own `id`. */
+export const AWAITING_APPROVAL_FIELDS = [
+  'agent_id',
+  'event',
+  'id',
+  'payload_preview',
+  'queue',
+  'reason',
+  'run_id',
+  'signature',
+  'step_id',
+  'ts',
+]
+
 /** A few lines of node:crypto that check spec §5's `signature` field without the server's helpers. */
 export function independentlyVerified(rawBody: string, secret: string): boolean {
   const body = JSON.parse(rawBody) as Record<string, unknown>
