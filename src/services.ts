@@ -1,6 +1,6 @@
 /**
- * The composition root of the domain: one place that builds every service on one Db and one Clock.
- * Features register themselves here; the HTTP app and the stream only see `Services`.
+ * The composition root of the domain: one place that builds the repositories on one Db and hands them, with one
+ * Clock, to every service. The HTTP app, the stream and the CLI only see `Services`.
  */
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
@@ -9,7 +9,7 @@ import { EventLog } from './domain/events/log.js'
 import { IngestionService } from './domain/ingestion/service.js'
 import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
-import type { Ports } from './domain/ports.js'
+import type { Db, Repositories } from './domain/ports.js'
 import { RunExecutor } from './domain/runs/executor.js'
 import { RunRecorder } from './domain/runs/recorder.js'
 import { RunScheduler } from './domain/runs/scheduler.js'
@@ -17,9 +17,7 @@ import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
-import type { Db } from './store/db.js'
-import { KeyRepo } from './store/repos/keys.js'
-import { WorkspaceRepo } from './store/repos/workspaces.js'
+import { createRepositories } from './store/repos/index.js'
 
 /** A background worker (scheduler, outbox dispatcher, purger) started and stopped with the server. */
 export interface Worker {
@@ -32,7 +30,6 @@ export interface Services {
   db: Db
   clock: Clock
   config: Config
-  ports: Ports
   /** The durable event log every state change appends to; webhooks and the stream consume it. */
   events: EventLog
   keys: KeyService
@@ -58,40 +55,33 @@ export interface ServiceDeps {
   config: Config
 }
 
-/** Features that plug into the spine (runs, limits, webhooks, ingestion) add themselves through these. */
-export type FeatureInstaller = (services: Services) => void | Promise<void>
-
-// --- features: each adds one import at the top and one entry here, in dependency order ---
-const FEATURES: FeatureInstaller[] = []
-
-export async function createServices(deps: ServiceDeps): Promise<Services> {
+export function createServices(deps: ServiceDeps): Services {
   const { db, clock, config } = deps
-  const events = new EventLog(db, clock)
-  const ports: Ports = { events }
-  const recorder = new RunRecorder(db, clock, events)
-  const scheduler = new RunScheduler(db, new RunExecutor(recorder, () => config.allowPrivateWebhooks), {
+  const repos: Repositories = createRepositories(db)
+  const events = new EventLog(db, repos.events, clock)
+  const recorder = new RunRecorder(db, repos.runs, clock, events)
+  const executor = new RunExecutor(recorder, repos.tools, () => config.allowPrivateWebhooks)
+  const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
     leaseMs: Math.max(100, config.runLeaseMs),
     pollMs: 250,
   })
-  const runs = new RunService(db, clock, recorder, () => scheduler.wake())
-  ports.runs = runs
+  const runs = new RunService(repos, clock, recorder, () => scheduler.wake())
   const workers: Worker[] = []
   let started = false
   const services: Services = {
     db,
     clock,
     config,
-    ports,
     events,
-    keys: new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock),
-    agents: new AgentService(db, clock, ports),
-    tasks: new TaskService(db, clock, ports),
-    tools: new ToolService(db, clock, ports),
-    limits: new LimitsService(db, clock),
-    ingestion: new IngestionService(db, clock, events),
+    keys: new KeyService(repos.keys, repos.workspaces, clock),
+    agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
+    tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
+    tools: new ToolService(db, repos.tools, clock, events),
+    limits: new LimitsService(repos.idempotency, repos.rateCounters, clock),
+    ingestion: new IngestionService(db, repos.records, clock, events),
     runs,
-    webhooks: new WebhookService(db, clock, events, {
+    webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
       allowPrivate: config.allowPrivateWebhooks,
       timeoutMs: Math.max(1, config.webhookTimeoutMs ?? 10_000),
       retry: {
@@ -120,7 +110,6 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
     stop: () => services.webhooks.dispatcher.stop(),
   })
   workers.push(intervalWorker('limits-purge', 10 * 60 * 1000, () => services.limits.purge()))
-  for (const install of FEATURES) await install(services)
   return services
 }
 

@@ -14,3 +14,14 @@ export interface Workspace {
   features: string[]
   createdAt: number
 }
+
+export interface ApiKeyRecord {
+  id: string
+  workspaceId: string
+  identity: string
+  scopes: string[]
+  secretHash: string
+  createdAt: number
+  expiresAt: number | null
+  revokedAt: number | null
+}

@@ -9,6 +9,15 @@ export interface PageRequest {
   limit: number
 }
 
+/**
+ * One page of rows from a repository and whether more follow. Repositories find `more` by reading one row past
+ * the page (src/store/paging.ts); nothing above the store knows how.
+ */
+export interface Slice<R> {
+  rows: R[]
+  more: boolean
+}
+
 export interface Page<T> {
   data: T[]
   next_cursor: string | null
@@ -63,20 +72,15 @@ export function pageRequest(
   return { afterSeq: decodeCursor(list, query.cursor), limit }
 }
 
-/**
- * Repositories fetch `limit + 1` rows after the cursor; the extra row only tells whether another page exists.
- */
+/** The contract's list body: the page's items and a cursor after its last row when more follow. */
 export function toPage<R extends { seq: number }, T>(
   list: string,
-  rows: R[],
-  limit: number,
+  slice: Slice<R>,
   map: (row: R) => T,
 ): Page<T> {
-  const pageRows = rows.slice(0, limit)
-  const last = pageRows[pageRows.length - 1]
-  const more = rows.length > limit
+  const last = slice.rows.at(-1)
   return {
-    data: pageRows.map(map),
-    next_cursor: more && last ? encodeCursor(list, last.seq) : null,
+    data: slice.rows.map(map),
+    next_cursor: slice.more && last ? encodeCursor(list, last.seq) : null,
   }
 }

@@ -1,16 +1,244 @@
-import type { Queryable } from '../store/db.js'
-
 /**
- * What the spine needs from features built beside it (runs, the event log). They are late-bound so the
- * agents, tasks and tools services work before those features are registered and never import them.
+ * Everything the domain needs from outside, declared here and implemented elsewhere: the database handle
+ * (src/store/db.ts), the repositories (src/store/repos/), the event log and the runs feature. The composition
+ * root (src/services.ts) wires them; no domain module builds its own.
  */
+import type { AgentRecord } from './agents/types.js'
+import type { EventRow } from './events/types.js'
+import type { ApiKeyRecord, Workspace } from './identity.js'
+import type { BatchRow, StoredRecordRow } from './ingestion/types.js'
+import type { ClaimResult, StoredResponse } from './limits/types.js'
+import type { Slice } from './pagination.js'
+import type { FrameRecord, Outcome, RunRecord, RunStatus } from './runs/types.js'
+import type { TaskRecord } from './tasks/types.js'
+import type { ToolRecord } from './tools/types.js'
+import type {
+  AttemptOutcome,
+  DeliveryRecord,
+  NewDelivery,
+  NewWebhook,
+  StoredSecret,
+  WebhookRecord,
+} from './webhooks/types.js'
+
+// --- the database handle -------------------------------------------------------------------------------------
+
+export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array
+export type Row = Record<string, unknown>
+
+/** A connection or an open transaction. Only repositories send SQL through it; services just hand it on. */
+export interface Queryable {
+  /** All rows. */
+  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]>
+  /** First row or undefined. */
+  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined>
+  /** Number of rows changed. */
+  run(sql: string, params?: readonly SqlValue[]): Promise<number>
+  /** Runs a multi-statement script (migrations); no parameters. */
+  exec(script: string): Promise<void>
+}
+
+export type Dialect = 'sqlite' | 'postgres'
+
+export interface Db extends Queryable {
+  readonly dialect: Dialect
+  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  close(): Promise<void>
+}
+
+// --- repositories: each is bound to the Db; `in(tx)` is the same repository inside a transaction ------------------
+
+export interface TxBound<R> {
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): R
+}
+
+export interface WorkspaceRepository extends TxBound<WorkspaceRepository> {
+  byId(id: string): Promise<Workspace | undefined>
+  byName(name: string): Promise<Workspace | undefined>
+  /** Inserts unless the name exists (two CLI calls may race); returns the stored workspace either way. */
+  insertIfAbsent(ws: Workspace): Promise<Workspace>
+  update(ws: Workspace): Promise<void>
+}
+
+export interface KeyRepository extends TxBound<KeyRepository> {
+  insert(key: ApiKeyRecord): Promise<void>
+  byId(id: string): Promise<ApiKeyRecord | undefined>
+  listByWorkspace(workspaceId: string): Promise<ApiKeyRecord[]>
+  revoke(id: string, at: number): Promise<boolean>
+}
+
+export interface AgentRepository extends TxBound<AgentRepository> {
+  insert(a: Omit<AgentRecord, 'seq'>): Promise<AgentRecord>
+  /** Only live agents of the workspace: a deleted or foreign agent is indistinguishable from a missing one. */
+  get(workspaceId: string, id: string): Promise<AgentRecord | undefined>
+  list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<AgentRecord>>
+  markDeleted(workspaceId: string, id: string, at: number): Promise<boolean>
+}
+
+export interface ToolRepository extends TxBound<ToolRepository> {
+  /** Returns undefined when an active tool of that name exists (the unique index on active names decides). */
+  insertIfNameFree(t: Omit<ToolRecord, 'seq'>): Promise<ToolRecord | undefined>
+  get(workspaceId: string, id: string): Promise<ToolRecord | undefined>
+  activeByName(workspaceId: string, name: string): Promise<ToolRecord | undefined>
+  list(
+    workspaceId: string,
+    includeRetired: boolean,
+    afterSeq: number,
+    limit: number,
+  ): Promise<Slice<ToolRecord>>
+  retire(workspaceId: string, id: string, at: number): Promise<boolean>
+}
+
+export interface TaskRepository extends TxBound<TaskRepository> {
+  insert(t: Omit<TaskRecord, 'seq'>): Promise<TaskRecord>
+  get(workspaceId: string, id: string): Promise<TaskRecord | undefined>
+  attachRun(id: string, runId: string, status: RunStatus, at: number): Promise<void>
+}
+
+export interface RunRepository extends TxBound<RunRepository> {
+  insert(r: Omit<RunRecord, 'seq'>): Promise<RunRecord>
+  /** Writes every mutable field back; callers hold the row inside a transaction. */
+  save(r: RunRecord): Promise<void>
+  get(workspaceId: string, id: string): Promise<RunRecord | undefined>
+  /** Reads the row for update: on PostgreSQL the row lock serialises controls against the executor. */
+  lock(id: string, dialect: Dialect): Promise<RunRecord | undefined>
+  listByAgent(
+    workspaceId: string,
+    agentId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<Slice<RunRecord>>
+  activeIdsByAgent(workspaceId: string, agentId: string): Promise<string[]>
+  /** Non-terminal runs per agent; agents without one are absent from the map. */
+  countActiveByAgents(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>>
+  /** Runs the scheduler may advance: higher priority first, then age; leases held elsewhere are skipped. */
+  runnable(now: number, limit: number, exclude: string[]): Promise<string[]>
+  /** Takes (or renews) the run's lease; false when another owner holds a live one. */
+  claim(id: string, owner: string, now: number, until: number): Promise<boolean>
+  release(id: string, owner: string): Promise<void>
+  appendFrame(runId: string, f: FrameRecord): Promise<void>
+  frames(runId: string, afterSeq: number, limit: number): Promise<Slice<FrameRecord>>
+  /** Plan counts straight from the trace, so they can never disagree with it. */
+  frameCounts(runId: string): Promise<Record<string, number>>
+  followTask(runId: string, status: RunStatus, outcome: Outcome | null, at: number): Promise<void>
+}
+
+export interface EventRepository extends TxBound<EventRepository> {
+  /** Appends one event; sequence order equals commit order (see the store's implementation). */
+  append(dialect: Dialect, e: Omit<EventRow, 'seq'>): Promise<number>
+  after(seq: number, limit: number): Promise<EventRow[]>
+  afterInWorkspace(workspaceId: string, seq: number, limit: number): Promise<EventRow[]>
+  lastSeq(): Promise<number>
+}
+
+export interface RecordRepository extends TxBound<RecordRepository> {
+  /** Creates the connector on first use and locks it until the transaction ends; returns its last seq. */
+  lockConnector(workspaceId: string, connectorId: string, now: number): Promise<number>
+  setLastSeq(workspaceId: string, connectorId: string, lastSeq: number, now: number): Promise<void>
+  /** Which of `ids` the connector already holds. */
+  existingIds(workspaceId: string, connectorId: string, ids: readonly string[]): Promise<Set<string>>
+  insertBatch(b: BatchRow): Promise<void>
+  insertRecords(records: readonly StoredRecordRow[]): Promise<void>
+  /** The connector's last seq, or undefined when the workspace has never ingested into it. */
+  connectorLastSeq(workspaceId: string, connectorId: string): Promise<number | undefined>
+  /** Records with seq > afterSeq, oldest first. */
+  after(
+    workspaceId: string,
+    connectorId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<Slice<StoredRecordRow>>
+  /** Every leaf hash of the given batches, in leaf order (to build inclusion proofs). */
+  batchLeaves(batchIds: readonly string[]): Promise<Map<string, string[]>>
+}
+
+export interface WebhookRepository extends TxBound<WebhookRepository> {
+  insert(w: NewWebhook): Promise<WebhookRecord>
+  get(workspaceId: string, id: string): Promise<WebhookRecord | undefined>
+  list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<WebhookRecord>>
+  /** Active subscriptions of these workspaces, for fanning events out. */
+  activeIn(workspaceIds: readonly string[]): Promise<WebhookRecord[]>
+  /** The smallest `after_event_seq` of any active subscription, or null when there is none. */
+  minAfterSeq(): Promise<number | null>
+  setSecrets(id: string, secrets: StoredSecret[], rotatedAt: number): Promise<void>
+  markDeleted(id: string, now: number): Promise<void>
+  cursor(name: string): Promise<number>
+  /** Moves the fan-out cursor forward only, so two replicas fanning out at once never move it back. */
+  advanceCursor(name: string, seq: number): Promise<void>
+}
+
+export interface DeliveryRepository extends TxBound<DeliveryRepository> {
+  /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
+  insert(d: NewDelivery): Promise<boolean>
+  get(webhookId: string, id: string): Promise<DeliveryRecord | undefined>
+  byId(id: string): Promise<DeliveryRecord | undefined>
+  list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>>
+  /** The oldest due row of each subscription that has one (skipping `busy` subscriptions). */
+  due(now: number, limit: number, busy?: readonly string[]): Promise<{ id: string; webhookId: string }[]>
+  /** Takes the lease on a due row; undefined when another worker got there first. */
+  claim(id: string, owner: string, now: number, leaseUntil: number): Promise<DeliveryRecord | undefined>
+  /** Records an attempt; a no-op when the lease was lost, so outcomes never cross. */
+  recordAttempt(
+    id: string,
+    owner: string,
+    attemptsBefore: number,
+    outcome: AttemptOutcome,
+    now: number,
+  ): Promise<boolean>
+  /** Starts a fresh round of attempts (manual redeliver); refused while an attempt holds the lease. */
+  requeue(id: string, now: number): Promise<boolean>
+  /** Drops what a deleted subscription still had to send. */
+  dropPending(webhookId: string): Promise<number>
+}
+
+export interface IdempotencyRepository extends TxBound<IdempotencyRepository> {
+  /** Atomically claims (workspace, key); an expired record or a lapsed in-progress claim is taken over. */
+  claim(
+    workspaceId: string,
+    key: string,
+    fingerprint: string,
+    now: number,
+    windowMs: number,
+    leaseMs: number,
+  ): Promise<ClaimResult>
+  complete(workspaceId: string, key: string, response: StoredResponse): Promise<void>
+  release(workspaceId: string, key: string): Promise<void>
+  purgeExpired(now: number): Promise<number>
+}
+
+export interface RateCounterRepository extends TxBound<RateCounterRepository> {
+  /** One atomic upsert: concurrent requests on any replica each get a distinct count. */
+  increment(workspaceId: string, window: string, windowStart: number): Promise<number>
+  current(workspaceId: string, window: string, windowStart: number): Promise<number>
+  purgeBefore(windowStart: number): Promise<number>
+}
+
+/** Every repository, built once on one Db by the store (`createRepositories`). */
+export interface Repositories {
+  workspaces: WorkspaceRepository
+  keys: KeyRepository
+  agents: AgentRepository
+  tools: ToolRepository
+  tasks: TaskRepository
+  runs: RunRepository
+  events: EventRepository
+  records: RecordRepository
+  webhooks: WebhookRepository
+  deliveries: DeliveryRepository
+  idempotency: IdempotencyRepository
+  rateCounters: RateCounterRepository
+}
+
+// --- features the spine calls without importing them ----------------------------------------------------------
+
+/** What agents and tasks need from runs; RunService implements it. */
 export interface RunsPort {
   /** Cancels every run of the agent that is not terminal (agent deletion). */
   terminateAgentRuns(workspaceId: string, agentId: string): Promise<void>
-  /** Runs of the agent that are not terminal. */
-  countActiveRuns(workspaceId: string, agentId: string): Promise<number>
   /** Starts the run that carries a newly assigned task; returns its id and status. */
-  startTaskRun(task: TaskRunRequest): Promise<{ runId: string; status: string }>
+  startTaskRun(task: TaskRunRequest): Promise<{ runId: string; status: RunStatus }>
 }
 
 export interface TaskRunRequest {
@@ -37,9 +265,4 @@ export interface EventsPort {
   append(tx: Queryable, event: DomainEvent): Promise<void>
   /** Wakes consumers after the transaction committed. */
   notify(): void
-}
-
-export interface Ports {
-  runs?: RunsPort
-  events?: EventsPort
 }

@@ -3,11 +3,21 @@ import type { AgentView } from '../domain/agents/service.js'
 import { toRfc3339, toRfc3339OrNull } from '../domain/clock.js'
 import { encodeCursor } from '../domain/pagination.js'
 import type { RunView } from '../domain/runs/service.js'
-import type { FrameRecord } from '../store/repos/runs.js'
-import type { TaskRecord } from '../store/repos/tasks.js'
-import type { ToolRecord } from '../store/repos/tools.js'
+import type { FrameRecord } from '../domain/runs/types.js'
+import type { TaskRecord } from '../domain/tasks/types.js'
+import type { ToolRecord } from '../domain/tools/types.js'
+import type { DeliveryRecord, WebhookRecord } from '../domain/webhooks/types.js'
+import type {
+  AgentBody,
+  DeliveryBody,
+  RunBody,
+  TaskBody,
+  ToolBody,
+  TraceFrameBody,
+  WebhookBody,
+} from './contract-types.js'
 
-export function presentAgent(a: AgentView) {
+export function presentAgent(a: AgentView): AgentBody {
   return {
     agent_id: a.id,
     name: a.name,
@@ -21,30 +31,22 @@ export function presentAgent(a: AgentView) {
   }
 }
 
-export function presentTask(t: TaskRecord) {
+export function presentTask(t: TaskRecord): TaskBody {
   return {
     task_id: t.id,
     agent_id: t.agentId,
     description: t.description,
     data_source: t.dataSource,
     priority: t.priority,
-    status: t.status as
-      | 'queued'
-      | 'running'
-      | 'awaiting_approval'
-      | 'paused'
-      | 'succeeded'
-      | 'failed'
-      | 'cancelled',
+    status: t.status,
     run_id: t.runId,
-    // biome-ignore lint/suspicious/noExplicitAny: the run outcome is stored as JSON and checked against the contract in tests
-    result: t.result as any,
+    result: t.result,
     created_at: toRfc3339(t.createdAt),
     updated_at: toRfc3339(t.updatedAt),
   }
 }
 
-export function presentTool(t: ToolRecord) {
+export function presentTool(t: ToolRecord): ToolBody {
   return {
     tool_id: t.id,
     name: t.name,
@@ -60,7 +62,7 @@ export function presentTool(t: ToolRecord) {
   }
 }
 
-export function presentRun(view: RunView) {
+export function presentRun(view: RunView): RunBody {
   const { run, counts } = view
   return {
     run_id: run.id,
@@ -91,12 +93,12 @@ export function presentRun(view: RunView) {
 /** Trace cursors belong to their own list, so an agents or tools cursor is refused there. */
 export const TRACE_LIST = 'trace'
 
-export function presentFrame(f: FrameRecord) {
+export function presentFrame(f: FrameRecord): TraceFrameBody {
   return {
     seq: f.seq,
     ts: toRfc3339(f.ts),
     step_id: f.stepId,
-    kind: f.kind as TraceFrameKind,
+    kind: f.kind,
     tool: f.tool,
     tool_id: f.toolId,
     policy: f.policy,
@@ -106,17 +108,30 @@ export function presentFrame(f: FrameRecord) {
   }
 }
 
-type TraceFrameKind =
-  | 'run.started'
-  | 'policy.decision'
-  | 'tool.call'
-  | 'step.failed'
-  | 'approval.requested'
-  | 'approval.granted'
-  | 'approval.rejected'
-  | 'approval.flushed'
-  | 'control.paused'
-  | 'control.resumed'
-  | 'control.cancelled'
-  | 'run.succeeded'
-  | 'run.failed'
+/** The subscription as the contract shows it: never the secrets. */
+export function presentWebhook(w: WebhookRecord): WebhookBody {
+  return {
+    webhook_id: w.id,
+    url: w.url,
+    events: w.events,
+    status: w.status,
+    created_at: toRfc3339(w.createdAt),
+    secret_rotated_at: toRfc3339OrNull(w.secretRotatedAt),
+  }
+}
+
+export function presentDelivery(d: DeliveryRecord): DeliveryBody {
+  return {
+    delivery_id: d.id,
+    webhook_id: d.webhookId,
+    event_id: d.eventId,
+    event: d.eventKind,
+    status: d.status,
+    attempts: d.attempts,
+    last_status_code: d.lastStatusCode,
+    last_error: d.lastError,
+    next_attempt_at: toRfc3339OrNull(d.nextAttemptAt),
+    created_at: toRfc3339(d.createdAt),
+    delivered_at: toRfc3339OrNull(d.deliveredAt),
+  }
+}

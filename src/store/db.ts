@@ -3,26 +3,10 @@
  * ON CONFLICT, RETURNING), and run it on either driver. The SQLite driver rewrites placeholders and
  * serialises access, because one better-sqlite3 connection cannot interleave async transactions.
  */
-export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array
-export type Row = Record<string, unknown>
+import type { Db, SqlValue } from '../domain/ports.js'
 
-export interface Queryable {
-  /** All rows. */
-  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]>
-  /** First row or undefined. */
-  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined>
-  /** Number of rows changed. */
-  run(sql: string, params?: readonly SqlValue[]): Promise<number>
-}
-
-export interface Db extends Queryable {
-  readonly dialect: 'sqlite' | 'postgres'
-  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
-  /** Runs a multi-statement script (migrations); no parameters. */
-  exec(script: string): Promise<void>
-  close(): Promise<void>
-}
+// The interfaces are the domain's port (src/domain/ports.ts); the store's modules import them from here.
+export type { Db, Dialect, Queryable, Row, SqlValue } from '../domain/ports.js'
 
 export async function openDb(url: string): Promise<Db> {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {

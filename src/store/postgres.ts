@@ -23,6 +23,9 @@ class PgQueryable implements Queryable {
     const result = await this.client.query({ text: sql, values: normaliseParams(params), types })
     return result.rowCount ?? 0
   }
+  async exec(script: string): Promise<void> {
+    await this.client.query(script)
+  }
 }
 
 export class PostgresDb implements Db {
@@ -64,8 +67,8 @@ export class PostgresDb implements Db {
       client.release()
     }
   }
-  async exec(script: string): Promise<void> {
-    await this.pool.query(script)
+  exec(script: string): Promise<void> {
+    return this.direct.exec(script)
   }
   async close(): Promise<void> {
     await this.pool.end()

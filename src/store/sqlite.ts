@@ -61,6 +61,9 @@ class SqliteQueryable implements Queryable {
     if (stmt.reader) return stmt.all(...t.params).length
     return stmt.run(...t.params).changes
   }
+  async exec(script: string): Promise<void> {
+    this.raw.exec(translateDdl(script))
+  }
 }
 
 export class SqliteDb implements Db {
@@ -107,9 +110,7 @@ export class SqliteDb implements Db {
     })
   }
   exec(script: string): Promise<void> {
-    return this.mutex.lock(async () => {
-      this.raw.exec(translateDdl(script))
-    })
+    return this.mutex.lock(() => this.direct.exec(script))
   }
   async close(): Promise<void> {
     await this.mutex.lock(async () => {

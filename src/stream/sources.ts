@@ -1,5 +1,6 @@
 import { toRfc3339 } from '../domain/clock.js'
-import type { EventLog, EventRow } from '../domain/events/log.js'
+import type { EventLog } from '../domain/events/log.js'
+import type { EventRow } from '../domain/events/types.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
 
 /** One data message of a topic, with the per-topic sequence number it is delivered under. */
@@ -42,7 +43,7 @@ export function connectorSource(
       return { after: last - maxReplay, gap: { from: since + 1, to: last - maxReplay } }
     },
     async read(after, limit) {
-      const records = await ingestion.recordsAfter(workspaceId, connectorId, after, limit)
+      const { rows: records } = await ingestion.recordsAfter(workspaceId, connectorId, after, limit)
       const items = records.map((record) => ({
         seq: record.seq,
         message: { type: 'record', topic, seq: record.seq, record },

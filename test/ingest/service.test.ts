@@ -8,6 +8,7 @@ import { verifyInclusion } from '../../src/domain/ingestion/merkle.js'
 import { IngestionService } from '../../src/domain/ingestion/service.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { createRepositories } from '../../src/store/repos/index.js'
 import { backends } from '../support/backends.js'
 
 // Independent RFC 6962 root over RFC 8785 bytes of the five fields, to check the service's lineage_root.
@@ -40,8 +41,9 @@ describe.each(backends())('IngestionService on $name', (backend) => {
   beforeEach(async () => {
     db = await openDb(await backend.freshUrl())
     await migrate(db)
-    events = new EventLog(db, clock)
-    service = new IngestionService(db, clock, events)
+    const repos = createRepositories(db)
+    events = new EventLog(db, repos.events, clock)
+    service = new IngestionService(db, repos.records, clock, events)
   })
   afterEach(async () => {
     await db.close()
@@ -71,7 +73,7 @@ describe.each(backends())('IngestionService on $name', (backend) => {
     expect(result.batch_id).toMatch(/^batch_/)
     expect(result.lineage_root).toBe(rootOf([batch[0], batch[2], batch[6]] as object[]))
 
-    const stored = await service.list(WS.id, 'crm-1', 0, 50)
+    const stored = (await service.list(WS.id, 'crm-1', 0, 50)).rows
     expect(stored.map((r) => [r.id, r.seq, r.lineage.leaf_index])).toEqual([
       ['a', 1, 0],
       ['c', 2, 1],
@@ -114,7 +116,7 @@ describe.each(backends())('IngestionService on $name', (backend) => {
     // Another workspace has its own connector namespace.
     const foreign = await service.ingest({ id: 'ws_b', policyClasses: ['public'] }, 'c1', [rec('a')])
     expect(foreign.accepted).toBe(1)
-    const seqs = (await service.list(WS.id, 'c1', 0, 50)).map((r) => [r.id, r.seq])
+    const seqs = (await service.list(WS.id, 'c1', 0, 50)).rows.map((r) => [r.id, r.seq])
     expect(seqs).toEqual([
       ['a', 1],
       ['b', 2],
@@ -127,7 +129,7 @@ describe.each(backends())('IngestionService on $name', (backend) => {
     expect(result).toMatchObject({ accepted: 0, rejected: 1 })
     expect(result.lineage_root).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855')
     // The connector exists from its first batch, even an empty one; an unknown one is a 404.
-    expect(await service.list(WS.id, 'c1', 0, 50)).toEqual([])
+    expect((await service.list(WS.id, 'c1', 0, 50)).rows).toEqual([])
     await expect(service.list(WS.id, 'never', 0, 50)).rejects.toMatchObject({ code: 'not_found' })
     expect(await events.lastSeq()).toBe(0)
   })
@@ -158,25 +160,25 @@ describe.each(backends())('IngestionService on $name', (backend) => {
   it('stores a batch atomically: a failure mid-batch leaves no record, no seq and no event', async () => {
     await service.ingest(WS, 'c1', [rec('a')])
     // Sabotage the event append so the transaction fails after the records were inserted.
-    const failing = new IngestionService(db, clock, {
+    const failing = new IngestionService(db, createRepositories(db).records, clock, {
       append: async () => {
         throw new Error('boom')
       },
       notify: () => {},
     })
     await expect(failing.ingest(WS, 'c1', [rec('b'), rec('c')])).rejects.toThrow('boom')
-    expect((await service.list(WS.id, 'c1', 0, 50)).map((r) => r.id)).toEqual(['a'])
+    expect((await service.list(WS.id, 'c1', 0, 50)).rows.map((r) => r.id)).toEqual(['a'])
     expect(await service.lastSeq(WS.id, 'c1')).toBe(1)
     const next = await service.ingest(WS, 'c1', [rec('b')])
     expect(next.accepted).toBe(1)
-    expect((await service.list(WS.id, 'c1', 0, 50)).map((r) => r.seq)).toEqual([1, 2])
+    expect((await service.list(WS.id, 'c1', 0, 50)).rows.map((r) => r.seq)).toEqual([1, 2])
   })
 
   it('never accepts one id twice under concurrent batches, and keeps seq dense', async () => {
     const batches = Array.from({ length: 6 }, (_, i) => [rec('shared'), rec(`own-${i}`)])
     const results = await Promise.all(batches.map((b) => service.ingest(WS, 'c1', b)))
     expect(results.reduce((n, r) => n + r.accepted, 0)).toBe(7)
-    const stored = await service.list(WS.id, 'c1', 0, 50)
+    const stored = (await service.list(WS.id, 'c1', 0, 50)).rows
     expect(stored.filter((r) => r.id === 'shared')).toHaveLength(1)
     expect(stored.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6, 7])
   })
@@ -190,11 +192,11 @@ describe.each(backends())('IngestionService on $name', (backend) => {
     const full = await service.ingest(WS, 'c1', big.slice(0, 500))
     expect(full.accepted).toBe(500)
     expect(full.lineage_root).toBe(rootOf(big.slice(0, 500)))
-    const page = await service.recordsAfter(WS.id, 'c1', 250, 10)
+    const page = (await service.recordsAfter(WS.id, 'c1', 250, 10)).rows
     expect(page.map((r) => r.seq)).toEqual([251, 252, 253, 254, 255, 256, 257, 258, 259, 260])
     expect(page[0]?.lineage.proof).toEqual(
       proofFromLeafHashes(
-        (await service.recordsAfter(WS.id, 'c1', 0, 500)).map((r) => r.lineage.leaf_hash),
+        (await service.recordsAfter(WS.id, 'c1', 0, 500)).rows.map((r) => r.lineage.leaf_hash),
         250,
       ),
     )

@@ -70,7 +70,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
       expect(independentlyVerified(r.body, 'another-secret')).toBe(false)
       expect(verifySignature(r.body, [SECRET], { now: h.clock.now() })).toBe(true)
     }
-    const log = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 50)
+    const log = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 50)).rows
     expect(log.map((d) => [d.eventKind, d.status, d.attempts, d.lastStatusCode])).toEqual([
       ['agent.created', 'delivered', 1, 200],
       ['run.awaiting_approval', 'delivered', 1, 200],
@@ -90,7 +90,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     const gaps: number[] = []
     for (let i = 0; i < 4; i++) {
       await h.webhooks.dispatcher.runOnce()
-      const [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+      const [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
       if (d?.status !== 'pending') break
       expect(d.nextAttemptAt).not.toBeNull()
       const gap = (d.nextAttemptAt ?? 0) - h.clock.now()
@@ -103,7 +103,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
       h.clock.advance(1)
     }
     expect(gaps).toEqual([999, 1999, 3999])
-    const [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    const [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'delivered', attempts: 4, lastStatusCode: 200, lastError: null })
     expect(receiver.received).toHaveLength(4)
     expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(new Set([d?.id]))
@@ -121,13 +121,13 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
     receiver.script('hang')
     await h.webhooks.dispatcher.runOnce()
-    let [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    let [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: null })
     expect(d?.lastError).toMatch(/timed out after 150 ms/)
     await receiver.close()
     h.clock.advance(60_000)
     await h.webhooks.dispatcher.runOnce()
-    ;[d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    ;[d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'pending', attempts: 2, lastStatusCode: null })
     expect(d?.lastError).toMatch(/ECONNREFUSED/)
     receiver = await startReceiver() // for afterEach
@@ -146,7 +146,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
       await h.webhooks.dispatcher.runOnce()
       h.clock.advance(10_000)
     }
-    let [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    let [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'failed', attempts: 3, lastStatusCode: 500, nextAttemptAt: null })
     expect(receiver.received).toHaveLength(3)
 
@@ -154,7 +154,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     const requeued = await h.webhooks.redeliver('ws_a', sub.id, d?.id ?? '')
     expect(requeued).toMatchObject({ status: 'pending', attempts: 0 })
     await h.webhooks.dispatcher.runOnce()
-    ;[d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    ;[d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'delivered', attempts: 1, lastStatusCode: 204 })
     expect(receiver.received).toHaveLength(4)
     expect(receiver.received[3]?.headers['webhook-id']).toBe(d?.id)
@@ -168,29 +168,20 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     })
     await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
     await h.webhooks.dispatcher.fanOut()
-    const repo = new DeliveryRepo()
-    const [row] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    const repo = new DeliveryRepo(h.db)
+    const [row] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     // Another replica claimed it and then died mid-attempt.
-    const claimed = await repo.claim(
-      h.db,
-      row?.id ?? '',
-      'other-replica',
-      h.clock.now(),
-      h.clock.now() + 30_000,
-    )
+    const claimed = await repo.claim(row?.id ?? '', 'other-replica', h.clock.now(), h.clock.now() + 30_000)
     expect(claimed?.leaseOwner).toBe('other-replica')
     await h.webhooks.dispatcher.runOnce()
     expect(receiver.received).toHaveLength(0)
     // A second claim on the same due row fails while the lease holds.
-    expect(
-      await repo.claim(h.db, row?.id ?? '', 'third', h.clock.now(), h.clock.now() + 30_000),
-    ).toBeUndefined()
+    expect(await repo.claim(row?.id ?? '', 'third', h.clock.now(), h.clock.now() + 30_000)).toBeUndefined()
     h.clock.advance(30_000)
     await h.webhooks.dispatcher.runOnce()
     expect(receiver.received).toHaveLength(1)
     // The dead replica's late outcome cannot overwrite the real one.
     const late = await repo.recordAttempt(
-      h.db,
       row?.id ?? '',
       'other-replica',
       0,
@@ -198,7 +189,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
       h.clock.now(),
     )
     expect(late).toBe(false)
-    const [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    const [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'delivered', attempts: 1 })
   })
 
@@ -236,14 +227,17 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     const stopping = Date.now()
     await h.webhooks.dispatcher.stop()
     expect(Date.now() - stopping).toBeLessThan(1_000)
-    let [d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    let [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'pending', attempts: 0 })
     expect(d?.leaseUntil).toBeGreaterThan(h.clock.now())
     h.clock.advance(10_001)
     // A fresh dispatcher over the same store (a restarted server) takes the row once the lease ran out.
-    const restarted = new WebhookService(h.db, h.clock, h.events, { allowPrivate: true, timeoutMs: 2_000 })
+    const restarted = new WebhookService(h.db, h.repos.webhooks, h.repos.deliveries, h.clock, h.events, {
+      allowPrivate: true,
+      timeoutMs: 2_000,
+    })
     await restarted.dispatcher.runOnce()
-    ;[d] = await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    ;[d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'delivered', attempts: 1 })
     expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([d?.id, d?.id])
   })

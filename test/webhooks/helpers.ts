@@ -1,9 +1,11 @@
 import { createHmac } from 'node:crypto'
 import { ManualClock } from '../../src/domain/clock.js'
 import { EventLog } from '../../src/domain/events/log.js'
+import type { Repositories } from '../../src/domain/ports.js'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { createRepositories } from '../../src/store/repos/index.js'
 
 /** Spec §6: the fields of a run.awaiting_approval delivery, plus the delivery's own `id`. */
 export const AWAITING_APPROVAL_FIELDS = [
@@ -45,6 +47,7 @@ export interface Harness {
   db: Db
   clock: ManualClock
   events: EventLog
+  repos: Repositories
   webhooks: WebhookService
   append(workspaceId: string, kind: string, data: Record<string, unknown>): Promise<void>
   close(): Promise<void>
@@ -58,8 +61,9 @@ export async function harness(
 ): Promise<Harness> {
   const db = await openDb(url)
   await migrate(db)
-  const events = new EventLog(db, clock)
-  const webhooks = new WebhookService(db, clock, events, {
+  const repos = createRepositories(db)
+  const events = new EventLog(db, repos.events, clock)
+  const webhooks = new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
     allowPrivate: true,
     timeoutMs: 2_000,
     retry: { baseMs: 1_000 },
@@ -69,6 +73,7 @@ export async function harness(
     db,
     clock,
     events,
+    repos,
     webhooks,
     async append(workspaceId, kind, data) {
       await db.transaction((tx) => events.append(tx, { workspaceId, kind, subjectId: 'subj', data }))

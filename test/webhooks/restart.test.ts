@@ -26,7 +26,7 @@ describe('webhook outbox across a restart', () => {
     })
     await first.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
     await first.webhooks.dispatcher.runOnce()
-    const [pending] = await first.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+    const [pending] = (await first.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(pending).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: 500 })
     // Logged just before the crash, never fanned out by this process.
     await first.append('ws_a', 'agent.deleted', { agent_id: 'agt_1' })
@@ -37,7 +37,7 @@ describe('webhook outbox across a restart', () => {
     const second = await harness(url, { random: () => 0.5 }, clock)
     try {
       await second.webhooks.dispatcher.runOnce()
-      const log = await second.webhooks.listDeliveries('ws_a', sub.id, 0, 10)
+      const log = (await second.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
       expect(log.map((d) => [d.eventKind, d.status])).toEqual([
         ['agent.created', 'delivered'],
         ['agent.deleted', 'delivered'],
@@ -49,7 +49,7 @@ describe('webhook outbox across a restart', () => {
       // Another pass after the restart creates no duplicate rows and sends nothing again.
       await second.webhooks.dispatcher.runOnce()
       expect(receiver.received).toHaveLength(3)
-      expect(await second.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).toHaveLength(2)
+      expect((await second.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows).toHaveLength(2)
     } finally {
       await second.close()
     }

@@ -1,9 +1,9 @@
-import type { Db } from '../../store/db.js'
-import { type AgentRecord, AgentRepo, type Behavior } from '../../store/repos/agents.js'
 import type { Clock } from '../clock.js'
 import { notFound } from '../errors.js'
 import { newId } from '../ids.js'
-import type { Ports } from '../ports.js'
+import type { Slice } from '../pagination.js'
+import type { AgentRepository, Db, EventsPort, RunRepository, RunsPort } from '../ports.js'
+import type { AgentRecord, Behavior } from './types.js'
 
 export interface AgentView extends AgentRecord {
   status: 'idle' | 'running'
@@ -18,19 +18,20 @@ export interface CreateAgentInput {
 }
 
 export class AgentService {
-  private readonly repo: AgentRepo
   constructor(
     private readonly db: Db,
+    private readonly repo: AgentRepository,
+    /** Read for each agent's active-run count; runs themselves are changed only through `runs`. */
+    private readonly runRecords: RunRepository,
     private readonly clock: Clock,
-    private readonly ports: Ports,
-  ) {
-    this.repo = new AgentRepo(db)
-  }
+    private readonly events: EventsPort,
+    private readonly runs: RunsPort,
+  ) {}
 
   async create(workspaceId: string, input: CreateAgentInput): Promise<AgentView> {
     const now = this.clock.now()
     const agent = await this.db.transaction(async (tx) => {
-      const created = await new AgentRepo(tx).insert({
+      const created = await this.repo.in(tx).insert({
         id: newId('agt', now),
         workspaceId,
         name: input.name,
@@ -40,7 +41,7 @@ export class AgentService {
         createdAt: now,
         updatedAt: now,
       })
-      await this.ports.events?.append(tx, {
+      await this.events.append(tx, {
         workspaceId,
         kind: 'agent.created',
         subjectId: created.id,
@@ -48,36 +49,33 @@ export class AgentService {
       })
       return created
     })
-    this.ports.events?.notify()
+    this.events.notify()
     return { ...agent, status: 'idle', activeRuns: 0 }
   }
 
   async get(workspaceId: string, id: string): Promise<AgentView> {
     const agent = await this.repo.get(workspaceId, id)
     if (!agent) throw notFound('Agent')
-    return this.withStatus(agent)
+    const [view] = await this.withStatus(workspaceId, [agent])
+    if (!view) throw notFound('Agent')
+    return view
   }
 
-  /** Live agents only; used by runs to check ownership. */
-  find(workspaceId: string, id: string): Promise<AgentRecord | undefined> {
-    return this.repo.get(workspaceId, id)
-  }
-
-  async list(workspaceId: string, afterSeq: number, limit: number): Promise<AgentView[]> {
-    const agents = await this.repo.list(workspaceId, afterSeq, limit)
-    return Promise.all(agents.map((a) => this.withStatus(a)))
+  async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<AgentView>> {
+    const { rows, more } = await this.repo.list(workspaceId, afterSeq, limit)
+    return { rows: await this.withStatus(workspaceId, rows), more }
   }
 
   /** Terminates the agent's runs first, so no run keeps working for an agent that no longer exists. */
   async delete(workspaceId: string, id: string): Promise<void> {
     const agent = await this.repo.get(workspaceId, id)
     if (!agent) throw notFound('Agent')
-    await this.ports.runs?.terminateAgentRuns(workspaceId, id)
+    await this.runs.terminateAgentRuns(workspaceId, id)
     const now = this.clock.now()
     const deleted = await this.db.transaction(async (tx) => {
-      const changed = await new AgentRepo(tx).markDeleted(workspaceId, id, now)
+      const changed = await this.repo.in(tx).markDeleted(workspaceId, id, now)
       if (changed) {
-        await this.ports.events?.append(tx, {
+        await this.events.append(tx, {
           workspaceId,
           kind: 'agent.deleted',
           subjectId: id,
@@ -87,11 +85,18 @@ export class AgentService {
       return changed
     })
     if (!deleted) throw notFound('Agent')
-    this.ports.events?.notify()
+    this.events.notify()
   }
 
-  private async withStatus(agent: AgentRecord): Promise<AgentView> {
-    const activeRuns = (await this.ports.runs?.countActiveRuns(agent.workspaceId, agent.id)) ?? 0
-    return { ...agent, status: activeRuns > 0 ? 'running' : 'idle', activeRuns }
+  /** One count query for the whole page, however many agents it holds. */
+  private async withStatus(workspaceId: string, agents: AgentRecord[]): Promise<AgentView[]> {
+    const active = await this.runRecords.countActiveByAgents(
+      workspaceId,
+      agents.map((a) => a.id),
+    )
+    return agents.map((agent) => {
+      const activeRuns = active.get(agent.id) ?? 0
+      return { ...agent, status: activeRuns > 0 ? 'running' : 'idle', activeRuns }
+    })
   }
 }

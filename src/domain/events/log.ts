@@ -1,10 +1,7 @@
-import type { Db, Queryable } from '../../store/db.js'
-import { EventRepo, type EventRow } from '../../store/repos/events.js'
 import type { Clock } from '../clock.js'
 import { newId } from '../ids.js'
-import type { DomainEvent, EventsPort } from '../ports.js'
-
-export type { EventRow }
+import type { Db, DomainEvent, EventRepository, EventsPort, Queryable } from '../ports.js'
+import type { EventRow } from './types.js'
 
 type Listener = () => void
 
@@ -14,17 +11,17 @@ type Listener = () => void
  * number from a cursor they keep, and `subscribe` only tells them when to look again.
  */
 export class EventLog implements EventsPort {
-  private readonly repo = new EventRepo()
   private readonly listeners = new Set<Listener>()
 
   constructor(
     private readonly db: Db,
+    private readonly repo: EventRepository,
     private readonly clock: Clock,
   ) {}
 
   async append(tx: Queryable, event: DomainEvent): Promise<void> {
     const ts = this.clock.now()
-    await this.repo.append(tx, this.db.dialect, {
+    await this.repo.in(tx).append(this.db.dialect, {
       id: newId('evt', ts),
       workspaceId: event.workspaceId,
       kind: event.kind,
@@ -52,14 +49,14 @@ export class EventLog implements EventsPort {
 
   /** Events with seq > `afterSeq`, oldest first. */
   read(afterSeq: number, limit = 500): Promise<EventRow[]> {
-    return this.repo.after(this.db, afterSeq, limit)
+    return this.repo.after(afterSeq, limit)
   }
 
   readWorkspace(workspaceId: string, afterSeq: number, limit = 500): Promise<EventRow[]> {
-    return this.repo.afterInWorkspace(this.db, workspaceId, afterSeq, limit)
+    return this.repo.afterInWorkspace(workspaceId, afterSeq, limit)
   }
 
   lastSeq(): Promise<number> {
-    return this.repo.lastSeq(this.db)
+    return this.repo.lastSeq()
   }
 }

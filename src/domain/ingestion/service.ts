@@ -1,14 +1,24 @@
-import type { Db } from '../../store/db.js'
-import { RecordRepo, type StoredRecordRow } from '../../store/repos/records.js'
 import type { Clock } from '../clock.js'
 import { toRfc3339 } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
-import type { EventsPort } from '../ports.js'
+import type { Slice } from '../pagination.js'
+import type { Db, EventsPort, RecordRepository } from '../ports.js'
 import { batchLineage, proofsFromLeafHashes } from './lineage.js'
+import type { StoredRecordRow } from './types.js'
 import { type IngestRecord, type Rejection, rejectionId, validateRecord } from './validation.js'
 
 export const MAX_BATCH_RECORDS = 500
+
+/** A batch over the record limit is 413 payload_too_large, like an oversized body (spec §8). */
+export function checkBatchSize(count: number): void {
+  if (count > MAX_BATCH_RECORDS) {
+    throw new ApiError('payload_too_large', `A batch holds at most ${MAX_BATCH_RECORDS} records`, {
+      limit_records: MAX_BATCH_RECORDS,
+      observed_records: count,
+    })
+  }
+}
 /** Batches whose proofs stay computed; batches never change, so a cached proof never goes stale. */
 const PROOF_CACHE_BATCHES = 64
 
@@ -49,14 +59,14 @@ export interface IngestWorkspace {
 }
 
 export class IngestionService {
-  private readonly repo = new RecordRepo()
   private readonly listeners = new Set<BatchListener>()
   private readonly proofCache = new Map<string, string[][]>()
 
   constructor(
     private readonly db: Db,
+    private readonly repo: RecordRepository,
     private readonly clock: Clock,
-    private readonly events?: EventsPort,
+    private readonly events: EventsPort,
   ) {}
 
   /**
@@ -69,12 +79,7 @@ export class IngestionService {
     connectorId: string,
     records: readonly unknown[],
   ): Promise<IngestResult> {
-    if (records.length > MAX_BATCH_RECORDS) {
-      throw new ApiError('payload_too_large', `A batch holds at most ${MAX_BATCH_RECORDS} records`, {
-        limit_records: MAX_BATCH_RECORDS,
-        observed_records: records.length,
-      })
-    }
+    checkBatchSize(records.length)
     const rejections: Rejection[] = []
     const candidates: { index: number; record: IngestRecord }[] = []
     records.forEach((raw, index) => {
@@ -86,9 +91,8 @@ export class IngestionService {
     const batchId = newId('batch', now)
 
     const outcome = await this.db.transaction(async (tx) => {
-      const lastSeq = await this.repo.lockConnector(tx, workspace.id, connectorId, now)
-      const taken = await this.repo.existingIds(
-        tx,
+      const lastSeq = await this.repo.in(tx).lockConnector(workspace.id, connectorId, now)
+      const taken = await this.repo.in(tx).existingIds(
         workspace.id,
         connectorId,
         candidates.map((c) => c.record.id),
@@ -125,7 +129,7 @@ export class IngestionService {
         leafHash: lineage.leafHashes[i] as string,
         ingestedAt: now,
       }))
-      await this.repo.insertBatch(tx, {
+      await this.repo.in(tx).insertBatch({
         id: batchId,
         workspaceId: workspace.id,
         connectorId,
@@ -135,10 +139,10 @@ export class IngestionService {
         firstSeq: lastSeq + 1,
         createdAt: now,
       })
-      await this.repo.insertRecords(tx, rows)
+      await this.repo.in(tx).insertRecords(rows)
       const newLast = lastSeq + accepted.length
-      await this.repo.setLastSeq(tx, workspace.id, connectorId, newLast, now)
-      await this.events?.append(tx, {
+      await this.repo.in(tx).setLastSeq(workspace.id, connectorId, newLast, now)
+      await this.events.append(tx, {
         workspaceId: workspace.id,
         kind: 'ingest.batch_accepted',
         subjectId: connectorId,
@@ -154,7 +158,7 @@ export class IngestionService {
     })
 
     if (outcome.lastSeq !== undefined) {
-      this.events?.notify()
+      this.events.notify()
       for (const l of this.listeners) {
         try {
           l(workspace.id, connectorId, outcome.lastSeq)
@@ -184,8 +188,8 @@ export class IngestionService {
     connectorId: string,
     afterSeq: number,
     limit: number,
-  ): Promise<RecordView[]> {
-    if ((await this.repo.connectorLastSeq(this.db, workspaceId, connectorId)) === undefined) {
+  ): Promise<Slice<RecordView>> {
+    if ((await this.repo.connectorLastSeq(workspaceId, connectorId)) === undefined) {
       throw notFound('Connector')
     }
     return this.recordsAfter(workspaceId, connectorId, afterSeq, limit)
@@ -197,10 +201,10 @@ export class IngestionService {
     connectorId: string,
     afterSeq: number,
     limit: number,
-  ): Promise<RecordView[]> {
-    const rows = await this.repo.after(this.db, workspaceId, connectorId, afterSeq, limit)
+  ): Promise<Slice<RecordView>> {
+    const { rows, more } = await this.repo.after(workspaceId, connectorId, afterSeq, limit)
     const proofs = await this.batchProofs([...new Set(rows.map((r) => r.batchId))])
-    return rows.map((r) => toRecordView(r, proofs.get(r.batchId)?.[r.leafIndex] ?? []))
+    return { rows: rows.map((r) => toRecordView(r, proofs.get(r.batchId)?.[r.leafIndex] ?? [])), more }
   }
 
   /** Audit paths of whole batches, computed once per batch and kept in a small LRU (every subscriber reuses them). */
@@ -216,7 +220,7 @@ export class IngestionService {
       } else missing.push(id)
     }
     if (missing.length > 0) {
-      for (const [id, leaves] of await this.repo.batchLeaves(this.db, missing)) {
+      for (const [id, leaves] of await this.repo.batchLeaves(missing)) {
         const proofs = proofsFromLeafHashes(leaves)
         found.set(id, proofs)
         this.proofCache.set(id, proofs)
@@ -232,7 +236,7 @@ export class IngestionService {
 
   /** The connector's last seq (0 when it has no records yet). */
   async lastSeq(workspaceId: string, connectorId: string): Promise<number> {
-    return (await this.repo.connectorLastSeq(this.db, workspaceId, connectorId)) ?? 0
+    return (await this.repo.connectorLastSeq(workspaceId, connectorId)) ?? 0
   }
 }
 

@@ -1,9 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { KeyRepo } from '../../store/repos/keys.js'
-import type { WorkspaceRepo } from '../../store/repos/workspaces.js'
 import type { Clock } from '../clock.js'
 import type { Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
+import type { KeyRepository, WorkspaceRepository } from '../ports.js'
 
 const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
 
@@ -76,8 +75,8 @@ export function resolveLimits(settings: WorkspaceSettings): {
 
 export class KeyService {
   constructor(
-    private readonly keys: KeyRepo,
-    private readonly workspaces: WorkspaceRepo,
+    private readonly keys: KeyRepository,
+    private readonly workspaces: WorkspaceRepository,
     private readonly clock: Clock,
   ) {}
 

@@ -1,10 +1,9 @@
-import type { Db } from '../../store/db.js'
-import { type ClaimResult, IdempotencyRepo, type StoredResponse } from '../../store/repos/idempotency.js'
-import { RateCounterRepo } from '../../store/repos/rate-counters.js'
 import type { Clock } from '../clock.js'
 import type { Workspace } from '../identity.js'
+import type { IdempotencyRepository, RateCounterRepository } from '../ports.js'
 import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS } from './idempotency.js'
 import { policiesFor, stateOf, type WindowState, windowStart } from './rate-limit.js'
+import type { ClaimResult, StoredResponse } from './types.js'
 
 export interface RateDecision {
   allowed: boolean
@@ -14,15 +13,11 @@ export interface RateDecision {
 }
 
 export class LimitsService {
-  private readonly idempotency: IdempotencyRepo
-  private readonly counters: RateCounterRepo
   constructor(
-    db: Db,
+    private readonly idempotency: IdempotencyRepository,
+    private readonly counters: RateCounterRepository,
     private readonly clock: Clock,
-  ) {
-    this.idempotency = new IdempotencyRepo(db)
-    this.counters = new RateCounterRepo(db)
-  }
+  ) {}
 
   /**
    * Counts the request in the burst window, then the hourly one. Exactly `quota` requests pass per window.

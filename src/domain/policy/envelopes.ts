@@ -1,4 +1,4 @@
-import type { Envelope } from '../../store/repos/runs.js'
+import type { Envelope } from '../runs/types.js'
 
 export type { Envelope }
 

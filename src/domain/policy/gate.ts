@@ -1,7 +1,7 @@
-import type { RunRecord } from '../../store/repos/runs.js'
-import type { ToolRecord } from '../../store/repos/tools.js'
 import type { PolicyDeniedDetail } from '../errors.js'
+import type { RunRecord } from '../runs/types.js'
 import { scopeAllows } from '../scopes.js'
+import type { ToolRecord } from '../tools/types.js'
 import { findEnvelope } from './envelopes.js'
 
 export type GateDecision =

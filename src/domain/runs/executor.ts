@@ -1,13 +1,28 @@
 import { performance } from 'node:perf_hooks'
-import type { Outcome, RunRecord } from '../../store/repos/runs.js'
-import { ToolRepo } from '../../store/repos/tools.js'
 import { newId } from '../ids.js'
-import { decide } from '../policy/gate.js'
+import { decide, type GateDecision } from '../policy/gate.js'
+import type { ToolRepository } from '../ports.js'
 import { callTool, type ToolOutcome } from '../tools/providers.js'
+import type { ToolRecord } from '../tools/types.js'
 import type { RunChange, RunRecorder } from './recorder.js'
 import { isTerminal, transition } from './state-machine.js'
+import type { Outcome, PlanStep, RunRecord } from './types.js'
 
 export type Progress = 'continue' | 'idle'
+
+/** A step whose call was allowed and recorded as in flight; the call itself runs outside any transaction. */
+interface PendingCall {
+  step: PlanStep
+  tool: ToolRecord
+}
+
+interface CallResult {
+  outcome: ToolOutcome
+  latencyMs: number
+}
+
+type Deny = Extract<GateDecision, { kind: 'deny' }>
+type Escalate = Extract<GateDecision, { kind: 'escalate' }>
 
 function finish(c: RunChange, action: 'complete' | 'fail', error: Outcome['error']): void {
   const { run } = c
@@ -48,143 +63,165 @@ export function stepInput(run: RunRecord): Record<string, unknown> {
 export class RunExecutor {
   constructor(
     private readonly recorder: RunRecorder,
+    private readonly tools: ToolRepository,
     private readonly allowPrivate: () => boolean,
   ) {}
 
   async advance(runId: string): Promise<Progress> {
-    const { run, value: pending } = await this.recorder.change(runId, async (c) => {
-      const { run } = c
-      if (run.status === 'queued') {
-        run.status = transition(run.status, 'start')
-        run.startedAt ??= c.now
-        c.frame({ kind: 'run.started', detail: { plan: run.plan, envelope: run.envelope.name } })
-        c.event('run.started', { status: run.status, plan: run.plan.map((s) => s.step_id) })
-        return 'continue' as const
-      }
-      if (run.status !== 'running') return 'idle' as const
-      const step = run.plan[run.nextStep]
-      if (!step) {
-        finish(c, 'complete', null)
-        return 'idle' as const
-      }
-      const tool = await new ToolRepo(c.tx).get(run.workspaceId, step.tool_id)
-      if (run.inFlightStep === run.nextStep && tool) return { step, tool }
-      if (!tool || tool.status === 'retired') {
-        const error = {
-          code: 'tool_unavailable',
-          message: `Tool ${step.tool} was retired before step ${step.step_id} ran`,
-        }
-        c.frame({
-          kind: 'step.failed',
-          stepId: step.step_id,
-          tool: step.tool,
-          toolId: step.tool_id,
-          detail: { reason: error.message },
-        })
-        run.nextStep += 1
-        finish(c, 'fail', error)
-        return 'idle' as const
-      }
-      const decision = run.approved.includes(step.step_id) ? ({ kind: 'allow' } as const) : decide(run, tool)
-      const where = { stepId: step.step_id, tool: tool.name, toolId: tool.id }
-      if (decision.kind === 'deny') {
-        c.frame({
-          kind: 'policy.decision',
-          ...where,
-          policy: 'deny',
-          detail: { ...decision.detail, reason: decision.message },
-        })
-        c.frame({ kind: 'step.failed', ...where, detail: { reason: decision.message } })
-        c.event('policy.denied', {
-          step_id: step.step_id,
-          tool: tool.name,
-          tool_id: tool.id,
-          detail: decision.detail,
-        })
-        run.nextStep += 1
-        finish(c, 'fail', { code: 'policy_denied', message: decision.message, detail: decision.detail })
-        return 'idle' as const
-      }
-      if (decision.kind === 'escalate') {
-        run.status = transition(run.status, 'escalate')
-        run.awaiting.push({
-          step_id: step.step_id,
-          queue: decision.queue,
-          reason: decision.reason,
-          requested_at: c.now,
-        })
-        c.frame({
-          kind: 'policy.decision',
-          ...where,
-          policy: 'escalate',
-          detail: { queue: decision.queue, reason: decision.reason },
-        })
-        c.frame({
-          kind: 'approval.requested',
-          ...where,
-          detail: { queue: decision.queue, reason: decision.reason },
-        })
-        c.event('run.awaiting_approval', {
-          step_id: step.step_id,
-          queue: decision.queue,
-          reason: decision.reason,
-          payload_preview: payloadPreview(tool.name, stepInput(run)),
-        })
-        return 'idle' as const
-      }
-      c.frame({
-        kind: 'policy.decision',
-        ...where,
-        policy: 'allow',
-        detail: run.approved.includes(step.step_id) ? { approved: true } : null,
-      })
-      run.inFlightStep = run.nextStep
-      return { step, tool }
-    })
-    if (pending === 'continue' || pending === 'idle') return pending
+    const { run, value: next } = await this.recorder.change(runId, (c) => this.nextMove(c))
+    if (next === 'continue' || next === 'idle') return next
+    const result = await this.call(run, next)
+    const { value } = await this.recorder.change(runId, (c) => recordCall(c, next, result))
+    return value
+  }
 
-    const { step, tool } = pending
+  /** Inside the first transaction: which single move the run makes now. */
+  private async nextMove(c: RunChange): Promise<Progress | PendingCall> {
+    const { run } = c
+    if (run.status === 'queued') return startRun(c)
+    if (run.status !== 'running') return 'idle'
+    const step = run.plan[run.nextStep]
+    if (!step) return completeRun(c)
+    const tool = await this.tools.in(c.tx).get(run.workspaceId, step.tool_id)
+    // A decision recorded before a crash: repeat the call without writing the decision again.
+    if (run.inFlightStep === run.nextStep && tool) return { step, tool }
+    if (!tool || tool.status === 'retired') return failRetiredTool(c, step)
+    const decision: GateDecision = run.approved.includes(step.step_id) ? { kind: 'allow' } : decide(run, tool)
+    if (decision.kind === 'deny') return denyStep(c, step, tool, decision)
+    if (decision.kind === 'escalate') return escalateStep(c, step, tool, decision)
+    return allowStep(c, step, tool)
+  }
+
+  private async call(run: RunRecord, { step, tool }: PendingCall): Promise<CallResult> {
     const started = performance.now()
     const outcome: ToolOutcome =
       run.mode === 'dry_run'
         ? { ok: true, resultId: `dry_run:${step.step_id}`, output: null }
         : await callTool({
-            runId,
+            runId: run.id,
             stepId: step.step_id,
             tool,
             input: stepInput(run),
             newResultId: () => newId('res'),
             allowPrivate: this.allowPrivate(),
           })
-    const latencyMs = Math.round(performance.now() - started)
-
-    const { value } = await this.recorder.change(runId, (c) => {
-      const r = c.run
-      // A run cancelled during the call keeps the trace it ended with; the late answer is dropped.
-      if (isTerminal(r.status) || r.inFlightStep !== r.nextStep) return 'idle' as const
-      const where = { stepId: step.step_id, tool: tool.name, toolId: tool.id, latencyMs }
-      r.inFlightStep = null
-      r.nextStep += 1
-      r.toolCalls += 1
-      if (outcome.ok) {
-        c.frame({
-          kind: 'tool.call',
-          ...where,
-          result: outcome.resultId,
-          detail:
-            r.traceLevel === 'detailed' ? { input: stepInput(r), output: outcome.output as unknown } : null,
-        })
-        r.results.push({ step_id: step.step_id, tool: tool.name, tool_id: tool.id, result: outcome.resultId })
-        return r.status === 'running' ? ('continue' as const) : ('idle' as const)
-      }
-      c.frame({ kind: 'step.failed', ...where, detail: { reason: outcome.reason, ...outcome.detail } })
-      finish(c, 'fail', {
-        code: 'tool_failed',
-        message: `Step ${step.step_id} (${tool.name}) failed: ${outcome.reason}`,
-        detail: outcome.detail,
-      })
-      return 'idle' as const
-    })
-    return value
+    return { outcome, latencyMs: Math.round(performance.now() - started) }
   }
+}
+
+function startRun(c: RunChange): Progress {
+  const { run } = c
+  run.status = transition(run.status, 'start')
+  run.startedAt ??= c.now
+  c.frame({ kind: 'run.started', detail: { plan: run.plan, envelope: run.envelope.name } })
+  c.event('run.started', { status: run.status, plan: run.plan.map((s) => s.step_id) })
+  return 'continue'
+}
+
+function completeRun(c: RunChange): Progress {
+  finish(c, 'complete', null)
+  return 'idle'
+}
+
+function failRetiredTool(c: RunChange, step: PlanStep): Progress {
+  const error = {
+    code: 'tool_unavailable',
+    message: `Tool ${step.tool} was retired before step ${step.step_id} ran`,
+  }
+  c.frame({
+    kind: 'step.failed',
+    stepId: step.step_id,
+    tool: step.tool,
+    toolId: step.tool_id,
+    detail: { reason: error.message },
+  })
+  c.run.nextStep += 1
+  finish(c, 'fail', error)
+  return 'idle'
+}
+
+function at(step: PlanStep, tool: ToolRecord) {
+  return { stepId: step.step_id, tool: tool.name, toolId: tool.id }
+}
+
+function denyStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Deny): Progress {
+  const where = at(step, tool)
+  c.frame({
+    kind: 'policy.decision',
+    ...where,
+    policy: 'deny',
+    detail: { ...decision.detail, reason: decision.message },
+  })
+  c.frame({ kind: 'step.failed', ...where, detail: { reason: decision.message } })
+  c.event('policy.denied', {
+    step_id: step.step_id,
+    tool: tool.name,
+    tool_id: tool.id,
+    detail: decision.detail,
+  })
+  c.run.nextStep += 1
+  finish(c, 'fail', { code: 'policy_denied', message: decision.message, detail: decision.detail })
+  return 'idle'
+}
+
+function escalateStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Escalate): Progress {
+  const { run } = c
+  const where = at(step, tool)
+  run.status = transition(run.status, 'escalate')
+  run.awaiting.push({
+    step_id: step.step_id,
+    queue: decision.queue,
+    reason: decision.reason,
+    requested_at: c.now,
+  })
+  const detail = { queue: decision.queue, reason: decision.reason }
+  c.frame({ kind: 'policy.decision', ...where, policy: 'escalate', detail })
+  c.frame({ kind: 'approval.requested', ...where, detail })
+  c.event('run.awaiting_approval', {
+    step_id: step.step_id,
+    queue: decision.queue,
+    reason: decision.reason,
+    payload_preview: payloadPreview(tool.name, stepInput(run)),
+  })
+  return 'idle'
+}
+
+function allowStep(c: RunChange, step: PlanStep, tool: ToolRecord): PendingCall {
+  const { run } = c
+  c.frame({
+    kind: 'policy.decision',
+    ...at(step, tool),
+    policy: 'allow',
+    detail: run.approved.includes(step.step_id) ? { approved: true } : null,
+  })
+  run.inFlightStep = run.nextStep
+  return { step, tool }
+}
+
+/** Inside the second transaction: the call's result, unless the run moved on while it ran. */
+function recordCall(c: RunChange, { step, tool }: PendingCall, { outcome, latencyMs }: CallResult): Progress {
+  const r = c.run
+  // A run cancelled during the call keeps the trace it ended with; the late answer is dropped.
+  if (isTerminal(r.status) || r.inFlightStep !== r.nextStep) return 'idle'
+  const where = { ...at(step, tool), latencyMs }
+  r.inFlightStep = null
+  r.nextStep += 1
+  r.toolCalls += 1
+  if (outcome.ok) {
+    c.frame({
+      kind: 'tool.call',
+      ...where,
+      result: outcome.resultId,
+      detail: r.traceLevel === 'detailed' ? { input: stepInput(r), output: outcome.output } : null,
+    })
+    r.results.push({ step_id: step.step_id, tool: tool.name, tool_id: tool.id, result: outcome.resultId })
+    return r.status === 'running' ? 'continue' : 'idle'
+  }
+  c.frame({ kind: 'step.failed', ...where, detail: { reason: outcome.reason, ...outcome.detail } })
+  finish(c, 'fail', {
+    code: 'tool_failed',
+    message: `Step ${step.step_id} (${tool.name}) failed: ${outcome.reason}`,
+    detail: outcome.detail,
+  })
+  return 'idle'
 }

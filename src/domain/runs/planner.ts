@@ -1,6 +1,6 @@
-import type { PlanStep } from '../../store/repos/runs.js'
-import type { ToolRecord } from '../../store/repos/tools.js'
 import { ApiError } from '../errors.js'
+import type { ToolRecord } from '../tools/types.js'
+import type { PlanStep } from './types.js'
 
 /**
  * The reference runtime's deterministic planner, so a client can predict every step:

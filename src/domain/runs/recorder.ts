@@ -1,8 +1,7 @@
-import type { Db, Queryable } from '../../store/db.js'
-import { type FrameRecord, type RunRecord, RunRepo, type RunStatus } from '../../store/repos/runs.js'
 import type { Clock } from '../clock.js'
-import type { EventsPort } from '../ports.js'
+import type { Db, EventsPort, Queryable, RunRepository } from '../ports.js'
 import { isTerminal } from './state-machine.js'
+import type { FrameRecord, RunRecord, RunStatus } from './types.js'
 
 export type FrameInput = Partial<Omit<FrameRecord, 'seq' | 'ts' | 'kind'>> & { kind: FrameRecord['kind'] }
 
@@ -27,8 +26,9 @@ export class RunRecorder {
 
   constructor(
     private readonly db: Db,
+    private readonly runs: RunRepository,
     private readonly clock: Clock,
-    private readonly events: EventsPort | undefined,
+    private readonly events: EventsPort,
   ) {}
 
   onChange(listener: RunListener): () => void {
@@ -41,7 +41,7 @@ export class RunRecorder {
     fn: (c: RunChange) => T | Promise<T>,
   ): Promise<{ run: RunRecord; value: T }> {
     const result = await this.db.transaction(async (tx) => {
-      const repo = new RunRepo(tx)
+      const repo = this.runs.in(tx)
       const run = await repo.lock(runId, this.db.dialect)
       if (!run) throw new Error(`run ${runId} vanished`)
       const before: RunStatus = run.status
@@ -85,14 +85,14 @@ export class RunRecorder {
       return { run, value, changed: frames.length > 0 || events.length > 0 || run.status !== before }
     })
     if (result.changed) {
-      this.events?.notify()
+      this.events.notify()
       for (const l of this.listeners) l(runId)
     }
     return { run: result.run, value: result.value }
   }
 
   private async appendEvent(tx: Queryable, run: RunRecord, kind: string, data: Record<string, unknown>) {
-    await this.events?.append(tx, {
+    await this.events.append(tx, {
       workspaceId: run.workspaceId,
       kind,
       subjectId: kind.startsWith('task.') && run.taskId ? run.taskId : run.id,

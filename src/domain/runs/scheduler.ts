@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Db } from '../../store/db.js'
-import { RunRepo } from '../../store/repos/runs.js'
+import type { RunRepository } from '../ports.js'
 import type { RunExecutor } from './executor.js'
 
 export interface SchedulerOptions {
@@ -24,7 +23,7 @@ export class RunScheduler {
   private again = false
 
   constructor(
-    private readonly db: Db,
+    private readonly runs: RunRepository,
     private readonly executor: RunExecutor,
     private readonly options: SchedulerOptions,
   ) {}
@@ -65,7 +64,7 @@ export class RunScheduler {
   private async tick(): Promise<void> {
     const free = this.options.concurrency - this.driving.size
     if (free <= 0) return
-    const repo = new RunRepo(this.db)
+    const repo = this.runs
     const ids = await repo.runnable(Date.now(), free, [...this.driving.keys()])
     for (const id of ids) {
       if (this.stopped) return
@@ -79,7 +78,7 @@ export class RunScheduler {
   }
 
   private async drive(id: string): Promise<void> {
-    const repo = new RunRepo(this.db)
+    const repo = this.runs
     const renew = setInterval(
       () => {
         void repo.claim(id, this.owner, Date.now(), Date.now() + this.options.leaseMs).catch(() => undefined)

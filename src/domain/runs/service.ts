@@ -1,21 +1,14 @@
-import type { Db } from '../../store/db.js'
-import { AgentRepo } from '../../store/repos/agents.js'
-import {
-  type FrameRecord,
-  type RunCaller,
-  type RunRecord,
-  RunRepo,
-  type RunStatus,
-} from '../../store/repos/runs.js'
-import { type ToolRecord, ToolRepo } from '../../store/repos/tools.js'
 import type { Clock } from '../clock.js'
 import { ApiError, notFound, policyDenied } from '../errors.js'
 import { newId } from '../ids.js'
+import type { Slice } from '../pagination.js'
 import { findEnvelope } from '../policy/envelopes.js'
-import type { RunsPort, TaskRunRequest } from '../ports.js'
+import type { AgentRepository, RunRepository, RunsPort, TaskRunRequest, ToolRepository } from '../ports.js'
+import type { ToolRecord } from '../tools/types.js'
 import { planRun } from './planner.js'
 import type { RunChange, RunRecorder } from './recorder.js'
 import { isTerminal, transition } from './state-machine.js'
+import type { FrameRecord, RunCaller, RunRecord, RunStatus } from './types.js'
 
 export interface StartRunInput {
   inputs?: Record<string, unknown> | undefined
@@ -38,10 +31,20 @@ export interface RunView {
 
 export type ControlAction = 'pause' | 'resume' | 'cancel'
 
+export interface TraceRead {
+  /** The run's status when the frames were read. */
+  status: RunStatus
+  frames: FrameRecord[]
+  /** More frames were already there past this page. */
+  more: boolean
+  /** The seq to read after next time; null when the run is terminal and every frame was read. */
+  nextAfter: number | null
+}
+
 /** Runs: start, inspect, control, approve and read traces. Execution itself is the scheduler's. */
 export class RunService implements RunsPort {
   constructor(
-    private readonly db: Db,
+    private readonly repos: { agents: AgentRepository; tools: ToolRepository; runs: RunRepository },
     private readonly clock: Clock,
     private readonly recorder: RunRecorder,
     private readonly wake: () => void,
@@ -55,7 +58,7 @@ export class RunService implements RunsPort {
     taskId: string | null = null,
     priority = 3,
   ): Promise<RunView> {
-    const agent = await new AgentRepo(this.db).get(workspaceId, agentId)
+    const agent = await this.repos.agents.get(workspaceId, agentId)
     if (!agent) throw notFound('Agent')
     const envelopeName = input.policy_envelope ?? agent.policyEnvelope
     const envelope = findEnvelope(envelopeName)
@@ -66,13 +69,12 @@ export class RunService implements RunsPort {
       })
     }
     const inputs = input.inputs ?? {}
-    const tools = new ToolRepo(this.db)
     const wanted = Array.isArray(inputs.plan)
       ? inputs.plan.filter((n): n is string => typeof n === 'string')
       : agent.capabilities
     const active = new Map<string, ToolRecord>()
     for (const name of new Set(wanted)) {
-      const tool = await tools.activeByName(workspaceId, name)
+      const tool = await this.repos.tools.activeByName(workspaceId, name)
       if (tool) active.set(name, tool)
     }
     const plan = planRun(agent.capabilities, inputs, active)
@@ -86,7 +88,7 @@ export class RunService implements RunsPort {
       })
     }
     const now = this.clock.now()
-    const run = await new RunRepo(this.db).insert({
+    const run = await this.repos.runs.insert({
       id: newId('run', now),
       workspaceId,
       agentId,
@@ -123,7 +125,7 @@ export class RunService implements RunsPort {
   }
 
   async find(workspaceId: string, runId: string): Promise<RunRecord> {
-    const run = await new RunRepo(this.db).get(workspaceId, runId)
+    const run = await this.repos.runs.get(workspaceId, runId)
     if (!run) throw notFound('Run')
     return run
   }
@@ -133,11 +135,11 @@ export class RunService implements RunsPort {
     agentId: string,
     afterSeq: number,
     limit: number,
-  ): Promise<RunView[]> {
-    const agent = await new AgentRepo(this.db).get(workspaceId, agentId)
+  ): Promise<Slice<RunView>> {
+    const agent = await this.repos.agents.get(workspaceId, agentId)
     if (!agent) throw notFound('Agent')
-    const runs = await new RunRepo(this.db).listByAgent(workspaceId, agentId, afterSeq, limit)
-    return Promise.all(runs.map((r) => this.view(r)))
+    const { rows, more } = await this.repos.runs.listByAgent(workspaceId, agentId, afterSeq, limit)
+    return { rows: await Promise.all(rows.map((r) => this.view(r))), more }
   }
 
   /** Pause, resume or cancel; 409 invalid_state (nothing changes) when the table has no such move. */
@@ -201,15 +203,21 @@ export class RunService implements RunsPort {
     return this.view(run)
   }
 
-  async frames(
-    workspaceId: string,
-    runId: string,
-    afterSeq: number,
-    limit: number,
-  ): Promise<{ run: RunRecord; frames: FrameRecord[] }> {
+  /**
+   * The trace's one read: frames after `afterSeq`, oldest first, and where the next read starts. A live run always
+   * has a next read (more frames will come); a finished one has none once nothing follows. Paging and the SSE
+   * stream both read through here, so both give the same frames in the same order.
+   */
+  async frames(workspaceId: string, runId: string, afterSeq: number, limit: number): Promise<TraceRead> {
     const run = await this.find(workspaceId, runId)
-    const frames = await new RunRepo(this.db).frames(runId, afterSeq, limit)
-    return { run, frames }
+    const { rows, more } = await this.repos.runs.frames(runId, afterSeq, limit)
+    const last = rows.at(-1)?.seq ?? afterSeq
+    return {
+      status: run.status,
+      frames: rows,
+      more,
+      nextAfter: more || !isTerminal(run.status) ? last : null,
+    }
   }
 
   onChange(listener: (runId: string) => void): () => void {
@@ -219,7 +227,7 @@ export class RunService implements RunsPort {
   // --- RunsPort (agents and tasks call these) ---
 
   async terminateAgentRuns(workspaceId: string, agentId: string): Promise<void> {
-    const ids = await new RunRepo(this.db).activeIdsByAgent(workspaceId, agentId)
+    const ids = await this.repos.runs.activeIdsByAgent(workspaceId, agentId)
     for (const id of ids) {
       await this.recorder.change(id, (c) => {
         if (!isTerminal(c.run.status))
@@ -228,11 +236,7 @@ export class RunService implements RunsPort {
     }
   }
 
-  countActiveRuns(workspaceId: string, agentId: string): Promise<number> {
-    return new RunRepo(this.db).countActive(workspaceId, agentId)
-  }
-
-  async startTaskRun(task: TaskRunRequest): Promise<{ runId: string; status: string }> {
+  async startTaskRun(task: TaskRunRequest): Promise<{ runId: string; status: RunStatus }> {
     const inputs: Record<string, unknown> = { task: task.description }
     if (task.dataSource !== null) inputs.data_source = task.dataSource
     const { run } = await this.start(
@@ -247,7 +251,7 @@ export class RunService implements RunsPort {
   }
 
   private async view(run: RunRecord): Promise<RunView> {
-    const counts = await new RunRepo(this.db).frameCounts(run.id)
+    const counts = await this.repos.runs.frameCounts(run.id)
     const completed = (counts['tool.call'] ?? 0) + (counts['step.failed'] ?? 0)
     return {
       run,

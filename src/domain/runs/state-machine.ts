@@ -1,5 +1,5 @@
-import type { RunStatus } from '../../store/repos/runs.js'
 import { ApiError } from '../errors.js'
+import type { RunStatus } from './types.js'
 
 export type { RunStatus }
 

@@ -1,10 +1,9 @@
-import type { Db } from '../../store/db.js'
-import { AgentRepo } from '../../store/repos/agents.js'
-import { type TaskRecord, TaskRepo } from '../../store/repos/tasks.js'
 import type { Clock } from '../clock.js'
 import { notFound } from '../errors.js'
 import { newId } from '../ids.js'
-import type { Ports } from '../ports.js'
+import type { AgentRepository, Db, EventsPort, RunsPort, TaskRepository } from '../ports.js'
+import type { RunCaller } from '../runs/types.js'
+import type { TaskRecord } from './types.js'
 
 export interface AssignTaskInput {
   description: string
@@ -12,34 +11,28 @@ export interface AssignTaskInput {
   priority?: number | undefined
 }
 
-export interface Caller {
-  keyId: string
-  identity: string
-  scopes: string[]
-}
-
 export class TaskService {
-  readonly repo: TaskRepo
   constructor(
     private readonly db: Db,
+    private readonly repo: TaskRepository,
+    private readonly agents: AgentRepository,
     private readonly clock: Clock,
-    private readonly ports: Ports,
-  ) {
-    this.repo = new TaskRepo(db)
-  }
+    private readonly events: EventsPort,
+    private readonly runs: RunsPort,
+  ) {}
 
   /** Assigning a task starts the run that carries it; from then on the task follows that run. */
   async assign(
     workspaceId: string,
     agentId: string,
     input: AssignTaskInput,
-    caller: Caller,
+    caller: RunCaller,
   ): Promise<TaskRecord> {
-    const agent = await new AgentRepo(this.db).get(workspaceId, agentId)
+    const agent = await this.agents.get(workspaceId, agentId)
     if (!agent) throw notFound('Agent')
     const now = this.clock.now()
     const task = await this.db.transaction(async (tx) => {
-      const created = await new TaskRepo(tx).insert({
+      const created = await this.repo.in(tx).insert({
         id: newId('task', now),
         workspaceId,
         agentId,
@@ -52,7 +45,7 @@ export class TaskService {
         createdAt: now,
         updatedAt: now,
       })
-      await this.ports.events?.append(tx, {
+      await this.events.append(tx, {
         workspaceId,
         kind: 'task.created',
         subjectId: created.id,
@@ -60,10 +53,8 @@ export class TaskService {
       })
       return created
     })
-    this.ports.events?.notify()
-    const runs = this.ports.runs
-    if (!runs) return task
-    const started = await runs.startTaskRun({
+    this.events.notify()
+    const started = await this.runs.startTaskRun({
       workspaceId,
       taskId: task.id,
       agentId,

@@ -1,6 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import type { ToolRecord } from '../../store/repos/tools.js'
 import { ApiError } from '../errors.js'
+import type { ToolRecord } from '../tools/types.js'
 
 /** What one tool call gets and gives back. `resultId` is the identifier the trace and outcome show. */
 export interface ToolCall {

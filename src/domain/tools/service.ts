@@ -1,10 +1,10 @@
-import type { Db } from '../../store/db.js'
-import { type PolicyBinding, type ToolRecord, ToolRepo } from '../../store/repos/tools.js'
 import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
-import type { Ports } from '../ports.js'
+import type { Slice } from '../pagination.js'
+import type { Db, EventsPort, ToolRepository } from '../ports.js'
 import { checkToolDefinition } from './providers.js'
+import type { PolicyBinding, ToolRecord } from './types.js'
 
 export interface RegisterToolInput {
   name: string
@@ -17,14 +17,12 @@ export interface RegisterToolInput {
 }
 
 export class ToolService {
-  readonly repo: ToolRepo
   constructor(
     private readonly db: Db,
+    private readonly repo: ToolRepository,
     private readonly clock: Clock,
-    private readonly ports: Ports,
-  ) {
-    this.repo = new ToolRepo(db)
-  }
+    private readonly events: EventsPort,
+  ) {}
 
   async register(workspaceId: string, input: RegisterToolInput): Promise<ToolRecord> {
     checkToolDefinition(input.provider, input.config ?? {}, {
@@ -33,7 +31,7 @@ export class ToolService {
     })
     const now = this.clock.now()
     const tool = await this.db.transaction(async (tx) => {
-      const created = await new ToolRepo(tx).insertIfNameFree({
+      const created = await this.repo.in(tx).insertIfNameFree({
         id: newId('tool', now),
         workspaceId,
         name: input.name,
@@ -53,7 +51,7 @@ export class ToolService {
           name: input.name,
         })
       }
-      await this.ports.events?.append(tx, {
+      await this.events.append(tx, {
         workspaceId,
         kind: 'tool.registered',
         subjectId: created.id,
@@ -61,7 +59,7 @@ export class ToolService {
       })
       return created
     })
-    this.ports.events?.notify()
+    this.events.notify()
     return tool
   }
 
@@ -71,7 +69,12 @@ export class ToolService {
     return tool
   }
 
-  list(workspaceId: string, includeRetired: boolean, afterSeq: number, limit: number): Promise<ToolRecord[]> {
+  list(
+    workspaceId: string,
+    includeRetired: boolean,
+    afterSeq: number,
+    limit: number,
+  ): Promise<Slice<ToolRecord>> {
     return this.repo.list(workspaceId, includeRetired, afterSeq, limit)
   }
 
@@ -79,11 +82,11 @@ export class ToolService {
   async retire(workspaceId: string, id: string): Promise<ToolRecord> {
     const now = this.clock.now()
     const retired = await this.db.transaction(async (tx) => {
-      const repo = new ToolRepo(tx)
+      const repo = this.repo.in(tx)
       const tool = await repo.get(workspaceId, id)
       if (!tool) throw notFound('Tool')
       if (await repo.retire(workspaceId, id, now)) {
-        await this.ports.events?.append(tx, {
+        await this.events.append(tx, {
           workspaceId,
           kind: 'tool.retired',
           subjectId: id,
@@ -93,7 +96,7 @@ export class ToolService {
       }
       return false
     })
-    if (retired) this.ports.events?.notify()
+    if (retired) this.events.notify()
     return this.get(workspaceId, id)
   }
 }

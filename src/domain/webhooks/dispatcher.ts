@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import type { Db } from '../../store/db.js'
-import { type AttemptOutcome, type DeliveryRecord, DeliveryRepo } from '../../store/repos/deliveries.js'
-import { type StoredSecret, type WebhookRecord, WebhookRepo } from '../../store/repos/webhooks.js'
 import type { Clock } from '../clock.js'
 import { newId } from '../ids.js'
+import type { Db, DeliveryRepository, WebhookRepository } from '../ports.js'
 import { type RetryPolicy, retryDelayMs } from './backoff.js'
-import { deliveryBody, type LoggedEvent } from './body.js'
+import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from './body.js'
 import { type SendResult, sendWebhook } from './sender.js'
 import { signDelivery } from './signing.js'
+import type { AttemptOutcome, DeliveryRecord, StoredSecret, WebhookRecord } from './types.js'
 
 /** What the dispatcher needs from the event log: reading by sequence number and a wake-up after commits. */
 export interface EventSource {
@@ -47,8 +46,6 @@ export function activeSecrets(secrets: readonly StoredSecret[], now: number): st
  * global pool bounds the rest, so a slow receiver holds one slot, never the others' deliveries.
  */
 export class WebhookDispatcher {
-  private readonly webhooks = new WebhookRepo()
-  private readonly deliveries = new DeliveryRepo()
   private readonly owner = `dsp_${randomBytes(8).toString('hex')}`
   private readonly busy = new Set<string>()
   private readonly inFlight = new Set<Promise<void>>()
@@ -61,6 +58,8 @@ export class WebhookDispatcher {
 
   constructor(
     private readonly db: Db,
+    private readonly webhooks: WebhookRepository,
+    private readonly deliveries: DeliveryRepository,
     private readonly clock: Clock,
     private readonly events: EventSource,
     private readonly options: DispatcherOptions,
@@ -128,38 +127,41 @@ export class WebhookDispatcher {
   async fanOut(): Promise<number> {
     let created = 0
     for (;;) {
-      const minAfter = await this.webhooks.minAfterSeq(this.db)
+      const minAfter = await this.webhooks.minAfterSeq()
       // With no subscription there is nothing to fan out to; the cursor waits where it is.
       if (minAfter === null) return created
-      const cursor = Math.max(await this.webhooks.cursor(this.db, FANOUT_CURSOR), minAfter)
+      const cursor = Math.max(await this.webhooks.cursor(FANOUT_CURSOR), minAfter)
       const batch = await this.events.read(cursor, FANOUT_BATCH)
       const last = batch[batch.length - 1]
       if (!last) {
-        await this.webhooks.advanceCursor(this.db, FANOUT_CURSOR, cursor)
+        await this.webhooks.advanceCursor(FANOUT_CURSOR, cursor)
         return created
       }
       const now = this.clock.now()
       created += await this.db.transaction(async (tx) => {
         const workspaces = [...new Set(batch.map((e) => e.workspaceId))]
-        const subs = await this.webhooks.activeIn(tx, workspaces)
+        const subs = await this.webhooks.in(tx).activeIn(workspaces)
         let n = 0
         for (const event of batch) {
+          const kind = event.kind
+          // A kind outside the contract's list cannot be subscribed to.
+          if (!isEventKind(kind)) continue
           for (const sub of subs) {
-            if (!wants(sub, event)) continue
-            const inserted = await this.deliveries.insert(tx, {
+            if (!wants(sub, event, kind)) continue
+            const inserted = await this.deliveries.in(tx).insert({
               id: newId('dlv', now),
               webhookId: sub.id,
               workspaceId: sub.workspaceId,
               eventId: event.id,
               eventSeq: event.seq,
-              eventKind: event.kind,
+              eventKind: kind,
               payload: deliveryBody(event),
               now,
             })
             if (inserted) n++
           }
         }
-        await this.webhooks.advanceCursor(tx, FANOUT_CURSOR, last.seq)
+        await this.webhooks.in(tx).advanceCursor(FANOUT_CURSOR, last.seq)
         return n
       })
       if (batch.length < FANOUT_BATCH) return created
@@ -171,13 +173,13 @@ export class WebhookDispatcher {
     const free = this.options.concurrency - this.inFlight.size
     if (free <= 0) return 0
     const now = this.clock.now()
-    const candidates = await this.deliveries.due(this.db, now, free, [...this.busy])
+    const candidates = await this.deliveries.due(now, free, [...this.busy])
     let started = 0
     for (const c of candidates) {
       if (started >= free) break
       if (this.busy.has(c.webhookId)) continue
       const leaseUntil = now + this.options.timeoutMs + LEASE_MARGIN_MS
-      const row = await this.deliveries.claim(this.db, c.id, this.owner, now, leaseUntil)
+      const row = await this.deliveries.claim(c.id, this.owner, now, leaseUntil)
       if (!row) continue
       started++
       this.busy.add(row.webhookId)
@@ -193,11 +195,10 @@ export class WebhookDispatcher {
   }
 
   private async attempt(row: DeliveryRecord): Promise<void> {
-    const sub = await this.webhooks.get(this.db, row.workspaceId, row.webhookId)
+    const sub = await this.webhooks.get(row.workspaceId, row.webhookId)
     const now = this.clock.now()
     if (!sub) {
       await this.deliveries.recordAttempt(
-        this.db,
         row.id,
         this.owner,
         row.attempts,
@@ -221,7 +222,6 @@ export class WebhookDispatcher {
     if (this.shutdown.signal.aborted) return
     const done = this.clock.now()
     await this.deliveries.recordAttempt(
-      this.db,
       row.id,
       this.owner,
       row.attempts,
@@ -241,8 +241,6 @@ export class WebhookDispatcher {
   }
 }
 
-function wants(sub: WebhookRecord, event: { seq: number; workspaceId: string; kind: string }): boolean {
-  return (
-    sub.workspaceId === event.workspaceId && event.seq > sub.afterEventSeq && sub.events.includes(event.kind)
-  )
+function wants(sub: WebhookRecord, event: { seq: number; workspaceId: string }, kind: EventKind): boolean {
+  return sub.workspaceId === event.workspaceId && event.seq > sub.afterEventSeq && sub.events.includes(kind)
 }

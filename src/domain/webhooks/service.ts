@@ -1,12 +1,12 @@
-import type { Db } from '../../store/db.js'
-import { type DeliveryRecord, DeliveryRepo } from '../../store/repos/deliveries.js'
-import { type StoredSecret, type WebhookRecord, WebhookRepo } from '../../store/repos/webhooks.js'
 import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
+import type { Slice } from '../pagination.js'
+import type { Db, DeliveryRepository, WebhookRepository } from '../ports.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js'
 import { isEventKind } from './body.js'
 import { type EventSource, WebhookDispatcher } from './dispatcher.js'
+import type { DeliveryRecord, StoredSecret, WebhookRecord } from './types.js'
 import { checkWebhookUrl } from './url-guard.js'
 
 export interface CreateWebhookInput {
@@ -34,17 +34,17 @@ const MIN_SECRET_LENGTH = 8
 
 /** Subscriptions and their delivery log; owns the dispatcher that works the outbox. */
 export class WebhookService {
-  private readonly webhooks = new WebhookRepo()
-  private readonly deliveries = new DeliveryRepo()
   readonly dispatcher: WebhookDispatcher
 
   constructor(
     private readonly db: Db,
+    private readonly webhooks: WebhookRepository,
+    private readonly deliveries: DeliveryRepository,
     private readonly clock: Clock,
     private readonly events: EventSource & { lastSeq(): Promise<number> },
     private readonly settings: WebhookSettings,
   ) {
-    this.dispatcher = new WebhookDispatcher(db, clock, events, {
+    this.dispatcher = new WebhookDispatcher(db, webhooks, deliveries, clock, events, {
       retry: { ...DEFAULT_RETRY_POLICY, ...settings.retry },
       timeoutMs: settings.timeoutMs ?? 10_000,
       concurrency: Math.max(1, settings.concurrency ?? 16),
@@ -69,11 +69,11 @@ export class WebhookService {
     const now = this.clock.now()
     // Only events appended after this point reach the subscription; the fan-out compares against this seq.
     const afterEventSeq = await this.events.lastSeq()
-    return this.webhooks.insert(this.db, {
+    return this.webhooks.insert({
       id: newId('whk', now),
       workspaceId,
       url: url.toString(),
-      events: [...new Set(input.events)],
+      events: [...new Set(input.events.filter(isEventKind))],
       secrets: [{ secret: input.secret, expiresAt: null }],
       status: 'active',
       afterEventSeq,
@@ -81,12 +81,12 @@ export class WebhookService {
     })
   }
 
-  async list(workspaceId: string, afterSeq: number, limit: number): Promise<WebhookRecord[]> {
-    return this.webhooks.list(this.db, workspaceId, afterSeq, limit + 1)
+  list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<WebhookRecord>> {
+    return this.webhooks.list(workspaceId, afterSeq, limit)
   }
 
   async get(workspaceId: string, id: string): Promise<WebhookRecord> {
-    const found = await this.webhooks.get(this.db, workspaceId, id)
+    const found = await this.webhooks.get(workspaceId, id)
     if (!found) throw notFound('Webhook')
     return found
   }
@@ -94,10 +94,10 @@ export class WebhookService {
   /** Deletes the subscription and drops what it still had to send. */
   async delete(workspaceId: string, id: string): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const found = await this.webhooks.get(tx, workspaceId, id)
+      const found = await this.webhooks.in(tx).get(workspaceId, id)
       if (!found) throw notFound('Webhook')
-      await this.webhooks.markDeleted(tx, id, this.clock.now())
-      await this.deliveries.dropPending(tx, id)
+      await this.webhooks.in(tx).markDeleted(id, this.clock.now())
+      await this.deliveries.in(tx).dropPending(id)
     })
   }
 
@@ -109,7 +109,7 @@ export class WebhookService {
     checkSecret(input.secret)
     const overlapMs = (input.overlap_seconds ?? DEFAULT_OVERLAP_SECONDS) * 1000
     return this.db.transaction(async (tx) => {
-      const found = await this.webhooks.get(tx, workspaceId, id)
+      const found = await this.webhooks.in(tx).get(workspaceId, id)
       if (!found) throw notFound('Webhook')
       const now = this.clock.now()
       const until = now + overlapMs
@@ -121,7 +121,7 @@ export class WebhookService {
         }))
         .filter((s) => s.expiresAt > now)
       const secrets = [{ secret: input.secret, expiresAt: null }, ...kept]
-      await this.webhooks.setSecrets(tx, id, secrets, now)
+      await this.webhooks.in(tx).setSecrets(id, secrets, now)
       return { ...found, secrets, secretRotatedAt: now }
     })
   }
@@ -131,18 +131,18 @@ export class WebhookService {
     webhookId: string,
     afterSeq: number,
     limit: number,
-  ): Promise<DeliveryRecord[]> {
+  ): Promise<Slice<DeliveryRecord>> {
     await this.get(workspaceId, webhookId)
-    return this.deliveries.list(this.db, webhookId, afterSeq, limit + 1)
+    return this.deliveries.list(webhookId, afterSeq, limit)
   }
 
   /** Starts a fresh round of attempts now, with the same delivery id (receivers dedupe on it). */
   async redeliver(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryRecord> {
     await this.get(workspaceId, webhookId)
-    const found = await this.deliveries.get(this.db, webhookId, deliveryId)
+    const found = await this.deliveries.get(webhookId, deliveryId)
     if (!found) throw notFound('Delivery')
     const now = this.clock.now()
-    if (!(await this.deliveries.requeue(this.db, deliveryId, now))) {
+    if (!(await this.deliveries.requeue(deliveryId, now))) {
       throw new ApiError(
         'invalid_state',
         'An attempt of this delivery is in progress; try again after it ends',
@@ -153,7 +153,7 @@ export class WebhookService {
         },
       )
     }
-    const after = await this.deliveries.get(this.db, webhookId, deliveryId)
+    const after = await this.deliveries.get(webhookId, deliveryId)
     this.dispatcher.wake()
     if (!after) throw notFound('Delivery')
     return after

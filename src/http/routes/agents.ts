@@ -24,7 +24,7 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: Services
     const auth = requireScope(c, 'agents:read')
     const page = pageRequest('agents', c.req.valid('query'))
     const rows = await services.agents.list(auth.workspaceId, page.afterSeq, page.limit)
-    return c.json(toPage('agents', rows, page.limit, presentAgent), 200)
+    return c.json(toPage('agents', rows, presentAgent), 200)
   })
 
   app.openapi(getV1AgentsAgentIdRoute, async (c) => {

@@ -58,9 +58,9 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Service
     // The cursor is bound to the connector, so it cannot page another connector's records.
     const list = `records:${connector_id}`
     const page = pageRequest(list, c.req.valid('query'))
-    const rows = await services.ingestion.list(auth.workspaceId, connector_id, page.afterSeq, page.limit + 1)
+    const rows = await services.ingestion.list(auth.workspaceId, connector_id, page.afterSeq, page.limit)
     return c.json(
-      toPage(list, rows, page.limit, (r) => r),
+      toPage(list, rows, (r) => r),
       200,
     )
   })

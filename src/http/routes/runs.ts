@@ -14,14 +14,13 @@ import {
 import { ApiError } from '../../domain/errors.js'
 import { decodeCursor, encodeCursor, pageRequest, toPage } from '../../domain/pagination.js'
 import type { ControlAction } from '../../domain/runs/service.js'
-import { isTerminal } from '../../domain/runs/state-machine.js'
 import type { Services } from '../../services.js'
+import { traceSource, writeTrace } from '../../stream/trace.js'
 import type { AppEnv } from '../context.js'
 import { presentFrame, presentRun, TRACE_LIST } from '../presenters.js'
 import { callerOf, requireScope } from '../scopes.js'
 
-const SSE_PAGE = 200
-const SSE_KEEPALIVE_MS = 15_000
+const TRACE_PATH = '/v1/runs/:run_id/trace'
 
 export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
   app.openapi(postV1AgentsAgentIdRunsRoute, async (c) => {
@@ -42,10 +41,10 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
       auth.workspaceId,
       c.req.valid('param').agent_id,
       page.afterSeq,
-      page.limit + 1,
+      page.limit,
     )
-    const rows = views.map((v) => ({ ...v, seq: v.run.seq }))
-    return c.json(toPage('runs', rows, page.limit, presentRun), 200)
+    const rows = { ...views, rows: views.rows.map((v) => ({ ...v, seq: v.run.seq })) }
+    return c.json(toPage('runs', rows, presentRun), 200)
   })
 
   app.openapi(getV1RunsRunIdRoute, async (c) => {
@@ -82,92 +81,46 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
     return c.json(presentRun(view), 200)
   })
 
+  // The SSE form of the trace answers before the JSON route: one route cannot type both bodies (a stream is not
+  // a JSON body), so this middleware takes the requests that ask for text/event-stream and leaves the rest.
+  app.use(TRACE_PATH, async (c, next) => {
+    if (c.req.method !== 'GET' || !(c.req.header('accept') ?? '').includes('text/event-stream')) return next()
+    const auth = requireScope(c, 'runs:read')
+    const runId = c.req.param('run_id') ?? ''
+    const after = resumeAfter(c.req.query('cursor'), c.req.header('last-event-id'))
+    await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
+    const source = traceSource(services.runs, auth.workspaceId, runId)
+    return streamSSE(c, (stream) => writeTrace(stream, source, after, presentFrame))
+  })
+
   app.openapi(getV1RunsRunIdTraceRoute, async (c) => {
     const auth = requireScope(c, 'runs:read')
-    const runId = c.req.valid('param').run_id
-    const query = c.req.valid('query')
-    if ((c.req.header('accept') ?? '').includes('text/event-stream')) {
-      const lastEventId = c.req.header('last-event-id')
-      let after = decodeCursor(TRACE_LIST, query.cursor)
-      if (lastEventId !== undefined && lastEventId !== '') {
-        if (!/^\d{1,15}$/.test(lastEventId)) {
-          throw new ApiError('invalid_request', 'Last-Event-ID must be a frame seq', {
-            issues: [{ path: 'Last-Event-ID', message: 'must be a non-negative integer' }],
-            fields: ['Last-Event-ID'],
-          })
-        }
-        after = Number(lastEventId)
-      }
-      await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
-      return streamTrace(c, services, auth.workspaceId, runId, after) as unknown as Response & {
-        _data: never
-      }
-    }
-    const page = pageRequest(TRACE_LIST, query)
-    const { run, frames } = await services.runs.frames(auth.workspaceId, runId, page.afterSeq, page.limit + 1)
-    const more = frames.length > page.limit
-    const data = frames.slice(0, page.limit)
-    const last = data.at(-1)?.seq ?? page.afterSeq
-    // A live run always gets a cursor to poll from; a finished one gets null once nothing follows.
-    const nextCursor = more || !isTerminal(run.status) ? encodeCursor(TRACE_LIST, last) : null
-    return c.json({ data: data.map(presentFrame), next_cursor: nextCursor, run_status: run.status }, 200)
+    const page = pageRequest(TRACE_LIST, c.req.valid('query'))
+    const read = await services.runs.frames(
+      auth.workspaceId,
+      c.req.valid('param').run_id,
+      page.afterSeq,
+      page.limit,
+    )
+    return c.json(
+      {
+        data: read.frames.map(presentFrame),
+        next_cursor: read.nextAfter === null ? null : encodeCursor(TRACE_LIST, read.nextAfter),
+        run_status: read.status,
+      },
+      200,
+    )
   })
 }
 
-/**
- * Server-Sent Events: every frame after `after` as `id: <seq>` / `event: frame`, live until the run is terminal,
- * then `event: end`. It reads the same table in the same order as paging, so both give the same frames.
- */
-function streamTrace(
-  c: Context<AppEnv>,
-  services: Services,
-  workspaceId: string,
-  runId: string,
-  after: number,
-) {
-  return streamSSE(c, async (stream) => {
-    let wake: (() => void) | undefined
-    const unsubscribe = services.runs.onChange((id) => {
-      if (id === runId) wake?.()
+/** Where an SSE client resumes: after `Last-Event-ID` when it sent one (a reconnect), else after `cursor`. */
+function resumeAfter(cursor: string | undefined, lastEventId: string | undefined): number {
+  if (lastEventId === undefined || lastEventId === '') return decodeCursor(TRACE_LIST, cursor)
+  if (!/^\d{1,15}$/.test(lastEventId)) {
+    throw new ApiError('invalid_request', 'Last-Event-ID must be a frame seq', {
+      issues: [{ path: 'Last-Event-ID', message: 'must be a non-negative integer' }],
+      fields: ['Last-Event-ID'],
     })
-    let closed = false
-    stream.onAbort(() => {
-      closed = true
-      wake?.()
-    })
-    try {
-      let cursor = after
-      let lastWrite = Date.now()
-      while (!closed) {
-        const { run, frames } = await services.runs.frames(workspaceId, runId, cursor, SSE_PAGE)
-        for (const f of frames) {
-          await stream.writeSSE({ id: String(f.seq), event: 'frame', data: JSON.stringify(presentFrame(f)) })
-          cursor = f.seq
-          lastWrite = Date.now()
-        }
-        if (frames.length === SSE_PAGE) continue
-        if (isTerminal(run.status)) {
-          await stream.writeSSE({
-            event: 'end',
-            data: JSON.stringify({ run_status: run.status, last_seq: cursor }),
-          })
-          break
-        }
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, 1000)
-          wake = () => {
-            clearTimeout(timer)
-            resolve()
-          }
-        })
-        wake = undefined
-        if (Date.now() - lastWrite >= SSE_KEEPALIVE_MS) {
-          await stream.write(': keep-alive\n\n')
-          lastWrite = Date.now()
-        }
-      }
-    } finally {
-      unsubscribe()
-    }
-  })
+  }
+  return Number(lastEventId)
 }

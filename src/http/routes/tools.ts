@@ -26,7 +26,7 @@ export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Services)
     const list = includeRetired ? 'tools:all' : 'tools'
     const page = pageRequest(list, query)
     const rows = await services.tools.list(auth.workspaceId, includeRetired, page.afterSeq, page.limit)
-    return c.json(toPage(list, rows, page.limit, presentTool), 200)
+    return c.json(toPage(list, rows, presentTool), 200)
   })
 
   app.openapi(getV1ToolsToolIdRoute, async (c) => {

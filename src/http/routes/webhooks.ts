@@ -8,42 +8,11 @@ import {
   postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute,
   postV1WebhooksWebhookIdRotateSecretRoute,
 } from '../../../generated/routes.js'
-import { toRfc3339, toRfc3339OrNull } from '../../domain/clock.js'
 import { pageRequest, toPage } from '../../domain/pagination.js'
-import type { EventKind } from '../../domain/webhooks/body.js'
 import type { WebhookService } from '../../domain/webhooks/service.js'
-import type { DeliveryRecord } from '../../store/repos/deliveries.js'
-import type { WebhookRecord } from '../../store/repos/webhooks.js'
 import type { AppEnv } from '../context.js'
+import { presentDelivery, presentWebhook } from '../presenters.js'
 import { requireScope } from '../scopes.js'
-
-/** The subscription as the contract shows it: never the secrets. */
-export function presentWebhook(w: WebhookRecord) {
-  return {
-    webhook_id: w.id,
-    url: w.url,
-    events: w.events as EventKind[],
-    status: w.status,
-    created_at: toRfc3339(w.createdAt),
-    secret_rotated_at: toRfc3339OrNull(w.secretRotatedAt),
-  }
-}
-
-export function presentDelivery(d: DeliveryRecord) {
-  return {
-    delivery_id: d.id,
-    webhook_id: d.webhookId,
-    event_id: d.eventId,
-    event: d.eventKind as EventKind,
-    status: d.status,
-    attempts: d.attempts,
-    last_status_code: d.lastStatusCode,
-    last_error: d.lastError,
-    next_attempt_at: toRfc3339OrNull(d.nextAttemptAt),
-    created_at: toRfc3339(d.createdAt),
-    delivered_at: toRfc3339OrNull(d.deliveredAt),
-  }
-}
 
 export function registerWebhookRoutes(
   app: OpenAPIHono<AppEnv>,
@@ -61,7 +30,7 @@ export function registerWebhookRoutes(
     const auth = requireScope(c, 'webhooks:read')
     const page = pageRequest('webhooks', c.req.valid('query'))
     const rows = await webhooks.list(auth.workspaceId, page.afterSeq, page.limit)
-    return c.json(toPage('webhooks', rows, page.limit, presentWebhook), 200)
+    return c.json(toPage('webhooks', rows, presentWebhook), 200)
   })
 
   app.openapi(getV1WebhooksWebhookIdRoute, async (c) => {
@@ -93,7 +62,7 @@ export function registerWebhookRoutes(
     const list = `deliveries:${webhookId}`
     const page = pageRequest(list, c.req.valid('query'))
     const rows = await webhooks.listDeliveries(auth.workspaceId, webhookId, page.afterSeq, page.limit)
-    return c.json(toPage(list, rows, page.limit, presentDelivery), 200)
+    return c.json(toPage(list, rows, presentDelivery), 200)
   })
 
   app.openapi(postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute, async (c) => {

@@ -1,4 +1,9 @@
 import type { Db } from '../db.js'
+import { migration as core } from './001_core.js'
+import { migration as runs } from './002_runs.js'
+import { migration as limits } from './003_limits.js'
+import { migration as webhooks } from './004_webhooks.js'
+import { migration as ingest } from './005_ingest.js'
 
 export interface Migration {
   /** Ordered, never renamed once released: `001_core`. */
@@ -7,40 +12,29 @@ export interface Migration {
   sql: string
 }
 
-// Each feature owns one file; append new ones, never edit a released one.
-const registry: Migration[] = []
+/** In id order; append new ones, never edit a released one. */
+export const MIGRATIONS: readonly Migration[] = [core, runs, limits, webhooks, ingest]
 
-export function registerMigrations(...migrations: Migration[]): void {
-  registry.push(...migrations)
-}
-
-export async function loadMigrations(): Promise<Migration[]> {
-  const modules = [
-    await import('./001_core.js'),
-    await import('./002_runs.js'),
-    await import('./003_limits.js'),
-    await import('./004_webhooks.js'),
-    await import('./005_ingest.js'),
-  ]
-  const all = [...modules.map((m) => m.migration), ...registry]
-  return all.sort((a, b) => a.id.localeCompare(b.id))
-}
-
-/** Applies pending migrations in order, each in its own transaction, recording them in schema_migrations. */
+/**
+ * Applies pending migrations in order, each in its own transaction together with its schema_migrations row, so
+ * a migration that fails half-way leaves nothing behind and is tried again whole on the next start.
+ */
 export async function migrate(db: Db): Promise<string[]> {
   await db.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)',
   )
   const done = new Set((await db.query<{ id: string }>('SELECT id FROM schema_migrations')).map((r) => r.id))
   const applied: string[] = []
-  for (const m of await loadMigrations()) {
+  for (const m of MIGRATIONS) {
     if (done.has(m.id)) continue
-    await db.exec(m.sql)
-    await db.run(
-      'INSERT INTO schema_migrations (id, applied_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING',
-      [m.id, Date.now()],
-    )
-    applied.push(m.id)
+    const fresh = await db.transaction(async (tx) => {
+      await tx.exec(m.sql)
+      return tx.run(
+        'INSERT INTO schema_migrations (id, applied_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING',
+        [m.id, Date.now()],
+      )
+    })
+    if (fresh > 0) applied.push(m.id)
   }
   return applied
 }

@@ -1,18 +1,8 @@
+import type { AgentRecord, Behavior } from '../../domain/agents/types.js'
+import type { Slice } from '../../domain/pagination.js'
+import type { AgentRepository } from '../../domain/ports.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-export type Behavior = 'autonomous' | 'supervised' | 'hybrid'
-
-export interface AgentRecord {
-  seq: number
-  id: string
-  workspaceId: string
-  name: string
-  behavior: Behavior
-  capabilities: string[]
-  policyEnvelope: string
-  createdAt: number
-  updatedAt: number
-}
+import { lookAheadLimit, toSlice } from '../paging.js'
 
 interface AgentRow extends Record<string, unknown> {
   seq: number
@@ -40,8 +30,13 @@ function toAgent(row: AgentRow): AgentRecord {
   }
 }
 
-export class AgentRepo {
+export class AgentRepo implements AgentRepository {
   constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): AgentRepo {
+    return new AgentRepo(tx)
+  }
 
   async insert(a: Omit<AgentRecord, 'seq'>): Promise<AgentRecord> {
     const row = await this.db.one<AgentRow>(
@@ -70,12 +65,12 @@ export class AgentRepo {
     return row ? toAgent(row) : undefined
   }
 
-  async list(workspaceId: string, afterSeq: number, limit: number): Promise<AgentRecord[]> {
+  async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<AgentRecord>> {
     const rows = await this.db.query<AgentRow>(
       `SELECT * FROM agents WHERE workspace_id = $1 AND deleted_at IS NULL AND seq > $2 ORDER BY seq LIMIT $3`,
-      [workspaceId, afterSeq, limit + 1],
+      [workspaceId, afterSeq, lookAheadLimit(limit)],
     )
-    return rows.map(toAgent)
+    return toSlice(rows.map(toAgent), limit)
   }
 
   async markDeleted(workspaceId: string, id: string, at: number): Promise<boolean> {

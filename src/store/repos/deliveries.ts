@@ -1,28 +1,14 @@
+import type { Slice } from '../../domain/pagination.js'
+import type { DeliveryRepository } from '../../domain/ports.js'
+import type { EventKind } from '../../domain/webhooks/body.js'
+import type {
+  AttemptOutcome,
+  DeliveryRecord,
+  DeliveryStatus,
+  NewDelivery,
+} from '../../domain/webhooks/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed'
-
-export interface DeliveryRecord {
-  seq: number
-  id: string
-  webhookId: string
-  workspaceId: string
-  eventId: string
-  eventSeq: number
-  eventKind: string
-  /** The unsigned delivery body, fixed when the row is created so retries send the same content. */
-  payload: Record<string, unknown>
-  status: DeliveryStatus
-  attempts: number
-  lastStatusCode: number | null
-  lastError: string | null
-  nextAttemptAt: number | null
-  leaseOwner: string | null
-  leaseUntil: number | null
-  createdAt: number
-  updatedAt: number
-  deliveredAt: number | null
-}
+import { lookAheadLimit, toSlice } from '../paging.js'
 
 interface RawDelivery extends Record<string, unknown> {
   seq: number | string
@@ -57,7 +43,7 @@ function toDelivery(r: RawDelivery): DeliveryRecord {
     workspaceId: r.workspace_id,
     eventId: r.event_id,
     eventSeq: Number(r.event_seq),
-    eventKind: r.event_kind,
+    eventKind: r.event_kind as EventKind,
     payload: fromJson<Record<string, unknown>>(r.payload),
     status: r.status as DeliveryStatus,
     attempts: Number(r.attempts),
@@ -72,28 +58,18 @@ function toDelivery(r: RawDelivery): DeliveryRecord {
   }
 }
 
-export interface NewDelivery {
-  id: string
-  webhookId: string
-  workspaceId: string
-  eventId: string
-  eventSeq: number
-  eventKind: string
-  payload: Record<string, unknown>
-  now: number
-}
-
-/** The outcome of one attempt, written only by the lease holder. */
-export type AttemptOutcome =
-  | { kind: 'delivered'; statusCode: number }
-  | { kind: 'retry'; statusCode: number | null; error: string; nextAttemptAt: number }
-  | { kind: 'failed'; statusCode: number | null; error: string }
-
 /** The delivery outbox: rows are claimed with a lease so two replicas never send the same attempt at once. */
-export class DeliveryRepo {
+export class DeliveryRepo implements DeliveryRepository {
+  constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): DeliveryRepo {
+    return new DeliveryRepo(tx)
+  }
+
   /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
-  async insert(q: Queryable, d: NewDelivery): Promise<boolean> {
-    const changed = await q.run(
+  async insert(d: NewDelivery): Promise<boolean> {
+    const changed = await this.db.run(
       `INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_seq, event_kind, payload,
          status, attempts, next_attempt_at, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8, $8)
@@ -103,25 +79,25 @@ export class DeliveryRepo {
     return changed > 0
   }
 
-  async get(q: Queryable, webhookId: string, id: string): Promise<DeliveryRecord | undefined> {
-    const row = await q.one<RawDelivery>(
+  async get(webhookId: string, id: string): Promise<DeliveryRecord | undefined> {
+    const row = await this.db.one<RawDelivery>(
       'SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2',
       [webhookId, id],
     )
     return row ? toDelivery(row) : undefined
   }
 
-  async byId(q: Queryable, id: string): Promise<DeliveryRecord | undefined> {
-    const row = await q.one<RawDelivery>('SELECT * FROM webhook_deliveries WHERE id = $1', [id])
+  async byId(id: string): Promise<DeliveryRecord | undefined> {
+    const row = await this.db.one<RawDelivery>('SELECT * FROM webhook_deliveries WHERE id = $1', [id])
     return row ? toDelivery(row) : undefined
   }
 
-  async list(q: Queryable, webhookId: string, afterSeq: number, limit: number): Promise<DeliveryRecord[]> {
-    const rows = await q.query<RawDelivery>(
+  async list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>> {
+    const rows = await this.db.query<RawDelivery>(
       'SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-      [webhookId, afterSeq, limit],
+      [webhookId, afterSeq, lookAheadLimit(limit)],
     )
-    return rows.map(toDelivery)
+    return toSlice(rows.map(toDelivery), limit)
   }
 
   /**
@@ -129,13 +105,12 @@ export class DeliveryRepo {
    * by how long their oldest row has waited: one receiver's backlog can never fill the whole candidate list.
    */
   async due(
-    q: Queryable,
     now: number,
     limit: number,
     busy: readonly string[] = [],
   ): Promise<{ id: string; webhookId: string }[]> {
     const skip = busy.map((_, i) => `$${i + 3}`).join(', ')
-    const groups = await q.query<{ webhook_id: string }>(
+    const groups = await this.db.query<{ webhook_id: string }>(
       `SELECT webhook_id, MIN(next_attempt_at) AS due_at FROM webhook_deliveries
        WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
        ${busy.length > 0 ? `AND webhook_id NOT IN (${skip})` : ''}
@@ -144,7 +119,7 @@ export class DeliveryRepo {
     )
     const picked: { id: string; webhookId: string }[] = []
     for (const g of groups) {
-      const row = await q.one<{ id: string }>(
+      const row = await this.db.one<{ id: string }>(
         `SELECT id FROM webhook_deliveries
          WHERE webhook_id = $1 AND status = 'pending' AND next_attempt_at <= $2
            AND (lease_until IS NULL OR lease_until <= $2)
@@ -158,24 +133,22 @@ export class DeliveryRepo {
 
   /** Takes the lease on a due row; undefined when another worker got there first. */
   async claim(
-    q: Queryable,
     id: string,
     owner: string,
     now: number,
     leaseUntil: number,
   ): Promise<DeliveryRecord | undefined> {
-    const changed = await q.run(
+    const changed = await this.db.run(
       `UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
        WHERE id = $4 AND status = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)`,
       [owner, leaseUntil, now, id],
     )
     if (changed === 0) return undefined
-    return this.byId(q, id)
+    return this.byId(id)
   }
 
   /** Records an attempt; a no-op when the lease was lost (expired and taken over), so outcomes never cross. */
   async recordAttempt(
-    q: Queryable,
     id: string,
     owner: string,
     attemptsBefore: number,
@@ -184,7 +157,7 @@ export class DeliveryRepo {
   ): Promise<boolean> {
     const status: DeliveryStatus =
       outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'failed' ? 'failed' : 'pending'
-    const changed = await q.run(
+    const changed = await this.db.run(
       `UPDATE webhook_deliveries SET status = $1, attempts = $2, last_status_code = $3, last_error = $4,
          next_attempt_at = $5, delivered_at = $6, lease_owner = NULL, lease_until = NULL, updated_at = $7
        WHERE id = $8 AND lease_owner = $9 AND attempts = $10 AND status = 'pending'`,
@@ -205,8 +178,8 @@ export class DeliveryRepo {
   }
 
   /** Starts a fresh round of attempts (manual redeliver); refused while an attempt holds the lease. */
-  async requeue(q: Queryable, id: string, now: number): Promise<boolean> {
-    const changed = await q.run(
+  async requeue(id: string, now: number): Promise<boolean> {
+    const changed = await this.db.run(
       `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $1, delivered_at = NULL,
          lease_owner = NULL, lease_until = NULL, updated_at = $1
        WHERE id = $2 AND (lease_until IS NULL OR lease_until <= $1)`,
@@ -216,7 +189,9 @@ export class DeliveryRepo {
   }
 
   /** Drops what a deleted subscription still had to send. */
-  async dropPending(q: Queryable, webhookId: string): Promise<number> {
-    return q.run("DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'", [webhookId])
+  async dropPending(webhookId: string): Promise<number> {
+    return this.db.run("DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'", [
+      webhookId,
+    ])
   }
 }

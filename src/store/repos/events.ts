@@ -1,14 +1,6 @@
+import type { EventRow } from '../../domain/events/types.js'
+import type { EventRepository } from '../../domain/ports.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-export interface EventRow {
-  seq: number
-  id: string
-  workspaceId: string
-  kind: string
-  ts: number
-  subjectId: string
-  data: Record<string, unknown>
-}
 
 interface RawEvent extends Record<string, unknown> {
   seq: number | string
@@ -35,14 +27,21 @@ function toEvent(r: RawEvent): EventRow {
 // Any constant works: it only has to be the same for every appender.
 const APPEND_LOCK = 7_140_001
 
-export class EventRepo {
+export class EventRepo implements EventRepository {
+  constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): EventRepo {
+    return new EventRepo(tx)
+  }
+
   /**
    * Appends one event. On PostgreSQL the transaction first takes an advisory lock so that sequence order equals
    * commit order; otherwise a reader polling "after seq N" could skip an event whose transaction committed late.
    */
-  async append(tx: Queryable, dialect: 'sqlite' | 'postgres', e: Omit<EventRow, 'seq'>): Promise<number> {
-    if (dialect === 'postgres') await tx.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK])
-    const row = await tx.one<{ seq: number | string }>(
+  async append(dialect: 'sqlite' | 'postgres', e: Omit<EventRow, 'seq'>): Promise<number> {
+    if (dialect === 'postgres') await this.db.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK])
+    const row = await this.db.one<{ seq: number | string }>(
       `INSERT INTO events (id, workspace_id, kind, ts, subject_id, data)
        VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`,
       [e.id, e.workspaceId, e.kind, e.ts, e.subjectId, toJson(e.data)],
@@ -50,29 +49,24 @@ export class EventRepo {
     return Number(row?.seq)
   }
 
-  async after(db: Queryable, seq: number, limit: number): Promise<EventRow[]> {
-    const rows = await db.query<RawEvent>('SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [
+  async after(seq: number, limit: number): Promise<EventRow[]> {
+    const rows = await this.db.query<RawEvent>('SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2', [
       seq,
       limit,
     ])
     return rows.map(toEvent)
   }
 
-  async afterInWorkspace(
-    db: Queryable,
-    workspaceId: string,
-    seq: number,
-    limit: number,
-  ): Promise<EventRow[]> {
-    const rows = await db.query<RawEvent>(
+  async afterInWorkspace(workspaceId: string, seq: number, limit: number): Promise<EventRow[]> {
+    const rows = await this.db.query<RawEvent>(
       'SELECT * FROM events WHERE workspace_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
       [workspaceId, seq, limit],
     )
     return rows.map(toEvent)
   }
 
-  async lastSeq(db: Queryable): Promise<number> {
-    const row = await db.one<{ m: number | string | null }>('SELECT MAX(seq) AS m FROM events')
+  async lastSeq(): Promise<number> {
+    const row = await this.db.one<{ m: number | string | null }>('SELECT MAX(seq) AS m FROM events')
     return Number(row?.m ?? 0)
   }
 }

@@ -1,15 +1,6 @@
+import type { ClaimResult, StoredResponse } from '../../domain/limits/types.js'
+import type { IdempotencyRepository } from '../../domain/ports.js'
 import type { Queryable } from '../db.js'
-
-export interface StoredResponse {
-  status: number
-  headers: Record<string, string>
-  body: string
-}
-
-export type ClaimResult =
-  | { kind: 'claimed' }
-  | { kind: 'replay'; fingerprint: string; response: StoredResponse }
-  | { kind: 'in_progress'; fingerprint: string }
 
 interface Row extends Record<string, unknown> {
   fingerprint: string
@@ -21,8 +12,13 @@ interface Row extends Record<string, unknown> {
   expires_at: number
 }
 
-export class IdempotencyRepo {
+export class IdempotencyRepo implements IdempotencyRepository {
   constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): IdempotencyRepo {
+    return new IdempotencyRepo(tx)
+  }
 
   /**
    * Atomically claims (workspace, key). The primary key decides between racing requests on any number of

@@ -1,15 +1,6 @@
+import type { ApiKeyRecord } from '../../domain/identity.js'
+import type { KeyRepository } from '../../domain/ports.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-export interface ApiKeyRecord {
-  id: string
-  workspaceId: string
-  identity: string
-  scopes: string[]
-  secretHash: string
-  createdAt: number
-  expiresAt: number | null
-  revokedAt: number | null
-}
 
 interface KeyRow extends Record<string, unknown> {
   id: string
@@ -35,8 +26,13 @@ function toKey(row: KeyRow): ApiKeyRecord {
   }
 }
 
-export class KeyRepo {
+export class KeyRepo implements KeyRepository {
   constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): KeyRepo {
+    return new KeyRepo(tx)
+  }
 
   async insert(key: ApiKeyRecord): Promise<void> {
     await this.db.run(

@@ -1,7 +1,13 @@
+import type { RateCounterRepository } from '../../domain/ports.js'
 import type { Queryable } from '../db.js'
 
-export class RateCounterRepo {
+export class RateCounterRepo implements RateCounterRepository {
   constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): RateCounterRepo {
+    return new RateCounterRepo(tx)
+  }
 
   /** One atomic upsert: concurrent requests on any replica each get a distinct count. */
   async increment(workspaceId: string, window: string, windowStart: number): Promise<number> {

@@ -1,33 +1,8 @@
+import type { BatchRow, StoredRecordRow } from '../../domain/ingestion/types.js'
+import type { Slice } from '../../domain/pagination.js'
+import type { RecordRepository } from '../../domain/ports.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-/** A stored ingest record with its lineage (what GET …/records and the stream present). */
-export interface StoredRecordRow {
-  workspaceId: string
-  connectorId: string
-  seq: number
-  id: string
-  ts: string
-  source: string
-  policyClass: string
-  body: Record<string, unknown>
-  batchId: string
-  leafIndex: number
-  batchSize: number
-  batchRoot: string
-  leafHash: string
-  ingestedAt: number
-}
-
-export interface BatchRow {
-  id: string
-  workspaceId: string
-  connectorId: string
-  lineageRoot: string
-  accepted: number
-  rejected: number
-  firstSeq: number
-  createdAt: number
-}
+import { lookAheadLimit, toSlice } from '../paging.js'
 
 interface RawRecord extends Record<string, unknown> {
   workspace_id: string
@@ -69,14 +44,21 @@ const RECORD_COLUMNS = 14
 // Keeps every multi-row INSERT far below SQLite's and PostgreSQL's bound-parameter limits.
 const INSERT_CHUNK = 100
 
-export class RecordRepo {
+export class RecordRepo implements RecordRepository {
+  constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): RecordRepo {
+    return new RecordRepo(tx)
+  }
+
   /**
    * Creates the connector on first use and, in the same statement, row-locks it until the transaction ends
    * (PostgreSQL's ON CONFLICT DO UPDATE), so concurrent batches on one connector take seq numbers and check
    * duplicate ids one after the other. Returns the connector's last seq.
    */
-  async lockConnector(tx: Queryable, workspaceId: string, connectorId: string, now: number): Promise<number> {
-    const row = await tx.one<{ last_seq: number | string }>(
+  async lockConnector(workspaceId: string, connectorId: string, now: number): Promise<number> {
+    const row = await this.db.one<{ last_seq: number | string }>(
       `INSERT INTO connectors (workspace_id, id, last_seq, created_at, updated_at) VALUES ($1, $2, 0, $3, $3)
        ON CONFLICT (workspace_id, id) DO UPDATE SET updated_at = excluded.updated_at
        RETURNING last_seq`,
@@ -85,34 +67,21 @@ export class RecordRepo {
     return Number(row?.last_seq ?? 0)
   }
 
-  async setLastSeq(
-    tx: Queryable,
-    workspaceId: string,
-    connectorId: string,
-    lastSeq: number,
-    now: number,
-  ): Promise<void> {
-    await tx.run('UPDATE connectors SET last_seq = $3, updated_at = $4 WHERE workspace_id = $1 AND id = $2', [
-      workspaceId,
-      connectorId,
-      lastSeq,
-      now,
-    ])
+  async setLastSeq(workspaceId: string, connectorId: string, lastSeq: number, now: number): Promise<void> {
+    await this.db.run(
+      'UPDATE connectors SET last_seq = $3, updated_at = $4 WHERE workspace_id = $1 AND id = $2',
+      [workspaceId, connectorId, lastSeq, now],
+    )
   }
 
   /** Which of `ids` the connector already holds. */
-  async existingIds(
-    tx: Queryable,
-    workspaceId: string,
-    connectorId: string,
-    ids: readonly string[],
-  ): Promise<Set<string>> {
+  async existingIds(workspaceId: string, connectorId: string, ids: readonly string[]): Promise<Set<string>> {
     const found = new Set<string>()
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500)
       if (chunk.length === 0) continue
       const placeholders = chunk.map((_, j) => `$${j + 3}`).join(', ')
-      const rows = await tx.query<{ record_id: string }>(
+      const rows = await this.db.query<{ record_id: string }>(
         `SELECT record_id FROM ingest_records
          WHERE workspace_id = $1 AND connector_id = $2 AND record_id IN (${placeholders})`,
         [workspaceId, connectorId, ...chunk],
@@ -122,15 +91,15 @@ export class RecordRepo {
     return found
   }
 
-  async insertBatch(tx: Queryable, b: BatchRow): Promise<void> {
-    await tx.run(
+  async insertBatch(b: BatchRow): Promise<void> {
+    await this.db.run(
       `INSERT INTO ingest_batches (id, workspace_id, connector_id, lineage_root, accepted, rejected, first_seq, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
       [b.id, b.workspaceId, b.connectorId, b.lineageRoot, b.accepted, b.rejected, b.firstSeq, b.createdAt],
     )
   }
 
-  async insertRecords(tx: Queryable, records: readonly StoredRecordRow[]): Promise<void> {
+  async insertRecords(records: readonly StoredRecordRow[]): Promise<void> {
     for (let i = 0; i < records.length; i += INSERT_CHUNK) {
       const chunk = records.slice(i, i + INSERT_CHUNK)
       const values = chunk
@@ -155,7 +124,7 @@ export class RecordRepo {
         r.leafHash,
         r.ingestedAt,
       ])
-      await tx.run(
+      await this.db.run(
         `INSERT INTO ingest_records (workspace_id, connector_id, seq, record_id, ts, source, policy_class, body,
            batch_id, leaf_index, batch_size, batch_root, leaf_hash, ingested_at)
          VALUES ${values}`,
@@ -165,12 +134,8 @@ export class RecordRepo {
   }
 
   /** The connector's last seq, or undefined when the workspace has never ingested into it. */
-  async connectorLastSeq(
-    db: Queryable,
-    workspaceId: string,
-    connectorId: string,
-  ): Promise<number | undefined> {
-    const row = await db.one<{ last_seq: number | string }>(
+  async connectorLastSeq(workspaceId: string, connectorId: string): Promise<number | undefined> {
+    const row = await this.db.one<{ last_seq: number | string }>(
       'SELECT last_seq FROM connectors WHERE workspace_id = $1 AND id = $2',
       [workspaceId, connectorId],
     )
@@ -179,26 +144,25 @@ export class RecordRepo {
 
   /** Records with seq > afterSeq, oldest first. */
   async after(
-    db: Queryable,
     workspaceId: string,
     connectorId: string,
     afterSeq: number,
     limit: number,
-  ): Promise<StoredRecordRow[]> {
-    const rows = await db.query<RawRecord>(
+  ): Promise<Slice<StoredRecordRow>> {
+    const rows = await this.db.query<RawRecord>(
       `SELECT * FROM ingest_records WHERE workspace_id = $1 AND connector_id = $2 AND seq > $3
        ORDER BY seq LIMIT $4`,
-      [workspaceId, connectorId, afterSeq, limit],
+      [workspaceId, connectorId, afterSeq, lookAheadLimit(limit)],
     )
-    return rows.map(toRecord)
+    return toSlice(rows.map(toRecord), limit)
   }
 
   /** Every leaf hash of the given batches, in leaf order (to build inclusion proofs). */
-  async batchLeaves(db: Queryable, batchIds: readonly string[]): Promise<Map<string, string[]>> {
+  async batchLeaves(batchIds: readonly string[]): Promise<Map<string, string[]>> {
     const leaves = new Map<string, string[]>()
     if (batchIds.length === 0) return leaves
     const placeholders = batchIds.map((_, i) => `$${i + 1}`).join(', ')
-    const rows = await db.query<{ batch_id: string; leaf_hash: string }>(
+    const rows = await this.db.query<{ batch_id: string; leaf_hash: string }>(
       `SELECT batch_id, leaf_hash FROM ingest_records WHERE batch_id IN (${placeholders})
        ORDER BY batch_id, leaf_index`,
       [...batchIds],
@@ -209,13 +173,5 @@ export class RecordRepo {
       leaves.set(r.batch_id, list)
     }
     return leaves
-  }
-
-  async countRecords(db: Queryable, workspaceId: string, connectorId: string): Promise<number> {
-    const row = await db.one<{ n: number | string }>(
-      'SELECT COUNT(*) AS n FROM ingest_records WHERE workspace_id = $1 AND connector_id = $2',
-      [workspaceId, connectorId],
-    )
-    return Number(row?.n ?? 0)
   }
 }

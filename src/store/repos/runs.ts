@@ -1,102 +1,8 @@
+import type { Slice } from '../../domain/pagination.js'
+import type { RunRepository } from '../../domain/ports.js'
+import type { FrameKind, FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-export type RunStatus =
-  | 'queued'
-  | 'running'
-  | 'awaiting_approval'
-  | 'paused'
-  | 'succeeded'
-  | 'failed'
-  | 'cancelled'
-
-export interface Envelope {
-  name: string
-  max_steps: number
-  max_tool_calls: number
-  /** Tool names the envelope allows; null allows every tool. */
-  allowed_tools: string[] | null
-  /** Ingest policy classes the envelope's runs may touch. */
-  allowed_policy_classes: string[]
-  /** Every tool call under this envelope waits for a human. */
-  requires_approval: boolean
-  escalation_queue: string
-}
-
-export interface PlanStep {
-  step_id: string
-  tool: string
-  tool_id: string
-}
-
-export interface Awaiting {
-  step_id: string
-  queue: string
-  reason: string
-  requested_at: number
-}
-
-export interface StepResult {
-  step_id: string
-  tool: string
-  tool_id: string
-  result: string
-}
-
-export interface Outcome {
-  status: 'succeeded' | 'failed' | 'cancelled'
-  results: StepResult[]
-  error: { code: string; message: string; detail?: Record<string, unknown> } | null
-}
-
-export interface RunCaller {
-  keyId: string
-  identity: string
-  scopes: string[]
-}
-
-export interface RunRecord {
-  seq: number
-  id: string
-  workspaceId: string
-  agentId: string
-  taskId: string | null
-  status: RunStatus
-  pausedFrom: RunStatus | null
-  mode: 'live' | 'dry_run'
-  traceLevel: 'summary' | 'detailed'
-  inputs: Record<string, unknown>
-  envelope: Envelope
-  behavior: 'autonomous' | 'supervised' | 'hybrid'
-  caller: RunCaller
-  priority: number
-  plan: PlanStep[]
-  nextStep: number
-  /** The step whose policy decision is recorded but whose call has not been (crash recovery). */
-  inFlightStep: number | null
-  toolCalls: number
-  approved: string[]
-  awaiting: Awaiting[]
-  results: StepResult[]
-  outcome: Outcome | null
-  frameCount: number
-  createdAt: number
-  startedAt: number | null
-  finishedAt: number | null
-  updatedAt: number
-}
-
-export interface FrameRecord {
-  seq: number
-  ts: number
-  stepId: string | null
-  kind: string
-  tool: string | null
-  toolId: string | null
-  policy: 'allow' | 'escalate' | 'deny' | null
-  latencyMs: number | null
-  result: string | null
-  detail: Record<string, unknown> | null
-}
+import { lookAheadLimit, toSlice } from '../paging.js'
 
 type RawRow = Record<string, unknown>
 const num = (v: unknown): number => Number(v)
@@ -140,7 +46,7 @@ function toFrame(r: RawRow): FrameRecord {
     seq: num(r.seq),
     ts: num(r.ts),
     stepId: strOrNull(r.step_id),
-    kind: String(r.kind),
+    kind: r.kind as FrameKind,
     tool: strOrNull(r.tool),
     toolId: strOrNull(r.tool_id),
     policy: strOrNull(r.policy) as FrameRecord['policy'],
@@ -150,10 +56,13 @@ function toFrame(r: RawRow): FrameRecord {
   }
 }
 
-export const NON_TERMINAL: RunStatus[] = ['queued', 'running', 'awaiting_approval', 'paused']
-
-export class RunRepo {
+export class RunRepo implements RunRepository {
   constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): RunRepo {
+    return new RunRepo(tx)
+  }
 
   async insert(r: Omit<RunRecord, 'seq'>): Promise<RunRecord> {
     const row = await this.db.one(
@@ -238,12 +147,12 @@ export class RunRepo {
     agentId: string,
     afterSeq: number,
     limit: number,
-  ): Promise<RunRecord[]> {
+  ): Promise<Slice<RunRecord>> {
     const rows = await this.db.query(
       'SELECT * FROM runs WHERE workspace_id = $1 AND agent_id = $2 AND seq > $3 ORDER BY seq LIMIT $4',
-      [workspaceId, agentId, afterSeq, limit],
+      [workspaceId, agentId, afterSeq, lookAheadLimit(limit)],
     )
-    return rows.map(toRun)
+    return toSlice(rows.map(toRun), limit)
   }
 
   async activeIdsByAgent(workspaceId: string, agentId: string): Promise<string[]> {
@@ -255,13 +164,15 @@ export class RunRepo {
     return rows.map((r) => r.id)
   }
 
-  async countActive(workspaceId: string, agentId: string): Promise<number> {
-    const row = await this.db.one<{ n: number | string }>(
-      `SELECT COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND agent_id = $2
-         AND status IN ('queued', 'running', 'awaiting_approval', 'paused')`,
-      [workspaceId, agentId],
+  async countActiveByAgents(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>> {
+    if (agentIds.length === 0) return new Map()
+    const placeholders = agentIds.map((_, i) => `$${i + 2}`).join(', ')
+    const rows = await this.db.query<{ agent_id: string; n: number | string }>(
+      `SELECT agent_id, COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND agent_id IN (${placeholders})
+         AND status IN ('queued', 'running', 'awaiting_approval', 'paused') GROUP BY agent_id`,
+      [workspaceId, ...agentIds],
     )
-    return Number(row?.n ?? 0)
+    return new Map(rows.map((r) => [r.agent_id, Number(r.n)]))
   }
 
   /** Runs the scheduler may advance: higher priority first, then age; leases held elsewhere are skipped. */
@@ -313,12 +224,12 @@ export class RunRepo {
     )
   }
 
-  async frames(runId: string, afterSeq: number, limit: number): Promise<FrameRecord[]> {
+  async frames(runId: string, afterSeq: number, limit: number): Promise<Slice<FrameRecord>> {
     const rows = await this.db.query(
       'SELECT * FROM run_frames WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-      [runId, afterSeq, limit],
+      [runId, afterSeq, lookAheadLimit(limit)],
     )
-    return rows.map(toFrame)
+    return toSlice(rows.map(toFrame), limit)
   }
 
   /** Plan counts straight from the trace, so they can never disagree with it. */

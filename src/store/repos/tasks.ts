@@ -1,19 +1,7 @@
+import type { TaskRepository } from '../../domain/ports.js'
+import type { Outcome, RunStatus } from '../../domain/runs/types.js'
+import type { TaskRecord } from '../../domain/tasks/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-export interface TaskRecord {
-  seq: number
-  id: string
-  workspaceId: string
-  agentId: string
-  description: string
-  dataSource: string | null
-  priority: number
-  status: string
-  runId: string | null
-  result: unknown
-  createdAt: number
-  updatedAt: number
-}
 
 interface TaskRow extends Record<string, unknown> {
   seq: number
@@ -39,16 +27,21 @@ function toTask(row: TaskRow): TaskRecord {
     description: row.description,
     dataSource: row.data_source,
     priority: Number(row.priority),
-    status: row.status,
+    status: row.status as RunStatus,
     runId: row.run_id,
-    result: row.result === null ? null : fromJson<unknown>(row.result),
+    result: row.result === null ? null : fromJson<Outcome>(row.result),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   }
 }
 
-export class TaskRepo {
+export class TaskRepo implements TaskRepository {
   constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): TaskRepo {
+    return new TaskRepo(tx)
+  }
 
   async insert(t: Omit<TaskRecord, 'seq'>): Promise<TaskRecord> {
     const row = await this.db.one<TaskRow>(
@@ -80,21 +73,11 @@ export class TaskRepo {
     return row ? toTask(row) : undefined
   }
 
-  async attachRun(id: string, runId: string, status: string, at: number): Promise<void> {
+  async attachRun(id: string, runId: string, status: RunStatus, at: number): Promise<void> {
     await this.db.run('UPDATE tasks SET run_id = $2, status = $3, updated_at = $4 WHERE id = $1', [
       id,
       runId,
       status,
-      at,
-    ])
-  }
-
-  /** Keeps a task's status and result in step with the run that carries it. */
-  async followRun(runId: string, status: string, result: unknown, at: number): Promise<void> {
-    await this.db.run('UPDATE tasks SET status = $2, result = $3, updated_at = $4 WHERE run_id = $1', [
-      runId,
-      status,
-      result === null || result === undefined ? null : toJson(result),
       at,
     ])
   }

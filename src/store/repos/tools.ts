@@ -1,25 +1,8 @@
+import type { Slice } from '../../domain/pagination.js'
+import type { ToolRepository } from '../../domain/ports.js'
+import type { PolicyBinding, ToolRecord } from '../../domain/tools/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-export interface PolicyBinding {
-  envelope: string
-  required_scopes: string[]
-}
-
-export interface ToolRecord {
-  seq: number
-  id: string
-  workspaceId: string
-  name: string
-  provider: string
-  inputSchema: Record<string, unknown>
-  outputSchema: Record<string, unknown>
-  policyBinding: PolicyBinding
-  idempotent: boolean
-  config: Record<string, unknown>
-  status: 'active' | 'retired'
-  createdAt: number
-  retiredAt: number | null
-}
+import { lookAheadLimit, toSlice } from '../paging.js'
 
 interface ToolRow extends Record<string, unknown> {
   seq: number
@@ -55,8 +38,13 @@ function toTool(row: ToolRow): ToolRecord {
   }
 }
 
-export class ToolRepo {
+export class ToolRepo implements ToolRepository {
   constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): ToolRepo {
+    return new ToolRepo(tx)
+  }
 
   /** Returns undefined when an active tool of that name exists (the unique index on active names decides). */
   async insertIfNameFree(t: Omit<ToolRecord, 'seq'>): Promise<ToolRecord | undefined> {
@@ -102,13 +90,13 @@ export class ToolRepo {
     includeRetired: boolean,
     afterSeq: number,
     limit: number,
-  ): Promise<ToolRecord[]> {
+  ): Promise<Slice<ToolRecord>> {
     const rows = await this.db.query<ToolRow>(
       `SELECT * FROM tools WHERE workspace_id = $1 AND seq > $2 ${includeRetired ? '' : "AND status = 'active'"}
        ORDER BY seq LIMIT $3`,
-      [workspaceId, afterSeq, limit + 1],
+      [workspaceId, afterSeq, lookAheadLimit(limit)],
     )
-    return rows.map(toTool)
+    return toSlice(rows.map(toTool), limit)
   }
 
   async retire(workspaceId: string, id: string, at: number): Promise<boolean> {

@@ -1,25 +1,9 @@
+import type { Slice } from '../../domain/pagination.js'
+import type { WebhookRepository } from '../../domain/ports.js'
+import type { EventKind } from '../../domain/webhooks/body.js'
+import type { NewWebhook, StoredSecret, WebhookRecord } from '../../domain/webhooks/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-
-/** One signing secret; `expiresAt` is set on the old secret when a rotation starts its overlap. */
-export interface StoredSecret {
-  secret: string
-  expiresAt: number | null
-}
-
-export interface WebhookRecord {
-  seq: number
-  id: string
-  workspaceId: string
-  url: string
-  events: string[]
-  secrets: StoredSecret[]
-  status: 'active' | 'disabled'
-  /** The last event-log seq when the subscription was created: only later events are delivered to it. */
-  afterEventSeq: number
-  createdAt: number
-  secretRotatedAt: number | null
-  deletedAt: number | null
-}
+import { lookAheadLimit, toSlice } from '../paging.js'
 
 interface RawWebhook extends Record<string, unknown> {
   seq: number | string
@@ -45,7 +29,7 @@ function toWebhook(r: RawWebhook): WebhookRecord {
     id: r.id,
     workspaceId: r.workspace_id,
     url: r.url,
-    events: fromJson<string[]>(r.events),
+    events: fromJson<EventKind[]>(r.events),
     secrets: fromJson<StoredSecret[]>(r.secrets),
     status: r.status === 'disabled' ? 'disabled' : 'active',
     afterEventSeq: Number(r.after_event_seq),
@@ -55,12 +39,17 @@ function toWebhook(r: RawWebhook): WebhookRecord {
   }
 }
 
-export type NewWebhook = Omit<WebhookRecord, 'seq' | 'deletedAt' | 'secretRotatedAt'>
-
 /** Subscriptions; every read is workspace-scoped except the fan-out's, which is by workspace list. */
-export class WebhookRepo {
-  async insert(q: Queryable, w: NewWebhook): Promise<WebhookRecord> {
-    const row = await q.one<RawWebhook>(
+export class WebhookRepo implements WebhookRepository {
+  constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): WebhookRepo {
+    return new WebhookRepo(tx)
+  }
+
+  async insert(w: NewWebhook): Promise<WebhookRecord> {
+    const row = await this.db.one<RawWebhook>(
       `INSERT INTO webhooks (id, workspace_id, url, events, secrets, status, after_event_seq, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
       [
@@ -78,8 +67,8 @@ export class WebhookRepo {
     return toWebhook(row)
   }
 
-  async get(q: Queryable, workspaceId: string, id: string): Promise<WebhookRecord | undefined> {
-    const row = await q.one<RawWebhook>(
+  async get(workspaceId: string, id: string): Promise<WebhookRecord | undefined> {
+    const row = await this.db.one<RawWebhook>(
       'SELECT * FROM webhooks WHERE workspace_id = $1 AND id = $2 AND deleted_at IS NULL',
       [workspaceId, id],
     )
@@ -87,20 +76,20 @@ export class WebhookRepo {
   }
 
   /** `limit` rows after `afterSeq` in creation order (callers ask for one more to detect a next page). */
-  async list(q: Queryable, workspaceId: string, afterSeq: number, limit: number): Promise<WebhookRecord[]> {
-    const rows = await q.query<RawWebhook>(
+  async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<WebhookRecord>> {
+    const rows = await this.db.query<RawWebhook>(
       `SELECT * FROM webhooks WHERE workspace_id = $1 AND deleted_at IS NULL AND seq > $2
        ORDER BY seq LIMIT $3`,
-      [workspaceId, afterSeq, limit],
+      [workspaceId, afterSeq, lookAheadLimit(limit)],
     )
-    return rows.map(toWebhook)
+    return toSlice(rows.map(toWebhook), limit)
   }
 
   /** Active subscriptions of these workspaces, for fanning events out. */
-  async activeIn(q: Queryable, workspaceIds: readonly string[]): Promise<WebhookRecord[]> {
+  async activeIn(workspaceIds: readonly string[]): Promise<WebhookRecord[]> {
     if (workspaceIds.length === 0) return []
     const marks = workspaceIds.map((_, i) => `$${i + 1}`).join(', ')
-    const rows = await q.query<RawWebhook>(
+    const rows = await this.db.query<RawWebhook>(
       `SELECT * FROM webhooks WHERE deleted_at IS NULL AND status = 'active' AND workspace_id IN (${marks})`,
       workspaceIds,
     )
@@ -108,27 +97,27 @@ export class WebhookRepo {
   }
 
   /** The smallest `after_event_seq` of any active subscription, or null when there is none. */
-  async minAfterSeq(q: Queryable): Promise<number | null> {
-    const row = await q.one<{ m: number | string | null }>(
+  async minAfterSeq(): Promise<number | null> {
+    const row = await this.db.one<{ m: number | string | null }>(
       "SELECT MIN(after_event_seq) AS m FROM webhooks WHERE deleted_at IS NULL AND status = 'active'",
     )
     return row?.m === null || row?.m === undefined ? null : Number(row.m)
   }
 
-  async setSecrets(q: Queryable, id: string, secrets: StoredSecret[], rotatedAt: number): Promise<void> {
-    await q.run('UPDATE webhooks SET secrets = $1, secret_rotated_at = $2 WHERE id = $3', [
+  async setSecrets(id: string, secrets: StoredSecret[], rotatedAt: number): Promise<void> {
+    await this.db.run('UPDATE webhooks SET secrets = $1, secret_rotated_at = $2 WHERE id = $3', [
       toJson(secrets),
       rotatedAt,
       id,
     ])
   }
 
-  async markDeleted(q: Queryable, id: string, now: number): Promise<void> {
-    await q.run("UPDATE webhooks SET deleted_at = $1, status = 'disabled' WHERE id = $2", [now, id])
+  async markDeleted(id: string, now: number): Promise<void> {
+    await this.db.run("UPDATE webhooks SET deleted_at = $1, status = 'disabled' WHERE id = $2", [now, id])
   }
 
-  async cursor(q: Queryable, name: string): Promise<number> {
-    const row = await q.one<{ seq: number | string }>(
+  async cursor(name: string): Promise<number> {
+    const row = await this.db.one<{ seq: number | string }>(
       'SELECT seq FROM webhook_fanout_cursor WHERE name = $1',
       [name],
     )
@@ -136,8 +125,8 @@ export class WebhookRepo {
   }
 
   /** Moves the fan-out cursor forward only, so two replicas fanning out at once never move it back. */
-  async advanceCursor(q: Queryable, name: string, seq: number): Promise<void> {
-    await q.run(
+  async advanceCursor(name: string, seq: number): Promise<void> {
+    await this.db.run(
       `INSERT INTO webhook_fanout_cursor (name, seq) VALUES ($1, $2)
        ON CONFLICT (name) DO UPDATE SET seq = CASE WHEN webhook_fanout_cursor.seq < excluded.seq
          THEN excluded.seq ELSE webhook_fanout_cursor.seq END`,

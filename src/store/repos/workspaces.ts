@@ -1,4 +1,5 @@
 import type { Tier, Workspace } from '../../domain/identity.js'
+import type { WorkspaceRepository } from '../../domain/ports.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 
 interface WorkspaceRow extends Record<string, unknown> {
@@ -25,8 +26,13 @@ function toWorkspace(row: WorkspaceRow): Workspace {
   }
 }
 
-export class WorkspaceRepo {
+export class WorkspaceRepo implements WorkspaceRepository {
   constructor(private readonly db: Queryable) {}
+
+  /** The same repository inside a transaction that spans several repositories. */
+  in(tx: Queryable): WorkspaceRepo {
+    return new WorkspaceRepo(tx)
+  }
 
   async byId(id: string): Promise<Workspace | undefined> {
     const row = await this.db.one<WorkspaceRow>('SELECT * FROM workspaces WHERE id = $1', [id])

@@ -1,0 +1,16 @@
+/**
+ * The contract's response bodies, from the types generated out of openapi/agent-operations.yaml. Every other module
+ * names them through these aliases, so a schema renamed in the contract is a one-line change here.
+ */
+import type { components } from '../../generated/types.js'
+
+type Schemas = components['schemas']
+
+export type AgentBody = Schemas['Agent']
+export type TaskBody = Schemas['Task']
+export type ToolBody = Schemas['Tool']
+export type RunBody = Schemas['Run']
+export type TraceFrameBody = Schemas['TraceFrame']
+export type WebhookBody = Schemas['Webhook']
+export type DeliveryBody = Schemas['Delivery']
+export type ErrorBody = Schemas['Error']

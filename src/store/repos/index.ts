@@ -1,0 +1,31 @@
+import type { Db, Repositories } from '../../domain/ports.js'
+import { AgentRepo } from './agents.js'
+import { DeliveryRepo } from './deliveries.js'
+import { EventRepo } from './events.js'
+import { IdempotencyRepo } from './idempotency.js'
+import { KeyRepo } from './keys.js'
+import { RateCounterRepo } from './rate-counters.js'
+import { RecordRepo } from './records.js'
+import { RunRepo } from './runs.js'
+import { TaskRepo } from './tasks.js'
+import { ToolRepo } from './tools.js'
+import { WebhookRepo } from './webhooks.js'
+import { WorkspaceRepo } from './workspaces.js'
+
+/** Every repository bound to one Db: what the composition root hands to the domain services. */
+export function createRepositories(db: Db): Repositories {
+  return {
+    workspaces: new WorkspaceRepo(db),
+    keys: new KeyRepo(db),
+    agents: new AgentRepo(db),
+    tools: new ToolRepo(db),
+    tasks: new TaskRepo(db),
+    runs: new RunRepo(db),
+    events: new EventRepo(db),
+    records: new RecordRepo(db),
+    webhooks: new WebhookRepo(db),
+    deliveries: new DeliveryRepo(db),
+    idempotency: new IdempotencyRepo(db),
+    rateCounters: new RateCounterRepo(db),
+  }
+}

@@ -1,0 +1,77 @@
+import type { SSEStreamingApi } from 'hono/streaming'
+import type { RunService, TraceRead } from '../domain/runs/service.js'
+import type { FrameRecord } from '../domain/runs/types.js'
+
+const SSE_PAGE = 200
+const KEEPALIVE_MS = 15_000
+/** Even without a wake-up the run is read again this often (changes made by another process). */
+const POLL_MS = 1_000
+
+/** One run's frames as a read-after-seq source, like the stream's topic sources (src/stream/sources.ts). */
+export interface TraceSource {
+  read(after: number, limit: number): Promise<TraceRead>
+  /** Resolves when the run may have new frames, after `ms` at the latest, or at once on `signal`. */
+  changed(ms: number, signal: AbortSignal): Promise<void>
+}
+
+export function traceSource(runs: RunService, workspaceId: string, runId: string): TraceSource {
+  return {
+    read: (after, limit) => runs.frames(workspaceId, runId, after, limit),
+    changed: (ms, signal) => waitForRunChange(runs, runId, ms, signal),
+  }
+}
+
+/** The one place the SSE loop waits: for this run's next change in this process, or the poll interval. */
+function waitForRunChange(runs: RunService, runId: string, ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve()
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      unsubscribe()
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done)
+    const unsubscribe = runs.onChange((id) => {
+      if (id === runId) done()
+    })
+  })
+}
+
+/**
+ * Server-Sent Events: every frame after `after` as `id: <seq>` / `event: frame`, live until the run is terminal,
+ * then `event: end`. It reads through the same `frames` call as paging, so both give the same frames.
+ */
+export async function writeTrace(
+  stream: SSEStreamingApi,
+  source: TraceSource,
+  after: number,
+  present: (frame: FrameRecord) => unknown,
+): Promise<void> {
+  const closed = new AbortController()
+  stream.onAbort(() => closed.abort())
+  let cursor = after
+  let lastWrite = Date.now()
+  while (!closed.signal.aborted) {
+    const read = await source.read(cursor, SSE_PAGE)
+    for (const f of read.frames) {
+      await stream.writeSSE({ id: String(f.seq), event: 'frame', data: JSON.stringify(present(f)) })
+      cursor = f.seq
+      lastWrite = Date.now()
+    }
+    if (read.more) continue
+    if (read.nextAfter === null) {
+      await stream.writeSSE({
+        event: 'end',
+        data: JSON.stringify({ run_status: read.status, last_seq: cursor }),
+      })
+      return
+    }
+    await source.changed(POLL_MS, closed.signal)
+    if (Date.now() - lastWrite >= KEEPALIVE_MS) {
+      await stream.write(': keep-alive\n\n')
+      lastWrite = Date.now()
+    }
+  }
+}
