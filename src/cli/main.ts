@@ -6,8 +6,7 @@ import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
 import { startServer } from '../server.js'
 import { openDb } from '../store/db.js'
 import { migrate } from '../store/migrations/index.js'
-import { KeyRepo } from '../store/repos/keys.js'
-import { WorkspaceRepo } from '../store/repos/workspaces.js'
+import { createRepositories } from '../store/repos/index.js'
 
 class UsageError extends Error {}
 
@@ -43,6 +42,17 @@ Issues an API key; the token is printed once and only its hash is stored.
   --policy-classes a,b   ingest policy classes the workspace accepts
   --json                 print JSON: {token, key_id, workspace_id, scopes, expires_at, ...}
   --database-url URL     store to write to`,
+  keys: `agentops keys <create|list|revoke> ...
+
+Issues, lists and revokes API keys.
+  agentops keys create --workspace NAME [options]   issue a key (creates the workspace on first use)
+  agentops keys list --workspace NAME               list a workspace's keys (never their secrets)
+  agentops keys revoke KEY_ID                       revoke a key
+Run agentops keys <command> --help for that command's options.`,
+  workspaces: `agentops workspaces set NAME [options]
+
+Changes a workspace's tier, limits, policy classes and feature flags.
+Run agentops workspaces set --help for the options.`,
   'keys list': `agentops keys list --workspace NAME [--json] [--database-url URL]`,
   'keys revoke': `agentops keys revoke KEY_ID [--json] [--database-url URL]`,
   'workspaces set': `agentops workspaces set NAME [--tier T] [--limit-per-hour N] [--burst-limit N]
@@ -89,7 +99,8 @@ async function withKeys<T>(
   const db = await openDb(config.databaseUrl)
   try {
     await migrate(db)
-    return await fn(new KeyService(new KeyRepo(db), new WorkspaceRepo(db), systemClock))
+    const repos = createRepositories(db)
+    return await fn(new KeyService(repos.keys, repos.workspaces, systemClock))
   } finally {
     await db.close()
   }
@@ -114,8 +125,15 @@ const WORKSPACE_FLAGS = {
   features: { type: 'string' },
 } as const
 
+const HELP_FLAGS = new Set(['--help', '-h', 'help'])
+
 export async function main(argv: string[]): Promise<number> {
   const [group, sub] = argv
+  // `agentops keys --help` (or a group without its command) explains the group rather than failing.
+  if ((group === 'keys' || group === 'workspaces') && (sub === undefined || HELP_FLAGS.has(sub))) {
+    console.log(HELP[group])
+    return sub === undefined ? 2 : 0
+  }
   const command = group === 'keys' || group === 'workspaces' ? `${group} ${sub ?? ''}`.trim() : (group ?? '')
   const rest = argv.slice(group === 'keys' || group === 'workspaces' ? 2 : 1)
   try {
@@ -168,10 +186,12 @@ export async function main(argv: string[]): Promise<number> {
         if (values.help) return help('keys create')
         if (!values.workspace) throw new UsageError('--workspace NAME is required')
         const expiresIn = positiveInt(values['expires-in'], '--expires-in')
+        // Every flag is checked before the store is opened, so a typo never creates a database.
+        const settings = settingsFrom(values)
         const issued = await withKeys(values['database-url'], (keys) =>
           keys.issue({
             workspace: values.workspace!,
-            ...settingsFrom(values),
+            ...settings,
             scopes: list(values.scopes),
             identity: values.identity,
             expiresInSeconds: expiresIn,
@@ -218,9 +238,8 @@ export async function main(argv: string[]): Promise<number> {
         if (values.help) return help('workspaces set')
         const name = positionals[0]
         if (!name) throw new UsageError('NAME is required')
-        const ws = await withKeys(values['database-url'], (k) =>
-          k.configureWorkspace(name, settingsFrom(values)),
-        )
+        const settings = settingsFrom(values)
+        const ws = await withKeys(values['database-url'], (k) => k.configureWorkspace(name, settings))
         console.log(
           JSON.stringify({
             workspace_id: ws.id,

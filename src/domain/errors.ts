@@ -1,8 +1,11 @@
 /**
- * The one catalogue of error codes. The OpenAPI document lists the same codes under `x-error-codes`
- * (a test keeps the two equal). Handlers and middleware throw ApiError; the HTTP layer renders the
- * spec §7 envelope `{"error":{"code","message","detail","request_id"}}`.
+ * The one catalogue of error codes, the constructors of the errors more than one place raises, and the spec §7
+ * envelope `{"error":{"code","message","detail","request_id"}}` that both the HTTP side and the stream render.
+ * The OpenAPI document lists the same codes under `x-error-codes` (a test keeps the two equal).
  */
+import type { KeyRefusal } from './identity.js'
+import type { WindowState } from './limits/rate-limit.js'
+
 export const ERROR_CATALOGUE = {
   invalid_request: { status: 400, title: 'The request does not match the schema or is malformed.' },
   invalid_cursor: {
@@ -71,4 +74,43 @@ export function policyDenied(message: string, detail: PolicyDeniedDetail): ApiEr
 
 export function notFound(resource: string): ApiError {
   return new ApiError('not_found', `${resource} not found`, {})
+}
+
+const REFUSALS: Record<KeyRefusal, string> = {
+  missing: 'A bearer token is required: send Authorization: Bearer <API_KEY>',
+  malformed: 'The Authorization header is not a well-formed bearer token',
+  unknown: 'The bearer token is not valid',
+  expired: 'The bearer token has expired',
+  revoked: 'The bearer token has been revoked',
+}
+
+/** 401 with the RFC 6750 challenge; `error="invalid_token"` only when a token was sent. */
+export function unauthenticated(reason: KeyRefusal): ApiError {
+  const challenge = reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"'
+  return new ApiError('unauthenticated', REFUSALS[reason], { reason }, { 'WWW-Authenticate': challenge })
+}
+
+/** 429 for the window that refused the request (REST and socket ingestion alike). */
+export function rateLimited(w: WindowState): ApiError {
+  return new ApiError(
+    'rate_limited',
+    `The workspace used its ${w.quota} requests of the ${w.name} window; retry in ${w.resetSeconds} s`,
+    {
+      window: w.name,
+      limit: w.quota,
+      window_seconds: w.windowSeconds,
+      reset_at: new Date(w.windowStart + w.windowSeconds * 1000).toISOString(),
+      retry_after_seconds: w.resetSeconds,
+    },
+    { 'Retry-After': String(w.resetSeconds) },
+  )
+}
+
+export interface ErrorEnvelope {
+  error: { code: ErrorCode; message: string; detail: ErrorDetail; request_id: string }
+}
+
+/** The spec §7 body of an error; `request_id` is the response's X-Request-Id. */
+export function errorEnvelope(err: ApiError, requestId: string): ErrorEnvelope {
+  return { error: { code: err.code, message: err.message, detail: err.detail, request_id: requestId } }
 }

@@ -1,3 +1,6 @@
+/** Why a token was refused; all of them answer the same 401, the reason only goes into `detail`. */
+export type KeyRefusal = 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked'
+
 export type Tier = 'standard' | 'pro' | 'enterprise'
 
 export interface Workspace {

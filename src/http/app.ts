@@ -1,6 +1,8 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
+import { except } from 'hono/combine'
 import { ApiError } from '../domain/errors.js'
 import type { Services } from '../services.js'
+import { STREAM_PATH } from '../stream/path.js'
 import type { AppEnv } from './context.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
@@ -34,7 +36,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
 
   // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
-  app.use('/v1/*', async (c, next) => (c.req.path === '/v1/stream' ? next() : auth(services)(c, next)))
+  app.use('/v1/*', except(STREAM_PATH, auth(services)))
   app.use('/v1/*', rateLimit(services))
   app.use('/v1/*', bodyGuard(services.config.maxBodyBytes))
   app.use('/v1/*', idempotency(services))
@@ -42,7 +44,6 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   registerMetaRoutes(app, services)
   registerAgentRoutes(app, services)
   registerToolRoutes(app, services)
-  // --- feature routes: each feature adds one line here ---
   registerIngestRoutes(app, services)
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)

@@ -1,23 +1,15 @@
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { ApiError, ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js'
+import { ApiError, ERROR_CATALOGUE, type ErrorCode, errorEnvelope } from '../domain/errors.js'
 import type { AppEnv } from './context.js'
-
-export interface ErrorEnvelope {
-  error: { code: ErrorCode; message: string; detail: Record<string, unknown>; request_id: string }
-}
-
-export function envelope(c: Context<AppEnv>, err: ApiError): ErrorEnvelope {
-  return {
-    error: { code: err.code, message: err.message, detail: err.detail, request_id: c.get('requestId') ?? '' },
-  }
-}
+import type { ErrorBody } from './contract-types.js'
 
 /** Renders an ApiError as the spec §7 envelope, with its status and headers. */
 export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {
   for (const [name, value] of Object.entries(err.headers)) c.header(name, value)
-  return c.json(envelope(c, err), err.status as ContentfulStatusCode)
+  const body: ErrorBody = errorEnvelope(err, c.get('requestId') ?? '')
+  return c.json(body, err.status as ContentfulStatusCode)
 }
 
 /** Anything thrown becomes an envelope; only real bugs become 500, and they never leak internals. */

@@ -1,15 +1,15 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer } from 'ws'
-import { ApiError } from '../domain/errors.js'
+import { ApiError, errorEnvelope, rateLimited, unauthenticated } from '../domain/errors.js'
+import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
-import type { KeyRefusal, VerifiedKey } from '../domain/keys/service.js'
-import { unauthenticated } from '../http/middleware/auth.js'
+import type { VerifiedKey } from '../domain/keys/service.js'
 import type { Services } from '../services.js'
 import { DEFAULT_STREAM_OPTIONS, StreamHub, type StreamIngestor, type StreamOptions } from './hub.js'
+import { STREAM_PATH } from './path.js'
 import { connectorSource, runsSource } from './sources.js'
 
-export const STREAM_PATH = '/v1/stream'
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
 const MESSAGE_ENVELOPE_BYTES = 64 * 1024
 
@@ -69,19 +69,19 @@ export function attachStream(
     if (url.pathname !== STREAM_PATH) {
       // Leave foreign paths to another upgrade handler if there is one; otherwise answer like the HTTP side.
       if (server.listeners('upgrade').length > 1) return
-      refuse(socket, services, 404, 'Not Found', {
-        code: 'not_found',
-        message: 'No such endpoint',
-        detail: { path: url.pathname },
-      })
+      refuse(
+        socket,
+        services,
+        'Not Found',
+        new ApiError('not_found', 'No such endpoint', { path: url.pathname }),
+      )
       return
     }
     socket.on('error', () => socket.destroy())
     void authenticate(services, req, url).then(
       ({ verified, revalidate }) => {
         if (typeof verified === 'string') {
-          const err: ApiError = unauthenticated(verified)
-          refuse(socket, services, 401, 'Unauthorized', err, err.headers)
+          refuse(socket, services, 'Unauthorized', unauthenticated(verified))
           return
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
@@ -104,11 +104,11 @@ export function attachStream(
       },
       (err: unknown) => {
         console.error('[stream] upgrade failed:', err)
-        refuse(socket, services, 503, 'Service Unavailable', {
-          code: 'unavailable',
-          message: 'The service is temporarily unavailable; retry with backoff and jitter',
-          detail: {},
-        })
+        const unavailable = new ApiError(
+          'unavailable',
+          'The service is temporarily unavailable; retry with backoff and jitter',
+        )
+        refuse(socket, services, 'Service Unavailable', unavailable)
       },
     )
   }
@@ -131,20 +131,7 @@ function socketIngestor(services: Services, verified: VerifiedKey): StreamIngest
   const workspace = verified.workspace
   return async (connectorId, records) => {
     const decision = await services.limits.consume(workspace)
-    if (!decision.allowed && decision.refusedBy) {
-      const w = decision.refusedBy
-      throw new ApiError(
-        'rate_limited',
-        `The workspace used its ${w.quota} requests of the ${w.name} window; retry in ${w.resetSeconds} s`,
-        {
-          window: w.name,
-          limit: w.quota,
-          window_seconds: w.windowSeconds,
-          reset_at: new Date(w.windowStart + w.windowSeconds * 1000).toISOString(),
-          retry_after_seconds: w.resetSeconds,
-        },
-      )
-    }
+    if (!decision.allowed && decision.refusedBy) throw rateLimited(decision.refusedBy)
     return services.ingestion.ingest(
       { id: workspace.id, policyClasses: workspace.policyClasses },
       connectorId,
@@ -153,42 +140,30 @@ function socketIngestor(services: Services, verified: VerifiedKey): StreamIngest
   }
 }
 
-/** Header first (RFC 6750 §2.1); the `access_token` query parameter (§2.3) is for browsers, which cannot set it. */
+/** The upgrade's credentials, checked now and again while the socket lives (a key revoked later closes it). */
 async function authenticate(
   services: Services,
   req: IncomingMessage,
   url: URL,
 ): Promise<{ verified: VerifiedKey | KeyRefusal; revalidate: () => Promise<VerifiedKey | KeyRefusal> }> {
-  const header = req.headers.authorization
-  const queryToken = url.searchParams.get('access_token')
-  const revalidate =
-    header !== undefined
-      ? () => services.keys.verify(header)
-      : queryToken !== null && queryToken !== ''
-        ? () => services.keys.verifyToken(queryToken)
-        : async (): Promise<KeyRefusal> => 'missing'
+  const credentials = {
+    authorization: req.headers.authorization,
+    accessToken: url.searchParams.get('access_token') ?? undefined,
+  }
+  const revalidate = () => services.keys.verifyRequest(credentials)
   return { verified: await revalidate(), revalidate }
 }
 
-function refuse(
-  socket: Duplex,
-  services: Services,
-  status: number,
-  statusText: string,
-  error: { code: string; message: string; detail: Record<string, unknown> },
-  headers: Record<string, string> = {},
-): void {
+function refuse(socket: Duplex, services: Services, statusText: string, err: ApiError): void {
   const requestId = newId('req', services.clock.now())
-  const body = JSON.stringify({
-    error: { code: error.code, message: error.message, detail: error.detail, request_id: requestId },
-  })
+  const body = JSON.stringify(errorEnvelope(err, requestId))
   const lines = [
-    `HTTP/1.1 ${status} ${statusText}`,
+    `HTTP/1.1 ${err.status} ${statusText}`,
     'Content-Type: application/json',
     `Content-Length: ${Buffer.byteLength(body)}`,
     `X-Request-Id: ${requestId}`,
     'Connection: close',
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    ...Object.entries(err.headers).map(([k, v]) => `${k}: ${v}`),
   ]
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`)
 }

@@ -232,19 +232,12 @@ describe('the command line', () => {
     expect((await t.request('GET', '/v1/tools', { token: issued.token })).status).toBe(403)
   })
 
+  // Each command's help and each refusal is checked in-process (test/spine/cli-help.test.ts); these two spawns prove
+  // the installed binary passes the exit code through.
   it('explains itself and refuses bad flags with exit code 2', () => {
-    for (const args of [
-      ['--help'],
-      ['serve', '--help'],
-      ['keys', 'create', '--help'],
-      ['workspaces', 'set', '--help'],
-    ]) {
-      const out = cli(args)
-      expect(out.status, args.join(' ')).toBe(0)
-      expect(out.stdout).toContain('agentops')
-    }
-    expect(cli(['keys', 'create', '--workspace', 'w', '--tier', 'gold']).status).toBe(2)
-    expect(cli(['keys', 'create', '--bogus']).status).toBe(2)
+    const out = cli(['--help'])
+    expect(out.status).toBe(0)
+    expect(out.stdout).toContain('agentops')
     expect(cli(['frobnicate']).status).toBe(2)
   })
 })

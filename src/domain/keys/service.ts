@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../clock.js'
-import type { Tier, Workspace } from '../identity.js'
+import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
 import type { KeyRepository, WorkspaceRepository } from '../ports.js'
 
@@ -49,8 +49,11 @@ export interface VerifiedKey {
   workspace: Workspace
 }
 
-/** Why a token was refused; all of them answer the same 401, the reason only goes into `detail`. */
-export type KeyRefusal = 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked'
+/** Where a request may carry its bearer token (RFC 6750): the header, or the `access_token` query parameter. */
+export interface BearerCredentials {
+  authorization?: string | undefined
+  accessToken?: string | undefined
+}
 
 function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex')
@@ -157,6 +160,16 @@ export class KeyService {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
     if (!match?.[1]) return 'malformed'
     return this.verifyToken(match[1])
+  }
+
+  /**
+   * The one reading of a request's credentials: the Authorization header first (RFC 6750 §2.1), else the
+   * `access_token` query parameter (§2.3, for browsers' WebSockets, which cannot set the header).
+   */
+  verifyRequest(credentials: BearerCredentials): Promise<VerifiedKey | KeyRefusal> {
+    if (credentials.authorization !== undefined) return this.verify(credentials.authorization)
+    if (credentials.accessToken) return this.verifyToken(credentials.accessToken)
+    return Promise.resolve('missing')
   }
 
   async verifyToken(token: string): Promise<VerifiedKey | KeyRefusal> {

@@ -1,5 +1,5 @@
 import { createMiddleware } from 'hono/factory'
-import { ApiError } from '../../domain/errors.js'
+import { rateLimited } from '../../domain/errors.js'
 import { rateLimitHeader, rateLimitPolicyHeader } from '../../domain/limits/rate-limit.js'
 import type { RateDecision } from '../../domain/limits/service.js'
 import type { Services } from '../../services.js'
@@ -22,23 +22,7 @@ export const rateLimit = (services: Services) =>
     if (!auth) return next() // public or stream upgrade: nothing to bill
     const decision = await services.limits.consume(auth.workspace)
     if (!decision.allowed && decision.refusedBy) {
-      const w = decision.refusedBy
-      const resetAt = new Date(w.windowStart + w.windowSeconds * 1000).toISOString()
-      const res = errorResponse(
-        c,
-        new ApiError(
-          'rate_limited',
-          `The workspace used its ${w.quota} requests of the ${w.name} window; retry in ${w.resetSeconds} s`,
-          {
-            window: w.name,
-            limit: w.quota,
-            window_seconds: w.windowSeconds,
-            reset_at: resetAt,
-            retry_after_seconds: w.resetSeconds,
-          },
-          { 'Retry-After': String(w.resetSeconds) },
-        ),
-      )
+      const res = errorResponse(c, rateLimited(decision.refusedBy))
       setHeaders(res.headers, decision)
       return res
     }

@@ -4,7 +4,11 @@ import type { AppEnv } from '../context.js'
 
 const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** Every response carries X-Request-Id; a well-formed id from the caller (a proxy's) is kept for tracing. */
+/**
+ * Every response carries X-Request-Id; a well-formed id from the caller (a proxy's) is kept for tracing.
+ * Not `hono/request-id`: it refuses ids with `.` or `:` (common in proxies' trace ids), and it sets the header
+ * only before the handler, so a handler's own Response would lose it; here it is set again afterwards.
+ */
 export const requestId = () =>
   createMiddleware<AppEnv>(async (c, next) => {
     const incoming = c.req.header('x-request-id')

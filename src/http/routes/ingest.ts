@@ -5,12 +5,11 @@ import {
   getV1StreamRoute,
   postV1GridConnectorsConnectorIdIngestRoute,
 } from '../../../generated/routes.js'
-import { ApiError } from '../../domain/errors.js'
-import { MAX_BATCH_RECORDS } from '../../domain/ingestion/service.js'
+import { ApiError, unauthenticated } from '../../domain/errors.js'
+import { checkBatchSize } from '../../domain/ingestion/service.js'
 import { pageRequest, toPage } from '../../domain/pagination.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
-import { unauthenticated } from '../middleware/auth.js'
 import { requireScope } from '../scopes.js'
 
 const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
@@ -29,12 +28,7 @@ const batchSizeGuard = createMiddleware<AppEnv>(async (c, next) => {
     return next() // the validator answers with the precise 400
   }
   const records = (parsed as { records?: unknown } | null)?.records
-  if (Array.isArray(records) && records.length > MAX_BATCH_RECORDS) {
-    throw new ApiError('payload_too_large', `A batch holds at most ${MAX_BATCH_RECORDS} records`, {
-      limit_records: MAX_BATCH_RECORDS,
-      observed_records: records.length,
-    })
-  }
+  if (Array.isArray(records)) checkBatchSize(records.length)
   return next()
 })
 
@@ -68,14 +62,10 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Service
   // A plain GET on the stream (no Upgrade header) reaches the app: authenticate it like the upgrade, then say why it
   // cannot be served, so the answer is the error envelope rather than a bare 404.
   app.openapi(getV1StreamRoute, async (c) => {
-    const header = c.req.header('authorization')
-    const token = c.req.valid('query').access_token
-    const verified =
-      header !== undefined
-        ? await services.keys.verify(header)
-        : token
-          ? await services.keys.verifyToken(token)
-          : 'missing'
+    const verified = await services.keys.verifyRequest({
+      authorization: c.req.header('authorization'),
+      accessToken: c.req.valid('query').access_token,
+    })
     if (typeof verified === 'string') throw unauthenticated(verified)
     throw new ApiError(
       'invalid_request',
