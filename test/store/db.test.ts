@@ -30,6 +30,27 @@ describe.each(backends())('Db on $name', (backend) => {
     expect(await migrate(db)).toEqual([])
   })
 
+  it('applies each migration in its own transaction: one that fails half-way leaves nothing behind', async () => {
+    db = await openDb(await backend.freshUrl())
+    const good = { id: '900_good', sql: 'CREATE TABLE good_t (k TEXT PRIMARY KEY)' }
+    const broken = {
+      id: '901_broken',
+      sql: 'CREATE TABLE half_t (k TEXT PRIMARY KEY);\nCREATE TABLE half_t (k TEXT PRIMARY KEY);',
+    }
+    await expect(migrate(db, [good, broken])).rejects.toThrow()
+    const applied = (await db.query<{ id: string }>('SELECT id FROM schema_migrations ORDER BY id')).map(
+      (r) => r.id,
+    )
+    expect(applied).toEqual(['900_good'])
+    await db.query('SELECT k FROM good_t')
+    // The first statement of the failed migration was rolled back with it.
+    await expect(db.query('SELECT k FROM half_t')).rejects.toThrow()
+    // Fixed, it is applied whole on the next run.
+    const fixed = { id: '901_broken', sql: 'CREATE TABLE half_t (k TEXT PRIMARY KEY);' }
+    expect(await migrate(db, [good, fixed])).toEqual(['901_broken'])
+    await db.query('SELECT k FROM half_t')
+  })
+
   it('runs the same SQL: BIGSERIAL, RETURNING, ON CONFLICT, JSON text, BIGINT numbers', async () => {
     db = await openDb(await backend.freshUrl())
     await db.exec(

@@ -47,16 +47,11 @@ export interface DeliveryRecord {
   deliveredAt: number | null
 }
 
-export interface NewDelivery {
-  id: string
-  webhookId: string
-  workspaceId: string
-  eventId: string
-  eventSeq: number
-  eventKind: EventKind
-  payload: Record<string, unknown>
-  now: number
-}
+/** A delivery row as the fan-out creates it; `now` is its creation time and first due time. */
+export type NewDelivery = Pick<
+  DeliveryRecord,
+  'id' | 'webhookId' | 'workspaceId' | 'eventId' | 'eventSeq' | 'eventKind' | 'payload'
+> & { now: number }
 
 /** The outcome of one attempt, written only by the lease holder. */
 export type AttemptOutcome =

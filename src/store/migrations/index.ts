@@ -19,13 +19,13 @@ export const MIGRATIONS: readonly Migration[] = [core, runs, limits, webhooks, i
  * Applies pending migrations in order, each in its own transaction together with its schema_migrations row, so
  * a migration that fails half-way leaves nothing behind and is tried again whole on the next start.
  */
-export async function migrate(db: Db): Promise<string[]> {
+export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATIONS): Promise<string[]> {
   await db.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)',
   )
   const done = new Set((await db.query<{ id: string }>('SELECT id FROM schema_migrations')).map((r) => r.id))
   const applied: string[] = []
-  for (const m of MIGRATIONS) {
+  for (const m of migrations) {
     if (done.has(m.id)) continue
     const fresh = await db.transaction(async (tx) => {
       await tx.exec(m.sql)
