@@ -264,6 +264,28 @@ describe.each(backends())('run lifecycle on $name', (backend) => {
     expect(after.body.outcome.error.code).toBe('agent_deleted')
   })
 
+  it('the agents list shows each agent its own active-run count (one count query for the page)', async () => {
+    const own = (await t.createKey()).token
+    await registerTool(t, own, { name: 'search' })
+    const busy = await createAgent(t, own, 'supervised', ['search'])
+    const idle = await createAgent(t, own, 'supervised', ['search'])
+    const runs = [await startRun(t, own, busy), await startRun(t, own, busy)]
+    for (const r of runs) await waitForRun(t, own, r.run_id, status('awaiting_approval'))
+    const listed = async () => {
+      const res = await t.request('GET', '/v1/agents', { token: own })
+      expect(res.status).toBe(200)
+      const data: { agent_id: string; active_runs: number; status: string }[] = res.body.data
+      return new Map(data.map((a) => [a.agent_id, a]))
+    }
+    let agents = await listed()
+    expect(agents.get(busy)).toMatchObject({ active_runs: 2, status: 'running' })
+    expect(agents.get(idle)).toMatchObject({ active_runs: 0, status: 'idle' })
+    expect((await t.request('POST', `/v1/runs/${runs[0].run_id}/cancel`, { token: own })).status).toBe(200)
+    agents = await listed()
+    expect(agents.get(busy)).toMatchObject({ active_runs: 1, status: 'running' })
+    expect(agents.get(idle)).toMatchObject({ active_runs: 0, status: 'idle' })
+  })
+
   it('lists an agent runs with paging, and hides other workspaces runs behind the same 404', async () => {
     const agent = await createAgent(t, token, 'autonomous', [])
     const ids = []
