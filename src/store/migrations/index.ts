@@ -21,6 +21,7 @@ export async function loadMigrations(): Promise<Migration[]> {
     await import('./003_limits.js'),
     await import('./004_webhooks.js'),
     await import('./005_ingest.js'),
+    await import('./006_run_counts.js'),
   ]
   const all = [...modules.map((m) => m.migration), ...registry]
   return all.sort((a, b) => a.id.localeCompare(b.id))
