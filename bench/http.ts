@@ -11,6 +11,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
@@ -40,6 +41,8 @@ interface Target extends TargetInfo {
 interface Figure {
   label: string
   rps: number
+  /** Server CPU time per request (user + system), from /proc: steadier than req/s on a shared machine. */
+  cpuUs: number
   p50: number
   p99: number
   non2xx: number
@@ -115,20 +118,34 @@ async function startPrism(): Promise<Target> {
 
 type Request = autocannon.Request
 
-async function load(label: string, url: string, requests: Request[], seconds = duration): Promise<Figure> {
+/** CPU seconds a process has used so far (Linux /proc; NaN elsewhere). */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+    // utime and stime are fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return Number.NaN
+  }
+}
+
+async function load(t: Target, label: string, requests: Request[], seconds = duration): Promise<Figure> {
   const run = (d: number) =>
     autocannon({
-      url,
+      url: t.url,
       connections: CONNECTIONS,
       duration: d,
       requests,
       timeout: 30,
     }) as Promise<autocannon.Result>
   await run(warmup)
+  const cpuBefore = cpuSeconds(t.child.pid)
   const r = await run(seconds)
+  const cpuUs = ((cpuSeconds(t.child.pid) - cpuBefore) * 1e6) / Math.max(1, r.requests.total)
   return {
     label,
     rps: r.requests.average,
+    cpuUs,
     p50: r.latency.p50,
     p99: r.latency.p99,
     non2xx: r.non2xx,
@@ -261,7 +278,7 @@ function percentile(values: number[], p: number): number {
 function printFigure(f: Figure): void {
   const problems = f.non2xx + f.errors > 0 ? `  (non-2xx ${f.non2xx}, errors ${f.errors})` : ''
   console.log(
-    `${f.label.padEnd(44)} ${f.rps.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(5)} ms${problems}`,
+    `${f.label.padEnd(48)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${String(f.p50).padStart(4)} ms  p99 ${String(f.p99).padStart(5)} ms  CPU ${f.cpuUs.toFixed(0).padStart(5)} µs/req${problems}`,
   )
 }
 
@@ -284,20 +301,20 @@ async function main(): Promise<void> {
     `bench:http — ${CONNECTIONS} connections, ${duration} s per measurement after ${warmup} s warm-up`,
   )
   const figures = new Map<string, Figure>()
-  const measure = async (key: string, label: string, url: string, reqs: Request[]) => {
-    const f = await load(label, url, reqs)
+  const measure = async (key: string, label: string, t: Target, reqs: Request[]) => {
+    const f = await load(t, label, reqs)
     figures.set(key, f)
     printFigure(f)
   }
 
   const bare = await startTarget('bare Hono', 'bare')
-  await measure('bare.get', 'bare Hono GET /v1/runs/{id}', bare.url, getRun(bare))
-  await measure('bare.post', 'bare Hono POST /v1/agents', bare.url, postAgent(bare))
+  await measure('bare.get', 'bare Hono GET /v1/runs/{id}', bare, getRun(bare))
+  await measure('bare.post', 'bare Hono POST /v1/agents', bare, postAgent(bare))
   bare.child.kill('SIGTERM')
 
   const sqlite = await startTarget('reference (SQLite)', 'reference')
-  await measure('sqlite.get', 'reference SQLite GET /v1/runs/{id}', sqlite.url, getRun(sqlite))
-  await measure('sqlite.post', 'reference SQLite POST /v1/agents (fresh key)', sqlite.url, postAgent(sqlite))
+  await measure('sqlite.get', 'reference SQLite GET /v1/runs/{id}', sqlite, getRun(sqlite))
+  await measure('sqlite.post', 'reference SQLite POST /v1/agents (fresh key)', sqlite, postAgent(sqlite))
   const ingestSqlite = await ingest(sqlite)
   console.log(
     `${'reference SQLite ingest (500 × 4 clients)'.padEnd(44)} ${ingestSqlite.recordsPerSecond.toFixed(0).padStart(8)} records/s   batch p50 ${ingestSqlite.batchP50.toFixed(0)} ms (${ingestSqlite.batches} batches)`,
@@ -314,13 +331,8 @@ async function main(): Promise<void> {
       const server = await startPostgres()
       pgStop = server.stop
       const pgRef = await startTarget('reference (PostgreSQL)', 'reference', await createDatabase(server.url))
-      await measure('pg.get', 'reference PostgreSQL GET /v1/runs/{id}', pgRef.url, getRun(pgRef))
-      await measure(
-        'pg.post',
-        'reference PostgreSQL POST /v1/agents (fresh key)',
-        pgRef.url,
-        postAgent(pgRef),
-      )
+      await measure('pg.get', 'reference PostgreSQL GET /v1/runs/{id}', pgRef, getRun(pgRef))
+      await measure('pg.post', 'reference PostgreSQL POST /v1/agents (fresh key)', pgRef, postAgent(pgRef))
       pgRef.child.kill('SIGTERM')
     } catch (err) {
       console.log(`PostgreSQL skipped: ${(err as Error).message.split('\n')[0]}`)
@@ -330,7 +342,7 @@ async function main(): Promise<void> {
   if (!flag('--no-prism')) {
     try {
       const prism = await startPrism()
-      await measure('prism.get', 'prism mock GET /v1/runs/{id}', prism.url, getRun(prism))
+      await measure('prism.get', 'prism mock GET /v1/runs/{id}', prism, getRun(prism))
       prism.child.kill('SIGTERM')
     } catch (err) {
       console.log(`Prism skipped: ${(err as Error).message}`)
@@ -345,6 +357,15 @@ async function main(): Promise<void> {
   verdict('POST agent (fresh key), SQLite / bare Hono POST', ratio(f('sqlite.post'), f('bare.post')), 0.25)
   verdict('POST agent (fresh key), SQLite p99', f('sqlite.post')?.p99 ?? Number.NaN, 100, ' ms', false)
   verdict('POST agent (fresh key), PostgreSQL p99', f('pg.post')?.p99 ?? Number.NaN, 150, ' ms', false)
+  console.log(
+    '\nCPU-cost ratios (bare µs/req ÷ reference µs/req: the req/s ratio if each had the CPU to itself)',
+  )
+  const cpu = (a: string, b: string) => (f(a)?.cpuUs ?? Number.NaN) / (f(b)?.cpuUs ?? Number.NaN)
+  verdict('GET run, SQLite, by CPU cost', cpu('bare.get', 'sqlite.get'), 0.5)
+  verdict('GET run, PostgreSQL, by CPU cost (server process only)', cpu('bare.get', 'pg.get'), 0.3)
+  verdict('GET run, SQLite vs Prism mock, by CPU cost', cpu('prism.get', 'sqlite.get'), 10)
+  verdict('POST agent (fresh key), SQLite, by CPU cost', cpu('bare.post', 'sqlite.post'), 0.25)
+  console.log('')
   verdict('ingest, SQLite', ingestSqlite.recordsPerSecond, 50_000, ' rec/s')
   verdict('webhook delivery p50, SQLite', hookSqlite.p50, 20, ' ms', false)
 

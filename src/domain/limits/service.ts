@@ -1,5 +1,11 @@
 import type { Db } from '../../store/db.js'
-import { type ClaimResult, IdempotencyRepo, type StoredResponse } from '../../store/repos/idempotency.js'
+import {
+  type ClaimResult,
+  IdempotencyRepo,
+  type IdempotencyStore,
+  LocalIdempotencyRepo,
+  type StoredResponse,
+} from '../../store/repos/idempotency.js'
 import { MemoryRateCounters, RateCounterRepo, type RateCounters } from '../../store/repos/rate-counters.js'
 import type { Clock } from '../clock.js'
 import type { Workspace } from '../identity.js'
@@ -14,15 +20,16 @@ export interface RateDecision {
 }
 
 export class LimitsService {
-  private readonly idempotency: IdempotencyRepo
+  private readonly idempotency: IdempotencyStore
   private readonly counters: RateCounters
   constructor(
     db: Db,
     private readonly clock: Clock,
   ) {
-    this.idempotency = new IdempotencyRepo(db)
-    // SQLite: this server is the store's only writer, so counts live in memory; PostgreSQL: shared by replicas.
+    // SQLite: this server is the store's only writer, so counts and claims in progress live in memory;
+    // PostgreSQL: in the store, shared by replicas.
     this.counters = db.dialect === 'sqlite' ? new MemoryRateCounters(db) : new RateCounterRepo(db)
+    this.idempotency = db.dialect === 'sqlite' ? new LocalIdempotencyRepo(db) : new IdempotencyRepo(db)
   }
 
   /**
