@@ -110,6 +110,15 @@ export function createServices(deps: ServiceDeps): Services {
     stop: () => services.webhooks.dispatcher.stop(),
   })
   workers.push(intervalWorker('limits-purge', 10 * 60 * 1000, () => services.limits.purge()))
+  // In-memory rate counts (SQLite) reach the store every second and once more when the server stops.
+  const flush = intervalWorker('rate-counters-flush', 1000, () => services.limits.flushCounters())
+  workers.push({
+    ...flush,
+    async stop() {
+      await flush.stop()
+      await services.limits.flushCounters()
+    },
+  })
   return services
 }
 

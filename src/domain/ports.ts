@@ -7,7 +7,7 @@ import type { AgentRecord } from './agents/types.js'
 import type { EventRow } from './events/types.js'
 import type { ApiKeyRecord, Workspace } from './identity.js'
 import type { BatchRow, StoredRecordRow } from './ingestion/types.js'
-import type { ClaimResult, StoredResponse } from './limits/types.js'
+import type { ClaimResult, CounterWindow, StoredResponse } from './limits/types.js'
 import type { Slice } from './pagination.js'
 import type { FrameRecord, Outcome, RunRecord, RunStatus } from './runs/types.js'
 import type { TaskRecord } from './tasks/types.js'
@@ -120,8 +120,6 @@ export interface RunRepository extends TxBound<RunRepository> {
   release(id: string, owner: string): Promise<void>
   appendFrame(runId: string, f: FrameRecord): Promise<void>
   frames(runId: string, afterSeq: number, limit: number): Promise<Slice<FrameRecord>>
-  /** Plan counts straight from the trace, so they can never disagree with it. */
-  frameCounts(runId: string): Promise<Record<string, number>>
   followTask(runId: string, status: RunStatus, outcome: Outcome | null, at: number): Promise<void>
 }
 
@@ -193,7 +191,11 @@ export interface DeliveryRepository extends TxBound<DeliveryRepository> {
   dropPending(webhookId: string): Promise<number>
 }
 
-export interface IdempotencyRepository extends TxBound<IdempotencyRepository> {
+/**
+ * Idempotency records. Not transaction-bound: on the embedded store a claim in progress may live in memory
+ * (the server is the store's only writer), on PostgreSQL it is a row every replica sees.
+ */
+export interface IdempotencyRepository {
   /** Atomically claims (workspace, key); an expired record or a lapsed in-progress claim is taken over. */
   claim(
     workspaceId: string,
@@ -208,10 +210,15 @@ export interface IdempotencyRepository extends TxBound<IdempotencyRepository> {
   purgeExpired(now: number): Promise<number>
 }
 
-export interface RateCounterRepository extends TxBound<RateCounterRepository> {
-  /** One atomic upsert: concurrent requests on any replica each get a distinct count. */
-  increment(workspaceId: string, window: string, windowStart: number): Promise<number>
-  current(workspaceId: string, window: string, windowStart: number): Promise<number>
+/**
+ * Rate counters. Counts one request in each window in order, and stops counting after the first window it
+ * overflows (so a request the burst window refuses does not burn the hour). Answers each window's count:
+ * including this request where it was counted, the current figure where it was not.
+ */
+export interface RateCounterRepository {
+  consume(workspaceId: string, windows: readonly CounterWindow[]): Promise<number[]>
+  /** Persists counts still held in memory (no-op where every count is already in the store). */
+  flush(now: number): Promise<void>
   purgeBefore(windowStart: number): Promise<number>
 }
 

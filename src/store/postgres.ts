@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
 
@@ -9,19 +10,63 @@ const types = {
       : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 }
 
+/**
+ * Named prepared statements (`{name, text, values}`): pg parses each text once per pooled connection and the
+ * server keeps the plan, so the hot path sends Bind/Execute only. The name is derived from the text, so one
+ * name never stands for two texts. A schema change that alters a `SELECT *` result shape makes PostgreSQL
+ * refuse the old plan ("cached plan must not change result type", 0A000); that text then runs unnamed for the
+ * rest of the process, and outside a transaction the failed query is retried once.
+ */
+export class StatementNames {
+  private readonly names = new Map<string, string>()
+  private readonly unnamed = new Set<string>()
+
+  nameFor(text: string): string | undefined {
+    if (this.unnamed.has(text)) return undefined
+    let name = this.names.get(text)
+    if (!name) {
+      name = `s_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`
+      this.names.set(text, name)
+    }
+    return name
+  }
+
+  /** True when the error means the named plan is stale; the text goes unnamed from now on. */
+  retire(text: string, err: unknown): boolean {
+    const e = err as { code?: string; message?: string }
+    if (e?.code !== '0A000' || !e.message?.includes('cached plan')) return false
+    this.unnamed.add(text)
+    return true
+  }
+}
+
 class PgQueryable implements Queryable {
-  constructor(private readonly client: pg.Pool | pg.PoolClient) {}
+  constructor(
+    private readonly client: pg.Pool | pg.PoolClient,
+    private readonly names: StatementNames,
+    private readonly inTransaction: boolean,
+  ) {}
+
+  private async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
+    const values = normaliseParams(params)
+    const name = this.names.nameFor(sql)
+    try {
+      return await this.client.query(name ? { name, text: sql, values, types } : { text: sql, values, types })
+    } catch (err) {
+      if (!name || !this.names.retire(sql, err) || this.inTransaction) throw err
+      return this.client.query({ text: sql, values, types })
+    }
+  }
+
   async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    const result = await this.client.query({ text: sql, values: normaliseParams(params), types })
-    return result.rows as T[]
+    return (await this.send(sql, params)).rows as T[]
   }
   async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
     const rows = await this.query<T>(sql, params)
     return rows[0]
   }
   async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    const result = await this.client.query({ text: sql, values: normaliseParams(params), types })
-    return result.rowCount ?? 0
+    return (await this.send(sql, params)).rowCount ?? 0
   }
   async exec(script: string): Promise<void> {
     await this.client.query(script)
@@ -31,9 +76,10 @@ class PgQueryable implements Queryable {
 export class PostgresDb implements Db {
   readonly dialect = 'postgres' as const
   private readonly direct: PgQueryable
+  private readonly names = new StatementNames()
 
   private constructor(private readonly pool: pg.Pool) {
-    this.direct = new PgQueryable(pool)
+    this.direct = new PgQueryable(pool, this.names, false)
   }
 
   static async connect(url: string): Promise<PostgresDb> {
@@ -57,7 +103,7 @@ export class PostgresDb implements Db {
     const client = await this.pool.connect()
     try {
       await client.query('BEGIN')
-      const result = await fn(new PgQueryable(client))
+      const result = await fn(new PgQueryable(client, this.names, true))
       await client.query('COMMIT')
       return result
     } catch (err) {

@@ -3,18 +3,36 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
 
+/** A statement rewritten from `$1 … $n` to `?`: which parameter each `?` binds, in order (one may repeat). */
+export interface TranslatedSql {
+  sql: string
+  order: number[]
+}
+
+export function translateSql(sql: string): TranslatedSql {
+  const order: number[] = []
+  const text = sql.replace(/\$(\d+)/g, (_m, n: string) => {
+    order.push(Number(n) - 1)
+    return '?'
+  })
+  return { sql: text, order }
+}
+
+function bind(
+  order: readonly number[],
+  params: readonly SqlValue[] = [],
+): ReturnType<typeof normaliseParams> {
+  const values = normaliseParams(params)
+  return order.map((i) => values[i] ?? null)
+}
+
 /** `$1 … $n` placeholders become `?` with the parameters reordered (a placeholder may repeat). */
 export function translatePlaceholders(
   sql: string,
   params: readonly SqlValue[] = [],
 ): { sql: string; params: ReturnType<typeof normaliseParams> } {
-  const values = normaliseParams(params)
-  const ordered: ReturnType<typeof normaliseParams> = []
-  const text = sql.replace(/\$(\d+)/g, (_m, n: string) => {
-    ordered.push(values[Number(n) - 1] ?? null)
-    return '?'
-  })
-  return { sql: text, params: ordered }
+  const t = translateSql(sql)
+  return { sql: t.sql, params: bind(t.order, params) }
 }
 
 export function translateDdl(script: string): string {
@@ -42,27 +60,65 @@ class Mutex {
   }
 }
 
+interface CachedStatement {
+  stmt: Database.Statement
+  order: number[]
+}
+
+/**
+ * Prepared statements keyed by the SQL text as written, each with its placeholder order. Preparing is most of
+ * the cost of a short query, and the repositories use a small fixed set of texts; the bound only guards against
+ * a caller that builds SQL with variable shapes (IN lists), evicting the oldest entry first.
+ */
+export class StatementCache {
+  private readonly entries = new Map<string, CachedStatement>()
+  constructor(
+    readonly raw: Database.Database,
+    readonly capacity = 500,
+  ) {}
+
+  get(sql: string): CachedStatement {
+    const hit = this.entries.get(sql)
+    if (hit) return hit
+    const t = translateSql(sql)
+    const entry = { stmt: this.raw.prepare(t.sql), order: t.order }
+    if (this.entries.size >= this.capacity) {
+      const oldest = this.entries.keys().next().value
+      if (oldest !== undefined) this.entries.delete(oldest)
+    }
+    this.entries.set(sql, entry)
+    return entry
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+}
+
 class SqliteQueryable implements Queryable {
-  constructor(protected readonly raw: Database.Database) {}
+  constructor(private readonly statements: StatementCache) {}
   async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    const t = translatePlaceholders(sql, params)
-    const stmt = this.raw.prepare(t.sql)
-    if (stmt.reader) return stmt.all(...t.params) as T[]
-    stmt.run(...t.params)
+    const { stmt, order } = this.statements.get(sql)
+    const values = bind(order, params)
+    if (stmt.reader) return stmt.all(...values) as T[]
+    stmt.run(...values)
     return []
   }
   async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    const rows = await this.query<T>(sql, params)
-    return rows[0]
+    const { stmt, order } = this.statements.get(sql)
+    const values = bind(order, params)
+    if (stmt.reader) return stmt.get(...values) as T | undefined
+    stmt.run(...values)
+    return undefined
   }
   async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    const t = translatePlaceholders(sql, params)
-    const stmt = this.raw.prepare(t.sql)
-    if (stmt.reader) return stmt.all(...t.params).length
-    return stmt.run(...t.params).changes
+    const { stmt, order } = this.statements.get(sql)
+    const values = bind(order, params)
+    if (stmt.reader) return stmt.all(...values).length
+    return stmt.run(...values).changes
   }
   async exec(script: string): Promise<void> {
-    this.raw.exec(translateDdl(script))
+    this.statements.raw.exec(translateDdl(script))
   }
 }
 
@@ -72,7 +128,7 @@ export class SqliteDb implements Db {
   private readonly direct: SqliteQueryable
 
   private constructor(private readonly raw: Database.Database) {
-    this.direct = new SqliteQueryable(raw)
+    this.direct = new SqliteQueryable(new StatementCache(raw))
   }
 
   /** Accepts `sqlite:path`, `file:path`, a bare path, or `:memory:`. */

@@ -1,7 +1,8 @@
+import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
-import { translatePlaceholders } from '../../src/store/sqlite.js'
+import { StatementCache, translatePlaceholders } from '../../src/store/sqlite.js'
 import { backends } from '../support/backends.js'
 
 describe('placeholder translation', () => {
@@ -12,6 +13,22 @@ describe('placeholder translation', () => {
   })
   it('binds booleans as 0/1 and undefined as NULL', () => {
     expect(translatePlaceholders('SELECT $1, $2, $3', [true, false, undefined]).params).toEqual([1, 0, null])
+  })
+})
+
+describe('SQLite statement cache', () => {
+  it('prepares a text once, keeps its placeholder order, and stays within its bound', () => {
+    const raw = new Database(':memory:')
+    const cache = new StatementCache(raw, 3)
+    const first = cache.get('SELECT $2 AS b, $1 AS a, $2 AS c')
+    expect(cache.get('SELECT $2 AS b, $1 AS a, $2 AS c')).toBe(first)
+    expect(first.order).toEqual([1, 0, 1])
+    const params = ['x', 'y'] // $1, $2
+    expect(first.stmt.get(...first.order.map((n) => params[n]))).toEqual({ b: 'y', a: 'x', c: 'y' })
+    for (let i = 0; i < 10; i++) cache.get(`SELECT ${i}`)
+    expect(cache.size).toBe(3)
+    expect(cache.get('SELECT $2 AS b, $1 AS a, $2 AS c')).not.toBe(first) // evicted, prepared again
+    raw.close()
   })
 })
 
@@ -95,5 +112,36 @@ describe.each(backends())('Db on $name', (backend) => {
       ),
     )
     expect((await d.one<{ n: number }>('SELECT n FROM c'))?.n).toBe(20)
+  })
+
+  it('reuses prepared statements across calls with different parameters and types', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await d.exec('CREATE TABLE p (k TEXT PRIMARY KEY, n BIGINT, b INTEGER)')
+    const insert = 'INSERT INTO p (k, n, b) VALUES ($1, $2, $3)'
+    for (let i = 0; i < 30; i++) await d.run(insert, [`k${i}`, i % 3 === 0 ? null : i, i % 2 === 0])
+    const read = 'SELECT k, n, b FROM p WHERE k = $1'
+    const rows = await Promise.all(Array.from({ length: 30 }, (_, i) => d.one(read, [`k${i}`])))
+    rows.forEach((row, i) => {
+      expect(row).toEqual({ k: `k${i}`, n: i % 3 === 0 ? null : i, b: i % 2 === 0 ? 1 : 0 })
+    })
+    expect(await d.one(read, ['missing'])).toBeUndefined()
+    await d.transaction(async (tx) => {
+      expect(await tx.run('UPDATE p SET n = $2 WHERE k = $1', ['k1', 100])).toBe(1)
+      expect((await tx.one<{ n: number }>(read, ['k1']))?.n).toBe(100)
+    })
+  })
+
+  it('keeps answering a SELECT * after a migration adds a column', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await d.exec('CREATE TABLE s (k TEXT PRIMARY KEY)')
+    await d.run("INSERT INTO s (k) VALUES ('a')")
+    // Prepare the text on every pooled connection, then change the result shape under it.
+    const all = () =>
+      Promise.all(Array.from({ length: 12 }, () => d.query('SELECT * FROM s WHERE k = $1', ['a'])))
+    await all()
+    await d.exec("ALTER TABLE s ADD COLUMN extra TEXT NOT NULL DEFAULT 'x'")
+    for (const rows of await all()) expect(rows).toEqual([{ k: 'a', extra: 'x' }])
   })
 })

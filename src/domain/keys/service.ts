@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
 import type { KeyRepository, WorkspaceRepository } from '../ports.js'
+import { type KeyCacheOptions, VerifiedKeyCache } from './cache.js'
 
 const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
 
@@ -77,11 +78,16 @@ export function resolveLimits(settings: WorkspaceSettings): {
 }
 
 export class KeyService {
+  private readonly cache: VerifiedKeyCache
+
   constructor(
     private readonly keys: KeyRepository,
     private readonly workspaces: WorkspaceRepository,
     private readonly clock: Clock,
-  ) {}
+    cacheOptions: KeyCacheOptions = {},
+  ) {
+    this.cache = new VerifiedKeyCache(cacheOptions)
+  }
 
   /** Creates the workspace on first use (its settings apply then, or update it when given later) and a key in it. */
   async issue(input: IssueKeyInput): Promise<IssuedKey> {
@@ -151,6 +157,7 @@ export class KeyService {
       features: settings.features ?? existing.features,
     }
     await this.workspaces.update(updated)
+    this.cache.forgetWorkspace(updated.id)
     return updated
   }
 
@@ -175,17 +182,28 @@ export class KeyService {
   async verifyToken(token: string): Promise<VerifiedKey | KeyRefusal> {
     const parts = TOKEN_PATTERN.exec(token)
     if (!parts?.[1] || !parts[2]) return 'malformed'
-    const key = await this.keys.byId(`key_${parts[1]}`)
+    const keyId = `key_${parts[1]}`
+    const found = this.cache.get(keyId) ?? (await this.load(keyId))
     const presented = Buffer.from(hashSecret(parts[2]), 'hex')
     // Compare against a dummy when the key is unknown so both paths cost the same.
-    const stored = Buffer.from(key?.secretHash ?? '0'.repeat(64), 'hex')
+    const stored = Buffer.from(found?.key.secretHash ?? '0'.repeat(64), 'hex')
     const equal = timingSafeEqual(presented, stored)
-    if (!key || !equal) return 'unknown'
+    if (!found || !equal) return 'unknown'
+    const { key, workspace } = found
     if (key.revokedAt !== null) return 'revoked'
     if (key.expiresAt !== null && key.expiresAt <= this.clock.now()) return 'expired'
-    const workspace = await this.workspaces.byId(key.workspaceId)
-    if (!workspace) return 'unknown'
     return { keyId: key.id, identity: key.identity, scopes: key.scopes, workspace }
+  }
+
+  /** Reads the key and its workspace; only keys that exist are cached, so guessed ids cannot fill the cache. */
+  private async load(keyId: string) {
+    const key = await this.keys.byId(keyId)
+    if (!key) return undefined
+    const workspace = await this.workspaces.byId(key.workspaceId)
+    if (!workspace) return undefined
+    const found = { key, workspace }
+    this.cache.set(keyId, found)
+    return found
   }
 
   async list(workspaceName: string) {
@@ -201,7 +219,9 @@ export class KeyService {
     }))
   }
 
-  revoke(keyId: string): Promise<boolean> {
-    return this.keys.revoke(keyId, this.clock.now())
+  async revoke(keyId: string): Promise<boolean> {
+    const revoked = await this.keys.revoke(keyId, this.clock.now())
+    this.cache.forgetKey(keyId)
+    return revoked
   }
 }

@@ -26,26 +26,25 @@ export class LimitsService {
    */
   async consume(workspace: Workspace): Promise<RateDecision> {
     const now = this.clock.now()
-    const states: WindowState[] = []
     const policies = policiesFor(workspace)
-    for (const [i, policy] of policies.entries()) {
-      const used = await this.counters.increment(
-        workspace.id,
-        policy.name,
-        windowStart(now, policy.windowSeconds),
-      )
-      const state = stateOf(policy, now, used)
-      states.push(state)
-      if (used > policy.quota) {
-        // Report the windows not consulted with their current figures, without counting this request there.
-        for (const rest of policies.slice(i + 1)) {
-          const start = windowStart(now, rest.windowSeconds)
-          states.push(stateOf(rest, now, await this.counters.current(workspace.id, rest.name, start)))
-        }
-        return { allowed: false, states, refusedBy: state }
-      }
-    }
-    return { allowed: true, states }
+    const used = await this.counters.consume(
+      workspace.id,
+      policies.map((p) => ({
+        name: p.name,
+        start: windowStart(now, p.windowSeconds),
+        windowMs: p.windowSeconds * 1000,
+        quota: p.quota,
+      })),
+    )
+    const states = policies.map((p, i) => stateOf(p, now, used[i] ?? 0))
+    // The windows after a refusing one report their figures without this request (it was not counted there).
+    const refusedBy = states.find((s) => s.used > s.quota)
+    return refusedBy ? { allowed: false, states, refusedBy } : { allowed: true, states }
+  }
+
+  /** Writes rate counts held in memory to the store (every second and at shutdown). */
+  flushCounters(): Promise<void> {
+    return this.counters.flush(this.clock.now())
   }
 
   claim(workspaceId: string, key: string, fingerprint: string): Promise<ClaimResult> {

@@ -17,6 +17,12 @@ export interface RunChange {
 
 export type RunListener = (runId: string) => void
 
+/** The plan counts a frame moves: a step is completed by its call or its failure, escalated by an approval request. */
+export function countFrame(run: RunRecord, kind: string): void {
+  if (kind === 'tool.call' || kind === 'step.failed') run.stepsCompleted += 1
+  else if (kind === 'approval.requested') run.stepsEscalated += 1
+}
+
 /**
  * The single write path for runs: lock the row, apply a change, append its frames (gap-free seq) and events,
  * keep the carrying task in step, all in one transaction. Everything that moves a run goes through `change`.
@@ -54,6 +60,7 @@ export class RunRecorder {
         tx,
         frame: (f) => {
           run.frameCount += 1
+          countFrame(run, f.kind)
           frames.push({
             seq: run.frameCount,
             ts: now,

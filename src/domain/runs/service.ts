@@ -111,6 +111,8 @@ export class RunService implements RunsPort {
       results: [],
       outcome: null,
       frameCount: 0,
+      stepsCompleted: 0,
+      stepsEscalated: 0,
       createdAt: now,
       startedAt: null,
       finishedAt: null,
@@ -251,15 +253,13 @@ export class RunService implements RunsPort {
   }
 
   private async view(run: RunRecord): Promise<RunView> {
-    const counts = await this.repos.runs.frameCounts(run.id)
-    const completed = (counts['tool.call'] ?? 0) + (counts['step.failed'] ?? 0)
     return {
       run,
       counts: {
         steps_total: run.plan.length,
-        steps_completed: completed,
-        steps_pending: Math.max(0, run.plan.length - completed),
-        steps_escalated: counts['approval.requested'] ?? 0,
+        steps_completed: run.stepsCompleted,
+        steps_pending: Math.max(0, run.plan.length - run.stepsCompleted),
+        steps_escalated: run.stepsEscalated,
       },
     }
   }

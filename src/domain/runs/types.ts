@@ -77,6 +77,9 @@ export interface RunRecord {
   results: StepResult[]
   outcome: Outcome | null
   frameCount: number
+  /** Plan counts, kept with the frames that change them (see RunRecorder). */
+  stepsCompleted: number
+  stepsEscalated: number
   createdAt: number
   startedAt: number | null
   finishedAt: number | null

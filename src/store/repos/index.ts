@@ -2,9 +2,9 @@ import type { Db, Repositories } from '../../domain/ports.js'
 import { AgentRepo } from './agents.js'
 import { DeliveryRepo } from './deliveries.js'
 import { EventRepo } from './events.js'
-import { IdempotencyRepo } from './idempotency.js'
+import { IdempotencyRepo, LocalIdempotencyRepo } from './idempotency.js'
 import { KeyRepo } from './keys.js'
-import { RateCounterRepo } from './rate-counters.js'
+import { MemoryRateCounters, RateCounterRepo } from './rate-counters.js'
 import { RecordRepo } from './records.js'
 import { RunRepo } from './runs.js'
 import { TaskRepo } from './tasks.js'
@@ -25,7 +25,9 @@ export function createRepositories(db: Db): Repositories {
     records: new RecordRepo(db),
     webhooks: new WebhookRepo(db),
     deliveries: new DeliveryRepo(db),
-    idempotency: new IdempotencyRepo(db),
-    rateCounters: new RateCounterRepo(db),
+    // The embedded store has one writer (this server), so claims in progress and rate counts live in memory
+    // there; on PostgreSQL they are rows every replica shares.
+    idempotency: db.dialect === 'sqlite' ? new LocalIdempotencyRepo(db) : new IdempotencyRepo(db),
+    rateCounters: db.dialect === 'sqlite' ? new MemoryRateCounters(db) : new RateCounterRepo(db),
   }
 }

@@ -1,22 +1,59 @@
+import type { CounterWindow } from '../../domain/limits/types.js'
 import type { RateCounterRepository } from '../../domain/ports.js'
-import type { Queryable } from '../db.js'
+import type { Db, Queryable } from '../db.js'
 
+const UPSERT = `INSERT INTO rate_counters (workspace_id, window_name, window_start, count) VALUES ($1, $2, $3, 1)
+       ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + 1
+       RETURNING count`
+
+// Both windows in one statement, one round trip: the second upsert runs only when the first stayed within its
+// quota. Row locks taken by ON CONFLICT DO UPDATE give every concurrent request, on any replica, its own count.
+const CONSUME_TWO = `WITH first AS (
+  INSERT INTO rate_counters (workspace_id, window_name, window_start, count) VALUES ($1, $2, $3, 1)
+  ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + 1
+  RETURNING count
+), second AS (
+  INSERT INTO rate_counters (workspace_id, window_name, window_start, count)
+  SELECT $1, $5::text, $6::bigint, 1 FROM first WHERE first.count <= $4::bigint
+  ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + 1
+  RETURNING count
+)
+SELECT (SELECT count FROM first) AS first_count, (SELECT count FROM second) AS second_count,
+  (SELECT count FROM rate_counters WHERE workspace_id = $1 AND window_name = $5 AND window_start = $6) AS second_current`
+
+/** Counters in the store, shared by every replica: PostgreSQL. */
 export class RateCounterRepo implements RateCounterRepository {
   constructor(private readonly db: Queryable) {}
 
-  /** The same repository inside a transaction that spans several repositories. */
-  in(tx: Queryable): RateCounterRepo {
-    return new RateCounterRepo(tx)
+  async consume(workspaceId: string, windows: readonly CounterWindow[]): Promise<number[]> {
+    const [first, second] = windows
+    if (windows.length === 2 && first && second) {
+      const row = await this.db.one<{
+        first_count: number
+        second_count: number | null
+        second_current: number | null
+      }>(CONSUME_TWO, [workspaceId, first.name, first.start, first.quota, second.name, second.start])
+      const firstCount = Number(row?.first_count ?? 0)
+      const secondCount = row?.second_count ?? row?.second_current ?? 0
+      return [firstCount, Number(secondCount)]
+    }
+    const used: number[] = []
+    let counting = true
+    for (const w of windows) {
+      const n = counting
+        ? await this.increment(workspaceId, w.name, w.start)
+        : await this.current(workspaceId, w.name, w.start)
+      used.push(n)
+      if (n > w.quota) counting = false
+    }
+    return used
   }
+
+  async flush(): Promise<void> {}
 
   /** One atomic upsert: concurrent requests on any replica each get a distinct count. */
   async increment(workspaceId: string, window: string, windowStart: number): Promise<number> {
-    const row = await this.db.one<{ count: number }>(
-      `INSERT INTO rate_counters (workspace_id, window_name, window_start, count) VALUES ($1, $2, $3, 1)
-       ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + 1
-       RETURNING count`,
-      [workspaceId, window, windowStart],
-    )
+    const row = await this.db.one<{ count: number }>(UPSERT, [workspaceId, window, windowStart])
     return Number(row?.count ?? 0)
   }
 
@@ -28,7 +65,106 @@ export class RateCounterRepo implements RateCounterRepository {
     return Number(row?.count ?? 0)
   }
 
+  /** Writes counts kept elsewhere (memory) back; the count only grows within a window. */
+  async store(workspaceId: string, window: string, windowStart: number, count: number): Promise<void> {
+    await this.db.run(
+      `INSERT INTO rate_counters (workspace_id, window_name, window_start, count) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (workspace_id, window_name, window_start)
+       DO UPDATE SET count = CASE WHEN rate_counters.count > $4 THEN rate_counters.count ELSE $4 END`,
+      [workspaceId, window, windowStart, count],
+    )
+  }
+
   async purgeBefore(windowStart: number): Promise<number> {
     return this.db.run('DELETE FROM rate_counters WHERE window_start < $1', [windowStart])
   }
+}
+
+interface Entry {
+  workspaceId: string
+  name: string
+  start: number
+  endsAt: number
+  count: number
+  /** The count last written to the store. */
+  stored: number
+}
+
+/**
+ * Counters for the embedded store, where this server is the only writer: counted in memory (no disk write per
+ * request), exact because counting happens synchronously once a window's entry is loaded. A window is loaded
+ * from `rate_counters` the first time it is seen, and counts are written back about once a second and on
+ * shutdown, so a graceful restart resumes the same figures; a crash forgets at most the last unflushed second.
+ */
+export class MemoryRateCounters implements RateCounterRepository {
+  private readonly entries = new Map<string, Entry>()
+  private readonly loading = new Map<string, Promise<Entry>>()
+  private readonly repo: RateCounterRepo
+
+  constructor(private readonly db: Db) {
+    this.repo = new RateCounterRepo(db)
+  }
+
+  async consume(workspaceId: string, windows: readonly CounterWindow[]): Promise<number[]> {
+    const entries: Entry[] = []
+    for (const w of windows)
+      entries.push(this.entries.get(keyOf(workspaceId, w)) ?? (await this.load(workspaceId, w)))
+    // No await from here on: concurrent requests cannot interleave between reading and counting.
+    const used: number[] = []
+    let counting = true
+    for (const [i, w] of windows.entries()) {
+      const e = entries[i] as Entry
+      if (counting) e.count += 1
+      used.push(e.count)
+      if (e.count > w.quota) counting = false
+    }
+    return used
+  }
+
+  private load(workspaceId: string, w: CounterWindow): Promise<Entry> {
+    const key = keyOf(workspaceId, w)
+    let pending = this.loading.get(key)
+    if (!pending) {
+      pending = this.repo
+        .current(workspaceId, w.name, w.start)
+        .then((count) => {
+          const entry = this.entries.get(key) ?? {
+            workspaceId,
+            name: w.name,
+            start: w.start,
+            endsAt: w.start + w.windowMs,
+            count,
+            stored: count,
+          }
+          this.entries.set(key, entry)
+          return entry
+        })
+        .finally(() => this.loading.delete(key))
+      this.loading.set(key, pending)
+    }
+    return pending
+  }
+
+  /** Writes changed counts in one transaction, then forgets windows that have ended. */
+  async flush(now: number): Promise<void> {
+    const dirty = [...this.entries.values()].filter((e) => e.count !== e.stored)
+    if (dirty.length > 0) {
+      const counts = dirty.map((e) => e.count)
+      await this.db.transaction(async (tx) => {
+        const repo = new RateCounterRepo(tx)
+        for (const [i, e] of dirty.entries())
+          await repo.store(e.workspaceId, e.name, e.start, counts[i] as number)
+      })
+      for (const [i, e] of dirty.entries()) e.stored = counts[i] as number
+    }
+    for (const [key, e] of this.entries) if (e.endsAt <= now && e.count === e.stored) this.entries.delete(key)
+  }
+
+  purgeBefore(windowStart: number): Promise<number> {
+    return this.repo.purgeBefore(windowStart)
+  }
+}
+
+function keyOf(workspaceId: string, w: CounterWindow): string {
+  return `${workspaceId}\u0000${w.name}\u0000${w.start}`
 }

@@ -34,6 +34,8 @@ function toRun(r: RawRow): RunRecord {
     results: fromJson(r.results),
     outcome: r.outcome === null || r.outcome === undefined ? null : fromJson(r.outcome),
     frameCount: num(r.frame_count),
+    stepsCompleted: num(r.steps_completed),
+    stepsEscalated: num(r.steps_escalated),
     createdAt: num(r.created_at),
     startedAt: numOrNull(r.started_at),
     finishedAt: numOrNull(r.finished_at),
@@ -68,8 +70,10 @@ export class RunRepo implements RunRepository {
     const row = await this.db.one(
       `INSERT INTO runs (id, workspace_id, agent_id, task_id, status, paused_from, mode, trace_level, inputs, envelope,
          behavior, caller, priority, plan, next_step, in_flight_step, tool_calls, approved, awaiting, results, outcome,
-         frame_count, lease_owner, lease_until, created_at, started_at, finished_at, updated_at)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,NULL,0,$23,$24,$25,$26)
+         frame_count, lease_owner, lease_until, created_at, started_at, finished_at, updated_at, steps_completed,
+         steps_escalated)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,NULL,0,$23,$24,$25,$26,$27,
+         $28)
        RETURNING *`,
       [
         r.id,
@@ -98,6 +102,8 @@ export class RunRepo implements RunRepository {
         r.startedAt,
         r.finishedAt,
         r.updatedAt,
+        r.stepsCompleted,
+        r.stepsEscalated,
       ],
     )
     return toRun(row ?? {})
@@ -107,7 +113,8 @@ export class RunRepo implements RunRepository {
   async save(r: RunRecord): Promise<void> {
     await this.db.run(
       `UPDATE runs SET status=$2, paused_from=$3, next_step=$4, in_flight_step=$5, tool_calls=$6, approved=$7,
-         awaiting=$8, results=$9, outcome=$10, frame_count=$11, started_at=$12, finished_at=$13, updated_at=$14
+         awaiting=$8, results=$9, outcome=$10, frame_count=$11, started_at=$12, finished_at=$13, updated_at=$14,
+         steps_completed=$15, steps_escalated=$16
        WHERE id=$1`,
       [
         r.id,
@@ -124,6 +131,8 @@ export class RunRepo implements RunRepository {
         r.startedAt,
         r.finishedAt,
         r.updatedAt,
+        r.stepsCompleted,
+        r.stepsEscalated,
       ],
     )
   }
@@ -230,15 +239,6 @@ export class RunRepo implements RunRepository {
       [runId, afterSeq, lookAheadLimit(limit)],
     )
     return toSlice(rows.map(toFrame), limit)
-  }
-
-  /** Plan counts straight from the trace, so they can never disagree with it. */
-  async frameCounts(runId: string): Promise<Record<string, number>> {
-    const rows = await this.db.query<{ kind: string; n: number | string }>(
-      'SELECT kind, COUNT(*) AS n FROM run_frames WHERE run_id = $1 GROUP BY kind',
-      [runId],
-    )
-    return Object.fromEntries(rows.map((r) => [r.kind, Number(r.n)]))
   }
 
   async followTask(runId: string, status: RunStatus, outcome: Outcome | null, at: number): Promise<void> {

@@ -1,0 +1,92 @@
+/**
+ * The servers `bench/http.ts` measures, each started in its own process so the load generator never shares an
+ * event loop with the server it drives. Run as `node --import tsx bench/http-targets.ts <kind> [database-url]`;
+ * the process prints one JSON line (`{url, token, runId}`) on stdout once it listens on 127.0.0.1.
+ *
+ *   reference  the reference server (store from the database URL), with an enterprise key, an agent and a run
+ *   bare       bare Hono on @hono/node-server: the same route shapes with a bearer check and nothing else
+ */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { serve } from '@hono/node-server'
+import { Hono } from 'hono'
+import { startServer } from '../src/server.js'
+
+export interface TargetInfo {
+  url: string
+  token: string
+  runId: string
+}
+
+const RUN_ID = 'run_01jbenchbenchbenchbenchbe'
+const BARE_TOKEN = 'aok_bench_token'
+
+async function startReference(databaseUrl: string): Promise<TargetInfo> {
+  const server = await startServer({
+    config: { port: 0, host: '127.0.0.1', databaseUrl, allowPrivateWebhooks: true, webhookPollMs: 1000 },
+  })
+  // Enterprise with a quota no run of the bench can reach, so 429s never distort the figures.
+  const { token } = await server.services.keys.issue({
+    workspace: 'bench',
+    tier: 'enterprise',
+    limitPerHour: 1e9,
+    burstLimit: 1e9,
+  })
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  const agent = await fetch(`${server.url}/v1/agents`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name: 'bench', behavior: 'autonomous', capabilities: [] }),
+  })
+  const agentId = ((await agent.json()) as { agent_id: string }).agent_id
+  const run = await fetch(`${server.url}/v1/agents/${agentId}/runs`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ inputs: {}, mode: 'live', trace_level: 'summary' }),
+  })
+  if (run.status !== 201) throw new Error(`seeding the run failed: ${run.status} ${await run.text()}`)
+  const runId = ((await run.json()) as { run_id: string }).run_id
+  return { url: server.url, token, runId }
+}
+
+async function startBare(): Promise<TargetInfo> {
+  const app = new Hono()
+  const authorised = (header: string | undefined) => header === `Bearer ${BARE_TOKEN}`
+  app.get('/v1/runs/:id', (c) => {
+    if (!authorised(c.req.header('authorization'))) return c.json({ error: 'unauthenticated' }, 401)
+    const now = new Date().toISOString()
+    return c.json({
+      run_id: c.req.param('id'),
+      agent_id: 'agt_01jbenchbenchbenchbenchbe',
+      status: 'succeeded',
+      plan: { steps_total: 0, steps_completed: 0, steps_pending: 0, steps_escalated: 0 },
+      awaiting: [],
+      started_at: now,
+      created_at: now,
+      trace_cursor: null,
+    })
+  })
+  app.post('/v1/agents', async (c) => {
+    if (!authorised(c.req.header('authorization'))) return c.json({ error: 'unauthenticated' }, 401)
+    const body = (await c.req.json()) as Record<string, unknown>
+    return c.json({ agent_id: 'agt_01jbenchbenchbenchbenchbe', ...body }, 201)
+  })
+  const url = await new Promise<string>((resolve) => {
+    serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
+      resolve(`http://127.0.0.1:${info.port}`),
+    )
+  })
+  return { url, token: BARE_TOKEN, runId: RUN_ID }
+}
+
+const [kind, databaseUrl] = process.argv.slice(2)
+const info =
+  kind === 'bare'
+    ? await startBare()
+    : await startReference(
+        databaseUrl ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-bench-')), 'bench.db')}`,
+      )
+process.stdout.write(`${JSON.stringify(info)}\n`)
+// The parent ends this process with SIGTERM when it is done.
+process.on('SIGTERM', () => process.exit(0))

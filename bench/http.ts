@@ -1,0 +1,380 @@
+/**
+ * The reference server over real HTTP, against what the framework alone costs and against a stateless mock.
+ * In one run: the reference server on SQLite, on PostgreSQL when one can be started (the tests' own harness,
+ * test/support/postgres.ts), bare Hono with the same route shapes, and `prism mock` of the contract. Each server
+ * runs in its own process; autocannon drives it from this one. Loopback only, every loop bounded.
+ *
+ *   npm run bench:http -- [--duration <seconds>] [--quick] [--no-postgres] [--no-prism]
+ *
+ * Figures: req/s, p50/p99 per route and target; the target ratios; ingest throughput (500-record batches from
+ * 4 concurrent clients); webhook delivery latency (the committing request's answer to the receiver's first byte).
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { dirname, join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import { createDatabase, startPostgres } from '../test/support/postgres.js'
+import type { TargetInfo } from './http-targets.js'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const args = process.argv.slice(2)
+const flag = (name: string) => args.includes(name)
+const option = (name: string): string | undefined => {
+  const i = args.indexOf(name)
+  return i >= 0 ? args[i + 1] : undefined
+}
+const quick = flag('--quick')
+const duration = Math.min(120, Math.max(1, Number(option('--duration') ?? (quick ? 2 : 5))))
+const warmup = quick ? 1 : 2
+const CONNECTIONS = 50
+
+interface Target extends TargetInfo {
+  name: string
+  child: ChildProcess
+}
+
+interface Figure {
+  label: string
+  rps: number
+  /** Server CPU time per request (user + system), from /proc: steadier than req/s on a shared machine. */
+  cpuUs: number
+  p50: number
+  p99: number
+  non2xx: number
+  errors: number
+}
+
+const children: ChildProcess[] = []
+function stopAll(): void {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM')
+}
+process.on('exit', stopAll)
+
+async function startTarget(name: string, kind: 'reference' | 'bare', databaseUrl?: string): Promise<Target> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'bench', 'http-targets.ts'), kind, ...(databaseUrl ? [databaseUrl] : [])],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
+  )
+  children.push(child)
+  const info = await new Promise<TargetInfo>((resolve, reject) => {
+    let out = ''
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000)
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString()
+      const line = out.split('\n').find((l) => l.startsWith('{'))
+      if (line) {
+        clearTimeout(timer)
+        resolve(JSON.parse(line) as TargetInfo)
+      }
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`${name} exited with ${code}`))
+    })
+  })
+  return { ...info, name, child }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as AddressInfo).port
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+async function startPrism(): Promise<Target> {
+  const port = await freePort()
+  const child = spawn(
+    join(ROOT, 'node_modules', '.bin', 'prism'),
+    ['mock', 'openapi/agent-operations.yaml', '--port', String(port), '--host', '127.0.0.1', '-v', 'warn'],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore'] },
+  )
+  children.push(child)
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error('prism exited before answering')
+    try {
+      await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
+      break
+    } catch {
+      if (Date.now() > deadline) throw new Error('prism did not start within 60 s')
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }
+  // Prism checks the bearer's presence only; the run id must match the contract's pattern.
+  return { name: 'prism mock', url, token: 'aok_prism', runId: 'run_01jbenchbenchbenchbenchbe', child }
+}
+
+type Request = autocannon.Request
+
+/** CPU seconds a process has used so far (Linux /proc; NaN elsewhere). */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+    // utime and stime are fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return Number.NaN
+  }
+}
+
+async function load(t: Target, label: string, requests: Request[], seconds = duration): Promise<Figure> {
+  const run = (d: number) =>
+    autocannon({
+      url: t.url,
+      connections: CONNECTIONS,
+      duration: d,
+      requests,
+      timeout: 30,
+    }) as Promise<autocannon.Result>
+  await run(warmup)
+  const cpuBefore = cpuSeconds(t.child.pid)
+  const r = await run(seconds)
+  const cpuUs = ((cpuSeconds(t.child.pid) - cpuBefore) * 1e6) / Math.max(1, r.requests.total)
+  return {
+    label,
+    rps: r.requests.average,
+    cpuUs,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  }
+}
+
+function getRun(t: Target): Request[] {
+  return [{ method: 'GET', path: `/v1/runs/${t.runId}`, headers: { authorization: `Bearer ${t.token}` } }]
+}
+
+let keySeq = 0
+function postAgent(t: Target): Request[] {
+  const body = JSON.stringify({ name: 'bench-agent', behavior: 'autonomous', capabilities: ['a'] })
+  const prefix = randomBytes(6).toString('hex')
+  return [
+    {
+      method: 'POST',
+      path: '/v1/agents',
+      headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
+      body,
+      // A fresh Idempotency-Key on every request: the claim, the write and the stored answer each time.
+      setupRequest: (req) => ({
+        ...req,
+        headers: { ...req.headers, 'idempotency-key': `bench-${prefix}-${++keySeq}` },
+      }),
+    },
+  ]
+}
+
+/** 500-record batches from 4 concurrent clients, each to its own connector, for a bounded number of batches. */
+async function ingest(t: Target): Promise<{ recordsPerSecond: number; batchP50: number; batches: number }> {
+  const CLIENTS = 4
+  const BATCH = 500
+  const perClient = quick ? 10 : 30
+  const batchBody = (client: number, batch: number) =>
+    JSON.stringify({
+      records: Array.from({ length: BATCH }, (_, i) => ({
+        id: `c${client}-b${batch}-r${i}`,
+        ts: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, i)).toISOString(),
+        source: 'bench',
+        policy_class: 'internal',
+        body: { n: i, text: 'a short payload' },
+      })),
+    })
+  const headers = { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }
+  const send = async (client: number, batch: number) => {
+    const res = await fetch(`${t.url}/v1/grid/connectors/bench-${client}/ingest`, {
+      method: 'POST',
+      headers,
+      body: batchBody(client, batch),
+    })
+    const answer = (await res.json()) as { accepted?: number }
+    if (res.status !== 202 || answer.accepted !== BATCH) {
+      throw new Error(`ingest answered ${res.status}: ${JSON.stringify(answer).slice(0, 300)}`)
+    }
+  }
+  for (let c = 0; c < CLIENTS; c++) await send(c, -1) // warm-up, also creates the connectors
+  const latencies: number[] = []
+  const started = performance.now()
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, c) => {
+      for (let b = 0; b < perClient; b++) {
+        const t0 = performance.now()
+        await send(c, b)
+        latencies.push(performance.now() - t0)
+      }
+    }),
+  )
+  const seconds = (performance.now() - started) / 1000
+  return {
+    recordsPerSecond: (CLIENTS * perClient * BATCH) / seconds,
+    batchP50: percentile(latencies, 50),
+    batches: latencies.length,
+  }
+}
+
+/** agent.created deliveries to a loopback receiver: the POST's answer to the receiver's first byte. */
+async function webhookLatency(t: Target): Promise<{ p50: number; p99: number; samples: number }> {
+  const samples = quick ? 10 : 30
+  let arrived: ((at: number) => void) | undefined
+  const receiver = createServer((req, res) => {
+    const at = performance.now()
+    arrived?.(at)
+    req.resume()
+    req.on('end', () => res.writeHead(204).end())
+  })
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()))
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  const headers = { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }
+  const sub = await fetch(`${t.url}/v1/webhooks`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      url: receiverUrl,
+      events: ['agent.created'],
+      secret: `whsec_${randomBytes(32).toString('base64')}`,
+    }),
+  })
+  if (sub.status !== 201) throw new Error(`webhook subscription answered ${sub.status}: ${await sub.text()}`)
+  const latencies: number[] = []
+  for (let i = 0; i < samples; i++) {
+    const delivered = new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no delivery within 10 s')), 10_000)
+      arrived = (at) => {
+        clearTimeout(timer)
+        resolve(at)
+      }
+    })
+    const res = await fetch(`${t.url}/v1/agents`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: `hook-${i}`, behavior: 'autonomous' }),
+    })
+    const answered = performance.now()
+    await res.arrayBuffer()
+    // A delivery may beat the answer to the client; that counts as zero latency.
+    latencies.push(Math.max(0, (await delivered) - answered))
+    arrived = undefined
+  }
+  await new Promise<void>((r) => receiver.close(() => r()))
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), samples }
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
+}
+
+function printFigure(f: Figure): void {
+  const problems = f.non2xx + f.errors > 0 ? `  (non-2xx ${f.non2xx}, errors ${f.errors})` : ''
+  console.log(
+    `${f.label.padEnd(48)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${String(f.p50).padStart(4)} ms  p99 ${String(f.p99).padStart(5)} ms  CPU ${f.cpuUs.toFixed(0).padStart(5)} µs/req${problems}`,
+  )
+}
+
+const ratio = (a: Figure | undefined, b: Figure | undefined) => (a && b ? a.rps / b.rps : Number.NaN)
+
+function verdict(label: string, value: number, target: number, unit = '×', higherIsBetter = true): void {
+  const ok = Number.isNaN(value)
+    ? 'n/a'
+    : (higherIsBetter ? value >= target : value <= target)
+      ? 'met'
+      : 'MISSED'
+  const shown = Number.isNaN(value) ? '—' : `${value.toFixed(unit === '×' ? 2 : 0)}${unit}`
+  console.log(
+    `${label.padEnd(52)} ${shown.padStart(10)}   target ${higherIsBetter ? '≥' : '≤'} ${target}${unit}   ${ok}`,
+  )
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `bench:http — ${CONNECTIONS} connections, ${duration} s per measurement after ${warmup} s warm-up`,
+  )
+  const figures = new Map<string, Figure>()
+  const measure = async (key: string, label: string, t: Target, reqs: Request[]) => {
+    const f = await load(t, label, reqs)
+    figures.set(key, f)
+    printFigure(f)
+  }
+
+  const bare = await startTarget('bare Hono', 'bare')
+  await measure('bare.get', 'bare Hono GET /v1/runs/{id}', bare, getRun(bare))
+  await measure('bare.post', 'bare Hono POST /v1/agents', bare, postAgent(bare))
+  bare.child.kill('SIGTERM')
+
+  const sqlite = await startTarget('reference (SQLite)', 'reference')
+  await measure('sqlite.get', 'reference SQLite GET /v1/runs/{id}', sqlite, getRun(sqlite))
+  await measure('sqlite.post', 'reference SQLite POST /v1/agents (fresh key)', sqlite, postAgent(sqlite))
+  const ingestSqlite = await ingest(sqlite)
+  console.log(
+    `${'reference SQLite ingest (500 × 4 clients)'.padEnd(44)} ${ingestSqlite.recordsPerSecond.toFixed(0).padStart(8)} records/s   batch p50 ${ingestSqlite.batchP50.toFixed(0)} ms (${ingestSqlite.batches} batches)`,
+  )
+  const hookSqlite = await webhookLatency(sqlite)
+  console.log(
+    `${'reference SQLite webhook delivery'.padEnd(44)} p50 ${hookSqlite.p50.toFixed(1)} ms   p99 ${hookSqlite.p99.toFixed(1)} ms (${hookSqlite.samples} deliveries)`,
+  )
+  sqlite.child.kill('SIGTERM')
+
+  let pgStop: (() => Promise<void>) | undefined
+  if (!flag('--no-postgres')) {
+    try {
+      const server = await startPostgres()
+      pgStop = server.stop
+      const pgRef = await startTarget('reference (PostgreSQL)', 'reference', await createDatabase(server.url))
+      await measure('pg.get', 'reference PostgreSQL GET /v1/runs/{id}', pgRef, getRun(pgRef))
+      await measure('pg.post', 'reference PostgreSQL POST /v1/agents (fresh key)', pgRef, postAgent(pgRef))
+      pgRef.child.kill('SIGTERM')
+    } catch (err) {
+      console.log(`PostgreSQL skipped: ${(err as Error).message.split('\n')[0]}`)
+    }
+  }
+
+  if (!flag('--no-prism')) {
+    try {
+      const prism = await startPrism()
+      await measure('prism.get', 'prism mock GET /v1/runs/{id}', prism, getRun(prism))
+      prism.child.kill('SIGTERM')
+    } catch (err) {
+      console.log(`Prism skipped: ${(err as Error).message}`)
+    }
+  }
+
+  console.log('\ntargets (ratios within this run)')
+  const f = (k: string) => figures.get(k)
+  verdict('GET run, SQLite / bare Hono', ratio(f('sqlite.get'), f('bare.get')), 0.5)
+  verdict('GET run, PostgreSQL / bare Hono', ratio(f('pg.get'), f('bare.get')), 0.3)
+  verdict('GET run, SQLite / Prism mock', ratio(f('sqlite.get'), f('prism.get')), 10)
+  verdict('POST agent (fresh key), SQLite / bare Hono POST', ratio(f('sqlite.post'), f('bare.post')), 0.25)
+  verdict('POST agent (fresh key), SQLite p99', f('sqlite.post')?.p99 ?? Number.NaN, 100, ' ms', false)
+  verdict('POST agent (fresh key), PostgreSQL p99', f('pg.post')?.p99 ?? Number.NaN, 150, ' ms', false)
+  console.log(
+    '\nCPU-cost ratios (bare µs/req ÷ reference µs/req: the req/s ratio if each had the CPU to itself)',
+  )
+  const cpu = (a: string, b: string) => (f(a)?.cpuUs ?? Number.NaN) / (f(b)?.cpuUs ?? Number.NaN)
+  verdict('GET run, SQLite, by CPU cost', cpu('bare.get', 'sqlite.get'), 0.5)
+  verdict('GET run, PostgreSQL, by CPU cost (server process only)', cpu('bare.get', 'pg.get'), 0.3)
+  verdict('GET run, SQLite vs Prism mock, by CPU cost', cpu('prism.get', 'sqlite.get'), 10)
+  verdict('POST agent (fresh key), SQLite, by CPU cost', cpu('bare.post', 'sqlite.post'), 0.25)
+  console.log('')
+  verdict('ingest, SQLite', ingestSqlite.recordsPerSecond, 50_000, ' rec/s')
+  verdict('webhook delivery p50, SQLite', hookSqlite.p50, 20, ' ms', false)
+
+  stopAll()
+  await pgStop?.()
+}
+
+await main().catch((err) => {
+  console.error(err)
+  stopAll()
+  process.exitCode = 1
+})

@@ -1,0 +1,102 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from '../../src/domain/clock.js'
+import { openDb } from '../../src/store/db.js'
+import { migrate } from '../../src/store/migrations/index.js'
+import { MemoryRateCounters, RateCounterRepo } from '../../src/store/repos/rate-counters.js'
+import { backends } from '../support/backends.js'
+import { startTestServer, type TestServer } from '../support/server.js'
+
+const windows = (burstQuota: number, hourlyQuota: number) => [
+  { name: 'burst', start: 0, windowMs: 10_000, quota: burstQuota },
+  { name: 'hourly', start: 0, windowMs: 3_600_000, quota: hourlyQuota },
+]
+
+describe.each(backends())('rate counters on $name', (backend) => {
+  it('counts concurrent requests exactly, and stops counting after the window that refuses', async () => {
+    const db = await openDb(await backend.freshUrl())
+    await migrate(db)
+    const counters = db.dialect === 'sqlite' ? new MemoryRateCounters(db) : new RateCounterRepo(db)
+    const results = await Promise.all(
+      Array.from({ length: 40 }, () => counters.consume('ws', windows(25, 100))),
+    )
+    const burst = results.map((r) => r[0]).sort((a, b) => (a ?? 0) - (b ?? 0))
+    expect(burst).toEqual(Array.from({ length: 40 }, (_, i) => i + 1)) // every request its own count
+    // Only the 25 the burst window let through were counted in the hour.
+    expect(Math.max(...results.map((r) => r[1] ?? 0))).toBe(25)
+    await counters.flush(0)
+    expect(await new RateCounterRepo(db).current('ws', 'hourly', 0)).toBe(25)
+    await db.close()
+  })
+})
+
+describe('in-memory counters of the embedded store', () => {
+  it('write their counts back, resume them after a restart, and forget ended windows', async () => {
+    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-rate-')), 'rate.db')}`
+    const db = await openDb(url)
+    await migrate(db)
+    const first = new MemoryRateCounters(db)
+    for (let i = 0; i < 3; i++) await first.consume('ws', windows(5, 100))
+    expect(await new RateCounterRepo(db).current('ws', 'burst', 0)).toBe(0) // nothing written per request
+    await first.flush(5_000)
+    expect(await new RateCounterRepo(db).current('ws', 'burst', 0)).toBe(3)
+    const second = new MemoryRateCounters(db) // a restarted server
+    expect(await second.consume('ws', windows(5, 100))).toEqual([4, 4])
+    expect(await second.consume('ws', windows(5, 100))).toEqual([5, 5])
+    expect(await second.consume('ws', windows(5, 100))).toEqual([6, 5])
+    await second.flush(10_000) // the burst window has ended: written, then dropped from memory
+    expect(await new RateCounterRepo(db).current('ws', 'burst', 0)).toBe(6)
+    expect(await second.consume('ws', windows(5, 100))).toEqual([7, 5]) // reloaded, still exact
+    await db.close()
+  })
+
+  it('keep the burst window exact across a graceful server restart', async () => {
+    const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-rate-')), 'rate.db')}`
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12))
+    let t = await startTestServer({ databaseUrl, clock })
+    const { token } = await t.createKey({ tier: 'enterprise', limitPerHour: 100, burstLimit: 5 })
+    for (let i = 0; i < 3; i++) expect((await t.request('GET', '/v1/agents', { token })).status).toBe(200)
+    await t.close()
+    t = await startTestServer({ databaseUrl, clock })
+    for (let i = 0; i < 2; i++) expect((await t.request('GET', '/v1/agents', { token })).status).toBe(200)
+    expect((await t.request('GET', '/v1/agents', { token })).status).toBe(429)
+    await t.close()
+  })
+})
+
+describe.each(backends().filter((b) => b.name === 'postgres'))(
+  'rate limits across replicas on $name',
+  (backend) => {
+    let one: TestServer
+    let two: TestServer
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12))
+    beforeAll(async () => {
+      const databaseUrl = await backend.freshUrl()
+      one = await startTestServer({ databaseUrl, clock })
+      two = await startTestServer({ databaseUrl, clock })
+    })
+    afterAll(async () => {
+      await one.close()
+      await two.close()
+    })
+
+    it('lets exactly the quota through across every key and replica, concurrently', async () => {
+      const settings = {
+        workspace: 'replicated',
+        tier: 'enterprise',
+        limitPerHour: 1000,
+        burstLimit: 20,
+      } as const
+      const a = await one.createKey(settings)
+      const b = await one.createKey(settings)
+      const sends = Array.from({ length: 30 }, (_, i) =>
+        (i % 2 === 0 ? one : two).request('GET', '/v1/agents', { token: i % 3 === 0 ? a.token : b.token }),
+      )
+      const statuses = (await Promise.all(sends)).map((r) => r.status)
+      expect(statuses.filter((s) => s === 200)).toHaveLength(20)
+      expect(statuses.filter((s) => s === 429)).toHaveLength(10)
+    })
+  },
+)

@@ -1,0 +1,143 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from '../../src/domain/clock.js'
+import { KEY_CACHE_TTL_MS, VerifiedKeyCache } from '../../src/domain/keys/cache.js'
+import { KeyService } from '../../src/domain/keys/service.js'
+import { type Db, openDb } from '../../src/store/db.js'
+import { migrate } from '../../src/store/migrations/index.js'
+import { KeyRepo } from '../../src/store/repos/keys.js'
+import { WorkspaceRepo } from '../../src/store/repos/workspaces.js'
+import { backends } from '../support/backends.js'
+import { startTestServer, type TestServer } from '../support/server.js'
+
+const workspace = (id: string) => ({
+  id,
+  name: id,
+  tier: 'pro' as const,
+  limitPerHour: 1,
+  burstLimit: 1,
+  policyClasses: [],
+  features: [],
+  createdAt: 0,
+})
+const key = (id: string, workspaceId: string) => ({
+  id,
+  workspaceId,
+  identity: 'default',
+  scopes: ['*'],
+  secretHash: '0'.repeat(64),
+  createdAt: 0,
+  expiresAt: null,
+  revokedAt: null,
+})
+
+describe('verified-key cache', () => {
+  it('trusts an entry for less than the TTL, never at or after it', () => {
+    let now = 0
+    const cache = new VerifiedKeyCache({ now: () => now })
+    cache.set('k', { key: key('k', 'w'), workspace: workspace('w') })
+    now = KEY_CACHE_TTL_MS - 1
+    expect(cache.get('k')).toBeDefined()
+    now = KEY_CACHE_TTL_MS
+    expect(cache.get('k')).toBeUndefined()
+  })
+
+  it('keeps at most maxEntries, dropping the oldest, and forgets by key or workspace', () => {
+    const cache = new VerifiedKeyCache({ maxEntries: 3, now: () => 0 })
+    for (const id of ['a', 'b', 'c', 'd']) cache.set(id, { key: key(id, 'w1'), workspace: workspace('w1') })
+    expect(cache.size).toBe(3)
+    expect(cache.get('a')).toBeUndefined()
+    cache.set('x', { key: key('x', 'w2'), workspace: workspace('w2') })
+    cache.forgetKey('b')
+    expect(cache.get('b')).toBeUndefined()
+    cache.forgetWorkspace('w1')
+    expect(cache.size).toBe(1)
+    expect(cache.get('x')).toBeDefined()
+  })
+})
+
+describe.each(backends())('key verification with the cache on $name', (backend) => {
+  let dbA: Db
+  let dbB: Db
+  let monotonic = 0
+  const clock = new ManualClock(Date.UTC(2026, 10, 23))
+  // Two replicas: their own KeyService (and cache) on one shared store.
+  let a: KeyService
+  let b: KeyService
+
+  beforeAll(async () => {
+    const url = await backend.freshUrl()
+    dbA = await openDb(url)
+    await migrate(dbA)
+    dbB = await openDb(url)
+    const services = (db: Db) =>
+      new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock, { now: () => monotonic })
+    a = services(dbA)
+    b = services(dbB)
+  })
+  afterAll(async () => {
+    await dbA.close()
+    await dbB.close()
+  })
+
+  it('refuses a key revoked on this replica at once, and on another replica once the TTL has passed', async () => {
+    const issued = await a.issue({ workspace: 'cache-revoke' })
+    expect(await a.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    expect(await b.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    expect(await a.revoke(issued.key_id)).toBe(true)
+    expect(await a.verifyToken(issued.token)).toBe('revoked')
+    // Replica B answers from its cache within the stated bound, and reads the row again at the bound.
+    monotonic += KEY_CACHE_TTL_MS - 1
+    expect(await b.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    monotonic += 1
+    expect(await b.verifyToken(issued.token)).toBe('revoked')
+  })
+
+  it('checks expiry against the clock on every request, from the cached row', async () => {
+    const issued = await a.issue({ workspace: 'cache-expiry', expiresInSeconds: 60 })
+    expect(await a.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    clock.advance(59_999)
+    expect(await a.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    clock.advance(1)
+    expect(await a.verifyToken(issued.token)).toBe('expired')
+  })
+
+  it('still compares the secret of a cached key', async () => {
+    const issued = await a.issue({ workspace: 'cache-secret' })
+    expect(await a.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    const forged = `${issued.token.slice(0, -1)}${issued.token.endsWith('A') ? 'B' : 'A'}`
+    expect(await a.verifyToken(forged)).toBe('unknown')
+  })
+
+  it('sees a workspace change made on this replica at once', async () => {
+    const issued = await a.issue({ workspace: 'cache-settings', tier: 'standard' })
+    expect(await a.verifyToken(issued.token)).toMatchObject({ workspace: { tier: 'standard' } })
+    await a.configureWorkspace('cache-settings', { tier: 'pro' })
+    expect(await a.verifyToken(issued.token)).toMatchObject({ workspace: { tier: 'pro' } })
+  })
+})
+
+describe.each(backends())('revocation across two servers on $name', (backend) => {
+  let one: TestServer
+  let two: TestServer
+  beforeAll(async () => {
+    const databaseUrl = await backend.freshUrl()
+    one = await startTestServer({ databaseUrl })
+    two = await startTestServer({ databaseUrl })
+  })
+  afterAll(async () => {
+    await one.close()
+    await two.close()
+  })
+
+  it('refuses the revoked key on the other server after the stated bound', async () => {
+    const issued = await one.createKey()
+    expect((await two.request('GET', '/v1/agents', { token: issued.token })).status).toBe(200)
+    await one.services.keys.revoke(issued.key_id)
+    expect((await one.request('GET', '/v1/agents', { token: issued.token })).status).toBe(401)
+    // The bound is measured in the other server's own monotonic time, so waiting past it cannot be too short.
+    await new Promise((r) => setTimeout(r, KEY_CACHE_TTL_MS + 50))
+    const refused = await two.request('GET', '/v1/agents', { token: issued.token })
+    expect(refused.status).toBe(401)
+    expect(refused.body.error.detail.reason).toBe('revoked')
+  })
+})
