@@ -94,3 +94,13 @@ export class WebhookReceiver {
     await new Promise<void>((resolve) => server.close(() => resolve()))
   }
 }
+
+/** What to set when the deployment refuses the receiver URL or cannot reach it. */
+export function receiverAdvice(url: string, what: string): string {
+  return (
+    `webhook receiver ${url}: ${what}. Give the deployment a URL it accepts and can reach: ` +
+    `--receiver-url (AGENTOPS_CONFORMANCE_RECEIVER_URL), with --receiver-host 0.0.0.0 and --receiver-port N ` +
+    `(AGENTOPS_CONFORMANCE_RECEIVER_HOST/_PORT) so the suite listens there. The reference server refuses ` +
+    `loopback and private addresses unless it runs with AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1.`
+  )
+}

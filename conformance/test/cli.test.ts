@@ -55,7 +55,7 @@ describe('configuration errors exit 2 with a message that says which setting', (
   it('a primary token the deployment refuses', async () => {
     const r = await run(['--base-url', baseUrl, '--token', 'bad'])
     expect(r.code).toBe(2)
-    expect(r.err).toMatch(/primary token \(--token\) is not accepted/)
+    expect(r.err).toMatch(/primary token \(--token \/ AGENTOPS_CONFORMANCE_TOKEN\) is not accepted/)
   })
 
   it('a refused secondary token names that token', async () => {
@@ -93,7 +93,7 @@ describe('settings', () => {
   it('--list prints every check with its level and spec section', async () => {
     const r = await run(['--list'])
     expect(r.code).toBe(0)
-    expect(r.out).toMatch(/auth\.missing-token-401\s+core\s+§5/)
+    expect(r.out).toMatch(/auth\.missing-token-401\s+core\s+S4\.1,S5\.2/)
     expect(r.out).toMatch(/ratelimit\.header-format\s+profile/)
   })
 

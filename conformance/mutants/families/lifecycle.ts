@@ -14,7 +14,7 @@ const START = /^\/v1\/agents\/[^/]+\/runs$/
 const isGet = (req: ProxiedRequest, re: RegExp) => req.method === 'GET' && re.test(pathOnly(req.path))
 
 /** Remembers the secret of the webhook subscription the suite creates, for mutants that re-sign deliveries. */
-function secretKeeper() {
+export function secretKeeper() {
   let secret: string | undefined
   return {
     get: () => secret,

@@ -77,7 +77,7 @@ export const paginationChecks: Check[] = [
     id: 'pagination.limit-max-200',
     title: 'No page holds more than 200 items: limit=200 is honoured, limit=201 is refused or capped',
     level: 'core',
-    sections: ['§8'],
+    clauses: ['S8.2'],
     async run(ctx) {
       await manyTools(ctx)
       const at = await ctx.http.get('/v1/tools?limit=200')
@@ -96,7 +96,7 @@ export const paginationChecks: Check[] = [
     id: 'pagination.limit-over-200-400',
     title: 'limit above 200 or below 1 answers 400 invalid_request',
     level: 'profile',
-    sections: ['§8'],
+    clauses: ['S8.2'],
     async run(ctx) {
       for (const limit of ['201', '1000', '0', '-1', 'ten']) {
         expectError(await ctx.http.get(`/v1/tools?limit=${limit}`), 400, `limit=${limit}`, 'invalid_request')
@@ -107,7 +107,7 @@ export const paginationChecks: Check[] = [
     id: 'pagination.walk-every-item-once',
     title: 'Following the cursor yields every item exactly once',
     level: 'core',
-    sections: ['§8'],
+    clauses: ['S4.7', 'S8.1'],
     async run(ctx) {
       const ours = await manyTools(ctx)
       const { ids, pages } = await listAll(ctx, 37)
@@ -125,7 +125,7 @@ export const paginationChecks: Check[] = [
     id: 'pagination.page-shape',
     title: 'Lists answer {data, next_cursor}; next_cursor is null on the last page',
     level: 'profile',
-    sections: ['§8'],
+    clauses: ['S8.1'],
     async run(ctx) {
       await manyTools(ctx)
       const first = obj((await ctx.http.get('/v1/tools?limit=5')).body)
@@ -142,7 +142,7 @@ export const paginationChecks: Check[] = [
     id: 'pagination.default-limit-50',
     title: 'Without limit a page holds 50 items',
     level: 'profile',
-    sections: ['§8'],
+    clauses: ['S8.1'],
     async run(ctx) {
       await manyTools(ctx)
       const res = await ctx.http.get('/v1/tools')
@@ -157,7 +157,7 @@ export const paginationChecks: Check[] = [
     id: 'pagination.bad-cursor',
     title: 'A cursor the server never issued answers a 4xx with the error envelope, never a 5xx',
     level: 'core',
-    sections: ['§8', '§7'],
+    clauses: ['S8.1'],
     async run(ctx) {
       for (const cursor of ['not-a-cursor', 'eyJrIjoieCJ9', '%00%01', 'A'.repeat(300)]) {
         const res = await ctx.http.get(`/v1/tools?limit=5&cursor=${cursor}`)
@@ -170,7 +170,7 @@ export const paginationChecks: Check[] = [
     id: 'pagination.bad-cursor-code',
     title: 'A foreign or undecodable cursor answers 400 invalid_cursor',
     level: 'profile',
-    sections: ['§8', '§7'],
+    clauses: ['S8.1'],
     async run(ctx) {
       expectError(
         await ctx.http.get('/v1/tools?cursor=not-a-cursor'),
