@@ -3,12 +3,21 @@
  * flags. One table drives parsing and `--help`, so every setting is documented where it is defined.
  */
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ConfigError } from './types.js'
 
-export const REPO_ROOT = join(import.meta.dirname, '..', '..')
+/** This package's root (src/ in the repository, dist/ when installed, sit one level below it). */
+export const PACKAGE_ROOT = join(import.meta.dirname, '..')
+/** The contract kit's repository, when the suite runs from its `conformance/` workspace. */
+export const REPO_ROOT = join(PACKAGE_ROOT, '..')
+
+/** The contract the suite validates against: the copy shipped in the package, else the repository's own. */
+export function defaultContract(): string {
+  const shipped = join(PACKAGE_ROOT, 'contract', 'agent-operations.yaml')
+  return existsSync(shipped) ? shipped : join(REPO_ROOT, 'openapi', 'agent-operations.yaml')
+}
 
 export interface ToolHint {
   provider: string
@@ -436,7 +445,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   const config: SuiteConfig = {
     baseUrl,
     streamUrl,
-    openapiPath: str('openapi') ?? join(REPO_ROOT, 'openapi', 'agent-operations.yaml'),
+    openapiPath: str('openapi') ?? defaultContract(),
     tokens,
     rateLimitSearch: int('rate-limit-search', 60),
     maxRetryAfterWait: int('max-retry-after', 20),

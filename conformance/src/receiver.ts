@@ -19,6 +19,7 @@ export class WebhookReceiver {
   private failures: Array<{ match: (body: Record<string, unknown> | undefined) => boolean; left: number }> =
     []
   port = 0
+  private closed = false
 
   /** Answers 500 to the next `times` deliveries that match, to make the deployment retry. */
   failNext(match: (body: Record<string, unknown> | undefined) => boolean, times = 1): void {
@@ -76,7 +77,8 @@ export class WebhookReceiver {
       const found = this.deliveries.find(match)
       if (found) return found
       const left = deadline - Date.now()
-      if (left <= 0) return undefined
+      // A closed receiver gets nothing more: waits still pending (a probe nobody judged) end at once.
+      if (left <= 0 || this.closed) return undefined
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, 500))
         this.waiters.push(() => {
@@ -88,6 +90,10 @@ export class WebhookReceiver {
   }
 
   async close(): Promise<void> {
+    this.closed = true
+    const waiters = this.waiters
+    this.waiters = []
+    for (const w of waiters) w()
     const server = this.server
     if (!server) return
     server.closeAllConnections?.()

@@ -166,12 +166,12 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   })
   ctx.http = cleanupHttp
   let failedUndo = 0
-  for (const step of undo.reverse()) {
-    try {
-      await step.run()
-    } catch {
-      failedUndo++
-    }
+  // Newest first, a few at a time: undo steps are independent deletions, and hundreds of them one by one (the
+  // pagination checks' tools) would be most of a run's wall time.
+  const steps = undo.reverse()
+  for (let i = 0; i < steps.length; i += 8) {
+    const outcomes = await Promise.allSettled(steps.slice(i, i + 8).map((step) => step.run()))
+    failedUndo += outcomes.filter((o) => o.status === 'rejected').length
   }
   if (failedUndo > 0) log(`cleanup: ${failedUndo} of ${undo.length} steps failed`)
 

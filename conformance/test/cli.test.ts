@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -14,7 +14,14 @@ let baseUrl: string
 beforeAll(async () => {
   // A deployment that knows one token: "good".
   server = createServer((req, res) => {
-    const ok = req.headers.authorization === 'Bearer good'
+    // "old" plays an expired token the deployment still accepts; receiver URLs on loopback are refused.
+    if (req.method === 'POST' && req.url === '/v1/webhooks') {
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end('{"error":{"code":"invalid_request","message":"private address","detail":{},"request_id":"r"}}')
+      return
+    }
+    const ok = req.headers.authorization === 'Bearer good' || req.headers.authorization === 'Bearer old'
     res
       .writeHead(ok ? 200 : 401, { 'content-type': 'application/json' })
       .end(
@@ -77,6 +84,59 @@ describe('configuration errors exit 2 with a message that says which setting', (
     const r = await run(['--base-url', baseUrl, '--token', 'good', '--only', 'nothing.here'])
     expect(r.code).toBe(2)
     expect(r.err).toMatch(/leave no check to run/)
+  })
+})
+
+describe('a run always ends with its reports', () => {
+  it('an expired token the deployment accepts is a failed check in the reports, not a preflight abort', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conf-reports-'))
+    const r = await run([
+      '--base-url',
+      baseUrl,
+      '--token',
+      'good',
+      '--expired-token',
+      'old',
+      '--only',
+      'auth.expired-token-401',
+      '--json',
+      join(dir, 'r.json'),
+      '--junit',
+      join(dir, 'r.xml'),
+    ])
+    expect(r.code).toBe(1)
+    expect(r.out).toMatch(/FAIL core\s+auth\.expired-token-401/)
+    const report = JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'))
+    expect(report.results[0]).toMatchObject({ id: 'auth.expired-token-401', outcome: 'fail' })
+    expect(readFileSync(join(dir, 'r.xml'), 'utf8')).toContain('<failure')
+    // The receiver preflight said what to set when the deployment refused the receiver URL.
+    expect(r.err).toMatch(/--receiver-url/)
+    expect(r.err).toMatch(/AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1/)
+  })
+
+  it('an internal error still writes every report, with the error in it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conf-reports-'))
+    const broken = join(dir, 'broken.yaml')
+    writeFileSync(broken, 'openapi: [unclosed')
+    const r = await run([
+      '--base-url',
+      baseUrl,
+      '--token',
+      'good',
+      '--openapi',
+      broken,
+      '--json',
+      join(dir, 'r.json'),
+      '--junit',
+      join(dir, 'r.xml'),
+      '--markdown',
+      join(dir, 'r.md'),
+    ])
+    expect(r.code).toBe(1)
+    expect(r.err).toMatch(/internal error/)
+    expect(JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8')).internalError).toMatch(/internal error/)
+    expect(readFileSync(join(dir, 'r.xml'), 'utf8')).toMatch(/errors="1"[\s\S]*<error /)
+    expect(readFileSync(join(dir, 'r.md'), 'utf8')).toContain('The run ended early')
   })
 })
 
