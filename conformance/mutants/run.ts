@@ -6,7 +6,7 @@
  *
  *   npx tsx conformance/mutants/run.ts [--only mutant-id,...] [--dialect]
  *
- * `--dialect` runs the clean run and the foreign dialect only (no mutants).
+ * `--dialect` runs the foreign dialect after the clean run and the `--only` mutants (none without `--only`).
  */
 import { parseArgs } from 'node:util'
 import type { Check } from '../src/check.js'
@@ -100,7 +100,7 @@ async function main(): Promise<number> {
     for (const r of cleanFailures) log(`  clean ${r.outcome.toUpperCase()} ${r.id}: ${r.message ?? ''}`)
     log(`clean: ${cleanResults.length - cleanFailures.length}/${cleanResults.length} checks pass`)
 
-    const mutants = dialectOnly ? [] : createMutants().filter((m) => only.length === 0 || only.includes(m.id))
+    const mutants = createMutants().filter((m) => (only.length === 0 ? !dialectOnly : only.includes(m.id)))
     const verdicts: MutantVerdict[] = []
     for (const mutant of mutants) {
       proxy.mutant = mutant

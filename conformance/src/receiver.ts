@@ -16,13 +16,15 @@ export class WebhookReceiver {
   readonly deliveries: Delivery[] = []
   private server: Server | undefined
   private waiters: Array<() => void> = []
-  private failures: Array<{ match: (body: Record<string, unknown> | undefined) => boolean; left: number }> =
-    []
+  private failures: Array<{
+    match: (body: Record<string, unknown> | undefined, path: string) => boolean
+    left: number
+  }> = []
   port = 0
   private closed = false
 
   /** Answers 500 to the next `times` deliveries that match, to make the deployment retry. */
-  failNext(match: (body: Record<string, unknown> | undefined) => boolean, times = 1): void {
+  failNext(match: (body: Record<string, unknown> | undefined, path: string) => boolean, times = 1): void {
     this.failures.push({ match, left: times })
   }
 
@@ -44,7 +46,7 @@ export class WebhookReceiver {
         } catch {
           body = undefined
         }
-        const rule = this.failures.find((f) => f.left > 0 && f.match(body))
+        const rule = this.failures.find((f) => f.left > 0 && f.match(body, req.url ?? '/'))
         if (rule) rule.left--
         const status = rule ? 500 : 200
         this.deliveries.push({

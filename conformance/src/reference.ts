@@ -158,7 +158,8 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     }
     rmSync(dir, { recursive: true, force: true })
   }
-  const deadline = Date.now() + 30_000
+  // Generous: on a loaded machine the server starts alongside the key provisioning processes.
+  const deadline = Date.now() + 90_000
   for (;;) {
     if (child.exitCode !== null) {
       await stop()
@@ -173,7 +174,7 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     if (Date.now() > deadline) {
       await stop()
       throw new ConfigError(
-        `reference: the server did not answer /healthz within 30 s:\n${output.slice(-2000)}`,
+        `reference: the server did not answer /healthz within 90 s:\n${output.slice(-2000)}`,
       )
     }
     await sleep(100)

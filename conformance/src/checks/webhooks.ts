@@ -32,7 +32,15 @@ interface Hook {
   id: string
   secret: string
   url: string
+  /** The last path segment of `url`, unique to this run's subscription. */
+  tag: string
 }
+
+/**
+ * Whether a delivery was addressed to this run's subscription. A long-lived deployment may hold subscriptions of
+ * earlier runs (a cleanup that failed) that post to the same receiver URL under their own secrets.
+ */
+export const toHook = (d: Delivery, hook: Hook) => (d.path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
 
 const hooks = new WeakMap<object, Promise<Hook>>()
 const approvals = new WeakMap<object, Promise<{ runId: string; agentId: string }>>()
@@ -48,7 +56,8 @@ export function ensureWebhook(ctx: CheckContext): Promise<Hook> {
   let p = hooks.get(ctx.config)
   if (!p) {
     p = (async () => {
-      const url = receiverUrl(ctx)
+      const tag = ctx.name('hook')
+      const url = `${receiverUrl(ctx)}/${tag}`
       const secret = `whsec-conf-${randomBytes(12).toString('hex')}`
       const res = await ctx.http.post('/v1/webhooks', { url, events: SPEC_EVENTS, secret })
       if (res.status >= 400 && res.status < 500 && res.status !== 429)
@@ -57,7 +66,7 @@ export function ensureWebhook(ctx: CheckContext): Promise<Hook> {
       const id = obj(res.body).webhook_id ?? obj(res.body).id
       if (typeof id !== 'string') fail(`the subscription answer has no webhook_id: ${short(res.body)}`)
       ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
-      return { id, secret, url }
+      return { id, secret, url, tag }
     })()
     hooks.set(ctx.config, p)
     p.catch(() => hooks.delete(ctx.config))
@@ -85,8 +94,9 @@ async function deliveryFor(
   event: string,
 ): Promise<{ delivery: Delivery; body: Record<string, unknown> }> {
   const run = await approvalRun(ctx)
+  const hook = await ensureWebhook(ctx)
   const delivery = await ctx.receiver!.waitFor(
-    (d) => d.body?.run_id === run.runId && (d.body?.event === event || d.body?.type === event),
+    (d) => toHook(d, hook) && d.body?.run_id === run.runId && eventOf(d) === event,
     ctx.config.waitMs,
   )
   if (!delivery?.body) noDelivery(ctx, `${event} delivery for run ${run.runId}`)
@@ -123,17 +133,19 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
   let p = retryProbes.get(ctx.config)
   if (!p) {
     p = (async () => {
-      await ensureWebhook(ctx)
+      const hook = await ensureWebhook(ctx)
       const tool = await ctx.fx.tool('succeed')
       const agent = await ctx.fx.newAgent('autonomous', [tool.name])
-      const mine = (b: Record<string, unknown> | undefined) =>
+      const started = (b: Record<string, unknown> | undefined) =>
         b?.agent_id === agent && (b?.event ?? b?.type) === 'run.started'
+      const mine = (b: Record<string, unknown> | undefined, path: string) =>
+        started(b) && (path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
       ctx.receiver!.failNext(mine, 1)
       await ctx.fx.startRun(agent)
-      const first = await ctx.receiver!.waitFor((d) => mine(d.body), ctx.config.waitMs)
+      const first = await ctx.receiver!.waitFor((d) => mine(d.body, d.path), ctx.config.waitMs)
       if (!first) noDelivery(ctx, 'run.started delivery (to be failed with 500)')
       assert(first.status === 500, 'the receiver did not fail the first delivery')
-      const retry = await ctx.receiver!.waitFor((d) => d !== first && mine(d.body), ctx.config.waitMs)
+      const retry = await ctx.receiver!.waitFor((d) => d !== first && mine(d.body, d.path), ctx.config.waitMs)
       if (!retry)
         fail(`a run.started delivery answered 500 was not sent again within ${ctx.config.waitMs} ms`)
       return { first, retry }
@@ -166,7 +178,9 @@ export const webhookChecks: Check[] = [
       const hook = await ensureWebhook(ctx)
       const { runId } = await approvalRun(ctx)
       await deliveryFor(ctx, 'run.awaiting_approval')
-      const mine = ctx.receiver!.deliveries.filter((d) => d.body?.run_id === runId && d.status === 200)
+      const mine = ctx.receiver!.deliveries.filter(
+        (d) => toHook(d, hook) && d.body?.run_id === runId && d.status === 200,
+      )
       assert(mine.length > 0, 'no deliveries to verify')
       for (const d of mine) {
         const id = d.headers['webhook-id'] ?? d.body!.id
@@ -192,7 +206,7 @@ export const webhookChecks: Check[] = [
     clauses: ['S6.3', 'S2.12', 'S4.12'],
     async run(ctx) {
       const base = receiverUrl(ctx)
-      await ensureWebhook(ctx)
+      const hook = await ensureWebhook(ctx)
       const tag = ctx.name('only-succeeded')
       const url = `${base}/${tag}`
       const res = await ctx.http.post('/v1/webhooks', {
@@ -208,7 +222,7 @@ export const webhookChecks: Check[] = [
       const tool = await ctx.fx.tool('succeed')
       const agent = await ctx.fx.newAgent('autonomous', [tool.name])
       const { runId } = await ctx.fx.startRun(agent)
-      const ours = (d: Delivery) => d.path.endsWith(tag)
+      const ours = (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
       const of = (d: Delivery) => d.body?.run_id === runId
       const succeeded = await ctx.receiver!.waitFor(
         (d) => ours(d) && of(d) && eventOf(d) === 'run.succeeded',
@@ -217,7 +231,7 @@ export const webhookChecks: Check[] = [
       if (!succeeded) noDelivery(ctx, `run.succeeded delivery for run ${runId} at the run.succeeded-only url`)
       // The all-kinds subscription shows the other kinds were sent, so ours had its chance to get them too.
       const started = await ctx.receiver!.waitFor(
-        (d) => !ours(d) && of(d) && eventOf(d) === 'run.started',
+        (d) => toHook(d, hook) && of(d) && eventOf(d) === 'run.started',
         ctx.config.waitMs,
       )
       if (!started) noDelivery(ctx, `run.started delivery for run ${runId}`)
@@ -283,7 +297,7 @@ export const webhookChecks: Check[] = [
       const hook = await ensureWebhook(ctx)
       const { runId } = await approvalRun(ctx)
       await deliveryFor(ctx, 'run.awaiting_approval')
-      const mine = ctx.receiver!.deliveries.filter((d) => d.body?.run_id === runId)
+      const mine = ctx.receiver!.deliveries.filter((d) => toHook(d, hook) && d.body?.run_id === runId)
       assert(mine.length > 0, 'no deliveries to verify')
       for (const d of mine) {
         const verdict = verifySignature(d.body!, hook.secret, Math.floor(Date.now() / 1000), 3600)
