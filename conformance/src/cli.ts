@@ -12,7 +12,7 @@ import {
   tokenName,
 } from './config.js'
 import { Contract } from './contract.js'
-import { HttpClient, obj, RequestBudget, TransportError } from './http.js'
+import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
 import { receiverAdvice, WebhookReceiver } from './receiver.js'
 import { type ReferenceServer, startReference } from './reference.js'
@@ -79,11 +79,21 @@ export async function receiverPreflight(config: SuiteConfig, io: Io): Promise<vo
     budget: new RequestBudget(3),
     timeoutMs: config.timeoutMs,
   })
-  const res = await http.post('/v1/webhooks', {
-    url,
-    events: ['run.succeeded'],
-    secret: `whsec-conf-preflight-${config.prefix}`,
-  })
+  let res: HttpResponse
+  try {
+    res = await http.post('/v1/webhooks', {
+      url,
+      events: ['run.succeeded'],
+      secret: `whsec-conf-preflight-${config.prefix}`,
+    })
+  } catch (err) {
+    io.err(`warning: could not ask the deployment to accept the webhook receiver: ${(err as Error).message}`)
+    return
+  }
+  if (res.status === 429 || res.status >= 500) {
+    io.err(`warning: could not ask the deployment to accept the webhook receiver (${res.status})`)
+    return
+  }
   if (res.status >= 200 && res.status < 300) {
     const id = obj(res.body).webhook_id ?? obj(res.body).id
     if (typeof id === 'string') await http.delete(`/v1/webhooks/${id}`).catch(() => undefined)
