@@ -188,7 +188,7 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     throw err
   }
   log(
-    `reference: ${kit} serving at ${baseUrl} (pid ${child.pid}) with 6 tokens, ready ${Date.now() - started} ms after start`,
+    `reference: ${kit} on store ${databaseUrl} serving at ${baseUrl} (pid ${child.pid}) with 6 tokens, ready ${Date.now() - started} ms after start`,
   )
   return { baseUrl, tokens, stop }
 }
