@@ -7,6 +7,7 @@ import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { pagingMutants } from './families/paging.js'
+import { statementMutants } from './families/statements.js'
 import {
   editJson,
   header,
@@ -451,5 +452,6 @@ export function createMutants(): Mutant[] {
     ...accessMutants(),
     ...pagingMutants(),
     ...lifecycleMutants(),
+    ...statementMutants(),
   ]
 }

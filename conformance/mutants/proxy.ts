@@ -47,8 +47,8 @@ export interface Mutant {
     res: ProxiedResponse,
     ctx: MutantContext,
   ): Promise<ProxiedResponse> | ProxiedResponse
-  /** Rewrites a webhook delivery on its way to the receiver. */
-  delivery?(req: ProxiedRequest): ProxiedRequest
+  /** Rewrites a webhook delivery on its way to the receiver; a response answers the deployment without delivering. */
+  delivery?(req: ProxiedRequest): ProxiedRequest | ProxiedResponse
   /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
   /** Rewrites a JSON stream message on its way from the deployment to the client. */
@@ -120,8 +120,13 @@ export class MutantProxy {
         try {
           let res: ProxiedResponse
           if (req.path.startsWith(HOOK_PREFIX)) {
-            if (this.mutant?.delivery) req = this.mutant.delivery(req)
-            res = await send(this.receiverUrl(), { ...req, path: req.path.slice(HOOK_PREFIX.length) || '/' })
+            const rewritten = this.mutant?.delivery ? this.mutant.delivery(req) : req
+            res = isResponse(rewritten)
+              ? rewritten
+              : await send(this.receiverUrl(), {
+                  ...rewritten,
+                  path: rewritten.path.slice(HOOK_PREFIX.length) || '/',
+                })
           } else {
             const rewritten = this.mutant?.request ? await this.mutant.request(req, ctx) : req
             if (isResponse(rewritten)) res = rewritten

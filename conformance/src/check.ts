@@ -19,8 +19,8 @@ export interface Check {
   id: string
   title: string
   level: Level
-  /** Spec sections (e.g. "§5", "§7") the check verifies. */
-  sections: string[]
+  /** The numbered spec statements (`S5.2`, see statements.ts) the check verifies. */
+  clauses: string[]
   run(ctx: CheckContext): Promise<void>
 }
 

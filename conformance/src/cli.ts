@@ -2,19 +2,28 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { ALL_CHECKS } from './checks/index.js'
-import { helpText, requireTarget, resolveConfig, type SuiteConfig } from './config.js'
+import {
+  helpText,
+  requireTarget,
+  resolveConfig,
+  type SuiteConfig,
+  settingName,
+  type TokenKey,
+  tokenName,
+} from './config.js'
 import { Contract } from './contract.js'
-import { HttpClient, RequestBudget, TransportError } from './http.js'
-import { WebhookReceiver } from './receiver.js'
+import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
+import { Pacer } from './pacing.js'
+import { receiverAdvice, WebhookReceiver } from './receiver.js'
 import { type ReferenceServer, startReference } from './reference.js'
 import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
 import { toMarkdown } from './report/markdown.js'
 import { formatResult, formatSummary } from './report/text.js'
 import { runChecks, selectChecks } from './runner.js'
-import { coverage, loadTraceability } from './traceability.js'
-import { ConfigError, exitCodeFor } from './types.js'
-import { sleep } from './wait.js'
+import { coverage } from './traceability.js'
+import { type CheckResult, ConfigError, exitCodeFor, type RunSummary } from './types.js'
+import { short } from './wait.js'
 
 export interface Io {
   out: (line: string) => void
@@ -26,52 +35,95 @@ const defaultIo: Io = {
   err: (line) => process.stderr.write(`${line}\n`),
 }
 
-const TOKEN_NAMES: Record<keyof SuiteConfig['tokens'], string> = {
-  primary: 'primary token (--token)',
-  secondWorkspace: 'second-workspace token (--second-token)',
-  narrowScope: 'narrow-scope token (--narrow-token)',
-  rateLimited: 'rate-limited token (--limited-token)',
-  rateLimitedPeer: 'rate-limited peer token (--limited-peer-token)',
-  expired: 'expired token (--expired-token)',
-}
-
-/** Fails fast, with exit code 2, when the deployment cannot be reached or a token is not accepted. */
-export async function preflight(config: SuiteConfig, io: Io): Promise<void> {
+/** Fails fast, with exit code 2, when the deployment cannot be reached or a token that must work is refused. */
+export async function preflight(config: SuiteConfig): Promise<void> {
   const http = new HttpClient({
     baseUrl: config.baseUrl,
     budget: new RequestBudget(20),
     timeoutMs: config.timeoutMs,
   })
-  for (const [key, token] of Object.entries(config.tokens) as Array<
-    [keyof SuiteConfig['tokens'], string | undefined]
-  >) {
+  // The expired token is not here: refusing it is what auth.expired-token-401 checks, reported like any check.
+  for (const [key, token] of Object.entries(config.tokens) as Array<[TokenKey, string | undefined]>) {
     if (!token || key === 'expired') continue
     let status: number
     try {
-      status = (await http.get('/v1/agents?limit=1', { token })).status
+      status = (await http.get('/v1/tools?limit=1', { token })).status
     } catch (err) {
       if (err instanceof TransportError) {
-        throw new ConfigError(`cannot reach ${config.baseUrl}: ${err.exchange.error} (check --base-url)`)
+        throw new ConfigError(
+          `cannot reach ${config.baseUrl}: ${err.exchange.error} (check ${settingName('base-url')})`,
+        )
       }
       throw err
     }
     if (status === 401)
-      throw new ConfigError(`the ${TOKEN_NAMES[key]} is not accepted by ${config.baseUrl} (401)`)
+      throw new ConfigError(`the ${tokenName(key)} is not accepted by ${config.baseUrl} (401)`)
     if (status === 404 && key === 'primary') {
       throw new ConfigError(
-        `${config.baseUrl}/v1/agents answered 404: is --base-url the service address without /v1?`,
+        `${config.baseUrl}/v1/tools answered 404: is ${settingName('base-url')} the service address without /v1?`,
       )
     }
   }
-  if (config.tokens.expired) {
-    // A token made to expire in a second may still be valid when the run starts; give it a moment.
-    for (let i = 0; i < 30; i++) {
-      const res = await http.get('/v1/agents?limit=1', { token: config.tokens.expired })
-      if (res.status === 401) return
-      await sleep(200)
-    }
-    io.err('warning: the expired token is still accepted; auth.expired-token-401 will fail')
+}
+
+/**
+ * Asks the deployment to accept the receiver URL (a subscription that is deleted again). A refusal is not a
+ * configuration error (the webhook checks fail and say the same), but the advice comes first, once.
+ */
+export async function receiverPreflight(config: SuiteConfig, io: Io): Promise<void> {
+  const url = config.receiver.url
+  if (!url) return
+  const http = new HttpClient({
+    baseUrl: config.baseUrl,
+    token: config.tokens.primary,
+    budget: new RequestBudget(3),
+    timeoutMs: config.timeoutMs,
+  })
+  let res: HttpResponse
+  try {
+    res = await http.post('/v1/webhooks', {
+      url,
+      events: ['run.succeeded'],
+      secret: `whsec-conf-preflight-${config.prefix}`,
+    })
+  } catch (err) {
+    io.err(`warning: could not ask the deployment to accept the webhook receiver: ${(err as Error).message}`)
+    return
   }
+  if (res.status === 429 || res.status >= 500) {
+    io.err(`warning: could not ask the deployment to accept the webhook receiver (${res.status})`)
+    return
+  }
+  if (res.status >= 200 && res.status < 300) {
+    const id = obj(res.body).webhook_id ?? obj(res.body).id
+    if (typeof id === 'string') await http.delete(`/v1/webhooks/${id}`).catch(() => undefined)
+    return
+  }
+  io.err(
+    `warning: ${receiverAdvice(url, `the deployment refused it (${res.status} ${short(res.body, 200)})`)}`,
+  )
+}
+
+interface Reports {
+  junit?: string
+  json?: string
+  markdown?: string
+}
+
+function writeReports(reports: Reports, summary: RunSummary, io: Io): void {
+  const write = (path: string | undefined, text: string) => {
+    if (!path) return
+    try {
+      mkdirSync(dirname(path), { recursive: true })
+      writeFileSync(path, text)
+      io.out(`wrote ${path}`)
+    } catch (err) {
+      io.err(`agentops-conformance: cannot write ${path}: ${(err as Error).message}`)
+    }
+  }
+  write(reports.junit, toJunit(summary))
+  write(reports.json, toJson(summary))
+  write(reports.markdown, toMarkdown(summary))
 }
 
 export async function main(
@@ -81,26 +133,42 @@ export async function main(
 ): Promise<number> {
   let reference: ReferenceServer | undefined
   let receiver: WebhookReceiver | undefined
+  let reports: Reports = {}
+  let config: SuiteConfig | undefined
+  const results: CheckResult[] = []
+  const startedAt = new Date().toISOString()
+  let pacer: Pacer | undefined
+  // Whatever ends the run, the reports are written: a partial run with the error beats no report in CI.
+  const bail = (kind: 'configuration error' | 'internal error', message: string): RunSummary => ({
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    baseUrl: config?.baseUrl ?? '',
+    seed: config?.seed ?? 0,
+    requestsUsed: 0,
+    results,
+    internalError: `${kind}: ${message}`,
+    ...(pacer ? { pacedMs: pacer.waitedMs } : {}),
+  })
   try {
     const options = resolveConfig(argv, env)
-    const { config } = options
+    config = options.config
+    reports = config.reports
     if (options.help) {
       io.out(helpText())
       return 0
     }
-    const statements = loadTraceability()
-    const cov = coverage(statements, new Set(ALL_CHECKS.map((c) => c.id)))
+    const cov = coverage(ALL_CHECKS)
     if (options.list) {
       for (const c of selectChecks(ALL_CHECKS, config.only, config.skip)) {
-        io.out(`${c.id.padEnd(48)} ${c.level.padEnd(8)} ${c.sections.join(',').padEnd(10)} ${c.title}`)
+        io.out(`${c.id.padEnd(48)} ${c.level.padEnd(8)} ${c.clauses.join(',').padEnd(16)} ${c.title}`)
       }
       io.out(
-        `\n${ALL_CHECKS.length} checks; ${cov.covered} of ${cov.statements} spec statements covered (conformance/traceability.md)`,
+        `\n${ALL_CHECKS.length} checks; ${cov.covered} of ${cov.statements} spec statements have checks (traceability.md)`,
       )
       return 0
     }
     if (!existsSync(config.openapiPath))
-      throw new ConfigError(`OpenAPI document not found: ${config.openapiPath} (--openapi)`)
+      throw new ConfigError(`OpenAPI document not found: ${config.openapiPath} (${settingName('openapi')})`)
     const contract = Contract.fromFile(config.openapiPath)
 
     if (options.reference) {
@@ -110,17 +178,18 @@ export async function main(
       config.tokens = { ...reference.tokens }
     }
     requireTarget(config)
-    await preflight(config, io)
+    await preflight(config)
 
     receiver = new WebhookReceiver()
     try {
       await receiver.listen(config.receiver.host, config.receiver.port)
     } catch (err) {
       throw new ConfigError(
-        `the webhook receiver cannot listen on ${config.receiver.host}:${config.receiver.port}: ${(err as Error).message}`,
+        `the webhook receiver cannot listen on ${config.receiver.host}:${config.receiver.port}: ${(err as Error).message} (${settingName('receiver-host')}, ${settingName('receiver-port')})`,
       )
     }
     config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
+    await receiverPreflight(config, io)
 
     const checks = selectChecks(ALL_CHECKS, config.only, config.skip)
     if (checks.length === 0) throw new ConfigError('--only/--skip leave no check to run; see --list')
@@ -130,32 +199,33 @@ export async function main(
     io.out(
       `prefix ${config.prefix}, seed ${config.seed}, budget ${config.budget} requests, receiver ${config.receiver.url}\n`,
     )
+    pacer = new Pacer(config)
     const summary = await runChecks({
       config,
       checks,
       contract,
       receiver,
+      pacer,
       log: io.out,
-      onResult: (r, i, n) => io.out(formatResult(r, i, n)),
+      onResult: (r, i, n) => {
+        results.push(r)
+        io.out(formatResult(r, i, n, config?.verbose ?? false))
+      },
     })
     summary.traceability = { statements: cov.statements, covered: cov.covered }
     io.out(formatSummary(summary, config.strictProfile))
-    const write = (path: string | undefined, text: string) => {
-      if (!path) return
-      mkdirSync(dirname(path), { recursive: true })
-      writeFileSync(path, text)
-      io.out(`wrote ${path}`)
-    }
-    write(config.reports.junit, toJunit(summary))
-    write(config.reports.json, toJson(summary))
-    write(config.reports.markdown, toMarkdown(summary))
+    writeReports(reports, summary, io)
     return exitCodeFor(summary.results, config.strictProfile)
   } catch (err) {
     if (err instanceof ConfigError) {
       io.err(`agentops-conformance: configuration error: ${err.message}`)
+      writeReports(reports, bail('configuration error', err.message), io)
       return 2
     }
-    io.err(`agentops-conformance: ${(err as Error).stack ?? String(err)}`)
+    const e = err as Error
+    io.err(`agentops-conformance: internal error: ${e.message}`)
+    if (config?.verbose) io.err(e.stack ?? String(err))
+    writeReports(reports, bail('internal error', `${e.name}: ${e.message}`), io)
     return 1
   } finally {
     await receiver?.close()

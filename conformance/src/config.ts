@@ -3,12 +3,21 @@
  * flags. One table drives parsing and `--help`, so every setting is documented where it is defined.
  */
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ConfigError } from './types.js'
 
-export const REPO_ROOT = join(import.meta.dirname, '..', '..')
+/** This package's root (src/ in the repository, dist/ when installed, sit one level below it). */
+export const PACKAGE_ROOT = join(import.meta.dirname, '..')
+/** The contract kit's repository, when the suite runs from its `conformance/` workspace. */
+export const REPO_ROOT = join(PACKAGE_ROOT, '..')
+
+/** The contract the suite validates against: the copy shipped in the package, else the repository's own. */
+export function defaultContract(): string {
+  const shipped = join(PACKAGE_ROOT, 'contract', 'agent-operations.yaml')
+  return existsSync(shipped) ? shipped : join(REPO_ROOT, 'openapi', 'agent-operations.yaml')
+}
 
 export interface ToolHint {
   provider: string
@@ -43,6 +52,8 @@ export interface SuiteConfig {
   rateLimitSearch: number
   /** Longest wait for Retry-After recovery, in seconds. */
   maxRetryAfterWait: number
+  /** Longest single wait the pacing honours (the deployment's rate-limit headers), in seconds. */
+  paceMaxWait: number
   receiver: { host: string; port: number; url?: string }
   profile: ProfileHints
   budget: number
@@ -57,6 +68,28 @@ export interface SuiteConfig {
   prefix: string
   reports: { junit?: string; json?: string; markdown?: string }
   verbose: boolean
+}
+
+export type TokenKey = keyof SuiteConfig['tokens']
+
+/** Each token: what it is, and the flag and variable that set it (skip reasons and errors name these). */
+export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
+  primary: { what: 'primary token', flag: 'token' },
+  secondWorkspace: { what: 'second-workspace token', flag: 'second-token' },
+  narrowScope: { what: 'narrow-scope token', flag: 'narrow-token' },
+  rateLimited: { what: 'rate-limited token', flag: 'limited-token' },
+  rateLimitedPeer: { what: 'rate-limited peer token', flag: 'limited-peer-token' },
+  expired: { what: 'expired token', flag: 'expired-token' },
+}
+
+/** `--flag / AGENTOPS_CONFORMANCE_VAR` for a setting, as messages name it. */
+export function settingName(flag: string): string {
+  const s = SETTINGS.find((x) => x.flag === flag)
+  return s ? `--${s.flag} / AGENTOPS_CONFORMANCE_${s.env}` : `--${flag}`
+}
+
+export function tokenName(key: TokenKey): string {
+  return `${TOKENS[key].what} (${settingName(TOKENS[key].flag)})`
 }
 
 export interface CliOptions {
@@ -159,6 +192,13 @@ export const SETTINGS: Setting[] = [
     kind: 'int',
     file: 'maxRetryAfterWait',
     help: 'Longest Retry-After the recovery check waits, seconds (default 20)',
+  },
+  {
+    flag: 'pace-max-wait',
+    env: 'PACE_MAX_WAIT',
+    kind: 'int',
+    file: 'paceMaxWait',
+    help: 'Longest wait for a used-up rate-limit quota to reset before a request, seconds (default 120; 0 = never wait)',
   },
   {
     flag: 'receiver-host',
@@ -405,10 +445,11 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   const config: SuiteConfig = {
     baseUrl,
     streamUrl,
-    openapiPath: str('openapi') ?? join(REPO_ROOT, 'openapi', 'agent-operations.yaml'),
+    openapiPath: str('openapi') ?? defaultContract(),
     tokens,
     rateLimitSearch: int('rate-limit-search', 60),
     maxRetryAfterWait: int('max-retry-after', 20),
+    paceMaxWait: int('pace-max-wait', 120),
     receiver: {
       host: str('receiver-host') ?? '127.0.0.1',
       port: int('receiver-port', 0),

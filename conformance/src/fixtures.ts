@@ -167,12 +167,12 @@ export class Fixtures {
       waiting = await this.waitForStatus(run.runId, (s) => SETTLED.has(s), 'awaiting approval')
     } catch (err) {
       skip(
-        `could not bring a run to awaiting_approval with behavior "${this.ctx().config.profile.approvalBehavior}": ${(err as Error).message}`,
+        `could not bring a run to awaiting_approval with behavior "${this.ctx().config.profile.approvalBehavior}" (set profile.approvalBehavior in the --config file): ${(err as Error).message}`,
       )
     }
     if (waiting.status !== 'awaiting_approval') {
       skip(
-        `a ${this.ctx().config.profile.approvalBehavior} run settled as ${String(waiting.status)}, not awaiting_approval`,
+        `${/^[aeiou]/i.test(this.ctx().config.profile.approvalBehavior) ? 'an' : 'a'} ${this.ctx().config.profile.approvalBehavior} run settled as ${String(waiting.status)}, not awaiting_approval (set profile.approvalBehavior in the --config file)`,
       )
     }
     return { ...run, waiting }

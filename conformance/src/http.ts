@@ -2,7 +2,9 @@
  * The suite's only way to talk HTTP: every request counts against a shared budget (safe on shared deployments),
  * has a timeout, and is reported to observers (the check's recorder and the contract validator).
  */
+
 import { createHash } from 'node:crypto'
+import type { Pacer } from './pacing.js'
 import type { Exchange } from './types.js'
 
 export function fingerprint(token: string): string {
@@ -57,6 +59,8 @@ export interface HttpClientOptions {
   budget: RequestBudget
   timeoutMs: number
   observers?: ExchangeObserver[]
+  /** Waits the deployment's rate-limit headers ask for, and retries a 429 after its Retry-After. */
+  pacer?: Pacer
 }
 
 export class HttpClient {
@@ -65,6 +69,7 @@ export class HttpClient {
   readonly budget: RequestBudget
   readonly timeoutMs: number
   private readonly observers: ExchangeObserver[]
+  private readonly pacer: Pacer | undefined
 
   constructor(options: HttpClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '')
@@ -72,6 +77,7 @@ export class HttpClient {
     this.budget = options.budget
     this.timeoutMs = options.timeoutMs
     this.observers = options.observers ?? []
+    this.pacer = options.pacer
   }
 
   /** The same client (budget, observers) acting as another identity. */
@@ -82,6 +88,7 @@ export class HttpClient {
       budget: this.budget,
       timeoutMs: this.timeoutMs,
       observers: this.observers,
+      ...(this.pacer ? { pacer: this.pacer } : {}),
     })
   }
 
@@ -106,6 +113,17 @@ export class HttpClient {
   }
 
   async request(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse> {
+    const token = options.token === undefined ? this.token : options.token
+    const fp = token ? fingerprint(token) : undefined
+    // A 429 is retried (twice at most) only when the pacer honours its wait: the request was not processed.
+    for (let attempt = 0; ; attempt++) {
+      await this.pacer?.before(fp)
+      const res = await this.once(method, path, options)
+      if (!this.pacer?.after(fp, res.status, res.headers) || attempt >= 2) return res
+    }
+  }
+
+  private async once(method: string, path: string, options: RequestOptions): Promise<HttpResponse> {
     this.budget.take()
     const url = `${this.baseUrl}${path}`
     const headers: Record<string, string> = { accept: 'application/json', ...lower(options.headers ?? {}) }

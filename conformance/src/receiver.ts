@@ -16,12 +16,15 @@ export class WebhookReceiver {
   readonly deliveries: Delivery[] = []
   private server: Server | undefined
   private waiters: Array<() => void> = []
-  private failures: Array<{ match: (body: Record<string, unknown> | undefined) => boolean; left: number }> =
-    []
+  private failures: Array<{
+    match: (body: Record<string, unknown> | undefined, path: string) => boolean
+    left: number
+  }> = []
   port = 0
+  private closed = false
 
   /** Answers 500 to the next `times` deliveries that match, to make the deployment retry. */
-  failNext(match: (body: Record<string, unknown> | undefined) => boolean, times = 1): void {
+  failNext(match: (body: Record<string, unknown> | undefined, path: string) => boolean, times = 1): void {
     this.failures.push({ match, left: times })
   }
 
@@ -43,7 +46,7 @@ export class WebhookReceiver {
         } catch {
           body = undefined
         }
-        const rule = this.failures.find((f) => f.left > 0 && f.match(body))
+        const rule = this.failures.find((f) => f.left > 0 && f.match(body, req.url ?? '/'))
         if (rule) rule.left--
         const status = rule ? 500 : 200
         this.deliveries.push({
@@ -76,7 +79,8 @@ export class WebhookReceiver {
       const found = this.deliveries.find(match)
       if (found) return found
       const left = deadline - Date.now()
-      if (left <= 0) return undefined
+      // A closed receiver gets nothing more: waits still pending (a probe nobody judged) end at once.
+      if (left <= 0 || this.closed) return undefined
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, 500))
         this.waiters.push(() => {
@@ -88,9 +92,23 @@ export class WebhookReceiver {
   }
 
   async close(): Promise<void> {
+    this.closed = true
+    const waiters = this.waiters
+    this.waiters = []
+    for (const w of waiters) w()
     const server = this.server
     if (!server) return
     server.closeAllConnections?.()
     await new Promise<void>((resolve) => server.close(() => resolve()))
   }
+}
+
+/** What to set when the deployment refuses the receiver URL or cannot reach it. */
+export function receiverAdvice(url: string, what: string): string {
+  return (
+    `webhook receiver ${url}: ${what}. Give the deployment a URL it accepts and can reach: ` +
+    `--receiver-url (AGENTOPS_CONFORMANCE_RECEIVER_URL), with --receiver-host 0.0.0.0 and --receiver-port N ` +
+    `(AGENTOPS_CONFORMANCE_RECEIVER_HOST/_PORT) so the suite listens there. The reference server refuses ` +
+    `loopback and private addresses unless it runs with AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1.`
+  )
 }

@@ -3,17 +3,47 @@
  * of the server's code) in a fresh SQLite store in a temp dir, serves on a free port, and stops it afterwards.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
-import { REPO_ROOT, type SuiteConfig } from './config.js'
+import { PACKAGE_ROOT, REPO_ROOT, type SuiteConfig } from './config.js'
 import { ConfigError } from './types.js'
 import { sleep } from './wait.js'
 
 const run = promisify(execFile)
-const CLI = join(REPO_ROOT, 'bin', 'agentops.mjs')
+const KIT = 'agentops-contract-kit'
+
+/**
+ * The reference server's root: the repository this suite is a workspace of, or the kit installed beside the
+ * suite (`npm install agentops-contract-kit`). The suite never imports it; it runs its CLI as a child process.
+ */
+export function findReference(cwd = process.cwd()): string {
+  const isKit = (dir: string) => {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }
+      return pkg.name === KIT && existsSync(join(dir, 'bin', 'agentops.mjs'))
+    } catch {
+      return false
+    }
+  }
+  if (isKit(REPO_ROOT)) return REPO_ROOT
+  const require = createRequire(join(cwd, 'noop.js'))
+  for (const from of [cwd, PACKAGE_ROOT]) {
+    try {
+      const dir = dirname(require.resolve(`${KIT}/package.json`, { paths: [from] }))
+      if (isKit(dir)) return dir
+    } catch {
+      // not installed there
+    }
+  }
+  throw new ConfigError(
+    `--reference needs the reference server, the ${KIT} package, and it is not installed beside the suite. ` +
+      `Install it next to agentops-conformance (npm install ${KIT}), or test your own deployment with --base-url URL --token TOKEN.`,
+  )
+}
 
 export interface ReferenceServer {
   baseUrl: string
@@ -33,13 +63,13 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   })
 }
 
-async function keysCreate(databaseUrl: string, args: string[]): Promise<string> {
+async function keysCreate(kit: string, databaseUrl: string, args: string[]): Promise<string> {
   try {
     const { stdout } = await run(
       process.execPath,
-      [CLI, 'keys', 'create', ...args, '--json', '--database-url', databaseUrl],
+      [join(kit, 'bin', 'agentops.mjs'), 'keys', 'create', ...args, '--json', '--database-url', databaseUrl],
       {
-        cwd: REPO_ROOT,
+        cwd: kit,
         timeout: 60_000,
       },
     )
@@ -59,43 +89,56 @@ export async function startReference(log: (line: string) => void): Promise<Refer
   const databaseUrl =
     process.env.AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL || `sqlite:${join(dir, 'db.sqlite')}`
   const started = Date.now()
-  // The first call migrates the store; the others can then run side by side.
-  const primary = await keysCreate(databaseUrl, [
-    '--workspace',
-    'conformance-primary',
-    '--tier',
-    'enterprise',
-    '--limit-per-hour',
-    '1000000',
-    '--burst-limit',
-    '100000',
-  ])
-  const [secondWorkspace, narrowScope, rateLimited, expired] = await Promise.all([
-    keysCreate(databaseUrl, ['--workspace', 'conformance-second', '--tier', 'pro']),
-    keysCreate(databaseUrl, ['--workspace', 'conformance-primary', '--scopes', 'agents:read']),
-    keysCreate(databaseUrl, [
-      '--workspace',
-      'conformance-limited',
-      '--limit-per-hour',
-      '1000',
-      '--burst-limit',
-      '5',
-    ]),
-    keysCreate(databaseUrl, ['--workspace', 'conformance-primary', '--expires-in', '1']),
-  ])
-  const rateLimitedPeer = await keysCreate(databaseUrl, ['--workspace', 'conformance-limited'])
-  log(`reference: store ${databaseUrl}, 6 tokens provisioned in ${Date.now() - started} ms`)
-
+  const kit = findReference()
+  const keys = (args: string[]) => keysCreate(kit, databaseUrl, args)
+  // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's quota
+  // (1,000 an hour, the reference's burst window), which shows the suite pacing itself on the rate-limit headers.
+  const primaryTier = process.env.AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER
+  // The first call migrates the store; the others, and the server, can then start side by side.
+  const primary = await keys(
+    primaryTier
+      ? ['--workspace', 'conformance-primary', '--tier', primaryTier]
+      : [
+          '--workspace',
+          'conformance-primary',
+          '--tier',
+          'enterprise',
+          '--limit-per-hour',
+          '1000000',
+          '--burst-limit',
+          '100000',
+        ],
+  )
   const port = await freePort()
   const child: ChildProcess = spawn(
     process.execPath,
-    [CLI, 'serve', '--port', String(port), '--host', '127.0.0.1', '--database-url', databaseUrl],
+    [
+      join(kit, 'bin', 'agentops.mjs'),
+      'serve',
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      '--database-url',
+      databaseUrl,
+    ],
     {
-      cwd: REPO_ROOT,
+      cwd: kit,
       env: { ...process.env, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   )
+  const provisioned = Promise.all([
+    keys(['--workspace', 'conformance-second', '--tier', 'pro']),
+    keys(['--workspace', 'conformance-primary', '--scopes', 'agents:read']),
+    // The peer joins the small-limit workspace only once that exists with its limits.
+    keys(['--workspace', 'conformance-limited', '--limit-per-hour', '1000', '--burst-limit', '5']).then(
+      async (limited) => [limited, await keys(['--workspace', 'conformance-limited'])] as const,
+    ),
+    keys(['--workspace', 'conformance-primary', '--expires-in', '1']),
+  ])
+  // A failed provisioning must not leave the server running.
+  provisioned.catch(() => child.kill('SIGTERM'))
   let output = ''
   // AGENTOPS_CONFORMANCE_REFERENCE_LOG=FILE keeps the server's own output for diagnosis.
   const logFile = process.env.AGENTOPS_CONFORMANCE_REFERENCE_LOG
@@ -115,7 +158,8 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     }
     rmSync(dir, { recursive: true, force: true })
   }
-  const deadline = Date.now() + 30_000
+  // Generous: on a loaded machine the server starts alongside the key provisioning processes.
+  const deadline = Date.now() + 90_000
   for (;;) {
     if (child.exitCode !== null) {
       await stop()
@@ -130,15 +174,21 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     if (Date.now() > deadline) {
       await stop()
       throw new ConfigError(
-        `reference: the server did not answer /healthz within 30 s:\n${output.slice(-2000)}`,
+        `reference: the server did not answer /healthz within 90 s:\n${output.slice(-2000)}`,
       )
     }
     await sleep(100)
   }
-  log(`reference: serving at ${baseUrl} (pid ${child.pid}), ready ${Date.now() - started} ms after start`)
-  return {
-    baseUrl,
-    tokens: { primary, secondWorkspace, narrowScope, rateLimited, rateLimitedPeer, expired },
-    stop,
+  let tokens: SuiteConfig['tokens']
+  try {
+    const [secondWorkspace, narrowScope, [rateLimited, rateLimitedPeer], expired] = await provisioned
+    tokens = { primary, secondWorkspace, narrowScope, rateLimited, rateLimitedPeer, expired }
+  } catch (err) {
+    await stop()
+    throw err
   }
+  log(
+    `reference: ${kit} on store ${databaseUrl} serving at ${baseUrl} (pid ${child.pid}) with 6 tokens, ready ${Date.now() - started} ms after start`,
+  )
+  return { baseUrl, tokens, stop }
 }

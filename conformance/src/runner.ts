@@ -1,10 +1,11 @@
 /** Runs the selected checks one after another against one deployment and undoes what they created. */
-import type { Check, CheckContext, SeenExchange, TokenRole } from './check.js'
+import type { Check, CheckContext, SeenExchange } from './check.js'
 import { family } from './check.js'
-import type { SuiteConfig } from './config.js'
+import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
 import { Fixtures } from './fixtures.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
+import { Pacer } from './pacing.js'
 import type { WebhookReceiver } from './receiver.js'
 import { type CheckResult, CheckSkipped, type Exchange, type RunSummary } from './types.js'
 
@@ -17,15 +18,8 @@ export interface RunOptions {
   log?: (line: string) => void
   /** Per-check time limit, ms. */
   checkTimeoutMs?: number
-}
-
-const ROLE_TOKENS: Record<TokenRole, keyof SuiteConfig['tokens']> = {
-  primary: 'primary',
-  secondWorkspace: 'secondWorkspace',
-  narrowScope: 'narrowScope',
-  rateLimited: 'rateLimited',
-  rateLimitedPeer: 'rateLimitedPeer',
-  expired: 'expired',
+  /** Pacing from the deployment's rate-limit headers (default: a new one from the config). */
+  pacer?: Pacer
 }
 
 export function selectChecks(checks: Check[], only: string[], skip: string[] = []): Check[] {
@@ -53,11 +47,16 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       .map(fingerprint),
   )
 
+  const pacer = options.pacer ?? new Pacer(config)
+  // The rate-limit checks drive these into their limit on purpose.
+  for (const t of [config.tokens.rateLimited, config.tokens.rateLimitedPeer])
+    if (t) pacer.exemptToken(fingerprint(t))
   const http = new HttpClient({
     baseUrl: config.baseUrl,
     token: config.tokens.primary,
     budget,
     timeoutMs: config.timeoutMs,
+    pacer,
     observers: [
       (exchange, response) => {
         current.exchanges.push(exchange)
@@ -89,8 +88,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     config,
     http,
     as(role) {
-      const token = config.tokens[ROLE_TOKENS[role]]
-      if (!token) throw new CheckSkipped(`no ${role} token configured`)
+      const token = config.tokens[role]
+      if (!token) throw new CheckSkipped(`no ${tokenName(role)} given`)
       return http.withToken(token)
     },
     contract,
@@ -146,7 +145,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       title: check.title,
       level: check.level,
       family: family(check.id),
-      sections: check.sections,
+      clauses: check.clauses,
       outcome,
       ...(message !== undefined ? { message } : {}),
       exchanges: outcome === 'fail' ? current.exchanges.slice(-3) : [],
@@ -167,12 +166,12 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   })
   ctx.http = cleanupHttp
   let failedUndo = 0
-  for (const step of undo.reverse()) {
-    try {
-      await step.run()
-    } catch {
-      failedUndo++
-    }
+  // Newest first, a few at a time: undo steps are independent deletions, and hundreds of them one by one (the
+  // pagination checks' tools) would be most of a run's wall time.
+  const steps = undo.reverse()
+  for (let i = 0; i < steps.length; i += 8) {
+    const outcomes = await Promise.allSettled(steps.slice(i, i + 8).map((step) => step.run()))
+    failedUndo += outcomes.filter((o) => o.status === 'rejected').length
   }
   if (failedUndo > 0) log(`cleanup: ${failedUndo} of ${undo.length} steps failed`)
 
@@ -183,6 +182,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     seed: config.seed,
     requestsUsed: budget.used + cleanupBudget.used,
     results,
+    pacedMs: pacer.waitedMs,
   }
 }
 

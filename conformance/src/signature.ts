@@ -76,3 +76,58 @@ export function verifySignature(
     return { ok: false, reason: `timestamp t=${parsed.t} is ${age} s away from now` }
   return { ok: true }
 }
+
+/**
+ * The spec does not show the signed string (§5), so the core check accepts any of the common constructions, each
+ * HMAC-SHA256 under the subscription's secret: Stripe's `<t>.` + the raw body (here without its own `signature`
+ * member, which cannot sign itself), `<t>.` + the canonical (RFC 8785) or compact JSON body without `signature`,
+ * and Standard Webhooks' `<id>.<t>.<body>`.
+ */
+export function signedCandidates(
+  t: string,
+  raw: string,
+  body: Record<string, unknown>,
+  eventId: string | undefined,
+): Array<{ name: string; message: string }> {
+  const { signature: _ignored, ...rest } = body
+  const rawWithout = raw
+    .replace(/,\s*"signature"\s*:\s*"(?:[^"\\]|\\.)*"/, '')
+    .replace(/"signature"\s*:\s*"(?:[^"\\]|\\.)*"\s*,?/, '')
+  const bodies = [
+    { name: 'raw body without signature', text: rawWithout },
+    { name: 'JCS body without signature', text: canonicalize(rest) },
+    { name: 'compact JSON body without signature', text: JSON.stringify(rest) },
+  ]
+  const out = bodies.map((b) => ({ name: `"<t>." + ${b.name}`, message: `${t}.${b.text}` }))
+  if (eventId !== undefined) {
+    for (const b of bodies)
+      out.push({ name: `"<id>.<t>." + ${b.name} (Standard Webhooks)`, message: `${eventId}.${t}.${b.text}` })
+  }
+  return out
+}
+
+/** Secret bytes to try: the secret as UTF-8 and, for a Standard Webhooks `whsec_<base64>` secret, its key. */
+function keys(secret: string): Buffer[] {
+  const out = [Buffer.from(secret, 'utf8')]
+  if (secret.startsWith('whsec_')) out.push(Buffer.from(secret.slice(6), 'base64'))
+  return out
+}
+
+/** The construction under which one of the `v1` digests verifies, or undefined when none does. */
+export function matchingConstruction(
+  raw: string,
+  body: Record<string, unknown>,
+  secret: string,
+  eventId: string | undefined,
+): string | undefined {
+  const parsed = parseSignature(body.signature)
+  if (!parsed) return undefined
+  const digests = parsed.v1.map((hex) => Buffer.from(hex, 'hex'))
+  for (const candidate of signedCandidates(parsed.t, raw, body, eventId)) {
+    for (const key of keys(secret)) {
+      const want = createHmac('sha256', key).update(candidate.message, 'utf8').digest()
+      if (digests.some((d) => d.length === want.length && timingSafeEqual(d, want))) return candidate.name
+    }
+  }
+  return undefined
+}

@@ -24,7 +24,8 @@ export interface CheckResult {
   title: string
   level: Level
   family: string
-  sections: string[]
+  /** The numbered spec statements the check verifies (`S5.2`). */
+  clauses: string[]
   outcome: Outcome
   message?: string
   /** The exchanges closest to the failure (the last few the check made). */
@@ -40,6 +41,10 @@ export interface RunSummary {
   requestsUsed: number
   results: CheckResult[]
   traceability?: { statements: number; covered: number }
+  /** Total time spent waiting because the deployment's rate-limit headers asked for it, ms. */
+  pacedMs?: number
+  /** An error of the suite itself (or of its setup) that ended the run early; the reports still get written. */
+  internalError?: string
 }
 
 /** A check fails by throwing this (or anything else); the message is what the report shows. */

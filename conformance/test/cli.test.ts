@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -14,7 +14,14 @@ let baseUrl: string
 beforeAll(async () => {
   // A deployment that knows one token: "good".
   server = createServer((req, res) => {
-    const ok = req.headers.authorization === 'Bearer good'
+    // "old" plays an expired token the deployment still accepts; receiver URLs on loopback are refused.
+    if (req.method === 'POST' && req.url === '/v1/webhooks') {
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end('{"error":{"code":"invalid_request","message":"private address","detail":{},"request_id":"r"}}')
+      return
+    }
+    const ok = req.headers.authorization === 'Bearer good' || req.headers.authorization === 'Bearer old'
     res
       .writeHead(ok ? 200 : 401, { 'content-type': 'application/json' })
       .end(
@@ -55,7 +62,7 @@ describe('configuration errors exit 2 with a message that says which setting', (
   it('a primary token the deployment refuses', async () => {
     const r = await run(['--base-url', baseUrl, '--token', 'bad'])
     expect(r.code).toBe(2)
-    expect(r.err).toMatch(/primary token \(--token\) is not accepted/)
+    expect(r.err).toMatch(/primary token \(--token \/ AGENTOPS_CONFORMANCE_TOKEN\) is not accepted/)
   })
 
   it('a refused secondary token names that token', async () => {
@@ -80,6 +87,59 @@ describe('configuration errors exit 2 with a message that says which setting', (
   })
 })
 
+describe('a run always ends with its reports', () => {
+  it('an expired token the deployment accepts is a failed check in the reports, not a preflight abort', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conf-reports-'))
+    const r = await run([
+      '--base-url',
+      baseUrl,
+      '--token',
+      'good',
+      '--expired-token',
+      'old',
+      '--only',
+      'auth.expired-token-401',
+      '--json',
+      join(dir, 'r.json'),
+      '--junit',
+      join(dir, 'r.xml'),
+    ])
+    expect(r.code).toBe(1)
+    expect(r.out).toMatch(/FAIL core\s+auth\.expired-token-401/)
+    const report = JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'))
+    expect(report.results[0]).toMatchObject({ id: 'auth.expired-token-401', outcome: 'fail' })
+    expect(readFileSync(join(dir, 'r.xml'), 'utf8')).toContain('<failure')
+    // The receiver preflight said what to set when the deployment refused the receiver URL.
+    expect(r.err).toMatch(/--receiver-url/)
+    expect(r.err).toMatch(/AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1/)
+  })
+
+  it('an internal error still writes every report, with the error in it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conf-reports-'))
+    const broken = join(dir, 'broken.yaml')
+    writeFileSync(broken, 'openapi: [unclosed')
+    const r = await run([
+      '--base-url',
+      baseUrl,
+      '--token',
+      'good',
+      '--openapi',
+      broken,
+      '--json',
+      join(dir, 'r.json'),
+      '--junit',
+      join(dir, 'r.xml'),
+      '--markdown',
+      join(dir, 'r.md'),
+    ])
+    expect(r.code).toBe(1)
+    expect(r.err).toMatch(/internal error/)
+    expect(JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8')).internalError).toMatch(/internal error/)
+    expect(readFileSync(join(dir, 'r.xml'), 'utf8')).toMatch(/errors="1"[\s\S]*<error /)
+    expect(readFileSync(join(dir, 'r.md'), 'utf8')).toContain('The run ended early')
+  })
+})
+
 describe('settings', () => {
   it('--help documents every flag and its environment variable', async () => {
     const r = await run(['--help'])
@@ -93,7 +153,7 @@ describe('settings', () => {
   it('--list prints every check with its level and spec section', async () => {
     const r = await run(['--list'])
     expect(r.code).toBe(0)
-    expect(r.out).toMatch(/auth\.missing-token-401\s+core\s+§5/)
+    expect(r.out).toMatch(/auth\.missing-token-401\s+core\s+S4\.1,S5\.2/)
     expect(r.out).toMatch(/ratelimit\.header-format\s+profile/)
   })
 

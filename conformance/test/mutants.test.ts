@@ -139,7 +139,7 @@ describe('mutants', () => {
       title: id,
       level: 'core',
       family: 'x',
-      sections: [],
+      clauses: [],
       outcome,
       exchanges: [],
       durationMs: 0,

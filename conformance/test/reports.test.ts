@@ -11,7 +11,7 @@ const failing: CheckResult = {
   title: 'A request without <Authorization> & "quotes"',
   level: 'core',
   family: 'auth',
-  sections: ['§5', '§7'],
+  clauses: ['S5.2', 'S7.4'],
   outcome: 'fail',
   message: 'expected 401, got 200 \u0001 control & <tag>',
   exchanges: [
@@ -101,9 +101,12 @@ describe('other reports', () => {
     ).toHaveLength(3)
   })
 
-  it('the live line of a failure shows the request and the trimmed response', () => {
-    const text = formatResult(failing, 0, 3)
-    expect(text).toContain('FAIL core')
+  it('the live line of a failure is one line and why; --verbose adds the request and the trimmed response', () => {
+    const compact = formatResult(failing, 0, 3)
+    expect(compact.split('\n')).toHaveLength(2)
+    expect(compact).toContain('FAIL core')
+    expect(compact).not.toContain('> GET')
+    const text = formatResult(failing, 0, 3, true)
     expect(text).toContain('> GET http://127.0.0.1:1/v1/agents')
     expect(text).toContain('< 200')
     expect(text).toMatch(/… \(\d+ chars\)/)

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { canonicalize } from '../src/canonical.js'
-import { hmacHex, parseSignature, signBody, signedString, verifySignature } from '../src/signature.js'
+import {
+  hmacHex,
+  matchingConstruction,
+  parseSignature,
+  signBody,
+  signedString,
+  verifySignature,
+} from '../src/signature.js'
 
 const body = {
   event: 'run.awaiting_approval',
@@ -50,5 +57,33 @@ describe('webhook signature', () => {
     const good = signBody(secret, body, now).split(',v1=')[1]
     const rotated = { ...body, signature: `t=${now},v1=${'0'.repeat(64)},v1=${good}` }
     expect(verifySignature(rotated, secret, now).ok).toBe(true)
+  })
+})
+
+describe('the core signature check accepts any common construction, under the subscription’s secret only', () => {
+  const t = '1795000000'
+  const withSig = (signature: string) => {
+    const b = { ...body, id: 'evt_1', signature }
+    return { b, raw: JSON.stringify(b) }
+  }
+  const stripeRaw = JSON.stringify(body) // what a Stripe-like server signs before it adds `signature`
+  const cases: Array<[string, string]> = [
+    ['"<t>." + raw body', `${t}.${stripeRaw.replace(/}$/, ',"id":"evt_1"}')}`],
+    ['"<t>." + JCS', `${t}.${canonicalize({ ...body, id: 'evt_1' })}`],
+    ['Standard Webhooks "<id>.<t>." + body', `evt_1.${t}.${JSON.stringify({ ...body, id: 'evt_1' })}`],
+  ]
+  for (const [name, message] of cases) {
+    it(`verifies ${name}`, () => {
+      const { b, raw } = withSig(`t=${t},v1=${hmacHex(secret, message)}`)
+      expect(matchingConstruction(raw, b, secret, 'evt_1')).toBeDefined()
+      expect(matchingConstruction(raw, b, 'another-secret', 'evt_1')).toBeUndefined()
+    })
+  }
+
+  it('refuses a digest over something else, and a malformed field', () => {
+    const { b, raw } = withSig(`t=${t},v1=${hmacHex(secret, `${t}${JSON.stringify(body)}`)}`)
+    expect(matchingConstruction(raw, b, secret, 'evt_1')).toBeUndefined()
+    const bad = withSig('sha256=abc')
+    expect(matchingConstruction(bad.raw, bad.b, secret, 'evt_1')).toBeUndefined()
   })
 })

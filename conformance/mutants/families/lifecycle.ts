@@ -14,7 +14,7 @@ const START = /^\/v1\/agents\/[^/]+\/runs$/
 const isGet = (req: ProxiedRequest, re: RegExp) => req.method === 'GET' && re.test(pathOnly(req.path))
 
 /** Remembers the secret of the webhook subscription the suite creates, for mutants that re-sign deliveries. */
-function secretKeeper() {
+export function secretKeeper() {
   let secret: string | undefined
   return {
     get: () => secret,
@@ -254,8 +254,10 @@ export function lifecycleMutants(): Mutant[] {
         const secret = retrySecret.get()
         const body = JSON.parse(req.body) as Json
         if (!secret || body.event !== 'run.started' || typeof body.id !== 'string') return req
-        if (!startedIds.has(body.id)) {
-          startedIds.add(body.id)
+        // Per receiver path: other subscriptions (left by earlier runs) get the same event under the same id.
+        const key = `${req.path} ${body.id}`
+        if (!startedIds.has(key)) {
+          startedIds.add(key)
           return req
         }
         const next = { ...body, id: `${body.id}_retry` }

@@ -11,7 +11,7 @@ export const authzChecks: Check[] = [
     title:
       'A token without the needed scope is refused 403 policy_denied with envelope, violation, observed, limit, escalation_queue',
     level: 'core',
-    sections: ['§1', '§7', '§5'],
+    clauses: ['S1.3', 'S7.2', 'S7.5'],
     async run(ctx) {
       const narrow = ctx.as('narrowScope')
       const { method, path, body } = ctx.config.profile.narrowDenied
@@ -34,7 +34,7 @@ export const authzChecks: Check[] = [
     title:
       'A missing scope names envelope api_key, violation missing_scope, the key’s scopes and the required scope',
     level: 'profile',
-    sections: ['§5', '§7'],
+    clauses: ['S7.2'],
     async run(ctx) {
       const narrow = ctx.as('narrowScope')
       const { method, path, body } = ctx.config.profile.narrowDenied
@@ -52,7 +52,7 @@ export const authzChecks: Check[] = [
     id: 'authz.narrow-scope-still-reads',
     title: 'The narrow token is an authenticated identity: what its scopes allow answers 200',
     level: 'profile',
-    sections: ['§5'],
+    clauses: ['S5.1'],
     async run(ctx) {
       const res = await ctx.as('narrowScope').get('/v1/agents?limit=1')
       assert(res.status === 200, `GET /v1/agents with agents:read answered ${res.status}`)

@@ -46,7 +46,7 @@ export const idempotencyChecks: Check[] = [
     id: 'idempotency.replay-same-response',
     title: 'Repeating a POST with the same key and body returns the same resource and creates nothing new',
     level: 'core',
-    sections: ['§8', '§4'],
+    clauses: ['S4.2', 'S8.3'],
     async run(ctx) {
       const key = newKey()
       const name = ctx.name('idem')
@@ -73,7 +73,7 @@ export const idempotencyChecks: Check[] = [
     title:
       'Starting a run twice with one Idempotency-Key yields one run; the same start under a fresh key starts another',
     level: 'core',
-    sections: ['§8', '§4'],
+    clauses: ['S4.2', 'S8.3'],
     async run(ctx) {
       const agent = await ctx.fx.agent()
       const key = newKey()
@@ -101,7 +101,7 @@ export const idempotencyChecks: Check[] = [
     id: 'idempotency.replay-byte-identical',
     title: 'A replay repeats the stored answer byte for byte and says so with Idempotent-Replayed: true',
     level: 'profile',
-    sections: ['§8'],
+    clauses: ['S8.3'],
     async run(ctx) {
       const key = newKey()
       const name = ctx.name('idem-bytes')
@@ -116,7 +116,7 @@ export const idempotencyChecks: Check[] = [
     id: 'idempotency.different-body-409',
     title: 'Reusing a key with a different body answers 409 with the error envelope',
     level: 'core',
-    sections: ['§8', '§7'],
+    clauses: ['S7.7', 'S8.4'],
     async run(ctx) {
       const key = newKey()
       expectStatus(await createWithKey(ctx, ctx.http, key, ctx.name('idem-a')), [200, 201], 'first POST')
@@ -128,7 +128,7 @@ export const idempotencyChecks: Check[] = [
     id: 'idempotency.conflict-codes',
     title: 'Key reuse answers idempotency_key_reused; a bad key answers 400 invalid_idempotency_key',
     level: 'profile',
-    sections: ['§8', '§7'],
+    clauses: ['S7.7'],
     async run(ctx) {
       const key = newKey()
       await createWithKey(ctx, ctx.http, key, ctx.name('idem-c'))
@@ -150,7 +150,7 @@ export const idempotencyChecks: Check[] = [
     id: 'idempotency.concurrent-use',
     title: 'Concurrent POSTs with one key create one resource; the others replay it or answer 409',
     level: 'profile',
-    sections: ['§8'],
+    clauses: ['S8.3'],
     async run(ctx) {
       const key = newKey()
       const name = ctx.name('idem-race')
@@ -175,7 +175,7 @@ export const idempotencyChecks: Check[] = [
     id: 'idempotency.keys-scoped-per-workspace',
     title: 'The same key in another workspace never replays or blocks on the first workspace’s request',
     level: 'core',
-    sections: ['§8', '§5'],
+    clauses: ['S8.5'],
     async run(ctx) {
       const other = ctx.as('secondWorkspace')
       const key = newKey()

@@ -5,7 +5,7 @@ import { authzChecks } from './authz.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { paginationChecks } from './pagination.js'
-import { rateLimitChecks } from './ratelimit.js'
+import { rateLimitChecks, rateLimitLateChecks } from './ratelimit.js'
 import { resourceChecks } from './resources.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
@@ -13,7 +13,7 @@ import { streamChecks } from './stream.js'
 import { sweepChecks } from './sweep.js'
 import { toolChecks } from './tools.js'
 import { validationChecks } from './validation.js'
-import { webhookChecks } from './webhooks.js'
+import { webhookChecks, webhookLateChecks } from './webhooks.js'
 
 export const ALL_CHECKS: Check[] = [
   ...authChecks,
@@ -29,5 +29,8 @@ export const ALL_CHECKS: Check[] = [
   ...ingestChecks,
   ...streamChecks,
   ...paginationChecks,
+  // Checks that wait on time (a retry's backoff, a Retry-After) judge last, after the wait overlapped the others.
+  ...webhookLateChecks,
+  ...rateLimitLateChecks,
   ...sweepChecks,
 ]

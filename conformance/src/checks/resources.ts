@@ -11,7 +11,7 @@ export const resourceChecks: Check[] = [
     id: 'resources.agent-lifecycle',
     title: 'An agent is created, read back with its fields, deleted, and then answers 404',
     level: 'core',
-    sections: ['§1', '§4', '§2'],
+    clauses: ['S1.1', 'S1.7', 'S2.8', 'S4.13'],
     async run(ctx) {
       const name = ctx.name('lifecycle')
       const created = await ctx.http.post('/v1/agents', {
@@ -37,7 +37,7 @@ export const resourceChecks: Check[] = [
     id: 'resources.task-assign-read',
     title: 'A task assigned to an agent reads back with its description and priority',
     level: 'core',
-    sections: ['§1', '§4', '§2'],
+    clauses: ['S1.7', 'S2.9', 'S4.14', 'S8.8'],
     async run(ctx) {
       const agent = await ctx.fx.agent()
       const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, {
@@ -61,7 +61,7 @@ export const resourceChecks: Check[] = [
     id: 'resources.created-codes',
     title: 'Creation answers 201 (agents, tasks, tools, webhooks); agent delete answers 204',
     level: 'profile',
-    sections: ['§4'],
+    clauses: ['S4.13'],
     async run(ctx) {
       const created = await ctx.http.post('/v1/agents', { name: ctx.name('codes'), behavior: 'autonomous' })
       expectStatus(created, 201, 'POST /v1/agents')

@@ -13,7 +13,7 @@ import { ensureWebhook } from './webhooks.js'
 interface Kind {
   kind: string
   level: 'core' | 'profile'
-  sections: string[]
+  clauses: string[]
   /** Creates (or reuses) a resource of the primary workspace and returns its path and the id in it. */
   make(ctx: CheckContext): Promise<{ path: string; id: string }>
 }
@@ -22,7 +22,7 @@ const KINDS: Kind[] = [
   {
     kind: 'agent',
     level: 'core',
-    sections: ['§5', '§4'],
+    clauses: ['S1.3', 'S5.6', 'S7.6'],
     async make(ctx) {
       const id = await ctx.fx.agent()
       return { path: `/v1/agents/${id}`, id }
@@ -31,7 +31,7 @@ const KINDS: Kind[] = [
   {
     kind: 'task',
     level: 'core',
-    sections: ['§5', '§4'],
+    clauses: ['S5.6'],
     async make(ctx) {
       const agent = await ctx.fx.agent()
       const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, {
@@ -47,7 +47,7 @@ const KINDS: Kind[] = [
   {
     kind: 'run',
     level: 'core',
-    sections: ['§5', '§4'],
+    clauses: ['S5.6', 'S7.6'],
     async make(ctx) {
       const run = await ctx.fx.completedRun()
       return { path: `/v1/runs/${run.runId}`, id: run.runId }
@@ -56,7 +56,7 @@ const KINDS: Kind[] = [
   {
     kind: 'trace',
     level: 'core',
-    sections: ['§5', '§4'],
+    clauses: ['S5.6'],
     async make(ctx) {
       const run = await ctx.fx.completedRun()
       return { path: `/v1/runs/${run.runId}/trace`, id: run.runId }
@@ -65,7 +65,7 @@ const KINDS: Kind[] = [
   {
     kind: 'tool',
     level: 'core',
-    sections: ['§5', '§4'],
+    clauses: ['S5.6'],
     async make(ctx) {
       const tool = await ctx.fx.tool('succeed')
       return { path: `/v1/tools/${tool.id}`, id: tool.id }
@@ -74,7 +74,7 @@ const KINDS: Kind[] = [
   {
     kind: 'webhook',
     level: 'profile',
-    sections: ['§5', '§4'],
+    clauses: ['S5.6'],
     async make(ctx) {
       const hook = await ensureWebhook(ctx)
       return { path: `/v1/webhooks/${hook.id}`, id: hook.id }
@@ -83,7 +83,7 @@ const KINDS: Kind[] = [
   {
     kind: 'connector-records',
     level: 'profile',
-    sections: ['§5', '§4'],
+    clauses: ['S5.6'],
     async make(ctx) {
       const connector = ctx.name('conn-scope')
       const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, {
@@ -103,6 +103,13 @@ const KINDS: Kind[] = [
   },
 ]
 
+/** "an agent", "a task": the article of a noun, by its first letter's sound (good enough for resource names). */
+export function article(noun: string): 'a' | 'an' {
+  return /^[aeio]/i.test(noun) ? 'an' : 'a'
+}
+
+const capitalize = (s: string) => `${s.slice(0, 1).toUpperCase()}${s.slice(1)}`
+
 function withoutVolatile(res: HttpResponse, id: string, missing: string): string {
   const error = { ...obj(obj(res.body).error) }
   delete error.request_id
@@ -113,9 +120,9 @@ export const scopingChecks: Check[] = [
   ...KINDS.map(
     (k): Check => ({
       id: `scoping.${k.kind}-404`,
-      title: `A ${k.kind} of another workspace answers 404 like a ${k.kind} that does not exist`,
+      title: `${capitalize(article(k.kind))} ${k.kind} of another workspace answers 404 like ${article(k.kind)} ${k.kind} that does not exist`,
       level: k.level,
-      sections: k.sections,
+      clauses: k.clauses,
       async run(ctx) {
         const other = ctx.as('secondWorkspace')
         const { path, id } = await k.make(ctx)
@@ -125,7 +132,11 @@ export const scopingChecks: Check[] = [
         const foreignError = expectError(foreign, 404, `another workspace reading its ${k.kind}`)
         const missing = missingIdLike(id)
         const absent = await ctx.http.get(path.replace(id, missing))
-        const absentError = expectError(absent, 404, `reading a ${k.kind} that does not exist`)
+        const absentError = expectError(
+          absent,
+          404,
+          `reading ${article(k.kind)} ${k.kind} that does not exist`,
+        )
         assert(
           foreignError.code === absentError.code,
           `the two 404s differ in error.code ("${String(foreignError.code)}" vs "${String(absentError.code)}"), which tells a caller the ${k.kind} exists`,
@@ -137,7 +148,7 @@ export const scopingChecks: Check[] = [
     id: 'scoping.identical-404-bodies',
     title: 'Out-of-scope and missing resources answer byte-identical error bodies (request_id and id aside)',
     level: 'profile',
-    sections: ['§5', '§7'],
+    clauses: ['S5.6'],
     async run(ctx) {
       const other = ctx.as('secondWorkspace')
       const agent = await ctx.fx.agent()
@@ -155,7 +166,7 @@ export const scopingChecks: Check[] = [
     id: 'scoping.cross-workspace-writes-404',
     title: 'Writes aimed at another workspace’s agent (delete, task, run) answer 404 and change nothing',
     level: 'core',
-    sections: ['§5', '§4'],
+    clauses: ['S5.6'],
     async run(ctx) {
       const other = ctx.as('secondWorkspace')
       const agent = await ctx.fx.agent()
@@ -174,10 +185,42 @@ export const scopingChecks: Check[] = [
     },
   },
   {
+    id: 'scoping.cross-workspace-controls-404',
+    title:
+      'Pause, resume, cancel and an approval sent with another workspace’s token answer 404 and leave the run as it was',
+    level: 'core',
+    clauses: ['S5.6', 'S7.6', 'S4.5'],
+    async run(ctx) {
+      const other = ctx.as('secondWorkspace')
+      const { runId, waiting } = await ctx.fx.awaitingRun()
+      const step = obj((waiting.awaiting as unknown[])[0]).step_id
+      for (const action of ['pause', 'resume', 'cancel']) {
+        expectError(
+          await other.post(`/v1/runs/${runId}/${action}`),
+          404,
+          `another workspace sending ${action}`,
+        )
+      }
+      // The approval endpoint is the reference profile's; a deployment without one answers 404 all the same.
+      expectError(
+        await other.post(`/v1/runs/${runId}/steps/${String(step)}/approval`, { decision: 'approve' }),
+        404,
+        'another workspace approving the awaiting step',
+      )
+      const after = await ctx.fx.inspect(runId)
+      assert(
+        after.status === 'awaiting_approval' &&
+          JSON.stringify(after.awaiting) === JSON.stringify(waiting.awaiting),
+        `the run changed under another workspace's controls: status ${short(after.status)}, awaiting ${short(after.awaiting)}`,
+      )
+      await ctx.http.post(`/v1/runs/${runId}/cancel`)
+    },
+  },
+  {
     id: 'scoping.lists-stay-in-workspace',
     title: 'Lists never show another workspace’s resources',
     level: 'core',
-    sections: ['§5'],
+    clauses: ['S5.6'],
     async run(ctx) {
       const other = ctx.as('secondWorkspace')
       const agent = await ctx.fx.agent()

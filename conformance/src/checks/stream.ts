@@ -4,6 +4,7 @@
  */
 import WebSocket from 'ws'
 import type { Check, CheckContext } from '../check.js'
+import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
@@ -78,7 +79,7 @@ export const streamChecks: Check[] = [
     id: 'stream.requires-token',
     title: 'Opening the stream without a bearer token, or with a bad one, is refused',
     level: 'core',
-    sections: ['§5', '§4'],
+    clauses: ['S1.12', 'S4.1', 'S5.3'],
     async run(ctx) {
       for (const [what, token] of [
         ['no token', null],
@@ -102,7 +103,7 @@ export const streamChecks: Check[] = [
     id: 'stream.accepts-token',
     title: 'The stream opens with a valid bearer token',
     level: 'core',
-    sections: ['§4', '§5'],
+    clauses: ['S1.2', 'S1.12'],
     async run(ctx) {
       const r = await connect(ctx, ctx.config.tokens.primary)
       if (!('ws' in r)) fail(`the stream refused the primary token: ${String(r.refused)}`)
@@ -113,10 +114,10 @@ export const streamChecks: Check[] = [
     id: 'stream.topic-scope-enforced',
     title: 'A token without a topic scope never receives that topic: records reach a scoped subscriber only',
     level: 'core',
-    sections: ['§5'],
+    clauses: ['S5.3'],
     async run(ctx) {
       const narrow = ctx.as('narrowScope').token
-      if (!narrow) skip('no narrow-scope token configured (--narrow-token)')
+      if (!narrow) skip(`no ${tokenName('narrowScope')} given`)
       const connector = ctx.name('conn-scoped')
       const subscribe = JSON.stringify({ type: 'subscribe', topics: [`connector:${connector}`] })
       const scoped = await connect(ctx, ctx.config.tokens.primary)
@@ -151,7 +152,7 @@ export const streamChecks: Check[] = [
     title:
       'Subscribing to a topic without its scope is refused with a policy_denied error; the connection stays open',
     level: 'profile',
-    sections: ['§5', '§4'],
+    clauses: ['S5.3'],
     async run(ctx) {
       const r = await connect(ctx, ctx.as('narrowScope').token ?? null)
       if (!('ws' in r)) fail(`the narrow token could not open the stream: ${String(r.refused)}`)
@@ -172,7 +173,7 @@ export const streamChecks: Check[] = [
     id: 'stream.records-with-lineage',
     title: 'A subscriber to connector:<id> receives ingested records as they land, in order, with lineage',
     level: 'profile',
-    sections: ['§4'],
+    clauses: ['S1.2', 'S1.6', 'S4.10'],
     async run(ctx) {
       const connector = ctx.name('conn-live')
       const r = await connect(ctx, ctx.config.tokens.primary)

@@ -20,7 +20,7 @@ export const sweepChecks: Check[] = [
     id: 'sweep.error-envelope-everywhere',
     title: 'Every error answer of the run used the error envelope with code, message, detail and request_id',
     level: 'core',
-    sections: ['§7'],
+    clauses: ['S7.1'],
     async run(ctx) {
       const errors = ctx.seen.filter((x) => x.response.status >= 400)
       assert(errors.length > 0, 'no error answers were seen')
@@ -36,7 +36,7 @@ export const sweepChecks: Check[] = [
     id: 'sweep.no-5xx',
     title: 'No request of the run got a 5xx',
     level: 'core',
-    sections: ['§7'],
+    clauses: ['S7.9'],
     async run(ctx) {
       const bad = ctx.seen.filter((x) => x.response.status >= 500)
       if (bad.length > 0)
@@ -47,7 +47,7 @@ export const sweepChecks: Check[] = [
     id: 'sweep.json-content-type',
     title: 'Every answer with a JSON body says Content-Type: application/json',
     level: 'core',
-    sections: ['§1'],
+    clauses: ['S1.10'],
     async run(ctx) {
       for (const x of ctx.seen) {
         const type = x.response.headers['content-type'] ?? ''
@@ -63,7 +63,7 @@ export const sweepChecks: Check[] = [
     id: 'sweep.rfc3339-timestamps',
     title: 'Every timestamp field (ts, *_at) in every JSON answer is RFC 3339',
     level: 'core',
-    sections: ['§1', '§2'],
+    clauses: ['S1.11'],
     async run(ctx) {
       let count = 0
       for (const x of ctx.seen) {
@@ -79,7 +79,7 @@ export const sweepChecks: Check[] = [
     id: 'sweep.ratelimit-headers-everywhere',
     title: 'Every authenticated answer carries rate-limit headers',
     level: 'core',
-    sections: ['§8'],
+    clauses: ['S8.6'],
     async run(ctx) {
       const answers = ctx.seen.filter((x) => x.authenticated && x.response.status !== 401)
       assert(answers.length > 0, 'no authenticated answers were seen')
@@ -92,7 +92,7 @@ export const sweepChecks: Check[] = [
     id: 'sweep.ratelimit-header-names',
     title: 'Every authenticated answer carries RateLimit-Policy and RateLimit',
     level: 'profile',
-    sections: ['§8'],
+    clauses: ['S8.6'],
     async run(ctx) {
       const answers = ctx.seen.filter((x) => x.authenticated && x.response.status !== 401)
       const bad = answers.filter(
@@ -108,7 +108,7 @@ export const sweepChecks: Check[] = [
     id: 'sweep.request-id-header',
     title: 'Every answer carries X-Request-Id, equal to error.request_id on errors',
     level: 'profile',
-    sections: ['§7'],
+    clauses: ['S7.1'],
     async run(ctx) {
       for (const x of ctx.seen) {
         const header = x.response.headers['x-request-id']
@@ -124,7 +124,7 @@ export const sweepChecks: Check[] = [
     id: 'sweep.bodies-match-openapi',
     title: 'Every answer’s status and body match the OpenAPI document (Ajv 2020)',
     level: 'profile',
-    sections: ['§2', '§4', '§7'],
+    clauses: ['S1.10'],
     async run(ctx) {
       if (ctx.violations.length > 0) {
         const v = ctx.violations[0]!

@@ -1,6 +1,6 @@
 /** Spec §2, §4 tools: registration, inspection, listing, retirement that keeps historical traces intact. */
 import type { Check } from '../check.js'
-import { expectStatus, pageItems, TERMINAL, toolId } from '../fixtures.js'
+import { expectStatus, nextCursor, pageItems, TERMINAL, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -11,7 +11,7 @@ export const toolChecks: Check[] = [
     id: 'tools.register-inspect-list',
     title: 'A registered tool can be inspected by its id and appears in the list',
     level: 'core',
-    sections: ['§4', '§2'],
+    clauses: ['S1.1', 'S1.5', 'S2.7', 'S4.7'],
     async run(ctx) {
       const tool = await ctx.fx.tool('succeed')
       const one = await ctx.http.get(`/v1/tools/${tool.id}`)
@@ -35,7 +35,7 @@ export const toolChecks: Check[] = [
     id: 'tools.registration-shape',
     title: 'Registration answers 201 with tool_id, the policy binding and status active',
     level: 'profile',
-    sections: ['§4', '§2'],
+    clauses: ['S1.5', 'S2.7', 'S5.4'],
     async run(ctx) {
       const name = ctx.name('tool-shape')
       const res = await ctx.http.post('/v1/tools', {
@@ -72,7 +72,7 @@ export const toolChecks: Check[] = [
     id: 'tools.input-schema-reference',
     title: 'A tool whose input_schema is a reference to a schema ({"$ref": URI}) is registered',
     level: 'core',
-    sections: ['§2', '§4'],
+    clauses: ['S2.7'],
     async run(ctx) {
       const name = ctx.name('tool-ref')
       const res = await ctx.http.post('/v1/tools', {
@@ -92,7 +92,7 @@ export const toolChecks: Check[] = [
     id: 'tools.retire-keeps-traces',
     title: 'Retiring a tool leaves its historical runs intact; their traces still reference it by id',
     level: 'core',
-    sections: ['§4'],
+    clauses: ['S4.8'],
     async run(ctx) {
       const tool = await ctx.fx.newTool('succeed')
       const agent = await ctx.fx.newAgent('autonomous', [tool.name])
@@ -117,7 +117,7 @@ export const toolChecks: Check[] = [
     id: 'tools.retired-stays-readable',
     title: 'A retired tool stays readable by id (status retired, retired_at) and leaves the default list',
     level: 'profile',
-    sections: ['§4'],
+    clauses: ['S4.8'],
     async run(ctx) {
       const tool = await ctx.fx.newTool('succeed')
       const res = await ctx.http.delete(`/v1/tools/${tool.id}`)
@@ -126,8 +126,18 @@ export const toolChecks: Check[] = [
       expectStatus(again, 200, 'retiring again')
       const one = obj((await ctx.http.get(`/v1/tools/${tool.id}`)).body)
       assert(one.status === 'retired' && isRfc3339(one.retired_at), `retired tool reads ${short(one)}`)
-      const list = await ctx.http.get('/v1/tools?limit=200&include_retired=true')
-      assert(list.text.includes(tool.id), 'include_retired=true does not list the retired tool')
+      // A long-lived workspace holds many retired tools: walk every page (bounded) rather than read the first.
+      let found = false
+      let cursor: string | null | undefined
+      for (let i = 0; i < 100 && !found; i++) {
+        const q = cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''
+        const list = await ctx.http.get(`/v1/tools?limit=200&include_retired=true${q}`)
+        expectStatus(list, 200, 'GET /v1/tools?include_retired=true')
+        found = (pageItems(list.body) ?? []).some((t) => toolId(t) === tool.id)
+        cursor = nextCursor(list.body)
+        if (!cursor) break
+      }
+      assert(found, 'include_retired=true does not list the retired tool on any page')
     },
   },
 ]

@@ -108,7 +108,7 @@ export const validationChecks: Check[] = [
     id: 'validation.spec-violations-400',
     title: 'Bodies that break the spec’s own field rules answer 400 with the error envelope',
     level: 'core',
-    sections: ['§7', '§2', '§8'],
+    clauses: ['S2.5', 'S2.8', 'S2.9', 'S7.3', 'S8.8'],
     async run(ctx) {
       const agent = await ctx.fx.agent()
       const cases: Array<[string, string, unknown]> = [
@@ -149,7 +149,7 @@ export const validationChecks: Check[] = [
     id: 'validation.malformed-json-400',
     title: 'A malformed JSON body answers 400 with the error envelope',
     level: 'core',
-    sections: ['§7', '§1'],
+    clauses: ['S1.10', 'S7.3'],
     async run(ctx) {
       for (const raw of ['{"name": "x", "behavior": ', '{name: x}', '\u0000\u0001', '[1,2', '']) {
         const res = await ctx.http.post('/v1/agents', undefined, { rawBody: raw })
@@ -161,7 +161,7 @@ export const validationChecks: Check[] = [
     id: 'validation.fuzz-never-5xx',
     title: 'Generated bad bodies (seeded, from the OpenAPI request schemas) never get a 5xx',
     level: 'core',
-    sections: ['§7'],
+    clauses: ['S7.9'],
     async run(ctx) {
       const results = await fuzz(ctx)
       assert(results.length > 0, 'no bodies were generated')
@@ -179,7 +179,7 @@ export const validationChecks: Check[] = [
     id: 'validation.fuzz-400',
     title: 'Generated bodies that break the OpenAPI request schemas answer 400 invalid_request',
     level: 'profile',
-    sections: ['§7'],
+    clauses: ['S7.3'],
     async run(ctx) {
       const results = await fuzz(ctx)
       const wrong = results.filter((o) => o.res.status !== 400 || (o.res.body as Json)?.error === undefined)

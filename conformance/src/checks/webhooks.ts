@@ -1,14 +1,21 @@
 /**
  * Spec §5.5 and §6: deliveries arrive at the subscriber's url, carry `signature` of the form
- * `t=<timestamp>,v1=<hex_digest>` (HMAC-SHA256). The signed string is a reference-profile decision, so the
- * verification is a profile check while the field's form and digest length are core.
+ * `t=<timestamp>,v1=<hex_digest>` (HMAC-SHA256). The signed string is not shown: core demands HMAC-SHA256 under
+ * the subscription's secret over one of the common constructions; the reference profile's exact string is profile.
  */
 import { createHmac, randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
+import { settingName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
 import { obj } from '../http.js'
-import type { Delivery } from '../receiver.js'
-import { isSha256Hex, parseSignature, verifySignature } from '../signature.js'
+import { type Delivery, receiverAdvice } from '../receiver.js'
+import {
+  isSha256Hex,
+  matchingConstruction,
+  parseSignature,
+  signedCandidates,
+  verifySignature,
+} from '../signature.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
@@ -25,14 +32,22 @@ interface Hook {
   id: string
   secret: string
   url: string
+  /** The last path segment of `url`, unique to this run's subscription. */
+  tag: string
 }
+
+/**
+ * Whether a delivery was addressed to this run's subscription. A long-lived deployment may hold subscriptions of
+ * earlier runs (a cleanup that failed) that post to the same receiver URL under their own secrets.
+ */
+export const toHook = (d: Delivery, hook: Hook) => (d.path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
 
 const hooks = new WeakMap<object, Promise<Hook>>()
 const approvals = new WeakMap<object, Promise<{ runId: string; agentId: string }>>()
 
 function receiverUrl(ctx: CheckContext): string {
   if (!ctx.receiver || !ctx.config.receiver.url)
-    skip('no webhook receiver (set --receiver-host/--receiver-port/--receiver-url)')
+    skip(`no webhook receiver: set ${settingName('receiver-url')} to a URL the deployment can call`)
   return ctx.config.receiver.url
 }
 
@@ -41,14 +56,17 @@ export function ensureWebhook(ctx: CheckContext): Promise<Hook> {
   let p = hooks.get(ctx.config)
   if (!p) {
     p = (async () => {
-      const url = receiverUrl(ctx)
+      const tag = ctx.name('hook')
+      const url = `${receiverUrl(ctx)}/${tag}`
       const secret = `whsec-conf-${randomBytes(12).toString('hex')}`
       const res = await ctx.http.post('/v1/webhooks', { url, events: SPEC_EVENTS, secret })
+      if (res.status >= 400 && res.status < 500 && res.status !== 429)
+        fail(receiverAdvice(url, `the deployment refused it (${res.status} ${short(res.body, 200)})`))
       expectStatus(res, [200, 201], 'creating a webhook subscription')
       const id = obj(res.body).webhook_id ?? obj(res.body).id
       if (typeof id !== 'string') fail(`the subscription answer has no webhook_id: ${short(res.body)}`)
       ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
-      return { id, secret, url }
+      return { id, secret, url, tag }
     })()
     hooks.set(ctx.config, p)
     p.catch(() => hooks.delete(ctx.config))
@@ -76,13 +94,66 @@ async function deliveryFor(
   event: string,
 ): Promise<{ delivery: Delivery; body: Record<string, unknown> }> {
   const run = await approvalRun(ctx)
+  const hook = await ensureWebhook(ctx)
   const delivery = await ctx.receiver!.waitFor(
-    (d) => d.body?.run_id === run.runId && (d.body?.event === event || d.body?.type === event),
+    (d) => toHook(d, hook) && d.body?.run_id === run.runId && eventOf(d) === event,
     ctx.config.waitMs,
   )
-  if (!delivery?.body)
-    fail(`no ${event} delivery for run ${run.runId} reached the receiver within ${ctx.config.waitMs} ms`)
+  if (!delivery?.body) noDelivery(ctx, `${event} delivery for run ${run.runId}`)
   return { delivery, body: delivery.body }
+}
+
+/** Fails saying what did not arrive, and, when nothing at all reached the receiver, what to set. */
+function noDelivery(ctx: CheckContext, what: string): never {
+  const url = ctx.config.receiver.url ?? ''
+  if (ctx.receiver?.deliveries.length === 0)
+    fail(
+      receiverAdvice(
+        url,
+        `no delivery at all reached it within ${ctx.config.waitMs} ms (waiting for a ${what})`,
+      ),
+    )
+  fail(`no ${what} reached the receiver within ${ctx.config.waitMs} ms`)
+}
+
+const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
+
+interface RetryProbe {
+  first: Delivery
+  retry: Delivery
+}
+
+const retryProbes = new WeakMap<object, Promise<RetryProbe>>()
+
+/**
+ * Fails the first run.started delivery of a fresh agent's run and waits for the deployment to send it again.
+ * Started early (by webhooks.subscribe) and judged late (webhookLateChecks), so the backoff overlaps other checks.
+ */
+function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
+  let p = retryProbes.get(ctx.config)
+  if (!p) {
+    p = (async () => {
+      const hook = await ensureWebhook(ctx)
+      const tool = await ctx.fx.tool('succeed')
+      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
+      const started = (b: Record<string, unknown> | undefined) =>
+        b?.agent_id === agent && (b?.event ?? b?.type) === 'run.started'
+      const mine = (b: Record<string, unknown> | undefined, path: string) =>
+        started(b) && (path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
+      ctx.receiver!.failNext(mine, 1)
+      await ctx.fx.startRun(agent)
+      const first = await ctx.receiver!.waitFor((d) => mine(d.body, d.path), ctx.config.waitMs)
+      if (!first) noDelivery(ctx, 'run.started delivery (to be failed with 500)')
+      assert(first.status === 500, 'the receiver did not fail the first delivery')
+      const retry = await ctx.receiver!.waitFor((d) => d !== first && mine(d.body, d.path), ctx.config.waitMs)
+      if (!retry)
+        fail(`a run.started delivery answered 500 was not sent again within ${ctx.config.waitMs} ms`)
+      return { first, retry }
+    })()
+    retryProbes.set(ctx.config, p)
+    p.catch(() => retryProbes.delete(ctx.config))
+  }
+  return p
 }
 
 export const webhookChecks: Check[] = [
@@ -90,16 +161,93 @@ export const webhookChecks: Check[] = [
     id: 'webhooks.subscribe',
     title: 'POST /v1/webhooks with url, events and secret creates a subscription',
     level: 'core',
-    sections: ['§4', '§2'],
+    clauses: ['S2.12', 'S4.11', 'S6.3'],
     async run(ctx) {
       await ensureWebhook(ctx)
+      // The retry checks judge this late; failures surface there.
+      if (ctx.receiver) retryProbe(ctx).catch(() => undefined)
+    },
+  },
+  {
+    id: 'webhooks.signature-hmac',
+    title:
+      'Every delivery’s v1 is HMAC-SHA256 under the subscription’s secret over the timestamp and the delivered body',
+    level: 'core',
+    clauses: ['S5.5', 'S6.1'],
+    async run(ctx) {
+      const hook = await ensureWebhook(ctx)
+      const { runId } = await approvalRun(ctx)
+      await deliveryFor(ctx, 'run.awaiting_approval')
+      const mine = ctx.receiver!.deliveries.filter(
+        (d) => toHook(d, hook) && d.body?.run_id === runId && d.status === 200,
+      )
+      assert(mine.length > 0, 'no deliveries to verify')
+      for (const d of mine) {
+        const id = d.headers['webhook-id'] ?? d.body!.id
+        const how = matchingConstruction(d.raw, d.body!, hook.secret, typeof id === 'string' ? id : undefined)
+        assert(
+          how !== undefined,
+          `the ${String(eventOf(d))} delivery's v1 is not HMAC-SHA256 under the subscription's secret over any of: ${signedCandidates(
+            '<t>',
+            '',
+            {},
+            '<id>',
+          )
+            .map((c) => c.name)
+            .join('; ')}`,
+        )
+      }
+    },
+  },
+  {
+    id: 'webhooks.only-subscribed-kinds',
+    title: 'A subscription receives only the event kinds it listed in events',
+    level: 'core',
+    clauses: ['S6.3', 'S2.12', 'S4.12'],
+    async run(ctx) {
+      const base = receiverUrl(ctx)
+      const hook = await ensureWebhook(ctx)
+      const tag = ctx.name('only-succeeded')
+      const url = `${base}/${tag}`
+      const res = await ctx.http.post('/v1/webhooks', {
+        url,
+        events: ['run.succeeded'],
+        secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+      })
+      expectStatus(res, [200, 201], 'subscribing to run.succeeded only')
+      const id = obj(res.body).webhook_id ?? obj(res.body).id
+      const remove = () =>
+        typeof id === 'string' ? ctx.http.delete(`/v1/webhooks/${id}`) : Promise.resolve()
+      if (typeof id === 'string') ctx.cleanup(`delete webhook ${id}`, remove)
+      const tool = await ctx.fx.tool('succeed')
+      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
+      const { runId } = await ctx.fx.startRun(agent)
+      const ours = (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
+      const of = (d: Delivery) => d.body?.run_id === runId
+      const succeeded = await ctx.receiver!.waitFor(
+        (d) => ours(d) && of(d) && eventOf(d) === 'run.succeeded',
+        ctx.config.waitMs,
+      )
+      if (!succeeded) noDelivery(ctx, `run.succeeded delivery for run ${runId} at the run.succeeded-only url`)
+      // The all-kinds subscription shows the other kinds were sent, so ours had its chance to get them too.
+      const started = await ctx.receiver!.waitFor(
+        (d) => toHook(d, hook) && of(d) && eventOf(d) === 'run.started',
+        ctx.config.waitMs,
+      )
+      if (!started) noDelivery(ctx, `run.started delivery for run ${runId}`)
+      await remove().catch(() => undefined)
+      const wrong = ctx.receiver!.deliveries.filter((d) => ours(d) && eventOf(d) !== 'run.succeeded')
+      assert(
+        wrong.length === 0,
+        `a subscription to run.succeeded only received ${wrong.map((d) => String(eventOf(d))).join(', ')}`,
+      )
     },
   },
   {
     id: 'webhooks.delivery-arrives',
     title: 'A run’s events are POSTed to the subscribed url as JSON',
     level: 'core',
-    sections: ['§6', '§4'],
+    clauses: ['S1.2', 'S1.8', 'S3.5', 'S4.12'],
     async run(ctx) {
       const { delivery } = await deliveryFor(ctx, 'run.started')
       assert(
@@ -112,7 +260,7 @@ export const webhookChecks: Check[] = [
     id: 'webhooks.awaiting-approval-body',
     title: 'The run.awaiting_approval delivery carries every field of spec §6',
     level: 'core',
-    sections: ['§6'],
+    clauses: ['S1.8', 'S3.5', 'S6.4'],
     async run(ctx) {
       const { body } = await deliveryFor(ctx, 'run.awaiting_approval')
       for (const f of ['event', 'ts', 'run_id', 'agent_id', 'step_id', 'queue', 'reason', 'signature']) {
@@ -131,7 +279,7 @@ export const webhookChecks: Check[] = [
     id: 'webhooks.signature-form',
     title: 'signature has the form t=<timestamp>,v1=<hex SHA-256 digest>',
     level: 'core',
-    sections: ['§5', '§6'],
+    clauses: ['S5.5', 'S6.1'],
     async run(ctx) {
       const { body } = await deliveryFor(ctx, 'run.started')
       const parsed = parseSignature(body.signature)
@@ -144,12 +292,12 @@ export const webhookChecks: Check[] = [
     id: 'webhooks.signature-verifies',
     title: 'v1 is HMAC-SHA256(secret, "<t>." + JCS(body without signature)) for every delivery',
     level: 'profile',
-    sections: ['§5', '§6'],
+    clauses: ['S5.5', 'S6.1'],
     async run(ctx) {
       const hook = await ensureWebhook(ctx)
       const { runId } = await approvalRun(ctx)
       await deliveryFor(ctx, 'run.awaiting_approval')
-      const mine = ctx.receiver!.deliveries.filter((d) => d.body?.run_id === runId)
+      const mine = ctx.receiver!.deliveries.filter((d) => toHook(d, hook) && d.body?.run_id === runId)
       assert(mine.length > 0, 'no deliveries to verify')
       for (const d of mine) {
         const verdict = verifySignature(d.body!, hook.secret, Math.floor(Date.now() / 1000), 3600)
@@ -161,7 +309,7 @@ export const webhookChecks: Check[] = [
     id: 'webhooks.signature-binds-body-and-secret',
     title: 'The signature does not verify for a tampered body or a wrong secret',
     level: 'profile',
-    sections: ['§5'],
+    clauses: ['S5.5'],
     async run(ctx) {
       const hook = await ensureWebhook(ctx)
       const { body } = await deliveryFor(ctx, 'run.awaiting_approval')
@@ -176,7 +324,7 @@ export const webhookChecks: Check[] = [
     id: 'webhooks.timestamp-fresh',
     title: 'The signature timestamp is Unix seconds within 300 s of the delivery',
     level: 'profile',
-    sections: ['§5'],
+    clauses: ['S5.5'],
     async run(ctx) {
       const { delivery, body } = await deliveryFor(ctx, 'run.started')
       const parsed = parseSignature(body.signature)
@@ -186,37 +334,11 @@ export const webhookChecks: Check[] = [
     },
   },
   {
-    id: 'webhooks.retried-after-failure',
-    title: 'A delivery the receiver answers 500 is retried with the same event id and a fresh signature',
-    level: 'profile',
-    sections: ['§6'],
-    async run(ctx) {
-      const hook = await ensureWebhook(ctx)
-      const tool = await ctx.fx.tool('succeed')
-      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
-      const mine = (b: Record<string, unknown> | undefined) =>
-        b?.agent_id === agent && b?.event === 'run.started'
-      ctx.receiver!.failNext(mine, 1)
-      await ctx.fx.startRun(agent)
-      const first = await ctx.receiver!.waitFor((d) => mine(d.body), ctx.config.waitMs)
-      if (!first) fail('the first run.started delivery never arrived')
-      assert(first.status === 500, 'the receiver did not fail the first delivery')
-      const retry = await ctx.receiver!.waitFor((d) => d !== first && mine(d.body), ctx.config.waitMs)
-      if (!retry) fail(`no retry within ${ctx.config.waitMs} ms after a 500`)
-      assert(
-        retry.body!.id === first.body!.id,
-        `the retry has another event id (${short(retry.body!.id)} vs ${short(first.body!.id)})`,
-      )
-      const verdict = verifySignature(retry.body!, hook.secret, Math.floor(Date.now() / 1000))
-      assert(verdict.ok, `the retry does not verify: ${verdict.reason}`)
-    },
-  },
-  {
     id: 'webhooks.standard-webhooks-headers',
     title:
       'Deliveries carry webhook-id, webhook-timestamp and a verifying webhook-signature (Standard Webhooks)',
     level: 'profile',
-    sections: ['§5', '§6'],
+    clauses: ['S5.5'],
     async run(ctx) {
       const hook = await ensureWebhook(ctx)
       const { delivery } = await deliveryFor(ctx, 'run.started')
@@ -232,6 +354,38 @@ export const webhookChecks: Check[] = [
         sig.split(' ').some((s) => s === `v1,${expected}`),
         `webhook-signature does not verify over "<id>.<timestamp>.<raw body>": ${sig}`,
       )
+    },
+  },
+]
+
+/** Judged at the end of the run: the retry probe started by webhooks.subscribe has had its backoff by then. */
+export const webhookLateChecks: Check[] = [
+  {
+    id: 'webhooks.failed-delivery-retried',
+    title: 'A delivery the receiver fails (500) is sent again',
+    level: 'core',
+    clauses: ['S6.2'],
+    async run(ctx) {
+      receiverUrl(ctx)
+      const { first, retry } = await retryProbe(ctx)
+      assert(eventOf(retry) === eventOf(first), 'the retry is another event kind')
+    },
+  },
+  {
+    id: 'webhooks.retried-after-failure',
+    title: 'A delivery the receiver answers 500 is retried with the same event id and a fresh signature',
+    level: 'profile',
+    clauses: ['S6.2'],
+    async run(ctx) {
+      receiverUrl(ctx)
+      const hook = await ensureWebhook(ctx)
+      const { first, retry } = await retryProbe(ctx)
+      assert(
+        retry.body!.id === first.body!.id,
+        `the retry has another event id (${short(retry.body!.id)} vs ${short(first.body!.id)})`,
+      )
+      const verdict = verifySignature(retry.body!, hook.secret, Math.floor(Date.now() / 1000))
+      assert(verdict.ok, `the retry does not verify: ${verdict.reason}`)
     },
   },
 ]

@@ -38,7 +38,7 @@ export function toJunit(summary: RunSummary): string {
     const skipped = results.filter((r) => r.outcome === 'skip').length
     const cases = results.map((r) => {
       const attrs = `name="${xmlEscape(`${r.id}: ${r.title}`)}" classname="${xmlEscape(`conformance.${name}`)}" time="${(r.durationMs / 1000).toFixed(3)}"`
-      const props = `<properties><property name="level" value="${r.level}"/><property name="spec" value="${xmlEscape(r.sections.join(' '))}"/></properties>`
+      const props = `<properties><property name="level" value="${r.level}"/><property name="spec" value="${xmlEscape(r.clauses.join(' '))}"/></properties>`
       if (r.outcome === 'pass') return `    <testcase ${attrs}>${props}</testcase>`
       if (r.outcome === 'skip') {
         return `    <testcase ${attrs}>${props}<skipped message="${xmlEscape(r.message ?? '')}"/></testcase>`
@@ -48,9 +48,16 @@ export function toJunit(summary: RunSummary): string {
     })
     return `  <testsuite name="${xmlEscape(name)}" tests="${results.length}" failures="${failures}" errors="0" skipped="${skipped}" time="${totalTime(results)}" timestamp="${summary.startedAt.replace(/Z$/, '')}">\n${cases.join('\n')}\n  </testsuite>`
   })
+  // An error that ended the run early is a JUnit <error>, so CI shows it next to whatever checks did run.
+  if (summary.internalError) {
+    suites.push(
+      `  <testsuite name="suite" tests="1" failures="0" errors="1" skipped="0" time="0" timestamp="${summary.startedAt.replace(/Z$/, '')}">\n    <testcase name="suite: the run completed" classname="conformance.suite" time="0"><error message="${xmlEscape(summary.internalError)}" type="internal">${xmlEscape(summary.internalError)}</error></testcase>\n  </testsuite>`,
+    )
+  }
   const all = summary.results
+  const errors = summary.internalError ? 1 : 0
   return `<?xml version="1.0" encoding="UTF-8"?>
-<testsuites name="agentops-conformance" tests="${all.length}" failures="${all.filter((r) => r.outcome === 'fail').length}" errors="0" skipped="${all.filter((r) => r.outcome === 'skip').length}" time="${totalTime(all)}">
+<testsuites name="agentops-conformance" tests="${all.length + errors}" failures="${all.filter((r) => r.outcome === 'fail').length}" errors="${errors}" skipped="${all.filter((r) => r.outcome === 'skip').length}" time="${totalTime(all)}">
 ${suites.join('\n')}
 </testsuites>
 `

@@ -27,10 +27,11 @@ export function toMarkdown(summary: RunSummary): string {
       '',
     )
   }
+  if (summary.internalError) lines.push(`**The run ended early:** ${cell(summary.internalError)}`, '')
   lines.push('| | check | level | spec | note |', '|---|---|---|---|---|')
   for (const r of summary.results) {
     lines.push(
-      `| ${ICON[r.outcome]} | \`${r.id}\` ${cell(r.title)} | ${r.level} | ${r.sections.join(', ')} | ${cell(trim(r.message ?? '', 200))} |`,
+      `| ${ICON[r.outcome]} | \`${r.id}\` ${cell(r.title)} | ${r.level} | ${r.clauses.join(', ')} | ${cell(trim(r.message ?? '', 200))} |`,
     )
   }
   return `${lines.join('\n')}\n`

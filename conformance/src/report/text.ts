@@ -29,14 +29,24 @@ export function formatExchange(x: Exchange, indent = '      '): string {
   return lines.join('\n')
 }
 
-export function formatResult(r: CheckResult, index: number, total: number): string {
+/**
+ * One line per check; a failure adds one line saying why. The exchanges that failed are in the JSON and JUnit
+ * reports, and on the console only with --verbose.
+ */
+export function formatResult(r: CheckResult, index: number, total: number, verbose = false): string {
   const n = String(index + 1).padStart(String(total).length)
   const level = r.level === 'core' ? 'core   ' : 'profile'
-  let line = `[${n}/${total}] ${MARK[r.outcome]} ${level} ${r.id} — ${r.title} (${r.sections.join(', ')}) ${r.durationMs} ms`
+  let line = `[${n}/${total}] ${MARK[r.outcome]} ${level} ${r.id.padEnd(44)} ${String(r.durationMs).padStart(5)} ms`
+  if (verbose) line += ` — ${r.title} (${r.clauses.join(', ')})`
   if (r.message && r.outcome !== 'pass')
-    line += `\n      ${r.outcome === 'skip' ? 'skipped' : 'why'}: ${r.message}`
-  if (r.outcome === 'fail') for (const x of r.exchanges) line += `\n${formatExchange(x)}`
+    line += `\n      ${r.outcome === 'skip' ? 'skipped' : 'why'}: ${trim(r.message, verbose ? 2000 : 300)}`
+  if (verbose && r.outcome === 'fail') for (const x of r.exchanges) line += `\n${formatExchange(x)}`
   return line
+}
+
+/** The slowest checks of a run, for the end of the console output. */
+export function slowest(results: CheckResult[], n = 5): CheckResult[] {
+  return [...results].sort((a, b) => b.durationMs - a.durationMs).slice(0, n)
 }
 
 export function formatSummary(summary: RunSummary, strictProfile: boolean): string {
@@ -46,10 +56,15 @@ export function formatSummary(summary: RunSummary, strictProfile: boolean): stri
     `core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip} skipped`,
     `profile: ${c.profile.pass} passed, ${c.profile.fail} failed, ${c.profile.skip} skipped${strictProfile ? ' (strict: failures count)' : ' (reported only; --strict-profile to enforce)'}`,
     `requests: ${summary.requestsUsed}; seed: ${summary.seed} (rerun with --seed ${summary.seed})`,
+    `paced: ${((summary.pacedMs ?? 0) / 1000).toFixed(1)} s spent waiting on the deployment's rate-limit headers`,
+    `slowest: ${slowest(summary.results)
+      .map((r) => `${r.id} ${(r.durationMs / 1000).toFixed(1)} s`)
+      .join(', ')}`,
   ]
+  if (summary.internalError) lines.push(`INTERNAL ERROR (the run ended early): ${summary.internalError}`)
   if (summary.traceability) {
     lines.push(
-      `spec coverage: ${summary.traceability.covered} of ${summary.traceability.statements} normative statements have checks (conformance/traceability.md)`,
+      `spec coverage: ${summary.traceability.covered} of ${summary.traceability.statements} normative statements have checks (traceability.md)`,
     )
   }
   const failedCore = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'core')
