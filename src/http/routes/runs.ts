@@ -5,6 +5,7 @@ import {
   getV1AgentsAgentIdRunsRoute,
   getV1RunsRunIdRoute,
   getV1RunsRunIdTraceRoute,
+  getV1RunsRunIdTraceStreamRoute,
   postV1AgentsAgentIdRunsRoute,
   postV1RunsRunIdCancelRoute,
   postV1RunsRunIdPauseRoute,
@@ -82,27 +83,46 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
     return c.json(presentRun(view), 200)
   })
 
+  // The SSE operation of the contract, and the older `Accept: text/event-stream` form of the paging path.
+  async function openTraceStream(c: Context<AppEnv>, workspaceId: string, runId: string, cursor?: string) {
+    const lastEventId = c.req.header('last-event-id')
+    let after = decodeCursor(TRACE_LIST, cursor)
+    if (lastEventId !== undefined && lastEventId !== '') {
+      if (!/^\d{1,15}$/.test(lastEventId)) {
+        throw new ApiError('invalid_request', 'Last-Event-ID must be a frame seq', {
+          issues: [{ path: 'Last-Event-ID', message: 'must be a non-negative integer' }],
+          fields: ['Last-Event-ID'],
+        })
+      }
+      after = Number(lastEventId)
+    }
+    await services.runs.find(workspaceId, runId) // 404 before the stream opens
+    return streamTrace(c, services, workspaceId, runId, after) as unknown as Response & { _data: never }
+  }
+
+  app.openapi(getV1RunsRunIdTraceStreamRoute, async (c) => {
+    const auth = requireScope(c, 'runs:read')
+    const { run_id } = c.req.valid('param')
+    return openTraceStream(
+      c as unknown as Context<AppEnv>,
+      auth.workspaceId,
+      run_id,
+      c.req.valid('query').cursor,
+    )
+  })
+
+  // Earlier versions of the contract streamed the paging path on `Accept: text/event-stream`; it still does, ahead
+  // of the typed (JSON-only) route.
+  app.get('/v1/runs/:run_id/trace', async (c, next) => {
+    if (!(c.req.header('accept') ?? '').includes('text/event-stream')) return next()
+    const auth = requireScope(c, 'runs:read')
+    return openTraceStream(c, auth.workspaceId, c.req.param('run_id'), c.req.query('cursor'))
+  })
+
   app.openapi(getV1RunsRunIdTraceRoute, async (c) => {
     const auth = requireScope(c, 'runs:read')
     const runId = c.req.valid('param').run_id
     const query = c.req.valid('query')
-    if ((c.req.header('accept') ?? '').includes('text/event-stream')) {
-      const lastEventId = c.req.header('last-event-id')
-      let after = decodeCursor(TRACE_LIST, query.cursor)
-      if (lastEventId !== undefined && lastEventId !== '') {
-        if (!/^\d{1,15}$/.test(lastEventId)) {
-          throw new ApiError('invalid_request', 'Last-Event-ID must be a frame seq', {
-            issues: [{ path: 'Last-Event-ID', message: 'must be a non-negative integer' }],
-            fields: ['Last-Event-ID'],
-          })
-        }
-        after = Number(lastEventId)
-      }
-      await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
-      return streamTrace(c, services, auth.workspaceId, runId, after) as unknown as Response & {
-        _data: never
-      }
-    }
     const page = pageRequest(TRACE_LIST, query)
     const { run, frames } = await services.runs.frames(auth.workspaceId, runId, page.afterSeq, page.limit + 1)
     const more = frames.length > page.limit
