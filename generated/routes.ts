@@ -2328,7 +2328,25 @@ export const getDocsRoute = createRoute({
     200: {
       description: 'An HTML page rendering this document.',
       headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
-      content: { 'text/html': { schema: z.string() } },
+      content: { 'text/html': { schema: z.string().max(65536) } },
+    },
+  },
+  security: [],
+})
+
+export const getDocsScalarJsRoute = createRoute({
+  method: 'get',
+  path: '/docs/scalar.js',
+  tags: ['Meta'],
+  summary: "The interactive reference's script",
+  description:
+    'The script `/docs` runs (the `@scalar/api-reference` standalone bundle, served from the installed package), so the reference works offline and behind proxies that block CDNs.',
+  operationId: 'getApiReferenceScript',
+  responses: {
+    200: {
+      description: 'JavaScript, cacheable for a day.',
+      headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
+      content: { 'application/javascript': { schema: z.string().max(16777216) } },
     },
   },
   security: [],

@@ -3,66 +3,66 @@
 interface SerializeOptions<T> extends SerializePrimitiveOptions, SerializerOptions<T> {}
 
 interface SerializePrimitiveOptions {
-  allowReserved?: boolean
-  name: string
+  allowReserved?: boolean;
+  name: string;
 }
 
 export interface SerializerOptions<T> {
   /**
    * @default true
    */
-  explode: boolean
-  style: T
+  explode: boolean;
+  style: T;
 }
 
-export type ArrayStyle = 'form' | 'spaceDelimited' | 'pipeDelimited'
-export type ArraySeparatorStyle = ArrayStyle | MatrixStyle
-type MatrixStyle = 'label' | 'matrix' | 'simple'
-export type ObjectStyle = 'form' | 'deepObject'
-type ObjectSeparatorStyle = ObjectStyle | MatrixStyle
+export type ArrayStyle = 'form' | 'spaceDelimited' | 'pipeDelimited';
+export type ArraySeparatorStyle = ArrayStyle | MatrixStyle;
+type MatrixStyle = 'label' | 'matrix' | 'simple';
+export type ObjectStyle = 'form' | 'deepObject';
+type ObjectSeparatorStyle = ObjectStyle | MatrixStyle;
 
 interface SerializePrimitiveParam extends SerializePrimitiveOptions {
-  value: string
+  value: string;
 }
 
 export const separatorArrayExplode = (style: ArraySeparatorStyle) => {
   switch (style) {
     case 'label':
-      return '.'
+      return '.';
     case 'matrix':
-      return ';'
+      return ';';
     case 'simple':
-      return ','
+      return ',';
     default:
-      return '&'
+      return '&';
   }
-}
+};
 
 export const separatorArrayNoExplode = (style: ArraySeparatorStyle) => {
   switch (style) {
     case 'form':
-      return ','
+      return ',';
     case 'pipeDelimited':
-      return '|'
+      return '|';
     case 'spaceDelimited':
-      return '%20'
+      return '%20';
     default:
-      return ','
+      return ',';
   }
-}
+};
 
 export const separatorObjectExplode = (style: ObjectSeparatorStyle) => {
   switch (style) {
     case 'label':
-      return '.'
+      return '.';
     case 'matrix':
-      return ';'
+      return ';';
     case 'simple':
-      return ','
+      return ',';
     default:
-      return '&'
+      return '&';
   }
-}
+};
 
 export const serializeArrayParam = ({
   allowReserved,
@@ -71,54 +71,58 @@ export const serializeArrayParam = ({
   style,
   value,
 }: SerializeOptions<ArraySeparatorStyle> & {
-  value: unknown[]
+  value: unknown[];
 }) => {
   if (!explode) {
-    const joinedValues = (allowReserved ? value : value.map((v) => encodeURIComponent(v as string))).join(
-      separatorArrayNoExplode(style),
-    )
+    const joinedValues = (
+      allowReserved ? value : value.map((v) => encodeURIComponent(v as string))
+    ).join(separatorArrayNoExplode(style));
     switch (style) {
       case 'label':
-        return `.${joinedValues}`
+        return `.${joinedValues}`;
       case 'matrix':
-        return `;${name}=${joinedValues}`
+        return `;${name}=${joinedValues}`;
       case 'simple':
-        return joinedValues
+        return joinedValues;
       default:
-        return `${name}=${joinedValues}`
+        return `${name}=${joinedValues}`;
     }
   }
 
-  const separator = separatorArrayExplode(style)
+  const separator = separatorArrayExplode(style);
   const joinedValues = value
     .map((v) => {
       if (style === 'label' || style === 'simple') {
-        return allowReserved ? v : encodeURIComponent(v as string)
+        return allowReserved ? v : encodeURIComponent(v as string);
       }
 
       return serializePrimitiveParam({
         allowReserved,
         name,
         value: v as string,
-      })
+      });
     })
-    .join(separator)
-  return style === 'label' || style === 'matrix' ? separator + joinedValues : joinedValues
-}
+    .join(separator);
+  return style === 'label' || style === 'matrix' ? separator + joinedValues : joinedValues;
+};
 
-export const serializePrimitiveParam = ({ allowReserved, name, value }: SerializePrimitiveParam) => {
+export const serializePrimitiveParam = ({
+  allowReserved,
+  name,
+  value,
+}: SerializePrimitiveParam) => {
   if (value === undefined || value === null) {
-    return ''
+    return '';
   }
 
   if (typeof value === 'object') {
     throw new Error(
       'Deeply-nested arrays/objects aren’t supported. Provide your own `querySerializer()` to handle these.',
-    )
+    );
   }
 
-  return `${name}=${allowReserved ? value : encodeURIComponent(value)}`
-}
+  return `${name}=${allowReserved ? value : encodeURIComponent(value)}`;
+};
 
 export const serializeObjectParam = ({
   allowReserved,
@@ -128,32 +132,32 @@ export const serializeObjectParam = ({
   value,
   valueOnly,
 }: SerializeOptions<ObjectSeparatorStyle> & {
-  value: Record<string, unknown> | Date
-  valueOnly?: boolean
+  value: Record<string, unknown> | Date;
+  valueOnly?: boolean;
 }) => {
   if (value instanceof Date) {
-    return valueOnly ? value.toISOString() : `${name}=${value.toISOString()}`
+    return valueOnly ? value.toISOString() : `${name}=${value.toISOString()}`;
   }
 
   if (style !== 'deepObject' && !explode) {
-    let values: string[] = []
+    let values: string[] = [];
     Object.entries(value).forEach(([key, v]) => {
-      values = [...values, key, allowReserved ? (v as string) : encodeURIComponent(v as string)]
-    })
-    const joinedValues = values.join(',')
+      values = [...values, key, allowReserved ? (v as string) : encodeURIComponent(v as string)];
+    });
+    const joinedValues = values.join(',');
     switch (style) {
       case 'form':
-        return `${name}=${joinedValues}`
+        return `${name}=${joinedValues}`;
       case 'label':
-        return `.${joinedValues}`
+        return `.${joinedValues}`;
       case 'matrix':
-        return `;${name}=${joinedValues}`
+        return `;${name}=${joinedValues}`;
       default:
-        return joinedValues
+        return joinedValues;
     }
   }
 
-  const separator = separatorObjectExplode(style)
+  const separator = separatorObjectExplode(style);
   const joinedValues = Object.entries(value)
     .map(([key, v]) =>
       serializePrimitiveParam({
@@ -162,6 +166,6 @@ export const serializeObjectParam = ({
         value: v as string,
       }),
     )
-    .join(separator)
-  return style === 'label' || style === 'matrix' ? separator + joinedValues : joinedValues
-}
+    .join(separator);
+  return style === 'label' || style === 'matrix' ? separator + joinedValues : joinedValues;
+};
