@@ -977,6 +977,9 @@ const StreamClientMessageSchema = z
       }),
     connector_id: z
       .string()
+      .regex(/^[A-Za-z0-9_.:-]+$/)
+      .min(1)
+      .max(128)
       .exactOptional()
       .openapi({ description: 'Target connector of an `ingest` message.' }),
     records: z
@@ -987,11 +990,17 @@ const StreamClientMessageSchema = z
         description: 'Records of an `ingest` message, judged exactly as in the REST batch.',
       }),
     topics: z
-      .array(z.string().openapi({ description: '`connector:<connector_id>` or `runs`.' }))
+      .array(
+        z
+          .string()
+          .min(1)
+          .max(256)
+          .openapi({ description: '`connector:<connector_id>` or `runs`.' }),
+      )
       .max(100)
       .exactOptional(),
     since: z
-      .record(z.string(), z.int().min(0))
+      .record(z.string(), z.int().min(0).max(9007199254740991))
       .exactOptional()
       .openapi({
         description:
@@ -1016,19 +1025,21 @@ const StreamServerMessageSchema = z
     ]),
     ref: z
       .string()
+      .max(128)
       .exactOptional()
       .openapi({ description: 'The `ref` of the `ingest` message this answers.' }),
-    connector_id: z.string().exactOptional(),
+    connector_id: z.string().max(128).exactOptional(),
     accepted: z.int().min(0).exactOptional(),
     rejected: z.int().min(0).exactOptional(),
     lineage_root: z
       .string()
       .regex(/^[0-9a-f]{64}$/)
+      .max(64)
       .exactOptional()
       .openapi({ examples: ['e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'] }),
-    batch_id: z.string().exactOptional(),
-    rejections: z.array(IngestRejectionSchema).exactOptional(),
-    topic: z.string().exactOptional(),
+    batch_id: z.string().max(64).exactOptional(),
+    rejections: z.array(IngestRejectionSchema).max(500).exactOptional(),
+    topic: z.string().max(256).exactOptional(),
     seq: z.int().min(1).exactOptional(),
     record: StoredRecordSchema.exactOptional(),
     event: z.looseObject({}).exactOptional(),
