@@ -25,6 +25,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/docs/scalar.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The interactive reference's script
+         * @description The script `/docs` runs (the `@scalar/api-reference` standalone bundle, served from the installed package), so the reference works offline and behind proxies that block CDNs.
+         */
+        get: operations["getApiReferenceScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -94,7 +114,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Agent identifier (`agt_...`). */
+                /**
+                 * @description Agent identifier (`agt_...`).
+                 * @example agt_01m83ykearg8se8b7mrq099mzd
+                 */
                 agent_id: components["parameters"]["AgentId"];
             };
             cookie?: never;
@@ -121,7 +144,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Agent identifier (`agt_...`). */
+                /**
+                 * @description Agent identifier (`agt_...`).
+                 * @example agt_01m83ykearg8se8b7mrq099mzd
+                 */
                 agent_id: components["parameters"]["AgentId"];
             };
             cookie?: never;
@@ -148,7 +174,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Agent identifier (`agt_...`). */
+                /**
+                 * @description Agent identifier (`agt_...`).
+                 * @example agt_01m83ykearg8se8b7mrq099mzd
+                 */
                 agent_id: components["parameters"]["AgentId"];
             };
             cookie?: never;
@@ -171,7 +200,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Connector identifier, chosen by the client. */
+                /**
+                 * @description Connector identifier, chosen by the client.
+                 * @example crm-eu
+                 */
                 connector_id: components["parameters"]["ConnectorId"];
             };
             cookie?: never;
@@ -194,7 +226,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Connector identifier, chosen by the client. */
+                /**
+                 * @description Connector identifier, chosen by the client.
+                 * @example crm-eu
+                 */
                 connector_id: components["parameters"]["ConnectorId"];
             };
             cookie?: never;
@@ -217,7 +252,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
@@ -240,7 +278,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
@@ -263,7 +304,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
@@ -286,7 +330,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
@@ -309,9 +356,15 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
-                /** @description Step identifier within the run (`step_1`, `step_2`, ...). */
+                /**
+                 * @description Step identifier within the run (`step_1`, `step_2`, ...).
+                 * @example step_1
+                 */
                 step_id: components["parameters"]["StepId"];
             };
             cookie?: never;
@@ -334,18 +387,20 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
         };
         /**
          * Read a run's trace
-         * @description Every step, tool call, policy decision, approval and control action, in order, append-only.
-         *     With `Accept: application/json` (default) the answer is a page of frames. With `Accept: text/event-stream`
-         *     the answer is a Server-Sent Events stream: each frame as `id: <seq>`, `event: frame`, `data: <TraceFrame JSON>`;
-         *     it stays open and sends live frames until the run is terminal, then sends `event: end` and closes. `cursor` (or the
-         *     `Last-Event-ID` header) resumes after a given frame. Paging and streaming yield the same frames in the same order.
+         * @description Every step, tool call, policy decision, approval and control action, in order, append-only, as pages of frames.
+         *     To stream the same frames live, use `GET /v1/runs/{run_id}/trace/stream` (Server-Sent Events); both share the
+         *     cursor. (Clients written against earlier versions of this document may still ask this path for
+         *     `Accept: text/event-stream`; the server streams then, but new clients should use the stream operation.)
          */
         get: operations["getRunTrace"];
         put?: never;
@@ -356,30 +411,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/stream": {
+    "/v1/runs/{run_id}/trace/stream": {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
+                run_id: components["parameters"]["RunId"];
+            };
             cookie?: never;
         };
         /**
-         * Open the live WebSocket stream
-         * @description A WebSocket (`{stream_url}/v1/stream`). Authenticate with `Authorization: Bearer <token>` or, for browsers that
-         *     cannot set headers, `?access_token=<token>` (RFC 6750 §2.3; such URLs can end up in logs, prefer the header).
-         *     A missing or bad token refuses the upgrade with 401 and the error envelope.
-         *
-         *     Client messages: `{"type":"subscribe","topics":["connector:<id>","runs"],"since":{"<topic>":<seq>}}`,
-         *     `{"type":"unsubscribe","topics":[...]}`, `{"type":"ping"}`, and ingestion over the socket (spec §1):
-         *     `{"type":"ingest","ref":"<id>","connector_id":"<id>","records":[...]}` (scope `ingest:write`), answered in
-         *     order by `{"type":"ingested","ref",...the REST 202 body}` or an `error` carrying the same `ref`.
-         *     Server messages: `subscribed`, `unsubscribed`, `record` (connector topics, with lineage), `event` (the `runs`
-         *     topic), `gap`, `error` (the error envelope, per topic), `heartbeat` (every 15 s), `pong`, `ingested`. Data messages carry
-         *     `topic` and a per-topic `seq`; `since` replays up to 1000 missed messages per topic before live ones.
-         *     Topic scopes: `stream:connector:<id>` (or `stream:connector:*`) and `stream:runs`. A slow consumer (over 1 MiB
-         *     buffered) is closed with code 4008.
+         * Stream a run's trace
+         * @description The trace as Server-Sent Events: each frame as `id: <seq>`, `event: frame`, `data: <TraceFrame JSON>`; the
+         *     stream stays open and sends live frames until the run is terminal, then sends `event: end` and closes. `cursor`
+         *     (or the `Last-Event-ID` header) resumes after a given frame. It yields the same frames in the same order as
+         *     paging with `getRunTrace`. Open it with an SSE client (`EventSource`, or `streamTrace` in the shipped client).
          */
-        get: operations["openStream"];
+        get: operations["streamRunTrace"];
         put?: never;
         post?: never;
         delete?: never;
@@ -393,7 +445,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Task identifier (`task_...`). */
+                /**
+                 * @description Task identifier (`task_...`).
+                 * @example task_01m83ykearg8se8b7mrq099mzd
+                 */
                 task_id: components["parameters"]["TaskId"];
             };
             cookie?: never;
@@ -440,7 +495,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Tool identifier (`tool_...`). */
+                /**
+                 * @description Tool identifier (`tool_...`).
+                 * @example tool_01m83ykearg8se8b7mrq099mzd
+                 */
                 tool_id: components["parameters"]["ToolId"];
             };
             cookie?: never;
@@ -491,7 +549,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -518,7 +579,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -541,9 +605,15 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header. */
+                /**
+                 * @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.
+                 * @example dlv_01m83ykearg8se8b7mrq099mzd
+                 */
                 delivery_id: components["parameters"]["DeliveryId"];
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -566,7 +636,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -673,28 +746,34 @@ export interface components {
             status: "idle" | "running";
             updated_at: components["schemas"]["Timestamp"];
         };
+        /**
+         * @description Tool names the agent may plan with, in order.
+         * @default []
+         * @example [
+         *       "search"
+         *     ]
+         */
+        AgentCapabilities: string[];
         AgentCreate: {
             /**
              * @description `autonomous`: approval only where the gate escalates; `supervised`: every tool call; `hybrid`: non-idempotent tools.
              * @enum {string}
              */
             behavior: "autonomous" | "supervised" | "hybrid";
-            /**
-             * @description Tool names the agent may plan with, in order.
-             * @default []
-             */
-            capabilities: string[];
+            capabilities?: components["schemas"]["AgentCapabilities"];
             name: string;
-            /**
-             * @description Envelope the agent's runs resolve by default (extension).
-             * @default default
-             */
-            policy_envelope: string;
+            policy_envelope?: components["schemas"]["AgentPolicyEnvelope"];
         };
         AgentPage: {
             data: components["schemas"]["Agent"][];
             next_cursor: string | null;
         };
+        /**
+         * @description Envelope the agent's runs resolve by default (extension).
+         * @default default
+         * @example default
+         */
+        AgentPolicyEnvelope: string;
         ApprovalDecision: {
             comment?: string;
             /** @enum {string} */
@@ -725,8 +804,10 @@ export interface components {
             data: components["schemas"]["Delivery"][];
             next_cursor: string | null;
         };
-        /** @description The error envelope of spec §7, identical for every error status. */
-        Error: {
+        /** @description An error code: one of `KnownErrorCode` or a code added later. The set is open (additive changes within v1), so clients must accept codes they do not know and treat them by HTTP status. */
+        ErrorCode: components["schemas"]["KnownErrorCode"] | string;
+        /** @description The error envelope of spec §7, identical for every error status. (Named `ErrorResponse`, not `Error`, so generated code never shadows the JavaScript built-in.) */
+        ErrorResponse: {
             error: {
                 code: components["schemas"]["ErrorCode"];
                 /** @description Context. For `policy_denied`: `envelope`, `violation`, `observed`, `limit`, `escalation_queue`. For `invalid_request`: `issues` (`path`, `message`) and `fields`. For `rate_limited`: `window`, `limit`, `reset_at`, `retry_after_seconds`. For `invalid_state`: `status`, `action`, `allowed_actions`. */
@@ -739,11 +820,6 @@ export interface components {
                 request_id: string;
             };
         };
-        /**
-         * @description Error codes of the reference profile; clients must accept codes they do not know.
-         * @enum {string}
-         */
-        ErrorCode: "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "unauthenticated" | "policy_denied" | "not_found" | "idempotency_key_reused" | "idempotency_key_in_progress" | "invalid_state" | "already_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
         /** @enum {string} */
         EventKind: "run.started" | "run.awaiting_approval" | "run.succeeded" | "run.failed" | "run.paused" | "run.resumed" | "run.cancelled" | "policy.denied" | "agent.created" | "agent.deleted" | "task.created" | "task.succeeded" | "task.failed" | "task.cancelled" | "tool.registered" | "tool.retired" | "ingest.batch_accepted";
         Health: {
@@ -779,6 +855,26 @@ export interface components {
             rejected: number;
             rejections: components["schemas"]["IngestRejection"][];
         };
+        /**
+         * @description A JSON Schema (2020-12) document; `{}` accepts anything.
+         * @default {}
+         * @example {
+         *       "type": "object",
+         *       "properties": {
+         *         "q": {
+         *           "type": "string"
+         *         }
+         *       }
+         *     }
+         */
+        JsonSchemaDocument: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The error codes of the reference profile (`x-error-codes` gives each one's status and meaning).
+         * @enum {string}
+         */
+        KnownErrorCode: "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "unauthenticated" | "policy_denied" | "not_found" | "idempotency_key_reused" | "idempotency_key_in_progress" | "invalid_state" | "already_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
         Lineage: {
             batch_id: string;
             /** @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 */
@@ -798,8 +894,16 @@ export interface components {
             };
             message: string;
         };
+        /**
+         * @description How long the previous secret keeps signing, in seconds.
+         * @default 86400
+         */
+        OverlapSeconds: number;
         PolicyBinding: {
-            /** @description Envelope the tool runs under (`default`, `gated`, `restricted` in the reference profile). */
+            /**
+             * @description Envelope the tool runs under (`default`, `gated`, `restricted` in the reference profile).
+             * @example default
+             */
             envelope: string;
             required_scopes: string[];
         };
@@ -851,11 +955,7 @@ export interface components {
             ts: components["schemas"]["Timestamp"];
         };
         RotateSecretRequest: {
-            /**
-             * @description How long the previous secret keeps signing.
-             * @default 86400
-             */
-            overlap_seconds: number;
+            overlap_seconds?: components["schemas"]["OverlapSeconds"];
             secret: string;
         };
         Run: {
@@ -905,6 +1005,20 @@ export interface components {
             step_id: string;
             ts: components["schemas"]["Timestamp"];
         };
+        /**
+         * @description Free-form inputs for the agent; `inputs.plan` (array of tool names) fixes the plan explicitly.
+         * @default {}
+         * @example {
+         *       "period": "2026-Q3",
+         *       "scope": [
+         *         "eu",
+         *         "us"
+         *       ]
+         *     }
+         */
+        RunInputs: {
+            [key: string]: unknown;
+        };
         RunLifecycleEvent: {
             agent_id: string;
             /** @enum {string} */
@@ -917,6 +1031,12 @@ export interface components {
             task_id?: string | null;
             ts: components["schemas"]["Timestamp"];
         };
+        /**
+         * @description `live` calls tools; `dry_run` plans and gates without calling them.
+         * @default live
+         * @enum {string}
+         */
+        RunMode: "live" | "dry_run";
         RunOutcome: {
             error: components["schemas"]["OutcomeError"] | null;
             results: components["schemas"]["StepResult"][];
@@ -936,25 +1056,11 @@ export interface components {
             steps_total: number;
         };
         RunStartRequest: {
-            /**
-             * @description Free-form inputs for the agent; `inputs.plan` (array of tool names) fixes the plan explicitly.
-             * @default {}
-             */
-            inputs: {
-                [key: string]: unknown;
-            };
-            /**
-             * @default live
-             * @enum {string}
-             */
-            mode: "live" | "dry_run";
+            inputs?: components["schemas"]["RunInputs"];
+            mode?: components["schemas"]["RunMode"];
             /** @description Envelope to resolve at start (extension); unknown names answer 400. */
             policy_envelope?: string;
-            /**
-             * @default summary
-             * @enum {string}
-             */
-            trace_level: "summary" | "detailed";
+            trace_level?: components["schemas"]["TraceLevel"];
         };
         /**
          * @description See `x-run-state-machine`.
@@ -1046,12 +1152,13 @@ export interface components {
         TaskAssign: {
             data_source?: string;
             description: string;
-            /**
-             * @description 1 (low) to 5 (critical).
-             * @default 3
-             */
-            priority: number;
+            priority?: components["schemas"]["TaskPriority"];
         };
+        /**
+         * @description 1 (low) to 5 (critical).
+         * @default 3
+         */
+        TaskPriority: number;
         /**
          * Format: date-time
          * @description RFC 3339 timestamp.
@@ -1078,37 +1185,38 @@ export interface components {
             status: "active" | "retired";
             tool_id: string;
         };
+        /**
+         * @description Provider settings (extension): `url`, `timeout_ms`, `delay_ms`, `message`, `data`.
+         * @default {}
+         * @example {
+         *       "delay_ms": 50
+         *     }
+         */
+        ToolConfig: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Whether calling the tool twice with the same input is safe.
+         * @default false
+         */
+        ToolIdempotent: boolean;
         ToolPage: {
             data: components["schemas"]["Tool"][];
             next_cursor: string | null;
         };
         ToolRegistration: {
-            /**
-             * @description Provider settings (extension): `url`, `timeout_ms`, `delay_ms`, `message`, `data`.
-             * @default {}
-             */
-            config: {
-                [key: string]: unknown;
-            };
-            /** @default false */
-            idempotent: boolean;
-            /**
-             * @description A JSON schema, or a reference to one (`{"$ref": "https://..."}`).
-             * @default {}
-             */
-            input_schema: {
-                [key: string]: unknown;
-            };
+            config?: components["schemas"]["ToolConfig"];
+            idempotent?: components["schemas"]["ToolIdempotent"];
+            /** @description A JSON schema, or a reference to one (`{"$ref": "https://..."}`). */
+            input_schema?: components["schemas"]["JsonSchemaDocument"];
             name: string;
-            /**
-             * @description A JSON schema the tool's answer must match.
-             * @default {}
-             */
-            output_schema: {
-                [key: string]: unknown;
-            };
+            /** @description A JSON schema the tool's answer must match. */
+            output_schema?: components["schemas"]["JsonSchemaDocument"];
             policy_binding: components["schemas"]["PolicyBinding"];
-            /** @description `builtin:echo`, `builtin:fail`, `builtin:delay`, `builtin:data` or `http` in the reference profile. */
+            /**
+             * @description `builtin:echo`, `builtin:fail`, `builtin:delay`, `builtin:data` or `http` in the reference profile.
+             * @example builtin:echo
+             */
             provider: string;
         };
         TraceFrame: {
@@ -1133,6 +1241,12 @@ export interface components {
         };
         /** @enum {string} */
         TraceFrameKind: "run.started" | "policy.decision" | "tool.call" | "step.failed" | "approval.requested" | "approval.granted" | "approval.rejected" | "approval.flushed" | "control.paused" | "control.resumed" | "control.cancelled" | "run.succeeded" | "run.failed";
+        /**
+         * @description `summary` frames, or `detailed` frames that carry `detail`.
+         * @default summary
+         * @enum {string}
+         */
+        TraceLevel: "summary" | "detailed";
         TracePage: {
             data: components["schemas"]["TraceFrame"][];
             /** @description Cursor after the last frame of this page; null when the run is terminal and no frame follows. */
@@ -1173,7 +1287,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description `idempotency_key_reused`, `idempotency_key_in_progress`, `invalid_state` or `already_exists`. */
@@ -1185,7 +1299,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The policy gate refused the action (`policy_denied`); `detail` names the escalation queue. */
@@ -1197,7 +1311,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description A transient failure (`internal_error`); retry with exponential backoff and jitter. */
@@ -1207,7 +1321,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The resource does not exist or is outside the calling identity's workspace; both answer identically (`not_found`). */
@@ -1219,7 +1333,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The body is over 1 MiB or the batch over 500 records (`payload_too_large`). */
@@ -1231,7 +1345,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The run in its new state. */
@@ -1257,7 +1371,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`). */
@@ -1268,7 +1382,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter. */
@@ -1278,7 +1392,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The body is not `application/json` (`unsupported_media_type`). */
@@ -1290,32 +1404,56 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
     };
     parameters: {
-        /** @description Agent identifier (`agt_...`). */
+        /**
+         * @description Agent identifier (`agt_...`).
+         * @example agt_01m83ykearg8se8b7mrq099mzd
+         */
         AgentId: string;
-        /** @description Connector identifier, chosen by the client. */
+        /**
+         * @description Connector identifier, chosen by the client.
+         * @example crm-eu
+         */
         ConnectorId: string;
         /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
         Cursor: string;
-        /** @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header. */
+        /**
+         * @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.
+         * @example dlv_01m83ykearg8se8b7mrq099mzd
+         */
         DeliveryId: string;
         /** @description Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored. */
         IdempotencyKey: string;
         /** @description Page size, at most 200. */
         Limit: number;
-        /** @description Run identifier (`run_...`). */
+        /**
+         * @description Run identifier (`run_...`).
+         * @example run_01m83ykearg8se8b7mrq099mzd
+         */
         RunId: string;
-        /** @description Step identifier within the run (`step_1`, `step_2`, ...). */
+        /**
+         * @description Step identifier within the run (`step_1`, `step_2`, ...).
+         * @example step_1
+         */
         StepId: string;
-        /** @description Task identifier (`task_...`). */
+        /**
+         * @description Task identifier (`task_...`).
+         * @example task_01m83ykearg8se8b7mrq099mzd
+         */
         TaskId: string;
-        /** @description Tool identifier (`tool_...`). */
+        /**
+         * @description Tool identifier (`tool_...`).
+         * @example tool_01m83ykearg8se8b7mrq099mzd
+         */
         ToolId: string;
-        /** @description Subscription identifier (`whk_...`). */
+        /**
+         * @description Subscription identifier (`whk_...`).
+         * @example whk_01m83ykearg8se8b7mrq099mzd
+         */
         WebhookId: string;
     };
     requestBodies: never;
@@ -1354,6 +1492,27 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+        };
+    };
+    getApiReferenceScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JavaScript, cacheable for a day. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/javascript": string;
                 };
             };
         };
@@ -1482,7 +1641,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Agent identifier (`agt_...`). */
+                /**
+                 * @description Agent identifier (`agt_...`).
+                 * @example agt_01m83ykearg8se8b7mrq099mzd
+                 */
                 agent_id: components["parameters"]["AgentId"];
             };
             cookie?: never;
@@ -1515,7 +1677,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Agent identifier (`agt_...`). */
+                /**
+                 * @description Agent identifier (`agt_...`).
+                 * @example agt_01m83ykearg8se8b7mrq099mzd
+                 */
                 agent_id: components["parameters"]["AgentId"];
             };
             cookie?: never;
@@ -1551,7 +1716,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Agent identifier (`agt_...`). */
+                /**
+                 * @description Agent identifier (`agt_...`).
+                 * @example agt_01m83ykearg8se8b7mrq099mzd
+                 */
                 agent_id: components["parameters"]["AgentId"];
             };
             cookie?: never;
@@ -1587,7 +1755,10 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Agent identifier (`agt_...`). */
+                /**
+                 * @description Agent identifier (`agt_...`).
+                 * @example agt_01m83ykearg8se8b7mrq099mzd
+                 */
                 agent_id: components["parameters"]["AgentId"];
             };
             cookie?: never;
@@ -1631,7 +1802,10 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Agent identifier (`agt_...`). */
+                /**
+                 * @description Agent identifier (`agt_...`).
+                 * @example agt_01m83ykearg8se8b7mrq099mzd
+                 */
                 agent_id: components["parameters"]["AgentId"];
             };
             cookie?: never;
@@ -1675,7 +1849,10 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Connector identifier, chosen by the client. */
+                /**
+                 * @description Connector identifier, chosen by the client.
+                 * @example crm-eu
+                 */
                 connector_id: components["parameters"]["ConnectorId"];
             };
             cookie?: never;
@@ -1720,7 +1897,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Connector identifier, chosen by the client. */
+                /**
+                 * @description Connector identifier, chosen by the client.
+                 * @example crm-eu
+                 */
                 connector_id: components["parameters"]["ConnectorId"];
             };
             cookie?: never;
@@ -1753,7 +1933,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
@@ -1789,7 +1972,10 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
@@ -1815,7 +2001,10 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
@@ -1841,7 +2030,10 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
@@ -1867,9 +2059,15 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
-                /** @description Step identifier within the run (`step_1`, `step_2`, ...). */
+                /**
+                 * @description Step identifier within the run (`step_1`, `step_2`, ...).
+                 * @example step_1
+                 */
                 step_id: components["parameters"]["StepId"];
             };
             cookie?: never;
@@ -1901,19 +2099,19 @@ export interface operations {
                 /** @description Page size, at most 200. */
                 limit?: components["parameters"]["Limit"];
             };
-            header?: {
-                /** @description SSE resumption; the `seq` of the last frame the client received. */
-                "Last-Event-ID"?: string;
-            };
+            header?: never;
             path: {
-                /** @description Run identifier (`run_...`). */
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
                 run_id: components["parameters"]["RunId"];
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description A page of frames (JSON) or a live SSE stream of frames. */
+            /** @description A page of frames. */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1923,6 +2121,47 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TracePage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    streamRunTrace: {
+        parameters: {
+            query?: {
+                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /** @description SSE resumption; the `seq` of the last frame the client received. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /**
+                 * @description Run identifier (`run_...`).
+                 * @example run_01m83ykearg8se8b7mrq099mzd
+                 */
+                run_id: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A live SSE stream of frames, ending with `event: end` once the run is terminal. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
                     "text/event-stream": string;
                 };
             };
@@ -1935,38 +2174,15 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
-    openStream: {
-        parameters: {
-            query?: {
-                /** @description Bearer token for clients that cannot set the Authorization header. */
-                access_token?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Switching protocols to WebSocket. */
-            101: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
-        };
-    };
     getTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description Task identifier (`task_...`). */
+                /**
+                 * @description Task identifier (`task_...`).
+                 * @example task_01m83ykearg8se8b7mrq099mzd
+                 */
                 task_id: components["parameters"]["TaskId"];
             };
             cookie?: never;
@@ -2075,7 +2291,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Tool identifier (`tool_...`). */
+                /**
+                 * @description Tool identifier (`tool_...`).
+                 * @example tool_01m83ykearg8se8b7mrq099mzd
+                 */
                 tool_id: components["parameters"]["ToolId"];
             };
             cookie?: never;
@@ -2108,7 +2327,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Tool identifier (`tool_...`). */
+                /**
+                 * @description Tool identifier (`tool_...`).
+                 * @example tool_01m83ykearg8se8b7mrq099mzd
+                 */
                 tool_id: components["parameters"]["ToolId"];
             };
             cookie?: never;
@@ -2215,7 +2437,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -2248,7 +2473,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -2284,7 +2512,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -2320,9 +2551,15 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header. */
+                /**
+                 * @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.
+                 * @example dlv_01m83ykearg8se8b7mrq099mzd
+                 */
                 delivery_id: components["parameters"]["DeliveryId"];
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -2360,7 +2597,10 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Subscription identifier (`whk_...`). */
+                /**
+                 * @description Subscription identifier (`whk_...`).
+                 * @example whk_01m83ykearg8se8b7mrq099mzd
+                 */
                 webhook_id: components["parameters"]["WebhookId"];
             };
             cookie?: never;

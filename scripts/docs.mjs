@@ -49,6 +49,7 @@ function label(path) {
         : ''
     }`
   if (path[0] === 'webhooks') return `webhook ${path[1]}`
+  if (path[0] === 'x-websockets') return `WebSocket ${path[1]}`
   return path.join('.') || 'document'
 }
 

@@ -11,6 +11,8 @@ export interface Config {
   runConcurrency: number
   /** How long a server holds a run without renewing its claim; after a crash another start takes over then. */
   runLeaseMs: number
+  /** Origins allowed to call the API from a browser (CORS); empty turns CORS off. `*` allows any origin. */
+  corsOrigins?: string[]
   /** Start background workers (scheduler, outbox, purges). Off for the CLI's short-lived store access. */
   workers: boolean
   /** Webhook per-attempt time-out in ms; default 10000. */
@@ -39,6 +41,25 @@ function intFrom(value: string | undefined, fallback: number, name: string): num
   return n
 }
 
+/** Parses `AGENTOPS_CORS_ORIGINS`: a comma-separated list of `scheme://host[:port]` origins, or `*`. */
+export function parseCorsOrigins(value: string | undefined): string[] {
+  if (value === undefined || value.trim() === '') return []
+  return value.split(',').map((raw) => {
+    const origin = raw.trim()
+    if (origin === '*') return origin
+    let url: URL
+    try {
+      url = new URL(origin)
+    } catch {
+      throw new Error(`AGENTOPS_CORS_ORIGINS: "${origin}" is not an origin (scheme://host[:port])`)
+    }
+    if (!/^https?:$/.test(url.protocol) || url.origin !== origin.replace(/\/$/, '')) {
+      throw new Error(`AGENTOPS_CORS_ORIGINS: "${origin}" is not an origin (scheme://host[:port], no path)`)
+    }
+    return url.origin
+  })
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   return {
     port: intFrom(env.PORT, 8080, 'PORT'),
@@ -59,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookRetryBaseMs: intFrom(env.AGENTOPS_WEBHOOK_RETRY_BASE_MS, 5_000, 'AGENTOPS_WEBHOOK_RETRY_BASE_MS'),
     webhookMaxAttempts: intFrom(env.AGENTOPS_WEBHOOK_MAX_ATTEMPTS, 8, 'AGENTOPS_WEBHOOK_MAX_ATTEMPTS'),
     webhookConcurrency: intFrom(env.AGENTOPS_WEBHOOK_CONCURRENCY, 16, 'AGENTOPS_WEBHOOK_CONCURRENCY'),
+    corsOrigins: parseCorsOrigins(env.AGENTOPS_CORS_ORIGINS),
     workers: true,
     ...overrides,
   }

@@ -7,6 +7,7 @@ import type { AppEnv } from './context.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
 import { bodyGuard } from './middleware/body.js'
+import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
 import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
@@ -26,6 +27,8 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
 
   app.use('*', requestId())
+  const corsMiddleware = cors(services.config.corsOrigins ?? [])
+  if (corsMiddleware) app.use('*', corsMiddleware)
   app.onError((err, c) => {
     const apiError = toApiError(err)
     if (apiError.code === 'internal_error') {

@@ -27,7 +27,7 @@ describe('the contract document', () => {
   it('lists exactly the error catalogue of the code, with the same statuses', () => {
     const listed = (doc['x-error-codes'] as { code: string; status: number }[]).map((e) => [e.code, e.status])
     expect(listed).toEqual(Object.entries(ERROR_CATALOGUE).map(([code, e]) => [code, e.status]))
-    const codeEnum = ((doc.components as Json).schemas as Record<string, Json>).ErrorCode?.enum
+    const codeEnum = ((doc.components as Json).schemas as Record<string, Json>).KnownErrorCode?.enum
     expect(codeEnum).toEqual(Object.keys(ERROR_CATALOGUE))
   })
 

@@ -8,6 +8,7 @@ import { editJson, type Json, type Mutant, type ProxiedRequest, pathOnly, query 
 
 const RUN = /^\/v1\/runs\/[^/]+$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
+const TRACE_STREAM = /^\/v1\/runs\/[^/]+\/trace\/stream$/
 const CONTROL = /^\/v1\/runs\/[^/]+\/(pause|resume|cancel)$/
 const START = /^\/v1\/agents\/[^/]+\/runs$/
 
@@ -175,7 +176,7 @@ export function lifecycleMutants(): Mutant[] {
       description: 'The SSE trace closes after the last frame without event: end',
       targets: ['runs.trace-streaming'],
       response(req, res) {
-        if (!isGet(req, TRACE) || !(res.headers['content-type'] ?? '').startsWith('text/event-stream'))
+        if (!isGet(req, TRACE_STREAM) || !(res.headers['content-type'] ?? '').startsWith('text/event-stream'))
           return res
         const blocks = res.body.split(/\n\n/)
         return { ...res, body: blocks.filter((b) => !/^event: ?end$/m.test(b)).join('\n\n') }

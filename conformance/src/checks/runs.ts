@@ -335,13 +335,15 @@ export const runChecks: Check[] = [
   },
   {
     id: 'runs.trace-streaming',
-    title: 'Accept: text/event-stream streams the same frames as paging, then event: end',
+    title: 'The trace stream (SSE) gives the same frames as paging, then event: end',
     level: 'profile',
     clauses: ['S4.6'],
     async run(ctx) {
       const { runId } = await ctx.fx.completedRun()
       const paged = await ctx.fx.readTrace(runId)
-      const res = await ctx.http.get(`/v1/runs/${runId}/trace`, { headers: { accept: 'text/event-stream' } })
+      const res = await ctx.http.get(`/v1/runs/${runId}/trace/stream`, {
+        headers: { accept: 'text/event-stream' },
+      })
       expectStatus(res, 200, 'SSE trace')
       assert(
         (res.headers['content-type'] ?? '').startsWith('text/event-stream'),

@@ -2,7 +2,6 @@ import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createMiddleware } from 'hono/factory'
 import {
   getV1GridConnectorsConnectorIdRecordsRoute,
-  getV1StreamRoute,
   postV1GridConnectorsConnectorIdIngestRoute,
 } from '../../../generated/routes.js'
 import { ApiError, unauthenticated } from '../../domain/errors.js'
@@ -60,11 +59,12 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Service
   })
 
   // A plain GET on the stream (no Upgrade header) reaches the app: authenticate it like the upgrade, then say why it
-  // cannot be served, so the answer is the error envelope rather than a bare 404.
-  app.openapi(getV1StreamRoute, async (c) => {
+  // cannot be served, so the answer is the error envelope rather than a bare 404. The contract documents the stream
+  // under `x-websockets`, not `paths`, so this is a plain route, not a generated one.
+  app.get('/v1/stream', async (c) => {
     const verified = await services.keys.verifyRequest({
       authorization: c.req.header('authorization'),
-      accessToken: c.req.valid('query').access_token,
+      accessToken: c.req.query('access_token'),
     })
     if (typeof verified === 'string') throw unauthenticated(verified)
     throw new ApiError(

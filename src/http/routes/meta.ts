@@ -1,11 +1,17 @@
 import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { Scalar } from '@scalar/hono-api-reference'
 import type { Context } from 'hono'
 import { parse } from 'yaml'
-import { getDocsRoute, getHealthzRoute, getOpenapiJsonRoute } from '../../../generated/routes.js'
+import {
+  getDocsRoute,
+  getDocsScalarJsRoute,
+  getHealthzRoute,
+  getOpenapiJsonRoute,
+} from '../../../generated/routes.js'
 import { ApiError } from '../../domain/errors.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
@@ -34,6 +40,30 @@ export function registerMetaRoutes(app: OpenAPIHono<AppEnv>, services: Services)
 
   app.openapi(getOpenapiJsonRoute, (c) => c.json(loadContract(), 200))
 
-  const reference = Scalar({ url: '/openapi.json', pageTitle: 'Agent Operations API' })
+  // The page loads its script from this server (never a CDN), asks for no web fonts and turns off the hosted AI
+  // agent (which fetches from scalar.com), so it renders offline. `agent` is newer than this integration's types.
+  const offline = {
+    url: '/openapi.json',
+    pageTitle: 'Agent Operations API',
+    cdn: '/docs/scalar.js',
+    withDefaultFonts: false,
+    agent: { disabled: true },
+  }
+  const reference = Scalar(offline)
   app.openapi(getDocsRoute, (c) => reference(c as unknown as Context, async () => {}) as unknown as Response)
+
+  app.openapi(getDocsScalarJsRoute, (c) => {
+    c.header('Content-Type', 'application/javascript; charset=utf-8')
+    c.header('Cache-Control', 'public, max-age=86400')
+    return c.body(referenceScript() as unknown as string, 200) as unknown as Response & { _data: never }
+  })
+}
+
+let script: Buffer | undefined
+/** The standalone bundle of the installed @scalar/api-reference (the version package-lock.json pins). */
+function referenceScript(): Buffer {
+  script ??= readFileSync(
+    join(dirname(createRequire(import.meta.url).resolve('@scalar/api-reference')), 'browser/standalone.js'),
+  )
+  return script
 }

@@ -21,6 +21,7 @@ import { presentFrame, presentRun, TRACE_LIST } from '../presenters.js'
 import { callerOf, requireScope } from '../scopes.js'
 
 const TRACE_PATH = '/v1/runs/:run_id/trace'
+const TRACE_STREAM_PATH = '/v1/runs/:run_id/trace/stream'
 
 export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
   app.openapi(postV1AgentsAgentIdRunsRoute, async (c) => {
@@ -81,16 +82,21 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
     return c.json(presentRun(view), 200)
   })
 
-  // The SSE form of the trace answers before the JSON route: one route cannot type both bodies (a stream is not
-  // a JSON body), so this middleware takes the requests that ask for text/event-stream and leaves the rest.
-  app.use(TRACE_PATH, async (c, next) => {
-    if (c.req.method !== 'GET' || !(c.req.header('accept') ?? '').includes('text/event-stream')) return next()
+  // The SSE forms of the trace: the contract's own operation (`/trace/stream`), and the paging path asked for
+  // `text/event-stream` (what earlier versions of the contract documented), answered ahead of the JSON-only route.
+  // Neither is a typed route: a stream is not a JSON body.
+  const openTraceStream = async (c: Context<AppEnv>) => {
     const auth = requireScope(c, 'runs:read')
     const runId = c.req.param('run_id') ?? ''
     const after = resumeAfter(c.req.query('cursor'), c.req.header('last-event-id'))
     await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
     const source = traceSource(services.runs, auth.workspaceId, runId)
     return streamSSE(c, (stream) => writeTrace(stream, source, after, presentFrame))
+  }
+  app.get(TRACE_STREAM_PATH, openTraceStream)
+  app.use(TRACE_PATH, async (c, next) => {
+    if (c.req.method !== 'GET' || !(c.req.header('accept') ?? '').includes('text/event-stream')) return next()
+    return openTraceStream(c)
   })
 
   app.openapi(getV1RunsRunIdTraceRoute, async (c) => {
