@@ -979,6 +979,41 @@ const StreamServerMessageSchema = z
   .openapi({ required: ['type'] })
   .openapi('StreamServerMessage')
 
+const GraphqlRequestSchema = z
+  .object({
+    query: z.string().min(1).max(100000),
+    variables: z.looseObject({}).nullable().exactOptional(),
+    operationName: z.string().max(200).nullable().exactOptional(),
+    extensions: z.looseObject({}).nullable().exactOptional(),
+  })
+  .openapi({ required: ['query'] })
+  .openapi('GraphqlRequest')
+
+const GraphqlResponseSchema = z
+  .strictObject({
+    data: z.looseObject({}).nullable().exactOptional(),
+    errors: z
+      .array(
+        z
+          .object({
+            message: z.string(),
+            path: z.array(z.string()).exactOptional(),
+            locations: z
+              .array(z.object({ line: z.int().exactOptional(), column: z.int().exactOptional() }))
+              .exactOptional(),
+            extensions: z
+              .looseObject({})
+              .exactOptional()
+              .openapi({
+                description: '`code`, `status`, `detail` and `request_id` of the error envelope.',
+              }),
+          })
+          .openapi({ required: ['message'] }),
+      )
+      .exactOptional(),
+  })
+  .openapi('GraphqlResponse')
+
 const HealthSchema = z
   .object({
     status: z.literal('ok'),
@@ -2210,6 +2245,116 @@ export const getV1TasksTaskIdRoute = createRoute({
     401: UnauthorizedResponse,
     403: ForbiddenResponse,
     404: NotFoundResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+})
+
+export const getV1GraphqlRoute = createRoute({
+  method: 'get',
+  path: '/v1/graphql',
+  tags: ['GraphQL'],
+  summary: 'Run a GraphQL query (GET)',
+  description:
+    "The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).",
+  operationId: 'getGraphql',
+  request: {
+    query: z.object({
+      query: z
+        .string()
+        .min(1)
+        .max(100000)
+        .openapi({
+          param: {
+            name: 'query',
+            in: 'query',
+            required: true,
+            schema: { type: 'string', minLength: 1, maxLength: 100000 },
+          },
+        }),
+      variables: z
+        .string()
+        .max(100000)
+        .exactOptional()
+        .openapi({
+          param: {
+            name: 'variables',
+            in: 'query',
+            required: false,
+            description: 'A JSON object.',
+            schema: { type: 'string', maxLength: 100000 },
+          },
+        }),
+      operationName: z
+        .string()
+        .max(200)
+        .exactOptional()
+        .openapi({
+          param: {
+            name: 'operationName',
+            in: 'query',
+            required: false,
+            schema: { type: 'string', maxLength: 200 },
+          },
+        }),
+    }),
+  },
+  responses: {
+    200: {
+      description: 'The execution result; field errors are listed in `errors`.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
+      content: { 'application/json': { schema: GraphqlResponseSchema } },
+    },
+    400: {
+      description: 'The request or its document is invalid (see POST).',
+      headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
+      content: { 'application/json': { schema: z.xor([ErrorSchema, GraphqlResponseSchema]) } },
+    },
+    401: UnauthorizedResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+})
+
+export const postV1GraphqlRoute = createRoute({
+  method: 'post',
+  path: '/v1/graphql',
+  tags: ['GraphQL'],
+  summary: 'Run a GraphQL query or mutation',
+  description:
+    'GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.\nThe schema (SDL) is `openapi/agent-operations.graphql` in the repository; every type mirrors the contract schema\nof the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and\n`limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the\nsame scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`\nwhose `extensions` carry the error envelope\'s `code`, `status`, `detail` and `request_id` (a `policy_denied`\ndetail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not\nparse, does not validate or passes the depth (12) or cost (10000) limits answers 400 with `errors` only.\nBearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another\nbody, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol\n(`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream\'s topic scopes.\n',
+  operationId: 'postGraphql',
+  request: {
+    headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
+    body: { content: { 'application/json': { schema: GraphqlRequestSchema } }, required: true },
+  },
+  responses: {
+    200: {
+      description: 'The execution result; field errors are listed in `errors`.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+        'Idempotent-Replayed': IdempotentReplayedHeaderSchema,
+      }),
+      content: { 'application/json': { schema: GraphqlResponseSchema } },
+    },
+    400: {
+      description:
+        'A body that is not a GraphQL request answers the error envelope; a document that does not parse or validate, or exceeds the depth or cost limit, answers `errors` without `data`.',
+      headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
+      content: { 'application/json': { schema: z.xor([ErrorSchema, GraphqlResponseSchema]) } },
+    },
+    401: UnauthorizedResponse,
+    409: ConflictResponse,
+    413: PayloadTooLargeResponse,
+    415: UnsupportedMediaTypeResponse,
     429: TooManyRequestsResponse,
     500: InternalErrorResponse,
     503: UnavailableResponse,

@@ -9,6 +9,8 @@ export interface RunsPort {
   terminateAgentRuns(workspaceId: string, agentId: string): Promise<void>
   /** Runs of the agent that are not terminal. */
   countActiveRuns(workspaceId: string, agentId: string): Promise<number>
+  /** countActiveRuns for many agents at once (batched loading); agents without active runs may be absent. */
+  countActiveRunsMany(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>>
   /** Starts the run that carries a newly assigned task; returns its id and status. */
   startTaskRun(task: TaskRunRequest): Promise<{ runId: string; status: string }>
 }

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import { ApiError } from '../domain/errors.js'
+import { registerGraphqlRoutes } from '../graphql/http.js'
 import type { Services } from '../services.js'
 import type { AppEnv } from './context.js'
 import { errorResponse, toApiError } from './errors.js'
@@ -46,6 +47,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   registerIngestRoutes(app, services)
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)
+  registerGraphqlRoutes(app, services)
 
   return app
 }

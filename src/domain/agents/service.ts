@@ -58,6 +58,13 @@ export class AgentService {
     return this.withStatus(agent)
   }
 
+  /** Many agents in a constant number of queries (GraphQL's batched loading); missing or foreign ids are absent. */
+  async getMany(workspaceId: string, ids: readonly string[]): Promise<Map<string, AgentView>> {
+    const agents = await this.repo.getMany(workspaceId, ids)
+    const active = (await this.ports.runs?.countActiveRunsMany(workspaceId, ids)) ?? new Map<string, number>()
+    return new Map(agents.map((a) => [a.id, statusOf(a, active.get(a.id) ?? 0)]))
+  }
+
   /** Live agents only; used by runs to check ownership. */
   find(workspaceId: string, id: string): Promise<AgentRecord | undefined> {
     return this.repo.get(workspaceId, id)
@@ -92,6 +99,10 @@ export class AgentService {
 
   private async withStatus(agent: AgentRecord): Promise<AgentView> {
     const activeRuns = (await this.ports.runs?.countActiveRuns(agent.workspaceId, agent.id)) ?? 0
-    return { ...agent, status: activeRuns > 0 ? 'running' : 'idle', activeRuns }
+    return statusOf(agent, activeRuns)
   }
+}
+
+function statusOf(agent: AgentRecord, activeRuns: number): AgentView {
+  return { ...agent, status: activeRuns > 0 ? 'running' : 'idle', activeRuns }
 }

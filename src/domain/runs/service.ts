@@ -136,8 +136,10 @@ export class RunService implements RunsPort {
   ): Promise<RunView[]> {
     const agent = await new AgentRepo(this.db).get(workspaceId, agentId)
     if (!agent) throw notFound('Agent')
-    const runs = await new RunRepo(this.db).listByAgent(workspaceId, agentId, afterSeq, limit)
-    return Promise.all(runs.map((r) => this.view(r)))
+    const repo = new RunRepo(this.db)
+    const runs = await repo.listByAgent(workspaceId, agentId, afterSeq, limit)
+    const counts = await repo.frameCountsMany(runs.map((r) => r.id))
+    return runs.map((r) => viewOf(r, counts.get(r.id) ?? {}))
   }
 
   /** Pause, resume or cancel; 409 invalid_state (nothing changes) when the table has no such move. */
@@ -232,6 +234,10 @@ export class RunService implements RunsPort {
     return new RunRepo(this.db).countActive(workspaceId, agentId)
   }
 
+  countActiveRunsMany(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>> {
+    return new RunRepo(this.db).countActiveMany(workspaceId, agentIds)
+  }
+
   async startTaskRun(task: TaskRunRequest): Promise<{ runId: string; status: string }> {
     const inputs: Record<string, unknown> = { task: task.description }
     if (task.dataSource !== null) inputs.data_source = task.dataSource
@@ -247,17 +253,21 @@ export class RunService implements RunsPort {
   }
 
   private async view(run: RunRecord): Promise<RunView> {
-    const counts = await new RunRepo(this.db).frameCounts(run.id)
-    const completed = (counts['tool.call'] ?? 0) + (counts['step.failed'] ?? 0)
-    return {
-      run,
-      counts: {
-        steps_total: run.plan.length,
-        steps_completed: completed,
-        steps_pending: Math.max(0, run.plan.length - completed),
-        steps_escalated: counts['approval.requested'] ?? 0,
-      },
-    }
+    return viewOf(run, await new RunRepo(this.db).frameCounts(run.id))
+  }
+}
+
+/** Plan counts from the run's frame counts by kind. */
+function viewOf(run: RunRecord, counts: Record<string, number>): RunView {
+  const completed = (counts['tool.call'] ?? 0) + (counts['step.failed'] ?? 0)
+  return {
+    run,
+    counts: {
+      steps_total: run.plan.length,
+      steps_completed: completed,
+      steps_pending: Math.max(0, run.plan.length - completed),
+      steps_escalated: counts['approval.requested'] ?? 0,
+    },
   }
 }
 

@@ -265,6 +265,18 @@ export class RunRepo {
   }
 
   /** Runs the scheduler may advance: higher priority first, then age; leases held elsewhere are skipped. */
+  /** countActive for many agents in one query; agents without active runs are absent from the map. */
+  async countActiveMany(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>> {
+    if (agentIds.length === 0) return new Map()
+    const marks = agentIds.map((_, i) => `$${i + 2}`).join(', ')
+    const rows = await this.db.query<{ agent_id: string; n: number | string }>(
+      `SELECT agent_id, COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND agent_id IN (${marks})
+         AND status IN ('queued', 'running', 'awaiting_approval', 'paused') GROUP BY agent_id`,
+      [workspaceId, ...agentIds],
+    )
+    return new Map(rows.map((r) => [r.agent_id, Number(r.n)]))
+  }
+
   async runnable(now: number, limit: number, exclude: string[]): Promise<string[]> {
     const rows = await this.db.query<{ id: string }>(
       `SELECT id FROM runs WHERE status IN ('queued', 'running') AND lease_until < $1
@@ -328,6 +340,22 @@ export class RunRepo {
       [runId],
     )
     return Object.fromEntries(rows.map((r) => [r.kind, Number(r.n)]))
+  }
+
+  /** frameCounts for many runs in one query (a page of runs costs one query, not one per run). */
+  async frameCountsMany(runIds: readonly string[]): Promise<Map<string, Record<string, number>>> {
+    const counts = new Map<string, Record<string, number>>(runIds.map((id) => [id, {}]))
+    if (runIds.length === 0) return counts
+    const marks = runIds.map((_, i) => `$${i + 1}`).join(', ')
+    const rows = await this.db.query<{ run_id: string; kind: string; n: number | string }>(
+      `SELECT run_id, kind, COUNT(*) AS n FROM run_frames WHERE run_id IN (${marks}) GROUP BY run_id, kind`,
+      [...runIds],
+    )
+    for (const r of rows) {
+      const forRun = counts.get(r.run_id)
+      if (forRun) forRun[r.kind] = Number(r.n)
+    }
+    return counts
   }
 
   async followTask(runId: string, status: RunStatus, outcome: Outcome | null, at: number): Promise<void> {
