@@ -2312,7 +2312,11 @@ export const getV1GraphqlRoute = createRoute({
     },
     400: {
       description: 'The request or its document is invalid (see POST).',
-      headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
       content: { 'application/json': { schema: z.xor([ErrorSchema, GraphqlResponseSchema]) } },
     },
     401: UnauthorizedResponse,
@@ -2348,7 +2352,11 @@ export const postV1GraphqlRoute = createRoute({
     400: {
       description:
         'A body that is not a GraphQL request answers the error envelope; a document that does not parse or validate, or exceeds the depth or cost limit, answers `errors` without `data`.',
-      headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
       content: { 'application/json': { schema: z.xor([ErrorSchema, GraphqlResponseSchema]) } },
     },
     401: UnauthorizedResponse,

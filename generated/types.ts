@@ -1757,6 +1757,8 @@ export interface operations {
             /** @description The request or its document is invalid (see POST). */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
@@ -1802,6 +1804,8 @@ export interface operations {
             /** @description A body that is not a GraphQL request answers the error envelope; a document that does not parse or validate, or exceeds the depth or cost limit, answers `errors` without `data`. */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };

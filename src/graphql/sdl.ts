@@ -46,6 +46,8 @@ enum WebhookStatus { active disabled }
 enum DeliveryStatus { pending delivered failed }
 enum IngestRejectionCode { missing_field invalid_field invalid_timestamp policy_class_not_allowed duplicate_id }
 enum ApprovalDecisionKind { approve reject }
+"The data messages of /v1/stream that subscriptions carry."
+enum StreamMessageType { record event gap }
 
 type RunPlan {
   steps_total: Int!
@@ -278,7 +280,7 @@ A data message of a subscription, as on /v1/stream: \`record\` (connector topics
 (the runs topic, with \`event\`) or \`gap\` (\`from\`..\`to\` were too many to replay).
 """
 type StreamServerMessage {
-  type: String!
+  type: StreamMessageType!
   topic: String
   seq: Int
   record: StoredRecord

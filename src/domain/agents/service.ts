@@ -72,7 +72,9 @@ export class AgentService {
 
   async list(workspaceId: string, afterSeq: number, limit: number): Promise<AgentView[]> {
     const agents = await this.repo.list(workspaceId, afterSeq, limit)
-    return Promise.all(agents.map((a) => this.withStatus(a)))
+    const ids = agents.map((a) => a.id)
+    const active = (await this.ports.runs?.countActiveRunsMany(workspaceId, ids)) ?? new Map<string, number>()
+    return agents.map((a) => statusOf(a, active.get(a.id) ?? 0))
   }
 
   /** Terminates the agent's runs first, so no run keeps working for an agent that no longer exists. */
