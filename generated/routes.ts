@@ -2257,7 +2257,7 @@ export const getV1GraphqlRoute = createRoute({
   tags: ['GraphQL'],
   summary: 'Run a GraphQL query (GET)',
   description:
-    "The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).",
+    "The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).",
   operationId: 'getGraphql',
   request: {
     query: z.object({
@@ -2310,15 +2310,7 @@ export const getV1GraphqlRoute = createRoute({
       }),
       content: { 'application/json': { schema: GraphqlResponseSchema } },
     },
-    400: {
-      description: 'The request or its document is invalid (see POST).',
-      headers: z.object({
-        'X-Request-Id': XRequestIdHeaderSchema,
-        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
-        RateLimit: RateLimitHeaderSchema,
-      }),
-      content: { 'application/json': { schema: z.xor([ErrorSchema, GraphqlResponseSchema]) } },
-    },
+    400: BadRequestResponse,
     401: UnauthorizedResponse,
     429: TooManyRequestsResponse,
     500: InternalErrorResponse,
@@ -2332,7 +2324,7 @@ export const postV1GraphqlRoute = createRoute({
   tags: ['GraphQL'],
   summary: 'Run a GraphQL query or mutation',
   description:
-    'GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.\nThe schema (SDL) is `openapi/agent-operations.graphql` in the repository; every type mirrors the contract schema\nof the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and\n`limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the\nsame scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`\nwhose `extensions` carry the error envelope\'s `code`, `status`, `detail` and `request_id` (a `policy_denied`\ndetail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not\nparse, does not validate or passes the depth (12) or cost (10000) limits answers 400 with `errors` only.\nBearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another\nbody, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol\n(`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream\'s topic scopes.\n',
+    'GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.\nThe schema (SDL) is `openapi/agent-operations.graphql` in the repository; every type mirrors the contract schema\nof the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and\n`limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the\nsame scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`\nwhose `extensions` carry the error envelope\'s `code`, `status`, `detail` and `request_id` (a `policy_denied`\ndetail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not\nparse or validate, or passes the depth (12) or cost (10000) limits, answers 200 with `errors` and no `data`\n(GraphQL over HTTP with `application/json`); each error\'s `extensions.code` is `invalid_request`. A body that is\nnot a GraphQL request at all answers 400 with the error envelope.\nBearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another\nbody, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol\n(`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream\'s topic scopes.\n',
   operationId: 'postGraphql',
   request: {
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
@@ -2349,16 +2341,7 @@ export const postV1GraphqlRoute = createRoute({
       }),
       content: { 'application/json': { schema: GraphqlResponseSchema } },
     },
-    400: {
-      description:
-        'A body that is not a GraphQL request answers the error envelope; a document that does not parse or validate, or exceeds the depth or cost limit, answers `errors` without `data`.',
-      headers: z.object({
-        'X-Request-Id': XRequestIdHeaderSchema,
-        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
-        RateLimit: RateLimitHeaderSchema,
-      }),
-      content: { 'application/json': { schema: z.xor([ErrorSchema, GraphqlResponseSchema]) } },
-    },
+    400: BadRequestResponse,
     401: UnauthorizedResponse,
     409: ConflictResponse,
     413: PayloadTooLargeResponse,

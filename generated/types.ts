@@ -175,7 +175,7 @@ export interface paths {
         };
         /**
          * Run a GraphQL query (GET)
-         * @description The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).
+         * @description The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).
          */
         get: operations["getGraphql"];
         put?: never;
@@ -188,7 +188,9 @@ export interface paths {
          *     same scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`
          *     whose `extensions` carry the error envelope's `code`, `status`, `detail` and `request_id` (a `policy_denied`
          *     detail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not
-         *     parse, does not validate or passes the depth (12) or cost (10000) limits answers 400 with `errors` only.
+         *     parse or validate, or passes the depth (12) or cost (10000) limits, answers 200 with `errors` and no `data`
+         *     (GraphQL over HTTP with `application/json`); each error's `extensions.code` is `invalid_request`. A body that is
+         *     not a GraphQL request at all answers 400 with the error envelope.
          *     Bearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another
          *     body, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol
          *     (`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream's topic scopes.
@@ -1754,18 +1756,7 @@ export interface operations {
                     "application/json": components["schemas"]["GraphqlResponse"];
                 };
             };
-            /** @description The request or its document is invalid (see POST). */
-            400: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] | components["schemas"]["GraphqlResponse"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1801,18 +1792,7 @@ export interface operations {
                     "application/json": components["schemas"]["GraphqlResponse"];
                 };
             };
-            /** @description A body that is not a GraphQL request answers the error envelope; a document that does not parse or validate, or exceeds the depth or cost limit, answers `errors` without `data`. */
-            400: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] | components["schemas"]["GraphqlResponse"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];

@@ -73,7 +73,8 @@ async function readRequest(c: Context<AppEnv>): Promise<GraphqlRequest> {
 
 /**
  * POST and GET /v1/graphql. The app's middleware already ran (auth, rate limit, body guard, idempotency), so this
- * is only: read the request, refuse a bad document with 400, execute, and render errors with the envelope's fields.
+ * is only: read the request (400 with the envelope when it is not a GraphQL request), execute, and render errors with
+ * the envelope's fields.
  */
 export function registerGraphqlRoutes(app: Hono<AppEnv>, services: Services): void {
   const handle = async (c: Context<AppEnv>) => {
@@ -81,7 +82,9 @@ export function registerGraphqlRoutes(app: Hono<AppEnv>, services: Services): vo
     const requestId = c.get('requestId')
     const format = (errors: readonly GraphQLError[]) => errors.map((e) => formatError(e, requestId))
     const prepared = prepare(request.query, request.operationName, request.variables)
-    if (!prepared.ok) return c.json({ errors: format(prepared.errors) }, 400)
+    // GraphQL over HTTP (application/json): a well-formed request answers 200 even when its document is refused;
+    // the refusal is in `errors` (no `data`), each carrying the envelope's code, status and detail in extensions.
+    if (!prepared.ok) return c.json({ errors: format(prepared.errors) }, 200)
     const kind = prepared.operation.operation
     if (kind === 'subscription') {
       throw new ApiError(
@@ -107,9 +110,8 @@ export function registerGraphqlRoutes(app: Hono<AppEnv>, services: Services): vo
       variableValues: request.variables,
       contextValue: createContext(services, c.get('auth'), requestId),
     })
-    // No `data` at all means the request itself was refused (variables that do not fit their types): 400.
-    if (result.data === undefined) return c.json({ errors: format(result.errors ?? []) }, 400)
-    const body: Record<string, unknown> = { data: result.data }
+    // No `data` at all: the variables did not fit their types, so nothing executed (the `errors` say why).
+    const body: Record<string, unknown> = result.data === undefined ? {} : { data: result.data }
     if (result.errors?.length) body.errors = format(result.errors)
     return c.json(body, 200)
   }

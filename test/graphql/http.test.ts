@@ -354,7 +354,7 @@ describe('same guarantees as REST', () => {
   })
 })
 
-describe('bad input is a clear 400, never a 500', () => {
+describe('bad input is a clear error, never a 500', () => {
   it.each([
     ['no query', { variables: {} }],
     ['query not a string', { query: 42 }],
@@ -374,15 +374,16 @@ describe('bad input is a clear 400, never a 500', () => {
     ['two anonymous operations', '{ agents { next_cursor } } { tools { next_cursor } }'],
   ])('%s: errors with code invalid_request and no data', async (_name, query) => {
     const res = await gql(t, token, query)
-    expect(res.status).toBe(400)
+    expect(res.status).toBe(200)
     expect(res.body.data).toBeUndefined()
     expect(res.body.errors[0].extensions).toMatchObject({ code: 'invalid_request', status: 400 })
     expect(res.body.errors[0].message.length).toBeGreaterThan(0)
   })
 
-  it('variables that do not fit their types: 400', async () => {
+  it('variables that do not fit their types: errors and no data', async () => {
     const res = await gql(t, token, 'query($id: ID!) { run(id: $id) { run_id } }', { id: { no: 1 } })
-    expect(res.status).toBe(400)
+    expect(res.status).toBe(200)
+    expect(res.body.data).toBeUndefined()
     expect(res.body.errors[0].extensions.code).toBe('invalid_request')
   })
 
@@ -392,14 +393,15 @@ describe('bad input is a clear 400, never a 500', () => {
       token,
       '{ agents { data { runs { data { agent { runs { data { agent { runs { data { agent { runs { data { agent { name } } } } } } } } } } } } } } }',
     )
-    expect(deep.status).toBe(400)
+    expect(deep.status).toBe(200)
+    expect(deep.body.data).toBeUndefined()
     expect(deep.body.errors[0].extensions.detail).toMatchObject({ limit: 'depth', max: 12 })
     const costly = await gql(
       t,
       token,
       '{ agents(limit: 200) { data { runs(limit: 200) { data { run_id } } } } }',
     )
-    expect(costly.status).toBe(400)
+    expect(costly.body.data).toBeUndefined()
     expect(costly.body.errors[0].extensions.detail).toMatchObject({
       limit: 'cost',
       observed: 80_400,
@@ -410,7 +412,7 @@ describe('bad input is a clear 400, never a 500', () => {
       token,
       `{ ${Array.from({ length: 60 }, (_, i) => `a${i}: agents(limit: 200) { data { agent_id } }`).join(' ')} }`,
     )
-    expect(aliased.status).toBe(400)
+    expect(aliased.body.data).toBeUndefined()
     expect(aliased.body.errors[0].extensions.detail.limit).toBe('cost')
   })
 
