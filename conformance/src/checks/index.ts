@@ -2,6 +2,7 @@
 import type { Check } from '../check.js'
 import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
+import { graphqlChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { paginationChecks } from './pagination.js'
@@ -29,5 +30,6 @@ export const ALL_CHECKS: Check[] = [
   ...ingestChecks,
   ...streamChecks,
   ...paginationChecks,
+  ...graphqlChecks,
   ...sweepChecks,
 ]
