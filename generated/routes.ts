@@ -2324,7 +2324,7 @@ export const postV1GraphqlRoute = createRoute({
   tags: ['GraphQL'],
   summary: 'Run a GraphQL query or mutation',
   description:
-    'GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.\nThe schema (SDL) is `openapi/agent-operations.graphql` in the repository; every type mirrors the contract schema\nof the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and\n`limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the\nsame scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`\nwhose `extensions` carry the error envelope\'s `code`, `status`, `detail` and `request_id` (a `policy_denied`\ndetail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not\nparse or validate, or passes the depth (12) or cost (10000) limits, answers 200 with `errors` and no `data`\n(GraphQL over HTTP with `application/json`); each error\'s `extensions.code` is `invalid_request`. A body that is\nnot a GraphQL request at all answers 400 with the error envelope.\nBearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another\nbody, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol\n(`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream\'s topic scopes.\n',
+    'GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.\nThe schema (SDL) is served at [/schema.graphql](/schema.graphql); every type mirrors the contract schema\nof the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and\n`limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the\nsame scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`\nwhose `extensions` carry the error envelope\'s `code`, `status`, `detail` and `request_id` (a `policy_denied`\ndetail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not\nparse or validate, or passes the depth (12) or cost (10000) limits, answers 200 with `errors` and no `data`\n(GraphQL over HTTP with `application/json`); each error\'s `extensions.code` is `invalid_request`. A body that is\nnot a GraphQL request at all answers 400 with the error envelope.\nBearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another\nbody, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol\n(`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream\'s topic scopes.\n',
   operationId: 'postGraphql',
   request: {
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
@@ -2366,6 +2366,24 @@ export const getHealthzRoute = createRoute({
       content: { 'application/json': { schema: HealthSchema } },
     },
     503: UnavailableResponse,
+  },
+  security: [],
+})
+
+export const getSchemaGraphqlRoute = createRoute({
+  method: 'get',
+  path: '/schema.graphql',
+  tags: ['Meta'],
+  summary: 'The GraphQL schema (SDL)',
+  description:
+    'The GraphQL schema of `/v1/graphql` in SDL (the same text as `openapi/agent-operations.graphql`).',
+  operationId: 'getGraphqlSchema',
+  responses: {
+    200: {
+      description: 'The schema in the GraphQL schema definition language.',
+      headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
+      content: { 'text/plain': { schema: z.string() } },
+    },
   },
   security: [],
 })

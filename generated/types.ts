@@ -65,6 +65,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schema.graphql": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The GraphQL schema (SDL)
+         * @description The GraphQL schema of `/v1/graphql` in SDL (the same text as `openapi/agent-operations.graphql`).
+         */
+        get: operations["getGraphqlSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -182,7 +202,7 @@ export interface paths {
         /**
          * Run a GraphQL query or mutation
          * @description GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.
-         *     The schema (SDL) is `openapi/agent-operations.graphql` in the repository; every type mirrors the contract schema
+         *     The schema (SDL) is served at [/schema.graphql](/schema.graphql); every type mirrors the contract schema
          *     of the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and
          *     `limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the
          *     same scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`
@@ -1462,6 +1482,27 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+        };
+    };
+    getGraphqlSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schema in the GraphQL schema definition language. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
         };

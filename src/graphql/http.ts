@@ -6,9 +6,10 @@ import type { Services } from '../services.js'
 import { createContext } from './context.js'
 import { formatError } from './errors.js'
 import { prepare } from './prepare.js'
-import { graphqlSchema } from './schema.js'
+import { graphqlSchema, printedSchema } from './schema.js'
 
 export const GRAPHQL_PATH = '/v1/graphql'
+export const SCHEMA_PATH = '/schema.graphql'
 
 interface GraphqlRequest {
   query: string
@@ -117,4 +118,6 @@ export function registerGraphqlRoutes(app: Hono<AppEnv>, services: Services): vo
   }
   app.post(GRAPHQL_PATH, handle)
   app.get(GRAPHQL_PATH, handle)
+  // Public like /openapi.json: the /docs reference links it, and tools (codegen, IDEs) fetch it without a key.
+  app.get(SCHEMA_PATH, (c) => c.text(printedSchema(), 200, { 'Content-Type': 'text/plain; charset=utf-8' }))
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { agentWithTool, gql } from './helpers.js'
@@ -435,5 +436,18 @@ describe('bad input is a clear error, never a 500', () => {
     expect(sub.body.error.message).toContain('graphql-ws')
     const badVars = await t.request('GET', `/v1/graphql?query=${q}&variables=%7Bnope`, { token })
     expect(badVars.status).toBe(400)
+  })
+})
+
+describe('the schema is published', () => {
+  it('GET /schema.graphql serves the printed SDL without a key, and /docs links it through the contract', async () => {
+    const res = await t.request('GET', '/schema.graphql')
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toContain('text/plain')
+    const file = readFileSync(new URL('../../openapi/agent-operations.graphql', import.meta.url), 'utf8')
+    expect(file.endsWith(res.text)).toBe(true)
+    expect(res.text).toContain('type Query')
+    const contract = await t.request('GET', '/openapi.json')
+    expect(contract.body.info.description).toContain('[/schema.graphql](/schema.graphql)')
   })
 })
