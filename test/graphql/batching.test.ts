@@ -4,47 +4,49 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Db } from '../../src/store/db.js'
+import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { gql } from './helpers.js'
 
-let t: TestServer
-let token: string
-let workspaceId: string
-let queries = 0
+describe.each(backends())('batched loading on $name', (backend) => {
+  let t: TestServer
+  let token: string
+  let workspaceId: string
+  let queries = 0
 
-beforeAll(async () => {
-  // No scheduler: runs stay queued, so no background work adds queries while one request is counted.
-  t = await startTestServer({ config: { workers: false } })
-  const key = await t.createKey({ scopes: ['*'] })
-  token = key.token
-  workspaceId = ((await t.services.keys.verifyToken(key.token)) as { workspace: { id: string } }).workspace.id
-  const db = t.services.db as Db & Record<'query' | 'one' | 'run', (...args: never[]) => unknown>
-  for (const method of ['query', 'one', 'run'] as const) {
-    const original = db[method].bind(db)
-    db[method] = ((...args: never[]) => {
-      queries++
-      return original(...args)
-    }) as never
+  beforeAll(async () => {
+    // No scheduler: runs stay queued, so no background work adds queries while one request is counted.
+    t = await startTestServer({ databaseUrl: await backend.freshUrl(), config: { workers: false } })
+    const key = await t.createKey({ scopes: ['*'] })
+    token = key.token
+    workspaceId = ((await t.services.keys.verifyToken(key.token)) as { workspace: { id: string } }).workspace
+      .id
+    const db = t.services.db as Db & Record<'query' | 'one' | 'run', (...args: never[]) => unknown>
+    for (const method of ['query', 'one', 'run'] as const) {
+      const original = db[method].bind(db)
+      db[method] = ((...args: never[]) => {
+        queries++
+        return original(...args)
+      }) as never
+    }
+  })
+  afterAll(() => t.close())
+
+  async function agentWithRuns(n: number): Promise<string> {
+    const agent = await t.services.agents.create(workspaceId, { name: `a${n}`, behavior: 'autonomous' })
+    const caller = { keyId: 'k', identity: 'test', scopes: ['*'] }
+    for (let i = 0; i < n; i++) await t.services.runs.start(workspaceId, agent.id, {}, caller)
+    return agent.id
   }
-})
-afterAll(() => t.close())
 
-async function agentWithRuns(n: number): Promise<string> {
-  const agent = await t.services.agents.create(workspaceId, { name: `a${n}`, behavior: 'autonomous' })
-  const caller = { keyId: 'k', identity: 'test', scopes: ['*'] }
-  for (let i = 0; i < n; i++) await t.services.runs.start(workspaceId, agent.id, {}, caller)
-  return agent.id
-}
+  async function count(query: string, variables: Record<string, unknown>): Promise<number> {
+    const before = queries
+    const res = await gql(t, token, query, variables)
+    expect(res.status).toBe(200)
+    expect(res.body.errors).toBeUndefined()
+    return queries - before
+  }
 
-async function count(query: string, variables: Record<string, unknown>): Promise<number> {
-  const before = queries
-  const res = await gql(t, token, query, variables)
-  expect(res.status).toBe(200)
-  expect(res.body.errors).toBeUndefined()
-  return queries - before
-}
-
-describe('batched loading', () => {
   it('a page of 200 runs with their agents costs as many store queries as a page of 10', async () => {
     const small = await agentWithRuns(10)
     const large = await agentWithRuns(200)
