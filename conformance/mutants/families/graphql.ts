@@ -119,11 +119,18 @@ export function graphqlMutants(): Mutant[] {
       },
     },
     {
-      id: 'graphql-open-without-token',
-      description: 'The GraphQL path is served without authentication',
+      id: 'graphql-token-not-verified',
+      description: 'The GraphQL path only checks that a bearer token is present, not that it was issued',
       targets: ['graphql.requires-auth'],
-      request(req) {
-        if (!isGraphql(req) || header(req, 'authorization')) return req
+      request(req, ctx) {
+        const known = [
+          ctx.tokens.primary,
+          ctx.tokens.secondWorkspace,
+          ctx.tokens.narrowScope,
+          ctx.tokens.expired,
+        ]
+        const auth = header(req, 'authorization') ?? ''
+        if (!isGraphql(req) || !auth.startsWith('Bearer ') || known.includes(auth.slice(7))) return req
         return {
           status: 200,
           headers: { 'content-type': 'application/json' },

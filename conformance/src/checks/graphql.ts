@@ -9,6 +9,8 @@ import { assert } from '../types.js'
 import { short } from '../wait.js'
 
 const PATH = '/v1/graphql'
+/** Well-formed for the reference (`aok_<26>_<43>`) but never issued; any deployment must refuse it. */
+const UNKNOWN_TOKEN = `aok_${'0'.repeat(26)}_${'x'.repeat(43)}`
 
 type Json = Record<string, unknown>
 interface GqlError {
@@ -198,12 +200,12 @@ export const graphqlChecks: Check[] = [
   },
   {
     id: 'graphql.requires-auth',
-    title: 'POST /v1/graphql without a bearer token is 401 with the error envelope',
+    title: 'POST /v1/graphql with a bearer token the service never issued is 401 with the error envelope',
     level: 'profile',
     sections: ['§5'],
     async run(ctx) {
-      const res = await ctx.http.post(PATH, { query: '{ agents { next_cursor } }' }, { token: null })
-      expectStatus(res, 401, 'POST /v1/graphql without a token')
+      const res = await ctx.http.post(PATH, { query: '{ agents { next_cursor } }' }, { token: UNKNOWN_TOKEN })
+      expectStatus(res, 401, 'POST /v1/graphql with an unknown token')
       assert(obj(obj(res.body).error).code === 'unauthenticated', `body ${short(res.body)}`)
     },
   },
