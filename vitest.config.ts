@@ -8,5 +8,7 @@ export default defineConfig({
     pool: 'forks',
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default'],
+    // graphql-ws must see the same graphql module instance as src/graphql (one realm for schema and errors).
+    server: { deps: { inline: ['graphql-ws'] } },
   },
 })

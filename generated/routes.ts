@@ -1051,6 +1051,41 @@ const StreamServerMessageSchema = z
   .openapi({ required: ['type'] })
   .openapi('StreamServerMessage')
 
+const GraphqlRequestSchema = z
+  .object({
+    query: z.string().min(1).max(100000),
+    variables: z.looseObject({}).nullable().exactOptional(),
+    operationName: z.string().max(200).nullable().exactOptional(),
+    extensions: z.looseObject({}).nullable().exactOptional(),
+  })
+  .openapi({ required: ['query'] })
+  .openapi('GraphqlRequest')
+
+const GraphqlResponseSchema = z
+  .strictObject({
+    data: z.looseObject({}).nullable().exactOptional(),
+    errors: z
+      .array(
+        z
+          .object({
+            message: z.string(),
+            path: z.array(z.string()).exactOptional(),
+            locations: z
+              .array(z.object({ line: z.int().exactOptional(), column: z.int().exactOptional() }))
+              .exactOptional(),
+            extensions: z
+              .looseObject({})
+              .exactOptional()
+              .openapi({
+                description: '`code`, `status`, `detail` and `request_id` of the error envelope.',
+              }),
+          })
+          .openapi({ required: ['message'] }),
+      )
+      .exactOptional(),
+  })
+  .openapi('GraphqlResponse')
+
 const HealthSchema = z
   .object({
     status: z.literal('ok'),
@@ -2293,6 +2328,107 @@ export const getV1TasksTaskIdRoute = createRoute({
   },
 })
 
+export const getV1GraphqlRoute = createRoute({
+  method: 'get',
+  path: '/v1/graphql',
+  tags: ['GraphQL'],
+  summary: 'Run a GraphQL query (GET)',
+  description:
+    "The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).",
+  operationId: 'getGraphql',
+  request: {
+    query: z.object({
+      query: z
+        .string()
+        .min(1)
+        .max(100000)
+        .openapi({
+          param: {
+            name: 'query',
+            in: 'query',
+            required: true,
+            schema: { type: 'string', minLength: 1, maxLength: 100000 },
+          },
+        }),
+      variables: z
+        .string()
+        .max(100000)
+        .exactOptional()
+        .openapi({
+          param: {
+            name: 'variables',
+            in: 'query',
+            required: false,
+            description: 'A JSON object.',
+            schema: { type: 'string', maxLength: 100000 },
+          },
+        }),
+      operationName: z
+        .string()
+        .max(200)
+        .exactOptional()
+        .openapi({
+          param: {
+            name: 'operationName',
+            in: 'query',
+            required: false,
+            schema: { type: 'string', maxLength: 200 },
+          },
+        }),
+    }),
+  },
+  responses: {
+    200: {
+      description: 'The execution result; field errors are listed in `errors`.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
+      content: { 'application/json': { schema: GraphqlResponseSchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+})
+
+export const postV1GraphqlRoute = createRoute({
+  method: 'post',
+  path: '/v1/graphql',
+  tags: ['GraphQL'],
+  summary: 'Run a GraphQL query or mutation',
+  description:
+    'GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.\nThe schema (SDL) is served at [/schema.graphql](/schema.graphql); every type mirrors the contract schema\nof the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and\n`limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the\nsame scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`\nwhose `extensions` carry the error envelope\'s `code`, `status`, `detail` and `request_id` (a `policy_denied`\ndetail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not\nparse or validate, or passes the depth (12) or cost (10000) limits, answers 200 with `errors` and no `data`\n(GraphQL over HTTP with `application/json`); each error\'s `extensions.code` is `invalid_request`. A body that is\nnot a GraphQL request at all answers 400 with the error envelope.\nBearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another\nbody, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol\n(`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream\'s topic scopes.\n',
+  operationId: 'postGraphql',
+  request: {
+    headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
+    body: { content: { 'application/json': { schema: GraphqlRequestSchema } }, required: true },
+  },
+  responses: {
+    200: {
+      description: 'The execution result; field errors are listed in `errors`.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+        'Idempotent-Replayed': IdempotentReplayedHeaderSchema,
+      }),
+      content: { 'application/json': { schema: GraphqlResponseSchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    409: ConflictResponse,
+    413: PayloadTooLargeResponse,
+    415: UnsupportedMediaTypeResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+})
+
 export const getHealthzRoute = createRoute({
   method: 'get',
   path: '/healthz',
@@ -2307,6 +2443,24 @@ export const getHealthzRoute = createRoute({
       content: { 'application/json': { schema: HealthSchema } },
     },
     503: UnavailableResponse,
+  },
+  security: [],
+})
+
+export const getSchemaGraphqlRoute = createRoute({
+  method: 'get',
+  path: '/schema.graphql',
+  tags: ['Meta'],
+  summary: 'The GraphQL schema (SDL)',
+  description:
+    'The GraphQL schema of `/v1/graphql` in SDL (the same text as `openapi/agent-operations.graphql`).',
+  operationId: 'getGraphqlSchema',
+  responses: {
+    200: {
+      description: 'The schema in the GraphQL schema definition language.',
+      headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
+      content: { 'text/plain': { schema: z.string() } },
+    },
   },
   security: [],
 })

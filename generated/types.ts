@@ -85,6 +85,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schema.graphql": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The GraphQL schema (SDL)
+         * @description The GraphQL schema of `/v1/graphql` in SDL (the same text as `openapi/agent-operations.graphql`).
+         */
+        get: operations["getGraphqlSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents": {
         parameters: {
             query?: never;
@@ -189,6 +209,42 @@ export interface paths {
          * @description Assigning a task starts a run for it (run priority = task priority); the task's status and result follow that run.
          */
         post: operations["assignTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/graphql": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run a GraphQL query (GET)
+         * @description The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).
+         */
+        get: operations["getGraphql"];
+        put?: never;
+        /**
+         * Run a GraphQL query or mutation
+         * @description GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.
+         *     The schema (SDL) is served at [/schema.graphql](/schema.graphql); every type mirrors the contract schema
+         *     of the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and
+         *     `limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the
+         *     same scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`
+         *     whose `extensions` carry the error envelope's `code`, `status`, `detail` and `request_id` (a `policy_denied`
+         *     detail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not
+         *     parse or validate, or passes the depth (12) or cost (10000) limits, answers 200 with `errors` and no `data`
+         *     (GraphQL over HTTP with `application/json`); each error's `extensions.code` is `invalid_request`. A body that is
+         *     not a GraphQL request at all answers 400 with the error envelope.
+         *     Bearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another
+         *     body, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol
+         *     (`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream's topic scopes.
+         */
+        post: operations["postGraphql"];
         delete?: never;
         options?: never;
         head?: never;
@@ -822,6 +878,33 @@ export interface components {
         };
         /** @enum {string} */
         EventKind: "run.started" | "run.awaiting_approval" | "run.succeeded" | "run.failed" | "run.paused" | "run.resumed" | "run.cancelled" | "policy.denied" | "agent.created" | "agent.deleted" | "task.created" | "task.succeeded" | "task.failed" | "task.cancelled" | "tool.registered" | "tool.retired" | "ingest.batch_accepted";
+        GraphqlRequest: {
+            extensions?: {
+                [key: string]: unknown;
+            } | null;
+            operationName?: string | null;
+            query: string;
+            variables?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        GraphqlResponse: {
+            data?: {
+                [key: string]: unknown;
+            } | null;
+            errors?: {
+                /** @description `code`, `status`, `detail` and `request_id` of the error envelope. */
+                extensions?: {
+                    [key: string]: unknown;
+                };
+                locations?: {
+                    column?: number;
+                    line?: number;
+                }[];
+                message: string;
+                path?: (string | number)[];
+            }[];
+        };
         Health: {
             /** @enum {string} */
             status: "ok";
@@ -1562,6 +1645,27 @@ export interface operations {
             };
         };
     };
+    getGraphqlSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schema in the GraphQL schema definition language. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
     listAgents: {
         parameters: {
             query?: {
@@ -1833,6 +1937,78 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGraphql: {
+        parameters: {
+            query: {
+                operationName?: string;
+                query: string;
+                /** @description A JSON object. */
+                variables?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The execution result; field errors are listed in `errors`. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    postGraphql: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GraphqlRequest"];
+            };
+        };
+        responses: {
+            /** @description The execution result; field errors are listed in `errors`. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraphqlResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

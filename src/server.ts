@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
+import { attachGraphqlWs } from './graphql/ws.js'
 import { createApp } from './http/app.js'
 import { createServices, type Services } from './services.js'
 import { type Db, openDb } from './store/db.js'
@@ -28,7 +29,7 @@ export interface StartOptions {
 export type ServerAttachment = (server: Server, services: Services) => { close(): Promise<void> } | undefined
 
 // --- attachments: the stream feature adds one entry here ---
-const ATTACHMENTS: ServerAttachment[] = [attachStream]
+const ATTACHMENTS: ServerAttachment[] = [attachStream, attachGraphqlWs]
 
 /** Opens the store (migrating it), builds the services and serves HTTP + WebSocket on one port. */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AssignTaskData, AssignTaskErrors, AssignTaskResponses, CancelRunData, CancelRunErrors, CancelRunResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetApiReferenceData, GetApiReferenceResponses, GetApiReferenceScriptData, GetApiReferenceScriptResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetOpenApiDocumentData, GetOpenApiDocumentResponses, GetRunData, GetRunErrors, GetRunResponses, GetRunTraceData, GetRunTraceErrors, GetRunTraceResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetToolData, GetToolErrors, GetToolResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, IngestBatchData, IngestBatchErrors, IngestBatchResponses, ListAgentRunsData, ListAgentRunsErrors, ListAgentRunsResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListConnectorRecordsData, ListConnectorRecordsErrors, ListConnectorRecordsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, PauseRunData, PauseRunErrors, PauseRunResponses, RedeliverWebhookDeliveryData, RedeliverWebhookDeliveryErrors, RedeliverWebhookDeliveryResponses, RegisterToolData, RegisterToolErrors, RegisterToolResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, RetireToolData, RetireToolErrors, RetireToolResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, StartRunData, StartRunErrors, StartRunResponses, StreamRunTraceData, StreamRunTraceErrors, StreamRunTraceResponse, StreamRunTraceResponses } from './types.gen.js';
+import type { AssignTaskData, AssignTaskErrors, AssignTaskResponses, CancelRunData, CancelRunErrors, CancelRunResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetApiReferenceData, GetApiReferenceResponses, GetApiReferenceScriptData, GetApiReferenceScriptResponses, GetGraphqlData, GetGraphqlErrors, GetGraphqlResponses, GetGraphqlSchemaData, GetGraphqlSchemaResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetOpenApiDocumentData, GetOpenApiDocumentResponses, GetRunData, GetRunErrors, GetRunResponses, GetRunTraceData, GetRunTraceErrors, GetRunTraceResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetToolData, GetToolErrors, GetToolResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, IngestBatchData, IngestBatchErrors, IngestBatchResponses, ListAgentRunsData, ListAgentRunsErrors, ListAgentRunsResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListConnectorRecordsData, ListConnectorRecordsErrors, ListConnectorRecordsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, PauseRunData, PauseRunErrors, PauseRunResponses, PostGraphqlData, PostGraphqlErrors, PostGraphqlResponses, RedeliverWebhookDeliveryData, RedeliverWebhookDeliveryErrors, RedeliverWebhookDeliveryResponses, RegisterToolData, RegisterToolErrors, RegisterToolResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, RetireToolData, RetireToolErrors, RetireToolResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, StartRunData, StartRunErrors, StartRunResponses, StreamRunTraceData, StreamRunTraceErrors, StreamRunTraceResponse, StreamRunTraceResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -462,12 +462,64 @@ export class AgentOpsApi extends HeyApiClient {
     }
     
     /**
+     * Run a GraphQL query (GET)
+     *
+     * The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).
+     */
+    public getGraphql<ThrowOnError extends boolean = true>(options: Options<GetGraphqlData, ThrowOnError>) {
+        return (options.client ?? this.client).get<GetGraphqlResponses, GetGraphqlErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/graphql',
+            ...options
+        });
+    }
+    
+    /**
+     * Run a GraphQL query or mutation
+     *
+     * GraphQL over HTTP: a JSON body `{"query", "variables", "operationName"}` answered with `{"data", "errors"}`.
+     * The schema (SDL) is served at [/schema.graphql](/schema.graphql); every type mirrors the contract schema
+     * of the same name with the same snake_case fields, and lists are pages `{data, next_cursor}` taking `cursor` and
+     * `limit` (default 50, at most 200) like REST. Mutations call the same services as the REST operations and need the
+     * same scopes. An error inside the document answers 200 with `data` null where it happened and an entry in `errors`
+     * whose `extensions` carry the error envelope's `code`, `status`, `detail` and `request_id` (a `policy_denied`
+     * detail as in REST; an id of another workspace gives exactly what a missing id gives). A document that does not
+     * parse or validate, or passes the depth (12) or cost (10000) limits, answers 200 with `errors` and no `data`
+     * (GraphQL over HTTP with `application/json`); each error's `extensions.code` is `invalid_request`. A body that is
+     * not a GraphQL request at all answers 400 with the error envelope.
+     * Bearer auth, the workspace rate limit (with its headers and 429) and `Idempotency-Key` (replay, 409 on another
+     * body, 24 h) apply as to any POST. Subscriptions (`runEvents`, `connectorRecords`) use the graphql-ws protocol
+     * (`graphql-transport-ws`) on a WebSocket upgrade of this path, with the stream's topic scopes.
+     *
+     */
+    public postGraphql<ThrowOnError extends boolean = true>(options: Options<PostGraphqlData, ThrowOnError>) {
+        return (options.client ?? this.client).post<PostGraphqlResponses, PostGraphqlErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/graphql',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
      * Liveness and store reachability
      *
      * Answers 200 when the server runs and its store answers a query.
      */
     public getHealth<ThrowOnError extends boolean = true>(options?: Options<GetHealthData, ThrowOnError>) {
         return (options?.client ?? this.client).get<GetHealthResponses, GetHealthErrors, ThrowOnError>({ url: '/healthz', ...options });
+    }
+    
+    /**
+     * The GraphQL schema (SDL)
+     *
+     * The GraphQL schema of `/v1/graphql` in SDL (the same text as `openapi/agent-operations.graphql`).
+     */
+    public getGraphqlSchema<ThrowOnError extends boolean = true>(options?: Options<GetGraphqlSchemaData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<GetGraphqlSchemaResponses, unknown, ThrowOnError>({ url: '/schema.graphql', ...options });
     }
     
     /**

@@ -615,6 +615,37 @@ export type StreamServerMessage = {
     ts?: Timestamp;
 };
 
+export type GraphqlRequest = {
+    query: string;
+    variables?: {
+        [key: string]: unknown;
+    } | null;
+    operationName?: string | null;
+    extensions?: {
+        [key: string]: unknown;
+    } | null;
+};
+
+export type GraphqlResponse = {
+    data?: {
+        [key: string]: unknown;
+    } | null;
+    errors?: Array<{
+        message: string;
+        path?: Array<string | number>;
+        locations?: Array<{
+            line?: number;
+            column?: number;
+        }>;
+        /**
+         * `code`, `status`, `detail` and `request_id` of the error envelope.
+         */
+        extensions?: {
+            [key: string]: unknown;
+        };
+    }>;
+};
+
 export type Health = {
     status: 'ok';
     store: 'sqlite' | 'postgres';
@@ -2400,6 +2431,113 @@ export type GetTaskResponses = {
 
 export type GetTaskResponse = GetTaskResponses[keyof GetTaskResponses];
 
+export type GetGraphqlData = {
+    body?: never;
+    path?: never;
+    query: {
+        query: string;
+        /**
+         * A JSON object.
+         */
+        variables?: string;
+        operationName?: string;
+    };
+    url: '/v1/graphql';
+};
+
+export type GetGraphqlErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type GetGraphqlError = GetGraphqlErrors[keyof GetGraphqlErrors];
+
+export type GetGraphqlResponses = {
+    /**
+     * The execution result; field errors are listed in `errors`.
+     */
+    200: GraphqlResponse;
+};
+
+export type GetGraphqlResponse = GetGraphqlResponses[keyof GetGraphqlResponses];
+
+export type PostGraphqlData = {
+    body: GraphqlRequest;
+    headers?: {
+        /**
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         */
+        'Idempotency-Key'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/graphql';
+};
+
+export type PostGraphqlErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * `idempotency_key_reused`, `idempotency_key_in_progress`, `invalid_state` or `already_exists`.
+     */
+    409: ErrorResponse;
+    /**
+     * The body is over 1 MiB or the batch over 500 records (`payload_too_large`).
+     */
+    413: ErrorResponse;
+    /**
+     * The body is not `application/json` (`unsupported_media_type`).
+     */
+    415: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type PostGraphqlError = PostGraphqlErrors[keyof PostGraphqlErrors];
+
+export type PostGraphqlResponses = {
+    /**
+     * The execution result; field errors are listed in `errors`.
+     */
+    200: GraphqlResponse;
+};
+
+export type PostGraphqlResponse = PostGraphqlResponses[keyof PostGraphqlResponses];
+
 export type GetHealthData = {
     body?: never;
     path?: never;
@@ -2424,6 +2562,22 @@ export type GetHealthResponses = {
 };
 
 export type GetHealthResponse = GetHealthResponses[keyof GetHealthResponses];
+
+export type GetGraphqlSchemaData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/schema.graphql';
+};
+
+export type GetGraphqlSchemaResponses = {
+    /**
+     * The schema in the GraphQL schema definition language.
+     */
+    200: string;
+};
+
+export type GetGraphqlSchemaResponse = GetGraphqlSchemaResponses[keyof GetGraphqlSchemaResponses];
 
 export type GetOpenApiDocumentData = {
     body?: never;

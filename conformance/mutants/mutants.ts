@@ -5,6 +5,7 @@
  */
 import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
+import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { pagingMutants } from './families/paging.js'
 import { statementMutants } from './families/statements.js'
@@ -453,5 +454,6 @@ export function createMutants(): Mutant[] {
     ...pagingMutants(),
     ...lifecycleMutants(),
     ...statementMutants(),
+    ...graphqlMutants(),
   ]
 }

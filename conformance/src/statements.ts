@@ -121,6 +121,11 @@ export const STATEMENTS: Statement[] = [
     text: '`POST /v1/agents/{id}/tasks` assigns a task; `GET /v1/tasks/{id}` returns its status and results.',
   },
   {
+    id: 'S4.15',
+    text: 'A GraphQL surface is mentioned.',
+    note: 'its shape is not shown: every GraphQL check is a profile check of the reference’s schema',
+  },
+  {
     id: 'S5.1',
     text: 'Every API request carries `Authorization: Bearer <API_KEY>`; the token is an agent identity.',
   },

@@ -73,6 +73,8 @@ export interface AgentRepository extends TxBound<AgentRepository> {
   insert(a: Omit<AgentRecord, 'seq'>): Promise<AgentRecord>
   /** Only live agents of the workspace: a deleted or foreign agent is indistinguishable from a missing one. */
   get(workspaceId: string, id: string): Promise<AgentRecord | undefined>
+  /** Live agents of the workspace among `ids`, in one query (batched loading); missing ids are absent. */
+  getMany(workspaceId: string, ids: readonly string[]): Promise<AgentRecord[]>
   list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<AgentRecord>>
   markDeleted(workspaceId: string, id: string, at: number): Promise<boolean>
 }

@@ -1,6 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import { except } from 'hono/combine'
 import { ApiError } from '../domain/errors.js'
+import { registerGraphqlRoutes } from '../graphql/http.js'
 import type { Services } from '../services.js'
 import { STREAM_PATH } from '../stream/path.js'
 import type { AppEnv } from './context.js'
@@ -50,6 +51,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   registerIngestRoutes(app, services)
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)
+  registerGraphqlRoutes(app, services)
 
   return app
 }

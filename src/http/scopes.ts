@@ -5,7 +5,11 @@ import type { AppEnv, AuthContext } from './context.js'
 
 /** A call outside the key's scopes is a policy-gate refusal (403 policy_denied) with the spec §7 detail. */
 export function requireScope(c: Context<AppEnv>, scope: string): AuthContext {
-  const auth = c.get('auth')
+  return assertScope(c.get('auth'), scope)
+}
+
+/** requireScope for callers that hold the AuthContext itself (GraphQL resolvers). */
+export function assertScope(auth: AuthContext, scope: string): AuthContext {
   if (!scopeAllows(auth.scopes, scope)) {
     throw policyDenied(`This key lacks the scope "${scope}"`, {
       envelope: 'api_key',

@@ -61,6 +61,12 @@ export class AgentService {
     return view
   }
 
+  /** Many agents in a constant number of queries (GraphQL's batched loading); missing or foreign ids are absent. */
+  async getMany(workspaceId: string, ids: readonly string[]): Promise<Map<string, AgentView>> {
+    const agents = await this.withStatus(workspaceId, await this.repo.getMany(workspaceId, ids))
+    return new Map(agents.map((a) => [a.id, a]))
+  }
+
   async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<AgentView>> {
     const { rows, more } = await this.repo.list(workspaceId, afterSeq, limit)
     return { rows: await this.withStatus(workspaceId, rows), more }

@@ -65,6 +65,17 @@ export class AgentRepo implements AgentRepository {
     return row ? toAgent(row) : undefined
   }
 
+  /** Live agents of the workspace among `ids`, in one query (batched loading); missing ids are simply absent. */
+  async getMany(workspaceId: string, ids: readonly string[]): Promise<AgentRecord[]> {
+    if (ids.length === 0) return []
+    const marks = ids.map((_, i) => `$${i + 2}`).join(', ')
+    const rows = await this.db.query<AgentRow>(
+      `SELECT * FROM agents WHERE workspace_id = $1 AND deleted_at IS NULL AND id IN (${marks})`,
+      [workspaceId, ...ids],
+    )
+    return rows.map(toAgent)
+  }
+
   async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<AgentRecord>> {
     const rows = await this.db.query<AgentRow>(
       `SELECT * FROM agents WHERE workspace_id = $1 AND deleted_at IS NULL AND seq > $2 ORDER BY seq LIMIT $3`,

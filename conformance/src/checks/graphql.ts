@@ -1,0 +1,212 @@
+/**
+ * The GraphQL surface (spec §4 mentions one without a shape): profile checks of the reference's answer, POST
+ * /v1/graphql with the contract's types and snake_case fields and REST's auth, tenancy, limits and idempotency.
+ */
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus } from '../fixtures.js'
+import { type HttpClient, type HttpResponse, obj } from '../http.js'
+import { assert } from '../types.js'
+import { short } from '../wait.js'
+
+const PATH = '/v1/graphql'
+/** Well-formed for the reference (`aok_<26>_<43>`) but never issued; any deployment must refuse it. */
+const UNKNOWN_TOKEN = `aok_${'0'.repeat(26)}_${'x'.repeat(43)}`
+
+type Json = Record<string, unknown>
+interface GqlError {
+  message?: unknown
+  extensions?: Json
+}
+
+function gql(
+  client: HttpClient,
+  query: string,
+  variables: Json = {},
+  headers: Record<string, string> = {},
+): Promise<HttpResponse> {
+  return client.post(PATH, { query, variables }, { headers })
+}
+
+function errorsOf(res: HttpResponse): GqlError[] {
+  const errors = obj(res.body).errors
+  return Array.isArray(errors) ? (errors as GqlError[]) : []
+}
+
+function firstCode(res: HttpResponse): unknown {
+  return errorsOf(res)[0]?.extensions?.code
+}
+
+/** The errors of an answer without their request ids, which differ between any two requests. */
+function comparable(res: HttpResponse): unknown {
+  return {
+    data: obj(res.body).data,
+    errors: errorsOf(res).map((e) => ({ ...e, extensions: { ...e.extensions, request_id: null } })),
+  }
+}
+
+async function startedRunId(ctx: CheckContext): Promise<string> {
+  const agent = await ctx.fx.agent()
+  return (await ctx.fx.startRun(agent)).runId
+}
+
+export const graphqlChecks: Check[] = [
+  {
+    id: 'graphql.agent-matches-rest',
+    title:
+      'GraphQL agent(id) answers the contract fields (snake_case) with the same values as GET /v1/agents/{id}',
+    level: 'profile',
+    clauses: ['S4.15', 'S4.13'],
+    async run(ctx) {
+      const id = await ctx.fx.agent()
+      const rest = await ctx.http.get(`/v1/agents/${id}`)
+      expectStatus(rest, 200, 'GET /v1/agents/{agent_id}')
+      const res = await gql(
+        ctx.http,
+        'query($id: ID!) { agent(id: $id) { agent_id name behavior capabilities policy_envelope created_at } }',
+        { id },
+      )
+      expectStatus(res, 200, 'POST /v1/graphql')
+      assert(errorsOf(res).length === 0, `errors: ${short(errorsOf(res))}`)
+      const agent = obj(obj(obj(res.body).data).agent)
+      for (const key of ['agent_id', 'name', 'behavior', 'capabilities', 'policy_envelope', 'created_at']) {
+        const want = JSON.stringify(obj(rest.body)[key])
+        assert(JSON.stringify(agent[key]) === want, `agent.${key} is ${short(agent[key])}, REST says ${want}`)
+      }
+    },
+  },
+  {
+    id: 'graphql.run-with-agent-and-trace',
+    title: 'One GraphQL query returns a run with its agent, plan and first trace page',
+    level: 'profile',
+    clauses: ['S4.15', 'S4.4', 'S4.6'],
+    async run(ctx) {
+      const runId = await startedRunId(ctx)
+      const res = await gql(
+        ctx.http,
+        `query($id: ID!) { run(id: $id) { run_id status plan { steps_total } awaiting { step_id }
+          agent { agent_id } trace(limit: 5) { data { seq kind } next_cursor run_status } } }`,
+        { id: runId },
+      )
+      expectStatus(res, 200, 'POST /v1/graphql')
+      const run = obj(obj(obj(res.body).data).run)
+      assert(run.run_id === runId, `run.run_id is ${short(run.run_id)}`)
+      assert(typeof obj(run.plan).steps_total === 'number', `run.plan is ${short(run.plan)}`)
+      assert(typeof obj(run.agent).agent_id === 'string', `run.agent is ${short(run.agent)}`)
+      const trace = obj(run.trace)
+      const frames = Array.isArray(trace.data) ? (trace.data as Json[]) : []
+      assert(frames.length >= 1 && frames[0]?.seq === 1, `trace.data starts with ${short(frames[0])}`)
+    },
+  },
+  {
+    id: 'graphql.foreign-id-like-missing',
+    title: "Another workspace's run reads as null plus the same not_found error as an id that does not exist",
+    level: 'profile',
+    clauses: ['S4.15', 'S5.6'],
+    async run(ctx) {
+      const runId = await startedRunId(ctx)
+      const other = ctx.as('secondWorkspace')
+      const q = 'query($id: ID!) { run(id: $id) { run_id status } }'
+      const foreign = await gql(other, q, { id: runId })
+      const missing = await gql(other, q, { id: `${runId.slice(0, -4)}zzzz` })
+      expectStatus(foreign, 200, 'POST /v1/graphql (foreign id)')
+      assert(
+        obj(obj(foreign.body).data).run === null,
+        `foreign run answered ${short(obj(foreign.body).data)}`,
+      )
+      assert(firstCode(foreign) === 'not_found', `foreign run error code ${short(firstCode(foreign))}`)
+      assert(
+        JSON.stringify(comparable(foreign)) === JSON.stringify(comparable(missing)),
+        `foreign ${short(comparable(foreign))} differs from missing ${short(comparable(missing))}`,
+      )
+    },
+  },
+  {
+    id: 'graphql.policy-denied-extensions',
+    title: 'A mutation outside the key scopes is a policy_denied error with the spec §7 detail in extensions',
+    level: 'profile',
+    clauses: ['S4.15', 'S7.2'],
+    async run(ctx) {
+      const res = await gql(
+        ctx.as('narrowScope'),
+        'mutation($name: String!) { createAgent(input: { name: $name, behavior: autonomous }) { agent_id } }',
+        { name: ctx.name('gql-denied') },
+      )
+      expectStatus(res, 200, 'POST /v1/graphql')
+      const ext = errorsOf(res)[0]?.extensions ?? {}
+      assert(ext.code === 'policy_denied', `error code ${short(ext.code)}`)
+      const detail = obj(ext.detail)
+      for (const key of ['envelope', 'violation', 'observed', 'limit', 'escalation_queue']) {
+        assert(key in detail, `extensions.detail lacks ${key}: ${short(detail)}`)
+      }
+      assert(obj(obj(res.body).data).createAgent === null, 'the refused mutation answered data')
+    },
+  },
+  {
+    id: 'graphql.mutation-idempotency',
+    title: 'A mutation repeated with its Idempotency-Key is replayed; the key with another body is 409',
+    level: 'profile',
+    clauses: ['S4.15', 'S8.3', 'S8.4'],
+    async run(ctx) {
+      const key = ctx.name('gql-idem')
+      const name = ctx.name('gql-agent')
+      const q =
+        'mutation($name: String!) { createAgent(input: { name: $name, behavior: hybrid }) { agent_id } }'
+      const first = await gql(ctx.http, q, { name }, { 'Idempotency-Key': key })
+      expectStatus(first, 200, 'POST /v1/graphql')
+      const id = obj(obj(obj(first.body).data).createAgent).agent_id
+      assert(typeof id === 'string', `createAgent answered ${short(first.body)}`)
+      ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${id}`))
+      const again = await gql(ctx.http, q, { name }, { 'Idempotency-Key': key })
+      const againId = obj(obj(obj(again.body).data).createAgent).agent_id
+      assert(againId === id, `the repeat created ${short(againId)} instead of replaying ${id}`)
+      const other = await gql(ctx.http, q, { name: `${name}-2` }, { 'Idempotency-Key': key })
+      assert(other.status === 409, `the key with another body answered ${other.status}`)
+    },
+  },
+  {
+    id: 'graphql.page-limits',
+    title: 'GraphQL lists take REST limits: limit above 200 is refused with invalid_request, not served',
+    level: 'profile',
+    clauses: ['S4.15', 'S8.1', 'S8.2'],
+    async run(ctx) {
+      const res = await gql(ctx.http, '{ agents(limit: 201) { data { agent_id } next_cursor } }')
+      expectStatus(res, 200, 'POST /v1/graphql')
+      assert(
+        obj(obj(res.body).data).agents === null,
+        `agents(limit: 201) answered ${short(obj(res.body).data)}`,
+      )
+      assert(firstCode(res) === 'invalid_request', `error code ${short(firstCode(res))}`)
+      const ok = await gql(ctx.http, '{ agents(limit: 1) { data { agent_id } next_cursor } }')
+      const page = obj(obj(obj(ok.body).data).agents)
+      assert(Array.isArray(page.data) && page.data.length <= 1, `agents(limit: 1) answered ${short(page)}`)
+    },
+  },
+  {
+    id: 'graphql.cost-limit',
+    title: 'A query that could return more than 10000 objects is refused before it runs, with a clear error',
+    level: 'profile',
+    clauses: ['S4.15'],
+    async run(ctx) {
+      const res = await gql(
+        ctx.http,
+        '{ agents(limit: 200) { data { runs(limit: 200) { data { run_id } } } } }',
+      )
+      expectStatus(res, 200, 'POST /v1/graphql')
+      assert(!('data' in obj(res.body)), `the refused query answered data ${short(obj(res.body).data)}`)
+      const ext = errorsOf(res)[0]?.extensions ?? {}
+      assert(ext.code === 'invalid_request', `error code ${short(ext.code)}`)
+      assert(obj(ext.detail).limit === 'cost', `extensions.detail ${short(ext.detail)}`)
+    },
+  },
+  {
+    id: 'graphql.requires-auth',
+    title: 'POST /v1/graphql with a bearer token the service never issued is 401 with the error envelope',
+    level: 'profile',
+    clauses: ['S4.15', 'S5.1'],
+    async run(ctx) {
+      const res = await ctx.http.post(PATH, { query: '{ agents { next_cursor } }' }, { token: UNKNOWN_TOKEN })
+      expectStatus(res, 401, 'POST /v1/graphql with an unknown token')
+      assert(obj(obj(res.body).error).code === 'unauthenticated', `body ${short(res.body)}`)
+    },
+  },
+]

@@ -1,0 +1,25 @@
+import DataLoader from 'dataloader'
+import type { AgentView } from '../domain/agents/service.js'
+import type { AuthContext } from '../http/context.js'
+import type { Services } from '../services.js'
+
+/** Everything a resolver may use: the caller, the services REST uses, and per-request batch loaders. */
+export interface GraphqlContext {
+  services: Services
+  auth: AuthContext
+  requestId: string
+  /** Agents by id, loaded together per tick: a page of runs with their agents costs a constant number of queries. */
+  agents: DataLoader<string, AgentView | null>
+}
+
+export function createContext(services: Services, auth: AuthContext, requestId: string): GraphqlContext {
+  return {
+    services,
+    auth,
+    requestId,
+    agents: new DataLoader(async (ids) => {
+      const found = await services.agents.getMany(auth.workspaceId, ids)
+      return ids.map((id) => found.get(id) ?? null)
+    }),
+  }
+}

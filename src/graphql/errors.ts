@@ -1,0 +1,37 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql'
+import { ApiError } from '../domain/errors.js'
+
+/**
+ * GraphQL errors carry the spec §7 envelope in `extensions` (`code`, `status`, `detail`, `request_id`), so a client
+ * handles a `policy_denied` or `not_found` the same way whichever surface answered.
+ */
+export function formatError(err: GraphQLError, requestId: string): GraphQLFormattedError {
+  const original = err.originalError
+  let api: ApiError
+  if (original instanceof ApiError) api = original
+  else if (original instanceof GraphQLError) return formatError(original, requestId)
+  else if (original) {
+    console.error(`[${requestId}] graphql resolver failed:`, original)
+    api = new ApiError('internal_error', 'The server failed unexpectedly; retry with backoff and jitter')
+  } else {
+    // A document error (syntax, validation, limits): the request is wrong, not the server.
+    const ext = err.extensions as { code?: unknown; detail?: unknown }
+    api = new ApiError(
+      'invalid_request',
+      err.message,
+      typeof ext.detail === 'object' && ext.detail !== null ? (ext.detail as Record<string, unknown>) : {},
+    )
+  }
+  const formatted = err.toJSON()
+  return {
+    message: api.code === 'internal_error' ? api.message : formatted.message,
+    ...(formatted.locations ? { locations: formatted.locations } : {}),
+    ...(formatted.path ? { path: formatted.path } : {}),
+    extensions: { code: api.code, status: api.status, detail: api.detail, request_id: requestId },
+  }
+}
+
+/** A refusal of the whole document (limits), shaped like graphql-js's own validation errors. */
+export function documentError(message: string, detail: Record<string, unknown>): GraphQLError {
+  return new GraphQLError(message, { extensions: { detail } })
+}

@@ -1,0 +1,123 @@
+import { execute, type GraphQLError } from 'graphql'
+import type { Context, Hono } from 'hono'
+import { ApiError } from '../domain/errors.js'
+import type { AppEnv } from '../http/context.js'
+import type { Services } from '../services.js'
+import { createContext } from './context.js'
+import { formatError } from './errors.js'
+import { prepare } from './prepare.js'
+import { graphqlSchema, printedSchema } from './schema.js'
+
+export const GRAPHQL_PATH = '/v1/graphql'
+export const SCHEMA_PATH = '/schema.graphql'
+
+interface GraphqlRequest {
+  query: string
+  variables: Record<string, unknown>
+  operationName: string | null
+}
+
+function badRequest(message: string, field: string): ApiError {
+  return new ApiError('invalid_request', message, {
+    issues: [{ location: 'body', path: field, message }],
+    fields: [field],
+  })
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/** The GraphQL-over-HTTP request, from a JSON body (POST) or the query string (GET); anything else is 400. */
+async function readRequest(c: Context<AppEnv>): Promise<GraphqlRequest> {
+  let raw: Record<string, unknown>
+  if (c.req.method === 'GET') {
+    const q = c.req.query()
+    let variables: unknown = null
+    if (q.variables !== undefined && q.variables !== '') {
+      try {
+        variables = JSON.parse(q.variables)
+      } catch {
+        throw badRequest('variables must be a JSON object', 'variables')
+      }
+    }
+    raw = { query: q.query, variables, operationName: q.operationName ?? null }
+  } else {
+    let parsed: unknown
+    try {
+      parsed = await c.req.json()
+    } catch {
+      throw badRequest('The body must be a JSON object with a "query" string', 'query')
+    }
+    if (!isObject(parsed)) throw badRequest('The body must be a JSON object with a "query" string', 'query')
+    raw = parsed
+  }
+  if (typeof raw.query !== 'string' || raw.query.trim() === '') {
+    throw badRequest('query must be a non-empty GraphQL document', 'query')
+  }
+  if (raw.variables !== undefined && raw.variables !== null && !isObject(raw.variables)) {
+    throw badRequest('variables must be a JSON object', 'variables')
+  }
+  if (
+    raw.operationName !== undefined &&
+    raw.operationName !== null &&
+    typeof raw.operationName !== 'string'
+  ) {
+    throw badRequest('operationName must be a string', 'operationName')
+  }
+  return {
+    query: raw.query,
+    variables: (raw.variables as Record<string, unknown> | null | undefined) ?? {},
+    operationName: (raw.operationName as string | null | undefined) ?? null,
+  }
+}
+
+/**
+ * POST and GET /v1/graphql. The app's middleware already ran (auth, rate limit, body guard, idempotency), so this
+ * is only: read the request (400 with the envelope when it is not a GraphQL request), execute, and render errors with
+ * the envelope's fields.
+ */
+export function registerGraphqlRoutes(app: Hono<AppEnv>, services: Services): void {
+  const handle = async (c: Context<AppEnv>) => {
+    const request = await readRequest(c)
+    const requestId = c.get('requestId')
+    const format = (errors: readonly GraphQLError[]) => errors.map((e) => formatError(e, requestId))
+    const prepared = prepare(request.query, request.operationName, request.variables)
+    // GraphQL over HTTP (application/json): a well-formed request answers 200 even when its document is refused;
+    // the refusal is in `errors` (no `data`), each carrying the envelope's code, status and detail in extensions.
+    if (!prepared.ok) return c.json({ errors: format(prepared.errors) }, 200)
+    const kind = prepared.operation.operation
+    if (kind === 'subscription') {
+      throw new ApiError(
+        'invalid_request',
+        `Subscriptions use the graphql-ws protocol: open a WebSocket to ${GRAPHQL_PATH}`,
+        {
+          issues: [{ location: 'body', path: 'query', message: 'subscription over HTTP' }],
+          fields: ['query'],
+        },
+      )
+    }
+    if (kind === 'mutation' && c.req.method === 'GET') {
+      // GET must stay safe (GraphQL over HTTP §GET): a mutation needs POST, where Idempotency-Key applies too.
+      throw new ApiError('invalid_request', 'Mutations must be sent with POST', {
+        issues: [{ location: 'query', path: 'query', message: 'mutation over GET' }],
+        fields: ['query'],
+      })
+    }
+    const result = await execute({
+      schema: graphqlSchema(),
+      document: prepared.document,
+      operationName: request.operationName,
+      variableValues: request.variables,
+      contextValue: createContext(services, c.get('auth'), requestId),
+    })
+    // No `data` at all: the variables did not fit their types, so nothing executed (the `errors` say why).
+    const body: Record<string, unknown> = result.data === undefined ? {} : { data: result.data }
+    if (result.errors?.length) body.errors = format(result.errors)
+    return c.json(body, 200)
+  }
+  app.post(GRAPHQL_PATH, handle)
+  app.get(GRAPHQL_PATH, handle)
+  // Public like /openapi.json: the /docs reference links it, and tools (codegen, IDEs) fetch it without a key.
+  app.get(SCHEMA_PATH, (c) => c.text(printedSchema(), 200, { 'Content-Type': 'text/plain; charset=utf-8' }))
+}

@@ -1,0 +1,78 @@
+import {
+  buildSchema,
+  GraphQLScalarType,
+  type GraphQLSchema,
+  isObjectType,
+  Kind,
+  printSchema,
+  type ValueNode,
+} from 'graphql'
+import type { GraphqlContext } from './context.js'
+import { resolvers, subscriptions } from './resolvers.js'
+import { SDL } from './sdl.js'
+
+function literal(node: ValueNode, variables: Record<string, unknown> | null | undefined): unknown {
+  switch (node.kind) {
+    case Kind.STRING:
+    case Kind.BOOLEAN:
+      return node.value
+    case Kind.INT:
+    case Kind.FLOAT:
+      return Number(node.value)
+    case Kind.NULL:
+      return null
+    case Kind.LIST:
+      return node.values.map((v) => literal(v, variables))
+    case Kind.OBJECT:
+      return Object.fromEntries(node.fields.map((f) => [f.name.value, literal(f.value, variables)]))
+    case Kind.VARIABLE:
+      return variables?.[node.name.value]
+    default:
+      return undefined
+  }
+}
+
+const JSONScalar = new GraphQLScalarType({
+  name: 'JSON',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: literal,
+})
+
+let built: GraphQLSchema | undefined
+
+/** The executable schema: the SDL with the JSON scalar, resolvers and subscription sources attached. */
+export function graphqlSchema(): GraphQLSchema {
+  if (built) return built
+  const schema = buildSchema(SDL)
+  const json = schema.getType('JSON') as GraphQLScalarType
+  Object.assign(json, {
+    serialize: JSONScalar.serialize,
+    parseValue: JSONScalar.parseValue,
+    parseLiteral: JSONScalar.parseLiteral,
+  })
+  for (const [typeName, fields] of Object.entries(resolvers)) {
+    const type = schema.getType(typeName)
+    if (!isObjectType(type)) throw new Error(`resolvers name unknown type ${typeName}`)
+    for (const [name, resolve] of Object.entries(fields)) {
+      const field = type.getFields()[name]
+      if (!field) throw new Error(`resolvers name unknown field ${typeName}.${name}`)
+      field.resolve = (parent, args, ctx) =>
+        resolve(parent as Record<string, unknown>, args, ctx as GraphqlContext)
+    }
+  }
+  const subscription = schema.getSubscriptionType()
+  for (const [name, subscribe] of Object.entries(subscriptions)) {
+    const field = subscription?.getFields()[name]
+    if (!field) throw new Error(`subscriptions name unknown field ${name}`)
+    field.subscribe = (parent, args, ctx) => subscribe(parent, args, ctx as GraphqlContext)
+    field.resolve = (message) => message
+  }
+  built = schema
+  return schema
+}
+
+/** The SDL as printed to openapi/agent-operations.graphql. */
+export function printedSchema(): string {
+  return `${printSchema(graphqlSchema())}\n`
+}

@@ -1,0 +1,197 @@
+import { type Client, createClient } from 'graphql-ws'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { startTestServer, type TestServer } from '../support/server.js'
+import { agentWithTool } from './helpers.js'
+
+let t: TestServer
+let token: string
+const clients: Client[] = []
+
+beforeAll(async () => {
+  t = await startTestServer()
+  token = (await t.createKey({ scopes: ['*'] })).token
+})
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.dispose()
+})
+afterAll(() => t.close())
+
+const wsUrl = () => `${t.baseUrl.replace('http', 'ws')}/v1/graphql`
+
+function client(params: Record<string, unknown> | undefined, url = wsUrl()): Client {
+  const c = createClient({
+    url,
+    webSocketImpl: WebSocket,
+    connectionParams: params,
+    retryAttempts: 0,
+    lazy: true,
+  })
+  clients.push(c)
+  return c
+}
+
+type Msg = {
+  data?: Record<string, unknown> | null
+  errors?: { message: string; extensions: Record<string, unknown> }[]
+}
+
+/** Collects results of one subscription until `enough` says stop (or 10 s pass: a bounded wait). */
+function collect(c: Client, query: string, enough: (all: Msg[]) => boolean) {
+  const seen: Msg[] = []
+  let stop: () => void = () => {}
+  const done = new Promise<Msg[]>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out with ${JSON.stringify(seen)}`)), 10_000)
+    const finish = () => {
+      clearTimeout(timer)
+      resolve(seen)
+    }
+    stop = c.subscribe(
+      { query },
+      {
+        next: (m) => {
+          seen.push(m as Msg)
+          if (enough(seen)) {
+            stop()
+            finish()
+          }
+        },
+        error: (err) => {
+          clearTimeout(timer)
+          reject(err)
+        },
+        complete: finish,
+      },
+    )
+  })
+  return { done, stop: () => stop() }
+}
+
+const eventsOf = (all: Msg[]) =>
+  all.map((m) => (m.data?.runEvents as { event: { event: string; run_id: string } } | undefined)?.event)
+
+describe('subscriptions over graphql-ws', () => {
+  it('runEvents: live events of the workspace, as on the stream topic runs', async () => {
+    const agentId = await agentWithTool(t, token, 'ws-echo')
+    const c = client({ authorization: `Bearer ${token}` })
+    let runId = ''
+    const sub = collect(c, 'subscription { runEvents { type topic seq event } }', (all) =>
+      eventsOf(all).some((e) => e?.event === 'run.succeeded' && e.run_id === runId),
+    )
+    // Wait for the subscription to be live: a first event can only come after it (no since = from now on).
+    await new Promise((r) => setTimeout(r, 300))
+    runId = (await t.request('POST', `/v1/agents/${agentId}/runs`, { token, body: {} })).body.run_id
+    const all = await sub.done
+    const first = all[0]?.data?.runEvents as { type: string; topic: string; seq: number }
+    expect(first).toMatchObject({ type: 'event', topic: 'runs' })
+    const seqs = all.map((m) => (m.data?.runEvents as { seq: number } | undefined)?.seq ?? 0)
+    expect([...seqs].sort((a, b) => a - b)).toEqual(seqs)
+    expect(eventsOf(all).map((e) => e?.event)).toContain('run.started')
+  })
+
+  it('runEvents(since: 0) replays what already happened, in seq order', async () => {
+    const c = client({ authorization: `Bearer ${token}` })
+    const sub = collect(c, 'subscription { runEvents(since: 0) { seq event } }', (all) =>
+      eventsOf(all).some((e) => e?.event === 'run.succeeded'),
+    )
+    const all = await sub.done
+    expect(eventsOf(all)[0]?.event).toBe('run.started')
+  })
+
+  it('connectorRecords: records with lineage as they land, access_token in the URL', async () => {
+    const c = client(undefined, `${wsUrl()}?access_token=${token}`)
+    const sub = collect(
+      c,
+      'subscription { connectorRecords(connector_id: "crm") { type topic seq record { id body lineage { batch_root } } } }',
+      (all) => all.length >= 2,
+    )
+    await new Promise((r) => setTimeout(r, 300))
+    const records = [1, 2].map((i) => ({
+      id: `r${i}`,
+      ts: '2026-11-23T06:00:00Z',
+      source: 's',
+      policy_class: 'public',
+      body: { i },
+    }))
+    const ingest = await t.request('POST', '/v1/grid/connectors/crm/ingest', { token, body: { records } })
+    const all = await sub.done
+    expect(all.map((m) => m.data?.connectorRecords)).toEqual([
+      {
+        type: 'record',
+        topic: 'connector:crm',
+        seq: 1,
+        record: { id: 'r1', body: { i: 1 }, lineage: { batch_root: ingest.body.lineage_root } },
+      },
+      {
+        type: 'record',
+        topic: 'connector:crm',
+        seq: 2,
+        record: { id: 'r2', body: { i: 2 }, lineage: { batch_root: ingest.body.lineage_root } },
+      },
+    ])
+  })
+
+  it('a topic outside the key scopes is policy_denied with the stream detail', async () => {
+    const narrow = (await t.createKey({ scopes: ['stream:connector:crm'] })).token
+    const c = client({ authorization: `Bearer ${narrow}` })
+    const all = await collect(c, 'subscription { runEvents { seq } }', () => true).done
+    expect(all[0]?.errors?.[0]?.extensions).toMatchObject({
+      code: 'policy_denied',
+      status: 403,
+      detail: { violation: 'missing_scope', limit: ['stream:runs'], observed: ['stream:connector:crm'] },
+    })
+  })
+
+  it('refuses a bad token at the upgrade with 401 and the envelope, and a missing one at connection_init', async () => {
+    const refused = await new Promise<{ status: number; body: string }>((resolve) => {
+      const ws = new WebSocket(wsUrl(), 'graphql-transport-ws', { headers: { authorization: 'Bearer nope' } })
+      ws.on('unexpected-response', (_req, incoming) => {
+        let body = ''
+        incoming.on('data', (d: Buffer) => {
+          body += d.toString()
+        })
+        incoming.on('end', () => resolve({ status: incoming.statusCode ?? 0, body }))
+      })
+    })
+    expect(refused.status).toBe(401)
+    expect(JSON.parse(refused.body).error.code).toBe('unauthenticated')
+
+    const closed = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(wsUrl(), 'graphql-transport-ws')
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: {} })))
+      ws.on('close', (code) => resolve(code))
+    })
+    expect(closed).toBe(4401)
+  })
+
+  it('counts each subscribe against the rate limit and refuses bad documents without closing', async () => {
+    const key = await t.createKey({ tier: 'enterprise', limitPerHour: 2, burstLimit: 2, scopes: ['*'] })
+    const c = client({ authorization: `Bearer ${key.token}` })
+    const bad = await collect(c, 'subscription { runEvents(since: -1) { seq } }', () => true).done
+    expect(bad[0]?.errors?.[0]?.extensions).toMatchObject({ code: 'invalid_request', status: 400 })
+    const unknown = await collect(c, 'subscription { nope }', () => true).done.catch((e: unknown) => e)
+    expect(JSON.stringify(unknown)).toContain('invalid_request')
+    const limited = await collect(c, 'subscription { runEvents { seq } }', () => true).done.catch(
+      (e: unknown) => e,
+    )
+    expect(JSON.stringify(limited)).toContain('rate_limited')
+  })
+
+  it('leaves /v1/stream to the stream and answers 404 on other paths', async () => {
+    const stream = await new Promise<string>((resolve, reject) => {
+      const ws = new WebSocket(`${t.baseUrl.replace('http', 'ws')}/v1/stream?access_token=${token}`)
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'ping' })))
+      ws.on('message', (d) => {
+        resolve(JSON.parse(d.toString()).type)
+        ws.close()
+      })
+      ws.on('error', reject)
+    })
+    expect(stream).toBe('pong')
+    const status = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${t.baseUrl.replace('http', 'ws')}/v1/nowhere`)
+      ws.on('unexpected-response', (_req, incoming) => resolve(incoming.statusCode ?? 0))
+    })
+    expect(status).toBe(404)
+  })
+})
