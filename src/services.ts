@@ -4,6 +4,7 @@
  */
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
+import type { ChangeFeed } from './domain/changes.js'
 import type { Clock } from './domain/clock.js'
 import { EventLog } from './domain/events/log.js'
 import { IngestionService } from './domain/ingestion/service.js'
@@ -18,6 +19,7 @@ import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
 import type { Db } from './store/db.js'
+import { openChangeFeed } from './store/notifications.js'
 import { KeyRepo } from './store/repos/keys.js'
 import { WorkspaceRepo } from './store/repos/workspaces.js'
 
@@ -33,6 +35,8 @@ export interface Services {
   clock: Clock
   config: Config
   ports: Ports
+  /** Wake-ups after commits, heard by every replica on the same store (the stream and SSE follow it). */
+  changes: ChangeFeed
   /** The durable event log every state change appends to; webhooks and the stream consume it. */
   events: EventLog
   keys: KeyService
@@ -66,9 +70,10 @@ const FEATURES: FeatureInstaller[] = []
 
 export async function createServices(deps: ServiceDeps): Promise<Services> {
   const { db, clock, config } = deps
-  const events = new EventLog(db, clock)
+  const changes = await openChangeFeed(db)
+  const events = new EventLog(db, clock, changes)
   const ports: Ports = { events }
-  const recorder = new RunRecorder(db, clock, events)
+  const recorder = new RunRecorder(db, clock, events, changes)
   const scheduler = new RunScheduler(db, new RunExecutor(recorder, () => config.allowPrivateWebhooks), {
     concurrency: Math.max(1, config.runConcurrency),
     leaseMs: Math.max(100, config.runLeaseMs),
@@ -83,13 +88,14 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
     clock,
     config,
     ports,
+    changes,
     events,
     keys: new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock),
     agents: new AgentService(db, clock, ports),
     tasks: new TaskService(db, clock, ports),
     tools: new ToolService(db, clock, ports),
     limits: new LimitsService(db, clock),
-    ingestion: new IngestionService(db, clock, events),
+    ingestion: new IngestionService(db, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, clock, events, {
       allowPrivate: config.allowPrivateWebhooks,
@@ -113,6 +119,8 @@ export async function createServices(deps: ServiceDeps): Promise<Services> {
       for (const w of [...workers].reverse()) await w.stop()
     },
   }
+  // First in, last out: replicas keep hearing each other until every other worker has stopped.
+  workers.push({ name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() })
   workers.push({ name: 'run-scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() })
   workers.push({
     name: 'webhook-outbox',

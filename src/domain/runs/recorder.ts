@@ -1,5 +1,6 @@
 import type { Db, Queryable } from '../../store/db.js'
 import { type FrameRecord, type RunRecord, RunRepo, type RunStatus } from '../../store/repos/runs.js'
+import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import type { EventsPort } from '../ports.js'
 import { isTerminal } from './state-machine.js'
@@ -23,17 +24,18 @@ export type RunListener = (runId: string) => void
  * keep the carrying task in step, all in one transaction. Everything that moves a run goes through `change`.
  */
 export class RunRecorder {
-  private readonly listeners = new Set<RunListener>()
-
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly events: EventsPort | undefined,
+    private readonly changes: ChangeFeed = new LocalChangeFeed(),
   ) {}
 
+  /** Runs changed by any replica. */
   onChange(listener: RunListener): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+    return this.changes.subscribe((c) => {
+      if (c.kind === 'run') listener(c.runId)
+    })
   }
 
   async change<T>(
@@ -86,7 +88,7 @@ export class RunRecorder {
     })
     if (result.changed) {
       this.events?.notify()
-      for (const l of this.listeners) l(runId)
+      this.changes.publish({ kind: 'run', runId })
     }
     return { run: result.run, value: result.value }
   }
