@@ -1,12 +1,13 @@
 /**
  * Several reference servers on one database behind a round-robin balancer, as an operator would run them:
- * each replica is a real `agentops serve` process (so a test can kill one), and the balancer (http-proxy-3)
- * hands each HTTP request and each WebSocket connection to the next live replica in turn.
+ * each replica is a real `agentops serve` process (so a test can kill one), and the balancer hands each HTTP
+ * request (proxied by http-proxy-3) and each WebSocket connection (relayed as a byte stream) to the next live
+ * replica in turn.
  * Used by the cluster tests and by `npm run cluster`.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import { type AddressInfo, connect, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { createProxyServer } from 'http-proxy-3'
@@ -58,13 +59,64 @@ async function freePort(): Promise<number> {
   return port
 }
 
-/** Migrates the store once, before replicas start side by side (`agentops migrate` via a harmless command). */
+/** Runs one `agentops` CLI command against a store; resolves with its standard output. */
 export async function agentopsCli(args: string[], databaseUrl: string): Promise<string> {
   const { stdout } = await run(process.execPath, [CLI, ...args, '--database-url', databaseUrl], {
     cwd: ROOT,
     timeout: 60_000,
   })
   return stdout
+}
+
+/** Issues a key with the reference CLI (`agentops keys create --json`) and returns its token. */
+export async function issueToken(databaseUrl: string, args: string[]): Promise<string> {
+  const stdout = await agentopsCli(['keys', 'create', ...args, '--json'], databaseUrl)
+  const token = (JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { token?: string }).token
+  if (!token) throw new Error(`no token in ${stdout}`)
+  return token
+}
+
+/** The six tokens the conformance suite asks for (as its --reference mode provisions them), as CLI flags. */
+export async function conformanceTokenFlags(databaseUrl: string): Promise<string[]> {
+  // The first call migrates the store; the others can then run side by side.
+  const primary = await issueToken(databaseUrl, [
+    '--workspace',
+    'conformance-primary',
+    '--tier',
+    'enterprise',
+    '--limit-per-hour',
+    '1000000',
+    '--burst-limit',
+    '100000',
+  ])
+  const [second, narrow, limited, expired] = await Promise.all([
+    issueToken(databaseUrl, ['--workspace', 'conformance-second', '--tier', 'pro']),
+    issueToken(databaseUrl, ['--workspace', 'conformance-primary', '--scopes', 'agents:read']),
+    issueToken(databaseUrl, [
+      '--workspace',
+      'conformance-limited',
+      '--limit-per-hour',
+      '1000',
+      '--burst-limit',
+      '5',
+    ]),
+    issueToken(databaseUrl, ['--workspace', 'conformance-primary', '--expires-in', '1']),
+  ])
+  const limitedPeer = await issueToken(databaseUrl, ['--workspace', 'conformance-limited'])
+  return [
+    '--token',
+    primary,
+    '--second-token',
+    second,
+    '--narrow-token',
+    narrow,
+    '--limited-token',
+    limited,
+    '--limited-peer-token',
+    limitedPeer,
+    '--expired-token',
+    expired,
+  ]
 }
 
 export async function startReplica(
@@ -159,13 +211,32 @@ export async function startBalancer(targets: string[], port = 0): Promise<Balanc
       } else res.destroy()
     })
   })
+  // WebSocket upgrades are relayed byte for byte (request head, then both directions): whatever the replica
+  // answers — 101 or a refusal — reaches the client untouched, and either side closing closes the other.
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const i = pick()
     picks.push({ kind: 'ws', replica: i })
-    socket.on('error', () => socket.destroy())
-    proxy.ws(req, socket, head, { target: targets[i] as string }, (err) => {
-      markDown(err, i)
+    const target = new URL(targets[i] as string)
+    const upstream = connect(Number(target.port), target.hostname)
+    const drop = () => {
       socket.destroy()
+      upstream.destroy()
+    }
+    socket.on('error', drop)
+    socket.on('close', drop)
+    upstream.on('close', drop)
+    upstream.on('error', (err: Error & { code?: string }) => {
+      markDown(err, i)
+      drop()
+    })
+    upstream.on('connect', () => {
+      const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`]
+      for (let h = 0; h < req.rawHeaders.length; h += 2)
+        lines.push(`${req.rawHeaders[h]}: ${req.rawHeaders[h + 1]}`)
+      lines.push(`X-Forwarded-For: ${req.socket.remoteAddress ?? ''}`)
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`)
+      if (head.length > 0) upstream.write(head)
+      socket.pipe(upstream).pipe(socket)
     })
   })
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
