@@ -8,6 +8,7 @@ import { bodyGuard } from './middleware/body.js'
 import { idempotency } from './middleware/idempotency.js'
 import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
+import { textGuard } from './middleware/text.js'
 import { registerAgentRoutes } from './routes/agents.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
@@ -17,7 +18,7 @@ import { registerWebhookRoutes } from './routes/webhooks.js'
 import { validationHook } from './validation.js'
 
 /**
- * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit
+ * The reference server's HTTP side. Middleware is applied once, in this order: request id → text guard → auth → rate limit
  * → body guard → idempotency → validated routes. Errors from anywhere become the spec §7 envelope.
  */
 export function createApp(services: Services): OpenAPIHono<AppEnv> {
@@ -33,6 +34,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   })
   app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
 
+  app.use('/v1/*', textGuard())
   // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
   app.use('/v1/*', async (c, next) => (c.req.path === '/v1/stream' ? next() : auth(services)(c, next)))
   app.use('/v1/*', rateLimit(services))
