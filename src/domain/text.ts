@@ -6,6 +6,7 @@
  * Other control characters (U+0001–U+001F, U+007F–U+009F) are stored and returned exactly as sent: both stores
  * keep them and JSON escapes them, so refusing them would only narrow what clients may say.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching U+0000 is the point of this rule
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 export interface UnstorableText {
