@@ -58,7 +58,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     close() {
       closing ??= (async () => {
         // Stop accepting; answers still in progress tell keep-alive clients to reconnect (elsewhere).
-        inFlight.draining = true
+        inFlight.drain()
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()))
         // WebSockets close with 1001 so their clients resume with `since` on another replica.
         for (const a of attached) await a.close()
@@ -82,8 +82,13 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
  */
 function trackRequests(server: Server) {
   const active = new Map<ServerResponse, boolean>()
+  let draining = false
   const state = {
-    draining: false,
+    /** From now on every answer (also those already being worked on) closes its connection. */
+    drain(): void {
+      draining = true
+      for (const res of active.keys()) if (!res.headersSent) res.setHeader('connection', 'close')
+    },
     /** Resolves once every answer that is not a live stream finished, or after `graceMs`. */
     async settled(graceMs: number): Promise<void> {
       const deadline = Date.now() + graceMs
@@ -95,7 +100,7 @@ function trackRequests(server: Server) {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     active.set(res, (req.headers.accept ?? '').includes('text/event-stream'))
     res.once('close', () => active.delete(res))
-    if (state.draining) res.setHeader('connection', 'close')
+    if (draining) res.setHeader('connection', 'close')
   })
   return state
 }
