@@ -133,6 +133,8 @@ export async function startReplica(
       cwd: ROOT,
       env: { ...process.env, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: a Ctrl-C meant for the parent does not reach it besides the parent's own signal.
+      detached: true,
     },
   )
   let output = ''
