@@ -31,7 +31,7 @@ type Wire =
   | { o: string; k: 'f'; r: string }
   | { o: string; k: 'a' }
 
-function encode(origin: string, change: Change): string {
+export function encodeChange(origin: string, change: Change): string {
   const wire: Wire =
     change.kind === 'events'
       ? { o: origin, k: 'e' }
@@ -103,7 +103,7 @@ export class PgChangeFeed implements ChangeFeed {
   publish(change: Change): void {
     this.listeners.deliver(change)
     if (change.kind === 'resync') return
-    this.db.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, encode(this.origin, change)]).then(
+    this.db.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, encodeChange(this.origin, change)]).then(
       () => {
         this.publishFailing = false
       },
