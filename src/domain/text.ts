@@ -24,26 +24,30 @@ export function unstorableReason(text: string): string | undefined {
     : 'contains a lone UTF-16 surrogate, which is not valid Unicode text'
 }
 
-/** The first string (value or object key) in a parsed JSON value that cannot be stored, depth first. */
+/**
+ * The first string (value or object key) in a parsed JSON value that cannot be stored (depth first).
+ * Iterative, so a deeply nested body cannot exhaust the call stack.
+ */
 export function findUnstorableText(value: unknown, path = ''): UnstorableText | undefined {
-  if (typeof value === 'string') {
-    const reason = unstorableReason(value)
-    return reason ? { path, message: `The value ${reason}` } : undefined
-  }
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findUnstorableText(value[i], path ? `${path}.${i}` : String(i))
-      if (found) return found
-    }
-    return undefined
-  }
-  if (typeof value === 'object' && value !== null) {
-    for (const [key, inner] of Object.entries(value)) {
-      const keyPath = path ? `${path}.${key}` : key
-      const keyReason = unstorableReason(key)
-      if (keyReason) return { path: keyPath, message: `The property name ${keyReason}` }
-      const found = findUnstorableText(inner, keyPath)
-      if (found) return found
+  const pending: { value: unknown; path: string }[] = [{ value, path }]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const current = next.value
+    if (typeof current === 'string') {
+      const reason = unstorableReason(current)
+      if (reason) return { path: next.path, message: `The value ${reason}` }
+    } else if (typeof current === 'object' && current !== null) {
+      const children: { value: unknown; path: string }[] = []
+      for (const [key, inner] of Object.entries(current)) {
+        const keyPath = next.path ? `${next.path}.${key}` : key
+        if (!Array.isArray(current)) {
+          const keyReason = unstorableReason(key)
+          if (keyReason) return { path: keyPath, message: `The property name ${keyReason}` }
+        }
+        children.push({ value: inner, path: keyPath })
+      }
+      // Reversed onto the stack, so the first child is looked at first.
+      for (let i = children.length - 1; i >= 0; i--)
+        pending.push(children[i] as { value: unknown; path: string })
     }
   }
   return undefined
