@@ -18,7 +18,7 @@ import { registerWebhookRoutes } from './routes/webhooks.js'
 import { validationHook } from './validation.js'
 
 /**
- * The reference server's HTTP side. Middleware is applied once, in this order: request id → text guard → auth → rate limit
+ * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit → text guard
  * → body guard → idempotency → validated routes. Errors from anywhere become the spec §7 envelope.
  */
 export function createApp(services: Services): OpenAPIHono<AppEnv> {
@@ -34,10 +34,11 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   })
   app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
 
-  app.use('/v1/*', textGuard())
   // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
   app.use('/v1/*', async (c, next) => (c.req.path === '/v1/stream' ? next() : auth(services)(c, next)))
   app.use('/v1/*', rateLimit(services))
+  // After auth and rate limit (so its 400 carries the rate-limit headers like every answer), before anything stores.
+  app.use('/v1/*', textGuard())
   app.use('/v1/*', bodyGuard(services.config.maxBodyBytes))
   app.use('/v1/*', idempotency(services))
 

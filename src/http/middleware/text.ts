@@ -13,8 +13,8 @@ export function unstorableTextError(location: string, found: UnstorableText): Ap
 }
 
 /**
- * Refuses text no store can keep in the path, the query and the headers, before auth and routing read them
- * (the body guard checks bodies). Same answer on SQLite and PostgreSQL, never a store error.
+ * Refuses text no store can keep in the path, the query and the headers, before routes read them (the body
+ * guard checks bodies). Same answer on SQLite and PostgreSQL, never a store error.
  */
 export const textGuard = () =>
   createMiddleware<AppEnv>(async (c, next) => {
