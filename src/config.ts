@@ -29,6 +29,13 @@ export interface Config {
   streamHeartbeatMs?: number
   /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008; default 1 MiB. */
   streamMaxBufferedBytes?: number
+  /**
+   * Stream subscriptions and SSE traces read again this often without a wake-up, bounding the delay a lost
+   * cross-replica notification can cause; default 2000.
+   */
+  streamFallbackPollMs?: number
+  /** On SIGTERM/SIGINT, how long requests in progress may take to finish before their connections are cut. */
+  shutdownGraceMs?: number
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./.agentops/agentops.db'
@@ -76,6 +83,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       1024 * 1024,
       'AGENTOPS_STREAM_MAX_BUFFERED_BYTES',
     ),
+    streamFallbackPollMs: intFrom(
+      env.AGENTOPS_STREAM_FALLBACK_POLL_MS,
+      2_000,
+      'AGENTOPS_STREAM_FALLBACK_POLL_MS',
+    ),
+    shutdownGraceMs: intFrom(env.AGENTOPS_SHUTDOWN_GRACE_MS, 10_000, 'AGENTOPS_SHUTDOWN_GRACE_MS'),
     webhookTimeoutMs: intFrom(env.AGENTOPS_WEBHOOK_TIMEOUT_MS, 10_000, 'AGENTOPS_WEBHOOK_TIMEOUT_MS'),
     webhookRetryBaseMs: intFrom(env.AGENTOPS_WEBHOOK_RETRY_BASE_MS, 5_000, 'AGENTOPS_WEBHOOK_RETRY_BASE_MS'),
     webhookMaxAttempts: intFrom(env.AGENTOPS_WEBHOOK_MAX_ATTEMPTS, 8, 'AGENTOPS_WEBHOOK_MAX_ATTEMPTS'),

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { type Config, loadConfig } from './config.js'
@@ -46,23 +46,62 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     server.once('error', reject)
   })
   const attached = ATTACHMENTS.map((attach) => attach(httpServer, services)).filter((a) => a !== undefined)
+  const inFlight = trackRequests(httpServer)
   await services.start()
   const port = (httpServer.address() as AddressInfo).port
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
-  let closed = false
+  let closing: Promise<void> | undefined
   return {
     url: `http://${host}:${port}`,
     port,
     services,
     httpServer,
-    async close() {
-      if (closed) return
-      closed = true
-      await services.stop()
-      for (const a of attached) await a.close()
-      httpServer.closeAllConnections?.()
-      await new Promise<void>((resolve) => httpServer.close(() => resolve()))
-      if (ownsDb) await db.close()
+    close() {
+      closing ??= (async () => {
+        // Stop accepting; answers still in progress tell keep-alive clients to reconnect (elsewhere).
+        inFlight.drain()
+        const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()))
+        // WebSockets close with 1001 so their clients resume with `since` on another replica.
+        for (const a of attached) await a.close()
+        await inFlight.settled(Math.max(0, config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS))
+        httpServer.closeAllConnections?.()
+        await stopped
+        // Workers last: the scheduler and the outbox hand their leases back as they stop.
+        await services.stop()
+        if (ownsDb) await db.close()
+      })()
+      return closing
     },
   }
+}
+
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
+
+/**
+ * The requests a server is answering, so shutdown can wait for them. Live trace streams (SSE) never finish on
+ * their own: shutdown does not wait for them, and their clients resume with Last-Event-ID.
+ */
+function trackRequests(server: Server) {
+  const active = new Map<ServerResponse, boolean>()
+  let draining = false
+  const state = {
+    /** From now on every answer (also those already being worked on) closes its connection. */
+    drain(): void {
+      draining = true
+      for (const res of active.keys()) if (!res.headersSent) res.setHeader('connection', 'close')
+    },
+    /** Resolves once every answer that is not a live stream finished, or after `graceMs`. */
+    async settled(graceMs: number): Promise<void> {
+      const deadline = Date.now() + graceMs
+      while (Date.now() < deadline && [...active.values()].some((streaming) => !streaming)) {
+        await new Promise((r) => setTimeout(r, 25))
+      }
+    },
+  }
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    active.set(res, (req.headers.accept ?? '').includes('text/event-stream'))
+    res.once('close', () => active.delete(res))
+    if (draining) res.setHeader('connection', 'close')
+  })
+  return state
 }

@@ -4,6 +4,7 @@
  */
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
+import type { ChangeFeed } from './domain/changes.js'
 import type { Clock } from './domain/clock.js'
 import { EventLog } from './domain/events/log.js'
 import { IngestionService } from './domain/ingestion/service.js'
@@ -17,6 +18,7 @@ import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
+import { openChangeFeed } from './store/notifications.js'
 import { createRepositories } from './store/repos/index.js'
 
 /** A background worker (scheduler, outbox dispatcher, purger) started and stopped with the server. */
@@ -30,6 +32,8 @@ export interface Services {
   db: Db
   clock: Clock
   config: Config
+  /** Wake-ups after commits, heard by every replica on the same store (the stream and SSE follow it). */
+  changes: ChangeFeed
   /** The durable event log every state change appends to; webhooks and the stream consume it. */
   events: EventLog
   keys: KeyService
@@ -58,8 +62,9 @@ export interface ServiceDeps {
 export function createServices(deps: ServiceDeps): Services {
   const { db, clock, config } = deps
   const repos: Repositories = createRepositories(db)
-  const events = new EventLog(db, repos.events, clock)
-  const recorder = new RunRecorder(db, repos.runs, clock, events)
+  const changes = openChangeFeed(db)
+  const events = new EventLog(db, repos.events, clock, changes)
+  const recorder = new RunRecorder(db, repos.runs, clock, events, changes)
   const executor = new RunExecutor(recorder, repos.tools, () => config.allowPrivateWebhooks)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
@@ -73,13 +78,14 @@ export function createServices(deps: ServiceDeps): Services {
     db,
     clock,
     config,
+    changes,
     events,
     keys: new KeyService(repos.keys, repos.workspaces, clock),
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events),
     limits: new LimitsService(repos.idempotency, repos.rateCounters, clock),
-    ingestion: new IngestionService(db, repos.records, clock, events),
+    ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
       allowPrivate: config.allowPrivateWebhooks,
@@ -103,6 +109,8 @@ export function createServices(deps: ServiceDeps): Services {
       for (const w of [...workers].reverse()) await w.stop()
     },
   }
+  // First in, last out: replicas keep hearing each other until every other worker has stopped.
+  workers.push({ name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() })
   workers.push({ name: 'run-scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() })
   workers.push({
     name: 'webhook-outbox',

@@ -162,12 +162,28 @@ export async function main(argv: string[]): Promise<number> {
           },
         })
         console.log(`agentops listening on ${server.url} (store: ${server.services.db.dialect})`)
-        const stop = async () => {
-          await server.close()
-          process.exit(0)
+        let stopping = false
+        const stop = (signal: NodeJS.Signals) => {
+          if (stopping) {
+            // A second signal means "now": skip the grace period.
+            console.log(`agentops: ${signal} again, exiting without waiting`)
+            process.exit(1)
+          }
+          stopping = true
+          const began = Date.now()
+          server.close().then(
+            () => {
+              console.log(`agentops stopped on ${signal} in ${Date.now() - began} ms`)
+              process.exit(0)
+            },
+            (err: unknown) => {
+              console.error(`agentops: shutdown on ${signal} failed: ${(err as Error).message}`)
+              process.exit(1)
+            },
+          )
         }
-        process.once('SIGINT', stop)
-        process.once('SIGTERM', stop)
+        process.on('SIGINT', stop)
+        process.on('SIGTERM', stop)
         return await new Promise<number>(() => {})
       }
       case 'keys create': {

@@ -191,6 +191,8 @@ export interface DeliveryRepository extends TxBound<DeliveryRepository> {
   requeue(id: string, now: number): Promise<boolean>
   /** Drops what a deleted subscription still had to send. */
   dropPending(webhookId: string): Promise<number>
+  /** Gives back every lease an owner holds (a stopping dispatcher); the rows stay pending with their attempts. */
+  releaseLeases(owner: string, now: number): Promise<number>
 }
 
 /**

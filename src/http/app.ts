@@ -12,6 +12,7 @@ import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
 import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
+import { textGuard } from './middleware/text.js'
 import { registerAgentRoutes } from './routes/agents.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
@@ -21,7 +22,7 @@ import { registerWebhookRoutes } from './routes/webhooks.js'
 import { validationHook } from './validation.js'
 
 /**
- * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit
+ * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit → text guard
  * → body guard → idempotency → validated routes. Errors from anywhere become the spec §7 envelope.
  */
 export function createApp(services: Services): OpenAPIHono<AppEnv> {
@@ -42,6 +43,8 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
   app.use('/v1/*', except(STREAM_PATH, auth(services)))
   app.use('/v1/*', rateLimit(services))
+  // After auth and rate limit (so its 400 carries the rate-limit headers like every answer), before anything stores.
+  app.use('/v1/*', textGuard())
   app.use('/v1/*', bodyGuard(services.config.maxBodyBytes))
   app.use('/v1/*', idempotency(services))
 

@@ -78,7 +78,11 @@ export class PostgresDb implements Db {
   private readonly direct: PgQueryable
   private readonly names = new StatementNames()
 
-  private constructor(private readonly pool: pg.Pool) {
+  private constructor(
+    private readonly pool: pg.Pool,
+    /** Where the change feed opens its own LISTEN connection (src/store/notifications.ts). */
+    readonly url: string,
+  ) {
     this.direct = new PgQueryable(pool, this.names, false)
   }
 
@@ -87,7 +91,7 @@ export class PostgresDb implements Db {
     // An idle client that errors (server restart) must not crash the process; the next query reconnects.
     pool.on('error', () => {})
     await pool.query('SELECT 1')
-    return new PostgresDb(pool)
+    return new PostgresDb(pool, url)
   }
 
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {

@@ -42,6 +42,9 @@ export function attachStream(
     ...(services.config.streamMaxBufferedBytes !== undefined
       ? { maxBufferedBytes: services.config.streamMaxBufferedBytes }
       : {}),
+    ...(services.config.streamFallbackPollMs !== undefined
+      ? { fallbackPollMs: services.config.streamFallbackPollMs }
+      : {}),
     ...options,
   }
   // A bigger client message is refused by `ws` with close code 1009.
@@ -58,6 +61,10 @@ export function attachStream(
           : connectorSource(services.ingestion, workspaceId, topic.connectorId, topic.name),
       onRecords: (listener) => services.ingestion.onBatch((ws, connectorId) => listener(ws, connectorId)),
       onEvents: (listener) => services.events.subscribe(listener),
+      onResync: (listener) =>
+        services.changes.subscribe((c) => {
+          if (c.kind === 'resync') listener()
+        }),
     },
     settings,
   )
@@ -120,6 +127,9 @@ export function attachStream(
       server.off('upgrade', onUpgrade)
       hubs.delete(server)
       hub.stop()
+      // Give the 1001 close frames a moment to reach their peers before cutting whatever is left.
+      const deadline = Date.now() + 1000
+      while (wss.clients.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
       for (const client of wss.clients) client.terminate()
       await new Promise<void>((resolve) => wss.close(() => resolve()))
     },

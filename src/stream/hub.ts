@@ -24,12 +24,18 @@ export interface StreamOptions {
   maxBufferedBytes: number
   /** Most messages replayed per topic on a `since` resume; older ones are announced with a `gap`. */
   maxReplay: number
+  /**
+   * Every subscription reads again this often even without a wake-up, so a lost cross-replica notification
+   * delays delivery by at most this much (0 = never).
+   */
+  fallbackPollMs: number
 }
 
 export const DEFAULT_STREAM_OPTIONS: StreamOptions = {
   heartbeatMs: 15_000,
   maxBufferedBytes: 1024 * 1024,
   maxReplay: 1000,
+  fallbackPollMs: 2_000,
 }
 
 export const CLOSE_SLOW_CONSUMER = 4008
@@ -225,6 +231,11 @@ export class StreamConnection {
     for (const sub of this.subs.values()) if (sub.topic.kind === 'runs') void this.pump(sub)
   }
 
+  /** Every subscription looks again (fallback poll, or wake-ups may have been missed). */
+  wakeAll(): void {
+    for (const sub of this.subs.values()) void this.pump(sub)
+  }
+
   pong(): void {
     this.alive = true
   }
@@ -357,6 +368,8 @@ export interface HubDeps {
   onRecords(listener: (workspaceId: string, connectorId: string) => void): () => void
   /** Registers for "events appended" wake-ups; returns the unsubscribe function. */
   onEvents(listener: () => void): () => void
+  /** Registers for "wake-ups may have been missed" (the cross-replica feed reconnected). */
+  onResync?(listener: () => void): () => void
 }
 
 /** Every open connection of one server, the wake-ups that feed them and the heartbeat timer. */
@@ -364,6 +377,7 @@ export class StreamHub {
   private readonly connections = new Set<StreamConnection>()
   private readonly unsubscribers: (() => void)[] = []
   private timer: NodeJS.Timeout | undefined
+  private pollTimer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly deps: HubDeps,
@@ -379,6 +393,11 @@ export class StreamHub {
         for (const c of this.connections) c.wakeRuns()
       }),
     )
+    if (this.deps.onResync) this.unsubscribers.push(this.deps.onResync(() => this.wakeAll()))
+    if (this.options.fallbackPollMs > 0) {
+      this.pollTimer = setInterval(() => this.wakeAll(), this.options.fallbackPollMs)
+      this.pollTimer.unref()
+    }
     if (this.options.heartbeatMs > 0) {
       this.timer = setInterval(() => this.beat(), this.options.heartbeatMs)
       this.timer.unref()
@@ -410,12 +429,17 @@ export class StreamHub {
     return open
   }
 
+  wakeAll(): void {
+    for (const c of this.connections) c.wakeAll()
+  }
+
   beat(): void {
     for (const c of this.connections) void c.heartbeat()
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer)
+    if (this.pollTimer) clearInterval(this.pollTimer)
     for (const u of this.unsubscribers.splice(0)) u()
     for (const c of this.connections) c.closeWith(1001, 'server shutting down')
     this.connections.clear()

@@ -1,4 +1,5 @@
 import { isConnectorId } from '../domain/ingestion/validation.js'
+import { findUnstorableText, unstorableReason } from '../domain/text.js'
 
 /**
  * The /v1/stream wire protocol (docs/stream.md): JSON text frames, each with a `type`. Client messages are
@@ -41,6 +42,11 @@ export function parseClientMessage(text: string): ParseResult {
     return { ok: false, message: 'The message is not valid JSON' }
   }
   if (!isObject(raw)) return { ok: false, message: 'The message must be a JSON object' }
+  const unstorable = findUnstorableText(raw)
+  if (unstorable) {
+    const ref = typeof raw.ref === 'string' && !unstorableReason(raw.ref) ? raw.ref : undefined
+    return { ok: false, message: `${unstorable.path}: ${unstorable.message}`, ref }
+  }
   const result = parseObject(raw)
   // A refused message still names the client's `ref`, so the client can tell which of its requests failed.
   if (!result.ok && typeof raw.ref === 'string' && raw.ref.length <= MAX_REF_LENGTH)

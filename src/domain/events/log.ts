@@ -1,3 +1,4 @@
+import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import { newId } from '../ids.js'
 import type { Db, DomainEvent, EventRepository, EventsPort, Queryable } from '../ports.js'
@@ -11,12 +12,11 @@ type Listener = () => void
  * number from a cursor they keep, and `subscribe` only tells them when to look again.
  */
 export class EventLog implements EventsPort {
-  private readonly listeners = new Set<Listener>()
-
   constructor(
     private readonly db: Db,
     private readonly repo: EventRepository,
     private readonly clock: Clock,
+    private readonly changes: ChangeFeed = new LocalChangeFeed(),
   ) {}
 
   async append(tx: Queryable, event: DomainEvent): Promise<void> {
@@ -32,19 +32,17 @@ export class EventLog implements EventsPort {
   }
 
   notify(): void {
-    for (const l of this.listeners) {
-      try {
-        l()
-      } catch (err) {
-        console.error('[events] listener failed:', err)
-      }
-    }
+    this.changes.publish({ kind: 'events' })
   }
 
-  /** Calls `listener` after every commit that appended events; returns the unsubscribe function. */
+  /**
+   * Calls `listener` after every commit that appended events, on any replica (and when wake-ups may have been
+   * missed); returns the unsubscribe function.
+   */
   subscribe(listener: Listener): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+    return this.changes.subscribe((c) => {
+      if (c.kind === 'events' || c.kind === 'resync') listener()
+    })
   }
 
   /** Events with seq > `afterSeq`, oldest first. */

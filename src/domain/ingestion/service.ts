@@ -1,3 +1,4 @@
+import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import { toRfc3339 } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
@@ -59,7 +60,6 @@ export interface IngestWorkspace {
 }
 
 export class IngestionService {
-  private readonly listeners = new Set<BatchListener>()
   private readonly proofCache = new Map<string, string[][]>()
 
   constructor(
@@ -67,6 +67,7 @@ export class IngestionService {
     private readonly repo: RecordRepository,
     private readonly clock: Clock,
     private readonly events: EventsPort,
+    private readonly changes: ChangeFeed = new LocalChangeFeed(),
   ) {}
 
   /**
@@ -159,13 +160,12 @@ export class IngestionService {
 
     if (outcome.lastSeq !== undefined) {
       this.events.notify()
-      for (const l of this.listeners) {
-        try {
-          l(workspace.id, connectorId, outcome.lastSeq)
-        } catch (err) {
-          console.error('[ingest] batch listener failed:', err)
-        }
-      }
+      this.changes.publish({
+        kind: 'records',
+        workspaceId: workspace.id,
+        connectorId,
+        lastSeq: outcome.lastSeq,
+      })
     }
     rejections.sort((a, b) => a.index - b.index)
     return {
@@ -177,9 +177,11 @@ export class IngestionService {
     }
   }
 
+  /** Batches committed by any replica. */
   onBatch(listener: BatchListener): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+    return this.changes.subscribe((c) => {
+      if (c.kind === 'records') listener(c.workspaceId, c.connectorId, c.lastSeq)
+    })
   }
 
   /** A page of the connector's records (seq > afterSeq); 404 for a connector the workspace never fed. */

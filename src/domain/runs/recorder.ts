@@ -1,3 +1,4 @@
+import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import type { Db, EventsPort, Queryable, RunRepository } from '../ports.js'
 import { isTerminal } from './state-machine.js'
@@ -28,18 +29,19 @@ export function countFrame(run: RunRecord, kind: string): void {
  * keep the carrying task in step, all in one transaction. Everything that moves a run goes through `change`.
  */
 export class RunRecorder {
-  private readonly listeners = new Set<RunListener>()
-
   constructor(
     private readonly db: Db,
     private readonly runs: RunRepository,
     private readonly clock: Clock,
     private readonly events: EventsPort,
+    private readonly changes: ChangeFeed = new LocalChangeFeed(),
   ) {}
 
+  /** Runs changed by any replica. */
   onChange(listener: RunListener): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+    return this.changes.subscribe((c) => {
+      if (c.kind === 'run') listener(c.runId)
+    })
   }
 
   async change<T>(
@@ -93,7 +95,7 @@ export class RunRecorder {
     })
     if (result.changed) {
       this.events.notify()
-      for (const l of this.listeners) l(runId)
+      this.changes.publish({ kind: 'run', runId })
     }
     return { run: result.run, value: result.value }
   }

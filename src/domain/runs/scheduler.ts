@@ -35,7 +35,7 @@ export class RunScheduler {
     this.wake()
   }
 
-  /** Lets in-flight steps finish (bounded wait), then stops picking runs. */
+  /** Stops picking runs and lets in-flight steps finish (bounded wait); each finished run's lease is released. */
   async stop(): Promise<void> {
     this.stopped = true
     if (this.timer) clearInterval(this.timer)
@@ -94,7 +94,8 @@ export class RunScheduler {
       if (!this.stopped) console.error(`[scheduler] run ${id}:`, err)
     } finally {
       clearInterval(renew)
-      if (!this.stopped) await repo.release(id, this.owner).catch(() => undefined)
+      // Also on stop: the step in hand has finished, so another replica may take the run over at once.
+      await repo.release(id, this.owner).catch(() => undefined)
     }
   }
 }

@@ -88,6 +88,8 @@ export class WebhookDispatcher {
     this.shutdown.abort()
     await this.pass
     await Promise.allSettled([...this.inFlight])
+    // Hand the cut-short rows back now rather than when their leases lapse: another replica retries them at once.
+    await this.deliveries.releaseLeases(this.owner, this.clock.now()).catch(() => undefined)
   }
 
   /** Asks for a pass soon; passes never overlap, and a wake during a pass runs one more. */

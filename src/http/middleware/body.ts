@@ -1,12 +1,15 @@
 import { createMiddleware } from 'hono/factory'
 import { ApiError } from '../../domain/errors.js'
+import { findUnstorableText } from '../../domain/text.js'
 import type { AppEnv } from '../context.js'
+import { unstorableTextError } from './text.js'
 
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
 
 /**
  * Guards request bodies before anything reads them: 415 for non-JSON, 413 over the limit (by Content-Length and
- * while reading, so a lying or chunked upload cannot slip through), 400 for malformed JSON. The text stays
+ * while reading, so a lying or chunked upload cannot slip through), 400 for malformed JSON and for text no store
+ * can keep (src/domain/text.ts). The text stays
  * cached on the request, so the validator and idempotency fingerprint read it without a second pass.
  */
 export const bodyGuard = (maxBytes: number) =>
@@ -24,23 +27,34 @@ export const bodyGuard = (maxBytes: number) =>
     }
     if (length !== undefined && Number(length) > maxBytes) throw tooLarge(maxBytes)
     const text = await readLimited(c.req.raw, maxBytes)
+    let parsed: unknown
     try {
-      JSON.parse(text)
+      parsed = JSON.parse(text)
     } catch (err) {
       throw new ApiError('invalid_request', 'The request body is not valid JSON', {
         issues: [{ path: '', message: (err as Error).message }],
         fields: [],
       })
     }
-    // Hono derives json() from a cached text body, so downstream readers reuse this one read.
+    const unstorable = findUnstorableText(parsed)
+    if (unstorable)
+      throw unstorableTextError('body', unstorable)
+      // Hono derives json() from a cached text body, so downstream readers reuse this one read.
     ;(c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text)
     await next()
   })
 
+/**
+ * The rest of an oversized body is never read, so the answer closes the connection (`Connection: close`): a
+ * client cannot mistake the unread bytes for its next request, and is told not to reuse the socket.
+ */
 function tooLarge(maxBytes: number): ApiError {
-  return new ApiError('payload_too_large', `The request body is larger than ${maxBytes} bytes`, {
-    limit_bytes: maxBytes,
-  })
+  return new ApiError(
+    'payload_too_large',
+    `The request body is larger than ${maxBytes} bytes`,
+    { limit_bytes: maxBytes },
+    { Connection: 'close' },
+  )
 }
 
 async function readLimited(req: Request, maxBytes: number): Promise<string> {
@@ -49,7 +63,18 @@ async function readLimited(req: Request, maxBytes: number): Promise<string> {
   const chunks: Uint8Array[] = []
   let total = 0
   for (;;) {
-    const { done, value } = await reader.read()
+    let chunk: Awaited<ReturnType<typeof reader.read>>
+    try {
+      chunk = await reader.read()
+    } catch {
+      // The client went away mid-body: nobody will read the answer, and it is not a server failure.
+      console.info('[http] the client closed the connection before sending the whole request body')
+      throw new ApiError('invalid_request', 'The request body ended before it was complete', {
+        issues: [],
+        fields: [],
+      })
+    }
+    const { done, value } = chunk
     if (done) break
     total += value.byteLength
     if (total > maxBytes) {

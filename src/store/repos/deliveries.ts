@@ -147,6 +147,15 @@ export class DeliveryRepo implements DeliveryRepository {
     return this.byId(id)
   }
 
+  /** Gives back every lease an owner holds (a stopping dispatcher); the rows stay pending with their attempts. */
+  async releaseLeases(owner: string, now: number): Promise<number> {
+    return this.db.run(
+      `UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL, updated_at = $2
+       WHERE lease_owner = $1 AND status = 'pending'`,
+      [owner, now],
+    )
+  }
+
   /** Records an attempt; a no-op when the lease was lost (expired and taken over), so outcomes never cross. */
   async recordAttempt(
     id: string,

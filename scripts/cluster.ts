@@ -1,0 +1,59 @@
+/**
+ * `npm run cluster -- --replicas 3 [--port 8080]`: N reference servers on one PostgreSQL database behind a
+ * round-robin balancer (HTTP requests and WebSocket connections alternate between replicas), to watch replicas
+ * behave as one service. Uses AGENTOPS_DATABASE_URL when it names PostgreSQL, else a throwaway local cluster.
+ * Ctrl-C stops everything (the replicas shut down gracefully).
+ */
+import { parseArgs } from 'node:util'
+import { issueToken, type Replica, startBalancer, startReplica } from '../test/support/cluster.js'
+import { createDatabase, type PostgresServer, startPostgres } from '../test/support/postgres.js'
+
+const { values } = parseArgs({
+  options: { replicas: { type: 'string', default: '2' }, port: { type: 'string', default: '8080' } },
+})
+const count = Number(values.replicas)
+const port = Number(values.port)
+if (!Number.isInteger(count) || count < 1 || count > 16) throw new Error('--replicas must be 1..16')
+if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('--port must be 0..65535')
+
+let postgres: PostgresServer | undefined
+let databaseUrl = process.env.AGENTOPS_DATABASE_URL ?? ''
+if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
+  console.log('cluster: AGENTOPS_DATABASE_URL is not PostgreSQL; starting a throwaway local cluster')
+  postgres = await startPostgres()
+  databaseUrl = await createDatabase(postgres.url)
+}
+console.log(`cluster: store ${databaseUrl.replace(/:[^:@/]*@/, ':***@')}`)
+const token = await issueToken(databaseUrl, ['--workspace', 'cluster-demo', '--tier', 'pro'])
+const replicas: Replica[] = []
+for (let i = 0; i < count; i++) {
+  const replica = await startReplica(i, databaseUrl, {}, (line) => console.log(`replica ${line}`))
+  console.log(`cluster: replica ${i} at ${replica.url} (pid ${replica.pid})`)
+  replicas.push(replica)
+}
+const balancer = await startBalancer(
+  replicas.map((r) => r.url),
+  port,
+)
+console.log(`cluster: balancer at ${balancer.url} (round robin over ${count} replicas)`)
+console.log(`cluster: a key of workspace cluster-demo: TOKEN=${token}`)
+console.log(`  try: curl -s ${balancer.url}/v1/agents -H "Authorization: Bearer $TOKEN"`)
+console.log(`       kill -TERM <a replica pid> to watch its runs and stream clients move to the others`)
+
+let stopping = false
+const stop = async () => {
+  if (stopping) return
+  stopping = true
+  console.log('cluster: stopping')
+  await balancer.close()
+  for (const r of replicas) r.kill('SIGTERM')
+  await Promise.all(replicas.map((r) => r.exited))
+  await postgres?.stop()
+  process.exit(0)
+}
+// If this process dies some other way, the replicas (in their own process groups) go with it.
+process.on('exit', () => {
+  for (const r of replicas) r.kill('SIGKILL')
+})
+process.on('SIGINT', () => void stop())
+process.on('SIGTERM', () => void stop())

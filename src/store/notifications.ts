@@ -1,0 +1,196 @@
+/**
+ * The change feed across replicas on one PostgreSQL database: `pg_notify` after commit, and one dedicated
+ * LISTEN connection per process. Notifications are wake-ups only (see src/domain/changes.ts): a replica that
+ * misses some (its LISTEN connection dropped) reconnects, then wakes every consumer once to read what it missed.
+ */
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import {
+  type Change,
+  type ChangeFeed,
+  type ChangeListener,
+  ChangeListeners,
+  LocalChangeFeed,
+} from '../domain/changes.js'
+import type { Db, Queryable } from './db.js'
+import { PostgresDb } from './postgres.js'
+
+export const CHANGES_CHANNEL = 'agentops_changes'
+/** PostgreSQL refuses payloads of 8000 bytes or more; a bigger change is sent as "look everywhere". */
+const MAX_PAYLOAD = 7900
+
+export interface PgChangeFeedOptions {
+  /** First reconnect delay after the LISTEN connection is lost; doubles up to `reconnectMaxMs`. */
+  reconnectMinMs?: number
+  reconnectMaxMs?: number
+}
+
+type Wire =
+  | { o: string; k: 'e' }
+  | { o: string; k: 'r'; w: string; c: string; s: number }
+  | { o: string; k: 'f'; r: string }
+  | { o: string; k: 'a' }
+
+export function encodeChange(origin: string, change: Change): string {
+  const wire: Wire =
+    change.kind === 'events'
+      ? { o: origin, k: 'e' }
+      : change.kind === 'records'
+        ? { o: origin, k: 'r', w: change.workspaceId, c: change.connectorId, s: change.lastSeq }
+        : change.kind === 'run'
+          ? { o: origin, k: 'f', r: change.runId }
+          : { o: origin, k: 'a' }
+  const text = JSON.stringify(wire)
+  return Buffer.byteLength(text) < MAX_PAYLOAD ? text : JSON.stringify({ o: origin, k: 'a' })
+}
+
+/** The change a payload names and who sent it; undefined for a payload this version does not know. */
+export function decodeChange(payload: string): { origin: string; change: Change } | undefined {
+  let wire: Partial<Record<string, unknown>>
+  try {
+    wire = JSON.parse(payload) as Partial<Record<string, unknown>>
+  } catch {
+    return undefined
+  }
+  const origin = typeof wire.o === 'string' ? wire.o : ''
+  switch (wire.k) {
+    case 'e':
+      return { origin, change: { kind: 'events' } }
+    case 'r':
+      if (typeof wire.w !== 'string' || typeof wire.c !== 'string' || typeof wire.s !== 'number') return
+      return {
+        origin,
+        change: { kind: 'records', workspaceId: wire.w, connectorId: wire.c, lastSeq: wire.s },
+      }
+    case 'f':
+      return typeof wire.r === 'string' ? { origin, change: { kind: 'run', runId: wire.r } } : undefined
+    case 'a':
+      return { origin, change: { kind: 'resync' } }
+    default:
+      return undefined
+  }
+}
+
+/** The feed for a store: across replicas on PostgreSQL, in-process on SQLite (one process owns the file). */
+export function openChangeFeed(db: Db): ChangeFeed {
+  if (db instanceof PostgresDb) return new PgChangeFeed(db.url, db)
+  return new LocalChangeFeed()
+}
+
+export class PgChangeFeed implements ChangeFeed {
+  /** Tells this process's own notifications apart: it already told its listeners when it published. */
+  readonly origin = randomBytes(9).toString('base64url')
+  private readonly listeners = new ChangeListeners()
+  private client: pg.Client | undefined
+  private running = false
+  private connecting: Promise<void> | undefined
+  private retryTimer: NodeJS.Timeout | undefined
+  private retryMs: number
+  private publishFailing = false
+  private readonly minMs: number
+  private readonly maxMs: number
+
+  constructor(
+    private readonly url: string,
+    private readonly db: Queryable,
+    options: PgChangeFeedOptions = {},
+  ) {
+    this.minMs = options.reconnectMinMs ?? 100
+    this.maxMs = options.reconnectMaxMs ?? 5_000
+    this.retryMs = this.minMs
+  }
+
+  publish(change: Change): void {
+    this.listeners.deliver(change)
+    if (change.kind === 'resync') return
+    this.db.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, encodeChange(this.origin, change)]).then(
+      () => {
+        this.publishFailing = false
+      },
+      (err: unknown) => {
+        // Other replicas still see the change on their fallback poll; say so once per failure streak.
+        if (!this.publishFailing) console.warn(`[changes] notify failed: ${(err as Error).message}`)
+        this.publishFailing = true
+      },
+    )
+  }
+
+  subscribe(listener: ChangeListener): () => void {
+    return this.listeners.add(listener)
+  }
+
+  /** Whether the LISTEN connection is up (tests, diagnostics). */
+  get listening(): boolean {
+    return this.client !== undefined
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return
+    this.running = true
+    await this.connect(false)
+  }
+
+  async stop(): Promise<void> {
+    this.running = false
+    if (this.retryTimer) clearTimeout(this.retryTimer)
+    await this.connecting?.catch(() => {})
+    const client = this.client
+    this.client = undefined
+    await client?.end().catch(() => {})
+  }
+
+  private connect(isReconnect: boolean): Promise<void> {
+    this.connecting = (async () => {
+      const client = new pg.Client({
+        connectionString: this.url,
+        keepAlive: true,
+        application_name: 'agentops-changes',
+      })
+      // A broken connection emits 'error' and then 'end'; 'end' does the recovery.
+      client.on('error', () => {})
+      client.on('notification', (msg) => {
+        if (msg.channel !== CHANGES_CHANNEL || msg.payload === undefined) return
+        const decoded = decodeChange(msg.payload)
+        if (decoded && decoded.origin !== this.origin) this.listeners.deliver(decoded.change)
+      })
+      client.on('end', () => {
+        if (this.client !== client) return
+        this.client = undefined
+        if (this.running) this.scheduleReconnect()
+      })
+      try {
+        await client.connect()
+        await client.query(`LISTEN ${CHANGES_CHANNEL}`)
+      } catch (err) {
+        await client.end().catch(() => {})
+        if (!this.running) return
+        console.warn(`[changes] LISTEN connection failed: ${(err as Error).message}; retrying`)
+        this.scheduleReconnect()
+        return
+      }
+      if (!this.running) {
+        await client.end().catch(() => {})
+        return
+      }
+      this.client = client
+      this.retryMs = this.minMs
+      if (isReconnect) {
+        console.info('[changes] LISTEN connection restored')
+        // Anything committed while we were deaf is in the tables: every consumer reads after its own seq.
+        this.listeners.deliver({ kind: 'resync' })
+      }
+    })()
+    return this.connecting
+  }
+
+  private scheduleReconnect(): void {
+    if (this.retryTimer) return
+    const delay = this.retryMs
+    this.retryMs = Math.min(this.maxMs, this.retryMs * 2)
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined
+      if (this.running) void this.connect(true)
+    }, delay)
+    this.retryTimer.unref()
+  }
+}

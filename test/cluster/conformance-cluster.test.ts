@@ -1,0 +1,52 @@
+/**
+ * The whole conformance suite (core and profile) against two replicas on one PostgreSQL database behind a
+ * round-robin balancer that alternates HTTP requests and WebSocket connections: several replicas must behave as
+ * one service (idempotency, rate limits, stream fan-out, webhooks, run execution).
+ */
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { backends } from '../support/backends.js'
+import { type Cluster, conformanceTokenFlags, startCluster } from '../support/cluster.js'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const postgres = backends().filter((b) => b.name === 'postgres')
+
+describe.skipIf(postgres.length === 0)('the conformance suite against a two-replica cluster', () => {
+  let cluster: Cluster
+  let tokenFlags: string[]
+
+  beforeAll(async () => {
+    const url = await postgres[0]!.freshUrl()
+    tokenFlags = await conformanceTokenFlags(url)
+    cluster = await startCluster({ databaseUrl: url, replicas: 2 })
+  })
+
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('passes every check, core and profile, through the balancer', async () => {
+    const child = spawn(
+      process.execPath,
+      ['bin/agentops-conformance.mjs', '--base-url', cluster.url, '--strict-profile', ...tokenFlags],
+      { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] },
+    )
+    let output = ''
+    child.stdout.on('data', (d) => {
+      output += d
+    })
+    child.stderr.on('data', (d) => {
+      output += d
+    })
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+    const replicaLogs = cluster.replicas.map((r) => `--- replica ${r.index}\n${r.output().slice(-3000)}`)
+    expect(code, `${output.slice(-5000)}\n${replicaLogs.join('\n')}`).toBe(0)
+    expect(output).toMatch(/core: +\d+ passed, 0 failed/)
+    // The balancer really spread the suite's traffic: both replicas served HTTP requests and stream connections.
+    for (const kind of ['http', 'ws'] as const) {
+      const served = new Set(cluster.balancer.picks.filter((p) => p.kind === kind).map((p) => p.replica))
+      expect(served, kind).toEqual(new Set([0, 1]))
+    }
+  }, 240_000)
+})

@@ -1,0 +1,125 @@
+/**
+ * Graceful shutdown of the real `agentops serve` process: on SIGTERM or SIGINT it stops accepting, lets a request
+ * in progress finish (answered with `Connection: close`), closes WebSockets with 1001, prints one line and exits 0.
+ * On PostgreSQL, a run the stopping replica held is taken over by another replica at once, not after its lease.
+ */
+import { mkdtempSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { openClient } from '../stream/client.js'
+import { backends } from '../support/backends.js'
+import { issueToken, startReplica } from '../support/cluster.js'
+
+const postgres = backends().filter((b) => b.name === 'postgres')
+
+describe('graceful shutdown of agentops serve', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'on %s finishes the request in progress, closes streams with 1001, prints one line, exits 0',
+    async (signal) => {
+      const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-shutdown-')), 'db.sqlite')}`
+      const token = await issueToken(databaseUrl, ['--workspace', 'shutdown'])
+      const replica = await startReplica(0, databaseUrl)
+      const client = await openClient(replica.url, token)
+      const port = Number(new URL(replica.url).port)
+
+      // A request whose body is still arriving when the signal lands.
+      const body = JSON.stringify({ name: 'in-flight', behavior: 'autonomous' })
+      const socket = connect(port, '127.0.0.1')
+      let answer = ''
+      socket.on('data', (d) => {
+        answer += d.toString()
+      })
+      const socketClosed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
+      socket.write(
+        `POST /v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+      )
+      await new Promise((r) => setTimeout(r, 300))
+      const outputBefore = replica.output()
+      replica.kill(signal)
+
+      const closed = await client.closed
+      expect(closed.code).toBe(1001)
+      // No new connections once shutdown began.
+      await expect(fetch(`${replica.url}/healthz`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow()
+
+      socket.write(body.slice(10))
+      await socketClosed
+      expect(answer).toMatch(/^HTTP\/1\.1 201 Created/)
+      expect(answer.toLowerCase()).toContain('connection: close')
+
+      expect(await replica.exited).toBe(0)
+      const added = replica.output().slice(outputBefore.length).trim().split('\n')
+      expect(added).toHaveLength(1)
+      expect(added[0]).toMatch(new RegExp(`^agentops stopped on ${signal} in \\d+ ms$`))
+    },
+    60_000,
+  )
+
+  it.skipIf(postgres.length === 0)(
+    'hands a run it was executing to another replica at once (PostgreSQL)',
+    async () => {
+      const databaseUrl = await postgres[0]!.freshUrl()
+      const token = await issueToken(databaseUrl, ['--workspace', 'handover'])
+      // A lease far longer than the test: only a released lease lets the other replica continue in time.
+      const env = { AGENTOPS_RUN_LEASE_MS: '120000' }
+      const first = await startReplica(0, databaseUrl, env)
+      const call = async (base: string, method: string, path: string, payload?: unknown) => {
+        const res = await fetch(`${base}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+        })
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+      }
+      const tool = await call(first.url, 'POST', '/v1/tools', {
+        name: 'slow',
+        provider: 'builtin:delay',
+        config: { delay_ms: 700 },
+        idempotent: true,
+        output_schema: {},
+        policy_binding: { envelope: 'default', required_scopes: [] },
+      })
+      expect(tool.status).toBe(201)
+      const agent = await call(first.url, 'POST', '/v1/agents', {
+        name: 'handover',
+        behavior: 'autonomous',
+        capabilities: [],
+      })
+      const run = await call(first.url, 'POST', `/v1/agents/${agent.body.agent_id}/runs`, {
+        inputs: { plan: ['slow', 'slow', 'slow', 'slow', 'slow', 'slow'] },
+      })
+      expect(run.status).toBe(201)
+      const runId = run.body.run_id as string
+      // Wait until the first replica is executing it.
+      const began = Date.now()
+      for (;;) {
+        const seen = await call(first.url, 'GET', `/v1/runs/${runId}`)
+        if ((seen.body.plan as { steps_completed: number }).steps_completed >= 1) break
+        if (Date.now() - began > 20_000)
+          throw new Error(`the run did not start: ${JSON.stringify(seen.body)}`)
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      const second = await startReplica(1, databaseUrl, env)
+      try {
+        first.kill('SIGTERM')
+        expect(await first.exited).toBe(0)
+        const stoppedAt = Date.now()
+        for (;;) {
+          const seen = await call(second.url, 'GET', `/v1/runs/${runId}`)
+          if (seen.body.status === 'succeeded') break
+          if (Date.now() - stoppedAt > 30_000)
+            throw new Error(`the other replica did not finish the run: ${JSON.stringify(seen.body)}`)
+          await new Promise((r) => setTimeout(r, 100))
+        }
+        // Well before the 120 s lease could have lapsed.
+        expect(Date.now() - stoppedAt).toBeLessThan(30_000)
+      } finally {
+        second.kill('SIGTERM')
+        await second.exited
+      }
+    },
+    90_000,
+  )
+})

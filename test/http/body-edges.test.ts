@@ -1,0 +1,121 @@
+/**
+ * Bodies at the edges of HTTP: an oversized body (chunked or with Content-Length) gets 413 with
+ * `Connection: close` and a clean close, so no client reuses a socket with unread bytes on it; a client that
+ * disconnects mid-body costs one info line, not an error with a stack trace.
+ */
+import { connect, type Socket } from 'node:net'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { startTestServer, type TestServer } from '../support/server.js'
+
+const LIMIT = 4096
+let t: TestServer
+let token: string
+let port: number
+
+beforeAll(async () => {
+  t = await startTestServer({ config: { maxBodyBytes: LIMIT } })
+  token = (await t.createKey()).token
+  port = Number(new URL(t.baseUrl).port)
+})
+afterAll(() => t.close())
+afterEach(() => vi.restoreAllMocks())
+
+interface Exchange {
+  socket: Socket
+  /** Everything the server sent until it closed the connection. */
+  received: Promise<{ text: string; cleanEnd: boolean }>
+}
+
+function open(): Exchange {
+  const socket = connect(port, '127.0.0.1')
+  let text = ''
+  socket.on('data', (d) => {
+    text += d.toString()
+  })
+  const received = new Promise<{ text: string; cleanEnd: boolean }>((resolve) => {
+    let cleanEnd = false
+    socket.on('end', () => {
+      cleanEnd = true
+    })
+    socket.on('error', () => {})
+    socket.on('close', () => resolve({ text, cleanEnd }))
+  })
+  return { socket, received }
+}
+
+const head = (extra: string) =>
+  `POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n${extra}\r\n`
+
+describe('413 for an oversized body', () => {
+  it.each(['chunked', 'content-length'] as const)(
+    'answers 413 with Connection: close and closes cleanly (%s)',
+    async (framing) => {
+      const { socket, received } = open()
+      const payload = JSON.stringify({ name: 'x'.repeat(LIMIT * 4), behavior: 'autonomous' })
+      if (framing === 'chunked') {
+        socket.write(head('Transfer-Encoding: chunked\r\n'))
+        // Chunks keep coming after the limit, as a streaming client would send them.
+        for (let i = 0; i < payload.length; i += 1024) {
+          const chunk = payload.slice(i, i + 1024)
+          socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)
+        }
+        socket.write('0\r\n\r\n')
+      } else {
+        socket.write(head(`Content-Length: ${payload.length}\r\n`))
+        socket.write(payload)
+      }
+      const { text, cleanEnd } = await received
+      const [status, ...rest] = text.split('\r\n')
+      expect(status).toBe('HTTP/1.1 413 Payload Too Large')
+      const headers = rest.slice(0, rest.indexOf('')).map((h) => h.toLowerCase())
+      expect(headers).toContain('connection: close')
+      expect(text).toContain('"code":"payload_too_large"')
+      // Exactly one answer on the connection, then the server's FIN (not a reset).
+      expect(text.match(/HTTP\/1\.1 /g)).toHaveLength(1)
+      expect(cleanEnd).toBe(true)
+      // The server is fine: the next connection works.
+      const ok = await t.request('POST', '/v1/agents', {
+        token,
+        body: { name: 'after', behavior: 'autonomous' },
+      })
+      expect(ok.status).toBe(201)
+    },
+  )
+
+  it('keeps a connection alive after an ordinary answer (the close is specific to 413)', async () => {
+    const { socket, received } = open()
+    const body = JSON.stringify({ name: 'small', behavior: 'autonomous' })
+    socket.write(head(`Content-Length: ${body.length}\r\n`) + body)
+    socket.write(head(`Content-Length: ${body.length}\r\nConnection: close\r\n`) + body)
+    const { text } = await received
+    expect(text.match(/HTTP\/1\.1 201 Created/g)).toHaveLength(2)
+  })
+})
+
+describe('a client that disconnects mid-body', () => {
+  it('is logged as at most one info line, without a stack trace or an error', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const warnings = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    const infos = vi.spyOn(console, 'info').mockImplementation(() => {})
+    const logs = vi.spyOn(console, 'log').mockImplementation(() => {})
+    for (const framing of ['content-length', 'chunked']) {
+      const { socket, received } = open()
+      socket.write(
+        head(framing === 'chunked' ? 'Transfer-Encoding: chunked\r\n' : 'Content-Length: 1000\r\n') +
+          (framing === 'chunked' ? '10\r\n{"name":"half", ' : '{"name":"half", '),
+      )
+      await new Promise((r) => setTimeout(r, 100))
+      socket.destroy()
+      await received
+    }
+    // Let the server notice and finish its side.
+    await new Promise((r) => setTimeout(r, 300))
+    expect(errors).not.toHaveBeenCalled()
+    expect(warnings).not.toHaveBeenCalled()
+    const lines = [...infos.mock.calls, ...logs.mock.calls].map((c) => c.map(String).join(' '))
+    expect(lines.length).toBeLessThanOrEqual(2)
+    for (const line of lines) expect(line).not.toMatch(/\n\s+at /)
+    // The server still answers.
+    expect((await t.request('GET', '/healthz', { unchecked: true })).status).toBe(200)
+  })
+})

@@ -1,0 +1,282 @@
+/**
+ * Several reference servers on one database behind a round-robin balancer, as an operator would run them:
+ * each replica is a real `agentops serve` process (so a test can kill one), and the balancer hands each HTTP
+ * request (proxied by http-proxy-3) and each WebSocket connection (relayed as a byte stream) to the next live
+ * replica in turn.
+ * Used by the cluster tests and by `npm run cluster`.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { type AddressInfo, connect, type Socket } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { createProxyServer } from 'http-proxy-3'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const CLI = `${ROOT}bin/agentops.mjs`
+const run = promisify(execFile)
+
+export interface Replica {
+  index: number
+  url: string
+  pid: number
+  /** The replica's own output so far (newest 20 kB). */
+  output(): string
+  /** Resolves with the exit code (or signal name) once the process ended. */
+  exited: Promise<number | string>
+  kill(signal?: NodeJS.Signals): void
+}
+
+export interface Balancer {
+  url: string
+  /** Which replica each HTTP request / WebSocket connection went to, in order (replica index). */
+  readonly picks: { kind: 'http' | 'ws'; replica: number }[]
+  close(): Promise<void>
+}
+
+export interface Cluster {
+  /** The balancer's address: what clients use. */
+  url: string
+  replicas: Replica[]
+  balancer: Balancer
+  stop(): Promise<void>
+}
+
+export interface ClusterOptions {
+  databaseUrl: string
+  replicas: number
+  /** Extra environment for every replica (lease settings, poll periods). */
+  env?: NodeJS.ProcessEnv
+  /** Called with each line a replica prints, prefixed with its index (the cluster script shows them). */
+  onLine?: (line: string) => void
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+/** Runs one `agentops` CLI command against a store; resolves with its standard output. */
+export async function agentopsCli(args: string[], databaseUrl: string): Promise<string> {
+  const { stdout } = await run(process.execPath, [CLI, ...args, '--database-url', databaseUrl], {
+    cwd: ROOT,
+    timeout: 60_000,
+  })
+  return stdout
+}
+
+/** Issues a key with the reference CLI (`agentops keys create --json`) and returns its token. */
+export async function issueToken(databaseUrl: string, args: string[]): Promise<string> {
+  const stdout = await agentopsCli(['keys', 'create', ...args, '--json'], databaseUrl)
+  const token = (JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { token?: string }).token
+  if (!token) throw new Error(`no token in ${stdout}`)
+  return token
+}
+
+/** The six tokens the conformance suite asks for (as its --reference mode provisions them), as CLI flags. */
+export async function conformanceTokenFlags(databaseUrl: string): Promise<string[]> {
+  // The first call migrates the store; the others can then run side by side.
+  const primary = await issueToken(databaseUrl, [
+    '--workspace',
+    'conformance-primary',
+    '--tier',
+    'enterprise',
+    '--limit-per-hour',
+    '1000000',
+    '--burst-limit',
+    '100000',
+  ])
+  const [second, narrow, limited, expired] = await Promise.all([
+    issueToken(databaseUrl, ['--workspace', 'conformance-second', '--tier', 'pro']),
+    issueToken(databaseUrl, ['--workspace', 'conformance-primary', '--scopes', 'agents:read']),
+    issueToken(databaseUrl, [
+      '--workspace',
+      'conformance-limited',
+      '--limit-per-hour',
+      '1000',
+      '--burst-limit',
+      '5',
+    ]),
+    issueToken(databaseUrl, ['--workspace', 'conformance-primary', '--expires-in', '1']),
+  ])
+  const limitedPeer = await issueToken(databaseUrl, ['--workspace', 'conformance-limited'])
+  return [
+    '--token',
+    primary,
+    '--second-token',
+    second,
+    '--narrow-token',
+    narrow,
+    '--limited-token',
+    limited,
+    '--limited-peer-token',
+    limitedPeer,
+    '--expired-token',
+    expired,
+  ]
+}
+
+export async function startReplica(
+  index: number,
+  databaseUrl: string,
+  env: NodeJS.ProcessEnv = {},
+  onLine?: (line: string) => void,
+): Promise<Replica> {
+  const port = await freePort()
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [CLI, 'serve', '--port', String(port), '--host', '127.0.0.1', '--database-url', databaseUrl],
+    {
+      cwd: ROOT,
+      env: { ...process.env, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: a Ctrl-C meant for the parent does not reach it besides the parent's own signal.
+      detached: true,
+    },
+  )
+  let output = ''
+  const keep = (d: Buffer) => {
+    output = (output + d.toString()).slice(-20_000)
+    if (onLine) for (const line of d.toString().split('\n')) if (line.trim()) onLine(`[${index}] ${line}`)
+  }
+  child.stdout?.on('data', keep)
+  child.stderr?.on('data', keep)
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  )
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`replica ${index} exited early:\n${output}`)
+    try {
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
+      if (res.ok) break
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`replica ${index} did not answer /healthz within 60 s:\n${output}`)
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return {
+    index,
+    url,
+    pid: child.pid ?? 0,
+    output: () => output,
+    exited,
+    kill: (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    },
+  }
+}
+
+/** A replica that refused a connection is skipped for this long before it is tried again. */
+const DOWN_FOR_MS = 2_000
+
+export async function startBalancer(targets: string[], port = 0): Promise<Balancer> {
+  const proxy = createProxyServer({ xfwd: true })
+  const downUntil = new Map<number, number>()
+  const picks: Balancer['picks'] = []
+  let next = 0
+  const pick = (): number => {
+    for (let tried = 0; tried < targets.length; tried++) {
+      const i = next++ % targets.length
+      if ((downUntil.get(i) ?? 0) <= Date.now()) return i
+    }
+    return next++ % targets.length
+  }
+  const markDown = (err: Error & { code?: string }, i: number) => {
+    if (err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET') downUntil.set(i, Date.now() + DOWN_FOR_MS)
+  }
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const i = pick()
+    picks.push({ kind: 'http', replica: i })
+    proxy.web(req, res, { target: targets[i] as string }, (err) => {
+      markDown(err, i)
+      if (!res.headersSent) {
+        res.writeHead(502, { 'content-type': 'application/json', connection: 'close' })
+        res.end(
+          JSON.stringify({
+            error: {
+              code: 'unavailable',
+              message: 'No replica answered',
+              detail: {},
+              request_id: 'balancer',
+            },
+          }),
+        )
+      } else res.destroy()
+    })
+  })
+  // WebSocket upgrades are relayed byte for byte (request head, then both directions): whatever the replica
+  // answers — 101 or a refusal — reaches the client untouched, and either side closing closes the other.
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    const i = pick()
+    picks.push({ kind: 'ws', replica: i })
+    const target = new URL(targets[i] as string)
+    const upstream = connect(Number(target.port), target.hostname)
+    const drop = () => {
+      socket.destroy()
+      upstream.destroy()
+    }
+    socket.on('error', drop)
+    socket.on('close', drop)
+    upstream.on('close', drop)
+    upstream.on('error', (err: Error & { code?: string }) => {
+      markDown(err, i)
+      drop()
+    })
+    upstream.on('connect', () => {
+      const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`]
+      for (let h = 0; h < req.rawHeaders.length; h += 2)
+        lines.push(`${req.rawHeaders[h]}: ${req.rawHeaders[h + 1]}`)
+      lines.push(`X-Forwarded-For: ${req.socket.remoteAddress ?? ''}`)
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`)
+      if (head.length > 0) upstream.write(head)
+      socket.pipe(upstream).pipe(socket)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  const address = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    picks,
+    async close() {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      proxy.close()
+    },
+  }
+}
+
+export async function startCluster(options: ClusterOptions): Promise<Cluster> {
+  // Migrate once up front: replicas starting together would otherwise race on the first migration.
+  await agentopsCli(['keys', 'list', '--workspace', 'cluster-bootstrap'], options.databaseUrl).catch(
+    () => undefined,
+  )
+  const replicas = await Promise.all(
+    Array.from({ length: options.replicas }, (_, i) =>
+      startReplica(i, options.databaseUrl, options.env, options.onLine),
+    ),
+  )
+  const balancer = await startBalancer(replicas.map((r) => r.url))
+  return {
+    url: balancer.url,
+    replicas,
+    balancer,
+    async stop() {
+      await balancer.close()
+      for (const r of replicas) r.kill('SIGTERM')
+      const killer = setTimeout(() => {
+        for (const r of replicas) r.kill('SIGKILL')
+      }, 15_000)
+      await Promise.all(replicas.map((r) => r.exited))
+      clearTimeout(killer)
+    },
+  }
+}
