@@ -4,7 +4,10 @@
  * test/support/postgres.ts), bare Hono with the same route shapes, and `prism mock` of the contract. Each server
  * runs in its own process; autocannon drives it from this one. Loopback only, every loop bounded.
  *
- *   npm run bench:http -- [--duration <seconds>] [--quick] [--no-postgres] [--no-prism]
+ *   npm run bench:http -- [--duration <seconds>] [--quick] [--no-postgres] [--no-prism] [--profile <dir>]
+ *
+ * --profile writes a V8 CPU profile of each server process (node --cpu-prof) into <dir>, for reading in
+ * Chrome DevTools or any .cpuprofile viewer; the figures of a profiled run are slower than usual.
  *
  * Figures: req/s, p50/p99 per route and target; the target ratios; ingest throughput (500-record batches from
  * 4 concurrent clients); webhook delivery latency (the committing request's answer to the receiver's first byte).
@@ -32,6 +35,7 @@ const quick = flag('--quick')
 const duration = Math.min(120, Math.max(1, Number(option('--duration') ?? (quick ? 2 : 5))))
 const warmup = quick ? 1 : 2
 const CONNECTIONS = 50
+const profileDir = option('--profile')
 
 interface Target extends TargetInfo {
   name: string
@@ -58,7 +62,14 @@ process.on('exit', stopAll)
 async function startTarget(name: string, kind: 'reference' | 'bare', databaseUrl?: string): Promise<Target> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'bench', 'http-targets.ts'), kind, ...(databaseUrl ? [databaseUrl] : [])],
+    [
+      ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
+      '--import',
+      'tsx',
+      join(ROOT, 'bench', 'http-targets.ts'),
+      kind,
+      ...(databaseUrl ? [databaseUrl] : []),
+    ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
   )
   children.push(child)

