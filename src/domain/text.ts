@@ -1,3 +1,5 @@
+import { ApiError } from './errors.js'
+
 /**
  * Text the stores cannot keep faithfully, refused at every entrance (HTTP path, query, headers and body; stream
  * messages; any other surface) before it reaches a store:
@@ -51,4 +53,13 @@ export function findUnstorableText(value: unknown, path = ''): UnstorableText | 
     }
   }
   return undefined
+}
+
+/** The 400 for text no store can keep (src/domain/text.ts), naming where it was, like a schema failure. */
+export function unstorableTextError(location: string, found: UnstorableText): ApiError {
+  const field = found.path || '(root)'
+  return new ApiError('invalid_request', `The request ${location} is invalid: ${field}: ${found.message}`, {
+    issues: [{ location, path: found.path, message: found.message }],
+    fields: [field],
+  })
 }

@@ -60,7 +60,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !required)(
         'Tasks',
       ])
         expect(text).toContain(entry)
-      expect(text).toContain('/v1/agents/{agent_id}/runs')
+      // The operation bodies (with their paths) render after the sidebar: wait for one rather than snapshot early.
+      await page.getByText('/v1/agents/{agent_id}/runs').first().waitFor({ timeout: 30_000 })
 
       // A request example for an operation: the generated curl snippet, filled from the contract's examples.
       await page

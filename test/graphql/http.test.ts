@@ -451,3 +451,27 @@ describe('the schema is published', () => {
     expect(contract.body.info.description).toContain('[/schema.graphql](/schema.graphql)')
   })
 })
+
+describe('text no store can keep', () => {
+  // A `\u0000` escape is six plain characters in the JSON body (the body guard lets it pass); only the GraphQL
+  // parser decodes it, so the check on parsed documents is what stops it reaching PostgreSQL.
+  it('is refused in a decoded string literal and in variables, as invalid_request naming where', async () => {
+    const literal = await gql(t, token, '{ records(connector_id: "a\\u0000b") { data { id } } }')
+    expect(literal.status).toBe(200)
+    expect(literal.body.data).toBeUndefined()
+    expect(literal.body.errors[0].extensions).toMatchObject({
+      code: 'invalid_request',
+      status: 400,
+      detail: { fields: ['query'] },
+    })
+    const variable = await gql(t, token, 'query($c: ID!) { records(connector_id: $c) { data { id } } }', {
+      c: 'a\uD800b',
+    })
+    // The HTTP body guard refuses the JSON body first (a 400 envelope); either way no store sees it.
+    expect(variable.status).toBe(400)
+    expect(variable.body.error).toMatchObject({
+      code: 'invalid_request',
+      detail: { fields: ['variables.c'] },
+    })
+  })
+})

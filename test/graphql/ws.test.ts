@@ -177,6 +177,27 @@ describe('subscriptions over graphql-ws', () => {
     expect(JSON.stringify(limited)).toContain('rate_limited')
   })
 
+  it('refuses text no store can keep in a string literal or a variable, before any store is read', async () => {
+    const c = client({ authorization: `Bearer ${token}` })
+    const literal = await collect(
+      c,
+      'subscription { connectorRecords(connector_id: "a\\u0000b") { seq } }',
+      () => true,
+    ).done.catch((e: unknown) => e)
+    expect(JSON.stringify(literal)).toContain('invalid_request')
+    expect(JSON.stringify(literal)).toContain('U+0000')
+    const variable = await new Promise<unknown>((resolve) => {
+      c.subscribe(
+        {
+          query: 'subscription($c: ID!) { connectorRecords(connector_id: $c) { seq } }',
+          variables: { c: 'a\u0000b' },
+        },
+        { next: resolve, error: resolve, complete: () => resolve('completed') },
+      )
+    })
+    expect(JSON.stringify(variable)).toContain('variables.c')
+  })
+
   it('leaves /v1/stream to the stream and answers 404 on other paths', async () => {
     const stream = await new Promise<string>((resolve, reject) => {
       const ws = new WebSocket(`${t.baseUrl.replace('http', 'ws')}/v1/stream?access_token=${token}`)

@@ -6,7 +6,7 @@ import type { Check, CheckContext } from '../check.js'
 import { expectStatus } from '../fixtures.js'
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
 import { assert } from '../types.js'
-import { short } from '../wait.js'
+import { short, waitUntil } from '../wait.js'
 
 const PATH = '/v1/graphql'
 /** Well-formed for the reference (`aok_<26>_<43>`) but never issued; any deployment must refuse it. */
@@ -81,6 +81,13 @@ export const graphqlChecks: Check[] = [
     clauses: ['S4.15', 'S4.4', 'S4.6'],
     async run(ctx) {
       const runId = await startedRunId(ctx)
+      // A run just started may not have a frame yet: wait (bounded) for REST to show the first one, then ask for it.
+      await waitUntil(
+        'the run to record its first trace frame',
+        () => ctx.fx.readTrace(runId, 5),
+        (read) => read.frames.length >= 1,
+        10_000,
+      )
       const res = await gql(
         ctx.http,
         `query($id: ID!) { run(id: $id) { run_id status plan { steps_total } awaiting { step_id }

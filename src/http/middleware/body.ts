@@ -1,8 +1,7 @@
 import { createMiddleware } from 'hono/factory'
 import { ApiError } from '../../domain/errors.js'
-import { findUnstorableText } from '../../domain/text.js'
+import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../context.js'
-import { unstorableTextError } from './text.js'
 
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
 

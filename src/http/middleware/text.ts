@@ -1,16 +1,6 @@
 import { createMiddleware } from 'hono/factory'
-import { ApiError } from '../../domain/errors.js'
-import { findUnstorableText, type UnstorableText, unstorableReason } from '../../domain/text.js'
+import { findUnstorableText, unstorableReason, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../context.js'
-
-/** The 400 for text no store can keep (src/domain/text.ts), naming where it was, like a schema failure. */
-export function unstorableTextError(location: string, found: UnstorableText): ApiError {
-  const field = found.path || '(root)'
-  return new ApiError('invalid_request', `The request ${location} is invalid: ${field}: ${found.message}`, {
-    issues: [{ location, path: found.path, message: found.message }],
-    fields: [field],
-  })
-}
 
 /**
  * Refuses text no store can keep in the path, the query and the headers, before routes read them (the body
