@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { type ExecutionResult, GraphQLError } from 'graphql'
+import { type FormattedExecutionResult, GraphQLError } from 'graphql'
 import { CloseCode } from 'graphql-ws'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
@@ -121,11 +121,11 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
           contextValue: createContext(services, toAuth(verified), requestId),
         }
       },
-      onNext: (_ctx, _id, _payload, args, result) => {
+      // graphql-ws sends a result unchanged when this returns nothing; errors get the envelope's extensions.
+      onNext: (_ctx, _id, _payload, args, result): FormattedExecutionResult | undefined => {
+        if (!result.errors?.length) return undefined
         const requestId = (args.contextValue as { requestId?: string } | undefined)?.requestId ?? ''
-        const r = result as ExecutionResult
-        if (!r.errors?.length) return result
-        return { ...r, errors: r.errors.map((e) => formatError(e, requestId)) } as unknown as ExecutionResult
+        return { ...result, errors: result.errors.map((e) => formatError(e, requestId)) }
       },
     },
     wss,
