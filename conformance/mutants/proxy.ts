@@ -153,12 +153,23 @@ export class MutantProxy {
    * deployment through the mutant's `streamMessage`.
    */
   private relayStream(ctx: MutantContext): void {
-    const wss = new WebSocketServer({ noServer: true })
+    // The subprotocol the deployment chose (graphql-transport-ws, say) is the one the client gets back.
+    const negotiated = new WeakMap<object, string>()
+    const wss = new WebSocketServer({
+      noServer: true,
+      handleProtocols: (_offered, req) => negotiated.get(req) || false,
+    })
     this.server!.on('upgrade', (inReq, socket, head) => {
       let headers: Record<string, string> = {}
       if (inReq.headers.authorization) headers.authorization = inReq.headers.authorization
       if (this.mutant?.upgrade) headers = this.mutant.upgrade(headers, ctx)
-      const upstream = new WebSocket(`${this.target.replace(/^http/, 'ws')}${inReq.url ?? '/'}`, { headers })
+      const offered = (inReq.headers['sec-websocket-protocol'] ?? '')
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== '')
+      const upstream = new WebSocket(`${this.target.replace(/^http/, 'ws')}${inReq.url ?? '/'}`, offered, {
+        headers,
+      })
       upstream.once('unexpected-response', (_r, res) => {
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
@@ -173,6 +184,7 @@ export class MutantProxy {
       })
       upstream.once('error', () => socket.destroy())
       upstream.once('open', () => {
+        if (upstream.protocol) negotiated.set(inReq, upstream.protocol)
         wss.handleUpgrade(inReq, socket, head, (client) => {
           this.sockets.add(client).add(upstream)
           client.on('message', (data, isBinary) => upstream.send(data, { binary: isBinary }))

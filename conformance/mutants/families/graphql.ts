@@ -20,6 +20,14 @@ type GqlError = { extensions?: Json }
 export function graphqlMutants(): Mutant[] {
   return [
     {
+      id: 'graphql-subscriptions-silent',
+      description: 'GraphQL subscriptions accept the subscribe and never deliver anything',
+      targets: ['graphql.subscription-run-events'],
+      streamMessage(message) {
+        return message.type === 'next' ? { type: 'ping' } : message
+      },
+    },
+    {
       id: 'graphql-camel-case-fields',
       description: 'The GraphQL layer answers camelCase field names instead of the contract’s snake_case',
       targets: ['graphql.agent-matches-rest'],

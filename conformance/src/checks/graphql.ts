@@ -2,6 +2,7 @@
  * The GraphQL surface (spec §4 mentions one without a shape): profile checks of the reference's answer, POST
  * /v1/graphql with the contract's types and snake_case fields and REST's auth, tenancy, limits and idempotency.
  */
+import WebSocket from 'ws'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus } from '../fixtures.js'
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
@@ -47,6 +48,57 @@ function comparable(res: HttpResponse): unknown {
 async function startedRunId(ctx: CheckContext): Promise<string> {
   const agent = await ctx.fx.agent()
   return (await ctx.fx.startRun(agent)).runId
+}
+
+/**
+ * One subscription over graphql-ws (the graphql-transport-ws subprotocol) on the primary token: collects the
+ * `next` payloads until `match` finds one or `timeoutMs` passes; every wait ends.
+ */
+function subscribeUntil(
+  ctx: CheckContext,
+  query: string,
+  match: (payload: Json) => boolean,
+  timeoutMs: number,
+): Promise<{ protocol: string; payloads: Json[]; matched: boolean; problem?: string }> {
+  ctx.http.budget.take()
+  return new Promise((resolve) => {
+    const payloads: Json[] = []
+    const ws = new WebSocket(`${ctx.config.streamUrl}${PATH}`, 'graphql-transport-ws', {
+      headers: { authorization: `Bearer ${ctx.config.tokens.primary}` },
+      handshakeTimeout: ctx.config.timeoutMs,
+    })
+    let settled = false
+    const finish = (matched: boolean, problem?: string) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      ws.terminate()
+      resolve({ protocol: ws.protocol, payloads, matched, ...(problem ? { problem } : {}) })
+    }
+    const timer = setTimeout(() => finish(false), timeoutMs)
+    ws.once('unexpected-response', (_req, res) => {
+      res.resume()
+      finish(false, `the upgrade was refused with ${res.statusCode}`)
+    })
+    ws.once('error', (err) => finish(false, err.message))
+    ws.once('close', (code) => finish(false, `the socket closed with ${code}`))
+    ws.once('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: {} })))
+    ws.on('message', (data) => {
+      let m: Json
+      try {
+        m = JSON.parse(String(data)) as Json
+      } catch {
+        return finish(false, `an unparseable message: ${short(String(data))}`)
+      }
+      if (m.type === 'connection_ack')
+        ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query } }))
+      else if (m.type === 'next') {
+        payloads.push(obj(m.payload))
+        if (match(obj(m.payload))) finish(true)
+      } else if (m.type === 'error' || m.type === 'complete')
+        finish(false, `a ${String(m.type)} message: ${short(m)}`)
+    })
+  })
 }
 
 export const graphqlChecks: Check[] = [
@@ -203,6 +255,33 @@ export const graphqlChecks: Check[] = [
       const ext = errorsOf(res)[0]?.extensions ?? {}
       assert(ext.code === 'invalid_request', `error code ${short(ext.code)}`)
       assert(obj(ext.detail).limit === 'cost', `extensions.detail ${short(ext.detail)}`)
+    },
+  },
+  {
+    id: 'graphql.subscription-run-events',
+    title:
+      'A graphql-ws subscription to runEvents(since: 0) delivers the run events of the workspace, the new run among them',
+    level: 'profile',
+    clauses: ['S4.15', 'S1.8', 'S3.5'],
+    async run(ctx) {
+      const runId = await startedRunId(ctx)
+      // since: 0 replays what already happened, so the subscription cannot miss the event by opening late.
+      const sub = await subscribeUntil(
+        ctx,
+        'subscription { runEvents(since: 0) { type topic seq event } }',
+        (p) => {
+          const event = obj(obj(obj(p.data).runEvents).event)
+          return event.event === 'run.started' && event.run_id === runId
+        },
+        10_000,
+      )
+      assert(sub.protocol === 'graphql-transport-ws', `the socket negotiated ${short(sub.protocol)}`)
+      assert(
+        sub.matched,
+        `no run.started for ${runId} arrived${sub.problem ? ` (${sub.problem})` : ''}; payloads: ${short(sub.payloads.slice(-3))}`,
+      )
+      const first = obj(obj(sub.payloads[0]?.data).runEvents)
+      assert(first.type === 'event' && first.topic === 'runs', `the first message is ${short(first)}`)
     },
   },
   {
