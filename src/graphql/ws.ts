@@ -4,13 +4,14 @@ import { type FormattedExecutionResult, GraphQLError } from 'graphql'
 import { CloseCode } from 'graphql-ws'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
-import { ApiError, unauthenticated } from '../domain/errors.js'
+import { ApiError, rateLimited, unauthenticated } from '../domain/errors.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
 import type { VerifiedKey } from '../domain/keys/service.js'
 import type { AuthContext } from '../http/context.js'
 import type { Services } from '../services.js'
 import { STREAM_PATH } from '../stream/path.js'
+import { refuseUpgrade } from '../stream/refuse.js'
 import { createContext } from './context.js'
 import { formatError } from './errors.js'
 import { GRAPHQL_PATH } from './http.js'
@@ -86,25 +87,8 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
           return [wsError(unauthenticated(verified), requestId)]
         }
         const decision = await services.limits.consume(verified.workspace)
-        if (!decision.allowed && decision.refusedBy) {
-          const w = decision.refusedBy
-          return [
-            wsError(
-              new ApiError(
-                'rate_limited',
-                `The workspace used its ${w.quota} requests of the ${w.name} window; retry in ${w.resetSeconds} s`,
-                {
-                  window: w.name,
-                  limit: w.quota,
-                  window_seconds: w.windowSeconds,
-                  reset_at: new Date(w.windowStart + w.windowSeconds * 1000).toISOString(),
-                  retry_after_seconds: w.resetSeconds,
-                },
-              ),
-              requestId,
-            ),
-          ]
-        }
+        if (!decision.allowed && decision.refusedBy)
+          return [wsError(rateLimited(decision.refusedBy), requestId)]
         const variables = payload.variables ?? {}
         const prepared = prepare(payload.query, payload.operationName, variables)
         if (!prepared.ok) {
@@ -135,13 +119,7 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
     const url = new URL(req.url ?? '/', 'http://graphql.invalid')
     if (url.pathname !== GRAPHQL_PATH) {
       if (url.pathname === STREAM_PATH) return // the stream's own handler answers
-      refuse(
-        socket,
-        services,
-        404,
-        'Not Found',
-        new ApiError('not_found', 'No such endpoint', { path: url.pathname }),
-      )
+      refuseUpgrade(socket, services, new ApiError('not_found', 'No such endpoint', { path: url.pathname }))
       return
     }
     socket.on('error', () => socket.destroy())
@@ -150,8 +128,7 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
     verified.then(
       (result) => {
         if (typeof result === 'string') {
-          const err = unauthenticated(result)
-          refuse(socket, services, 401, 'Unauthorized', err, err.headers)
+          refuseUpgrade(socket, services, unauthenticated(result))
           return
         }
         if (result && revalidate) upgradeAuth.set(req, { auth: toAuth(result), revalidate })
@@ -159,46 +136,41 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
       },
       (err: unknown) => {
         console.error('[graphql-ws] upgrade failed:', err)
-        refuse(
+        refuseUpgrade(
           socket,
           services,
-          503,
-          'Service Unavailable',
-          new ApiError('unavailable', 'The store does not answer'),
+          new ApiError(
+            'unavailable',
+            'The service is temporarily unavailable; retry with backoff and jitter',
+          ),
         )
       },
     )
   }
   server.on('upgrade', onUpgrade)
 
+  // As on /v1/stream: every heartbeat period each open socket's key is checked again, and a key revoked or expired
+  // since the socket opened closes it with 4401 (a subscription must not outlive its credential).
+  const sweep = setInterval(() => {
+    for (const client of wss.clients) {
+      const caller = callers.get(client)
+      if (!caller) continue
+      caller.revalidate().then(
+        (verdict) => {
+          if (typeof verdict === 'string') client.close(CloseCode.Unauthorized, 'unauthenticated')
+        },
+        () => undefined, // the store did not answer: keep the socket, the next sweep asks again
+      )
+    }
+  }, services.config.streamHeartbeatMs ?? 15_000)
+  sweep.unref()
+
   return {
     async close() {
+      clearInterval(sweep)
       server.off('upgrade', onUpgrade)
       for (const client of wss.clients) client.terminate()
       await disposable.dispose()
     },
   }
-}
-
-function refuse(
-  socket: Duplex,
-  services: Services,
-  status: number,
-  statusText: string,
-  error: ApiError,
-  headers: Record<string, string> = {},
-): void {
-  const requestId = newId('req', services.clock.now())
-  const body = JSON.stringify({
-    error: { code: error.code, message: error.message, detail: error.detail, request_id: requestId },
-  })
-  const lines = [
-    `HTTP/1.1 ${status} ${statusText}`,
-    'Content-Type: application/json',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    `X-Request-Id: ${requestId}`,
-    'Connection: close',
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-  ]
-  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`)
 }

@@ -1,13 +1,13 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer } from 'ws'
-import { ApiError, errorEnvelope, rateLimited, unauthenticated } from '../domain/errors.js'
+import { ApiError, rateLimited, unauthenticated } from '../domain/errors.js'
 import type { KeyRefusal } from '../domain/identity.js'
-import { newId } from '../domain/ids.js'
 import type { VerifiedKey } from '../domain/keys/service.js'
 import type { Services } from '../services.js'
 import { DEFAULT_STREAM_OPTIONS, StreamHub, type StreamIngestor, type StreamOptions } from './hub.js'
 import { STREAM_PATH } from './path.js'
+import { refuseUpgrade } from './refuse.js'
 import { connectorSource, runsSource } from './sources.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
@@ -76,19 +76,14 @@ export function attachStream(
     if (url.pathname !== STREAM_PATH) {
       // Leave foreign paths to another upgrade handler if there is one; otherwise answer like the HTTP side.
       if (server.listeners('upgrade').length > 1) return
-      refuse(
-        socket,
-        services,
-        'Not Found',
-        new ApiError('not_found', 'No such endpoint', { path: url.pathname }),
-      )
+      refuseUpgrade(socket, services, new ApiError('not_found', 'No such endpoint', { path: url.pathname }))
       return
     }
     socket.on('error', () => socket.destroy())
     void authenticate(services, req, url).then(
       ({ verified, revalidate }) => {
         if (typeof verified === 'string') {
-          refuse(socket, services, 'Unauthorized', unauthenticated(verified))
+          refuseUpgrade(socket, services, unauthenticated(verified))
           return
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
@@ -115,7 +110,7 @@ export function attachStream(
           'unavailable',
           'The service is temporarily unavailable; retry with backoff and jitter',
         )
-        refuse(socket, services, 'Service Unavailable', unavailable)
+        refuseUpgrade(socket, services, unavailable)
       },
     )
   }
@@ -162,18 +157,4 @@ async function authenticate(
   }
   const revalidate = () => services.keys.verifyRequest(credentials)
   return { verified: await revalidate(), revalidate }
-}
-
-function refuse(socket: Duplex, services: Services, statusText: string, err: ApiError): void {
-  const requestId = newId('req', services.clock.now())
-  const body = JSON.stringify(errorEnvelope(err, requestId))
-  const lines = [
-    `HTTP/1.1 ${err.status} ${statusText}`,
-    'Content-Type: application/json',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    `X-Request-Id: ${requestId}`,
-    'Connection: close',
-    ...Object.entries(err.headers).map(([k, v]) => `${k}: ${v}`),
-  ]
-  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`)
 }

@@ -216,3 +216,36 @@ describe('subscriptions over graphql-ws', () => {
     expect(status).toBe(404)
   })
 })
+
+describe('a revoked key on an open graphql-ws socket', () => {
+  let fast: TestServer
+  beforeAll(async () => {
+    fast = await startTestServer({ config: { streamHeartbeatMs: 150 } })
+  })
+  afterAll(() => fast.close())
+
+  it('closes the socket with 4401 within a heartbeat period, as /v1/stream does', async () => {
+    const key = await fast.createKey({ scopes: ['*'] })
+    const url = `${fast.baseUrl.replace('http', 'ws')}/v1/graphql`
+    const ws = new WebSocket(url, 'graphql-transport-ws', {
+      headers: { authorization: `Bearer ${key.token}` },
+    })
+    const acked = new Promise<void>((resolve) =>
+      ws.on('message', (d) => {
+        if (JSON.parse(d.toString()).type === 'connection_ack') resolve()
+      }),
+    )
+    const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)))
+    ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: {} })))
+    await acked
+    // Still open after several heartbeats while the key is good.
+    await new Promise((r) => setTimeout(r, 500))
+    expect(ws.readyState).toBe(WebSocket.OPEN)
+    await fast.services.keys.revoke(key.key_id)
+    const code = await Promise.race([
+      closed,
+      new Promise<string>((r) => setTimeout(() => r('still open'), 5_000)),
+    ])
+    expect(code).toBe(4401)
+  })
+})
