@@ -53,11 +53,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
       return {
         kind: 'replay',
         fingerprint: row.fingerprint,
-        response: {
-          status: Number(row.status),
-          headers: JSON.parse(row.headers ?? '{}') as Record<string, string>,
-          body: row.body ?? '',
-        },
+        response: storedResponse(row),
       }
     }
     return { kind: 'in_progress', fingerprint }
@@ -119,11 +115,7 @@ export class LocalIdempotencyRepo implements IdempotencyRepository {
       return {
         kind: 'replay',
         fingerprint: row.fingerprint,
-        response: {
-          status: Number(row.status),
-          headers: JSON.parse(row.headers ?? '{}') as Record<string, string>,
-          body: row.body ?? '',
-        },
+        response: storedResponse(row),
       }
     } catch (err) {
       this.inFlight.delete(id)
@@ -165,5 +157,14 @@ export class LocalIdempotencyRepo implements IdempotencyRepository {
 
   purgeExpired(now: number): Promise<number> {
     return this.stored.purgeExpired(now)
+  }
+}
+
+/** The finished answer a row holds, as a replay returns it. */
+function storedResponse(row: Row): StoredResponse {
+  return {
+    status: Number(row.status),
+    headers: JSON.parse(row.headers ?? '{}') as Record<string, string>,
+    body: row.body ?? '',
   }
 }
