@@ -3,7 +3,6 @@ import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
 import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
-import { startServer } from '../server.js'
 import { openDb } from '../store/db.js'
 import { migrate } from '../store/migrations/index.js'
 import { createRepositories } from '../store/repos/index.js'
@@ -154,6 +153,8 @@ export async function main(argv: string[]): Promise<number> {
         const port = values.port !== undefined ? Number(values.port) : undefined
         if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
           throw new UsageError(`--port must be 0..65535, got "${values.port}"`)
+        // Only `serve` loads the server (HTTP, GraphQL, the generated routes): key and workspace commands start fast.
+        const { startServer } = await import('../server.js')
         const server = await startServer({
           config: {
             ...(port !== undefined ? { port } : {}),
