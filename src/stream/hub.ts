@@ -148,10 +148,10 @@ export class StreamConnection {
           }
           this.subs.set(name, sub)
           started.push(sub)
-        }
-        this.send({ type: 'subscribed', topic: name })
+        } else this.send({ type: 'subscribed', topic: name })
       }
-      // Acks and refusals first, then data, so a client can tell which topics it holds before messages flow.
+      // A new topic's ack is sent by its pump once the starting point is read (see pump): refusals go out now, and
+      // each topic's ack still precedes its data.
       for (const sub of started) void this.pump(sub)
     }
   }
@@ -296,10 +296,17 @@ export class StreamConnection {
       do {
         sub.dirty = false
         if (!sub.started) {
-          if (sub.since === undefined) sub.after = await sub.source.head()
-          else {
+          // The starting point is fixed before the ack: "no since" means everything committed after the client
+          // reads `subscribed`. Acking first would let a commit that lands before `head()` answers (a round trip
+          // on PostgreSQL) fall behind the starting point and never be delivered.
+          if (sub.since === undefined) {
+            sub.after = await sub.source.head()
+            if (sub.cancelled || this.closed) return
+            if (!this.send({ type: 'subscribed', topic: sub.topic.name })) return
+          } else {
             const resume = await sub.source.resume(sub.since, this.options.maxReplay)
             if (sub.cancelled || this.closed) return
+            if (!this.send({ type: 'subscribed', topic: sub.topic.name })) return
             if (resume.gap && !this.send({ type: 'gap', topic: sub.topic.name, ...resume.gap })) return
             sub.after = resume.after
           }

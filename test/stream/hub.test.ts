@@ -54,7 +54,20 @@ class FakeSource implements TopicSource {
     this.openGate?.()
     this.gate = undefined
   }
+  private headGate: Promise<void> | undefined
+  private openHeadGate: (() => void) | undefined
+  /** Holds `head()` open: it answers what is committed when released, like a query answered a round trip later. */
+  holdHead(): void {
+    this.headGate = new Promise((resolve) => {
+      this.openHeadGate = resolve
+    })
+  }
+  releaseHead(): void {
+    this.openHeadGate?.()
+    this.headGate = undefined
+  }
   async head() {
+    if (this.headGate) await this.headGate
     return this.items.length
   }
   async resume(since: number, maxReplay: number) {
@@ -107,6 +120,31 @@ describe('StreamConnection delivery', () => {
     source.release()
     await settle()
     expect(socket.data()).toEqual([1, 2, 3])
+  })
+
+  it('acknowledges a live subscription only once its starting point is read, so a commit after the ack arrives', async () => {
+    const { socket, source, conn } = setup()
+    source.add(2)
+    source.holdHead()
+    conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
+    await settle()
+    // The client commits as soon as it reads the ack. Were the ack out before the starting point is read, that
+    // commit would land inside the starting point and never be delivered.
+    const acked = () => socket.sent.some((m) => m.type === 'subscribed')
+    let committed = false
+    const commitOnAck = () => {
+      if (committed || !acked()) return
+      committed = true
+      source.add(1)
+      conn.wakeConnector('c')
+    }
+    commitOnAck()
+    source.releaseHead()
+    await settle()
+    commitOnAck()
+    await settle()
+    expect(acked()).toBe(true)
+    expect(socket.data()).toEqual([3])
   })
 
   it('never sends a seq twice or out of order when wakes pile up during replay', async () => {
