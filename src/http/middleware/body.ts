@@ -8,8 +8,8 @@ const WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
 /**
  * Guards request bodies before anything reads them: 415 for non-JSON, 413 over the limit (by Content-Length and
  * while reading, so a lying or chunked upload cannot slip through), 400 for malformed JSON and for text no store
- * can keep (src/domain/text.ts). The text stays
- * cached on the request, so the validator and idempotency fingerprint read it without a second pass.
+ * can keep (src/domain/text.ts). The text stays cached on the request, so the validator and the idempotency
+ * fingerprint read it without a second pass.
  */
 export const bodyGuard = (maxBytes: number) =>
   createMiddleware<AppEnv>(async (c, next) => {
@@ -36,10 +36,10 @@ export const bodyGuard = (maxBytes: number) =>
       })
     }
     const unstorable = findUnstorableText(parsed)
-    if (unstorable)
-      throw unstorableTextError('body', unstorable)
-      // Hono derives json() from a cached text body, so downstream readers reuse this one read.
-    ;(c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text)
+    if (unstorable) throw unstorableTextError('body', unstorable)
+    // Hono derives json() from a cached text body, so downstream readers reuse this one read.
+    const cache = c.req.bodyCache as Record<string, unknown>
+    cache.text = Promise.resolve(text)
     await next()
   })
 
