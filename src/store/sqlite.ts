@@ -120,21 +120,30 @@ export class StatementCache {
 class SqliteStatements {
   constructor(readonly statements: StatementCache) {}
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T[] {
-    const { stmt, order } = this.statements.get(sql)
+    return this.queryWith<T>(this.statements.get(sql), params)
+  }
+  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T | undefined {
+    return this.oneWith<T>(this.statements.get(sql), params)
+  }
+  run(sql: string, params?: readonly SqlValue[]): number {
+    return this.runWith(this.statements.get(sql), params)
+  }
+  queryWith<T extends Row = Row>({ stmt, order }: CachedStatement, params?: readonly SqlValue[]): T[] {
     const values = bind(order, params)
     if (stmt.reader) return stmt.all(...values) as T[]
     stmt.run(...values)
     return []
   }
-  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T | undefined {
-    const { stmt, order } = this.statements.get(sql)
+  oneWith<T extends Row = Row>(
+    { stmt, order }: CachedStatement,
+    params?: readonly SqlValue[],
+  ): T | undefined {
     const values = bind(order, params)
     if (stmt.reader) return stmt.get(...values) as T | undefined
     stmt.run(...values)
     return undefined
   }
-  run(sql: string, params?: readonly SqlValue[]): number {
-    const { stmt, order } = this.statements.get(sql)
+  runWith({ stmt, order }: CachedStatement, params?: readonly SqlValue[]): number {
     const values = bind(order, params)
     if (stmt.reader) return stmt.all(...values).length
     return stmt.run(...values).changes
@@ -157,15 +166,56 @@ class SqliteQueryable implements Queryable {
   }
 }
 
+/**
+ * One SQLite transaction holding the work of many callers (group commit). It is committed once the work queued
+ * in the same turn of the event loop has run; every caller whose work wrote, or read what was written, hears
+ * back only after that COMMIT, so nothing is acknowledged or shown before it is durable.
+ */
+class Batch {
+  /** Whether anything in it wrote: its readers then wait for the COMMIT as its writers do. */
+  dirty = false
+  readonly committed: Promise<void>
+  settle!: (error?: unknown) => void
+
+  constructor(readonly writes: boolean) {
+    this.committed = new Promise<void>((resolve, reject) => {
+      this.settle = (error) => (error === undefined ? resolve() : reject(error))
+    })
+    // Nobody may be waiting when a read-only batch ends; its outcome is then nobody's business.
+    this.committed.catch(() => {})
+  }
+}
+
+class BatchRolledBack extends Error {
+  constructor(cause: unknown) {
+    super('The store rolled back a group of changes', { cause })
+  }
+}
+
 export class SqliteDb implements Db {
   readonly dialect = 'sqlite' as const
   private readonly mutex = new Mutex()
   private readonly sync: SqliteStatements
   private readonly direct: SqliteQueryable
+  private batch: Batch | null = null
+  /** Transaction control, prepared once: parsing these on every request showed up in the profile. */
+  private readonly control: Record<
+    'begin' | 'beginImmediate' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo',
+    Database.Statement
+  >
 
   private constructor(private readonly raw: Database.Database) {
     this.sync = new SqliteStatements(new StatementCache(raw))
     this.direct = new SqliteQueryable(this.sync)
+    this.control = {
+      begin: raw.prepare('BEGIN'),
+      beginImmediate: raw.prepare('BEGIN IMMEDIATE'),
+      commit: raw.prepare('COMMIT'),
+      rollback: raw.prepare('ROLLBACK'),
+      savepoint: raw.prepare('SAVEPOINT tx'),
+      release: raw.prepare('RELEASE tx'),
+      rollbackTo: raw.prepare('ROLLBACK TO tx'),
+    }
   }
 
   /** Accepts `sqlite:path`, `file:path`, a bare path, or `:memory:`. */
@@ -181,33 +231,117 @@ export class SqliteDb implements Db {
   }
 
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return this.mutex.run(() => this.sync.query<T>(sql, params))
+    return this.statement(sql, (s) => this.sync.queryWith<T>(s, params))
   }
   one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    return this.mutex.run(() => this.sync.one<T>(sql, params))
+    return this.statement(sql, (s) => this.sync.oneWith<T>(s, params))
   }
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.mutex.run(() => this.sync.run(sql, params))
+    return this.statement(sql, (s) => this.sync.runWith(s, params))
   }
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.mutex.lock(async () => {
-      this.raw.exec('BEGIN IMMEDIATE')
+
+  /**
+   * A logical transaction: a savepoint inside the open batch, so a failure undoes only its own work. It resolves
+   * after the batch's COMMIT.
+   */
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const { value, batch } = await this.mutex.lock(async () => {
+      const batch = this.openBatch(true)
+      this.control.savepoint.run()
       try {
-        const result = await fn(this.direct)
-        this.raw.exec('COMMIT')
-        return result
+        const value = await fn(this.direct)
+        this.control.release.run()
+        batch.dirty = true
+        return { value, batch }
       } catch (err) {
-        if (this.raw.inTransaction) this.raw.exec('ROLLBACK')
+        this.undo(batch, err)
         throw err
       }
     })
+    await batch.committed
+    return value
   }
+
   exec(script: string): Promise<void> {
-    return this.mutex.lock(() => this.direct.exec(script))
+    return this.mutex.lock(async () => {
+      this.commit(this.batch)
+      await this.direct.exec(script)
+    })
   }
+
   async close(): Promise<void> {
     await this.mutex.lock(async () => {
+      this.commit(this.batch)
       this.raw.close()
     })
+  }
+
+  /** One statement outside a transaction: it joins the open batch (a write opens one that takes the write lock). */
+  private async statement<R>(sql: string, exec: (s: CachedStatement) => R): Promise<R> {
+    const { value, batch } = await this.mutex.run(() => {
+      const cached = this.sync.statements.get(sql)
+      const writes = !cached.stmt.readonly
+      const batch = this.openBatch(writes)
+      let value: R
+      try {
+        value = exec(cached)
+      } catch (err) {
+        // A failed statement undoes itself; only an error that ended the whole transaction touches the others.
+        if (!this.raw.inTransaction) this.lost(batch, err)
+        throw err
+      }
+      if (writes) batch.dirty = true
+      return { value, batch: batch.dirty ? batch : null }
+    })
+    if (batch) await batch.committed
+    return value
+  }
+
+  /**
+   * The batch to work in. A read joins whatever batch is open (or opens a deferred one, a plain read snapshot);
+   * a write needs one begun with the write lock, so a read-only batch is committed first.
+   */
+  private openBatch(writes: boolean): Batch {
+    const open = this.batch
+    if (open && (open.writes || !writes)) return open
+    if (open) this.commit(open)
+    const begin = writes ? this.control.beginImmediate : this.control.begin
+    begin.run()
+    const batch = new Batch(writes)
+    this.batch = batch
+    // After the work already queued (FIFO), before anything queued later: one COMMIT per turn of the loop.
+    setImmediate(() => {
+      void this.mutex.lock(async () => this.commit(batch))
+    })
+    return batch
+  }
+
+  private commit(batch: Batch | null): void {
+    if (!batch || this.batch !== batch) return
+    this.batch = null
+    try {
+      this.control.commit.run()
+    } catch (err) {
+      if (this.raw.inTransaction) this.control.rollback.run()
+      batch.settle(new BatchRolledBack(err))
+      return
+    }
+    batch.settle()
+  }
+
+  /** A failed logical transaction: back to its savepoint, or, if SQLite ended the whole transaction, fail the batch. */
+  private undo(batch: Batch, err: unknown): void {
+    if (!this.raw.inTransaction) {
+      this.lost(batch, err)
+      return
+    }
+    this.control.rollbackTo.run()
+    this.control.release.run()
+  }
+
+  /** SQLite rolled the whole transaction back (a disk or memory error): everyone in the batch hears of it. */
+  private lost(batch: Batch, err: unknown): void {
+    if (this.batch === batch) this.batch = null
+    batch.settle(new BatchRolledBack(err))
   }
 }

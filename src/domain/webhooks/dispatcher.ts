@@ -52,6 +52,12 @@ export class WebhookDispatcher {
   private running = false
   private pass: Promise<void> | null = null
   private again = false
+  /**
+   * Whether the next pass looks for due rows. A wake-up for new events only needs one when the fan-out created
+   * rows: under write load that spares a query per commit. Rows that become due later (retries, another
+   * replica's fan-out, a freed pool slot) are found through the poll timer and the attempt that frees a slot.
+   */
+  private dueCheck = true
   private timer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
   private shutdown = new AbortController()
@@ -69,7 +75,7 @@ export class WebhookDispatcher {
     if (this.running) return
     this.running = true
     this.shutdown = new AbortController()
-    this.unsubscribe = this.events.subscribe(() => this.wake())
+    this.unsubscribe = this.events.subscribe(() => this.wake(false))
     this.timer = setInterval(() => this.wake(), Math.max(10, this.options.pollMs))
     this.timer.unref()
     this.wake()
@@ -92,9 +98,13 @@ export class WebhookDispatcher {
     await this.deliveries.releaseLeases(this.owner, this.clock.now()).catch(() => undefined)
   }
 
-  /** Asks for a pass soon; passes never overlap, and a wake during a pass runs one more. */
-  wake(): void {
+  /**
+   * Asks for a pass soon; passes never overlap, and a wake during a pass runs one more. `lookForDue` false: only
+   * new events to fan out (due rows are then looked for only if the fan-out made some).
+   */
+  wake(lookForDue = true): void {
     if (!this.running) return
+    if (lookForDue) this.dueCheck = true
     if (this.pass) {
       this.again = true
       return
@@ -102,8 +112,11 @@ export class WebhookDispatcher {
     this.pass = (async () => {
       do {
         this.again = false
-        await this.fanOut()
-        await this.dispatchDue()
+        const created = await this.fanOut()
+        if (created > 0 || this.dueCheck) {
+          this.dueCheck = false
+          await this.dispatchDue()
+        }
       } while (this.again && this.running)
     })()
       .catch((err) => console.error('[webhooks] dispatch pass failed:', err))

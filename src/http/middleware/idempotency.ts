@@ -1,3 +1,4 @@
+import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { ApiError } from '../../domain/errors.js'
 import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/limits/idempotency.js'
@@ -10,6 +11,19 @@ import type { AppEnv } from '../context.js'
  * different request with the key is 409 idempotency_key_reused; a repeat while the first runs is 409
  * idempotency_key_in_progress (no waiting, so a client never hangs on a stuck request).
  */
+/** Remembers the JSON text of the last `c.json` answer and the Response it made. */
+function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
+  const captured: { text?: string; res?: Response } = {}
+  const json = c.json
+  c.json = ((object: unknown, ...rest: unknown[]) => {
+    const res = (json as (o: unknown, ...r: unknown[]) => Response)(object, ...rest)
+    captured.text = JSON.stringify(object)
+    captured.res = res
+    return res
+  }) as typeof c.json
+  return captured
+}
+
 export const idempotency = (services: Services) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const key = c.req.header('idempotency-key')
@@ -44,6 +58,7 @@ export const idempotency = (services: Services) =>
         headers,
       })
     }
+    const answered = captureJson(c)
     try {
       await next()
     } catch (err) {
@@ -56,7 +71,9 @@ export const idempotency = (services: Services) =>
       return
     }
     const answer = c.res
-    const body = await answer.text()
+    // The text the handler's c.json produced, when that is the answer: reading it back from the Response would
+    // build a web stream for it (measured at about a twentieth of a POST).
+    const body = answered.res === answer && answered.text !== undefined ? answered.text : await answer.text()
     const headers: Record<string, string> = {}
     for (const name of REPLAYED_HEADERS) {
       const value = answer.headers.get(name)
