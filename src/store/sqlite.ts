@@ -2,6 +2,10 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
+import { WalCheckpointer } from './sqlite-checkpointer.js'
+
+/** Write commits after which checkpoints move to a worker thread: a busy server, not a one-off CLI command. */
+const CHECKPOINTER_AFTER_COMMITS = 100
 
 /** A statement rewritten from `$1 … $n` to `?`: which parameter each `?` binds, in order (one may repeat). */
 export interface TranslatedSql {
@@ -204,7 +208,14 @@ export class SqliteDb implements Db {
     Database.Statement
   >
 
-  private constructor(private readonly raw: Database.Database) {
+  private writeCommits = 0
+  private checkpointer: WalCheckpointer | null = null
+
+  private constructor(
+    private readonly raw: Database.Database,
+    /** The database file; null in memory, where there is no WAL to checkpoint. */
+    private readonly path: string | null,
+  ) {
     this.sync = new SqliteStatements(new StatementCache(raw))
     this.direct = new SqliteQueryable(this.sync)
     this.control = {
@@ -227,7 +238,7 @@ export class SqliteDb implements Db {
     raw.pragma('busy_timeout = 5000')
     raw.pragma('foreign_keys = ON')
     raw.pragma('synchronous = NORMAL')
-    return new SqliteDb(raw)
+    return new SqliteDb(raw, path === ':memory:' ? null : path)
   }
 
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
@@ -272,6 +283,8 @@ export class SqliteDb implements Db {
   async close(): Promise<void> {
     await this.mutex.lock(async () => {
       this.commit(this.batch)
+      await this.checkpointer?.stop()
+      this.checkpointer = null
       this.raw.close()
     })
   }
@@ -327,6 +340,15 @@ export class SqliteDb implements Db {
       return
     }
     batch.settle()
+    if (
+      batch.writes &&
+      this.path &&
+      !this.checkpointer &&
+      ++this.writeCommits >= CHECKPOINTER_AFTER_COMMITS
+    ) {
+      this.raw.pragma('wal_autocheckpoint = 0')
+      this.checkpointer = new WalCheckpointer(this.path)
+    }
   }
 
   /** A failed logical transaction: back to its savepoint, or, if SQLite ended the whole transaction, fail the batch. */

@@ -4,7 +4,7 @@
  * before it is durable (a second connection sees it when the promise resolves), one caller's failure undoes only
  * its own work, a reader never gets data that might still vanish, and a failed COMMIT fails everyone in it.
  */
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -118,5 +118,27 @@ describe('SQLite group commit', () => {
     // The store goes on working afterwards.
     await d.run("INSERT INTO t (k, n) VALUES ('after', 1)")
     expect(count(committed)).toBe(1)
+  })
+})
+
+describe('SQLite WAL checkpoints', () => {
+  it('are taken off the event loop once the server writes steadily: pages reach the database file meanwhile', {
+    timeout: 30_000,
+  }, async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'agentops-ckpt-')), 'c.db')
+    db = SqliteDb.open(`sqlite:${path}`)
+    const d = db
+    await d.exec('CREATE TABLE blob (id INTEGER PRIMARY KEY, data TEXT NOT NULL)')
+    const before = statSync(path).size
+    // 150 separate commits of ~4 kB each: past the hand-over, and under SQLite's own 1000-page trigger, so only
+    // the worker's checkpoints can move these pages into the database file before close.
+    for (let i = 0; i < 150; i++) await d.run('INSERT INTO blob (data) VALUES ($1)', ['x'.repeat(4000)])
+    // Generous: a worker thread starts slowly on a loaded 2-core machine; the loop ends as soon as pages land.
+    const deadline = Date.now() + 15_000
+    while (statSync(path).size < before + 400_000 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    expect(statSync(path).size).toBeGreaterThan(before + 400_000)
+    expect((await d.one<{ n: number }>('SELECT COUNT(*) AS n FROM blob'))?.n).toBe(150)
   })
 })
