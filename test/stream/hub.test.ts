@@ -33,11 +33,30 @@ class FakeSocket implements StreamSocket {
   }
 }
 
+/** A promise held open until released: places a concurrent event exactly inside an await. */
+class Gate {
+  private held: Promise<void> | undefined
+  private open: (() => void) | undefined
+  hold(): void {
+    this.held = new Promise((resolve) => {
+      this.open = resolve
+    })
+  }
+  release(): void {
+    this.open?.()
+    this.held = undefined
+  }
+  async pass(): Promise<void> {
+    if (this.held) await this.held
+  }
+}
+
 /** A topic whose reads can be held open, to place a commit exactly inside a read. */
 class FakeSource implements TopicSource {
   items: StreamItem[] = []
-  private gate: Promise<void> | undefined
-  private openGate: (() => void) | undefined
+  private readonly readGate = new Gate()
+  /** Holds `head()` open: it answers what is committed when released, like a query answered a round trip later. */
+  private readonly headGate = new Gate()
   readsStarted = 0
   add(n: number): void {
     for (let i = 0; i < n; i++) {
@@ -46,28 +65,19 @@ class FakeSource implements TopicSource {
     }
   }
   hold(): void {
-    this.gate = new Promise((resolve) => {
-      this.openGate = resolve
-    })
+    this.readGate.hold()
   }
   release(): void {
-    this.openGate?.()
-    this.gate = undefined
+    this.readGate.release()
   }
-  private headGate: Promise<void> | undefined
-  private openHeadGate: (() => void) | undefined
-  /** Holds `head()` open: it answers what is committed when released, like a query answered a round trip later. */
   holdHead(): void {
-    this.headGate = new Promise((resolve) => {
-      this.openHeadGate = resolve
-    })
+    this.headGate.hold()
   }
   releaseHead(): void {
-    this.openHeadGate?.()
-    this.headGate = undefined
+    this.headGate.release()
   }
   async head() {
-    if (this.headGate) await this.headGate
+    await this.headGate.pass()
     return this.items.length
   }
   async resume(since: number, maxReplay: number) {
@@ -80,7 +90,7 @@ class FakeSource implements TopicSource {
     this.readsStarted++
     // The snapshot is taken when the read starts, like a query that ran before a concurrent commit.
     const items = this.items.filter((i) => i.seq > after).slice(0, limit)
-    if (this.gate) await this.gate
+    await this.readGate.pass()
     return { items, scannedTo: items.at(-1)?.seq ?? after }
   }
 }
@@ -272,10 +282,8 @@ describe('StreamConnection limits', () => {
 describe('StreamConnection ingest messages', () => {
   it('answers queued batches in order and refuses more than the pending bound', async () => {
     const socket = new FakeSocket()
-    let open!: () => void
-    const gate = new Promise<void>((resolve) => {
-      open = resolve
-    })
+    const gate = new Gate()
+    gate.hold()
     const calls: string[] = []
     const conn = new StreamConnection(
       socket,
@@ -285,7 +293,7 @@ describe('StreamConnection ingest messages', () => {
       new ManualClock(),
       async (connectorId, records) => {
         calls.push(`${connectorId}:${records.length}`)
-        await gate
+        await gate.pass()
         return { accepted: records.length, rejected: 0, lineage_root: 'r', batch_id: 'b', rejections: [] }
       },
     )
@@ -301,7 +309,7 @@ describe('StreamConnection ingest messages', () => {
       }),
     ])
     expect(calls).toEqual(['c:1']) // one at a time
-    open()
+    gate.release()
     await settle()
     const answers = socket.sent.filter((m) => m.type === 'ingested').map((m) => m.ref)
     expect(answers).toEqual(Array.from({ length: MAX_PENDING_INGESTS }, (_, i) => `m${i}`))
