@@ -31,6 +31,9 @@ export function unstorableReason(text: string): string | undefined {
  * Iterative, so a deeply nested body cannot exhaust the call stack.
  */
 export function findUnstorableText(value: unknown, path = ''): UnstorableText | undefined {
+  // Nearly every value holds nothing unstorable: look without building a path per value, and name the place only
+  // when there is one (a 500-record ingest body spent most of its scan on paths it never reported).
+  if (!holdsUnstorableText(value)) return undefined
   const pending: { value: unknown; path: string }[] = [{ value, path }]
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const current = next.value
@@ -53,6 +56,26 @@ export function findUnstorableText(value: unknown, path = ''): UnstorableText | 
     }
   }
   return undefined
+}
+
+/** Whether any string or object key inside a JSON value is unstorable; the same values the search below visits. */
+function holdsUnstorableText(root: unknown): boolean {
+  const pending: unknown[] = [root]
+  for (let i = 0; i < pending.length; i++) {
+    const current = pending[i]
+    if (typeof current === 'string') {
+      if (UNSTORABLE.test(current)) return true
+    } else if (Array.isArray(current)) {
+      for (const item of current) pending.push(item)
+    } else if (typeof current === 'object' && current !== null) {
+      const object = current as Record<string, unknown>
+      for (const key of Object.keys(object)) {
+        if (UNSTORABLE.test(key)) return true
+        pending.push(object[key])
+      }
+    }
+  }
+  return false
 }
 
 /** The 400 for text no store can keep (src/domain/text.ts), naming where it was, like a schema failure. */

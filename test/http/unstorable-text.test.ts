@@ -4,6 +4,7 @@
  */
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { findUnstorableText, unstorableReason } from '../../src/domain/text.js'
 import { openClient } from '../stream/client.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
@@ -123,5 +124,41 @@ describe.each(backends())('unstorable text on $name', (backend) => {
     } finally {
       await client.close()
     }
+  })
+})
+
+describe('findUnstorableText', () => {
+  /** Every string and object key of a JSON value, by plain recursion. */
+  const texts = (v: unknown): string[] =>
+    typeof v === 'string'
+      ? [v]
+      : Array.isArray(v)
+        ? v.flatMap(texts)
+        : typeof v === 'object' && v !== null
+          ? Object.entries(v).flatMap(([k, inner]) => [k, ...texts(inner)])
+          : []
+
+  it('finds something exactly when some string or key of the value is unstorable', () => {
+    const text = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 6 }),
+      fc.constantFrom('\u0000', '\uD800x', 'ok'),
+    )
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: 'small' },
+        text,
+        fc.integer(),
+        fc.constant(null),
+        fc.array(tie('node'), { maxLength: 4 }),
+        fc.dictionary(text, tie('node'), { maxKeys: 4 }),
+      ),
+    })).node
+    fc.assert(
+      fc.property(value, (v) => {
+        const expected = texts(v).some((t) => unstorableReason(t) !== undefined)
+        expect(findUnstorableText(v) !== undefined).toBe(expected)
+      }),
+      { numRuns: 2000 },
+    )
   })
 })

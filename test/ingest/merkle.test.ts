@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { canonicalize } from '../../src/domain/canonical-json.js'
 import { batchLineage, proofFromLeafHashes } from '../../src/domain/ingestion/lineage.js'
 import {
   allInclusionProofs,
@@ -134,5 +135,28 @@ describe('the worked example of docs/ingestion.md', () => {
     expect(proofFromLeafHashes(lineage.leafHashes, 2)).toEqual([
       '96aab0f127f87b313fe9feb6e9b279e088cad9ce25ea5fefc2088d4b69bd872e',
     ])
+  })
+})
+
+describe('batch lineage', () => {
+  // The batch path writes the five fields' canonical JSON directly and hashes the text in one call; this ties it
+  // to the definition: the leaf is SHA-256(0x00 || RFC 8785 JSON of the record) and the root the RFC 6962 MTH.
+  it('equals the MTH of the canonical JSON of each record, for arbitrary records', () => {
+    const text = fc.string({ unit: 'binary', maxLength: 12 })
+    const record = fc.record({
+      id: text,
+      ts: text,
+      source: text,
+      policy_class: text,
+      body: fc.dictionary(text, fc.jsonValue({ maxDepth: 3 })) as fc.Arbitrary<Record<string, unknown>>,
+    })
+    fc.assert(
+      fc.property(fc.array(record, { maxLength: 12 }), (records) => {
+        const data = records.map((r) => Buffer.from(canonicalize(r), 'utf8'))
+        const lineage = batchLineage(records)
+        expect(lineage.leafHashes).toEqual(data.map((d) => sha(Buffer.from([0]), d).toString('hex')))
+        expect(lineage.root).toBe(mth(data).toString('hex'))
+      }),
+    )
   })
 })

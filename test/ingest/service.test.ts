@@ -124,6 +124,33 @@ describe.each(backends())('IngestionService on $name', (backend) => {
     ])
   })
 
+  it('judges a taken id met after earlier chunks were written exactly like one met first', async () => {
+    await service.ingest(WS, 'c1', [rec('old-1'), rec('old-2')])
+    // 250 records span three insert chunks; the taken id sits in the second, an in-batch repeat in the first.
+    const batch = Array.from({ length: 250 }, (_, i) => rec(`n-${i}`))
+    batch[20] = rec('n-5')
+    batch[180] = rec('old-2')
+    const result = await service.ingest(WS, 'c1', batch)
+    expect(result.accepted).toBe(248)
+    expect(result.rejections.map((r) => [r.index, r.id, r.code])).toEqual([
+      [20, 'n-5', 'duplicate_id'],
+      [180, 'old-2', 'duplicate_id'],
+    ])
+    const accepted = batch.filter((_, i) => i !== 20 && i !== 180)
+    expect(result.lineage_root).toBe(rootOf(accepted as object[]))
+    const stored: { id: string; seq: number; lineage: { leaf_index: number; batch_size: number } }[] = []
+    for (let after = 0; ; ) {
+      const page = await service.list(WS.id, 'c1', after, 200)
+      stored.push(...page.rows)
+      if (!page.more) break
+      after = page.rows.at(-1)?.seq ?? after
+    }
+    expect(stored.map((r) => r.id)).toEqual(['old-1', 'old-2', ...accepted.map((r) => r.id)])
+    expect(stored.map((r) => r.seq)).toEqual(Array.from({ length: 250 }, (_, i) => i + 1))
+    expect(stored.at(-1)?.lineage).toMatchObject({ leaf_index: 247, batch_size: 248 })
+    expect(await service.lastSeq(WS.id, 'c1')).toBe(250)
+  })
+
   it('answers an all-rejected batch with the empty-tree root, stores no record and no event', async () => {
     const result = await service.ingest(WS, 'c1', [{ nope: true }])
     expect(result).toMatchObject({ accepted: 0, rejected: 1 })

@@ -1,5 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { isConnectorId, isRfc3339, validateRecord } from '../../src/domain/ingestion/validation.js'
 
@@ -47,6 +48,60 @@ describe('RFC 3339 timestamps', () => {
     '26-11-23T06:00:00Z',
     '',
   ])('refuses %j', (ts) => expect(isRfc3339(ts)).toBe(false))
+})
+
+/** The rule as first written, with a regex: the character-by-character reader must agree with it everywhere. */
+function referenceRfc3339(value: string): boolean {
+  const m =
+    /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/.exec(value)
+  if (!m) return false
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as number[] as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ]
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
+  const days = month === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31
+  if (month < 1 || month > 12 || day < 1 || day > days) return false
+  if (hour > 23 || minute > 59) return false
+  if (m[7] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false
+  if (second > 60) return false
+  if (second === 60) {
+    const offset = m[7] === undefined ? 0 : (m[7] === '-' ? -1 : 1) * (Number(m[8]) * 60 + Number(m[9]))
+    if ((((hour * 60 + minute - offset) % 1440) + 1440) % 1440 !== 23 * 60 + 59) return false
+  }
+  return true
+}
+
+describe('RFC 3339 timestamps against the regex reference', () => {
+  const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'))
+  const nearlyValid = fc
+    .tuple(
+      fc.integer({ min: 0, max: 9999 }).map((n) => String(n).padStart(4, '0')),
+      two(19),
+      two(39),
+      fc.constantFrom('T', 't', ' '),
+      two(29),
+      two(69),
+      two(69),
+      fc.constantFrom('', '.', '.5', '.123456789'),
+      fc.oneof(
+        fc.constantFrom('Z', 'z', '', '+0530', 'x'),
+        fc.tuple(fc.constantFrom('+', '-'), two(29), two(69)).map(([s, h, m]) => `${s}${h}:${m}`),
+      ),
+    )
+    .map(([y, mo, d, t, h, mi, s, f, z]) => `${y}-${mo}-${d}${t}${h}:${mi}:${s}${f}${z}`)
+  const noise = fc.string({ unit: fc.constantFrom(...'0123456789-:TtZz+.x'.split('')), maxLength: 32 })
+
+  it('agrees on near-valid timestamps and on noise', () => {
+    fc.assert(
+      fc.property(fc.oneof(nearlyValid, noise), (ts) => isRfc3339(ts) === referenceRfc3339(ts)),
+      { numRuns: 20_000 },
+    )
+  })
 })
 
 describe('record validation', () => {

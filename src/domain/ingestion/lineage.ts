@@ -1,11 +1,18 @@
 import { canonicalize } from '../canonical-json.js'
-import { allInclusionProofs, inclusionProof, leafHash, rootFromLeafHashes } from './merkle.js'
+import { allInclusionProofs, inclusionProof, leafHashOfText, rootFromLeafHashes } from './merkle.js'
 import type { IngestRecord } from './validation.js'
 
-/** The bytes a record contributes to its batch's Merkle tree: RFC 8785 JSON of exactly the five spec fields. */
+/**
+ * What a record contributes to its batch's Merkle tree (as UTF-8): RFC 8785 JSON of exactly the five spec fields.
+ * The four string fields are written in their canonical key order directly; only the body needs the general walk.
+ */
+export function recordLeafText(record: IngestRecord): string {
+  return `{"body":${canonicalize(record.body)},"id":${JSON.stringify(record.id)},"policy_class":${JSON.stringify(record.policy_class)},"source":${JSON.stringify(record.source)},"ts":${JSON.stringify(record.ts)}}`
+}
+
+/** The bytes of `recordLeafText`. */
 export function recordLeafData(record: IngestRecord): Buffer {
-  const { id, ts, source, policy_class, body } = record
-  return Buffer.from(canonicalize({ id, ts, source, policy_class, body }), 'utf8')
+  return Buffer.from(recordLeafText(record), 'utf8')
 }
 
 export interface BatchLineage {
@@ -16,7 +23,7 @@ export interface BatchLineage {
 }
 
 export function batchLineage(records: readonly IngestRecord[]): BatchLineage {
-  const leaves = records.map((r) => leafHash(recordLeafData(r)))
+  const leaves = records.map((r) => leafHashOfText(recordLeafText(r)))
   return {
     leafHashes: leaves.map((l) => l.toString('hex')),
     root: rootFromLeafHashes(leaves).toString('hex'),

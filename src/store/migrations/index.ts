@@ -5,6 +5,7 @@ import { migration as limits } from './003_limits.js'
 import { migration as webhooks } from './004_webhooks.js'
 import { migration as ingest } from './005_ingest.js'
 import { migration as runCounts } from './006_run_counts.js'
+import { migration as ingestBatchIndex } from './007_ingest_batch_index.js'
 
 export interface Migration {
   /** Ordered, never renamed once released: `001_core`. */
@@ -14,7 +15,15 @@ export interface Migration {
 }
 
 /** In id order; append new ones, never edit a released one. */
-export const MIGRATIONS: readonly Migration[] = [core, runs, limits, webhooks, ingest, runCounts]
+export const MIGRATIONS: readonly Migration[] = [
+  core,
+  runs,
+  limits,
+  webhooks,
+  ingest,
+  runCounts,
+  ingestBatchIndex,
+]
 
 /**
  * Applies pending migrations in order, each in its own transaction together with its schema_migrations row, so

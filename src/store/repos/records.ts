@@ -43,6 +43,40 @@ function toRecord(r: RawRecord): StoredRecordRow {
 const RECORD_COLUMNS = 14
 // Keeps every multi-row INSERT far below SQLite's and PostgreSQL's bound-parameter limits.
 const INSERT_CHUNK = 100
+// The IN list of the duplicate check; a full batch is one query.
+const ID_CHUNK = 500
+
+/**
+ * Statement texts per row count, built once: the drivers cache prepared statements by their text, and a text
+ * rebuilt per batch costs its construction plus hashing 10 kB of SQL to find the cached statement.
+ */
+const insertSql = new Map<number, string>()
+function insertRecordsSql(rows: number): string {
+  let sql = insertSql.get(rows)
+  if (sql === undefined) {
+    const values = Array.from({ length: rows }, (_, j) => {
+      const base = j * RECORD_COLUMNS
+      return `(${Array.from({ length: RECORD_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`
+    })
+    sql = `INSERT INTO ingest_records (workspace_id, connector_id, seq, record_id, ts, source, policy_class, body,
+       batch_id, leaf_index, batch_size, batch_root, leaf_hash, ingested_at)
+     VALUES ${values.join(', ')}`
+    insertSql.set(rows, sql)
+  }
+  return sql
+}
+
+const existingSql = new Map<number, string>()
+function existingIdsSql(ids: number): string {
+  let sql = existingSql.get(ids)
+  if (sql === undefined) {
+    const placeholders = Array.from({ length: ids }, (_, j) => `$${j + 3}`).join(', ')
+    sql = `SELECT record_id FROM ingest_records
+       WHERE workspace_id = $1 AND connector_id = $2 AND record_id IN (${placeholders})`
+    existingSql.set(ids, sql)
+  }
+  return sql
+}
 
 export class RecordRepo implements RecordRepository {
   constructor(private readonly db: Queryable) {}
@@ -77,15 +111,11 @@ export class RecordRepo implements RecordRepository {
   /** Which of `ids` the connector already holds. */
   async existingIds(workspaceId: string, connectorId: string, ids: readonly string[]): Promise<Set<string>> {
     const found = new Set<string>()
-    for (let i = 0; i < ids.length; i += 500) {
-      const chunk = ids.slice(i, i + 500)
-      if (chunk.length === 0) continue
-      const placeholders = chunk.map((_, j) => `$${j + 3}`).join(', ')
-      const rows = await this.db.query<{ record_id: string }>(
-        `SELECT record_id FROM ingest_records
-         WHERE workspace_id = $1 AND connector_id = $2 AND record_id IN (${placeholders})`,
-        [workspaceId, connectorId, ...chunk],
-      )
+    for (let i = 0; i < ids.length; i += ID_CHUNK) {
+      const chunk = ids.slice(i, i + ID_CHUNK)
+      const params: string[] = [workspaceId, connectorId]
+      for (const id of chunk) params.push(id)
+      const rows = await this.db.query<{ record_id: string }>(existingIdsSql(chunk.length), params)
       for (const r of rows) found.add(r.record_id)
     }
     return found
@@ -101,35 +131,27 @@ export class RecordRepo implements RecordRepository {
 
   async insertRecords(records: readonly StoredRecordRow[]): Promise<void> {
     for (let i = 0; i < records.length; i += INSERT_CHUNK) {
-      const chunk = records.slice(i, i + INSERT_CHUNK)
-      const values = chunk
-        .map((_, j) => {
-          const base = j * RECORD_COLUMNS
-          return `(${Array.from({ length: RECORD_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`
-        })
-        .join(', ')
-      const params = chunk.flatMap((r) => [
-        r.workspaceId,
-        r.connectorId,
-        r.seq,
-        r.id,
-        r.ts,
-        r.source,
-        r.policyClass,
-        toJson(r.body),
-        r.batchId,
-        r.leafIndex,
-        r.batchSize,
-        r.batchRoot,
-        r.leafHash,
-        r.ingestedAt,
-      ])
-      await this.db.run(
-        `INSERT INTO ingest_records (workspace_id, connector_id, seq, record_id, ts, source, policy_class, body,
-           batch_id, leaf_index, batch_size, batch_root, leaf_hash, ingested_at)
-         VALUES ${values}`,
-        params,
-      )
+      const end = Math.min(records.length, i + INSERT_CHUNK)
+      const params: (string | number)[] = new Array((end - i) * RECORD_COLUMNS)
+      let p = 0
+      for (let j = i; j < end; j++) {
+        const r = records[j] as StoredRecordRow
+        params[p++] = r.workspaceId
+        params[p++] = r.connectorId
+        params[p++] = r.seq
+        params[p++] = r.id
+        params[p++] = r.ts
+        params[p++] = r.source
+        params[p++] = r.policyClass
+        params[p++] = toJson(r.body)
+        params[p++] = r.batchId
+        params[p++] = r.leafIndex
+        params[p++] = r.batchSize
+        params[p++] = r.batchRoot
+        params[p++] = r.leafHash
+        params[p++] = r.ingestedAt
+      }
+      await this.db.run(insertRecordsSql(end - i), params)
     }
   }
 
@@ -157,14 +179,20 @@ export class RecordRepo implements RecordRepository {
     return toSlice(rows.map(toRecord), limit)
   }
 
-  /** Every leaf hash of the given batches, in leaf order (to build inclusion proofs). */
+  /**
+   * Every leaf hash of the given batches, in leaf order (to build inclusion proofs). A batch's records are the seq
+   * range its row names, read through the primary key, so no index on batch_id is kept up to date per record.
+   */
   async batchLeaves(batchIds: readonly string[]): Promise<Map<string, string[]>> {
     const leaves = new Map<string, string[]>()
     if (batchIds.length === 0) return leaves
     const placeholders = batchIds.map((_, i) => `$${i + 1}`).join(', ')
     const rows = await this.db.query<{ batch_id: string; leaf_hash: string }>(
-      `SELECT batch_id, leaf_hash FROM ingest_records WHERE batch_id IN (${placeholders})
-       ORDER BY batch_id, leaf_index`,
+      `SELECT r.batch_id, r.leaf_hash FROM ingest_batches b
+       JOIN ingest_records r ON r.workspace_id = b.workspace_id AND r.connector_id = b.connector_id
+         AND r.seq >= b.first_seq AND r.seq < b.first_seq + b.accepted
+       WHERE b.id IN (${placeholders})
+       ORDER BY r.batch_id, r.leaf_index`,
       [...batchIds],
     )
     for (const r of rows) {
