@@ -45,9 +45,12 @@ export const bodyGuard = (maxBytes: number) =>
     }
     const unstorable = findUnstorableText(parsed)
     if (unstorable) throw unstorableTextError('body', unstorable)
-    // Hono derives json() from a cached text body, so downstream readers reuse this one read.
+    // Downstream readers reuse this one read and this one parse: Hono's json() would parse the cached text again
+    // on every call (the validator's, a route guard's), a full ingest batch being about 75 kB of JSON.
     const cache = c.req.bodyCache as Record<string, unknown>
     cache.text = Promise.resolve(text)
+    const once = Promise.resolve(parsed)
+    c.req.json = <T>() => once as Promise<T>
     await next()
   })
 

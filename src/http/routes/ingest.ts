@@ -15,9 +15,7 @@ const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
 
 /**
  * A batch over the record limit is 413 payload_too_large (like an oversized body), not the 400 the schema's
- * maxItems would give; so it is counted before the validator runs. The body guard cached the text; Hono parses
- * it again on every json() call, so the parse made here is handed to the validator rather than repeated (a full
- * batch is about 75 kB of JSON).
+ * maxItems would give; so it is counted before the validator runs, on the body guard's one parse of the body.
  */
 const batchSizeGuard = createMiddleware<AppEnv>(async (c, next) => {
   if (c.req.method !== 'POST') return next()
@@ -28,8 +26,6 @@ const batchSizeGuard = createMiddleware<AppEnv>(async (c, next) => {
   } catch {
     return next() // the validator answers with the precise 400
   }
-  const once = Promise.resolve(parsed)
-  c.req.json = <T>() => once as Promise<T>
   const records = (parsed as { records?: unknown } | null)?.records
   if (Array.isArray(records)) checkBatchSize(records.length)
   return next()
