@@ -171,7 +171,7 @@ class SqliteQueryable implements Queryable {
 }
 
 /**
- * One SQLite transaction holding the work of many callers (group commit). It is committed once the work queued
+ * One SQLite transaction holding the writes of many callers (group commit). It is committed once the work queued
  * in the same turn of the event loop has run; every caller whose work wrote, or read what was written, hears
  * back only after that COMMIT, so nothing is acknowledged or shown before it is durable.
  */
@@ -181,13 +181,21 @@ class Batch {
   readonly committed: Promise<void>
   settle!: (error?: unknown) => void
 
-  constructor(readonly writes: boolean) {
+  constructor() {
     this.committed = new Promise<void>((resolve, reject) => {
       this.settle = (error) => (error === undefined ? resolve() : reject(error))
     })
-    // Nobody may be waiting when a read-only batch ends; its outcome is then nobody's business.
+    // A batch whose only member failed has nobody waiting; its outcome is then nobody's business.
     this.committed.catch(() => {})
   }
+}
+
+/** A statement's result that may only be handed over once its batch is committed. */
+class Held<R> {
+  constructor(
+    readonly value: R,
+    readonly batch: Batch,
+  ) {}
 }
 
 class BatchRolledBack extends Error {
@@ -204,7 +212,7 @@ export class SqliteDb implements Db {
   private batch: Batch | null = null
   /** Transaction control, prepared once: parsing these on every request showed up in the profile. */
   private readonly control: Record<
-    'begin' | 'beginImmediate' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo',
+    'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo',
     Database.Statement
   >
 
@@ -219,8 +227,7 @@ export class SqliteDb implements Db {
     this.sync = new SqliteStatements(new StatementCache(raw))
     this.direct = new SqliteQueryable(this.sync)
     this.control = {
-      begin: raw.prepare('BEGIN'),
-      beginImmediate: raw.prepare('BEGIN IMMEDIATE'),
+      begin: raw.prepare('BEGIN IMMEDIATE'),
       commit: raw.prepare('COMMIT'),
       rollback: raw.prepare('ROLLBACK'),
       savepoint: raw.prepare('SAVEPOINT tx'),
@@ -257,7 +264,7 @@ export class SqliteDb implements Db {
    */
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const { value, batch } = await this.mutex.lock(async () => {
-      const batch = this.openBatch(true)
+      const batch = this.openBatch()
       this.control.savepoint.run()
       try {
         const value = await fn(this.direct)
@@ -289,12 +296,17 @@ export class SqliteDb implements Db {
     })
   }
 
-  /** One statement outside a transaction: it joins the open batch (a write opens one that takes the write lock). */
+  /**
+   * One statement outside a transaction. A write joins the open batch (or opens one); a read runs at once, on its
+   * own snapshot of committed data when no batch is open, else inside the batch, answered after the COMMIT if the
+   * batch holds writes it may have seen.
+   */
   private async statement<R>(sql: string, exec: (s: CachedStatement) => R): Promise<R> {
-    const { value, batch } = await this.mutex.run(() => {
+    const result = await this.mutex.run((): R | Held<R> => {
       const cached = this.sync.statements.get(sql)
       const writes = !cached.stmt.readonly
-      const batch = this.openBatch(writes)
+      const batch = writes ? this.openBatch() : this.batch
+      if (!batch) return exec(cached)
       let value: R
       try {
         value = exec(cached)
@@ -304,23 +316,19 @@ export class SqliteDb implements Db {
         throw err
       }
       if (writes) batch.dirty = true
-      return { value, batch: batch.dirty ? batch : null }
+      return batch.dirty ? new Held(value, batch) : value
     })
-    if (batch) await batch.committed
-    return value
+    // Waited for outside the lock: the COMMIT itself needs it.
+    if (!(result instanceof Held)) return result
+    await result.batch.committed
+    return result.value
   }
 
-  /**
-   * The batch to work in. A read joins whatever batch is open (or opens a deferred one, a plain read snapshot);
-   * a write needs one begun with the write lock, so a read-only batch is committed first.
-   */
-  private openBatch(writes: boolean): Batch {
-    const open = this.batch
-    if (open && (open.writes || !writes)) return open
-    if (open) this.commit(open)
-    const begin = writes ? this.control.beginImmediate : this.control.begin
-    begin.run()
-    const batch = new Batch(writes)
+  /** The open batch, or a new one begun with the write lock and committed after the work queued in this turn. */
+  private openBatch(): Batch {
+    if (this.batch) return this.batch
+    this.control.begin.run()
+    const batch = new Batch()
     this.batch = batch
     // After the work already queued (FIFO), before anything queued later: one COMMIT per turn of the loop.
     setImmediate(() => {
@@ -340,12 +348,7 @@ export class SqliteDb implements Db {
       return
     }
     batch.settle()
-    if (
-      batch.writes &&
-      this.path &&
-      !this.checkpointer &&
-      ++this.writeCommits >= CHECKPOINTER_AFTER_COMMITS
-    ) {
+    if (this.path && !this.checkpointer && ++this.writeCommits >= CHECKPOINTER_AFTER_COMMITS) {
       this.raw.pragma('wal_autocheckpoint = 0')
       this.checkpointer = new WalCheckpointer(this.path)
     }
