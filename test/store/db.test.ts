@@ -2,6 +2,7 @@ import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { EventRepo } from '../../src/store/repos/events.js'
 import { StatementCache, translatePlaceholders } from '../../src/store/sqlite.js'
 import { backends } from '../support/backends.js'
 
@@ -164,6 +165,36 @@ describe.each(backends())('Db on $name', (backend) => {
       expect(await tx.run('UPDATE p SET n = $2 WHERE k = $1', ['k1', 100])).toBe(1)
       expect((await tx.one<{ n: number }>(read, ['k1']))?.n).toBe(100)
     })
+  })
+
+  it('hands out event seqs in commit order: an append waits for an earlier uncommitted one', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await migrate(d)
+    const event = (id: string) => ({ id, workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} })
+    let inside!: () => void
+    const reached = new Promise<void>((r) => {
+      inside = r
+    })
+    let finish!: () => void
+    const held = new Promise<void>((r) => {
+      finish = r
+    })
+    const first = d.transaction(async (tx) => {
+      const seq = await new EventRepo(tx).append(d.dialect, event('evt_first'))
+      inside()
+      await held
+      return seq
+    })
+    await reached
+    const second = d.transaction((tx) => new EventRepo(tx).append(d.dialect, event('evt_second')))
+    const early = await Promise.race([second, new Promise((r) => setTimeout(r, 100, 'waiting'))])
+    // SQLite serialises whole transactions; on PostgreSQL the advisory lock holds the second append back.
+    expect(early).toBe('waiting')
+    finish()
+    const [a, b] = await Promise.all([first, second])
+    expect(b).toBeGreaterThan(a)
+    expect((await new EventRepo(d).after(0, 10)).map((e) => e.id)).toEqual(['evt_first', 'evt_second'])
   })
 
   it('keeps answering a SELECT * after a migration adds a column', async () => {
