@@ -75,7 +75,7 @@ export function decodeChange(payload: string): { origin: string; change: Change 
 
 /** The feed for a store: across replicas on PostgreSQL, in-process on SQLite (one process owns the file). */
 export function openChangeFeed(db: Db): ChangeFeed {
-  if (db instanceof PostgresDb) return new PgChangeFeed(db.url, db)
+  if (db instanceof PostgresDb) return new PgChangeFeed(db.url, db.pipeline)
   return new LocalChangeFeed()
 }
 

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
-import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
+import { type Db, normaliseParams, type Pipelined, type Queryable, type Row, type SqlValue } from './db.js'
+import { Pipeline } from './pipeline.js'
 
 // int8 (COUNT, BIGINT, BIGSERIAL) arrives as a string by default; our values stay far below 2^53.
+const parseInt8 = (v: string) => Number(v)
 const types = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === 20
-      ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === 20 ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 }
 
 /**
@@ -73,10 +73,12 @@ class PgQueryable implements Queryable {
   }
 }
 
-export class PostgresDb implements Db {
+export class PostgresDb implements Db, Pipelined {
   readonly dialect = 'postgres' as const
   private readonly direct: PgQueryable
   private readonly names = new StatementNames()
+  /** Independent single statements on the hot path, pipelined on one connection (src/store/pipeline.ts). */
+  readonly pipeline: Pipeline
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -84,6 +86,12 @@ export class PostgresDb implements Db {
     readonly url: string,
   ) {
     this.direct = new PgQueryable(pool, this.names, false)
+    this.pipeline = new Pipeline({
+      url,
+      nameFor: (text) => this.names.nameFor(text),
+      retire: (text, err) => this.names.retire(text, err),
+      parserFor: (oid) => types.getTypeParser(oid, 'text') as (text: string) => unknown,
+    })
   }
 
   static async connect(url: string): Promise<PostgresDb> {
@@ -121,6 +129,7 @@ export class PostgresDb implements Db {
     return this.direct.exec(script)
   }
   async close(): Promise<void> {
+    await this.pipeline.close()
     await this.pool.end()
   }
 }

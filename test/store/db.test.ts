@@ -2,6 +2,7 @@ import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import type { PostgresDb } from '../../src/store/postgres.js'
 import { EventRepo } from '../../src/store/repos/events.js'
 import { StatementCache, translatePlaceholders } from '../../src/store/sqlite.js'
 import { backends } from '../support/backends.js'
@@ -208,5 +209,72 @@ describe.each(backends())('Db on $name', (backend) => {
     await all()
     await d.exec("ALTER TABLE s ADD COLUMN extra TEXT NOT NULL DEFAULT 'x'")
     for (const rows of await all()) expect(rows).toEqual([{ k: 'a', extra: 'x' }])
+  })
+})
+
+describe.skipIf(!backends().some((b) => b.name === 'postgres'))('PostgreSQL statement pipeline', () => {
+  let db: PostgresDb | undefined
+  afterEach(async () => {
+    await db?.close()
+    db = undefined
+  })
+  const open = async () => {
+    const backend = backends().find((b) => b.name === 'postgres')!
+    db = (await openDb(await backend.freshUrl())) as PostgresDb
+    return db
+  }
+
+  it('runs statements issued together each as its own transaction: one failure touches no other', async () => {
+    const d = await open()
+    await d.exec('CREATE TABLE u (k TEXT PRIMARY KEY, n BIGINT NOT NULL)')
+    const p = d.pipeline
+    const insert = 'INSERT INTO u (k, n) VALUES ($1, $2)'
+    const results = await Promise.allSettled([
+      p.run(insert, ['a', 1]),
+      p.run(insert, ['a', 2]), // duplicate key: refused alone
+      p.run(insert, ['b', 3]),
+      p.query('SELECT k, n FROM u ORDER BY k'),
+      p.run('UPDATE u SET n = n + 10', []),
+    ])
+    expect(results.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+    ])
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' })
+    expect((results[3] as PromiseFulfilledResult<unknown>).value).toEqual([
+      { k: 'a', n: 1 },
+      { k: 'b', n: 3 },
+    ])
+    expect((results[4] as PromiseFulfilledResult<unknown>).value).toBe(2)
+    // The statement keeps working after one of its runs failed.
+    expect(await p.run(insert, ['c', 4])).toBe(1)
+    expect(await d.query('SELECT k, n FROM u ORDER BY k')).toEqual([
+      { k: 'a', n: 11 },
+      { k: 'b', n: 13 },
+      { k: 'c', n: 4 },
+    ])
+  })
+
+  it('keeps answering a SELECT * after a migration adds a column, and reconnects after losing its connection', async () => {
+    const d = await open()
+    const p = d.pipeline
+    await d.exec('CREATE TABLE s (k TEXT PRIMARY KEY)')
+    await d.run("INSERT INTO s (k) VALUES ('a')")
+    const read = 'SELECT * FROM s WHERE k = $1'
+    expect(await p.query(read, ['a'])).toEqual([{ k: 'a' }])
+    await d.exec("ALTER TABLE s ADD COLUMN extra TEXT NOT NULL DEFAULT 'x'")
+    expect(await p.query(read, ['a'])).toEqual([{ k: 'a', extra: 'x' }])
+    await d.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+       WHERE application_name = 'agentops-pipeline' AND datname = current_database()`,
+    )
+    let answer: unknown
+    for (let i = 0; i < 50 && answer === undefined; i++) {
+      answer = await p.query(read, ['a']).catch(() => new Promise((r) => setTimeout(r, 20)))
+    }
+    expect(answer).toEqual([{ k: 'a', extra: 'x' }])
   })
 })
