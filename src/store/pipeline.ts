@@ -74,6 +74,9 @@ function toWire(v: unknown): unknown {
   return String(v)
 }
 
+/** In-flight statements on a connection before the next one takes new statements (see Pipeline.lane). */
+const SPILL = 4
+
 export interface PipelineOptions {
   url: string
   /** The statement name for a text (shared with the pooled path); undefined runs the text unnamed. */
@@ -81,22 +84,22 @@ export interface PipelineOptions {
   /** True when the error means the text's named plan is stale; the text then runs unnamed from now on. */
   retire(text: string, err: unknown): boolean
   parserFor(oid: number): Parser
+  /**
+   * At most this many connections (default 1). With synchronous commit every write waits for its WAL flush
+   * before the next statement on its connection runs; several connections let those waits overlap.
+   */
+  connections?: number
 }
 
 export class Pipeline implements Queryable {
-  private client: pg.Client | undefined
-  private connection: WireConnection | undefined
-  private connecting: Promise<WireConnection> | undefined
-  /** Sent and waiting for their ReadyForQuery, oldest first. */
-  private readonly inFlight: Pending[] = []
-  /** Statement names this connection holds; reset with the connection. */
-  private parsed = new Set<string>()
-  /** Names whose Parse failed or whose group failed: closed before they are parsed again. */
-  private doubtful = new Set<string>()
-  private corked = false
-  private closed = false
+  private readonly lanes: Lane[]
 
-  constructor(private readonly options: PipelineOptions) {}
+  constructor(private readonly options: PipelineOptions) {
+    this.lanes = Array.from(
+      { length: Math.max(1, options.connections ?? 1) },
+      () => new Lane(options.url, options.parserFor),
+    )
+  }
 
   async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
     return (await this.send(sql, params)).rows as T[]
@@ -112,6 +115,62 @@ export class Pipeline implements Queryable {
   }
 
   async close(): Promise<void> {
+    await Promise.all(this.lanes.map((l) => l.close()))
+  }
+
+  private async send(text: string, params?: readonly SqlValue[]): Promise<{ rows: Row[]; rowCount: number }> {
+    const values = normaliseParams(params)
+    const name = this.options.nameFor(text)
+    try {
+      return await this.lane().submit(text, name ?? '', values)
+    } catch (err) {
+      // Autocommit: a statement refused for a stale plan did nothing, so running it again unnamed is safe.
+      if (!name || !this.options.retire(text, err)) throw err
+      return this.lane().submit(text, '', values)
+    }
+  }
+
+  /**
+   * The first connection with fewer than SPILL statements in flight, else the least loaded one. A fast server
+   * keeps the first connection's queue short, so statements share its writes and reads; when commits wait for
+   * the disk (synchronous commit), queues grow and statements spill over to further connections, opened only
+   * then, whose commits can wait at the same time.
+   */
+  private lane(): Lane {
+    let best = this.lanes[0] as Lane
+    for (const l of this.lanes) {
+      if (l.load < SPILL) return l
+      if (l.load < best.load) best = l
+    }
+    return best
+  }
+}
+
+/** One pipelined connection. */
+class Lane {
+  private client: pg.Client | undefined
+  private connection: WireConnection | undefined
+  private connecting: Promise<WireConnection> | undefined
+  /** Sent and waiting for their ReadyForQuery, oldest first. */
+  private readonly inFlight: Pending[] = []
+  /** Waiting for the connection to open. */
+  private waiting = 0
+  /** Statement names this connection holds; reset with the connection. */
+  private parsed = new Set<string>()
+  /** Names whose Parse failed or whose group failed: closed before they are parsed again. */
+  private doubtful = new Set<string>()
+  private corked = false
+  private closed = false
+  constructor(
+    private readonly url: string,
+    private readonly parserFor: (oid: number) => Parser,
+  ) {}
+
+  get load(): number {
+    return this.inFlight.length + this.waiting
+  }
+
+  async close(): Promise<void> {
     this.closed = true
     const client = this.client
     this.client = undefined
@@ -119,24 +178,20 @@ export class Pipeline implements Queryable {
     await client?.end().catch(() => {})
   }
 
-  private async send(text: string, params?: readonly SqlValue[]): Promise<{ rows: Row[]; rowCount: number }> {
-    const values = normaliseParams(params)
-    const name = this.options.nameFor(text)
-    try {
-      return await this.submit(text, name ?? '', values)
-    } catch (err) {
-      // Autocommit: a statement refused for a stale plan did nothing, so running it again unnamed is safe.
-      if (!name || !this.options.retire(text, err)) throw err
-      return this.submit(text, '', values)
-    }
-  }
-
-  private async submit(
+  async submit(
     text: string,
     name: string,
     values: readonly unknown[],
   ): Promise<{ rows: Row[]; rowCount: number }> {
-    const con = this.connection ?? (await this.connect())
+    let con = this.connection
+    if (!con) {
+      this.waiting++
+      try {
+        con = await this.connect()
+      } finally {
+        this.waiting--
+      }
+    }
     return new Promise((resolve, reject) => {
       const parsing = name === '' || !this.parsed.has(name)
       this.inFlight.push({
@@ -179,7 +234,7 @@ export class Pipeline implements Queryable {
     if (this.closed) return Promise.reject(new Error('The pipeline is closed'))
     this.connecting ??= (async () => {
       const client = new pg.Client({
-        connectionString: this.options.url,
+        connectionString: this.url,
         application_name: 'agentops-pipeline',
       })
       // A broken connection emits 'error' and then 'end'; 'end' fails what was in flight.
@@ -221,7 +276,7 @@ export class Pipeline implements Queryable {
     const head = this.inFlight[0]
     if (!head) return
     head.names = fields.map((f) => f.name)
-    head.parsers = fields.map((f) => this.options.parserFor(f.dataTypeID))
+    head.parsers = fields.map((f) => this.parserFor(f.dataTypeID))
   }
 
   private onDataRow(values: (string | null)[]): void {

@@ -91,6 +91,9 @@ export class PostgresDb implements Db, Pipelined {
       nameFor: (text) => this.names.nameFor(text),
       retire: (text, err) => this.names.retire(text, err),
       parserFor: (oid) => types.getTypeParser(oid, 'text') as (text: string) => unknown,
+      // Measured with synchronous commit and fsync on, 50 concurrent clients: one connection serialises every
+      // commit's flush (a third of the pool's throughput across workspaces); four come close to the pool's.
+      connections: 4,
     })
   }
 

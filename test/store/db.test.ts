@@ -229,26 +229,21 @@ describe.skipIf(!backends().some((b) => b.name === 'postgres'))('PostgreSQL stat
     await d.exec('CREATE TABLE u (k TEXT PRIMARY KEY, n BIGINT NOT NULL)')
     const p = d.pipeline
     const insert = 'INSERT INTO u (k, n) VALUES ($1, $2)'
+    // Issued in one turn; the order among them is not promised (they may spread over several connections).
     const results = await Promise.allSettled([
       p.run(insert, ['a', 1]),
-      p.run(insert, ['a', 2]), // duplicate key: refused alone
+      p.run(insert, ['a', 1]), // the same key: one of the two is refused, alone
       p.run(insert, ['b', 3]),
-      p.query('SELECT k, n FROM u ORDER BY k'),
-      p.run('UPDATE u SET n = n + 10', []),
+      p.query('SELECT k FROM u WHERE k = $1', ['zz']),
+      p.run('UPDATE u SET n = n + 0 WHERE k = $1', ['zz']),
     ])
-    expect(results.map((r) => r.status)).toEqual([
-      'fulfilled',
-      'rejected',
-      'fulfilled',
-      'fulfilled',
-      'fulfilled',
-    ])
-    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' })
-    expect((results[3] as PromiseFulfilledResult<unknown>).value).toEqual([
-      { k: 'a', n: 1 },
-      { k: 'b', n: 3 },
-    ])
-    expect((results[4] as PromiseFulfilledResult<unknown>).value).toBe(2)
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1)
+    const refused = results.findIndex((r) => r.status === 'rejected')
+    expect([0, 1]).toContain(refused)
+    expect((results[refused] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' })
+    expect((results[3] as PromiseFulfilledResult<unknown>).value).toEqual([])
+    expect((results[4] as PromiseFulfilledResult<unknown>).value).toBe(0)
+    expect(await p.run('UPDATE u SET n = n + 10', [])).toBe(2)
     // The statement keeps working after one of its runs failed.
     expect(await p.run(insert, ['c', 4])).toBe(1)
     expect(await d.query('SELECT k, n FROM u ORDER BY k')).toEqual([
