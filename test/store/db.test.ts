@@ -168,6 +168,40 @@ describe.each(backends())('Db on $name', (backend) => {
     })
   })
 
+  it('keeps transactions whole when BEGIN travels with the first statement, failing or not', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await d.exec('CREATE TABLE t (k TEXT PRIMARY KEY, n BIGINT NOT NULL)')
+    const insert = 'INSERT INTO t (k, n) VALUES ($1, $2)'
+    const UNIQUE = /duplicate key|UNIQUE constraint/
+    // Parse the text on every pooled connection first, so each transaction below sends BEGIN with it.
+    await Promise.all(Array.from({ length: 12 }, (_, i) => d.run(insert, [`warm${i}`, i])))
+    await d.run('DELETE FROM t')
+    await d.transaction((tx) => tx.run(insert, ['first', 1]))
+    for (let round = 0; round < 3; round++) {
+      await expect(
+        d.transaction(async (tx) => {
+          await tx.run(insert, [`dup${round}`, 1])
+          await tx.run(insert, [`dup${round}`, 2]) // duplicate key: the whole transaction is undone
+        }),
+      ).rejects.toThrow(UNIQUE)
+      // The first statement itself fails, in the same group as BEGIN; the connection goes back clean.
+      await expect(d.transaction((tx) => tx.run(insert, ['first', 9]))).rejects.toThrow(UNIQUE)
+      expect(await d.transaction(async () => 'no statements')).toBe('no statements')
+    }
+    const rows = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        d.transaction(async (tx) => {
+          await tx.run(insert, [`k${i}`, i])
+          return tx.one<{ n: number }>('SELECT n FROM t WHERE k = $1', [`k${i}`])
+        }),
+      ),
+    )
+    expect(rows.map((r) => r?.n)).toEqual(Array.from({ length: 20 }, (_, i) => i))
+    expect((await d.query('SELECT k FROM t WHERE k LIKE $1', ['dup%'])).length).toBe(0)
+    expect((await d.one<{ c: number }>('SELECT COUNT(*) AS c FROM t'))?.c).toBe(21)
+  })
+
   it('hands out event seqs in commit order: an append waits for an earlier uncommitted one', async () => {
     db = await openDb(await backend.freshUrl())
     const d = db
