@@ -74,8 +74,12 @@ function toWire(v: unknown): unknown {
   return String(v)
 }
 
-/** In-flight statements on a connection before the next one takes new statements (see Pipeline.lane). */
-const SPILL = 4
+/**
+ * In-flight statements on a connection before the next one takes new statements (see Pipeline.lane). Measured on
+ * GET /v1/runs/{id} at 50 connections: 16 cost about 15% less server CPU than 4 (bigger writes); with fsync on and
+ * many workspaces both stayed above the pool's throughput. 8 sits between, nearer the batching end.
+ */
+const SPILL = 8
 
 export interface PipelineOptions {
   url: string

@@ -163,7 +163,7 @@ export class PostgresDb implements Db, Pipelined {
   readonly dialect = 'postgres' as const
   private readonly direct: PgQueryable
   private readonly names = new StatementNames()
-  /** Independent single statements on the hot path, pipelined on one connection (src/store/pipeline.ts). */
+  /** Independent single statements on the hot path, pipelined on up to four connections (src/store/pipeline.ts). */
   readonly pipeline: Pipeline
 
   private constructor(
