@@ -75,9 +75,10 @@ function toWire(v: unknown): unknown {
 }
 
 /**
- * In-flight statements on a connection before the next one takes new statements (see Pipeline.lane). Measured on
- * GET /v1/runs/{id} at 50 connections: 16 cost about 15% less server CPU than 4 (bigger writes); with fsync on and
- * many workspaces both stayed above the pool's throughput. 8 sits between, nearer the batching end.
+ * In-flight statements on a connection before the next one takes new statements (see Pipeline.lane). On GET
+ * /v1/runs/{id} at 50 connections, two paired runs gave 16 about 15% less server CPU than 4 (bigger writes); later
+ * runs on the shared machine could not tell 4, 8 and 16 apart. With fsync on and many workspaces, 4 and 16 both
+ * stayed above the pool's throughput. 8 sits between.
  */
 const SPILL = 8
 
