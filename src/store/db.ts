@@ -3,7 +3,7 @@
  * ON CONFLICT, RETURNING), and run it on either driver. The SQLite driver rewrites placeholders and
  * serialises access, because one better-sqlite3 connection cannot interleave async transactions.
  */
-import type { Db, SqlValue } from '../domain/ports.js'
+import type { Db, Queryable, SqlValue } from '../domain/ports.js'
 
 // The interfaces are the domain's port (src/domain/ports.ts); the store's modules import them from here.
 export type { Db, Dialect, Queryable, Row, SqlValue } from '../domain/ports.js'
@@ -15,6 +15,19 @@ export async function openDb(url: string): Promise<Db> {
   }
   const { SqliteDb } = await import('./sqlite.js')
   return SqliteDb.open(url)
+}
+
+/**
+ * A store that can pipeline independent single statements (PostgreSQL, src/store/pipeline.ts). Only statements
+ * that never wait on a transaction's locks go there: reads, and writes to tables no transaction writes.
+ */
+export interface Pipelined {
+  readonly pipeline: Queryable
+}
+
+/** Where a repository sends its lock-free single statements: the pipeline when the driver has one. */
+export function hotPath(db: Db): Queryable {
+  return 'pipeline' in db ? (db as Db & Pipelined).pipeline : db
 }
 
 /** Booleans become 0/1 and undefined becomes NULL so the same SQL binds on both drivers. */

@@ -18,6 +18,8 @@ import { PostgresDb } from './postgres.js'
 export const CHANGES_CHANNEL = 'agentops_changes'
 /** PostgreSQL refuses payloads of 8000 bytes or more; a bigger change is sent as "look everywhere". */
 const MAX_PAYLOAD = 7900
+/** Notifies every payload of a JSON array of strings, in order, in one statement. */
+const NOTIFY_ALL = 'SELECT pg_notify($1, p) FROM json_array_elements_text($2::json) AS p'
 
 export interface PgChangeFeedOptions {
   /** First reconnect delay after the LISTEN connection is lost; doubles up to `reconnectMaxMs`. */
@@ -73,7 +75,7 @@ export function decodeChange(payload: string): { origin: string; change: Change 
 
 /** The feed for a store: across replicas on PostgreSQL, in-process on SQLite (one process owns the file). */
 export function openChangeFeed(db: Db): ChangeFeed {
-  if (db instanceof PostgresDb) return new PgChangeFeed(db.url, db)
+  if (db instanceof PostgresDb) return new PgChangeFeed(db.url, db.pipeline)
   return new LocalChangeFeed()
 }
 
@@ -87,6 +89,9 @@ export class PgChangeFeed implements ChangeFeed {
   private retryTimer: NodeJS.Timeout | undefined
   private retryMs: number
   private publishFailing = false
+  /** Encoded changes waiting for the notifying statement in flight to finish. */
+  private readonly unsent = new Set<string>()
+  private sending = false
   private readonly minMs: number
   private readonly maxMs: number
 
@@ -103,16 +108,33 @@ export class PgChangeFeed implements ChangeFeed {
   publish(change: Change): void {
     this.listeners.deliver(change)
     if (change.kind === 'resync') return
-    this.db.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, encodeChange(this.origin, change)]).then(
-      () => {
-        this.publishFailing = false
-      },
-      (err: unknown) => {
-        // Other replicas still see the change on their fallback poll; say so once per failure streak.
-        if (!this.publishFailing) console.warn(`[changes] notify failed: ${(err as Error).message}`)
-        this.publishFailing = true
-      },
-    )
+    this.unsent.add(encodeChange(this.origin, change))
+    if (!this.sending) void this.sendUnsent()
+  }
+
+  /**
+   * One notifying statement in flight at a time: changes published meanwhile wait for it and go out together
+   * in the next one, each distinct payload once (they are wake-ups, so ten "events appended" are worth one).
+   * Under load this is one round trip for many writes instead of one per write; alone, a change goes at once.
+   */
+  private async sendUnsent(): Promise<void> {
+    this.sending = true
+    try {
+      while (this.unsent.size > 0) {
+        const payloads = JSON.stringify([...this.unsent])
+        this.unsent.clear()
+        try {
+          await this.db.query(NOTIFY_ALL, [CHANGES_CHANNEL, payloads])
+          this.publishFailing = false
+        } catch (err) {
+          // Other replicas still see the change on their fallback poll; say so once per failure streak.
+          if (!this.publishFailing) console.warn(`[changes] notify failed: ${(err as Error).message}`)
+          this.publishFailing = true
+        }
+      }
+    } finally {
+      this.sending = false
+    }
   }
 
   subscribe(listener: ChangeListener): () => void {

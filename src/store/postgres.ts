@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
-import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
+import { type Db, normaliseParams, type Pipelined, type Queryable, type Row, type SqlValue } from './db.js'
+import { Pipeline } from './pipeline.js'
 
 // int8 (COUNT, BIGINT, BIGSERIAL) arrives as a string by default; our values stay far below 2^53.
+const parseInt8 = (v: string) => Number(v)
 const types = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === 20
-      ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === 20 ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 }
 
 /**
@@ -40,11 +40,11 @@ export class StatementNames {
   }
 }
 
+/** Single statements outside a transaction, each on whichever pooled client is free. */
 class PgQueryable implements Queryable {
   constructor(
-    private readonly client: pg.Pool | pg.PoolClient,
+    private readonly client: pg.Pool,
     private readonly names: StatementNames,
-    private readonly inTransaction: boolean,
   ) {}
 
   private async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
@@ -53,7 +53,7 @@ class PgQueryable implements Queryable {
     try {
       return await this.client.query(name ? { name, text: sql, values, types } : { text: sql, values, types })
     } catch (err) {
-      if (!name || !this.names.retire(sql, err) || this.inTransaction) throw err
+      if (!name || !this.names.retire(sql, err)) throw err
       return this.client.query({ text: sql, values, types })
     }
   }
@@ -73,17 +73,114 @@ class PgQueryable implements Queryable {
   }
 }
 
-export class PostgresDb implements Db {
+/** The part of pg's wire connection a BEGIN sent ahead of a statement needs (pg/lib/connection.js). */
+interface BeginWire {
+  parse(query: { name: string; text: string; types: number[] }): void
+  bind(config: { portal: string; statement: string; values: unknown[] }): void
+  execute(config: { portal: string; rows: number }): void
+}
+
+/** Statement names pg has parsed on this client's connection (pg keeps them on an untyped field). */
+function parsedOn(client: pg.PoolClient): Record<string, string | undefined> {
+  return (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
+    .connection.parsedStatements
+}
+
+/**
+ * Sends BEGIN in the same write and Sync group as the statement, ahead of it: BEGIN turns the group into a
+ * transaction block that stays open after the Sync. The statement must already be parsed on this connection
+ * (or be unnamed): pg files any ParseComplete under the statement's name, and BEGIN's own Parse would
+ * otherwise register a name whose Parse might then fail.
+ */
+function beginWith(client: pg.PoolClient, name: string | undefined, text: string, values: unknown[]) {
+  return new Promise<pg.QueryResult>((resolve, reject) => {
+    const config: pg.QueryConfig = name ? { name, text, values } : { text, values }
+    ;(config as { types?: unknown }).types = types
+    const query = new pg.Query(config, (err, res) => {
+      if (err) reject(err)
+      // Two results, BEGIN's and the statement's.
+      else resolve((Array.isArray(res) ? res[res.length - 1] : res) as unknown as pg.QueryResult)
+    })
+    const hook = query as unknown as { prepare(con: BeginWire): void }
+    const prepare = hook.prepare.bind(query)
+    hook.prepare = (con) => {
+      con.parse({ name: '', text: 'BEGIN', types: [] })
+      con.bind({ portal: '', statement: '', values: [] })
+      con.execute({ portal: '', rows: 0 })
+      prepare(con)
+    }
+    client.query(query)
+  })
+}
+
+/** A transaction's statements on its pooled client; BEGIN goes out with the first one (one round trip less). */
+class PgTransaction implements Queryable {
+  /** Whether BEGIN has been sent: COMMIT and ROLLBACK follow only then. */
+  begun = false
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly names: StatementNames,
+  ) {}
+
+  private async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
+    const values = normaliseParams(params)
+    const name = this.names.nameFor(sql)
+    try {
+      if (!this.begun) {
+        this.begun = true
+        if (name === undefined || parsedOn(this.client)[name] === sql)
+          return await beginWith(this.client, name, sql, values)
+        await this.client.query('BEGIN')
+      }
+      return await this.client.query(name ? { name, text: sql, values, types } : { text: sql, values, types })
+    } catch (err) {
+      // Inside a transaction the statement cannot be retried, but later transactions run it unnamed.
+      this.names.retire(sql, err)
+      throw err
+    }
+  }
+
+  async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return (await this.send(sql, params)).rows as T[]
+  }
+  async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return (await this.send(sql, params)).rows[0] as T | undefined
+  }
+  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return (await this.send(sql, params)).rowCount ?? 0
+  }
+  async exec(script: string): Promise<void> {
+    if (!this.begun) {
+      this.begun = true
+      await this.client.query('BEGIN')
+    }
+    await this.client.query(script)
+  }
+}
+
+export class PostgresDb implements Db, Pipelined {
   readonly dialect = 'postgres' as const
   private readonly direct: PgQueryable
   private readonly names = new StatementNames()
+  /** Independent single statements on the hot path, pipelined on up to four connections (src/store/pipeline.ts). */
+  readonly pipeline: Pipeline
 
   private constructor(
     private readonly pool: pg.Pool,
     /** Where the change feed opens its own LISTEN connection (src/store/notifications.ts). */
     readonly url: string,
   ) {
-    this.direct = new PgQueryable(pool, this.names, false)
+    this.direct = new PgQueryable(pool, this.names)
+    this.pipeline = new Pipeline({
+      url,
+      nameFor: (text) => this.names.nameFor(text),
+      retire: (text, err) => this.names.retire(text, err),
+      parserFor: (oid) => types.getTypeParser(oid, 'text') as (text: string) => unknown,
+      // Measured with synchronous commit and fsync on, 50 concurrent clients: one connection serialises every
+      // commit's flush (a third of the pool's throughput across workspaces); four come close to the pool's.
+      connections: 4,
+    })
   }
 
   static async connect(url: string): Promise<PostgresDb> {
@@ -105,13 +202,13 @@ export class PostgresDb implements Db {
   }
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect()
+    const tx = new PgTransaction(client, this.names)
     try {
-      await client.query('BEGIN')
-      const result = await fn(new PgQueryable(client, this.names, true))
-      await client.query('COMMIT')
+      const result = await fn(tx)
+      if (tx.begun) await client.query('COMMIT')
       return result
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
+      if (tx.begun) await client.query('ROLLBACK').catch(() => {})
       throw err
     } finally {
       client.release()
@@ -121,6 +218,7 @@ export class PostgresDb implements Db {
     return this.direct.exec(script)
   }
   async close(): Promise<void> {
+    await this.pipeline.close()
     await this.pool.end()
   }
 }

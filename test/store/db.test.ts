@@ -2,6 +2,8 @@ import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import type { PostgresDb } from '../../src/store/postgres.js'
+import { EventRepo } from '../../src/store/repos/events.js'
 import { StatementCache, translatePlaceholders } from '../../src/store/sqlite.js'
 import { backends } from '../support/backends.js'
 
@@ -168,6 +170,70 @@ describe.each(backends())('Db on $name', (backend) => {
     })
   })
 
+  it('keeps transactions whole when BEGIN travels with the first statement, failing or not', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await d.exec('CREATE TABLE t (k TEXT PRIMARY KEY, n BIGINT NOT NULL)')
+    const insert = 'INSERT INTO t (k, n) VALUES ($1, $2)'
+    const UNIQUE = /duplicate key|UNIQUE constraint/
+    // Parse the text on every pooled connection first, so each transaction below sends BEGIN with it.
+    await Promise.all(Array.from({ length: 12 }, (_, i) => d.run(insert, [`warm${i}`, i])))
+    await d.run('DELETE FROM t')
+    await d.transaction((tx) => tx.run(insert, ['first', 1]))
+    for (let round = 0; round < 3; round++) {
+      await expect(
+        d.transaction(async (tx) => {
+          await tx.run(insert, [`dup${round}`, 1])
+          await tx.run(insert, [`dup${round}`, 2]) // duplicate key: the whole transaction is undone
+        }),
+      ).rejects.toThrow(UNIQUE)
+      // The first statement itself fails, in the same group as BEGIN; the connection goes back clean.
+      await expect(d.transaction((tx) => tx.run(insert, ['first', 9]))).rejects.toThrow(UNIQUE)
+      expect(await d.transaction(async () => 'no statements')).toBe('no statements')
+    }
+    const rows = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        d.transaction(async (tx) => {
+          await tx.run(insert, [`k${i}`, i])
+          return tx.one<{ n: number }>('SELECT n FROM t WHERE k = $1', [`k${i}`])
+        }),
+      ),
+    )
+    expect(rows.map((r) => r?.n)).toEqual(Array.from({ length: 20 }, (_, i) => i))
+    expect((await d.query('SELECT k FROM t WHERE k LIKE $1', ['dup%'])).length).toBe(0)
+    expect((await d.one<{ c: number }>('SELECT COUNT(*) AS c FROM t'))?.c).toBe(21)
+  })
+
+  it('hands out event seqs in commit order: an append waits for an earlier uncommitted one', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await migrate(d)
+    const event = (id: string) => ({ id, workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} })
+    let inside!: () => void
+    const reached = new Promise<void>((r) => {
+      inside = r
+    })
+    let finish!: () => void
+    const held = new Promise<void>((r) => {
+      finish = r
+    })
+    const first = d.transaction(async (tx) => {
+      const seq = await new EventRepo(tx).append(d.dialect, event('evt_first'))
+      inside()
+      await held
+      return seq
+    })
+    await reached
+    const second = d.transaction((tx) => new EventRepo(tx).append(d.dialect, event('evt_second')))
+    const early = await Promise.race([second, new Promise((r) => setTimeout(r, 100, 'waiting'))])
+    // SQLite serialises whole transactions; on PostgreSQL the advisory lock holds the second append back.
+    expect(early).toBe('waiting')
+    finish()
+    const [a, b] = await Promise.all([first, second])
+    expect(b).toBeGreaterThan(a)
+    expect((await new EventRepo(d).after(0, 10)).map((e) => e.id)).toEqual(['evt_first', 'evt_second'])
+  })
+
   it('keeps answering a SELECT * after a migration adds a column', async () => {
     db = await openDb(await backend.freshUrl())
     const d = db
@@ -179,5 +245,67 @@ describe.each(backends())('Db on $name', (backend) => {
     await all()
     await d.exec("ALTER TABLE s ADD COLUMN extra TEXT NOT NULL DEFAULT 'x'")
     for (const rows of await all()) expect(rows).toEqual([{ k: 'a', extra: 'x' }])
+  })
+})
+
+describe.skipIf(!backends().some((b) => b.name === 'postgres'))('PostgreSQL statement pipeline', () => {
+  let db: PostgresDb | undefined
+  afterEach(async () => {
+    await db?.close()
+    db = undefined
+  })
+  const open = async () => {
+    const backend = backends().find((b) => b.name === 'postgres')!
+    db = (await openDb(await backend.freshUrl())) as PostgresDb
+    return db
+  }
+
+  it('runs statements issued together each as its own transaction: one failure touches no other', async () => {
+    const d = await open()
+    await d.exec('CREATE TABLE u (k TEXT PRIMARY KEY, n BIGINT NOT NULL)')
+    const p = d.pipeline
+    const insert = 'INSERT INTO u (k, n) VALUES ($1, $2)'
+    // Issued in one turn; the order among them is not promised (they may spread over several connections).
+    const results = await Promise.allSettled([
+      p.run(insert, ['a', 1]),
+      p.run(insert, ['a', 1]), // the same key: one of the two is refused, alone
+      p.run(insert, ['b', 3]),
+      p.query('SELECT k FROM u WHERE k = $1', ['zz']),
+      p.run('UPDATE u SET n = n + 0 WHERE k = $1', ['zz']),
+    ])
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1)
+    const refused = results.findIndex((r) => r.status === 'rejected')
+    expect([0, 1]).toContain(refused)
+    expect((results[refused] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' })
+    expect((results[3] as PromiseFulfilledResult<unknown>).value).toEqual([])
+    expect((results[4] as PromiseFulfilledResult<unknown>).value).toBe(0)
+    expect(await p.run('UPDATE u SET n = n + 10', [])).toBe(2)
+    // The statement keeps working after one of its runs failed.
+    expect(await p.run(insert, ['c', 4])).toBe(1)
+    expect(await d.query('SELECT k, n FROM u ORDER BY k')).toEqual([
+      { k: 'a', n: 11 },
+      { k: 'b', n: 13 },
+      { k: 'c', n: 4 },
+    ])
+  })
+
+  it('keeps answering a SELECT * after a migration adds a column, and reconnects after losing its connection', async () => {
+    const d = await open()
+    const p = d.pipeline
+    await d.exec('CREATE TABLE s (k TEXT PRIMARY KEY)')
+    await d.run("INSERT INTO s (k) VALUES ('a')")
+    const read = 'SELECT * FROM s WHERE k = $1'
+    expect(await p.query(read, ['a'])).toEqual([{ k: 'a' }])
+    await d.exec("ALTER TABLE s ADD COLUMN extra TEXT NOT NULL DEFAULT 'x'")
+    expect(await p.query(read, ['a'])).toEqual([{ k: 'a', extra: 'x' }])
+    await d.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+       WHERE application_name = 'agentops-pipeline' AND datname = current_database()`,
+    )
+    let answer: unknown
+    for (let i = 0; i < 50 && answer === undefined; i++) {
+      answer = await p.query(read, ['a']).catch(() => new Promise((r) => setTimeout(r, 20)))
+    }
+    expect(answer).toEqual([{ k: 'a', extra: 'x' }])
   })
 })

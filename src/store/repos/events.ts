@@ -27,6 +27,16 @@ function toEvent(r: RawEvent): EventRow {
 // Any constant works: it only has to be the same for every appender.
 const APPEND_LOCK = 7_140_001
 
+const INSERT = `INSERT INTO events (id, workspace_id, kind, ts, subject_id, data)
+  VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`
+
+// The lock and the insert in one statement, one round trip. The MATERIALIZED CTE is scanned before the row it
+// yields reaches the insert, so the lock is held before nextval() hands out the seq, as a separate
+// `SELECT pg_advisory_xact_lock` would.
+const LOCKED_INSERT = `WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock(${APPEND_LOCK}))
+INSERT INTO events (id, workspace_id, kind, ts, subject_id, data)
+  SELECT $1::text, $2::text, $3::text, $4::bigint, $5::text, $6::text FROM held RETURNING seq`
+
 export class EventRepo implements EventRepository {
   constructor(private readonly db: Queryable) {}
 
@@ -40,12 +50,14 @@ export class EventRepo implements EventRepository {
    * commit order; otherwise a reader polling "after seq N" could skip an event whose transaction committed late.
    */
   async append(dialect: 'sqlite' | 'postgres', e: Omit<EventRow, 'seq'>): Promise<number> {
-    if (dialect === 'postgres') await this.db.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK])
-    const row = await this.db.one<{ seq: number | string }>(
-      `INSERT INTO events (id, workspace_id, kind, ts, subject_id, data)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`,
-      [e.id, e.workspaceId, e.kind, e.ts, e.subjectId, toJson(e.data)],
-    )
+    const row = await this.db.one<{ seq: number | string }>(dialect === 'postgres' ? LOCKED_INSERT : INSERT, [
+      e.id,
+      e.workspaceId,
+      e.kind,
+      e.ts,
+      e.subjectId,
+      toJson(e.data),
+    ])
     return Number(row?.seq)
   }
 

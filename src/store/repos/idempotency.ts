@@ -13,7 +13,14 @@ interface Row extends Record<string, unknown> {
 }
 
 export class IdempotencyRepo implements IdempotencyRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly purgeDb: Queryable,
+    /**
+     * Claims, answers and releases: single statements on rows no transaction writes, so on PostgreSQL they go
+     * through the store's pipeline (src/store/db.ts); the bulk purge stays off it.
+     */
+    private readonly db: Queryable = purgeDb,
+  ) {}
 
   /**
    * Atomically claims (workspace, key). The primary key decides between racing requests on any number of
@@ -75,7 +82,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
   }
 
   async purgeExpired(now: number): Promise<number> {
-    return this.db.run('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now])
+    return this.purgeDb.run('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now])
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Db, Repositories } from '../../domain/ports.js'
+import { hotPath } from '../db.js'
 import { AgentRepo } from './agents.js'
 import { DeliveryRepo } from './deliveries.js'
 import { EventRepo } from './events.js'
@@ -14,20 +15,22 @@ import { WorkspaceRepo } from './workspaces.js'
 
 /** Every repository bound to one Db: what the composition root hands to the domain services. */
 export function createRepositories(db: Db): Repositories {
+  // Lock-free single statements of the request path; pipelined on PostgreSQL, the same Db on SQLite.
+  const hot = hotPath(db)
   return {
     workspaces: new WorkspaceRepo(db),
     keys: new KeyRepo(db),
     agents: new AgentRepo(db),
     tools: new ToolRepo(db),
     tasks: new TaskRepo(db),
-    runs: new RunRepo(db),
+    runs: new RunRepo(db, hot),
     events: new EventRepo(db),
     records: new RecordRepo(db),
     webhooks: new WebhookRepo(db),
     deliveries: new DeliveryRepo(db),
     // The embedded store has one writer (this server), so claims in progress and rate counts live in memory
     // there; on PostgreSQL they are rows every replica shares.
-    idempotency: db.dialect === 'sqlite' ? new LocalIdempotencyRepo(db) : new IdempotencyRepo(db),
-    rateCounters: db.dialect === 'sqlite' ? new MemoryRateCounters(db) : new RateCounterRepo(db),
+    idempotency: db.dialect === 'sqlite' ? new LocalIdempotencyRepo(db) : new IdempotencyRepo(db, hot),
+    rateCounters: db.dialect === 'sqlite' ? new MemoryRateCounters(db) : new RateCounterRepo(hot, db),
   }
 }

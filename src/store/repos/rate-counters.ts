@@ -23,7 +23,12 @@ SELECT (SELECT count FROM first) AS first_count, (SELECT count FROM second) AS s
 
 /** Counters in the store, shared by every replica: PostgreSQL. */
 export class RateCounterRepo implements RateCounterRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    /** Counting: single upserts on rows no transaction writes, the store's pipeline on PostgreSQL (db.ts). */
+    private readonly db: Queryable,
+    /** The bulk purge of ended windows stays off the pipeline. */
+    private readonly purgeDb: Queryable = db,
+  ) {}
 
   async consume(workspaceId: string, windows: readonly CounterWindow[]): Promise<number[]> {
     const [first, second] = windows
@@ -76,7 +81,7 @@ export class RateCounterRepo implements RateCounterRepository {
   }
 
   async purgeBefore(windowStart: number): Promise<number> {
-    return this.db.run('DELETE FROM rate_counters WHERE window_start < $1', [windowStart])
+    return this.purgeDb.run('DELETE FROM rate_counters WHERE window_start < $1', [windowStart])
   }
 }
 

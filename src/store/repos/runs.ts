@@ -59,7 +59,11 @@ function toFrame(r: RawRow): FrameRecord {
 }
 
 export class RunRepo implements RunRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    /** Where a read by id goes outside a transaction: the store's pipeline on PostgreSQL (src/store/db.ts). */
+    private readonly reads: Queryable = db,
+  ) {}
 
   /** The same repository inside a transaction that spans several repositories. */
   in(tx: Queryable): RunRepo {
@@ -138,7 +142,10 @@ export class RunRepo implements RunRepository {
   }
 
   async get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
-    const row = await this.db.one('SELECT * FROM runs WHERE id = $1 AND workspace_id = $2', [id, workspaceId])
+    const row = await this.reads.one('SELECT * FROM runs WHERE id = $1 AND workspace_id = $2', [
+      id,
+      workspaceId,
+    ])
     return row ? toRun(row) : undefined
   }
 
