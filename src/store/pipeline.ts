@@ -68,6 +68,32 @@ const TAKEN_OVER = [
   'notice',
 ]
 
+/**
+ * pg's wire connection is not public API, so package.json pins pg to one minor version (~8.23); should another
+ * version change its shape, this says so plainly instead of failing a request with a TypeError.
+ */
+function assertWireShape(con: WireConnection | undefined): asserts con is WireConnection {
+  const methods = [
+    'parse',
+    'bind',
+    'describe',
+    'execute',
+    'close',
+    'sync',
+    'removeAllListeners',
+    'on',
+  ] as const
+  const missing = methods.filter(
+    (m) => typeof (con as unknown as Record<string, unknown> | undefined)?.[m] !== 'function',
+  )
+  if (typeof con?.stream?.cork !== 'function') missing.push('stream.cork' as never)
+  if (missing.length > 0) {
+    throw new Error(
+      `This version of pg has no wire connection the statement pipeline can drive (missing ${missing.join(', ')}); install the pg version package.json names`,
+    )
+  }
+}
+
 function toWire(v: unknown): unknown {
   if (v === null || v === undefined) return null
   if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength)
@@ -252,6 +278,7 @@ class Lane {
       }
       // pg keeps the wire connection on an undocumented-in-types field; the pipeline owns its messages now.
       const con = (client as unknown as { connection: WireConnection }).connection
+      assertWireShape(con)
       for (const event of TAKEN_OVER) con.removeAllListeners(event)
       con.on('rowDescription', (msg: { fields: Field[] }) => this.onRowDescription(msg.fields))
       con.on('dataRow', (msg: { fields: (string | null)[] }) => this.onDataRow(msg.fields))
