@@ -39,12 +39,19 @@ describe.each(backends())('batched loading on $name', (backend) => {
     return agent.id
   }
 
+  /**
+   * The fewer of two runs: a one-off load that may land in either (the key cache's 1 s refresh, a new 10 s rate
+   * window read once) is not the page's own cost, and an N+1 would show in both.
+   */
   async function count(query: string, variables: Record<string, unknown>): Promise<number> {
-    const before = queries
-    const res = await gql(t, token, query, variables)
-    expect(res.status).toBe(200)
-    expect(res.body.errors).toBeUndefined()
-    return queries - before
+    const once = async () => {
+      const before = queries
+      const res = await gql(t, token, query, variables)
+      expect(res.status).toBe(200)
+      expect(res.body.errors).toBeUndefined()
+      return queries - before
+    }
+    return Math.min(await once(), await once())
   }
 
   // The first request of a key loads what later ones find cached (the verified key, the rate windows): measure

@@ -26,7 +26,10 @@ describe('SQLite statement cache', () => {
     expect(cache.get('SELECT $2 AS b, $1 AS a, $2 AS c')).toBe(first)
     expect(first.order).toEqual([1, 0, 1])
     const params = ['x', 'y'] // $1, $2
-    expect(first.stmt.get(...first.order.map((n) => params[n]))).toEqual({ b: 'y', a: 'x', c: 'y' })
+    // Rows come back as arrays and are made into objects by the entry's compiled builder.
+    const row = first.stmt.get(...first.order.map((n) => params[n])) as unknown[]
+    expect(row).toEqual(['y', 'x', 'y'])
+    expect(first.build(row)).toEqual({ b: 'y', a: 'x', c: 'y' })
     for (let i = 0; i < 10; i++) cache.get(`SELECT ${i}`)
     expect(cache.size).toBe(3)
     expect(cache.get('SELECT $2 AS b, $1 AS a, $2 AS c')).not.toBe(first) // evicted, prepared again
