@@ -3,7 +3,7 @@
  * ON CONFLICT, RETURNING), and run it on either driver. The SQLite driver rewrites placeholders and
  * serialises access, because one better-sqlite3 connection cannot interleave async transactions.
  */
-import type { Db, Queryable, SqlValue } from '../domain/ports.js'
+import type { Db, Queryable, Row, SqlValue } from '../domain/ports.js'
 
 // The interfaces are the domain's port (src/domain/ports.ts); the store's modules import them from here.
 export type { Db, Dialect, Queryable, Row, SqlValue } from '../domain/ports.js'
@@ -28,6 +28,28 @@ export interface Pipelined {
 /** Where a repository sends its lock-free single statements: the pipeline when the driver has one. */
 export function hotPath(db: Db): Queryable {
   return 'pipeline' in db ? (db as Db & Pipelined).pipeline : db
+}
+
+/** What one statement answered: its rows (empty for a write without RETURNING) and how many rows it touched. */
+export interface StatementResult {
+  rows: Row[]
+  rowCount: number | null
+}
+
+/** `query`, `one` and `run` over one `send`: the shape the PostgreSQL queryables (pool, transaction, pipeline) share. */
+export abstract class SendingQueryable implements Queryable {
+  protected abstract send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult>
+  abstract exec(script: string): Promise<void>
+
+  async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return (await this.send(sql, params)).rows as T[]
+  }
+  async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return (await this.send(sql, params)).rows[0] as T | undefined
+  }
+  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return (await this.send(sql, params)).rowCount ?? 0
+  }
 }
 
 /** Booleans become 0/1 and undefined becomes NULL so the same SQL binds on both drivers. */

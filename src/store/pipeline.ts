@@ -14,8 +14,8 @@
  */
 import type { EventEmitter } from 'node:events'
 import pg from 'pg'
-import type { Queryable, Row, SqlValue } from './db.js'
-import { normaliseParams } from './db.js'
+import type { Row, SqlValue } from './db.js'
+import { normaliseParams, SendingQueryable } from './db.js'
 
 type Parser = (text: string) => unknown
 
@@ -122,25 +122,17 @@ export interface PipelineOptions {
   connections?: number
 }
 
-export class Pipeline implements Queryable {
+export class Pipeline extends SendingQueryable {
   private readonly lanes: Lane[]
 
   constructor(private readonly options: PipelineOptions) {
+    super()
     this.lanes = Array.from(
       { length: Math.max(1, options.connections ?? 1) },
       () => new Lane(options.url, options.parserFor),
     )
   }
 
-  async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return (await this.send(sql, params)).rows as T[]
-  }
-  async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    return (await this.send(sql, params)).rows[0] as T | undefined
-  }
-  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return (await this.send(sql, params)).rowCount
-  }
   async exec(): Promise<void> {
     throw new Error('The pipeline runs single statements only')
   }
@@ -149,7 +141,10 @@ export class Pipeline implements Queryable {
     await Promise.all(this.lanes.map((l) => l.close()))
   }
 
-  private async send(text: string, params?: readonly SqlValue[]): Promise<{ rows: Row[]; rowCount: number }> {
+  protected async send(
+    text: string,
+    params?: readonly SqlValue[],
+  ): Promise<{ rows: Row[]; rowCount: number }> {
     const values = normaliseParams(params)
     const name = this.options.nameFor(text)
     try {

@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
-import { type Db, normaliseParams, type Pipelined, type Queryable, type Row, type SqlValue } from './db.js'
+import {
+  type Db,
+  normaliseParams,
+  type Pipelined,
+  type Queryable,
+  type Row,
+  SendingQueryable,
+  type SqlValue,
+} from './db.js'
 import { Pipeline } from './pipeline.js'
 
 // int8 (COUNT, BIGINT, BIGSERIAL) arrives as a string by default; our values stay far below 2^53.
@@ -41,13 +49,15 @@ export class StatementNames {
 }
 
 /** Single statements outside a transaction, each on whichever pooled client is free. */
-class PgQueryable implements Queryable {
+class PgQueryable extends SendingQueryable {
   constructor(
     private readonly client: pg.Pool,
     private readonly names: StatementNames,
-  ) {}
+  ) {
+    super()
+  }
 
-  private async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
     const values = normaliseParams(params)
     const name = this.names.nameFor(sql)
     try {
@@ -58,16 +68,6 @@ class PgQueryable implements Queryable {
     }
   }
 
-  async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return (await this.send(sql, params)).rows as T[]
-  }
-  async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    const rows = await this.query<T>(sql, params)
-    return rows[0]
-  }
-  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return (await this.send(sql, params)).rowCount ?? 0
-  }
   async exec(script: string): Promise<void> {
     await this.client.query(script)
   }
@@ -114,16 +114,18 @@ function beginWith(client: pg.PoolClient, name: string | undefined, text: string
 }
 
 /** A transaction's statements on its pooled client; BEGIN goes out with the first one (one round trip less). */
-class PgTransaction implements Queryable {
+class PgTransaction extends SendingQueryable {
   /** Whether BEGIN has been sent: COMMIT and ROLLBACK follow only then. */
   begun = false
 
   constructor(
     private readonly client: pg.PoolClient,
     private readonly names: StatementNames,
-  ) {}
+  ) {
+    super()
+  }
 
-  private async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
     const values = normaliseParams(params)
     const name = this.names.nameFor(sql)
     try {
@@ -141,15 +143,6 @@ class PgTransaction implements Queryable {
     }
   }
 
-  async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return (await this.send(sql, params)).rows as T[]
-  }
-  async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    return (await this.send(sql, params)).rows[0] as T | undefined
-  }
-  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return (await this.send(sql, params)).rowCount ?? 0
-  }
   async exec(script: string): Promise<void> {
     if (!this.begun) {
       this.begun = true
