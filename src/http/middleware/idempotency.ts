@@ -6,12 +6,10 @@ import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
 
 /**
- * `Idempotency-Key` on every POST (spec §8; IETF draft-ietf-httpapi-idempotency-key-header): the first request
- * claims the key, its non-5xx answer is stored for 24 h and replayed byte for byte to identical repeats. A
- * different request with the key is 409 idempotency_key_reused; a repeat while the first runs is 409
- * idempotency_key_in_progress (no waiting, so a client never hangs on a stuck request).
+ * Remembers the JSON text of the last `c.json` answer and the Response it made. The object is stringified once
+ * more here (the same object gives the same text): for an answer's size that is far cheaper than reading the text
+ * back out of the Response.
  */
-/** Remembers the JSON text of the last `c.json` answer and the Response it made. */
 function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
   const captured: { text?: string; res?: Response } = {}
   const json = c.json
@@ -24,6 +22,12 @@ function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
   return captured
 }
 
+/**
+ * `Idempotency-Key` on every POST (spec §8; IETF draft-ietf-httpapi-idempotency-key-header): the first request
+ * claims the key, its non-5xx answer is stored for 24 h and replayed byte for byte to identical repeats. A
+ * different request with the key is 409 idempotency_key_reused; a repeat while the first runs is 409
+ * idempotency_key_in_progress (no waiting, so a client never hangs on a stuck request).
+ */
 export const idempotency = (services: Services) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const key = c.req.header('idempotency-key')
