@@ -9,8 +9,8 @@ const WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
 /**
  * Guards request bodies before anything reads them: 415 for non-JSON, 413 over the limit (by Content-Length and
  * while reading, so a lying or chunked upload cannot slip through), 400 for malformed JSON and for text no store
- * can keep (src/domain/text.ts). The text stays cached on the request, so the validator and the idempotency
- * fingerprint read it without a second pass.
+ * can keep (src/domain/text.ts). The text and its parse stay on the request, so the validator, route guards and
+ * the idempotency fingerprint read neither the body nor the JSON twice.
  */
 export const bodyGuard = (maxBytes: number) =>
   createMiddleware<AppEnv>(async (c, next) => {
