@@ -7,6 +7,7 @@ import { IdempotencyRepo, LocalIdempotencyRepo } from './idempotency.js'
 import { KeyRepo } from './keys.js'
 import { MemoryRateCounters, RateCounterRepo } from './rate-counters.js'
 import { RecordRepo } from './records.js'
+import { CachedRunRepo } from './run-cache.js'
 import { RunRepo } from './runs.js'
 import { TaskRepo } from './tasks.js'
 import { ToolRepo } from './tools.js'
@@ -23,7 +24,9 @@ export function createRepositories(db: Db): Repositories {
     agents: new AgentRepo(db),
     tools: new ToolRepo(db),
     tasks: new TaskRepo(db),
-    runs: new RunRepo(db, hot),
+    // Runs read by id come from memory on the embedded store (its one writer is this server), from the store on
+    // PostgreSQL, where another replica may have written them.
+    runs: db.dialect === 'sqlite' ? new CachedRunRepo(new RunRepo(db)) : new RunRepo(db, hot),
     events: new EventRepo(db),
     records: new RecordRepo(db),
     webhooks: new WebhookRepo(db),
