@@ -6,6 +6,7 @@ import type { PostgresDb } from '../../src/store/postgres.js'
 import { EventRepo } from '../../src/store/repos/events.js'
 import { StatementCache, translatePlaceholders } from '../../src/store/sqlite.js'
 import { backends } from '../support/backends.js'
+import { Gate } from '../support/gate.js'
 
 describe('placeholder translation', () => {
   it('reorders repeated and out-of-order $n parameters for SQLite', () => {
@@ -124,21 +125,17 @@ describe.each(backends())('Db on $name', (backend) => {
     const d = db
     await d.exec('CREATE TABLE v (k TEXT PRIMARY KEY, n BIGINT NOT NULL)')
     await d.run('INSERT INTO v (k, n) VALUES ($1, 0)', ['x'])
-    let inside!: () => void
-    const reached = new Promise<void>((r) => {
-      inside = r
-    })
-    let finish!: () => void
-    const held = new Promise<void>((r) => {
-      finish = r
-    })
+    const reached = new Gate()
+    reached.hold()
+    const held = new Gate()
+    held.hold()
     const tx = d.transaction(async (t) => {
       await t.run('UPDATE v SET n = 1 WHERE k = $1', ['x'])
-      inside()
-      await held
+      reached.release()
+      await held.pass()
       await t.run('UPDATE v SET n = 2 WHERE k = $1', ['x'])
     })
-    await reached
+    await reached.pass()
     const read = d.one<{ n: number }>('SELECT n FROM v WHERE k = $1', ['x'])
     const outcome = await Promise.race([
       read.then((r) => Number(r?.n)),
@@ -148,7 +145,7 @@ describe.each(backends())('Db on $name', (backend) => {
     // the committed snapshot, at once unless a loaded machine delays it past the race.
     if (d.dialect === 'sqlite') expect(outcome).toBe('waiting')
     else expect([0, 'waiting']).toContain(outcome)
-    finish()
+    held.release()
     await tx
     const after = Number((await read)?.n)
     if (d.dialect === 'sqlite') expect(after).toBe(2)
@@ -212,26 +209,22 @@ describe.each(backends())('Db on $name', (backend) => {
     const d = db
     await migrate(d)
     const event = (id: string) => ({ id, workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} })
-    let inside!: () => void
-    const reached = new Promise<void>((r) => {
-      inside = r
-    })
-    let finish!: () => void
-    const held = new Promise<void>((r) => {
-      finish = r
-    })
+    const reached = new Gate()
+    reached.hold()
+    const held = new Gate()
+    held.hold()
     const first = d.transaction(async (tx) => {
       const seq = await new EventRepo(tx).append(d.dialect, event('evt_first'))
-      inside()
-      await held
+      reached.release()
+      await held.pass()
       return seq
     })
-    await reached
+    await reached.pass()
     const second = d.transaction((tx) => new EventRepo(tx).append(d.dialect, event('evt_second')))
     const early = await Promise.race([second, new Promise((r) => setTimeout(r, 100, 'waiting'))])
     // SQLite serialises whole transactions; on PostgreSQL the advisory lock holds the second append back.
     expect(early).toBe('waiting')
-    finish()
+    held.release()
     const [a, b] = await Promise.all([first, second])
     expect(b).toBeGreaterThan(a)
     expect((await new EventRepo(d).after(0, 10)).map((e) => e.id)).toEqual(['evt_first', 'evt_second'])

@@ -9,6 +9,7 @@ import {
   type StreamSocket,
 } from '../../src/stream/hub.js'
 import type { StreamItem, TopicSource } from '../../src/stream/sources.js'
+import { Gate } from '../support/gate.js'
 
 class FakeSocket implements StreamSocket {
   bufferedAmount = 0
@@ -30,24 +31,6 @@ class FakeSocket implements StreamSocket {
   }
   data(): number[] {
     return this.sent.filter((m) => m.type === 'record').map((m) => m.seq as number)
-  }
-}
-
-/** A promise held open until released: places a concurrent event exactly inside an await. */
-class Gate {
-  private held: Promise<void> | undefined
-  private open: (() => void) | undefined
-  hold(): void {
-    this.held = new Promise((resolve) => {
-      this.open = resolve
-    })
-  }
-  release(): void {
-    this.open?.()
-    this.held = undefined
-  }
-  async pass(): Promise<void> {
-    if (this.held) await this.held
   }
 }
 
