@@ -50,33 +50,33 @@ const ID_CHUNK = 500
  * Statement texts per row count, built once: the drivers cache prepared statements by their text, and a text
  * rebuilt per batch costs its construction plus hashing 10 kB of SQL to find the cached statement.
  */
-const insertSql = new Map<number, string>()
-function insertRecordsSql(rows: number): string {
-  let sql = insertSql.get(rows)
-  if (sql === undefined) {
-    const values = Array.from({ length: rows }, (_, j) => {
-      const base = j * RECORD_COLUMNS
-      return `(${Array.from({ length: RECORD_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`
-    })
-    sql = `INSERT INTO ingest_records (workspace_id, connector_id, seq, record_id, ts, source, policy_class, body,
-       batch_id, leaf_index, batch_size, batch_root, leaf_hash, ingested_at)
-     VALUES ${values.join(', ')}`
-    insertSql.set(rows, sql)
+function textPerCount(build: (count: number) => string): (count: number) => string {
+  const texts = new Map<number, string>()
+  return (count) => {
+    let text = texts.get(count)
+    if (text === undefined) {
+      text = build(count)
+      texts.set(count, text)
+    }
+    return text
   }
-  return sql
 }
 
-const existingSql = new Map<number, string>()
-function existingIdsSql(ids: number): string {
-  let sql = existingSql.get(ids)
-  if (sql === undefined) {
-    const placeholders = Array.from({ length: ids }, (_, j) => `$${j + 3}`).join(', ')
-    sql = `SELECT record_id FROM ingest_records
+const insertRecordsSql = textPerCount((rows) => {
+  const values = Array.from({ length: rows }, (_, j) => {
+    const base = j * RECORD_COLUMNS
+    return `(${Array.from({ length: RECORD_COLUMNS }, (_, k) => `$${base + k + 1}`).join(', ')})`
+  })
+  return `INSERT INTO ingest_records (workspace_id, connector_id, seq, record_id, ts, source, policy_class, body,
+       batch_id, leaf_index, batch_size, batch_root, leaf_hash, ingested_at)
+     VALUES ${values.join(', ')}`
+})
+
+const existingIdsSql = textPerCount((ids) => {
+  const placeholders = Array.from({ length: ids }, (_, j) => `$${j + 3}`).join(', ')
+  return `SELECT record_id FROM ingest_records
        WHERE workspace_id = $1 AND connector_id = $2 AND record_id IN (${placeholders})`
-    existingSql.set(ids, sql)
-  }
-  return sql
-}
+})
 
 export class RecordRepo implements RecordRepository {
   constructor(private readonly db: Queryable) {}
