@@ -6,7 +6,7 @@ import { STREAM_PATH } from '../stream/path.js'
 import type { AppEnv } from './context.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
-import { bodyGuard } from './middleware/body.js'
+import { bodyGuard, WITH_BODY } from './middleware/body.js'
 import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
 import { rateLimit } from './middleware/rate-limit.js'
@@ -22,7 +22,7 @@ import { validationHook } from './validation.js'
 
 /**
  * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit → text guard
- * → body guard → idempotency → validated routes. Errors from anywhere become the spec §7 envelope.
+ * → body guard (bodies only) → idempotency (POST only) → validated routes. Errors from anywhere become the spec §7 envelope.
  */
 export function createApp(services: Services): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
@@ -44,8 +44,9 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   app.use('/v1/*', rateLimit(services))
   // After auth and rate limit (so its 400 carries the rate-limit headers like every answer), before anything stores.
   app.use('/v1/*', textGuard())
-  app.use('/v1/*', bodyGuard(services.config.maxBodyBytes))
-  app.use('/v1/*', idempotency(services))
+  // Mounted for the methods they concern only: every other request skips them in routing, not in a call.
+  app.on([...WITH_BODY], '/v1/*', bodyGuard(services.config.maxBodyBytes))
+  app.on('POST', '/v1/*', idempotency(services))
 
   registerMetaRoutes(app, services)
   registerAgentRoutes(app, services)

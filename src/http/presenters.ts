@@ -62,7 +62,20 @@ export function presentTool(t: ToolRecord): ToolBody {
   }
 }
 
+/** Bodies of frozen views (src/domain/runs/service.ts viewOf), which cannot change: a repeated GET of one run reuses its body. */
+const presentedRuns = new WeakMap<RunView, RunBody>()
+
 export function presentRun(view: RunView): RunBody {
+  if (!Object.isFrozen(view)) return runBody(view)
+  let body = presentedRuns.get(view)
+  if (!body) {
+    body = Object.freeze(runBody(view))
+    presentedRuns.set(view, body)
+  }
+  return body
+}
+
+function runBody(view: RunView): RunBody {
   const { run, counts } = view
   return {
     run_id: run.id,

@@ -19,8 +19,9 @@ describe.each(backends())('batched loading on $name', (backend) => {
     t = await startTestServer({ databaseUrl: await backend.freshUrl(), config: { workers: false } })
     const key = await t.createKey({ scopes: ['*'] })
     token = key.token
-    workspaceId = ((await t.services.keys.verifyToken(key.token)) as { workspace: { id: string } }).workspace
-      .id
+    workspaceId = (
+      (await t.services.keys.verifyRequest({ accessToken: key.token })) as { workspace: { id: string } }
+    ).workspace.id
     const db = t.services.db as Db & Record<'query' | 'one' | 'run', (...args: never[]) => unknown>
     for (const method of ['query', 'one', 'run'] as const) {
       const original = db[method].bind(db)

@@ -143,7 +143,7 @@ describe('idempotency middleware and server errors', () => {
 
   it('does not store a 5xx, so a retry with the same key can succeed', async () => {
     const issued = await t.createKey()
-    const verified = await t.services.keys.verifyToken(issued.token)
+    const verified = await t.services.keys.verifyRequest({ accessToken: issued.token })
     if (typeof verified === 'string') throw new Error(`key refused: ${verified}`)
     const auth = {
       workspaceId: verified.workspace.id,

@@ -81,38 +81,62 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
 
   it('refuses a key revoked on this replica at once, and on another replica once the TTL has passed', async () => {
     const issued = await a.issue({ workspace: 'cache-revoke' })
-    expect(await a.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
-    expect(await b.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
+    expect(await b.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     expect(await a.revoke(issued.key_id)).toBe(true)
-    expect(await a.verifyToken(issued.token)).toBe('revoked')
+    expect(await a.verifyRequest({ accessToken: issued.token })).toBe('revoked')
     // Replica B answers from its cache within the stated bound, and reads the row again at the bound.
     monotonic += KEY_CACHE_TTL_MS - 1
-    expect(await b.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    expect(await b.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     monotonic += 1
-    expect(await b.verifyToken(issued.token)).toBe('revoked')
+    expect(await b.verifyRequest({ accessToken: issued.token })).toBe('revoked')
   })
 
   it('checks expiry against the clock on every request, from the cached row', async () => {
     const issued = await a.issue({ workspace: 'cache-expiry', expiresInSeconds: 60 })
-    expect(await a.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     clock.advance(59_999)
-    expect(await a.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     clock.advance(1)
-    expect(await a.verifyToken(issued.token)).toBe('expired')
+    expect(await a.verifyRequest({ accessToken: issued.token })).toBe('expired')
   })
 
   it('still compares the secret of a cached key', async () => {
     const issued = await a.issue({ workspace: 'cache-secret' })
-    expect(await a.verifyToken(issued.token)).toMatchObject({ keyId: issued.key_id })
+    expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     const forged = `${issued.token.slice(0, -1)}${issued.token.endsWith('A') ? 'B' : 'A'}`
-    expect(await a.verifyToken(forged)).toBe('unknown')
+    expect(await a.verifyRequest({ accessToken: forged })).toBe('unknown')
+    expect(a.verifyCached({ accessToken: forged })).toBe('unknown')
+  })
+
+  it('answers from the cache alone only what the store path would answer, and defers to it otherwise', async () => {
+    const issued = await a.issue({ workspace: 'cache-sync', expiresInSeconds: 60 })
+    const credentials = { authorization: `Bearer ${issued.token}` }
+    // Nothing cached yet: the caller must read the store.
+    expect(a.verifyCached(credentials)).toBeUndefined()
+    expect(a.verifyCached({ authorization: 'Basic x' })).toBe('malformed')
+    expect(a.verifyCached({})).toBe('missing')
+    expect(await a.verifyRequest(credentials)).toMatchObject({ keyId: issued.key_id })
+    expect(a.verifyCached(credentials)).toEqual(await a.verifyRequest(credentials))
+    clock.advance(60_000)
+    expect(a.verifyCached(credentials)).toBe('expired')
+    clock.advance(-60_000)
+    // Past the TTL the row must be read again, so the cache alone does not answer.
+    monotonic += KEY_CACHE_TTL_MS
+    expect(a.verifyCached(credentials)).toBeUndefined()
+    expect(await a.verifyRequest(credentials)).toMatchObject({ keyId: issued.key_id })
+    await a.revoke(issued.key_id)
+    expect(a.verifyCached(credentials)).toBeUndefined()
+    expect(await a.verifyRequest(credentials)).toBe('revoked')
   })
 
   it('sees a workspace change made on this replica at once', async () => {
     const issued = await a.issue({ workspace: 'cache-settings', tier: 'standard' })
-    expect(await a.verifyToken(issued.token)).toMatchObject({ workspace: { tier: 'standard' } })
+    expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({
+      workspace: { tier: 'standard' },
+    })
     await a.configureWorkspace('cache-settings', { tier: 'pro' })
-    expect(await a.verifyToken(issued.token)).toMatchObject({ workspace: { tier: 'pro' } })
+    expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ workspace: { tier: 'pro' } })
   })
 })
 

@@ -1,22 +1,24 @@
 /**
- * The embedded store's run cache (src/store/repos/run-cache.ts): a read by id after any write through the
+ * The run cache (src/store/repos/run-cache.ts). On the embedded store: a read by id after any write through the
  * repository sees that write, other workspaces never see the run, a transaction that rolls back leaves readers on
- * the committed run, a read racing a write is not cached, and a cached run cannot be changed by a caller.
+ * the committed run, a read racing a write is not cached, and a cached run cannot be changed by a caller. On
+ * PostgreSQL: a write by another replica is seen by the next read, and an unchanged run is answered from memory.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import type { RunRecord } from '../../src/domain/runs/types.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
+import { backends } from '../support/backends.js'
 
-let db: Db | undefined
+const opened: Db[] = []
 afterEach(async () => {
-  await db?.close()
-  db = undefined
+  for (const d of opened.splice(0)) await d.close()
 })
 
-async function setUp() {
-  db = await openDb('sqlite::memory:')
+async function setUp(url = 'sqlite::memory:') {
+  const db = await openDb(url)
+  opened.push(db)
   await migrate(db)
   const repos = createRepositories(db)
   const now = Date.UTC(2026, 0, 1)
@@ -97,5 +99,44 @@ describe('SQLite run cache', () => {
     }).toThrow(TypeError)
     expect(() => (cached.results as unknown[]).push(1)).toThrow(TypeError)
     expect((await repos.runs.get('ws_a', 'run_1'))?.status).toBe('queued')
+  })
+})
+
+describe.each(backends().filter((b) => b.name === 'postgres'))('PostgreSQL run cache', (backend) => {
+  /** A second replica on the same database, with its own repositories (and cache). */
+  async function otherReplica(url: string) {
+    const other = await openDb(url)
+    opened.push(other)
+    return createRepositories(other)
+  }
+
+  it('sees a write made by another replica on the next read', async () => {
+    const url = await backend.freshUrl()
+    const { repos, run } = await setUp(url)
+    const other = await otherReplica(url)
+    expect((await repos.runs.get('ws_a', 'run_1'))?.status).toBe('queued')
+    expect((await repos.runs.get('ws_a', 'run_1'))?.status).toBe('queued') // a hit now
+    await other.runs.save({ ...run, status: 'running', startedAt: run.createdAt + 1 })
+    expect((await repos.runs.get('ws_a', 'run_1'))?.status).toBe('running')
+  })
+
+  it('answers an unchanged run from memory, frozen, and only to its own workspace', async () => {
+    const url = await backend.freshUrl()
+    const { repos } = await setUp(url)
+    const first = await repos.runs.get('ws_a', 'run_1')
+    const second = await repos.runs.get('ws_a', 'run_1')
+    expect(second).toBe(first)
+    expect(Object.isFrozen(second)).toBe(true)
+    expect(await repos.runs.get('ws_b', 'run_1')).toBeUndefined()
+  })
+
+  it('forgets a run that another replica removed', async () => {
+    const url = await backend.freshUrl()
+    const { repos } = await setUp(url)
+    await repos.runs.get('ws_a', 'run_1')
+    const other = await openDb(url)
+    opened.push(other)
+    await other.run("DELETE FROM runs WHERE id = 'run_1'")
+    expect(await repos.runs.get('ws_a', 'run_1')).toBeUndefined()
   })
 })

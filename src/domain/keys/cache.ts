@@ -6,6 +6,11 @@ export interface CachedKey {
   workspace: Workspace
 }
 
+/** A cached key with its secret's hash as bytes, ready for the constant-time comparison of every request. */
+export interface VerifiedEntry extends CachedKey {
+  secretHash: Buffer
+}
+
 export interface KeyCacheOptions {
   /** How long a row read from the store is trusted: the bound within which another replica's revocation lands. */
   ttlMs?: number
@@ -25,7 +30,7 @@ export const KEY_CACHE_TTL_MS = 1000
  * at most `ttlMs`, when the row is read again.
  */
 export class VerifiedKeyCache {
-  private readonly entries = new Map<string, CachedKey & { loadedAt: number }>()
+  private readonly entries = new Map<string, VerifiedEntry & { loadedAt: number }>()
   private readonly ttlMs: number
   private readonly maxEntries: number
   private readonly now: () => number
@@ -36,7 +41,7 @@ export class VerifiedKeyCache {
     this.now = options.now ?? (() => performance.now())
   }
 
-  get(keyId: string): CachedKey | undefined {
+  get(keyId: string): VerifiedEntry | undefined {
     const entry = this.entries.get(keyId)
     if (!entry) return undefined
     if (this.now() - entry.loadedAt >= this.ttlMs) {
@@ -46,13 +51,20 @@ export class VerifiedKeyCache {
     return entry
   }
 
-  set(keyId: string, value: CachedKey): void {
+  set(keyId: string, value: CachedKey): VerifiedEntry {
     this.entries.delete(keyId)
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next().value
       if (oldest !== undefined) this.entries.delete(oldest)
     }
-    this.entries.set(keyId, { ...value, loadedAt: this.now() })
+    const entry = {
+      key: value.key,
+      workspace: value.workspace,
+      secretHash: Buffer.from(value.key.secretHash, 'hex'),
+      loadedAt: this.now(),
+    }
+    this.entries.set(keyId, entry)
+    return entry
   }
 
   forgetKey(keyId: string): void {

@@ -29,6 +29,32 @@ export interface RunView {
   counts: PlanCounts
 }
 
+/** Views of runs that cannot change: the embedded store's run cache hands out deeply frozen records. */
+const frozenViews = new WeakMap<RunRecord, RunView>()
+
+/**
+ * A run with its plan counts. A frozen run's view is made once and frozen too, so a presenter can keep what it
+ * derives from that view for as long as the run lives (src/http/presenters.ts).
+ */
+export function viewOf(run: RunRecord): RunView {
+  if (!Object.isFrozen(run)) return { run, counts: countsOf(run) }
+  let view = frozenViews.get(run)
+  if (!view) {
+    view = Object.freeze({ run, counts: Object.freeze(countsOf(run)) })
+    frozenViews.set(run, view)
+  }
+  return view
+}
+
+function countsOf(run: RunRecord): PlanCounts {
+  return {
+    steps_total: run.plan.length,
+    steps_completed: run.stepsCompleted,
+    steps_pending: Math.max(0, run.plan.length - run.stepsCompleted),
+    steps_escalated: run.stepsEscalated,
+  }
+}
+
 export type ControlAction = 'pause' | 'resume' | 'cancel'
 
 export interface TraceRead {
@@ -119,11 +145,11 @@ export class RunService implements RunsPort {
       updatedAt: now,
     })
     this.wake()
-    return this.view(run)
+    return viewOf(run)
   }
 
   async get(workspaceId: string, runId: string): Promise<RunView> {
-    return this.view(await this.find(workspaceId, runId))
+    return viewOf(await this.find(workspaceId, runId))
   }
 
   async find(workspaceId: string, runId: string): Promise<RunRecord> {
@@ -141,7 +167,7 @@ export class RunService implements RunsPort {
     const agent = await this.repos.agents.get(workspaceId, agentId)
     if (!agent) throw notFound('Agent')
     const { rows, more } = await this.repos.runs.listByAgent(workspaceId, agentId, afterSeq, limit)
-    return { rows: await Promise.all(rows.map((r) => this.view(r))), more }
+    return { rows: rows.map((r) => viewOf(r)), more }
   }
 
   /** Pause, resume or cancel; 409 invalid_state (nothing changes) when the table has no such move. */
@@ -154,7 +180,7 @@ export class RunService implements RunsPort {
     await this.find(workspaceId, runId)
     const { run } = await this.recorder.change(runId, (c) => applyControl(c, action, identity))
     if (action === 'resume') this.wake()
-    return this.view(run)
+    return viewOf(run)
   }
 
   async decide(
@@ -202,7 +228,7 @@ export class RunService implements RunsPort {
       c.event('run.failed', { status: r.status, outcome: r.outcome })
     })
     if (decision === 'approve') this.wake()
-    return this.view(run)
+    return viewOf(run)
   }
 
   /**
@@ -250,18 +276,6 @@ export class RunService implements RunsPort {
       task.priority,
     )
     return { runId: run.id, status: run.status }
-  }
-
-  private async view(run: RunRecord): Promise<RunView> {
-    return {
-      run,
-      counts: {
-        steps_total: run.plan.length,
-        steps_completed: run.stepsCompleted,
-        steps_pending: Math.max(0, run.plan.length - run.stepsCompleted),
-        steps_escalated: run.stepsEscalated,
-      },
-    }
   }
 }
 

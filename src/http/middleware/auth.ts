@@ -11,7 +11,10 @@ import type { AppEnv } from '../context.js'
 export const auth = (services: Services, exceptPath?: string) =>
   createMiddleware<AppEnv>(async (c, next) => {
     if (c.req.path === exceptPath) return next()
-    const verified = await services.keys.verifyRequest({ authorization: c.req.header('authorization') })
+    const credentials = { authorization: c.req.header('authorization') }
+    // A key in the verified-key cache is checked without a promise; only a cache miss waits for the store.
+    const verified =
+      services.keys.verifyCached(credentials) ?? (await services.keys.verifyRequest(credentials))
     if (typeof verified === 'string') throw unauthenticated(verified)
     c.set('auth', {
       workspaceId: verified.workspace.id,

@@ -4,7 +4,8 @@ import { ApiError } from '../../domain/errors.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../context.js'
 
-const WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
+/** The methods whose requests may carry a body. */
+export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
 
 /**
  * Guards request bodies before anything reads them: 415 for non-JSON, 413 over the limit (by Content-Length and

@@ -30,8 +30,9 @@ function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
  */
 export const idempotency = (services: Services) =>
   createMiddleware<AppEnv>(async (c, next) => {
+    if (c.req.method !== 'POST') return next()
     const key = c.req.header('idempotency-key')
-    if (c.req.method !== 'POST' || key === undefined) return next()
+    if (key === undefined) return next()
     validateKey(key)
     const auth = c.get('auth')
     const bodyText = await c.req.text()

@@ -5,10 +5,13 @@ import type { RateDecision } from '../../domain/limits/service.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
 import { errorResponse } from '../errors.js'
+import { withAnswerHeaders } from '../node-io.js'
 
-function setHeaders(headers: Headers, decision: RateDecision): void {
-  headers.set('RateLimit-Policy', rateLimitPolicyHeader(decision.states))
-  headers.set('RateLimit', rateLimitHeader(decision.states))
+function headersOf(decision: RateDecision): Record<string, string> {
+  return {
+    'RateLimit-Policy': rateLimitPolicyHeader(decision.states),
+    RateLimit: rateLimitHeader(decision.states),
+  }
 }
 
 /**
@@ -21,11 +24,11 @@ export const rateLimit = (services: Services) =>
     const auth = c.get('auth')
     if (!auth) return next() // public or stream upgrade: nothing to bill
     const decision = await services.limits.consume(auth.workspace)
+    const headers = headersOf(decision)
     if (!decision.allowed && decision.refusedBy) {
       const res = errorResponse(c, rateLimited(decision.refusedBy))
-      setHeaders(res.headers, decision)
+      for (const name in headers) res.headers.set(name, headers[name] as string)
       return res
     }
-    await next()
-    setHeaders(c.res.headers, decision)
+    return withAnswerHeaders(c, headers, next)
   })

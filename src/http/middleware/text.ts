@@ -1,3 +1,4 @@
+import type { Context, Next } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { findUnstorableText, unstorableReason, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../context.js'
@@ -11,22 +12,23 @@ import type { AppEnv } from '../context.js'
  * refuses a NUL in a header value with its own 400 before the app runs, and latin-1 values hold no surrogates.
  */
 export const textGuard = () =>
-  createMiddleware<AppEnv>(async (c, next) => {
-    if (!c.req.url.includes('%')) return next()
-    const url = new URL(c.req.url)
-    for (const segment of url.pathname.split('/')) {
-      let decoded: string
-      try {
-        decoded = decodeURIComponent(segment)
-      } catch {
-        continue // not percent-decodable: routing treats it as plain text, which is storable
-      }
-      const reason = unstorableReason(decoded)
-      if (reason) throw unstorableTextError('path', { path: '', message: `A path segment ${reason}` })
+  createMiddleware<AppEnv>((c, next) => (c.req.url.includes('%') ? guardEncoded(c, next) : next()))
+
+async function guardEncoded(c: Context<AppEnv>, next: Next): Promise<void> {
+  const url = new URL(c.req.url)
+  for (const segment of url.pathname.split('/')) {
+    let decoded: string
+    try {
+      decoded = decodeURIComponent(segment)
+    } catch {
+      continue // not percent-decodable: routing treats it as plain text, which is storable
     }
-    for (const [name, value] of url.searchParams) {
-      const found = findUnstorableText(value, name) ?? findUnstorableText({ [name]: '' })
-      if (found) throw unstorableTextError('query', found)
-    }
-    await next()
-  })
+    const reason = unstorableReason(decoded)
+    if (reason) throw unstorableTextError('path', { path: '', message: `A path segment ${reason}` })
+  }
+  for (const [name, value] of url.searchParams) {
+    const found = findUnstorableText(value, name) ?? findUnstorableText({ [name]: '' })
+    if (found) throw unstorableTextError('query', found)
+  }
+  await next()
+}

@@ -24,9 +24,12 @@ export function createRepositories(db: Db): Repositories {
     agents: new AgentRepo(db),
     tools: new ToolRepo(db),
     tasks: new TaskRepo(db),
-    // Runs read by id come from memory on the embedded store (its one writer is this server), from the store on
-    // PostgreSQL, where another replica may have written them.
-    runs: db.dialect === 'sqlite' ? new CachedRunRepo(new RunRepo(db)) : new RunRepo(db, hot),
+    // Runs read by id come from memory on the embedded store (its one writer is this server); on PostgreSQL, where
+    // another replica may have written them, from memory once the row's version says they are still current.
+    runs:
+      db.dialect === 'sqlite'
+        ? new CachedRunRepo(new RunRepo(db), 'sole-writer')
+        : new CachedRunRepo(new RunRepo(db, hot), 'versioned'),
     events: new EventRepo(db),
     records: new RecordRepo(db),
     webhooks: new WebhookRepo(db),

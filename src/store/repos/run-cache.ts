@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import type { Slice } from '../../domain/pagination.js'
 import type { Dialect, RunRepository } from '../../domain/ports.js'
 import type { FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
@@ -6,6 +7,20 @@ import type { RunRepo } from './runs.js'
 
 /** Runs kept at most; the oldest entry goes first. */
 const CAPACITY = 5_000
+
+/**
+ * A row version (PostgreSQL's 32-bit `xmin`) is trusted for this long after its row was read; then the row is read
+ * whole again. Transaction ids wrap around after 2^32 transactions, which no server runs in a minute, so an entry
+ * can never be confirmed by a later row that happens to reuse its id.
+ */
+const VERSION_TRUST_MS = 60_000
+
+interface Entry {
+  run: RunRecord
+  /** The row version the run was read at (PostgreSQL); absent on the embedded store. */
+  version: string | undefined
+  readAt: number
+}
 
 /** Deeply frozen: a cached run is shared by every reader, so a caller that tried to change one fails loudly. */
 function freeze<T>(value: T): T {
@@ -22,10 +37,10 @@ function freeze<T>(value: T): T {
  * (a generation per id): a reader never gets data that was not committed, nor a run older than a write it follows.
  */
 class RunCache {
-  private readonly runs = new Map<string, RunRecord>()
+  private readonly runs = new Map<string, Entry>()
   private readonly generations = new Map<string, number>()
 
-  get(id: string): RunRecord | undefined {
+  get(id: string): Entry | undefined {
     return this.runs.get(id)
   }
 
@@ -33,13 +48,14 @@ class RunCache {
     return this.generations.get(id) ?? 0
   }
 
-  fill(id: string, run: RunRecord, generation: number): void {
-    if (this.generation(id) !== generation) return
+  fill(id: string, run: RunRecord, generation: number, version?: string): RunRecord {
+    if (this.generation(id) !== generation) return run
     if (this.runs.size >= CAPACITY) {
       const oldest = this.runs.keys().next().value
       if (oldest !== undefined) this.runs.delete(oldest)
     }
-    this.runs.set(id, freeze(run))
+    this.runs.set(id, { run: freeze(run), version, readAt: performance.now() })
+    return run
   }
 
   forget(id: string): void {
@@ -49,30 +65,50 @@ class RunCache {
 }
 
 /**
- * The embedded store's run repository: this server is the only writer of runs (src/store/repos/index.ts), so a
- * `GET /v1/runs/{id}` can be answered from memory. The read and the row's conversion were most of what such a GET
- * cost over bare Hono (README Performance). Inside a transaction the cache is neither read nor filled: the
- * transaction may see its own uncommitted writes.
+ * How far a cached run is trusted:
+ * - `sole-writer`, the embedded store: this server is the only writer of runs (src/store/repos/index.ts), and its
+ *   own writes forget the entry, so a hit is answered from memory;
+ * - `versioned`, PostgreSQL: other replicas write too, so every hit is checked against the row's current version
+ *   (one single-column statement), and a changed or unknown version reads the row whole.
+ */
+export type RunCacheTrust = 'sole-writer' | 'versioned'
+
+/**
+ * Runs read by id (`GET /v1/runs/{id}`), cached. The read and the row's conversion (a row of 31 columns, five of
+ * them JSON) were most of what such a GET cost over bare Hono (README Performance), and a cached run is frozen, so
+ * its view and body are made once too (src/domain/runs/service.ts viewOf). Inside a transaction the cache is
+ * neither read nor filled: the transaction may see its own uncommitted writes.
  */
 export class CachedRunRepo implements RunRepository {
   constructor(
     private readonly inner: RunRepo,
+    private readonly trust: RunCacheTrust,
     private readonly cache = new RunCache(),
     private readonly inTransaction = false,
   ) {}
 
   in(tx: Queryable): CachedRunRepo {
-    return new CachedRunRepo(this.inner.in(tx), this.cache, true)
+    return new CachedRunRepo(this.inner.in(tx), this.trust, this.cache, true)
   }
 
   async get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
     if (this.inTransaction) return this.inner.get(workspaceId, id)
     const hit = this.cache.get(id)
-    if (hit) return hit.workspaceId === workspaceId ? hit : undefined
+    // A run never moves between workspaces: another workspace's run is not found, whatever its version.
+    if (hit && hit.run.workspaceId !== workspaceId) return undefined
+    if (hit && this.trust === 'sole-writer') return hit.run
+    if (hit?.version !== undefined && performance.now() - hit.readAt < VERSION_TRUST_MS) {
+      const current = await this.inner.versionOf(workspaceId, id)
+      if (current === undefined) return undefined
+      if (current === hit.version) return hit.run
+    }
     const generation = this.cache.generation(id)
+    if (this.trust === 'versioned') {
+      const found = await this.inner.getVersioned(workspaceId, id)
+      return found && this.cache.fill(id, found.run, generation, found.version)
+    }
     const run = await this.inner.get(workspaceId, id)
-    if (run) this.cache.fill(id, run, generation)
-    return run
+    return run && this.cache.fill(id, run, generation)
   }
 
   insert(r: Omit<RunRecord, 'seq'>): Promise<RunRecord> {

@@ -149,6 +149,31 @@ export class RunRepo implements RunRepository {
     return row ? toRun(row) : undefined
   }
 
+  /**
+   * PostgreSQL only: the run with its row version, `xmin`, the id of the transaction that wrote the row as it is
+   * now. Every UPDATE writes a new row version, so the same `xmin` means the same committed content (the
+   * concurrency token Npgsql and Entity Framework use).
+   */
+  async getVersioned(
+    workspaceId: string,
+    id: string,
+  ): Promise<{ run: RunRecord; version: string } | undefined> {
+    const row = await this.reads.one(
+      'SELECT xmin::text AS row_version, * FROM runs WHERE id = $1 AND workspace_id = $2',
+      [id, workspaceId],
+    )
+    return row ? { run: toRun(row), version: String(row.row_version) } : undefined
+  }
+
+  /** PostgreSQL only: the run's current row version (see getVersioned); undefined when the workspace has no such run. */
+  async versionOf(workspaceId: string, id: string): Promise<string | undefined> {
+    const row = await this.reads.one(
+      'SELECT xmin::text AS row_version FROM runs WHERE id = $1 AND workspace_id = $2',
+      [id, workspaceId],
+    )
+    return row ? String(row.row_version) : undefined
+  }
+
   /** Reads the row for update: on PostgreSQL the row lock serialises controls against the executor. */
   async lock(id: string, dialect: 'sqlite' | 'postgres'): Promise<RunRecord | undefined> {
     const row = await this.db.one(
