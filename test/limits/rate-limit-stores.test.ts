@@ -52,6 +52,20 @@ describe('in-memory counters of the embedded store', () => {
     await db.close()
   })
 
+  it('count without waiting only once every window is loaded, with the same figures as consume', async () => {
+    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-rate-')), 'rate.db')}`
+    const db = await openDb(url)
+    await migrate(db)
+    await new RateCounterRepo(db).store('ws', 'burst', 0, 2) // a previous server's count
+    const counters = new MemoryRateCounters(db)
+    expect(counters.consumeNow('ws', windows(4, 100))).toBeUndefined() // not loaded: nothing counted
+    expect(await counters.consume('ws', windows(4, 100))).toEqual([3, 1])
+    expect(counters.consumeNow('ws', windows(4, 100))).toEqual([4, 2])
+    expect(counters.consumeNow('ws', windows(4, 100))).toEqual([5, 2]) // refused by burst: hourly not counted
+    expect(await counters.consume('ws', windows(4, 100))).toEqual([6, 2])
+    await db.close()
+  })
+
   it('keep the burst window exact across a graceful server restart', async () => {
     const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-rate-')), 'rate.db')}`
     const clock = new ManualClock(Date.UTC(2026, 5, 1, 12))

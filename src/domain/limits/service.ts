@@ -2,14 +2,30 @@ import type { Clock } from '../clock.js'
 import type { Workspace } from '../identity.js'
 import type { IdempotencyRepository, RateCounterRepository } from '../ports.js'
 import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS } from './idempotency.js'
-import { policiesFor, stateOf, type WindowState, windowStart } from './rate-limit.js'
-import type { ClaimResult, StoredResponse } from './types.js'
+import { policiesFor, stateOf, type WindowPolicy, type WindowState, windowStart } from './rate-limit.js'
+import type { ClaimResult, CounterWindow, StoredResponse } from './types.js'
 
 export interface RateDecision {
   allowed: boolean
   states: WindowState[]
   /** The window that refused the request, when one did. */
   refusedBy?: WindowState
+}
+
+function windowsOf(policies: readonly WindowPolicy[], now: number): CounterWindow[] {
+  return policies.map((p) => ({
+    name: p.name,
+    start: windowStart(now, p.windowSeconds),
+    windowMs: p.windowSeconds * 1000,
+    quota: p.quota,
+  }))
+}
+
+function decide(policies: readonly WindowPolicy[], now: number, used: readonly number[]): RateDecision {
+  const states = policies.map((p, i) => stateOf(p, now, used[i] ?? 0))
+  // The windows after a refusing one report their figures without this request (it was not counted there).
+  const refusedBy = states.find((s) => s.used > s.quota)
+  return refusedBy ? { allowed: false, states, refusedBy } : { allowed: true, states }
 }
 
 export class LimitsService {
@@ -27,19 +43,19 @@ export class LimitsService {
   async consume(workspace: Workspace): Promise<RateDecision> {
     const now = this.clock.now()
     const policies = policiesFor(workspace)
-    const used = await this.counters.consume(
-      workspace.id,
-      policies.map((p) => ({
-        name: p.name,
-        start: windowStart(now, p.windowSeconds),
-        windowMs: p.windowSeconds * 1000,
-        quota: p.quota,
-      })),
-    )
-    const states = policies.map((p, i) => stateOf(p, now, used[i] ?? 0))
-    // The windows after a refusing one report their figures without this request (it was not counted there).
-    const refusedBy = states.find((s) => s.used > s.quota)
-    return refusedBy ? { allowed: false, states, refusedBy } : { allowed: true, states }
+    return decide(policies, now, await this.counters.consume(workspace.id, windowsOf(policies, now)))
+  }
+
+  /**
+   * `consume` answered without waiting, where the counters can (the embedded store's, once the workspace's windows
+   * are loaded); undefined, with nothing counted, otherwise. The HTTP middleware then costs no promise.
+   */
+  consumeNow(workspace: Workspace): RateDecision | undefined {
+    if (!this.counters.consumeNow) return undefined
+    const now = this.clock.now()
+    const policies = policiesFor(workspace)
+    const used = this.counters.consumeNow(workspace.id, windowsOf(policies, now))
+    return used && decide(policies, now, used)
   }
 
   /** Writes rate counts held in memory to the store (every second and at shutdown). */

@@ -23,7 +23,9 @@ export const rateLimit = (services: Services) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const auth = c.get('auth')
     if (!auth) return next() // public or stream upgrade: nothing to bill
-    const decision = await services.limits.consume(auth.workspace)
+    // Counters in memory (the embedded store) decide without a promise; shared counters wait for the store.
+    const decision =
+      services.limits.consumeNow(auth.workspace) ?? (await services.limits.consume(auth.workspace))
     const headers = headersOf(decision)
     if (!decision.allowed && decision.refusedBy) {
       const res = errorResponse(c, rateLimited(decision.refusedBy))

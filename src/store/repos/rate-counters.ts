@@ -114,16 +114,17 @@ export class MemoryRateCounters implements RateCounterRepository {
     const entries: Entry[] = []
     for (const w of windows)
       entries.push(this.entries.get(keyOf(workspaceId, w)) ?? (await this.load(workspaceId, w)))
-    // No await from here on: concurrent requests cannot interleave between reading and counting.
-    const used: number[] = []
-    let counting = true
-    for (const [i, w] of windows.entries()) {
-      const e = entries[i] as Entry
-      if (counting) e.count += 1
-      used.push(e.count)
-      if (e.count > w.quota) counting = false
+    return count(entries, windows)
+  }
+
+  consumeNow(workspaceId: string, windows: readonly CounterWindow[]): number[] | undefined {
+    const entries: Entry[] = []
+    for (const w of windows) {
+      const entry = this.entries.get(keyOf(workspaceId, w))
+      if (!entry) return undefined
+      entries.push(entry)
     }
-    return used
+    return count(entries, windows)
   }
 
   private load(workspaceId: string, w: CounterWindow): Promise<Entry> {
@@ -168,6 +169,22 @@ export class MemoryRateCounters implements RateCounterRepository {
   purgeBefore(windowStart: number): Promise<number> {
     return this.repo.purgeBefore(windowStart)
   }
+}
+
+/**
+ * Counts one request in loaded windows, in order, stopping after the first that refuses it. Synchronous, so
+ * concurrent requests cannot interleave between reading and counting.
+ */
+function count(entries: readonly Entry[], windows: readonly CounterWindow[]): number[] {
+  const used: number[] = []
+  let counting = true
+  for (let i = 0; i < windows.length; i++) {
+    const e = entries[i] as Entry
+    if (counting) e.count += 1
+    used.push(e.count)
+    if (e.count > (windows[i] as CounterWindow).quota) counting = false
+  }
+  return used
 }
 
 function keyOf(workspaceId: string, w: CounterWindow): string {
