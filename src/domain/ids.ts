@@ -20,50 +20,63 @@ export type IdPrefix =
 const pool = Buffer.alloc(4096)
 let poolOffset = pool.length
 
-function randomDigits(): number[] {
+/** The random tail of the last id, as base32 digits, changed in place. */
+const tail = new Uint8Array(16)
+let tailSet = false
+
+function drawTail(): void {
   if (poolOffset + 16 > pool.length) {
     randomFillSync(pool)
     poolOffset = 0
   }
-  const digits = new Array<number>(16)
-  for (let i = 0; i < 16; i++) digits[i] = (pool[poolOffset + i] ?? 0) & 31
+  for (let i = 0; i < 16; i++) tail[i] = (pool[poolOffset + i] as number) & 31
   poolOffset += 16
-  return digits
+  tailSet = true
+}
+
+/** The tail plus one, as a 16-digit base32 number; a fresh draw when it overflows. */
+function incrementTail(): void {
+  for (let i = 15; i >= 0; i--) {
+    if ((tail[i] as number) < 31) {
+      tail[i] = (tail[i] as number) + 1
+      return
+    }
+    tail[i] = 0
+  }
+  drawTail()
 }
 
 let lastTime = 0
-let lastRandom: number[] = []
+// The time part is the same for every id of one millisecond: encoded once per millisecond (a request id per request).
+let encodedTime = -1
+let encodedTimeText = ''
+
+function timeText(now: number): string {
+  if (now !== encodedTime) {
+    let text = ''
+    let t = Math.max(0, Math.floor(now))
+    for (let i = 0; i < 10; i++) {
+      text = ALPHABET[t % 32] + text
+      t = Math.floor(t / 32)
+    }
+    encodedTime = now
+    encodedTimeText = text
+  }
+  return encodedTimeText
+}
 
 /**
  * Time-ordered ids (ULID layout: 10 chars of milliseconds, 16 random chars) so that ids sort in creation
  * order even within one millisecond; the random tail makes them unguessable across workspaces.
  */
 export function newId(prefix: IdPrefix, now: number = Date.now()): string {
-  let random: number[]
-  if (now <= lastTime && lastRandom.length === 16) {
-    random = increment(lastRandom)
+  if (now <= lastTime && tailSet) {
+    incrementTail()
   } else {
-    random = randomDigits()
+    drawTail()
     lastTime = now
   }
-  lastRandom = random
-  let time = ''
-  let t = Math.max(0, Math.floor(now))
-  for (let i = 0; i < 10; i++) {
-    time = ALPHABET[t % 32] + time
-    t = Math.floor(t / 32)
-  }
-  return `${prefix}_${time}${random.map((n) => ALPHABET[n]).join('')}`
-}
-
-function increment(digits: number[]): number[] {
-  const next = [...digits]
-  for (let i = next.length - 1; i >= 0; i--) {
-    if ((next[i] ?? 0) < 31) {
-      next[i] = (next[i] ?? 0) + 1
-      return next
-    }
-    next[i] = 0
-  }
-  return randomDigits()
+  let random = ''
+  for (let i = 0; i < 16; i++) random += ALPHABET[tail[i] as number]
+  return `${prefix}_${timeText(now)}${random}`
 }
