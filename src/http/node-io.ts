@@ -42,7 +42,7 @@ export function requestHeader(c: Context, name: string): string | undefined {
  * the chain makes. Under Node they go on Node's response before the handler runs: Node merges them under the
  * Response's own headers when it writes the head, so a plain JSON answer stays @hono/node-server's lightweight
  * Response and no Fetch Headers object is built for it (profiled: building, sorting and reading one was about a
- * twentieth of a cached GET). In process they are set on the finished Response after `next()`.
+ * twentieth of a cached GET). In process they go on the context before `next()` and on the finished Response after.
  */
 export async function withAnswerHeaders(
   c: Context,
@@ -54,6 +54,9 @@ export async function withAnswerHeaders(
     for (const name in headers) outgoing.setHeader(name, headers[name] as string)
     return next()
   }
+  // Before the handler as well as after: a lightweight Response built from plain header fields forgets headers
+  // set on it once its body is read, while one built on the context's prepared Headers keeps them.
+  for (const name in headers) c.header(name, headers[name] as string)
   await next()
   for (const name in headers) c.res.headers.set(name, headers[name] as string)
 }

@@ -17,6 +17,7 @@ import type { ControlAction } from '../../domain/runs/service.js'
 import type { Services } from '../../services.js'
 import { traceSource, writeTrace } from '../../stream/trace.js'
 import type { AppEnv } from '../context.js'
+import { jsonAnswer } from '../json.js'
 import { presentFrame, presentRun, TRACE_LIST } from '../presenters.js'
 import { callerOf, requireScope } from '../scopes.js'
 
@@ -50,7 +51,11 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
 
   app.openapi(getV1RunsRunIdRoute, async (c) => {
     const auth = requireScope(c, 'runs:read')
-    return c.json(presentRun(await services.runs.get(auth.workspaceId, c.req.valid('param').run_id)), 200)
+    return jsonAnswer(
+      c,
+      presentRun(await services.runs.get(auth.workspaceId, c.req.valid('param').run_id)),
+      200,
+    )
   })
 
   const control = (action: ControlAction) => async (c: Context<AppEnv>) => {
