@@ -22,6 +22,9 @@ let poolOffset = pool.length
 
 /** The random tail of the last id, as base32 digits, changed in place. */
 const tail = new Uint8Array(16)
+// The tail's characters are made in one string allocation rather than sixteen concatenations.
+const ALPHABET_CODES = Array.from(ALPHABET, (ch) => ch.charCodeAt(0))
+const tailCodes: number[] = new Array(16).fill(0)
 let tailSet = false
 
 function drawTail(): void {
@@ -76,7 +79,6 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
     drawTail()
     lastTime = now
   }
-  let random = ''
-  for (let i = 0; i < 16; i++) random += ALPHABET[tail[i] as number]
-  return `${prefix}_${timeText(now)}${random}`
+  for (let i = 0; i < 16; i++) tailCodes[i] = ALPHABET_CODES[tail[i] as number] as number
+  return `${prefix}_${timeText(now)}${String.fromCharCode.apply(null, tailCodes)}`
 }

@@ -25,5 +25,9 @@ export function jsonAnswer<T extends object, S extends ContentfulStatusCode>(
     text = JSON.stringify(body)
   }
   // A fresh header object per answer: @hono/node-server adds Content-Length to the one it is given.
-  return c.body(text, status, { 'Content-Type': 'application/json' }) as unknown as TypedResponse<JSONParsed<T>, S, 'json'>
+  return c.body(text, status, { 'Content-Type': 'application/json' }) as unknown as TypedResponse<
+    JSONParsed<T>,
+    S,
+    'json'
+  >
 }

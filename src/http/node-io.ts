@@ -46,17 +46,18 @@ export function requestHeader(c: Context, name: string): string | undefined {
  */
 export async function withAnswerHeaders(
   c: Context,
-  headers: Readonly<Record<string, string>>,
+  names: readonly string[],
+  values: readonly string[],
   next: () => Promise<void>,
 ): Promise<void> {
   const outgoing = nodeResponse(c)
   if (outgoing && !outgoing.headersSent) {
-    for (const name in headers) outgoing.setHeader(name, headers[name] as string)
+    for (let i = 0; i < names.length; i++) outgoing.setHeader(names[i] as string, values[i] as string)
     return next()
   }
   // Before the handler as well as after: a lightweight Response built from plain header fields forgets headers
   // set on it once its body is read, while one built on the context's prepared Headers keeps them.
-  for (const name in headers) c.header(name, headers[name] as string)
+  for (let i = 0; i < names.length; i++) c.header(names[i] as string, values[i] as string)
   await next()
-  for (const name in headers) c.res.headers.set(name, headers[name] as string)
+  for (let i = 0; i < names.length; i++) c.res.headers.set(names[i] as string, values[i] as string)
 }

@@ -17,11 +17,19 @@ export interface WindowState extends WindowPolicy {
   resetSeconds: number
 }
 
-export function policiesFor(workspace: Workspace): WindowPolicy[] {
-  return [
-    { name: 'burst', quota: workspace.burstLimit, windowSeconds: BURST_WINDOW_SECONDS },
-    { name: 'hourly', quota: workspace.limitPerHour, windowSeconds: HOURLY_WINDOW_SECONDS },
-  ]
+/** Policies by workspace record: a record is not changed in place (a settings change makes a new one). */
+const policiesByWorkspace = new WeakMap<Workspace, readonly WindowPolicy[]>()
+
+export function policiesFor(workspace: Workspace): readonly WindowPolicy[] {
+  let policies = policiesByWorkspace.get(workspace)
+  if (!policies) {
+    policies = Object.freeze([
+      Object.freeze({ name: 'burst', quota: workspace.burstLimit, windowSeconds: BURST_WINDOW_SECONDS }),
+      Object.freeze({ name: 'hourly', quota: workspace.limitPerHour, windowSeconds: HOURLY_WINDOW_SECONDS }),
+    ] as const)
+    policiesByWorkspace.set(workspace, policies)
+  }
+  return policies
 }
 
 /** Windows are aligned to the epoch so every replica agrees on where one starts. */
@@ -48,8 +56,16 @@ export function stateOf(policy: WindowPolicy, now: number, used: number): Window
 }
 
 /** `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers): one structured-field item per policy. */
-export function rateLimitPolicyHeader(policies: WindowPolicy[]): string {
-  return policies.map((p) => `"${p.name}";q=${p.quota};w=${p.windowSeconds}`).join(', ')
+const policyHeaders = new WeakMap<readonly WindowPolicy[], string>()
+
+/** Made once per policies array (policiesFor hands out one array per workspace record). */
+export function rateLimitPolicyHeader(policies: readonly WindowPolicy[]): string {
+  let header = policyHeaders.get(policies)
+  if (header === undefined) {
+    header = policies.map((p) => `"${p.name}";q=${p.quota};w=${p.windowSeconds}`).join(', ')
+    policyHeaders.set(policies, header)
+  }
+  return header
 }
 
 /** `RateLimit`: remaining quota and seconds to reset, per policy. */

@@ -7,6 +7,8 @@ import type { ClaimResult, CounterWindow, StoredResponse } from './types.js'
 
 export interface RateDecision {
   allowed: boolean
+  /** The workspace's windows; the same array for every request while the workspace's settings stay the same. */
+  policies: readonly WindowPolicy[]
   states: WindowState[]
   /** The window that refused the request, when one did. */
   refusedBy?: WindowState
@@ -25,7 +27,7 @@ function decide(policies: readonly WindowPolicy[], now: number, used: readonly n
   const states = policies.map((p, i) => stateOf(p, now, used[i] ?? 0))
   // The windows after a refusing one report their figures without this request (it was not counted there).
   const refusedBy = states.find((s) => s.used > s.quota)
-  return refusedBy ? { allowed: false, states, refusedBy } : { allowed: true, states }
+  return refusedBy ? { allowed: false, policies, states, refusedBy } : { allowed: true, policies, states }
 }
 
 export class LimitsService {

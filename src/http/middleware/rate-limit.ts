@@ -7,11 +7,10 @@ import type { AppEnv } from '../context.js'
 import { errorResponse } from '../errors.js'
 import { withAnswerHeaders } from '../node-io.js'
 
-function headersOf(decision: RateDecision): Record<string, string> {
-  return {
-    'RateLimit-Policy': rateLimitPolicyHeader(decision.states),
-    RateLimit: rateLimitHeader(decision.states),
-  }
+const NAMES = ['RateLimit-Policy', 'RateLimit']
+
+function valuesOf(decision: RateDecision): string[] {
+  return [rateLimitPolicyHeader(decision.policies), rateLimitHeader(decision.states)]
 }
 
 /**
@@ -26,11 +25,11 @@ export const rateLimit = (services: Services) =>
     // Counters in memory (the embedded store) decide without a promise; shared counters wait for the store.
     const decision =
       services.limits.consumeNow(auth.workspace) ?? (await services.limits.consume(auth.workspace))
-    const headers = headersOf(decision)
+    const values = valuesOf(decision)
     if (!decision.allowed && decision.refusedBy) {
       const res = errorResponse(c, rateLimited(decision.refusedBy))
-      for (const name in headers) res.headers.set(name, headers[name] as string)
+      for (let i = 0; i < NAMES.length; i++) res.headers.set(NAMES[i] as string, values[i] as string)
       return res
     }
-    return withAnswerHeaders(c, headers, next)
+    return withAnswerHeaders(c, NAMES, values, next)
   })

@@ -4,6 +4,7 @@ import type { AppEnv } from '../context.js'
 import { withAnswerHeaders } from '../node-io.js'
 
 const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/
+const NAMES = ['X-Request-Id']
 
 /**
  * Every response carries X-Request-Id; a well-formed id from the caller (a proxy's) is kept for tracing.
@@ -15,5 +16,5 @@ export const requestId = () =>
     const incoming = c.req.header('x-request-id')
     const id = incoming && ACCEPTABLE.test(incoming) ? incoming : newId('req')
     c.set('requestId', id)
-    return withAnswerHeaders(c, { 'X-Request-Id': id }, next)
+    return withAnswerHeaders(c, NAMES, [id], next)
   })
