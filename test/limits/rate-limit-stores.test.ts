@@ -112,5 +112,31 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
       expect(statuses.filter((s) => s === 200)).toHaveLength(20)
       expect(statuses.filter((s) => s === 429)).toHaveLength(10)
     })
+
+    it('answers 429 to every refused read, even one counted while the read ran', async () => {
+      const { token } = await one.createKey({
+        workspace: 'alongside',
+        tier: 'enterprise',
+        limitPerHour: 1000,
+        burstLimit: 20,
+      })
+      // Two reads counted first tell each replica the workspace has room, so the next reads run while counted.
+      for (const t of [one, two]) expect((await t.request('GET', '/v1/agents', { token })).status).toBe(200)
+      const missing = '/v1/runs/run_00000000000000000000000000'
+      const answers = await Promise.all(
+        Array.from({ length: 28 }, (_, i) => (i % 2 === 0 ? one : two).request('GET', missing, { token })),
+      )
+      const statuses = answers.map((r) => r.status)
+      expect(statuses.filter((s) => s === 404)).toHaveLength(18)
+      expect(statuses.filter((s) => s === 429)).toHaveLength(10)
+      for (const refused of answers.filter((r) => r.status === 429)) {
+        expect(refused.body.error.code).toBe('rate_limited')
+        expect(refused.headers.get('ratelimit')).toMatch(/^"burst";r=0;/)
+        expect(refused.headers.get('retry-after')).toMatch(/^\d+$/)
+      }
+      for (const read of answers.filter((r) => r.status === 404)) {
+        expect(read.headers.get('ratelimit-policy')).toBe('"burst";q=20;w=10, "hourly";q=1000;w=3600')
+      }
+    })
   },
 )

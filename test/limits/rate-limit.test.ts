@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/domain/clock.js'
+import type { Workspace } from '../../src/domain/identity.js'
+import { LimitsService } from '../../src/domain/limits/service.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
@@ -115,5 +117,34 @@ describe.each(backends())('rate limits on $name', (backend) => {
       expect(figures.hourly?.r).toBeTypeOf('number')
     }
     expect(parseRateLimit(answers[3]?.headers.get('ratelimit') ?? null).hourly?.r).toBe(1000 - 4)
+  })
+})
+
+describe('headroom for reads counted alongside', () => {
+  it('is known only after a count, and only while more than a tenth of every window is left', async () => {
+    let used = 0
+    const counters = {
+      consume: async () => [++used, used],
+      flush: async () => {},
+      purgeBefore: async () => 0,
+    }
+    const idempotency = {} as ConstructorParameters<typeof LimitsService>[0]
+    const limits = new LimitsService(idempotency, counters, new ManualClock(Date.UTC(2026, 5, 1, 12)))
+    const workspace: Workspace = {
+      id: 'ws_h',
+      name: 'h',
+      tier: 'enterprise',
+      limitPerHour: 1000,
+      burstLimit: 20,
+      policyClasses: [],
+      features: [],
+      createdAt: 0,
+    }
+    expect(limits.hasHeadroom(workspace)).toBe(false) // nothing counted yet on this replica
+    await limits.consume(workspace) // 19 of 20 left
+    expect(limits.hasHeadroom(workspace)).toBe(true)
+    used = 17
+    await limits.consume(workspace) // 2 of 20 left: a tenth, not more
+    expect(limits.hasHeadroom(workspace)).toBe(false)
   })
 })

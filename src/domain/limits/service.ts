@@ -30,7 +30,13 @@ function decide(policies: readonly WindowPolicy[], now: number, used: readonly n
   return refusedBy ? { allowed: false, policies, states, refusedBy } : { allowed: true, policies, states }
 }
 
+/** See LimitsService.hasHeadroom. */
+const HEADROOM_SHARE = 0.1
+
 export class LimitsService {
+  /** By workspace record, so an entry goes with the record when the verified-key cache reads it again. */
+  private readonly headroom = new WeakMap<Workspace, boolean>()
+
   constructor(
     private readonly idempotency: IdempotencyRepository,
     private readonly counters: RateCounterRepository,
@@ -45,7 +51,25 @@ export class LimitsService {
   async consume(workspace: Workspace): Promise<RateDecision> {
     const now = this.clock.now()
     const policies = policiesFor(workspace)
-    return decide(policies, now, await this.counters.consume(workspace.id, windowsOf(policies, now)))
+    const decision = decide(
+      policies,
+      now,
+      await this.counters.consume(workspace.id, windowsOf(policies, now)),
+    )
+    this.headroom.set(
+      workspace,
+      decision.states.every((s) => s.remaining > s.quota * HEADROOM_SHARE),
+    )
+    return decision
+  }
+
+  /**
+   * Whether this replica last saw the workspace well inside every window (more than a tenth of each quota left).
+   * Only then may a read run while its request is still being counted (the HTTP rate-limit middleware): a client
+   * at or near its limit is counted first, so its refused requests read nothing.
+   */
+  hasHeadroom(workspace: Workspace): boolean {
+    return this.headroom.get(workspace) === true
   }
 
   /**

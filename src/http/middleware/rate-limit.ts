@@ -1,11 +1,13 @@
+import type { ServerResponse } from 'node:http'
+import type { Context, Next } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { rateLimited } from '../../domain/errors.js'
-import { rateLimitHeader, rateLimitPolicyHeader } from '../../domain/limits/rate-limit.js'
+import { rateLimitHeader, rateLimitPolicyHeader, type WindowState } from '../../domain/limits/rate-limit.js'
 import type { RateDecision } from '../../domain/limits/service.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
 import { errorResponse } from '../errors.js'
-import { withAnswerHeaders } from '../node-io.js'
+import { nodeResponse, withAnswerHeaders } from '../node-io.js'
 
 const NAMES = ['RateLimit-Policy', 'RateLimit']
 
@@ -23,13 +25,54 @@ export const rateLimit = (services: Services) =>
     const auth = c.get('auth')
     if (!auth) return next() // public or stream upgrade: nothing to bill
     // Counters in memory (the embedded store) decide without a promise; shared counters wait for the store.
-    const decision =
-      services.limits.consumeNow(auth.workspace) ?? (await services.limits.consume(auth.workspace))
-    const values = valuesOf(decision)
-    if (!decision.allowed && decision.refusedBy) {
-      const res = errorResponse(c, rateLimited(decision.refusedBy))
-      for (let i = 0; i < NAMES.length; i++) res.headers.set(NAMES[i] as string, values[i] as string)
-      return res
+    const known = services.limits.consumeNow(auth.workspace)
+    const outgoing = nodeResponse(c)
+    if (!known && outgoing && readsOnly(c) && services.limits.hasHeadroom(auth.workspace)) {
+      return countAlongside(c, services.limits.consume(auth.workspace), outgoing, next)
     }
+    const decision = known ?? (await services.limits.consume(auth.workspace))
+    const values = valuesOf(decision)
+    if (!decision.allowed && decision.refusedBy) return refusal(c, decision.refusedBy, values)
     return withAnswerHeaders(c, NAMES, values, next)
   })
+
+function refusal(c: Context<AppEnv>, refusedBy: WindowState, values: string[]): Response {
+  const res = errorResponse(c, rateLimited(refusedBy))
+  for (let i = 0; i < NAMES.length; i++) res.headers.set(NAMES[i] as string, values[i] as string)
+  return res
+}
+
+/** A GET or HEAD that answers in one piece (a live trace stream writes as it goes, so it is counted first). */
+function readsOnly(c: Context<AppEnv>): boolean {
+  const method = c.req.method
+  return (
+    (method === 'GET' || method === 'HEAD') && !(c.req.header('accept') ?? '').includes('text/event-stream')
+  )
+}
+
+/**
+ * A read runs while its request is being counted in the store: on PostgreSQL the count and the read leave in one
+ * pipeline write, one round trip instead of two in a row. The answer is sent only once the count is known, and a
+ * refused request is answered 429 whatever the read found. Node writes the answer after the app returns, so the
+ * figures still go on Node's response here.
+ */
+async function countAlongside(
+  c: Context<AppEnv>,
+  counting: Promise<RateDecision>,
+  outgoing: ServerResponse,
+  next: Next,
+): Promise<void> {
+  // Settled at once, so a failing count is never an unhandled rejection while the read runs.
+  const outcome = counting.then(
+    (decision) => ({ decision }),
+    (error: unknown) => ({ error }),
+  )
+  await next()
+  const settled = await outcome
+  if ('error' in settled) throw settled.error
+  const { decision } = settled
+  const values = valuesOf(decision)
+  for (let i = 0; i < NAMES.length; i++) outgoing.setHeader(NAMES[i] as string, values[i] as string)
+  // Thrown, like any error after next(): the app's error handler replaces whatever the read answered.
+  if (!decision.allowed && decision.refusedBy) throw rateLimited(decision.refusedBy)
+}
