@@ -18,26 +18,6 @@ export function nodeResponse(c: Context): ServerResponse | undefined {
 }
 
 /**
- * A request header as `Headers.get` gives it (repeated fields joined with ", "), read from Node's raw header
- * list when there is one. The first `c.req.header()` builds a Fetch Headers object of every field of the request,
- * which profiled at a few per cent of a cached GET; Node's own `headers` object cannot stand in for it, because it
- * keeps only the first of two Authorization fields where Headers joins them (and the key check then refuses both).
- */
-export function requestHeader(c: Context, name: string): string | undefined {
-  const incoming = nodeRequest(c)
-  if (!incoming) return c.req.header(name)
-  const raw = incoming.rawHeaders
-  let value: string | undefined
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const field = raw[i] as string
-    if (field.length !== name.length || field.toLowerCase() !== name) continue
-    const v = raw[i + 1] as string
-    value = value === undefined ? v : `${value}, ${v}`
-  }
-  return value
-}
-
-/**
  * Puts headers that every answer carries (request id, rate limits) on the answer, whichever Response the rest of
  * the chain makes. Under Node they go on Node's response before the handler runs: Node merges them under the
  * Response's own headers when it writes the head, so a plain JSON answer stays @hono/node-server's lightweight

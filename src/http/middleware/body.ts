@@ -3,6 +3,7 @@ import { createMiddleware } from 'hono/factory'
 import { ApiError } from '../../domain/errors.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../context.js'
+import { nodeRequest } from '../node-io.js'
 
 /** The methods whose requests may carry a body. */
 export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
@@ -29,7 +30,7 @@ export const bodyGuard = (maxBytes: number) =>
     if (length !== undefined && Number(length) > maxBytes) throw tooLarge(maxBytes)
     // Under @hono/node-server the body is read from Node's request itself: the Fetch Request and its web stream
     // cost about a tenth of a POST (profiled). app.request (tests, in-process callers) has no Node request.
-    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
+    const incoming = nodeRequest(c)
     const text = decodeUtf8(
       incoming && !incoming.readableEnded
         ? await readIncoming(incoming, maxBytes)
