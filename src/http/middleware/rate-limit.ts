@@ -28,7 +28,7 @@ export const rateLimit = (services: Services) =>
     const known = services.limits.consumeNow(auth.workspace)
     const outgoing = nodeResponse(c)
     if (!known && outgoing && readsOnly(c) && services.limits.hasHeadroom(auth.workspace)) {
-      return countAlongside(c, services.limits.consume(auth.workspace), outgoing, next)
+      return countAlongside(services.limits.consume(auth.workspace), outgoing, next)
     }
     const decision = known ?? (await services.limits.consume(auth.workspace))
     const values = valuesOf(decision)
@@ -57,7 +57,6 @@ function readsOnly(c: Context<AppEnv>): boolean {
  * figures still go on Node's response here.
  */
 async function countAlongside(
-  c: Context<AppEnv>,
   counting: Promise<RateDecision>,
   outgoing: ServerResponse,
   next: Next,
