@@ -98,9 +98,13 @@ function trackRequests(server: Server) {
       }
     },
   }
+  // One listener function for every response, not a closure (and a `once` wrapper) per request.
+  function forget(this: ServerResponse): void {
+    active.delete(this)
+  }
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     active.set(res, (req.headers.accept ?? '').includes('text/event-stream'))
-    res.once('close', () => active.delete(res))
+    res.on('close', forget)
     if (draining) res.setHeader('connection', 'close')
   })
   return state
