@@ -110,10 +110,11 @@ const SPILL = 8
 
 export interface PipelineOptions {
   url: string
-  /** The statement name for a text (shared with the pooled path); undefined runs the text unnamed. */
-  nameFor(text: string): string | undefined
-  /** True when the error means the text's named plan is stale; the text then runs unnamed from now on. */
-  retire(text: string, err: unknown): boolean
+  /**
+   * Runs a statement under its name (shared with the pooled path; undefined runs it unnamed), once more unnamed
+   * when the named plan turns out stale (src/store/postgres.ts StatementNames.autocommit).
+   */
+  autocommit<T>(text: string, run: (name: string | undefined) => Promise<T>): Promise<T>
   parserFor(oid: number): Parser
   /**
    * At most this many connections (default 1). With synchronous commit every write waits for its WAL flush
@@ -141,19 +142,9 @@ export class Pipeline extends SendingQueryable {
     await Promise.all(this.lanes.map((l) => l.close()))
   }
 
-  protected async send(
-    text: string,
-    params?: readonly SqlValue[],
-  ): Promise<{ rows: Row[]; rowCount: number }> {
+  protected send(text: string, params?: readonly SqlValue[]): Promise<{ rows: Row[]; rowCount: number }> {
     const values = normaliseParams(params)
-    const name = this.options.nameFor(text)
-    try {
-      return await this.lane().submit(text, name ?? '', values)
-    } catch (err) {
-      // Autocommit: a statement refused for a stale plan did nothing, so running it again unnamed is safe.
-      if (!name || !this.options.retire(text, err)) throw err
-      return this.lane().submit(text, '', values)
-    }
+    return this.options.autocommit(text, (name) => this.lane().submit(text, name ?? '', values))
   }
 
   /**

@@ -39,6 +39,20 @@ export class StatementNames {
     return name
   }
 
+  /**
+   * Runs one autocommit statement under its name. A statement refused for a stale plan did nothing, so it runs
+   * once more, unnamed. (Inside a transaction it cannot be retried: see PgTransaction.)
+   */
+  async autocommit<T>(text: string, run: (name: string | undefined) => Promise<T>): Promise<T> {
+    const name = this.nameFor(text)
+    try {
+      return await run(name)
+    } catch (err) {
+      if (!name || !this.retire(text, err)) throw err
+      return run(undefined)
+    }
+  }
+
   /** True when the error means the named plan is stale; the text goes unnamed from now on. */
   retire(text: string, err: unknown): boolean {
     const e = err as { code?: string; message?: string }
@@ -57,15 +71,11 @@ class PgQueryable extends SendingQueryable {
     super()
   }
 
-  protected async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
+  protected send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
     const values = normaliseParams(params)
-    const name = this.names.nameFor(sql)
-    try {
-      return await this.client.query(name ? { name, text: sql, values, types } : { text: sql, values, types })
-    } catch (err) {
-      if (!name || !this.names.retire(sql, err)) throw err
-      return this.client.query({ text: sql, values, types })
-    }
+    return this.names.autocommit(sql, (name) =>
+      this.client.query(name ? { name, text: sql, values, types } : { text: sql, values, types }),
+    )
   }
 
   async exec(script: string): Promise<void> {
@@ -167,8 +177,7 @@ export class PostgresDb implements Db, Pipelined {
     this.direct = new PgQueryable(pool, this.names)
     this.pipeline = new Pipeline({
       url,
-      nameFor: (text) => this.names.nameFor(text),
-      retire: (text, err) => this.names.retire(text, err),
+      autocommit: (text, run) => this.names.autocommit(text, run),
       parserFor: (oid) => types.getTypeParser(oid, 'text') as (text: string) => unknown,
       // Measured with synchronous commit and fsync on, 50 concurrent clients: one connection serialises every
       // commit's flush (a third of the pool's throughput across workspaces); four come close to the pool's.
