@@ -30,6 +30,24 @@ describe.each(backends())('rate counters on $name', (backend) => {
     expect(await new RateCounterRepo(db).current('ws', 'hourly', 0)).toBe(25)
     await db.close()
   })
+
+  it('lets exactly the hourly quota through when concurrent requests exhaust it inside the burst window', async () => {
+    const db = await openDb(await backend.freshUrl())
+    await migrate(db)
+    const counters = db.dialect === 'sqlite' ? new MemoryRateCounters(db) : new RateCounterRepo(db)
+    const results = await Promise.all(
+      Array.from({ length: 40 }, () => counters.consume('ws', windows(25, 10))),
+    )
+    const allowed = results.filter(([burst, hourly]) => (burst ?? 0) <= 25 && (hourly ?? 0) <= 10)
+    expect(allowed).toHaveLength(10)
+    // Every request the burst window let through has its own hourly figure, counted even where it was refused.
+    const hourly = results
+      .filter(([burst]) => (burst ?? 0) <= 25)
+      .map((r) => r[1])
+      .sort((a, b) => (a ?? 0) - (b ?? 0))
+    expect(hourly).toEqual(Array.from({ length: 25 }, (_, i) => i + 1))
+    await db.close()
+  })
 })
 
 describe('in-memory counters of the embedded store', () => {

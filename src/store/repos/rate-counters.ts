@@ -1,21 +1,25 @@
 import type { CounterWindow } from '../../domain/limits/types.js'
 import type { RateCounterRepository } from '../../domain/ports.js'
 import type { Db, Queryable } from '../db.js'
+import { type BatchCount, RateCountBatches } from './rate-count-batches.js'
 
 const UPSERT = `INSERT INTO rate_counters (workspace_id, window_name, window_start, count) VALUES ($1, $2, $3, 1)
        ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + 1
        RETURNING count`
 
-// Both windows in one statement, one round trip: the second upsert runs only when the first stayed within its
-// quota. Row locks taken by ON CONFLICT DO UPDATE give every concurrent request, on any replica, its own count.
-const CONSUME_TWO = `WITH first AS (
-  INSERT INTO rate_counters (workspace_id, window_name, window_start, count) VALUES ($1, $2, $3, 1)
-  ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + 1
+// Both windows in one statement, one round trip, for `$7` requests of one workspace counted together
+// (rate-count-batches.ts): the first window gains all of them, the second only those the first let through.
+// Row locks taken by ON CONFLICT DO UPDATE order every batch, from any replica, one after another.
+const CONSUME_BATCH = `WITH first AS (
+  INSERT INTO rate_counters (workspace_id, window_name, window_start, count) VALUES ($1, $2, $3, $7::bigint)
+  ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + EXCLUDED.count
   RETURNING count
+), passing AS (
+  SELECT LEAST(GREATEST($4::bigint - (count - $7::bigint), 0), $7::bigint) AS n FROM first
 ), second AS (
   INSERT INTO rate_counters (workspace_id, window_name, window_start, count)
-  SELECT $1, $5::text, $6::bigint, 1 FROM first WHERE first.count <= $4::bigint
-  ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + 1
+  SELECT $1, $5::text, $6::bigint, n FROM passing WHERE n > 0
+  ON CONFLICT (workspace_id, window_name, window_start) DO UPDATE SET count = rate_counters.count + EXCLUDED.count
   RETURNING count
 )
 SELECT (SELECT count FROM first) AS first_count, (SELECT count FROM second) AS second_count,
@@ -30,18 +34,13 @@ export class RateCounterRepo implements RateCounterRepository {
     private readonly purgeDb: Queryable = db,
   ) {}
 
+  private readonly batches = new RateCountBatches((workspaceId, windows, n) =>
+    this.countBatch(workspaceId, windows, n),
+  )
+
   async consume(workspaceId: string, windows: readonly CounterWindow[]): Promise<number[]> {
     const [first, second] = windows
-    if (windows.length === 2 && first && second) {
-      const row = await this.db.one<{
-        first_count: number
-        second_count: number | null
-        second_current: number | null
-      }>(CONSUME_TWO, [workspaceId, first.name, first.start, first.quota, second.name, second.start])
-      const firstCount = Number(row?.first_count ?? 0)
-      const secondCount = row?.second_count ?? row?.second_current ?? 0
-      return [firstCount, Number(secondCount)]
-    }
+    if (windows.length === 2 && first && second) return this.batches.consume(workspaceId, [first, second])
     const used: number[] = []
     let counting = true
     for (const w of windows) {
@@ -52,6 +51,23 @@ export class RateCounterRepo implements RateCounterRepository {
       if (n > w.quota) counting = false
     }
     return used
+  }
+
+  private async countBatch(
+    workspaceId: string,
+    [first, second]: readonly [CounterWindow, CounterWindow],
+    n: number,
+  ): Promise<BatchCount> {
+    const row = await this.db.one<{
+      first_count: number
+      second_count: number | null
+      second_current: number | null
+    }>(CONSUME_BATCH, [workspaceId, first.name, first.start, first.quota, second.name, second.start, n])
+    return {
+      firstCount: Number(row?.first_count ?? 0),
+      secondCount: row?.second_count == null ? null : Number(row.second_count),
+      secondCurrent: Number(row?.second_current ?? 0),
+    }
   }
 
   async flush(): Promise<void> {}
