@@ -6,11 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { CounterWindow } from '../../src/domain/limits/types.js'
-import {
-  type BatchCount,
-  RateCountBatches,
-  shareOut,
-} from '../../src/store/repos/rate-count-batches.js'
+import { type BatchCount, RateCountBatches, shareOut } from '../../src/store/repos/rate-count-batches.js'
 
 const windows = (burst: number, hourly: number, start = 0): [CounterWindow, CounterWindow] => [
   { name: 'burst', start, windowMs: 10_000, quota: burst },
@@ -68,9 +64,7 @@ describe('shareOut', () => {
       [12, 42],
       [13, 42],
     ])
-    expect(shareOut(3, 10, { firstCount: 3, secondCount: 3, secondCurrent: 0 })).toEqual(
-      oneAtATime(3, 10),
-    )
+    expect(shareOut(3, 10, { firstCount: 3, secondCount: 3, secondCurrent: 0 })).toEqual(oneAtATime(3, 10))
   })
 
   it('reports the second window as found when no request of the batch reached it', () => {
