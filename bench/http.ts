@@ -1,8 +1,9 @@
 /**
  * The reference server over real HTTP, against what the framework alone costs and against a stateless mock.
  * In one run: the reference server on SQLite, on PostgreSQL when one can be started (the tests' own harness,
- * test/support/postgres.ts), bare Hono with the same route shapes, and `prism mock` of the contract. Each server
- * runs in its own process; autocannon drives it from this one. Loopback only, every loop bounded.
+ * test/support/postgres.ts), bare Hono with the same route shapes, and `prism mock` of the contract (as run by
+ * default, and quiet with `-v warn`). Each server runs in its own process; autocannon drives it from this one.
+ * Loopback only, every loop bounded.
  *
  *   npm run bench:http -- [--duration <seconds>] [--quick] [--no-postgres] [--no-prism] [--profile <dir>]
  *
@@ -103,11 +104,24 @@ async function freePort(): Promise<number> {
   })
 }
 
-async function startPrism(): Promise<Target> {
+/**
+ * `prism mock` of the contract. By default as a user runs it (the issue's 386 req/s was measured so), which logs
+ * each request at Prism's default level (info); `quiet` adds `-v warn`, the faster Prism a CI job that silences it
+ * gets, and the stricter comparison.
+ */
+async function startPrism(quiet: boolean): Promise<Target> {
   const port = await freePort()
   const child = spawn(
     join(ROOT, 'node_modules', '.bin', 'prism'),
-    ['mock', 'openapi/agent-operations.yaml', '--port', String(port), '--host', '127.0.0.1', '-v', 'warn'],
+    [
+      'mock',
+      'openapi/agent-operations.yaml',
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      ...(quiet ? ['-v', 'warn'] : []),
+    ],
     { cwd: ROOT, stdio: ['ignore', 'ignore', 'ignore'] },
   )
   children.push(child)
@@ -352,9 +366,12 @@ async function main(): Promise<void> {
 
   if (!flag('--no-prism')) {
     try {
-      const prism = await startPrism()
+      const prism = await startPrism(false)
       await measure('prism.get', 'prism mock GET /v1/runs/{id}', prism, getRun(prism))
       prism.child.kill('SIGTERM')
+      const quiet = await startPrism(true)
+      await measure('prism-quiet.get', 'prism mock -v warn GET /v1/runs/{id}', quiet, getRun(quiet))
+      quiet.child.kill('SIGTERM')
     } catch (err) {
       console.log(`Prism skipped: ${(err as Error).message}`)
     }
@@ -365,6 +382,7 @@ async function main(): Promise<void> {
   verdict('GET run, SQLite / bare Hono', ratio(f('sqlite.get'), f('bare.get')), 0.5)
   verdict('GET run, PostgreSQL / bare Hono', ratio(f('pg.get'), f('bare.get')), 0.3)
   verdict('GET run, SQLite / Prism mock', ratio(f('sqlite.get'), f('prism.get')), 10)
+  verdict('GET run, SQLite / Prism mock -v warn (stricter)', ratio(f('sqlite.get'), f('prism-quiet.get')), 10)
   verdict('POST agent (fresh key), SQLite / bare Hono POST', ratio(f('sqlite.post'), f('bare.post')), 0.25)
   verdict('POST agent (fresh key), SQLite p99', f('sqlite.post')?.p99 ?? Number.NaN, 100, ' ms', false)
   verdict('POST agent (fresh key), PostgreSQL p99', f('pg.post')?.p99 ?? Number.NaN, 150, ' ms', false)
@@ -375,6 +393,7 @@ async function main(): Promise<void> {
   verdict('GET run, SQLite, by CPU cost', cpu('bare.get', 'sqlite.get'), 0.5)
   verdict('GET run, PostgreSQL, by CPU cost (server process only)', cpu('bare.get', 'pg.get'), 0.3)
   verdict('GET run, SQLite vs Prism mock, by CPU cost', cpu('prism.get', 'sqlite.get'), 10)
+  verdict('GET run, SQLite vs Prism mock -v warn, by CPU cost', cpu('prism-quiet.get', 'sqlite.get'), 10)
   verdict('POST agent (fresh key), SQLite, by CPU cost', cpu('bare.post', 'sqlite.post'), 0.25)
   console.log('')
   verdict('ingest, SQLite', ingestSqlite.recordsPerSecond, 50_000, ' rec/s')
