@@ -126,8 +126,11 @@ export interface RunRepository extends TxBound<RunRepository> {
 }
 
 export interface EventRepository extends TxBound<EventRepository> {
-  /** Appends one event; sequence order equals commit order (see the store's implementation). */
-  append(dialect: Dialect, e: Omit<EventRow, 'seq'>): Promise<number>
+  /**
+   * Appends one event, written when its transaction commits; sequence order equals commit order (see the store's
+   * implementation).
+   */
+  append(dialect: Dialect, e: Omit<EventRow, 'seq'>): Promise<void>
   after(seq: number, limit: number): Promise<EventRow[]>
   afterInWorkspace(workspaceId: string, seq: number, limit: number): Promise<EventRow[]>
   lastSeq(): Promise<number>

@@ -30,6 +30,21 @@ export function hotPath(db: Db): Queryable {
   return 'pipeline' in db ? (db as Db & Pipelined).pipeline : db
 }
 
+/**
+ * A transaction that can hold statements back and send them in the same write as its COMMIT (PostgreSQL). What
+ * must come last and hold its lock briefly, the event log's ordered append, then costs no round trip of its own,
+ * and its lock is held for the COMMIT only, not across the event loop's turns between statements. A held-back
+ * statement's result is not seen; a failure rolls the whole transaction back.
+ */
+export interface CommitTail {
+  atCommit(sql: string, params?: readonly SqlValue[]): void
+}
+
+/** The transaction's commit tail when its driver has one. */
+export function commitTailOf(q: Queryable): CommitTail | undefined {
+  return 'atCommit' in q ? (q as Queryable & CommitTail) : undefined
+}
+
 /** What one statement answered: its rows (empty for a write without RETURNING) and how many rows it touched. */
 export interface StatementResult {
   rows: Row[]

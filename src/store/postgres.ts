@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import {
+  type CommitTail,
   type Db,
   normaliseParams,
   type Pipelined,
@@ -123,16 +124,112 @@ function beginWith(client: pg.PoolClient, name: string | undefined, text: string
   })
 }
 
-/** A transaction's statements on its pooled client; BEGIN goes out with the first one (one round trip less). */
-class PgTransaction extends SendingQueryable {
+/** The wire messages that run one statement in the extended protocol, with no Describe: its rows are not read. */
+function sendStatement(
+  con: BeginWire,
+  name: string | undefined,
+  text: string,
+  values: readonly unknown[],
+): void {
+  if (name === undefined) con.parse({ name: '', text, types: [] })
+  con.bind({ portal: '', statement: name ?? '', values: values.map(toWire) })
+  con.execute({ portal: '', rows: 0 })
+}
+
+function toWire(v: unknown): unknown {
+  if (v === null || v === undefined) return null
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength)
+  return String(v)
+}
+
+interface HeldBack {
+  sql: string
+  values: unknown[]
+}
+
+/**
+ * Sends a transaction's held-back statements and its COMMIT in one write and one Sync group (with BEGIN ahead of
+ * them when nothing was sent yet). The last held-back statement is pg's query, so pg parses and names it as usual;
+ * the others bind names this connection has parsed, or run unnamed. As with `beginWith`, the last statement keeps
+ * its name only when no Parse goes out ahead of it or it is parsed already: pg files any ParseComplete under the
+ * query's name. A failure anywhere skips the rest of the group, COMMIT included, and rejects.
+ */
+function commitWith(
+  client: pg.PoolClient,
+  names: StatementNames,
+  begin: boolean,
+  held: readonly HeldBack[],
+): Promise<void> {
+  const last = held[held.length - 1] as HeldBack
+  const parsed = parsedOn(client)
+  let parseAhead = begin
+  const ahead = held.slice(0, -1).map(({ sql, values }) => {
+    const name = names.nameFor(sql)
+    const bound = name !== undefined && parsed[name] === sql ? name : undefined
+    if (bound === undefined) parseAhead = true
+    return { name: bound, sql, values }
+  })
+  let name = names.nameFor(last.sql)
+  if (name !== undefined && parseAhead && parsed[name] !== last.sql) name = undefined
+  return new Promise<void>((resolve, reject) => {
+    const config: pg.QueryConfig = name
+      ? { name, text: last.sql, values: last.values }
+      : { text: last.sql, values: last.values }
+    ;(config as { types?: unknown }).types = types
+    const query = new pg.Query(config, (err) => {
+      if (!err) return resolve()
+      for (const h of held) names.retire(h.sql, err)
+      reject(err)
+    })
+    const hook = query as unknown as {
+      prepare(con: BeginWire): void
+      _getRows(con: BeginWire & { sync(): void }, rows: number): void
+    }
+    const prepare = hook.prepare.bind(query)
+    hook.prepare = (con) => {
+      if (begin) sendStatement(con, undefined, 'BEGIN', [])
+      for (const a of ahead) sendStatement(con, a.name, a.sql, a.values)
+      prepare(con)
+    }
+    // pg ends its query with Execute and Sync; COMMIT goes in between.
+    hook._getRows = (con, rows) => {
+      con.execute({ portal: '', rows })
+      sendStatement(con, undefined, 'COMMIT', [])
+      con.sync()
+    }
+    client.query(query)
+  })
+}
+
+/**
+ * A transaction's statements on its pooled client; BEGIN goes out with the first one and the held-back statements
+ * (`CommitTail`) with the COMMIT (one round trip less each).
+ */
+class PgTransaction extends SendingQueryable implements CommitTail {
   /** Whether BEGIN has been sent: COMMIT and ROLLBACK follow only then. */
   begun = false
+  private readonly held: HeldBack[] = []
 
   constructor(
     private readonly client: pg.PoolClient,
     private readonly names: StatementNames,
   ) {
     super()
+  }
+
+  atCommit(sql: string, params?: readonly SqlValue[]): void {
+    this.held.push({ sql, values: normaliseParams(params) })
+  }
+
+  /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */
+  async commit(): Promise<void> {
+    if (this.held.length > 0) {
+      const begin = !this.begun
+      this.begun = true
+      await commitWith(this.client, this.names, begin, this.held)
+    } else if (this.begun) {
+      await this.client.query('COMMIT')
+    }
   }
 
   protected async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
@@ -207,7 +304,7 @@ export class PostgresDb implements Db, Pipelined {
     const tx = new PgTransaction(client, this.names)
     try {
       const result = await fn(tx)
-      if (tx.begun) await client.query('COMMIT')
+      await tx.commit()
       return result
     } catch (err) {
       if (tx.begun) await client.query('ROLLBACK').catch(() => {})

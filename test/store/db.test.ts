@@ -204,30 +204,87 @@ describe.each(backends())('Db on $name', (backend) => {
     expect((await d.one<{ c: number }>('SELECT COUNT(*) AS c FROM t'))?.c).toBe(21)
   })
 
-  it('hands out event seqs in commit order: an append waits for an earlier uncommitted one', async () => {
+  it('hands out event seqs in commit order, whatever the order of the appends', async () => {
     db = await openDb(await backend.freshUrl())
     const d = db
     await migrate(d)
     const event = (id: string) => ({ id, workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} })
+    const committed: string[] = []
     const reached = new Gate()
     reached.hold()
     const held = new Gate()
     held.hold()
-    const first = d.transaction(async (tx) => {
-      const seq = await new EventRepo(tx).append(d.dialect, event('evt_first'))
-      reached.release()
-      await held.pass()
-      return seq
-    })
+    const first = d
+      .transaction(async (tx) => {
+        await new EventRepo(tx).append(d.dialect, event('evt_first'))
+        reached.release()
+        await held.pass()
+      })
+      .then(() => committed.push('evt_first'))
     await reached.pass()
-    const second = d.transaction((tx) => new EventRepo(tx).append(d.dialect, event('evt_second')))
-    const early = await Promise.race([second, new Promise((r) => setTimeout(r, 100, 'waiting'))])
-    // SQLite serialises whole transactions; on PostgreSQL the advisory lock holds the second append back.
-    expect(early).toBe('waiting')
+    const second = d
+      .transaction((tx) => new EventRepo(tx).append(d.dialect, event('evt_second')))
+      .then(() => committed.push('evt_second'))
+    // SQLite serialises whole transactions, so the second waits; on PostgreSQL it commits while the first is open.
+    await Promise.race([second, new Promise((r) => setTimeout(r, 100))])
     held.release()
-    const [a, b] = await Promise.all([first, second])
-    expect(b).toBeGreaterThan(a)
-    expect((await new EventRepo(d).after(0, 10)).map((e) => e.id)).toEqual(['evt_first', 'evt_second'])
+    await Promise.all([first, second])
+    expect(committed).toEqual(
+      d.dialect === 'sqlite' ? ['evt_first', 'evt_second'] : ['evt_second', 'evt_first'],
+    )
+    expect((await new EventRepo(d).after(0, 10)).map((e) => e.id)).toEqual(committed)
+  })
+
+  it('never shows an event before one with a lower seq that is still to commit (concurrent appenders)', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await migrate(d)
+    const event = (id: string) => ({ id, workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} })
+    const seen: number[][] = []
+    let writing = true
+    const poller = (async () => {
+      // Bounded: the writers finish within a few hundred milliseconds.
+      for (let i = 0; writing && i < 5000; i++) {
+        seen.push((await new EventRepo(d).after(0, 1000)).map((e) => e.seq))
+      }
+    })()
+    for (let round = 0; round < 4; round++) {
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          d.transaction(async (tx) => {
+            const events = new EventRepo(tx)
+            await tx.run('SELECT 1')
+            await events.append(d.dialect, event(`evt_${round}_${i}`))
+            if (i % 3 === 0) await events.append(d.dialect, event(`evt_${round}_${i}b`))
+          }),
+        ),
+      )
+    }
+    writing = false
+    await poller
+    const all = (await new EventRepo(d).after(0, 1000)).map((e) => e.seq)
+    expect(all).toHaveLength(320)
+    // Every snapshot a reader took is a prefix of the final log: no seq became visible before a lower one.
+    for (const snapshot of seen) expect(snapshot).toEqual(all.slice(0, snapshot.length))
+  })
+
+  it('rolls back the whole transaction when an event held back for the commit fails', async () => {
+    db = await openDb(await backend.freshUrl())
+    const d = db
+    await migrate(d)
+    await d.exec('CREATE TABLE marks (k TEXT PRIMARY KEY)')
+    const event = { id: 'evt_dup', workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} }
+    await d.transaction((tx) => new EventRepo(tx).append(d.dialect, event))
+    const failing = d.transaction(async (tx) => {
+      await tx.run("INSERT INTO marks (k) VALUES ('written')")
+      await new EventRepo(tx).append(d.dialect, { ...event, ts: 2 }) // the same event id: a unique violation
+    })
+    await expect(failing).rejects.toThrow()
+    expect(await d.query('SELECT k FROM marks')).toEqual([])
+    expect((await new EventRepo(d).after(0, 10)).map((e) => e.ts)).toEqual([1])
+    // The connection is usable again afterwards.
+    await d.transaction((tx) => tx.run("INSERT INTO marks (k) VALUES ('later')"))
+    expect(await d.query('SELECT k FROM marks')).toEqual([{ k: 'later' }])
   })
 
   it('keeps answering a SELECT * after a migration adds a column', async () => {
@@ -255,6 +312,38 @@ describe.skipIf(!backends().some((b) => b.name === 'postgres'))('PostgreSQL stat
     db = (await openDb(await backend.freshUrl())) as PostgresDb
     return db
   }
+
+  it('keeps a later commit from showing its event while an earlier-numbered one is still committing', async () => {
+    const d = await open()
+    await migrate(d)
+    // A deferred trigger makes the first transaction's COMMIT take 400 ms after its event has its seq.
+    await d.exec(`
+      CREATE TABLE slow_commit (k TEXT PRIMARY KEY);
+      CREATE FUNCTION slow_commit_sleep() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN PERFORM pg_sleep(0.4); RETURN NULL; END $$;
+      CREATE CONSTRAINT TRIGGER slow_commit_at_commit AFTER INSERT ON slow_commit
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit_sleep();`)
+    const event = (id: string) => ({ id, workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} })
+    const slow = d.transaction(async (tx) => {
+      await tx.run("INSERT INTO slow_commit (k) VALUES ('a')")
+      await new EventRepo(tx).append('postgres', event('evt_slow'))
+    })
+    await new Promise((r) => setTimeout(r, 100)) // the slow COMMIT is under way
+    const fast = d.transaction((tx) => new EventRepo(tx).append('postgres', event('evt_fast')))
+    const seen: string[][] = []
+    let done = false
+    void Promise.all([slow, fast]).finally(() => {
+      done = true
+    })
+    for (let i = 0; !done && i < 200; i++) {
+      seen.push((await new EventRepo(d).after(0, 10)).map((e) => e.id))
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    await Promise.all([slow, fast])
+    expect((await new EventRepo(d).after(0, 10)).map((e) => e.id)).toEqual(['evt_slow', 'evt_fast'])
+    // While the slow one committed, nothing was visible: never the later event alone.
+    expect(seen.filter((ids) => ids.length > 0 && ids[0] !== 'evt_slow')).toEqual([])
+  })
 
   it('runs statements issued together each as its own transaction: one failure touches no other', async () => {
     const d = await open()

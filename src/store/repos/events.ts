@@ -1,6 +1,6 @@
 import type { EventRow } from '../../domain/events/types.js'
 import type { EventRepository } from '../../domain/ports.js'
-import { fromJson, type Queryable, toJson } from '../db.js'
+import { commitTailOf, fromJson, type Queryable, toJson } from '../db.js'
 
 interface RawEvent extends Record<string, unknown> {
   seq: number | string
@@ -28,14 +28,13 @@ function toEvent(r: RawEvent): EventRow {
 const APPEND_LOCK = 7_140_001
 
 const INSERT = `INSERT INTO events (id, workspace_id, kind, ts, subject_id, data)
-  VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`
+  VALUES ($1, $2, $3, $4, $5, $6)`
 
-// The lock and the insert in one statement, one round trip. The MATERIALIZED CTE is scanned before the row it
-// yields reaches the insert, so the lock is held before nextval() hands out the seq, as a separate
-// `SELECT pg_advisory_xact_lock` would.
+// The lock and the insert in one statement. The MATERIALIZED CTE is scanned before the row it yields reaches the
+// insert, so the lock is held before nextval() hands out the seq, as a separate `SELECT pg_advisory_xact_lock` would.
 const LOCKED_INSERT = `WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock(${APPEND_LOCK}))
 INSERT INTO events (id, workspace_id, kind, ts, subject_id, data)
-  SELECT $1::text, $2::text, $3::text, $4::bigint, $5::text, $6::text FROM held RETURNING seq`
+  SELECT $1::text, $2::text, $3::text, $4::bigint, $5::text, $6::text FROM held`
 
 export class EventRepo implements EventRepository {
   constructor(private readonly db: Queryable) {}
@@ -46,19 +45,20 @@ export class EventRepo implements EventRepository {
   }
 
   /**
-   * Appends one event. On PostgreSQL the transaction first takes an advisory lock so that sequence order equals
-   * commit order; otherwise a reader polling "after seq N" could skip an event whose transaction committed late.
+   * Appends one event. On PostgreSQL the append takes an advisory lock that its transaction holds until it ends,
+   * so that sequence order equals commit order; otherwise a reader polling "after seq N" could skip an event whose
+   * transaction committed late. The append goes out with the COMMIT (`CommitTail`), so the lock serialises
+   * commits only, not whole transactions' tails. SQLite serialises transactions itself.
    */
-  async append(dialect: 'sqlite' | 'postgres', e: Omit<EventRow, 'seq'>): Promise<number> {
-    const row = await this.db.one<{ seq: number | string }>(dialect === 'postgres' ? LOCKED_INSERT : INSERT, [
-      e.id,
-      e.workspaceId,
-      e.kind,
-      e.ts,
-      e.subjectId,
-      toJson(e.data),
-    ])
-    return Number(row?.seq)
+  async append(dialect: 'sqlite' | 'postgres', e: Omit<EventRow, 'seq'>): Promise<void> {
+    const values = [e.id, e.workspaceId, e.kind, e.ts, e.subjectId, toJson(e.data)]
+    if (dialect === 'sqlite') {
+      await this.db.run(INSERT, values)
+      return
+    }
+    const tail = commitTailOf(this.db)
+    if (tail) tail.atCommit(LOCKED_INSERT, values)
+    else await this.db.run(LOCKED_INSERT, values)
   }
 
   async after(seq: number, limit: number): Promise<EventRow[]> {
