@@ -94,7 +94,8 @@ function assertWireShape(con: WireConnection | undefined): asserts con is WireCo
   }
 }
 
-function toWire(v: unknown): unknown {
+/** A parameter as pg's wire writer takes it: text, bytes or NULL. */
+export function toWire(v: unknown): unknown {
   if (v === null || v === undefined) return null
   if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength)
   return String(v)

@@ -10,7 +10,7 @@ import {
   SendingQueryable,
   type SqlValue,
 } from './db.js'
-import { Pipeline } from './pipeline.js'
+import { Pipeline, toWire } from './pipeline.js'
 
 // int8 (COUNT, BIGINT, BIGSERIAL) arrives as a string by default; our values stay far below 2^53.
 const parseInt8 = (v: string) => Number(v)
@@ -136,12 +136,6 @@ function sendStatement(
   con.execute({ portal: '', rows: 0 })
 }
 
-function toWire(v: unknown): unknown {
-  if (v === null || v === undefined) return null
-  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength)
-  return String(v)
-}
-
 interface HeldBack {
   sql: string
   values: unknown[]
@@ -184,6 +178,15 @@ function commitWith(
     const hook = query as unknown as {
       prepare(con: BeginWire): void
       _getRows(con: BeginWire & { sync(): void }, rows: number): void
+    }
+    if (typeof hook._getRows !== 'function') {
+      // pg's Query is not public API (package.json pins pg); say so plainly rather than fail with a TypeError.
+      reject(
+        new Error(
+          'This version of pg has no Query._getRows to send a COMMIT with; install the pg version package.json names',
+        ),
+      )
+      return
     }
     const prepare = hook.prepare.bind(query)
     hook.prepare = (con) => {
