@@ -7,13 +7,37 @@ import { type Client, createClient, createConfig } from '../generated/client/ind
 import { AgentOpsApi } from '../generated/sdk.gen.js'
 import type { Run, TraceFrame } from '../generated/types.gen.js'
 import { AgentOpsError } from './errors.js'
+import {
+  Agents,
+  graphql,
+  health,
+  Ingest,
+  type RequestOptions,
+  Runs,
+  Tasks,
+  Tools,
+  Webhooks,
+} from './resources.js'
 import { type FollowOptions, followTrace, traceFrames, type WaitOptions, waitForRun } from './runs.js'
-import { type RetryOptions, retryingFetch } from './transport.js'
+import { type RetryOptions, retryingFetch, withDeadline } from './transport.js'
 
 export { KNOWN_ERROR_CODES, RUN_STATUSES, TERMINAL_RUN_STATUSES } from '../generated/contract.gen.js'
 export { AgentOpsApi } from '../generated/sdk.gen.js'
 export type * from '../generated/types.gen.js'
 export { AgentOpsError, type ApiErrorCode, type ErrorDetails, isApiError, parseRetryAfter } from './errors.js'
+export { List, type Page, type StopRule } from './list.js'
+export {
+  Agents,
+  Ingest,
+  type ListParams,
+  type ListRunsParams,
+  type RequestOptions,
+  Runs,
+  Tasks,
+  Tools,
+  type TraceParams,
+  Webhooks,
+} from './resources.js'
 export {
   type FollowOptions,
   followTrace,
@@ -31,8 +55,17 @@ export {
   subscribeStream,
   type WebSocketLike,
 } from './stream.js'
-export { type RetryOptions, retryingFetch } from './transport.js'
-export { canonicalJson, type VerifyWebhookOptions, verifyWebhookSignature } from './webhooks.js'
+export { type RetryOptions, retryingFetch, withDeadline } from './transport.js'
+export {
+  canonicalJson,
+  constructEvent,
+  type HeadersLike,
+  type VerifyWebhookOptions,
+  verifyWebhookSignature,
+  type WebhookErrorReason,
+  type WebhookEvent,
+  WebhookVerificationError,
+} from './webhooks.js'
 
 export interface AgentOpsOptions {
   /** Where the API is, without `/v1` (e.g. `http://127.0.0.1:8080`). */
@@ -43,15 +76,33 @@ export interface AgentOpsOptions {
   retry?: RetryOptions | false
   /** The fetch to send with; default the global one. */
   fetch?: typeof fetch
+  /**
+   * Milliseconds a call may take, retries included, before it fails with a `TimeoutError` DOMException; default
+   * 60000, `0` for none. A call's own `timeout` overrides it; a caller's `signal` still aborts sooner.
+   */
+  timeout?: number
 }
 
+const DEFAULT_TIMEOUT_MS = 60_000
+
 /**
- * Every operation of the contract as a method (`ops.startRun({ path, body })`), resolving to `{ data, response }`
- * and throwing `AgentOpsError` on any non-2xx answer, plus `waitForRun`, `traceFrames` and `followTrace`.
+ * The client. Resources as namespaces whose methods resolve to the response body (`await ops.runs.get(id)` is the
+ * Run) and whose lists page themselves (`for await (const run of ops.runs.list({ agent_id }))`):
+ * `agents`, `runs`, `tools`, `tasks`, `webhooks`, `ingest`, plus `graphql()` and `health()`. Every call throws
+ * `AgentOpsError` on a non-2xx answer and a `TimeoutError` DOMException past its `timeout`.
+ *
+ * Every operation of the contract is also a flat method of the generated SDK (`ops.startRun({ path, body })`),
+ * resolving to `{ data, response }`, for what a namespace does not expose (response headers, the raw request).
  */
 export class AgentOps extends AgentOpsApi {
   /** The configured hey-api client underneath (interceptors, config). */
   readonly http: Client
+  readonly agents: Agents
+  readonly runs: Runs
+  readonly tools: Tools
+  readonly tasks: Tasks
+  readonly webhooks: Webhooks
+  readonly ingest: Ingest
 
   constructor(options: AgentOpsOptions) {
     const http = createClient(
@@ -62,11 +113,30 @@ export class AgentOps extends AgentOpsApi {
         throwOnError: true,
       }),
     )
+    const timeout = options.timeout ?? DEFAULT_TIMEOUT_MS
+    // The deadline is set before the transport sees the request, so it bounds the retries and their waits too.
+    http.interceptors.request.use((request, opts) => withDeadline(request, timeoutOf(opts, timeout)))
     http.interceptors.error.use((error, response) =>
       response ? AgentOpsError.fromResponse(response, error) : error,
     )
     super({ client: http })
     this.http = http
+    this.agents = new Agents(this)
+    this.runs = new Runs(this, http)
+    this.tools = new Tools(this)
+    this.tasks = new Tasks(this)
+    this.webhooks = new Webhooks(this)
+    this.ingest = new Ingest(this)
+  }
+
+  /** One GraphQL operation over POST (`{ query, variables }`), resolving to `{ data, errors }`. */
+  graphql(request: Parameters<typeof graphql>[1], options?: RequestOptions): ReturnType<typeof graphql> {
+    return graphql(this, request, options)
+  }
+
+  /** The server and its store answer (`GET /healthz`). */
+  health(options?: RequestOptions): ReturnType<typeof health> {
+    return health(this, options)
   }
 
   /** Polls the run until its status is terminal (`x-run-state-machine`) and returns it. */
@@ -83,6 +153,14 @@ export class AgentOps extends AgentOpsApi {
   followTrace(runId: string, options?: FollowOptions): AsyncGenerator<TraceFrame, void, undefined> {
     return followTrace(this.http, runId, options)
   }
+}
+
+/** A call's own `timeout` (passed by the namespaces as `meta.timeout`), else the client's. */
+function timeoutOf(opts: object, fallback: number): number {
+  const meta = 'meta' in opts ? opts.meta : undefined
+  if (typeof meta === 'object' && meta !== null && 'timeout' in meta && typeof meta.timeout === 'number')
+    return meta.timeout
+  return fallback
 }
 
 /** `new AgentOps(options)`. */

@@ -75,3 +75,12 @@ export function retryingFetch(base: typeof fetch, options: RetryOptions | false 
     return Math.floor(random() * Math.min(maxDelay, baseDelay * 2 ** (attempt - 1)))
   }
 }
+
+/**
+ * The request with a deadline: its signal also aborts after `ms` (with a `TimeoutError` DOMException, what
+ * `AbortSignal.timeout` gives), composed with whatever signal the caller passed. `0` (or less) leaves it as it is.
+ */
+export function withDeadline(request: Request, ms: number): Request {
+  if (!(ms > 0)) return request
+  return new Request(request, { signal: AbortSignal.any([request.signal, AbortSignal.timeout(ms)]) })
+}

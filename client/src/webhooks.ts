@@ -1,4 +1,13 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import type {
+  PolicyDeniedEvent,
+  ResourceEvent,
+  RunAwaitingApprovalEvent,
+  RunLifecycleEvent,
+} from '../generated/types.gen.js'
+
+/** Every delivery body the contract's `webhooks:` section documents; `event` tells them apart, `id` is the event id. */
+export type WebhookEvent = RunAwaitingApprovalEvent | RunLifecycleEvent | PolicyDeniedEvent | ResourceEvent
 
 export interface VerifyWebhookOptions {
   /** Oldest (and furthest in the future) signature time accepted, in seconds; default 300. */
@@ -65,4 +74,105 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
   }
   throw new TypeError(`cannot canonicalize a ${typeof value}`)
+}
+
+/** Why `constructEvent` refused a delivery. */
+export type WebhookErrorReason =
+  | 'invalid_json'
+  | 'not_an_event'
+  | 'missing_signature'
+  | 'signature_mismatch'
+  | 'header_signature_mismatch'
+
+/** Thrown by `constructEvent` for anything but a genuine, fresh delivery: answer the sender 400 and drop it. */
+export class WebhookVerificationError extends Error {
+  override readonly name = 'WebhookVerificationError'
+  constructor(
+    readonly reason: WebhookErrorReason,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** Request headers in any of the forms servers hand them over: a `Headers`, Node's `IncomingHttpHeaders`, a record. */
+export type HeadersLike = Headers | Record<string, string | string[] | undefined>
+
+function header(headers: HeadersLike, name: string): string | undefined {
+  if (headers instanceof Headers) return headers.get(name) ?? undefined
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name)
+  const value = key === undefined ? undefined : headers[key]
+  return Array.isArray(value) ? value[0] : value
+}
+
+/**
+ * Verifies a webhook delivery and returns its event, typed by `event` (`event.id` is stable across retries: dedupe
+ * on it). Give it the raw request body as received (a string or the bytes), the request headers and every secret
+ * you trust (during a rotation, old and new). The body's `signature` (spec §5) must match within the tolerance;
+ * when the Standard Webhooks headers are present (`webhook-id`, `webhook-timestamp`, `webhook-signature`, what the
+ * reference server sends) they must match too. Throws a `WebhookVerificationError` otherwise.
+ */
+export function constructEvent(
+  body: string | Uint8Array,
+  headers: HeadersLike,
+  secrets: string | readonly string[],
+  options: VerifyWebhookOptions = {},
+): WebhookEvent {
+  const raw = typeof body === 'string' ? body : new TextDecoder().decode(body)
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(raw)
+  } catch {
+    throw new WebhookVerificationError('invalid_json', 'the webhook body is not JSON')
+  }
+  if (!isEvent(parsed))
+    throw new WebhookVerificationError('not_an_event', 'the webhook body has no string id, event and ts')
+  if (typeof parsed.signature !== 'string' || !SIGNATURE.test(parsed.signature))
+    throw new WebhookVerificationError('missing_signature', 'the webhook body has no well-formed signature')
+  const list = typeof secrets === 'string' ? [secrets] : secrets
+  if (!verifyWebhookSignature(parsed, list, options))
+    throw new WebhookVerificationError(
+      'signature_mismatch',
+      'the signature matches no secret given, or its timestamp is outside the tolerance',
+    )
+  const signature = header(headers, 'webhook-signature')
+  if (signature !== undefined && !verifyStandardWebhook(raw, headers, signature, list, options))
+    throw new WebhookVerificationError(
+      'header_signature_mismatch',
+      'webhook-signature matches no secret given for this body, webhook-id and webhook-timestamp',
+    )
+  return parsed
+}
+
+function isEvent(value: unknown): value is WebhookEvent {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const { id, event, ts } = value as Record<string, unknown>
+  return typeof id === 'string' && typeof event === 'string' && typeof ts === 'string'
+}
+
+/** Standard Webhooks: `v1,<base64>` entries over `<webhook-id>.<webhook-timestamp>.<raw body>`. */
+function verifyStandardWebhook(
+  raw: string,
+  headers: HeadersLike,
+  signature: string,
+  secrets: readonly string[],
+  options: VerifyWebhookOptions,
+): boolean {
+  const id = header(headers, 'webhook-id')
+  const timestamp = header(headers, 'webhook-timestamp')
+  if (id === undefined || timestamp === undefined || !/^\d{1,15}$/.test(timestamp)) return false
+  const t = Number(timestamp)
+  if (Math.abs((options.now ?? Date.now()) / 1000 - t) > (options.toleranceSeconds ?? 300)) return false
+  const given = signature
+    .split(' ')
+    .filter((entry) => entry.startsWith('v1,'))
+    .map((entry) => Buffer.from(entry.slice(3), 'base64'))
+  for (const secret of secrets) {
+    const key = secret.startsWith('whsec_')
+      ? Buffer.from(secret.slice('whsec_'.length), 'base64')
+      : Buffer.from(secret, 'utf8')
+    const expected = createHmac('sha256', key).update(`${id}.${t}.${raw}`, 'utf8').digest()
+    if (given.some((g) => g.length === expected.length && timingSafeEqual(g, expected))) return true
+  }
+  return false
 }

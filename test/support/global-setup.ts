@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import type { TestProject } from 'vitest/node'
 import { type PostgresServer, startPostgres } from './postgres.js'
 
@@ -12,6 +13,11 @@ declare module 'vitest' {
 let server: PostgresServer | undefined
 
 export async function setup(project: TestProject): Promise<void> {
+  // Tests that spawn bin/agentops.mjs run the compiled server: rebuild dist/ first when a source is newer.
+  execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale'], {
+    cwd: new URL('../..', import.meta.url),
+    stdio: 'inherit',
+  })
   if (process.env.AGENTOPS_TEST_POSTGRES_URL) {
     project.provide('postgresUrl', process.env.AGENTOPS_TEST_POSTGRES_URL)
     project.provide('postgresUnavailableReason', null)

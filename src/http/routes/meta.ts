@@ -1,19 +1,16 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { Scalar } from '@scalar/hono-api-reference'
 import { parse } from 'yaml'
 import { getHealthzRoute, getOpenapiJsonRoute } from '../../../generated/routes.js'
 import { ApiError } from '../../domain/errors.js'
+import { PACKAGE_ROOT } from '../../package-root.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
 
-export const CONTRACT_PATH = join(
-  dirname(fileURLToPath(import.meta.url)),
-  '../../../openapi/agent-operations.yaml',
-)
+export const CONTRACT_PATH = join(PACKAGE_ROOT, 'openapi/agent-operations.yaml')
 
 let contract: Record<string, unknown> | undefined
 export function loadContract(): Record<string, unknown> {

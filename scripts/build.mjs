@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+// Compiles the server (src/ and generated/) to dist/ with tsc, without type checking (`npm run typecheck` does
+// that), incrementally, then stamps dist/.built so a checkout can tell a build older than its sources.
+// `--if-stale` builds only when a file under src/ or generated/ is newer than the stamp (what the test setup runs).
+import { execFileSync } from 'node:child_process'
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join, resolve } from 'node:path'
+
+const root = resolve(import.meta.dirname, '..')
+const STAMP = join(root, 'dist', '.built')
+
+function newestMtime(dir) {
+  let newest = 0
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs)
+  }
+  return newest
+}
+
+/** Whether dist/ is missing or older than a source. */
+export function isStale() {
+  if (!existsSync(STAMP)) return true
+  const built = statSync(STAMP).mtimeMs
+  return ['src', 'generated'].some((dir) => newestMtime(join(root, dir)) > built)
+}
+
+export function build() {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--noCheck'], {
+    cwd: root,
+    stdio: 'inherit',
+  })
+  writeFileSync(STAMP, `${new Date().toISOString()}\n`)
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) {
+  if (!process.argv.includes('--if-stale') || isStale()) build()
+}
