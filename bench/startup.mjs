@@ -33,7 +33,16 @@ async function once(bin) {
   const t0 = performance.now()
   const child = spawn(
     process.execPath,
-    [bin, 'serve', '--host', '127.0.0.1', '--port', String(port), '--database-url', `sqlite:${join(dir, 'db')}`],
+    [
+      bin,
+      'serve',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--database-url',
+      `sqlite:${join(dir, 'db')}`,
+    ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   )
   try {

@@ -13,7 +13,11 @@ if (!existsSync(entry)) {
   process.exit(2)
 }
 const stamp = join(root, 'dist', '.built')
-if (existsSync(join(root, 'src')) && existsSync(stamp) && newestMtime(join(root, 'src')) > statSync(stamp).mtimeMs) {
+if (
+  existsSync(join(root, 'src')) &&
+  existsSync(stamp) &&
+  newestMtime(join(root, 'src')) > statSync(stamp).mtimeMs
+) {
   console.error('agentops: src/ changed since the last build; run `npm run build` (running the older build)')
 }
 const { main } = await import(pathToFileURL(entry).href)

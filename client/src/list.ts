@@ -51,7 +51,8 @@ export class List<T> implements AsyncIterable<T>, PromiseLike<Page<T>> {
     const max = options.max ?? 10_000
     const items: T[] = []
     for await (const item of this) {
-      if (items.length === max) throw new RangeError(`the list has more than ${max} items; raise max or iterate`)
+      if (items.length === max)
+        throw new RangeError(`the list has more than ${max} items; raise max or iterate`)
       items.push(item)
     }
     return items

@@ -19,6 +19,8 @@ import type {
   GetAgentResponse,
   GetHealthResponse,
   GetRunResponse,
+  GetRunTraceData,
+  GetRunTraceResponse,
   GetTaskResponse,
   GetToolResponse,
   GetWebhookResponse,
@@ -50,17 +52,10 @@ import type {
   StartRunData,
   StartRunResponse,
   TraceFrame,
-  GetRunTraceData,
-  GetRunTraceResponse,
 } from '../generated/types.gen.js'
 import { List, type Page } from './list.js'
 import { type FollowOptions, followTrace, type WaitOptions, waitForRun } from './runs.js'
-import {
-  constructEvent,
-  type HeadersLike,
-  type VerifyWebhookOptions,
-  type WebhookEvent,
-} from './webhooks.js'
+import { constructEvent, type HeadersLike, type VerifyWebhookOptions, type WebhookEvent } from './webhooks.js'
 
 /** Per-call settings, the same for every method. */
 export interface RequestOptions {
@@ -143,7 +138,11 @@ export class Runs {
     private readonly http: Client,
   ) {}
   /** Queues a run of the agent (`body` defaults to `{}`). */
-  start(agentId: string, run: BodyOf<StartRunData> = {}, options?: RequestOptions): Promise<StartRunResponse> {
+  start(
+    agentId: string,
+    run: BodyOf<StartRunData> = {},
+    options?: RequestOptions,
+  ): Promise<StartRunResponse> {
     return body(this.api.startRun({ path: { agent_id: agentId }, body: run, ...wire(options) }))
   }
   get(runId: string, options?: RequestOptions): Promise<GetRunResponse> {
@@ -214,7 +213,11 @@ export class Tools {
 export class Tasks {
   constructor(private readonly api: AgentOpsApi) {}
   /** Assigns a task to the agent, which starts a run for it. */
-  assign(agentId: string, task: BodyOf<AssignTaskData>, options?: RequestOptions): Promise<AssignTaskResponse> {
+  assign(
+    agentId: string,
+    task: BodyOf<AssignTaskData>,
+    options?: RequestOptions,
+  ): Promise<AssignTaskResponse> {
     return body(this.api.assignTask({ path: { agent_id: agentId }, body: task, ...wire(options) }))
   }
   get(taskId: string, options?: RequestOptions): Promise<GetTaskResponse> {
@@ -234,7 +237,10 @@ export class Webhooks {
   async delete(webhookId: string, options?: RequestOptions): Promise<void> {
     await this.api.deleteWebhook({ path: { webhook_id: webhookId }, ...wire(options) })
   }
-  list(params?: QueryOf<ListWebhooksData>, options?: RequestOptions): List<ListWebhooksResponse['data'][number]> {
+  list(
+    params?: QueryOf<ListWebhooksData>,
+    options?: RequestOptions,
+  ): List<ListWebhooksResponse['data'][number]> {
     return list(params, (query) => body(this.api.listWebhooks({ query, ...wire(options) })))
   }
   rotateSecret(
@@ -281,7 +287,11 @@ export class Webhooks {
 export class Ingest {
   constructor(private readonly api: AgentOpsApi) {}
   /** Sends a batch of records to a connector. */
-  batch(connectorId: string, batch: BodyOf<IngestBatchData>, options?: RequestOptions): Promise<IngestBatchResponse> {
+  batch(
+    connectorId: string,
+    batch: BodyOf<IngestBatchData>,
+    options?: RequestOptions,
+  ): Promise<IngestBatchResponse> {
     return body(this.api.ingestBatch({ path: { connector_id: connectorId }, body: batch, ...wire(options) }))
   }
   /** A connector's accepted records, in order. */
