@@ -123,6 +123,13 @@ describe('the agentops-client package', () => {
     expect(result.stdout).toBe('')
   }, 120_000)
 
+  it('is what the kit re-exports as agentops-contract-kit/client, built by the install', async () => {
+    const probe = `const kit = await import('agentops-contract-kit/client'); const own = await import('agentops-client');
+console.log(JSON.stringify({ same: kit.AgentOps === own.AgentOps, exports: Object.keys(kit).length === Object.keys(own).length }))`
+    const { stdout } = await exec(process.execPath, ['--input-type=module', '-e', probe], { cwd: ROOT })
+    expect(JSON.parse(stdout)).toEqual({ same: true, exports: true })
+  })
+
   it('runs on plain Node from the installed package against the reference server', async () => {
     const token = (await t.createKey({ scopes: ['*'] })).token
     // The same program with its types erased by hand: two annotations.
