@@ -43,7 +43,8 @@ export function registerMetaRoutes(app: OpenAPIHono<AppEnv>, services: Services)
   // The page loads its script from this server (never a CDN), asks for no web fonts and turns off the hosted AI
   // agent (which fetches from scalar.com), so it renders offline. Nothing on it needs the internet: no "Open API
   // Client" button (it opens client.scalar.com), no developer toolbar (its Share and Deploy go to scalar.com), no
-  // telemetry. `agent` and `showDeveloperTools` are newer than this integration's types.
+  // telemetry; the sidebar footer's "Powered by Scalar" link (no option turns it off) is hidden by style.
+  // `agent` and `showDeveloperTools` are newer than this integration's types.
   const offline = {
     url: '/openapi.json',
     pageTitle: 'Agent Operations API',
@@ -53,6 +54,7 @@ export function registerMetaRoutes(app: OpenAPIHono<AppEnv>, services: Services)
     hideClientButton: true,
     showDeveloperTools: 'never',
     telemetry: false,
+    customCss: 'a[href*="scalar.com"] { display: none !important; }',
   }
   const reference = Scalar(offline)
   // Neither answer is JSON, so these are plain routes (the contract still documents both).
