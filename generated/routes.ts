@@ -1531,15 +1531,6 @@ export const postV1AgentsAgentIdRunsRoute = createRoute({
             policy_envelope: 'default',
           },
         },
-        'application/json; charset=utf-8': {
-          schema: RunStartRequestSchema,
-          example: {
-            inputs: { q: 'hello', period: '2026-Q3' },
-            mode: 'live',
-            trace_level: 'summary',
-            policy_envelope: 'default',
-          },
-        },
       },
       required: true,
     },
@@ -1688,13 +1679,6 @@ export const postV1RunsRunIdStepsStepIdApprovalRoute = createRoute({
     body: {
       content: {
         'application/json': {
-          schema: ApprovalDecisionSchema,
-          example: {
-            decision: 'approve',
-            comment: 'Checked the input; the search stays inside the EU scope.',
-          },
-        },
-        'application/json; charset=utf-8': {
           schema: ApprovalDecisionSchema,
           example: {
             decision: 'approve',
@@ -1879,18 +1863,6 @@ export const postV1ToolsRoute = createRoute({
             config: {},
           },
         },
-        'application/json; charset=utf-8': {
-          schema: ToolRegistrationSchema,
-          example: {
-            name: 'search',
-            provider: 'builtin:echo',
-            input_schema: { type: 'object', properties: { q: { type: 'string' } } },
-            output_schema: { type: 'object' },
-            policy_binding: { envelope: 'default', required_scopes: [] },
-            idempotent: true,
-            config: {},
-          },
-        },
       },
       required: true,
     },
@@ -1990,20 +1962,6 @@ export const postV1GridConnectorsConnectorIdIngestRoute = createRoute({
     body: {
       content: {
         'application/json': {
-          schema: IngestRequestSchema,
-          example: {
-            records: [
-              {
-                id: 'rec-0001',
-                ts: '2026-11-23T06:00:00.000Z',
-                source: 'crm',
-                policy_class: 'internal',
-                body: { account: 'acme', amount_eur: 1200 },
-              },
-            ],
-          },
-        },
-        'application/json; charset=utf-8': {
           schema: IngestRequestSchema,
           example: {
             records: [
@@ -2123,14 +2081,6 @@ export const postV1WebhooksRoute = createRoute({
             secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
           },
         },
-        'application/json; charset=utf-8': {
-          schema: WebhookCreateSchema,
-          example: {
-            url: 'https://hooks.example.com/agentops',
-            events: ['run.awaiting_approval', 'run.failed'],
-            secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-          },
-        },
       },
       required: true,
     },
@@ -2227,10 +2177,6 @@ export const postV1WebhooksWebhookIdRotateSecretRoute = createRoute({
     body: {
       content: {
         'application/json': {
-          schema: RotateSecretRequestSchema,
-          example: { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', overlap_seconds: 86400 },
-        },
-        'application/json; charset=utf-8': {
           schema: RotateSecretRequestSchema,
           example: { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', overlap_seconds: 86400 },
         },
@@ -2374,15 +2320,6 @@ export const postV1AgentsRoute = createRoute({
             policy_envelope: 'default',
           },
         },
-        'application/json; charset=utf-8': {
-          schema: AgentCreateSchema,
-          example: {
-            name: 'researcher',
-            behavior: 'autonomous',
-            capabilities: ['search'],
-            policy_envelope: 'default',
-          },
-        },
       },
       required: true,
     },
@@ -2480,14 +2417,6 @@ export const postV1AgentsAgentIdTasksRoute = createRoute({
     body: {
       content: {
         'application/json': {
-          schema: TaskAssignSchema,
-          example: {
-            description: "Summarise the EU accounts' Q3 activity",
-            data_source: 'crm-eu',
-            priority: 3,
-          },
-        },
-        'application/json; charset=utf-8': {
           schema: TaskAssignSchema,
           example: {
             description: "Summarise the EU accounts' Q3 activity",
@@ -2631,15 +2560,6 @@ export const postV1GraphqlRoute = createRoute({
     body: {
       content: {
         'application/json': {
-          schema: GraphqlRequestSchema,
-          example: {
-            query:
-              'query Agents($limit: Int) { agents(limit: $limit) { data { agent_id name status } next_cursor } }',
-            variables: { limit: 5 },
-            operationName: 'Agents',
-          },
-        },
-        'application/json; charset=utf-8': {
           schema: GraphqlRequestSchema,
           example: {
             query:

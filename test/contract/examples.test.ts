@@ -89,6 +89,15 @@ describe('request body examples', () => {
     })
     afterAll(() => t?.close())
 
+    it('accepts a body sent as application/json; charset=utf-8, the second media type the contract lists', async () => {
+      const res = await t.request('POST', '/v1/agents', {
+        token,
+        body: { name: 'charset', behavior: 'autonomous' },
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      })
+      expect(res.status, res.text).toBe(201)
+    })
+
     it('posts each example to its operation and gets the documented success', async () => {
       const posted = new Set<string>()
       const send = async (operationId: string, path: string) => {
