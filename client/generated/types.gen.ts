@@ -658,7 +658,7 @@ export type Health = {
 export type IdempotencyKey = string;
 
 /**
- * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+ * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
  */
 export type Cursor = string;
 
@@ -717,7 +717,7 @@ export type ListAgentRunsData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1174,7 +1174,7 @@ export type GetRunTraceData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1243,7 +1243,7 @@ export type StreamRunTraceData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
     };
@@ -1297,7 +1297,7 @@ export type ListToolsData = {
     path?: never;
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1599,7 +1599,7 @@ export type ListConnectorRecordsData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1657,7 +1657,7 @@ export type ListWebhooksData = {
     path?: never;
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1959,7 +1959,7 @@ export type ListWebhookDeliveriesData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -2085,7 +2085,7 @@ export type ListAgentsData = {
     path?: never;
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**

@@ -91,12 +91,7 @@ export function checkLimits(
    * Depth is not counted here: a type reference's `ofType` chain is as deep as GraphiQL's query asks (it stops
    * where the schema's wrappers stop), and the cost bounds the answer anyway.
    */
-  const introspect = (
-    set: SelectionSetNode,
-    type: GraphQLType,
-    count: number,
-    distinct: boolean,
-  ): number => {
+  const introspect = (set: SelectionSetNode, type: GraphQLType, count: number, distinct: boolean): number => {
     const named = getNamedType(type)
     if (!isObjectType(named)) return 0
     let cost = 0
