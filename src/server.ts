@@ -6,6 +6,7 @@ import { type Clock, systemClock } from './domain/clock.js'
 import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
 import { attachGraphqlWs } from './graphql/ws.js'
 import { createApp } from './http/app.js'
+import { answerClientErrors } from './http/client-error.js'
 import { createServices, type Services } from './services.js'
 import { type Db, openDb } from './store/db.js'
 import { migrate } from './store/migrations/index.js'
@@ -48,6 +49,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     ) as Server
     server.once('error', reject)
   })
+  answerClientErrors(httpServer)
   const attached = ATTACHMENTS.map((attach) => attach(httpServer, services)).filter((a) => a !== undefined)
   const inFlight = trackRequests(httpServer)
   await services.start()

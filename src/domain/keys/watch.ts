@@ -69,7 +69,8 @@ export class KeyWatch {
       for (const keyId of [...this.watchers.keys()]) {
         const key = await this.keys.byId(keyId).catch(() => undefined) // the store hiccuped: next poll
         if (key?.revokedAt !== null && key?.revokedAt !== undefined) this.end(keyId, 'revoked')
-        else if (key && key.expiresAt !== null && key.expiresAt <= this.clock.now()) this.end(keyId, 'expired')
+        else if (key && key.expiresAt !== null && key.expiresAt <= this.clock.now())
+          this.end(keyId, 'expired')
       }
     } finally {
       this.polling = false
