@@ -75,6 +75,7 @@ async function seed(databaseUrl: string, size: number): Promise<Seeded> {
       { keyId: key.key_id, identity: key.identity, scopes: key.scopes },
     )
     await cloneRuns(db, run.id, size - 1, { idPrefix: 'run_q', status: 'queued' })
+    await services.changes.flush() // the wake-ups of the seeding writes leave before the store closes
     const ids = [run.id]
     for (let i = 1; i < Math.min(size, 5_000); i++) ids.push(`run_q${String(i).padStart(16, '0')}`)
     return { token: key.token, ids }
