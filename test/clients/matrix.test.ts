@@ -196,7 +196,7 @@ describe('generated clients (matrix) and the shipped client package', () => {
     expect(result.conflict).toBe('idempotency_key_reused')
   })
 
-  it('runs the README program on plain Node, importing agentops-contract-kit/client from the built package', async () => {
+  it('runs the README program on plain Node, importing agentops-client from the built package', async () => {
     token = (await t.createKey({ scopes: ['*'] })).token
     writeFileSync(join(dir, 'readme.mjs'), readmeProgram())
     const { stdout } = await run(process.execPath, ['readme.mjs'], {
