@@ -18,6 +18,7 @@ import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
+import { createOutboundHttp } from './outbound/http.js'
 import { openChangeFeed } from './store/notifications.js'
 import { createRepositories } from './store/repos/index.js'
 
@@ -65,7 +66,8 @@ export function createServices(deps: ServiceDeps): Services {
   const changes = openChangeFeed(db)
   const events = new EventLog(db, repos.events, clock, changes)
   const recorder = new RunRecorder(db, repos.runs, clock, events, changes)
-  const executor = new RunExecutor(recorder, repos.tools, () => config.allowPrivateWebhooks)
+  const outbound = createOutboundHttp({ allowPrivate: config.allowPrivateWebhooks })
+  const executor = new RunExecutor(recorder, repos.tools, outbound)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
     leaseMs: Math.max(100, config.runLeaseMs),
@@ -88,7 +90,7 @@ export function createServices(deps: ServiceDeps): Services {
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
-      allowPrivate: config.allowPrivateWebhooks,
+      outbound,
       timeoutMs: Math.max(1, config.webhookTimeoutMs ?? 10_000),
       retry: {
         baseMs: config.webhookRetryBaseMs ?? 5_000,

@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
 import { verifySignature } from '../../src/domain/webhooks/verify.js'
+import { createOutboundHttp } from '../../src/outbound/http.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
 import { backends } from '../support/backends.js'
 import { AWAITING_APPROVAL_FIELDS, type Harness, harness, independentlyVerified } from './helpers.js'
@@ -231,7 +232,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     expect(d).toMatchObject({ status: 'pending', attempts: 0, leaseOwner: null, leaseUntil: null })
     // A fresh dispatcher over the same store (another replica) takes the row at once, without waiting for a lease.
     const restarted = new WebhookService(h.db, h.repos.webhooks, h.repos.deliveries, h.clock, h.events, {
-      allowPrivate: true,
+      outbound: createOutboundHttp({ allowPrivate: true }),
       timeoutMs: 2_000,
     })
     await restarted.dispatcher.runOnce()

@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/domain/clock.js'
 import { EventLog } from '../../src/domain/events/log.js'
 import type { Repositories } from '../../src/domain/ports.js'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
+import { createOutboundHttp } from '../../src/outbound/http.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
@@ -64,7 +65,7 @@ export async function harness(
   const repos = createRepositories(db)
   const events = new EventLog(db, repos.events, clock)
   const webhooks = new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
-    allowPrivate: true,
+    outbound: createOutboundHttp({ allowPrivate: true }),
     timeoutMs: 2_000,
     retry: { baseMs: 1_000 },
     ...settings,

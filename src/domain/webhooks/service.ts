@@ -2,12 +2,12 @@ import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
-import type { Db, DeliveryRepository, WebhookRepository } from '../ports.js'
+import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js'
 import { isEventKind } from './body.js'
 import { type EventSource, WebhookDispatcher } from './dispatcher.js'
 import type { DeliveryRecord, StoredSecret, WebhookRecord } from './types.js'
-import { checkWebhookUrl } from './url-guard.js'
+import { checkWebhookUrl } from './url-check.js'
 
 export interface CreateWebhookInput {
   url: string
@@ -21,7 +21,8 @@ export interface RotateSecretInput {
 }
 
 export interface WebhookSettings {
-  allowPrivate: boolean
+  /** Deliveries and URL checks go through the guarded outbound HTTP port. */
+  outbound: OutboundHttp
   retry?: Partial<RetryPolicy>
   timeoutMs?: number
   concurrency?: number
@@ -49,13 +50,13 @@ export class WebhookService {
       timeoutMs: settings.timeoutMs ?? 10_000,
       concurrency: Math.max(1, settings.concurrency ?? 16),
       pollMs: settings.pollMs ?? 1_000,
-      allowPrivate: () => settings.allowPrivate,
+      outbound: settings.outbound,
       ...(settings.random ? { random: settings.random } : {}),
     })
   }
 
   async create(workspaceId: string, input: CreateWebhookInput): Promise<WebhookRecord> {
-    const url = checkWebhookUrl(input.url, this.settings.allowPrivate)
+    const url = checkWebhookUrl(input.url, this.settings.outbound)
     const unknown = input.events.filter((k) => !isEventKind(k))
     if (input.events.length === 0 || unknown.length > 0) {
       throw new ApiError('invalid_request', 'events must name known event kinds', {
