@@ -1,10 +1,11 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
+import { NO_OBSERVER, type SurfaceObserver } from './api/observe.js'
+import { createApp } from './app.js'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
 import { attachGraphqlWs } from './graphql/ws.js'
-import { createApp } from './http/app.js'
 import { createServices, type Services } from './services.js'
 import { type Db, openDb } from './store/db.js'
 import { migrate } from './store/migrations/index.js'
@@ -23,10 +24,16 @@ export interface StartOptions {
   clock?: Clock
   /** Use an already opened Db (tests); the server then does not close it. */
   db?: Db
+  /** Told about every request and socket (metrics, request log); see src/api/observe.ts. */
+  observer?: SurfaceObserver
 }
 
 /** Attaches extra protocol handlers (the WebSocket stream) to the same HTTP server and port. */
-export type ServerAttachment = (server: Server, services: Services) => { close(): Promise<void> } | undefined
+export type ServerAttachment = (
+  server: Server,
+  services: Services,
+  observer: SurfaceObserver,
+) => { close(): Promise<void> } | undefined
 
 // --- attachments: the stream feature adds one entry here ---
 const ATTACHMENTS: ServerAttachment[] = [attachStream, attachGraphqlWs]
@@ -38,14 +45,17 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = options.db ?? (await openDb(config.databaseUrl))
   await migrate(db)
   const services = await createServices({ db, clock: options.clock ?? systemClock, config })
-  const app = createApp(services)
+  const observer = options.observer ?? NO_OBSERVER
+  const app = createApp(services, observer)
   const httpServer = await new Promise<Server>((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () =>
       resolve(server as Server),
     ) as Server
     server.once('error', reject)
   })
-  const attached = ATTACHMENTS.map((attach) => attach(httpServer, services)).filter((a) => a !== undefined)
+  const attached = ATTACHMENTS.map((attach) => attach(httpServer, services, observer)).filter(
+    (a) => a !== undefined,
+  )
   const inFlight = trackRequests(httpServer)
   await services.start()
   const port = (httpServer.address() as AddressInfo).port

@@ -1,9 +1,9 @@
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import type { AppEnv } from '../api/context.js'
+import type { ErrorBody } from '../api/contract-types.js'
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, errorEnvelope } from '../domain/errors.js'
-import type { AppEnv } from './context.js'
-import type { ErrorBody } from './contract-types.js'
 
 /** Renders an ApiError as the spec §7 envelope, with its status and headers. */
 export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {

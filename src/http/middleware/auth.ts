@@ -1,7 +1,8 @@
 import { createMiddleware } from 'hono/factory'
+import { callerFromKey } from '../../api/caller.js'
+import type { AppEnv } from '../../api/context.js'
 import { unauthenticated } from '../../domain/errors.js'
 import type { Services } from '../../services.js'
-import type { AppEnv } from '../context.js'
 
 /**
  * Resolves the bearer token into the caller's workspace, identity and scopes (spec §5). `exceptPath`
@@ -16,12 +17,6 @@ export const auth = (services: Services, exceptPath?: string) =>
     const verified =
       services.keys.verifyCached(credentials) ?? (await services.keys.verifyRequest(credentials))
     if (typeof verified === 'string') throw unauthenticated(verified)
-    c.set('auth', {
-      workspaceId: verified.workspace.id,
-      keyId: verified.keyId,
-      identity: verified.identity,
-      scopes: verified.scopes,
-      workspace: verified.workspace,
-    })
+    c.set('auth', callerFromKey(verified))
     await next()
   })

@@ -1,11 +1,11 @@
 import type { ServerResponse } from 'node:http'
 import type { Context, Next } from 'hono'
 import { createMiddleware } from 'hono/factory'
+import type { AppEnv } from '../../api/context.js'
 import { rateLimited } from '../../domain/errors.js'
 import { rateLimitHeader, rateLimitPolicyHeader, type WindowState } from '../../domain/limits/rate-limit.js'
 import type { RateDecision } from '../../domain/limits/service.js'
 import type { Services } from '../../services.js'
-import type { AppEnv } from '../context.js'
 import { errorResponse } from '../errors.js'
 import { nodeResponse, withAnswerHeaders } from '../node-io.js'
 

@@ -6,9 +6,9 @@ import type { OpenAPIHono } from '@hono/zod-openapi'
 import { Scalar } from '@scalar/hono-api-reference'
 import { parse } from 'yaml'
 import { getHealthzRoute, getOpenapiJsonRoute } from '../../../generated/routes.js'
+import type { AppEnv } from '../../api/context.js'
 import { ApiError } from '../../domain/errors.js'
 import type { Services } from '../../services.js'
-import type { AppEnv } from '../context.js'
 
 export const CONTRACT_PATH = join(
   dirname(fileURLToPath(import.meta.url)),
