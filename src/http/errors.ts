@@ -27,7 +27,7 @@ export function toApiError(err: unknown): ApiError {
     const code = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).find(
       (k) => ERROR_CATALOGUE[k].status === status,
     )
-    if (code && status < 500) return new ApiError(code, err.message || ERROR_CATALOGUE[code].title)
+    if (code && status < 500) return new ApiError(code, err.message || ERROR_CATALOGUE[code].meaning)
   }
   return new ApiError('internal_error', 'The server failed unexpectedly; retry with backoff and jitter')
 }
