@@ -73,7 +73,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()))
         // WebSockets close with 1001 so their clients resume with `since` on another replica.
         for (const a of attached) await a.close()
-        await inFlight.settled(Math.max(0, config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS))
+        await inFlight.settled(Math.max(0, config.shutdownGraceMs))
         httpServer.closeAllConnections?.()
         await stopped
         // Workers last: the scheduler and the outbox hand their leases back as they stop.
@@ -84,8 +84,6 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     },
   }
 }
-
-export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
 
 /**
  * The requests a server is answering, so shutdown can wait for them. Live trace streams (SSE) never finish on

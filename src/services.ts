@@ -91,13 +91,10 @@ export function createServices(deps: ServiceDeps): Services {
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
       outbound,
-      timeoutMs: Math.max(1, config.webhookTimeoutMs ?? 10_000),
-      retry: {
-        baseMs: config.webhookRetryBaseMs ?? 5_000,
-        maxAttempts: Math.max(1, config.webhookMaxAttempts ?? 8),
-      },
-      concurrency: config.webhookConcurrency ?? 16,
-      pollMs: config.webhookPollMs ?? 1_000,
+      timeoutMs: Math.max(1, config.webhookTimeoutMs),
+      retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
+      concurrency: config.webhookConcurrency,
+      pollMs: config.webhookPollMs,
     }),
     workers,
     async start() {

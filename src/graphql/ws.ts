@@ -154,7 +154,7 @@ export function attachGraphqlWs(
         () => undefined, // the store did not answer: keep the socket, the next sweep asks again
       )
     }
-  }, services.config.streamHeartbeatMs ?? 15_000)
+  }, services.config.streamHeartbeatMs)
   sweep.unref()
 
   return {

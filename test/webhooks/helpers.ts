@@ -44,6 +44,14 @@ export function independentlyVerified(rawBody: string, secret: string): boolean 
   return entries.includes(`v1=${hex}`)
 }
 
+/** The harness's dispatcher settings: the server's defaults (src/config.ts) with a short time-out and base. */
+export const TEST_WEBHOOK_SETTINGS = {
+  timeoutMs: 2_000,
+  retry: { baseMs: 1_000, maxAttempts: 8 },
+  concurrency: 16,
+  pollMs: 1_000,
+} as const
+
 export interface Harness {
   db: Db
   clock: ManualClock
@@ -66,8 +74,7 @@ export async function harness(
   const events = new EventLog(db, repos.events, clock)
   const webhooks = new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
     outbound: createOutboundHttp({ allowPrivate: true }),
-    timeoutMs: 2_000,
-    retry: { baseMs: 1_000 },
+    ...TEST_WEBHOOK_SETTINGS,
     ...settings,
   })
   return {

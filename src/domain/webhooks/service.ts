@@ -3,7 +3,7 @@ import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js'
+import { RETRY_CAP_MS, type RetryPolicy } from './backoff.js'
 import { isEventKind } from './body.js'
 import { type EventSource, WebhookDispatcher } from './dispatcher.js'
 import type { DeliveryRecord, StoredSecret, WebhookRecord } from './types.js'
@@ -23,10 +23,11 @@ export interface RotateSecretInput {
 export interface WebhookSettings {
   /** Deliveries and URL checks go through the guarded outbound HTTP port. */
   outbound: OutboundHttp
-  retry?: Partial<RetryPolicy>
-  timeoutMs?: number
-  concurrency?: number
-  pollMs?: number
+  /** Attempts in all and the first retry's delay scale; the cap is RETRY_CAP_MS. */
+  retry: Pick<RetryPolicy, 'maxAttempts' | 'baseMs'>
+  timeoutMs: number
+  concurrency: number
+  pollMs: number
   random?: () => number
 }
 
@@ -46,10 +47,10 @@ export class WebhookService {
     private readonly settings: WebhookSettings,
   ) {
     this.dispatcher = new WebhookDispatcher(db, webhooks, deliveries, clock, events, {
-      retry: { ...DEFAULT_RETRY_POLICY, ...settings.retry },
-      timeoutMs: settings.timeoutMs ?? 10_000,
-      concurrency: Math.max(1, settings.concurrency ?? 16),
-      pollMs: settings.pollMs ?? 1_000,
+      retry: { capMs: RETRY_CAP_MS, ...settings.retry },
+      timeoutMs: settings.timeoutMs,
+      concurrency: Math.max(1, settings.concurrency),
+      pollMs: settings.pollMs,
       outbound: settings.outbound,
       ...(settings.random ? { random: settings.random } : {}),
     })
