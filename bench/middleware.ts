@@ -48,8 +48,8 @@ guarded.onError((err, c) => errorResponse(c, toApiError(err)))
 guarded.use(
   '*',
   requestId(),
-  auth(services),
-  rateLimit(services),
+  auth(services.keys),
+  rateLimit(services.limits),
   bodyGuard(config.maxBodyBytes),
   idempotency(services),
 )

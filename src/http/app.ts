@@ -52,8 +52,8 @@ export function createHttpApp(services: Services, options: HttpAppOptions = {}):
   app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
 
   // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
-  app.use('/v1/*', auth(services, STREAM_PATH))
-  app.use('/v1/*', rateLimit(services))
+  app.use('/v1/*', auth(services.keys, STREAM_PATH))
+  app.use('/v1/*', rateLimit(services.limits))
   // After auth and rate limit (so its 400 carries the rate-limit headers like every answer), before anything stores.
   app.use('/v1/*', textGuard())
   // Mounted for the methods they concern only: every other request skips them in routing, not in a call.
