@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { OpenAPIHono } from '@hono/zod-openapi'
+import type { AppEnv } from '../src/api/context.js'
 import { loadConfig } from '../src/config.js'
 import { systemClock } from '../src/domain/clock.js'
-import type { AppEnv } from '../src/http/context.js'
 import { errorResponse, toApiError } from '../src/http/errors.js'
 import { auth } from '../src/http/middleware/auth.js'
 import { bodyGuard } from '../src/http/middleware/body.js'
@@ -48,8 +48,8 @@ guarded.onError((err, c) => errorResponse(c, toApiError(err)))
 guarded.use(
   '*',
   requestId(),
-  auth(services),
-  rateLimit(services),
+  auth(services.keys),
+  rateLimit(services.limits),
   bodyGuard(config.maxBodyBytes),
   idempotency(services),
 )

@@ -1,4 +1,4 @@
-/** Every operator setting, read once from the environment; tests build a Config directly. */
+/** Every operator setting, read once from the environment; the one home of their defaults (`loadConfig`). */
 export interface Config {
   port: number
   host: string
@@ -15,27 +15,27 @@ export interface Config {
   corsOrigins?: string[]
   /** Start background workers (scheduler, outbox, purges). Off for the CLI's short-lived store access. */
   workers: boolean
-  /** Webhook per-attempt time-out in ms; default 10000. */
-  webhookTimeoutMs?: number
-  /** Webhook retry backoff base in ms (doubling, full jitter); default 5000. */
-  webhookRetryBaseMs?: number
-  /** Webhook attempts in all before a delivery is marked failed; default 8. */
-  webhookMaxAttempts?: number
-  /** Webhook attempts in flight at once per server (the global pool); default 16. */
-  webhookConcurrency?: number
-  /** How often the webhook outbox looks for due retries, in ms; default 1000. */
-  webhookPollMs?: number
-  /** Stream heartbeat period in ms (ping frame + `heartbeat` message); default 15000. */
-  streamHeartbeatMs?: number
-  /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008; default 1 MiB. */
-  streamMaxBufferedBytes?: number
+  /** Webhook per-attempt time-out in ms. */
+  webhookTimeoutMs: number
+  /** Webhook retry backoff base in ms (doubling, full jitter). */
+  webhookRetryBaseMs: number
+  /** Webhook attempts in all before a delivery is marked failed. */
+  webhookMaxAttempts: number
+  /** Webhook attempts in flight at once per server (the global pool). */
+  webhookConcurrency: number
+  /** How often the webhook outbox looks for due retries, in ms. */
+  webhookPollMs: number
+  /** Stream heartbeat period in ms (ping frame + `heartbeat` message). */
+  streamHeartbeatMs: number
+  /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008. */
+  streamMaxBufferedBytes: number
   /**
    * Stream subscriptions and SSE traces read again this often without a wake-up, bounding the delay a lost
-   * cross-replica notification can cause; default 2000.
+   * cross-replica notification can cause.
    */
-  streamFallbackPollMs?: number
+  streamFallbackPollMs: number
   /** On SIGTERM/SIGINT, how long requests in progress may take to finish before their connections are cut. */
-  shutdownGraceMs?: number
+  shutdownGraceMs: number
   /**
    * The secret page cursors are signed with (AGENTOPS_CURSOR_SECRET); unset: one generated once and kept in the
    * store, so every replica shares it. Rotation: set the new one here and the old one as cursorSecretPrevious.
@@ -113,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookRetryBaseMs: intFrom(env.AGENTOPS_WEBHOOK_RETRY_BASE_MS, 5_000, 'AGENTOPS_WEBHOOK_RETRY_BASE_MS'),
     webhookMaxAttempts: intFrom(env.AGENTOPS_WEBHOOK_MAX_ATTEMPTS, 8, 'AGENTOPS_WEBHOOK_MAX_ATTEMPTS'),
     webhookConcurrency: intFrom(env.AGENTOPS_WEBHOOK_CONCURRENCY, 16, 'AGENTOPS_WEBHOOK_CONCURRENCY'),
+    webhookPollMs: 1_000,
     corsOrigins: parseCorsOrigins(env.AGENTOPS_CORS_ORIGINS),
     cursorSecret: secretFrom(env.AGENTOPS_CURSOR_SECRET, 'AGENTOPS_CURSOR_SECRET'),
     cursorSecretPrevious: secretFrom(env.AGENTOPS_CURSOR_SECRET_PREVIOUS, 'AGENTOPS_CURSOR_SECRET_PREVIOUS'),

@@ -1,11 +1,12 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
+import { NO_OBSERVER, type SurfaceObserver } from './api/observe.js'
+import { createApp } from './app.js'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
 import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
 import { attachGraphqlWs } from './graphql/ws.js'
-import { createApp } from './http/app.js'
 import { answerClientErrors } from './http/client-error.js'
 import { createServices, type Services } from './services.js'
 import { type Db, openDb } from './store/db.js'
@@ -26,10 +27,16 @@ export interface StartOptions {
   clock?: Clock
   /** Use an already opened Db (tests); the server then does not close it. */
   db?: Db
+  /** Told about every request and socket (metrics, request log); see src/api/observe.ts. */
+  observer?: SurfaceObserver
 }
 
 /** Attaches extra protocol handlers (the WebSocket stream) to the same HTTP server and port. */
-export type ServerAttachment = (server: Server, services: Services) => { close(): Promise<void> } | undefined
+export type ServerAttachment = (
+  server: Server,
+  services: Services,
+  observer: SurfaceObserver,
+) => { close(): Promise<void> } | undefined
 
 // --- attachments: the stream feature adds one entry here ---
 const ATTACHMENTS: ServerAttachment[] = [attachStream, attachGraphqlWs]
@@ -42,7 +49,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   await migrate(db)
   installCursorKeyring(await cursorKeyring(db, config))
   const services = await createServices({ db, clock: options.clock ?? systemClock, config })
-  const app = createApp(services)
+  const observer = options.observer ?? NO_OBSERVER
+  const app = createApp(services, observer)
   const httpServer = await new Promise<Server>((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () =>
       resolve(server as Server),
@@ -50,7 +58,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     server.once('error', reject)
   })
   answerClientErrors(httpServer)
-  const attached = ATTACHMENTS.map((attach) => attach(httpServer, services)).filter((a) => a !== undefined)
+  const attached = ATTACHMENTS.map((attach) => attach(httpServer, services, observer)).filter(
+    (a) => a !== undefined,
+  )
   const inFlight = trackRequests(httpServer)
   await services.start()
   const port = (httpServer.address() as AddressInfo).port
@@ -68,7 +78,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()))
         // WebSockets close with 1001 so their clients resume with `since` on another replica.
         for (const a of attached) await a.close()
-        await inFlight.settled(Math.max(0, config.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS))
+        await inFlight.settled(Math.max(0, config.shutdownGraceMs))
         httpServer.closeAllConnections?.()
         await stopped
         // Workers last: the scheduler and the outbox hand their leases back as they stop.
@@ -79,8 +89,6 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     },
   }
 }
-
-export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
 
 const CURSOR_SECRET = 'cursor'
 

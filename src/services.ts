@@ -1,6 +1,7 @@
 /**
- * The composition root of the domain: one place that builds the repositories on one Db and hands them, with one
- * Clock, to every service. The HTTP app, the stream and the CLI only see `Services`.
+ * The composition root of the domain: `createDomain` builds the repositories on one Db and hands them, with one
+ * Clock and the outbound port, to every service; `createWorkers` drives them in the background; `createServices`
+ * puts both together for the server, the transports and the CLI.
  */
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
@@ -10,7 +11,7 @@ import { EventLog } from './domain/events/log.js'
 import { IngestionService } from './domain/ingestion/service.js'
 import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
-import type { Db, Repositories } from './domain/ports.js'
+import type { Db, OutboundHttp, Repositories } from './domain/ports.js'
 import { RunExecutor } from './domain/runs/executor.js'
 import { RunRecorder } from './domain/runs/recorder.js'
 import { RunScheduler } from './domain/runs/scheduler.js'
@@ -18,6 +19,7 @@ import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
+import { createOutboundHttp } from './outbound/http.js'
 import { openChangeFeed } from './store/notifications.js'
 import { createRepositories } from './store/repos/index.js'
 
@@ -28,10 +30,8 @@ export interface Worker {
   stop(): Promise<void>
 }
 
-export interface Services {
-  db: Db
-  clock: Clock
-  config: Config
+/** The domain services, built once on one Db and one Clock (`createDomain`). */
+export interface Domain {
   /** Wake-ups after commits, heard by every replica on the same store (the stream and SSE follow it). */
   changes: ChangeFeed
   /** The durable event log every state change appends to; webhooks and the stream consume it. */
@@ -46,6 +46,15 @@ export interface Services {
   runs: RunService
   /** Webhook subscriptions and the signed-delivery outbox fed from the event log. */
   webhooks: WebhookService
+  /** Claims and advances queued runs; a worker (`createWorkers`) drives it. */
+  scheduler: RunScheduler
+}
+
+/** What the transports receive: the domain, the handles it runs on and its workers' lifecycle. */
+export interface Services extends Domain {
+  db: Db
+  clock: Clock
+  config: Config
   workers: Worker[]
   /** Starts every worker (no-op when config.workers is false). */
   start(): Promise<void>
@@ -53,31 +62,29 @@ export interface Services {
   stop(): Promise<void>
 }
 
-export interface ServiceDeps {
+export interface DomainDeps {
   db: Db
   clock: Clock
   config: Config
+  /** The way out for webhooks and http tools (src/outbound). */
+  outbound: OutboundHttp
 }
 
-export function createServices(deps: ServiceDeps): Services {
-  const { db, clock, config } = deps
+/** Builds the repositories on one Db and hands them, with one Clock, to every domain service. */
+export function createDomain(deps: DomainDeps): Domain {
+  const { db, clock, config, outbound } = deps
   const repos: Repositories = createRepositories(db)
   const changes = openChangeFeed(db)
   const events = new EventLog(db, repos.events, clock, changes)
   const recorder = new RunRecorder(db, repos.runs, clock, events, changes)
-  const executor = new RunExecutor(recorder, repos.tools, () => config.allowPrivateWebhooks)
+  const executor = new RunExecutor(recorder, repos.tools, outbound)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
     leaseMs: Math.max(100, config.runLeaseMs),
     pollMs: 250,
   })
   const runs = new RunService(repos, clock, recorder, () => scheduler.wake())
-  const workers: Worker[] = []
-  let started = false
-  const services: Services = {
-    db,
-    clock,
-    config,
+  return {
     changes,
     events,
     keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes),
@@ -88,15 +95,63 @@ export function createServices(deps: ServiceDeps): Services {
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
-      allowPrivate: config.allowPrivateWebhooks,
-      timeoutMs: Math.max(1, config.webhookTimeoutMs ?? 10_000),
-      retry: {
-        baseMs: config.webhookRetryBaseMs ?? 5_000,
-        maxAttempts: Math.max(1, config.webhookMaxAttempts ?? 8),
-      },
-      concurrency: config.webhookConcurrency ?? 16,
-      pollMs: config.webhookPollMs ?? 1_000,
+      outbound,
+      timeoutMs: Math.max(1, config.webhookTimeoutMs),
+      retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
+      concurrency: config.webhookConcurrency,
+      pollMs: config.webhookPollMs,
     }),
+    scheduler,
+  }
+}
+
+/**
+ * The background workers, in start order: first in, last out, so replicas keep hearing each other (the change
+ * feed) until every other worker has stopped.
+ */
+export function createWorkers(
+  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'limits'>,
+): Worker[] {
+  const { changes, scheduler, webhooks, limits } = domain
+  const flush = intervalWorker('rate-counters-flush', 1000, () => limits.flushCounters())
+  return [
+    { name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() },
+    { name: 'run-scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
+    {
+      name: 'webhook-outbox',
+      start: () => webhooks.dispatcher.start(),
+      stop: () => webhooks.dispatcher.stop(),
+    },
+    intervalWorker('limits-purge', 10 * 60 * 1000, () => limits.purge()),
+    // In-memory rate counts (SQLite) reach the store every second and once more when the server stops.
+    {
+      ...flush,
+      async stop() {
+        await flush.stop()
+        await limits.flushCounters()
+      },
+    },
+  ]
+}
+
+export interface ServiceDeps {
+  db: Db
+  clock: Clock
+  config: Config
+}
+
+/** The composition root: the outbound port, the domain on it, and the workers that drive the domain. */
+export function createServices(deps: ServiceDeps): Services {
+  const { db, clock, config } = deps
+  const outbound = createOutboundHttp({ allowPrivate: config.allowPrivateWebhooks })
+  const domain = createDomain({ db, clock, config, outbound })
+  const workers = createWorkers(domain)
+  let started = false
+  return {
+    ...domain,
+    db,
+    clock,
+    config,
     workers,
     async start() {
       if (started || !config.workers) return
@@ -109,25 +164,6 @@ export function createServices(deps: ServiceDeps): Services {
       for (const w of [...workers].reverse()) await w.stop()
     },
   }
-  // First in, last out: replicas keep hearing each other until every other worker has stopped.
-  workers.push({ name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() })
-  workers.push({ name: 'run-scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() })
-  workers.push({
-    name: 'webhook-outbox',
-    start: () => services.webhooks.dispatcher.start(),
-    stop: () => services.webhooks.dispatcher.stop(),
-  })
-  workers.push(intervalWorker('limits-purge', 10 * 60 * 1000, () => services.limits.purge()))
-  // In-memory rate counts (SQLite) reach the store every second and once more when the server stops.
-  const flush = intervalWorker('rate-counters-flush', 1000, () => services.limits.flushCounters())
-  workers.push({
-    ...flush,
-    async stop() {
-      await flush.stop()
-      await services.limits.flushCounters()
-    },
-  })
-  return services
 }
 
 /** A worker that runs `tick` every `everyMs` without keeping the process alive, never overlapping itself. */

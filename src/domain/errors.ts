@@ -1,46 +1,14 @@
 /**
  * The one catalogue of error codes, the constructors of the errors more than one place raises, and the spec §7
  * envelope `{"error":{"code","message","detail","request_id"}}` that both the HTTP side and the stream render.
- * The OpenAPI document lists the same codes under `x-error-codes` (a test keeps the two equal).
+ * The codes come from the OpenAPI document's `x-error-codes` (generated/contract.ts).
  */
+import { ERROR_CODES } from '../../generated/contract.js'
 import type { KeyRefusal } from './identity.js'
 import type { WindowState } from './limits/rate-limit.js'
 
-export const ERROR_CATALOGUE = {
-  invalid_request: { status: 400, title: 'The request does not match the schema or is malformed.' },
-  invalid_cursor: {
-    status: 400,
-    title: 'The pagination cursor is not one this server issued for this list.',
-  },
-  invalid_idempotency_key: {
-    status: 400,
-    title: 'The Idempotency-Key header is empty, too long or not printable ASCII.',
-  },
-  unauthenticated: {
-    status: 401,
-    title: 'The bearer token is missing, malformed, unknown, revoked or expired.',
-  },
-  policy_denied: { status: 403, title: 'The policy gate refused the action.' },
-  not_found: { status: 404, title: 'The resource does not exist or is outside the calling identity.' },
-  idempotency_key_reused: {
-    status: 409,
-    title: 'The Idempotency-Key was already used with a different request.',
-  },
-  idempotency_key_in_progress: {
-    status: 409,
-    title: 'A request with this Idempotency-Key is still being processed.',
-  },
-  invalid_state: { status: 409, title: 'The action is not allowed in the resource’s current state.' },
-  already_exists: { status: 409, title: 'A resource with this unique name already exists.' },
-  payload_too_large: { status: 413, title: 'The body or the batch is larger than the documented limit.' },
-  unsupported_media_type: { status: 415, title: 'The request body must be application/json.' },
-  rate_limited: { status: 429, title: 'The workspace exceeded a rate-limit window.' },
-  internal_error: { status: 500, title: 'The server failed unexpectedly; retry with backoff and jitter.' },
-  unavailable: {
-    status: 503,
-    title: 'The service is temporarily unavailable; retry with backoff and jitter.',
-  },
-} as const
+/** Every code with its status and meaning: the contract's `x-error-codes`, generated into generated/contract.ts. */
+export const ERROR_CATALOGUE = ERROR_CODES
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE
 export type ErrorDetail = Record<string, unknown>

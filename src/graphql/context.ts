@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader'
+import type { AuthContext } from '../api/caller.js'
 import type { AgentView } from '../domain/agents/service.js'
-import type { AuthContext } from '../http/context.js'
 import type { Services } from '../services.js'
 
 /** Everything a resolver may use: the caller, the services REST uses, and per-request batch loaders. */

@@ -1,15 +1,13 @@
 import { execute, type GraphQLError } from 'graphql'
 import type { Context, Hono } from 'hono'
+import type { AppEnv } from '../api/context.js'
+import { GRAPHQL_PATH, SCHEMA_PATH } from '../api/paths.js'
 import { ApiError } from '../domain/errors.js'
-import type { AppEnv } from '../http/context.js'
 import type { Services } from '../services.js'
 import { createContext } from './context.js'
 import { formatError } from './errors.js'
 import { prepare } from './prepare.js'
 import { graphqlSchema, printedSchema } from './schema.js'
-
-export const GRAPHQL_PATH = '/v1/graphql'
-export const SCHEMA_PATH = '/schema.graphql'
 
 interface GraphqlRequest {
   query: string

@@ -18,24 +18,24 @@ import {
   postV1ToolsRoute,
   postV1WebhooksRoute,
 } from '../../generated/routes.js'
+import { callerOf } from '../api/caller.js'
+import {
+  agentsPage,
+  deliveriesPage,
+  recordsPage,
+  runsOfAgentPage,
+  toolsPage,
+  tracePage,
+  webhooksPage,
+} from '../api/pages.js'
+import { presentAgent, presentRun, presentTask, presentTool, presentWebhook } from '../api/presenters.js'
+import { assertScope } from '../api/scopes.js'
 import type { CreateAgentInput } from '../domain/agents/service.js'
 import { ApiError } from '../domain/errors.js'
-import { encodeCursor, pageRequest, toPage } from '../domain/pagination.js'
 import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
 import type { CreateWebhookInput } from '../domain/webhooks/service.js'
-import {
-  presentAgent,
-  presentDelivery,
-  presentFrame,
-  presentRun,
-  presentTask,
-  presentTool,
-  presentWebhook,
-  traceList,
-} from '../http/presenters.js'
-import { assertScope, callerOf } from '../http/scopes.js'
 import type { GraphqlContext } from './context.js'
 import { connectorRecords, runEvents } from './subscriptions.js'
 import { body, params } from './validate.js'
@@ -67,14 +67,7 @@ const loadAgent = async (ctx: GraphqlContext, id: unknown) => {
 
 const runsOfAgent = async (agentId: string, args: Args, ctx: GraphqlContext) => {
   const auth = assertScope(ctx.auth, 'runs:read')
-  const p = pageRequest(auth.workspaceId, 'runs', page(args))
-  const views = await ctx.services.runs.listByAgent(auth.workspaceId, agentId, p.afterSeq, p.limit)
-  return toPage(
-    auth.workspaceId,
-    'runs',
-    { ...views, rows: views.rows.map((v) => ({ ...v, seq: v.run.seq })) },
-    presentRun,
-  )
+  return runsOfAgentPage(ctx.services.runs, auth.workspaceId, agentId, page(args))
 }
 
 const control =
@@ -99,9 +92,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     },
     agents: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'agents:read')
-      const p = pageRequest(auth.workspaceId, 'agents', page(args))
-      const rows = await ctx.services.agents.list(auth.workspaceId, p.afterSeq, p.limit)
-      return toPage(auth.workspaceId, 'agents', rows, presentAgent)
+      return agentsPage(ctx.services.agents, auth.workspaceId, page(args))
     },
     task: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'tasks:read')
@@ -115,12 +106,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     },
     tools: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'tools:read')
-      const includeRetired = args.include_retired === true
-      // The cursor is bound to the filter, as in REST, so paging cannot switch lists halfway.
-      const list = includeRetired ? 'tools:all' : 'tools'
-      const p = pageRequest(auth.workspaceId, list, page(args))
-      const rows = await ctx.services.tools.list(auth.workspaceId, includeRetired, p.afterSeq, p.limit)
-      return toPage(auth.workspaceId, list, rows, presentTool)
+      return toolsPage(ctx.services.tools, auth.workspaceId, args.include_retired === true, page(args))
     },
     webhook: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'webhooks:read')
@@ -131,19 +117,14 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     },
     webhooks: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'webhooks:read')
-      const p = pageRequest(auth.workspaceId, 'webhooks', page(args))
-      const rows = await ctx.services.webhooks.list(auth.workspaceId, p.afterSeq, p.limit)
-      return toPage(auth.workspaceId, 'webhooks', rows, presentWebhook)
+      return webhooksPage(ctx.services.webhooks, auth.workspaceId, page(args))
     },
     records: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'records:read')
       const { connector_id } = params<{ connector_id: string }>(getV1GridConnectorsConnectorIdRecordsRoute, {
         connector_id: args.connector_id,
       })
-      const list = `records:${connector_id}`
-      const p = pageRequest(auth.workspaceId, list, page(args))
-      const rows = await ctx.services.ingestion.list(auth.workspaceId, connector_id, p.afterSeq, p.limit)
-      return toPage(auth.workspaceId, list, rows, (r) => r)
+      return recordsPage(ctx.services.ingestion, auth.workspaceId, connector_id, page(args))
     },
   },
 
@@ -151,16 +132,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     agent: (run, _a, ctx) => loadAgent(ctx, run.agent_id),
     trace: async (run, args, ctx) => {
       const auth = assertScope(ctx.auth, 'runs:read')
-      const runId = String(run.run_id)
-      const p = pageRequest(auth.workspaceId, traceList(runId), page(args))
-      const read = await ctx.services.runs.frames(auth.workspaceId, runId, p.afterSeq, p.limit)
-      // The paging rule (a live run always gets a cursor to poll from) is RunService.frames', as for REST.
-      return {
-        data: read.frames.map(presentFrame),
-        next_cursor:
-          read.nextAfter === null ? null : encodeCursor(auth.workspaceId, traceList(runId), read.nextAfter),
-        run_status: read.status,
-      }
+      return tracePage(ctx.services.runs, auth.workspaceId, String(run.run_id), page(args))
     },
   },
   Agent: {
@@ -178,16 +150,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
   Webhook: {
     deliveries: async (webhook, args, ctx) => {
       const auth = assertScope(ctx.auth, 'webhooks:read')
-      const webhookId = String(webhook.webhook_id)
-      const list = `deliveries:${webhookId}`
-      const p = pageRequest(auth.workspaceId, list, page(args))
-      const rows = await ctx.services.webhooks.listDeliveries(
-        auth.workspaceId,
-        webhookId,
-        p.afterSeq,
-        p.limit,
-      )
-      return toPage(auth.workspaceId, list, rows, presentDelivery)
+      return deliveriesPage(ctx.services.webhooks, auth.workspaceId, String(webhook.webhook_id), page(args))
     },
   },
 

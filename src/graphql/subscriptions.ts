@@ -3,11 +3,11 @@
  * ("read after the last seq sent"), woken by the same hooks as the stream hub, so replay, the replay/live seam and
  * any cross-replica wake-up behave exactly as on /v1/stream.
  */
+
+import { assertScope } from '../api/scopes.js'
+import { connectorSource, MAX_REPLAY, runsSource, type TopicSource } from '../api/topic-sources.js'
+import { parseTopic } from '../api/topics.js'
 import { ApiError } from '../domain/errors.js'
-import { assertScope } from '../http/scopes.js'
-import { DEFAULT_STREAM_OPTIONS } from '../stream/hub.js'
-import { connectorSource, runsSource, type TopicSource } from '../stream/sources.js'
-import { parseTopic } from '../stream/topics.js'
 import type { GraphqlContext } from './context.js'
 
 const READ_PAGE = 200
@@ -71,7 +71,7 @@ export class TopicFollower implements AsyncIterableIterator<Message> {
     private readonly source: TopicSource,
     private readonly since: number | undefined,
     listen: (wake: () => void) => () => void,
-    private readonly maxReplay = DEFAULT_STREAM_OPTIONS.maxReplay,
+    private readonly maxReplay = MAX_REPLAY,
   ) {
     // Listen before the first read, so a change that lands in between is not missed.
     this.unsubscribe = listen(() => {

@@ -1,5 +1,5 @@
 import type { ZodType } from 'zod'
-import { validationHook } from '../http/validation.js'
+import { validationHook } from '../api/validation.js'
 
 interface RouteWithBody {
   request: { body: { content: { 'application/json': { schema: ZodType } } } }

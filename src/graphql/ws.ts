@@ -4,17 +4,18 @@ import { type FormattedExecutionResult, GraphQLError } from 'graphql'
 import { CloseCode } from 'graphql-ws'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
-import { ApiError, rateLimited, unauthenticated } from '../domain/errors.js'
+import { type AuthContext, callerFromKey } from '../api/caller.js'
+import { unavailable } from '../api/errors.js'
+import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
+import { GRAPHQL_PATH, STREAM_PATH } from '../api/paths.js'
+import { refuseUnknownPath, refuseUpgrade } from '../api/upgrade.js'
+import { type ApiError, rateLimited, unauthenticated } from '../domain/errors.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
 import type { VerifiedKey } from '../domain/keys/service.js'
-import type { AuthContext } from '../http/context.js'
 import type { Services } from '../services.js'
-import { STREAM_PATH } from '../stream/path.js'
-import { refuseUpgrade } from '../stream/refuse.js'
 import { createContext } from './context.js'
 import { formatError } from './errors.js'
-import { GRAPHQL_PATH } from './http.js'
 import { prepare } from './prepare.js'
 import { graphqlSchema } from './schema.js'
 
@@ -22,16 +23,6 @@ interface Caller {
   auth: AuthContext
   /** Checks the token again (a key revoked after the socket opened stops new subscriptions). */
   revalidate(): Promise<VerifiedKey | KeyRefusal>
-}
-
-function toAuth(v: VerifiedKey): AuthContext {
-  return {
-    workspaceId: v.workspace.id,
-    keyId: v.keyId,
-    identity: v.identity,
-    scopes: v.scopes,
-    workspace: v.workspace,
-  }
 }
 
 /** An ApiError as graphql-ws sends it: a GraphQL error whose extensions are the envelope's fields. */
@@ -46,8 +37,16 @@ function wsError(err: ApiError, requestId: string): GraphQLError {
  * bad one is a plain HTTP 401 with the envelope), or the `authorization` of the `connection_init` payload.
  * Every subscribe counts against the workspace's rate limit, like a REST request.
  */
-export function attachGraphqlWs(server: Server, services: Services): { close(): Promise<void> } {
+export function attachGraphqlWs(
+  server: Server,
+  services: Services,
+  observer: SurfaceObserver = NO_OBSERVER,
+): { close(): Promise<void> } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 })
+  wss.on('connection', (ws) => {
+    observer.socket('graphql-ws', 'open')
+    ws.once('close', () => observer.socket('graphql-ws', 'close'))
+  })
   const callers = new WeakMap<object, Caller>()
   const upgradeAuth = new WeakMap<IncomingMessage, Caller>()
 
@@ -72,7 +71,7 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
             ctx.extra.socket.close(CloseCode.Unauthorized, unauthenticated(verified as KeyRefusal).message)
             return false
           }
-          caller = { auth: toAuth(verified), revalidate }
+          caller = { auth: callerFromKey(verified), revalidate }
         }
         callers.set(ctx.extra.socket, caller)
         // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
@@ -108,7 +107,7 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
           document: prepared.document,
           operationName: payload.operationName ?? null,
           variableValues: variables,
-          contextValue: createContext(services, toAuth(verified), requestId),
+          contextValue: createContext(services, callerFromKey(verified), requestId),
         }
       },
       // graphql-ws sends a result unchanged when this returns nothing; errors get the envelope's extensions.
@@ -125,7 +124,7 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
     const url = new URL(req.url ?? '/', 'http://graphql.invalid')
     if (url.pathname !== GRAPHQL_PATH) {
       if (url.pathname === STREAM_PATH) return // the stream's own handler answers
-      refuseUpgrade(socket, services, new ApiError('not_found', 'No such endpoint', { path: url.pathname }))
+      refuseUnknownPath(socket, services.clock, url.pathname)
       return
     }
     socket.on('error', () => socket.destroy())
@@ -134,22 +133,15 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
     verified.then(
       (result) => {
         if (typeof result === 'string') {
-          refuseUpgrade(socket, services, unauthenticated(result))
+          refuseUpgrade(socket, services.clock, unauthenticated(result))
           return
         }
-        if (result && revalidate) upgradeAuth.set(req, { auth: toAuth(result), revalidate })
+        if (result && revalidate) upgradeAuth.set(req, { auth: callerFromKey(result), revalidate })
         wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
       },
       (err: unknown) => {
         console.error('[graphql-ws] upgrade failed:', err)
-        refuseUpgrade(
-          socket,
-          services,
-          new ApiError(
-            'unavailable',
-            'The service is temporarily unavailable; retry with backoff and jitter',
-          ),
-        )
+        refuseUpgrade(socket, services.clock, unavailable())
       },
     )
   }
@@ -168,7 +160,7 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
         () => undefined, // the store did not answer: keep the socket, the next sweep asks again
       )
     }
-  }, services.config.streamHeartbeatMs ?? 15_000)
+  }, services.config.streamHeartbeatMs)
   sweep.unref()
 
   return {

@@ -1,14 +1,16 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
+import type { AppEnv } from '../api/context.js'
+import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
+import { STREAM_PATH } from '../api/paths.js'
+import { validationHook } from '../api/validation.js'
 import { ApiError } from '../domain/errors.js'
-import { registerGraphqlRoutes } from '../graphql/http.js'
 import type { Services } from '../services.js'
-import { STREAM_PATH } from '../stream/path.js'
-import type { AppEnv } from './context.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
 import { bodyGuard, WITH_BODY } from './middleware/body.js'
 import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
+import { observeRequests } from './middleware/observe.js'
 import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
 import { textGuard } from './middleware/text.js'
@@ -18,16 +20,26 @@ import { registerMetaRoutes } from './routes/meta.js'
 import { registerRunRoutes } from './routes/runs.js'
 import { registerToolRoutes } from './routes/tools.js'
 import { registerWebhookRoutes } from './routes/webhooks.js'
-import { validationHook } from './validation.js'
+
+/** Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/app.ts). */
+export type RouteMount = (app: OpenAPIHono<AppEnv>, services: Services) => void
 
 /**
  * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit → text guard
  * → body guard (bodies only) → idempotency (POST only) → validated routes. Errors from anywhere become the spec §7 envelope.
  */
-export function createApp(services: Services): OpenAPIHono<AppEnv> {
+export interface HttpAppOptions {
+  /** Routes of other transports served over this app (GraphQL over HTTP). */
+  mounts?: readonly RouteMount[]
+  /** Told once per request (metrics, request log); nothing is mounted for the default. */
+  observer?: SurfaceObserver
+}
+
+export function createHttpApp(services: Services, options: HttpAppOptions = {}): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
 
   app.use('*', requestId())
+  if (options.observer && options.observer !== NO_OBSERVER) app.use('*', observeRequests(options.observer))
   const corsMiddleware = cors(services.config.corsOrigins ?? [])
   if (corsMiddleware) app.use('*', corsMiddleware)
   app.onError((err, c) => {
@@ -40,8 +52,8 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
 
   // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
-  app.use('/v1/*', auth(services, STREAM_PATH))
-  app.use('/v1/*', rateLimit(services))
+  app.use('/v1/*', auth(services.keys, STREAM_PATH))
+  app.use('/v1/*', rateLimit(services.limits))
   // After auth and rate limit (so its 400 carries the rate-limit headers like every answer), before anything stores.
   app.use('/v1/*', textGuard())
   // Mounted for the methods they concern only: every other request skips them in routing, not in a call.
@@ -54,7 +66,7 @@ export function createApp(services: Services): OpenAPIHono<AppEnv> {
   registerIngestRoutes(app, services)
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)
-  registerGraphqlRoutes(app, services)
+  for (const mount of options.mounts ?? []) mount(app, services)
 
   return app
 }

@@ -1,9 +1,9 @@
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import type { AppEnv } from '../api/context.js'
+import type { ErrorBody } from '../api/contract-types.js'
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, errorEnvelope } from '../domain/errors.js'
-import type { AppEnv } from './context.js'
-import type { ErrorBody } from './contract-types.js'
 
 /** Renders an ApiError as the spec §7 envelope, with its status and headers. */
 export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {
@@ -27,7 +27,7 @@ export function toApiError(err: unknown): ApiError {
     const code = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).find(
       (k) => ERROR_CATALOGUE[k].status === status,
     )
-    if (code && status < 500) return new ApiError(code, err.message || ERROR_CATALOGUE[code].title)
+    if (code && status < 500) return new ApiError(code, err.message || ERROR_CATALOGUE[code].meaning)
   }
   return new ApiError('internal_error', 'The server failed unexpectedly; retry with backoff and jitter')
 }

@@ -1,14 +1,17 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer } from 'ws'
-import { ApiError, rateLimited, unauthenticated } from '../domain/errors.js'
+import { callerFromKey } from '../api/caller.js'
+import { unavailable } from '../api/errors.js'
+import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
+import { STREAM_PATH } from '../api/paths.js'
+import { connectorSource, runsSource } from '../api/topic-sources.js'
+import { refuseUnknownPath, refuseUpgrade } from '../api/upgrade.js'
+import { rateLimited, unauthenticated } from '../domain/errors.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import type { VerifiedKey } from '../domain/keys/service.js'
 import type { Services } from '../services.js'
 import { DEFAULT_STREAM_OPTIONS, StreamHub, type StreamIngestor, type StreamOptions } from './hub.js'
-import { STREAM_PATH } from './path.js'
-import { refuseUpgrade } from './refuse.js'
-import { connectorSource, runsSource } from './sources.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
 const MESSAGE_ENVELOPE_BYTES = 64 * 1024
@@ -32,6 +35,7 @@ export interface StreamAttachment {
 export function attachStream(
   server: Server,
   services: Services,
+  observer: SurfaceObserver = NO_OBSERVER,
   options: Partial<StreamOptions> = {},
 ): StreamAttachment {
   const settings: StreamOptions = {
@@ -76,25 +80,20 @@ export function attachStream(
     if (url.pathname !== STREAM_PATH) {
       // Leave foreign paths to another upgrade handler if there is one; otherwise answer like the HTTP side.
       if (server.listeners('upgrade').length > 1) return
-      refuseUpgrade(socket, services, new ApiError('not_found', 'No such endpoint', { path: url.pathname }))
+      refuseUnknownPath(socket, services.clock, url.pathname)
       return
     }
     socket.on('error', () => socket.destroy())
     void authenticate(services, req, url).then(
       ({ verified, revalidate }) => {
         if (typeof verified === 'string') {
-          refuseUpgrade(socket, services, unauthenticated(verified))
+          refuseUpgrade(socket, services.clock, unauthenticated(verified))
           return
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
           const connection = hub.add(
             ws,
-            {
-              workspaceId: verified.workspace.id,
-              keyId: verified.keyId,
-              scopes: verified.scopes,
-              revalidate,
-            },
+            { ...callerFromKey(verified), revalidate },
             socketIngestor(services, verified),
           )
           // A revoke or an expiry of the key closes the socket at once (4401), not at the next heartbeat.
@@ -106,17 +105,17 @@ export function attachStream(
           // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
           ws.on('message', (data) => connection.handleText(data.toString()))
           ws.on('pong', () => connection.pong())
-          ws.on('close', forget)
+          observer.socket('stream', 'open')
+          ws.on('close', () => {
+            forget()
+            observer.socket('stream', 'close')
+          })
           ws.on('error', forget)
         })
       },
       (err: unknown) => {
         console.error('[stream] upgrade failed:', err)
-        const unavailable = new ApiError(
-          'unavailable',
-          'The service is temporarily unavailable; retry with backoff and jitter',
-        )
-        refuseUpgrade(socket, services, unavailable)
+        refuseUpgrade(socket, services.clock, unavailable())
       },
     )
   }

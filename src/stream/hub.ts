@@ -1,12 +1,14 @@
+import { internalError } from '../api/errors.js'
+import { missingScope } from '../api/scopes.js'
+import { MAX_REPLAY, type TopicSource } from '../api/topic-sources.js'
+import { parseTopic, type Topic } from '../api/topics.js'
 import type { Clock } from '../domain/clock.js'
 import { toRfc3339 } from '../domain/clock.js'
-import { ApiError, type ErrorCode, type PolicyDeniedDetail } from '../domain/errors.js'
+import { ApiError, errorEnvelope } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
 import type { IngestResult } from '../domain/ingestion/service.js'
 import { scopeAllows } from '../domain/scopes.js'
 import { parseClientMessage } from './protocol.js'
-import type { TopicSource } from './sources.js'
-import { parseTopic, type Topic } from './topics.js'
 
 /** What the hub needs of a WebSocket (the `ws` package's WebSocket fits; tests pass fakes). */
 export interface StreamSocket {
@@ -34,7 +36,7 @@ export interface StreamOptions {
 export const DEFAULT_STREAM_OPTIONS: StreamOptions = {
   heartbeatMs: 15_000,
   maxBufferedBytes: 1024 * 1024,
-  maxReplay: 1000,
+  maxReplay: MAX_REPLAY,
   fallbackPollMs: 2_000,
 }
 
@@ -97,13 +99,8 @@ export class StreamConnection {
     this.alive = true
     const parsed = parseClientMessage(text)
     if (!parsed.ok) {
-      this.sendError(
-        undefined,
-        'invalid_request',
-        parsed.message,
-        {},
-        parsed.ref === undefined ? {} : { ref: parsed.ref },
-      )
+      const ref = parsed.ref === undefined ? {} : { ref: parsed.ref }
+      this.sendError(undefined, new ApiError('invalid_request', parsed.message), ref)
       return
     }
     const msg = parsed.message
@@ -121,18 +118,12 @@ export class StreamConnection {
       for (const name of msg.topics) {
         const topic = parseTopic(name)
         if (!topic) {
-          this.sendError(name, 'invalid_request', 'Unknown topic: use "connector:<connector_id>" or "runs"', {
-            topic: name,
-          })
+          const unknown = 'Unknown topic: use "connector:<connector_id>" or "runs"'
+          this.sendError(name, new ApiError('invalid_request', unknown, { topic: name }))
           continue
         }
         if (!scopeAllows(this.principal.scopes, topic.scope)) {
-          this.sendError(
-            name,
-            'policy_denied',
-            `This key lacks the scope "${topic.scope}"`,
-            this.missingScope(topic.scope),
-          )
+          this.sendError(name, missingScope(this.principal.scopes, topic.scope))
           continue
         }
         if (!this.subs.has(name)) {
@@ -159,29 +150,18 @@ export class StreamConnection {
   private ingest(connectorId: string, records: unknown[], ref: string | undefined): void {
     const extra = ref === undefined ? {} : { ref }
     if (!this.ingestor) {
-      this.sendError(
-        undefined,
-        'invalid_request',
-        'This server does not accept ingestion over the stream',
-        {},
-        extra,
-      )
+      const refusal = new ApiError('invalid_request', 'This server does not accept ingestion over the stream')
+      this.sendError(undefined, refusal, extra)
       return
     }
     if (!scopeAllows(this.principal.scopes, 'ingest:write')) {
-      const detail = this.missingScope('ingest:write')
-      this.sendError(undefined, 'policy_denied', 'This key lacks the scope "ingest:write"', detail, extra)
+      this.sendError(undefined, missingScope(this.principal.scopes, 'ingest:write'), extra)
       return
     }
     if (this.pendingIngests >= MAX_PENDING_INGESTS) {
       // Each queued batch holds its records in memory; a client must wait for answers rather than pile them up.
-      this.sendError(
-        undefined,
-        'rate_limited',
-        `At most ${MAX_PENDING_INGESTS} batches may wait for an answer on one connection`,
-        { limit: MAX_PENDING_INGESTS },
-        extra,
-      )
+      const message = `At most ${MAX_PENDING_INGESTS} batches may wait for an answer on one connection`
+      this.sendError(undefined, new ApiError('rate_limited', message, { limit: MAX_PENDING_INGESTS }), extra)
       return
     }
     const ingestor = this.ingestor
@@ -192,32 +172,15 @@ export class StreamConnection {
         const result = await ingestor(connectorId, records)
         this.send({ type: 'ingested', ...extra, connector_id: connectorId, ...result })
       } catch (err) {
-        if (err instanceof ApiError) this.sendError(undefined, err.code, err.message, err.detail, extra)
+        if (err instanceof ApiError) this.sendError(undefined, err, extra)
         else {
           console.error('[stream] ingest failed:', err)
-          this.sendError(
-            undefined,
-            'internal_error',
-            'The server failed unexpectedly; retry with backoff and jitter',
-            {},
-            extra,
-          )
+          this.sendError(undefined, internalError(), extra)
         }
       } finally {
         this.pendingIngests--
       }
     })
-  }
-
-  /** The spec §7 `policy_denied` detail for a scope the key does not hold (same as the REST routes). */
-  private missingScope(scope: string): PolicyDeniedDetail {
-    return {
-      envelope: 'api_key',
-      violation: 'missing_scope',
-      observed: [...this.principal.scopes],
-      limit: [scope],
-      escalation_queue: 'workspace-admins',
-    }
   }
 
   /** New records landed on a connector of this connection's workspace. */
@@ -274,7 +237,10 @@ export class StreamConnection {
    */
   credentialEnded(reason: string): void {
     if (this.closed) return
-    this.sendError(undefined, 'unauthenticated', 'The bearer token is no longer valid', { reason })
+    this.sendError(
+      undefined,
+      new ApiError('unauthenticated', 'The bearer token is no longer valid', { reason }),
+    )
     this.closeWith(CLOSE_UNAUTHENTICATED, 'unauthenticated')
   }
 
@@ -335,14 +301,8 @@ export class StreamConnection {
       } while (sub.dirty && !sub.cancelled && !this.closed)
     } catch (err) {
       console.error(`[stream] delivery on ${sub.topic.name} failed:`, err)
-      this.sendError(
-        sub.topic.name,
-        'unavailable',
-        'Delivery paused by a store error; resubscribe with since',
-        {
-          last_seq: sub.after,
-        },
-      )
+      const paused = 'Delivery paused by a store error; resubscribe with since'
+      this.sendError(sub.topic.name, new ApiError('unavailable', paused, { last_seq: sub.after }))
       sub.cancelled = true
       this.subs.delete(sub.topic.name)
     } finally {
@@ -361,18 +321,13 @@ export class StreamConnection {
     return true
   }
 
-  private sendError(
-    topic: string | undefined,
-    code: ErrorCode,
-    message: string,
-    detail: Record<string, unknown>,
-    extra: Record<string, unknown> = {},
-  ): void {
+  /** An `error` message: the spec §7 envelope, with the topic or `ref` it answers. */
+  private sendError(topic: string | undefined, err: ApiError, extra: Record<string, unknown> = {}): void {
     this.send({
       type: 'error',
       ...(topic === undefined ? {} : { topic }),
       ...extra,
-      error: { code, message, detail, request_id: newId('req', this.clock.now()) },
+      ...errorEnvelope(err, newId('req', this.clock.now())),
     })
   }
 }

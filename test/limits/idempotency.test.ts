@@ -1,7 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AppEnv } from '../../src/api/context.js'
 import { ManualClock } from '../../src/domain/clock.js'
-import type { AppEnv } from '../../src/http/context.js'
 import { errorResponse, toApiError } from '../../src/http/errors.js'
 import { idempotency } from '../../src/http/middleware/idempotency.js'
 import { backends } from '../support/backends.js'

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import type { StreamItem, TopicSource } from '../../src/api/topic-sources.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import {
   CLOSE_SLOW_CONSUMER,
@@ -8,7 +9,6 @@ import {
   type StreamPrincipal,
   type StreamSocket,
 } from '../../src/stream/hub.js'
-import type { StreamItem, TopicSource } from '../../src/stream/sources.js'
 import { Gate } from '../support/gate.js'
 
 class FakeSocket implements StreamSocket {

@@ -2,9 +2,11 @@
  * A reference server on 127.0.0.1 for one test file: fresh store, optional ManualClock, and a request helper
  * that validates every response it sees against the contract.
  */
+
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { SurfaceObserver } from '../../src/api/observe.js'
 import type { Config } from '../../src/config.js'
 import type { Clock } from '../../src/domain/clock.js'
 import type { IssuedKey, IssueKeyInput } from '../../src/domain/keys/service.js'
@@ -42,6 +44,7 @@ export interface TestServerOptions {
   databaseUrl?: string
   clock?: Clock
   config?: Partial<Config>
+  observer?: SurfaceObserver
 }
 
 let workspaceCounter = 0
@@ -58,6 +61,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       ...options.config,
     },
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.observer ? { observer: options.observer } : {}),
   })
   const baseUrl = server.url
   return {

@@ -2,9 +2,16 @@ import { Webhook } from 'standardwebhooks'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
 import { verifySignature } from '../../src/domain/webhooks/verify.js'
+import { createOutboundHttp } from '../../src/outbound/http.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
 import { backends } from '../support/backends.js'
-import { AWAITING_APPROVAL_FIELDS, type Harness, harness, independentlyVerified } from './helpers.js'
+import {
+  AWAITING_APPROVAL_FIELDS,
+  type Harness,
+  harness,
+  independentlyVerified,
+  TEST_WEBHOOK_SETTINGS,
+} from './helpers.js'
 import { type Receiver, startReceiver } from './receiver.js'
 
 const SECRET = 'test-signing-secret-1'
@@ -231,8 +238,8 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     expect(d).toMatchObject({ status: 'pending', attempts: 0, leaseOwner: null, leaseUntil: null })
     // A fresh dispatcher over the same store (another replica) takes the row at once, without waiting for a lease.
     const restarted = new WebhookService(h.db, h.repos.webhooks, h.repos.deliveries, h.clock, h.events, {
-      allowPrivate: true,
-      timeoutMs: 2_000,
+      ...TEST_WEBHOOK_SETTINGS,
+      outbound: createOutboundHttp({ allowPrivate: true }),
     })
     await restarted.dispatcher.runOnce()
     ;[d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows

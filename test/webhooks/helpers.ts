@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/domain/clock.js'
 import { EventLog } from '../../src/domain/events/log.js'
 import type { Repositories } from '../../src/domain/ports.js'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
+import { createOutboundHttp } from '../../src/outbound/http.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
@@ -43,6 +44,14 @@ export function independentlyVerified(rawBody: string, secret: string): boolean 
   return entries.includes(`v1=${hex}`)
 }
 
+/** The harness's dispatcher settings: the server's defaults (src/config.ts) with a short time-out and base. */
+export const TEST_WEBHOOK_SETTINGS = {
+  timeoutMs: 2_000,
+  retry: { baseMs: 1_000, maxAttempts: 8 },
+  concurrency: 16,
+  pollMs: 1_000,
+} as const
+
 export interface Harness {
   db: Db
   clock: ManualClock
@@ -64,9 +73,8 @@ export async function harness(
   const repos = createRepositories(db)
   const events = new EventLog(db, repos.events, clock)
   const webhooks = new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
-    allowPrivate: true,
-    timeoutMs: 2_000,
-    retry: { baseMs: 1_000 },
+    outbound: createOutboundHttp({ allowPrivate: true }),
+    ...TEST_WEBHOOK_SETTINGS,
     ...settings,
   })
   return {

@@ -2,7 +2,11 @@ import { createHmac } from 'node:crypto'
 import fc from 'fast-check'
 import { Webhook } from 'standardwebhooks'
 import { describe, expect, it } from 'vitest'
-import { backoffCeilingMs, DEFAULT_RETRY_POLICY, retryDelayMs } from '../../src/domain/webhooks/backoff.js'
+import { backoffCeilingMs, RETRY_CAP_MS, retryDelayMs } from '../../src/domain/webhooks/backoff.js'
+
+/** The policy design.md states (8 attempts, 5 s base, 1 h cap). */
+const DEFAULT_RETRY_POLICY = { maxAttempts: 8, baseMs: 5_000, capMs: RETRY_CAP_MS }
+
 import { deliveryBody } from '../../src/domain/webhooks/body.js'
 import { bodySignature, signDelivery, standardWebhooksKey } from '../../src/domain/webhooks/signing.js'
 import { verifySignature } from '../../src/domain/webhooks/verify.js'

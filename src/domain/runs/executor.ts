@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import { newId } from '../ids.js'
 import { decide, type GateDecision } from '../policy/gate.js'
-import type { ToolRepository } from '../ports.js'
+import type { OutboundHttp, ToolRepository } from '../ports.js'
 import { callTool, type ToolOutcome } from '../tools/providers.js'
 import type { ToolRecord } from '../tools/types.js'
 import type { RunChange, RunRecorder } from './recorder.js'
@@ -64,7 +64,7 @@ export class RunExecutor {
   constructor(
     private readonly recorder: RunRecorder,
     private readonly tools: ToolRepository,
-    private readonly allowPrivate: () => boolean,
+    private readonly outbound: OutboundHttp,
   ) {}
 
   async advance(runId: string): Promise<Progress> {
@@ -103,7 +103,7 @@ export class RunExecutor {
             tool,
             input: stepInput(run),
             newResultId: () => newId('res'),
-            allowPrivate: this.allowPrivate(),
+            outbound: this.outbound,
           })
     return { outcome, latencyMs: Math.round(performance.now() - started) }
   }

@@ -1,53 +1,30 @@
+import {
+  RUN_STATUSES as CONTRACT_STATUSES,
+  RUN_TRANSITIONS,
+  TERMINAL_RUN_STATUSES,
+} from '../../../generated/contract.js'
 import { ApiError } from '../errors.js'
 import type { RunStatus } from './types.js'
 
 export type { RunStatus }
 
-export type RunAction =
-  | 'start'
-  | 'escalate'
-  | 'approve'
-  | 'reject'
-  | 'complete'
-  | 'fail'
-  | 'pause'
-  | 'resume'
-  | 'cancel'
+export type RunAction = (typeof RUN_TRANSITIONS)[number]['action']
 
-export const RUN_STATUSES: readonly RunStatus[] = [
-  'queued',
-  'running',
-  'awaiting_approval',
-  'paused',
-  'succeeded',
-  'failed',
-  'cancelled',
-]
-export const TERMINAL: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled']
+export const RUN_STATUSES: readonly RunStatus[] = CONTRACT_STATUSES
+export const TERMINAL: readonly RunStatus[] = TERMINAL_RUN_STATUSES
 
 /** Where `resume` goes: back to the status the run was paused from. */
 export const PAUSED_FROM = 'paused_from' as const
 
 /**
- * The one transition table of the run lifecycle. The OpenAPI document (`x-run-state-machine`) and the README
- * show the same rows; a test keeps them equal.
+ * The one transition table of the run lifecycle: the contract's `x-run-state-machine`, generated into
+ * generated/contract.ts (the README shows the same rows; a test keeps them equal).
  */
 export const TRANSITIONS: readonly {
   from: readonly RunStatus[]
   action: RunAction
   to: RunStatus | typeof PAUSED_FROM
-}[] = [
-  { from: ['queued'], action: 'start', to: 'running' },
-  { from: ['running'], action: 'escalate', to: 'awaiting_approval' },
-  { from: ['awaiting_approval'], action: 'approve', to: 'running' },
-  { from: ['awaiting_approval'], action: 'reject', to: 'failed' },
-  { from: ['running'], action: 'complete', to: 'succeeded' },
-  // From paused too: a call already in flight when the pause arrived may still fail.
-  { from: ['running', 'paused'], action: 'fail', to: 'failed' },
-  { from: ['queued', 'running', 'awaiting_approval'], action: 'pause', to: 'paused' },
-  { from: ['paused'], action: 'resume', to: PAUSED_FROM },
-  { from: ['queued', 'running', 'awaiting_approval', 'paused'], action: 'cancel', to: 'cancelled' },
-]
+}[] = RUN_TRANSITIONS
 
 export function isTerminal(status: RunStatus): boolean {
   return TERMINAL.includes(status)

@@ -1,11 +1,7 @@
-export type RunStatus =
-  | 'queued'
-  | 'running'
-  | 'awaiting_approval'
-  | 'paused'
-  | 'succeeded'
-  | 'failed'
-  | 'cancelled'
+import { type RUN_STATUSES, TRACE_FRAME_KINDS } from '../../../generated/contract.js'
+
+/** The contract's run statuses (generated/contract.ts, from `x-run-state-machine`). */
+export type RunStatus = (typeof RUN_STATUSES)[number]
 
 export interface Envelope {
   name: string
@@ -86,22 +82,8 @@ export interface RunRecord {
   updatedAt: number
 }
 
-/** What a trace frame records (design.md § Runs); the contract's TraceFrameKind must accept every one. */
-export const FRAME_KINDS = [
-  'run.started',
-  'policy.decision',
-  'tool.call',
-  'step.failed',
-  'approval.requested',
-  'approval.granted',
-  'approval.rejected',
-  'approval.flushed',
-  'control.paused',
-  'control.resumed',
-  'control.cancelled',
-  'run.succeeded',
-  'run.failed',
-] as const
+/** What a trace frame records (design.md § Runs): the contract's TraceFrameKind, generated. */
+export const FRAME_KINDS = TRACE_FRAME_KINDS
 export type FrameKind = (typeof FRAME_KINDS)[number]
 
 export interface FrameRecord {

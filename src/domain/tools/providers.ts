@@ -1,6 +1,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { ApiError } from '../errors.js'
-import type { ToolRecord } from '../tools/types.js'
+import type { OutboundHttp } from '../ports.js'
+import type { ToolRecord } from './types.js'
 
 /** What one tool call gets and gives back. `resultId` is the identifier the trace and outcome show. */
 export interface ToolCall {
@@ -9,8 +10,8 @@ export interface ToolCall {
   tool: ToolRecord
   input: Record<string, unknown>
   newResultId: () => string
-  /** Outbound HTTP to private or loopback addresses is allowed (tests, single-host setups). */
-  allowPrivate: boolean
+  /** The guarded way out for the `http` provider. */
+  outbound: OutboundHttp
 }
 
 export type ToolOutcome =
@@ -19,6 +20,8 @@ export type ToolOutcome =
 
 const MAX_DELAY_MS = 10 * 60 * 1000
 const DEFAULT_HTTP_TIMEOUT_MS = 10_000
+/** A tool answer larger than this fails the step rather than filling the server's memory. */
+const MAX_HTTP_ANSWER_BYTES = 8 * 1024 * 1024
 
 export const PROVIDERS = ['builtin:echo', 'builtin:fail', 'builtin:delay', 'builtin:data', 'http'] as const
 
@@ -87,9 +90,6 @@ export function checkToolDefinition(
   }
 }
 
-const PRIVATE_HOST =
-  /^(localhost|.*\.localhost|127\.\d+\.\d+\.\d+|10\.\d+\.\d+\.\d+|192\.168\.\d+\.\d+|172\.(1[6-9]|2\d|3[01])\.\d+\.\d+|169\.254\.\d+\.\d+|0\.0\.0\.0|\[::1?\]|\[f[cd][0-9a-f]*:.*\]|\[fe80:.*\])$/i
-
 /** Runs one call through the tool's provider and checks the answer against its `output_schema`. */
 export async function callTool(call: ToolCall): Promise<ToolOutcome> {
   const { tool } = call
@@ -149,49 +149,49 @@ export async function callTool(call: ToolCall): Promise<ToolOutcome> {
 
 async function callHttp(call: ToolCall): Promise<ToolOutcome & { resultId?: string }> {
   const url = new URL(String(call.tool.config.url))
-  if (!call.allowPrivate && PRIVATE_HOST.test(url.hostname)) {
-    return {
-      ok: false,
-      reason: 'the tool URL points at a private or loopback address, which this server does not call',
-      detail: { provider: 'http', violation: 'private_address', host: url.hostname },
-    }
-  }
+  if (call.outbound.refusal(url)) return privateAddress(url)
   const timeoutMs = Number(call.tool.config.timeout_ms ?? DEFAULT_HTTP_TIMEOUT_MS)
-  let res: Response
-  try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({
-        run_id: call.runId,
-        step_id: call.stepId,
-        tool: call.tool.name,
-        input: call.input,
-      }),
-      signal: AbortSignal.timeout(timeoutMs),
-      redirect: 'error',
-    })
-  } catch (err) {
-    const timedOut = (err as Error).name === 'TimeoutError'
+  const answer = await call.outbound.post({
+    url: url.href,
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({
+      run_id: call.runId,
+      step_id: call.stepId,
+      tool: call.tool.name,
+      input: call.input,
+    }),
+    timeoutMs,
+    maxAnswerBytes: MAX_HTTP_ANSWER_BYTES,
+  })
+  if (!answer.ok) {
+    if (answer.failure === 'private_address') return privateAddress(url)
+    const timedOut = answer.failure === 'timeout'
     return {
       ok: false,
       reason: timedOut
         ? `the tool did not answer within ${timeoutMs} ms`
-        : `the tool could not be reached: ${(err as Error).message}`,
+        : `the tool could not be reached: ${answer.message}`,
       detail: { provider: 'http', violation: timedOut ? 'timeout' : 'unreachable', timeout_ms: timeoutMs },
     }
   }
-  const text = await res.text()
-  if (res.status < 200 || res.status > 299) {
+  if (answer.status < 200 || answer.status > 299) {
+    // Redirects are answers too: following one could lead a public URL to a private address.
     return {
       ok: false,
-      reason: `the tool answered HTTP ${res.status}`,
-      detail: { provider: 'http', violation: 'http_status', status: res.status },
+      reason: `the tool answered HTTP ${answer.status}`,
+      detail: { provider: 'http', violation: 'http_status', status: answer.status },
+    }
+  }
+  if (answer.truncated) {
+    return {
+      ok: false,
+      reason: `the tool answer is larger than ${MAX_HTTP_ANSWER_BYTES} bytes`,
+      detail: { provider: 'http', violation: 'too_large', limit_bytes: MAX_HTTP_ANSWER_BYTES },
     }
   }
   let output: unknown
   try {
-    output = JSON.parse(text)
+    output = JSON.parse(answer.body)
   } catch {
     return {
       ok: false,
@@ -206,4 +206,12 @@ async function callHttp(call: ToolCall): Promise<ToolOutcome & { resultId?: stri
       ? ((output as { result_id: string }).result_id as string)
       : undefined
   return resultId ? { ok: true, output, resultId } : { ok: true, output, resultId: call.newResultId() }
+}
+
+function privateAddress(url: URL): ToolOutcome {
+  return {
+    ok: false,
+    reason: 'the tool URL points at a private or loopback address, which this server does not call',
+    detail: { provider: 'http', violation: 'private_address', host: url.hostname },
+  }
 }

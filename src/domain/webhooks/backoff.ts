@@ -7,7 +7,8 @@ export interface RetryPolicy {
   capMs: number
 }
 
-export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxAttempts: 8, baseMs: 5_000, capMs: 3_600_000 }
+/** No retry waits longer than an hour (design.md); attempts and base come from the config. */
+export const RETRY_CAP_MS = 3_600_000
 
 /** The upper bound of the wait after failed attempt `attempt` (1-based): base·2^(attempt−1), capped. */
 export function backoffCeilingMs(attempt: number, policy: RetryPolicy): number {

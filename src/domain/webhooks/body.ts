@@ -1,26 +1,9 @@
+import { EVENT_KINDS as CONTRACT_EVENT_KINDS } from '../../../generated/contract.js'
 import { toRfc3339 } from '../clock.js'
 import type { UnsignedBody } from './signing.js'
 
-/** Every event kind a subscription may name (design.md § Events; the contract's EventKind). */
-export const EVENT_KINDS = [
-  'run.started',
-  'run.awaiting_approval',
-  'run.succeeded',
-  'run.failed',
-  'run.paused',
-  'run.resumed',
-  'run.cancelled',
-  'policy.denied',
-  'agent.created',
-  'agent.deleted',
-  'task.created',
-  'task.succeeded',
-  'task.failed',
-  'task.cancelled',
-  'tool.registered',
-  'tool.retired',
-  'ingest.batch_accepted',
-] as const
+/** Every event kind a subscription may name (design.md § Events): the contract's EventKind, generated. */
+export const EVENT_KINDS = CONTRACT_EVENT_KINDS
 
 export type EventKind = (typeof EVENT_KINDS)[number]
 

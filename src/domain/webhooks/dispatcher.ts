@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { newId } from '../ids.js'
-import type { Db, DeliveryRepository, WebhookRepository } from '../ports.js'
+import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
 import { type RetryPolicy, retryDelayMs } from './backoff.js'
 import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from './body.js'
 import { type SendResult, sendWebhook } from './sender.js'
@@ -22,11 +22,10 @@ export interface DispatcherOptions {
   concurrency: number
   /** How often due retries are looked for when nothing wakes the dispatcher. */
   pollMs: number
-  allowPrivate: () => boolean
+  /** The way out: the guarded outbound HTTP port. */
+  outbound: OutboundHttp
   /** Full-jitter source; tests pin it. */
   random?: () => number
-  /** Sends one attempt; tests may wrap it. */
-  send?: typeof sendWebhook
 }
 
 const FANOUT_CURSOR = 'webhooks'
@@ -223,12 +222,10 @@ export class WebhookDispatcher {
       return
     }
     const signed = signDelivery(row.id, row.payload, activeSecrets(sub.secrets, now), now)
-    const send = this.options.send ?? sendWebhook
     let result: SendResult
     try {
-      result = await send(sub.url, signed.headers, signed.rawBody, {
+      result = await sendWebhook(this.options.outbound, sub.url, signed.headers, signed.rawBody, {
         timeoutMs: this.options.timeoutMs,
-        allowPrivate: this.options.allowPrivate(),
         signal: this.shutdown.signal,
       })
     } catch (err) {

@@ -2,12 +2,12 @@ import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
-import type { Db, DeliveryRepository, WebhookRepository } from '../ports.js'
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js'
+import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
+import { RETRY_CAP_MS, type RetryPolicy } from './backoff.js'
 import { isEventKind } from './body.js'
 import { type EventSource, WebhookDispatcher } from './dispatcher.js'
 import type { DeliveryRecord, StoredSecret, WebhookRecord } from './types.js'
-import { checkWebhookUrl } from './url-guard.js'
+import { checkWebhookUrl } from './url-check.js'
 
 export interface CreateWebhookInput {
   url: string
@@ -21,11 +21,13 @@ export interface RotateSecretInput {
 }
 
 export interface WebhookSettings {
-  allowPrivate: boolean
-  retry?: Partial<RetryPolicy>
-  timeoutMs?: number
-  concurrency?: number
-  pollMs?: number
+  /** Deliveries and URL checks go through the guarded outbound HTTP port. */
+  outbound: OutboundHttp
+  /** Attempts in all and the first retry's delay scale; the cap is RETRY_CAP_MS. */
+  retry: Pick<RetryPolicy, 'maxAttempts' | 'baseMs'>
+  timeoutMs: number
+  concurrency: number
+  pollMs: number
   random?: () => number
 }
 
@@ -45,17 +47,17 @@ export class WebhookService {
     private readonly settings: WebhookSettings,
   ) {
     this.dispatcher = new WebhookDispatcher(db, webhooks, deliveries, clock, events, {
-      retry: { ...DEFAULT_RETRY_POLICY, ...settings.retry },
-      timeoutMs: settings.timeoutMs ?? 10_000,
-      concurrency: Math.max(1, settings.concurrency ?? 16),
-      pollMs: settings.pollMs ?? 1_000,
-      allowPrivate: () => settings.allowPrivate,
+      retry: { capMs: RETRY_CAP_MS, ...settings.retry },
+      timeoutMs: settings.timeoutMs,
+      concurrency: Math.max(1, settings.concurrency),
+      pollMs: settings.pollMs,
+      outbound: settings.outbound,
       ...(settings.random ? { random: settings.random } : {}),
     })
   }
 
   async create(workspaceId: string, input: CreateWebhookInput): Promise<WebhookRecord> {
-    const url = checkWebhookUrl(input.url, this.settings.allowPrivate)
+    const url = checkWebhookUrl(input.url, this.settings.outbound)
     const unknown = input.events.filter((k) => !isEventKind(k))
     if (input.events.length === 0 || unknown.length > 0) {
       throw new ApiError('invalid_request', 'events must name known event kinds', {

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http'
 import { createMiddleware } from 'hono/factory'
+import type { AppEnv } from '../../api/context.js'
 import { ApiError } from '../../domain/errors.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
-import type { AppEnv } from '../context.js'
 import { nodeRequest } from '../node-io.js'
 
 /** The methods whose requests may carry a body. */

@@ -1,9 +1,9 @@
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
+import type { AppEnv } from '../../api/context.js'
 import { ApiError } from '../../domain/errors.js'
 import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/limits/idempotency.js'
 import type { Services } from '../../services.js'
-import type { AppEnv } from '../context.js'
 
 /**
  * Remembers the JSON text of the last `c.json` answer and the Response it made. The object is stringified once

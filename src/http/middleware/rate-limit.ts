@@ -1,11 +1,10 @@
 import type { ServerResponse } from 'node:http'
 import type { Context, Next } from 'hono'
 import { createMiddleware } from 'hono/factory'
+import type { AppEnv } from '../../api/context.js'
 import { rateLimited } from '../../domain/errors.js'
 import { rateLimitHeader, rateLimitPolicyHeader, type WindowState } from '../../domain/limits/rate-limit.js'
-import type { RateDecision } from '../../domain/limits/service.js'
-import type { Services } from '../../services.js'
-import type { AppEnv } from '../context.js'
+import type { LimitsService, RateDecision } from '../../domain/limits/service.js'
 import { errorResponse } from '../errors.js'
 import { nodeResponse, withAnswerHeaders } from '../node-io.js'
 
@@ -20,17 +19,17 @@ function valuesOf(decision: RateDecision): string[] {
  * Every authenticated response, success or error, carries both figures; a refusal is 429 rate_limited with
  * Retry-After and the window in `detail`.
  */
-export const rateLimit = (services: Services) =>
+export const rateLimit = (limits: Pick<LimitsService, 'consume' | 'consumeNow' | 'hasHeadroom'>) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const auth = c.get('auth')
     if (!auth) return next() // public or stream upgrade: nothing to bill
     // Counters in memory (the embedded store) decide without a promise; shared counters wait for the store.
-    const known = services.limits.consumeNow(auth.workspace)
+    const known = limits.consumeNow(auth.workspace)
     const outgoing = nodeResponse(c)
-    if (!known && outgoing && readsOnly(c) && services.limits.hasHeadroom(auth.workspace)) {
-      return countAlongside(services.limits.consume(auth.workspace), outgoing, next)
+    if (!known && outgoing && readsOnly(c) && limits.hasHeadroom(auth.workspace)) {
+      return countAlongside(limits.consume(auth.workspace), outgoing, next)
     }
-    const decision = known ?? (await services.limits.consume(auth.workspace))
+    const decision = known ?? (await limits.consume(auth.workspace))
     const values = valuesOf(decision)
     if (!decision.allowed && decision.refusedBy) return refusal(c, decision.refusedBy, values)
     return withAnswerHeaders(c, NAMES, values, next)

@@ -1,6 +1,6 @@
 import { createMiddleware } from 'hono/factory'
+import type { AppEnv } from '../../api/context.js'
 import { newId } from '../../domain/ids.js'
-import type { AppEnv } from '../context.js'
 import { withAnswerHeaders } from '../node-io.js'
 
 const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/

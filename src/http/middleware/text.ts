@@ -1,7 +1,7 @@
 import type { Context, Next } from 'hono'
 import { createMiddleware } from 'hono/factory'
+import type { AppEnv } from '../../api/context.js'
 import { findUnstorableText, unstorableReason, unstorableTextError } from '../../domain/text.js'
-import type { AppEnv } from '../context.js'
 
 /**
  * Refuses text no store can keep in the path and the query, before routes read them (the body guard checks

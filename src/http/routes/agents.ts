@@ -7,11 +7,12 @@ import {
   postV1AgentsAgentIdTasksRoute,
   postV1AgentsRoute,
 } from '../../../generated/routes.js'
-import { pageRequest, toPage } from '../../domain/pagination.js'
+import { callerOf } from '../../api/caller.js'
+import type { AppEnv } from '../../api/context.js'
+import { agentsPage } from '../../api/pages.js'
+import { presentAgent, presentTask } from '../../api/presenters.js'
+import { requireScope } from '../../api/scopes.js'
 import type { Services } from '../../services.js'
-import type { AppEnv } from '../context.js'
-import { presentAgent, presentTask } from '../presenters.js'
-import { callerOf, requireScope } from '../scopes.js'
 
 export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
   app.openapi(postV1AgentsRoute, async (c) => {
@@ -22,9 +23,7 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: Services
 
   app.openapi(getV1AgentsRoute, async (c) => {
     const auth = requireScope(c, 'agents:read')
-    const page = pageRequest(auth.workspaceId, 'agents', c.req.valid('query'))
-    const rows = await services.agents.list(auth.workspaceId, page.afterSeq, page.limit)
-    return c.json(toPage(auth.workspaceId, 'agents', rows, presentAgent), 200)
+    return c.json(await agentsPage(services.agents, auth.workspaceId, c.req.valid('query')), 200)
   })
 
   app.openapi(getV1AgentsAgentIdRoute, async (c) => {

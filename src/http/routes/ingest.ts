@@ -4,12 +4,12 @@ import {
   getV1GridConnectorsConnectorIdRecordsRoute,
   postV1GridConnectorsConnectorIdIngestRoute,
 } from '../../../generated/routes.js'
+import type { AppEnv } from '../../api/context.js'
+import { recordsPage } from '../../api/pages.js'
+import { requireScope } from '../../api/scopes.js'
 import { ApiError, unauthenticated } from '../../domain/errors.js'
 import { checkBatchSize } from '../../domain/ingestion/service.js'
-import { pageRequest, toPage } from '../../domain/pagination.js'
 import type { Services } from '../../services.js'
-import type { AppEnv } from '../context.js'
-import { requireScope } from '../scopes.js'
 
 const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
 
@@ -48,12 +48,8 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Service
   app.openapi(getV1GridConnectorsConnectorIdRecordsRoute, async (c) => {
     const auth = requireScope(c, 'records:read')
     const { connector_id } = c.req.valid('param')
-    // The cursor is bound to the connector, so it cannot page another connector's records.
-    const list = `records:${connector_id}`
-    const page = pageRequest(auth.workspaceId, list, c.req.valid('query'))
-    const rows = await services.ingestion.list(auth.workspaceId, connector_id, page.afterSeq, page.limit)
     return c.json(
-      toPage(auth.workspaceId, list, rows, (r) => r),
+      await recordsPage(services.ingestion, auth.workspaceId, connector_id, c.req.valid('query')),
       200,
     )
   })

@@ -11,15 +11,17 @@ import {
   postV1RunsRunIdResumeRoute,
   postV1RunsRunIdStepsStepIdApprovalRoute,
 } from '../../../generated/routes.js'
+import { callerOf } from '../../api/caller.js'
+import type { AppEnv } from '../../api/context.js'
+import { runsOfAgentPage, tracePage } from '../../api/pages.js'
+import { presentFrame, presentRun, traceList } from '../../api/presenters.js'
+import { requireScope } from '../../api/scopes.js'
 import { ApiError } from '../../domain/errors.js'
-import { decodeCursor, encodeCursor, pageRequest, toPage } from '../../domain/pagination.js'
+import { decodeCursor } from '../../domain/pagination.js'
 import type { ControlAction } from '../../domain/runs/service.js'
 import type { Services } from '../../services.js'
-import { traceSource, writeTrace } from '../../stream/trace.js'
-import type { AppEnv } from '../context.js'
 import { jsonAnswer } from '../json.js'
-import { presentFrame, presentRun, traceList } from '../presenters.js'
-import { callerOf, requireScope } from '../scopes.js'
+import { traceSource, writeTrace } from '../trace-sse.js'
 
 const TRACE_PATH = '/v1/runs/:run_id/trace'
 const TRACE_STREAM_PATH = '/v1/runs/:run_id/trace/stream'
@@ -38,15 +40,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
 
   app.openapi(getV1AgentsAgentIdRunsRoute, async (c) => {
     const auth = requireScope(c, 'runs:read')
-    const page = pageRequest(auth.workspaceId, 'runs', c.req.valid('query'))
-    const views = await services.runs.listByAgent(
-      auth.workspaceId,
-      c.req.valid('param').agent_id,
-      page.afterSeq,
-      page.limit,
-    )
-    const rows = { ...views, rows: views.rows.map((v) => ({ ...v, seq: v.run.seq })) }
-    return c.json(toPage(auth.workspaceId, 'runs', rows, presentRun), 200)
+    const agentId = c.req.valid('param').agent_id
+    return c.json(await runsOfAgentPage(services.runs, auth.workspaceId, agentId, c.req.valid('query')), 200)
   })
 
   app.openapi(getV1RunsRunIdRoute, async (c) => {
@@ -107,17 +102,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
   app.openapi(getV1RunsRunIdTraceRoute, async (c) => {
     const auth = requireScope(c, 'runs:read')
     const runId = c.req.valid('param').run_id
-    const page = pageRequest(auth.workspaceId, traceList(runId), c.req.valid('query'))
-    const read = await services.runs.frames(auth.workspaceId, runId, page.afterSeq, page.limit)
-    return c.json(
-      {
-        data: read.frames.map(presentFrame),
-        next_cursor:
-          read.nextAfter === null ? null : encodeCursor(auth.workspaceId, traceList(runId), read.nextAfter),
-        run_status: read.status,
-      },
-      200,
-    )
+    return c.json(await tracePage(services.runs, auth.workspaceId, runId, c.req.valid('query')), 200)
   })
 }
 

@@ -5,11 +5,11 @@ import {
   getV1ToolsToolIdRoute,
   postV1ToolsRoute,
 } from '../../../generated/routes.js'
-import { pageRequest, toPage } from '../../domain/pagination.js'
+import type { AppEnv } from '../../api/context.js'
+import { toolsPage } from '../../api/pages.js'
+import { presentTool } from '../../api/presenters.js'
+import { requireScope } from '../../api/scopes.js'
 import type { Services } from '../../services.js'
-import type { AppEnv } from '../context.js'
-import { presentTool } from '../presenters.js'
-import { requireScope } from '../scopes.js'
 
 export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
   app.openapi(postV1ToolsRoute, async (c) => {
@@ -22,11 +22,7 @@ export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Services)
     const auth = requireScope(c, 'tools:read')
     const query = c.req.valid('query')
     const includeRetired = query.include_retired === true
-    // The cursor is bound to the filter too, so paging cannot switch lists halfway.
-    const list = includeRetired ? 'tools:all' : 'tools'
-    const page = pageRequest(auth.workspaceId, list, query)
-    const rows = await services.tools.list(auth.workspaceId, includeRetired, page.afterSeq, page.limit)
-    return c.json(toPage(auth.workspaceId, list, rows, presentTool), 200)
+    return c.json(await toolsPage(services.tools, auth.workspaceId, includeRetired, query), 200)
   })
 
   app.openapi(getV1ToolsToolIdRoute, async (c) => {

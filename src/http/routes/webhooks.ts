@@ -8,11 +8,11 @@ import {
   postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute,
   postV1WebhooksWebhookIdRotateSecretRoute,
 } from '../../../generated/routes.js'
-import { pageRequest, toPage } from '../../domain/pagination.js'
+import type { AppEnv } from '../../api/context.js'
+import { deliveriesPage, webhooksPage } from '../../api/pages.js'
+import { presentDelivery, presentWebhook } from '../../api/presenters.js'
+import { requireScope } from '../../api/scopes.js'
 import type { WebhookService } from '../../domain/webhooks/service.js'
-import type { AppEnv } from '../context.js'
-import { presentDelivery, presentWebhook } from '../presenters.js'
-import { requireScope } from '../scopes.js'
 
 export function registerWebhookRoutes(
   app: OpenAPIHono<AppEnv>,
@@ -28,9 +28,7 @@ export function registerWebhookRoutes(
 
   app.openapi(getV1WebhooksRoute, async (c) => {
     const auth = requireScope(c, 'webhooks:read')
-    const page = pageRequest(auth.workspaceId, 'webhooks', c.req.valid('query'))
-    const rows = await webhooks.list(auth.workspaceId, page.afterSeq, page.limit)
-    return c.json(toPage(auth.workspaceId, 'webhooks', rows, presentWebhook), 200)
+    return c.json(await webhooksPage(webhooks, auth.workspaceId, c.req.valid('query')), 200)
   })
 
   app.openapi(getV1WebhooksWebhookIdRoute, async (c) => {
@@ -58,11 +56,7 @@ export function registerWebhookRoutes(
   app.openapi(getV1WebhooksWebhookIdDeliveriesRoute, async (c) => {
     const auth = requireScope(c, 'webhooks:read')
     const webhookId = c.req.valid('param').webhook_id
-    // The cursor names its subscription, so a cursor from one delivery log cannot page another.
-    const list = `deliveries:${webhookId}`
-    const page = pageRequest(auth.workspaceId, list, c.req.valid('query'))
-    const rows = await webhooks.listDeliveries(auth.workspaceId, webhookId, page.afterSeq, page.limit)
-    return c.json(toPage(auth.workspaceId, list, rows, presentDelivery), 200)
+    return c.json(await deliveriesPage(webhooks, auth.workspaceId, webhookId, c.req.valid('query')), 200)
   })
 
   app.openapi(postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute, async (c) => {

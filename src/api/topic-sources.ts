@@ -9,6 +9,9 @@ export interface StreamItem {
   message: Record<string, unknown>
 }
 
+/** Most messages replayed per topic on a `since` resume (stream and GraphQL subscriptions); older ones are a gap. */
+export const MAX_REPLAY = 1000
+
 export interface ResumePoint {
   /** Deliver items with seq greater than this. */
   after: number

@@ -1,0 +1,138 @@
+/**
+ * The lists REST and GraphQL both serve, built once: the same cursor list (a cursor is bound to the list it came
+ * from, filters and parents included), the same paging rule, the same body.
+ */
+import type { AgentService } from '../domain/agents/service.js'
+import type { IngestionService } from '../domain/ingestion/service.js'
+import { encodeCursor, type Page, pageRequest, type Slice, toPage } from '../domain/pagination.js'
+import type { RunService } from '../domain/runs/service.js'
+import type { ToolService } from '../domain/tools/service.js'
+import type { WebhookService } from '../domain/webhooks/service.js'
+import type {
+  AgentPageBody,
+  DeliveryPageBody,
+  RecordPageBody,
+  RunPageBody,
+  ToolPageBody,
+  TracePageBody,
+  WebhookPageBody,
+} from './contract-types.js'
+import {
+  presentAgent,
+  presentDelivery,
+  presentFrame,
+  presentRun,
+  presentTool,
+  presentWebhook,
+  traceList,
+} from './presenters.js'
+
+/** A page request as the transports read it: a cursor from a previous page and a size, both optional. */
+export interface PageQuery {
+  cursor?: string | undefined
+  limit?: number | undefined
+}
+
+/** Reads the page a query asks for from one list and presents its rows. */
+async function listPage<R extends { seq: number }, T>(
+  workspaceId: string,
+  list: string,
+  query: PageQuery,
+  read: (afterSeq: number, limit: number) => Promise<Slice<R>>,
+  present: (row: R) => T,
+): Promise<Page<T>> {
+  const page = pageRequest(workspaceId, list, query)
+  return toPage(workspaceId, list, await read(page.afterSeq, page.limit), present)
+}
+
+export function agentsPage(
+  agents: Pick<AgentService, 'list'>,
+  workspaceId: string,
+  query: PageQuery,
+): Promise<AgentPageBody> {
+  return listPage(
+    workspaceId,
+    'agents',
+    query,
+    (after, limit) => agents.list(workspaceId, after, limit),
+    presentAgent,
+  )
+}
+
+/** Active tools, or all of them with `includeRetired`: two lists, so paging cannot switch filters halfway. */
+export function toolsPage(
+  tools: Pick<ToolService, 'list'>,
+  workspaceId: string,
+  includeRetired: boolean,
+  query: PageQuery,
+): Promise<ToolPageBody> {
+  const read = (after: number, limit: number) => tools.list(workspaceId, includeRetired, after, limit)
+  return listPage(workspaceId, includeRetired ? 'tools:all' : 'tools', query, read, presentTool)
+}
+
+export function webhooksPage(
+  webhooks: Pick<WebhookService, 'list'>,
+  workspaceId: string,
+  query: PageQuery,
+): Promise<WebhookPageBody> {
+  return listPage(
+    workspaceId,
+    'webhooks',
+    query,
+    (after, limit) => webhooks.list(workspaceId, after, limit),
+    presentWebhook,
+  )
+}
+
+/** One subscription's delivery log; the cursor names the subscription, so it cannot page another's. */
+export function deliveriesPage(
+  webhooks: Pick<WebhookService, 'listDeliveries'>,
+  workspaceId: string,
+  webhookId: string,
+  query: PageQuery,
+): Promise<DeliveryPageBody> {
+  const read = (after: number, limit: number) => webhooks.listDeliveries(workspaceId, webhookId, after, limit)
+  return listPage(workspaceId, `deliveries:${webhookId}`, query, read, presentDelivery)
+}
+
+/** One connector's records with their proofs; the cursor names the connector. */
+export function recordsPage(
+  ingestion: Pick<IngestionService, 'list'>,
+  workspaceId: string,
+  connectorId: string,
+  query: PageQuery,
+): Promise<RecordPageBody> {
+  const read = (after: number, limit: number) => ingestion.list(workspaceId, connectorId, after, limit)
+  return listPage(workspaceId, `records:${connectorId}`, query, read, (r) => r)
+}
+
+/** One agent's runs, under the `runs` cursor list. */
+export function runsOfAgentPage(
+  runs: Pick<RunService, 'listByAgent'>,
+  workspaceId: string,
+  agentId: string,
+  query: PageQuery,
+): Promise<RunPageBody> {
+  const read = async (after: number, limit: number) => {
+    const views = await runs.listByAgent(workspaceId, agentId, after, limit)
+    return { ...views, rows: views.rows.map((v) => ({ ...v, seq: v.run.seq })) }
+  }
+  return listPage(workspaceId, 'runs', query, read, presentRun)
+}
+
+/** One run's trace frames; the paging rule (a live run always gets a cursor to poll from) is RunService.frames'. */
+export async function tracePage(
+  runs: Pick<RunService, 'frames'>,
+  workspaceId: string,
+  runId: string,
+  query: PageQuery,
+): Promise<TracePageBody> {
+  const list = traceList(runId)
+  const page = pageRequest(workspaceId, list, query)
+  const read = await runs.frames(workspaceId, runId, page.afterSeq, page.limit)
+  return {
+    data: read.frames.map(presentFrame),
+    next_cursor: read.nextAfter === null ? null : encodeCursor(workspaceId, list, read.nextAfter),
+    run_status: read.status,
+  }
+}
