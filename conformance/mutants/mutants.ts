@@ -9,6 +9,7 @@ import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { pagingMutants } from './families/paging.js'
 import { statementMutants } from './families/statements.js'
+import { tenancyMutants } from './families/tenancy.js'
 import {
   editJson,
   header,
@@ -455,5 +456,6 @@ export function createMutants(): Mutant[] {
     ...lifecycleMutants(),
     ...statementMutants(),
     ...graphqlMutants(),
+    ...tenancyMutants(),
   ]
 }

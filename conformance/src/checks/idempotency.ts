@@ -22,7 +22,7 @@ async function countAgentsNamed(http: HttpClient, name: string): Promise<number 
     expectStatus(res, 200, 'listing agents')
     const items = pageItems(res.body) ?? []
     count += items.filter((a) => obj(a).name === name).length
-    cursor = nextCursor(res.body)
+    cursor = nextCursor(res.body, res.headers)
     if (!cursor || items.length === 0) break
   }
   return count

@@ -12,6 +12,7 @@ import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { streamChecks } from './stream.js'
 import { sweepChecks } from './sweep.js'
+import { tenancyChecks } from './tenancy.js'
 import { toolChecks } from './tools.js'
 import { validationChecks } from './validation.js'
 import { webhookChecks, webhookLateChecks } from './webhooks.js'
@@ -25,6 +26,7 @@ export const ALL_CHECKS: Check[] = [
   ...runChecks,
   ...toolChecks,
   ...scopingChecks,
+  ...tenancyChecks,
   ...idempotencyChecks,
   ...validationChecks,
   ...ingestChecks,

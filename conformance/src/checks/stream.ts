@@ -12,7 +12,7 @@ import { batch } from './ingest.js'
 
 type Json = Record<string, unknown>
 
-interface Opened {
+export interface Opened {
   ws: WebSocket
   messages: Json[]
   next(match: (m: Json) => boolean, timeoutMs: number): Promise<Json | undefined>
@@ -74,6 +74,47 @@ function connect(
   })
 }
 
+/** A connector's topic name as the deployment names it (declared `stream.topic`, default `connector:<id>`). */
+export function topicOf(ctx: CheckContext, connector: string): string {
+  return ctx.config.stream.topic.split('{connector}').join(connector)
+}
+
+/**
+ * The subscribe message for the given connectors, from the declared `stream.subscribe` template (spec §4: "The
+ * messages a client sends to subscribe to stream topics: not shown"): "{topics}" becomes the array of topic names,
+ * "{topic}" the first one, "{connector}" the first connector id, wherever they stand as string values.
+ */
+export function subscribeMessage(ctx: CheckContext, connectors: string[]): string {
+  const topics = connectors.map((c) => topicOf(ctx, c))
+  const fill = (v: unknown): unknown => {
+    if (v === '{topics}') return topics
+    if (typeof v === 'string')
+      return v
+        .split('{topic}')
+        .join(topics[0] ?? '')
+        .split('{connector}')
+        .join(connectors[0] ?? '')
+    if (Array.isArray(v)) return v.map(fill)
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fill(x)]))
+    return v
+  }
+  return JSON.stringify(fill(ctx.config.stream.subscribe))
+}
+
+/** Sends a subscribe message and waits (2 s at most) for the next message, whatever the deployment calls it. */
+export async function subscribed(stream: Opened, message: string): Promise<Json | undefined> {
+  const before = stream.messages.length
+  stream.ws.send(message)
+  return stream.next((m) => stream.messages.indexOf(m) >= before, 2000)
+}
+
+/** Opens the stream with a token, or undefined when the deployment refuses it (the caller skips or fails). */
+export async function openStream(ctx: CheckContext, token: string | null): Promise<Opened | undefined> {
+  const r = await connect(ctx, token)
+  return 'ws' in r ? r : undefined
+}
+
 export const streamChecks: Check[] = [
   {
     id: 'stream.requires-token',
@@ -119,15 +160,16 @@ export const streamChecks: Check[] = [
       const narrow = ctx.as('narrowScope').token
       if (!narrow) skip(`no ${tokenName('narrowScope')} given`)
       const connector = ctx.name('conn-scoped')
-      const subscribe = JSON.stringify({ type: 'subscribe', topics: [`connector:${connector}`] })
+      const subscribe = subscribeMessage(ctx, [connector])
       const scoped = await connect(ctx, ctx.config.tokens.primary)
       if (!('ws' in scoped)) fail(`the stream refused the primary token: ${String(scoped.refused)}`)
       const unscoped = await connect(ctx, narrow)
       try {
-        scoped.ws.send(subscribe)
-        if ('ws' in unscoped) unscoped.ws.send(subscribe)
-        await scoped.next((x) => x.type === 'subscribed' || x.type === 'error', ctx.config.waitMs)
-        if ('ws' in unscoped) await unscoped.next((x) => x.type === 'subscribed' || x.type === 'error', 2000)
+        // Any answer to the subscription (its names are the deployment's), or a short pause, before ingesting.
+        await Promise.all([
+          subscribed(scoped, subscribe),
+          'ws' in unscoped ? subscribed(unscoped, subscribe) : null,
+        ])
         const [record] = batch(ctx, 1)
         const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] })
         expectStatus(res, 202, 'ingest')
@@ -136,7 +178,9 @@ export const streamChecks: Check[] = [
         // The scoped subscriber shows the record is on the wire; without it this check would prove nothing.
         const seen = await scoped.next(carries, ctx.config.waitMs)
         if (!seen)
-          skip('the primary subscriber never received the record (subscribe protocol not understood)')
+          skip(
+            `the primary subscriber never received the record, so the narrow token's silence proves nothing: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribe})`,
+          )
         if ('ws' in unscoped) {
           const leaked = await unscoped.next(carries, 1000)
           assert(!leaked, `a token without the topic's scope received its record: ${short(leaked)}`)

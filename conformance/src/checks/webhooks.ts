@@ -45,7 +45,7 @@ export const toHook = (d: Delivery, hook: Hook) => (d.path.split('?')[0] ?? '').
 const hooks = new WeakMap<object, Promise<Hook>>()
 const approvals = new WeakMap<object, Promise<{ runId: string; agentId: string }>>()
 
-function receiverUrl(ctx: CheckContext): string {
+export function receiverUrl(ctx: CheckContext): string {
   if (!ctx.receiver || !ctx.config.receiver.url)
     skip(`no webhook receiver: set ${settingName('receiver-url')} to a URL the deployment can call`)
   return ctx.config.receiver.url
