@@ -38,22 +38,27 @@ const CODES: Record<string, string> = {
   unauthenticated: 'unauthorized',
 }
 
-/** `"burst";r=4;t=10, "hourly";r=11;t=3600` → the hourly figures, for X-RateLimit-* headers. */
-function hourly(value: string | undefined): { r: string; t: string } | undefined {
-  const m = /"hourly";r=(\d+);t=(\d+)/.exec(value ?? '')
+/** `"burst";r=4;t=10, "hourly";r=11;t=3600` → the figures of one window, for X-RateLimit-* headers. */
+function windowOf(value: string | undefined, name: string): { r: string; t: string } | undefined {
+  const m = new RegExp(`"${name}";r=(\\d+);t=(\\d+)`).exec(value ?? '')
   return m ? { r: m[1]!, t: m[2]! } : undefined
 }
 
+/** The reference's two windows as X-RateLimit-* (hourly) and X-RateLimit-Burst-* (burst) headers. */
 function legacyRateHeaders(headers: Record<string, string>): Record<string, string> {
   const { ratelimit, 'ratelimit-policy': policy, ...rest } = headers
   if (ratelimit === undefined) return headers
-  const q = /"hourly";q=(\d+)/.exec(policy ?? '')?.[1] ?? '0'
-  const h = hourly(ratelimit)
+  const quota = (name: string) => new RegExp(`"${name}";q=(\\d+)`).exec(policy ?? '')?.[1] ?? '0'
+  const h = windowOf(ratelimit, 'hourly')
+  const b = windowOf(ratelimit, 'burst')
   return {
     ...rest,
-    'x-ratelimit-limit': q,
+    'x-ratelimit-limit': quota('hourly'),
     'x-ratelimit-remaining': h?.r ?? '0',
     'x-ratelimit-reset': h?.t ?? '0',
+    'x-ratelimit-burst-limit': quota('burst'),
+    'x-ratelimit-burst-remaining': b?.r ?? '0',
+    'x-ratelimit-burst-reset': b?.t ?? '0',
   }
 }
 
@@ -91,6 +96,9 @@ export function foreignDialect(openapiPath: string): Mutant {
           'x-ratelimit-limit': '1000',
           'x-ratelimit-remaining': '999',
           'x-ratelimit-reset': '60',
+          'x-ratelimit-burst-limit': '100',
+          'x-ratelimit-burst-remaining': '99',
+          'x-ratelimit-burst-reset': '5',
         },
         body,
       }

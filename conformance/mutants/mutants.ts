@@ -7,6 +7,7 @@ import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
 import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
+import { limitMutants } from './families/limits.js'
 import { pagingMutants } from './families/paging.js'
 import { statementMutants } from './families/statements.js'
 import { tenancyMutants } from './families/tenancy.js'
@@ -457,5 +458,6 @@ export function createMutants(): Mutant[] {
     ...statementMutants(),
     ...graphqlMutants(),
     ...tenancyMutants(),
+    ...limitMutants(),
   ]
 }
