@@ -5,7 +5,23 @@
  */
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
+import type { SuiteConfig } from '../src/config.js'
+import { declaredDialect } from './dialects/declared.js'
+import { ownIdsDialect } from './dialects/own-ids.js'
 import { editJson, type Json, type Mutant, type ProxiedResponse, pathOnly } from './proxy.js'
+
+/** A correct deployment that chose differently where the spec is silent; every core check must pass through it. */
+export interface Dialect extends Mutant {
+  /** The declarations this deployment's users would put in --config (README "Declaring what cannot be discovered"). */
+  configure?(config: SuiteConfig): void
+  /** Core checks that rightly skip through this dialect (a surface it does not have), with no other skip allowed. */
+  expectSkips?: string[]
+}
+
+/** The dialect family `conformance:mutants` runs after the mutants. */
+export function createDialects(openapiPath: string): Dialect[] {
+  return [foreignDialect(openapiPath), ownIdsDialect(), declaredDialect()]
+}
 
 interface Operation {
   method: string
@@ -69,7 +85,7 @@ const CREATIONS = [/^\/v1\/agents$/, /^\/v1\/agents\/[^/]+\/tasks$/, /^\/v1\/too
  * X-RateLimit-* header names, 200 instead of 201 for creations other than run start, and 200 with a body for
  * deletions.
  */
-export function foreignDialect(openapiPath: string): Mutant {
+export function foreignDialect(openapiPath: string): Dialect {
   const extensions = extensionOperations(openapiPath)
   const isExtension = (method: string, path: string) =>
     extensions.some((op) => op.method === method && op.pattern.test(pathOnly(path)))
@@ -78,6 +94,11 @@ export function foreignDialect(openapiPath: string): Mutant {
     description:
       'No extension endpoints, other error codes, X-RateLimit-* headers, 200 for creations, 200 for deletions',
     targets: [],
+    expectSkips: ['graphql.spec-401-without-token', 'graphql.spec-ratelimit-headers'],
+    configure(config) {
+      // No GraphQL surface here, so none is declared: its checks skip as "not declared".
+      delete config.graphqlUrl
+    },
     request(req) {
       if (!isExtension(req.method, req.path)) return req
       const body = JSON.stringify({

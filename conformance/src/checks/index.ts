@@ -2,7 +2,7 @@
 import type { Check } from '../check.js'
 import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
-import { graphqlChecks } from './graphql.js'
+import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { paginationChecks } from './pagination.js'
@@ -32,6 +32,7 @@ export const ALL_CHECKS: Check[] = [
   ...ingestChecks,
   ...streamChecks,
   ...paginationChecks,
+  ...graphqlSpecChecks,
   ...graphqlChecks,
   // Checks that wait on time (a retry's backoff, a Retry-After) judge last, after the wait overlapped the others.
   ...webhookLateChecks,

@@ -282,8 +282,14 @@ export const webhookChecks: Check[] = [
     clauses: ['S5.5', 'S6.1'],
     async run(ctx) {
       const { body } = await deliveryFor(ctx, 'run.started')
-      const parsed = parseSignature(body.signature)
-      assert(parsed, `signature does not match t=<timestamp>,v1=<hex_digest>: ${String(body.signature)}`)
+      // §5.5 "a `signature` field of the form `t=<timestamp>,v1=<hex_digest>`"; the timestamp's form is not shown:
+      // Unix seconds or RFC 3339 (signature.timestamp in --config narrows it).
+      const form = ctx.config.signatureTimestamp
+      const parsed = parseSignature(body.signature, form)
+      assert(
+        parsed,
+        `signature does not match t=<timestamp>,v1=<hex_digest> with a ${form === 'any' ? 'Unix-seconds or RFC 3339' : form} timestamp (signature.timestamp in --config): ${String(body.signature)}`,
+      )
       for (const hex of parsed.v1)
         assert(isSha256Hex(hex), `v1=${hex} is not a 64-digit lowercase hex SHA-256 digest`)
     },
@@ -327,8 +333,8 @@ export const webhookChecks: Check[] = [
     clauses: ['S5.5'],
     async run(ctx) {
       const { delivery, body } = await deliveryFor(ctx, 'run.started')
-      const parsed = parseSignature(body.signature)
-      assert(parsed, 'signature has the wrong form')
+      const parsed = parseSignature(body.signature, 'unix')
+      assert(parsed, `t= is not Unix seconds: ${String(body.signature)}`)
       const skew = Math.abs(Math.floor(delivery.receivedAt / 1000) - Number(parsed.t))
       assert(skew <= 300, `t=${parsed.t} is ${skew} s away from the time the delivery arrived`)
     },
