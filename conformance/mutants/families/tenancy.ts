@@ -7,6 +7,7 @@ import { signBody } from '../../src/signature.js'
 import {
   HOOK_PREFIX,
   header,
+  type Json,
   type Mutant,
   type ProxiedRequest,
   parseJson,
@@ -107,6 +108,27 @@ export function tenancyMutants(): Mutant[] {
         const second = ctx.tokens.secondWorkspace
         if (!second || headers.authorization !== `Bearer ${second}`) return headers
         return { ...headers, authorization: `Bearer ${ctx.tokens.primary}` }
+      },
+    },
+    {
+      id: 'stream-lineage-of-another-batch',
+      description: 'Pushed records carry a lineage root that is not their batch’s',
+      targets: ['stream.pushed-records-in-order-with-root'],
+      streamMessage(message) {
+        const record = message.record as Json | undefined
+        const lineage = record?.lineage as Json | undefined
+        if (!record || !lineage || typeof lineage.batch_root !== 'string') return message
+        return { ...message, record: { ...record, lineage: { ...lineage, batch_root: '0'.repeat(64) } } }
+      },
+    },
+    {
+      id: 'stream-resume-inclusive',
+      description: 'A resume point is inclusive: the record at since=<seq> is replayed again',
+      targets: ['stream.resume-after-seq-exclusive'],
+      clientMessage(message) {
+        const since = message.since as Record<string, number> | undefined
+        if (!since) return message
+        return { ...message, since: Object.fromEntries(Object.entries(since).map(([k, v]) => [k, v - 1])) }
       },
     },
   ]

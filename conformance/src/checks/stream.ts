@@ -7,7 +7,7 @@ import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
 import { assert, fail, skip } from '../types.js'
-import { short } from '../wait.js'
+import { short, sleep } from '../wait.js'
 import { batch } from './ingest.js'
 
 type Json = Record<string, unknown>
@@ -252,6 +252,112 @@ export const streamChecks: Check[] = [
         )
       } finally {
         r.close()
+      }
+    },
+  },
+  {
+    id: 'stream.pushed-records-in-order-with-root',
+    title:
+      'Pushed records arrive as they land: every record once, in commit order, each carrying its batch’s lineage_root',
+    level: 'core',
+    clauses: ['S4.10', 'S1.6', 'S2.11'],
+    async run(ctx) {
+      // §4 "The server pushes records, with lineage, as they land." The lineage the spec names is the batch's
+      // `lineage_root` (§2 Batch ingest response): each pushed record must carry its own batch's root. The
+      // message's shape and the subscribe message are the deployment's (declared as stream.subscribe).
+      const connector = ctx.name('conn-order')
+      const r = await openStream(ctx, ctx.config.tokens.primary)
+      if (!r) fail('the stream refused the primary token')
+      try {
+        await subscribed(r, subscribeMessage(ctx, [connector]))
+        const batches = [batch(ctx, 3), batch(ctx, 2)]
+        const roots: string[] = []
+        for (const records of batches) {
+          const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records })
+          expectStatus(res, 202, 'ingest')
+          const root = (res.body as Json | undefined)?.lineage_root
+          if (typeof root !== 'string') fail(`the batch answer has no lineage_root: ${short(res.body)}`)
+          roots.push(root)
+        }
+        const ids = batches.flat().map((rec) => String(rec.id))
+        const carrying = (id: string) => (m: Json) => JSON.stringify(m).includes(`"${id}"`)
+        const last = await r.next(carrying(ids[ids.length - 1]!), ctx.config.waitMs)
+        if (!last && !ids.some((id) => r.messages.some(carrying(id))))
+          skip(
+            `no ingested record reached the subscriber within ${ctx.config.waitMs} ms: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribeMessage(ctx, [connector])})`,
+          )
+        await sleep(300) // a duplicate pushed right after would show now
+        const positions = ids.map((id) => r.messages.findIndex(carrying(id)))
+        const lost = ids.filter((_, i) => positions[i] === -1)
+        assert(lost.length === 0, `records never pushed: ${lost.join(', ')}`)
+        const twice = ids.filter((id) => r.messages.filter(carrying(id)).length > 1)
+        assert(twice.length === 0, `records pushed more than once: ${twice.join(', ')}`)
+        assert(
+          positions.every((p, i) => i === 0 || p > positions[i - 1]!),
+          `records pushed out of commit order: ${ids.map((id, i) => `${id}@${positions[i]}`).join(', ')}`,
+        )
+        batches.forEach((records, b) => {
+          for (const rec of records) {
+            const m = r.messages.find(carrying(String(rec.id)))!
+            assert(
+              JSON.stringify(m).includes(roots[b]!),
+              `the pushed record ${String(rec.id)} does not carry its batch's lineage_root ${roots[b]}: ${short(m)}`,
+            )
+          }
+        })
+      } finally {
+        r.close()
+      }
+    },
+  },
+  {
+    id: 'stream.resume-after-seq-exclusive',
+    title:
+      'Subscribing again with since=<seq of a record> replays what came after it, never it, each record once',
+    level: 'profile',
+    clauses: ['S4.10'],
+    async run(ctx) {
+      const connector = ctx.name('conn-resume')
+      const topic = `connector:${connector}`
+      const records = batch(ctx, 3)
+      const first = await openStream(ctx, ctx.config.tokens.primary)
+      if (!first) fail('the stream refused the primary token')
+      let seq: number
+      try {
+        await subscribed(first, JSON.stringify({ type: 'subscribe', topics: [topic] }))
+        expectStatus(
+          await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records }),
+          202,
+          'ingest',
+        )
+        const m = await first.next(
+          (x) => x.type === 'record' && (x.record as Json | undefined)?.id === records[0]!.id,
+          ctx.config.waitMs,
+        )
+        assert(m && Number.isInteger(m.seq), `the first record arrived without a seq: ${short(m)}`)
+        seq = Number(m.seq)
+        await first.next((x) => (x.record as Json | undefined)?.id === records[2]!.id, ctx.config.waitMs)
+      } finally {
+        first.close()
+      }
+      const again = await openStream(ctx, ctx.config.tokens.primary)
+      if (!again) fail('the stream refused the primary token')
+      try {
+        await subscribed(
+          again,
+          JSON.stringify({ type: 'subscribe', topics: [topic], since: { [topic]: seq } }),
+        )
+        await again.next((x) => (x.record as Json | undefined)?.id === records[2]!.id, ctx.config.waitMs)
+        await sleep(200)
+        const got = again.messages
+          .filter((x) => x.type === 'record')
+          .map((x) => String((x.record as Json | undefined)?.id))
+        assert(
+          JSON.stringify(got) === JSON.stringify([records[1]!.id, records[2]!.id]),
+          `resuming after the first record's seq ${seq} replayed ${short(got)}, expected the two after it once each`,
+        )
+      } finally {
+        again.close()
       }
     },
   },

@@ -121,6 +121,8 @@ const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 interface RetryProbe {
   first: Delivery
   retry: Delivery
+  /** The attempt after the retry (also answered 500), when it came within --wait-ms. */
+  third: Delivery | undefined
 }
 
 const retryProbes = new WeakMap<object, Promise<RetryProbe>>()
@@ -140,7 +142,8 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
         b?.agent_id === agent && (b?.event ?? b?.type) === 'run.started'
       const mine = (b: Record<string, unknown> | undefined, path: string) =>
         started(b) && (path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
-      ctx.receiver!.failNext(mine, 1)
+      // The first two attempts are answered 500, so a third shows the deployment keeps retrying.
+      ctx.receiver!.failNext(mine, 2)
       await ctx.fx.startRun(agent)
       const first = await ctx.receiver!.waitFor((d) => mine(d.body, d.path), ctx.config.waitMs)
       if (!first) noDelivery(ctx, 'run.started delivery (to be failed with 500)')
@@ -148,7 +151,11 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
       const retry = await ctx.receiver!.waitFor((d) => d !== first && mine(d.body, d.path), ctx.config.waitMs)
       if (!retry)
         fail(`a run.started delivery answered 500 was not sent again within ${ctx.config.waitMs} ms`)
-      return { first, retry }
+      const third = await ctx.receiver!.waitFor(
+        (d) => d !== first && d !== retry && mine(d.body, d.path),
+        ctx.config.waitMs,
+      )
+      return { first, retry, third }
     })()
     retryProbes.set(ctx.config, p)
     p.catch(() => retryProbes.delete(ctx.config))
@@ -366,6 +373,32 @@ export const webhookChecks: Check[] = [
 
 /** Judged at the end of the run: the retry probe started by webhooks.subscribe has had its backoff by then. */
 export const webhookLateChecks: Check[] = [
+  {
+    id: 'webhooks.retried-until-accepted',
+    title: 'A delivery failed twice (500, 500) is attempted a third time, the same event each time',
+    level: 'core',
+    clauses: ['S6.2'],
+    async run(ctx) {
+      // §6 "Webhook deliveries ... are retried with exponential backoff": retrying is more than one second try.
+      // The gaps are not judged: exponential backoff with jitter (full jitter draws each wait from [0, ceiling])
+      // lets one gap be shorter than the one before, so a growth assertion would fail correct deployments.
+      receiverUrl(ctx)
+      const { first, retry, third } = await retryProbe(ctx)
+      if (!third)
+        fail(
+          `a delivery answered 500 twice was not attempted a third time within ${ctx.config.waitMs} ms after the second attempt (raise --wait-ms if the deployment's backoff is longer)`,
+        )
+      for (const d of [retry, third]) {
+        assert(eventOf(d) === eventOf(first), `attempt carries another event kind (${String(eventOf(d))})`)
+        assert(
+          d.body?.run_id === first.body?.run_id,
+          `attempt carries another run (${short(d.body?.run_id)})`,
+        )
+        if (first.body?.id !== undefined)
+          assert(d.body?.id === first.body.id, `attempt carries another event id (${short(d.body?.id)})`)
+      }
+    },
+  },
   {
     id: 'webhooks.failed-delivery-retried',
     title: 'A delivery the receiver fails (500) is sent again',
