@@ -9,6 +9,7 @@ import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { limitMutants } from './families/limits.js'
 import { pagingMutants } from './families/paging.js'
+import { readbackMutants } from './families/readback.js'
 import { statementMutants } from './families/statements.js'
 import { tenancyMutants } from './families/tenancy.js'
 import {
@@ -459,5 +460,6 @@ export function createMutants(): Mutant[] {
     ...graphqlMutants(),
     ...tenancyMutants(),
     ...limitMutants(),
+    ...readbackMutants(),
   ]
 }

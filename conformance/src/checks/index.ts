@@ -7,6 +7,7 @@ import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { paginationChecks } from './pagination.js'
 import { rateLimitChecks, rateLimitLateChecks } from './ratelimit.js'
+import { readbackChecks } from './readback.js'
 import { resourceChecks } from './resources.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
@@ -23,6 +24,7 @@ export const ALL_CHECKS: Check[] = [
   ...rateLimitChecks,
   ...webhookChecks,
   ...resourceChecks,
+  ...readbackChecks,
   ...runChecks,
   ...toolChecks,
   ...scopingChecks,

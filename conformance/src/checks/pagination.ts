@@ -30,7 +30,8 @@ async function listAll(
     assert(items.length <= limit, `page ${pages + 1} has ${items.length} items for limit=${limit}`)
     pages++
     for (const item of items) ids.push(String(toolId(item)))
-    lastCursor = next
+    // The raw value, for the profile's "null on the last page" (discovery reads "" as no next page too).
+    lastCursor = 'next_cursor' in obj(res.body) ? obj(res.body).next_cursor : next
     cursor = next
     if (!cursor || items.length === 0) return { ids, pages, lastCursor }
   }

@@ -25,7 +25,7 @@ export const toolChecks: Check[] = [
         )
         expectStatus(res, 200, 'GET /v1/tools')
         found = (pageItems(res.body) ?? []).some((t) => toolId(t) === tool.id)
-        cursor = obj(res.body).next_cursor as string | null | undefined
+        cursor = listPage(ctx, res).next
         if (!cursor) break
       }
       assert(found, `tool ${tool.id} is not in GET /v1/tools`)
