@@ -163,6 +163,13 @@ export const SETTINGS: Setting[] = [
     help: 'WebSocket address without /v1 (default: base URL with ws/wss)',
   },
   {
+    flag: 'graphql-url',
+    env: 'GRAPHQL_URL',
+    kind: 'string',
+    file: 'graphqlUrl',
+    help: 'URL of the deployment\'s GraphQL surface, when it has one: its spec-rule checks become core (else "not declared")',
+  },
+  {
     flag: 'config',
     env: 'CONFIG',
     kind: 'string',
@@ -398,7 +405,6 @@ function declarations(file: Raw): Declarations {
   if (topic !== undefined && !topic.includes('{connector}'))
     throw new ConfigError('config file stream.topic must contain "{connector}"')
   const approvalPath = text('approval.path', approval.path)
-  const graphqlUrl = text('graphqlUrl', file.graphqlUrl)
   return {
     paging: { ...(cursorField ? { cursorField } : {}), ...(itemsField ? { itemsField } : {}) },
     stream: {
@@ -416,7 +422,6 @@ function declarations(file: Raw): Declarations {
         }
       : DEFAULT_DECLARATIONS.approval,
     signatureTimestamp: form,
-    ...(graphqlUrl ? { graphqlUrl: validUrl(graphqlUrl, 'graphqlUrl', ['http:', 'https:']) } : {}),
   }
 }
 
@@ -556,8 +561,10 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     if (v) tokens[key] = v
   }
   const receiverUrl = str('receiver-url')
+  const graphqlUrl = str('graphql-url')
   const config: SuiteConfig = {
     ...declarations(file),
+    ...(graphqlUrl ? { graphqlUrl: validUrl(graphqlUrl, '--graphql-url', ['http:', 'https:']) } : {}),
     baseUrl,
     streamUrl,
     openapiPath: str('openapi') ?? defaultContract(),

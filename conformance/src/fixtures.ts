@@ -242,6 +242,9 @@ export class Fixtures {
       const q = `?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
       const res = await client.get(`/v1/runs/${runId}/trace${q}`)
       expectStatus(res, 200, `GET /v1/runs/${runId}/trace`)
+      // §4: "The trace, either as a stream of frames or as pages of frames": a stream answer is read whole.
+      const streamed = streamedFrames(res)
+      if (streamed) return { frames: streamed, pages: 1 }
       const { items, next } = listPage(this.ctx(), res)
       if (!items) fail(`the trace answer has no array of frames: ${short(res.body)}`)
       pages++
@@ -261,6 +264,30 @@ export function ownId(body: unknown, kind: 'agent' | 'task' | 'tool' | 'webhook'
   const o = obj(body)
   const id = o[`${kind}_id`] ?? o.id
   return typeof id === 'string' ? id : undefined
+}
+
+/**
+ * The frames of a trace answered as a stream (`text/event-stream` data lines or `application/x-ndjson` lines),
+ * or undefined for any other answer. Lines that are not JSON objects (an `end` event, a heartbeat) are left out.
+ */
+export function streamedFrames(res: HttpResponse): Json[] | undefined {
+  const type = res.headers['content-type'] ?? ''
+  const sse = /text\/event-stream/i.test(type)
+  if (!sse && !/ndjson|jsonl|json-seq/i.test(type)) return undefined
+  const lines = res.text.split(/\r?\n/)
+  const payloads = sse
+    ? lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim())
+    : lines.map((l) => l.replace(/^\u001e/, '').trim())
+  const frames: Json[] = []
+  for (const p of payloads) {
+    try {
+      const v = JSON.parse(p) as unknown
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) frames.push(v as Json)
+    } catch {
+      // not a frame
+    }
+  }
+  return frames
 }
 
 export function toolId(body: unknown): string | undefined {

@@ -11,6 +11,7 @@ import { type Json, type ProxiedResponse, pathOnly } from '../proxy.js'
 import { isJsonAnswer, Secrets } from './wire.js'
 
 const CONTROL = /^\/v1\/runs\/[^/]+\/(pause|resume|cancel)$/
+const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** The reference's two windows under this dialect's own names. */
@@ -44,7 +45,7 @@ export function declaredDialect(): Dialect {
   return {
     id: 'declared-choices',
     description:
-      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, slower answers',
+      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, the trace as NDJSON only, slower answers',
     targets: [],
     configure(config) {
       config.stream = { subscribe: { op: 'join', channels: '{topics}' }, topic: 'records/{connector}' }
@@ -58,6 +59,29 @@ export function declaredDialect(): Dialect {
     async request(req, ctx) {
       secrets.learn(req)
       const out = req
+      if (req.method === 'GET' && TRACE.test(pathOnly(req.path))) {
+        // The trace as a stream only (§4 allows either): every frame, one JSON line each.
+        const frames: unknown[] = []
+        let cursor: string | null = null
+        for (let i = 0; i < 50; i++) {
+          const page = await ctx.upstream({
+            ...req,
+            path: `${pathOnly(req.path)}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          })
+          if (page.status !== 200) return page
+          const b = JSON.parse(page.body) as Json
+          frames.push(...((b.data as unknown[]) ?? []))
+          cursor = typeof b.next_cursor === 'string' ? b.next_cursor : null
+          if (!cursor) {
+            return {
+              status: 200,
+              headers: { ...quotaHeaders(page.headers), 'content-type': 'application/x-ndjson' },
+              body: frames.map((f) => JSON.stringify(f)).join('\n'),
+            }
+          }
+        }
+        return req
+      }
       if (req.method === 'POST' && CONTROL.test(pathOnly(req.path))) {
         // Accepted now, applied a moment later: the answer says nothing of the run's new state.
         const probe = await ctx.upstream({

@@ -52,7 +52,11 @@ export const sweepChecks: Check[] = [
     async run(ctx) {
       for (const x of ctx.seen) {
         const type = x.response.headers['content-type'] ?? ''
-        if (x.response.text === '' || type.startsWith('text/event-stream') || type.startsWith('text/html'))
+        // A trace offered as a stream (§4 "either as a stream of frames or as pages") is no JSON body.
+        if (
+          x.response.text === '' ||
+          /^(text\/event-stream|text\/html|application\/(x-)?(nd|jsonl|json-seq))/.test(type)
+        )
           continue
         if (!/^application\/json\b/i.test(type)) fail(`${where(x)} answered Content-Type ${type || '(none)'}`)
         if (/charset=/i.test(type))
