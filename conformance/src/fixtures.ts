@@ -277,7 +277,8 @@ export function streamedFrames(res: HttpResponse): Json[] | undefined {
   const lines = res.text.split(/\r?\n/)
   const payloads = sse
     ? lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim())
-    : lines.map((l) => l.replace(/^\u001e/, '').trim())
+    : // JSON text sequences (RFC 7464) start each record with RS (0x1e).
+      lines.map((l) => (l.startsWith(String.fromCharCode(0x1e)) ? l.slice(1) : l).trim())
   const frames: Json[] = []
   for (const p of payloads) {
     try {
