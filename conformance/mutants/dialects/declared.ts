@@ -68,7 +68,7 @@ export function declaredDialect(): Dialect {
             ...req,
             path: `${pathOnly(req.path)}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
           })
-          if (page.status !== 200) return page
+          if (page.status !== 200) return { ...page, headers: quotaHeaders(page.headers) }
           const b = JSON.parse(page.body) as Json
           frames.push(...((b.data as unknown[]) ?? []))
           cursor = typeof b.next_cursor === 'string' ? b.next_cursor : null
