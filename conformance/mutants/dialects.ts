@@ -5,7 +5,23 @@
  */
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
+import type { SuiteConfig } from '../src/config.js'
+import { declaredDialect } from './dialects/declared.js'
+import { ownIdsDialect } from './dialects/own-ids.js'
 import { editJson, type Json, type Mutant, type ProxiedResponse, pathOnly } from './proxy.js'
+
+/** A correct deployment that chose differently where the spec is silent; every core check must pass through it. */
+export interface Dialect extends Mutant {
+  /** The declarations this deployment's users would put in --config (README "Declaring what cannot be discovered"). */
+  configure?(config: SuiteConfig): void
+  /** Core checks that rightly skip through this dialect (a surface it does not have), with no other skip allowed. */
+  expectSkips?: string[]
+}
+
+/** The dialect family `conformance:mutants` runs after the mutants. */
+export function createDialects(openapiPath: string): Dialect[] {
+  return [foreignDialect(openapiPath), ownIdsDialect(), declaredDialect()]
+}
 
 interface Operation {
   method: string
@@ -38,22 +54,27 @@ const CODES: Record<string, string> = {
   unauthenticated: 'unauthorized',
 }
 
-/** `"burst";r=4;t=10, "hourly";r=11;t=3600` → the hourly figures, for X-RateLimit-* headers. */
-function hourly(value: string | undefined): { r: string; t: string } | undefined {
-  const m = /"hourly";r=(\d+);t=(\d+)/.exec(value ?? '')
+/** `"burst";r=4;t=10, "hourly";r=11;t=3600` → the figures of one window, for X-RateLimit-* headers. */
+function windowOf(value: string | undefined, name: string): { r: string; t: string } | undefined {
+  const m = new RegExp(`"${name}";r=(\\d+);t=(\\d+)`).exec(value ?? '')
   return m ? { r: m[1]!, t: m[2]! } : undefined
 }
 
+/** The reference's two windows as X-RateLimit-* (hourly) and X-RateLimit-Burst-* (burst) headers. */
 function legacyRateHeaders(headers: Record<string, string>): Record<string, string> {
   const { ratelimit, 'ratelimit-policy': policy, ...rest } = headers
   if (ratelimit === undefined) return headers
-  const q = /"hourly";q=(\d+)/.exec(policy ?? '')?.[1] ?? '0'
-  const h = hourly(ratelimit)
+  const quota = (name: string) => new RegExp(`"${name}";q=(\\d+)`).exec(policy ?? '')?.[1] ?? '0'
+  const h = windowOf(ratelimit, 'hourly')
+  const b = windowOf(ratelimit, 'burst')
   return {
     ...rest,
-    'x-ratelimit-limit': q,
+    'x-ratelimit-limit': quota('hourly'),
     'x-ratelimit-remaining': h?.r ?? '0',
     'x-ratelimit-reset': h?.t ?? '0',
+    'x-ratelimit-burst-limit': quota('burst'),
+    'x-ratelimit-burst-remaining': b?.r ?? '0',
+    'x-ratelimit-burst-reset': b?.t ?? '0',
   }
 }
 
@@ -64,7 +85,7 @@ const CREATIONS = [/^\/v1\/agents$/, /^\/v1\/agents\/[^/]+\/tasks$/, /^\/v1\/too
  * X-RateLimit-* header names, 200 instead of 201 for creations other than run start, and 200 with a body for
  * deletions.
  */
-export function foreignDialect(openapiPath: string): Mutant {
+export function foreignDialect(openapiPath: string): Dialect {
   const extensions = extensionOperations(openapiPath)
   const isExtension = (method: string, path: string) =>
     extensions.some((op) => op.method === method && op.pattern.test(pathOnly(path)))
@@ -73,6 +94,11 @@ export function foreignDialect(openapiPath: string): Mutant {
     description:
       'No extension endpoints, other error codes, X-RateLimit-* headers, 200 for creations, 200 for deletions',
     targets: [],
+    expectSkips: ['graphql.spec-401-without-token', 'graphql.spec-ratelimit-headers'],
+    configure(config) {
+      // No GraphQL surface here, so none is declared: its checks skip as "not declared".
+      delete config.graphqlUrl
+    },
     request(req) {
       if (!isExtension(req.method, req.path)) return req
       const body = JSON.stringify({
@@ -91,6 +117,9 @@ export function foreignDialect(openapiPath: string): Mutant {
           'x-ratelimit-limit': '1000',
           'x-ratelimit-remaining': '999',
           'x-ratelimit-reset': '60',
+          'x-ratelimit-burst-limit': '100',
+          'x-ratelimit-burst-remaining': '99',
+          'x-ratelimit-burst-reset': '5',
         },
         body,
       }

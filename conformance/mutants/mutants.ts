@@ -7,8 +7,11 @@ import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
 import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
+import { limitMutants } from './families/limits.js'
 import { pagingMutants } from './families/paging.js'
+import { readbackMutants } from './families/readback.js'
 import { statementMutants } from './families/statements.js'
+import { tenancyMutants } from './families/tenancy.js'
 import {
   editJson,
   header,
@@ -455,5 +458,8 @@ export function createMutants(): Mutant[] {
     ...lifecycleMutants(),
     ...statementMutants(),
     ...graphqlMutants(),
+    ...tenancyMutants(),
+    ...limitMutants(),
+    ...readbackMutants(),
   ]
 }

@@ -21,6 +21,8 @@ export interface ProxiedResponse {
   status: number
   headers: Record<string, string>
   body: string
+  /** Bytes sent instead of `body` (a compressed answer); `body` keeps the text for later rewrites. */
+  bytes?: Buffer
 }
 
 export interface MutantContext {
@@ -53,6 +55,8 @@ export interface Mutant {
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
   /** Rewrites a JSON stream message on its way from the deployment to the client. */
   streamMessage?(message: Json): Json
+  /** Rewrites a JSON stream message on its way from the client to the deployment. */
+  clientMessage?(message: Json): Json
 }
 
 export const HOOK_PREFIX = '/__hooks'
@@ -136,7 +140,7 @@ export class MutantProxy {
               if (this.mutant?.response) res = await this.mutant.response(req, res, ctx)
             }
           }
-          outRes.writeHead(res.status, res.headers).end(res.body)
+          outRes.writeHead(res.status, res.headers).end(res.bytes ?? res.body)
         } catch (err) {
           outRes.writeHead(502, { 'content-type': 'text/plain' }).end(`proxy: ${(err as Error).message}`)
         }
@@ -187,7 +191,15 @@ export class MutantProxy {
         if (upstream.protocol) negotiated.set(inReq, upstream.protocol)
         wss.handleUpgrade(inReq, socket, head, (client) => {
           this.sockets.add(client).add(upstream)
-          client.on('message', (data, isBinary) => upstream.send(data, { binary: isBinary }))
+          client.on('message', (data, isBinary) => {
+            const rewrite = this.mutant?.clientMessage
+            if (!rewrite || isBinary) return upstream.send(data, { binary: isBinary })
+            try {
+              upstream.send(JSON.stringify(rewrite(JSON.parse(String(data)) as Json)))
+            } catch {
+              upstream.send(data)
+            }
+          })
           upstream.on('message', (data, isBinary) => {
             const rewrite = this.mutant?.streamMessage
             if (!rewrite || isBinary) return client.send(data, { binary: isBinary })

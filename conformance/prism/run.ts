@@ -157,12 +157,15 @@ try {
       ['--expired-token', t.expired],
     ].flatMap(([flag, value]) => (value ? [flag as string, value] : []))
     log(`proxy ${proxy.url} -> ${ref.baseUrl}`)
-    // Prism does not relay WebSockets: the stream checks talk to the server directly.
+    // Prism does not relay WebSockets (nor serve GraphQL, which the contract leaves out): the stream and GraphQL
+    // checks talk to the server directly.
     const { code, results } = await runSuite([
       '--base-url',
       proxy.url,
       '--stream-url',
       ref.baseUrl.replace(/^http/, 'ws'),
+      '--graphql-url',
+      `${ref.baseUrl}/v1/graphql`,
       '--skip',
       PROXY_INTERCEPTED.join(','),
       '--strict-profile',

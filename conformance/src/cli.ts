@@ -174,6 +174,8 @@ export async function main(
     if (options.reference) {
       reference = await startReference(io.out)
       config.baseUrl = reference.baseUrl
+      // The reference serves GraphQL at /v1/graphql: declared, so the spec's rules on it are checked (core).
+      config.graphqlUrl ??= `${reference.baseUrl}/v1/graphql`
       config.streamUrl = ''
       config.tokens = { ...reference.tokens }
     }

@@ -36,7 +36,44 @@ export interface ProfileHints {
   narrowDenied: { method: string; path: string; body?: unknown }
 }
 
-export interface SuiteConfig {
+/** The headers of one rate-limit window, when a deployment names its own (spec §8: "Names ... not shown"). */
+export interface WindowHeaders {
+  /** Header carrying the requests left in the window. */
+  remaining: string
+  /** Header carrying the seconds (or Unix time) until the window resets. */
+  reset: string
+  /** Header carrying the window's quota, when sent. */
+  limit?: string
+}
+
+/**
+ * What a deployment declares where the spec leaves a choice open and the suite cannot find it out by itself
+ * (README "Declaring what cannot be discovered"). Every field is optional: without it the suite discovers what it
+ * can (the reference profile's choices and the common alternatives) and skips, naming the field, what it cannot.
+ */
+export interface Declarations {
+  /** §8 "The response field that carries the next cursor: not shown". Dotted for nested (`meta.next`). */
+  paging: { cursorField?: string; itemsField?: string }
+  /**
+   * §4 "The messages a client sends to subscribe to stream topics: not shown". `subscribe` is the JSON message,
+   * with the string "{topics}" standing for the array of topic names and "{topic}" for the first one; `topic` is
+   * a connector's topic name with "{connector}" for its id.
+   */
+  stream: { subscribe: unknown; topic: string }
+  /** §8 "Burst and sustained headers are present on every response" with "Names ... not shown". */
+  rateLimitHeaders?: { burst: WindowHeaders; sustained: WindowHeaders }
+  /**
+   * The reference profile's approval endpoint, or a deployment's own: "{run_id}" and "{step_id}" are filled in.
+   * The spec names approvals (§2 `awaiting`) but no endpoint to give one.
+   */
+  approval: { method: string; path: string; body?: unknown }
+  /** §5.5 "The exact string that is signed and how the timestamp is checked: not shown": the t= form. */
+  signatureTimestamp: 'unix' | 'rfc3339' | 'any'
+  /** The GraphQL surface's URL when the deployment has one (§4 "A GraphQL surface is mentioned"). */
+  graphqlUrl?: string
+}
+
+export interface SuiteConfig extends Declarations {
   baseUrl: string
   streamUrl: string
   openapiPath: string
@@ -124,6 +161,13 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'streamUrl',
     help: 'WebSocket address without /v1 (default: base URL with ws/wss)',
+  },
+  {
+    flag: 'graphql-url',
+    env: 'GRAPHQL_URL',
+    kind: 'string',
+    file: 'graphqlUrl',
+    help: 'URL of the deployment\'s GraphQL surface, when it has one: its spec-rule checks become core (else "not declared")',
   },
   {
     flag: 'config',
@@ -308,9 +352,84 @@ ${rows.join('\n')}
 Exit codes: 0 every core check passed, 1 a check failed, 2 configuration error (unreachable URL, bad token, bad flag).`
 }
 
+const DEFAULT_DECLARATIONS: Declarations = {
+  paging: {},
+  stream: { subscribe: { type: 'subscribe', topics: '{topics}' }, topic: 'connector:{connector}' },
+  approval: {
+    method: 'POST',
+    path: '/v1/runs/{run_id}/steps/{step_id}/approval',
+    body: { decision: 'approve' },
+  },
+  signatureTimestamp: 'any',
+}
+
+/** Reads the declarations of the config file, checking their shapes (a wrong one is a ConfigError). */
+function declarations(file: Raw): Declarations {
+  const section = (key: string): Raw => {
+    const v = file[key]
+    if (v === undefined) return {}
+    if (v === null || typeof v !== 'object' || Array.isArray(v))
+      throw new ConfigError(`config file ${key} must be an object`)
+    return v as Raw
+  }
+  const text = (where: string, v: unknown): string | undefined => {
+    if (v === undefined) return undefined
+    if (typeof v !== 'string' || v === '')
+      throw new ConfigError(`config file ${where} must be a non-empty string`)
+    return v
+  }
+  const paging = section('paging')
+  const stream = section('stream')
+  const approval = section('approval')
+  const signature = section('signature')
+  const limits = section('rateLimitHeaders')
+  const window = (name: 'burst' | 'sustained'): WindowHeaders => {
+    const w = (limits[name] ?? {}) as Raw
+    const remaining = text(`rateLimitHeaders.${name}.remaining`, w.remaining)
+    const reset = text(`rateLimitHeaders.${name}.reset`, w.reset)
+    if (!remaining || !reset)
+      throw new ConfigError(`config file rateLimitHeaders.${name} needs "remaining" and "reset" header names`)
+    const limit = text(`rateLimitHeaders.${name}.limit`, w.limit)
+    return {
+      remaining: remaining.toLowerCase(),
+      reset: reset.toLowerCase(),
+      ...(limit ? { limit: limit.toLowerCase() } : {}),
+    }
+  }
+  const form = signature.timestamp ?? 'any'
+  if (form !== 'unix' && form !== 'rfc3339' && form !== 'any')
+    throw new ConfigError('config file signature.timestamp must be "unix", "rfc3339" or "any"')
+  const cursorField = text('paging.cursorField', paging.cursorField)
+  const itemsField = text('paging.itemsField', paging.itemsField)
+  const topic = text('stream.topic', stream.topic)
+  if (topic !== undefined && !topic.includes('{connector}'))
+    throw new ConfigError('config file stream.topic must contain "{connector}"')
+  const approvalPath = text('approval.path', approval.path)
+  return {
+    paging: { ...(cursorField ? { cursorField } : {}), ...(itemsField ? { itemsField } : {}) },
+    stream: {
+      subscribe: stream.subscribe ?? DEFAULT_DECLARATIONS.stream.subscribe,
+      topic: topic ?? DEFAULT_DECLARATIONS.stream.topic,
+    },
+    ...(file.rateLimitHeaders !== undefined
+      ? { rateLimitHeaders: { burst: window('burst'), sustained: window('sustained') } }
+      : {}),
+    approval: approvalPath
+      ? {
+          method: text('approval.method', approval.method) ?? 'POST',
+          path: approvalPath,
+          ...(approval.body !== undefined ? { body: approval.body } : {}),
+        }
+      : DEFAULT_DECLARATIONS.approval,
+    signatureTimestamp: form,
+  }
+}
+
 const DEFAULT_PROFILE: ProfileHints = {
   tools: {
-    succeed: { provider: 'builtin:echo', config: {} },
+    // No `config` for the tool most checks use: a registration carries the spec's fields only (§2), so a server
+    // that refuses unknown fields still registers it. The fail and slow providers are profile hints by nature.
+    succeed: { provider: 'builtin:echo' },
     fail: { provider: 'builtin:fail', config: { message: 'conformance: planned failure' } },
     slow: { provider: 'builtin:delay', config: { delay_ms: 400 } },
   },
@@ -442,7 +561,10 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     if (v) tokens[key] = v
   }
   const receiverUrl = str('receiver-url')
+  const graphqlUrl = str('graphql-url')
   const config: SuiteConfig = {
+    ...declarations(file),
+    ...(graphqlUrl ? { graphqlUrl: validUrl(graphqlUrl, '--graphql-url', ['http:', 'https:']) } : {}),
     baseUrl,
     streamUrl,
     openapiPath: str('openapi') ?? defaultContract(),

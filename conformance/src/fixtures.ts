@@ -18,7 +18,6 @@ export function expectStatus(res: HttpResponse, expected: number | number[], wha
   }
 }
 
-/** The items of a list answer: `data`, or the first array property, or the body itself when it is an array. */
 /**
  * Whether an answer says the endpoint is not served at all. Core checks use this for the reference profile's
  * extension endpoints (the agent list, a connector's records): where a deployment lacks one, the assertion that
@@ -28,20 +27,72 @@ export function notServed(res: HttpResponse): boolean {
   return res.status === 404 || res.status === 405 || res.status === 501
 }
 
-export function pageItems(body: unknown): unknown[] | undefined {
+/**
+ * The items of a list answer. Spec §8: "The response field that carries the next cursor: not shown", and no
+ * page shape is shown either, so the key is the declared one (`paging.itemsField`), else `data`, `items`,
+ * `results`, the first array property, or the body itself when it is an array.
+ */
+export function pageItems(body: unknown, field?: string): unknown[] | undefined {
   if (Array.isArray(body)) return body
   const o = obj(body)
-  if (Array.isArray(o.data)) return o.data
+  if (field !== undefined) return Array.isArray(o[field]) ? (o[field] as unknown[]) : undefined
+  for (const key of ['data', 'items', 'results']) if (Array.isArray(o[key])) return o[key] as unknown[]
   const firstArray = Object.values(o).find(Array.isArray)
   return firstArray as unknown[] | undefined
 }
 
-/** The next cursor of a list answer, whatever the field is called (`next_cursor`, `nextCursor`, `cursor`...). */
-export function nextCursor(body: unknown): string | null | undefined {
+/** The `cursor` query parameter of a next-page URL or path, or the value itself when it is no URL. */
+function cursorOf(value: string): string {
+  if (!/[?&]cursor=/.test(value)) return value
+  try {
+    return new URL(value, 'http://x').searchParams.get('cursor') ?? value
+  } catch {
+    return value
+  }
+}
+
+/** Names the next cursor goes by in the APIs people copy (spec §8 leaves it open). */
+const CURSOR_FIELDS = ['next_cursor', 'nextCursor', 'next_page_token', 'nextPageToken', 'next']
+
+/**
+ * The next cursor of a list answer: the declared field (`paging.cursorField`, dotted for nested), else a known
+ * name (`next_cursor`, `next_page_token`, `next`...), any field naming a cursor, or `Link: <...>; rel="next"`.
+ * null when the answer says there is no next page; undefined when it says nothing the suite recognises.
+ */
+export function nextCursor(
+  body: unknown,
+  headers: Record<string, string> = {},
+  field?: string,
+): string | null | undefined {
   const o = obj(body)
-  if ('next_cursor' in o) return (o.next_cursor as string | null) ?? null
-  const key = Object.keys(o).find((k) => /cursor/i.test(k))
-  return key === undefined ? undefined : ((o[key] as string | null) ?? null)
+  const read = (v: unknown) => (typeof v === 'string' && v !== '' ? cursorOf(v) : null)
+  if (field !== undefined) {
+    let node: unknown = o
+    for (const part of field.split('.')) node = obj(node)[part]
+    return read(node)
+  }
+  for (const key of CURSOR_FIELDS)
+    if (key in o && (o[key] === null || typeof o[key] === 'string')) return read(o[key])
+  const key = Object.keys(o).find((k) => /cursor|page_?token/i.test(k))
+  if (key !== undefined && (o[key] === null || typeof o[key] === 'string')) return read(o[key])
+  const meta = Object.values(o).find(
+    (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && nextCursor(v) !== undefined,
+  )
+  if (meta !== undefined) return nextCursor(meta)
+  const link = /<([^>]+)>\s*;\s*rel="?next"?/i.exec(headers.link ?? '')
+  if (link) return cursorOf(link[1]!)
+  return headers.link !== undefined || Object.keys(o).some((k) => /^(has_more|hasMore)$/.test(k))
+    ? null
+    : undefined
+}
+
+/** A list answer as the config says to read it: its items and its next cursor. */
+export function listPage(
+  ctx: CheckContext,
+  res: HttpResponse,
+): { items: unknown[] | undefined; next: string | null | undefined } {
+  const { cursorField, itemsField } = ctx.config.paging
+  return { items: pageItems(res.body, itemsField), next: nextCursor(res.body, res.headers, cursorField) }
 }
 
 export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled'])
@@ -191,16 +242,53 @@ export class Fixtures {
       const q = `?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
       const res = await client.get(`/v1/runs/${runId}/trace${q}`)
       expectStatus(res, 200, `GET /v1/runs/${runId}/trace`)
-      const items = pageItems(res.body)
+      // §4: "The trace, either as a stream of frames or as pages of frames": a stream answer is read whole.
+      const streamed = streamedFrames(res)
+      if (streamed) return { frames: streamed, pages: 1 }
+      const { items, next } = listPage(this.ctx(), res)
       if (!items) fail(`the trace answer has no array of frames: ${short(res.body)}`)
       pages++
       frames.push(...(items as Json[]))
-      const next = nextCursor(res.body)
       if (!next || items.length === 0) break
       cursor = next
     }
     return { frames, pages }
   }
+}
+
+/**
+ * A resource's own id in an answer: `<kind>_id` or `id`. Spec §2: "Agent response fields: not shown" (and the same
+ * for tasks, tools and subscriptions), so the field's name is the deployment's choice.
+ */
+export function ownId(body: unknown, kind: 'agent' | 'task' | 'tool' | 'webhook'): string | undefined {
+  const o = obj(body)
+  const id = o[`${kind}_id`] ?? o.id
+  return typeof id === 'string' ? id : undefined
+}
+
+/**
+ * The frames of a trace answered as a stream (`text/event-stream` data lines or `application/x-ndjson` lines),
+ * or undefined for any other answer. Lines that are not JSON objects (an `end` event, a heartbeat) are left out.
+ */
+export function streamedFrames(res: HttpResponse): Json[] | undefined {
+  const type = res.headers['content-type'] ?? ''
+  const sse = /text\/event-stream/i.test(type)
+  if (!sse && !/ndjson|jsonl|json-seq/i.test(type)) return undefined
+  const lines = res.text.split(/\r?\n/)
+  const payloads = sse
+    ? lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim())
+    : // JSON text sequences (RFC 7464) start each record with RS (0x1e).
+      lines.map((l) => (l.startsWith(String.fromCharCode(0x1e)) ? l.slice(1) : l).trim())
+  const frames: Json[] = []
+  for (const p of payloads) {
+    try {
+      const v = JSON.parse(p) as unknown
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) frames.push(v as Json)
+    } catch {
+      // not a frame
+    }
+  }
+  return frames
 }
 
 export function toolId(body: unknown): string | undefined {

@@ -125,7 +125,8 @@ export class HttpClient {
 
   private async once(method: string, path: string, options: RequestOptions): Promise<HttpResponse> {
     this.budget.take()
-    const url = `${this.baseUrl}${path}`
+    // An absolute URL (a declared GraphQL surface elsewhere) is used as it is.
+    const url = /^https?:\/\//.test(path) ? path : `${this.baseUrl}${path}`
     const headers: Record<string, string> = { accept: 'application/json', ...lower(options.headers ?? {}) }
     const token = options.token === undefined ? this.token : options.token
     if (token !== null && token !== undefined && headers.authorization === undefined) {

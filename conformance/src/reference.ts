@@ -124,7 +124,8 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     ],
     {
       cwd: kit,
-      env: { ...process.env, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1' },
+      // Retries after 1 s, 2 s... (full jitter) instead of 5 s, 10 s: the retry checks see three attempts quickly.
+      env: { AGENTOPS_WEBHOOK_RETRY_BASE_MS: '1000', ...process.env, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   )

@@ -10,12 +10,26 @@ export interface ParsedSignature {
   v1: string[]
 }
 
-/** Parses `t=<digits>,v1=<hex>[,v1=<hex>...]`; undefined when the form is wrong. */
-export function parseSignature(value: unknown): ParsedSignature | undefined {
+/** The forms `t=` may take: spec §5.5 shows `t=<timestamp>` and leaves the timestamp's form open. */
+export type TimestampForm = 'unix' | 'rfc3339' | 'any'
+
+const T_FORMS: Record<TimestampForm, RegExp> = {
+  unix: /^t=(\d+)$/,
+  rfc3339: /^t=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))$/i,
+  any: /^t=(\d+|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))$/i,
+}
+
+/** Seconds since the epoch of a `t=` value in either form. */
+export function timestampSeconds(t: string): number {
+  return /^\d+$/.test(t) ? Number(t) : Math.floor(Date.parse(t) / 1000)
+}
+
+/** Parses `t=<timestamp>,v1=<hex>[,v1=<hex>...]`; undefined when the form is wrong. */
+export function parseSignature(value: unknown, form: TimestampForm = 'any'): ParsedSignature | undefined {
   if (typeof value !== 'string') return undefined
   const parts = value.split(',')
   const first = parts.shift()
-  const t = /^t=(\d+)$/.exec(first ?? '')?.[1]
+  const t = T_FORMS[form].exec(first ?? '')?.[1]
   if (!t || parts.length === 0) return undefined
   const v1: string[] = []
   for (const p of parts) {
@@ -71,7 +85,7 @@ export function verifySignature(
       ok: false,
       reason: 'no v1 digest matches HMAC-SHA256(secret, "<t>." + JCS(body without signature))',
     }
-  const age = Math.abs(nowSeconds - Number(parsed.t))
+  const age = Math.abs(nowSeconds - timestampSeconds(parsed.t))
   if (age > toleranceSeconds)
     return { ok: false, reason: `timestamp t=${parsed.t} is ${age} s away from now` }
   return { ok: true }

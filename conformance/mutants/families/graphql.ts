@@ -146,5 +146,28 @@ export function graphqlMutants(): Mutant[] {
         }
       },
     },
+    {
+      id: 'graphql-anonymous-allowed',
+      description: 'GraphQL requests without a bearer token run as the primary identity',
+      targets: ['graphql.spec-401-without-token'],
+      run: ['graphql.spec-'],
+      request(req, ctx) {
+        if (!isGraphql(req) || header(req, 'authorization')) return req
+        return { ...req, headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` } }
+      },
+    },
+    {
+      id: 'graphql-errors-without-ratelimit',
+      description: 'GraphQL answers with errors lose the rate-limit headers (a separate error path)',
+      targets: ['graphql.spec-ratelimit-headers'],
+      run: ['graphql.spec-'],
+      response(req, res) {
+        if (!isGraphql(req) || !res.body.includes('"errors"')) return res
+        const headers = Object.fromEntries(
+          Object.entries(res.headers).filter(([k]) => !/rate-?limit/i.test(k)),
+        )
+        return { ...res, headers }
+      },
+    },
   ]
 }

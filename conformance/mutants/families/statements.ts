@@ -29,6 +29,7 @@ export function statementMutants(): Mutant[] {
   const wrongSecret = secretKeeper()
   const revived = new Set<string>()
   const delivered = new Set<string>()
+  const attempts = new Map<string, number>()
   let generated = 0
 
   return [
@@ -92,6 +93,20 @@ export function statementMutants(): Mutant[] {
           return req
         }
         // A retry: answered here and never delivered, as if the deployment had not sent it.
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }
+      },
+    },
+    {
+      id: 'deliveries-retried-once',
+      description: 'A failed delivery is retried once and then dropped, however that retry went',
+      targets: ['webhooks.retried-until-accepted'],
+      run: ['webhooks.subscribe', 'webhooks.retried-until-accepted'],
+      delivery(req) {
+        const body = parse(req.body)
+        const key = `${req.path} ${String(body?.event)} ${String(body?.run_id)} ${String(body?.id)}`
+        const n = (attempts.get(key) ?? 0) + 1
+        attempts.set(key, n)
+        if (n <= 2) return req
         return { status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }
       },
     },

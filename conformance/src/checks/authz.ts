@@ -1,5 +1,6 @@
 /** Spec §1, §7: the policy gate refuses with 403 policy_denied and names its reasons in `detail`. */
 import type { Check } from '../check.js'
+import { ownId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -17,7 +18,7 @@ export const authzChecks: Check[] = [
       const { method, path, body } = ctx.config.profile.narrowDenied
       const res = await narrow.request(method, path, body === undefined ? {} : { body })
       if (res.status < 300) {
-        const id = obj(res.body).agent_id
+        const id = ownId(res.body, 'agent')
         if (typeof id === 'string')
           ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
         fail(`the narrow-scope token was allowed ${method} ${path}`)

@@ -1,12 +1,14 @@
 /**
- * The GraphQL surface (spec §4 mentions one without a shape): profile checks of the reference's answer, POST
+ * The GraphQL surface (spec §4 mentions one without a shape): core checks of the spec's own rules when the
+ * deployment declares the surface (graphqlSpecChecks), and profile checks of the reference's answer, POST
  * /v1/graphql with the contract's types and snake_case fields and REST's auth, tenancy, limits and idempotency.
  */
 import WebSocket from 'ws'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus } from '../fixtures.js'
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
-import { assert } from '../types.js'
+import { rateWindows } from '../ratewindows.js'
+import { assert, skip } from '../types.js'
 import { short, waitUntil } from '../wait.js'
 
 const PATH = '/v1/graphql'
@@ -293,6 +295,71 @@ export const graphqlChecks: Check[] = [
       const res = await ctx.http.post(PATH, { query: '{ agents { next_cursor } }' }, { token: UNKNOWN_TOKEN })
       expectStatus(res, 401, 'POST /v1/graphql with an unknown token')
       assert(obj(obj(res.body).error).code === 'unauthenticated', `body ${short(res.body)}`)
+    },
+  },
+]
+
+/** The declared GraphQL URL, or a skip saying it was not declared (the surface is optional, §4). */
+function declaredSurface(ctx: CheckContext): string {
+  const url = ctx.config.graphqlUrl
+  if (!url) skip('not declared: the deployment names no GraphQL surface (graphqlUrl in --config)')
+  return url
+}
+
+/**
+ * Checks of the spec's own rules on a declared GraphQL surface (§4: "A GraphQL surface is mentioned; its shape is
+ * not shown"). The surface's schema is the deployment's, so these send only `{ __typename }`, which every GraphQL
+ * server answers; what they judge is the spec's: §5.1-5.2 (a bearer token on every API request, 401 without),
+ * §8 (both rate-limit windows on every response, errors included). Skipped as "not declared" without a URL.
+ */
+export const graphqlSpecChecks: Check[] = [
+  {
+    id: 'graphql.spec-401-without-token',
+    title:
+      'The declared GraphQL surface answers 401 to a request without a bearer token or with an unknown one',
+    level: 'core',
+    clauses: ['S5.1', 'S5.2'],
+    async run(ctx) {
+      // §5 "Every API request carries Authorization: Bearer <API_KEY>" and "A missing or expired bearer token
+      // yields HTTP 401": a GraphQL request is an API request.
+      const url = declaredSurface(ctx)
+      const own = await ctx.http.post(url, { query: '{ __typename }' })
+      if (own.status !== 200)
+        skip(
+          `the primary token's { __typename } answered ${own.status}, so a 401 would prove nothing: ${short(own.body)}`,
+        )
+      for (const [what, token] of [
+        ['no token', null],
+        ['a token the service never issued', UNKNOWN_TOKEN],
+      ] as const) {
+        const res = await ctx.http.post(url, { query: '{ __typename }' }, { token })
+        assert(
+          res.status === 401,
+          `{ __typename } with ${what} answered ${res.status}, not 401: ${short(res.body)}`,
+        )
+      }
+    },
+  },
+  {
+    id: 'graphql.spec-ratelimit-headers',
+    title:
+      'Every answer of the declared GraphQL surface, success and error alike, carries both rate-limit windows',
+    level: 'core',
+    clauses: ['S8.6'],
+    async run(ctx) {
+      // §8 "Burst and sustained headers are present on every response".
+      const url = declaredSurface(ctx)
+      for (const [what, query] of [
+        ['a valid query', '{ __typename }'],
+        ['a query that does not parse', '{'],
+      ] as const) {
+        const res = await ctx.http.post(url, { query })
+        const windows = rateWindows(res.headers, ctx.config.rateLimitHeaders)
+        assert(
+          windows.length >= 2,
+          `the answer to ${what} (${res.status}) announces ${windows.length} rate-limit window(s) (${windows.map((w) => w.name).join(', ') || 'none'}), not a burst and a sustained one`,
+        )
+      }
     },
   },
 ]

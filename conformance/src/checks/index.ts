@@ -2,16 +2,18 @@
 import type { Check } from '../check.js'
 import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
-import { graphqlChecks } from './graphql.js'
+import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { paginationChecks } from './pagination.js'
 import { rateLimitChecks, rateLimitLateChecks } from './ratelimit.js'
+import { readbackChecks } from './readback.js'
 import { resourceChecks } from './resources.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { streamChecks } from './stream.js'
 import { sweepChecks } from './sweep.js'
+import { tenancyChecks } from './tenancy.js'
 import { toolChecks } from './tools.js'
 import { validationChecks } from './validation.js'
 import { webhookChecks, webhookLateChecks } from './webhooks.js'
@@ -22,14 +24,17 @@ export const ALL_CHECKS: Check[] = [
   ...rateLimitChecks,
   ...webhookChecks,
   ...resourceChecks,
+  ...readbackChecks,
   ...runChecks,
   ...toolChecks,
   ...scopingChecks,
+  ...tenancyChecks,
   ...idempotencyChecks,
   ...validationChecks,
   ...ingestChecks,
   ...streamChecks,
   ...paginationChecks,
+  ...graphqlSpecChecks,
   ...graphqlChecks,
   // Checks that wait on time (a retry's backoff, a Retry-After) judge last, after the wait overlapped the others.
   ...webhookLateChecks,

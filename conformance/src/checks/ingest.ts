@@ -172,7 +172,7 @@ export const ingestChecks: Check[] = [
         const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=10`)
         if (notServed(page)) return undefined
         expectStatus(page, 200, `GET records ${what}`)
-        return ((obj(page.body).data ?? []) as Json[]).map((r) => r.id)
+        return ((pageItems(page.body) ?? []) as Json[]).map((r) => r.id)
       }
       const first = batch(ctx, 2)
       const key = `conf-${randomBytes(8).toString('hex')}`

@@ -3,7 +3,7 @@
  * spec itself names, after making sure the workspace has more than 200 tools.
  */
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, nextCursor, pageItems, toolId } from '../fixtures.js'
+import { expectStatus, listPage, pageItems, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -25,13 +25,14 @@ async function listAll(
       `/v1/tools?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
     )
     expectStatus(res, 200, `page ${pages + 1} of GET /v1/tools`)
-    const items = pageItems(res.body)
+    const { items, next } = listPage(ctx, res)
     if (!items) fail(`the list answer has no array of items: ${short(res.body)}`)
     assert(items.length <= limit, `page ${pages + 1} has ${items.length} items for limit=${limit}`)
     pages++
     for (const item of items) ids.push(String(toolId(item)))
-    lastCursor = nextCursor(res.body)
-    cursor = lastCursor as string | null | undefined
+    // The raw value, for the profile's "null on the last page" (discovery reads "" as no next page too).
+    lastCursor = 'next_cursor' in obj(res.body) ? obj(res.body).next_cursor : next
+    cursor = next
     if (!cursor || items.length === 0) return { ids, pages, lastCursor }
   }
   fail('the walk did not end within 200 pages')

@@ -5,6 +5,8 @@
 import type { Check, CheckContext } from '../check.js'
 import { settingName, tokenName } from '../config.js'
 import type { HttpResponse } from '../http.js'
+import { retryAfter } from '../pacing.js'
+import { rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { expectEnvelope, expectError } from './assertions.js'
@@ -48,40 +50,58 @@ const searches = new WeakMap<object, Promise<Search>>()
 /** Sends requests with the small-limit token until the first 429 (bounded by --rate-limit-search). */
 function search(ctx: CheckContext): Promise<Search> {
   let p = searches.get(ctx.config)
-  if (!p) {
-    p = (async () => {
-      const limited = ctx.as('rateLimited')
-      let first = await limited.get(PROBE)
-      const resetIn = Math.min(...parseLimitList(first.headers.ratelimit).map((i) => i.params.t ?? Infinity))
-      if (first.status !== 429 && Number.isFinite(resetIn) && resetIn < 2) {
-        // A window about to roll over would make the count look off by one; start in a fresh one.
-        await sleep((resetIn + 0.3) * 1000)
-        first = await limited.get(PROBE)
-      }
-      const responses = [first]
-      const remaining = parseLimitList(first.headers.ratelimit).map((i) => i.params.r)
-      const announced =
-        remaining.length > 0 && remaining.every(Number.isFinite)
-          ? Math.min(...(remaining as number[]))
-          : undefined
-      let hit: HttpResponse | undefined = first.status === 429 ? first : undefined
-      while (!hit && responses.length < ctx.config.rateLimitSearch) {
-        const res = await limited.get(PROBE)
-        responses.push(res)
-        if (res.status === 429) hit = res
-      }
-      return {
-        responses,
-        limited: hit,
-        announced,
-        limitedAt: hit ? responses.indexOf(hit) : undefined,
-        limitedAtMs: hit ? Date.now() : undefined,
-      }
-    })()
-    searches.set(ctx.config, p)
-    p.catch(() => searches.delete(ctx.config))
-  }
+  if (!p) p = remember(ctx, runSearch(ctx))
   return p
+}
+
+function remember(ctx: CheckContext, p: Promise<Search>): Promise<Search> {
+  searches.set(ctx.config, p)
+  p.catch(() => searches.delete(ctx.config))
+  return p
+}
+
+/**
+ * The search, from a fresh window: when an earlier run (or CI job) used the window up, the first answer is already
+ * the 429 and nothing was counted. Waits its Retry-After out (bounded by --max-retry-after) and searches again,
+ * replacing the remembered search so the later checks (recovery after Retry-After) time from the new 429.
+ */
+async function freshSearch(ctx: CheckContext): Promise<Search> {
+  const s = await search(ctx)
+  if (s.responses.filter((r) => r.status !== 429).length >= 3 || !s.limited) return s
+  const busy = retryAfter(s.limited.headers)
+  if (busy === undefined || busy > ctx.config.maxRetryAfterWait) return s
+  await sleep(Math.max(0, (s.limitedAtMs ?? Date.now()) + busy * 1000 + 300 - Date.now()))
+  return remember(ctx, runSearch(ctx))
+}
+
+async function runSearch(ctx: CheckContext): Promise<Search> {
+  const limited = ctx.as('rateLimited')
+  let first = await limited.get(PROBE)
+  const resetIn = Math.min(...parseLimitList(first.headers.ratelimit).map((i) => i.params.t ?? Infinity))
+  if (first.status !== 429 && Number.isFinite(resetIn) && resetIn < 2) {
+    // A window about to roll over would make the count look off by one; start in a fresh one.
+    await sleep((resetIn + 0.3) * 1000)
+    first = await limited.get(PROBE)
+  }
+  const responses = [first]
+  const remaining = parseLimitList(first.headers.ratelimit).map((i) => i.params.r)
+  const announced =
+    remaining.length > 0 && remaining.every(Number.isFinite)
+      ? Math.min(...(remaining as number[]))
+      : undefined
+  let hit: HttpResponse | undefined = first.status === 429 ? first : undefined
+  while (!hit && responses.length < ctx.config.rateLimitSearch) {
+    const res = await limited.get(PROBE)
+    responses.push(res)
+    if (res.status === 429) hit = res
+  }
+  return {
+    responses,
+    limited: hit,
+    announced,
+    limitedAt: hit ? responses.indexOf(hit) : undefined,
+    limitedAtMs: hit ? Date.now() : undefined,
+  }
 }
 
 async function the429(ctx: CheckContext): Promise<HttpResponse> {
@@ -117,6 +137,54 @@ export const rateLimitChecks: Check[] = [
         peer.status === 429,
         `another key of the throttled workspace answered ${peer.status}: the limit is not per workspace`,
       )
+    },
+  },
+  {
+    id: 'ratelimit.remaining-counts-down',
+    title:
+      'Inside a window each counted request lowers remaining by one (never more), both windows count, and reset lies within the window',
+    level: 'core',
+    clauses: ['S8.6', 'S8.9'],
+    async run(ctx) {
+      // §8 "Burst and sustained headers are present on every response": a header announcing what is left of a
+      // window says something true only if it falls as requests are counted. A window that rolls over (remaining
+      // rises, or reset moves later) starts a new count; a token bucket that refills may hold a value once.
+      const s = await freshSearch(ctx)
+      const declared = ctx.config.rateLimitHeaders
+      const answers = s.responses.filter((r) => r.status !== 429)
+      if (answers.length < 3)
+        skip(`only ${answers.length} answers before the 429 of the small-limit workspace: nothing to count`)
+      const series = answers.map((r) => rateWindows(r.headers, declared))
+      const names = [...new Set(series.flatMap((ws) => ws.map((w) => w.name)))]
+      assert(
+        names.length >= 2,
+        `the small-limit workspace's answers announce ${names.length} window(s): ${names.join(', ')}`,
+      )
+      for (const name of names) {
+        let fellByOne = 0
+        for (let i = 1; i < series.length; i++) {
+          const prev = series[i - 1]!.find((w) => w.name === name)
+          const next = series[i]!.find((w) => w.name === name)
+          if (!prev || !next)
+            fail(`window ${name} is missing from answer ${prev ? i + 1 : i} of the small-limit workspace`)
+          if (next.length !== undefined)
+            assert(
+              next.reset >= 0 && next.reset <= next.length,
+              `window ${name} announces reset ${next.reset} s, outside its ${next.length} s window`,
+            )
+          const rolled = next.remaining > prev.remaining || next.reset > prev.reset + 1
+          if (rolled) continue
+          assert(
+            prev.remaining - next.remaining <= 1,
+            `window ${name}'s remaining fell from ${prev.remaining} to ${next.remaining} on one request`,
+          )
+          if (prev.remaining - next.remaining === 1) fellByOne++
+        }
+        assert(
+          fellByOne > 0,
+          `window ${name}'s remaining never fell by one over ${series.length} counted requests (${series.map((ws) => ws.find((w) => w.name === name)?.remaining).join(', ')})`,
+        )
+      }
     },
   },
   {

@@ -1,6 +1,6 @@
 /** Spec §1, §4 agents and tasks: created, read back, deleted. */
 import type { Check } from '../check.js'
-import { expectStatus } from '../fixtures.js'
+import { expectStatus, ownId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -65,7 +65,7 @@ export const resourceChecks: Check[] = [
     async run(ctx) {
       const created = await ctx.http.post('/v1/agents', { name: ctx.name('codes'), behavior: 'autonomous' })
       expectStatus(created, 201, 'POST /v1/agents')
-      const id = String(obj(created.body).agent_id)
+      const id = String(ownId(created.body, 'agent'))
       const task = await ctx.http.post(`/v1/agents/${id}/tasks`, { description: 'x' })
       expectStatus(task, 201, 'POST /v1/agents/{id}/tasks')
       const del = await ctx.http.delete(`/v1/agents/${id}`)

@@ -141,7 +141,16 @@ export const runChecks: Check[] = [
       const { runId } = await ctx.fx.awaitingRun()
       const res = await ctx.http.post(`/v1/runs/${runId}/cancel`)
       expectStatus(res, [200, 202, 204], 'POST /v1/runs/{run_id}/cancel')
-      const after = await ctx.fx.inspect(runId)
+      // §3 "cancel: marks the run terminal and flushes any pending approvals", with no timing: a 202 (RFC 9110
+      // §15.3.3, accepted, not yet done) may land a moment later, so its effect is awaited within --wait-ms.
+      const flushed = (run: Json) =>
+        Array.isArray(run.awaiting) && run.awaiting.length === 0 && !LIVE.includes(String(run.status))
+      const after =
+        res.status === 202
+          ? await ctx.fx
+              .waitForStatus(runId, (_s, run) => flushed(run), 'cancelled and flushed')
+              .catch(() => ctx.fx.inspect(runId))
+          : await ctx.fx.inspect(runId)
       assert(
         Array.isArray(after.awaiting) && after.awaiting.length === 0,
         `awaiting after cancel: ${short(after.awaiting)}`,

@@ -7,12 +7,12 @@ import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
 import { assert, fail, skip } from '../types.js'
-import { short } from '../wait.js'
+import { short, sleep } from '../wait.js'
 import { batch } from './ingest.js'
 
 type Json = Record<string, unknown>
 
-interface Opened {
+export interface Opened {
   ws: WebSocket
   messages: Json[]
   next(match: (m: Json) => boolean, timeoutMs: number): Promise<Json | undefined>
@@ -74,6 +74,47 @@ function connect(
   })
 }
 
+/** A connector's topic name as the deployment names it (declared `stream.topic`, default `connector:<id>`). */
+export function topicOf(ctx: CheckContext, connector: string): string {
+  return ctx.config.stream.topic.split('{connector}').join(connector)
+}
+
+/**
+ * The subscribe message for the given connectors, from the declared `stream.subscribe` template (spec §4: "The
+ * messages a client sends to subscribe to stream topics: not shown"): "{topics}" becomes the array of topic names,
+ * "{topic}" the first one, "{connector}" the first connector id, wherever they stand as string values.
+ */
+export function subscribeMessage(ctx: CheckContext, connectors: string[]): string {
+  const topics = connectors.map((c) => topicOf(ctx, c))
+  const fill = (v: unknown): unknown => {
+    if (v === '{topics}') return topics
+    if (typeof v === 'string')
+      return v
+        .split('{topic}')
+        .join(topics[0] ?? '')
+        .split('{connector}')
+        .join(connectors[0] ?? '')
+    if (Array.isArray(v)) return v.map(fill)
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fill(x)]))
+    return v
+  }
+  return JSON.stringify(fill(ctx.config.stream.subscribe))
+}
+
+/** Sends a subscribe message and waits (2 s at most) for the next message, whatever the deployment calls it. */
+export async function subscribed(stream: Opened, message: string): Promise<Json | undefined> {
+  const before = stream.messages.length
+  stream.ws.send(message)
+  return stream.next((m) => stream.messages.indexOf(m) >= before, 2000)
+}
+
+/** Opens the stream with a token, or undefined when the deployment refuses it (the caller skips or fails). */
+export async function openStream(ctx: CheckContext, token: string | null): Promise<Opened | undefined> {
+  const r = await connect(ctx, token)
+  return 'ws' in r ? r : undefined
+}
+
 export const streamChecks: Check[] = [
   {
     id: 'stream.requires-token',
@@ -119,15 +160,16 @@ export const streamChecks: Check[] = [
       const narrow = ctx.as('narrowScope').token
       if (!narrow) skip(`no ${tokenName('narrowScope')} given`)
       const connector = ctx.name('conn-scoped')
-      const subscribe = JSON.stringify({ type: 'subscribe', topics: [`connector:${connector}`] })
+      const subscribe = subscribeMessage(ctx, [connector])
       const scoped = await connect(ctx, ctx.config.tokens.primary)
       if (!('ws' in scoped)) fail(`the stream refused the primary token: ${String(scoped.refused)}`)
       const unscoped = await connect(ctx, narrow)
       try {
-        scoped.ws.send(subscribe)
-        if ('ws' in unscoped) unscoped.ws.send(subscribe)
-        await scoped.next((x) => x.type === 'subscribed' || x.type === 'error', ctx.config.waitMs)
-        if ('ws' in unscoped) await unscoped.next((x) => x.type === 'subscribed' || x.type === 'error', 2000)
+        // Any answer to the subscription (its names are the deployment's), or a short pause, before ingesting.
+        await Promise.all([
+          subscribed(scoped, subscribe),
+          'ws' in unscoped ? subscribed(unscoped, subscribe) : null,
+        ])
         const [record] = batch(ctx, 1)
         const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] })
         expectStatus(res, 202, 'ingest')
@@ -136,7 +178,9 @@ export const streamChecks: Check[] = [
         // The scoped subscriber shows the record is on the wire; without it this check would prove nothing.
         const seen = await scoped.next(carries, ctx.config.waitMs)
         if (!seen)
-          skip('the primary subscriber never received the record (subscribe protocol not understood)')
+          skip(
+            `the primary subscriber never received the record, so the narrow token's silence proves nothing: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribe})`,
+          )
         if ('ws' in unscoped) {
           const leaked = await unscoped.next(carries, 1000)
           assert(!leaked, `a token without the topic's scope received its record: ${short(leaked)}`)
@@ -208,6 +252,112 @@ export const streamChecks: Check[] = [
         )
       } finally {
         r.close()
+      }
+    },
+  },
+  {
+    id: 'stream.pushed-records-in-order-with-root',
+    title:
+      'Pushed records arrive as they land: every record once, in commit order, each carrying its batch’s lineage_root',
+    level: 'core',
+    clauses: ['S4.10', 'S1.6', 'S2.11'],
+    async run(ctx) {
+      // §4 "The server pushes records, with lineage, as they land." The lineage the spec names is the batch's
+      // `lineage_root` (§2 Batch ingest response): each pushed record must carry its own batch's root. The
+      // message's shape and the subscribe message are the deployment's (declared as stream.subscribe).
+      const connector = ctx.name('conn-order')
+      const r = await openStream(ctx, ctx.config.tokens.primary)
+      if (!r) fail('the stream refused the primary token')
+      try {
+        await subscribed(r, subscribeMessage(ctx, [connector]))
+        const batches = [batch(ctx, 3), batch(ctx, 2)]
+        const roots: string[] = []
+        for (const records of batches) {
+          const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records })
+          expectStatus(res, 202, 'ingest')
+          const root = (res.body as Json | undefined)?.lineage_root
+          if (typeof root !== 'string') fail(`the batch answer has no lineage_root: ${short(res.body)}`)
+          roots.push(root)
+        }
+        const ids = batches.flat().map((rec) => String(rec.id))
+        const carrying = (id: string) => (m: Json) => JSON.stringify(m).includes(`"${id}"`)
+        const last = await r.next(carrying(ids[ids.length - 1]!), ctx.config.waitMs)
+        if (!last && !ids.some((id) => r.messages.some(carrying(id))))
+          skip(
+            `no ingested record reached the subscriber within ${ctx.config.waitMs} ms: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribeMessage(ctx, [connector])})`,
+          )
+        await sleep(300) // a duplicate pushed right after would show now
+        const positions = ids.map((id) => r.messages.findIndex(carrying(id)))
+        const lost = ids.filter((_, i) => positions[i] === -1)
+        assert(lost.length === 0, `records never pushed: ${lost.join(', ')}`)
+        const twice = ids.filter((id) => r.messages.filter(carrying(id)).length > 1)
+        assert(twice.length === 0, `records pushed more than once: ${twice.join(', ')}`)
+        assert(
+          positions.every((p, i) => i === 0 || p > positions[i - 1]!),
+          `records pushed out of commit order: ${ids.map((id, i) => `${id}@${positions[i]}`).join(', ')}`,
+        )
+        batches.forEach((records, b) => {
+          for (const rec of records) {
+            const m = r.messages.find(carrying(String(rec.id)))!
+            assert(
+              JSON.stringify(m).includes(roots[b]!),
+              `the pushed record ${String(rec.id)} does not carry its batch's lineage_root ${roots[b]}: ${short(m)}`,
+            )
+          }
+        })
+      } finally {
+        r.close()
+      }
+    },
+  },
+  {
+    id: 'stream.resume-after-seq-exclusive',
+    title:
+      'Subscribing again with since=<seq of a record> replays what came after it, never it, each record once',
+    level: 'profile',
+    clauses: ['S4.10'],
+    async run(ctx) {
+      const connector = ctx.name('conn-resume')
+      const topic = `connector:${connector}`
+      const records = batch(ctx, 3)
+      const first = await openStream(ctx, ctx.config.tokens.primary)
+      if (!first) fail('the stream refused the primary token')
+      let seq: number
+      try {
+        await subscribed(first, JSON.stringify({ type: 'subscribe', topics: [topic] }))
+        expectStatus(
+          await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records }),
+          202,
+          'ingest',
+        )
+        const m = await first.next(
+          (x) => x.type === 'record' && (x.record as Json | undefined)?.id === records[0]!.id,
+          ctx.config.waitMs,
+        )
+        assert(m && Number.isInteger(m.seq), `the first record arrived without a seq: ${short(m)}`)
+        seq = Number(m.seq)
+        await first.next((x) => (x.record as Json | undefined)?.id === records[2]!.id, ctx.config.waitMs)
+      } finally {
+        first.close()
+      }
+      const again = await openStream(ctx, ctx.config.tokens.primary)
+      if (!again) fail('the stream refused the primary token')
+      try {
+        await subscribed(
+          again,
+          JSON.stringify({ type: 'subscribe', topics: [topic], since: { [topic]: seq } }),
+        )
+        await again.next((x) => (x.record as Json | undefined)?.id === records[2]!.id, ctx.config.waitMs)
+        await sleep(200)
+        const got = again.messages
+          .filter((x) => x.type === 'record')
+          .map((x) => String((x.record as Json | undefined)?.id))
+        assert(
+          JSON.stringify(got) === JSON.stringify([records[1]!.id, records[2]!.id]),
+          `resuming after the first record's seq ${seq} replayed ${short(got)}, expected the two after it once each`,
+        )
+      } finally {
+        again.close()
       }
     },
   },

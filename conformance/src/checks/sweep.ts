@@ -3,6 +3,7 @@
  */
 import type { Check } from '../check.js'
 import { obj } from '../http.js'
+import { mentionsRateLimit, rateWindows } from '../ratewindows.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems, isRfc3339, timestampFields } from './assertions.js'
@@ -51,7 +52,11 @@ export const sweepChecks: Check[] = [
     async run(ctx) {
       for (const x of ctx.seen) {
         const type = x.response.headers['content-type'] ?? ''
-        if (x.response.text === '' || type.startsWith('text/event-stream') || type.startsWith('text/html'))
+        // A trace offered as a stream (§4 "either as a stream of frames or as pages") is no JSON body.
+        if (
+          x.response.text === '' ||
+          /^(text\/event-stream|text\/html|application\/(x-)?(nd|jsonl|json-seq))/.test(type)
+        )
           continue
         if (!/^application\/json\b/i.test(type)) fail(`${where(x)} answered Content-Type ${type || '(none)'}`)
         if (/charset=/i.test(type))
@@ -77,15 +82,41 @@ export const sweepChecks: Check[] = [
   },
   {
     id: 'sweep.ratelimit-headers-everywhere',
-    title: 'Every authenticated answer carries rate-limit headers',
+    title:
+      'Every authenticated answer (2xx, 4xx and 429 alike) carries both rate-limit windows, each with remaining and reset',
     level: 'core',
     clauses: ['S8.6'],
     async run(ctx) {
+      // §8 "Rate limit scope: Per workspace. Burst and sustained headers are present on every response." An answer
+      // to an unauthenticated request (401) has no workspace to count against, so it is left out.
       const answers = ctx.seen.filter((x) => x.authenticated && x.response.status !== 401)
       assert(answers.length > 0, 'no authenticated answers were seen')
-      const bad = answers.filter((x) => !Object.keys(x.response.headers).some((h) => /rate-?limit/i.test(h)))
-      if (bad.length > 0)
-        fail(`${bad.length} of ${answers.length} answers had no rate-limit header, e.g. ${where(bad[0]!)}`)
+      const declared = ctx.config.rateLimitHeaders
+      const windowsOf = (x: (typeof answers)[number]) => rateWindows(x.response.headers, declared)
+      const bad = answers.filter((x) => windowsOf(x).length < 2)
+      if (bad.length > 0) {
+        const first = bad[0]!
+        const found = windowsOf(first)
+        const hint = mentionsRateLimit(first.response.headers)
+          ? ` (headers seen: ${Object.keys(first.response.headers)
+              .filter((k) => /rate-?limit/i.test(k))
+              .join(
+                ', ',
+              )}; if the deployment names its windows otherwise, declare them with rateLimitHeaders in --config)`
+          : ''
+        fail(
+          `${bad.length} of ${answers.length} answers lack a burst and a sustained window, e.g. ${where(first)} announced ${found.length === 0 ? 'none' : found.map((w) => w.name).join(', ')}${hint}`,
+        )
+      }
+      const classes = [
+        ['2xx', (s: number) => s < 300],
+        ['4xx', (s: number) => s >= 400 && s < 500 && s !== 429],
+      ] as const
+      for (const [name, test] of classes)
+        assert(
+          answers.some((x) => test(x.response.status)),
+          `no authenticated ${name} answer was seen, so the statement was not tried on one`,
+        )
     },
   },
   {

@@ -45,7 +45,7 @@ export const toHook = (d: Delivery, hook: Hook) => (d.path.split('?')[0] ?? '').
 const hooks = new WeakMap<object, Promise<Hook>>()
 const approvals = new WeakMap<object, Promise<{ runId: string; agentId: string }>>()
 
-function receiverUrl(ctx: CheckContext): string {
+export function receiverUrl(ctx: CheckContext): string {
   if (!ctx.receiver || !ctx.config.receiver.url)
     skip(`no webhook receiver: set ${settingName('receiver-url')} to a URL the deployment can call`)
   return ctx.config.receiver.url
@@ -121,6 +121,8 @@ const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 interface RetryProbe {
   first: Delivery
   retry: Delivery
+  /** The attempt after the retry (also answered 500), when it came within --wait-ms. */
+  third: Delivery | undefined
 }
 
 const retryProbes = new WeakMap<object, Promise<RetryProbe>>()
@@ -140,7 +142,8 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
         b?.agent_id === agent && (b?.event ?? b?.type) === 'run.started'
       const mine = (b: Record<string, unknown> | undefined, path: string) =>
         started(b) && (path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
-      ctx.receiver!.failNext(mine, 1)
+      // The first two attempts are answered 500, so a third shows the deployment keeps retrying.
+      ctx.receiver!.failNext(mine, 2)
       await ctx.fx.startRun(agent)
       const first = await ctx.receiver!.waitFor((d) => mine(d.body, d.path), ctx.config.waitMs)
       if (!first) noDelivery(ctx, 'run.started delivery (to be failed with 500)')
@@ -148,7 +151,11 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
       const retry = await ctx.receiver!.waitFor((d) => d !== first && mine(d.body, d.path), ctx.config.waitMs)
       if (!retry)
         fail(`a run.started delivery answered 500 was not sent again within ${ctx.config.waitMs} ms`)
-      return { first, retry }
+      const third = await ctx.receiver!.waitFor(
+        (d) => d !== first && d !== retry && mine(d.body, d.path),
+        ctx.config.waitMs,
+      )
+      return { first, retry, third }
     })()
     retryProbes.set(ctx.config, p)
     p.catch(() => retryProbes.delete(ctx.config))
@@ -282,8 +289,14 @@ export const webhookChecks: Check[] = [
     clauses: ['S5.5', 'S6.1'],
     async run(ctx) {
       const { body } = await deliveryFor(ctx, 'run.started')
-      const parsed = parseSignature(body.signature)
-      assert(parsed, `signature does not match t=<timestamp>,v1=<hex_digest>: ${String(body.signature)}`)
+      // §5.5 "a `signature` field of the form `t=<timestamp>,v1=<hex_digest>`"; the timestamp's form is not shown:
+      // Unix seconds or RFC 3339 (signature.timestamp in --config narrows it).
+      const form = ctx.config.signatureTimestamp
+      const parsed = parseSignature(body.signature, form)
+      assert(
+        parsed,
+        `signature does not match t=<timestamp>,v1=<hex_digest> with a ${form === 'any' ? 'Unix-seconds or RFC 3339' : form} timestamp (signature.timestamp in --config): ${String(body.signature)}`,
+      )
       for (const hex of parsed.v1)
         assert(isSha256Hex(hex), `v1=${hex} is not a 64-digit lowercase hex SHA-256 digest`)
     },
@@ -327,8 +340,8 @@ export const webhookChecks: Check[] = [
     clauses: ['S5.5'],
     async run(ctx) {
       const { delivery, body } = await deliveryFor(ctx, 'run.started')
-      const parsed = parseSignature(body.signature)
-      assert(parsed, 'signature has the wrong form')
+      const parsed = parseSignature(body.signature, 'unix')
+      assert(parsed, `t= is not Unix seconds: ${String(body.signature)}`)
       const skew = Math.abs(Math.floor(delivery.receivedAt / 1000) - Number(parsed.t))
       assert(skew <= 300, `t=${parsed.t} is ${skew} s away from the time the delivery arrived`)
     },
@@ -360,6 +373,32 @@ export const webhookChecks: Check[] = [
 
 /** Judged at the end of the run: the retry probe started by webhooks.subscribe has had its backoff by then. */
 export const webhookLateChecks: Check[] = [
+  {
+    id: 'webhooks.retried-until-accepted',
+    title: 'A delivery failed twice (500, 500) is attempted a third time, the same event each time',
+    level: 'core',
+    clauses: ['S6.2'],
+    async run(ctx) {
+      // §6 "Webhook deliveries ... are retried with exponential backoff": retrying is more than one second try.
+      // The gaps are not judged: exponential backoff with jitter (full jitter draws each wait from [0, ceiling])
+      // lets one gap be shorter than the one before, so a growth assertion would fail correct deployments.
+      receiverUrl(ctx)
+      const { first, retry, third } = await retryProbe(ctx)
+      if (!third)
+        fail(
+          `a delivery answered 500 twice was not attempted a third time within ${ctx.config.waitMs} ms after the second attempt (raise --wait-ms if the deployment's backoff is longer)`,
+        )
+      for (const d of [retry, third]) {
+        assert(eventOf(d) === eventOf(first), `attempt carries another event kind (${String(eventOf(d))})`)
+        assert(
+          d.body?.run_id === first.body?.run_id,
+          `attempt carries another run (${short(d.body?.run_id)})`,
+        )
+        if (first.body?.id !== undefined)
+          assert(d.body?.id === first.body.id, `attempt carries another event id (${short(d.body?.id)})`)
+      }
+    },
+  },
   {
     id: 'webhooks.failed-delivery-retried',
     title: 'A delivery the receiver fails (500) is sent again',

@@ -1,0 +1,155 @@
+/**
+ * A deployment whose choices the suite cannot discover, declared in the config the way a foreign team would
+ * (README "Declaring what cannot be discovered"): its own stream protocol and topic names, rate-limit headers with
+ * names of its own, pages of `{results, meta: {continuation}}`, signatures whose t= is an RFC 3339 time over the
+ * raw body, run controls answered 202 whose effect lands a moment later, and answers a little slower.
+ */
+import { createHmac } from 'node:crypto'
+import { parseLimitList } from '../../src/checks/ratelimit.js'
+import type { Dialect } from '../dialects.js'
+import { type Json, type ProxiedResponse, pathOnly } from '../proxy.js'
+import { isJsonAnswer, Secrets } from './wire.js'
+
+const CONTROL = /^\/v1\/runs\/[^/]+\/(pause|resume|cancel)$/
+const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/** The reference's two windows under this dialect's own names. */
+function quotaHeaders(headers: Record<string, string>): Record<string, string> {
+  const { ratelimit, 'ratelimit-policy': _policy, ...rest } = headers
+  if (ratelimit === undefined) return headers
+  const items = parseLimitList(ratelimit)
+  const out: Record<string, string> = { ...rest }
+  for (const [theirs, ours] of [
+    ['burst', 'Short'],
+    ['hourly', 'Long'],
+  ] as const) {
+    const item = items.find((i) => i.name === theirs)
+    if (!item) continue
+    out[`quota-${ours.toLowerCase()}-left`] = String(item.params.r)
+    out[`quota-${ours.toLowerCase()}-renews-in`] = String(item.params.t)
+  }
+  return out
+}
+
+const topicIn = (channel: string) => channel.replace(/^records\//, 'connector:')
+const topicOut = (topic: string) => topic.replace(/^connector:/, 'records/')
+
+function rawWithoutSignature(body: Json): string {
+  const { signature: _s, ...rest } = body
+  return JSON.stringify(rest)
+}
+
+export function declaredDialect(): Dialect {
+  const secrets = new Secrets()
+  return {
+    id: 'declared-choices',
+    description:
+      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, the trace as NDJSON only, slower answers',
+    targets: [],
+    configure(config) {
+      config.stream = { subscribe: { op: 'join', channels: '{topics}' }, topic: 'records/{connector}' }
+      config.rateLimitHeaders = {
+        burst: { remaining: 'quota-short-left', reset: 'quota-short-renews-in' },
+        sustained: { remaining: 'quota-long-left', reset: 'quota-long-renews-in' },
+      }
+      config.paging = { cursorField: 'meta.continuation', itemsField: 'results' }
+      config.signatureTimestamp = 'rfc3339'
+    },
+    async request(req, ctx) {
+      secrets.learn(req)
+      const out = req
+      if (req.method === 'GET' && TRACE.test(pathOnly(req.path))) {
+        // The trace as a stream only (§4 allows either): every frame, one JSON line each.
+        const frames: unknown[] = []
+        let cursor: string | null = null
+        for (let i = 0; i < 50; i++) {
+          const page = await ctx.upstream({
+            ...req,
+            path: `${pathOnly(req.path)}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          })
+          if (page.status !== 200) return { ...page, headers: quotaHeaders(page.headers) }
+          const b = JSON.parse(page.body) as Json
+          frames.push(...((b.data as unknown[]) ?? []))
+          cursor = typeof b.next_cursor === 'string' ? b.next_cursor : null
+          if (!cursor) {
+            return {
+              status: 200,
+              headers: { ...quotaHeaders(page.headers), 'content-type': 'application/x-ndjson' },
+              body: frames.map((f) => JSON.stringify(f)).join('\n'),
+            }
+          }
+        }
+        return req
+      }
+      if (req.method === 'POST' && CONTROL.test(pathOnly(req.path))) {
+        // Accepted now, applied a moment later: the answer says nothing of the run's new state.
+        const probe = await ctx.upstream({
+          ...out,
+          method: 'GET',
+          path: pathOnly(req.path).replace(/\/[a-z]+$/, ''),
+          body: '',
+        })
+        if (probe.status !== 200) return out
+        setTimeout(() => ctx.upstream(out).catch(() => undefined), 250)
+        return {
+          status: 202,
+          headers: { 'content-type': 'application/json', ...quotaHeaders(probe.headers) },
+          body: JSON.stringify({ accepted: true }),
+        }
+      }
+      return out
+    },
+    async response(_req, res) {
+      await sleep(20)
+      let out: ProxiedResponse = { ...res, headers: quotaHeaders(res.headers) }
+      if (isJsonAnswer(res.headers) && res.status < 400) {
+        try {
+          const b = JSON.parse(res.body) as Json
+          if (Array.isArray(b.data) && 'next_cursor' in b) {
+            const { data, next_cursor, ...rest } = b
+            out = {
+              ...out,
+              body: JSON.stringify({ ...rest, results: data, meta: { continuation: next_cursor } }),
+            }
+          }
+        } catch {
+          // not JSON after all: passed on as it is
+        }
+      }
+      return out
+    },
+    delivery(req) {
+      let body: Json
+      try {
+        body = JSON.parse(req.body) as Json
+      } catch {
+        return req
+      }
+      const secret = secrets.forDelivery(req)
+      if (!secret) return req
+      const t = new Date().toISOString().replace(/\.\d+Z$/, 'Z')
+      const v1 = createHmac('sha256', secret)
+        .update(`${t}.${rawWithoutSignature(body)}`)
+        .digest('hex')
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([k]) => !k.startsWith('webhook-')),
+      )
+      return { ...req, headers, body: JSON.stringify({ ...body, signature: `t=${t},v1=${v1}` }) }
+    },
+    clientMessage(message) {
+      if (message.op !== 'join' || !Array.isArray(message.channels)) return message
+      return { type: 'subscribe', topics: message.channels.map((c) => topicIn(String(c))) }
+    },
+    streamMessage(message) {
+      const { type, topic, topics, ...rest } = message
+      const renamed: Json = {
+        ...rest,
+        kind: type === 'record' ? 'row' : type === 'subscribed' ? 'joined' : type,
+      }
+      if (typeof topic === 'string') renamed.channel = topicOut(topic)
+      if (Array.isArray(topics)) renamed.channels = topics.map((t) => topicOut(String(t)))
+      return renamed
+    },
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Rate-limit headers that are present but say nothing true (spec §8: "Burst and sustained headers are present on
+ * every response"): one window only, none on errors, a remaining count that never moves, a reset beyond its window.
+ */
+import type { Mutant, ProxiedResponse } from '../proxy.js'
+
+/** Drops the structured items (and policies) of the given window name from RateLimit and RateLimit-Policy. */
+function withoutWindow(res: ProxiedResponse, name: string): ProxiedResponse {
+  const drop = (v: string | undefined) =>
+    v
+      ?.split(/,\s*(?=")/)
+      .filter((item) => !item.startsWith(`"${name}"`))
+      .join(', ')
+  const headers = { ...res.headers }
+  for (const key of ['ratelimit', 'ratelimit-policy']) {
+    const kept = drop(headers[key])
+    if (kept !== undefined) headers[key] = kept
+  }
+  return { ...res, headers }
+}
+
+/** Rewrites every `;r=N` / `;t=N` parameter of the RateLimit header. */
+function editState(res: ProxiedResponse, edit: (param: 'r' | 't', n: number) => number): ProxiedResponse {
+  const value = res.headers.ratelimit
+  if (!value) return res
+  const next = value.replace(/;([rt])=(\d+)/g, (_m, p: 'r' | 't', n: string) => `;${p}=${edit(p, Number(n))}`)
+  return { ...res, headers: { ...res.headers, ratelimit: next } }
+}
+
+/** The traffic the sweep needs to judge: 2xx and 4xx answers of authenticated requests. */
+const SWEEP_TRAFFIC = [
+  'auth',
+  'tools.register-inspect-list',
+  'pagination.bad-cursor',
+  'ratelimit.429-at-limit',
+]
+
+export function limitMutants(): Mutant[] {
+  return [
+    {
+      id: 'ratelimit-sustained-window-only',
+      description: 'Answers announce the hourly window only: no burst headers',
+      targets: ['sweep.ratelimit-headers-everywhere', 'ratelimit.remaining-counts-down'],
+      run: [...SWEEP_TRAFFIC, 'ratelimit.remaining-counts-down', 'sweep.ratelimit-headers-everywhere'],
+      response: (_req, res) => withoutWindow(res, 'burst'),
+    },
+    {
+      id: 'ratelimit-headers-on-success-only',
+      description: 'Rate-limit headers are set on 2xx answers only, not on 4xx or 429',
+      targets: ['sweep.ratelimit-headers-everywhere'],
+      run: [...SWEEP_TRAFFIC, 'sweep.ratelimit-headers-everywhere'],
+      response(_req, res) {
+        if (res.status < 400) return res
+        const headers = Object.fromEntries(
+          Object.entries(res.headers).filter(([k]) => !/rate-?limit/i.test(k)),
+        )
+        return { ...res, headers }
+      },
+    },
+    {
+      id: 'ratelimit-remaining-frozen',
+      description: 'remaining is a constant (the quota less one) whatever was used',
+      targets: ['ratelimit.remaining-counts-down'],
+      response: (_req, res) => editState(res, (p, n) => (p === 'r' ? 3 : n)),
+    },
+    {
+      id: 'ratelimit-counts-twice',
+      description: 'Each request is counted twice in the burst window, so remaining falls by two',
+      targets: ['ratelimit.remaining-counts-down'],
+      response(_req, res) {
+        const value = res.headers.ratelimit
+        if (!value) return res
+        const limit = /"burst";q=(\d+)/.exec(res.headers['ratelimit-policy'] ?? '')?.[1]
+        const next = value.replace(/"burst";r=(\d+)/, (_m, r: string) => {
+          const used = Number(limit ?? 0) - Number(r)
+          return `"burst";r=${Math.max(0, Number(limit ?? 0) - 2 * used)}`
+        })
+        return { ...res, headers: { ...res.headers, ratelimit: next } }
+      },
+    },
+    {
+      id: 'ratelimit-reset-beyond-window',
+      description: 'reset is announced past the end of the window it belongs to',
+      targets: ['ratelimit.remaining-counts-down'],
+      response: (_req, res) => editState(res, (p, n) => (p === 't' ? n + 4000 : n)),
+    },
+  ]
+}

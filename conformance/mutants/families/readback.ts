@@ -1,0 +1,57 @@
+/**
+ * Read-back bugs: a surface that shows a written field with another value (a stale list projection, a dropped
+ * capability, a create answer echoing defaults) or a task read that loses a field it was given.
+ */
+import { editJson, type Json, type Mutant, type ProxiedRequest, pathOnly } from '../proxy.js'
+
+const is = (req: ProxiedRequest, method: string, re: RegExp) =>
+  req.method === method && re.test(pathOnly(req.path))
+
+export function readbackMutants(): Mutant[] {
+  return [
+    {
+      id: 'tool-list-projection-stale',
+      description: 'List items of GET /v1/tools show idempotent as true whatever was registered',
+      targets: ['readback.tool-fields-everywhere'],
+      response(req, res) {
+        if (!is(req, 'GET', /^\/v1\/tools$/)) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? { ...b, data: (b.data as Json[]).map((t) => ({ ...t, idempotent: true })) }
+            : undefined,
+        )
+      },
+    },
+    {
+      id: 'tool-create-echoes-defaults',
+      description: 'The registration answer shows the default policy binding, not the one registered',
+      targets: ['readback.tool-fields-everywhere'],
+      response(req, res) {
+        if (!is(req, 'POST', /^\/v1\/tools$/)) return res
+        return editJson(res, (b) => ({ ...b, policy_binding: { envelope: 'default', required_scopes: [] } }))
+      },
+    },
+    {
+      id: 'agent-read-drops-capability',
+      description: 'GET /v1/agents/{id} loses the last capability',
+      targets: ['readback.agent-fields-everywhere'],
+      response(req, res) {
+        if (!is(req, 'GET', /^\/v1\/agents\/[^/]+$/)) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.capabilities) && b.capabilities.length > 1
+            ? { ...b, capabilities: b.capabilities.slice(0, -1) }
+            : undefined,
+        )
+      },
+    },
+    {
+      id: 'task-read-drops-data-source',
+      description: 'GET /v1/tasks/{id} leaves data_source out',
+      targets: ['readback.task-fields-everywhere'],
+      response(req, res) {
+        if (!is(req, 'GET', /^\/v1\/tasks\/[^/]+$/)) return res
+        return editJson(res, ({ data_source: _dropped, ...rest }) => rest)
+      },
+    },
+  ]
+}

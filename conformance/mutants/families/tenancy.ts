@@ -1,0 +1,135 @@
+/**
+ * Tenancy bugs beyond a read by id (spec §5.6): events fanned out to every workspace's subscribers, cursors that
+ * page whichever workspace minted them, connector ids shared across workspaces.
+ */
+import { nextCursor } from '../../src/fixtures.js'
+import { signBody } from '../../src/signature.js'
+import {
+  HOOK_PREFIX,
+  header,
+  type Json,
+  type Mutant,
+  type ProxiedRequest,
+  parseJson,
+  pathOnly,
+  query,
+} from '../proxy.js'
+
+const CONNECTOR = /^\/v1\/grid\/connectors\/[^/]+\//
+const COPY = 'x-mutant-copy'
+
+interface Subscription {
+  authorization: string
+  url: string
+  secret: string
+  events: string[]
+}
+
+/** Remembers the subscriptions created through the proxy, with the identity that created each. */
+function subscriptions() {
+  const all: Subscription[] = []
+  return {
+    all,
+    learn(req: ProxiedRequest): ProxiedRequest {
+      if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/webhooks') return req
+      const body = parseJson(req.body)
+      if (body && typeof body.url === 'string' && typeof body.secret === 'string')
+        all.push({
+          authorization: header(req, 'authorization') ?? '',
+          url: body.url,
+          secret: body.secret,
+          events: Array.isArray(body.events) ? body.events.map(String) : [],
+        })
+      return req
+    },
+  }
+}
+
+export function tenancyMutants(): Mutant[] {
+  const subs = subscriptions()
+  const minted = new Map<string, string>()
+
+  return [
+    {
+      id: 'webhook-fanout-across-workspaces',
+      description:
+        'An event goes to every subscription to its kind, whatever the workspace (re-signed under each secret)',
+      targets: ['tenancy.webhooks-never-cross-workspaces'],
+      request: (req) => subs.learn(req),
+      delivery(req) {
+        if (header(req, COPY)) return req
+        const body = parseJson(req.body)
+        const kind = String(body?.event ?? body?.type)
+        const path = pathOnly(req.path).slice(HOOK_PREFIX.length)
+        const owner = subs.all.find((s) => s.url.endsWith(path))
+        if (!body || !owner) return req
+        for (const s of subs.all) {
+          if (s.authorization === owner.authorization || !s.events.includes(kind)) continue
+          const t = Math.floor(Date.now() / 1000)
+          const copy = { ...body, signature: signBody(s.secret, body, t) }
+          fetch(s.url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', [COPY]: '1' },
+            body: JSON.stringify(copy),
+          }).catch(() => undefined)
+        }
+        return req
+      },
+    },
+    {
+      id: 'cursor-pages-any-workspace',
+      description: 'A cursor pages the workspace that minted it, whoever presents it',
+      targets: ['tenancy.cursor-stays-in-workspace'],
+      request(req) {
+        const cursor = query(req.path).get('cursor')
+        const minter = cursor ? minted.get(cursor) : undefined
+        if (!minter || minter === header(req, 'authorization')) return req
+        return { ...req, headers: { ...req.headers, authorization: minter } }
+      },
+      response(req, res) {
+        if (req.method !== 'GET') return res
+        const next = nextCursor(parseJson(res.body), res.headers)
+        if (next) minted.set(next, header(req, 'authorization') ?? '')
+        return res
+      },
+    },
+    {
+      id: 'connector-ids-global',
+      description:
+        'Connector ids are global: every workspace ingests into, reads and streams the first workspace’s connector',
+      targets: ['tenancy.connector-id-per-workspace'],
+      request(req, ctx) {
+        const second = ctx.tokens.secondWorkspace
+        if (!second || !CONNECTOR.test(pathOnly(req.path))) return req
+        if (header(req, 'authorization') !== `Bearer ${second}`) return req
+        return { ...req, headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` } }
+      },
+      upgrade(headers, ctx) {
+        const second = ctx.tokens.secondWorkspace
+        if (!second || headers.authorization !== `Bearer ${second}`) return headers
+        return { ...headers, authorization: `Bearer ${ctx.tokens.primary}` }
+      },
+    },
+    {
+      id: 'stream-lineage-of-another-batch',
+      description: 'Pushed records carry a lineage root that is not their batch’s',
+      targets: ['stream.pushed-records-in-order-with-root'],
+      streamMessage(message) {
+        const record = message.record as Json | undefined
+        const lineage = record?.lineage as Json | undefined
+        if (!record || !lineage || typeof lineage.batch_root !== 'string') return message
+        return { ...message, record: { ...record, lineage: { ...lineage, batch_root: '0'.repeat(64) } } }
+      },
+    },
+    {
+      id: 'stream-resume-inclusive',
+      description: 'A resume point is inclusive: the record at since=<seq> is replayed again',
+      targets: ['stream.resume-after-seq-exclusive'],
+      clientMessage(message) {
+        const since = message.since as Record<string, number> | undefined
+        if (!since) return message
+        return { ...message, since: Object.fromEntries(Object.entries(since).map(([k, v]) => [k, v - 1])) }
+      },
+    },
+  ]
+}

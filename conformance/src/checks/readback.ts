@@ -1,0 +1,139 @@
+/**
+ * Read-back: what a client writes comes back equal from every read that shows it (spec §1 "Agents can be created,
+ * retrieved and deleted. Tasks can be assigned to agents and read back", §2's fields of each resource). Response
+ * fields are "not shown" for tools, agents and tasks, so a read may leave a field out (or add its own); what it may
+ * not do is show a written field with another value, on any surface: the create answer, a read by id, a list.
+ * Tasks are the exception the spec makes explicit ("read back"): every written task field must be there.
+ */
+import { isDeepStrictEqual } from 'node:util'
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, listPage, notServed, ownId } from '../fixtures.js'
+import { type HttpResponse, obj } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+
+type Json = Record<string, unknown>
+
+/** Every written field a read shows with another value, as "field: read vs written". */
+function contradictions(read: Json, written: Json): string[] {
+  return Object.entries(written)
+    .filter(([k, v]) => k in read && !isDeepStrictEqual(read[k], v))
+    .map(([k, v]) => `${k}: ${short(read[k], 80)} (written ${short(v, 80)})`)
+}
+
+function judge(surface: string, read: Json, written: Json): void {
+  const bad = contradictions(read, written)
+  assert(bad.length === 0, `${surface} shows written fields with other values: ${bad.join('; ')}`)
+}
+
+/** The item with the given own id on the pages of a list (bounded walk), or undefined when it never shows. */
+async function findInList(
+  ctx: CheckContext,
+  path: string,
+  kind: 'agent' | 'tool',
+  id: string,
+): Promise<Json | 'not served' | undefined> {
+  let cursor: string | null | undefined
+  for (let i = 0; i < 20; i++) {
+    const res: HttpResponse = await ctx.http.get(
+      `${path}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    )
+    if (i === 0 && notServed(res)) return 'not served'
+    expectStatus(res, 200, `GET ${path}`)
+    const { items, next } = listPage(ctx, res)
+    const found = (items ?? []).find((item) => ownId(item, kind) === id)
+    if (found) return obj(found)
+    if (!next) return undefined
+    cursor = next
+  }
+  return undefined
+}
+
+export const readbackChecks: Check[] = [
+  {
+    id: 'readback.tool-fields-everywhere',
+    title:
+      'A tool’s registered fields come back equal wherever they are shown: the registration answer, the read by id, the list',
+    level: 'core',
+    clauses: ['S2.7', 'S1.5', 'S4.7'],
+    async run(ctx) {
+      const hint = ctx.config.profile.tools.succeed
+      const written: Json = {
+        name: ctx.name('tool-readback'),
+        provider: hint.provider,
+        input_schema: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+        output_schema: { type: 'string' },
+        policy_binding: { envelope: 'default', required_scopes: ['tools:read'] },
+        idempotent: false,
+      }
+      const created = await ctx.http.post('/v1/tools', written)
+      expectStatus(created, [200, 201], 'registering a tool')
+      const id = ownId(created.body, 'tool')
+      if (!id) fail(`the registration answered no tool id: ${short(created.body)}`)
+      ctx.cleanup(`retire tool ${String(written.name)}`, () => ctx.http.delete(`/v1/tools/${id}`))
+      judge('the registration answer', obj(created.body), written)
+      const one = await ctx.http.get(`/v1/tools/${id}`)
+      expectStatus(one, 200, 'GET /v1/tools/{tool_id}')
+      assert(obj(one.body).name === written.name, `the tool reads back named ${short(obj(one.body).name)}`)
+      judge('GET /v1/tools/{tool_id}', obj(one.body), written)
+      const listed = await findInList(ctx, '/v1/tools', 'tool', id)
+      if (listed === undefined) fail(`tool ${id} is not on any page of GET /v1/tools`)
+      if (listed !== 'not served') judge('the tool’s item in GET /v1/tools', listed, written)
+    },
+  },
+  {
+    id: 'readback.agent-fields-everywhere',
+    title:
+      'An agent’s name, behavior and capabilities come back equal from the create answer, the read and a list',
+    level: 'core',
+    clauses: ['S2.8', 'S1.7', 'S4.13'],
+    async run(ctx) {
+      const written: Json = {
+        name: ctx.name('agent-readback'),
+        behavior: 'supervised',
+        capabilities: ['search', 'summarise', 'file'],
+      }
+      const created = await ctx.http.post('/v1/agents', written)
+      expectStatus(created, [200, 201], 'creating an agent')
+      const id = ownId(created.body, 'agent')
+      if (!id) fail(`the agent answer has no id: ${short(created.body)}`)
+      ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+      judge('the create answer', obj(created.body), written)
+      const read = await ctx.http.get(`/v1/agents/${id}`)
+      expectStatus(read, 200, 'GET /v1/agents/{id}')
+      judge('GET /v1/agents/{id}', obj(read.body), written)
+      // The agent list is the reference profile's extension: judged where it is served.
+      const listed = await findInList(ctx, '/v1/agents', 'agent', id)
+      if (listed !== undefined && listed !== 'not served')
+        judge('the agent’s item in GET /v1/agents', listed, written)
+    },
+  },
+  {
+    id: 'readback.task-fields-everywhere',
+    title:
+      'A task reads back with every field written (description, data_source, priority), equal everywhere',
+    level: 'core',
+    clauses: ['S2.9', 'S1.7', 'S4.14'],
+    async run(ctx) {
+      // §1 "Tasks can be assigned to agents and read back": each written field is part of what is read back.
+      const agent = await ctx.fx.agent()
+      const written: Json = {
+        description: ctx.name('readback task'),
+        data_source: 's3://conformance/readback.csv',
+        priority: 2,
+      }
+      const created = await ctx.http.post(`/v1/agents/${agent}/tasks`, written)
+      expectStatus(created, [200, 201, 202], 'assigning a task')
+      const id = ownId(created.body, 'task')
+      if (!id) fail(`the task answer has no id: ${short(created.body)}`)
+      judge('the assign answer', obj(created.body), written)
+      const read = obj((await ctx.http.get(`/v1/tasks/${id}`)).body)
+      const missing = Object.keys(written).filter((k) => !(k in read))
+      assert(
+        missing.length === 0,
+        `GET /v1/tasks/{id} does not read back ${missing.join(', ')}: ${short(read)}`,
+      )
+      judge('GET /v1/tasks/{id}', read, written)
+    },
+  },
+]

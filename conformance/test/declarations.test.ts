@@ -1,0 +1,111 @@
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { PACKAGE_ROOT, resolveConfig } from '../src/config.js'
+import { nextCursor, ownId, pageItems } from '../src/fixtures.js'
+import { rateWindows } from '../src/ratewindows.js'
+import { parseSignature, timestampSeconds } from '../src/signature.js'
+import { ConfigError } from '../src/types.js'
+
+const example = (name: string) => join(PACKAGE_ROOT, 'examples', name)
+
+describe('declarations in the config file', () => {
+  it('reads both example styles', () => {
+    const reference = resolveConfig(['--config', example('config.json')], {}).config
+    expect(reference.stream.topic).toBe('connector:{connector}')
+    expect(reference.paging).toEqual({})
+    expect(reference.profile.tools.succeed).toEqual({ provider: 'builtin:echo' })
+    const foreign = resolveConfig(['--config', example('config.foreign.json')], {}).config
+    expect(foreign.paging).toEqual({ cursorField: 'meta.continuation', itemsField: 'results' })
+    expect(foreign.stream.subscribe).toEqual({ op: 'join', channels: '{topics}' })
+    expect(foreign.rateLimitHeaders?.burst).toEqual({
+      remaining: 'quota-short-left',
+      reset: 'quota-short-renews-in',
+    })
+    expect(foreign.approval.method).toBe('PUT')
+    expect(foreign.signatureTimestamp).toBe('rfc3339')
+    expect(foreign.graphqlUrl).toBe('https://api.example.com/graphql')
+  })
+
+  it('sends no tool config for the succeed tool unless the file gives one', () => {
+    expect(resolveConfig([], {}).config.profile.tools.succeed.config).toBeUndefined()
+  })
+
+  it('refuses declarations of the wrong shape with a ConfigError', async () => {
+    const { writeFileSync, mkdtempSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const dir = mkdtempSync(join(tmpdir(), 'conf-decl-'))
+    const bad = (content: unknown) => {
+      const file = join(dir, `${Math.random()}.json`)
+      writeFileSync(file, JSON.stringify(content))
+      return () => resolveConfig(['--config', file], {})
+    }
+    expect(bad({ stream: { topic: 'no-placeholder' } })).toThrow(ConfigError)
+    expect(bad({ rateLimitHeaders: { burst: { remaining: 'a' } } })).toThrow(/reset/)
+    expect(bad({ signature: { timestamp: 'iso' } })).toThrow(ConfigError)
+    expect(bad({ paging: 'next' })).toThrow(ConfigError)
+  })
+})
+
+describe('discovery where nothing is declared', () => {
+  it('finds the next cursor under the names people use, and in a Link header', () => {
+    expect(nextCursor({ data: [], next_cursor: 'a' })).toBe('a')
+    expect(nextCursor({ items: [], next_page_token: 'b' })).toBe('b')
+    expect(nextCursor({ results: [], next: '/v1/tools?limit=5&cursor=c%3D' })).toBe('c=')
+    expect(nextCursor({ results: [], meta: { continuation_cursor: 'd' } })).toBe('d')
+    expect(nextCursor([], { link: '<https://x/v1/tools?cursor=e&limit=2>; rel="next"' })).toBe('e')
+    expect(nextCursor({ data: [], next_cursor: null })).toBeNull()
+    expect(nextCursor({ results: [], meta: { continuation: 'f' } }, {}, 'meta.continuation')).toBe('f')
+    expect(nextCursor({ data: [] })).toBeUndefined()
+  })
+
+  it('finds the items and a resource’s own id under either name', () => {
+    expect(pageItems({ object: 'list', items: [1] })).toEqual([1])
+    expect(pageItems({ results: [2], data: 'x' })).toEqual([2])
+    expect(pageItems({ rows: [3] }, 'rows')).toEqual([3])
+    expect(ownId({ agent_id: 'a' }, 'agent')).toBe('a')
+    expect(ownId({ id: 'b' }, 'agent')).toBe('b')
+  })
+
+  it('reads both rate-limit windows in each header family', () => {
+    const ietf = rateWindows({
+      ratelimit: '"burst";r=4;t=7, "hourly";r=990;t=2040',
+      'ratelimit-policy': '"burst";q=10;w=10, "hourly";q=1000;w=3600',
+    })
+    expect(ietf).toEqual([
+      { name: 'burst', remaining: 4, reset: 7, limit: 10, length: 10 },
+      { name: 'hourly', remaining: 990, reset: 2040, limit: 1000, length: 3600 },
+    ])
+    const legacy = rateWindows({
+      'x-ratelimit-remaining': '99',
+      'x-ratelimit-reset': '60',
+      'x-ratelimit-burst-remaining': '9',
+      'x-ratelimit-burst-reset': '2',
+    })
+    expect(legacy.map((w) => w.name).sort()).toEqual(['burst', 'unnamed'])
+    const kong = rateWindows({
+      'x-ratelimit-remaining-second': '4',
+      'x-ratelimit-reset-second': '1',
+      'x-ratelimit-remaining-hour': '900',
+      'x-ratelimit-reset-hour': '1200',
+    })
+    expect(kong.map((w) => w.name).sort()).toEqual(['hour', 'second'])
+    expect(rateWindows({ 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': '1' })).toHaveLength(1)
+    const declared = rateWindows(
+      { 'q-a': '1', 'q-a-t': '2', 'q-b': '3', 'q-b-t': '4' },
+      { burst: { remaining: 'q-a', reset: 'q-a-t' }, sustained: { remaining: 'q-b', reset: 'q-b-t' } },
+    )
+    expect(declared.map((w) => [w.name, w.remaining, w.reset])).toEqual([
+      ['burst', 1, 2],
+      ['sustained', 3, 4],
+    ])
+  })
+
+  it('accepts a signature timestamp in Unix seconds or RFC 3339, as declared', () => {
+    const hex = 'a'.repeat(64)
+    expect(parseSignature(`t=1700000000,v1=${hex}`)?.t).toBe('1700000000')
+    expect(parseSignature(`t=2026-11-24T19:00:00Z,v1=${hex}`)?.t).toBe('2026-11-24T19:00:00Z')
+    expect(parseSignature(`t=2026-11-24T19:00:00Z,v1=${hex}`, 'unix')).toBeUndefined()
+    expect(parseSignature(`t=1700000000,v1=${hex}`, 'rfc3339')).toBeUndefined()
+    expect(timestampSeconds('2026-11-24T19:00:00+01:00')).toBe(Date.parse('2026-11-24T18:00:00Z') / 1000)
+  })
+})
