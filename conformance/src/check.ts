@@ -1,6 +1,7 @@
 /** What a check is and what it may use while it runs. */
 import type { SuiteConfig } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
+import type { CoverageRecorder } from './coverage.js'
 import type { Fixtures } from './fixtures.js'
 import type { HttpClient, HttpResponse } from './http.js'
 import type { WebhookReceiver } from './receiver.js'
@@ -47,6 +48,8 @@ export interface CheckContext {
   /** Registers an undo step run at the end of the suite, even when checks fail. */
   cleanup(label: string, undo: () => Promise<unknown>): void
   seen: SeenExchange[]
+  /** What of the contract the run exercises; checks that open sockets hand them to `watchSocket`. */
+  coverage?: CoverageRecorder
   violations: ContractViolation[]
   log(line: string): void
 }

@@ -22,7 +22,8 @@ import { toMarkdown } from './report/markdown.js'
 import { formatResult, formatSummary } from './report/text.js'
 import { runChecks, selectChecks } from './runner.js'
 import { coverage } from './traceability.js'
-import { type CheckResult, ConfigError, exitCodeFor, type RunSummary } from './types.js'
+import { type CheckResult, ConfigError, type RunSummary } from './types.js'
+import { type VerdictOptions, verdictFor } from './verdict.js'
 import { short } from './wait.js'
 
 export interface Io {
@@ -110,7 +111,8 @@ interface Reports {
   markdown?: string
 }
 
-function writeReports(reports: Reports, summary: RunSummary, io: Io): void {
+function writeReports(reports: Reports, summary: RunSummary, io: Io, verdictOptions: VerdictOptions): void {
+  summary.verdict ??= verdictFor(summary, verdictOptions)
   const write = (path: string | undefined, text: string) => {
     if (!path) return
     try {
@@ -139,6 +141,10 @@ export async function main(
   const startedAt = new Date().toISOString()
   let pacer: Pacer | undefined
   // Whatever ends the run, the reports are written: a partial run with the error beats no report in CI.
+  const verdictOptions = (): VerdictOptions => ({
+    strictProfile: config?.strictProfile ?? false,
+    allowIncomplete: config?.allowIncomplete ?? false,
+  })
   const bail = (kind: 'configuration error' | 'internal error', message: string): RunSummary => ({
     startedAt,
     finishedAt: new Date().toISOString(),
@@ -209,23 +215,30 @@ export async function main(
       log: io.out,
       onResult: (r, i, n) => {
         results.push(r)
-        io.out(formatResult(r, i, n, config?.verbose ?? false))
+        // Core results as they finish; profile results are summarised at the end (or shown with --verbose).
+        if (r.level === 'core' || config?.verbose) io.out(formatResult(r, i, n, config?.verbose ?? false))
       },
     })
     summary.traceability = { statements: cov.statements, covered: cov.covered }
+    const selected = new Set(checks.map((c) => c.id))
+    summary.notSelected = ALL_CHECKS.filter((c) => c.level === 'core' && !selected.has(c.id)).map((c) => c.id)
+    summary.verdict = verdictFor(summary, verdictOptions())
     io.out(formatSummary(summary, config.strictProfile))
-    writeReports(reports, summary, io)
-    return exitCodeFor(summary.results, config.strictProfile)
+    writeReports(reports, summary, io, verdictOptions())
+    io.out(summary.verdict.line)
+    return summary.verdict.exitCode
   } catch (err) {
     if (err instanceof ConfigError) {
       io.err(`agentops-conformance: configuration error: ${err.message}`)
-      writeReports(reports, bail('configuration error', err.message), io)
+      writeReports(reports, bail('configuration error', err.message), io, verdictOptions())
       return 2
     }
     const e = err as Error
     io.err(`agentops-conformance: internal error: ${e.message}`)
     if (config?.verbose) io.err(e.stack ?? String(err))
-    writeReports(reports, bail('internal error', `${e.name}: ${e.message}`), io)
+    const summary = bail('internal error', `${e.name}: ${e.message}`)
+    writeReports(reports, summary, io, verdictOptions())
+    io.out(summary.verdict?.line ?? 'ERROR')
     return 1
   } finally {
     await receiver?.close()

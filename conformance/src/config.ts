@@ -62,6 +62,8 @@ export interface SuiteConfig {
   seed: number
   fuzzRuns: number
   strictProfile: boolean
+  /** INCOMPLETE (core checks skipped or left out) exits 0 instead of 3: for runs that skip knowingly. */
+  allowIncomplete: boolean
   only: string[]
   /** Check id prefixes left out of the run (applied after `only`). */
   skip: string[]
@@ -264,6 +266,13 @@ export const SETTINGS: Setting[] = [
     help: 'Profile failures also make the exit code 1',
   },
   {
+    flag: 'allow-incomplete',
+    env: 'ALLOW_INCOMPLETE',
+    kind: 'bool',
+    file: 'allowIncomplete',
+    help: 'An INCOMPLETE verdict (core checks skipped for want of a token or setting, or left out) exits 0, not 3',
+  },
+  {
     flag: 'only',
     env: 'ONLY',
     kind: 'list',
@@ -305,7 +314,12 @@ Usage:
 Options (flags win over environment variables, which win over the config file):
 ${rows.join('\n')}
 
-Exit codes: 0 every core check passed, 1 a check failed, 2 configuration error (unreachable URL, bad token, bad flag).`
+Every run ends with its verdict, one line, and its exit code:
+  CONFORMANT      0  every core check ran and passed
+  NOT CONFORMANT  1  a core check failed (or a profile check, with --strict-profile); 1 also for an internal error
+  INCOMPLETE      3  no core check failed, but some were skipped (the line names the settings that would run
+                     them) or left out by --only/--skip; --allow-incomplete makes this 0
+  2 is a configuration error (unreachable URL, a refused token, a bad flag): no run, no verdict.`
 }
 
 const DEFAULT_PROFILE: ProfileHints = {
@@ -462,6 +476,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     seed,
     fuzzRuns: int('fuzz-runs', 12),
     strictProfile: bool('strict-profile'),
+    allowIncomplete: bool('allow-incomplete'),
     only: (values.get('only') as string[] | undefined) ?? [],
     skip: (values.get('skip') as string[] | undefined) ?? [],
     prefix: `conf-${randomBytes(4).toString('hex')}-`,

@@ -3,11 +3,18 @@ import type { Check, CheckContext, SeenExchange } from './check.js'
 import { family } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
+import { CoverageRecorder } from './coverage.js'
 import { Fixtures } from './fixtures.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
 import type { WebhookReceiver } from './receiver.js'
-import { type CheckResult, CheckSkipped, type Exchange, type RunSummary } from './types.js'
+import {
+  CheckNotApplicable,
+  type CheckResult,
+  CheckSkipped,
+  type Exchange,
+  type RunSummary,
+} from './types.js'
 
 export interface RunOptions {
   config: SuiteConfig
@@ -47,6 +54,11 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       .map(fingerprint),
   )
 
+  const coverage = new CoverageRecorder(
+    contract,
+    new Set(config.tokens.expired ? [fingerprint(config.tokens.expired)] : []),
+  )
+  const deliveriesBefore = options.receiver?.deliveries.length ?? 0
   const pacer = options.pacer ?? new Pacer(config)
   // The rate-limit checks drive these into their limit on purpose.
   for (const t of [config.tokens.rateLimited, config.tokens.rateLimitedPeer])
@@ -58,6 +70,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     timeoutMs: config.timeoutMs,
     pacer,
     observers: [
+      coverage.observe,
       (exchange, response) => {
         current.exchanges.push(exchange)
         if (config.verbose)
@@ -98,6 +111,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     name: (label) => `${config.prefix}${label}-${++counter}`,
     cleanup: (label, run) => undo.push({ label, run }),
     seen,
+    coverage,
     violations,
     log,
   }
@@ -112,6 +126,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     const started = performance.now()
     let outcome: CheckResult['outcome'] = 'pass'
     let message: string | undefined
+    let notApplicable = false
     try {
       if (transportFailures >= 3 && !(await answers(config))) {
         throw new Error(
@@ -131,6 +146,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       if (err instanceof CheckSkipped) {
         outcome = 'skip'
         message = err.message
+        notApplicable = err instanceof CheckNotApplicable
       } else {
         outcome = 'fail'
         const e = err as Error
@@ -148,6 +164,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       clauses: check.clauses,
       outcome,
       ...(message !== undefined ? { message } : {}),
+      ...(notApplicable ? { notApplicable } : {}),
       exchanges: outcome === 'fail' ? current.exchanges.slice(-3) : [],
       durationMs: Math.round(performance.now() - started),
     }
@@ -175,6 +192,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   }
   if (failedUndo > 0) log(`cleanup: ${failedUndo} of ${undo.length} steps failed`)
 
+  for (const d of options.receiver?.deliveries.slice(deliveriesBefore) ?? []) coverage.event(d.body)
+
   return {
     startedAt,
     finishedAt: new Date().toISOString(),
@@ -183,6 +202,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     requestsUsed: budget.used + cleanupBudget.used,
     results,
     pacedMs: pacer.waitedMs,
+    coverage: coverage.report(),
   }
 }
 

@@ -32,6 +32,7 @@ function connect(
       headers: token ? { authorization: `Bearer ${token}` } : {},
       handshakeTimeout: ctx.config.timeoutMs,
     })
+    ctx.coverage?.watchSocket(ws)
     const messages: Json[] = []
     const waiters: Array<() => void> = []
     ws.on('message', (data) => {
