@@ -267,7 +267,11 @@ export const runChecks: Check[] = [
       const { runId } = await ctx.fx.completedRun()
       const { frames } = await ctx.fx.readTrace(runId)
       assert(frames.length > 0, 'the trace of a finished run is empty')
+      // §2 "The trace lists every step, tool call, policy decision and approval in order". Frames of one run often
+      // share a millisecond, so `ts` alone cannot show a reversed list: when the deployment numbers its frames
+      // (an integer `seq`, or any integer position field it names so), the listing must follow that numbering.
       let last = ''
+      let lastSeq = Number.NEGATIVE_INFINITY
       for (const [i, f] of frames.entries()) {
         assert(isRfc3339(f.ts), `frame ${i} ts is not RFC 3339: ${short(f)}`)
         assert(typeof f.kind === 'string', `frame ${i} has no kind: ${short(f)}`)
@@ -275,6 +279,11 @@ export const runChecks: Check[] = [
         const t = new Date(String(f.ts)).toISOString()
         assert(t >= last, `frame ${i} (${String(f.ts)}) is older than the one before it`)
         last = t
+        if (Number.isInteger(f.seq)) {
+          const seq = f.seq as number
+          assert(seq > lastSeq, `frame ${i} has seq ${seq} after seq ${lastSeq}: the trace is not listed in order`)
+          lastSeq = seq
+        }
       }
       const calls = frames.filter((f) => f.kind === 'tool.call')
       assert(calls.length >= 1, 'no tool.call frame in the trace of a run over two tools')
