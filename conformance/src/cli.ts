@@ -1,8 +1,10 @@
 /** `agentops-conformance`: resolves settings, checks they work, runs the checks, writes the reports, exits 0/1/2. */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { ALL_CHECKS } from './checks/index.js'
 import {
+  BUNDLED_CONTRACT,
   helpText,
   requireTarget,
   resolveConfig,
@@ -12,6 +14,7 @@ import {
   tokenName,
 } from './config.js'
 import { Contract } from './contract.js'
+import { EMBEDDED_CONTRACT } from './embedded.js'
 import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
 import { receiverAdvice, WebhookReceiver } from './receiver.js'
@@ -173,9 +176,12 @@ export async function main(
       )
       return 0
     }
-    if (!existsSync(config.openapiPath))
+    let contract: Contract
+    if (config.openapiPath === BUNDLED_CONTRACT && EMBEDDED_CONTRACT !== undefined)
+      contract = Contract.fromText(EMBEDDED_CONTRACT)
+    else if (!existsSync(config.openapiPath))
       throw new ConfigError(`OpenAPI document not found: ${config.openapiPath} (${settingName('openapi')})`)
-    const contract = Contract.fromFile(config.openapiPath)
+    else contract = Contract.fromFile(config.openapiPath)
 
     if (options.reference) {
       reference = await startReference(io.out)
@@ -246,6 +252,17 @@ export async function main(
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/** Whether this module is the program node was started with (also through a symlink, and inside the bundle). */
+function isEntryPoint(): boolean {
+  const script = process.argv[1]
+  if (!script) return false
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href
+  } catch {
+    return false
+  }
+}
+
+if (isEntryPoint()) {
   process.exitCode = await main(process.argv.slice(2))
 }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { EMBEDDED_CONTRACT } from './embedded.js'
 import { ConfigError } from './types.js'
 
 /** This package's root (src/ in the repository, dist/ when installed, sit one level below it). */
@@ -13,8 +14,15 @@ export const PACKAGE_ROOT = join(import.meta.dirname, '..')
 /** The contract kit's repository, when the suite runs from its `conformance/` workspace. */
 export const REPO_ROOT = join(PACKAGE_ROOT, '..')
 
-/** The contract the suite validates against: the copy shipped in the package, else the repository's own. */
+/** What `--openapi` names when the contract is the one inside the one-file bundle. */
+export const BUNDLED_CONTRACT = '(bundled) agent-operations.yaml'
+
+/**
+ * The contract the suite validates against: the one inside the bundle, the copy shipped in the package, else the
+ * repository's own.
+ */
 export function defaultContract(): string {
+  if (EMBEDDED_CONTRACT !== undefined) return BUNDLED_CONTRACT
   const shipped = join(PACKAGE_ROOT, 'contract', 'agent-operations.yaml')
   return existsSync(shipped) ? shipped : join(REPO_ROOT, 'openapi', 'agent-operations.yaml')
 }

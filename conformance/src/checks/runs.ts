@@ -281,7 +281,10 @@ export const runChecks: Check[] = [
         last = t
         if (Number.isInteger(f.seq)) {
           const seq = f.seq as number
-          assert(seq > lastSeq, `frame ${i} has seq ${seq} after seq ${lastSeq}: the trace is not listed in order`)
+          assert(
+            seq > lastSeq,
+            `frame ${i} has seq ${seq} after seq ${lastSeq}: the trace is not listed in order`,
+          )
           lastSeq = seq
         }
       }
