@@ -22,6 +22,12 @@ export interface Check {
   level: Level
   /** The numbered spec statements (`S5.2`, see statements.ts) the check verifies. */
   clauses: string[]
+  /**
+   * The check mostly waits on the deployment's clock (a paused run's window, a negative wait): the runner starts it
+   * and goes on with the next checks; it has finished before the sweep checks. Only for checks whose outcome cannot
+   * depend on what other checks do meanwhile.
+   */
+  overlap?: boolean
   run(ctx: CheckContext): Promise<void>
 }
 

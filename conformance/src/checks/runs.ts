@@ -137,6 +137,8 @@ export const runChecks: Check[] = [
       'Cancel flushes pending approvals and leaves a status none of queued, running, awaiting_approval, paused, for good',
     level: 'core',
     clauses: ['S3.4', 'S4.5'],
+    // Mostly waiting on the deployment's clock on resources of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const { runId } = await ctx.fx.awaitingRun()
       const res = await ctx.http.post(`/v1/runs/${runId}/cancel`)
@@ -199,6 +201,8 @@ export const runChecks: Check[] = [
     title: 'Pause suspends the scheduler: no further step completes while the run is paused',
     level: 'core',
     clauses: ['S3.3', 'S4.5'],
+    // Mostly waiting on the deployment's clock on resources of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const { runId, agentId } = await pausedRun(ctx)
       // A twin run of the same agent, never paused, shows the scheduler works in the same window: without it a
@@ -229,6 +233,8 @@ export const runChecks: Check[] = [
     title: 'Pause answers status paused; resume restores it and the run finishes every step',
     level: 'profile',
     clauses: ['S3.3', 'S4.5'],
+    // Mostly waiting on the deployment's clock on resources of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const { runId, paused } = await pausedRun(ctx)
       assert(obj(paused.body).status === 'paused', `pause answered status ${short(obj(paused.body).status)}`)
