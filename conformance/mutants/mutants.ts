@@ -9,6 +9,7 @@ import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { pagingMutants } from './families/paging.js'
 import { statementMutants } from './families/statements.js'
+import { surfaceMutants } from './families/surface.js'
 import {
   editJson,
   header,
@@ -471,5 +472,6 @@ export function createMutants(): Mutant[] {
     ...lifecycleMutants(),
     ...statementMutants(),
     ...graphqlMutants(),
+    ...surfaceMutants(),
   ]
 }
