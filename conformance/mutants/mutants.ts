@@ -11,6 +11,7 @@ import { limitMutants } from './families/limits.js'
 import { pagingMutants } from './families/paging.js'
 import { readbackMutants } from './families/readback.js'
 import { statementMutants } from './families/statements.js'
+import { surfaceMutants } from './families/surface.js'
 import { tenancyMutants } from './families/tenancy.js'
 import {
   editJson,
@@ -285,6 +286,22 @@ export function createMutants(): Mutant[] {
       },
     },
     {
+      // The frames of a fast run often share a millisecond; this one makes them all share it, so only the
+      // deployment's own numbering can show the reversal (it once survived a run of `npm test` that way).
+      id: 'trace-out-of-order-same-ms',
+      description: 'Trace pages list frames newest first, every frame stamped with the same millisecond',
+      targets: ['runs.trace-frames'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/runs\/[^/]+\/trace$/.test(pathOnly(req.path))) return res
+        return editJson(res, (b) => {
+          if (!isJsonArray(b.data)) return undefined
+          const first = b.data[0] as Record<string, unknown> | undefined
+          const ts = first?.ts
+          return { ...b, data: [...b.data].reverse().map((f) => ({ ...(f as object), ts })) }
+        })
+      },
+    },
+    {
       id: 'retire-rewrites-history',
       description: 'Retiring a tool erases its id from historical traces',
       targets: ['tools.retire-keeps-traces'],
@@ -461,5 +478,6 @@ export function createMutants(): Mutant[] {
     ...tenancyMutants(),
     ...limitMutants(),
     ...readbackMutants(),
+    ...surfaceMutants(),
   ]
 }

@@ -40,6 +40,9 @@ const PROXY_INTERCEPTED = [
   'auth.malformed-token-401',
   'auth.www-authenticate',
   'validation.malformed-json-400',
+  // Probes without a token, with non-JSON or oversized bodies and off the documented routes: Prism answers most of
+  // them itself (its own 401, 404 and 400 bodies), so they say nothing about the server behind it.
+  'surface.',
 ]
 
 /** Against the mock these must pass: they need only the contract's shapes … */
@@ -169,6 +172,8 @@ try {
       '--skip',
       PROXY_INTERCEPTED.join(','),
       '--strict-profile',
+      // The checks left out above make the verdict INCOMPLETE; every other check must pass (exit 0).
+      '--allow-incomplete',
       ...tokenArgs,
     ])
     const failures = results.filter((r) => r.outcome !== 'pass')
@@ -204,6 +209,9 @@ try {
     fake(4),
     '--wait-ms',
     '3000',
+    // The probes off the happy path would judge Prism's own answers (see PROXY_INTERCEPTED), not the contract's shapes.
+    '--skip',
+    'surface.',
   ])
   const outcome = new Map(results.map((r) => [r.id, r.outcome]))
   if (code !== 1)

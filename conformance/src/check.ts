@@ -1,6 +1,7 @@
 /** What a check is and what it may use while it runs. */
 import type { SuiteConfig } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
+import type { CoverageRecorder } from './coverage.js'
 import type { Fixtures } from './fixtures.js'
 import type { HttpClient, HttpResponse } from './http.js'
 import type { WebhookReceiver } from './receiver.js'
@@ -21,6 +22,12 @@ export interface Check {
   level: Level
   /** The numbered spec statements (`S5.2`, see statements.ts) the check verifies. */
   clauses: string[]
+  /**
+   * The check mostly waits on the deployment's clock (a paused run's window, a negative wait): the runner starts it
+   * and goes on with the next checks; it has finished before the sweep checks. Only for checks whose outcome cannot
+   * depend on what other checks do meanwhile.
+   */
+  overlap?: boolean
   run(ctx: CheckContext): Promise<void>
 }
 
@@ -47,6 +54,8 @@ export interface CheckContext {
   /** Registers an undo step run at the end of the suite, even when checks fail. */
   cleanup(label: string, undo: () => Promise<unknown>): void
   seen: SeenExchange[]
+  /** What of the contract the run exercises; checks that open sockets hand them to `watchSocket`. */
+  coverage?: CoverageRecorder
   violations: ContractViolation[]
   log(line: string): void
 }

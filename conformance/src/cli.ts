@@ -1,8 +1,10 @@
 /** `agentops-conformance`: resolves settings, checks they work, runs the checks, writes the reports, exits 0/1/2. */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { ALL_CHECKS } from './checks/index.js'
 import {
+  BUNDLED_CONTRACT,
   helpText,
   requireTarget,
   resolveConfig,
@@ -12,6 +14,7 @@ import {
   tokenName,
 } from './config.js'
 import { Contract } from './contract.js'
+import { EMBEDDED_CONTRACT } from './embedded.js'
 import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
 import { receiverAdvice, WebhookReceiver } from './receiver.js'
@@ -22,7 +25,8 @@ import { toMarkdown } from './report/markdown.js'
 import { formatResult, formatSummary } from './report/text.js'
 import { runChecks, selectChecks } from './runner.js'
 import { coverage } from './traceability.js'
-import { type CheckResult, ConfigError, exitCodeFor, type RunSummary } from './types.js'
+import { type CheckResult, ConfigError, type RunSummary } from './types.js'
+import { type VerdictOptions, verdictFor } from './verdict.js'
 import { short } from './wait.js'
 
 export interface Io {
@@ -110,7 +114,8 @@ interface Reports {
   markdown?: string
 }
 
-function writeReports(reports: Reports, summary: RunSummary, io: Io): void {
+function writeReports(reports: Reports, summary: RunSummary, io: Io, verdictOptions: VerdictOptions): void {
+  summary.verdict ??= verdictFor(summary, verdictOptions)
   const write = (path: string | undefined, text: string) => {
     if (!path) return
     try {
@@ -139,6 +144,10 @@ export async function main(
   const startedAt = new Date().toISOString()
   let pacer: Pacer | undefined
   // Whatever ends the run, the reports are written: a partial run with the error beats no report in CI.
+  const verdictOptions = (): VerdictOptions => ({
+    strictProfile: config?.strictProfile ?? false,
+    allowIncomplete: config?.allowIncomplete ?? false,
+  })
   const bail = (kind: 'configuration error' | 'internal error', message: string): RunSummary => ({
     startedAt,
     finishedAt: new Date().toISOString(),
@@ -167,9 +176,12 @@ export async function main(
       )
       return 0
     }
-    if (!existsSync(config.openapiPath))
+    let contract: Contract
+    if (config.openapiPath === BUNDLED_CONTRACT && EMBEDDED_CONTRACT !== undefined)
+      contract = Contract.fromText(EMBEDDED_CONTRACT)
+    else if (!existsSync(config.openapiPath))
       throw new ConfigError(`OpenAPI document not found: ${config.openapiPath} (${settingName('openapi')})`)
-    const contract = Contract.fromFile(config.openapiPath)
+    else contract = Contract.fromFile(config.openapiPath)
 
     if (options.reference) {
       reference = await startReference(io.out)
@@ -211,23 +223,30 @@ export async function main(
       log: io.out,
       onResult: (r, i, n) => {
         results.push(r)
-        io.out(formatResult(r, i, n, config?.verbose ?? false))
+        // Core results as they finish; profile results are summarised at the end (or shown with --verbose).
+        if (r.level === 'core' || config?.verbose) io.out(formatResult(r, i, n, config?.verbose ?? false))
       },
     })
     summary.traceability = { statements: cov.statements, covered: cov.covered }
+    const selected = new Set(checks.map((c) => c.id))
+    summary.notSelected = ALL_CHECKS.filter((c) => c.level === 'core' && !selected.has(c.id)).map((c) => c.id)
+    summary.verdict = verdictFor(summary, verdictOptions())
     io.out(formatSummary(summary, config.strictProfile))
-    writeReports(reports, summary, io)
-    return exitCodeFor(summary.results, config.strictProfile)
+    writeReports(reports, summary, io, verdictOptions())
+    io.out(summary.verdict.line)
+    return summary.verdict.exitCode
   } catch (err) {
     if (err instanceof ConfigError) {
       io.err(`agentops-conformance: configuration error: ${err.message}`)
-      writeReports(reports, bail('configuration error', err.message), io)
+      writeReports(reports, bail('configuration error', err.message), io, verdictOptions())
       return 2
     }
     const e = err as Error
     io.err(`agentops-conformance: internal error: ${e.message}`)
     if (config?.verbose) io.err(e.stack ?? String(err))
-    writeReports(reports, bail('internal error', `${e.name}: ${e.message}`), io)
+    const summary = bail('internal error', `${e.name}: ${e.message}`)
+    writeReports(reports, summary, io, verdictOptions())
+    io.out(summary.verdict?.line ?? 'ERROR')
     return 1
   } finally {
     await receiver?.close()
@@ -235,6 +254,17 @@ export async function main(
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/** Whether this module is the program node was started with (also through a symlink, and inside the bundle). */
+function isEntryPoint(): boolean {
+  const script = process.argv[1]
+  if (!script) return false
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href
+  } catch {
+    return false
+  }
+}
+
+if (isEntryPoint()) {
   process.exitCode = await main(process.argv.slice(2))
 }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { EMBEDDED_CONTRACT } from './embedded.js'
 import { ConfigError } from './types.js'
 
 /** This package's root (src/ in the repository, dist/ when installed, sit one level below it). */
@@ -13,8 +14,15 @@ export const PACKAGE_ROOT = join(import.meta.dirname, '..')
 /** The contract kit's repository, when the suite runs from its `conformance/` workspace. */
 export const REPO_ROOT = join(PACKAGE_ROOT, '..')
 
-/** The contract the suite validates against: the copy shipped in the package, else the repository's own. */
+/** What `--openapi` names when the contract is the one inside the one-file bundle. */
+export const BUNDLED_CONTRACT = '(bundled) agent-operations.yaml'
+
+/**
+ * The contract the suite validates against: the one inside the bundle, the copy shipped in the package, else the
+ * repository's own.
+ */
 export function defaultContract(): string {
+  if (EMBEDDED_CONTRACT !== undefined) return BUNDLED_CONTRACT
   const shipped = join(PACKAGE_ROOT, 'contract', 'agent-operations.yaml')
   return existsSync(shipped) ? shipped : join(REPO_ROOT, 'openapi', 'agent-operations.yaml')
 }
@@ -99,6 +107,8 @@ export interface SuiteConfig extends Declarations {
   seed: number
   fuzzRuns: number
   strictProfile: boolean
+  /** INCOMPLETE (core checks skipped or left out) exits 0 instead of 3: for runs that skip knowingly. */
+  allowIncomplete: boolean
   only: string[]
   /** Check id prefixes left out of the run (applied after `only`). */
   skip: string[]
@@ -308,6 +318,13 @@ export const SETTINGS: Setting[] = [
     help: 'Profile failures also make the exit code 1',
   },
   {
+    flag: 'allow-incomplete',
+    env: 'ALLOW_INCOMPLETE',
+    kind: 'bool',
+    file: 'allowIncomplete',
+    help: 'An INCOMPLETE verdict (core checks skipped for want of a token or setting, or left out) exits 0, not 3',
+  },
+  {
     flag: 'only',
     env: 'ONLY',
     kind: 'list',
@@ -349,7 +366,12 @@ Usage:
 Options (flags win over environment variables, which win over the config file):
 ${rows.join('\n')}
 
-Exit codes: 0 every core check passed, 1 a check failed, 2 configuration error (unreachable URL, bad token, bad flag).`
+Every run ends with its verdict, one line, and its exit code:
+  CONFORMANT      0  every core check ran and passed
+  NOT CONFORMANT  1  a core check failed (or a profile check, with --strict-profile); 1 also for an internal error
+  INCOMPLETE      3  no core check failed, but some were skipped (the line names the settings that would run
+                     them) or left out by --only/--skip; --allow-incomplete makes this 0
+  2 is a configuration error (unreachable URL, a refused token, a bad flag): no run, no verdict.`
 }
 
 const DEFAULT_DECLARATIONS: Declarations = {
@@ -584,6 +606,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     seed,
     fuzzRuns: int('fuzz-runs', 12),
     strictProfile: bool('strict-profile'),
+    allowIncomplete: bool('allow-incomplete'),
     only: (values.get('only') as string[] | undefined) ?? [],
     skip: (values.get('skip') as string[] | undefined) ?? [],
     prefix: `conf-${randomBytes(4).toString('hex')}-`,

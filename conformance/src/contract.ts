@@ -41,6 +41,11 @@ export class Contract {
     return new Contract(parse(readFileSync(path, 'utf8')) as Json)
   }
 
+  /** The contract inside the one-file bundle (see embedded.ts). */
+  static fromText(yaml: string): Contract {
+    return new Contract(parse(yaml) as Json)
+  }
+
   constructor(doc: Json) {
     this.doc = doc
     this.ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true })

@@ -141,8 +141,16 @@ export class Fixtures {
       idempotent: options.idempotent ?? true,
       ...(hint.config ? { config: hint.config } : {}),
     })
-    if (res.status >= 300)
-      fail(`registering a ${kind} tool (${hint.provider}) answered ${res.status} ${short(res.body)}`)
+    if (res.status >= 300) {
+      // A refused registration is usually the suite's hint, not the deployment: say which setting to change.
+      const hintAdvice =
+        res.status >= 400 && res.status < 500 && res.status !== 429
+          ? `; the provider is the suite's profile hint profile.tools.${kind} (--config): if this deployment has no such provider, set profile.tools.${kind}.provider (and .config) to one it accepts`
+          : ''
+      fail(
+        `registering a ${kind} tool (${hint.provider}) answered ${res.status} ${short(res.body)}${hintAdvice}`,
+      )
+    }
     const id = toolId(res.body)
     if (!id) fail(`tool registration answered no identifier: ${short(res.body)}`)
     ctx.cleanup(`retire tool ${name}`, () => this.http.delete(`/v1/tools/${id}`))

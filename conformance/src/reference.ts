@@ -8,6 +8,7 @@ import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { PACKAGE_ROOT, REPO_ROOT, type SuiteConfig } from './config.js'
 import { ConfigError } from './types.js'
@@ -83,19 +84,12 @@ async function keysCreate(kit: string, databaseUrl: string, args: string[]): Pro
   }
 }
 
-export async function startReference(log: (line: string) => void): Promise<ReferenceServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-'))
-  // AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL runs the reference on another (empty) store, e.g. PostgreSQL.
-  const databaseUrl =
-    process.env.AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL || `sqlite:${join(dir, 'db.sqlite')}`
-  const started = Date.now()
-  const kit = findReference()
-  const keys = (args: string[]) => keysCreate(kit, databaseUrl, args)
+/** The keys the suite asks for, as `agentops keys create` arguments, in the order of `Provisioned`. */
+function keyRequests(): string[][] {
   // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's quota
   // (1,000 an hour, the reference's burst window), which shows the suite pacing itself on the rate-limit headers.
   const primaryTier = process.env.AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER
-  // The first call migrates the store; the others, and the server, can then start side by side.
-  const primary = await keys(
+  return [
     primaryTier
       ? ['--workspace', 'conformance-primary', '--tier', primaryTier]
       : [
@@ -108,8 +102,105 @@ export async function startReference(log: (line: string) => void): Promise<Refer
           '--burst-limit',
           '100000',
         ],
+    ['--workspace', 'conformance-second', '--tier', 'pro'],
+    ['--workspace', 'conformance-primary', '--scopes', 'agents:read'],
+    // The peer joins the small-limit workspace once that exists with its limits (the requests run in order).
+    ['--workspace', 'conformance-limited', '--limit-per-hour', '1000', '--burst-limit', '5'],
+    ['--workspace', 'conformance-limited'],
+    ['--workspace', 'conformance-primary', '--expires-in', '1'],
+  ]
+}
+
+/**
+ * Issues every key in ONE child process that runs the kit's own CLI entry (`agentops keys create ...`) once per key,
+ * instead of one process per key: each process pays Node's and tsx's start and the store's opening, which on a busy
+ * 2-core machine was most of the reference's start. `onFirst` fires once the first key exists (the store is
+ * migrated), so the server can start while the others are issued. Falls back to a process per key when the kit has
+ * no such entry module.
+ */
+async function issueKeys(
+  kit: string,
+  databaseUrl: string,
+  requests: string[][],
+  onFirst: () => void,
+): Promise<string[]> {
+  const entry = join(kit, 'src', 'cli', 'main.ts')
+  const args = requests.map((r) => ['keys', 'create', ...r, '--json', '--database-url', databaseUrl])
+  if (!existsSync(entry)) {
+    const first = await keysCreate(kit, databaseUrl, requests[0] ?? [])
+    onFirst()
+    const rest: string[] = []
+    for (const r of requests.slice(1)) rest.push(await keysCreate(kit, databaseUrl, r))
+    return [first, ...rest]
+  }
+  const script = [
+    "import { register } from 'tsx/esm/api'",
+    'register()',
+    'const { main } = await import(process.argv[1])',
+    'for (const args of JSON.parse(process.argv[2])) {',
+    '  const code = await main(args)',
+    '  if (code !== 0) process.exit(code)',
+    '}',
+  ].join('\n')
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', script, pathToFileURL(entry).href, JSON.stringify(args)],
+    {
+      cwd: kit,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   )
+  const tokens: string[] = []
+  let pending = ''
+  let errors = ''
+  child.stdout?.on('data', (d: Buffer) => {
+    pending += d.toString()
+    for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
+      const line = pending.slice(0, i).trim()
+      pending = pending.slice(i + 1)
+      if (!line.startsWith('{')) continue
+      const token = (JSON.parse(line) as { token?: string }).token
+      if (token) tokens.push(token)
+      if (tokens.length === 1) onFirst()
+    }
+  })
+  child.stderr?.on('data', (d: Buffer) => {
+    errors = (errors + d.toString()).slice(-4000)
+  })
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    child.once('exit', (c) => {
+      clearTimeout(timer)
+      resolve(c)
+    })
+  })
+  if (code !== 0 || tokens.length !== requests.length)
+    throw new ConfigError(
+      `reference: agentops keys create issued ${tokens.length} of ${requests.length} keys (exit ${code}): ${errors.trim()}`,
+    )
+  return tokens
+}
+
+export async function startReference(log: (line: string) => void): Promise<ReferenceServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-'))
+  // AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL runs the reference on another (empty) store, e.g. PostgreSQL.
+  const databaseUrl =
+    process.env.AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL || `sqlite:${join(dir, 'db.sqlite')}`
+  const started = Date.now()
+  const kit = findReference()
   const port = await freePort()
+  // The first key migrates the store; the server then starts while the other keys are issued.
+  let serve: () => void = () => {}
+  const migrated = new Promise<void>((resolve) => {
+    serve = resolve
+  })
+  const provisioned = issueKeys(kit, databaseUrl, keyRequests(), () => serve())
+  try {
+    await Promise.race([migrated, provisioned])
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true })
+    throw err
+  }
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -129,15 +220,6 @@ export async function startReference(log: (line: string) => void): Promise<Refer
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   )
-  const provisioned = Promise.all([
-    keys(['--workspace', 'conformance-second', '--tier', 'pro']),
-    keys(['--workspace', 'conformance-primary', '--scopes', 'agents:read']),
-    // The peer joins the small-limit workspace only once that exists with its limits.
-    keys(['--workspace', 'conformance-limited', '--limit-per-hour', '1000', '--burst-limit', '5']).then(
-      async (limited) => [limited, await keys(['--workspace', 'conformance-limited'])] as const,
-    ),
-    keys(['--workspace', 'conformance-primary', '--expires-in', '1']),
-  ])
   // A failed provisioning must not leave the server running.
   provisioned.catch(() => child.kill('SIGTERM'))
   let output = ''
@@ -182,8 +264,8 @@ export async function startReference(log: (line: string) => void): Promise<Refer
   }
   let tokens: SuiteConfig['tokens']
   try {
-    const [secondWorkspace, narrowScope, [rateLimited, rateLimitedPeer], expired] = await provisioned
-    tokens = { primary, secondWorkspace, narrowScope, rateLimited, rateLimitedPeer, expired }
+    const [primary, secondWorkspace, narrowScope, rateLimited, rateLimitedPeer, expired] = await provisioned
+    tokens = { primary: primary!, secondWorkspace, narrowScope, rateLimited, rateLimitedPeer, expired }
   } catch (err) {
     await stop()
     throw err

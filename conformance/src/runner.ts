@@ -1,13 +1,30 @@
-/** Runs the selected checks one after another against one deployment and undoes what they created. */
+/**
+ * Runs the selected checks in order against one deployment and undoes what they created. A check marked `overlap`
+ * (it mostly waits on the deployment's clock) runs alongside the checks after it; every such check has finished
+ * before the sweep checks judge the run's traffic, and results are reported in check order whatever finished first.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Check, CheckContext, SeenExchange } from './check.js'
 import { family } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
+import { CoverageRecorder } from './coverage.js'
 import { Fixtures } from './fixtures.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
 import type { WebhookReceiver } from './receiver.js'
-import { type CheckResult, CheckSkipped, type Exchange, type RunSummary } from './types.js'
+import {
+  CheckNotApplicable,
+  type CheckResult,
+  CheckSkipped,
+  type Exchange,
+  type RunSummary,
+} from './types.js'
+
+interface Current {
+  id: string
+  exchanges: Exchange[]
+}
 
 export interface RunOptions {
   config: SuiteConfig
@@ -34,7 +51,10 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const budget = new RequestBudget(config.budget)
   const seen: SeenExchange[] = []
   const violations: ContractViolation[] = []
-  let current: { id: string; exchanges: Exchange[] } = { id: 'setup', exchanges: [] }
+  // Which check an exchange belongs to: the check whose code (or whose awaited fixture) sent it, also when checks overlap.
+  const running = new AsyncLocalStorage<Current>()
+  let outside: Current = { id: 'setup', exchanges: [] }
+  const current = (): Current => running.getStore() ?? outside
   const authenticated = new Set(
     [
       config.tokens.primary,
@@ -47,6 +67,11 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       .map(fingerprint),
   )
 
+  const coverage = new CoverageRecorder(
+    contract,
+    new Set(config.tokens.expired ? [fingerprint(config.tokens.expired)] : []),
+  )
+  const deliveriesBefore = options.receiver?.deliveries.length ?? 0
   const pacer = options.pacer ?? new Pacer(config)
   // The rate-limit checks drive these into their limit on purpose.
   for (const t of [config.tokens.rateLimited, config.tokens.rateLimitedPeer])
@@ -58,8 +83,10 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     timeoutMs: config.timeoutMs,
     pacer,
     observers: [
+      coverage.observe,
       (exchange, response) => {
-        current.exchanges.push(exchange)
+        const owner = current()
+        owner.exchanges.push(exchange)
         if (config.verbose)
           log(`    ${exchange.method} ${exchange.url} → ${exchange.status ?? exchange.error}`)
         if (!response) return
@@ -67,8 +94,11 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
           exchange.tokenFingerprint !== undefined &&
           authenticated.has(exchange.tokenFingerprint) &&
           /^Bearer \S/.test(exchange.requestHeaders.authorization ?? '')
-        seen.push({ checkId: current.id, exchange, response, authenticated: isAuthenticated })
+        seen.push({ checkId: owner.id, exchange, response, authenticated: isAuthenticated })
         const path = new URL(exchange.url).pathname
+        // A request the suite sent off the documented surface on purpose (an unknown route, another version, a
+        // method the path does not serve) has no documented answer to hold the response to: coverage counts it.
+        if (!contract.find(exchange.method, path)) return
         const problem = contract.checkResponse(
           exchange.method,
           path,
@@ -98,30 +128,30 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     name: (label) => `${config.prefix}${label}-${++counter}`,
     cleanup: (label, run) => undo.push({ label, run }),
     seen,
+    coverage,
     violations,
     log,
   }
   ctx.fx = new Fixtures(() => ctx)
 
-  const results: CheckResult[] = []
+  const results: Array<CheckResult | undefined> = []
   const total = options.checks.length
   // After a few checks in a row die on the transport, probe once per check instead of waiting out every timeout.
   let transportFailures = 0
-  for (const [index, check] of options.checks.entries()) {
-    current = { id: check.id, exchanges: [] }
+  const runOne = async (check: Check, index: number): Promise<void> => {
+    const mine: Current = { id: check.id, exchanges: [] }
     const started = performance.now()
     let outcome: CheckResult['outcome'] = 'pass'
     let message: string | undefined
+    let notApplicable = false
     try {
       if (transportFailures >= 3 && !(await answers(config))) {
         throw new Error(
           `not run: ${config.baseUrl} stopped answering (${transportFailures} checks in a row failed on the transport)`,
         )
       }
-      await withTimeout(
-        check.run(ctx),
-        options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3),
-        check.id,
+      await running.run(mine, () =>
+        withTimeout(check.run(ctx), options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3), check.id),
       )
       transportFailures = 0
     } catch (err) {
@@ -131,6 +161,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       if (err instanceof CheckSkipped) {
         outcome = 'skip'
         message = err.message
+        notApplicable = err instanceof CheckNotApplicable
       } else {
         outcome = 'fail'
         const e = err as Error
@@ -148,15 +179,27 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       clauses: check.clauses,
       outcome,
       ...(message !== undefined ? { message } : {}),
-      exchanges: outcome === 'fail' ? current.exchanges.slice(-3) : [],
+      ...(notApplicable ? { notApplicable } : {}),
+      exchanges: outcome === 'fail' ? mine.exchanges.slice(-3) : [],
       durationMs: Math.round(performance.now() - started),
     }
-    results.push(result)
+    results[index] = result
     options.onResult?.(result, index, total)
   }
+  const overlapping = new Set<Promise<void>>()
+  for (const [index, check] of options.checks.entries()) {
+    // The sweep checks judge every exchange of the run: everything still running finishes first.
+    if (family(check.id) === 'sweep') await Promise.all(overlapping)
+    const done = runOne(check, index)
+    if (check.overlap) {
+      overlapping.add(done)
+      void done.finally(() => overlapping.delete(done))
+    } else await done
+  }
+  await Promise.all(overlapping)
 
   // Cleanup has its own small allowance so an exhausted budget never leaves resources behind.
-  current = { id: 'cleanup', exchanges: [] }
+  outside = { id: 'cleanup', exchanges: [] }
   const cleanupBudget = new RequestBudget(undo.length * 2 + 10)
   const cleanupHttp = new HttpClient({
     baseUrl: config.baseUrl,
@@ -175,14 +218,17 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   }
   if (failedUndo > 0) log(`cleanup: ${failedUndo} of ${undo.length} steps failed`)
 
+  for (const d of options.receiver?.deliveries.slice(deliveriesBefore) ?? []) coverage.event(d.body)
+
   return {
     startedAt,
     finishedAt: new Date().toISOString(),
     baseUrl: config.baseUrl,
     seed: config.seed,
     requestsUsed: budget.used + cleanupBudget.used,
-    results,
+    results: results.filter((r): r is CheckResult => r !== undefined),
     pacedMs: pacer.waitedMs,
+    coverage: coverage.report(),
   }
 }
 

@@ -1,4 +1,6 @@
 /** The vocabulary shared by the runner, the checks and the report writers. */
+import type { ContractCoverage } from './coverage.js'
+import type { Verdict } from './verdict.js'
 
 /** `core`: the spec text demands it. `profile`: the reference profile's own decision for a spec gap. */
 export type Level = 'core' | 'profile'
@@ -28,6 +30,8 @@ export interface CheckResult {
   clauses: string[]
   outcome: Outcome
   message?: string
+  /** A skip because the deployment does not declare the optional surface the check is about (not counted as missing). */
+  notApplicable?: boolean
   /** The exchanges closest to the failure (the last few the check made). */
   exchanges: Exchange[]
   durationMs: number
@@ -45,6 +49,12 @@ export interface RunSummary {
   pacedMs?: number
   /** An error of the suite itself (or of its setup) that ended the run early; the reports still get written. */
   internalError?: string
+  /** Core checks that --only/--skip left out of the run (they did not run, so the verdict cannot be CONFORMANT). */
+  notSelected?: string[]
+  /** The run's verdict (set once the run is over; every report leads with it). */
+  verdict?: Verdict
+  /** What of the contract the run's traffic exercised (operations × documented responses, events, error paths). */
+  coverage?: ContractCoverage
 }
 
 /** A check fails by throwing this (or anything else); the message is what the report shows. */
@@ -55,6 +65,14 @@ export class CheckFailure extends Error {
 /** A check that cannot run against this deployment (a token or hint is missing) throws this. */
 export class CheckSkipped extends Error {
   override name = 'CheckSkipped'
+}
+
+/**
+ * A check of an optional surface the deployment does not declare (e.g. no GraphQL URL): skipped, and not counted
+ * against the verdict, since no setting would make it run against this deployment.
+ */
+export class CheckNotApplicable extends CheckSkipped {
+  override name = 'CheckNotApplicable'
 }
 
 /** A setting the suite needs is missing or wrong: exit code 2, never a failed check. */
@@ -72,6 +90,10 @@ export function fail(message: string): never {
 
 export function skip(reason: string): never {
   throw new CheckSkipped(reason)
+}
+
+export function notApplicable(reason: string): never {
+  throw new CheckNotApplicable(reason)
 }
 
 export function summarize(results: CheckResult[]): Record<Level, Record<Outcome, number>> {

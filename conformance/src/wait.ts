@@ -16,7 +16,10 @@ export async function waitUntil<T>(
     last = await probe()
     if (done(last)) return last
     if (Date.now() >= deadline) {
-      throw new CheckFailure(`gave up after ${timeoutMs} ms waiting for ${what}; last seen: ${short(last)}`)
+      // The wait is the suite's setting, not the spec's: say which flag lengthens it.
+      throw new CheckFailure(
+        `gave up after ${timeoutMs} ms waiting for ${what}; last seen: ${short(last)} (if the deployment is merely slower, raise --wait-ms / AGENTOPS_CONFORMANCE_WAIT_MS)`,
+      )
     }
     await sleep(Math.min(delay, Math.max(0, deadline - Date.now())))
     delay = Math.min(delay * 2, 400)

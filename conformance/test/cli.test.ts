@@ -140,6 +140,38 @@ describe('a run always ends with its reports', () => {
   })
 })
 
+describe('every run ends with its verdict line and exit code', () => {
+  it('a skipped core check makes the run INCOMPLETE (3), naming the setting; --allow-incomplete makes it 0', async () => {
+    const argv = ['--base-url', baseUrl, '--token', 'good', '--only', 'auth.expired-token-401']
+    const r = await run(argv)
+    expect(r.code).toBe(3)
+    const last = r.out.trim().split('\n').at(-1)
+    expect(last).toMatch(
+      /^INCOMPLETE: no core check failed, but \d+ of \d+ core checks did not run: 1 skipped \(they need --expired-token\); \d+ left out by --only\/--skip/,
+    )
+    const allowed = await run([...argv, '--allow-incomplete'])
+    expect(allowed.code).toBe(0)
+    expect(allowed.out.trim().split('\n').at(-1)).toMatch(/^INCOMPLETE: .*accepted with --allow-incomplete/)
+  })
+
+  it('a failed core check: NOT CONFORMANT, exit 1, the last line names it', async () => {
+    const r = await run([
+      '--base-url',
+      baseUrl,
+      '--token',
+      'good',
+      '--expired-token',
+      'old',
+      '--only',
+      'auth.expired-token-401',
+    ])
+    expect(r.code).toBe(1)
+    expect(r.out.trim().split('\n').at(-1)).toMatch(
+      /^NOT CONFORMANT: 1 of \d+ core checks failed: auth\.expired-token-401$/,
+    )
+  })
+})
+
 describe('settings', () => {
   it('--help documents every flag and its environment variable', async () => {
     const r = await run(['--help'])

@@ -8,7 +8,7 @@ import type { Check, CheckContext } from '../check.js'
 import { expectStatus } from '../fixtures.js'
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
 import { rateWindows } from '../ratewindows.js'
-import { assert, skip } from '../types.js'
+import { assert, notApplicable, skip } from '../types.js'
 import { short, waitUntil } from '../wait.js'
 
 const PATH = '/v1/graphql'
@@ -302,7 +302,7 @@ export const graphqlChecks: Check[] = [
 /** The declared GraphQL URL, or a skip saying it was not declared (the surface is optional, §4). */
 function declaredSurface(ctx: CheckContext): string {
   const url = ctx.config.graphqlUrl
-  if (!url) skip('not declared: the deployment names no GraphQL surface (graphqlUrl in --config)')
+  if (!url) notApplicable('not declared: the deployment names no GraphQL surface (graphqlUrl in --config)')
   return url
 }
 

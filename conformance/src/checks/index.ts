@@ -12,6 +12,7 @@ import { resourceChecks } from './resources.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { streamChecks } from './stream.js'
+import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
 import { toolChecks } from './tools.js'
@@ -21,6 +22,9 @@ import { webhookChecks, webhookLateChecks } from './webhooks.js'
 export const ALL_CHECKS: Check[] = [
   ...authChecks,
   ...authzChecks,
+  // Probes of every operation's documented error answers (for the contract coverage report); they create nothing,
+  // so the long one runs alongside the checks after it.
+  ...surfaceChecks,
   ...rateLimitChecks,
   ...webhookChecks,
   ...resourceChecks,

@@ -137,6 +137,8 @@ export const runChecks: Check[] = [
       'Cancel flushes pending approvals and leaves a status none of queued, running, awaiting_approval, paused, for good',
     level: 'core',
     clauses: ['S3.4', 'S4.5'],
+    // Mostly waiting on the deployment's clock on resources of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const { runId } = await ctx.fx.awaitingRun()
       const res = await ctx.http.post(`/v1/runs/${runId}/cancel`)
@@ -208,6 +210,8 @@ export const runChecks: Check[] = [
     title: 'Pause suspends the scheduler: no further step completes while the run is paused',
     level: 'core',
     clauses: ['S3.3', 'S4.5'],
+    // Mostly waiting on the deployment's clock on resources of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const { runId, agentId } = await pausedRun(ctx)
       // A twin run of the same agent, never paused, shows the scheduler works in the same window: without it a
@@ -238,6 +242,8 @@ export const runChecks: Check[] = [
     title: 'Pause answers status paused; resume restores it and the run finishes every step',
     level: 'profile',
     clauses: ['S3.3', 'S4.5'],
+    // Mostly waiting on the deployment's clock on resources of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const { runId, paused } = await pausedRun(ctx)
       assert(obj(paused.body).status === 'paused', `pause answered status ${short(obj(paused.body).status)}`)
@@ -276,7 +282,11 @@ export const runChecks: Check[] = [
       const { runId } = await ctx.fx.completedRun()
       const { frames } = await ctx.fx.readTrace(runId)
       assert(frames.length > 0, 'the trace of a finished run is empty')
+      // §2 "The trace lists every step, tool call, policy decision and approval in order". Frames of one run often
+      // share a millisecond, so `ts` alone cannot show a reversed list: when the deployment numbers its frames
+      // (an integer `seq`, or any integer position field it names so), the listing must follow that numbering.
       let last = ''
+      let lastSeq = Number.NEGATIVE_INFINITY
       for (const [i, f] of frames.entries()) {
         assert(isRfc3339(f.ts), `frame ${i} ts is not RFC 3339: ${short(f)}`)
         assert(typeof f.kind === 'string', `frame ${i} has no kind: ${short(f)}`)
@@ -284,6 +294,14 @@ export const runChecks: Check[] = [
         const t = new Date(String(f.ts)).toISOString()
         assert(t >= last, `frame ${i} (${String(f.ts)}) is older than the one before it`)
         last = t
+        if (Number.isInteger(f.seq)) {
+          const seq = f.seq as number
+          assert(
+            seq > lastSeq,
+            `frame ${i} has seq ${seq} after seq ${lastSeq}: the trace is not listed in order`,
+          )
+          lastSeq = seq
+        }
       }
       const calls = frames.filter((f) => f.kind === 'tool.call')
       assert(calls.length >= 1, 'no tool.call frame in the trace of a run over two tools')

@@ -32,6 +32,7 @@ function connect(
       headers: token ? { authorization: `Bearer ${token}` } : {},
       handshakeTimeout: ctx.config.timeoutMs,
     })
+    ctx.coverage?.watchSocket(ws)
     const messages: Json[] = []
     const waiters: Array<() => void> = []
     ws.on('message', (data) => {
@@ -156,6 +157,8 @@ export const streamChecks: Check[] = [
     title: 'A token without a topic scope never receives that topic: records reach a scoped subscriber only',
     level: 'core',
     clauses: ['S5.3'],
+    // Mostly waiting on the deployment's clock on resources of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const narrow = ctx.as('narrowScope').token
       if (!narrow) skip(`no ${tokenName('narrowScope')} given`)

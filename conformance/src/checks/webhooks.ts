@@ -113,7 +113,9 @@ function noDelivery(ctx: CheckContext, what: string): never {
         `no delivery at all reached it within ${ctx.config.waitMs} ms (waiting for a ${what})`,
       ),
     )
-  fail(`no ${what} reached the receiver within ${ctx.config.waitMs} ms`)
+  fail(
+    `no ${what} reached the receiver within ${ctx.config.waitMs} ms (other deliveries did arrive; if this deployment delivers later than that, raise ${settingName('wait-ms')})`,
+  )
 }
 
 const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
@@ -150,7 +152,9 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
       assert(first.status === 500, 'the receiver did not fail the first delivery')
       const retry = await ctx.receiver!.waitFor((d) => d !== first && mine(d.body, d.path), ctx.config.waitMs)
       if (!retry)
-        fail(`a run.started delivery answered 500 was not sent again within ${ctx.config.waitMs} ms`)
+        fail(
+          `a run.started delivery answered 500 was not sent again within ${ctx.config.waitMs} ms. The spec leaves the backoff timing open: if this deployment's first retry comes later than that (e.g. after 30 s), the suite's wait is the cause: raise ${settingName('wait-ms')} above it`,
+        )
       const third = await ctx.receiver!.waitFor(
         (d) => d !== first && d !== retry && mine(d.body, d.path),
         ctx.config.waitMs,

@@ -1,6 +1,7 @@
-/** The machine-readable report: the whole summary, with counts up front. */
+/** The machine-readable report: the verdict and counts up front, then the whole summary. */
 import { type RunSummary, summarize } from '../types.js'
 
 export function toJson(summary: RunSummary): string {
-  return `${JSON.stringify({ counts: summarize(summary.results), ...summary }, null, 2)}\n`
+  const { verdict, ...rest } = summary
+  return `${JSON.stringify({ verdict, counts: summarize(summary.results), ...rest }, null, 2)}\n`
 }

@@ -54,10 +54,33 @@ export function toJunit(summary: RunSummary): string {
       `  <testsuite name="suite" tests="1" failures="0" errors="1" skipped="0" time="0" timestamp="${summary.startedAt.replace(/Z$/, '')}">\n    <testcase name="suite: the run completed" classname="conformance.suite" time="0"><error message="${xmlEscape(summary.internalError)}" type="internal">${xmlEscape(summary.internalError)}</error></testcase>\n  </testsuite>`,
     )
   }
+  // The verdict first, as a test case of its own: CI shows it next to the checks (failed when NOT CONFORMANT,
+  // skipped when INCOMPLETE unless --allow-incomplete accepted it), with its parts as properties.
+  const v = summary.verdict
+  let verdictCases = 0
+  let verdictFailures = 0
+  let verdictSkipped = 0
+  if (v && v.verdict !== 'ERROR') {
+    verdictCases = 1
+    const props = `<properties><property name="verdict" value="${xmlEscape(v.verdict)}"/><property name="exit-code" value="${v.exitCode}"/><property name="needs" value="${xmlEscape(v.needs.join(' '))}"/></properties>`
+    let body = props
+    if (v.verdict === 'NOT CONFORMANT') {
+      verdictFailures = 1
+      body += `<failure message="${xmlEscape(v.line)}" type="verdict">${xmlEscape(v.line)}</failure>`
+    } else if (v.verdict === 'INCOMPLETE' && !v.allowIncomplete) {
+      verdictSkipped = 1
+      body += `<skipped message="${xmlEscape(v.line)}"/>`
+    }
+    suites.unshift(
+      `  <testsuite name="verdict" tests="1" failures="${verdictFailures}" errors="0" skipped="${verdictSkipped}" time="0" timestamp="${summary.startedAt.replace(/Z$/, '')}">
+    <testcase name="${xmlEscape(`verdict: ${v.line}`)}" classname="conformance.verdict" time="0">${body}</testcase>
+  </testsuite>`,
+    )
+  }
   const all = summary.results
   const errors = summary.internalError ? 1 : 0
   return `<?xml version="1.0" encoding="UTF-8"?>
-<testsuites name="agentops-conformance" tests="${all.length + errors}" failures="${all.filter((r) => r.outcome === 'fail').length}" errors="${errors}" skipped="${all.filter((r) => r.outcome === 'skip').length}" time="${totalTime(all)}">
+<testsuites name="agentops-conformance" tests="${all.length + errors + verdictCases}" failures="${all.filter((r) => r.outcome === 'fail').length + verdictFailures}" errors="${errors}" skipped="${all.filter((r) => r.outcome === 'skip').length + verdictSkipped}" time="${totalTime(all)}">
 ${suites.join('\n')}
 </testsuites>
 `

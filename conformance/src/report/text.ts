@@ -1,4 +1,5 @@
 /** The live console report: one line per check, and for failures the request and response that failed, trimmed. */
+import { coverageLine } from '../coverage.js'
 import { type CheckResult, type Exchange, type RunSummary, summarize } from '../types.js'
 
 const MARK = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP' } as const
@@ -51,26 +52,33 @@ export function slowest(results: CheckResult[], n = 5): CheckResult[] {
 
 export function formatSummary(summary: RunSummary, strictProfile: boolean): string {
   const c = summarize(summary.results)
-  const lines = [
-    '',
-    `core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip} skipped`,
-    `profile: ${c.profile.pass} passed, ${c.profile.fail} failed, ${c.profile.skip} skipped${strictProfile ? ' (strict: failures count)' : ' (reported only; --strict-profile to enforce)'}`,
+  const lines = ['']
+  if (summary.verdict) lines.push(`verdict: ${summary.verdict.verdict}`)
+  lines.push(`core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip} skipped`)
+  const failedCore = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'core')
+  if (failedCore.length > 0) lines.push(`failed core checks: ${failedCore.map((r) => r.id).join(', ')}`)
+  const notRun = summary.results.filter((r) => r.outcome === 'skip' && r.level === 'core')
+  if (notRun.length > 0) lines.push(`skipped core checks: ${notRun.map((r) => r.id).join(', ')}`)
+  // Profile results are the reference profile's gap decisions: summarised, never interleaved with core lines.
+  lines.push(
+    `profile: ${c.profile.pass} passed, ${c.profile.fail} failed, ${c.profile.skip} skipped${strictProfile ? ' (strict: failures count)' : ' (reported only; --strict-profile to enforce; --verbose or the reports show each)'}`,
+  )
+  const failedProfile = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'profile')
+  if (failedProfile.length > 0)
+    lines.push(`failed profile checks: ${failedProfile.map((r) => r.id).join(', ')}`)
+  lines.push(
     `requests: ${summary.requestsUsed}; seed: ${summary.seed} (rerun with --seed ${summary.seed})`,
     `paced: ${((summary.pacedMs ?? 0) / 1000).toFixed(1)} s spent waiting on the deployment's rate-limit headers`,
     `slowest: ${slowest(summary.results)
       .map((r) => `${r.id} ${(r.durationMs / 1000).toFixed(1)} s`)
       .join(', ')}`,
-  ]
+  )
   if (summary.internalError) lines.push(`INTERNAL ERROR (the run ended early): ${summary.internalError}`)
   if (summary.traceability) {
     lines.push(
       `spec coverage: ${summary.traceability.covered} of ${summary.traceability.statements} normative statements have checks (traceability.md)`,
     )
   }
-  const failedCore = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'core')
-  if (failedCore.length > 0) lines.push(`failed core checks: ${failedCore.map((r) => r.id).join(', ')}`)
-  const failedProfile = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'profile')
-  if (failedProfile.length > 0)
-    lines.push(`failed profile checks: ${failedProfile.map((r) => r.id).join(', ')}`)
+  if (summary.coverage) lines.push(coverageLine(summary.coverage))
   return lines.join('\n')
 }

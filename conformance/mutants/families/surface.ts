@@ -1,0 +1,31 @@
+/**
+ * Mutants for the contract's documented answers off the happy path (src/checks/surface.ts): a deployment whose
+ * framework answers unknown routes itself, and one that lumps a body of the wrong media type in with bad bodies.
+ */
+import { header, type Mutant, pathOnly } from '../proxy.js'
+
+export function surfaceMutants(): Mutant[] {
+  return [
+    {
+      id: 'unknown-route-bare-404',
+      description: "Unknown routes get the web framework's own plain-text 404, not the error envelope",
+      targets: ['surface.error-paths'],
+      response(req, res) {
+        const path = pathOnly(req.path)
+        if (res.status !== 404 || (path.startsWith('/v1/') && !path.includes('conf-unknown-route')))
+          return res
+        return { status: 404, headers: { 'content-type': 'text/plain' }, body: '404 Not Found' }
+      },
+    },
+    {
+      id: 'wrong-media-type-400',
+      description: 'A body that is not JSON is answered 400 like a malformed one, never 415',
+      targets: ['surface.documented-statuses'],
+      response(req, res) {
+        if (res.status !== 415) return res
+        const media = header(req, 'content-type') ?? ''
+        return media.includes('json') ? res : { ...res, status: 400 }
+      },
+    },
+  ]
+}

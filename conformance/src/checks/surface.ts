@@ -1,0 +1,174 @@
+/**
+ * The contract's documented answers, operation by operation: the requests off the happy path that the other
+ * families reach only for a few operations (no token, a token without the scope, an unknown id, a body that is not
+ * JSON or is too large, a bad `limit`), and the error paths off the documented surface (unknown route, wrong method,
+ * wrong version prefix, malformed Authorization). The spec fixes 401 and 404 (§5.2, §5.6, §7) and the envelope
+ * (§7); which 4xx answers the others, and that they carry the envelope, is the reference profile's decision (the
+ * contract documents it), so these checks are profile: they show the contract coverage report what is exercised,
+ * and a foreign deployment is never failed on them.
+ */
+import type { Check, CheckContext } from '../check.js'
+import type { Operation } from '../contract.js'
+import type { HttpResponse } from '../http.js'
+import { assert } from '../types.js'
+import { short } from '../wait.js'
+import { envelopeProblems } from './assertions.js'
+
+/** Ids no deployment has issued: an unknown resource of every kind. */
+const concrete = (op: Operation) =>
+  op.template.replace(/\{([^}]+)\}/g, (_m, name: string) => `conf-unknown-${name}`)
+const documents = (op: Operation, status: number) => op.responses[String(status)] !== undefined
+const hasBody = (op: Operation) => op.requestSchemaPointer !== undefined
+/** The body size the reference refuses (its default limit is 1 MiB); a deployment with a larger limit answers 400. */
+const TOO_LARGE_BYTES = 1024 * 1024 + 1024
+
+interface Probe {
+  what: string
+  op: Operation
+  expect: number[]
+  send(ctx: CheckContext): Promise<HttpResponse>
+}
+
+/** Operations of the API itself (under /v1, not the documentation and health endpoints). */
+function apiOperations(ctx: CheckContext): Operation[] {
+  return ctx.contract.operations.filter((op) => op.template.startsWith('/v1/'))
+}
+
+function probes(ctx: CheckContext): Probe[] {
+  const out: Probe[] = []
+  for (const op of apiOperations(ctx)) {
+    const path = concrete(op)
+    const method = op.method.toUpperCase()
+    const body = hasBody(op) ? { rawBody: '{}', headers: { 'content-type': 'application/json' } } : {}
+    if (documents(op, 401))
+      out.push({
+        what: 'no Authorization header',
+        op,
+        expect: [401],
+        send: (c) => c.http.request(method, path, { ...body, token: null }),
+      })
+    if (documents(op, 404) && op.template.includes('{'))
+      out.push({
+        what: 'an unknown id',
+        op,
+        // With a body, judging the body first (400 for `{}`) is as legitimate as looking the id up first.
+        expect: hasBody(op) ? [404, 400] : [404],
+        // A body the operation may refuse as well: whichever it judges first, the answer is documented.
+        send: (c) => c.http.request(method, path, body),
+      })
+    if (documents(op, 415))
+      out.push({
+        what: 'a text/plain body',
+        op,
+        expect: [415],
+        send: (c) =>
+          c.http.request(method, path, { rawBody: 'not json', headers: { 'content-type': 'text/plain' } }),
+      })
+    if (documents(op, 413))
+      out.push({
+        what: `a ${TOO_LARGE_BYTES}-byte body`,
+        op,
+        expect: [413],
+        send: (c) =>
+          c.http.request(method, path, {
+            rawBody: JSON.stringify({ padding: 'x'.repeat(TOO_LARGE_BYTES) }),
+            headers: { 'content-type': 'application/json' },
+          }),
+      })
+    if (documents(op, 400) && method === 'GET' && !op.template.includes('{') && op.template !== '/v1/graphql')
+      out.push({
+        what: 'limit=0',
+        op,
+        expect: [400],
+        send: (c) => c.http.get(`${path}?limit=0`),
+      })
+    if (documents(op, 403) && ctx.config.tokens.narrowScope)
+      out.push({
+        what: 'the narrow-scope token',
+        op,
+        // Refused (403) where it lacks the scope; where it has it, any documented answer but 401 and 5xx.
+        expect: Object.keys(op.responses)
+          .map(Number)
+          .filter((s) => s !== 401 && s < 500),
+        send: (c) => c.as('narrowScope').request(method, path, body),
+      })
+  }
+  return out
+}
+
+/** Runs probes a few at a time; returns the ones whose answer was not what they expect. */
+async function mismatches(ctx: CheckContext, list: Probe[]): Promise<string[]> {
+  const wrong: string[] = []
+  for (let i = 0; i < list.length; i += 6) {
+    await Promise.all(
+      list.slice(i, i + 6).map(async (p) => {
+        const res = await p.send(ctx)
+        const problems: string[] = []
+        if (!p.expect.includes(res.status)) problems.push(`answered ${res.status}, not ${p.expect.join('/')}`)
+        else if (res.status >= 400 && envelopeProblems(res.body).length > 0)
+          problems.push(
+            `answered ${res.status} without the error envelope (${envelopeProblems(res.body)[0]})`,
+          )
+        if (problems.length > 0)
+          wrong.push(`${p.op.method.toUpperCase()} ${p.op.template} with ${p.what} ${problems.join('; ')}`)
+      }),
+    )
+  }
+  return wrong
+}
+
+export const surfaceChecks: Check[] = [
+  {
+    id: 'surface.documented-statuses',
+    title:
+      'Every operation answers no token 401, an unknown id 404, a non-JSON body 415, an oversized body 413, limit=0 400, as its contract documents, with the envelope',
+    level: 'profile',
+    clauses: ['S5.2', 'S5.6', 'S7.1'],
+    overlap: true,
+    async run(ctx) {
+      const list = probes(ctx)
+      const wrong = await mismatches(ctx, list)
+      assert(
+        wrong.length === 0,
+        `${wrong.length} of ${list.length} probes: ${short(wrong.join(' | '), 1500)}`,
+      )
+    },
+  },
+  {
+    id: 'surface.error-paths',
+    title:
+      'Requests off the documented surface (unknown route, wrong method, other version prefix, malformed Authorization) answer 404, 405 or 404, 404, 401 with the envelope',
+    level: 'profile',
+    clauses: ['S7.1', 'S9.1'],
+    async run(ctx) {
+      const cases: Array<[string, number | number[], () => Promise<HttpResponse>]> = [
+        ['GET /v1/conf-unknown-route', 404, () => ctx.http.get('/v1/conf-unknown-route')],
+        ['PUT /v1/tools', [405, 404], () => ctx.http.request('PUT', '/v1/tools', { body: {} })],
+        // Off the versioned API, where no rate limit or identity applies: sent without a token, so the sweep checks
+        // (which judge the API's authenticated answers) do not count them.
+        ['GET /v2/tools', 404, () => ctx.http.get('/v2/tools', { token: null })],
+        ['GET /tools', 404, () => ctx.http.get('/tools', { token: null })],
+        [
+          'GET /v1/tools with Authorization: Basic',
+          401,
+          () => ctx.http.get('/v1/tools', { headers: { authorization: 'Basic Y29uZjpjb25m' } }),
+        ],
+        [
+          'GET /v1/tools with Authorization: Bearer (no token)',
+          401,
+          () => ctx.http.get('/v1/tools', { headers: { authorization: 'Bearer' } }),
+        ],
+      ]
+      const wrong: string[] = []
+      for (const [what, status, send] of cases) {
+        const allowed = Array.isArray(status) ? status : [status]
+        const res = await send()
+        if (!allowed.includes(res.status))
+          wrong.push(`${what} answered ${res.status}, not ${allowed.join('/')}`)
+        else if (envelopeProblems(res.body).length > 0)
+          wrong.push(`${what} answered ${res.status} without the envelope: ${envelopeProblems(res.body)[0]}`)
+      }
+      assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+]

@@ -1,0 +1,5 @@
+/**
+ * The contract's YAML when the suite runs as the one-file bundle (`npm run conformance:bundle` replaces this module
+ * with the text); undefined when it runs from the sources or the package, which read the file.
+ */
+export const EMBEDDED_CONTRACT: string | undefined = undefined

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest'
+import { toJson } from '../src/report/json.js'
+import { toJunit } from '../src/report/junit.js'
+import { toMarkdown } from '../src/report/markdown.js'
+import type { CheckResult, RunSummary } from '../src/types.js'
+import { settingsNamed, verdictFor } from '../src/verdict.js'
+
+const result = (id: string, level: 'core' | 'profile', outcome: CheckResult['outcome'], message?: string) =>
+  ({
+    id,
+    title: id,
+    level,
+    family: id.split('.')[0] ?? id,
+    clauses: [],
+    outcome,
+    ...(message ? { message } : {}),
+    exchanges: [],
+    durationMs: 1,
+  }) satisfies CheckResult
+
+const run = (results: CheckResult[], extra: Partial<RunSummary> = {}): RunSummary => ({
+  startedAt: '2026-11-24T00:00:00.000Z',
+  finishedAt: '2026-11-24T00:00:01.000Z',
+  baseUrl: 'http://127.0.0.1:1',
+  seed: 1,
+  requestsUsed: 3,
+  results,
+  ...extra,
+})
+
+const lenient = { strictProfile: false, allowIncomplete: false }
+
+describe('the verdict', () => {
+  it('CONFORMANT (0) when every core check ran and passed, whatever the profile checks did', () => {
+    const v = verdictFor(run([result('a.x', 'core', 'pass'), result('p.y', 'profile', 'fail')]), lenient)
+    expect(v).toMatchObject({ verdict: 'CONFORMANT', exitCode: 0 })
+    expect(v.line).toBe('CONFORMANT: all 1 core checks ran and passed')
+  })
+
+  it('NOT CONFORMANT (1) when a core check failed, even with others skipped', () => {
+    const v = verdictFor(
+      run([
+        result('a.x', 'core', 'fail'),
+        result('a.y', 'core', 'skip', 'no narrow-scope token (--narrow-token)'),
+      ]),
+      { strictProfile: false, allowIncomplete: true },
+    )
+    expect(v).toMatchObject({ verdict: 'NOT CONFORMANT', exitCode: 1 })
+    expect(v.line).toMatch(/^NOT CONFORMANT: 1 of 2 core checks failed: a\.x/)
+  })
+
+  it('a profile failure counts only with --strict-profile', () => {
+    const results = [result('a.x', 'core', 'pass'), result('p.y', 'profile', 'fail')]
+    expect(verdictFor(run(results), { strictProfile: true, allowIncomplete: false })).toMatchObject({
+      verdict: 'NOT CONFORMANT',
+      exitCode: 1,
+      strictProfileFailures: ['p.y'],
+    })
+  })
+
+  it('INCOMPLETE (3) when core checks were skipped, naming the settings that would run them', () => {
+    const v = verdictFor(
+      run([
+        result('a.x', 'core', 'pass'),
+        result(
+          'a.y',
+          'core',
+          'skip',
+          'no second-workspace token (--second-token / AGENTOPS_CONFORMANCE_SECOND_TOKEN) given',
+        ),
+        result(
+          'a.z',
+          'core',
+          'skip',
+          'no narrow-scope token (--narrow-token / AGENTOPS_CONFORMANCE_NARROW_TOKEN) given',
+        ),
+        result('a.w', 'core', 'skip', 'no receiver'),
+        result('p.q', 'profile', 'skip', 'no --limited-token'),
+      ]),
+      lenient,
+    )
+    expect(v).toMatchObject({
+      verdict: 'INCOMPLETE',
+      exitCode: 3,
+      needs: ['--second-token', '--narrow-token'],
+    })
+    expect(v.line).toBe(
+      'INCOMPLETE: no core check failed, but 3 of 4 core checks did not run: 3 skipped (they need --second-token, --narrow-token) and (see a.w); --allow-incomplete accepts this',
+    )
+  })
+
+  it('--allow-incomplete turns INCOMPLETE into exit 0 and says so', () => {
+    const v = verdictFor(run([result('a.y', 'core', 'skip', 'needs --second-token')]), {
+      strictProfile: false,
+      allowIncomplete: true,
+    })
+    expect(v).toMatchObject({ verdict: 'INCOMPLETE', exitCode: 0 })
+    expect(v.line).toMatch(/accepted with --allow-incomplete/)
+  })
+
+  it('a core check of an undeclared optional surface is not missing: it does not make the run INCOMPLETE', () => {
+    const na = { ...result('graphql.x', 'core', 'skip', 'no GraphQL surface declared'), notApplicable: true }
+    const v = verdictFor(run([result('a.x', 'core', 'pass'), na]), lenient)
+    expect(v).toMatchObject({ verdict: 'CONFORMANT', exitCode: 0 })
+    expect(v.line).toBe(
+      'CONFORMANT: all 1 core checks ran and passed (1 more concern optional surfaces the deployment does not declare)',
+    )
+  })
+
+  it('core checks left out by --only/--skip make the run INCOMPLETE too', () => {
+    const v = verdictFor(run([result('a.x', 'core', 'pass')], { notSelected: ['a.y', 'a.z'] }), lenient)
+    expect(v).toMatchObject({ verdict: 'INCOMPLETE', exitCode: 3 })
+    expect(v.line).toMatch(/2 of 3 core checks did not run: 2 left out by --only\/--skip/)
+  })
+
+  it('a run that ended early has no verdict: ERROR, exit 1 (internal) or 2 (configuration)', () => {
+    expect(verdictFor(run([], { internalError: 'internal error: boom' }), lenient)).toMatchObject({
+      verdict: 'ERROR',
+      exitCode: 1,
+    })
+    expect(verdictFor(run([], { internalError: 'configuration error: no token' }), lenient).exitCode).toBe(2)
+  })
+
+  it('skip reasons name their flags', () => {
+    expect(settingsNamed('no token (--second-token / AGENTOPS_X) or --receiver-url; --second-token')).toEqual(
+      ['--second-token', '--receiver-url'],
+    )
+  })
+})
+
+describe('every report carries the verdict, first', () => {
+  const summary = run([
+    result('a.x', 'core', 'pass'),
+    result('a.y', 'core', 'skip', 'needs --second-token'),
+    result('p.y', 'profile', 'fail', 'profile says no'),
+  ])
+  summary.verdict = verdictFor(summary, lenient)
+
+  it('JSON: `verdict` is the first key', () => {
+    const json = JSON.parse(toJson(summary)) as Record<string, unknown>
+    expect(Object.keys(json)[0]).toBe('verdict')
+    expect(json.verdict).toMatchObject({ verdict: 'INCOMPLETE', exitCode: 3, needs: ['--second-token'] })
+  })
+
+  it('JUnit: a verdict test case first, skipped while INCOMPLETE', () => {
+    const xml = toJunit(summary)
+    expect(xml.indexOf('name="verdict"')).toBeLessThan(xml.indexOf('a.x'))
+    expect(xml).toMatch(/<property name="verdict" value="INCOMPLETE"\/>/)
+    expect(xml).toMatch(/<testsuites [^>]*tests="4" failures="1" errors="0" skipped="2"/)
+  })
+
+  it('Markdown: leads with the verdict, core table before the folded profile results', () => {
+    const md = toMarkdown(summary)
+    expect(md.split('\n')[2]).toBe('## ⚠️ INCOMPLETE')
+    expect(md.indexOf('## Core checks')).toBeLessThan(md.indexOf('<details><summary>Profile checks'))
+    expect(md.indexOf('`a.x`')).toBeLessThan(md.indexOf('`p.y`'))
+  })
+})
