@@ -71,7 +71,9 @@ export function createServices(deps: ServiceDeps): Services {
     leaseMs: Math.max(100, config.runLeaseMs),
     pollMs: 250,
   })
-  const runs = new RunService(repos, clock, recorder, () => scheduler.wake())
+  // A run started inside a unit of work (a keyed POST) is claimable once the unit committed, and the scheduler's
+  // pass must not run in the request's transaction.
+  const runs = new RunService(repos, clock, recorder, () => db.afterCommit(() => scheduler.wake()))
   const workers: Worker[] = []
   let started = false
   const services: Services = {
@@ -84,7 +86,7 @@ export function createServices(deps: ServiceDeps): Services {
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events),
-    limits: new LimitsService(repos.idempotency, repos.rateCounters, clock),
+    limits: new LimitsService(db, repos.idempotency, repos.rateCounters, clock),
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {

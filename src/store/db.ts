@@ -23,11 +23,16 @@ export async function openDb(url: string): Promise<Db> {
  */
 export interface Pipelined {
   readonly pipeline: Queryable
+  /** The pipeline, or the open unit of work's transaction when the caller runs in one (src/store/unit-of-work.ts). */
+  readonly hot: Queryable
 }
 
-/** Where a repository sends its lock-free single statements: the pipeline when the driver has one. */
+/**
+ * Where a repository sends its lock-free single statements: the pipeline when the driver has one (inside a unit of
+ * work, its transaction, so a read sees the unit's own writes).
+ */
 export function hotPath(db: Db): Queryable {
-  return 'pipeline' in db ? (db as Db & Pipelined).pipeline : db
+  return 'pipeline' in db ? (db as Db & Pipelined).hot : db
 }
 
 /**

@@ -3,6 +3,7 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
+import { afterCommitOf, currentUnit, runInUnit, Unit } from './unit-of-work.js'
 
 /** Write commits after which checkpoints move to a worker thread: a busy server, not a one-off CLI command. */
 const CHECKPOINTER_AFTER_COMMITS = 100
@@ -298,9 +299,10 @@ export class SqliteDb implements Db {
 
   /**
    * A logical transaction: a savepoint inside the open batch, so a failure undoes only its own work. It resolves
-   * after the batch's COMMIT.
+   * after the batch's COMMIT. Inside a unit of work it is part of the unit's savepoint (the unit holds the lock).
    */
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    if (currentUnit(this)) return fn(this.direct)
     const { value, batch } = await this.mutex.lock(async () => {
       const batch = this.openBatch()
       this.control.savepoint.run()
@@ -318,7 +320,42 @@ export class SqliteDb implements Db {
     return value
   }
 
+  /**
+   * A unit of work: one savepoint in the open batch that holds the lock until fn settles, so every statement of
+   * its context runs in it at once, and no other work interleaves. It resolves after the batch's COMMIT; what
+   * waited for that COMMIT (`afterCommit`) runs then.
+   */
+  async unitOfWork<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    if (currentUnit(this)) return fn(this.direct)
+    const unit = new Unit<Queryable>(this, this.direct)
+    const { value, batch } = await this.mutex.lock(async () => {
+      const batch = this.openBatch()
+      this.control.savepoint.run()
+      try {
+        const value = await runInUnit(unit, () => fn(this.direct))
+        this.control.release.run()
+        batch.dirty = true
+        return { value, batch }
+      } catch (err) {
+        this.undo(batch, err)
+        throw err
+      }
+    })
+    await batch.committed
+    unit.committed()
+    return value
+  }
+
+  afterCommit(fn: () => void): void {
+    afterCommitOf(this, fn)
+  }
+
+  inUnitOfWork(): boolean {
+    return currentUnit(this) !== undefined
+  }
+
   exec(script: string): Promise<void> {
+    if (currentUnit(this)) return this.direct.exec(script)
     return this.mutex.lock(async () => {
       this.commit(this.batch)
       await this.direct.exec(script)
@@ -340,6 +377,8 @@ export class SqliteDb implements Db {
    * batch holds writes it may have seen.
    */
   private async statement<R>(sql: string, exec: (s: CachedStatement) => R): Promise<R> {
+    // Inside a unit of work, which holds the lock: at once, in its savepoint; the unit waits for the COMMIT.
+    if (currentUnit(this)) return exec(this.sync.statements.get(sql))
     const result = await this.mutex.run((): R | Held<R> => {
       const cached = this.sync.statements.get(sql)
       const writes = !cached.stmt.readonly
