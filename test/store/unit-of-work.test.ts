@@ -96,39 +96,46 @@ describe.each(backends())('units of work on $name', (backend) => {
       ).toBe(20)
     }
   })
+})
 
-  describe.skipIf(backend.name !== 'postgres')('a keyed request on PostgreSQL', () => {
-    let services: Services
-    let other: Db
-    beforeAll(async () => {
-      services = createServices({
-        db,
-        clock: systemClock,
-        config: loadConfig({}, { databaseUrl: url, workers: false }),
-      })
-      other = await openDb(url)
+describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request on $name', (backend) => {
+  let db: Db
+  let services: Services
+  let other: Db
+  beforeAll(async () => {
+    const url = await backend.freshUrl()
+    db = await openDb(url)
+    await migrate(db)
+    services = createServices({
+      db,
+      clock: systemClock,
+      config: loadConfig({}, { databaseUrl: url, workers: false }),
     })
-    afterAll(() => other.close())
+    other = await openDb(url)
+  })
+  afterAll(async () => {
+    await other.close()
+    await db.close()
+  })
 
-    it('rolls its work back and replays the answer that reached the key first when its own is refused at COMMIT', async () => {
-      const ws = await services.keys.issue({ workspace: 'uow-race' })
-      const response = {
-        status: 201,
-        headers: { 'content-type': 'application/json' },
-        body: '{"winner":true}',
-      }
-      const outcome = await services.limits.once(ws.workspace_id, 'race', 'fp', async () => {
-        await services.agents.create(ws.workspace_id, { name: 'loser', behavior: 'autonomous' })
-        // Another replica's answer lands meanwhile (as if this unit's claim had read a snapshot from before it).
-        await other.run(
-          `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body, locked_until,
+  it('rolls its work back and replays the answer that reached the key first when its own is refused at COMMIT', async () => {
+    const ws = await services.keys.issue({ workspace: 'uow-race' })
+    const response = {
+      status: 201,
+      headers: { 'content-type': 'application/json' },
+      body: '{"winner":true}',
+    }
+    const outcome = await services.limits.once(ws.workspace_id, 'race', 'fp', async () => {
+      await services.agents.create(ws.workspace_id, { name: 'loser', behavior: 'autonomous' })
+      // Another replica's answer lands meanwhile (as if this unit's claim had read a snapshot from before it).
+      await other.run(
+        `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body, locked_until,
              created_at, expires_at) VALUES ($1, 'race', 'fp', 'done', 201, $2, $3, 0, 0, $4)`,
-          [ws.workspace_id, JSON.stringify(response.headers), response.body, Date.now() + 60_000],
-        )
-        return { response: { status: 201, headers: {}, body: '{"winner":false}' }, failed: false }
-      })
-      expect(outcome).toEqual({ kind: 'replay', fingerprint: 'fp', response })
-      expect(await db.query("SELECT id FROM agents WHERE name = 'loser'")).toEqual([])
+        [ws.workspace_id, JSON.stringify(response.headers), response.body, Date.now() + 60_000],
+      )
+      return { response: { status: 201, headers: {}, body: '{"winner":false}' }, failed: false }
     })
+    expect(outcome).toEqual({ kind: 'replay', fingerprint: 'fp', response })
+    expect(await db.query("SELECT id FROM agents WHERE name = 'loser'")).toEqual([])
   })
 })
