@@ -8,13 +8,17 @@ import type { Db, Queryable, Row, SqlValue } from '../domain/ports.js'
 // The interfaces are the domain's port (src/domain/ports.ts); the store's modules import them from here.
 export type { Db, Dialect, Queryable, Row, SqlValue } from '../domain/ports.js'
 
-export async function openDb(url: string): Promise<Db> {
+/**
+ * `operator`: the store is opened by an operator's command (the CLI) next to a running server; on SQLite its writes
+ * then announce themselves so the server makes room (src/store/sqlite-operators.ts).
+ */
+export async function openDb(url: string, options: { operator?: boolean } = {}): Promise<Db> {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const { PostgresDb } = await import('./postgres.js')
     return PostgresDb.connect(url)
   }
   const { SqliteDb } = await import('./sqlite.js')
-  return SqliteDb.open(url)
+  return SqliteDb.open(url, options)
 }
 
 /**

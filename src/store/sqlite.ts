@@ -3,6 +3,7 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
+import { OperatorSignal } from './sqlite-operators.js'
 import { afterCommitOf, currentUnit, runInUnit, Unit } from './unit-of-work.js'
 
 /** Write commits after which checkpoints move to a worker thread: a busy server, not a one-off CLI command. */
@@ -258,11 +259,17 @@ export class SqliteDb implements Db {
   private writeCommits = 0
   private checkpointer: WalCheckpointer | null = null
 
+  /** Operators waiting for the write lock (src/store/sqlite-operators.ts); none in memory. */
+  private readonly operators: OperatorSignal | null
+
   private constructor(
     private readonly raw: Database.Database,
     /** The database file; null in memory, where there is no WAL to checkpoint. */
     private readonly path: string | null,
+    /** An operator's process (the CLI): its write transactions say they wait, so a busy server lets them in. */
+    private readonly operator = false,
   ) {
+    this.operators = path ? new OperatorSignal(path) : null
     this.sync = new SqliteStatements(new StatementCache(raw))
     this.direct = new SqliteQueryable(this.sync)
     this.control = {
@@ -275,8 +282,11 @@ export class SqliteDb implements Db {
     }
   }
 
-  /** Accepts `sqlite:path`, `file:path`, a bare path, or `:memory:`. */
-  static open(url: string): SqliteDb {
+  /**
+   * Accepts `sqlite:path`, `file:path`, a bare path, or `:memory:`. `operator`: this process is an operator's
+   * command (the CLI), whose writes a running server makes room for.
+   */
+  static open(url: string, options: { operator?: boolean } = {}): SqliteDb {
     const path = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '') || ':memory:'
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const raw = new Database(path)
@@ -284,7 +294,7 @@ export class SqliteDb implements Db {
     raw.pragma('busy_timeout = 5000')
     raw.pragma('foreign_keys = ON')
     raw.pragma('synchronous = NORMAL')
-    return new SqliteDb(raw, path === ':memory:' ? null : path)
+    return new SqliteDb(raw, path === ':memory:' ? null : path, options.operator === true)
   }
 
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
@@ -404,12 +414,17 @@ export class SqliteDb implements Db {
   /** The open batch, or a new one begun with the write lock and committed after the work queued in this turn. */
   private openBatch(): Batch {
     if (this.batch) return this.batch
-    this.control.begin.run()
+    if (this.operator && this.operators) this.operators.whileWaiting(() => this.control.begin.run())
+    else this.control.begin.run()
     const batch = new Batch()
     this.batch = batch
-    // After the work already queued (FIFO), before anything queued later: one COMMIT per turn of the loop.
+    // After the work already queued (FIFO), before anything queued later: one COMMIT per turn of the loop. An
+    // operator waiting for the write lock gets it before this server begins again.
     setImmediate(() => {
-      void this.mutex.lock(async () => this.commit(batch))
+      void this.mutex.lock(async () => {
+        this.commit(batch)
+        if (this.operators?.operatorWaits()) await this.operators.yieldToOperators()
+      })
     })
     return batch
   }
