@@ -189,6 +189,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       do {
         const url = `${replica.url}${path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
         const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
+        if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`)
         const body = (await res.json()) as { data: Record<string, unknown>[]; next_cursor: string | null }
         for (const item of body.data) each(item)
         cursor = body.next_cursor
@@ -196,9 +197,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     await page('/v1/agents', (a) => tally(String(a.name)))
     await page(`/v1/agents/${agentId}/runs`, (r) => tally(String((r.inputs as { chaos?: string }).chaos)))
-    for (let n = 0; n < options.clients; n++) {
-      await page(`/v1/grid/connectors/chaos-${n}/records`, (r) => tally(String(r.id)))
-    }
+    // The connectors some batch was sent to (a client may never have sent one before its server died).
+    const connectors = new Set(ops.filter((o) => o.kind === 'ingest').map((o) => o.path.replace(/\/ingest$/, '')))
+    for (const connector of connectors) await page(`${connector}/records`, (r) => tally(String(r.id)))
     for (const op of ops) {
       for (const tag of op.tags) {
         const n = counts.get(tag) ?? 0
