@@ -36,6 +36,26 @@ export interface Config {
   streamFallbackPollMs?: number
   /** On SIGTERM/SIGINT, how long requests in progress may take to finish before their connections are cut. */
   shutdownGraceMs?: number
+  /**
+   * The secret page cursors are signed with (AGENTOPS_CURSOR_SECRET); unset: one generated once and kept in the
+   * store, so every replica shares it. Rotation: set the new one here and the old one as cursorSecretPrevious.
+   */
+  cursorSecret?: string
+  /** A rotated-out cursor secret still accepted (AGENTOPS_CURSOR_SECRET_PREVIOUS). */
+  cursorSecretPrevious?: string
+}
+
+/** Shorter cursor secrets are refused at start: the cursor MAC is only as strong as its key. */
+export const MIN_CURSOR_SECRET_CHARS = 32
+
+function secretFrom(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === '') return undefined
+  if (value.length < MIN_CURSOR_SECRET_CHARS) {
+    throw new Error(
+      `${name} must be at least ${MIN_CURSOR_SECRET_CHARS} characters (e.g. openssl rand -base64 32)`,
+    )
+  }
+  return value
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./.agentops/agentops.db'
@@ -94,6 +114,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookMaxAttempts: intFrom(env.AGENTOPS_WEBHOOK_MAX_ATTEMPTS, 8, 'AGENTOPS_WEBHOOK_MAX_ATTEMPTS'),
     webhookConcurrency: intFrom(env.AGENTOPS_WEBHOOK_CONCURRENCY, 16, 'AGENTOPS_WEBHOOK_CONCURRENCY'),
     corsOrigins: parseCorsOrigins(env.AGENTOPS_CORS_ORIGINS),
+    cursorSecret: secretFrom(env.AGENTOPS_CURSOR_SECRET, 'AGENTOPS_CURSOR_SECRET'),
+    cursorSecretPrevious: secretFrom(env.AGENTOPS_CURSOR_SECRET_PREVIOUS, 'AGENTOPS_CURSOR_SECRET_PREVIOUS'),
     workers: true,
     ...overrides,
   }

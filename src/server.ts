@@ -3,11 +3,14 @@ import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
+import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
 import { attachGraphqlWs } from './graphql/ws.js'
 import { createApp } from './http/app.js'
+import { answerClientErrors } from './http/client-error.js'
 import { createServices, type Services } from './services.js'
 import { type Db, openDb } from './store/db.js'
 import { migrate } from './store/migrations/index.js'
+import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
 import { attachStream } from './stream/attach.js'
 
 export interface RunningServer {
@@ -37,6 +40,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const ownsDb = !options.db
   const db = options.db ?? (await openDb(config.databaseUrl))
   await migrate(db)
+  installCursorKeyring(await cursorKeyring(db, config))
   const services = await createServices({ db, clock: options.clock ?? systemClock, config })
   const app = createApp(services)
   const httpServer = await new Promise<Server>((resolve, reject) => {
@@ -45,6 +49,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     ) as Server
     server.once('error', reject)
   })
+  answerClientErrors(httpServer)
   const attached = ATTACHMENTS.map((attach) => attach(httpServer, services)).filter((a) => a !== undefined)
   const inFlight = trackRequests(httpServer)
   await services.start()
@@ -76,6 +81,18 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
+
+const CURSOR_SECRET = 'cursor'
+
+/**
+ * The cursor secrets: the configured one (the stored one, if any, stays accepted as the previous one unless
+ * another previous is configured), or the store's shared generated one.
+ */
+async function cursorKeyring(db: Db, config: Config): Promise<CursorKeyring> {
+  if (!config.cursorSecret) return new CursorKeyring([await sharedSecret(db, CURSOR_SECRET, Date.now())])
+  const previous = config.cursorSecretPrevious ?? (await storedSecret(db, CURSOR_SECRET))
+  return new CursorKeyring(previous ? [config.cursorSecret, previous] : [config.cursorSecret])
+}
 
 /**
  * The requests a server is answering, so shutdown can wait for them. Live trace streams (SSE) never finish on

@@ -31,6 +31,7 @@ type Wire =
   | { o: string; k: 'e' }
   | { o: string; k: 'r'; w: string; c: string; s: number }
   | { o: string; k: 'f'; r: string }
+  | { o: string; k: 'x'; i: string }
   | { o: string; k: 'a' }
 
 export function encodeChange(origin: string, change: Change): string {
@@ -41,7 +42,9 @@ export function encodeChange(origin: string, change: Change): string {
         ? { o: origin, k: 'r', w: change.workspaceId, c: change.connectorId, s: change.lastSeq }
         : change.kind === 'run'
           ? { o: origin, k: 'f', r: change.runId }
-          : { o: origin, k: 'a' }
+          : change.kind === 'key'
+            ? { o: origin, k: 'x', i: change.keyId }
+            : { o: origin, k: 'a' }
   const text = JSON.stringify(wire)
   return Buffer.byteLength(text) < MAX_PAYLOAD ? text : JSON.stringify({ o: origin, k: 'a' })
 }
@@ -66,6 +69,8 @@ export function decodeChange(payload: string): { origin: string; change: Change 
       }
     case 'f':
       return typeof wire.r === 'string' ? { origin, change: { kind: 'run', runId: wire.r } } : undefined
+    case 'x':
+      return typeof wire.i === 'string' ? { origin, change: { kind: 'key', keyId: wire.i } } : undefined
     case 'a':
       return { origin, change: { kind: 'resync' } }
     default:
@@ -96,6 +101,9 @@ class AfterCommitFeed implements ChangeFeed {
   subscribe(listener: ChangeListener): () => void {
     return this.feed.subscribe(listener)
   }
+  flush(): Promise<void> {
+    return this.feed.flush()
+  }
   start(): Promise<void> {
     return this.feed.start()
   }
@@ -116,7 +124,7 @@ export class PgChangeFeed implements ChangeFeed {
   private publishFailing = false
   /** Encoded changes waiting for the notifying statement in flight to finish. */
   private readonly unsent = new Set<string>()
-  private sending = false
+  private sending: Promise<void> | undefined
   private readonly minMs: number
   private readonly maxMs: number
 
@@ -134,7 +142,11 @@ export class PgChangeFeed implements ChangeFeed {
     this.listeners.deliver(change)
     if (change.kind === 'resync') return
     this.unsent.add(encodeChange(this.origin, change))
-    if (!this.sending) void this.sendUnsent()
+    this.sending ??= this.sendUnsent()
+  }
+
+  async flush(): Promise<void> {
+    await this.sending
   }
 
   /**
@@ -143,7 +155,6 @@ export class PgChangeFeed implements ChangeFeed {
    * Under load this is one round trip for many writes instead of one per write; alone, a change goes at once.
    */
   private async sendUnsent(): Promise<void> {
-    this.sending = true
     try {
       while (this.unsent.size > 0) {
         const payloads = JSON.stringify([...this.unsent])
@@ -158,7 +169,7 @@ export class PgChangeFeed implements ChangeFeed {
         }
       }
     } finally {
-      this.sending = false
+      this.sending = undefined
     }
   }
 
