@@ -83,7 +83,9 @@ export function createDomain(deps: DomainDeps): Domain {
     leaseMs: Math.max(100, config.runLeaseMs),
     pollMs: 250,
   })
-  const runs = new RunService(repos, clock, recorder, () => scheduler.wake())
+  // A run started inside a unit of work (a keyed POST) is claimable once the unit committed, and the scheduler's
+  // pass must not run in the request's transaction.
+  const runs = new RunService(repos, clock, recorder, () => db.afterCommit(() => scheduler.wake()))
   return {
     changes,
     events,
@@ -91,7 +93,7 @@ export function createDomain(deps: DomainDeps): Domain {
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events),
-    limits: new LimitsService(repos.idempotency, repos.rateCounters, clock),
+    limits: new LimitsService(db, repos.idempotency, repos.rateCounters, clock),
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {

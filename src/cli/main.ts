@@ -96,7 +96,7 @@ async function withKeys<T>(
   fn: (keys: KeyService) => Promise<T>,
 ): Promise<T> {
   const config = loadConfig(process.env, databaseUrl ? { databaseUrl } : {})
-  const db = await openDb(config.databaseUrl)
+  const db = await openDb(config.databaseUrl, { operator: true })
   try {
     await migrate(db)
     const repos = createRepositories(db)

@@ -7,7 +7,7 @@ import type { AgentRecord } from './agents/types.js'
 import type { EventRow } from './events/types.js'
 import type { ApiKeyRecord, Workspace } from './identity.js'
 import type { BatchRow, StoredRecordRow } from './ingestion/types.js'
-import type { ClaimResult, CounterWindow, StoredResponse } from './limits/types.js'
+import type { ClaimResult, CounterWindow, StoredAnswer, StoredResponse } from './limits/types.js'
 import type { Slice } from './pagination.js'
 import type { FrameRecord, Outcome, RunRecord, RunStatus } from './runs/types.js'
 import type { TaskRecord } from './tasks/types.js'
@@ -42,8 +42,24 @@ export type Dialect = 'sqlite' | 'postgres'
 
 export interface Db extends Queryable {
   readonly dialect: Dialect
-  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
+  /**
+   * Runs fn in one transaction; commits when it resolves, rolls back when it throws. Inside a unit of work it joins
+   * the unit's transaction: its failure then fails the unit.
+   */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  /**
+   * Runs fn as one unit of work: every statement and transaction of its async context, whatever Queryable it goes
+   * through, joins one store transaction, committed when fn resolves and rolled back when it throws; it resolves
+   * after the COMMIT. A request with an Idempotency-Key runs in one, so its effect and its answer commit together.
+   */
+  unitOfWork<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  /**
+   * Runs fn once the enclosing unit of work committed, outside its context (dropped if it rolls back); at once
+   * outside a unit. Work that outlives a write (wake-ups, change notifications) starts through here.
+   */
+  afterCommit(fn: () => void): void
+  /** Whether the caller is inside an open unit of work: what it reads may not be committed yet (caches stay out). */
+  inUnitOfWork(): boolean
   close(): Promise<void>
 }
 
@@ -202,18 +218,37 @@ export interface DeliveryRepository extends TxBound<DeliveryRepository> {
  * Idempotency records. Not transaction-bound: on the embedded store a claim in progress may live in memory
  * (the server is the store's only writer), on PostgreSQL it is a row every replica sees.
  */
+/**
+ * Idempotency keys (docs/design.md "Idempotency"). A key has no state between "unclaimed" and "answered" in the
+ * store: its request runs in a unit of work whose claim dies with it, and its answer commits with its effect.
+ */
 export interface IdempotencyRepository {
-  /** Atomically claims (workspace, key); an expired record or a lapsed in-progress claim is taken over. */
+  /**
+   * Inside the request's unit of work, before its work: the key's stored answer (a replay), or a claim held until
+   * the unit ends (PostgreSQL: a transaction-scoped advisory lock, so a dead server's claim ends with its
+   * connection; SQLite: the unit itself, which excludes every other writer), or in progress when another unit
+   * holds it. An expired answer is deleted in the unit.
+   */
   claim(
+    tx: Queryable,
     workspaceId: string,
     key: string,
     fingerprint: string,
     now: number,
-    windowMs: number,
-    leaseMs: number,
   ): Promise<ClaimResult>
-  complete(workspaceId: string, key: string, response: StoredResponse): Promise<void>
-  release(workspaceId: string, key: string): Promise<void>
+  /** In the same unit as the work: the answer, committed with the effect (and failing the commit if one exists). */
+  answer(tx: Queryable, entry: StoredAnswer): Promise<void>
+  /**
+   * Outside any unit, after the work rolled back: stores a refusal (4xx) unless the key was answered meanwhile.
+   * Returns what the key holds then: this answer (the very `entry.response`), or the one that got there first.
+   */
+  answerAlone(entry: StoredAnswer, now: number): Promise<{ fingerprint: string; response: StoredResponse }>
+  /** The key's unexpired answer, if it has one. */
+  stored(
+    workspaceId: string,
+    key: string,
+    now: number,
+  ): Promise<{ fingerprint: string; response: StoredResponse } | undefined>
   purgeExpired(now: number): Promise<number>
 }
 

@@ -8,13 +8,17 @@ import type { Db, Queryable, Row, SqlValue } from '../domain/ports.js'
 // The interfaces are the domain's port (src/domain/ports.ts); the store's modules import them from here.
 export type { Db, Dialect, Queryable, Row, SqlValue } from '../domain/ports.js'
 
-export async function openDb(url: string): Promise<Db> {
+/**
+ * `operator`: the store is opened by an operator's command (the CLI) next to a running server; on SQLite its writes
+ * then announce themselves so the server makes room (src/store/sqlite-operators.ts).
+ */
+export async function openDb(url: string, options: { operator?: boolean } = {}): Promise<Db> {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const { PostgresDb } = await import('./postgres.js')
     return PostgresDb.connect(url)
   }
   const { SqliteDb } = await import('./sqlite.js')
-  return SqliteDb.open(url)
+  return SqliteDb.open(url, options)
 }
 
 /**
@@ -23,11 +27,16 @@ export async function openDb(url: string): Promise<Db> {
  */
 export interface Pipelined {
   readonly pipeline: Queryable
+  /** The pipeline, or the open unit of work's transaction when the caller runs in one (src/store/unit-of-work.ts). */
+  readonly hot: Queryable
 }
 
-/** Where a repository sends its lock-free single statements: the pipeline when the driver has one. */
+/**
+ * Where a repository sends its lock-free single statements: the pipeline when the driver has one (inside a unit of
+ * work, its transaction, so a read sees the unit's own writes).
+ */
 export function hotPath(db: Db): Queryable {
-  return 'pipeline' in db ? (db as Db & Pipelined).pipeline : db
+  return 'pipeline' in db ? (db as Db & Pipelined).hot : db
 }
 
 /**

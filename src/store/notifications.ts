@@ -80,8 +80,36 @@ export function decodeChange(payload: string): { origin: string; change: Change 
 
 /** The feed for a store: across replicas on PostgreSQL, in-process on SQLite (one process owns the file). */
 export function openChangeFeed(db: Db): ChangeFeed {
-  if (db instanceof PostgresDb) return new PgChangeFeed(db.url, db.pipeline)
-  return new LocalChangeFeed()
+  return new AfterCommitFeed(
+    db,
+    db instanceof PostgresDb ? new PgChangeFeed(db.url, db.pipeline) : new LocalChangeFeed(),
+  )
+}
+
+/**
+ * A change published inside a unit of work is told once the unit committed (Db.afterCommit), and outside its
+ * context: a listener that reads then sees the change, and the work it starts is not part of the unit.
+ */
+class AfterCommitFeed implements ChangeFeed {
+  constructor(
+    private readonly db: Db,
+    private readonly feed: ChangeFeed,
+  ) {}
+  publish(change: Change): void {
+    this.db.afterCommit(() => this.feed.publish(change))
+  }
+  subscribe(listener: ChangeListener): () => void {
+    return this.feed.subscribe(listener)
+  }
+  flush(): Promise<void> {
+    return this.feed.flush()
+  }
+  start(): Promise<void> {
+    return this.feed.start()
+  }
+  stop(): Promise<void> {
+    return this.feed.stop()
+  }
 }
 
 export class PgChangeFeed implements ChangeFeed {

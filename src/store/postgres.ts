@@ -11,6 +11,7 @@ import {
   type SqlValue,
 } from './db.js'
 import { Pipeline, toWire } from './pipeline.js'
+import { afterCommitOf, currentUnit, JoiningQueryable, runInUnit, Unit } from './unit-of-work.js'
 
 // int8 (COUNT, BIGINT, BIGSERIAL) arrives as a string by default; our values stay far below 2^53.
 const parseInt8 = (v: string) => Number(v)
@@ -268,6 +269,8 @@ export class PostgresDb implements Db, Pipelined {
   private readonly names = new StatementNames()
   /** Independent single statements on the hot path, pipelined on up to four connections (src/store/pipeline.ts). */
   readonly pipeline: Pipeline
+  /** The hot path as repositories use it: the pipeline, or the open unit of work's transaction (db.ts hotPath). */
+  readonly hot: Queryable
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -283,6 +286,7 @@ export class PostgresDb implements Db, Pipelined {
       // commit's flush (a third of the pool's throughput across workspaces); four come close to the pool's.
       connections: 4,
     })
+    this.hot = new JoiningQueryable(this, this.pipeline)
   }
 
   static async connect(url: string): Promise<PostgresDb> {
@@ -293,16 +297,51 @@ export class PostgresDb implements Db, Pipelined {
     return new PostgresDb(pool, url)
   }
 
+  /** Outside a unit of work, any pooled client; inside one, the unit's transaction. */
+  private target(): Queryable {
+    return currentUnit<PgTransaction>(this)?.tx ?? this.direct
+  }
+
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return this.direct.query<T>(sql, params)
+    return this.target().query<T>(sql, params)
   }
   one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    return this.direct.one<T>(sql, params)
+    return this.target().one<T>(sql, params)
   }
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.direct.run(sql, params)
+    return this.target().run(sql, params)
   }
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const unit = currentUnit<PgTransaction>(this)
+    if (unit) return fn(unit.tx)
+    return this.transact(fn)
+  }
+
+  /**
+   * A unit of work: one transaction on one pooled client that every statement of fn's context joins; its
+   * held-back statements (event appends, the idempotency answer) go out with the COMMIT.
+   */
+  async unitOfWork<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const open = currentUnit<PgTransaction>(this)
+    if (open) return fn(open.tx)
+    let unit: Unit<PgTransaction> | undefined
+    const value = await this.transact((tx) => {
+      unit = new Unit(this, tx)
+      return runInUnit(unit, () => fn(tx))
+    })
+    unit?.committed()
+    return value
+  }
+
+  afterCommit(fn: () => void): void {
+    afterCommitOf(this, fn)
+  }
+
+  inUnitOfWork(): boolean {
+    return currentUnit(this) !== undefined
+  }
+
+  private async transact<T>(fn: (tx: PgTransaction) => Promise<T>): Promise<T> {
     const client = await this.pool.connect()
     const tx = new PgTransaction(client, this.names)
     try {
@@ -317,7 +356,7 @@ export class PostgresDb implements Db, Pipelined {
     }
   }
   exec(script: string): Promise<void> {
-    return this.direct.exec(script)
+    return this.target().exec(script)
   }
   async close(): Promise<void> {
     await this.pipeline.close()

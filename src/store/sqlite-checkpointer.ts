@@ -44,8 +44,13 @@ export class WalCheckpointer {
     this.worker.unref()
   }
 
-  /** A last checkpoint, then the worker's connection is closed (bounded: a stuck worker is terminated). */
+  /**
+   * A last checkpoint, then the worker's connection is closed (bounded: a stuck worker is terminated). The worker
+   * and the bound are referenced while this waits: at the end of a shutdown they are all that is left, and a wait
+   * on unreferenced handles only let the process end with an unsettled promise (exit code 13) and no "stopped" line.
+   */
   async stop(): Promise<void> {
+    this.worker.ref()
     const stopped = new Promise<void>((resolve) => {
       this.worker.on('message', (message: { stopped?: boolean }) => {
         if (message.stopped) resolve()
@@ -53,7 +58,9 @@ export class WalCheckpointer {
       this.worker.once('exit', () => resolve())
     })
     this.worker.postMessage('stop')
-    await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000).unref())])
+    let bound: NodeJS.Timeout | undefined
+    await Promise.race([stopped, new Promise((resolve) => (bound = setTimeout(resolve, 2000)))])
+    clearTimeout(bound)
     await this.worker.terminate()
   }
 }

@@ -3,6 +3,8 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
+import { OperatorSignal } from './sqlite-operators.js'
+import { afterCommitOf, currentUnit, runInUnit, Unit } from './unit-of-work.js'
 
 /** Write commits after which checkpoints move to a worker thread: a busy server, not a one-off CLI command. */
 const CHECKPOINTER_AFTER_COMMITS = 100
@@ -257,11 +259,17 @@ export class SqliteDb implements Db {
   private writeCommits = 0
   private checkpointer: WalCheckpointer | null = null
 
+  /** Operators waiting for the write lock (src/store/sqlite-operators.ts); none in memory. */
+  private readonly operators: OperatorSignal | null
+
   private constructor(
     private readonly raw: Database.Database,
     /** The database file; null in memory, where there is no WAL to checkpoint. */
     private readonly path: string | null,
+    /** An operator's process (the CLI): its write transactions say they wait, so a busy server lets them in. */
+    private readonly operator = false,
   ) {
+    this.operators = path ? new OperatorSignal(path) : null
     this.sync = new SqliteStatements(new StatementCache(raw))
     this.direct = new SqliteQueryable(this.sync)
     this.control = {
@@ -274,8 +282,11 @@ export class SqliteDb implements Db {
     }
   }
 
-  /** Accepts `sqlite:path`, `file:path`, a bare path, or `:memory:`. */
-  static open(url: string): SqliteDb {
+  /**
+   * Accepts `sqlite:path`, `file:path`, a bare path, or `:memory:`. `operator`: this process is an operator's
+   * command (the CLI), whose writes a running server makes room for.
+   */
+  static open(url: string, options: { operator?: boolean } = {}): SqliteDb {
     const path = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '') || ':memory:'
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const raw = new Database(path)
@@ -283,7 +294,7 @@ export class SqliteDb implements Db {
     raw.pragma('busy_timeout = 5000')
     raw.pragma('foreign_keys = ON')
     raw.pragma('synchronous = NORMAL')
-    return new SqliteDb(raw, path === ':memory:' ? null : path)
+    return new SqliteDb(raw, path === ':memory:' ? null : path, options.operator === true)
   }
 
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
@@ -298,9 +309,10 @@ export class SqliteDb implements Db {
 
   /**
    * A logical transaction: a savepoint inside the open batch, so a failure undoes only its own work. It resolves
-   * after the batch's COMMIT.
+   * after the batch's COMMIT. Inside a unit of work it is part of the unit's savepoint (the unit holds the lock).
    */
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    if (currentUnit(this)) return fn(this.direct)
     const { value, batch } = await this.mutex.lock(async () => {
       const batch = this.openBatch()
       this.control.savepoint.run()
@@ -318,7 +330,42 @@ export class SqliteDb implements Db {
     return value
   }
 
+  /**
+   * A unit of work: one savepoint in the open batch that holds the lock until fn settles, so every statement of
+   * its context runs in it at once, and no other work interleaves. It resolves after the batch's COMMIT; what
+   * waited for that COMMIT (`afterCommit`) runs then.
+   */
+  async unitOfWork<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    if (currentUnit(this)) return fn(this.direct)
+    const unit = new Unit<Queryable>(this, this.direct)
+    const { value, batch } = await this.mutex.lock(async () => {
+      const batch = this.openBatch()
+      this.control.savepoint.run()
+      try {
+        const value = await runInUnit(unit, () => fn(this.direct))
+        this.control.release.run()
+        batch.dirty = true
+        return { value, batch }
+      } catch (err) {
+        this.undo(batch, err)
+        throw err
+      }
+    })
+    await batch.committed
+    unit.committed()
+    return value
+  }
+
+  afterCommit(fn: () => void): void {
+    afterCommitOf(this, fn)
+  }
+
+  inUnitOfWork(): boolean {
+    return currentUnit(this) !== undefined
+  }
+
   exec(script: string): Promise<void> {
+    if (currentUnit(this)) return this.direct.exec(script)
     return this.mutex.lock(async () => {
       this.commit(this.batch)
       await this.direct.exec(script)
@@ -340,6 +387,8 @@ export class SqliteDb implements Db {
    * batch holds writes it may have seen.
    */
   private async statement<R>(sql: string, exec: (s: CachedStatement) => R): Promise<R> {
+    // Inside a unit of work, which holds the lock: at once, in its savepoint; the unit waits for the COMMIT.
+    if (currentUnit(this)) return exec(this.sync.statements.get(sql))
     const result = await this.mutex.run((): R | Held<R> => {
       const cached = this.sync.statements.get(sql)
       const writes = !cached.stmt.readonly
@@ -365,12 +414,17 @@ export class SqliteDb implements Db {
   /** The open batch, or a new one begun with the write lock and committed after the work queued in this turn. */
   private openBatch(): Batch {
     if (this.batch) return this.batch
-    this.control.begin.run()
+    if (this.operator && this.operators) this.operators.whileWaiting(() => this.control.begin.run())
+    else this.control.begin.run()
     const batch = new Batch()
     this.batch = batch
-    // After the work already queued (FIFO), before anything queued later: one COMMIT per turn of the loop.
+    // After the work already queued (FIFO), before anything queued later: one COMMIT per turn of the loop. An
+    // operator waiting for the write lock gets it before this server begins again.
     setImmediate(() => {
-      void this.mutex.lock(async () => this.commit(batch))
+      void this.mutex.lock(async () => {
+        this.commit(batch)
+        if (this.operators?.operatorWaits()) await this.operators.yieldToOperators()
+      })
     })
     return batch
   }

@@ -11,8 +11,98 @@ import { describe, expect, it } from 'vitest'
 import { openClient } from '../stream/client.js'
 import { backends } from '../support/backends.js'
 import { issueToken, startReplica } from '../support/cluster.js'
+import { startReceiver } from '../webhooks/receiver.js'
 
 const postgres = backends().filter((b) => b.name === 'postgres')
+
+/**
+ * Keyed POSTs, ingest batches, an open stream and a webhook attempt (the receiver never answers) all in flight
+ * when the signal lands; on SQLite enough commits have gone by for WAL checkpoints to run in their worker thread.
+ * The two signals share one handler, so each store takes one of them here (both are covered unloaded below).
+ * The store's own last wait is tested in test/store/sqlite-close.test.ts.
+ */
+describe.each(
+  backends().map((b) => ({ ...b, signal: b.name === 'sqlite' ? ('SIGTERM' as const) : ('SIGINT' as const) })),
+)('shutdown of agentops serve under load on $name', (backend) => {
+  it(`on ${backend.signal} exits 0 with the one line whatever is in flight`, async () => {
+    const signal = backend.signal
+    const databaseUrl = await backend.freshUrl()
+    const token = await issueToken(databaseUrl, [
+      '--workspace',
+      'load',
+      '--limit-per-hour',
+      '100000000',
+      '--burst-limit',
+      '10000000',
+    ])
+    const replica = await startReplica(0, databaseUrl)
+    const receiver = await startReceiver('hang')
+    const call = (path: string, body: unknown, key?: string) =>
+      fetch(`${replica.url}${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          ...(key ? { 'idempotency-key': key } : {}),
+        },
+        body: JSON.stringify(body),
+      })
+    try {
+      expect(
+        (
+          await call('/v1/webhooks', {
+            url: receiver.url,
+            events: ['agent.created'],
+            secret: 'x'.repeat(32),
+          })
+        ).status,
+      ).toBe(201)
+      const client = await openClient(replica.url, token)
+      let writes = 0
+      let stopping = false
+      const loop = async (n: number) => {
+        for (let i = 0; !stopping; i++) {
+          try {
+            const res =
+              i % 3 === 2
+                ? await call(`/v1/grid/connectors/c${n}/ingest`, {
+                    records: [
+                      {
+                        id: `r${i}`,
+                        ts: '2026-11-23T06:00:00Z',
+                        source: 's',
+                        policy_class: 'internal',
+                        body: {},
+                      },
+                    ],
+                  })
+                : await call('/v1/agents', { name: `a${n}-${i}`, behavior: 'autonomous' }, `k${n}-${i}`)
+            await res.arrayBuffer()
+            writes++
+          } catch {
+            return // the server stopped listening
+          }
+        }
+      }
+      const loops = Array.from({ length: 8 }, (_, n) => loop(n))
+      await receiver.waitFor(1) // a webhook attempt is in flight (its receiver never answers)
+      while (writes < 200) await new Promise((r) => setTimeout(r, 20))
+      const outputBefore = replica.output()
+      replica.kill(signal)
+      expect(await replica.exited).toBe(0)
+      stopping = true
+      await Promise.all(loops)
+      expect((await client.closed).code).toBe(1001)
+      const added = replica.output().slice(outputBefore.length).trim().split('\n')
+      expect(added.filter((line) => line.startsWith('agentops stopped'))).toEqual([
+        expect.stringMatching(new RegExp(`^agentops stopped on ${signal} in \\d+ ms$`)),
+      ])
+    } finally {
+      replica.kill('SIGKILL')
+      await receiver.close()
+    }
+  }, 90_000)
+})
 
 describe('graceful shutdown of agentops serve', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)(

@@ -128,8 +128,9 @@ describe('headroom for reads counted alongside', () => {
       flush: async () => {},
       purgeBefore: async () => 0,
     }
-    const idempotency = {} as ConstructorParameters<typeof LimitsService>[0]
-    const limits = new LimitsService(idempotency, counters, new ManualClock(Date.UTC(2026, 5, 1, 12)))
+    const db = {} as ConstructorParameters<typeof LimitsService>[0]
+    const idempotency = {} as ConstructorParameters<typeof LimitsService>[1]
+    const limits = new LimitsService(db, idempotency, counters, new ManualClock(Date.UTC(2026, 5, 1, 12)))
     const workspace: Workspace = {
       id: 'ws_h',
       name: 'h',

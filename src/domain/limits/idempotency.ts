@@ -3,8 +3,6 @@ import { canonicalize } from '../canonical-json.js'
 import { ApiError } from '../errors.js'
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
-/** A claim not completed within this lease (a crashed server) may be taken over by a retry. */
-export const IDEMPOTENCY_LEASE_MS = 60 * 1000
 export const MAX_KEY_LENGTH = 255
 
 /** Response headers worth replaying; per-request ones (request id, rate limits, dates) are fresh each time. */

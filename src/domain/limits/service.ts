@@ -1,9 +1,24 @@
 import type { Clock } from '../clock.js'
 import type { Workspace } from '../identity.js'
-import type { IdempotencyRepository, RateCounterRepository } from '../ports.js'
-import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS } from './idempotency.js'
+import type { Db, IdempotencyRepository, RateCounterRepository } from '../ports.js'
+import { IDEMPOTENCY_WINDOW_MS } from './idempotency.js'
 import { policiesFor, stateOf, type WindowPolicy, type WindowState, windowStart } from './rate-limit.js'
-import type { ClaimResult, CounterWindow, StoredResponse } from './types.js'
+import type { ClaimResult, CounterWindow, StoredAnswer, StoredResponse } from './types.js'
+
+/** What a keyed request's handler produced: the answer, and whether the request failed (its work is undone). */
+export interface Handled {
+  response: StoredResponse
+  failed: boolean
+}
+
+/**
+ * How `once` ended: this request's answer is the key's (`answered`), the key holds another's (`replay`, or
+ * `in_progress` while it runs), or the request failed with a server error and the key stays free (`unanswered`).
+ */
+export type Once = Exclude<ClaimResult, { kind: 'claimed' }> | { kind: 'answered' } | { kind: 'unanswered' }
+
+/** Rolls a failed request's unit of work back; `once` then decides what the key keeps. */
+class RolledBack extends Error {}
 
 export interface RateDecision {
   allowed: boolean
@@ -38,6 +53,8 @@ export class LimitsService {
   private readonly headroom = new WeakMap<Workspace, boolean>()
 
   constructor(
+    /** Where a keyed request's unit of work runs. */
+    private readonly db: Db,
     private readonly idempotency: IdempotencyRepository,
     private readonly counters: RateCounterRepository,
     private readonly clock: Clock,
@@ -89,23 +106,51 @@ export class LimitsService {
     return this.counters.flush(this.clock.now())
   }
 
-  claim(workspaceId: string, key: string, fingerprint: string): Promise<ClaimResult> {
-    return this.idempotency.claim(
+  /**
+   * Runs `handle` at most once for the key (docs/design.md "Idempotency"). The claim, the work `handle` does and its
+   * answer are one unit of work: the key is either unclaimed or answered with the committed effect, whatever
+   * crashes when. A failed request rolls back whole; its refusal (4xx) is then stored on its own, and a server
+   * error (5xx) is not an answer: the key stays free for a retry.
+   */
+  async once(
+    workspaceId: string,
+    key: string,
+    fingerprint: string,
+    handle: () => Promise<Handled>,
+  ): Promise<Once> {
+    const now = this.clock.now()
+    const entry = (response: StoredResponse): StoredAnswer => ({
       workspaceId,
       key,
       fingerprint,
-      this.clock.now(),
-      IDEMPOTENCY_WINDOW_MS,
-      IDEMPOTENCY_LEASE_MS,
-    )
-  }
-
-  complete(workspaceId: string, key: string, response: StoredResponse): Promise<void> {
-    return this.idempotency.complete(workspaceId, key, response)
-  }
-
-  release(workspaceId: string, key: string): Promise<void> {
-    return this.idempotency.release(workspaceId, key)
+      response,
+      createdAt: now,
+      expiresAt: now + IDEMPOTENCY_WINDOW_MS,
+    })
+    let handled: Handled | undefined
+    try {
+      return await this.db.unitOfWork(async (tx): Promise<Once> => {
+        const claim = await this.idempotency.claim(tx, workspaceId, key, fingerprint, now)
+        if (claim.kind !== 'claimed') return claim
+        handled = await handle()
+        if (handled.failed) throw new RolledBack()
+        await this.idempotency.answer(tx, entry(handled.response))
+        return { kind: 'answered' }
+      })
+    } catch (err) {
+      const settled = handled as Handled | undefined
+      if (settled?.failed) {
+        if (settled.response.status >= 500) return { kind: 'unanswered' }
+        const kept = await this.idempotency.answerAlone(entry(settled.response), now)
+        // Another request with the key may have run between the rollback and this write: its answer stands.
+        return kept.response === settled.response ? { kind: 'answered' } : { kind: 'replay', ...kept }
+      }
+      // The commit failed after the work. Another request answered the key meanwhile (the unique key refused a
+      // second answer), or the commit's outcome is unknown: what the key holds now is the answer either way.
+      const stored = settled && (await this.idempotency.stored(workspaceId, key, this.clock.now()))
+      if (stored) return { kind: 'replay', ...stored }
+      throw err
+    }
   }
 
   /** Drops expired idempotency records and counters of windows long gone. */

@@ -156,7 +156,7 @@ export class WebhookService {
       )
     }
     const after = await this.deliveries.get(webhookId, deliveryId)
-    this.dispatcher.wake()
+    this.db.afterCommit(() => this.dispatcher.wake())
     if (!after) throw notFound('Delivery')
     return after
   }

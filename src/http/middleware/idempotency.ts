@@ -3,6 +3,7 @@ import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
 import { ApiError } from '../../domain/errors.js'
 import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/limits/idempotency.js'
+import type { StoredResponse } from '../../domain/limits/types.js'
 import type { Services } from '../../services.js'
 
 /**
@@ -27,6 +28,9 @@ function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
  * claims the key, its non-5xx answer is stored for 24 h and replayed byte for byte to identical repeats. A
  * different request with the key is 409 idempotency_key_reused; a repeat while the first runs is 409
  * idempotency_key_in_progress (no waiting, so a client never hangs on a stuck request).
+ *
+ * The route runs inside the key's unit of work (LimitsService.once): whatever it writes commits with its answer,
+ * so a crash at any point leaves the key unclaimed with nothing done, or answered with the effect.
  */
 export const idempotency = (services: Services) =>
   createMiddleware<AppEnv>(async (c, next) => {
@@ -35,62 +39,62 @@ export const idempotency = (services: Services) =>
     if (key === undefined) return next()
     validateKey(key)
     const auth = c.get('auth')
-    const bodyText = await c.req.text()
-    const print = fingerprint(c.req.method, c.req.path, bodyText)
-    const claim = await services.limits.claim(auth.workspaceId, key, print)
-    if (claim.kind !== 'claimed') {
-      if (claim.fingerprint !== print) {
-        throw new ApiError(
-          'idempotency_key_reused',
-          'This Idempotency-Key was used with a different request',
-          {
-            header: 'Idempotency-Key',
-          },
-        )
+    const print = fingerprint(c.req.method, c.req.path, await c.req.text())
+    const answered = captureJson(c)
+    const outcome = await services.limits.once(auth.workspaceId, key, print, async () => {
+      await next()
+      return {
+        response: await storedAnswer(c, answered),
+        failed: c.error !== undefined || c.res.status >= 500,
       }
-      if (claim.kind === 'in_progress') {
-        throw new ApiError(
-          'idempotency_key_in_progress',
-          'A request with this Idempotency-Key is still being processed; retry later',
-          { header: 'Idempotency-Key' },
-          { 'Retry-After': '1' },
-        )
-      }
-      const headers = new Headers(claim.response.headers)
-      headers.set('Idempotent-Replayed', 'true')
-      return new Response(claim.response.status === 204 ? null : claim.response.body, {
-        status: claim.response.status,
-        headers,
+    })
+    if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
+    if (outcome.fingerprint !== print) {
+      throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request', {
+        header: 'Idempotency-Key',
       })
     }
-    const answered = captureJson(c)
-    try {
-      await next()
-    } catch (err) {
-      await services.limits.release(auth.workspaceId, key)
-      throw err
+    if (outcome.kind === 'in_progress') {
+      throw new ApiError(
+        'idempotency_key_in_progress',
+        'A request with this Idempotency-Key is still being processed; retry later',
+        { header: 'Idempotency-Key' },
+        { 'Retry-After': '1' },
+      )
     }
-    if (c.res.status >= 500) {
-      // A server failure is not an answer: free the key so a retry can succeed.
-      await services.limits.release(auth.workspaceId, key)
-      return
-    }
-    const answer = c.res
-    // The text the handler's c.json produced, when that is the answer: reading it back from the Response would
-    // build a web stream for it (measured at about a twentieth of a POST).
-    const body = answered.res === answer && answered.text !== undefined ? answered.text : await answer.text()
-    const headers: Record<string, string> = {}
-    for (const name of REPLAYED_HEADERS) {
-      const value = answer.headers.get(name)
-      if (value !== null) headers[name] = value
-    }
-    // The answer's body was read, so it goes out as the text itself rather than a clone's stream: the
-    // server then writes it in one piece, as it does for any JSON answer (a clone's tee'd stream was measured
-    // at about a fifth of a POST's CPU).
-    c.res = undefined
-    c.res = new Response(answer.status === 204 ? null : body, {
-      status: answer.status,
-      headers: answer.headers,
+    const headers = new Headers(outcome.response.headers)
+    headers.set('Idempotent-Replayed', 'true')
+    const replay = new Response(outcome.response.status === 204 ? null : outcome.response.body, {
+      status: outcome.response.status,
+      headers,
     })
-    await services.limits.complete(auth.workspaceId, key, { status: answer.status, headers, body })
+    // After this request's own work (it lost a race with another holder of the key), its answer gives way.
+    c.res = undefined
+    c.res = replay
+    return replay
   })
+
+/**
+ * The answer the route gave, as the key stores it. The body is the text the handler's c.json produced when that is
+ * the answer: reading it back from the Response would build a web stream for it (measured at about a twentieth of
+ * a POST). The answer then goes out as that text rather than a clone's stream: the server writes it in one piece,
+ * as it does for any JSON answer (a clone's tee'd stream was measured at about a fifth of a POST's CPU).
+ */
+async function storedAnswer(
+  c: Context<AppEnv>,
+  answered: { text?: string; res?: Response },
+): Promise<StoredResponse> {
+  const answer = c.res
+  const body = answered.res === answer && answered.text !== undefined ? answered.text : await answer.text()
+  const headers: Record<string, string> = {}
+  for (const name of REPLAYED_HEADERS) {
+    const value = answer.headers.get(name)
+    if (value !== null) headers[name] = value
+  }
+  c.res = undefined
+  c.res = new Response(answer.status === 204 ? null : body, {
+    status: answer.status,
+    headers: answer.headers,
+  })
+  return { status: answer.status, headers, body }
+}

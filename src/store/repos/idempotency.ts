@@ -1,170 +1,132 @@
-import type { ClaimResult, StoredResponse } from '../../domain/limits/types.js'
-import type { IdempotencyRepository } from '../../domain/ports.js'
-import type { Queryable } from '../db.js'
+import type { ClaimResult, StoredAnswer, StoredResponse } from '../../domain/limits/types.js'
+import type { Dialect, IdempotencyRepository } from '../../domain/ports.js'
+import { commitTailOf, type Queryable } from '../db.js'
 
 interface Row extends Record<string, unknown> {
-  fingerprint: string
-  state: string
+  /** PostgreSQL's claim only: whether this transaction took the key's advisory lock. */
+  locked?: boolean
+  fingerprint: string | null
+  state: string | null
   status: number | null
   headers: string | null
   body: string | null
-  locked_until: number
-  expires_at: number
-}
-
-export class IdempotencyRepo implements IdempotencyRepository {
-  constructor(
-    private readonly purgeDb: Queryable,
-    /**
-     * Claims, answers and releases: single statements on rows no transaction writes, so on PostgreSQL they go
-     * through the store's pipeline (src/store/db.ts); the bulk purge stays off it.
-     */
-    private readonly db: Queryable = purgeDb,
-  ) {}
-
-  /**
-   * Atomically claims (workspace, key). The primary key decides between racing requests on any number of
-   * replicas; an expired record, or an in-progress claim whose lease ran out (a crashed server), is taken over.
-   */
-  async claim(
-    workspaceId: string,
-    key: string,
-    fingerprint: string,
-    now: number,
-    windowMs: number,
-    leaseMs: number,
-  ): Promise<ClaimResult> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const inserted = await this.db.run(
-        `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, locked_until, created_at, expires_at)
-         VALUES ($1, $2, $3, 'in_progress', $4, $5, $6) ON CONFLICT (workspace_id, idem_key) DO NOTHING`,
-        [workspaceId, key, fingerprint, now + leaseMs, now, now + windowMs],
-      )
-      if (inserted > 0) return { kind: 'claimed' }
-      const row = await this.db.one<Row>(
-        'SELECT * FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2',
-        [workspaceId, key],
-      )
-      if (!row) continue // released between our insert and read: try again
-      const stale =
-        Number(row.expires_at) <= now || (row.state === 'in_progress' && Number(row.locked_until) <= now)
-      if (stale) {
-        await this.db.run(
-          `DELETE FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2
-             AND (expires_at <= $3 OR (state = 'in_progress' AND locked_until <= $3))`,
-          [workspaceId, key, now],
-        )
-        continue
-      }
-      if (row.state === 'in_progress') return { kind: 'in_progress', fingerprint: row.fingerprint }
-      return {
-        kind: 'replay',
-        fingerprint: row.fingerprint,
-        response: storedResponse(row),
-      }
-    }
-    return { kind: 'in_progress', fingerprint }
-  }
-
-  async complete(workspaceId: string, key: string, response: StoredResponse): Promise<void> {
-    await this.db.run(
-      `UPDATE idempotency_keys SET state = 'done', status = $3, headers = $4, body = $5
-       WHERE workspace_id = $1 AND idem_key = $2`,
-      [workspaceId, key, response.status, JSON.stringify(response.headers), response.body],
-    )
-  }
-
-  async release(workspaceId: string, key: string): Promise<void> {
-    await this.db.run(
-      "DELETE FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2 AND state = 'in_progress'",
-      [workspaceId, key],
-    )
-  }
-
-  async purgeExpired(now: number): Promise<number> {
-    return this.purgeDb.run('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now])
-  }
+  locked_until: number | null
+  expires_at: number | null
 }
 
 /**
- * The embedded store's variant, where this server is the only writer: a claim in progress lives in memory (no
- * write, no commit), and only the finished answer is written, once. The claim is taken synchronously before the
- * first await, so two concurrent requests with one key can never both win it. A crash loses only claims whose
- * requests never answered, which the stored variant would also hand over once their lease ran out.
+ * The first of the two numbers of the claim's advisory lock (the second is a hash of workspace and key): the
+ * two-number form never meets the one-number locks of the event log (src/store/repos/events.ts).
  */
-export class LocalIdempotencyRepo implements IdempotencyRepository {
-  private readonly stored: IdempotencyRepo
-  private readonly inFlight = new Map<string, { fingerprint: string; createdAt: number; expiresAt: number }>()
+const CLAIM_LOCK_CLASS = 25_001
 
-  constructor(private readonly db: Queryable) {
-    this.stored = new IdempotencyRepo(db)
-  }
+/**
+ * PostgreSQL's claim, sent with the unit's BEGIN: the key's transaction-scoped advisory lock, tried without waiting,
+ * and the key's row. The lock ends with the transaction, whether it commits, rolls back, or its server dies (the
+ * connection closes): a dead owner's claim is gone as soon as PostgreSQL notices the connection is. The row is
+ * read on the statement's snapshot, which may predate a commit of the lock's previous holder; the answer's plain
+ * INSERT then fails the unit's commit on the primary key, and the unit replays the stored answer instead.
+ */
+const PG_CLAIM = `SELECT l.locked, k.fingerprint, k.state, k.status, k.headers, k.body, k.locked_until, k.expires_at
+  FROM (SELECT pg_try_advisory_xact_lock(${CLAIM_LOCK_CLASS}, hashtext($3)) AS locked) l
+  LEFT JOIN idempotency_keys k ON k.workspace_id = $1 AND k.idem_key = $2`
+
+const READ = 'SELECT * FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2'
+
+/** No ON CONFLICT: a key answered by another unit meanwhile fails this one's commit instead of being overwritten. */
+const INSERT_ANSWER = `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body,
+    locked_until, created_at, expires_at)
+  VALUES ($1, $2, $3, 'done', $4, $5, $6, $7, $7, $8)`
+
+/** A refusal stored on its own: it takes the place of an expired or abandoned row, never of a live answer. */
+const UPSERT_REFUSAL = `${INSERT_ANSWER}
+  ON CONFLICT (workspace_id, idem_key) DO UPDATE SET fingerprint = $3, state = 'done', status = $4, headers = $5,
+    body = $6, locked_until = $7, created_at = $7, expires_at = $8
+  WHERE idempotency_keys.expires_at <= $9 OR idempotency_keys.state <> 'done'`
+
+export class IdempotencyRepo implements IdempotencyRepository {
+  constructor(
+    /** Statements outside a unit of work: the refusal stored alone, reads after a failed commit, the purge. */
+    private readonly db: Queryable,
+    private readonly dialect: Dialect,
+  ) {}
 
   async claim(
+    tx: Queryable,
     workspaceId: string,
     key: string,
     fingerprint: string,
     now: number,
-    windowMs: number,
   ): Promise<ClaimResult> {
-    const id = `${workspaceId}\u0000${key}`
-    const running = this.inFlight.get(id)
-    if (running) return { kind: 'in_progress', fingerprint: running.fingerprint }
-    this.inFlight.set(id, { fingerprint, createdAt: now, expiresAt: now + windowMs })
-    try {
-      const row = await this.db.one<Row>(
-        'SELECT * FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2',
-        [workspaceId, key],
-      )
-      // A row left in progress belongs to a server that died before answering: it is taken over.
-      if (!row || Number(row.expires_at) <= now || row.state !== 'done') return { kind: 'claimed' }
-      this.inFlight.delete(id)
-      return {
-        kind: 'replay',
-        fingerprint: row.fingerprint,
-        response: storedResponse(row),
-      }
-    } catch (err) {
-      this.inFlight.delete(id)
-      throw err
+    const row =
+      this.dialect === 'postgres'
+        ? await tx.one<Row>(PG_CLAIM, [workspaceId, key, `${workspaceId} ${key}`])
+        : await tx.one<Row>(READ, [workspaceId, key])
+    const held = row?.fingerprint != null && Number(row.expires_at) > now ? row : undefined
+    if (held?.state === 'done') {
+      return { kind: 'replay', fingerprint: held.fingerprint as string, response: storedResponse(held) }
     }
-  }
-
-  async complete(workspaceId: string, key: string, response: StoredResponse): Promise<void> {
-    const id = `${workspaceId}\u0000${key}`
-    const claim = this.inFlight.get(id)
-    if (!claim) return
-    try {
-      await this.db.run(
-        `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body, locked_until,
-           created_at, expires_at)
-         VALUES ($1, $2, $3, 'done', $4, $5, $6, $7, $7, $8)
-         ON CONFLICT (workspace_id, idem_key) DO UPDATE SET fingerprint = $3, state = 'done', status = $4,
-           headers = $5, body = $6, locked_until = $7, created_at = $7, expires_at = $8`,
-        [
-          workspaceId,
-          key,
-          claim.fingerprint,
-          response.status,
-          JSON.stringify(response.headers),
-          response.body,
-          claim.createdAt,
-          claim.expiresAt,
-        ],
-      )
-    } finally {
-      this.inFlight.delete(id)
+    // A claim of the earlier, leased design (a replica of the previous version, during a rolling upgrade): in
+    // progress until its lease ends. On SQLite such a row belongs to a previous run of this, the only, server.
+    if (held && this.dialect === 'postgres' && Number(held.locked_until) > now) {
+      return { kind: 'in_progress', fingerprint: held.fingerprint as string }
     }
+    if (row?.locked === false) return { kind: 'in_progress', fingerprint }
+    if (row?.fingerprint != null) {
+      await tx.run('DELETE FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2', [
+        workspaceId,
+        key,
+      ])
+    }
+    return { kind: 'claimed' }
   }
 
-  async release(workspaceId: string, key: string): Promise<void> {
-    this.inFlight.delete(`${workspaceId}\u0000${key}`)
-    await this.stored.release(workspaceId, key)
+  async answer(tx: Queryable, entry: StoredAnswer): Promise<void> {
+    const params = answerParams(entry)
+    // On PostgreSQL it goes out with the COMMIT (no round trip of its own), after the unit's other statements.
+    const tail = commitTailOf(tx)
+    if (tail) tail.atCommit(INSERT_ANSWER, params)
+    else await tx.run(INSERT_ANSWER, params)
   }
 
-  purgeExpired(now: number): Promise<number> {
-    return this.stored.purgeExpired(now)
+  async answerAlone(
+    entry: StoredAnswer,
+    now: number,
+  ): Promise<{ fingerprint: string; response: StoredResponse }> {
+    if ((await this.db.run(UPSERT_REFUSAL, [...answerParams(entry), now])) > 0) {
+      return { fingerprint: entry.fingerprint, response: entry.response }
+    }
+    const kept = await this.stored(entry.workspaceId, entry.key, now)
+    if (!kept) throw new Error('An idempotency key refused the answer but holds none')
+    return kept
   }
+
+  async stored(
+    workspaceId: string,
+    key: string,
+    now: number,
+  ): Promise<{ fingerprint: string; response: StoredResponse } | undefined> {
+    const row = await this.db.one<Row>(READ, [workspaceId, key])
+    if (row?.state !== 'done' || Number(row.expires_at) <= now) return undefined
+    return { fingerprint: row.fingerprint as string, response: storedResponse(row) }
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    return this.db.run('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now])
+  }
+}
+
+function answerParams(e: StoredAnswer): (string | number)[] {
+  return [
+    e.workspaceId,
+    e.key,
+    e.fingerprint,
+    e.response.status,
+    JSON.stringify(e.response.headers),
+    e.response.body,
+    e.createdAt,
+    e.expiresAt,
+  ]
 }
 
 /** The finished answer a row holds, as a replay returns it. */

@@ -3,7 +3,7 @@ import { hotPath } from '../db.js'
 import { AgentRepo } from './agents.js'
 import { DeliveryRepo } from './deliveries.js'
 import { EventRepo } from './events.js'
-import { IdempotencyRepo, LocalIdempotencyRepo } from './idempotency.js'
+import { IdempotencyRepo } from './idempotency.js'
 import { KeyRepo } from './keys.js'
 import { MemoryRateCounters, RateCounterRepo } from './rate-counters.js'
 import { RecordRepo } from './records.js'
@@ -28,15 +28,16 @@ export function createRepositories(db: Db): Repositories {
     // another replica may have written them, from memory once the row's version says they are still current.
     runs:
       db.dialect === 'sqlite'
-        ? new CachedRunRepo(new RunRepo(db), 'sole-writer')
-        : new CachedRunRepo(new RunRepo(db, hot), 'versioned'),
+        ? new CachedRunRepo(new RunRepo(db), 'sole-writer', () => db.inUnitOfWork())
+        : new CachedRunRepo(new RunRepo(db, hot), 'versioned', () => db.inUnitOfWork()),
     events: new EventRepo(db),
     records: new RecordRepo(db),
     webhooks: new WebhookRepo(db),
     deliveries: new DeliveryRepo(db),
-    // The embedded store has one writer (this server), so claims in progress and rate counts live in memory
-    // there; on PostgreSQL they are rows every replica shares.
-    idempotency: db.dialect === 'sqlite' ? new LocalIdempotencyRepo(db) : new IdempotencyRepo(db, hot),
+    // A key's claim is its request's unit of work (src/domain/limits/service.ts); only answers are rows.
+    idempotency: new IdempotencyRepo(db, db.dialect),
+    // The embedded store has one writer (this server), so rate counts live in memory there; on PostgreSQL they are
+    // rows every replica shares.
     rateCounters: db.dialect === 'sqlite' ? new MemoryRateCounters(db) : new RateCounterRepo(hot, db),
   }
 }

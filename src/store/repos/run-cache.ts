@@ -83,16 +83,18 @@ export class CachedRunRepo implements RunRepository {
   constructor(
     private readonly inner: RunRepo,
     private readonly trust: RunCacheTrust,
+    /** Whether the caller runs in a unit of work (Db.inUnitOfWork): a transaction too, whatever it reads through. */
+    private readonly inUnitOfWork: () => boolean = () => false,
     private readonly cache = new RunCache(),
     private readonly inTransaction = false,
   ) {}
 
   in(tx: Queryable): CachedRunRepo {
-    return new CachedRunRepo(this.inner.in(tx), this.trust, this.cache, true)
+    return new CachedRunRepo(this.inner.in(tx), this.trust, this.inUnitOfWork, this.cache, true)
   }
 
   async get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
-    if (this.inTransaction) return this.inner.get(workspaceId, id)
+    if (this.inTransaction || this.inUnitOfWork()) return this.inner.get(workspaceId, id)
     const hit = this.cache.get(id)
     // A run never moves between workspaces: another workspace's run is not found, whatever its version.
     if (hit && hit.run.workspaceId !== workspaceId) return undefined

@@ -1,0 +1,87 @@
+/**
+ * Units of work (Db.unitOfWork): one store transaction that every statement of an async context joins, whichever
+ * Queryable the code in it holds (the Db, a repository bound to it, the hot path, a nested `transaction`). A request
+ * with an Idempotency-Key runs in one, so its effect and its answer commit together (docs/design.md).
+ *
+ * The context is followed with AsyncLocalStorage. Work that outlives the request (wake-ups, change notifications)
+ * must not run in it: it is handed to `afterCommit`, which runs it outside the context once the unit committed.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
+import type { Queryable, Row, SqlValue } from '../domain/ports.js'
+
+export class Unit<Tx> {
+  /** False once the unit's function settled: a late statement of its context then takes the ordinary path. */
+  open = true
+  private readonly after: (() => void)[] = []
+
+  constructor(
+    /** The Db that opened it: a unit of one store is nothing to another. */
+    readonly owner: object,
+    readonly tx: Tx,
+  ) {}
+
+  defer(fn: () => void): void {
+    this.after.push(fn)
+  }
+
+  /** Runs what waited for the commit, each outside any unit's context; one that throws does not stop the others. */
+  committed(): void {
+    for (const fn of this.after.splice(0)) {
+      storage.exit(() => {
+        try {
+          fn()
+        } catch (err) {
+          console.error('[unit-of-work] after-commit callback failed:', err)
+        }
+      })
+    }
+  }
+}
+
+const storage = new AsyncLocalStorage<Unit<unknown>>()
+
+/** The open unit of `owner` this code runs in, if any. */
+export function currentUnit<Tx>(owner: object): Unit<Tx> | undefined {
+  const unit = storage.getStore()
+  return unit?.open && unit.owner === owner ? (unit as Unit<Tx>) : undefined
+}
+
+/** Runs fn with `unit` as its context (and that of everything it starts); closes the unit when fn settles. */
+export async function runInUnit<Tx, T>(unit: Unit<Tx>, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await storage.run(unit as Unit<unknown>, fn)
+  } finally {
+    unit.open = false
+  }
+}
+
+/** `fn` after the commit of the enclosing unit of `owner` (dropped if it rolls back); at once outside one. */
+export function afterCommitOf(owner: object, fn: () => void): void {
+  const unit = currentUnit(owner)
+  if (unit) unit.defer(fn)
+  else fn()
+}
+
+/** A Queryable that sends to the open unit's transaction when there is one, else to `outside` (the hot path). */
+export class JoiningQueryable implements Queryable {
+  constructor(
+    private readonly owner: object,
+    private readonly outside: Queryable,
+  ) {}
+
+  private target(): Queryable {
+    return currentUnit<Queryable>(this.owner)?.tx ?? this.outside
+  }
+  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return this.target().query<T>(sql, params)
+  }
+  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return this.target().one<T>(sql, params)
+  }
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.target().run(sql, params)
+  }
+  exec(script: string): Promise<void> {
+    return this.target().exec(script)
+  }
+}

@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/config.js'
+import { systemClock } from '../../src/domain/clock.js'
+import { createServices, type Services } from '../../src/services.js'
+import { type Db, hotPath, openDb } from '../../src/store/db.js'
+import { migrate } from '../../src/store/migrations/index.js'
+import { backends } from '../support/backends.js'
+
+describe.each(backends())('units of work on $name', (backend) => {
+  let db: Db
+  let url: string
+  beforeAll(async () => {
+    url = await backend.freshUrl()
+    db = await openDb(url)
+    await migrate(db)
+    await db.exec('CREATE TABLE uow_t (k TEXT PRIMARY KEY, v INTEGER NOT NULL)')
+  })
+  afterAll(() => db.close())
+
+  const count = async (k: string) =>
+    Number((await db.one<{ n: number }>('SELECT COUNT(*) AS n FROM uow_t WHERE k = $1', [k]))?.n)
+
+  it('takes in every statement of its context, through the Db, the hot path or a transaction, and rolls them back together', async () => {
+    const hot = hotPath(db)
+    await expect(
+      db.unitOfWork(async (tx) => {
+        expect(db.inUnitOfWork()).toBe(true)
+        await db.run('INSERT INTO uow_t (k, v) VALUES ($1, 1)', ['a'])
+        await db.transaction((inner) => inner.run('INSERT INTO uow_t (k, v) VALUES ($1, 2)', ['b']))
+        await tx.run('INSERT INTO uow_t (k, v) VALUES ($1, 3)', ['c'])
+        // Reads see the unit's own writes, whichever way they go.
+        expect(await hot.one('SELECT v FROM uow_t WHERE k = $1', ['b'])).toEqual({ v: 2 })
+        expect(await db.one('SELECT v FROM uow_t WHERE k = $1', ['a'])).toEqual({ v: 1 })
+        throw new Error('undo')
+      }),
+    ).rejects.toThrow('undo')
+    expect(db.inUnitOfWork()).toBe(false)
+    expect((await count('a')) + (await count('b')) + (await count('c'))).toBe(0)
+  })
+
+  it('commits them together, then runs what waited for the commit outside its context; nothing after a rollback', async () => {
+    const seen: { inUnit: boolean; rows: number }[] = []
+    let heard!: () => void
+    const told = new Promise<void>((resolve) => {
+      heard = resolve
+    })
+    const after = () => {
+      void count('d').then((rows) => {
+        seen.push({ inUnit: db.inUnitOfWork(), rows })
+        heard()
+      })
+    }
+    await db.unitOfWork(async () => {
+      await db.run('INSERT INTO uow_t (k, v) VALUES ($1, 1)', ['d'])
+      db.afterCommit(after)
+      expect(seen).toEqual([])
+    })
+    await told
+    expect(seen).toEqual([{ inUnit: false, rows: 1 }])
+
+    let ran = false
+    await expect(
+      db.unitOfWork(async () => {
+        db.afterCommit(() => {
+          ran = true
+        })
+        throw new Error('undo')
+      }),
+    ).rejects.toThrow('undo')
+    expect(ran).toBe(false)
+    db.afterCommit(() => {
+      ran = true
+    })
+    expect(ran).toBe(true) // outside a unit: at once
+  })
+
+  it('lets other work go on while it is not running, and keeps it out while it is', async () => {
+    const units = Array.from({ length: 20 }, (_, i) =>
+      db.unitOfWork(async () => {
+        const before = await db.one<{ v: number }>(
+          'SELECT COALESCE(MAX(v), 0) AS v FROM uow_t WHERE k LIKE $1',
+          ['seq-%'],
+        )
+        await db.run('INSERT INTO uow_t (k, v) VALUES ($1, $2)', [`seq-${i}`, Number(before?.v) + 1])
+      }),
+    )
+    if (backend.name === 'sqlite') {
+      // One writer: units run one after another, so each saw the one before it.
+      await Promise.all(units)
+      const rows = await db.query<{ v: number }>("SELECT v FROM uow_t WHERE k LIKE 'seq-%' ORDER BY v")
+      expect(rows.map((r) => Number(r.v))).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+    } else {
+      await Promise.all(units)
+      expect(
+        Number((await db.one<{ n: number }>("SELECT COUNT(*) AS n FROM uow_t WHERE k LIKE 'seq-%'"))?.n),
+      ).toBe(20)
+    }
+  })
+})
+
+describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request on $name', (backend) => {
+  let db: Db
+  let services: Services
+  let other: Db
+  beforeAll(async () => {
+    const url = await backend.freshUrl()
+    db = await openDb(url)
+    await migrate(db)
+    services = createServices({
+      db,
+      clock: systemClock,
+      config: loadConfig({}, { databaseUrl: url, workers: false }),
+    })
+    other = await openDb(url)
+  })
+  afterAll(async () => {
+    await other.close()
+    await db.close()
+  })
+
+  it('rolls its work back and replays the answer that reached the key first when its own is refused at COMMIT', async () => {
+    const ws = await services.keys.issue({ workspace: 'uow-race' })
+    const response = {
+      status: 201,
+      headers: { 'content-type': 'application/json' },
+      body: '{"winner":true}',
+    }
+    const outcome = await services.limits.once(ws.workspace_id, 'race', 'fp', async () => {
+      await services.agents.create(ws.workspace_id, { name: 'loser', behavior: 'autonomous' })
+      // Another replica's answer lands meanwhile (as if this unit's claim had read a snapshot from before it).
+      await other.run(
+        `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body, locked_until,
+             created_at, expires_at) VALUES ($1, 'race', 'fp', 'done', 201, $2, $3, 0, 0, $4)`,
+        [ws.workspace_id, JSON.stringify(response.headers), response.body, Date.now() + 60_000],
+      )
+      return { response: { status: 201, headers: {}, body: '{"winner":false}' }, failed: false }
+    })
+    expect(outcome).toEqual({ kind: 'replay', fingerprint: 'fp', response })
+    expect(await db.query("SELECT id FROM agents WHERE name = 'loser'")).toEqual([])
+  })
+})
