@@ -18,6 +18,8 @@ import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
+import { type Logger, SILENT_LOGGER } from './observability/logger.js'
+import type { Metrics } from './observability/metrics.js'
 import { openChangeFeed } from './store/notifications.js'
 import { createRepositories } from './store/repos/index.js'
 
@@ -32,6 +34,9 @@ export interface Services {
   db: Db
   clock: Clock
   config: Config
+  logger: Logger
+  /** Prometheus instruments; absent when metrics are turned off (AGENTOPS_METRICS=off). */
+  metrics: Metrics | undefined
   /** Wake-ups after commits, heard by every replica on the same store (the stream and SSE follow it). */
   changes: ChangeFeed
   /** The durable event log every state change appends to; webhooks and the stream consume it. */
@@ -57,14 +62,20 @@ export interface ServiceDeps {
   db: Db
   clock: Clock
   config: Config
+  logger?: Logger
+  metrics?: Metrics
 }
 
 export function createServices(deps: ServiceDeps): Services {
-  const { db, clock, config } = deps
+  const { db, clock, config, metrics } = deps
+  const logger = deps.logger ?? SILENT_LOGGER
   const repos: Repositories = createRepositories(db)
-  const changes = openChangeFeed(db)
+  const changes = openChangeFeed(db, {
+    ...(metrics ? { onReconnected: () => metrics.store.listenReconnected() } : {}),
+    log: { warn: (message) => logger.warn(message), info: (message) => logger.info(message) },
+  })
   const events = new EventLog(db, repos.events, clock, changes)
-  const recorder = new RunRecorder(db, repos.runs, clock, events, changes)
+  const recorder = new RunRecorder(db, repos.runs, clock, events, changes, metrics?.runs)
   const executor = new RunExecutor(recorder, repos.tools, () => config.allowPrivateWebhooks)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
@@ -78,6 +89,8 @@ export function createServices(deps: ServiceDeps): Services {
     db,
     clock,
     config,
+    logger,
+    metrics,
     changes,
     events,
     keys: new KeyService(repos.keys, repos.workspaces, clock),
@@ -96,6 +109,7 @@ export function createServices(deps: ServiceDeps): Services {
       },
       concurrency: config.webhookConcurrency ?? 16,
       pollMs: config.webhookPollMs ?? 1_000,
+      ...(metrics ? { telemetry: metrics.webhooks } : {}),
     }),
     workers,
     async start() {
@@ -117,9 +131,9 @@ export function createServices(deps: ServiceDeps): Services {
     start: () => services.webhooks.dispatcher.start(),
     stop: () => services.webhooks.dispatcher.stop(),
   })
-  workers.push(intervalWorker('limits-purge', 10 * 60 * 1000, () => services.limits.purge()))
+  workers.push(intervalWorker('limits-purge', 10 * 60 * 1000, () => services.limits.purge(), logger))
   // In-memory rate counts (SQLite) reach the store every second and once more when the server stops.
-  const flush = intervalWorker('rate-counters-flush', 1000, () => services.limits.flushCounters())
+  const flush = intervalWorker('rate-counters-flush', 1000, () => services.limits.flushCounters(), logger)
   workers.push({
     ...flush,
     async stop() {
@@ -131,7 +145,12 @@ export function createServices(deps: ServiceDeps): Services {
 }
 
 /** A worker that runs `tick` every `everyMs` without keeping the process alive, never overlapping itself. */
-export function intervalWorker(name: string, everyMs: number, tick: () => Promise<unknown>): Worker {
+export function intervalWorker(
+  name: string,
+  everyMs: number,
+  tick: () => Promise<unknown>,
+  logger: Logger = SILENT_LOGGER,
+): Worker {
   let timer: NodeJS.Timeout | undefined
   let running: Promise<unknown> | undefined
   return {
@@ -140,7 +159,7 @@ export function intervalWorker(name: string, everyMs: number, tick: () => Promis
       timer = setInterval(() => {
         if (running) return
         running = tick()
-          .catch((err) => console.error(`[${name}]`, err))
+          .catch((err: unknown) => logger.error({ err, worker: name }, 'worker tick failed'))
           .finally(() => {
             running = undefined
           })

@@ -9,6 +9,7 @@ import { auth } from './middleware/auth.js'
 import { bodyGuard, WITH_BODY } from './middleware/body.js'
 import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
+import { observeRequests, routeTemplate } from './middleware/observe.js'
 import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
 import { textGuard } from './middleware/text.js'
@@ -21,19 +22,24 @@ import { registerWebhookRoutes } from './routes/webhooks.js'
 import { validationHook } from './validation.js'
 
 /**
- * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit → text guard
+ * The reference server's HTTP side. Middleware is applied once, in this order: observation (metrics and the
+ * request log, which see every answer) → request id → auth → rate limit → text guard
  * → body guard (bodies only) → idempotency (POST only) → validated routes. Errors from anywhere become the spec §7 envelope.
  */
 export function createApp(services: Services): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
 
+  app.use('*', observeRequests(services.metrics?.http, services.logger))
   app.use('*', requestId())
   const corsMiddleware = cors(services.config.corsOrigins ?? [])
   if (corsMiddleware) app.use('*', corsMiddleware)
   app.onError((err, c) => {
     const apiError = toApiError(err)
     if (apiError.code === 'internal_error') {
-      console.error(`[${c.get('requestId')}] ${c.req.method} ${c.req.path} failed:`, err)
+      services.logger.error(
+        { err, req_id: c.get('requestId'), method: c.req.method, route: routeTemplate(c) },
+        'request failed',
+      )
     }
     return errorResponse(c, apiError)
   })

@@ -14,5 +14,7 @@ export interface AppEnv {
   Variables: {
     requestId: string
     auth: AuthContext
+    /** The spec §7 code of the error this request is answered with (set by errorResponse; read by metrics). */
+    errorCode: string
   }
 }

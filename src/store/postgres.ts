@@ -319,6 +319,11 @@ export class PostgresDb implements Db, Pipelined {
   exec(script: string): Promise<void> {
     return this.direct.exec(script)
   }
+  /** The pool's connections and the statements waiting for one (read by a metrics scrape). */
+  poolFigures(): { total: number; idle: number; waiting: number } {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount }
+  }
+
   async close(): Promise<void> {
     await this.pipeline.close()
     await this.pool.end()

@@ -45,6 +45,7 @@ export function attachStream(
     ...(services.config.streamFallbackPollMs !== undefined
       ? { fallbackPollMs: services.config.streamFallbackPollMs }
       : {}),
+    ...(services.metrics ? { telemetry: services.metrics.stream } : {}),
     ...options,
   }
   // A bigger client message is refused by `ws` with close code 1009.
@@ -70,6 +71,7 @@ export function attachStream(
   )
   hub.start()
   hubs.set(server, hub)
+  services.metrics?.stream.readFrom(() => hub.snapshot())
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://stream.invalid')

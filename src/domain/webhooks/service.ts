@@ -3,6 +3,7 @@ import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import type { Db, DeliveryRepository, WebhookRepository } from '../ports.js'
+import type { WebhookTelemetry } from '../telemetry.js'
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './backoff.js'
 import { isEventKind } from './body.js'
 import { type EventSource, WebhookDispatcher } from './dispatcher.js'
@@ -27,6 +28,7 @@ export interface WebhookSettings {
   concurrency?: number
   pollMs?: number
   random?: () => number
+  telemetry?: WebhookTelemetry
 }
 
 export const DEFAULT_OVERLAP_SECONDS = 86_400
@@ -51,6 +53,7 @@ export class WebhookService {
       pollMs: settings.pollMs ?? 1_000,
       allowPrivate: () => settings.allowPrivate,
       ...(settings.random ? { random: settings.random } : {}),
+      ...(settings.telemetry ? { telemetry: settings.telemetry } : {}),
     })
   }
 

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import type { Context, Next } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { rateLimited } from '../../domain/errors.js'
+import type { Workspace } from '../../domain/identity.js'
 import { rateLimitHeader, rateLimitPolicyHeader, type WindowState } from '../../domain/limits/rate-limit.js'
 import type { RateDecision } from '../../domain/limits/service.js'
 import type { Services } from '../../services.js'
@@ -28,11 +29,14 @@ export const rateLimit = (services: Services) =>
     const known = services.limits.consumeNow(auth.workspace)
     const outgoing = nodeResponse(c)
     if (!known && outgoing && readsOnly(c) && services.limits.hasHeadroom(auth.workspace)) {
-      return countAlongside(services.limits.consume(auth.workspace), outgoing, next)
+      return countAlongside(services, auth.workspace, services.limits.consume(auth.workspace), outgoing, next)
     }
     const decision = known ?? (await services.limits.consume(auth.workspace))
     const values = valuesOf(decision)
-    if (!decision.allowed && decision.refusedBy) return refusal(c, decision.refusedBy, values)
+    if (!decision.allowed && decision.refusedBy) {
+      services.metrics?.limits.rateLimited(auth.workspace.tier)
+      return refusal(c, decision.refusedBy, values)
+    }
     return withAnswerHeaders(c, NAMES, values, next)
   })
 
@@ -57,6 +61,8 @@ function readsOnly(c: Context<AppEnv>): boolean {
  * figures still go on Node's response here.
  */
 async function countAlongside(
+  services: Services,
+  workspace: Workspace,
   counting: Promise<RateDecision>,
   outgoing: ServerResponse,
   next: Next,
@@ -73,5 +79,8 @@ async function countAlongside(
   const values = valuesOf(decision)
   for (let i = 0; i < NAMES.length; i++) outgoing.setHeader(NAMES[i] as string, values[i] as string)
   // Thrown, like any error after next(): the app's error handler replaces whatever the read answered.
-  if (!decision.allowed && decision.refusedBy) throw rateLimited(decision.refusedBy)
+  if (!decision.allowed && decision.refusedBy) {
+    services.metrics?.limits.rateLimited(workspace.tier)
+    throw rateLimited(decision.refusedBy)
+  }
 }
