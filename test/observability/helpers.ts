@@ -30,7 +30,7 @@ export function families(text: string): Set<string> {
 }
 
 /** The value of one series, 0 when absent. */
-export function valueOf(series: Series[], name: string, labels: Record<string, string> = {}): number {
+export function seriesValue(series: Series[], name: string, labels: Record<string, string> = {}): number {
   const hit = series.find(
     (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
   )

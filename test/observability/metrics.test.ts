@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, registerTool, startRun, waitForRun } from '../runs/helpers.js'
 import { openClient, type TestClient } from '../stream/client.js'
 import { startTestServer, type TestServer } from '../support/server.js'
-import { families, parseSeries, type Series, valueOf } from './helpers.js'
+import { families, parseSeries, type Series, seriesValue } from './helpers.js'
 
 const ID = /[a-z]+_[0-9a-z]{26}/
 
@@ -99,46 +99,48 @@ describe('metrics after real traffic', () => {
   it('counts requests by method, route template and status class', () => {
     const count = 'agentops_http_request_duration_seconds_count'
     expect(
-      valueOf(series, count, { method: 'GET', route: '/v1/agents/{agent_id}', status_class: '4xx' }),
+      seriesValue(series, count, { method: 'GET', route: '/v1/agents/{agent_id}', status_class: '4xx' }),
     ).toBe(3)
-    expect(valueOf(series, count, { method: 'GET', route: 'unmatched', status_class: '4xx' })).toBe(1)
+    expect(seriesValue(series, count, { method: 'GET', route: 'unmatched', status_class: '4xx' })).toBe(1)
     expect(
-      valueOf(series, count, { method: 'POST', route: '/v1/agents', status_class: '2xx' }),
+      seriesValue(series, count, { method: 'POST', route: '/v1/agents', status_class: '2xx' }),
     ).toBeGreaterThanOrEqual(3)
-    expect(valueOf(series, count, { method: 'GET', route: '/v1/agents', status_class: '4xx' })).toBe(1)
-    expect(valueOf(series, 'agentops_http_requests_in_flight')).toBe(0)
+    expect(seriesValue(series, count, { method: 'GET', route: '/v1/agents', status_class: '4xx' })).toBe(1)
+    expect(seriesValue(series, 'agentops_http_requests_in_flight')).toBe(0)
   })
 
   it('counts refusals by error code, rate limits by tier and idempotency answers', () => {
-    expect(valueOf(series, 'agentops_http_errors_total', { code: 'payload_too_large' })).toBe(1)
-    expect(valueOf(series, 'agentops_http_errors_total', { code: 'invalid_request' })).toBe(1)
-    expect(valueOf(series, 'agentops_http_errors_total', { code: 'not_found' })).toBe(4)
-    expect(valueOf(series, 'agentops_http_errors_total', { code: 'rate_limited' })).toBe(1)
-    expect(valueOf(series, 'agentops_rate_limit_refusals_total', { tier: 'enterprise' })).toBe(1)
-    expect(valueOf(series, 'agentops_rate_limit_refusals_total', { tier: 'pro' })).toBe(0)
-    expect(valueOf(series, 'agentops_idempotency_answers_total', { outcome: 'replayed' })).toBe(1)
-    expect(valueOf(series, 'agentops_idempotency_answers_total', { outcome: 'conflict' })).toBe(1)
+    expect(seriesValue(series, 'agentops_http_errors_total', { code: 'payload_too_large' })).toBe(1)
+    expect(seriesValue(series, 'agentops_http_errors_total', { code: 'invalid_request' })).toBe(1)
+    expect(seriesValue(series, 'agentops_http_errors_total', { code: 'not_found' })).toBe(4)
+    expect(seriesValue(series, 'agentops_http_errors_total', { code: 'rate_limited' })).toBe(1)
+    expect(seriesValue(series, 'agentops_rate_limit_refusals_total', { tier: 'enterprise' })).toBe(1)
+    expect(seriesValue(series, 'agentops_rate_limit_refusals_total', { tier: 'pro' })).toBe(0)
+    expect(seriesValue(series, 'agentops_idempotency_answers_total', { outcome: 'replayed' })).toBe(1)
+    expect(seriesValue(series, 'agentops_idempotency_answers_total', { outcome: 'conflict' })).toBe(1)
   })
 
   it('counts runs, policy decisions, ingest and sockets', () => {
-    expect(valueOf(series, 'agentops_policy_decisions_total', { decision: 'allow' })).toBeGreaterThanOrEqual(
-      1,
-    )
-    expect(valueOf(series, 'agentops_run_duration_seconds_count', { outcome: 'succeeded' })).toBe(1)
-    expect(valueOf(series, 'agentops_run_claim_latency_seconds_count')).toBe(1)
+    expect(
+      seriesValue(series, 'agentops_policy_decisions_total', { decision: 'allow' }),
+    ).toBeGreaterThanOrEqual(1)
+    expect(seriesValue(series, 'agentops_run_duration_seconds_count', { outcome: 'succeeded' })).toBe(1)
+    expect(seriesValue(series, 'agentops_run_claim_latency_seconds_count')).toBe(1)
     for (const status of ['queued', 'running', 'awaiting_approval']) {
       expect(series.some((s) => s.name === 'agentops_runs' && s.labels.status === status)).toBe(true)
     }
-    expect(valueOf(series, 'agentops_ingest_records_total', { result: 'accepted' })).toBe(1)
-    expect(valueOf(series, 'agentops_ingest_records_total', { result: 'rejected' })).toBe(1)
-    expect(valueOf(series, 'agentops_ingest_batch_duration_seconds_count')).toBe(1)
-    expect(valueOf(series, 'agentops_sockets_open', { transport: 'stream' })).toBe(1)
-    expect(valueOf(series, 'agentops_socket_subscriptions', { transport: 'stream', topic: 'runs' })).toBe(1)
+    expect(seriesValue(series, 'agentops_ingest_records_total', { result: 'accepted' })).toBe(1)
+    expect(seriesValue(series, 'agentops_ingest_records_total', { result: 'rejected' })).toBe(1)
+    expect(seriesValue(series, 'agentops_ingest_batch_duration_seconds_count')).toBe(1)
+    expect(seriesValue(series, 'agentops_sockets_open', { transport: 'stream' })).toBe(1)
+    expect(seriesValue(series, 'agentops_socket_subscriptions', { transport: 'stream', topic: 'runs' })).toBe(
+      1,
+    )
     expect(
-      valueOf(series, 'agentops_socket_messages_sent_total', { transport: 'stream' }),
+      seriesValue(series, 'agentops_socket_messages_sent_total', { transport: 'stream' }),
     ).toBeGreaterThanOrEqual(1)
-    expect(valueOf(series, 'agentops_webhook_outbox_depth')).toBe(0)
-    expect(valueOf(series, 'agentops_store_pool_connections', { state: 'total' })).toBe(1)
+    expect(seriesValue(series, 'agentops_webhook_outbox_depth')).toBe(0)
+    expect(seriesValue(series, 'agentops_store_pool_connections', { state: 'total' })).toBe(1)
   })
 
   it("includes prom-client's Node metrics (event-loop lag, heap, GC)", () => {
