@@ -11,7 +11,7 @@ import { createLogger, type Logger } from './observability/logger.js'
 import { createMetrics } from './observability/metrics.js'
 import { Readiness } from './observability/readiness.js'
 import { createServices, type Services } from './services.js'
-import { type Db, openDb } from './store/db.js'
+import { type Db, openDb, timesTransactions } from './store/db.js'
 import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
 import { attachStream } from './stream/attach.js'
@@ -101,7 +101,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       logger,
       ...(metrics ? { metrics } : {}),
     })
-    metrics?.readGaugesFrom(storeGauges(db))
+    if (metrics) {
+      metrics.readGaugesFrom(storeGauges(db))
+      const store = metrics.store
+      if (timesTransactions(db)) db.timeTransactions((seconds) => store.transaction(seconds))
+    }
     api = getRequestListener(createApp(services).fetch, { hostname: config.host })
   } catch (err) {
     await closeServer(httpServer)

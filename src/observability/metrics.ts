@@ -244,19 +244,16 @@ export class SocketMetrics {
   }
 }
 
-/** The store's pool, statement latency and LISTEN reconnects (the embedded store has no pool: 1 connection). */
+/** The store's transaction latency and LISTEN reconnects; the pool is read when scraped. */
 export class StoreMetrics {
-  private readonly statementChild: ObserveChild
-
   constructor(
-    statement: Histogram,
+    private readonly transactions: Histogram,
     private readonly reconnects: Counter,
-  ) {
-    this.statementChild = statement
-  }
+  ) {}
 
-  statement(seconds: number): void {
-    this.statementChild.observe(seconds)
+  /** One transaction, from its start (waiting for a connection included) to its acknowledged COMMIT. */
+  transaction(seconds: number): void {
+    this.transactions.observe(seconds)
   }
 
   listenReconnected(): void {
@@ -458,8 +455,8 @@ export function createMetrics(): Metrics {
 
   const store = new StoreMetrics(
     new Histogram({
-      name: 'agentops_store_statement_duration_seconds',
-      help: 'Store statements and transactions, from sending to the answer',
+      name: 'agentops_store_transaction_duration_seconds',
+      help: 'Store transactions, from their start (a pooled connection included) to the acknowledged COMMIT',
       buckets: LATENCY_BUCKETS,
       registers,
     }),
