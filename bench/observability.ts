@@ -57,7 +57,7 @@ const run = (await (
 ).json()) as { run_id: string }
 
 type App = typeof quiet
-const routes: { label: string; send: (app: App) => Promise<Response> }[] = [
+const routes: { label: string; send: (app: App) => Response | Promise<Response> }[] = [
   { label: 'GET /v1/runs/{run_id}', send: (app) => app.request(`/v1/runs/${run.run_id}`, { headers }) },
   {
     label: 'POST /v1/agents',
@@ -70,7 +70,7 @@ const routes: { label: string; send: (app: App) => Promise<Response> }[] = [
   },
 ]
 
-async function block(app: App, send: (app: App) => Promise<Response>): Promise<number> {
+async function block(app: App, send: (app: App) => Response | Promise<Response>): Promise<number> {
   const started = performance.now()
   for (let i = 0; i < perBlock; i++) await (await send(app)).arrayBuffer()
   return ((performance.now() - started) * 1000) / perBlock
