@@ -1,105 +1,135 @@
 /**
- * What metrics and the request log cost per request, paired: the whole reference app (createApp) on one store,
- * built twice — with metrics and a request log line per request (pino, JSON, to /dev/null through the same
- * asynchronous destination stdout uses), and with both off — driven in alternating blocks through `app.request`,
- * so drift on a shared machine hits both sides alike. Prints µs per request for each side, per route, and the
- * overhead; the median block pair decides.
+ * What metrics and the request log cost, paired over real HTTP: two reference servers (bench/http-targets.ts, each
+ * in its own process on its own SQLite store) run side by side, one as deployed (metrics on, one JSON log line per
+ * request on its stdout, drained here as a log collector would) and one with AGENTOPS_METRICS=off and
+ * AGENTOPS_LOG_LEVEL=silent, twice each (started on, off, off, on). autocannon drives each pair in alternating short
+ * blocks (the order flips every round), so
+ * whatever else loads the machine loads both alike. Per block: req/s, and the server's CPU time per request from
+ * /proc (steadier than req/s on a shared machine). Prints the medians and the median of the paired ratios.
  *
- *   npx tsx bench/observability.ts [rounds] [requests-per-block]
+ *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post]
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { performance } from 'node:perf_hooks'
-import { destination, pino } from 'pino'
-import { loadConfig } from '../src/config.js'
-import { systemClock } from '../src/domain/clock.js'
-import { createApp } from '../src/http/app.js'
-import { createMetrics } from '../src/observability/metrics.js'
-import { createServices } from '../src/services.js'
-import { openDb } from '../src/store/db.js'
-import { migrate } from '../src/store/migrations/index.js'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import type { TargetInfo } from './http-targets.js'
 
-const rounds = Math.min(Number(process.argv[2] ?? 30), 500)
-const perBlock = Math.min(Number(process.argv[3] ?? 500), 20_000)
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(name)
+  return i >= 0 ? (args[i + 1] ?? fallback) : fallback
+}
+const rounds = Math.min(50, Math.max(1, Number(option('--rounds', '8'))))
+const seconds = Math.min(30, Math.max(1, Number(option('--seconds', '3'))))
+const routes = option('--route', 'get,post').split(',')
+const CONNECTIONS = 50
 
-const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-bench-obs-')), 'bench.db')}`
-const db = await openDb(databaseUrl)
-await migrate(db)
-const config = loadConfig({}, { databaseUrl, workers: false })
-const logger = pino({ level: 'info' }, destination({ dest: '/dev/null', sync: false }))
-const observed = createApp(
-  await createServices({ db, clock: systemClock, config, logger, metrics: createMetrics() }),
-)
-const plain = await createServices({ db, clock: systemClock, config, logger: pino({ level: 'silent' }) })
-const quiet = createApp(plain)
-
-const { token } = await plain.keys.issue({
-  workspace: 'bench',
-  tier: 'enterprise',
-  limitPerHour: 1e12,
-  burstLimit: 1e12,
+const children: ChildProcess[] = []
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM')
 })
-const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-const agent = (await (
-  await quiet.request('/v1/agents', {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ name: 'bench', behavior: 'autonomous', capabilities: [] }),
-  })
-).json()) as { agent_id: string }
-const run = (await (
-  await quiet.request(`/v1/agents/${agent.agent_id}/runs`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ inputs: {}, mode: 'dry_run' }),
-  })
-).json()) as { run_id: string }
 
-type App = typeof quiet
-const routes: { label: string; send: (app: App) => Response | Promise<Response> }[] = [
-  { label: 'GET /v1/runs/{run_id}', send: (app) => app.request(`/v1/runs/${run.run_id}`, { headers }) },
-  {
-    label: 'POST /v1/agents',
-    send: (app) =>
-      app.request('/v1/agents', {
-        method: 'POST',
-        headers,
-        body: '{"name":"bench","behavior":"autonomous","capabilities":["a"]}',
-      }),
-  },
-]
+async function start(observability: boolean): Promise<TargetInfo & { pid: number }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'bench', 'http-targets.ts'), 'reference'],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        AGENTOPS_LOG_LEVEL: observability ? 'info' : 'silent',
+        AGENTOPS_METRICS: observability ? 'on' : 'off',
+      },
+    },
+  )
+  children.push(child)
+  return new Promise((resolve, reject) => {
+    let out = ''
+    const timer = setTimeout(() => reject(new Error('a target did not start within 60 s')), 60_000)
+    const read = (d: Buffer) => {
+      out += d.toString()
+      const line = out.split('\n').find((l) => l.startsWith('{"url":'))
+      if (!line) return
+      clearTimeout(timer)
+      child.stdout?.off('data', read)
+      child.stdout?.resume()
+      resolve({ ...(JSON.parse(line) as TargetInfo), pid: child.pid ?? 0 })
+    }
+    child.stdout?.on('data', read)
+    child.once('exit', (code) => reject(new Error(`a target exited with ${code}`)))
+  })
+}
 
-async function block(app: App, send: (app: App) => Response | Promise<Response>): Promise<number> {
-  const started = performance.now()
-  for (let i = 0; i < perBlock; i++) await (await send(app)).arrayBuffer()
-  return ((performance.now() - started) * 1000) / perBlock
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+function requests(t: TargetInfo, route: string): autocannon.Request[] {
+  const headers = { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }
+  return route === 'get'
+    ? [{ method: 'GET', path: `/v1/runs/${t.runId}`, headers }]
+    : [
+        {
+          method: 'POST',
+          path: '/v1/agents',
+          headers,
+          body: '{"name":"bench","behavior":"autonomous","capabilities":["a"]}',
+        },
+      ]
+}
+
+async function block(t: TargetInfo & { pid: number }, route: string, s: number) {
+  const before = cpuSeconds(t.pid)
+  const r = (await autocannon({
+    url: t.url,
+    connections: CONNECTIONS,
+    duration: s,
+    requests: requests(t, route),
+  })) as autocannon.Result
+  const cpuUs = ((cpuSeconds(t.pid) - before) * 1e6) / Math.max(1, r.requests.total)
+  return { rps: r.requests.average, cpuUs, non2xx: r.non2xx }
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
 
-console.log(`bench:observability — ${rounds} rounds of ${perBlock} requests per side, alternating`)
+// Started A B B A: the process started first measured a steadier 8-15 % dearer than its twin in A/A runs on a
+// loaded machine, so each side has one early and one late process and each pair is (early on, late off) or the reverse.
+const onFirst = await start(true)
+const offFirst = await start(false)
+const offLast = await start(false)
+const onLast = await start(true)
+const pairs = [
+  [onFirst, offLast],
+  [onLast, offFirst],
+] as const
+console.log(
+  `bench:observability — ${rounds} rounds of ${seconds} s per side and route, ${CONNECTIONS} connections, alternating`,
+)
 for (const route of routes) {
-  // Warm both sides (JIT, caches, bound metric children) before anything is timed.
-  await block(observed, route.send)
-  await block(quiet, route.send)
-  const on: number[] = []
-  const off: number[] = []
-  const ratio: number[] = []
+  for (const t of [onFirst, offFirst, offLast, onLast]) await block(t, route, 2)
+  const sides = { on: [] as { rps: number; cpuUs: number }[], off: [] as { rps: number; cpuUs: number }[] }
+  let problems = 0
   for (let r = 0; r < rounds; r++) {
-    // The order inside a pair alternates too, so neither side always runs second.
-    const [first, second] = r % 2 === 0 ? [observed, quiet] : [quiet, observed]
-    const a = await block(first, route.send)
-    const b = await block(second, route.send)
-    const [withObs, without] = first === observed ? [a, b] : [b, a]
-    on.push(withObs)
-    off.push(without)
-    ratio.push(withObs / without)
+    for (const [on, off] of pairs) {
+      const order = r % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)
+      for (const side of order) {
+        const b = await block(side === 'on' ? on : off, route, seconds)
+        problems += b.non2xx
+        sides[side].push(b)
+      }
+    }
   }
-  const overhead = (median(ratio) - 1) * 100
+  const cpuRatio = median(sides.on.map((b, i) => b.cpuUs / (sides.off[i]?.cpuUs ?? Number.NaN)))
+  const rpsRatio = median(sides.on.map((b, i) => b.rps / (sides.off[i]?.rps ?? Number.NaN)))
+  const label = route === 'get' ? 'GET /v1/runs/{id}' : 'POST /v1/agents'
   console.log(
-    `${route.label.padEnd(24)} on ${median(on).toFixed(1).padStart(7)} µs/req   off ${median(off).toFixed(1).padStart(7)} µs/req   overhead ${overhead >= 0 ? '+' : ''}${overhead.toFixed(1)}% (median of ${rounds} paired blocks)`,
+    `${label.padEnd(20)} on: ${median(sides.on.map((b) => b.rps)).toFixed(0)} req/s, ${median(sides.on.map((b) => b.cpuUs)).toFixed(0)} µs CPU/req   off: ${median(sides.off.map((b) => b.rps)).toFixed(0)} req/s, ${median(sides.off.map((b) => b.cpuUs)).toFixed(0)} µs CPU/req   paired: CPU/req ${((cpuRatio - 1) * 100).toFixed(1)}%, req/s ${((rpsRatio - 1) * 100).toFixed(1)}%${problems ? `  (non-2xx ${problems})` : ''}`,
   )
 }
-logger.flush()
-await db.close()
+for (const c of children) c.kill('SIGTERM')
