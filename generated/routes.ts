@@ -27,6 +27,33 @@ const KnownErrorCodeSchema = z
 
 type ErrorCodeType = z.infer<typeof KnownErrorCodeSchema> | string
 
+const KnownToolProviderSchema = z
+  .enum(['builtin:echo', 'builtin:fail', 'builtin:delay', 'builtin:data', 'http'])
+  .openapi({
+    description:
+      "The reference server's providers: `builtin:echo` answers its input, `builtin:fail` fails, `builtin:delay` answers after `config.delay_ms`, `builtin:data` answers `config.data`, `http` POSTs the input to `config.url`.",
+  })
+  .openapi('KnownToolProvider')
+
+type ToolProviderType = z.infer<typeof KnownToolProviderSchema> | string
+
+const KnownPolicyEnvelopeSchema = z
+  .enum(['default', 'gated', 'restricted'])
+  .openapi({
+    description:
+      "The reference server's envelopes: `default` (25 steps and tool calls, classes public and internal), `gated` (every tool call awaits approval in `human-review`; adds confidential) and `restricted` (10 steps, 3 tool calls, class public).",
+  })
+  .openapi('KnownPolicyEnvelope')
+
+type PolicyEnvelopeType = z.infer<typeof KnownPolicyEnvelopeSchema> | string
+
+const KnownPolicyClassSchema = z
+  .enum(['public', 'internal', 'confidential'])
+  .openapi({ description: 'The policy classes a workspace accepts by default.' })
+  .openapi('KnownPolicyClass')
+
+type PolicyClassType = z.infer<typeof KnownPolicyClassSchema> | string
+
 const TimestampSchema = z.iso
   .datetime()
   .openapi({ description: 'RFC 3339 timestamp.', examples: ['2026-11-23T06:00:00.000Z'] })
@@ -104,6 +131,52 @@ const PolicyDeniedDetailSchema = z
   })
   .openapi('PolicyDeniedDetail')
 
+const ToolProviderSchema: z.ZodType<ToolProviderType> = z
+  .lazy(() =>
+    z
+      .union([KnownToolProviderSchema, z.string().min(1).max(200)])
+      .openapi({
+        description:
+          "A provider identifier: one of `KnownToolProvider` on the reference server (any other answers 400 invalid_request listing them), or another implementation's own.",
+        'x-spec-gap': {
+          section: '§2',
+          decision:
+            "Tool providers, policy envelopes and ingest policy classes stay open strings as the spec types them; the contract lists the reference server's values (`KnownToolProvider`: builtin:echo, builtin:fail, builtin:delay, builtin:data, http; `KnownPolicyEnvelope`: default, gated, restricted; `KnownPolicyClass`: public, internal, confidential by default, set per workspace) as `anyOf [enum, string]`, so generators name them and docs pages and example-driven tools send valid bodies. The reference server answers any other provider or envelope with 400 invalid_request, and a record of any other policy class with a policy_class_not_allowed rejection.",
+        },
+        examples: ['builtin:echo'],
+      }),
+  )
+  .openapi('ToolProvider')
+
+const PolicyEnvelopeSchema: z.ZodType<PolicyEnvelopeType> = z
+  .lazy(() =>
+    z
+      .union([KnownPolicyEnvelopeSchema, z.string().min(1).max(64)])
+      .openapi({
+        description:
+          "A policy envelope's name; the reference server has `KnownPolicyEnvelope` (others answer 400 invalid_request).",
+        examples: ['default'],
+      }),
+  )
+  .openapi('PolicyEnvelope')
+
+const PolicyClassSchema: z.ZodType<PolicyClassType> = z
+  .lazy(() =>
+    z
+      .union([KnownPolicyClassSchema, z.string().min(1)])
+      .openapi({
+        description:
+          'An ingest policy class label; a workspace accepts `KnownPolicyClass` unless an operator set others.',
+        examples: ['internal'],
+      }),
+  )
+  .openapi('PolicyClass')
+
+const PolicyDecisionSchema = z
+  .enum(['allow', 'escalate', 'deny'])
+  .openapi({ description: "The gate's decision on a `policy.decision` frame." })
+  .openapi('PolicyDecision')
+
 const RunStatusSchema = z
   .enum(['queued', 'running', 'awaiting_approval', 'paused', 'succeeded', 'failed', 'cancelled'])
   .openapi({ description: 'See `x-run-state-machine`.' })
@@ -136,14 +209,9 @@ const RunStartRequestSchema = z
     inputs: RunInputsSchema.exactOptional(),
     mode: RunModeSchema.exactOptional(),
     trace_level: TraceLevelSchema.exactOptional(),
-    policy_envelope: z
-      .string()
-      .min(1)
-      .max(64)
-      .exactOptional()
-      .openapi({
-        description: 'Envelope to resolve at start (extension); unknown names answer 400.',
-      }),
+    policy_envelope: PolicyEnvelopeSchema.exactOptional().openapi({
+      description: 'Envelope to resolve at start (extension); unknown names answer 400.',
+    }),
   })
   .openapi({
     'x-spec-gap': {
@@ -227,7 +295,7 @@ const RunSchema = z
     mode: z.enum(['live', 'dry_run']),
     trace_level: z.enum(['summary', 'detailed']),
     inputs: z.looseObject({}),
-    policy_envelope: z.string().openapi({ description: 'Envelope resolved at start.' }),
+    policy_envelope: PolicyEnvelopeSchema.openapi({ description: 'Envelope resolved at start.' }),
     priority: z.int().min(1).max(5),
     trace_url: z
       .string()
@@ -335,9 +403,7 @@ const TraceFrameSchema = z
       .string()
       .nullable()
       .openapi({ description: 'Tool identifier; stays resolvable after the tool is retired.' }),
-    policy: z
-      .union([z.literal('allow'), z.literal('escalate'), z.literal('deny'), z.literal(null)])
-      .nullable(),
+    policy: z.xor([PolicyDecisionSchema, z.null().nullable()]),
     latency_ms: z.int().min(0).nullable(),
     result: z
       .string()
@@ -373,15 +439,7 @@ const TracePageSchema = z
 
 const PolicyBindingSchema = z
   .strictObject({
-    envelope: z
-      .string()
-      .min(1)
-      .max(64)
-      .openapi({
-        description:
-          'Envelope the tool runs under (`default`, `gated`, `restricted` in the reference profile).',
-        examples: ['default'],
-      }),
+    envelope: PolicyEnvelopeSchema.openapi({ description: 'Envelope the tool runs under.' }),
     required_scopes: z.array(z.string().min(1).max(100)).max(50),
   })
   .openapi({ required: ['envelope', 'required_scopes'] })
@@ -419,15 +477,7 @@ const ToolRegistrationSchema = z
       .regex(/^[A-Za-z0-9_.:-]+$/)
       .min(1)
       .max(100),
-    provider: z
-      .string()
-      .min(1)
-      .max(200)
-      .openapi({
-        description:
-          '`builtin:echo`, `builtin:fail`, `builtin:delay`, `builtin:data` or `http` in the reference profile.',
-        examples: ['builtin:echo'],
-      }),
+    provider: ToolProviderSchema,
     input_schema: JsonSchemaDocumentSchema.exactOptional().openapi({
       description: 'A JSON schema, or a reference to one (`{"$ref": "https://..."}`).',
       'x-spec-gap': {
@@ -450,7 +500,7 @@ const ToolSchema = z
   .object({
     tool_id: z.string(),
     name: z.string(),
-    provider: z.string(),
+    provider: ToolProviderSchema,
     input_schema: z.looseObject({}),
     output_schema: z.looseObject({}),
     policy_binding: PolicyBindingSchema,
@@ -489,15 +539,8 @@ const AgentCapabilitiesSchema = z
   .openapi({ description: 'Tool names the agent may plan with, in order.', examples: [['search']] })
   .openapi('AgentCapabilities')
 
-const AgentPolicyEnvelopeSchema = z
-  .string()
-  .min(1)
-  .max(64)
-  .default('default')
-  .openapi({
-    description: "Envelope the agent's runs resolve by default (extension).",
-    examples: ['default'],
-  })
+const AgentPolicyEnvelopeSchema = PolicyEnvelopeSchema.default('default')
+  .openapi({ description: "Envelope the agent's runs resolve by default (extension)." })
   .openapi('AgentPolicyEnvelope')
 
 const AgentCreateSchema = z
@@ -521,7 +564,7 @@ const AgentSchema = z
     name: z.string(),
     behavior: z.enum(['autonomous', 'supervised', 'hybrid']),
     capabilities: z.array(z.string()),
-    policy_envelope: z.string(),
+    policy_envelope: PolicyEnvelopeSchema,
     status: z.enum(['idle', 'running']),
     active_runs: z.int().min(0),
     created_at: TimestampSchema,
@@ -597,7 +640,16 @@ const IngestRecordInputSchema = z
   .looseObject({})
   .openapi({
     description:
-      'An ingest record as sent (`id`, `ts`, `source`, `policy_class`, `body`). Deliberately open: each record is checked on its own and a bad one is rejected in the answer, not with a 400 for the batch.',
+      "An ingest record as sent (`id`, `ts`, `source`, `policy_class`, `body`). Deliberately open: each record is checked on its own and a bad one is rejected in the answer, not with a 400 for the batch. `policy_class` must be one of the workspace's classes (`KnownPolicyClass` by default: `public`, `internal`, `confidential`; an operator sets others with `agentops workspaces set NAME --policy-classes a,b`).",
+    examples: [
+      {
+        id: 'rec-0001',
+        ts: '2026-11-23T06:00:00.000Z',
+        source: 'crm',
+        policy_class: 'internal',
+        body: { account: 'acme', amount_eur: 1200 },
+      },
+    ],
   })
   .openapi('IngestRecordInput')
 
@@ -690,7 +742,7 @@ const StoredRecordSchema = z
         description: 'The record time as sent (RFC 3339; records with another form are rejected).',
       }),
     source: z.string(),
-    policy_class: z.string(),
+    policy_class: PolicyClassSchema,
     body: z.looseObject({}),
     connector_id: z.string(),
     seq: z
@@ -1468,7 +1520,20 @@ export const postV1AgentsAgentIdRunsRoute = createRoute({
   request: {
     params: z.object({ agent_id: AgentIdParamsSchema }),
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
-    body: { content: { 'application/json': { schema: RunStartRequestSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: RunStartRequestSchema,
+          example: {
+            inputs: { q: 'hello', period: '2026-Q3' },
+            mode: 'live',
+            trace_level: 'summary',
+            policy_envelope: 'default',
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: {
     201: {
@@ -1611,7 +1676,18 @@ export const postV1RunsRunIdStepsStepIdApprovalRoute = createRoute({
   request: {
     params: z.object({ run_id: RunIdParamsSchema, step_id: StepIdParamsSchema }),
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
-    body: { content: { 'application/json': { schema: ApprovalDecisionSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: ApprovalDecisionSchema,
+          example: {
+            decision: 'approve',
+            comment: 'Checked the input; the search stays inside the EU scope.',
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: {
     200: RunControlledResponse,
@@ -1773,7 +1849,23 @@ export const postV1ToolsRoute = createRoute({
   operationId: 'registerTool',
   request: {
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
-    body: { content: { 'application/json': { schema: ToolRegistrationSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: ToolRegistrationSchema,
+          example: {
+            name: 'search',
+            provider: 'builtin:echo',
+            input_schema: { type: 'object', properties: { q: { type: 'string' } } },
+            output_schema: { type: 'object' },
+            policy_binding: { envelope: 'default', required_scopes: [] },
+            idempotent: true,
+            config: {},
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: {
     201: {
@@ -1867,7 +1959,25 @@ export const postV1GridConnectorsConnectorIdIngestRoute = createRoute({
   request: {
     params: z.object({ connector_id: ConnectorIdParamsSchema }),
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
-    body: { content: { 'application/json': { schema: IngestRequestSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: IngestRequestSchema,
+          example: {
+            records: [
+              {
+                id: 'rec-0001',
+                ts: '2026-11-23T06:00:00.000Z',
+                source: 'crm',
+                policy_class: 'internal',
+                body: { account: 'acme', amount_eur: 1200 },
+              },
+            ],
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: {
     202: {
@@ -1961,7 +2071,19 @@ export const postV1WebhooksRoute = createRoute({
   operationId: 'createWebhook',
   request: {
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
-    body: { content: { 'application/json': { schema: WebhookCreateSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: WebhookCreateSchema,
+          example: {
+            url: 'https://hooks.example.com/agentops',
+            events: ['run.awaiting_approval', 'run.failed'],
+            secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: {
     201: {
@@ -2053,7 +2175,12 @@ export const postV1WebhooksWebhookIdRotateSecretRoute = createRoute({
     params: z.object({ webhook_id: WebhookIdParamsSchema }),
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
     body: {
-      content: { 'application/json': { schema: RotateSecretRequestSchema } },
+      content: {
+        'application/json': {
+          schema: RotateSecretRequestSchema,
+          example: { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', overlap_seconds: 86400 },
+        },
+      },
       required: true,
     },
   },
@@ -2182,7 +2309,20 @@ export const postV1AgentsRoute = createRoute({
   operationId: 'createAgent',
   request: {
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
-    body: { content: { 'application/json': { schema: AgentCreateSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: AgentCreateSchema,
+          example: {
+            name: 'researcher',
+            behavior: 'autonomous',
+            capabilities: ['search'],
+            policy_envelope: 'default',
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: {
     201: {
@@ -2274,7 +2414,19 @@ export const postV1AgentsAgentIdTasksRoute = createRoute({
   request: {
     params: z.object({ agent_id: AgentIdParamsSchema }),
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
-    body: { content: { 'application/json': { schema: TaskAssignSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: TaskAssignSchema,
+          example: {
+            description: "Summarise the EU accounts' Q3 activity",
+            data_source: 'crm-eu',
+            priority: 3,
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: {
     201: {
@@ -2405,7 +2557,20 @@ export const postV1GraphqlRoute = createRoute({
   operationId: 'postGraphql',
   request: {
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
-    body: { content: { 'application/json': { schema: GraphqlRequestSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: GraphqlRequestSchema,
+          example: {
+            query:
+              'query Agents($limit: Int) { agents(limit: $limit) { data { agent_id name status } next_cursor } }',
+            variables: { limit: 5 },
+            operationName: 'Agents',
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: {
     200: {
@@ -2525,7 +2690,24 @@ export const runAwaitingApprovalPostWebhook = {
   operationId: 'onRunAwaitingApproval',
   request: {
     body: {
-      content: { 'application/json': { schema: RunAwaitingApprovalEventSchema } },
+      content: {
+        'application/json': {
+          schema: RunAwaitingApprovalEventSchema,
+          example: {
+            id: 'evt_01m83ykearg8se8b7mrq099mzd',
+            event: 'run.awaiting_approval',
+            ts: '2026-11-23T06:00:00.000Z',
+            run_id: 'run_01m83ykearg8se8b7mrq099mzd',
+            agent_id: 'agt_01m83ykearg8se8b7mrq099mzd',
+            step_id: 'step_1',
+            queue: 'human-review',
+            reason: 'The gated envelope requires approval for every tool call.',
+            payload_preview: { tool: 'search', input: { q: 'hello' } },
+            signature:
+              't=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
+          },
+        },
+      },
       required: true,
     },
   },
@@ -2538,7 +2720,37 @@ export const runLifecyclePostWebhook = {
   summary: 'run.started, run.succeeded, run.failed, run.paused, run.resumed, run.cancelled',
   operationId: 'onRunLifecycle',
   request: {
-    body: { content: { 'application/json': { schema: RunLifecycleEventSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: RunLifecycleEventSchema,
+          example: {
+            id: 'evt_01m83ykearg8se8b7mrq099mzd',
+            event: 'run.succeeded',
+            ts: '2026-11-23T06:00:00.000Z',
+            run_id: 'run_01m83ykearg8se8b7mrq099mzd',
+            agent_id: 'agt_01m83ykearg8se8b7mrq099mzd',
+            task_id: null,
+            status: 'succeeded',
+            outcome: {
+              status: 'succeeded',
+              results: [
+                {
+                  step_id: 'step_1',
+                  tool: 'search',
+                  tool_id: 'tool_01m83ykearg8se8b7mrq099mzd',
+                  result: 'res_01m83ykearg8se8b7mrq099mzd',
+                },
+              ],
+              error: null,
+            },
+            signature:
+              't=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: { 200: { description: 'Any 2xx acknowledges the delivery.' } },
 }
@@ -2549,7 +2761,32 @@ export const policyDeniedPostWebhook = {
   summary: 'The policy gate refused an action',
   operationId: 'onPolicyDenied',
   request: {
-    body: { content: { 'application/json': { schema: PolicyDeniedEventSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: PolicyDeniedEventSchema,
+          example: {
+            id: 'evt_01m83ykearg8se8b7mrq099mzd',
+            event: 'policy.denied',
+            ts: '2026-11-23T06:00:00.000Z',
+            run_id: 'run_01m83ykearg8se8b7mrq099mzd',
+            agent_id: 'agt_01m83ykearg8se8b7mrq099mzd',
+            step_id: 'step_4',
+            tool: 'search',
+            detail: {
+              envelope: 'restricted',
+              violation: 'max_tool_calls',
+              observed: 4,
+              limit: 3,
+              escalation_queue: 'security-review',
+            },
+            signature:
+              't=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: { 200: { description: 'Any 2xx acknowledges the delivery.' } },
 }
@@ -2560,7 +2797,24 @@ export const resourceChangedPostWebhook = {
   summary: 'agent.*, task.*, tool.* and ingest.batch_accepted',
   operationId: 'onResourceChanged',
   request: {
-    body: { content: { 'application/json': { schema: ResourceEventSchema } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: ResourceEventSchema,
+          example: {
+            id: 'evt_01m83ykearg8se8b7mrq099mzd',
+            event: 'tool.registered',
+            ts: '2026-11-23T06:00:00.000Z',
+            tool_id: 'tool_01m83ykearg8se8b7mrq099mzd',
+            name: 'search',
+            status: 'active',
+            signature:
+              't=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd',
+          },
+        },
+      },
+      required: true,
+    },
   },
   responses: { 200: { description: 'Any 2xx acknowledges the delivery.' } },
 }

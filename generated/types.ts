@@ -797,7 +797,7 @@ export interface components {
             capabilities: string[];
             created_at: components["schemas"]["Timestamp"];
             name: string;
-            policy_envelope: string;
+            policy_envelope: components["schemas"]["PolicyEnvelope"];
             /** @enum {string} */
             status: "idle" | "running";
             updated_at: components["schemas"]["Timestamp"];
@@ -827,9 +827,8 @@ export interface components {
         /**
          * @description Envelope the agent's runs resolve by default (extension).
          * @default default
-         * @example default
          */
-        AgentPolicyEnvelope: string;
+        AgentPolicyEnvelope: components["schemas"]["PolicyEnvelope"];
         ApprovalDecision: {
             comment?: string;
             /** @enum {string} */
@@ -912,7 +911,19 @@ export interface components {
             store: "sqlite" | "postgres";
             version?: string;
         };
-        /** @description An ingest record as sent (`id`, `ts`, `source`, `policy_class`, `body`). Deliberately open: each record is checked on its own and a bad one is rejected in the answer, not with a 400 for the batch. */
+        /**
+         * @description An ingest record as sent (`id`, `ts`, `source`, `policy_class`, `body`). Deliberately open: each record is checked on its own and a bad one is rejected in the answer, not with a 400 for the batch. `policy_class` must be one of the workspace's classes (`KnownPolicyClass` by default: `public`, `internal`, `confidential`; an operator sets others with `agentops workspaces set NAME --policy-classes a,b`).
+         * @example {
+         *       "id": "rec-0001",
+         *       "ts": "2026-11-23T06:00:00.000Z",
+         *       "source": "crm",
+         *       "policy_class": "internal",
+         *       "body": {
+         *         "account": "acme",
+         *         "amount_eur": 1200
+         *       }
+         *     }
+         */
         IngestRecordInput: {
             [key: string]: unknown;
         };
@@ -958,6 +969,21 @@ export interface components {
          * @enum {string}
          */
         KnownErrorCode: "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "unauthenticated" | "policy_denied" | "not_found" | "idempotency_key_reused" | "idempotency_key_in_progress" | "invalid_state" | "already_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+        /**
+         * @description The policy classes a workspace accepts by default.
+         * @enum {string}
+         */
+        KnownPolicyClass: "public" | "internal" | "confidential";
+        /**
+         * @description The reference server's envelopes: `default` (25 steps and tool calls, classes public and internal), `gated` (every tool call awaits approval in `human-review`; adds confidential) and `restricted` (10 steps, 3 tool calls, class public).
+         * @enum {string}
+         */
+        KnownPolicyEnvelope: "default" | "gated" | "restricted";
+        /**
+         * @description The reference server's providers: `builtin:echo` answers its input, `builtin:fail` fails, `builtin:delay` answers after `config.delay_ms`, `builtin:data` answers `config.data`, `http` POSTs the input to `config.url`.
+         * @enum {string}
+         */
+        KnownToolProvider: "builtin:echo" | "builtin:fail" | "builtin:delay" | "builtin:data" | "http";
         Lineage: {
             batch_id: string;
             /** @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 */
@@ -983,13 +1009,20 @@ export interface components {
          */
         OverlapSeconds: number;
         PolicyBinding: {
-            /**
-             * @description Envelope the tool runs under (`default`, `gated`, `restricted` in the reference profile).
-             * @example default
-             */
-            envelope: string;
+            /** @description Envelope the tool runs under. */
+            envelope: components["schemas"]["PolicyEnvelope"];
             required_scopes: string[];
         };
+        /**
+         * @description An ingest policy class label; a workspace accepts `KnownPolicyClass` unless an operator set others.
+         * @example internal
+         */
+        PolicyClass: components["schemas"]["KnownPolicyClass"] | string;
+        /**
+         * @description The gate's decision on a `policy.decision` frame.
+         * @enum {string}
+         */
+        PolicyDecision: "allow" | "escalate" | "deny";
         /** @description The `detail` of a `policy_denied` error (spec §7). */
         PolicyDeniedDetail: {
             /** @description The envelope whose limit was hit (`api_key` for scope checks). */
@@ -1015,6 +1048,11 @@ export interface components {
             tool: string | null;
             ts: components["schemas"]["Timestamp"];
         };
+        /**
+         * @description A policy envelope's name; the reference server has `KnownPolicyEnvelope` (others answer 400 invalid_request).
+         * @example default
+         */
+        PolicyEnvelope: components["schemas"]["KnownPolicyEnvelope"] | string;
         RecordPage: {
             data: components["schemas"]["StoredRecord"][];
             next_cursor: string | null;
@@ -1054,7 +1092,7 @@ export interface components {
             outcome: components["schemas"]["RunOutcome"] | null;
             plan: components["schemas"]["RunPlan"];
             /** @description Envelope resolved at start. */
-            policy_envelope: string;
+            policy_envelope: components["schemas"]["PolicyEnvelope"];
             priority: number;
             run_id: string;
             started_at: components["schemas"]["Timestamp"] | null;
@@ -1142,7 +1180,7 @@ export interface components {
             inputs?: components["schemas"]["RunInputs"];
             mode?: components["schemas"]["RunMode"];
             /** @description Envelope to resolve at start (extension); unknown names answer 400. */
-            policy_envelope?: string;
+            policy_envelope?: components["schemas"]["PolicyEnvelope"];
             trace_level?: components["schemas"]["TraceLevel"];
         };
         /**
@@ -1170,7 +1208,7 @@ export interface components {
             id: string;
             ingested_at: components["schemas"]["Timestamp"];
             lineage: components["schemas"]["Lineage"];
-            policy_class: string;
+            policy_class: components["schemas"]["PolicyClass"];
             /** @description Position in the connector (also the stream sequence number). */
             seq: number;
             source: string;
@@ -1262,7 +1300,7 @@ export interface components {
                 [key: string]: unknown;
             };
             policy_binding: components["schemas"]["PolicyBinding"];
-            provider: string;
+            provider: components["schemas"]["ToolProvider"];
             retired_at: components["schemas"]["Timestamp"] | null;
             /** @enum {string} */
             status: "active" | "retired";
@@ -1287,6 +1325,11 @@ export interface components {
             data: components["schemas"]["Tool"][];
             next_cursor: string | null;
         };
+        /**
+         * @description A provider identifier: one of `KnownToolProvider` on the reference server (any other answers 400 invalid_request listing them), or another implementation's own.
+         * @example builtin:echo
+         */
+        ToolProvider: components["schemas"]["KnownToolProvider"] | string;
         ToolRegistration: {
             config?: components["schemas"]["ToolConfig"];
             idempotent?: components["schemas"]["ToolIdempotent"];
@@ -1296,11 +1339,7 @@ export interface components {
             /** @description A JSON schema the tool's answer must match. */
             output_schema?: components["schemas"]["JsonSchemaDocument"];
             policy_binding: components["schemas"]["PolicyBinding"];
-            /**
-             * @description `builtin:echo`, `builtin:fail`, `builtin:delay`, `builtin:data` or `http` in the reference profile.
-             * @example builtin:echo
-             */
-            provider: string;
+            provider: components["schemas"]["ToolProvider"];
         };
         TraceFrame: {
             /** @description Reasons and payloads; present with trace_level detailed (and for failures). */
@@ -1309,8 +1348,7 @@ export interface components {
             } | null;
             kind: components["schemas"]["TraceFrameKind"];
             latency_ms: number | null;
-            /** @enum {string|null} */
-            policy: "allow" | "escalate" | "deny" | null;
+            policy: components["schemas"]["PolicyDecision"] | null;
             /** @description Result identifier returned by the tool. */
             result: string | null;
             /** @description Position in the trace (1-based, gap-free). */
@@ -1712,7 +1750,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "researcher",
+                 *       "behavior": "autonomous",
+                 *       "capabilities": [
+                 *         "search"
+                 *       ],
+                 *       "policy_envelope": "default"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AgentCreate"];
+                /**
+                 * @example {
+                 *       "name": "researcher",
+                 *       "behavior": "autonomous",
+                 *       "capabilities": [
+                 *         "search"
+                 *       ],
+                 *       "policy_envelope": "default"
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["AgentCreate"];
             };
         };
         responses: {
@@ -1869,7 +1928,30 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "inputs": {
+                 *         "q": "hello",
+                 *         "period": "2026-Q3"
+                 *       },
+                 *       "mode": "live",
+                 *       "trace_level": "summary",
+                 *       "policy_envelope": "default"
+                 *     }
+                 */
                 "application/json": components["schemas"]["RunStartRequest"];
+                /**
+                 * @example {
+                 *       "inputs": {
+                 *         "q": "hello",
+                 *         "period": "2026-Q3"
+                 *       },
+                 *       "mode": "live",
+                 *       "trace_level": "summary",
+                 *       "policy_envelope": "default"
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["RunStartRequest"];
             };
         };
         responses: {
@@ -1916,7 +1998,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "Summarise the EU accounts' Q3 activity",
+                 *       "data_source": "crm-eu",
+                 *       "priority": 3
+                 *     }
+                 */
                 "application/json": components["schemas"]["TaskAssign"];
+                /**
+                 * @example {
+                 *       "description": "Summarise the EU accounts' Q3 activity",
+                 *       "data_source": "crm-eu",
+                 *       "priority": 3
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["TaskAssign"];
             };
         };
         responses: {
@@ -1990,7 +2087,26 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "query": "query Agents($limit: Int) { agents(limit: $limit) { data { agent_id name status } next_cursor } }",
+                 *       "variables": {
+                 *         "limit": 5
+                 *       },
+                 *       "operationName": "Agents"
+                 *     }
+                 */
                 "application/json": components["schemas"]["GraphqlRequest"];
+                /**
+                 * @example {
+                 *       "query": "query Agents($limit: Int) { agents(limit: $limit) { data { agent_id name status } next_cursor } }",
+                 *       "variables": {
+                 *         "limit": 5
+                 *       },
+                 *       "operationName": "Agents"
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["GraphqlRequest"];
             };
         };
         responses: {
@@ -2035,7 +2151,40 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "records": [
+                 *         {
+                 *           "id": "rec-0001",
+                 *           "ts": "2026-11-23T06:00:00.000Z",
+                 *           "source": "crm",
+                 *           "policy_class": "internal",
+                 *           "body": {
+                 *             "account": "acme",
+                 *             "amount_eur": 1200
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["IngestRequest"];
+                /**
+                 * @example {
+                 *       "records": [
+                 *         {
+                 *           "id": "rec-0001",
+                 *           "ts": "2026-11-23T06:00:00.000Z",
+                 *           "source": "crm",
+                 *           "policy_class": "internal",
+                 *           "body": {
+                 *             "account": "acme",
+                 *             "amount_eur": 1200
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["IngestRequest"];
             };
         };
         responses: {
@@ -2250,7 +2399,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "decision": "approve",
+                 *       "comment": "Checked the input; the search stays inside the EU scope."
+                 *     }
+                 */
                 "application/json": components["schemas"]["ApprovalDecision"];
+                /**
+                 * @example {
+                 *       "decision": "approve",
+                 *       "comment": "Checked the input; the search stays inside the EU scope."
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["ApprovalDecision"];
             };
         };
         responses: {
@@ -2434,7 +2596,54 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "search",
+                 *       "provider": "builtin:echo",
+                 *       "input_schema": {
+                 *         "type": "object",
+                 *         "properties": {
+                 *           "q": {
+                 *             "type": "string"
+                 *           }
+                 *         }
+                 *       },
+                 *       "output_schema": {
+                 *         "type": "object"
+                 *       },
+                 *       "policy_binding": {
+                 *         "envelope": "default",
+                 *         "required_scopes": []
+                 *       },
+                 *       "idempotent": true,
+                 *       "config": {}
+                 *     }
+                 */
                 "application/json": components["schemas"]["ToolRegistration"];
+                /**
+                 * @example {
+                 *       "name": "search",
+                 *       "provider": "builtin:echo",
+                 *       "input_schema": {
+                 *         "type": "object",
+                 *         "properties": {
+                 *           "q": {
+                 *             "type": "string"
+                 *           }
+                 *         }
+                 *       },
+                 *       "output_schema": {
+                 *         "type": "object"
+                 *       },
+                 *       "policy_binding": {
+                 *         "envelope": "default",
+                 *         "required_scopes": []
+                 *       },
+                 *       "idempotent": true,
+                 *       "config": {}
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["ToolRegistration"];
             };
         };
         responses: {
@@ -2580,7 +2789,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/agentops",
+                 *       "events": [
+                 *         "run.awaiting_approval",
+                 *         "run.failed"
+                 *       ],
+                 *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                 *     }
+                 */
                 "application/json": components["schemas"]["WebhookCreate"];
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/agentops",
+                 *       "events": [
+                 *         "run.awaiting_approval",
+                 *         "run.failed"
+                 *       ],
+                 *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["WebhookCreate"];
             };
         };
         responses: {
@@ -2783,7 +3013,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                 *       "overlap_seconds": 86400
+                 *     }
+                 */
                 "application/json": components["schemas"]["RotateSecretRequest"];
+                /**
+                 * @example {
+                 *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                 *       "overlap_seconds": 86400
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["RotateSecretRequest"];
             };
         };
         responses: {
@@ -2821,6 +3064,25 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01m83ykearg8se8b7mrq099mzd",
+                 *       "event": "policy.denied",
+                 *       "ts": "2026-11-23T06:00:00.000Z",
+                 *       "run_id": "run_01m83ykearg8se8b7mrq099mzd",
+                 *       "agent_id": "agt_01m83ykearg8se8b7mrq099mzd",
+                 *       "step_id": "step_4",
+                 *       "tool": "search",
+                 *       "detail": {
+                 *         "envelope": "restricted",
+                 *         "violation": "max_tool_calls",
+                 *         "observed": 4,
+                 *         "limit": 3,
+                 *         "escalation_queue": "security-review"
+                 *       },
+                 *       "signature": "t=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PolicyDeniedEvent"];
             };
         };
@@ -2843,6 +3105,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01m83ykearg8se8b7mrq099mzd",
+                 *       "event": "tool.registered",
+                 *       "ts": "2026-11-23T06:00:00.000Z",
+                 *       "tool_id": "tool_01m83ykearg8se8b7mrq099mzd",
+                 *       "name": "search",
+                 *       "status": "active",
+                 *       "signature": "t=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResourceEvent"];
             };
         };
@@ -2865,6 +3138,25 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01m83ykearg8se8b7mrq099mzd",
+                 *       "event": "run.awaiting_approval",
+                 *       "ts": "2026-11-23T06:00:00.000Z",
+                 *       "run_id": "run_01m83ykearg8se8b7mrq099mzd",
+                 *       "agent_id": "agt_01m83ykearg8se8b7mrq099mzd",
+                 *       "step_id": "step_1",
+                 *       "queue": "human-review",
+                 *       "reason": "The gated envelope requires approval for every tool call.",
+                 *       "payload_preview": {
+                 *         "tool": "search",
+                 *         "input": {
+                 *           "q": "hello"
+                 *         }
+                 *       },
+                 *       "signature": "t=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                 *     }
+                 */
                 "application/json": components["schemas"]["RunAwaitingApprovalEvent"];
             };
         };
@@ -2887,6 +3179,30 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01m83ykearg8se8b7mrq099mzd",
+                 *       "event": "run.succeeded",
+                 *       "ts": "2026-11-23T06:00:00.000Z",
+                 *       "run_id": "run_01m83ykearg8se8b7mrq099mzd",
+                 *       "agent_id": "agt_01m83ykearg8se8b7mrq099mzd",
+                 *       "task_id": null,
+                 *       "status": "succeeded",
+                 *       "outcome": {
+                 *         "status": "succeeded",
+                 *         "results": [
+                 *           {
+                 *             "step_id": "step_1",
+                 *             "tool": "search",
+                 *             "tool_id": "tool_01m83ykearg8se8b7mrq099mzd",
+                 *             "result": "res_01m83ykearg8se8b7mrq099mzd"
+                 *           }
+                 *         ],
+                 *         "error": null
+                 *       },
+                 *       "signature": "t=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"
+                 *     }
+                 */
                 "application/json": components["schemas"]["RunLifecycleEvent"];
             };
         };

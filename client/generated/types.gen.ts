@@ -71,6 +71,41 @@ export type PolicyDeniedDetail = {
 };
 
 /**
+ * A provider identifier: one of `KnownToolProvider` on the reference server (any other answers 400 invalid_request listing them), or another implementation's own.
+ */
+export type ToolProvider = KnownToolProvider | string;
+
+/**
+ * The reference server's providers: `builtin:echo` answers its input, `builtin:fail` fails, `builtin:delay` answers after `config.delay_ms`, `builtin:data` answers `config.data`, `http` POSTs the input to `config.url`.
+ */
+export type KnownToolProvider = 'builtin:echo' | 'builtin:fail' | 'builtin:delay' | 'builtin:data' | 'http';
+
+/**
+ * A policy envelope's name; the reference server has `KnownPolicyEnvelope` (others answer 400 invalid_request).
+ */
+export type PolicyEnvelope = KnownPolicyEnvelope | string;
+
+/**
+ * The reference server's envelopes: `default` (25 steps and tool calls, classes public and internal), `gated` (every tool call awaits approval in `human-review`; adds confidential) and `restricted` (10 steps, 3 tool calls, class public).
+ */
+export type KnownPolicyEnvelope = 'default' | 'gated' | 'restricted';
+
+/**
+ * An ingest policy class label; a workspace accepts `KnownPolicyClass` unless an operator set others.
+ */
+export type PolicyClass = KnownPolicyClass | string;
+
+/**
+ * The policy classes a workspace accepts by default.
+ */
+export type KnownPolicyClass = 'public' | 'internal' | 'confidential';
+
+/**
+ * The gate's decision on a `policy.decision` frame.
+ */
+export type PolicyDecision = 'allow' | 'escalate' | 'deny';
+
+/**
  * See `x-run-state-machine`.
  */
 export type RunStatus = 'queued' | 'running' | 'awaiting_approval' | 'paused' | 'succeeded' | 'failed' | 'cancelled';
@@ -82,7 +117,7 @@ export type RunStartRequest = {
     /**
      * Envelope to resolve at start (extension); unknown names answer 400.
      */
-    policy_envelope?: string;
+    policy_envelope?: PolicyEnvelope;
 };
 
 /**
@@ -162,7 +197,7 @@ export type Run = {
     /**
      * Envelope resolved at start.
      */
-    policy_envelope: string;
+    policy_envelope: PolicyEnvelope;
     priority: number;
     /**
      * `/v1/runs/<run_id>/trace`
@@ -211,7 +246,7 @@ export type TraceFrame = {
      * Tool identifier; stays resolvable after the tool is retired.
      */
     tool_id: string | null;
-    policy: 'allow' | 'escalate' | 'deny' | null;
+    policy: PolicyDecision | null;
     latency_ms: number | null;
     /**
      * Result identifier returned by the tool.
@@ -236,18 +271,15 @@ export type TracePage = {
 
 export type PolicyBinding = {
     /**
-     * Envelope the tool runs under (`default`, `gated`, `restricted` in the reference profile).
+     * Envelope the tool runs under.
      */
-    envelope: string;
+    envelope: PolicyEnvelope;
     required_scopes: Array<string>;
 };
 
 export type ToolRegistration = {
     name: string;
-    /**
-     * `builtin:echo`, `builtin:fail`, `builtin:delay`, `builtin:data` or `http` in the reference profile.
-     */
-    provider: string;
+    provider: ToolProvider;
     /**
      * A JSON schema, or a reference to one (`{"$ref": "https://..."}`).
      */
@@ -283,7 +315,7 @@ export type ToolConfig = {
 export type Tool = {
     tool_id: string;
     name: string;
-    provider: string;
+    provider: ToolProvider;
     input_schema: {
         [key: string]: unknown;
     };
@@ -323,14 +355,14 @@ export type AgentCapabilities = Array<string>;
 /**
  * Envelope the agent's runs resolve by default (extension).
  */
-export type AgentPolicyEnvelope = string;
+export type AgentPolicyEnvelope = PolicyEnvelope;
 
 export type Agent = {
     agent_id: string;
     name: string;
     behavior: 'autonomous' | 'supervised' | 'hybrid';
     capabilities: Array<string>;
-    policy_envelope: string;
+    policy_envelope: PolicyEnvelope;
     status: 'idle' | 'running';
     active_runs: number;
     created_at: Timestamp;
@@ -367,7 +399,7 @@ export type Task = {
 };
 
 /**
- * An ingest record as sent (`id`, `ts`, `source`, `policy_class`, `body`). Deliberately open: each record is checked on its own and a bad one is rejected in the answer, not with a 400 for the batch.
+ * An ingest record as sent (`id`, `ts`, `source`, `policy_class`, `body`). Deliberately open: each record is checked on its own and a bad one is rejected in the answer, not with a 400 for the batch. `policy_class` must be one of the workspace's classes (`KnownPolicyClass` by default: `public`, `internal`, `confidential`; an operator sets others with `agentops workspaces set NAME --policy-classes a,b`).
  */
 export type IngestRecordInput = {
     [key: string]: unknown;
@@ -417,7 +449,7 @@ export type StoredRecord = {
      */
     ts: string;
     source: string;
-    policy_class: string;
+    policy_class: PolicyClass;
     body: {
         [key: string]: unknown;
     };

@@ -475,7 +475,11 @@ export class StreamHub {
   }
 
   beat(): void {
-    for (const c of this.connections) void c.heartbeat()
+    // After the poll phase: a pong already waiting in a socket's buffer (the loop was busy when the period ended)
+    // is read first, so a slow event loop never drops a healthy peer.
+    setImmediate(() => {
+      for (const c of this.connections) void c.heartbeat()
+    })
   }
 
   stop(): void {

@@ -1,6 +1,7 @@
 /**
  * `/docs` in a real browser (Debian's chromium through playwright-core), with every request that leaves the loopback
- * interface aborted and recorded: the reference must render from this server alone.
+ * interface aborted and recorded: the reference must render from this server alone, target the server that served
+ * it, and offer nothing that needs the internet.
  */
 import { existsSync } from 'node:fs'
 import { type Browser, chromium } from 'playwright-core'
@@ -63,13 +64,35 @@ describe.skipIf(!existsSync(CHROMIUM) && !required)(
       // The operation bodies (with their paths) render after the sidebar: wait for one rather than snapshot early.
       await page.getByText('/v1/agents/{agent_id}/runs').first().waitFor({ timeout: 30_000 })
 
-      // A request example for an operation: the generated curl snippet, filled from the contract's examples.
-      await page
-        .getByText(/curl http:\/\/127\.0\.0\.1:8080\/v1\/agents\/agt_\w+\/runs/)
-        .first()
-        .waitFor({ timeout: 30_000 })
+      // The server in the samples is the one that served the page (not the contract's default port), and the
+      // request example is the contract's complete, valid one.
+      const samples = page.getByText(
+        new RegExp(`curl ${t.baseUrl.replace(/[.]/g, '\\.')}/v1/agents/agt_\\w+/runs`),
+      )
+      await samples.first().waitFor({ timeout: 30_000 })
       const example = await page.locator('body').innerText()
       expect(example).toMatch(/--request POST[\s\S]*"mode": "live"/)
+      expect(example).toMatch(/"policy_envelope": "default"/)
+      expect(example).not.toMatch(/127\.0\.0\.1:8080/)
+
+      // One "Webhooks" entry in the sidebar: the tag is shown as "Webhook subscriptions".
+      const sidebar = page.locator('aside.t-doc__sidebar').first()
+      expect(await sidebar.getByText('Webhooks', { exact: true }).count()).toBe(1)
+      expect(await sidebar.getByText('Webhook subscriptions', { exact: true }).count()).toBe(1)
+
+      // Nothing on the page needs the internet: no visible link to another origin, no "Open API Client", no
+      // developer toolbar (Developer Tools, Configure, Share, Deploy).
+      const external: string[] = []
+      const anchors = page.locator('a[href]')
+      for (let i = 0, n = await anchors.count(); i < n; i++) {
+        const anchor = anchors.nth(i)
+        const href = new URL((await anchor.getAttribute('href')) ?? '', t.baseUrl)
+        if (href.origin !== new URL(t.baseUrl).origin && (await anchor.isVisible())) external.push(href.href)
+      }
+      expect(external, 'visible links that leave the server').toEqual([])
+      expect(await page.getByText('Open API Client').count()).toBe(0)
+      for (const name of ['Developer Tools', 'Configure', 'Share', 'Deploy'])
+        expect(await page.getByRole('button', { name, exact: true }).count(), name).toBe(0)
 
       expect(offLoopback, 'requests that left the machine').toEqual([])
       expect(pageErrors).toEqual([])

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { ERROR_CATALOGUE } from '../../src/domain/errors.js'
+import { DEFAULT_POLICY_CLASSES } from '../../src/domain/keys/service.js'
+import { ENVELOPES } from '../../src/domain/policy/envelopes.js'
+import { PROVIDERS } from '../../src/domain/tools/providers.js'
 import { EVENT_KINDS } from '../../src/domain/webhooks/body.js'
 
 type Json = Record<string, unknown>
@@ -34,6 +37,13 @@ describe('the contract document', () => {
   it('lists exactly the event kinds the service emits', () => {
     const schemas = (doc.components as Json).schemas as Record<string, Json>
     expect(schemas.EventKind?.enum).toEqual([...EVENT_KINDS])
+  })
+
+  it("lists the reference server's providers, envelopes and default policy classes as the known values", () => {
+    const schemas = (doc.components as Json).schemas as Record<string, Json>
+    expect(schemas.KnownToolProvider?.enum).toEqual([...PROVIDERS])
+    expect(schemas.KnownPolicyEnvelope?.enum).toEqual(Object.keys(ENVELOPES))
+    expect(schemas.KnownPolicyClass?.enum).toEqual(DEFAULT_POLICY_CLASSES)
   })
 
   it('takes an Idempotency-Key on every POST and cursor/limit on every list', () => {

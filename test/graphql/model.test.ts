@@ -89,6 +89,17 @@ function contractShape(schema: Json, required: boolean): Shape {
     expect(real, `oneOf with one non-null variant: ${JSON.stringify(s)}`).toHaveLength(1)
     s = real[0] as Json
   }
+  // A named schema that refines another (`allOf: [ref]` with a default) is that schema.
+  if (Array.isArray(s.allOf) && s.allOf.length === 1) s = { ...s, ...(s.allOf[0] as Json), allOf: undefined }
+  // An open value set (`anyOf: [Known… enum, string]`) is a plain string: any value may come back.
+  if (Array.isArray(s.anyOf)) {
+    const variants = s.anyOf as Json[]
+    expect(
+      variants.every((v) => typeof v.$ref === 'string' || v.type === 'string'),
+      `anyOf of a known enum and a string: ${JSON.stringify(s)}`,
+    ).toBe(true)
+    return { kind: 'string', nullable }
+  }
   if (typeof s.$ref === 'string') {
     const name = refName(s.$ref)
     const target = schemas[name] as Json

@@ -9,6 +9,7 @@ import { getHealthzRoute, getOpenapiJsonRoute } from '../../../generated/routes.
 import { ApiError } from '../../domain/errors.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../context.js'
+import { ORIGIN_VARY, requestOrigin } from '../request-origin.js'
 
 export const CONTRACT_PATH = join(
   dirname(fileURLToPath(import.meta.url)),
@@ -32,16 +33,28 @@ export function registerMetaRoutes(app: OpenAPIHono<AppEnv>, services: Services)
     return c.json({ status: 'ok' as const, store: services.db.dialect, version: '1.0.0' }, 200)
   })
 
-  app.openapi(getOpenapiJsonRoute, (c) => c.json(loadContract(), 200))
+  // The document names the origin it was served from first, so the docs page's requests and samples (and a
+  // generator pointed at this URL) target this server, then the contract's own list.
+  app.openapi(getOpenapiJsonRoute, (c) => {
+    c.header('Vary', ORIGIN_VARY)
+    return c.json(servedContract(requestOrigin(c.req.url, (name) => c.req.header(name))), 200)
+  })
 
   // The page loads its script from this server (never a CDN), asks for no web fonts and turns off the hosted AI
-  // agent (which fetches from scalar.com), so it renders offline. `agent` is newer than this integration's types.
+  // agent (which fetches from scalar.com), so it renders offline. Nothing on it needs the internet: no "Open API
+  // Client" button (it opens client.scalar.com), no developer toolbar (its Share and Deploy go to scalar.com), no
+  // telemetry; the sidebar footer's "Powered by Scalar" link (no option turns it off) is hidden by style.
+  // `agent` and `showDeveloperTools` are newer than this integration's types.
   const offline = {
     url: '/openapi.json',
     pageTitle: 'Agent Operations API',
     cdn: '/docs/scalar.js',
     withDefaultFonts: false,
     agent: { disabled: true },
+    hideClientButton: true,
+    showDeveloperTools: 'never',
+    telemetry: false,
+    customCss: 'a[href*="scalar.com"] { display: none !important; }',
   }
   const reference = Scalar(offline)
   // Neither answer is JSON, so these are plain routes (the contract still documents both).
@@ -51,6 +64,24 @@ export function registerMetaRoutes(app: OpenAPIHono<AppEnv>, services: Services)
     c.header('Cache-Control', 'public, max-age=86400')
     return c.body(referenceScript(), 200)
   })
+}
+
+interface Server {
+  url: string
+  description?: string
+}
+
+/** The contract with `origin` as its first server (listed once). */
+function servedContract(origin: string): Record<string, unknown> {
+  const contract = loadContract()
+  const listed = (contract.servers as Server[] | undefined) ?? []
+  return {
+    ...contract,
+    servers: [
+      { url: origin, description: 'This server: the origin this document was served from.' },
+      ...listed.filter((server) => server.url !== origin),
+    ],
+  }
 }
 
 let script: Uint8Array<ArrayBuffer> | undefined
