@@ -1326,7 +1326,12 @@ const CursorParamsSchema = z
       in: 'query',
       required: false,
       description:
-        'The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.',
+        "The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).",
+      'x-spec-gap': {
+        section: '§8',
+        decision:
+          'Cursors are opaque and tamper-proof, 39 base64url characters sealing the position with a MAC (HMAC-SHA256, SIV-style deterministic authenticated encryption) under a server secret every replica shares (`AGENTOPS_CURSOR_SECRET`, or one generated once and kept in the store). A cursor is bound to its workspace and its list (filter and parent included) and shows no figure of any tenant; a foreign, edited or stale-secret cursor answers 400 invalid_cursor. The secret rotates like a key: the previous one (`AGENTOPS_CURSOR_SECRET_PREVIOUS`) stays accepted, and a cursor under a secret rotated out answers 400 invalid_cursor with `detail.reason` `secret_rotated` and a message to start again without a cursor.',
+      },
       schema: { type: 'string', maxLength: 512 },
     },
   })

@@ -1540,7 +1540,7 @@ export interface components {
          * @example crm-eu
          */
         ConnectorId: string;
-        /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+        /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
         Cursor: string;
         /**
          * @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.
@@ -1707,7 +1707,7 @@ export interface operations {
     listAgents: {
         parameters: {
             query?: {
-                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size, at most 200. */
                 limit?: components["parameters"]["Limit"];
@@ -1872,7 +1872,7 @@ export interface operations {
     listAgentRuns: {
         parameters: {
             query?: {
-                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size, at most 200. */
                 limit?: components["parameters"]["Limit"];
@@ -2215,7 +2215,7 @@ export interface operations {
     listConnectorRecords: {
         parameters: {
             query?: {
-                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size, at most 200. */
                 limit?: components["parameters"]["Limit"];
@@ -2432,7 +2432,7 @@ export interface operations {
     getRunTrace: {
         parameters: {
             query?: {
-                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size, at most 200. */
                 limit?: components["parameters"]["Limit"];
@@ -2473,7 +2473,7 @@ export interface operations {
     streamRunTrace: {
         parameters: {
             query?: {
-                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
@@ -2551,7 +2551,7 @@ export interface operations {
     listTools: {
         parameters: {
             query?: {
-                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Include retired tools. */
                 include_retired?: boolean;
@@ -2746,7 +2746,7 @@ export interface operations {
     listWebhooks: {
         parameters: {
             query?: {
-                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size, at most 200. */
                 limit?: components["parameters"]["Limit"];
@@ -2911,7 +2911,7 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor. */
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size, at most 200. */
                 limit?: components["parameters"]["Limit"];

@@ -46,6 +46,13 @@ export interface Config {
   logLevel?: LogLevel
   /** Human-readable log lines (pino-pretty) instead of JSON; default: when stdout is a terminal. */
   logPretty?: boolean
+  /**
+   * The secret page cursors are signed with (AGENTOPS_CURSOR_SECRET); unset: one generated once and kept in the
+   * store, so every replica shares it. Rotation: set the new one here and the old one as cursorSecretPrevious.
+   */
+  cursorSecret?: string
+  /** A rotated-out cursor secret still accepted (AGENTOPS_CURSOR_SECRET_PREVIOUS). */
+  cursorSecretPrevious?: string
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -63,6 +70,19 @@ function switchFrom(value: string | undefined, fallback: boolean, name: string):
   if (/^(1|true|on|yes)$/i.test(value)) return true
   if (/^(0|false|off|no)$/i.test(value)) return false
   throw new Error(`${name} must be on or off, got "${value}"`)
+}
+
+/** Shorter cursor secrets are refused at start: the cursor MAC is only as strong as its key. */
+export const MIN_CURSOR_SECRET_CHARS = 32
+
+function secretFrom(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === '') return undefined
+  if (value.length < MIN_CURSOR_SECRET_CHARS) {
+    throw new Error(
+      `${name} must be at least ${MIN_CURSOR_SECRET_CHARS} characters (e.g. openssl rand -base64 32)`,
+    )
+  }
+  return value
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./.agentops/agentops.db'
@@ -130,6 +150,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     ...(env.AGENTOPS_LOG_PRETTY
       ? { logPretty: switchFrom(env.AGENTOPS_LOG_PRETTY, false, 'AGENTOPS_LOG_PRETTY') }
       : {}),
+    cursorSecret: secretFrom(env.AGENTOPS_CURSOR_SECRET, 'AGENTOPS_CURSOR_SECRET'),
+    cursorSecretPrevious: secretFrom(env.AGENTOPS_CURSOR_SECRET_PREVIOUS, 'AGENTOPS_CURSOR_SECRET_PREVIOUS'),
     workers: true,
     ...overrides,
   }

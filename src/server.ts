@@ -3,9 +3,11 @@ import type { AddressInfo } from 'node:net'
 import { getRequestListener } from '@hono/node-server'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
+import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
 import { newId } from './domain/ids.js'
 import { attachGraphqlWs } from './graphql/ws.js'
 import { createApp } from './http/app.js'
+import { answerClientErrors } from './http/client-error.js'
 import { type OperatorHandler, operatorEndpoints } from './observability/endpoints.js'
 import { createLogger, type Logger } from './observability/logger.js'
 import { createMetrics } from './observability/metrics.js'
@@ -14,6 +16,7 @@ import { createServices, type Services } from './services.js'
 import { type Db, openDb, timesTransactions } from './store/db.js'
 import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
+import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
 import { attachStream } from './stream/attach.js'
 
 export interface RunningServer {
@@ -67,6 +70,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     config.port,
     config.host,
   )
+  answerClientErrors(httpServer)
   const metricsServer = separateMetrics
     ? await listen(
         metricsOnly(
@@ -90,6 +94,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     db ??= await openDb(config.databaseUrl)
     readiness.migrating()
     const applied = await migrate(db)
+    installCursorKeyring(await cursorKeyring(db, config))
     logger.info(
       { store: db.dialect, applied },
       applied.length > 0 ? 'migrations applied' : 'store schema up to date',
@@ -211,6 +216,18 @@ function metricsOnly(operator: OperatorHandler) {
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
+
+const CURSOR_SECRET = 'cursor'
+
+/**
+ * The cursor secrets: the configured one (the stored one, if any, stays accepted as the previous one unless
+ * another previous is configured), or the store's shared generated one.
+ */
+async function cursorKeyring(db: Db, config: Config): Promise<CursorKeyring> {
+  if (!config.cursorSecret) return new CursorKeyring([await sharedSecret(db, CURSOR_SECRET, Date.now())])
+  const previous = config.cursorSecretPrevious ?? (await storedSecret(db, CURSOR_SECRET))
+  return new CursorKeyring(previous ? [config.cursorSecret, previous] : [config.cursorSecret])
+}
 
 /**
  * The requests a server is answering, so shutdown can wait for them. Live trace streams (SSE) never finish on

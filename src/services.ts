@@ -93,7 +93,7 @@ export function createServices(deps: ServiceDeps): Services {
     metrics,
     changes,
     events,
-    keys: new KeyService(repos.keys, repos.workspaces, clock),
+    keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes),
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events),

@@ -690,7 +690,7 @@ export type Health = {
 export type IdempotencyKey = string;
 
 /**
- * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+ * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
  */
 export type Cursor = string;
 
@@ -749,7 +749,7 @@ export type ListAgentRunsData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1206,7 +1206,7 @@ export type GetRunTraceData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1275,7 +1275,7 @@ export type StreamRunTraceData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
     };
@@ -1329,7 +1329,7 @@ export type ListToolsData = {
     path?: never;
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1631,7 +1631,7 @@ export type ListConnectorRecordsData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1689,7 +1689,7 @@ export type ListWebhooksData = {
     path?: never;
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -1991,7 +1991,7 @@ export type ListWebhookDeliveriesData = {
     };
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**
@@ -2117,7 +2117,7 @@ export type ListAgentsData = {
     path?: never;
     query?: {
         /**
-         * The opaque `next_cursor` of the previous page; a cursor this list did not issue answers 400 invalid_cursor.
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
          */
         cursor?: string;
         /**

@@ -14,6 +14,18 @@ const SIGNATURE = /^t=(\d{1,15})((?:,v1=[0-9a-f]{64})+)$/
  * HMAC-SHA256, keyed with a secret's UTF-8 bytes, over `<t>.` + the RFC 8785 canonical JSON of the body without
  * `signature`. Pass every secret you trust (during a rotation, old and new); any match within the tolerance passes.
  * Accepts the raw body text or the parsed object.
+ *
+ * Deliveries are at least once: a retry, a redeliver or a replica killed mid-attempt sends the same event again,
+ * with the same body `id`. Deduplicate on it after verifying, in the transaction that does the work:
+ *
+ * ```ts
+ * if (!verifyWebhookSignature(rawBody, secrets)) return respond(401)
+ * const event = JSON.parse(rawBody)
+ * await db.transaction(async (tx) => {
+ *   if (!(await tx.insertIfAbsent('handled_events', event.id))) return // a repeat: answer 2xx, do nothing
+ *   await handle(event, tx)
+ * })
+ * ```
  */
 export function verifyWebhookSignature(
   body: string | Record<string, unknown>,

@@ -5,6 +5,7 @@ import type { Tier } from '../domain/identity.js'
 import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
 import { openDb } from '../store/db.js'
 import { migrate } from '../store/migrations/index.js'
+import { openChangeFeed } from '../store/notifications.js'
 import { createRepositories } from '../store/repos/index.js'
 
 class UsageError extends Error {}
@@ -99,7 +100,8 @@ async function withKeys<T>(
   try {
     await migrate(db)
     const repos = createRepositories(db)
-    return await fn(new KeyService(repos.keys, repos.workspaces, systemClock))
+    // The change feed announces a revoke to running servers on PostgreSQL (on SQLite they read it on their poll).
+    return await fn(new KeyService(repos.keys, repos.workspaces, systemClock, {}, openChangeFeed(db)))
   } finally {
     await db.close()
   }

@@ -10,6 +10,8 @@ export type Change =
   | { kind: 'records'; workspaceId: string; connectorId: string; lastSeq: number }
   /** A run changed (status, frames). */
   | { kind: 'run'; runId: string }
+  /** An API key was revoked: every replica closes the sockets it authenticated, at once. */
+  | { kind: 'key'; keyId: string }
   /** Wake-ups may have been missed (the feed reconnected): every consumer should look again. */
   | { kind: 'resync' }
 
@@ -20,6 +22,8 @@ export interface ChangeFeed {
   publish(change: Change): void
   /** Every change published here or by another replica; returns the unsubscribe function. */
   subscribe(listener: ChangeListener): () => void
+  /** Resolves once every change published so far has left for the other replicas (a CLI exits after). */
+  flush(): Promise<void>
   /** Begins hearing other replicas (no-op for an in-process feed). */
   start(): Promise<void>
   stop(): Promise<void>
@@ -57,6 +61,7 @@ export class LocalChangeFeed implements ChangeFeed {
     return this.listeners.add(listener)
   }
 
+  async flush(): Promise<void> {}
   async start(): Promise<void> {}
   async stop(): Promise<void> {}
 }

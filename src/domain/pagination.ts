@@ -1,4 +1,7 @@
+import { decodeCursor, encodeCursor } from './cursors.js'
 import { ApiError } from './errors.js'
+
+export { decodeCursor, encodeCursor }
 
 export const DEFAULT_PAGE_LIMIT = 50
 export const MAX_PAGE_LIMIT = 200
@@ -24,41 +27,11 @@ export interface Page<T> {
 }
 
 /**
- * Cursors are opaque to clients but carry the list they belong to, so a cursor from one list (or a forged one)
- * is refused with 400 invalid_cursor instead of silently paging something else.
+ * A list request's page. `list` names the list and its filter (`tools:all`, `records:<connector>`): a cursor is
+ * bound to it and to the workspace (src/domain/cursors.ts), so it pages nothing else.
  */
-export function encodeCursor(list: string, seq: number): string {
-  return Buffer.from(JSON.stringify({ l: list, k: seq }), 'utf8').toString('base64url')
-}
-
-export function decodeCursor(list: string, cursor: string | undefined | null): number {
-  if (cursor === undefined || cursor === null || cursor === '') return 0
-  let parsed: unknown
-  try {
-    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url')
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
-  } catch {
-    throw invalidCursor()
-  }
-  if (
-    typeof parsed !== 'object' ||
-    parsed === null ||
-    (parsed as { l?: unknown }).l !== list ||
-    !Number.isSafeInteger((parsed as { k?: unknown }).k) ||
-    ((parsed as { k: number }).k as number) < 0
-  ) {
-    throw invalidCursor()
-  }
-  return (parsed as { k: number }).k
-}
-
-function invalidCursor(): ApiError {
-  return new ApiError('invalid_cursor', 'The cursor is not valid for this list; start again without one', {
-    parameter: 'cursor',
-  })
-}
-
 export function pageRequest(
+  workspaceId: string,
   list: string,
   query: { cursor?: string | undefined; limit?: number | undefined },
 ): PageRequest {
@@ -69,11 +42,12 @@ export function pageRequest(
       fields: ['limit'],
     })
   }
-  return { afterSeq: decodeCursor(list, query.cursor), limit }
+  return { afterSeq: decodeCursor(workspaceId, list, query.cursor), limit }
 }
 
 /** The contract's list body: the page's items and a cursor after its last row when more follow. */
 export function toPage<R extends { seq: number }, T>(
+  workspaceId: string,
   list: string,
   slice: Slice<R>,
   map: (row: R) => T,
@@ -81,6 +55,6 @@ export function toPage<R extends { seq: number }, T>(
   const last = slice.rows.at(-1)
   return {
     data: slice.rows.map(map),
-    next_cursor: slice.more && last ? encodeCursor(list, last.seq) : null,
+    next_cursor: slice.more && last ? encodeCursor(workspaceId, list, last.seq) : null,
   }
 }

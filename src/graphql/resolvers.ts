@@ -33,7 +33,7 @@ import {
   presentTask,
   presentTool,
   presentWebhook,
-  TRACE_LIST,
+  traceList,
 } from '../http/presenters.js'
 import { assertScope, callerOf } from '../http/scopes.js'
 import type { GraphqlContext } from './context.js'
@@ -67,9 +67,14 @@ const loadAgent = async (ctx: GraphqlContext, id: unknown) => {
 
 const runsOfAgent = async (agentId: string, args: Args, ctx: GraphqlContext) => {
   const auth = assertScope(ctx.auth, 'runs:read')
-  const p = pageRequest('runs', page(args))
+  const p = pageRequest(auth.workspaceId, 'runs', page(args))
   const views = await ctx.services.runs.listByAgent(auth.workspaceId, agentId, p.afterSeq, p.limit)
-  return toPage('runs', { ...views, rows: views.rows.map((v) => ({ ...v, seq: v.run.seq })) }, presentRun)
+  return toPage(
+    auth.workspaceId,
+    'runs',
+    { ...views, rows: views.rows.map((v) => ({ ...v, seq: v.run.seq })) },
+    presentRun,
+  )
 }
 
 const control =
@@ -94,9 +99,9 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     },
     agents: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'agents:read')
-      const p = pageRequest('agents', page(args))
+      const p = pageRequest(auth.workspaceId, 'agents', page(args))
       const rows = await ctx.services.agents.list(auth.workspaceId, p.afterSeq, p.limit)
-      return toPage('agents', rows, presentAgent)
+      return toPage(auth.workspaceId, 'agents', rows, presentAgent)
     },
     task: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'tasks:read')
@@ -113,9 +118,9 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
       const includeRetired = args.include_retired === true
       // The cursor is bound to the filter, as in REST, so paging cannot switch lists halfway.
       const list = includeRetired ? 'tools:all' : 'tools'
-      const p = pageRequest(list, page(args))
+      const p = pageRequest(auth.workspaceId, list, page(args))
       const rows = await ctx.services.tools.list(auth.workspaceId, includeRetired, p.afterSeq, p.limit)
-      return toPage(list, rows, presentTool)
+      return toPage(auth.workspaceId, list, rows, presentTool)
     },
     webhook: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'webhooks:read')
@@ -126,9 +131,9 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     },
     webhooks: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'webhooks:read')
-      const p = pageRequest('webhooks', page(args))
+      const p = pageRequest(auth.workspaceId, 'webhooks', page(args))
       const rows = await ctx.services.webhooks.list(auth.workspaceId, p.afterSeq, p.limit)
-      return toPage('webhooks', rows, presentWebhook)
+      return toPage(auth.workspaceId, 'webhooks', rows, presentWebhook)
     },
     records: async (_p, args, ctx) => {
       const auth = assertScope(ctx.auth, 'records:read')
@@ -136,9 +141,9 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
         connector_id: args.connector_id,
       })
       const list = `records:${connector_id}`
-      const p = pageRequest(list, page(args))
+      const p = pageRequest(auth.workspaceId, list, page(args))
       const rows = await ctx.services.ingestion.list(auth.workspaceId, connector_id, p.afterSeq, p.limit)
-      return toPage(list, rows, (r) => r)
+      return toPage(auth.workspaceId, list, rows, (r) => r)
     },
   },
 
@@ -146,12 +151,14 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     agent: (run, _a, ctx) => loadAgent(ctx, run.agent_id),
     trace: async (run, args, ctx) => {
       const auth = assertScope(ctx.auth, 'runs:read')
-      const p = pageRequest(TRACE_LIST, page(args))
-      const read = await ctx.services.runs.frames(auth.workspaceId, String(run.run_id), p.afterSeq, p.limit)
+      const runId = String(run.run_id)
+      const p = pageRequest(auth.workspaceId, traceList(runId), page(args))
+      const read = await ctx.services.runs.frames(auth.workspaceId, runId, p.afterSeq, p.limit)
       // The paging rule (a live run always gets a cursor to poll from) is RunService.frames', as for REST.
       return {
         data: read.frames.map(presentFrame),
-        next_cursor: read.nextAfter === null ? null : encodeCursor(TRACE_LIST, read.nextAfter),
+        next_cursor:
+          read.nextAfter === null ? null : encodeCursor(auth.workspaceId, traceList(runId), read.nextAfter),
         run_status: read.status,
       }
     },
@@ -173,14 +180,14 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
       const auth = assertScope(ctx.auth, 'webhooks:read')
       const webhookId = String(webhook.webhook_id)
       const list = `deliveries:${webhookId}`
-      const p = pageRequest(list, page(args))
+      const p = pageRequest(auth.workspaceId, list, page(args))
       const rows = await ctx.services.webhooks.listDeliveries(
         auth.workspaceId,
         webhookId,
         p.afterSeq,
         p.limit,
       )
-      return toPage(list, rows, presentDelivery)
+      return toPage(auth.workspaceId, list, rows, presentDelivery)
     },
   },
 

@@ -101,6 +101,12 @@ export function attachGraphqlWs(server: Server, services: Services): { close(): 
           caller = { auth: toAuth(verified), revalidate }
         }
         callers.set(ctx.extra.socket, caller)
+        // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
+        const socket = ctx.extra.socket
+        const unwatch = services.keys.watch.watch(caller.auth.keyId, () =>
+          socket.close(CloseCode.Unauthorized, 'unauthenticated'),
+        )
+        socket.once('close', unwatch)
         return true
       },
       onSubscribe: async (ctx, id, payload) => {

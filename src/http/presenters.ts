@@ -98,13 +98,16 @@ function runBody(view: RunView): RunBody {
       reason: a.reason,
       requested_at: toRfc3339(a.requested_at),
     })),
-    trace_cursor: run.frameCount > 0 ? encodeCursor(TRACE_LIST, run.frameCount) : null,
+    trace_cursor:
+      run.frameCount > 0 ? encodeCursor(run.workspaceId, traceList(run.id), run.frameCount) : null,
     outcome: run.outcome,
   }
 }
 
-/** Trace cursors belong to their own list, so an agents or tools cursor is refused there. */
-export const TRACE_LIST = 'trace'
+/** A trace cursor belongs to its run's trace, so another run's (or an agents or tools) cursor is refused there. */
+export function traceList(runId: string): string {
+  return `trace:${runId}`
+}
 
 export function presentFrame(f: FrameRecord): TraceFrameBody {
   return {

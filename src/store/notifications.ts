@@ -35,6 +35,7 @@ type Wire =
   | { o: string; k: 'e' }
   | { o: string; k: 'r'; w: string; c: string; s: number }
   | { o: string; k: 'f'; r: string }
+  | { o: string; k: 'x'; i: string }
   | { o: string; k: 'a' }
 
 export function encodeChange(origin: string, change: Change): string {
@@ -45,7 +46,9 @@ export function encodeChange(origin: string, change: Change): string {
         ? { o: origin, k: 'r', w: change.workspaceId, c: change.connectorId, s: change.lastSeq }
         : change.kind === 'run'
           ? { o: origin, k: 'f', r: change.runId }
-          : { o: origin, k: 'a' }
+          : change.kind === 'key'
+            ? { o: origin, k: 'x', i: change.keyId }
+            : { o: origin, k: 'a' }
   const text = JSON.stringify(wire)
   return Buffer.byteLength(text) < MAX_PAYLOAD ? text : JSON.stringify({ o: origin, k: 'a' })
 }
@@ -70,6 +73,8 @@ export function decodeChange(payload: string): { origin: string; change: Change 
       }
     case 'f':
       return typeof wire.r === 'string' ? { origin, change: { kind: 'run', runId: wire.r } } : undefined
+    case 'x':
+      return typeof wire.i === 'string' ? { origin, change: { kind: 'key', keyId: wire.i } } : undefined
     case 'a':
       return { origin, change: { kind: 'resync' } }
     default:
@@ -95,7 +100,7 @@ export class PgChangeFeed implements ChangeFeed {
   private publishFailing = false
   /** Encoded changes waiting for the notifying statement in flight to finish. */
   private readonly unsent = new Set<string>()
-  private sending = false
+  private sending: Promise<void> | undefined
   private readonly minMs: number
   private readonly maxMs: number
   private readonly onReconnected: () => void
@@ -117,7 +122,11 @@ export class PgChangeFeed implements ChangeFeed {
     this.listeners.deliver(change)
     if (change.kind === 'resync') return
     this.unsent.add(encodeChange(this.origin, change))
-    if (!this.sending) void this.sendUnsent()
+    this.sending ??= this.sendUnsent()
+  }
+
+  async flush(): Promise<void> {
+    await this.sending
   }
 
   /**
@@ -126,7 +135,6 @@ export class PgChangeFeed implements ChangeFeed {
    * Under load this is one round trip for many writes instead of one per write; alone, a change goes at once.
    */
   private async sendUnsent(): Promise<void> {
-    this.sending = true
     try {
       while (this.unsent.size > 0) {
         const payloads = JSON.stringify([...this.unsent])
@@ -141,7 +149,7 @@ export class PgChangeFeed implements ChangeFeed {
         }
       }
     } finally {
-      this.sending = false
+      this.sending = undefined
     }
   }
 

@@ -99,11 +99,17 @@ export function attachStream(
             },
             socketIngestor(services, verified),
           )
+          // A revoke or an expiry of the key closes the socket at once (4401), not at the next heartbeat.
+          const unwatch = services.keys.watch.watch(verified.keyId, (end) => connection.credentialEnded(end))
+          const forget = () => {
+            unwatch()
+            hub.remove(connection)
+          }
           // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
           ws.on('message', (data) => connection.handleText(data.toString()))
           ws.on('pong', () => connection.pong())
-          ws.on('close', () => hub.remove(connection))
-          ws.on('error', () => hub.remove(connection))
+          ws.on('close', forget)
+          ws.on('error', forget)
         })
       },
       (err: unknown) => {

@@ -275,8 +275,7 @@ export class StreamConnection {
       return // the store hiccuped; try again next beat rather than dropping a good client
     }
     if (typeof verdict === 'string') {
-      this.sendError(undefined, 'unauthenticated', 'The bearer token is no longer valid', { reason: verdict })
-      this.closeWith(CLOSE_UNAUTHENTICATED, 'unauthenticated')
+      this.credentialEnded(verdict)
       return
     }
     try {
@@ -285,6 +284,16 @@ export class StreamConnection {
       // a socket that is already closing cannot ping; the close event cleans up
     }
     this.send({ type: 'heartbeat', ts: toRfc3339(this.clock.now()) })
+  }
+
+  /**
+   * The connection's key was revoked or expired: says why and closes with 4401 now. Synchronous, so nothing the
+   * hub wakes for later (the feed hears a revoke before the records committed after it) reaches this socket.
+   */
+  credentialEnded(reason: string): void {
+    if (this.closed) return
+    this.sendError(undefined, 'unauthenticated', 'The bearer token is no longer valid', { reason })
+    this.closeWith(CLOSE_UNAUTHENTICATED, 'unauthenticated')
   }
 
   closeWith(code: number, reason: string): void {

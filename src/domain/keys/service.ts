@@ -1,9 +1,11 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { ChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
 import type { KeyRepository, WorkspaceRepository } from '../ports.js'
 import { type KeyCacheOptions, type VerifiedEntry, VerifiedKeyCache } from './cache.js'
+import { KeyWatch } from './watch.js'
 
 const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
 
@@ -106,14 +108,25 @@ export function resolveLimits(settings: WorkspaceSettings): {
 
 export class KeyService {
   private readonly cache: VerifiedKeyCache
+  /** The keys of open sockets: a revoke or an expiry closes them at once (src/domain/keys/watch.ts). */
+  readonly watch: KeyWatch
 
   constructor(
     private readonly keys: KeyRepository,
     private readonly workspaces: WorkspaceRepository,
     private readonly clock: Clock,
     cacheOptions: KeyCacheOptions = {},
+    /** Where revokes are announced to (and heard from) the other replicas and processes on the same store. */
+    private readonly changes?: ChangeFeed,
   ) {
     this.cache = new VerifiedKeyCache(cacheOptions)
+    this.watch = new KeyWatch(keys, clock)
+    changes?.subscribe((change) => {
+      if (change.kind === 'key') {
+        this.cache.forgetKey(change.keyId)
+        this.watch.end(change.keyId, 'revoked')
+      } else if (change.kind === 'resync') void this.watch.poll()
+    })
   }
 
   /** Creates the workspace on first use (its settings apply then, or update it when given later) and a key in it. */
@@ -242,9 +255,17 @@ export class KeyService {
     }))
   }
 
+  /**
+   * Revokes the key, then announces it (this process's sockets close at once, other replicas' as soon as they
+   * hear it) and waits until the announcement left, so a CLI that exits next does not take it with it.
+   */
   async revoke(keyId: string): Promise<boolean> {
     const revoked = await this.keys.revoke(keyId, this.clock.now())
     this.cache.forgetKey(keyId)
+    if (revoked && this.changes) {
+      this.changes.publish({ kind: 'key', keyId })
+      await this.changes.flush()
+    } else if (revoked) this.watch.end(keyId, 'revoked')
     return revoked
   }
 }

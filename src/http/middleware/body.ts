@@ -27,13 +27,19 @@ export const bodyGuard = (maxBytes: number) =>
         content_type: type || null,
       })
     }
-    if (length !== undefined && Number(length) > maxBytes) throw tooLarge(maxBytes)
     // Under @hono/node-server the body is read from Node's request itself: the Fetch Request and its web stream
     // cost about a tenth of a POST (profiled). app.request (tests, in-process callers) has no Node request.
     const incoming = nodeRequest(c)
+    if (length !== undefined && Number(length) > maxBytes) {
+      if (incoming) lingeringClose(incoming)
+      throw tooLarge(maxBytes)
+    }
     const text = decodeUtf8(
       incoming && !incoming.readableEnded
-        ? await readIncoming(incoming, maxBytes)
+        ? await readIncoming(incoming, maxBytes).catch((err: unknown) => {
+            if (err instanceof ApiError && err.code === 'payload_too_large') lingeringClose(incoming)
+            throw err
+          })
         : await readLimited(c.req.raw, maxBytes),
     )
     let parsed: unknown
@@ -67,6 +73,39 @@ function tooLarge(maxBytes: number): ApiError {
     { limit_bytes: maxBytes },
     { Connection: 'close' },
   )
+}
+
+/** What a lingering close reads and drops at most, and for how long, before it cuts the connection anyway. */
+const LINGER_BYTES = 64 * 1024 * 1024
+const LINGER_MS = 5_000
+
+/**
+ * A "lingering close" (as Apache httpd and nginx do): after the 413 with `Connection: close`, the rest of the
+ * body is read and dropped until the client has sent it all (bounded in bytes and time), and only then is the
+ * socket closed. Closing a socket with unread bytes in its receive buffer makes the kernel send a reset, which
+ * can reach the client before it read the 413: a body written in one piece then saw "connection reset" instead
+ * of the answer. Node closes a `Connection: close` socket with `socket.destroySoon()` once the answer is written;
+ * for this one socket that becomes: send FIN, keep reading, close on the client's FIN or the bound.
+ */
+function lingeringClose(incoming: IncomingMessage): void {
+  const socket = incoming.socket
+  // The body's bytes still arrive through the HTTP parser into the request: let them flow and drop them.
+  incoming.removeAllListeners('data')
+  incoming.resume()
+  socket.destroySoon = function lingering(this: typeof socket) {
+    this.end()
+    let left = LINGER_BYTES
+    const cut = () => this.destroy()
+    const timer = setTimeout(cut, LINGER_MS)
+    timer.unref()
+    this.on('data', (chunk: Buffer) => {
+      left -= chunk.length
+      if (left < 0) cut()
+    })
+    this.once('end', cut)
+    this.once('close', () => clearTimeout(timer))
+    this.resume()
+  }
 }
 
 function clientWentAway(): ApiError {

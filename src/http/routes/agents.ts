@@ -22,9 +22,9 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: Services
 
   app.openapi(getV1AgentsRoute, async (c) => {
     const auth = requireScope(c, 'agents:read')
-    const page = pageRequest('agents', c.req.valid('query'))
+    const page = pageRequest(auth.workspaceId, 'agents', c.req.valid('query'))
     const rows = await services.agents.list(auth.workspaceId, page.afterSeq, page.limit)
-    return c.json(toPage('agents', rows, presentAgent), 200)
+    return c.json(toPage(auth.workspaceId, 'agents', rows, presentAgent), 200)
   })
 
   app.openapi(getV1AgentsAgentIdRoute, async (c) => {

@@ -53,10 +53,10 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Service
     const { connector_id } = c.req.valid('param')
     // The cursor is bound to the connector, so it cannot page another connector's records.
     const list = `records:${connector_id}`
-    const page = pageRequest(list, c.req.valid('query'))
+    const page = pageRequest(auth.workspaceId, list, c.req.valid('query'))
     const rows = await services.ingestion.list(auth.workspaceId, connector_id, page.afterSeq, page.limit)
     return c.json(
-      toPage(list, rows, (r) => r),
+      toPage(auth.workspaceId, list, rows, (r) => r),
       200,
     )
   })

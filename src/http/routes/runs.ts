@@ -18,7 +18,7 @@ import type { Services } from '../../services.js'
 import { traceSource, writeTrace } from '../../stream/trace.js'
 import type { AppEnv } from '../context.js'
 import { jsonAnswer } from '../json.js'
-import { presentFrame, presentRun, TRACE_LIST } from '../presenters.js'
+import { presentFrame, presentRun, traceList } from '../presenters.js'
 import { callerOf, requireScope } from '../scopes.js'
 
 const TRACE_PATH = '/v1/runs/:run_id/trace'
@@ -38,7 +38,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
 
   app.openapi(getV1AgentsAgentIdRunsRoute, async (c) => {
     const auth = requireScope(c, 'runs:read')
-    const page = pageRequest('runs', c.req.valid('query'))
+    const page = pageRequest(auth.workspaceId, 'runs', c.req.valid('query'))
     const views = await services.runs.listByAgent(
       auth.workspaceId,
       c.req.valid('param').agent_id,
@@ -46,7 +46,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
       page.limit,
     )
     const rows = { ...views, rows: views.rows.map((v) => ({ ...v, seq: v.run.seq })) }
-    return c.json(toPage('runs', rows, presentRun), 200)
+    return c.json(toPage(auth.workspaceId, 'runs', rows, presentRun), 200)
   })
 
   app.openapi(getV1RunsRunIdRoute, async (c) => {
@@ -93,7 +93,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
   const openTraceStream = async (c: Context<AppEnv>) => {
     const auth = requireScope(c, 'runs:read')
     const runId = c.req.param('run_id') ?? ''
-    const after = resumeAfter(c.req.query('cursor'), c.req.header('last-event-id'))
+    const after = resumeAfter(auth.workspaceId, runId, c.req.query('cursor'), c.req.header('last-event-id'))
     await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
     const source = traceSource(services.runs, auth.workspaceId, runId)
     return streamSSE(c, (stream) => writeTrace(stream, source, after, presentFrame))
@@ -106,17 +106,14 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
 
   app.openapi(getV1RunsRunIdTraceRoute, async (c) => {
     const auth = requireScope(c, 'runs:read')
-    const page = pageRequest(TRACE_LIST, c.req.valid('query'))
-    const read = await services.runs.frames(
-      auth.workspaceId,
-      c.req.valid('param').run_id,
-      page.afterSeq,
-      page.limit,
-    )
+    const runId = c.req.valid('param').run_id
+    const page = pageRequest(auth.workspaceId, traceList(runId), c.req.valid('query'))
+    const read = await services.runs.frames(auth.workspaceId, runId, page.afterSeq, page.limit)
     return c.json(
       {
         data: read.frames.map(presentFrame),
-        next_cursor: read.nextAfter === null ? null : encodeCursor(TRACE_LIST, read.nextAfter),
+        next_cursor:
+          read.nextAfter === null ? null : encodeCursor(auth.workspaceId, traceList(runId), read.nextAfter),
         run_status: read.status,
       },
       200,
@@ -125,8 +122,15 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
 }
 
 /** Where an SSE client resumes: after `Last-Event-ID` when it sent one (a reconnect), else after `cursor`. */
-function resumeAfter(cursor: string | undefined, lastEventId: string | undefined): number {
-  if (lastEventId === undefined || lastEventId === '') return decodeCursor(TRACE_LIST, cursor)
+function resumeAfter(
+  workspaceId: string,
+  runId: string,
+  cursor: string | undefined,
+  lastEventId: string | undefined,
+): number {
+  // Last-Event-ID is the frame seq of this run's own trace (no other tenant's figure): it stays a plain number.
+  if (lastEventId === undefined || lastEventId === '')
+    return decodeCursor(workspaceId, traceList(runId), cursor)
   if (!/^\d{1,15}$/.test(lastEventId)) {
     throw new ApiError('invalid_request', 'Last-Event-ID must be a frame seq', {
       issues: [{ path: 'Last-Event-ID', message: 'must be a non-negative integer' }],

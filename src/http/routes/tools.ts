@@ -24,9 +24,9 @@ export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Services)
     const includeRetired = query.include_retired === true
     // The cursor is bound to the filter too, so paging cannot switch lists halfway.
     const list = includeRetired ? 'tools:all' : 'tools'
-    const page = pageRequest(list, query)
+    const page = pageRequest(auth.workspaceId, list, query)
     const rows = await services.tools.list(auth.workspaceId, includeRetired, page.afterSeq, page.limit)
-    return c.json(toPage(list, rows, presentTool), 200)
+    return c.json(toPage(auth.workspaceId, list, rows, presentTool), 200)
   })
 
   app.openapi(getV1ToolsToolIdRoute, async (c) => {

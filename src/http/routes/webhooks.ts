@@ -28,9 +28,9 @@ export function registerWebhookRoutes(
 
   app.openapi(getV1WebhooksRoute, async (c) => {
     const auth = requireScope(c, 'webhooks:read')
-    const page = pageRequest('webhooks', c.req.valid('query'))
+    const page = pageRequest(auth.workspaceId, 'webhooks', c.req.valid('query'))
     const rows = await webhooks.list(auth.workspaceId, page.afterSeq, page.limit)
-    return c.json(toPage('webhooks', rows, presentWebhook), 200)
+    return c.json(toPage(auth.workspaceId, 'webhooks', rows, presentWebhook), 200)
   })
 
   app.openapi(getV1WebhooksWebhookIdRoute, async (c) => {
@@ -60,9 +60,9 @@ export function registerWebhookRoutes(
     const webhookId = c.req.valid('param').webhook_id
     // The cursor names its subscription, so a cursor from one delivery log cannot page another.
     const list = `deliveries:${webhookId}`
-    const page = pageRequest(list, c.req.valid('query'))
+    const page = pageRequest(auth.workspaceId, list, c.req.valid('query'))
     const rows = await webhooks.listDeliveries(auth.workspaceId, webhookId, page.afterSeq, page.limit)
-    return c.json(toPage(list, rows, presentDelivery), 200)
+    return c.json(toPage(auth.workspaceId, list, rows, presentDelivery), 200)
   })
 
   app.openapi(postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute, async (c) => {

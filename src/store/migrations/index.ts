@@ -6,6 +6,7 @@ import { migration as webhooks } from './004_webhooks.js'
 import { migration as ingest } from './005_ingest.js'
 import { migration as runCounts } from './006_run_counts.js'
 import { migration as ingestBatchIndex } from './007_ingest_batch_index.js'
+import { migration as runClaimAndSecrets } from './009_run_claim_and_secrets.js'
 
 export interface Migration {
   /** Ordered, never renamed once released: `001_core`. */
@@ -23,6 +24,7 @@ export const MIGRATIONS: readonly Migration[] = [
   ingest,
   runCounts,
   ingestBatchIndex,
+  runClaimAndSecrets,
 ]
 
 /**

@@ -58,6 +58,16 @@ function toFrame(r: RawRow): FrameRecord {
   }
 }
 
+/**
+ * The scheduler's claim query. Its predicate and order are exactly those of the partial index `runs_claim`
+ * (migration 009): both stores walk that index from its first entry and stop after the LIMIT, so a claim costs
+ * the same whatever the backlog (test/store/run-claim-plan.test.ts checks both plans). Rows whose lease is live
+ * elsewhere are skipped inside the index (lease_until is one of its columns); there are at most as many as runs
+ * being driven. Change the text and the index together.
+ */
+export const RUNNABLE_SQL = `SELECT id FROM runs WHERE status IN ('queued', 'running') AND lease_until < $1
+       ORDER BY priority DESC, seq ASC LIMIT $2`
+
 export class RunRepo implements RunRepository {
   constructor(
     private readonly db: Queryable,
@@ -218,11 +228,7 @@ export class RunRepo implements RunRepository {
 
   /** Runs the scheduler may advance: higher priority first, then age; leases held elsewhere are skipped. */
   async runnable(now: number, limit: number, exclude: string[]): Promise<string[]> {
-    const rows = await this.db.query<{ id: string }>(
-      `SELECT id FROM runs WHERE status IN ('queued', 'running') AND lease_until < $1
-       ORDER BY priority DESC, seq ASC LIMIT $2`,
-      [now, limit + exclude.length],
-    )
+    const rows = await this.db.query<{ id: string }>(RUNNABLE_SQL, [now, limit + exclude.length])
     return rows
       .map((r) => r.id)
       .filter((id) => !exclude.includes(id))

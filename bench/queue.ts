@@ -1,0 +1,244 @@
+/**
+ * How a backlog of queued runs affects the server: drain rate (runs finished per second while the backlog is
+ * there) and the latency of GET /v1/runs/{id} meanwhile, at 100, 10,000 and 100,000 queued runs, on SQLite and on
+ * PostgreSQL (when one can be started: test/support/postgres.ts). Target: drain >= 500 runs/s and GET p50 <= 3 ms
+ * at every size, i.e. neither depends on the backlog.
+ *
+ *   npm run bench:queue -- [--sizes 100,10000,100000] [--seconds <max drain window>] [--no-postgres]
+ *
+ * Per store and size: a fresh database; the backlog is written straight into the store (copies of one run made
+ * through the service, many rows per statement: test/support/run-backlog.ts); then the server starts in its own
+ * process (default settings: 4 runs driven at once) and drains it, while this process asks for random runs of the
+ * backlog one GET at a time over one keep-alive connection. The window ends when the queue is empty or after
+ * --seconds (default 5); the drain rate counts from the first poll (every 20 ms) that sees the event log move, so the
+ * server's start is not in it. Loopback only; every loop is bounded.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { Agent, request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import { loadConfig } from '../src/config.js'
+import { systemClock } from '../src/domain/clock.js'
+import { createServices } from '../src/services.js'
+import { type Db, openDb } from '../src/store/db.js'
+import { migrate } from '../src/store/migrations/index.js'
+import { createDatabase, startPostgres } from '../test/support/postgres.js'
+import { cloneRuns } from '../test/support/run-backlog.js'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const args = process.argv.slice(2)
+const option = (name: string): string | undefined => {
+  const i = args.indexOf(name)
+  return i >= 0 ? args[i + 1] : undefined
+}
+const SIZES = (option('--sizes') ?? '100,10000,100000')
+  .split(',')
+  .map(Number)
+  .filter((n) => Number.isSafeInteger(n) && n >= 1 && n <= 1_000_000)
+const WINDOW_MS = Math.min(60, Math.max(1, Number(option('--seconds') ?? 5))) * 1000
+const TARGET_DRAIN = 500
+const TARGET_P50_MS = 3
+
+interface Seeded {
+  token: string
+  ids: string[]
+}
+
+/** A key, an agent, one run through the service, then `size - 1` copies of it straight into the store. */
+async function seed(databaseUrl: string, size: number): Promise<Seeded> {
+  const db = await openDb(databaseUrl)
+  try {
+    await migrate(db)
+    const services = createServices({
+      db,
+      clock: systemClock,
+      config: loadConfig({}, { databaseUrl, workers: false }),
+    })
+    const key = await services.keys.issue({
+      workspace: 'bench',
+      tier: 'enterprise',
+      limitPerHour: 1e9,
+      burstLimit: 1e9,
+    })
+    const agent = await services.agents.create(key.workspace_id, {
+      name: 'queue-bench',
+      behavior: 'autonomous',
+      capabilities: [],
+    })
+    const { run } = await services.runs.start(
+      key.workspace_id,
+      agent.id,
+      {},
+      { keyId: key.key_id, identity: key.identity, scopes: key.scopes },
+    )
+    await cloneRuns(db, run.id, size - 1, { idPrefix: 'run_q', status: 'queued' })
+    await services.changes.flush() // the wake-ups of the seeding writes leave before the store closes
+    const ids = [run.id]
+    for (let i = 1; i < Math.min(size, 5_000); i++) ids.push(`run_q${String(i).padStart(16, '0')}`)
+    return { token: key.token, ids }
+  } finally {
+    await db.close()
+  }
+}
+
+async function startServerProcess(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'bench', 'queue-server.ts'), databaseUrl],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
+  )
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    const timer = setTimeout(() => reject(new Error('the server did not start within 60 s')), 60_000)
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString()
+      const line = out.split('\n').find((l) => l.startsWith('{'))
+      if (line) {
+        clearTimeout(timer)
+        resolve((JSON.parse(line) as { url: string }).url)
+      }
+    })
+    child.once('exit', (code) => reject(new Error(`the server exited with ${code}`)))
+  })
+  return { url, child }
+}
+
+async function stopServerProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  const exited = new Promise((r) => child.once('exit', r))
+  child.kill('SIGTERM')
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))])
+  if (child.exitCode === null) child.kill('SIGKILL')
+}
+
+/** Whether any run is left to drive: the first entry of runs_claim, an O(log n) read whatever the backlog. */
+async function anyLeft(db: Db): Promise<boolean> {
+  return (await db.one(`SELECT id FROM runs WHERE status IN ('queued', 'running') LIMIT 1`)) !== undefined
+}
+
+/** Runs finished so far: one count at each end of the window (a scan; polling it would load the machine). */
+async function finished(db: Db): Promise<number> {
+  const row = await db.one<{ n: number | string }>(
+    `SELECT COUNT(*) AS n FROM runs WHERE status NOT IN ('queued', 'running')`,
+  )
+  return Number(row?.n ?? 0)
+}
+
+/** The event log's head: it moves with every run that starts or finishes, and reading it costs one index probe. */
+async function eventHead(db: Db): Promise<number> {
+  const row = await db.one<{ seq: number | string | null }>('SELECT MAX(seq) AS seq FROM events')
+  return Number(row?.seq ?? 0)
+}
+
+function get(agent: Agent, url: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      res.resume()
+      res.once('end', () => resolve(res.statusCode ?? 0))
+    })
+    req.once('error', reject)
+    req.end()
+  })
+}
+
+interface Figures {
+  store: string
+  size: number
+  drained: number
+  seconds: number
+  drainPerSecond: number
+  gets: number
+  p50: number
+  p99: number
+}
+
+async function measure(store: string, databaseUrl: string, size: number): Promise<Figures> {
+  const seedStarted = performance.now()
+  const { token, ids } = await seed(databaseUrl, size)
+  const seedMs = performance.now() - seedStarted
+  const counter = await openDb(databaseUrl)
+  const { url, child } = await startServerProcess(databaseUrl)
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  try {
+    const started = performance.now()
+    const deadline = started + WINDOW_MS
+    let done = false
+    const latencies: number[] = []
+    const getter = (async () => {
+      let i = 0
+      while (!done && performance.now() < deadline) {
+        const id = ids[(i++ * 7919) % ids.length] as string
+        const t = performance.now()
+        const status = await get(agent, `${url}/v1/runs/${id}`, token)
+        if (status !== 200) throw new Error(`GET /v1/runs/${id} answered ${status}`)
+        latencies.push(performance.now() - t)
+      }
+    })()
+    // The rate is counted from the first poll that sees the event log move (the server's first run) to the end.
+    const head = await eventHead(counter)
+    let from: { at: number; finished: number } | undefined
+    while (performance.now() < deadline) {
+      if (!from && (await eventHead(counter)) > head) {
+        from = { at: performance.now(), finished: await finished(counter) }
+      }
+      if (from && !(await anyLeft(counter))) break
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    const seconds = (performance.now() - (from?.at ?? started)) / 1000
+    done = true
+    await getter
+    latencies.sort((a, b) => a - b)
+    const at = (q: number) =>
+      latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN
+    const drained = (await finished(counter)) - (from?.finished ?? 0)
+    console.error(`  ${store} ${size}: seeded in ${(seedMs / 1000).toFixed(1)} s`)
+    return {
+      store,
+      size,
+      drained,
+      seconds,
+      drainPerSecond: drained / seconds,
+      gets: latencies.length,
+      p50: at(0.5),
+      p99: at(0.99),
+    }
+  } finally {
+    agent.destroy()
+    await stopServerProcess(child)
+    await counter.close()
+  }
+}
+
+const results: Figures[] = []
+for (const size of SIZES) {
+  const dir = mkdtempSync(join(tmpdir(), 'agentops-queue-bench-'))
+  results.push(await measure('SQLite', `sqlite:${join(dir, 'queue.db')}`, size))
+}
+if (!args.includes('--no-postgres')) {
+  const pg = await startPostgres().catch((err: Error) => {
+    console.error(`PostgreSQL skipped: ${err.message}`)
+    return undefined
+  })
+  if (pg) {
+    try {
+      for (const size of SIZES) results.push(await measure('PostgreSQL', await createDatabase(pg.url), size))
+    } finally {
+      await pg.stop()
+    }
+  }
+}
+
+console.log(
+  '\n| store | queued | drained | window | drain runs/s | GET /v1/runs/{id} p50 | p99 | GETs | targets met |',
+)
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|')
+for (const r of results) {
+  const met = r.drainPerSecond >= TARGET_DRAIN && r.p50 <= TARGET_P50_MS
+  console.log(
+    `| ${r.store} | ${r.size.toLocaleString('en-US')} | ${r.drained.toLocaleString('en-US')} | ${r.seconds.toFixed(1)} s | ${Math.round(r.drainPerSecond)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms | ${r.gets} | ${met ? 'yes' : 'no'} |`,
+  )
+}
+console.log(`\ntargets: drain >= ${TARGET_DRAIN} runs/s and GET p50 <= ${TARGET_P50_MS} ms at every size`)

@@ -1,0 +1,86 @@
+import type { Clock } from '../clock.js'
+import type { KeyRepository } from '../ports.js'
+
+/** Why a watched key stopped being valid. */
+export type KeyEnd = 'revoked' | 'expired'
+
+/** How often watched keys are read again from the store; bounds how late a revoke nobody announced is seen. */
+export const KEY_WATCH_POLL_MS = 500
+
+/**
+ * The keys behind open sockets (/v1/stream, graphql-ws), so a revoke or an expiry closes them at once instead of
+ * at the next heartbeat. Three ways a key's end is heard: a revoke through this process (`end`, called after the
+ * revoke committed), a revoke announced by another replica or the CLI over the change feed (`end` again), and a
+ * read of the watched keys from the store every KEY_WATCH_POLL_MS (expiry, and a revoke whose announcement was
+ * lost or could not be made: the CLI on SQLite writes the file from another process). The poll runs only while
+ * some key is watched.
+ */
+export class KeyWatch {
+  private readonly watchers = new Map<string, Set<(end: KeyEnd) => void>>()
+  private timer: NodeJS.Timeout | undefined
+  private polling = false
+
+  constructor(
+    private readonly keys: KeyRepository,
+    private readonly clock: Clock,
+    private readonly pollMs = KEY_WATCH_POLL_MS,
+  ) {}
+
+  /** Calls `onEnd` once when the key is revoked or expires; the returned function stops watching. */
+  watch(keyId: string, onEnd: (end: KeyEnd) => void): () => void {
+    let set = this.watchers.get(keyId)
+    if (!set) {
+      set = new Set()
+      this.watchers.set(keyId, set)
+    }
+    set.add(onEnd)
+    if (!this.timer && this.pollMs > 0) {
+      this.timer = setInterval(() => void this.poll(), this.pollMs)
+      this.timer.unref()
+    }
+    return () => {
+      const current = this.watchers.get(keyId)
+      current?.delete(onEnd)
+      if (current?.size === 0) this.watchers.delete(keyId)
+      this.idle()
+    }
+  }
+
+  /** The key is no longer valid: tells (and forgets) every watcher of it, synchronously. */
+  end(keyId: string, why: KeyEnd): void {
+    const set = this.watchers.get(keyId)
+    if (!set) return
+    this.watchers.delete(keyId)
+    for (const onEnd of set) {
+      try {
+        onEnd(why)
+      } catch (err) {
+        console.error('[keys] a watcher failed:', err)
+      }
+    }
+    this.idle()
+  }
+
+  /** Reads every watched key again; one poll at a time. */
+  async poll(): Promise<void> {
+    if (this.polling) return
+    this.polling = true
+    try {
+      for (const keyId of [...this.watchers.keys()]) {
+        const key = await this.keys.byId(keyId).catch(() => undefined) // the store hiccuped: next poll
+        if (key?.revokedAt !== null && key?.revokedAt !== undefined) this.end(keyId, 'revoked')
+        else if (key && key.expiresAt !== null && key.expiresAt <= this.clock.now())
+          this.end(keyId, 'expired')
+      }
+    } finally {
+      this.polling = false
+    }
+  }
+
+  private idle(): void {
+    if (this.watchers.size === 0 && this.timer) {
+      clearInterval(this.timer)
+      this.timer = undefined
+    }
+  }
+}

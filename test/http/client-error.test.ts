@@ -1,0 +1,67 @@
+/**
+ * Requests Node's HTTP parser refuses before any route runs get the JSON error envelope (src/http/client-error.ts),
+ * not Node's plain-text `400 Bad Request`: raw non-ASCII bytes in the request line, a NUL in a header.
+ */
+import { connect } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startTestServer, type TestServer } from '../support/server.js'
+
+let t: TestServer
+beforeAll(async () => {
+  t = await startTestServer()
+})
+afterAll(() => t.close())
+
+/** Sends raw bytes and returns everything the server answered before it closed the connection. */
+function raw(bytes: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(new URL(t.baseUrl).port), '127.0.0.1')
+    let text = ''
+    socket.on('data', (d) => {
+      text += d.toString('latin1')
+    })
+    socket.on('error', reject)
+    socket.on('close', () => resolve(text))
+    socket.write(bytes)
+  })
+}
+
+function parse(answer: string) {
+  const [head = '', body = ''] = answer.split('\r\n\r\n')
+  const [status, ...headers] = head.split('\r\n')
+  return { status, headers: headers.map((h) => h.toLowerCase()), body: JSON.parse(body) }
+}
+
+describe('requests the HTTP parser refuses', () => {
+  it.each([
+    [
+      'raw non-ASCII bytes in the request line',
+      Buffer.from('GET /v1/agents/\xe9\xff HTTP/1.1\r\nHost: a\r\n\r\n', 'latin1'),
+    ],
+    [
+      'a NUL in a header value',
+      Buffer.from('GET /v1/agents HTTP/1.1\r\nHost: a\r\nX-A: b\x00c\r\n\r\n', 'latin1'),
+    ],
+    ['a request line that is not HTTP', Buffer.from('HELLO\r\n\r\n', 'latin1')],
+  ])('%s: 400 with the error envelope', async (_name, bytes) => {
+    const answer = parse(await raw(bytes))
+    expect(answer.status).toBe('HTTP/1.1 400 Bad Request')
+    expect(answer.headers).toContain('content-type: application/json')
+    expect(answer.headers).toContain('connection: close')
+    expect(answer.body.error).toMatchObject({ code: 'invalid_request', detail: { issues: [], fields: [] } })
+    expect(answer.body.error.request_id).toMatch(/^req_/)
+    expect(answer.headers).toContain(`x-request-id: ${answer.body.error.request_id}`)
+  })
+
+  it('headers too large: 431 with the envelope', async () => {
+    const answer = parse(
+      await raw(Buffer.from(`GET / HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)),
+    )
+    expect(answer.status).toBe('HTTP/1.1 431 Request Header Fields Too Large')
+    expect(answer.body.error.code).toBe('invalid_request')
+  })
+
+  it('the server keeps answering afterwards', async () => {
+    expect((await t.request('GET', '/healthz', { unchecked: true })).status).toBe(200)
+  })
+})
