@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
@@ -256,6 +257,7 @@ export class SqliteDb implements Db {
 
   private writeCommits = 0
   private checkpointer: WalCheckpointer | null = null
+  private observeTransaction: ((seconds: number) => void) | undefined
 
   private constructor(
     private readonly raw: Database.Database,
@@ -300,7 +302,12 @@ export class SqliteDb implements Db {
    * A logical transaction: a savepoint inside the open batch, so a failure undoes only its own work. It resolves
    * after the batch's COMMIT.
    */
+  timeTransactions(observe: (seconds: number) => void): void {
+    this.observeTransaction = observe
+  }
+
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const started = this.observeTransaction ? performance.now() : 0
     const { value, batch } = await this.mutex.lock(async () => {
       const batch = this.openBatch()
       this.control.savepoint.run()
@@ -315,6 +322,7 @@ export class SqliteDb implements Db {
       }
     })
     await batch.committed
+    this.observeTransaction?.((performance.now() - started) / 1000)
     return value
   }
 

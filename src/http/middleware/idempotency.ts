@@ -40,6 +40,7 @@ export const idempotency = (services: Services) =>
     const claim = await services.limits.claim(auth.workspaceId, key, print)
     if (claim.kind !== 'claimed') {
       if (claim.fingerprint !== print) {
+        services.metrics?.limits.idempotency('conflict')
         throw new ApiError(
           'idempotency_key_reused',
           'This Idempotency-Key was used with a different request',
@@ -49,6 +50,7 @@ export const idempotency = (services: Services) =>
         )
       }
       if (claim.kind === 'in_progress') {
+        services.metrics?.limits.idempotency('in_progress')
         throw new ApiError(
           'idempotency_key_in_progress',
           'A request with this Idempotency-Key is still being processed; retry later',
@@ -56,6 +58,7 @@ export const idempotency = (services: Services) =>
           { 'Retry-After': '1' },
         )
       }
+      services.metrics?.limits.idempotency('replayed')
       const headers = new Headers(claim.response.headers)
       headers.set('Idempotent-Replayed', 'true')
       return new Response(claim.response.status === 204 ? null : claim.response.body, {
