@@ -6,6 +6,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Servers the tests start log warnings and errors only (a test that reads the request log sets its own level).
+    env: { AGENTOPS_LOG_LEVEL: 'warn' },
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default'],
     // graphql-ws must see the same graphql module instance as src/graphql (one realm for schema and errors).

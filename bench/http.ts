@@ -6,6 +6,11 @@
  * Loopback only, every loop bounded.
  *
  *   npm run bench:http -- [--duration <seconds>] [--quick] [--no-postgres] [--no-prism] [--profile <dir>]
+ *                          [--observability off]
+ *
+ * The reference server runs as deployed by default: metrics on and one JSON log line per request, written to its
+ * stdout (a pipe this process drains, as a log collector would). `--observability off` starts it with
+ * AGENTOPS_METRICS=off and AGENTOPS_LOG_LEVEL=silent, for the paired comparison in README's Operating section.
  *
  * --profile writes a V8 CPU profile of each server process (node --cpu-prof) into <dir>, for reading in
  * Chrome DevTools or any .cpuprofile viewer; the figures of a profiled run are slower than usual.
@@ -37,6 +42,8 @@ const duration = Math.min(120, Math.max(1, Number(option('--duration') ?? (quick
 const warmup = quick ? 1 : 2
 const CONNECTIONS = 50
 const profileDir = option('--profile')
+const observability = option('--observability') === 'off' ? 'off' : 'on'
+const OBSERVABILITY_OFF = { AGENTOPS_METRICS: 'off', AGENTOPS_LOG_LEVEL: 'silent' }
 
 interface Target extends TargetInfo {
   name: string
@@ -71,20 +78,34 @@ async function startTarget(name: string, kind: 'reference' | 'bare', databaseUrl
       kind,
       ...(databaseUrl ? [databaseUrl] : []),
     ],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        AGENTOPS_LOG_LEVEL: 'info',
+        ...(observability === 'off' ? OBSERVABILITY_OFF : {}),
+      },
+    },
   )
   children.push(child)
   const info = await new Promise<TargetInfo>((resolve, reject) => {
     let out = ''
     const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000)
-    child.stdout?.on('data', (d: Buffer) => {
+    const read = (d: Buffer) => {
       out += d.toString()
-      const line = out.split('\n').find((l) => l.startsWith('{'))
+      // The target's own line; the server's log lines (JSON too) come before and after it.
+      const line = out.split('\n').find((l) => l.startsWith('{"url":'))
       if (line) {
         clearTimeout(timer)
+        // From now on the log is drained and dropped, never kept.
+        child.stdout?.off('data', read)
+        child.stdout?.resume()
         resolve(JSON.parse(line) as TargetInfo)
       }
-    })
+    }
+    child.stdout?.on('data', read)
     child.once('exit', (code) => {
       clearTimeout(timer)
       reject(new Error(`${name} exited with ${code}`))
@@ -330,7 +351,7 @@ function verdict(label: string, value: number, target: number, unit = '×', high
 
 async function main(): Promise<void> {
   console.log(
-    `bench:http — ${CONNECTIONS} connections, ${duration} s per measurement after ${warmup} s warm-up`,
+    `bench:http — ${CONNECTIONS} connections, ${duration} s per measurement after ${warmup} s warm-up; reference server metrics and request log ${observability}`,
   )
   const figures = new Map<string, Figure>()
   const measure = async (key: string, label: string, t: Target, reqs: Request[]) => {

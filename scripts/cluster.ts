@@ -1,6 +1,6 @@
 /**
  * `npm run cluster -- --replicas 3 [--port 8080]`: N reference servers on one PostgreSQL database behind a
- * round-robin balancer (HTTP requests and WebSocket connections alternate between replicas), to watch replicas
+ * round-robin balancer (HTTP requests and WebSocket connections alternate between replicas ready by /readyz), to watch replicas
  * behave as one service. Uses AGENTOPS_DATABASE_URL when it names PostgreSQL, else a throwaway local cluster.
  * Ctrl-C stops everything (the replicas shut down gracefully).
  */
@@ -31,11 +31,16 @@ for (let i = 0; i < count; i++) {
   console.log(`cluster: replica ${i} at ${replica.url} (pid ${replica.pid})`)
   replicas.push(replica)
 }
+// The balancer asks each replica's /readyz twice a second: a replica that is migrating, has lost its store or has
+// begun a graceful shutdown gets no new requests, before it closes a single connection.
 const balancer = await startBalancer(
   replicas.map((r) => r.url),
   port,
+  { readyzPollMs: 500 },
 )
-console.log(`cluster: balancer at ${balancer.url} (round robin over ${count} replicas)`)
+console.log(
+  `cluster: balancer at ${balancer.url} (round robin over ${count} replicas, skipping any whose /readyz is not 200)`,
+)
 console.log(`cluster: a key of workspace cluster-demo: TOKEN=${token}`)
 console.log(`  try: curl -s ${balancer.url}/v1/agents -H "Authorization: Bearer $TOKEN"`)
 console.log(`       kill -TERM <a replica pid> to watch its runs and stream clients move to the others`)

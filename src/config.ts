@@ -36,6 +36,16 @@ export interface Config {
   streamFallbackPollMs: number
   /** On SIGTERM/SIGINT, how long requests in progress may take to finish before their connections are cut. */
   shutdownGraceMs: number
+  /** Prometheus metrics (`GET /metrics`) and the instrumentation behind them; default on. */
+  metrics: boolean
+  /** When set, `/metrics` answers only requests with `Authorization: Bearer <this>`. */
+  metricsToken?: string
+  /** Serve `/metrics` (and `/readyz`) on this port instead of the API's; unset serves them on the API port. */
+  metricsPort?: number
+  /** pino level: fatal, error, warn, info (default: one line per request), debug, trace, or silent. */
+  logLevel: LogLevel
+  /** Human-readable log lines (pino-pretty) instead of JSON; default: when stdout is a terminal. */
+  logPretty?: boolean
   /**
    * The secret page cursors are signed with (AGENTOPS_CURSOR_SECRET); unset: one generated once and kept in the
    * store, so every replica shares it. Rotation: set the new one here and the old one as cursorSecretPrevious.
@@ -43,6 +53,23 @@ export interface Config {
   cursorSecret?: string
   /** A rotated-out cursor secret still accepted (AGENTOPS_CURSOR_SECRET_PREVIOUS). */
   cursorSecretPrevious?: string
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+function logLevelFrom(value: string | undefined): LogLevel {
+  if (value === undefined || value === '') return 'info'
+  const level = LOG_LEVELS.find((l) => l === value.toLowerCase())
+  if (!level) throw new Error(`AGENTOPS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${value}"`)
+  return level
+}
+
+function switchFrom(value: string | undefined, fallback: boolean, name: string): boolean {
+  if (value === undefined || value === '') return fallback
+  if (/^(1|true|on|yes)$/i.test(value)) return true
+  if (/^(0|false|off|no)$/i.test(value)) return false
+  throw new Error(`${name} must be on or off, got "${value}"`)
 }
 
 /** Shorter cursor secrets are refused at start: the cursor MAC is only as strong as its key. */
@@ -115,6 +142,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookConcurrency: intFrom(env.AGENTOPS_WEBHOOK_CONCURRENCY, 16, 'AGENTOPS_WEBHOOK_CONCURRENCY'),
     webhookPollMs: 1_000,
     corsOrigins: parseCorsOrigins(env.AGENTOPS_CORS_ORIGINS),
+    metrics: switchFrom(env.AGENTOPS_METRICS, true, 'AGENTOPS_METRICS'),
+    ...(env.AGENTOPS_METRICS_TOKEN ? { metricsToken: env.AGENTOPS_METRICS_TOKEN } : {}),
+    ...(env.AGENTOPS_METRICS_PORT
+      ? { metricsPort: intFrom(env.AGENTOPS_METRICS_PORT, 0, 'AGENTOPS_METRICS_PORT') }
+      : {}),
+    logLevel: logLevelFrom(env.AGENTOPS_LOG_LEVEL),
+    ...(env.AGENTOPS_LOG_PRETTY
+      ? { logPretty: switchFrom(env.AGENTOPS_LOG_PRETTY, false, 'AGENTOPS_LOG_PRETTY') }
+      : {}),
     cursorSecret: secretFrom(env.AGENTOPS_CURSOR_SECRET, 'AGENTOPS_CURSOR_SECRET'),
     cursorSecretPrevious: secretFrom(env.AGENTOPS_CURSOR_SECRET_PREVIOUS, 'AGENTOPS_CURSOR_SECRET_PREVIOUS'),
     workers: true,

@@ -1,15 +1,22 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { serve } from '@hono/node-server'
-import { NO_OBSERVER, type SurfaceObserver } from './api/observe.js'
+import { getRequestListener } from '@hono/node-server'
+import type { SurfaceObserver } from './api/observe.js'
 import { createApp } from './app.js'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
 import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
+import { newId } from './domain/ids.js'
 import { attachGraphqlWs } from './graphql/ws.js'
 import { answerClientErrors } from './http/client-error.js'
+import { type OperatorHandler, operatorEndpoints } from './observability/endpoints.js'
+import { createLogger, type Logger } from './observability/logger.js'
+import { createMetrics } from './observability/metrics.js'
+import { createSurfaceObserver } from './observability/observer.js'
+import { Readiness } from './observability/readiness.js'
 import { createServices, type Services } from './services.js'
-import { type Db, openDb } from './store/db.js'
+import { type Db, openDb, timesTransactions } from './store/db.js'
+import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
 import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
 import { attachStream } from './stream/attach.js'
@@ -19,6 +26,9 @@ export interface RunningServer {
   port: number
   services: Services
   httpServer: Server
+  /** The separate metrics listener when AGENTOPS_METRICS_PORT is set. */
+  metricsUrl?: string
+  readiness: Readiness
   close(): Promise<void>
 }
 
@@ -27,8 +37,10 @@ export interface StartOptions {
   clock?: Clock
   /** Use an already opened Db (tests); the server then does not close it. */
   db?: Db
-  /** Told about every request and socket (metrics, request log); see src/api/observe.ts. */
+  /** Told about every request and socket; default: the server's metrics and request log (src/observability). */
   observer?: SurfaceObserver
+  /** Where the server logs (tests capture it); default pino on stdout at config.logLevel. */
+  logger?: Logger
 }
 
 /** Attaches extra protocol handlers (the WebSocket stream) to the same HTTP server and port. */
@@ -41,38 +53,114 @@ export type ServerAttachment = (
 // --- attachments: the stream feature adds one entry here ---
 const ATTACHMENTS: ServerAttachment[] = [attachStream, attachGraphqlWs]
 
-/** Opens the store (migrating it), builds the services and serves HTTP + WebSocket on one port. */
+/**
+ * Listens first, then opens and migrates the store, builds the services and serves HTTP + WebSocket on one port.
+ * Until the app is built, `/readyz` says why not (`migrating`) and API requests are answered 503.
+ */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = loadConfig(process.env, options.config)
-  const ownsDb = !options.db
-  const db = options.db ?? (await openDb(config.databaseUrl))
-  await migrate(db)
-  installCursorKeyring(await cursorKeyring(db, config))
-  const services = await createServices({ db, clock: options.clock ?? systemClock, config })
-  const observer = options.observer ?? NO_OBSERVER
-  const app = createApp(services, observer)
-  const httpServer = await new Promise<Server>((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () =>
-      resolve(server as Server),
-    ) as Server
-    server.once('error', reject)
+  const logger = options.logger ?? createLogger({ level: config.logLevel, pretty: config.logPretty })
+  const metrics = config.metrics ? createMetrics() : undefined
+  // Metrics and the request log ride on the surface observer: on by default, as `npm start` runs.
+  const observer = options.observer ?? createSurfaceObserver(metrics, logger)
+  const readiness = new Readiness()
+  const separateMetrics = metrics !== undefined && config.metricsPort !== undefined
+  const operator = operatorEndpoints({
+    readiness,
+    ...(metrics && !separateMetrics ? { metrics } : {}),
+    ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
   })
+  let api: ((req: IncomingMessage, res: ServerResponse) => unknown) | undefined
+  const httpServer = await listen(
+    (req, res) => {
+      if (operator(req, res)) return
+      if (api) api(req, res)
+      else starting(res)
+    },
+    config.port,
+    config.host,
+  )
   answerClientErrors(httpServer)
+  const metricsServer = separateMetrics
+    ? await listen(
+        metricsOnly(
+          operatorEndpoints({
+            readiness,
+            metrics,
+            ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
+          }),
+        ),
+        config.metricsPort ?? 0,
+        config.host,
+      ).catch(async (err: unknown) => {
+        await closeServer(httpServer)
+        throw err
+      })
+    : undefined
+  const ownsDb = !options.db
+  let db: Db | undefined = options.db
+  let services: Services
+  try {
+    db ??= await openDb(config.databaseUrl)
+    readiness.migrating()
+    const applied = await migrate(db)
+    installCursorKeyring(await cursorKeyring(db, config))
+    logger.info(
+      { store: db.dialect, applied },
+      applied.length > 0 ? 'migrations applied' : 'store schema up to date',
+    )
+    services = await createServices({
+      db,
+      clock: options.clock ?? systemClock,
+      config,
+      logger,
+      ...(metrics ? { metrics } : {}),
+    })
+    if (metrics) {
+      metrics.readGaugesFrom(storeGauges(db))
+      const store = metrics.store
+      if (timesTransactions(db)) db.timeTransactions((seconds) => store.transaction(seconds))
+    }
+    api = getRequestListener(createApp(services, observer).fetch, { hostname: config.host })
+  } catch (err) {
+    await closeServer(httpServer)
+    if (metricsServer) await closeServer(metricsServer)
+    if (ownsDb) await db?.close().catch(() => undefined)
+    throw err
+  }
+  const store = db
   const attached = ATTACHMENTS.map((attach) => attach(httpServer, services, observer)).filter(
     (a) => a !== undefined,
   )
   const inFlight = trackRequests(httpServer)
   await services.start()
+  readiness.ready(() => store.one('SELECT 1 AS ok'))
   const port = (httpServer.address() as AddressInfo).port
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  const metricsUrl = metricsServer
+    ? `http://${host}:${(metricsServer.address() as AddressInfo).port}`
+    : undefined
+  logger.info(
+    {
+      url: `http://${host}:${port}`,
+      store: store.dialect,
+      metrics: metricsUrl ?? (metrics ? 'same port' : 'off'),
+    },
+    'server started',
+  )
   let closing: Promise<void> | undefined
   return {
     url: `http://${host}:${port}`,
     port,
     services,
     httpServer,
+    readiness,
+    ...(metricsUrl ? { metricsUrl } : {}),
     close() {
       closing ??= (async () => {
+        // First: /readyz answers 503 from now on, so a balancer stops sending this replica new requests.
+        readiness.draining()
+        logger.info('shutdown: draining')
         // Stop accepting; answers still in progress tell keep-alive clients to reconnect (elsewhere).
         inFlight.drain()
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()))
@@ -83,10 +171,59 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         await stopped
         // Workers last: the scheduler and the outbox hand their leases back as they stop.
         await services.stop()
-        if (ownsDb) await db.close()
+        if (ownsDb) await store.close()
+        if (metricsServer) await closeServer(metricsServer)
+        logger.info('shutdown: stopped')
       })()
       return closing
     },
+  }
+}
+
+function listen(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  port: number,
+  host: string,
+): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    const server = createServer(handler)
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      resolve(server)
+    })
+  })
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve())
+    server.closeAllConnections?.()
+  })
+}
+
+/** The API is not built yet (the store is being migrated): a retryable 503 in the spec's envelope. */
+function starting(res: ServerResponse): void {
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' })
+  res.end(
+    JSON.stringify({
+      error: {
+        code: 'unavailable',
+        message: 'The server is starting (migrating its store); retry shortly',
+        detail: {},
+        request_id: newId('req'),
+      },
+    }),
+  )
+}
+
+/** The metrics port answers the operator endpoints only. */
+function metricsOnly(operator: OperatorHandler) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (operator(req, res)) return
+    res
+      .writeHead(404, { 'content-type': 'text/plain' })
+      .end('Not found: this port serves /metrics and /readyz\n')
   }
 }
 

@@ -19,6 +19,8 @@ import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
+import { type Logger, SILENT_LOGGER } from './observability/logger.js'
+import type { Metrics } from './observability/metrics.js'
 import { createOutboundHttp } from './outbound/http.js'
 import { openChangeFeed } from './store/notifications.js'
 import { createRepositories } from './store/repos/index.js'
@@ -55,6 +57,9 @@ export interface Services extends Domain {
   db: Db
   clock: Clock
   config: Config
+  logger: Logger
+  /** Prometheus instruments; absent when metrics are turned off (AGENTOPS_METRICS=off). */
+  metrics: Metrics | undefined
   workers: Worker[]
   /** Starts every worker (no-op when config.workers is false). */
   start(): Promise<void>
@@ -68,15 +73,22 @@ export interface DomainDeps {
   config: Config
   /** The way out for webhooks and http tools (src/outbound). */
   outbound: OutboundHttp
+  logger?: Logger
+  /** Run, webhook and LISTEN telemetry; absent: nothing is measured. */
+  metrics?: Metrics
 }
 
 /** Builds the repositories on one Db and hands them, with one Clock, to every domain service. */
 export function createDomain(deps: DomainDeps): Domain {
-  const { db, clock, config, outbound } = deps
+  const { db, clock, config, outbound, metrics } = deps
+  const logger = deps.logger ?? SILENT_LOGGER
   const repos: Repositories = createRepositories(db)
-  const changes = openChangeFeed(db)
+  const changes = openChangeFeed(db, {
+    ...(metrics ? { onReconnected: () => metrics.store.listenReconnected() } : {}),
+    log: { warn: (message) => logger.warn(message), info: (message) => logger.info(message) },
+  })
   const events = new EventLog(db, repos.events, clock, changes)
-  const recorder = new RunRecorder(db, repos.runs, clock, events, changes)
+  const recorder = new RunRecorder(db, repos.runs, clock, events, changes, metrics?.runs)
   const executor = new RunExecutor(recorder, repos.tools, outbound)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
@@ -102,6 +114,7 @@ export function createDomain(deps: DomainDeps): Domain {
       retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
       concurrency: config.webhookConcurrency,
       pollMs: config.webhookPollMs,
+      ...(metrics ? { telemetry: metrics.webhooks } : {}),
     }),
     scheduler,
   }
@@ -113,9 +126,10 @@ export function createDomain(deps: DomainDeps): Domain {
  */
 export function createWorkers(
   domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'limits'>,
+  logger: Logger = SILENT_LOGGER,
 ): Worker[] {
   const { changes, scheduler, webhooks, limits } = domain
-  const flush = intervalWorker('rate-counters-flush', 1000, () => limits.flushCounters())
+  const flush = intervalWorker('rate-counters-flush', 1000, () => limits.flushCounters(), logger)
   return [
     { name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() },
     { name: 'run-scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
@@ -124,7 +138,7 @@ export function createWorkers(
       start: () => webhooks.dispatcher.start(),
       stop: () => webhooks.dispatcher.stop(),
     },
-    intervalWorker('limits-purge', 10 * 60 * 1000, () => limits.purge()),
+    intervalWorker('limits-purge', 10 * 60 * 1000, () => limits.purge(), logger),
     // In-memory rate counts (SQLite) reach the store every second and once more when the server stops.
     {
       ...flush,
@@ -140,20 +154,25 @@ export interface ServiceDeps {
   db: Db
   clock: Clock
   config: Config
+  logger?: Logger
+  metrics?: Metrics
 }
 
 /** The composition root: the outbound port, the domain on it, and the workers that drive the domain. */
 export function createServices(deps: ServiceDeps): Services {
-  const { db, clock, config } = deps
+  const { db, clock, config, metrics } = deps
+  const logger = deps.logger ?? SILENT_LOGGER
   const outbound = createOutboundHttp({ allowPrivate: config.allowPrivateWebhooks })
-  const domain = createDomain({ db, clock, config, outbound })
-  const workers = createWorkers(domain)
+  const domain = createDomain({ db, clock, config, outbound, logger, ...(metrics ? { metrics } : {}) })
+  const workers = createWorkers(domain, logger)
   let started = false
   return {
     ...domain,
     db,
     clock,
     config,
+    logger,
+    metrics,
     workers,
     async start() {
       if (started || !config.workers) return
@@ -169,7 +188,12 @@ export function createServices(deps: ServiceDeps): Services {
 }
 
 /** A worker that runs `tick` every `everyMs` without keeping the process alive, never overlapping itself. */
-export function intervalWorker(name: string, everyMs: number, tick: () => Promise<unknown>): Worker {
+export function intervalWorker(
+  name: string,
+  everyMs: number,
+  tick: () => Promise<unknown>,
+  logger: Logger = SILENT_LOGGER,
+): Worker {
   let timer: NodeJS.Timeout | undefined
   let running: Promise<unknown> | undefined
   return {
@@ -178,7 +202,7 @@ export function intervalWorker(name: string, everyMs: number, tick: () => Promis
       timer = setInterval(() => {
         if (running) return
         running = tick()
-          .catch((err) => console.error(`[${name}]`, err))
+          .catch((err: unknown) => logger.error({ err, worker: name }, 'worker tick failed'))
           .finally(() => {
             running = undefined
           })

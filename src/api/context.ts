@@ -5,5 +5,7 @@ export interface AppEnv {
   Variables: {
     requestId: string
     auth: AuthContext
+    /** The spec §7 code of the error this request is answered with (set by errorResponse; read by the observer). */
+    errorCode: string
   }
 }

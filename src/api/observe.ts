@@ -6,7 +6,10 @@
 /** One finished HTTP request (REST, GraphQL over HTTP, the SSE trace). */
 export interface RequestObservation {
   method: string
-  /** The route template that answered (`/v1/runs/:run_id`), never the raw path: bounded cardinality. */
+  /**
+   * The route template the request was for, as the contract writes it (`/v1/runs/{run_id}`), also when auth or a
+   * limit refused it first; `unmatched` when no route matched. Never the raw path: bounded cardinality.
+   */
   route: string
   status: number
   durationMs: number
@@ -14,11 +17,18 @@ export interface RequestObservation {
   /** The caller, once authentication ran (absent on public routes and refused credentials). */
   workspaceId: string | undefined
   keyId: string | undefined
+  /** The spec §7 code of an error answer (a closed vocabulary), absent on success. */
+  errorCode: string | undefined
 }
+
+/** The route of a request no route matched: raw paths never become label values. */
+export const UNMATCHED_ROUTE = 'unmatched'
 
 export type SocketTransport = 'stream' | 'graphql-ws'
 
 export interface SurfaceObserver {
+  /** A request entered (before any other middleware ran): requests in flight. Must not throw and must not wait. */
+  requestStarted(): void
   /** Called once per HTTP request, after its answer is ready. Must not throw and must not wait. */
   request(observation: RequestObservation): void
   /** A WebSocket opened (after authentication) or closed on one of the socket transports. */
@@ -27,6 +37,7 @@ export interface SurfaceObserver {
 
 /** The default: nothing observed, and the HTTP app then mounts no observation middleware at all. */
 export const NO_OBSERVER: SurfaceObserver = {
+  requestStarted() {},
   request() {},
   socket() {},
 }

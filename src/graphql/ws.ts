@@ -1,6 +1,12 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { type FormattedExecutionResult, GraphQLError } from 'graphql'
+import {
+  type DocumentNode,
+  type FormattedExecutionResult,
+  GraphQLError,
+  getOperationAST,
+  Kind,
+} from 'graphql'
 import { CloseCode } from 'graphql-ws'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
@@ -37,12 +43,32 @@ function wsError(err: ApiError, requestId: string): GraphQLError {
  * bad one is a plain HTTP 401 with the envelope), or the `authorization` of the `connection_init` payload.
  * Every subscribe counts against the workspace's rate limit, like a REST request.
  */
+/** The root field a subscription operation selects (a fixed vocabulary: the schema's), for metrics. */
+function subscriptionField(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+): string | undefined {
+  const op = getOperationAST(document, operationName)
+  if (op?.operation !== 'subscription') return undefined
+  const first = op.selectionSet.selections[0]
+  return first?.kind === Kind.FIELD ? first.name.value : undefined
+}
+
 export function attachGraphqlWs(
   server: Server,
   services: Services,
   observer: SurfaceObserver = NO_OBSERVER,
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 })
+  /** Live subscriptions per socket, by operation id: their root field, counted when metrics are scraped. */
+  const live = new Map<object, Map<string, string>>()
+  const metrics = services.metrics?.graphql
+  metrics?.readFrom(() => {
+    const subscriptions = new Map<string, number>()
+    for (const ops of live.values())
+      for (const field of ops.values()) subscriptions.set(field, (subscriptions.get(field) ?? 0) + 1)
+    return subscriptions
+  })
   wss.on('connection', (ws) => {
     observer.socket('graphql-ws', 'open')
     ws.once('close', () => observer.socket('graphql-ws', 'close'))
@@ -82,7 +108,7 @@ export function attachGraphqlWs(
         socket.once('close', unwatch)
         return true
       },
-      onSubscribe: async (ctx, _id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
         const requestId = newId('req', services.clock.now())
         const caller = callers.get(ctx.extra.socket)
         if (!caller) return [wsError(unauthenticated('missing'), requestId)]
@@ -102,6 +128,15 @@ export function attachGraphqlWs(
             return new GraphQLError(f.message, { extensions: f.extensions })
           })
         }
+        const field = metrics && subscriptionField(prepared.document, payload.operationName)
+        if (field) {
+          let ops = live.get(ctx.extra.socket)
+          if (!ops) {
+            ops = new Map()
+            live.set(ctx.extra.socket, ops)
+          }
+          ops.set(id, field)
+        }
         return {
           schema: graphqlSchema(),
           document: prepared.document,
@@ -112,9 +147,16 @@ export function attachGraphqlWs(
       },
       // graphql-ws sends a result unchanged when this returns nothing; errors get the envelope's extensions.
       onNext: (_ctx, _id, _payload, args, result): FormattedExecutionResult | undefined => {
+        metrics?.messageSent()
         if (!result.errors?.length) return undefined
         const requestId = (args.contextValue as { requestId?: string } | undefined)?.requestId ?? ''
         return { ...result, errors: result.errors.map((e) => formatError(e, requestId)) }
+      },
+      onComplete: (ctx, id) => {
+        live.get(ctx.extra.socket)?.delete(id)
+      },
+      onClose: (ctx) => {
+        live.delete(ctx.extra.socket)
       },
     },
     wss,

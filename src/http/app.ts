@@ -10,7 +10,7 @@ import { auth } from './middleware/auth.js'
 import { bodyGuard, WITH_BODY } from './middleware/body.js'
 import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
-import { observeRequests } from './middleware/observe.js'
+import { observeRequests, routeTemplate } from './middleware/observe.js'
 import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
 import { textGuard } from './middleware/text.js'
@@ -24,10 +24,6 @@ import { registerWebhookRoutes } from './routes/webhooks.js'
 /** Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/app.ts). */
 export type RouteMount = (app: OpenAPIHono<AppEnv>, services: Services) => void
 
-/**
- * The reference server's HTTP side. Middleware is applied once, in this order: request id → auth → rate limit → text guard
- * → body guard (bodies only) → idempotency (POST only) → validated routes. Errors from anywhere become the spec §7 envelope.
- */
 export interface HttpAppOptions {
   /** Routes of other transports served over this app (GraphQL over HTTP). */
   mounts?: readonly RouteMount[]
@@ -35,6 +31,12 @@ export interface HttpAppOptions {
   observer?: SurfaceObserver
 }
 
+/**
+ * The reference server's HTTP side. Middleware is applied once, in this order: request id → observation (the
+ * surface observer: metrics and the request log, which see every answer; absent for the default observer) → auth
+ * → rate limit → text guard → body guard (bodies only) → idempotency (POST only) → validated routes. Errors from
+ * anywhere become the spec §7 envelope.
+ */
 export function createHttpApp(services: Services, options: HttpAppOptions = {}): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
 
@@ -45,15 +47,19 @@ export function createHttpApp(services: Services, options: HttpAppOptions = {}):
   app.onError((err, c) => {
     const apiError = toApiError(err)
     if (apiError.code === 'internal_error') {
-      console.error(`[${c.get('requestId')}] ${c.req.method} ${c.req.path} failed:`, err)
+      services.logger.error(
+        { err, req_id: c.get('requestId'), method: c.req.method, route: routeTemplate(c) },
+        'request failed',
+      )
     }
     return errorResponse(c, apiError)
   })
   app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
 
+  const limitMetrics = services.metrics?.limits
   // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
   app.use('/v1/*', auth(services.keys, STREAM_PATH))
-  app.use('/v1/*', rateLimit(services.limits))
+  app.use('/v1/*', rateLimit(services.limits, limitMetrics && ((tier) => limitMetrics.rateLimited(tier))))
   // After auth and rate limit (so its 400 carries the rate-limit headers like every answer), before anything stores.
   app.use('/v1/*', textGuard())
   // Mounted for the methods they concern only: every other request skips them in routing, not in a call.

@@ -8,6 +8,7 @@ import { ApiError, ERROR_CATALOGUE, type ErrorCode, errorEnvelope } from '../dom
 /** Renders an ApiError as the spec §7 envelope, with its status and headers. */
 export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {
   for (const [name, value] of Object.entries(err.headers)) c.header(name, value)
+  c.set('errorCode', err.code)
   const body: ErrorBody = errorEnvelope(err, c.get('requestId') ?? '')
   return c.json(body, err.status as ContentfulStatusCode)
 }

@@ -54,6 +54,15 @@ export function commitTailOf(q: Queryable): CommitTail | undefined {
   return 'atCommit' in q ? (q as Queryable & CommitTail) : undefined
 }
 
+/** A driver that reports how long each transaction took, from its start to its acknowledged COMMIT (metrics). */
+export interface TransactionTiming {
+  timeTransactions(observe: (seconds: number) => void): void
+}
+
+export function timesTransactions(db: Db): db is Db & TransactionTiming {
+  return 'timeTransactions' in db
+}
+
 /** What one statement answered: its rows (empty for a write without RETURNING) and how many rows it touched. */
 export interface StatementResult {
   rows: Row[]

@@ -25,6 +25,10 @@ export interface PgChangeFeedOptions {
   /** First reconnect delay after the LISTEN connection is lost; doubles up to `reconnectMaxMs`. */
   reconnectMinMs?: number
   reconnectMaxMs?: number
+  /** Told each time the LISTEN connection is back after a loss (metrics). */
+  onReconnected?: () => void
+  /** Where connection losses and recoveries are logged; default the console. */
+  log?: { warn(message: string): void; info(message: string): void }
 }
 
 type Wire =
@@ -79,10 +83,10 @@ export function decodeChange(payload: string): { origin: string; change: Change 
 }
 
 /** The feed for a store: across replicas on PostgreSQL, in-process on SQLite (one process owns the file). */
-export function openChangeFeed(db: Db): ChangeFeed {
+export function openChangeFeed(db: Db, options: PgChangeFeedOptions = {}): ChangeFeed {
   return new AfterCommitFeed(
     db,
-    db instanceof PostgresDb ? new PgChangeFeed(db.url, db.pipeline) : new LocalChangeFeed(),
+    db instanceof PostgresDb ? new PgChangeFeed(db.url, db.pipeline, options) : new LocalChangeFeed(),
   )
 }
 
@@ -127,12 +131,16 @@ export class PgChangeFeed implements ChangeFeed {
   private sending: Promise<void> | undefined
   private readonly minMs: number
   private readonly maxMs: number
+  private readonly onReconnected: () => void
+  private readonly log: { warn(message: string): void; info(message: string): void }
 
   constructor(
     private readonly url: string,
     private readonly db: Queryable,
     options: PgChangeFeedOptions = {},
   ) {
+    this.onReconnected = options.onReconnected ?? (() => {})
+    this.log = options.log ?? console
     this.minMs = options.reconnectMinMs ?? 100
     this.maxMs = options.reconnectMaxMs ?? 5_000
     this.retryMs = this.minMs
@@ -222,7 +230,7 @@ export class PgChangeFeed implements ChangeFeed {
       } catch (err) {
         await client.end().catch(() => {})
         if (!this.running) return
-        console.warn(`[changes] LISTEN connection failed: ${(err as Error).message}; retrying`)
+        this.log.warn(`[changes] LISTEN connection failed: ${(err as Error).message}; retrying`)
         this.scheduleReconnect()
         return
       }
@@ -233,7 +241,8 @@ export class PgChangeFeed implements ChangeFeed {
       this.client = client
       this.retryMs = this.minMs
       if (isReconnect) {
-        console.info('[changes] LISTEN connection restored')
+        this.log.info('[changes] LISTEN connection restored')
+        this.onReconnected()
         // Anything committed while we were deaf is in the tables: every consumer reads after its own seq.
         this.listeners.deliver({ kind: 'resync' })
       }

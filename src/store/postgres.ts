@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import pg from 'pg'
 import {
   type CommitTail,
@@ -267,6 +268,7 @@ export class PostgresDb implements Db, Pipelined {
   readonly dialect = 'postgres' as const
   private readonly direct: PgQueryable
   private readonly names = new StatementNames()
+  private observeTransaction: ((seconds: number) => void) | undefined
   /** Independent single statements on the hot path, pipelined on up to four connections (src/store/pipeline.ts). */
   readonly pipeline: Pipeline
   /** The hot path as repositories use it: the pipeline, or the open unit of work's transaction (db.ts hotPath). */
@@ -311,6 +313,10 @@ export class PostgresDb implements Db, Pipelined {
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
     return this.target().run(sql, params)
   }
+  timeTransactions(observe: (seconds: number) => void): void {
+    this.observeTransaction = observe
+  }
+
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const unit = currentUnit<PgTransaction>(this)
     if (unit) return fn(unit.tx)
@@ -342,11 +348,13 @@ export class PostgresDb implements Db, Pipelined {
   }
 
   private async transact<T>(fn: (tx: PgTransaction) => Promise<T>): Promise<T> {
+    const started = this.observeTransaction ? performance.now() : 0
     const client = await this.pool.connect()
     const tx = new PgTransaction(client, this.names)
     try {
       const result = await fn(tx)
       await tx.commit()
+      this.observeTransaction?.((performance.now() - started) / 1000)
       return result
     } catch (err) {
       if (tx.begun) await client.query('ROLLBACK').catch(() => {})
@@ -358,6 +366,11 @@ export class PostgresDb implements Db, Pipelined {
   exec(script: string): Promise<void> {
     return this.target().exec(script)
   }
+  /** The pool's connections and the statements waiting for one (read by a metrics scrape). */
+  poolFigures(): { total: number; idle: number; waiting: number } {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount }
+  }
+
   async close(): Promise<void> {
     await this.pipeline.close()
     await this.pool.end()

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
 import { WalCheckpointer } from './sqlite-checkpointer.js'
@@ -258,6 +259,7 @@ export class SqliteDb implements Db {
 
   private writeCommits = 0
   private checkpointer: WalCheckpointer | null = null
+  private observeTransaction: ((seconds: number) => void) | undefined
 
   /** Operators waiting for the write lock (src/store/sqlite-operators.ts); none in memory. */
   private readonly operators: OperatorSignal | null
@@ -307,12 +309,18 @@ export class SqliteDb implements Db {
     return this.statement(sql, (s) => this.sync.runWith(s, params))
   }
 
+  timeTransactions(observe: (seconds: number) => void): void {
+    this.observeTransaction = observe
+  }
+
   /**
    * A logical transaction: a savepoint inside the open batch, so a failure undoes only its own work. It resolves
    * after the batch's COMMIT. Inside a unit of work it is part of the unit's savepoint (the unit holds the lock).
    */
+
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     if (currentUnit(this)) return fn(this.direct)
+    const started = this.observeTransaction ? performance.now() : 0
     const { value, batch } = await this.mutex.lock(async () => {
       const batch = this.openBatch()
       this.control.savepoint.run()
@@ -327,6 +335,7 @@ export class SqliteDb implements Db {
       }
     })
     await batch.committed
+    this.observeTransaction?.((performance.now() - started) / 1000)
     return value
   }
 

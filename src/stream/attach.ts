@@ -49,6 +49,7 @@ export function attachStream(
     ...(services.config.streamFallbackPollMs !== undefined
       ? { fallbackPollMs: services.config.streamFallbackPollMs }
       : {}),
+    ...(services.metrics ? { telemetry: services.metrics.stream } : {}),
     ...options,
   }
   // A bigger client message is refused by `ws` with close code 1009.
@@ -74,6 +75,7 @@ export function attachStream(
   )
   hub.start()
   hubs.set(server, hub)
+  services.metrics?.stream.readFrom(() => hub.snapshot().subscriptions)
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://stream.invalid')

@@ -31,6 +31,19 @@ export interface StreamOptions {
    * delays delivery by at most this much (0 = never).
    */
   fallbackPollMs: number
+  /** Messages sent and slow consumers closed, for the server's metrics. */
+  telemetry?: SocketTelemetry
+}
+
+export interface SocketTelemetry {
+  messageSent(): void
+  slowConsumerClosed(): void
+}
+
+/** Open connections and their live subscriptions by topic kind (read when metrics are scraped). */
+export interface HubSnapshot {
+  open: number
+  subscriptions: Map<string, number>
 }
 
 export const DEFAULT_STREAM_OPTIONS: StreamOptions = {
@@ -92,6 +105,11 @@ export class StreamConnection {
 
   get isClosed(): boolean {
     return this.closed
+  }
+
+  /** Adds this connection's live subscriptions to `counts`, by topic kind (never by topic name: ids are tenant data). */
+  countTopics(counts: Map<string, number>): void {
+    for (const sub of this.subs.values()) counts.set(sub.topic.kind, (counts.get(sub.topic.kind) ?? 0) + 1)
   }
 
   handleText(text: string): void {
@@ -314,10 +332,12 @@ export class StreamConnection {
   private send(message: Record<string, unknown>): boolean {
     if (this.closed) return false
     if (this.socket.bufferedAmount > this.options.maxBufferedBytes) {
+      this.options.telemetry?.slowConsumerClosed()
       this.closeWith(CLOSE_SLOW_CONSUMER, 'slow consumer')
       return false
     }
     this.socket.send(JSON.stringify(message))
+    this.options.telemetry?.messageSent()
     return true
   }
 
@@ -402,6 +422,20 @@ export class StreamHub {
 
   wakeAll(): void {
     for (const c of this.connections) c.wakeAll()
+  }
+
+  snapshot(): HubSnapshot {
+    const subscriptions = new Map<string, number>([
+      ['runs', 0],
+      ['connector', 0],
+    ])
+    let open = 0
+    for (const c of this.connections) {
+      if (c.isClosed) continue
+      open++
+      c.countTopics(subscriptions)
+    }
+    return { open, subscriptions }
   }
 
   beat(): void {

@@ -17,8 +17,21 @@ const ALLOWED: Record<string, readonly string[]> = {
   http: ['http', 'api', 'domain', 'contract', 'generated', 'root'],
   graphql: ['graphql', 'api', 'domain', 'contract', 'generated', 'root'],
   stream: ['stream', 'api', 'domain', 'contract', 'root'],
+  observability: ['observability', 'api', 'domain', 'root'],
   cli: ['cli', 'domain', 'store', 'root'],
-  root: ['root', 'api', 'domain', 'store', 'outbound', 'http', 'graphql', 'stream', 'contract', 'generated'],
+  root: [
+    'root',
+    'api',
+    'domain',
+    'store',
+    'outbound',
+    'observability',
+    'http',
+    'graphql',
+    'stream',
+    'contract',
+    'generated',
+  ],
 }
 
 const ROOT = resolve(import.meta.dirname, '../..')

@@ -12,6 +12,7 @@ describe('the surface observer', () => {
   beforeAll(async () => {
     t = await startTestServer({
       observer: {
+        requestStarted: () => {},
         request: (o) => requests.push(o),
         socket: (transport, event) => sockets.push([transport, event]),
       },
@@ -31,15 +32,29 @@ describe('the surface observer', () => {
     expect(res.status).toBe(404)
     const [report, ...more] = reportsOf('obs-1')
     expect(more).toEqual([])
-    expect(report).toMatchObject({ method: 'GET', route: '/v1/runs/:run_id', status: 404 })
+    expect(report).toMatchObject({ method: 'GET', route: '/v1/runs/{run_id}', status: 404 })
     expect(report?.workspaceId).toMatch(/^ws_/)
     expect(report?.keyId).toMatch(/^key_/)
     expect(report?.durationMs).toBeGreaterThanOrEqual(0)
+    expect(report?.errorCode).toBe('not_found')
   })
 
-  it('reports refused credentials without a caller, and GraphQL over HTTP like any route', async () => {
+  it('reports refused credentials without a caller under the route they were for, and GraphQL like any route', async () => {
     await t.request('GET', '/v1/agents', { token: 'ak_bad', headers: { 'x-request-id': 'obs-2' } })
-    expect(reportsOf('obs-2')).toEqual([expect.objectContaining({ status: 401, workspaceId: undefined })])
+    // The route the request was for, not the auth middleware's `/v1/*`.
+    expect(reportsOf('obs-2')).toEqual([
+      expect.objectContaining({
+        route: '/v1/agents',
+        status: 401,
+        workspaceId: undefined,
+        errorCode: 'unauthenticated',
+      }),
+    ])
+    // Outside the contract, so not through t.request (which checks answers against the document).
+    await fetch(`${t.baseUrl}/v1/no/such/path`, {
+      headers: { authorization: `Bearer ${token}`, 'x-request-id': 'obs-4' },
+    })
+    expect(reportsOf('obs-4')).toEqual([expect.objectContaining({ route: 'unmatched', status: 404 })])
     await t.request('POST', '/v1/graphql', {
       token,
       body: { query: '{ agents { data { agent_id } } }' },

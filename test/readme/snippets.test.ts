@@ -47,6 +47,8 @@ const NOT_RUN: Record<string, string> = {
   'AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1 npm start': 'starts the server: this test sets the same variable',
   'npx agentops-conformance --reference':
     'the conformance package tests run the suite (and --base-url needs a remote)',
+  "# in a clone of this repository (the workspace's bin":
+    'the conformance package and bundle tests run the suite both ways (and --base-url needs a remote)',
 }
 const SHELL_FIRST = 'TOKEN=$(npx agentops keys create'
 const SHELL_GRAPHQL = 'curl -s $API/v1/graphql'

@@ -31,7 +31,17 @@ export interface Balancer {
   url: string
   /** Which replica each HTTP request / WebSocket connection went to, in order (replica index). */
   readonly picks: { kind: 'http' | 'ws'; replica: number }[]
+  /** Resolves once every replica's /readyz was asked at least once (when readiness is followed). */
+  readonly polled: Promise<void>
   close(): Promise<void>
+}
+
+export interface BalancerOptions {
+  /**
+   * Ask each replica's /readyz this often and send nothing to one that is not ready (migrating, its store down,
+   * shutting down); 0 (the tests' default) relies on refused connections alone.
+   */
+  readyzPollMs?: number
 }
 
 export interface Cluster {
@@ -152,14 +162,15 @@ export async function startReplica(
   for (;;) {
     if (child.exitCode !== null) throw new Error(`replica ${index} exited early:\n${output}`)
     try {
-      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
+      // Ready, not only alive: the replica listens while it migrates the store and answers 503 until it is done.
+      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })
       if (res.ok) break
     } catch {
       // not listening yet
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL')
-      throw new Error(`replica ${index} did not answer /healthz within 60 s:\n${output}`)
+      throw new Error(`replica ${index} was not ready (/readyz) within 60 s:\n${output}`)
     }
     await new Promise((r) => setTimeout(r, 100))
   }
@@ -178,18 +189,46 @@ export async function startReplica(
 /** A replica that refused a connection is skipped for this long before it is tried again. */
 const DOWN_FOR_MS = 2_000
 
-export async function startBalancer(targets: string[], port = 0): Promise<Balancer> {
+export async function startBalancer(
+  targets: string[],
+  port = 0,
+  options: BalancerOptions = {},
+): Promise<Balancer> {
   const proxy = createProxyServer({ xfwd: true })
   const downUntil = new Map<number, number>()
+  const notReady = new Set<number>()
   const picks: Balancer['picks'] = []
   let next = 0
   const pick = (): number => {
     for (let tried = 0; tried < targets.length; tried++) {
       const i = next++ % targets.length
-      if ((downUntil.get(i) ?? 0) <= Date.now()) return i
+      if ((downUntil.get(i) ?? 0) <= Date.now() && !notReady.has(i)) return i
     }
     return next++ % targets.length
   }
+  const pollMs = options.readyzPollMs ?? 0
+  const askAll = () =>
+    Promise.all(
+      targets.map(async (target, i) => {
+        const ready = await fetch(`${target}/readyz`, {
+          signal: AbortSignal.timeout(Math.max(500, pollMs)),
+        }).then(
+          (res) => res.status === 200,
+          () => false,
+        )
+        if (ready) notReady.delete(i)
+        else notReady.add(i)
+      }),
+    ).then(() => undefined)
+  const polled = pollMs > 0 ? askAll() : Promise.resolve()
+  let polling = polled
+  const poller =
+    pollMs > 0
+      ? setInterval(() => {
+          polling = polling.then(askAll)
+        }, pollMs)
+      : undefined
+  poller?.unref()
   const markDown = (err: Error & { code?: string }, i: number) => {
     if (err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET') downUntil.set(i, Date.now() + DOWN_FOR_MS)
   }
@@ -246,7 +285,10 @@ export async function startBalancer(targets: string[], port = 0): Promise<Balanc
   return {
     url: `http://127.0.0.1:${address.port}`,
     picks,
+    polled,
     async close() {
+      if (poller) clearInterval(poller)
+      await polling
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
       proxy.close()

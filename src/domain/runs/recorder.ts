@@ -1,6 +1,7 @@
 import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import type { Db, EventsPort, Queryable, RunRepository } from '../ports.js'
+import { NO_RUN_TELEMETRY, type RunTelemetry } from '../telemetry.js'
 import { isTerminal } from './state-machine.js'
 import type { FrameRecord, RunRecord, RunStatus } from './types.js'
 
@@ -35,6 +36,7 @@ export class RunRecorder {
     private readonly clock: Clock,
     private readonly events: EventsPort,
     private readonly changes: ChangeFeed = new LocalChangeFeed(),
+    private readonly telemetry: RunTelemetry = NO_RUN_TELEMETRY,
   ) {}
 
   /** Runs changed by any replica. */
@@ -91,9 +93,16 @@ export class RunRecorder {
         }
       }
       for (const e of events) await this.appendEvent(tx, run, e.kind, e.data)
-      return { run, value, changed: frames.length > 0 || events.length > 0 || run.status !== before }
+      return {
+        run,
+        value,
+        before,
+        frames,
+        changed: frames.length > 0 || events.length > 0 || run.status !== before,
+      }
     })
     if (result.changed) {
+      this.telemetry.changed(result.before, result.run, result.frames)
       this.events.notify()
       this.changes.publish({ kind: 'run', runId })
     }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { newId } from '../ids.js'
 import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
+import type { WebhookTelemetry } from '../telemetry.js'
 import { type RetryPolicy, retryDelayMs } from './backoff.js'
 import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from './body.js'
 import { type SendResult, sendWebhook } from './sender.js'
@@ -26,6 +27,8 @@ export interface DispatcherOptions {
   outbound: OutboundHttp
   /** Full-jitter source; tests pin it. */
   random?: () => number
+  /** Attempts and deliveries given up, for the server's metrics. */
+  telemetry?: WebhookTelemetry
 }
 
 const FANOUT_CURSOR = 'webhooks'
@@ -212,6 +215,7 @@ export class WebhookDispatcher {
     const sub = await this.webhooks.get(row.workspaceId, row.webhookId)
     const now = this.clock.now()
     if (!sub) {
+      this.options.telemetry?.gaveUp()
       await this.deliveries.recordAttempt(
         row.id,
         this.owner,
@@ -233,13 +237,13 @@ export class WebhookDispatcher {
     }
     if (this.shutdown.signal.aborted) return
     const done = this.clock.now()
-    await this.deliveries.recordAttempt(
-      row.id,
-      this.owner,
-      row.attempts,
-      this.outcome(row, result, done),
-      done,
-    )
+    const outcome = this.outcome(row, result, done)
+    const telemetry = this.options.telemetry
+    if (telemetry) {
+      telemetry.attempted(outcome.kind === 'delivered' ? 'delivered' : 'failed')
+      if (outcome.kind === 'failed') telemetry.gaveUp()
+    }
+    await this.deliveries.recordAttempt(row.id, this.owner, row.attempts, outcome, done)
   }
 
   private outcome(row: DeliveryRecord, result: SendResult, now: number): AttemptOutcome {

@@ -3,6 +3,7 @@ import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
+import type { WebhookTelemetry } from '../telemetry.js'
 import { RETRY_CAP_MS, type RetryPolicy } from './backoff.js'
 import { isEventKind } from './body.js'
 import { type EventSource, WebhookDispatcher } from './dispatcher.js'
@@ -29,6 +30,7 @@ export interface WebhookSettings {
   concurrency: number
   pollMs: number
   random?: () => number
+  telemetry?: WebhookTelemetry
 }
 
 export const DEFAULT_OVERLAP_SECONDS = 86_400
@@ -53,6 +55,7 @@ export class WebhookService {
       pollMs: settings.pollMs,
       outbound: settings.outbound,
       ...(settings.random ? { random: settings.random } : {}),
+      ...(settings.telemetry ? { telemetry: settings.telemetry } : {}),
     })
   }
 

@@ -50,11 +50,13 @@ export const idempotency = (services: Services) =>
     })
     if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
     if (outcome.fingerprint !== print) {
+      services.metrics?.limits.idempotency('conflict')
       throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request', {
         header: 'Idempotency-Key',
       })
     }
     if (outcome.kind === 'in_progress') {
+      services.metrics?.limits.idempotency('in_progress')
       throw new ApiError(
         'idempotency_key_in_progress',
         'A request with this Idempotency-Key is still being processed; retry later',
@@ -62,6 +64,7 @@ export const idempotency = (services: Services) =>
         { 'Retry-After': '1' },
       )
     }
+    services.metrics?.limits.idempotency('replayed')
     const headers = new Headers(outcome.response.headers)
     headers.set('Idempotent-Replayed', 'true')
     const replay = new Response(outcome.response.status === 204 ? null : outcome.response.body, {

@@ -1,26 +1,56 @@
+import { performance } from 'node:perf_hooks'
+import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
-import type { SurfaceObserver } from '../../api/observe.js'
+import { type SurfaceObserver, UNMATCHED_ROUTE } from '../../api/observe.js'
+
+/** Hono's `/v1/runs/:run_id` as the contract writes it, `/v1/runs/{run_id}`: converted once per route. */
+const templates = new Map<string, string>()
+function templateOf(honoPath: string): string {
+  let template = templates.get(honoPath)
+  if (template === undefined) {
+    template = honoPath.includes('*') ? UNMATCHED_ROUTE : honoPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
+    templates.set(honoPath, template)
+  }
+  return template
+}
+
+/**
+ * The route template a request matched: the last route Hono matched (routes are registered after the middleware
+ * mounted on `*` and `/v1/*`), or `unmatched`. Never the request's path, whose ids are unbounded. Unlike
+ * `c.req.routePath` (the handler running now: `/v1/*` for a request the auth middleware refused), this names the
+ * route the request was for, whoever answered it.
+ */
+export function routeTemplate(c: Context): string {
+  const matched = c.req.matchedRoutes
+  const last = matched[matched.length - 1]
+  return last ? templateOf(last.path) : UNMATCHED_ROUTE
+}
 
 /**
  * Reports each request to the surface observer once its answer is ready, thrown errors included (Hono's onError
- * has rendered them into `c.res` by the time `next()` returns). Mounted right after the request id.
+ * has rendered them into `c.res` by the time `next()` returns). Mounted right after the request id, so it sees
+ * what every other middleware answered. The time is until the answer is ready to write: a live stream (SSE)
+ * counts until its head.
  */
 export const observeRequests = (observer: SurfaceObserver) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const started = performance.now()
+    observer.requestStarted()
     try {
       await next()
     } finally {
       const auth = c.get('auth')
+      const status = c.res.status
       observer.request({
         method: c.req.method,
-        route: c.req.routePath,
-        status: c.res.status,
+        route: routeTemplate(c),
+        status,
         durationMs: performance.now() - started,
         requestId: c.get('requestId'),
         workspaceId: auth?.workspaceId,
         keyId: auth?.keyId,
+        errorCode: status >= 400 ? c.get('errorCode') : undefined,
       })
     }
   })

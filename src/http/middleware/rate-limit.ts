@@ -3,6 +3,7 @@ import type { Context, Next } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
 import { rateLimited } from '../../domain/errors.js'
+import type { Tier, Workspace } from '../../domain/identity.js'
 import { rateLimitHeader, rateLimitPolicyHeader, type WindowState } from '../../domain/limits/rate-limit.js'
 import type { LimitsService, RateDecision } from '../../domain/limits/service.js'
 import { errorResponse } from '../errors.js'
@@ -19,7 +20,11 @@ function valuesOf(decision: RateDecision): string[] {
  * Every authenticated response, success or error, carries both figures; a refusal is 429 rate_limited with
  * Retry-After and the window in `detail`.
  */
-export const rateLimit = (limits: Pick<LimitsService, 'consume' | 'consumeNow' | 'hasHeadroom'>) =>
+export const rateLimit = (
+  limits: Pick<LimitsService, 'consume' | 'consumeNow' | 'hasHeadroom'>,
+  /** Told of each 429 by the workspace's tier (the server's metrics). */
+  refused?: (tier: Tier) => void,
+) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const auth = c.get('auth')
     if (!auth) return next() // public or stream upgrade: nothing to bill
@@ -27,11 +32,14 @@ export const rateLimit = (limits: Pick<LimitsService, 'consume' | 'consumeNow' |
     const known = limits.consumeNow(auth.workspace)
     const outgoing = nodeResponse(c)
     if (!known && outgoing && readsOnly(c) && limits.hasHeadroom(auth.workspace)) {
-      return countAlongside(limits.consume(auth.workspace), outgoing, next)
+      return countAlongside(refused, auth.workspace, limits.consume(auth.workspace), outgoing, next)
     }
     const decision = known ?? (await limits.consume(auth.workspace))
     const values = valuesOf(decision)
-    if (!decision.allowed && decision.refusedBy) return refusal(c, decision.refusedBy, values)
+    if (!decision.allowed && decision.refusedBy) {
+      refused?.(auth.workspace.tier)
+      return refusal(c, decision.refusedBy, values)
+    }
     return withAnswerHeaders(c, NAMES, values, next)
   })
 
@@ -56,6 +64,8 @@ function readsOnly(c: Context<AppEnv>): boolean {
  * figures still go on Node's response here.
  */
 async function countAlongside(
+  refused: ((tier: Tier) => void) | undefined,
+  workspace: Workspace,
   counting: Promise<RateDecision>,
   outgoing: ServerResponse,
   next: Next,
@@ -72,5 +82,8 @@ async function countAlongside(
   const values = valuesOf(decision)
   for (let i = 0; i < NAMES.length; i++) outgoing.setHeader(NAMES[i] as string, values[i] as string)
   // Thrown, like any error after next(): the app's error handler replaces whatever the read answered.
-  if (!decision.allowed && decision.refusedBy) throw rateLimited(decision.refusedBy)
+  if (!decision.allowed && decision.refusedBy) {
+    refused?.(workspace.tier)
+    throw rateLimited(decision.refusedBy)
+  }
 }

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createMiddleware } from 'hono/factory'
 import {
@@ -37,11 +38,13 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Service
   app.openapi(postV1GridConnectorsConnectorIdIngestRoute, async (c) => {
     const auth = requireScope(c, 'ingest:write')
     const { connector_id } = c.req.valid('param')
+    const started = performance.now()
     const result = await services.ingestion.ingest(
       { id: auth.workspaceId, policyClasses: auth.workspace.policyClasses },
       connector_id,
       c.req.valid('json').records,
     )
+    services.metrics?.ingest.batch(result.accepted, result.rejected, (performance.now() - started) / 1000)
     return c.json(result, 202)
   })
 

@@ -1,0 +1,30 @@
+/**
+ * What the domain reports to whoever watches the server (Prometheus in the reference server). The domain declares
+ * these narrow ports and never learns what is behind them; every method is cheap and synchronous, called after
+ * the fact it reports, and must never throw.
+ */
+import type { FrameRecord, RunRecord, RunStatus } from './runs/types.js'
+
+export interface RunTelemetry {
+  /** A run's change committed: `before` is its status when the change began, `run` the stored result. */
+  changed(before: RunStatus, run: RunRecord, frames: readonly FrameRecord[]): void
+}
+
+export type DeliveryAttemptOutcome = 'delivered' | 'failed'
+
+export interface WebhookTelemetry {
+  /** One delivery attempt was made (an HTTP call to the receiver); `failed` includes time-outs and refusals. */
+  attempted(outcome: DeliveryAttemptOutcome): void
+  /** A delivery ran out of attempts (or lost its subscription) and is marked failed for good. */
+  gaveUp(): void
+}
+
+/** What a metrics scrape reads from the store (which implements it): runs by status, the webhook outbox, the pool. */
+export interface StoreGauges {
+  runsByStatus(): Promise<Partial<Record<RunStatus, number>>>
+  outbox(): Promise<{ depth: number; oldestAgeSeconds: number }>
+  pool(): { total: number; idle: number; waiting: number }
+}
+
+export const NO_RUN_TELEMETRY: RunTelemetry = { changed() {} }
+export const NO_WEBHOOK_TELEMETRY: WebhookTelemetry = { attempted() {}, gaveUp() {} }

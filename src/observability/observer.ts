@@ -1,0 +1,74 @@
+/**
+ * The surface observer of the reference server: every HTTP request once into the request histogram (route
+ * template × method × status class), its error code, the in-flight gauge and one request log line; sockets opening
+ * and closing into the open-sockets gauge. The transports report through `SurfaceObserver` (src/api/observe.ts)
+ * and know nothing of Prometheus or pino.
+ *
+ * Hot path: the series a request touches are prom-client children bound once per route template × method ×
+ * status class (HttpMetrics), so a request builds no label object and no closure here; the log line is built only
+ * when `info` is enabled.
+ */
+import {
+  NO_OBSERVER,
+  type RequestObservation,
+  type SocketTransport,
+  type SurfaceObserver,
+} from '../api/observe.js'
+import type { Logger } from './logger.js'
+import type { HttpMetrics, Metrics, SocketMetrics } from './metrics.js'
+
+class ServerObserver implements SurfaceObserver {
+  private readonly http: HttpMetrics | undefined
+  private readonly stream: SocketMetrics | undefined
+  private readonly graphql: SocketMetrics | undefined
+
+  constructor(
+    metrics: Metrics | undefined,
+    private readonly logger: Logger | undefined,
+  ) {
+    this.http = metrics?.http
+    this.stream = metrics?.stream
+    this.graphql = metrics?.graphql
+  }
+
+  requestStarted(): void {
+    if (this.http) this.http.inFlight += 1
+  }
+
+  request(o: RequestObservation): void {
+    const http = this.http
+    if (http) {
+      http.inFlight -= 1
+      http.route(o.method, o.route).observe(o.status, o.durationMs / 1000)
+      if (o.errorCode !== undefined) http.error(o.errorCode)
+    }
+    // Named fields only: never a token, a body or a signature.
+    this.logger?.info(
+      {
+        req_id: o.requestId,
+        method: o.method,
+        route: o.route,
+        status: o.status,
+        duration_ms: Math.round(o.durationMs * 100) / 100,
+        workspace_id: o.workspaceId,
+        key_id: o.keyId,
+      },
+      'request',
+    )
+  }
+
+  socket(transport: SocketTransport, event: 'open' | 'close'): void {
+    const sockets = transport === 'stream' ? this.stream : this.graphql
+    if (sockets) sockets.open += event === 'open' ? 1 : -1
+  }
+}
+
+/**
+ * The observer for the server's metrics and log, or NO_OBSERVER (no middleware mounted at all) when metrics are
+ * off and the log does not write request lines (a level above `info`).
+ */
+export function createSurfaceObserver(metrics: Metrics | undefined, logger: Logger): SurfaceObserver {
+  const logging = logger.isLevelEnabled('info')
+  if (!metrics && !logging) return NO_OBSERVER
+  return new ServerObserver(metrics, logging ? logger : undefined)
+}
