@@ -5,6 +5,7 @@
  * at every size, i.e. neither depends on the backlog.
  *
  *   npm run bench:queue -- [--sizes 100,10000,100000] [--seconds <max drain window>] [--no-postgres]
+ *                           [--profile <dir>]
  *
  * Per store and size: a fresh database; the backlog is written straight into the store (copies of one run made
  * through the service, many rows per statement: test/support/run-backlog.ts); then the server starts in its own
@@ -12,6 +13,8 @@
  * backlog one GET at a time over one keep-alive connection. The window ends when the queue is empty or after
  * --seconds (default 5); the drain rate counts from the first poll (every 20 ms) that sees the event log move, so the
  * server's start is not in it. Loopback only; every loop is bounded.
+ *
+ * --profile writes a V8 CPU profile of each server process (node --cpu-prof) into <dir>: the drain path's hot spots.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
@@ -39,6 +42,7 @@ const SIZES = (option('--sizes') ?? '100,10000,100000')
   .map(Number)
   .filter((n) => Number.isSafeInteger(n) && n >= 1 && n <= 1_000_000)
 const WINDOW_MS = Math.min(60, Math.max(1, Number(option('--seconds') ?? 5))) * 1000
+const PROFILE_DIR = option('--profile')
 const TARGET_DRAIN = 500
 const TARGET_P50_MS = 3
 
@@ -87,7 +91,13 @@ async function seed(databaseUrl: string, size: number): Promise<Seeded> {
 async function startServerProcess(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'bench', 'queue-server.ts'), databaseUrl],
+    [
+      ...(PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []),
+      '--import',
+      'tsx',
+      join(ROOT, 'bench', 'queue-server.ts'),
+      databaseUrl,
+    ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
   )
   const url = await new Promise<string>((resolve, reject) => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RunRepository } from '../ports.js'
-import type { RunExecutor } from './executor.js'
+import type { Progress, RunExecutor } from './executor.js'
 
 export interface SchedulerOptions {
   concurrency: number
@@ -65,10 +65,16 @@ export class RunScheduler {
     const free = this.options.concurrency - this.driving.size
     if (free <= 0) return
     const repo = this.runs
-    const ids = await repo.runnable(Date.now(), free, [...this.driving.keys()])
+    const now = Date.now()
+    // Finding and leasing the next runs is one statement: one round trip per tick, however many runs it takes.
+    const ids = await repo.claimNext(this.owner, now, now + this.options.leaseMs, free)
     for (const id of ids) {
-      if (this.stopped) return
-      if (!(await repo.claim(id, this.owner, Date.now(), Date.now() + this.options.leaseMs))) continue
+      // A run in hand whose lease had lapsed comes back renewed: it is driven once, by the loop already on it.
+      if (this.driving.has(id)) continue
+      if (this.stopped) {
+        await repo.release(id, this.owner).catch(() => undefined)
+        continue
+      }
       const drive = this.drive(id).finally(() => {
         this.driving.delete(id)
         this.wake()
@@ -86,16 +92,20 @@ export class RunScheduler {
       Math.max(50, Math.floor(this.options.leaseMs / 3)),
     )
     renew.unref()
+    let progress: Progress = 'continue'
     try {
-      while (!this.stopped && (await this.executor.advance(id)) === 'continue') {
+      while (!this.stopped && progress === 'continue') {
         // one step per iteration, so a pause or cancel lands between steps
+        progress = await this.executor.advance(id)
       }
     } catch (err) {
+      progress = 'idle'
       if (!this.stopped) console.error(`[scheduler] run ${id}:`, err)
     } finally {
       clearInterval(renew)
-      // Also on stop: the step in hand has finished, so another replica may take the run over at once.
-      await repo.release(id, this.owner).catch(() => undefined)
+      // A finished run's last write dropped its lease. Otherwise (also on stop: the step in hand has finished)
+      // the lease goes now, so another replica may take the run over at once.
+      if (progress !== 'finished') await repo.release(id, this.owner).catch(() => undefined)
     }
   }
 }
