@@ -7,12 +7,13 @@
  *
  *   npm run bench:growth -- [--runs 1000,100000] [--records 1000,1000000] [--requests <n>] [--no-postgres]
  *
- * Per store: one template run goes through the service and the scheduler (4 echo tools: 10 frames), then the
- * store is grown straight through SQL, many rows per statement (test/support/run-backlog.ts, record-backlog.ts),
+ * Per store and size: one template run goes through the service and the scheduler (4 echo tools: 10 frames), then
+ * the store is grown straight through SQL, many rows per statement (test/support/run-backlog.ts, record-backlog.ts),
  * so a run of this script takes minutes, not hours; PostgreSQL's statistics are brought up to date as its
- * autovacuum would. For each size the server starts in its own process (default settings) and one client asks,
- * one request at a time over one keep-alive connection, `--requests` times per request kind (default 300, after
- * 50 not counted), each time for another random run or page. Deep pages are asked for with cursors signed by the
+ * autovacuum would. Each size is a database of its own with a server of its own (default settings, in its own
+ * process), all running at once: one client asks them in turn, one request at a time over one keep-alive connection
+ * each, `--requests` times per request kind and size (default 300, after 50 not counted), each time for another
+ * random run or page. So the sizes are compared a request apart, under the same load of a shared machine. Deep pages are asked for with cursors signed by the
  * server's cursor secret (AGENTOPS_CURSOR_SECRET, set for the run). Loopback only; every loop is bounded.
  *
  * Random runs: the server keeps 5,000 runs in memory, so at 1,000 runs GET /v1/runs/{id} is mostly answered from
@@ -253,55 +254,65 @@ function requestKinds(f: Fixture): { name: string; path: () => string }[] {
   ]
 }
 
-async function measure(store: string, databaseUrl: string, f: Fixture): Promise<Figure[]> {
-  const { url, child } = await startServerProcess(databaseUrl)
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+/**
+ * Every size at once, each store in its own server: the client asks the servers in turn, one request each, so the
+ * sizes are compared under the same load of the (shared) machine, a request apart.
+ */
+async function measure(store: string, stores: { url: string; fixture: Fixture }[]): Promise<Figure[]> {
+  const servers: { url: string; child: ChildProcess; fixture: Fixture; agent: Agent }[] = []
   const figures: Figure[] = []
   try {
-    for (const kind of requestKinds(f)) {
-      const latencies: number[] = []
+    for (const s of stores) {
+      const { url, child } = await startServerProcess(s.url)
+      servers.push({ url, child, fixture: s.fixture, agent: new Agent({ keepAlive: true, maxSockets: 1 }) })
+    }
+    const kinds = servers.map((s) => requestKinds(s.fixture))
+    for (const [k, kind] of (kinds[0] ?? []).entries()) {
+      const latencies = servers.map((): number[] => [])
       for (let i = 0; i < WARMUP + REQUESTS; i++) {
-        const path = kind.path()
-        const started = performance.now()
-        const status = await get(agent, `${url}${path}`, f.token)
-        if (status !== 200) throw new Error(`${path} answered ${status}`)
-        if (i >= WARMUP) latencies.push(performance.now() - started)
+        for (const [n, server] of servers.entries()) {
+          const path = (kinds[n]?.[k] ?? kind).path()
+          const started = performance.now()
+          const status = await get(server.agent, `${server.url}${path}`, server.fixture.token)
+          if (status !== 200) throw new Error(`${path} answered ${status}`)
+          if (i >= WARMUP) latencies[n]?.push(performance.now() - started)
+        }
       }
-      latencies.sort((a, b) => a - b)
-      const at = (q: number) =>
-        latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN
-      figures.push({
-        store,
-        request: kind.name,
-        runs: f.runs,
-        records: f.records,
-        p50: at(0.5),
-        p99: at(0.99),
-      })
+      for (const [n, server] of servers.entries()) {
+        const sorted = (latencies[n] ?? []).sort((a, b) => a - b)
+        const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN
+        const { runs, records } = server.fixture
+        figures.push({ store, request: kind.name, runs, records, p50: at(0.5), p99: at(0.99) })
+      }
     }
   } finally {
-    agent.destroy()
-    await stopServerProcess(child)
+    for (const s of servers) {
+      s.agent.destroy()
+      await stopServerProcess(s.child)
+    }
   }
   return figures
 }
 
-async function measureStore(store: string, databaseUrl: string): Promise<Figure[]> {
-  const figures: Figure[] = []
-  const seedStarted = performance.now()
-  const f = await foundation(databaseUrl)
+/** One database per size, built side by side, then measured together. */
+async function measureStore(store: string, newDatabase: () => Promise<string>): Promise<Figure[]> {
+  const started = performance.now()
   const steps = Math.max(RUN_SIZES.length, RECORD_SIZES.length)
+  const stores: { url: string; fixture: Fixture }[] = []
   for (let step = 0; step < steps; step++) {
     const runs = RUN_SIZES[Math.min(step, RUN_SIZES.length - 1)] ?? 1
     const records = RECORD_SIZES[Math.min(step, RECORD_SIZES.length - 1)] ?? RECORD_BATCH
+    const url = await newDatabase()
+    const fixture = await foundation(url)
     const grown = performance.now()
-    await grow(databaseUrl, f, runs, records)
+    await grow(url, fixture, runs, records)
     console.error(
       `  ${store}: ${runs.toLocaleString('en-US')} runs, ${records.toLocaleString('en-US')} records (grown in ${((performance.now() - grown) / 1000).toFixed(1)} s; load average ${loadavg()[0]?.toFixed(1)})`,
     )
-    figures.push(...(await measure(store, databaseUrl, f)))
+    stores.push({ url, fixture })
   }
-  console.error(`  ${store}: done in ${((performance.now() - seedStarted) / 1000).toFixed(0)} s`)
+  const figures = await measure(store, stores)
+  console.error(`  ${store}: done in ${((performance.now() - started) / 1000).toFixed(0)} s`)
   return figures
 }
 
@@ -309,7 +320,8 @@ const load = { start: loadavg()[0] ?? NaN, max: loadavg()[0] ?? NaN }
 const results: Figure[] = []
 const sqliteDir = mkdtempSync(join(tmpdir(), 'agentops-growth-bench-'))
 try {
-  results.push(...(await measureStore('SQLite', `sqlite:${join(sqliteDir, 'growth.db')}`)))
+  let n = 0
+  results.push(...(await measureStore('SQLite', async () => `sqlite:${join(sqliteDir, `growth-${++n}.db`)}`)))
 } finally {
   rmSync(sqliteDir, { recursive: true, force: true })
 }
@@ -321,7 +333,7 @@ if (!args.includes('--no-postgres')) {
   })
   if (pg) {
     try {
-      results.push(...(await measureStore('PostgreSQL', await createDatabase(pg.url))))
+      results.push(...(await measureStore('PostgreSQL', () => createDatabase(pg.url))))
     } finally {
       await pg.stop()
     }

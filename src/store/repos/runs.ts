@@ -67,7 +67,7 @@ const CLAIMABLE = `SELECT id FROM runs WHERE status IN ('queued', 'running') AND
  * The scheduler's claim: the next runnable runs and their leases in one statement. The inner SELECT's predicate
  * and order are exactly those of the partial index `runs_claim` (migration 009): both stores walk that index from
  * its first entry and stop after the LIMIT, so a claim costs the same whatever the backlog
- * (test/store/run-claim-plan.test.ts checks both plans). Rows whose lease is live elsewhere are skipped inside the
+ * (test/store/hot-query-plans.test.ts checks both plans). Rows whose lease is live elsewhere are skipped inside the
  * index (lease_until is one of its columns).
  *
  * On PostgreSQL `FOR UPDATE SKIP LOCKED` makes replicas that claim at once take different runs instead of queueing
