@@ -63,6 +63,10 @@ function toFrame(r: RawRow): FrameRecord {
 const CLAIMABLE = `SELECT id FROM runs WHERE status IN ('queued', 'running') AND lease_until < $3
          ORDER BY priority DESC, seq ASC LIMIT $4`
 
+/** Whether anything is claimable: the first entry of the same index walk. */
+const ANY_CLAIMABLE = `SELECT id FROM runs WHERE status IN ('queued', 'running') AND lease_until < $1
+       ORDER BY priority DESC, seq ASC LIMIT 1`
+
 /**
  * The scheduler's claim: the next runnable runs and their leases in one statement. The inner SELECT's predicate
  * and order are exactly those of the partial index `runs_claim` (migration 009): both stores walk that index from
@@ -272,6 +276,9 @@ export class RunRepo implements RunRepository {
    * skipped) and answers their ids in claim order. A run `owner` already holds may come back: its lease is renewed.
    */
   async claimNext(owner: string, now: number, until: number, limit: number): Promise<string[]> {
+    // On SQLite any UPDATE opens a write transaction, even one that changes nothing; an idle scheduler polls, so it
+    // looks first (a read, in process) and takes the write lock only when there is something to claim.
+    if (this.dialect === 'sqlite' && !(await this.db.one(ANY_CLAIMABLE, [now]))) return []
     const rows = await this.db.query<{ id: string; priority: number | string; seq: number | string }>(
       claimNextSql(this.dialect),
       [owner, until, now, limit],
