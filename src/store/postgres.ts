@@ -47,8 +47,9 @@ export function driverOptions(applicationName: string) {
     },
     // A ROLLBACK after a failed COMMIT warns "no transaction in progress": nothing an operator needs to read.
     onnotice: () => {},
-    // Connections idle this many seconds close; the next statement opens one again.
-    idle_timeout: 30,
+    // No lifetime closing (and no `idle_timeout`, off by default): postgres.js counts a connection idle between two
+    // statements of a transaction on it, and would close it there, rolling the transaction back.
+    max_lifetime: null,
     connection: { application_name: applicationName },
   }
 }
