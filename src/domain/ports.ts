@@ -23,7 +23,20 @@ import type {
 
 // --- the database handle -------------------------------------------------------------------------------------
 
-export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array
+/**
+ * A bound value. Arrays are PostgreSQL's (`unnest($1::text[])`: a whole batch in one statement); the embedded
+ * store's driver refuses them, so SQL that binds one runs on PostgreSQL only.
+ */
+export type SqlValue =
+  | string
+  | number
+  | bigint
+  | boolean
+  | null
+  | undefined
+  | Uint8Array
+  | readonly string[]
+  | readonly number[]
 export type Row = Record<string, unknown>
 
 /** A connection or an open transaction. Only repositories send SQL through it; services just hand it on. */
