@@ -3,11 +3,11 @@
  * every subscriber of that topic here (stream connections and GraphQL subscriptions alike).
  *
  * A subscriber first reads for itself from its own starting point (`since`, or the head), page after page, until a
- * read reaches what was committed when it ran; then it joins the topic's shared feed. Joining is refused while the
- * subscriber is behind the shared reader's position (the shared feed already handed out items it has not read): it
- * reads once more, which sees them, and tries again. Every member is always at or ahead of the shared position, and
- * takes a page's items after its own last seq only, so the seam between its own reads and the shared pages can
- * neither lose nor repeat anything, and each subscriber still sees strictly increasing seqs.
+ * read reaches what was committed when it ran; then it joins the topic's shared feed. A subscriber that joins behind
+ * the shared reader's position (the shared feed handed out items while it was reading) moves the position back to
+ * its own, and the shared reader reads the difference again at once. So every member is always at or ahead of the
+ * shared position, and takes a page's items after its own last seq only: the seam between its own reads and the
+ * shared pages can neither lose nor repeat anything, and each subscriber still sees strictly increasing seqs.
  */
 import type { Change, ChangeFeed } from '../domain/changes.js'
 import { caughtUp, type StreamItem, type TopicSource } from './topic-sources.js'
@@ -83,23 +83,20 @@ export class SharedTopic {
   }
 
   /**
-   * Joins `member` if it is not behind the shared feed; false: read again for yourself (the items you lack are
-   * committed, the shared reader has seen them) and retry.
+   * Joins `member`, which has read for itself up to what was committed when its last read ran. Ahead of the shared
+   * position or level with it, it simply joins: every wake-up since its read also woke the shared reader, whose next
+   * page starts at or before the member's position (the member skips what it has).
    */
-  join(member: FeedMember, wakeCountBeforeRead: number): boolean {
-    if (this.position === undefined) {
-      this.position = member.after
-      this.members.add(member)
-      // A wake-up heard while the member read (nobody was reading for the topic then) may name a commit that read
-      // did not see.
-      if (this.wakes !== wakeCountBeforeRead) void this.pump()
-      return true
-    }
-    if (member.after < this.position) return false
-    // Ahead or level: every wake-up since its read also woke the shared reader, whose next page starts at or before
-    // the member's position.
+  join(member: FeedMember, wakeCountBeforeRead: number): void {
     this.members.add(member)
-    return true
+    if (this.position !== undefined && member.after >= this.position) return
+    // Behind (the shared reader handed out items while the member read, or another member started from a `since`
+    // beyond the head): the position moves back to the member's and the difference is read again; the other members
+    // skip it. First member: a wake-up heard while it read (nobody read for the topic then) may name a commit its
+    // read did not see.
+    const behind = this.position !== undefined
+    this.position = member.after
+    if (behind || this.wakes !== wakeCountBeforeRead) void this.pump()
   }
 
   leave(member: FeedMember): void {
@@ -129,7 +126,8 @@ export class SharedTopic {
           this.reads++
           const result = await this.source.read(from, SHARED_PAGE)
           if (this.position !== from) {
-            // Every member left and another joined elsewhere while reading: read again from the new position.
+            // A member joined behind the position this read started from (or every member left and another joined):
+            // read again from the new position.
             this.dirty = true
             break
           }

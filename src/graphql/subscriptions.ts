@@ -158,7 +158,7 @@ export class TopicFollower implements AsyncIterableIterator<Message>, FeedMember
     if (resume.gap) this.queue.push({ type: 'gap', topic: this.topic, ...resume.gap })
   }
 
-  /** One read of its own after the last seq queued; once it has caught up, joins the shared feed if not behind it. */
+  /** One read of its own after the last seq queued; once it has caught up, joins the shared feed. */
   private async catchUp(): Promise<void> {
     const wakes = this.feed.wakeCount
     const from = this.after
@@ -169,7 +169,10 @@ export class TopicFollower implements AsyncIterableIterator<Message>, FeedMember
       this.after = item.seq
     }
     this.after = Math.max(this.after, page.scannedTo)
-    if (caughtUp(page, from)) this.joined = this.feed.join(this, wakes)
+    if (caughtUp(page, from)) {
+      this.feed.join(this, wakes)
+      this.joined = true
+    }
   }
 
   private async waitForPage(): Promise<void> {

@@ -310,8 +310,8 @@ export class StreamConnection {
 
   /**
    * Fixes the starting point, acknowledges, then reads for this subscription alone (replay, and whatever commits
-   * meanwhile) until a read reaches what was committed when it ran; then joins the topic's shared feed. A join is
-   * refused while the shared reader is ahead of this subscription: one more read of its own covers the difference.
+   * meanwhile) until a read reaches what was committed when it ran; then joins the topic's shared feed (which reads
+   * again whatever it handed out meanwhile, see SharedTopic.join).
    */
   private async catchUp(sub: Subscription): Promise<void> {
     const source = sub.feed.source
@@ -340,7 +340,10 @@ export class StreamConnection {
           sub.after = item.seq
         }
         sub.after = Math.max(sub.after, page.scannedTo)
-        if (caughtUp(page, from) && sub.feed.join(sub.member, wakes)) return
+        if (caughtUp(page, from)) {
+          sub.feed.join(sub.member, wakes)
+          return
+        }
       }
     } catch (err) {
       this.failed(sub, err)

@@ -148,12 +148,12 @@ describe('shared topic feed', () => {
     expect(source.reads).toBe(before)
   })
 
-  it('refuses a late member behind the shared reader; its next read of its own closes the gap', async () => {
+  it('lets a late member join behind the shared reader, which reads the difference again for it alone', async () => {
     const source = new FakeSource()
     const { topic } = shared(source)
     source.add(3)
     const live = new Member(3)
-    expect(topic.join(live, topic.wakeCount)).toBe(true)
+    topic.join(live, topic.wakeCount)
 
     const late = new Member(0) // resumes from an old position
     const wakes = topic.wakeCount
@@ -165,17 +165,36 @@ describe('shared topic feed', () => {
     expect(live.seqs).toEqual([4, 5])
     expect(caughtUp(page, 0)).toBe(true)
     expect(late.after).toBe(3)
-    // Joining now would skip 4 and 5: the shared feed is past them.
-    expect(topic.join(late, wakes)).toBe(false)
-    const again = topic.wakeCount
-    await late.ownRead(source)
-    expect(topic.join(late, again)).toBe(true)
+    // It lacks 4 and 5, which the shared feed is past: joining takes the shared reader back to 3.
+    const readsBefore = source.reads
+    topic.join(late, wakes)
+    await settle()
+    expect(source.reads - readsBefore).toBe(1)
+    expect(late.seqs).toEqual(range(1, 5))
+    expect(live.seqs).toEqual([4, 5]) // the live member skips what it has
 
     source.add(1)
     topic.wake()
     await settle()
     expect(late.seqs).toEqual(range(1, 6))
     expect(live.seqs).toEqual([4, 5, 6])
+  })
+
+  it('does not let a member whose since is beyond the head hold back one that joins lower', async () => {
+    const source = new FakeSource()
+    const { topic } = shared(source)
+    source.add(5)
+    const ahead = new Member(1000)
+    topic.join(ahead, topic.wakeCount)
+    const level = new Member(5)
+    topic.join(level, topic.wakeCount)
+    await settle()
+    source.add(2)
+    topic.wake()
+    await settle()
+    expect(level.seqs).toEqual([6, 7])
+    expect(ahead.seqs).toEqual([])
+    expect(source.reads).toBeLessThanOrEqual(2)
   })
 
   it('lets a first member whose read missed a wake-up start a shared read at once', async () => {
@@ -188,7 +207,7 @@ describe('shared topic feed', () => {
     topic.wake() // nobody has joined: no shared read yet
     await reading
     expect(member.seqs).toEqual([])
-    expect(topic.join(member, wakes)).toBe(true)
+    topic.join(member, wakes)
     await settle()
     expect(member.seqs).toEqual([1])
   })
@@ -205,7 +224,7 @@ describe('shared topic feed', () => {
     await settle()
     topic.leave(first)
     const second = new Member(2) // has everything up to 2
-    expect(topic.join(second, topic.wakeCount)).toBe(true)
+    topic.join(second, topic.wakeCount)
     source.release()
     await settle()
     expect(second.seqs).toEqual([3, 4, 5, 6])
@@ -237,7 +256,7 @@ describe('shared topic feed', () => {
     expect([a.failed, b.failed]).toEqual([expect.any(Error), expect.any(Error)])
     expect(topic.memberCount).toBe(0)
     const c = new Member(0)
-    expect(topic.join(c, topic.wakeCount)).toBe(true)
+    topic.join(c, topic.wakeCount)
     source.add(1)
     topic.wake()
     await settle()
