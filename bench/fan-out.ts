@@ -4,13 +4,13 @@
  * when it can be). The server runs in its own process (bench/http-targets.ts, as deployed: metrics and request log
  * on); the subscribers are WebSocket clients in this one.
  *
- *   npm run bench:fanout -- [--rounds <n>] [--no-postgres] [--subscribers 1,100,1000]
+ *   npm run bench:fanout -- [--rounds <n>] [--no-postgres] [--subscribers 1,100,1000] [--profile <dir>]
  *
  * A round sends one POST …/ingest with one record and times, for every subscriber, the span from just before the
  * request is sent to the arrival of the record on its socket (so the figure includes the commit, the wake-up, the
  * one shared read and the writes to every socket, and this process's own reading of 1,000 frames). Rounds are
  * 100 ms apart, so the subscribers are idle when each starts. p50/p99/max are over every delivery of every round.
- * Loopback only; every loop and wait is bounded.
+ * Loopback only; every loop and wait is bounded. --profile writes a V8 CPU profile of each server process into <dir>.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -38,6 +38,7 @@ const TOPIC = `connector:${CONNECTOR}`
 const OPEN_CONCURRENCY = 50
 const ROUND_TIMEOUT_MS = 10_000
 const PAUSE_MS = 100
+const profileDir = option('--profile')
 const RECORD_SEQ = /"seq":(\d+)/
 
 interface Row {
@@ -60,6 +61,7 @@ async function startReference(databaseUrl?: string): Promise<TargetInfo & { chil
   const child = spawn(
     process.execPath,
     [
+      ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
       '--import',
       'tsx',
       join(ROOT, 'bench', 'http-targets.ts'),
