@@ -76,7 +76,8 @@ const MAX_BACKLOG = 2 * READ_PAGE
  * completed) ends a pending wait at once.
  */
 export class TopicFollower implements AsyncIterableIterator<Message>, FeedMember {
-  after = 0
+  /** The last seq queued or scanned past. */
+  private lastSeq = 0
   private started = false
   private done = false
   private joined = false
@@ -91,6 +92,10 @@ export class TopicFollower implements AsyncIterableIterator<Message>, FeedMember
     private readonly release: () => void,
     private readonly maxReplay = MAX_REPLAY,
   ) {}
+
+  get after(): number {
+    return this.lastSeq
+  }
 
   [Symbol.asyncIterator](): AsyncIterableIterator<Message> {
     return this
@@ -125,11 +130,11 @@ export class TopicFollower implements AsyncIterableIterator<Message>, FeedMember
 
   take(page: FeedPage): void {
     for (const item of page.items) {
-      if (item.seq <= this.after) continue
+      if (item.seq <= this.lastSeq) continue
       this.queue.push(item.message)
-      this.after = item.seq
+      this.lastSeq = item.seq
     }
-    this.after = Math.max(this.after, page.to)
+    this.lastSeq = Math.max(this.lastSeq, page.to)
     // Everything up to `after` is queued: reading for itself from there later loses nothing.
     if (this.queue.length > MAX_BACKLOG) this.leave()
     this.waiting?.()
@@ -150,25 +155,25 @@ export class TopicFollower implements AsyncIterableIterator<Message>, FeedMember
   private async start(): Promise<void> {
     this.started = true
     if (this.since === undefined) {
-      this.after = await this.feed.source.head()
+      this.lastSeq = await this.feed.source.head()
       return
     }
     const resume = await this.feed.source.resume(this.since, this.maxReplay)
-    this.after = resume.after
+    this.lastSeq = resume.after
     if (resume.gap) this.queue.push({ type: 'gap', topic: this.topic, ...resume.gap })
   }
 
   /** One read of its own after the last seq queued; once it has caught up, joins the shared feed. */
   private async catchUp(): Promise<void> {
     const wakes = this.feed.wakeCount
-    const from = this.after
+    const from = this.lastSeq
     const page = await this.feed.source.read(from, READ_PAGE)
     if (this.done) return
     for (const item of page.items) {
       this.queue.push(item.message)
-      this.after = item.seq
+      this.lastSeq = item.seq
     }
-    this.after = Math.max(this.after, page.scannedTo)
+    this.lastSeq = Math.max(this.lastSeq, page.scannedTo)
     if (caughtUp(page, from)) {
       this.feed.join(this, wakes)
       this.joined = true
