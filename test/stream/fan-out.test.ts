@@ -39,7 +39,9 @@ function graphqlFollower(baseUrl: string, token: string, connector: string, sinc
     { query: `subscription { connectorRecords(connector_id: "${connector}", since: ${since}) { seq } }` },
     {
       next: (m) => {
-        seqs.push((m.data?.connectorRecords as { seq: number }).seq)
+        const record = m.data?.connectorRecords as { seq: number } | undefined
+        if (record) seqs.push(record.seq)
+        else failure = new Error(`a result without a record: ${JSON.stringify(m)}`)
         for (const w of [...waiters]) w()
       },
       error: (err) => {
