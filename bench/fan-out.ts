@@ -48,9 +48,6 @@ interface Row {
   p50: number
   p99: number
   max: number
-  /** The same deliveries timed from the arrival of the ingest's 202 (the write's own latency left out). */
-  answeredP50: number
-  answeredP99: number
   /** Server CPU (user + system) per round: the ingest request, the wake-up, the read and every socket write. */
   cpuMs: number
 }
@@ -160,14 +157,13 @@ async function measureStore(store: string, target: TargetInfo, pid: number | und
   const rows: Row[] = []
   const sockets: WebSocket[] = []
   let seq = 0
+  let sentAt = 0
   let pending = 0
   let roundDone: (() => void) | undefined
-  const arrivals: number[] = []
-  const fromSend: number[] = []
-  const fromAnswer: number[] = []
+  const latencies: number[] = []
   const arrived = (recordSeq: number, at: number) => {
     if (recordSeq !== seq) return // a straggler of an earlier round (none is expected)
-    arrivals.push(at)
+    latencies.push(at - sentAt)
     if (--pending === 0) roundDone?.()
   }
   try {
@@ -176,8 +172,7 @@ async function measureStore(store: string, target: TargetInfo, pid: number | und
         const batch = Math.min(OPEN_CONCURRENCY, count - sockets.length)
         sockets.push(...(await Promise.all(Array.from({ length: batch }, () => subscribe(target, arrived)))))
       }
-      fromSend.length = 0
-      fromAnswer.length = 0
+      latencies.length = 0
       let cpuBefore = 0
       // One warm-up round (not counted): every subscriber has caught up and joined the topic's shared feed.
       for (let round = -1; round < ROUNDS; round++) {
@@ -193,23 +188,16 @@ async function measureStore(store: string, target: TargetInfo, pid: number | und
             resolve()
           }
         })
-        arrivals.length = 0
-        const sentAt = performance.now()
+        sentAt = performance.now()
         await ingestOne(target, seq)
-        const answeredAt = performance.now()
         await done
-        if (round === -1) cpuBefore = cpuMs(pid)
-        else {
-          // A subscriber may have its record before the client has read the 202: that span counts as 0.
-          for (const at of arrivals) {
-            fromSend.push(at - sentAt)
-            fromAnswer.push(Math.max(0, at - answeredAt))
-          }
+        if (round === -1) {
+          latencies.length = 0
+          cpuBefore = cpuMs(pid)
         }
         await new Promise((r) => setTimeout(r, PAUSE_MS))
       }
-      const sorted = [...fromSend].sort((a, b) => a - b)
-      const answered = [...fromAnswer].sort((a, b) => a - b)
+      const sorted = [...latencies].sort((a, b) => a - b)
       rows.push({
         store,
         subscribers: count,
@@ -217,8 +205,6 @@ async function measureStore(store: string, target: TargetInfo, pid: number | und
         p50: percentile(sorted, 50),
         p99: percentile(sorted, 99),
         max: sorted.at(-1) ?? Number.NaN,
-        answeredP50: percentile(answered, 50),
-        answeredP99: percentile(answered, 99),
         cpuMs: (cpuMs(pid) - cpuBefore) / ROUNDS,
       })
     }
@@ -231,16 +217,15 @@ async function measureStore(store: string, target: TargetInfo, pid: number | und
 function printTable(rows: Row[]): void {
   const ms = (n: number) => n.toFixed(1).padStart(8)
   console.log(`\nfan-out: one record to N idle /v1/stream subscribers of its topic (${ROUNDS} rounds each)`)
-  console.log('from the start of the ingest request; "after 202": from the arrival of its answer')
   console.log(
-    '| store      | subscribers | deliveries |   p50 ms |   p99 ms |   max ms | after 202 p50 | after 202 p99 | server CPU ms/event |',
+    '| store      | subscribers | deliveries |   p50 ms |   p99 ms |   max ms | server CPU ms/event |',
   )
   console.log(
-    '|------------|-------------|------------|----------|----------|----------|---------------|---------------|---------------------|',
+    '|------------|-------------|------------|----------|----------|----------|---------------------|',
   )
   for (const r of rows) {
     console.log(
-      `| ${r.store.padEnd(10)} | ${String(r.subscribers).padStart(11)} | ${String(r.deliveries).padStart(10)} |${ms(r.p50)} |${ms(r.p99)} |${ms(r.max)} | ${r.answeredP50.toFixed(1).padStart(13)} | ${r.answeredP99.toFixed(1).padStart(13)} | ${r.cpuMs.toFixed(1).padStart(19)} |`,
+      `| ${r.store.padEnd(10)} | ${String(r.subscribers).padStart(11)} | ${String(r.deliveries).padStart(10)} |${ms(r.p50)} |${ms(r.p99)} |${ms(r.max)} | ${r.cpuMs.toFixed(1).padStart(19)} |`,
     )
   }
   console.log(
@@ -255,7 +240,7 @@ function verdicts(rows: Row[]): void {
     ['SQLite', 50],
     ['PostgreSQL', 100],
   ]
-  console.log('\ntargets (issue 23: one event to 1,000 idle subscribers, timed from the start of the write)')
+  console.log('\ntargets (issue 23: one event to 1,000 idle subscribers)')
   for (const [store, limit] of targets) {
     const row = rows.find((r) => r.store === store && r.subscribers === 1000)
     if (!row) continue
