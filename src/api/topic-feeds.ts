@@ -59,10 +59,8 @@ export class SharedTopic {
   private wakes = 0
   private running = false
   private dirty = false
-  /** Subscribers holding this topic (joined or still reading for themselves). */
+  /** Subscribers holding this topic (joined or still reading for themselves); TopicFeeds counts them. */
   holders = 0
-  /** Shared reads made (diagnostics and tests). */
-  reads = 0
 
   constructor(
     readonly key: string,
@@ -123,7 +121,6 @@ export class SharedTopic {
         for (;;) {
           const from = this.position
           if (from === undefined) return
-          this.reads++
           const result = await this.source.read(from, SHARED_PAGE)
           if (this.position !== from) {
             // A member joined behind the position this read started from (or every member left and another joined):
@@ -209,11 +206,7 @@ export class TopicFeeds {
     for (const shared of this.topics.values()) shared.wake()
   }
 
-  /** Shared reads made so far for a topic of a workspace, 0 when nobody holds it (tests, diagnostics). */
-  readsOf(workspaceId: string, topicName: string): number {
-    return this.topics.get(topicKey(workspaceId, topicName))?.reads ?? 0
-  }
-
+  /** Topics held and subscribers joined to their shared feeds (tests, diagnostics). */
   snapshot(): TopicFeedsSnapshot {
     let members = 0
     for (const shared of this.topics.values()) members += shared.memberCount
