@@ -20,7 +20,7 @@ import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
-import { type Logger, SILENT_LOGGER } from './observability/logger.js'
+import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
 import { createOutboundHttp } from './outbound/http.js'
 import { openChangeFeed } from './store/notifications.js'
@@ -96,10 +96,12 @@ export function createDomain(deps: DomainDeps): Domain {
   const events = new EventLog(db, repos.events, clock, changes)
   const recorder = new RunRecorder(db, repos.runs, clock, events, changes, metrics?.runs)
   const executor = new RunExecutor(recorder, repos.tools, outbound)
+  const leases = leaseLog(logger)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
     leaseMs: Math.max(100, config.runLeaseMs),
     pollMs: 250,
+    leases,
   })
   // A run started inside a unit of work (a keyed POST) is claimable once the unit committed, and the scheduler's
   // pass must not run in the request's transaction.
@@ -121,6 +123,7 @@ export function createDomain(deps: DomainDeps): Domain {
       concurrency: config.webhookConcurrency,
       pollMs: config.webhookPollMs,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
+      leases,
     }),
     scheduler,
   }
