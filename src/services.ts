@@ -3,6 +3,7 @@
  * Clock and the outbound port, to every service; `createWorkers` drives them in the background; `createServices`
  * puts both together for the server, the transports and the CLI.
  */
+import { TopicFeeds } from './api/topic-feeds.js'
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { ChangeFeed } from './domain/changes.js'
@@ -60,6 +61,11 @@ export interface Services extends Domain {
   logger: Logger
   /** Prometheus instruments; absent when metrics are turned off (AGENTOPS_METRICS=off). */
   metrics: Metrics | undefined
+  /**
+   * The shared readers of stream topics in this process, woken by the change feed: one read per topic per change,
+   * handed to every /v1/stream and GraphQL subscriber of the topic.
+   */
+  topicFeeds: TopicFeeds
   workers: Worker[]
   /** Starts every worker (no-op when config.workers is false). */
   start(): Promise<void>
@@ -168,6 +174,8 @@ export function createServices(deps: ServiceDeps): Services {
   const outbound = createOutboundHttp({ allowPrivate: config.allowPrivateWebhooks })
   const domain = createDomain({ db, clock, config, outbound, logger, ...(metrics ? { metrics } : {}) })
   const workers = createWorkers(domain, logger)
+  const topicFeeds = new TopicFeeds()
+  topicFeeds.follow(domain.changes)
   let started = false
   return {
     ...domain,
@@ -176,6 +184,7 @@ export function createServices(deps: ServiceDeps): Services {
     config,
     logger,
     metrics,
+    topicFeeds,
     workers,
     async start() {
       if (started || !config.workers) return
