@@ -62,7 +62,7 @@ function repositories(q: Capture, dialect: Dialect) {
     runs: new RunRepo(q, dialect),
     agents: new AgentRepo(q),
     keys: new KeyRepo(q),
-    records: new RecordRepo(q),
+    records: new RecordRepo(q, dialect),
   }
 }
 type Repositories = ReturnType<typeof repositories>
@@ -160,7 +160,7 @@ const CASES: Case[] = [
     name: 'the scheduler: claim the next runs, drive one (lock, renew, save, frame, task) and release it',
     call: async (r, dialect) => {
       const now = Date.now()
-      const [id] = await r.runs.claimNext('owner-plan', now, now + 30_000, 4)
+      const [id] = (await r.runs.claimNext('owner-plan', now, now + 30_000, 4)).ids
       if (!id) throw new Error('nothing claimable')
       const run = await r.runs.lock(id, dialect)
       if (!run) throw new Error(`run ${id} vanished`)
@@ -198,19 +198,33 @@ describe.each(backends())('hot queries on $name', (backend) => {
     await db?.close()
   })
 
-  it('the claim answers the oldest of the highest priority first, each run once', async () => {
+  it('the claim answers the oldest of the highest priority first, each run once, and counts lapsed leases', async () => {
     const runs = new RunRepo(db, db.dialect)
     const now = Date.now()
-    expect(await runs.claimNext('owner-a', now, now + 30_000, 3)).toEqual([
-      'run_template',
-      'run_todo0000000000000001',
-      'run_todo0000000000000002',
-    ])
+    expect(await runs.claimNext('owner-a', now, now + 30_000, 3)).toEqual({
+      ids: ['run_template', 'run_todo0000000000000001', 'run_todo0000000000000002'],
+      takenOver: 0,
+    })
     // Leased now: the next claim, by another owner, goes on from there.
-    expect(await runs.claimNext('owner-b', now, now + 30_000, 2)).toEqual([
-      'run_todo0000000000000003',
-      'run_todo0000000000000004',
-    ])
+    expect(await runs.claimNext('owner-b', now, now + 30_000, 2)).toEqual({
+      ids: ['run_todo0000000000000003', 'run_todo0000000000000004'],
+      takenOver: 0,
+    })
+    // Once those leases have lapsed (owners that died), a third owner takes them over first, and says so.
+    const later = now + 60_000
+    expect(await runs.claimNext('owner-c', later, later + 30_000, 5)).toEqual({
+      ids: [
+        'run_template',
+        'run_todo0000000000000001',
+        'run_todo0000000000000002',
+        'run_todo0000000000000003',
+        'run_todo0000000000000004',
+      ],
+      takenOver: 5,
+    })
+    // Its own lapsed leases are renewed, not taken over; a free run is claimed.
+    const latest = later + 60_000
+    expect(await runs.claimNext('owner-c', latest, latest + 30_000, 6)).toMatchObject({ takenOver: 0 })
   })
 
   it.runIf(backend.name === 'postgres')(
@@ -221,8 +235,8 @@ describe.each(backends())('hot queries on $name', (backend) => {
       // runs and takes the next. Without SKIP LOCKED it would wait for the first to commit, here for ever (the
       // test fails on its timeout); without the lock it could lease the same runs again.
       const [first, second] = await db.transaction(async (tx) => {
-        const mine = await new RunRepo(tx, 'postgres').claimNext('replica-1', now, now + 30_000, 3)
-        const theirs = await new RunRepo(db, 'postgres').claimNext('replica-2', now, now + 30_000, 3)
+        const mine = (await new RunRepo(tx, 'postgres').claimNext('replica-1', now, now + 30_000, 3)).ids
+        const theirs = (await new RunRepo(db, 'postgres').claimNext('replica-2', now, now + 30_000, 3)).ids
         return [mine, theirs]
       })
       expect(first).toHaveLength(3)

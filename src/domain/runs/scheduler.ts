@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RunRepository } from '../ports.js'
+import { type LeaseTelemetry, NO_LEASE_TELEMETRY } from '../telemetry.js'
 import type { Progress, RunExecutor } from './executor.js'
 
 export interface SchedulerOptions {
@@ -7,6 +8,8 @@ export interface SchedulerOptions {
   /** How long a claimed run stays ours without renewal; another replica may take it over after that. */
   leaseMs: number
   pollMs: number
+  /** Told when a pass takes over runs another process let lapse. */
+  leases?: LeaseTelemetry
 }
 
 /**
@@ -67,7 +70,8 @@ export class RunScheduler {
     const repo = this.runs
     const now = Date.now()
     // Finding and leasing the next runs is one statement: one round trip per tick, however many runs it takes.
-    const ids = await repo.claimNext(this.owner, now, now + this.options.leaseMs, free)
+    const { ids, takenOver } = await repo.claimNext(this.owner, now, now + this.options.leaseMs, free)
+    if (takenOver > 0) (this.options.leases ?? NO_LEASE_TELEMETRY).takenOver('runs', takenOver)
     for (const id of ids) {
       // A run in hand whose lease had lapsed comes back renewed: it is driven once, by the loop already on it.
       if (this.driving.has(id)) continue

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Slice } from '../../domain/pagination.js'
-import type { Dialect, RunRepository } from '../../domain/ports.js'
+import type { Dialect, LeaseClaim, RunRepository } from '../../domain/ports.js'
 import type { FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import type { Queryable } from '../db.js'
 import type { RunRepo } from './runs.js'
@@ -144,10 +144,15 @@ export class CachedRunRepo implements RunRepository {
   countActiveByAgents(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>> {
     return this.inner.countActiveByAgents(workspaceId, agentIds)
   }
-  claimNext(owner: string, now: number, until: number, limit: number): Promise<string[]> {
+  claimNext(
+    owner: string,
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<{ ids: string[]; takenOver: number }> {
     return this.inner.claimNext(owner, now, until, limit)
   }
-  claim(id: string, owner: string, now: number, until: number): Promise<boolean> {
+  claim(id: string, owner: string, now: number, until: number): Promise<LeaseClaim | undefined> {
     return this.inner.claim(id, owner, now, until)
   }
   release(id: string, owner: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Slice } from '../../domain/pagination.js'
-import type { RunRepository } from '../../domain/ports.js'
+import type { LeaseClaim, RunRepository } from '../../domain/ports.js'
 import { isTerminal } from '../../domain/runs/state-machine.js'
 import type { FrameKind, FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import { commitTailOf, type Dialect, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'
@@ -60,12 +60,12 @@ function toFrame(r: RawRow): FrameRecord {
 }
 
 /** The claimable runs in claim order: exactly the predicate and order of the partial index `runs_claim`. */
-const CLAIMABLE = `SELECT id FROM runs WHERE status IN ('queued', 'running') AND lease_until < $3
-         ORDER BY priority DESC, seq ASC LIMIT $4`
+const claimable = (columns: string, now: string, limit: string) =>
+  `SELECT ${columns} FROM runs WHERE status IN ('queued', 'running') AND lease_until < ${now}
+         ORDER BY priority DESC, seq ASC LIMIT ${limit}`
 
-/** Whether anything is claimable: the first entry of the same index walk. */
-const ANY_CLAIMABLE = `SELECT id FROM runs WHERE status IN ('queued', 'running') AND lease_until < $1
-       ORDER BY priority DESC, seq ASC LIMIT 1`
+/** SQLite's look before it claims: the same walk, with each run's lease owner as it is before the claim. */
+const CLAIMABLE_WITH_OWNERS = claimable('id, lease_owner', '$1', '$2')
 
 /**
  * The scheduler's claim: the next runnable runs and their leases in one statement. The inner SELECT's predicate
@@ -76,12 +76,20 @@ const ANY_CLAIMABLE = `SELECT id FROM runs WHERE status IN ('queued', 'running')
  *
  * On PostgreSQL `FOR UPDATE SKIP LOCKED` makes replicas that claim at once take different runs instead of queueing
  * on each other's row locks; a row another replica claimed after this statement's snapshot is locked, re-read and
- * re-checked (`lease_until < now` then fails), so it is skipped: each run is claimed by one replica. On SQLite the
- * statement runs under the one write lock. Change the text and the index together.
+ * re-checked (`lease_until < now` then fails), so it is skipped: each run is claimed by one replica. The locked rows'
+ * lease owners as they were come back with the claim (`was_owner`), so a lapsed lease of another owner is told from a
+ * free one. On SQLite the statement runs under the one write lock (its RETURNING cannot name another table; the
+ * owners come from the look before). Change the text and the index together.
  */
 export function claimNextSql(dialect: Dialect): string {
+  if (dialect === 'postgres') {
+    return `UPDATE runs SET lease_owner = $1, lease_until = $2
+       FROM (${claimable('id, lease_owner', '$3', '$4')} FOR UPDATE SKIP LOCKED) AS was
+       WHERE runs.id = was.id
+       RETURNING runs.id, runs.priority, runs.seq, was.lease_owner AS was_owner`
+  }
   return `UPDATE runs SET lease_owner = $1, lease_until = $2
-       WHERE id IN (${CLAIMABLE}${dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : ''})
+       WHERE id IN (${claimable('id', '$3', '$4')})
        RETURNING id, priority, seq`
 }
 
@@ -275,27 +283,57 @@ export class RunRepo implements RunRepository {
    * Claims up to `limit` runnable runs for `owner` (higher priority first, then age; leases live elsewhere are
    * skipped) and answers their ids in claim order. A run `owner` already holds may come back: its lease is renewed.
    */
-  async claimNext(owner: string, now: number, until: number, limit: number): Promise<string[]> {
+  async claimNext(
+    owner: string,
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<{ ids: string[]; takenOver: number }> {
     // On SQLite any UPDATE opens a write transaction, even one that changes nothing; an idle scheduler polls, so it
-    // looks first (a read, in process) and takes the write lock only when there is something to claim.
-    if (this.dialect === 'sqlite' && !(await this.db.one(ANY_CLAIMABLE, [now]))) return []
-    const rows = await this.db.query<{ id: string; priority: number | string; seq: number | string }>(
-      claimNextSql(this.dialect),
-      [owner, until, now, limit],
-    )
+    // looks first (a read, in process) and takes the write lock only when there is something to claim. This server
+    // is the only writer of runs there, and one claim runs at a time, so the look sees the owners the claim replaces.
+    let ownersBefore: Map<string, string | null> | undefined
+    if (this.dialect === 'sqlite') {
+      const looked = await this.db.query<{ id: string; lease_owner: string | null }>(CLAIMABLE_WITH_OWNERS, [
+        now,
+        limit,
+      ])
+      if (looked.length === 0) return { ids: [], takenOver: 0 }
+      ownersBefore = new Map(looked.map((r) => [r.id, r.lease_owner]))
+    }
+    const rows = await this.db.query<{
+      id: string
+      priority: number | string
+      seq: number | string
+      was_owner?: string | null
+    }>(claimNextSql(this.dialect), [owner, until, now, limit])
     // RETURNING answers in no particular order.
-    return rows
-      .sort((a, b) => Number(b.priority) - Number(a.priority) || Number(a.seq) - Number(b.seq))
-      .map((r) => r.id)
+    rows.sort((a, b) => Number(b.priority) - Number(a.priority) || Number(a.seq) - Number(b.seq))
+    let takenOver = 0
+    for (const r of rows) {
+      const was = ownersBefore ? ownersBefore.get(r.id) : r.was_owner
+      if (was !== null && was !== undefined && was !== owner) takenOver++
+    }
+    return { ids: rows.map((r) => r.id), takenOver }
   }
 
-  /** Takes (or renews) the run's lease; false when another owner holds a live one. */
-  async claim(id: string, owner: string, now: number, until: number): Promise<boolean> {
-    const changed = await this.db.run(
-      'UPDATE runs SET lease_owner = $2, lease_until = $4 WHERE id = $1 AND (lease_until < $3 OR lease_owner = $2)',
+  /**
+   * Takes (or renews) the run's lease; undefined when another owner holds a live one. Two statements tell a
+   * lapsed lease of another owner (`taken-over`) from a free one without reading the row first: the second runs
+   * only when the first changed nothing, and together they take exactly the rows of
+   * `lease_until < now OR lease_owner = owner`.
+   */
+  async claim(id: string, owner: string, now: number, until: number): Promise<LeaseClaim | undefined> {
+    const free = await this.db.run(
+      'UPDATE runs SET lease_owner = $2, lease_until = $4 WHERE id = $1 AND (lease_owner = $2 OR (lease_owner IS NULL AND lease_until < $3))',
       [id, owner, now, until],
     )
-    return changed === 1
+    if (free === 1) return 'claimed'
+    const lapsed = await this.db.run(
+      'UPDATE runs SET lease_owner = $2, lease_until = $4 WHERE id = $1 AND lease_owner <> $2 AND lease_until < $3',
+      [id, owner, now, until],
+    )
+    return lapsed === 1 ? 'taken-over' : undefined
   }
 
   async release(id: string, owner: string): Promise<void> {
