@@ -272,7 +272,7 @@ const OutcomeErrorSchema = z
 
 const RunOutcomeSchema = z
   .object({
-    status: z.enum(['succeeded', 'failed', 'cancelled']),
+    status: z.enum(['succeeded', 'failed', 'cancelled']).openapi({ title: 'OutcomeStatus' }),
     results: z.array(StepResultSchema),
     error: z.xor([OutcomeErrorSchema, z.null().nullable()]),
   })
@@ -361,7 +361,7 @@ const RunPageSchema = z
 
 const ApprovalDecisionSchema = z
   .strictObject({
-    decision: z.enum(['approve', 'reject']),
+    decision: z.enum(['approve', 'reject']).openapi({ title: 'ApprovalDecisionKind' }),
     comment: z.string().max(2000).exactOptional(),
   })
   .openapi({ required: ['decision'] })
@@ -549,6 +549,7 @@ const AgentCreateSchema = z
     behavior: z
       .enum(['autonomous', 'supervised', 'hybrid'])
       .openapi({
+        title: 'AgentBehavior',
         description:
           '`autonomous`: approval only where the gate escalates; `supervised`: every tool call; `hybrid`: non-idempotent tools.',
       }),

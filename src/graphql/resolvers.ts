@@ -147,6 +147,10 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
       return orNull(async () => presentRun(await ctx.services.runs.get(auth.workspaceId, runId)))
     },
   },
+  StreamServerMessage: {
+    // The runs topic's event, typed (the RunEvent interface); record and gap messages carry none.
+    run_event: (message) => (message.type === 'event' ? message.event : null),
+  },
   Webhook: {
     deliveries: async (webhook, args, ctx) => {
       const auth = assertScope(ctx.auth, 'webhooks:read')
