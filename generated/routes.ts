@@ -1476,7 +1476,7 @@ const BearerAuthSecurityScheme = {
   scheme: 'bearer',
   bearerFormat: 'API key (aok_...)',
   description:
-    '`Authorization: Bearer <API_KEY>`. A key names a workspace, an identity and its scopes; keys are issued and revoked by an operator with `agentops keys create|revoke` (rotation: create the new key, move clients, revoke the old one). Missing, unknown, revoked or expired keys answer 401 with `WWW-Authenticate: Bearer`.',
+    '`Authorization: Bearer <API_KEY>`. A key names a workspace, an identity and its scopes; keys are issued and revoked by an operator with `agentops keys create|revoke` (rotation: create the new key, move clients, revoke the old one). Missing, unknown, revoked or expired keys answer 401 with `WWW-Authenticate: Bearer`. Each operation names the scope it needs in its `security` requirement (`bearerAuth: [<scope>]`, OpenAPI 3.1 role names); a key without it answers 403 `policy_denied` with `violation: missing_scope`.',
   'x-spec-gap': {
     section: '§5',
     decision:
@@ -1513,6 +1513,7 @@ export const getV1AgentsAgentIdRunsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:read'] }],
 })
 
 export const postV1AgentsAgentIdRunsRoute = createRoute({
@@ -1564,6 +1565,7 @@ export const postV1AgentsAgentIdRunsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:write'] }],
 })
 
 export const getV1RunsRunIdRoute = createRoute({
@@ -1594,6 +1596,7 @@ export const getV1RunsRunIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:read'] }],
 })
 
 export const postV1RunsRunIdPauseRoute = createRoute({
@@ -1619,6 +1622,7 @@ export const postV1RunsRunIdPauseRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:write'] }],
 })
 
 export const postV1RunsRunIdResumeRoute = createRoute({
@@ -1644,6 +1648,7 @@ export const postV1RunsRunIdResumeRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:write'] }],
 })
 
 export const postV1RunsRunIdCancelRoute = createRoute({
@@ -1669,6 +1674,7 @@ export const postV1RunsRunIdCancelRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:write'] }],
 })
 
 export const postV1RunsRunIdStepsStepIdApprovalRoute = createRoute({
@@ -1708,6 +1714,7 @@ export const postV1RunsRunIdStepsStepIdApprovalRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:approve'] }],
 })
 
 export const getV1RunsRunIdTraceRoute = createRoute({
@@ -1740,6 +1747,7 @@ export const getV1RunsRunIdTraceRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:read'] }],
 })
 
 export const getV1RunsRunIdTraceStreamRoute = createRoute({
@@ -1799,6 +1807,7 @@ export const getV1RunsRunIdTraceStreamRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:read'] }],
 })
 
 export const getV1ToolsRoute = createRoute({
@@ -1844,6 +1853,7 @@ export const getV1ToolsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tools:read'] }],
 })
 
 export const postV1ToolsRoute = createRoute({
@@ -1894,6 +1904,7 @@ export const postV1ToolsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tools:write'] }],
 })
 
 export const getV1ToolsToolIdRoute = createRoute({
@@ -1923,6 +1934,7 @@ export const getV1ToolsToolIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tools:read'] }],
 })
 
 export const deleteV1ToolsToolIdRoute = createRoute({
@@ -1952,6 +1964,7 @@ export const deleteV1ToolsToolIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tools:write'] }],
 })
 
 export const postV1GridConnectorsConnectorIdIngestRoute = createRoute({
@@ -2006,6 +2019,7 @@ export const postV1GridConnectorsConnectorIdIngestRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['ingest:write'] }],
 })
 
 export const getV1GridConnectorsConnectorIdRecordsRoute = createRoute({
@@ -2038,6 +2052,7 @@ export const getV1GridConnectorsConnectorIdRecordsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['records:read'] }],
 })
 
 export const getV1WebhooksRoute = createRoute({
@@ -2065,6 +2080,7 @@ export const getV1WebhooksRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:read'] }],
 })
 
 export const postV1WebhooksRoute = createRoute({
@@ -2112,6 +2128,7 @@ export const postV1WebhooksRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:write'] }],
 })
 
 export const getV1WebhooksWebhookIdRoute = createRoute({
@@ -2140,6 +2157,7 @@ export const getV1WebhooksWebhookIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:read'] }],
 })
 
 export const deleteV1WebhooksWebhookIdRoute = createRoute({
@@ -2167,6 +2185,7 @@ export const deleteV1WebhooksWebhookIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:write'] }],
 })
 
 export const postV1WebhooksWebhookIdRotateSecretRoute = createRoute({
@@ -2212,6 +2231,7 @@ export const postV1WebhooksWebhookIdRotateSecretRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:write'] }],
 })
 
 export const getV1WebhooksWebhookIdDeliveriesRoute = createRoute({
@@ -2243,6 +2263,7 @@ export const getV1WebhooksWebhookIdDeliveriesRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:read'] }],
 })
 
 export const postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute = createRoute({
@@ -2277,6 +2298,7 @@ export const postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute = createR
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:write'] }],
 })
 
 export const getV1AgentsRoute = createRoute({
@@ -2304,6 +2326,7 @@ export const getV1AgentsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['agents:read'] }],
 })
 
 export const postV1AgentsRoute = createRoute({
@@ -2351,6 +2374,7 @@ export const postV1AgentsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['agents:write'] }],
 })
 
 export const getV1AgentsAgentIdRoute = createRoute({
@@ -2379,6 +2403,7 @@ export const getV1AgentsAgentIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['agents:read'] }],
 })
 
 export const deleteV1AgentsAgentIdRoute = createRoute({
@@ -2407,6 +2432,7 @@ export const deleteV1AgentsAgentIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['agents:write'] }],
 })
 
 export const postV1AgentsAgentIdTasksRoute = createRoute({
@@ -2456,6 +2482,7 @@ export const postV1AgentsAgentIdTasksRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tasks:write'] }],
 })
 
 export const getV1TasksTaskIdRoute = createRoute({
@@ -2484,6 +2511,7 @@ export const getV1TasksTaskIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tasks:read'] }],
 })
 
 export const getV1GraphqlRoute = createRoute({

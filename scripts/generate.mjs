@@ -89,6 +89,7 @@ function serverConstants(contract) {
     contract['x-error-codes'].map((e) => [e.code, { status: e.status, meaning: e.meaning }]),
   )
   const transitions = machine.transitions.map((t) => ({ from: t.from, action: t.action, to: t.to }))
+  const scopes = operationScopes(contract)
   return `${HEADER}
 /** Every run status (\`x-run-state-machine.statuses\`). */
 export const RUN_STATUSES = ${JSON.stringify(machine.statuses)} as const
@@ -107,7 +108,28 @@ export const EVENT_KINDS = ${JSON.stringify(schemas.EventKind.enum)} as const
 
 /** Every kind of trace frame (\`TraceFrameKind\`). */
 export const TRACE_FRAME_KINDS = ${JSON.stringify(schemas.TraceFrameKind.enum)} as const
+
+/** The scope each operation needs, by operationId (its \`security\` requirement \`bearerAuth: [scope]\`). */
+export const OPERATION_SCOPES = ${JSON.stringify(scopes)} as const
 `
+}
+
+/** operationId → the one scope its `bearerAuth` requirement names; operations with none (meta, GraphQL) are left out. */
+function operationScopes(contract) {
+  const scopes = {}
+  for (const item of Object.values(contract.paths)) {
+    for (const operation of Object.values(item)) {
+      for (const scheme of (operation?.security ?? []).flatMap((requirement) => Object.keys(requirement))) {
+        if (!contract.components.securitySchemes[scheme]) {
+          throw new Error(`${operation.operationId} names the undeclared security scheme ${scheme}`)
+        }
+      }
+      const named = (operation?.security ?? []).flatMap((requirement) => requirement.bearerAuth ?? [])
+      if (named.length > 1) throw new Error(`${operation.operationId} names more than one scope`)
+      if (named.length === 1) scopes[operation.operationId] = named[0]
+    }
+  }
+  return scopes
 }
 
 /**

@@ -29,16 +29,17 @@ import {
   webhooksPage,
 } from '../api/pages.js'
 import { presentAgent, presentRun, presentTask, presentTool, presentWebhook } from '../api/presenters.js'
-import { assertScope } from '../api/scopes.js'
+import { assertScopeOf, type ScopedOperation } from '../api/scopes.js'
 import type { CreateAgentInput } from '../domain/agents/service.js'
 import { ApiError } from '../domain/errors.js'
 import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
 import type { CreateWebhookInput } from '../domain/webhooks/service.js'
+import type { Services } from '../services.js'
 import type { GraphqlContext } from './context.js'
 import { connectorRecords, runEvents } from './subscriptions.js'
-import { body, params } from './validate.js'
+import { body, params, type RouteWithParams } from './validate.js'
 
 type Args = Record<string, unknown>
 type PageArgs = { cursor?: string | null; limit?: number | null }
@@ -59,68 +60,76 @@ async function orNull<T>(load: () => Promise<T>): Promise<T | null> {
   }
 }
 
+/**
+ * A query by id: the REST operation's scope and path-parameter check (`id` checked as its `key`), then the service
+ * read and the presenter REST uses.
+ */
+const byId =
+  <V>(
+    operation: ScopedOperation,
+    route: RouteWithParams,
+    key: string,
+    get: (services: Services, workspaceId: string, id: string) => Promise<V>,
+    present: (view: V) => unknown,
+  ): Resolver =>
+  async (_p, args, ctx) => {
+    const auth = assertScopeOf(ctx.auth, operation)
+    const id = params<Record<string, string>>(route, { [key]: args.id })[key] as string
+    return present(await get(ctx.services, auth.workspaceId, id))
+  }
+
 const loadAgent = async (ctx: GraphqlContext, id: unknown) => {
-  assertScope(ctx.auth, 'agents:read')
+  assertScopeOf(ctx.auth, 'getAgent')
   const agent = await ctx.agents.load(String(id))
   return agent ? presentAgent(agent) : null
 }
 
 const runsOfAgent = async (agentId: string, args: Args, ctx: GraphqlContext) => {
-  const auth = assertScope(ctx.auth, 'runs:read')
+  const auth = assertScopeOf(ctx.auth, 'listAgentRuns')
   return runsOfAgentPage(ctx.services.runs, auth.workspaceId, agentId, page(args))
 }
 
 const control =
   (action: ControlAction): Resolver =>
   async (_p, args, ctx) => {
-    const auth = assertScope(ctx.auth, 'runs:write')
+    const auth = assertScopeOf(ctx.auth, `${action}Run`)
     const { run_id } = params<{ run_id: string }>(getV1RunsRunIdRoute, { run_id: args.id })
     return presentRun(await ctx.services.runs.control(auth.workspaceId, run_id, action, auth.identity))
   }
 
 export const resolvers: Record<string, Record<string, Resolver>> = {
   Query: {
-    run: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:read')
-      const { run_id } = params<{ run_id: string }>(getV1RunsRunIdRoute, { run_id: args.id })
-      return presentRun(await ctx.services.runs.get(auth.workspaceId, run_id))
-    },
-    agent: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'agents:read')
-      const { agent_id } = params<{ agent_id: string }>(getV1AgentsAgentIdRoute, { agent_id: args.id })
-      return presentAgent(await ctx.services.agents.get(auth.workspaceId, agent_id))
-    },
+    run: byId('getRun', getV1RunsRunIdRoute, 'run_id', (s, ws, id) => s.runs.get(ws, id), presentRun),
+    agent: byId(
+      'getAgent',
+      getV1AgentsAgentIdRoute,
+      'agent_id',
+      (s, ws, id) => s.agents.get(ws, id),
+      presentAgent,
+    ),
     agents: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'agents:read')
+      const auth = assertScopeOf(ctx.auth, 'listAgents')
       return agentsPage(ctx.services.agents, auth.workspaceId, page(args))
     },
-    task: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tasks:read')
-      const { task_id } = params<{ task_id: string }>(getV1TasksTaskIdRoute, { task_id: args.id })
-      return presentTask(await ctx.services.tasks.get(auth.workspaceId, task_id))
-    },
-    tool: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tools:read')
-      const { tool_id } = params<{ tool_id: string }>(getV1ToolsToolIdRoute, { tool_id: args.id })
-      return presentTool(await ctx.services.tools.get(auth.workspaceId, tool_id))
-    },
+    task: byId('getTask', getV1TasksTaskIdRoute, 'task_id', (s, ws, id) => s.tasks.get(ws, id), presentTask),
+    tool: byId('getTool', getV1ToolsToolIdRoute, 'tool_id', (s, ws, id) => s.tools.get(ws, id), presentTool),
     tools: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tools:read')
+      const auth = assertScopeOf(ctx.auth, 'listTools')
       return toolsPage(ctx.services.tools, auth.workspaceId, args.include_retired === true, page(args))
     },
-    webhook: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'webhooks:read')
-      const { webhook_id } = params<{ webhook_id: string }>(getV1WebhooksWebhookIdRoute, {
-        webhook_id: args.id,
-      })
-      return presentWebhook(await ctx.services.webhooks.get(auth.workspaceId, webhook_id))
-    },
+    webhook: byId(
+      'getWebhook',
+      getV1WebhooksWebhookIdRoute,
+      'webhook_id',
+      (s, ws, id) => s.webhooks.get(ws, id),
+      presentWebhook,
+    ),
     webhooks: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'webhooks:read')
+      const auth = assertScopeOf(ctx.auth, 'listWebhooks')
       return webhooksPage(ctx.services.webhooks, auth.workspaceId, page(args))
     },
     records: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'records:read')
+      const auth = assertScopeOf(ctx.auth, 'listConnectorRecords')
       const { connector_id } = params<{ connector_id: string }>(getV1GridConnectorsConnectorIdRecordsRoute, {
         connector_id: args.connector_id,
       })
@@ -131,7 +140,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
   Run: {
     agent: (run, _a, ctx) => loadAgent(ctx, run.agent_id),
     trace: async (run, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:read')
+      const auth = assertScopeOf(ctx.auth, 'getRunTrace')
       return tracePage(ctx.services.runs, auth.workspaceId, String(run.run_id), page(args))
     },
   },
@@ -141,7 +150,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
   Task: {
     agent: (task, _a, ctx) => loadAgent(ctx, task.agent_id),
     run: async (task, _a, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:read')
+      const auth = assertScopeOf(ctx.auth, 'getRun')
       if (typeof task.run_id !== 'string') return null
       const runId = task.run_id
       return orNull(async () => presentRun(await ctx.services.runs.get(auth.workspaceId, runId)))
@@ -153,19 +162,19 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
   },
   Webhook: {
     deliveries: async (webhook, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'webhooks:read')
+      const auth = assertScopeOf(ctx.auth, 'listWebhookDeliveries')
       return deliveriesPage(ctx.services.webhooks, auth.workspaceId, String(webhook.webhook_id), page(args))
     },
   },
 
   Mutation: {
     createAgent: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'agents:write')
+      const auth = assertScopeOf(ctx.auth, 'createAgent')
       const input = body<CreateAgentInput>(postV1AgentsRoute, args.input as Args)
       return presentAgent(await ctx.services.agents.create(auth.workspaceId, input))
     },
     assignTask: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tasks:write')
+      const auth = assertScopeOf(ctx.auth, 'assignTask')
       const { agent_id } = params<{ agent_id: string }>(postV1AgentsAgentIdTasksRoute, {
         agent_id: args.agent_id,
       })
@@ -173,17 +182,19 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
       return presentTask(await ctx.services.tasks.assign(auth.workspaceId, agent_id, input, callerOf(auth)))
     },
     registerTool: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tools:write')
+      const auth = assertScopeOf(ctx.auth, 'registerTool')
       const input = body<RegisterToolInput>(postV1ToolsRoute, args.input as Args)
       return presentTool(await ctx.services.tools.register(auth.workspaceId, input))
     },
-    retireTool: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tools:write')
-      const { tool_id } = params<{ tool_id: string }>(deleteV1ToolsToolIdRoute, { tool_id: args.id })
-      return presentTool(await ctx.services.tools.retire(auth.workspaceId, tool_id))
-    },
+    retireTool: byId(
+      'retireTool',
+      deleteV1ToolsToolIdRoute,
+      'tool_id',
+      (s, ws, id) => s.tools.retire(ws, id),
+      presentTool,
+    ),
     startRun: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:write')
+      const auth = assertScopeOf(ctx.auth, 'startRun')
       const { agent_id } = params<{ agent_id: string }>(postV1AgentsAgentIdRunsRoute, {
         agent_id: args.agent_id,
       })
@@ -194,7 +205,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     resumeRun: control('resume'),
     cancelRun: control('cancel'),
     decideApproval: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:approve')
+      const auth = assertScopeOf(ctx.auth, 'decideApproval')
       const { run_id, step_id } = params<{ run_id: string; step_id: string }>(
         postV1RunsRunIdStepsStepIdApprovalRoute,
         { run_id: args.run_id, step_id: args.step_id },
@@ -215,7 +226,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
       )
     },
     createWebhook: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'webhooks:write')
+      const auth = assertScopeOf(ctx.auth, 'createWebhook')
       const input = body<CreateWebhookInput>(postV1WebhooksRoute, args.input as Args)
       return presentWebhook(await ctx.services.webhooks.create(auth.workspaceId, input))
     },
