@@ -36,8 +36,7 @@ import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
 import type { CreateWebhookInput } from '../domain/webhooks/service.js'
-import type { Services } from '../services.js'
-import type { GraphqlContext } from './context.js'
+import type { GraphqlContext, GraphqlServices } from './context.js'
 import { connectorRecords, runEvents } from './subscriptions.js'
 import { body, params, type RouteWithParams } from './validate.js'
 
@@ -69,7 +68,7 @@ const byId =
     operation: ScopedOperation,
     route: RouteWithParams,
     key: string,
-    get: (services: Services, workspaceId: string, id: string) => Promise<V>,
+    get: (services: GraphqlServices, workspaceId: string, id: string) => Promise<V>,
     present: (view: V) => unknown,
   ): Resolver =>
   async (_p, args, ctx) => {

@@ -14,7 +14,10 @@ import { presentAgent, presentTask } from '../../api/presenters.js'
 import { requireScopeOf } from '../../api/scopes.js'
 import type { Services } from '../../services.js'
 
-export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerAgentRoutes(
+  app: OpenAPIHono<AppEnv>,
+  services: Pick<Services, 'agents' | 'tasks'>,
+): void {
   app.openapi(postV1AgentsRoute, async (c) => {
     const auth = requireScopeOf(c, 'createAgent')
     const agent = await services.agents.create(auth.workspaceId, c.req.valid('json'))

@@ -32,7 +32,10 @@ const batchSizeGuard = createMiddleware<AppEnv>(async (c, next) => {
   return next()
 })
 
-export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerIngestRoutes(
+  app: OpenAPIHono<AppEnv>,
+  services: Pick<Services, 'ingestion' | 'keys' | 'metrics'>,
+): void {
   app.use(INGEST_PATH, batchSizeGuard)
 
   app.openapi(postV1GridConnectorsConnectorIdIngestRoute, async (c) => {

@@ -26,7 +26,7 @@ import { traceSource, writeTrace } from '../trace-sse.js'
 const TRACE_PATH = '/v1/runs/:run_id/trace'
 const TRACE_STREAM_PATH = '/v1/runs/:run_id/trace/stream'
 
-export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'runs'>): void {
   app.openapi(postV1AgentsAgentIdRunsRoute, async (c) => {
     const auth = requireScopeOf(c, 'startRun')
     const view = await services.runs.start(

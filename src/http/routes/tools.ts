@@ -11,7 +11,7 @@ import { presentTool } from '../../api/presenters.js'
 import { requireScopeOf } from '../../api/scopes.js'
 import type { Services } from '../../services.js'
 
-export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'tools'>): void {
   app.openapi(postV1ToolsRoute, async (c) => {
     const auth = requireScopeOf(c, 'registerTool')
     const tool = await services.tools.register(auth.workspaceId, c.req.valid('json'))
