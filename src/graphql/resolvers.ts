@@ -18,7 +18,7 @@ import {
   postV1ToolsRoute,
   postV1WebhooksRoute,
 } from '../../generated/routes.js'
-import { callerOf } from '../api/caller.js'
+import { type AuthContext, callerOf } from '../api/caller.js'
 import {
   agentsPage,
   deliveriesPage,
@@ -59,23 +59,30 @@ async function orNull<T>(load: () => Promise<T>): Promise<T | null> {
   }
 }
 
-/**
- * A query by id: the REST operation's scope and path-parameter check (`id` checked as its `key`), then the service
- * read and the presenter REST uses.
- */
-const byId =
-  <V>(
+/** Runs as the REST operation it mirrors: that operation's scope is checked first, then `run` acts as the caller. */
+const scoped =
+  (
     operation: ScopedOperation,
-    route: RouteWithParams,
-    key: string,
-    get: (services: GraphqlServices, workspaceId: string, id: string) => Promise<V>,
-    present: (view: V) => unknown,
+    run: (ctx: GraphqlContext, auth: AuthContext, args: Args, parent: Record<string, unknown>) => unknown,
   ): Resolver =>
-  async (_p, args, ctx) => {
-    const auth = assertScopeOf(ctx.auth, operation)
-    const id = params<Record<string, string>>(route, { [key]: args.id })[key] as string
-    return present(await get(ctx.services, auth.workspaceId, id))
-  }
+  async (parent, args, ctx) =>
+    run(ctx, assertScopeOf(ctx.auth, operation), args, parent)
+
+/** A path id checked by the REST operation's own parameter schema (an overlong id is 400 on both surfaces). */
+const pathId = (route: RouteWithParams, key: string, value: unknown): string =>
+  params<Record<string, string>>(route, { [key]: value })[key] as string
+
+/** A query by id: the REST operation's scope and id check, the service's `get`, the presenter REST uses. */
+const byId = <V>(
+  operation: ScopedOperation,
+  route: RouteWithParams,
+  key: string,
+  service: (services: GraphqlServices) => { get(workspaceId: string, id: string): Promise<V> },
+  present: (view: V) => unknown,
+): Resolver =>
+  scoped(operation, async (ctx, auth, args) =>
+    present(await service(ctx.services).get(auth.workspaceId, pathId(route, key, args.id))),
+  )
 
 const loadAgent = async (ctx: GraphqlContext, id: unknown) => {
   assertScopeOf(ctx.auth, 'getAgent')
@@ -83,152 +90,112 @@ const loadAgent = async (ctx: GraphqlContext, id: unknown) => {
   return agent ? presentAgent(agent) : null
 }
 
-const runsOfAgent = async (agentId: string, args: Args, ctx: GraphqlContext) => {
-  const auth = assertScopeOf(ctx.auth, 'listAgentRuns')
-  return runsOfAgentPage(ctx.services.runs, auth.workspaceId, agentId, page(args))
-}
-
-const control =
-  (action: ControlAction): Resolver =>
-  async (_p, args, ctx) => {
-    const auth = assertScopeOf(ctx.auth, `${action}Run`)
-    const { run_id } = params<{ run_id: string }>(getV1RunsRunIdRoute, { run_id: args.id })
-    return presentRun(await ctx.services.runs.control(auth.workspaceId, run_id, action, auth.identity))
-  }
+const control = (action: ControlAction): Resolver =>
+  scoped(`${action}Run`, async (ctx, auth, args) => {
+    const runId = pathId(getV1RunsRunIdRoute, 'run_id', args.id)
+    return presentRun(await ctx.services.runs.control(auth.workspaceId, runId, action, auth.identity))
+  })
 
 export const resolvers: Record<string, Record<string, Resolver>> = {
   Query: {
-    run: byId('getRun', getV1RunsRunIdRoute, 'run_id', (s, ws, id) => s.runs.get(ws, id), presentRun),
-    agent: byId(
-      'getAgent',
-      getV1AgentsAgentIdRoute,
-      'agent_id',
-      (s, ws, id) => s.agents.get(ws, id),
-      presentAgent,
+    run: byId('getRun', getV1RunsRunIdRoute, 'run_id', (s) => s.runs, presentRun),
+    agent: byId('getAgent', getV1AgentsAgentIdRoute, 'agent_id', (s) => s.agents, presentAgent),
+    agents: scoped('listAgents', (ctx, auth, args) =>
+      agentsPage(ctx.services.agents, auth.workspaceId, page(args)),
     ),
-    agents: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'listAgents')
-      return agentsPage(ctx.services.agents, auth.workspaceId, page(args))
-    },
-    task: byId('getTask', getV1TasksTaskIdRoute, 'task_id', (s, ws, id) => s.tasks.get(ws, id), presentTask),
-    tool: byId('getTool', getV1ToolsToolIdRoute, 'tool_id', (s, ws, id) => s.tools.get(ws, id), presentTool),
-    tools: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'listTools')
-      return toolsPage(ctx.services.tools, auth.workspaceId, args.include_retired === true, page(args))
-    },
-    webhook: byId(
-      'getWebhook',
-      getV1WebhooksWebhookIdRoute,
-      'webhook_id',
-      (s, ws, id) => s.webhooks.get(ws, id),
-      presentWebhook,
+    task: byId('getTask', getV1TasksTaskIdRoute, 'task_id', (s) => s.tasks, presentTask),
+    tool: byId('getTool', getV1ToolsToolIdRoute, 'tool_id', (s) => s.tools, presentTool),
+    tools: scoped('listTools', (ctx, auth, args) =>
+      toolsPage(ctx.services.tools, auth.workspaceId, args.include_retired === true, page(args)),
     ),
-    webhooks: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'listWebhooks')
-      return webhooksPage(ctx.services.webhooks, auth.workspaceId, page(args))
-    },
-    records: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'listConnectorRecords')
-      const { connector_id } = params<{ connector_id: string }>(getV1GridConnectorsConnectorIdRecordsRoute, {
-        connector_id: args.connector_id,
-      })
-      return recordsPage(ctx.services.ingestion, auth.workspaceId, connector_id, page(args))
-    },
+    webhook: byId('getWebhook', getV1WebhooksWebhookIdRoute, 'webhook_id', (s) => s.webhooks, presentWebhook),
+    webhooks: scoped('listWebhooks', (ctx, auth, args) =>
+      webhooksPage(ctx.services.webhooks, auth.workspaceId, page(args)),
+    ),
+    records: scoped('listConnectorRecords', (ctx, auth, args) => {
+      const connectorId = pathId(
+        getV1GridConnectorsConnectorIdRecordsRoute,
+        'connector_id',
+        args.connector_id,
+      )
+      return recordsPage(ctx.services.ingestion, auth.workspaceId, connectorId, page(args))
+    }),
   },
 
   Run: {
     agent: (run, _a, ctx) => loadAgent(ctx, run.agent_id),
-    trace: async (run, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'getRunTrace')
-      return tracePage(ctx.services.runs, auth.workspaceId, String(run.run_id), page(args))
-    },
+    trace: scoped('getRunTrace', (ctx, auth, args, run) =>
+      tracePage(ctx.services.runs, auth.workspaceId, String(run.run_id), page(args)),
+    ),
   },
   Agent: {
-    runs: (agent, args, ctx) => runsOfAgent(String(agent.agent_id), args, ctx),
+    runs: scoped('listAgentRuns', (ctx, auth, args, agent) =>
+      runsOfAgentPage(ctx.services.runs, auth.workspaceId, String(agent.agent_id), page(args)),
+    ),
   },
   Task: {
     agent: (task, _a, ctx) => loadAgent(ctx, task.agent_id),
-    run: async (task, _a, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'getRun')
-      if (typeof task.run_id !== 'string') return null
+    run: scoped('getRun', (ctx, auth, _args, task) => {
       const runId = task.run_id
+      if (typeof runId !== 'string') return null
       return orNull(async () => presentRun(await ctx.services.runs.get(auth.workspaceId, runId)))
-    },
+    }),
   },
   StreamServerMessage: {
     // The runs topic's event, typed (the RunEvent interface); record and gap messages carry none.
     run_event: (message) => (message.type === 'event' ? message.event : null),
   },
   Webhook: {
-    deliveries: async (webhook, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'listWebhookDeliveries')
-      return deliveriesPage(ctx.services.webhooks, auth.workspaceId, String(webhook.webhook_id), page(args))
-    },
+    deliveries: scoped('listWebhookDeliveries', (ctx, auth, args, webhook) =>
+      deliveriesPage(ctx.services.webhooks, auth.workspaceId, String(webhook.webhook_id), page(args)),
+    ),
   },
 
   Mutation: {
-    createAgent: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'createAgent')
+    createAgent: scoped('createAgent', async (ctx, auth, args) => {
       const input = body<CreateAgentInput>(postV1AgentsRoute, args.input as Args)
       return presentAgent(await ctx.services.agents.create(auth.workspaceId, input))
-    },
-    assignTask: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'assignTask')
-      const { agent_id } = params<{ agent_id: string }>(postV1AgentsAgentIdTasksRoute, {
-        agent_id: args.agent_id,
-      })
+    }),
+    assignTask: scoped('assignTask', async (ctx, auth, args) => {
+      const agentId = pathId(postV1AgentsAgentIdTasksRoute, 'agent_id', args.agent_id)
       const input = body<AssignTaskInput>(postV1AgentsAgentIdTasksRoute, args.input as Args)
-      return presentTask(await ctx.services.tasks.assign(auth.workspaceId, agent_id, input, callerOf(auth)))
-    },
-    registerTool: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'registerTool')
+      return presentTask(await ctx.services.tasks.assign(auth.workspaceId, agentId, input, callerOf(auth)))
+    }),
+    registerTool: scoped('registerTool', async (ctx, auth, args) => {
       const input = body<RegisterToolInput>(postV1ToolsRoute, args.input as Args)
       return presentTool(await ctx.services.tools.register(auth.workspaceId, input))
-    },
-    retireTool: byId(
-      'retireTool',
-      deleteV1ToolsToolIdRoute,
-      'tool_id',
-      (s, ws, id) => s.tools.retire(ws, id),
-      presentTool,
-    ),
-    startRun: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'startRun')
-      const { agent_id } = params<{ agent_id: string }>(postV1AgentsAgentIdRunsRoute, {
-        agent_id: args.agent_id,
-      })
+    }),
+    retireTool: scoped('retireTool', async (ctx, auth, args) => {
+      const toolId = pathId(deleteV1ToolsToolIdRoute, 'tool_id', args.id)
+      return presentTool(await ctx.services.tools.retire(auth.workspaceId, toolId))
+    }),
+    startRun: scoped('startRun', async (ctx, auth, args) => {
+      const agentId = pathId(postV1AgentsAgentIdRunsRoute, 'agent_id', args.agent_id)
       const input = body<StartRunInput>(postV1AgentsAgentIdRunsRoute, args.input as Args)
-      return presentRun(await ctx.services.runs.start(auth.workspaceId, agent_id, input, callerOf(auth)))
-    },
+      return presentRun(await ctx.services.runs.start(auth.workspaceId, agentId, input, callerOf(auth)))
+    }),
     pauseRun: control('pause'),
     resumeRun: control('resume'),
     cancelRun: control('cancel'),
-    decideApproval: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'decideApproval')
-      const { run_id, step_id } = params<{ run_id: string; step_id: string }>(
-        postV1RunsRunIdStepsStepIdApprovalRoute,
-        { run_id: args.run_id, step_id: args.step_id },
-      )
-      const decision = body<{ decision: 'approve' | 'reject'; comment?: string }>(
-        postV1RunsRunIdStepsStepIdApprovalRoute,
+    decideApproval: scoped('decideApproval', async (ctx, auth, args) => {
+      const route = postV1RunsRunIdStepsStepIdApprovalRoute
+      const { run_id, step_id } = params<{ run_id: string; step_id: string }>(route, {
+        run_id: args.run_id,
+        step_id: args.step_id,
+      })
+      const { decision, comment } = body<{ decision: 'approve' | 'reject'; comment?: string }>(
+        route,
         args.input as Args,
       )
+      const runs = ctx.services.runs
       return presentRun(
-        await ctx.services.runs.decide(
-          auth.workspaceId,
-          run_id,
-          step_id,
-          decision.decision,
-          auth.identity,
-          decision.comment,
-        ),
+        await runs.decide(auth.workspaceId, run_id, step_id, decision, auth.identity, comment),
       )
-    },
-    createWebhook: async (_p, args, ctx) => {
-      const auth = assertScopeOf(ctx.auth, 'createWebhook')
+    }),
+    createWebhook: scoped('createWebhook', async (ctx, auth, args) => {
       const input = body<CreateWebhookInput>(postV1WebhooksRoute, args.input as Args)
       return presentWebhook(await ctx.services.webhooks.create(auth.workspaceId, input))
-    },
+    }),
   },
 }
 

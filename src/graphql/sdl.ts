@@ -5,6 +5,11 @@
  * schema (src/graphql/schema.ts), printed to openapi/agent-operations.graphql by `npm run graphql:schema`.
  */
 import { Kind, parse } from 'graphql'
+import { OPERATION_SCOPES } from '../../generated/contract.js'
+import type { ScopedOperation } from '../api/scopes.js'
+
+/** The scope of the REST operation a root field mirrors, as the contract names it. */
+const scopeOf = (operation: ScopedOperation) => OPERATION_SCOPES[operation]
 
 const PAGE_ARGS = `
     "Opaque cursor from the previous page's next_cursor."
@@ -75,51 +80,51 @@ type StreamServerMessage {
 }
 
 type Query {
-  "A run of the caller's workspace (scope runs:read)."
+  "A run of the caller's workspace (scope ${scopeOf('getRun')})."
   run(id: ID!): Run
-  "An agent of the caller's workspace (scope agents:read)."
+  "An agent of the caller's workspace (scope ${scopeOf('getAgent')})."
   agent(id: ID!): Agent
-  "Agents in creation order (scope agents:read)."
+  "Agents in creation order (scope ${scopeOf('listAgents')})."
   agents(${PAGE_ARGS}
   ): AgentPage
-  "A task (scope tasks:read)."
+  "A task (scope ${scopeOf('getTask')})."
   task(id: ID!): Task
-  "A tool, retired ones included (scope tools:read)."
+  "A tool, retired ones included (scope ${scopeOf('getTool')})."
   tool(id: ID!): Tool
-  "Tools in registration order (scope tools:read)."
+  "Tools in registration order (scope ${scopeOf('listTools')})."
   tools(${PAGE_ARGS}
     include_retired: Boolean
   ): ToolPage
-  "A webhook subscription (scope webhooks:read)."
+  "A webhook subscription (scope ${scopeOf('getWebhook')})."
   webhook(id: ID!): Webhook
-  "Webhook subscriptions (scope webhooks:read)."
+  "Webhook subscriptions (scope ${scopeOf('listWebhooks')})."
   webhooks(${PAGE_ARGS}
   ): WebhookPage
-  "A connector's records with lineage (scope records:read)."
+  "A connector's records with lineage (scope ${scopeOf('listConnectorRecords')})."
   records(connector_id: ID!,${PAGE_ARGS}
   ): RecordPage
 }
 
 type Mutation {
-  "POST /v1/agents (scope agents:write)."
+  "POST /v1/agents (scope ${scopeOf('createAgent')})."
   createAgent(input: AgentCreate!): Agent
-  "POST /v1/agents/{agent_id}/tasks (scope tasks:write)."
+  "POST /v1/agents/{agent_id}/tasks (scope ${scopeOf('assignTask')})."
   assignTask(agent_id: ID!, input: TaskAssign!): Task
-  "POST /v1/tools (scope tools:write)."
+  "POST /v1/tools (scope ${scopeOf('registerTool')})."
   registerTool(input: ToolRegistration!): Tool
-  "DELETE /v1/tools/{tool_id} (scope tools:write)."
+  "DELETE /v1/tools/{tool_id} (scope ${scopeOf('retireTool')})."
   retireTool(id: ID!): Tool
-  "POST /v1/agents/{agent_id}/runs (scope runs:write)."
+  "POST /v1/agents/{agent_id}/runs (scope ${scopeOf('startRun')})."
   startRun(agent_id: ID!, input: RunStartRequest): Run
-  "POST /v1/runs/{run_id}/pause (scope runs:write)."
+  "POST /v1/runs/{run_id}/pause (scope ${scopeOf('pauseRun')})."
   pauseRun(id: ID!): Run
-  "POST /v1/runs/{run_id}/resume (scope runs:write)."
+  "POST /v1/runs/{run_id}/resume (scope ${scopeOf('resumeRun')})."
   resumeRun(id: ID!): Run
-  "POST /v1/runs/{run_id}/cancel (scope runs:write)."
+  "POST /v1/runs/{run_id}/cancel (scope ${scopeOf('cancelRun')})."
   cancelRun(id: ID!): Run
-  "POST /v1/runs/{run_id}/steps/{step_id}/approval (scope runs:approve)."
+  "POST /v1/runs/{run_id}/steps/{step_id}/approval (scope ${scopeOf('decideApproval')})."
   decideApproval(run_id: ID!, step_id: String!, input: ApprovalDecision!): Run
-  "POST /v1/webhooks (scope webhooks:write)."
+  "POST /v1/webhooks (scope ${scopeOf('createWebhook')})."
   createWebhook(input: WebhookCreate!): Webhook
 }
 
