@@ -43,12 +43,8 @@ export function registerAgentRoutes(
 
   app.openapi(postV1AgentsAgentIdTasksRoute, async (c) => {
     const auth = requireScopeOf(c, 'assignTask')
-    const task = await services.tasks.assign(
-      auth.workspaceId,
-      c.req.valid('param').agent_id,
-      c.req.valid('json'),
-      callerOf(auth),
-    )
+    const { agent_id } = c.req.valid('param')
+    const task = await services.tasks.assign(auth.workspaceId, agent_id, c.req.valid('json'), callerOf(auth))
     return c.json(presentTask(task), 201)
   })
 

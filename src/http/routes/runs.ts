@@ -29,12 +29,8 @@ const TRACE_STREAM_PATH = '/v1/runs/:run_id/trace/stream'
 export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'runs'>): void {
   app.openapi(postV1AgentsAgentIdRunsRoute, async (c) => {
     const auth = requireScopeOf(c, 'startRun')
-    const view = await services.runs.start(
-      auth.workspaceId,
-      c.req.valid('param').agent_id,
-      c.req.valid('json'),
-      callerOf(auth),
-    )
+    const { agent_id } = c.req.valid('param')
+    const view = await services.runs.start(auth.workspaceId, agent_id, c.req.valid('json'), callerOf(auth))
     return c.json(presentRun(view), 201)
   })
 
