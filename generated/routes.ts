@@ -1480,7 +1480,7 @@ const BearerAuthSecurityScheme = {
   'x-spec-gap': {
     section: '§5',
     decision:
-      'Keys are issued, listed and revoked with the `agentops keys` command; they are stored only as SHA-256 hashes and may carry an expiry.',
+      'Keys are issued, listed and revoked with the `agentops keys` command; they are stored only as SHA-256 hashes and may carry an expiry. A key holds `resource:action` scopes (`*` and `resource:*` cover more); each operation names the one scope it needs as a role of its `bearerAuth` security requirement (OpenAPI 3.1), which is what the reference server checks.',
   },
 }
 
