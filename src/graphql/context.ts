@@ -3,10 +3,10 @@ import type { AuthContext } from '../api/caller.js'
 import type { AgentView } from '../domain/agents/service.js'
 import type { Services } from '../services.js'
 
-/** The domain services resolvers and subscriptions call: the ones REST's routes and the stream's topics use. */
+/** The services resolvers and subscriptions call: the ones REST's routes use, and the stream's topic feeds. */
 export type GraphqlServices = Pick<
   Services,
-  'agents' | 'runs' | 'tasks' | 'tools' | 'webhooks' | 'ingestion' | 'events'
+  'agents' | 'runs' | 'tasks' | 'tools' | 'webhooks' | 'ingestion' | 'events' | 'topicFeeds'
 >
 
 /** Everything a resolver may use: the caller, the services REST uses, and per-request batch loaders. */
