@@ -51,7 +51,7 @@ guarded.use(
   auth(services.keys),
   rateLimit(services.limits),
   bodyGuard(config.maxBodyBytes),
-  idempotency(services),
+  idempotency(services.limits),
 )
 guarded.post('/x', handler)
 

@@ -17,3 +17,6 @@ export const EVENT_KINDS = ["run.started","run.awaiting_approval","run.succeeded
 
 /** Every kind of trace frame (`TraceFrameKind`). */
 export const TRACE_FRAME_KINDS = ["run.started","policy.decision","tool.call","step.failed","approval.requested","approval.granted","approval.rejected","approval.flushed","control.paused","control.resumed","control.cancelled","run.succeeded","run.failed"] as const
+
+/** The scope each operation needs, by operationId (its `security` requirement `bearerAuth: [scope]`). */
+export const OPERATION_SCOPES = {"startRun":"runs:write","listAgentRuns":"runs:read","getRun":"runs:read","pauseRun":"runs:write","resumeRun":"runs:write","cancelRun":"runs:write","decideApproval":"runs:approve","getRunTrace":"runs:read","streamRunTrace":"runs:read","registerTool":"tools:write","listTools":"tools:read","getTool":"tools:read","retireTool":"tools:write","ingestBatch":"ingest:write","listConnectorRecords":"records:read","createWebhook":"webhooks:write","listWebhooks":"webhooks:read","getWebhook":"webhooks:read","deleteWebhook":"webhooks:write","rotateWebhookSecret":"webhooks:write","listWebhookDeliveries":"webhooks:read","redeliverWebhookDelivery":"webhooks:write","createAgent":"agents:write","listAgents":"agents:read","getAgent":"agents:read","deleteAgent":"agents:write","assignTask":"tasks:write","getTask":"tasks:read"} as const

@@ -272,7 +272,7 @@ const OutcomeErrorSchema = z
 
 const RunOutcomeSchema = z
   .object({
-    status: z.enum(['succeeded', 'failed', 'cancelled']),
+    status: z.enum(['succeeded', 'failed', 'cancelled']).openapi({ title: 'OutcomeStatus' }),
     results: z.array(StepResultSchema),
     error: z.xor([OutcomeErrorSchema, z.null().nullable()]),
   })
@@ -361,7 +361,7 @@ const RunPageSchema = z
 
 const ApprovalDecisionSchema = z
   .strictObject({
-    decision: z.enum(['approve', 'reject']),
+    decision: z.enum(['approve', 'reject']).openapi({ title: 'ApprovalDecisionKind' }),
     comment: z.string().max(2000).exactOptional(),
   })
   .openapi({ required: ['decision'] })
@@ -549,6 +549,7 @@ const AgentCreateSchema = z
     behavior: z
       .enum(['autonomous', 'supervised', 'hybrid'])
       .openapi({
+        title: 'AgentBehavior',
         description:
           '`autonomous`: approval only where the gate escalates; `supervised`: every tool call; `hybrid`: non-idempotent tools.',
       }),
@@ -1475,11 +1476,11 @@ const BearerAuthSecurityScheme = {
   scheme: 'bearer',
   bearerFormat: 'API key (aok_...)',
   description:
-    '`Authorization: Bearer <API_KEY>`. A key names a workspace, an identity and its scopes; keys are issued and revoked by an operator with `agentops keys create|revoke` (rotation: create the new key, move clients, revoke the old one). Missing, unknown, revoked or expired keys answer 401 with `WWW-Authenticate: Bearer`.',
+    '`Authorization: Bearer <API_KEY>`. A key names a workspace, an identity and its scopes; keys are issued and revoked by an operator with `agentops keys create|revoke` (rotation: create the new key, move clients, revoke the old one). Missing, unknown, revoked or expired keys answer 401 with `WWW-Authenticate: Bearer`. Each operation names the scope it needs in its `security` requirement (`bearerAuth: [<scope>]`, OpenAPI 3.1 role names); a key without it answers 403 `policy_denied` with `violation: missing_scope`.',
   'x-spec-gap': {
     section: '§5',
     decision:
-      'Keys are issued, listed and revoked with the `agentops keys` command; they are stored only as SHA-256 hashes and may carry an expiry.',
+      'Keys are issued, listed and revoked with the `agentops keys` command; they are stored only as SHA-256 hashes and may carry an expiry. A key holds `resource:action` scopes (`*` and `resource:*` cover more); each operation names the one scope it needs as a role of its `bearerAuth` security requirement (OpenAPI 3.1), which is what the reference server checks.',
   },
 }
 
@@ -1512,6 +1513,7 @@ export const getV1AgentsAgentIdRunsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:read'] }],
 })
 
 export const postV1AgentsAgentIdRunsRoute = createRoute({
@@ -1563,6 +1565,7 @@ export const postV1AgentsAgentIdRunsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:write'] }],
 })
 
 export const getV1RunsRunIdRoute = createRoute({
@@ -1593,6 +1596,7 @@ export const getV1RunsRunIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:read'] }],
 })
 
 export const postV1RunsRunIdPauseRoute = createRoute({
@@ -1618,6 +1622,7 @@ export const postV1RunsRunIdPauseRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:write'] }],
 })
 
 export const postV1RunsRunIdResumeRoute = createRoute({
@@ -1643,6 +1648,7 @@ export const postV1RunsRunIdResumeRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:write'] }],
 })
 
 export const postV1RunsRunIdCancelRoute = createRoute({
@@ -1668,6 +1674,7 @@ export const postV1RunsRunIdCancelRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:write'] }],
 })
 
 export const postV1RunsRunIdStepsStepIdApprovalRoute = createRoute({
@@ -1707,6 +1714,7 @@ export const postV1RunsRunIdStepsStepIdApprovalRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:approve'] }],
 })
 
 export const getV1RunsRunIdTraceRoute = createRoute({
@@ -1739,6 +1747,7 @@ export const getV1RunsRunIdTraceRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:read'] }],
 })
 
 export const getV1RunsRunIdTraceStreamRoute = createRoute({
@@ -1798,6 +1807,7 @@ export const getV1RunsRunIdTraceStreamRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['runs:read'] }],
 })
 
 export const getV1ToolsRoute = createRoute({
@@ -1843,6 +1853,7 @@ export const getV1ToolsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tools:read'] }],
 })
 
 export const postV1ToolsRoute = createRoute({
@@ -1893,6 +1904,7 @@ export const postV1ToolsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tools:write'] }],
 })
 
 export const getV1ToolsToolIdRoute = createRoute({
@@ -1922,6 +1934,7 @@ export const getV1ToolsToolIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tools:read'] }],
 })
 
 export const deleteV1ToolsToolIdRoute = createRoute({
@@ -1951,6 +1964,7 @@ export const deleteV1ToolsToolIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tools:write'] }],
 })
 
 export const postV1GridConnectorsConnectorIdIngestRoute = createRoute({
@@ -2005,6 +2019,7 @@ export const postV1GridConnectorsConnectorIdIngestRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['ingest:write'] }],
 })
 
 export const getV1GridConnectorsConnectorIdRecordsRoute = createRoute({
@@ -2037,6 +2052,7 @@ export const getV1GridConnectorsConnectorIdRecordsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['records:read'] }],
 })
 
 export const getV1WebhooksRoute = createRoute({
@@ -2064,6 +2080,7 @@ export const getV1WebhooksRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:read'] }],
 })
 
 export const postV1WebhooksRoute = createRoute({
@@ -2111,6 +2128,7 @@ export const postV1WebhooksRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:write'] }],
 })
 
 export const getV1WebhooksWebhookIdRoute = createRoute({
@@ -2139,6 +2157,7 @@ export const getV1WebhooksWebhookIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:read'] }],
 })
 
 export const deleteV1WebhooksWebhookIdRoute = createRoute({
@@ -2166,6 +2185,7 @@ export const deleteV1WebhooksWebhookIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:write'] }],
 })
 
 export const postV1WebhooksWebhookIdRotateSecretRoute = createRoute({
@@ -2211,6 +2231,7 @@ export const postV1WebhooksWebhookIdRotateSecretRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:write'] }],
 })
 
 export const getV1WebhooksWebhookIdDeliveriesRoute = createRoute({
@@ -2242,6 +2263,7 @@ export const getV1WebhooksWebhookIdDeliveriesRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:read'] }],
 })
 
 export const postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute = createRoute({
@@ -2276,6 +2298,7 @@ export const postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute = createR
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['webhooks:write'] }],
 })
 
 export const getV1AgentsRoute = createRoute({
@@ -2303,6 +2326,7 @@ export const getV1AgentsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['agents:read'] }],
 })
 
 export const postV1AgentsRoute = createRoute({
@@ -2350,6 +2374,7 @@ export const postV1AgentsRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['agents:write'] }],
 })
 
 export const getV1AgentsAgentIdRoute = createRoute({
@@ -2378,6 +2403,7 @@ export const getV1AgentsAgentIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['agents:read'] }],
 })
 
 export const deleteV1AgentsAgentIdRoute = createRoute({
@@ -2406,6 +2432,7 @@ export const deleteV1AgentsAgentIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['agents:write'] }],
 })
 
 export const postV1AgentsAgentIdTasksRoute = createRoute({
@@ -2455,6 +2482,7 @@ export const postV1AgentsAgentIdTasksRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tasks:write'] }],
 })
 
 export const getV1TasksTaskIdRoute = createRoute({
@@ -2483,6 +2511,7 @@ export const getV1TasksTaskIdRoute = createRoute({
     500: InternalErrorResponse,
     503: UnavailableResponse,
   },
+  security: [{ bearerAuth: ['tasks:read'] }],
 })
 
 export const getV1GraphqlRoute = createRoute({

@@ -812,6 +812,7 @@ export interface components {
         AgentCapabilities: string[];
         AgentCreate: {
             /**
+             * AgentBehavior
              * @description `autonomous`: approval only where the gate escalates; `supervised`: every tool call; `hybrid`: non-idempotent tools.
              * @enum {string}
              */
@@ -831,7 +832,10 @@ export interface components {
         AgentPolicyEnvelope: components["schemas"]["PolicyEnvelope"];
         ApprovalDecision: {
             comment?: string;
-            /** @enum {string} */
+            /**
+             * ApprovalDecisionKind
+             * @enum {string}
+             */
             decision: "approve" | "reject";
         };
         AwaitingApproval: {
@@ -1161,7 +1165,10 @@ export interface components {
         RunOutcome: {
             error: components["schemas"]["OutcomeError"] | null;
             results: components["schemas"]["StepResult"][];
-            /** @enum {string} */
+            /**
+             * OutcomeStatus
+             * @enum {string}
+             */
             status: "succeeded" | "failed" | "cancelled";
         };
         RunPage: {

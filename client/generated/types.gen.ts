@@ -179,6 +179,9 @@ export type OutcomeError = {
 };
 
 export type RunOutcome = {
+    /**
+     * OutcomeStatus
+     */
     status: 'succeeded' | 'failed' | 'cancelled';
     results: Array<StepResult>;
     error: OutcomeError | null;
@@ -224,6 +227,9 @@ export type RunPage = {
 };
 
 export type ApprovalDecision = {
+    /**
+     * ApprovalDecisionKind
+     */
     decision: 'approve' | 'reject';
     comment?: string;
 };
@@ -340,6 +346,8 @@ export type ToolPage = {
 export type AgentCreate = {
     name: string;
     /**
+     * AgentBehavior
+     *
      * `autonomous`: approval only where the gate escalates; `supervised`: every tool call; `hybrid`: non-idempotent tools.
      */
     behavior: 'autonomous' | 'supervised' | 'hybrid';

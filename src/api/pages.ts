@@ -1,21 +1,14 @@
-/**
- * The lists REST and GraphQL both serve, built once: the same cursor list (a cursor is bound to the list it came
- * from, filters and parents included), the same paging rule, the same body.
- */
-import type { AgentService } from '../domain/agents/service.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
 import { encodeCursor, type Page, pageRequest, type Slice, toPage } from '../domain/pagination.js'
 import type { RunService } from '../domain/runs/service.js'
 import type { ToolService } from '../domain/tools/service.js'
 import type { WebhookService } from '../domain/webhooks/service.js'
 import type {
-  AgentPageBody,
   DeliveryPageBody,
   RecordPageBody,
   RunPageBody,
   ToolPageBody,
   TracePageBody,
-  WebhookPageBody,
 } from './contract-types.js'
 import {
   presentAgent,
@@ -45,19 +38,20 @@ async function listPage<R extends { seq: number }, T>(
   return toPage(workspaceId, list, await read(page.afterSeq, page.limit), present)
 }
 
-export function agentsPage(
-  agents: Pick<AgentService, 'list'>,
-  workspaceId: string,
-  query: PageQuery,
-): Promise<AgentPageBody> {
-  return listPage(
-    workspaceId,
-    'agents',
-    query,
-    (after, limit) => agents.list(workspaceId, after, limit),
-    presentAgent,
-  )
+/**
+ * A list of the workspace that its service reads as `list(workspaceId, after, limit)`, under one cursor list name:
+ * agents and webhook subscriptions.
+ */
+function workspaceList<R extends { seq: number }, T>(list: string, present: (row: R) => T) {
+  return (
+    service: { list(workspaceId: string, after: number, limit: number): Promise<Slice<R>> },
+    workspaceId: string,
+    query: PageQuery,
+  ): Promise<Page<T>> =>
+    listPage(workspaceId, list, query, (after, limit) => service.list(workspaceId, after, limit), present)
 }
+
+export const agentsPage = workspaceList('agents', presentAgent)
 
 /** Active tools, or all of them with `includeRetired`: two lists, so paging cannot switch filters halfway. */
 export function toolsPage(
@@ -70,19 +64,7 @@ export function toolsPage(
   return listPage(workspaceId, includeRetired ? 'tools:all' : 'tools', query, read, presentTool)
 }
 
-export function webhooksPage(
-  webhooks: Pick<WebhookService, 'list'>,
-  workspaceId: string,
-  query: PageQuery,
-): Promise<WebhookPageBody> {
-  return listPage(
-    workspaceId,
-    'webhooks',
-    query,
-    (after, limit) => webhooks.list(workspaceId, after, limit),
-    presentWebhook,
-  )
-}
+export const webhooksPage = workspaceList('webhooks', presentWebhook)
 
 /** One subscription's delivery log; the cursor names the subscription, so it cannot page another's. */
 export function deliveriesPage(

@@ -1,4 +1,5 @@
 import type { Context } from 'hono'
+import { OPERATION_SCOPES } from '../../generated/contract.js'
 import { type ApiError, policyDenied } from '../domain/errors.js'
 import { scopeAllows } from '../domain/scopes.js'
 import type { AuthContext } from './caller.js'
@@ -24,7 +25,15 @@ export function assertScope(auth: AuthContext, scope: string): AuthContext {
   return auth
 }
 
-/** assertScope for a Hono route: the caller the auth middleware put on the context. */
-export function requireScope(c: Context<AppEnv>, scope: string): AuthContext {
-  return assertScope(c.get('auth'), scope)
+/** An operation of the contract that needs a scope (its `security` requirement names it). */
+export type ScopedOperation = keyof typeof OPERATION_SCOPES
+
+/** The caller, when its key holds the scope the contract names for `operation`; else the missing-scope refusal. */
+export function assertScopeOf(auth: AuthContext, operation: ScopedOperation): AuthContext {
+  return assertScope(auth, OPERATION_SCOPES[operation])
+}
+
+/** assertScopeOf for a Hono route: the caller the auth middleware put on the context. */
+export function requireScopeOf(c: Context<AppEnv>, operation: ScopedOperation): AuthContext {
+  return assertScopeOf(c.get('auth'), operation)
 }

@@ -9,21 +9,3 @@ export function scopeAllows(held: readonly string[], required: string): boolean 
   }
   return false
 }
-
-export const KNOWN_SCOPES = [
-  'agents:read',
-  'agents:write',
-  'tasks:read',
-  'tasks:write',
-  'runs:read',
-  'runs:write',
-  'runs:approve',
-  'tools:read',
-  'tools:write',
-  'webhooks:read',
-  'webhooks:write',
-  'ingest:write',
-  'records:read',
-  'stream:runs',
-  'stream:connector:*',
-] as const

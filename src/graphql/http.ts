@@ -3,8 +3,7 @@ import type { Context, Hono } from 'hono'
 import type { AppEnv } from '../api/context.js'
 import { GRAPHQL_PATH, SCHEMA_PATH } from '../api/paths.js'
 import { ApiError } from '../domain/errors.js'
-import type { Services } from '../services.js'
-import { createContext } from './context.js'
+import { createContext, type GraphqlServices } from './context.js'
 import { formatError } from './errors.js'
 import { prepare } from './prepare.js'
 import { graphqlSchema, printedSchema } from './schema.js'
@@ -75,7 +74,7 @@ async function readRequest(c: Context<AppEnv>): Promise<GraphqlRequest> {
  * is only: read the request (400 with the envelope when it is not a GraphQL request), execute, and render errors with
  * the envelope's fields.
  */
-export function registerGraphqlRoutes(app: Hono<AppEnv>, services: Services): void {
+export function registerGraphqlRoutes(app: Hono<AppEnv>, services: GraphqlServices): void {
   const handle = async (c: Context<AppEnv>) => {
     const request = await readRequest(c)
     const requestId = c.get('requestId')

@@ -18,7 +18,7 @@ import {
   postV1ToolsRoute,
   postV1WebhooksRoute,
 } from '../../generated/routes.js'
-import { callerOf } from '../api/caller.js'
+import { type AuthContext, callerOf } from '../api/caller.js'
 import {
   agentsPage,
   deliveriesPage,
@@ -29,16 +29,16 @@ import {
   webhooksPage,
 } from '../api/pages.js'
 import { presentAgent, presentRun, presentTask, presentTool, presentWebhook } from '../api/presenters.js'
-import { assertScope } from '../api/scopes.js'
+import { assertScopeOf, type ScopedOperation } from '../api/scopes.js'
 import type { CreateAgentInput } from '../domain/agents/service.js'
 import { ApiError } from '../domain/errors.js'
 import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
 import type { CreateWebhookInput } from '../domain/webhooks/service.js'
-import type { GraphqlContext } from './context.js'
+import type { GraphqlContext, GraphqlServices } from './context.js'
 import { connectorRecords, runEvents } from './subscriptions.js'
-import { body, params } from './validate.js'
+import { body, params, type RouteWithParams } from './validate.js'
 
 type Args = Record<string, unknown>
 type PageArgs = { cursor?: string | null; limit?: number | null }
@@ -59,162 +59,143 @@ async function orNull<T>(load: () => Promise<T>): Promise<T | null> {
   }
 }
 
+/** Runs as the REST operation it mirrors: that operation's scope is checked first, then `run` acts as the caller. */
+const scoped =
+  (
+    operation: ScopedOperation,
+    run: (ctx: GraphqlContext, auth: AuthContext, args: Args, parent: Record<string, unknown>) => unknown,
+  ): Resolver =>
+  async (parent, args, ctx) =>
+    run(ctx, assertScopeOf(ctx.auth, operation), args, parent)
+
+/** A path id checked by the REST operation's own parameter schema (an overlong id is 400 on both surfaces). */
+const pathId = (route: RouteWithParams, key: string, value: unknown): string =>
+  params<Record<string, string>>(route, { [key]: value })[key] as string
+
+/** A query by id: the REST operation's scope and id check, the service's `get`, the presenter REST uses. */
+const byId = <V>(
+  operation: ScopedOperation,
+  route: RouteWithParams,
+  key: string,
+  service: (services: GraphqlServices) => { get(workspaceId: string, id: string): Promise<V> },
+  present: (view: V) => unknown,
+): Resolver =>
+  scoped(operation, async (ctx, auth, args) =>
+    present(await service(ctx.services).get(auth.workspaceId, pathId(route, key, args.id))),
+  )
+
 const loadAgent = async (ctx: GraphqlContext, id: unknown) => {
-  assertScope(ctx.auth, 'agents:read')
+  assertScopeOf(ctx.auth, 'getAgent')
   const agent = await ctx.agents.load(String(id))
   return agent ? presentAgent(agent) : null
 }
 
-const runsOfAgent = async (agentId: string, args: Args, ctx: GraphqlContext) => {
-  const auth = assertScope(ctx.auth, 'runs:read')
-  return runsOfAgentPage(ctx.services.runs, auth.workspaceId, agentId, page(args))
-}
-
-const control =
-  (action: ControlAction): Resolver =>
-  async (_p, args, ctx) => {
-    const auth = assertScope(ctx.auth, 'runs:write')
-    const { run_id } = params<{ run_id: string }>(getV1RunsRunIdRoute, { run_id: args.id })
-    return presentRun(await ctx.services.runs.control(auth.workspaceId, run_id, action, auth.identity))
-  }
+const control = (action: ControlAction): Resolver =>
+  scoped(`${action}Run`, async (ctx, auth, args) => {
+    const runId = pathId(getV1RunsRunIdRoute, 'run_id', args.id)
+    return presentRun(await ctx.services.runs.control(auth.workspaceId, runId, action, auth.identity))
+  })
 
 export const resolvers: Record<string, Record<string, Resolver>> = {
   Query: {
-    run: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:read')
-      const { run_id } = params<{ run_id: string }>(getV1RunsRunIdRoute, { run_id: args.id })
-      return presentRun(await ctx.services.runs.get(auth.workspaceId, run_id))
-    },
-    agent: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'agents:read')
-      const { agent_id } = params<{ agent_id: string }>(getV1AgentsAgentIdRoute, { agent_id: args.id })
-      return presentAgent(await ctx.services.agents.get(auth.workspaceId, agent_id))
-    },
-    agents: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'agents:read')
-      return agentsPage(ctx.services.agents, auth.workspaceId, page(args))
-    },
-    task: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tasks:read')
-      const { task_id } = params<{ task_id: string }>(getV1TasksTaskIdRoute, { task_id: args.id })
-      return presentTask(await ctx.services.tasks.get(auth.workspaceId, task_id))
-    },
-    tool: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tools:read')
-      const { tool_id } = params<{ tool_id: string }>(getV1ToolsToolIdRoute, { tool_id: args.id })
-      return presentTool(await ctx.services.tools.get(auth.workspaceId, tool_id))
-    },
-    tools: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tools:read')
-      return toolsPage(ctx.services.tools, auth.workspaceId, args.include_retired === true, page(args))
-    },
-    webhook: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'webhooks:read')
-      const { webhook_id } = params<{ webhook_id: string }>(getV1WebhooksWebhookIdRoute, {
-        webhook_id: args.id,
-      })
-      return presentWebhook(await ctx.services.webhooks.get(auth.workspaceId, webhook_id))
-    },
-    webhooks: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'webhooks:read')
-      return webhooksPage(ctx.services.webhooks, auth.workspaceId, page(args))
-    },
-    records: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'records:read')
-      const { connector_id } = params<{ connector_id: string }>(getV1GridConnectorsConnectorIdRecordsRoute, {
-        connector_id: args.connector_id,
-      })
-      return recordsPage(ctx.services.ingestion, auth.workspaceId, connector_id, page(args))
-    },
+    run: byId('getRun', getV1RunsRunIdRoute, 'run_id', (s) => s.runs, presentRun),
+    agent: byId('getAgent', getV1AgentsAgentIdRoute, 'agent_id', (s) => s.agents, presentAgent),
+    agents: scoped('listAgents', (ctx, auth, args) =>
+      agentsPage(ctx.services.agents, auth.workspaceId, page(args)),
+    ),
+    task: byId('getTask', getV1TasksTaskIdRoute, 'task_id', (s) => s.tasks, presentTask),
+    tool: byId('getTool', getV1ToolsToolIdRoute, 'tool_id', (s) => s.tools, presentTool),
+    tools: scoped('listTools', (ctx, auth, args) =>
+      toolsPage(ctx.services.tools, auth.workspaceId, args.include_retired === true, page(args)),
+    ),
+    webhook: byId('getWebhook', getV1WebhooksWebhookIdRoute, 'webhook_id', (s) => s.webhooks, presentWebhook),
+    webhooks: scoped('listWebhooks', (ctx, auth, args) =>
+      webhooksPage(ctx.services.webhooks, auth.workspaceId, page(args)),
+    ),
+    records: scoped('listConnectorRecords', (ctx, auth, args) => {
+      const connectorId = pathId(
+        getV1GridConnectorsConnectorIdRecordsRoute,
+        'connector_id',
+        args.connector_id,
+      )
+      return recordsPage(ctx.services.ingestion, auth.workspaceId, connectorId, page(args))
+    }),
   },
 
   Run: {
     agent: (run, _a, ctx) => loadAgent(ctx, run.agent_id),
-    trace: async (run, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:read')
-      return tracePage(ctx.services.runs, auth.workspaceId, String(run.run_id), page(args))
-    },
+    trace: scoped('getRunTrace', (ctx, auth, args, run) =>
+      tracePage(ctx.services.runs, auth.workspaceId, String(run.run_id), page(args)),
+    ),
   },
   Agent: {
-    runs: (agent, args, ctx) => runsOfAgent(String(agent.agent_id), args, ctx),
+    runs: scoped('listAgentRuns', (ctx, auth, args, agent) =>
+      runsOfAgentPage(ctx.services.runs, auth.workspaceId, String(agent.agent_id), page(args)),
+    ),
   },
   Task: {
     agent: (task, _a, ctx) => loadAgent(ctx, task.agent_id),
-    run: async (task, _a, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:read')
-      if (typeof task.run_id !== 'string') return null
+    run: scoped('getRun', (ctx, auth, _args, task) => {
       const runId = task.run_id
+      if (typeof runId !== 'string') return null
       return orNull(async () => presentRun(await ctx.services.runs.get(auth.workspaceId, runId)))
-    },
+    }),
+  },
+  StreamServerMessage: {
+    // The runs topic's event, typed (the RunEvent interface); record and gap messages carry none.
+    run_event: (message) => (message.type === 'event' ? message.event : null),
   },
   Webhook: {
-    deliveries: async (webhook, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'webhooks:read')
-      return deliveriesPage(ctx.services.webhooks, auth.workspaceId, String(webhook.webhook_id), page(args))
-    },
+    deliveries: scoped('listWebhookDeliveries', (ctx, auth, args, webhook) =>
+      deliveriesPage(ctx.services.webhooks, auth.workspaceId, String(webhook.webhook_id), page(args)),
+    ),
   },
 
   Mutation: {
-    createAgent: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'agents:write')
+    createAgent: scoped('createAgent', async (ctx, auth, args) => {
       const input = body<CreateAgentInput>(postV1AgentsRoute, args.input as Args)
       return presentAgent(await ctx.services.agents.create(auth.workspaceId, input))
-    },
-    assignTask: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tasks:write')
-      const { agent_id } = params<{ agent_id: string }>(postV1AgentsAgentIdTasksRoute, {
-        agent_id: args.agent_id,
-      })
+    }),
+    assignTask: scoped('assignTask', async (ctx, auth, args) => {
+      const agentId = pathId(postV1AgentsAgentIdTasksRoute, 'agent_id', args.agent_id)
       const input = body<AssignTaskInput>(postV1AgentsAgentIdTasksRoute, args.input as Args)
-      return presentTask(await ctx.services.tasks.assign(auth.workspaceId, agent_id, input, callerOf(auth)))
-    },
-    registerTool: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tools:write')
+      return presentTask(await ctx.services.tasks.assign(auth.workspaceId, agentId, input, callerOf(auth)))
+    }),
+    registerTool: scoped('registerTool', async (ctx, auth, args) => {
       const input = body<RegisterToolInput>(postV1ToolsRoute, args.input as Args)
       return presentTool(await ctx.services.tools.register(auth.workspaceId, input))
-    },
-    retireTool: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'tools:write')
-      const { tool_id } = params<{ tool_id: string }>(deleteV1ToolsToolIdRoute, { tool_id: args.id })
-      return presentTool(await ctx.services.tools.retire(auth.workspaceId, tool_id))
-    },
-    startRun: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:write')
-      const { agent_id } = params<{ agent_id: string }>(postV1AgentsAgentIdRunsRoute, {
-        agent_id: args.agent_id,
-      })
+    }),
+    retireTool: scoped('retireTool', async (ctx, auth, args) => {
+      const toolId = pathId(deleteV1ToolsToolIdRoute, 'tool_id', args.id)
+      return presentTool(await ctx.services.tools.retire(auth.workspaceId, toolId))
+    }),
+    startRun: scoped('startRun', async (ctx, auth, args) => {
+      const agentId = pathId(postV1AgentsAgentIdRunsRoute, 'agent_id', args.agent_id)
       const input = body<StartRunInput>(postV1AgentsAgentIdRunsRoute, args.input as Args)
-      return presentRun(await ctx.services.runs.start(auth.workspaceId, agent_id, input, callerOf(auth)))
-    },
+      return presentRun(await ctx.services.runs.start(auth.workspaceId, agentId, input, callerOf(auth)))
+    }),
     pauseRun: control('pause'),
     resumeRun: control('resume'),
     cancelRun: control('cancel'),
-    decideApproval: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'runs:approve')
-      const { run_id, step_id } = params<{ run_id: string; step_id: string }>(
-        postV1RunsRunIdStepsStepIdApprovalRoute,
-        { run_id: args.run_id, step_id: args.step_id },
-      )
-      const decision = body<{ decision: 'approve' | 'reject'; comment?: string }>(
-        postV1RunsRunIdStepsStepIdApprovalRoute,
+    decideApproval: scoped('decideApproval', async (ctx, auth, args) => {
+      const route = postV1RunsRunIdStepsStepIdApprovalRoute
+      const { run_id, step_id } = params<{ run_id: string; step_id: string }>(route, {
+        run_id: args.run_id,
+        step_id: args.step_id,
+      })
+      const { decision, comment } = body<{ decision: 'approve' | 'reject'; comment?: string }>(
+        route,
         args.input as Args,
       )
+      const runs = ctx.services.runs
       return presentRun(
-        await ctx.services.runs.decide(
-          auth.workspaceId,
-          run_id,
-          step_id,
-          decision.decision,
-          auth.identity,
-          decision.comment,
-        ),
+        await runs.decide(auth.workspaceId, run_id, step_id, decision, auth.identity, comment),
       )
-    },
-    createWebhook: async (_p, args, ctx) => {
-      const auth = assertScope(ctx.auth, 'webhooks:write')
+    }),
+    createWebhook: scoped('createWebhook', async (ctx, auth, args) => {
       const input = body<CreateWebhookInput>(postV1WebhooksRoute, args.input as Args)
       return presentWebhook(await ctx.services.webhooks.create(auth.workspaceId, input))
-    },
+    }),
   },
 }
 

@@ -2,11 +2,13 @@ import {
   buildSchema,
   GraphQLScalarType,
   type GraphQLSchema,
+  isInterfaceType,
   isObjectType,
   Kind,
   printSchema,
   type ValueNode,
 } from 'graphql'
+import { CONTRACT_SDL, INTERFACE_MEMBERS } from '../../generated/graphql.js'
 import type { GraphqlContext } from './context.js'
 import { resolvers, subscriptions } from './resolvers.js'
 import { SDL } from './sdl.js'
@@ -41,10 +43,27 @@ const JSONScalar = new GraphQLScalarType({
 
 let built: GraphQLSchema | undefined
 
-/** The executable schema: the SDL with the JSON scalar, resolvers and subscription sources attached. */
+/** An interface's member for a value: the one its discriminating field names (the contract's `const` or `enum`). */
+function attachInterfaces(schema: GraphQLSchema): void {
+  for (const [name, { field, types }] of Object.entries(INTERFACE_MEMBERS)) {
+    const type = schema.getType(name)
+    if (!isInterfaceType(type)) throw new Error(`generated interface ${name} is missing`)
+    const members: Readonly<Record<string, string>> = types
+    type.resolveType = (value) => {
+      const kind = (value as Record<string, unknown>)[field]
+      return typeof kind === 'string' ? members[kind] : undefined
+    }
+  }
+}
+
+/**
+ * The executable schema: the contract's generated types with the hand-written relations and roots, the JSON scalar,
+ * interface resolution, resolvers and subscription sources attached.
+ */
 export function graphqlSchema(): GraphQLSchema {
   if (built) return built
-  const schema = buildSchema(SDL)
+  const schema = buildSchema(CONTRACT_SDL + SDL)
+  attachInterfaces(schema)
   const json = schema.getType('JSON') as GraphQLScalarType
   Object.assign(json, {
     serialize: JSONScalar.serialize,

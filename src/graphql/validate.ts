@@ -4,7 +4,7 @@ import { validationHook } from '../api/validation.js'
 interface RouteWithBody {
   request: { body: { content: { 'application/json': { schema: ZodType } } } }
 }
-interface RouteWithParams {
+export interface RouteWithParams {
   request: { params: ZodType }
 }
 

@@ -64,7 +64,11 @@ export function createHttpApp(services: Services, options: HttpAppOptions = {}):
   app.use('/v1/*', textGuard())
   // Mounted for the methods they concern only: every other request skips them in routing, not in a call.
   app.on([...WITH_BODY], '/v1/*', bodyGuard(services.config.maxBodyBytes))
-  app.on('POST', '/v1/*', idempotency(services))
+  app.on(
+    'POST',
+    '/v1/*',
+    idempotency(services.limits, limitMetrics && ((answer) => limitMetrics.idempotency(answer))),
+  )
 
   registerMetaRoutes(app, services)
   registerAgentRoutes(app, services)

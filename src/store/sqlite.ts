@@ -321,19 +321,7 @@ export class SqliteDb implements Db {
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     if (currentUnit(this)) return fn(this.direct)
     const started = this.observeTransaction ? performance.now() : 0
-    const { value, batch } = await this.mutex.lock(async () => {
-      const batch = this.openBatch()
-      this.control.savepoint.run()
-      try {
-        const value = await fn(this.direct)
-        this.control.release.run()
-        batch.dirty = true
-        return { value, batch }
-      } catch (err) {
-        this.undo(batch, err)
-        throw err
-      }
-    })
+    const { value, batch } = await this.inSavepoint(() => fn(this.direct))
     await batch.committed
     this.observeTransaction?.((performance.now() - started) / 1000)
     return value
@@ -347,11 +335,22 @@ export class SqliteDb implements Db {
   async unitOfWork<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     if (currentUnit(this)) return fn(this.direct)
     const unit = new Unit<Queryable>(this, this.direct)
-    const { value, batch } = await this.mutex.lock(async () => {
+    const { value, batch } = await this.inSavepoint(() => runInUnit(unit, () => fn(this.direct)))
+    await batch.committed
+    unit.committed()
+    return value
+  }
+
+  /**
+   * Runs `work` under the lock in a savepoint of the open batch (a transaction, or a unit of work): released into
+   * the batch when it settles, rolled back with its error when it throws. The caller waits for the batch's COMMIT.
+   */
+  private inSavepoint<T>(work: () => Promise<T>): Promise<{ value: T; batch: Batch }> {
+    return this.mutex.lock(async () => {
       const batch = this.openBatch()
       this.control.savepoint.run()
       try {
-        const value = await runInUnit(unit, () => fn(this.direct))
+        const value = await work()
         this.control.release.run()
         batch.dirty = true
         return { value, batch }
@@ -360,9 +359,6 @@ export class SqliteDb implements Db {
         throw err
       }
     })
-    await batch.committed
-    unit.committed()
-    return value
   }
 
   afterCommit(fn: () => void): void {

@@ -160,7 +160,7 @@ describe('idempotency middleware and server errors', () => {
       c.set('auth', auth)
       await next()
     })
-    app.use('*', idempotency(t.services))
+    app.use('*', idempotency(t.services.limits))
     app.post('/flaky', (c) => {
       calls++
       return calls === 1 ? c.json({ boom: true }, 503) : c.json({ ok: calls }, 201)

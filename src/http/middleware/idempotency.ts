@@ -3,8 +3,11 @@ import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
 import { ApiError } from '../../domain/errors.js'
 import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/limits/idempotency.js'
+import type { LimitsService } from '../../domain/limits/service.js'
 import type { StoredResponse } from '../../domain/limits/types.js'
-import type { Services } from '../../services.js'
+
+/** A keyed request answered without running it: a replay, or one of the two 409s. */
+export type KeyedAnswer = 'replayed' | 'conflict' | 'in_progress'
 
 /**
  * Remembers the JSON text of the last `c.json` answer and the Response it made. The object is stringified once
@@ -32,7 +35,11 @@ function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
  * The route runs inside the key's unit of work (LimitsService.once): whatever it writes commits with its answer,
  * so a crash at any point leaves the key unclaimed with nothing done, or answered with the effect.
  */
-export const idempotency = (services: Services) =>
+export const idempotency = (
+  limits: Pick<LimitsService, 'once'>,
+  /** Told of each request answered without running it (the server's metrics). */
+  countAnswer?: (answer: KeyedAnswer) => void,
+) =>
   createMiddleware<AppEnv>(async (c, next) => {
     if (c.req.method !== 'POST') return next()
     const key = c.req.header('idempotency-key')
@@ -41,7 +48,7 @@ export const idempotency = (services: Services) =>
     const auth = c.get('auth')
     const print = fingerprint(c.req.method, c.req.path, await c.req.text())
     const answered = captureJson(c)
-    const outcome = await services.limits.once(auth.workspaceId, key, print, async () => {
+    const outcome = await limits.once(auth.workspaceId, key, print, async () => {
       await next()
       return {
         response: await storedAnswer(c, answered),
@@ -50,13 +57,13 @@ export const idempotency = (services: Services) =>
     })
     if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
     if (outcome.fingerprint !== print) {
-      services.metrics?.limits.idempotency('conflict')
+      countAnswer?.('conflict')
       throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request', {
         header: 'Idempotency-Key',
       })
     }
     if (outcome.kind === 'in_progress') {
-      services.metrics?.limits.idempotency('in_progress')
+      countAnswer?.('in_progress')
       throw new ApiError(
         'idempotency_key_in_progress',
         'A request with this Idempotency-Key is still being processed; retry later',
@@ -64,7 +71,7 @@ export const idempotency = (services: Services) =>
         { 'Retry-After': '1' },
       )
     }
-    services.metrics?.limits.idempotency('replayed')
+    countAnswer?.('replayed')
     const headers = new Headers(outcome.response.headers)
     headers.set('Idempotent-Replayed', 'true')
     const replay = new Response(outcome.response.status === 204 ? null : outcome.response.body, {

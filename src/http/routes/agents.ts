@@ -11,46 +11,45 @@ import { callerOf } from '../../api/caller.js'
 import type { AppEnv } from '../../api/context.js'
 import { agentsPage } from '../../api/pages.js'
 import { presentAgent, presentTask } from '../../api/presenters.js'
-import { requireScope } from '../../api/scopes.js'
+import { requireScopeOf } from '../../api/scopes.js'
 import type { Services } from '../../services.js'
 
-export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerAgentRoutes(
+  app: OpenAPIHono<AppEnv>,
+  services: Pick<Services, 'agents' | 'tasks'>,
+): void {
   app.openapi(postV1AgentsRoute, async (c) => {
-    const auth = requireScope(c, 'agents:write')
+    const auth = requireScopeOf(c, 'createAgent')
     const agent = await services.agents.create(auth.workspaceId, c.req.valid('json'))
     return c.json(presentAgent(agent), 201)
   })
 
   app.openapi(getV1AgentsRoute, async (c) => {
-    const auth = requireScope(c, 'agents:read')
+    const auth = requireScopeOf(c, 'listAgents')
     return c.json(await agentsPage(services.agents, auth.workspaceId, c.req.valid('query')), 200)
   })
 
   app.openapi(getV1AgentsAgentIdRoute, async (c) => {
-    const auth = requireScope(c, 'agents:read')
+    const auth = requireScopeOf(c, 'getAgent')
     const agent = await services.agents.get(auth.workspaceId, c.req.valid('param').agent_id)
     return c.json(presentAgent(agent), 200)
   })
 
   app.openapi(deleteV1AgentsAgentIdRoute, async (c) => {
-    const auth = requireScope(c, 'agents:write')
+    const auth = requireScopeOf(c, 'deleteAgent')
     await services.agents.delete(auth.workspaceId, c.req.valid('param').agent_id)
     return c.body(null, 204)
   })
 
   app.openapi(postV1AgentsAgentIdTasksRoute, async (c) => {
-    const auth = requireScope(c, 'tasks:write')
-    const task = await services.tasks.assign(
-      auth.workspaceId,
-      c.req.valid('param').agent_id,
-      c.req.valid('json'),
-      callerOf(auth),
-    )
+    const auth = requireScopeOf(c, 'assignTask')
+    const { agent_id } = c.req.valid('param')
+    const task = await services.tasks.assign(auth.workspaceId, agent_id, c.req.valid('json'), callerOf(auth))
     return c.json(presentTask(task), 201)
   })
 
   app.openapi(getV1TasksTaskIdRoute, async (c) => {
-    const auth = requireScope(c, 'tasks:read')
+    const auth = requireScopeOf(c, 'getTask')
     const task = await services.tasks.get(auth.workspaceId, c.req.valid('param').task_id)
     return c.json(presentTask(task), 200)
   })

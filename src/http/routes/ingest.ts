@@ -7,7 +7,7 @@ import {
 } from '../../../generated/routes.js'
 import type { AppEnv } from '../../api/context.js'
 import { recordsPage } from '../../api/pages.js'
-import { requireScope } from '../../api/scopes.js'
+import { requireScopeOf } from '../../api/scopes.js'
 import { ApiError, unauthenticated } from '../../domain/errors.js'
 import { checkBatchSize } from '../../domain/ingestion/service.js'
 import type { Services } from '../../services.js'
@@ -20,7 +20,7 @@ const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
  */
 const batchSizeGuard = createMiddleware<AppEnv>(async (c, next) => {
   if (c.req.method !== 'POST') return next()
-  requireScope(c, 'ingest:write')
+  requireScopeOf(c, 'ingestBatch')
   let parsed: unknown
   try {
     parsed = await c.req.json()
@@ -32,11 +32,14 @@ const batchSizeGuard = createMiddleware<AppEnv>(async (c, next) => {
   return next()
 })
 
-export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerIngestRoutes(
+  app: OpenAPIHono<AppEnv>,
+  services: Pick<Services, 'ingestion' | 'keys' | 'metrics'>,
+): void {
   app.use(INGEST_PATH, batchSizeGuard)
 
   app.openapi(postV1GridConnectorsConnectorIdIngestRoute, async (c) => {
-    const auth = requireScope(c, 'ingest:write')
+    const auth = requireScopeOf(c, 'ingestBatch')
     const { connector_id } = c.req.valid('param')
     const started = performance.now()
     const result = await services.ingestion.ingest(
@@ -49,7 +52,7 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: Service
   })
 
   app.openapi(getV1GridConnectorsConnectorIdRecordsRoute, async (c) => {
-    const auth = requireScope(c, 'records:read')
+    const auth = requireScopeOf(c, 'listConnectorRecords')
     const { connector_id } = c.req.valid('param')
     return c.json(
       await recordsPage(services.ingestion, auth.workspaceId, connector_id, c.req.valid('query')),

@@ -20,7 +20,7 @@ export function loadContract(): Record<string, unknown> {
 }
 
 /** Public endpoints: health, the contract itself, and its interactive reference. */
-export function registerMetaRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerMetaRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'db'>): void {
   app.openapi(getHealthzRoute, async (c) => {
     try {
       await services.db.one('SELECT 1 AS ok')

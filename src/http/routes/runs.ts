@@ -15,7 +15,7 @@ import { callerOf } from '../../api/caller.js'
 import type { AppEnv } from '../../api/context.js'
 import { runsOfAgentPage, tracePage } from '../../api/pages.js'
 import { presentFrame, presentRun, traceList } from '../../api/presenters.js'
-import { requireScope } from '../../api/scopes.js'
+import { requireScopeOf } from '../../api/scopes.js'
 import { ApiError } from '../../domain/errors.js'
 import { decodeCursor } from '../../domain/pagination.js'
 import type { ControlAction } from '../../domain/runs/service.js'
@@ -26,26 +26,22 @@ import { traceSource, writeTrace } from '../trace-sse.js'
 const TRACE_PATH = '/v1/runs/:run_id/trace'
 const TRACE_STREAM_PATH = '/v1/runs/:run_id/trace/stream'
 
-export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'runs'>): void {
   app.openapi(postV1AgentsAgentIdRunsRoute, async (c) => {
-    const auth = requireScope(c, 'runs:write')
-    const view = await services.runs.start(
-      auth.workspaceId,
-      c.req.valid('param').agent_id,
-      c.req.valid('json'),
-      callerOf(auth),
-    )
+    const auth = requireScopeOf(c, 'startRun')
+    const { agent_id } = c.req.valid('param')
+    const view = await services.runs.start(auth.workspaceId, agent_id, c.req.valid('json'), callerOf(auth))
     return c.json(presentRun(view), 201)
   })
 
   app.openapi(getV1AgentsAgentIdRunsRoute, async (c) => {
-    const auth = requireScope(c, 'runs:read')
+    const auth = requireScopeOf(c, 'listAgentRuns')
     const agentId = c.req.valid('param').agent_id
     return c.json(await runsOfAgentPage(services.runs, auth.workspaceId, agentId, c.req.valid('query')), 200)
   })
 
   app.openapi(getV1RunsRunIdRoute, async (c) => {
-    const auth = requireScope(c, 'runs:read')
+    const auth = requireScopeOf(c, 'getRun')
     return jsonAnswer(
       c,
       presentRun(await services.runs.get(auth.workspaceId, c.req.valid('param').run_id)),
@@ -54,7 +50,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
   })
 
   const control = (action: ControlAction) => async (c: Context<AppEnv>) => {
-    const auth = requireScope(c, 'runs:write')
+    const auth = requireScopeOf(c, `${action}Run`)
     const view = await services.runs.control(
       auth.workspaceId,
       c.req.param('run_id') ?? '',
@@ -68,7 +64,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
   app.openapi(postV1RunsRunIdCancelRoute, control('cancel'))
 
   app.openapi(postV1RunsRunIdStepsStepIdApprovalRoute, async (c) => {
-    const auth = requireScope(c, 'runs:approve')
+    const auth = requireScopeOf(c, 'decideApproval')
     const { run_id, step_id } = c.req.valid('param')
     const body = c.req.valid('json')
     const view = await services.runs.decide(
@@ -86,7 +82,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
   // `text/event-stream` (what earlier versions of the contract documented), answered ahead of the JSON-only route.
   // Neither is a typed route: a stream is not a JSON body.
   const openTraceStream = async (c: Context<AppEnv>) => {
-    const auth = requireScope(c, 'runs:read')
+    const auth = requireScopeOf(c, 'streamRunTrace')
     const runId = c.req.param('run_id') ?? ''
     const after = resumeAfter(auth.workspaceId, runId, c.req.query('cursor'), c.req.header('last-event-id'))
     await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
@@ -100,7 +96,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Services):
   })
 
   app.openapi(getV1RunsRunIdTraceRoute, async (c) => {
-    const auth = requireScope(c, 'runs:read')
+    const auth = requireScopeOf(c, 'getRunTrace')
     const runId = c.req.valid('param').run_id
     return c.json(await tracePage(services.runs, auth.workspaceId, runId, c.req.valid('query')), 200)
   })

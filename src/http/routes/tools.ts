@@ -8,31 +8,31 @@ import {
 import type { AppEnv } from '../../api/context.js'
 import { toolsPage } from '../../api/pages.js'
 import { presentTool } from '../../api/presenters.js'
-import { requireScope } from '../../api/scopes.js'
+import { requireScopeOf } from '../../api/scopes.js'
 import type { Services } from '../../services.js'
 
-export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Services): void {
+export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'tools'>): void {
   app.openapi(postV1ToolsRoute, async (c) => {
-    const auth = requireScope(c, 'tools:write')
+    const auth = requireScopeOf(c, 'registerTool')
     const tool = await services.tools.register(auth.workspaceId, c.req.valid('json'))
     return c.json(presentTool(tool), 201)
   })
 
   app.openapi(getV1ToolsRoute, async (c) => {
-    const auth = requireScope(c, 'tools:read')
+    const auth = requireScopeOf(c, 'listTools')
     const query = c.req.valid('query')
     const includeRetired = query.include_retired === true
     return c.json(await toolsPage(services.tools, auth.workspaceId, includeRetired, query), 200)
   })
 
   app.openapi(getV1ToolsToolIdRoute, async (c) => {
-    const auth = requireScope(c, 'tools:read')
+    const auth = requireScopeOf(c, 'getTool')
     const tool = await services.tools.get(auth.workspaceId, c.req.valid('param').tool_id)
     return c.json(presentTool(tool), 200)
   })
 
   app.openapi(deleteV1ToolsToolIdRoute, async (c) => {
-    const auth = requireScope(c, 'tools:write')
+    const auth = requireScopeOf(c, 'retireTool')
     const tool = await services.tools.retire(auth.workspaceId, c.req.valid('param').tool_id)
     return c.json(presentTool(tool), 200)
   })

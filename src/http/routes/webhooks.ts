@@ -11,7 +11,7 @@ import {
 import type { AppEnv } from '../../api/context.js'
 import { deliveriesPage, webhooksPage } from '../../api/pages.js'
 import { presentDelivery, presentWebhook } from '../../api/presenters.js'
-import { requireScope } from '../../api/scopes.js'
+import { requireScopeOf } from '../../api/scopes.js'
 import type { WebhookService } from '../../domain/webhooks/service.js'
 
 export function registerWebhookRoutes(
@@ -21,30 +21,30 @@ export function registerWebhookRoutes(
   const webhooks = services.webhooks
 
   app.openapi(postV1WebhooksRoute, async (c) => {
-    const auth = requireScope(c, 'webhooks:write')
+    const auth = requireScopeOf(c, 'createWebhook')
     const created = await webhooks.create(auth.workspaceId, c.req.valid('json'))
     return c.json(presentWebhook(created), 201)
   })
 
   app.openapi(getV1WebhooksRoute, async (c) => {
-    const auth = requireScope(c, 'webhooks:read')
+    const auth = requireScopeOf(c, 'listWebhooks')
     return c.json(await webhooksPage(webhooks, auth.workspaceId, c.req.valid('query')), 200)
   })
 
   app.openapi(getV1WebhooksWebhookIdRoute, async (c) => {
-    const auth = requireScope(c, 'webhooks:read')
+    const auth = requireScopeOf(c, 'getWebhook')
     const found = await webhooks.get(auth.workspaceId, c.req.valid('param').webhook_id)
     return c.json(presentWebhook(found), 200)
   })
 
   app.openapi(deleteV1WebhooksWebhookIdRoute, async (c) => {
-    const auth = requireScope(c, 'webhooks:write')
+    const auth = requireScopeOf(c, 'deleteWebhook')
     await webhooks.delete(auth.workspaceId, c.req.valid('param').webhook_id)
     return c.body(null, 204)
   })
 
   app.openapi(postV1WebhooksWebhookIdRotateSecretRoute, async (c) => {
-    const auth = requireScope(c, 'webhooks:write')
+    const auth = requireScopeOf(c, 'rotateWebhookSecret')
     const rotated = await webhooks.rotateSecret(
       auth.workspaceId,
       c.req.valid('param').webhook_id,
@@ -54,13 +54,13 @@ export function registerWebhookRoutes(
   })
 
   app.openapi(getV1WebhooksWebhookIdDeliveriesRoute, async (c) => {
-    const auth = requireScope(c, 'webhooks:read')
+    const auth = requireScopeOf(c, 'listWebhookDeliveries')
     const webhookId = c.req.valid('param').webhook_id
     return c.json(await deliveriesPage(webhooks, auth.workspaceId, webhookId, c.req.valid('query')), 200)
   })
 
   app.openapi(postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute, async (c) => {
-    const auth = requireScope(c, 'webhooks:write')
+    const auth = requireScopeOf(c, 'redeliverWebhookDelivery')
     const { webhook_id, delivery_id } = c.req.valid('param')
     const requeued = await webhooks.redeliver(auth.workspaceId, webhook_id, delivery_id)
     return c.json(presentDelivery(requeued), 202)
