@@ -135,8 +135,13 @@ export interface TaskRepository extends TxBound<TaskRepository> {
 export type LeaseClaim = 'claimed' | 'taken-over'
 
 export interface RunRepository extends TxBound<RunRepository> {
+  /**
+   * The repository in a transaction that reads none of the runs it writes once it has written them: save,
+   * appendFrame and followTask may then be held back and sent with the COMMIT (one write instead of one each).
+   */
+  writingAtCommit(tx: Queryable): RunRepository
   insert(r: Omit<RunRecord, 'seq'>): Promise<RunRecord>
-  /** Writes every mutable field back; callers hold the row inside a transaction. */
+  /** Writes every mutable field back; callers hold the row inside a transaction. A finished run drops its lease. */
   save(r: RunRecord): Promise<void>
   get(workspaceId: string, id: string): Promise<RunRecord | undefined>
   /** Reads the row for update: on PostgreSQL the row lock serialises controls against the executor. */
@@ -150,8 +155,18 @@ export interface RunRepository extends TxBound<RunRepository> {
   activeIdsByAgent(workspaceId: string, agentId: string): Promise<string[]>
   /** Non-terminal runs per agent; agents without one are absent from the map. */
   countActiveByAgents(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>>
-  /** Runs the scheduler may advance: higher priority first, then age; leases held elsewhere are skipped. */
-  runnable(now: number, limit: number, exclude: string[]): Promise<string[]>
+  /**
+   * Claims up to `limit` runs the scheduler may advance (higher priority first, then age; leases live elsewhere
+   * are skipped) with one statement, answering their ids in that order; each run goes to one owner. A run `owner`
+   * already holds may be among them (its lease renewed). `takenOver`: how many of them another owner had held
+   * and let lapse (a replica that died or stalled).
+   */
+  claimNext(
+    owner: string,
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<{ ids: string[]; takenOver: number }>
   /**
    * Takes (or renews) the run's lease: `taken-over` when another owner's lease had lapsed (a dead or stalled
    * replica), undefined when another owner holds a live one.

@@ -8,7 +8,14 @@ import type { RunChange, RunRecorder } from './recorder.js'
 import { isTerminal, transition } from './state-machine.js'
 import type { Outcome, PlanStep, RunRecord } from './types.js'
 
-export type Progress = 'continue' | 'idle'
+/**
+ * What a run needs next: another step now (`continue`), nothing until something outside changes it (`idle`: paused,
+ * awaiting approval), or nothing ever (`finished`: a terminal status, whose write also dropped the run's lease).
+ */
+export type Progress = 'continue' | 'idle' | 'finished'
+
+/** What one move answers; whether it finished the run is read from the run it left (settled). */
+type Move = Exclude<Progress, 'finished'>
 
 /** A step whose call was allowed and recorded as in flight; the call itself runs outside any transaction. */
 interface PendingCall {
@@ -69,16 +76,18 @@ export class RunExecutor {
 
   async advance(runId: string): Promise<Progress> {
     const { run, value: next } = await this.recorder.change(runId, (c) => this.nextMove(c))
-    if (next === 'continue' || next === 'idle') return next
+    if (next === 'continue' || next === 'idle') return settled(run, next)
     const result = await this.call(run, next)
-    const { value } = await this.recorder.change(runId, (c) => recordCall(c, next, result))
-    return value
+    const after = await this.recorder.change(runId, (c) => recordCall(c, next, result))
+    return settled(after.run, after.value)
   }
 
   /** Inside the first transaction: which single move the run makes now. */
-  private async nextMove(c: RunChange): Promise<Progress | PendingCall> {
+  private async nextMove(c: RunChange): Promise<Move | PendingCall> {
     const { run } = c
-    if (run.status === 'queued') return startRun(c)
+    // The start and the first move are one transaction: one write fewer per run, and nothing is lost between
+    // them (a pause or cancel takes the run's row lock before or after both, as it would between two steps).
+    if (run.status === 'queued') startRun(c)
     if (run.status !== 'running') return 'idle'
     const step = run.plan[run.nextStep]
     if (!step) return completeRun(c)
@@ -109,21 +118,25 @@ export class RunExecutor {
   }
 }
 
-function startRun(c: RunChange): Progress {
+/** A run in a terminal status is finished, whatever the move that left it there answered. */
+function settled(run: RunRecord, progress: Move): Progress {
+  return isTerminal(run.status) ? 'finished' : progress
+}
+
+function startRun(c: RunChange): void {
   const { run } = c
   run.status = transition(run.status, 'start')
   run.startedAt ??= c.now
   c.frame({ kind: 'run.started', detail: { plan: run.plan, envelope: run.envelope.name } })
   c.event('run.started', { status: run.status, plan: run.plan.map((s) => s.step_id) })
-  return 'continue'
 }
 
-function completeRun(c: RunChange): Progress {
+function completeRun(c: RunChange): Move {
   finish(c, 'complete', null)
   return 'idle'
 }
 
-function failRetiredTool(c: RunChange, step: PlanStep): Progress {
+function failRetiredTool(c: RunChange, step: PlanStep): Move {
   const error = {
     code: 'tool_unavailable',
     message: `Tool ${step.tool} was retired before step ${step.step_id} ran`,
@@ -144,7 +157,7 @@ function at(step: PlanStep, tool: ToolRecord) {
   return { stepId: step.step_id, tool: tool.name, toolId: tool.id }
 }
 
-function denyStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Deny): Progress {
+function denyStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Deny): Move {
   const where = at(step, tool)
   c.frame({
     kind: 'policy.decision',
@@ -164,7 +177,7 @@ function denyStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Deny
   return 'idle'
 }
 
-function escalateStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Escalate): Progress {
+function escalateStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Escalate): Move {
   const { run } = c
   const where = at(step, tool)
   run.status = transition(run.status, 'escalate')
@@ -199,7 +212,7 @@ function allowStep(c: RunChange, step: PlanStep, tool: ToolRecord): PendingCall 
 }
 
 /** Inside the second transaction: the call's result, unless the run moved on while it ran. */
-function recordCall(c: RunChange, { step, tool }: PendingCall, { outcome, latencyMs }: CallResult): Progress {
+function recordCall(c: RunChange, { step, tool }: PendingCall, { outcome, latencyMs }: CallResult): Move {
   const r = c.run
   // A run cancelled during the call keeps the trace it ended with; the late answer is dropped.
   if (isTerminal(r.status) || r.inFlightStep !== r.nextStep) return 'idle'

@@ -50,8 +50,11 @@ export class RunRecorder {
     runId: string,
     fn: (c: RunChange) => T | Promise<T>,
   ): Promise<{ run: RunRecord; value: T }> {
+    // A unit of work may read a run again after this change (a GraphQL document of several mutations), so only a
+    // transaction of its own sends the writes with its COMMIT: nothing in it reads the run once it is saved.
+    const writeBehind = !this.db.inUnitOfWork()
     const result = await this.db.transaction(async (tx) => {
-      const repo = this.runs.in(tx)
+      const repo = writeBehind ? this.runs.writingAtCommit(tx) : this.runs.in(tx)
       const run = await repo.lock(runId, this.db.dialect)
       if (!run) throw new Error(`run ${runId} vanished`)
       const before: RunStatus = run.status

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { RunRepository } from '../ports.js'
 import { type LeaseTelemetry, NO_LEASE_TELEMETRY } from '../telemetry.js'
-import type { RunExecutor } from './executor.js'
+import type { Progress, RunExecutor } from './executor.js'
 
 export interface SchedulerOptions {
   concurrency: number
@@ -68,22 +68,22 @@ export class RunScheduler {
     const free = this.options.concurrency - this.driving.size
     if (free <= 0) return
     const repo = this.runs
-    const ids = await repo.runnable(Date.now(), free, [...this.driving.keys()])
-    let takenOver = 0
-    try {
-      for (const id of ids) {
-        if (this.stopped) return
-        const claim = await repo.claim(id, this.owner, Date.now(), Date.now() + this.options.leaseMs)
-        if (!claim) continue
-        if (claim === 'taken-over') takenOver++
-        const drive = this.drive(id).finally(() => {
-          this.driving.delete(id)
-          this.wake()
-        })
-        this.driving.set(id, drive)
+    const now = Date.now()
+    // Finding and leasing the next runs is one statement: one round trip per tick, however many runs it takes.
+    const { ids, takenOver } = await repo.claimNext(this.owner, now, now + this.options.leaseMs, free)
+    if (takenOver > 0) (this.options.leases ?? NO_LEASE_TELEMETRY).takenOver('runs', takenOver)
+    for (const id of ids) {
+      // A run in hand whose lease had lapsed comes back renewed: it is driven once, by the loop already on it.
+      if (this.driving.has(id)) continue
+      if (this.stopped) {
+        await repo.release(id, this.owner).catch(() => undefined)
+        continue
       }
-    } finally {
-      if (takenOver > 0) (this.options.leases ?? NO_LEASE_TELEMETRY).takenOver('runs', takenOver)
+      const drive = this.drive(id).finally(() => {
+        this.driving.delete(id)
+        this.wake()
+      })
+      this.driving.set(id, drive)
     }
   }
 
@@ -96,16 +96,20 @@ export class RunScheduler {
       Math.max(50, Math.floor(this.options.leaseMs / 3)),
     )
     renew.unref()
+    let progress: Progress = 'continue'
     try {
-      while (!this.stopped && (await this.executor.advance(id)) === 'continue') {
+      while (!this.stopped && progress === 'continue') {
         // one step per iteration, so a pause or cancel lands between steps
+        progress = await this.executor.advance(id)
       }
     } catch (err) {
+      progress = 'idle'
       if (!this.stopped) console.error(`[scheduler] run ${id}:`, err)
     } finally {
       clearInterval(renew)
-      // Also on stop: the step in hand has finished, so another replica may take the run over at once.
-      await repo.release(id, this.owner).catch(() => undefined)
+      // A finished run's last write dropped its lease. Otherwise (also on stop: the step in hand has finished)
+      // the lease goes now, so another replica may take the run over at once.
+      if (progress !== 'finished') await repo.release(id, this.owner).catch(() => undefined)
     }
   }
 }

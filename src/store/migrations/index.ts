@@ -7,6 +7,7 @@ import { migration as ingest } from './005_ingest.js'
 import { migration as runCounts } from './006_run_counts.js'
 import { migration as ingestBatchIndex } from './007_ingest_batch_index.js'
 import { migration as runClaimAndSecrets } from './009_run_claim_and_secrets.js'
+import { migration as runsAgentActive } from './010_runs_agent_active.js'
 
 export interface Migration {
   /** Ordered, never renamed once released: `001_core`. */
@@ -25,6 +26,7 @@ export const MIGRATIONS: readonly Migration[] = [
   runCounts,
   ingestBatchIndex,
   runClaimAndSecrets,
+  runsAgentActive,
 ]
 
 /**

@@ -28,8 +28,8 @@ export function createRepositories(db: Db): Repositories {
     // another replica may have written them, from memory once the row's version says they are still current.
     runs:
       db.dialect === 'sqlite'
-        ? new CachedRunRepo(new RunRepo(db), 'sole-writer', () => db.inUnitOfWork())
-        : new CachedRunRepo(new RunRepo(db, hot), 'versioned', () => db.inUnitOfWork()),
+        ? new CachedRunRepo(new RunRepo(db, 'sqlite'), 'sole-writer', () => db.inUnitOfWork())
+        : new CachedRunRepo(new RunRepo(db, 'postgres', hot), 'versioned', () => db.inUnitOfWork()),
     events: new EventRepo(db),
     records: new RecordRepo(db, db.dialect),
     webhooks: new WebhookRepo(db),

@@ -93,6 +93,10 @@ export class CachedRunRepo implements RunRepository {
     return new CachedRunRepo(this.inner.in(tx), this.trust, this.inUnitOfWork, this.cache, true)
   }
 
+  writingAtCommit(tx: Queryable): CachedRunRepo {
+    return new CachedRunRepo(this.inner.writingAtCommit(tx), this.trust, this.inUnitOfWork, this.cache, true)
+  }
+
   async get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
     if (this.inTransaction || this.inUnitOfWork()) return this.inner.get(workspaceId, id)
     const hit = this.cache.get(id)
@@ -140,8 +144,13 @@ export class CachedRunRepo implements RunRepository {
   countActiveByAgents(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>> {
     return this.inner.countActiveByAgents(workspaceId, agentIds)
   }
-  runnable(now: number, limit: number, exclude: string[]): Promise<string[]> {
-    return this.inner.runnable(now, limit, exclude)
+  claimNext(
+    owner: string,
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<{ ids: string[]; takenOver: number }> {
+    return this.inner.claimNext(owner, now, until, limit)
   }
   claim(id: string, owner: string, now: number, until: number): Promise<LeaseClaim | undefined> {
     return this.inner.claim(id, owner, now, until)

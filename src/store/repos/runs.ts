@@ -1,7 +1,8 @@
 import type { Slice } from '../../domain/pagination.js'
 import type { LeaseClaim, RunRepository } from '../../domain/ports.js'
+import { isTerminal } from '../../domain/runs/state-machine.js'
 import type { FrameKind, FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
-import { fromJson, type Queryable, toJson } from '../db.js'
+import { commitTailOf, type Dialect, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 
 type RawRow = Record<string, unknown>
@@ -58,26 +59,80 @@ function toFrame(r: RawRow): FrameRecord {
   }
 }
 
+/** The claimable runs in claim order: exactly the predicate and order of the partial index `runs_claim`. */
+const claimable = (columns: string, now: string, limit: string) =>
+  `SELECT ${columns} FROM runs WHERE status IN ('queued', 'running') AND lease_until < ${now}
+         ORDER BY priority DESC, seq ASC LIMIT ${limit}`
+
+/** SQLite's look before it claims: the same walk, with each run's lease owner as it is before the claim. */
+const CLAIMABLE_WITH_OWNERS = claimable('id, lease_owner', '$1', '$2')
+
 /**
- * The scheduler's claim query. Its predicate and order are exactly those of the partial index `runs_claim`
- * (migration 009): both stores walk that index from its first entry and stop after the LIMIT, so a claim costs
- * the same whatever the backlog (test/store/run-claim-plan.test.ts checks both plans). Rows whose lease is live
- * elsewhere are skipped inside the index (lease_until is one of its columns); there are at most as many as runs
- * being driven. Change the text and the index together.
+ * The scheduler's claim: the next runnable runs and their leases in one statement. The inner SELECT's predicate
+ * and order are exactly those of the partial index `runs_claim` (migration 009): both stores walk that index from
+ * its first entry and stop after the LIMIT, so a claim costs the same whatever the backlog
+ * (test/store/hot-query-plans.test.ts checks both plans). Rows whose lease is live elsewhere are skipped inside the
+ * index (lease_until is one of its columns).
+ *
+ * On PostgreSQL `FOR UPDATE SKIP LOCKED` makes replicas that claim at once take different runs instead of queueing
+ * on each other's row locks; a row another replica claimed after this statement's snapshot is locked, re-read and
+ * re-checked (`lease_until < now` then fails), so it is skipped: each run is claimed by one replica. The locked rows'
+ * lease owners as they were come back with the claim (`was_owner`), so a lapsed lease of another owner is told from a
+ * free one. On SQLite the statement runs under the one write lock (its RETURNING cannot name another table; the
+ * owners come from the look before). Change the text and the index together.
  */
-export const RUNNABLE_SQL = `SELECT id FROM runs WHERE status IN ('queued', 'running') AND lease_until < $1
-       ORDER BY priority DESC, seq ASC LIMIT $2`
+export function claimNextSql(dialect: Dialect): string {
+  if (dialect === 'postgres') {
+    return `UPDATE runs SET lease_owner = $1, lease_until = $2
+       FROM (${claimable('id, lease_owner', '$3', '$4')} FOR UPDATE SKIP LOCKED) AS was
+       WHERE runs.id = was.id
+       RETURNING runs.id, runs.priority, runs.seq, was.lease_owner AS was_owner`
+  }
+  return `UPDATE runs SET lease_owner = $1, lease_until = $2
+       WHERE id IN (${claimable('id', '$3', '$4')})
+       RETURNING id, priority, seq`
+}
+
+/** The live statuses, as the predicate of the partial index runs_agent_active (migration 010) spells them. */
+const LIVE = `status IN ('queued', 'running', 'awaiting_approval', 'paused')`
+
+const SAVE_COLUMNS = `status=$2, paused_from=$3, next_step=$4, in_flight_step=$5, tool_calls=$6, approved=$7,
+         awaiting=$8, results=$9, outcome=$10, frame_count=$11, started_at=$12, finished_at=$13, updated_at=$14,
+         steps_completed=$15, steps_escalated=$16`
+const SAVE_SQL = `UPDATE runs SET ${SAVE_COLUMNS} WHERE id=$1`
+/** A finished run leaves the claim index; its lease goes in the same write, so the scheduler sends no release. */
+const SAVE_FINISHED_SQL = `UPDATE runs SET ${SAVE_COLUMNS}, lease_owner = NULL, lease_until = 0 WHERE id=$1`
 
 export class RunRepo implements RunRepository {
   constructor(
     private readonly db: Queryable,
+    private readonly dialect: Dialect,
     /** Where a read by id goes outside a transaction: the store's pipeline on PostgreSQL (src/store/db.ts). */
     private readonly reads: Queryable = db,
+    /** Whether save, appendFrame and followTask may be held back to the transaction's COMMIT (writingAtCommit). */
+    private readonly writeBehind = false,
   ) {}
 
   /** The same repository inside a transaction that spans several repositories. */
   in(tx: Queryable): RunRepo {
-    return new RunRepo(tx)
+    return new RunRepo(tx, this.dialect)
+  }
+
+  /**
+   * The repository in a transaction that reads none of the rows it writes once it has written them (the recorder's
+   * own change). Where the driver can hold statements back (PostgreSQL's commit tail, src/store/db.ts), the run's
+   * update, its frames and its task's update then travel in one write with the COMMIT instead of a round trip
+   * each; a failure among them rolls the whole transaction back, as it would have at its own turn.
+   */
+  writingAtCommit(tx: Queryable): RunRepo {
+    return new RunRepo(tx, this.dialect, tx, true)
+  }
+
+  /** A write whose result no caller reads: held back to the COMMIT when this repository may, else sent now. */
+  private async write(sql: string, params: readonly SqlValue[]): Promise<void> {
+    const tail = this.writeBehind ? commitTailOf(this.db) : undefined
+    if (tail) tail.atCommit(sql, params)
+    else await this.db.run(sql, params)
   }
 
   async insert(r: Omit<RunRecord, 'seq'>): Promise<RunRecord> {
@@ -123,32 +178,29 @@ export class RunRepo implements RunRepository {
     return toRun(row ?? {})
   }
 
-  /** Writes every mutable field back; callers hold the row inside a transaction. */
+  /**
+   * Writes every mutable field back; callers hold the row inside a transaction. A run that reaches a terminal
+   * status gives up its lease in the same statement.
+   */
   async save(r: RunRecord): Promise<void> {
-    await this.db.run(
-      `UPDATE runs SET status=$2, paused_from=$3, next_step=$4, in_flight_step=$5, tool_calls=$6, approved=$7,
-         awaiting=$8, results=$9, outcome=$10, frame_count=$11, started_at=$12, finished_at=$13, updated_at=$14,
-         steps_completed=$15, steps_escalated=$16
-       WHERE id=$1`,
-      [
-        r.id,
-        r.status,
-        r.pausedFrom,
-        r.nextStep,
-        r.inFlightStep,
-        r.toolCalls,
-        toJson(r.approved),
-        toJson(r.awaiting),
-        toJson(r.results),
-        r.outcome === null ? null : toJson(r.outcome),
-        r.frameCount,
-        r.startedAt,
-        r.finishedAt,
-        r.updatedAt,
-        r.stepsCompleted,
-        r.stepsEscalated,
-      ],
-    )
+    await this.write(isTerminal(r.status) ? SAVE_FINISHED_SQL : SAVE_SQL, [
+      r.id,
+      r.status,
+      r.pausedFrom,
+      r.nextStep,
+      r.inFlightStep,
+      r.toolCalls,
+      toJson(r.approved),
+      toJson(r.awaiting),
+      toJson(r.results),
+      r.outcome === null ? null : toJson(r.outcome),
+      r.frameCount,
+      r.startedAt,
+      r.finishedAt,
+      r.updatedAt,
+      r.stepsCompleted,
+      r.stepsEscalated,
+    ])
   }
 
   async get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
@@ -206,10 +258,11 @@ export class RunRepo implements RunRepository {
     return toSlice(rows.map(toRun), limit)
   }
 
+  /** Through the partial index runs_agent_active (migration 010): its predicate is LIVE, word for word. */
   async activeIdsByAgent(workspaceId: string, agentId: string): Promise<string[]> {
     const rows = await this.db.query<{ id: string }>(
       `SELECT id FROM runs WHERE workspace_id = $1 AND agent_id = $2
-         AND status IN ('queued', 'running', 'awaiting_approval', 'paused') ORDER BY seq`,
+         AND ${LIVE} ORDER BY seq`,
       [workspaceId, agentId],
     )
     return rows.map((r) => r.id)
@@ -220,19 +273,48 @@ export class RunRepo implements RunRepository {
     const placeholders = agentIds.map((_, i) => `$${i + 2}`).join(', ')
     const rows = await this.db.query<{ agent_id: string; n: number | string }>(
       `SELECT agent_id, COUNT(*) AS n FROM runs WHERE workspace_id = $1 AND agent_id IN (${placeholders})
-         AND status IN ('queued', 'running', 'awaiting_approval', 'paused') GROUP BY agent_id`,
+         AND ${LIVE} GROUP BY agent_id`,
       [workspaceId, ...agentIds],
     )
     return new Map(rows.map((r) => [r.agent_id, Number(r.n)]))
   }
 
-  /** Runs the scheduler may advance: higher priority first, then age; leases held elsewhere are skipped. */
-  async runnable(now: number, limit: number, exclude: string[]): Promise<string[]> {
-    const rows = await this.db.query<{ id: string }>(RUNNABLE_SQL, [now, limit + exclude.length])
-    return rows
-      .map((r) => r.id)
-      .filter((id) => !exclude.includes(id))
-      .slice(0, limit)
+  /**
+   * Claims up to `limit` runnable runs for `owner` (higher priority first, then age; leases live elsewhere are
+   * skipped) and answers their ids in claim order. A run `owner` already holds may come back: its lease is renewed.
+   */
+  async claimNext(
+    owner: string,
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<{ ids: string[]; takenOver: number }> {
+    // On SQLite any UPDATE opens a write transaction, even one that changes nothing; an idle scheduler polls, so it
+    // looks first (a read, in process) and takes the write lock only when there is something to claim. This server
+    // is the only writer of runs there, and one claim runs at a time, so the look sees the owners the claim replaces.
+    let ownersBefore: Map<string, string | null> | undefined
+    if (this.dialect === 'sqlite') {
+      const looked = await this.db.query<{ id: string; lease_owner: string | null }>(CLAIMABLE_WITH_OWNERS, [
+        now,
+        limit,
+      ])
+      if (looked.length === 0) return { ids: [], takenOver: 0 }
+      ownersBefore = new Map(looked.map((r) => [r.id, r.lease_owner]))
+    }
+    const rows = await this.db.query<{
+      id: string
+      priority: number | string
+      seq: number | string
+      was_owner?: string | null
+    }>(claimNextSql(this.dialect), [owner, until, now, limit])
+    // RETURNING answers in no particular order.
+    rows.sort((a, b) => Number(b.priority) - Number(a.priority) || Number(a.seq) - Number(b.seq))
+    let takenOver = 0
+    for (const r of rows) {
+      const was = ownersBefore ? ownersBefore.get(r.id) : r.was_owner
+      if (was !== null && was !== undefined && was !== owner) takenOver++
+    }
+    return { ids: rows.map((r) => r.id), takenOver }
   }
 
   /**
@@ -262,7 +344,7 @@ export class RunRepo implements RunRepository {
   }
 
   async appendFrame(runId: string, f: FrameRecord): Promise<void> {
-    await this.db.run(
+    await this.write(
       `INSERT INTO run_frames (run_id, seq, ts, step_id, kind, tool, tool_id, policy, latency_ms, result, detail)
        VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)`,
       [
@@ -290,7 +372,7 @@ export class RunRepo implements RunRepository {
   }
 
   async followTask(runId: string, status: RunStatus, outcome: Outcome | null, at: number): Promise<void> {
-    await this.db.run('UPDATE tasks SET status = $2, result = $3, updated_at = $4 WHERE run_id = $1', [
+    await this.write('UPDATE tasks SET status = $2, result = $3, updated_at = $4 WHERE run_id = $1', [
       runId,
       status,
       outcome === null ? null : toJson(outcome),
