@@ -5,6 +5,7 @@
  */
 import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
+import { eventMutants } from './families/events.js'
 import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { limitMutants } from './families/limits.js'
@@ -479,5 +480,6 @@ export function createMutants(): Mutant[] {
     ...limitMutants(),
     ...readbackMutants(),
     ...surfaceMutants(),
+    ...eventMutants(),
   ]
 }

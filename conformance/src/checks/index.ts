@@ -2,6 +2,7 @@
 import type { Check } from '../check.js'
 import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
+import { eventChecks } from './events.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
@@ -27,6 +28,7 @@ export const ALL_CHECKS: Check[] = [
   ...surfaceChecks,
   ...rateLimitChecks,
   ...webhookChecks,
+  ...eventChecks,
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,
