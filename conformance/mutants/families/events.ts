@@ -1,6 +1,7 @@
 /**
- * Event bugs: a state change whose event never reaches the subscriber. A failed run that is not announced (spec
- * §6 run.failed), and a deployment that only ever sends the spec's five kinds although its contract lists more.
+ * Event bugs: a state change whose event never reaches the subscriber (a failed run that is not announced, spec
+ * §6 run.failed; a deployment that only ever sends the spec's five kinds although its contract lists more), and
+ * retries on a fixed interval instead of spec §6's exponential backoff.
  */
 import type { Json, Mutant, ProxiedRequest, ProxiedResponse } from '../proxy.js'
 
@@ -29,8 +30,34 @@ const swallowed: ProxiedResponse = {
   body: '{}',
 }
 
+/** The fixed interval of the constant-retry mutant, ms. */
+const INTERVAL_MS = 700
+
 export function eventMutants(): Mutant[] {
+  const retrying = new Set<string>()
   return [
+    {
+      id: 'retries-at-fixed-interval',
+      description: 'A failed delivery is retried every 700 ms, the same wait each time: no backoff',
+      targets: ['webhooks.retry-gaps-grow'],
+      // The deployment's first attempt is forwarded; on a failure the mutant takes the delivery over (the
+      // deployment is told it arrived) and sends it again itself at a fixed interval until the receiver takes it.
+      async delivery(req, forward) {
+        const res = await forward(req)
+        if (res.status < 500) return res
+        const key = `${req.path} ${req.body}`
+        if (retrying.has(key)) return res
+        retrying.add(key)
+        void (async () => {
+          for (let attempt = 0; attempt < 10; attempt++) {
+            await new Promise((resolve) => setTimeout(resolve, INTERVAL_MS))
+            const again = await forward(req).catch(() => undefined)
+            if (again && again.status < 500) break
+          }
+        })()
+        return swallowed
+      },
+    },
     {
       id: 'run-failed-never-emitted',
       description: 'A run that fails emits no run.failed event: subscribers never hear of it',

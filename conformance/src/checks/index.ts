@@ -2,6 +2,7 @@
 import type { Check } from '../check.js'
 import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
+import { backoffChecks } from './backoff.js'
 import { eventChecks } from './events.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
@@ -29,6 +30,7 @@ export const ALL_CHECKS: Check[] = [
   ...rateLimitChecks,
   ...webhookChecks,
   ...eventChecks,
+  ...backoffChecks,
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,
