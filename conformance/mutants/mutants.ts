@@ -6,6 +6,7 @@
 import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
 import { eventMutants } from './families/events.js'
+import { extensionMutants } from './families/extensions.js'
 import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { limitMutants } from './families/limits.js'
@@ -481,5 +482,6 @@ export function createMutants(): Mutant[] {
     ...readbackMutants(),
     ...surfaceMutants(),
     ...eventMutants(),
+    ...extensionMutants(),
   ]
 }

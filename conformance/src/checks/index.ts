@@ -4,6 +4,7 @@ import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
 import { backoffChecks } from './backoff.js'
 import { eventChecks } from './events.js'
+import { extensionChecks } from './extensions.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
@@ -31,6 +32,7 @@ export const ALL_CHECKS: Check[] = [
   ...webhookChecks,
   ...eventChecks,
   ...backoffChecks,
+  ...extensionChecks,
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,
