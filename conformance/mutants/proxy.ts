@@ -50,11 +50,7 @@ export interface Mutant {
     ctx: MutantContext,
   ): Promise<ProxiedResponse> | ProxiedResponse
   /** Rewrites a webhook delivery on its way to the receiver; a response answers the deployment without delivering. */
-  delivery?(
-    req: ProxiedRequest,
-    /** Sends a delivery (path under HOOK_PREFIX) on to the receiver now: for mutants that deliver on their own. */
-    forward: (req: ProxiedRequest) => Promise<ProxiedResponse>,
-  ): ProxiedRequest | ProxiedResponse | Promise<ProxiedRequest | ProxiedResponse>
+  delivery?(req: ProxiedRequest): ProxiedRequest | ProxiedResponse
   /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
   /** Rewrites a JSON stream message on its way from the deployment to the client. */
@@ -128,10 +124,13 @@ export class MutantProxy {
         try {
           let res: ProxiedResponse
           if (req.path.startsWith(HOOK_PREFIX)) {
-            const forward = (r: ProxiedRequest) =>
-              send(this.receiverUrl(), { ...r, path: r.path.slice(HOOK_PREFIX.length) || '/' })
-            const rewritten = this.mutant?.delivery ? await this.mutant.delivery(req, forward) : req
-            res = isResponse(rewritten) ? rewritten : await forward(rewritten)
+            const rewritten = this.mutant?.delivery ? this.mutant.delivery(req) : req
+            res = isResponse(rewritten)
+              ? rewritten
+              : await send(this.receiverUrl(), {
+                  ...rewritten,
+                  path: rewritten.path.slice(HOOK_PREFIX.length) || '/',
+                })
           } else {
             const rewritten = this.mutant?.request ? await this.mutant.request(req, ctx) : req
             if (isResponse(rewritten)) res = rewritten

@@ -3,7 +3,14 @@
  * §6 run.failed; a deployment that only ever sends the spec's five kinds although its contract lists more), and
  * retries on a fixed interval instead of spec §6's exponential backoff.
  */
-import type { Json, Mutant, ProxiedRequest, ProxiedResponse } from '../proxy.js'
+import {
+  editJson,
+  type Json,
+  type Mutant,
+  type ProxiedRequest,
+  type ProxiedResponse,
+  pathOnly,
+} from '../proxy.js'
 
 const SPEC_KINDS = new Set([
   'run.started',
@@ -34,28 +41,35 @@ const swallowed: ProxiedResponse = {
 const INTERVAL_MS = 700
 
 export function eventMutants(): Mutant[] {
-  const retrying = new Set<string>()
+  const lastAttempt = new Map<string, number>()
   return [
     {
       id: 'retries-at-fixed-interval',
-      description: 'A failed delivery is retried every 700 ms, the same wait each time: no backoff',
+      description:
+        'Failed deliveries are rescheduled 700 ms after each attempt, the same wait every time: no backoff',
       targets: ['webhooks.retry-gaps-grow'],
-      // The deployment's first attempt is forwarded; on a failure the mutant takes the delivery over (the
-      // deployment is told it arrived) and sends it again itself at a fixed interval until the receiver takes it.
-      async delivery(req, forward) {
-        const res = await forward(req)
-        if (res.status < 500) return res
-        const key = `${req.path} ${req.body}`
-        if (retrying.has(key)) return res
-        retrying.add(key)
-        void (async () => {
-          for (let attempt = 0; attempt < 10; attempt++) {
-            await new Promise((resolve) => setTimeout(resolve, INTERVAL_MS))
-            const again = await forward(req).catch(() => undefined)
-            if (again && again.status < 500) break
-          }
-        })()
-        return swallowed
+      // The delivery log is where the schedule shows: its next_attempt_at becomes "700 ms after the attempt".
+      delivery(req) {
+        const id = req.headers['webhook-id']
+        if (id) lastAttempt.set(id, Date.now())
+        return req
+      },
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/webhooks\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
+          return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).map((d) => {
+                  const at = lastAttempt.get(String(d.delivery_id))
+                  return d.next_attempt_at && at !== undefined
+                    ? { ...d, next_attempt_at: new Date(at + INTERVAL_MS).toISOString() }
+                    : d
+                }),
+              }
+            : undefined,
+        )
       },
     },
     {
