@@ -121,23 +121,6 @@ export class WebhookReceiver {
     }
   }
 
-  /** Waits (bounded) until `done()` holds, asking again after each delivery; answers whether it came to hold. */
-  async settle(done: () => boolean, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      if (done()) return true
-      const left = deadline - Date.now()
-      if (left <= 0 || this.closed) return false
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(left, 500))
-        this.waiters.push(() => {
-          clearTimeout(timer)
-          resolve()
-        })
-      })
-    }
-  }
-
   async close(): Promise<void> {
     this.closed = true
     const waiters = this.waiters
