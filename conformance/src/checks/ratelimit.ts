@@ -141,7 +141,8 @@ export const rateLimitChecks: Check[] = [
         fail(
           'the small-limit workspace’s window reopened and no 429 came back within --rate-limit-search requests',
         )
-      const other = await ctx.http.get(PROBE)
+      // Its first answer is the one that counts: a 429 retried after Retry-After would hide the throttling.
+      const other = await ctx.http.get(PROBE, { retry429: false })
       assert(other.status !== 429, 'the primary workspace is throttled by another workspace’s traffic')
       if (!ctx.config.tokens.rateLimitedPeer) skip(`no ${tokenName('rateLimitedPeer')} given`)
       const peer = ctx.as('rateLimitedPeer')
