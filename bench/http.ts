@@ -379,6 +379,7 @@ async function main(): Promise<void> {
   sqlite.child.kill('SIGTERM')
 
   let pgStop: (() => Promise<void>) | undefined
+  let ingestPg: Awaited<ReturnType<typeof ingest>> | undefined
   if (!flag('--no-postgres')) {
     try {
       const server = await startPostgres()
@@ -386,6 +387,10 @@ async function main(): Promise<void> {
       const pgRef = await startTarget('reference (PostgreSQL)', 'reference', await createDatabase(server.url))
       await measure('pg.get', 'reference PostgreSQL GET /v1/runs/{id}', pgRef, getRun(pgRef))
       await measure('pg.post', 'reference PostgreSQL POST /v1/agents (fresh key)', pgRef, postAgent(pgRef))
+      ingestPg = await ingest(pgRef)
+      console.log(
+        `${'reference PostgreSQL ingest (500 × 4 clients)'.padEnd(44)} ${ingestPg.recordsPerSecond.toFixed(0).padStart(8)} records/s   batch p50 ${ingestPg.batchP50.toFixed(0)} ms (${ingestPg.batches} batches)`,
+      )
       pgRef.child.kill('SIGTERM')
     } catch (err) {
       console.log(`PostgreSQL skipped: ${(err as Error).message.split('\n')[0]}`)
@@ -408,12 +413,14 @@ async function main(): Promise<void> {
   console.log('\ntargets (ratios within this run)')
   const f = (k: string) => figures.get(k)
   verdict('GET run, SQLite / bare Hono', ratio(f('sqlite.get'), f('bare.get')), 0.5)
-  verdict('GET run, PostgreSQL / bare Hono', ratio(f('pg.get'), f('bare.get')), 0.3)
+  verdict('GET run, PostgreSQL / bare Hono', ratio(f('pg.get'), f('bare.get')), 0.5)
+  verdict('GET run, PostgreSQL / SQLite', ratio(f('pg.get'), f('sqlite.get')), 0.8)
   verdict('GET run, SQLite / Prism mock', ratio(f('sqlite.get'), f('prism.get')), 10)
   verdict('GET run, SQLite / Prism mock -v warn (stricter)', ratio(f('sqlite.get'), f('prism-quiet.get')), 10)
   verdict('POST agent (fresh key), SQLite / bare Hono POST', ratio(f('sqlite.post'), f('bare.post')), 0.25)
   verdict('POST agent (fresh key), SQLite p99', f('sqlite.post')?.p99 ?? Number.NaN, 100, ' ms', false)
-  verdict('POST agent (fresh key), PostgreSQL p99', f('pg.post')?.p99 ?? Number.NaN, 150, ' ms', false)
+  verdict('POST agent (fresh key), PostgreSQL / SQLite', ratio(f('pg.post'), f('sqlite.post')), 0.6)
+  verdict('POST agent (fresh key), PostgreSQL p99', f('pg.post')?.p99 ?? Number.NaN, 15, ' ms', false)
   console.log(
     '\nCPU-cost ratios (bare µs/req ÷ reference µs/req: the req/s ratio if each had the CPU to itself)',
   )
@@ -425,6 +432,7 @@ async function main(): Promise<void> {
   verdict('POST agent (fresh key), SQLite, by CPU cost', cpu('bare.post', 'sqlite.post'), 0.25)
   console.log('')
   verdict('ingest, SQLite', ingestSqlite.recordsPerSecond, 50_000, ' rec/s')
+  verdict('ingest, PostgreSQL', ingestPg?.recordsPerSecond ?? Number.NaN, 60_000, ' rec/s')
   verdict('webhook delivery p50, SQLite', hookSqlite.p50, 20, ' ms', false)
 
   stopAll()

@@ -1,1 +1,1 @@
-export * from 'agentops-client'
+export * from '../client/dist/src/index.js'

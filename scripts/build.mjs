@@ -2,6 +2,8 @@
 // Compiles the server (src/ and generated/) to dist/ with tsc, without type checking (`npm run typecheck` does
 // that), incrementally, then stamps dist/.built so a checkout can tell a build older than its sources.
 // `--if-stale` builds only when a file under src/ or generated/ is newer than the stamp (what the test setup runs).
+// `--with-client` also builds the agentops-client workspace (client/dist) when a client source is newer than its
+// build, so tests read, pack and re-export one build and never rebuild it while another test reads it.
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -35,6 +37,30 @@ export function build() {
   writeFileSync(STAMP, `${new Date().toISOString()}\n`)
 }
 
+const CLIENT = join(root, 'client')
+
+/** Whether client/dist is missing or older than a client source (tsc rewrites every output file it builds). */
+export function clientIsStale() {
+  const out = join(CLIENT, 'dist')
+  if (!existsSync(join(out, 'src', 'index.js'))) return true
+  const sources = Math.max(
+    newestMtime(join(CLIENT, 'src')),
+    newestMtime(join(CLIENT, 'generated')),
+    statSync(join(CLIENT, 'tsconfig.json')).mtimeMs,
+  )
+  return sources > newestMtime(out)
+}
+
+export function buildClient() {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  execFileSync(process.execPath, [tsc, '-p', join(CLIENT, 'tsconfig.json')], {
+    cwd: CLIENT,
+    stdio: 'inherit',
+  })
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) {
-  if (!process.argv.includes('--if-stale') || isStale()) build()
+  const ifStale = process.argv.includes('--if-stale')
+  if (!ifStale || isStale()) build()
+  if (process.argv.includes('--with-client') && (!ifStale || clientIsStale())) buildClient()
 }

@@ -15,7 +15,7 @@ import { createMetrics } from './observability/metrics.js'
 import { createSurfaceObserver } from './observability/observer.js'
 import { Readiness } from './observability/readiness.js'
 import { createServices, type Services } from './services.js'
-import { type Db, openDb, timesTransactions } from './store/db.js'
+import { type Db, openDb, timesStatements, timesTransactions } from './store/db.js'
 import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
 import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
@@ -120,6 +120,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       metrics.readGaugesFrom(storeGauges(db))
       const store = metrics.store
       if (timesTransactions(db)) db.timeTransactions((seconds) => store.transaction(seconds))
+      if (timesStatements(db)) db.timeStatements((path, seconds) => store.statement(path, seconds))
     }
     api = getRequestListener(createApp(services, observer).fetch, { hostname: config.host })
   } catch (err) {

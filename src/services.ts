@@ -3,6 +3,7 @@
  * Clock and the outbound port, to every service; `createWorkers` drives them in the background; `createServices`
  * puts both together for the server, the transports and the CLI.
  */
+import { TopicFeeds } from './api/topic-feeds.js'
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { ChangeFeed } from './domain/changes.js'
@@ -19,7 +20,7 @@ import { RunService } from './domain/runs/service.js'
 import { TaskService } from './domain/tasks/service.js'
 import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
-import { type Logger, SILENT_LOGGER } from './observability/logger.js'
+import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
 import { createOutboundHttp } from './outbound/http.js'
 import { openChangeFeed } from './store/notifications.js'
@@ -60,6 +61,11 @@ export interface Services extends Domain {
   logger: Logger
   /** Prometheus instruments; absent when metrics are turned off (AGENTOPS_METRICS=off). */
   metrics: Metrics | undefined
+  /**
+   * The shared readers of stream topics in this process, woken by the change feed: one read per topic per change,
+   * handed to every /v1/stream and GraphQL subscriber of the topic.
+   */
+  topicFeeds: TopicFeeds
   workers: Worker[]
   /** Starts every worker (no-op when config.workers is false). */
   start(): Promise<void>
@@ -90,10 +96,12 @@ export function createDomain(deps: DomainDeps): Domain {
   const events = new EventLog(db, repos.events, clock, changes)
   const recorder = new RunRecorder(db, repos.runs, clock, events, changes, metrics?.runs)
   const executor = new RunExecutor(recorder, repos.tools, outbound)
+  const leases = leaseLog(logger)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
     leaseMs: Math.max(100, config.runLeaseMs),
     pollMs: 250,
+    leases,
   })
   // A run started inside a unit of work (a keyed POST) is claimable once the unit committed, and the scheduler's
   // pass must not run in the request's transaction.
@@ -115,6 +123,7 @@ export function createDomain(deps: DomainDeps): Domain {
       concurrency: config.webhookConcurrency,
       pollMs: config.webhookPollMs,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
+      leases,
     }),
     scheduler,
   }
@@ -165,6 +174,8 @@ export function createServices(deps: ServiceDeps): Services {
   const outbound = createOutboundHttp({ allowPrivate: config.allowPrivateWebhooks })
   const domain = createDomain({ db, clock, config, outbound, logger, ...(metrics ? { metrics } : {}) })
   const workers = createWorkers(domain, logger)
+  const topicFeeds = new TopicFeeds()
+  topicFeeds.follow(domain.changes)
   let started = false
   return {
     ...domain,
@@ -173,6 +184,7 @@ export function createServices(deps: ServiceDeps): Services {
     config,
     logger,
     metrics,
+    topicFeeds,
     workers,
     async start() {
       if (started || !config.workers) return

@@ -28,7 +28,24 @@ export interface TopicSource {
   head(): Promise<number>
   resume(since: number, maxReplay: number): Promise<ResumePoint>
   /** Items after `after`, oldest first; continue after `scannedTo` (≥ every item's seq, may skip filtered seqs). */
-  read(after: number, limit: number): Promise<{ items: StreamItem[]; scannedTo: number }>
+  read(after: number, limit: number): Promise<TopicPage>
+}
+
+export interface TopicPage {
+  items: StreamItem[]
+  scannedTo: number
+  /**
+   * Whether the read stopped at its limit, so more may follow at once. False: it reached what was committed when
+   * it ran (a later commit brings its own wake-up). Absent: unknown, and the reader reads again until a read finds
+   * nothing.
+   */
+  more?: boolean
+}
+
+/** Whether a reader that read `page` after `after` has caught up with what was committed when the read ran. */
+export function caughtUp(page: TopicPage, after: number): boolean {
+  if (page.more !== undefined) return !page.more
+  return page.items.length === 0 && page.scannedTo <= after
 }
 
 /** `connector:<id>`: the workspace's records of that connector; seq is the record's dense per-connector seq. */
@@ -46,12 +63,12 @@ export function connectorSource(
       return { after: last - maxReplay, gap: { from: since + 1, to: last - maxReplay } }
     },
     async read(after, limit) {
-      const { rows: records } = await ingestion.recordsAfter(workspaceId, connectorId, after, limit)
+      const { rows: records, more } = await ingestion.recordsAfter(workspaceId, connectorId, after, limit)
       const items = records.map((record) => ({
         seq: record.seq,
         message: { type: 'record', topic, seq: record.seq, record },
       }))
-      return { items, scannedTo: records.at(-1)?.seq ?? after }
+      return { items, scannedTo: records.at(-1)?.seq ?? after, more }
     },
   }
 }
@@ -99,7 +116,7 @@ export function runsSource(events: EventLog, workspaceId: string): TopicSource {
           seq: r.seq,
           message: { type: 'event', topic: 'runs', seq: r.seq, event: presentEvent(r) },
         }))
-      return { items, scannedTo: rows.at(-1)?.seq ?? after }
+      return { items, scannedTo: rows.at(-1)?.seq ?? after, more: rows.length >= limit }
     },
   }
 }

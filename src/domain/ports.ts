@@ -23,7 +23,20 @@ import type {
 
 // --- the database handle -------------------------------------------------------------------------------------
 
-export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array
+/**
+ * A bound value. Arrays are PostgreSQL's (`unnest($1::text[])`: a whole batch in one statement); the embedded
+ * store's driver refuses them, so SQL that binds one runs on PostgreSQL only.
+ */
+export type SqlValue =
+  | string
+  | number
+  | bigint
+  | boolean
+  | null
+  | undefined
+  | Uint8Array
+  | readonly string[]
+  | readonly number[]
 export type Row = Record<string, unknown>
 
 /** A connection or an open transaction. Only repositories send SQL through it; services just hand it on. */
@@ -115,6 +128,12 @@ export interface TaskRepository extends TxBound<TaskRepository> {
   attachRun(id: string, runId: string, status: RunStatus, at: number): Promise<void>
 }
 
+/**
+ * How a lease was got: `claimed` when the row was free or already ours (a renewal), `taken-over` when another
+ * owner held it and let it lapse (a replica that died or stalled).
+ */
+export type LeaseClaim = 'claimed' | 'taken-over'
+
 export interface RunRepository extends TxBound<RunRepository> {
   insert(r: Omit<RunRecord, 'seq'>): Promise<RunRecord>
   /** Writes every mutable field back; callers hold the row inside a transaction. */
@@ -133,8 +152,11 @@ export interface RunRepository extends TxBound<RunRepository> {
   countActiveByAgents(workspaceId: string, agentIds: readonly string[]): Promise<Map<string, number>>
   /** Runs the scheduler may advance: higher priority first, then age; leases held elsewhere are skipped. */
   runnable(now: number, limit: number, exclude: string[]): Promise<string[]>
-  /** Takes (or renews) the run's lease; false when another owner holds a live one. */
-  claim(id: string, owner: string, now: number, until: number): Promise<boolean>
+  /**
+   * Takes (or renews) the run's lease: `taken-over` when another owner's lease had lapsed (a dead or stalled
+   * replica), undefined when another owner holds a live one.
+   */
+  claim(id: string, owner: string, now: number, until: number): Promise<LeaseClaim | undefined>
   release(id: string, owner: string): Promise<void>
   appendFrame(runId: string, f: FrameRecord): Promise<void>
   frames(runId: string, afterSeq: number, limit: number): Promise<Slice<FrameRecord>>
@@ -196,8 +218,16 @@ export interface DeliveryRepository extends TxBound<DeliveryRepository> {
   list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>>
   /** The oldest due row of each subscription that has one (skipping `busy` subscriptions). */
   due(now: number, limit: number, busy?: readonly string[]): Promise<{ id: string; webhookId: string }[]>
-  /** Takes the lease on a due row; undefined when another worker got there first. */
-  claim(id: string, owner: string, now: number, leaseUntil: number): Promise<DeliveryRecord | undefined>
+  /**
+   * Takes the lease on a due row; undefined when another worker got there first. `claim` says whether the row was
+   * free or held by another owner whose lease had lapsed (`taken-over`).
+   */
+  claim(
+    id: string,
+    owner: string,
+    now: number,
+    leaseUntil: number,
+  ): Promise<{ row: DeliveryRecord; claim: LeaseClaim } | undefined>
   /** Records an attempt; a no-op when the lease was lost, so outcomes never cross. */
   recordAttempt(
     id: string,

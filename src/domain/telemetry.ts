@@ -19,6 +19,17 @@ export interface WebhookTelemetry {
   gaveUp(): void
 }
 
+/** A worker's leases, the runs it drives and the webhook deliveries it sends. */
+export type LeaseKind = 'runs' | 'deliveries'
+
+export interface LeaseTelemetry {
+  /**
+   * One pass of a worker took over `count` leases that another process held and let lapse (a replica that died
+   * or stalled): those runs or deliveries resume here.
+   */
+  takenOver(kind: LeaseKind, count: number): void
+}
+
 /** What a metrics scrape reads from the store (which implements it): runs by status, the webhook outbox, the pool. */
 export interface StoreGauges {
   runsByStatus(): Promise<Partial<Record<RunStatus, number>>>
@@ -28,3 +39,4 @@ export interface StoreGauges {
 
 export const NO_RUN_TELEMETRY: RunTelemetry = { changed() {} }
 export const NO_WEBHOOK_TELEMETRY: WebhookTelemetry = { attempted() {}, gaveUp() {} }
+export const NO_LEASE_TELEMETRY: LeaseTelemetry = { takenOver() {} }

@@ -1,12 +1,14 @@
 /**
- * Subscriptions are the /v1/stream topics over graphql-ws: the same topic scopes and the same TopicSource
- * ("read after the last seq sent"), woken by the same hooks as the stream hub, so replay, the replay/live seam and
- * any cross-replica wake-up behave exactly as on /v1/stream.
+ * Subscriptions are the /v1/stream topics over graphql-ws: the same topic scopes, the same TopicSource ("read after
+ * the last seq sent") and the same shared topic feeds as the stream hub (src/api/topic-feeds.ts: one read per topic
+ * per change, for stream and GraphQL subscribers alike), so replay, the replay/live seam and any cross-replica
+ * wake-up behave exactly as on /v1/stream.
  */
 
 import { assertScope } from '../api/scopes.js'
-import { connectorSource, MAX_REPLAY, runsSource, type TopicSource } from '../api/topic-sources.js'
-import { parseTopic } from '../api/topics.js'
+import type { FeedMember, FeedPage, SharedTopic, TopicFeeds } from '../api/topic-feeds.js'
+import { caughtUp, connectorSource, MAX_REPLAY, runsSource, type TopicSource } from '../api/topic-sources.js'
+import { parseTopic, type Topic } from '../api/topics.js'
 import { ApiError } from '../domain/errors.js'
 import type { GraphqlContext } from './context.js'
 
@@ -29,8 +31,10 @@ export function runEvents(_p: unknown, args: Record<string, unknown>, ctx: Graph
   if (!topic) throw new Error('the runs topic is always known')
   assertScope(ctx.auth, topic.scope)
   const since = sinceArg(args.since)
-  const source = runsSource(ctx.services.events, ctx.auth.workspaceId)
-  return new TopicFollower('runs', source, since, (wake) => ctx.services.events.subscribe(wake))
+  const workspaceId = ctx.auth.workspaceId
+  return follow(ctx.services.topicFeeds, workspaceId, topic, since, () =>
+    runsSource(ctx.services.events, workspaceId),
+  )
 }
 
 export function connectorRecords(_p: unknown, args: Record<string, unknown>, ctx: GraphqlContext) {
@@ -45,39 +49,52 @@ export function connectorRecords(_p: unknown, args: Record<string, unknown>, ctx
   assertScope(ctx.auth, topic.scope)
   const since = sinceArg(args.since)
   const workspaceId = ctx.auth.workspaceId
-  const source = connectorSource(ctx.services.ingestion, workspaceId, topic.connectorId, name)
-  return new TopicFollower(name, source, since, (wake) =>
-    ctx.services.ingestion.onBatch((ws, connectorId) => {
-      if (ws === workspaceId && connectorId === topic.connectorId) wake()
-    }),
+  return follow(ctx.services.topicFeeds, workspaceId, topic, since, () =>
+    connectorSource(ctx.services.ingestion, workspaceId, topic.connectorId, name),
   )
 }
 
+function follow(
+  feeds: TopicFeeds,
+  workspaceId: string,
+  topic: Topic,
+  since: number | undefined,
+  source: () => TopicSource,
+): TopicFollower {
+  const feed = feeds.acquire(workspaceId, topic, source)
+  return new TopicFollower(topic.name, feed, since, () => feeds.release(feed))
+}
+
+/** Messages a joined follower may hold for a consumer that does not pull; beyond it, it reads for itself again. */
+const MAX_BACKLOG = 2 * READ_PAGE
+
 /**
  * An async iterator over one topic: a `gap` first when `since` is too far back, then every message after the last
- * seq delivered, waiting for a wake-up when caught up. `return()` (the client completed) ends a pending wait at once.
+ * seq delivered. It reads for itself (pulled by the consumer) until it has caught up, then joins the topic's shared
+ * feed, whose pages it queues; a consumer that lets more than MAX_BACKLOG messages pile up is taken off the feed
+ * and reads for itself again as it pulls, so memory stays bounded as with pull alone. `return()` (the client
+ * completed) ends a pending wait at once.
  */
-export class TopicFollower implements AsyncIterableIterator<Message> {
-  private after = 0
+export class TopicFollower implements AsyncIterableIterator<Message>, FeedMember {
+  /** The last seq queued or scanned past. */
+  private lastSeq = 0
   private started = false
   private done = false
-  private dirty = false
+  private joined = false
+  private failure: { err: unknown } | undefined
   private waiting: (() => void) | undefined
   private readonly queue: Message[] = []
-  private readonly unsubscribe: () => void
 
   constructor(
     private readonly topic: string,
-    private readonly source: TopicSource,
+    private readonly feed: SharedTopic,
     private readonly since: number | undefined,
-    listen: (wake: () => void) => () => void,
+    private readonly release: () => void,
     private readonly maxReplay = MAX_REPLAY,
-  ) {
-    // Listen before the first read, so a change that lands in between is not missed.
-    this.unsubscribe = listen(() => {
-      this.dirty = true
-      this.waiting?.()
-    })
+  ) {}
+
+  get after(): number {
+    return this.lastSeq
   }
 
   [Symbol.asyncIterator](): AsyncIterableIterator<Message> {
@@ -89,8 +106,10 @@ export class TopicFollower implements AsyncIterableIterator<Message> {
       while (!this.done) {
         const queued = this.queue.shift()
         if (queued) return { value: queued, done: false }
+        if (this.failure) throw this.failure.err
         if (!this.started) await this.start()
-        else if (!(await this.fill())) await this.waitForWake()
+        else if (!this.joined) await this.catchUp()
+        else await this.waitForPage()
       }
     } catch (err) {
       await this.return()
@@ -102,38 +121,67 @@ export class TopicFollower implements AsyncIterableIterator<Message> {
   async return(): Promise<IteratorResult<Message>> {
     if (!this.done) {
       this.done = true
-      this.unsubscribe()
+      this.leave()
+      this.release()
       this.waiting?.()
     }
     return { value: undefined, done: true }
   }
 
+  take(page: FeedPage): void {
+    for (const item of page.items) {
+      if (item.seq <= this.lastSeq) continue
+      this.queue.push(item.message)
+      this.lastSeq = item.seq
+    }
+    this.lastSeq = Math.max(this.lastSeq, page.to)
+    // Everything up to `after` is queued: reading for itself from there later loses nothing.
+    if (this.queue.length > MAX_BACKLOG) this.leave()
+    this.waiting?.()
+  }
+
+  fail(err: unknown): void {
+    this.joined = false
+    this.failure = { err }
+    this.waiting?.()
+  }
+
+  private leave(): void {
+    if (!this.joined) return
+    this.joined = false
+    this.feed.leave(this)
+  }
+
   private async start(): Promise<void> {
     this.started = true
     if (this.since === undefined) {
-      this.after = await this.source.head()
+      this.lastSeq = await this.feed.source.head()
       return
     }
-    const resume = await this.source.resume(this.since, this.maxReplay)
-    this.after = resume.after
+    const resume = await this.feed.source.resume(this.since, this.maxReplay)
+    this.lastSeq = resume.after
     if (resume.gap) this.queue.push({ type: 'gap', topic: this.topic, ...resume.gap })
   }
 
-  /** Reads what follows the last seq delivered; false when nothing new is there. */
-  private async fill(): Promise<boolean> {
-    this.dirty = false
-    const { items, scannedTo } = await this.source.read(this.after, READ_PAGE)
-    for (const item of items) {
+  /** One read of its own after the last seq queued; once it has caught up, joins the shared feed. */
+  private async catchUp(): Promise<void> {
+    const wakes = this.feed.wakeCount
+    const from = this.lastSeq
+    const page = await this.feed.source.read(from, READ_PAGE)
+    if (this.done) return
+    for (const item of page.items) {
       this.queue.push(item.message)
-      this.after = item.seq
+      this.lastSeq = item.seq
     }
-    const advanced = scannedTo > this.after
-    this.after = Math.max(this.after, scannedTo)
-    return items.length > 0 || advanced
+    this.lastSeq = Math.max(this.lastSeq, page.scannedTo)
+    if (caughtUp(page, from)) {
+      this.feed.join(this, wakes)
+      this.joined = true
+    }
   }
 
-  private async waitForWake(): Promise<void> {
-    if (this.dirty || this.done) return
+  private async waitForPage(): Promise<void> {
+    if (this.queue.length > 0 || this.failure || this.done || !this.joined) return
     await new Promise<void>((resolve) => {
       this.waiting = resolve
     })

@@ -7,6 +7,7 @@
 import { destination, type Logger, pino } from 'pino'
 import pretty from 'pino-pretty'
 import type { LogLevel } from '../config.js'
+import type { LeaseTelemetry } from '../domain/telemetry.js'
 
 export type { Logger }
 
@@ -38,3 +39,11 @@ const FLUSH_EVERY_MS = 1000
 
 /** A logger that writes nothing (tools and tests that build services without a server). */
 export const SILENT_LOGGER: Logger = pino({ level: 'silent' })
+
+/**
+ * The lifecycle line of a worker pass that took over leases another process let lapse (a replica that died or
+ * stalled): which kind and how many, nothing that names a tenant, a run or a delivery.
+ */
+export function leaseLog(logger: Logger): LeaseTelemetry {
+  return { takenOver: (kind, count) => logger.info({ leases: kind, count }, 'replica leases taken over') }
+}

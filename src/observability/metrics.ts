@@ -19,6 +19,8 @@ import type {
 
 /** Latency buckets in seconds: from a cached read (about a millisecond) to a slow store (seconds). */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** A statement: from a pipelined read (a tenth of a millisecond) to one waiting on a lock. */
+const STATEMENT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5]
 /** Run-level durations: a dry run takes milliseconds, a run waiting on approval may take hours. */
 const RUN_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14_400]
 
@@ -248,12 +250,31 @@ export class SocketMetrics {
   }
 }
 
-/** The store's transaction latency and LISTEN reconnects; the pool is read when scraped. */
+/** Where a PostgreSQL statement ran (src/store/db.ts StatementPath): the label values of its latency. */
+const STATEMENT_PATHS = ['pipeline', 'pool', 'transaction'] as const
+type StatementPath = (typeof STATEMENT_PATHS)[number]
+
+/** The store's transaction and statement latency and LISTEN reconnects; the pool is read when scraped. */
 export class StoreMetrics {
+  /** One pre-bound child per path: observing a statement allocates no label object. */
+  private readonly statementsByPath: Record<StatementPath, Histogram.Internal<string>>
+
   constructor(
     private readonly transactions: Histogram,
     private readonly reconnects: Counter,
-  ) {}
+    statements: Histogram<'path'>,
+  ) {
+    this.statementsByPath = {
+      pipeline: statements.labels('pipeline'),
+      pool: statements.labels('pool'),
+      transaction: statements.labels('transaction'),
+    }
+  }
+
+  /** One statement, from its sending to its answer (PostgreSQL). */
+  statement(path: StatementPath, seconds: number): void {
+    this.statementsByPath[path].observe(seconds)
+  }
 
   /** One transaction, from its start (waiting for a connection included) to its acknowledged COMMIT. */
   transaction(seconds: number): void {
@@ -462,6 +483,13 @@ export function createMetrics(): Metrics {
     new Counter({
       name: 'agentops_store_listen_reconnects_total',
       help: 'Times the PostgreSQL LISTEN connection (cross-replica wake-ups) was re-established',
+      registers,
+    }),
+    new Histogram({
+      name: 'agentops_store_statement_duration_seconds',
+      help: 'PostgreSQL statements, from their sending to their answer, by path (pipeline, pool, transaction)',
+      labelNames: ['path'],
+      buckets: STATEMENT_BUCKETS,
       registers,
     }),
   )

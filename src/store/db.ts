@@ -22,7 +22,7 @@ export async function openDb(url: string, options: { operator?: boolean } = {}):
 }
 
 /**
- * A store that can pipeline independent single statements (PostgreSQL, src/store/pipeline.ts). Only statements
+ * A store that can pipeline independent single statements (PostgreSQL, src/store/postgres.ts). Only statements
  * that never wait on a transaction's locks go there: reads, and writes to tables no transaction writes.
  */
 export interface Pipelined {
@@ -63,6 +63,18 @@ export function timesTransactions(db: Db): db is Db & TransactionTiming {
   return 'timeTransactions' in db
 }
 
+/** Where a statement ran on PostgreSQL: the hot path's pipeline, a pooled connection, or a transaction. */
+export type StatementPath = 'pipeline' | 'pool' | 'transaction'
+
+/** A driver that reports each statement's latency, from its sending to its answer (metrics). */
+export interface StatementTiming {
+  timeStatements(observe: (path: StatementPath, seconds: number) => void): void
+}
+
+export function timesStatements(db: Db): db is Db & StatementTiming {
+  return 'timeStatements' in db
+}
+
 /** What one statement answered: its rows (empty for a write without RETURNING) and how many rows it touched. */
 export interface StatementResult {
   rows: Row[]
@@ -88,7 +100,7 @@ export abstract class SendingQueryable implements Queryable {
 /** Booleans become 0/1 and undefined becomes NULL so the same SQL binds on both drivers. */
 export function normaliseParams(
   params: readonly SqlValue[] = [],
-): (string | number | bigint | null | Uint8Array)[] {
+): (string | number | bigint | null | Uint8Array | readonly string[] | readonly number[])[] {
   return params.map((p) => {
     if (p === undefined || p === null) return null
     if (typeof p === 'boolean') return p ? 1 : 0

@@ -4,7 +4,7 @@
  * misses some (its LISTEN connection dropped) reconnects, then wakes every consumer once to read what it missed.
  */
 import { randomBytes } from 'node:crypto'
-import pg from 'pg'
+import postgres from 'postgres'
 import {
   type Change,
   type ChangeFeed,
@@ -13,7 +13,7 @@ import {
   LocalChangeFeed,
 } from '../domain/changes.js'
 import type { Db, Queryable } from './db.js'
-import { PostgresDb } from './postgres.js'
+import { driverOptions, PostgresDb } from './postgres.js'
 
 export const CHANGES_CHANNEL = 'agentops_changes'
 /** PostgreSQL refuses payloads of 8000 bytes or more; a bigger change is sent as "look everywhere". */
@@ -120,11 +120,13 @@ export class PgChangeFeed implements ChangeFeed {
   /** Tells this process's own notifications apart: it already told its listeners when it published. */
   readonly origin = randomBytes(9).toString('base64url')
   private readonly listeners = new ChangeListeners()
-  private client: pg.Client | undefined
+  /** The driver instance whose `listen` owns the LISTEN connection; open while the feed runs. */
+  private driver: ReturnType<typeof postgres> | undefined
   private running = false
-  private connecting: Promise<void> | undefined
-  private retryTimer: NodeJS.Timeout | undefined
-  private retryMs: number
+  /** Whether LISTEN was registered once already: a later registration is a reconnect. */
+  private registered = false
+  /** Whether the first registration failed: the one that then succeeds is a reconnect too. */
+  private missedStart = false
   private publishFailing = false
   /** Encoded changes waiting for the notifying statement in flight to finish. */
   private readonly unsent = new Set<string>()
@@ -143,7 +145,6 @@ export class PgChangeFeed implements ChangeFeed {
     this.log = options.log ?? console
     this.minMs = options.reconnectMinMs ?? 100
     this.maxMs = options.reconnectMaxMs ?? 5_000
-    this.retryMs = this.minMs
   }
 
   publish(change: Change): void {
@@ -185,79 +186,59 @@ export class PgChangeFeed implements ChangeFeed {
     return this.listeners.add(listener)
   }
 
-  /** Whether the LISTEN connection is up (tests, diagnostics). */
+  /** Whether LISTEN has been registered and the feed runs (tests, diagnostics). */
   get listening(): boolean {
-    return this.client !== undefined
+    return this.running && this.registered
   }
 
+  /**
+   * Registers LISTEN through postgres.js's `listen`: its dedicated connection reconnects by itself, with the
+   * backoff given here, and registers LISTEN again; each registration after the first is a reconnect, which wakes
+   * every consumer once to read what was committed while this replica was deaf. When the first registration
+   * fails (the store is unreachable at start), postgres.js keeps trying, and its success counts as a reconnect.
+   */
   async start(): Promise<void> {
     if (this.running) return
     this.running = true
-    await this.connect(false)
+    const driver = postgres(this.url, {
+      ...driverOptions('agentops-changes'),
+      max: 1,
+      // Seconds before the n-th consecutive reconnect attempt (postgres.js counts failed attempts from 1).
+      backoff: (attempt: number) => Math.min(this.maxMs, this.minMs * 2 ** Math.max(0, attempt - 1)) / 1000,
+    })
+    this.driver = driver
+    try {
+      await driver.listen(
+        CHANGES_CHANNEL,
+        (payload) => this.heard(payload),
+        () => this.registeredListen(),
+      )
+    } catch (err) {
+      this.log.warn(`[changes] LISTEN connection failed: ${(err as Error).message}; retrying`)
+      this.missedStart = true
+    }
   }
 
   async stop(): Promise<void> {
     this.running = false
-    if (this.retryTimer) clearTimeout(this.retryTimer)
-    await this.connecting?.catch(() => {})
-    const client = this.client
-    this.client = undefined
-    await client?.end().catch(() => {})
+    const driver = this.driver
+    this.driver = undefined
+    await driver?.end({ timeout: 0 }).catch(() => {})
   }
 
-  private connect(isReconnect: boolean): Promise<void> {
-    this.connecting = (async () => {
-      const client = new pg.Client({
-        connectionString: this.url,
-        keepAlive: true,
-        application_name: 'agentops-changes',
-      })
-      // A broken connection emits 'error' and then 'end'; 'end' does the recovery.
-      client.on('error', () => {})
-      client.on('notification', (msg) => {
-        if (msg.channel !== CHANGES_CHANNEL || msg.payload === undefined) return
-        const decoded = decodeChange(msg.payload)
-        if (decoded && decoded.origin !== this.origin) this.listeners.deliver(decoded.change)
-      })
-      client.on('end', () => {
-        if (this.client !== client) return
-        this.client = undefined
-        if (this.running) this.scheduleReconnect()
-      })
-      try {
-        await client.connect()
-        await client.query(`LISTEN ${CHANGES_CHANNEL}`)
-      } catch (err) {
-        await client.end().catch(() => {})
-        if (!this.running) return
-        this.log.warn(`[changes] LISTEN connection failed: ${(err as Error).message}; retrying`)
-        this.scheduleReconnect()
-        return
-      }
-      if (!this.running) {
-        await client.end().catch(() => {})
-        return
-      }
-      this.client = client
-      this.retryMs = this.minMs
-      if (isReconnect) {
-        this.log.info('[changes] LISTEN connection restored')
-        this.onReconnected()
-        // Anything committed while we were deaf is in the tables: every consumer reads after its own seq.
-        this.listeners.deliver({ kind: 'resync' })
-      }
-    })()
-    return this.connecting
+  private heard(payload: string): void {
+    const decoded = decodeChange(payload)
+    if (decoded && decoded.origin !== this.origin) this.listeners.deliver(decoded.change)
   }
 
-  private scheduleReconnect(): void {
-    if (this.retryTimer) return
-    const delay = this.retryMs
-    this.retryMs = Math.min(this.maxMs, this.retryMs * 2)
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined
-      if (this.running) void this.connect(true)
-    }, delay)
-    this.retryTimer.unref()
+  private registeredListen(): void {
+    if (!this.running) return
+    const reconnect = this.registered || this.missedStart
+    this.registered = true
+    if (!reconnect) return
+    this.log.info('[changes] LISTEN connection restored')
+    this.onReconnected()
+    // Anything committed while we were deaf is in the tables: every consumer reads after its own seq.
+    this.listeners.deliver({ kind: 'resync' })
   }
 }

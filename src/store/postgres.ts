@@ -1,6 +1,18 @@
-import { createHash } from 'node:crypto'
+/**
+ * The PostgreSQL store on postgres.js (the `postgres` package), through its public API only. postgres.js writes
+ * every statement issued while the event loop is busy in one socket write and reads the answers in order
+ * (pipelining) and prepares each statement text once per connection. Each connection is its own postgres.js
+ * instance of one connection (see `Connection`), used three ways:
+ *
+ * - the hot path (`pipeline`): lock-free single statements (reads, rate counts, idempotency answers stored alone)
+ *   pipelined on a few connections, each statement its own transaction (its own Sync);
+ * - the pool's other single statements, each on a connection lent to it alone, so a statement that waits on a
+ *   row lock never holds back another queued behind it on the same connection;
+ * - transactions and units of work, on a connection lent to each: BEGIN goes out in the same write as the first
+ *   statement, and the held-back statements (`CommitTail`) in the same write as the COMMIT.
+ */
 import { performance } from 'node:perf_hooks'
-import pg from 'pg'
+import postgres from 'postgres'
 import {
   type CommitTail,
   type Db,
@@ -10,205 +22,266 @@ import {
   type Row,
   SendingQueryable,
   type SqlValue,
+  type StatementPath,
+  type StatementResult,
+  type StatementTiming,
+  type TransactionTiming,
 } from './db.js'
-import { Pipeline, toWire } from './pipeline.js'
+import type { PoolFigures } from './gauges.js'
 import { afterCommitOf, currentUnit, JoiningQueryable, runInUnit, Unit } from './unit-of-work.js'
 
-// int8 (COUNT, BIGINT, BIGSERIAL) arrives as a string by default; our values stay far below 2^53.
-const parseInt8 = (v: string) => Number(v)
-const types = {
-  getTypeParser: ((oid: number, format?: string) =>
-    oid === 20 ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+/** Options every postgres.js instance of the store shares (the change feed's LISTEN connection included). */
+export function driverOptions(applicationName: string) {
+  return {
+    // int8 (COUNT, BIGINT, BIGSERIAL) arrives as text; our values stay far below 2^53.
+    types: {
+      int8: { to: 20, from: [20], parse: (v: string) => Number(v), serialize: (v: number) => String(v) },
+      // A value bound to a json parameter is JSON text already (SQL is written once for both drivers); postgres.js
+      // would otherwise encode it again, as a JSON string.
+      json: {
+        to: 114,
+        from: [114, 3802],
+        parse: (v: string): unknown => JSON.parse(v),
+        serialize: (v: string) => v,
+      },
+    },
+    // A ROLLBACK after a failed COMMIT warns "no transaction in progress": nothing an operator needs to read.
+    onnotice: () => {},
+    // No lifetime closing (and no `idle_timeout`, off by default): postgres.js counts a connection idle between two
+    // statements of a transaction on it, and would close it there, rolling the transaction back.
+    max_lifetime: null,
+    connection: { application_name: applicationName },
+  }
+}
+
+function openDriver(url: string, applicationName: string, onclose: () => void) {
+  return postgres(url, { ...driverOptions(applicationName), max: 1, onclose })
+}
+
+type Driver = ReturnType<typeof openDriver>
+
+/**
+ * Seconds a closing store waits for statements in flight before it drops its connections. postgres.js would
+ * otherwise wait for ever on a connection the server dropped in the middle of a statement.
+ */
+const CLOSE_TIMEOUT_S = 5
+
+/**
+ * One connection: a postgres.js instance of at most one connection, which pipelines what is sent to it. Once
+ * its connection closed (the server restarted, the network failed, it sat idle), the instance is never used
+ * again: the next use gets a fresh one. postgres.js 3.4 would reconnect it, but a connection that closed while
+ * reserved or while a write was buffered can then crash the process or never write again (porsager/postgres
+ * #1199, #1208); and a transaction must not go on, unknowingly, on a new session.
+ */
+class Connection {
+  private current: Driver
+  /** Whether `current` closed: what was sent on it has failed or finished, and nothing more may go. */
+  lost = false
+  /** Statements sent on it and not yet answered (the pipeline's choice of connection). */
+  load = 0
+
+  constructor(
+    private readonly url: string,
+    private readonly applicationName: string,
+  ) {
+    this.current = this.open()
+  }
+
+  private open(): Driver {
+    const driver: Driver = openDriver(this.url, this.applicationName, () => {
+      if (this.current === driver) this.lost = true
+    })
+    return driver
+  }
+
+  /** The instance to send on; a lost one is replaced first. */
+  get driver(): Driver {
+    if (this.lost) this.renew()
+    return this.current
+  }
+
+  renew(): void {
+    void this.current.end({ timeout: 0 }).catch(() => {})
+    this.current = this.open()
+    this.lost = false
+  }
+
+  end(): Promise<void> {
+    return this.current.end({ timeout: CLOSE_TIMEOUT_S })
+  }
+}
+
+/** A bound value as postgres.js takes it: a bigint as its decimal text (the server casts it to the column's type). */
+function toDriverParams(params: readonly SqlValue[] | undefined) {
+  return normaliseParams(params).map((p) => (typeof p === 'bigint' ? p.toString() : p))
+}
+
+/** Statement latency, told to the observer when one is set (metrics). */
+class Timing {
+  observe: ((path: StatementPath, seconds: number) => void) | undefined
+
+  async run(
+    path: StatementPath,
+    target: Driver,
+    text: string,
+    params: readonly SqlValue[] | undefined,
+  ): Promise<StatementResult> {
+    const observe = this.observe
+    const started = observe ? performance.now() : 0
+    // Sent now, not when first awaited: statements go out in the order they were issued (see PgTransaction).
+    const rows = await target.unsafe(text, toDriverParams(params), { prepare: true }).execute()
+    observe?.(path, (performance.now() - started) / 1000)
+    return { rows, rowCount: rows.count }
+  }
 }
 
 /**
- * Named prepared statements (`{name, text, values}`): pg parses each text once per pooled connection and the
- * server keeps the plan, so the hot path sends Bind/Execute only. The name is derived from the text, so one
- * name never stands for two texts. A schema change that alters a `SELECT *` result shape makes PostgreSQL
- * refuse the old plan ("cached plan must not change result type", 0A000); that text then runs unnamed for the
- * rest of the process, and outside a transaction the failed query is retried once.
+ * In-flight statements on a pipelined connection before the next connection takes new statements. On GET
+ * /v1/runs/{id} at 50 connections, 16 cost about 15% less server CPU than 4 (bigger writes), 8 sits between; with
+ * synchronous commit, statements then spill over to further connections, whose WAL flushes overlap.
  */
-export class StatementNames {
-  private readonly names = new Map<string, string>()
-  private readonly unnamed = new Set<string>()
+const SPILL = 8
 
-  nameFor(text: string): string | undefined {
-    if (this.unnamed.has(text)) return undefined
-    let name = this.names.get(text)
-    if (!name) {
-      name = `s_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`
-      this.names.set(text, name)
+/** Lock-free single statements, pipelined on a few connections (see the module's comment). */
+class PipelinedQueryable extends SendingQueryable {
+  private readonly connections: Connection[]
+
+  constructor(
+    url: string,
+    connections: number,
+    private readonly timing: Timing,
+  ) {
+    super()
+    this.connections = Array.from({ length: connections }, () => new Connection(url, 'agentops-pipeline'))
+  }
+
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
+    const connection = this.pick()
+    connection.load++
+    try {
+      return await this.timing.run('pipeline', connection.driver, sql, params)
+    } finally {
+      connection.load--
     }
-    return name
   }
 
   /**
-   * Runs one autocommit statement under its name. A statement refused for a stale plan did nothing, so it runs
-   * once more, unnamed. (Inside a transaction it cannot be retried: see PgTransaction.)
+   * The first connection with fewer than SPILL statements in flight, else the least loaded: a fast server keeps
+   * the first one's queue short, so statements share its writes and reads; a slow commit lets queues grow and
+   * spill over to further connections, opened only then.
    */
-  async autocommit<T>(text: string, run: (name: string | undefined) => Promise<T>): Promise<T> {
-    const name = this.nameFor(text)
-    try {
-      return await run(name)
-    } catch (err) {
-      if (!name || !this.retire(text, err)) throw err
-      return run(undefined)
+  private pick(): Connection {
+    let best = this.connections[0] as Connection
+    for (const c of this.connections) {
+      if (c.load < SPILL) return c
+      if (c.load < best.load) best = c
     }
+    return best
   }
 
-  /** True when the error means the named plan is stale; the text goes unnamed from now on. */
-  retire(text: string, err: unknown): boolean {
-    const e = err as { code?: string; message?: string }
-    if (e?.code !== '0A000' || !e.message?.includes('cached plan')) return false
-    this.unnamed.add(text)
-    return true
+  async exec(): Promise<void> {
+    throw new Error('The pipeline runs single statements only')
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.connections.map((c) => c.end()))
   }
 }
 
-/** Single statements outside a transaction, each on whichever pooled client is free. */
-class PgQueryable extends SendingQueryable {
+/**
+ * Connections lent to one caller at a time (a transaction, or one statement), with callers waiting in turn when
+ * all are lent; counted here, so a metrics scrape can read how many are lent and waited for.
+ */
+class ConnectionPool {
+  private readonly all: Connection[]
+  private readonly free: Connection[]
+  private readonly waiting: ((c: Connection) => void)[] = []
+  private lent = 0
+  private closed = false
+
   constructor(
-    private readonly client: pg.Pool,
-    private readonly names: StatementNames,
+    url: string,
+    private readonly size: number,
+  ) {
+    this.all = Array.from({ length: size }, () => new Connection(url, 'agentops'))
+    this.free = [...this.all]
+  }
+
+  acquire(): Promise<Connection> {
+    if (this.closed) return Promise.reject(new Error('The store is closed'))
+    const c = this.free.pop()
+    if (c) {
+      this.lent++
+      return Promise.resolve(c)
+    }
+    return new Promise((resolve) => this.waiting.push(resolve))
+  }
+
+  release(c: Connection): void {
+    // A connection lost while lent is replaced: its session (and any transaction on it) is gone.
+    if (c.lost) c.renew()
+    const next = this.waiting.shift()
+    if (next) next(c)
+    else {
+      this.lent--
+      this.free.push(c)
+    }
+  }
+
+  figures(): { total: number; idle: number; waiting: number } {
+    return { total: this.size, idle: this.size - this.lent, waiting: this.waiting.length }
+  }
+
+  async end(): Promise<void> {
+    this.closed = true
+    await Promise.all(this.all.map((c) => c.end()))
+  }
+}
+
+/** Single statements outside a transaction, each on a connection lent to it. */
+class PooledQueryable extends SendingQueryable {
+  constructor(
+    private readonly pool: ConnectionPool,
+    private readonly timing: Timing,
   ) {
     super()
   }
 
-  protected send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
-    const values = normaliseParams(params)
-    return this.names.autocommit(sql, (name) =>
-      this.client.query(name ? { name, text: sql, values, types } : { text: sql, values, types }),
-    )
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
+    const c = await this.pool.acquire()
+    try {
+      return await this.timing.run('pool', c.driver, sql, params)
+    } finally {
+      this.pool.release(c)
+    }
   }
 
   async exec(script: string): Promise<void> {
-    await this.client.query(script)
-  }
-}
-
-/** The part of pg's wire connection a BEGIN sent ahead of a statement needs (pg/lib/connection.js). */
-interface BeginWire {
-  parse(query: { name: string; text: string; types: number[] }): void
-  bind(config: { portal: string; statement: string; values: unknown[] }): void
-  execute(config: { portal: string; rows: number }): void
-}
-
-/** Statement names pg has parsed on this client's connection (pg keeps them on an untyped field). */
-function parsedOn(client: pg.PoolClient): Record<string, string | undefined> {
-  return (client as unknown as { connection: { parsedStatements: Record<string, string | undefined> } })
-    .connection.parsedStatements
-}
-
-/**
- * Sends BEGIN in the same write and Sync group as the statement, ahead of it: BEGIN turns the group into a
- * transaction block that stays open after the Sync. The statement must already be parsed on this connection
- * (or be unnamed): pg files any ParseComplete under the statement's name, and BEGIN's own Parse would
- * otherwise register a name whose Parse might then fail.
- */
-function beginWith(client: pg.PoolClient, name: string | undefined, text: string, values: unknown[]) {
-  return new Promise<pg.QueryResult>((resolve, reject) => {
-    const config: pg.QueryConfig = name ? { name, text, values } : { text, values }
-    ;(config as { types?: unknown }).types = types
-    const query = new pg.Query(config, (err, res) => {
-      if (err) reject(err)
-      // Two results, BEGIN's and the statement's.
-      else resolve((Array.isArray(res) ? res[res.length - 1] : res) as unknown as pg.QueryResult)
-    })
-    const hook = query as unknown as { prepare(con: BeginWire): void }
-    const prepare = hook.prepare.bind(query)
-    hook.prepare = (con) => {
-      con.parse({ name: '', text: 'BEGIN', types: [] })
-      con.bind({ portal: '', statement: '', values: [] })
-      con.execute({ portal: '', rows: 0 })
-      prepare(con)
+    const c = await this.pool.acquire()
+    try {
+      // No parameters: postgres.js sends it as one simple query, which may hold several statements.
+      await c.driver.unsafe(script)
+    } finally {
+      this.pool.release(c)
     }
-    client.query(query)
-  })
-}
-
-/** The wire messages that run one statement in the extended protocol, with no Describe: its rows are not read. */
-function sendStatement(
-  con: BeginWire,
-  name: string | undefined,
-  text: string,
-  values: readonly unknown[],
-): void {
-  if (name === undefined) con.parse({ name: '', text, types: [] })
-  con.bind({ portal: '', statement: name ?? '', values: values.map(toWire) })
-  con.execute({ portal: '', rows: 0 })
+  }
 }
 
 interface HeldBack {
   sql: string
-  values: unknown[]
+  params: readonly SqlValue[] | undefined
 }
 
 /**
- * Sends a transaction's held-back statements and its COMMIT in one write and one Sync group (with BEGIN ahead of
- * them when nothing was sent yet). The last held-back statement is pg's query, so pg parses and names it as usual;
- * the others bind names this connection has parsed, or run unnamed. As with `beginWith`, the last statement keeps
- * its name only when no Parse goes out ahead of it or it is parsed already: pg files any ParseComplete under the
- * query's name. A failure anywhere skips the rest of the group, COMMIT included, and rejects.
- */
-function commitWith(
-  client: pg.PoolClient,
-  names: StatementNames,
-  begin: boolean,
-  held: readonly HeldBack[],
-): Promise<void> {
-  const last = held[held.length - 1] as HeldBack
-  const parsed = parsedOn(client)
-  let parseAhead = begin
-  const ahead = held.slice(0, -1).map(({ sql, values }) => {
-    const name = names.nameFor(sql)
-    const bound = name !== undefined && parsed[name] === sql ? name : undefined
-    if (bound === undefined) parseAhead = true
-    return { name: bound, sql, values }
-  })
-  let name = names.nameFor(last.sql)
-  if (name !== undefined && parseAhead && parsed[name] !== last.sql) name = undefined
-  return new Promise<void>((resolve, reject) => {
-    const config: pg.QueryConfig = name
-      ? { name, text: last.sql, values: last.values }
-      : { text: last.sql, values: last.values }
-    ;(config as { types?: unknown }).types = types
-    const query = new pg.Query(config, (err) => {
-      if (!err) return resolve()
-      for (const h of held) names.retire(h.sql, err)
-      reject(err)
-    })
-    const hook = query as unknown as {
-      prepare(con: BeginWire): void
-      _getRows(con: BeginWire & { sync(): void }, rows: number): void
-    }
-    if (typeof hook._getRows !== 'function') {
-      // pg's Query is not public API (package.json pins pg); say so plainly rather than fail with a TypeError.
-      reject(
-        new Error(
-          'This version of pg has no Query._getRows to send a COMMIT with; install the pg version package.json names',
-        ),
-      )
-      return
-    }
-    const prepare = hook.prepare.bind(query)
-    hook.prepare = (con) => {
-      if (begin) sendStatement(con, undefined, 'BEGIN', [])
-      for (const a of ahead) sendStatement(con, a.name, a.sql, a.values)
-      prepare(con)
-    }
-    // pg ends its query with Execute and Sync; COMMIT goes in between.
-    hook._getRows = (con, rows) => {
-      con.execute({ portal: '', rows })
-      sendStatement(con, undefined, 'COMMIT', [])
-      con.sync()
-    }
-    client.query(query)
-  })
-}
-
-/**
- * A transaction's statements on its pooled client; BEGIN goes out with the first one and the held-back statements
- * (`CommitTail`) with the COMMIT (one round trip less each).
+ * A transaction's statements on the connection lent to it. BEGIN goes out with the first statement and the
+ * held-back statements (`CommitTail`) with the COMMIT: postgres.js writes statements issued in one turn together
+ * and answers them in order, each with its own Sync, so BEGIN opens a transaction block the next statement runs in,
+ * and a held-back statement that fails aborts the block, whose COMMIT then rolls back (PostgreSQL answers it with
+ * ROLLBACK, not an error: the held-back statement's own error is what the commit throws).
+ *
+ * Held-back statements return no rows. postgres.js re-sends a prepared statement once when the server refuses its
+ * cached plan (a schema change under it); for a statement that returns no rows that happens only when a column it
+ * writes changed type while the server ran, which a migration of this project never does to a table written here.
  */
 class PgTransaction extends SendingQueryable implements CommitTail {
   /** Whether BEGIN has been sent: COMMIT and ROLLBACK follow only then. */
@@ -216,90 +289,118 @@ class PgTransaction extends SendingQueryable implements CommitTail {
   private readonly held: HeldBack[] = []
 
   constructor(
-    private readonly client: pg.PoolClient,
-    private readonly names: StatementNames,
+    private readonly connection: Connection,
+    private readonly timing: Timing,
   ) {
     super()
   }
 
+  /**
+   * Where the transaction's statements go. Once its connection closed, the transaction is over (the server rolled
+   * it back): nothing more may be sent, or it would run on a fresh session, outside the transaction.
+   */
+  private get driver(): Driver {
+    if (this.begun && this.connection.lost) {
+      throw Object.assign(
+        new Error('The store connection was lost during the transaction; it was rolled back'),
+        {
+          code: 'CONNECTION_CLOSED',
+        },
+      )
+    }
+    return this.connection.driver
+  }
+
   atCommit(sql: string, params?: readonly SqlValue[]): void {
-    this.held.push({ sql, values: normaliseParams(params) })
+    this.held.push({ sql, params })
   }
 
   /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */
   async commit(): Promise<void> {
-    if (this.held.length > 0) {
-      const begin = !this.begun
-      this.begun = true
-      await commitWith(this.client, this.names, begin, this.held)
-    } else if (this.begun) {
-      await this.client.query('COMMIT')
+    if (this.held.length === 0) {
+      if (this.begun) await this.driver.unsafe('COMMIT')
+      return
+    }
+    const driver = this.driver
+    // Each is sent as it is issued (`execute`), so they go out in this order.
+    const sent: Promise<unknown>[] = []
+    if (!this.begun) sent.push(driver.unsafe('BEGIN').execute())
+    this.begun = true
+    for (const h of this.held) sent.push(this.timing.run('transaction', driver, h.sql, h.params))
+    sent.push(driver.unsafe('COMMIT').execute())
+    // Every answer is awaited before the connection goes back (allSettled), the first failure is the commit's.
+    for (const outcome of await Promise.allSettled(sent)) {
+      if (outcome.status === 'rejected') throw outcome.reason
     }
   }
 
-  protected async send(sql: string, params?: readonly SqlValue[]): Promise<pg.QueryResult> {
-    const values = normaliseParams(params)
-    const name = this.names.nameFor(sql)
-    try {
-      if (!this.begun) {
-        this.begun = true
-        if (name === undefined || parsedOn(this.client)[name] === sql)
-          return await beginWith(this.client, name, sql, values)
-        await this.client.query('BEGIN')
-      }
-      return await this.client.query(name ? { name, text: sql, values, types } : { text: sql, values, types })
-    } catch (err) {
-      // Inside a transaction the statement cannot be retried, but later transactions run it unnamed.
-      this.names.retire(sql, err)
-      throw err
-    }
+  /** Rolls back what was begun; on a lost connection the server has rolled back already. */
+  async rollback(): Promise<void> {
+    if (!this.begun || this.connection.lost) return
+    await this.connection.driver.unsafe('ROLLBACK').catch(() => {})
+  }
+
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
+    if (this.begun) return this.timing.run('transaction', this.driver, sql, params)
+    const driver = this.driver
+    this.begun = true
+    // postgres.js sends a query when it is first awaited unless `execute` sends it at once: BEGIN must go first.
+    const begin = driver.unsafe('BEGIN').execute()
+    const [, result] = await Promise.all([begin, this.timing.run('transaction', driver, sql, params)])
+    return result
   }
 
   async exec(script: string): Promise<void> {
     if (!this.begun) {
+      const driver = this.driver
       this.begun = true
-      await this.client.query('BEGIN')
+      await driver.unsafe('BEGIN')
     }
-    await this.client.query(script)
+    await this.driver.unsafe(script)
   }
 }
 
-export class PostgresDb implements Db, Pipelined {
+/** At most this many connections per replica for transactions and pooled statements. */
+const POOL_MAX = 10
+/**
+ * Pipelined connections of the hot path. With synchronous commit every write waits for its WAL flush before the
+ * next statement on its connection runs; four connections let those waits overlap (measured with the earlier
+ * driver at 50 concurrent clients: one connection reached a third of the pool's throughput, four came close).
+ */
+const PIPELINE_MAX = 4
+
+export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTiming, PoolFigures {
   readonly dialect = 'postgres' as const
-  private readonly direct: PgQueryable
-  private readonly names = new StatementNames()
+  private readonly direct: PooledQueryable
+  private readonly timing = new Timing()
   private observeTransaction: ((seconds: number) => void) | undefined
-  /** Independent single statements on the hot path, pipelined on up to four connections (src/store/pipeline.ts). */
-  readonly pipeline: Pipeline
+  /** Independent single statements on the hot path, pipelined. */
+  readonly pipeline: PipelinedQueryable
   /** The hot path as repositories use it: the pipeline, or the open unit of work's transaction (db.ts hotPath). */
   readonly hot: Queryable
 
   private constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: ConnectionPool,
     /** Where the change feed opens its own LISTEN connection (src/store/notifications.ts). */
     readonly url: string,
   ) {
-    this.direct = new PgQueryable(pool, this.names)
-    this.pipeline = new Pipeline({
-      url,
-      autocommit: (text, run) => this.names.autocommit(text, run),
-      parserFor: (oid) => types.getTypeParser(oid, 'text') as (text: string) => unknown,
-      // Measured with synchronous commit and fsync on, 50 concurrent clients: one connection serialises every
-      // commit's flush (a third of the pool's throughput across workspaces); four come close to the pool's.
-      connections: 4,
-    })
+    this.direct = new PooledQueryable(pool, this.timing)
+    this.pipeline = new PipelinedQueryable(url, PIPELINE_MAX, this.timing)
     this.hot = new JoiningQueryable(this, this.pipeline)
   }
 
   static async connect(url: string): Promise<PostgresDb> {
-    const pool = new pg.Pool({ connectionString: url, max: 10 })
-    // An idle client that errors (server restart) must not crash the process; the next query reconnects.
-    pool.on('error', () => {})
-    await pool.query('SELECT 1')
-    return new PostgresDb(pool, url)
+    const db = new PostgresDb(new ConnectionPool(url, POOL_MAX), url)
+    try {
+      await db.query('SELECT 1')
+    } catch (err) {
+      await db.close().catch(() => {})
+      throw err
+    }
+    return db
   }
 
-  /** Outside a unit of work, any pooled client; inside one, the unit's transaction. */
+  /** Outside a unit of work, a pooled connection; inside one, the unit's transaction. */
   private target(): Queryable {
     return currentUnit<PgTransaction>(this)?.tx ?? this.direct
   }
@@ -313,8 +414,14 @@ export class PostgresDb implements Db, Pipelined {
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
     return this.target().run(sql, params)
   }
+  exec(script: string): Promise<void> {
+    return this.target().exec(script)
+  }
   timeTransactions(observe: (seconds: number) => void): void {
     this.observeTransaction = observe
+  }
+  timeStatements(observe: (path: StatementPath, seconds: number) => void): void {
+    this.timing.observe = observe
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -324,7 +431,7 @@ export class PostgresDb implements Db, Pipelined {
   }
 
   /**
-   * A unit of work: one transaction on one pooled client that every statement of fn's context joins; its
+   * A unit of work: one transaction on one lent connection that every statement of fn's context joins; its
    * held-back statements (event appends, the idempotency answer) go out with the COMMIT.
    */
   async unitOfWork<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -349,30 +456,27 @@ export class PostgresDb implements Db, Pipelined {
 
   private async transact<T>(fn: (tx: PgTransaction) => Promise<T>): Promise<T> {
     const started = this.observeTransaction ? performance.now() : 0
-    const client = await this.pool.connect()
-    const tx = new PgTransaction(client, this.names)
+    const connection = await this.pool.acquire()
+    const tx = new PgTransaction(connection, this.timing)
     try {
       const result = await fn(tx)
       await tx.commit()
       this.observeTransaction?.((performance.now() - started) / 1000)
       return result
     } catch (err) {
-      if (tx.begun) await client.query('ROLLBACK').catch(() => {})
+      await tx.rollback()
       throw err
     } finally {
-      client.release()
+      this.pool.release(connection)
     }
   }
-  exec(script: string): Promise<void> {
-    return this.target().exec(script)
-  }
-  /** The pool's connections and the statements waiting for one (read by a metrics scrape). */
+
+  /** The pool's capacity, the part of it not lent, and the callers waiting for a connection (metrics). */
   poolFigures(): { total: number; idle: number; waiting: number } {
-    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount }
+    return this.pool.figures()
   }
 
   async close(): Promise<void> {
-    await this.pipeline.close()
-    await this.pool.end()
+    await Promise.all([this.pipeline.close(), this.pool.end()])
   }
 }

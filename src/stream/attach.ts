@@ -64,12 +64,7 @@ export function attachStream(
         topic.kind === 'runs'
           ? runsSource(services.events, workspaceId)
           : connectorSource(services.ingestion, workspaceId, topic.connectorId, topic.name),
-      onRecords: (listener) => services.ingestion.onBatch((ws, connectorId) => listener(ws, connectorId)),
-      onEvents: (listener) => services.events.subscribe(listener),
-      onResync: (listener) =>
-        services.changes.subscribe((c) => {
-          if (c.kind === 'resync') listener()
-        }),
+      feeds: services.topicFeeds,
     },
     settings,
   )

@@ -1,6 +1,7 @@
 import { internalError } from '../api/errors.js'
 import { missingScope } from '../api/scopes.js'
-import { MAX_REPLAY, type TopicSource } from '../api/topic-sources.js'
+import { type FeedMember, type FeedPage, type SharedTopic, TopicFeeds } from '../api/topic-feeds.js'
+import { caughtUp, MAX_REPLAY, type TopicSource } from '../api/topic-sources.js'
 import { parseTopic, type Topic } from '../api/topics.js'
 import type { Clock } from '../domain/clock.js'
 import { toRfc3339 } from '../domain/clock.js'
@@ -27,8 +28,8 @@ export interface StreamOptions {
   /** Most messages replayed per topic on a `since` resume; older ones are announced with a `gap`. */
   maxReplay: number
   /**
-   * Every subscription reads again this often even without a wake-up, so a lost cross-replica notification
-   * delays delivery by at most this much (0 = never).
+   * Every topic reads again this often even without a wake-up, so a lost cross-replica notification delays
+   * delivery by at most this much (0 = never).
    */
   fallbackPollMs: number
   /** Messages sent and slow consumers closed, for the server's metrics. */
@@ -70,14 +71,16 @@ export type SourceFactory = (topic: Topic, workspaceId: string) => TopicSource
 /** Stores a batch sent over the socket for this connection's caller; throws ApiError like the REST route. */
 export type StreamIngestor = (connectorId: string, records: unknown[]) => Promise<IngestResult>
 
+/**
+ * One topic of one connection. It reads for itself from its starting point until it has caught up, then joins the
+ * topic's shared feed (src/api/topic-feeds.ts) and is handed the pages read for every subscriber of the topic.
+ */
 interface Subscription {
   topic: Topic
-  source: TopicSource
+  feed: SharedTopic
+  member: FeedMember
   since: number | undefined
   after: number
-  started: boolean
-  running: boolean
-  dirty: boolean
   cancelled: boolean
 }
 
@@ -85,7 +88,10 @@ const READ_PAGE = 200
 /** Socket batches that may wait for their answer on one connection. */
 export const MAX_PENDING_INGESTS = 16
 
-/** One client: its subscriptions, each delivered by a single-flight pump that reads after the last seq sent. */
+/**
+ * One client: its subscriptions, each caught up by its own reads after the last seq sent, then fed by its topic's
+ * shared reader.
+ */
 export class StreamConnection {
   private readonly subs = new Map<string, Subscription>()
   private closed = false
@@ -101,6 +107,8 @@ export class StreamConnection {
     private readonly options: StreamOptions,
     private readonly clock: Clock,
     private readonly ingestor?: StreamIngestor,
+    /** The process's shared topic readers; a connection built alone (tests) gets its own. */
+    private readonly feeds: TopicFeeds = new TopicFeeds(),
   ) {}
 
   get isClosed(): boolean {
@@ -127,8 +135,7 @@ export class StreamConnection {
     else if (msg.type === 'unsubscribe') {
       for (const name of msg.topics) {
         const sub = this.subs.get(name)
-        if (sub) sub.cancelled = true
-        this.subs.delete(name)
+        if (sub) this.drop(sub)
         this.send({ type: 'unsubscribed', topic: name })
       }
     } else {
@@ -145,23 +152,14 @@ export class StreamConnection {
           continue
         }
         if (!this.subs.has(name)) {
-          const sub: Subscription = {
-            topic,
-            source: this.sources(topic, this.principal.workspaceId),
-            since: msg.since[name],
-            after: 0,
-            started: false,
-            running: false,
-            dirty: false,
-            cancelled: false,
-          }
+          const sub = this.open(topic, msg.since[name])
           this.subs.set(name, sub)
           started.push(sub)
         } else this.send({ type: 'subscribed', topic: name })
       }
-      // A new topic's ack is sent by its pump once the starting point is read (see pump): refusals go out now, and
-      // each topic's ack still precedes its data.
-      for (const sub of started) void this.pump(sub)
+      // A new topic's ack is sent by its catch-up once the starting point is read (see catchUp): refusals go out
+      // now, and each topic's ack still precedes its data.
+      for (const sub of started) void this.catchUp(sub)
     }
   }
 
@@ -201,20 +199,52 @@ export class StreamConnection {
     })
   }
 
-  /** New records landed on a connector of this connection's workspace. */
+  private open(topic: Topic, since: number | undefined): Subscription {
+    const workspaceId = this.principal.workspaceId
+    const feed = this.feeds.acquire(workspaceId, topic, () => this.sources(topic, workspaceId))
+    const sub: Subscription = {
+      topic,
+      feed,
+      since,
+      after: 0,
+      cancelled: false,
+      member: {
+        get after() {
+          return sub.after
+        },
+        take: (page) => this.take(sub, page),
+        fail: (err) => this.failed(sub, err),
+      },
+    }
+    return sub
+  }
+
+  /** Ends a subscription: no more data for it, from its own reads or the shared feed. */
+  private drop(sub: Subscription): void {
+    if (sub.cancelled) return
+    sub.cancelled = true
+    this.subs.delete(sub.topic.name)
+    sub.feed.leave(sub.member)
+    this.feeds.release(sub.feed)
+  }
+
+  /**
+   * New records landed on a connector of this connection's workspace. The hub wakes the shared topics once per
+   * change instead (TopicFeeds.follow); these wake the topics this connection holds, for a connection used alone.
+   */
   wakeConnector(connectorId: string): void {
     for (const sub of this.subs.values()) {
-      if (sub.topic.kind === 'connector' && sub.topic.connectorId === connectorId) void this.pump(sub)
+      if (sub.topic.kind === 'connector' && sub.topic.connectorId === connectorId) sub.feed.wake()
     }
   }
 
   wakeRuns(): void {
-    for (const sub of this.subs.values()) if (sub.topic.kind === 'runs') void this.pump(sub)
+    for (const sub of this.subs.values()) if (sub.topic.kind === 'runs') sub.feed.wake()
   }
 
-  /** Every subscription looks again (fallback poll, or wake-ups may have been missed). */
+  /** Every topic of this connection looks again. */
   wakeAll(): void {
-    for (const sub of this.subs.values()) void this.pump(sub)
+    for (const sub of this.subs.values()) sub.feed.wake()
   }
 
   pong(): void {
@@ -272,71 +302,87 @@ export class StreamConnection {
     }
   }
 
-  /** The socket is gone (closed by either side): stop every pump. */
+  /** The socket is gone (closed by either side): every subscription ends. */
   markClosed(): void {
     this.closed = true
-    for (const sub of this.subs.values()) sub.cancelled = true
-    this.subs.clear()
+    for (const sub of [...this.subs.values()]) this.drop(sub)
   }
 
-  private async pump(sub: Subscription): Promise<void> {
-    if (sub.running) {
-      sub.dirty = true
-      return
-    }
-    sub.running = true
+  /**
+   * Fixes the starting point, acknowledges, then reads for this subscription alone (replay, and whatever commits
+   * meanwhile) until a read reaches what was committed when it ran; then joins the topic's shared feed (which reads
+   * again whatever it handed out meanwhile, see SharedTopic.join).
+   */
+  private async catchUp(sub: Subscription): Promise<void> {
+    const source = sub.feed.source
     try {
-      do {
-        sub.dirty = false
-        if (!sub.started) {
-          // The starting point is fixed before the ack: "no since" means everything committed after the client
-          // reads `subscribed`. Acking first would let a commit that lands before `head()` answers (a round trip
-          // on PostgreSQL) fall behind the starting point and never be delivered.
-          if (sub.since === undefined) {
-            sub.after = await sub.source.head()
-            if (sub.cancelled || this.closed) return
-            if (!this.send({ type: 'subscribed', topic: sub.topic.name })) return
-          } else {
-            const resume = await sub.source.resume(sub.since, this.options.maxReplay)
-            if (sub.cancelled || this.closed) return
-            if (!this.send({ type: 'subscribed', topic: sub.topic.name })) return
-            if (resume.gap && !this.send({ type: 'gap', topic: sub.topic.name, ...resume.gap })) return
-            sub.after = resume.after
-          }
-          sub.started = true
+      // The starting point is fixed before the ack: "no since" means everything committed after the client reads
+      // `subscribed`. Acking first would let a commit that lands before `head()` answers (a round trip on
+      // PostgreSQL) fall behind the starting point and never be delivered.
+      if (sub.since === undefined) {
+        sub.after = await source.head()
+        if (sub.cancelled || this.closed) return
+        if (!this.send({ type: 'subscribed', topic: sub.topic.name })) return
+      } else {
+        const resume = await source.resume(sub.since, this.options.maxReplay)
+        if (sub.cancelled || this.closed) return
+        if (!this.send({ type: 'subscribed', topic: sub.topic.name })) return
+        if (resume.gap && !this.send({ type: 'gap', topic: sub.topic.name, ...resume.gap })) return
+        sub.after = resume.after
+      }
+      for (;;) {
+        const wakes = sub.feed.wakeCount
+        const page = await source.read(sub.after, READ_PAGE)
+        if (sub.cancelled || this.closed) return
+        const from = sub.after
+        for (const item of page.items) {
+          if (!this.send(item.message)) return
+          sub.after = item.seq
         }
-        for (;;) {
-          if (sub.cancelled || this.closed) return
-          const { items, scannedTo } = await sub.source.read(sub.after, READ_PAGE)
-          if (sub.cancelled || this.closed) return
-          for (const item of items) {
-            if (!this.send(item.message)) return
-            sub.after = item.seq
-          }
-          if (scannedTo <= sub.after && items.length === 0) break
-          sub.after = Math.max(sub.after, scannedTo)
+        sub.after = Math.max(sub.after, page.scannedTo)
+        if (caughtUp(page, from)) {
+          sub.feed.join(sub.member, wakes)
+          return
         }
-      } while (sub.dirty && !sub.cancelled && !this.closed)
+      }
     } catch (err) {
-      console.error(`[stream] delivery on ${sub.topic.name} failed:`, err)
-      const paused = 'Delivery paused by a store error; resubscribe with since'
-      this.sendError(sub.topic.name, new ApiError('unavailable', paused, { last_seq: sub.after }))
-      sub.cancelled = true
-      this.subs.delete(sub.topic.name)
-    } finally {
-      sub.running = false
+      this.failed(sub, err)
     }
+  }
+
+  /** A page of the topic's shared reader: the items after this subscription's last seq. */
+  private take(sub: Subscription, page: FeedPage): void {
+    if (sub.cancelled || this.closed) return
+    for (const item of page.items) {
+      if (item.seq <= sub.after) continue
+      if (!this.sendText(item.json)) return
+      sub.after = item.seq
+    }
+    sub.after = Math.max(sub.after, page.to)
+  }
+
+  /** A read for this subscription failed: the client is told where to resume, and the topic is dropped. */
+  private failed(sub: Subscription, err: unknown): void {
+    if (sub.cancelled) return
+    console.error(`[stream] delivery on ${sub.topic.name} failed:`, err)
+    const paused = 'Delivery paused by a store error; resubscribe with since'
+    this.sendError(sub.topic.name, new ApiError('unavailable', paused, { last_seq: sub.after }))
+    this.drop(sub)
+  }
+
+  private send(message: Record<string, unknown>): boolean {
+    return this.sendText(JSON.stringify(message))
   }
 
   /** Sends unless the peer is too slow: then the connection is closed (4008) instead of buffering without bound. */
-  private send(message: Record<string, unknown>): boolean {
+  private sendText(text: string): boolean {
     if (this.closed) return false
     if (this.socket.bufferedAmount > this.options.maxBufferedBytes) {
       this.options.telemetry?.slowConsumerClosed()
       this.closeWith(CLOSE_SLOW_CONSUMER, 'slow consumer')
       return false
     }
-    this.socket.send(JSON.stringify(message))
+    this.socket.send(text)
     this.options.telemetry?.messageSent()
     return true
   }
@@ -355,18 +401,16 @@ export class StreamConnection {
 export interface HubDeps {
   clock: Clock
   sources: SourceFactory
-  /** Registers for "records landed" wake-ups; returns the unsubscribe function. */
-  onRecords(listener: (workspaceId: string, connectorId: string) => void): () => void
-  /** Registers for "events appended" wake-ups; returns the unsubscribe function. */
-  onEvents(listener: () => void): () => void
-  /** Registers for "wake-ups may have been missed" (the cross-replica feed reconnected). */
-  onResync?(listener: () => void): () => void
+  /**
+   * The process's shared topic readers, woken by the change feed (TopicFeeds.follow) once per change: the hub
+   * never wakes subscribers one by one.
+   */
+  feeds: TopicFeeds
 }
 
 /** Every open connection of one server, the wake-ups that feed them and the heartbeat timer. */
 export class StreamHub {
   private readonly connections = new Set<StreamConnection>()
-  private readonly unsubscribers: (() => void)[] = []
   private timer: NodeJS.Timeout | undefined
   private pollTimer: NodeJS.Timeout | undefined
 
@@ -376,15 +420,6 @@ export class StreamHub {
   ) {}
 
   start(): void {
-    this.unsubscribers.push(
-      this.deps.onRecords((ws, connectorId) => {
-        for (const c of this.connections) if (c.principal.workspaceId === ws) c.wakeConnector(connectorId)
-      }),
-      this.deps.onEvents(() => {
-        for (const c of this.connections) c.wakeRuns()
-      }),
-    )
-    if (this.deps.onResync) this.unsubscribers.push(this.deps.onResync(() => this.wakeAll()))
     if (this.options.fallbackPollMs > 0) {
       this.pollTimer = setInterval(() => this.wakeAll(), this.options.fallbackPollMs)
       this.pollTimer.unref()
@@ -403,6 +438,7 @@ export class StreamHub {
       this.options,
       this.deps.clock,
       ingestor,
+      this.deps.feeds,
     )
     this.connections.add(connection)
     return connection
@@ -420,8 +456,9 @@ export class StreamHub {
     return open
   }
 
+  /** Every topic of the process looks again (one read each, however many subscribers). */
   wakeAll(): void {
-    for (const c of this.connections) c.wakeAll()
+    this.deps.feeds.wakeAll()
   }
 
   snapshot(): HubSnapshot {
@@ -449,7 +486,6 @@ export class StreamHub {
   stop(): void {
     if (this.timer) clearInterval(this.timer)
     if (this.pollTimer) clearInterval(this.pollTimer)
-    for (const u of this.unsubscribers.splice(0)) u()
     for (const c of this.connections) c.closeWith(1001, 'server shutting down')
     this.connections.clear()
   }

@@ -165,11 +165,8 @@ describe('generated clients (matrix) and the shipped client package', () => {
       }),
     )
     const opts = { cwd: dir, timeout: 180_000 }
-    await Promise.all([
-      generateCached(dir),
-      run(BIN('orval'), ['--config', 'orval.config.cjs'], opts),
-      run('npm', ['run', 'build:client'], { cwd: ROOT, timeout: 180_000 }),
-    ])
+    // client/dist (the README program's import) is built by the test setup, once for every test that reads it.
+    await Promise.all([generateCached(dir), run(BIN('orval'), ['--config', 'orval.config.cjs'], opts)])
   }, 240_000)
   afterAll(async () => {
     await t?.close()

@@ -63,7 +63,9 @@ describe('the agentops-client package', () => {
     const serverStarted = startTestServer()
     const { stdout } = await exec(
       npm,
-      ['pack', '--json', '--pack-destination', dir, '-w', 'agentops-client'],
+      // --ignore-scripts: the workspace's `prepare` would rebuild client/dist while other tests read it; the test
+      // setup built it from the current sources.
+      ['pack', '--json', '--ignore-scripts', '--pack-destination', dir, '-w', 'agentops-client'],
       {
         cwd: ROOT,
         timeout: 120_000,

@@ -82,35 +82,44 @@ describe('413 for an oversized body', () => {
     },
   )
 
-  it('answers 413 every time a 1.05 MiB body is written in one piece, never a connection reset', async () => {
-    // The whole request in one write: the kernel holds most of it unread when the 413 is sent. Closing then (not
-    // draining) reset the connection before the client read the answer (3 times in 6 on SQLite).
-    const payload = Buffer.alloc(Math.round(1.05 * 1024 * 1024), 'x')
-    const big = await startTestServer() // the default limit, 1 MiB
-    const bigToken = (await big.createKey()).token
-    const bigPort = Number(new URL(big.baseUrl).port)
-    const bigHead = `POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${bigToken}\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\n\r\n`
-    for (let i = 0; i < 12; i++) {
-      const socket = connect(bigPort, '127.0.0.1')
-      let text = ''
-      let error: string | undefined
-      socket.on('data', (d) => {
-        text += d.toString()
-      })
-      const done = new Promise<void>((resolve) => {
-        socket.on('error', (err: NodeJS.ErrnoException) => {
-          error = err.code ?? err.message
+  it.each([
+    ['1.05 MiB', 1.05, 12],
+    // More than the loopback's socket buffers hold: the client is still writing when the 413 goes out (48 MiB is
+    // more than this machine's largest receive and send buffers together, and less than the lingering close
+    // drains). Without the lingering close, or with one that stops reading, the write fails with EPIPE at once.
+    ['48 MiB', 48, 2],
+  ])(
+    'answers 413 every time a %s body is written in one piece, never a connection reset',
+    async (_, mib, attempts) => {
+      // The whole request in one write: the kernel holds most of it unread when the 413 is sent. Closing then (not
+      // draining) reset the connection before the client read the answer (3 times in 6 on SQLite, at 1.05 MiB).
+      const payload = Buffer.alloc(Math.round(mib * 1024 * 1024), 'x')
+      const big = await startTestServer() // the default limit, 1 MiB
+      const bigToken = (await big.createKey()).token
+      const bigPort = Number(new URL(big.baseUrl).port)
+      const bigHead = `POST /v1/agents HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${bigToken}\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\n\r\n`
+      for (let i = 0; i < attempts; i++) {
+        const socket = connect(bigPort, '127.0.0.1')
+        let text = ''
+        let error: string | undefined
+        socket.on('data', (d) => {
+          text += d.toString()
         })
-        socket.on('close', () => resolve())
-      })
-      socket.write(Buffer.concat([Buffer.from(bigHead), payload]))
-      await done
-      expect(error, `attempt ${i}`).toBeUndefined()
-      expect(text.split('\r\n')[0], `attempt ${i}`).toBe('HTTP/1.1 413 Payload Too Large')
-      expect(text).toContain('"code":"payload_too_large"')
-    }
-    await big.close()
-  })
+        const done = new Promise<void>((resolve) => {
+          socket.on('error', (err: NodeJS.ErrnoException) => {
+            error = err.code ?? err.message
+          })
+          socket.on('close', () => resolve())
+        })
+        socket.write(Buffer.concat([Buffer.from(bigHead), payload]))
+        await done
+        expect(error, `attempt ${i}`).toBeUndefined()
+        expect(text.split('\r\n')[0], `attempt ${i}`).toBe('HTTP/1.1 413 Payload Too Large')
+        expect(text).toContain('"code":"payload_too_large"')
+      }
+      await big.close()
+    },
+  )
 
   it('keeps a connection alive after an ordinary answer (the close is specific to 413)', async () => {
     const { socket, received } = open()

@@ -1,7 +1,9 @@
 /**
- * The whole conformance suite against the reference server (`--reference`, SQLite) with the server logging at its
- * most verbose level: the log has a line for every request and none of the secrets the run handled (API tokens,
- * webhook secrets, signatures, Authorization headers).
+ * The whole conformance suite against the reference server on PostgreSQL when the tests have one (CI requires it;
+ * the `--reference` runs elsewhere use SQLite, so the second store is held to every check, core and profile), with
+ * the server logging at its most verbose level: the log has a line for every request and none of the secrets the
+ * run handled (API tokens, webhook secrets, signatures, Authorization headers). One run for both promises: the log
+ * is written by the surface layer, the same on either store. Without PostgreSQL the run uses SQLite.
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync } from 'node:fs'
@@ -9,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { backends } from '../support/backends.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -20,14 +23,26 @@ const SECRETS: [string, RegExp][] = [
   ['an Authorization header', /authorization|bearer /i],
 ]
 
-describe('the server log of a full conformance run', () => {
-  it('has a line per request and no secret', async () => {
+const store = backends().at(-1)!
+
+describe(`a full conformance run on ${store.name}`, () => {
+  it('passes every check, core and profile, and its server log has a line per request and no secret', async () => {
     const logFile = join(mkdtempSync(join(tmpdir(), 'agentops-conformance-log-')), 'server.log')
-    const child = spawn(process.execPath, ['bin/agentops-conformance.mjs', '--reference'], {
-      cwd: ROOT,
-      env: { ...process.env, AGENTOPS_CONFORMANCE_REFERENCE_LOG: logFile, AGENTOPS_LOG_LEVEL: 'trace' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const url = store.name === 'postgres' ? await store.freshUrl() : undefined
+    const child = spawn(
+      process.execPath,
+      ['bin/agentops-conformance.mjs', '--reference', '--strict-profile'],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          ...(url ? { AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL: url } : {}),
+          AGENTOPS_CONFORMANCE_REFERENCE_LOG: logFile,
+          AGENTOPS_LOG_LEVEL: 'trace',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
     let output = ''
     child.stdout.on('data', (d) => {
       output += d
@@ -36,7 +51,9 @@ describe('the server log of a full conformance run', () => {
       output += d
     })
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+    if (url) expect(output).toContain(`store ${url}`)
     expect(code, output.slice(-4000)).toBe(0)
+    expect(output).toMatch(/core: +\d+ passed, 0 failed/)
 
     const log = readFileSync(logFile, 'utf8')
     const lines = log.split('\n').filter((l) => l.startsWith('{'))

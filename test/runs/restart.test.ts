@@ -1,6 +1,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { Writable } from 'node:stream'
 import { afterAll, describe, expect, it } from 'vitest'
+import { createLogger } from '../../src/observability/logger.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { status, traceOf, waitForRun } from './helpers.js'
@@ -97,7 +99,18 @@ describe.each(backends())('runs survive a killed server on $name', (backend) => 
     await once(child, 'exit')
     child = undefined
 
-    after = await startTestServer({ databaseUrl, config: { runLeaseMs: 400, runConcurrency: 2 } })
+    const log: string[] = []
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        log.push(chunk.toString())
+        done()
+      },
+    })
+    after = await startTestServer({
+      databaseUrl,
+      config: { runLeaseMs: 400, runConcurrency: 2 },
+      logger: createLogger({ level: 'info', destination }),
+    })
     const t = after
     for (const id of [running.run_id, queued.run_id]) {
       const done = await waitForRun(t, token, id, status('succeeded'), 15_000)
@@ -119,5 +132,17 @@ describe.each(backends())('runs survive a killed server on $name', (backend) => 
       'queued',
     )
     await waitForRun(t, token, paused.run_id, status('succeeded'), 15_000)
+
+    // The killed server's one leased run was taken over, and the log says so in one line with its count only:
+    // the queued and paused runs had no lease, and no tenant, run or key appears in the line.
+    const takeovers = log
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('replica leases taken over'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(takeovers).toHaveLength(1)
+    const [line] = takeovers
+    expect(line).toMatchObject({ level: 30, msg: 'replica leases taken over', leases: 'runs', count: 1 })
+    expect(Object.keys(line ?? {}).sort()).toEqual(['count', 'leases', 'level', 'msg', 'pid', 'time'])
   })
 })

@@ -374,6 +374,63 @@ describe.skipIf(!backends().some((b) => b.name === 'postgres'))('PostgreSQL stat
     ])
   })
 
+  it('fails a transaction whose connection was lost, runs none of its later statements elsewhere, and serves on', async () => {
+    const d = await open()
+    await d.exec('CREATE TABLE lost (k TEXT PRIMARY KEY)')
+    const outcome = await d
+      .transaction(async (tx) => {
+        await tx.run("INSERT INTO lost (k) VALUES ('before')")
+        // The transaction's own session ends while it waits between two statements.
+        await d.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+           WHERE application_name = 'agentops' AND datname = current_database() AND pid <> pg_backend_pid()
+             AND state = 'idle in transaction'`,
+        )
+        for (
+          let i = 0;
+          i < 100 &&
+          (await d.one(
+            "SELECT 1 AS x FROM pg_stat_activity WHERE state = 'idle in transaction' AND datname = current_database()",
+          ));
+          i++
+        ) {
+          await new Promise((r) => setTimeout(r, 10))
+        }
+        await new Promise((r) => setTimeout(r, 50)) // the close reaches the driver
+        await tx.run("INSERT INTO lost (k) VALUES ('after')")
+      })
+      .then(
+        () => 'committed',
+        (err: { code?: string }) => err.code,
+      )
+    expect(outcome).toBe('CONNECTION_CLOSED')
+    // Neither insert survived: the first died with its session, the second was never sent to another one.
+    expect(await d.query('SELECT k FROM lost')).toEqual([])
+    // Every pooled connection still serves transactions.
+    const many = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        d.transaction((tx) => tx.one<{ n: number }>('SELECT $1::int AS n', [i])),
+      ),
+    )
+    expect(many.map((r) => r?.n)).toEqual(Array.from({ length: 12 }, (_, i) => i))
+  })
+
+  it('times every statement by the path it took', async () => {
+    const d = await open()
+    const seen = new Map<string, number>()
+    d.timeStatements((path, seconds) => {
+      expect(seconds).toBeGreaterThanOrEqual(0)
+      seen.set(path, (seen.get(path) ?? 0) + 1)
+    })
+    await d.pipeline.query('SELECT 1 AS x')
+    await d.query('SELECT 1 AS x')
+    await d.transaction(async (tx) => {
+      await tx.query('SELECT 1 AS x')
+      await tx.query('SELECT 2 AS x')
+    })
+    expect(Object.fromEntries(seen)).toEqual({ pipeline: 1, pool: 1, transaction: 2 })
+  })
+
   it('keeps answering a SELECT * after a migration adds a column, and reconnects after losing its connection', async () => {
     const d = await open()
     const p = d.pipeline

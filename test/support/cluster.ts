@@ -16,6 +16,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = `${ROOT}bin/agentops.mjs`
 const run = promisify(execFile)
 
+/** How long a /readyz poll may take before the balancer counts the replica as not ready. */
+const READYZ_TIMEOUT_MS = 2_000
+
 export interface Replica {
   index: number
   url: string
@@ -210,8 +213,10 @@ export async function startBalancer(
   const askAll = () =>
     Promise.all(
       targets.map(async (target, i) => {
+        // A replica that cannot answer /readyz in 2 s is drained; a shorter bound drained healthy replicas of a
+        // busy machine (load 17 on 2 cores: a 500 ms bound marked every replica not ready at once).
         const ready = await fetch(`${target}/readyz`, {
-          signal: AbortSignal.timeout(Math.max(500, pollMs)),
+          signal: AbortSignal.timeout(Math.max(READYZ_TIMEOUT_MS, pollMs)),
         }).then(
           (res) => res.status === 200,
           () => false,

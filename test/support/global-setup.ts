@@ -13,8 +13,9 @@ declare module 'vitest' {
 let server: PostgresServer | undefined
 
 export async function setup(project: TestProject): Promise<void> {
-  // Tests that spawn bin/agentops.mjs run the compiled server: rebuild dist/ first when a source is newer.
-  execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale'], {
+  // Tests that spawn bin/agentops.mjs run the compiled server, and the client tests read client/dist: rebuild each
+  // first when a source is newer (once here, so no test rebuilds a file another test reads meanwhile).
+  execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale', '--with-client'], {
     cwd: new URL('../..', import.meta.url),
     stdio: 'inherit',
   })

@@ -8,7 +8,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
+import postgres from 'postgres'
 
 export interface PostgresServer {
   /** Admin URL of the server (database `postgres`). */
@@ -109,12 +109,11 @@ async function startLocalCluster(): Promise<PostgresServer> {
 /** A fresh, empty database on the server, so test files never see each other's rows. */
 export async function createDatabase(adminUrl: string): Promise<string> {
   const name = `agentops_test_${Math.random().toString(36).slice(2, 10)}`
-  const client = new pg.Client({ connectionString: adminUrl })
-  await client.connect()
+  const sql = postgres(adminUrl, { max: 1, onnotice: () => {} })
   try {
-    await client.query(`CREATE DATABASE ${name}`)
+    await sql.unsafe(`CREATE DATABASE ${name}`)
   } finally {
-    await client.end()
+    await sql.end()
   }
   const url = new URL(adminUrl)
   url.pathname = `/${name}`

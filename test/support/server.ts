@@ -10,6 +10,7 @@ import type { SurfaceObserver } from '../../src/api/observe.js'
 import type { Config } from '../../src/config.js'
 import type { Clock } from '../../src/domain/clock.js'
 import type { IssuedKey, IssueKeyInput } from '../../src/domain/keys/service.js'
+import type { Logger } from '../../src/observability/logger.js'
 import { type RunningServer, startServer } from '../../src/server.js'
 import type { Services } from '../../src/services.js'
 import { assertMatchesContract } from './openapi-validator.js'
@@ -45,6 +46,8 @@ export interface TestServerOptions {
   clock?: Clock
   config?: Partial<Config>
   observer?: SurfaceObserver
+  /** The server's log (default: the environment's level on stdout). */
+  logger?: Logger
 }
 
 let workspaceCounter = 0
@@ -62,6 +65,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.observer ? { observer: options.observer } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   })
   const baseUrl = server.url
   return {

@@ -168,6 +168,8 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
   })
 
   it('never sends an attempt another worker holds the lease on, and takes over when the lease runs out', async () => {
+    const takeovers: string[] = []
+    await reconfigure({ leases: { takenOver: (kind, count) => takeovers.push(`${kind}:${count}`) } })
     const sub = await h.webhooks.create('ws_a', {
       url: receiver.url,
       events: ['agent.created'],
@@ -179,14 +181,18 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     const [row] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     // Another replica claimed it and then died mid-attempt.
     const claimed = await repo.claim(row?.id ?? '', 'other-replica', h.clock.now(), h.clock.now() + 30_000)
-    expect(claimed?.leaseOwner).toBe('other-replica')
+    expect(claimed?.row.leaseOwner).toBe('other-replica')
+    expect(claimed?.claim).toBe('claimed')
     await h.webhooks.dispatcher.runOnce()
     expect(receiver.received).toHaveLength(0)
     // A second claim on the same due row fails while the lease holds.
     expect(await repo.claim(row?.id ?? '', 'third', h.clock.now(), h.clock.now() + 30_000)).toBeUndefined()
+    expect(takeovers).toEqual([])
     h.clock.advance(30_000)
     await h.webhooks.dispatcher.runOnce()
     expect(receiver.received).toHaveLength(1)
+    // The pass that took the lapsed lease over says so once (the server logs it: "replica leases taken over").
+    expect(takeovers).toEqual(['deliveries:1'])
     // The dead replica's late outcome cannot overwrite the real one.
     const late = await repo.recordAttempt(
       row?.id ?? '',

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { RunRepository } from '../ports.js'
+import { type LeaseTelemetry, NO_LEASE_TELEMETRY } from '../telemetry.js'
 import type { RunExecutor } from './executor.js'
 
 export interface SchedulerOptions {
@@ -7,6 +8,8 @@ export interface SchedulerOptions {
   /** How long a claimed run stays ours without renewal; another replica may take it over after that. */
   leaseMs: number
   pollMs: number
+  /** Told when a pass takes over runs another process let lapse. */
+  leases?: LeaseTelemetry
 }
 
 /**
@@ -66,14 +69,21 @@ export class RunScheduler {
     if (free <= 0) return
     const repo = this.runs
     const ids = await repo.runnable(Date.now(), free, [...this.driving.keys()])
-    for (const id of ids) {
-      if (this.stopped) return
-      if (!(await repo.claim(id, this.owner, Date.now(), Date.now() + this.options.leaseMs))) continue
-      const drive = this.drive(id).finally(() => {
-        this.driving.delete(id)
-        this.wake()
-      })
-      this.driving.set(id, drive)
+    let takenOver = 0
+    try {
+      for (const id of ids) {
+        if (this.stopped) return
+        const claim = await repo.claim(id, this.owner, Date.now(), Date.now() + this.options.leaseMs)
+        if (!claim) continue
+        if (claim === 'taken-over') takenOver++
+        const drive = this.drive(id).finally(() => {
+          this.driving.delete(id)
+          this.wake()
+        })
+        this.driving.set(id, drive)
+      }
+    } finally {
+      if (takenOver > 0) (this.options.leases ?? NO_LEASE_TELEMETRY).takenOver('runs', takenOver)
     }
   }
 

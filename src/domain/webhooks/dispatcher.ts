@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { newId } from '../ids.js'
 import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
-import type { WebhookTelemetry } from '../telemetry.js'
+import type { LeaseTelemetry, WebhookTelemetry } from '../telemetry.js'
 import { type RetryPolicy, retryDelayMs } from './backoff.js'
 import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from './body.js'
 import { type SendResult, sendWebhook } from './sender.js'
@@ -29,6 +29,8 @@ export interface DispatcherOptions {
   random?: () => number
   /** Attempts and deliveries given up, for the server's metrics. */
   telemetry?: WebhookTelemetry
+  /** Told when a pass takes over deliveries another process let lapse. */
+  leases?: LeaseTelemetry
 }
 
 const FANOUT_CURSOR = 'webhooks'
@@ -192,21 +194,28 @@ export class WebhookDispatcher {
     const now = this.clock.now()
     const candidates = await this.deliveries.due(now, free, [...this.busy])
     let started = 0
-    for (const c of candidates) {
-      if (started >= free) break
-      if (this.busy.has(c.webhookId)) continue
-      const leaseUntil = now + this.options.timeoutMs + LEASE_MARGIN_MS
-      const row = await this.deliveries.claim(c.id, this.owner, now, leaseUntil)
-      if (!row) continue
-      started++
-      this.busy.add(row.webhookId)
-      const attempt = this.attempt(row).finally(() => {
-        this.busy.delete(row.webhookId)
-        this.inFlight.delete(attempt)
-        // The subscription may have more rows due, and a pool slot is free again.
-        this.wake()
-      })
-      this.inFlight.add(attempt)
+    let takenOver = 0
+    try {
+      for (const c of candidates) {
+        if (started >= free) break
+        if (this.busy.has(c.webhookId)) continue
+        const leaseUntil = now + this.options.timeoutMs + LEASE_MARGIN_MS
+        const claimed = await this.deliveries.claim(c.id, this.owner, now, leaseUntil)
+        if (!claimed) continue
+        if (claimed.claim === 'taken-over') takenOver++
+        started++
+        const { row } = claimed
+        this.busy.add(row.webhookId)
+        const attempt = this.attempt(row).finally(() => {
+          this.busy.delete(row.webhookId)
+          this.inFlight.delete(attempt)
+          // The subscription may have more rows due, and a pool slot is free again.
+          this.wake()
+        })
+        this.inFlight.add(attempt)
+      }
+    } finally {
+      if (takenOver > 0) this.options.leases?.takenOver('deliveries', takenOver)
     }
     return started
   }

@@ -3,7 +3,7 @@ import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
-import type { WebhookTelemetry } from '../telemetry.js'
+import type { LeaseTelemetry, WebhookTelemetry } from '../telemetry.js'
 import { RETRY_CAP_MS, type RetryPolicy } from './backoff.js'
 import { isEventKind } from './body.js'
 import { type EventSource, WebhookDispatcher } from './dispatcher.js'
@@ -31,6 +31,8 @@ export interface WebhookSettings {
   pollMs: number
   random?: () => number
   telemetry?: WebhookTelemetry
+  /** Told when the dispatcher takes over deliveries another process let lapse. */
+  leases?: LeaseTelemetry
 }
 
 export const DEFAULT_OVERLAP_SECONDS = 86_400
@@ -56,6 +58,7 @@ export class WebhookService {
       outbound: settings.outbound,
       ...(settings.random ? { random: settings.random } : {}),
       ...(settings.telemetry ? { telemetry: settings.telemetry } : {}),
+      ...(settings.leases ? { leases: settings.leases } : {}),
     })
   }
 

@@ -92,7 +92,11 @@ function lingeringClose(incoming: IncomingMessage): void {
   // The body's bytes still arrive through the HTTP parser into the request: let them flow and drop them.
   incoming.removeAllListeners('data')
   incoming.resume()
+  let started = false
   socket.destroySoon = function lingering(this: typeof socket) {
+    // Node may ask twice (the answer's end and the request's); one linger is enough.
+    if (started) return
+    started = true
     this.end()
     let left = LINGER_BYTES
     const cut = () => this.destroy()
@@ -105,7 +109,29 @@ function lingeringClose(incoming: IncomingMessage): void {
     this.once('end', cut)
     this.once('close', () => clearTimeout(timer))
     this.resume()
+    // The HTTP parser stopped reading the handle when the unread body filled the request's buffer, and the stream
+    // still counts as reading, so neither resume() nor read(0) starts it again: without this, a body larger than
+    // the kernel's socket buffers (16 MiB in one write) stalled here until the bound cut it with a reset (EPIPE).
+    const handle = libuvHandle(this)
+    if (handle && !handle.reading) {
+      handle.reading = true
+      handle.readStart()
+    }
   }
+}
+
+/** The socket's libuv stream, for the one call Node has no public form of (restarting a stopped read). */
+interface ReadingHandle {
+  reading: boolean
+  readStart(): number
+}
+
+function libuvHandle(socket: object): ReadingHandle | undefined {
+  const handle: unknown = Reflect.get(socket, '_handle')
+  if (typeof handle !== 'object' || handle === null) return undefined
+  if (!('readStart' in handle) || typeof handle.readStart !== 'function' || !('reading' in handle))
+    return undefined
+  return handle as ReadingHandle
 }
 
 function clientWentAway(): ApiError {

@@ -1,5 +1,5 @@
 import type { Slice } from '../../domain/pagination.js'
-import type { DeliveryRepository } from '../../domain/ports.js'
+import type { DeliveryRepository, LeaseClaim } from '../../domain/ports.js'
 import type { EventKind } from '../../domain/webhooks/body.js'
 import type {
   AttemptOutcome,
@@ -131,20 +131,31 @@ export class DeliveryRepo implements DeliveryRepository {
     return picked
   }
 
-  /** Takes the lease on a due row; undefined when another worker got there first. */
+  /**
+   * Takes the lease on a due row; undefined when another worker got there first. Two statements tell a lapsed
+   * lease of another owner (`taken-over`) from a free row without reading it first: the second runs only when the
+   * first changed nothing, and together they take exactly the due rows whose lease is absent or lapsed.
+   */
   async claim(
     id: string,
     owner: string,
     now: number,
     leaseUntil: number,
-  ): Promise<DeliveryRecord | undefined> {
-    const changed = await this.db.run(
-      `UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
-       WHERE id = $4 AND status = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)`,
-      [owner, leaseUntil, now, id],
-    )
-    if (changed === 0) return undefined
-    return this.byId(id)
+  ): Promise<{ row: DeliveryRecord; claim: LeaseClaim } | undefined> {
+    const take = (whose: string) =>
+      this.db.run(
+        `UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
+         WHERE id = $4 AND status = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+           AND ${whose}`,
+        [owner, leaseUntil, now, id],
+      )
+    let claim: LeaseClaim = 'claimed'
+    if ((await take('(lease_owner IS NULL OR lease_owner = $1)')) === 0) {
+      if ((await take('lease_owner <> $1')) === 0) return undefined
+      claim = 'taken-over'
+    }
+    const row = await this.byId(id)
+    return row ? { row, claim } : undefined
   }
 
   /** Gives back every lease an owner holds (a stopping dispatcher); the rows stay pending with their attempts. */

@@ -31,7 +31,7 @@ export function createRepositories(db: Db): Repositories {
         ? new CachedRunRepo(new RunRepo(db), 'sole-writer', () => db.inUnitOfWork())
         : new CachedRunRepo(new RunRepo(db, hot), 'versioned', () => db.inUnitOfWork()),
     events: new EventRepo(db),
-    records: new RecordRepo(db),
+    records: new RecordRepo(db, db.dialect),
     webhooks: new WebhookRepo(db),
     deliveries: new DeliveryRepo(db),
     // A key's claim is its request's unit of work (src/domain/limits/service.ts); only answers are rows.

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Slice } from '../../domain/pagination.js'
-import type { Dialect, RunRepository } from '../../domain/ports.js'
+import type { Dialect, LeaseClaim, RunRepository } from '../../domain/ports.js'
 import type { FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import type { Queryable } from '../db.js'
 import type { RunRepo } from './runs.js'
@@ -143,7 +143,7 @@ export class CachedRunRepo implements RunRepository {
   runnable(now: number, limit: number, exclude: string[]): Promise<string[]> {
     return this.inner.runnable(now, limit, exclude)
   }
-  claim(id: string, owner: string, now: number, until: number): Promise<boolean> {
+  claim(id: string, owner: string, now: number, until: number): Promise<LeaseClaim | undefined> {
     return this.inner.claim(id, owner, now, until)
   }
   release(id: string, owner: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Slice } from '../../domain/pagination.js'
-import type { RunRepository } from '../../domain/ports.js'
+import type { LeaseClaim, RunRepository } from '../../domain/ports.js'
 import type { FrameKind, FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
@@ -235,13 +235,23 @@ export class RunRepo implements RunRepository {
       .slice(0, limit)
   }
 
-  /** Takes (or renews) the run's lease; false when another owner holds a live one. */
-  async claim(id: string, owner: string, now: number, until: number): Promise<boolean> {
-    const changed = await this.db.run(
-      'UPDATE runs SET lease_owner = $2, lease_until = $4 WHERE id = $1 AND (lease_until < $3 OR lease_owner = $2)',
+  /**
+   * Takes (or renews) the run's lease; undefined when another owner holds a live one. Two statements tell a
+   * lapsed lease of another owner (`taken-over`) from a free one without reading the row first: the second runs
+   * only when the first changed nothing, and together they take exactly the rows of
+   * `lease_until < now OR lease_owner = owner`.
+   */
+  async claim(id: string, owner: string, now: number, until: number): Promise<LeaseClaim | undefined> {
+    const free = await this.db.run(
+      'UPDATE runs SET lease_owner = $2, lease_until = $4 WHERE id = $1 AND (lease_owner = $2 OR (lease_owner IS NULL AND lease_until < $3))',
       [id, owner, now, until],
     )
-    return changed === 1
+    if (free === 1) return 'claimed'
+    const lapsed = await this.db.run(
+      'UPDATE runs SET lease_owner = $2, lease_until = $4 WHERE id = $1 AND lease_owner <> $2 AND lease_until < $3',
+      [id, owner, now, until],
+    )
+    return lapsed === 1 ? 'taken-over' : undefined
   }
 
   async release(id: string, owner: string): Promise<void> {
