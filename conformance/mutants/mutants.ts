@@ -5,6 +5,8 @@
  */
 import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
+import { eventMutants } from './families/events.js'
+import { extensionMutants } from './families/extensions.js'
 import { graphqlMutants } from './families/graphql.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { limitMutants } from './families/limits.js'
@@ -479,5 +481,7 @@ export function createMutants(): Mutant[] {
     ...limitMutants(),
     ...readbackMutants(),
     ...surfaceMutants(),
+    ...eventMutants(),
+    ...extensionMutants(),
   ]
 }

@@ -220,6 +220,8 @@ export async function main(
       contract,
       receiver,
       pacer,
+      // The reference's store is a temporary file deleted with its server: undoing the run there only costs time.
+      cleanup: reference === undefined,
       log: io.out,
       onResult: (r, i, n) => {
         results.push(r)

@@ -68,6 +68,8 @@ export interface ContractCoverage {
   lifecycle: Record<Lifecycle, { exercised: boolean; seen: string[] }>
   /** Why the unprovokable statuses stay unexercised, by status. */
   notes: Record<string, string>
+  /** Why documented statuses the suite could provoke are still missing from a full run, by status (honest gaps). */
+  gaps: Record<string, string>
 }
 
 /**
@@ -78,6 +80,21 @@ const UNPROVOKABLE: Record<string, string> = {
   '500':
     'an internal error: a healthy deployment gives the suite no way to cause one (sweep.no-5xx checks none came)',
   '503': 'temporarily unavailable (a store or dependency outage): not something a client can cause',
+}
+
+/**
+ * Why reachable statuses are still left out of a full run against the reference (see the per-operation table).
+ * They are gaps of the suite, not answers no client can provoke, so they count against the coverage figure.
+ */
+const GAPS: Record<string, string> = {
+  '429':
+    'produced on GET /v1/tools only: the small-limit workspace is driven into its window once; every other operation shares that middleware, and a window per operation would cost a burst window (and its wait) each',
+  '409':
+    'produced where the suite replays an Idempotency-Key with another body or drives a state conflict (runs, agents, GraphQL); the other operations’ 409s (webhook creation, run start, task, approval, ingest, redelivery) need a conflict recipe each that the suite does not have yet',
+  '403':
+    'produced with the narrow-scope token (agents:read only) where the reference checks the scope before the body; where it judges the probe’s `{}` body first the answer is 400, and where the token has the scope (GET /v1/agents/{id}) it is 200 or 404; a token per scope is not provisioned',
+  '400':
+    'produced for bodies and limit=0; GET-by-id and control operations have no query or body the suite sends that the reference refuses with 400',
 }
 
 function collectEnum(contract: Contract, name: string): string[] {
@@ -277,6 +294,9 @@ export class CoverageRecorder {
       errorPaths,
       lifecycle,
       notes: { ...UNPROVOKABLE },
+      gaps: Object.fromEntries(
+        Object.entries(GAPS).filter(([status]) => operations.some((o) => o.missing.includes(status))),
+      ),
     }
   }
 }

@@ -95,6 +95,51 @@ export function listPage(
   return { items: pageItems(res.body, itemsField), next: nextCursor(res.body, res.headers, cursorField) }
 }
 
+/**
+ * The next cursor of a list page, or null on its last page. A full page (as many items as `limit` asked for) that
+ * names no next cursor the suite recognises is most likely the suite's reading, not the deployment's paging:
+ * stopping there would blame the deployment for items it pages under a field the suite does not know. That fails
+ * saying where the suite looked and which setting declares the field.
+ */
+export function nextPageCursor(
+  ctx: CheckContext,
+  res: HttpResponse,
+  limit: number,
+  what: string,
+): string | null {
+  const { items, next } = listPage(ctx, res)
+  const full = items !== undefined && items.length >= limit
+  const declared = ctx.config.paging.cursorField
+  if (declared !== undefined) {
+    if (full && next === null && !fieldPresent(res.body, declared))
+      fail(
+        `${what}: a full page (${items!.length} items for limit=${limit}) has no field "${declared}", the next-cursor field declared by paging.cursorField in --config; the answer's fields are ${fieldList(res.body)}. Correct paging.cursorField (dotted for a nested field), or leave it out to let the suite look for one`,
+      )
+    return next ?? null
+  }
+  if (next !== undefined) return next
+  if (full)
+    fail(
+      `${what}: a full page (${items!.length} items for limit=${limit}) names no next cursor the suite recognises: it looked for the fields ${CURSOR_FIELDS.join(', ')}, any field naming a cursor or page token (also one level down), and a Link: <...>; rel="next" header, and found none among ${fieldList(res.body)}. The spec leaves the field's name open: declare it with paging.cursorField in --config (dotted for a nested field)`,
+    )
+  return null
+}
+
+function fieldPresent(body: unknown, dotted: string): boolean {
+  let node: unknown = body
+  for (const part of dotted.split('.')) {
+    const o = obj(node)
+    if (!(part in o)) return false
+    node = o[part]
+  }
+  return true
+}
+
+function fieldList(body: unknown): string {
+  const keys = Object.keys(obj(body))
+  return keys.length === 0 ? '(no fields)' : keys.map((k) => `"${k}"`).join(', ')
+}
+
 export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled'])
 const SETTLED = new Set([...TERMINAL, 'awaiting_approval', 'paused'])
 
@@ -253,8 +298,9 @@ export class Fixtures {
       // §4: "The trace, either as a stream of frames or as pages of frames": a stream answer is read whole.
       const streamed = streamedFrames(res)
       if (streamed) return { frames: streamed, pages: 1 }
-      const { items, next } = listPage(this.ctx(), res)
+      const { items } = listPage(this.ctx(), res)
       if (!items) fail(`the trace answer has no array of frames: ${short(res.body)}`)
+      const next = nextPageCursor(this.ctx(), res, limit, `GET /v1/runs/${runId}/trace`)
       pages++
       frames.push(...(items as Json[]))
       if (!next || items.length === 0) break

@@ -49,6 +49,8 @@ export interface RequestOptions {
   /** null sends no Authorization header; a string replaces the client's token. */
   token?: string | null
   timeoutMs?: number
+  /** false: a 429 comes back as it came, never retried after its Retry-After (for checks that judge whether one came). */
+  retry429?: boolean
 }
 
 export type ExchangeObserver = (exchange: Exchange, response: HttpResponse | undefined) => void
@@ -119,7 +121,8 @@ export class HttpClient {
     for (let attempt = 0; ; attempt++) {
       await this.pacer?.before(fp)
       const res = await this.once(method, path, options)
-      if (!this.pacer?.after(fp, res.status, res.headers) || attempt >= 2) return res
+      const retry = this.pacer?.after(fp, res.status, res.headers) ?? false
+      if (!retry || options.retry429 === false || attempt >= 2) return res
     }
   }
 

@@ -20,8 +20,37 @@ export class WebhookReceiver {
     match: (body: Record<string, unknown> | undefined, path: string) => boolean
     left: number
   }> = []
+  /** Attempts answered 500 so far, by the key a `failEach` rule gave them (an event at one subscription). */
+  private failedByKey = new Map<string, number>()
+  private eachRules: Array<{
+    match: (body: Record<string, unknown> | undefined, path: string) => boolean
+    key: (body: Record<string, unknown> | undefined, path: string) => string
+    times: number
+  }> = []
   port = 0
   private closed = false
+
+  /**
+   * Answers 500 to the first `times` attempts of every delivery that matches, counted per `key`, so that each
+   * such delivery is retried on its own schedule.
+   */
+  failEach(
+    match: (body: Record<string, unknown> | undefined, path: string) => boolean,
+    key: (body: Record<string, unknown> | undefined, path: string) => string,
+    times: number,
+  ): void {
+    this.eachRules.push({ match, key, times })
+  }
+
+  private failsEach(body: Record<string, unknown> | undefined, path: string): boolean {
+    const rule = this.eachRules.find((r) => r.match(body, path))
+    if (!rule) return false
+    const key = rule.key(body, path)
+    const n = this.failedByKey.get(key) ?? 0
+    if (n >= rule.times) return false
+    this.failedByKey.set(key, n + 1)
+    return true
+  }
 
   /** Answers 500 to the next `times` deliveries that match, to make the deployment retry. */
   failNext(match: (body: Record<string, unknown> | undefined, path: string) => boolean, times = 1): void {
@@ -48,7 +77,8 @@ export class WebhookReceiver {
         }
         const rule = this.failures.find((f) => f.left > 0 && f.match(body, req.url ?? '/'))
         if (rule) rule.left--
-        const status = rule ? 500 : 200
+        const failed = rule !== undefined || this.failsEach(body, req.url ?? '/')
+        const status = failed ? 500 : 200
         this.deliveries.push({
           receivedAt: Date.now(),
           path: req.url ?? '/',
@@ -59,7 +89,7 @@ export class WebhookReceiver {
         })
         res
           .writeHead(status, { 'content-type': 'application/json' })
-          .end(rule ? '{"ok":false}' : '{"ok":true}')
+          .end(failed ? '{"ok":false}' : '{"ok":true}')
         const waiters = this.waiters
         this.waiters = []
         for (const w of waiters) w()

@@ -236,7 +236,11 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
       child.kill('SIGTERM')
-      await Promise.race([exited, sleep(5000)])
+      // The grace period's timer must not outlive a server that exited at once: a pending 5 s timer kept the
+      // suite's process alive that long after its verdict.
+      let grace: NodeJS.Timeout | undefined
+      await Promise.race([exited, new Promise<void>((resolve) => (grace = setTimeout(resolve, 5000)))])
+      clearTimeout(grace)
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     }
     rmSync(dir, { recursive: true, force: true })

@@ -37,6 +37,11 @@ export interface RunOptions {
   checkTimeoutMs?: number
   /** Pacing from the deployment's rate-limit headers (default: a new one from the config). */
   pacer?: Pacer
+  /**
+   * false: leave what the checks created (default true). For a deployment thrown away with its store right after
+   * the run (`--reference`), where undoing hundreds of registrations is only wall time.
+   */
+  cleanup?: boolean
 }
 
 export function selectChecks(checks: Check[], only: string[], skip: string[] = []): Check[] {
@@ -211,7 +216,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   let failedUndo = 0
   // Newest first, a few at a time: undo steps are independent deletions, and hundreds of them one by one (the
   // pagination checks' tools) would be most of a run's wall time.
-  const steps = undo.reverse()
+  const steps = options.cleanup === false ? [] : undo.reverse()
   for (let i = 0; i < steps.length; i += 8) {
     const outcomes = await Promise.allSettled(steps.slice(i, i + 8).map((step) => step.run()))
     failedUndo += outcomes.filter((o) => o.status === 'rejected').length

@@ -82,6 +82,35 @@ describe('pacing a client', () => {
     expect(pacer.waitedMs).toBeGreaterThan(500)
   })
 
+  it('hands back the first 429 as it came when the request asks for it (retry429: false)', async () => {
+    // A deployment that refuses every other request: a retry after Retry-After would be served.
+    let n = 0
+    const flaky = createServer((_req, res) => {
+      n++
+      if (n % 2 === 1)
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{}')
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+    })
+    await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', () => r()))
+    try {
+      const http = new HttpClient({
+        baseUrl: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}`,
+        token: 'std',
+        budget: new RequestBudget(10),
+        timeoutMs: 5000,
+        pacer: new Pacer({ paceMaxWait: 5 }),
+      })
+      expect((await http.get('/v1/tools', { retry429: false })).status).toBe(429)
+      expect(n).toBe(1)
+      n = 0
+      expect((await http.get('/v1/tools')).status).toBe(200)
+      expect(n).toBe(2)
+    } finally {
+      flaky.closeAllConnections()
+      await new Promise<void>((r) => flaky.close(() => r()))
+    }
+  })
+
   it('never paces an exempt token: the rate-limit checks need their 429', async () => {
     const pacer = new Pacer({ paceMaxWait: 5 })
     const http = new HttpClient({

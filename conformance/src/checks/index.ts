@@ -2,6 +2,9 @@
 import type { Check } from '../check.js'
 import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
+import { backoffChecks } from './backoff.js'
+import { eventChecks } from './events.js'
+import { extensionChecks } from './extensions.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
@@ -27,6 +30,9 @@ export const ALL_CHECKS: Check[] = [
   ...surfaceChecks,
   ...rateLimitChecks,
   ...webhookChecks,
+  ...eventChecks,
+  ...backoffChecks,
+  ...extensionChecks,
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,

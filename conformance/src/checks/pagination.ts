@@ -3,7 +3,7 @@
  * spec itself names, after making sure the workspace has more than 200 tools.
  */
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, listPage, pageItems, toolId } from '../fixtures.js'
+import { expectStatus, listPage, nextPageCursor, pageItems, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -25,8 +25,9 @@ async function listAll(
       `/v1/tools?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
     )
     expectStatus(res, 200, `page ${pages + 1} of GET /v1/tools`)
-    const { items, next } = listPage(ctx, res)
+    const { items } = listPage(ctx, res)
     if (!items) fail(`the list answer has no array of items: ${short(res.body)}`)
+    const next = nextPageCursor(ctx, res, limit, `page ${pages + 1} of GET /v1/tools?limit=${limit}`)
     assert(items.length <= limit, `page ${pages + 1} has ${items.length} items for limit=${limit}`)
     pages++
     for (const item of items) ids.push(String(toolId(item)))
@@ -164,7 +165,10 @@ export const paginationChecks: Check[] = [
     async run(ctx) {
       for (const cursor of ['not-a-cursor', 'eyJrIjoieCJ9', '%00%01', 'A'.repeat(300)]) {
         const res = await ctx.http.get(`/v1/tools?limit=5&cursor=${cursor}`)
-        assert(res.status >= 400 && res.status < 500, `cursor=${cursor.slice(0, 20)} answered ${res.status}`)
+        assert(
+          res.status >= 400 && res.status < 500,
+          `GET /v1/tools?cursor=${cursor.slice(0, 20)}${cursor.length > 20 ? '…' : ''}, a cursor this deployment never issued (the suite made it up), answered ${res.status}: an unknown or undecodable cursor must be refused with a 4xx in the error envelope`,
+        )
         expectEnvelope(res, `cursor=${cursor.slice(0, 20)}`)
       }
     },

@@ -7,7 +7,7 @@
  */
 import { isDeepStrictEqual } from 'node:util'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, listPage, notServed, ownId } from '../fixtures.js'
+import { expectStatus, listPage, nextPageCursor, notServed, ownId } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -40,9 +40,10 @@ async function findInList(
     )
     if (i === 0 && notServed(res)) return 'not served'
     expectStatus(res, 200, `GET ${path}`)
-    const { items, next } = listPage(ctx, res)
+    const { items } = listPage(ctx, res)
     const found = (items ?? []).find((item) => ownId(item, kind) === id)
     if (found) return obj(found)
+    const next = nextPageCursor(ctx, res, 200, `GET ${path}?limit=200`)
     if (!next) return undefined
     cursor = next
   }

@@ -1,7 +1,7 @@
 /**
  * Checks over every answer the run has seen so far: they run last, so they judge the traffic of all the others.
  */
-import type { Check } from '../check.js'
+import type { Check, CheckContext, SeenExchange } from '../check.js'
 import { obj } from '../http.js'
 import { mentionsRateLimit, rateWindows } from '../ratewindows.js'
 import { assert, fail } from '../types.js'
@@ -14,6 +14,28 @@ function where(x: {
   response: { status: number }
 }): string {
   return `${x.exchange.method} ${new URL(x.exchange.url).pathname} → ${x.response.status} (during ${x.checkId})`
+}
+
+/**
+ * The served documents and health (reference profile extensions read without a token): their answers are an
+ * OpenAPI document, SDL, HTML and JavaScript, not API bodies, so the statements about API answers (§1's JSON and
+ * RFC 3339 timestamps) do not apply to them.
+ */
+export const DOCUMENT_PATHS = new Set([
+  '/healthz',
+  '/openapi.json',
+  '/schema.graphql',
+  '/docs',
+  '/docs/scalar.js',
+])
+
+/** The exchanges that are answers of the API, relative to the deployment's base URL (never its served documents). */
+function apiAnswers(ctx: CheckContext): SeenExchange[] {
+  const base = new URL(ctx.config.baseUrl).pathname.replace(/\/$/, '')
+  return ctx.seen.filter((x) => {
+    const path = new URL(x.exchange.url).pathname
+    return !DOCUMENT_PATHS.has(path.startsWith(base) ? path.slice(base.length) : path)
+  })
 }
 
 export const sweepChecks: Check[] = [
@@ -50,7 +72,7 @@ export const sweepChecks: Check[] = [
     level: 'core',
     clauses: ['S1.10'],
     async run(ctx) {
-      for (const x of ctx.seen) {
+      for (const x of apiAnswers(ctx)) {
         const type = x.response.headers['content-type'] ?? ''
         // A trace offered as a stream (§4 "either as a stream of frames or as pages") is no JSON body.
         if (
@@ -71,7 +93,7 @@ export const sweepChecks: Check[] = [
     clauses: ['S1.11'],
     async run(ctx) {
       let count = 0
-      for (const x of ctx.seen) {
+      for (const x of apiAnswers(ctx)) {
         for (const f of timestampFields(x.response.body)) {
           count++
           if (!isRfc3339(f.value)) fail(`${f.path} = ${short(f.value)} is not RFC 3339 in ${where(x)}`)

@@ -1,6 +1,6 @@
 /** Spec §2, §4 tools: registration, inspection, listing, retirement that keeps historical traces intact. */
 import type { Check } from '../check.js'
-import { expectStatus, listPage, pageItems, TERMINAL, toolId } from '../fixtures.js'
+import { expectStatus, nextPageCursor, pageItems, TERMINAL, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -25,7 +25,7 @@ export const toolChecks: Check[] = [
         )
         expectStatus(res, 200, 'GET /v1/tools')
         found = (pageItems(res.body) ?? []).some((t) => toolId(t) === tool.id)
-        cursor = listPage(ctx, res).next
+        cursor = nextPageCursor(ctx, res, 200, 'GET /v1/tools?limit=200')
         if (!cursor) break
       }
       assert(found, `tool ${tool.id} is not in GET /v1/tools`)
@@ -134,7 +134,7 @@ export const toolChecks: Check[] = [
         const list = await ctx.http.get(`/v1/tools?limit=200&include_retired=true${q}`)
         expectStatus(list, 200, 'GET /v1/tools?include_retired=true')
         found = (pageItems(list.body) ?? []).some((t) => toolId(t) === tool.id)
-        cursor = listPage(ctx, list).next
+        cursor = nextPageCursor(ctx, list, 200, 'GET /v1/tools?limit=200&include_retired=true')
         if (!cursor) break
       }
       assert(found, 'include_retired=true does not list the retired tool on any page')

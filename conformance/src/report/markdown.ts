@@ -60,6 +60,7 @@ export function coverageMarkdown(c: ContractCoverage): string[] {
     '<details><summary>Documented responses the run did not produce</summary>',
     '',
     ...Object.entries(c.notes).map(([status, why]) => `- ${status} (not counted): ${why}`),
+    ...Object.entries(c.gaps ?? {}).map(([status, why]) => `- ${status} (counted, still missing): ${why}`),
     '',
     '| operation | not produced |',
     '|---|---|',

@@ -1,0 +1,94 @@
+/**
+ * Event bugs: a state change whose event never reaches the subscriber (a failed run that is not announced, spec
+ * §6 run.failed; a deployment that only ever sends the spec's five kinds although its contract lists more), and
+ * retries on a fixed interval instead of spec §6's exponential backoff.
+ */
+import {
+  editJson,
+  type Json,
+  type Mutant,
+  type ProxiedRequest,
+  type ProxiedResponse,
+  pathOnly,
+} from '../proxy.js'
+
+const SPEC_KINDS = new Set([
+  'run.started',
+  'run.awaiting_approval',
+  'run.succeeded',
+  'run.failed',
+  'policy.denied',
+])
+
+function kindOf(req: ProxiedRequest): string | undefined {
+  try {
+    const body = JSON.parse(req.body) as Json
+    const kind = body.event ?? body.type
+    return typeof kind === 'string' ? kind : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Answers the deployment as a receiver would, without delivering: the event is lost. */
+const swallowed: ProxiedResponse = {
+  status: 200,
+  headers: { 'content-type': 'application/json' },
+  body: '{}',
+}
+
+/** The fixed interval of the constant-retry mutant, ms. */
+const INTERVAL_MS = 700
+
+export function eventMutants(): Mutant[] {
+  const lastAttempt = new Map<string, number>()
+  return [
+    {
+      id: 'retries-at-fixed-interval',
+      description:
+        'Failed deliveries are rescheduled 700 ms after each attempt, the same wait every time: no backoff',
+      targets: ['webhooks.retry-gaps-grow'],
+      // The delivery log is where the schedule shows: its next_attempt_at becomes "700 ms after the attempt".
+      delivery(req) {
+        const id = req.headers['webhook-id']
+        if (id) lastAttempt.set(id, Date.now())
+        return req
+      },
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/webhooks\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
+          return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).map((d) => {
+                  const at = lastAttempt.get(String(d.delivery_id))
+                  return d.next_attempt_at && at !== undefined
+                    ? { ...d, next_attempt_at: new Date(at + INTERVAL_MS).toISOString() }
+                    : d
+                }),
+              }
+            : undefined,
+        )
+      },
+    },
+    {
+      id: 'run-failed-never-emitted',
+      description: 'A run that fails emits no run.failed event: subscribers never hear of it',
+      targets: ['webhooks.run-failed-delivered', 'webhooks.every-event-kind'],
+      run: ['webhooks.subscribe', 'webhooks.run-failed-delivered', 'webhooks.every-event-kind'],
+      delivery: (req) => (kindOf(req) === 'run.failed' ? swallowed : req),
+    },
+    {
+      id: 'only-spec-event-kinds',
+      description:
+        'Only the five kinds of spec §6 are ever sent; agent, task, tool and ingest events are lost',
+      targets: ['webhooks.every-event-kind'],
+      run: ['webhooks.every-event-kind'],
+      delivery(req) {
+        const kind = kindOf(req)
+        return kind !== undefined && !SPEC_KINDS.has(kind) ? swallowed : req
+      },
+    },
+  ]
+}

@@ -1,0 +1,147 @@
+/**
+ * Spec §6: "Webhook deliveries ... are retried with exponential backoff". One delivery's gaps prove nothing when
+ * the deployment jitters (full jitter draws each wait from [0, base·2^n], so a wait may be shorter than the one
+ * before); what every exponential backoff does is make the expected wait grow with each failure.
+ *
+ * Measured from arrival times at the receiver, the waits also hold the deployment's queueing and this machine's
+ * stalls: at load 17, mean arrival gaps of 5.2, 2.9 and 3.0 s hid scheduled waits of about 0.5, 1 and 2 s, so a
+ * check on arrival gaps fails correct deployments on a loaded machine. The wait a deployment *scheduled* is
+ * free of that noise, and the reference profile's delivery log shows it (`next_attempt_at` of a pending delivery,
+ * its `webhook-id` being the `delivery_id`). So this check is profile: it reads the schedule from the log, and a
+ * deployment without that log is not judged by it.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Check, CheckContext } from '../check.js'
+import { settingName } from '../config.js'
+import { expectStatus, notServed, ownId, pageItems } from '../fixtures.js'
+import { obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
+import { assert, fail, skip } from '../types.js'
+import { sleep } from '../wait.js'
+import { receiverUrl } from './webhooks.js'
+
+/** Subscriptions and failing runs of the probe: SUBSCRIPTIONS × RUNS deliveries of run.failed. */
+const SUBSCRIPTIONS = 4
+const RUNS = 12
+/** Attempts answered 500 per delivery: the waits scheduled after failures 1 and 3 are compared. */
+const FAILURES = 3
+/** The mean wait scheduled after the third failure must be at least this factor of the one after the first. */
+export const GROWTH_FACTOR = 1.5
+/** Fewest scheduled waits seen per failure for a judgement (the log is polled, so a very short wait may be missed). */
+const MIN_SAMPLES = 16
+const POLL_MS = 200
+
+type Body = Record<string, unknown> | undefined
+const tagOf = (path: string) => (path.split('?')[0] ?? '').split('/').pop() ?? ''
+
+/**
+ * The wait each delivery's log entry scheduled after its n-th failed attempt: `next_attempt_at` seen while
+ * `attempts` was n, minus the time attempt n reached the receiver. Keyed by failure number 1..FAILURES.
+ */
+export function scheduledWaits(
+  schedule: Map<string, number>,
+  arrivals: Map<string, number[]>,
+): Map<number, number[]> {
+  const waits = new Map<number, number[]>()
+  for (const [key, nextAt] of schedule) {
+    const [id, n] = [key.slice(0, key.lastIndexOf('#')), Number(key.slice(key.lastIndexOf('#') + 1))]
+    const arrived = arrivals.get(id)?.[n - 1]
+    if (arrived === undefined || n < 1 || n > FAILURES) continue
+    waits.set(n, [...(waits.get(n) ?? []), nextAt - arrived])
+  }
+  return waits
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length)
+
+export const backoffChecks: Check[] = [
+  {
+    id: 'webhooks.retry-gaps-grow',
+    title:
+      'Retries back off: over many deliveries failed three times, the mean wait scheduled after the third failure is at least 1.5× the one after the first',
+    level: 'profile',
+    clauses: ['S6.2'],
+    // It waits on the deployment's backoff with subscriptions and runs of its own: runs alongside the next checks.
+    overlap: true,
+    async run(ctx: CheckContext) {
+      const base = receiverUrl(ctx)
+      const hooks = new Map<string, string>()
+      await Promise.all(
+        Array.from({ length: SUBSCRIPTIONS }, async () => {
+          const tag = ctx.name('backoff')
+          // run.failed keeps these subscriptions quiet: the other checks fail few runs.
+          const res = await ctx.http.post('/v1/webhooks', {
+            url: `${base}/${tag}`,
+            events: ['run.failed'],
+            secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+          })
+          expectStatus(res, [200, 201], 'subscribing to run.failed for the backoff probe')
+          const id = ownId(res.body, 'webhook')
+          if (!id) fail(`the subscription answer has no webhook_id: ${res.text.slice(0, 200)}`)
+          ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
+          hooks.set(tag, id)
+        }),
+      )
+      const probe = await ctx.http.get(`/v1/webhooks/${[...hooks.values()][0]}/deliveries?limit=200`)
+      if (notServed(probe))
+        skip(
+          `no delivery log (GET /v1/webhooks/{id}/deliveries answered ${probe.status}) to read the schedule from`,
+        )
+      const tool = await ctx.fx.tool('fail')
+      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
+      const runs = new Set<string>()
+      const ours = (b: Body, path: string) =>
+        hooks.has(tagOf(path)) && typeof b?.run_id === 'string' && runs.has(b.run_id)
+      ctx.receiver!.failEach(ours, (b, path) => `${tagOf(path)} ${String(b?.run_id)}`, FAILURES)
+      for (let i = 0; i < RUNS; i++) runs.add((await ctx.fx.startRun(agent)).runId)
+
+      // `<delivery_id>#<attempts>` → next_attempt_at (ms), the first value the log showed for that state.
+      const schedule = new Map<string, number>()
+      // Deliveries whose wait after failure FAILURES was scheduled (seen in the log) or that went past it.
+      const finished = new Set<string>()
+      const expected = SUBSCRIPTIONS * RUNS
+      const deadline = Date.now() + ctx.config.waitMs * 2
+      while (finished.size < expected && Date.now() < deadline) {
+        await Promise.all(
+          [...hooks.values()].map(async (id) => {
+            const res = await ctx.http.get(`/v1/webhooks/${id}/deliveries?limit=200`)
+            expectStatus(res, 200, 'GET /v1/webhooks/{id}/deliveries')
+            for (const item of pageItems(res.body) ?? []) {
+              const d = obj(item)
+              const [did, attempts, next] = [d.delivery_id, d.attempts, d.next_attempt_at]
+              if (typeof did !== 'string' || typeof attempts !== 'number') continue
+              if (typeof next === 'string' && !schedule.has(`${did}#${attempts}`))
+                schedule.set(`${did}#${attempts}`, Date.parse(next))
+              if (attempts > FAILURES || schedule.has(`${did}#${FAILURES}`)) finished.add(did)
+            }
+          }),
+        )
+        await sleep(POLL_MS)
+      }
+      // Each delivery's attempts in arrival order, by its webhook-id (the log's delivery_id).
+      const arrivals = new Map<string, number[]>()
+      for (const d of ctx.receiver!.deliveries as Delivery[]) {
+        const id = d.headers['webhook-id']
+        if (typeof id === 'string' && ours(d.body, d.path))
+          arrivals.set(id, [...(arrivals.get(id) ?? []), d.receivedAt])
+      }
+      if (finished.size < expected)
+        fail(
+          `${expected - finished.size} of ${expected} run.failed deliveries answered 500 ${FAILURES} times did not fail a third time and show its next wait within ${ctx.config.waitMs * 2} ms; if this deployment's backoff is longer, raise ${settingName('wait-ms')}`,
+        )
+      const waits = scheduledWaits(schedule, arrivals)
+      const [first, last] = [waits.get(1) ?? [], waits.get(FAILURES) ?? []]
+      assert(
+        first.length >= MIN_SAMPLES && last.length >= MIN_SAMPLES,
+        `the delivery log showed the scheduled wait of only ${first.length} deliveries after failure 1 and ${last.length} after failure ${FAILURES} (polled every ${POLL_MS} ms; at least ${MIN_SAMPLES} each are needed)`,
+      )
+      const means = [1, 2, 3].map((n) => Math.round(mean(waits.get(n) ?? [])))
+      if (ctx.config.verbose)
+        ctx.log(`    backoff: mean scheduled waits after failures 1..${FAILURES}: ${means.join(', ')} ms`)
+      assert(
+        mean(last) >= GROWTH_FACTOR * mean(first),
+        `over ${expected} deliveries answered 500 ${FAILURES} times, the mean wait scheduled after failure ${FAILURES} (${Math.round(mean(last))} ms, ${last.length} seen) is not ${GROWTH_FACTOR}× the one after failure 1 (${Math.round(mean(first))} ms, ${first.length} seen); means after failures 1..${FAILURES}: ${means.join(', ')} ms: the waits do not grow as a backoff's do`,
+      )
+    },
+  },
+]

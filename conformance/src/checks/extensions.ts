@@ -1,0 +1,159 @@
+/**
+ * The reference profile's own operations beyond the spec's endpoint list (`x-extension` in the contract): the
+ * served documents, the webhook subscription list, its delivery log, secret rotation and redelivery, an agent's
+ * runs, and GraphQL over HTTP's GET form. The spec names none of them ("Gaps in the endpoint list"), so the check is
+ * profile: it shows that each answers what its contract documents, and gives the coverage report their answers.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, ownId, pageItems } from '../fixtures.js'
+import { type HttpResponse, obj } from '../http.js'
+import { assert } from '../types.js'
+import { short } from '../wait.js'
+import { envelopeProblems } from './assertions.js'
+import { receiverUrl } from './webhooks.js'
+
+interface Probe {
+  what: string
+  expect: number
+  send(): Promise<HttpResponse>
+  /** What else the answer must show, as a problem sentence (undefined when it is fine). */
+  judge?(res: HttpResponse): string | undefined
+}
+
+/** Served documents: no token, since documentation and health are read before anyone has a key. */
+function documentProbes(ctx: CheckContext): Probe[] {
+  const media = (res: HttpResponse, re: RegExp) =>
+    re.test(res.headers['content-type'] ?? '') ? undefined : `content-type ${res.headers['content-type']}`
+  return [
+    { what: 'GET /healthz', expect: 200, send: () => ctx.http.get('/healthz', { token: null }) },
+    {
+      what: 'GET /openapi.json',
+      expect: 200,
+      send: () => ctx.http.get('/openapi.json', { token: null }),
+      judge: (res) => (typeof obj(res.body).openapi === 'string' ? undefined : 'no "openapi" version field'),
+    },
+    {
+      what: 'GET /schema.graphql',
+      expect: 200,
+      send: () => ctx.http.get('/schema.graphql', { token: null }),
+      judge: (res) => (/\btype Query\b/.test(res.text) ? undefined : 'no `type Query` in the SDL'),
+    },
+    {
+      what: 'GET /docs',
+      expect: 200,
+      send: () => ctx.http.get('/docs', { token: null }),
+      judge: (res) => media(res, /text\/html/),
+    },
+    {
+      what: 'GET /docs/scalar.js',
+      expect: 200,
+      send: () => ctx.http.get('/docs/scalar.js', { token: null }),
+      judge: (res) => media(res, /javascript/),
+    },
+  ]
+}
+
+/** A subscription of its own with one delivery in its log, so redelivery and rotation touch nothing shared. */
+async function hookWithDelivery(ctx: CheckContext): Promise<{ id: string; deliveryId: string }> {
+  const tag = ctx.name('ext-hook')
+  const res = await ctx.http.post('/v1/webhooks', {
+    url: `${receiverUrl(ctx)}/${tag}`,
+    events: ['agent.created'],
+    secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+  })
+  expectStatus(res, 201, 'subscribing to agent.created')
+  const id = ownId(res.body, 'webhook')
+  assert(id, `the subscription answer has no webhook_id: ${short(res.body)}`)
+  ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
+  await ctx.fx.newAgent()
+  await ctx.receiver!.waitFor((d) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`), ctx.config.waitMs)
+  let deliveryId: unknown
+  for (let i = 0; i < 20 && deliveryId === undefined; i++) {
+    const log = await ctx.http.get(`/v1/webhooks/${id}/deliveries`)
+    expectStatus(log, 200, 'GET /v1/webhooks/{id}/deliveries')
+    deliveryId = obj(pageItems(log.body)?.[0]).delivery_id
+    if (deliveryId === undefined) await new Promise((r) => setTimeout(r, 100))
+  }
+  assert(typeof deliveryId === 'string', `the delivery log of ${id} lists no delivery with a delivery_id`)
+  return { id, deliveryId }
+}
+
+export const extensionChecks: Check[] = [
+  {
+    id: 'surface.extension-operations',
+    title:
+      'The profile’s extension operations answer as documented: documents and health, webhook list, delivery log, rotation, redelivery, an agent’s runs, GraphQL over GET',
+    level: 'profile',
+    clauses: ['S4.11', 'S6.3'],
+    async run(ctx) {
+      const hook = await hookWithDelivery(ctx)
+      const agent = await ctx.fx.agent()
+      const secret = () => ({ secret: `whsec-conf-${randomBytes(12).toString('hex')}`, overlap_seconds: 0 })
+      const listed = (id: string) => (res: HttpResponse) =>
+        (pageItems(res.body) ?? []).some((w) => ownId(w, 'webhook') === id)
+          ? undefined
+          : `${id} is not listed`
+      const probes: Probe[] = [
+        ...documentProbes(ctx),
+        {
+          what: 'GET /v1/webhooks',
+          expect: 200,
+          send: () => ctx.http.get('/v1/webhooks?limit=200'),
+          judge: listed(hook.id),
+        },
+        {
+          what: 'POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+          expect: 202,
+          send: () => ctx.http.post(`/v1/webhooks/${hook.id}/deliveries/${hook.deliveryId}/redeliver`),
+        },
+        {
+          what: 'POST /v1/webhooks/{id}/rotate-secret',
+          expect: 200,
+          send: () => ctx.http.post(`/v1/webhooks/${hook.id}/rotate-secret`, secret()),
+        },
+        {
+          what: 'POST /v1/webhooks/{unknown id}/rotate-secret with a valid body',
+          expect: 404,
+          send: () => ctx.http.post('/v1/webhooks/conf-unknown-webhook/rotate-secret', secret()),
+        },
+        {
+          what: 'GET /v1/agents/{id}/runs',
+          expect: 200,
+          send: () => ctx.http.get(`/v1/agents/${agent}/runs`),
+        },
+        {
+          what: 'GET /v1/agents/{id}/runs?limit=0',
+          expect: 400,
+          send: () => ctx.http.get(`/v1/agents/${agent}/runs?limit=0`),
+        },
+        {
+          what: 'GET /v1/graphql?query={__typename}',
+          expect: 200,
+          send: () => ctx.http.get(`/v1/graphql?query=${encodeURIComponent('{ __typename }')}`),
+          judge: (res) => (obj(obj(res.body).data).__typename === 'Query' ? undefined : short(res.body)),
+        },
+        { what: 'GET /v1/graphql without a query', expect: 400, send: () => ctx.http.get('/v1/graphql') },
+        {
+          what: 'POST /v1/graphql with a body that is no GraphQL request',
+          expect: 400,
+          send: () => ctx.http.post('/v1/graphql', { query: 5 }),
+        },
+      ]
+      const wrong: string[] = []
+      for (const p of probes) {
+        const res = await p.send()
+        if (res.status !== p.expect) wrong.push(`${p.what} answered ${res.status}, not ${p.expect}`)
+        else if (res.status >= 400 && envelopeProblems(res.body).length > 0)
+          wrong.push(
+            `${p.what} answered ${res.status} without the envelope: ${envelopeProblems(res.body)[0]}`,
+          )
+        else {
+          const problem = p.judge?.(res)
+          if (problem) wrong.push(`${p.what}: ${problem}`)
+        }
+      }
+      assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+]
