@@ -30,6 +30,8 @@ export const GROWTH_FACTOR = 1.5
 /** Fewest scheduled waits seen per failure for a judgement (the log is polled, so a very short wait may be missed). */
 const MIN_SAMPLES = 16
 const POLL_MS = 200
+/** The probe's whole wait is at most this many stall windows (waitMs × 2 each), however steady its progress. */
+const PROGRESS_BOUND = 4
 
 type Body = Record<string, unknown> | undefined
 const tagOf = (path: string) => (path.split('?')[0] ?? '').split('/').pop() ?? ''
@@ -92,16 +94,45 @@ export const backoffChecks: Check[] = [
       const runs = new Set<string>()
       const ours = (b: Body, path: string) =>
         hooks.has(tagOf(path)) && typeof b?.run_id === 'string' && runs.has(b.run_id)
-      ctx.receiver!.failEach(ours, (b, path) => `${tagOf(path)} ${String(b?.run_id)}`, FAILURES)
+      // Every delivery to these subscriptions is failed, not only those of runs already known to be ours: a run can
+      // fail, and its delivery arrive, before the answer that starts it names its id (through a slow proxy it does).
+      // Which deliveries are the probe's is decided from the receiver's log once every run id is known.
+      ctx.receiver!.failEach(
+        (_b, path) => hooks.has(tagOf(path)),
+        (b, path) => `${tagOf(path)} ${String(b?.run_id)}`,
+        FAILURES,
+      )
       for (let i = 0; i < RUNS; i++) runs.add((await ctx.fx.startRun(agent)).runId)
 
       // `<delivery_id>#<attempts>` → next_attempt_at (ms), the first value the log showed for that state.
       const schedule = new Map<string, number>()
       // Deliveries whose wait after failure FAILURES was scheduled (seen in the log) or that went past it.
       const finished = new Set<string>()
+      // The last state the log showed of each delivery, for the failure message.
+      const lastSeen = new Map<string, string>()
       const expected = SUBSCRIPTIONS * RUNS
-      const deadline = Date.now() + ctx.config.waitMs * 2
-      while (finished.size < expected && Date.now() < deadline) {
+      // A slow deployment on a loaded machine is not a broken one: the wait restarts whenever the log shows
+      // progress (a new scheduled wait or a finished delivery), and only a stall of waitMs × 2 ends it. The whole
+      // probe is still bounded, by PROGRESS_BOUND stalls' worth of time.
+      const stallMs = ctx.config.waitMs * 2
+      const hardDeadline = Date.now() + stallMs * PROGRESS_BOUND
+      let deadline = Date.now() + stallMs
+      let seen = 0
+      // The probe's own delivery ids (webhook-id) as they reach the receiver, each attempt's arrival in order.
+      const arrivals = new Map<string, number[]>()
+      const readArrivals = () => {
+        arrivals.clear()
+        for (const d of ctx.receiver!.deliveries as Delivery[]) {
+          const id = d.headers['webhook-id']
+          if (typeof id === 'string' && ours(d.body, d.path))
+            arrivals.set(id, [...(arrivals.get(id) ?? []), d.receivedAt])
+        }
+      }
+      const finishedOurs = () => {
+        readArrivals()
+        return [...arrivals.keys()].filter((id) => finished.has(id)).length
+      }
+      while (finishedOurs() < expected && Date.now() < deadline && Date.now() < hardDeadline) {
         await Promise.all(
           [...hooks.values()].map(async (id) => {
             const res = await ctx.http.get(`/v1/webhooks/${id}/deliveries?limit=200`)
@@ -110,25 +141,31 @@ export const backoffChecks: Check[] = [
               const d = obj(item)
               const [did, attempts, next] = [d.delivery_id, d.attempts, d.next_attempt_at]
               if (typeof did !== 'string' || typeof attempts !== 'number') continue
+              lastSeen.set(did, `attempts ${attempts}, ${String(d.status)}, next ${String(next)}`)
               if (typeof next === 'string' && !schedule.has(`${did}#${attempts}`))
                 schedule.set(`${did}#${attempts}`, Date.parse(next))
               if (attempts > FAILURES || schedule.has(`${did}#${FAILURES}`)) finished.add(did)
             }
           }),
         )
+        if (schedule.size + finished.size > seen) {
+          seen = schedule.size + finished.size
+          deadline = Date.now() + stallMs
+        }
         await sleep(POLL_MS)
       }
-      // Each delivery's attempts in arrival order, by its webhook-id (the log's delivery_id).
-      const arrivals = new Map<string, number[]>()
-      for (const d of ctx.receiver!.deliveries as Delivery[]) {
-        const id = d.headers['webhook-id']
-        if (typeof id === 'string' && ours(d.body, d.path))
-          arrivals.set(id, [...(arrivals.get(id) ?? []), d.receivedAt])
-      }
-      if (finished.size < expected)
+      const done = finishedOurs()
+      if (done < expected) {
+        const stuck = [...arrivals]
+          .filter(([id]) => !finished.has(id))
+          .slice(0, 3)
+          .map(
+            ([id, at]) => `${id}: ${at.length} attempts received, log: ${lastSeen.get(id) ?? 'never listed'}`,
+          )
         fail(
-          `${expected - finished.size} of ${expected} run.failed deliveries answered 500 ${FAILURES} times did not fail a third time and show its next wait within ${ctx.config.waitMs * 2} ms; if this deployment's backoff is longer, raise ${settingName('wait-ms')}`,
+          `${expected - done} of ${expected} run.failed deliveries answered 500 ${FAILURES} times did not fail a third time and show its next wait (the log showed no progress for ${stallMs} ms, or the probe's bound of ${stallMs * PROGRESS_BOUND} ms passed); if this deployment's backoff is longer, raise ${settingName('wait-ms')}; unfinished: ${stuck.join('; ') || 'none reached the receiver'}`,
         )
+      }
       const waits = scheduledWaits(schedule, arrivals)
       const [first, last] = [waits.get(1) ?? [], waits.get(FAILURES) ?? []]
       assert(
