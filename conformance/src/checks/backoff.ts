@@ -118,21 +118,20 @@ export const backoffChecks: Check[] = [
       const hardDeadline = Date.now() + stallMs * PROGRESS_BOUND
       let deadline = Date.now() + stallMs
       let seen = 0
-      // The probe's own delivery ids (webhook-id) as they reach the receiver, each attempt's arrival in order.
-      const arrivals = new Map<string, number[]>()
-      const readArrivals = () => {
-        arrivals.clear()
+      // The probe's own deliveries by webhook-id (the log's delivery_id), each attempt's arrival in order. Read
+      // afresh each time: which deliveries are the probe's is known only once their runs' ids are.
+      const ourArrivals = () => {
+        const arrivals = new Map<string, number[]>()
         for (const d of ctx.receiver!.deliveries as Delivery[]) {
           const id = d.headers['webhook-id']
           if (typeof id === 'string' && ours(d.body, d.path))
             arrivals.set(id, [...(arrivals.get(id) ?? []), d.receivedAt])
         }
+        return arrivals
       }
-      const finishedOurs = () => {
-        readArrivals()
-        return [...arrivals.keys()].filter((id) => finished.has(id)).length
-      }
-      while (finishedOurs() < expected && Date.now() < deadline && Date.now() < hardDeadline) {
+      const finishedOf = (arrivals: Map<string, number[]>) =>
+        [...arrivals.keys()].filter((id) => finished.has(id)).length
+      while (finishedOf(ourArrivals()) < expected && Date.now() < deadline && Date.now() < hardDeadline) {
         await Promise.all(
           [...hooks.values()].map(async (id) => {
             const res = await ctx.http.get(`/v1/webhooks/${id}/deliveries?limit=200`)
@@ -154,7 +153,8 @@ export const backoffChecks: Check[] = [
         }
         await sleep(POLL_MS)
       }
-      const done = finishedOurs()
+      const arrivals = ourArrivals()
+      const done = finishedOf(arrivals)
       if (done < expected) {
         const stuck = [...arrivals]
           .filter(([id]) => !finished.has(id))
