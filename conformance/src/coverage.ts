@@ -157,7 +157,7 @@ export class CoverageRecorder {
       const set = this.statuses.get(key) ?? new Set<string>()
       set.add(String(status))
       this.statuses.set(key, set)
-      this.noteContent(op.template, exchange, response.body)
+      this.noteContent(op.template, exchange, status, response.body)
     } else if (/^\/v\d+\//.test(path) && !path.startsWith('/v1/')) paths.push('wrong-version')
     else if (!path.startsWith('/v1/') && this.contract.operations.some((o) => o.pattern.test(`/v1${path}`)))
       paths.push('wrong-version')
@@ -202,8 +202,14 @@ export class CoverageRecorder {
     }) as WebSocket['send']
   }
 
-  private noteContent(template: string, exchange: Exchange, body: unknown): void {
-    if (exchange.method === 'POST' && template === '/v1/agents/{agent_id}/runs' && exchange.requestBody) {
+  private noteContent(template: string, exchange: Exchange, status: number, body: unknown): void {
+    // A level counts once a run was started with it (a refused start exercised nothing of it).
+    if (
+      exchange.method === 'POST' &&
+      template === '/v1/agents/{agent_id}/runs' &&
+      exchange.requestBody &&
+      status < 300
+    ) {
       const level = (safeParse(exchange.requestBody) as Json | undefined)?.trace_level
       this.traceLevels.add(typeof level === 'string' ? level : '(default)')
     }

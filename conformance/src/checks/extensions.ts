@@ -79,6 +79,20 @@ async function hookWithDelivery(ctx: CheckContext): Promise<{ id: string; delive
   return { id, deliveryId }
 }
 
+/** A rotation under an Idempotency-Key, then the same key with another secret: 200, then 409. */
+function rotationUnderOneKey(
+  ctx: CheckContext,
+  hookId: string,
+  secret: () => { secret: string; overlap_seconds: number },
+): Probe[] {
+  const headers = { 'idempotency-key': `conf-${randomBytes(9).toString('hex')}` }
+  const send = () => ctx.http.post(`/v1/webhooks/${hookId}/rotate-secret`, secret(), { headers })
+  return [
+    { what: 'POST /v1/webhooks/{id}/rotate-secret with an Idempotency-Key', expect: 200, send },
+    { what: 'the same rotation key with another secret', expect: 409, send },
+  ]
+}
+
 export const extensionChecks: Check[] = [
   {
     id: 'surface.extension-operations',
@@ -112,6 +126,9 @@ export const extensionChecks: Check[] = [
           expect: 200,
           send: () => ctx.http.post(`/v1/webhooks/${hook.id}/rotate-secret`, secret()),
         },
+        // §8 "Reuse with a different body yields 409" holds for this POST too: the rotation above, repeated under
+        // one key with another secret.
+        ...rotationUnderOneKey(ctx, hook.id, secret),
         {
           what: 'POST /v1/webhooks/{unknown id}/rotate-secret with a valid body',
           expect: 404,

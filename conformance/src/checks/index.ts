@@ -8,6 +8,7 @@ import { extensionChecks } from './extensions.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
+import { outcomeChecks } from './outcomes.js'
 import { paginationChecks } from './pagination.js'
 import { rateLimitChecks, rateLimitLateChecks } from './ratelimit.js'
 import { readbackChecks } from './readback.js'
@@ -36,6 +37,7 @@ export const ALL_CHECKS: Check[] = [
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,
+  ...outcomeChecks,
   ...toolChecks,
   ...scopingChecks,
   ...tenancyChecks,
