@@ -52,6 +52,16 @@ export function coverageMutants(): Mutant[] {
       },
     },
     {
+      id: 'redelivery-overlaps-an-attempt',
+      description: 'Redelivery is accepted while an attempt of the same delivery is still in progress',
+      targets: ['surface.extension-operations'],
+      response(req, res) {
+        if (req.method !== 'POST' || !/\/redeliver$/.test(pathOnly(req.path)) || res.status !== 409)
+          return res
+        return { status: 202, headers: { 'content-type': 'application/json' }, body: '{}' }
+      },
+    },
+    {
       id: 'overlong-path-id-crashes',
       description:
         'A path id longer than the contract’s maxLength reaches the store, which fails: 500 in plain text',

@@ -38,7 +38,7 @@ export const outcomeChecks: Check[] = [
   {
     id: 'runs.trace-levels-and-outcomes',
     title:
-      'A summary trace carries no frame detail, a detailed one does; a failing tool leaves step.failed and run.failed, an approval approval.granted, a rejection approval.rejected and run.failed; a decided step answers 409',
+      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed, an approval approval.granted, a rejection approval.rejected and run.failed; a decided step answers 409',
     level: 'profile',
     clauses: ['S2.6', 'S3.2'],
     // Runs of its own, waited on the deployment's clock: alongside the checks after it.
@@ -62,6 +62,15 @@ export const outcomeChecks: Check[] = [
           expect(
             d.frames.some((f) => f.kind === 'tool.call' && hasDetail(f)),
             `no tool.call frame of a detailed trace carries detail: ${short(d.frames)}`,
+          )
+          // The SSE form resumes after the frame its Last-Event-ID names: a value that names no frame is a bad
+          // request, not a stream from the start.
+          const resume = await ctx.http.get(`/v1/runs/${summary.runId}/trace/stream`, {
+            headers: { accept: 'text/event-stream', 'last-event-id': 'not-a-frame' },
+          })
+          expect(
+            resume.status === 400,
+            `the trace stream with Last-Event-ID: not-a-frame answered ${resume.status}, not 400`,
           )
         })(),
         (async () => {
