@@ -62,6 +62,16 @@ export function coverageMutants(): Mutant[] {
       },
     },
     {
+      id: 'stream-ingest-answer-without-ref',
+      description: 'An ingest over the stream is answered without the ref it was sent with',
+      targets: ['stream.protocol-messages'],
+      streamMessage(message) {
+        if (message.type !== 'ingested') return message
+        const { ref: _ref, ...rest } = message
+        return rest
+      },
+    },
+    {
       id: 'overlong-path-id-crashes',
       description:
         'A path id longer than the contract’s maxLength reaches the store, which fails: 500 in plain text',

@@ -16,6 +16,7 @@ import { resourceChecks } from './resources.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { streamChecks } from './stream.js'
+import { streamProtocolChecks } from './streamprotocol.js'
 import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
@@ -45,6 +46,7 @@ export const ALL_CHECKS: Check[] = [
   ...validationChecks,
   ...ingestChecks,
   ...streamChecks,
+  ...streamProtocolChecks,
   ...paginationChecks,
   ...graphqlSpecChecks,
   ...graphqlChecks,
