@@ -87,14 +87,14 @@ const UNPROVOKABLE: Record<string, string> = {
  * They are gaps of the suite, not answers no client can provoke, so they count against the coverage figure.
  */
 const GAPS: Record<string, string> = {
-  '429':
-    'produced on GET /v1/tools only: the small-limit workspace is driven into its window once; every other operation shares that middleware, and a window per operation would cost a burst window (and its wait) each',
-  '409':
-    'produced where the suite replays an Idempotency-Key with another body or drives a state conflict (runs, agents, GraphQL); the other operations’ 409s (webhook creation, run start, task, approval, ingest, redelivery) need a conflict recipe each that the suite does not have yet',
   '403':
-    'produced with the narrow-scope token (agents:read only) where the reference checks the scope before the body; where it judges the probe’s `{}` body first the answer is 400, and where the token has the scope (GET /v1/agents/{id}) it is 200 or 404; a token per scope is not provisioned',
+    'produced with the narrow-scope token (agents:read only) on every operation that needs another scope; GET /v1/agents and GET /v1/agents/{agent_id} need agents:read, which that token holds (authz.narrow-scope-still-reads relies on it), so they answer it 200 or 404: a second token without agents:read is not provisioned',
   '400':
-    'produced for bodies and limit=0; GET-by-id and control operations have no query or body the suite sends that the reference refuses with 400',
+    'produced for bodies, limit=0, over-long path ids and a malformed Last-Event-ID; the reference answers an over-long run id on GET /v1/runs/{run_id}/trace/stream 404 (its SSE route does not apply the contract’s maxLength), which the probe accepts as an id nobody issued',
+  '409':
+    'produced by key reuse with another body on every POST the spec lists, state conflicts (runs, approvals, agents, GraphQL) and a redelivery during an attempt',
+  '429':
+    'produced on every operation while the small-limit workspace is over its limit (ratelimit.429-every-operation)',
 }
 
 function collectEnum(contract: Contract, name: string): string[] {
