@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json, nextCursor, notServed, ownId, pageItems } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
+import { receiverAdvice } from '../receiver.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
@@ -48,6 +49,8 @@ interface KeyedPost {
   path: string
   first: Json
   second: Json
+  /** What to say when the deployment refuses the first request (a setting of the suite's, not the deployment). */
+  advice?: (answer: string) => string
   /** Undoes what the first request made, given its answer. */
   undo?: (created: unknown) => Promise<unknown> | undefined
 }
@@ -72,6 +75,7 @@ async function keyedPosts(ctx: CheckContext): Promise<KeyedPost[]> {
       // One kind nobody else causes, so the subscription receives next to nothing before it is deleted.
       first: { url: hookUrl, events: ['policy.denied'], secret },
       second: { url: hookUrl, events: ['run.succeeded'], secret },
+      advice: (answer) => receiverAdvice(hookUrl, `the deployment refused it (${answer})`),
       undo: (created) => {
         const id = ownId(created, 'webhook')
         return id ? ctx.http.delete(`/v1/webhooks/${id}`) : undefined
@@ -201,7 +205,13 @@ export const idempotencyChecks: Check[] = [
           const headers = { 'idempotency-key': newKey() }
           const first = await ctx.http.post(p.path, p.first, { headers })
           if (first.status >= 300) {
-            wrong.push(`${p.what}: the first request answered ${first.status} ${short(first.body, 200)}`)
+            const answer = `${first.status} ${short(first.body, 200)}`
+            // A refused subscription is most likely the receiver's URL, which the deployment may not accept.
+            wrong.push(
+              p.advice && first.status < 500 && first.status !== 429
+                ? `${p.what}: ${p.advice(answer)}`
+                : `${p.what}: the first request answered ${answer}`,
+            )
             return
           }
           const second = await ctx.http.post(p.path, p.second, { headers })
