@@ -3,7 +3,8 @@
  * to subscribe to stream topics: not shown"; §1: ingestion "over a streaming socket" and "A WebSocket stream [...]
  * carry live events", with no message shown): ingest over the socket, the `runs` topic's events, unsubscribe and the
  * heartbeat. Every message name is the profile's, so the check is profile; it also gives the contract coverage
- * report those messages.
+ * report those messages. Not `gap`: it needs more than the replay window (1000 messages) on one topic, which cost
+ * about a second of CPU (1002 records ingested, 1000 replayed) on a --reference run of about ten.
  */
 import type { Check } from '../check.js'
 import { type Json, runBody } from '../fixtures.js'
@@ -16,7 +17,7 @@ export const streamProtocolChecks: Check[] = [
   {
     id: 'stream.protocol-messages',
     title:
-      'Over the stream, ingest answers ingested (its ref echoed) and pushes the record, the runs topic pushes a started run’s events, unsubscribe answers unsubscribed, a resume older than the replay window announces a gap, and heartbeats come',
+      'Over the stream, ingest answers ingested (its ref echoed) and pushes the record, the runs topic pushes a started run’s events, unsubscribe answers unsubscribed, and heartbeats come',
     level: 'profile',
     clauses: ['S1.2', 'S1.6'],
     // Mostly waiting on the deployment's clock (a heartbeat period) on resources of its own.
@@ -57,21 +58,6 @@ export const streamProtocolChecks: Check[] = [
         assert(
           gone?.type === 'unsubscribed' && gone.topic === topic,
           `unsubscribing from ${topic} answered ${short(gone)}`,
-        )
-        // A resume point older than the replay window (the profile's 1000 messages a topic): the oldest missed
-        // messages are announced as a gap, not replayed. 1002 records in three batches (500 at most each).
-        const far = `connector:${ctx.name('conn-gap')}`
-        for (let i = 0; i < 3; i++) {
-          const res = await ctx.http.post(`/v1/grid/connectors/${far.slice('connector:'.length)}/ingest`, {
-            records: batch(ctx, 334),
-          })
-          assert(res.status === 202, `ingesting 334 records answered ${res.status}: ${short(res.body)}`)
-        }
-        s.ws.send(JSON.stringify({ type: 'subscribe', topics: [far], since: { [far]: 0 } }))
-        const gap = await s.next((m) => (m.type === 'gap' && m.topic === far) || m.type === 'error', wait)
-        assert(
-          gap?.type === 'gap' && gap.from === 1 && gap.to === 2,
-          `resuming ${far} from 0 after 1002 records answered ${short(gap)}, not a gap from 1 to 2`,
         )
         const beat = await s.next((m) => m.type === 'heartbeat', wait)
         assert(
