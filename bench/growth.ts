@@ -28,9 +28,9 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { CursorKeyring } from '../src/domain/cursors.js'
 import { openDb } from '../src/store/db.js'
-import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import { appendRecords } from '../test/support/record-backlog.js'
 import { cloneRuns } from '../test/support/run-backlog.js'
+import { onPostgres } from './support/postgres.js'
 import { seedStore, startRun } from './support/seed.js'
 import { getStatus as get, startServerChild, stopServerChild } from './support/server-child.js'
 
@@ -253,17 +253,9 @@ try {
 }
 load.max = Math.max(load.max, loadavg()[0] ?? NaN)
 if (!args.includes('--no-postgres')) {
-  const pg = await startPostgres().catch((err: Error) => {
-    console.error(`PostgreSQL skipped: ${err.message}`)
-    return undefined
+  await onPostgres(async (newDatabase) => {
+    results.push(...(await measureStore('PostgreSQL', newDatabase)))
   })
-  if (pg) {
-    try {
-      results.push(...(await measureStore('PostgreSQL', () => createDatabase(pg.url))))
-    } finally {
-      await pg.stop()
-    }
-  }
 }
 load.max = Math.max(load.max, loadavg()[0] ?? NaN)
 

@@ -23,8 +23,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { type Db, openDb } from '../src/store/db.js'
-import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import { cloneRuns } from '../test/support/run-backlog.js'
+import { onPostgres } from './support/postgres.js'
 import { seedStore, startRun } from './support/seed.js'
 import { getStatus as get, startServerChild, stopServerChild } from './support/server-child.js'
 
@@ -169,17 +169,9 @@ for (const size of SIZES) {
   results.push(await measure('SQLite', `sqlite:${join(dir, 'queue.db')}`, size))
 }
 if (!args.includes('--no-postgres')) {
-  const pg = await startPostgres().catch((err: Error) => {
-    console.error(`PostgreSQL skipped: ${err.message}`)
-    return undefined
+  await onPostgres(async (newDatabase) => {
+    for (const size of SIZES) results.push(await measure('PostgreSQL', await newDatabase(), size))
   })
-  if (pg) {
-    try {
-      for (const size of SIZES) results.push(await measure('PostgreSQL', await createDatabase(pg.url), size))
-    } finally {
-      await pg.stop()
-    }
-  }
 }
 
 console.log(
