@@ -1,10 +1,12 @@
 /**
- * Ingest's duplicate check (which of a batch's ids a connector already holds) probes each id in the unique index of
- * (workspace_id, connector_id, record_id), whatever the statistics say. PostgreSQL's statistics lag behind a
- * connector that grows between two ANALYZE runs; with `record_id = ANY($ids)` the planner then walked the
- * connector's whole key range and tested every row against the 500 ids (60-190 ms per batch after a few thousand
- * records, growing with each batch: ingest reached a tenth of its target). Here statistics are taken while the
- * table is empty, autovacuum is off, and the connector then holds 20,000 records.
+ * Ingest's duplicate check (which of a batch's ids a connector already holds) is judged by the unique index of
+ * (workspace_id, connector_id, record_id), whatever the statistics say: on PostgreSQL the batch's insert is the check
+ * (its ON CONFLICT arbiter), on SQLite a lookup by the whole key. PostgreSQL's statistics lag behind a connector that
+ * grows between two ANALYZE runs; a separate `record_id = ANY($ids)` read was then planned as a walk of the
+ * connector's whole key range testing every row against the 500 ids (60-190 ms per batch after a few thousand
+ * records, growing with each batch: ingest reached a tenth of its target), and so was a per-id LATERAL probe, which
+ * the primary key served with a filter. Here statistics are taken while the table is empty, autovacuum is off, and
+ * the connector then holds 20,000 records.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StoredRecordRow } from '../../src/domain/ingestion/types.js'
