@@ -90,29 +90,32 @@ export class IngestionService {
     })
     const now = this.clock.now()
     const batchId = newId('batch', now)
+    const duplicate = (c: { index: number; record: IngestRecord }) =>
+      rejections.push({
+        index: c.index,
+        id: c.record.id,
+        code: 'duplicate_id',
+        message: `A record with id "${c.record.id}" was already ingested by this connector`,
+      })
+    // An id repeated within the batch is a duplicate of its first occurrence.
+    const seen = new Set<string>()
+    let unique: { index: number; record: IngestRecord }[] = []
+    for (const c of candidates) {
+      if (seen.has(c.record.id)) duplicate(c)
+      else {
+        seen.add(c.record.id)
+        unique.push(c)
+      }
+    }
+    // Hashed before the transaction, as if no id were taken (the usual case): the connector's lock and the store's
+    // connection are held for the statements only.
+    let accepted = unique.map((c) => c.record)
+    let lineage = batchLineage(accepted)
 
     const outcome = await this.db.transaction(async (tx) => {
       const repo = this.repo.in(tx)
+      // The connector exists from its first batch on, even one with nothing to accept.
       const lastSeq = await repo.lockConnector(workspace.id, connectorId, now)
-      const duplicate = (c: { index: number; record: IngestRecord }) =>
-        rejections.push({
-          index: c.index,
-          id: c.record.id,
-          code: 'duplicate_id',
-          message: `A record with id "${c.record.id}" was already ingested by this connector`,
-        })
-      // An id repeated within the batch is a duplicate of its first occurrence.
-      const seen = new Set<string>()
-      let unique: { index: number; record: IngestRecord }[] = []
-      for (const c of candidates) {
-        if (seen.has(c.record.id)) duplicate(c)
-        else {
-          seen.add(c.record.id)
-          unique.push(c)
-        }
-      }
-      let accepted = unique.map((c) => c.record)
-      let lineage = batchLineage(accepted)
       if (accepted.length === 0) return { lineage, lastSeq: undefined }
       const rowsOf = (records: IngestRecord[], lin: typeof lineage): StoredRecordRow[] =>
         records.map((r, i) => ({
