@@ -9,14 +9,11 @@
  *
  *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post]
  */
-import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import type { TargetInfo } from './http-targets.js'
+import { startServerChild, stopServerChildren } from './support/server-child.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
   const i = args.indexOf(name)
@@ -27,42 +24,17 @@ const seconds = Math.min(30, Math.max(1, Number(option('--seconds', '3'))))
 const routes = option('--route', 'get,post').split(',')
 const CONNECTIONS = 50
 
-const children: ChildProcess[] = []
-process.on('exit', () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM')
-})
-
 async function start(observability: boolean): Promise<TargetInfo & { pid: number }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'bench', 'http-targets.ts'), 'reference'],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        AGENTOPS_LOG_LEVEL: observability ? 'info' : 'silent',
-        AGENTOPS_METRICS: observability ? 'on' : 'off',
-      },
+  const { child, ...info } = await startServerChild<TargetInfo>({
+    script: 'http-targets.ts',
+    args: ['reference'],
+    name: 'a target',
+    env: {
+      AGENTOPS_LOG_LEVEL: observability ? 'info' : 'silent',
+      AGENTOPS_METRICS: observability ? 'on' : 'off',
     },
-  )
-  children.push(child)
-  return new Promise((resolve, reject) => {
-    let out = ''
-    const timer = setTimeout(() => reject(new Error('a target did not start within 60 s')), 60_000)
-    const read = (d: Buffer) => {
-      out += d.toString()
-      const line = out.split('\n').find((l) => l.startsWith('{"url":'))
-      if (!line) return
-      clearTimeout(timer)
-      child.stdout?.off('data', read)
-      child.stdout?.resume()
-      resolve({ ...(JSON.parse(line) as TargetInfo), pid: child.pid ?? 0 })
-    }
-    child.stdout?.on('data', read)
-    child.once('exit', (code) => reject(new Error(`a target exited with ${code}`)))
   })
+  return { ...info, pid: child.pid ?? 0 }
 }
 
 function cpuSeconds(pid: number): number {
@@ -132,4 +104,4 @@ for (const route of routes) {
     `${label.padEnd(20)} on: ${median(sides.on.map((b) => b.rps)).toFixed(0)} req/s, ${median(sides.on.map((b) => b.cpuUs)).toFixed(0)} µs CPU/req   off: ${median(sides.off.map((b) => b.rps)).toFixed(0)} req/s, ${median(sides.off.map((b) => b.cpuUs)).toFixed(0)} µs CPU/req   paired: CPU/req ${((cpuRatio - 1) * 100).toFixed(1)}%, req/s ${((rpsRatio - 1) * 100).toFixed(1)}%${problems ? `  (non-2xx ${problems})` : ''}`,
   )
 }
-for (const c of children) c.kill('SIGTERM')
+stopServerChildren()
