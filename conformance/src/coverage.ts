@@ -53,6 +53,8 @@ export interface Tally {
   documented: string[]
   produced: string[]
   missing: string[]
+  /** Why a value the suite knowingly leaves out stays missing, by value (only those missing from the run). */
+  why?: Record<string, string>
 }
 
 export interface ContractCoverage {
@@ -105,12 +107,20 @@ function collectEnum(contract: Contract, name: string): string[] {
   return Array.isArray(values) ? values.map(String) : []
 }
 
+/** Values of the contract's lists no check produces on purpose, and why (the report names them). */
+const LEFT_OUT: Record<string, string> = {
+  gap: 'needs more than the replay window (1000 messages) on one topic: about a second of CPU per run for one message',
+}
+
 function tally(documented: string[], produced: Set<string>): Tally {
   const extra = [...produced].filter((p) => !documented.includes(p)).sort()
+  const missing = documented.filter((d) => !produced.has(d))
+  const why = Object.fromEntries(missing.flatMap((m) => (LEFT_OUT[m] ? [[m, LEFT_OUT[m]]] : [])))
   return {
     documented,
     produced: [...documented.filter((d) => produced.has(d)), ...extra],
-    missing: documented.filter((d) => !produced.has(d)),
+    missing,
+    ...(Object.keys(why).length > 0 ? { why } : {}),
   }
 }
 

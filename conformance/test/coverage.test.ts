@@ -112,6 +112,9 @@ describe('contract coverage from the run’s traffic', () => {
     expect(r.traceFrameKinds.produced).toEqual(['tool.call'])
     expect(r.streamClientMessages.produced).toEqual(['subscribe'])
     expect(r.streamServerMessages.produced).toEqual(['record'])
+    // A message the suite leaves out on purpose says why; the others are plain gaps.
+    expect(r.streamServerMessages.why?.gap).toMatch(/replay window/)
+    expect(r.streamServerMessages.why?.pong).toBeUndefined()
     expect(coverageLine(r)).toMatch(/^contract coverage: responses 3\/\d+ .*event kinds 2\/17/)
   })
 })
