@@ -12,17 +12,14 @@
  * 100 ms apart, so the subscribers are idle when each starts. p50/p99/max are over every delivery of every round.
  * Loopback only; every loop and wait is bounded. --profile writes a V8 CPU profile of each server process into <dir>.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
-import { dirname, join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { startServerChild } from './support/server-child.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
 const option = (name: string): string | undefined => {
   const i = args.indexOf(name)
@@ -52,49 +49,13 @@ interface Row {
   cpuMs: number
 }
 
-const children: ChildProcess[] = []
-process.on('exit', () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM')
-})
-
-async function startReference(databaseUrl?: string): Promise<TargetInfo & { child: ChildProcess }> {
-  const child = spawn(
-    process.execPath,
-    [
-      ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
-      '--import',
-      'tsx',
-      join(ROOT, 'bench', 'http-targets.ts'),
-      'reference',
-      ...(databaseUrl ? [databaseUrl] : []),
-    ],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, NODE_ENV: 'production', AGENTOPS_LOG_LEVEL: 'info' },
-    },
-  )
-  children.push(child)
-  const info = await new Promise<TargetInfo>((resolve, reject) => {
-    let out = ''
-    const timer = setTimeout(() => reject(new Error('the server did not start within 60 s')), 60_000)
-    const read = (d: Buffer) => {
-      out += d.toString()
-      const line = out.split('\n').find((l) => l.startsWith('{"url":'))
-      if (!line) return
-      clearTimeout(timer)
-      // From now on the log is drained and dropped, as a log collector would read it.
-      child.stdout?.off('data', read)
-      child.stdout?.resume()
-      resolve(JSON.parse(line) as TargetInfo)
-    }
-    child.stdout?.on('data', read)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`the server exited with ${code}`))
-    })
+function startReference(databaseUrl?: string) {
+  return startServerChild<TargetInfo>({
+    script: 'http-targets.ts',
+    args: ['reference', ...(databaseUrl ? [databaseUrl] : [])],
+    nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+    env: { AGENTOPS_LOG_LEVEL: 'info' },
   })
-  return { ...info, child }
 }
 
 /** A subscriber: resolves once subscribed; `arrived` is told the time each record arrives. */

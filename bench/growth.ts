@@ -19,25 +19,21 @@
  * Random runs: the server keeps 5,000 runs in memory, so at 1,000 runs GET /v1/runs/{id} is mostly answered from
  * memory and at 100,000 mostly from the store; that difference is the cache's, not an index's.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { Agent, request } from 'node:http'
+import { Agent } from 'node:http'
 import { loadavg, tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
-import { loadConfig } from '../src/config.js'
-import { systemClock } from '../src/domain/clock.js'
 import { CursorKeyring } from '../src/domain/cursors.js'
-import { createServices } from '../src/services.js'
-import { type Db, openDb } from '../src/store/db.js'
-import { migrate } from '../src/store/migrations/index.js'
-import { createDatabase, startPostgres } from '../test/support/postgres.js'
+import { openDb } from '../src/store/db.js'
 import { appendRecords } from '../test/support/record-backlog.js'
 import { cloneRuns } from '../test/support/run-backlog.js'
+import { onPostgres } from './support/postgres.js'
+import { seedStore, startRun } from './support/seed.js'
+import { getStatus as get, startServerChild, stopServerChild } from './support/server-child.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
 const option = (name: string): string | undefined => {
   const i = args.indexOf(name)
@@ -80,26 +76,9 @@ interface Figure {
   p99: number
 }
 
-function servicesOn(db: Db, databaseUrl: string) {
-  return createServices({
-    db,
-    clock: systemClock,
-    config: loadConfig({}, { databaseUrl, workers: false }),
-  })
-}
-
 /** A key, 20 agents (one with four echo tools), and one run of it driven to its end through the scheduler. */
-async function foundation(databaseUrl: string): Promise<Fixture> {
-  const db = await openDb(databaseUrl)
-  try {
-    await migrate(db)
-    const services = servicesOn(db, databaseUrl)
-    const key = await services.keys.issue({
-      workspace: 'growth',
-      tier: 'enterprise',
-      limitPerHour: 1e9,
-      burstLimit: 1e9,
-    })
+function foundation(databaseUrl: string): Promise<Fixture> {
+  return seedStore(databaseUrl, 'growth', async (services, key) => {
     const tools = ['echo-1', 'echo-2', 'echo-3', 'echo-4']
     for (const name of tools) {
       await services.tools.register(key.workspace_id, {
@@ -120,31 +99,23 @@ async function foundation(databaseUrl: string): Promise<Fixture> {
         capabilities: [],
       })
     }
-    const { run } = await services.runs.start(
-      key.workspace_id,
-      agent.id,
-      {},
-      { keyId: key.key_id, identity: key.identity, scopes: key.scopes },
-    )
+    const runId = await startRun(services.runs, key, agent.id)
     services.scheduler.start()
     const deadline = performance.now() + 30_000
-    while ((await services.runs.get(key.workspace_id, run.id)).run.status !== 'succeeded') {
+    while ((await services.runs.get(key.workspace_id, runId)).run.status !== 'succeeded') {
       if (performance.now() > deadline) throw new Error('the template run did not succeed within 30 s')
       await new Promise((r) => setTimeout(r, 20))
     }
     await services.scheduler.stop()
-    await services.changes.flush()
     return {
       token: key.token,
       workspaceId: key.workspace_id,
       agentId: agent.id,
-      templateRunId: run.id,
+      templateRunId: runId,
       runs: 1,
       records: 0,
     }
-  } finally {
-    await db.close()
-  }
+  })
 }
 
 /** Grows the store to `runs` runs and `records` records, many rows per statement. */
@@ -172,55 +143,6 @@ async function grow(databaseUrl: string, f: Fixture, runs: number, records: numb
 
 const runId = (f: Fixture, n: number) =>
   n === 0 ? f.templateRunId : `${RUN_PREFIX}${String(n).padStart(16, '0')}`
-
-async function startServerProcess(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'bench', 'queue-server.ts'), databaseUrl],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, NODE_ENV: 'production', AGENTOPS_CURSOR_SECRET: CURSOR_SECRET },
-    },
-  )
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = ''
-    const timer = setTimeout(() => reject(new Error('the server did not start within 60 s')), 60_000)
-    const onData = (d: Buffer) => {
-      out += d.toString()
-      const line = out.split('\n').find((l) => l.startsWith('{"url"'))
-      if (line) {
-        clearTimeout(timer)
-        // From here on its request log is read and dropped, as a log collector would.
-        child.stdout?.off('data', onData)
-        child.stdout?.resume()
-        resolve((JSON.parse(line) as { url: string }).url)
-      }
-    }
-    child.stdout?.on('data', onData)
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}`)))
-  })
-  return { url, child }
-}
-
-async function stopServerProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
-  const exited = new Promise((r) => child.once('exit', r))
-  child.kill('SIGTERM')
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))])
-  if (child.exitCode === null) child.kill('SIGKILL')
-}
-
-function get(agent: Agent, url: string, token: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
-      res.resume()
-      res.once('end', () => resolve(res.statusCode ?? 0))
-    })
-    req.once('error', reject)
-    req.end()
-  })
-}
 
 const pick = (n: number) => Math.floor(Math.random() * n)
 
@@ -263,7 +185,11 @@ async function measure(store: string, stores: { url: string; fixture: Fixture }[
   const figures: Figure[] = []
   try {
     for (const s of stores) {
-      const { url, child } = await startServerProcess(s.url)
+      const { url, child } = await startServerChild<{ url: string }>({
+        script: 'queue-server.ts',
+        args: [s.url],
+        env: { AGENTOPS_CURSOR_SECRET: CURSOR_SECRET },
+      })
       servers.push({ url, child, fixture: s.fixture, agent: new Agent({ keepAlive: true, maxSockets: 1 }) })
     }
     const kinds = servers.map((s) => requestKinds(s.fixture))
@@ -288,7 +214,7 @@ async function measure(store: string, stores: { url: string; fixture: Fixture }[
   } finally {
     for (const s of servers) {
       s.agent.destroy()
-      await stopServerProcess(s.child)
+      await stopServerChild(s.child)
     }
   }
   return figures
@@ -327,17 +253,9 @@ try {
 }
 load.max = Math.max(load.max, loadavg()[0] ?? NaN)
 if (!args.includes('--no-postgres')) {
-  const pg = await startPostgres().catch((err: Error) => {
-    console.error(`PostgreSQL skipped: ${err.message}`)
-    return undefined
+  await onPostgres(async (newDatabase) => {
+    results.push(...(await measureStore('PostgreSQL', newDatabase)))
   })
-  if (pg) {
-    try {
-      results.push(...(await measureStore('PostgreSQL', () => createDatabase(pg.url))))
-    } finally {
-      await pg.stop()
-    }
-  }
 }
 load.max = Math.max(load.max, loadavg()[0] ?? NaN)
 

@@ -29,6 +29,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { startServerChild, stopServerChildren } from './support/server-child.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
@@ -61,57 +62,23 @@ interface Figure {
   errors: number
 }
 
+/** Prism runs on its own binary; the reference and bare targets are server children (bench/support). */
 const children: ChildProcess[] = []
 function stopAll(): void {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM')
+  stopServerChildren()
 }
 process.on('exit', stopAll)
 
 async function startTarget(name: string, kind: 'reference' | 'bare', databaseUrl?: string): Promise<Target> {
-  const child = spawn(
-    process.execPath,
-    [
-      ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
-      '--import',
-      'tsx',
-      join(ROOT, 'bench', 'http-targets.ts'),
-      kind,
-      ...(databaseUrl ? [databaseUrl] : []),
-    ],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        AGENTOPS_LOG_LEVEL: 'info',
-        ...(observability === 'off' ? OBSERVABILITY_OFF : {}),
-      },
-    },
-  )
-  children.push(child)
-  const info = await new Promise<TargetInfo>((resolve, reject) => {
-    let out = ''
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000)
-    const read = (d: Buffer) => {
-      out += d.toString()
-      // The target's own line; the server's log lines (JSON too) come before and after it.
-      const line = out.split('\n').find((l) => l.startsWith('{"url":'))
-      if (line) {
-        clearTimeout(timer)
-        // From now on the log is drained and dropped, never kept.
-        child.stdout?.off('data', read)
-        child.stdout?.resume()
-        resolve(JSON.parse(line) as TargetInfo)
-      }
-    }
-    child.stdout?.on('data', read)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`${name} exited with ${code}`))
-    })
+  const target = await startServerChild<TargetInfo>({
+    script: 'http-targets.ts',
+    args: [kind, ...(databaseUrl ? [databaseUrl] : [])],
+    nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+    name,
+    env: { AGENTOPS_LOG_LEVEL: 'info', ...(observability === 'off' ? OBSERVABILITY_OFF : {}) },
   })
-  return { ...info, name, child }
+  return { ...target, name }
 }
 
 async function freePort(): Promise<number> {

@@ -20,14 +20,12 @@
  *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post]
  *                                   [--aa | --b-root <dir> | --b-env NAME=value ...]
  */
-import { type ChildProcess, spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { resolve } from 'node:path'
 import autocannon from 'autocannon'
 import type { TargetInfo } from './http-targets.js'
+import { ROOT, startServerChild, stopServerChildren } from './support/server-child.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
   const i = args.indexOf(name)
@@ -66,48 +64,23 @@ const sideB: Side = aa
         }
       : { label: 'off', root: ROOT, observability: false }
 
-const children: ChildProcess[] = []
-process.on('exit', () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM')
-})
-
 interface Target extends TargetInfo {
   pid: number
 }
 
 async function start(side: Side): Promise<Target> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(side.root, 'bench', 'http-targets.ts'), 'reference'],
-    {
-      cwd: side.root,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        AGENTOPS_LOG_LEVEL: side.observability ? 'info' : 'silent',
-        AGENTOPS_METRICS: side.observability ? 'on' : 'off',
-        ...side.env,
-      },
+  const { child, ...info } = await startServerChild<TargetInfo>({
+    script: 'http-targets.ts',
+    args: ['reference'],
+    root: side.root,
+    name: 'a target',
+    env: {
+      AGENTOPS_LOG_LEVEL: side.observability ? 'info' : 'silent',
+      AGENTOPS_METRICS: side.observability ? 'on' : 'off',
+      ...side.env,
     },
-  )
-  children.push(child)
-  return new Promise((resolve, reject) => {
-    let out = ''
-    const timer = setTimeout(() => reject(new Error('a target did not start within 60 s')), 60_000)
-    const read = (d: Buffer) => {
-      out += d.toString()
-      const line = out.split('\n').find((l) => l.startsWith('{"url":'))
-      if (!line) return
-      clearTimeout(timer)
-      // From now on the log is drained and dropped, as a collector would read it.
-      child.stdout?.off('data', read)
-      child.stdout?.resume()
-      resolve({ ...(JSON.parse(line) as TargetInfo), pid: child.pid ?? 0 })
-    }
-    child.stdout?.on('data', read)
-    child.once('exit', (code) => reject(new Error(`a target exited with ${code}`)))
   })
+  return { ...info, pid: child.pid ?? 0 }
 }
 
 /** CPU nanoseconds all threads of a process have run so far (Linux schedstat: no 10 ms tick rounding). */
@@ -183,7 +156,17 @@ for (const route of routes) {
     const order = [0, 1, 2, 3].map((i) => (r + (Math.floor(r / 4) % 2 === 0 ? i : 4 - i)) % 4)
     // Together: an A process and a B process loaded at the same time (half the connections each), so both see
     // the same moment of the machine; else one process at a time.
-    const groups = together ? (r % 2 === 0 ? [[0, 2], [3, 1]] : [[1, 3], [2, 0]]) : order.map((i) => [i])
+    const groups = together
+      ? r % 2 === 0
+        ? [
+            [0, 2],
+            [3, 1],
+          ]
+        : [
+            [1, 3],
+            [2, 0],
+          ]
+      : order.map((i) => [i])
     for (const group of groups) {
       const blocks = await Promise.all(
         group.map((i) => block(targets[i] as Target, route, seconds, CONNECTIONS / group.length)),
@@ -212,4 +195,4 @@ for (const route of routes) {
   console.log(`  paired CPU/req, A over B: ${spread(paired)}`)
   console.log(`  A/A (twins, early over late): A ${spread(twinsA)}, B ${spread(twinsB)}`)
 }
-for (const c of children) c.kill('SIGTERM')
+stopServerChildren()

@@ -17,22 +17,17 @@
  *
  * --profile writes a V8 CPU profile of each server process (node --cpu-prof) into <dir>: the drain path's hot spots.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
-import { Agent, request } from 'node:http'
+import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
-import { loadConfig } from '../src/config.js'
-import { systemClock } from '../src/domain/clock.js'
-import { createServices } from '../src/services.js'
 import { type Db, openDb } from '../src/store/db.js'
-import { migrate } from '../src/store/migrations/index.js'
-import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import { cloneRuns } from '../test/support/run-backlog.js'
+import { onPostgres } from './support/postgres.js'
+import { seedStore, startRun } from './support/seed.js'
+import { getStatus as get, startServerChild, stopServerChild } from './support/server-child.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
 const option = (name: string): string | undefined => {
   const i = args.indexOf(name)
@@ -56,79 +51,22 @@ interface Seeded {
 }
 
 /** A key, an agent, one run through the service, then `size - 1` copies of it straight into the store. */
-async function seed(databaseUrl: string, size: number): Promise<Seeded> {
-  const db = await openDb(databaseUrl)
-  try {
-    await migrate(db)
-    const services = createServices({
-      db,
-      clock: systemClock,
-      config: loadConfig({}, { databaseUrl, workers: false }),
-    })
-    const key = await services.keys.issue({
-      workspace: 'bench',
-      tier: 'enterprise',
-      limitPerHour: 1e9,
-      burstLimit: 1e9,
-    })
+function seed(databaseUrl: string, size: number): Promise<Seeded> {
+  return seedStore(databaseUrl, 'bench', async (services, key, db) => {
     const agent = await services.agents.create(key.workspace_id, {
       name: 'queue-bench',
       behavior: 'autonomous',
       capabilities: [],
     })
-    const { run } = await services.runs.start(
-      key.workspace_id,
-      agent.id,
-      {},
-      { keyId: key.key_id, identity: key.identity, scopes: key.scopes },
-    )
-    await cloneRuns(db, run.id, size - 1, { idPrefix: 'run_q', status: 'queued' })
+    const runId = await startRun(services.runs, key, agent.id)
+    await cloneRuns(db, runId, size - 1, { idPrefix: 'run_q', status: 'queued' })
     // Claimed first (higher priority): the server's first runs, which pay for its JIT compilation, are not timed.
-    await cloneRuns(db, run.id, WARM_UP_RUNS, { idPrefix: 'run_w', status: 'queued' })
+    await cloneRuns(db, runId, WARM_UP_RUNS, { idPrefix: 'run_w', status: 'queued' })
     await db.run(`UPDATE runs SET priority = 9 WHERE id LIKE 'run_w%'`)
-    await services.changes.flush() // the wake-ups of the seeding writes leave before the store closes
-    const ids = [run.id]
+    const ids = [runId]
     for (let i = 1; i < Math.min(size, 5_000); i++) ids.push(`run_q${String(i).padStart(16, '0')}`)
     return { token: key.token, ids }
-  } finally {
-    await db.close()
-  }
-}
-
-async function startServerProcess(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(
-    process.execPath,
-    [
-      ...(PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []),
-      '--import',
-      'tsx',
-      join(ROOT, 'bench', 'queue-server.ts'),
-      databaseUrl,
-    ],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } },
-  )
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = ''
-    const timer = setTimeout(() => reject(new Error('the server did not start within 60 s')), 60_000)
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString()
-      const line = out.split('\n').find((l) => l.startsWith('{'))
-      if (line) {
-        clearTimeout(timer)
-        resolve((JSON.parse(line) as { url: string }).url)
-      }
-    })
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}`)))
   })
-  return { url, child }
-}
-
-async function stopServerProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
-  const exited = new Promise((r) => child.once('exit', r))
-  child.kill('SIGTERM')
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))])
-  if (child.exitCode === null) child.kill('SIGKILL')
 }
 
 /** Whether any run is left to drive: the first entry of runs_claim, an O(log n) read whatever the backlog. */
@@ -152,17 +90,6 @@ async function anyWarmUpLeft(db: Db): Promise<boolean> {
   )
 }
 
-function get(agent: Agent, url: string, token: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
-      res.resume()
-      res.once('end', () => resolve(res.statusCode ?? 0))
-    })
-    req.once('error', reject)
-    req.end()
-  })
-}
-
 interface Figures {
   store: string
   size: number
@@ -179,7 +106,11 @@ async function measure(store: string, databaseUrl: string, size: number): Promis
   const { token, ids } = await seed(databaseUrl, size)
   const seedMs = performance.now() - seedStarted
   const counter = await openDb(databaseUrl)
-  const { url, child } = await startServerProcess(databaseUrl)
+  const { url, child } = await startServerChild<{ url: string }>({
+    script: 'queue-server.ts',
+    args: [databaseUrl],
+    nodeArgs: PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [],
+  })
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   try {
     const started = performance.now()
@@ -227,7 +158,7 @@ async function measure(store: string, databaseUrl: string, size: number): Promis
     }
   } finally {
     agent.destroy()
-    await stopServerProcess(child)
+    await stopServerChild(child)
     await counter.close()
   }
 }
@@ -238,17 +169,9 @@ for (const size of SIZES) {
   results.push(await measure('SQLite', `sqlite:${join(dir, 'queue.db')}`, size))
 }
 if (!args.includes('--no-postgres')) {
-  const pg = await startPostgres().catch((err: Error) => {
-    console.error(`PostgreSQL skipped: ${err.message}`)
-    return undefined
+  await onPostgres(async (newDatabase) => {
+    for (const size of SIZES) results.push(await measure('PostgreSQL', await newDatabase(), size))
   })
-  if (pg) {
-    try {
-      for (const size of SIZES) results.push(await measure('PostgreSQL', await createDatabase(pg.url), size))
-    } finally {
-      await pg.stop()
-    }
-  }
 }
 
 console.log(

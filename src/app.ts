@@ -1,14 +1,61 @@
 /**
- * The composition root of the HTTP surface: the REST app with the other transports that answer over HTTP (GraphQL)
- * mounted on it. Transports never import each other; this module and src/server.ts put them together.
+ * The composition root of the transports: the REST app with the other transports that answer over HTTP (GraphQL)
+ * mounted on it, and the WebSocket transports on the same port. Transports never import each other, and none
+ * receives the whole `Services`: this module hands each one only the ports and settings it uses.
  */
+import type { Server } from 'node:http'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import type { AppEnv } from './api/context.js'
 import type { SurfaceObserver } from './api/observe.js'
 import { registerGraphqlRoutes } from './graphql/http.js'
+import { attachGraphqlWs } from './graphql/ws.js'
 import { createHttpApp } from './http/app.js'
 import type { Services } from './services.js'
+import { attachStream } from './stream/attach.js'
 
 export function createApp(services: Services, observer?: SurfaceObserver): OpenAPIHono<AppEnv> {
-  return createHttpApp(services, { mounts: [registerGraphqlRoutes], ...(observer ? { observer } : {}) })
+  return createHttpApp(services, {
+    mounts: [(app) => registerGraphqlRoutes(app, services)],
+    ...(observer ? { observer } : {}),
+  })
+}
+
+/** A protocol served by upgrading connections of the API's HTTP server; closed when the server shuts down. */
+export interface SocketAttachment {
+  close(): Promise<void>
+}
+
+/** Attaches the WebSocket transports (/v1/stream, then graphql-ws on /v1/graphql) to the API's HTTP server. */
+export function attachSockets(
+  server: Server,
+  services: Services,
+  observer: SurfaceObserver,
+): SocketAttachment[] {
+  const { clock, keys, limits, config, metrics } = services
+  const stream = attachStream(
+    server,
+    {
+      clock,
+      keys,
+      limits,
+      events: services.events,
+      ingestion: services.ingestion,
+      topicFeeds: services.topicFeeds,
+      ...(metrics ? { telemetry: metrics.stream } : {}),
+    },
+    {
+      heartbeatMs: config.streamHeartbeatMs,
+      maxBufferedBytes: config.streamMaxBufferedBytes,
+      fallbackPollMs: config.streamFallbackPollMs,
+      maxBodyBytes: config.maxBodyBytes,
+    },
+    observer,
+  )
+  const graphqlWs = attachGraphqlWs(
+    server,
+    { clock, keys, limits, resolvers: services, ...(metrics ? { telemetry: metrics.graphql } : {}) },
+    { heartbeatMs: config.streamHeartbeatMs },
+    observer,
+  )
+  return [stream, graphqlWs]
 }

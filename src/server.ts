@@ -2,12 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { getRequestListener } from '@hono/node-server'
 import type { SurfaceObserver } from './api/observe.js'
-import { createApp } from './app.js'
+import { attachSockets, createApp } from './app.js'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
 import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
 import { newId } from './domain/ids.js'
-import { attachGraphqlWs } from './graphql/ws.js'
 import { answerClientErrors } from './http/client-error.js'
 import { type OperatorHandler, operatorEndpoints } from './observability/endpoints.js'
 import { createLogger, type Logger } from './observability/logger.js'
@@ -19,7 +18,6 @@ import { type Db, openDb, timesStatements, timesTransactions } from './store/db.
 import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
 import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
-import { attachStream } from './stream/attach.js'
 
 export interface RunningServer {
   url: string
@@ -42,16 +40,6 @@ export interface StartOptions {
   /** Where the server logs (tests capture it); default pino on stdout at config.logLevel. */
   logger?: Logger
 }
-
-/** Attaches extra protocol handlers (the WebSocket stream) to the same HTTP server and port. */
-export type ServerAttachment = (
-  server: Server,
-  services: Services,
-  observer: SurfaceObserver,
-) => { close(): Promise<void> } | undefined
-
-// --- attachments: the stream feature adds one entry here ---
-const ATTACHMENTS: ServerAttachment[] = [attachStream, attachGraphqlWs]
 
 /**
  * Listens first, then opens and migrates the store, builds the services and serves HTTP + WebSocket on one port.
@@ -130,9 +118,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     throw err
   }
   const store = db
-  const attached = ATTACHMENTS.map((attach) => attach(httpServer, services, observer)).filter(
-    (a) => a !== undefined,
-  )
+  const attached = attachSockets(httpServer, services, observer)
   const inFlight = trackRequests(httpServer)
   await services.start()
   readiness.ready(() => store.one('SELECT 1 AS ok'))

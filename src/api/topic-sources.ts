@@ -48,9 +48,15 @@ export function caughtUp(page: TopicPage, after: number): boolean {
   return page.items.length === 0 && page.scannedTo <= after
 }
 
+/** What a `connector:<id>` topic reads of the ingestion service. */
+export type RecordReader = Pick<IngestionService, 'lastSeq' | 'recordsAfter'>
+
+/** What the `runs` topic reads of the event log. */
+export type RunEventReader = Pick<EventLog, 'lastSeq' | 'readWorkspace'>
+
 /** `connector:<id>`: the workspace's records of that connector; seq is the record's dense per-connector seq. */
 export function connectorSource(
-  ingestion: IngestionService,
+  ingestion: RecordReader,
   workspaceId: string,
   connectorId: string,
   topic: string,
@@ -85,7 +91,7 @@ export function presentEvent(e: EventRow): Record<string, unknown> {
 const SCAN_PAGE = 500
 
 /** `runs`: the workspace's run events from the durable log; seq is the log's global seq (increasing, not dense). */
-export function runsSource(events: EventLog, workspaceId: string): TopicSource {
+export function runsSource(events: RunEventReader, workspaceId: string): TopicSource {
   return {
     head: () => events.lastSeq(),
     async resume(since, maxReplay) {

@@ -14,16 +14,36 @@ import { type AuthContext, callerFromKey } from '../api/caller.js'
 import { unavailable } from '../api/errors.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
 import { GRAPHQL_PATH, STREAM_PATH } from '../api/paths.js'
+import type { SocketTelemetry } from '../api/socket-telemetry.js'
 import { refuseUnknownPath, refuseUpgrade } from '../api/upgrade.js'
+import type { Clock } from '../domain/clock.js'
 import { type ApiError, rateLimited, unauthenticated } from '../domain/errors.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
-import type { VerifiedKey } from '../domain/keys/service.js'
-import type { Services } from '../services.js'
-import { createContext } from './context.js'
+import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
+import type { LimitsService } from '../domain/limits/service.js'
+import { createContext, type GraphqlServices } from './context.js'
 import { formatError } from './errors.js'
 import { prepare } from './prepare.js'
 import { graphqlSchema } from './schema.js'
+
+/** What graphql-ws uses of the domain, each narrowed to the calls it makes (wired by the composition root). */
+export interface GraphqlWsPorts {
+  clock: Clock
+  /** Checks the token at the upgrade or in connection_init, and again on each subscribe and sweep. */
+  keys: Pick<KeyService, 'verifyRequest' | 'watch'>
+  /** Every subscribe counts against the workspace's rate limit, like a REST request. */
+  limits: Pick<LimitsService, 'consume'>
+  /** What resolvers and subscriptions read: the same services as GraphQL over HTTP. */
+  resolvers: GraphqlServices
+  /** Absent: nothing is measured. */
+  telemetry?: Pick<SocketTelemetry, 'messageSent' | 'readFrom'>
+}
+
+export interface GraphqlWsSettings {
+  /** Every this often each open socket's key is checked again (the stream's heartbeat period). */
+  heartbeatMs: number
+}
 
 interface Caller {
   auth: AuthContext
@@ -37,12 +57,6 @@ function wsError(err: ApiError, requestId: string): GraphQLError {
   return new GraphQLError(formatted.message, { extensions: formatted.extensions })
 }
 
-/**
- * Subscriptions over graphql-ws (`graphql-transport-ws`) on a WebSocket upgrade of /v1/graphql, on the HTTP
- * server's own port. The token is checked like /v1/stream's: `Authorization` or `?access_token=` at the upgrade (a
- * bad one is a plain HTTP 401 with the envelope), or the `authorization` of the `connection_init` payload.
- * Every subscribe counts against the workspace's rate limit, like a REST request.
- */
 /** The root field a subscription operation selects (a fixed vocabulary: the schema's), for metrics. */
 function subscriptionField(
   document: DocumentNode,
@@ -54,15 +68,23 @@ function subscriptionField(
   return first?.kind === Kind.FIELD ? first.name.value : undefined
 }
 
+/**
+ * Subscriptions over graphql-ws (`graphql-transport-ws`) on a WebSocket upgrade of /v1/graphql, on the HTTP
+ * server's own port. The token is checked like /v1/stream's: `Authorization` or `?access_token=` at the upgrade (a
+ * bad one is a plain HTTP 401 with the envelope), or the `authorization` of the `connection_init` payload.
+ * Every subscribe counts against the workspace's rate limit, like a REST request.
+ */
 export function attachGraphqlWs(
   server: Server,
-  services: Services,
+  ports: GraphqlWsPorts,
+  settings: GraphqlWsSettings,
   observer: SurfaceObserver = NO_OBSERVER,
 ): { close(): Promise<void> } {
+  const { clock, keys, limits } = ports
   const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 })
   /** Live subscriptions per socket, by operation id: their root field, counted when metrics are scraped. */
   const live = new Map<object, Map<string, string>>()
-  const metrics = services.metrics?.graphql
+  const metrics = ports.telemetry
   metrics?.readFrom(() => {
     const subscriptions = new Map<string, number>()
     for (const ops of live.values())
@@ -80,7 +102,7 @@ export function attachGraphqlWs(
   // leaves the connection_init payload to carry one.
   const verifyWith = (authorization: string | undefined, accessToken: string | null) =>
     authorization !== undefined || (accessToken !== null && accessToken !== '')
-      ? () => services.keys.verifyRequest({ authorization, accessToken: accessToken ?? undefined })
+      ? () => keys.verifyRequest({ authorization, accessToken: accessToken ?? undefined })
       : undefined
 
   const disposable = useServer(
@@ -102,14 +124,14 @@ export function attachGraphqlWs(
         callers.set(ctx.extra.socket, caller)
         // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
         const socket = ctx.extra.socket
-        const unwatch = services.keys.watch.watch(caller.auth.keyId, () =>
+        const unwatch = keys.watch.watch(caller.auth.keyId, () =>
           socket.close(CloseCode.Unauthorized, 'unauthenticated'),
         )
         socket.once('close', unwatch)
         return true
       },
       onSubscribe: async (ctx, id, payload) => {
-        const requestId = newId('req', services.clock.now())
+        const requestId = newId('req', clock.now())
         const caller = callers.get(ctx.extra.socket)
         if (!caller) return [wsError(unauthenticated('missing'), requestId)]
         const verified = await caller.revalidate()
@@ -117,7 +139,7 @@ export function attachGraphqlWs(
           ctx.extra.socket.close(CloseCode.Unauthorized, 'unauthenticated')
           return [wsError(unauthenticated(verified), requestId)]
         }
-        const decision = await services.limits.consume(verified.workspace)
+        const decision = await limits.consume(verified.workspace)
         if (!decision.allowed && decision.refusedBy)
           return [wsError(rateLimited(decision.refusedBy), requestId)]
         const variables = payload.variables ?? {}
@@ -142,7 +164,7 @@ export function attachGraphqlWs(
           document: prepared.document,
           operationName: payload.operationName ?? null,
           variableValues: variables,
-          contextValue: createContext(services, callerFromKey(verified), requestId),
+          contextValue: createContext(ports.resolvers, callerFromKey(verified), requestId),
         }
       },
       // graphql-ws sends a result unchanged when this returns nothing; errors get the envelope's extensions.
@@ -166,7 +188,7 @@ export function attachGraphqlWs(
     const url = new URL(req.url ?? '/', 'http://graphql.invalid')
     if (url.pathname !== GRAPHQL_PATH) {
       if (url.pathname === STREAM_PATH) return // the stream's own handler answers
-      refuseUnknownPath(socket, services.clock, url.pathname)
+      refuseUnknownPath(socket, clock, url.pathname)
       return
     }
     socket.on('error', () => socket.destroy())
@@ -175,7 +197,7 @@ export function attachGraphqlWs(
     verified.then(
       (result) => {
         if (typeof result === 'string') {
-          refuseUpgrade(socket, services.clock, unauthenticated(result))
+          refuseUpgrade(socket, clock, unauthenticated(result))
           return
         }
         if (result && revalidate) upgradeAuth.set(req, { auth: callerFromKey(result), revalidate })
@@ -183,7 +205,7 @@ export function attachGraphqlWs(
       },
       (err: unknown) => {
         console.error('[graphql-ws] upgrade failed:', err)
-        refuseUpgrade(socket, services.clock, unavailable())
+        refuseUpgrade(socket, clock, unavailable())
       },
     )
   }
@@ -202,7 +224,7 @@ export function attachGraphqlWs(
         () => undefined, // the store did not answer: keep the socket, the next sweep asks again
       )
     }
-  }, services.config.streamHeartbeatMs)
+  }, settings.heartbeatMs)
   sweep.unref()
 
   return {

@@ -3,6 +3,7 @@ import type { AppEnv } from '../api/context.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
 import { STREAM_PATH } from '../api/paths.js'
 import { validationHook } from '../api/validation.js'
+import type { Config } from '../config.js'
 import { ApiError } from '../domain/errors.js'
 import type { Services } from '../services.js'
 import { errorResponse, toApiError } from './errors.js'
@@ -21,8 +22,20 @@ import { registerRunRoutes } from './routes/runs.js'
 import { registerToolRoutes } from './routes/tools.js'
 import { registerWebhookRoutes } from './routes/webhooks.js'
 
-/** Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/app.ts). */
-export type RouteMount = (app: OpenAPIHono<AppEnv>, services: Services) => void
+/** What the REST app uses: the services its middleware and routes call, two settings and the error log. */
+export type HttpServices = Pick<
+  Services,
+  'db' | 'keys' | 'limits' | 'agents' | 'tasks' | 'tools' | 'ingestion' | 'runs' | 'webhooks' | 'metrics'
+> & {
+  config: Pick<Config, 'corsOrigins' | 'maxBodyBytes'>
+  logger: Pick<Services['logger'], 'error'>
+}
+
+/**
+ * Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/app.ts),
+ * which hands that transport its own services.
+ */
+export type RouteMount = (app: OpenAPIHono<AppEnv>) => void
 
 export interface HttpAppOptions {
   /** Routes of other transports served over this app (GraphQL over HTTP). */
@@ -32,13 +45,12 @@ export interface HttpAppOptions {
 }
 
 /**
- * The reference server's HTTP side. Middleware is applied once, in this order: request id and observation (the
- * surface observer: metrics and the request log, which see every answer; one layer, and no observation for the
- * default observer) → auth
- * → rate limit → text guard → body guard (bodies only) → idempotency (POST only) → validated routes. Errors from
- * anywhere become the spec §7 envelope.
+ * The reference server's HTTP side. Middleware is applied once, in this order: request id and observation in one
+ * layer (the surface observer: metrics and the request log, which see every answer; no observation for the default
+ * observer) → auth → rate limit → text guard → body guard (bodies only) → idempotency (POST only) → validated routes.
+ * Errors from anywhere become the spec §7 envelope.
  */
-export function createHttpApp(services: Services, options: HttpAppOptions = {}): OpenAPIHono<AppEnv> {
+export function createHttpApp(services: HttpServices, options: HttpAppOptions = {}): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
 
   // The request id, observed (metrics and the request log see every answer) unless the observer is the default.
@@ -78,7 +90,7 @@ export function createHttpApp(services: Services, options: HttpAppOptions = {}):
   registerIngestRoutes(app, services)
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)
-  for (const mount of options.mounts ?? []) mount(app, services)
+  for (const mount of options.mounts ?? []) mount(app)
 
   return app
 }

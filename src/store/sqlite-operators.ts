@@ -29,12 +29,20 @@ export class OperatorSignal {
 
   /** The operator's side: `begin` (a synchronous BEGIN IMMEDIATE) runs while this process is announced as waiting. */
   whileWaiting<T>(begin: () => T): T {
-    const file = join(this.dir, String(process.pid))
-    mkdirSync(this.dir, { recursive: true })
-    writeFileSync(file, '')
+    const withdraw = this.announce()
     try {
       return begin()
     } finally {
+      withdraw()
+    }
+  }
+
+  /** Announces this process as an operator waiting for the write lock; the function returned withdraws it. */
+  announce(): () => void {
+    const file = join(this.dir, String(process.pid))
+    mkdirSync(this.dir, { recursive: true })
+    writeFileSync(file, '')
+    return () => {
       rmSync(file, { force: true })
       try {
         rmdirSync(this.dir)

@@ -5,13 +5,23 @@ import { callerFromKey } from '../api/caller.js'
 import { unavailable } from '../api/errors.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
 import { STREAM_PATH } from '../api/paths.js'
-import { connectorSource, runsSource } from '../api/topic-sources.js'
+import type { SocketTelemetry } from '../api/socket-telemetry.js'
+import type { TopicFeeds } from '../api/topic-feeds.js'
+import {
+  connectorSource,
+  MAX_REPLAY,
+  type RecordReader,
+  type RunEventReader,
+  runsSource,
+} from '../api/topic-sources.js'
 import { refuseUnknownPath, refuseUpgrade } from '../api/upgrade.js'
+import type { Clock } from '../domain/clock.js'
 import { rateLimited, unauthenticated } from '../domain/errors.js'
 import type { KeyRefusal } from '../domain/identity.js'
-import type { VerifiedKey } from '../domain/keys/service.js'
-import type { Services } from '../services.js'
-import { DEFAULT_STREAM_OPTIONS, StreamHub, type StreamIngestor, type StreamOptions } from './hub.js'
+import type { IngestionService } from '../domain/ingestion/service.js'
+import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
+import type { LimitsService } from '../domain/limits/service.js'
+import { StreamHub, type StreamIngestor } from './hub.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
 const MESSAGE_ENVELOPE_BYTES = 64 * 1024
@@ -21,6 +31,32 @@ const hubs = new WeakMap<Server, StreamHub>()
 /** The hub serving a server's stream (tests and diagnostics read its connection count). */
 export function streamHubOf(server: Server): StreamHub | undefined {
   return hubs.get(server)
+}
+
+/** What the stream uses of the domain, each narrowed to the calls it makes (wired by the composition root). */
+export interface StreamPorts {
+  clock: Clock
+  /** Checks the upgrade's token (and again on every heartbeat); a revoke or an expiry of the key closes its sockets. */
+  keys: Pick<KeyService, 'verifyRequest' | 'watch'>
+  /** Batches sent over the socket count against the workspace's rate limit like REST calls. */
+  limits: Pick<LimitsService, 'consume'>
+  /** The `runs` topic's source. */
+  events: RunEventReader
+  /** The `connector:<id>` topics' source, and where batches sent over the socket are stored. */
+  ingestion: RecordReader & Pick<IngestionService, 'ingest'>
+  /** The process's shared topic readers, woken by the change feed. */
+  topicFeeds: TopicFeeds
+  /** Absent: nothing is measured. */
+  telemetry?: SocketTelemetry
+}
+
+/** The operator's stream settings (src/config.ts holds their defaults). */
+export interface StreamSettings {
+  heartbeatMs: number
+  maxBufferedBytes: number
+  fallbackPollMs: number
+  /** The REST body limit: a socket message may carry a batch this large, plus the JSON around it. */
+  maxBodyBytes: number
 }
 
 export interface StreamAttachment {
@@ -34,67 +70,60 @@ export interface StreamAttachment {
  */
 export function attachStream(
   server: Server,
-  services: Services,
+  ports: StreamPorts,
+  settings: StreamSettings,
   observer: SurfaceObserver = NO_OBSERVER,
-  options: Partial<StreamOptions> = {},
 ): StreamAttachment {
-  const settings: StreamOptions = {
-    ...DEFAULT_STREAM_OPTIONS,
-    ...(services.config.streamHeartbeatMs !== undefined
-      ? { heartbeatMs: services.config.streamHeartbeatMs }
-      : {}),
-    ...(services.config.streamMaxBufferedBytes !== undefined
-      ? { maxBufferedBytes: services.config.streamMaxBufferedBytes }
-      : {}),
-    ...(services.config.streamFallbackPollMs !== undefined
-      ? { fallbackPollMs: services.config.streamFallbackPollMs }
-      : {}),
-    ...(services.metrics ? { telemetry: services.metrics.stream } : {}),
-    ...options,
-  }
+  const { clock, keys } = ports
   // A bigger client message is refused by `ws` with close code 1009.
   const wss = new WebSocketServer({
     noServer: true,
-    maxPayload: services.config.maxBodyBytes + MESSAGE_ENVELOPE_BYTES,
+    maxPayload: settings.maxBodyBytes + MESSAGE_ENVELOPE_BYTES,
   })
   const hub = new StreamHub(
     {
-      clock: services.clock,
+      clock,
       sources: (topic, workspaceId) =>
         topic.kind === 'runs'
-          ? runsSource(services.events, workspaceId)
-          : connectorSource(services.ingestion, workspaceId, topic.connectorId, topic.name),
-      feeds: services.topicFeeds,
+          ? runsSource(ports.events, workspaceId)
+          : connectorSource(ports.ingestion, workspaceId, topic.connectorId, topic.name),
+      feeds: ports.topicFeeds,
     },
-    settings,
+    {
+      heartbeatMs: settings.heartbeatMs,
+      maxBufferedBytes: settings.maxBufferedBytes,
+      fallbackPollMs: settings.fallbackPollMs,
+      maxReplay: MAX_REPLAY,
+      ...(ports.telemetry ? { telemetry: ports.telemetry } : {}),
+    },
   )
   hub.start()
   hubs.set(server, hub)
-  services.metrics?.stream.readFrom(() => hub.snapshot().subscriptions)
+  ports.telemetry?.readFrom(() => hub.snapshot().subscriptions)
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://stream.invalid')
     if (url.pathname !== STREAM_PATH) {
       // Leave foreign paths to another upgrade handler if there is one; otherwise answer like the HTTP side.
       if (server.listeners('upgrade').length > 1) return
-      refuseUnknownPath(socket, services.clock, url.pathname)
+      refuseUnknownPath(socket, clock, url.pathname)
       return
     }
     socket.on('error', () => socket.destroy())
-    void authenticate(services, req, url).then(
+    void authenticate(keys, req, url).then(
       ({ verified, revalidate }) => {
         if (typeof verified === 'string') {
-          refuseUpgrade(socket, services.clock, unauthenticated(verified))
+          refuseUpgrade(socket, clock, unauthenticated(verified))
           return
         }
         wss.handleUpgrade(req, socket, head, (ws) => {
           const connection = hub.add(
             ws,
             { ...callerFromKey(verified), revalidate },
-            socketIngestor(services, verified),
+            socketIngestor(ports, verified),
           )
           // A revoke or an expiry of the key closes the socket at once (4401), not at the next heartbeat.
-          const unwatch = services.keys.watch.watch(verified.keyId, (end) => connection.credentialEnded(end))
+          const unwatch = keys.watch.watch(verified.keyId, (end) => connection.credentialEnded(end))
           const forget = () => {
             unwatch()
             hub.remove(connection)
@@ -112,7 +141,7 @@ export function attachStream(
       },
       (err: unknown) => {
         console.error('[stream] upgrade failed:', err)
-        refuseUpgrade(socket, services.clock, unavailable())
+        refuseUpgrade(socket, clock, unavailable())
       },
     )
   }
@@ -134,12 +163,15 @@ export function attachStream(
 }
 
 /** Batches sent over the socket count against the workspace's rate limit like REST calls, then store the same way. */
-function socketIngestor(services: Services, verified: VerifiedKey): StreamIngestor {
+function socketIngestor(
+  { limits, ingestion }: Pick<StreamPorts, 'limits' | 'ingestion'>,
+  verified: VerifiedKey,
+): StreamIngestor {
   const workspace = verified.workspace
   return async (connectorId, records) => {
-    const decision = await services.limits.consume(workspace)
+    const decision = await limits.consume(workspace)
     if (!decision.allowed && decision.refusedBy) throw rateLimited(decision.refusedBy)
-    return services.ingestion.ingest(
+    return ingestion.ingest(
       { id: workspace.id, policyClasses: workspace.policyClasses },
       connectorId,
       records,
@@ -149,7 +181,7 @@ function socketIngestor(services: Services, verified: VerifiedKey): StreamIngest
 
 /** The upgrade's credentials, checked now and again while the socket lives (a key revoked later closes it). */
 async function authenticate(
-  services: Services,
+  keys: StreamPorts['keys'],
   req: IncomingMessage,
   url: URL,
 ): Promise<{ verified: VerifiedKey | KeyRefusal; revalidate: () => Promise<VerifiedKey | KeyRefusal> }> {
@@ -157,6 +189,6 @@ async function authenticate(
     authorization: req.headers.authorization,
     accessToken: url.searchParams.get('access_token') ?? undefined,
   }
-  const revalidate = () => services.keys.verifyRequest(credentials)
+  const revalidate = () => keys.verifyRequest(credentials)
   return { verified: await revalidate(), revalidate }
 }

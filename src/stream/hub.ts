@@ -1,7 +1,8 @@
 import { internalError } from '../api/errors.js'
 import { missingScope } from '../api/scopes.js'
+import type { SocketTelemetry } from '../api/socket-telemetry.js'
 import { type FeedMember, type FeedPage, type SharedTopic, TopicFeeds } from '../api/topic-feeds.js'
-import { caughtUp, MAX_REPLAY, type TopicSource } from '../api/topic-sources.js'
+import { caughtUp, type TopicSource } from '../api/topic-sources.js'
 import { parseTopic, type Topic } from '../api/topics.js'
 import type { Clock } from '../domain/clock.js'
 import { toRfc3339 } from '../domain/clock.js'
@@ -33,25 +34,13 @@ export interface StreamOptions {
    */
   fallbackPollMs: number
   /** Messages sent and slow consumers closed, for the server's metrics. */
-  telemetry?: SocketTelemetry
-}
-
-export interface SocketTelemetry {
-  messageSent(): void
-  slowConsumerClosed(): void
+  telemetry?: Pick<SocketTelemetry, 'messageSent' | 'slowConsumerClosed'>
 }
 
 /** Open connections and their live subscriptions by topic kind (read when metrics are scraped). */
 export interface HubSnapshot {
   open: number
   subscriptions: Map<string, number>
-}
-
-export const DEFAULT_STREAM_OPTIONS: StreamOptions = {
-  heartbeatMs: 15_000,
-  maxBufferedBytes: 1024 * 1024,
-  maxReplay: MAX_REPLAY,
-  fallbackPollMs: 2_000,
 }
 
 export const CLOSE_SLOW_CONSUMER = 4008
@@ -416,7 +405,7 @@ export class StreamHub {
 
   constructor(
     private readonly deps: HubDeps,
-    readonly options: StreamOptions = DEFAULT_STREAM_OPTIONS,
+    readonly options: StreamOptions,
   ) {}
 
   start(): void {

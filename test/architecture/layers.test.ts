@@ -80,9 +80,52 @@ function violations(): string[] {
   return out
 }
 
+/**
+ * Where a file names the whole `Services` (the service locator) rather than a `Pick` of it or one member's type:
+ * only the composition roots (files directly in src/) may; every transport, route and middleware takes its ports.
+ */
+function wholeServices(text: string): number[] {
+  const lines: number[] = []
+  text.split('\n').forEach((line, i) => {
+    if (/^\s*import\b/.test(line)) return
+    for (const m of line.matchAll(/\bServices\b/g)) {
+      const before = line.slice(0, m.index).trimEnd()
+      const after = line.slice(m.index + m[0].length)
+      // `Pick<Services, …>` (also when the type arguments wrap onto the next line) and `Services['member']` are narrow.
+      if (/Pick<$/.test(before) || (before === '' && /^,\s*$/.test(after)) || after.startsWith('[')) continue
+      lines.push(i + 1)
+    }
+  })
+  return lines.filter((n, i, all) => all.indexOf(n) === i)
+}
+
 describe('the layers of src/', () => {
   it('imports only along the allowed graph', () => {
     expect(violations()).toEqual([])
+  })
+
+  it('hands the whole Services to no file but the composition roots', () => {
+    const found = sourceFiles(SRC)
+      .filter((file) => layerOf(file) !== 'root')
+      .flatMap((file) =>
+        wholeServices(readFileSync(file, 'utf8')).map((line) => `${relative(ROOT, file)}:${line}`),
+      )
+    expect(found).toEqual([])
+  })
+
+  it('tells a whole Services from a Pick of it', () => {
+    const text = [
+      "import type { Services } from '../services.js'",
+      'export function a(services: Pick<Services, "runs">) {}',
+      'type B = Pick<',
+      '  Services,',
+      "  'agents' | 'runs'",
+      '>',
+      "type C = Services['logger']",
+      'export function d(server: Server, services: Services) {}',
+      'function e(services: Services | undefined) {}',
+    ].join('\n')
+    expect(wholeServices(text)).toEqual([8, 9])
   })
 
   it('reads every import form, so a forbidden import cannot hide', () => {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { typecheckConsumer } from '../support/consumer-tsc.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 const exec = promisify(execFile)
@@ -99,30 +100,13 @@ describe('the agentops-client package', () => {
     symlinkSync(join(ROOT, 'node_modules/@types/node'), join(types, '@types/node'))
     symlinkSync(join(ROOT, 'node_modules/undici-types'), join(types, 'undici-types'))
     writeFileSync(join(dir, 'program.ts'), PROGRAM)
-    writeFileSync(
-      join(dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          target: 'ES2023',
-          lib: ['ES2023'],
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          strict: true,
-          exactOptionalPropertyTypes: true,
-          noUncheckedIndexedAccess: true,
-          skipLibCheck: false,
-          noEmit: true,
-          typeRoots: [join(types, '@types')],
-          types: ['node'],
-        },
-        include: ['program.ts'],
-      }),
-    )
-    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
-    const result = await exec(process.execPath, [tsc, '-p', dir], { cwd: dir, timeout: 120_000 }).catch(
-      (e: { stdout?: string }) => ({ stdout: e.stdout ?? String(e) }),
-    )
-    expect(result.stdout).toBe('')
+    const output = await typecheckConsumer(dir, {
+      include: ['program.ts'],
+      types: ['node'],
+      skipLibCheck: false,
+      typeRoots: [join(types, '@types')],
+    })
+    expect(output).toBe('')
   }, 120_000)
 
   it('is what the kit re-exports as agentops-contract-kit/client, built by the install', async () => {

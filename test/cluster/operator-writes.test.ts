@@ -1,71 +1,135 @@
 /**
  * `agentops keys create` / `keys revoke` next to a SQLite server that commits back to back (a run queue draining,
- * ingest): the operator's writes get the write lock instead of sleeping through every gap until "database is
- * locked" (src/store/sqlite-operators.ts). The operator here is the CLI's own code in this process, so the time
- * measured is the store's, not a CLI process's start.
+ * ingest) must get the write lock, not sleep through every gap until "database is locked" (src/store/sqlite-operators.ts).
+ * Two halves of that, each shown by structure rather than by a time measured:
+ *
+ * - the server: while an operator is announced as waiting, the writer leaves the lock free between two of its group
+ *   commits for a whole turn of the event loop. Without that, a writer whose next work is queued begins its next
+ *   batch in the same turn as its COMMIT, so from any other turn the lock is always held: a second connection with
+ *   no busy timeout is refused (SQLITE_BUSY) every time it tries, until the load has ended;
+ * - the operator: the CLI's own process announces itself while its BEGIN IMMEDIATE waits for the lock.
  */
-
-import { spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
-import { systemClock } from '../../src/domain/clock.js'
-import { KeyService } from '../../src/domain/keys/service.js'
-import { openDb } from '../../src/store/db.js'
-import { createRepositories } from '../../src/store/repos/index.js'
-import { issueToken, startReplica } from '../support/cluster.js'
+import { migrate } from '../../src/store/migrations/index.js'
+import { SqliteDb } from '../../src/store/sqlite.js'
+import { OperatorSignal } from '../../src/store/sqlite-operators.js'
+import { agentopsCli } from '../support/cluster.js'
 
-const LOAD = fileURLToPath(new URL('../support/write-load.ts', import.meta.url))
+/** The server's load: this many writes, each committed in its own group commit, one after the other. */
+const LOAD_COMMITS = 3000
+/** Writes committed before the operator announces itself, so it arrives at a server that is already busy. */
+const BUSY_BEFORE = 100
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+const dbPath = (name: string) => join(mkdtempSync(join(tmpdir(), 'agentops-operator-')), name)
 
 describe('operator writes on a busy SQLite server', () => {
-  it('issue and revoke keys while the server drains runs and ingests', async () => {
-    const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-operator-')), 'db.sqlite')}`
-    const token = await issueToken(databaseUrl, [
-      '--workspace',
-      'busy',
-      '--limit-per-hour',
-      '100000000',
-      '--burst-limit',
-      '10000000',
-    ])
-    const replica = await startReplica(0, databaseUrl)
-    // The load comes from another process: this one blocks while its BEGIN waits for the lock, as the CLI does.
-    const load = spawn(process.execPath, ['--import', 'tsx', LOAD, replica.url, token], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
+  it('lets an announced operator in between two group commits while the server is busy', async () => {
+    const path = dbPath('busy.sqlite')
+    const server = SqliteDb.open(`sqlite:${path}`)
+    await server.exec('CREATE TABLE load (n INTEGER PRIMARY KEY)')
+    await server.exec('CREATE TABLE ops (n INTEGER PRIMARY KEY, load_commits INTEGER NOT NULL)')
+    // The operator: another connection that never sleeps on a busy lock, so each attempt is one look at it.
+    const operator = new Database(path)
+    operator.pragma('busy_timeout = 0')
+    let committed = 0
+    let loading = true
     try {
-      await new Promise<void>((resolve, reject) => {
-        load.stdout.on('data', (d: Buffer) => {
-          if (d.toString().includes('loading')) resolve()
-        })
-        load.once('exit', (code) => reject(new Error(`the load ended early (${code})`)))
-      })
-      await new Promise((r) => setTimeout(r, 1000))
-
-      const db = await openDb(databaseUrl, { operator: true })
-      try {
-        const keys = new KeyService(
-          createRepositories(db).keys,
-          createRepositories(db).workspaces,
-          systemClock,
-        )
-        const took: number[] = []
-        for (let i = 0; i < 3; i++) {
-          const began = performance.now()
-          const issued = await keys.issue({ workspace: 'ops' })
-          expect(await keys.revoke(issued.key_id)).toBeTruthy()
-          took.push(Math.round(performance.now() - began))
+      const load = (async () => {
+        try {
+          for (let n = 1; n <= LOAD_COMMITS; n++) {
+            await server.run('INSERT INTO load (n) VALUES ($1)', [n])
+            committed = n
+          }
+        } finally {
+          loading = false
         }
-        console.log(`operator issue + revoke under load: ${took.join(', ')} ms`)
+      })()
+      while (loading && committed < BUSY_BEFORE) await nextTurn()
+
+      const withdraw = new OperatorSignal(path).announce()
+      let refused = 0
+      let entered: { atCommit: number; seen: number } | undefined
+      try {
+        while (!entered) {
+          await nextTurn()
+          if (!loading) break
+          try {
+            operator.exec('BEGIN IMMEDIATE')
+          } catch (err) {
+            if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err
+            refused++
+            continue
+          }
+          // Done in this turn, so the server's writes cannot interleave (it shares this thread).
+          const seen = (operator.prepare('SELECT COUNT(*) AS c FROM load').get() as { c: number }).c
+          operator.prepare('INSERT INTO ops (n, load_commits) VALUES (1, ?)').run(seen)
+          operator.exec('COMMIT')
+          entered = { atCommit: committed, seen }
+        }
       } finally {
-        await db.close()
+        withdraw()
       }
+      await load
+      console.log(
+        `operator: ${entered ? `in after load commit ${entered.atCommit} of ${LOAD_COMMITS}` : 'never in while the load ran'}, ${refused} attempts refused first`,
+      )
+      // In while the server still had writes to commit: between two of its group commits, not after the load.
+      expect(entered, 'the operator got the write lock while the server was busy').toBeDefined()
+      expect(entered?.atCommit).toBeLessThan(LOAD_COMMITS)
+      // What it saw was committed by the server; the server went on after it, and lost nothing.
+      expect(entered?.seen).toBe(entered?.atCommit)
+      expect(await server.one('SELECT COUNT(*) AS c FROM load')).toEqual({ c: LOAD_COMMITS })
+      expect(await server.one('SELECT load_commits FROM ops')).toEqual({ load_commits: entered?.seen })
     } finally {
-      load.kill('SIGKILL')
-      replica.kill('SIGTERM')
-      await replica.exited
+      operator.close()
+      await server.close()
+    }
+  }, 120_000)
+
+  it("announces the CLI's process while its write waits for the lock", async () => {
+    const path = dbPath('cli.sqlite')
+    const url = `sqlite:${path}`
+    const server = SqliteDb.open(url)
+    await migrate(server)
+    await server.close()
+    // A fresh signal per look: the server's own looks are spaced a few milliseconds apart.
+    const operatorWaits = () => new OperatorSignal(path).operatorWaits()
+    // Another writer holds the lock, so the CLI's first write has to wait for it.
+    const holder = new Database(path)
+    holder.exec('BEGIN IMMEDIATE')
+    let released = false
+    const release = () => {
+      if (!released) holder.exec('COMMIT')
+      released = true
+    }
+    try {
+      const cli = agentopsCli(['keys', 'create', '--workspace', 'ops', '--json'], url)
+      let settled = false
+      cli.then(
+        () => (settled = true),
+        () => (settled = true),
+      )
+      // Bounded by the CLI itself: it gives up after its busy timeout (or its own start-up failing).
+      let announced = false
+      while (!settled && !announced) {
+        announced = operatorWaits()
+        if (!announced) await new Promise((r) => setTimeout(r, 10))
+      }
+      release()
+      const output = await cli
+      expect(announced, 'the CLI announced itself while its write waited').toBe(true)
+      const { key_id } = JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as { key_id?: string }
+      expect(key_id).toMatch(/^key_/)
+      // Withdrawn once the CLI had the lock: a server no longer holds back for it.
+      expect(operatorWaits()).toBe(false)
+    } finally {
+      release()
+      holder.close()
     }
   }, 120_000)
 })

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { typecheckConsumer } from '../support/consumer-tsc.js'
 
 const exec = promisify(execFile)
 const ROOT = resolve(import.meta.dirname, '../..')
@@ -169,29 +170,7 @@ describe('README snippets, run twice against a fresh server', () => {
     })
 
     it('typechecks them strict with exactOptionalPropertyTypes', async () => {
-      writeFileSync(
-        join(consumer, 'tsconfig.json'),
-        JSON.stringify({
-          compilerOptions: {
-            target: 'ES2023',
-            lib: ['ES2023'],
-            module: 'NodeNext',
-            moduleResolution: 'NodeNext',
-            strict: true,
-            exactOptionalPropertyTypes: true,
-            noUncheckedIndexedAccess: true,
-            noEmit: true,
-            types: ['node'],
-          },
-          include: ['*.ts'],
-        }),
-      )
-      const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
-      const result = await exec(process.execPath, [tsc, '-p', consumer], {
-        cwd: consumer,
-        timeout: 120_000,
-      }).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? String(e) }))
-      expect(result.stdout).toBe('')
+      expect(await typecheckConsumer(consumer, { include: ['*.ts'], types: ['node'] })).toBe('')
     }, 120_000)
 
     it('runs each on plain Node twice', async () => {

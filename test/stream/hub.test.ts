@@ -3,13 +3,13 @@ import type { StreamItem, TopicSource } from '../../src/api/topic-sources.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import {
   CLOSE_SLOW_CONSUMER,
-  DEFAULT_STREAM_OPTIONS,
   MAX_PENDING_INGESTS,
   StreamConnection,
   type StreamPrincipal,
   type StreamSocket,
 } from '../../src/stream/hub.js'
 import { Gate } from '../support/gate.js'
+import { STREAM_OPTIONS } from '../support/stream-options.js'
 
 class FakeSocket implements StreamSocket {
   bufferedAmount = 0
@@ -89,7 +89,7 @@ const settle = async () => {
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r))
 }
 
-function setup(options = DEFAULT_STREAM_OPTIONS, scopes = ['*']) {
+function setup(options = STREAM_OPTIONS, scopes = ['*']) {
   const socket = new FakeSocket()
   const source = new FakeSource()
   const conn = new StreamConnection(socket, principal(scopes), () => source, options, new ManualClock())
@@ -158,7 +158,7 @@ describe('StreamConnection delivery', () => {
   })
 
   it('announces a gap and replays only the newest maxReplay items', async () => {
-    const { socket, source, conn } = setup({ ...DEFAULT_STREAM_OPTIONS, maxReplay: 5 })
+    const { socket, source, conn } = setup({ ...STREAM_OPTIONS, maxReplay: 5 })
     source.add(12)
     conn.handleText(
       JSON.stringify({ type: 'subscribe', topics: ['connector:c'], since: { 'connector:c': 3 } }),
@@ -200,7 +200,7 @@ describe('StreamConnection delivery', () => {
 
 describe('StreamConnection limits', () => {
   it('closes a slow consumer with 4008 and sends nothing more', async () => {
-    const { socket, source, conn } = setup({ ...DEFAULT_STREAM_OPTIONS, maxBufferedBytes: 1000 })
+    const { socket, source, conn } = setup({ ...STREAM_OPTIONS, maxBufferedBytes: 1000 })
     conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
     await settle()
     source.add(3)
@@ -246,7 +246,7 @@ describe('StreamConnection limits', () => {
       socket,
       principal(['*'], async () => (valid ? { scopes: ['*'] } : 'revoked')),
       () => new FakeSource(),
-      DEFAULT_STREAM_OPTIONS,
+      STREAM_OPTIONS,
       new ManualClock(),
     )
     await conn.heartbeat()
@@ -272,7 +272,7 @@ describe('StreamConnection ingest messages', () => {
       socket,
       principal(['ingest:write']),
       () => new FakeSource(),
-      DEFAULT_STREAM_OPTIONS,
+      STREAM_OPTIONS,
       new ManualClock(),
       async (connectorId, records) => {
         calls.push(`${connectorId}:${records.length}`)
@@ -307,7 +307,7 @@ describe('StreamConnection ingest messages', () => {
       socket,
       principal(['stream:runs']),
       () => new FakeSource(),
-      DEFAULT_STREAM_OPTIONS,
+      STREAM_OPTIONS,
       new ManualClock(),
       async () => {
         throw new Error('must not be called')

@@ -10,13 +10,9 @@ import { caughtUp, type StreamItem, type TopicPage, type TopicSource } from '../
 import { parseTopic, type Topic } from '../../src/api/topics.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import { TopicFollower } from '../../src/graphql/subscriptions.js'
-import {
-  DEFAULT_STREAM_OPTIONS,
-  StreamConnection,
-  type StreamPrincipal,
-  type StreamSocket,
-} from '../../src/stream/hub.js'
+import { StreamConnection, type StreamPrincipal, type StreamSocket } from '../../src/stream/hub.js'
 import { Gate } from '../support/gate.js'
+import { STREAM_OPTIONS } from '../support/stream-options.js'
 
 const TOPIC = parseTopic('connector:c') as Topic
 
@@ -121,7 +117,7 @@ describe('shared topic feed', () => {
         socket,
         principal,
         () => source,
-        DEFAULT_STREAM_OPTIONS,
+        STREAM_OPTIONS,
         new ManualClock(),
         undefined,
         feeds,
