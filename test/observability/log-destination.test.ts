@@ -37,7 +37,9 @@ describe('the log written to stdout', () => {
   })
 
   it('keeps every line whole and in order across many batches', () => {
-    const out = stdoutOf(`for (let i = 0; i < 5000; i++) logger.info({ i, pad: 'x'.repeat(i % 200) }, 'line')`)
+    const out = stdoutOf(
+      `for (let i = 0; i < 5000; i++) logger.info({ i, pad: 'x'.repeat(i % 200) }, 'line')`,
+    )
     const lines = parsed(out)
     expect(lines).toHaveLength(5000)
     expect(lines.every((l, i) => l.i === i)).toBe(true)
