@@ -143,8 +143,11 @@ const bLate = await start(sideB)
 const aLate = await start(sideA)
 const targets = [aEarly, bEarly, bLate, aLate]
 console.log(
-  `bench:observability — A: ${sideA.label}, B: ${sideB.label}; ${rounds} rounds of 4 blocks of ${seconds} s ` +
-    `(one per process, order rotating), ${CONNECTIONS} connections; CPU/req from schedstat`,
+  `bench:observability — A: ${sideA.label}, B: ${sideB.label}; ${rounds} rounds of ${seconds} s blocks ` +
+    (together
+      ? `(an A and a B process loaded together, ${CONNECTIONS / 2} connections each, twice a round)`
+      : `(each process in turn, order rotating, ${CONNECTIONS} connections)`) +
+    '; CPU/req from schedstat',
 )
 for (const route of routes) {
   for (const t of targets) await block(t, route, 2) // warm-up: JIT, caches, connections
@@ -193,6 +196,7 @@ for (const route of routes) {
   console.log(`${label}${problems ? `  (non-2xx answers: ${problems})` : ''}`)
   console.log(`  A ${sideA.label}: ${side([0, 3])}   B ${sideB.label}: ${side([1, 2])}`)
   console.log(`  paired CPU/req, A over B: ${spread(paired)}`)
+  // With --together the twins ran in different pairs (not at the same moment): --aa is the A/A of the headline.
   console.log(`  A/A (twins, early over late): A ${spread(twinsA)}, B ${spread(twinsB)}`)
 }
 stopServerChildren()
