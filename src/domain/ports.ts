@@ -192,9 +192,19 @@ export interface EventRepository extends TxBound<EventRepository> {
 export interface RecordRepository extends TxBound<RecordRepository> {
   /** Creates the connector on first use and locks it until the transaction ends; returns its last seq. */
   lockConnector(workspaceId: string, connectorId: string, now: number): Promise<number>
+  /**
+   * Stores a batch's records unless the connector already holds some of their ids, and answers those ids (usually
+   * none). When it answers any, which of the records were stored is the store's choice: the caller removes them
+   * (`deleteRecords`) and stores the batch again without the taken ids. Runs under the connector's lock.
+   */
+  insertNewRecords(records: readonly StoredRecordRow[]): Promise<Set<string>>
+  /** Removes the connector's records with seq in [fromSeq, toSeq] (a batch stored in its own transaction). */
+  deleteRecords(workspaceId: string, connectorId: string, fromSeq: number, toSeq: number): Promise<void>
+  /**
+   * The writes of a batch whose results nobody reads: a store may send them with the transaction's COMMIT, and a
+   * failure then fails the transaction.
+   */
   setLastSeq(workspaceId: string, connectorId: string, lastSeq: number, now: number): Promise<void>
-  /** Which of `ids` the connector already holds. */
-  existingIds(workspaceId: string, connectorId: string, ids: readonly string[]): Promise<Set<string>>
   insertBatch(b: BatchRow): Promise<void>
   insertRecords(records: readonly StoredRecordRow[]): Promise<void>
   /** The connector's last seq, or undefined when the workspace has never ingested into it. */

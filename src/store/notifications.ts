@@ -219,8 +219,13 @@ export class PgChangeFeed implements ChangeFeed {
     }
   }
 
+  /**
+   * Stops listening. Changes published until now still go out first: the feed stops after the other workers,
+   * whose last changes (runs the scheduler finished while stopping) would otherwise meet a closed store.
+   */
   async stop(): Promise<void> {
     this.running = false
+    await this.flush()
     const driver = this.driver
     this.driver = undefined
     await driver?.end({ timeout: 0 }).catch(() => {})

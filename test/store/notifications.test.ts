@@ -75,6 +75,32 @@ describe.skipIf(postgres.length === 0)('PgChangeFeed', () => {
     await until(() => heardByB.some((c) => c.kind === 'run' && c.runId === 'run_after'))
   })
 
+  it('sends every change published before it stops, though its store closes right after', async () => {
+    heardByB.length = 0
+    // A replica stopping: its scheduler's last finished runs publish, the feed stops, the store closes. The second
+    // change waits for the first one's notifying statement; stop() must not leave it for a closed store.
+    const stopping = (await openDb(db.url)) as PostgresDb
+    const feed = new PgChangeFeed(stopping.url, stopping.pipeline)
+    const warned: unknown[] = []
+    const warn = console.warn
+    console.warn = (...args: unknown[]) => void warned.push(args)
+    try {
+      await feed.start()
+      feed.publish({ kind: 'run', runId: 'run_last_1' })
+      feed.publish({ kind: 'run', runId: 'run_last_2' })
+      await feed.stop()
+      await stopping.close()
+    } finally {
+      console.warn = warn
+    }
+    expect(warned).toEqual([])
+    await until(() => heardByB.filter((c) => c.kind === 'run').length >= 2)
+    expect(heardByB).toEqual([
+      { kind: 'run', runId: 'run_last_1' },
+      { kind: 'run', runId: 'run_last_2' },
+    ])
+  })
+
   it('ignores payloads it does not understand, and sends oversized changes as a resync', () => {
     expect(decodeChange('not json')).toBeUndefined()
     expect(decodeChange('{"o":"x","k":"zz"}')).toBeUndefined()

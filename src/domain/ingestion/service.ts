@@ -90,47 +90,64 @@ export class IngestionService {
     })
     const now = this.clock.now()
     const batchId = newId('batch', now)
+    const duplicate = (c: { index: number; record: IngestRecord }) =>
+      rejections.push({
+        index: c.index,
+        id: c.record.id,
+        code: 'duplicate_id',
+        message: `A record with id "${c.record.id}" was already ingested by this connector`,
+      })
+    // An id repeated within the batch is a duplicate of its first occurrence.
+    const seen = new Set<string>()
+    let unique: { index: number; record: IngestRecord }[] = []
+    for (const c of candidates) {
+      if (seen.has(c.record.id)) duplicate(c)
+      else {
+        seen.add(c.record.id)
+        unique.push(c)
+      }
+    }
+    // Hashed before the transaction, as if no id were taken (the usual case): the connector's lock and the store's
+    // connection are held for the statements only.
+    let accepted = unique.map((c) => c.record)
+    let lineage = batchLineage(accepted)
 
     const outcome = await this.db.transaction(async (tx) => {
-      const lastSeq = await this.repo.in(tx).lockConnector(workspace.id, connectorId, now)
-      const taken = await this.repo.in(tx).existingIds(
-        workspace.id,
-        connectorId,
-        candidates.map((c) => c.record.id),
-      )
-      const accepted: IngestRecord[] = []
-      for (const c of candidates) {
-        if (taken.has(c.record.id)) {
-          rejections.push({
-            index: c.index,
-            id: c.record.id,
-            code: 'duplicate_id',
-            message: `A record with id "${c.record.id}" was already ingested by this connector`,
-          })
-          continue
-        }
-        taken.add(c.record.id)
-        accepted.push(c.record)
-      }
-      const lineage = batchLineage(accepted)
+      const repo = this.repo.in(tx)
+      // The connector exists from its first batch on, even one with nothing to accept.
+      const lastSeq = await repo.lockConnector(workspace.id, connectorId, now)
       if (accepted.length === 0) return { lineage, lastSeq: undefined }
-      const rows: StoredRecordRow[] = accepted.map((r, i) => ({
-        workspaceId: workspace.id,
-        connectorId,
-        seq: lastSeq + i + 1,
-        id: r.id,
-        ts: r.ts,
-        source: r.source,
-        policyClass: r.policy_class,
-        body: r.body,
-        batchId,
-        leafIndex: i,
-        batchSize: accepted.length,
-        batchRoot: lineage.root,
-        leafHash: lineage.leafHashes[i] as string,
-        ingestedAt: now,
-      }))
-      await this.repo.in(tx).insertBatch({
+      const rowsOf = (records: IngestRecord[], lin: typeof lineage): StoredRecordRow[] =>
+        records.map((r, i) => ({
+          workspaceId: workspace.id,
+          connectorId,
+          seq: lastSeq + i + 1,
+          id: r.id,
+          ts: r.ts,
+          source: r.source,
+          policyClass: r.policy_class,
+          body: r.body,
+          batchId,
+          leafIndex: i,
+          batchSize: records.length,
+          batchRoot: lin.root,
+          leafHash: lin.leafHashes[i] as string,
+          ingestedAt: now,
+        }))
+      // Stored as if no id were taken (the usual case: one statement, the unique index judges each id); ids the
+      // connector held already are judged under its lock, so two concurrent batches never both accept one id.
+      const taken = await repo.insertNewRecords(rowsOf(accepted, lineage))
+      if (taken.size > 0) {
+        // Numbered and hashed without the taken ids: what was stored goes, the rest is stored again.
+        await repo.deleteRecords(workspace.id, connectorId, lastSeq + 1, lastSeq + accepted.length)
+        for (const c of unique) if (taken.has(c.record.id)) duplicate(c)
+        unique = unique.filter((c) => !taken.has(c.record.id))
+        accepted = unique.map((c) => c.record)
+        lineage = batchLineage(accepted)
+        if (accepted.length === 0) return { lineage, lastSeq: undefined }
+        await repo.insertRecords(rowsOf(accepted, lineage))
+      }
+      await repo.insertBatch({
         id: batchId,
         workspaceId: workspace.id,
         connectorId,
@@ -140,9 +157,8 @@ export class IngestionService {
         firstSeq: lastSeq + 1,
         createdAt: now,
       })
-      await this.repo.in(tx).insertRecords(rows)
       const newLast = lastSeq + accepted.length
-      await this.repo.in(tx).setLastSeq(workspace.id, connectorId, newLast, now)
+      await repo.setLastSeq(workspace.id, connectorId, newLast, now)
       await this.events.append(tx, {
         workspaceId: workspace.id,
         kind: 'ingest.batch_accepted',
