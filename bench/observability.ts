@@ -1,45 +1,99 @@
 /**
- * What metrics and the request log cost, paired over real HTTP: two reference servers (bench/http-targets.ts, each
- * in its own process on its own SQLite store) run side by side, one as deployed (metrics on, one JSON log line per
- * request on its stdout, drained here as a log collector would) and one with AGENTOPS_METRICS=off and
- * AGENTOPS_LOG_LEVEL=silent, twice each (started on, off, off, on). autocannon drives each pair in alternating short
- * blocks (the order flips every round), so
- * whatever else loads the machine loads both alike. Per block: req/s, and the server's CPU time per request from
- * /proc (steadier than req/s on a shared machine). Prints the medians and the median of the paired ratios.
+ * What metrics and the request log cost, paired over real HTTP: side A is the reference server as deployed
+ * (metrics on, one JSON log line per request on its stdout, drained here as a log collector would), side B the same
+ * with AGENTOPS_METRICS=off and AGENTOPS_LOG_LEVEL=silent. Each side runs as two processes (bench/http-targets.ts,
+ * each on its own SQLite store), started A B B A so each side has an early and a late one.
+ *
+ * Every round drives all four processes once with autocannon, in short blocks whose order rotates from round to
+ * round (every process takes every position), so whatever else loads this shared machine loads both sides alike.
+ * Per block: req/s and the server's CPU time per request, read in nanoseconds from /proc/<pid>/task/<tid>/schedstat
+ * (all threads; steadier than req/s on a shared machine). Per round, side A's CPU/req over side B's gives one paired
+ * ratio; the figure is the median of the rounds' ratios, with their interquartile range.
+ *
+ * The harness's own noise is printed every run: the twins' ratio (A's early process over its late one, and the same
+ * for B) is an A/A comparison taken from the same blocks. `--aa` makes side B identical to side A (both as
+ * deployed), so the headline figure itself is an A/A one and should read about 0 %. `--b-root <dir>` runs side B
+ * from another checkout of this repository, as deployed (old code against new code, both with observability on);
+ * `--b-env NAME=value` (repeatable) runs side B as deployed with that environment on top (a setting against the
+ * default).
  *
  *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post]
+ *                                   [--aa | --b-root <dir> | --b-env NAME=value ...]
  */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import autocannon from 'autocannon'
 import type { TargetInfo } from './http-targets.js'
-import { startServerChild, stopServerChildren } from './support/server-child.js'
+import { ROOT, startServerChild, stopServerChildren } from './support/server-child.js'
 
 const args = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
   const i = args.indexOf(name)
   return i >= 0 ? (args[i + 1] ?? fallback) : fallback
 }
-const rounds = Math.min(50, Math.max(1, Number(option('--rounds', '8'))))
-const seconds = Math.min(30, Math.max(1, Number(option('--seconds', '3'))))
+const rounds = Math.min(100, Math.max(2, Number(option('--rounds', '16'))))
+const seconds = Math.min(30, Math.max(0.5, Number(option('--seconds', '1'))))
 const routes = option('--route', 'get,post').split(',')
+const aa = args.includes('--aa')
+const together = args.includes('--together')
+const bRoot = args.includes('--b-root') ? resolve(option('--b-root', ROOT)) : undefined
+const bEnv = Object.fromEntries(
+  args.flatMap((a, i) => (args[i - 1] === '--b-env' ? [a.split('=', 2) as [string, string]] : [])),
+)
 const CONNECTIONS = 50
 
-async function start(observability: boolean): Promise<TargetInfo & { pid: number }> {
+interface Side {
+  label: string
+  root: string
+  observability: boolean
+  env?: Record<string, string>
+}
+const sideA: Side = { label: 'on', root: ROOT, observability: true }
+const sideB: Side = aa
+  ? { label: 'on (A/A twin)', root: ROOT, observability: true }
+  : bRoot
+    ? { label: `on, ${bRoot}`, root: bRoot, observability: true }
+    : Object.keys(bEnv).length > 0
+      ? {
+          label: `on, ${Object.entries(bEnv)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(' ')}`,
+          root: ROOT,
+          observability: true,
+          env: bEnv,
+        }
+      : { label: 'off', root: ROOT, observability: false }
+
+interface Target extends TargetInfo {
+  pid: number
+}
+
+async function start(side: Side): Promise<Target> {
   const { child, ...info } = await startServerChild<TargetInfo>({
     script: 'http-targets.ts',
     args: ['reference'],
+    root: side.root,
     name: 'a target',
     env: {
-      AGENTOPS_LOG_LEVEL: observability ? 'info' : 'silent',
-      AGENTOPS_METRICS: observability ? 'on' : 'off',
+      AGENTOPS_LOG_LEVEL: side.observability ? 'info' : 'silent',
+      AGENTOPS_METRICS: side.observability ? 'on' : 'off',
+      ...side.env,
     },
   })
   return { ...info, pid: child.pid ?? 0 }
 }
 
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-  return (Number(fields[11]) + Number(fields[12])) / 100
+/** CPU nanoseconds all threads of a process have run so far (Linux schedstat: no 10 ms tick rounding). */
+function cpuNanoseconds(pid: number): number {
+  let total = 0
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
+    } catch {
+      // A thread that ended between the listing and the read has no more time to add.
+    }
+  }
+  return total
 }
 
 function requests(t: TargetInfo, route: string): autocannon.Request[] {
@@ -56,52 +110,93 @@ function requests(t: TargetInfo, route: string): autocannon.Request[] {
       ]
 }
 
-async function block(t: TargetInfo & { pid: number }, route: string, s: number) {
-  const before = cpuSeconds(t.pid)
+interface Block {
+  rps: number
+  cpuUs: number
+  non2xx: number
+}
+
+async function block(t: Target, route: string, s: number, connections = CONNECTIONS): Promise<Block> {
+  const before = cpuNanoseconds(t.pid)
   const r = (await autocannon({
     url: t.url,
-    connections: CONNECTIONS,
+    connections,
     duration: s,
     requests: requests(t, route),
   })) as autocannon.Result
-  const cpuUs = ((cpuSeconds(t.pid) - before) * 1e6) / Math.max(1, r.requests.total)
-  return { rps: r.requests.average, cpuUs, non2xx: r.non2xx }
+  const cpuUs = (cpuNanoseconds(t.pid) - before) / 1e3 / Math.max(1, r.requests.total)
+  return { rps: r.requests.total / s, cpuUs, non2xx: r.non2xx }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
+const quantile = (xs: number[], q: number) => sorted(xs)[Math.round((xs.length - 1) * q)] ?? Number.NaN
+const median = (xs: number[]) => quantile(xs, 0.5)
+const pct = (ratio: number) => `${ratio >= 1 ? '+' : ''}${((ratio - 1) * 100).toFixed(1)}%`
+const spread = (ratios: number[]) =>
+  `${pct(median(ratios))} (IQR ${pct(quantile(ratios, 0.25))} .. ${pct(quantile(ratios, 0.75))})`
 
-// Started A B B A: the process started first measured a steadier 8-15 % dearer than its twin in A/A runs on a
-// loaded machine, so each side has one early and one late process and each pair is (early on, late off) or the reverse.
-const onFirst = await start(true)
-const offFirst = await start(false)
-const offLast = await start(false)
-const onLast = await start(true)
-const pairs = [
-  [onFirst, offLast],
-  [onLast, offFirst],
-] as const
+// Started A B B A: each side has an early and a late process (an early process measured steadily dearer than its
+// twin on a loaded machine), and the twins give the A/A figure.
+const aEarly = await start(sideA)
+const bEarly = await start(sideB)
+const bLate = await start(sideB)
+const aLate = await start(sideA)
+const targets = [aEarly, bEarly, bLate, aLate]
 console.log(
-  `bench:observability — ${rounds} rounds of ${seconds} s per side and route, ${CONNECTIONS} connections, alternating`,
+  `bench:observability — A: ${sideA.label}, B: ${sideB.label}; ${rounds} rounds of ${seconds} s blocks ` +
+    (together
+      ? `(an A and a B process loaded together, ${CONNECTIONS / 2} connections each, twice a round)`
+      : `(each process in turn, order rotating, ${CONNECTIONS} connections)`) +
+    '; CPU/req from schedstat',
 )
 for (const route of routes) {
-  for (const t of [onFirst, offFirst, offLast, onLast]) await block(t, route, 2)
-  const sides = { on: [] as { rps: number; cpuUs: number }[], off: [] as { rps: number; cpuUs: number }[] }
+  for (const t of targets) await block(t, route, 2) // warm-up: JIT, caches, connections
+  const cpu = targets.map(() => [] as number[])
+  const rps = targets.map(() => [] as number[])
   let problems = 0
   for (let r = 0; r < rounds; r++) {
-    for (const [on, off] of pairs) {
-      const order = r % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)
-      for (const side of order) {
-        const b = await block(side === 'on' ? on : off, route, seconds)
+    // Round r starts at process r mod 4 and reverses direction every 4 rounds: each takes every position.
+    const order = [0, 1, 2, 3].map((i) => (r + (Math.floor(r / 4) % 2 === 0 ? i : 4 - i)) % 4)
+    // Together: an A process and a B process loaded at the same time (half the connections each), so both see
+    // the same moment of the machine; else one process at a time.
+    const groups = together
+      ? r % 2 === 0
+        ? [
+            [0, 2],
+            [3, 1],
+          ]
+        : [
+            [1, 3],
+            [2, 0],
+          ]
+      : order.map((i) => [i])
+    for (const group of groups) {
+      const blocks = await Promise.all(
+        group.map((i) => block(targets[i] as Target, route, seconds, CONNECTIONS / group.length)),
+      )
+      for (const [k, i] of group.entries()) {
+        const b = blocks[k] as Block
         problems += b.non2xx
-        sides[side].push(b)
+        cpu[i]?.push(b.cpuUs)
+        rps[i]?.push(b.rps)
       }
     }
   }
-  const cpuRatio = median(sides.on.map((b, i) => b.cpuUs / (sides.off[i]?.cpuUs ?? Number.NaN)))
-  const rpsRatio = median(sides.on.map((b, i) => b.rps / (sides.off[i]?.rps ?? Number.NaN)))
+  const at = (i: number, r: number) => cpu[i]?.[r] ?? Number.NaN
+  const rs = [...Array(rounds).keys()]
+  const paired = rs.map((r) => (at(0, r) + at(3, r)) / (at(1, r) + at(2, r)))
+  const twinsA = rs.map((r) => at(0, r) / at(3, r))
+  const twinsB = rs.map((r) => at(1, r) / at(2, r))
+  const side = (is: number[]) => {
+    const c = rs.map((r) => is.reduce((s, i) => s + at(i, r), 0) / is.length)
+    const q = rs.map((r) => is.reduce((s, i) => s + (rps[i]?.[r] ?? 0), 0) / is.length)
+    return `${median(q).toFixed(0)} req/s, ${median(c).toFixed(1)} µs CPU/req`
+  }
   const label = route === 'get' ? 'GET /v1/runs/{id}' : 'POST /v1/agents'
-  console.log(
-    `${label.padEnd(20)} on: ${median(sides.on.map((b) => b.rps)).toFixed(0)} req/s, ${median(sides.on.map((b) => b.cpuUs)).toFixed(0)} µs CPU/req   off: ${median(sides.off.map((b) => b.rps)).toFixed(0)} req/s, ${median(sides.off.map((b) => b.cpuUs)).toFixed(0)} µs CPU/req   paired: CPU/req ${((cpuRatio - 1) * 100).toFixed(1)}%, req/s ${((rpsRatio - 1) * 100).toFixed(1)}%${problems ? `  (non-2xx ${problems})` : ''}`,
-  )
+  console.log(`${label}${problems ? `  (non-2xx answers: ${problems})` : ''}`)
+  console.log(`  A ${sideA.label}: ${side([0, 3])}   B ${sideB.label}: ${side([1, 2])}`)
+  console.log(`  paired CPU/req, A over B: ${spread(paired)}`)
+  // With --together the twins ran in different pairs (not at the same moment): --aa is the A/A of the headline.
+  console.log(`  A/A (twins, early over late): A ${spread(twinsA)}, B ${spread(twinsB)}`)
 }
 stopServerChildren()

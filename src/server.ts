@@ -161,6 +161,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         if (ownsDb) await store.close()
         if (metricsServer) await closeServer(metricsServer)
         logger.info('shutdown: stopped')
+        // The log writes in batches: what is pending goes out now, not at the next second or at exit.
+        logger.flush()
       })()
       return closing
     },

@@ -45,16 +45,17 @@ export interface HttpAppOptions {
 }
 
 /**
- * The reference server's HTTP side. Middleware is applied once, in this order: request id → observation (the
- * surface observer: metrics and the request log, which see every answer; absent for the default observer) → auth
- * → rate limit → text guard → body guard (bodies only) → idempotency (POST only) → validated routes. Errors from
- * anywhere become the spec §7 envelope.
+ * The reference server's HTTP side. Middleware is applied once, in this order: request id and observation in one
+ * layer (the surface observer: metrics and the request log, which see every answer; no observation for the default
+ * observer) → auth → rate limit → text guard → body guard (bodies only) → idempotency (POST only) → validated routes.
+ * Errors from anywhere become the spec §7 envelope.
  */
 export function createHttpApp(services: HttpServices, options: HttpAppOptions = {}): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
 
-  app.use('*', requestId())
-  if (options.observer && options.observer !== NO_OBSERVER) app.use('*', observeRequests(options.observer))
+  // The request id, observed (metrics and the request log see every answer) unless the observer is the default.
+  const observer = options.observer ?? NO_OBSERVER
+  app.use('*', observer === NO_OBSERVER ? requestId() : observeRequests(observer))
   const corsMiddleware = cors(services.config.corsOrigins ?? [])
   if (corsMiddleware) app.use('*', corsMiddleware)
   app.onError((err, c) => {

@@ -45,7 +45,7 @@ function zeroed<L extends string>(counter: Counter<L>, ...values: string[]): Inc
 }
 
 /** The series of one route template and method, by status class: bound on first use, then reused. */
-class RouteSeries {
+export class RouteSeries {
   private readonly byClass: (ObserveChild | undefined)[] = [
     undefined,
     undefined,
@@ -75,7 +75,6 @@ class RouteSeries {
 export class HttpMetrics {
   /** Requests being answered now; read when scraped. */
   inFlight = 0
-  private readonly routes = new Map<string, Map<string, RouteSeries>>()
   private readonly errorsByCode = new Map<string, IncChild>()
 
   constructor(
@@ -83,19 +82,12 @@ export class HttpMetrics {
     private readonly errors: Counter<'code'>,
   ) {}
 
-  /** The bound series of a route template and method; `route` must be a template, never a request's path. */
+  /**
+   * The series of a route template and method, for the caller to keep (the surface observer binds one per route
+   * template × method); `route` must be a template, never a request's path.
+   */
   route(method: string, route: string): RouteSeries {
-    let byMethod = this.routes.get(route)
-    if (!byMethod) {
-      byMethod = new Map()
-      this.routes.set(route, byMethod)
-    }
-    let series = byMethod.get(method)
-    if (!series) {
-      series = new RouteSeries(this.duration, method, route)
-      byMethod.set(method, series)
-    }
-    return series
+    return new RouteSeries(this.duration, method, route)
   }
 
   /** An error answer by its spec §7 code (a closed vocabulary): refusals of bodies, validation, limits, auth. */

@@ -1,0 +1,60 @@
+/**
+ * The server's log on stdout (not a terminal) is written in batches: every line still arrives, whole and in order,
+ * `logger.flush()` writes what is pending, and a process that ends writes its last lines before it goes, also when
+ * they are fewer than a batch and the once-a-second flush has not come yet.
+ */
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+/** Runs `body` in a fresh Node process with `logger` (createLogger at info, default destination); its stdout. */
+function stdoutOf(body: string): string {
+  const script = `import { writeSync } from 'node:fs'
+import { createLogger } from './src/observability/logger.ts'
+const logger = createLogger({ level: 'info', pretty: false })
+${body}`
+  const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  expect(run.status, run.stderr).toBe(0)
+  return run.stdout
+}
+
+const parsed = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { msg: string; i?: number })
+
+describe('the log written to stdout', () => {
+  it('writes the last lines of a process that ends before a batch filled or a second passed', () => {
+    const out = stdoutOf(`for (let i = 0; i < 3; i++) logger.info({ i }, 'line')`)
+    expect(parsed(out).map((l) => l.i)).toEqual([0, 1, 2])
+  })
+
+  it('keeps every line whole and in order across many batches', () => {
+    const out = stdoutOf(
+      `for (let i = 0; i < 5000; i++) logger.info({ i, pad: 'x'.repeat(i % 200) }, 'line')`,
+    )
+    const lines = parsed(out)
+    expect(lines).toHaveLength(5000)
+    expect(lines.every((l, i) => l.i === i)).toBe(true)
+  })
+
+  it('writes what is pending when the logger is flushed', () => {
+    // The marker goes straight to the descriptor: it follows the lines only if flush() wrote them first.
+    const out = stdoutOf(`logger.info({ i: 0 }, 'line')
+logger.info({ i: 1 }, 'line')
+logger.flush()
+writeSync(1, 'MARK\\n')`)
+    expect(out.split('\n').filter((l) => l !== '')).toEqual([
+      expect.stringContaining('"i":0'),
+      expect.stringContaining('"i":1'),
+      'MARK',
+    ])
+  })
+})
