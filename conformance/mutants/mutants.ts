@@ -5,6 +5,7 @@
  */
 import { createHmac } from 'node:crypto'
 import { accessMutants } from './families/access.js'
+import { coverageMutants } from './families/coverage.js'
 import { eventMutants } from './families/events.js'
 import { extensionMutants } from './families/extensions.js'
 import { graphqlMutants } from './families/graphql.js'
@@ -481,6 +482,7 @@ export function createMutants(): Mutant[] {
     ...limitMutants(),
     ...readbackMutants(),
     ...surfaceMutants(),
+    ...coverageMutants(),
     ...eventMutants(),
     ...extensionMutants(),
   ]

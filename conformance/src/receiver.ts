@@ -27,8 +27,24 @@ export class WebhookReceiver {
     key: (body: Record<string, unknown> | undefined, path: string) => string
     times: number
   }> = []
+  /** Deliveries whose answer waits until `release` settles (see holdNext). */
+  private holds: Array<{
+    match: (body: Record<string, unknown> | undefined, path: string) => boolean
+    release: Promise<void>
+  }> = []
   port = 0
   private closed = false
+
+  /**
+   * Keeps the answer to the next delivery that matches until `release` settles; the delivery is recorded when it
+   * arrives. The deployment sees an attempt in progress for as long as the check needs one, and no longer.
+   */
+  holdNext(
+    match: (body: Record<string, unknown> | undefined, path: string) => boolean,
+    release: Promise<void>,
+  ): void {
+    this.holds.push({ match, release })
+  }
 
   /**
    * Answers 500 to the first `times` attempts of every delivery that matches, counted per `key`, so that each
@@ -87,9 +103,15 @@ export class WebhookReceiver {
           body,
           status,
         })
-        res
-          .writeHead(status, { 'content-type': 'application/json' })
-          .end(failed ? '{"ok":false}' : '{"ok":true}')
+        const answer = () =>
+          res
+            .writeHead(status, { 'content-type': 'application/json' })
+            .end(failed ? '{"ok":false}' : '{"ok":true}')
+        const hold = this.holds.findIndex((h) => h.match(body, req.url ?? '/'))
+        if (hold >= 0) {
+          const [held] = this.holds.splice(hold, 1)
+          void held!.release.finally(answer)
+        } else answer()
         const waiters = this.waiters
         this.waiters = []
         for (const w of waiters) w()

@@ -216,7 +216,13 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     {
       cwd: kit,
       // Retries after 1 s, 2 s... (full jitter) instead of 5 s, 10 s: the retry checks see three attempts quickly.
-      env: { AGENTOPS_WEBHOOK_RETRY_BASE_MS: '1000', ...process.env, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1' },
+      // A stream heartbeat every second instead of 15 s: stream.protocol-messages sees one within its wait.
+      env: {
+        AGENTOPS_WEBHOOK_RETRY_BASE_MS: '1000',
+        AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
+        ...process.env,
+        AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   )

@@ -96,6 +96,11 @@ describe('contract coverage from the run’s traffic', () => {
       status: 201,
       body: {},
     })
+    // A start the deployment refused exercised nothing of its level.
+    c.observe(exchange('POST', '/v1/agents/a/runs', { requestBody: '{"trace_level":"summary"}' }), {
+      status: 403,
+      body: {},
+    })
     c.observe(exchange('GET', '/v1/runs/r/trace'), { status: 200, body: { data: [{ kind: 'tool.call' }] } })
     c.streamMessage('sent', '{"type":"subscribe"}')
     c.streamMessage('received', '{"type":"record"}')
@@ -107,6 +112,9 @@ describe('contract coverage from the run’s traffic', () => {
     expect(r.traceFrameKinds.produced).toEqual(['tool.call'])
     expect(r.streamClientMessages.produced).toEqual(['subscribe'])
     expect(r.streamServerMessages.produced).toEqual(['record'])
-    expect(coverageLine(r)).toMatch(/^contract coverage: responses 2\/\d+ .*event kinds 2\/17/)
+    // A message the suite leaves out on purpose says why; the others are plain gaps.
+    expect(r.streamServerMessages.why?.gap).toMatch(/replay window/)
+    expect(r.streamServerMessages.why?.pong).toBeUndefined()
+    expect(coverageLine(r)).toMatch(/^contract coverage: responses 3\/\d+ .*event kinds 2\/17/)
   })
 })

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, ownId, pageItems } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
-import { assert } from '../types.js'
+import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
 import { receiverUrl } from './webhooks.js'
@@ -55,7 +55,7 @@ function documentProbes(ctx: CheckContext): Probe[] {
 }
 
 /** A subscription of its own with one delivery in its log, so redelivery and rotation touch nothing shared. */
-async function hookWithDelivery(ctx: CheckContext): Promise<{ id: string; deliveryId: string }> {
+async function hookWithDelivery(ctx: CheckContext): Promise<{ id: string; deliveryId: string; tag: string }> {
   const tag = ctx.name('ext-hook')
   const res = await ctx.http.post('/v1/webhooks', {
     url: `${receiverUrl(ctx)}/${tag}`,
@@ -76,7 +76,55 @@ async function hookWithDelivery(ctx: CheckContext): Promise<{ id: string; delive
     if (deliveryId === undefined) await new Promise((r) => setTimeout(r, 100))
   }
   assert(typeof deliveryId === 'string', `the delivery log of ${id} lists no delivery with a delivery_id`)
-  return { id, deliveryId }
+  return { id, deliveryId, tag }
+}
+
+/**
+ * Redelivery asked again while the receiver holds the answer to an attempt of the same delivery: the reference
+ * refuses it (409 invalid_state) rather than run two attempts of one delivery at once. Whichever attempt is in
+ * progress when the first request comes (this one's or the previous probe's), the second request meets one.
+ */
+async function redeliverDuringAttempt(
+  ctx: CheckContext,
+  hook: { id: string; deliveryId: string; tag: string },
+): Promise<HttpResponse> {
+  const path = `/v1/webhooks/${hook.id}/deliveries/${hook.deliveryId}/redeliver`
+  const since = Date.now()
+  let release: () => void = () => undefined
+  const released = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  const toHook = (p: string) => (p.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
+  ctx.receiver!.holdNext((_body, p) => toHook(p), released)
+  try {
+    const first = await ctx.http.post(path)
+    if (first.status !== 202) return first
+    const attempt = await ctx.receiver!.waitFor(
+      (d) => toHook(d.path) && d.receivedAt >= since,
+      ctx.config.waitMs,
+    )
+    if (!attempt)
+      fail(
+        `no attempt of the redelivered ${hook.deliveryId} reached the receiver within ${ctx.config.waitMs} ms (--wait-ms)`,
+      )
+    return await ctx.http.post(path)
+  } finally {
+    release()
+  }
+}
+
+/** A rotation under an Idempotency-Key, then the same key with another secret: 200, then 409. */
+function rotationUnderOneKey(
+  ctx: CheckContext,
+  hookId: string,
+  secret: () => { secret: string; overlap_seconds: number },
+): Probe[] {
+  const headers = { 'idempotency-key': `conf-${randomBytes(9).toString('hex')}` }
+  const send = () => ctx.http.post(`/v1/webhooks/${hookId}/rotate-secret`, secret(), { headers })
+  return [
+    { what: 'POST /v1/webhooks/{id}/rotate-secret with an Idempotency-Key', expect: 200, send },
+    { what: 'the same rotation key with another secret', expect: 409, send },
+  ]
 }
 
 export const extensionChecks: Check[] = [
@@ -108,10 +156,18 @@ export const extensionChecks: Check[] = [
           send: () => ctx.http.post(`/v1/webhooks/${hook.id}/deliveries/${hook.deliveryId}/redeliver`),
         },
         {
+          what: 'POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver while an attempt of it is in progress',
+          expect: 409,
+          send: () => redeliverDuringAttempt(ctx, hook),
+        },
+        {
           what: 'POST /v1/webhooks/{id}/rotate-secret',
           expect: 200,
           send: () => ctx.http.post(`/v1/webhooks/${hook.id}/rotate-secret`, secret()),
         },
+        // §8 "Reuse with a different body yields 409" holds for this POST too: the rotation above, repeated under
+        // one key with another secret.
+        ...rotationUnderOneKey(ctx, hook.id, secret),
         {
           what: 'POST /v1/webhooks/{unknown id}/rotate-secret with a valid body',
           expect: 404,

@@ -1,11 +1,14 @@
 /** Spec §8: `Idempotency-Key` on every POST, a 24 h window, reuse with a different body yields 409. */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, nextCursor, notServed, ownId, pageItems } from '../fixtures.js'
+import { expectStatus, type Json, nextCursor, notServed, ownId, pageItems } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
+import { receiverAdvice } from '../receiver.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
-import { expectEnvelope, expectError } from './assertions.js'
+import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
+import { batch } from './ingest.js'
+import { receiverUrl } from './webhooks.js'
 
 const newKey = () => `conf-${randomBytes(9).toString('hex')}`
 
@@ -39,6 +42,67 @@ async function createWithKey(ctx: CheckContext, http: HttpClient, key: string, n
     if (typeof id === 'string') ctx.cleanup(`delete agent ${id}`, () => http.delete(`/v1/agents/${id}`))
   }
   return res
+}
+
+interface KeyedPost {
+  what: string
+  path: string
+  first: Json
+  second: Json
+  /** What to say when the deployment refuses the first request (a setting of the suite's, not the deployment). */
+  advice?: (answer: string) => string
+  /** Undoes what the first request made, given its answer. */
+  undo?: (created: unknown) => Promise<unknown> | undefined
+}
+
+/**
+ * One keyed POST of each kind the spec lists besides agent creation (checked above), with two bodies that differ
+ * in one field the spec names: a subscription's `events`, a run's `inputs`, a batch's `records`, a task's
+ * `description`.
+ */
+async function keyedPosts(ctx: CheckContext): Promise<KeyedPost[]> {
+  const agent = await ctx.fx.agent()
+  const connector = ctx.name('conn-idem')
+  const run = (period: string) => ({ inputs: { period }, mode: 'live', trace_level: 'detailed' })
+  const posts: KeyedPost[] = []
+  // A subscription needs a URL the deployment accepts: the suite's receiver, when it has one.
+  if (ctx.receiver && ctx.config.receiver.url) {
+    const hookUrl = `${receiverUrl(ctx)}/${ctx.name('idem-hook')}`
+    const secret = `whsec-conf-${randomBytes(12).toString('hex')}`
+    posts.push({
+      what: 'POST /v1/webhooks',
+      path: '/v1/webhooks',
+      // One kind nobody else causes, so the subscription receives next to nothing before it is deleted.
+      first: { url: hookUrl, events: ['policy.denied'], secret },
+      second: { url: hookUrl, events: ['run.succeeded'], secret },
+      advice: (answer) => receiverAdvice(hookUrl, `the deployment refused it (${answer})`),
+      undo: (created) => {
+        const id = ownId(created, 'webhook')
+        return id ? ctx.http.delete(`/v1/webhooks/${id}`) : undefined
+      },
+    })
+  }
+  return [
+    ...posts,
+    {
+      what: 'POST /v1/agents/{id}/runs',
+      path: `/v1/agents/${agent}/runs`,
+      first: run('2026-Q1'),
+      second: run('2026-Q2'),
+    },
+    {
+      what: 'POST /v1/grid/connectors/{id}/ingest',
+      path: `/v1/grid/connectors/${connector}/ingest`,
+      first: { records: batch(ctx, 1) },
+      second: { records: batch(ctx, 1) },
+    },
+    {
+      what: 'POST /v1/agents/{id}/tasks',
+      path: `/v1/agents/${agent}/tasks`,
+      first: { description: 'idempotency: first body' },
+      second: { description: 'idempotency: second body' },
+    },
+  ]
 }
 
 export const idempotencyChecks: Check[] = [
@@ -123,6 +187,44 @@ export const idempotencyChecks: Check[] = [
       expectStatus(await createWithKey(ctx, ctx.http, key, ctx.name('idem-a')), [200, 201], 'first POST')
       const res = await createWithKey(ctx, ctx.http, key, ctx.name('idem-b'))
       expectError(res, 409, 'same key, different body')
+    },
+  },
+  {
+    id: 'idempotency.different-body-409-every-post',
+    title:
+      'Reusing a key with a different body answers 409 with the envelope on every POST the spec lists: subscriptions, run starts, ingest batches, tasks',
+    level: 'core',
+    // §8 "Idempotency: `Idempotency-Key` header on all POST requests. [...] Reuse with a different body yields
+    // 409." and §4 "Every POST accepts an `Idempotency-Key` header": not only agent creation.
+    clauses: ['S4.2', 'S7.7', 'S8.4'],
+    async run(ctx) {
+      const posts = await keyedPosts(ctx)
+      const wrong: string[] = []
+      await Promise.all(
+        posts.map(async (p) => {
+          const headers = { 'idempotency-key': newKey() }
+          const first = await ctx.http.post(p.path, p.first, { headers })
+          if (first.status >= 300) {
+            const answer = `${first.status} ${short(first.body, 200)}`
+            // A refused subscription is most likely the receiver's URL, which the deployment may not accept.
+            wrong.push(
+              p.advice && first.status < 500 && first.status !== 429
+                ? `${p.what}: ${p.advice(answer)}`
+                : `${p.what}: the first request answered ${answer}`,
+            )
+            return
+          }
+          const second = await ctx.http.post(p.path, p.second, { headers })
+          await p.undo?.(first.body)
+          if (second.status !== 409) {
+            wrong.push(`${p.what}: the same key with another body answered ${second.status}, not 409`)
+            return
+          }
+          const problems = envelopeProblems(second.body)
+          if (problems.length > 0) wrong.push(`${p.what}: the 409 lacks the error envelope (${problems[0]})`)
+        }),
+      )
+      assert(wrong.length === 0, wrong.join('; '))
     },
   },
   {

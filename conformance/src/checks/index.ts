@@ -8,6 +8,7 @@ import { extensionChecks } from './extensions.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
+import { outcomeChecks } from './outcomes.js'
 import { paginationChecks } from './pagination.js'
 import { rateLimitChecks, rateLimitLateChecks } from './ratelimit.js'
 import { readbackChecks } from './readback.js'
@@ -15,6 +16,7 @@ import { resourceChecks } from './resources.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { streamChecks } from './stream.js'
+import { streamProtocolChecks } from './streamprotocol.js'
 import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
@@ -36,6 +38,7 @@ export const ALL_CHECKS: Check[] = [
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,
+  ...outcomeChecks,
   ...toolChecks,
   ...scopingChecks,
   ...tenancyChecks,
@@ -43,6 +46,7 @@ export const ALL_CHECKS: Check[] = [
   ...validationChecks,
   ...ingestChecks,
   ...streamChecks,
+  ...streamProtocolChecks,
   ...paginationChecks,
   ...graphqlSpecChecks,
   ...graphqlChecks,

@@ -9,7 +9,8 @@ import { retryAfter } from '../pacing.js'
 import { rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
-import { expectEnvelope, expectError } from './assertions.js'
+import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
+import { apiOperations, concrete } from './surface.js'
 
 const PROBE = '/v1/tools?limit=1'
 
@@ -287,7 +288,66 @@ export const rateLimitChecks: Check[] = [
       }
     },
   },
+  {
+    id: 'ratelimit.429-every-operation',
+    title:
+      'While the workspace is over its limit every operation answers 429 with the envelope, before it judges ids or bodies',
+    level: 'profile',
+    // §8 "Rate limit scope: per workspace" and "Exceeding the rate limit yields 429": every request of the
+    // workspace is counted. That the limit is judged before the route, the ids and the body (so an unknown id
+    // answers 429, not 404) is the reference's order, hence profile.
+    clauses: ['S8.5', 'S8.9'],
+    async run(ctx) {
+      await the429(ctx)
+      const wrong = await everyOperationRefused(ctx)
+      assert(
+        wrong.length === 0,
+        `over its limit, the small-limit workspace was not refused 429 in three rounds by: ${short(wrong.join('; '), 1500)}`,
+      )
+    },
+  },
 ]
+
+/**
+ * While the small-limit workspace is refused, one request to every operation that documents 429, with unknown ids
+ * and a `{}` body: the reference counts a request before it judges the route, the ids or the body. Rounds: an
+ * operation that was answered otherwise is asked again after the window is closed again (a window that rolled over
+ * mid-round lets a few through), and fails only when it never answered 429 in three rounds.
+ */
+async function everyOperationRefused(ctx: CheckContext): Promise<string[]> {
+  const limited = ctx.as('rateLimited')
+  let pending = apiOperations(ctx).filter((op) => op.responses['429'] !== undefined)
+  let wrong: string[] = []
+  for (let round = 1; round <= 3 && pending.length > 0; round++) {
+    // Close the window first: a fresh search when it has reopened (remembered, so the recovery check times
+    // from its 429).
+    if ((await limited.get(PROBE)).status !== 429 && !(await remember(ctx, runSearch(ctx))).limited)
+      fail(
+        'the small-limit workspace’s window reopened and no 429 came back within --rate-limit-search requests',
+      )
+    const answers = await Promise.all(
+      pending.map(async (op) => {
+        const body = op.requestSchemaPointer
+          ? { rawBody: '{}', headers: { 'content-type': 'application/json' } }
+          : {}
+        return { op, res: await limited.request(op.method.toUpperCase(), concrete(op), body) }
+      }),
+    )
+    wrong = []
+    const again = []
+    for (const { op, res } of answers) {
+      const name = `${op.method.toUpperCase()} ${op.template}`
+      if (res.status !== 429) {
+        again.push(op)
+        wrong.push(`${name} answered ${res.status}`)
+      } else if (envelopeProblems(res.body).length > 0)
+        // A 429 without the envelope is wrong whatever the window did: no second round changes that.
+        fail(`${name} answered 429 without the error envelope: ${envelopeProblems(res.body)[0]}`)
+    }
+    pending = again
+  }
+  return wrong
+}
 
 /** Judged at the end of the run: Retry-After runs out while the other checks run. */
 export const rateLimitLateChecks: Check[] = [

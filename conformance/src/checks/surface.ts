@@ -15,10 +15,48 @@ import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
 
 /** Ids no deployment has issued: an unknown resource of every kind. */
-const concrete = (op: Operation) =>
+export const concrete = (op: Operation) =>
   op.template.replace(/\{([^}]+)\}/g, (_m, name: string) => `conf-unknown-${name}`)
 const documents = (op: Operation, status: number) => op.responses[String(status)] !== undefined
 const hasBody = (op: Operation) => op.requestSchemaPointer !== undefined
+const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : [])
+const pointerOf = (template: string) => template.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/**
+ * The path with every id one character longer than the contract's `maxLength` for it, or undefined when the
+ * contract bounds none of the operation's path parameters.
+ */
+function overlongPath(ctx: CheckContext, op: Operation): string | undefined {
+  const item = `/paths/${pointerOf(op.template)}`
+  const params = [
+    ...asList(ctx.contract.at(`${item}/parameters`)),
+    ...asList(ctx.contract.at(`${item}/${op.method}/parameters`)),
+  ]
+  const bounds = new Map<string, number>()
+  for (const raw of params) {
+    const p = ctx.contract.deref(raw as Record<string, unknown>)
+    const schema = ctx.contract.deref(p?.schema as Record<string, unknown> | undefined)
+    if (p?.in === 'path' && typeof p.name === 'string' && typeof schema?.maxLength === 'number')
+      bounds.set(p.name, schema.maxLength)
+  }
+  if (bounds.size === 0) return undefined
+  return op.template.replace(/\{([^}]+)\}/g, (_m, name: string) => 'x'.repeat((bounds.get(name) ?? 63) + 1))
+}
+
+/**
+ * The contract's example request body of the operation, made run-unique where it names something the deployment
+ * would create (a tool's or agent's name) and pointed at nowhere for a webhook; `{}` when it has none.
+ */
+function exampleBody(ctx: CheckContext, op: Operation): string {
+  if (!op.requestSchemaPointer) return '{}'
+  const media = ctx.contract.at(op.requestSchemaPointer.replace(/\/schema$/, ''))
+  const example = media?.example
+  if (!example || typeof example !== 'object' || Array.isArray(example)) return '{}'
+  const body = { ...(example as Record<string, unknown>) }
+  if (typeof body.name === 'string') body.name = ctx.name('narrow-probe')
+  if (typeof body.url === 'string') body.url = 'https://conformance.invalid/hooks'
+  return JSON.stringify(body)
+}
 /** The body size the reference refuses (its default limit is 1 MiB); a deployment with a larger limit answers 400. */
 const TOO_LARGE_BYTES = 1024 * 1024 + 1024
 
@@ -30,7 +68,7 @@ interface Probe {
 }
 
 /** Operations of the API itself (under /v1, not the documentation and health endpoints). */
-function apiOperations(ctx: CheckContext): Operation[] {
+export function apiOperations(ctx: CheckContext): Operation[] {
   return ctx.contract.operations.filter((op) => op.template.startsWith('/v1/'))
 }
 
@@ -75,6 +113,16 @@ function probes(ctx: CheckContext): Probe[] {
             headers: { 'content-type': 'application/json' },
           }),
       })
+    const overlong = documents(op, 400) ? overlongPath(ctx, op) : undefined
+    if (overlong)
+      out.push({
+        what: 'an id longer than the contract’s maxLength',
+        op,
+        // The contract bounds every path id (maxLength): a longer one is a schema mismatch (§7 400), and it is
+        // also an id nobody issued (§5.6 404); either is documented, with the envelope.
+        expect: [400, 404],
+        send: (c) => c.http.request(method, overlong, body),
+      })
     if (documents(op, 400) && method === 'GET' && !op.template.includes('{') && op.template !== '/v1/graphql')
       out.push({
         what: 'limit=0',
@@ -82,7 +130,11 @@ function probes(ctx: CheckContext): Probe[] {
         expect: [400],
         send: (c) => c.http.get(`${path}?limit=0`),
       })
-    if (documents(op, 403) && ctx.config.tokens.narrowScope)
+    if (documents(op, 403) && ctx.config.tokens.narrowScope) {
+      // The contract's example body, so a deployment that judges the body before the scope reaches the scope too.
+      const valid = hasBody(op)
+        ? { rawBody: exampleBody(ctx, op), headers: { 'content-type': 'application/json' } }
+        : {}
       out.push({
         what: 'the narrow-scope token',
         op,
@@ -90,10 +142,24 @@ function probes(ctx: CheckContext): Probe[] {
         expect: Object.keys(op.responses)
           .map(Number)
           .filter((s) => s !== 401 && s < 500),
-        send: (c) => c.as('narrowScope').request(method, path, body),
+        send: async (c) => {
+          const res = await c.as('narrowScope').request(method, path, valid)
+          // A token that holds the scope created what the example describes: undo it.
+          const id = res.status < 300 ? createdId(res.body) : undefined
+          if (id) c.cleanup(`delete ${path}/${id}`, () => c.http.request('DELETE', `${path}/${id}`))
+          return res
+        },
       })
+    }
   }
   return out
+}
+
+function createdId(body: unknown): string | undefined {
+  if (!body || typeof body !== 'object') return undefined
+  const o = body as Record<string, unknown>
+  const id = o.id ?? o.tool_id ?? o.webhook_id ?? o.agent_id
+  return typeof id === 'string' ? id : undefined
 }
 
 /** Runs probes a few at a time; returns the ones whose answer was not what they expect. */
@@ -121,7 +187,7 @@ export const surfaceChecks: Check[] = [
   {
     id: 'surface.documented-statuses',
     title:
-      'Every operation answers no token 401, an unknown id 404, a non-JSON body 415, an oversized body 413, limit=0 400, as its contract documents, with the envelope',
+      'Every operation answers no token 401, an unknown id 404, an over-long id 400, a non-JSON body 415, an oversized body 413, limit=0 400, a token without the scope 403, as its contract documents, with the envelope',
     level: 'profile',
     clauses: ['S5.2', 'S5.6', 'S7.1'],
     overlap: true,

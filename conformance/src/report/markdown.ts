@@ -29,7 +29,8 @@ function table(results: CheckResult[]): string[] {
 
 function tallyRow(name: string, t: Tally): string {
   const done = t.documented.length - t.missing.length
-  return `| ${name} | ${done}/${t.documented.length} | ${t.missing.length > 0 ? t.missing.map((m) => `\`${m}\``).join(', ') : '—'} |`
+  const named = t.missing.map((m) => (t.why?.[m] ? `\`${m}\` (${t.why[m]})` : `\`${m}\``))
+  return `| ${name} | ${done}/${t.documented.length} | ${named.length > 0 ? named.join(', ') : '—'} |`
 }
 
 export function coverageMarkdown(c: ContractCoverage): string[] {

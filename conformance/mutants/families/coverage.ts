@@ -1,0 +1,90 @@
+/**
+ * Mutants for the checks that carry the contract coverage to every operation (spec §8 on all POSTs and every
+ * request of a workspace; the contract's bounds on path ids): a deployment that gets a rule right where the older
+ * checks looked (agent creation, the tool list) and wrong everywhere else.
+ */
+import { header, type Mutant, type ProxiedResponse, parseJson, pathOnly } from '../proxy.js'
+
+const envelope = (status: number, code: string, message: string): ProxiedResponse => ({
+  status,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ error: { code, message, detail: {}, request_id: 'req_mutant' } }),
+})
+
+export function coverageMutants(): Mutant[] {
+  const firstAnswers = new Map<string, ProxiedResponse>()
+  return [
+    {
+      id: 'idempotency-body-checked-for-agents-only',
+      description:
+        'A reused Idempotency-Key with another body is refused 409 on agent creation only; every other POST replays the first answer',
+      targets: ['idempotency.different-body-409-every-post'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        if (req.method !== 'POST' || !key || pathOnly(req.path) === '/v1/agents') return req
+        return firstAnswers.get(`${header(req, 'authorization')} ${req.path} ${key}`) ?? req
+      },
+      response(req, res) {
+        const key = header(req, 'idempotency-key')
+        if (req.method === 'POST' && key && res.status < 300)
+          firstAnswers.set(`${header(req, 'authorization')} ${req.path} ${key}`, res)
+        return res
+      },
+    },
+    {
+      id: 'ratelimit-judged-after-the-route',
+      description:
+        'The rate limit is applied by the tool list alone: over its limit, the workspace still reaches every other operation (an unknown id answers 404)',
+      targets: ['ratelimit.429-every-operation'],
+      response(req, res) {
+        if (res.status !== 429 || pathOnly(req.path) === '/v1/tools') return res
+        return envelope(404, 'not_found', 'No such resource')
+      },
+    },
+    {
+      id: 'trace-level-ignored',
+      description: 'Every run is started with the summary trace whatever trace_level the start asks for',
+      targets: ['runs.trace-levels-and-outcomes'],
+      request(req) {
+        if (req.method !== 'POST' || !/^\/v1\/agents\/[^/]+\/runs$/.test(pathOnly(req.path))) return req
+        const body = parseJson(req.body)
+        return body ? { ...req, body: JSON.stringify({ ...body, trace_level: 'summary' }) } : req
+      },
+    },
+    {
+      id: 'redelivery-overlaps-an-attempt',
+      description: 'Redelivery is accepted while an attempt of the same delivery is still in progress',
+      targets: ['surface.extension-operations'],
+      response(req, res) {
+        if (req.method !== 'POST' || !/\/redeliver$/.test(pathOnly(req.path)) || res.status !== 409)
+          return res
+        return { status: 202, headers: { 'content-type': 'application/json' }, body: '{}' }
+      },
+    },
+    {
+      id: 'stream-ingest-answer-without-ref',
+      description: 'An ingest over the stream is answered without the ref it was sent with',
+      targets: ['stream.protocol-messages'],
+      streamMessage(message) {
+        if (message.type !== 'ingested') return message
+        const { ref: _ref, ...rest } = message
+        return rest
+      },
+    },
+    {
+      id: 'overlong-path-id-crashes',
+      description:
+        'A path id longer than the contract’s maxLength reaches the store, which fails: 500 in plain text',
+      targets: ['surface.documented-statuses'],
+      request(req) {
+        if (
+          !pathOnly(req.path)
+            .split('/')
+            .some((segment) => segment.length > 64)
+        )
+          return req
+        return { status: 500, headers: { 'content-type': 'text/plain' }, body: 'Internal Server Error' }
+      },
+    },
+  ]
+}

@@ -1,0 +1,113 @@
+/**
+ * What the trace records beyond the frames the spec shows. §2 leaves open the values of `trace_level` beyond
+ * `detailed` and of a frame's `kind` beyond `tool.call` ("not shown"), and names no approval endpoint; the reference
+ * profile's choices (the `summary` level, `step.failed`, `approval.granted`/`rejected` and `run.failed` frames, a
+ * step decided once) are its own, so the check is profile. It also gives the contract coverage report those
+ * levels and frame kinds, and the approval endpoint's 409.
+ */
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, type Json, runBody, TERMINAL } from '../fixtures.js'
+import { obj } from '../http.js'
+import { assert } from '../types.js'
+import { short } from '../wait.js'
+
+const hasDetail = (f: Json) => f.detail !== undefined && f.detail !== null
+
+/** The frames of a run once it ended (waited for with --wait-ms), and how it ended. */
+async function endedTrace(
+  ctx: CheckContext,
+  runId: string,
+): Promise<{ status: unknown; kinds: string[]; frames: Json[] }> {
+  const final = await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+  const { frames } = await ctx.fx.readTrace(runId)
+  return { status: final.status, kinds: frames.map((f) => String(f.kind)), frames }
+}
+
+/** Decides the first awaiting step of a fresh run that awaits approval; answers the run, its step and the answer. */
+async function decided(ctx: CheckContext, decision: 'approve' | 'reject') {
+  const { runId, waiting } = await ctx.fx.awaitingRun()
+  const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+  const { method, path } = ctx.config.approval
+  const url = path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
+  const res = await ctx.http.request(method, url, { body: { decision } })
+  expectStatus(res, 200, `${decision} of step ${stepId}`)
+  return { runId, stepId, url, method }
+}
+
+export const outcomeChecks: Check[] = [
+  {
+    id: 'runs.trace-levels-and-outcomes',
+    title:
+      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed, an approval approval.granted, a rejection approval.rejected and run.failed; a decided step answers 409',
+    level: 'profile',
+    clauses: ['S2.6', 'S3.2'],
+    // Runs of its own, waited on the deployment's clock: alongside the checks after it.
+    overlap: true,
+    async run(ctx) {
+      const [ok, failing] = [await ctx.fx.tool('succeed'), await ctx.fx.tool('fail')]
+      const problems: string[] = []
+      const expect = (holds: boolean, problem: string) => {
+        if (!holds) problems.push(problem)
+      }
+      await Promise.all([
+        (async () => {
+          const agent = await ctx.fx.newAgent('autonomous', [ok.name])
+          const summary = await ctx.fx.startRun(agent, { ...runBody(), trace_level: 'summary' })
+          // The detailed run is the one other checks share (runBody asks for `detailed`).
+          const detailed = await ctx.fx.completedRun()
+          const [s, d] = [await endedTrace(ctx, summary.runId), await endedTrace(ctx, detailed.runId)]
+          expect(
+            !s.frames.some((f) => f.kind === 'tool.call' && hasDetail(f)),
+            `a summary trace has tool.call frames with detail: ${short(s.frames.find(hasDetail))}`,
+          )
+          expect(
+            d.frames.some((f) => f.kind === 'tool.call' && hasDetail(f)),
+            `no tool.call frame of a detailed trace carries detail: ${short(d.frames)}`,
+          )
+          // The SSE form resumes after the frame its Last-Event-ID names: a value that names no frame is a bad
+          // request, not a stream from the start.
+          const resume = await ctx.http.get(`/v1/runs/${summary.runId}/trace/stream`, {
+            headers: { accept: 'text/event-stream', 'last-event-id': 'not-a-frame' },
+          })
+          expect(
+            resume.status === 400,
+            `the trace stream with Last-Event-ID: not-a-frame answered ${resume.status}, not 400`,
+          )
+        })(),
+        (async () => {
+          const agent = await ctx.fx.newAgent('autonomous', [failing.name])
+          const t = await endedTrace(ctx, (await ctx.fx.startRun(agent)).runId)
+          expect(
+            t.status === 'failed' && t.kinds.includes('step.failed') && t.kinds.at(-1) === 'run.failed',
+            `a run of a failing tool ended ${short(t.status)} with frames ${t.kinds.join(', ')} (expected step.failed, then run.failed last)`,
+          )
+        })(),
+        (async () => {
+          const approved = await decided(ctx, 'approve')
+          // Decided once: the step no longer awaits anything (invalid_state), whatever the second decision says.
+          const again = await ctx.http.request(approved.method, approved.url, {
+            body: { decision: 'reject' },
+          })
+          expect(
+            again.status === 409,
+            `deciding step ${approved.stepId} a second time answered ${again.status}, not 409`,
+          )
+          const { frames } = await ctx.fx.readTrace(approved.runId)
+          expect(
+            frames.some((f) => f.kind === 'approval.granted' && f.step_id === approved.stepId),
+            `no approval.granted frame for step ${approved.stepId}: ${frames.map((f) => f.kind).join(', ')}`,
+          )
+        })(),
+        (async () => {
+          const rejected = await decided(ctx, 'reject')
+          const t = await endedTrace(ctx, rejected.runId)
+          expect(
+            t.status === 'failed' && t.kinds.includes('approval.rejected') && t.kinds.at(-1) === 'run.failed',
+            `a rejected run ended ${short(t.status)} with frames ${t.kinds.join(', ')} (expected approval.rejected, then run.failed last)`,
+          )
+        })(),
+      ])
+      assert(problems.length === 0, problems.join('; '))
+    },
+  },
+]
