@@ -96,6 +96,34 @@ describe.each(backends())('units of work on $name', (backend) => {
       ).toBe(20)
     }
   })
+
+  it('leaves work its context started and that outlives it on the ordinary path, even once another unit is open', async () => {
+    // The storage is disabled when the last unit closes and enabled again by the next one; a continuation started
+    // in a closed unit's context then sees that unit again, and must not send to its finished transaction.
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let outlived!: Promise<{ inUnit: boolean; wrote: Promise<number> }>
+    await db.unitOfWork(async () => {
+      outlived = gate.then(() => ({
+        inUnit: db.inUnitOfWork(),
+        wrote: db.run('INSERT INTO uow_t (k, v) VALUES ($1, 1)', ['outlived']),
+      }))
+    })
+    await expect(
+      db.unitOfWork(async () => {
+        await db.run('INSERT INTO uow_t (k, v) VALUES ($1, 1)', ['second'])
+        release()
+        // Not awaiting its write: on SQLite it waits for this unit's lock.
+        expect((await outlived).inUnit).toBe(false)
+        throw new Error('undo the second unit')
+      }),
+    ).rejects.toThrow('undo the second unit')
+    await (await outlived).wrote
+    expect(await count('outlived')).toBe(1)
+    expect(await count('second')).toBe(0)
+  })
 })
 
 describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request on $name', (backend) => {
