@@ -12,8 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ENVELOPES } from '../../src/domain/policy/envelopes.js'
-import type { Dialect, Queryable, Row, SqlValue } from '../../src/store/db.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import { type Db, type Dialect, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { AgentRepo } from '../../src/store/repos/agents.js'
 import { KeyRepo } from '../../src/store/repos/keys.js'
@@ -22,6 +21,7 @@ import { RunRepo } from '../../src/store/repos/runs.js'
 import { backends } from '../support/backends.js'
 import { appendRecords } from '../support/record-backlog.js'
 import { cloneRuns } from '../support/run-backlog.js'
+import { type CapturedStatement, StatementCapture } from '../support/statement-capture.js'
 
 const BACKLOG = 20_000
 const WS = 'ws_a'
@@ -30,34 +30,8 @@ const CONNECTOR = 'conn_a'
 /** A finished run of AGENT whose trace is 500 frames long. */
 const LONG_TRACE = 'run_done0000000000012340'
 
-interface Statement {
-  sql: string
-  params: readonly SqlValue[]
-}
-
-/** A Queryable that runs every statement on the store and remembers it, so its plan can be asked for afterwards. */
-class Capture implements Queryable {
-  readonly statements: Statement[] = []
-  constructor(private readonly db: Queryable) {}
-  query<T extends Row = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
-    this.statements.push({ sql, params })
-    return this.db.query<T>(sql, params)
-  }
-  one<T extends Row = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T | undefined> {
-    this.statements.push({ sql, params })
-    return this.db.one<T>(sql, params)
-  }
-  run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    this.statements.push({ sql, params })
-    return this.db.run(sql, params)
-  }
-  exec(script: string): Promise<void> {
-    return this.db.exec(script)
-  }
-}
-
 /** The repositories of the measured paths, every statement captured. */
-function repositories(q: Capture, dialect: Dialect) {
+function repositories(q: StatementCapture, dialect: Dialect) {
   return {
     runs: new RunRepo(q, dialect),
     agents: new AgentRepo(q),
@@ -67,7 +41,7 @@ function repositories(q: Capture, dialect: Dialect) {
 }
 type Repositories = ReturnType<typeof repositories>
 
-async function planOf(db: Db, { sql, params }: Statement): Promise<string[]> {
+async function planOf(db: Db, { sql, params }: CapturedStatement): Promise<string[]> {
   if (db.dialect === 'sqlite') {
     return (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail)
   }
@@ -253,10 +227,10 @@ describe.each(backends())('hot queries on $name', (backend) => {
   )
 
   it('the claim walks runs_claim in its order: no sort, no table scan', async () => {
-    const q = new Capture(db)
+    const q = new StatementCapture(db)
     const now = Date.now()
     await repositories(q, db.dialect).runs.claimNext('owner-c', now, now + 30_000, 5)
-    const plan = await planOf(db, q.statements.at(-1) as Statement)
+    const plan = await planOf(db, q.statements.at(-1) as CapturedStatement)
     if (backend.name === 'sqlite') {
       // "SCAN ... USING INDEX" is SQLite's word for walking an index in order without a seek key; with the LIMIT
       // it stops after the first rows. A bare "SCAN runs" (the table) or a temp B-tree (a sort) would be O(n).
@@ -272,7 +246,7 @@ describe.each(backends())('hot queries on $name', (backend) => {
   })
 
   it.each(CASES)('$name', async ({ call, indexes, boundedSort }) => {
-    const q = new Capture(db)
+    const q = new StatementCapture(db)
     await call(repositories(q, db.dialect), db.dialect)
     const expected = typeof indexes === 'function' ? indexes(db.dialect) : indexes
     const reads = q.statements.filter((s) => !isPlainInsert(s.sql))

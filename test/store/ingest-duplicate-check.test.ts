@@ -10,36 +10,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StoredRecordRow } from '../../src/domain/ingestion/types.js'
-import type { Db, Queryable, Row, SqlValue } from '../../src/store/db.js'
-import { openDb } from '../../src/store/db.js'
+import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { RecordRepo } from '../../src/store/repos/records.js'
 import { backends } from '../support/backends.js'
 import { appendRecords } from '../support/record-backlog.js'
+import { StatementCapture } from '../support/statement-capture.js'
 
 const WS = 'ws_dup'
 const GROWN = 'conn_grown'
-
-/** Runs every statement and remembers it, so its plan can be asked for afterwards. */
-class Capture implements Queryable {
-  readonly statements: { sql: string; params: readonly SqlValue[] }[] = []
-  constructor(private readonly db: Queryable) {}
-  query<T extends Row = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
-    this.statements.push({ sql, params })
-    return this.db.query<T>(sql, params)
-  }
-  one<T extends Row = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T | undefined> {
-    this.statements.push({ sql, params })
-    return this.db.one<T>(sql, params)
-  }
-  run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    this.statements.push({ sql, params })
-    return this.db.run(sql, params)
-  }
-  exec(script: string): Promise<void> {
-    return this.db.exec(script)
-  }
-}
 
 /** A batch of the grown connector after its last record, with the given ids. */
 function batch(ids: readonly string[]): StoredRecordRow[] {
@@ -91,7 +70,7 @@ describe.each(backends())('ingest duplicate check on $name', (backend) => {
   })
 
   it("judges each id of a 500-record batch by the unique index, never by filtering the connector's rows", async () => {
-    const q = new Capture(db)
+    const q = new StatementCapture(db)
     // Every id taken: nothing is stored, so the statements can be planned again afterwards as they ran.
     const ids = Array.from({ length: 500 }, (_, i) => `rec-${i + 1}`)
     await new RecordRepo(q, db.dialect).insertNewRecords(batch(ids))
