@@ -165,6 +165,23 @@ describe('trace streaming and the HTTP provider', () => {
     expect(tail).toEqual(paged.slice(4))
   })
 
+  it('answers a run id the contract refuses with 400 on the stream paths, as on the paging path', async () => {
+    const tooLong = `run_${'x'.repeat(80)}`
+    for (const [path, accept] of [
+      [`/v1/runs/${tooLong}/trace/stream`, 'text/event-stream'],
+      [`/v1/runs/${tooLong}/trace`, 'text/event-stream'],
+      [`/v1/runs/${tooLong}/trace`, 'application/json'],
+    ] as const) {
+      const res = await t.request('GET', path, { token, headers: { accept } })
+      expect(res.status, path).toBe(400)
+      expect(res.body.error.code).toBe('invalid_request')
+      expect(res.body.error.detail.fields).toEqual(['run_id'])
+    }
+    // A well-formed id of no run is still 404.
+    const missing = await t.request('GET', '/v1/runs/run_00000000000000000000000000/trace/stream', { token })
+    expect(missing.status).toBe(404)
+  })
+
   it('gives a live run a cursor to poll from and a finished run a null cursor at the end', async () => {
     const agent = await createAgent(t, token, 'supervised', ['echo'])
     const run = await startRun(t, token, agent)

@@ -5,6 +5,7 @@ import {
   getV1AgentsAgentIdRunsRoute,
   getV1RunsRunIdRoute,
   getV1RunsRunIdTraceRoute,
+  getV1RunsRunIdTraceStreamRoute,
   postV1AgentsAgentIdRunsRoute,
   postV1RunsRunIdCancelRoute,
   postV1RunsRunIdPauseRoute,
@@ -16,6 +17,7 @@ import type { AppEnv } from '../../api/context.js'
 import { runsOfAgentPage, tracePage } from '../../api/pages.js'
 import { presentFrame, presentRun, traceList } from '../../api/presenters.js'
 import { requireScopeOf } from '../../api/scopes.js'
+import { validationHook } from '../../api/validation.js'
 import { ApiError } from '../../domain/errors.js'
 import { decodeCursor } from '../../domain/pagination.js'
 import type { ControlAction } from '../../domain/runs/service.js'
@@ -83,7 +85,10 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Servi
   // Neither is a typed route: a stream is not a JSON body.
   const openTraceStream = async (c: Context<AppEnv>) => {
     const auth = requireScopeOf(c, 'streamRunTrace')
-    const runId = c.req.param('run_id') ?? ''
+    // Not a typed route, so its path is checked here against the contract's parameter (a 400 like every other).
+    const params = getV1RunsRunIdTraceStreamRoute.request.params.safeParse({ run_id: c.req.param('run_id') })
+    if (!params.success) validationHook({ success: false, error: params.error, target: 'param' }, c)
+    const runId = params.data?.run_id ?? ''
     const after = resumeAfter(auth.workspaceId, runId, c.req.query('cursor'), c.req.header('last-event-id'))
     await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
     const source = traceSource(services.runs, auth.workspaceId, runId)
