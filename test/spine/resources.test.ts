@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.js'
 
@@ -204,16 +205,28 @@ describe('bad bodies never reach a 500', () => {
   })
 })
 
+const run = promisify(execFile)
+
 describe('the command line', () => {
-  const cli = (args: string[], env: Record<string, string> = {}) =>
-    spawnSync(process.execPath, ['bin/agentops.mjs', ...args], {
-      encoding: 'utf8',
-      env: { ...process.env, ...env },
-    })
+  // Asynchronous on purpose: the server under test runs in this process, and a synchronous spawn would freeze its
+  // event loop, possibly between a BEGIN and its COMMIT, so the command would wait for a lock nobody can release.
+  const cli = async (args: string[]) => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, ['bin/agentops.mjs', ...args], {
+        encoding: 'utf8',
+      })
+      return { status: 0, stdout, stderr }
+    } catch (err) {
+      const failed = err as { code?: number; stdout?: string; stderr?: string }
+      return { status: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' }
+    }
+  }
 
   it('creates a working key while the server runs on the same store', async () => {
     const url = t.services.config.databaseUrl
-    const out = cli([
+    // The server is mid-write as the command starts: its batch holds the write lock until the next turn of its loop.
+    const serverWrite = t.services.db.run("UPDATE workspaces SET id = id WHERE id = 'none'")
+    const out = await cli([
       'keys',
       'create',
       '--workspace',
@@ -225,6 +238,7 @@ describe('the command line', () => {
       url,
     ])
     expect(out.status, out.stderr).toBe(0)
+    await serverWrite
     const issued = JSON.parse(out.stdout)
     expect(issued).toMatchObject({ workspace: 'cli-ws', scopes: ['agents:read'] })
     expect(issued.workspace_id).toMatch(/^ws_/)
@@ -234,10 +248,10 @@ describe('the command line', () => {
 
   // Each command's help and each refusal is checked in-process (test/spine/cli-help.test.ts); these two spawns prove
   // the installed binary passes the exit code through.
-  it('explains itself and refuses bad flags with exit code 2', () => {
-    const out = cli(['--help'])
+  it('explains itself and refuses bad flags with exit code 2', async () => {
+    const out = await cli(['--help'])
     expect(out.status).toBe(0)
     expect(out.stdout).toContain('agentops')
-    expect(cli(['frobnicate']).status).toBe(2)
+    expect((await cli(['frobnicate'])).status).toBe(2)
   })
 })
