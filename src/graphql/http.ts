@@ -3,8 +3,9 @@ import type { Context, Hono } from 'hono'
 import type { AppEnv } from '../api/context.js'
 import { GRAPHQL_PATH, SCHEMA_PATH } from '../api/paths.js'
 import { ApiError } from '../domain/errors.js'
-import { createContext, type GraphqlServices } from './context.js'
+import { createContext } from './context.js'
 import { formatError } from './errors.js'
+import type { GraphqlPorts } from './ports.js'
 import { prepare } from './prepare.js'
 import { graphqlSchema, printedSchema } from './schema.js'
 
@@ -74,7 +75,7 @@ async function readRequest(c: Context<AppEnv>): Promise<GraphqlRequest> {
  * is only: read the request (400 with the envelope when it is not a GraphQL request), execute, and render errors with
  * the envelope's fields.
  */
-export function registerGraphqlRoutes(app: Hono<AppEnv>, services: GraphqlServices): void {
+export function registerGraphqlRoutes(app: Hono<AppEnv>, ports: GraphqlPorts): void {
   const handle = async (c: Context<AppEnv>) => {
     const request = await readRequest(c)
     const requestId = c.get('requestId')
@@ -106,7 +107,7 @@ export function registerGraphqlRoutes(app: Hono<AppEnv>, services: GraphqlServic
       document: prepared.document,
       operationName: request.operationName,
       variableValues: request.variables,
-      contextValue: createContext(services, c.get('auth'), requestId),
+      contextValue: createContext(ports, c.get('auth'), requestId),
     })
     // No `data` at all: the variables did not fit their types, so nothing executed (the `errors` say why).
     const body: Record<string, unknown> = result.data === undefined ? {} : { data: result.data }

@@ -20,15 +20,20 @@ import { requireScopeOf } from '../../api/scopes.js'
 import { validationHook } from '../../api/validation.js'
 import { ApiError } from '../../domain/errors.js'
 import { decodeCursor } from '../../domain/pagination.js'
-import type { ControlAction } from '../../domain/runs/service.js'
-import type { Services } from '../../services.js'
+import type { ControlAction, RunService } from '../../domain/runs/service.js'
 import { jsonAnswer } from '../json.js'
-import { traceSource, writeTrace } from '../trace-sse.js'
+import { type TraceRunPorts, traceSource, writeTrace } from '../trace-sse.js'
 
 const TRACE_PATH = '/v1/runs/:run_id/trace'
 const TRACE_STREAM_PATH = '/v1/runs/:run_id/trace/stream'
 
-export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'runs'>): void {
+/** What the run routes call; the SSE trace also waits on the run's changes (`TraceRunPorts`). */
+export interface RunRoutePorts {
+  runs: Pick<RunService, 'start' | 'listByAgent' | 'get' | 'control' | 'decide' | 'find' | 'frames'> &
+    TraceRunPorts
+}
+
+export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: RunRoutePorts): void {
   app.openapi(postV1AgentsAgentIdRunsRoute, async (c) => {
     const auth = requireScopeOf(c, 'startRun')
     const { agent_id } = c.req.valid('param')
