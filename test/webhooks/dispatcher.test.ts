@@ -213,7 +213,11 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
       // order, not by a clock: all five reach the fast receiver while the slow one's attempt is still in flight
       // (no attempt recorded). A dispatcher that waited for the time-out would time out waitFor first.
       await reconfigure({ timeoutMs: 25_000 })
-      const slowSub = await h.webhooks.create('ws_a', { url: slow.url, events: ['agent.created'], secret: SECRET })
+      const slowSub = await h.webhooks.create('ws_a', {
+        url: slow.url,
+        events: ['agent.created'],
+        secret: SECRET,
+      })
       await h.webhooks.create('ws_a', { url: receiver.url, events: ['agent.created'], secret: SECRET })
       h.webhooks.dispatcher.start()
       for (let i = 0; i < 5; i++) await h.append('ws_a', 'agent.created', { agent_id: `agt_${i}` })
