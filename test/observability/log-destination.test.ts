@@ -28,7 +28,7 @@ const parsed = (text: string) =>
   text
     .split('\n')
     .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as { msg: string; i?: number })
+    .map((l) => JSON.parse(l) as { msg: string; i?: number; pad?: string })
 
 describe('the log written to stdout', () => {
   it('writes the last lines of a process that ends before a batch filled or a second passed', () => {
@@ -43,6 +43,19 @@ describe('the log written to stdout', () => {
     const lines = parsed(out)
     expect(lines).toHaveLength(5000)
     expect(lines.every((l, i) => l.i === i)).toBe(true)
+  })
+
+  it('keeps lines of multi-byte characters whole, and a line larger than a batch', () => {
+    // Lines are encoded into the batch's bytes as they come: a batch must never cut a character or a line.
+    const out = stdoutOf(
+      `for (let i = 0; i < 2000; i++) logger.info({ i, pad: 'é漢😀'.repeat(i % 40) }, 'line')
+logger.info({ i: 2000, pad: '漢'.repeat(40000) }, 'line')
+logger.info({ i: 2001, pad: '' }, 'line')`,
+    )
+    const lines = parsed(out)
+    expect(lines.map((l) => l.i)).toEqual([...Array(2002).keys()])
+    expect(lines.slice(0, 2000).every((l, i) => l.pad === 'é漢😀'.repeat(i % 40))).toBe(true)
+    expect(lines[2000]?.pad).toBe('漢'.repeat(40000))
   })
 
   it('writes what is pending when the logger is flushed', () => {
