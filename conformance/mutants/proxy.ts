@@ -26,7 +26,13 @@ export interface ProxiedResponse {
 }
 
 export interface MutantContext {
-  tokens: { primary: string; secondWorkspace?: string; expired?: string; narrowScope?: string }
+  tokens: {
+    primary: string
+    secondWorkspace?: string
+    expired?: string
+    narrowScope?: string
+    otherScope?: string
+  }
   /** Sends a request to the deployment directly (for mutants that consult it). */
   upstream(req: ProxiedRequest): Promise<ProxiedResponse>
 }

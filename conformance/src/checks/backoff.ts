@@ -29,6 +29,12 @@ const FAILURES = 3
 export const GROWTH_FACTOR = 1.5
 /** Fewest scheduled waits seen per failure for a judgement (the log is polled, so a very short wait may be missed). */
 const MIN_SAMPLES = 16
+/**
+ * The probe ends once this many deliveries showed the wait after their third failure (and every one is past its
+ * first): the slowest of 48 deliveries waits longest, and a wait scheduled after failure 3 does not depend on how
+ * long the earlier ones were (full jitter draws each afresh), so the first half to get there is a fair sample.
+ */
+const LATE_SAMPLES = 24
 const POLL_MS = 200
 /** The probe's whole wait is at most this many stall windows (waitMs × 2 each), however steady its progress. */
 const PROGRESS_BOUND = 4
@@ -131,7 +137,20 @@ export const backoffChecks: Check[] = [
       }
       const finishedOf = (arrivals: Map<string, number[]>) =>
         [...arrivals.keys()].filter((id) => finished.has(id)).length
-      while (finishedOf(ourArrivals()) < expected && Date.now() < deadline && Date.now() < hardDeadline) {
+      // Enough to judge: every delivery arrived and failed at least twice (so each had its chance to show the wait
+      // after failure 1), and LATE_SAMPLES showed the wait after failure FAILURES.
+      const enough = () => {
+        const arrivals = ourArrivals()
+        const waits = scheduledWaits(schedule, arrivals)
+        return (
+          finishedOf(arrivals) === expected ||
+          (arrivals.size === expected &&
+            [...arrivals.values()].every((at) => at.length >= 2) &&
+            (waits.get(1)?.length ?? 0) >= MIN_SAMPLES &&
+            (waits.get(FAILURES)?.length ?? 0) >= LATE_SAMPLES)
+        )
+      }
+      while (!enough() && Date.now() < deadline && Date.now() < hardDeadline) {
         await Promise.all(
           [...hooks.values()].map(async (id) => {
             const res = await ctx.http.get(`/v1/webhooks/${id}/deliveries?limit=200`)
@@ -155,7 +174,7 @@ export const backoffChecks: Check[] = [
       }
       const arrivals = ourArrivals()
       const done = finishedOf(arrivals)
-      if (done < expected) {
+      if (!enough()) {
         const stuck = [...arrivals]
           .filter(([id]) => !finished.has(id))
           .slice(0, 3)
