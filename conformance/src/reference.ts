@@ -91,7 +91,7 @@ async function keysCreate(kit: string, databaseUrl: string, args: string[]): Pro
   }
 }
 
-/** The keys the suite asks for, as `agentops keys create` arguments, in the order of `Provisioned`. */
+/** The keys the suite asks for, as `agentops keys create` arguments, in the order startReference reads them back. */
 function keyRequests(): string[][] {
   // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's quota
   // (1,000 an hour, the reference's burst window), which shows the suite pacing itself on the rate-limit headers.
@@ -109,6 +109,9 @@ function keyRequests(): string[][] {
           '--burst-limit',
           '100000',
         ],
+    // Second, so that its one second has passed by the time auth.expired-token-401 sends it (issued last, it was
+    // often still valid then, and the check waited for it to expire).
+    ['--workspace', 'conformance-primary', '--expires-in', '1'],
     ['--workspace', 'conformance-second', '--tier', 'pro'],
     ['--workspace', 'conformance-primary', '--scopes', 'agents:read'],
     // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call.
@@ -116,7 +119,6 @@ function keyRequests(): string[][] {
     // The peer joins the small-limit workspace once that exists with its limits (the requests run in order).
     ['--workspace', 'conformance-limited', '--limit-per-hour', '1000', '--burst-limit', '5'],
     ['--workspace', 'conformance-limited'],
-    ['--workspace', 'conformance-primary', '--expires-in', '1'],
   ]
 }
 
@@ -294,7 +296,7 @@ export async function startReference(
   }
   let tokens: SuiteConfig['tokens']
   try {
-    const [primary, secondWorkspace, narrowScope, otherScope, rateLimited, rateLimitedPeer, expired] =
+    const [primary, expired, secondWorkspace, narrowScope, otherScope, rateLimited, rateLimitedPeer] =
       await provisioned
     tokens = {
       primary: primary!,

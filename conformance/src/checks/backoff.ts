@@ -1,7 +1,14 @@
 /**
- * Spec §6: "Webhook deliveries ... are retried with exponential backoff". One delivery's gaps prove nothing when
- * the deployment jitters (full jitter draws each wait from [0, base·2^n], so a wait may be shorter than the one
- * before); what every exponential backoff does is make the expected wait grow with each failure.
+ * Spec §6: "Webhook deliveries are signed with HMAC SHA-256 and are retried with exponential backoff." and, in its
+ * gaps, "Retry count and backoff timing: not shown." One delivery's gaps prove nothing when the deployment jitters
+ * (full jitter draws each wait from [0, base·2^n], so a wait may be shorter than the one before); what every
+ * exponential backoff does is make the expected wait grow with each failure.
+ *
+ * Why profile and not core (conformance/README.md, "Retry gaps stay profile"): a legal deployment may dispatch
+ * retries on a tick longer than its base (its first retries then arrive one tick apart, like constant ones) and may
+ * stop after three attempts (the count is not shown), so no observation of arrivals at the receiver tells
+ * exponential from constant retries for every legal deployment; a core form would fail correct deployments or
+ * leave them INCOMPLETE for good. The core checks keep a third attempt with the same event (webhooks.ts).
  *
  * Measured from arrival times at the receiver, the waits also hold the deployment's queueing and this machine's
  * stalls: at load 17, mean arrival gaps of 5.2, 2.9 and 3.0 s hid scheduled waits of about 0.5, 1 and 2 s, so a
