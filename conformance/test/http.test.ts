@@ -38,7 +38,7 @@ afterAll(async () => {
 describe('HttpClient', () => {
   it('enforces the request budget before sending anything', async () => {
     const budget = new RequestBudget(2)
-    const http = new HttpClient({ baseUrl, token: 'aok_secret_token', budget, timeoutMs: 1000 })
+    const http = new HttpClient({ baseUrl, token: 'aok_secret_token', budget, timeoutMs: 10_000 })
     const before = received
     await http.get('/a')
     await http.withToken('other').get('/b')
