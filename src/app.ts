@@ -45,6 +45,7 @@ export function attachSockets(
     },
     {
       heartbeatMs: config.streamHeartbeatMs,
+      maxReplay: config.streamMaxReplay,
       maxBufferedBytes: config.streamMaxBufferedBytes,
       fallbackPollMs: config.streamFallbackPollMs,
       maxBodyBytes: config.maxBodyBytes,

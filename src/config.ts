@@ -29,6 +29,8 @@ export interface Config {
   runPollMs: number
   /** Stream heartbeat period in ms (ping frame + `heartbeat` message). */
   streamHeartbeatMs: number
+  /** Most messages a stream resume replays per topic; older ones are announced with a `gap` message. */
+  streamMaxReplay: number
   /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008. */
   streamMaxBufferedBytes: number
   /**
@@ -127,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     runConcurrency: intFrom(env.AGENTOPS_RUN_CONCURRENCY, 4, 'AGENTOPS_RUN_CONCURRENCY'),
     runLeaseMs: intFrom(env.AGENTOPS_RUN_LEASE_MS, 15_000, 'AGENTOPS_RUN_LEASE_MS'),
     streamHeartbeatMs: intFrom(env.AGENTOPS_STREAM_HEARTBEAT_MS, 15_000, 'AGENTOPS_STREAM_HEARTBEAT_MS'),
+    streamMaxReplay: intFrom(env.AGENTOPS_STREAM_MAX_REPLAY, 1000, 'AGENTOPS_STREAM_MAX_REPLAY'),
     streamMaxBufferedBytes: intFrom(
       env.AGENTOPS_STREAM_MAX_BUFFERED_BYTES,
       1024 * 1024,
@@ -142,7 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookRetryBaseMs: intFrom(env.AGENTOPS_WEBHOOK_RETRY_BASE_MS, 5_000, 'AGENTOPS_WEBHOOK_RETRY_BASE_MS'),
     webhookMaxAttempts: intFrom(env.AGENTOPS_WEBHOOK_MAX_ATTEMPTS, 8, 'AGENTOPS_WEBHOOK_MAX_ATTEMPTS'),
     webhookConcurrency: intFrom(env.AGENTOPS_WEBHOOK_CONCURRENCY, 16, 'AGENTOPS_WEBHOOK_CONCURRENCY'),
-    webhookPollMs: 1_000,
+    webhookPollMs: intFrom(env.AGENTOPS_WEBHOOK_POLL_MS, 1_000, 'AGENTOPS_WEBHOOK_POLL_MS'),
     runPollMs: 250,
     corsOrigins: parseCorsOrigins(env.AGENTOPS_CORS_ORIGINS),
     metrics: switchFrom(env.AGENTOPS_METRICS, true, 'AGENTOPS_METRICS'),

@@ -6,6 +6,7 @@
 import { createServer, type IncomingHttpHeaders, type Server, STATUS_CODES } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import WebSocket, { WebSocketServer } from 'ws'
+import { closedBeforeAnswer, repeatable } from '../src/http.js'
 
 export type Json = Record<string, unknown>
 
@@ -26,7 +27,13 @@ export interface ProxiedResponse {
 }
 
 export interface MutantContext {
-  tokens: { primary: string; secondWorkspace?: string; expired?: string; narrowScope?: string }
+  tokens: {
+    primary: string
+    secondWorkspace?: string
+    expired?: string
+    narrowScope?: string
+    otherScope?: string
+  }
   /** Sends a request to the deployment directly (for mutants that consult it). */
   upstream(req: ProxiedRequest): Promise<ProxiedResponse>
 }
@@ -72,13 +79,24 @@ const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-l
 
 async function send(base: string, req: ProxiedRequest): Promise<ProxiedResponse> {
   const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP.has(k)))
-  const res = await fetch(`${base}${req.path}`, {
-    method: req.method,
-    headers,
-    ...(req.body !== '' && req.method !== 'GET' && req.method !== 'HEAD' ? { body: req.body } : {}),
-    redirect: 'manual',
-    signal: AbortSignal.timeout(30_000),
-  })
+  const attempt = () =>
+    fetch(`${base}${req.path}`, {
+      method: req.method,
+      headers,
+      ...(req.body !== '' && req.method !== 'GET' && req.method !== 'HEAD' ? { body: req.body } : {}),
+      redirect: 'manual',
+      signal: AbortSignal.timeout(30_000),
+    })
+  let res: Response
+  try {
+    res = await attempt()
+  } catch (err) {
+    // A kept-alive connection the other side closed as the request went out (a starved machine): once more, when
+    // repeating is harmless (an idempotent method, or a POST under an Idempotency-Key), as the suite's client does.
+    const repeat = repeatable(req.method) || headers['idempotency-key'] !== undefined
+    if (!repeat || !closedBeforeAnswer(err as Error)) throw err
+    res = await attempt()
+  }
   const out: Record<string, string> = {}
   res.headers.forEach((v, k) => {
     if (!HOP.has(k) && k !== 'content-encoding') out[k] = v

@@ -14,7 +14,7 @@ import { ALL_CHECKS } from '../src/checks/index.js'
 import { resolveConfig, type SuiteConfig } from '../src/config.js'
 import { Contract } from '../src/contract.js'
 import { WebhookReceiver } from '../src/receiver.js'
-import { startReference } from '../src/reference.js'
+import { REFERENCE_REPLAY_WINDOW, startReference } from '../src/reference.js'
 import { runChecks, selectChecks } from '../src/runner.js'
 import type { CheckResult } from '../src/types.js'
 import { createDialects, type Dialect } from './dialects.js'
@@ -84,6 +84,7 @@ async function main(): Promise<number> {
     c.receiver = { host: '127.0.0.1', port: receiver.port, url: `${proxy.url}${HOOK_PREFIX}/hooks` }
     c.waitMs = 8000
     c.graphqlUrl = `${proxy.url}/v1/graphql`
+    c.stream.replayWindow = REFERENCE_REPLAY_WINDOW
     return c
   }
   const suite = async (checkIds: string[], dialect?: Dialect) => {

@@ -155,6 +155,7 @@ try {
       ['--token', t.primary],
       ['--second-token', t.secondWorkspace],
       ['--narrow-token', t.narrowScope],
+      ['--other-scope-token', t.otherScope],
       ['--limited-token', t.rateLimited],
       ['--limited-peer-token', t.rateLimitedPeer],
       ['--expired-token', t.expired],

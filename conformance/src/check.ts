@@ -11,6 +11,7 @@ export type TokenRole =
   | 'primary'
   | 'secondWorkspace'
   | 'narrowScope'
+  | 'otherScope'
   | 'rateLimited'
   | 'rateLimitedPeer'
   | 'expired'

@@ -18,7 +18,7 @@ import { EMBEDDED_CONTRACT } from './embedded.js'
 import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
 import { receiverAdvice, WebhookReceiver } from './receiver.js'
-import { type ReferenceServer, startReference } from './reference.js'
+import { REFERENCE_REPLAY_WINDOW, type ReferenceServer, startReference } from './reference.js'
 import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
 import { toMarkdown } from './report/markdown.js'
@@ -176,21 +176,26 @@ export async function main(
       )
       return 0
     }
-    let contract: Contract
-    if (config.openapiPath === BUNDLED_CONTRACT && EMBEDDED_CONTRACT !== undefined)
-      contract = Contract.fromText(EMBEDDED_CONTRACT)
-    else if (!existsSync(config.openapiPath))
+    const embedded = config.openapiPath === BUNDLED_CONTRACT && EMBEDDED_CONTRACT !== undefined
+    if (!embedded && !existsSync(config.openapiPath))
       throw new ConfigError(`OpenAPI document not found: ${config.openapiPath} (${settingName('openapi')})`)
-    else contract = Contract.fromFile(config.openapiPath)
-
+    const openapiPath = config.openapiPath
+    const compile = () =>
+      embedded ? Contract.fromText(EMBEDDED_CONTRACT ?? '') : Contract.fromFile(openapiPath)
+    // With --reference, the contract compiles while the reference's keys are issued (a child process).
+    let contract: Contract | undefined
     if (options.reference) {
-      reference = await startReference(io.out)
+      reference = await startReference(io.out, () => {
+        contract = compile()
+      })
       config.baseUrl = reference.baseUrl
       // The reference serves GraphQL at /v1/graphql: declared, so the spec's rules on it are checked (core).
       config.graphqlUrl ??= `${reference.baseUrl}/v1/graphql`
+      config.stream.replayWindow ??= REFERENCE_REPLAY_WINDOW
       config.streamUrl = ''
       config.tokens = { ...reference.tokens }
     }
+    contract ??= compile()
     requireTarget(config)
     await preflight(config)
 

@@ -65,9 +65,11 @@ export interface Declarations {
   /**
    * §4 "The messages a client sends to subscribe to stream topics: not shown". `subscribe` is the JSON message,
    * with the string "{topics}" standing for the array of topic names and "{topic}" for the first one; `topic` is
-   * a connector's topic name with "{connector}" for its id.
+   * a connector's topic name with "{connector}" for its id. `replayWindow`: the most messages a resume replays
+   * per topic (the stream's resume window is not shown either); declared, a profile check resumes from before more
+   * than that and expects the reference profile's `gap` message.
    */
-  stream: { subscribe: unknown; topic: string }
+  stream: { subscribe: unknown; topic: string; replayWindow?: number }
   /** §8 "Burst and sustained headers are present on every response" with "Names ... not shown". */
   rateLimitHeaders?: { burst: WindowHeaders; sustained: WindowHeaders }
   /**
@@ -89,6 +91,8 @@ export interface SuiteConfig extends Declarations {
     primary: string
     secondWorkspace?: string
     narrowScope?: string
+    /** Scopes that exclude the narrow token's: refused where the narrow token is allowed (the 403 it cannot get). */
+    otherScope?: string
     rateLimited?: string
     rateLimitedPeer?: string
     expired?: string
@@ -124,6 +128,7 @@ export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
   primary: { what: 'primary token', flag: 'token' },
   secondWorkspace: { what: 'second-workspace token', flag: 'second-token' },
   narrowScope: { what: 'narrow-scope token', flag: 'narrow-token' },
+  otherScope: { what: 'other-scope token', flag: 'other-scope-token' },
   rateLimited: { what: 'rate-limited token', flag: 'limited-token' },
   rateLimitedPeer: { what: 'rate-limited peer token', flag: 'limited-peer-token' },
   expired: { what: 'expired token', flag: 'expired-token' },
@@ -211,6 +216,13 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'tokens.narrowScope',
     help: 'Token with narrow scopes, refused the --narrow-denied request (403 checks)',
+  },
+  {
+    flag: 'other-scope-token',
+    env: 'OTHER_SCOPE_TOKEN',
+    kind: 'string',
+    file: 'tokens.otherScope',
+    help: "Token whose scopes exclude the narrow token's (e.g. tasks:read only): the 403 of what the narrow token may call",
   },
   {
     flag: 'limited-token',
@@ -427,11 +439,18 @@ function declarations(file: Raw): Declarations {
   if (topic !== undefined && !topic.includes('{connector}'))
     throw new ConfigError('config file stream.topic must contain "{connector}"')
   const approvalPath = text('approval.path', approval.path)
+  const replayWindow = stream.replayWindow
+  if (
+    replayWindow !== undefined &&
+    (typeof replayWindow !== 'number' || !Number.isSafeInteger(replayWindow) || replayWindow < 1)
+  )
+    throw new ConfigError('config file stream.replayWindow must be a positive integer')
   return {
     paging: { ...(cursorField ? { cursorField } : {}), ...(itemsField ? { itemsField } : {}) },
     stream: {
       subscribe: stream.subscribe ?? DEFAULT_DECLARATIONS.stream.subscribe,
       topic: topic ?? DEFAULT_DECLARATIONS.stream.topic,
+      ...(replayWindow !== undefined ? { replayWindow } : {}),
     },
     ...(file.rateLimitHeaders !== undefined
       ? { rateLimitHeaders: { burst: window('burst'), sustained: window('sustained') } }
@@ -575,6 +594,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   for (const [flag, key] of [
     ['second-token', 'secondWorkspace'],
     ['narrow-token', 'narrowScope'],
+    ['other-scope-token', 'otherScope'],
     ['limited-token', 'rateLimited'],
     ['limited-peer-token', 'rateLimitedPeer'],
     ['expired-token', 'expired'],

@@ -90,7 +90,7 @@ const UNPROVOKABLE: Record<string, string> = {
  */
 const GAPS: Record<string, string> = {
   '403':
-    'produced with the narrow-scope token (agents:read only) on every operation that needs another scope; GET /v1/agents and GET /v1/agents/{agent_id} need agents:read, which that token holds (authz.narrow-scope-still-reads relies on it), so they answer it 200 or 404: a second token without agents:read is not provisioned',
+    'produced with the narrow-scope token (agents:read only) on every operation that needs another scope, and on GET /v1/agents and GET /v1/agents/{agent_id}, which it may call, with the other-scope token (--other-scope-token: scopes without agents:read; --reference issues one)',
   '400':
     'produced for bodies, limit=0, over-long path ids and a malformed Last-Event-ID; the reference answers an over-long run id on GET /v1/runs/{run_id}/trace/stream 404 (its SSE route does not apply the contract’s maxLength), which the probe accepts as an id nobody issued',
   '409':
@@ -109,7 +109,7 @@ function collectEnum(contract: Contract, name: string): string[] {
 
 /** Values of the contract's lists no check produces on purpose, and why (the report names them). */
 const LEFT_OUT: Record<string, string> = {
-  gap: 'needs more than the replay window (1000 messages) on one topic: about a second of CPU per run for one message',
+  gap: 'produced only with a declared replay window (stream.replayWindow in the config; --reference runs the reference with a window of 20 and declares it): a resume from before more than the window; at the reference default of 1000 messages it cost about a second of CPU',
 }
 
 function tally(documented: string[], produced: Set<string>): Tally {

@@ -120,9 +120,26 @@ export class HttpClient {
     // A 429 is retried (twice at most) only when the pacer honours its wait: the request was not processed.
     for (let attempt = 0; ; attempt++) {
       await this.pacer?.before(fp)
-      const res = await this.once(method, path, options)
+      const res = await this.onceOrAgain(method, path, options)
       const retry = this.pacer?.after(fp, res.status, res.headers) ?? false
       if (!retry || options.retry429 === false || attempt >= 2) return res
+    }
+  }
+
+  /**
+   * Sends once more, once, a request whose kept-alive connection the deployment closed before any answer (it closed
+   * the idle socket as the request went out: on a starved machine the client's idle timer fires late) when repeating
+   * it is harmless: an idempotent method (RFC 9110 §9.2.2 lets clients retry those automatically) or a POST under an
+   * Idempotency-Key. Both attempts are recorded like any exchange.
+   */
+  private async onceOrAgain(method: string, path: string, options: RequestOptions): Promise<HttpResponse> {
+    try {
+      return await this.once(method, path, options)
+    } catch (err) {
+      const keyed = Object.keys(options.headers ?? {}).some((h) => h.toLowerCase() === 'idempotency-key')
+      if (!(err instanceof TransportError) || !closedBeforeAnswer(err) || !(repeatable(method) || keyed))
+        throw err
+      return this.once(method, path, options)
     }
   }
 
@@ -185,6 +202,16 @@ export class HttpClient {
 }
 
 /** The deployment could not be reached at all (connection refused, DNS, timeout). */
+/** Methods a client may repeat after a connection failure (RFC 9110 §9.2.2, idempotent methods). */
+export const repeatable = (method: string) => ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'].includes(method)
+
+/** A connection the peer closed or reset before answering, as undici reports it. */
+export function closedBeforeAnswer(err: Error & { cause?: unknown }): boolean {
+  const cause = err.cause as (Error & { code?: string }) | undefined
+  const text = `${err.message} ${cause?.message ?? ''} ${cause?.code ?? ''}`
+  return /other side closed|ECONNRESET|socket hang up|UND_ERR_SOCKET/.test(text)
+}
+
 export class TransportError extends Error {
   override name = 'TransportError'
   constructor(

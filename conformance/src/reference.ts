@@ -46,6 +46,13 @@ export function findReference(cwd = process.cwd()): string {
   )
 }
 
+/**
+ * The stream's replay window the reference runs with (its default is 1000 messages per topic): small, so that
+ * resuming from before more than it (the `gap` message, stream.protocol-messages) costs a few records, not a
+ * thousand. Runs against the reference declare it (`stream.replayWindow`).
+ */
+export const REFERENCE_REPLAY_WINDOW = 20
+
 export interface ReferenceServer {
   baseUrl: string
   tokens: SuiteConfig['tokens']
@@ -84,7 +91,7 @@ async function keysCreate(kit: string, databaseUrl: string, args: string[]): Pro
   }
 }
 
-/** The keys the suite asks for, as `agentops keys create` arguments, in the order of `Provisioned`. */
+/** The keys the suite asks for, as `agentops keys create` arguments, in the order startReference reads them back. */
 function keyRequests(): string[][] {
   // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's quota
   // (1,000 an hour, the reference's burst window), which shows the suite pacing itself on the rate-limit headers.
@@ -102,12 +109,16 @@ function keyRequests(): string[][] {
           '--burst-limit',
           '100000',
         ],
+    // Second, so that its one second has passed by the time auth.expired-token-401 sends it (issued last, it was
+    // often still valid then, and the check waited for it to expire).
+    ['--workspace', 'conformance-primary', '--expires-in', '1'],
     ['--workspace', 'conformance-second', '--tier', 'pro'],
     ['--workspace', 'conformance-primary', '--scopes', 'agents:read'],
+    // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call.
+    ['--workspace', 'conformance-primary', '--scopes', 'tasks:read'],
     // The peer joins the small-limit workspace once that exists with its limits (the requests run in order).
     ['--workspace', 'conformance-limited', '--limit-per-hour', '1000', '--burst-limit', '5'],
     ['--workspace', 'conformance-limited'],
-    ['--workspace', 'conformance-primary', '--expires-in', '1'],
   ]
 }
 
@@ -181,7 +192,14 @@ async function issueKeys(
   return tokens
 }
 
-export async function startReference(log: (line: string) => void): Promise<ReferenceServer> {
+/**
+ * `whileIssuing` runs once the key-issuing child process has been spawned, before the suite waits on it: work of
+ * the suite's own (compiling the contract) then overlaps the reference's start instead of preceding it.
+ */
+export async function startReference(
+  log: (line: string) => void,
+  whileIssuing?: () => void,
+): Promise<ReferenceServer> {
   const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-'))
   // AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL runs the reference on another (empty) store, e.g. PostgreSQL.
   const databaseUrl =
@@ -196,6 +214,7 @@ export async function startReference(log: (line: string) => void): Promise<Refer
   })
   const provisioned = issueKeys(kit, databaseUrl, keyRequests(), () => serve())
   try {
+    whileIssuing?.()
     await Promise.race([migrated, provisioned])
   } catch (err) {
     rmSync(dir, { recursive: true, force: true })
@@ -215,11 +234,14 @@ export async function startReference(log: (line: string) => void): Promise<Refer
     ],
     {
       cwd: kit,
-      // Retries after 1 s, 2 s... (full jitter) instead of 5 s, 10 s: the retry checks see three attempts quickly.
+      // Retries after 0.5 s, 1 s... (full jitter) instead of 5 s, 10 s, found by an outbox that looks for due ones
+      // every 250 ms instead of every second: the retry checks see three attempts within about 2 s, not 5.
       // A stream heartbeat every second instead of 15 s: stream.protocol-messages sees one within its wait.
       env: {
-        AGENTOPS_WEBHOOK_RETRY_BASE_MS: '1000',
+        AGENTOPS_WEBHOOK_RETRY_BASE_MS: '500',
+        AGENTOPS_WEBHOOK_POLL_MS: '250',
         AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
+        AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
         ...process.env,
         AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1',
       },
@@ -274,14 +296,23 @@ export async function startReference(log: (line: string) => void): Promise<Refer
   }
   let tokens: SuiteConfig['tokens']
   try {
-    const [primary, secondWorkspace, narrowScope, rateLimited, rateLimitedPeer, expired] = await provisioned
-    tokens = { primary: primary!, secondWorkspace, narrowScope, rateLimited, rateLimitedPeer, expired }
+    const [primary, expired, secondWorkspace, narrowScope, otherScope, rateLimited, rateLimitedPeer] =
+      await provisioned
+    tokens = {
+      primary: primary!,
+      secondWorkspace,
+      narrowScope,
+      otherScope,
+      rateLimited,
+      rateLimitedPeer,
+      expired,
+    }
   } catch (err) {
     await stop()
     throw err
   }
   log(
-    `reference: ${kit} on store ${databaseUrl} serving at ${baseUrl} (pid ${child.pid}) with 6 tokens, ready ${Date.now() - started} ms after start`,
+    `reference: ${kit} on store ${databaseUrl} serving at ${baseUrl} (pid ${child.pid}) with ${Object.keys(tokens).length} tokens, ready ${Date.now() - started} ms after start`,
   )
   return { baseUrl, tokens, stop }
 }

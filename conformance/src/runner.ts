@@ -65,6 +65,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       config.tokens.primary,
       config.tokens.secondWorkspace,
       config.tokens.narrowScope,
+      config.tokens.otherScope,
       config.tokens.rateLimited,
       config.tokens.rateLimitedPeer,
     ]

@@ -22,7 +22,7 @@ export async function waitUntil<T>(
       )
     }
     await sleep(Math.min(delay, Math.max(0, deadline - Date.now())))
-    delay = Math.min(delay * 2, 400)
+    delay = Math.min(delay * 2, 200)
   }
 }
 

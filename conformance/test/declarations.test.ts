@@ -43,6 +43,22 @@ describe('declarations in the config file', () => {
     expect(bad({ rateLimitHeaders: { burst: { remaining: 'a' } } })).toThrow(/reset/)
     expect(bad({ signature: { timestamp: 'iso' } })).toThrow(ConfigError)
     expect(bad({ paging: 'next' })).toThrow(ConfigError)
+    for (const replayWindow of [0, -1, 1.5, '20'])
+      expect(bad({ stream: { replayWindow } })).toThrow(/replayWindow must be a positive integer/)
+  })
+
+  it('keeps a declared replay window beside the default subscribe message', async () => {
+    const { writeFileSync, mkdtempSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const file = join(mkdtempSync(join(tmpdir(), 'conf-decl-')), 'window.json')
+    writeFileSync(file, JSON.stringify({ stream: { replayWindow: 20 } }))
+    const { stream } = resolveConfig(['--config', file], {}).config
+    expect(stream).toEqual({
+      subscribe: { type: 'subscribe', topics: '{topics}' },
+      topic: 'connector:{connector}',
+      replayWindow: 20,
+    })
+    expect(resolveConfig([], {}).config.stream.replayWindow).toBeUndefined()
   })
 })
 

@@ -6,12 +6,20 @@ import { BudgetExceeded, HttpClient, RequestBudget, TransportError } from '../sr
 let server: Server
 let baseUrl: string
 let received = 0
+const dropped = new Set<string>()
 
 beforeAll(async () => {
   server = createServer((req, res) => {
     received++
     if (req.url === '/slow') {
       setTimeout(() => res.end('late'), 2000)
+      return
+    }
+    // Closes the connection without an answer to the first request of each path: a kept-alive socket the server
+    // dropped as the request went out.
+    if (req.url?.startsWith('/drop-once') && !dropped.has(req.url)) {
+      dropped.add(req.url)
+      req.socket.destroy()
       return
     }
     res
@@ -30,7 +38,7 @@ afterAll(async () => {
 describe('HttpClient', () => {
   it('enforces the request budget before sending anything', async () => {
     const budget = new RequestBudget(2)
-    const http = new HttpClient({ baseUrl, token: 'aok_secret_token', budget, timeoutMs: 1000 })
+    const http = new HttpClient({ baseUrl, token: 'aok_secret_token', budget, timeoutMs: 10_000 })
     const before = received
     await http.get('/a')
     await http.withToken('other').get('/b')
@@ -60,6 +68,16 @@ describe('HttpClient', () => {
     expect(seen[0]).not.toContain('secret_token')
     const none = await http.get('/x', { token: null })
     expect(none.body).toEqual({ auth: null })
+  })
+
+  it('sends again, once, what it may repeat when the connection closed before any answer', async () => {
+    const http = new HttpClient({ baseUrl, budget: new RequestBudget(20), timeoutMs: 1000 })
+    expect((await http.get('/drop-once-get')).status).toBe(200)
+    const keyed = await http.post('/drop-once-keyed', {}, { headers: { 'Idempotency-Key': 'k1' } })
+    expect(keyed.status).toBe(200)
+    // A POST without a key may have been processed: it is not repeated.
+    const err = await http.post('/drop-once-plain', {}).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(TransportError)
   })
 
   it('reports an unreachable address as a transport error', async () => {

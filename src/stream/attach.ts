@@ -53,6 +53,8 @@ export interface StreamPorts {
 /** The operator's stream settings (src/config.ts holds their defaults). */
 export interface StreamSettings {
   heartbeatMs: number
+  /** Most messages a resume replays per topic before a `gap` (default MAX_REPLAY, 1000). */
+  maxReplay?: number
   maxBufferedBytes: number
   fallbackPollMs: number
   /** The REST body limit: a socket message may carry a batch this large, plus the JSON around it. */
@@ -93,7 +95,7 @@ export function attachStream(
       heartbeatMs: settings.heartbeatMs,
       maxBufferedBytes: settings.maxBufferedBytes,
       fallbackPollMs: settings.fallbackPollMs,
-      maxReplay: MAX_REPLAY,
+      maxReplay: settings.maxReplay ?? MAX_REPLAY,
       ...(ports.telemetry ? { telemetry: ports.telemetry } : {}),
     },
   )

@@ -72,6 +72,15 @@ export function coverageMutants(): Mutant[] {
       },
     },
     {
+      id: 'resume-past-window-without-gap',
+      description:
+        'A resume from before more than the replay window silently starts at the newest messages: no gap says what was skipped',
+      targets: ['stream.protocol-messages'],
+      // The gap becomes a message the client ignores, as if it had never been sent.
+      streamMessage: (message) =>
+        message.type === 'gap' ? { type: 'heartbeat', ts: new Date().toISOString() } : message,
+    },
+    {
       id: 'overlong-path-id-crashes',
       description:
         'A path id longer than the contract’s maxLength reaches the store, which fails: 500 in plain text',

@@ -1,6 +1,7 @@
 /**
  * Mutants for the contract's documented answers off the happy path (src/checks/surface.ts): a deployment whose
- * framework answers unknown routes itself, and one that lumps a body of the wrong media type in with bad bodies.
+ * framework answers unknown routes itself, one whose agent reads check no scope, and one that lumps a body of the
+ * wrong media type in with bad bodies.
  */
 import { header, type Mutant, pathOnly } from '../proxy.js'
 
@@ -15,6 +16,18 @@ export function surfaceMutants(): Mutant[] {
         if (res.status !== 404 || (path.startsWith('/v1/') && !path.includes('conf-unknown-route')))
           return res
         return { status: 404, headers: { 'content-type': 'text/plain' }, body: '404 Not Found' }
+      },
+    },
+    {
+      id: 'agent-reads-ignore-scope',
+      description:
+        'The agent reads need no agents:read: a token without it reads the agent list and agents (answered as if it held the scope)',
+      targets: ['surface.documented-statuses'],
+      request(req, ctx) {
+        const other = ctx.tokens.otherScope
+        if (req.method !== 'GET' || !pathOnly(req.path).startsWith('/v1/agents')) return req
+        if (!other || header(req, 'authorization') !== `Bearer ${other}`) return req
+        return { ...req, headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.narrowScope}` } }
       },
     },
     {

@@ -50,14 +50,19 @@ function manyTools(ctx: CheckContext): Promise<{ ours: Set<string>; total: numbe
       for (let i = 0; i < missing; i += 10) {
         const batch = Array.from({ length: Math.min(10, missing - i) }, async () => {
           const name = ctx.name('page')
-          const res = await ctx.http.post('/v1/tools', {
-            name,
-            provider: ctx.config.profile.tools.succeed.provider,
-            input_schema: { type: 'object' },
-            output_schema: {},
-            policy_binding: { envelope: 'default', required_scopes: [] },
-            idempotent: true,
-          })
+          // Under a key of its own, so a registration whose connection dropped before the answer can be sent again.
+          const res = await ctx.http.post(
+            '/v1/tools',
+            {
+              name,
+              provider: ctx.config.profile.tools.succeed.provider,
+              input_schema: { type: 'object' },
+              output_schema: {},
+              policy_binding: { envelope: 'default', required_scopes: [] },
+              idempotent: true,
+            },
+            { headers: { 'idempotency-key': `conf-${name}` } },
+          )
           expectStatus(res, [200, 201], 'registering a tool for the pagination checks')
           const id = toolId(res.body)
           if (!id) fail(`no tool id in ${short(res.body)}`)
