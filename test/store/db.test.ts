@@ -225,8 +225,9 @@ describe.each(backends())('Db on $name', (backend) => {
     const second = d
       .transaction((tx) => new EventRepo(tx).append(d.dialect, event('evt_second')))
       .then(() => committed.push('evt_second'))
-    // SQLite serialises whole transactions, so the second waits; on PostgreSQL it commits while the first is open.
-    await Promise.race([second, new Promise((r) => setTimeout(r, 100))])
+    // SQLite serialises whole transactions, so the second waits for the first; on PostgreSQL the first's append holds
+    // no lock until its COMMIT, so the second commits while the first is open (waited for: a lock would hang it).
+    if (d.dialect !== 'sqlite') await second
     held.release()
     await Promise.all([first, second])
     expect(committed).toEqual(
