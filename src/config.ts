@@ -25,6 +25,8 @@ export interface Config {
   webhookConcurrency: number
   /** How often the webhook outbox looks for due retries, in ms. */
   webhookPollMs: number
+  /** How often the run scheduler looks for claimable runs without a wake-up, in ms. */
+  runPollMs: number
   /** Stream heartbeat period in ms (ping frame + `heartbeat` message). */
   streamHeartbeatMs: number
   /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008. */
@@ -141,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookMaxAttempts: intFrom(env.AGENTOPS_WEBHOOK_MAX_ATTEMPTS, 8, 'AGENTOPS_WEBHOOK_MAX_ATTEMPTS'),
     webhookConcurrency: intFrom(env.AGENTOPS_WEBHOOK_CONCURRENCY, 16, 'AGENTOPS_WEBHOOK_CONCURRENCY'),
     webhookPollMs: 1_000,
+    runPollMs: 250,
     corsOrigins: parseCorsOrigins(env.AGENTOPS_CORS_ORIGINS),
     metrics: switchFrom(env.AGENTOPS_METRICS, true, 'AGENTOPS_METRICS'),
     ...(env.AGENTOPS_METRICS_TOKEN ? { metricsToken: env.AGENTOPS_METRICS_TOKEN } : {}),

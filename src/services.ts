@@ -100,7 +100,7 @@ export function createDomain(deps: DomainDeps): Domain {
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
     leaseMs: Math.max(100, config.runLeaseMs),
-    pollMs: 250,
+    pollMs: config.runPollMs,
     leases,
   })
   // A run started inside a unit of work (a keyed POST) is claimable once the unit committed, and the scheduler's
@@ -120,7 +120,7 @@ export function createDomain(deps: DomainDeps): Domain {
       outbound,
       timeoutMs: Math.max(1, config.webhookTimeoutMs),
       retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
-      concurrency: config.webhookConcurrency,
+      concurrency: Math.max(1, config.webhookConcurrency),
       pollMs: config.webhookPollMs,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
       leases,

@@ -21,3 +21,10 @@ export type DeliveryPageBody = Schemas['DeliveryPage']
 export type RecordPageBody = Schemas['RecordPage']
 export type RunPageBody = Schemas['RunPage']
 export type TracePageBody = Schemas['TracePage']
+
+/** The kinds of message /v1/stream (and a GraphQL subscription) sends, and those a client sends (`x-websockets`). */
+export type StreamServerKind = Schemas['StreamServerMessage']['type']
+export type StreamClientKind = Schemas['StreamClientMessage']['type']
+
+/** A message of /v1/stream: its kind is one the contract lists; its other fields are the kind's own. */
+export type StreamServerMessage = { type: StreamServerKind } & Record<string, unknown>

@@ -10,6 +10,7 @@
  * shared pages can neither lose nor repeat anything, and each subscriber still sees strictly increasing seqs.
  */
 import type { Change, ChangeFeed } from '../domain/changes.js'
+import type { StreamServerMessage } from './contract-types.js'
 import { caughtUp, type StreamItem, type TopicSource } from './topic-sources.js'
 import type { Topic } from './topics.js'
 
@@ -19,7 +20,7 @@ export class SharedItem implements StreamItem {
 
   constructor(
     readonly seq: number,
-    readonly message: Record<string, unknown>,
+    readonly message: StreamServerMessage,
   ) {}
 
   get json(): string {

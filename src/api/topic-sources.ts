@@ -2,11 +2,12 @@ import { toRfc3339 } from '../domain/clock.js'
 import type { EventLog } from '../domain/events/log.js'
 import type { EventRow } from '../domain/events/types.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
+import type { StreamServerMessage } from './contract-types.js'
 
 /** One data message of a topic, with the per-topic sequence number it is delivered under. */
 export interface StreamItem {
   seq: number
-  message: Record<string, unknown>
+  message: StreamServerMessage
 }
 
 /** Most messages replayed per topic on a `since` resume (stream and GraphQL subscriptions); older ones are a gap. */
@@ -70,10 +71,12 @@ export function connectorSource(
     },
     async read(after, limit) {
       const { rows: records, more } = await ingestion.recordsAfter(workspaceId, connectorId, after, limit)
-      const items = records.map((record) => ({
-        seq: record.seq,
-        message: { type: 'record', topic, seq: record.seq, record },
-      }))
+      const items = records.map(
+        (record): StreamItem => ({
+          seq: record.seq,
+          message: { type: 'record', topic, seq: record.seq, record },
+        }),
+      )
       return { items, scannedTo: records.at(-1)?.seq ?? after, more }
     },
   }
@@ -118,10 +121,12 @@ export function runsSource(events: RunEventReader, workspaceId: string): TopicSo
       const rows = await events.readWorkspace(workspaceId, after, limit)
       const items = rows
         .filter((r) => isRunEvent(r.kind))
-        .map((r) => ({
-          seq: r.seq,
-          message: { type: 'event', topic: 'runs', seq: r.seq, event: presentEvent(r) },
-        }))
+        .map(
+          (r): StreamItem => ({
+            seq: r.seq,
+            message: { type: 'event', topic: 'runs', seq: r.seq, event: presentEvent(r) },
+          }),
+        )
       return { items, scannedTo: rows.at(-1)?.seq ?? after, more: rows.length >= limit }
     },
   }

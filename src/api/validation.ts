@@ -16,7 +16,7 @@ const LOCATION: Record<string, string> = { json: 'body', query: 'query', param: 
  */
 export function validationHook(
   result: { success: true } | { success: false; error: { issues: readonly Issue[] }; target?: string },
-  _c: Context,
+  _c?: Context,
 ): void {
   if (result.success) return
   const location = LOCATION[result.target ?? 'json'] ?? result.target ?? 'body'

@@ -1,35 +1,24 @@
 import DataLoader from 'dataloader'
 import type { AuthContext } from '../api/caller.js'
 import type { AgentView } from '../domain/agents/service.js'
-import type { Services } from '../services.js'
+import type { GraphqlPorts, LoaderPorts } from './ports.js'
 
-/** The services resolvers and subscriptions call: the ones REST's routes use, and the stream's topic feeds. */
-export type GraphqlServices = Pick<
-  Services,
-  'agents' | 'runs' | 'tasks' | 'tools' | 'webhooks' | 'ingestion' | 'events' | 'topicFeeds'
->
-
-/** Everything a resolver may use: the caller, the services REST uses, and per-request batch loaders. */
+/** Everything a resolver may use: the caller, the ports GraphQL calls, and per-request batch loaders. */
 export interface GraphqlContext {
-  services: GraphqlServices
+  ports: GraphqlPorts
   auth: AuthContext
   requestId: string
   /** Agents by id, loaded together per tick: a page of runs with their agents costs a constant number of queries. */
   agents: DataLoader<string, AgentView | null>
 }
 
-export function createContext(
-  services: GraphqlServices,
-  auth: AuthContext,
-  requestId: string,
-): GraphqlContext {
-  return {
-    services,
-    auth,
-    requestId,
-    agents: new DataLoader(async (ids) => {
-      const found = await services.agents.getMany(auth.workspaceId, ids)
-      return ids.map((id) => found.get(id) ?? null)
-    }),
-  }
+export function createContext(ports: GraphqlPorts, auth: AuthContext, requestId: string): GraphqlContext {
+  return { ports, auth, requestId, agents: agentLoader(ports, auth.workspaceId) }
+}
+
+function agentLoader(ports: LoaderPorts, workspaceId: string): DataLoader<string, AgentView | null> {
+  return new DataLoader(async (ids) => {
+    const found = await ports.agents.getMany(workspaceId, ids)
+    return ids.map((id) => found.get(id) ?? null)
+  })
 }

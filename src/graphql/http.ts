@@ -1,10 +1,13 @@
 import { execute, type GraphQLError } from 'graphql'
 import type { Context, Hono } from 'hono'
+import { getV1GraphqlRoute, postV1GraphqlRoute } from '../../generated/routes.js'
 import type { AppEnv } from '../api/context.js'
 import { GRAPHQL_PATH, SCHEMA_PATH } from '../api/paths.js'
+import { checkInput, routeInput } from '../api/route-input.js'
 import { ApiError } from '../domain/errors.js'
-import { createContext, type GraphqlServices } from './context.js'
+import { createContext } from './context.js'
 import { formatError } from './errors.js'
+import type { GraphqlPorts } from './ports.js'
 import { prepare } from './prepare.js'
 import { graphqlSchema, printedSchema } from './schema.js'
 
@@ -14,9 +17,9 @@ interface GraphqlRequest {
   operationName: string | null
 }
 
-function badRequest(message: string, field: string): ApiError {
+function badRequest(message: string, field: string, location: 'query' | 'body'): ApiError {
   return new ApiError('invalid_request', message, {
-    issues: [{ location: 'body', path: field, message }],
+    issues: [{ location, path: field, message }],
     fields: [field],
   })
 }
@@ -25,47 +28,53 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-/** The GraphQL-over-HTTP request, from a JSON body (POST) or the query string (GET); anything else is 400. */
+/** GET's `variables`: JSON text in the query string, decoded to the object POST would carry. */
+function variablesFromQuery(text: string | undefined): Record<string, unknown> | null {
+  if (text === undefined || text === '') return null
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw badRequest('variables must be a JSON object', 'variables', 'query')
+  }
+  if (parsed !== null && !isObject(parsed))
+    throw badRequest('variables must be a JSON object', 'variables', 'query')
+  return parsed
+}
+
+/**
+ * The GraphQL-over-HTTP request: GET's query parameters or POST's JSON body, each checked against its contract
+ * operation (`getGraphql`, `postGraphql`) as a typed route's would be; anything else is 400 with the envelope.
+ */
 async function readRequest(c: Context<AppEnv>): Promise<GraphqlRequest> {
-  let raw: Record<string, unknown>
+  let request: { query: string; variables?: Record<string, unknown> | null; operationName?: string | null }
   if (c.req.method === 'GET') {
-    const q = c.req.query()
-    let variables: unknown = null
-    if (q.variables !== undefined && q.variables !== '') {
-      try {
-        variables = JSON.parse(q.variables)
-      } catch {
-        throw badRequest('variables must be a JSON object', 'variables')
-      }
-    }
-    raw = { query: q.query, variables, operationName: q.operationName ?? null }
+    const { query } = routeInput(c, getV1GraphqlRoute)
+    request = { ...query, variables: variablesFromQuery(query.variables) }
   } else {
+    routeInput(c, postV1GraphqlRoute)
     let parsed: unknown
     try {
       parsed = await c.req.json()
     } catch {
-      throw badRequest('The body must be a JSON object with a "query" string', 'query')
+      throw badRequest('The body must be a JSON object with a "query" string', 'query', 'body')
     }
-    if (!isObject(parsed)) throw badRequest('The body must be a JSON object with a "query" string', 'query')
-    raw = parsed
+    if (!isObject(parsed))
+      throw badRequest('The body must be a JSON object with a "query" string', 'query', 'body')
+    request = checkInput('json', postV1GraphqlRoute.request.body.content['application/json'].schema, parsed)
   }
-  if (typeof raw.query !== 'string' || raw.query.trim() === '') {
-    throw badRequest('query must be a non-empty GraphQL document', 'query')
-  }
-  if (raw.variables !== undefined && raw.variables !== null && !isObject(raw.variables)) {
-    throw badRequest('variables must be a JSON object', 'variables')
-  }
-  if (
-    raw.operationName !== undefined &&
-    raw.operationName !== null &&
-    typeof raw.operationName !== 'string'
-  ) {
-    throw badRequest('operationName must be a string', 'operationName')
+  // The contract asks for one character at least; a document of white space only is no request either.
+  if (request.query.trim() === '') {
+    throw badRequest(
+      'query must be a non-empty GraphQL document',
+      'query',
+      c.req.method === 'GET' ? 'query' : 'body',
+    )
   }
   return {
-    query: raw.query,
-    variables: (raw.variables as Record<string, unknown> | null | undefined) ?? {},
-    operationName: (raw.operationName as string | null | undefined) ?? null,
+    query: request.query,
+    variables: request.variables ?? {},
+    operationName: request.operationName ?? null,
   }
 }
 
@@ -74,7 +83,7 @@ async function readRequest(c: Context<AppEnv>): Promise<GraphqlRequest> {
  * is only: read the request (400 with the envelope when it is not a GraphQL request), execute, and render errors with
  * the envelope's fields.
  */
-export function registerGraphqlRoutes(app: Hono<AppEnv>, services: GraphqlServices): void {
+export function registerGraphqlRoutes(app: Hono<AppEnv>, ports: GraphqlPorts): void {
   const handle = async (c: Context<AppEnv>) => {
     const request = await readRequest(c)
     const requestId = c.get('requestId')
@@ -106,7 +115,7 @@ export function registerGraphqlRoutes(app: Hono<AppEnv>, services: GraphqlServic
       document: prepared.document,
       operationName: request.operationName,
       variableValues: request.variables,
-      contextValue: createContext(services, c.get('auth'), requestId),
+      contextValue: createContext(ports, c.get('auth'), requestId),
     })
     // No `data` at all: the variables did not fit their types, so nothing executed (the `errors` say why).
     const body: Record<string, unknown> = result.data === undefined ? {} : { data: result.data }

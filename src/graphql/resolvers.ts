@@ -36,7 +36,8 @@ import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
 import type { CreateWebhookInput } from '../domain/webhooks/service.js'
-import type { GraphqlContext, GraphqlServices } from './context.js'
+import type { GraphqlContext } from './context.js'
+import type { ResolverPorts } from './ports.js'
 import { connectorRecords, runEvents } from './subscriptions.js'
 import { body, params, type RouteWithParams } from './validate.js'
 
@@ -77,11 +78,11 @@ const byId = <V>(
   operation: ScopedOperation,
   route: RouteWithParams,
   key: string,
-  service: (services: GraphqlServices) => { get(workspaceId: string, id: string): Promise<V> },
+  service: (ports: ResolverPorts) => { get(workspaceId: string, id: string): Promise<V> },
   present: (view: V) => unknown,
 ): Resolver =>
   scoped(operation, async (ctx, auth, args) =>
-    present(await service(ctx.services).get(auth.workspaceId, pathId(route, key, args.id))),
+    present(await service(ctx.ports).get(auth.workspaceId, pathId(route, key, args.id))),
   )
 
 const loadAgent = async (ctx: GraphqlContext, id: unknown) => {
@@ -93,7 +94,7 @@ const loadAgent = async (ctx: GraphqlContext, id: unknown) => {
 const control = (action: ControlAction): Resolver =>
   scoped(`${action}Run`, async (ctx, auth, args) => {
     const runId = pathId(getV1RunsRunIdRoute, 'run_id', args.id)
-    return presentRun(await ctx.services.runs.control(auth.workspaceId, runId, action, auth.identity))
+    return presentRun(await ctx.ports.runs.control(auth.workspaceId, runId, action, auth.identity))
   })
 
 export const resolvers: Record<string, Record<string, Resolver>> = {
@@ -101,16 +102,16 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     run: byId('getRun', getV1RunsRunIdRoute, 'run_id', (s) => s.runs, presentRun),
     agent: byId('getAgent', getV1AgentsAgentIdRoute, 'agent_id', (s) => s.agents, presentAgent),
     agents: scoped('listAgents', (ctx, auth, args) =>
-      agentsPage(ctx.services.agents, auth.workspaceId, page(args)),
+      agentsPage(ctx.ports.agents, auth.workspaceId, page(args)),
     ),
     task: byId('getTask', getV1TasksTaskIdRoute, 'task_id', (s) => s.tasks, presentTask),
     tool: byId('getTool', getV1ToolsToolIdRoute, 'tool_id', (s) => s.tools, presentTool),
     tools: scoped('listTools', (ctx, auth, args) =>
-      toolsPage(ctx.services.tools, auth.workspaceId, args.include_retired === true, page(args)),
+      toolsPage(ctx.ports.tools, auth.workspaceId, args.include_retired === true, page(args)),
     ),
     webhook: byId('getWebhook', getV1WebhooksWebhookIdRoute, 'webhook_id', (s) => s.webhooks, presentWebhook),
     webhooks: scoped('listWebhooks', (ctx, auth, args) =>
-      webhooksPage(ctx.services.webhooks, auth.workspaceId, page(args)),
+      webhooksPage(ctx.ports.webhooks, auth.workspaceId, page(args)),
     ),
     records: scoped('listConnectorRecords', (ctx, auth, args) => {
       const connectorId = pathId(
@@ -118,19 +119,19 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
         'connector_id',
         args.connector_id,
       )
-      return recordsPage(ctx.services.ingestion, auth.workspaceId, connectorId, page(args))
+      return recordsPage(ctx.ports.ingestion, auth.workspaceId, connectorId, page(args))
     }),
   },
 
   Run: {
     agent: (run, _a, ctx) => loadAgent(ctx, run.agent_id),
     trace: scoped('getRunTrace', (ctx, auth, args, run) =>
-      tracePage(ctx.services.runs, auth.workspaceId, String(run.run_id), page(args)),
+      tracePage(ctx.ports.runs, auth.workspaceId, String(run.run_id), page(args)),
     ),
   },
   Agent: {
     runs: scoped('listAgentRuns', (ctx, auth, args, agent) =>
-      runsOfAgentPage(ctx.services.runs, auth.workspaceId, String(agent.agent_id), page(args)),
+      runsOfAgentPage(ctx.ports.runs, auth.workspaceId, String(agent.agent_id), page(args)),
     ),
   },
   Task: {
@@ -138,7 +139,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     run: scoped('getRun', (ctx, auth, _args, task) => {
       const runId = task.run_id
       if (typeof runId !== 'string') return null
-      return orNull(async () => presentRun(await ctx.services.runs.get(auth.workspaceId, runId)))
+      return orNull(async () => presentRun(await ctx.ports.runs.get(auth.workspaceId, runId)))
     }),
   },
   StreamServerMessage: {
@@ -147,32 +148,32 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
   },
   Webhook: {
     deliveries: scoped('listWebhookDeliveries', (ctx, auth, args, webhook) =>
-      deliveriesPage(ctx.services.webhooks, auth.workspaceId, String(webhook.webhook_id), page(args)),
+      deliveriesPage(ctx.ports.webhooks, auth.workspaceId, String(webhook.webhook_id), page(args)),
     ),
   },
 
   Mutation: {
     createAgent: scoped('createAgent', async (ctx, auth, args) => {
       const input = body<CreateAgentInput>(postV1AgentsRoute, args.input as Args)
-      return presentAgent(await ctx.services.agents.create(auth.workspaceId, input))
+      return presentAgent(await ctx.ports.agents.create(auth.workspaceId, input))
     }),
     assignTask: scoped('assignTask', async (ctx, auth, args) => {
       const agentId = pathId(postV1AgentsAgentIdTasksRoute, 'agent_id', args.agent_id)
       const input = body<AssignTaskInput>(postV1AgentsAgentIdTasksRoute, args.input as Args)
-      return presentTask(await ctx.services.tasks.assign(auth.workspaceId, agentId, input, callerOf(auth)))
+      return presentTask(await ctx.ports.tasks.assign(auth.workspaceId, agentId, input, callerOf(auth)))
     }),
     registerTool: scoped('registerTool', async (ctx, auth, args) => {
       const input = body<RegisterToolInput>(postV1ToolsRoute, args.input as Args)
-      return presentTool(await ctx.services.tools.register(auth.workspaceId, input))
+      return presentTool(await ctx.ports.tools.register(auth.workspaceId, input))
     }),
     retireTool: scoped('retireTool', async (ctx, auth, args) => {
       const toolId = pathId(deleteV1ToolsToolIdRoute, 'tool_id', args.id)
-      return presentTool(await ctx.services.tools.retire(auth.workspaceId, toolId))
+      return presentTool(await ctx.ports.tools.retire(auth.workspaceId, toolId))
     }),
     startRun: scoped('startRun', async (ctx, auth, args) => {
       const agentId = pathId(postV1AgentsAgentIdRunsRoute, 'agent_id', args.agent_id)
       const input = body<StartRunInput>(postV1AgentsAgentIdRunsRoute, args.input as Args)
-      return presentRun(await ctx.services.runs.start(auth.workspaceId, agentId, input, callerOf(auth)))
+      return presentRun(await ctx.ports.runs.start(auth.workspaceId, agentId, input, callerOf(auth)))
     }),
     pauseRun: control('pause'),
     resumeRun: control('resume'),
@@ -187,14 +188,14 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
         route,
         args.input as Args,
       )
-      const runs = ctx.services.runs
+      const runs = ctx.ports.runs
       return presentRun(
         await runs.decide(auth.workspaceId, run_id, step_id, decision, auth.identity, comment),
       )
     }),
     createWebhook: scoped('createWebhook', async (ctx, auth, args) => {
       const input = body<CreateWebhookInput>(postV1WebhooksRoute, args.input as Args)
-      return presentWebhook(await ctx.services.webhooks.create(auth.workspaceId, input))
+      return presentWebhook(await ctx.ports.webhooks.create(auth.workspaceId, input))
     }),
   },
 }

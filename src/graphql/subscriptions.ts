@@ -6,11 +6,12 @@
  */
 
 import { assertScope } from '../api/scopes.js'
-import type { FeedMember, FeedPage, SharedTopic, TopicFeeds } from '../api/topic-feeds.js'
+import type { FeedMember, FeedPage, SharedTopic } from '../api/topic-feeds.js'
 import { caughtUp, connectorSource, MAX_REPLAY, runsSource, type TopicSource } from '../api/topic-sources.js'
 import { parseTopic, type Topic } from '../api/topics.js'
 import { ApiError } from '../domain/errors.js'
 import type { GraphqlContext } from './context.js'
+import type { SubscriptionPorts } from './ports.js'
 
 const READ_PAGE = 200
 type Message = Record<string, unknown>
@@ -32,8 +33,8 @@ export function runEvents(_p: unknown, args: Record<string, unknown>, ctx: Graph
   assertScope(ctx.auth, topic.scope)
   const since = sinceArg(args.since)
   const workspaceId = ctx.auth.workspaceId
-  return follow(ctx.services.topicFeeds, workspaceId, topic, since, () =>
-    runsSource(ctx.services.events, workspaceId),
+  return follow(ctx.ports.topicFeeds, workspaceId, topic, since, () =>
+    runsSource(ctx.ports.events, workspaceId),
   )
 }
 
@@ -49,13 +50,13 @@ export function connectorRecords(_p: unknown, args: Record<string, unknown>, ctx
   assertScope(ctx.auth, topic.scope)
   const since = sinceArg(args.since)
   const workspaceId = ctx.auth.workspaceId
-  return follow(ctx.services.topicFeeds, workspaceId, topic, since, () =>
-    connectorSource(ctx.services.ingestion, workspaceId, topic.connectorId, name),
+  return follow(ctx.ports.topicFeeds, workspaceId, topic, since, () =>
+    connectorSource(ctx.ports.ingestion, workspaceId, topic.connectorId, name),
   )
 }
 
 function follow(
-  feeds: TopicFeeds,
+  feeds: SubscriptionPorts['topicFeeds'],
   workspaceId: string,
   topic: Topic,
   since: number | undefined,

@@ -1,5 +1,5 @@
 import type { ZodType } from 'zod'
-import { validationHook } from '../api/validation.js'
+import { checkInput } from '../api/route-input.js'
 
 interface RouteWithBody {
   request: { body: { content: { 'application/json': { schema: ZodType } } } }
@@ -18,16 +18,10 @@ function dropNulls(value: Record<string, unknown> | null | undefined): Record<st
  * invalid_request detail, so GraphQL and REST accept exactly the same bodies.
  */
 export function body<T>(route: RouteWithBody, input: Record<string, unknown> | null | undefined): T {
-  const result = route.request.body.content['application/json'].schema.safeParse(dropNulls(input))
-  if (!result.success)
-    validationHook({ success: false, error: result.error, target: 'json' }, undefined as never)
-  return result.data as T
+  return checkInput('json', route.request.body.content['application/json'].schema, dropNulls(input)) as T
 }
 
 /** Path parameters (ids) are checked by the REST operation's schema too: an overlong id is 400 on both surfaces. */
 export function params<T>(route: RouteWithParams, values: Record<string, unknown>): T {
-  const result = route.request.params.safeParse(values)
-  if (!result.success)
-    validationHook({ success: false, error: result.error, target: 'param' }, undefined as never)
-  return result.data as T
+  return checkInput('param', route.request.params, values) as T
 }

@@ -22,8 +22,9 @@ import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
 import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
 import type { LimitsService } from '../domain/limits/service.js'
-import { createContext, type GraphqlServices } from './context.js'
+import { createContext } from './context.js'
 import { formatError } from './errors.js'
+import type { GraphqlPorts } from './ports.js'
 import { prepare } from './prepare.js'
 import { graphqlSchema } from './schema.js'
 
@@ -34,8 +35,8 @@ export interface GraphqlWsPorts {
   keys: Pick<KeyService, 'verifyRequest' | 'watch'>
   /** Every subscribe counts against the workspace's rate limit, like a REST request. */
   limits: Pick<LimitsService, 'consume'>
-  /** What resolvers and subscriptions read: the same services as GraphQL over HTTP. */
-  resolvers: GraphqlServices
+  /** What resolvers and subscriptions call: the same ports as GraphQL over HTTP. */
+  resolvers: GraphqlPorts
   /** Absent: nothing is measured. */
   telemetry?: Pick<SocketTelemetry, 'messageSent' | 'readFrom'>
 }

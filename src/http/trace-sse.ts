@@ -14,7 +14,10 @@ export interface TraceSource {
   changed(ms: number, signal: AbortSignal): Promise<void>
 }
 
-export function traceSource(runs: RunService, workspaceId: string, runId: string): TraceSource {
+/** What the SSE trace reads of a run: its frames, and a wake-up when it changes in this process. */
+export type TraceRunPorts = Pick<RunService, 'frames' | 'onChange'>
+
+export function traceSource(runs: TraceRunPorts, workspaceId: string, runId: string): TraceSource {
   return {
     read: (after, limit) => runs.frames(workspaceId, runId, after, limit),
     changed: (ms, signal) => waitForRunChange(runs, runId, ms, signal),
@@ -22,7 +25,12 @@ export function traceSource(runs: RunService, workspaceId: string, runId: string
 }
 
 /** The one place the SSE loop waits: for this run's next change in this process, or the poll interval. */
-function waitForRunChange(runs: RunService, runId: string, ms: number, signal: AbortSignal): Promise<void> {
+function waitForRunChange(
+  runs: Pick<RunService, 'onChange'>,
+  runId: string,
+  ms: number,
+  signal: AbortSignal,
+): Promise<void> {
   if (signal.aborted) return Promise.resolve()
   return new Promise<void>((resolve) => {
     const done = () => {

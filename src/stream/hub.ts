@@ -1,3 +1,4 @@
+import type { StreamServerMessage } from '../api/contract-types.js'
 import { internalError } from '../api/errors.js'
 import { missingScope } from '../api/scopes.js'
 import type { SocketTelemetry } from '../api/socket-telemetry.js'
@@ -359,7 +360,7 @@ export class StreamConnection {
     this.drop(sub)
   }
 
-  private send(message: Record<string, unknown>): boolean {
+  private send(message: StreamServerMessage): boolean {
     return this.sendText(JSON.stringify(message))
   }
 

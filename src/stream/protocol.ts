@@ -1,3 +1,4 @@
+import type { StreamClientKind } from '../api/contract-types.js'
 import { isConnectorId } from '../domain/ingestion/validation.js'
 import { findUnstorableText, unstorableReason } from '../domain/text.js'
 
@@ -6,10 +7,13 @@ import { findUnstorableText, unstorableReason } from '../domain/text.js'
  * checked by hand here so every malformed one gets a precise `invalid_request` error and the socket stays open.
  */
 export type ClientMessage =
-  | { type: 'subscribe'; topics: string[]; since: Record<string, number> }
-  | { type: 'unsubscribe'; topics: string[] }
-  | { type: 'ping' }
-  | { type: 'ingest'; connectorId: string; records: unknown[]; ref: string | undefined }
+  | Kind<'subscribe', { topics: string[]; since: Record<string, number> }>
+  | Kind<'unsubscribe', { topics: string[] }>
+  | Kind<'ping', unknown>
+  | Kind<'ingest', { connectorId: string; records: unknown[]; ref: string | undefined }>
+
+/** A client message of one kind: the kind must be one the contract lists (`StreamClientMessage.type`). */
+type Kind<K extends StreamClientKind, Fields> = { type: K } & Fields
 
 export const MAX_TOPICS_PER_MESSAGE = 100
 export const MAX_TOPIC_LENGTH = 256

@@ -99,6 +99,42 @@ function wholeServices(text: string): number[] {
   return lines.filter((n, i, all) => all.indexOf(n) === i)
 }
 
+/** Lines of code only: imports, comment lines and trailing `//` comments say nothing about what a module takes. */
+function codeLines(text: string): [number, string][] {
+  return text.split('\n').flatMap((line, i): [number, string][] => {
+    const code = line.replace(/\s\/\/.*$/, '')
+    if (/^\s*(import\b|\*|\/\*|\/\/)/.test(code)) return []
+    return [[i + 1, code]]
+  })
+}
+
+/**
+ * Where a file takes a domain service whole (`RunService`: every method, its workers and caches) rather than a
+ * `Pick` of the methods it calls. Transports and the surface layer name a service only inside `Pick<…>`.
+ */
+function wholeDomainServices(text: string): number[] {
+  const lines: number[] = []
+  for (const [n, line] of codeLines(text)) {
+    for (const m of line.matchAll(/\b[A-Z][A-Za-z]*Service\b/g)) {
+      const before = line.slice(0, m.index).trimEnd()
+      const after = line.slice(m.index + m[0].length)
+      if (/Pick<$/.test(before) || (before === '' && /^,\s*$/.test(after))) continue
+      lines.push(n)
+    }
+  }
+  return lines.filter((n, i, all) => all.indexOf(n) === i)
+}
+
+/** Where a file names the composition root's `Services` at all, even a `Pick` of it (whole services again). */
+function anyServices(text: string): number[] {
+  return codeLines(text).flatMap(([n, line]) => (/\bServices\b/.test(line) ? [n] : []))
+}
+
+/** Files of the given layers under src/. */
+function filesOf(...layers: string[]): string[] {
+  return sourceFiles(SRC).filter((file) => layers.includes(layerOf(file) ?? ''))
+}
+
 describe('the layers of src/', () => {
   it('imports only along the allowed graph', () => {
     expect(violations()).toEqual([])
@@ -111,6 +147,37 @@ describe('the layers of src/', () => {
         wholeServices(readFileSync(file, 'utf8')).map((line) => `${relative(ROOT, file)}:${line}`),
       )
     expect(found).toEqual([])
+  })
+
+  it('gives transports and the surface layer only Picks of domain services', () => {
+    const found = filesOf('http', 'graphql', 'stream', 'api').flatMap((file) =>
+      wholeDomainServices(readFileSync(file, 'utf8')).map((line) => `${relative(ROOT, file)}:${line}`),
+    )
+    expect(found).toEqual([])
+  })
+
+  it('gives GraphQL resolvers and the stream their own ports, never Services or a Pick of it', () => {
+    const found = filesOf('graphql', 'stream').flatMap((file) =>
+      anyServices(readFileSync(file, 'utf8')).map((line) => `${relative(ROOT, file)}:${line}`),
+    )
+    expect(found).toEqual([])
+  })
+
+  it('tells a whole domain service from a Pick of its methods', () => {
+    const text = [
+      "import type { RunService } from '../domain/runs/service.js'",
+      "export type A = { runs: Pick<RunService, 'get'> }",
+      'type B = Pick<',
+      '  WebhookService,',
+      "  'create' | 'list'",
+      '>',
+      ' * A comment may name RunService.frames.',
+      'export function c(runs: RunService) {}',
+      "type D = { agents: AgentService } // not Pick<AgentService, 'get'>",
+      "export function e(ports: Pick<Services, 'runs'>) {}",
+    ].join('\n')
+    expect(wholeDomainServices(text)).toEqual([8, 9])
+    expect(anyServices(text)).toEqual([10])
   })
 
   it('tells a whole Services from a Pick of it', () => {

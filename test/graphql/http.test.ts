@@ -436,6 +436,30 @@ describe('bad input is a clear error, never a 500', () => {
     expect(sub.body.error.message).toContain('graphql-ws')
     const badVars = await t.request('GET', `/v1/graphql?query=${q}&variables=%7Bnope`, { token })
     expect(badVars.status).toBe(400)
+    expect(badVars.body.error.detail.issues).toEqual([
+      { location: 'query', path: 'variables', message: 'variables must be a JSON object' },
+    ])
+  })
+
+  it("checks GET's query parameters and POST's body against the contract's getGraphql and postGraphql", async () => {
+    const q = encodeURIComponent('{ agents { next_cursor } }')
+    for (const [field, url] of [
+      ['query', '/v1/graphql'],
+      ['operationName', `/v1/graphql?query=${q}&operationName=${'o'.repeat(201)}`],
+    ] as const) {
+      const res = await t.request('GET', url, { token })
+      expect(res.status, field).toBe(400)
+      expect(res.body.error.code).toBe('invalid_request')
+      expect(res.body.error.detail.fields).toEqual([field])
+      expect(res.body.error.detail.issues[0].location).toBe('query')
+    }
+    const long = await t.request('POST', '/v1/graphql', {
+      token,
+      body: { query: '{ agents { next_cursor } }', operationName: 'o'.repeat(201) },
+    })
+    expect(long.status).toBe(400)
+    expect(long.body.error.detail).toMatchObject({ fields: ['operationName'] })
+    expect(long.body.error.detail.issues[0].location).toBe('body')
   })
 })
 

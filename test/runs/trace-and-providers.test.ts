@@ -165,17 +165,38 @@ describe('trace streaming and the HTTP provider', () => {
     expect(tail).toEqual(paged.slice(4))
   })
 
-  it('answers a run id the contract refuses with 400 on the stream paths, as on the paging path', async () => {
-    const tooLong = `run_${'x'.repeat(80)}`
-    for (const [path, accept] of [
-      [`/v1/runs/${tooLong}/trace/stream`, 'text/event-stream'],
-      [`/v1/runs/${tooLong}/trace`, 'text/event-stream'],
-      [`/v1/runs/${tooLong}/trace`, 'application/json'],
+  it('answers input the contract refuses with 400 on the stream paths, the same error as the paging path', async () => {
+    const errorOf = (body: { error: Record<string, unknown> }) => {
+      const { request_id: _id, ...error } = body.error
+      return error
+    }
+    const wellFormed = 'run_00000000000000000000000000'
+    for (const [field, run, query] of [
+      ['run_id', `run_${'x'.repeat(80)}`, ''],
+      ['cursor', wellFormed, `?cursor=${'c'.repeat(513)}`],
     ] as const) {
-      const res = await t.request('GET', path, { token, headers: { accept } })
-      expect(res.status, path).toBe(400)
+      const paged = await t.request('GET', `/v1/runs/${run}/trace${query}`, { token })
+      expect(paged.status, field).toBe(400)
+      expect(paged.body.error).toMatchObject({ code: 'invalid_request', detail: { fields: [field] } })
+      for (const [path, accept] of [
+        [`/v1/runs/${run}/trace/stream${query}`, 'text/event-stream'],
+        [`/v1/runs/${run}/trace${query}`, 'text/event-stream'],
+      ] as const) {
+        const res = await t.request('GET', path, { token, headers: { accept } })
+        expect(res.status, path).toBe(400)
+        expect(errorOf(res.body), path).toEqual(errorOf(paged.body))
+      }
+    }
+    // Last-Event-ID is the stream operation's own header: digits (at most 32) in the contract, and a seq here.
+    for (const lastEventId of ['abc', '1'.repeat(33), '9'.repeat(17)]) {
+      const res = await t.request('GET', `/v1/runs/${wellFormed}/trace/stream`, {
+        token,
+        headers: { accept: 'text/event-stream', 'last-event-id': lastEventId },
+      })
+      expect(res.status, lastEventId).toBe(400)
       expect(res.body.error.code).toBe('invalid_request')
-      expect(res.body.error.detail.fields).toEqual(['run_id'])
+      expect(res.body.error.detail.fields).toEqual(['Last-Event-ID'])
+      expect(res.body.error.detail.issues[0].location).toBe('header')
     }
     // A well-formed id of no run is still 404.
     const missing = await t.request('GET', '/v1/runs/run_00000000000000000000000000/trace/stream', { token })

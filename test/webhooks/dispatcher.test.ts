@@ -209,15 +209,21 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
   it('keeps one slow receiver from delaying another subscription', async () => {
     const slow = await startReceiver('hang')
     try {
-      // The slow receiver never answers within this run; the fast one must not wait for its time-out.
-      await reconfigure({ timeoutMs: 10_000 })
-      await h.webhooks.create('ws_a', { url: slow.url, events: ['agent.created'], secret: SECRET })
+      // The slow receiver never answers within this run; the fast one must not wait for its time-out. Proven by
+      // order, not by a clock: all five reach the fast receiver while the slow one's attempt is still in flight
+      // (no attempt recorded). A dispatcher that waited for the time-out would time out waitFor first.
+      await reconfigure({ timeoutMs: 25_000 })
+      const slowSub = await h.webhooks.create('ws_a', {
+        url: slow.url,
+        events: ['agent.created'],
+        secret: SECRET,
+      })
       await h.webhooks.create('ws_a', { url: receiver.url, events: ['agent.created'], secret: SECRET })
       h.webhooks.dispatcher.start()
-      const started = Date.now()
       for (let i = 0; i < 5; i++) await h.append('ws_a', 'agent.created', { agent_id: `agt_${i}` })
-      await receiver.waitFor(5, 4_000)
-      expect(Date.now() - started).toBeLessThan(4_000)
+      await receiver.waitFor(5, 20_000)
+      const slowRows = (await h.webhooks.listDeliveries('ws_a', slowSub.id, 0, 10)).rows
+      expect(slowRows.every((row) => row.attempts === 0)).toBe(true)
       // The slow one got exactly one attempt in flight (per-subscription concurrency of one).
       expect(slow.received).toHaveLength(1)
     } finally {

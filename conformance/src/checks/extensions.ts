@@ -54,8 +54,16 @@ function documentProbes(ctx: CheckContext): Probe[] {
   ]
 }
 
+interface HookWithDelivery {
+  id: string
+  deliveryId: string
+  /** The event the delivery carries: other checks create agents meanwhile, so this hook gets their events too. */
+  eventId: unknown
+  tag: string
+}
+
 /** A subscription of its own with one delivery in its log, so redelivery and rotation touch nothing shared. */
-async function hookWithDelivery(ctx: CheckContext): Promise<{ id: string; deliveryId: string; tag: string }> {
+async function hookWithDelivery(ctx: CheckContext): Promise<HookWithDelivery> {
   const tag = ctx.name('ext-hook')
   const res = await ctx.http.post('/v1/webhooks', {
     url: `${receiverUrl(ctx)}/${tag}`,
@@ -69,14 +77,17 @@ async function hookWithDelivery(ctx: CheckContext): Promise<{ id: string; delive
   await ctx.fx.newAgent()
   await ctx.receiver!.waitFor((d) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`), ctx.config.waitMs)
   let deliveryId: unknown
+  let eventId: unknown
   for (let i = 0; i < 20 && deliveryId === undefined; i++) {
     const log = await ctx.http.get(`/v1/webhooks/${id}/deliveries`)
     expectStatus(log, 200, 'GET /v1/webhooks/{id}/deliveries')
-    deliveryId = obj(pageItems(log.body)?.[0]).delivery_id
+    const first = obj(pageItems(log.body)?.[0])
+    deliveryId = first.delivery_id
+    eventId = first.event_id
     if (deliveryId === undefined) await new Promise((r) => setTimeout(r, 100))
   }
   assert(typeof deliveryId === 'string', `the delivery log of ${id} lists no delivery with a delivery_id`)
-  return { id, deliveryId, tag }
+  return { id, deliveryId, eventId, tag }
 }
 
 /**
@@ -84,23 +95,23 @@ async function hookWithDelivery(ctx: CheckContext): Promise<{ id: string; delive
  * refuses it (409 invalid_state) rather than run two attempts of one delivery at once. Whichever attempt is in
  * progress when the first request comes (this one's or the previous probe's), the second request meets one.
  */
-async function redeliverDuringAttempt(
-  ctx: CheckContext,
-  hook: { id: string; deliveryId: string; tag: string },
-): Promise<HttpResponse> {
+async function redeliverDuringAttempt(ctx: CheckContext, hook: HookWithDelivery): Promise<HttpResponse> {
   const path = `/v1/webhooks/${hook.id}/deliveries/${hook.deliveryId}/redeliver`
   const since = Date.now()
   let release: () => void = () => undefined
   const released = new Promise<void>((resolve) => {
     release = resolve
   })
-  const toHook = (p: string) => (p.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
-  ctx.receiver!.holdNext((_body, p) => toHook(p), released)
+  // An attempt of this delivery: another agent's agent.created reaching the hook meanwhile is no attempt of it.
+  const ofDelivery = (body: Record<string, unknown> | undefined, p: string) =>
+    (p.split('?')[0] ?? '').endsWith(`/${hook.tag}`) &&
+    (hook.eventId === undefined || body?.id === hook.eventId)
+  ctx.receiver!.holdNext(ofDelivery, released)
   try {
     const first = await ctx.http.post(path)
     if (first.status !== 202) return first
     const attempt = await ctx.receiver!.waitFor(
-      (d) => toHook(d.path) && d.receivedAt >= since,
+      (d) => ofDelivery(d.body, d.path) && d.receivedAt >= since,
       ctx.config.waitMs,
     )
     if (!attempt)

@@ -53,7 +53,7 @@ export class WebhookService {
     this.dispatcher = new WebhookDispatcher(db, webhooks, deliveries, clock, events, {
       retry: { capMs: RETRY_CAP_MS, ...settings.retry },
       timeoutMs: settings.timeoutMs,
-      concurrency: Math.max(1, settings.concurrency),
+      concurrency: settings.concurrency,
       pollMs: settings.pollMs,
       outbound: settings.outbound,
       ...(settings.random ? { random: settings.random } : {}),

@@ -12,12 +12,16 @@ import type { AppEnv } from '../../api/context.js'
 import { agentsPage } from '../../api/pages.js'
 import { presentAgent, presentTask } from '../../api/presenters.js'
 import { requireScopeOf } from '../../api/scopes.js'
-import type { Services } from '../../services.js'
+import type { AgentService } from '../../domain/agents/service.js'
+import type { TaskService } from '../../domain/tasks/service.js'
 
-export function registerAgentRoutes(
-  app: OpenAPIHono<AppEnv>,
-  services: Pick<Services, 'agents' | 'tasks'>,
-): void {
+/** What the agent and task routes call. */
+export interface AgentRoutePorts {
+  agents: Pick<AgentService, 'create' | 'list' | 'get' | 'delete'>
+  tasks: Pick<TaskService, 'assign' | 'get'>
+}
+
+export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: AgentRoutePorts): void {
   app.openapi(postV1AgentsRoute, async (c) => {
     const auth = requireScopeOf(c, 'createAgent')
     const agent = await services.agents.create(auth.workspaceId, c.req.valid('json'))

@@ -9,10 +9,17 @@ import type { AppEnv } from '../../api/context.js'
 import { recordsPage } from '../../api/pages.js'
 import { requireScopeOf } from '../../api/scopes.js'
 import { ApiError, unauthenticated } from '../../domain/errors.js'
-import { checkBatchSize } from '../../domain/ingestion/service.js'
+import { checkBatchSize, type IngestionService } from '../../domain/ingestion/service.js'
+import type { KeyService } from '../../domain/keys/service.js'
 import type { Services } from '../../services.js'
 
 const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
+
+/** What the ingest routes call: the batch and the records, the stream's key check, the ingest metrics. */
+export interface IngestRoutePorts extends Pick<Services, 'metrics'> {
+  ingestion: Pick<IngestionService, 'ingest' | 'list'>
+  keys: Pick<KeyService, 'verifyRequest'>
+}
 
 /**
  * A batch over the record limit is 413 payload_too_large (like an oversized body), not the 400 the schema's
@@ -32,10 +39,7 @@ const batchSizeGuard = createMiddleware<AppEnv>(async (c, next) => {
   return next()
 })
 
-export function registerIngestRoutes(
-  app: OpenAPIHono<AppEnv>,
-  services: Pick<Services, 'ingestion' | 'keys' | 'metrics'>,
-): void {
+export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: IngestRoutePorts): void {
   app.use(INGEST_PATH, batchSizeGuard)
 
   app.openapi(postV1GridConnectorsConnectorIdIngestRoute, async (c) => {

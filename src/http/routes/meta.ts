@@ -7,8 +7,8 @@ import { parse } from 'yaml'
 import { getHealthzRoute, getOpenapiJsonRoute } from '../../../generated/routes.js'
 import type { AppEnv } from '../../api/context.js'
 import { ApiError } from '../../domain/errors.js'
+import type { Db } from '../../domain/ports.js'
 import { PACKAGE_ROOT } from '../../package-root.js'
-import type { Services } from '../../services.js'
 import { ORIGIN_VARY, requestOrigin } from '../request-origin.js'
 
 export const CONTRACT_PATH = join(PACKAGE_ROOT, 'openapi/agent-operations.yaml')
@@ -20,7 +20,10 @@ export function loadContract(): Record<string, unknown> {
 }
 
 /** Public endpoints: health, the contract itself, and its interactive reference. */
-export function registerMetaRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'db'>): void {
+export function registerMetaRoutes(
+  app: OpenAPIHono<AppEnv>,
+  services: { db: Pick<Db, 'one' | 'dialect'> },
+): void {
   app.openapi(getHealthzRoute, async (c) => {
     try {
       await services.db.one('SELECT 1 AS ok')

@@ -16,19 +16,24 @@ import { callerOf } from '../../api/caller.js'
 import type { AppEnv } from '../../api/context.js'
 import { runsOfAgentPage, tracePage } from '../../api/pages.js'
 import { presentFrame, presentRun, traceList } from '../../api/presenters.js'
+import { routeInput } from '../../api/route-input.js'
 import { requireScopeOf } from '../../api/scopes.js'
-import { validationHook } from '../../api/validation.js'
 import { ApiError } from '../../domain/errors.js'
 import { decodeCursor } from '../../domain/pagination.js'
-import type { ControlAction } from '../../domain/runs/service.js'
-import type { Services } from '../../services.js'
+import type { ControlAction, RunService } from '../../domain/runs/service.js'
 import { jsonAnswer } from '../json.js'
-import { traceSource, writeTrace } from '../trace-sse.js'
+import { type TraceRunPorts, traceSource, writeTrace } from '../trace-sse.js'
 
 const TRACE_PATH = '/v1/runs/:run_id/trace'
 const TRACE_STREAM_PATH = '/v1/runs/:run_id/trace/stream'
 
-export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'runs'>): void {
+/** What the run routes call; the SSE trace also waits on the run's changes (`TraceRunPorts`). */
+export interface RunRoutePorts {
+  runs: Pick<RunService, 'start' | 'listByAgent' | 'get' | 'control' | 'decide' | 'find' | 'frames'> &
+    TraceRunPorts
+}
+
+export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: RunRoutePorts): void {
   app.openapi(postV1AgentsAgentIdRunsRoute, async (c) => {
     const auth = requireScopeOf(c, 'startRun')
     const { agent_id } = c.req.valid('param')
@@ -84,12 +89,11 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Servi
   // `text/event-stream` (what earlier versions of the contract documented), answered ahead of the JSON-only route.
   // Neither is a typed route: a stream is not a JSON body.
   const openTraceStream = async (c: Context<AppEnv>) => {
+    // Not a typed route: its input is checked against the contract's operation here, as a typed route's would be.
+    const { param, query, header } = routeInput(c, getV1RunsRunIdTraceStreamRoute)
     const auth = requireScopeOf(c, 'streamRunTrace')
-    // Not a typed route, so its path is checked here against the contract's parameter (a 400 like every other).
-    const params = getV1RunsRunIdTraceStreamRoute.request.params.safeParse({ run_id: c.req.param('run_id') })
-    if (!params.success) validationHook({ success: false, error: params.error, target: 'param' }, c)
-    const runId = params.data?.run_id ?? ''
-    const after = resumeAfter(auth.workspaceId, runId, c.req.query('cursor'), c.req.header('last-event-id'))
+    const runId = param.run_id
+    const after = resumeAfter(auth.workspaceId, runId, query.cursor, header['Last-Event-ID'])
     await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
     const source = traceSource(services.runs, auth.workspaceId, runId)
     return streamSSE(c, (stream) => writeTrace(stream, source, after, presentFrame))
@@ -114,14 +118,16 @@ function resumeAfter(
   cursor: string | undefined,
   lastEventId: string | undefined,
 ): number {
-  // Last-Event-ID is the frame seq of this run's own trace (no other tenant's figure): it stays a plain number.
+  // Last-Event-ID is the frame seq of this run's own trace (no other tenant's figure): it stays a plain number. The
+  // contract allows digits only; a figure past any seq (beyond 2^53) is refused rather than rounded.
   if (lastEventId === undefined || lastEventId === '')
     return decodeCursor(workspaceId, traceList(runId), cursor)
-  if (!/^\d{1,15}$/.test(lastEventId)) {
+  const seq = Number(lastEventId)
+  if (!Number.isSafeInteger(seq)) {
     throw new ApiError('invalid_request', 'Last-Event-ID must be a frame seq', {
-      issues: [{ path: 'Last-Event-ID', message: 'must be a non-negative integer' }],
+      issues: [{ location: 'header', path: 'Last-Event-ID', message: 'must be a non-negative integer' }],
       fields: ['Last-Event-ID'],
     })
   }
-  return Number(lastEventId)
+  return seq
 }

@@ -9,9 +9,14 @@ import type { AppEnv } from '../../api/context.js'
 import { toolsPage } from '../../api/pages.js'
 import { presentTool } from '../../api/presenters.js'
 import { requireScopeOf } from '../../api/scopes.js'
-import type { Services } from '../../services.js'
+import type { ToolService } from '../../domain/tools/service.js'
 
-export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: Pick<Services, 'tools'>): void {
+/** What the tool routes call. */
+export interface ToolRoutePorts {
+  tools: Pick<ToolService, 'register' | 'list' | 'get' | 'retire'>
+}
+
+export function registerToolRoutes(app: OpenAPIHono<AppEnv>, services: ToolRoutePorts): void {
   app.openapi(postV1ToolsRoute, async (c) => {
     const auth = requireScopeOf(c, 'registerTool')
     const tool = await services.tools.register(auth.workspaceId, c.req.valid('json'))

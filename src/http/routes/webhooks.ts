@@ -14,10 +14,15 @@ import { presentDelivery, presentWebhook } from '../../api/presenters.js'
 import { requireScopeOf } from '../../api/scopes.js'
 import type { WebhookService } from '../../domain/webhooks/service.js'
 
-export function registerWebhookRoutes(
-  app: OpenAPIHono<AppEnv>,
-  services: { webhooks: WebhookService },
-): void {
+/** What the webhook routes call. */
+export interface WebhookRoutePorts {
+  webhooks: Pick<
+    WebhookService,
+    'create' | 'list' | 'get' | 'delete' | 'rotateSecret' | 'listDeliveries' | 'redeliver'
+  >
+}
+
+export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, services: WebhookRoutePorts): void {
   const webhooks = services.webhooks
 
   app.openapi(postV1WebhooksRoute, async (c) => {
