@@ -62,7 +62,8 @@ const agent = (name: string) => ({
   createdAt: now,
   updatedAt: now,
 })
-const seeded = await repo.insert(agent('seed'))
+const seeded = agent('seed')
+await repo.insert(seeded)
 for (let i = 0; i < 60; i++) {
   await db.run(
     `INSERT INTO runs (id, workspace_id, agent_id, task_id, status, paused_from, mode, trace_level, inputs, envelope,

@@ -1,9 +1,11 @@
+import type { ListedAgentView } from '../domain/agents/service.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
 import { encodeCursor, type Page, pageRequest, type Slice, toPage } from '../domain/pagination.js'
 import type { RunService } from '../domain/runs/service.js'
 import type { ToolService } from '../domain/tools/service.js'
 import type { WebhookService } from '../domain/webhooks/service.js'
 import type {
+  AgentBody,
   DeliveryPageBody,
   RecordPageBody,
   RunPageBody,
@@ -51,7 +53,7 @@ function workspaceList<R extends { seq: number }, T>(list: string, present: (row
     listPage(workspaceId, list, query, (after, limit) => service.list(workspaceId, after, limit), present)
 }
 
-export const agentsPage = workspaceList('agents', presentAgent)
+export const agentsPage = workspaceList<ListedAgentView, AgentBody>('agents', presentAgent)
 
 /** Active tools, or all of them with `includeRetired`: two lists, so paging cannot switch filters halfway. */
 export function toolsPage(

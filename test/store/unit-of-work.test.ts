@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Socket } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { systemClock } from '../../src/domain/clock.js'
 import { createServices, type Services } from '../../src/services.js'
@@ -130,8 +131,9 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
   let db: Db
   let services: Services
   let other: Db
+  let url: string
   beforeAll(async () => {
-    const url = await backend.freshUrl()
+    url = await backend.freshUrl()
     db = await openDb(url)
     await migrate(db)
     services = createServices({
@@ -165,5 +167,43 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
     })
     expect(outcome).toEqual({ kind: 'replay', fingerprint: 'fp', response })
     expect(await db.query("SELECT id FROM agents WHERE name = 'loser'")).toEqual([])
+  })
+
+  it('is two round trips for a create: BEGIN with the claim, then the insert, its event and the answer with the COMMIT', async () => {
+    const ws = await services.keys.issue({ workspace: 'uow-trips' })
+    const create = (key: string) =>
+      services.limits.once(ws.workspace_id, key, 'fp', async () => {
+        await services.agents.create(ws.workspace_id, { name: key, behavior: 'autonomous' })
+        return { response: { status: 201, headers: {}, body: '{}' }, failed: false }
+      })
+    // Once first, so the connection is open and has its statements prepared (postgres.js describes a statement the
+    // first time a connection sends it: a round trip more).
+    await create('trips-warm-up')
+    await services.changes.flush()
+    // Socket writes to PostgreSQL: postgres.js writes what a connection was handed in one turn together, so a
+    // statement that waited for its answer before the next was sent shows as a write of its own.
+    const port = Number(new URL(url).port)
+    const spy = vi.spyOn(Socket.prototype, 'write')
+    const writes = () => spy.mock.contexts.filter((s) => s instanceof Socket && s.remotePort === port).length
+    let beforeWork = -1
+    let duringWork = -1
+    try {
+      const outcome = await services.limits.once(ws.workspace_id, 'trips', 'fp', async () => {
+        beforeWork = writes()
+        await services.agents.create(ws.workspace_id, { name: 'two-trips', behavior: 'autonomous' })
+        duringWork = writes() - beforeWork
+        return { response: { status: 201, headers: {}, body: '{}' }, failed: false }
+      })
+      expect(outcome).toEqual({ kind: 'answered' })
+    } finally {
+      spy.mockRestore()
+    }
+    expect({ beforeWork, duringWork }).toEqual({ beforeWork: 1, duringWork: 0 })
+    expect(await other.query("SELECT name FROM agents WHERE name = 'two-trips'")).toEqual([
+      { name: 'two-trips' },
+    ])
+    expect(await other.one('SELECT state FROM idempotency_keys WHERE idem_key = $1', ['trips'])).toEqual({
+      state: 'done',
+    })
   })
 })

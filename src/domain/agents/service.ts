@@ -5,9 +5,15 @@ import type { Slice } from '../pagination.js'
 import type { AgentRepository, Db, EventsPort, RunRepository, RunsPort } from '../ports.js'
 import type { AgentRecord, Behavior } from './types.js'
 
-export interface AgentView extends AgentRecord {
+/** An agent as the API shows it. */
+export interface AgentView extends Omit<AgentRecord, 'seq'> {
   status: 'idle' | 'running'
   activeRuns: number
+}
+
+/** A stored agent's view with its place in the workspace's creation order (the list's cursor). */
+export interface ListedAgentView extends AgentView {
+  seq: number
 }
 
 export interface CreateAgentInput {
@@ -30,27 +36,30 @@ export class AgentService {
 
   async create(workspaceId: string, input: CreateAgentInput): Promise<AgentView> {
     const now = this.clock.now()
-    const agent = await this.db.transaction(async (tx) => {
-      const created = await this.repo.in(tx).insert({
-        id: newId('agt', now),
-        workspaceId,
-        name: input.name,
-        behavior: input.behavior,
-        capabilities: input.capabilities ?? [],
-        policyEnvelope: input.policy_envelope ?? 'default',
-        createdAt: now,
-        updatedAt: now,
-      })
+    const agent: AgentView = {
+      id: newId('agt', now),
+      workspaceId,
+      name: input.name,
+      behavior: input.behavior,
+      capabilities: input.capabilities ?? [],
+      policyEnvelope: input.policy_envelope ?? 'default',
+      createdAt: now,
+      updatedAt: now,
+      status: 'idle',
+      activeRuns: 0,
+    }
+    // Nothing is read back: on PostgreSQL the insert and its event go out with the COMMIT.
+    await this.db.transaction(async (tx) => {
+      await this.repo.in(tx).insert(agent)
       await this.events.append(tx, {
         workspaceId,
         kind: 'agent.created',
-        subjectId: created.id,
-        data: { agent_id: created.id, name: created.name, status: 'idle' },
+        subjectId: agent.id,
+        data: { agent_id: agent.id, name: agent.name, status: 'idle' },
       })
-      return created
     })
     this.events.notify()
-    return viewOf(agent, 0)
+    return agent
   }
 
   async get(workspaceId: string, id: string): Promise<AgentView> {
@@ -67,7 +76,7 @@ export class AgentService {
     return new Map(agents.map((a) => [a.id, a]))
   }
 
-  async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<AgentView>> {
+  async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<ListedAgentView>> {
     const { rows, more } = await this.repo.list(workspaceId, afterSeq, limit)
     return { rows: await this.withStatus(workspaceId, rows), more }
   }
@@ -95,7 +104,7 @@ export class AgentService {
   }
 
   /** One count query for the whole page, however many agents it holds. */
-  private async withStatus(workspaceId: string, agents: AgentRecord[]): Promise<AgentView[]> {
+  private async withStatus(workspaceId: string, agents: AgentRecord[]): Promise<ListedAgentView[]> {
     const active = await this.runRecords.countActiveByAgents(
       workspaceId,
       agents.map((a) => a.id),
@@ -105,7 +114,7 @@ export class AgentService {
 }
 
 /** Field by field: on Node 20 a spread followed by more properties takes V8's slow path (see rate-limit.ts). */
-function viewOf(agent: AgentRecord, activeRuns: number): AgentView {
+function viewOf(agent: AgentRecord, activeRuns: number): ListedAgentView {
   return {
     seq: agent.seq,
     id: agent.id,

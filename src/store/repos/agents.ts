@@ -1,7 +1,7 @@
 import type { AgentRecord, Behavior } from '../../domain/agents/types.js'
 import type { Slice } from '../../domain/pagination.js'
 import type { AgentRepository } from '../../domain/ports.js'
-import { fromJson, type Queryable, toJson } from '../db.js'
+import { commitTailOf, fromJson, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 
 interface AgentRow extends Record<string, unknown> {
@@ -30,6 +30,10 @@ function toAgent(row: AgentRow): AgentRecord {
   }
 }
 
+const INSERT = `INSERT INTO agents (id, workspace_id, name, behavior, capabilities, policy_envelope, created_at,
+    updated_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+
 export class AgentRepo implements AgentRepository {
   constructor(private readonly db: Queryable) {}
 
@@ -38,22 +42,21 @@ export class AgentRepo implements AgentRepository {
     return new AgentRepo(tx)
   }
 
-  async insert(a: Omit<AgentRecord, 'seq'>): Promise<AgentRecord> {
-    const row = await this.db.one<AgentRow>(
-      `INSERT INTO agents (id, workspace_id, name, behavior, capabilities, policy_envelope, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
-      [
-        a.id,
-        a.workspaceId,
-        a.name,
-        a.behavior,
-        toJson(a.capabilities),
-        a.policyEnvelope,
-        a.createdAt,
-        a.updatedAt,
-      ],
-    )
-    return toAgent(row!)
+  async insert(a: Omit<AgentRecord, 'seq'>): Promise<void> {
+    const params = [
+      a.id,
+      a.workspaceId,
+      a.name,
+      a.behavior,
+      toJson(a.capabilities),
+      a.policyEnvelope,
+      a.createdAt,
+      a.updatedAt,
+    ]
+    // On PostgreSQL it goes out with the COMMIT, with the event that announces it (no round trip of its own).
+    const tail = commitTailOf(this.db)
+    if (tail) tail.atCommit(INSERT, params)
+    else await this.db.run(INSERT, params)
   }
 
   /** Only live agents of the workspace: a deleted or foreign agent is indistinguishable from a missing one. */

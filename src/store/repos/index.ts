@@ -32,7 +32,7 @@ export function createRepositories(db: Db): Repositories {
         : new CachedRunRepo(new RunRepo(db, 'postgres', hot), 'versioned', () => db.inUnitOfWork()),
     events: new EventRepo(db),
     records: new RecordRepo(db, db.dialect),
-    webhooks: new WebhookRepo(db),
+    webhooks: new WebhookRepo(db, hot),
     deliveries: new DeliveryRepo(db),
     // A key's claim is its request's unit of work (src/domain/limits/service.ts); only answers are rows.
     idempotency: new IdempotencyRepo(db, db.dialect),

@@ -41,7 +41,15 @@ function toWebhook(r: RawWebhook): WebhookRecord {
 
 /** Subscriptions; every read is workspace-scoped except the fan-out's, which is by workspace list. */
 export class WebhookRepo implements WebhookRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    /**
+     * Where the fan-out's look for any subscription goes, a lock-free read made after every commit that appends
+     * events: the hot path (pipelined on PostgreSQL, sharing a write with the change notification), not a
+     * connection of the pool of its own.
+     */
+    private readonly reads: Queryable = db,
+  ) {}
 
   /** The same repository inside a transaction that spans several repositories. */
   in(tx: Queryable): WebhookRepo {
@@ -98,7 +106,7 @@ export class WebhookRepo implements WebhookRepository {
 
   /** The smallest `after_event_seq` of any active subscription, or null when there is none. */
   async minAfterSeq(): Promise<number | null> {
-    const row = await this.db.one<{ m: number | string | null }>(
+    const row = await this.reads.one<{ m: number | string | null }>(
       "SELECT MIN(after_event_seq) AS m FROM webhooks WHERE deleted_at IS NULL AND status = 'active'",
     )
     return row?.m === null || row?.m === undefined ? null : Number(row.m)
