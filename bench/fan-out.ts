@@ -12,12 +12,13 @@
  * 100 ms apart, so the subscribers are idle when each starts. p50/p99/max are over every delivery of every round.
  * Loopback only; every loop and wait is bounded. --profile writes a V8 CPU profile of each server process into <dir>.
  */
-import { readFileSync } from 'node:fs'
+
 import { cpus, loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import WebSocket from 'ws'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { cpuSeconds } from './support/proc-cpu.js'
 import { startServerChild } from './support/server-child.js'
 
 const args = process.argv.slice(2)
@@ -98,17 +99,6 @@ async function ingestOne(target: TargetInfo, seq: number): Promise<void> {
   await res.arrayBuffer()
 }
 
-/** CPU milliseconds a process has used so far (Linux /proc, 10 ms ticks; NaN elsewhere). */
-function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-    // utime and stime are fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10
-  } catch {
-    return Number.NaN
-  }
-}
-
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number
 }
@@ -154,7 +144,7 @@ async function measureStore(store: string, target: TargetInfo, pid: number | und
         await done
         if (round === -1) {
           latencies.length = 0
-          cpuBefore = cpuMs(pid)
+          cpuBefore = cpuSeconds(pid) * 1000
         }
         await new Promise((r) => setTimeout(r, PAUSE_MS))
       }
@@ -166,7 +156,7 @@ async function measureStore(store: string, target: TargetInfo, pid: number | und
         p50: percentile(sorted, 50),
         p99: percentile(sorted, 99),
         max: sorted.at(-1) ?? Number.NaN,
-        cpuMs: (cpuMs(pid) - cpuBefore) / ROUNDS,
+        cpuMs: (cpuSeconds(pid) * 1000 - cpuBefore) / ROUNDS,
       })
     }
   } finally {

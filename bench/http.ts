@@ -18,9 +18,9 @@
  * Figures: req/s, p50/p99 per route and target; the target ratios; ingest throughput (500-record batches from
  * 4 concurrent clients); webhook delivery latency (the committing request's answer to the receiver's first byte).
  */
+
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
@@ -29,6 +29,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { cpuSeconds } from './support/proc-cpu.js'
 import { startServerChild, stopServerChildren } from './support/server-child.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -130,17 +131,6 @@ async function startPrism(quiet: boolean): Promise<Target> {
 }
 
 type Request = autocannon.Request
-
-/** CPU seconds a process has used so far (Linux /proc; NaN elsewhere). */
-function cpuSeconds(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-    // utime and stime are fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return Number.NaN
-  }
-}
 
 async function load(t: Target, label: string, requests: Request[], seconds = duration): Promise<Figure> {
   const run = (d: number) =>

@@ -21,6 +21,7 @@ import autocannon from 'autocannon'
 import postgres from 'postgres'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { cpuSeconds } from './support/proc-cpu.js'
 import { ROOT, startServerChild, stopServerChild } from './support/server-child.js'
 
 const args = process.argv.slice(2)
@@ -42,15 +43,6 @@ interface Side {
   pid: number
   database: string
   countFile: string
-}
-
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return 0
-  }
 }
 
 async function main(): Promise<void> {
@@ -92,7 +84,8 @@ async function main(): Promise<void> {
       const rows = await admin<
         { pid: number }[]
       >`SELECT pid FROM pg_stat_activity WHERE datname = ${s.database}`
-      return rows.reduce((sum, r) => sum + cpuSeconds(r.pid), 0)
+      // A backend that ended meanwhile counts as nothing.
+      return rows.reduce((sum, r) => sum + (cpuSeconds(r.pid) || 0), 0)
     }
     const counts = async (s: Side): Promise<{ writes: number; syncs: number }> => {
       rmSync(s.countFile, { force: true })
