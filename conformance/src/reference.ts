@@ -124,7 +124,7 @@ function keyRequests(): string[][] {
 
 /**
  * Issues every key in ONE child process that runs the kit's own CLI entry (`agentops keys create ...`) once per key,
- * instead of one process per key: each process pays Node's and tsx's start and the store's opening, which on a busy
+ * instead of one process per key: each process pays Node's start and the store's opening, which on a busy
  * 2-core machine was most of the reference's start. `onFirst` fires once the first key exists (the store is
  * migrated), so the server can start while the others are issued. Falls back to a process per key when the kit has
  * no such entry module.
@@ -135,7 +135,11 @@ async function issueKeys(
   requests: string[][],
   onFirst: () => void,
 ): Promise<string[]> {
-  const entry = join(kit, 'src', 'cli', 'main.ts')
+  // The compiled CLI the server itself runs (bin/agentops.mjs runs dist/); a checkout without a build falls back to
+  // the TypeScript source through tsx, which compiles the CLI's modules on every start.
+  const compiled = join(kit, 'dist', 'src', 'cli', 'main.js')
+  const source = join(kit, 'src', 'cli', 'main.ts')
+  const entry = existsSync(compiled) ? compiled : source
   const args = requests.map((r) => ['keys', 'create', ...r, '--json', '--database-url', databaseUrl])
   if (!existsSync(entry)) {
     const first = await keysCreate(kit, databaseUrl, requests[0] ?? [])
@@ -145,8 +149,7 @@ async function issueKeys(
     return [first, ...rest]
   }
   const script = [
-    "import { register } from 'tsx/esm/api'",
-    'register()',
+    ...(entry === source ? ["import { register } from 'tsx/esm/api'", 'register()'] : []),
     'const { main } = await import(process.argv[1])',
     'for (const args of JSON.parse(process.argv[2])) {',
     '  const code = await main(args)',
@@ -248,8 +251,13 @@ export async function startReference(
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   )
-  // A failed provisioning must not leave the server running.
-  provisioned.catch(() => child.kill('SIGTERM'))
+  // A failed provisioning must not leave the server running, and is the reason the start failed: the wait below
+  // reports it instead of waiting out its deadline for a server it killed.
+  let provisioningFailed: unknown
+  provisioned.catch((err: unknown) => {
+    provisioningFailed = err ?? new ConfigError('reference: issuing the keys failed')
+    child.kill('SIGTERM')
+  })
   let output = ''
   // AGENTOPS_CONFORMANCE_REFERENCE_LOG=FILE keeps the server's own output for diagnosis.
   const logFile = process.env.AGENTOPS_CONFORMANCE_REFERENCE_LOG
@@ -276,9 +284,16 @@ export async function startReference(
   // Generous: on a loaded machine the server starts alongside the key provisioning processes.
   const deadline = Date.now() + 90_000
   for (;;) {
-    if (child.exitCode !== null) {
+    if (provisioningFailed !== undefined) {
       await stop()
-      throw new ConfigError(`reference: the server exited with ${child.exitCode}:\n${output.slice(-2000)}`)
+      throw provisioningFailed
+    }
+    // A signal leaves exitCode null: without signalCode a killed server was waited on for the whole deadline.
+    if (child.exitCode !== null || child.signalCode !== null) {
+      await stop()
+      throw new ConfigError(
+        `reference: the server exited with ${child.exitCode ?? child.signalCode}:\n${output.slice(-2000)}`,
+      )
     }
     try {
       const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(1000) })
