@@ -70,23 +70,55 @@ function collect(c: Client, query: string, enough: (all: Msg[]) => boolean) {
 const eventsOf = (all: Msg[]) =>
   all.map((m) => (m.data?.runEvents as { event: { event: string; run_id: string } } | undefined)?.event)
 
+/** The id of a run whose start and success the subscription both saw. */
+function wholeRun(all: Msg[]): string | undefined {
+  const events = eventsOf(all)
+  const started = new Set(events.filter((e) => e?.event === 'run.started').map((e) => e?.run_id))
+  return events.find((e) => e?.event === 'run.succeeded' && started.has(e.run_id))?.run_id
+}
+
+/** Calls `produce` every 250 ms until `done` settles: at most 20 times, within collect's own 10 s bound. */
+async function untilSettled(done: Promise<unknown>, produce: () => Promise<void>): Promise<void> {
+  let settled = false
+  const watch = done.then(
+    () => {
+      settled = true
+    },
+    () => {
+      settled = true
+    },
+  )
+  for (let i = 0; i < 20 && !settled; i++) {
+    await produce()
+    await Promise.race([watch, new Promise((r) => setTimeout(r, 250))])
+  }
+}
+
 describe('subscriptions over graphql-ws', () => {
   it('runEvents: live events of the workspace, as on the stream topic runs', async () => {
     const agentId = await agentWithTool(t, token, 'ws-echo')
     const c = client({ authorization: `Bearer ${token}` })
-    let runId = ''
-    const sub = collect(c, 'subscription { runEvents { type topic seq event } }', (all) =>
-      eventsOf(all).some((e) => e?.event === 'run.succeeded' && e.run_id === runId),
+    const sub = collect(
+      c,
+      'subscription { runEvents { type topic seq event } }',
+      (all) => wholeRun(all) !== undefined,
     )
-    // Wait for the subscription to be live: a first event can only come after it (no since = from now on).
-    await new Promise((r) => setTimeout(r, 300))
-    runId = (await t.request('POST', `/v1/agents/${agentId}/runs`, { token, body: {} })).body.run_id
+    // No since is "from now on", and a subscription is not acknowledged: runs are started until one is seen whole
+    // (a fixed sleep before the first one lost it when the subscription went live later under load).
+    await untilSettled(sub.done, () =>
+      t.request('POST', `/v1/agents/${agentId}/runs`, { token, body: {} }).then(() => undefined),
+    )
     const all = await sub.done
     const first = all[0]?.data?.runEvents as { type: string; topic: string; seq: number }
     expect(first).toMatchObject({ type: 'event', topic: 'runs' })
     const seqs = all.map((m) => (m.data?.runEvents as { seq: number } | undefined)?.seq ?? 0)
     expect([...seqs].sort((a, b) => a - b)).toEqual(seqs)
-    expect(eventsOf(all).map((e) => e?.event)).toContain('run.started')
+    const runId = wholeRun(all)
+    const kinds = eventsOf(all)
+      .filter((e) => e?.run_id === runId)
+      .map((e) => e?.event)
+    expect(kinds[0]).toBe('run.started')
+    expect(kinds.at(-1)).toBe('run.succeeded')
   })
 
   it('runEvents(since: 0) replays what already happened, in seq order', async () => {
@@ -100,35 +132,51 @@ describe('subscriptions over graphql-ws', () => {
 
   it('connectorRecords: records with lineage as they land, access_token in the URL', async () => {
     const c = client(undefined, `${wsUrl()}?access_token=${token}`)
+    const records = (all: Msg[]) =>
+      all.map((m) => m.data?.connectorRecords as { seq: number; record: { id: string } } | undefined)
+    const batches: { ids: string[]; root: string }[] = []
+    const whole = (all: Msg[]) => {
+      const seen = new Set(records(all).map((r) => r?.record.id))
+      return batches.find((b) => b.ids.every((id) => seen.has(id)))
+    }
     const sub = collect(
       c,
       'subscription { connectorRecords(connector_id: "crm") { type topic seq record { id body lineage { batch_root } } } }',
-      (all) => all.length >= 2,
+      (all) => whole(all) !== undefined,
     )
-    await new Promise((r) => setTimeout(r, 300))
-    const records = [1, 2].map((i) => ({
-      id: `r${i}`,
-      ts: '2026-11-23T06:00:00Z',
-      source: 's',
-      policy_class: 'public',
-      body: { i },
-    }))
-    const ingest = await t.request('POST', '/v1/grid/connectors/crm/ingest', { token, body: { records } })
+    // As for runEvents: batches of two land until the live subscription has seen one whole.
+    await untilSettled(sub.done, async () => {
+      const n = batches.length
+      const body = {
+        records: [1, 2].map((i) => ({
+          id: `b${n}-r${i}`,
+          ts: '2026-11-23T06:00:00Z',
+          source: 's',
+          policy_class: 'public',
+          body: { i },
+        })),
+      }
+      const ingest = await t.request('POST', '/v1/grid/connectors/crm/ingest', { token, body })
+      expect(ingest.status).toBe(202)
+      batches.push({ ids: body.records.map((r) => r.id), root: ingest.body.lineage_root })
+    })
     const all = await sub.done
-    expect(all.map((m) => m.data?.connectorRecords)).toEqual([
-      {
+    const batch = whole(all)!
+    const got = all
+      .map((m) => m.data?.connectorRecords)
+      .filter((r) => batch.ids.includes((r as { record: { id: string } }).record.id))
+    const seq = (got[0] as { seq: number }).seq
+    expect(got).toEqual(
+      [1, 2].map((i) => ({
         type: 'record',
         topic: 'connector:crm',
-        seq: 1,
-        record: { id: 'r1', body: { i: 1 }, lineage: { batch_root: ingest.body.lineage_root } },
-      },
-      {
-        type: 'record',
-        topic: 'connector:crm',
-        seq: 2,
-        record: { id: 'r2', body: { i: 2 }, lineage: { batch_root: ingest.body.lineage_root } },
-      },
-    ])
+        seq: seq + i - 1,
+        record: { id: batch.ids[i - 1], body: { i }, lineage: { batch_root: batch.root } },
+      })),
+    )
+    // Every record pushed, including those of batches seen in part, is in commit order.
+    const seqs = records(all).map((r) => r?.seq ?? 0)
+    expect([...seqs].sort((a, b) => a - b)).toEqual(seqs)
   })
 
   it('a topic outside the key scopes is policy_denied with the stream detail', async () => {
