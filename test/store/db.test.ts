@@ -325,11 +325,18 @@ describe.skipIf(!backends().some((b) => b.name === 'postgres'))('PostgreSQL stat
       CREATE CONSTRAINT TRIGGER slow_commit_at_commit AFTER INSERT ON slow_commit
         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit_sleep();`)
     const event = (id: string) => ({ id, workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} })
+    let appended: () => void = () => {}
+    const slowHasSeq = new Promise<void>((resolve) => {
+      appended = resolve
+    })
     const slow = d.transaction(async (tx) => {
       await tx.run("INSERT INTO slow_commit (k) VALUES ('a')")
       await new EventRepo(tx).append('postgres', event('evt_slow'))
+      appended()
     })
-    await new Promise((r) => setTimeout(r, 100)) // the slow COMMIT is under way
+    // The slow event has its seq and its COMMIT is what remains: the fast one starts after, whatever the load (a
+    // fixed 100 ms could pass before the slow append on a loaded machine, reversing the two).
+    await slowHasSeq
     const fast = d.transaction((tx) => new EventRepo(tx).append('postgres', event('evt_fast')))
     const seen: string[][] = []
     let done = false
