@@ -125,7 +125,14 @@ describe('graceful shutdown of agentops serve', () => {
       socket.write(
         `POST /v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
       )
-      await new Promise((r) => setTimeout(r, 300))
+      // The server has the request once its in-flight gauge counts it (a fixed 300 ms could pass first under load).
+      const deadline = Date.now() + 10_000
+      while (
+        !/^agentops_http_requests_in_flight 1$/m.test(await (await fetch(`${replica.url}/metrics`)).text())
+      ) {
+        if (Date.now() > deadline) throw new Error('the server never counted the half-sent request in flight')
+        await new Promise((r) => setTimeout(r, 20))
+      }
       const outputBefore = replica.output()
       replica.kill(signal)
 
