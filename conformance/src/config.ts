@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { EMBEDDED_CONTRACT } from './embedded.js'
+import { DEFAULT_TOOL_RUN, mentionsTools, TOOL_PLACEHOLDERS, type ToolRunDeclaration } from './toolrun.js'
 import { ConfigError } from './types.js'
 
 /** This package's root (src/ in the repository, dist/ when installed, sit one level below it). */
@@ -81,6 +82,12 @@ export interface Declarations {
   signatureTimestamp: 'unix' | 'rfc3339' | 'any'
   /** The GraphQL surface's URL when the deployment has one (§4 "A GraphQL surface is mentioned"). */
   graphqlUrl?: string
+  /**
+   * How to make a run whose plan calls given tools (the spec does not say how a plan is chosen): the agent create
+   * body and the run start body, with "{name}", "{behavior}", "{tools}", "{tool_ids}", "{tool}", "{tool_id}"
+   * (toolrun.ts). Used only where a check needs a run that calls a tool; every other request keeps the spec's bodies.
+   */
+  toolRun: ToolRunDeclaration
 }
 
 export interface SuiteConfig extends Declarations {
@@ -395,6 +402,7 @@ const DEFAULT_DECLARATIONS: Declarations = {
     body: { decision: 'approve' },
   },
   signatureTimestamp: 'any',
+  toolRun: DEFAULT_TOOL_RUN,
 }
 
 /** Reads the declarations of the config file, checking their shapes (a wrong one is a ConfigError). */
@@ -414,6 +422,7 @@ function declarations(file: Raw): Declarations {
   }
   const paging = section('paging')
   const stream = section('stream')
+  const toolRun = section('toolRun')
   const approval = section('approval')
   const signature = section('signature')
   const limits = section('rateLimitHeaders')
@@ -439,6 +448,20 @@ function declarations(file: Raw): Declarations {
   if (topic !== undefined && !topic.includes('{connector}'))
     throw new ConfigError('config file stream.topic must contain "{connector}"')
   const approvalPath = text('approval.path', approval.path)
+  const template = (key: 'agent' | 'run'): Raw => {
+    const v = toolRun[key]
+    if (v === undefined) return structuredClone(DEFAULT_TOOL_RUN[key])
+    if (v === null || typeof v !== 'object' || Array.isArray(v))
+      throw new ConfigError(
+        `config file toolRun.${key} must be an object (the ${key === 'agent' ? 'agent create' : 'run start'} body)`,
+      )
+    return v as Raw
+  }
+  const declaredToolRun = { agent: template('agent'), run: template('run') }
+  if (!mentionsTools(declaredToolRun))
+    throw new ConfigError(
+      `config file toolRun names no tool: its agent or run body must use one of ${TOOL_PLACEHOLDERS.map((p) => `"${p}"`).join(', ')}, or the runs it makes call nothing`,
+    )
   const replayWindow = stream.replayWindow
   if (
     replayWindow !== undefined &&
@@ -463,6 +486,7 @@ function declarations(file: Raw): Declarations {
         }
       : DEFAULT_DECLARATIONS.approval,
     signatureTimestamp: form,
+    toolRun: declaredToolRun,
   }
 }
 

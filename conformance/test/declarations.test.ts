@@ -14,6 +14,8 @@ describe('declarations in the config file', () => {
     expect(reference.stream.topic).toBe('connector:{connector}')
     expect(reference.paging).toEqual({})
     expect(reference.profile.tools.succeed).toEqual({ provider: 'builtin:echo' })
+    // The reference example spells out the default toolRun.
+    expect(reference.toolRun).toEqual(resolveConfig([], {}).config.toolRun)
     const foreign = resolveConfig(['--config', example('config.foreign.json')], {}).config
     expect(foreign.paging).toEqual({ cursorField: 'meta.continuation', itemsField: 'results' })
     expect(foreign.stream.subscribe).toEqual({ op: 'join', channels: '{topics}' })
@@ -24,6 +26,7 @@ describe('declarations in the config file', () => {
     expect(foreign.approval.method).toBe('PUT')
     expect(foreign.signatureTimestamp).toBe('rfc3339')
     expect(foreign.graphqlUrl).toBe('https://api.example.com/graphql')
+    expect(foreign.toolRun.run).toEqual({ inputs: { steps: '{tools}' }, mode: 'live', trace_level: 'detailed' })
   })
 
   it('sends no tool config for the succeed tool unless the file gives one', () => {

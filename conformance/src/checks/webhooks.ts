@@ -139,9 +139,9 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
     p = (async () => {
       const hook = await ensureWebhook(ctx)
       const tool = await ctx.fx.tool('succeed')
-      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
+      const agent = await ctx.fx.newToolAgent([tool])
       const started = (b: Record<string, unknown> | undefined) =>
-        b?.agent_id === agent && (b?.event ?? b?.type) === 'run.started'
+        b?.agent_id === agent.id && (b?.event ?? b?.type) === 'run.started'
       const mine = (b: Record<string, unknown> | undefined, path: string) =>
         started(b) && (path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
       // The first two attempts are answered 500, so a third shows the deployment keeps retrying.
@@ -231,8 +231,7 @@ export const webhookChecks: Check[] = [
         typeof id === 'string' ? ctx.http.delete(`/v1/webhooks/${id}`) : Promise.resolve()
       if (typeof id === 'string') ctx.cleanup(`delete webhook ${id}`, remove)
       const tool = await ctx.fx.tool('succeed')
-      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
-      const { runId } = await ctx.fx.startRun(agent)
+      const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
       const ours = (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
       const of = (d: Delivery) => d.body?.run_id === runId
       const succeeded = await ctx.receiver!.waitFor(
