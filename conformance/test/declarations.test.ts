@@ -26,7 +26,11 @@ describe('declarations in the config file', () => {
     expect(foreign.approval.method).toBe('PUT')
     expect(foreign.signatureTimestamp).toBe('rfc3339')
     expect(foreign.graphqlUrl).toBe('https://api.example.com/graphql')
-    expect(foreign.toolRun.run).toEqual({ inputs: { steps: '{tools}' }, mode: 'live', trace_level: 'detailed' })
+    expect(foreign.toolRun.run).toEqual({
+      inputs: { steps: '{tools}' },
+      mode: 'live',
+      trace_level: 'detailed',
+    })
   })
 
   it('sends no tool config for the succeed tool unless the file gives one', () => {
