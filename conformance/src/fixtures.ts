@@ -312,12 +312,12 @@ export class Fixtures {
       waiting = await this.waitForStatus(run.runId, (s) => SETTLED.has(s), 'awaiting approval')
     } catch (err) {
       skip(
-        `could not bring a run to awaiting_approval with behavior "${this.ctx().config.profile.approvalBehavior}" (set profile.approvalBehavior in the --config file): ${(err as Error).message}`,
+        `could not bring a run to awaiting_approval with behavior "${this.ctx().config.profile.approvalBehavior}" (set profile.approvalBehavior in the --config file, and toolRun if this deployment's runs call their tools another way): ${(err as Error).message}`,
       )
     }
     if (waiting.status !== 'awaiting_approval') {
       skip(
-        `${/^[aeiou]/i.test(this.ctx().config.profile.approvalBehavior) ? 'an' : 'a'} ${this.ctx().config.profile.approvalBehavior} run settled as ${String(waiting.status)}, not awaiting_approval (set profile.approvalBehavior in the --config file)`,
+        `${/^[aeiou]/i.test(this.ctx().config.profile.approvalBehavior) ? 'an' : 'a'} ${this.ctx().config.profile.approvalBehavior} run settled as ${String(waiting.status)}, not awaiting_approval (set profile.approvalBehavior in the --config file; if its runs called no tool, declare how to make them call one with toolRun)`,
       )
     }
     return { ...run, waiting }
