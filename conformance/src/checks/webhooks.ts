@@ -43,7 +43,13 @@ interface Hook {
 export const toHook = (d: Delivery, hook: Hook) => (d.path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
 
 const hooks = new WeakMap<object, Promise<Hook>>()
-const approvals = new WeakMap<object, Promise<{ runId: string; agentId: string }>>()
+interface ApprovalRun {
+  runId: string
+  agentId: string
+  /** The run's inspection once it awaited approval. */
+  waiting: Record<string, unknown>
+}
+const approvals = new WeakMap<object, Promise<ApprovalRun>>()
 
 export function receiverUrl(ctx: CheckContext): string {
   if (!ctx.receiver || !ctx.config.receiver.url)
@@ -75,13 +81,13 @@ export function ensureWebhook(ctx: CheckContext): Promise<Hook> {
 }
 
 /** Starts an approval-needing run once, after the subscription exists, so its events are delivered. */
-function approvalRun(ctx: CheckContext): Promise<{ runId: string; agentId: string }> {
+function approvalRun(ctx: CheckContext): Promise<ApprovalRun> {
   let p = approvals.get(ctx.config)
   if (!p) {
     p = (async () => {
       await ensureWebhook(ctx)
       const run = await ctx.fx.awaitingRun()
-      return { runId: run.runId, agentId: run.agentId }
+      return { runId: run.runId, agentId: run.agentId, waiting: run.waiting }
     })()
     approvals.set(ctx.config, p)
     p.catch(() => approvals.delete(ctx.config))
@@ -89,10 +95,14 @@ function approvalRun(ctx: CheckContext): Promise<{ runId: string; agentId: strin
   return p
 }
 
-async function deliveryFor(
+/**
+ * The delivery of `event` for the shared approval-awaiting run (started once, after the subscription), with that
+ * run as the suite saw it.
+ */
+export async function deliveryFor(
   ctx: CheckContext,
   event: string,
-): Promise<{ delivery: Delivery; body: Record<string, unknown> }> {
+): Promise<{ delivery: Delivery; body: Record<string, unknown>; run: ApprovalRun }> {
   const run = await approvalRun(ctx)
   const hook = await ensureWebhook(ctx)
   const delivery = await ctx.receiver!.waitFor(
@@ -100,7 +110,7 @@ async function deliveryFor(
     ctx.config.waitMs,
   )
   if (!delivery?.body) noDelivery(ctx, `${event} delivery for run ${run.runId}`)
-  return { delivery, body: delivery.body }
+  return { delivery, body: delivery.body, run }
 }
 
 /** Fails saying what did not arrive, and, when nothing at all reached the receiver, what to set. */
