@@ -154,6 +154,9 @@ export interface StartedRun {
 export interface ToolAgent {
   id: string
   tools: ToolRef[]
+  /** The name and behaviour it was created with ("{name}" and "{behavior}" in the run body too). */
+  name: string
+  behavior: string
 }
 
 export class Fixtures {
@@ -238,8 +241,9 @@ export class Fixtures {
     client: HttpClient = this.http,
   ): Promise<ToolAgent> {
     const ctx = this.ctx()
-    const body = fill(ctx.config.toolRun.agent, { name: ctx.name('agent'), behavior, tools }) as Json
-    return { id: await this.createAgent(body, client), tools }
+    const name = ctx.name('agent')
+    const body = fill(ctx.config.toolRun.agent, { name, behavior, tools }) as Json
+    return { id: await this.createAgent(body, client), tools, name, behavior }
   }
 
   agent(): Promise<string> {
@@ -258,13 +262,7 @@ export class Fixtures {
   ): Promise<StartedRun> {
     const agentId = typeof agent === 'string' ? agent : agent.id
     const base =
-      typeof agent === 'string'
-        ? specRunBody()
-        : (fill(this.ctx().config.toolRun.run, {
-            name: this.ctx().name('run'),
-            behavior: '',
-            tools: agent.tools,
-          }) as Json)
+      typeof agent === 'string' ? specRunBody() : (fill(this.ctx().config.toolRun.run, agent) as Json)
     const res = await client.post(`/v1/agents/${agentId}/runs`, { ...base, ...extra })
     if (res.status >= 300) fail(`starting a run answered ${res.status} ${short(res.body)}`)
     const runId = obj(res.body).run_id

@@ -94,20 +94,26 @@ describe('the declared way to make a run that calls a tool (toolRun)', () => {
     ])
   })
 
-  it('fills ids and single-tool placeholders inside strings', async () => {
+  it('fills ids, single-tool placeholders and the agent’s name and behaviour inside strings', async () => {
     const fx = fixtures([
       '--config',
       configFile({
         toolRun: {
           agent: { name: '{name}', behavior: '{behavior}', capabilities: ['call:{tool}'] },
-          run: { inputs: { tool_ids: '{tool_ids}', first: 'id={tool_id}' }, mode: 'live' },
+          run: {
+            inputs: { tool_ids: '{tool_ids}', first: 'id={tool_id}', by: '{name}/{behavior}' },
+            mode: 'live',
+          },
         },
       }),
     ])
     await fx.startRun(await fx.newToolAgent(tools))
     expect(sent.map((s) => s.body)).toEqual([
       { name: 'conf-test-agent', behavior: 'autonomous', capabilities: ['call:conf-a'] },
-      { inputs: { tool_ids: ['tool_a', 'tool_b'], first: 'id=tool_a' }, mode: 'live' },
+      {
+        inputs: { tool_ids: ['tool_a', 'tool_b'], first: 'id=tool_a', by: 'conf-test-agent/autonomous' },
+        mode: 'live',
+      },
     ])
   })
 
