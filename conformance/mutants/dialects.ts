@@ -94,7 +94,12 @@ export function foreignDialect(openapiPath: string): Dialect {
     description:
       'No extension endpoints, other error codes, X-RateLimit-* headers, 200 for creations, 200 for deletions',
     targets: [],
-    expectSkips: ['graphql.spec-401-without-token', 'graphql.spec-ratelimit-headers'],
+    expectSkips: [
+      'graphql.spec-401-without-token',
+      'graphql.spec-tenancy',
+      'graphql.spec-scopes',
+      'graphql.spec-ratelimit-headers',
+    ],
     configure(config) {
       // No GraphQL surface here, so none is declared: its checks skip as "not declared".
       delete config.graphqlUrl

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { EMBEDDED_CONTRACT } from './embedded.js'
+import { DEFAULT_TOOL_RUN, mentionsTools, TOOL_PLACEHOLDERS, type ToolRunDeclaration } from './toolrun.js'
 import { ConfigError } from './types.js'
 
 /** This package's root (src/ in the repository, dist/ when installed, sit one level below it). */
@@ -54,6 +55,12 @@ export interface WindowHeaders {
   limit?: string
 }
 
+/** A GraphQL request of the deployment's own schema: a variable whose value is "{id}" carries the resource's id. */
+export interface GraphqlQuery {
+  query: string
+  variables: Record<string, unknown>
+}
+
 /**
  * What a deployment declares where the spec leaves a choice open and the suite cannot find it out by itself
  * (README "Declaring what cannot be discovered"). Every field is optional: without it the suite discovers what it
@@ -81,6 +88,17 @@ export interface Declarations {
   signatureTimestamp: 'unix' | 'rfc3339' | 'any'
   /** The GraphQL surface's URL when the deployment has one (§4 "A GraphQL surface is mentioned"). */
   graphqlUrl?: string
+  /**
+   * The queries that read one run and one agent by id on that surface (§4: "its shape is not shown"): the
+   * tenancy and scope checks send them as the owner, another workspace and a token without the read scope.
+   */
+  graphqlQueries: { run: GraphqlQuery; agent: GraphqlQuery }
+  /**
+   * How to make a run whose plan calls given tools (the spec does not say how a plan is chosen): the agent create
+   * body and the run start body, with "{name}", "{behavior}", "{tools}", "{tool_ids}", "{tool}", "{tool_id}"
+   * (toolrun.ts). Used only where a check needs a run that calls a tool; every other request keeps the spec's bodies.
+   */
+  toolRun: ToolRunDeclaration
 }
 
 export interface SuiteConfig extends Declarations {
@@ -395,6 +413,12 @@ const DEFAULT_DECLARATIONS: Declarations = {
     body: { decision: 'approve' },
   },
   signatureTimestamp: 'any',
+  toolRun: DEFAULT_TOOL_RUN,
+  // The reference profile's schema (POST /v1/graphql): snake_case fields as in REST.
+  graphqlQueries: {
+    run: { query: 'query($id: ID!) { run(id: $id) { run_id agent_id status } }', variables: { id: '{id}' } },
+    agent: { query: 'query($id: ID!) { agent(id: $id) { agent_id name } }', variables: { id: '{id}' } },
+  },
 }
 
 /** Reads the declarations of the config file, checking their shapes (a wrong one is a ConfigError). */
@@ -414,6 +438,30 @@ function declarations(file: Raw): Declarations {
   }
   const paging = section('paging')
   const stream = section('stream')
+  const toolRun = section('toolRun')
+  const gqlQueries = section('graphqlQueries')
+  const gqlQuery = (key: 'run' | 'agent'): GraphqlQuery => {
+    const v = gqlQueries[key]
+    if (v === undefined) return DEFAULT_DECLARATIONS.graphqlQueries[key]
+    const where = `graphqlQueries.${key}`
+    if (v === null || typeof v !== 'object' || Array.isArray(v))
+      throw new ConfigError(`config file ${where} must be an object with "query" and "variables"`)
+    const q = v as Raw
+    const query = text(`${where}.query`, q.query)
+    if (query === undefined) throw new ConfigError(`config file ${where} needs a "query"`)
+    const variables = q.variables
+    // The id goes in as a variable only: "{id}" inside the query text could be a selection set.
+    if (
+      variables === null ||
+      typeof variables !== 'object' ||
+      Array.isArray(variables) ||
+      !JSON.stringify(variables).includes('"{id}"')
+    )
+      throw new ConfigError(
+        `config file ${where}.variables must be an object with a variable whose value is "{id}" (the ${key}'s id)`,
+      )
+    return { query, variables: variables as Raw }
+  }
   const approval = section('approval')
   const signature = section('signature')
   const limits = section('rateLimitHeaders')
@@ -439,6 +487,20 @@ function declarations(file: Raw): Declarations {
   if (topic !== undefined && !topic.includes('{connector}'))
     throw new ConfigError('config file stream.topic must contain "{connector}"')
   const approvalPath = text('approval.path', approval.path)
+  const template = (key: 'agent' | 'run'): Raw => {
+    const v = toolRun[key]
+    if (v === undefined) return structuredClone(DEFAULT_TOOL_RUN[key])
+    if (v === null || typeof v !== 'object' || Array.isArray(v))
+      throw new ConfigError(
+        `config file toolRun.${key} must be an object (the ${key === 'agent' ? 'agent create' : 'run start'} body)`,
+      )
+    return v as Raw
+  }
+  const declaredToolRun = { agent: template('agent'), run: template('run') }
+  if (!mentionsTools(declaredToolRun))
+    throw new ConfigError(
+      `config file toolRun names no tool: its agent or run body must use one of ${TOOL_PLACEHOLDERS.map((p) => `"${p}"`).join(', ')}, or the runs it makes call nothing`,
+    )
   const replayWindow = stream.replayWindow
   if (
     replayWindow !== undefined &&
@@ -463,6 +525,8 @@ function declarations(file: Raw): Declarations {
         }
       : DEFAULT_DECLARATIONS.approval,
     signatureTimestamp: form,
+    toolRun: declaredToolRun,
+    graphqlQueries: { run: gqlQuery('run'), agent: gqlQuery('agent') },
   }
 }
 

@@ -92,7 +92,7 @@ const GAPS: Record<string, string> = {
   '403':
     'produced with the narrow-scope token (agents:read only) on every operation that needs another scope, and on GET /v1/agents and GET /v1/agents/{agent_id}, which it may call, with the other-scope token (--other-scope-token: scopes without agents:read; --reference issues one)',
   '400':
-    'produced for bodies, limit=0, over-long path ids and a malformed Last-Event-ID; the reference answers an over-long run id on GET /v1/runs/{run_id}/trace/stream 404 (its SSE route does not apply the contract’s maxLength), which the probe accepts as an id nobody issued',
+    'produced for bodies, limit=0, over-long path ids (the SSE trace route too: it applies the contract’s maxLength and answers 400 invalid_request) and a malformed Last-Event-ID',
   '409':
     'produced by key reuse with another body on every POST the spec lists, state conflicts (runs, approvals, agents, GraphQL) and a redelivery during an attempt',
   '429':

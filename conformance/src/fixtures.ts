@@ -5,6 +5,7 @@
 import type { CheckContext } from './check.js'
 import type { ToolHint } from './config.js'
 import { type HttpClient, type HttpResponse, obj } from './http.js'
+import { fill, specRunBody, type ToolRef } from './toolrun.js'
 import { CheckFailure, fail, skip } from './types.js'
 import { short, waitUntil } from './wait.js'
 
@@ -149,6 +150,15 @@ export interface StartedRun {
   start: HttpResponse
 }
 
+/** An agent made to call tools the way the config declares (`toolRun`): its runs' plans call `tools`. */
+export interface ToolAgent {
+  id: string
+  tools: ToolRef[]
+  /** The name and behaviour it was created with ("{name}" and "{behavior}" in the run body too). */
+  name: string
+  behavior: string
+}
+
 export class Fixtures {
   private memo = new Map<string, Promise<unknown>>()
 
@@ -206,25 +216,54 @@ export class Fixtures {
     return this.once(`tool:${kind}`, () => this.newTool(kind))
   }
 
-  /** Creates an agent; deleted at the end. */
+  /** Creates an agent with the spec's fields only; deleted at the end. Its runs call no tool of the suite's. */
   async newAgent(behavior = 'autonomous', capabilities: string[] = []): Promise<string> {
+    return this.createAgent({ name: this.ctx().name('agent'), behavior, capabilities })
+  }
+
+  private async createAgent(body: Json, client: HttpClient = this.http): Promise<string> {
     const ctx = this.ctx()
-    const name = ctx.name('agent')
-    const res = await this.http.post('/v1/agents', { name, behavior, capabilities })
+    const res = await client.post('/v1/agents', body)
     if (res.status >= 300) fail(`creating an agent answered ${res.status} ${short(res.body)}`)
     const id = obj(res.body).agent_id ?? obj(res.body).id
     if (typeof id !== 'string') fail(`agent creation answered no agent_id: ${short(res.body)}`)
-    ctx.cleanup(`delete agent ${name}`, () => this.http.delete(`/v1/agents/${id}`))
+    ctx.cleanup(`delete agent ${String(body.name ?? id)}`, () => client.delete(`/v1/agents/${id}`))
     return id
+  }
+
+  /**
+   * An agent whose runs call `tools` in that order (repeats kept), made with the declared agent body (`toolRun.agent`
+   * in --config; by default one whose capabilities name the tools).
+   */
+  async newToolAgent(
+    tools: ToolRef[],
+    behavior = 'autonomous',
+    client: HttpClient = this.http,
+  ): Promise<ToolAgent> {
+    const ctx = this.ctx()
+    const name = ctx.name('agent')
+    const body = fill(ctx.config.toolRun.agent, { name, behavior, tools }) as Json
+    return { id: await this.createAgent(body, client), tools, name, behavior }
   }
 
   agent(): Promise<string> {
     return this.once('agent', () => this.newAgent())
   }
 
-  /** Starts a run; the start answer is kept for the checks that look at it. */
-  async startRun(agentId: string, body: Json = runBody()): Promise<StartedRun> {
-    const res = await this.http.post(`/v1/agents/${agentId}/runs`, body)
+  /**
+   * Starts a run; the start answer is kept for the checks that look at it. A tool agent's run is started with the
+   * declared run body (`toolRun.run`), any other with the spec's example body; `extra` sets top-level spec fields
+   * (a `trace_level`) on either.
+   */
+  async startRun(
+    agent: string | ToolAgent,
+    extra: Json = {},
+    client: HttpClient = this.http,
+  ): Promise<StartedRun> {
+    const agentId = typeof agent === 'string' ? agent : agent.id
+    const base =
+      typeof agent === 'string' ? specRunBody() : (fill(this.ctx().config.toolRun.run, agent) as Json)
+    const res = await client.post(`/v1/agents/${agentId}/runs`, { ...base, ...extra })
     if (res.status >= 300) fail(`starting a run answered ${res.status} ${short(res.body)}`)
     const runId = obj(res.body).run_id
     if (typeof runId !== 'string') fail(`run start answered no run_id: ${short(res.body)}`)
@@ -254,8 +293,7 @@ export class Fixtures {
   completedRun(): Promise<StartedRun & { final: Json }> {
     return this.once('completedRun', async () => {
       const [a, b] = [await this.tool('succeed'), await this.newTool('succeed')]
-      const agentId = await this.newAgent('autonomous', [a.name, b.name])
-      const run = await this.startRun(agentId)
+      const run = await this.startRun(await this.newToolAgent([a, b]))
       const final = await this.waitForStatus(run.runId, (s) => TERMINAL.has(s), 'terminal')
       return { ...run, final, tools: [a, b] }
     })
@@ -264,19 +302,20 @@ export class Fixtures {
   /** A fresh run of an approval-requiring agent, waited until it awaits approval. */
   async awaitingRun(): Promise<StartedRun & { waiting: Json }> {
     const tool = await this.tool('succeed')
-    const agentId = await this.newAgent(this.ctx().config.profile.approvalBehavior, [tool.name])
-    const run = await this.startRun(agentId)
+    const run = await this.startRun(
+      await this.newToolAgent([tool], this.ctx().config.profile.approvalBehavior),
+    )
     let waiting: Json
     try {
       waiting = await this.waitForStatus(run.runId, (s) => SETTLED.has(s), 'awaiting approval')
     } catch (err) {
       skip(
-        `could not bring a run to awaiting_approval with behavior "${this.ctx().config.profile.approvalBehavior}" (set profile.approvalBehavior in the --config file): ${(err as Error).message}`,
+        `could not bring a run to awaiting_approval with behavior "${this.ctx().config.profile.approvalBehavior}" (set profile.approvalBehavior in the --config file, and toolRun if this deployment's runs call their tools another way): ${(err as Error).message}`,
       )
     }
     if (waiting.status !== 'awaiting_approval') {
       skip(
-        `${/^[aeiou]/i.test(this.ctx().config.profile.approvalBehavior) ? 'an' : 'a'} ${this.ctx().config.profile.approvalBehavior} run settled as ${String(waiting.status)}, not awaiting_approval (set profile.approvalBehavior in the --config file)`,
+        `${/^[aeiou]/i.test(this.ctx().config.profile.approvalBehavior) ? 'an' : 'a'} ${this.ctx().config.profile.approvalBehavior} run settled as ${String(waiting.status)}, not awaiting_approval (set profile.approvalBehavior in the --config file; if its runs called no tool, declare how to make them call one with toolRun)`,
       )
     }
     return { ...run, waiting }
@@ -351,9 +390,9 @@ export function toolId(body: unknown): string | undefined {
   return typeof id === 'string' ? id : undefined
 }
 
-/** The run start body of spec §2, as the spec's own example shows it. */
+/** The run start body of spec §2, as the spec's own example shows it: for runs that need to call no tool. */
 export function runBody(): Json {
-  return { inputs: { period: '2026-Q3', scope: ['conformance'] }, mode: 'live', trace_level: 'detailed' }
+  return specRunBody()
 }
 
 export function shortBody(res: HttpResponse): string {

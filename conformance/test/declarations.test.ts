@@ -14,6 +14,9 @@ describe('declarations in the config file', () => {
     expect(reference.stream.topic).toBe('connector:{connector}')
     expect(reference.paging).toEqual({})
     expect(reference.profile.tools.succeed).toEqual({ provider: 'builtin:echo' })
+    // The reference example spells out the default toolRun.
+    expect(reference.toolRun).toEqual(resolveConfig([], {}).config.toolRun)
+    expect(reference.graphqlQueries).toEqual(resolveConfig([], {}).config.graphqlQueries)
     const foreign = resolveConfig(['--config', example('config.foreign.json')], {}).config
     expect(foreign.paging).toEqual({ cursorField: 'meta.continuation', itemsField: 'results' })
     expect(foreign.stream.subscribe).toEqual({ op: 'join', channels: '{topics}' })
@@ -24,6 +27,12 @@ describe('declarations in the config file', () => {
     expect(foreign.approval.method).toBe('PUT')
     expect(foreign.signatureTimestamp).toBe('rfc3339')
     expect(foreign.graphqlUrl).toBe('https://api.example.com/graphql')
+    expect(foreign.graphqlQueries.agent.variables).toEqual({ agentId: '{id}' })
+    expect(foreign.toolRun.run).toEqual({
+      inputs: { steps: '{tools}' },
+      mode: 'live',
+      trace_level: 'detailed',
+    })
   })
 
   it('sends no tool config for the succeed tool unless the file gives one', () => {
@@ -43,6 +52,12 @@ describe('declarations in the config file', () => {
     expect(bad({ rateLimitHeaders: { burst: { remaining: 'a' } } })).toThrow(/reset/)
     expect(bad({ signature: { timestamp: 'iso' } })).toThrow(ConfigError)
     expect(bad({ paging: 'next' })).toThrow(ConfigError)
+    expect(bad({ graphqlQueries: { run: { query: '{ run }' } } })).toThrow(/variable whose value is "\{id\}"/)
+    expect(bad({ graphqlQueries: { agent: { variables: { id: '{id}' } } } })).toThrow(/needs a "query"/)
+    // "{id}" in the query text is not a placeholder: it could be a selection set.
+    expect(
+      bad({ graphqlQueries: { agent: { query: 'query { agent(id: "{id}") {id} }', variables: {} } } }),
+    ).toThrow(ConfigError)
     for (const replayWindow of [0, -1, 1.5, '20'])
       expect(bad({ stream: { replayWindow } })).toThrow(/replayWindow must be a positive integer/)
   })

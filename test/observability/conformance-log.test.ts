@@ -3,7 +3,8 @@
  * the `--reference` runs elsewhere use SQLite, so the second store is held to every check, core and profile), with
  * the server logging at its most verbose level: the log has a line for every request and none of the secrets the
  * run handled (API tokens, webhook secrets, signatures, Authorization headers). One run for both promises: the log
- * is written by the surface layer, the same on either store. Without PostgreSQL the run uses SQLite.
+ * is written by the surface layer, the same on either store. Without PostgreSQL the run uses SQLite. The same run's
+ * JSON report holds the contract coverage, so a change that stops producing a documented answer fails here.
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync } from 'node:fs'
@@ -11,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import type { ContractCoverage, Tally } from '../../conformance/src/coverage.js'
 import { backends } from '../support/backends.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -25,13 +27,44 @@ const SECRETS: [string, RegExp][] = [
 
 const store = backends().at(-1)!
 
+/**
+ * What a full `--reference` run leaves unexercised, in words: every documented response of every operation (but
+ * 500/503, which no client can provoke), every event kind, trace level, frame kind, stream message, error path and
+ * lifecycle interaction (conformance/README.md "Contract coverage"). Empty when nothing is lost.
+ */
+function coverageLosses(c: ContractCoverage): string[] {
+  const losses: string[] = []
+  for (const op of c.operations)
+    if (op.missing.length > 0) losses.push(`${op.method} ${op.path} never answered ${op.missing.join(', ')}`)
+  if (c.responses.produced !== c.responses.reachable)
+    losses.push(`responses ${c.responses.produced}/${c.responses.reachable}`)
+  const tallies: Array<[string, Tally]> = [
+    ['event kinds', c.events],
+    ['trace levels', c.traceLevels],
+    ['frame kinds', c.traceFrameKinds],
+    ['stream messages sent', c.streamClientMessages],
+    ['stream messages received', c.streamServerMessages],
+  ]
+  for (const [what, t] of tallies) {
+    if (t.documented.length === 0) losses.push(`the contract lists no ${what}`)
+    if (t.missing.length > 0) losses.push(`${what} never produced: ${t.missing.join(', ')}`)
+  }
+  for (const [path, p] of Object.entries(c.errorPaths))
+    if (!p.exercised) losses.push(`error path ${path} never exercised`)
+  for (const [kind, l] of Object.entries(c.lifecycle))
+    if (!l.exercised) losses.push(`lifecycle ${kind} never exercised`)
+  return losses
+}
+
 describe(`a full conformance run on ${store.name}`, () => {
   it('passes every check, core and profile, and its server log has a line per request and no secret', async () => {
-    const logFile = join(mkdtempSync(join(tmpdir(), 'agentops-conformance-log-')), 'server.log')
+    const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-log-'))
+    const logFile = join(dir, 'server.log')
+    const reportFile = join(dir, 'report.json')
     const url = store.name === 'postgres' ? await store.freshUrl() : undefined
     const child = spawn(
       process.execPath,
-      ['bin/agentops-conformance.mjs', '--reference', '--strict-profile'],
+      ['bin/agentops-conformance.mjs', '--reference', '--strict-profile', '--json', reportFile],
       {
         cwd: ROOT,
         env: {
@@ -54,6 +87,13 @@ describe(`a full conformance run on ${store.name}`, () => {
     if (url) expect(output).toContain(`store ${url}`)
     expect(code, output.slice(-4000)).toBe(0)
     expect(output).toMatch(/core: +\d+ passed, 0 failed/)
+
+    // Coverage of the contract: the run produced everything the README claims (responses 205/205, event kinds
+    // 17/17, trace levels 2/2, frame kinds 13/13, stream messages 13/13, error paths 8/8, lifecycle 4/4).
+    const coverage = (JSON.parse(readFileSync(reportFile, 'utf8')) as { coverage: ContractCoverage }).coverage
+    expect(coverageLosses(coverage)).toEqual([])
+    expect(coverage.responses.reachable).toBeGreaterThanOrEqual(205)
+    expect(coverage.events.documented.length).toBeGreaterThanOrEqual(17)
 
     const log = readFileSync(logFile, 'utf8')
     const lines = log.split('\n').filter((l) => l.startsWith('{'))

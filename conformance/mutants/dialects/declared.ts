@@ -2,7 +2,8 @@
  * A deployment whose choices the suite cannot discover, declared in the config the way a foreign team would
  * (README "Declaring what cannot be discovered"): its own stream protocol and topic names, rate-limit headers with
  * names of its own, pages of `{results, meta: {continuation}}`, signatures whose t= is an RFC 3339 time over the
- * raw body, run controls answered 202 whose effect lands a moment later, and answers a little slower.
+ * raw body, run controls answered 202 whose effect lands a moment later, a run's plan named by its `inputs.steps`
+ * (an agent's capabilities plan nothing), and answers a little slower.
  */
 import { createHmac } from 'node:crypto'
 import { parseLimitList } from '../../src/checks/ratelimit.js'
@@ -12,6 +13,25 @@ import { isJsonAnswer, Secrets } from './wire.js'
 
 const CONTROL = /^\/v1\/runs\/[^/]+\/(pause|resume|cancel)$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
+const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
+
+/**
+ * This deployment plans a run from its `inputs.steps` (tool names) and from nothing else: the reference's
+ * `inputs.plan`, empty when no steps are named, so an agent's capabilities alone call no tool.
+ */
+function plannedFromSteps(body: string): string {
+  let b: unknown
+  try {
+    b = JSON.parse(body)
+  } catch {
+    return body
+  }
+  if (b === null || typeof b !== 'object' || Array.isArray(b)) return body
+  const inputs = (b as Json).inputs ?? {}
+  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs)) return body
+  const { steps, ...rest } = inputs as Json
+  return JSON.stringify({ ...(b as Json), inputs: { ...rest, plan: Array.isArray(steps) ? steps : [] } })
+}
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** The reference's two windows under this dialect's own names. */
@@ -45,7 +65,7 @@ export function declaredDialect(): Dialect {
   return {
     id: 'declared-choices',
     description:
-      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, the trace as NDJSON only, slower answers',
+      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, the trace as NDJSON only, plans named by inputs.steps, slower answers',
     targets: [],
     configure(config) {
       config.stream = { subscribe: { op: 'join', channels: '{topics}' }, topic: 'records/{connector}' }
@@ -55,10 +75,17 @@ export function declaredDialect(): Dialect {
       }
       config.paging = { cursorField: 'meta.continuation', itemsField: 'results' }
       config.signatureTimestamp = 'rfc3339'
+      config.toolRun = {
+        agent: { name: '{name}', behavior: '{behavior}' },
+        run: { inputs: { steps: '{tools}' }, mode: 'live', trace_level: 'detailed' },
+      }
     },
     async request(req, ctx) {
       secrets.learn(req)
-      const out = req
+      const out =
+        req.method === 'POST' && RUN_START.test(pathOnly(req.path))
+          ? { ...req, body: plannedFromSteps(req.body) }
+          : req
       if (req.method === 'GET' && TRACE.test(pathOnly(req.path))) {
         // The trace as a stream only (§4 allows either): every frame, one JSON line each.
         const frames: unknown[] = []

@@ -157,6 +157,32 @@ export function graphqlMutants(): Mutant[] {
       },
     },
     {
+      id: 'graphql-foreign-run-shown',
+      description:
+        "GraphQL's run(id) skips the workspace check: another workspace's caller is answered as the run's owner",
+      targets: ['graphql.spec-tenancy'],
+      run: ['graphql.spec-'],
+      request(req, ctx) {
+        const second = ctx.tokens.secondWorkspace
+        if (!isGraphql(req) || !second || header(req, 'authorization') !== `Bearer ${second}`) return req
+        if (!/\brun\s*\(/.test(queryOf(req))) return req
+        return { ...req, headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` } }
+      },
+    },
+    {
+      id: 'graphql-scopes-ignored',
+      description:
+        'GraphQL resolvers skip the scope gate: a token refused a run or agent read over REST reads it through GraphQL',
+      targets: ['graphql.spec-scopes'],
+      run: ['graphql.spec-'],
+      request(req, ctx) {
+        const narrow = [ctx.tokens.narrowScope, ctx.tokens.otherScope].filter((t) => t !== undefined)
+        const auth = header(req, 'authorization') ?? ''
+        if (!isGraphql(req) || !narrow.some((t) => auth === `Bearer ${t}`)) return req
+        return { ...req, headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` } }
+      },
+    },
+    {
       id: 'graphql-errors-without-ratelimit',
       description: 'GraphQL answers with errors lose the rate-limit headers (a separate error path)',
       targets: ['graphql.spec-ratelimit-headers'],

@@ -1,8 +1,9 @@
 /**
  * Read-back bugs: a surface that shows a written field with another value (a stale list projection, a dropped
- * capability, a create answer echoing defaults) or a task read that loses a field it was given.
+ * capability, a create answer echoing defaults), a task read that loses a field it was given, or an event that
+ * carries a resource's fields with other values than its reads.
  */
-import { editJson, type Json, type Mutant, type ProxiedRequest, pathOnly } from '../proxy.js'
+import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
 
 const is = (req: ProxiedRequest, method: string, re: RegExp) =>
   req.method === method && re.test(pathOnly(req.path))
@@ -51,6 +52,28 @@ export function readbackMutants(): Mutant[] {
       response(req, res) {
         if (!is(req, 'GET', /^\/v1\/tasks\/[^/]+$/)) return res
         return editJson(res, ({ data_source: _dropped, ...rest }) => rest)
+      },
+    },
+    {
+      id: 'awaiting-event-default-queue',
+      description:
+        'run.awaiting_approval deliveries name a default queue, not the one the run’s pending approval waits in',
+      targets: ['readback.awaiting-approval-event'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (body?.event !== 'run.awaiting_approval' || typeof body.queue !== 'string') return req
+        return { ...req, body: JSON.stringify({ ...body, queue: `${body.queue}-default` }) }
+      },
+    },
+    {
+      id: 'terminal-event-stale-snapshot',
+      description:
+        'run.succeeded deliveries carry the run as it was before its last step: status running, no outcome',
+      targets: ['readback.run-events-match-the-run'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (body?.event !== 'run.succeeded') return req
+        return { ...req, body: JSON.stringify({ ...body, status: 'running', outcome: null }) }
       },
     },
   ]

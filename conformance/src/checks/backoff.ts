@@ -103,7 +103,7 @@ export const backoffChecks: Check[] = [
           `no delivery log (GET /v1/webhooks/{id}/deliveries answered ${probe.status}) to read the schedule from`,
         )
       const tool = await ctx.fx.tool('fail')
-      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
+      const agent = await ctx.fx.newToolAgent([tool])
       const runs = new Set<string>()
       const ours = (b: Body, path: string) =>
         hooks.has(tagOf(path)) && typeof b?.run_id === 'string' && runs.has(b.run_id)

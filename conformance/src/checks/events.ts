@@ -6,9 +6,10 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, ownId, runBody } from '../fixtures.js'
+import { expectStatus, ownId } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
+import type { ToolRef } from '../toolrun.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { batch } from './ingest.js'
@@ -37,8 +38,8 @@ async function awaitKinds(ctx: CheckContext, kinds: string[], arrived: (d: Deliv
 }
 
 /** A run of a supervised agent taken through awaiting_approval, pause, resume and cancel, as a task. */
-async function controlledTask(ctx: CheckContext, tool: string): Promise<void> {
-  const agent = await ctx.fx.newAgent(ctx.config.profile.approvalBehavior, [tool])
+async function controlledTask(ctx: CheckContext, tool: ToolRef): Promise<void> {
+  const agent = (await ctx.fx.newToolAgent([tool], ctx.config.profile.approvalBehavior)).id
   const task = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: 'events: cancelled task' })
   expectStatus(task, 201, 'assigning a task to a supervised agent')
   const runId = obj(task.body).run_id
@@ -61,8 +62,7 @@ export const eventChecks: Check[] = [
       receiverUrl(ctx)
       const hook = await ensureWebhook(ctx)
       const tool = await ctx.fx.tool('fail')
-      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
-      const { runId } = await ctx.fx.startRun(agent)
+      const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
       const final = await ctx.fx.waitForStatus(runId, (s) => s === 'failed' || s === 'succeeded', 'ended')
       assert(final.status === 'failed', `a run of the failing tool ended ${short(final.status)}, not failed`)
       const failed = await ctx.receiver!.waitFor(
@@ -116,27 +116,22 @@ export const eventChecks: Check[] = [
         })(),
         // task.created, task.succeeded, run.started, run.succeeded
         (async () => {
-          const agent = await ctx.fx.newAgent('autonomous', [ok.name])
+          const agent = (await ctx.fx.newToolAgent([ok])).id
           const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: 'events: succeeds' })
           expectStatus(res, 201, 'assigning a task')
         })(),
         // task.failed, run.failed
         (async () => {
-          const agent = await ctx.fx.newAgent('autonomous', [failing.name])
+          const agent = (await ctx.fx.newToolAgent([failing])).id
           const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: 'events: fails' })
           expectStatus(res, 201, 'assigning a task')
         })(),
         // run.awaiting_approval, run.paused, run.resumed, run.cancelled, task.cancelled
-        controlledTask(ctx, ok.name),
+        controlledTask(ctx, ok),
         // policy.denied: the reference's `restricted` envelope allows three tool calls; the plan asks for four.
         (async () => {
-          const agent = await ctx.fx.newAgent('autonomous', [ok.name])
-          const body: Json = {
-            ...runBody(),
-            inputs: { plan: [ok.name, ok.name, ok.name, ok.name] },
-            policy_envelope: 'restricted',
-          }
-          await ctx.fx.startRun(agent, body)
+          const agent = await ctx.fx.newToolAgent([ok, ok, ok, ok])
+          await ctx.fx.startRun(agent, { policy_envelope: 'restricted' })
         })(),
         // ingest.batch_accepted
         (async () => {

@@ -5,10 +5,11 @@
  */
 import WebSocket from 'ws'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus } from '../fixtures.js'
+import { settingName, TOKENS, tokenName } from '../config.js'
+import { expectStatus, ownId } from '../fixtures.js'
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
 import { rateWindows } from '../ratewindows.js'
-import { assert, notApplicable, skip } from '../types.js'
+import { assert, fail, notApplicable, skip } from '../types.js'
 import { short, waitUntil } from '../wait.js'
 
 const PATH = '/v1/graphql'
@@ -306,6 +307,69 @@ function declaredSurface(ctx: CheckContext): string {
   return url
 }
 
+/** The declared query reading one `kind` by id (graphqlQueries in --config), its "{id}" variable filled in. */
+function declaredQuery(ctx: CheckContext, kind: 'run' | 'agent', id: string): Json {
+  const { query, variables } = ctx.config.graphqlQueries[kind]
+  const fillId = (v: unknown): unknown =>
+    v === '{id}'
+      ? id
+      : Array.isArray(v)
+        ? v.map(fillId)
+        : v !== null && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fillId(x)]))
+          : v
+  return { query, variables: fillId(variables) }
+}
+
+/**
+ * A resource of the primary workspace to read through GraphQL, and a marker only a reader who was shown it can
+ * know: the agent's run-unique name (never sent in a by-id query) and the run's agent id (never sent in a query of
+ * the run). Judging the marker, not the id, keeps a correct answer that echoes the requested id in its error
+ * message from failing, and judging it anywhere in the body keeps the schema's shape the deployment's.
+ */
+interface Probe {
+  kind: 'run' | 'agent'
+  id: string
+  marker: string
+  what: string
+}
+
+async function probes(ctx: CheckContext): Promise<Probe[]> {
+  const name = ctx.name('gql-marker')
+  const res = await ctx.http.post('/v1/agents', { name, behavior: 'autonomous' })
+  expectStatus(res, [200, 201], 'creating an agent (spec fields only) to read through GraphQL')
+  const agentId = ownId(res.body, 'agent')
+  if (!agentId) fail(`agent creation answered no identifier: ${short(res.body)}`)
+  ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${agentId}`))
+  const { runId } = await ctx.fx.startRun(agentId)
+  return [
+    { kind: 'agent', id: agentId, marker: name, what: `agent ${agentId} (its name ${name})` },
+    { kind: 'run', id: runId, marker: agentId, what: `run ${runId} (its agent id ${agentId})` },
+  ]
+}
+
+/**
+ * The probes the owner's own declared query is shown (the path is proven before any absence is judged), or a skip
+ * saying why none is, naming the declaration to correct.
+ */
+async function shownToOwner(ctx: CheckContext, url: string): Promise<Probe[]> {
+  const proven: Probe[] = []
+  const problems: string[] = []
+  for (const p of await probes(ctx)) {
+    const own = await ctx.http.post(url, declaredQuery(ctx, p.kind, p.id))
+    if (own.text.includes(p.marker)) proven.push(p)
+    else
+      problems.push(
+        `the primary token's own ${p.kind} query answered ${own.status} without ${p.what}: ${short(own.body)}`,
+      )
+  }
+  if (proven.length === 0)
+    skip(
+      `${problems.join('; ')}. So an absence would prove nothing: declare queries that read a run and an agent by id on this surface, selecting the run's agent id and the agent's name (graphqlQueries.run and graphqlQueries.agent in --config)`,
+    )
+  return proven
+}
+
 /**
  * Checks of the spec's own rules on a declared GraphQL surface (§4: "A GraphQL surface is mentioned; its shape is
  * not shown"). The surface's schema is the deployment's, so these send only `{ __typename }`, which every GraphQL
@@ -338,6 +402,62 @@ export const graphqlSpecChecks: Check[] = [
           `{ __typename } with ${what} answered ${res.status}, not 401: ${short(res.body)}`,
         )
       }
+    },
+  },
+  {
+    id: 'graphql.spec-tenancy',
+    title:
+      "Another workspace's run and agent are never shown through the declared GraphQL surface (the owner's same query shows them)",
+    level: 'core',
+    clauses: ['S5.6'],
+    async run(ctx) {
+      // §5.6 "A resource that does not exist, or is out of scope for the calling identity, yields 404": out of
+      // scope on every surface. GraphQL's shape is the deployment's (§4 "its shape is not shown"), so what is
+      // judged is only that nothing of the resource reaches another workspace, in whatever form it answers.
+      const url = declaredSurface(ctx)
+      const other = ctx.as('secondWorkspace')
+      const leaks: string[] = []
+      for (const p of await shownToOwner(ctx, url)) {
+        const res = await other.post(url, declaredQuery(ctx, p.kind, p.id))
+        if (res.text.includes(p.marker))
+          leaks.push(`the second workspace's ${p.kind} query was shown ${p.what}: ${short(res.body)}`)
+      }
+      assert(leaks.length === 0, leaks.join('; '))
+    },
+  },
+  {
+    id: 'graphql.spec-scopes',
+    title:
+      'A token refused a run or agent read over REST never gets it through the declared GraphQL surface either',
+    level: 'core',
+    clauses: ['S1.3', 'S5.1'],
+    async run(ctx) {
+      // §1 "Every call is scoped by an agent identity and is checked by a policy gate": a GraphQL request is a call,
+      // so an identity the gate refuses a read (REST's 403 shows it) is refused the same read through GraphQL.
+      const url = declaredSurface(ctx)
+      const roles = (['narrowScope', 'otherScope'] as const).filter((r) => ctx.config.tokens[r])
+      if (roles.length === 0) skip(`no ${tokenName('narrowScope')} or ${tokenName('otherScope')} given`)
+      const shown = await shownToOwner(ctx, url)
+      const judged: string[] = []
+      const leaks: string[] = []
+      for (const role of roles) {
+        const client = ctx.as(role)
+        for (const p of shown) {
+          const rest = await client.get(`/v1/${p.kind}s/${p.id}`)
+          if (rest.status !== 403) continue
+          judged.push(`${TOKENS[role].what} on the ${p.kind}`)
+          const res = await client.post(url, declaredQuery(ctx, p.kind, p.id))
+          if (res.text.includes(p.marker))
+            leaks.push(
+              `the ${TOKENS[role].what}, refused GET /v1/${p.kind}s/{id} with 403, was shown ${p.what} by the ${p.kind} query: ${short(res.body)}`,
+            )
+        }
+      }
+      if (judged.length === 0)
+        skip(
+          `neither the ${roles.map((r) => TOKENS[r].what).join(' nor the ')} is refused a ${shown.map((p) => p.kind).join(' or ')} read over REST (403), so no token lacking a read scope is known: give one whose scopes exclude runs or agents (${settingName('other-scope-token')})`,
+        )
+      assert(leaks.length === 0, leaks.join('; '))
     },
   },
   {

@@ -6,7 +6,7 @@
  * levels and frame kinds, and the approval endpoint's 409.
  */
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, runBody, TERMINAL } from '../fixtures.js'
+import { expectStatus, type Json, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -51,9 +51,9 @@ export const outcomeChecks: Check[] = [
       }
       await Promise.all([
         (async () => {
-          const agent = await ctx.fx.newAgent('autonomous', [ok.name])
-          const summary = await ctx.fx.startRun(agent, { ...runBody(), trace_level: 'summary' })
-          // The detailed run is the one other checks share (runBody asks for `detailed`).
+          const agent = await ctx.fx.newToolAgent([ok])
+          const summary = await ctx.fx.startRun(agent, { trace_level: 'summary' })
+          // The detailed run is the one other checks share (the spec's example body asks for `detailed`).
           const detailed = await ctx.fx.completedRun()
           const [s, d] = [await endedTrace(ctx, summary.runId), await endedTrace(ctx, detailed.runId)]
           expect(
@@ -75,7 +75,7 @@ export const outcomeChecks: Check[] = [
           )
         })(),
         (async () => {
-          const agent = await ctx.fx.newAgent('autonomous', [failing.name])
+          const agent = await ctx.fx.newToolAgent([failing])
           const t = await endedTrace(ctx, (await ctx.fx.startRun(agent)).runId)
           expect(
             t.status === 'failed' && t.kinds.includes('step.failed') && t.kinds.at(-1) === 'run.failed',

@@ -7,10 +7,12 @@
  */
 import { isDeepStrictEqual } from 'node:util'
 import type { Check, CheckContext } from '../check.js'
+import { settingName } from '../config.js'
 import { expectStatus, listPage, nextPageCursor, notServed, ownId } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
+import { deliveryFor, ensureWebhook, receiverUrl, toHook } from './webhooks.js'
 
 type Json = Record<string, unknown>
 
@@ -135,6 +137,78 @@ export const readbackChecks: Check[] = [
         `GET /v1/tasks/{id} does not read back ${missing.join(', ')}: ${short(read)}`,
       )
       judge('GET /v1/tasks/{id}', read, written)
+    },
+  },
+  {
+    id: 'readback.awaiting-approval-event',
+    title:
+      'The run.awaiting_approval delivery names its run, the run’s agent and one of the run’s pending approvals with the step_id, queue and reason its inspection lists',
+    level: 'core',
+    clauses: ['S6.4', 'S2.4', 'S2.1'],
+    async run(ctx) {
+      // The spec says which event carries which resource only here. §6: "run.awaiting_approval | A step needs
+      // approval", its delivery body "run_id, agent_id, step_id, queue, reason"; §2 Run: "awaiting | Pending
+      // approvals, returned on inspection. Each item has step_id (string), queue (string, the approval queue) and
+      // reason (string)". The delivery announces one of those pending approvals, so it names the same run, the
+      // run's own agent, and that approval's step, queue and reason. (Other events' bodies are "not shown".)
+      const { body, run } = await deliveryFor(ctx, 'run.awaiting_approval')
+      const problems: string[] = []
+      if (body.agent_id !== run.agentId)
+        problems.push(`agent_id is ${short(body.agent_id)}, the run's agent is ${run.agentId}`)
+      // The inspection taken while the run awaited approval; once more if it listed nothing yet.
+      let awaiting = Array.isArray(run.waiting.awaiting) ? (run.waiting.awaiting as unknown[]).map(obj) : []
+      if (!awaiting.some((a) => a.step_id === body.step_id)) {
+        const again = obj((await ctx.http.get(`/v1/runs/${run.runId}`)).body)
+        if (Array.isArray(again.awaiting)) awaiting = [...awaiting, ...(again.awaiting as unknown[]).map(obj)]
+      }
+      const item = awaiting.find((a) => a.step_id === body.step_id)
+      if (!item)
+        problems.push(
+          `step_id ${short(body.step_id)} is none of the run's pending approvals (awaiting ${short(awaiting)})`,
+        )
+      else
+        for (const f of ['queue', 'reason'])
+          if (!isDeepStrictEqual(body[f], item[f]))
+            problems.push(
+              `${f} is ${short(body[f])}, the run's awaiting item for that step says ${short(item[f])}`,
+            )
+      assert(
+        problems.length === 0,
+        `the run.awaiting_approval delivery of run ${run.runId} differs from the run: ${problems.join('; ')}`,
+      )
+    },
+  },
+  {
+    id: 'readback.run-events-match-the-run',
+    title:
+      'A run’s terminal event (run.succeeded) shows the run’s fields with the values its inspection reads: agent, status, outcome',
+    level: 'profile',
+    clauses: ['S1.8', 'S6.3', 'S2.1'],
+    async run(ctx) {
+      // Profile: §6 "Delivery bodies of events other than run.awaiting_approval: not shown", so what a run.succeeded
+      // body carries is the deployment's choice. The reference's carries the run's agent_id, status and outcome;
+      // whatever of the run's fields a terminal event shows, it shows as the run ended, so as its inspection reads.
+      receiverUrl(ctx)
+      const hook = await ensureWebhook(ctx)
+      const agent = await ctx.fx.newToolAgent([await ctx.fx.tool('succeed')])
+      const { runId } = await ctx.fx.startRun(agent)
+      const delivery = await ctx.receiver!.waitFor(
+        (d) =>
+          toHook(d, hook) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === 'run.succeeded',
+        ctx.config.waitMs,
+      )
+      if (!delivery?.body)
+        fail(
+          `no run.succeeded delivery of run ${runId} within ${ctx.config.waitMs} ms (raise ${settingName('wait-ms')})`,
+        )
+      const run = await ctx.fx.inspect(runId)
+      const shared = ['agent_id', 'status', 'outcome', 'task_id', 'policy_envelope', 'mode', 'trace_level']
+      const written = Object.fromEntries(shared.filter((f) => f in run).map((f) => [f, run[f]]))
+      assert(
+        delivery.body.agent_id === agent.id,
+        `agent_id is ${short(delivery.body.agent_id)}, the run's agent is ${agent.id}`,
+      )
+      judge(`the run.succeeded delivery of run ${runId}`, delivery.body, written)
     },
   },
 ]

@@ -20,14 +20,11 @@ function isCount(v: unknown): boolean {
 /** A run over `steps` slow tools (three by default), paused right after start. */
 async function pausedRun(ctx: CheckContext, steps = 3) {
   const slow = await ctx.fx.tool('slow')
-  const agent = await ctx.fx.newAgent(
-    'autonomous',
-    Array.from({ length: steps }, () => slow.name),
-  )
+  const agent = await ctx.fx.newToolAgent(Array.from({ length: steps }, () => slow))
   const run = await ctx.fx.startRun(agent)
   const paused = await ctx.http.post(`/v1/runs/${run.runId}/pause`)
   expectStatus(paused, [200, 202, 204], 'pausing a running run')
-  return { ...run, paused }
+  return { ...run, agent, paused }
 }
 
 /** Parses a text/event-stream body into its events. */
@@ -218,10 +215,10 @@ export const runChecks: Check[] = [
     async run(ctx) {
       // Eight slow steps: a pause that lands a moment after its answer (202, accepted) still finds the run
       // running on a loaded machine; with three, such a correct deployment's run could end before its pause landed.
-      const { runId, agentId, paused } = await pausedRun(ctx, 8)
+      const { runId, agent, paused } = await pausedRun(ctx, 8)
       // A twin run of the same agent, never paused, shows the scheduler works in the same window: without it a
       // deployment that never runs anything would pass.
-      const control = await ctx.fx.startRun(agentId)
+      const control = await ctx.fx.startRun(agent)
       const slowMs = Number(ctx.config.profile.tools.slow.config?.delay_ms ?? 400)
       await sleep(slowMs + 300) // an in-flight call may finish and be recorded
       let a = await ctx.fx.inspect(runId)

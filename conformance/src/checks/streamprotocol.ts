@@ -9,7 +9,7 @@
  * a window of 20 and declares it.
  */
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, runBody } from '../fixtures.js'
+import { expectStatus, type Json } from '../fixtures.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { batch } from './ingest.js'
@@ -91,7 +91,7 @@ export const streamProtocolChecks: Check[] = [
           wait,
         )
         assert(pushed, `the record ingested over the socket was not pushed to ${topic}`)
-        const { runId } = await ctx.fx.startRun(await ctx.fx.agent(), runBody())
+        const { runId } = await ctx.fx.startRun(await ctx.fx.agent())
         const event = await s.next((m) => m.type === 'event' && JSON.stringify(m.event).includes(runId), wait)
         assert(event, `no event of run ${runId} reached the runs topic within ${wait} ms`)
         s.ws.send(JSON.stringify({ type: 'unsubscribe', topics: [topic] }))

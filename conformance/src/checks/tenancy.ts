@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, nextCursor, notServed, pageItems, runBody, toolId } from '../fixtures.js'
+import { expectStatus, nextCursor, notServed, pageItems, type ToolAgent, toolId } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
@@ -21,8 +21,11 @@ type Json = Record<string, unknown>
 const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 const atTag = (d: Delivery, tag: string) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
 
-/** A tool and an autonomous agent in the workspace of `client`, made with spec bodies only. */
-async function runnableAgent(ctx: CheckContext, client: HttpClient, label: string): Promise<string> {
+/**
+ * A tool and an autonomous agent that calls it in the workspace of `client`: the tool with the spec's fields only,
+ * the agent the way the config declares (`toolRun`).
+ */
+async function runnableAgent(ctx: CheckContext, client: HttpClient, label: string): Promise<ToolAgent> {
   const hint = ctx.config.profile.tools.succeed
   const name = ctx.name(`${label}-tool`)
   const tool = await client.post('/v1/tools', {
@@ -36,25 +39,13 @@ async function runnableAgent(ctx: CheckContext, client: HttpClient, label: strin
   })
   expectStatus(tool, [200, 201], `registering a tool (${label})`)
   const tid = toolId(tool.body)
-  if (tid) ctx.cleanup(`retire tool ${name}`, () => client.delete(`/v1/tools/${tid}`))
-  const agent = await client.post('/v1/agents', {
-    name: ctx.name(`${label}-agent`),
-    behavior: 'autonomous',
-    capabilities: [name],
-  })
-  expectStatus(agent, [200, 201], `creating an agent (${label})`)
-  const id = obj(agent.body).agent_id ?? obj(agent.body).id
-  if (typeof id !== 'string') fail(`agent creation (${label}) answered no agent_id: ${short(agent.body)}`)
-  ctx.cleanup(`delete agent ${id}`, () => client.delete(`/v1/agents/${id}`))
-  return id
+  if (!tid) fail(`tool registration (${label}) answered no identifier: ${short(tool.body)}`)
+  ctx.cleanup(`retire tool ${name}`, () => client.delete(`/v1/tools/${tid}`))
+  return ctx.fx.newToolAgent([{ id: tid, name }], 'autonomous', client)
 }
 
-async function startRun(client: HttpClient, agentId: string, label: string): Promise<string> {
-  const res = await client.post(`/v1/agents/${agentId}/runs`, runBody())
-  expectStatus(res, 201, `starting a run (${label})`)
-  const runId = obj(res.body).run_id
-  if (typeof runId !== 'string') fail(`run start (${label}) answered no run_id: ${short(res.body)}`)
-  return runId
+async function startRun(ctx: CheckContext, client: HttpClient, agent: ToolAgent): Promise<string> {
+  return (await ctx.fx.startRun(agent, {}, client)).runId
 }
 
 const idsOf = (items: unknown[]): string[] =>
@@ -91,8 +82,8 @@ export const tenancyChecks: Check[] = [
       ])
       // Same kinds, same moment, two workspaces.
       const [mine, theirs] = await Promise.all([
-        startRun(ctx.http, mineAgent, 'primary'),
-        startRun(other, theirsAgent, 'second workspace'),
+        startRun(ctx, ctx.http, mineAgent),
+        startRun(ctx, other, theirsAgent),
       ])
       const wait = ctx.config.waitMs
       const ownStarted = (d: Delivery, t: string, run: string) =>
@@ -119,9 +110,11 @@ export const tenancyChecks: Check[] = [
       ])
       const mentions = (d: Delivery, run: string, agent: string) =>
         d.raw.includes(run) || d.raw.includes(agent)
-      const leakedIn = ctx.receiver!.deliveries.filter((d) => atTag(d, tag) && mentions(d, mine, mineAgent))
+      const leakedIn = ctx.receiver!.deliveries.filter(
+        (d) => atTag(d, tag) && mentions(d, mine, mineAgent.id),
+      )
       const leakedOut = ctx.receiver!.deliveries.filter(
-        (d) => toHook(d, hook) && mentions(d, theirs, theirsAgent),
+        (d) => toHook(d, hook) && mentions(d, theirs, theirsAgent.id),
       )
       assert(
         leakedIn.length === 0,

@@ -95,8 +95,7 @@ export const toolChecks: Check[] = [
     clauses: ['S4.8'],
     async run(ctx) {
       const tool = await ctx.fx.newTool('succeed')
-      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
-      const run = await ctx.fx.startRun(agent)
+      const run = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
       await ctx.fx.waitForStatus(run.runId, (s) => TERMINAL.has(s), 'terminal')
       const before = await ctx.http.get(`/v1/runs/${run.runId}/trace?limit=200`)
       expectStatus(before, 200, 'trace before retirement')

@@ -43,7 +43,13 @@ interface Hook {
 export const toHook = (d: Delivery, hook: Hook) => (d.path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
 
 const hooks = new WeakMap<object, Promise<Hook>>()
-const approvals = new WeakMap<object, Promise<{ runId: string; agentId: string }>>()
+interface ApprovalRun {
+  runId: string
+  agentId: string
+  /** The run's inspection once it awaited approval. */
+  waiting: Record<string, unknown>
+}
+const approvals = new WeakMap<object, Promise<ApprovalRun>>()
 
 export function receiverUrl(ctx: CheckContext): string {
   if (!ctx.receiver || !ctx.config.receiver.url)
@@ -75,13 +81,13 @@ export function ensureWebhook(ctx: CheckContext): Promise<Hook> {
 }
 
 /** Starts an approval-needing run once, after the subscription exists, so its events are delivered. */
-function approvalRun(ctx: CheckContext): Promise<{ runId: string; agentId: string }> {
+function approvalRun(ctx: CheckContext): Promise<ApprovalRun> {
   let p = approvals.get(ctx.config)
   if (!p) {
     p = (async () => {
       await ensureWebhook(ctx)
       const run = await ctx.fx.awaitingRun()
-      return { runId: run.runId, agentId: run.agentId }
+      return { runId: run.runId, agentId: run.agentId, waiting: run.waiting }
     })()
     approvals.set(ctx.config, p)
     p.catch(() => approvals.delete(ctx.config))
@@ -89,10 +95,14 @@ function approvalRun(ctx: CheckContext): Promise<{ runId: string; agentId: strin
   return p
 }
 
-async function deliveryFor(
+/**
+ * The delivery of `event` for the shared approval-awaiting run (started once, after the subscription), with that
+ * run as the suite saw it.
+ */
+export async function deliveryFor(
   ctx: CheckContext,
   event: string,
-): Promise<{ delivery: Delivery; body: Record<string, unknown> }> {
+): Promise<{ delivery: Delivery; body: Record<string, unknown>; run: ApprovalRun }> {
   const run = await approvalRun(ctx)
   const hook = await ensureWebhook(ctx)
   const delivery = await ctx.receiver!.waitFor(
@@ -100,7 +110,7 @@ async function deliveryFor(
     ctx.config.waitMs,
   )
   if (!delivery?.body) noDelivery(ctx, `${event} delivery for run ${run.runId}`)
-  return { delivery, body: delivery.body }
+  return { delivery, body: delivery.body, run }
 }
 
 /** Fails saying what did not arrive, and, when nothing at all reached the receiver, what to set. */
@@ -139,9 +149,9 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
     p = (async () => {
       const hook = await ensureWebhook(ctx)
       const tool = await ctx.fx.tool('succeed')
-      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
+      const agent = await ctx.fx.newToolAgent([tool])
       const started = (b: Record<string, unknown> | undefined) =>
-        b?.agent_id === agent && (b?.event ?? b?.type) === 'run.started'
+        b?.agent_id === agent.id && (b?.event ?? b?.type) === 'run.started'
       const mine = (b: Record<string, unknown> | undefined, path: string) =>
         started(b) && (path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
       // The first two attempts are answered 500, so a third shows the deployment keeps retrying.
@@ -231,8 +241,7 @@ export const webhookChecks: Check[] = [
         typeof id === 'string' ? ctx.http.delete(`/v1/webhooks/${id}`) : Promise.resolve()
       if (typeof id === 'string') ctx.cleanup(`delete webhook ${id}`, remove)
       const tool = await ctx.fx.tool('succeed')
-      const agent = await ctx.fx.newAgent('autonomous', [tool.name])
-      const { runId } = await ctx.fx.startRun(agent)
+      const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
       const ours = (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
       const of = (d: Delivery) => d.body?.run_id === runId
       const succeeded = await ctx.receiver!.waitFor(
