@@ -13,9 +13,11 @@
  * compiled CLI (spawned asynchronously, in its own process) issues a key and revokes another; both succeed, the new
  * key works and the revoked one is refused. The CLI's durations are printed, not asserted.
  */
+import { execFile } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
@@ -32,6 +34,7 @@ const LOAD_COMMITS = 3000
 /** Writes committed before the operator announces itself, so it arrives at a server that is already busy. */
 const BUSY_BEFORE = 100
 
+const CLI = fileURLToPath(new URL('../../bin/agentops.mjs', import.meta.url))
 /** Queued runs the real server starts with: a drain of several seconds at its ~2,000 runs/s. */
 const BACKLOG = 30_000
 /** Ingest clients beside the drain, each sending batches of INGEST_BATCH records back to back. */
@@ -141,6 +144,59 @@ describe('operator writes on a busy SQLite server', () => {
       expect(key_id).toMatch(/^key_/)
       // Withdrawn once the CLI had the lock: a server no longer holds back for it.
       expect(operatorWaits()).toBe(false)
+    } finally {
+      release()
+      holder.close()
+    }
+  }, 120_000)
+
+  it('waits beyond its busy timeout for a writer that holds the lock longer, and says so', async () => {
+    const path = dbPath('long.sqlite')
+    const url = `sqlite:${path}`
+    const store = SqliteDb.open(url)
+    await migrate(store)
+    await store.close()
+    // One writer holds the lock past the CLI's 5 s busy timeout: until the CLI says it is waiting for it.
+    const holder = new Database(path)
+    holder.exec('BEGIN IMMEDIATE')
+    let released = false
+    const release = () => {
+      if (!released) holder.exec('COMMIT')
+      released = true
+    }
+    try {
+      let stderr = ''
+      const began = performance.now()
+      const cli = new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = execFile(
+          process.execPath,
+          [CLI, 'keys', 'create', '--workspace', 'ops', '--json', '--database-url', url],
+          { timeout: 60_000 },
+          (err, stdout) => resolve({ code: err ? (err.code as number | null) : 0, stdout }),
+        )
+        child.stderr?.on('data', (d: Buffer) => {
+          stderr += d.toString()
+        })
+      })
+      let settled = false
+      void cli.then(() => {
+        settled = true
+      })
+      // Bounded by the CLI: before the fix it gave up ("database is locked") after its 5 s busy timeout.
+      while (!settled && !stderr.includes('waiting for it')) await new Promise((r) => setTimeout(r, 20))
+      const waitedMs = Math.round(performance.now() - began)
+      release()
+      const { code, stdout } = await cli
+      console.log(
+        settled
+          ? `[operator] the CLI ended after ${waitedMs} ms while the lock was held`
+          : `[operator] the CLI said it was waiting after ${waitedMs} ms; done once the lock was free`,
+      )
+      expect(stderr).toMatch(/^agentops: the database is busy .* waiting for it, up to 120 s$/m)
+      expect(code, stderr).toBe(0)
+      expect(JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}')).toMatchObject({
+        key_id: expect.stringMatching(/^key_/),
+      })
     } finally {
       release()
       holder.close()
