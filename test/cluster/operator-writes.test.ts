@@ -185,10 +185,11 @@ describe('operator writes on a busy SQLite server', () => {
       // Bounded by the CLI: before the fix it gave up ("database is locked") after its 5 s busy timeout.
       while (!settled && !stderr.includes('waiting for it')) await new Promise((r) => setTimeout(r, 20))
       const waitedMs = Math.round(performance.now() - began)
+      const ended = settled
       release()
       const { code, stdout } = await cli
       console.log(
-        settled
+        ended
           ? `[operator] the CLI ended after ${waitedMs} ms while the lock was held`
           : `[operator] the CLI said it was waiting after ${waitedMs} ms; done once the lock was free`,
       )
