@@ -38,6 +38,11 @@ export interface Config {
    * cross-replica notification can cause.
    */
   streamFallbackPollMs: number
+  /**
+   * The keys of open sockets are read again this often (an expiry, a revoke nobody announced: the CLI on SQLite);
+   * an announced revoke closes them at once whatever this is.
+   */
+  keyWatchPollMs: number
   /** On SIGTERM/SIGINT, how long requests in progress may take to finish before their connections are cut. */
   shutdownGraceMs: number
   /** Prometheus metrics (`GET /metrics`) and the instrumentation behind them; default on. */
@@ -140,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       2_000,
       'AGENTOPS_STREAM_FALLBACK_POLL_MS',
     ),
+    keyWatchPollMs: intFrom(env.AGENTOPS_KEY_WATCH_POLL_MS, 500, 'AGENTOPS_KEY_WATCH_POLL_MS'),
     shutdownGraceMs: intFrom(env.AGENTOPS_SHUTDOWN_GRACE_MS, 10_000, 'AGENTOPS_SHUTDOWN_GRACE_MS'),
     webhookTimeoutMs: intFrom(env.AGENTOPS_WEBHOOK_TIMEOUT_MS, 10_000, 'AGENTOPS_WEBHOOK_TIMEOUT_MS'),
     webhookRetryBaseMs: intFrom(env.AGENTOPS_WEBHOOK_RETRY_BASE_MS, 5_000, 'AGENTOPS_WEBHOOK_RETRY_BASE_MS'),

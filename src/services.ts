@@ -109,7 +109,7 @@ export function createDomain(deps: DomainDeps): Domain {
   return {
     changes,
     events,
-    keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes),
+    keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes, config.keyWatchPollMs),
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events),

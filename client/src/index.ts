@@ -62,6 +62,8 @@ export {
   type HeadersLike,
   type VerifyWebhookOptions,
   verifyWebhookSignature,
+  WebhookDeduplicator,
+  type WebhookDeduplicatorOptions,
   type WebhookErrorReason,
   type WebhookEvent,
   WebhookVerificationError,

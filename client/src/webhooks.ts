@@ -188,3 +188,84 @@ function verifyStandardWebhook(
   }
   return false
 }
+
+export interface WebhookDeduplicatorOptions {
+  /**
+   * How long an event id is remembered after it was claimed, in seconds; default 86,400 (a day: longer than the
+   * server's retries of one delivery, and than most manual redelivers).
+   */
+  windowSeconds?: number
+  /** Most ids remembered at once; past it the oldest are forgotten first. Default 100,000. */
+  maxEntries?: number
+  /** The receiver's clock in epoch ms; default `Date.now`. */
+  now?: () => number
+}
+
+/**
+ * Drops repeats of webhook deliveries in one receiver process, by event id (`event.id`, stable across retries,
+ * redelivers and a replica killed mid-attempt). `claim(id)` is true the first time an id is seen within the window
+ * (handle the event) and false for a repeat (answer 2xx and do nothing); `release(id)` forgets an id whose handling
+ * failed, so the sender's retry is handled. Memory is bounded by the window and `maxEntries`.
+ *
+ * It remembers in memory only: a restarted receiver, or several receivers behind a balancer, can each handle an
+ * event once. Where handling writes to a database, record the id in the same transaction instead (see the
+ * `verifyWebhookSignature` example); this is for work with no such store, or as a cheap first filter before it.
+ *
+ * ```ts
+ * const dedupe = new WebhookDeduplicator()
+ * const event = constructEvent(rawBody, headers, secrets) // throws on a forged or stale delivery
+ * if (!dedupe.claim(event.id)) return respond(204) // a repeat
+ * try { await handle(event) } catch (err) { dedupe.release(event.id); throw err }
+ * ```
+ */
+export class WebhookDeduplicator {
+  /** Event id to the time (epoch ms) it is forgotten; in claim order, so the oldest come first. */
+  private readonly until = new Map<string, number>()
+  private readonly windowMs: number
+  private readonly maxEntries: number
+  private readonly now: () => number
+
+  constructor(options: WebhookDeduplicatorOptions = {}) {
+    const windowSeconds = options.windowSeconds ?? 86_400
+    const maxEntries = options.maxEntries ?? 100_000
+    if (!(windowSeconds > 0)) throw new RangeError('windowSeconds must be a positive number')
+    if (!Number.isInteger(maxEntries) || maxEntries < 1)
+      throw new RangeError('maxEntries must be a positive integer')
+    this.windowMs = windowSeconds * 1000
+    this.maxEntries = maxEntries
+    this.now = options.now ?? Date.now
+  }
+
+  /** True the first time `id` is claimed within the window (handle the event); false for a repeat. */
+  claim(id: string): boolean {
+    const now = this.now()
+    this.forgetExpired(now)
+    if (this.until.has(id)) return false
+    this.until.set(id, now + this.windowMs)
+    // Over the bound: the oldest claims go first (Map keeps insertion order).
+    for (const oldest of this.until.keys()) {
+      if (this.until.size <= this.maxEntries) break
+      this.until.delete(oldest)
+    }
+    return true
+  }
+
+  /** Forgets `id` (its handling failed): the next delivery of the event is handled. */
+  release(id: string): void {
+    this.until.delete(id)
+  }
+
+  /** How many ids are remembered now. */
+  get size(): number {
+    this.forgetExpired(this.now())
+    return this.until.size
+  }
+
+  private forgetExpired(now: number): void {
+    // Claims are in time order, so the expired ones are at the front (a clock stepped back only keeps ids longer).
+    for (const [id, until] of this.until) {
+      if (until > now) break
+      this.until.delete(id)
+    }
+  }
+}

@@ -96,7 +96,13 @@ async function withKeys<T>(
   fn: (keys: KeyService) => Promise<T>,
 ): Promise<T> {
   const config = loadConfig(process.env, databaseUrl ? { databaseUrl } : {})
-  const db = await openDb(config.databaseUrl, { operator: true })
+  const db = await openDb(config.databaseUrl, {
+    operator: true,
+    onOperatorWait: (totalMs) =>
+      console.error(
+        `agentops: the database is busy (another process holds its write lock); waiting for it, up to ${totalMs / 1000} s`,
+      ),
+  })
   try {
     await migrate(db)
     const repos = createRepositories(db)

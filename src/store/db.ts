@@ -10,9 +10,13 @@ export type { Db, Dialect, Queryable, Row, SqlValue } from '../domain/ports.js'
 
 /**
  * `operator`: the store is opened by an operator's command (the CLI) next to a running server; on SQLite its writes
- * then announce themselves so the server makes room (src/store/sqlite-operators.ts).
+ * then announce themselves so the server makes room (src/store/sqlite-operators.ts), and wait for the write lock
+ * longer than one busy timeout, telling `onOperatorWait` once.
  */
-export async function openDb(url: string, options: { operator?: boolean } = {}): Promise<Db> {
+export async function openDb(
+  url: string,
+  options: { operator?: boolean; onOperatorWait?: (totalMs: number) => void } = {},
+): Promise<Db> {
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const { PostgresDb } = await import('./postgres.js')
     return PostgresDb.connect(url)

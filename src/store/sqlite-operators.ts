@@ -8,6 +8,11 @@
  * BEGIN IMMEDIATE waits. A server looks for such files after its COMMITs (at most every few milliseconds), and while
  * one is there it begins no new transaction, for at most half a second per sighting: the operator's next retry takes
  * the lock, removes its file, and the server goes on (its own next BEGIN waits the operator's short transaction out).
+ *
+ * The operator does not give up at its connection's 5 s busy timeout either: a lock held longer than that by one
+ * writer (a long transaction, a server migrating the store, another operator's command) would otherwise make the
+ * command fail with "database is locked". It tries again, announced afresh each time (so a server never takes its
+ * file for a dead operator's), says once that it is waiting, and gives up only after OPERATOR_WAIT_MS in all.
  */
 import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -18,6 +23,10 @@ const YIELD_MAX_MS = 500
 const LOOK_EVERY_MS = 5
 /** A file older than this belongs to an operator that died waiting: ignored and removed. */
 const STALE_MS = 10_000
+/** How long an operator's write waits for the lock in all, over busy timeouts of its connection (5 s each). */
+export const OPERATOR_WAIT_MS = 120_000
+
+const isBusy = (err: unknown) => (err as { code?: string }).code === 'SQLITE_BUSY'
 
 export class OperatorSignal {
   private readonly dir: string
@@ -27,13 +36,23 @@ export class OperatorSignal {
     this.dir = `${dbPath}-operators`
   }
 
-  /** The operator's side: `begin` (a synchronous BEGIN IMMEDIATE) runs while this process is announced as waiting. */
-  whileWaiting<T>(begin: () => T): T {
-    const withdraw = this.announce()
-    try {
-      return begin()
-    } finally {
-      withdraw()
+  /**
+   * The operator's side: `begin` (a synchronous BEGIN IMMEDIATE, which waits up to the connection's busy timeout)
+   * runs while this process is announced as waiting, again while the lock stays busy, for `totalMs` in all;
+   * `onWait` is told once, when the first attempt found the lock busy for its whole timeout.
+   */
+  whileWaiting<T>(begin: () => T, onWait?: (totalMs: number) => void, totalMs = OPERATOR_WAIT_MS): T {
+    const until = Date.now() + totalMs
+    for (let attempt = 1; ; attempt++) {
+      const withdraw = this.announce()
+      try {
+        return begin()
+      } catch (err) {
+        if (!isBusy(err) || Date.now() >= until) throw err
+        if (attempt === 1) onWait?.(totalMs)
+      } finally {
+        withdraw()
+      }
     }
   }
 

@@ -270,6 +270,8 @@ export class SqliteDb implements Db {
     private readonly path: string | null,
     /** An operator's process (the CLI): its write transactions say they wait, so a busy server lets them in. */
     private readonly operator = false,
+    /** Told once when an operator's write waits beyond one busy timeout for the lock (the CLI says so). */
+    private readonly onOperatorWait?: (totalMs: number) => void,
   ) {
     this.operators = path ? new OperatorSignal(path) : null
     this.sync = new SqliteStatements(new StatementCache(raw))
@@ -288,7 +290,10 @@ export class SqliteDb implements Db {
    * Accepts `sqlite:path`, `file:path`, a bare path, or `:memory:`. `operator`: this process is an operator's
    * command (the CLI), whose writes a running server makes room for.
    */
-  static open(url: string, options: { operator?: boolean } = {}): SqliteDb {
+  static open(
+    url: string,
+    options: { operator?: boolean; onOperatorWait?: (totalMs: number) => void } = {},
+  ): SqliteDb {
     const path = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '') || ':memory:'
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const raw = new Database(path)
@@ -296,7 +301,12 @@ export class SqliteDb implements Db {
     raw.pragma('busy_timeout = 5000')
     raw.pragma('foreign_keys = ON')
     raw.pragma('synchronous = NORMAL')
-    return new SqliteDb(raw, path === ':memory:' ? null : path, options.operator === true)
+    return new SqliteDb(
+      raw,
+      path === ':memory:' ? null : path,
+      options.operator === true,
+      options.onOperatorWait,
+    )
   }
 
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
@@ -419,7 +429,8 @@ export class SqliteDb implements Db {
   /** The open batch, or a new one begun with the write lock and committed after the work queued in this turn. */
   private openBatch(): Batch {
     if (this.batch) return this.batch
-    if (this.operator && this.operators) this.operators.whileWaiting(() => this.control.begin.run())
+    if (this.operator && this.operators)
+      this.operators.whileWaiting(() => this.control.begin.run(), this.onOperatorWait)
     else this.control.begin.run()
     const batch = new Batch()
     this.batch = batch

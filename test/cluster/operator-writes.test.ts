@@ -8,21 +8,38 @@
  *   batch in the same turn as its COMMIT, so from any other turn the lock is always held: a second connection with
  *   no busy timeout is refused (SQLITE_BUSY) every time it tries, until the load has ended;
  * - the operator: the CLI's own process announces itself while its BEGIN IMMEDIATE waits for the lock.
+ *
+ * And the whole of it: a real `agentops serve` drains a large queued-run backlog and takes ingest batches while the
+ * compiled CLI (spawned asynchronously, in its own process) issues a key and revokes another; both succeed, the new
+ * key works and the revoked one is refused. The CLI's durations are printed, not asserted.
  */
+import { execFile } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/config.js'
+import { systemClock } from '../../src/domain/clock.js'
+import { createServices } from '../../src/services.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { SqliteDb } from '../../src/store/sqlite.js'
 import { OperatorSignal } from '../../src/store/sqlite-operators.js'
-import { agentopsCli } from '../support/cluster.js'
+import { agentopsCli, startReplica } from '../support/cluster.js'
+import { cloneRuns } from '../support/run-backlog.js'
 
 /** The server's load: this many writes, each committed in its own group commit, one after the other. */
 const LOAD_COMMITS = 3000
 /** Writes committed before the operator announces itself, so it arrives at a server that is already busy. */
 const BUSY_BEFORE = 100
+
+const CLI = fileURLToPath(new URL('../../bin/agentops.mjs', import.meta.url))
+/** Queued runs the real server starts with: a drain of several seconds at its ~2,000 runs/s. */
+const BACKLOG = 30_000
+/** Ingest clients beside the drain, each sending batches of INGEST_BATCH records back to back. */
+const INGEST_CLIENTS = 4
+const INGEST_BATCH = 50
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 const dbPath = (name: string) => join(mkdtempSync(join(tmpdir(), 'agentops-operator-')), name)
@@ -132,4 +149,172 @@ describe('operator writes on a busy SQLite server', () => {
       holder.close()
     }
   }, 120_000)
+
+  it('waits beyond its busy timeout for a writer that holds the lock longer, and says so', async () => {
+    const path = dbPath('long.sqlite')
+    const url = `sqlite:${path}`
+    const store = SqliteDb.open(url)
+    await migrate(store)
+    await store.close()
+    // One writer holds the lock past the CLI's 5 s busy timeout: until the CLI says it is waiting for it.
+    const holder = new Database(path)
+    holder.exec('BEGIN IMMEDIATE')
+    let released = false
+    const release = () => {
+      if (!released) holder.exec('COMMIT')
+      released = true
+    }
+    try {
+      let stderr = ''
+      const began = performance.now()
+      const cli = new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = execFile(
+          process.execPath,
+          [CLI, 'keys', 'create', '--workspace', 'ops', '--json', '--database-url', url],
+          { timeout: 60_000 },
+          (err, stdout) => resolve({ code: err ? (err.code as number | null) : 0, stdout }),
+        )
+        child.stderr?.on('data', (d: Buffer) => {
+          stderr += d.toString()
+        })
+      })
+      let settled = false
+      void cli.then(() => {
+        settled = true
+      })
+      // Bounded by the CLI: before the fix it gave up ("database is locked") after its 5 s busy timeout.
+      while (!settled && !stderr.includes('waiting for it')) await new Promise((r) => setTimeout(r, 20))
+      const waitedMs = Math.round(performance.now() - began)
+      const ended = settled
+      release()
+      const { code, stdout } = await cli
+      console.log(
+        ended
+          ? `[operator] the CLI ended after ${waitedMs} ms while the lock was held`
+          : `[operator] the CLI said it was waiting after ${waitedMs} ms; done once the lock was free`,
+      )
+      expect(stderr).toMatch(/^agentops: the database is busy .* waiting for it, up to 120 s$/m)
+      expect(code, stderr).toBe(0)
+      expect(JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}')).toMatchObject({
+        key_id: expect.stringMatching(/^key_/),
+      })
+    } finally {
+      release()
+      holder.close()
+    }
+  }, 120_000)
+
+  it('issues and revokes keys with the CLI while a real server drains a large queue and ingests', async () => {
+    const path = dbPath('backlog.sqlite')
+    const url = `sqlite:${path}`
+    // The store, seeded before the server starts: a key whose quota the load never reaches, a key to revoke, and a
+    // backlog of queued runs (copies of one run started through the service).
+    const seeded = SqliteDb.open(url)
+    let token = ''
+    let doomed = { token: '', keyId: '' }
+    try {
+      await migrate(seeded)
+      const services = createServices({
+        db: seeded,
+        clock: systemClock,
+        config: loadConfig({}, { databaseUrl: url, workers: false }),
+      })
+      const key = await services.keys.issue({
+        workspace: 'ops',
+        tier: 'enterprise',
+        limitPerHour: 1e9,
+        burstLimit: 1e9,
+      })
+      token = key.token
+      const other = await services.keys.issue({ workspace: 'ops' })
+      doomed = { token: other.token, keyId: other.key_id }
+      const agent = await services.agents.create(key.workspace_id, {
+        name: 'backlog',
+        behavior: 'autonomous',
+        capabilities: [],
+      })
+      const { run } = await services.runs.start(
+        key.workspace_id,
+        agent.id,
+        {},
+        { keyId: key.key_id, identity: key.identity, scopes: key.scopes },
+      )
+      await cloneRuns(seeded, run.id, BACKLOG - 1, { idPrefix: 'run_q', status: 'queued' })
+      await services.changes.flush()
+    } finally {
+      await seeded.close()
+    }
+
+    const reader = new Database(path, { readonly: true })
+    const queued = () =>
+      (reader.prepare("SELECT COUNT(*) AS c FROM runs WHERE status = 'queued'").get() as { c: number }).c
+    const server = await startReplica(0, url)
+    let ingesting = true
+    let batches = 0
+    try {
+      const get = (path: string, bearer: string) =>
+        fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${bearer}` } }).then(
+          async (res) => {
+            await res.arrayBuffer()
+            return res.status
+          },
+        )
+      const ingest = async (n: number) => {
+        for (let i = 0; ingesting; i++) {
+          const res = await fetch(`${server.url}/v1/grid/connectors/ops-${n}/ingest`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({
+              records: Array.from({ length: INGEST_BATCH }, (_, r) => ({
+                id: `${n}-${i}-${r}`,
+                ts: '2026-11-27T06:00:00Z',
+                source: 'ops',
+                policy_class: 'internal',
+                body: { r },
+              })),
+            }),
+          })
+          await res.arrayBuffer()
+          if (res.status !== 202) throw new Error(`ingest: ${res.status}`)
+          batches++
+        }
+      }
+      const clients = Array.from({ length: INGEST_CLIENTS }, (_, n) => ingest(n))
+      // The server is draining and ingesting before the operator arrives.
+      const deadline = Date.now() + 60_000
+      while (queued() > BACKLOG - 200 || batches < 20) {
+        if (Date.now() > deadline)
+          throw new Error(`no load after 60 s: ${queued()} queued, ${batches} batches`)
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      const queuedBefore = queued()
+
+      const timed = async (args: string[]) => {
+        const began = performance.now()
+        const output = await agentopsCli(args, url)
+        return { output, ms: Math.round(performance.now() - began) }
+      }
+      const created = await timed(['keys', 'create', '--workspace', 'ops', '--json'])
+      const revoked = await timed(['keys', 'revoke', doomed.keyId, '--json'])
+      const queuedAfter = queued()
+      const batchesAfter = batches
+      console.log(
+        `[operator] keys create ${created.ms} ms, keys revoke ${revoked.ms} ms, while the server drained ${queuedBefore - queuedAfter} queued runs (${queuedAfter} left) and took ${batchesAfter} ingest batches`,
+      )
+      ingesting = false
+      await Promise.all(clients)
+
+      const issued = JSON.parse(created.output.trim().split('\n').at(-1) ?? '{}') as { token?: string }
+      expect(JSON.parse(revoked.output.trim())).toEqual({ key_id: doomed.keyId, revoked: true })
+      // The load was there for the whole of both commands.
+      expect(queuedAfter).toBeGreaterThan(0)
+      expect(await get('/v1/agents', issued.token ?? '')).toBe(200)
+      expect(await get('/v1/agents', doomed.token)).toBe(401)
+    } finally {
+      ingesting = false
+      reader.close()
+      server.kill('SIGTERM')
+      await server.exited
+    }
+  }, 180_000)
 })

@@ -7,27 +7,46 @@ import { mkdtempSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openClient } from '../stream/client.js'
 import { backends } from '../support/backends.js'
 import { issueToken, startReplica } from '../support/cluster.js'
-import { startReceiver } from '../webhooks/receiver.js'
+import { type Receiver, startReceiver } from '../webhooks/receiver.js'
 
 const postgres = backends().filter((b) => b.name === 'postgres')
 
+/** One keyed write the load sent: an agent, or an ingest batch of one record. */
+interface Write {
+  key: string
+  path: string
+  body: unknown
+  /** The agent's name or the record's id: what must be there exactly once. */
+  tag: string
+  kind: 'agent' | 'record'
+  /** The answer, when one came (a 2xx is an acknowledged write). */
+  answer?: { status: number; text: string }
+}
+
+const REQUEST_TIMEOUT_MS = 30_000
+
 /**
- * Keyed POSTs, ingest batches, an open stream and a webhook attempt (the receiver never answers) all in flight
- * when the signal lands; on SQLite enough commits have gone by for WAL checkpoints to run in their worker thread.
- * The two signals share one handler, so each store takes one of them here (both are covered unloaded below).
- * The store's own last wait is tested in test/store/sqlite-close.test.ts.
+ * Keyed POSTs, keyed ingest batches, an open stream and a webhook attempt (the receiver never answers) all in
+ * flight when the signal lands; on SQLite enough commits have gone by for WAL checkpoints to run in their worker
+ * thread. Both signals on both stores: the two share one store per backend, each signal its own server. After each
+ * exit a new server on the store checks that nothing acknowledged was lost or doubled: every 2xx write is there
+ * exactly once and a keyed retry replays its answer byte for byte; a request the signal cut off, retried with its
+ * key, gives exactly one resource. The store's own last wait is tested in test/store/sqlite-close.test.ts.
  */
-describe.each(
-  backends().map((b) => ({ ...b, signal: b.name === 'sqlite' ? ('SIGTERM' as const) : ('SIGINT' as const) })),
-)('shutdown of agentops serve under load on $name', (backend) => {
-  it(`on ${backend.signal} exits 0 with the one line whatever is in flight`, async () => {
-    const signal = backend.signal
-    const databaseUrl = await backend.freshUrl()
-    const token = await issueToken(databaseUrl, [
+describe.each(backends())('shutdown of agentops serve under load on $name', (backend) => {
+  let databaseUrl = ''
+  let token = ''
+  let receiver: Receiver
+  /** Every write of every signal so far, in the order sent. */
+  const writes: Write[] = []
+
+  beforeAll(async () => {
+    databaseUrl = await backend.freshUrl()
+    token = await issueToken(databaseUrl, [
       '--workspace',
       'load',
       '--limit-per-hour',
@@ -35,73 +54,157 @@ describe.each(
       '--burst-limit',
       '10000000',
     ])
+    receiver = await startReceiver('hang')
+  }, 60_000)
+  afterAll(() => receiver?.close())
+
+  const post = async (base: string, path: string, body: unknown, key?: string) => {
+    const res = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        ...(key ? { 'idempotency-key': key } : {}),
+      },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    })
+    return { status: res.status, text: await res.text(), replayed: res.headers.get('idempotent-replayed') }
+  }
+
+  /** A new server on the store: what was acknowledged is there once and replays; what was cut off retries to one. */
+  const checkNothingLost = async (): Promise<string[]> => {
     const replica = await startReplica(0, databaseUrl)
-    const receiver = await startReceiver('hang')
-    const call = (path: string, body: unknown, key?: string) =>
-      fetch(`${replica.url}${path}`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          ...(key ? { 'idempotency-key': key } : {}),
-        },
-        body: JSON.stringify(body),
-      })
+    const violations: string[] = []
     try {
-      expect(
-        (
-          await call('/v1/webhooks', {
-            url: receiver.url,
-            events: ['agent.created'],
-            secret: 'x'.repeat(32),
-          })
-        ).status,
-      ).toBe(201)
-      const client = await openClient(replica.url, token)
-      let writes = 0
-      let stopping = false
-      const loop = async (n: number) => {
-        for (let i = 0; !stopping; i++) {
-          try {
-            const res =
+      for (const w of writes) {
+        if (w.answer && w.answer.status >= 200 && w.answer.status < 300) {
+          const again = await post(replica.url, w.path, w.body, w.key)
+          if (again.replayed !== 'true' || again.status !== w.answer.status || again.text !== w.answer.text)
+            violations.push(
+              `replay of ${w.kind} ${w.key}: ${w.answer.status} ${w.answer.text} then ${again.status} ${again.text}`,
+            )
+          continue
+        }
+        if (w.answer && w.answer.status < 500)
+          violations.push(`${w.kind} ${w.key} was refused: ${w.answer.status} ${w.answer.text}`)
+        // Cut off by the signal (no answer, or a 5xx): a client retries with its key, and gets one resource.
+        let again = await post(replica.url, w.path, w.body, w.key)
+        for (let i = 0; i < 100 && again.status === 409; i++) {
+          await new Promise((r) => setTimeout(r, 100))
+          again = await post(replica.url, w.path, w.body, w.key)
+        }
+        if (again.status < 200 || again.status >= 300)
+          violations.push(`retry of cut-off ${w.kind} ${w.key}: ${again.status} ${again.text}`)
+        w.answer = { status: again.status, text: again.text }
+      }
+      const counts = new Map<string, number>()
+      const page = async (path: string, tagOf: (item: Record<string, unknown>) => string) => {
+        let cursor: string | null = null
+        do {
+          const url = `${replica.url}${path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+          const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
+          if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`)
+          const body = (await res.json()) as { data: Record<string, unknown>[]; next_cursor: string | null }
+          for (const item of body.data) counts.set(tagOf(item), (counts.get(tagOf(item)) ?? 0) + 1)
+          cursor = body.next_cursor
+        } while (cursor)
+      }
+      await page('/v1/agents', (a) => String(a.name))
+      const connectors = new Set(writes.filter((w) => w.kind === 'record').map((w) => w.path))
+      for (const ingest of connectors)
+        await page(ingest.replace(/\/ingest$/, '/records'), (r) => String(r.id))
+      for (const w of writes) {
+        const n = counts.get(w.tag) ?? 0
+        if (n !== 1) violations.push(`${w.kind} ${w.tag} is there ${n} times (answer ${w.answer?.status})`)
+      }
+    } finally {
+      replica.kill('SIGTERM')
+      await replica.exited
+    }
+    return violations
+  }
+
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'on %s exits 0 with the one line whatever is in flight, and loses nothing it acknowledged',
+    async (signal) => {
+      const replica = await startReplica(0, databaseUrl)
+      try {
+        const hook = await post(replica.url, '/v1/webhooks', {
+          url: receiver.url,
+          events: ['agent.created'],
+          secret: 'x'.repeat(32),
+        })
+        expect(hook.status).toBe(201)
+        const attemptsBefore = receiver.received.length
+        const client = await openClient(replica.url, token)
+        let answered = 0
+        let stopping = false
+        const loop = async (n: number) => {
+          for (let i = 0; !stopping; i++) {
+            const key = `${signal}-${n}-${i}`
+            const w: Write =
               i % 3 === 2
-                ? await call(`/v1/grid/connectors/c${n}/ingest`, {
-                    records: [
-                      {
-                        id: `r${i}`,
-                        ts: '2026-11-23T06:00:00Z',
-                        source: 's',
-                        policy_class: 'internal',
-                        body: {},
-                      },
-                    ],
-                  })
-                : await call('/v1/agents', { name: `a${n}-${i}`, behavior: 'autonomous' }, `k${n}-${i}`)
-            await res.arrayBuffer()
-            writes++
-          } catch {
-            return // the server stopped listening
+                ? {
+                    key,
+                    kind: 'record',
+                    tag: key,
+                    path: `/v1/grid/connectors/c${n}/ingest`,
+                    body: {
+                      records: [
+                        {
+                          id: key,
+                          ts: '2026-11-23T06:00:00Z',
+                          source: 's',
+                          policy_class: 'internal',
+                          body: {},
+                        },
+                      ],
+                    },
+                  }
+                : {
+                    key,
+                    kind: 'agent',
+                    tag: key,
+                    path: '/v1/agents',
+                    body: { name: key, behavior: 'autonomous' },
+                  }
+            writes.push(w)
+            try {
+              const { status, text } = await post(replica.url, w.path, w.body, w.key)
+              w.answer = { status, text }
+              answered++
+            } catch {
+              return // the server stopped listening: this write stays unanswered
+            }
           }
         }
+        const loops = Array.from({ length: 8 }, (_, n) => loop(n))
+        // A webhook attempt is in flight (its receiver never answers).
+        await receiver.waitFor(attemptsBefore + 1, 30_000)
+        const deadline = Date.now() + 60_000
+        while (answered < 200) {
+          if (Date.now() > deadline) throw new Error(`only ${answered} writes answered in 60 s`)
+          await new Promise((r) => setTimeout(r, 20))
+        }
+        const outputBefore = replica.output()
+        replica.kill(signal)
+        expect(await replica.exited).toBe(0)
+        stopping = true
+        await Promise.all(loops)
+        expect((await client.closed).code).toBe(1001)
+        const added = replica.output().slice(outputBefore.length).trim().split('\n')
+        expect(added.filter((line) => line.startsWith('agentops stopped'))).toEqual([
+          expect.stringMatching(new RegExp(`^agentops stopped on ${signal} in \\d+ ms$`)),
+        ])
+      } finally {
+        replica.kill('SIGKILL')
       }
-      const loops = Array.from({ length: 8 }, (_, n) => loop(n))
-      await receiver.waitFor(1) // a webhook attempt is in flight (its receiver never answers)
-      while (writes < 200) await new Promise((r) => setTimeout(r, 20))
-      const outputBefore = replica.output()
-      replica.kill(signal)
-      expect(await replica.exited).toBe(0)
-      stopping = true
-      await Promise.all(loops)
-      expect((await client.closed).code).toBe(1001)
-      const added = replica.output().slice(outputBefore.length).trim().split('\n')
-      expect(added.filter((line) => line.startsWith('agentops stopped'))).toEqual([
-        expect.stringMatching(new RegExp(`^agentops stopped on ${signal} in \\d+ ms$`)),
-      ])
-    } finally {
-      replica.kill('SIGKILL')
-      await receiver.close()
-    }
-  }, 90_000)
+      expect(writes.filter((w) => w.answer && w.answer.status < 300).length).toBeGreaterThanOrEqual(200)
+      expect(await checkNothingLost()).toEqual([])
+    },
+    180_000,
+  )
 })
 
 describe('graceful shutdown of agentops serve', () => {

@@ -87,6 +87,39 @@ describe('docs/webhooks.md verification snippets', () => {
     expect(verifyDelivery(raw, SECRETS, { now: NOW + 301_000 })).toBe(false)
   })
 
+  it('the in-memory dedupe snippet handles an event once, again after a failure, and refuses a forgery', async () => {
+    const file = join(dir, 'dedupe-in-memory.ts')
+    const client = pathToFileURL(join(import.meta.dirname, '../../client/src/index.ts')).href
+    writeFileSync(
+      file,
+      snippet('ts', '// dedupe-in-memory.ts').replace("'agentops-contract-kit/client'", `'${client}'`),
+    )
+    const { onDelivery } = (await import(pathToFileURL(file).href)) as {
+      onDelivery(
+        raw: string,
+        headers: Headers,
+        handle: (event: { id: string }) => Promise<void>,
+      ): Promise<number>
+    }
+    process.env.WEBHOOK_SECRET = SECRETS[0]
+    const delivery = signDelivery('dlv_1', BODY, SECRETS, Date.now())
+    const headers = new Headers(delivery.headers)
+    const handled: string[] = []
+    const handle = async (event: { id: string }) => {
+      handled.push(event.id)
+    }
+    const failing = async () => {
+      throw new Error('the handler failed')
+    }
+    const other = signDelivery('dlv_2', { ...BODY, id: 'evt_2' }, SECRETS, Date.now())
+    await expect(onDelivery(other.rawBody, new Headers(other.headers), failing)).rejects.toThrow('failed')
+    // A retry of the failed one is handled; repeats of a handled one are not.
+    expect(await onDelivery(other.rawBody, new Headers(other.headers), handle)).toBe(204)
+    for (let i = 0; i < 3; i++) expect(await onDelivery(delivery.rawBody, headers, handle)).toBe(204)
+    expect(handled).toEqual(['evt_2', 'evt_1'])
+    expect(await onDelivery(delivery.rawBody.replace('human-review', 'other'), headers, handle)).toBe(400)
+  })
+
   it.skipIf(!hasPython())(
     'the Python snippet verifies real deliveries and rejects tampered or stale ones',
     () => {
