@@ -129,7 +129,11 @@ async function measure(store: string, databaseUrl: string, size: number): Promis
     const trace: string[] = []
     const getter = (async () => {
       while (!done && performance.now() < deadline) {
-        const n = backlog.first + Math.floor(Math.random() * (backlog.last - backlog.first + 1))
+        // A run of the backlog as last polled; the last one polled when none was left (a drained run: it exists).
+        const n = Math.min(
+          backlog.last,
+          backlog.first + Math.floor(Math.random() * (backlog.last - backlog.first + 1)),
+        )
         const t = performance.now()
         const status = await get(agent, `${url}/v1/runs/${idOf(n)}`, token)
         if (status !== 200) throw new Error(`GET /v1/runs/${idOf(n)} answered ${status}`)
