@@ -30,7 +30,10 @@ const TRACE_STREAM_PATH = '/v1/runs/:run_id/trace/stream'
 
 /** What the run routes call; the SSE trace also waits on the run's changes (`TraceRunPorts`). */
 export interface RunRoutePorts {
-  runs: Pick<RunService, 'start' | 'listByAgent' | 'get' | 'control' | 'decide' | 'find' | 'frames'> &
+  runs: Pick<
+    RunService,
+    'start' | 'listByAgent' | 'get' | 'getNow' | 'control' | 'decide' | 'find' | 'frames'
+  > &
     TraceRunPorts
 }
 
@@ -54,7 +57,10 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: RunRoutePo
   app.get(RUN_PATH, async (c) => {
     const { param } = routeInput(c, getV1RunsRunIdRoute)
     const auth = requireScopeOf(c, 'getRun')
-    return jsonAnswer(c, presentRun(await services.runs.get(auth.workspaceId, param.run_id)), 200)
+    const view =
+      services.runs.getNow(auth.workspaceId, param.run_id) ??
+      (await services.runs.get(auth.workspaceId, param.run_id))
+    return jsonAnswer(c, presentRun(view), 200)
   })
 
   const control = (action: ControlAction) => async (c: Context<AppEnv>) => {
