@@ -106,7 +106,9 @@ for (const side of sides) await side.stop()
 const profiles = new Map<string, string>()
 for (const side of sides) {
   const dir = join(out, side.name)
-  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
+  // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: the main thread is 0 (a worker, such as SQLite's WAL
+  // checkpointer, writes its own).
+  const file = readdirSync(dir).find((f) => /\.0\.\d+\.cpuprofile$/.test(f))
   if (!file || !existsSync(join(dir, file))) throw new Error(`${side.name}: no profile in ${dir}`)
   const path = join(dir, file)
   profiles.set(side.name, path)
