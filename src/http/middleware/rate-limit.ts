@@ -83,7 +83,14 @@ async function countAlongside(
     (decision) => ({ decision }),
     (error: unknown) => ({ error }),
   )
-  await next()
+  // A step after this one in the same layer (the text guard) refuses by throwing through here: its answer, rendered
+  // by the app's error handler, must carry the figures too, so the count is awaited first.
+  let refusal: { error: unknown } | undefined
+  try {
+    await next()
+  } catch (error) {
+    refusal = { error }
+  }
   const settled = await outcome
   if ('error' in settled) throw settled.error
   const { decision } = settled
@@ -94,4 +101,5 @@ async function countAlongside(
     refused?.(workspace.tier)
     throw rateLimited(decision.refusedBy)
   }
+  if (refusal) throw refusal.error
 }
