@@ -15,10 +15,11 @@
  * deployed), so the headline figure itself is an A/A one and should read about 0 %. `--b-root <dir>` runs side B
  * from another checkout of this repository, as deployed (old code against new code, both with observability on);
  * `--b-env NAME=value` (repeatable) runs side B as deployed with that environment on top (a setting against the
- * default).
+ * default). `--b-bare` makes side B bare Hono with the same route shapes (bench/http-targets.ts): the reference
+ * server's CPU per request over bare Hono's, paired, which bench:http can only compare one after the other.
  *
  *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post]
- *                                   [--aa | --b-root <dir> | --b-env NAME=value ...]
+ *                                   [--aa | --b-root <dir> | --b-env NAME=value ... | --b-bare]
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -35,6 +36,7 @@ const rounds = Math.min(100, Math.max(2, Number(option('--rounds', '16'))))
 const seconds = Math.min(30, Math.max(0.5, Number(option('--seconds', '1'))))
 const routes = option('--route', 'get,post').split(',')
 const aa = args.includes('--aa')
+const bBare = args.includes('--b-bare')
 const together = args.includes('--together')
 const bRoot = args.includes('--b-root') ? resolve(option('--b-root', ROOT)) : undefined
 const bEnv = Object.fromEntries(
@@ -47,22 +49,26 @@ interface Side {
   root: string
   observability: boolean
   env?: Record<string, string>
+  /** bench/http-targets.ts's kind: the reference server, or bare Hono with the same route shapes. */
+  kind?: 'reference' | 'bare'
 }
 const sideA: Side = { label: 'on', root: ROOT, observability: true }
 const sideB: Side = aa
   ? { label: 'on (A/A twin)', root: ROOT, observability: true }
-  : bRoot
-    ? { label: `on, ${bRoot}`, root: bRoot, observability: true }
-    : Object.keys(bEnv).length > 0
-      ? {
-          label: `on, ${Object.entries(bEnv)
-            .map(([k, v]) => `${k}=${v}`)
-            .join(' ')}`,
-          root: ROOT,
-          observability: true,
-          env: bEnv,
-        }
-      : { label: 'off', root: ROOT, observability: false }
+  : bBare
+    ? { label: 'bare Hono', root: ROOT, observability: false, kind: 'bare' }
+    : bRoot
+      ? { label: `on, ${bRoot}`, root: bRoot, observability: true }
+      : Object.keys(bEnv).length > 0
+        ? {
+            label: `on, ${Object.entries(bEnv)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(' ')}`,
+            root: ROOT,
+            observability: true,
+            env: bEnv,
+          }
+        : { label: 'off', root: ROOT, observability: false }
 
 interface Target extends TargetInfo {
   pid: number
@@ -71,7 +77,7 @@ interface Target extends TargetInfo {
 async function start(side: Side): Promise<Target> {
   const { child, ...info } = await startServerChild<TargetInfo>({
     script: 'http-targets.ts',
-    args: ['reference'],
+    args: [side.kind ?? 'reference'],
     root: side.root,
     name: 'a target',
     env: {

@@ -59,8 +59,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     ...(config.metricsToken ? { metricsToken: config.metricsToken } : {}),
   })
   let api: ((req: IncomingMessage, res: ServerResponse) => unknown) | undefined
+  const inFlight = requestTracker()
   const httpServer = await listen(
     (req, res) => {
+      // Here rather than in a 'request' listener of its own: with two listeners Node copies its listener list on
+      // every request.
+      inFlight.track(req, res)
       if (operator(req, res)) return
       if (api) api(req, res)
       else starting(res)
@@ -119,7 +123,6 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   }
   const store = db
   const attached = attachSockets(httpServer, services, observer)
-  const inFlight = trackRequests(httpServer)
   await services.start()
   readiness.ready(() => store.one('SELECT 1 AS ok'))
   const port = (httpServer.address() as AddressInfo).port
@@ -232,10 +235,20 @@ async function cursorKeyring(db: Db, config: Config): Promise<CursorKeyring> {
  * The requests a server is answering, so shutdown can wait for them. Live trace streams (SSE) never finish on
  * their own: shutdown does not wait for them, and their clients resume with Last-Event-ID.
  */
-function trackRequests(server: Server) {
+function requestTracker() {
   const active = new Map<ServerResponse, boolean>()
   let draining = false
-  const state = {
+  // One listener function for every response, not a closure (and a `once` wrapper) per request.
+  function forget(this: ServerResponse): void {
+    active.delete(this)
+  }
+  return {
+    /** A request from its start until its response closes. */
+    track(req: IncomingMessage, res: ServerResponse): void {
+      active.set(res, (req.headers.accept ?? '').includes('text/event-stream'))
+      res.on('close', forget)
+      if (draining) res.setHeader('connection', 'close')
+    },
     /** From now on every answer (also those already being worked on) closes its connection. */
     drain(): void {
       draining = true
@@ -249,14 +262,4 @@ function trackRequests(server: Server) {
       }
     },
   }
-  // One listener function for every response, not a closure (and a `once` wrapper) per request.
-  function forget(this: ServerResponse): void {
-    active.delete(this)
-  }
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    active.set(res, (req.headers.accept ?? '').includes('text/event-stream'))
-    res.on('close', forget)
-    if (draining) res.setHeader('connection', 'close')
-  })
-  return state
 }

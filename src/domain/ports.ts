@@ -148,6 +148,11 @@ export interface RunRepository extends TxBound<RunRepository> {
   /** Writes every mutable field back; callers hold the row inside a transaction. A finished run drops its lease. */
   save(r: RunRecord): Promise<void>
   get(workspaceId: string, id: string): Promise<RunRecord | undefined>
+  /**
+   * What `get` would answer, when it can be answered from memory without waiting (a cached run this process is
+   * the sole writer of); undefined when `get` must be asked.
+   */
+  getNow?(workspaceId: string, id: string): RunRecord | undefined
   /** Reads the row for update: on PostgreSQL the row lock serialises controls against the executor. */
   lock(id: string, dialect: Dialect): Promise<RunRecord | undefined>
   listByAgent(

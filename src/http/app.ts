@@ -14,6 +14,7 @@ import { idempotency } from './middleware/idempotency.js'
 import { observeRequests, routeTemplate } from './middleware/observe.js'
 import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
+import { inSeries } from './middleware/series.js'
 import { textGuard } from './middleware/text.js'
 import { registerAgentRoutes } from './routes/agents.js'
 import { registerIngestRoutes } from './routes/ingest.js'
@@ -47,7 +48,7 @@ export interface HttpAppOptions {
 /**
  * The reference server's HTTP side. Middleware is applied once, in this order: request id and observation in one
  * layer (the surface observer: metrics and the request log, which see every answer; no observation for the default
- * observer) → auth → rate limit → text guard → body guard (bodies only) → idempotency (POST only) → validated routes.
+ * observer) → auth, rate limit and text guard in one layer → body guard (bodies only) → idempotency (POST only) → validated routes.
  * Errors from anywhere become the spec §7 envelope.
  */
 export function createHttpApp(services: HttpServices, options: HttpAppOptions = {}): OpenAPIHono<AppEnv> {
@@ -71,11 +72,17 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
 
   const limitMetrics = services.metrics?.limits
-  // The stream authenticates during its own upgrade (src/stream); everything else under /v1 needs a key here.
-  app.use('/v1/*', auth(services.keys, STREAM_PATH))
-  app.use('/v1/*', rateLimit(services.limits, limitMetrics && ((tier) => limitMetrics.rateLimited(tier))))
-  // After auth and rate limit (so its 400 carries the rate-limit headers like every answer), before anything stores.
-  app.use('/v1/*', textGuard())
+  // One layer, three steps in series. The stream authenticates during its own upgrade (src/stream); everything
+  // else under /v1 needs a key here. The text guard comes after auth and rate limit (so its 400 carries the
+  // rate-limit headers like every answer), before anything stores.
+  app.use(
+    '/v1/*',
+    inSeries(
+      auth(services.keys, STREAM_PATH),
+      rateLimit(services.limits, limitMetrics && ((tier) => limitMetrics.rateLimited(tier))),
+      textGuard(),
+    ),
+  )
   // Mounted for the methods they concern only: every other request skips them in routing, not in a call.
   app.on([...WITH_BODY], '/v1/*', bodyGuard(services.config.maxBodyBytes))
   app.on(

@@ -156,5 +156,15 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
         expect(read.headers.get('ratelimit-policy')).toBe('"burst";q=20;w=10, "hourly";q=1000;w=3600')
       }
     })
+
+    it('puts the figures on a read the text guard refuses while it is being counted', async () => {
+      const { token } = await one.createKey({ workspace: 'guarded', tier: 'enterprise', limitPerHour: 1000 })
+      // A first read counted alone tells the replica the workspace has room: the next is counted alongside.
+      expect((await one.request('GET', '/v1/agents', { token })).status).toBe(200)
+      const refused = await one.request('GET', '/v1/tools?cursor=%00%01', { token })
+      expect(refused.status).toBe(400)
+      expect(refused.headers.get('ratelimit-policy')).toMatch(/^"burst";q=\d+;w=10, "hourly";q=1000;w=3600$/)
+      expect(refused.headers.get('ratelimit')).toMatch(/^"burst";r=\d+;t=\d+, "hourly";r=\d+;t=\d+$/)
+    })
   },
 )

@@ -109,6 +109,20 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     expect(a.verifyCached({ accessToken: forged })).toBe('unknown')
   })
 
+  it('remembers only a secret that matched: a wrong one before or after the right one is refused', async () => {
+    const issued = await a.issue({ workspace: 'cache-proven' })
+    const forged = `${issued.token.slice(0, -1)}${issued.token.endsWith('A') ? 'B' : 'A'}`
+    // The forged token loads and caches the key's row, and is refused against the stored hash.
+    expect(await a.verifyRequest({ accessToken: forged })).toBe('unknown')
+    expect(a.verifyCached({ accessToken: forged })).toBe('unknown')
+    // The right one is accepted (and from now on compared with its own bytes, without hashing) ...
+    for (let i = 0; i < 3; i++) {
+      expect(a.verifyCached({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
+    }
+    // ... and the wrong one stays refused.
+    expect(a.verifyCached({ accessToken: forged })).toBe('unknown')
+  })
+
   it('answers from the cache alone only what the store path would answer, and defers to it otherwise', async () => {
     const issued = await a.issue({ workspace: 'cache-sync', expiresInSeconds: 60 })
     const credentials = { authorization: `Bearer ${issued.token}` }

@@ -1,7 +1,8 @@
 /**
  * The run cache (src/store/repos/run-cache.ts). On the embedded store: a read by id after any write through the
  * repository sees that write, other workspaces never see the run, a transaction that rolls back leaves readers on
- * the committed run, a read racing a write is not cached, and a cached run cannot be changed by a caller. On
+ * the committed run, a read racing a write is not cached, a cached run cannot be changed by a caller, and the
+ * answer without waiting (`getNow`) is only ever what a read would give. On
  * PostgreSQL: a write by another replica is seen by the next read, and an unchanged run is answered from memory.
  */
 import { afterEach, describe, expect, it } from 'vitest'
@@ -90,6 +91,18 @@ describe('SQLite run cache', () => {
     expect((await repos.runs.get('ws_a', 'run_1'))?.status).toBe('running')
   })
 
+  it('answers without waiting only what a read would: the cached run, to its own workspace, and never a saved-over one', async () => {
+    const { repos, run } = await setUp()
+    expect(repos.runs.getNow?.('ws_a', 'run_1')).toBeUndefined() // not read yet: the store must be asked
+    const read = await repos.runs.get('ws_a', 'run_1')
+    expect(repos.runs.getNow?.('ws_a', 'run_1')).toBe(read)
+    expect(repos.runs.getNow?.('ws_b', 'run_1')).toBeUndefined()
+    await repos.runs.save({ ...run, status: 'running', startedAt: run.createdAt + 1 })
+    expect(repos.runs.getNow?.('ws_a', 'run_1')).toBeUndefined()
+    expect((await repos.runs.get('ws_a', 'run_1'))?.status).toBe('running')
+    expect(repos.runs.getNow?.('ws_a', 'run_1')?.status).toBe('running')
+  })
+
   it('hands out runs no caller can change', async () => {
     const { repos } = await setUp()
     await repos.runs.get('ws_a', 'run_1')
@@ -126,6 +139,8 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('PostgreSQL run c
     const first = await repos.runs.get('ws_a', 'run_1')
     const second = await repos.runs.get('ws_a', 'run_1')
     expect(second).toBe(first)
+    // Other replicas write too: a cached run is confirmed against the row, never answered without waiting.
+    expect(repos.runs.getNow?.('ws_a', 'run_1')).toBeUndefined()
     expect(Object.isFrozen(second)).toBe(true)
     expect(await repos.runs.get('ws_b', 'run_1')).toBeUndefined()
   })

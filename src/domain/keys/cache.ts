@@ -9,6 +9,12 @@ export interface CachedKey {
 /** A cached key with its secret's hash as bytes, ready for the constant-time comparison of every request. */
 export interface VerifiedEntry extends CachedKey {
   secretHash: Buffer
+  /**
+   * The secret's bytes once a request presented the secret that hashes to `secretHash`: later requests compare
+   * with these (constant time) instead of hashing again. Dropped with the entry (at most `ttlMs` after its row was
+   * read), never stored anywhere but this process's memory, where every request's own header holds it anyway.
+   */
+  verifiedSecret: Buffer | undefined
 }
 
 export interface KeyCacheOptions {
@@ -61,6 +67,7 @@ export class VerifiedKeyCache {
       key: value.key,
       workspace: value.workspace,
       secretHash: Buffer.from(value.key.secretHash, 'hex'),
+      verifiedSecret: undefined,
       loadedAt: this.now(),
     }
     this.entries.set(keyId, entry)

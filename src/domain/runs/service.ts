@@ -152,6 +152,16 @@ export class RunService implements RunsPort {
     return viewOf(await this.find(workspaceId, runId))
   }
 
+  /**
+   * `get`'s answer when the run is in memory (the embedded store's run cache), without a promise; undefined when
+   * `get` must be asked (not cached, another workspace's, or a store other replicas write to). The cached GET by id
+   * then costs no async layer below its route (profiled: three of them were a few per cent of such a GET).
+   */
+  getNow(workspaceId: string, runId: string): RunView | undefined {
+    const run = this.repos.runs.getNow?.(workspaceId, runId)
+    return run && viewOf(run)
+  }
+
   async find(workspaceId: string, runId: string): Promise<RunRecord> {
     const run = await this.repos.runs.get(workspaceId, runId)
     if (!run) throw notFound('Run')

@@ -1,21 +1,30 @@
-import { createMiddleware } from 'hono/factory'
+import type { Context, Next } from 'hono'
 import { callerFromKey } from '../../api/caller.js'
 import type { AppEnv } from '../../api/context.js'
 import { unauthenticated } from '../../domain/errors.js'
-import type { KeyService } from '../../domain/keys/service.js'
+import type { KeyRefusal } from '../../domain/identity.js'
+import type { KeyService, VerifiedKey } from '../../domain/keys/service.js'
+import { requestHeader } from '../node-io.js'
+import type { Step } from './series.js'
 
 /**
  * Resolves the bearer token into the caller's workspace, identity and scopes (spec §5). `exceptPath`
  * authenticates itself (the stream, during its upgrade). A plain comparison, not `hono/combine`'s `except`:
  * that wraps every request in three more async layers, a measurable share of a cached GET.
  */
-export const auth = (keys: Pick<KeyService, 'verifyCached' | 'verifyRequest'>, exceptPath?: string) =>
-  createMiddleware<AppEnv>(async (c, next) => {
+export const auth =
+  (keys: Pick<KeyService, 'verifyCached' | 'verifyRequest'>, exceptPath?: string): Step =>
+  (c, next) => {
     if (c.req.path === exceptPath) return next()
-    const credentials = { authorization: c.req.header('authorization') }
+    const credentials = { authorization: requestHeader(c, 'authorization') }
     // A key in the verified-key cache is checked without a promise; only a cache miss waits for the store.
-    const verified = keys.verifyCached(credentials) ?? (await keys.verifyRequest(credentials))
-    if (typeof verified === 'string') throw unauthenticated(verified)
-    c.set('auth', callerFromKey(verified))
-    await next()
-  })
+    const verified = keys.verifyCached(credentials)
+    if (verified === undefined) return keys.verifyRequest(credentials).then((v) => admit(c, v, next))
+    return admit(c, verified, next)
+  }
+
+function admit(c: Context<AppEnv>, verified: VerifiedKey | KeyRefusal, next: Next): Promise<void> {
+  if (typeof verified === 'string') throw unauthenticated(verified)
+  c.set('auth', callerFromKey(verified))
+  return next()
+}

@@ -1,13 +1,12 @@
 import type { ServerResponse } from 'node:http'
 import type { Context, Next } from 'hono'
-import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
 import { rateLimited } from '../../domain/errors.js'
 import type { Tier, Workspace } from '../../domain/identity.js'
-import { rateLimitHeader, rateLimitPolicyHeader, type WindowState } from '../../domain/limits/rate-limit.js'
+import { rateLimitHeader, rateLimitPolicyHeader } from '../../domain/limits/rate-limit.js'
 import type { LimitsService, RateDecision } from '../../domain/limits/service.js'
-import { errorResponse } from '../errors.js'
-import { nodeResponse, withAnswerHeaders } from '../node-io.js'
+import { nodeResponse, setAnswerHeaders, withAnswerHeaders } from '../node-io.js'
+import type { Step } from './series.js'
 
 const NAMES = ['RateLimit-Policy', 'RateLimit']
 
@@ -20,33 +19,42 @@ function valuesOf(decision: RateDecision): string[] {
  * Every authenticated response, success or error, carries both figures; a refusal is 429 rate_limited with
  * Retry-After and the window in `detail`.
  */
-export const rateLimit = (
-  limits: Pick<LimitsService, 'consume' | 'consumeNow' | 'hasHeadroom'>,
-  /** Told of each 429 by the workspace's tier (the server's metrics). */
-  refused?: (tier: Tier) => void,
-) =>
-  createMiddleware<AppEnv>(async (c, next) => {
+export const rateLimit =
+  (
+    limits: Pick<LimitsService, 'consume' | 'consumeNow' | 'hasHeadroom'>,
+    /** Told of each 429 by the workspace's tier (the server's metrics). */
+    refused?: (tier: Tier) => void,
+  ): Step =>
+  (c, next) => {
     const auth = c.get('auth')
     if (!auth) return next() // public or stream upgrade: nothing to bill
     // Counters in memory (the embedded store) decide without a promise; shared counters wait for the store.
     const known = limits.consumeNow(auth.workspace)
+    if (known) return decided(c, auth.workspace, known, refused, next)
     const outgoing = nodeResponse(c)
-    if (!known && outgoing && readsOnly(c) && limits.hasHeadroom(auth.workspace)) {
+    if (outgoing && readsOnly(c) && limits.hasHeadroom(auth.workspace)) {
       return countAlongside(refused, auth.workspace, limits.consume(auth.workspace), outgoing, next)
     }
-    const decision = known ?? (await limits.consume(auth.workspace))
-    const values = valuesOf(decision)
-    if (!decision.allowed && decision.refusedBy) {
-      refused?.(auth.workspace.tier)
-      return refusal(c, decision.refusedBy, values)
-    }
-    return withAnswerHeaders(c, NAMES, values, next)
-  })
+    return limits
+      .consume(auth.workspace)
+      .then((decision) => decided(c, auth.workspace, decision, refused, next))
+  }
 
-function refusal(c: Context<AppEnv>, refusedBy: WindowState, values: string[]): Response {
-  const res = errorResponse(c, rateLimited(refusedBy))
-  for (let i = 0; i < NAMES.length; i++) res.headers.set(NAMES[i] as string, values[i] as string)
-  return res
+/** The figures on whichever answer follows; a refusal is thrown, rendered by the app's error handler. */
+function decided(
+  c: Context<AppEnv>,
+  workspace: Workspace,
+  decision: RateDecision,
+  refused: ((tier: Tier) => void) | undefined,
+  next: Next,
+): Promise<void> {
+  const values = valuesOf(decision)
+  if (!decision.allowed && decision.refusedBy) {
+    refused?.(workspace.tier)
+    setAnswerHeaders(c, NAMES, values)
+    throw rateLimited(decision.refusedBy)
+  }
+  return withAnswerHeaders(c, NAMES, values, next)
 }
 
 /** A GET or HEAD that answers in one piece (a live trace stream writes as it goes, so it is counted first). */
@@ -75,7 +83,14 @@ async function countAlongside(
     (decision) => ({ decision }),
     (error: unknown) => ({ error }),
   )
-  await next()
+  // A step after this one in the same layer (the text guard) refuses by throwing through here: its answer, rendered
+  // by the app's error handler, must carry the figures too, so the count is awaited first.
+  let refusal: { error: unknown } | undefined
+  try {
+    await next()
+  } catch (error) {
+    refusal = { error }
+  }
   const settled = await outcome
   if ('error' in settled) throw settled.error
   const { decision } = settled
@@ -86,4 +101,5 @@ async function countAlongside(
     refused?.(workspace.tier)
     throw rateLimited(decision.refusedBy)
   }
+  if (refusal) throw refusal.error
 }

@@ -2,14 +2,14 @@ import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
 import { newId } from '../../domain/ids.js'
-import { withAnswerHeaders } from '../node-io.js'
+import { requestHeader, withAnswerHeaders } from '../node-io.js'
 
 const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/
 const NAMES = ['X-Request-Id']
 
 /** The request's id: a well-formed one from the caller (a proxy's) is kept for tracing, else a new one. */
 function requestIdOf(c: Context<AppEnv>): string {
-  const incoming = c.req.header('x-request-id')
+  const incoming = requestHeader(c, 'x-request-id')
   const id = incoming && ACCEPTABLE.test(incoming) ? incoming : newId('req')
   c.set('requestId', id)
   return id

@@ -1,7 +1,7 @@
 import type { Context, Next } from 'hono'
-import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
 import { findUnstorableText, unstorableReason, unstorableTextError } from '../../domain/text.js'
+import type { Step } from './series.js'
 
 /**
  * Refuses text no store can keep in the path and the query, before routes read them (the body guard checks
@@ -11,8 +11,7 @@ import { findUnstorableText, unstorableReason, unstorableTextError } from '../..
  * bytes decode as latin-1), so a URL without `%` is skipped without being parsed. Headers are not checked: Node
  * refuses a NUL in a header value with its own 400 before the app runs, and latin-1 values hold no surrogates.
  */
-export const textGuard = () =>
-  createMiddleware<AppEnv>((c, next) => (c.req.url.includes('%') ? guardEncoded(c, next) : next()))
+export const textGuard = (): Step => (c, next) => (c.req.url.includes('%') ? guardEncoded(c, next) : next())
 
 async function guardEncoded(c: Context<AppEnv>, next: Next): Promise<void> {
   const url = new URL(c.req.url)

@@ -97,6 +97,12 @@ export class CachedRunRepo implements RunRepository {
     return new CachedRunRepo(this.inner.writingAtCommit(tx), this.trust, this.inUnitOfWork, this.cache, true)
   }
 
+  getNow(workspaceId: string, id: string): RunRecord | undefined {
+    if (this.trust !== 'sole-writer' || this.inTransaction || this.inUnitOfWork()) return undefined
+    const hit = this.cache.get(id)
+    return hit && hit.run.workspaceId === workspaceId ? hit.run : undefined
+  }
+
   async get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
     if (this.inTransaction || this.inUnitOfWork()) return this.inner.get(workspaceId, id)
     const hit = this.cache.get(id)

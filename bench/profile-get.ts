@@ -1,0 +1,137 @@
+/**
+ * Where a cached GET /v1/runs/{id} spends its CPU, side by side: each side is a server child (bench/http-targets.ts)
+ * under `node --cpu-prof`, loaded in alternated blocks of a fixed number of requests (order rotating each round, so
+ * whatever else loads the machine loads every side alike). Only the samples taken during the blocks are summed (no
+ * start-up, no warm-up), per package and per function, in µs per request; CPU per request from schedstat too.
+ *
+ *   npx tsx bench/profile-get.ts [--out <dir>] [--rounds N] [--requests N] [--sides on,off,bare] [--b-root <dir>]
+ *
+ * Sides: `on` the reference server as deployed (metrics, request log), `off` the same with AGENTOPS_METRICS=off and
+ * AGENTOPS_LOG_LEVEL=silent, `bare` bare Hono, `old` the reference server as deployed from the checkout `--b-root`.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import autocannon from 'autocannon'
+import type { TargetInfo } from './http-targets.js'
+import { printDifference, printSummary, type Summary, summarise, type Window } from './support/cpuprofile.js'
+import { ROOT, startServerChild, stopServerChild } from './support/server-child.js'
+
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string) => {
+  const i = args.indexOf(name)
+  return i >= 0 ? (args[i + 1] ?? fallback) : fallback
+}
+const out = resolve(option('--out', mkdtempSync(join(tmpdir(), 'agentops-profile-'))))
+const rounds = Math.max(1, Number(option('--rounds', '6')))
+const perBlock = Math.max(100, Number(option('--requests', '5000')))
+const bRoot = resolve(option('--b-root', ROOT))
+const names = option('--sides', args.includes('--b-root') ? 'on,old,bare' : 'on,off,bare').split(',')
+const top = Number(option('--top', '30'))
+const CONNECTIONS = 50
+
+interface Side {
+  name: string
+  pid: number
+  info: TargetInfo
+  stop: () => Promise<void>
+  windows: Window[]
+  requests: number
+  cpuNs: number
+}
+
+function cpuNanoseconds(pid: number): number {
+  let total = 0
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
+    } catch {
+      // A thread gone between the listing and the read.
+    }
+  }
+  return total
+}
+
+async function start(name: string): Promise<Side> {
+  const dir = join(out, name)
+  mkdirSync(dir, { recursive: true })
+  const off = name === 'off' ? { AGENTOPS_METRICS: 'off', AGENTOPS_LOG_LEVEL: 'silent' } : {}
+  const { child, ...info } = await startServerChild<TargetInfo>({
+    script: 'http-targets.ts',
+    args: [name === 'bare' ? 'bare' : 'reference'],
+    root: name === 'old' ? bRoot : ROOT,
+    nodeArgs: ['--cpu-prof', '--cpu-prof-interval', '50', '--cpu-prof-dir', dir],
+    env: { AGENTOPS_LOG_LEVEL: 'info', AGENTOPS_METRICS: 'on', ...off },
+    name,
+  })
+  return {
+    name,
+    pid: child.pid ?? 0,
+    info,
+    stop: () => stopServerChild(child),
+    windows: [],
+    requests: 0,
+    cpuNs: 0,
+  }
+}
+
+const nowUs = () => Number(process.hrtime.bigint() / 1000n)
+
+async function load(side: Side, amount: number, record: boolean): Promise<void> {
+  const { url, token, runId } = side.info
+  const before = cpuNanoseconds(side.pid)
+  const fromUs = nowUs()
+  const r = (await autocannon({
+    url,
+    connections: CONNECTIONS,
+    amount,
+    requests: [{ method: 'GET', path: `/v1/runs/${runId}`, headers: { authorization: `Bearer ${token}` } }],
+  })) as autocannon.Result
+  const toUs = nowUs()
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${side.name}: ${r.non2xx} non-2xx, ${r.errors} errors`)
+  if (!record) return
+  side.windows.push({ fromUs, toUs })
+  side.requests += r.requests.total
+  side.cpuNs += cpuNanoseconds(side.pid) - before
+}
+
+const sides: Side[] = []
+for (const name of names) sides.push(await start(name))
+for (const side of sides) await load(side, 3000, false)
+for (let r = 0; r < rounds; r++) {
+  for (let i = 0; i < sides.length; i++) await load(sides[(r + i) % sides.length] as Side, perBlock, true)
+}
+for (const side of sides) await side.stop()
+
+const profiles = new Map<string, string>()
+for (const side of sides) {
+  const dir = join(out, side.name)
+  // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: the main thread is 0 (a worker, such as SQLite's WAL
+  // checkpointer, writes its own).
+  const file = readdirSync(dir).find((f) => /\.0\.\d+\.cpuprofile$/.test(f))
+  if (!file || !existsSync(join(dir, file))) throw new Error(`${side.name}: no profile in ${dir}`)
+  const path = join(dir, file)
+  profiles.set(side.name, path)
+  console.log(
+    `\n##### ${side.name}: ${side.requests} requests, ${(side.cpuNs / 1e3 / side.requests).toFixed(1)} µs CPU/req ` +
+      `(schedstat, all threads) — ${path}`,
+  )
+  printSummary(`${side.name} by package`, summarise(path, 'package', side.windows), side.requests, 20)
+  printSummary(`${side.name} by function`, summarise(path, 'function', side.windows), side.requests, top)
+}
+// Each side against the last one (bare Hono, by default), function by function.
+const last = sides[sides.length - 1] as Side
+const of = (side: Side, grouping: 'function' | 'package'): Summary =>
+  summarise(profiles.get(side.name) as string, grouping, side.windows)
+for (const side of sides.slice(0, -1)) {
+  for (const grouping of ['package', 'function'] as const) {
+    printDifference(
+      `${side.name} − ${last.name}, by ${grouping}`,
+      of(side, grouping),
+      side.requests,
+      of(last, grouping),
+      last.requests,
+      grouping === 'package' ? 20 : top,
+    )
+  }
+}
