@@ -129,6 +129,7 @@ export interface ToolRepository extends TxBound<ToolRepository> {
 export interface TaskRepository extends TxBound<TaskRepository> {
   insert(t: Omit<TaskRecord, 'seq'>): Promise<TaskRecord>
   get(workspaceId: string, id: string): Promise<TaskRecord | undefined>
+  /** Attaches the task's run unless the run got there first (`followTask`): a later status is never undone. */
   attachRun(id: string, runId: string, status: RunStatus, at: number): Promise<void>
 }
 
@@ -184,7 +185,14 @@ export interface RunRepository extends TxBound<RunRepository> {
   release(id: string, owner: string): Promise<void>
   appendFrame(runId: string, f: FrameRecord): Promise<void>
   frames(runId: string, afterSeq: number, limit: number): Promise<Slice<FrameRecord>>
-  followTask(runId: string, status: RunStatus, outcome: Outcome | null, at: number): Promise<void>
+  /** The run's task takes the run's status (and the run's id, if the task service has not attached it yet). */
+  followTask(
+    taskId: string,
+    runId: string,
+    status: RunStatus,
+    outcome: Outcome | null,
+    at: number,
+  ): Promise<void>
 }
 
 export interface EventRepository extends TxBound<EventRepository> {

@@ -63,6 +63,7 @@ const BY_ID = {
   connectors: /connectors_pkey|sqlite_autoindex_connectors_1/,
   records: /ingest_records_pkey|sqlite_autoindex_ingest_records_1/,
   batches: /ingest_batches_pkey|sqlite_autoindex_ingest_batches_1/,
+  tasks: /tasks_id_key|sqlite_autoindex_tasks_1/,
 }
 
 interface Case {
@@ -140,7 +141,7 @@ const CASES: Case[] = [
       if (!run) throw new Error(`run ${id} vanished`)
       await r.runs.claim(id, 'owner-plan', now, now + 30_000)
       await r.runs.save({ ...run, status: 'running', updatedAt: now })
-      await r.runs.followTask(id, 'running', null, now)
+      await r.runs.followTask('task_plan', id, 'running', null, now)
       await r.runs.release(id, 'owner-plan')
     },
     indexes: (dialect) => [
@@ -150,7 +151,7 @@ const CASES: Case[] = [
       [BY_ID.runs],
       [BY_ID.runs],
       [BY_ID.runs],
-      [/tasks_run/],
+      [BY_ID.tasks],
       [BY_ID.runs],
     ],
   },

@@ -87,7 +87,7 @@ export class RunRecorder {
       await repo.save(run)
       for (const f of frames) await repo.appendFrame(run.id, f)
       if (run.status !== before && run.taskId) {
-        await repo.followTask(run.id, run.status, run.outcome, now)
+        await repo.followTask(run.taskId, run.id, run.status, run.outcome, now)
         if (isTerminal(run.status)) {
           events.push({
             kind: `task.${run.status}`,

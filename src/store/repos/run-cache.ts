@@ -170,7 +170,13 @@ export class CachedRunRepo implements RunRepository {
   frames(runId: string, afterSeq: number, limit: number): Promise<Slice<FrameRecord>> {
     return this.inner.frames(runId, afterSeq, limit)
   }
-  followTask(runId: string, status: RunStatus, outcome: Outcome | null, at: number): Promise<void> {
-    return this.inner.followTask(runId, status, outcome, at)
+  followTask(
+    taskId: string,
+    runId: string,
+    status: RunStatus,
+    outcome: Outcome | null,
+    at: number,
+  ): Promise<void> {
+    return this.inner.followTask(taskId, runId, status, outcome, at)
   }
 }

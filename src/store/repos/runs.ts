@@ -371,12 +371,20 @@ export class RunRepo implements RunRepository {
     return toSlice(rows.map(toFrame), limit)
   }
 
-  async followTask(runId: string, status: RunStatus, outcome: Outcome | null, at: number): Promise<void> {
-    await this.write('UPDATE tasks SET status = $2, result = $3, updated_at = $4 WHERE run_id = $1', [
-      runId,
-      status,
-      outcome === null ? null : toJson(outcome),
-      at,
-    ])
+  /**
+   * By the task's id, attaching the run too: the run can change (even finish) before the task service attached it
+   * (src/domain/tasks/service.ts), and a task found by `run_id` would then never follow its run.
+   */
+  async followTask(
+    taskId: string,
+    runId: string,
+    status: RunStatus,
+    outcome: Outcome | null,
+    at: number,
+  ): Promise<void> {
+    await this.write(
+      'UPDATE tasks SET run_id = $2, status = $3, result = $4, updated_at = $5 WHERE id = $1',
+      [taskId, runId, status, outcome === null ? null : toJson(outcome), at],
+    )
   }
 }

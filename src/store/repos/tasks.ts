@@ -74,11 +74,9 @@ export class TaskRepo implements TaskRepository {
   }
 
   async attachRun(id: string, runId: string, status: RunStatus, at: number): Promise<void> {
-    await this.db.run('UPDATE tasks SET run_id = $2, status = $3, updated_at = $4 WHERE id = $1', [
-      id,
-      runId,
-      status,
-      at,
-    ])
+    await this.db.run(
+      'UPDATE tasks SET run_id = $2, status = $3, updated_at = $4 WHERE id = $1 AND run_id IS NULL',
+      [id, runId, status, at],
+    )
   }
 }
