@@ -21,10 +21,10 @@
  *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post]
  *                                   [--aa | --b-root <dir> | --b-env NAME=value ... | --b-bare]
  */
-import { readdirSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import autocannon from 'autocannon'
 import type { TargetInfo } from './http-targets.js'
+import { cpuNanoseconds } from './support/proc-cpu.js'
 import { ROOT, startServerChild, stopServerChildren } from './support/server-child.js'
 
 const args = process.argv.slice(2)
@@ -87,19 +87,6 @@ async function start(side: Side): Promise<Target> {
     },
   })
   return { ...info, pid: child.pid ?? 0 }
-}
-
-/** CPU nanoseconds all threads of a process have run so far (Linux schedstat: no 10 ms tick rounding). */
-function cpuNanoseconds(pid: number): number {
-  let total = 0
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
-    } catch {
-      // A thread that ended between the listing and the read has no more time to add.
-    }
-  }
-  return total
 }
 
 function requests(t: TargetInfo, route: string): autocannon.Request[] {

@@ -9,12 +9,13 @@
  * Sides: `on` the reference server as deployed (metrics, request log), `off` the same with AGENTOPS_METRICS=off and
  * AGENTOPS_LOG_LEVEL=silent, `bare` bare Hono, `old` the reference server as deployed from the checkout `--b-root`.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import autocannon from 'autocannon'
 import type { TargetInfo } from './http-targets.js'
 import { printDifference, printSummary, type Summary, summarise, type Window } from './support/cpuprofile.js'
+import { cpuNanoseconds } from './support/proc-cpu.js'
 import { ROOT, startServerChild, stopServerChild } from './support/server-child.js'
 
 const args = process.argv.slice(2)
@@ -38,18 +39,6 @@ interface Side {
   windows: Window[]
   requests: number
   cpuNs: number
-}
-
-function cpuNanoseconds(pid: number): number {
-  let total = 0
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
-    } catch {
-      // A thread gone between the listing and the read.
-    }
-  }
-  return total
 }
 
 async function start(name: string): Promise<Side> {
