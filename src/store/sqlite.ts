@@ -301,6 +301,10 @@ export class SqliteDb implements Db {
     raw.pragma('busy_timeout = 5000')
     raw.pragma('foreign_keys = ON')
     raw.pragma('synchronous = NORMAL')
+    // An operator's command leaves checkpoints to the server: its COMMIT would otherwise copy a busy server's whole
+    // WAL into the database file (SQLite checkpoints on the commit that finds the WAL past 1,000 pages). Alone, it
+    // is the last connection, whose close checkpoints.
+    if (options.operator === true) raw.pragma('wal_autocheckpoint = 0')
     return new SqliteDb(
       raw,
       path === ':memory:' ? null : path,

@@ -14,7 +14,7 @@
  * key works and the revoked one is refused. The CLI's durations are printed, not asserted.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -203,6 +203,31 @@ describe('operator writes on a busy SQLite server', () => {
       holder.close()
     }
   }, 120_000)
+
+  it("leaves a busy server's WAL to the server's checkpoints: an operator's COMMIT does not copy it", async () => {
+    const path = dbPath('wal.sqlite')
+    // The server's side: a connection that checkpoints on its own schedule (the worker thread), with a WAL well past
+    // SQLite's automatic checkpoint threshold of 1,000 pages.
+    const server = new Database(path)
+    server.pragma('journal_mode = WAL')
+    server.pragma('wal_autocheckpoint = 0')
+    server.exec('CREATE TABLE load (n INTEGER PRIMARY KEY, pad BLOB NOT NULL)')
+    const insert = server.prepare('INSERT INTO load (n, pad) VALUES (?, zeroblob(4096))')
+    server.transaction(() => {
+      for (let n = 0; n < 2_000; n++) insert.run(n)
+    })()
+    const fileSize = () => statSync(path).size
+    const before = fileSize()
+    const operator = SqliteDb.open(`sqlite:${path}`, { operator: true })
+    try {
+      expect(await operator.run('DELETE FROM load WHERE n = $1', [0])).toBe(1)
+      // A checkpoint would have moved the 2,000 pages into the database file (about 8 MB).
+      expect(fileSize()).toBe(before)
+    } finally {
+      await operator.close()
+      server.close()
+    }
+  })
 
   it('issues and revokes keys with the CLI while a real server drains a large queue and ingests', async () => {
     const path = dbPath('backlog.sqlite')

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/config.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import { KEY_CACHE_TTL_MS, VerifiedKeyCache } from '../../src/domain/keys/cache.js'
 import { KeyService } from '../../src/domain/keys/service.js'
@@ -70,7 +71,14 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     await migrate(dbA)
     dbB = await openDb(url)
     const services = (db: Db) =>
-      new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock, { now: () => monotonic })
+      new KeyService(
+        new KeyRepo(db),
+        new WorkspaceRepo(db),
+        clock,
+        { now: () => monotonic },
+        undefined,
+        loadConfig({}).keyWatchPollMs,
+      )
     a = services(dbA)
     b = services(dbB)
   })

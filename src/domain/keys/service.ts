@@ -5,7 +5,7 @@ import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
 import type { KeyRepository, WorkspaceRepository } from '../ports.js'
 import { type KeyCacheOptions, type VerifiedEntry, VerifiedKeyCache } from './cache.js'
-import { KEY_WATCH_POLL_MS, KeyWatch } from './watch.js'
+import { KeyWatch } from './watch.js'
 
 const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
 
@@ -130,11 +130,11 @@ export class KeyService {
     private readonly keys: KeyRepository,
     private readonly workspaces: WorkspaceRepository,
     private readonly clock: Clock,
-    cacheOptions: KeyCacheOptions = {},
+    cacheOptions: KeyCacheOptions,
     /** Where revokes are announced to (and heard from) the other replicas and processes on the same store. */
-    private readonly changes?: ChangeFeed,
-    /** How often the keys of open sockets are read again (src/domain/keys/watch.ts). */
-    keyWatchPollMs = KEY_WATCH_POLL_MS,
+    private readonly changes: ChangeFeed | undefined,
+    /** How often the keys of open sockets are read again (src/domain/keys/watch.ts; its default is in config.ts). */
+    keyWatchPollMs: number,
   ) {
     this.cache = new VerifiedKeyCache(cacheOptions)
     this.watch = new KeyWatch(keys, clock, keyWatchPollMs)

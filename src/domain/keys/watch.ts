@@ -4,14 +4,11 @@ import type { KeyRepository } from '../ports.js'
 /** Why a watched key stopped being valid. */
 export type KeyEnd = 'revoked' | 'expired'
 
-/** How often watched keys are read again from the store; bounds how late a revoke nobody announced is seen. */
-export const KEY_WATCH_POLL_MS = 500
-
 /**
  * The keys behind open sockets (/v1/stream, graphql-ws), so a revoke or an expiry closes them at once instead of
  * at the next heartbeat. Three ways a key's end is heard: a revoke through this process (`end`, called after the
  * revoke committed), a revoke announced by another replica or the CLI over the change feed (`end` again), and a
- * read of the watched keys from the store every KEY_WATCH_POLL_MS (expiry, and a revoke whose announcement was
+ * read of the watched keys from the store every `pollMs` (expiry, and a revoke whose announcement was
  * lost or could not be made: the CLI on SQLite writes the file from another process). The poll runs only while
  * some key is watched.
  */
@@ -23,7 +20,8 @@ export class KeyWatch {
   constructor(
     private readonly keys: KeyRepository,
     private readonly clock: Clock,
-    private readonly pollMs = KEY_WATCH_POLL_MS,
+    /** How often watched keys are read again; bounds how late a revoke nobody announced is seen (config.ts). */
+    private readonly pollMs: number,
   ) {}
 
   /** Calls `onEnd` once when the key is revoked or expires; the returned function stops watching. */
