@@ -3,7 +3,7 @@ import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
 import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
-import { isPostgresUrl, openDb } from '../store/db.js'
+import { openDb } from '../store/db.js'
 import { migrate } from '../store/migrations/index.js'
 import { createRepositories } from '../store/repos/index.js'
 
@@ -107,9 +107,8 @@ async function withKeys<T>(
     const repos = createRepositories(db)
     // The change feed announces a revoke to running servers on PostgreSQL. On SQLite they read it on their poll, and
     // the feed (with the PostgreSQL driver it imports) is not loaded: a command's start is most of its time.
-    const changes = isPostgresUrl(config.databaseUrl)
-      ? (await import('../store/notifications.js')).openChangeFeed(db)
-      : undefined
+    const changes =
+      db.dialect === 'postgres' ? (await import('../store/notifications.js')).openChangeFeed(db) : undefined
     return await fn(
       new KeyService(repos.keys, repos.workspaces, systemClock, {}, changes, config.keyWatchPollMs),
     )

@@ -13,16 +13,11 @@ export type { Db, Dialect, Queryable, Row, SqlValue } from '../domain/ports.js'
  * then announce themselves so the server makes room (src/store/sqlite-operators.ts), and wait for the write lock
  * longer than one busy timeout, telling `onOperatorWait` once.
  */
-/** Whether a store URL names PostgreSQL (anything else is the embedded store's file or `:memory:`). */
-export function isPostgresUrl(url: string): boolean {
-  return url.startsWith('postgres://') || url.startsWith('postgresql://')
-}
-
 export async function openDb(
   url: string,
   options: { operator?: boolean; onOperatorWait?: (totalMs: number) => void } = {},
 ): Promise<Db> {
-  if (isPostgresUrl(url)) {
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const { PostgresDb } = await import('./postgres.js')
     return PostgresDb.connect(url)
   }

@@ -20,14 +20,11 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
-import { loadConfig } from '../../src/config.js'
-import { systemClock } from '../../src/domain/clock.js'
-import { createServices } from '../../src/services.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { SqliteDb } from '../../src/store/sqlite.js'
 import { OperatorSignal } from '../../src/store/sqlite-operators.js'
-import { agentopsCli, startReplica } from '../support/cluster.js'
-import { cloneRuns } from '../support/run-backlog.js'
+import { agentopsCli } from '../support/cluster.js'
+import { startOperatorLoad } from '../support/operator-load.js'
 
 /** The server's load: this many writes, each committed in its own group commit, one after the other. */
 const LOAD_COMMITS = 3000
@@ -230,116 +227,36 @@ describe('operator writes on a busy SQLite server', () => {
   })
 
   it('issues and revokes keys with the CLI while a real server drains a large queue and ingests', async () => {
-    const path = dbPath('backlog.sqlite')
-    const url = `sqlite:${path}`
-    // The store, seeded before the server starts: a key whose quota the load never reaches, a key to revoke, and a
-    // backlog of queued runs (copies of one run started through the service).
-    const seeded = SqliteDb.open(url)
-    let token = ''
-    let doomed = { token: '', keyId: '' }
+    const load = await startOperatorLoad({
+      backlog: BACKLOG,
+      revocable: 1,
+      ingestClients: INGEST_CLIENTS,
+      ingestBatch: INGEST_BATCH,
+    })
     try {
-      await migrate(seeded)
-      const services = createServices({
-        db: seeded,
-        clock: systemClock,
-        config: loadConfig({}, { databaseUrl: url, workers: false }),
-      })
-      const key = await services.keys.issue({
-        workspace: 'ops',
-        tier: 'enterprise',
-        limitPerHour: 1e9,
-        burstLimit: 1e9,
-      })
-      token = key.token
-      const other = await services.keys.issue({ workspace: 'ops' })
-      doomed = { token: other.token, keyId: other.key_id }
-      const agent = await services.agents.create(key.workspace_id, {
-        name: 'backlog',
-        behavior: 'autonomous',
-        capabilities: [],
-      })
-      const { run } = await services.runs.start(
-        key.workspace_id,
-        agent.id,
-        {},
-        { keyId: key.key_id, identity: key.identity, scopes: key.scopes },
-      )
-      await cloneRuns(seeded, run.id, BACKLOG - 1, { idPrefix: 'run_q', status: 'queued' })
-      await services.changes.flush()
-    } finally {
-      await seeded.close()
-    }
-
-    const reader = new Database(path, { readonly: true })
-    const queued = () =>
-      (reader.prepare("SELECT COUNT(*) AS c FROM runs WHERE status = 'queued'").get() as { c: number }).c
-    const server = await startReplica(0, url)
-    let ingesting = true
-    let batches = 0
-    try {
-      const get = (path: string, bearer: string) =>
-        fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${bearer}` } }).then(
-          async (res) => {
-            await res.arrayBuffer()
-            return res.status
-          },
-        )
-      const ingest = async (n: number) => {
-        for (let i = 0; ingesting; i++) {
-          const res = await fetch(`${server.url}/v1/grid/connectors/ops-${n}/ingest`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-            body: JSON.stringify({
-              records: Array.from({ length: INGEST_BATCH }, (_, r) => ({
-                id: `${n}-${i}-${r}`,
-                ts: '2026-11-27T06:00:00Z',
-                source: 'ops',
-                policy_class: 'internal',
-                body: { r },
-              })),
-            }),
-          })
-          await res.arrayBuffer()
-          if (res.status !== 202) throw new Error(`ingest: ${res.status}`)
-          batches++
-        }
-      }
-      const clients = Array.from({ length: INGEST_CLIENTS }, (_, n) => ingest(n))
-      // The server is draining and ingesting before the operator arrives.
-      const deadline = Date.now() + 60_000
-      while (queued() > BACKLOG - 200 || batches < 20) {
-        if (Date.now() > deadline)
-          throw new Error(`no load after 60 s: ${queued()} queued, ${batches} batches`)
-        await new Promise((r) => setTimeout(r, 20))
-      }
-      const queuedBefore = queued()
-
+      const doomed = load.revocable[0]
+      if (!doomed) throw new Error('no revocable key was issued')
+      const queuedBefore = load.queued()
       const timed = async (args: string[]) => {
         const began = performance.now()
-        const output = await agentopsCli(args, url)
+        const output = await agentopsCli(args, load.url)
         return { output, ms: Math.round(performance.now() - began) }
       }
       const created = await timed(['keys', 'create', '--workspace', 'ops', '--json'])
       const revoked = await timed(['keys', 'revoke', doomed.keyId, '--json'])
-      const queuedAfter = queued()
-      const batchesAfter = batches
+      const queuedAfter = load.queued()
       console.log(
-        `[operator] keys create ${created.ms} ms, keys revoke ${revoked.ms} ms, while the server drained ${queuedBefore - queuedAfter} queued runs (${queuedAfter} left) and took ${batchesAfter} ingest batches`,
+        `[operator] keys create ${created.ms} ms, keys revoke ${revoked.ms} ms, while the server drained ${queuedBefore - queuedAfter} queued runs (${queuedAfter} left) and took ${load.batches()} ingest batches`,
       )
-      ingesting = false
-      await Promise.all(clients)
 
       const issued = JSON.parse(created.output.trim().split('\n').at(-1) ?? '{}') as { token?: string }
       expect(JSON.parse(revoked.output.trim())).toEqual({ key_id: doomed.keyId, revoked: true })
       // The load was there for the whole of both commands.
       expect(queuedAfter).toBeGreaterThan(0)
-      expect(await get('/v1/agents', issued.token ?? '')).toBe(200)
-      expect(await get('/v1/agents', doomed.token)).toBe(401)
+      expect(await load.status('/v1/agents', issued.token ?? '')).toBe(200)
+      expect(await load.status('/v1/agents', doomed.token)).toBe(401)
     } finally {
-      ingesting = false
-      reader.close()
-      server.kill('SIGTERM')
-      await server.exited
+      await load.stop()
     }
   }, 180_000)
 })
