@@ -7,6 +7,8 @@
  */
 import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
@@ -26,12 +28,27 @@ interface NewmanReport {
 describe('Portman contract tests from the contract and its examples', () => {
   let t: TestServer
   let dir: string
+  // The subscription's receiver: it takes every delivery at its first attempt, so a delivery that has been
+  // delivered has no attempt in progress or to come, and `redeliver` finds it free (not 409 invalid_state).
+  let receiver: Server
+  let receiverUrl: string
+  let received = 0
   beforeAll(async () => {
     t = await startTestServer()
     dir = mkdtempSync(join(tmpdir(), 'agentops-portman-'))
+    receiver = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        received++
+        res.writeHead(204).end()
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
   })
   afterAll(async () => {
     await t?.close()
+    await new Promise((resolve) => receiver?.close(resolve))
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
@@ -63,7 +80,7 @@ describe('Portman contract tests from the contract and its examples', () => {
         cwd: dir,
         timeout: 240_000,
         maxBuffer: 64 * 1024 * 1024,
-        env: { ...process.env, PORTMAN_BEARER_TOKEN: token },
+        env: { ...process.env, PORTMAN_BEARER_TOKEN: token, PORTMAN_WEBHOOK_URL: receiverUrl },
       },
     ).then(
       ({ stdout, stderr }) => stdout + stderr,
@@ -79,5 +96,7 @@ describe('Portman contract tests from the contract and its examples', () => {
       failures.map((f) => `${f.source?.name}: ${f.error?.test}: ${f.error?.message?.slice(0, 300)}`),
     ).toEqual([])
     expect(stats.assertions.total).toBeGreaterThan(200)
+    // The subscription pointed at the receiver (PORTMAN_WEBHOOK_URL), not at the fallback.
+    expect(received).toBeGreaterThan(0)
   }, 300_000)
 })
