@@ -2520,7 +2520,7 @@ export const getV1GraphqlRoute = createRoute({
   tags: ['GraphQL'],
   summary: 'Run a GraphQL query (GET)',
   description:
-    "The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).",
+    "The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`, sent within 10 s of the upgrade, else the socket is closed with 4408).",
   operationId: 'getGraphql',
   request: {
     query: z.object({

@@ -464,7 +464,7 @@ export class AgentOpsApi extends HeyApiClient {
     /**
      * Run a GraphQL query (GET)
      *
-     * The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`).
+     * The same as POST for queries, with `query`, `variables` (JSON) and `operationName` as query parameters; a mutation or subscription sent with GET answers 400 with the envelope. A WebSocket upgrade of this path with the `graphql-transport-ws` subprotocol carries subscriptions (token in `Authorization`, `?access_token=`, or the `connection_init` payload's `authorization`, sent within 10 s of the upgrade, else the socket is closed with 4408).
      */
     public getGraphql<ThrowOnError extends boolean = true>(options: Options<GetGraphqlData, ThrowOnError>) {
         return (options.client ?? this.client).get<GetGraphqlResponses, GetGraphqlErrors, ThrowOnError>({

@@ -28,6 +28,13 @@ import type { GraphqlPorts } from './ports.js'
 import { prepare } from './prepare.js'
 import { graphqlSchema } from './schema.js'
 
+/**
+ * How long a socket may stay open before its `connection_init` (then 4408). graphql-ws's default is 3 s, which a
+ * client on a loaded CI machine missed (the reference server is used as a stateful mock there); 10 s still bounds
+ * an idle unauthenticated socket.
+ */
+const CONNECTION_INIT_WAIT_MS = 10_000
+
 /** What graphql-ws uses of the domain, each narrowed to the calls it makes (wired by the composition root). */
 export interface GraphqlWsPorts {
   clock: Clock
@@ -108,6 +115,7 @@ export function attachGraphqlWs(
 
   const disposable = useServer(
     {
+      connectionInitWaitTimeout: CONNECTION_INIT_WAIT_MS,
       schema: graphqlSchema(),
       onConnect: async (ctx) => {
         let caller = upgradeAuth.get(ctx.extra.request)

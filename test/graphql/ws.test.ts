@@ -246,6 +246,25 @@ describe('subscriptions over graphql-ws', () => {
     expect(JSON.stringify(variable)).toContain('variables.c')
   })
 
+  it('gives a slow client 10 s to send connection_init, not graphql-ws default 3 s', async () => {
+    const ws = new WebSocket(wsUrl(), 'graphql-transport-ws', {
+      headers: { authorization: `Bearer ${token}` },
+    })
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)))
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve)
+      ws.once('error', reject)
+    })
+    // Past the library's default: a server with it has closed the socket (4408) by now.
+    const early = await Promise.race([
+      closed,
+      new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), 3_500)),
+    ])
+    expect(early).toBe('open')
+    ws.close()
+    await closed
+  })
+
   it('leaves /v1/stream to the stream and answers 404 on other paths', async () => {
     const stream = await new Promise<string>((resolve, reject) => {
       const ws = new WebSocket(`${t.baseUrl.replace('http', 'ws')}/v1/stream?access_token=${token}`)
