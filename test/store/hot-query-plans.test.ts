@@ -102,7 +102,7 @@ const CASES: Case[] = [
           [
             [BY_ID.apiKeys],
             [BY_ID.runs],
-            [/Nested Loop/, /Index Scan using runs_id_key on runs r\s+Index Cond: \(id = q\.id\)/],
+            [/Nested Loop/, /Index Scan using runs_id_key on runs r\b[^\n]*\n\s+Index Cond: \(id = q\.id\)/],
           ],
   },
   {

@@ -66,8 +66,9 @@ function readsOnly(c: Context<AppEnv>): boolean {
 }
 
 /**
- * A read runs while its request is being counted in the store: on PostgreSQL the count and the read leave in one
- * pipeline write, one round trip instead of two in a row. The answer is sent only once the count is known, and a
+ * A read runs while its request is being counted in the store: on PostgreSQL the count and the read are sent in the
+ * same turn of the event loop (the read's run version at its end, with the other reads: a group read), one round
+ * trip of waiting instead of two in a row. The answer is sent only once the count is known, and a
  * refused request is answered 429 whatever the read found. Node writes the answer after the app returns, so the
  * figures still go on Node's response here.
  */
