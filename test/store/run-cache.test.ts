@@ -11,9 +11,11 @@ import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { RunRecord } from '../../src/domain/runs/types.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import { type Db, hotPath, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
+import { RunVersionReads } from '../../src/store/repos/run-versions.js'
+import { RunRepo } from '../../src/store/repos/runs.js'
 import { backends } from '../support/backends.js'
 
 const opened: Db[] = []
@@ -212,6 +214,23 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('PostgreSQL run c
       // The early read began before the write: either figure is right for it.
       expect([i - 1, i]).toContain((await early)?.toolCalls)
     }
+  })
+
+  it('sends a group statement outside the unit of work of the request that happened to start it', async () => {
+    // Reads in a unit never use the group (run-cache.ts); were one to start it, the statement it shares with other
+    // requests must not run in that unit's transaction and confirm a version no one has committed.
+    const url = await backend.freshUrl()
+    const { d } = await setUp(url)
+    const repo = new RunRepo(d, 'postgres', hotPath(d))
+    const committed = (await repo.getVersioned('ws_a', 'run_1'))?.version
+    const reads = new RunVersionReads((keys) => repo.versionsOf(keys))
+    await expect(
+      d.unitOfWork(async (tx) => {
+        await tx.run("UPDATE runs SET tool_calls = 99 WHERE id = 'run_1'")
+        expect(await reads.versionOf('ws_a', 'run_1')).toBe(committed)
+        throw new Error('rolled back')
+      }),
+    ).rejects.toThrow('rolled back')
   })
 
   it('forgets a run that another replica removed', async () => {

@@ -1,3 +1,5 @@
+import { outsideUnits } from '../unit-of-work.js'
+
 /** A run asked for by id, in the workspace of the request that asks. */
 export interface RunKey {
   workspaceId: string
@@ -92,7 +94,9 @@ export class RunVersionReads {
   private async confirm(keys: RunKey[], waiters: Waiter[][]): Promise<void> {
     let versions: Map<number, string>
     try {
-      versions = await this.read(keys)
+      // Sent outside any unit of work: reads in one never come here, and a statement shared by many requests must
+      // not run in a transaction, whose uncommitted writes it would see, if a context ever carried one this far.
+      versions = await outsideUnits(() => this.read(keys))
     } catch (error) {
       for (const list of waiters) for (const w of list) w.reject(error)
       return
