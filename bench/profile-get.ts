@@ -9,6 +9,7 @@
  *
  * Sides: `on` the reference server as deployed (metrics, request log), `off` the same with AGENTOPS_METRICS=off and
  * AGENTOPS_LOG_LEVEL=silent, `bare` bare Hono, `old` the reference server as deployed from the checkout `--b-root`.
+ * `sqlite` is `on` on SQLite whatever the store of the others.
  * `--postgres`: the reference sides on a throwaway PostgreSQL (the tests' harness), each on a database of its own;
  * the CPU of the backends serving that database is then counted per request too (schedstat of their processes), as
  * the server's statements cost there as well, on the same cores.
@@ -77,7 +78,7 @@ async function start(name: string): Promise<Side> {
   const dir = join(out, name)
   mkdirSync(dir, { recursive: true })
   const off = name === 'off' ? { AGENTOPS_METRICS: 'off', AGENTOPS_LOG_LEVEL: 'silent' } : {}
-  const url = pg && name !== 'bare' ? await createDatabase(pg.url) : undefined
+  const url = pg && name !== 'bare' && name !== 'sqlite' ? await createDatabase(pg.url) : undefined
   const { child, ...info } = await startServerChild<TargetInfo>({
     script: 'http-targets.ts',
     args: name === 'bare' ? ['bare'] : url ? ['reference', url] : ['reference'],
