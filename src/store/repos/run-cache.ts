@@ -121,19 +121,28 @@ export class CachedRunRepo implements RunRepository {
     return hit && hit.run.workspaceId === workspaceId ? hit.run : undefined
   }
 
-  async get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
+  get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
     if (this.inTransaction || this.inUnitOfWork()) return this.inner.get(workspaceId, id)
     const hit = this.cache.get(id)
     // A run never moves between workspaces: another workspace's run is not found, whatever its version.
-    if (hit && hit.run.workspaceId !== workspaceId) return undefined
-    if (hit && this.trust === 'sole-writer') return hit.run
+    if (hit && hit.run.workspaceId !== workspaceId) return Promise.resolve(undefined)
+    if (hit && this.trust === 'sole-writer') return Promise.resolve(hit.run)
     if (hit?.version !== undefined && performance.now() - hit.readAt < VERSION_TRUST_MS) {
       // Confirmed together with the other reads waiting now, by a statement sent after this one arrived
       // (run-versions.ts): it sees every write committed before this read began, as a statement of its own would.
-      const current = await this.versions.versionOf(workspaceId, id)
-      if (current === undefined) return undefined
-      if (current === hit.version) return hit.run
+      // One promise layer, not an async function around it: every cached GET on PostgreSQL comes here.
+      const { run, version } = hit
+      return this.versions
+        .versionOf(workspaceId, id)
+        .then((current) =>
+          current === version ? run : current === undefined ? undefined : this.read(workspaceId, id),
+        )
     }
+    return this.read(workspaceId, id)
+  }
+
+  /** The run read whole, and cached if no write to it began meanwhile. */
+  private async read(workspaceId: string, id: string): Promise<RunRecord | undefined> {
     const generation = this.cache.generation(id)
     if (this.trust === 'versioned') {
       const found = await this.inner.getVersioned(workspaceId, id)
