@@ -197,12 +197,12 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     })
     // A request misses, and its read has the row as it was before the revoke, not answered yet.
     const before = fresh.verifyRequest({ accessToken: issued.token })
-    await expect.poll(() => repo.fetched).toBe(1)
+    await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(1)
     repo.gate = undefined
     expect(await fresh.revoke(issued.key_id)).toBe(true)
     // A request that begins after the revoke reads again: sharing the earlier read would admit it.
     const after = fresh.verifyRequest({ accessToken: issued.token })
-    await expect.poll(() => repo.reads).toBe(2)
+    await expect.poll(() => repo.reads, { timeout: 20_000 }).toBe(2)
     expect(await after).toBe('revoked')
     // The earlier request began before the revoke, so the key was valid for it; the read it made fills nothing.
     open()
@@ -219,12 +219,12 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
       open = resolve
     })
     const slow = fresh.verifyRequest({ accessToken: issued.token })
-    await expect.poll(() => repo.fetched).toBe(1)
+    await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(1)
     repo.gate = undefined
     monotonic += KEY_CACHE_TTL_MS
     // Its row may be older than another replica's revocation bound by now: this request reads for itself.
     const later = fresh.verifyRequest({ accessToken: issued.token })
-    await expect.poll(() => repo.reads).toBe(2)
+    await expect.poll(() => repo.reads, { timeout: 20_000 }).toBe(2)
     expect(await later).toMatchObject({ keyId: issued.key_id })
     open()
     await slow
