@@ -5,14 +5,20 @@
  * start-up, no warm-up), per package and per function, in µs per request; CPU per request from schedstat too.
  *
  *   npx tsx bench/profile-get.ts [--out <dir>] [--rounds N] [--requests N] [--sides on,off,bare] [--b-root <dir>]
+ *     [--postgres]
  *
  * Sides: `on` the reference server as deployed (metrics, request log), `off` the same with AGENTOPS_METRICS=off and
  * AGENTOPS_LOG_LEVEL=silent, `bare` bare Hono, `old` the reference server as deployed from the checkout `--b-root`.
+ * `sqlite` is `on` on SQLite whatever the store of the others.
+ * `--postgres`: the reference sides on a throwaway PostgreSQL (the tests' harness), each on a database of its own;
+ * the CPU of the backends serving that database is then counted per request too (schedstat of their processes), as
+ * the server's statements cost there as well, on the same cores.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import autocannon from 'autocannon'
+import { createDatabase, type PostgresServer, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
 import { printDifference, printSummary, type Summary, summarise, type Window } from './support/cpuprofile.js'
 import { cpuNanoseconds } from './support/proc-cpu.js'
@@ -30,6 +36,7 @@ const bRoot = resolve(option('--b-root', ROOT))
 const names = option('--sides', args.includes('--b-root') ? 'on,old,bare' : 'on,off,bare').split(',')
 const top = Number(option('--top', '30'))
 const CONNECTIONS = 50
+const pg: PostgresServer | undefined = args.includes('--postgres') ? await startPostgres() : undefined
 
 interface Side {
   name: string
@@ -39,15 +46,42 @@ interface Side {
   windows: Window[]
   requests: number
   cpuNs: number
+  /** PostgreSQL: the side's database, and the CPU its backends spent in the blocks. */
+  database?: string
+  pgCpuNs: number
+}
+
+/** CPU nanoseconds so far of each backend connected to `database`, by process id (those that ended are left out). */
+async function backendCpu(database: string): Promise<Map<number, number>> {
+  const { default: postgres } = await import('postgres')
+  const admin = postgres((pg as PostgresServer).url, { max: 1, onnotice: () => {} })
+  try {
+    const rows = await admin.unsafe<{ pid: number }[]>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = $1',
+      [database],
+    )
+    const cpu = new Map<number, number>()
+    for (const { pid } of rows) {
+      try {
+        cpu.set(pid, cpuNanoseconds(pid))
+      } catch {
+        // A backend that ended meanwhile has no more time to add.
+      }
+    }
+    return cpu
+  } finally {
+    await admin.end()
+  }
 }
 
 async function start(name: string): Promise<Side> {
   const dir = join(out, name)
   mkdirSync(dir, { recursive: true })
   const off = name === 'off' ? { AGENTOPS_METRICS: 'off', AGENTOPS_LOG_LEVEL: 'silent' } : {}
+  const url = pg && name !== 'bare' && name !== 'sqlite' ? await createDatabase(pg.url) : undefined
   const { child, ...info } = await startServerChild<TargetInfo>({
     script: 'http-targets.ts',
-    args: [name === 'bare' ? 'bare' : 'reference'],
+    args: name === 'bare' ? ['bare'] : url ? ['reference', url] : ['reference'],
     root: name === 'old' ? bRoot : ROOT,
     nodeArgs: ['--cpu-prof', '--cpu-prof-interval', '50', '--cpu-prof-dir', dir],
     env: { AGENTOPS_LOG_LEVEL: 'info', AGENTOPS_METRICS: 'on', ...off },
@@ -61,6 +95,8 @@ async function start(name: string): Promise<Side> {
     windows: [],
     requests: 0,
     cpuNs: 0,
+    database: url && new URL(url).pathname.slice(1),
+    pgCpuNs: 0,
   }
 }
 
@@ -69,6 +105,7 @@ const nowUs = () => Number(process.hrtime.bigint() / 1000n)
 async function load(side: Side, amount: number, record: boolean): Promise<void> {
   const { url, token, runId } = side.info
   const before = cpuNanoseconds(side.pid)
+  const backendsBefore = record && side.database ? await backendCpu(side.database) : undefined
   const fromUs = nowUs()
   const r = (await autocannon({
     url,
@@ -82,6 +119,11 @@ async function load(side: Side, amount: number, record: boolean): Promise<void> 
   side.windows.push({ fromUs, toUs })
   side.requests += r.requests.total
   side.cpuNs += cpuNanoseconds(side.pid) - before
+  if (backendsBefore && side.database) {
+    // Backends that were there before and after the block (a replaced connection's new backend is left out).
+    for (const [pid, after] of await backendCpu(side.database))
+      side.pgCpuNs += after - (backendsBefore.get(pid) ?? after)
+  }
 }
 
 const sides: Side[] = []
@@ -91,6 +133,7 @@ for (let r = 0; r < rounds; r++) {
   for (let i = 0; i < sides.length; i++) await load(sides[(r + i) % sides.length] as Side, perBlock, true)
 }
 for (const side of sides) await side.stop()
+await pg?.stop()
 
 const profiles = new Map<string, string>()
 for (const side of sides) {
@@ -103,7 +146,7 @@ for (const side of sides) {
   profiles.set(side.name, path)
   console.log(
     `\n##### ${side.name}: ${side.requests} requests, ${(side.cpuNs / 1e3 / side.requests).toFixed(1)} µs CPU/req ` +
-      `(schedstat, all threads) — ${path}`,
+      `(schedstat, all threads)${side.database ? `, PostgreSQL backends ${(side.pgCpuNs / 1e3 / side.requests).toFixed(1)} µs/req` : ''} — ${path}`,
   )
   printSummary(`${side.name} by package`, summarise(path, 'package', side.windows), side.requests, 20)
   printSummary(`${side.name} by function`, summarise(path, 'function', side.windows), side.requests, top)

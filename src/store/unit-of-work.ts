@@ -73,6 +73,14 @@ export function afterCommitOf(owner: object, fn: () => void): void {
   else fn()
 }
 
+/**
+ * `fn` outside every unit's context, whatever context calls it: for work shared by many requests (a group read's
+ * statement), which must never join the transaction of the request that happened to start it.
+ */
+export function outsideUnits<T>(fn: () => T): T {
+  return storage.exit(fn)
+}
+
 /** A Queryable that sends to the open unit's transaction when there is one, else to `outside` (the hot path). */
 export class JoiningQueryable implements Queryable {
   constructor(

@@ -56,6 +56,23 @@ describe('verified-key cache', () => {
   })
 })
 
+/** The store's key reads, counted, each held until the test opens the gate when one is set. */
+class GatedKeyRepo extends KeyRepo {
+  reads = 0
+  /** Reads whose row the store has answered (held at the gate, if any, after that). */
+  fetched = 0
+  gate: Promise<void> | undefined
+
+  override async byId(id: string) {
+    this.reads++
+    const gate = this.gate
+    const row = await super.byId(id)
+    this.fetched++
+    await gate
+    return row
+  }
+}
+
 describe.each(backends())('key verification with the cache on $name', (backend) => {
   let dbA: Db
   let dbB: Db
@@ -64,23 +81,23 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   // Two replicas: their own KeyService (and cache) on one shared store.
   let a: KeyService
   let b: KeyService
+  const keyService = (db: Db, keys: KeyRepo = new KeyRepo(db)) =>
+    new KeyService(
+      keys,
+      new WorkspaceRepo(db),
+      clock,
+      { now: () => monotonic },
+      undefined,
+      loadConfig({}).keyWatchPollMs,
+    )
 
   beforeAll(async () => {
     const url = await backend.freshUrl()
     dbA = await openDb(url)
     await migrate(dbA)
     dbB = await openDb(url)
-    const services = (db: Db) =>
-      new KeyService(
-        new KeyRepo(db),
-        new WorkspaceRepo(db),
-        clock,
-        { now: () => monotonic },
-        undefined,
-        loadConfig({}).keyWatchPollMs,
-      )
-    a = services(dbA)
-    b = services(dbB)
+    a = keyService(dbA)
+    b = keyService(dbB)
   })
   afterAll(async () => {
     await dbA.close()
@@ -150,6 +167,75 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     await a.revoke(issued.key_id)
     expect(a.verifyCached(credentials)).toBeUndefined()
     expect(await a.verifyRequest(credentials)).toBe('revoked')
+  })
+
+  it('reads a key once for the requests that miss it at once, again once the TTL has passed', async () => {
+    const issued = await a.issue({ workspace: 'cache-single-read' })
+    const repo = new GatedKeyRepo(dbA)
+    const fresh = keyService(dbA, repo)
+    const all = () =>
+      Promise.all(Array.from({ length: 20 }, () => fresh.verifyRequest({ accessToken: issued.token })))
+    for (const answer of await all()) expect(answer).toMatchObject({ keyId: issued.key_id })
+    expect(repo.reads).toBe(1)
+    monotonic += KEY_CACHE_TTL_MS
+    for (const answer of await all()) expect(answer).toMatchObject({ keyId: issued.key_id })
+    expect(repo.reads).toBe(2)
+    // The shared read's secret check counts once too: a forged token among them is still refused.
+    monotonic += KEY_CACHE_TTL_MS
+    const forged = `${issued.token.slice(0, -1)}${issued.token.endsWith('A') ? 'B' : 'A'}`
+    const mixed = await Promise.all([
+      fresh.verifyRequest({ accessToken: issued.token }),
+      fresh.verifyRequest({ accessToken: forged }),
+      fresh.verifyRequest({ accessToken: issued.token }),
+    ])
+    expect(mixed.map((m) => (typeof m === 'string' ? m : m.keyId))).toEqual([
+      issued.key_id,
+      'unknown',
+      issued.key_id,
+    ])
+  })
+
+  it('reads a key again for a request that begins after a revoke on this replica, and keeps no read it dropped', async () => {
+    const issued = await a.issue({ workspace: 'cache-single-revoke' })
+    const repo = new GatedKeyRepo(dbA)
+    const fresh = keyService(dbA, repo)
+    let open = () => {}
+    repo.gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    // A request misses, and its read has the row as it was before the revoke, not answered yet.
+    const before = fresh.verifyRequest({ accessToken: issued.token })
+    await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(1)
+    repo.gate = undefined
+    expect(await fresh.revoke(issued.key_id)).toBe(true)
+    // A request that begins after the revoke reads again: sharing the earlier read would admit it.
+    const after = fresh.verifyRequest({ accessToken: issued.token })
+    await expect.poll(() => repo.reads, { timeout: 20_000 }).toBe(2)
+    expect(await after).toBe('revoked')
+    // The earlier request began before the revoke, so the key was valid for it; the read it made fills nothing.
+    open()
+    expect(await before).toMatchObject({ keyId: issued.key_id })
+    expect(fresh.verifyCached({ accessToken: issued.token })).toBe('revoked')
+  })
+
+  it('does not share a read sent the TTL or longer before a request', async () => {
+    const issued = await a.issue({ workspace: 'cache-single-slow' })
+    const repo = new GatedKeyRepo(dbA)
+    const fresh = keyService(dbA, repo)
+    let open = () => {}
+    repo.gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    const slow = fresh.verifyRequest({ accessToken: issued.token })
+    await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(1)
+    repo.gate = undefined
+    monotonic += KEY_CACHE_TTL_MS
+    // Its row may be older than another replica's revocation bound by now: this request reads for itself.
+    const later = fresh.verifyRequest({ accessToken: issued.token })
+    await expect.poll(() => repo.reads, { timeout: 20_000 }).toBe(2)
+    expect(await later).toMatchObject({ keyId: issued.key_id })
+    open()
+    await slow
   })
 
   it('sees a workspace change made on this replica at once', async () => {

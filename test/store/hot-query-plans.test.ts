@@ -89,10 +89,21 @@ const CASES: Case[] = [
         return
       }
       await r.runs.getVersioned(WS, 'run_done0000000000012345')
-      await r.runs.versionOf(WS, 'run_done0000000000012345')
+      // The group read of many GETs' versions (src/store/repos/run-versions.ts): each key through the id index.
+      await r.runs.versionsOf([
+        { workspaceId: WS, id: 'run_done0000000000012345' },
+        { workspaceId: WS, id: 'run_done0000000000012346' },
+      ])
     },
     indexes: (dialect) =>
-      dialect === 'sqlite' ? [[BY_ID.apiKeys], [BY_ID.runs]] : [[BY_ID.apiKeys], [BY_ID.runs], [BY_ID.runs]],
+      dialect === 'sqlite'
+        ? [[BY_ID.apiKeys], [BY_ID.runs]]
+        : // The group read: one index lookup per key (a loop over the keys), not a join that reads the index whole.
+          [
+            [BY_ID.apiKeys],
+            [BY_ID.runs],
+            [/Nested Loop/, /Index Scan using runs_id_key on runs r\b[^\n]*\n\s+Index Cond: \(id = q\.id\)/],
+          ],
   },
   {
     name: 'GET /v1/agents: a page of agents and their live runs',

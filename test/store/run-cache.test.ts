@@ -3,13 +3,19 @@
  * repository sees that write, other workspaces never see the run, a transaction that rolls back leaves readers on
  * the committed run, a read racing a write is not cached, a cached run cannot be changed by a caller, and the
  * answer without waiting (`getNow`) is only ever what a read would give. On
- * PostgreSQL: a write by another replica is seen by the next read, and an unchanged run is answered from memory.
+ * PostgreSQL: a write by another replica is seen by the next read, also while reads are confirmed in groups (every
+ * read that begins after the write's commit), and an unchanged run is answered from memory.
  */
+import { spawnSync } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { pathToFileURL } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { RunRecord } from '../../src/domain/runs/types.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import { type Db, hotPath, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
+import { RunVersionReads } from '../../src/store/repos/run-versions.js'
+import { RunRepo } from '../../src/store/repos/runs.js'
 import { backends } from '../support/backends.js'
 
 const opened: Db[] = []
@@ -115,6 +121,27 @@ describe('SQLite run cache', () => {
   })
 })
 
+/**
+ * Another replica's write, made while this process waits: a child process commits it, so nothing of this process
+ * runs meanwhile, and an answer the store sent before the write stays unread until it returns.
+ */
+function writeFromAnotherProcess(url: string, sql: string): void {
+  const driver = pathToFileURL(createRequire(import.meta.url).resolve('postgres')).href
+  const script = `const { default: postgres } = await import(${JSON.stringify(driver)})
+const sql = postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => {} })
+await sql.unsafe(process.env.STATEMENT)
+await sql.end()`
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, DATABASE_URL: url, STATEMENT: sql },
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+  if (child.status !== 0) throw new Error(`the writer failed: ${child.stderr}`)
+}
+
+/** One turn of the event loop: the check phase (setImmediate) runs, after whatever the poll phase read. */
+const turn = () => new Promise((resolve) => setImmediate(resolve))
+
 describe.each(backends().filter((b) => b.name === 'postgres'))('PostgreSQL run cache', (backend) => {
   /** A second replica on the same database, with its own repositories (and cache). */
   async function otherReplica(url: string) {
@@ -143,6 +170,67 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('PostgreSQL run c
     expect(repos.runs.getNow?.('ws_a', 'run_1')).toBeUndefined()
     expect(Object.isFrozen(second)).toBe(true)
     expect(await repos.runs.get('ws_b', 'run_1')).toBeUndefined()
+  })
+
+  it("sees another replica's committed write on every read that begins after it, while reads are grouped", async () => {
+    // Reads on this replica are confirmed in groups (src/store/repos/run-versions.ts), under load: readers in the
+    // background keep a group statement in flight nearly all the time, and after each write another replica
+    // commits, fresh reads must show it. Timing decides how often a wrong grouping would be caught here (joining the
+    // statement in flight failed 2 runs of 5); the next test catches it every time.
+    const url = await backend.freshUrl()
+    const { repos, run } = await setUp(url)
+    const other = await otherReplica(url)
+    let writing = true
+    const background = Array.from({ length: 8 }, async () => {
+      while (writing) await repos.runs.get('ws_a', 'run_1')
+    })
+    try {
+      for (let i = 1; i <= 30; i++) {
+        await other.runs.save({ ...run, toolCalls: i, updatedAt: run.updatedAt + i })
+        const seen = await Promise.all(Array.from({ length: 8 }, () => repos.runs.get('ws_a', 'run_1')))
+        expect(seen.map((r) => r?.toolCalls)).toEqual(Array(8).fill(i))
+      }
+    } finally {
+      writing = false
+      await Promise.all(background)
+    }
+  })
+
+  it('never answers a read from a group statement sent before the read began', async () => {
+    // A read's group statement goes out and is executed; before its answer is read, another replica commits a
+    // write, then new reads begin. They must show the write: joining the statement in flight (whose snapshot is
+    // older than they are) would answer them with the run as it was, every time (the mutant in the commit).
+    const url = await backend.freshUrl()
+    const { repos } = await setUp(url)
+    await repos.runs.get('ws_a', 'run_1') // cached: reads now confirm its version in groups
+    for (let i = 1; i <= 3; i++) {
+      const early = repos.runs.get('ws_a', 'run_1')
+      // Turn 1 issues the group statement, turn 2 writes it to the socket; no poll phase has read its answer yet.
+      await turn()
+      await turn()
+      writeFromAnotherProcess(url, `UPDATE runs SET tool_calls = ${i} WHERE id = 'run_1'`)
+      const late = await Promise.all(Array.from({ length: 4 }, () => repos.runs.get('ws_a', 'run_1')))
+      expect(late.map((r) => r?.toolCalls)).toEqual(Array(4).fill(i))
+      // The early read began before the write: either figure is right for it.
+      expect([i - 1, i]).toContain((await early)?.toolCalls)
+    }
+  })
+
+  it('sends a group statement outside the unit of work of the request that happened to start it', async () => {
+    // Reads in a unit never use the group (run-cache.ts); were one to start it, the statement it shares with other
+    // requests must not run in that unit's transaction and confirm a version no one has committed.
+    const url = await backend.freshUrl()
+    const { d } = await setUp(url)
+    const repo = new RunRepo(d, 'postgres', hotPath(d))
+    const committed = (await repo.getVersioned('ws_a', 'run_1'))?.version
+    const reads = new RunVersionReads((keys) => repo.versionsOf(keys))
+    await expect(
+      d.unitOfWork(async (tx) => {
+        await tx.run("UPDATE runs SET tool_calls = 99 WHERE id = 'run_1'")
+        expect(await reads.versionOf('ws_a', 'run_1')).toBe(committed)
+        throw new Error('rolled back')
+      }),
+    ).rejects.toThrow('rolled back')
   })
 
   it('forgets a run that another replica removed', async () => {

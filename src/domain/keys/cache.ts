@@ -37,6 +37,8 @@ export const KEY_CACHE_TTL_MS = 1000
  */
 export class VerifiedKeyCache {
   private readonly entries = new Map<string, VerifiedEntry & { loadedAt: number }>()
+  /** Reads in flight by key id, each with the moment it was sent. */
+  private readonly loading = new Map<string, { sentAt: number; entry: Promise<VerifiedEntry | undefined> }>()
   private readonly ttlMs: number
   private readonly maxEntries: number
   private readonly now: () => number
@@ -57,32 +59,71 @@ export class VerifiedKeyCache {
     return entry
   }
 
-  set(keyId: string, value: CachedKey): VerifiedEntry {
+  /**
+   * The entry `read` finds for the key, shared by every request that misses while that read is in flight: an entry
+   * that expires under load was otherwise read (key, then workspace) and its secret hashed by each of the requests
+   * in flight at that moment, about as many as the server had connections, every second. A request joins a read
+   * sent less than the TTL ago only, and the entry is trusted for the TTL from the moment its read was sent, so no
+   * request is ever answered from a row read longer than the TTL before it (the bound of another replica's
+   * revocation). A revocation or workspace change on this replica drops the reads in flight (forgetKey,
+   * forgetWorkspace): a request that begins after it reads again, and a dropped read fills nothing.
+   */
+  load(keyId: string, read: () => Promise<CachedKey | undefined>): Promise<VerifiedEntry | undefined> {
+    const sentAt = this.now()
+    const pending = this.loading.get(keyId)
+    if (pending && sentAt - pending.sentAt < this.ttlMs) return pending.entry
+    const flight = {
+      sentAt,
+      entry: read().then(
+        (found) => {
+          if (this.loading.get(keyId) !== flight) return found && toEntry(found, sentAt)
+          this.loading.delete(keyId)
+          return found && this.set(keyId, found, sentAt)
+        },
+        (error: unknown) => {
+          if (this.loading.get(keyId) === flight) this.loading.delete(keyId)
+          throw error
+        },
+      ),
+    }
+    this.loading.set(keyId, flight)
+    return flight.entry
+  }
+
+  /** `loadedAt`: when the row was read (sent for); the entry is trusted for the TTL from then. */
+  set(keyId: string, value: CachedKey, loadedAt = this.now()): VerifiedEntry {
     this.entries.delete(keyId)
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next().value
       if (oldest !== undefined) this.entries.delete(oldest)
     }
-    const entry = {
-      key: value.key,
-      workspace: value.workspace,
-      secretHash: Buffer.from(value.key.secretHash, 'hex'),
-      verifiedSecret: undefined,
-      loadedAt: this.now(),
-    }
+    const entry = toEntry(value, loadedAt)
     this.entries.set(keyId, entry)
     return entry
   }
 
   forgetKey(keyId: string): void {
     this.entries.delete(keyId)
+    this.loading.delete(keyId)
   }
 
   forgetWorkspace(workspaceId: string): void {
     for (const [id, entry] of this.entries) if (entry.workspace.id === workspaceId) this.entries.delete(id)
+    // A read in flight does not say its workspace yet: all are dropped (a workspace change is rare).
+    this.loading.clear()
   }
 
   get size(): number {
     return this.entries.size
+  }
+}
+
+function toEntry(value: CachedKey, loadedAt: number): VerifiedEntry & { loadedAt: number } {
+  return {
+    key: value.key,
+    workspace: value.workspace,
+    secretHash: Buffer.from(value.key.secretHash, 'hex'),
+    verifiedSecret: undefined,
+    loadedAt,
   }
 }

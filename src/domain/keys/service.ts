@@ -248,13 +248,17 @@ export class KeyService {
     return { keyId: key.id, identity: key.identity, scopes: key.scopes, workspace }
   }
 
-  /** Reads the key and its workspace; only keys that exist are cached, so guessed ids cannot fill the cache. */
-  private async load(keyId: string) {
-    const key = await this.keys.byId(keyId)
-    if (!key) return undefined
-    const workspace = await this.workspaces.byId(key.workspaceId)
-    if (!workspace) return undefined
-    return this.cache.set(keyId, { key, workspace })
+  /**
+   * Reads the key and its workspace, one read for the requests that miss at once (VerifiedKeyCache.load); only keys
+   * that exist are cached, so guessed ids cannot fill the cache.
+   */
+  private load(keyId: string): Promise<VerifiedEntry | undefined> {
+    return this.cache.load(keyId, async () => {
+      const key = await this.keys.byId(keyId)
+      if (!key) return undefined
+      const workspace = await this.workspaces.byId(key.workspaceId)
+      return workspace && { key, workspace }
+    })
   }
 
   async list(workspaceName: string) {

@@ -36,6 +36,11 @@ const frozenViews = new WeakMap<RunRecord, RunView>()
  * A run with its plan counts. A frozen run's view is made once and frozen too, so a presenter can keep what it
  * derives from that view for as long as the run lives (src/api/presenters.ts).
  */
+function viewOfFound(run: RunRecord | undefined): RunView {
+  if (!run) throw notFound('Run')
+  return viewOf(run)
+}
+
 export function viewOf(run: RunRecord): RunView {
   if (!Object.isFrozen(run)) return { run, counts: countsOf(run) }
   let view = frozenViews.get(run)
@@ -148,8 +153,9 @@ export class RunService implements RunsPort {
     return viewOf(run)
   }
 
-  async get(workspaceId: string, runId: string): Promise<RunView> {
-    return viewOf(await this.find(workspaceId, runId))
+  /** One promise layer over the repository's read (not `find`'s two async functions): the hottest read. */
+  get(workspaceId: string, runId: string): Promise<RunView> {
+    return this.repos.runs.get(workspaceId, runId).then(viewOfFound)
   }
 
   /**

@@ -3,6 +3,7 @@ import type { Slice } from '../../domain/pagination.js'
 import type { Dialect, LeaseClaim, RunRepository } from '../../domain/ports.js'
 import type { FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import type { Queryable } from '../db.js'
+import { RunVersionReads } from './run-versions.js'
 import type { RunRepo } from './runs.js'
 
 /** Runs kept at most; the oldest entry goes first. */
@@ -69,7 +70,8 @@ class RunCache {
  * - `sole-writer`, the embedded store: this server is the only writer of runs (src/store/repos/index.ts), and its
  *   own writes forget the entry, so a hit is answered from memory;
  * - `versioned`, PostgreSQL: other replicas write too, so every hit is checked against the row's current version
- *   (one single-column statement), and a changed or unknown version reads the row whole.
+ *   (one single-column statement, shared by the reads waiting at the same moment: run-versions.ts), and a changed
+ *   or unknown version reads the row whole.
  */
 export type RunCacheTrust = 'sole-writer' | 'versioned'
 
@@ -87,14 +89,30 @@ export class CachedRunRepo implements RunRepository {
     private readonly inUnitOfWork: () => boolean = () => false,
     private readonly cache = new RunCache(),
     private readonly inTransaction = false,
+    /** The confirmations of concurrent reads, grouped (PostgreSQL); only ever used outside a transaction. */
+    private readonly versions = new RunVersionReads((keys) => inner.versionsOf(keys)),
   ) {}
 
   in(tx: Queryable): CachedRunRepo {
-    return new CachedRunRepo(this.inner.in(tx), this.trust, this.inUnitOfWork, this.cache, true)
+    return new CachedRunRepo(
+      this.inner.in(tx),
+      this.trust,
+      this.inUnitOfWork,
+      this.cache,
+      true,
+      this.versions,
+    )
   }
 
   writingAtCommit(tx: Queryable): CachedRunRepo {
-    return new CachedRunRepo(this.inner.writingAtCommit(tx), this.trust, this.inUnitOfWork, this.cache, true)
+    return new CachedRunRepo(
+      this.inner.writingAtCommit(tx),
+      this.trust,
+      this.inUnitOfWork,
+      this.cache,
+      true,
+      this.versions,
+    )
   }
 
   getNow(workspaceId: string, id: string): RunRecord | undefined {
@@ -103,17 +121,28 @@ export class CachedRunRepo implements RunRepository {
     return hit && hit.run.workspaceId === workspaceId ? hit.run : undefined
   }
 
-  async get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
+  get(workspaceId: string, id: string): Promise<RunRecord | undefined> {
     if (this.inTransaction || this.inUnitOfWork()) return this.inner.get(workspaceId, id)
     const hit = this.cache.get(id)
     // A run never moves between workspaces: another workspace's run is not found, whatever its version.
-    if (hit && hit.run.workspaceId !== workspaceId) return undefined
-    if (hit && this.trust === 'sole-writer') return hit.run
+    if (hit && hit.run.workspaceId !== workspaceId) return Promise.resolve(undefined)
+    if (hit && this.trust === 'sole-writer') return Promise.resolve(hit.run)
     if (hit?.version !== undefined && performance.now() - hit.readAt < VERSION_TRUST_MS) {
-      const current = await this.inner.versionOf(workspaceId, id)
-      if (current === undefined) return undefined
-      if (current === hit.version) return hit.run
+      // Confirmed together with the other reads waiting now, by a statement sent after this one arrived
+      // (run-versions.ts): it sees every write committed before this read began, as a statement of its own would.
+      // One promise layer, not an async function around it: every cached GET on PostgreSQL comes here.
+      const { run, version } = hit
+      return this.versions
+        .versionOf(workspaceId, id)
+        .then((current) =>
+          current === version ? run : current === undefined ? undefined : this.read(workspaceId, id),
+        )
     }
+    return this.read(workspaceId, id)
+  }
+
+  /** The run read whole, and cached if no write to it began meanwhile. */
+  private async read(workspaceId: string, id: string): Promise<RunRecord | undefined> {
     const generation = this.cache.generation(id)
     if (this.trust === 'versioned') {
       const found = await this.inner.getVersioned(workspaceId, id)

@@ -4,6 +4,7 @@ import { isTerminal } from '../../domain/runs/state-machine.js'
 import type { FrameKind, FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import { commitTailOf, type Dialect, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
+import type { RunKey } from './run-versions.js'
 
 type RawRow = Record<string, unknown>
 const num = (v: unknown): number => Number(v)
@@ -102,6 +103,11 @@ const SAVE_COLUMNS = `status=$2, paused_from=$3, next_step=$4, in_flight_step=$5
 const SAVE_SQL = `UPDATE runs SET ${SAVE_COLUMNS} WHERE id=$1`
 /** A finished run leaves the claim index; its lease goes in the same write, so the scheduler sends no release. */
 const SAVE_FINISHED_SQL = `UPDATE runs SET ${SAVE_COLUMNS}, lease_owner = NULL, lease_until = 0 WHERE id=$1`
+
+/** The row versions of many runs at once (versionsOf): `i` is the key's position, from 1. */
+const VERSIONS_OF = `SELECT q.i, r.xmin::text AS row_version
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(id, workspace_id, i)
+  JOIN runs r ON r.id = q.id AND r.workspace_id = q.workspace_id`
 
 export class RunRepo implements RunRepository {
   constructor(
@@ -227,13 +233,19 @@ export class RunRepo implements RunRepository {
     return row ? { run: toRun(row), version: String(row.row_version) } : undefined
   }
 
-  /** PostgreSQL only: the run's current row version (see getVersioned); undefined when the workspace has no such run. */
-  async versionOf(workspaceId: string, id: string): Promise<string | undefined> {
-    const row = await this.reads.one(
-      'SELECT xmin::text AS row_version FROM runs WHERE id = $1 AND workspace_id = $2',
-      [id, workspaceId],
-    )
-    return row ? String(row.row_version) : undefined
+  /**
+   * PostgreSQL only: the current row version (see getVersioned) of each run asked for, in ONE statement, by the
+   * position of its key; none where the key's workspace has no such run (both columns are matched, so another
+   * workspace's run is never confirmed). Each key is found through the id index (test/store/hot-query-plans.test.ts).
+   */
+  async versionsOf(keys: readonly RunKey[]): Promise<Map<number, string>> {
+    const rows = await this.reads.query<{ i: number; row_version: string }>(VERSIONS_OF, [
+      keys.map((k) => k.id),
+      keys.map((k) => k.workspaceId),
+    ])
+    const versions = new Map<number, string>()
+    for (const row of rows) versions.set(Number(row.i) - 1, String(row.row_version))
+    return versions
   }
 
   /** Reads the row for update: on PostgreSQL the row lock serialises controls against the executor. */
