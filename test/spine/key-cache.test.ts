@@ -63,6 +63,15 @@ class GatedKeyRepo extends KeyRepo {
   fetched = 0
   gate: Promise<void> | undefined
 
+  /** Holds every read from now on at a gate; the function returned opens it. */
+  hold(): () => void {
+    let open = () => {}
+    this.gate = new Promise<void>((resolve) => {
+      open = resolve
+    })
+    return open
+  }
+
   override async byId(id: string) {
     this.reads++
     const gate = this.gate
@@ -199,10 +208,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     const issued = await a.issue({ workspace: 'cache-single-revoke' })
     const repo = new GatedKeyRepo(dbA)
     const fresh = keyService(dbA, repo)
-    let open = () => {}
-    repo.gate = new Promise<void>((resolve) => {
-      open = resolve
-    })
+    const open = repo.hold()
     // A request misses, and its read has the row as it was before the revoke, not answered yet.
     const before = fresh.verifyRequest({ accessToken: issued.token })
     await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(1)
@@ -222,10 +228,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     const issued = await a.issue({ workspace: 'cache-single-slow' })
     const repo = new GatedKeyRepo(dbA)
     const fresh = keyService(dbA, repo)
-    let open = () => {}
-    repo.gate = new Promise<void>((resolve) => {
-      open = resolve
-    })
+    const open = repo.hold()
     const slow = fresh.verifyRequest({ accessToken: issued.token })
     await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(1)
     repo.gate = undefined

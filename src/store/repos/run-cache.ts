@@ -94,25 +94,16 @@ export class CachedRunRepo implements RunRepository {
   ) {}
 
   in(tx: Queryable): CachedRunRepo {
-    return new CachedRunRepo(
-      this.inner.in(tx),
-      this.trust,
-      this.inUnitOfWork,
-      this.cache,
-      true,
-      this.versions,
-    )
+    return this.inTransactionOver(this.inner.in(tx))
   }
 
   writingAtCommit(tx: Queryable): CachedRunRepo {
-    return new CachedRunRepo(
-      this.inner.writingAtCommit(tx),
-      this.trust,
-      this.inUnitOfWork,
-      this.cache,
-      true,
-      this.versions,
-    )
+    return this.inTransactionOver(this.inner.writingAtCommit(tx))
+  }
+
+  /** The same cache and group read over a repository bound to a transaction, which neither reads nor fills it. */
+  private inTransactionOver(inner: RunRepo): CachedRunRepo {
+    return new CachedRunRepo(inner, this.trust, this.inUnitOfWork, this.cache, true, this.versions)
   }
 
   getNow(workspaceId: string, id: string): RunRecord | undefined {
