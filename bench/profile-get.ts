@@ -5,7 +5,7 @@
  * start-up, no warm-up), per package and per function, in µs per request; CPU per request from schedstat too.
  *
  *   npx tsx bench/profile-get.ts [--out <dir>] [--rounds N] [--requests N] [--sides on,off,bare] [--b-root <dir>]
- *     [--postgres]
+ *     [--postgres] [--post]
  *
  * Sides: `on` the reference server as deployed (metrics, request log), `off` the same with AGENTOPS_METRICS=off and
  * AGENTOPS_LOG_LEVEL=silent, `bare` bare Hono, `old` the reference server as deployed from the checkout `--b-root`.
@@ -36,6 +36,10 @@ const bRoot = resolve(option('--b-root', ROOT))
 const names = option('--sides', args.includes('--b-root') ? 'on,old,bare' : 'on,off,bare').split(',')
 const top = Number(option('--top', '30'))
 const CONNECTIONS = 50
+/** `--post`: POST /v1/agents with a fresh Idempotency-Key on every request (the write path) instead of the GET. */
+const post = args.includes('--post')
+let keySeq = 0
+const keyPrefix = Math.random().toString(36).slice(2, 10)
 const pg: PostgresServer | undefined = args.includes('--postgres') ? await startPostgres() : undefined
 
 interface Side {
@@ -111,7 +115,20 @@ async function load(side: Side, amount: number, record: boolean): Promise<void> 
     url,
     connections: CONNECTIONS,
     amount,
-    requests: [{ method: 'GET', path: `/v1/runs/${runId}`, headers: { authorization: `Bearer ${token}` } }],
+    requests: [
+      post
+        ? {
+            method: 'POST',
+            path: '/v1/agents',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ name: 'bench-agent', behavior: 'autonomous', capabilities: ['a'] }),
+            setupRequest: (req) => ({
+              ...req,
+              headers: { ...req.headers, 'idempotency-key': `profile-${keyPrefix}-${++keySeq}` },
+            }),
+          }
+        : { method: 'GET', path: `/v1/runs/${runId}`, headers: { authorization: `Bearer ${token}` } },
+    ],
   })) as autocannon.Result
   const toUs = nowUs()
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${side.name}: ${r.non2xx} non-2xx, ${r.errors} errors`)

@@ -8,6 +8,7 @@ import { type Clock, systemClock } from './domain/clock.js'
 import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
 import { newId } from './domain/ids.js'
 import { answerClientErrors } from './http/client-error.js'
+import { requestTracker } from './http/in-flight.js'
 import { type OperatorHandler, operatorEndpoints } from './observability/endpoints.js'
 import { createLogger, type Logger } from './observability/logger.js'
 import { createMetrics } from './observability/metrics.js'
@@ -229,37 +230,4 @@ async function cursorKeyring(db: Db, config: Config): Promise<CursorKeyring> {
   if (!config.cursorSecret) return new CursorKeyring([await sharedSecret(db, CURSOR_SECRET, Date.now())])
   const previous = config.cursorSecretPrevious ?? (await storedSecret(db, CURSOR_SECRET))
   return new CursorKeyring(previous ? [config.cursorSecret, previous] : [config.cursorSecret])
-}
-
-/**
- * The requests a server is answering, so shutdown can wait for them. Live trace streams (SSE) never finish on
- * their own: shutdown does not wait for them, and their clients resume with Last-Event-ID.
- */
-function requestTracker() {
-  const active = new Map<ServerResponse, boolean>()
-  let draining = false
-  // One listener function for every response, not a closure (and a `once` wrapper) per request.
-  function forget(this: ServerResponse): void {
-    active.delete(this)
-  }
-  return {
-    /** A request from its start until its response closes. */
-    track(req: IncomingMessage, res: ServerResponse): void {
-      active.set(res, (req.headers.accept ?? '').includes('text/event-stream'))
-      res.on('close', forget)
-      if (draining) res.setHeader('connection', 'close')
-    },
-    /** From now on every answer (also those already being worked on) closes its connection. */
-    drain(): void {
-      draining = true
-      for (const res of active.keys()) if (!res.headersSent) res.setHeader('connection', 'close')
-    },
-    /** Resolves once every answer that is not a live stream finished, or after `graceMs`. */
-    async settled(graceMs: number): Promise<void> {
-      const deadline = Date.now() + graceMs
-      while (Date.now() < deadline && [...active.values()].some((streaming) => !streaming)) {
-        await new Promise((r) => setTimeout(r, 25))
-      }
-    },
-  }
 }
