@@ -8,6 +8,7 @@ import { migration as runCounts } from './006_run_counts.js'
 import { migration as ingestBatchIndex } from './007_ingest_batch_index.js'
 import { migration as runClaimAndSecrets } from './009_run_claim_and_secrets.js'
 import { migration as runsAgentActive } from './010_runs_agent_active.js'
+import { migration as dropTasksRun } from './011_drop_tasks_run.js'
 
 export interface Migration {
   /** Ordered, never renamed once released: `001_core`. */
@@ -27,6 +28,7 @@ export const MIGRATIONS: readonly Migration[] = [
   ingestBatchIndex,
   runClaimAndSecrets,
   runsAgentActive,
+  dropTasksRun,
 ]
 
 /**
