@@ -1,17 +1,9 @@
-import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { backends } from '../support/backends.js'
+import { merkleTreeHash as mth, sha256 as sha } from '../support/rfc6962.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 // Independent RFC 6962 + RFC 8785 for the records these tests send (flat string/number bodies, so sorted keys suffice).
-const sha = (...p: Buffer[]) => createHash('sha256').update(Buffer.concat(p)).digest()
-function mth(d: Buffer[]): Buffer {
-  if (d.length === 0) return sha()
-  if (d.length === 1) return sha(Buffer.from([0]), d[0] as Buffer)
-  let k = 1
-  while (k * 2 < d.length) k *= 2
-  return sha(Buffer.from([1]), mth(d.slice(0, k)), mth(d.slice(k)))
-}
 const sorted = (o: Record<string, unknown>): string =>
   `{${Object.keys(o)
     .sort()

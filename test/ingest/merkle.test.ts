@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { canonicalize } from '../../src/domain/canonical-json.js'
@@ -10,16 +9,9 @@ import {
   merkleRoot,
   verifyInclusion,
 } from '../../src/domain/ingestion/merkle.js'
+import { merkleTreeHash as mth, sha256 as sha } from '../support/rfc6962.js'
 
 // An independent RFC 6962 §2.1 Merkle Tree Hash, written straight from the RFC's recursive definition.
-const sha = (...parts: Buffer[]) => createHash('sha256').update(Buffer.concat(parts)).digest()
-function mth(d: Buffer[]): Buffer {
-  if (d.length === 0) return sha()
-  if (d.length === 1) return sha(Buffer.from([0]), d[0] as Buffer)
-  let k = 1
-  while (k * 2 < d.length) k *= 2
-  return sha(Buffer.from([1]), mth(d.slice(0, k)), mth(d.slice(k)))
-}
 
 const data = (n: number) => Array.from({ length: n }, (_, i) => Buffer.from(`leaf-${i}`))
 

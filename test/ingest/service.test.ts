@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { canonicalize } from '../../src/domain/canonical-json.js'
 import { ManualClock } from '../../src/domain/clock.js'
@@ -10,16 +9,9 @@ import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
 import { backends } from '../support/backends.js'
+import { merkleTreeHash as mth, sha256 as sha } from '../support/rfc6962.js'
 
 // Independent RFC 6962 root over RFC 8785 bytes of the five fields, to check the service's lineage_root.
-const sha = (...p: Buffer[]) => createHash('sha256').update(Buffer.concat(p)).digest()
-function mth(d: Buffer[]): Buffer {
-  if (d.length === 0) return sha()
-  if (d.length === 1) return sha(Buffer.from([0]), d[0] as Buffer)
-  let k = 1
-  while (k * 2 < d.length) k *= 2
-  return sha(Buffer.from([1]), mth(d.slice(0, k)), mth(d.slice(k)))
-}
 const rootOf = (records: object[]) => mth(records.map((r) => Buffer.from(canonicalize(r)))).toString('hex')
 
 const WS = { id: 'ws_a', policyClasses: ['public', 'internal'] }
