@@ -4,12 +4,14 @@
  * the committed run, a read racing a write is not cached, a cached run cannot be changed by a caller, and the
  * answer without waiting (`getNow`) is only ever what a read would give. On
  * PostgreSQL: a write by another replica is seen by the next read, also while reads are confirmed in groups (every
- * read that begins after the write's commit), and an unchanged run is answered from memory.
+ * read that begins after the write's commit) or with their workspace's rate count, and an unchanged run is answered
+ * from memory.
  */
 import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { CounterWindow } from '../../src/domain/limits/types.js'
 import type { RunRecord } from '../../src/domain/runs/types.js'
 import { type Db, hotPath, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
@@ -231,6 +233,38 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('PostgreSQL run c
         throw new Error('rolled back')
       }),
     ).rejects.toThrow('rolled back')
+  })
+
+  it("confirms a cached read with its workspace's waiting rate count, in a statement sent after the read began", async () => {
+    const url = await backend.freshUrl()
+    const { repos } = await setUp(url)
+    await repos.runs.get('ws_a', 'run_1') // cached
+    const windows: CounterWindow[] = [
+      { name: 'burst', start: 0, windowMs: 10_000, quota: 1_000 },
+      { name: 'hourly', start: 0, windowMs: 3_600_000, quota: 100_000 },
+    ]
+    const groupReads = vi.spyOn(RunRepo.prototype, 'versionsOf')
+    try {
+      for (const [i, write] of [
+        [1, "UPDATE runs SET tool_calls = 7 WHERE id = 'run_1'"],
+        [2, "DELETE FROM runs WHERE id = 'run_1'"],
+      ] as const) {
+        const inFlight = repos.rateCounters.consume('ws_a', windows) // the lane was idle: sent at once
+        const waiting = repos.rateCounters.consume('ws_a', windows) // waits for the next statement
+        // Committed by another replica while the first count is in flight, before this read begins.
+        writeFromAnotherProcess(url, write)
+        const read = repos.runs.get('ws_a', 'run_1') // rides with the waiting count
+        expect(await inFlight).toEqual([2 * i - 1, 2 * i - 1])
+        expect(await waiting).toEqual([2 * i, 2 * i])
+        const run = await read
+        if (i === 1) expect(run?.toolCalls).toBe(7)
+        else expect(run).toBeUndefined()
+      }
+      // Both confirmations rode with a count: no group read was sent.
+      expect(groupReads).not.toHaveBeenCalled()
+    } finally {
+      groupReads.mockRestore()
+    }
   })
 
   it('forgets a run that another replica removed', async () => {

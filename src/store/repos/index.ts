@@ -18,6 +18,7 @@ import { WorkspaceRepo } from './workspaces.js'
 export function createRepositories(db: Db): Repositories {
   // Lock-free single statements of the request path; pipelined on PostgreSQL, the same Db on SQLite.
   const hot = hotPath(db)
+  const sharedCounters = db.dialect === 'postgres' ? new RateCounterRepo(hot, db) : undefined
   return {
     workspaces: new WorkspaceRepo(db),
     keys: new KeyRepo(db),
@@ -29,7 +30,16 @@ export function createRepositories(db: Db): Repositories {
     runs:
       db.dialect === 'sqlite'
         ? new CachedRunRepo(new RunRepo(db, 'sqlite'), 'sole-writer', () => db.inUnitOfWork())
-        : new CachedRunRepo(new RunRepo(db, 'postgres', hot), 'versioned', () => db.inUnitOfWork()),
+        : new CachedRunRepo(
+            new RunRepo(db, 'postgres', hot),
+            'versioned',
+            () => db.inUnitOfWork(),
+            undefined,
+            false,
+            undefined,
+            // A cached GET's version confirmation rides with its workspace's rate count when that count waits.
+            (workspaceId, runId) => sharedCounters?.ride(workspaceId, runId),
+          ),
     events: new EventRepo(db),
     records: new RecordRepo(db, db.dialect),
     webhooks: new WebhookRepo(db, hot),
@@ -38,6 +48,6 @@ export function createRepositories(db: Db): Repositories {
     idempotency: new IdempotencyRepo(db, db.dialect),
     // The embedded store has one writer (this server), so rate counts live in memory there; on PostgreSQL they are
     // rows every replica shares.
-    rateCounters: db.dialect === 'sqlite' ? new MemoryRateCounters(db) : new RateCounterRepo(hot, db),
+    rateCounters: sharedCounters ?? new MemoryRateCounters(db),
   }
 }

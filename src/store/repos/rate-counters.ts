@@ -1,6 +1,7 @@
 import type { CounterWindow } from '../../domain/limits/types.js'
 import type { RateCounterRepository } from '../../domain/ports.js'
 import type { Db, Queryable } from '../db.js'
+import { outsideUnits } from '../unit-of-work.js'
 import { type BatchCount, RateCountBatches } from './rate-count-batches.js'
 
 const UPSERT = `INSERT INTO rate_counters (workspace_id, window_name, window_start, count) VALUES ($1, $2, $3, 1)
@@ -25,6 +26,24 @@ const CONSUME_BATCH = `WITH first AS (
 SELECT (SELECT count FROM first) AS first_count, (SELECT count FROM second) AS second_count,
   (SELECT count FROM rate_counters WHERE workspace_id = $1 AND window_name = $5 AND window_start = $6) AS second_current`
 
+/**
+ * The same, with the current row version of each run in `$8` that the workspace has (its position from 1, and the
+ * version, as a JSON array of pairs): the version confirmations of the workspace's cached GETs riding with their
+ * count. Read in the statement's snapshot, like its counts.
+ */
+const CONSUME_BATCH_WITH_VERSIONS = `${CONSUME_BATCH},
+  (SELECT json_agg(json_build_array(q.i, r.xmin::text))
+     FROM unnest($8::text[]) WITH ORDINALITY AS q(id, i)
+     JOIN runs r ON r.id = q.id AND r.workspace_id = $1) AS versions`
+
+interface CountRow extends Record<string, unknown> {
+  first_count: number
+  second_count: number | null
+  second_current: number | null
+  /** [position from 1, row version] of each run found (CONSUME_BATCH_WITH_VERSIONS); null when none was. */
+  versions?: [number, string][] | null
+}
+
 /** Counters in the store, shared by every replica: PostgreSQL. */
 export class RateCounterRepo implements RateCounterRepository {
   constructor(
@@ -34,8 +53,8 @@ export class RateCounterRepo implements RateCounterRepository {
     private readonly purgeDb: Queryable = db,
   ) {}
 
-  private readonly batches = new RateCountBatches((workspaceId, windows, n) =>
-    this.countBatch(workspaceId, windows, n),
+  private readonly batches = new RateCountBatches((workspaceId, windows, n, runIds) =>
+    this.countBatch(workspaceId, windows, n, runIds),
   )
 
   /** The batch's promise itself for the usual two windows: no async layer around it on every request. */
@@ -62,17 +81,29 @@ export class RateCounterRepo implements RateCounterRepository {
     workspaceId: string,
     [first, second]: readonly [CounterWindow, CounterWindow],
     n: number,
-  ): Promise<BatchCount> {
-    const row = await this.db.one<{
-      first_count: number
-      second_count: number | null
-      second_current: number | null
-    }>(CONSUME_BATCH, [workspaceId, first.name, first.start, first.quota, second.name, second.start, n])
+    runIds: readonly string[],
+  ): Promise<BatchCount & { versions: Map<number, string> }> {
+    const params = [workspaceId, first.name, first.start, first.quota, second.name, second.start, n]
+    // Outside any unit of work whatever context drains the lane: the statement counts and confirms for many
+    // requests, and must neither hold the counters' row locks until a transaction ends nor see its uncommitted rows.
+    const row = await outsideUnits(() =>
+      runIds.length === 0
+        ? this.db.one<CountRow>(CONSUME_BATCH, params)
+        : this.db.one<CountRow>(CONSUME_BATCH_WITH_VERSIONS, [...params, runIds]),
+    )
+    const versions = new Map<number, string>()
+    for (const [i, version] of row?.versions ?? []) versions.set(Number(i) - 1, String(version))
     return {
       firstCount: Number(row?.first_count ?? 0),
       secondCount: row?.second_count == null ? null : Number(row.second_count),
       secondCurrent: Number(row?.second_current ?? 0),
+      versions,
     }
+  }
+
+  /** See RateCountBatches.ride: a run's row version read with the workspace's next count, when one is waiting. */
+  ride(workspaceId: string, runId: string): Promise<string | undefined> | undefined {
+    return this.batches.ride(workspaceId, runId)
   }
 
   async flush(): Promise<void> {}

@@ -66,6 +66,12 @@ class RunCache {
 }
 
 /**
+ * A run's row version read with its workspace's next rate count, when one is waiting to be sent; undefined when
+ * none is (src/store/repos/rate-count-batches.ts ride).
+ */
+export type RideWithCount = (workspaceId: string, runId: string) => Promise<string | undefined> | undefined
+
+/**
  * How far a cached run is trusted:
  * - `sole-writer`, the embedded store: this server is the only writer of runs (src/store/repos/index.ts), and its
  *   own writes forget the entry, so a hit is answered from memory;
@@ -91,6 +97,8 @@ export class CachedRunRepo implements RunRepository {
     private readonly inTransaction = false,
     /** The confirmations of concurrent reads, grouped (PostgreSQL); only ever used outside a transaction. */
     private readonly versions = new RunVersionReads((keys) => inner.versionsOf(keys)),
+    /** Where a confirmation goes first: with the workspace's waiting rate count (PostgreSQL). */
+    private readonly ride?: RideWithCount,
   ) {}
 
   in(tx: Queryable): CachedRunRepo {
@@ -103,7 +111,7 @@ export class CachedRunRepo implements RunRepository {
 
   /** The same cache and group read over a repository bound to a transaction, which neither reads nor fills it. */
   private inTransactionOver(inner: RunRepo): CachedRunRepo {
-    return new CachedRunRepo(inner, this.trust, this.inUnitOfWork, this.cache, true, this.versions)
+    return new CachedRunRepo(inner, this.trust, this.inUnitOfWork, this.cache, true, this.versions, this.ride)
   }
 
   getNow(workspaceId: string, id: string): RunRecord | undefined {
@@ -119,15 +127,14 @@ export class CachedRunRepo implements RunRepository {
     if (hit && hit.run.workspaceId !== workspaceId) return Promise.resolve(undefined)
     if (hit && this.trust === 'sole-writer') return Promise.resolve(hit.run)
     if (hit?.version !== undefined && performance.now() - hit.readAt < VERSION_TRUST_MS) {
-      // Confirmed together with the other reads waiting now, by a statement sent after this one arrived
-      // (run-versions.ts): it sees every write committed before this read began, as a statement of its own would.
-      // One promise layer, not an async function around it: every cached GET on PostgreSQL comes here.
+      // Confirmed by a statement sent after this read arrived, which sees every write committed before it began, as
+      // a statement of its own would: the workspace's next rate count, which this request waits for anyway, when one
+      // is waiting; else the group read of the reads waiting now (run-versions.ts). One promise layer, not an async
+      // function around it: every cached GET on PostgreSQL comes here.
       const { run, version } = hit
-      return this.versions
-        .versionOf(workspaceId, id)
-        .then((current) =>
-          current === version ? run : current === undefined ? undefined : this.read(workspaceId, id),
-        )
+      return (this.ride?.(workspaceId, id) ?? this.versions.versionOf(workspaceId, id)).then((current) =>
+        current === version ? run : current === undefined ? undefined : this.read(workspaceId, id),
+      )
     }
     return this.read(workspaceId, id)
   }
