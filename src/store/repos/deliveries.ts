@@ -8,7 +8,7 @@ import type {
   NewDelivery,
 } from '../../domain/webhooks/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
-import { lookAheadLimit, toSlice } from '../paging.js'
+import { childPage } from '../paging.js'
 
 interface RawDelivery extends Record<string, unknown> {
   seq: number | string
@@ -92,12 +92,8 @@ export class DeliveryRepo implements DeliveryRepository {
     return row ? toDelivery(row) : undefined
   }
 
-  async list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>> {
-    const rows = await this.db.query<RawDelivery>(
-      'SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-      [webhookId, afterSeq, lookAheadLimit(limit)],
-    )
-    return toSlice(rows.map(toDelivery), limit)
+  list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>> {
+    return childPage(this.db, 'webhook_deliveries', 'webhook_id', webhookId, afterSeq, limit, toDelivery)
   }
 
   /**

@@ -3,7 +3,7 @@ import type { LeaseClaim, RunRepository } from '../../domain/ports.js'
 import { isTerminal } from '../../domain/runs/state-machine.js'
 import type { FrameKind, FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import { commitTailOf, type Dialect, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'
-import { lookAheadLimit, toSlice } from '../paging.js'
+import { childPage, lookAheadLimit, toSlice } from '../paging.js'
 import type { RunKey } from './run-versions.js'
 
 type RawRow = Record<string, unknown>
@@ -375,12 +375,8 @@ export class RunRepo implements RunRepository {
     )
   }
 
-  async frames(runId: string, afterSeq: number, limit: number): Promise<Slice<FrameRecord>> {
-    const rows = await this.db.query(
-      'SELECT * FROM run_frames WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-      [runId, afterSeq, lookAheadLimit(limit)],
-    )
-    return toSlice(rows.map(toFrame), limit)
+  frames(runId: string, afterSeq: number, limit: number): Promise<Slice<FrameRecord>> {
+    return childPage(this.db, 'run_frames', 'run_id', runId, afterSeq, limit, toFrame)
   }
 
   /**
