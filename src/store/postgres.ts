@@ -19,6 +19,7 @@ import {
   normaliseParams,
   type Pipelined,
   type Queryable,
+  type Row,
   SendingQueryable,
   type SqlValue,
   type StatementPath,
@@ -27,14 +28,7 @@ import {
   type TransactionTiming,
 } from './db.js'
 import type { PoolFigures } from './gauges.js'
-import {
-  afterCommitOf,
-  currentUnit,
-  DelegatingQueryable,
-  JoiningQueryable,
-  runInUnit,
-  Unit,
-} from './unit-of-work.js'
+import { afterCommitOf, currentUnit, JoiningQueryable, runInUnit, Unit } from './unit-of-work.js'
 
 /** Options every postgres.js instance of the store shares (the change feed's LISTEN connection included). */
 export function driverOptions(applicationName: string) {
@@ -375,10 +369,7 @@ const POOL_MAX = 10
  */
 const PIPELINE_MAX = 4
 
-export class PostgresDb
-  extends DelegatingQueryable
-  implements Db, Pipelined, TransactionTiming, StatementTiming, PoolFigures
-{
+export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTiming, PoolFigures {
   readonly dialect = 'postgres' as const
   private readonly direct: PooledQueryable
   private readonly timing = new Timing()
@@ -393,7 +384,6 @@ export class PostgresDb
     /** Where the change feed opens its own LISTEN connection (src/store/notifications.ts). */
     readonly url: string,
   ) {
-    super()
     this.direct = new PooledQueryable(pool, this.timing)
     this.pipeline = new PipelinedQueryable(url, PIPELINE_MAX, this.timing)
     this.hot = new JoiningQueryable(this, this.pipeline)
@@ -411,10 +401,22 @@ export class PostgresDb
   }
 
   /** Outside a unit of work, a pooled connection; inside one, the unit's transaction. */
-  protected target(): Queryable {
+  private target(): Queryable {
     return currentUnit<PgTransaction>(this)?.tx ?? this.direct
   }
 
+  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return this.target().query<T>(sql, params)
+  }
+  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return this.target().one<T>(sql, params)
+  }
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.target().run(sql, params)
+  }
+  exec(script: string): Promise<void> {
+    return this.target().exec(script)
+  }
   timeTransactions(observe: (seconds: number) => void): void {
     this.observeTransaction = observe
   }

@@ -81,10 +81,16 @@ export function outsideUnits<T>(fn: () => T): T {
   return storage.exit(fn)
 }
 
-/** A Queryable that sends each statement to whichever Queryable `target` names at that moment. */
-export abstract class DelegatingQueryable implements Queryable {
-  protected abstract target(): Queryable
+/** A Queryable that sends to the open unit's transaction when there is one, else to `outside` (the hot path). */
+export class JoiningQueryable implements Queryable {
+  constructor(
+    private readonly owner: object,
+    private readonly outside: Queryable,
+  ) {}
 
+  private target(): Queryable {
+    return currentUnit<Queryable>(this.owner)?.tx ?? this.outside
+  }
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
     return this.target().query<T>(sql, params)
   }
@@ -96,19 +102,5 @@ export abstract class DelegatingQueryable implements Queryable {
   }
   exec(script: string): Promise<void> {
     return this.target().exec(script)
-  }
-}
-
-/** A Queryable that sends to the open unit's transaction when there is one, else to `outside` (the hot path). */
-export class JoiningQueryable extends DelegatingQueryable {
-  constructor(
-    private readonly owner: object,
-    private readonly outside: Queryable,
-  ) {
-    super()
-  }
-
-  protected target(): Queryable {
-    return currentUnit<Queryable>(this.owner)?.tx ?? this.outside
   }
 }
