@@ -60,6 +60,24 @@ function memoryStatement(runs = new Map<string, string>()) {
   return { countBatch, calls, carried }
 }
 
+/** The statement, failing once with 'connection lost' when `failNext` was called before it is sent. */
+function failingOnce(statement: ReturnType<typeof memoryStatement>) {
+  let fail = false
+  const countBatch: typeof statement.countBatch = async (workspaceId, w, n, runIds) => {
+    if (fail) {
+      fail = false
+      throw new Error('connection lost')
+    }
+    return statement.countBatch(workspaceId, w, n, runIds)
+  }
+  return {
+    countBatch,
+    failNext: () => {
+      fail = true
+    },
+  }
+}
+
 /** The figures of requests counted one at a time, the behaviour batches must reproduce. */
 function oneAtATime(n: number, burst: number, hourlyBefore = 0, burstBefore = 0): number[][] {
   const figures: number[][] = []
@@ -137,17 +155,10 @@ describe('RateCountBatches', () => {
   })
 
   it('fails only the requests a failed statement was counting, and goes on counting', async () => {
-    let fail = false
-    const statement = memoryStatement()
-    const batches = new RateCountBatches(async (workspaceId, w, n, runIds) => {
-      if (fail) {
-        fail = false
-        throw new Error('connection lost')
-      }
-      return statement.countBatch(workspaceId, w, n, runIds)
-    })
+    const statement = failingOnce(memoryStatement())
+    const batches = new RateCountBatches(statement.countBatch)
     const first = batches.consume('ws', windows(5, 100))
-    fail = true
+    statement.failNext()
     const failed = [batches.consume('ws', windows(5, 100)), batches.consume('ws', windows(5, 100))]
     expect(await first).toEqual([1, 1])
     for (const f of failed) await expect(f).rejects.toThrow('connection lost')
@@ -185,17 +196,10 @@ describe('RateCountBatches', () => {
   })
 
   it('fails the confirmations a failed statement carried, with its error', async () => {
-    let fail = false
-    const statement = memoryStatement(new Map([['ws/run_1', 'v1']]))
-    const batches = new RateCountBatches(async (workspaceId, w, n, runIds) => {
-      if (fail) {
-        fail = false
-        throw new Error('connection lost')
-      }
-      return statement.countBatch(workspaceId, w, n, runIds)
-    })
+    const statement = failingOnce(memoryStatement(new Map([['ws/run_1', 'v1']])))
+    const batches = new RateCountBatches(statement.countBatch)
     const first = batches.consume('ws', windows(5, 100))
-    fail = true
+    statement.failNext()
     const counted = batches.consume('ws', windows(5, 100))
     const ridden = batches.ride('ws', 'run_1')
     expect(await first).toEqual([1, 1])

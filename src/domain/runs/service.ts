@@ -36,11 +36,6 @@ const frozenViews = new WeakMap<RunRecord, RunView>()
  * A run with its plan counts. A frozen run's view is made once and frozen too, so a presenter can keep what it
  * derives from that view for as long as the run lives (src/api/presenters.ts).
  */
-function viewOfFound(run: RunRecord | undefined): RunView {
-  if (!run) throw notFound('Run')
-  return viewOf(run)
-}
-
 export function viewOf(run: RunRecord): RunView {
   if (!Object.isFrozen(run)) return { run, counts: countsOf(run) }
   let view = frozenViews.get(run)
@@ -49,6 +44,12 @@ export function viewOf(run: RunRecord): RunView {
     frozenViews.set(run, view)
   }
   return view
+}
+
+/** The view of a run that was found; 404 when none was. */
+function viewOfFound(run: RunRecord | undefined): RunView {
+  if (!run) throw notFound('Run')
+  return viewOf(run)
 }
 
 function countsOf(run: RunRecord): PlanCounts {

@@ -34,9 +34,6 @@ export function createRepositories(db: Db): Repositories {
             new RunRepo(db, 'postgres', hot),
             'versioned',
             () => db.inUnitOfWork(),
-            undefined,
-            false,
-            undefined,
             // A cached GET's version confirmation rides with its workspace's rate count when that count waits.
             (workspaceId, runId) => sharedCounters?.ride(workspaceId, runId),
           ),

@@ -93,12 +93,13 @@ export class CachedRunRepo implements RunRepository {
     private readonly trust: RunCacheTrust,
     /** Whether the caller runs in a unit of work (Db.inUnitOfWork): a transaction too, whatever it reads through. */
     private readonly inUnitOfWork: () => boolean = () => false,
+    /** Where a confirmation goes first: with the workspace's waiting rate count (PostgreSQL). */
+    private readonly ride?: RideWithCount,
+    // Shared with the transaction-bound copies (inTransactionOver), which neither read nor fill the cache:
     private readonly cache = new RunCache(),
     private readonly inTransaction = false,
     /** The confirmations of concurrent reads, grouped (PostgreSQL); only ever used outside a transaction. */
     private readonly versions = new RunVersionReads((keys) => inner.versionsOf(keys)),
-    /** Where a confirmation goes first: with the workspace's waiting rate count (PostgreSQL). */
-    private readonly ride?: RideWithCount,
   ) {}
 
   in(tx: Queryable): CachedRunRepo {
@@ -111,7 +112,7 @@ export class CachedRunRepo implements RunRepository {
 
   /** The same cache and group read over a repository bound to a transaction, which neither reads nor fills it. */
   private inTransactionOver(inner: RunRepo): CachedRunRepo {
-    return new CachedRunRepo(inner, this.trust, this.inUnitOfWork, this.cache, true, this.versions, this.ride)
+    return new CachedRunRepo(inner, this.trust, this.inUnitOfWork, this.ride, this.cache, true, this.versions)
   }
 
   getNow(workspaceId: string, id: string): RunRecord | undefined {
