@@ -5,8 +5,13 @@
  * default, and quiet with `-v warn`). Each server runs in its own process; autocannon drives it from this one.
  * Loopback only, every loop bounded.
  *
- *   npm run bench:http -- [--duration <seconds>] [--quick] [--no-postgres] [--no-prism] [--profile <dir>]
- *                          [--observability off]
+ *   npm run bench:http -- [--duration <seconds>] [--rounds N] [--quick] [--no-postgres] [--no-prism]
+ *                          [--profile <dir>] [--observability off]
+ *
+ * Bare Hono and the reference server on each store run side by side, and their GETs (then their POSTs) are
+ * measured in alternated rounds, the order rotating each round: whatever else loads the shared machine in a
+ * round loads every side alike. A figure is the median of its rounds, and a ratio the median of its rounds' ratios
+ * (both measured within a round, a few seconds apart); every round's ratio is printed with it.
  *
  * The reference server runs as deployed by default: metrics on and one JSON log line per request, written to its
  * stdout (a pipe this process drains, as a log collector would). `--observability off` starts it with
@@ -40,7 +45,8 @@ const option = (name: string): string | undefined => {
   return i >= 0 ? args[i + 1] : undefined
 }
 const quick = flag('--quick')
-const duration = Math.min(120, Math.max(1, Number(option('--duration') ?? (quick ? 2 : 5))))
+const duration = Math.min(120, Math.max(1, Number(option('--duration') ?? (quick ? 2 : 3))))
+const rounds = Math.min(20, Math.max(1, Number(option('--rounds') ?? (quick ? 1 : 3))))
 const warmup = quick ? 1 : 2
 const CONNECTIONS = 50
 const profileDir = option('--profile')
@@ -61,6 +67,8 @@ interface Figure {
   p99: number
   non2xx: number
   errors: number
+  /** Each round's req/s, in round order (one entry when measured once). */
+  rounds: number[]
 }
 
 /** Prism runs on its own binary; the reference and bare targets are server children (bench/support). */
@@ -132,18 +140,21 @@ async function startPrism(quiet: boolean): Promise<Target> {
 
 type Request = autocannon.Request
 
-async function load(t: Target, label: string, requests: Request[], seconds = duration): Promise<Figure> {
-  const run = (d: number) =>
-    autocannon({
-      url: t.url,
-      connections: CONNECTIONS,
-      duration: d,
-      requests,
-      timeout: 30,
-    }) as Promise<autocannon.Result>
-  await run(warmup)
+function autocannonRun(t: Target, requests: Request[], seconds: number): Promise<autocannon.Result> {
+  return autocannon({
+    url: t.url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests,
+    timeout: 30,
+  }) as Promise<autocannon.Result>
+}
+
+/** One measurement, after a warm-up of `warmupSeconds` (none when the side was warmed before). */
+async function load(t: Target, label: string, requests: Request[], warmupSeconds = warmup): Promise<Figure> {
+  if (warmupSeconds > 0) await autocannonRun(t, requests, warmupSeconds)
   const cpuBefore = cpuSeconds(t.child.pid)
-  const r = await run(seconds)
+  const r = await autocannonRun(t, requests, duration)
   const cpuUs = ((cpuSeconds(t.child.pid) - cpuBefore) * 1e6) / Math.max(1, r.requests.total)
   return {
     label,
@@ -153,6 +164,64 @@ async function load(t: Target, label: string, requests: Request[], seconds = dur
     p99: r.latency.p99,
     non2xx: r.non2xx,
     errors: r.errors + r.timeouts,
+    rounds: [r.requests.average],
+  }
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+/** The rounds of one side as one figure: the median of each measure, the refusals and errors of all of them. */
+function medianFigure(label: string, measured: readonly Figure[]): Figure {
+  const of = (pick: (f: Figure) => number) => median(measured.map(pick))
+  return {
+    label,
+    rps: of((f) => f.rps),
+    cpuUs: of((f) => f.cpuUs),
+    p50: of((f) => f.p50),
+    p99: of((f) => f.p99),
+    non2xx: measured.reduce((n, f) => n + f.non2xx, 0),
+    errors: measured.reduce((n, f) => n + f.errors, 0),
+    rounds: measured.map((f) => f.rps),
+  }
+}
+
+interface Side {
+  /** Figure key prefix: `bare`, `sqlite`, `pg`. */
+  key: string
+  /** Label prefix: `bare Hono`, `reference SQLite`, … */
+  label: string
+  target: Target
+}
+
+/**
+ * One route on every side in `rounds` alternated rounds (the order rotating each round), after one warm-up each;
+ * sets `<side>.<route>` to the median figure of its rounds.
+ */
+async function alternate(
+  sides: readonly Side[],
+  route: string,
+  title: (side: Side) => string,
+  requests: (t: Target) => Request[],
+  figures: Map<string, Figure>,
+): Promise<void> {
+  const measured = new Map<string, Figure[]>(sides.map((s) => [s.key, []]))
+  for (const side of sides) await autocannonRun(side.target, requests(side.target), warmup)
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < sides.length; i++) {
+      const side = sides[(i + round) % sides.length] as Side
+      measured.get(side.key)?.push(await load(side.target, title(side), requests(side.target), 0))
+    }
+  }
+  for (const side of sides) {
+    const f = medianFigure(title(side), measured.get(side.key) ?? [])
+    figures.set(`${side.key}.${route}`, f)
+    printFigure(f)
   }
 }
 
@@ -288,13 +357,36 @@ function percentile(values: number[], p: number): number {
 function printFigure(f: Figure): void {
   const problems = f.non2xx + f.errors > 0 ? `  (non-2xx ${f.non2xx}, errors ${f.errors})` : ''
   console.log(
-    `${f.label.padEnd(48)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${String(f.p50).padStart(4)} ms  p99 ${String(f.p99).padStart(5)} ms  CPU ${f.cpuUs.toFixed(0).padStart(5)} µs/req${problems}`,
+    `${f.label.padEnd(48)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${String(f.p50).padStart(4)} ms  p99 ${String(f.p99).padStart(5)} ms  CPU ${f.cpuUs.toFixed(0).padStart(5)} µs/req${problems}${f.rounds.length > 1 ? `  (rounds ${f.rounds.map((r) => r.toFixed(0)).join(' / ')})` : ''}`,
   )
 }
 
-const ratio = (a: Figure | undefined, b: Figure | undefined) => (a && b ? a.rps / b.rps : Number.NaN)
+/**
+ * A over B: the median of the rounds' ratios when both were measured in the same rounds (each round's pair a few
+ * seconds apart), else the ratio of the two figures (Prism, measured once).
+ */
+function ratio(a: Figure | undefined, b: Figure | undefined): number {
+  if (!a || !b) return Number.NaN
+  if (a.rounds.length > 1 && a.rounds.length === b.rounds.length) {
+    return median(a.rounds.map((r, i) => r / (b.rounds[i] as number)))
+  }
+  return a.rps / b.rps
+}
 
-function verdict(label: string, value: number, target: number, unit = '×', higherIsBetter = true): void {
+/** Each round's A over B, printed beside a verdict taken from their median. */
+function roundRatios(a: Figure | undefined, b: Figure | undefined): string {
+  if (!a || !b || a.rounds.length < 2 || a.rounds.length !== b.rounds.length) return ''
+  return `rounds ${a.rounds.map((r, i) => (r / (b.rounds[i] as number)).toFixed(2)).join(' / ')}`
+}
+
+function verdict(
+  label: string,
+  value: number,
+  target: number,
+  unit = '×',
+  higherIsBetter = true,
+  detail = '',
+): void {
   const ok = Number.isNaN(value)
     ? 'n/a'
     : (higherIsBetter ? value >= target : value <= target)
@@ -302,13 +394,13 @@ function verdict(label: string, value: number, target: number, unit = '×', high
       : 'MISSED'
   const shown = Number.isNaN(value) ? '—' : `${value.toFixed(unit === '×' ? 2 : 0)}${unit}`
   console.log(
-    `${label.padEnd(52)} ${shown.padStart(10)}   target ${higherIsBetter ? '≥' : '≤'} ${target}${unit}   ${ok}`,
+    `${label.padEnd(52)} ${shown.padStart(10)}   target ${higherIsBetter ? '≥' : '≤'} ${target}${unit}   ${ok}${detail ? `   (${detail})` : ''}`,
   )
 }
 
 async function main(): Promise<void> {
   console.log(
-    `bench:http — ${CONNECTIONS} connections, ${duration} s per measurement after ${warmup} s warm-up; reference server metrics and request log ${observability}`,
+    `bench:http — ${CONNECTIONS} connections, ${rounds} alternated round(s) of ${duration} s per measurement after a ${warmup} s warm-up; reference server metrics and request log ${observability}`,
   )
   const figures = new Map<string, Figure>()
   const measure = async (key: string, label: string, t: Target, reqs: Request[]) => {
@@ -317,14 +409,42 @@ async function main(): Promise<void> {
     printFigure(f)
   }
 
-  const bare = await startTarget('bare Hono', 'bare')
-  await measure('bare.get', 'bare Hono GET /v1/runs/{id}', bare, getRun(bare))
-  await measure('bare.post', 'bare Hono POST /v1/agents', bare, postAgent(bare))
-  bare.child.kill('SIGTERM')
+  const sides: Side[] = [
+    { key: 'bare', label: 'bare Hono', target: await startTarget('bare Hono', 'bare') },
+    {
+      key: 'sqlite',
+      label: 'reference SQLite',
+      target: await startTarget('reference (SQLite)', 'reference'),
+    },
+  ]
+  let pgStop: (() => Promise<void>) | undefined
+  if (!flag('--no-postgres')) {
+    try {
+      const server = await startPostgres()
+      pgStop = server.stop
+      const target = await startTarget(
+        'reference (PostgreSQL)',
+        'reference',
+        await createDatabase(server.url),
+      )
+      sides.push({ key: 'pg', label: 'reference PostgreSQL', target })
+    } catch (err) {
+      console.log(`PostgreSQL skipped: ${(err as Error).message.split('\n')[0]}`)
+    }
+  }
+  const side = (key: string) => sides.find((s) => s.key === key)
 
-  const sqlite = await startTarget('reference (SQLite)', 'reference')
-  await measure('sqlite.get', 'reference SQLite GET /v1/runs/{id}', sqlite, getRun(sqlite))
-  await measure('sqlite.post', 'reference SQLite POST /v1/agents (fresh key)', sqlite, postAgent(sqlite))
+  await alternate(sides, 'get', (s) => `${s.label} GET /v1/runs/{id}`, getRun, figures)
+  await alternate(
+    sides,
+    'post',
+    (s) => `${s.label} POST /v1/agents${s.key === 'bare' ? '' : ' (fresh key)'}`,
+    postAgent,
+    figures,
+  )
+  side('bare')?.target.child.kill('SIGTERM')
+
+  const sqlite = side('sqlite')?.target as Target
   const ingestSqlite = await ingest(sqlite)
   console.log(
     `${'reference SQLite ingest (500 × 4 clients)'.padEnd(44)} ${ingestSqlite.recordsPerSecond.toFixed(0).padStart(8)} records/s   batch p50 ${ingestSqlite.batchP50.toFixed(0)} ms (${ingestSqlite.batches} batches)`,
@@ -335,23 +455,14 @@ async function main(): Promise<void> {
   )
   sqlite.child.kill('SIGTERM')
 
-  let pgStop: (() => Promise<void>) | undefined
   let ingestPg: Awaited<ReturnType<typeof ingest>> | undefined
-  if (!flag('--no-postgres')) {
-    try {
-      const server = await startPostgres()
-      pgStop = server.stop
-      const pgRef = await startTarget('reference (PostgreSQL)', 'reference', await createDatabase(server.url))
-      await measure('pg.get', 'reference PostgreSQL GET /v1/runs/{id}', pgRef, getRun(pgRef))
-      await measure('pg.post', 'reference PostgreSQL POST /v1/agents (fresh key)', pgRef, postAgent(pgRef))
-      ingestPg = await ingest(pgRef)
-      console.log(
-        `${'reference PostgreSQL ingest (500 × 4 clients)'.padEnd(44)} ${ingestPg.recordsPerSecond.toFixed(0).padStart(8)} records/s   batch p50 ${ingestPg.batchP50.toFixed(0)} ms (${ingestPg.batches} batches)`,
-      )
-      pgRef.child.kill('SIGTERM')
-    } catch (err) {
-      console.log(`PostgreSQL skipped: ${(err as Error).message.split('\n')[0]}`)
-    }
+  const pgRef = side('pg')?.target
+  if (pgRef) {
+    ingestPg = await ingest(pgRef)
+    console.log(
+      `${'reference PostgreSQL ingest (500 × 4 clients)'.padEnd(44)} ${ingestPg.recordsPerSecond.toFixed(0).padStart(8)} records/s   batch p50 ${ingestPg.batchP50.toFixed(0)} ms (${ingestPg.batches} batches)`,
+    )
+    pgRef.child.kill('SIGTERM')
   }
 
   if (!flag('--no-prism')) {
@@ -367,16 +478,18 @@ async function main(): Promise<void> {
     }
   }
 
-  console.log('\ntargets (ratios within this run)')
+  console.log("\ntargets (ratios within this run; over rounds, the median of the rounds' ratios)")
   const f = (k: string) => figures.get(k)
-  verdict('GET run, SQLite / bare Hono', ratio(f('sqlite.get'), f('bare.get')), 0.5)
-  verdict('GET run, PostgreSQL / bare Hono', ratio(f('pg.get'), f('bare.get')), 0.5)
-  verdict('GET run, PostgreSQL / SQLite', ratio(f('pg.get'), f('sqlite.get')), 0.8)
+  const versus = (label: string, a: string, b: string, target: number) =>
+    verdict(label, ratio(f(a), f(b)), target, '×', true, roundRatios(f(a), f(b)))
+  versus('GET run, SQLite / bare Hono', 'sqlite.get', 'bare.get', 0.5)
+  versus('GET run, PostgreSQL / bare Hono', 'pg.get', 'bare.get', 0.5)
+  versus('GET run, PostgreSQL / SQLite', 'pg.get', 'sqlite.get', 0.8)
   verdict('GET run, SQLite / Prism mock', ratio(f('sqlite.get'), f('prism.get')), 10)
   verdict('GET run, SQLite / Prism mock -v warn (stricter)', ratio(f('sqlite.get'), f('prism-quiet.get')), 10)
-  verdict('POST agent (fresh key), SQLite / bare Hono POST', ratio(f('sqlite.post'), f('bare.post')), 0.25)
+  versus('POST agent (fresh key), SQLite / bare Hono POST', 'sqlite.post', 'bare.post', 0.25)
   verdict('POST agent (fresh key), SQLite p99', f('sqlite.post')?.p99 ?? Number.NaN, 100, ' ms', false)
-  verdict('POST agent (fresh key), PostgreSQL / SQLite', ratio(f('pg.post'), f('sqlite.post')), 0.6)
+  versus('POST agent (fresh key), PostgreSQL / SQLite', 'pg.post', 'sqlite.post', 0.6)
   verdict('POST agent (fresh key), PostgreSQL p99', f('pg.post')?.p99 ?? Number.NaN, 15, ' ms', false)
   console.log(
     '\nCPU-cost ratios (bare µs/req ÷ reference µs/req: the req/s ratio if each had the CPU to itself)',
