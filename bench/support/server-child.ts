@@ -9,6 +9,7 @@ import type { Agent } from 'node:http'
 import { request } from 'node:http'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { onCores } from './cpu-pinning.js'
 
 /** This checkout. */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -39,6 +40,8 @@ export interface ServerChildOptions {
   root?: string
   /** How errors name the server. */
   name?: string
+  /** The cores the server runs on (taskset's list form, bench/support/cpu-pinning.ts); default wherever. */
+  cpus?: string
 }
 
 /** Starts the script and resolves with its `{"url": …}` line and the process, once it listens. */
@@ -47,21 +50,18 @@ export async function startServerChild<T extends { url: string }>(
 ): Promise<T & { child: ChildProcess }> {
   const root = options.root ?? ROOT
   const name = options.name ?? 'the server'
-  const child = spawn(
-    process.execPath,
-    [
-      ...(options.nodeArgs ?? []),
-      '--import',
-      'tsx',
-      join(root, 'bench', options.script),
-      ...(options.args ?? []),
-    ],
-    {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, NODE_ENV: 'production', ...options.env },
-    },
-  )
+  const [command, args] = onCores(options.cpus, process.execPath, [
+    ...(options.nodeArgs ?? []),
+    '--import',
+    'tsx',
+    join(root, 'bench', options.script),
+    ...(options.args ?? []),
+  ])
+  const child = spawn(command, args, {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, NODE_ENV: 'production', ...options.env },
+  })
   children.add(child)
   child.once('exit', () => children.delete(child))
   const info = await new Promise<T>((resolve, reject) => {
