@@ -37,7 +37,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
-import { moveDatabase, onCores, pinBenchProcess, releaseCores } from './support/cpu-pinning.js'
+import { onCores, pinBenchProcess, releaseBenchProcess, releaseDatabase } from './support/cpu-pinning.js'
 import { cpuSeconds } from './support/proc-cpu.js'
 import { startServerChild, stopServerChildren } from './support/server-child.js'
 
@@ -469,8 +469,8 @@ async function main(): Promise<void> {
   // fresh database, every process placed by the scheduler. With the database on the clients' core, PostgreSQL's
   // ingest measured 53,000-60,000 records/s in three runs, against 55,000-79,000 before pinning.
   if (cpus.server !== undefined) {
-    releaseCores([])
-    if (pgAdmin) await moveDatabase(pgAdmin, undefined)
+    releaseBenchProcess()
+    if (pgAdmin) await releaseDatabase(pgAdmin)
   }
 
   const sqlite = await startTarget('reference (SQLite)', 'reference', undefined, undefined)

@@ -1,16 +1,15 @@
 /**
  * The cores of a bench run: the server under measurement on a core of its own, and everything else (this process,
  * where autocannon runs, and whatever it starts: PostgreSQL, its backends) on the others. Left to the scheduler,
- * a server and its load generator land on the same or on different cores from one process to the next, and a
- * server's CPU per request settles at a different level for its whole life: 27 to 43 µs per PostgreSQL GET across
- * eight fresh processes of the same code (bench/http.ts's README section). Pinned, every side of a run gets the same
- * core to itself, and a database's work stays off it, as it would on a deployment where the database is elsewhere.
+ * the database's backends and the load generator take turns on the server's core, and a server's CPU per request
+ * can settle at a different level for its whole life: 28.4 to 39.4 µs per PostgreSQL GET across eight fresh
+ * processes of the same code (bench/process-spread.ts). Pinned, every side of a run gets the same core to itself,
+ * and a database's work stays off it, as it would on a deployment where the database is another machine.
  *
- * Linux only (taskset, from util-linux), and only with at least two cores; elsewhere nothing is pinned.
+ * Linux only (taskset, from util-linux), and only with at least two cores allowed; elsewhere nothing is pinned.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { cpus } from 'node:os'
 
 export interface CpuPlan {
   /** The core list a server child is started on (taskset's -c form), or undefined when nothing is pinned. */
@@ -19,42 +18,43 @@ export interface CpuPlan {
   rest: string | undefined
 }
 
-/** The machine's cores; not availableParallelism(), which counts only those this process may use once pinned. */
-function coreCount(): number {
-  return cpus().length
-}
-
-const UNPINNED: CpuPlan = { server: undefined, rest: undefined }
-
-function hasTaskset(): boolean {
+/**
+ * The cores this process may run on, as taskset reports them when the module loads (before any pinning): a
+ * container's cpuset may allow only some of the machine's. Undefined when taskset cannot say.
+ */
+function allowedCores(): number[] | undefined {
   try {
-    execFileSync('taskset', ['-V'], { stdio: 'ignore' })
-    return true
+    const out = execFileSync('taskset', ['-c', '-p', String(process.pid)], { encoding: 'utf8' })
+    const list = out.slice(out.lastIndexOf(':') + 1).trim()
+    const cores: number[] = []
+    for (const part of list.split(',')) {
+      const [from, to] = part.split('-').map(Number)
+      if (from === undefined || Number.isNaN(from)) return undefined
+      for (let c = from; c <= (to ?? from); c++) cores.push(c)
+    }
+    return cores
   } catch {
-    return false
+    return undefined
   }
 }
 
+const ALLOWED = process.platform === 'linux' ? allowedCores() : undefined
+
+const UNPINNED: CpuPlan = { server: undefined, rest: undefined }
+
 /** Pins this process (all its threads) to every core but the first, and returns the plan; unpinned if it cannot. */
 export function pinBenchProcess(enabled: boolean): CpuPlan {
-  const cores = coreCount()
-  if (!enabled || process.platform !== 'linux' || cores < 2 || !hasTaskset()) return UNPINNED
-  const plan = { server: '0', rest: cores === 2 ? '1' : `1-${cores - 1}` }
+  if (!enabled || ALLOWED === undefined || ALLOWED.length < 2) return UNPINNED
+  const [first, ...others] = ALLOWED
+  const plan = { server: String(first), rest: others.join(',') }
   execFileSync('taskset', ['-a', '-p', '-c', plan.rest, String(process.pid)], { stdio: 'ignore' })
   return plan
 }
 
-/** Every core, for this process (all its threads) and the processes `pids` (all theirs): placement back to the scheduler. */
-export function releaseCores(pids: readonly (number | undefined)[]): void {
-  const all = `0-${coreCount() - 1}`
-  for (const pid of [process.pid, ...pids]) {
-    if (pid === undefined) continue
-    try {
-      execFileSync('taskset', ['-a', '-p', '-c', all, String(pid)], { stdio: 'ignore' })
-    } catch {
-      // Gone already.
-    }
-  }
+/** Every core again for this process (all its threads), and so for what it starts next. */
+export function releaseBenchProcess(): void {
+  if (ALLOWED)
+    execFileSync('taskset', ['-a', '-p', '-c', ALLOWED.join(','), String(process.pid)], { stdio: 'ignore' })
 }
 
 /** The command and arguments that start `command` on `cores` (taskset execs it: the pid is the command's). */
@@ -67,12 +67,12 @@ export function onCores(
 }
 
 /**
- * Moves a local PostgreSQL (its postmaster, so later backends too, and every process it runs now) to `cores`;
- * `undefined` gives it every core. Reached through the server itself (pg_stat_activity's process ids, the
+ * Gives a local PostgreSQL every core again: its postmaster (so later backends too) and every process it runs now,
+ * started on this process's cores. Reached through the server itself (pg_stat_activity's process ids, the
  * postmaster as their parent), so nothing else on the machine is touched; a server out of reach (a container's
  * process ids) is left where it is.
  */
-export async function moveDatabase(adminUrl: string, cores: string | undefined): Promise<void> {
+export async function releaseDatabase(adminUrl: string): Promise<void> {
   const { default: postgres } = await import('postgres')
   const sql = postgres(adminUrl, { max: 1, onnotice: () => {} })
   try {
@@ -80,7 +80,8 @@ export async function moveDatabase(adminUrl: string, cores: string | undefined):
     const pids = new Set(rows.map((r) => Number(r.pid)))
     const parent = parentOf(Number(rows[0]?.pid))
     if (parent !== undefined) pids.add(parent)
-    const list = cores ?? `0-${coreCount() - 1}`
+    const list = ALLOWED?.join(',')
+    if (list === undefined) return
     for (const pid of pids) {
       try {
         execFileSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' })
