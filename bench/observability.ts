@@ -18,12 +18,16 @@
  * default). `--b-bare` makes side B bare Hono with the same route shapes (bench/http-targets.ts): the reference
  * server's CPU per request over bare Hono's, paired, which bench:http can only compare one after the other.
  *
- *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post]
+ * Like bench:http, every server runs on a core of its own and autocannon on the others (bench/support/cpu-pinning.ts);
+ * `--no-pin`, and `--together` (two servers loaded at once), leave placement to the scheduler.
+ *
+ *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post] [--no-pin]
  *                                   [--aa | --b-root <dir> | --b-env NAME=value ... | --b-bare]
  */
 import { resolve } from 'node:path'
 import autocannon from 'autocannon'
 import type { TargetInfo } from './http-targets.js'
+import { pinBenchProcess } from './support/cpu-pinning.js'
 import { cpuNanoseconds } from './support/proc-cpu.js'
 import { ROOT, startServerChild, stopServerChildren } from './support/server-child.js'
 
@@ -38,6 +42,8 @@ const routes = option('--route', 'get,post').split(',')
 const aa = args.includes('--aa')
 const bBare = args.includes('--b-bare')
 const together = args.includes('--together')
+/** Not with `--together`: two servers loaded at once need a core each. */
+const cpus = pinBenchProcess(!args.includes('--no-pin') && !together)
 const bRoot = args.includes('--b-root') ? resolve(option('--b-root', ROOT)) : undefined
 const bEnv = Object.fromEntries(
   args.flatMap((a, i) => (args[i - 1] === '--b-env' ? [a.split('=', 2) as [string, string]] : [])),
@@ -85,6 +91,7 @@ async function start(side: Side): Promise<Target> {
       AGENTOPS_METRICS: side.observability ? 'on' : 'off',
       ...side.env,
     },
+    cpus: cpus.server,
   })
   return { ...info, pid: child.pid ?? 0 }
 }
@@ -140,6 +147,7 @@ console.log(
     (together
       ? `(an A and a B process loaded together, ${CONNECTIONS / 2} connections each, twice a round)`
       : `(each process in turn, order rotating, ${CONNECTIONS} connections)`) +
+    `; ${cpus.server === undefined ? 'cores left to the scheduler' : `servers on core ${cpus.server}, autocannon on ${cpus.rest}`}` +
     '; CPU/req from schedstat',
 )
 for (const route of routes) {
