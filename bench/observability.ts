@@ -18,7 +18,7 @@
  * default). `--b-bare` makes side B bare Hono with the same route shapes (bench/http-targets.ts): the reference
  * server's CPU per request over bare Hono's, paired, which bench:http can only compare one after the other.
  *
- * Like bench:http, every server runs on a core of its own and autocannon on the others (bench/support/cpu-pinning.ts);
+ * Like bench:http, the servers run on a reserved core and autocannon on the others (bench/support/cpu-pinning.ts);
  * `--no-pin`, and `--together` (two servers loaded at once), leave placement to the scheduler.
  *
  *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post] [--no-pin]

@@ -3,7 +3,8 @@
  * code, one after another, each loaded with cached GET /v1/runs/{id} (50 connections, a 2 s warm-up, then
  * `--seconds`), printing req/s, the server's CPU per GET (schedstat, all threads) and, on PostgreSQL, the
  * statements it sent per GET (its own /metrics counters). The spread is what a single-shot benchmark inherits;
- * `--pin` runs each server on core 0 and this process (and the database it starts) on the others, as bench:http does.
+ * `--pin` runs each server on the first core this process may use and this process (and the local database it
+ * starts) on the others, as bench:http does.
  *
  *   npx tsx bench/process-spread.ts [--processes N] [--seconds S] [--sqlite] [--pin]
  */
@@ -17,7 +18,8 @@ import { startServerChild, stopServerChild } from './support/server-child.js'
 const args = process.argv.slice(2)
 const option = (name: string, fallback: number) => {
   const i = args.indexOf(name)
-  return i >= 0 ? Number(args[i + 1] ?? fallback) : fallback
+  const value = i >= 0 ? Number(args[i + 1]) : fallback
+  return Number.isFinite(value) ? value : fallback
 }
 const processes = Math.min(50, Math.max(1, option('--processes', 8)))
 const seconds = Math.min(60, Math.max(1, option('--seconds', 4)))

@@ -47,7 +47,12 @@ export function pinBenchProcess(enabled: boolean): CpuPlan {
   if (!enabled || ALLOWED === undefined || ALLOWED.length < 2) return UNPINNED
   const [first, ...others] = ALLOWED
   const plan = { server: String(first), rest: others.join(',') }
-  execFileSync('taskset', ['-a', '-p', '-c', plan.rest, String(process.pid)], { stdio: 'ignore' })
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', plan.rest, String(process.pid)], { stdio: 'ignore' })
+  } catch {
+    // Reading the affinity worked but setting it did not (a sandbox that forbids it): nothing is pinned.
+    return UNPINNED
+  }
   return plan
 }
 
@@ -67,10 +72,10 @@ export function onCores(
 }
 
 /**
- * Gives a local PostgreSQL every core again: its postmaster (so later backends too) and every process it runs now,
- * started on this process's cores. Reached through the server itself (pg_stat_activity's process ids, the
- * postmaster as their parent), so nothing else on the machine is touched; a server out of reach (a container's
- * process ids) is left where it is.
+ * Gives a PostgreSQL cluster of this machine's own binaries every core again: its postmaster (so later backends
+ * too) and every process it runs now, started on this process's cores. Reached through the server itself
+ * (pg_stat_activity's process ids, the postmaster as their parent), and only processes named `postgres` are moved.
+ * Not for a container's server, whose process ids are another namespace's.
  */
 export async function releaseDatabase(adminUrl: string): Promise<void> {
   const { default: postgres } = await import('postgres')
@@ -83,14 +88,24 @@ export async function releaseDatabase(adminUrl: string): Promise<void> {
     const list = ALLOWED?.join(',')
     if (list === undefined) return
     for (const pid of pids) {
+      // Only PostgreSQL's own processes: ids from another namespace may name anything here.
+      if (!isPostgres(pid)) continue
       try {
         execFileSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' })
       } catch {
-        // Not ours to move (another namespace), or gone since the listing.
+        // Gone since the listing.
       }
     }
   } finally {
     await sql.end()
+  }
+}
+
+function isPostgres(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')
+  } catch {
+    return false
   }
 }
 

@@ -40,9 +40,9 @@ function outgoing(): { headers: Map<string, string>; setHeader(name: string, val
   return { headers, setHeader: (name, value) => void headers.set(name.toLowerCase(), value) }
 }
 
-/** Counted alongside: no answer without waiting, and room in the workspace. */
-function limits(counting: () => Promise<RateDecision>) {
-  return { consumeNow: () => undefined, hasHeadroom: () => true, consume: counting }
+/** Shared counters (no answer without waiting); with room in the workspace, so the read is counted alongside. */
+function limits(counting: () => Promise<RateDecision>, headroom = true) {
+  return { consumeNow: () => undefined, hasHeadroom: () => headroom, consume: counting }
 }
 
 const signIn: Step = (c, next) => {
@@ -50,7 +50,7 @@ const signIn: Step = (c, next) => {
   return next()
 }
 
-function app(counting: () => Promise<RateDecision>, after: Step) {
+function app(counting: () => Promise<RateDecision>, after: Step, headroom = true) {
   const hono = new Hono<AppEnv>()
   hono.onError((err) =>
     Response.json(
@@ -58,7 +58,7 @@ function app(counting: () => Promise<RateDecision>, after: Step) {
       { status: err instanceof ApiError ? err.status : 500 },
     ),
   )
-  hono.use('*', inSeries(signIn, rateLimit(limits(counting)), after))
+  hono.use('*', inSeries(signIn, rateLimit(limits(counting, headroom)), after))
   hono.get('/read', (c) => c.json({ read: true }, 200))
   return hono
 }
@@ -71,15 +71,36 @@ async function get(hono: Hono<AppEnv>) {
 
 const later = <T>(value: T, ms = 5) => new Promise<T>((r) => setTimeout(() => r(value), ms))
 
+/** A count that settles after `ms`, and the order in which it and the read began and ended. */
+function observed(ms = 10) {
+  const events: string[] = []
+  const counting = () => {
+    events.push('count sent')
+    return later(decision(3), ms).then((d) => {
+      events.push('count known')
+      return d
+    })
+  }
+  const read: Step = (_c, next) => {
+    events.push('read started')
+    return next()
+  }
+  return { events, counting, read }
+}
+
 describe('a read counted alongside', () => {
-  it('answers the read with the count figures once the count is known', async () => {
-    const res = await get(
-      app(
-        () => later(decision(3)),
-        (_c, next) => next(),
-      ),
-    )
+  it('runs while its count is in flight and is answered with the figures once the count is known', async () => {
+    const { events, counting, read } = observed()
+    const res = await get(app(counting, read))
+    expect(events).toEqual(['count sent', 'read started', 'count known'])
     expect(res.status).toBe(200)
+    expect(res.headers.get('ratelimit')).toMatch(/^"burst";r=17;/)
+  })
+
+  it('waits for its count first when the workspace is near its limit', async () => {
+    const { events, counting, read } = observed()
+    const res = await get(app(counting, read, false))
+    expect(events).toEqual(['count sent', 'count known', 'read started'])
     expect(res.headers.get('ratelimit')).toMatch(/^"burst";r=17;/)
   })
 
