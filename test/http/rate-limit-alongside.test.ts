@@ -9,22 +9,13 @@ import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import type { AppEnv } from '../../src/api/context.js'
 import { ApiError } from '../../src/domain/errors.js'
-import type { Workspace } from '../../src/domain/identity.js'
 import { policiesFor, stateOf } from '../../src/domain/limits/rate-limit.js'
 import type { RateDecision } from '../../src/domain/limits/service.js'
 import { rateLimit } from '../../src/http/middleware/rate-limit.js'
 import { inSeries, type Step } from '../../src/http/middleware/series.js'
+import { workspaceRecord } from '../support/workspace.js'
 
-const workspace: Workspace = {
-  id: 'ws_alongside',
-  name: 'alongside',
-  tier: 'enterprise',
-  limitPerHour: 1000,
-  burstLimit: 20,
-  policyClasses: [],
-  features: [],
-  createdAt: 0,
-}
+const workspace = workspaceRecord('ws_alongside')
 const NOW = Date.UTC(2026, 5, 1, 12)
 
 function decision(burstUsed: number): RateDecision {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/domain/clock.js'
-import type { Workspace } from '../../src/domain/identity.js'
 import { LimitsService } from '../../src/domain/limits/service.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
+import { workspaceRecord } from '../support/workspace.js'
 
 /** Parses `"burst";r=4;t=10, "hourly";r=11;t=3600` into { burst: {r, t}, hourly: {r, t} }. */
 function parseRateLimit(value: string | null): Record<string, Record<string, number>> {
@@ -131,16 +131,7 @@ describe('headroom for reads counted alongside', () => {
     const db = {} as ConstructorParameters<typeof LimitsService>[0]
     const idempotency = {} as ConstructorParameters<typeof LimitsService>[1]
     const limits = new LimitsService(db, idempotency, counters, new ManualClock(Date.UTC(2026, 5, 1, 12)))
-    const workspace: Workspace = {
-      id: 'ws_h',
-      name: 'h',
-      tier: 'enterprise',
-      limitPerHour: 1000,
-      burstLimit: 20,
-      policyClasses: [],
-      features: [],
-      createdAt: 0,
-    }
+    const workspace = workspaceRecord('ws_h')
     expect(limits.hasHeadroom(workspace)).toBe(false) // nothing counted yet on this replica
     await limits.consume(workspace) // 19 of 20 left
     expect(limits.hasHeadroom(workspace)).toBe(true)

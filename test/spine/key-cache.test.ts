@@ -9,17 +9,9 @@ import { KeyRepo } from '../../src/store/repos/keys.js'
 import { WorkspaceRepo } from '../../src/store/repos/workspaces.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
+import { workspaceRecord } from '../support/workspace.js'
 
-const workspace = (id: string) => ({
-  id,
-  name: id,
-  tier: 'pro' as const,
-  limitPerHour: 1,
-  burstLimit: 1,
-  policyClasses: [],
-  features: [],
-  createdAt: 0,
-})
+const workspace = (id: string) => workspaceRecord(id, { tier: 'pro', limitPerHour: 1, burstLimit: 1 })
 const key = (id: string, workspaceId: string) => ({
   id,
   workspaceId,
