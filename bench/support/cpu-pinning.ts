@@ -10,6 +10,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { parentPid } from './proc-cpu.js'
 
 export interface CpuPlan {
   /** The core list a server child is started on (taskset's -c form), or undefined when nothing is pinned. */
@@ -83,7 +84,7 @@ export async function releaseDatabase(adminUrl: string): Promise<void> {
   try {
     const rows = await sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity`
     const pids = new Set(rows.map((r) => Number(r.pid)))
-    const parent = parentOf(Number(rows[0]?.pid))
+    const parent = parentPid(Number(rows[0]?.pid))
     if (parent !== undefined) pids.add(parent)
     const list = ALLOWED?.join(',')
     if (list === undefined) return
@@ -106,15 +107,5 @@ function isPostgres(pid: number): boolean {
     return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')
   } catch {
     return false
-  }
-}
-
-function parentOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    // Field 4, after the command name in parentheses (which may itself hold spaces).
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-  } catch {
-    return undefined
   }
 }
