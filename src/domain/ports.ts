@@ -73,7 +73,29 @@ export interface Db extends Queryable {
   afterCommit(fn: () => void): void
   /** Whether the caller is inside an open unit of work: what it reads may not be committed yet (caches stay out). */
   inUnitOfWork(): boolean
+  /**
+   * A unit of work that sends nothing before its commit (PostgreSQL only; absent elsewhere): BEGIN, its held-back
+   * statements and the COMMIT then go out together, in one write that other units' commits may share, so a unit
+   * costs one round trip whatever else is in flight. For work whose every statement is held back until the commit
+   * (the store's CommitTail): one that needs an answer fails the unit. A refused commit throws
+   * DeferredCommitRefused, whose `resume` hands the unit's writes on to another unit.
+   */
+  deferredUnitOfWork?<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
   close(): Promise<void>
+}
+
+/**
+ * A deferred unit of work's COMMIT was refused (`cause`, the store's error): nothing of it was kept. Called inside
+ * another unit of work of the same store, `resume` gives that unit the refused one's writes and what waited for
+ * its commit, so the work commits there without being done again.
+ */
+export class DeferredCommitRefused extends Error {
+  constructor(
+    cause: unknown,
+    readonly resume: () => void,
+  ) {
+    super('The deferred unit of work was refused at its commit', { cause })
+  }
 }
 
 // --- repositories: each is bound to the Db; `in(tx)` is the same repository inside a transaction ------------------
@@ -310,6 +332,14 @@ export interface IdempotencyRepository {
   ): Promise<ClaimResult>
   /** In the same unit as the work: the answer, committed with the effect (and failing the commit if one exists). */
   answer(tx: Queryable, entry: StoredAnswer): Promise<void>
+  /**
+   * In a deferred unit (Db.deferredUnitOfWork), after the work: the answer as the claim itself, sent ahead of the
+   * work's statements. It fails the commit when another request holds the key or the key has a row (an answer,
+   * expired or not); `keyTaken` tells that failure from others.
+   */
+  answerAsClaim(tx: Queryable, entry: StoredAnswer): void
+  /** Whether a deferred unit's refused commit (DeferredCommitRefused's cause) was refused by `answerAsClaim`. */
+  keyTaken(cause: unknown): boolean
   /**
    * Outside any unit, after the work rolled back: stores a refusal (4xx) unless the key was answered meanwhile.
    * Returns what the key holds then: this answer (the very `entry.response`), or the one that got there first.

@@ -16,7 +16,7 @@ import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
 import { inSeries } from './middleware/series.js'
 import { textGuard } from './middleware/text.js'
-import { registerAgentRoutes } from './routes/agents.js'
+import { registerAgentRoutes, WRITES_ONLY_POSTS } from './routes/agents.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
 import { registerRunRoutes } from './routes/runs.js'
@@ -88,7 +88,10 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   app.on(
     'POST',
     '/v1/*',
-    idempotency(services.limits, limitMetrics && ((answer) => limitMetrics.idempotency(answer))),
+    idempotency(services.limits, {
+      countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
+      writesOnly: WRITES_ONLY_POSTS,
+    }),
   )
 
   registerMetaRoutes(app, services)

@@ -51,6 +51,8 @@ export function hotPath(db: Db): Queryable {
  */
 export interface CommitTail {
   atCommit(sql: string, params?: readonly SqlValue[]): void
+  /** A deferred unit's (Db.deferredUnitOfWork) only: held back too, and sent before every `atCommit` statement. */
+  atBegin?(sql: string, params?: readonly SqlValue[]): void
 }
 
 /** The transaction's commit tail when its driver has one. */

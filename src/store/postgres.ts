@@ -9,12 +9,16 @@
  * - the pool's other single statements, each on a connection lent to it alone, so a statement that waits on a
  *   row lock never holds back another queued behind it on the same connection;
  * - transactions and units of work, on a connection lent to each: BEGIN goes out in the same write as the first
- *   statement, and the held-back statements (`CommitTail`) in the same write as the COMMIT.
+ *   statement, and the held-back statements (`CommitTail`) in the same write as the COMMIT;
+ * - deferred units of work (all of whose statements are held back), whole at their commit, pipelined on a few
+ *   connections they share (`DeferredTransaction`).
  */
 import { performance } from 'node:perf_hooks'
 import postgres from 'postgres'
+import { DeferredCommitRefused } from '../domain/ports.js'
 import {
   type CommitTail,
+  commitTailOf,
   type Db,
   normaliseParams,
   type Pipelined,
@@ -142,27 +146,15 @@ class Timing {
  */
 const SPILL = 8
 
-/** Lock-free single statements, pipelined on a few connections (see the module's comment). */
-class PipelinedQueryable extends SendingQueryable {
+/**
+ * A few connections that many callers share, each statement sent at once on one of them (pipelining); `load` counts
+ * what is in flight on each.
+ */
+class SharedConnections {
   private readonly connections: Connection[]
 
-  constructor(
-    url: string,
-    connections: number,
-    private readonly timing: Timing,
-  ) {
-    super()
-    this.connections = Array.from({ length: connections }, () => new Connection(url, 'agentops-pipeline'))
-  }
-
-  protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
-    const connection = this.pick()
-    connection.load++
-    try {
-      return await this.timing.run('pipeline', connection.driver, sql, params)
-    } finally {
-      connection.load--
-    }
+  constructor(url: string, size: number, applicationName: string) {
+    this.connections = Array.from({ length: size }, () => new Connection(url, applicationName))
   }
 
   /**
@@ -170,7 +162,7 @@ class PipelinedQueryable extends SendingQueryable {
    * the first one's queue short, so statements share its writes and reads; a slow commit lets queues grow and
    * spill over to further connections, opened only then.
    */
-  private pick(): Connection {
+  pick(): Connection {
     let best = this.connections[0] as Connection
     for (const c of this.connections) {
       if (c.load < SPILL) return c
@@ -179,12 +171,40 @@ class PipelinedQueryable extends SendingQueryable {
     return best
   }
 
+  async close(): Promise<void> {
+    await Promise.all(this.connections.map((c) => c.end()))
+  }
+}
+
+/** Lock-free single statements, pipelined on a few connections (see the module's comment). */
+class PipelinedQueryable extends SendingQueryable {
+  private readonly connections: SharedConnections
+
+  constructor(
+    url: string,
+    connections: number,
+    private readonly timing: Timing,
+  ) {
+    super()
+    this.connections = new SharedConnections(url, connections, 'agentops-pipeline')
+  }
+
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
+    const connection = this.connections.pick()
+    connection.load++
+    try {
+      return await this.timing.run('pipeline', connection.driver, sql, params)
+    } finally {
+      connection.load--
+    }
+  }
+
   async exec(): Promise<void> {
     throw new Error('The pipeline runs single statements only')
   }
 
-  async close(): Promise<void> {
-    await Promise.all(this.connections.map((c) => c.end()))
+  close(): Promise<void> {
+    return this.connections.close()
   }
 }
 
@@ -360,6 +380,69 @@ class PgTransaction extends SendingQueryable implements CommitTail {
   }
 }
 
+/**
+ * A deferred unit of work's transaction (Db.deferredUnitOfWork): every statement is held back, and the commit sends
+ * BEGIN, the `atBegin` statements, the `atCommit` ones and the COMMIT in one turn on a connection that other
+ * deferred units share. Each unit's statements are contiguous on that connection, so they form one transaction
+ * block; and since each is sent whole, a statement that waits for a lock waits only for units sent before it (on
+ * this connection or another), never for one queued behind it: no wait can close a cycle through the pipeline.
+ */
+class DeferredTransaction implements Queryable, CommitTail {
+  private readonly first: HeldBack[] = []
+  readonly held: HeldBack[] = []
+
+  constructor(
+    private readonly connections: SharedConnections,
+    private readonly timing: Timing,
+  ) {}
+
+  atBegin(sql: string, params?: readonly SqlValue[]): void {
+    this.first.push({ sql, params })
+  }
+
+  atCommit(sql: string, params?: readonly SqlValue[]): void {
+    this.held.push({ sql, params })
+  }
+
+  async commit(): Promise<void> {
+    if (this.first.length === 0 && this.held.length === 0) return
+    const connection = this.connections.pick()
+    const driver = connection.driver
+    const statements = [...this.first, ...this.held]
+    connection.load += statements.length + 2
+    try {
+      const sent: Promise<unknown>[] = [driver.unsafe('BEGIN').execute()]
+      for (const h of statements) sent.push(this.timing.run('transaction', driver, h.sql, h.params))
+      sent.push(driver.unsafe('COMMIT').execute())
+      // Every answer is awaited (allSettled), the first failure in sending order is the commit's: the statement
+      // that failed the block, not the ones the aborted block then refused.
+      for (const outcome of await Promise.allSettled(sent)) {
+        if (outcome.status === 'rejected') throw outcome.reason
+      }
+    } finally {
+      connection.load -= statements.length + 2
+    }
+  }
+
+  private refuse(): Promise<never> {
+    return Promise.reject(
+      new Error('A deferred unit of work sends nothing before its commit: a statement needing an answer ran in it'),
+    )
+  }
+  query<T extends Row = Row>(): Promise<T[]> {
+    return this.refuse()
+  }
+  one<T extends Row = Row>(): Promise<T | undefined> {
+    return this.refuse()
+  }
+  run(): Promise<number> {
+    return this.refuse()
+  }
+  exec(): Promise<void> {
+    return this.refuse()
+  }
+}
+
 /** At most this many connections per replica for transactions and pooled statements. */
 const POOL_MAX = 10
 /**
@@ -368,6 +451,8 @@ const POOL_MAX = 10
  * driver at 50 concurrent clients: one connection reached a third of the pool's throughput, four came close).
  */
 const PIPELINE_MAX = 4
+/** Connections the deferred units' commits share (see PIPELINE_MAX: their WAL flushes overlap the same way). */
+const DEFERRED_MAX = 4
 
 export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTiming, PoolFigures {
   readonly dialect = 'postgres' as const
@@ -378,6 +463,11 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
   readonly pipeline: PipelinedQueryable
   /** The hot path as repositories use it: the pipeline, or the open unit of work's transaction (db.ts hotPath). */
   readonly hot: Queryable
+  /**
+   * Where deferred units commit: connections of their own, so a pipelined read never queues behind a unit's
+   * statement that waits for a lock.
+   */
+  private readonly deferred: SharedConnections
 
   private constructor(
     private readonly pool: ConnectionPool,
@@ -387,6 +477,7 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
     this.direct = new PooledQueryable(pool, this.timing)
     this.pipeline = new PipelinedQueryable(url, PIPELINE_MAX, this.timing)
     this.hot = new JoiningQueryable(this, this.pipeline)
+    this.deferred = new SharedConnections(url, DEFERRED_MAX, 'agentops-deferred')
   }
 
   static async connect(url: string): Promise<PostgresDb> {
@@ -402,7 +493,7 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
 
   /** Outside a unit of work, a pooled connection; inside one, the unit's transaction. */
   private target(): Queryable {
-    return currentUnit<PgTransaction>(this)?.tx ?? this.direct
+    return currentUnit<Queryable>(this)?.tx ?? this.direct
   }
 
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
@@ -425,7 +516,7 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    const unit = currentUnit<PgTransaction>(this)
+    const unit = currentUnit<Queryable>(this)
     if (unit) return fn(unit.tx)
     return this.transact(fn)
   }
@@ -435,7 +526,7 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
    * held-back statements (event appends, the idempotency answer) go out with the COMMIT.
    */
   async unitOfWork<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    const open = currentUnit<PgTransaction>(this)
+    const open = currentUnit<Queryable>(this)
     if (open) return fn(open.tx)
     let unit: Unit<PgTransaction> | undefined
     const value = await this.transact((tx) => {
@@ -443,6 +534,30 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
       return runInUnit(unit, () => fn(tx))
     })
     unit?.committed()
+    return value
+  }
+
+  async deferredUnitOfWork<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const open = currentUnit<Queryable>(this)
+    if (open) return fn(open.tx)
+    const started = this.observeTransaction ? performance.now() : 0
+    const tx = new DeferredTransaction(this.deferred, this.timing)
+    const unit = new Unit<Queryable>(this, tx)
+    const value = await runInUnit(unit, () => fn(tx))
+    try {
+      await tx.commit()
+    } catch (err) {
+      const after = unit.handOver()
+      throw new DeferredCommitRefused(err, () => {
+        const next = currentUnit<Queryable>(this)
+        const tail = next && commitTailOf(next.tx)
+        if (!next || !tail) throw new Error('A refused unit resumes only inside another unit of the same store')
+        for (const h of tx.held) tail.atCommit(h.sql, h.params)
+        for (const fn of after) next.defer(fn)
+      })
+    }
+    this.observeTransaction?.((performance.now() - started) / 1000)
+    unit.committed()
     return value
   }
 
@@ -477,6 +592,6 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.pipeline.close(), this.pool.end()])
+    await Promise.all([this.pipeline.close(), this.deferred.close(), this.pool.end()])
   }
 }

@@ -29,6 +29,11 @@ export class Unit<Tx> {
     this.after.push(fn)
   }
 
+  /** What waits for this unit's commit, taken away from it (a refused deferred unit hands it to the next one). */
+  handOver(): (() => void)[] {
+    return this.after.splice(0)
+  }
+
   /** Runs what waited for the commit, each outside any unit's context; one that throws does not stop the others. */
   committed(): void {
     for (const fn of this.after.splice(0)) {

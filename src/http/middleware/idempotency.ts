@@ -35,11 +35,14 @@ function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
  * The route runs inside the key's unit of work (LimitsService.once): whatever it writes commits with its answer,
  * so a crash at any point leaves the key unclaimed with nothing done, or answered with the effect.
  */
-export const idempotency = (
-  limits: Pick<LimitsService, 'once'>,
+export interface IdempotencyOptions {
   /** Told of each request answered without running it (the server's metrics). */
-  countAnswer?: (answer: KeyedAnswer) => void,
-) =>
+  countAnswer?: ((answer: KeyedAnswer) => void) | undefined
+  /** POST paths whose work writes only (LimitsService.once's `writesOnly`). */
+  writesOnly?: ReadonlySet<string>
+}
+
+export const idempotency = (limits: Pick<LimitsService, 'once'>, options: IdempotencyOptions = {}) =>
   createMiddleware<AppEnv>(async (c, next) => {
     if (c.req.method !== 'POST') return next()
     const key = c.req.header('idempotency-key')
@@ -48,22 +51,28 @@ export const idempotency = (
     const auth = c.get('auth')
     const print = fingerprint(c.req.method, c.req.path, await c.req.text())
     const answered = captureJson(c)
-    const outcome = await limits.once(auth.workspaceId, key, print, async () => {
-      await next()
-      return {
-        response: await storedAnswer(c, answered),
-        failed: c.error !== undefined || c.res.status >= 500,
-      }
-    })
+    const outcome = await limits.once(
+      auth.workspaceId,
+      key,
+      print,
+      async () => {
+        await next()
+        return {
+          response: await storedAnswer(c, answered),
+          failed: c.error !== undefined || c.res.status >= 500,
+        }
+      },
+      { writesOnly: options.writesOnly?.has(c.req.path) === true },
+    )
     if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
     if (outcome.fingerprint !== print) {
-      countAnswer?.('conflict')
+      options.countAnswer?.('conflict')
       throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request', {
         header: 'Idempotency-Key',
       })
     }
     if (outcome.kind === 'in_progress') {
-      countAnswer?.('in_progress')
+      options.countAnswer?.('in_progress')
       throw new ApiError(
         'idempotency_key_in_progress',
         'A request with this Idempotency-Key is still being processed; retry later',
@@ -71,7 +80,7 @@ export const idempotency = (
         { 'Retry-After': '1' },
       )
     }
-    countAnswer?.('replayed')
+    options.countAnswer?.('replayed')
     const headers = new Headers(outcome.response.headers)
     headers.set('Idempotent-Replayed', 'true')
     const replay = new Response(outcome.response.status === 204 ? null : outcome.response.body, {

@@ -21,6 +21,12 @@ export interface AgentRoutePorts {
   tasks: Pick<TaskService, 'assign' | 'get'>
 }
 
+/**
+ * POST paths whose work writes only, every statement held back until the commit (AgentService.create reads nothing
+ * and uses no result): a keyed request to one runs as LimitsService.once's `writesOnly`.
+ */
+export const WRITES_ONLY_POSTS: ReadonlySet<string> = new Set(['/v1/agents'])
+
 export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: AgentRoutePorts): void {
   app.openapi(postV1AgentsRoute, async (c) => {
     const auth = requireScopeOf(c, 'createAgent')

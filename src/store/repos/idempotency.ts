@@ -38,6 +38,19 @@ const INSERT_ANSWER = `INSERT INTO idempotency_keys (workspace_id, idem_key, fin
     locked_until, created_at, expires_at)
   VALUES ($1, $2, $3, 'done', $4, $5, $6, $7, $7, $8)`
 
+/**
+ * The answer as the claim, in a deferred unit: the key's advisory lock (the one PG_CLAIM takes) is tried first, and a
+ * lock held elsewhere makes the key NULL, which its NOT NULL refuses (23502), as an existing row refuses the insert
+ * (23505): either failure rolls the whole unit back, and the caller claims the ordinary way to learn which it was.
+ */
+const INSERT_ANSWER_AS_CLAIM = `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status,
+    headers, body, locked_until, created_at, expires_at)
+  VALUES ($1, CASE WHEN pg_try_advisory_xact_lock(${CLAIM_LOCK_CLASS}, hashtext($9)) THEN $2 END, $3, 'done', $4, $5,
+    $6, $7, $7, $8)`
+
+/** SQLSTATEs of `INSERT_ANSWER_AS_CLAIM`'s two refusals: the key's lock held elsewhere, the key's row present. */
+const KEY_TAKEN_CODES = new Set(['23502', '23505'])
+
 /** A refusal stored on its own: it takes the place of an expired or abandoned row, never of a live answer. */
 const UPSERT_REFUSAL = `${INSERT_ANSWER}
   ON CONFLICT (workspace_id, idem_key) DO UPDATE SET fingerprint = $3, state = 'done', status = $4, headers = $5,
@@ -87,6 +100,18 @@ export class IdempotencyRepo implements IdempotencyRepository {
     const tail = commitTailOf(tx)
     if (tail) tail.atCommit(INSERT_ANSWER, params)
     else await tx.run(INSERT_ANSWER, params)
+  }
+
+  answerAsClaim(tx: Queryable, entry: StoredAnswer): void {
+    const tail = commitTailOf(tx)
+    if (!tail?.atBegin) throw new Error('An answer is the claim only in a deferred unit of work')
+    tail.atBegin(INSERT_ANSWER_AS_CLAIM, [...answerParams(entry), `${entry.workspaceId} ${entry.key}`])
+  }
+
+  keyTaken(cause: unknown): boolean {
+    if (typeof cause !== 'object' || cause === null) return false
+    const { code, table_name } = cause as { code?: unknown; table_name?: unknown }
+    return typeof code === 'string' && KEY_TAKEN_CODES.has(code) && table_name === 'idempotency_keys'
   }
 
   async answerAlone(
