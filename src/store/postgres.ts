@@ -426,7 +426,9 @@ class DeferredTransaction implements Queryable, CommitTail {
 
   private refuse(): Promise<never> {
     return Promise.reject(
-      new Error('A deferred unit of work sends nothing before its commit: a statement needing an answer ran in it'),
+      new Error(
+        'A deferred unit of work sends nothing before its commit: a statement needing an answer ran in it',
+      ),
     )
   }
   query<T extends Row = Row>(): Promise<T[]> {
@@ -551,7 +553,8 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
       throw new DeferredCommitRefused(err, () => {
         const next = currentUnit<Queryable>(this)
         const tail = next && commitTailOf(next.tx)
-        if (!next || !tail) throw new Error('A refused unit resumes only inside another unit of the same store')
+        if (!next || !tail)
+          throw new Error('A refused unit resumes only inside another unit of the same store')
         for (const h of tx.held) tail.atCommit(h.sql, h.params)
         for (const fn of after) next.defer(fn)
       })

@@ -127,6 +127,22 @@ describe.each(backends())('units of work on $name', (backend) => {
   })
 })
 
+/** The sockets of each write to PostgreSQL at `port` until `stop`, in order. */
+function watchWrites(port: number): { sockets: Socket[]; stop: () => void } {
+  const original = Socket.prototype.write
+  const sockets: Socket[] = []
+  Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
+    if (this.remotePort === port) sockets.push(this)
+    return original.apply(this, args)
+  } as Socket['write']
+  return {
+    sockets,
+    stop: () => {
+      Socket.prototype.write = original
+    },
+  }
+}
+
 describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request on $name', (backend) => {
   let db: Db
   let services: Services
@@ -182,9 +198,8 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
     await services.changes.flush()
     // Socket writes to PostgreSQL: postgres.js writes what a connection was handed in one turn together, so a
     // statement that waited for its answer before the next was sent shows as a write of its own.
-    const port = Number(new URL(url).port)
-    const spy = vi.spyOn(Socket.prototype, 'write')
-    const writes = () => spy.mock.contexts.filter((s) => s instanceof Socket && s.remotePort === port).length
+    const watched = watchWrites(Number(new URL(url).port))
+    const writes = () => watched.sockets.length
     let beforeWork = -1
     let duringWork = -1
     try {
@@ -196,7 +211,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
       })
       expect(outcome).toEqual({ kind: 'answered' })
     } finally {
-      spy.mockRestore()
+      watched.stop()
     }
     expect({ beforeWork, duringWork }).toEqual({ beforeWork: 1, duringWork: 0 })
     expect(await other.query("SELECT name FROM agents WHERE name = 'two-trips'")).toEqual([
@@ -207,3 +222,158 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
     })
   })
 })
+
+describe.each(backends().filter((b) => b.name === 'postgres'))(
+  'a writes-only keyed request on $name',
+  (backend) => {
+    let db: Db
+    let services: Services
+    let other: Db
+    let url: string
+    let workspaceId: string
+    beforeAll(async () => {
+      url = await backend.freshUrl()
+      db = await openDb(url)
+      await migrate(db)
+      services = createServices({
+        db,
+        clock: systemClock,
+        config: loadConfig({}, { databaseUrl: url, workers: false }),
+      })
+      other = await openDb(url)
+      workspaceId = (await services.keys.issue({ workspace: 'uow-deferred' })).workspace_id
+    })
+    afterAll(async () => {
+      await other.close()
+      await db.close()
+    })
+
+    const answer = (name: string) => ({ status: 201, headers: {}, body: JSON.stringify({ name }) })
+    /** A create as POST /v1/agents runs it: writes only. */
+    const create = (key: string, name: string, work: () => Promise<void> = async () => {}) =>
+      services.limits.once(
+        workspaceId,
+        key,
+        'fp',
+        async () => {
+          await services.agents.create(workspaceId, { name, behavior: 'autonomous' })
+          await work()
+          return { response: answer(name), failed: false }
+        },
+        { writesOnly: true },
+      )
+    const agentsNamed = async (name: string) =>
+      (await other.query('SELECT id FROM agents WHERE workspace_id = $1 AND name = $2', [workspaceId, name]))
+        .length
+    const storeAnswer = (key: string, body: string, expiresAt: number) =>
+      other.run(
+        `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body, locked_until,
+           created_at, expires_at) VALUES ($1, $2, 'fp', 'done', 201, '{}', $3, 0, 0, $4)`,
+        [workspaceId, key, body, expiresAt],
+      )
+
+    it('sends nothing during the work, then the claim, the work and the COMMIT at once on one connection', async () => {
+      await create('deferred-warm-up', 'deferred-warm-up')
+      await services.changes.flush()
+      const writes = watchWrites(Number(new URL(url).port))
+      let duringWork = -1
+      try {
+        const outcome = await create('deferred', 'deferred', async () => {
+          duringWork = writes.sockets.length
+        })
+        expect(outcome).toEqual({ kind: 'answered' })
+      } finally {
+        writes.stop()
+      }
+      expect(duringWork).toBe(0)
+      expect(writes.sockets.length).toBeGreaterThan(0)
+      expect(new Set(writes.sockets).size).toBe(1)
+      expect(await agentsNamed('deferred')).toBe(1)
+      expect(
+        await other.one('SELECT state, body FROM idempotency_keys WHERE idem_key = $1', ['deferred']),
+      ).toEqual({
+        state: 'done',
+        body: JSON.stringify({ name: 'deferred' }),
+      })
+    })
+
+    it('replays an answer the key holds, and its own work leaves nothing', async () => {
+      await storeAnswer('answered', '{"first":true}', Date.now() + 60_000)
+      const outcome = await create('answered', 'second-of-answered')
+      expect(outcome).toEqual({
+        kind: 'replay',
+        fingerprint: 'fp',
+        response: { status: 201, headers: {}, body: '{"first":true}' },
+      })
+      expect(await agentsNamed('second-of-answered')).toBe(0)
+    })
+
+    it('commits its refused writes, once, in the ordinary claim when the key held only an expired answer', async () => {
+      await storeAnswer('expired', '{"old":true}', Date.now() - 1)
+      const afterCommit = vi.fn()
+      const outcome = await create('expired', 'after-expiry', async () => {
+        db.afterCommit(afterCommit)
+      })
+      expect(outcome).toEqual({ kind: 'answered' })
+      expect(await agentsNamed('after-expiry')).toBe(1)
+      expect(afterCommit).toHaveBeenCalledTimes(1)
+      expect(await other.one('SELECT body FROM idempotency_keys WHERE idem_key = $1', ['expired'])).toEqual({
+        body: JSON.stringify({ name: 'after-expiry' }),
+      })
+    })
+
+    it('answers in progress while another request holds the key, and commits nothing of its own', async () => {
+      let release = () => {}
+      let holding = () => {}
+      const held = new Promise<void>((resolve) => {
+        holding = resolve
+      })
+      const holder = services.limits.once(workspaceId, 'held', 'fp', async () => {
+        await services.agents.create(workspaceId, { name: 'holder', behavior: 'autonomous' })
+        holding()
+        await new Promise<void>((resolve) => {
+          release = resolve
+        })
+        return { response: answer('holder'), failed: false }
+      })
+      await held
+      try {
+        expect(await create('held', 'while-held')).toEqual({ kind: 'in_progress', fingerprint: 'fp' })
+      } finally {
+        release()
+      }
+      expect(await holder).toEqual({ kind: 'answered' })
+      expect(await agentsNamed('while-held')).toBe(0)
+      expect(await agentsNamed('holder')).toBe(1)
+    })
+
+    it('creates exactly one resource for 20 simultaneous requests with one key', async () => {
+      const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => create('burst', `burst-${i}`)))
+      const answered = outcomes.filter((o) => o.kind === 'answered')
+      expect(answered).toHaveLength(1)
+      for (const o of outcomes) expect(['answered', 'replay', 'in_progress']).toContain(o.kind)
+      const names = await other.query<{ name: string }>(
+        "SELECT name FROM agents WHERE workspace_id = $1 AND name LIKE 'burst-%'",
+        [workspaceId],
+      )
+      expect(names).toHaveLength(1)
+      const stored = await other.one<{ body: string }>(
+        'SELECT body FROM idempotency_keys WHERE idem_key = $1',
+        ['burst'],
+      )
+      expect(stored?.body).toBe(JSON.stringify({ name: names[0]?.name }))
+    })
+
+    it('fails whole when its work sends a statement that needs an answer', async () => {
+      const deferred = db.deferredUnitOfWork?.bind(db)
+      if (!deferred) throw new Error('PostgreSQL has deferred units')
+      await expect(
+        deferred(async () => {
+          await services.agents.create(workspaceId, { name: 'before-a-read', behavior: 'autonomous' })
+          await db.query('SELECT 1')
+        }),
+      ).rejects.toThrow(/sends nothing before its commit/)
+      expect(await agentsNamed('before-a-read')).toBe(0)
+    })
+  },
+)

@@ -1,6 +1,11 @@
 import type { Clock } from '../clock.js'
 import type { Workspace } from '../identity.js'
-import { type Db, DeferredCommitRefused, type IdempotencyRepository, type RateCounterRepository } from '../ports.js'
+import {
+  type Db,
+  DeferredCommitRefused,
+  type IdempotencyRepository,
+  type RateCounterRepository,
+} from '../ports.js'
 import { IDEMPOTENCY_WINDOW_MS } from './idempotency.js'
 import { policiesFor, stateOf, type WindowPolicy, type WindowState, windowStart } from './rate-limit.js'
 import type { ClaimResult, CounterWindow, StoredAnswer, StoredResponse } from './types.js'
@@ -192,7 +197,11 @@ export class LimitsService {
   }
 
   /** What the key holds once a keyed request's unit of work failed (`err`), after its work (`handled`) or before. */
-  private async afterFailure(request: KeyedRequest, err: unknown, handled: Handled | undefined): Promise<Once> {
+  private async afterFailure(
+    request: KeyedRequest,
+    err: unknown,
+    handled: Handled | undefined,
+  ): Promise<Once> {
     if (handled?.failed) {
       if (handled.response.status >= 500) return { kind: 'unanswered' }
       const kept = await this.idempotency.answerAlone(answerOf(request, handled.response), request.now)
@@ -201,7 +210,8 @@ export class LimitsService {
     }
     // The commit failed after the work. Another request answered the key meanwhile (the unique key refused a
     // second answer), or the commit's outcome is unknown: what the key holds now is the answer either way.
-    const stored = handled && (await this.idempotency.stored(request.workspaceId, request.key, this.clock.now()))
+    const stored =
+      handled && (await this.idempotency.stored(request.workspaceId, request.key, this.clock.now()))
     if (stored) return { kind: 'replay', ...stored }
     throw err
   }
