@@ -74,10 +74,11 @@ export interface Db extends Queryable {
   /** Whether the caller is inside an open unit of work: what it reads may not be committed yet (caches stay out). */
   inUnitOfWork(): boolean
   /**
-   * A unit of work that sends nothing before its commit (PostgreSQL only; absent elsewhere): BEGIN, its held-back
-   * statements and the COMMIT then go out together, in one write that other units' commits may share, so a unit
-   * costs one round trip whatever else is in flight. For work whose every statement is held back until the commit
-   * (the store's CommitTail): one that needs an answer fails the unit. A refused commit throws
+   * A unit of work that sends nothing before its commit (PostgreSQL only; absent elsewhere): its held-back writes
+   * then go out as one atomic statement, on a connection other units' commits share, so a unit costs one round trip
+   * whatever else is in flight. For work whose every statement is a write held back until the commit (the store's
+   * CommitTail) and independent of the others (they may run as one statement, on one snapshot: none may depend on
+   * another's effect); a statement that needs an answer fails the unit. A refused commit throws
    * DeferredCommitRefused, whose `resume` hands the unit's writes on to another unit.
    */
   deferredUnitOfWork?<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>

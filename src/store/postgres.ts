@@ -32,6 +32,7 @@ import {
   type TransactionTiming,
 } from './db.js'
 import type { PoolFigures } from './gauges.js'
+import { asOneStatement } from './one-statement.js'
 import { afterCommitOf, currentUnit, JoiningQueryable, runInUnit, Unit } from './unit-of-work.js'
 
 /** Options every postgres.js instance of the store shares (the change feed's LISTEN connection included). */
@@ -382,10 +383,11 @@ class PgTransaction extends SendingQueryable implements CommitTail {
 
 /**
  * A deferred unit of work's transaction (Db.deferredUnitOfWork): every statement is held back, and the commit sends
- * BEGIN, the `atBegin` statements, the `atCommit` ones and the COMMIT in one turn on a connection that other
- * deferred units share. Each unit's statements are contiguous on that connection, so they form one transaction
- * block; and since each is sent whole, a statement that waits for a lock waits only for units sent before it (on
- * this connection or another), never for one queued behind it: no wait can close a cycle through the pipeline.
+ * the `atBegin` statements and then the `atCommit` ones as one statement (one-statement.ts: atomic with no BEGIN or
+ * COMMIT to answer), on a connection that other deferred units share. Text that cannot be combined goes as BEGIN,
+ * the statements and COMMIT, contiguous on the connection, so they still form one transaction block. Either way a
+ * unit is sent whole, so a statement that waits for a lock waits only for units sent before it (on this connection
+ * or another), never for one queued behind it: no wait can close a cycle through the pipeline.
  */
 class DeferredTransaction implements Queryable, CommitTail {
   private readonly first: HeldBack[] = []
@@ -405,22 +407,28 @@ class DeferredTransaction implements Queryable, CommitTail {
   }
 
   async commit(): Promise<void> {
-    if (this.first.length === 0 && this.held.length === 0) return
+    const statements = [...this.first, ...this.held]
+    if (statements.length === 0) return
     const connection = this.connections.pick()
     const driver = connection.driver
-    const statements = [...this.first, ...this.held]
-    connection.load += statements.length + 2
+    const one = statements.length === 1 ? statements[0] : asOneStatement(statements)
+    const sent = one ? 1 : statements.length + 2
+    connection.load += sent
     try {
-      const sent: Promise<unknown>[] = [driver.unsafe('BEGIN').execute()]
-      for (const h of statements) sent.push(this.timing.run('transaction', driver, h.sql, h.params))
-      sent.push(driver.unsafe('COMMIT').execute())
+      if (one) {
+        await this.timing.run('transaction', driver, one.sql, one.params)
+        return
+      }
+      const answers: Promise<unknown>[] = [driver.unsafe('BEGIN').execute()]
+      for (const h of statements) answers.push(this.timing.run('transaction', driver, h.sql, h.params))
+      answers.push(driver.unsafe('COMMIT').execute())
       // Every answer is awaited (allSettled), the first failure in sending order is the commit's: the statement
       // that failed the block, not the ones the aborted block then refused.
-      for (const outcome of await Promise.allSettled(sent)) {
+      for (const outcome of await Promise.allSettled(answers)) {
         if (outcome.status === 'rejected') throw outcome.reason
       }
     } finally {
-      connection.load -= statements.length + 2
+      connection.load -= sent
     }
   }
 

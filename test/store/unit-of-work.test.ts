@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { systemClock } from '../../src/domain/clock.js'
 import { createServices, type Services } from '../../src/services.js'
-import { type Db, hotPath, openDb } from '../../src/store/db.js'
+import { type Db, hotPath, openDb, timesStatements } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { backends } from '../support/backends.js'
 
@@ -272,10 +272,13 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
         [workspaceId, key, body, expiresAt],
       )
 
-    it('sends nothing during the work, then the claim, the work and the COMMIT at once on one connection', async () => {
+    it('sends nothing during the work, then the claim and the work as one statement on one connection', async () => {
       await create('deferred-warm-up', 'deferred-warm-up')
       await services.changes.flush()
       const writes = watchWrites(Number(new URL(url).port))
+      const statements: string[] = []
+      if (!timesStatements(db)) throw new Error('PostgreSQL times its statements')
+      db.timeStatements((path) => statements.push(path))
       let duringWork = -1
       try {
         const outcome = await create('deferred', 'deferred', async () => {
@@ -286,6 +289,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
         writes.stop()
       }
       expect(duringWork).toBe(0)
+      expect(statements).toEqual(['transaction'])
       expect(writes.sockets.length).toBeGreaterThan(0)
       expect(new Set(writes.sockets).size).toBe(1)
       expect(await agentsNamed('deferred')).toBe(1)

@@ -25,9 +25,10 @@ export type Once = Exclude<ClaimResult, { kind: 'claimed' }> | { kind: 'answered
 /** How `once` may run its work. */
 export interface OnceOptions {
   /**
-   * The work's every statement is a write held back until the commit (it reads nothing in the unit and uses no
-   * result): on a store with deferred units, the work then runs before the claim, whose statement goes out with
-   * the work's in one write, and an ordinary claim follows only when the key turns out to be taken.
+   * The work's every statement is a write held back until the commit, independent of the others (it reads nothing
+   * in the unit and uses no result; see Db.deferredUnitOfWork): on a store with deferred units, the work then runs
+   * before the claim, which goes out with the work's writes as one statement, and an ordinary claim follows only
+   * when the key turns out to be taken.
    */
   writesOnly?: boolean
 }

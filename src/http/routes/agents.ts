@@ -22,8 +22,9 @@ export interface AgentRoutePorts {
 }
 
 /**
- * POST paths whose work writes only, every statement held back until the commit (AgentService.create reads nothing
- * and uses no result): a keyed request to one runs as LimitsService.once's `writesOnly`.
+ * POST paths whose work writes only, every statement held back until the commit and independent of the others
+ * (AgentService.create: the agent's row and its event; it reads nothing and uses no result): a keyed request to one
+ * runs as LimitsService.once's `writesOnly`.
  */
 export const WRITES_ONLY_POSTS: ReadonlySet<string> = new Set(['/v1/agents'])
 
