@@ -5,7 +5,7 @@ import { systemClock } from '../../src/domain/clock.js'
 import { createServices, type Services } from '../../src/services.js'
 import { type Db, hotPath, openDb, timesStatements } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
-import { backends } from '../support/backends.js'
+import { type Backend, backends } from '../support/backends.js'
 
 describe.each(backends())('units of work on $name', (backend) => {
   let db: Db
@@ -127,6 +127,21 @@ describe.each(backends())('units of work on $name', (backend) => {
   })
 })
 
+/** A fresh, migrated store with the services on it, and a second Db on the same database (another replica's view). */
+async function openWithServices(
+  backend: Backend,
+): Promise<{ url: string; db: Db; services: Services; other: Db }> {
+  const url = await backend.freshUrl()
+  const db = await openDb(url)
+  await migrate(db)
+  const services = createServices({
+    db,
+    clock: systemClock,
+    config: loadConfig({}, { databaseUrl: url, workers: false }),
+  })
+  return { url, db, services, other: await openDb(url) }
+}
+
 /** The sockets of each write to PostgreSQL at `port` until `stop`, in order. */
 function watchWrites(port: number): { sockets: Socket[]; stop: () => void } {
   const original = Socket.prototype.write
@@ -149,15 +164,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
   let other: Db
   let url: string
   beforeAll(async () => {
-    url = await backend.freshUrl()
-    db = await openDb(url)
-    await migrate(db)
-    services = createServices({
-      db,
-      clock: systemClock,
-      config: loadConfig({}, { databaseUrl: url, workers: false }),
-    })
-    other = await openDb(url)
+    ;({ url, db, services, other } = await openWithServices(backend))
   })
   afterAll(async () => {
     await other.close()
@@ -232,15 +239,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
     let url: string
     let workspaceId: string
     beforeAll(async () => {
-      url = await backend.freshUrl()
-      db = await openDb(url)
-      await migrate(db)
-      services = createServices({
-        db,
-        clock: systemClock,
-        config: loadConfig({}, { databaseUrl: url, workers: false }),
-      })
-      other = await openDb(url)
+      ;({ url, db, services, other } = await openWithServices(backend))
       workspaceId = (await services.keys.issue({ workspace: 'uow-deferred' })).workspace_id
     })
     afterAll(async () => {
