@@ -26,7 +26,35 @@ describe('asOneStatement', () => {
     ])
     expect(one?.sql).toContain(`w1 AS (INSERT INTO "t$1" (x, y) VALUES ('it''s $1', $2))`)
     expect(asOneStatement([{ sql: 'SELECT $$ $1 $$' }, { sql: 'SELECT 1' }])).toBeUndefined()
+    // The same texts again: what was built for them is reused, and the values are this call's.
+    expect(
+      asOneStatement([
+        { sql: 'INSERT INTO a (x) VALUES ($1)', params: [9] },
+        { sql: `INSERT INTO "t$1" (x, y) VALUES ('it''s $1', $1)`, params: [8] },
+      ]),
+    ).toEqual({ sql: one?.sql, params: [9, 8] })
     expect(asOneStatement([{ sql: 'SELECT $q$ $1 $q$' }, { sql: 'SELECT 1' }])).toBeUndefined()
+  })
+})
+
+describe('asOneStatement and parameter counts', () => {
+  it('refuses writes given another number of parameters than their text takes, cached or not', () => {
+    const texts = ['INSERT INTO p (x, y) VALUES ($1, $2)', 'INSERT INTO q (x) VALUES ($1)']
+    expect(
+      asOneStatement([
+        { sql: texts[0] as string, params: [1] },
+        { sql: texts[1] as string, params: [2, 3] },
+      ]),
+    ).toBeUndefined()
+    expect(
+      asOneStatement([
+        { sql: texts[0] as string, params: [1, 2] },
+        { sql: texts[1] as string, params: [3] },
+      ])?.params,
+    ).toEqual([1, 2, 3])
+    expect(
+      asOneStatement([{ sql: texts[0] as string, params: [1, 2, 3] }, { sql: texts[1] as string }]),
+    ).toBeUndefined()
   })
 })
 
