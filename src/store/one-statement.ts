@@ -81,8 +81,8 @@ function combine(writes: readonly Statement[]): string | null {
 }
 
 /**
- * The writes as one statement, their parameters one list. A text holding dollar quoting (`$$`, `$tag$`) is not
- * rewritten: undefined, and the caller sends the writes one by one.
+ * The writes as one statement, their parameters one list; undefined, and the caller sends the writes one by one,
+ * when a text holds dollar quoting (`$$`, `$tag$`: not rewritten) or a write's parameters do not match its text.
  */
 export function asOneStatement(writes: readonly Statement[]): Statement | undefined {
   const sql = combinedText(writes)
