@@ -6,12 +6,10 @@
  *   reference  the reference server (store from the database URL), with an enterprise key, an agent and a run
  *   bare       bare Hono on @hono/node-server: the same route shapes with a bearer check and nothing else
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { startServer } from '../src/server.js'
+import { throwawaySqliteUrl } from './support/throwaway-db.js'
 
 export interface TargetInfo {
   url: string
@@ -81,12 +79,7 @@ async function startBare(): Promise<TargetInfo> {
 }
 
 const [kind, databaseUrl] = process.argv.slice(2)
-const info =
-  kind === 'bare'
-    ? await startBare()
-    : await startReference(
-        databaseUrl ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-bench-')), 'bench.db')}`,
-      )
+const info = kind === 'bare' ? await startBare() : await startReference(databaseUrl ?? throwawaySqliteUrl())
 process.stdout.write(`${JSON.stringify(info)}\n`)
 // The parent ends this process with SIGTERM when it is done.
 process.on('SIGTERM', () => process.exit(0))

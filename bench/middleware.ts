@@ -5,9 +5,6 @@
  *
  *   npx tsx bench/middleware.ts [iterations] [sqlite|postgres-url]
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { AppEnv } from '../src/api/context.js'
@@ -22,10 +19,10 @@ import { requestId } from '../src/http/middleware/request-id.js'
 import { createServices } from '../src/services.js'
 import { openDb } from '../src/store/db.js'
 import { migrate } from '../src/store/migrations/index.js'
+import { throwawaySqliteUrl } from './support/throwaway-db.js'
 
 const iterations = Math.min(Number(process.argv[2] ?? 3000), 50_000)
-const databaseUrl =
-  process.argv[3] ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-bench-')), 'bench.db')}`
+const databaseUrl = process.argv[3] ?? throwawaySqliteUrl()
 
 const db = await openDb(databaseUrl)
 await migrate(db)

@@ -16,8 +16,6 @@
  * 30 s) for every socket to close. p50 and max are over the trials. Loopback only; every wait is bounded.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
@@ -26,6 +24,7 @@ import { startServer } from '../src/server.js'
 import { type Replica, startReplica } from '../test/support/cluster.js'
 import { onPostgres } from './support/postgres.js'
 import { ROOT } from './support/server-child.js'
+import { throwawaySqliteUrl } from './support/throwaway-db.js'
 
 const args = process.argv.slice(2)
 const option = (name: string): string | undefined => {
@@ -138,8 +137,8 @@ async function onPostgresReplicas(databaseUrl: string): Promise<void> {
 }
 
 async function onSqlite(): Promise<void> {
-  const path = join(mkdtempSync(join(tmpdir(), 'agentops-bench-revocation-')), 'db.sqlite')
-  const databaseUrl = `sqlite:${path}`
+  const databaseUrl = throwawaySqliteUrl('agentops-bench-revocation-')
+  const path = databaseUrl.slice('sqlite:'.length)
   await cliKey(databaseUrl) // migrates the store before the server starts
   const server = await startReplica(0, databaseUrl)
   const reader = new Database(path, { readonly: true })
