@@ -350,6 +350,42 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
       expect(await agentsNamed('holder')).toBe(1)
     })
 
+    it('does not store its refusal (4xx) while another request holds the key: in progress, and the holder answers', async () => {
+      let release = () => {}
+      let holding = () => {}
+      const held = new Promise<void>((resolve) => {
+        holding = resolve
+      })
+      const holder = services.limits.once(workspaceId, 'held-refusal', 'fp', async () => {
+        await services.agents.create(workspaceId, { name: 'refusal-holder', behavior: 'autonomous' })
+        holding()
+        await new Promise<void>((resolve) => {
+          release = resolve
+        })
+        return { response: answer('refusal-holder'), failed: false }
+      })
+      await held
+      const refusal = { status: 400, headers: {}, body: '{"error":"bad"}' }
+      try {
+        const outcome = await services.limits.once(
+          workspaceId,
+          'held-refusal',
+          'fp-other',
+          async () => ({ response: refusal, failed: true }),
+          { writesOnly: true },
+        )
+        expect(outcome).toEqual({ kind: 'in_progress', fingerprint: 'fp-other' })
+      } finally {
+        release()
+      }
+      expect(await holder).toEqual({ kind: 'answered' })
+      expect(
+        await other.one('SELECT fingerprint, status FROM idempotency_keys WHERE idem_key = $1', [
+          'held-refusal',
+        ]),
+      ).toEqual({ fingerprint: 'fp', status: 201 })
+    })
+
     it('creates exactly one resource for 20 simultaneous requests with one key', async () => {
       const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => create('burst', `burst-${i}`)))
       const answered = outcomes.filter((o) => o.kind === 'answered')

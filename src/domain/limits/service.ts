@@ -167,6 +167,10 @@ export class LimitsService {
       return { kind: 'answered' }
     } catch (err) {
       const settled = handled as Handled | undefined
+      // A refusal (4xx) is stored only by a request that claimed the key: without the claim it could take the key
+      // from a request still running with it. The ordinary claim answers in progress then, or stores it.
+      if (settled?.failed && settled.response.status < 500)
+        return this.claimThenWork(request, async () => settled)
       if (err instanceof DeferredCommitRefused && settled && this.idempotency.keyTaken(err.cause)) {
         // Another request holds the key or it has a row (an answer, or an expired one): the ordinary claim tells
         // which. Should the key be this request's after all, the refused unit's writes commit in the claim's unit.

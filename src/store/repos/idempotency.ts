@@ -33,6 +33,10 @@ const PG_CLAIM = `SELECT l.locked, k.fingerprint, k.state, k.status, k.headers, 
 
 const READ = 'SELECT * FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2'
 
+/** The row a claim found expired or abandoned, and only such a row: never an answer that is still live. */
+const DELETE_STALE = `DELETE FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2
+  AND (expires_at <= $3 OR state <> 'done')`
+
 /** No ON CONFLICT: a key answered by another unit meanwhile fails this one's commit instead of being overwritten. */
 const INSERT_ANSWER = `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body,
     locked_until, created_at, expires_at)
@@ -85,11 +89,14 @@ export class IdempotencyRepo implements IdempotencyRepository {
       return { kind: 'in_progress', fingerprint: held.fingerprint as string }
     }
     if (row?.locked === false) return { kind: 'in_progress', fingerprint }
-    if (row?.fingerprint != null) {
-      await tx.run('DELETE FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2', [
-        workspaceId,
-        key,
-      ])
+    if (row?.fingerprint != null && (await tx.run(DELETE_STALE, [workspaceId, key, now])) === 0) {
+      // The row read was stale: another holder of the lock answered the key after this statement's snapshot was
+      // taken (PostgreSQL reads the row before the lock is tried). What the key holds now decides.
+      const fresh = await tx.one<Row>(READ, [workspaceId, key])
+      if (fresh?.state === 'done' && Number(fresh.expires_at) > now) {
+        return { kind: 'replay', fingerprint: fresh.fingerprint as string, response: storedResponse(fresh) }
+      }
+      if (fresh?.fingerprint != null) return { kind: 'in_progress', fingerprint: fresh.fingerprint }
     }
     return { kind: 'claimed' }
   }
