@@ -294,6 +294,26 @@ interface HeldBack {
 }
 
 /**
+ * BEGIN when asked, the statements and COMMIT, sent in this order in one turn (each as it is issued: `execute`).
+ * Every answer is awaited (allSettled), so nothing is still in flight when the connection is handed on; the first
+ * failure in sending order is the commit's: the statement that failed the block, not the ones the aborted block
+ * then refused.
+ */
+async function sendToCommit(
+  driver: Driver,
+  timing: Timing,
+  statements: readonly HeldBack[],
+  begin: boolean,
+): Promise<void> {
+  const answers: Promise<unknown>[] = begin ? [driver.unsafe('BEGIN').execute()] : []
+  for (const h of statements) answers.push(timing.run('transaction', driver, h.sql, h.params))
+  answers.push(driver.unsafe('COMMIT').execute())
+  for (const outcome of await Promise.allSettled(answers)) {
+    if (outcome.status === 'rejected') throw outcome.reason
+  }
+}
+
+/**
  * A transaction's statements on the connection lent to it. BEGIN goes out with the first statement and the
  * held-back statements (`CommitTail`) with the COMMIT: postgres.js writes statements issued in one turn together
  * and answers them in order, each with its own Sync, so BEGIN opens a transaction block the next statement runs in,
@@ -343,16 +363,9 @@ class PgTransaction extends SendingQueryable implements CommitTail {
       return
     }
     const driver = this.driver
-    // Each is sent as it is issued (`execute`), so they go out in this order.
-    const sent: Promise<unknown>[] = []
-    if (!this.begun) sent.push(driver.unsafe('BEGIN').execute())
+    const begin = !this.begun
     this.begun = true
-    for (const h of this.held) sent.push(this.timing.run('transaction', driver, h.sql, h.params))
-    sent.push(driver.unsafe('COMMIT').execute())
-    // Every answer is awaited before the connection goes back (allSettled), the first failure is the commit's.
-    for (const outcome of await Promise.allSettled(sent)) {
-      if (outcome.status === 'rejected') throw outcome.reason
-    }
+    await sendToCommit(driver, this.timing, this.held, begin)
   }
 
   /** Rolls back what was begun; on a lost connection the server has rolled back already. */
@@ -419,14 +432,7 @@ class DeferredTransaction implements Queryable, CommitTail {
         await this.timing.run('transaction', driver, one.sql, one.params)
         return
       }
-      const answers: Promise<unknown>[] = [driver.unsafe('BEGIN').execute()]
-      for (const h of statements) answers.push(this.timing.run('transaction', driver, h.sql, h.params))
-      answers.push(driver.unsafe('COMMIT').execute())
-      // Every answer is awaited (allSettled), the first failure in sending order is the commit's: the statement
-      // that failed the block, not the ones the aborted block then refused.
-      for (const outcome of await Promise.allSettled(answers)) {
-        if (outcome.status === 'rejected') throw outcome.reason
-      }
+      await sendToCommit(driver, this.timing, statements, true)
     } finally {
       connection.load -= sent
     }
