@@ -271,6 +271,28 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
         [workspaceId, key, body, expiresAt],
       )
 
+    /**
+     * An ordinary keyed create of `name` that holds the key until `release`; resolves once it holds it, with the
+     * request's outcome still to come.
+     */
+    async function holdKey(key: string, name: string) {
+      let release = () => {}
+      let holding = () => {}
+      const held = new Promise<void>((resolve) => {
+        holding = resolve
+      })
+      const holder = services.limits.once(workspaceId, key, 'fp', async () => {
+        await services.agents.create(workspaceId, { name, behavior: 'autonomous' })
+        holding()
+        await new Promise<void>((resolve) => {
+          release = resolve
+        })
+        return { response: answer(name), failed: false }
+      })
+      await held
+      return { holder, release: () => release() }
+    }
+
     it('sends nothing during the work, then the claim and the work as one statement on one connection', async () => {
       await create('deferred-warm-up', 'deferred-warm-up')
       await services.changes.flush()
@@ -326,20 +348,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
     })
 
     it('answers in progress while another request holds the key, and commits nothing of its own', async () => {
-      let release = () => {}
-      let holding = () => {}
-      const held = new Promise<void>((resolve) => {
-        holding = resolve
-      })
-      const holder = services.limits.once(workspaceId, 'held', 'fp', async () => {
-        await services.agents.create(workspaceId, { name: 'holder', behavior: 'autonomous' })
-        holding()
-        await new Promise<void>((resolve) => {
-          release = resolve
-        })
-        return { response: answer('holder'), failed: false }
-      })
-      await held
+      const { holder, release } = await holdKey('held', 'holder')
       try {
         expect(await create('held', 'while-held')).toEqual({ kind: 'in_progress', fingerprint: 'fp' })
       } finally {
@@ -351,20 +360,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
     })
 
     it('does not store its refusal (4xx) while another request holds the key: in progress, and the holder answers', async () => {
-      let release = () => {}
-      let holding = () => {}
-      const held = new Promise<void>((resolve) => {
-        holding = resolve
-      })
-      const holder = services.limits.once(workspaceId, 'held-refusal', 'fp', async () => {
-        await services.agents.create(workspaceId, { name: 'refusal-holder', behavior: 'autonomous' })
-        holding()
-        await new Promise<void>((resolve) => {
-          release = resolve
-        })
-        return { response: answer('refusal-holder'), failed: false }
-      })
-      await held
+      const { holder, release } = await holdKey('held-refusal', 'refusal-holder')
       const refusal = { status: 400, headers: {}, body: '{"error":"bad"}' }
       try {
         const outcome = await services.limits.once(
