@@ -103,6 +103,24 @@ export abstract class SendingQueryable implements Queryable {
   }
 }
 
+/** `query`, `one`, `run` and `exec`, each sent to the Queryable `target` names when it is called. */
+export abstract class ForwardingQueryable implements Queryable {
+  protected abstract target(): Queryable
+
+  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return this.target().query<T>(sql, params)
+  }
+  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return this.target().one<T>(sql, params)
+  }
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.target().run(sql, params)
+  }
+  exec(script: string): Promise<void> {
+    return this.target().exec(script)
+  }
+}
+
 /** Booleans become 0/1 and undefined becomes NULL so the same SQL binds on both drivers. */
 export function normaliseParams(
   params: readonly SqlValue[] = [],

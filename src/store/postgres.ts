@@ -20,6 +20,7 @@ import {
   type CommitTail,
   commitTailOf,
   type Db,
+  ForwardingQueryable,
   normaliseParams,
   type Pipelined,
   type Queryable,
@@ -470,7 +471,10 @@ const PIPELINE_MAX = 4
 /** Connections the deferred units' commits share (see PIPELINE_MAX: their WAL flushes overlap the same way). */
 const DEFERRED_MAX = 4
 
-export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTiming, PoolFigures {
+export class PostgresDb
+  extends ForwardingQueryable
+  implements Db, Pipelined, TransactionTiming, StatementTiming, PoolFigures
+{
   readonly dialect = 'postgres' as const
   private readonly direct: PooledQueryable
   private readonly timing = new Timing()
@@ -490,6 +494,7 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
     /** Where the change feed opens its own LISTEN connection (src/store/notifications.ts). */
     readonly url: string,
   ) {
+    super()
     this.direct = new PooledQueryable(pool, this.timing)
     this.pipeline = new PipelinedQueryable(url, PIPELINE_MAX, this.timing)
     this.hot = new JoiningQueryable(this, this.pipeline)
@@ -508,22 +513,10 @@ export class PostgresDb implements Db, Pipelined, TransactionTiming, StatementTi
   }
 
   /** Outside a unit of work, a pooled connection; inside one, the unit's transaction. */
-  private target(): Queryable {
+  protected target(): Queryable {
     return currentUnit<Queryable>(this)?.tx ?? this.direct
   }
 
-  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return this.target().query<T>(sql, params)
-  }
-  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    return this.target().one<T>(sql, params)
-  }
-  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.target().run(sql, params)
-  }
-  exec(script: string): Promise<void> {
-    return this.target().exec(script)
-  }
   timeTransactions(observe: (seconds: number) => void): void {
     this.observeTransaction = observe
   }

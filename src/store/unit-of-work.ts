@@ -12,7 +12,8 @@
  * storage; `open` (false once the unit settled) is what makes such a context take the ordinary path.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { Queryable, Row, SqlValue } from '../domain/ports.js'
+import type { Queryable } from '../domain/ports.js'
+import { ForwardingQueryable } from './db.js'
 
 export class Unit<Tx> {
   /** False once the unit's function settled: a late statement of its context then takes the ordinary path. */
@@ -87,25 +88,15 @@ export function outsideUnits<T>(fn: () => T): T {
 }
 
 /** A Queryable that sends to the open unit's transaction when there is one, else to `outside` (the hot path). */
-export class JoiningQueryable implements Queryable {
+export class JoiningQueryable extends ForwardingQueryable {
   constructor(
     private readonly owner: object,
     private readonly outside: Queryable,
-  ) {}
+  ) {
+    super()
+  }
 
-  private target(): Queryable {
+  protected target(): Queryable {
     return currentUnit<Queryable>(this.owner)?.tx ?? this.outside
-  }
-  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return this.target().query<T>(sql, params)
-  }
-  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    return this.target().one<T>(sql, params)
-  }
-  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.target().run(sql, params)
-  }
-  exec(script: string): Promise<void> {
-    return this.target().exec(script)
   }
 }
