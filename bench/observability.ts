@@ -21,11 +21,17 @@
  * Like bench:http, the servers run on a reserved core and autocannon on the others (bench/support/cpu-pinning.ts);
  * `--no-pin`, and `--together` (two servers loaded at once), leave placement to the scheduler.
  *
- *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post] [--no-pin]
+ * `--route post-keyed` sends each POST with a fresh Idempotency-Key, so it runs as a unit of work (the write path
+ * as clients that retry use it); `--postgres` runs every reference process on a database of its own on a throwaway
+ * PostgreSQL (the tests' harness) instead of SQLite. The CPU per request is the server process's; the backends'
+ * is not counted (bench/profile-get.ts --postgres counts it).
+ *
+ *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post|post-keyed] [--postgres] [--no-pin]
  *                                   [--aa | --b-root <dir> | --b-env NAME=value ... | --b-bare]
  */
 import { resolve } from 'node:path'
 import autocannon from 'autocannon'
+import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
 import { pinBenchProcess } from './support/cpu-pinning.js'
 import { cpuNanoseconds } from './support/proc-cpu.js'
@@ -49,6 +55,7 @@ const bEnv = Object.fromEntries(
   args.flatMap((a, i) => (args[i - 1] === '--b-env' ? [a.split('=', 2) as [string, string]] : [])),
 )
 const CONNECTIONS = 50
+const pg = args.includes('--postgres') ? await startPostgres() : undefined
 
 interface Side {
   label: string
@@ -81,9 +88,11 @@ interface Target extends TargetInfo {
 }
 
 async function start(side: Side): Promise<Target> {
+  const kind = side.kind ?? 'reference'
+  const database = pg && kind === 'reference' ? [await createDatabase(pg.url)] : []
   const { child, ...info } = await startServerChild<TargetInfo>({
     script: 'http-targets.ts',
-    args: [side.kind ?? 'reference'],
+    args: [kind, ...database],
     root: side.root,
     name: 'a target',
     env: {
@@ -96,18 +105,28 @@ async function start(side: Side): Promise<Target> {
   return { ...info, pid: child.pid ?? 0 }
 }
 
+let keySeq = 0
+const keyPrefix = Math.random().toString(36).slice(2, 10)
+
 function requests(t: TargetInfo, route: string): autocannon.Request[] {
   const headers = { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }
-  return route === 'get'
-    ? [{ method: 'GET', path: `/v1/runs/${t.runId}`, headers }]
-    : [
-        {
-          method: 'POST',
-          path: '/v1/agents',
-          headers,
-          body: '{"name":"bench","behavior":"autonomous","capabilities":["a"]}',
-        },
-      ]
+  if (route === 'get') return [{ method: 'GET', path: `/v1/runs/${t.runId}`, headers }]
+  const post: autocannon.Request = {
+    method: 'POST',
+    path: '/v1/agents',
+    headers,
+    body: '{"name":"bench","behavior":"autonomous","capabilities":["a"]}',
+  }
+  if (route !== 'post-keyed') return [post]
+  return [
+    {
+      ...post,
+      setupRequest: (req) => ({
+        ...req,
+        headers: { ...req.headers, 'idempotency-key': `obs-${keyPrefix}-${++keySeq}` },
+      }),
+    },
+  ]
 }
 
 interface Block {
@@ -193,7 +212,10 @@ for (const route of routes) {
     const q = rs.map((r) => is.reduce((s, i) => s + (rps[i]?.[r] ?? 0), 0) / is.length)
     return `${median(q).toFixed(0)} req/s, ${median(c).toFixed(1)} µs CPU/req`
   }
-  const label = route === 'get' ? 'GET /v1/runs/{id}' : 'POST /v1/agents'
+  const label =
+    route === 'get'
+      ? 'GET /v1/runs/{id}'
+      : `POST /v1/agents${route === 'post-keyed' ? ' (fresh Idempotency-Key)' : ''}`
   console.log(`${label}${problems ? `  (non-2xx answers: ${problems})` : ''}`)
   console.log(`  A ${sideA.label}: ${side([0, 3])}   B ${sideB.label}: ${side([1, 2])}`)
   console.log(`  paired CPU/req, A over B: ${spread(paired)}`)
@@ -201,3 +223,4 @@ for (const route of routes) {
   console.log(`  A/A (twins, early over late): A ${spread(twinsA)}, B ${spread(twinsB)}`)
 }
 stopServerChildren()
+await pg?.stop()
