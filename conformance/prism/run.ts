@@ -10,7 +10,7 @@
  * Talks to everything over the wire; starts processes, imports nothing from src/.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -101,7 +101,8 @@ async function startPrism(args: string[]): Promise<{ url: string; child: ChildPr
 }
 
 async function runSuite(args: string[]): Promise<{ code: number; results: Result[] }> {
-  const report = join(mkdtempSync(join(tmpdir(), 'agentops-prism-')), 'report.json')
+  const dir = mkdtempSync(join(tmpdir(), 'agentops-prism-'))
+  const report = join(dir, 'report.json')
   const child = spawn(process.execPath, [SUITE, ...args, '--json', report], {
     cwd: REPO_ROOT,
     stdio: ['ignore', process.env.PRISM_VERBOSE ? 'inherit' : 'ignore', 'inherit'],
@@ -112,6 +113,8 @@ async function runSuite(args: string[]): Promise<{ code: number; results: Result
     results = (JSON.parse(readFileSync(report, 'utf8')) as { results: Result[] }).results
   } catch {
     // no report: the code says why
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
   return { code, results }
 }

@@ -1,12 +1,12 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { main } from '../src/cli.js'
 import { resolveConfig, SETTINGS } from '../src/config.js'
 import { ConfigError } from '../src/types.js'
+import { scratchDir } from './scratch.js'
 
 let server: Server
 let baseUrl: string
@@ -75,7 +75,7 @@ describe('configuration errors exit 2 with a message that says which setting', (
     expect((await run(['--nope'])).code).toBe(2)
     expect((await run(['--budget', 'lots'])).err).toMatch(/budget/)
     expect((await run(['--config', '/nonexistent/conf.json'])).err).toMatch(/cannot read config file/)
-    const broken = join(tmpdir(), `conf-broken-${process.pid}.json`)
+    const broken = join(scratchDir('conf-broken-'), 'broken.json')
     writeFileSync(broken, '{ not json')
     expect((await run(['--config', broken])).err).toMatch(/not valid JSON/)
   })
@@ -89,7 +89,7 @@ describe('configuration errors exit 2 with a message that says which setting', (
 
 describe('a run always ends with its reports', () => {
   it('an expired token the deployment accepts is a failed check in the reports, not a preflight abort', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'conf-reports-'))
+    const dir = scratchDir('conf-reports-')
     const r = await run([
       '--base-url',
       baseUrl,
@@ -115,7 +115,7 @@ describe('a run always ends with its reports', () => {
   })
 
   it('an internal error still writes every report, with the error in it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'conf-reports-'))
+    const dir = scratchDir('conf-reports-')
     const broken = join(dir, 'broken.yaml')
     writeFileSync(broken, 'openapi: [unclosed')
     const r = await run([
@@ -203,7 +203,7 @@ describe('settings', () => {
   })
 
   it('flags win over the environment, which wins over the config file', () => {
-    const file = join(tmpdir(), `conf-ok-${process.pid}.json`)
+    const file = join(scratchDir('conf-ok-'), 'ok.json')
     writeFileSync(
       file,
       JSON.stringify({

@@ -5,6 +5,7 @@ import { nextCursor, ownId, pageItems } from '../src/fixtures.js'
 import { rateWindows } from '../src/ratewindows.js'
 import { parseSignature, timestampSeconds } from '../src/signature.js'
 import { ConfigError } from '../src/types.js'
+import { scratchDir } from './scratch.js'
 
 const example = (name: string) => join(PACKAGE_ROOT, 'examples', name)
 
@@ -40,9 +41,8 @@ describe('declarations in the config file', () => {
   })
 
   it('refuses declarations of the wrong shape with a ConfigError', async () => {
-    const { writeFileSync, mkdtempSync } = await import('node:fs')
-    const { tmpdir } = await import('node:os')
-    const dir = mkdtempSync(join(tmpdir(), 'conf-decl-'))
+    const { writeFileSync } = await import('node:fs')
+    const dir = scratchDir('conf-decl-')
     const bad = (content: unknown) => {
       const file = join(dir, `${Math.random()}.json`)
       writeFileSync(file, JSON.stringify(content))
@@ -63,9 +63,8 @@ describe('declarations in the config file', () => {
   })
 
   it('keeps a declared replay window beside the default subscribe message', async () => {
-    const { writeFileSync, mkdtempSync } = await import('node:fs')
-    const { tmpdir } = await import('node:os')
-    const file = join(mkdtempSync(join(tmpdir(), 'conf-decl-')), 'window.json')
+    const { writeFileSync } = await import('node:fs')
+    const file = join(scratchDir('conf-decl-'), 'window.json')
     writeFileSync(file, JSON.stringify({ stream: { replayWindow: 20 } }))
     const { stream } = resolveConfig(['--config', file], {}).config
     expect(stream).toEqual({

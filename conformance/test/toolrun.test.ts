@@ -1,7 +1,6 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { CheckContext } from '../src/check.js'
@@ -9,6 +8,7 @@ import { PACKAGE_ROOT, resolveConfig } from '../src/config.js'
 import { Fixtures } from '../src/fixtures.js'
 import { HttpClient, RequestBudget } from '../src/http.js'
 import { ConfigError } from '../src/types.js'
+import { scratchDir } from './scratch.js'
 
 /** What the fake deployment was sent: method, path and parsed body of each request. */
 const sent: Array<{ method: string; path: string; body: unknown }> = []
@@ -40,7 +40,7 @@ beforeEach(() => {
   sent.length = 0
 })
 
-const dir = mkdtempSync(join(tmpdir(), 'conf-toolrun-'))
+const dir = scratchDir('conf-toolrun-')
 const configFile = (content: unknown) => {
   const file = join(dir, `${Math.random()}.json`)
   writeFileSync(file, JSON.stringify(content))

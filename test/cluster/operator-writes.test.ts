@@ -14,8 +14,7 @@
  * key works and the revoked one is refused. The CLI's durations are printed, not asserted.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
@@ -25,6 +24,7 @@ import { SqliteDb } from '../../src/store/sqlite.js'
 import { OperatorSignal } from '../../src/store/sqlite-operators.js'
 import { agentopsCli } from '../support/cluster.js'
 import { startOperatorLoad } from '../support/operator-load.js'
+import { testTempDir } from '../support/temp.js'
 
 /** The server's load: this many writes, each committed in its own group commit, one after the other. */
 const LOAD_COMMITS = 3000
@@ -39,7 +39,7 @@ const INGEST_CLIENTS = 4
 const INGEST_BATCH = 50
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
-const dbPath = (name: string) => join(mkdtempSync(join(tmpdir(), 'agentops-operator-')), name)
+const dbPath = (name: string) => join(testTempDir('operator-'), name)
 
 describe('operator writes on a busy SQLite server', () => {
   it('lets an announced operator in between two group commits while the server is busy', async () => {

@@ -3,14 +3,13 @@
  * in progress finish (answered with `Connection: close`), closes WebSockets with 1001, prints one line and exits 0.
  * On PostgreSQL, a run the stopping replica held is taken over by another replica at once, not after its lease.
  */
-import { mkdtempSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openClient } from '../stream/client.js'
 import { backends } from '../support/backends.js'
 import { issueToken, startReplica } from '../support/cluster.js'
+import { testTempDir } from '../support/temp.js'
 import { type Receiver, startReceiver } from '../webhooks/receiver.js'
 
 const postgres = backends().filter((b) => b.name === 'postgres')
@@ -211,7 +210,7 @@ describe('graceful shutdown of agentops serve', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)(
     'on %s finishes the request in progress, closes streams with 1001, prints one line, exits 0',
     async (signal) => {
-      const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-shutdown-')), 'db.sqlite')}`
+      const databaseUrl = `sqlite:${join(testTempDir('shutdown-'), 'db.sqlite')}`
       const token = await issueToken(databaseUrl, ['--workspace', 'shutdown'])
       const replica = await startReplica(0, databaseUrl)
       const client = await openClient(replica.url, token)

@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/domain/clock.js'
@@ -8,6 +6,7 @@ import { migrate } from '../../src/store/migrations/index.js'
 import { MemoryRateCounters, RateCounterRepo } from '../../src/store/repos/rate-counters.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
+import { testTempDir } from '../support/temp.js'
 
 const windows = (burstQuota: number, hourlyQuota: number) => [
   { name: 'burst', start: 0, windowMs: 10_000, quota: burstQuota },
@@ -52,7 +51,7 @@ describe.each(backends())('rate counters on $name', (backend) => {
 
 describe('in-memory counters of the embedded store', () => {
   it('write their counts back, resume them after a restart, and forget ended windows', async () => {
-    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-rate-')), 'rate.db')}`
+    const url = `sqlite:${join(testTempDir('rate-'), 'rate.db')}`
     const db = await openDb(url)
     await migrate(db)
     const first = new MemoryRateCounters(db)
@@ -71,7 +70,7 @@ describe('in-memory counters of the embedded store', () => {
   })
 
   it('count without waiting only once every window is loaded, with the same figures as consume', async () => {
-    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-rate-')), 'rate.db')}`
+    const url = `sqlite:${join(testTempDir('rate-'), 'rate.db')}`
     const db = await openDb(url)
     await migrate(db)
     await new RateCounterRepo(db).store('ws', 'burst', 0, 2) // a previous server's count
@@ -85,7 +84,7 @@ describe('in-memory counters of the embedded store', () => {
   })
 
   it('keep the burst window exact across a graceful server restart', async () => {
-    const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-rate-')), 'rate.db')}`
+    const databaseUrl = `sqlite:${join(testTempDir('rate-'), 'rate.db')}`
     const clock = new ManualClock(Date.UTC(2026, 5, 1, 12))
     let t = await startTestServer({ databaseUrl, clock })
     const { token } = await t.createKey({ tier: 'enterprise', limitPerHour: 100, burstLimit: 5 })

@@ -7,13 +7,13 @@
  * JSON report holds the contract coverage, so a change that stops producing a documented answer fails here.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { ContractCoverage, Tally } from '../../conformance/src/coverage.js'
 import { backends } from '../support/backends.js'
+import { testTempDir } from '../support/temp.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -58,7 +58,7 @@ function coverageLosses(c: ContractCoverage): string[] {
 
 describe(`a full conformance run on ${store.name}`, () => {
   it('passes every check, core and profile, and its server log has a line per request and no secret', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-log-'))
+    const dir = testTempDir('conformance-log-')
     const logFile = join(dir, 'server.log')
     const reportFile = join(dir, 'report.json')
     const url = store.name === 'postgres' ? await store.freshUrl() : undefined

@@ -2,17 +2,16 @@
  * `/readyz` against `/healthz`: not ready while the store is migrated, while it does not answer, and from the first
  * moment of a graceful shutdown (while requests in progress still finish).
  */
-import { mkdtempSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { freePort } from '../../conformance/src/reference.js'
 import { startServer } from '../../src/server.js'
 import type { Db } from '../../src/store/db.js'
 import { openDb } from '../../src/store/db.js'
+import { testTempDir } from '../support/temp.js'
 
-const sqliteUrl = () => `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-readyz-')), 'db.sqlite')}`
+const sqliteUrl = () => `sqlite:${join(testTempDir('readyz-'), 'db.sqlite')}`
 
 /** The real store with two of its methods wrapped; every other member is the store's own, bound to it. */
 function wrapped(db: Db, overrides: Partial<Pick<Db, 'exec' | 'one'>>): Db {

@@ -2,13 +2,12 @@
  * The request log: one JSON line per request with exactly the documented fields (never a token, a secret, a body
  * or a signature), lifecycle lines, and an unexpected error logged once with its stack.
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createLogger } from '../../src/observability/logger.js'
 import { type RunningServer, startServer } from '../../src/server.js'
+import { testTempDir } from '../support/temp.js'
 
 type Line = Record<string, unknown>
 
@@ -50,7 +49,7 @@ describe('the request log', () => {
       config: {
         port: 0,
         host: '127.0.0.1',
-        databaseUrl: `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-log-')), 'db.sqlite')}`,
+        databaseUrl: `sqlite:${join(testTempDir('log-'), 'db.sqlite')}`,
         allowPrivateWebhooks: true,
       },
       logger: createLogger({ level: 'info', destination }),

@@ -4,12 +4,12 @@
  * before it is durable (a second connection sees it when the promise resolves), one caller's failure undoes only
  * its own work, a reader never gets data that might still vanish, and a failed COMMIT fails everyone in it.
  */
-import { mkdtempSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SqliteDb } from '../../src/store/sqlite.js'
+import { testTempDir } from '../support/temp.js'
 
 let db: SqliteDb | undefined
 let observer: Database.Database | undefined
@@ -22,7 +22,7 @@ afterEach(async () => {
 
 /** The store under test, and a second connection to the same file that sees only committed data. */
 async function open(): Promise<{ d: SqliteDb; committed: (sql: string) => unknown }> {
-  const path = join(mkdtempSync(join(tmpdir(), 'agentops-group-')), 'g.db')
+  const path = join(testTempDir('group-'), 'g.db')
   db = SqliteDb.open(`sqlite:${path}`)
   await db.exec('CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER NOT NULL)')
   observer = new Database(path, { readonly: true })
@@ -125,7 +125,7 @@ describe('SQLite WAL checkpoints', () => {
   it('are taken off the event loop once the server writes steadily: pages reach the database file meanwhile', {
     timeout: 30_000,
   }, async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'agentops-ckpt-')), 'c.db')
+    const path = join(testTempDir('ckpt-'), 'c.db')
     db = SqliteDb.open(`sqlite:${path}`)
     const d = db
     await d.exec('CREATE TABLE blob (id INTEGER PRIMARY KEY, data TEXT NOT NULL)')

@@ -1,15 +1,14 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { testTempDir } from '../support/temp.js'
 
 const CHILD = fileURLToPath(new URL('../support/close-store.ts', import.meta.url))
 
 describe('closing a SQLite store whose checkpoints run in a worker thread', () => {
   it('finishes with nothing else alive: the wait for the last checkpoint keeps the process up', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'agentops-close-')), 'db.sqlite')
+    const file = join(testTempDir('close-'), 'db.sqlite')
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, file], {
       stdio: ['ignore', 'pipe', 'pipe'],
     })

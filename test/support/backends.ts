@@ -2,11 +2,10 @@
  * The storage backends every store-level test runs on. SQLite always; PostgreSQL when the global setup
  * started one (CI requires it). Use with `describe.each(backends())`.
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { inject } from 'vitest'
 import { createDatabase } from './postgres.js'
+import { testTempDir } from './temp.js'
 
 export interface Backend {
   name: 'sqlite' | 'postgres'
@@ -18,7 +17,7 @@ export function backends(): Backend[] {
   const list: Backend[] = [
     {
       name: 'sqlite',
-      freshUrl: async () => `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-sqlite-')), 'test.db')}`,
+      freshUrl: async () => `sqlite:${join(testTempDir('sqlite-'), 'test.db')}`,
     },
   ]
   const pgUrl = inject('postgresUrl')

@@ -1,6 +1,10 @@
 import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { TestProject } from 'vitest/node'
 import { type PostgresServer, startPostgres } from './postgres.js'
+import { TEST_TMP_VARIABLE } from './temp.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -11,8 +15,12 @@ declare module 'vitest' {
 }
 
 let server: PostgresServer | undefined
+let scratch: string | undefined
 
 export async function setup(project: TestProject): Promise<void> {
+  // The run's scratch root (test/support/temp.ts): set before any worker starts, so every worker inherits it.
+  scratch = mkdtempSync(join(tmpdir(), 'agentops-tests-'))
+  process.env[TEST_TMP_VARIABLE] = scratch
   // Tests that spawn bin/agentops.mjs run the compiled server, and the client tests read client/dist: rebuild each
   // first when a source is newer (once here, so no test rebuilds a file another test reads meanwhile).
   execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale', '--with-client'], {
@@ -38,4 +46,5 @@ export async function setup(project: TestProject): Promise<void> {
 
 export async function teardown(): Promise<void> {
   await server?.stop()
+  if (scratch) rmSync(scratch, { recursive: true, force: true })
 }

@@ -3,8 +3,6 @@
  * while clients ingest back to back, so its writer commits one group after another. Used by the operator-writes
  * test and by `npm run bench:operator`, which run `agentops keys create` / `keys revoke` beside it.
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { loadConfig } from '../../src/config.js'
@@ -14,6 +12,7 @@ import { migrate } from '../../src/store/migrations/index.js'
 import { SqliteDb } from '../../src/store/sqlite.js'
 import { type Replica, startReplica } from './cluster.js'
 import { cloneRuns } from './run-backlog.js'
+import { testTempDir } from './temp.js'
 
 export interface OperatorLoadOptions {
   /** Queued runs the server starts with. */
@@ -46,7 +45,7 @@ export interface OperatorLoad {
  * are under way (bounded: 60 s).
  */
 export async function startOperatorLoad(options: OperatorLoadOptions): Promise<OperatorLoad> {
-  const path = join(mkdtempSync(join(tmpdir(), 'agentops-operator-')), 'busy.sqlite')
+  const path = join(testTempDir('operator-'), 'busy.sqlite')
   const url = `sqlite:${path}`
   const seeded = SqliteDb.open(url)
   let token = ''

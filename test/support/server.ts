@@ -3,8 +3,6 @@
  * that validates every response it sees against the contract.
  */
 
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { SurfaceObserver } from '../../src/api/observe.js'
 import type { Config } from '../../src/config.js'
@@ -14,6 +12,7 @@ import type { Logger } from '../../src/observability/logger.js'
 import { type RunningServer, startServer } from '../../src/server.js'
 import type { Services } from '../../src/services.js'
 import { assertMatchesContract } from './openapi-validator.js'
+import { testTempDir } from './temp.js'
 
 export interface TestResponse<T = unknown> {
   status: number
@@ -53,8 +52,7 @@ export interface TestServerOptions {
 let workspaceCounter = 0
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const databaseUrl =
-    options.databaseUrl ?? `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-test-')), 'agentops.db')}`
+  const databaseUrl = options.databaseUrl ?? `sqlite:${join(testTempDir('test-'), 'agentops.db')}`
   const server = await startServer({
     config: {
       port: 0,

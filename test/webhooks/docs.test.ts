@@ -1,11 +1,11 @@
 /** The verification snippets of docs/webhooks.md, run as written against deliveries the server signs. */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { signDelivery } from '../../src/domain/webhooks/signing.js'
+import { testTempDir } from '../support/temp.js'
 
 function hasPython(): boolean {
   try {
@@ -17,7 +17,7 @@ function hasPython(): boolean {
 }
 
 const DOC = readFileSync(new URL('../../docs/webhooks.md', import.meta.url), 'utf8')
-const dir = mkdtempSync(join(tmpdir(), 'agentops-webhook-docs-'))
+const dir = testTempDir('webhook-docs-')
 
 function snippet(language: string, firstLine: string): string {
   const blocks = [...DOC.matchAll(/```(\w+)\n([\s\S]*?)```/g)]

@@ -1,9 +1,8 @@
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/domain/clock.js'
 import { startTestServer } from '../support/server.js'
+import { testTempDir } from '../support/temp.js'
 import { harness, independentlyVerified } from './helpers.js'
 import { type Receiver, startReceiver } from './receiver.js'
 
@@ -14,7 +13,7 @@ describe('webhook outbox across a restart', () => {
   })
 
   it('finishes a delivery interrupted mid-retry with the same webhook-id, and fans out events logged meanwhile', async () => {
-    const url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-webhooks-')), 'restart.db')}`
+    const url = `sqlite:${join(testTempDir('webhooks-'), 'restart.db')}`
     const clock = new ManualClock(Date.now())
     receiver = await startReceiver(500)
 
@@ -56,7 +55,7 @@ describe('webhook outbox across a restart', () => {
   })
 
   it('a real server killed mid-retry delivers after a restart on the same SQLite file, same webhook-id', async () => {
-    const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'agentops-webhooks-')), 'server.db')}`
+    const databaseUrl = `sqlite:${join(testTempDir('webhooks-'), 'server.db')}`
     receiver = await startReceiver(503)
     // A long backoff keeps the first server's delivery waiting for its retry when it goes down.
     const first = await startTestServer({ databaseUrl, config: { webhookRetryBaseMs: 600_000 } })
