@@ -39,6 +39,7 @@ import autocannon from 'autocannon'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
 import { onCores, pinBenchProcess, releaseBenchProcess, releaseDatabase } from './support/cpu-pinning.js'
+import { withFreshIdempotencyKey } from './support/fresh-key.js'
 import { cpuSeconds } from './support/proc-cpu.js'
 import { startServerChild, stopServerChild, stopServerChildren } from './support/server-child.js'
 
@@ -247,22 +248,15 @@ function getRun(t: Target): Request[] {
   return [{ method: 'GET', path: `/v1/runs/${t.runId}`, headers: { authorization: `Bearer ${t.token}` } }]
 }
 
-let keySeq = 0
 function postAgent(t: Target): Request[] {
   const body = JSON.stringify({ name: 'bench-agent', behavior: 'autonomous', capabilities: ['a'] })
-  const prefix = randomBytes(6).toString('hex')
   return [
-    {
+    withFreshIdempotencyKey({
       method: 'POST',
       path: '/v1/agents',
       headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
       body,
-      // A fresh Idempotency-Key on every request: the claim, the write and the stored answer each time.
-      setupRequest: (req) => ({
-        ...req,
-        headers: { ...req.headers, 'idempotency-key': `bench-${prefix}-${++keySeq}` },
-      }),
-    },
+    }),
   ]
 }
 

@@ -34,6 +34,7 @@ import autocannon from 'autocannon'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
 import { pinBenchProcess } from './support/cpu-pinning.js'
+import { withFreshIdempotencyKey } from './support/fresh-key.js'
 import { cpuNanoseconds } from './support/proc-cpu.js'
 import { ROOT, startServerChild, stopServerChildren } from './support/server-child.js'
 
@@ -105,9 +106,6 @@ async function start(side: Side): Promise<Target> {
   return { ...info, pid: child.pid ?? 0 }
 }
 
-let keySeq = 0
-const keyPrefix = Math.random().toString(36).slice(2, 10)
-
 function requests(t: TargetInfo, route: string): autocannon.Request[] {
   const headers = { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' }
   if (route === 'get') return [{ method: 'GET', path: `/v1/runs/${t.runId}`, headers }]
@@ -117,16 +115,7 @@ function requests(t: TargetInfo, route: string): autocannon.Request[] {
     headers,
     body: '{"name":"bench","behavior":"autonomous","capabilities":["a"]}',
   }
-  if (route !== 'post-keyed') return [post]
-  return [
-    {
-      ...post,
-      setupRequest: (req) => ({
-        ...req,
-        headers: { ...req.headers, 'idempotency-key': `obs-${keyPrefix}-${++keySeq}` },
-      }),
-    },
-  ]
+  return [route === 'post-keyed' ? withFreshIdempotencyKey(post) : post]
 }
 
 interface Block {

@@ -13,7 +13,6 @@
  */
 
 import type { ChildProcess } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,6 +20,7 @@ import autocannon from 'autocannon'
 import postgres from 'postgres'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { withFreshIdempotencyKey } from './support/fresh-key.js'
 import { cpuSeconds } from './support/proc-cpu.js'
 import { ROOT, startServerChild, stopServerChild } from './support/server-child.js'
 
@@ -119,8 +119,6 @@ async function main(): Promise<void> {
       }
     }
 
-    let keySeq = 0
-    const prefix = randomBytes(4).toString('hex')
     const postLoad = (s: Side, seconds: number, connections: number, amount?: number) =>
       autocannon({
         url: s.info.url,
@@ -128,16 +126,12 @@ async function main(): Promise<void> {
         ...(amount ? { amount } : { duration: seconds }),
         timeout: 30,
         requests: [
-          {
+          withFreshIdempotencyKey({
             method: 'POST',
             path: '/v1/agents',
             headers: { authorization: `Bearer ${s.info.token}`, 'content-type': 'application/json' },
             body: JSON.stringify({ name: 'ab', behavior: 'autonomous', capabilities: ['a'] }),
-            setupRequest: (req) => ({
-              ...req,
-              headers: { ...req.headers, 'idempotency-key': `ab-${prefix}-${++keySeq}` },
-            }),
-          },
+          }),
         ],
       }) as Promise<autocannon.Result>
     const checked = (r: autocannon.Result) => {

@@ -21,6 +21,7 @@ import autocannon from 'autocannon'
 import { createDatabase, type PostgresServer, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
 import { printDifference, printSummary, type Summary, summarise, type Window } from './support/cpuprofile.js'
+import { withFreshIdempotencyKey } from './support/fresh-key.js'
 import { cpuNanoseconds } from './support/proc-cpu.js'
 import { ROOT, startServerChild, stopServerChild } from './support/server-child.js'
 
@@ -38,8 +39,6 @@ const top = Number(option('--top', '30'))
 const CONNECTIONS = 50
 /** `--post`: POST /v1/agents with a fresh Idempotency-Key on every request (the write path) instead of the GET. */
 const post = args.includes('--post')
-let keySeq = 0
-const keyPrefix = Math.random().toString(36).slice(2, 10)
 const pg: PostgresServer | undefined = args.includes('--postgres') ? await startPostgres() : undefined
 
 interface Side {
@@ -117,16 +116,12 @@ async function load(side: Side, amount: number, record: boolean): Promise<void> 
     amount,
     requests: [
       post
-        ? {
+        ? withFreshIdempotencyKey({
             method: 'POST',
             path: '/v1/agents',
             headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
             body: JSON.stringify({ name: 'bench-agent', behavior: 'autonomous', capabilities: ['a'] }),
-            setupRequest: (req) => ({
-              ...req,
-              headers: { ...req.headers, 'idempotency-key': `profile-${keyPrefix}-${++keySeq}` },
-            }),
-          }
+          })
         : { method: 'GET', path: `/v1/runs/${runId}`, headers: { authorization: `Bearer ${token}` } },
     ],
   })) as autocannon.Result
