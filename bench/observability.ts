@@ -52,8 +52,14 @@ const together = args.includes('--together')
 /** Not with `--together`: two servers loaded at once need a core each. */
 const cpus = pinBenchProcess(!args.includes('--no-pin') && !together)
 const bRoot = args.includes('--b-root') ? resolve(option('--b-root', ROOT)) : undefined
+/** NAME=value, split at the first `=`: a value may hold more (`NODE_OPTIONS=--max-semi-space-size=64`). */
 const bEnv = Object.fromEntries(
-  args.flatMap((a, i) => (args[i - 1] === '--b-env' ? [a.split('=', 2) as [string, string]] : [])),
+  args.flatMap((a, i) => {
+    if (args[i - 1] !== '--b-env') return []
+    const at = a.indexOf('=')
+    if (at <= 0) throw new Error(`--b-env takes NAME=value, not ${a}`)
+    return [[a.slice(0, at), a.slice(at + 1)] as const]
+  }),
 )
 const CONNECTIONS = 50
 const pg = args.includes('--postgres') ? await startPostgres() : undefined

@@ -9,6 +9,7 @@ import type { Agent } from 'node:http'
 import { request } from 'node:http'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { SERVER_NODE_OPTIONS } from '../../src/cli/node-options.js'
 import { onCores } from './cpu-pinning.js'
 
 /** This checkout. */
@@ -51,6 +52,9 @@ export async function startServerChild<T extends { url: string }>(
   const root = options.root ?? ROOT
   const name = options.name ?? 'the server'
   const [command, args] = onCores(options.cpus, process.execPath, [
+    // Every side under the Node options the server is deployed with (bare Hono too: the same VM, only the code
+    // differs), then the caller's.
+    ...SERVER_NODE_OPTIONS,
     ...(options.nodeArgs ?? []),
     '--import',
     'tsx',

@@ -11,6 +11,7 @@ import { type AddressInfo, connect, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { createProxyServer } from 'http-proxy-3'
+import { SERVER_NODE_OPTIONS } from '../../src/cli/node-options.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = `${ROOT}bin/agentops.mjs`
@@ -141,7 +142,18 @@ export async function startReplica(
   const port = await freePort()
   const child: ChildProcess = spawn(
     process.execPath,
-    [CLI, 'serve', '--port', String(port), '--host', '127.0.0.1', '--database-url', databaseUrl],
+    // As `npm start` runs the server.
+    [
+      ...SERVER_NODE_OPTIONS,
+      CLI,
+      'serve',
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      '--database-url',
+      databaseUrl,
+    ],
     {
       cwd: ROOT,
       env: { ...process.env, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1', ...env },
