@@ -468,8 +468,16 @@ const POOL_MAX = 10
  * driver at 50 concurrent clients: one connection reached a third of the pool's throughput, four came close).
  */
 const PIPELINE_MAX = 4
-/** Connections the deferred units' commits share (see PIPELINE_MAX: their WAL flushes overlap the same way). */
-const DEFERRED_MAX = 4
+/**
+ * Connections the deferred units' commits share: one. Every deferred unit appends an event, and the event log's
+ * ordering lock is held from that append to the end of its COMMIT (WAL flush included), so deferred units commit
+ * one at a time however many connections carry them. On one connection they wait in its pipeline, in order, instead
+ * of in several backends asleep on the lock, each woken in turn (a context switch per unit on the database's
+ * cores), and the server sends and reads them in shared socket writes and reads. Measured against four connections
+ * (`npm run bench:observability -- --route post-keyed --postgres --b-root <checkout>`, 10 and 16 rounds): 14-16 %
+ * less server CPU per keyed POST; README, Performance.
+ */
+const DEFERRED_MAX = 1
 
 export class PostgresDb
   extends ForwardingQueryable

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { ManualClock } from '../../src/domain/clock.js'
-import { KEY_CACHE_TTL_MS, VerifiedKeyCache } from '../../src/domain/keys/cache.js'
+import { type CachedKey, KEY_CACHE_TTL_MS, VerifiedKeyCache } from '../../src/domain/keys/cache.js'
 import { KeyService } from '../../src/domain/keys/service.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
@@ -32,6 +32,48 @@ describe('verified-key cache', () => {
     expect(cache.get('k')).toBeDefined()
     now = KEY_CACHE_TTL_MS
     expect(cache.get('k')).toBeUndefined()
+  })
+
+  it('reads an entry again in the background from half its TTL, answering from it until the read is back', async () => {
+    let now = 0
+    const reads: ((found: CachedKey | undefined) => void)[] = []
+    const cache = new VerifiedKeyCache(
+      { now: () => now },
+      () => new Promise<CachedKey | undefined>((resolve) => reads.push(resolve)),
+    )
+    cache.set('k', { key: key('k', 'w'), workspace: workspace('w') })
+    now = KEY_CACHE_TTL_MS / 2 - 1
+    expect(cache.get('k')?.key.revokedAt).toBeNull()
+    expect(reads).toHaveLength(0)
+    now = KEY_CACHE_TTL_MS / 2
+    expect(cache.get('k')?.key.revokedAt).toBeNull()
+    expect(cache.get('k')?.key.revokedAt).toBeNull()
+    // One read, however many requests use the entry meanwhile.
+    expect(reads).toHaveLength(1)
+    reads[0]?.({ key: { ...key('k', 'w'), revokedAt: 5 }, workspace: workspace('w') })
+    await expect.poll(() => cache.get('k')?.key.revokedAt).toBe(5)
+    // Trusted for the TTL from when the refresh was sent, not from when it came back.
+    now = KEY_CACHE_TTL_MS / 2 + KEY_CACHE_TTL_MS - 1
+    expect(cache.get('k')).toBeDefined()
+    now = KEY_CACHE_TTL_MS / 2 + KEY_CACHE_TTL_MS
+    expect(cache.get('k')).toBeUndefined()
+  })
+
+  it('keeps an entry whose background read failed until its TTL, and forgets one the store no longer has', async () => {
+    let now = 0
+    let fail = true
+    const cache = new VerifiedKeyCache({ now: () => now }, async () => {
+      if (fail) throw new Error('store down')
+      return undefined
+    })
+    cache.set('k', { key: key('k', 'w'), workspace: workspace('w') })
+    now = KEY_CACHE_TTL_MS / 2
+    expect(cache.get('k')).toBeDefined()
+    await new Promise((r) => setTimeout(r, 0))
+    now = KEY_CACHE_TTL_MS - 1
+    expect(cache.get('k')).toBeDefined()
+    fail = false
+    await expect.poll(() => cache.get('k')).toBeUndefined()
   })
 
   it('keeps at most maxEntries, dropping the oldest, and forgets by key or workspace', () => {
@@ -214,6 +256,34 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     open()
     expect(await before).toMatchObject({ keyId: issued.key_id })
     expect(fresh.verifyCached({ accessToken: issued.token })).toBe('revoked')
+  })
+
+  it('never makes a request wait for the read of a key in use: it is read again while it still answers', async () => {
+    const issued = await a.issue({ workspace: 'cache-refresh-ahead' })
+    const credentials = { accessToken: issued.token }
+    const repo = new GatedKeyRepo(dbA)
+    const fresh = keyService(dbA, repo)
+    expect(await fresh.verifyRequest(credentials)).toMatchObject({ keyId: issued.key_id })
+    expect(repo.reads).toBe(1)
+    const open = repo.hold()
+    monotonic += KEY_CACHE_TTL_MS / 2
+    // Answered from the cache while the read it started is held at the gate.
+    for (let i = 0; i < 5; i++)
+      expect(fresh.verifyCached(credentials)).toMatchObject({ keyId: issued.key_id })
+    await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(2)
+    expect(repo.reads).toBe(2)
+    // A revoke made by another replica while the read was on its way is what the refreshed entry holds.
+    repo.gate = undefined
+    await b.revoke(issued.key_id)
+    open()
+    // The read was sent before that revoke: the entry it fills holds the row as it was then, for its TTL.
+    monotonic += KEY_CACHE_TTL_MS / 2 - 1
+    await expect.poll(() => fresh.verifyCached(credentials)).toMatchObject({ keyId: issued.key_id })
+    // Once past half of that TTL, the next read sees the revoke, and a request never saw an older row than the TTL.
+    monotonic += 1
+    fresh.verifyCached(credentials)
+    await expect.poll(() => fresh.verifyCached(credentials), { timeout: 20_000 }).toBe('revoked')
+    expect(repo.reads).toBe(3)
   })
 
   it('does not share a read sent the TTL or longer before a request', async () => {

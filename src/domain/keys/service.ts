@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
 import type { KeyRepository, WorkspaceRepository } from '../ports.js'
-import { type KeyCacheOptions, type VerifiedEntry, VerifiedKeyCache } from './cache.js'
+import { type CachedKey, type KeyCacheOptions, type VerifiedEntry, VerifiedKeyCache } from './cache.js'
 import { KeyWatch } from './watch.js'
 
 const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
@@ -136,7 +136,7 @@ export class KeyService {
     /** How often the keys of open sockets are read again (src/domain/keys/watch.ts; its default is in config.ts). */
     keyWatchPollMs: number,
   ) {
-    this.cache = new VerifiedKeyCache(cacheOptions)
+    this.cache = new VerifiedKeyCache(cacheOptions, (keyId) => this.read(keyId))
     this.watch = new KeyWatch(keys, clock, keyWatchPollMs)
     changes?.subscribe((change) => {
       if (change.kind === 'key') {
@@ -253,12 +253,14 @@ export class KeyService {
    * that exist are cached, so guessed ids cannot fill the cache.
    */
   private load(keyId: string): Promise<VerifiedEntry | undefined> {
-    return this.cache.load(keyId, async () => {
-      const key = await this.keys.byId(keyId)
-      if (!key) return undefined
-      const workspace = await this.workspaces.byId(key.workspaceId)
-      return workspace && { key, workspace }
-    })
+    return this.cache.load(keyId, () => this.read(keyId))
+  }
+
+  private async read(keyId: string): Promise<CachedKey | undefined> {
+    const key = await this.keys.byId(keyId)
+    if (!key) return undefined
+    const workspace = await this.workspaces.byId(key.workspaceId)
+    return workspace && { key, workspace }
   }
 
   async list(workspaceName: string) {
