@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { ManualClock } from '../../src/domain/clock.js'
-import { type CachedKey, KEY_CACHE_TTL_MS, VerifiedKeyCache } from '../../src/domain/keys/cache.js'
+import {
+  type CachedKey,
+  KEY_CACHE_TTL_MS,
+  KEY_REFRESH_AHEAD,
+  VerifiedKeyCache,
+} from '../../src/domain/keys/cache.js'
 import { KeyService } from '../../src/domain/keys/service.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
@@ -12,6 +17,8 @@ import { startTestServer, type TestServer } from '../support/server.js'
 import { workspaceRecord } from '../support/workspace.js'
 
 const workspace = (id: string) => workspaceRecord(id, { tier: 'pro', limitPerHour: 1, burstLimit: 1 })
+/** When an entry in use is read again in the background. */
+const AHEAD_MS = KEY_CACHE_TTL_MS * KEY_REFRESH_AHEAD
 const key = (id: string, workspaceId: string) => ({
   id,
   workspaceId,
@@ -34,7 +41,7 @@ describe('verified-key cache', () => {
     expect(cache.get('k')).toBeUndefined()
   })
 
-  it('reads an entry again in the background from half its TTL, answering from it until the read is back', async () => {
+  it('reads an entry again in the background from KEY_REFRESH_AHEAD of its TTL, answering from it until the read is back', async () => {
     let now = 0
     const reads: ((found: CachedKey | undefined) => void)[] = []
     const cache = new VerifiedKeyCache(
@@ -42,10 +49,10 @@ describe('verified-key cache', () => {
       () => new Promise<CachedKey | undefined>((resolve) => reads.push(resolve)),
     )
     cache.set('k', { key: key('k', 'w'), workspace: workspace('w') })
-    now = KEY_CACHE_TTL_MS / 2 - 1
+    now = AHEAD_MS - 1
     expect(cache.get('k')?.key.revokedAt).toBeNull()
     expect(reads).toHaveLength(0)
-    now = KEY_CACHE_TTL_MS / 2
+    now = AHEAD_MS
     expect(cache.get('k')?.key.revokedAt).toBeNull()
     expect(cache.get('k')?.key.revokedAt).toBeNull()
     // One read, however many requests use the entry meanwhile.
@@ -53,9 +60,9 @@ describe('verified-key cache', () => {
     reads[0]?.({ key: { ...key('k', 'w'), revokedAt: 5 }, workspace: workspace('w') })
     await expect.poll(() => cache.get('k')?.key.revokedAt).toBe(5)
     // Trusted for the TTL from when the refresh was sent, not from when it came back.
-    now = KEY_CACHE_TTL_MS / 2 + KEY_CACHE_TTL_MS - 1
+    now = AHEAD_MS + KEY_CACHE_TTL_MS - 1
     expect(cache.get('k')).toBeDefined()
-    now = KEY_CACHE_TTL_MS / 2 + KEY_CACHE_TTL_MS
+    now = AHEAD_MS + KEY_CACHE_TTL_MS
     expect(cache.get('k')).toBeUndefined()
   })
 
@@ -67,7 +74,7 @@ describe('verified-key cache', () => {
       return undefined
     })
     cache.set('k', { key: key('k', 'w'), workspace: workspace('w') })
-    now = KEY_CACHE_TTL_MS / 2
+    now = AHEAD_MS
     expect(cache.get('k')).toBeDefined()
     await new Promise((r) => setTimeout(r, 0))
     now = KEY_CACHE_TTL_MS - 1
@@ -266,7 +273,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     expect(await fresh.verifyRequest(credentials)).toMatchObject({ keyId: issued.key_id })
     expect(repo.reads).toBe(1)
     const open = repo.hold()
-    monotonic += KEY_CACHE_TTL_MS / 2
+    monotonic += AHEAD_MS
     // Answered from the cache while the read it started is held at the gate.
     for (let i = 0; i < 5; i++)
       expect(fresh.verifyCached(credentials)).toMatchObject({ keyId: issued.key_id })
@@ -277,9 +284,9 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     await b.revoke(issued.key_id)
     open()
     // The read was sent before that revoke: the entry it fills holds the row as it was then, for its TTL.
-    monotonic += KEY_CACHE_TTL_MS / 2 - 1
+    monotonic += AHEAD_MS - 1
     await expect.poll(() => fresh.verifyCached(credentials)).toMatchObject({ keyId: issued.key_id })
-    // Once past half of that TTL, the next read sees the revoke, and a request never saw an older row than the TTL.
+    // Once past KEY_REFRESH_AHEAD of that TTL, the next read sees the revoke, and a request never saw an older row than the TTL.
     monotonic += 1
     fresh.verifyCached(credentials)
     await expect.poll(() => fresh.verifyCached(credentials), { timeout: 20_000 }).toBe('revoked')
