@@ -10,7 +10,7 @@
  * one delaying every request in flight. Paired (`npm run bench:observability -- --route post-keyed [--postgres]
  * --b-env NODE_OPTIONS=--max-semi-space-size=64`, 10 rounds): a keyed POST costs 16.5 % (SQLite) and 20.1 %
  * (PostgreSQL) more CPU without it; a cached GET 1.4 %. The server's resident memory under that load grew by about
- * 10 % (README, Performance).
+ * 40-50 MB, to about 270 MB (README, Performance).
  */
 export const SERVER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=64']
 

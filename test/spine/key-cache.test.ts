@@ -41,7 +41,7 @@ describe('verified-key cache', () => {
     expect(cache.get('k')).toBeUndefined()
   })
 
-  it('reads an entry again in the background from KEY_REFRESH_AHEAD of its TTL, answering from it until the read is back', async () => {
+  it('reads an entry again in the background from KEY_REFRESH_AHEAD of its TTL, answering from it meanwhile', async () => {
     let now = 0
     const reads: ((found: CachedKey | undefined) => void)[] = []
     const cache = new VerifiedKeyCache(
@@ -279,14 +279,15 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
       expect(fresh.verifyCached(credentials)).toMatchObject({ keyId: issued.key_id })
     await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(2)
     expect(repo.reads).toBe(2)
-    // A revoke made by another replica while the read was on its way is what the refreshed entry holds.
+    // Another replica revokes the key after that read fetched its row, before it is back.
     repo.gate = undefined
     await b.revoke(issued.key_id)
     open()
     // The read was sent before that revoke: the entry it fills holds the row as it was then, for its TTL.
     monotonic += AHEAD_MS - 1
     await expect.poll(() => fresh.verifyCached(credentials)).toMatchObject({ keyId: issued.key_id })
-    // Once past KEY_REFRESH_AHEAD of that TTL, the next read sees the revoke, and a request never saw an older row than the TTL.
+    // From KEY_REFRESH_AHEAD of that TTL on, the next read sees the revoke: no answer came from a row older than
+    // the TTL.
     monotonic += 1
     fresh.verifyCached(credentials)
     await expect.poll(() => fresh.verifyCached(credentials), { timeout: 20_000 }).toBe('revoked')
