@@ -203,13 +203,15 @@ export async function startReference(
   log: (line: string) => void,
   whileIssuing?: () => void,
 ): Promise<ReferenceServer> {
+  const started = Date.now()
+  const kit = findReference()
+  const port = await freePort()
+  // Made only once nothing before the server's start can fail without removing it: `--reference` without the kit
+  // beside the suite had left one empty directory per run.
   const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-'))
   // AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL runs the reference on another (empty) store, e.g. PostgreSQL.
   const databaseUrl =
     process.env.AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL || `sqlite:${join(dir, 'db.sqlite')}`
-  const started = Date.now()
-  const kit = findReference()
-  const port = await freePort()
   // The first key migrates the store; the server then starts while the other keys are issued.
   let serve: () => void = () => {}
   const migrated = new Promise<void>((resolve) => {

@@ -25,8 +25,8 @@ describe('the agentops-conformance package', () => {
   const dir = mkdtempSync(join(tmpdir(), 'conformance-pkg-'))
   const bin = join(dir, 'node_modules', '.bin', 'agentops-conformance')
   let reference: ReferenceServer | undefined
-  const suite = (args: string[]) =>
-    exec(bin, args, { cwd: dir, timeout: 120_000, env: { PATH: process.env.PATH ?? '' } }).then(
+  const suite = (args: string[], env: Record<string, string> = {}) =>
+    exec(bin, args, { cwd: dir, timeout: 120_000, env: { PATH: process.env.PATH ?? '', ...env } }).then(
       (r) => ({ code: 0, ...r }),
       (e: { code?: number; stdout?: string; stderr?: string }) => ({
         code: e.code ?? -1,
@@ -78,9 +78,12 @@ describe('the agentops-conformance package', () => {
   })
 
   it('--reference says how to get the reference server when it is not installed beside the suite', async () => {
-    const r = await suite(['--reference'])
+    // Its own temporary directory, which the refusal must leave as empty as it found it.
+    const tmp = mkdtempSync(join(dir, 'tmp-'))
+    const r = await suite(['--reference'], { TMPDIR: tmp })
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('npm install agentops-contract-kit')
+    expect(readdirSync(tmp)).toEqual([])
   })
 
   it('runs against the reference server with the shipped contract', async () => {
