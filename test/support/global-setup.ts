@@ -1,10 +1,8 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rmSync } from 'node:fs'
 import type { TestProject } from 'vitest/node'
 import { type PostgresServer, startPostgres } from './postgres.js'
-import { TEST_TMP_VARIABLE } from './temp.js'
+import { newTestTempRoot, TEST_TMP_VARIABLE } from './temp.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -19,7 +17,7 @@ let scratch: string | undefined
 
 export async function setup(project: TestProject): Promise<void> {
   // The run's scratch root (test/support/temp.ts): set before any worker starts, so every worker inherits it.
-  scratch = mkdtempSync(join(tmpdir(), 'agentops-tests-'))
+  scratch = newTestTempRoot()
   process.env[TEST_TMP_VARIABLE] = scratch
   // Tests that spawn bin/agentops.mjs run the compiled server, and the client tests read client/dist: rebuild each
   // first when a source is newer (once here, so no test rebuilds a file another test reads meanwhile).

@@ -13,11 +13,16 @@ export const TEST_TMP_VARIABLE = 'AGENTOPS_TEST_TMP'
 
 let ownRoot: string | undefined
 
+/** A new scratch root in the system's temporary directory: the global setup's for a run, or a process's own. */
+export function newTestTempRoot(): string {
+  return mkdtempSync(join(tmpdir(), 'agentops-tests-'))
+}
+
 function root(): string {
   const shared = process.env[TEST_TMP_VARIABLE]
   if (shared) return shared
   if (!ownRoot) {
-    const made = mkdtempSync(join(tmpdir(), 'agentops-tests-'))
+    const made = newTestTempRoot()
     process.once('exit', () => rmSync(made, { recursive: true, force: true }))
     ownRoot = made
   }
