@@ -83,6 +83,8 @@ interface Figure {
   errors: number
   /** Each round's req/s, in round order (one entry when measured once). */
   rounds: number[]
+  /** Each round's p99, in round order: which round the worst p99 came from. */
+  p99Rounds: number[]
 }
 
 /** Prism runs on its own binary; the reference and bare targets are server children (bench/support). */
@@ -182,6 +184,7 @@ async function load(t: Target, label: string, requests: Request[], warmupSeconds
     non2xx: r.non2xx,
     errors: r.errors + r.timeouts,
     rounds: [r.requests.average],
+    p99Rounds: [r.latency.p99],
   }
 }
 
@@ -208,6 +211,7 @@ function medianFigure(label: string, measured: readonly Figure[]): Figure {
     non2xx: measured.reduce((n, f) => n + f.non2xx, 0),
     errors: measured.reduce((n, f) => n + f.errors, 0),
     rounds: measured.map((f) => f.rps),
+    p99Rounds: measured.map((f) => f.p99),
   }
 }
 
@@ -377,7 +381,7 @@ function percentile(values: number[], p: number): number {
 function printFigure(f: Figure): void {
   const problems = f.non2xx + f.errors > 0 ? `  (non-2xx ${f.non2xx}, errors ${f.errors})` : ''
   console.log(
-    `${f.label.padEnd(48)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${String(f.p50).padStart(4)} ms  p99 ${String(f.p99).padStart(5)} ms  CPU ${f.cpuUs.toFixed(0).padStart(5)} µs/req${problems}${f.rounds.length > 1 ? `  (rounds ${f.rounds.map((r) => r.toFixed(0)).join(' / ')})` : ''}`,
+    `${f.label.padEnd(48)} ${f.rps.toFixed(0).padStart(7)} req/s  p50 ${String(f.p50).padStart(4)} ms  p99 ${String(f.p99).padStart(5)} ms  CPU ${f.cpuUs.toFixed(0).padStart(5)} µs/req${problems}${f.rounds.length > 1 ? `  (rounds ${f.rounds.map((r) => r.toFixed(0)).join(' / ')}; p99 ${f.p99Rounds.join(' / ')})` : ''}`,
   )
 }
 
