@@ -1,5 +1,7 @@
 import type { Context } from 'hono'
 import type { ZodType, z } from 'zod'
+import { ApiError } from '../domain/errors.js'
+import { requestHeader, requestHeaders } from './request-headers.js'
 import { validationHook } from './validation.js'
 
 /** The request half of a generated route definition (generated/routes.ts): the parts a route without a body has. */
@@ -38,7 +40,7 @@ function rawInput(
   const shape = (schema as { shape?: Record<string, unknown> }).shape ?? {}
   const spelling = new Map(Object.keys(shape).map((name) => [name.toLowerCase(), name]))
   return Object.fromEntries(
-    Object.entries(c.req.header()).map(([name, value]) => [spelling.get(name) ?? name, value]),
+    Object.entries(requestHeaders(c)).map(([name, value]) => [spelling.get(name) ?? name, value]),
   )
 }
 
@@ -78,4 +80,45 @@ export function routeInput<R extends { request: ContractRequest }>(
     query: checkedQuery,
     header: checkedHeader,
   } as RouteInput<R['request']>
+}
+
+/** A generated route whose request has a required JSON body. */
+interface ContractJsonBody {
+  request: { body: { content: { 'application/json': { schema: ZodType } }; required: true } }
+}
+
+/** @hono/zod-openapi's test of a Content-Type against a declared `application/json` body (its media-type gate). */
+const JSON_CONTENT_TYPE = /^application\/([a-z-.]+\+)?json(;\s*[a-zA-Z0-9-]+=([^;]+))*$/i
+
+/**
+ * A route's required JSON body checked against its contract schema, answering exactly what @hono/zod-openapi's
+ * validators in front of a typed route answer (its media-type gate, then Hono's json validator with the typed
+ * routes' hook): 415 unsupported_media_type for a declared non-JSON Content-Type; 400 invalid_request "A JSON
+ * request body is required" for a JSON Content-Type with no body; the schema's verdict on `{}` when there is no
+ * Content-Type and no body (the body guard has refused a body without a JSON Content-Type); otherwise the schema's
+ * verdict on the body the body guard parsed. Run after `routeInput`, as the typed routes check the body after
+ * query, path and headers.
+ */
+export async function routeBody<R extends ContractJsonBody>(
+  c: Context,
+  route: R,
+): Promise<z.output<R['request']['body']['content']['application/json']['schema']>> {
+  const contentType = requestHeader(c, 'content-type')
+  if (contentType && !JSON_CONTENT_TYPE.test(contentType)) {
+    throw new ApiError('unsupported_media_type', 'Unsupported Media Type')
+  }
+  let value: unknown = {}
+  if (contentType) {
+    try {
+      value = await c.req.json()
+    } catch {
+      throw new ApiError('invalid_request', 'A JSON request body is required', {
+        issues: [{ location: 'body', path: '', message: 'Required' }],
+        fields: ['(body)'],
+      })
+    }
+  }
+  const schema: R['request']['body']['content']['application/json']['schema'] =
+    route.request.body.content['application/json'].schema
+  return checkInput('json', schema, value)
 }

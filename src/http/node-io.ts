@@ -1,40 +1,9 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { ServerResponse } from 'node:http'
 import type { Context } from 'hono'
-
-/** What @hono/node-server hands every request as `c.env`; in-process `app.request` (tests) hands nothing. */
-interface NodeBindings {
-  incoming?: IncomingMessage
-  outgoing?: ServerResponse
-}
-
-/** Node's own request, when the app serves real HTTP. */
-export function nodeRequest(c: Context): IncomingMessage | undefined {
-  return (c.env as NodeBindings | undefined)?.incoming
-}
-
-/**
- * A request header as `c.req.header(name)` gives it (every field of that name, joined by ", "), for a lower-case
- * name. Under Node it is read from Node's raw header list: `c.req.header()` first builds the request's whole Fetch
- * Headers (every field validated and copied; profiled at a few per cent of a cached GET), which a GET that reads
- * two headers never needs. Node has trimmed the values as Fetch would.
- */
-export function requestHeader(c: Context, lowerName: string): string | undefined {
-  const incoming = nodeRequest(c)
-  if (!incoming) return c.req.header(lowerName)
-  const raw = incoming.rawHeaders
-  let value: string | undefined
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === lowerName.length && name.toLowerCase() === lowerName) {
-      value = value === undefined ? raw[i + 1] : `${value}, ${raw[i + 1]}`
-    }
-  }
-  return value
-}
 
 /** Node's own response, when the app serves real HTTP. */
 export function nodeResponse(c: Context): ServerResponse | undefined {
-  return (c.env as NodeBindings | undefined)?.outgoing
+  return (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing
 }
 
 /** Puts headers on whichever answer the app makes next (an error envelope): Node's response, or the context's. */

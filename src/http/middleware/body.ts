@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http'
 import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
+import { nodeRequest, requestHeader } from '../../api/request-headers.js'
 import { ApiError } from '../../domain/errors.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
-import { nodeRequest } from '../node-io.js'
 
 /** The methods whose requests may carry a body. */
 export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
@@ -17,11 +17,11 @@ export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
 export const bodyGuard = (maxBytes: number) =>
   createMiddleware<AppEnv>(async (c, next) => {
     if (!WITH_BODY.has(c.req.method)) return next()
-    const length = c.req.header('content-length')
+    const length = requestHeader(c, 'content-length')
     const hasBody =
-      (length !== undefined && length !== '0') || c.req.header('transfer-encoding') !== undefined
+      (length !== undefined && length !== '0') || requestHeader(c, 'transfer-encoding') !== undefined
     if (!hasBody) return next()
-    const type = c.req.header('content-type') ?? ''
+    const type = requestHeader(c, 'content-type') ?? ''
     if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
       throw new ApiError('unsupported_media_type', 'The request body must be application/json', {
         content_type: type || null,

@@ -1,6 +1,7 @@
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
+import { requestHeader } from '../../api/request-headers.js'
 import { ApiError } from '../../domain/errors.js'
 import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/limits/idempotency.js'
 import type { LimitsService } from '../../domain/limits/service.js'
@@ -45,7 +46,7 @@ export interface IdempotencyOptions {
 export const idempotency = (limits: Pick<LimitsService, 'once'>, options: IdempotencyOptions = {}) =>
   createMiddleware<AppEnv>(async (c, next) => {
     if (c.req.method !== 'POST') return next()
-    const key = c.req.header('idempotency-key')
+    const key = requestHeader(c, 'idempotency-key')
     if (key === undefined) return next()
     validateKey(key)
     const auth = c.get('auth')

@@ -1,8 +1,9 @@
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import type { AppEnv } from '../../api/context.js'
+import { requestHeader } from '../../api/request-headers.js'
 import { newId } from '../../domain/ids.js'
-import { requestHeader, withAnswerHeaders } from '../node-io.js'
+import { withAnswerHeaders } from '../node-io.js'
 
 const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/
 const NAMES = ['X-Request-Id']
