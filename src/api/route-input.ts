@@ -37,11 +37,31 @@ function rawInput(
     )
   }
   // Header names are case-insensitive: the contract's spelling (`Last-Event-ID`) names what Node gives lower-cased.
-  const shape = (schema as { shape?: Record<string, unknown> }).shape ?? {}
-  const spelling = new Map(Object.keys(shape).map((name) => [name.toLowerCase(), name]))
-  return Object.fromEntries(
-    Object.entries(requestHeaders(c)).map(([name, value]) => [spelling.get(name) ?? name, value]),
-  )
+  const headers: Record<string, unknown> = requestHeaders(c)
+  for (const [lower, spelled] of spellingOf(schema)) {
+    if (lower in headers) {
+      headers[spelled] = headers[lower]
+      delete headers[lower]
+    }
+  }
+  return headers
+}
+
+/** By header schema: its names whose contract spelling is not lower case, lower-cased to that spelling. */
+const spellings = new WeakMap<ZodType, Map<string, string>>()
+
+function spellingOf(schema: ZodType): Map<string, string> {
+  let spelling = spellings.get(schema)
+  if (!spelling) {
+    const shape = (schema as { shape?: Record<string, unknown> }).shape ?? {}
+    spelling = new Map(
+      Object.keys(shape)
+        .filter((name) => name !== name.toLowerCase())
+        .map((name) => [name.toLowerCase(), name]),
+    )
+    spellings.set(schema, spelling)
+  }
+  return spelling
 }
 
 /** Where a value was read from, as the typed routes' validators name it (`json` is the body). */
