@@ -2,7 +2,7 @@ import type { Context } from 'hono'
 import type { ZodType, z } from 'zod'
 import { ApiError } from '../domain/errors.js'
 import { requestHeader, requestHeaders } from './request-headers.js'
-import { validationHook } from './validation.js'
+import { jsonBodyRequired, validationHook } from './validation.js'
 
 /** The request half of a generated route definition (generated/routes.ts): the parts a route without a body has. */
 interface ContractRequest {
@@ -132,10 +132,7 @@ export async function routeBody<R extends ContractJsonBody>(
     try {
       value = await c.req.json()
     } catch {
-      throw new ApiError('invalid_request', 'A JSON request body is required', {
-        issues: [{ location: 'body', path: '', message: 'Required' }],
-        fields: ['(body)'],
-      })
+      throw jsonBodyRequired()
     }
   }
   const schema: R['request']['body']['content']['application/json']['schema'] =

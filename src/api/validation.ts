@@ -46,3 +46,14 @@ function describe(issues: { path: string; message: string }[]): string {
     .join('; ')
   return issues.length > 3 ? `${first}; and ${issues.length - 3} more` : first
 }
+
+/**
+ * The refusal of a route whose contract requires a JSON body when the request has none: the typed routes (Hono's
+ * validator meets the absent body, src/http/errors.ts) and routes checked outside them (`routeBody`) give this one.
+ */
+export function jsonBodyRequired(): ApiError {
+  return new ApiError('invalid_request', 'A JSON request body is required', {
+    issues: [{ location: 'body', path: '', message: 'Required' }],
+    fields: ['(body)'],
+  })
+}

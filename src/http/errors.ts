@@ -3,6 +3,7 @@ import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import type { AppEnv } from '../api/context.js'
 import type { ErrorBody } from '../api/contract-types.js'
+import { jsonBodyRequired } from '../api/validation.js'
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, errorEnvelope } from '../domain/errors.js'
 
 /** Renders an ApiError as the spec §7 envelope, with its status and headers. */
@@ -18,10 +19,7 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err
   if (err instanceof HTTPException && err.message === 'Malformed JSON in request body') {
     // Hono's validator met a required body that is absent (the body guard already refused malformed ones).
-    return new ApiError('invalid_request', 'A JSON request body is required', {
-      issues: [{ location: 'body', path: '', message: 'Required' }],
-      fields: ['(body)'],
-    })
+    return jsonBodyRequired()
   }
   if (err instanceof HTTPException) {
     const status = err.status
