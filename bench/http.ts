@@ -36,7 +36,7 @@ import { dirname, join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { SERVER_NODE_OPTIONS } from '../src/cli/node-options.js'
+import { SERVER_NODE_OPTIONS, SERVER_V8_FLAGS } from '../src/cli/node-options.js'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
 import { onCores, pinBenchProcess, releaseBenchProcess, releaseDatabase } from './support/cpu-pinning.js'
@@ -429,7 +429,7 @@ function verdict(
 
 async function main(): Promise<void> {
   console.log(
-    `bench:http — ${CONNECTIONS} connections, ${rounds} alternated round(s) of ${duration} s per measurement after a ${warmup} s warm-up; reference server metrics and request log ${observability}; every server under node ${SERVER_NODE_OPTIONS.join(' ')}; ${cpus.server === undefined ? 'cores left to the scheduler' : `servers on core ${cpus.server}, autocannon and a local PostgreSQL on ${cpus.rest}`}`,
+    `bench:http — ${CONNECTIONS} connections, ${rounds} alternated round(s) of ${duration} s per measurement after a ${warmup} s warm-up; reference server metrics and request log ${observability}; every server under node ${[...SERVER_NODE_OPTIONS, ...SERVER_V8_FLAGS].join(' ')}; ${cpus.server === undefined ? 'cores left to the scheduler' : `servers on core ${cpus.server}, autocannon and a local PostgreSQL on ${cpus.rest}`}`,
   )
   const figures = new Map<string, Figure>()
   const measure = async (key: string, label: string, t: Target, reqs: Request[]) => {

@@ -9,7 +9,7 @@ import type { Agent } from 'node:http'
 import { request } from 'node:http'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { SERVER_NODE_OPTIONS } from '../../src/cli/node-options.js'
+import { SERVER_NODE_OPTIONS, SERVER_V8_FLAGS } from '../../src/cli/node-options.js'
 import { onCores } from './cpu-pinning.js'
 
 /** This checkout. */
@@ -52,9 +52,10 @@ export async function startServerChild<T extends { url: string }>(
   const root = options.root ?? ROOT
   const name = options.name ?? 'the server'
   const [command, args] = onCores(options.cpus, process.execPath, [
-    // Every side under the Node options the server is deployed with (bare Hono too: the same VM, only the code
-    // differs), then the caller's.
+    // Every side under the Node options and V8 flags the server is deployed with (bare Hono too: the same VM, only
+    // the code differs), then the caller's.
     ...SERVER_NODE_OPTIONS,
+    ...SERVER_V8_FLAGS,
     ...(options.nodeArgs ?? []),
     '--import',
     'tsx',

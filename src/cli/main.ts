@@ -6,7 +6,7 @@ import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
 import { openDb } from '../store/db.js'
 import { migrate } from '../store/migrations/index.js'
 import { createRepositories } from '../store/repos/index.js'
-import { missingNodeOptions } from './node-options.js'
+import { applyServerV8Flags, missingNodeOptions } from './node-options.js'
 
 class UsageError extends Error {}
 
@@ -166,6 +166,7 @@ export async function main(argv: string[]): Promise<number> {
         const port = values.port !== undefined ? Number(values.port) : undefined
         if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
           throw new UsageError(`--port must be 0..65535, got "${values.port}"`)
+        const v8Flags = applyServerV8Flags()
         // Only `serve` loads the server (HTTP, GraphQL, the generated routes): key and workspace commands start fast.
         const { startServer } = await import('../server.js')
         const server = await startServer({
@@ -175,7 +176,10 @@ export async function main(argv: string[]): Promise<number> {
             ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
           },
         })
-        console.log(`agentops listening on ${server.url} (store: ${server.services.db.dialect})`)
+        console.log(
+          `agentops listening on ${server.url} (store: ${server.services.db.dialect}` +
+            `${v8Flags.length > 0 ? `; V8 ${v8Flags.join(' ')}` : ''})`,
+        )
         const missing = missingNodeOptions()
         if (missing.length > 0) {
           console.warn(

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8'
+
 /**
  * The Node options the server's process is started with: `npm start`, `npm run cluster`'s replicas and every
  * bench's servers pass them before the script; `agentops serve` started without one says so once (see
@@ -14,11 +16,36 @@
  */
 export const SERVER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=64']
 
-/** `--max_semi_space_size=64` and `--max-semi-space-size 64` name the same V8 option as `--max-semi-space-size=64`. */
+/**
+ * V8 flags `agentops serve` sets on its own VM as it starts (`v8.setFlagsFromString`), before it loads the server:
+ * Node refuses them in NODE_OPTIONS, so an operator would have to edit every command line that starts a replica, and
+ * a flag a later V8 drops is ignored there where on `node`'s command line it would stop the process from starting.
+ *
+ * `--no-allocation-site-pretenuring`: V8 watches how many objects of each allocation site survive a scavenge and,
+ * when nearly all do, allocates that site's objects straight in the old generation. Under a PostgreSQL store's write
+ * load it ends up filling the old generation with per-request objects: measured under `--trace-gc-nvp` (5 s of keyed
+ * POSTs from 50 connections, server on one core), 0.5-2 MB promoted per scavenge against 35-75 kB without it, twice
+ * the scavenge pause time, and 2-3 mark-compacts of 7-15 ms where a request in flight waits for each; bench:http's
+ * keyed POST p99 on PostgreSQL met 15 ms in every one of 5 runs with it against 3 of 5 without (README, Performance).
+ * On SQLite the promotion is 35-55 kB either way.
+ */
+export const SERVER_V8_FLAGS: readonly string[] = ['--no-allocation-site-pretenuring']
+
+/**
+ * `--max_semi_space_size=64` and `--max-semi-space-size 64` name the same V8 option as `--max-semi-space-size=64`,
+ * and `--allocation-site-pretenuring` the same as `--no-allocation-site-pretenuring` (the other value).
+ */
 function optionName(arg: string): string | undefined {
   if (!arg.startsWith('--')) return undefined
   const at = arg.indexOf('=')
-  return (at < 0 ? arg : arg.slice(0, at)).replaceAll('_', '-')
+  const name = (at < 0 ? arg : arg.slice(0, at)).replaceAll('_', '-')
+  return name.startsWith('--no-') ? `--${name.slice(5)}` : name
+}
+
+function givenOptions(execArgv: readonly string[], nodeOptions: string): Set<string> {
+  return new Set(
+    [...execArgv, ...nodeOptions.split(/\s+/)].map(optionName).filter((n): n is string => n !== undefined),
+  )
 }
 
 /**
@@ -29,8 +56,22 @@ export function missingNodeOptions(
   execArgv: readonly string[] = process.execArgv,
   nodeOptions: string = process.env.NODE_OPTIONS ?? '',
 ): string[] {
-  const given = new Set(
-    [...execArgv, ...nodeOptions.split(/\s+/)].map(optionName).filter((n): n is string => n !== undefined),
-  )
+  const given = givenOptions(execArgv, nodeOptions)
   return SERVER_NODE_OPTIONS.filter((o) => !given.has(optionName(o) ?? o))
+}
+
+/** The flags of SERVER_V8_FLAGS to set: all but those the operator gave `node`, with either value. */
+export function serverV8Flags(
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string = process.env.NODE_OPTIONS ?? '',
+): string[] {
+  const given = givenOptions(execArgv, nodeOptions)
+  return SERVER_V8_FLAGS.filter((f) => !given.has(optionName(f) ?? f))
+}
+
+/** Sets serverV8Flags() on this process's VM and returns them (`agentops serve`, before the server loads). */
+export function applyServerV8Flags(): string[] {
+  const flags = serverV8Flags()
+  for (const flag of flags) setFlagsFromString(flag)
+  return flags
 }

@@ -1,9 +1,14 @@
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { missingNodeOptions, SERVER_NODE_OPTIONS } from '../../src/cli/node-options.js'
+import {
+  missingNodeOptions,
+  SERVER_NODE_OPTIONS,
+  SERVER_V8_FLAGS,
+  serverV8Flags,
+} from '../../src/cli/node-options.js'
 import { testTempDir } from '../support/temp.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -35,6 +40,45 @@ describe('the Node options the server is started with', () => {
     expect(missingNodeOptions(['--max-semi-space-size=128'], '')).toEqual([])
   })
 
+  it('sets its V8 flags itself unless the operator gave node the flag, with either value', () => {
+    expect(SERVER_V8_FLAGS).toEqual(['--no-allocation-site-pretenuring'])
+    expect(serverV8Flags([], '')).toEqual(['--no-allocation-site-pretenuring'])
+    expect(serverV8Flags(['--max-semi-space-size=64', '--enable-source-maps'], '--inspect=0')).toEqual([
+      '--no-allocation-site-pretenuring',
+    ])
+    expect(serverV8Flags(['--no-allocation-site-pretenuring'], '')).toEqual([])
+    expect(serverV8Flags(['--no_allocation_site_pretenuring'], '')).toEqual([])
+    expect(serverV8Flags(['--allocation-site-pretenuring'], '')).toEqual([])
+    expect(serverV8Flags([], ' --allocation-site-pretenuring ')).toEqual([])
+  })
+
+  it('applyServerV8Flags turns allocation-site pretenuring off in the VM it runs in', () => {
+    // V8 reports its pretenuring decisions under --trace-pretenuring-statistics; with the flag set it makes none.
+    const churn = (apply: boolean) =>
+      spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--trace-pretenuring-statistics',
+          '--input-type=module',
+          '--eval',
+          `const m = await import(${JSON.stringify(join(ROOT, 'src/cli/node-options.ts'))})
+           ${apply ? 'm.applyServerV8Flags()' : ''}
+           let kept = []
+           const make = (i) => ({ a: i, b: [i, i + 1], c: { d: i } })
+           for (let i = 0; i < 3_000_000; i++) { kept.push(make(i)); if (kept.length > 20_000) kept = [] }`,
+        ],
+        { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 60_000 },
+      )
+    const control = churn(false)
+    expect(control.status).toBe(0)
+    expect(control.stdout).toMatch(/pretenuring: AllocationSite/)
+    const applied = churn(true)
+    expect(applied.status).toBe(0)
+    expect(applied.stdout).not.toMatch(/pretenuring/)
+  })
+
   /**
    * Starts `agentops serve` with `nodeArgs` and resolves with its standard error once `done(stdout, stderr)` holds
    * (at most 30 s), then stops it.
@@ -42,7 +86,7 @@ describe('the Node options the server is started with', () => {
   async function serveUntil(
     nodeArgs: readonly string[],
     done: (out: string, err: string) => boolean,
-  ): Promise<string> {
+  ): Promise<{ out: string; err: string }> {
     const store = `sqlite:${join(testTempDir('node-options-'), 'store.db')}`
     const { NODE_OPTIONS: _inherited, ...env } = process.env
     const child = spawn(
@@ -68,7 +112,7 @@ describe('the Node options the server is started with', () => {
         if (Date.now() > deadline || child.exitCode !== null) throw new Error(`serve: ${out}${err}`)
         await new Promise((r) => setTimeout(r, 25))
       }
-      return err
+      return { out, err }
     } finally {
       child.kill('SIGTERM')
       if (child.exitCode === null) await new Promise((r) => child.once('exit', r))
@@ -77,8 +121,10 @@ describe('the Node options the server is started with', () => {
 
   it('agentops serve started without them says which, and how to pass them; with them it says nothing', async () => {
     const without = await serveUntil([], (_out, err) => err.includes('bin/agentops.mjs serve'))
-    expect(without).toContain('started without --max-semi-space-size=64')
-    expect(without).toContain('node --max-semi-space-size=64 bin/agentops.mjs serve')
+    expect(without.err).toContain('started without --max-semi-space-size=64')
+    expect(without.err).toContain('node --max-semi-space-size=64 bin/agentops.mjs serve')
+    // Its V8 flags it sets itself, and says so where it says it listens.
+    expect(without.out).toMatch(/listening on \S+ \(store: sqlite; V8 --no-allocation-site-pretenuring\)/)
     // The hint is written in the same turn as the listening line: half a second later it would have arrived.
     let listening = 0
     const withThem = await serveUntil(SERVER_NODE_OPTIONS, (out) => {
@@ -86,6 +132,9 @@ describe('the Node options the server is started with', () => {
       listening ||= Date.now()
       return Date.now() - listening > 500
     })
-    expect(withThem).not.toContain('started without')
+    expect(withThem.err).not.toContain('started without')
+    // An operator's own value of the flag is left as given.
+    const operators = await serveUntil(['--allocation-site-pretenuring'], (out) => /listening on/.test(out))
+    expect(operators.out).toMatch(/listening on \S+ \(store: sqlite\)/)
   })
 })
