@@ -140,6 +140,15 @@ describe('the layers of src/', () => {
     expect(violations()).toEqual([])
   })
 
+  it('forces no type with a double cast (`as unknown as`): a library is used through the types it publishes', () => {
+    const found = sourceFiles(SRC).flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (/\bas unknown as\b/.test(line) ? [`${relative(ROOT, file)}:${i + 1}`] : [])),
+    )
+    expect(found).toEqual([])
+  })
+
   it('hands the whole Services to no file but the composition roots', () => {
     const found = sourceFiles(SRC)
       .filter((file) => layerOf(file) !== 'root')
