@@ -23,11 +23,11 @@ export const SERVER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=64
  *
  * `--no-allocation-site-pretenuring`: V8 watches how many objects of each allocation site survive a scavenge and,
  * when nearly all do, allocates that site's objects straight in the old generation. Under a PostgreSQL store's write
- * load it ends up filling the old generation with per-request objects: measured under `--trace-gc-nvp` (5 s of keyed
- * POSTs from 50 connections, server on one core), 0.5-2 MB promoted per scavenge against 35-75 kB without it, twice
- * the scavenge pause time, and 2-3 mark-compacts of 7-15 ms where a request in flight waits for each; bench:http's
- * keyed POST p99 on PostgreSQL met 15 ms in every one of 5 runs with it against 3 of 5 without (README, Performance).
- * On SQLite the promotion is 35-55 kB either way.
+ * load the old generation fills with per-request objects: measured under `--trace-gc-nvp` (5 s of keyed POSTs from
+ * 50 connections, server on one core), 0.5-2 MB promoted per scavenge at V8's default in 10 runs of 11 against
+ * 30-97 kB with the flag, about 1.7-2.8 times the scavenge pause time, and 2-3 mark-compacts of 7-15 ms for each of
+ * which every request in flight waits; bench:http's keyed POST p99 on PostgreSQL met 15 ms in 9 runs of 9 with the
+ * flag against 7 of 9 without (README, Performance). On SQLite the promotion is 35-55 kB either way.
  */
 export const SERVER_V8_FLAGS: readonly string[] = ['--no-allocation-site-pretenuring']
 
