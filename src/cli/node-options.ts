@@ -42,10 +42,12 @@ function optionName(arg: string): string | undefined {
   return name.startsWith('--no-') ? `--${name.slice(5)}` : name
 }
 
-function givenOptions(execArgv: readonly string[], nodeOptions: string): Set<string> {
-  return new Set(
+/** The options of `wanted` that `node` was not given, with any value, on its command line or in NODE_OPTIONS. */
+function notGiven(wanted: readonly string[], execArgv: readonly string[], nodeOptions: string): string[] {
+  const given = new Set(
     [...execArgv, ...nodeOptions.split(/\s+/)].map(optionName).filter((n): n is string => n !== undefined),
   )
+  return wanted.filter((o) => !given.has(optionName(o) ?? o))
 }
 
 /**
@@ -56,8 +58,7 @@ export function missingNodeOptions(
   execArgv: readonly string[] = process.execArgv,
   nodeOptions: string = process.env.NODE_OPTIONS ?? '',
 ): string[] {
-  const given = givenOptions(execArgv, nodeOptions)
-  return SERVER_NODE_OPTIONS.filter((o) => !given.has(optionName(o) ?? o))
+  return notGiven(SERVER_NODE_OPTIONS, execArgv, nodeOptions)
 }
 
 /** The flags of SERVER_V8_FLAGS to set: all but those the operator gave `node`, with either value. */
@@ -65,8 +66,7 @@ export function serverV8Flags(
   execArgv: readonly string[] = process.execArgv,
   nodeOptions: string = process.env.NODE_OPTIONS ?? '',
 ): string[] {
-  const given = givenOptions(execArgv, nodeOptions)
-  return SERVER_V8_FLAGS.filter((f) => !given.has(optionName(f) ?? f))
+  return notGiven(SERVER_V8_FLAGS, execArgv, nodeOptions)
 }
 
 /** Sets serverV8Flags() on this process's VM and returns them (`agentops serve`, before the server loads). */
