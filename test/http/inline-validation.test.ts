@@ -16,12 +16,12 @@ let agentId: string
 beforeAll(async () => {
   t = await startTestServer()
   token = (await t.createKey({ scopes: ['*'] })).token
-  const created = await fetch(`${t.baseUrl}/v1/agents`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'parity', behavior: 'autonomous', capabilities: [] }),
+  const created = await t.request('POST', '/v1/agents', {
+    token,
+    body: { name: 'parity', behavior: 'autonomous', capabilities: [] },
   })
-  agentId = ((await created.json()) as { agent_id: string }).agent_id
+  expect(created.status).toBe(201)
+  agentId = created.body.agent_id
 })
 afterAll(() => t.close())
 
