@@ -1,9 +1,10 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Context } from 'hono'
 
 /** What @hono/node-server hands every request as `c.env`; in-process `app.request` (tests) hands nothing. */
-interface NodeBindings {
+export interface NodeBindings {
   incoming?: IncomingMessage
+  outgoing?: ServerResponse
 }
 
 /** Node's own request, when the app serves real HTTP. */

@@ -1,9 +1,10 @@
 import type { ServerResponse } from 'node:http'
 import type { Context } from 'hono'
+import type { NodeBindings } from '../api/request-headers.js'
 
 /** Node's own response, when the app serves real HTTP. */
 export function nodeResponse(c: Context): ServerResponse | undefined {
-  return (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing
+  return (c.env as NodeBindings | undefined)?.outgoing
 }
 
 /** Puts headers on whichever answer the app makes next (an error envelope): Node's response, or the context's. */
