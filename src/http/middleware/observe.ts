@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
+import { routePath } from 'hono/route'
 import type { AppEnv } from '../../api/context.js'
 import { type SurfaceObserver, UNMATCHED_ROUTE } from '../../api/observe.js'
 import { answerWithRequestId } from './request-id.js'
@@ -19,13 +20,12 @@ function templateOf(honoPath: string): string {
 /**
  * The route template a request matched: the last route Hono matched (routes are registered after the middleware
  * mounted on `*` and `/v1/*`), or `unmatched`. Never the request's path, whose ids are unbounded. Unlike
- * `c.req.routePath` (the handler running now: `/v1/*` for a request the auth middleware refused), this names the
+ * `routePath(c)` (the handler running now: `/v1/*` for a request the auth middleware refused), this names the
  * route the request was for, whoever answered it.
  */
 export function routeTemplate(c: Context): string {
-  const matched = c.req.matchedRoutes
-  const last = matched[matched.length - 1]
-  return last ? templateOf(last.path) : UNMATCHED_ROUTE
+  const path = routePath(c, -1)
+  return path ? templateOf(path) : UNMATCHED_ROUTE
 }
 
 function report(observer: SurfaceObserver, c: Context<AppEnv>, started: number): void {
