@@ -5,10 +5,14 @@
  *
  *   reference  the reference server (store from the database URL), with an enterprise key, an agent and a run
  *   bare       bare Hono on @hono/node-server: the same route shapes with a bearer check and nothing else
+ *   floor      the reference server observed by ./support/floor-observer.ts (a library-free request line and
+ *              histogram) instead of its own observer: the lower bound of what observation costs
  */
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
+import type { SurfaceObserver } from '../src/api/observe.js'
 import { startServer } from '../src/server.js'
+import { FloorObserver } from './support/floor-observer.js'
 import { throwawaySqliteUrl } from './support/throwaway-db.js'
 
 export interface TargetInfo {
@@ -20,8 +24,9 @@ export interface TargetInfo {
 const RUN_ID = 'run_01jbenchbenchbenchbenchbe'
 const BARE_TOKEN = 'aok_bench_token'
 
-async function startReference(databaseUrl: string): Promise<TargetInfo> {
+async function startReference(databaseUrl: string, observer?: SurfaceObserver): Promise<TargetInfo> {
   const server = await startServer({
+    ...(observer ? { observer } : {}),
     config: { port: 0, host: '127.0.0.1', databaseUrl, allowPrivateWebhooks: true, webhookPollMs: 1000 },
   })
   // Enterprise with a quota no run of the bench can reach, so 429s never distort the figures.
@@ -79,7 +84,13 @@ async function startBare(): Promise<TargetInfo> {
 }
 
 const [kind, databaseUrl] = process.argv.slice(2)
-const info = kind === 'bare' ? await startBare() : await startReference(databaseUrl ?? throwawaySqliteUrl())
+const info =
+  kind === 'bare'
+    ? await startBare()
+    : await startReference(
+        databaseUrl ?? throwawaySqliteUrl(),
+        kind === 'floor' ? new FloorObserver() : undefined,
+      )
 process.stdout.write(`${JSON.stringify(info)}\n`)
 // The parent ends this process with SIGTERM when it is done.
 process.on('SIGTERM', () => process.exit(0))

@@ -17,6 +17,9 @@
  * `--b-env NAME=value` (repeatable) runs side B as deployed with that environment on top (a setting against the
  * default). `--b-bare` makes side B bare Hono with the same route shapes (bench/http-targets.ts): the reference
  * server's CPU per request over bare Hono's, paired, which bench:http can only compare one after the other.
+ * `--a-floor` makes side A the reference server observed by bench/support/floor-observer.ts (the same request line
+ * and latency histogram with no library and nothing to spare; the server's own metrics and log off): what
+ * observing every request costs at the least, whoever implements it.
  *
  * Like bench:http, the servers run on a reserved core and autocannon on the others (bench/support/cpu-pinning.ts);
  * `--no-pin`, and `--together` (two servers loaded at once), leave placement to the scheduler.
@@ -27,7 +30,7 @@
  * is not counted (bench/profile-get.ts --postgres counts it).
  *
  *   npm run bench:observability -- [--rounds N] [--seconds S] [--route get|post|post-keyed] [--postgres] [--no-pin]
- *                                   [--aa | --b-root <dir> | --b-env NAME=value ... | --b-bare]
+ *                                   [--aa | --b-root <dir> | --b-env NAME=value ... | --b-bare] [--a-floor]
  */
 import { resolve } from 'node:path'
 import autocannon from 'autocannon'
@@ -48,6 +51,7 @@ const seconds = Math.min(30, Math.max(0.5, Number(option('--seconds', '1'))))
 const routes = option('--route', 'get,post').split(',')
 const aa = args.includes('--aa')
 const bBare = args.includes('--b-bare')
+const aFloor = args.includes('--a-floor')
 const together = args.includes('--together')
 /** Not with `--together`: two servers loaded at once need a core each. */
 const cpus = pinBenchProcess(!args.includes('--no-pin') && !together)
@@ -69,10 +73,12 @@ interface Side {
   root: string
   observability: boolean
   env?: Record<string, string>
-  /** bench/http-targets.ts's kind: the reference server, or bare Hono with the same route shapes. */
-  kind?: 'reference' | 'bare'
+  /** bench/http-targets.ts's kind: the reference server, bare Hono with the same route shapes, or the floor. */
+  kind?: 'reference' | 'bare' | 'floor'
 }
-const sideA: Side = { label: 'on', root: ROOT, observability: true }
+const sideA: Side = aFloor
+  ? { label: 'floor (library-free line and histogram)', root: ROOT, observability: false, kind: 'floor' }
+  : { label: 'on', root: ROOT, observability: true }
 const sideB: Side = aa
   ? { label: 'on (A/A twin)', root: ROOT, observability: true }
   : bBare
@@ -96,7 +102,7 @@ interface Target extends TargetInfo {
 
 async function start(side: Side): Promise<Target> {
   const kind = side.kind ?? 'reference'
-  const database = pg && kind === 'reference' ? [await createDatabase(pg.url)] : []
+  const database = pg && kind !== 'bare' ? [await createDatabase(pg.url)] : []
   const { child, ...info } = await startServerChild<TargetInfo>({
     script: 'http-targets.ts',
     args: [kind, ...database],

@@ -1,4 +1,22 @@
-/** Reading Prometheus text exposition in tests: series with their labels, and the metric families declared. */
+/**
+ * Reading Prometheus text exposition in tests (series with their labels, and the metric families declared), and
+ * the request log line's documented fields.
+ */
+
+/** The fields of a request log line (README, Operating), sorted. */
+export const REQUEST_LOG_FIELDS = [
+  'level',
+  'time',
+  'pid',
+  'req_id',
+  'method',
+  'route',
+  'status',
+  'duration_ms',
+  'workspace_id',
+  'key_id',
+  'msg',
+].sort()
 
 export interface Series {
   name: string

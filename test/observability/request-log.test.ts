@@ -8,22 +8,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createLogger } from '../../src/observability/logger.js'
 import { type RunningServer, startServer } from '../../src/server.js'
 import { testTempDir } from '../support/temp.js'
+import { REQUEST_LOG_FIELDS } from './helpers.js'
 
 type Line = Record<string, unknown>
-
-const REQUEST_FIELDS = [
-  'level',
-  'time',
-  'pid',
-  'req_id',
-  'method',
-  'route',
-  'status',
-  'duration_ms',
-  'workspace_id',
-  'key_id',
-  'msg',
-].sort()
 
 describe('the request log', () => {
   const chunks: string[] = []
@@ -81,7 +68,7 @@ describe('the request log', () => {
     const requests = lines().filter((l) => l.msg === 'request')
     expect(requests).toHaveLength(2)
     const [post, get] = requests as [Line, Line]
-    expect(Object.keys(post).sort()).toEqual(REQUEST_FIELDS)
+    expect(Object.keys(post).sort()).toEqual(REQUEST_LOG_FIELDS)
     expect(post).toMatchObject({
       level: 30,
       req_id: 'trace-abc.1',
