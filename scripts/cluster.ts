@@ -27,7 +27,10 @@ console.log(`cluster: store ${databaseUrl.replace(/:[^:@/]*@/, ':***@')}`)
 const token = await issueToken(databaseUrl, ['--workspace', 'cluster-demo', '--tier', 'pro'])
 const replicas: Replica[] = []
 for (let i = 0; i < count; i++) {
-  const replica = await startReplica(i, databaseUrl, {}, (line) => console.log(`replica ${line}`))
+  // Still serving for 1 s after /readyz turned 503: two polls of the balancer below, so it stops sending first.
+  const replica = await startReplica(i, databaseUrl, { AGENTOPS_SHUTDOWN_DRAIN_MS: '1000' }, (line) =>
+    console.log(`replica ${line}`),
+  )
   console.log(`cluster: replica ${i} at ${replica.url} (pid ${replica.pid})`)
   replicas.push(replica)
 }

@@ -43,6 +43,11 @@ export interface Config {
    * an announced revoke closes them at once whatever this is.
    */
   keyWatchPollMs: number
+  /**
+   * On SIGTERM/SIGINT, how long the server keeps accepting and answering (each answer with `Connection: close`) after
+   * `/readyz` turned 503 and before it stops listening: the time a balancer needs to see the 503 and stop sending.
+   */
+  shutdownDrainMs: number
   /** On SIGTERM/SIGINT, how long requests in progress may take to finish before their connections are cut. */
   shutdownGraceMs: number
   /** Prometheus metrics (`GET /metrics`) and the instrumentation behind them; default on. */
@@ -146,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       'AGENTOPS_STREAM_FALLBACK_POLL_MS',
     ),
     keyWatchPollMs: intFrom(env.AGENTOPS_KEY_WATCH_POLL_MS, 500, 'AGENTOPS_KEY_WATCH_POLL_MS'),
+    shutdownDrainMs: intFrom(env.AGENTOPS_SHUTDOWN_DRAIN_MS, 0, 'AGENTOPS_SHUTDOWN_DRAIN_MS'),
     shutdownGraceMs: intFrom(env.AGENTOPS_SHUTDOWN_GRACE_MS, 10_000, 'AGENTOPS_SHUTDOWN_GRACE_MS'),
     webhookTimeoutMs: intFrom(env.AGENTOPS_WEBHOOK_TIMEOUT_MS, 10_000, 'AGENTOPS_WEBHOOK_TIMEOUT_MS'),
     webhookRetryBaseMs: intFrom(env.AGENTOPS_WEBHOOK_RETRY_BASE_MS, 5_000, 'AGENTOPS_WEBHOOK_RETRY_BASE_MS'),

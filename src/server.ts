@@ -149,11 +149,14 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     ...(metricsUrl ? { metricsUrl } : {}),
     close() {
       closing ??= (async () => {
-        // First: /readyz answers 503 from now on, so a balancer stops sending this replica new requests.
+        // First: /readyz answers 503 from now on, so a balancer stops sending this replica new requests, and every
+        // answer tells its keep-alive client to reconnect (elsewhere).
         readiness.draining()
-        logger.info('shutdown: draining')
-        // Stop accepting; answers still in progress tell keep-alive clients to reconnect (elsewhere).
         inFlight.drain()
+        logger.info({ drain_ms: config.shutdownDrainMs }, 'shutdown: draining')
+        // Still listening until the balancer has had time to see the 503: stop sooner and the requests it sends
+        // meanwhile find a closed port.
+        if (config.shutdownDrainMs > 0) await new Promise((r) => setTimeout(r, config.shutdownDrainMs))
         const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()))
         // WebSockets close with 1001 so their clients resume with `since` on another replica.
         for (const a of attached) await a.close()
