@@ -1,12 +1,35 @@
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Db, openDb } from '../../src/store/db.js'
+import { type Db, openDb, storeKind } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import type { PostgresDb } from '../../src/store/postgres.js'
 import { EventRepo } from '../../src/store/repos/events.js'
 import { StatementCache, translatePlaceholders } from '../../src/store/sqlite.js'
 import { backends } from '../support/backends.js'
 import { Gate } from '../support/gate.js'
+
+describe('the store a database URL names', () => {
+  it.each([
+    ['postgres://u:p@h:5432/db', 'postgres'],
+    ['postgresql://h/db', 'postgres'],
+    ['sqlite:./.agentops/agentops.db', 'sqlite'],
+    ['sqlite:///var/lib/agentops.db', 'sqlite'],
+    ['file:/tmp/a.db', 'sqlite'],
+    [':memory:', 'sqlite'],
+    ['./data/agentops.db', 'sqlite'],
+    ['C:\\data\\agentops.db', 'sqlite'],
+  ] as const)('%s is %s', (url, kind) => {
+    expect(storeKind(url)).toBe(kind)
+  })
+
+  it.each(['mysql://u:secret@h/db', 'postgres:/h/db', 'redis://h'])(
+    'refuses %s instead of making it a file, without echoing it',
+    async (url) => {
+      await expect(openDb(url)).rejects.toThrow(/must be sqlite:<file> or postgres:\/\//)
+      await expect(openDb(url)).rejects.not.toThrow(/secret/)
+    },
+  )
+})
 
 describe('placeholder translation', () => {
   it('reorders repeated and out-of-order $n parameters for SQLite', () => {
