@@ -3,6 +3,7 @@ import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
 import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
+import type { Logger } from '../observability/logger.js'
 import { openDb } from '../store/db.js'
 import { migrate } from '../store/migrations/index.js'
 import { createRepositories } from '../store/repos/index.js'
@@ -166,43 +167,55 @@ export async function main(argv: string[]): Promise<number> {
         const port = values.port !== undefined ? Number(values.port) : undefined
         if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
           throw new UsageError(`--port must be 0..65535, got "${values.port}"`)
+        const overrides = {
+          ...(port !== undefined ? { port } : {}),
+          ...(values.host ? { host: values.host } : {}),
+          ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
+        }
+        // The server's own log from the first line on: stdout stays one JSON object a line (pretty on a terminal).
+        const config = loadConfig(process.env, overrides)
+        const { createLogger } = await import('../observability/logger.js')
+        const logger = createLogger({ level: config.logLevel, pretty: config.logPretty })
+        logCrashes(logger)
         const v8Flags = applyServerV8Flags()
-        // Only `serve` loads the server (HTTP, GraphQL, the generated routes): key and workspace commands start fast.
-        const { startServer } = await import('../server.js')
-        const server = await startServer({
-          config: {
-            ...(port !== undefined ? { port } : {}),
-            ...(values.host ? { host: values.host } : {}),
-            ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
-          },
-        })
-        console.log(
-          `agentops listening on ${server.url} (store: ${server.services.db.dialect}` +
-            `${v8Flags.length > 0 ? `; V8 ${v8Flags.join(' ')}` : ''})`,
-        )
+        logger.info({ node: process.version, v8_flags: v8Flags }, 'starting')
         const missing = missingNodeOptions()
         if (missing.length > 0) {
-          console.warn(
-            `agentops: Node was started without ${missing.join(' ')}, which \`npm start\` passes: under load a write costs ` +
+          logger.warn(
+            { missing_node_options: missing },
+            `Node was started without ${missing.join(' ')}, which \`npm start\` passes: under load a write costs ` +
               `about a sixth more CPU; start it as \`node ${missing.join(' ')} bin/agentops.mjs serve\` or put the option in NODE_OPTIONS`,
           )
+        }
+        // Only `serve` loads the server (HTTP, GraphQL, the generated routes): key and workspace commands start fast.
+        const { startServer } = await import('../server.js')
+        let server: Awaited<ReturnType<typeof startServer>>
+        try {
+          server = await startServer({ config: overrides, logger })
+        } catch (err) {
+          logger.fatal({ err }, 'start failed')
+          logger.flush()
+          return 1
         }
         let stopping = false
         const stop = (signal: NodeJS.Signals) => {
           if (stopping) {
             // A second signal means "now": skip the grace period.
-            console.log(`agentops: ${signal} again, exiting without waiting`)
+            logger.warn({ signal }, 'second signal: exiting without waiting')
+            logger.flush()
             process.exit(1)
           }
           stopping = true
           const began = Date.now()
           server.close().then(
             () => {
-              console.log(`agentops stopped on ${signal} in ${Date.now() - began} ms`)
+              logger.info({ signal, ms: Date.now() - began }, 'stopped')
+              logger.flush()
               process.exit(0)
             },
             (err: unknown) => {
-              console.error(`agentops: shutdown on ${signal} failed: ${(err as Error).message}`)
+              logger.error({ err, signal }, 'shutdown failed')
+              logger.flush()
               process.exit(1)
             },
           )
@@ -305,6 +318,20 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`agentops: ${(err as Error).message}`)
     return 1
   }
+}
+
+/**
+ * A crash of the serving process is logged like everything else it says (with its stack, at `fatal`, flushed) and
+ * ends it with 1, as Node would end it.
+ */
+function logCrashes(logger: Pick<Logger, 'fatal' | 'flush'>): void {
+  const crash = (what: string) => (err: unknown) => {
+    logger.fatal({ err }, what)
+    logger.flush()
+    process.exit(1)
+  }
+  process.on('uncaughtException', crash('uncaught exception'))
+  process.on('unhandledRejection', crash('unhandled rejection'))
 }
 
 function help(command: string): number {

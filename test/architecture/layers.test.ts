@@ -18,7 +18,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   graphql: ['graphql', 'api', 'domain', 'contract', 'generated', 'root'],
   stream: ['stream', 'api', 'domain', 'contract', 'root'],
   observability: ['observability', 'api', 'domain', 'root'],
-  cli: ['cli', 'domain', 'store', 'root'],
+  // `serve` sets up the process's log (observability) before the server, so a failed start is logged too.
+  cli: ['cli', 'domain', 'store', 'observability', 'root'],
   root: [
     'root',
     'api',

@@ -19,6 +19,8 @@ async function spawnServer(databaseUrl: string): Promise<{ child: ChildProcess; 
       AGENTOPS_DATABASE_URL: databaseUrl,
       AGENTOPS_RUN_LEASE_MS: '400',
       AGENTOPS_RUN_CONCURRENCY: '1',
+      // The address it listens on is in its JSON log's "server started" line, an info line.
+      AGENTOPS_LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -27,11 +29,13 @@ async function spawnServer(databaseUrl: string): Promise<{ child: ChildProcess; 
     out += d
   })
   const deadline = Date.now() + 20_000
-  while (!/listening on (\S+)/.test(out)) {
+  const started = /"msg":"server started"/
+  while (!started.test(out)) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`server did not start: ${out}`)
     await new Promise((r) => setTimeout(r, 25))
   }
-  return { child, url: /listening on (\S+)/.exec(out)?.[1] ?? '' }
+  const line = out.split('\n').find((l) => started.test(l)) ?? '{}'
+  return { child, url: String((JSON.parse(line) as { url?: string }).url) }
 }
 
 describe.each(backends())('runs survive a killed server on $name', (backend) => {

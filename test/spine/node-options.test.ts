@@ -94,7 +94,7 @@ describe('the Node options the server is started with', () => {
       [...nodeArgs, BIN, 'serve', '--port', '0', '--database-url', store],
       {
         cwd: ROOT,
-        env: { ...env, HOST: '127.0.0.1', AGENTOPS_LOG_LEVEL: 'warn' },
+        env: { ...env, HOST: '127.0.0.1', AGENTOPS_LOG_LEVEL: 'info' },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     )
@@ -120,21 +120,29 @@ describe('the Node options the server is started with', () => {
   }
 
   it('agentops serve started without them says which, and how to pass them; with them it says nothing', async () => {
-    const without = await serveUntil([], (_out, err) => err.includes('bin/agentops.mjs serve'))
-    expect(without.err).toContain('started without --max-semi-space-size=64')
-    expect(without.err).toContain('node --max-semi-space-size=64 bin/agentops.mjs serve')
-    // Its V8 flags it sets itself, and says so where it says it listens.
-    expect(without.out).toMatch(/listening on \S+ \(store: sqlite; V8 --no-allocation-site-pretenuring\)/)
-    // The hint is written in the same turn as the listening line: half a second later it would have arrived.
-    let listening = 0
-    const withThem = await serveUntil(SERVER_NODE_OPTIONS, (out) => {
-      if (!/listening on/.test(out)) return false
-      listening ||= Date.now()
-      return Date.now() - listening > 500
-    })
-    expect(withThem.err).not.toContain('started without')
+    const started = (out: string) => logLines(out).some((l) => l.msg === 'server started')
+    const without = await serveUntil([], started)
+    const hint = logLines(without.out).find((l) => l.level === 40)
+    expect(hint?.missing_node_options).toEqual(['--max-semi-space-size=64'])
+    expect(hint?.msg).toContain('node --max-semi-space-size=64 bin/agentops.mjs serve')
+    // The V8 flags it sets itself, it says as it starts.
+    expect(logLines(without.out).find((l) => l.msg === 'starting')?.v8_flags).toEqual([
+      '--no-allocation-site-pretenuring',
+    ])
+    // Everything it says is on stdout, one JSON object a line (a log collector reads it); nothing on stderr.
+    expect(without.err).toBe('')
+    const withThem = await serveUntil(SERVER_NODE_OPTIONS, started)
+    expect(logLines(withThem.out).filter((l) => l.level === 40)).toEqual([])
     // An operator's own value of the flag is left as given.
-    const operators = await serveUntil(['--allocation-site-pretenuring'], (out) => /listening on/.test(out))
-    expect(operators.out).toMatch(/listening on \S+ \(store: sqlite\)/)
+    const operators = await serveUntil(['--allocation-site-pretenuring'], started)
+    expect(logLines(operators.out).find((l) => l.msg === 'starting')?.v8_flags).toEqual([])
   })
 })
+
+/** stdout's JSON lines (every line is one: a line that is not fails here). */
+function logLines(out: string): Record<string, unknown>[] {
+  return out
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+}

@@ -1,0 +1,36 @@
+/**
+ * `agentops serve` says everything through its JSON log, a start that fails too: one `fatal` line with the error's
+ * stack on stdout, nothing on stderr, exit 1.
+ */
+import { spawnSync } from 'node:child_process'
+import { join, resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = resolve(import.meta.dirname, '../..')
+
+describe('agentops serve failing to start', () => {
+  it('logs one fatal line with the stack and exits 1', () => {
+    const run = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin/agentops.mjs'), 'serve', '--port', '0', '--database-url', 'mysql://u:secret@h/db'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, HOST: '127.0.0.1', AGENTOPS_LOG_LEVEL: 'info', NODE_OPTIONS: '' },
+        timeout: 30_000,
+      },
+    )
+    expect(run.status).toBe(1)
+    expect(run.stderr).toBe('')
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: number; msg: string; err?: { message: string; stack: string } })
+    const fatal = lines.filter((l) => l.level === 60)
+    expect(fatal).toHaveLength(1)
+    expect(fatal[0]?.msg).toBe('start failed')
+    expect(fatal[0]?.err?.message).toMatch(/must be sqlite:<file> or postgres:\/\//)
+    expect(fatal[0]?.err?.stack).toContain('storeKind')
+    expect(run.stdout).not.toContain('secret')
+  })
+})
