@@ -18,6 +18,7 @@ import { createServices, type Services } from './services.js'
 import { type Db, openDb, timesStatements, timesTransactions } from './store/db.js'
 import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
+import { reportStoreProblemsTo } from './store/problems.js'
 import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
 
 export interface RunningServer {
@@ -49,6 +50,7 @@ export interface StartOptions {
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const config = loadConfig(process.env, options.config)
   const logger = options.logger ?? createLogger({ level: config.logLevel, pretty: config.logPretty })
+  reportStoreProblemsTo(logger)
   const metrics = config.metrics ? createMetrics() : undefined
   // Metrics and the request log ride on the surface observer: on by default, as `npm start` runs.
   const observer = options.observer ?? createSurfaceObserver(metrics, logger)

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
+import { reportStoreProblem } from './problems.js'
 
 /**
  * Checkpoints the WAL from a worker thread with its own connection. SQLite's automatic checkpoint runs inside the
@@ -37,9 +38,9 @@ export class WalCheckpointer {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3')
     this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driver, intervalMs } })
     this.worker.on('message', (message: { error?: string }) => {
-      if (message.error) console.error(`[store] WAL checkpoint failed: ${message.error}`)
+      if (message.error) reportStoreProblem(new Error(message.error), 'WAL checkpoint failed')
     })
-    this.worker.on('error', (err) => console.error('[store] the WAL checkpointer stopped:', err))
+    this.worker.on('error', (err) => reportStoreProblem(err, 'the WAL checkpointer stopped'))
     // Never what keeps the process alive: a server's own handles do that.
     this.worker.unref()
   }

@@ -14,6 +14,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Queryable } from '../domain/ports.js'
 import { ForwardingQueryable } from './db.js'
+import { reportStoreProblem } from './problems.js'
 
 export class Unit<Tx> {
   /** False once the unit's function settled: a late statement of its context then takes the ordinary path. */
@@ -42,7 +43,7 @@ export class Unit<Tx> {
         try {
           fn()
         } catch (err) {
-          console.error('[unit-of-work] after-commit callback failed:', err)
+          reportStoreProblem(err, 'after-commit callback failed')
         }
       })
     }

@@ -5,6 +5,7 @@ import { systemClock } from '../../src/domain/clock.js'
 import { createServices, type Services } from '../../src/services.js'
 import { type Db, hotPath, openDb, timesStatements } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { reportStoreProblemsTo } from '../../src/store/problems.js'
 import { type Backend, backends } from '../support/backends.js'
 
 describe.each(backends())('units of work on $name', (backend) => {
@@ -73,6 +74,27 @@ describe.each(backends())('units of work on $name', (backend) => {
       ran = true
     })
     expect(ran).toBe(true) // outside a unit: at once
+  })
+
+  it("reports a callback that throws to the store's problem log, and still runs the others", async () => {
+    const problems: { err: unknown; message: string }[] = []
+    reportStoreProblemsTo({ error: ({ err }, message) => problems.push({ err, message }) })
+    try {
+      let second = false
+      await db.unitOfWork(async () => {
+        await db.run('INSERT INTO uow_t (k, v) VALUES ($1, 1)', ['thrower'])
+        db.afterCommit(() => {
+          throw new Error('callback broke')
+        })
+        db.afterCommit(() => {
+          second = true
+        })
+      })
+      await vi.waitFor(() => expect(second).toBe(true))
+      expect(problems).toEqual([{ err: new Error('callback broke'), message: 'after-commit callback failed' }])
+    } finally {
+      reportStoreProblemsTo({ error: ({ err }, message) => console.error(message, err) })
+    }
   })
 
   it('lets other work go on while it is not running, and keeps it out while it is', async () => {

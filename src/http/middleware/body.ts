@@ -135,8 +135,7 @@ function libuvHandle(socket: object): ReadingHandle | undefined {
 }
 
 function clientWentAway(): ApiError {
-  // Nobody will read the answer, and it is not a server failure.
-  console.info('[http] the client closed the connection before sending the whole request body')
+  // Nobody will read the answer, and it is not a server failure: its request log line (a 400) is the record.
   return new ApiError('invalid_request', 'The request body ended before it was complete', {
     issues: [],
     fields: [],
