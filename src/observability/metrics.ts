@@ -218,6 +218,8 @@ export class SocketMetrics {
   private readonly sent: IncChild
   private readonly slow: IncChild
   private source: (() => SubscriptionCounts) | undefined
+  /** Every topic kind the transport has reported so far. */
+  private readonly kinds = new Set<string>()
 
   constructor(transport: SocketTransport, sent: Counter<'transport'>, slow: Counter<'transport'>) {
     this.sent = zeroed(sent, transport)
@@ -229,8 +231,20 @@ export class SocketMetrics {
     this.source = source
   }
 
+  /**
+   * Live subscriptions by kind, every kind reported before included: a transport may leave out a kind nobody
+   * subscribes to now (graphql-ws's reading does), and a gauge series that is not set keeps its last value.
+   */
   subscriptions(): SubscriptionCounts | undefined {
-    return this.source?.()
+    const live = this.source?.()
+    if (!live) return undefined
+    const counts = new Map<string, number>()
+    for (const kind of this.kinds) counts.set(kind, 0)
+    for (const [kind, n] of live) {
+      this.kinds.add(kind)
+      counts.set(kind, n)
+    }
+    return counts
   }
 
   messageSent(): void {
@@ -398,20 +412,37 @@ export function createMetrics(): Metrics {
       registers,
     }),
   )
-  const outboxAge = new Gauge({
+  // Both outbox gauges from one store read per scrape, each set in its own collect: prom-client collects a scrape's
+  // metrics at once, so a gauge set from another's collect showed what the previous scrape had read.
+  let outboxRead: Promise<Awaited<ReturnType<StoreGauges['outbox']>> | undefined> | undefined
+  const readOutbox = () => {
+    outboxRead ??= (async () => {
+      try {
+        return await gauges?.outbox()
+      } catch {
+        return undefined
+      } finally {
+        outboxRead = undefined
+      }
+    })()
+    return outboxRead
+  }
+  new Gauge({
     name: 'agentops_webhook_outbox_oldest_age_seconds',
     help: 'Age of the oldest delivery not yet delivered or given up (0 when none); the same on every replica',
     registers,
+    async collect() {
+      const outbox = await readOutbox()
+      if (outbox) this.set(outbox.oldestAgeSeconds)
+    },
   })
   new Gauge({
     name: 'agentops_webhook_outbox_depth',
     help: 'Deliveries waiting for a first or a further attempt; the same on every replica of one store',
     registers,
     async collect() {
-      const outbox = await gauges?.outbox().catch(() => undefined)
-      if (!outbox) return
-      this.set(outbox.depth)
-      outboxAge.set(outbox.oldestAgeSeconds)
+      const outbox = await readOutbox()
+      if (outbox) this.set(outbox.depth)
     },
   })
 

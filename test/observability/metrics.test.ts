@@ -3,23 +3,19 @@
  * names, tokens, raw paths), and the three ways it is served (API port before auth, own bearer token, own port).
  */
 import { randomUUID } from 'node:crypto'
+import { request as httpRequest } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAgent, registerTool, startRun, waitForRun } from '../runs/helpers.js'
 import { openClient, type TestClient } from '../stream/client.js'
+import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
-import { families, parseSeries, type Series, seriesValue } from './helpers.js'
+import { families, type Series, scrape, seriesValue } from './helpers.js'
 
 const ID = /[a-z]+_[0-9a-z]{26}/
 
-async function scrape(url: string, headers: Record<string, string> = {}): Promise<string> {
-  const res = await fetch(`${url}/metrics`, { headers })
-  expect(res.status).toBe(200)
-  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/)
-  return res.text()
-}
-
 describe('metrics after real traffic', () => {
   let t: TestServer
+  let token: string
   let text: string
   let series: Series[]
   /** Every value a tenant chose or was given: none may appear in a label. */
@@ -33,7 +29,7 @@ describe('metrics after real traffic', () => {
     const limited = await t.createKey({ tier: 'enterprise', limitPerHour: 100, burstLimit: 1 })
     const connector = `conn-${randomUUID().slice(0, 8)}`
     tenantValues.push(workspace, key.token, key.key_id, key.workspace_id, limited.key_id, connector)
-    const token = key.token
+    token = key.token
 
     // A run through a tool: a policy decision, a claim, a finished run.
     await registerTool(t, token, { name: 'search' })
@@ -88,8 +84,7 @@ describe('metrics after real traffic', () => {
     stream.send({ type: 'subscribe', topics: ['runs'] })
     await stream.waitFor((m) => m.type === 'subscribed')
 
-    text = await scrape(t.baseUrl)
-    series = parseSeries(text)
+    ;({ text, series } = await scrape(t.baseUrl))
   })
   afterAll(async () => {
     await stream?.close()
@@ -106,7 +101,43 @@ describe('metrics after real traffic', () => {
       seriesValue(series, count, { method: 'POST', route: '/v1/agents', status_class: '2xx' }),
     ).toBeGreaterThanOrEqual(3)
     expect(seriesValue(series, count, { method: 'GET', route: '/v1/agents', status_class: '4xx' })).toBe(1)
+    // A status class is bound on its first answer: none of this traffic failed on the server's side.
+    const fiveXx = series.filter((s) => s.name === count && s.labels.status_class === '5xx')
+    expect(fiveXx).toEqual([])
     expect(seriesValue(series, 'agentops_http_requests_in_flight')).toBe(0)
+  })
+
+  it('counts a request in flight until its answer is ready (here: its body still arriving)', async () => {
+    const body = JSON.stringify({ name: 'slow-body', behavior: 'autonomous' })
+    const req = httpRequest(`${t.baseUrl}/v1/agents`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+      },
+    })
+    const answered = new Promise<number>((resolve, reject) => {
+      req.on('response', (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+      })
+      req.on('error', reject)
+    })
+    req.write(body.slice(0, 10))
+    const inFlight = async () =>
+      seriesValue((await scrape(t.baseUrl)).series, 'agentops_http_requests_in_flight')
+    // Bounded wait for the request's head to reach the server; the scrape itself is not counted.
+    const deadline = Date.now() + 5_000
+    let during = await inFlight()
+    while (during === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10))
+      during = await inFlight()
+    }
+    expect(during).toBe(1)
+    req.end(body.slice(10))
+    expect(await answered).toBe(201)
+    expect(await inFlight()).toBe(0)
   })
 
   it('counts refusals by error code, rate limits by tier and idempotency answers', () => {
@@ -126,8 +157,9 @@ describe('metrics after real traffic', () => {
     ).toBeGreaterThanOrEqual(1)
     expect(seriesValue(series, 'agentops_run_duration_seconds_count', { outcome: 'succeeded' })).toBe(1)
     expect(seriesValue(series, 'agentops_run_claim_latency_seconds_count')).toBe(1)
+    // Its one run has finished (runs in each state: run-metrics.test.ts).
     for (const status of ['queued', 'running', 'awaiting_approval']) {
-      expect(series.some((s) => s.name === 'agentops_runs' && s.labels.status === status)).toBe(true)
+      expect(seriesValue(series, 'agentops_runs', { status })).toBe(0)
     }
     expect(seriesValue(series, 'agentops_ingest_records_total', { result: 'accepted' })).toBe(1)
     expect(seriesValue(series, 'agentops_ingest_records_total', { result: 'rejected' })).toBe(1)
@@ -139,6 +171,7 @@ describe('metrics after real traffic', () => {
     expect(
       seriesValue(series, 'agentops_socket_messages_sent_total', { transport: 'stream' }),
     ).toBeGreaterThanOrEqual(1)
+    // No subscription, so nothing in the outbox (a waiting delivery: webhook-metrics.test.ts).
     expect(seriesValue(series, 'agentops_webhook_outbox_depth')).toBe(0)
     expect(seriesValue(series, 'agentops_store_pool_connections', { state: 'total' })).toBe(1)
   })
@@ -162,6 +195,60 @@ describe('metrics after real traffic', () => {
     for (const route of routes) expect(route).toMatch(/^(unmatched|\/[a-z0-9/_.{}-]*)$/)
     // A label set per route template × method × status class: bounded whatever ids clients send.
     expect(routes.size).toBeLessThan(20)
+  })
+})
+
+/** Keyed requests overlap only on PostgreSQL: SQLite runs them one at a time, so none is ever in progress there. */
+const postgres = backends().find((b) => b.name === 'postgres')
+
+describe.skipIf(!postgres)('idempotency answers under a burst on one key, on PostgreSQL', () => {
+  it('counts every 409 idempotency_key_in_progress and every replay (test/limits/idempotency.test.ts)', async () => {
+    const t = await startTestServer({ databaseUrl: await postgres!.freshUrl() })
+    try {
+      const { token } = await t.createKey()
+      // A route whose work runs inside the key's claim (POST /v1/agents answers as its claim instead, in one
+      // round trip, which a burst rarely overlaps).
+      const tool = (name: string) => ({
+        name,
+        provider: 'builtin:echo',
+        config: {},
+        idempotent: true,
+        output_schema: {},
+        policy_binding: { envelope: 'default', required_scopes: [] },
+      })
+      let inProgress = 0
+      let replayed = 0
+      // 50 simultaneous identical POSTs with one key: those arriving while the first runs are refused. A burst
+      // that happens to be answered in turn is tried again with a fresh key (bounded).
+      for (let round = 0; round < 5 && inProgress === 0; round++) {
+        const answers = await Promise.all(
+          Array.from({ length: 50 }, () =>
+            t.request('POST', '/v1/tools', {
+              token,
+              headers: { 'Idempotency-Key': `burst-${round}` },
+              body: tool(`concurrent-${round}`),
+            }),
+          ),
+        )
+        const busy = answers.filter((a) => a.status === 409)
+        expect(busy.length + answers.filter((a) => a.status === 201).length).toBe(50)
+        for (const b of busy) expect(b.body.error.code).toBe('idempotency_key_in_progress')
+        inProgress += busy.length
+        replayed += answers.filter((a) => a.headers.get('idempotent-replayed') === 'true').length
+      }
+      expect(inProgress).toBeGreaterThan(0)
+      const { series } = await scrape(t.baseUrl)
+      const answers = (outcome: string) =>
+        seriesValue(series, 'agentops_idempotency_answers_total', { outcome })
+      expect(answers('in_progress')).toBe(inProgress)
+      expect(answers('replayed')).toBe(replayed)
+      expect(answers('conflict')).toBe(0)
+      expect(seriesValue(series, 'agentops_http_errors_total', { code: 'idempotency_key_in_progress' })).toBe(
+        inProgress,
+      )
+    } finally {
+      await t.close()
+    }
   })
 })
 
@@ -200,7 +287,7 @@ describe('how /metrics is served', () => {
       expect(metricsUrl).toBeDefined()
       expect(metricsUrl).not.toBe(t.baseUrl)
       expect((await fetch(`${t.baseUrl}/metrics`)).status).toBe(404)
-      expect(families(await scrape(metricsUrl))).toContain('agentops_http_request_duration_seconds')
+      expect(families((await scrape(metricsUrl)).text)).toContain('agentops_http_request_duration_seconds')
       expect((await fetch(`${metricsUrl}/readyz`)).status).toBe(200)
       expect((await fetch(`${metricsUrl}/v1/agents`)).status).toBe(404)
     } finally {

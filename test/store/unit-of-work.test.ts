@@ -91,7 +91,9 @@ describe.each(backends())('units of work on $name', (backend) => {
         })
       })
       await vi.waitFor(() => expect(second).toBe(true))
-      expect(problems).toEqual([{ err: new Error('callback broke'), message: 'after-commit callback failed' }])
+      expect(problems).toEqual([
+        { err: new Error('callback broke'), message: 'after-commit callback failed' },
+      ])
     } finally {
       reportStoreProblemsTo({ error: ({ err }, message) => console.error(message, err) })
     }
