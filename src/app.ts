@@ -15,7 +15,7 @@ import { attachStream } from './stream/attach.js'
 
 export function createApp(services: Services, observer?: SurfaceObserver): OpenAPIHono<AppEnv> {
   return createHttpApp(services, {
-    mounts: [(app) => registerGraphqlRoutes(app, services)],
+    mounts: [(app) => registerGraphqlRoutes(app, services, services.logger)],
     ...(observer ? { observer } : {}),
   })
 }
@@ -42,6 +42,7 @@ export function attachSockets(
       ingestion: services.ingestion,
       topicFeeds: services.topicFeeds,
       ...(metrics ? { telemetry: metrics.stream } : {}),
+      log: services.logger,
     },
     {
       heartbeatMs: config.streamHeartbeatMs,
@@ -54,8 +55,15 @@ export function attachSockets(
   )
   const graphqlWs = attachGraphqlWs(
     server,
-    { clock, keys, limits, resolvers: services, ...(metrics ? { telemetry: metrics.graphql } : {}) },
-    { heartbeatMs: config.streamHeartbeatMs },
+    {
+      clock,
+      keys,
+      limits,
+      resolvers: services,
+      log: services.logger,
+      ...(metrics ? { telemetry: metrics.graphql } : {}),
+    },
+    { heartbeatMs: config.streamHeartbeatMs, maxBufferedBytes: config.streamMaxBufferedBytes },
     observer,
   )
   return [stream, graphqlWs]

@@ -92,6 +92,7 @@ export function createDomain(deps: DomainDeps): Domain {
   const changes = openChangeFeed(db, {
     ...(metrics ? { onReconnected: () => metrics.store.listenReconnected() } : {}),
     log: { warn: (message) => logger.warn(message), info: (message) => logger.info(message) },
+    failures: logger,
   })
   const events = new EventLog(db, repos.events, clock, changes)
   const recorder = new RunRecorder(db, repos.runs, clock, events, changes, metrics?.runs)
@@ -102,6 +103,7 @@ export function createDomain(deps: DomainDeps): Domain {
     leaseMs: Math.max(100, config.runLeaseMs),
     pollMs: config.runPollMs,
     leases,
+    failures: logger,
   })
   // A run started inside a unit of work (a keyed POST) is claimable once the unit committed, and the scheduler's
   // pass must not run in the request's transaction.
@@ -109,7 +111,7 @@ export function createDomain(deps: DomainDeps): Domain {
   return {
     changes,
     events,
-    keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes, config.keyWatchPollMs),
+    keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes, config.keyWatchPollMs, logger),
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events),
@@ -124,6 +126,7 @@ export function createDomain(deps: DomainDeps): Domain {
       pollMs: config.webhookPollMs,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
       leases,
+      failures: logger,
     }),
     scheduler,
   }

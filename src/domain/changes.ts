@@ -3,6 +3,7 @@
  * frames); what there is to see is always read from the durable tables by sequence number. So a wake-up that is
  * lost or doubled only delays or repeats a read: it can never lose, duplicate or reorder a delivered item.
  */
+import { CONSOLE_FAILURE_LOG, type FailureLog } from './failure-log.js'
 export type Change =
   /** Events were appended to the log. */
   | { kind: 'events' }
@@ -33,6 +34,8 @@ export interface ChangeFeed {
 export class ChangeListeners {
   private readonly listeners = new Set<ChangeListener>()
 
+  constructor(private readonly failures: FailureLog = CONSOLE_FAILURE_LOG) {}
+
   add(listener: ChangeListener): () => void {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
@@ -43,7 +46,7 @@ export class ChangeListeners {
       try {
         l(change)
       } catch (err) {
-        console.error('[changes] listener failed:', err)
+        this.failures.error({ err }, 'change listener failed')
       }
     }
   }
@@ -51,7 +54,11 @@ export class ChangeListeners {
 
 /** One process: a change is heard by this process's listeners only (SQLite, tests). */
 export class LocalChangeFeed implements ChangeFeed {
-  private readonly listeners = new ChangeListeners()
+  private readonly listeners: ChangeListeners
+
+  constructor(failures?: FailureLog) {
+    this.listeners = new ChangeListeners(failures)
+  }
 
   publish(change: Change): void {
     this.listeners.deliver(change)

@@ -1,17 +1,22 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql'
 import { ApiError } from '../domain/errors.js'
+import type { FailureLog } from '../domain/failure-log.js'
 
 /**
  * GraphQL errors carry the spec §7 envelope in `extensions` (`code`, `status`, `detail`, `request_id`), so a client
  * handles a `policy_denied` or `not_found` the same way whichever surface answered.
  */
-export function formatError(err: GraphQLError, requestId: string): GraphQLFormattedError {
+export function formatError(
+  err: GraphQLError,
+  requestId: string,
+  failures: FailureLog,
+): GraphQLFormattedError {
   const original = err.originalError
   let api: ApiError
   if (original instanceof ApiError) api = original
-  else if (original instanceof GraphQLError) return formatError(original, requestId)
+  else if (original instanceof GraphQLError) return formatError(original, requestId, failures)
   else if (original) {
-    console.error(`[${requestId}] graphql resolver failed:`, original)
+    failures.error({ err: original, req_id: requestId }, 'graphql resolver failed')
     api = new ApiError('internal_error', 'The server failed unexpectedly; retry with backoff and jitter')
   } else {
     // A document error (syntax, validation, limits): the request is wrong, not the server.

@@ -5,6 +5,7 @@ import type { AppEnv } from '../api/context.js'
 import { GRAPHQL_PATH, SCHEMA_PATH } from '../api/paths.js'
 import { checkInput, routeInput } from '../api/route-input.js'
 import { ApiError } from '../domain/errors.js'
+import type { FailureLog } from '../domain/failure-log.js'
 import { createContext } from './context.js'
 import { formatError } from './errors.js'
 import type { GraphqlPorts } from './ports.js'
@@ -83,11 +84,11 @@ async function readRequest(c: Context<AppEnv>): Promise<GraphqlRequest> {
  * is only: read the request (400 with the envelope when it is not a GraphQL request), execute, and render errors with
  * the envelope's fields.
  */
-export function registerGraphqlRoutes(app: Hono<AppEnv>, ports: GraphqlPorts): void {
+export function registerGraphqlRoutes(app: Hono<AppEnv>, ports: GraphqlPorts, failures: FailureLog): void {
   const handle = async (c: Context<AppEnv>) => {
     const request = await readRequest(c)
     const requestId = c.get('requestId')
-    const format = (errors: readonly GraphQLError[]) => errors.map((e) => formatError(e, requestId))
+    const format = (errors: readonly GraphQLError[]) => errors.map((e) => formatError(e, requestId, failures))
     const prepared = prepare(request.query, request.operationName, request.variables)
     // GraphQL over HTTP (application/json): a well-formed request answers 200 even when its document is refused;
     // the refusal is in `errors` (no `data`), each carrying the envelope's code, status and detail in extensions.

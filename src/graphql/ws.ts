@@ -7,17 +7,24 @@ import {
   getOperationAST,
   Kind,
 } from 'graphql'
-import { CloseCode } from 'graphql-ws'
-import { useServer } from 'graphql-ws/use/ws'
-import { WebSocketServer } from 'ws'
+import {
+  CloseCode,
+  type ConnectionInitMessage,
+  type Server as GraphqlWsServer,
+  handleProtocols,
+  makeServer,
+} from 'graphql-ws'
+import { type WebSocket, WebSocketServer } from 'ws'
 import { type AuthContext, callerFromKey } from '../api/caller.js'
 import { unavailable } from '../api/errors.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
 import { GRAPHQL_PATH, STREAM_PATH } from '../api/paths.js'
+import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../api/slow-consumer.js'
 import type { SocketTelemetry } from '../api/socket-telemetry.js'
 import { refuseUnknownPath, refuseUpgrade } from '../api/upgrade.js'
 import type { Clock } from '../domain/clock.js'
 import { type ApiError, rateLimited, unauthenticated } from '../domain/errors.js'
+import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
 import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
@@ -35,6 +42,9 @@ import { graphqlSchema } from './schema.js'
  */
 const CONNECTION_INIT_WAIT_MS = 10_000
 
+/** graphql-ws's keep-alive (its `use/ws` adapter's default): a ping this often, then as long to answer it. */
+const KEEP_ALIVE_MS = 12_000
+
 /** What graphql-ws uses of the domain, each narrowed to the calls it makes (wired by the composition root). */
 export interface GraphqlWsPorts {
   clock: Clock
@@ -45,12 +55,22 @@ export interface GraphqlWsPorts {
   /** What resolvers and subscriptions call: the same ports as GraphQL over HTTP. */
   resolvers: GraphqlPorts
   /** Absent: nothing is measured. */
-  telemetry?: Pick<SocketTelemetry, 'messageSent' | 'readFrom'>
+  telemetry?: Pick<SocketTelemetry, 'messageSent' | 'slowConsumerClosed' | 'readFrom'>
+  /** Where failures no client waits for are logged; absent: standard error. */
+  log?: FailureLog
 }
 
 export interface GraphqlWsSettings {
   /** Every this often each open socket's key is checked again (the stream's heartbeat period). */
   heartbeatMs: number
+  /** A socket with more than this many bytes unsent is closed with 4008 (`AGENTOPS_STREAM_MAX_BUFFERED_BYTES`). */
+  maxBufferedBytes: number
+}
+
+/** What graphql-ws's context carries of a connection (as in its `use/ws` adapter). */
+interface Extra {
+  readonly socket: WebSocket
+  readonly request: IncomingMessage
 }
 
 interface Caller {
@@ -60,8 +80,8 @@ interface Caller {
 }
 
 /** An ApiError as graphql-ws sends it: a GraphQL error whose extensions are the envelope's fields. */
-function wsError(err: ApiError, requestId: string): GraphQLError {
-  const formatted = formatError(new GraphQLError(err.message, { originalError: err }), requestId)
+function wsError(err: ApiError, requestId: string, failures: FailureLog): GraphQLError {
+  const formatted = formatError(new GraphQLError(err.message, { originalError: err }), requestId, failures)
   return new GraphQLError(formatted.message, { extensions: formatted.extensions })
 }
 
@@ -89,7 +109,8 @@ export function attachGraphqlWs(
   observer: SurfaceObserver = NO_OBSERVER,
 ): { close(): Promise<void> } {
   const { clock, keys, limits } = ports
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 })
+  const failures = ports.log ?? CONSOLE_FAILURE_LOG
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024, handleProtocols })
   /** Live subscriptions per socket, by operation id: their root field, counted when metrics are scraped. */
   const live = new Map<object, Map<string, string>>()
   const metrics = ports.telemetry
@@ -98,10 +119,6 @@ export function attachGraphqlWs(
     for (const ops of live.values())
       for (const field of ops.values()) subscriptions.set(field, (subscriptions.get(field) ?? 0) + 1)
     return subscriptions
-  })
-  wss.on('connection', (ws) => {
-    observer.socket('graphql-ws', 'open')
-    ws.once('close', () => observer.socket('graphql-ws', 'close'))
   })
   const callers = new WeakMap<object, Caller>()
   const upgradeAuth = new WeakMap<IncomingMessage, Caller>()
@@ -113,85 +130,92 @@ export function attachGraphqlWs(
       ? () => keys.verifyRequest({ authorization, accessToken: accessToken ?? undefined })
       : undefined
 
-  const disposable = useServer(
-    {
-      connectionInitWaitTimeout: CONNECTION_INIT_WAIT_MS,
-      schema: graphqlSchema(),
-      onConnect: async (ctx) => {
-        let caller = upgradeAuth.get(ctx.extra.request)
-        if (!caller) {
-          const payload = ctx.connectionParams ?? {}
-          const header = typeof payload.authorization === 'string' ? payload.authorization : undefined
-          const revalidate = verifyWith(header, null)
-          const verified = revalidate ? await revalidate() : 'missing'
-          if (typeof verified === 'string' || !revalidate) {
-            ctx.extra.socket.close(CloseCode.Unauthorized, unauthenticated(verified as KeyRefusal).message)
-            return false
-          }
-          caller = { auth: callerFromKey(verified), revalidate }
+  const protocol = makeServer<ConnectionInitMessage['payload'], Extra>({
+    connectionInitWaitTimeout: CONNECTION_INIT_WAIT_MS,
+    schema: graphqlSchema(),
+    onConnect: async (ctx) => {
+      let caller = upgradeAuth.get(ctx.extra.request)
+      if (!caller) {
+        const payload = ctx.connectionParams ?? {}
+        const header = typeof payload.authorization === 'string' ? payload.authorization : undefined
+        const revalidate = verifyWith(header, null)
+        const verified = revalidate ? await revalidate() : 'missing'
+        if (typeof verified === 'string' || !revalidate) {
+          ctx.extra.socket.close(CloseCode.Unauthorized, unauthenticated(verified as KeyRefusal).message)
+          return false
         }
-        callers.set(ctx.extra.socket, caller)
-        // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
-        const socket = ctx.extra.socket
-        const unwatch = keys.watch.watch(caller.auth.keyId, () =>
-          socket.close(CloseCode.Unauthorized, 'unauthenticated'),
-        )
-        socket.once('close', unwatch)
-        return true
-      },
-      onSubscribe: async (ctx, id, payload) => {
-        const requestId = newId('req', clock.now())
-        const caller = callers.get(ctx.extra.socket)
-        if (!caller) return [wsError(unauthenticated('missing'), requestId)]
-        const verified = await caller.revalidate()
-        if (typeof verified === 'string') {
-          ctx.extra.socket.close(CloseCode.Unauthorized, 'unauthenticated')
-          return [wsError(unauthenticated(verified), requestId)]
-        }
-        const decision = await limits.consume(verified.workspace)
-        if (!decision.allowed && decision.refusedBy)
-          return [wsError(rateLimited(decision.refusedBy), requestId)]
-        const variables = payload.variables ?? {}
-        const prepared = prepare(payload.query, payload.operationName, variables)
-        if (!prepared.ok) {
-          return prepared.errors.map((e) => {
-            const f = formatError(e, requestId)
-            return new GraphQLError(f.message, { extensions: f.extensions })
-          })
-        }
-        const field = metrics && subscriptionField(prepared.document, payload.operationName)
-        if (field) {
-          let ops = live.get(ctx.extra.socket)
-          if (!ops) {
-            ops = new Map()
-            live.set(ctx.extra.socket, ops)
-          }
-          ops.set(id, field)
-        }
-        return {
-          schema: graphqlSchema(),
-          document: prepared.document,
-          operationName: payload.operationName ?? null,
-          variableValues: variables,
-          contextValue: createContext(ports.resolvers, callerFromKey(verified), requestId),
-        }
-      },
-      // graphql-ws sends a result unchanged when this returns nothing; errors get the envelope's extensions.
-      onNext: (_ctx, _id, _payload, args, result): FormattedExecutionResult | undefined => {
-        metrics?.messageSent()
-        if (!result.errors?.length) return undefined
-        const requestId = (args.contextValue as { requestId?: string } | undefined)?.requestId ?? ''
-        return { ...result, errors: result.errors.map((e) => formatError(e, requestId)) }
-      },
-      onComplete: (ctx, id) => {
-        live.get(ctx.extra.socket)?.delete(id)
-      },
-      onClose: (ctx) => {
-        live.delete(ctx.extra.socket)
-      },
+        caller = { auth: callerFromKey(verified), revalidate }
+      }
+      callers.set(ctx.extra.socket, caller)
+      // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
+      const socket = ctx.extra.socket
+      const unwatch = keys.watch.watch(caller.auth.keyId, () =>
+        socket.close(CloseCode.Unauthorized, 'unauthenticated'),
+      )
+      socket.once('close', unwatch)
+      return true
     },
-    wss,
-  )
+    onSubscribe: async (ctx, id, payload) => {
+      const requestId = newId('req', clock.now())
+      const caller = callers.get(ctx.extra.socket)
+      if (!caller) return [wsError(unauthenticated('missing'), requestId, failures)]
+      const verified = await caller.revalidate()
+      if (typeof verified === 'string') {
+        ctx.extra.socket.close(CloseCode.Unauthorized, 'unauthenticated')
+        return [wsError(unauthenticated(verified), requestId, failures)]
+      }
+      const decision = await limits.consume(verified.workspace)
+      if (!decision.allowed && decision.refusedBy)
+        return [wsError(rateLimited(decision.refusedBy), requestId, failures)]
+      const variables = payload.variables ?? {}
+      const prepared = prepare(payload.query, payload.operationName, variables)
+      if (!prepared.ok) {
+        return prepared.errors.map((e) => {
+          const f = formatError(e, requestId, failures)
+          return new GraphQLError(f.message, { extensions: f.extensions })
+        })
+      }
+      const field = metrics && subscriptionField(prepared.document, payload.operationName)
+      if (field) {
+        let ops = live.get(ctx.extra.socket)
+        if (!ops) {
+          ops = new Map()
+          live.set(ctx.extra.socket, ops)
+        }
+        ops.set(id, field)
+      }
+      return {
+        schema: graphqlSchema(),
+        document: prepared.document,
+        operationName: payload.operationName ?? null,
+        variableValues: variables,
+        contextValue: createContext(ports.resolvers, callerFromKey(verified), requestId),
+      }
+    },
+    // graphql-ws sends a result unchanged when this returns nothing; errors get the envelope's extensions.
+    onNext: (_ctx, _id, _payload, args, result): FormattedExecutionResult | undefined => {
+      metrics?.messageSent()
+      if (!result.errors?.length) return undefined
+      const requestId = (args.contextValue as { requestId?: string } | undefined)?.requestId ?? ''
+      return { ...result, errors: result.errors.map((e) => formatError(e, requestId, failures)) }
+    },
+    onComplete: (ctx, id) => {
+      live.get(ctx.extra.socket)?.delete(id)
+    },
+    onClose: (ctx) => {
+      live.delete(ctx.extra.socket)
+    },
+  })
+  const bound: SendBound = {
+    maxBufferedBytes: settings.maxBufferedBytes,
+    telemetry: metrics,
+    failures,
+  }
+  wss.on('connection', (socket, request) => {
+    observer.socket('graphql-ws', 'open')
+    socket.once('close', () => observer.socket('graphql-ws', 'close'))
+    serveSocket(protocol, socket, request, bound)
+  })
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://graphql.invalid')
@@ -213,7 +237,7 @@ export function attachGraphqlWs(
         wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
       },
       (err: unknown) => {
-        console.error('[graphql-ws] upgrade failed:', err)
+        failures.error({ err }, 'graphql-ws upgrade failed')
         refuseUpgrade(socket, clock, unavailable())
       },
     )
@@ -241,7 +265,91 @@ export function attachGraphqlWs(
       clearInterval(sweep)
       server.off('upgrade', onUpgrade)
       for (const client of wss.clients) client.terminate()
-      await disposable.dispose()
+      await new Promise<void>((resolve) => wss.close(() => resolve()))
     },
+  }
+}
+
+/** How much may wait unsent on a socket, and where its slow-consumer closes are counted. */
+interface SendBound {
+  maxBufferedBytes: number
+  telemetry: Pick<SocketTelemetry, 'slowConsumerClosed'> | undefined
+  failures: FailureLog
+}
+
+/**
+ * graphql-ws on one socket, as its `use/ws` adapter serves it except for writing. That adapter has a subscription
+ * wait for each message to be flushed before taking its next, so a peer that stops reading stalls its
+ * subscriptions unseen for as long as it likes (until a keep-alive ping goes unanswered, a cut no metric sees).
+ * Here a message is written at once, as on /v1/stream, and the stream's slow-consumer rule bounds what may wait.
+ */
+function serveSocket(
+  protocol: GraphqlWsServer<Extra>,
+  socket: WebSocket,
+  request: IncomingMessage,
+  bound: SendBound,
+): void {
+  const stopKeepAlive = keepAlive(socket)
+  let closed: ReturnType<GraphqlWsServer<Extra>['opened']> | undefined
+  let ended = false
+  // Once: at the close event, or earlier when the socket is closed as slow (its closing handshake waits behind
+  // everything it did not read, and its subscriptions must not read on for it meanwhile).
+  const end = (code: number, reason: string) => {
+    if (ended) return
+    ended = true
+    stopKeepAlive()
+    closed?.(code, reason).catch((err: unknown) => bound.failures.error({ err }, 'graphql-ws cleanup failed'))
+  }
+  socket.once('error', (err) => {
+    bound.failures.error({ err }, 'graphql-ws socket error')
+    socket.close(CloseCode.InternalServerError, 'Internal server error')
+  })
+  closed = protocol.opened(
+    {
+      protocol: socket.protocol,
+      send: (data) => sendUnlessSlow(socket, data, bound, end),
+      close: (code, reason) => socket.close(code, reason),
+      onMessage: (handle) =>
+        socket.on('message', (data) => {
+          if (ended) return // a socket closed as slow starts nothing new
+          handle(data.toString()).catch((err: unknown) => {
+            bound.failures.error({ err }, 'graphql-ws message handling failed')
+            socket.close(CloseCode.InternalServerError, 'Internal server error')
+          })
+        }),
+    },
+    { socket, request },
+  )
+  socket.once('close', (code, reason) => end(code, reason.toString()))
+}
+
+/** Writes without waiting for the peer, unless it already leaves too much unsent: then closes it with 4008. */
+function sendUnlessSlow(
+  socket: WebSocket,
+  data: string,
+  bound: SendBound,
+  end: (code: number, reason: string) => void,
+): void {
+  if (socket.readyState !== socket.OPEN) return
+  if (countSlowConsumer(socket, bound.maxBufferedBytes, bound.telemetry)) {
+    socket.close(CLOSE_SLOW_CONSUMER, SLOW_CONSUMER_REASON)
+    end(CLOSE_SLOW_CONSUMER, SLOW_CONSUMER_REASON)
+    return
+  }
+  socket.send(data)
+}
+
+/** A ping every KEEP_ALIVE_MS; a peer that has not answered one by the time as long again has passed is cut. */
+function keepAlive(socket: WebSocket): () => void {
+  let pongWait: NodeJS.Timeout | undefined
+  const ping = setInterval(() => {
+    if (socket.readyState !== socket.OPEN) return
+    pongWait = setTimeout(() => socket.terminate(), KEEP_ALIVE_MS)
+    socket.once('pong', () => clearTimeout(pongWait))
+    socket.ping()
+  }, KEEP_ALIVE_MS)
+  return () => {
+    clearInterval(ping)
+    clearTimeout(pongWait)
   }
 }

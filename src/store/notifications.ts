@@ -12,6 +12,7 @@ import {
   ChangeListeners,
   LocalChangeFeed,
 } from '../domain/changes.js'
+import type { FailureLog } from '../domain/failure-log.js'
 import type { Db, Queryable } from './db.js'
 import { driverOptions, PostgresDb } from './postgres.js'
 
@@ -27,6 +28,8 @@ export interface PgChangeFeedOptions {
   reconnectMaxMs?: number
   /** Told each time the LISTEN connection is back after a loss (metrics). */
   onReconnected?: () => void
+  /** Where a change listener that throws is logged; default standard error. */
+  failures?: FailureLog
   /** Where connection losses and recoveries are logged; default the console. */
   log?: { warn(message: string): void; info(message: string): void }
 }
@@ -86,7 +89,9 @@ export function decodeChange(payload: string): { origin: string; change: Change 
 export function openChangeFeed(db: Db, options: PgChangeFeedOptions = {}): ChangeFeed {
   return new AfterCommitFeed(
     db,
-    db instanceof PostgresDb ? new PgChangeFeed(db.url, db.pipeline, options) : new LocalChangeFeed(),
+    db instanceof PostgresDb
+      ? new PgChangeFeed(db.url, db.pipeline, options)
+      : new LocalChangeFeed(options.failures),
   )
 }
 
@@ -119,7 +124,7 @@ class AfterCommitFeed implements ChangeFeed {
 export class PgChangeFeed implements ChangeFeed {
   /** Tells this process's own notifications apart: it already told its listeners when it published. */
   readonly origin = randomBytes(9).toString('base64url')
-  private readonly listeners = new ChangeListeners()
+  private readonly listeners: ChangeListeners
   /** The driver instance whose `listen` owns the LISTEN connection; open while the feed runs. */
   private driver: ReturnType<typeof postgres> | undefined
   private running = false
@@ -141,6 +146,7 @@ export class PgChangeFeed implements ChangeFeed {
     private readonly db: Queryable,
     options: PgChangeFeedOptions = {},
   ) {
+    this.listeners = new ChangeListeners(options.failures)
     this.onReconnected = options.onReconnected ?? (() => {})
     this.log = options.log ?? console
     this.minMs = options.reconnectMinMs ?? 100
@@ -173,7 +179,7 @@ export class PgChangeFeed implements ChangeFeed {
           this.publishFailing = false
         } catch (err) {
           // Other replicas still see the change on their fallback poll; say so once per failure streak.
-          if (!this.publishFailing) console.warn(`[changes] notify failed: ${(err as Error).message}`)
+          if (!this.publishFailing) this.log.warn(`[changes] notify failed: ${(err as Error).message}`)
           this.publishFailing = true
         }
       }

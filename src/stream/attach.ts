@@ -17,6 +17,7 @@ import {
 import { refuseUnknownPath, refuseUpgrade } from '../api/upgrade.js'
 import type { Clock } from '../domain/clock.js'
 import { rateLimited, unauthenticated } from '../domain/errors.js'
+import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
 import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
@@ -48,6 +49,8 @@ export interface StreamPorts {
   topicFeeds: TopicFeeds
   /** Absent: nothing is measured. */
   telemetry?: SocketTelemetry
+  /** Where failures no client waits for are logged; absent: standard error. */
+  log?: FailureLog
 }
 
 /** The operator's stream settings (src/config.ts holds their defaults). */
@@ -82,6 +85,7 @@ export function attachStream(
     noServer: true,
     maxPayload: settings.maxBodyBytes + MESSAGE_ENVELOPE_BYTES,
   })
+  const failures = ports.log ?? CONSOLE_FAILURE_LOG
   const hub = new StreamHub(
     {
       clock,
@@ -97,6 +101,7 @@ export function attachStream(
       fallbackPollMs: settings.fallbackPollMs,
       maxReplay: settings.maxReplay ?? MAX_REPLAY,
       ...(ports.telemetry ? { telemetry: ports.telemetry } : {}),
+      log: failures,
     },
   )
   hub.start()
@@ -142,7 +147,7 @@ export function attachStream(
         })
       },
       (err: unknown) => {
-        console.error('[stream] upgrade failed:', err)
+        failures.error({ err }, 'stream upgrade failed')
         refuseUpgrade(socket, clock, unavailable())
       },
     )

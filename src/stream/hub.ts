@@ -1,6 +1,7 @@
 import type { StreamServerMessage } from '../api/contract-types.js'
 import { internalError } from '../api/errors.js'
 import { missingScope } from '../api/scopes.js'
+import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../api/slow-consumer.js'
 import type { SocketTelemetry } from '../api/socket-telemetry.js'
 import { type FeedMember, type FeedPage, type SharedTopic, TopicFeeds } from '../api/topic-feeds.js'
 import { caughtUp, type TopicSource } from '../api/topic-sources.js'
@@ -8,6 +9,7 @@ import { parseTopic, type Topic } from '../api/topics.js'
 import type { Clock } from '../domain/clock.js'
 import { toRfc3339 } from '../domain/clock.js'
 import { ApiError, errorEnvelope } from '../domain/errors.js'
+import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
 import { newId } from '../domain/ids.js'
 import type { IngestResult } from '../domain/ingestion/service.js'
 import { scopeAllows } from '../domain/scopes.js'
@@ -36,6 +38,8 @@ export interface StreamOptions {
   fallbackPollMs: number
   /** Messages sent and slow consumers closed, for the server's metrics. */
   telemetry?: Pick<SocketTelemetry, 'messageSent' | 'slowConsumerClosed'>
+  /** Where failures no client waits for are logged; default standard error. */
+  log?: FailureLog
 }
 
 /** Open connections and their live subscriptions by topic kind (read when metrics are scraped). */
@@ -44,7 +48,7 @@ export interface HubSnapshot {
   subscriptions: Map<string, number>
 }
 
-export const CLOSE_SLOW_CONSUMER = 4008
+export { CLOSE_SLOW_CONSUMER }
 export const CLOSE_UNAUTHENTICATED = 4401
 
 /** The caller behind a connection, checked again on every heartbeat (a revoked key is cut off). */
@@ -103,6 +107,10 @@ export class StreamConnection {
 
   get isClosed(): boolean {
     return this.closed
+  }
+
+  private get failures(): FailureLog {
+    return this.options.log ?? CONSOLE_FAILURE_LOG
   }
 
   /** Adds this connection's live subscriptions to `counts`, by topic kind (never by topic name: ids are tenant data). */
@@ -180,7 +188,7 @@ export class StreamConnection {
       } catch (err) {
         if (err instanceof ApiError) this.sendError(undefined, err, extra)
         else {
-          console.error('[stream] ingest failed:', err)
+          this.failures.error({ err }, 'stream ingest failed')
           this.sendError(undefined, internalError(), extra)
         }
       } finally {
@@ -354,7 +362,8 @@ export class StreamConnection {
   /** A read for this subscription failed: the client is told where to resume, and the topic is dropped. */
   private failed(sub: Subscription, err: unknown): void {
     if (sub.cancelled) return
-    console.error(`[stream] delivery on ${sub.topic.name} failed:`, err)
+    // The topic's kind only: its name carries tenant ids.
+    this.failures.error({ err, topic: sub.topic.kind }, 'stream delivery failed')
     const paused = 'Delivery paused by a store error; resubscribe with since'
     this.sendError(sub.topic.name, new ApiError('unavailable', paused, { last_seq: sub.after }))
     this.drop(sub)
@@ -367,9 +376,8 @@ export class StreamConnection {
   /** Sends unless the peer is too slow: then the connection is closed (4008) instead of buffering without bound. */
   private sendText(text: string): boolean {
     if (this.closed) return false
-    if (this.socket.bufferedAmount > this.options.maxBufferedBytes) {
-      this.options.telemetry?.slowConsumerClosed()
-      this.closeWith(CLOSE_SLOW_CONSUMER, 'slow consumer')
+    if (countSlowConsumer(this.socket, this.options.maxBufferedBytes, this.options.telemetry)) {
+      this.closeWith(CLOSE_SLOW_CONSUMER, SLOW_CONSUMER_REASON)
       return false
     }
     this.socket.send(text)

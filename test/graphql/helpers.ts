@@ -1,3 +1,4 @@
+import { parseSeries } from '../observability/helpers.js'
 import type { TestResponse, TestServer } from '../support/server.js'
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read GraphQL results freely
@@ -34,4 +35,17 @@ export async function agentWithTool(t: TestServer, token: string, name = 'echo')
     body: { name: 'researcher', behavior: 'autonomous', capabilities: [name] },
   })
   return agent.body.agent_id as string
+}
+
+/** One series of the server's `/metrics` (label subset match), or undefined when the scrape has none. */
+export async function metricValue(
+  t: TestServer,
+  name: string,
+  labels: Record<string, string>,
+): Promise<number | undefined> {
+  const res = await fetch(`${t.baseUrl}/metrics`)
+  const hit = parseSeries(await res.text()).find(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  )
+  return hit?.value
 }

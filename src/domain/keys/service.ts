@@ -1,6 +1,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { ChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
+import type { FailureLog } from '../failure-log.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
 import type { KeyRepository, WorkspaceRepository } from '../ports.js'
@@ -135,9 +136,11 @@ export class KeyService {
     private readonly changes: ChangeFeed | undefined,
     /** How often the keys of open sockets are read again (src/domain/keys/watch.ts; its default is in config.ts). */
     keyWatchPollMs: number,
+    /** Where a socket's watcher that throws is logged. */
+    failures?: FailureLog,
   ) {
     this.cache = new VerifiedKeyCache(cacheOptions, (keyId) => this.read(keyId))
-    this.watch = new KeyWatch(keys, clock, keyWatchPollMs)
+    this.watch = new KeyWatch(keys, clock, keyWatchPollMs, failures)
     changes?.subscribe((change) => {
       if (change.kind === 'key') {
         this.cache.forgetKey(change.keyId)

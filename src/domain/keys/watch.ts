@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js'
+import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
 import type { KeyRepository } from '../ports.js'
 
 /** Why a watched key stopped being valid. */
@@ -22,6 +23,7 @@ export class KeyWatch {
     private readonly clock: Clock,
     /** How often watched keys are read again; bounds how late a revoke nobody announced is seen (config.ts). */
     private readonly pollMs: number,
+    private readonly failures: FailureLog = CONSOLE_FAILURE_LOG,
   ) {}
 
   /** Calls `onEnd` once when the key is revoked or expires; the returned function stops watching. */
@@ -53,7 +55,7 @@ export class KeyWatch {
       try {
         onEnd(why)
       } catch (err) {
-        console.error('[keys] a watcher failed:', err)
+        this.failures.error({ err }, 'key watcher failed')
       }
     }
     this.idle()

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
 import type { RunRepository } from '../ports.js'
 import { type LeaseTelemetry, NO_LEASE_TELEMETRY } from '../telemetry.js'
 import type { Progress, RunExecutor } from './executor.js'
@@ -10,6 +11,8 @@ export interface SchedulerOptions {
   pollMs: number
   /** Told when a pass takes over runs another process let lapse. */
   leases?: LeaseTelemetry
+  /** Where a pass or a run that fails unexpectedly is logged; default standard error. */
+  failures?: FailureLog
 }
 
 /**
@@ -30,6 +33,10 @@ export class RunScheduler {
     private readonly executor: RunExecutor,
     private readonly options: SchedulerOptions,
   ) {}
+
+  private get failures(): FailureLog {
+    return this.options.failures ?? CONSOLE_FAILURE_LOG
+  }
 
   start(): void {
     this.stopped = false
@@ -54,7 +61,7 @@ export class RunScheduler {
     }
     this.ticking = true
     void this.tick()
-      .catch((err) => console.error('[scheduler]', err))
+      .catch((err: unknown) => this.failures.error({ err }, 'scheduler pass failed'))
       .finally(() => {
         this.ticking = false
         if (this.again) {
@@ -104,7 +111,7 @@ export class RunScheduler {
       }
     } catch (err) {
       progress = 'idle'
-      if (!this.stopped) console.error(`[scheduler] run ${id}:`, err)
+      if (!this.stopped) this.failures.error({ err, run_id: id }, 'run step failed')
     } finally {
       clearInterval(renew)
       // A finished run's last write dropped its lease. Otherwise (also on stop: the step in hand has finished)

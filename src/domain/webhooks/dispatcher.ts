@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
+import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
 import { newId } from '../ids.js'
 import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
 import type { LeaseTelemetry, WebhookTelemetry } from '../telemetry.js'
@@ -31,6 +32,8 @@ export interface DispatcherOptions {
   telemetry?: WebhookTelemetry
   /** Told when a pass takes over deliveries another process let lapse. */
   leases?: LeaseTelemetry
+  /** Where a dispatch pass that fails unexpectedly is logged; default standard error. */
+  failures?: FailureLog
 }
 
 const FANOUT_CURSOR = 'webhooks'
@@ -123,7 +126,9 @@ export class WebhookDispatcher {
         }
       } while (this.again && this.running)
     })()
-      .catch((err) => console.error('[webhooks] dispatch pass failed:', err))
+      .catch((err: unknown) =>
+        (this.options.failures ?? CONSOLE_FAILURE_LOG).error({ err }, 'webhook dispatch pass failed'),
+      )
       .finally(() => {
         this.pass = null
       })

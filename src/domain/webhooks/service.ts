@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
+import type { FailureLog } from '../failure-log.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import type { Db, DeliveryRepository, OutboundHttp, WebhookRepository } from '../ports.js'
@@ -33,6 +34,7 @@ export interface WebhookSettings {
   telemetry?: WebhookTelemetry
   /** Told when the dispatcher takes over deliveries another process let lapse. */
   leases?: LeaseTelemetry
+  failures?: FailureLog
 }
 
 export const DEFAULT_OVERLAP_SECONDS = 86_400
@@ -59,6 +61,7 @@ export class WebhookService {
       ...(settings.random ? { random: settings.random } : {}),
       ...(settings.telemetry ? { telemetry: settings.telemetry } : {}),
       ...(settings.leases ? { leases: settings.leases } : {}),
+      ...(settings.failures ? { failures: settings.failures } : {}),
     })
   }
 
