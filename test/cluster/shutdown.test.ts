@@ -262,6 +262,11 @@ describe('graceful shutdown of agentops serve', () => {
       expect(stoppedLines(replica.output())).toEqual([
         expect.objectContaining({ level: 30, signal, ms: expect.any(Number) }),
       ])
+      // Its lifecycle lines, in order.
+      const lifecycle = lines
+        .map((line) => (JSON.parse(line) as { msg: string }).msg)
+        .filter((msg) => /^(server started|shutdown: draining|shutdown: stopped|stopped)$/.test(msg))
+      expect(lifecycle).toEqual(['server started', 'shutdown: draining', 'shutdown: stopped', 'stopped'])
     },
     60_000,
   )

@@ -33,4 +33,29 @@ describe('agentops serve failing to start', () => {
     expect(fatal[0]?.err?.stack).toContain('storeKind')
     expect(run.stdout).not.toContain('secret')
   })
+
+  it('writes readable lines instead with AGENTOPS_LOG_PRETTY=on (what a terminal gets)', () => {
+    const run = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin/agentops.mjs'), 'serve', '--port', '0', '--database-url', 'mysql://h/db'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: {
+          ...process.env,
+          HOST: '127.0.0.1',
+          AGENTOPS_LOG_LEVEL: 'info',
+          AGENTOPS_LOG_PRETTY: 'on',
+          NODE_OPTIONS: '',
+          NO_COLOR: '1',
+        },
+        timeout: 30_000,
+      },
+    )
+    expect(run.status).toBe(1)
+    const lines = run.stdout.split('\n').filter((l) => /^\[/.test(l))
+    expect(lines.some((l) => /FATAL.*start failed/.test(l))).toBe(true)
+    for (const line of lines) expect(() => JSON.parse(line)).toThrow()
+    expect(run.stdout).toContain('must be sqlite:<file> or postgres://')
+  })
 })
