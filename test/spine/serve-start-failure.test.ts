@@ -8,18 +8,23 @@ import { describe, expect, it } from 'vitest'
 
 const ROOT = resolve(import.meta.dirname, '../..')
 
+/** `agentops serve` on a store URL it must refuse, logging at info with `env` on top. */
+function serveRefused(databaseUrl: string, env: NodeJS.ProcessEnv = {}) {
+  return spawnSync(
+    process.execPath,
+    [join(ROOT, 'bin/agentops.mjs'), 'serve', '--port', '0', '--database-url', databaseUrl],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, HOST: '127.0.0.1', AGENTOPS_LOG_LEVEL: 'info', NODE_OPTIONS: '', ...env },
+      timeout: 30_000,
+    },
+  )
+}
+
 describe('agentops serve failing to start', () => {
   it('logs one fatal line with the stack and exits 1', () => {
-    const run = spawnSync(
-      process.execPath,
-      [join(ROOT, 'bin/agentops.mjs'), 'serve', '--port', '0', '--database-url', 'mysql://u:secret@h/db'],
-      {
-        cwd: ROOT,
-        encoding: 'utf8',
-        env: { ...process.env, HOST: '127.0.0.1', AGENTOPS_LOG_LEVEL: 'info', NODE_OPTIONS: '' },
-        timeout: 30_000,
-      },
-    )
+    const run = serveRefused('mysql://u:secret@h/db')
     expect(run.status).toBe(1)
     expect(run.stderr).toBe('')
     const lines = run.stdout
@@ -35,23 +40,7 @@ describe('agentops serve failing to start', () => {
   })
 
   it('writes readable lines instead with AGENTOPS_LOG_PRETTY=on (what a terminal gets)', () => {
-    const run = spawnSync(
-      process.execPath,
-      [join(ROOT, 'bin/agentops.mjs'), 'serve', '--port', '0', '--database-url', 'mysql://h/db'],
-      {
-        cwd: ROOT,
-        encoding: 'utf8',
-        env: {
-          ...process.env,
-          HOST: '127.0.0.1',
-          AGENTOPS_LOG_LEVEL: 'info',
-          AGENTOPS_LOG_PRETTY: 'on',
-          NODE_OPTIONS: '',
-          NO_COLOR: '1',
-        },
-        timeout: 30_000,
-      },
-    )
+    const run = serveRefused('mysql://h/db', { AGENTOPS_LOG_PRETTY: 'on', NO_COLOR: '1' })
     expect(run.status).toBe(1)
     const lines = run.stdout.split('\n').filter((l) => /^\[/.test(l))
     expect(lines.some((l) => /FATAL.*start failed/.test(l))).toBe(true)
