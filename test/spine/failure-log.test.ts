@@ -26,14 +26,22 @@ describe('the failure log', () => {
     listeners.add(heard)
     listeners.deliver({ kind: 'run', runId: 'run_1' })
     expect(heard).toHaveBeenCalledTimes(1)
-    expect(failures.error).toHaveBeenCalledWith({ err: new Error('listener broke') }, 'change listener failed')
+    expect(failures.error).toHaveBeenCalledWith(
+      { err: new Error('listener broke') },
+      'change listener failed',
+    )
   })
 
   it("is the server's log once the services are wired: a JSON error line with the stack", async () => {
     const lines: string[] = []
     const destination = new Writable({
       write(chunk: Buffer, _encoding, done) {
-        lines.push(...chunk.toString().split('\n').filter((l) => l !== ''))
+        lines.push(
+          ...chunk
+            .toString()
+            .split('\n')
+            .filter((l) => l !== ''),
+        )
         done()
       },
     })
