@@ -1,12 +1,15 @@
 /**
  * What one request log line costs in isolation, in ns per line, each encoded into a 16 kB batch as the server's
- * LineBatch does (src/observability/logger.ts): pino as the server sets it up (the `method` and `route` bound in a
- * child), `JSON.stringify` of the same object, and the template literal of bench/support/floor-observer.ts. In the
- * server each costs more than here (cache and GC share the request's path); bench:observability measures that.
+ * LineBatch does (src/observability/logger.ts): the server's own request line (its surface observer with metrics
+ * off, on the server's pino settings), `JSON.stringify` of the same object, and the template literal of
+ * bench/support/floor-observer.ts. In the server each costs more than here (cache and GC share the request's
+ * path); bench:observability measures that.
  *
  *   npx tsx bench/log-line.ts [--lines N]
  */
-import { pino } from 'pino'
+import type { RequestObservation } from '../src/api/observe.js'
+import { createLogger } from '../src/observability/logger.js'
+import { createSurfaceObserver } from '../src/observability/observer.js'
 
 const args = process.argv.slice(2)
 const at = args.indexOf('--lines')
@@ -22,16 +25,7 @@ const destination = {
   },
 }
 
-interface Observed {
-  method: string
-  route: string
-  requestId: string
-  status: number
-  durationMs: number
-  workspaceId: string
-  keyId: string
-}
-const observed = (i: number): Observed => ({
+const observed = (i: number): RequestObservation => ({
   method: 'GET',
   route: '/v1/runs/{run_id}',
   requestId: `req_01jbenchbenchbenchbenchb${i & 7}`,
@@ -39,24 +33,12 @@ const observed = (i: number): Observed => ({
   durationMs: 0.0512 + (i & 3),
   workspaceId: 'ws_01jbenchbenchbenchbenchbe',
   keyId: 'key_01jbenchbenchbenchbenchb',
+  errorCode: undefined,
 })
 
-const child = pino({ level: 'info', base: { pid: process.pid } }, destination).child({
-  method: 'GET',
-  route: '/v1/runs/{run_id}',
-})
-const ways: Record<string, (o: Observed) => void> = {
-  pino: (o) =>
-    child.info(
-      {
-        req_id: o.requestId,
-        status: o.status,
-        duration_ms: Math.round(o.durationMs * 100) / 100,
-        workspace_id: o.workspaceId,
-        key_id: o.keyId,
-      },
-      'request',
-    ),
+const server = createSurfaceObserver(undefined, createLogger({ level: 'info', destination }))
+const ways: Record<string, (o: RequestObservation) => void> = {
+  'the server (pino)': (o) => server.request(o),
   'JSON.stringify': (o) =>
     destination.write(
       `${JSON.stringify({

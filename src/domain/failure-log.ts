@@ -1,7 +1,8 @@
 /**
- * Where a transport reports a failure nobody is waiting for: a socket handler that threw, a resolver's unexpected
- * error, a stream read that failed. The composition root hands each transport the server's log (pino's `error`
- * fits); a transport built alone (tests) writes to standard error.
+ * Where a failure nobody is waiting for is reported: a worker's pass (scheduler, webhook dispatcher), a change
+ * listener or key watcher that threw, a socket handler, a resolver's unexpected error, a stream read that failed.
+ * The composition root hands each the server's log (pino's `error` fits); one built alone (tests) writes to
+ * standard error. The store, below any one server's wiring, reports through src/store/problems.ts instead.
  */
 export interface FailureLog {
   error(fields: { err: unknown } & Record<string, unknown>, message: string): void

@@ -15,8 +15,8 @@ export interface LoggerOptions {
   level?: LogLevel
   /** Readable lines instead of JSON; default: when stdout is a terminal. */
   pretty?: boolean
-  /** Where lines go (tests); default stdout. */
-  destination?: NodeJS.WritableStream
+  /** Where lines go (tests, bench:log-line); default stdout. */
+  destination?: DestinationStream
 }
 
 export function createLogger(options: LoggerOptions = {}): Logger {

@@ -48,7 +48,6 @@ export interface HubSnapshot {
   subscriptions: Map<string, number>
 }
 
-export { CLOSE_SLOW_CONSUMER }
 export const CLOSE_UNAUTHENTICATED = 4401
 
 /** The caller behind a connection, checked again on every heartbeat (a revoked key is cut off). */

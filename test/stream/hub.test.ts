@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import { CLOSE_SLOW_CONSUMER } from '../../src/api/slow-consumer.js'
 import type { StreamItem, TopicSource } from '../../src/api/topic-sources.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import {
-  CLOSE_SLOW_CONSUMER,
   MAX_PENDING_INGESTS,
   StreamConnection,
   type StreamPrincipal,
