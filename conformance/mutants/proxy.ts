@@ -127,7 +127,8 @@ export class MutantProxy {
     return `http://127.0.0.1:${this.port}`
   }
 
-  async listen(): Promise<void> {
+  /** Listens on 127.0.0.1, on `port` when given (the reference lists it as its webhook target), else a free one. */
+  async listen(port = 0): Promise<void> {
     const ctx: MutantContext = { tokens: this.tokens, upstream: (req) => send(this.target, req) }
     this.server = createServer((inReq, outRes) => {
       const chunks: Buffer[] = []
@@ -165,7 +166,7 @@ export class MutantProxy {
       })
     })
     this.relayStream(ctx)
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()))
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', () => resolve()))
     this.port = (this.server.address() as AddressInfo).port
   }
 

@@ -17,7 +17,7 @@ import { Contract } from './contract.js'
 import { EMBEDDED_CONTRACT } from './embedded.js'
 import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
-import { receiverAdvice, WebhookReceiver } from './receiver.js'
+import { hostAndPort, receiverAdvice, WebhookReceiver } from './receiver.js'
 import { REFERENCE_REPLAY_WINDOW, type ReferenceServer, startReference } from './reference.js'
 import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
@@ -184,10 +184,24 @@ export async function main(
       embedded ? Contract.fromText(EMBEDDED_CONTRACT ?? '') : Contract.fromFile(openapiPath)
     // With --reference, the contract compiles while the reference's keys are issued (a child process).
     let contract: Contract | undefined
+    // The receiver listens first: the reference server is told its exact host:port as its one private target.
+    receiver = new WebhookReceiver()
+    try {
+      await receiver.listen(config.receiver.host, config.receiver.port)
+    } catch (err) {
+      throw new ConfigError(
+        `the webhook receiver cannot listen on ${config.receiver.host}:${config.receiver.port}: ${(err as Error).message} (${settingName('receiver-host')}, ${settingName('receiver-port')})`,
+      )
+    }
+    config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
     if (options.reference) {
-      reference = await startReference(io.out, () => {
-        contract = compile()
-      })
+      reference = await startReference(
+        io.out,
+        () => {
+          contract = compile()
+        },
+        hostAndPort(config.receiver.url),
+      )
       config.baseUrl = reference.baseUrl
       // The reference serves GraphQL at /v1/graphql: declared, so the spec's rules on it are checked (core).
       config.graphqlUrl ??= `${reference.baseUrl}/v1/graphql`
@@ -199,15 +213,6 @@ export async function main(
     requireTarget(config)
     await preflight(config)
 
-    receiver = new WebhookReceiver()
-    try {
-      await receiver.listen(config.receiver.host, config.receiver.port)
-    } catch (err) {
-      throw new ConfigError(
-        `the webhook receiver cannot listen on ${config.receiver.host}:${config.receiver.port}: ${(err as Error).message} (${settingName('receiver-host')}, ${settingName('receiver-port')})`,
-      )
-    }
-    config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
     await receiverPreflight(config, io)
 
     const checks = selectChecks(ALL_CHECKS, config.only, config.skip)

@@ -202,6 +202,8 @@ async function issueKeys(
 export async function startReference(
   log: (line: string) => void,
   whileIssuing?: () => void,
+  /** The suite's webhook receiver as `host:port`: the one private target the reference may deliver to. */
+  receiverTarget?: string,
 ): Promise<ReferenceServer> {
   const started = Date.now()
   const kit = findReference()
@@ -248,7 +250,7 @@ export async function startReference(
         AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
         AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
         ...process.env,
-        AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1',
+        ...(receiverTarget ? { AGENTOPS_WEBHOOK_PRIVATE_TARGETS: receiverTarget } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },

@@ -29,7 +29,7 @@ Serves the API and the WebSocket stream (/v1/stream) on one port.
   --port N            port (default: $PORT or 8080)
   --host H            address to bind (default: $HOST or 0.0.0.0)
   --database-url URL  sqlite:PATH (default sqlite:./.agentops/agentops.db) or postgres://...
-Other settings: AGENTOPS_MAX_BODY_BYTES, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1, AGENTOPS_RUN_CONCURRENCY.`,
+Other settings: AGENTOPS_MAX_BODY_BYTES, AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT,..., AGENTOPS_RUN_CONCURRENCY.`,
   'keys create': `agentops keys create --workspace NAME [options]
 
 Issues an API key; the token is printed once and only its hash is stored.
