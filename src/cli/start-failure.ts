@@ -9,7 +9,7 @@ type Where = Pick<Config, 'port' | 'host'> & { metricsPort?: number | undefined 
 
 export function startFailureSentence(err: unknown, config: Partial<Where>): string {
   const e = err as NodeJS.ErrnoException & { port?: number; address?: string }
-  const message = (e?.message ?? String(err)).split('\n')[0]
+  const message = (e?.message ?? String(err)).split('\n')[0] ?? ''
   if (err instanceof StoreUnreachable) {
     const fix =
       err.kind === 'postgres'
