@@ -7,7 +7,8 @@
  *
  * Prints one JSON line once it serves: {"baseUrl", "databaseUrl", "provision"}: `provision` is the command that
  * issues the suite's identities on this deployment (`agentops keys provision-conformance` on its store). Stops on
- * SIGTERM or SIGINT.
+ * SIGTERM or SIGINT. `POST /__stand-in/mutant/<id>` (or `/__stand-in/dialect/<id>`, `/__stand-in/clean`) switches
+ * what it plays, so one stand-in serves a test's several broken deployments in turn.
  */
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -17,7 +18,36 @@ import { createDialects } from './dialects.js'
 import { createMutants } from './mutants.js'
 import { type Mutant, MutantProxy } from './proxy.js'
 
-/** The dialect or mutant named `id` (a dialect first), or undefined for the plain reference. */
+const SWITCH = /^\/__stand-in\/(?:(mutant|dialect)\/([A-Za-z0-9._-]+)|clean)$/
+
+/** A mutant that plays `initial` and hands every hook to whichever one a `POST /__stand-in/...` switched to. */
+export function switchable(initial: Mutant | undefined): Mutant {
+  let current = initial
+  return {
+    id: 'stand-in',
+    description: 'whichever dialect or mutant was switched to last',
+    targets: [],
+    request(req, ctx) {
+      const m = req.method === 'POST' ? SWITCH.exec(req.path) : null
+      if (m) {
+        try {
+          current = m[1] ? standIn(m[1] as 'mutant' | 'dialect', m[2]!) : undefined
+          return { status: 204, headers: {}, body: '' }
+        } catch (err) {
+          return { status: 404, headers: { 'content-type': 'text/plain' }, body: (err as Error).message }
+        }
+      }
+      return current?.request ? current.request(req, ctx) : req
+    },
+    response: (req, res, ctx) => (current?.response ? current.response(req, res, ctx) : res),
+    delivery: (req) => (current?.delivery ? current.delivery(req) : req),
+    upgrade: (headers, ctx) => (current?.upgrade ? current.upgrade(headers, ctx) : headers),
+    streamMessage: (message) => (current?.streamMessage ? current.streamMessage(message) : message),
+    clientMessage: (message) => (current?.clientMessage ? current.clientMessage(message) : message),
+  }
+}
+
+/** The dialect or mutant named `id`. */
 export function standIn(kind: 'dialect' | 'mutant', id: string): Mutant {
   const all = kind === 'dialect' ? createDialects(resolveConfig([]).config.openapiPath) : createMutants()
   const found = all.find((m) => m.id === id)
@@ -47,7 +77,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void stop())
   process.once('SIGINT', () => void stop())
   proxy = new MutantProxy(reference.baseUrl, () => proxy?.relayedReceiver ?? '', reference.tokens, true)
-  proxy.mutant = mutant
+  proxy.mutant = switchable(mutant)
   await proxy.listen(port)
   const cli = join(REPO_ROOT, 'bin', 'agentops.mjs')
   process.stdout.write(
