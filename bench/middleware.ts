@@ -48,7 +48,7 @@ guarded.use(
   auth(services.keys),
   rateLimit(services.limits),
   bodyGuard(config.maxBodyBytes),
-  idempotency(services.limits),
+  idempotency(services.idempotency),
 )
 guarded.post('/x', handler)
 

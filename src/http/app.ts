@@ -26,7 +26,17 @@ import { registerWebhookRoutes } from './routes/webhooks.js'
 /** What the REST app uses: the services its middleware and routes call, two settings and the error log. */
 export type HttpServices = Pick<
   Services,
-  'db' | 'keys' | 'limits' | 'agents' | 'tasks' | 'tools' | 'ingestion' | 'runs' | 'webhooks' | 'metrics'
+  | 'db'
+  | 'keys'
+  | 'limits'
+  | 'idempotency'
+  | 'agents'
+  | 'tasks'
+  | 'tools'
+  | 'ingestion'
+  | 'runs'
+  | 'webhooks'
+  | 'metrics'
 > & {
   config: Pick<Config, 'corsOrigins' | 'maxBodyBytes'>
   logger: Pick<Services['logger'], 'error'>
@@ -88,7 +98,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   app.on(
     'POST',
     '/v1/*',
-    idempotency(services.limits, {
+    idempotency(services.idempotency, {
       countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
       writesOnly: WRITES_ONLY_POSTS,
     }),

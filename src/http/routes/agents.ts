@@ -27,7 +27,7 @@ export interface AgentRoutePorts {
 /**
  * POST paths whose work writes only, every statement held back until the commit and independent of the others
  * (AgentService.create: the agent's row and its event; it reads nothing and uses no result): a keyed request to one
- * runs as LimitsService.once's `writesOnly`. Such a write must also be one no constraint can refuse (a fresh id):
+ * runs as IdempotencyService.once's `writesOnly`. Such a write must also be one no constraint can refuse (a fresh id):
  * it is refused only after the route answered, and that answer would then be a 500.
  */
 export const WRITES_ONLY_POSTS: ReadonlySet<string> = new Set([AGENTS_PATH])
