@@ -320,7 +320,8 @@ export function createMutants(): Mutant[] {
     },
     {
       id: 'ingest-answers-200',
-      description: 'A batch ingest answers 200 where the spec says 202 (the deployment a user found the CLI hanging on)',
+      description:
+        'A batch ingest answers 200 where the spec says 202 (the deployment a user found the CLI hanging on)',
       targets: ['ingest.batch-202-counts'],
       run: ['ingest', 'stream'],
       response(req, res) {

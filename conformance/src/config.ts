@@ -726,7 +726,7 @@ export function requireTarget(config: SuiteConfig): void {
   }
   if (!config.tokens.primary) {
     throw new ConfigError(
-      'no primary token: give --provision COMMAND (the deployment\'s provisioning command), --token, AGENTOPS_CONFORMANCE_TOKEN or tokens.primary in --config',
+      "no primary token: give --provision COMMAND (the deployment's provisioning command), --token, AGENTOPS_CONFORMANCE_TOKEN or tokens.primary in --config",
     )
   }
   if (!config.streamUrl) config.streamUrl = config.baseUrl.replace(/^http/, 'ws')

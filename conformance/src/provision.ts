@@ -7,7 +7,7 @@
  * The reference implements it as `agentops keys provision-conformance`.
  */
 import { spawn } from 'node:child_process'
-import { settingName, type SuiteConfig, TOKENS, type TokenKey } from './config.js'
+import { type SuiteConfig, settingName, TOKENS, type TokenKey } from './config.js'
 import { ConfigError } from './types.js'
 
 /** How long the provisioning command may take. */
@@ -43,7 +43,8 @@ export async function provision(
     },
   )
   if (code === -1) throw fail(`did not finish within ${timeoutMs / 1000} s`)
-  if (code !== 0) throw fail(`exited with ${code}${stderr.trim() ? ` (${stderr.trim().split('\n').at(-1)})` : ''}`)
+  if (code !== 0)
+    throw fail(`exited with ${code}${stderr.trim() ? ` (${stderr.trim().split('\n').at(-1)})` : ''}`)
   // The last line that is a JSON object: a command may print progress before it.
   const line = stdout
     .trim()

@@ -216,7 +216,9 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   checksEnded = true
   budget.end()
   if (sockets.size > 0) {
-    log(`teardown: closed ${sockets.size} socket(s) left open by ${[...new Set(sockets.values())].join(', ')}`)
+    log(
+      `teardown: closed ${sockets.size} socket(s) left open by ${[...new Set(sockets.values())].join(', ')}`,
+    )
     for (const socket of sockets.keys()) socket.terminate()
     sockets.clear()
   }
