@@ -3,7 +3,7 @@
  * Clock and the outbound port, to every service; `createWorkers` drives them in the background; `createServices`
  * puts both together for the server, the transports and the CLI.
  */
-import { TopicFeeds } from './api/topic-feeds.js'
+
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { ChangeFeed } from './domain/changes.js'
@@ -28,6 +28,7 @@ import { createOutboundHttp } from './outbound/http.js'
 import { openChangeFeed } from './store/notifications.js'
 import type { Repositories } from './store/repos/index.js'
 import { createRepositories } from './store/repos/index.js'
+import { TopicFeeds } from './surface/topic-feeds.js'
 
 /** A background worker (scheduler, outbox dispatcher, purger) started and stopped with the server. */
 export interface Worker {

@@ -1,11 +1,11 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
-import type { AppEnv } from '../api/context.js'
-import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
-import { STREAM_PATH } from '../api/paths.js'
-import { validationHook } from '../api/validation.js'
 import type { Config } from '../config.js'
 import { ApiError } from '../domain/errors.js'
 import type { Services } from '../services.js'
+import type { AppEnv } from '../surface/context.js'
+import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
+import { STREAM_PATH } from '../surface/paths.js'
+import { validationHook } from '../surface/validation.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
 import { bodyGuard, WITH_BODY } from './middleware/body.js'
@@ -43,7 +43,7 @@ export type HttpServices = Pick<
 }
 
 /**
- * Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/app.ts),
+ * Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/transports.ts),
  * which hands that transport its own services.
  */
 export type RouteMount = (app: OpenAPIHono<AppEnv>) => void

@@ -1,9 +1,9 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AppEnv } from '../../src/api/context.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import { errorResponse, toApiError } from '../../src/http/errors.js'
 import { idempotency } from '../../src/http/middleware/idempotency.js'
+import type { AppEnv } from '../../src/surface/context.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 

@@ -36,7 +36,7 @@ const frozenViews = new WeakMap<RunRecord, RunView>()
 
 /**
  * A run with its plan counts. A frozen run's view is made once and frozen too, so a presenter can keep what it
- * derives from that view for as long as the run lives (src/api/presenters.ts).
+ * derives from that view for as long as the run lives (src/surface/presenters.ts).
  */
 export function viewOf(run: RunRecord): RunView {
   if (!Object.isFrozen(run)) return { run, counts: countsOf(run) }

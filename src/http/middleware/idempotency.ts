@@ -1,11 +1,11 @@
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
-import type { AppEnv } from '../../api/context.js'
-import { requestHeader } from '../../api/request-headers.js'
 import { ApiError } from '../../domain/errors.js'
 import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/idempotency/key.js'
 import type { IdempotencyService } from '../../domain/idempotency/service.js'
 import type { StoredResponse } from '../../domain/idempotency/types.js'
+import type { AppEnv } from '../../surface/context.js'
+import { requestHeader } from '../../surface/request-headers.js'
 
 /** A keyed request answered without running it: a replay, or one of the two 409s. */
 export type KeyedAnswer = 'replayed' | 'conflict' | 'in_progress'

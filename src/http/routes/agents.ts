@@ -7,14 +7,14 @@ import {
   postV1AgentsAgentIdTasksRoute,
   postV1AgentsRoute,
 } from '../../../generated/routes.js'
-import { callerOf } from '../../api/caller.js'
-import type { AppEnv } from '../../api/context.js'
-import { agentsPage } from '../../api/pages.js'
-import { presentAgent, presentTask } from '../../api/presenters.js'
-import { routeBody, routeInput } from '../../api/route-input.js'
-import { requireScopeOf } from '../../api/scopes.js'
 import type { AgentService } from '../../domain/agents/service.js'
 import type { TaskService } from '../../domain/tasks/service.js'
+import { callerOf } from '../../surface/caller.js'
+import type { AppEnv } from '../../surface/context.js'
+import { agentsPage } from '../../surface/pages.js'
+import { presentAgent, presentTask } from '../../surface/presenters.js'
+import { routeBody, routeInput } from '../../surface/route-input.js'
+import { requireScopeOf } from '../../surface/scopes.js'
 
 const AGENTS_PATH = '/v1/agents'
 
