@@ -67,7 +67,7 @@ async function main(): Promise<number> {
   // Webhook deliveries reach the receiver through the proxy (HOOK_PREFIX): its address is the reference's one
   // private target, so its port is chosen before the reference starts.
   const proxyPort = await freePort()
-  const reference = await startReference(log, undefined, `127.0.0.1:${proxyPort}`)
+  const reference = await startReference(log, undefined, { receiverTarget: `127.0.0.1:${proxyPort}` })
   const receiver = new WebhookReceiver()
   await receiver.listen('127.0.0.1', 0)
   const proxy = new MutantProxy(

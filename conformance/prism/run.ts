@@ -151,7 +151,7 @@ await canary()
 // 1. Validation proxy in front of the reference server.
 // The suite's webhook receiver listens on a port chosen now: the reference's one private target.
 const receiverPort = await freePort()
-const ref = await startReference(log, undefined, `127.0.0.1:${receiverPort}`)
+const ref = await startReference(log, undefined, { receiverTarget: `127.0.0.1:${receiverPort}` })
 try {
   const proxy = await startPrism(['proxy', CONTRACT, ref.baseUrl, '--errors', '--validate-request=false'])
   try {

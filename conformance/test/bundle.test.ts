@@ -38,7 +38,7 @@ describe('the one-file bundle', () => {
   beforeAll(async () => {
     // The suite's webhook receiver listens on this port: the reference's one private target.
     receiverPort = await freePort()
-    const started = startReference(() => {}, undefined, `127.0.0.1:${receiverPort}`)
+    const started = startReference(() => {}, undefined, { receiverTarget: `127.0.0.1:${receiverPort}` })
     started.catch(() => undefined)
     const { stdout } = await exec(
       process.execPath,

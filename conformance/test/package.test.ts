@@ -40,7 +40,7 @@ describe('the agentops-conformance package', () => {
     // The reference server starts while the package is packed and installed.
     // The suite's webhook receiver listens on this port: the reference's one private target.
     receiverPort = await freePort()
-    const started = startReference(() => {}, undefined, `127.0.0.1:${receiverPort}`)
+    const started = startReference(() => {}, undefined, { receiverTarget: `127.0.0.1:${receiverPort}` })
     started.catch(() => undefined)
     const { stdout } = await exec(npm, ['pack', '--json', '--pack-destination', dir], {
       cwd: PACKAGE_ROOT,
