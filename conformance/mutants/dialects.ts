@@ -26,6 +26,8 @@ export function createDialects(openapiPath: string): Dialect[] {
 interface Operation {
   method: string
   pattern: RegExp
+  /** `METHOD /template`, as `notServed` in --config lists it. */
+  name: string
 }
 
 /** The operations the contract marks `x-extension: true` (the reference profile's additions to spec §4). */
@@ -36,7 +38,7 @@ export function extensionOperations(openapiPath: string): Operation[] {
     for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
       if (item[method]?.['x-extension'] !== true) continue
       const pattern = new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`)
-      out.push({ method: method.toUpperCase(), pattern })
+      out.push({ method: method.toUpperCase(), pattern, name: `${method.toUpperCase()} ${template}` })
     }
   }
   return out
@@ -103,6 +105,9 @@ export function foreignDialect(openapiPath: string): Dialect {
     configure(config) {
       // No GraphQL surface here, so none is declared: its checks skip as "not declared".
       delete config.graphqlUrl
+      // Its users know which of the profile's extensions it does not serve: the parts of core checks that go
+      // through them are given up knowingly (else those checks are partial and the verdict INCOMPLETE).
+      config.notServed = extensions.map((op) => op.name)
     },
     request(req) {
       if (!isExtension(req.method, req.path)) return req

@@ -99,6 +99,12 @@ export interface Declarations {
    * (toolrun.ts). Used only where a check needs a run that calls a tool; every other request keeps the spec's bodies.
    */
   toolRun: ToolRunDeclaration
+  /**
+   * Operations (`METHOD /template`, e.g. "GET /v1/agents") the deployment knowingly does not serve: a core check
+   * with a part through one of them passes without that part instead of being `partial` (which makes the verdict
+   * INCOMPLETE).
+   */
+  notServed: string[]
 }
 
 export interface SuiteConfig extends Declarations {
@@ -140,6 +146,12 @@ export interface SuiteConfig extends Declarations {
 }
 
 export type TokenKey = keyof SuiteConfig['tokens']
+
+/** Whether `notServed` lists an operation (`METHOD /template`; parameter names do not matter). */
+export function declaredAbsent(config: Pick<Declarations, 'notServed'>, operation: string): boolean {
+  const shape = (op: string) => op.replace(/\{[^}]*\}/g, '{}')
+  return config.notServed.some((op) => shape(op) === shape(operation))
+}
 
 /** Each token: what it is, and the flag and variable that set it (skip reasons and errors name these). */
 export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
@@ -414,6 +426,7 @@ const DEFAULT_DECLARATIONS: Declarations = {
   },
   signatureTimestamp: 'any',
   toolRun: DEFAULT_TOOL_RUN,
+  notServed: [],
   // The reference profile's schema (POST /v1/graphql): snake_case fields as in REST.
   graphqlQueries: {
     run: { query: 'query($id: ID!) { run(id: $id) { run_id agent_id status } }', variables: { id: '{id}' } },
@@ -507,7 +520,16 @@ function declarations(file: Raw): Declarations {
     (typeof replayWindow !== 'number' || !Number.isSafeInteger(replayWindow) || replayWindow < 1)
   )
     throw new ConfigError('config file stream.replayWindow must be a positive integer')
+  const absent = file.notServed ?? []
+  if (
+    !Array.isArray(absent) ||
+    absent.some((op) => typeof op !== 'string' || !/^(GET|POST|PUT|PATCH|DELETE) \/\S*$/.test(op))
+  )
+    throw new ConfigError(
+      'config file notServed must be an array of operations written "METHOD /path/{param}" (e.g. "GET /v1/agents")',
+    )
   return {
+    notServed: absent as string[],
     paging: { ...(cursorField ? { cursorField } : {}), ...(itemsField ? { itemsField } : {}) },
     stream: {
       subscribe: stream.subscribe ?? DEFAULT_DECLARATIONS.stream.subscribe,
