@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
 import type { SuiteConfig } from '../src/config.js'
+import { bodySignedDialect } from './dialects/body-signed.js'
 import { declaredDialect } from './dialects/declared.js'
 import { ownIdsDialect } from './dialects/own-ids.js'
 import { editJson, type Json, type Mutant, type ProxiedResponse, pathOnly } from './proxy.js'
@@ -20,7 +21,7 @@ export interface Dialect extends Mutant {
 
 /** The dialect family `conformance:mutants` runs after the mutants. */
 export function createDialects(openapiPath: string): Dialect[] {
-  return [foreignDialect(openapiPath), ownIdsDialect(), declaredDialect()]
+  return [foreignDialect(openapiPath), ownIdsDialect(), declaredDialect(), bodySignedDialect()]
 }
 
 interface Operation {

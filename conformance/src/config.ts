@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { EMBEDDED_CONTRACT } from './embedded.js'
+import { templateProblem } from './signature.js'
 import { DEFAULT_TOOL_RUN, mentionsTools, TOOL_PLACEHOLDERS, type ToolRunDeclaration } from './toolrun.js'
 import { ConfigError } from './types.js'
 
@@ -86,6 +87,12 @@ export interface Declarations {
   approval: { method: string; path: string; body?: unknown }
   /** §5.5 "The exact string that is signed and how the timestamp is checked: not shown": the t= form. */
   signatureTimestamp: 'unix' | 'rfc3339' | 'any'
+  /**
+   * §5 "The exact string that is signed ...: not shown": the signed string as a template over `{t}`, `{body}` (the
+   * delivered body without its `signature` member), `{id}` and `{header:NAME}` (signature.ts). Without it the core
+   * check discovers the common arrangements.
+   */
+  signatureTemplate?: string
   /** The GraphQL surface's URL when the deployment has one (§4 "A GraphQL surface is mentioned"). */
   graphqlUrl?: string
   /**
@@ -491,6 +498,9 @@ function declarations(file: Raw): Declarations {
       ...(limit ? { limit: limit.toLowerCase() } : {}),
     }
   }
+  const signed = text('signature.signed', signature.signed)
+  const signedProblem = signed === undefined ? undefined : templateProblem(signed)
+  if (signedProblem) throw new ConfigError(`config file signature.signed ${signedProblem}`)
   const form = signature.timestamp ?? 'any'
   if (form !== 'unix' && form !== 'rfc3339' && form !== 'any')
     throw new ConfigError('config file signature.timestamp must be "unix", "rfc3339" or "any"')
@@ -547,6 +557,7 @@ function declarations(file: Raw): Declarations {
         }
       : DEFAULT_DECLARATIONS.approval,
     signatureTimestamp: form,
+    ...(signed ? { signatureTemplate: signed } : {}),
     toolRun: declaredToolRun,
     graphqlQueries: { run: gqlQuery('run'), agent: gqlQuery('agent') },
   }
