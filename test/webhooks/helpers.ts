@@ -8,6 +8,7 @@ import { migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
 import type { Repositories } from '../../src/store/repos/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
+import { ANY_LOOPBACK_PORT } from '../support/private-targets.js'
 
 /** Spec §6: the fields of a run.awaiting_approval delivery, plus the delivery's own `id`. */
 export const AWAITING_APPROVAL_FIELDS = [
@@ -74,7 +75,7 @@ export async function harness(
   const repos = createRepositories(db)
   const events = new EventLog(repos.events, clock)
   const webhooks = new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
-    outbound: createOutboundHttp({ allowPrivate: true }),
+    outbound: createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT }),
     ...TEST_WEBHOOK_SETTINGS,
     ...settings,
   })

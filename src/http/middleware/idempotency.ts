@@ -57,7 +57,7 @@ export const idempotency = (limits: Pick<IdempotencyService, 'once'>, options: I
     const auth = c.get('auth')
     const print = fingerprint(c.req.method, c.req.path, await c.req.text())
     const answered = captureJson(c)
-    const outcome = await limits.once(
+    const outcome = await service.once(
       auth.workspaceId,
       key,
       print,
