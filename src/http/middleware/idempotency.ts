@@ -47,7 +47,7 @@ export interface IdempotencyOptions {
   writesOnlyOperations?: readonly string[]
 }
 
-export const idempotency = (limits: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) => {
+export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) => {
   const writesOnly = postPathsOf(options.writesOnlyOperations ?? [])
   return createMiddleware<AppEnv>(async (c, next) => {
     if (c.req.method !== 'POST') return next()
