@@ -75,6 +75,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     },
     config.port,
     config.host,
+    config,
   )
   answerClientErrors(httpServer)
   const metricsServer = separateMetrics
@@ -88,6 +89,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         ),
         config.metricsPort ?? 0,
         config.host,
+        config,
       ).catch(async (err: unknown) => {
         await closeServer(httpServer)
         throw err
@@ -183,9 +185,20 @@ function listen(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   port: number,
   host: string,
+  timeouts: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>,
 ): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
-    const server = createServer(handler)
+    // Slowloris bounds set here, not left to Node's defaults (60 s for headers, 5 min for a request): a client that
+    // trickles its headers or body is answered 408 and closed at the bound. Node looks for such connections every
+    // connectionsCheckingInterval (30 s by default, which would stretch a 10 s bound to 40); once a second here.
+    const server = createServer(
+      {
+        headersTimeout: timeouts.headersTimeoutMs,
+        requestTimeout: timeouts.requestTimeoutMs,
+        connectionsCheckingInterval: Math.min(1000, timeouts.headersTimeoutMs),
+      },
+      handler,
+    )
     server.once('error', reject)
     server.listen(port, host, () => {
       server.off('error', reject)

@@ -9,7 +9,7 @@ import { STREAM_PATH } from '../surface/paths.js'
 import { validationHook } from '../surface/validation.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
-import { bodyGuard, WITH_BODY } from './middleware/body.js'
+import { bodyGuard, closeUnreadBody, WITH_BODY } from './middleware/body.js'
 import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
 import { observeRequests, routeTemplate } from './middleware/observe.js'
@@ -72,6 +72,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   if (corsMiddleware) app.use('*', corsMiddleware)
   app.onError((err, c) => {
     const apiError = toApiError(err)
+    closeUnreadBody(c, services.config.maxBodyBytes)
     if (apiError.code === 'internal_error') {
       services.logger.error(
         { err, req_id: c.get('requestId'), method: c.req.method, route: routeTemplate(c) },
@@ -80,7 +81,10 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
     }
     return errorResponse(c, apiError)
   })
-  app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
+  app.notFound((c) => {
+    closeUnreadBody(c, services.config.maxBodyBytes)
+    return errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path }))
+  })
 
   const limitMetrics = services.metrics?.limits
   // One layer, three steps in series. The stream authenticates during its own upgrade (src/stream); everything
