@@ -9,6 +9,7 @@ import { family } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
 import { CoverageRecorder } from './coverage.js'
+import { fixFor, type RunFindings } from './fix.js'
 import { Fixtures } from './fixtures.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
@@ -37,6 +38,10 @@ export interface RunOptions {
   checkTimeoutMs?: number
   /** Pacing from the deployment's rate-limit headers (default: a new one from the config). */
   pacer?: Pacer
+  /** Aborted (its reason a sentence naming the setting: --deadline, an interrupt): checks not begun are skipped. */
+  signal?: AbortSignal
+  /** What the run learnt before the checks (the receiver's URL refused), for each failure's fix. */
+  findings?: RunFindings
   /**
    * false: leave what the checks created (default true). For a deployment thrown away with its store right after
    * the run (`--reference`), where undoing hundreds of registrations is only wall time.
@@ -159,13 +164,19 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     let message: string | undefined
     let notApplicable = false
     try {
+      if (options.signal?.aborted) throw new CheckSkipped(`not run: ${String(options.signal.reason)}`)
       if (transportFailures >= 3 && !(await answers(config))) {
         throw new Error(
           `not run: ${config.baseUrl} stopped answering (${transportFailures} checks in a row failed on the transport)`,
         )
       }
       await running.run(mine, () =>
-        withTimeout(check.run(ctx), options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3), check.id),
+        withTimeout(
+          check.run(ctx),
+          options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3),
+          check.id,
+          options.signal,
+        ),
       )
       transportFailures = 0
     } catch (err) {
@@ -197,6 +208,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       exchanges: outcome === 'fail' ? mine.exchanges.slice(-3) : [],
       durationMs: Math.round(performance.now() - started),
     }
+    const fix = fixFor(result, options.findings)
+    if (fix) result.fix = fix
     results[index] = result
     options.onResult?.(result, index, total)
   }
@@ -270,16 +283,21 @@ async function answers(config: SuiteConfig): Promise<boolean> {
   }
 }
 
-async function withTimeout<T>(p: Promise<T>, ms: number, id: string): Promise<T> {
+/** The check's outcome, or a failure when it outlives its time limit, or a skip when the run is aborted meanwhile. */
+async function withTimeout<T>(p: Promise<T>, ms: number, id: string, signal?: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout | undefined
+  let onAbort: (() => void) | undefined
   try {
     return await Promise.race([
       p,
       new Promise<T>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`${id} did not finish within ${ms} ms`)), ms)
+        onAbort = () => reject(new CheckSkipped(`cut short: ${String(signal?.reason)}`))
+        signal?.addEventListener('abort', onAbort, { once: true })
       }),
     ])
   } finally {
     clearTimeout(timer)
+    if (onAbort) signal?.removeEventListener('abort', onAbort)
   }
 }
