@@ -169,6 +169,14 @@ export async function main(
   let reports: Reports = {}
   let config: SuiteConfig | undefined
   const results: CheckResult[] = []
+  const teardown = async () => {
+    clearTimeout(deadlineTimer)
+    interrupt?.removeEventListener('abort', onInterrupt)
+    await receiver?.close()
+    await reference?.stop()
+    receiver = undefined
+    reference = undefined
+  }
   const startedAt = new Date().toISOString()
   let pacer: Pacer | undefined
   // Whatever ends the run, the reports are written: a partial run with the error beats no report in CI.
@@ -300,6 +308,8 @@ export async function main(
     summary.verdict = verdictFor(summary, verdictOptions())
     io.out(formatSummary(summary, config.strictProfile))
     writeReports(reports, summary, io, verdictOptions())
+    // Everything is closed before the last line: once it is printed the process has nothing left to end.
+    await teardown()
     io.out(summary.verdict.line)
     return summary.verdict.exitCode
   } catch (err) {
@@ -313,13 +323,11 @@ export async function main(
     if (config?.verbose) io.err(e.stack ?? String(err))
     const summary = bail('internal error', `${e.name}: ${e.message}`)
     writeReports(reports, summary, io, verdictOptions())
+    await teardown()
     io.out(summary.verdict?.line ?? 'ERROR')
     return 1
   } finally {
-    clearTimeout(deadlineTimer)
-    interrupt?.removeEventListener('abort', onInterrupt)
-    await receiver?.close()
-    await reference?.stop()
+    await teardown()
   }
 }
 

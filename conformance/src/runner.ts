@@ -21,6 +21,7 @@ import {
   type Exchange,
   type RunSummary,
 } from './types.js'
+import { wakeSleepers } from './wait.js'
 
 interface Current {
   id: string
@@ -59,6 +60,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const log = options.log ?? (() => {})
   const startedAt = new Date().toISOString()
   const budget = new RequestBudget(config.budget)
+  wakeSleepers(false)
   const seen: SeenExchange[] = []
   const violations: ContractViolation[] = []
   // Which check an exchange belongs to: the check whose code (or whose awaited fixture) sent it, also when checks overlap.
@@ -93,6 +95,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     budget,
     timeoutMs: config.timeoutMs,
     pacer,
+    ...(options.signal ? { signal: options.signal } : {}),
     observers: [
       coverage.observe,
       (exchange, response) => {
@@ -228,6 +231,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   // check that failed before its `finally`) left open is closed now, so nothing keeps the process alive.
   checksEnded = true
   budget.end()
+  if (options.signal?.aborted) wakeSleepers()
   if (sockets.size > 0) {
     log(
       `teardown: closed ${sockets.size} socket(s) left open by ${[...new Set(sockets.values())].join(', ')}`,

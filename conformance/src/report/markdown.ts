@@ -4,7 +4,7 @@
  */
 import type { ContractCoverage, Tally } from '../coverage.js'
 import { type CheckResult, type RunSummary, summarize } from '../types.js'
-import { reasonWithFix, trim } from './text.js'
+import { reasonWithFix } from './text.js'
 
 const ICON = { pass: '✅', fail: '❌', skip: '⏭️' } as const
 const VERDICT_ICON = { CONFORMANT: '✅', 'NOT CONFORMANT': '❌', INCOMPLETE: '⚠️', ERROR: '💥' } as const
