@@ -1,3 +1,10 @@
+import {
+  type OutboundPurpose,
+  PRIVATE_TARGETS_SETTING,
+  type PrivateTargets,
+  parsePrivateTargets,
+} from './outbound/private-targets.js'
+
 /** Every operator setting, read once from the environment; the one home of their defaults (`loadConfig`). */
 export interface Config {
   port: number
@@ -5,8 +12,11 @@ export interface Config {
   databaseUrl: string
   /** Largest accepted request body (spec gap §8). */
   maxBodyBytes: number
-  /** Deliver webhooks to private and loopback addresses (off in production, on in tests). */
-  allowPrivateWebhooks: boolean
+  /**
+   * Per outbound purpose, the private host:port pairs it may call anyway (a local webhook receiver); none by
+   * default. Link-local and cloud metadata addresses are never reachable.
+   */
+  privateTargets: Record<OutboundPurpose, PrivateTargets>
   /** Runs executed at the same time by one server. */
   runConcurrency: number
   /** How long a server holds a run without renewing its claim; after a crash another start takes over then. */
@@ -128,14 +138,31 @@ export function parseCorsOrigins(value: string | undefined): string[] {
   })
 }
 
+/**
+ * The private targets of each purpose (AGENTOPS_WEBHOOK_PRIVATE_TARGETS, AGENTOPS_DESTINATION_PRIVATE_TARGETS,
+ * AGENTOPS_TOOL_PRIVATE_TARGETS). The all-or-nothing AGENTOPS_ALLOW_PRIVATE_WEBHOOKS it replaces opened every
+ * private address to `http` tools too, so a server started with it on refuses to start and says what to set.
+ */
+function privateTargetsFrom(env: NodeJS.ProcessEnv): Record<OutboundPurpose, PrivateTargets> {
+  const old = env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS
+  if (old !== undefined && old !== '' && !/^(0|false|off|no)$/i.test(old))
+    throw new Error(
+      'AGENTOPS_ALLOW_PRIVATE_WEBHOOKS is replaced by exact allow-lists: list the receivers as host:port pairs ' +
+        'in AGENTOPS_WEBHOOK_PRIVATE_TARGETS (e.g. 127.0.0.1:8765), AGENTOPS_DESTINATION_PRIVATE_TARGETS or ' +
+        'AGENTOPS_TOOL_PRIVATE_TARGETS, and unset AGENTOPS_ALLOW_PRIVATE_WEBHOOKS',
+    )
+  const read = (purpose: OutboundPurpose) =>
+    parsePrivateTargets(env[PRIVATE_TARGETS_SETTING[purpose]], PRIVATE_TARGETS_SETTING[purpose])
+  return { webhooks: read('webhooks'), destinations: read('destinations'), tools: read('tools') }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   return {
     port: intFrom(env.PORT, 8080, 'PORT'),
     host: env.HOST ?? '0.0.0.0',
     databaseUrl: env.AGENTOPS_DATABASE_URL || DEFAULT_DATABASE_URL,
     maxBodyBytes: intFrom(env.AGENTOPS_MAX_BODY_BYTES, 1024 * 1024, 'AGENTOPS_MAX_BODY_BYTES'),
-    allowPrivateWebhooks:
-      env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === '1' || env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === 'true',
+    privateTargets: privateTargetsFrom(env),
     runConcurrency: intFrom(env.AGENTOPS_RUN_CONCURRENCY, 4, 'AGENTOPS_RUN_CONCURRENCY'),
     runLeaseMs: intFrom(env.AGENTOPS_RUN_LEASE_MS, 15_000, 'AGENTOPS_RUN_LEASE_MS'),
     streamHeartbeatMs: intFrom(env.AGENTOPS_STREAM_HEARTBEAT_MS, 15_000, 'AGENTOPS_STREAM_HEARTBEAT_MS'),

@@ -70,6 +70,11 @@ export interface CheckContext {
   opened(socket: { terminate(): void; once(event: 'close', listener: () => void): unknown }): void
   violations: ContractViolation[]
   log(line: string): void
+  /**
+   * Records that a part of the running check could not run (say which part, why, and the setting that would run
+   * it): if nothing else fails, the check ends `partial` with these reasons instead of `pass`.
+   */
+  partial(reason: string): void
 }
 
 export function family(id: string): string {

@@ -21,7 +21,7 @@ import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } fro
 import { Pacer } from './pacing.js'
 import { formatPlan, planFor } from './plan.js'
 import { provision, withProvisioned } from './provision.js'
-import { receiverAdvice, WebhookReceiver } from './receiver.js'
+import { hostAndPort, receiverAdvice, WebhookReceiver } from './receiver.js'
 import { REFERENCE_REPLAY_WINDOW, type ReferenceServer, startReference } from './reference.js'
 import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
@@ -232,13 +232,26 @@ export async function main(
       embedded ? Contract.fromText(EMBEDDED_CONTRACT ?? '') : Contract.fromFile(openapiPath)
     // With --reference, the contract compiles while the reference's keys are issued (a child process).
     let contract: Contract | undefined
+    // The receiver listens first: the reference server is told its exact host:port as its one private target.
+    receiver = new WebhookReceiver()
+    try {
+      await receiver.listen(config.receiver.host, config.receiver.port)
+    } catch (err) {
+      throw new ConfigError(
+        `the webhook receiver cannot listen on ${config.receiver.host}:${config.receiver.port}: ${(err as Error).message} (${settingName('receiver-host')}, ${settingName('receiver-port')})`,
+      )
+    }
+    config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
     if (options.reference) {
       reference = await startReference(
         io.out,
         () => {
           contract = compile()
         },
-        config.referencePort ? { port: config.referencePort } : {},
+        {
+          receiverTarget: hostAndPort(config.receiver.url),
+          ...(config.referencePort ? { port: config.referencePort } : {}),
+        },
       )
       config.baseUrl = reference.baseUrl
       // The reference serves GraphQL at /v1/graphql: declared, so the spec's rules on it are checked (core).
@@ -265,15 +278,6 @@ export async function main(
       return coreMissing > 0 && !config.allowIncomplete ? 3 : 0
     }
 
-    receiver = new WebhookReceiver()
-    try {
-      await receiver.listen(config.receiver.host, config.receiver.port)
-    } catch (err) {
-      throw new ConfigError(
-        `the webhook receiver cannot listen on ${config.receiver.host}:${config.receiver.port}: ${(err as Error).message} (${settingName('receiver-host')}, ${settingName('receiver-port')})`,
-      )
-    }
-    config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
     const findings = await receiverPreflight(config, io)
 
     const checks = selectChecks(ALL_CHECKS, config.only, config.skip)

@@ -26,6 +26,8 @@ import { wakeSleepers } from './wait.js'
 interface Current {
   id: string
   exchanges: Exchange[]
+  /** Parts of the check that could not run (`ctx.partial`). */
+  partial: string[]
 }
 
 export interface RunOptions {
@@ -65,7 +67,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const violations: ContractViolation[] = []
   // Which check an exchange belongs to: the check whose code (or whose awaited fixture) sent it, also when checks overlap.
   const running = new AsyncLocalStorage<Current>()
-  let outside: Current = { id: 'setup', exchanges: [] }
+  let outside: Current = { id: 'setup', exchanges: [], partial: [] }
   const current = (): Current => running.getStore() ?? outside
   const authenticated = new Set(
     [
@@ -148,6 +150,10 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     coverage,
     violations,
     log,
+    partial(reason) {
+      const owner = current()
+      if (!owner.partial.includes(reason)) owner.partial.push(reason)
+    },
     opened(socket) {
       if (checksEnded) return socket.terminate()
       sockets.set(socket, current().id)
@@ -161,7 +167,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   // After a few checks in a row die on the transport, probe once per check instead of waiting out every timeout.
   let transportFailures = 0
   const runOne = async (check: Check, index: number): Promise<void> => {
-    const mine: Current = { id: check.id, exchanges: [] }
+    const mine: Current = { id: check.id, exchanges: [], partial: [] }
     const started = performance.now()
     let outcome: CheckResult['outcome'] = 'pass'
     let message: string | undefined
@@ -182,6 +188,11 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
         ),
       )
       transportFailures = 0
+      // Nothing it judged failed, but a part of it did not run: it must not read as a pass.
+      if (mine.partial.length > 0) {
+        outcome = 'partial'
+        message = mine.partial.join('; ')
+      }
     } catch (err) {
       if (err instanceof TransportError || String((err as Error).message).startsWith('not run:'))
         transportFailures++
@@ -241,7 +252,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   }
 
   // Cleanup has its own small allowance so an exhausted budget never leaves resources behind.
-  outside = { id: 'cleanup', exchanges: [] }
+  outside = { id: 'cleanup', exchanges: [], partial: [] }
   const cleanupBudget = new RequestBudget(undo.length * 2 + 10)
   const cleanupHttp = new HttpClient({
     baseUrl: config.baseUrl,

@@ -2,7 +2,7 @@
 import { coverageLine } from '../coverage.js'
 import { type CheckResult, type Exchange, type RunSummary, summarize } from '../types.js'
 
-const MARK = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP' } as const
+const MARK = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP', partial: 'PART' } as const
 
 export function trim(text: string | undefined, max = 400): string {
   if (text === undefined) return ''
@@ -55,11 +55,13 @@ export function formatResult(r: CheckResult, index: number, total: number, verbo
   // The reason, shortened in its middle on the console (the reports carry it whole), and last the one setting
   // that addresses it.
   if (r.message && r.outcome !== 'pass')
-    line += `\n      ${r.outcome === 'skip' ? 'skipped' : 'why'}: ${trimMiddle(r.message, verbose ? 4000 : 300)}`
+    line += `\n      ${WHY[r.outcome]}: ${trimMiddle(r.message, verbose ? 4000 : 300)}`
   if (r.fix) line += `${r.message ? '' : '\n     '} → fix: ${r.fix}`
   if (verbose && r.outcome === 'fail') for (const x of r.exchanges) line += `\n${formatExchange(x)}`
   return line
 }
+
+const WHY = { pass: 'note', fail: 'why', skip: 'skipped', partial: 'not run' } as const
 
 /** The slowest checks of a run, for the end of the console output. */
 export function slowest(results: CheckResult[], n = 5): CheckResult[] {
@@ -75,12 +77,14 @@ export function formatSummary(summary: RunSummary, strictProfile: boolean): stri
   const na = v?.notApplicable ?? 0
   const out = v?.notSelected.length ?? 0
   lines.push(
-    `core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip - na} skipped${na > 0 ? `, ${na} not applicable` : ''}${out > 0 ? `, ${out} left out` : ''} (${v?.total ?? c.core.pass + c.core.fail + c.core.skip} core checks)`,
+    `core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip - na} skipped${c.core.partial > 0 ? `, ${c.core.partial} partial` : ''}${na > 0 ? `, ${na} not applicable` : ''}${out > 0 ? `, ${out} left out` : ''} (${v?.total ?? c.core.pass + c.core.fail + c.core.skip + c.core.partial} core checks)`,
   )
   const failedCore = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'core')
   if (failedCore.length > 0) lines.push(`failed core checks: ${failedCore.map((r) => r.id).join(', ')}`)
   const notRun = summary.results.filter((r) => r.outcome === 'skip' && r.level === 'core')
   if (notRun.length > 0) lines.push(`skipped core checks: ${notRun.map((r) => r.id).join(', ')}`)
+  const partly = summary.results.filter((r) => r.outcome === 'partial' && r.level === 'core')
+  if (partly.length > 0) lines.push(`partial core checks: ${partly.map((r) => r.id).join(', ')}`)
   // Profile results are the reference profile's gap decisions: summarised, never interleaved with core lines.
   lines.push(
     `profile: ${c.profile.pass} passed, ${c.profile.fail} failed, ${c.profile.skip} skipped${strictProfile ? ' (strict: failures count)' : ' (reported only; --strict-profile to enforce; --verbose or the reports show each)'}`,
