@@ -17,6 +17,13 @@ export interface Config {
    * default. Link-local and cloud metadata addresses are never reachable.
    */
   privateTargets: Record<OutboundPurpose, PrivateTargets>
+  /**
+   * How long a client may take to send a request's headers (Node's headersTimeout): a connection that trickles them
+   * (slowloris) is answered 408 and closed at this bound.
+   */
+  headersTimeoutMs: number
+  /** How long a client may take to send a whole request, headers and body (Node's requestTimeout); 408 then. */
+  requestTimeoutMs: number
   /** Runs executed at the same time by one server. */
   runConcurrency: number
   /** How long a server holds a run without renewing its claim; after a crash another start takes over then. */
@@ -156,6 +163,17 @@ function privateTargetsFrom(env: NodeJS.ProcessEnv): Record<OutboundPurpose, Pri
   return { webhooks: read('webhooks'), destinations: read('destinations'), tools: read('tools') }
 }
 
+/** The slowloris bounds: both at least 1 s, and the headers' no longer than the whole request's. */
+function requestTimeoutsFrom(env: NodeJS.ProcessEnv): { headersTimeoutMs: number; requestTimeoutMs: number } {
+  const headersTimeoutMs = intFrom(env.AGENTOPS_HEADERS_TIMEOUT_MS, 10_000, 'AGENTOPS_HEADERS_TIMEOUT_MS')
+  const requestTimeoutMs = intFrom(env.AGENTOPS_REQUEST_TIMEOUT_MS, 30_000, 'AGENTOPS_REQUEST_TIMEOUT_MS')
+  if (headersTimeoutMs < 1000 || requestTimeoutMs < 1000)
+    throw new Error('AGENTOPS_HEADERS_TIMEOUT_MS and AGENTOPS_REQUEST_TIMEOUT_MS must be at least 1000')
+  if (headersTimeoutMs > requestTimeoutMs)
+    throw new Error('AGENTOPS_HEADERS_TIMEOUT_MS must not be larger than AGENTOPS_REQUEST_TIMEOUT_MS')
+  return { headersTimeoutMs, requestTimeoutMs }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   return {
     port: intFrom(env.PORT, 8080, 'PORT'),
@@ -163,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     databaseUrl: env.AGENTOPS_DATABASE_URL || DEFAULT_DATABASE_URL,
     maxBodyBytes: intFrom(env.AGENTOPS_MAX_BODY_BYTES, 1024 * 1024, 'AGENTOPS_MAX_BODY_BYTES'),
     privateTargets: privateTargetsFrom(env),
+    ...requestTimeoutsFrom(env),
     runConcurrency: intFrom(env.AGENTOPS_RUN_CONCURRENCY, 4, 'AGENTOPS_RUN_CONCURRENCY'),
     runLeaseMs: intFrom(env.AGENTOPS_RUN_LEASE_MS, 15_000, 'AGENTOPS_RUN_LEASE_MS'),
     streamHeartbeatMs: intFrom(env.AGENTOPS_STREAM_HEARTBEAT_MS, 15_000, 'AGENTOPS_STREAM_HEARTBEAT_MS'),
