@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { ApiError } from '../../domain/errors.js'
+import { tooDeepAt, tooDeepError } from '../../domain/json-depth.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../../surface/context.js'
 import { nodeRequest, requestHeader } from '../../surface/request-headers.js'
@@ -52,6 +53,8 @@ export const bodyGuard = (maxBytes: number) =>
         fields: [],
       })
     }
+    const deep = tooDeepAt(parsed)
+    if (deep !== undefined) throw tooDeepError('body', deep)
     const unstorable = findUnstorableText(parsed)
     if (unstorable) throw unstorableTextError('body', unstorable)
     // Downstream readers reuse this one read and this one parse: Hono's json() would parse the cached text again
