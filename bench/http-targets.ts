@@ -10,8 +10,8 @@
  */
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
-import type { SurfaceObserver } from '../src/api/observe.js'
 import { startServer } from '../src/server.js'
+import type { SurfaceObserver } from '../src/surface/observe.js'
 import { FloorObserver } from './support/floor-observer.js'
 import { throwawaySqliteUrl } from './support/throwaway-db.js'
 

@@ -1,8 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { getRequestListener } from '@hono/node-server'
-import type { SurfaceObserver } from './api/observe.js'
-import { attachSockets, createApp } from './app.js'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
 import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
@@ -20,6 +18,8 @@ import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
 import { reportStoreProblemsTo } from './store/problems.js'
 import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
+import type { SurfaceObserver } from './surface/observe.js'
+import { attachSockets, createApp } from './transports.js'
 
 export interface RunningServer {
   url: string

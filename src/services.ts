@@ -3,16 +3,18 @@
  * Clock and the outbound port, to every service; `createWorkers` drives them in the background; `createServices`
  * puts both together for the server, the transports and the CLI.
  */
-import { TopicFeeds } from './api/topic-feeds.js'
+
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { ChangeFeed } from './domain/changes.js'
 import type { Clock } from './domain/clock.js'
 import { EventLog } from './domain/events/log.js'
+import { IdempotencyService } from './domain/idempotency/service.js'
 import { IngestionService } from './domain/ingestion/service.js'
 import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
-import type { Db, OutboundHttp, Repositories } from './domain/ports.js'
+import type { OutboundHttp } from './domain/outbound.js'
+import type { Db } from './domain/ports.js'
 import { RunExecutor } from './domain/runs/executor.js'
 import { RunRecorder } from './domain/runs/recorder.js'
 import { RunScheduler } from './domain/runs/scheduler.js'
@@ -24,7 +26,9 @@ import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
 import { createOutboundHttp } from './outbound/http.js'
 import { openChangeFeed } from './store/notifications.js'
+import type { Repositories } from './store/repos/index.js'
 import { createRepositories } from './store/repos/index.js'
+import { TopicFeeds } from './surface/topic-feeds.js'
 
 /** A background worker (scheduler, outbox dispatcher, purger) started and stopped with the server. */
 export interface Worker {
@@ -43,7 +47,10 @@ export interface Domain {
   agents: AgentService
   tasks: TaskService
   tools: ToolService
+  /** Rate limits per workspace. */
   limits: LimitsService
+  /** Idempotency-Key requests: each key's work at most once, its answer replayed. */
+  idempotency: IdempotencyService
   /** Connector batches with Merkle lineage; the stream listens to it for new records. */
   ingestion: IngestionService
   runs: RunService
@@ -115,7 +122,8 @@ export function createDomain(deps: DomainDeps): Domain {
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events),
-    limits: new LimitsService(db, repos.idempotency, repos.rateCounters, clock),
+    limits: new LimitsService(repos.rateCounters, clock),
+    idempotency: new IdempotencyService(db, repos.idempotency, clock),
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
@@ -137,10 +145,10 @@ export function createDomain(deps: DomainDeps): Domain {
  * feed) until every other worker has stopped.
  */
 export function createWorkers(
-  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'limits'>,
+  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'limits' | 'idempotency'>,
   logger: Logger = SILENT_LOGGER,
 ): Worker[] {
-  const { changes, scheduler, webhooks, limits } = domain
+  const { changes, scheduler, webhooks, limits, idempotency } = domain
   const flush = intervalWorker('rate-counters-flush', 1000, () => limits.flushCounters(), logger)
   return [
     { name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() },
@@ -150,7 +158,13 @@ export function createWorkers(
       start: () => webhooks.dispatcher.start(),
       stop: () => webhooks.dispatcher.stop(),
     },
-    intervalWorker('limits-purge', 10 * 60 * 1000, () => limits.purge(), logger),
+    // Expired idempotency answers, then counters of windows long gone.
+    intervalWorker(
+      'limits-purge',
+      10 * 60 * 1000,
+      async () => ({ ...(await idempotency.purge()), ...(await limits.purge()) }),
+      logger,
+    ),
     // In-memory rate counts (SQLite) reach the store every second and once more when the server stops.
     {
       ...flush,

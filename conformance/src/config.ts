@@ -103,6 +103,8 @@ export interface Declarations {
 
 export interface SuiteConfig extends Declarations {
   baseUrl: string
+  /** The provisioning command (src/provision.ts) that prints the identities, when the deployment has one. */
+  provision?: string
   streamUrl: string
   openapiPath: string
   tokens: {
@@ -213,6 +215,13 @@ export const SETTINGS: Setting[] = [
     env: 'REFERENCE',
     kind: 'bool',
     help: 'Start the reference server in a temp dir, provision tokens with its CLI, run, stop it',
+  },
+  {
+    flag: 'provision',
+    env: 'PROVISION',
+    kind: 'string',
+    file: 'provision',
+    help: 'Command (run through the shell) that prints the identities as {"tokens": {...}}, e.g. "agentops keys provision-conformance --database-url URL"; given tokens win',
   },
   {
     flag: 'token',
@@ -668,8 +677,10 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   }
   const receiverUrl = str('receiver-url')
   const graphqlUrl = str('graphql-url')
+  const provision = str('provision')
   const config: SuiteConfig = {
     ...declarations(file),
+    ...(provision ? { provision } : {}),
     ...(graphqlUrl ? { graphqlUrl: validUrl(graphqlUrl, '--graphql-url', ['http:', 'https:']) } : {}),
     baseUrl,
     streamUrl,
@@ -715,7 +726,7 @@ export function requireTarget(config: SuiteConfig): void {
   }
   if (!config.tokens.primary) {
     throw new ConfigError(
-      'no primary token: give --token, AGENTOPS_CONFORMANCE_TOKEN or tokens.primary in --config',
+      "no primary token: give --provision COMMAND (the deployment's provisioning command), --token, AGENTOPS_CONFORMANCE_TOKEN or tokens.primary in --config",
     )
   }
   if (!config.streamUrl) config.streamUrl = config.baseUrl.replace(/^http/, 'ws')

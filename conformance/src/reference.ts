@@ -55,6 +55,8 @@ export const REFERENCE_REPLAY_WINDOW = 20
 
 export interface ReferenceServer {
   baseUrl: string
+  /** The store the reference serves: `agentops keys ... --database-url` against it provisions more identities. */
+  databaseUrl: string
   tokens: SuiteConfig['tokens']
   stop(): Promise<void>
 }
@@ -202,10 +204,12 @@ async function issueKeys(
 export async function startReference(
   log: (line: string) => void,
   whileIssuing?: () => void,
+  options: { port?: number } = {},
 ): Promise<ReferenceServer> {
   const started = Date.now()
   const kit = findReference()
-  const port = await freePort()
+  // A fixed port (--reference-port, for a runner whose firewall opens only some) or any free one.
+  const port = options.port || (await freePort())
   // Made only once nothing before the server's start can fail without removing it: `--reference` without the kit
   // beside the suite had left one empty directory per run.
   const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-'))
@@ -331,5 +335,5 @@ export async function startReference(
   log(
     `reference: ${kit} on store ${databaseUrl} serving at ${baseUrl} (pid ${child.pid}) with ${Object.keys(tokens).length} tokens, ready ${Date.now() - started} ms after start`,
   )
-  return { baseUrl, tokens, stop }
+  return { baseUrl, databaseUrl, tokens, stop }
 }

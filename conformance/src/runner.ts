@@ -119,6 +119,9 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   })
 
   const undo: Array<{ label: string; run: () => Promise<unknown> }> = []
+  // Sockets the checks opened and have not closed yet, with the check that opened each.
+  const sockets = new Map<{ terminate(): void }, string>()
+  let checksEnded = false
   let counter = 0
   const ctx: CheckContext = {
     config,
@@ -137,6 +140,11 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     coverage,
     violations,
     log,
+    opened(socket) {
+      if (checksEnded) return socket.terminate()
+      sockets.set(socket, current().id)
+      socket.once('close', () => sockets.delete(socket))
+    },
   }
   ctx.fx = new Fixtures(() => ctx)
 
@@ -203,6 +211,17 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     } else await done
   }
   await Promise.all(overlapping)
+  // A check that outlived its time limit goes on in the background: it may send nothing more, and what it (or a
+  // check that failed before its `finally`) left open is closed now, so nothing keeps the process alive.
+  checksEnded = true
+  budget.end()
+  if (sockets.size > 0) {
+    log(
+      `teardown: closed ${sockets.size} socket(s) left open by ${[...new Set(sockets.values())].join(', ')}`,
+    )
+    for (const socket of sockets.keys()) socket.terminate()
+    sockets.clear()
+  }
 
   // Cleanup has its own small allowance so an exhausted budget never leaves resources behind.
   outside = { id: 'cleanup', exchanges: [] }

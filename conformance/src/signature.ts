@@ -86,7 +86,7 @@ export function verifySignature(
       reason: 'no v1 digest matches HMAC-SHA256(secret, "<t>." + JCS(body without signature))',
     }
   const age = Math.abs(nowSeconds - timestampSeconds(parsed.t))
-  if (age > toleranceSeconds)
+  if (!(age <= toleranceSeconds))
     return { ok: false, reason: `timestamp t=${parsed.t} is ${age} s away from now` }
   return { ok: true }
 }

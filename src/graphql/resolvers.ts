@@ -18,7 +18,13 @@ import {
   postV1ToolsRoute,
   postV1WebhooksRoute,
 } from '../../generated/routes.js'
-import { type AuthContext, callerOf } from '../api/caller.js'
+import type { CreateAgentInput } from '../domain/agents/service.js'
+import { ApiError } from '../domain/errors.js'
+import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
+import type { AssignTaskInput } from '../domain/tasks/service.js'
+import type { RegisterToolInput } from '../domain/tools/service.js'
+import type { CreateWebhookInput } from '../domain/webhooks/service.js'
+import { type AuthContext, callerOf } from '../surface/caller.js'
 import {
   agentsPage,
   deliveriesPage,
@@ -27,15 +33,9 @@ import {
   toolsPage,
   tracePage,
   webhooksPage,
-} from '../api/pages.js'
-import { presentAgent, presentRun, presentTask, presentTool, presentWebhook } from '../api/presenters.js'
-import { assertScopeOf, type ScopedOperation } from '../api/scopes.js'
-import type { CreateAgentInput } from '../domain/agents/service.js'
-import { ApiError } from '../domain/errors.js'
-import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
-import type { AssignTaskInput } from '../domain/tasks/service.js'
-import type { RegisterToolInput } from '../domain/tools/service.js'
-import type { CreateWebhookInput } from '../domain/webhooks/service.js'
+} from '../surface/pages.js'
+import { presentAgent, presentRun, presentTask, presentTool, presentWebhook } from '../surface/presenters.js'
+import { assertScopeOf, type ScopedOperation } from '../surface/scopes.js'
 import type { GraphqlContext } from './context.js'
 import type { ResolverPorts } from './ports.js'
 import { connectorRecords, runEvents } from './subscriptions.js'

@@ -1,11 +1,11 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
-import type { AppEnv } from '../api/context.js'
-import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
-import { STREAM_PATH } from '../api/paths.js'
-import { validationHook } from '../api/validation.js'
 import type { Config } from '../config.js'
 import { ApiError } from '../domain/errors.js'
 import type { Services } from '../services.js'
+import type { AppEnv } from '../surface/context.js'
+import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
+import { STREAM_PATH } from '../surface/paths.js'
+import { validationHook } from '../surface/validation.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
 import { bodyGuard, WITH_BODY } from './middleware/body.js'
@@ -26,14 +26,24 @@ import { registerWebhookRoutes } from './routes/webhooks.js'
 /** What the REST app uses: the services its middleware and routes call, two settings and the error log. */
 export type HttpServices = Pick<
   Services,
-  'db' | 'keys' | 'limits' | 'agents' | 'tasks' | 'tools' | 'ingestion' | 'runs' | 'webhooks' | 'metrics'
+  | 'db'
+  | 'keys'
+  | 'limits'
+  | 'idempotency'
+  | 'agents'
+  | 'tasks'
+  | 'tools'
+  | 'ingestion'
+  | 'runs'
+  | 'webhooks'
+  | 'metrics'
 > & {
   config: Pick<Config, 'corsOrigins' | 'maxBodyBytes'>
   logger: Pick<Services['logger'], 'error'>
 }
 
 /**
- * Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/app.ts),
+ * Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/transports.ts),
  * which hands that transport its own services.
  */
 export type RouteMount = (app: OpenAPIHono<AppEnv>) => void
@@ -88,7 +98,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   app.on(
     'POST',
     '/v1/*',
-    idempotency(services.limits, {
+    idempotency(services.idempotency, {
       countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
       writesOnly: WRITES_ONLY_POSTS,
     }),

@@ -2,7 +2,7 @@ import { promises as dns, type LookupAddress } from 'node:dns'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
-import type { OutboundAnswer, OutboundFailure, OutboundHttp, OutboundPost } from '../domain/ports.js'
+import type { OutboundAnswer, OutboundFailure, OutboundHttp, OutboundPost } from '../domain/outbound.js'
 import { hostOf, isLocalName, isNonPublicAddress } from './addresses.js'
 
 /** Resolves a host name to every address it has (the system resolver unless a test gives another). */

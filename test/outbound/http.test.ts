@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import type { OutboundPost } from '../../src/domain/ports.js'
+import type { OutboundPost } from '../../src/domain/outbound.js'
 import { createOutboundHttp, type Resolve } from '../../src/outbound/http.js'
 
 interface Target {

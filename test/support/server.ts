@@ -4,13 +4,13 @@
  */
 
 import { join } from 'node:path'
-import type { SurfaceObserver } from '../../src/api/observe.js'
 import type { Config } from '../../src/config.js'
 import type { Clock } from '../../src/domain/clock.js'
 import type { IssuedKey, IssueKeyInput } from '../../src/domain/keys/service.js'
 import type { Logger } from '../../src/observability/logger.js'
 import { type RunningServer, startServer } from '../../src/server.js'
 import type { Services } from '../../src/services.js'
+import type { SurfaceObserver } from '../../src/surface/observe.js'
 import { assertMatchesContract } from './openapi-validator.js'
 import { testTempDir } from './temp.js'
 

@@ -1,11 +1,11 @@
 import { createHmac } from 'node:crypto'
 import { ManualClock } from '../../src/domain/clock.js'
 import { EventLog } from '../../src/domain/events/log.js'
-import type { Repositories } from '../../src/domain/ports.js'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
 import { createOutboundHttp } from '../../src/outbound/http.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import type { Repositories } from '../../src/store/repos/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
 
 /** Spec §6: the fields of a run.awaiting_approval delivery, plus the delivery's own `id`. */

@@ -185,9 +185,11 @@ export const tenancyChecks: Check[] = [
       const theirId = String(theirs!.id)
       // The second workspace watches the shared connector id; its own record proves the subscription works.
       const watcher = await openStream(ctx, other.token ?? null)
-      const ownAccepted = await ctx.http.post(`${path}/ingest`, { records: [own] })
-      expectStatus(ownAccepted, 202, 'the primary workspace ingesting under the shared connector id')
       try {
+        // Inside the try: a refused ingest had left the watcher open, and its heartbeats kept the CLI alive after
+        // its verdict.
+        const ownAccepted = await ctx.http.post(`${path}/ingest`, { records: [own] })
+        expectStatus(ownAccepted, 202, 'the primary workspace ingesting under the shared connector id')
         const theirAccepted = await other.post(`${path}/ingest`, { records: [theirs] })
         expectStatus(theirAccepted, 202, 'the second workspace ingesting under the same connector id')
         const checked: string[] = []

@@ -4,8 +4,8 @@ import type { Clock } from '../clock.js'
 import type { FailureLog } from '../failure-log.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
-import type { KeyRepository, WorkspaceRepository } from '../ports.js'
 import { type CachedKey, type KeyCacheOptions, type VerifiedEntry, VerifiedKeyCache } from './cache.js'
+import type { KeyRepository, WorkspaceRepository } from './ports.js'
 import { KeyWatch } from './watch.js'
 
 const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/

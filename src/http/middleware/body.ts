@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http'
 import { createMiddleware } from 'hono/factory'
-import type { AppEnv } from '../../api/context.js'
-import { nodeRequest, requestHeader } from '../../api/request-headers.js'
 import { ApiError } from '../../domain/errors.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
+import type { AppEnv } from '../../surface/context.js'
+import { nodeRequest, requestHeader } from '../../surface/request-headers.js'
 
 /** The methods whose requests may carry a body. */
 export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
