@@ -48,7 +48,8 @@ import { startServerChild, stopServerChild, stopServerChildren } from './support
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 /** The framework and adapter both bare Hono and the reference server run on (one install, so one version each). */
 const versionOf = (name: string): string =>
-  (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version
+  (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+    .version
 const HONO_VERSION = versionOf('hono')
 const NODE_SERVER_VERSION = versionOf('@hono/node-server')
 const args = process.argv.slice(2)
