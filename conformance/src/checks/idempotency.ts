@@ -13,19 +13,22 @@ import { receiverUrl } from './webhooks.js'
 const newKey = () => `conf-${randomBytes(9).toString('hex')}`
 
 /**
- * How many agents with this name the workspace lists (walks at most 20 pages); undefined where the deployment
+ * How many agents with this name the workspace lists (walks at most 20 pages, in the page shape the deployment
+ * declares with `paging`: read in another shape, only the first page was counted); undefined where the deployment
  * does not serve the agent list (a profile extension).
  */
-async function countAgentsNamed(http: HttpClient, name: string): Promise<number | undefined> {
+async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number | undefined> {
+  const { http } = ctx
+  const { cursorField, itemsField } = ctx.config.paging
   let count = 0
   let cursor: string | null | undefined
   for (let i = 0; i < 20; i++) {
     const res = await http.get(`/v1/agents?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
     if (i === 0 && notServed(res)) return undefined
     expectStatus(res, 200, 'listing agents')
-    const items = pageItems(res.body) ?? []
+    const items = pageItems(res.body, itemsField) ?? []
     count += items.filter((a) => obj(a).name === name).length
-    cursor = nextCursor(res.body, res.headers)
+    cursor = nextCursor(res.body, res.headers, cursorField)
     if (!cursor || items.length === 0) break
   }
   return count
@@ -125,7 +128,7 @@ export const idempotencyChecks: Check[] = [
         ownId(second.body, 'agent') === ownId(first.body, 'agent'),
         `the repeat names another agent: ${short(second.body)} vs ${short(first.body)}`,
       )
-      const count = await countAgentsNamed(ctx.http, name)
+      const count = await countAgentsNamed(ctx, name)
       assert(
         count === undefined || count === 1,
         `${count} agents named ${name} exist after two requests with one key`,
@@ -270,7 +273,7 @@ export const idempotencyChecks: Check[] = [
         ids.add(String(ownId(res.body, 'agent')))
       }
       assert(ids.size === 1, `the concurrent requests created ${ids.size} different agents`)
-      const count = await countAgentsNamed(ctx.http, name)
+      const count = await countAgentsNamed(ctx, name)
       assert(count === 1, `${count} agents named ${name} exist`)
     },
   },
