@@ -29,6 +29,11 @@ export interface Check {
    * depend on what other checks do meanwhile.
    */
   overlap?: boolean
+  /**
+   * The identities the check cannot run without, when it asks for them in a helper rather than in its own code
+   * (`ctx.as(role)` there is found by --plan by itself, src/plan.ts).
+   */
+  needs?: TokenRole[]
   run(ctx: CheckContext): Promise<void>
 }
 
@@ -65,6 +70,11 @@ export interface CheckContext {
   opened(socket: { terminate(): void; once(event: 'close', listener: () => void): unknown }): void
   violations: ContractViolation[]
   log(line: string): void
+  /**
+   * Records that a part of the running check could not run (say which part, why, and the setting that would run
+   * it): if nothing else fails, the check ends `partial` with these reasons instead of `pass`.
+   */
+  partial(reason: string): void
 }
 
 export function family(id: string): string {

@@ -7,6 +7,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { EMBEDDED_CONTRACT } from './embedded.js'
+import { stripComments } from './init.js'
+import { templateProblem } from './signature.js'
 import { DEFAULT_TOOL_RUN, mentionsTools, TOOL_PLACEHOLDERS, type ToolRunDeclaration } from './toolrun.js'
 import { ConfigError } from './types.js'
 
@@ -86,6 +88,12 @@ export interface Declarations {
   approval: { method: string; path: string; body?: unknown }
   /** §5.5 "The exact string that is signed and how the timestamp is checked: not shown": the t= form. */
   signatureTimestamp: 'unix' | 'rfc3339' | 'any'
+  /**
+   * §5 "The exact string that is signed ...: not shown": the signed string as a template over `{t}`, `{body}` (the
+   * delivered body without its `signature` member), `{id}` and `{header:NAME}` (signature.ts). Without it the core
+   * check discovers the common arrangements.
+   */
+  signatureTemplate?: string
   /** The GraphQL surface's URL when the deployment has one (§4 "A GraphQL surface is mentioned"). */
   graphqlUrl?: string
   /**
@@ -99,12 +107,22 @@ export interface Declarations {
    * (toolrun.ts). Used only where a check needs a run that calls a tool; every other request keeps the spec's bodies.
    */
   toolRun: ToolRunDeclaration
+  /**
+   * Operations (`METHOD /template`, e.g. "GET /v1/agents") the deployment knowingly does not serve: a core check
+   * with a part through one of them passes without that part instead of being `partial` (which makes the verdict
+   * INCOMPLETE).
+   */
+  notServed: string[]
 }
 
 export interface SuiteConfig extends Declarations {
   baseUrl: string
   /** The provisioning command (src/provision.ts) that prints the identities, when the deployment has one. */
   provision?: string
+  /** --deadline: the longest the whole run may take, seconds. */
+  deadlineSeconds?: number
+  /** --reference-port: the port the reference server listens on. */
+  referencePort?: number
   streamUrl: string
   openapiPath: string
   tokens: {
@@ -143,6 +161,12 @@ export interface SuiteConfig extends Declarations {
 
 export type TokenKey = keyof SuiteConfig['tokens']
 
+/** Whether `notServed` lists an operation (`METHOD /template`; parameter names do not matter). */
+export function declaredAbsent(config: Pick<Declarations, 'notServed'>, operation: string): boolean {
+  const shape = (op: string) => op.replace(/\{[^}]*\}/g, '{}')
+  return config.notServed.some((op) => shape(op) === shape(operation))
+}
+
 /** Each token: what it is, and the flag and variable that set it (skip reasons and errors name these). */
 export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
   primary: { what: 'primary token', flag: 'token' },
@@ -169,6 +193,8 @@ export interface CliOptions {
   reference: boolean
   list: boolean
   help: boolean
+  plan: boolean
+  version: boolean
 }
 
 type Kind = 'string' | 'int' | 'bool' | 'list'
@@ -386,6 +412,26 @@ export const SETTINGS: Setting[] = [
   { flag: 'json', env: 'JSON', kind: 'string', help: 'Write a JSON report to FILE' },
   { flag: 'markdown', env: 'MARKDOWN', kind: 'string', help: 'Write a Markdown summary to FILE' },
   { flag: 'list', env: 'LIST', kind: 'bool', help: 'Print the checks and exit' },
+  {
+    flag: 'plan',
+    env: 'PLAN',
+    kind: 'bool',
+    help: 'Dry run: after one reachability probe, list the checks that will run, be skipped (with the setting that runs them) or not apply; sends nothing else',
+  },
+  {
+    flag: 'deadline',
+    env: 'DEADLINE',
+    kind: 'int',
+    file: 'deadline',
+    help: 'Longest the whole run may take, seconds (default: none); checks not started by then are skipped naming it, and the verdict still comes',
+  },
+  {
+    flag: 'reference-port',
+    env: 'REFERENCE_PORT',
+    kind: 'int',
+    help: 'With --reference: the port the reference server listens on (default: any free port)',
+  },
+  { flag: 'version', env: 'VERSION', kind: 'bool', help: 'Print the version and exit' },
   { flag: 'verbose', env: 'VERBOSE', kind: 'bool', help: 'Print every request' },
   { flag: 'help', env: 'HELP', kind: 'bool', help: 'Show this help' },
 ]
@@ -423,6 +469,7 @@ const DEFAULT_DECLARATIONS: Declarations = {
   },
   signatureTimestamp: 'any',
   toolRun: DEFAULT_TOOL_RUN,
+  notServed: [],
   // The reference profile's schema (POST /v1/graphql): snake_case fields as in REST.
   graphqlQueries: {
     run: { query: 'query($id: ID!) { run(id: $id) { run_id agent_id status } }', variables: { id: '{id}' } },
@@ -487,6 +534,9 @@ function declarations(file: Raw): Declarations {
       ...(limit ? { limit: limit.toLowerCase() } : {}),
     }
   }
+  const signed = text('signature.signed', signature.signed)
+  const signedProblem = signed === undefined ? undefined : templateProblem(signed)
+  if (signedProblem) throw new ConfigError(`config file signature.signed ${signedProblem}`)
   const form = signature.timestamp ?? 'any'
   if (form !== 'unix' && form !== 'rfc3339' && form !== 'any')
     throw new ConfigError('config file signature.timestamp must be "unix", "rfc3339" or "any"')
@@ -516,7 +566,16 @@ function declarations(file: Raw): Declarations {
     (typeof replayWindow !== 'number' || !Number.isSafeInteger(replayWindow) || replayWindow < 1)
   )
     throw new ConfigError('config file stream.replayWindow must be a positive integer')
+  const absent = file.notServed ?? []
+  if (
+    !Array.isArray(absent) ||
+    absent.some((op) => typeof op !== 'string' || !/^(GET|POST|PUT|PATCH|DELETE) \/\S*$/.test(op))
+  )
+    throw new ConfigError(
+      'config file notServed must be an array of operations written "METHOD /path/{param}" (e.g. "GET /v1/agents")',
+    )
   return {
+    notServed: absent as string[],
     paging: { ...(cursorField ? { cursorField } : {}), ...(itemsField ? { itemsField } : {}) },
     stream: {
       subscribe: stream.subscribe ?? DEFAULT_DECLARATIONS.stream.subscribe,
@@ -534,6 +593,7 @@ function declarations(file: Raw): Declarations {
         }
       : DEFAULT_DECLARATIONS.approval,
     signatureTimestamp: form,
+    ...(signed ? { signatureTemplate: signed } : {}),
     toolRun: declaredToolRun,
     graphqlQueries: { run: gqlQuery('run'), agent: gqlQuery('agent') },
   }
@@ -593,7 +653,8 @@ function readConfigFile(path: string): Raw {
     throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`)
   }
   try {
-    const parsed = JSON.parse(text) as unknown
+    // JSON with `//` comments, as `agentops-conformance init` writes it.
+    const parsed = JSON.parse(stripComments(text)) as unknown
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
       throw new Error('not a JSON object')
     return parsed as Raw
@@ -714,7 +775,19 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   }
   if (config.budget < 50) throw new ConfigError('--budget must be at least 50 requests')
   if (config.timeoutMs < 100) throw new ConfigError('--timeout-ms must be at least 100')
-  return { config, reference: bool('reference'), list: bool('list'), help: bool('help') }
+  const deadline = int('deadline', 0)
+  if (deadline > 0) config.deadlineSeconds = deadline
+  const referencePort = int('reference-port', 0)
+  if (referencePort > 65535) throw new ConfigError('--reference-port must be 0..65535')
+  if (referencePort > 0) config.referencePort = referencePort
+  return {
+    config,
+    reference: bool('reference'),
+    list: bool('list'),
+    help: bool('help'),
+    plan: bool('plan'),
+    version: bool('version'),
+  }
 }
 
 /** Fails with a clear message when the deployment to test is not named. */

@@ -9,6 +9,7 @@ import { family } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
 import { CoverageRecorder } from './coverage.js'
+import { fixFor, type RunFindings } from './fix.js'
 import { Fixtures } from './fixtures.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
@@ -20,10 +21,13 @@ import {
   type Exchange,
   type RunSummary,
 } from './types.js'
+import { wakeSleepers } from './wait.js'
 
 interface Current {
   id: string
   exchanges: Exchange[]
+  /** Parts of the check that could not run (`ctx.partial`). */
+  partial: string[]
 }
 
 export interface RunOptions {
@@ -37,6 +41,10 @@ export interface RunOptions {
   checkTimeoutMs?: number
   /** Pacing from the deployment's rate-limit headers (default: a new one from the config). */
   pacer?: Pacer
+  /** Aborted (its reason a sentence naming the setting: --deadline, an interrupt): checks not begun are skipped. */
+  signal?: AbortSignal
+  /** What the run learnt before the checks (the receiver's URL refused), for each failure's fix. */
+  findings?: RunFindings
   /**
    * false: leave what the checks created (default true). For a deployment thrown away with its store right after
    * the run (`--reference`), where undoing hundreds of registrations is only wall time.
@@ -54,11 +62,12 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const log = options.log ?? (() => {})
   const startedAt = new Date().toISOString()
   const budget = new RequestBudget(config.budget)
+  wakeSleepers(false)
   const seen: SeenExchange[] = []
   const violations: ContractViolation[] = []
   // Which check an exchange belongs to: the check whose code (or whose awaited fixture) sent it, also when checks overlap.
   const running = new AsyncLocalStorage<Current>()
-  let outside: Current = { id: 'setup', exchanges: [] }
+  let outside: Current = { id: 'setup', exchanges: [], partial: [] }
   const current = (): Current => running.getStore() ?? outside
   const authenticated = new Set(
     [
@@ -88,6 +97,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     budget,
     timeoutMs: config.timeoutMs,
     pacer,
+    ...(options.signal ? { signal: options.signal } : {}),
     observers: [
       coverage.observe,
       (exchange, response) => {
@@ -140,6 +150,10 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     coverage,
     violations,
     log,
+    partial(reason) {
+      const owner = current()
+      if (!owner.partial.includes(reason)) owner.partial.push(reason)
+    },
     opened(socket) {
       if (checksEnded) return socket.terminate()
       sockets.set(socket, current().id)
@@ -153,21 +167,32 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   // After a few checks in a row die on the transport, probe once per check instead of waiting out every timeout.
   let transportFailures = 0
   const runOne = async (check: Check, index: number): Promise<void> => {
-    const mine: Current = { id: check.id, exchanges: [] }
+    const mine: Current = { id: check.id, exchanges: [], partial: [] }
     const started = performance.now()
     let outcome: CheckResult['outcome'] = 'pass'
     let message: string | undefined
     let notApplicable = false
     try {
+      if (options.signal?.aborted) throw new CheckSkipped(`not run: ${String(options.signal.reason)}`)
       if (transportFailures >= 3 && !(await answers(config))) {
         throw new Error(
           `not run: ${config.baseUrl} stopped answering (${transportFailures} checks in a row failed on the transport)`,
         )
       }
       await running.run(mine, () =>
-        withTimeout(check.run(ctx), options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3), check.id),
+        withTimeout(
+          check.run(ctx),
+          options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3),
+          check.id,
+          options.signal,
+        ),
       )
       transportFailures = 0
+      // Nothing it judged failed, but a part of it did not run: it must not read as a pass.
+      if (mine.partial.length > 0) {
+        outcome = 'partial'
+        message = mine.partial.join('; ')
+      }
     } catch (err) {
       if (err instanceof TransportError || String((err as Error).message).startsWith('not run:'))
         transportFailures++
@@ -197,6 +222,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       exchanges: outcome === 'fail' ? mine.exchanges.slice(-3) : [],
       durationMs: Math.round(performance.now() - started),
     }
+    const fix = fixFor(result, options.findings)
+    if (fix) result.fix = fix
     results[index] = result
     options.onResult?.(result, index, total)
   }
@@ -215,6 +242,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   // check that failed before its `finally`) left open is closed now, so nothing keeps the process alive.
   checksEnded = true
   budget.end()
+  if (options.signal?.aborted) wakeSleepers()
   if (sockets.size > 0) {
     log(
       `teardown: closed ${sockets.size} socket(s) left open by ${[...new Set(sockets.values())].join(', ')}`,
@@ -224,7 +252,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   }
 
   // Cleanup has its own small allowance so an exhausted budget never leaves resources behind.
-  outside = { id: 'cleanup', exchanges: [] }
+  outside = { id: 'cleanup', exchanges: [], partial: [] }
   const cleanupBudget = new RequestBudget(undo.length * 2 + 10)
   const cleanupHttp = new HttpClient({
     baseUrl: config.baseUrl,
@@ -270,16 +298,21 @@ async function answers(config: SuiteConfig): Promise<boolean> {
   }
 }
 
-async function withTimeout<T>(p: Promise<T>, ms: number, id: string): Promise<T> {
+/** The check's outcome, or a failure when it outlives its time limit, or a skip when the run is aborted meanwhile. */
+async function withTimeout<T>(p: Promise<T>, ms: number, id: string, signal?: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout | undefined
+  let onAbort: (() => void) | undefined
   try {
     return await Promise.race([
       p,
       new Promise<T>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`${id} did not finish within ${ms} ms`)), ms)
+        onAbort = () => reject(new CheckSkipped(`cut short: ${String(signal?.reason)}`))
+        signal?.addEventListener('abort', onAbort, { once: true })
       }),
     ])
   } finally {
     clearTimeout(timer)
+    if (onAbort) signal?.removeEventListener('abort', onAbort)
   }
 }

@@ -111,7 +111,7 @@ describe('a run always ends with its reports', () => {
     expect(readFileSync(join(dir, 'r.xml'), 'utf8')).toContain('<failure')
     // The receiver preflight said what to set when the deployment refused the receiver URL.
     expect(r.err).toMatch(/--receiver-url/)
-    expect(r.err).toMatch(/AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1/)
+    expect(r.err).toMatch(/AGENTOPS_WEBHOOK_PRIVATE_TARGETS=127.0.0.1:\d+/)
   })
 
   it('an internal error still writes every report, with the error in it', async () => {
@@ -227,5 +227,41 @@ describe('settings', () => {
 
   it('refuses a budget too small to run anything', () => {
     expect(() => resolveConfig(['--budget', '10'])).toThrow(ConfigError)
+  })
+})
+
+describe('agentops-conformance init', () => {
+  it('writes a commented config that --config reads: every token, what it is for, which checks need it', async () => {
+    const file = join(scratchDir('conf-init-'), 'conformance.json')
+    const r = await run(['init', '--base-url', baseUrl, '--provision', 'echo provisioned', '--output', file])
+    expect(r.code).toBe(0)
+    const text = readFileSync(file, 'utf8')
+    for (const key of [
+      'primary',
+      'secondWorkspace',
+      'narrowScope',
+      'otherScope',
+      'rateLimited',
+      'rateLimitedPeer',
+      'expired',
+    ])
+      expect(text).toMatch(new RegExp(`// .*\\n\\s+// Needed by [^\\n]+\\n\\s+"${key}": ""`))
+    expect(text).toMatch(/Needed by \d+ checks: [^\n]*scoping\.agent-404/)
+    const { config } = resolveConfig(['--config', file])
+    expect(config.baseUrl).toBe(baseUrl)
+    expect(config.provision).toBe('echo provisioned')
+    expect(config.tokens).toEqual({ primary: '' })
+    // An existing file is kept unless --force.
+    expect((await run(['init', '--output', file])).code).toBe(2)
+    expect((await run(['init', '--output', file, '--force'])).code).toBe(0)
+  })
+})
+
+describe('--version', () => {
+  it('prints the suite version', async () => {
+    const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
+      version: string
+    }
+    expect((await run(['--version'])).out).toBe(`agentops-conformance ${version}`)
   })
 })

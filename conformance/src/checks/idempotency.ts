@@ -1,7 +1,7 @@
 /** Spec §8: `Idempotency-Key` on every POST, a 24 h window, reuse with a different body yields 409. */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, nextCursor, notServed, ownId, pageItems } from '../fixtures.js'
+import { expectStatus, type Json, nextCursor, ownId, pageItems, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { receiverAdvice } from '../receiver.js'
 import { assert, fail } from '../types.js'
@@ -18,13 +18,18 @@ const newKey = () => `conf-${randomBytes(9).toString('hex')}`
  * does not serve the agent list (a profile extension).
  */
 async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number | undefined> {
-  const { http } = ctx
   const { cursorField, itemsField } = ctx.config.paging
   let count = 0
   let cursor: string | null | undefined
   for (let i = 0; i < 20; i++) {
-    const res = await http.get(`/v1/agents?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
-    if (i === 0 && notServed(res)) return undefined
+    const res = await ctx.http.get(
+      `/v1/agents?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    )
+    if (
+      i === 0 &&
+      unservedPart(ctx, res, 'GET /v1/agents', `the "created once" part (counting agents named ${name})`)
+    )
+      return undefined
     expectStatus(res, 200, 'listing agents')
     const items = pageItems(res.body, itemsField) ?? []
     count += items.filter((a) => obj(a).name === name).length

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, nextCursor, notServed, pageItems, type ToolAgent, toolId } from '../fixtures.js'
+import { expectStatus, nextCursor, pageItems, type ToolAgent, toolId, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
@@ -199,7 +199,15 @@ export const tenancyChecks: Check[] = [
         ] as const) {
           const records = await client.get(`${path}/records?limit=200`)
           // Reading records back is the reference profile's extension: judged only where it is served.
-          if (notServed(records)) continue
+          if (
+            unservedPart(
+              ctx,
+              records,
+              'GET /v1/grid/connectors/{connector_id}/records',
+              `the records part (${who} reading the shared connector's records)`,
+            )
+          )
+            continue
           expectStatus(records, 200, `${who} reading the connector's records`)
           assert(records.text.includes(mineId), `${who} does not read back its own record ${mineId}`)
           assert(
