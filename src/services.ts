@@ -8,6 +8,8 @@ import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { ChangeFeed } from './domain/changes.js'
 import type { Clock } from './domain/clock.js'
+import type { DestinationTransports } from './domain/destinations/ports.js'
+import { DestinationService } from './domain/destinations/service.js'
 import { EventLog } from './domain/events/log.js'
 import { IngestionService } from './domain/ingestion/service.js'
 import { KeyService } from './domain/keys/service.js'
@@ -22,8 +24,10 @@ import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
 import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
+import { createDestinationTransports } from './outbound/destinations/index.js'
 import { createOutboundHttp } from './outbound/http.js'
 import { openChangeFeed } from './store/notifications.js'
+import { createDestinationRepositories } from './store/repos/destinations.js'
 import { createRepositories } from './store/repos/index.js'
 
 /** A background worker (scheduler, outbox dispatcher, purger) started and stopped with the server. */
@@ -49,6 +53,8 @@ export interface Domain {
   runs: RunService
   /** Webhook subscriptions and the signed-delivery outbox fed from the event log. */
   webhooks: WebhookService
+  /** Chat, paging, CloudEvents and event-bus destinations, delivered through the same outbox as webhooks. */
+  destinations: DestinationService
   /** Claims and advances queued runs; a worker (`createWorkers`) drives it. */
   scheduler: RunScheduler
 }
@@ -82,6 +88,8 @@ export interface DomainDeps {
   logger?: Logger
   /** Run, webhook and LISTEN telemetry; absent: nothing is measured. */
   metrics?: Metrics
+  /** How each destination type is reached; default: src/outbound/destinations on `outbound`. */
+  destinationTransports?: DestinationTransports
 }
 
 /** Builds the repositories on one Db and hands them, with one Clock, to every domain service. */
@@ -108,6 +116,15 @@ export function createDomain(deps: DomainDeps): Domain {
   // A run started inside a unit of work (a keyed POST) is claimable once the unit committed, and the scheduler's
   // pass must not run in the request's transaction.
   const runs = new RunService(repos, clock, recorder, () => db.afterCommit(() => scheduler.wake()))
+  const destinationRepos = createDestinationRepositories(db)
+  const outboxSettings = {
+    timeoutMs: Math.max(1, config.webhookTimeoutMs),
+    retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
+    concurrency: Math.max(1, config.webhookConcurrency),
+    pollMs: config.webhookPollMs,
+    leases,
+    failures: logger,
+  }
   return {
     changes,
     events,
@@ -119,15 +136,23 @@ export function createDomain(deps: DomainDeps): Domain {
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
+      ...outboxSettings,
       outbound,
-      timeoutMs: Math.max(1, config.webhookTimeoutMs),
-      retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
-      concurrency: Math.max(1, config.webhookConcurrency),
-      pollMs: config.webhookPollMs,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
-      leases,
-      failures: logger,
     }),
+    destinations: new DestinationService(
+      db,
+      destinationRepos.destinations,
+      destinationRepos.deliveries,
+      clock,
+      events,
+      {
+        ...outboxSettings,
+        outbound,
+        transports: deps.destinationTransports ?? createDestinationTransports(outbound),
+        ...(metrics ? { telemetry: metrics.destinations } : {}),
+      },
+    ),
     scheduler,
   }
 }
@@ -137,10 +162,10 @@ export function createDomain(deps: DomainDeps): Domain {
  * feed) until every other worker has stopped.
  */
 export function createWorkers(
-  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'limits'>,
+  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'destinations' | 'limits'>,
   logger: Logger = SILENT_LOGGER,
 ): Worker[] {
-  const { changes, scheduler, webhooks, limits } = domain
+  const { changes, scheduler, webhooks, destinations, limits } = domain
   const flush = intervalWorker('rate-counters-flush', 1000, () => limits.flushCounters(), logger)
   return [
     { name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() },
@@ -149,6 +174,11 @@ export function createWorkers(
       name: 'webhook-outbox',
       start: () => webhooks.dispatcher.start(),
       stop: () => webhooks.dispatcher.stop(),
+    },
+    {
+      name: 'destination-outbox',
+      start: () => destinations.dispatcher.start(),
+      stop: () => destinations.stop(),
     },
     intervalWorker('limits-purge', 10 * 60 * 1000, () => limits.purge(), logger),
     // In-memory rate counts (SQLite) reach the store every second and once more when the server stops.

@@ -17,6 +17,7 @@ import { requestId } from './middleware/request-id.js'
 import { inSeries } from './middleware/series.js'
 import { textGuard } from './middleware/text.js'
 import { registerAgentRoutes, WRITES_ONLY_POSTS } from './routes/agents.js'
+import { registerDestinationRoutes } from './routes/destinations.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
 import { registerRunRoutes } from './routes/runs.js'
@@ -26,7 +27,17 @@ import { registerWebhookRoutes } from './routes/webhooks.js'
 /** What the REST app uses: the services its middleware and routes call, two settings and the error log. */
 export type HttpServices = Pick<
   Services,
-  'db' | 'keys' | 'limits' | 'agents' | 'tasks' | 'tools' | 'ingestion' | 'runs' | 'webhooks' | 'metrics'
+  | 'db'
+  | 'keys'
+  | 'limits'
+  | 'agents'
+  | 'tasks'
+  | 'tools'
+  | 'ingestion'
+  | 'runs'
+  | 'webhooks'
+  | 'destinations'
+  | 'metrics'
 > & {
   config: Pick<Config, 'corsOrigins' | 'maxBodyBytes'>
   logger: Pick<Services['logger'], 'error'>
@@ -100,6 +111,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   registerIngestRoutes(app, services)
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)
+  registerDestinationRoutes(app, services)
   for (const mount of options.mounts ?? []) mount(app)
 
   return app
