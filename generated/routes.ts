@@ -2620,11 +2620,10 @@ export const patchV1DestinationsDestinationIdRoute = createRoute({
   tags: ['Destinations'],
   summary: 'Change a destination',
   description:
-    'Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events.',
+    'Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events. Repeating the same PATCH changes nothing more, so it takes no Idempotency-Key.',
   operationId: 'updateDestination',
   request: {
     params: z.object({ destination_id: DestinationIdParamsSchema }),
-    headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
     body: {
       content: {
         'application/json': {
@@ -2642,7 +2641,6 @@ export const patchV1DestinationsDestinationIdRoute = createRoute({
         'X-Request-Id': XRequestIdHeaderSchema,
         'RateLimit-Policy': RateLimitPolicyHeaderSchema,
         RateLimit: RateLimitHeaderSchema,
-        'Idempotent-Replayed': IdempotentReplayedHeaderSchema,
       }),
       content: { 'application/json': { schema: DestinationSchema } },
     },
@@ -2650,7 +2648,6 @@ export const patchV1DestinationsDestinationIdRoute = createRoute({
     401: UnauthorizedResponse,
     403: ForbiddenResponse,
     404: NotFoundResponse,
-    409: ConflictResponse,
     413: PayloadTooLargeResponse,
     415: UnsupportedMediaTypeResponse,
     429: TooManyRequestsResponse,

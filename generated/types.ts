@@ -268,7 +268,7 @@ export interface paths {
         head?: never;
         /**
          * Change a destination
-         * @description Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events.
+         * @description Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events. Repeating the same PATCH changes nothing more, so it takes no Idempotency-Key.
          */
         patch: operations["updateDestination"];
         trace?: never;
@@ -2465,10 +2465,7 @@ export interface operations {
     updateDestination: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path: {
                 /**
                  * @description Destination identifier (`dst_...`).
@@ -2502,7 +2499,6 @@ export interface operations {
             /** @description The destination as changed. */
             200: {
                 headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -2516,7 +2512,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

@@ -434,7 +434,7 @@ export class AgentOpsApi extends HeyApiClient {
     /**
      * Change a destination
      *
-     * Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events.
+     * Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events. Repeating the same PATCH changes nothing more, so it takes no Idempotency-Key.
      */
     public updateDestination<ThrowOnError extends boolean = true>(options: Options<UpdateDestinationData, ThrowOnError>) {
         return (options.client ?? this.client).patch<UpdateDestinationResponses, UpdateDestinationErrors, ThrowOnError>({

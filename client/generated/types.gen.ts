@@ -2461,12 +2461,6 @@ export type GetDestinationResponse = GetDestinationResponses[keyof GetDestinatio
 
 export type UpdateDestinationData = {
     body: DestinationUpdate;
-    headers?: {
-        /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
-         */
-        'Idempotency-Key'?: string;
-    };
     path: {
         /**
          * Destination identifier (`dst_...`).
@@ -2494,10 +2488,6 @@ export type UpdateDestinationErrors = {
      * The resource does not exist or is outside the calling identity's workspace; both answer identically (`not_found`).
      */
     404: ErrorResponse;
-    /**
-     * `idempotency_key_reused`, `idempotency_key_in_progress`, `invalid_state` or `already_exists`.
-     */
-    409: ErrorResponse;
     /**
      * The body is over 1 MiB or the batch over 500 records (`payload_too_large`).
      */
