@@ -19,7 +19,7 @@
  *
  * The reference server runs as deployed by default: metrics on and one JSON log line per request, written to its
  * stdout (a pipe this process drains, as a log collector would). `--observability off` starts it with
- * AGENTOPS_METRICS=off and AGENTOPS_LOG_LEVEL=silent, for the paired comparison in README's Operating section.
+ * AGENTOPS_METRICS=off and AGENTOPS_LOG_LEVEL=silent, for the paired comparison of docs/performance.md (bench:observability).
  *
  * --profile writes a V8 CPU profile of each server process (node --cpu-prof) into <dir>, for reading in
  * Chrome DevTools or any .cpuprofile viewer; the figures of a profiled run are slower than usual.

@@ -7,9 +7,10 @@
  *
  *   npx tsx bench/log-line.ts [--lines N]
  */
-import type { RequestObservation } from '../src/api/observe.js'
+
 import { createLogger } from '../src/observability/logger.js'
 import { createSurfaceObserver } from '../src/observability/observer.js'
+import type { RequestObservation } from '../src/surface/observe.js'
 
 const args = process.argv.slice(2)
 const at = args.indexOf('--lines')

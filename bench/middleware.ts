@@ -7,7 +7,6 @@
  */
 import { performance } from 'node:perf_hooks'
 import { OpenAPIHono } from '@hono/zod-openapi'
-import type { AppEnv } from '../src/api/context.js'
 import { loadConfig } from '../src/config.js'
 import { systemClock } from '../src/domain/clock.js'
 import { errorResponse, toApiError } from '../src/http/errors.js'
@@ -19,6 +18,7 @@ import { requestId } from '../src/http/middleware/request-id.js'
 import { createServices } from '../src/services.js'
 import { openDb } from '../src/store/db.js'
 import { migrate } from '../src/store/migrations/index.js'
+import type { AppEnv } from '../src/surface/context.js'
 import { throwawaySqliteUrl } from './support/throwaway-db.js'
 
 const iterations = Math.min(Number(process.argv[2] ?? 3000), 50_000)
@@ -48,7 +48,7 @@ guarded.use(
   auth(services.keys),
   rateLimit(services.limits),
   bodyGuard(config.maxBodyBytes),
-  idempotency(services.limits),
+  idempotency(services.idempotency),
 )
 guarded.post('/x', handler)
 

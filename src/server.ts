@@ -1,8 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { getRequestListener } from '@hono/node-server'
-import type { SurfaceObserver } from './api/observe.js'
-import { attachSockets, createApp } from './app.js'
 import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
 import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
@@ -20,6 +18,8 @@ import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
 import { reportStoreProblemsTo } from './store/problems.js'
 import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
+import type { SurfaceObserver } from './surface/observe.js'
+import { attachSockets, createApp } from './transports.js'
 
 export interface RunningServer {
   url: string
@@ -74,6 +74,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     },
     config.port,
     config.host,
+    config,
   )
   answerClientErrors(httpServer)
   const metricsServer = separateMetrics
@@ -87,6 +88,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         ),
         config.metricsPort ?? 0,
         config.host,
+        config,
       ).catch(async (err: unknown) => {
         await closeServer(httpServer)
         throw err
@@ -182,9 +184,20 @@ function listen(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   port: number,
   host: string,
+  timeouts: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>,
 ): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
-    const server = createServer(handler)
+    // Slowloris bounds set here, not left to Node's defaults (60 s for headers, 5 min for a request): a client that
+    // trickles its headers or body is answered 408 and closed at the bound. Node looks for such connections every
+    // connectionsCheckingInterval (30 s by default, which would stretch a 10 s bound to 40); once a second here.
+    const server = createServer(
+      {
+        headersTimeout: timeouts.headersTimeoutMs,
+        requestTimeout: timeouts.requestTimeoutMs,
+        connectionsCheckingInterval: Math.min(1000, timeouts.headersTimeoutMs),
+      },
+      handler,
+    )
     server.once('error', reject)
     server.listen(port, host, () => {
       server.off('error', reject)

@@ -3,7 +3,7 @@
  * Clock and the outbound port, to every service; `createWorkers` drives them in the background; `createServices`
  * puts both together for the server, the transports and the CLI.
  */
-import { TopicFeeds } from './api/topic-feeds.js'
+
 import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { ChangeFeed } from './domain/changes.js'
@@ -11,10 +11,12 @@ import type { Clock } from './domain/clock.js'
 import type { DestinationTransports } from './domain/destinations/ports.js'
 import { DestinationService } from './domain/destinations/service.js'
 import { EventLog } from './domain/events/log.js'
+import { IdempotencyService } from './domain/idempotency/service.js'
 import { IngestionService } from './domain/ingestion/service.js'
 import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
-import type { Db, OutboundHttp, Repositories } from './domain/ports.js'
+import type { OutboundHttp } from './domain/outbound.js'
+import type { Db } from './domain/ports.js'
 import { RunExecutor } from './domain/runs/executor.js'
 import { RunRecorder } from './domain/runs/recorder.js'
 import { RunScheduler } from './domain/runs/scheduler.js'
@@ -25,10 +27,13 @@ import { WebhookService } from './domain/webhooks/service.js'
 import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
 import { createDestinationTransports } from './outbound/destinations/index.js'
-import { createOutboundHttp } from './outbound/http.js'
+import { createOutboundPorts } from './outbound/http.js'
+import type { OutboundPurpose } from './outbound/private-targets.js'
 import { openChangeFeed } from './store/notifications.js'
 import { createDestinationRepositories } from './store/repos/destinations.js'
+import type { Repositories } from './store/repos/index.js'
 import { createRepositories } from './store/repos/index.js'
+import { TopicFeeds } from './surface/topic-feeds.js'
 
 /** A background worker (scheduler, outbox dispatcher, purger) started and stopped with the server. */
 export interface Worker {
@@ -47,7 +52,10 @@ export interface Domain {
   agents: AgentService
   tasks: TaskService
   tools: ToolService
+  /** Rate limits per workspace. */
   limits: LimitsService
+  /** Idempotency-Key requests: each key's work at most once, its answer replayed. */
+  idempotency: IdempotencyService
   /** Connector batches with Merkle lineage; the stream listens to it for new records. */
   ingestion: IngestionService
   runs: RunService
@@ -83,8 +91,11 @@ export interface DomainDeps {
   db: Db
   clock: Clock
   config: Config
-  /** The way out for webhooks and http tools (src/outbound). */
-  outbound: OutboundHttp
+  /**
+   * The ways out (src/outbound), one per purpose so each has its own private targets: webhook deliveries, event
+   * destinations, and the `http` tool provider.
+   */
+  outbound: Record<OutboundPurpose, OutboundHttp>
   logger?: Logger
   /** Run, webhook and LISTEN telemetry; absent: nothing is measured. */
   metrics?: Metrics
@@ -104,7 +115,7 @@ export function createDomain(deps: DomainDeps): Domain {
   })
   const events = new EventLog(db, repos.events, clock, changes)
   const recorder = new RunRecorder(db, repos.runs, clock, events, changes, metrics?.runs)
-  const executor = new RunExecutor(recorder, repos.tools, outbound)
+  const executor = new RunExecutor(recorder, repos.tools, outbound.tools)
   const leases = leaseLog(logger)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
@@ -132,12 +143,13 @@ export function createDomain(deps: DomainDeps): Domain {
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events),
-    limits: new LimitsService(db, repos.idempotency, repos.rateCounters, clock),
+    limits: new LimitsService(repos.rateCounters, clock),
+    idempotency: new IdempotencyService(db, repos.idempotency, clock),
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
       ...outboxSettings,
-      outbound,
+      outbound: outbound.webhooks,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
     }),
     destinations: new DestinationService(
@@ -148,8 +160,8 @@ export function createDomain(deps: DomainDeps): Domain {
       events,
       {
         ...outboxSettings,
-        outbound,
-        transports: deps.destinationTransports ?? createDestinationTransports(outbound),
+        outbound: outbound.destinations,
+        transports: deps.destinationTransports ?? createDestinationTransports(outbound.destinations),
         ...(metrics ? { telemetry: metrics.destinations } : {}),
       },
     ),
@@ -162,10 +174,10 @@ export function createDomain(deps: DomainDeps): Domain {
  * feed) until every other worker has stopped.
  */
 export function createWorkers(
-  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'destinations' | 'limits'>,
+  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'destinations' | 'limits' | 'idempotency'>,
   logger: Logger = SILENT_LOGGER,
 ): Worker[] {
-  const { changes, scheduler, webhooks, destinations, limits } = domain
+  const { changes, scheduler, webhooks, destinations, limits, idempotency } = domain
   const flush = intervalWorker('rate-counters-flush', 1000, () => limits.flushCounters(), logger)
   return [
     { name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() },
@@ -180,7 +192,13 @@ export function createWorkers(
       start: () => destinations.dispatcher.start(),
       stop: () => destinations.stop(),
     },
-    intervalWorker('limits-purge', 10 * 60 * 1000, () => limits.purge(), logger),
+    // Expired idempotency answers, then counters of windows long gone.
+    intervalWorker(
+      'limits-purge',
+      10 * 60 * 1000,
+      async () => ({ ...(await idempotency.purge()), ...(await limits.purge()) }),
+      logger,
+    ),
     // In-memory rate counts (SQLite) reach the store every second and once more when the server stops.
     {
       ...flush,
@@ -204,7 +222,7 @@ export interface ServiceDeps {
 export function createServices(deps: ServiceDeps): Services {
   const { db, clock, config, metrics } = deps
   const logger = deps.logger ?? SILENT_LOGGER
-  const outbound = createOutboundHttp({ allowPrivate: config.allowPrivateWebhooks })
+  const outbound = createOutboundPorts(config.privateTargets)
   const domain = createDomain({ db, clock, config, outbound, logger, ...(metrics ? { metrics } : {}) })
   const workers = createWorkers(domain, logger)
   const topicFeeds = new TopicFeeds()

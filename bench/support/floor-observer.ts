@@ -10,7 +10,7 @@
  * floor. Whatever it costs over no observation at all, a real request log and histogram cost at least that much.
  */
 import { writeSync } from 'node:fs'
-import type { RequestObservation, SurfaceObserver } from '../../src/api/observe.js'
+import type { RequestObservation, SurfaceObserver } from '../../src/surface/observe.js'
 
 /** src/observability/metrics.ts's request buckets. */
 const BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]

@@ -10,10 +10,30 @@ import type {
 export type WebhookEvent = RunAwaitingApprovalEvent | RunLifecycleEvent | PolicyDeniedEvent | ResourceEvent
 
 export interface VerifyWebhookOptions {
-  /** Oldest (and furthest in the future) signature time accepted, in seconds; default 300. */
+  /** Oldest (and furthest in the future) signature time accepted, in seconds; default 300. A finite number >= 0. */
   toleranceSeconds?: number
-  /** The receiver's clock in epoch ms; default `Date.now()`. */
+  /** The receiver's clock in epoch ms; default `Date.now()`. A finite number. */
   now?: number
+}
+
+/**
+ * The tolerance and clock to compare a signature's time with. A NaN tolerance or clock would make every age
+ * comparison false, so a delivery of any age would pass; a negative tolerance would refuse every delivery. Both
+ * are the caller's mistake, so they throw a RangeError instead of giving a verdict.
+ */
+function ageWindow(options: VerifyWebhookOptions): { toleranceSeconds: number; nowMs: number } {
+  const toleranceSeconds = options.toleranceSeconds ?? 300
+  if (typeof toleranceSeconds !== 'number' || !Number.isFinite(toleranceSeconds) || toleranceSeconds < 0)
+    throw new RangeError(`toleranceSeconds must be a finite number >= 0, got ${String(toleranceSeconds)}`)
+  const nowMs = options.now ?? Date.now()
+  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs))
+    throw new RangeError(`now must be a finite epoch time in milliseconds, got ${String(nowMs)}`)
+  return { toleranceSeconds, nowMs }
+}
+
+function fresh(t: number, options: VerifyWebhookOptions): boolean {
+  const { toleranceSeconds, nowMs } = ageWindow(options)
+  return Math.abs(nowMs / 1000 - t) <= toleranceSeconds
 }
 
 const SIGNATURE = /^t=(\d{1,15})((?:,v1=[0-9a-f]{64})+)$/
@@ -22,7 +42,8 @@ const SIGNATURE = /^t=(\d{1,15})((?:,v1=[0-9a-f]{64})+)$/
  * Checks the `signature` field of a webhook delivery (spec §5): `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`, each an
  * HMAC-SHA256, keyed with a secret's UTF-8 bytes, over `<t>.` + the RFC 8785 canonical JSON of the body without
  * `signature`. Pass every secret you trust (during a rotation, old and new); any match within the tolerance passes.
- * Accepts the raw body text or the parsed object.
+ * Accepts the raw body text or the parsed object. Throws a RangeError when `toleranceSeconds` is not a finite
+ * number >= 0 or `now` is not a finite number (a NaN tolerance would otherwise accept a delivery of any age).
  *
  * Deliveries are at least once: a retry, a redeliver or a replica killed mid-attempt sends the same event again,
  * with the same body `id`. Deduplicate on it after verifying, in the transaction that does the work:
@@ -41,6 +62,7 @@ export function verifyWebhookSignature(
   secrets: string | readonly string[],
   options: VerifyWebhookOptions = {},
 ): boolean {
+  ageWindow(options)
   let parsed: unknown
   try {
     parsed = typeof body === 'string' ? JSON.parse(body) : body
@@ -52,7 +74,7 @@ export function verifyWebhookSignature(
   const match = typeof signature === 'string' ? SIGNATURE.exec(signature) : null
   if (!match?.[1] || !match[2]) return false
   const t = Number(match[1])
-  if (Math.abs((options.now ?? Date.now()) / 1000 - t) > (options.toleranceSeconds ?? 300)) return false
+  if (!fresh(t, options)) return false
   let signed: string
   try {
     signed = `${t}.${canonicalJson(unsigned)}`
@@ -122,7 +144,8 @@ function header(headers: HeadersLike, name: string): string | undefined {
  * on it). Give it the raw request body as received (a string or the bytes), the request headers and every secret
  * you trust (during a rotation, old and new). The body's `signature` (spec §5) must match within the tolerance;
  * when the Standard Webhooks headers are present (`webhook-id`, `webhook-timestamp`, `webhook-signature`, what the
- * reference server sends) they must match too. Throws a `WebhookVerificationError` otherwise.
+ * reference server sends) they must match too. Throws a `WebhookVerificationError` otherwise, and a RangeError for
+ * options that cannot bound the age (see `verifyWebhookSignature`).
  */
 export function constructEvent(
   body: string | Uint8Array,
@@ -130,6 +153,7 @@ export function constructEvent(
   secrets: string | readonly string[],
   options: VerifyWebhookOptions = {},
 ): WebhookEvent {
+  ageWindow(options)
   const raw = typeof body === 'string' ? body : new TextDecoder().decode(body)
   let parsed: unknown
   try {
@@ -174,7 +198,7 @@ function verifyStandardWebhook(
   const timestamp = header(headers, 'webhook-timestamp')
   if (id === undefined || timestamp === undefined || !/^\d{1,15}$/.test(timestamp)) return false
   const t = Number(timestamp)
-  if (Math.abs((options.now ?? Date.now()) / 1000 - t) > (options.toleranceSeconds ?? 300)) return false
+  if (!fresh(t, options)) return false
   const given = signature
     .split(' ')
     .filter((entry) => entry.startsWith('v1,'))

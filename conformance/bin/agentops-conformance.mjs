@@ -13,4 +13,4 @@ if (existsSync(join(root, 'src', 'cli.ts'))) {
 } else {
   cli = await import('../dist/cli.js')
 }
-process.exitCode = await cli.main(process.argv.slice(2))
+await cli.runProgram(process.argv.slice(2))

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
 import type { SuiteConfig } from '../src/config.js'
+import { bodySignedDialect } from './dialects/body-signed.js'
 import { declaredDialect } from './dialects/declared.js'
 import { ownIdsDialect } from './dialects/own-ids.js'
 import { editJson, type Json, type Mutant, type ProxiedResponse, pathOnly } from './proxy.js'
@@ -20,12 +21,14 @@ export interface Dialect extends Mutant {
 
 /** The dialect family `conformance:mutants` runs after the mutants. */
 export function createDialects(openapiPath: string): Dialect[] {
-  return [foreignDialect(openapiPath), ownIdsDialect(), declaredDialect()]
+  return [foreignDialect(openapiPath), ownIdsDialect(), declaredDialect(), bodySignedDialect()]
 }
 
 interface Operation {
   method: string
   pattern: RegExp
+  /** `METHOD /template`, as `notServed` in --config lists it. */
+  name: string
 }
 
 /** The operations the contract marks `x-extension: true` (the reference profile's additions to spec §4). */
@@ -36,7 +39,7 @@ export function extensionOperations(openapiPath: string): Operation[] {
     for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
       if (item[method]?.['x-extension'] !== true) continue
       const pattern = new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`)
-      out.push({ method: method.toUpperCase(), pattern })
+      out.push({ method: method.toUpperCase(), pattern, name: `${method.toUpperCase()} ${template}` })
     }
   }
   return out
@@ -103,6 +106,9 @@ export function foreignDialect(openapiPath: string): Dialect {
     configure(config) {
       // No GraphQL surface here, so none is declared: its checks skip as "not declared".
       delete config.graphqlUrl
+      // Its users know which of the profile's extensions it does not serve: the parts of core checks that go
+      // through them are given up knowingly (else those checks are partial and the verdict INCOMPLETE).
+      config.notServed = extensions.map((op) => op.name)
     },
     request(req) {
       if (!isExtension(req.method, req.path)) return req

@@ -319,6 +319,17 @@ export function createMutants(): Mutant[] {
       },
     },
     {
+      id: 'ingest-answers-200',
+      description:
+        'A batch ingest answers 200 where the spec says 202 (the deployment a user found the CLI hanging on)',
+      targets: ['ingest.batch-202-counts'],
+      run: ['ingest', 'stream'],
+      response(req, res) {
+        if (req.method !== 'POST' || !/\/ingest$/.test(pathOnly(req.path)) || res.status !== 202) return res
+        return { ...res, status: 200 }
+      },
+    },
+    {
       id: 'ingest-miscounts',
       description: 'The batch answer counts one record too many as accepted',
       targets: ['ingest.batch-202-counts'],

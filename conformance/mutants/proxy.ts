@@ -116,18 +116,56 @@ export class MutantProxy {
   private readonly sockets = new Set<WebSocket>()
   mutant: Mutant | undefined
   port = 0
+  /** With `relayHooks`: the origin of the receiver the last webhook registration named. */
+  private hookOrigin = ''
 
+  /**
+   * `relayHooks`: the proxy stands alone in front of the deployment (mutants/serve.ts), so the suite gives its own
+   * receiver's URL, not one under the proxy: a webhook registration's `url` is rewritten to the proxy's hook prefix
+   * (deliveries pass the mutant's `delivery` on their way) and read back as the suite gave it.
+   */
   constructor(
     private readonly target: string,
     private readonly receiverUrl: () => string,
     private readonly tokens: MutantContext['tokens'],
+    private readonly relayHooks = false,
   ) {}
+
+  /** The receiver deliveries go to when the proxy stands alone: the origin the suite registered last. */
+  get relayedReceiver(): string {
+    return this.hookOrigin
+  }
+
+  private hooksIn(req: ProxiedRequest): ProxiedRequest {
+    if (!this.relayHooks || !/^\/v1\/webhooks(\/[^/?]+)?$/.test(pathOnly(req.path))) return req
+    if (req.method !== 'POST' && req.method !== 'PATCH') return req
+    const body = parseJson(req.body)
+    if (!body || typeof body.url !== 'string' || body.url.startsWith(this.url)) return req
+    let url: URL
+    try {
+      url = new URL(body.url)
+    } catch {
+      return req
+    }
+    this.hookOrigin = url.origin
+    return {
+      ...req,
+      body: JSON.stringify({ ...body, url: `${this.url}${HOOK_PREFIX}${url.pathname}${url.search}` }),
+    }
+  }
+
+  private hooksOut(res: ProxiedResponse): ProxiedResponse {
+    const mine = `${this.url}${HOOK_PREFIX}`
+    if (!this.relayHooks || this.hookOrigin === '' || res.bytes || !res.body.includes(mine)) return res
+    return { ...res, body: res.body.split(mine).join(this.hookOrigin) }
+  }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`
   }
 
-  async listen(): Promise<void> {
+  /** Listens on 127.0.0.1, on `port` when given (the reference lists it as its webhook target), else a free one. */
+  async listen(port = 0): Promise<void> {
     const ctx: MutantContext = { tokens: this.tokens, upstream: (req) => send(this.target, req) }
     this.server = createServer((inReq, outRes) => {
       const chunks: Buffer[] = []
@@ -150,6 +188,7 @@ export class MutantProxy {
                   path: rewritten.path.slice(HOOK_PREFIX.length) || '/',
                 })
           } else {
+            req = this.hooksIn(req)
             const rewritten = this.mutant?.request ? await this.mutant.request(req, ctx) : req
             if (isResponse(rewritten)) res = rewritten
             else {
@@ -157,6 +196,7 @@ export class MutantProxy {
               res = await send(this.target, req)
               if (this.mutant?.response) res = await this.mutant.response(req, res, ctx)
             }
+            res = this.hooksOut(res)
           }
           outRes.writeHead(res.status, res.headers).end(res.bytes ?? res.body)
         } catch (err) {
@@ -165,7 +205,10 @@ export class MutantProxy {
       })
     })
     this.relayStream(ctx)
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()))
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject)
+      this.server!.listen(port, '127.0.0.1', () => resolve())
+    })
     this.port = (this.server.address() as AddressInfo).port
   }
 

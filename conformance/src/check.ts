@@ -57,8 +57,19 @@ export interface CheckContext {
   seen: SeenExchange[]
   /** What of the contract the run exercises; checks that open sockets hand them to `watchSocket`. */
   coverage?: CoverageRecorder
+  /**
+   * Every socket a check opens is handed here: whatever a check leaves open (a failure between opening and its
+   * `finally`, a check that outlived its time limit) is closed when the checks end, so nothing keeps the process
+   * alive after its verdict. A socket handed in after that is closed at once.
+   */
+  opened(socket: { terminate(): void; once(event: 'close', listener: () => void): unknown }): void
   violations: ContractViolation[]
   log(line: string): void
+  /**
+   * Records that a part of the running check could not run (say which part, why, and the setting that would run
+   * it): if nothing else fails, the check ends `partial` with these reasons instead of `pass`.
+   */
+  partial(reason: string): void
 }
 
 export function family(id: string): string {

@@ -17,7 +17,8 @@ import { Contract } from './contract.js'
 import { EMBEDDED_CONTRACT } from './embedded.js'
 import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
-import { receiverAdvice, WebhookReceiver } from './receiver.js'
+import { provision, withProvisioned } from './provision.js'
+import { hostAndPort, receiverAdvice, WebhookReceiver } from './receiver.js'
 import { REFERENCE_REPLAY_WINDOW, type ReferenceServer, startReference } from './reference.js'
 import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
@@ -184,21 +185,7 @@ export async function main(
       embedded ? Contract.fromText(EMBEDDED_CONTRACT ?? '') : Contract.fromFile(openapiPath)
     // With --reference, the contract compiles while the reference's keys are issued (a child process).
     let contract: Contract | undefined
-    if (options.reference) {
-      reference = await startReference(io.out, () => {
-        contract = compile()
-      })
-      config.baseUrl = reference.baseUrl
-      // The reference serves GraphQL at /v1/graphql: declared, so the spec's rules on it are checked (core).
-      config.graphqlUrl ??= `${reference.baseUrl}/v1/graphql`
-      config.stream.replayWindow ??= REFERENCE_REPLAY_WINDOW
-      config.streamUrl = ''
-      config.tokens = { ...reference.tokens }
-    }
-    contract ??= compile()
-    requireTarget(config)
-    await preflight(config)
-
+    // The receiver listens first: the reference server is told its exact host:port as its one private target.
     receiver = new WebhookReceiver()
     try {
       await receiver.listen(config.receiver.host, config.receiver.port)
@@ -208,6 +195,27 @@ export async function main(
       )
     }
     config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
+    if (options.reference) {
+      reference = await startReference(
+        io.out,
+        () => {
+          contract = compile()
+        },
+        { receiverTarget: hostAndPort(config.receiver.url) },
+      )
+      config.baseUrl = reference.baseUrl
+      // The reference serves GraphQL at /v1/graphql: declared, so the spec's rules on it are checked (core).
+      config.graphqlUrl ??= `${reference.baseUrl}/v1/graphql`
+      config.stream.replayWindow ??= REFERENCE_REPLAY_WINDOW
+      config.streamUrl = ''
+      config.tokens = { ...reference.tokens }
+    }
+    contract ??= compile()
+    if (config.provision && !options.reference)
+      config.tokens = withProvisioned(config.tokens, await provision(config.provision))
+    requireTarget(config)
+    await preflight(config)
+
     await receiverPreflight(config, io)
 
     const checks = selectChecks(ALL_CHECKS, config.only, config.skip)
@@ -272,6 +280,24 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (isEntryPoint()) {
-  process.exitCode = await main(process.argv.slice(2))
+/** How long the process may take to end by itself after its verdict before it is ended. */
+const EXIT_GRACE_MS = 1000
+
+/**
+ * Runs the CLI as a program: the exit code is set, and the process then ends by itself (the checks close every
+ * socket, receiver and timer of theirs). Should anything still hold it open a second later (a check that outlived
+ * its time limit and sleeps), it says what and exits anyway: a CI job never waits on it.
+ */
+export async function runProgram(argv: string[]): Promise<void> {
+  const code = await main(argv)
+  process.exitCode = code
+  setTimeout(() => {
+    const open = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'Timeout')
+    process.stderr.write(
+      `agentops-conformance: still running ${EXIT_GRACE_MS} ms after the verdict (${open.join(', ') || 'timers'} open); exiting\n`,
+    )
+    process.exit(code)
+  }, EXIT_GRACE_MS).unref()
 }
+
+if (isEntryPoint()) await runProgram(process.argv.slice(2))

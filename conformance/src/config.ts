@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { EMBEDDED_CONTRACT } from './embedded.js'
+import { templateProblem } from './signature.js'
 import { DEFAULT_TOOL_RUN, mentionsTools, TOOL_PLACEHOLDERS, type ToolRunDeclaration } from './toolrun.js'
 import { ConfigError } from './types.js'
 
@@ -86,6 +87,12 @@ export interface Declarations {
   approval: { method: string; path: string; body?: unknown }
   /** §5.5 "The exact string that is signed and how the timestamp is checked: not shown": the t= form. */
   signatureTimestamp: 'unix' | 'rfc3339' | 'any'
+  /**
+   * §5 "The exact string that is signed ...: not shown": the signed string as a template over `{t}`, `{body}` (the
+   * delivered body without its `signature` member), `{id}` and `{header:NAME}` (signature.ts). Without it the core
+   * check discovers the common arrangements.
+   */
+  signatureTemplate?: string
   /** The GraphQL surface's URL when the deployment has one (§4 "A GraphQL surface is mentioned"). */
   graphqlUrl?: string
   /**
@@ -99,10 +106,18 @@ export interface Declarations {
    * (toolrun.ts). Used only where a check needs a run that calls a tool; every other request keeps the spec's bodies.
    */
   toolRun: ToolRunDeclaration
+  /**
+   * Operations (`METHOD /template`, e.g. "GET /v1/agents") the deployment knowingly does not serve: a core check
+   * with a part through one of them passes without that part instead of being `partial` (which makes the verdict
+   * INCOMPLETE).
+   */
+  notServed: string[]
 }
 
 export interface SuiteConfig extends Declarations {
   baseUrl: string
+  /** The provisioning command (src/provision.ts) that prints the identities, when the deployment has one. */
+  provision?: string
   streamUrl: string
   openapiPath: string
   tokens: {
@@ -140,6 +155,12 @@ export interface SuiteConfig extends Declarations {
 }
 
 export type TokenKey = keyof SuiteConfig['tokens']
+
+/** Whether `notServed` lists an operation (`METHOD /template`; parameter names do not matter). */
+export function declaredAbsent(config: Pick<Declarations, 'notServed'>, operation: string): boolean {
+  const shape = (op: string) => op.replace(/\{[^}]*\}/g, '{}')
+  return config.notServed.some((op) => shape(op) === shape(operation))
+}
 
 /** Each token: what it is, and the flag and variable that set it (skip reasons and errors name these). */
 export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
@@ -213,6 +234,13 @@ export const SETTINGS: Setting[] = [
     env: 'REFERENCE',
     kind: 'bool',
     help: 'Start the reference server in a temp dir, provision tokens with its CLI, run, stop it',
+  },
+  {
+    flag: 'provision',
+    env: 'PROVISION',
+    kind: 'string',
+    file: 'provision',
+    help: 'Command (run through the shell) that prints the identities as {"tokens": {...}}, e.g. "agentops keys provision-conformance --database-url URL"; given tokens win',
   },
   {
     flag: 'token',
@@ -414,6 +442,7 @@ const DEFAULT_DECLARATIONS: Declarations = {
   },
   signatureTimestamp: 'any',
   toolRun: DEFAULT_TOOL_RUN,
+  notServed: [],
   // The reference profile's schema (POST /v1/graphql): snake_case fields as in REST.
   graphqlQueries: {
     run: { query: 'query($id: ID!) { run(id: $id) { run_id agent_id status } }', variables: { id: '{id}' } },
@@ -478,6 +507,9 @@ function declarations(file: Raw): Declarations {
       ...(limit ? { limit: limit.toLowerCase() } : {}),
     }
   }
+  const signed = text('signature.signed', signature.signed)
+  const signedProblem = signed === undefined ? undefined : templateProblem(signed)
+  if (signedProblem) throw new ConfigError(`config file signature.signed ${signedProblem}`)
   const form = signature.timestamp ?? 'any'
   if (form !== 'unix' && form !== 'rfc3339' && form !== 'any')
     throw new ConfigError('config file signature.timestamp must be "unix", "rfc3339" or "any"')
@@ -507,7 +539,16 @@ function declarations(file: Raw): Declarations {
     (typeof replayWindow !== 'number' || !Number.isSafeInteger(replayWindow) || replayWindow < 1)
   )
     throw new ConfigError('config file stream.replayWindow must be a positive integer')
+  const absent = file.notServed ?? []
+  if (
+    !Array.isArray(absent) ||
+    absent.some((op) => typeof op !== 'string' || !/^(GET|POST|PUT|PATCH|DELETE) \/\S*$/.test(op))
+  )
+    throw new ConfigError(
+      'config file notServed must be an array of operations written "METHOD /path/{param}" (e.g. "GET /v1/agents")',
+    )
   return {
+    notServed: absent as string[],
     paging: { ...(cursorField ? { cursorField } : {}), ...(itemsField ? { itemsField } : {}) },
     stream: {
       subscribe: stream.subscribe ?? DEFAULT_DECLARATIONS.stream.subscribe,
@@ -525,6 +566,7 @@ function declarations(file: Raw): Declarations {
         }
       : DEFAULT_DECLARATIONS.approval,
     signatureTimestamp: form,
+    ...(signed ? { signatureTemplate: signed } : {}),
     toolRun: declaredToolRun,
     graphqlQueries: { run: gqlQuery('run'), agent: gqlQuery('agent') },
   }
@@ -668,8 +710,10 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   }
   const receiverUrl = str('receiver-url')
   const graphqlUrl = str('graphql-url')
+  const provision = str('provision')
   const config: SuiteConfig = {
     ...declarations(file),
+    ...(provision ? { provision } : {}),
     ...(graphqlUrl ? { graphqlUrl: validUrl(graphqlUrl, '--graphql-url', ['http:', 'https:']) } : {}),
     baseUrl,
     streamUrl,
@@ -715,7 +759,7 @@ export function requireTarget(config: SuiteConfig): void {
   }
   if (!config.tokens.primary) {
     throw new ConfigError(
-      'no primary token: give --token, AGENTOPS_CONFORMANCE_TOKEN or tokens.primary in --config',
+      "no primary token: give --provision COMMAND (the deployment's provisioning command), --token, AGENTOPS_CONFORMANCE_TOKEN or tokens.primary in --config",
     )
   }
   if (!config.streamUrl) config.streamUrl = config.baseUrl.replace(/^http/, 'ws')

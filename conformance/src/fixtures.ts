@@ -3,7 +3,7 @@
  * a fresh resource (to pause it, cancel it, retire it) ask for a new one.
  */
 import type { CheckContext } from './check.js'
-import type { ToolHint } from './config.js'
+import { declaredAbsent, type ToolHint } from './config.js'
 import { type HttpClient, type HttpResponse, obj } from './http.js'
 import { fill, specRunBody, type ToolRef } from './toolrun.js'
 import { CheckFailure, fail, skip } from './types.js'
@@ -26,6 +26,20 @@ export function expectStatus(res: HttpResponse, expected: number | number[], wha
  */
 export function notServed(res: HttpResponse): boolean {
   return res.status === 404 || res.status === 405 || res.status === 501
+}
+
+/**
+ * A part of a check that goes through an operation a deployment may not serve (`METHOD /template`, e.g. the agent
+ * list): true when `res` says it is not served, and then the check is `partial` with `part` as the reason, unless
+ * the deployment declares the operation absent (`notServed` in --config), knowingly giving that part up.
+ */
+export function unservedPart(ctx: CheckContext, res: HttpResponse, operation: string, part: string): boolean {
+  if (!notServed(res)) return false
+  if (!declaredAbsent(ctx.config, operation))
+    ctx.partial(
+      `${part} did not run: ${operation} answered ${res.status} (list "${operation}" in notServed in --config if the deployment does not serve it)`,
+    )
+  return true
 }
 
 /**

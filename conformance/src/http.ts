@@ -18,9 +18,16 @@ export class BudgetExceeded extends Error {
 /** A hard cap on the number of requests a whole run may send. */
 export class RequestBudget {
   used = 0
+  private ended = false
   constructor(readonly limit: number) {}
 
+  /** The run is over: a check still going (one that outlived its time limit) sends nothing more. */
+  end(): void {
+    this.ended = true
+  }
+
   take(): void {
+    if (this.ended) throw new BudgetExceeded('the run has ended: no more requests')
     if (this.used >= this.limit) {
       throw new BudgetExceeded(`request budget of ${this.limit} exhausted (raise it with --budget)`)
     }

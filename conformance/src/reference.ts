@@ -55,6 +55,8 @@ export const REFERENCE_REPLAY_WINDOW = 20
 
 export interface ReferenceServer {
   baseUrl: string
+  /** The store the reference serves: `agentops keys ... --database-url` against it provisions more identities. */
+  databaseUrl: string
   tokens: SuiteConfig['tokens']
   stop(): Promise<void>
 }
@@ -202,10 +204,16 @@ async function issueKeys(
 export async function startReference(
   log: (line: string) => void,
   whileIssuing?: () => void,
+  options: {
+    port?: number
+    /** The suite's webhook receiver as `host:port`: the one private target the reference may deliver to. */
+    receiverTarget?: string
+  } = {},
 ): Promise<ReferenceServer> {
   const started = Date.now()
   const kit = findReference()
-  const port = await freePort()
+  // A fixed port (--reference-port, for a runner whose firewall opens only some) or any free one.
+  const port = options.port || (await freePort())
   // Made only once nothing before the server's start can fail without removing it: `--reference` without the kit
   // beside the suite had left one empty directory per run.
   const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-'))
@@ -248,7 +256,7 @@ export async function startReference(
         AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
         AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
         ...process.env,
-        AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1',
+        ...(options.receiverTarget ? { AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -331,5 +339,5 @@ export async function startReference(
   log(
     `reference: ${kit} on store ${databaseUrl} serving at ${baseUrl} (pid ${child.pid}) with ${Object.keys(tokens).length} tokens, ready ${Date.now() - started} ms after start`,
   )
-  return { baseUrl, tokens, stop }
+  return { baseUrl, databaseUrl, tokens, stop }
 }

@@ -24,6 +24,8 @@ import {
 interface Current {
   id: string
   exchanges: Exchange[]
+  /** Parts of the check that could not run (`ctx.partial`). */
+  partial: string[]
 }
 
 export interface RunOptions {
@@ -58,7 +60,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const violations: ContractViolation[] = []
   // Which check an exchange belongs to: the check whose code (or whose awaited fixture) sent it, also when checks overlap.
   const running = new AsyncLocalStorage<Current>()
-  let outside: Current = { id: 'setup', exchanges: [] }
+  let outside: Current = { id: 'setup', exchanges: [], partial: [] }
   const current = (): Current => running.getStore() ?? outside
   const authenticated = new Set(
     [
@@ -119,6 +121,9 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   })
 
   const undo: Array<{ label: string; run: () => Promise<unknown> }> = []
+  // Sockets the checks opened and have not closed yet, with the check that opened each.
+  const sockets = new Map<{ terminate(): void }, string>()
+  let checksEnded = false
   let counter = 0
   const ctx: CheckContext = {
     config,
@@ -137,6 +142,15 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     coverage,
     violations,
     log,
+    partial(reason) {
+      const owner = current()
+      if (!owner.partial.includes(reason)) owner.partial.push(reason)
+    },
+    opened(socket) {
+      if (checksEnded) return socket.terminate()
+      sockets.set(socket, current().id)
+      socket.once('close', () => sockets.delete(socket))
+    },
   }
   ctx.fx = new Fixtures(() => ctx)
 
@@ -145,7 +159,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   // After a few checks in a row die on the transport, probe once per check instead of waiting out every timeout.
   let transportFailures = 0
   const runOne = async (check: Check, index: number): Promise<void> => {
-    const mine: Current = { id: check.id, exchanges: [] }
+    const mine: Current = { id: check.id, exchanges: [], partial: [] }
     const started = performance.now()
     let outcome: CheckResult['outcome'] = 'pass'
     let message: string | undefined
@@ -160,6 +174,11 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
         withTimeout(check.run(ctx), options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3), check.id),
       )
       transportFailures = 0
+      // Nothing it judged failed, but a part of it did not run: it must not read as a pass.
+      if (mine.partial.length > 0) {
+        outcome = 'partial'
+        message = mine.partial.join('; ')
+      }
     } catch (err) {
       if (err instanceof TransportError || String((err as Error).message).startsWith('not run:'))
         transportFailures++
@@ -203,9 +222,20 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     } else await done
   }
   await Promise.all(overlapping)
+  // A check that outlived its time limit goes on in the background: it may send nothing more, and what it (or a
+  // check that failed before its `finally`) left open is closed now, so nothing keeps the process alive.
+  checksEnded = true
+  budget.end()
+  if (sockets.size > 0) {
+    log(
+      `teardown: closed ${sockets.size} socket(s) left open by ${[...new Set(sockets.values())].join(', ')}`,
+    )
+    for (const socket of sockets.keys()) socket.terminate()
+    sockets.clear()
+  }
 
   // Cleanup has its own small allowance so an exhausted budget never leaves resources behind.
-  outside = { id: 'cleanup', exchanges: [] }
+  outside = { id: 'cleanup', exchanges: [], partial: [] }
   const cleanupBudget = new RequestBudget(undo.length * 2 + 10)
   const cleanupHttp = new HttpClient({
     baseUrl: config.baseUrl,

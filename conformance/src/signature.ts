@@ -86,22 +86,82 @@ export function verifySignature(
       reason: 'no v1 digest matches HMAC-SHA256(secret, "<t>." + JCS(body without signature))',
     }
   const age = Math.abs(nowSeconds - timestampSeconds(parsed.t))
-  if (age > toleranceSeconds)
+  if (!(age <= toleranceSeconds))
     return { ok: false, reason: `timestamp t=${parsed.t} is ${age} s away from now` }
   return { ok: true }
 }
 
 /**
- * The spec does not show the signed string (§5), so the core check accepts any of the common constructions, each
- * HMAC-SHA256 under the subscription's secret: Stripe's `<t>.` + the raw body (here without its own `signature`
- * member, which cannot sign itself), `<t>.` + the canonical (RFC 8785) or compact JSON body without `signature`,
- * and Standard Webhooks' `<id>.<t>.<body>`.
+ * A declared signed string (`signature.signed` in --config): `{t}` the `t=` value of the signature field, `{body}`
+ * the delivered body without its own `signature` member, `{id}` the event id (the `webhook-id` header, else the
+ * body's `id`), `{header:NAME}` a delivery header's value (a timestamp sent as a header). "{t}.{body}" is Stripe's
+ * arrangement, "{body}" the body alone, "{header:x-timestamp}.{body}" a timestamp header's.
+ */
+export const TEMPLATE_PLACEHOLDER = /\{(t|body|id|header:[A-Za-z0-9-]+)\}/g
+
+/** Why a declared template cannot be used, or undefined when it can. */
+export function templateProblem(template: string): string | undefined {
+  if (!template.includes('{body}'))
+    return 'must contain {body} (what is signed must cover the delivered body)'
+  const unknown = template.replace(TEMPLATE_PLACEHOLDER, '').match(/\{[^}]*\}/)
+  if (unknown) return `has an unknown placeholder ${unknown[0]} (use {t}, {body}, {id}, {header:NAME})`
+  return undefined
+}
+
+/** A delivery's headers, lower-case names, as Node hands them. */
+export type DeliveryHeaders = Record<string, string | string[] | undefined>
+
+/** What a delivery offers a template: its headers and event id. */
+export interface DeliveryParts {
+  headers?: DeliveryHeaders
+  eventId?: string
+}
+
+/** The template filled in; undefined when it names a header or id the delivery does not carry. */
+export function fillTemplate(
+  template: string,
+  t: string,
+  body: string,
+  parts: DeliveryParts,
+): string | undefined {
+  let missing = false
+  const out = template.replace(TEMPLATE_PLACEHOLDER, (_, name: string) => {
+    if (name === 't') return t
+    if (name === 'body') return body
+    const header = parts.headers?.[name.slice(7).toLowerCase()]
+    const value = name === 'id' ? parts.eventId : Array.isArray(header) ? header.join(', ') : header
+    if (value === undefined) missing = true
+    return value ?? ''
+  })
+  return missing ? undefined : out
+}
+
+/**
+ * The arrangements discovery tries when none is declared, the common ones first: Stripe's `<t>.<body>`, Standard
+ * Webhooks' `<id>.<t>.<body>`, the body alone, and `<timestamp header>.<body>` for each delivery header whose name
+ * says timestamp.
+ */
+export function discoveredTemplates(headers: DeliveryHeaders = {}): string[] {
+  const stamped = Object.keys(headers)
+    .filter((h) => /timestamp/i.test(h))
+    .sort()
+    .map((h) => `{header:${h}}.{body}`)
+  return ['{t}.{body}', '{id}.{t}.{body}', '{body}', ...stamped]
+}
+
+/**
+ * The spec does not show the signed string (§5), so the core check accepts the declared arrangement, else any of
+ * the common ones (`discoveredTemplates`), each over the body as delivered without its own `signature` member
+ * (which cannot sign itself), or that body canonical (RFC 8785) or compact, HMAC-SHA256 under the subscription's
+ * secret.
  */
 export function signedCandidates(
   t: string,
   raw: string,
   body: Record<string, unknown>,
   eventId: string | undefined,
+  headers: DeliveryHeaders = {},
+  template?: string,
 ): Array<{ name: string; message: string }> {
   const { signature: _ignored, ...rest } = body
   const rawWithout = raw
@@ -112,10 +172,12 @@ export function signedCandidates(
     { name: 'JCS body without signature', text: canonicalize(rest) },
     { name: 'compact JSON body without signature', text: JSON.stringify(rest) },
   ]
-  const out = bodies.map((b) => ({ name: `"<t>." + ${b.name}`, message: `${t}.${b.text}` }))
-  if (eventId !== undefined) {
-    for (const b of bodies)
-      out.push({ name: `"<id>.<t>." + ${b.name} (Standard Webhooks)`, message: `${eventId}.${t}.${b.text}` })
+  const out: Array<{ name: string; message: string }> = []
+  for (const arrangement of template ? [template] : discoveredTemplates(headers)) {
+    for (const b of bodies) {
+      const message = fillTemplate(arrangement, t, b.text, { headers, ...(eventId ? { eventId } : {}) })
+      if (message !== undefined) out.push({ name: `"${arrangement}" with {body} the ${b.name}`, message })
+    }
   }
   return out
 }
@@ -133,11 +195,13 @@ export function matchingConstruction(
   body: Record<string, unknown>,
   secret: string,
   eventId: string | undefined,
+  headers: DeliveryHeaders = {},
+  template?: string,
 ): string | undefined {
   const parsed = parseSignature(body.signature)
   if (!parsed) return undefined
   const digests = parsed.v1.map((hex) => Buffer.from(hex, 'hex'))
-  for (const candidate of signedCandidates(parsed.t, raw, body, eventId)) {
+  for (const candidate of signedCandidates(parsed.t, raw, body, eventId, headers, template)) {
     for (const key of keys(secret)) {
       const want = createHmac('sha256', key).update(candidate.message, 'utf8').digest()
       if (digests.some((d) => d.length === want.length && timingSafeEqual(d, want))) return candidate.name

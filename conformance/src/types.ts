@@ -4,7 +4,12 @@ import type { Verdict } from './verdict.js'
 
 /** `core`: the spec text demands it. `profile`: the reference profile's own decision for a spec gap. */
 export type Level = 'core' | 'profile'
-export type Outcome = 'pass' | 'fail' | 'skip'
+/**
+ * `partial`: the check ran and nothing it judged failed, but a part of it could not run (an endpoint the deployment
+ * does not serve, a positive control that did not answer, a list it does not offer); `message` says which part and
+ * the setting that would run it. A core check that is only partial makes the verdict INCOMPLETE, never CONFORMANT.
+ */
+export type Outcome = 'pass' | 'fail' | 'skip' | 'partial'
 
 /** One HTTP (or WebSocket) exchange as the report shows it; bodies are kept whole here and trimmed when printed. */
 export interface Exchange {
@@ -98,8 +103,8 @@ export function notApplicable(reason: string): never {
 
 export function summarize(results: CheckResult[]): Record<Level, Record<Outcome, number>> {
   const counts: Record<Level, Record<Outcome, number>> = {
-    core: { pass: 0, fail: 0, skip: 0 },
-    profile: { pass: 0, fail: 0, skip: 0 },
+    core: { pass: 0, fail: 0, skip: 0, partial: 0 },
+    profile: { pass: 0, fail: 0, skip: 0, partial: 0 },
   }
   for (const r of results) counts[r.level][r.outcome]++
   return counts

@@ -18,12 +18,14 @@ export interface Verdict {
     passed: number
     failed: string[]
     skipped: string[]
+    /** Core checks that ran but a part of which could not run (their messages say which part and what would run it). */
+    partial: string[]
     /** Core checks the run left out with --only/--skip. */
     notSelected: string[]
   }
   /** Profile failures that count because of --strict-profile. */
   strictProfileFailures: string[]
-  /** The settings (flags) that would run the skipped core checks, as their skip reasons name them. */
+  /** The settings (flags) that would run the skipped (or partial) core checks, as their reasons name them. */
   needs: string[]
   allowIncomplete: boolean
 }
@@ -33,9 +35,14 @@ export interface VerdictOptions {
   allowIncomplete: boolean
 }
 
-/** `--flag` names in a skip reason ("no second-workspace token (--second-token / AGENTOPS_…) given"). */
+/**
+ * The settings a skip (or partial) reason names: `--flag`s ("no second-workspace token (--second-token /
+ * AGENTOPS_…) given") and config-file keys written "KEY in --config" ("list … in notServed in --config").
+ */
 export function settingsNamed(reason: string): string[] {
-  return [...new Set(reason.match(/--[a-z][a-z0-9-]*/g) ?? [])]
+  const keys = [...reason.matchAll(/\b([a-zA-Z][\w.]*) in --config\b/g)].map((m) => `${m[1]} in --config`)
+  const flags = reason.replace(/\b[a-zA-Z][\w.]* in --config\b/g, '').match(/--[a-z][a-z0-9-]*/g) ?? []
+  return [...new Set([...flags, ...keys])]
 }
 
 export function verdictFor(summary: RunSummary, options: VerdictOptions): Verdict {
@@ -44,13 +51,15 @@ export function verdictFor(summary: RunSummary, options: VerdictOptions): Verdic
   const failed = ids(core.filter((r) => r.outcome === 'fail'))
   // A check of an optional surface the deployment does not declare cannot run against it: not missing.
   const skippedResults = core.filter((r) => r.outcome === 'skip' && !r.notApplicable)
+  const partialResults = core.filter((r) => r.outcome === 'partial')
   const notSelected = summary.notSelected ?? []
   const strictProfileFailures = options.strictProfile
     ? ids(summary.results.filter((r) => r.level === 'profile' && r.outcome === 'fail'))
     : []
-  const needs = [...new Set(skippedResults.flatMap((r) => settingsNamed(r.message ?? '')))]
+  const incomplete = [...skippedResults, ...partialResults]
+  const needs = [...new Set(incomplete.flatMap((r) => settingsNamed(r.message ?? '')))]
   // A skip whose reason names no flag still needs something: its check id says what.
-  const unnamed = skippedResults.filter((r) => settingsNamed(r.message ?? '').length === 0).map((r) => r.id)
+  const unnamed = incomplete.filter((r) => settingsNamed(r.message ?? '').length === 0).map((r) => r.id)
   const applicable = core.filter((r) => !r.notApplicable)
   const base = {
     core: {
@@ -58,6 +67,7 @@ export function verdictFor(summary: RunSummary, options: VerdictOptions): Verdic
       passed: core.filter((r) => r.outcome === 'pass').length,
       failed,
       skipped: ids(skippedResults),
+      partial: ids(partialResults),
       notSelected,
     },
     strictProfileFailures,
@@ -86,12 +96,18 @@ export function verdictFor(summary: RunSummary, options: VerdictOptions): Verdic
     ]
     return { ...base, verdict: 'NOT CONFORMANT', exitCode: 1, line: `NOT CONFORMANT: ${parts.join('; ')}` }
   }
-  const missing = skippedResults.length + notSelected.length
+  const missing = incomplete.length + notSelected.length
   if (missing > 0) {
+    const counted = [
+      ...(skippedResults.length > 0 ? [`${skippedResults.length} skipped`] : []),
+      ...(partialResults.length > 0
+        ? [`${partialResults.length} only partly ran (${ids(partialResults).join(', ')})`]
+        : []),
+    ]
     const why = [
-      ...(skippedResults.length > 0
+      ...(incomplete.length > 0
         ? [
-            `${skippedResults.length} skipped${needs.length > 0 ? ` (they need ${needs.join(', ')})` : ''}${unnamed.length > 0 ? `${needs.length > 0 ? ' and' : ''} (see ${unnamed.join(', ')})` : ''}`,
+            `${counted.join(' and ')}${needs.length > 0 ? ` (they need ${needs.join(', ')})` : ''}${unnamed.length > 0 ? `${needs.length > 0 ? ' and' : ''} (see ${unnamed.join(', ')})` : ''}`,
           ]
         : []),
       ...(notSelected.length > 0 ? [`${notSelected.length} left out by --only/--skip`] : []),
@@ -100,7 +116,7 @@ export function verdictFor(summary: RunSummary, options: VerdictOptions): Verdic
       ...base,
       verdict: 'INCOMPLETE',
       exitCode: options.allowIncomplete ? 0 : 3,
-      line: `INCOMPLETE: no core check failed, but ${missing} of ${base.core.total} core checks did not run: ${why.join('; ')}${options.allowIncomplete ? ' (accepted with --allow-incomplete)' : '; --allow-incomplete accepts this'}`,
+      line: `INCOMPLETE: no core check failed, but ${missing} of ${base.core.total} core checks did not ${partialResults.length > 0 ? 'fully ' : ''}run: ${why.join('; ')}${options.allowIncomplete ? ' (accepted with --allow-incomplete)' : '; --allow-incomplete accepts this'}`,
     }
   }
   return {

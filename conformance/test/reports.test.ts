@@ -88,7 +88,7 @@ describe('other reports', () => {
   it('JSON carries counts and every result', () => {
     const parsed = JSON.parse(toJson(summary))
     expect(parsed.counts.core.fail).toBe(1)
-    expect(parsed.counts.profile).toEqual({ pass: 1, fail: 0, skip: 1 })
+    expect(parsed.counts.profile).toEqual({ pass: 1, fail: 0, skip: 1, partial: 0 })
     expect(parsed.results).toHaveLength(3)
   })
 

@@ -1,11 +1,16 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { canonicalize } from '../src/canonical.js'
+import { resolveConfig } from '../src/config.js'
 import {
   hmacHex,
   matchingConstruction,
   parseSignature,
   signBody,
   signedString,
+  templateProblem,
   verifySignature,
 } from '../src/signature.js'
 
@@ -85,5 +90,59 @@ describe('the core signature check accepts any common construction, under the su
     expect(matchingConstruction(raw, b, secret, 'evt_1')).toBeUndefined()
     const bad = withSig('sha256=abc')
     expect(matchingConstruction(bad.raw, bad.b, secret, 'evt_1')).toBeUndefined()
+  })
+})
+
+describe('the signed string is declarable (signature.signed), and discovery tries the common forms first', () => {
+  const t = '1795000000'
+  const rest = { ...body, id: 'evt_1' }
+  const raw = (v1: string) => `${JSON.stringify(rest).slice(0, -1)},"signature":"t=${t},v1=${v1}"}`
+  const signed = (message: string) => {
+    const text = raw(hmacHex(secret, message))
+    return { text, b: JSON.parse(text) as Record<string, unknown> }
+  }
+
+  it('discovers a digest over the body alone', () => {
+    const { text, b } = signed(JSON.stringify(rest))
+    expect(matchingConstruction(text, b, secret, 'evt_1')).toMatch(/^"\{body\}"/)
+    expect(matchingConstruction(text, b, 'another-secret', 'evt_1')).toBeUndefined()
+  })
+
+  it('discovers "<timestamp header>.<body>" for a header named timestamp', () => {
+    const headers = { 'x-webhook-timestamp': '1795000001' }
+    const { text, b } = signed(`1795000001.${JSON.stringify(rest)}`)
+    expect(matchingConstruction(text, b, secret, 'evt_1', headers)).toMatch(/x-webhook-timestamp/)
+    expect(matchingConstruction(text, b, secret, 'evt_1', {})).toBeUndefined()
+  })
+
+  it('a declared template is the only arrangement accepted', () => {
+    const bodyOnly = signed(JSON.stringify(rest))
+    expect(matchingConstruction(bodyOnly.text, bodyOnly.b, secret, 'evt_1', {}, '{body}')).toBeDefined()
+    expect(matchingConstruction(bodyOnly.text, bodyOnly.b, secret, 'evt_1', {}, '{t}.{body}')).toBeUndefined()
+    const stripe = signed(`${t}.${JSON.stringify(rest)}`)
+    expect(matchingConstruction(stripe.text, stripe.b, secret, 'evt_1', {}, '{t}.{body}')).toBeDefined()
+    expect(matchingConstruction(stripe.text, stripe.b, secret, 'evt_1', {}, '{body}')).toBeUndefined()
+    const stamped = signed(`99.${JSON.stringify(rest)}`)
+    const template = '{header:X-Stamp}.{body}'
+    expect(
+      matchingConstruction(stamped.text, stamped.b, secret, 'evt_1', { 'x-stamp': '99' }, template),
+    ).toBeDefined()
+    expect(matchingConstruction(stamped.text, stamped.b, secret, 'evt_1', {}, template)).toBeUndefined()
+  })
+
+  it('the config refuses a template without {body} or with an unknown placeholder', () => {
+    expect(templateProblem('{t}.{body}')).toBeUndefined()
+    expect(templateProblem('{t}')).toMatch(/must contain \{body\}/)
+    expect(templateProblem('{ts}.{body}')).toMatch(/unknown placeholder \{ts\}/)
+    const dir = mkdtempSync(join(tmpdir(), 'sig-config-'))
+    const file = (signature: unknown) => {
+      const path = join(dir, `c${Math.random()}.json`)
+      writeFileSync(path, JSON.stringify({ signature }))
+      return path
+    }
+    expect(resolveConfig(['--config', file({ signed: '{body}' })]).config.signatureTemplate).toBe('{body}')
+    expect(() => resolveConfig(['--config', file({ signed: '{t}' })])).toThrow(
+      /signature.signed must contain/,
+    )
   })
 })

@@ -156,3 +156,45 @@ describe('every report carries the verdict, first', () => {
     expect(md.indexOf('`a.x`')).toBeLessThan(md.indexOf('`p.y`'))
   })
 })
+
+describe('a core check only partly run', () => {
+  it('makes the verdict INCOMPLETE with the setting its reason names, never CONFORMANT', () => {
+    const v = verdictFor(
+      run([
+        result('a.x', 'core', 'pass'),
+        result(
+          'a.y',
+          'core',
+          'partial',
+          'the agent-list part did not run: GET /v1/agents answered 404 (list "GET /v1/agents" in notServed in --config if the deployment does not serve it)',
+        ),
+        result('p.z', 'profile', 'partial', 'no --other-scope-token'),
+      ]),
+      lenient,
+    )
+    expect(v).toMatchObject({
+      verdict: 'INCOMPLETE',
+      exitCode: 3,
+      needs: ['notServed in --config'],
+      core: { partial: ['a.y'], skipped: [] },
+    })
+    expect(v.line).toBe(
+      'INCOMPLETE: no core check failed, but 1 of 2 core checks did not fully run: 1 only partly ran (a.y) (they need notServed in --config); --allow-incomplete accepts this',
+    )
+  })
+
+  it('a profile check only partly run leaves a CONFORMANT verdict', () => {
+    const v = verdictFor(
+      run([result('a.x', 'core', 'pass'), result('p.z', 'profile', 'partial', 'x')]),
+      lenient,
+    )
+    expect(v.verdict).toBe('CONFORMANT')
+  })
+
+  it('reasons name config keys as "KEY in --config", not --config itself', () => {
+    expect(settingsNamed('declare approval in --config, or --second-token')).toEqual([
+      '--second-token',
+      'approval in --config',
+    ])
+  })
+})

@@ -1,13 +1,18 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
 import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
 import type { Logger } from '../observability/logger.js'
+import { PACKAGE_ROOT } from '../package-root.js'
 import { openDb } from '../store/db.js'
 import { migrate } from '../store/migrations/index.js'
 import { createRepositories } from '../store/repos/index.js'
 import { applyServerV8Flags, missingNodeOptions } from './node-options.js'
+import { provisionConformance } from './provision-conformance.js'
+import { startFailureSentence } from './start-failure.js'
 
 class UsageError extends Error {}
 
@@ -19,7 +24,9 @@ Usage:
   agentops keys create --workspace NAME [options]             issue an API key (creates the workspace on first use)
   agentops keys list --workspace NAME                         list a workspace's keys (never their secrets)
   agentops keys revoke KEY_ID                                 revoke a key
+  agentops keys provision-conformance                         issue the conformance suite's identities (JSON)
   agentops workspaces set NAME [options]                      change a workspace's tier, limits, classes, flags
+  agentops --version                                          print the version
 
 Every command takes --database-url URL (default: $AGENTOPS_DATABASE_URL or sqlite:./.agentops/agentops.db)
 and --help.`,
@@ -29,7 +36,7 @@ Serves the API and the WebSocket stream (/v1/stream) on one port.
   --port N            port (default: $PORT or 8080)
   --host H            address to bind (default: $HOST or 0.0.0.0)
   --database-url URL  sqlite:PATH (default sqlite:./.agentops/agentops.db) or postgres://...
-Other settings: AGENTOPS_MAX_BODY_BYTES, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1, AGENTOPS_RUN_CONCURRENCY.`,
+Other settings: AGENTOPS_MAX_BODY_BYTES, AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT,..., AGENTOPS_RUN_CONCURRENCY.`,
   'keys create': `agentops keys create --workspace NAME [options]
 
 Issues an API key; the token is printed once and only its hash is stored.
@@ -49,7 +56,17 @@ Issues, lists and revokes API keys.
   agentops keys create --workspace NAME [options]   issue a key (creates the workspace on first use)
   agentops keys list --workspace NAME               list a workspace's keys (never their secrets)
   agentops keys revoke KEY_ID                       revoke a key
+  agentops keys provision-conformance               issue every identity the conformance suite needs
 Run agentops keys <command> --help for that command's options.`,
+  'keys provision-conformance': `agentops keys provision-conformance [--workspace-prefix P] [--database-url URL]
+
+Issues every identity the conformance suite (agentops-conformance) asks for, in new workspaces named
+P-primary, P-second and P-limited (default P: conformance-<random>), and prints them as one line of JSON, the
+suite's provisioning contract: {"tokens": {"primary", "expired", "secondWorkspace", "narrowScope", "otherScope",
+"rateLimited", "rateLimitedPeer"}}. Give the command to the suite as --provision "agentops keys
+provision-conformance --database-url URL" (or "provision" in its config file); the server it tests must run with
+AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT (the receiver's exact address) when the suite's webhook receiver is on a
+private address.`,
   workspaces: `agentops workspaces set NAME [options]
 
 Changes a workspace's tier, limits, policy classes and feature flags.
@@ -147,6 +164,10 @@ export async function main(argv: string[]): Promise<number> {
     console.log(HELP[group])
     return sub === undefined ? 2 : 0
   }
+  if (group === '--version' || group === '-v' || group === 'version') {
+    console.log(`agentops ${version()}`)
+    return 0
+  }
   const command = group === 'keys' || group === 'workspaces' ? `${group} ${sub ?? ''}`.trim() : (group ?? '')
   const rest = argv.slice(group === 'keys' || group === 'workspaces' ? 2 : 1)
   try {
@@ -195,6 +216,8 @@ export async function main(argv: string[]): Promise<number> {
         } catch (err) {
           logger.fatal({ err }, 'start failed')
           logger.flush()
+          // Besides the log line: one plain sentence for the person who ran the command.
+          process.stderr.write(`${startFailureSentence(err, config)}\n`)
           return 1
         }
         let stopping = false
@@ -256,6 +279,22 @@ export async function main(argv: string[]): Promise<number> {
           console.log(
             `token:        ${issued.token}\nkey_id:       ${issued.key_id}\nworkspace_id: ${issued.workspace_id}\nscopes:       ${issued.scopes.join(',')}\nexpires_at:   ${issued.expires_at ?? 'never'}\n(the token is shown once; only its hash is stored)`,
           )
+        return 0
+      }
+      case 'keys provision-conformance': {
+        const { values } = parseArgs({
+          args: rest,
+          options: { ...COMMON, 'workspace-prefix': { type: 'string' } },
+          strict: true,
+        })
+        if (values.help) return help('keys provision-conformance')
+        const prefix = values['workspace-prefix']
+        if (prefix !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,60}$/.test(prefix))
+          throw new UsageError(`--workspace-prefix must be letters, digits, . _ or -, got "${prefix}"`)
+        const provisioned = await withKeys(values['database-url'], (keys) =>
+          provisionConformance(keys, prefix),
+        )
+        console.log(JSON.stringify(provisioned))
         return 0
       }
       case 'keys list': {
@@ -332,6 +371,12 @@ function logCrashes(logger: Pick<Logger, 'fatal' | 'flush'>): void {
   }
   process.on('uncaughtException', crash('uncaught exception'))
   process.on('unhandledRejection', crash('unhandled rejection'))
+}
+
+/** The kit's version, from its package.json. */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: string }
+  return pkg.version ?? 'unknown'
 }
 
 function help(command: string): number {

@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader'
-import type { AuthContext } from '../api/caller.js'
 import type { AgentView } from '../domain/agents/service.js'
+import type { AuthContext } from '../surface/caller.js'
 import type { GraphqlPorts, LoaderPorts } from './ports.js'
 
 /** Everything a resolver may use: the caller, the ports GraphQL calls, and per-request batch loaders. */

@@ -1,10 +1,9 @@
 /**
  * What the GraphQL surface calls of the domain, each service narrowed to the methods its resolvers use (as the
  * stream's `StreamPorts`): a resolver that needs another method says so here, and nothing else of a service (its
- * deletes, its workers, its caches) is within reach of a resolver. The composition root (src/app.ts) hands them in.
+ * deletes, its workers, its caches) is within reach of a resolver. The composition root (src/transports.ts) hands them in.
  */
-import type { TopicFeeds } from '../api/topic-feeds.js'
-import type { RecordReader, RunEventReader } from '../api/topic-sources.js'
+
 import type { AgentService } from '../domain/agents/service.js'
 import type { DestinationService } from '../domain/destinations/service.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
@@ -12,6 +11,8 @@ import type { RunService } from '../domain/runs/service.js'
 import type { TaskService } from '../domain/tasks/service.js'
 import type { ToolService } from '../domain/tools/service.js'
 import type { WebhookService } from '../domain/webhooks/service.js'
+import type { TopicFeeds } from '../surface/topic-feeds.js'
+import type { RecordReader, RunEventReader } from '../surface/topic-sources.js'
 
 /** The queries, mutations and relation fields (src/graphql/resolvers.ts): the REST operations they mirror. */
 export interface ResolverPorts {

@@ -23,13 +23,20 @@ import {
   postV1ToolsRoute,
   postV1WebhooksRoute,
 } from '../../generated/routes.js'
-import { type AuthContext, callerOf } from '../api/caller.js'
+import type { CreateAgentInput } from '../domain/agents/service.js'
+import type { CreateDestinationInput, UpdateDestinationInput } from '../domain/destinations/service.js'
+import { ApiError } from '../domain/errors.js'
+import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
+import type { AssignTaskInput } from '../domain/tasks/service.js'
+import type { RegisterToolInput } from '../domain/tools/service.js'
+import type { CreateWebhookInput } from '../domain/webhooks/service.js'
+import { type AuthContext, callerOf } from '../surface/caller.js'
 import {
   destinationDeliveriesPage,
   destinationsPage,
   presentDestination,
   presentTestResult,
-} from '../api/destinations.js'
+} from '../surface/destinations.js'
 import {
   agentsPage,
   deliveriesPage,
@@ -38,16 +45,9 @@ import {
   toolsPage,
   tracePage,
   webhooksPage,
-} from '../api/pages.js'
-import { presentAgent, presentRun, presentTask, presentTool, presentWebhook } from '../api/presenters.js'
-import { assertScopeOf, type ScopedOperation } from '../api/scopes.js'
-import type { CreateAgentInput } from '../domain/agents/service.js'
-import type { CreateDestinationInput, UpdateDestinationInput } from '../domain/destinations/service.js'
-import { ApiError } from '../domain/errors.js'
-import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
-import type { AssignTaskInput } from '../domain/tasks/service.js'
-import type { RegisterToolInput } from '../domain/tools/service.js'
-import type { CreateWebhookInput } from '../domain/webhooks/service.js'
+} from '../surface/pages.js'
+import { presentAgent, presentRun, presentTask, presentTool, presentWebhook } from '../surface/presenters.js'
+import { assertScopeOf, type ScopedOperation } from '../surface/scopes.js'
 import type { GraphqlContext } from './context.js'
 import type { ResolverPorts } from './ports.js'
 import { connectorRecords, runEvents } from './subscriptions.js'

@@ -6,7 +6,7 @@
  */
 import { Kind, parse } from 'graphql'
 import { OPERATION_SCOPES } from '../../generated/contract.js'
-import type { ScopedOperation } from '../api/scopes.js'
+import type { ScopedOperation } from '../surface/scopes.js'
 
 /** The scope of the REST operation a root field mirrors, as the contract names it. */
 const scopeOf = (operation: ScopedOperation) => OPERATION_SCOPES[operation]

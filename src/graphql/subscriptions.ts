@@ -1,15 +1,21 @@
 /**
  * Subscriptions are the /v1/stream topics over graphql-ws: the same topic scopes, the same TopicSource ("read after
- * the last seq sent") and the same shared topic feeds as the stream hub (src/api/topic-feeds.ts: one read per topic
+ * the last seq sent") and the same shared topic feeds as the stream hub (src/surface/topic-feeds.ts: one read per topic
  * per change, for stream and GraphQL subscribers alike), so replay, the replay/live seam and any cross-replica
  * wake-up behave exactly as on /v1/stream.
  */
 
-import { assertScope } from '../api/scopes.js'
-import type { FeedMember, FeedPage, SharedTopic } from '../api/topic-feeds.js'
-import { caughtUp, connectorSource, MAX_REPLAY, runsSource, type TopicSource } from '../api/topic-sources.js'
-import { parseTopic, type Topic } from '../api/topics.js'
 import { ApiError } from '../domain/errors.js'
+import { assertScope } from '../surface/scopes.js'
+import type { FeedMember, FeedPage, SharedTopic } from '../surface/topic-feeds.js'
+import {
+  caughtUp,
+  connectorSource,
+  MAX_REPLAY,
+  runsSource,
+  type TopicSource,
+} from '../surface/topic-sources.js'
+import { parseTopic, type Topic } from '../surface/topics.js'
 import type { GraphqlContext } from './context.js'
 import type { SubscriptionPorts } from './ports.js'
 

@@ -1,5 +1,5 @@
 import type { ZodType } from 'zod'
-import { checkInput } from '../api/route-input.js'
+import { checkInput } from '../surface/route-input.js'
 
 interface RouteWithBody {
   request: { body: { content: { 'application/json': { schema: ZodType } } } }

@@ -1,14 +1,14 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
-import type { AppEnv } from '../api/context.js'
-import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
-import { STREAM_PATH } from '../api/paths.js'
-import { validationHook } from '../api/validation.js'
 import type { Config } from '../config.js'
 import { ApiError } from '../domain/errors.js'
 import type { Services } from '../services.js'
+import type { AppEnv } from '../surface/context.js'
+import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
+import { STREAM_PATH } from '../surface/paths.js'
+import { validationHook } from '../surface/validation.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
-import { bodyGuard, WITH_BODY } from './middleware/body.js'
+import { bodyGuard, closeUnreadBody, WITH_BODY } from './middleware/body.js'
 import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
 import { observeRequests, routeTemplate } from './middleware/observe.js'
@@ -30,6 +30,7 @@ export type HttpServices = Pick<
   | 'db'
   | 'keys'
   | 'limits'
+  | 'idempotency'
   | 'agents'
   | 'tasks'
   | 'tools'
@@ -44,7 +45,7 @@ export type HttpServices = Pick<
 }
 
 /**
- * Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/app.ts),
+ * Routes another transport serves over this app's HTTP (GraphQL), mounted by the composition root (src/transports.ts),
  * which hands that transport its own services.
  */
 export type RouteMount = (app: OpenAPIHono<AppEnv>) => void
@@ -72,6 +73,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   if (corsMiddleware) app.use('*', corsMiddleware)
   app.onError((err, c) => {
     const apiError = toApiError(err)
+    closeUnreadBody(c, services.config.maxBodyBytes)
     if (apiError.code === 'internal_error') {
       services.logger.error(
         { err, req_id: c.get('requestId'), method: c.req.method, route: routeTemplate(c) },
@@ -80,7 +82,10 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
     }
     return errorResponse(c, apiError)
   })
-  app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
+  app.notFound((c) => {
+    closeUnreadBody(c, services.config.maxBodyBytes)
+    return errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path }))
+  })
 
   const limitMetrics = services.metrics?.limits
   // One layer, three steps in series. The stream authenticates during its own upgrade (src/stream); everything
@@ -99,7 +104,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   app.on(
     'POST',
     '/v1/*',
-    idempotency(services.limits, {
+    idempotency(services.idempotency, {
       countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
       writesOnly: WRITES_ONLY_POSTS,
     }),

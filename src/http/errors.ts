@@ -1,10 +1,10 @@
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import type { AppEnv } from '../api/context.js'
-import type { ErrorBody } from '../api/contract-types.js'
-import { jsonBodyRequired } from '../api/validation.js'
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, errorEnvelope } from '../domain/errors.js'
+import type { AppEnv } from '../surface/context.js'
+import type { ErrorBody } from '../surface/contract-types.js'
+import { jsonBodyRequired } from '../surface/validation.js'
 
 /** Renders an ApiError as the spec §7 envelope, with its status and headers. */
 export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { Context } from 'hono'
-import type { NodeBindings } from '../api/request-headers.js'
+import type { NodeBindings } from '../surface/request-headers.js'
 
 /** Node's own response, when the app serves real HTTP. */
 export function nodeResponse(c: Context): ServerResponse | undefined {

@@ -7,7 +7,7 @@ const KEEPALIVE_MS = 15_000
 /** Even without a wake-up the run is read again this often (changes made by another process). */
 const POLL_MS = 1_000
 
-/** One run's frames as a read-after-seq source, like the stream's topic sources (src/api/topic-sources.ts). */
+/** One run's frames as a read-after-seq source, like the stream's topic sources (src/surface/topic-sources.ts). */
 export interface TraceSource {
   read(after: number, limit: number): Promise<TraceRead>
   /** Resolves when the run may have new frames, after `ms` at the latest, or at once on `signal`. */

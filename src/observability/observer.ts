@@ -1,7 +1,7 @@
 /**
  * The surface observer of the reference server: every HTTP request once into the request histogram (route
  * template × method × status class), its error code, the in-flight gauge and one request log line; sockets opening
- * and closing into the open-sockets gauge. The transports report through `SurfaceObserver` (src/api/observe.ts)
+ * and closing into the open-sockets gauge. The transports report through `SurfaceObserver` (src/surface/observe.ts)
  * and know nothing of Prometheus or pino.
  *
  * Hot path: what a request touches is bound once per route template × method (RouteObserver): the prom-client
@@ -14,7 +14,7 @@ import {
   type RequestObservation,
   type SocketTransport,
   type SurfaceObserver,
-} from '../api/observe.js'
+} from '../surface/observe.js'
 import type { Logger } from './logger.js'
 import type { HttpMetrics, Metrics, RouteSeries, SocketMetrics } from './metrics.js'
 

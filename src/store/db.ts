@@ -26,16 +26,48 @@ export function storeKind(url: string): 'postgres' | 'sqlite' {
   throw new Error(`the database URL must be sqlite:<file> or postgres://…, not a ${scheme}: URL`)
 }
 
+/** A database URL as messages may show it: the password replaced by `***`. */
+export function redactedUrl(url: string): string {
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@]+:)[^@]*@/, '$1***@')
+}
+
+/**
+ * The store could not be opened: says which store and where (the URL without its password), and keeps the driver's
+ * error as its cause (`connect ECONNREFUSED 127.0.0.1:5432` alone named no database).
+ */
+export class StoreUnreachable extends Error {
+  /** The store's URL without its password (a log serialises every field of an error). */
+  readonly url: string
+
+  constructor(
+    readonly kind: 'postgres' | 'sqlite',
+    url: string,
+    cause: unknown,
+  ) {
+    const what = kind === 'postgres' ? 'the PostgreSQL store' : 'the SQLite store'
+    super(`cannot open ${what} at ${redactedUrl(url)}: ${(cause as Error).message ?? String(cause)}`, {
+      cause,
+    })
+    this.name = 'StoreUnreachable'
+    this.url = redactedUrl(url)
+  }
+}
+
 export async function openDb(
   url: string,
   options: { operator?: boolean; onOperatorWait?: (totalMs: number) => void } = {},
 ): Promise<Db> {
-  if (storeKind(url) === 'postgres') {
-    const { PostgresDb } = await import('./postgres.js')
-    return PostgresDb.connect(url)
+  const kind = storeKind(url)
+  try {
+    if (kind === 'postgres') {
+      const { PostgresDb } = await import('./postgres.js')
+      return await PostgresDb.connect(url)
+    }
+    const { SqliteDb } = await import('./sqlite.js')
+    return SqliteDb.open(url, options)
+  } catch (err) {
+    throw new StoreUnreachable(kind, url, err)
   }
-  const { SqliteDb } = await import('./sqlite.js')
-  return SqliteDb.open(url, options)
 }
 
 /**

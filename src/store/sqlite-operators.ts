@@ -59,8 +59,17 @@ export class OperatorSignal {
   /** Announces this process as an operator waiting for the write lock; the function returned withdraws it. */
   announce(): () => void {
     const file = join(this.dir, String(process.pid))
-    mkdirSync(this.dir, { recursive: true })
-    writeFileSync(file, '')
+    // Another operator withdrawing removes the folder when it is empty, which it is between our mkdir and our
+    // write: the write then fails with ENOENT, and the folder is made again (ten `keys create` at once hit it).
+    for (let attempt = 1; ; attempt++) {
+      mkdirSync(this.dir, { recursive: true })
+      try {
+        writeFileSync(file, '')
+        break
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 100) throw err
+      }
+    }
     return () => {
       rmSync(file, { force: true })
       try {

@@ -1,20 +1,6 @@
 import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer } from 'ws'
-import { callerFromKey } from '../api/caller.js'
-import { unavailable } from '../api/errors.js'
-import { NO_OBSERVER, type SurfaceObserver } from '../api/observe.js'
-import { STREAM_PATH } from '../api/paths.js'
-import type { SocketTelemetry } from '../api/socket-telemetry.js'
-import type { TopicFeeds } from '../api/topic-feeds.js'
-import {
-  connectorSource,
-  MAX_REPLAY,
-  type RecordReader,
-  type RunEventReader,
-  runsSource,
-} from '../api/topic-sources.js'
-import { refuseUnknownPath, refuseUpgrade } from '../api/upgrade.js'
 import type { Clock } from '../domain/clock.js'
 import { rateLimited, unauthenticated } from '../domain/errors.js'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
@@ -22,6 +8,20 @@ import type { KeyRefusal } from '../domain/identity.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
 import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
 import type { LimitsService } from '../domain/limits/service.js'
+import { callerFromKey } from '../surface/caller.js'
+import { unavailable } from '../surface/errors.js'
+import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
+import { STREAM_PATH } from '../surface/paths.js'
+import type { SocketTelemetry } from '../surface/socket-telemetry.js'
+import type { TopicFeeds } from '../surface/topic-feeds.js'
+import {
+  connectorSource,
+  MAX_REPLAY,
+  type RecordReader,
+  type RunEventReader,
+  runsSource,
+} from '../surface/topic-sources.js'
+import { refuseUnknownPath, refuseUpgrade } from '../surface/upgrade.js'
 import { StreamHub, type StreamIngestor } from './hub.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */

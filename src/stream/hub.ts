@@ -1,11 +1,3 @@
-import type { StreamServerMessage } from '../api/contract-types.js'
-import { internalError } from '../api/errors.js'
-import { missingScope } from '../api/scopes.js'
-import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../api/slow-consumer.js'
-import type { SocketTelemetry } from '../api/socket-telemetry.js'
-import { type FeedMember, type FeedPage, type SharedTopic, TopicFeeds } from '../api/topic-feeds.js'
-import { caughtUp, type TopicSource } from '../api/topic-sources.js'
-import { parseTopic, type Topic } from '../api/topics.js'
 import type { Clock } from '../domain/clock.js'
 import { toRfc3339 } from '../domain/clock.js'
 import { ApiError, errorEnvelope } from '../domain/errors.js'
@@ -13,6 +5,14 @@ import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
 import { newId } from '../domain/ids.js'
 import type { IngestResult } from '../domain/ingestion/service.js'
 import { scopeAllows } from '../domain/scopes.js'
+import type { StreamServerMessage } from '../surface/contract-types.js'
+import { internalError } from '../surface/errors.js'
+import { missingScope } from '../surface/scopes.js'
+import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../surface/slow-consumer.js'
+import type { SocketTelemetry } from '../surface/socket-telemetry.js'
+import { type FeedMember, type FeedPage, type SharedTopic, TopicFeeds } from '../surface/topic-feeds.js'
+import { caughtUp, type TopicSource } from '../surface/topic-sources.js'
+import { parseTopic, type Topic } from '../surface/topics.js'
 import { parseClientMessage } from './protocol.js'
 
 /** What the hub needs of a WebSocket (the `ws` package's WebSocket fits; tests pass fakes). */
@@ -66,7 +66,7 @@ export type StreamIngestor = (connectorId: string, records: unknown[]) => Promis
 
 /**
  * One topic of one connection. It reads for itself from its starting point until it has caught up, then joins the
- * topic's shared feed (src/api/topic-feeds.ts) and is handed the pages read for every subscriber of the topic.
+ * topic's shared feed (src/surface/topic-feeds.ts) and is handed the pages read for every subscriber of the topic.
  */
 interface Subscription {
   topic: Topic

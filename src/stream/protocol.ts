@@ -1,6 +1,6 @@
-import type { StreamClientKind } from '../api/contract-types.js'
 import { isConnectorId } from '../domain/ingestion/validation.js'
 import { findUnstorableText, unstorableReason } from '../domain/text.js'
+import type { StreamClientKind } from '../surface/contract-types.js'
 
 /**
  * The /v1/stream wire protocol (docs/stream.md): JSON text frames, each with a `type`. Client messages are

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 /**
  * The allowed import graph of src/ (docs/design.md, "Layers"). A layer is a folder directly under src/; files
  * directly in src/ (the composition roots: server, app, services, config) form `root`; `generated/contract.ts`
- * (the contract's lists as plain constants) is `contract`, the rest of `generated/` (zod routes, types) `generated`. Transports (http, graphql, stream) meet only in the surface layer (api) and the domain, and
+ * (the contract's lists as plain constants) is `contract`, the rest of `generated/` (zod routes, types) `generated`. Transports (http, graphql, stream) meet only in the surface layer (src/surface) and the domain, and
  * never import each other; the domain imports no other layer; the store and the outbound port implement the
  * domain's ports and import nothing of the surfaces.
  */
@@ -13,16 +13,16 @@ const ALLOWED: Record<string, readonly string[]> = {
   domain: ['domain', 'contract'],
   store: ['store', 'domain', 'contract'],
   outbound: ['outbound', 'domain'],
-  api: ['api', 'domain', 'contract', 'generated'],
-  http: ['http', 'api', 'domain', 'contract', 'generated', 'root'],
-  graphql: ['graphql', 'api', 'domain', 'contract', 'generated', 'root'],
-  stream: ['stream', 'api', 'domain', 'contract', 'root'],
-  observability: ['observability', 'api', 'domain', 'root'],
+  surface: ['surface', 'domain', 'contract', 'generated'],
+  http: ['http', 'surface', 'domain', 'contract', 'generated', 'root'],
+  graphql: ['graphql', 'surface', 'domain', 'contract', 'generated', 'root'],
+  stream: ['stream', 'surface', 'domain', 'contract', 'root'],
+  observability: ['observability', 'surface', 'domain', 'root'],
   // `serve` sets up the process's log (observability) before the server, so a failed start is logged too.
   cli: ['cli', 'domain', 'store', 'observability', 'root'],
   root: [
     'root',
-    'api',
+    'surface',
     'domain',
     'store',
     'outbound',
@@ -160,7 +160,7 @@ describe('the layers of src/', () => {
   })
 
   it('gives transports and the surface layer only Picks of domain services', () => {
-    const found = filesOf('http', 'graphql', 'stream', 'api').flatMap((file) =>
+    const found = filesOf('http', 'graphql', 'stream', 'surface').flatMap((file) =>
       wholeDomainServices(readFileSync(file, 'utf8')).map((line) => `${relative(ROOT, file)}:${line}`),
     )
     expect(found).toEqual([])

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
-import { createApp } from '../../src/app.js'
+import { createApp } from '../../src/transports.js'
 import { allOperations } from '../support/openapi-validator.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 

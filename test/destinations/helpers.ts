@@ -2,14 +2,14 @@ import { ManualClock } from '../../src/domain/clock.js'
 import type { DestinationTelemetry, DestinationTransports } from '../../src/domain/destinations/ports.js'
 import { DestinationService, type DestinationSettings } from '../../src/domain/destinations/service.js'
 import { EventLog } from '../../src/domain/events/log.js'
-import type { Repositories } from '../../src/domain/ports.js'
 import { WebhookService } from '../../src/domain/webhooks/service.js'
 import { createDestinationTransports } from '../../src/outbound/destinations/index.js'
 import { createOutboundHttp } from '../../src/outbound/http.js'
 import { type Db, openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { createDestinationRepositories } from '../../src/store/repos/destinations.js'
-import { createRepositories } from '../../src/store/repos/index.js'
+import { createRepositories, type Repositories } from '../../src/store/repos/index.js'
+import { ANY_LOOPBACK_PORT } from '../support/private-targets.js'
 import { TEST_WEBHOOK_SETTINGS } from '../webhooks/helpers.js'
 
 export interface DestinationHarness {
@@ -34,7 +34,7 @@ export async function destinationHarness(
   await migrate(db)
   const repos = createRepositories(db)
   const events = new EventLog(db, repos.events, clock)
-  const outbound = createOutboundHttp({ allowPrivate: true })
+  const outbound = createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT })
   const heard: string[] = []
   const telemetry: DestinationTelemetry = {
     attempted: (type, outcome) => heard.push(`${type}:${outcome}`),

@@ -241,8 +241,8 @@ describe('destination settings', () => {
 
   it('refuses a URL at a private or loopback address unless private targets are allowed', async () => {
     const guarded = await destinationHarness('sqlite::memory:', {
-      outbound: createOutboundHttp({ allowPrivate: false }),
-      transports: createDestinationTransports(createOutboundHttp({ allowPrivate: false })),
+      outbound: createOutboundHttp(),
+      transports: createDestinationTransports(createOutboundHttp()),
     })
     try {
       for (const url of ['http://127.0.0.1:9/x', 'http://169.254.169.254/latest', 'http://localhost/x']) {

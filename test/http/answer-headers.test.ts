@@ -4,7 +4,7 @@
  * Response). A repeated GET of one run sends the same memoised JSON text, whole and correctly framed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApp } from '../../src/app.js'
+import { createApp } from '../../src/transports.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 let t: TestServer

@@ -1,6 +1,6 @@
 /**
  * POST /v1/agents is checked against its contract route outside @hono/zod-openapi's validators (routeInput and
- * routeBody, src/api/route-input.ts) and must answer every malformed request exactly as a typed route does. Each
+ * routeBody, src/surface/route-input.ts) and must answer every malformed request exactly as a typed route does. Each
  * case goes, byte for byte, to it and to POST /v1/agents/{agent_id}/tasks (a typed route with a required JSON body
  * and the same Idempotency-Key header), and the two answers' status, error code and the locations of the failing
  * fields must agree; the well-formed case must pass both checks.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
-import type { RequestObservation, SocketTransport } from '../../src/api/observe.js'
+import type { RequestObservation, SocketTransport } from '../../src/surface/observe.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 /** The surface's observation hook: one report per HTTP request (REST and GraphQL), one per socket open/close. */

@@ -7,12 +7,12 @@
  */
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import type { AppEnv } from '../../src/api/context.js'
 import { ApiError } from '../../src/domain/errors.js'
 import { policiesFor, stateOf } from '../../src/domain/limits/rate-limit.js'
 import type { RateDecision } from '../../src/domain/limits/service.js'
 import { rateLimit } from '../../src/http/middleware/rate-limit.js'
 import { inSeries, type Step } from '../../src/http/middleware/series.js'
+import type { AppEnv } from '../../src/surface/context.js'
 import { workspaceRecord } from '../support/workspace.js'
 
 const workspace = workspaceRecord('ws_alongside')

@@ -128,9 +128,7 @@ describe('headroom for reads counted alongside', () => {
       flush: async () => {},
       purgeBefore: async () => 0,
     }
-    const db = {} as ConstructorParameters<typeof LimitsService>[0]
-    const idempotency = {} as ConstructorParameters<typeof LimitsService>[1]
-    const limits = new LimitsService(db, idempotency, counters, new ManualClock(Date.UTC(2026, 5, 1, 12)))
+    const limits = new LimitsService(counters, new ManualClock(Date.UTC(2026, 5, 1, 12)))
     const workspace = workspaceRecord('ws_h')
     expect(limits.hasHeadroom(workspace)).toBe(false) // nothing counted yet on this replica
     await limits.consume(workspace) // 19 of 20 left

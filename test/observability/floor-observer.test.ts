@@ -7,7 +7,7 @@ import { closeSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { FloorObserver } from '../../bench/support/floor-observer.js'
-import type { RequestObservation } from '../../src/api/observe.js'
+import type { RequestObservation } from '../../src/surface/observe.js'
 import { testTempDir } from '../support/temp.js'
 import { REQUEST_LOG_FIELDS } from './helpers.js'
 

@@ -202,7 +202,7 @@ describe('metrics after real traffic', () => {
 const postgres = backends().find((b) => b.name === 'postgres')
 
 describe.skipIf(!postgres)('idempotency answers under a burst on one key, on PostgreSQL', () => {
-  it('counts every 409 idempotency_key_in_progress and every replay (test/limits/idempotency.test.ts)', async () => {
+  it('counts every 409 idempotency_key_in_progress and every replay (test/idempotency/idempotency.test.ts)', async () => {
     const t = await startTestServer({ databaseUrl: await postgres!.freshUrl() })
     try {
       const { token } = await t.createKey()

@@ -1,12 +1,23 @@
 /**
  * `agentops serve` says everything through its JSON log, a start that fails too: one `fatal` line with the error's
- * stack on stdout, nothing on stderr, exit 1.
+ * stack on stdout, exit 1; and for the person at the terminal one plain sentence on stderr: what failed, which
+ * setting, what to do.
  */
 import { spawnSync } from 'node:child_process'
+import { type AddressInfo, createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 const ROOT = resolve(import.meta.dirname, '../..')
+
+/** A loopback port nothing listens on (taken and let go again). */
+async function closedPort(): Promise<number> {
+  const s = createServer()
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()))
+  const port = (s.address() as AddressInfo).port
+  await new Promise<void>((r) => s.close(() => r()))
+  return port
+}
 
 /** `agentops serve` on a store URL it must refuse, logging at info with `env` on top. */
 function serveRefused(databaseUrl: string, env: NodeJS.ProcessEnv = {}) {
@@ -23,10 +34,14 @@ function serveRefused(databaseUrl: string, env: NodeJS.ProcessEnv = {}) {
 }
 
 describe('agentops serve failing to start', () => {
-  it('logs one fatal line with the stack and exits 1', () => {
+  it('logs one fatal line with the stack, says it in one sentence on stderr and exits 1', () => {
     const run = serveRefused('mysql://u:secret@h/db')
     expect(run.status).toBe(1)
-    expect(run.stderr).toBe('')
+    expect(run.stderr.trim().split('\n')).toHaveLength(1)
+    expect(run.stderr).toMatch(
+      /^agentops serve could not start: the database URL must be sqlite:<file> or postgres:\/\/…, not a mysql: URL\. Fix --database-url or AGENTOPS_DATABASE_URL\.\n$/,
+    )
+    expect(run.stderr).not.toContain('secret')
     const lines = run.stdout
       .trim()
       .split('\n')
@@ -37,6 +52,50 @@ describe('agentops serve failing to start', () => {
     expect(fatal[0]?.err?.message).toMatch(/must be sqlite:<file> or postgres:\/\//)
     expect(fatal[0]?.err?.stack).toContain('storeKind')
     expect(run.stdout).not.toContain('secret')
+  })
+
+  it('a PostgreSQL that refuses connections is named, with its URL but not its password', async () => {
+    const closed = await closedPort()
+    const run = serveRefused(`postgres://agentops:hunter2@127.0.0.1:${closed}/agentops`)
+    expect(run.status).toBe(1)
+    const sentence = run.stderr.trim()
+    expect(sentence.split('\n')).toHaveLength(1)
+    expect(sentence).toContain(
+      `agentops serve could not start: cannot open the PostgreSQL store at postgres://agentops:***@127.0.0.1:${closed}/agentops: `,
+    )
+    expect(sentence).toMatch(/ECONNREFUSED/)
+    expect(sentence).toMatch(/--database-url or AGENTOPS_DATABASE_URL; check that PostgreSQL runs there/)
+    const fatal = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: number; err?: { message: string } })
+      .find((l) => l.level === 60)
+    expect(fatal?.err?.message).toContain('cannot open the PostgreSQL store at postgres://agentops:***@')
+    expect(`${run.stdout}${run.stderr}`).not.toContain('hunter2')
+  })
+
+  it('a port in use names the port and the setting', async () => {
+    const taken = createServer()
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()))
+    const port = (taken.address() as AddressInfo).port
+    try {
+      const run = spawnSync(
+        process.execPath,
+        [join(ROOT, 'bin/agentops.mjs'), 'serve', '--port', String(port), '--host', '127.0.0.1'],
+        {
+          cwd: ROOT,
+          encoding: 'utf8',
+          env: { ...process.env, AGENTOPS_DATABASE_URL: 'sqlite::memory:', NODE_OPTIONS: '' },
+          timeout: 30_000,
+        },
+      )
+      expect(run.status).toBe(1)
+      expect(run.stderr.trim()).toBe(
+        `agentops serve could not start: port ${port} on 127.0.0.1 is already in use. Stop what listens there or choose another port with --port or PORT.`,
+      )
+    } finally {
+      await new Promise<void>((r) => taken.close(() => r()))
+    }
   })
 
   it('writes readable lines instead with AGENTOPS_LOG_PRETTY=on (what a terminal gets)', () => {

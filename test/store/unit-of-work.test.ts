@@ -202,7 +202,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
       headers: { 'content-type': 'application/json' },
       body: '{"winner":true}',
     }
-    const outcome = await services.limits.once(ws.workspace_id, 'race', 'fp', async () => {
+    const outcome = await services.idempotency.once(ws.workspace_id, 'race', 'fp', async () => {
       await services.agents.create(ws.workspace_id, { name: 'loser', behavior: 'autonomous' })
       // Another replica's answer lands meanwhile (as if this unit's claim had read a snapshot from before it).
       await other.run(
@@ -219,7 +219,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
   it('is two round trips for a create: BEGIN with the claim, then the insert, its event and the answer with the COMMIT', async () => {
     const ws = await services.keys.issue({ workspace: 'uow-trips' })
     const create = (key: string) =>
-      services.limits.once(ws.workspace_id, key, 'fp', async () => {
+      services.idempotency.once(ws.workspace_id, key, 'fp', async () => {
         await services.agents.create(ws.workspace_id, { name: key, behavior: 'autonomous' })
         return { response: { status: 201, headers: {}, body: '{}' }, failed: false }
       })
@@ -234,7 +234,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
     let beforeWork = -1
     let duringWork = -1
     try {
-      const outcome = await services.limits.once(ws.workspace_id, 'trips', 'fp', async () => {
+      const outcome = await services.idempotency.once(ws.workspace_id, 'trips', 'fp', async () => {
         beforeWork = writes()
         await services.agents.create(ws.workspace_id, { name: 'two-trips', behavior: 'autonomous' })
         duringWork = writes() - beforeWork
@@ -274,7 +274,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
     const answer = (name: string) => ({ status: 201, headers: {}, body: JSON.stringify({ name }) })
     /** A create as POST /v1/agents runs it: writes only. */
     const create = (key: string, name: string, work: () => Promise<void> = async () => {}) =>
-      services.limits.once(
+      services.idempotency.once(
         workspaceId,
         key,
         'fp',
@@ -305,7 +305,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
       const held = new Promise<void>((resolve) => {
         holding = resolve
       })
-      const holder = services.limits.once(workspaceId, key, 'fp', async () => {
+      const holder = services.idempotency.once(workspaceId, key, 'fp', async () => {
         await services.agents.create(workspaceId, { name, behavior: 'autonomous' })
         holding()
         await new Promise<void>((resolve) => {
@@ -387,7 +387,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
       const { holder, release } = await holdKey('held-refusal', 'refusal-holder')
       const refusal = { status: 400, headers: {}, body: '{"error":"bad"}' }
       try {
-        const outcome = await services.limits.once(
+        const outcome = await services.idempotency.once(
           workspaceId,
           'held-refusal',
           'fp-other',

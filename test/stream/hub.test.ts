@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { CLOSE_SLOW_CONSUMER } from '../../src/api/slow-consumer.js'
-import type { StreamItem, TopicSource } from '../../src/api/topic-sources.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import {
   MAX_PENDING_INGESTS,
@@ -8,6 +6,8 @@ import {
   type StreamPrincipal,
   type StreamSocket,
 } from '../../src/stream/hub.js'
+import { CLOSE_SLOW_CONSUMER } from '../../src/surface/slow-consumer.js'
+import type { StreamItem, TopicSource } from '../../src/surface/topic-sources.js'
 import { Gate } from '../support/gate.js'
 import { STREAM_OPTIONS } from '../support/stream-options.js'
 

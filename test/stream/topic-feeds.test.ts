@@ -1,16 +1,21 @@
 /**
- * The shared topic feed (src/api/topic-feeds.ts) on a fake source whose reads see what was committed when they
+ * The shared topic feed (src/surface/topic-feeds.ts) on a fake source whose reads see what was committed when they
  * started, like a query: one read per wake-up however many members, and the seam between a member's own reads and
  * the shared pages (a late member, a first member, a member that joins while the reader is mid-read) loses and
  * repeats nothing.
  */
 import { describe, expect, it } from 'vitest'
-import { type FeedMember, type FeedPage, TopicFeeds } from '../../src/api/topic-feeds.js'
-import { caughtUp, type StreamItem, type TopicPage, type TopicSource } from '../../src/api/topic-sources.js'
-import { parseTopic, type Topic } from '../../src/api/topics.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import { TopicFollower } from '../../src/graphql/subscriptions.js'
 import { StreamConnection, type StreamPrincipal, type StreamSocket } from '../../src/stream/hub.js'
+import { type FeedMember, type FeedPage, TopicFeeds } from '../../src/surface/topic-feeds.js'
+import {
+  caughtUp,
+  type StreamItem,
+  type TopicPage,
+  type TopicSource,
+} from '../../src/surface/topic-sources.js'
+import { parseTopic, type Topic } from '../../src/surface/topics.js'
 import { Gate } from '../support/gate.js'
 import { STREAM_OPTIONS } from '../support/stream-options.js'
 

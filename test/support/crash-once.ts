@@ -14,7 +14,7 @@ const [databaseUrl = '', workspaceId = '', key = '', mode = 'die'] = process.arg
 const config = loadConfig({}, { databaseUrl, workers: false })
 const db = await openDb(databaseUrl)
 const services = createServices({ db, clock: systemClock, config })
-await services.limits.once(workspaceId, key, 'fingerprint', async () => {
+await services.idempotency.once(workspaceId, key, 'fingerprint', async () => {
   await services.agents.create(workspaceId, { name: `crash-${key}`, behavior: 'autonomous' })
   if (mode === 'hold') {
     process.stdout.write('holding\n')

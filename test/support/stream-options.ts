@@ -1,6 +1,6 @@
-import { MAX_REPLAY } from '../../src/api/topic-sources.js'
 import { loadConfig } from '../../src/config.js'
 import type { StreamOptions } from '../../src/stream/hub.js'
+import { MAX_REPLAY } from '../../src/surface/topic-sources.js'
 
 const defaults = loadConfig({})
 

@@ -70,6 +70,7 @@ function subscribeUntil(
       headers: { authorization: `Bearer ${ctx.config.tokens.primary}` },
       handshakeTimeout: ctx.config.timeoutMs,
     })
+    ctx.opened(ws)
     let settled = false
     const finish = (matched: boolean, problem?: string) => {
       if (settled) return

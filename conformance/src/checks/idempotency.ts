@@ -1,7 +1,7 @@
 /** Spec §8: `Idempotency-Key` on every POST, a 24 h window, reuse with a different body yields 409. */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, nextCursor, notServed, ownId, pageItems } from '../fixtures.js'
+import { expectStatus, type Json, nextCursor, ownId, pageItems, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { receiverAdvice } from '../receiver.js'
 import { assert, fail } from '../types.js'
@@ -16,12 +16,18 @@ const newKey = () => `conf-${randomBytes(9).toString('hex')}`
  * How many agents with this name the workspace lists (walks at most 20 pages); undefined where the deployment
  * does not serve the agent list (a profile extension).
  */
-async function countAgentsNamed(http: HttpClient, name: string): Promise<number | undefined> {
+async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number | undefined> {
   let count = 0
   let cursor: string | null | undefined
   for (let i = 0; i < 20; i++) {
-    const res = await http.get(`/v1/agents?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
-    if (i === 0 && notServed(res)) return undefined
+    const res = await ctx.http.get(
+      `/v1/agents?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    )
+    if (
+      i === 0 &&
+      unservedPart(ctx, res, 'GET /v1/agents', `the "created once" part (counting agents named ${name})`)
+    )
+      return undefined
     expectStatus(res, 200, 'listing agents')
     const items = pageItems(res.body) ?? []
     count += items.filter((a) => obj(a).name === name).length
@@ -125,7 +131,7 @@ export const idempotencyChecks: Check[] = [
         ownId(second.body, 'agent') === ownId(first.body, 'agent'),
         `the repeat names another agent: ${short(second.body)} vs ${short(first.body)}`,
       )
-      const count = await countAgentsNamed(ctx.http, name)
+      const count = await countAgentsNamed(ctx, name)
       assert(
         count === undefined || count === 1,
         `${count} agents named ${name} exist after two requests with one key`,
@@ -270,7 +276,7 @@ export const idempotencyChecks: Check[] = [
         ids.add(String(ownId(res.body, 'agent')))
       }
       assert(ids.size === 1, `the concurrent requests created ${ids.size} different agents`)
-      const count = await countAgentsNamed(ctx.http, name)
+      const count = await countAgentsNamed(ctx, name)
       assert(count === 1, `${count} agents named ${name} exist`)
     },
   },

@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { canonicalize } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, notServed, pageItems } from '../fixtures.js'
+import { expectStatus, pageItems, unservedPart } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -101,7 +101,15 @@ export const ingestChecks: Check[] = [
       )
       // What was accepted must be what is stored: read it back where the deployment serves a read (an extension).
       const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=10`)
-      if (notServed(page)) return
+      if (
+        unservedPart(
+          ctx,
+          page,
+          'GET /v1/grid/connectors/{connector_id}/records',
+          'the "accepted counts what was stored" part',
+        )
+      )
+        return
       expectStatus(page, 200, 'reading the connector’s records back')
       const ids = (pageItems(page.body) ?? []).map((r) => obj(r).id)
       assert(
@@ -170,7 +178,15 @@ export const ingestChecks: Check[] = [
       // stored-ids assertions are left out and the answers alone are judged (this check is core).
       const stored = async (what: string): Promise<unknown[] | undefined> => {
         const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=10`)
-        if (notServed(page)) return undefined
+        if (
+          unservedPart(
+            ctx,
+            page,
+            'GET /v1/grid/connectors/{connector_id}/records',
+            'the "stores nothing twice" part (reading the records back)',
+          )
+        )
+          return undefined
         expectStatus(page, 200, `GET records ${what}`)
         return ((pageItems(page.body) ?? []) as Json[]).map((r) => r.id)
       }

@@ -8,7 +8,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
-import { expectStatus, listPage, nextPageCursor, notServed, ownId } from '../fixtures.js'
+import { expectStatus, listPage, nextPageCursor, ownId, unservedPart } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -40,7 +40,11 @@ async function findInList(
     const res: HttpResponse = await ctx.http.get(
       `${path}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
     )
-    if (i === 0 && notServed(res)) return 'not served'
+    if (
+      i === 0 &&
+      unservedPart(ctx, res, `GET ${path}`, `the list part (finding the ${kind} in GET ${path})`)
+    )
+      return 'not served'
     expectStatus(res, 200, `GET ${path}`)
     const { items } = listPage(ctx, res)
     const found = (items ?? []).find((item) => ownId(item, kind) === id)

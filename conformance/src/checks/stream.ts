@@ -33,6 +33,7 @@ function connect(
       handshakeTimeout: ctx.config.timeoutMs,
     })
     ctx.coverage?.watchSocket(ws)
+    ctx.opened(ws)
     const messages: Json[] = []
     const waiters: Array<() => void> = []
     ws.on('message', (data) => {

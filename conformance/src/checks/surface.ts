@@ -8,7 +8,7 @@
  * and a foreign deployment is never failed on them.
  */
 import type { Check, CheckContext } from '../check.js'
-import { settingName } from '../config.js'
+import { settingName, tokenName } from '../config.js'
 import type { Operation } from '../contract.js'
 import type { HttpResponse } from '../http.js'
 import { assert } from '../types.js'
@@ -178,7 +178,13 @@ async function sendScoped(
  * other-scope token, whose scopes exclude the narrow token's, each is refused 403 with the envelope.
  */
 async function otherScopeMismatches(ctx: CheckContext, ops: Operation[]): Promise<string[]> {
-  if (!ctx.config.tokens.otherScope) return []
+  if (!ctx.config.tokens.otherScope) {
+    if (ops.length > 0)
+      ctx.partial(
+        `the 403 of ${ops.length} operations the narrow token may call did not run: no ${tokenName('otherScope')} given`,
+      )
+    return []
+  }
   const wrong: string[] = []
   await Promise.all(
     ops.map(async (op) => {

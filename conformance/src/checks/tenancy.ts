@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, nextCursor, notServed, pageItems, type ToolAgent, toolId } from '../fixtures.js'
+import { expectStatus, nextCursor, pageItems, type ToolAgent, toolId, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
@@ -185,9 +185,11 @@ export const tenancyChecks: Check[] = [
       const theirId = String(theirs!.id)
       // The second workspace watches the shared connector id; its own record proves the subscription works.
       const watcher = await openStream(ctx, other.token ?? null)
-      const ownAccepted = await ctx.http.post(`${path}/ingest`, { records: [own] })
-      expectStatus(ownAccepted, 202, 'the primary workspace ingesting under the shared connector id')
       try {
+        // Inside the try: a refused ingest had left the watcher open, and its heartbeats kept the CLI alive after
+        // its verdict.
+        const ownAccepted = await ctx.http.post(`${path}/ingest`, { records: [own] })
+        expectStatus(ownAccepted, 202, 'the primary workspace ingesting under the shared connector id')
         const theirAccepted = await other.post(`${path}/ingest`, { records: [theirs] })
         expectStatus(theirAccepted, 202, 'the second workspace ingesting under the same connector id')
         const checked: string[] = []
@@ -197,7 +199,15 @@ export const tenancyChecks: Check[] = [
         ] as const) {
           const records = await client.get(`${path}/records?limit=200`)
           // Reading records back is the reference profile's extension: judged only where it is served.
-          if (notServed(records)) continue
+          if (
+            unservedPart(
+              ctx,
+              records,
+              'GET /v1/grid/connectors/{connector_id}/records',
+              `the records part (${who} reading the shared connector's records)`,
+            )
+          )
+            continue
           expectStatus(records, 200, `${who} reading the connector's records`)
           assert(records.text.includes(mineId), `${who} does not read back its own record ${mineId}`)
           assert(

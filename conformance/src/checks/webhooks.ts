@@ -10,10 +10,10 @@ import { expectStatus } from '../fixtures.js'
 import { obj } from '../http.js'
 import { type Delivery, receiverAdvice } from '../receiver.js'
 import {
+  discoveredTemplates,
   isSha256Hex,
   matchingConstruction,
   parseSignature,
-  signedCandidates,
   verifySignature,
 } from '../signature.js'
 import { assert, fail, skip } from '../types.js'
@@ -205,17 +205,20 @@ export const webhookChecks: Check[] = [
       assert(mine.length > 0, 'no deliveries to verify')
       for (const d of mine) {
         const id = d.headers['webhook-id'] ?? d.body!.id
-        const how = matchingConstruction(d.raw, d.body!, hook.secret, typeof id === 'string' ? id : undefined)
+        const declared = ctx.config.signatureTemplate
+        const how = matchingConstruction(
+          d.raw,
+          d.body!,
+          hook.secret,
+          typeof id === 'string' ? id : undefined,
+          d.headers,
+          declared,
+        )
         assert(
           how !== undefined,
-          `the ${String(eventOf(d))} delivery's v1 is not HMAC-SHA256 under the subscription's secret over any of: ${signedCandidates(
-            '<t>',
-            '',
-            {},
-            '<id>',
-          )
-            .map((c) => c.name)
-            .join('; ')}`,
+          declared
+            ? `the ${String(eventOf(d))} delivery's v1 is not HMAC-SHA256 under the subscription's secret over the declared "${declared}" (signature.signed in --config)`
+            : `the ${String(eventOf(d))} delivery's v1 is not HMAC-SHA256 under the subscription's secret over any of the common arrangements (${discoveredTemplates(d.headers).join(', ')}); declare the signed string as signature.signed in --config, e.g. "{body}"`,
         )
       }
     },

@@ -25,6 +25,9 @@ export function xmlEscape(text: string): string {
     .replace(/'/g, '&apos;')
 }
 
+/** Skipped, or only partly run: what JUnit can show as `<skipped>`. */
+const notRun = (r: CheckResult) => r.outcome === 'skip' || r.outcome === 'partial'
+
 export function toJunit(summary: RunSummary): string {
   const groups = new Map<string, CheckResult[]>()
   for (const r of summary.results) {
@@ -35,13 +38,17 @@ export function toJunit(summary: RunSummary): string {
     (results.reduce((s, r) => s + r.durationMs, 0) / 1000).toFixed(3)
   const suites = [...groups.entries()].map(([name, results]) => {
     const failures = results.filter((r) => r.outcome === 'fail').length
-    const skipped = results.filter((r) => r.outcome === 'skip').length
+    const skipped = results.filter(notRun).length
     const cases = results.map((r) => {
       const attrs = `name="${xmlEscape(`${r.id}: ${r.title}`)}" classname="${xmlEscape(`conformance.${name}`)}" time="${(r.durationMs / 1000).toFixed(3)}"`
-      const props = `<properties><property name="level" value="${r.level}"/><property name="spec" value="${xmlEscape(r.clauses.join(' '))}"/></properties>`
+      const props = `<properties><property name="level" value="${r.level}"/><property name="spec" value="${xmlEscape(r.clauses.join(' '))}"/><property name="outcome" value="${r.outcome}"/></properties>`
       if (r.outcome === 'pass') return `    <testcase ${attrs}>${props}</testcase>`
       if (r.outcome === 'skip') {
         return `    <testcase ${attrs}>${props}<skipped message="${xmlEscape(r.message ?? '')}"/></testcase>`
+      }
+      // JUnit has no "partial": a check a part of which did not run is shown skipped, never as a pass.
+      if (r.outcome === 'partial') {
+        return `    <testcase ${attrs}>${props}<skipped message="${xmlEscape(`partial: ${r.message ?? ''}`)}"/></testcase>`
       }
       const detail = [r.message ?? '', ...r.exchanges.map((x) => formatExchange(x, ''))].join('\n')
       return `    <testcase ${attrs}>${props}<failure message="${xmlEscape(r.message ?? 'failed')}" type="${r.level}">${xmlEscape(detail)}</failure></testcase>`
@@ -80,7 +87,7 @@ export function toJunit(summary: RunSummary): string {
   const all = summary.results
   const errors = summary.internalError ? 1 : 0
   return `<?xml version="1.0" encoding="UTF-8"?>
-<testsuites name="agentops-conformance" tests="${all.length + errors + verdictCases}" failures="${all.filter((r) => r.outcome === 'fail').length + verdictFailures}" errors="${errors}" skipped="${all.filter((r) => r.outcome === 'skip').length + verdictSkipped}" time="${totalTime(all)}">
+<testsuites name="agentops-conformance" tests="${all.length + errors + verdictCases}" failures="${all.filter((r) => r.outcome === 'fail').length + verdictFailures}" errors="${errors}" skipped="${all.filter(notRun).length + verdictSkipped}" time="${totalTime(all)}">
 ${suites.join('\n')}
 </testsuites>
 `

@@ -6,7 +6,7 @@ import type { ContractCoverage, Tally } from '../coverage.js'
 import { type CheckResult, type RunSummary, summarize } from '../types.js'
 import { trim } from './text.js'
 
-const ICON = { pass: '✅', fail: '❌', skip: '⏭️' } as const
+const ICON = { pass: '✅', fail: '❌', skip: '⏭️', partial: '◐' } as const
 const VERDICT_ICON = { CONFORMANT: '✅', 'NOT CONFORMANT': '❌', INCOMPLETE: '⚠️', ERROR: '💥' } as const
 
 function cell(text: string): string {
@@ -15,7 +15,7 @@ function cell(text: string): string {
 
 function table(results: CheckResult[]): string[] {
   // Failures first, then skips, then passes: the line that matters is never buried.
-  const order = { fail: 0, skip: 1, pass: 2 } as const
+  const order = { fail: 0, partial: 1, skip: 2, pass: 3 } as const
   const sorted = [...results].sort((a, b) => order[a.outcome] - order[b.outcome])
   return [
     '| | check | spec | note |',
@@ -80,10 +80,10 @@ export function toMarkdown(summary: RunSummary): string {
   lines.push(
     `Target: \`${summary.baseUrl}\` · ${summary.startedAt} · seed ${summary.seed} · ${summary.requestsUsed} requests`,
     '',
-    '| level | passed | failed | skipped |',
-    '|---|---|---|---|',
-    `| core | ${c.core.pass} | ${c.core.fail} | ${c.core.skip} |`,
-    `| profile | ${c.profile.pass} | ${c.profile.fail} | ${c.profile.skip} |`,
+    '| level | passed | failed | skipped | partial |',
+    '|---|---|---|---|---|',
+    `| core | ${c.core.pass} | ${c.core.fail} | ${c.core.skip} | ${c.core.partial} |`,
+    `| profile | ${c.profile.pass} | ${c.profile.fail} | ${c.profile.skip} | ${c.profile.partial} |`,
     '',
   )
   if (summary.traceability) {

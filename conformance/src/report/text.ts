@@ -2,7 +2,7 @@
 import { coverageLine } from '../coverage.js'
 import { type CheckResult, type Exchange, type RunSummary, summarize } from '../types.js'
 
-const MARK = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP' } as const
+const MARK = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP', partial: 'PART' } as const
 
 export function trim(text: string | undefined, max = 400): string {
   if (text === undefined) return ''
@@ -40,10 +40,12 @@ export function formatResult(r: CheckResult, index: number, total: number, verbo
   let line = `[${n}/${total}] ${MARK[r.outcome]} ${level} ${r.id.padEnd(44)} ${String(r.durationMs).padStart(5)} ms`
   if (verbose) line += ` — ${r.title} (${r.clauses.join(', ')})`
   if (r.message && r.outcome !== 'pass')
-    line += `\n      ${r.outcome === 'skip' ? 'skipped' : 'why'}: ${trim(r.message, verbose ? 2000 : 300)}`
+    line += `\n      ${WHY[r.outcome]}: ${trim(r.message, verbose ? 2000 : 300)}`
   if (verbose && r.outcome === 'fail') for (const x of r.exchanges) line += `\n${formatExchange(x)}`
   return line
 }
+
+const WHY = { pass: 'note', fail: 'why', skip: 'skipped', partial: 'not run' } as const
 
 /** The slowest checks of a run, for the end of the console output. */
 export function slowest(results: CheckResult[], n = 5): CheckResult[] {
@@ -54,11 +56,15 @@ export function formatSummary(summary: RunSummary, strictProfile: boolean): stri
   const c = summarize(summary.results)
   const lines = ['']
   if (summary.verdict) lines.push(`verdict: ${summary.verdict.verdict}`)
-  lines.push(`core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip} skipped`)
+  lines.push(
+    `core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip} skipped${c.core.partial > 0 ? `, ${c.core.partial} partial` : ''}`,
+  )
   const failedCore = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'core')
   if (failedCore.length > 0) lines.push(`failed core checks: ${failedCore.map((r) => r.id).join(', ')}`)
   const notRun = summary.results.filter((r) => r.outcome === 'skip' && r.level === 'core')
   if (notRun.length > 0) lines.push(`skipped core checks: ${notRun.map((r) => r.id).join(', ')}`)
+  const partly = summary.results.filter((r) => r.outcome === 'partial' && r.level === 'core')
+  if (partly.length > 0) lines.push(`partial core checks: ${partly.map((r) => r.id).join(', ')}`)
   // Profile results are the reference profile's gap decisions: summarised, never interleaved with core lines.
   lines.push(
     `profile: ${c.profile.pass} passed, ${c.profile.fail} failed, ${c.profile.skip} skipped${strictProfile ? ' (strict: failures count)' : ' (reported only; --strict-profile to enforce; --verbose or the reports show each)'}`,

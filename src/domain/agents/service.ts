@@ -1,8 +1,11 @@
 import type { Clock } from '../clock.js'
 import { notFound } from '../errors.js'
+import type { EventsPort } from '../events/ports.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
-import type { AgentRepository, Db, EventsPort, RunRepository, RunsPort } from '../ports.js'
+import type { Db } from '../ports.js'
+import type { RunRepository, RunsPort } from '../runs/ports.js'
+import type { AgentRepository } from './ports.js'
 import type { AgentRecord, Behavior } from './types.js'
 
 /** An agent as the API shows it. */

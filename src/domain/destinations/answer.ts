@@ -1,4 +1,4 @@
-import type { OutboundAnswer } from '../ports.js'
+import type { OutboundAnswer } from '../outbound.js'
 import type { SendResult } from '../webhooks/sender.js'
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { ApiError } from '../errors.js'
-import type { OutboundHttp } from '../ports.js'
+import type { OutboundHttp } from '../outbound.js'
 import { checkWebhookUrl } from '../webhooks/url-check.js'
 import type { DestinationType } from './types.js'
 

@@ -1,7 +1,8 @@
 import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import { newId } from '../ids.js'
-import type { Db, DomainEvent, EventRepository, EventsPort, Queryable } from '../ports.js'
+import type { Db, Queryable } from '../ports.js'
+import type { DomainEvent, EventRepository, EventsPort } from './ports.js'
 import type { EventRow } from './types.js'
 
 type Listener = () => void

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
-import type { KeyRepository } from '../ports.js'
+import type { KeyRepository } from './ports.js'
 
 /** Why a watched key stopped being valid. */
 export type KeyEnd = 'revoked' | 'expired'

@@ -1,7 +1,9 @@
 import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
-import type { Db, EventsPort, Queryable, RunRepository } from '../ports.js'
+import type { EventsPort } from '../events/ports.js'
+import type { Db, Queryable } from '../ports.js'
 import { NO_RUN_TELEMETRY, type RunTelemetry } from '../telemetry.js'
+import type { RunRepository } from './ports.js'
 import { isTerminal } from './state-machine.js'
 import type { FrameRecord, RunRecord, RunStatus } from './types.js'
 

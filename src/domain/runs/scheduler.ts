@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
-import type { RunRepository } from '../ports.js'
 import { type LeaseTelemetry, NO_LEASE_TELEMETRY } from '../telemetry.js'
 import type { Progress, RunExecutor } from './executor.js'
+import type { RunRepository } from './ports.js'
 
 export interface SchedulerOptions {
   concurrency: number

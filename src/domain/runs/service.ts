@@ -1,11 +1,13 @@
+import type { AgentRepository } from '../agents/ports.js'
 import type { Clock } from '../clock.js'
 import { ApiError, notFound, policyDenied } from '../errors.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import { findEnvelope } from '../policy/envelopes.js'
-import type { AgentRepository, RunRepository, RunsPort, TaskRunRequest, ToolRepository } from '../ports.js'
+import type { ToolRepository } from '../tools/ports.js'
 import type { ToolRecord } from '../tools/types.js'
 import { planRun } from './planner.js'
+import type { RunRepository, RunsPort, TaskRunRequest } from './ports.js'
 import type { RunChange, RunRecorder } from './recorder.js'
 import { isTerminal, transition } from './state-machine.js'
 import type { FrameRecord, RunCaller, RunRecord, RunStatus } from './types.js'
@@ -34,7 +36,7 @@ const frozenViews = new WeakMap<RunRecord, RunView>()
 
 /**
  * A run with its plan counts. A frozen run's view is made once and frozen too, so a presenter can keep what it
- * derives from that view for as long as the run lives (src/api/presenters.ts).
+ * derives from that view for as long as the run lives (src/surface/presenters.ts).
  */
 export function viewOf(run: RunRecord): RunView {
   if (!Object.isFrozen(run)) return { run, counts: countsOf(run) }

@@ -1,8 +1,12 @@
+import type { AgentRepository } from '../agents/ports.js'
 import type { Clock } from '../clock.js'
 import { notFound } from '../errors.js'
+import type { EventsPort } from '../events/ports.js'
 import { newId } from '../ids.js'
-import type { AgentRepository, Db, EventsPort, RunsPort, TaskRepository } from '../ports.js'
+import type { Db } from '../ports.js'
+import type { RunsPort } from '../runs/ports.js'
 import type { RunCaller } from '../runs/types.js'
+import type { TaskRepository } from './ports.js'
 import type { TaskRecord } from './types.js'
 
 export interface AssignTaskInput {

@@ -1,6 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { ApiError } from '../errors.js'
-import type { OutboundHttp } from '../ports.js'
+import type { OutboundHttp } from '../outbound.js'
 import type { ToolRecord } from './types.js'
 
 /** What one tool call gets and gives back. `resultId` is the identifier the trace and outcome show. */

@@ -1,8 +1,10 @@
 import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
+import type { EventsPort } from '../events/ports.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
-import type { Db, EventsPort, ToolRepository } from '../ports.js'
+import type { Db } from '../ports.js'
+import type { ToolRepository } from './ports.js'
 import { checkToolDefinition } from './providers.js'
 import type { PolicyBinding, ToolRecord } from './types.js'
 

@@ -1,5 +1,6 @@
+import type { OutboundHttp } from '../outbound.js'
 import type { OutboxChannel } from '../outbox/dispatcher.js'
-import type { OutboundHttp, WebhookRepository } from '../ports.js'
+import type { WebhookRepository } from './ports.js'
 import { sendWebhook } from './sender.js'
 import { signDelivery } from './signing.js'
 import type { StoredSecret, WebhookRecord } from './types.js'

@@ -1,4 +1,4 @@
-import type { OutboundHttp } from '../ports.js'
+import type { OutboundHttp } from '../outbound.js'
 
 export interface SendResult {
   /** The receiver's status code, when it answered in time. */

@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js'
-import type { OutboundHttp } from '../ports.js'
+import type { OutboundHttp } from '../outbound.js'
 
 function invalidUrl(message: string, field: string): ApiError {
   return new ApiError('invalid_request', message, {

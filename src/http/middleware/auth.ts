@@ -1,10 +1,10 @@
 import type { Context, Next } from 'hono'
-import { callerFromKey } from '../../api/caller.js'
-import type { AppEnv } from '../../api/context.js'
-import { requestHeader } from '../../api/request-headers.js'
 import { unauthenticated } from '../../domain/errors.js'
 import type { KeyRefusal } from '../../domain/identity.js'
 import type { KeyService, VerifiedKey } from '../../domain/keys/service.js'
+import { callerFromKey } from '../../surface/caller.js'
+import type { AppEnv } from '../../surface/context.js'
+import { requestHeader } from '../../surface/request-headers.js'
 import type { Step } from './series.js'
 
 /**

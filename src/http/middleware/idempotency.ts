@@ -1,11 +1,11 @@
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
-import type { AppEnv } from '../../api/context.js'
-import { requestHeader } from '../../api/request-headers.js'
 import { ApiError } from '../../domain/errors.js'
-import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/limits/idempotency.js'
-import type { LimitsService } from '../../domain/limits/service.js'
-import type { StoredResponse } from '../../domain/limits/types.js'
+import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/idempotency/key.js'
+import type { IdempotencyService } from '../../domain/idempotency/service.js'
+import type { StoredResponse } from '../../domain/idempotency/types.js'
+import type { AppEnv } from '../../surface/context.js'
+import { requestHeader } from '../../surface/request-headers.js'
 
 /** A keyed request answered without running it: a replay, or one of the two 409s. */
 export type KeyedAnswer = 'replayed' | 'conflict' | 'in_progress'
@@ -33,17 +33,17 @@ function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
  * different request with the key is 409 idempotency_key_reused; a repeat while the first runs is 409
  * idempotency_key_in_progress (no waiting, so a client never hangs on a stuck request).
  *
- * The route runs inside the key's unit of work (LimitsService.once): whatever it writes commits with its answer,
+ * The route runs inside the key's unit of work (IdempotencyService.once): whatever it writes commits with its answer,
  * so a crash at any point leaves the key unclaimed with nothing done, or answered with the effect.
  */
 export interface IdempotencyOptions {
   /** Told of each request answered without running it (the server's metrics). */
   countAnswer?: ((answer: KeyedAnswer) => void) | undefined
-  /** POST paths whose work writes only (LimitsService.once's `writesOnly`). */
+  /** POST paths whose work writes only (IdempotencyService.once's `writesOnly`). */
   writesOnly?: ReadonlySet<string>
 }
 
-export const idempotency = (limits: Pick<LimitsService, 'once'>, options: IdempotencyOptions = {}) =>
+export const idempotency = (limits: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) =>
   createMiddleware<AppEnv>(async (c, next) => {
     if (c.req.method !== 'POST') return next()
     const key = requestHeader(c, 'idempotency-key')

@@ -2,8 +2,8 @@ import { performance } from 'node:perf_hooks'
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { routePath } from 'hono/route'
-import type { AppEnv } from '../../api/context.js'
-import { type SurfaceObserver, UNMATCHED_ROUTE } from '../../api/observe.js'
+import type { AppEnv } from '../../surface/context.js'
+import { type SurfaceObserver, UNMATCHED_ROUTE } from '../../surface/observe.js'
 import { answerWithRequestId } from './request-id.js'
 
 /** Hono's `/v1/runs/:run_id` as the contract writes it, `/v1/runs/{run_id}`: converted once per route. */

@@ -1,11 +1,11 @@
 import type { ServerResponse } from 'node:http'
 import type { Context, Next } from 'hono'
-import type { AppEnv } from '../../api/context.js'
-import { requestHeader } from '../../api/request-headers.js'
 import { rateLimited } from '../../domain/errors.js'
 import type { Tier, Workspace } from '../../domain/identity.js'
 import { rateLimitHeader, rateLimitPolicyHeader } from '../../domain/limits/rate-limit.js'
 import type { LimitsService, RateDecision } from '../../domain/limits/service.js'
+import type { AppEnv } from '../../surface/context.js'
+import { requestHeader } from '../../surface/request-headers.js'
 import { nodeResponse, setAnswerHeaders, withAnswerHeaders } from '../node-io.js'
 import type { Step } from './series.js'
 

@@ -1,8 +1,8 @@
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
-import type { AppEnv } from '../../api/context.js'
-import { requestHeader } from '../../api/request-headers.js'
 import { newId } from '../../domain/ids.js'
+import type { AppEnv } from '../../surface/context.js'
+import { requestHeader } from '../../surface/request-headers.js'
 import { withAnswerHeaders } from '../node-io.js'
 
 const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/

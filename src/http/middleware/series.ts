@@ -1,5 +1,5 @@
 import type { Context, Next } from 'hono'
-import type { AppEnv } from '../../api/context.js'
+import type { AppEnv } from '../../surface/context.js'
 
 /**
  * A middleware step that runs in series with others inside one Hono layer: it calls `next` at most once, refuses

@@ -1,6 +1,6 @@
 import type { Context, Next } from 'hono'
-import type { AppEnv } from '../../api/context.js'
 import { findUnstorableText, unstorableReason, unstorableTextError } from '../../domain/text.js'
+import type { AppEnv } from '../../surface/context.js'
 import type { Step } from './series.js'
 
 /**

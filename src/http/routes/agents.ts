@@ -7,14 +7,14 @@ import {
   postV1AgentsAgentIdTasksRoute,
   postV1AgentsRoute,
 } from '../../../generated/routes.js'
-import { callerOf } from '../../api/caller.js'
-import type { AppEnv } from '../../api/context.js'
-import { agentsPage } from '../../api/pages.js'
-import { presentAgent, presentTask } from '../../api/presenters.js'
-import { routeBody, routeInput } from '../../api/route-input.js'
-import { requireScopeOf } from '../../api/scopes.js'
 import type { AgentService } from '../../domain/agents/service.js'
 import type { TaskService } from '../../domain/tasks/service.js'
+import { callerOf } from '../../surface/caller.js'
+import type { AppEnv } from '../../surface/context.js'
+import { agentsPage } from '../../surface/pages.js'
+import { presentAgent, presentTask } from '../../surface/presenters.js'
+import { routeBody, routeInput } from '../../surface/route-input.js'
+import { requireScopeOf } from '../../surface/scopes.js'
 
 const AGENTS_PATH = '/v1/agents'
 
@@ -27,7 +27,7 @@ export interface AgentRoutePorts {
 /**
  * POST paths whose work writes only, every statement held back until the commit and independent of the others
  * (AgentService.create: the agent's row and its event; it reads nothing and uses no result): a keyed request to one
- * runs as LimitsService.once's `writesOnly`. Such a write must also be one no constraint can refuse (a fresh id):
+ * runs as IdempotencyService.once's `writesOnly`. Such a write must also be one no constraint can refuse (a fresh id):
  * it is refused only after the route answered, and that answer would then be a 500.
  */
 export const WRITES_ONLY_POSTS: ReadonlySet<string> = new Set([AGENTS_PATH])

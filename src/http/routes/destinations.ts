@@ -9,16 +9,16 @@ import {
   postV1DestinationsDestinationIdTestRoute,
   postV1DestinationsRoute,
 } from '../../../generated/routes.js'
-import type { AppEnv } from '../../api/context.js'
+import type { DestinationService } from '../../domain/destinations/service.js'
+import type { AppEnv } from '../../surface/context.js'
 import {
   destinationDeliveriesPage,
   destinationsPage,
   presentDestination,
   presentDestinationDelivery,
   presentTestResult,
-} from '../../api/destinations.js'
-import { requireScopeOf } from '../../api/scopes.js'
-import type { DestinationService } from '../../domain/destinations/service.js'
+} from '../../surface/destinations.js'
+import { requireScopeOf } from '../../surface/scopes.js'
 
 /** What the destination routes call. */
 export interface DestinationRoutePorts {

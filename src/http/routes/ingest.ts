@@ -5,13 +5,13 @@ import {
   getV1GridConnectorsConnectorIdRecordsRoute,
   postV1GridConnectorsConnectorIdIngestRoute,
 } from '../../../generated/routes.js'
-import type { AppEnv } from '../../api/context.js'
-import { recordsPage } from '../../api/pages.js'
-import { requireScopeOf } from '../../api/scopes.js'
 import { ApiError, unauthenticated } from '../../domain/errors.js'
 import { checkBatchSize, type IngestionService } from '../../domain/ingestion/service.js'
 import type { KeyService } from '../../domain/keys/service.js'
 import type { Services } from '../../services.js'
+import type { AppEnv } from '../../surface/context.js'
+import { recordsPage } from '../../surface/pages.js'
+import { requireScopeOf } from '../../surface/scopes.js'
 
 const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
 

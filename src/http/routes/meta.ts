@@ -5,10 +5,10 @@ import type { OpenAPIHono } from '@hono/zod-openapi'
 import { Scalar } from '@scalar/hono-api-reference'
 import { parse } from 'yaml'
 import { getHealthzRoute, getOpenapiJsonRoute } from '../../../generated/routes.js'
-import type { AppEnv } from '../../api/context.js'
 import { ApiError } from '../../domain/errors.js'
 import type { Db } from '../../domain/ports.js'
 import { PACKAGE_ROOT } from '../../package-root.js'
+import type { AppEnv } from '../../surface/context.js'
 import { ORIGIN_VARY, requestOrigin } from '../request-origin.js'
 
 export const CONTRACT_PATH = join(PACKAGE_ROOT, 'openapi/agent-operations.yaml')

@@ -12,15 +12,15 @@ import {
   postV1RunsRunIdResumeRoute,
   postV1RunsRunIdStepsStepIdApprovalRoute,
 } from '../../../generated/routes.js'
-import { callerOf } from '../../api/caller.js'
-import type { AppEnv } from '../../api/context.js'
-import { runsOfAgentPage, tracePage } from '../../api/pages.js'
-import { presentFrame, presentRun, traceList } from '../../api/presenters.js'
-import { routeInput } from '../../api/route-input.js'
-import { requireScopeOf } from '../../api/scopes.js'
 import { ApiError } from '../../domain/errors.js'
 import { decodeCursor } from '../../domain/pagination.js'
 import type { ControlAction, RunService } from '../../domain/runs/service.js'
+import { callerOf } from '../../surface/caller.js'
+import type { AppEnv } from '../../surface/context.js'
+import { runsOfAgentPage, tracePage } from '../../surface/pages.js'
+import { presentFrame, presentRun, traceList } from '../../surface/presenters.js'
+import { routeInput } from '../../surface/route-input.js'
+import { requireScopeOf } from '../../surface/scopes.js'
 import { jsonAnswer } from '../json.js'
 import { type TraceRunPorts, traceSource, writeTrace } from '../trace-sse.js'
 

@@ -5,11 +5,11 @@ import {
   getV1ToolsToolIdRoute,
   postV1ToolsRoute,
 } from '../../../generated/routes.js'
-import type { AppEnv } from '../../api/context.js'
-import { toolsPage } from '../../api/pages.js'
-import { presentTool } from '../../api/presenters.js'
-import { requireScopeOf } from '../../api/scopes.js'
 import type { ToolService } from '../../domain/tools/service.js'
+import type { AppEnv } from '../../surface/context.js'
+import { toolsPage } from '../../surface/pages.js'
+import { presentTool } from '../../surface/presenters.js'
+import { requireScopeOf } from '../../surface/scopes.js'
 
 /** What the tool routes call. */
 export interface ToolRoutePorts {

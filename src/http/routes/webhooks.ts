@@ -8,11 +8,11 @@ import {
   postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute,
   postV1WebhooksWebhookIdRotateSecretRoute,
 } from '../../../generated/routes.js'
-import type { AppEnv } from '../../api/context.js'
-import { deliveriesPage, webhooksPage } from '../../api/pages.js'
-import { presentDelivery, presentWebhook } from '../../api/presenters.js'
-import { requireScopeOf } from '../../api/scopes.js'
 import type { WebhookService } from '../../domain/webhooks/service.js'
+import type { AppEnv } from '../../surface/context.js'
+import { deliveriesPage, webhooksPage } from '../../surface/pages.js'
+import { presentDelivery, presentWebhook } from '../../surface/presenters.js'
+import { requireScopeOf } from '../../surface/scopes.js'
 
 /** What the webhook routes call. */
 export interface WebhookRoutePorts {

@@ -1,7 +1,7 @@
 import { CloudEvent, HTTP } from 'cloudevents'
 import { answerResult } from '../../domain/destinations/answer.js'
 import type { DestinationTransport } from '../../domain/destinations/ports.js'
-import type { OutboundHttp } from '../../domain/ports.js'
+import type { OutboundHttp } from '../../domain/outbound.js'
 
 /** Reads at most this much of a sink's answer: only the status and Retry-After matter. */
 const MAX_ANSWER_BYTES = 16 * 1024

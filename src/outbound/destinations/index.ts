@@ -1,5 +1,5 @@
 import type { DestinationTransports } from '../../domain/destinations/ports.js'
-import type { OutboundHttp } from '../../domain/ports.js'
+import type { OutboundHttp } from '../../domain/outbound.js'
 import { cloudEventsTransport } from './cloudevents.js'
 
 /** One transport per destination type; every HTTP one goes through the guarded outbound port. */

@@ -33,6 +33,9 @@ export const MIGRATIONS: readonly Migration[] = [
   destinations,
 ]
 
+/** The PostgreSQL advisory lock migrations take (any constant of the kit's own). */
+const MIGRATION_LOCK = 0x61676f70
+
 /**
  * Applies pending migrations in order, each in its own transaction together with its schema_migrations row, so
  * a migration that fails half-way leaves nothing behind and is tried again whole on the next start.
@@ -46,6 +49,11 @@ export async function migrate(db: Db, migrations: readonly Migration[] = MIGRATI
   for (const m of migrations) {
     if (done.has(m.id)) continue
     const fresh = await db.transaction(async (tx) => {
+      // Another process may have applied it since the read above (ten operator commands on a fresh store, replicas
+      // starting together): looked at again under the write lock, which SQLite's transaction holds from its BEGIN
+      // and PostgreSQL's takes here, so a migration runs once and the others skip it.
+      if (db.dialect === 'postgres') await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
+      if (await tx.one('SELECT id FROM schema_migrations WHERE id = $1', [m.id])) return 0
       await tx.exec(m.sql)
       return tx.run(
         'INSERT INTO schema_migrations (id, applied_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING',

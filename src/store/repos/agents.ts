@@ -1,6 +1,6 @@
+import type { AgentRepository } from '../../domain/agents/ports.js'
 import type { AgentRecord, Behavior } from '../../domain/agents/types.js'
 import type { Slice } from '../../domain/pagination.js'
-import type { AgentRepository } from '../../domain/ports.js'
 import { commitTailOf, fromJson, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 

@@ -1,6 +1,7 @@
+import type { LeaseClaim } from '../../domain/leases.js'
 import type { Slice } from '../../domain/pagination.js'
-import type { DeliveryRepository, LeaseClaim } from '../../domain/ports.js'
 import type { EventKind } from '../../domain/webhooks/body.js'
+import type { DeliveryRepository } from '../../domain/webhooks/ports.js'
 import type {
   AttemptOutcome,
   DeliveryRecord,

@@ -6,8 +6,8 @@ import {
   type NewDestination,
 } from '../../domain/destinations/types.js'
 import type { Slice } from '../../domain/pagination.js'
-import type { DeliveryRepository } from '../../domain/ports.js'
 import type { EventKind } from '../../domain/webhooks/body.js'
+import type { DeliveryRepository } from '../../domain/webhooks/ports.js'
 import { type Db, fromJson, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 import { DeliveryRepo } from './deliveries.js'

@@ -1,5 +1,5 @@
+import type { EventRepository } from '../../domain/events/ports.js'
 import type { EventRow } from '../../domain/events/types.js'
-import type { EventRepository } from '../../domain/ports.js'
 import { commitTailOf, fromJson, type Queryable, toJson } from '../db.js'
 
 interface RawEvent extends Record<string, unknown> {

@@ -1,5 +1,6 @@
-import type { ClaimResult, StoredAnswer, StoredResponse } from '../../domain/limits/types.js'
-import type { Dialect, IdempotencyRepository } from '../../domain/ports.js'
+import type { IdempotencyRepository } from '../../domain/idempotency/ports.js'
+import type { ClaimResult, StoredAnswer, StoredResponse } from '../../domain/idempotency/types.js'
+import type { Dialect } from '../../domain/ports.js'
 import { commitTailOf, type Queryable } from '../db.js'
 
 interface Row extends Record<string, unknown> {

@@ -1,4 +1,14 @@
-import type { Db, Repositories } from '../../domain/ports.js'
+import type { AgentRepository } from '../../domain/agents/ports.js'
+import type { EventRepository } from '../../domain/events/ports.js'
+import type { IdempotencyRepository } from '../../domain/idempotency/ports.js'
+import type { RecordRepository } from '../../domain/ingestion/ports.js'
+import type { KeyRepository, WorkspaceRepository } from '../../domain/keys/ports.js'
+import type { RateCounterRepository } from '../../domain/limits/ports.js'
+import type { Db } from '../../domain/ports.js'
+import type { RunRepository } from '../../domain/runs/ports.js'
+import type { TaskRepository } from '../../domain/tasks/ports.js'
+import type { ToolRepository } from '../../domain/tools/ports.js'
+import type { DeliveryRepository, WebhookRepository } from '../../domain/webhooks/ports.js'
 import { hotPath } from '../db.js'
 import { AgentRepo } from './agents.js'
 import { DeliveryRepo } from './deliveries.js'
@@ -13,6 +23,22 @@ import { TaskRepo } from './tasks.js'
 import { ToolRepo } from './tools.js'
 import { WebhookRepo } from './webhooks.js'
 import { WorkspaceRepo } from './workspaces.js'
+
+/** Every repository, each implementing its feature's port, built once on one Db (`createRepositories`). */
+export interface Repositories {
+  workspaces: WorkspaceRepository
+  keys: KeyRepository
+  agents: AgentRepository
+  tools: ToolRepository
+  tasks: TaskRepository
+  runs: RunRepository
+  events: EventRepository
+  records: RecordRepository
+  webhooks: WebhookRepository
+  deliveries: DeliveryRepository
+  idempotency: IdempotencyRepository
+  rateCounters: RateCounterRepository
+}
 
 /** Every repository bound to one Db: what the composition root hands to the domain services. */
 export function createRepositories(db: Db): Repositories {
@@ -41,7 +67,7 @@ export function createRepositories(db: Db): Repositories {
     records: new RecordRepo(db, db.dialect),
     webhooks: new WebhookRepo(db, hot),
     deliveries: new DeliveryRepo(db),
-    // A key's claim is its request's unit of work (src/domain/limits/service.ts); only answers are rows.
+    // A key's claim is its request's unit of work (src/domain/idempotency/service.ts); only answers are rows.
     idempotency: new IdempotencyRepo(db, db.dialect),
     // The embedded store has one writer (this server), so rate counts live in memory there; on PostgreSQL they are
     // rows every replica shares.

@@ -1,5 +1,5 @@
 import type { ApiKeyRecord } from '../../domain/identity.js'
-import type { KeyRepository } from '../../domain/ports.js'
+import type { KeyRepository } from '../../domain/keys/ports.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 
 interface KeyRow extends Record<string, unknown> {

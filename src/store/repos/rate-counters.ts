@@ -1,5 +1,5 @@
+import type { RateCounterRepository } from '../../domain/limits/ports.js'
 import type { CounterWindow } from '../../domain/limits/types.js'
-import type { RateCounterRepository } from '../../domain/ports.js'
 import type { Db, Queryable } from '../db.js'
 import { outsideUnits } from '../unit-of-work.js'
 import { type BatchCount, RateCountBatches } from './rate-count-batches.js'

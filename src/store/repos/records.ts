@@ -1,6 +1,7 @@
+import type { RecordRepository } from '../../domain/ingestion/ports.js'
 import type { BatchRow, StoredRecordRow } from '../../domain/ingestion/types.js'
 import type { Slice } from '../../domain/pagination.js'
-import type { Dialect, RecordRepository } from '../../domain/ports.js'
+import type { Dialect } from '../../domain/ports.js'
 import { commitTailOf, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 

@@ -1,5 +1,6 @@
+import type { LeaseClaim } from '../../domain/leases.js'
 import type { Slice } from '../../domain/pagination.js'
-import type { LeaseClaim, RunRepository } from '../../domain/ports.js'
+import type { RunRepository } from '../../domain/runs/ports.js'
 import { isTerminal } from '../../domain/runs/state-machine.js'
 import type { FrameKind, FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import { commitTailOf, type Dialect, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'

@@ -1,5 +1,5 @@
-import type { TaskRepository } from '../../domain/ports.js'
 import type { Outcome, RunStatus } from '../../domain/runs/types.js'
+import type { TaskRepository } from '../../domain/tasks/ports.js'
 import type { TaskRecord } from '../../domain/tasks/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 

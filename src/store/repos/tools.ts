@@ -1,5 +1,5 @@
 import type { Slice } from '../../domain/pagination.js'
-import type { ToolRepository } from '../../domain/ports.js'
+import type { ToolRepository } from '../../domain/tools/ports.js'
 import type { PolicyBinding, ToolRecord } from '../../domain/tools/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'

@@ -1,6 +1,6 @@
 import type { Slice } from '../../domain/pagination.js'
-import type { WebhookRepository } from '../../domain/ports.js'
 import type { EventKind } from '../../domain/webhooks/body.js'
+import type { WebhookRepository } from '../../domain/webhooks/ports.js'
 import type { NewWebhook, StoredSecret, WebhookRecord } from '../../domain/webhooks/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'

@@ -1,5 +1,5 @@
 import type { Tier, Workspace } from '../../domain/identity.js'
-import type { WorkspaceRepository } from '../../domain/ports.js'
+import type { WorkspaceRepository } from '../../domain/keys/ports.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 
 interface WorkspaceRow extends Record<string, unknown> {

@@ -5,13 +5,13 @@
  */
 import type { Server } from 'node:http'
 import type { OpenAPIHono } from '@hono/zod-openapi'
-import type { AppEnv } from './api/context.js'
-import type { SurfaceObserver } from './api/observe.js'
 import { registerGraphqlRoutes } from './graphql/http.js'
 import { attachGraphqlWs } from './graphql/ws.js'
 import { createHttpApp } from './http/app.js'
 import type { Services } from './services.js'
 import { attachStream } from './stream/attach.js'
+import type { AppEnv } from './surface/context.js'
+import type { SurfaceObserver } from './surface/observe.js'
 
 export function createApp(services: Services, observer?: SurfaceObserver): OpenAPIHono<AppEnv> {
   return createHttpApp(services, {

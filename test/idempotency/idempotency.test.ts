@@ -1,9 +1,9 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AppEnv } from '../../src/api/context.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import { errorResponse, toApiError } from '../../src/http/errors.js'
 import { idempotency } from '../../src/http/middleware/idempotency.js'
+import type { AppEnv } from '../../src/surface/context.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
@@ -105,7 +105,7 @@ describe.each(backends())('idempotency on $name', (backend) => {
     expect(later.status).toBe(201)
     expect(later.body.agent_id).not.toBe(first.body.agent_id)
     clock.advance(DAY_MS + 1000)
-    const purged = await t.services.limits.purge()
+    const purged = await t.services.idempotency.purge()
     expect(purged.keys).toBeGreaterThanOrEqual(1)
     const rows = await t.services.db.query('SELECT idem_key FROM idempotency_keys')
     expect(rows).toHaveLength(0)
@@ -172,7 +172,7 @@ describe('idempotency middleware and server errors', () => {
       c.set('auth', auth)
       await next()
     })
-    app.use('*', idempotency(t.services.limits))
+    app.use('*', idempotency(t.services.idempotency))
     app.post('/flaky', (c) => {
       calls++
       return calls === 1 ? c.json({ boom: true }, 503) : c.json({ ok: calls }, 201)

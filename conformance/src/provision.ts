@@ -1,0 +1,83 @@
+/**
+ * The provisioning contract: a deployment hands the suite its identities in one step. The suite runs the command
+ * given as `--provision` (or `provision` in the config file) through the shell; the command prints one JSON object
+ * on stdout, `{"tokens": {"primary": ..., "secondWorkspace": ..., "narrowScope": ..., "otherScope": ...,
+ * "rateLimited": ..., "rateLimitedPeer": ..., "expired": ...}}` (every key but `primary` optional; the names of the
+ * config file's `tokens`), and exits 0. A token given by flag, variable or config file wins over the provisioned one.
+ * The reference implements it as `agentops keys provision-conformance`.
+ */
+import { spawn } from 'node:child_process'
+import { type SuiteConfig, settingName, TOKENS, type TokenKey } from './config.js'
+import { ConfigError } from './types.js'
+
+/** How long the provisioning command may take. */
+const PROVISION_TIMEOUT_MS = 120_000
+
+/** Runs `command` and returns the tokens it printed; any failure is a ConfigError naming the command. */
+export async function provision(
+  command: string,
+  timeoutMs = PROVISION_TIMEOUT_MS,
+): Promise<Partial<SuiteConfig['tokens']>> {
+  const fail = (what: string) =>
+    new ConfigError(`the provisioning command (${settingName('provision')}) ${what}: ${command}`)
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+    (resolve, reject) => {
+      const child = spawn(command, { shell: true, stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      let err = ''
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString()
+      })
+      child.stderr.on('data', (d: Buffer) => {
+        err = (err + d.toString()).slice(-2000)
+      })
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+      child.once('error', (e) => {
+        clearTimeout(timer)
+        reject(fail(`could not start (${e.message})`))
+      })
+      child.once('close', (c, signal) => {
+        clearTimeout(timer)
+        resolve({ code: signal === 'SIGKILL' ? -1 : c, stdout: out, stderr: err })
+      })
+    },
+  )
+  if (code === -1) throw fail(`did not finish within ${timeoutMs / 1000} s`)
+  if (code !== 0)
+    throw fail(`exited with ${code}${stderr.trim() ? ` (${stderr.trim().split('\n').at(-1)})` : ''}`)
+  // The last line that is a JSON object: a command may print progress before it.
+  const line = stdout
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.trim().startsWith('{'))
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(line ?? '')
+  } catch {
+    throw fail('printed no JSON object {"tokens": {...}} on stdout')
+  }
+  const tokens = (parsed as { tokens?: unknown } | null)?.tokens
+  if (tokens === null || typeof tokens !== 'object' || Array.isArray(tokens))
+    throw fail('printed JSON without a "tokens" object')
+  const out: Partial<SuiteConfig['tokens']> = {}
+  for (const [key, value] of Object.entries(tokens)) {
+    if (!(key in TOKENS))
+      throw fail(`printed an unknown token "${key}" (known: ${Object.keys(TOKENS).join(', ')})`)
+    if (typeof value !== 'string' || value === '') throw fail(`printed a token "${key}" that is not a string`)
+    out[key as TokenKey] = value
+  }
+  if (!out.primary) throw fail('printed no "primary" token')
+  return out
+}
+
+/** The provisioned tokens under the ones given explicitly (a flag, variable or config file wins). */
+export function withProvisioned(
+  given: SuiteConfig['tokens'],
+  provisioned: Partial<SuiteConfig['tokens']>,
+): SuiteConfig['tokens'] {
+  const merged: SuiteConfig['tokens'] = { ...provisioned, primary: provisioned.primary ?? '' }
+  for (const [key, value] of Object.entries(given) as Array<[TokenKey, string | undefined]>)
+    if (value) merged[key] = value
+  return merged
+}

@@ -1,0 +1,53 @@
+/**
+ * `agentops keys provision-conformance`: the reference's side of the conformance suite's provisioning contract
+ * (conformance/README.md "Provisioning"). One command issues every identity the suite asks for, each in fresh
+ * workspaces of this run's own (so a second run starts with untouched quotas), and prints them as the suite's
+ * config fragment: `{"tokens": {"primary": ..., "secondWorkspace": ..., ...}}`.
+ */
+import { randomBytes } from 'node:crypto'
+import type { IssuedKey, IssueKeyInput, KeyService } from '../domain/keys/service.js'
+
+/** The suite's token names (its config file's `tokens.*`), in the order they are issued. */
+export type ConformanceRole =
+  | 'primary'
+  | 'expired'
+  | 'secondWorkspace'
+  | 'narrowScope'
+  | 'otherScope'
+  | 'rateLimited'
+  | 'rateLimitedPeer'
+
+/** What each identity is, keyed by the suite's name for it. `prefix` names this run's workspaces. */
+export function conformanceIdentities(prefix: string): Array<[ConformanceRole, IssueKeyInput]> {
+  const primary = `${prefix}-primary`
+  const limited = `${prefix}-limited`
+  return [
+    // Every scope and room for a whole run (about 2,000 requests) without pacing.
+    ['primary', { workspace: primary, tier: 'enterprise', limitPerHour: 1_000_000, burstLimit: 100_000 }],
+    // Expires one second after issue: expired by the time the suite sends it (auth.expired-token-401).
+    ['expired', { workspace: primary, expiresInSeconds: 1 }],
+    ['secondWorkspace', { workspace: `${prefix}-second`, tier: 'pro' }],
+    // Refused POST /v1/agents (the suite's default narrowDenied): 403 policy_denied.
+    ['narrowScope', { workspace: primary, scopes: ['agents:read'] }],
+    // Scopes without the narrow token's: refused the reads the narrow token may make.
+    ['otherScope', { workspace: primary, scopes: ['tasks:read'] }],
+    // A burst of 5: the 429 checks reach it within a few requests.
+    ['rateLimited', { workspace: limited, limitPerHour: 1000, burstLimit: 5 }],
+    ['rateLimitedPeer', { workspace: limited }],
+  ]
+}
+
+/** Issues every identity; resolves to the config fragment the suite reads. */
+export async function provisionConformance(
+  keys: Pick<KeyService, 'issue'>,
+  prefix = `conformance-${randomBytes(4).toString('hex')}`,
+): Promise<{ tokens: Record<ConformanceRole, string>; workspaces: string[] }> {
+  const tokens: Partial<Record<ConformanceRole, string>> = {}
+  const workspaces = new Set<string>()
+  for (const [role, input] of conformanceIdentities(prefix)) {
+    const issued: IssuedKey = await keys.issue(input)
+    tokens[role] = issued.token
+    workspaces.add(issued.workspace)
+  }
+  return { tokens: tokens as Record<ConformanceRole, string>, workspaces: [...workspaces] }
+}

@@ -1,0 +1,145 @@
+import type { Clock } from '../clock.js'
+import { type Db, DeferredCommitRefused } from '../ports.js'
+import { IDEMPOTENCY_WINDOW_MS } from './key.js'
+import type { IdempotencyRepository } from './ports.js'
+import type { ClaimResult, StoredAnswer, StoredResponse } from './types.js'
+
+/** What a keyed request's handler produced: the answer, and whether the request failed (its work is undone). */
+export interface Handled {
+  response: StoredResponse
+  failed: boolean
+}
+
+/**
+ * How `once` ended: this request's answer is the key's (`answered`), the key holds another's (`replay`, or
+ * `in_progress` while it runs), or the request failed with a server error and the key stays free (`unanswered`).
+ */
+export type Once = Exclude<ClaimResult, { kind: 'claimed' }> | { kind: 'answered' } | { kind: 'unanswered' }
+
+/** How `once` may run its work. */
+export interface OnceOptions {
+  /**
+   * The work's every statement is a write held back until the commit, independent of the others (it reads nothing
+   * in the unit and uses no result; see Db.deferredUnitOfWork): on a store with deferred units, the work then runs
+   * before the claim, which goes out with the work's writes as one statement, and an ordinary claim follows only
+   * when the key turns out to be taken.
+   */
+  writesOnly?: boolean
+}
+
+/** A keyed request as `once` sees it; `now` is when it arrived, the start of its answer's 24 hours. */
+interface KeyedRequest {
+  workspaceId: string
+  key: string
+  fingerprint: string
+  now: number
+}
+
+function answerOf(request: KeyedRequest, response: StoredResponse): StoredAnswer {
+  return {
+    workspaceId: request.workspaceId,
+    key: request.key,
+    fingerprint: request.fingerprint,
+    response,
+    createdAt: request.now,
+    expiresAt: request.now + IDEMPOTENCY_WINDOW_MS,
+  }
+}
+
+/** Rolls a failed request's unit of work back; `once` then decides what the key keeps. */
+class RolledBack extends Error {}
+
+/** Idempotency-Key requests (docs/design.md "Idempotency"): each key's work runs at most once, its answer replayed. */
+export class IdempotencyService {
+  constructor(
+    /** Where a keyed request's unit of work runs. */
+    private readonly db: Db,
+    private readonly idempotency: IdempotencyRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Runs `handle` at most once for the key (docs/design.md "Idempotency"). The claim, the work `handle` does and its
+   * answer are one unit of work: the key is either unclaimed or answered with the committed effect, whatever
+   * crashes when. A failed request rolls back whole; its refusal (4xx) is then stored on its own, and a server
+   * error (5xx) is not an answer: the key stays free for a retry.
+   */
+  async once(
+    workspaceId: string,
+    key: string,
+    fingerprint: string,
+    handle: () => Promise<Handled>,
+    options: OnceOptions = {},
+  ): Promise<Once> {
+    const request: KeyedRequest = { workspaceId, key, fingerprint, now: this.clock.now() }
+    if (!options.writesOnly || !this.db.deferredUnitOfWork) return this.claimThenWork(request, handle)
+    // The work first and its answer as the claim, in one deferred unit: one round trip when the key is fresh.
+    let handled: Handled | undefined
+    try {
+      await this.db.deferredUnitOfWork(async (tx) => {
+        handled = await handle()
+        if (handled.failed) throw new RolledBack()
+        this.idempotency.answerAsClaim(tx, answerOf(request, handled.response))
+      })
+      return { kind: 'answered' }
+    } catch (err) {
+      const settled = handled as Handled | undefined
+      // A refusal (4xx) is stored only by a request that claimed the key: without the claim it could take the key
+      // from a request still running with it. The ordinary claim answers in progress then, or stores it.
+      if (settled?.failed && settled.response.status < 500)
+        return this.claimThenWork(request, async () => settled)
+      if (err instanceof DeferredCommitRefused && settled && this.idempotency.keyTaken(err.cause)) {
+        // Another request holds the key or it has a row (an answer, or an expired one): the ordinary claim tells
+        // which. Should the key be this request's after all, the refused unit's writes commit in the claim's unit.
+        return this.claimThenWork(request, async () => {
+          err.resume()
+          return settled
+        })
+      }
+      return this.afterFailure(request, err instanceof DeferredCommitRefused ? err.cause : err, settled)
+    }
+  }
+
+  /** `once` with the claim first, in the unit of work the work then runs in. */
+  private async claimThenWork(request: KeyedRequest, handle: () => Promise<Handled>): Promise<Once> {
+    const { workspaceId, key, fingerprint, now } = request
+    let handled: Handled | undefined
+    try {
+      return await this.db.unitOfWork(async (tx): Promise<Once> => {
+        const claim = await this.idempotency.claim(tx, workspaceId, key, fingerprint, now)
+        if (claim.kind !== 'claimed') return claim
+        handled = await handle()
+        if (handled.failed) throw new RolledBack()
+        await this.idempotency.answer(tx, answerOf(request, handled.response))
+        return { kind: 'answered' }
+      })
+    } catch (err) {
+      return this.afterFailure(request, err, handled as Handled | undefined)
+    }
+  }
+
+  /** What the key holds once a keyed request's unit of work failed (`err`), after its work (`handled`) or before. */
+  private async afterFailure(
+    request: KeyedRequest,
+    err: unknown,
+    handled: Handled | undefined,
+  ): Promise<Once> {
+    if (handled?.failed) {
+      if (handled.response.status >= 500) return { kind: 'unanswered' }
+      const kept = await this.idempotency.answerAlone(answerOf(request, handled.response), request.now)
+      // Another request with the key may have run between the rollback and this write: its answer stands.
+      return kept.response === handled.response ? { kind: 'answered' } : { kind: 'replay', ...kept }
+    }
+    // The commit failed after the work. Another request answered the key meanwhile (the unique key refused a
+    // second answer), or the commit's outcome is unknown: what the key holds now is the answer either way.
+    const stored =
+      handled && (await this.idempotency.stored(request.workspaceId, request.key, this.clock.now()))
+    if (stored) return { kind: 'replay', ...stored }
+    throw err
+  }
+
+  /** Drops expired idempotency records. */
+  async purge(): Promise<{ keys: number }> {
+    return { keys: await this.idempotency.purgeExpired(this.clock.now()) }
+  }
+}

@@ -1,0 +1,60 @@
+import type { LeaseClaim } from '../leases.js'
+import type { Slice } from '../pagination.js'
+import type { TxBound } from '../ports.js'
+import type {
+  AttemptOutcome,
+  DeliveryRecord,
+  NewDelivery,
+  NewWebhook,
+  StoredSecret,
+  WebhookRecord,
+} from './types.js'
+
+export interface WebhookRepository extends TxBound<WebhookRepository> {
+  insert(w: NewWebhook): Promise<WebhookRecord>
+  get(workspaceId: string, id: string): Promise<WebhookRecord | undefined>
+  list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<WebhookRecord>>
+  /** Active subscriptions of these workspaces, for fanning events out. */
+  activeIn(workspaceIds: readonly string[]): Promise<WebhookRecord[]>
+  /** The smallest `after_event_seq` of any active subscription, or null when there is none. */
+  minAfterSeq(): Promise<number | null>
+  setSecrets(id: string, secrets: StoredSecret[], rotatedAt: number): Promise<void>
+  markDeleted(id: string, now: number): Promise<void>
+  cursor(name: string): Promise<number>
+  /** Moves the fan-out cursor forward only, so two replicas fanning out at once never move it back. */
+  advanceCursor(name: string, seq: number): Promise<void>
+}
+
+export interface DeliveryRepository extends TxBound<DeliveryRepository> {
+  /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
+  insert(d: NewDelivery): Promise<boolean>
+  get(webhookId: string, id: string): Promise<DeliveryRecord | undefined>
+  byId(id: string): Promise<DeliveryRecord | undefined>
+  list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>>
+  /** The oldest due row of each subscription that has one (skipping `busy` subscriptions). */
+  due(now: number, limit: number, busy?: readonly string[]): Promise<{ id: string; webhookId: string }[]>
+  /**
+   * Takes the lease on a due row; undefined when another worker got there first. `claim` says whether the row was
+   * free or held by another owner whose lease had lapsed (`taken-over`).
+   */
+  claim(
+    id: string,
+    owner: string,
+    now: number,
+    leaseUntil: number,
+  ): Promise<{ row: DeliveryRecord; claim: LeaseClaim } | undefined>
+  /** Records an attempt; a no-op when the lease was lost, so outcomes never cross. */
+  recordAttempt(
+    id: string,
+    owner: string,
+    attemptsBefore: number,
+    outcome: AttemptOutcome,
+    now: number,
+  ): Promise<boolean>
+  /** Starts a fresh round of attempts (manual redeliver); refused while an attempt holds the lease. */
+  requeue(id: string, now: number): Promise<boolean>
+  /** Drops what a deleted subscription still had to send. */
+  dropPending(webhookId: string): Promise<number>
+  /** Gives back every lease an owner holds (a stopping dispatcher); the rows stay pending with their attempts. */
+  releaseLeases(owner: string, now: number): Promise<number>
+}

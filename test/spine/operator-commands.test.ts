@@ -1,0 +1,92 @@
+/**
+ * The operator's CLI as CI uses it: several commands at once on one SQLite store (a pipeline provisioning
+ * identities in parallel), the conformance suite's identities in one command, and `--version`.
+ */
+import { execFile } from 'node:child_process'
+import { join, resolve } from 'node:path'
+import { promisify } from 'node:util'
+import { describe, expect, it } from 'vitest'
+import { testTempDir } from '../support/temp.js'
+
+const run = promisify(execFile)
+const ROOT = resolve(import.meta.dirname, '../..')
+const CLI = join(ROOT, 'bin/agentops.mjs')
+
+const agentops = (args: string[]) =>
+  run(process.execPath, [CLI, ...args], {
+    cwd: ROOT,
+    timeout: 120_000,
+    env: { ...process.env, NODE_OPTIONS: '' },
+  })
+
+describe('agentops operator commands', () => {
+  it('runs ten `keys create` at once on one fresh SQLite store, every one issuing its key', async () => {
+    const url = `sqlite:${join(testTempDir('operators-'), 'db.sqlite')}`
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        agentops(['keys', 'create', '--workspace', `parallel-${i % 3}`, '--json', '--database-url', url]),
+      ),
+    )
+    const failures = outcomes.flatMap((o) =>
+      o.status === 'rejected' ? [String((o.reason as { stderr?: string }).stderr ?? o.reason)] : [],
+    )
+    expect(failures).toEqual([])
+    const tokens = outcomes.map((o) =>
+      o.status === 'fulfilled' ? (JSON.parse(o.value.stdout) as { token: string }).token : '',
+    )
+    expect(new Set(tokens).size).toBe(10)
+    const listed = await agentops([
+      'keys',
+      'list',
+      '--workspace',
+      'parallel-0',
+      '--json',
+      '--database-url',
+      url,
+    ])
+    expect((JSON.parse(listed.stdout) as unknown[]).length).toBe(4)
+  })
+
+  it('provision-conformance prints every identity the suite asks for, in workspaces of its own', async () => {
+    const url = `sqlite:${join(testTempDir('provision-'), 'db.sqlite')}`
+    const first = JSON.parse(
+      (await agentops(['keys', 'provision-conformance', '--database-url', url])).stdout,
+    ) as { tokens: Record<string, string>; workspaces: string[] }
+    expect(Object.keys(first.tokens).sort()).toEqual(
+      [
+        'expired',
+        'narrowScope',
+        'otherScope',
+        'primary',
+        'rateLimited',
+        'rateLimitedPeer',
+        'secondWorkspace',
+      ].sort(),
+    )
+    expect(new Set(Object.values(first.tokens)).size).toBe(7)
+    expect(first.workspaces).toHaveLength(3)
+    // A second provisioning on the same store: new workspaces, so its quotas start untouched.
+    const second = JSON.parse(
+      (await agentops(['keys', 'provision-conformance', '--database-url', url])).stdout,
+    ) as { workspaces: string[] }
+    expect(second.workspaces.filter((w) => first.workspaces.includes(w))).toEqual([])
+    const named = JSON.parse(
+      (
+        await agentops([
+          'keys',
+          'provision-conformance',
+          '--workspace-prefix',
+          'ci-42',
+          '--database-url',
+          url,
+        ])
+      ).stdout,
+    ) as { workspaces: string[] }
+    expect(named.workspaces.sort()).toEqual(['ci-42-limited', 'ci-42-primary', 'ci-42-second'])
+  })
+
+  it('--version prints the package version', async () => {
+    const { version } = (await import('../../package.json', { with: { type: 'json' } })).default
+    expect((await agentops(['--version'])).stdout.trim()).toBe(`agentops ${version}`)
+  })
+})
