@@ -113,7 +113,7 @@ export function createDomain(deps: DomainDeps): Domain {
     log: { warn: (message) => logger.warn(message), info: (message) => logger.info(message) },
     failures: logger,
   })
-  const events = new EventLog(db, repos.events, clock, changes)
+  const events = new EventLog(repos.events, clock, changes)
   const recorder = new RunRecorder(db, repos.runs, clock, events, changes, metrics?.runs)
   const executor = new RunExecutor(recorder, repos.tools, outbound.tools)
   const leases = leaseLog(logger)

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Config } from '../config.js'
+import { AGENT_WRITES_ONLY_OPERATIONS } from '../domain/agents/service.js'
 import { ApiError } from '../domain/errors.js'
 import type { Services } from '../services.js'
 import type { AppEnv } from '../surface/context.js'
@@ -16,7 +17,7 @@ import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
 import { inSeries } from './middleware/series.js'
 import { textGuard } from './middleware/text.js'
-import { registerAgentRoutes, WRITES_ONLY_POSTS } from './routes/agents.js'
+import { registerAgentRoutes } from './routes/agents.js'
 import { registerDestinationRoutes } from './routes/destinations.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
@@ -106,7 +107,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
     '/v1/*',
     idempotency(services.idempotency, {
       countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
-      writesOnly: WRITES_ONLY_POSTS,
+      writesOnlyOperations: AGENT_WRITES_ONLY_OPERATIONS,
     }),
   )
 

@@ -5,8 +5,9 @@ import { EventLog } from '../../src/domain/events/log.js'
 import { WebhookService } from '../../src/domain/webhooks/service.js'
 import { createDestinationTransports } from '../../src/outbound/destinations/index.js'
 import { createOutboundHttp } from '../../src/outbound/http.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { createDestinationRepositories } from '../../src/store/repos/destinations.js'
 import { createRepositories, type Repositories } from '../../src/store/repos/index.js'
 import { ANY_LOOPBACK_PORT } from '../support/private-targets.js'
@@ -33,7 +34,7 @@ export async function destinationHarness(
   const db = await openDb(url)
   await migrate(db)
   const repos = createRepositories(db)
-  const events = new EventLog(db, repos.events, clock)
+  const events = new EventLog(repos.events, clock)
   const outbound = createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT })
   const heard: string[] = []
   const telemetry: DestinationTelemetry = {

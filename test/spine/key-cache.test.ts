@@ -12,8 +12,9 @@ import {
   VerifiedKeyCache,
 } from '../../src/domain/keys/cache.js'
 import { KeyService } from '../../src/domain/keys/service.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { KeyRepo } from '../../src/store/repos/keys.js'
 import { WorkspaceRepo } from '../../src/store/repos/workspaces.js'
 import { backends } from '../support/backends.js'

@@ -4,7 +4,7 @@
  */
 import type { ContractCoverage, Tally } from '../coverage.js'
 import { type CheckResult, type RunSummary, summarize } from '../types.js'
-import { trim } from './text.js'
+import { reasonWithFix } from './text.js'
 
 const ICON = { pass: '✅', fail: '❌', skip: '⏭️', partial: '◐' } as const
 const VERDICT_ICON = { CONFORMANT: '✅', 'NOT CONFORMANT': '❌', INCOMPLETE: '⚠️', ERROR: '💥' } as const
@@ -22,7 +22,7 @@ function table(results: CheckResult[]): string[] {
     '|---|---|---|---|',
     ...sorted.map(
       (r) =>
-        `| ${ICON[r.outcome]} | \`${r.id}\` ${cell(r.title)} | ${r.clauses.join(', ')} | ${cell(trim(r.message ?? '', 200))} |`,
+        `| ${ICON[r.outcome]} | \`${r.id}\` ${cell(r.title)} | ${r.clauses.join(', ')} | ${cell(reasonWithFix(r))} |`,
     ),
   ]
 }

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /**
  * Destinations (chat, paging, CloudEvents sinks, NATS JetStream), per workspace beside webhook subscriptions. They
