@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, ownId, pageItems } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
-import type { Delivery } from '../receiver.js'
+import { type Delivery, hostAndPort } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
@@ -61,6 +61,11 @@ function ensureSink(ctx: CheckContext): Promise<Sink> {
         config: { url: `${url}/${tag}`, mode: 'binary' },
         secrets: { authorization: secret },
       })
+      if (res.status >= 400 && res.status < 500 && res.status !== 429)
+        fail(
+          `the deployment refused a cloudevents destination at the suite's receiver (${res.status} ${short(res.body, 200)}); ` +
+            `the reference server needs its exact host:port in AGENTOPS_DESTINATION_PRIVATE_TARGETS=${hostAndPort(url)}`,
+        )
       expectStatus(res, 201, 'creating a cloudevents destination')
       const id = ownId(res.body, 'destination')
       assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
