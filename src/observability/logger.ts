@@ -2,7 +2,8 @@
  * The server's log (pino): one JSON object a line on stdout, or pino-pretty's readable lines when stdout is a
  * terminal. Nothing secret is ever passed to it (tokens, webhook secrets, signatures, bodies): the request line
  * is built from named fields only, and test/observability/conformance-log.test.ts checks a whole conformance run's
- * log. No pino `redact` on top: its wildcard paths were measured at about 3 % of a cached GET's CPU.
+ * log. No pino `redact` on top: its wildcard paths cost a share of every cached GET's CPU (bench:log-line,
+ * bench:observability; docs/performance.md).
  */
 import { type DestinationStream, destination, type Logger, pino } from 'pino'
 import pretty from 'pino-pretty'
@@ -20,7 +21,7 @@ export interface LoggerOptions {
 }
 
 export function createLogger(options: LoggerOptions = {}): Logger {
-  // `time` is pino's epoch milliseconds: formatting an ISO string per line cost about 1 % of a cached GET.
+  // `time` is pino's epoch milliseconds: an ISO string would be formatted on every line of every request.
   const settings = { level: options.level ?? 'info', base: { pid: process.pid } }
   if (options.destination) return pino(settings, options.destination)
   if (options.pretty ?? process.stdout.isTTY === true) {

@@ -29,8 +29,8 @@ export const bodyGuard = (maxBytes: number) =>
         content_type: type || null,
       })
     }
-    // Under @hono/node-server the body is read from Node's request itself: the Fetch Request and its web stream
-    // cost about a tenth of a POST (profiled). app.request (tests, in-process callers) has no Node request.
+    // Under @hono/node-server the body is read from Node's request itself, so no Fetch Request and web stream are
+    // built for it (bench:http's POST). app.request (tests, in-process callers) has no Node request.
     const incoming = nodeRequest(c)
     if (length !== undefined && Number(length) > maxBytes) {
       if (incoming) lingeringClose(incoming)
