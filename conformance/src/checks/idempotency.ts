@@ -13,10 +13,12 @@ import { receiverUrl } from './webhooks.js'
 const newKey = () => `conf-${randomBytes(9).toString('hex')}`
 
 /**
- * How many agents with this name the workspace lists (walks at most 20 pages); undefined where the deployment
+ * How many agents with this name the workspace lists (walks at most 20 pages, in the page shape the deployment
+ * declares with `paging`: read in another shape, only the first page was counted); undefined where the deployment
  * does not serve the agent list (a profile extension).
  */
 async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number | undefined> {
+  const { cursorField, itemsField } = ctx.config.paging
   let count = 0
   let cursor: string | null | undefined
   for (let i = 0; i < 20; i++) {
@@ -29,9 +31,9 @@ async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number
     )
       return undefined
     expectStatus(res, 200, 'listing agents')
-    const items = pageItems(res.body) ?? []
+    const items = pageItems(res.body, itemsField) ?? []
     count += items.filter((a) => obj(a).name === name).length
-    cursor = nextCursor(res.body, res.headers)
+    cursor = nextCursor(res.body, res.headers, cursorField)
     if (!cursor || items.length === 0) break
   }
   return count
