@@ -10,6 +10,7 @@ import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
 import { CoverageRecorder } from './coverage.js'
 import { Fixtures } from './fixtures.js'
+import { PROFILE_GAPS } from './gaps.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
 import type { WebhookReceiver } from './receiver.js'
@@ -202,6 +203,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       level: check.level,
       family: family(check.id),
       clauses: check.clauses,
+      ...(check.level === 'profile' && PROFILE_GAPS[check.id] ? { gap: PROFILE_GAPS[check.id] } : {}),
       outcome,
       ...(message !== undefined ? { message } : {}),
       ...(notApplicable ? { notApplicable } : {}),

@@ -119,6 +119,17 @@ describe('discovery where nothing is declared', () => {
       'x-ratelimit-reset-hour': '1200',
     })
     expect(kong.map((w) => w.name).sort()).toEqual(['hour', 'second'])
+    // §8 "Names of the rate-limit headers: not shown": `Rate-Limit` with a hyphen is as legal as `RateLimit`.
+    const hyphen = rateWindows({
+      'x-rate-limit-remaining': '99',
+      'x-rate-limit-reset': '60',
+      'x-rate-limit-burst-remaining': '9',
+      'x-rate-limit-burst-reset': '2',
+    })
+    expect(hyphen.map((w) => [w.name, w.remaining]).sort()).toEqual([
+      ['burst', 9],
+      ['unnamed', 99],
+    ])
     expect(rateWindows({ 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': '1' })).toHaveLength(1)
     const declared = rateWindows(
       { 'q-a': '1', 'q-a-t': '2', 'q-b': '3', 'q-b-t': '4' },
