@@ -24,9 +24,12 @@ describe('declarations in the config file', () => {
     expect(foreign.rateLimitHeaders?.burst).toEqual({
       remaining: 'quota-short-left',
       reset: 'quota-short-renews-in',
+      limit: 'quota-short-size',
     })
     expect(foreign.approval.method).toBe('PUT')
     expect(foreign.signatureTimestamp).toBe('rfc3339')
+    expect(foreign.signatureTemplate).toBe('{header:X-Acme-Timestamp}.{body}')
+    expect(foreign.notServed).toEqual(['GET /v1/agents', 'GET /v1/grid/connectors/{connector_id}/records'])
     expect(foreign.graphqlUrl).toBe('https://api.example.com/graphql')
     expect(foreign.graphqlQueries.agent.variables).toEqual({ agentId: '{id}' })
     expect(foreign.toolRun.run).toEqual({
