@@ -12,6 +12,7 @@ import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { startServer } from '../src/server.js'
 import type { SurfaceObserver } from '../src/surface/observe.js'
+import { LOOPBACK_TARGETS } from '../test/support/private-targets.js'
 import { FloorObserver } from './support/floor-observer.js'
 import { throwawaySqliteUrl } from './support/throwaway-db.js'
 
@@ -27,7 +28,13 @@ const BARE_TOKEN = 'aok_bench_token'
 async function startReference(databaseUrl: string, observer?: SurfaceObserver): Promise<TargetInfo> {
   const server = await startServer({
     ...(observer ? { observer } : {}),
-    config: { port: 0, host: '127.0.0.1', databaseUrl, allowPrivateWebhooks: true, webhookPollMs: 1000 },
+    config: {
+      port: 0,
+      host: '127.0.0.1',
+      databaseUrl,
+      privateTargets: LOOPBACK_TARGETS,
+      webhookPollMs: 1000,
+    },
   })
   // Enterprise with a quota no run of the bench can reach, so 429s never distort the figures.
   const { token } = await server.services.keys.issue({

@@ -15,7 +15,7 @@ import { type Generated, Kysely, SqliteDialect } from 'kysely'
 import { newId } from '../src/domain/ids.js'
 import { migrate } from '../src/store/migrations/index.js'
 import { AgentRepo } from '../src/store/repos/agents.js'
-import { SqliteDb } from '../src/store/sqlite.js'
+import { SqliteDb } from '../src/store/sqlite/db.js'
 
 const iterations = Math.max(100, Math.min(Number(process.argv[2] ?? 5000), 50_000))
 const path = join(mkdtempSync(join(tmpdir(), 'agentops-qb-')), 'bench.db')

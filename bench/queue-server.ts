@@ -10,7 +10,7 @@
  * backlog's runs are `run_q` and their number, in queue order.
  */
 import { startServer } from '../src/server.js'
-import { openDb } from '../src/store/db.js'
+import { openDb } from '../src/store/open.js'
 import { cloneRuns } from '../test/support/run-backlog.js'
 
 const PREFIX = 'run_q'

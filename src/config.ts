@@ -1,3 +1,10 @@
+import {
+  type OutboundPurpose,
+  PRIVATE_TARGETS_SETTING,
+  type PrivateTargets,
+  parsePrivateTargets,
+} from './outbound/private-targets.js'
+
 /** Every operator setting, read once from the environment; the one home of their defaults (`loadConfig`). */
 export interface Config {
   port: number
@@ -5,8 +12,18 @@ export interface Config {
   databaseUrl: string
   /** Largest accepted request body (spec gap §8). */
   maxBodyBytes: number
-  /** Deliver webhooks to private and loopback addresses (off in production, on in tests). */
-  allowPrivateWebhooks: boolean
+  /**
+   * Per outbound purpose, the private host:port pairs it may call anyway (a local webhook receiver); none by
+   * default. Link-local and cloud metadata addresses are never reachable.
+   */
+  privateTargets: Record<OutboundPurpose, PrivateTargets>
+  /**
+   * How long a client may take to send a request's headers (Node's headersTimeout): a connection that trickles them
+   * (slowloris) is answered 408 and closed at this bound.
+   */
+  headersTimeoutMs: number
+  /** How long a client may take to send a whole request, headers and body (Node's requestTimeout); 408 then. */
+  requestTimeoutMs: number
   /** Runs executed at the same time by one server. */
   runConcurrency: number
   /** How long a server holds a run without renewing its claim; after a crash another start takes over then. */
@@ -128,14 +145,43 @@ export function parseCorsOrigins(value: string | undefined): string[] {
   })
 }
 
+/**
+ * The private targets of each purpose (AGENTOPS_WEBHOOK_PRIVATE_TARGETS, AGENTOPS_DESTINATION_PRIVATE_TARGETS,
+ * AGENTOPS_TOOL_PRIVATE_TARGETS). The all-or-nothing AGENTOPS_ALLOW_PRIVATE_WEBHOOKS it replaces opened every
+ * private address to `http` tools too, so a server started with it on refuses to start and says what to set.
+ */
+function privateTargetsFrom(env: NodeJS.ProcessEnv): Record<OutboundPurpose, PrivateTargets> {
+  const old = env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS
+  if (old !== undefined && old !== '' && !/^(0|false|off|no)$/i.test(old))
+    throw new Error(
+      'AGENTOPS_ALLOW_PRIVATE_WEBHOOKS is replaced by exact allow-lists: list the receivers as host:port pairs ' +
+        'in AGENTOPS_WEBHOOK_PRIVATE_TARGETS (e.g. 127.0.0.1:8765), AGENTOPS_DESTINATION_PRIVATE_TARGETS or ' +
+        'AGENTOPS_TOOL_PRIVATE_TARGETS, and unset AGENTOPS_ALLOW_PRIVATE_WEBHOOKS',
+    )
+  const read = (purpose: OutboundPurpose) =>
+    parsePrivateTargets(env[PRIVATE_TARGETS_SETTING[purpose]], PRIVATE_TARGETS_SETTING[purpose])
+  return { webhooks: read('webhooks'), destinations: read('destinations'), tools: read('tools') }
+}
+
+/** The slowloris bounds: both at least 1 s, and the headers' no longer than the whole request's. */
+function requestTimeoutsFrom(env: NodeJS.ProcessEnv): { headersTimeoutMs: number; requestTimeoutMs: number } {
+  const headersTimeoutMs = intFrom(env.AGENTOPS_HEADERS_TIMEOUT_MS, 10_000, 'AGENTOPS_HEADERS_TIMEOUT_MS')
+  const requestTimeoutMs = intFrom(env.AGENTOPS_REQUEST_TIMEOUT_MS, 30_000, 'AGENTOPS_REQUEST_TIMEOUT_MS')
+  if (headersTimeoutMs < 1000 || requestTimeoutMs < 1000)
+    throw new Error('AGENTOPS_HEADERS_TIMEOUT_MS and AGENTOPS_REQUEST_TIMEOUT_MS must be at least 1000')
+  if (headersTimeoutMs > requestTimeoutMs)
+    throw new Error('AGENTOPS_HEADERS_TIMEOUT_MS must not be larger than AGENTOPS_REQUEST_TIMEOUT_MS')
+  return { headersTimeoutMs, requestTimeoutMs }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   return {
     port: intFrom(env.PORT, 8080, 'PORT'),
     host: env.HOST ?? '0.0.0.0',
     databaseUrl: env.AGENTOPS_DATABASE_URL || DEFAULT_DATABASE_URL,
     maxBodyBytes: intFrom(env.AGENTOPS_MAX_BODY_BYTES, 1024 * 1024, 'AGENTOPS_MAX_BODY_BYTES'),
-    allowPrivateWebhooks:
-      env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === '1' || env.AGENTOPS_ALLOW_PRIVATE_WEBHOOKS === 'true',
+    privateTargets: privateTargetsFrom(env),
+    ...requestTimeoutsFrom(env),
     runConcurrency: intFrom(env.AGENTOPS_RUN_CONCURRENCY, 4, 'AGENTOPS_RUN_CONCURRENCY'),
     runLeaseMs: intFrom(env.AGENTOPS_RUN_LEASE_MS, 15_000, 'AGENTOPS_RUN_LEASE_MS'),
     streamHeartbeatMs: intFrom(env.AGENTOPS_STREAM_HEARTBEAT_MS, 15_000, 'AGENTOPS_STREAM_HEARTBEAT_MS'),

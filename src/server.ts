@@ -13,9 +13,10 @@ import { createMetrics } from './observability/metrics.js'
 import { createSurfaceObserver } from './observability/observer.js'
 import { Readiness } from './observability/readiness.js'
 import { createServices, type Services } from './services.js'
-import { type Db, openDb, timesStatements, timesTransactions } from './store/db.js'
+import { type Db, timesStatements, timesTransactions } from './store/db.js'
 import { storeGauges } from './store/gauges.js'
 import { migrate } from './store/migrations/index.js'
+import { openDb } from './store/open.js'
 import { reportStoreProblemsTo } from './store/problems.js'
 import { sharedSecret, storedSecret } from './store/repos/server-secrets.js'
 import type { SurfaceObserver } from './surface/observe.js'
@@ -74,6 +75,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     },
     config.port,
     config.host,
+    config,
   )
   answerClientErrors(httpServer)
   const metricsServer = separateMetrics
@@ -87,6 +89,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         ),
         config.metricsPort ?? 0,
         config.host,
+        config,
       ).catch(async (err: unknown) => {
         await closeServer(httpServer)
         throw err
@@ -182,9 +185,20 @@ function listen(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   port: number,
   host: string,
+  timeouts: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>,
 ): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
-    const server = createServer(handler)
+    // Slowloris bounds set here, not left to Node's defaults (60 s for headers, 5 min for a request): a client that
+    // trickles its headers or body is answered 408 and closed at the bound. Node looks for such connections every
+    // connectionsCheckingInterval (30 s by default, which would stretch a 10 s bound to 40); once a second here.
+    const server = createServer(
+      {
+        headersTimeout: timeouts.headersTimeoutMs,
+        requestTimeout: timeouts.requestTimeoutMs,
+        connectionsCheckingInterval: Math.min(1000, timeouts.headersTimeoutMs),
+      },
+      handler,
+    )
     server.once('error', reject)
     server.listen(port, host, () => {
       server.off('error', reject)

@@ -24,7 +24,8 @@ import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
 import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
-import { createOutboundHttp } from './outbound/http.js'
+import { createOutboundPorts } from './outbound/http.js'
+import type { OutboundPurpose } from './outbound/private-targets.js'
 import { openChangeFeed } from './store/notifications.js'
 import type { Repositories } from './store/repos/index.js'
 import { createRepositories } from './store/repos/index.js'
@@ -84,8 +85,11 @@ export interface DomainDeps {
   db: Db
   clock: Clock
   config: Config
-  /** The way out for webhooks and http tools (src/outbound). */
-  outbound: OutboundHttp
+  /**
+   * The ways out (src/outbound), one per purpose so each has its own private targets: webhook deliveries, event
+   * destinations, and the `http` tool provider.
+   */
+  outbound: Record<OutboundPurpose, OutboundHttp>
   logger?: Logger
   /** Run, webhook and LISTEN telemetry; absent: nothing is measured. */
   metrics?: Metrics
@@ -101,9 +105,9 @@ export function createDomain(deps: DomainDeps): Domain {
     log: { warn: (message) => logger.warn(message), info: (message) => logger.info(message) },
     failures: logger,
   })
-  const events = new EventLog(db, repos.events, clock, changes)
+  const events = new EventLog(repos.events, clock, changes)
   const recorder = new RunRecorder(db, repos.runs, clock, events, changes, metrics?.runs)
-  const executor = new RunExecutor(recorder, repos.tools, outbound)
+  const executor = new RunExecutor(recorder, repos.tools, outbound.tools)
   const leases = leaseLog(logger)
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
@@ -127,7 +131,7 @@ export function createDomain(deps: DomainDeps): Domain {
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
-      outbound,
+      outbound: outbound.webhooks,
       timeoutMs: Math.max(1, config.webhookTimeoutMs),
       retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
       concurrency: Math.max(1, config.webhookConcurrency),
@@ -188,7 +192,7 @@ export interface ServiceDeps {
 export function createServices(deps: ServiceDeps): Services {
   const { db, clock, config, metrics } = deps
   const logger = deps.logger ?? SILENT_LOGGER
-  const outbound = createOutboundHttp({ allowPrivate: config.allowPrivateWebhooks })
+  const outbound = createOutboundPorts(config.privateTargets)
   const domain = createDomain({ db, clock, config, outbound, logger, ...(metrics ? { metrics } : {}) })
   const workers = createWorkers(domain, logger)
   const topicFeeds = new TopicFeeds()

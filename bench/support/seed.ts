@@ -8,8 +8,9 @@ import { systemClock } from '../../src/domain/clock.js'
 import type { IssuedKey } from '../../src/domain/keys/service.js'
 import type { RunService } from '../../src/domain/runs/service.js'
 import { createServices, type Services } from '../../src/services.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 
 export async function seedStore<T>(
   databaseUrl: string,

@@ -164,6 +164,7 @@ export class MutantProxy {
     return `http://127.0.0.1:${this.port}`
   }
 
+  /** Listens on 127.0.0.1, on `port` when given (the reference lists it as its webhook target), else a free one. */
   async listen(port = 0): Promise<void> {
     const ctx: MutantContext = { tokens: this.tokens, upstream: (req) => send(this.target, req) }
     this.server = createServer((inReq, outRes) => {

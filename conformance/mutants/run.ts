@@ -14,7 +14,7 @@ import { ALL_CHECKS } from '../src/checks/index.js'
 import { resolveConfig, type SuiteConfig } from '../src/config.js'
 import { Contract } from '../src/contract.js'
 import { WebhookReceiver } from '../src/receiver.js'
-import { REFERENCE_REPLAY_WINDOW, startReference } from '../src/reference.js'
+import { freePort, REFERENCE_REPLAY_WINDOW, startReference } from '../src/reference.js'
 import { runChecks, selectChecks } from '../src/runner.js'
 import type { CheckResult } from '../src/types.js'
 import { createDialects, type Dialect } from './dialects.js'
@@ -64,7 +64,10 @@ async function main(): Promise<number> {
   const dialectOnly = values.dialect === true
   const only = values.only?.split(',').map((s) => s.trim()) ?? []
   const log = (line: string) => process.stdout.write(`${line}\n`)
-  const reference = await startReference(log)
+  // Webhook deliveries reach the receiver through the proxy (HOOK_PREFIX): its address is the reference's one
+  // private target, so its port is chosen before the reference starts.
+  const proxyPort = await freePort()
+  const reference = await startReference(log, undefined, { receiverTarget: `127.0.0.1:${proxyPort}` })
   const receiver = new WebhookReceiver()
   await receiver.listen('127.0.0.1', 0)
   const proxy = new MutantProxy(
@@ -72,7 +75,7 @@ async function main(): Promise<number> {
     () => `http://127.0.0.1:${receiver.port}`,
     reference.tokens,
   )
-  await proxy.listen()
+  await proxy.listen(proxyPort)
   const base = resolveConfig([]).config
   const contract = Contract.fromFile(base.openapiPath)
 

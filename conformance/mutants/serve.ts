@@ -13,7 +13,7 @@
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { REPO_ROOT, resolveConfig } from '../src/config.js'
-import { startReference } from '../src/reference.js'
+import { freePort, startReference } from '../src/reference.js'
 import { createDialects } from './dialects.js'
 import { createMutants } from './mutants.js'
 import { type Mutant, MutantProxy } from './proxy.js'
@@ -67,7 +67,11 @@ async function main(): Promise<void> {
       : undefined
   const port = Number(values.port ?? process.env.PORT ?? 0)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535`)
-  const reference = await startReference((line) => process.stderr.write(`${line}\n`))
+  // Deliveries reach the suite's receiver through this proxy: its address is the reference's one private target.
+  const listenPort = port || (await freePort())
+  const reference = await startReference((line) => process.stderr.write(`${line}\n`), undefined, {
+    receiverTarget: `127.0.0.1:${listenPort}`,
+  })
   let proxy: MutantProxy | undefined
   const stop = async () => {
     await proxy?.close()
@@ -78,7 +82,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void stop())
   proxy = new MutantProxy(reference.baseUrl, () => proxy?.relayedReceiver ?? '', reference.tokens, true)
   proxy.mutant = switchable(mutant)
-  await proxy.listen(port)
+  await proxy.listen(listenPort)
   const cli = join(REPO_ROOT, 'bin', 'agentops.mjs')
   process.stdout.write(
     `${JSON.stringify({

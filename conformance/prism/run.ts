@@ -149,7 +149,9 @@ async function canary(): Promise<void> {
 await canary()
 
 // 1. Validation proxy in front of the reference server.
-const ref = await startReference(log)
+// The suite's webhook receiver listens on a port chosen now: the reference's one private target.
+const receiverPort = await freePort()
+const ref = await startReference(log, undefined, { receiverTarget: `127.0.0.1:${receiverPort}` })
 try {
   const proxy = await startPrism(['proxy', CONTRACT, ref.baseUrl, '--errors', '--validate-request=false'])
   try {
@@ -178,6 +180,8 @@ try {
       '--strict-profile',
       // The checks left out above make the verdict INCOMPLETE; every other check must pass (exit 0).
       '--allow-incomplete',
+      '--receiver-port',
+      String(receiverPort),
       ...tokenArgs,
     ])
     const failures = results.filter((r) => r.outcome !== 'pass')

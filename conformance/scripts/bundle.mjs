@@ -18,7 +18,7 @@ const embedContract = {
   name: 'embed-contract',
   setup(b) {
     b.onLoad({ filter: /[\\/]src[\\/]embedded\.ts$/ }, () => ({
-      contents: `export const EMBEDDED_CONTRACT = ${JSON.stringify(contract)}\n`,
+      contents: `export const EMBEDDED_CONTRACT = ${JSON.stringify(contract)}\nexport const EMBEDDED_VERSION = ${JSON.stringify(version)}\n`,
       loader: 'ts',
     }))
   },

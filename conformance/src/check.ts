@@ -29,6 +29,11 @@ export interface Check {
    * depend on what other checks do meanwhile.
    */
   overlap?: boolean
+  /**
+   * The identities the check cannot run without, when it asks for them in a helper rather than in its own code
+   * (`ctx.as(role)` there is found by --plan by itself, src/plan.ts).
+   */
+  needs?: TokenRole[]
   run(ctx: CheckContext): Promise<void>
 }
 

@@ -1,11 +1,12 @@
 /** `agentops-conformance`: resolves settings, checks they work, runs the checks, writes the reports, exits 0/1/2. */
-import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { ALL_CHECKS } from './checks/index.js'
 import {
   BUNDLED_CONTRACT,
   helpText,
+  PACKAGE_ROOT,
   requireTarget,
   resolveConfig,
   type SuiteConfig,
@@ -14,11 +15,13 @@ import {
   tokenName,
 } from './config.js'
 import { Contract } from './contract.js'
-import { EMBEDDED_CONTRACT } from './embedded.js'
+import { EMBEDDED_CONTRACT, EMBEDDED_VERSION } from './embedded.js'
+import type { RunFindings } from './fix.js'
 import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
+import { formatPlan, planFor } from './plan.js'
 import { provision, withProvisioned } from './provision.js'
-import { receiverAdvice, WebhookReceiver } from './receiver.js'
+import { hostAndPort, receiverAdvice, WebhookReceiver } from './receiver.js'
 import { REFERENCE_REPLAY_WINDOW, type ReferenceServer, startReference } from './reference.js'
 import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
@@ -75,9 +78,9 @@ export async function preflight(config: SuiteConfig): Promise<void> {
  * Asks the deployment to accept the receiver URL (a subscription that is deleted again). A refusal is not a
  * configuration error (the webhook checks fail and say the same), but the advice comes first, once.
  */
-export async function receiverPreflight(config: SuiteConfig, io: Io): Promise<void> {
+export async function receiverPreflight(config: SuiteConfig, io: Io): Promise<RunFindings> {
   const url = config.receiver.url
-  if (!url) return
+  if (!url) return {}
   const http = new HttpClient({
     baseUrl: config.baseUrl,
     token: config.tokens.primary,
@@ -93,20 +96,22 @@ export async function receiverPreflight(config: SuiteConfig, io: Io): Promise<vo
     })
   } catch (err) {
     io.err(`warning: could not ask the deployment to accept the webhook receiver: ${(err as Error).message}`)
-    return
+    return {}
   }
   if (res.status === 429 || res.status >= 500) {
     io.err(`warning: could not ask the deployment to accept the webhook receiver (${res.status})`)
-    return
+    return {}
   }
   if (res.status >= 200 && res.status < 300) {
     const id = obj(res.body).webhook_id ?? obj(res.body).id
     if (typeof id === 'string') await http.delete(`/v1/webhooks/${id}`).catch(() => undefined)
-    return
+    return {}
   }
+  const refusal = `${url} (${res.status} ${short(res.body, 200)})`
   io.err(
     `warning: ${receiverAdvice(url, `the deployment refused it (${res.status} ${short(res.body, 200)})`)}`,
   )
+  return { receiverRefused: refusal }
 }
 
 interface Reports {
@@ -132,16 +137,46 @@ function writeReports(reports: Reports, summary: RunSummary, io: Io, verdictOpti
   write(reports.markdown, toMarkdown(summary))
 }
 
+/** The suite's version: the bundle's own, else its package.json's. */
+export function suiteVersion(): string {
+  if (EMBEDDED_VERSION) return EMBEDDED_VERSION
+  try {
+    return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string })
+      .version
+  } catch {
+    return 'unknown'
+  }
+}
+
+/**
+ * `signal` ends the run early (an interrupt): checks not yet begun are skipped with its reason, the one running is
+ * cut short, and the verdict and reports still come. --deadline aborts it the same way when its time is up.
+ */
 export async function main(
   argv: string[],
   env: NodeJS.ProcessEnv = process.env,
   io: Io = defaultIo,
+  interrupt?: AbortSignal,
 ): Promise<number> {
+  const started = Date.now()
+  const abort = new AbortController()
+  const onInterrupt = () => abort.abort(interrupt?.reason)
+  interrupt?.addEventListener('abort', onInterrupt, { once: true })
+  const signal = abort.signal
+  let deadlineTimer: NodeJS.Timeout | undefined
   let reference: ReferenceServer | undefined
   let receiver: WebhookReceiver | undefined
   let reports: Reports = {}
   let config: SuiteConfig | undefined
   const results: CheckResult[] = []
+  const teardown = async () => {
+    clearTimeout(deadlineTimer)
+    interrupt?.removeEventListener('abort', onInterrupt)
+    await receiver?.close()
+    await reference?.stop()
+    receiver = undefined
+    reference = undefined
+  }
   const startedAt = new Date().toISOString()
   let pacer: Pacer | undefined
   // Whatever ends the run, the reports are written: a partial run with the error beats no report in CI.
@@ -163,8 +198,20 @@ export async function main(
     const options = resolveConfig(argv, env)
     config = options.config
     reports = config.reports
+    const deadline = config.deadlineSeconds
+    if (deadline !== undefined) {
+      const reason = `the ${settingName('deadline')} of ${deadline} s passed`
+      deadlineTimer = setTimeout(
+        () => abort.abort(reason),
+        Math.max(0, deadline * 1000 - (Date.now() - started)),
+      )
+    }
     if (options.help) {
       io.out(helpText())
+      return 0
+    }
+    if (options.version) {
+      io.out(`agentops-conformance ${suiteVersion()}`)
       return 0
     }
     const cov = coverage(ALL_CHECKS)
@@ -185,10 +232,27 @@ export async function main(
       embedded ? Contract.fromText(EMBEDDED_CONTRACT ?? '') : Contract.fromFile(openapiPath)
     // With --reference, the contract compiles while the reference's keys are issued (a child process).
     let contract: Contract | undefined
+    // The receiver listens first: the reference server is told its exact host:port as its one private target.
+    receiver = new WebhookReceiver()
+    try {
+      await receiver.listen(config.receiver.host, config.receiver.port)
+    } catch (err) {
+      throw new ConfigError(
+        `the webhook receiver cannot listen on ${config.receiver.host}:${config.receiver.port}: ${(err as Error).message} (${settingName('receiver-host')}, ${settingName('receiver-port')})`,
+      )
+    }
+    config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
     if (options.reference) {
-      reference = await startReference(io.out, () => {
-        contract = compile()
-      })
+      reference = await startReference(
+        io.out,
+        () => {
+          contract = compile()
+        },
+        {
+          receiverTarget: hostAndPort(config.receiver.url),
+          ...(config.referencePort ? { port: config.referencePort } : {}),
+        },
+      )
       config.baseUrl = reference.baseUrl
       // The reference serves GraphQL at /v1/graphql: declared, so the spec's rules on it are checked (core).
       config.graphqlUrl ??= `${reference.baseUrl}/v1/graphql`
@@ -201,17 +265,20 @@ export async function main(
       config.tokens = withProvisioned(config.tokens, await provision(config.provision))
     requireTarget(config)
     await preflight(config)
-
-    receiver = new WebhookReceiver()
-    try {
-      await receiver.listen(config.receiver.host, config.receiver.port)
-    } catch (err) {
-      throw new ConfigError(
-        `the webhook receiver cannot listen on ${config.receiver.host}:${config.receiver.port}: ${(err as Error).message} (${settingName('receiver-host')}, ${settingName('receiver-port')})`,
+    if (options.plan) {
+      const checks = selectChecks(ALL_CHECKS, config.only, config.skip)
+      // Nothing sent but the preflight's reads: the receiver is not asked to accept the URL either.
+      config.receiver.url ??= `http://${config.receiver.host}:${config.receiver.port || '<free port>'}/hooks`
+      io.out(
+        `agentops-conformance --plan: ${checks.length} checks against ${config.baseUrl} (reachable, tokens accepted)`,
       )
+      const entries = planFor(checks, config)
+      for (const line of formatPlan(entries, config)) io.out(line)
+      const coreMissing = entries.filter((e) => e.level === 'core' && e.outcome === 'skip').length
+      return coreMissing > 0 && !config.allowIncomplete ? 3 : 0
     }
-    config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
-    await receiverPreflight(config, io)
+
+    const findings = await receiverPreflight(config, io)
 
     const checks = selectChecks(ALL_CHECKS, config.only, config.skip)
     if (checks.length === 0) throw new ConfigError('--only/--skip leave no check to run; see --list')
@@ -223,11 +290,13 @@ export async function main(
     )
     pacer = new Pacer(config)
     const summary = await runChecks({
+      signal,
       config,
       checks,
       contract,
       receiver,
       pacer,
+      findings,
       // The reference's store is a temporary file deleted with its server: undoing the run there only costs time.
       cleanup: reference === undefined,
       log: io.out,
@@ -243,6 +312,8 @@ export async function main(
     summary.verdict = verdictFor(summary, verdictOptions())
     io.out(formatSummary(summary, config.strictProfile))
     writeReports(reports, summary, io, verdictOptions())
+    // Everything is closed before the last line: once it is printed the process has nothing left to end.
+    await teardown()
     io.out(summary.verdict.line)
     return summary.verdict.exitCode
   } catch (err) {
@@ -256,11 +327,11 @@ export async function main(
     if (config?.verbose) io.err(e.stack ?? String(err))
     const summary = bail('internal error', `${e.name}: ${e.message}`)
     writeReports(reports, summary, io, verdictOptions())
+    await teardown()
     io.out(summary.verdict?.line ?? 'ERROR')
     return 1
   } finally {
-    await receiver?.close()
-    await reference?.stop()
+    await teardown()
   }
 }
 
@@ -284,7 +355,17 @@ const EXIT_GRACE_MS = 1000
  * its time limit and sleeps), it says what and exits anyway: a CI job never waits on it.
  */
 export async function runProgram(argv: string[]): Promise<void> {
-  const code = await main(argv)
+  // Ctrl-C or a CI runner's SIGTERM: the run ends early with its verdict and reports; a second one ends it now.
+  const interrupt = new AbortController()
+  const stop = (signal: NodeJS.Signals) => {
+    if (interrupt.signal.aborted) process.exit(130)
+    interrupt.abort(`interrupted (${signal})`)
+  }
+  process.on('SIGINT', stop)
+  process.on('SIGTERM', stop)
+  const code = await main(argv, process.env, defaultIo, interrupt.signal)
+  process.off('SIGINT', stop)
+  process.off('SIGTERM', stop)
   process.exitCode = code
   setTimeout(() => {
     const open = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'Timeout')

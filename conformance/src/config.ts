@@ -118,6 +118,10 @@ export interface SuiteConfig extends Declarations {
   baseUrl: string
   /** The provisioning command (src/provision.ts) that prints the identities, when the deployment has one. */
   provision?: string
+  /** --deadline: the longest the whole run may take, seconds. */
+  deadlineSeconds?: number
+  /** --reference-port: the port the reference server listens on. */
+  referencePort?: number
   streamUrl: string
   openapiPath: string
   tokens: {
@@ -188,6 +192,8 @@ export interface CliOptions {
   reference: boolean
   list: boolean
   help: boolean
+  plan: boolean
+  version: boolean
 }
 
 type Kind = 'string' | 'int' | 'bool' | 'list'
@@ -405,6 +411,26 @@ export const SETTINGS: Setting[] = [
   { flag: 'json', env: 'JSON', kind: 'string', help: 'Write a JSON report to FILE' },
   { flag: 'markdown', env: 'MARKDOWN', kind: 'string', help: 'Write a Markdown summary to FILE' },
   { flag: 'list', env: 'LIST', kind: 'bool', help: 'Print the checks and exit' },
+  {
+    flag: 'plan',
+    env: 'PLAN',
+    kind: 'bool',
+    help: 'Dry run: after one reachability probe, list the checks that will run, be skipped (with the setting that runs them) or not apply; sends nothing else',
+  },
+  {
+    flag: 'deadline',
+    env: 'DEADLINE',
+    kind: 'int',
+    file: 'deadline',
+    help: 'Longest the whole run may take, seconds (default: none); checks not started by then are skipped naming it, and the verdict still comes',
+  },
+  {
+    flag: 'reference-port',
+    env: 'REFERENCE_PORT',
+    kind: 'int',
+    help: 'With --reference: the port the reference server listens on (default: any free port)',
+  },
+  { flag: 'version', env: 'VERSION', kind: 'bool', help: 'Print the version and exit' },
   { flag: 'verbose', env: 'VERBOSE', kind: 'bool', help: 'Print every request' },
   { flag: 'help', env: 'HELP', kind: 'bool', help: 'Show this help' },
 ]
@@ -823,7 +849,19 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   }
   if (config.budget < 50) throw new ConfigError('--budget must be at least 50 requests')
   if (config.timeoutMs < 100) throw new ConfigError('--timeout-ms must be at least 100')
-  return { config, reference: bool('reference'), list: bool('list'), help: bool('help') }
+  const deadline = int('deadline', 0)
+  if (deadline > 0) config.deadlineSeconds = deadline
+  const referencePort = int('reference-port', 0)
+  if (referencePort > 65535) throw new ConfigError('--reference-port must be 0..65535')
+  if (referencePort > 0) config.referencePort = referencePort
+  return {
+    config,
+    reference: bool('reference'),
+    list: bool('list'),
+    help: bool('help'),
+    plan: bool('plan'),
+    version: bool('version'),
+  }
 }
 
 /** Fails with a clear message when the deployment to test is not named. */

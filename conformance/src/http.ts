@@ -70,6 +70,8 @@ export interface HttpClientOptions {
   observers?: ExchangeObserver[]
   /** Waits the deployment's rate-limit headers ask for, and retries a 429 after its Retry-After. */
   pacer?: Pacer
+  /** The run's: aborted (--deadline, an interrupt), it ends the requests in flight. */
+  signal?: AbortSignal
 }
 
 export class HttpClient {
@@ -79,8 +81,10 @@ export class HttpClient {
   readonly timeoutMs: number
   private readonly observers: ExchangeObserver[]
   private readonly pacer: Pacer | undefined
+  private readonly signal: AbortSignal | undefined
 
   constructor(options: HttpClientOptions) {
+    this.signal = options.signal
     this.baseUrl = options.baseUrl.replace(/\/+$/, '')
     this.token = options.token
     this.budget = options.budget
@@ -98,6 +102,7 @@ export class HttpClient {
       timeoutMs: this.timeoutMs,
       observers: this.observers,
       ...(this.pacer ? { pacer: this.pacer } : {}),
+      ...(this.signal ? { signal: this.signal } : {}),
     })
   }
 
@@ -178,7 +183,9 @@ export class HttpClient {
         method,
         headers,
         ...(payload !== undefined ? { body: payload } : {}),
-        signal: AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs),
+        signal: this.signal
+          ? AbortSignal.any([AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs), this.signal])
+          : AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs),
         redirect: 'manual',
       })
       const text = await res.text()

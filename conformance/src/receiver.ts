@@ -161,6 +161,17 @@ export function receiverAdvice(url: string, what: string): string {
     `webhook receiver ${url}: ${what}. Give the deployment a URL it accepts and can reach: ` +
     `--receiver-url (AGENTOPS_CONFORMANCE_RECEIVER_URL), with --receiver-host 0.0.0.0 and --receiver-port N ` +
     `(AGENTOPS_CONFORMANCE_RECEIVER_HOST/_PORT) so the suite listens there. The reference server refuses ` +
-    `loopback and private addresses unless it runs with AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1.`
+    `loopback and private addresses unless their exact host:port is listed: ` +
+    `AGENTOPS_WEBHOOK_PRIVATE_TARGETS=${hostAndPort(url)}.`
   )
+}
+
+/** The `host:port` a URL connects to (the scheme's default port filled in), as private-target lists name it. */
+export function hostAndPort(url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.hostname}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`
+  } catch {
+    return url
+  }
 }

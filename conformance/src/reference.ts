@@ -204,7 +204,11 @@ async function issueKeys(
 export async function startReference(
   log: (line: string) => void,
   whileIssuing?: () => void,
-  options: { port?: number } = {},
+  options: {
+    port?: number
+    /** The suite's webhook receiver as `host:port`: the one private target the reference may deliver to. */
+    receiverTarget?: string
+  } = {},
 ): Promise<ReferenceServer> {
   const started = Date.now()
   const kit = findReference()
@@ -252,7 +256,7 @@ export async function startReference(
         AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
         AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
         ...process.env,
-        AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1',
+        ...(options.receiverTarget ? { AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },

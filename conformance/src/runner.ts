@@ -9,6 +9,7 @@ import { family } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
 import { CoverageRecorder } from './coverage.js'
+import { fixFor, type RunFindings } from './fix.js'
 import { Fixtures } from './fixtures.js'
 import { PROFILE_GAPS } from './gaps.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
@@ -21,6 +22,7 @@ import {
   type Exchange,
   type RunSummary,
 } from './types.js'
+import { wakeSleepers } from './wait.js'
 
 interface Current {
   id: string
@@ -40,6 +42,10 @@ export interface RunOptions {
   checkTimeoutMs?: number
   /** Pacing from the deployment's rate-limit headers (default: a new one from the config). */
   pacer?: Pacer
+  /** Aborted (its reason a sentence naming the setting: --deadline, an interrupt): checks not begun are skipped. */
+  signal?: AbortSignal
+  /** What the run learnt before the checks (the receiver's URL refused), for each failure's fix. */
+  findings?: RunFindings
   /**
    * false: leave what the checks created (default true). For a deployment thrown away with its store right after
    * the run (`--reference`), where undoing hundreds of registrations is only wall time.
@@ -57,6 +63,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const log = options.log ?? (() => {})
   const startedAt = new Date().toISOString()
   const budget = new RequestBudget(config.budget)
+  wakeSleepers(false)
   const seen: SeenExchange[] = []
   const violations: ContractViolation[] = []
   // Which check an exchange belongs to: the check whose code (or whose awaited fixture) sent it, also when checks overlap.
@@ -91,6 +98,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     budget,
     timeoutMs: config.timeoutMs,
     pacer,
+    ...(options.signal ? { signal: options.signal } : {}),
     observers: [
       coverage.observe,
       (exchange, response) => {
@@ -166,13 +174,19 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     let message: string | undefined
     let notApplicable = false
     try {
+      if (options.signal?.aborted) throw new CheckSkipped(`not run: ${String(options.signal.reason)}`)
       if (transportFailures >= 3 && !(await answers(config))) {
         throw new Error(
           `not run: ${config.baseUrl} stopped answering (${transportFailures} checks in a row failed on the transport)`,
         )
       }
       await running.run(mine, () =>
-        withTimeout(check.run(ctx), options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3), check.id),
+        withTimeout(
+          check.run(ctx),
+          options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3),
+          check.id,
+          options.signal,
+        ),
       )
       transportFailures = 0
       // Nothing it judged failed, but a part of it did not run: it must not read as a pass.
@@ -210,6 +224,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       exchanges: outcome === 'fail' ? mine.exchanges.slice(-3) : [],
       durationMs: Math.round(performance.now() - started),
     }
+    const fix = fixFor(result, options.findings)
+    if (fix) result.fix = fix
     results[index] = result
     options.onResult?.(result, index, total)
   }
@@ -228,6 +244,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   // check that failed before its `finally`) left open is closed now, so nothing keeps the process alive.
   checksEnded = true
   budget.end()
+  if (options.signal?.aborted) wakeSleepers()
   if (sockets.size > 0) {
     log(
       `teardown: closed ${sockets.size} socket(s) left open by ${[...new Set(sockets.values())].join(', ')}`,
@@ -283,16 +300,21 @@ async function answers(config: SuiteConfig): Promise<boolean> {
   }
 }
 
-async function withTimeout<T>(p: Promise<T>, ms: number, id: string): Promise<T> {
+/** The check's outcome, or a failure when it outlives its time limit, or a skip when the run is aborted meanwhile. */
+async function withTimeout<T>(p: Promise<T>, ms: number, id: string, signal?: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout | undefined
+  let onAbort: (() => void) | undefined
   try {
     return await Promise.race([
       p,
       new Promise<T>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`${id} did not finish within ${ms} ms`)), ms)
+        onAbort = () => reject(new CheckSkipped(`cut short: ${String(signal?.reason)}`))
+        signal?.addEventListener('abort', onAbort, { once: true })
       }),
     ])
   } finally {
     clearTimeout(timer)
+    if (onAbort) signal?.removeEventListener('abort', onAbort)
   }
 }

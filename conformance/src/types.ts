@@ -40,6 +40,8 @@ export interface CheckResult {
    * A profile check without it checks a spec sentence (its clauses).
    */
   gap?: string
+  /** The one setting (or the deployment, at its spec statements) that addresses a failure or a skip (src/fix.ts). */
+  fix?: string
   /** A skip because the deployment does not declare the optional surface the check is about (not counted as missing). */
   notApplicable?: boolean
   /** The exchanges closest to the failure (the last few the check made). */

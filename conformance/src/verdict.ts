@@ -14,8 +14,11 @@ export interface Verdict {
   /** The last line of every run: the verdict and why, in one sentence. */
   line: string
   core: {
+    /** Every core check of the suite: passed + failed + skipped + notApplicable + notSelected (one total everywhere). */
     total: number
     passed: number
+    /** Core checks about an optional surface the deployment does not declare: they cannot run, and are not missing. */
+    notApplicable: number
     failed: string[]
     skipped: string[]
     /** Core checks that ran but a part of which could not run (their messages say which part and what would run it). */
@@ -63,8 +66,9 @@ export function verdictFor(summary: RunSummary, options: VerdictOptions): Verdic
   const applicable = core.filter((r) => !r.notApplicable)
   const base = {
     core: {
-      total: applicable.length + notSelected.length,
+      total: core.length + notSelected.length,
       passed: core.filter((r) => r.outcome === 'pass').length,
+      notApplicable: core.length - applicable.length,
       failed,
       skipped: ids(skippedResults),
       partial: ids(partialResults),
@@ -123,6 +127,9 @@ export function verdictFor(summary: RunSummary, options: VerdictOptions): Verdic
     ...base,
     verdict: 'CONFORMANT',
     exitCode: 0,
-    line: `CONFORMANT: all ${base.core.total} core checks ran and passed${core.length > applicable.length ? ` (${core.length - applicable.length} more concern optional surfaces the deployment does not declare)` : ''}`,
+    line:
+      base.core.notApplicable > 0
+        ? `CONFORMANT: all ${applicable.length} core checks that apply ran and passed (the other ${base.core.notApplicable} of the ${base.core.total} concern optional surfaces the deployment does not declare)`
+        : `CONFORMANT: all ${base.core.total} core checks ran and passed`,
   }
 }

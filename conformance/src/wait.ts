@@ -1,7 +1,32 @@
 /** Bounded polling: every wait in the suite ends, and says what it was waiting for when it gives up. */
 import { CheckFailure } from './types.js'
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+/** Sleeps in progress, each with the function that ends it early. */
+const sleeping = new Set<() => void>()
+let woken = false
+
+export const sleep = (ms: number) =>
+  woken
+    ? Promise.resolve()
+    : new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer)
+          sleeping.delete(wake)
+          resolve()
+        }
+        const timer = setTimeout(wake, ms)
+        sleeping.add(wake)
+      })
+
+/**
+ * A run was cut short (--deadline, an interrupt): every sleep of a check still going ends now, and later ones at
+ * once, so that check reaches its next request (which the ended run refuses) instead of holding the process.
+ * `false` makes sleeps sleep again, for the next run in the same process.
+ */
+export function wakeSleepers(wake = true): void {
+  woken = wake
+  if (wake) for (const w of [...sleeping]) w()
+}
 
 export async function waitUntil<T>(
   what: string,

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PACKAGE_ROOT } from '../src/config.js'
-import { type ReferenceServer, startReference } from '../src/reference.js'
+import { freePort, type ReferenceServer, startReference } from '../src/reference.js'
 
 const exec = promisify(execFile)
 
@@ -19,6 +19,7 @@ describe('the one-file bundle', () => {
   const dir = mkdtempSync(join(tmpdir(), 'conformance-bundle-'))
   const file = join(dir, 'agentops-conformance.mjs')
   let reference: ReferenceServer | undefined
+  let receiverPort = 0
   const suite = (args: string[]) =>
     exec(process.execPath, [file, ...args], {
       cwd: dir,
@@ -35,7 +36,9 @@ describe('the one-file bundle', () => {
     )
 
   beforeAll(async () => {
-    const started = startReference(() => {})
+    // The suite's webhook receiver listens on this port: the reference's one private target.
+    receiverPort = await freePort()
+    const started = startReference(() => {}, undefined, { receiverTarget: `127.0.0.1:${receiverPort}` })
     started.catch(() => undefined)
     const { stdout } = await exec(
       process.execPath,
@@ -75,6 +78,8 @@ describe('the one-file bundle', () => {
       t.rateLimitedPeer!,
       '--expired-token',
       t.expired!,
+      '--receiver-port',
+      String(receiverPort),
     ])
     expect(r.stderr).toBe('')
     const last = r.stdout.trim().split('\n').at(-1)

@@ -111,7 +111,7 @@ describe('a run always ends with its reports', () => {
     expect(readFileSync(join(dir, 'r.xml'), 'utf8')).toContain('<failure')
     // The receiver preflight said what to set when the deployment refused the receiver URL.
     expect(r.err).toMatch(/--receiver-url/)
-    expect(r.err).toMatch(/AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1/)
+    expect(r.err).toMatch(/AGENTOPS_WEBHOOK_PRIVATE_TARGETS=127.0.0.1:\d+/)
   })
 
   it('an internal error still writes every report, with the error in it', async () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PACKAGE_ROOT } from '../src/config.js'
-import { type ReferenceServer, startReference } from '../src/reference.js'
+import { freePort, type ReferenceServer, startReference } from '../src/reference.js'
 
 const exec = promisify(execFile)
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
@@ -25,6 +25,7 @@ describe('the agentops-conformance package', () => {
   const dir = mkdtempSync(join(tmpdir(), 'conformance-pkg-'))
   const bin = join(dir, 'node_modules', '.bin', 'agentops-conformance')
   let reference: ReferenceServer | undefined
+  let receiverPort = 0
   const suite = (args: string[], env: Record<string, string> = {}) =>
     exec(bin, args, { cwd: dir, timeout: 120_000, env: { PATH: process.env.PATH ?? '', ...env } }).then(
       (r) => ({ code: 0, ...r }),
@@ -37,7 +38,9 @@ describe('the agentops-conformance package', () => {
 
   beforeAll(async () => {
     // The reference server starts while the package is packed and installed.
-    const started = startReference(() => {})
+    // The suite's webhook receiver listens on this port: the reference's one private target.
+    receiverPort = await freePort()
+    const started = startReference(() => {}, undefined, { receiverTarget: `127.0.0.1:${receiverPort}` })
     started.catch(() => undefined)
     const { stdout } = await exec(npm, ['pack', '--json', '--pack-destination', dir], {
       cwd: PACKAGE_ROOT,
@@ -97,6 +100,8 @@ describe('the agentops-conformance package', () => {
       t.secondWorkspace!,
       '--expired-token',
       t.expired!,
+      '--receiver-port',
+      String(receiverPort),
       '--only',
       'auth.,scoping.agent-404,scoping.cross-workspace-controls-404,webhooks.subscribe,webhooks.signature-hmac,sweep.',
       '--strict-profile',

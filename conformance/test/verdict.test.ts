@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
+import { fixFor } from '../src/fix.js'
 import { toJson } from '../src/report/json.js'
 import { toJunit } from '../src/report/junit.js'
 import { toMarkdown } from '../src/report/markdown.js'
+import { formatResult, formatSummary } from '../src/report/text.js'
 import type { CheckResult, RunSummary } from '../src/types.js'
 import { settingsNamed, verdictFor } from '../src/verdict.js'
 
@@ -103,7 +105,64 @@ describe('the verdict', () => {
     const v = verdictFor(run([result('a.x', 'core', 'pass'), na]), lenient)
     expect(v).toMatchObject({ verdict: 'CONFORMANT', exitCode: 0 })
     expect(v.line).toBe(
-      'CONFORMANT: all 1 core checks ran and passed (1 more concern optional surfaces the deployment does not declare)',
+      'CONFORMANT: all 1 core checks that apply ran and passed (the other 1 of the 2 concern optional surfaces the deployment does not declare)',
+    )
+  })
+
+  it('one total everywhere: the summary line, the verdict line and the JSON count every core check once', () => {
+    const na = { ...result('graphql.x', 'core', 'skip', 'no GraphQL surface declared'), notApplicable: true }
+    const summary = run(
+      [
+        result('a.ok', 'core', 'pass'),
+        result('a.bad', 'core', 'fail', 'answered 200, not 202'),
+        result('a.skip', 'core', 'skip', 'no second-workspace token (--second-token / X) given'),
+        na,
+      ],
+      { notSelected: ['a.out'] },
+    )
+    summary.verdict = verdictFor(summary, lenient)
+    expect(summary.verdict.line).toMatch(/^NOT CONFORMANT: 1 of 5 core checks failed: a\.bad$/)
+    expect(formatSummary(summary, false)).toContain(
+      'core:    1 passed, 1 failed, 1 skipped, 1 not applicable, 1 left out (5 core checks)',
+    )
+    expect((JSON.parse(toJson(summary)) as { verdict: { core: { total: number } } }).verdict.core.total).toBe(
+      5,
+    )
+  })
+
+  it('every failed or skipped line ends with the one setting that addresses it; the reports carry the whole reason', () => {
+    const long = `the deployment refused the receiver ${'x'.repeat(900)} (set --receiver-url / AGENTOPS_CONFORMANCE_RECEIVER_URL)`
+    const cases: Array<[CheckResult, string]> = [
+      [
+        result('a.skip', 'core', 'skip', 'no second-workspace token (--second-token / X) given'),
+        '--second-token / AGENTOPS_CONFORMANCE_SECOND_TOKEN',
+      ],
+      [
+        result('a.wait', 'core', 'fail', 'nothing within 15000 ms (raise --wait-ms)'),
+        '--wait-ms / AGENTOPS_CONFORMANCE_WAIT_MS',
+      ],
+      [
+        { ...result('a.spec', 'core', 'fail', 'answered 200, not 202'), clauses: ['S2.11'] },
+        'the deployment (spec S2.11)',
+      ],
+      [result('a.long', 'core', 'fail', long), '--receiver-url / AGENTOPS_CONFORMANCE_RECEIVER_URL'],
+    ]
+    for (const [r, fix] of cases) {
+      const withFix = { ...r, fix: fixFor(r) }
+      expect(withFix.fix).toBe(fix)
+      const printed = formatResult(withFix, 0, 1)
+      expect(printed.endsWith(`→ fix: ${fix}`)).toBe(true)
+      const summary = run([withFix])
+      expect(toMarkdown(summary)).toContain(r.message)
+      expect(toJunit(summary)).toContain(`${r.message} → fix: ${fix}`)
+      expect(JSON.parse(toJson(summary)).results[0].message).toBe(r.message)
+    }
+    // The deployment refused the receiver before the run: a webhook check's failure names the receiver's URL.
+    const refused = fixFor(result('webhooks.subscribe', 'core', 'fail', 'POST /v1/webhooks answered 400'), {
+      receiverRefused: 'http://127.0.0.1:9/hooks (400 private address)',
+    })
+    expect(refused).toMatch(
+      /^--receiver-url \/ AGENTOPS_CONFORMANCE_RECEIVER_URL: a URL the deployment accepts/,
     )
   })
 

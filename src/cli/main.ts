@@ -7,8 +7,8 @@ import type { Tier } from '../domain/identity.js'
 import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
 import type { Logger } from '../observability/logger.js'
 import { PACKAGE_ROOT } from '../package-root.js'
-import { openDb } from '../store/db.js'
 import { migrate } from '../store/migrations/index.js'
+import { openDb } from '../store/open.js'
 import { createRepositories } from '../store/repos/index.js'
 import { applyServerV8Flags, missingNodeOptions } from './node-options.js'
 import { provisionConformance } from './provision-conformance.js'
@@ -36,7 +36,7 @@ Serves the API and the WebSocket stream (/v1/stream) on one port.
   --port N            port (default: $PORT or 8080)
   --host H            address to bind (default: $HOST or 0.0.0.0)
   --database-url URL  sqlite:PATH (default sqlite:./.agentops/agentops.db) or postgres://...
-Other settings: AGENTOPS_MAX_BODY_BYTES, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1, AGENTOPS_RUN_CONCURRENCY.`,
+Other settings: AGENTOPS_MAX_BODY_BYTES, AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT,..., AGENTOPS_RUN_CONCURRENCY.`,
   'keys create': `agentops keys create --workspace NAME [options]
 
 Issues an API key; the token is printed once and only its hash is stored.
@@ -65,7 +65,8 @@ P-primary, P-second and P-limited (default P: conformance-<random>), and prints 
 suite's provisioning contract: {"tokens": {"primary", "expired", "secondWorkspace", "narrowScope", "otherScope",
 "rateLimited", "rateLimitedPeer"}}. Give the command to the suite as --provision "agentops keys
 provision-conformance --database-url URL" (or "provision" in its config file); the server it tests must run with
-AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1 when the suite's webhook receiver is on a private address.`,
+AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT (the receiver's exact address) when the suite's webhook receiver is on a
+private address.`,
   workspaces: `agentops workspaces set NAME [options]
 
 Changes a workspace's tier, limits, policy classes and feature flags.

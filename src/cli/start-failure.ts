@@ -3,7 +3,7 @@
  * failed, which setting it comes from, and what to do about it.
  */
 import type { Config } from '../config.js'
-import { StoreUnreachable } from '../store/db.js'
+import { StoreUnreachable } from '../store/open.js'
 
 type Where = Pick<Config, 'port' | 'host'> & { metricsPort?: number | undefined }
 

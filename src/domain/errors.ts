@@ -5,7 +5,6 @@
  */
 import { ERROR_CODES } from '../../generated/contract.js'
 import type { KeyRefusal } from './identity.js'
-import type { WindowState } from './limits/rate-limit.js'
 
 /** Every code with its status and meaning: the contract's `x-error-codes`, generated into generated/contract.ts. */
 export const ERROR_CATALOGUE = ERROR_CODES
@@ -56,22 +55,6 @@ const REFUSALS: Record<KeyRefusal, string> = {
 export function unauthenticated(reason: KeyRefusal): ApiError {
   const challenge = reason === 'missing' ? 'Bearer' : 'Bearer error="invalid_token"'
   return new ApiError('unauthenticated', REFUSALS[reason], { reason }, { 'WWW-Authenticate': challenge })
-}
-
-/** 429 for the window that refused the request (REST and socket ingestion alike). */
-export function rateLimited(w: WindowState): ApiError {
-  return new ApiError(
-    'rate_limited',
-    `The workspace used its ${w.quota} requests of the ${w.name} window; retry in ${w.resetSeconds} s`,
-    {
-      window: w.name,
-      limit: w.quota,
-      window_seconds: w.windowSeconds,
-      reset_at: new Date(w.windowStart + w.windowSeconds * 1000).toISOString(),
-      retry_after_seconds: w.resetSeconds,
-    },
-    { 'Retry-After': String(w.resetSeconds) },
-  )
 }
 
 export interface ErrorEnvelope {

@@ -1,5 +1,5 @@
 /**
- * The store's contract with the domain: a database handle (src/store/db.ts) that runs statements, transactions
+ * The store's contract with the domain: a database handle (opened by src/store/open.ts) that runs statements, transactions
  * and units of work. Each feature declares its own repositories and ports beside it (`<feature>/ports.ts`); the
  * store implements them and the composition root (src/services.ts) wires them. This file names no feature.
  */

@@ -3,12 +3,7 @@
  * these narrow ports and never learns what is behind them; every method is cheap and synchronous, called after
  * the fact it reports, and must never throw.
  */
-import type { FrameRecord, RunRecord, RunStatus } from './runs/types.js'
-
-export interface RunTelemetry {
-  /** A run's change committed: `before` is its status when the change began, `run` the stored result. */
-  changed(before: RunStatus, run: RunRecord, frames: readonly FrameRecord[]): void
-}
+import type { RUN_STATUSES } from '../../generated/contract.js'
 
 export type DeliveryAttemptOutcome = 'delivered' | 'failed'
 
@@ -32,11 +27,10 @@ export interface LeaseTelemetry {
 
 /** What a metrics scrape reads from the store (which implements it): runs by status, the webhook outbox, the pool. */
 export interface StoreGauges {
-  runsByStatus(): Promise<Partial<Record<RunStatus, number>>>
+  runsByStatus(): Promise<Partial<Record<(typeof RUN_STATUSES)[number], number>>>
   outbox(): Promise<{ depth: number; oldestAgeSeconds: number }>
   pool(): { total: number; idle: number; waiting: number }
 }
 
-export const NO_RUN_TELEMETRY: RunTelemetry = { changed() {} }
 export const NO_WEBHOOK_TELEMETRY: WebhookTelemetry = { attempted() {}, gaveUp() {} }
 export const NO_LEASE_TELEMETRY: LeaseTelemetry = { takenOver() {} }

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Config } from '../config.js'
+import { AGENT_WRITES_ONLY_OPERATIONS } from '../domain/agents/service.js'
 import { ApiError } from '../domain/errors.js'
 import type { Services } from '../services.js'
 import type { AppEnv } from '../surface/context.js'
@@ -8,7 +9,7 @@ import { STREAM_PATH } from '../surface/paths.js'
 import { validationHook } from '../surface/validation.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
-import { bodyGuard, WITH_BODY } from './middleware/body.js'
+import { bodyGuard, closeUnreadBody, WITH_BODY } from './middleware/body.js'
 import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
 import { observeRequests, routeTemplate } from './middleware/observe.js'
@@ -16,7 +17,7 @@ import { rateLimit } from './middleware/rate-limit.js'
 import { requestId } from './middleware/request-id.js'
 import { inSeries } from './middleware/series.js'
 import { textGuard } from './middleware/text.js'
-import { registerAgentRoutes, WRITES_ONLY_POSTS } from './routes/agents.js'
+import { registerAgentRoutes } from './routes/agents.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
 import { registerRunRoutes } from './routes/runs.js'
@@ -71,6 +72,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   if (corsMiddleware) app.use('*', corsMiddleware)
   app.onError((err, c) => {
     const apiError = toApiError(err)
+    closeUnreadBody(c, services.config.maxBodyBytes)
     if (apiError.code === 'internal_error') {
       services.logger.error(
         { err, req_id: c.get('requestId'), method: c.req.method, route: routeTemplate(c) },
@@ -79,7 +81,10 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
     }
     return errorResponse(c, apiError)
   })
-  app.notFound((c) => errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path })))
+  app.notFound((c) => {
+    closeUnreadBody(c, services.config.maxBodyBytes)
+    return errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path }))
+  })
 
   const limitMetrics = services.metrics?.limits
   // One layer, three steps in series. The stream authenticates during its own upgrade (src/stream); everything
@@ -100,7 +105,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
     '/v1/*',
     idempotency(services.idempotency, {
       countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
-      writesOnly: WRITES_ONLY_POSTS,
+      writesOnlyOperations: AGENT_WRITES_ONLY_OPERATIONS,
     }),
   )
 

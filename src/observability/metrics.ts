@@ -9,13 +9,9 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { Tier } from '../domain/identity.js'
+import type { RunTelemetry } from '../domain/runs/ports.js'
 import type { FrameRecord, RunRecord, RunStatus } from '../domain/runs/types.js'
-import type {
-  DeliveryAttemptOutcome,
-  RunTelemetry,
-  StoreGauges,
-  WebhookTelemetry,
-} from '../domain/telemetry.js'
+import type { DeliveryAttemptOutcome, StoreGauges, WebhookTelemetry } from '../domain/telemetry.js'
 
 /** Latency buckets in seconds: from a cached read (about a millisecond) to a slow store (seconds). */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]

@@ -82,18 +82,40 @@ function embeddedIpv4(groups: readonly number[]): string | null {
   return null
 }
 
-/** True when the literal IP address is not publicly routable (or is not an IP address at all). */
-export function isNonPublicAddress(address: string): boolean {
+/**
+ * Addresses no outbound call may reach even when the operator lists them as a private target: link-local (every
+ * cloud's instance metadata at 169.254.169.254 and fe80::/10) and the metadata endpoints outside it (Alibaba
+ * Cloud's 100.100.100.200, Oracle Cloud's 192.0.0.192, AWS's IPv6 fd00:ec2::254).
+ */
+const NEVER = new BlockList()
+NEVER.addSubnet('169.254.0.0', 16, 'ipv4')
+NEVER.addAddress('100.100.100.200', 'ipv4')
+NEVER.addAddress('192.0.0.192', 'ipv4')
+NEVER.addSubnet('fe80::', 10, 'ipv6')
+NEVER.addAddress('fd00:ec2::254', 'ipv6')
+
+/** Whether `list` holds the literal address, in any IPv6 spelling that embeds an IPv4 one; not an IP: true. */
+function listed(list: BlockList, address: string): boolean {
   const family = isIP(address)
-  if (family === 4) return NON_PUBLIC.check(address, 'ipv4')
+  if (family === 4) return list.check(address, 'ipv4')
   if (family === 6) {
     const groups = ipv6Groups(address)
     if (!groups) return true
     const v4 = embeddedIpv4(groups)
-    if (v4 !== null) return NON_PUBLIC.check(v4, 'ipv4')
-    return NON_PUBLIC.check(address.replace(/%.*$/, ''), 'ipv6')
+    if (v4 !== null) return list.check(v4, 'ipv4')
+    return list.check(address.replace(/%.*$/, ''), 'ipv6')
   }
   return true
+}
+
+/** True when the literal IP address is not publicly routable (or is not an IP address at all). */
+export function isNonPublicAddress(address: string): boolean {
+  return listed(NON_PUBLIC, address)
+}
+
+/** True for link-local and cloud metadata addresses, which no allow-list opens (or for what is not an IP). */
+export function isNeverAllowedAddress(address: string): boolean {
+  return listed(NEVER, address)
 }
 
 /** The hostname of a URL without IPv6 brackets. */

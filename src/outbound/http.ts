@@ -3,14 +3,23 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
 import type { OutboundAnswer, OutboundFailure, OutboundHttp, OutboundPost } from '../domain/outbound.js'
-import { hostOf, isLocalName, isNonPublicAddress } from './addresses.js'
+import { hostOf, isLocalName, isNeverAllowedAddress, isNonPublicAddress } from './addresses.js'
+import {
+  listedTarget,
+  NO_PRIVATE_TARGETS,
+  type OutboundPurpose,
+  type PrivateTargets,
+} from './private-targets.js'
 
 /** Resolves a host name to every address it has (the system resolver unless a test gives another). */
 export type Resolve = (hostname: string) => Promise<LookupAddress[]>
 
 export interface OutboundOptions {
-  /** Let calls reach private, loopback and other non-public addresses (tests, single-host setups). */
-  allowPrivate: boolean
+  /**
+   * The private host:port pairs this client may call anyway (a local receiver); none by default. Link-local and
+   * cloud metadata addresses stay refused for them too.
+   */
+  privateTargets?: PrivateTargets
   resolve?: Resolve
   /** Which addresses are refused; the IANA non-public ranges unless a test narrows them. */
   blocks?: (address: string) => boolean
@@ -62,28 +71,47 @@ function describe(err: Error & { code?: string }): string {
 }
 
 /**
- * The server's one outbound HTTP client, shared by webhook delivery and the `http` tool provider. Redirects are
- * never followed (a 3xx is the answer), so a public URL cannot bounce a call to a private one.
+ * The server's outbound HTTP client; one per purpose (webhooks, destinations, `http` tools), each with its own
+ * private targets. Redirects are never followed (a 3xx is the answer), so a public URL cannot bounce a call to a
+ * private one. A URL whose host and port are listed may reach private addresses, never link-local or metadata ones.
  */
-export function createOutboundHttp(options: OutboundOptions): OutboundHttp {
-  const blocks = options.allowPrivate ? () => false : (options.blocks ?? isNonPublicAddress)
-  const lookup = guardedLookup(options.resolve ?? systemResolve, blocks)
+export function createOutboundHttp(options: OutboundOptions = {}): OutboundHttp {
+  const targets = options.privateTargets ?? NO_PRIVATE_TARGETS
+  const blocks = options.blocks ?? isNonPublicAddress
+  const resolve = options.resolve ?? systemResolve
+  const strict = guardedLookup(resolve, blocks)
+  const listed = guardedLookup(resolve, isNeverAllowedAddress)
+  const guardFor = (url: URL) =>
+    listedTarget(targets, url)
+      ? { blocks: isNeverAllowedAddress, lookup: listed }
+      : { blocks, lookup: strict }
   return {
     refusal(url) {
-      if (options.allowPrivate) return null
       const host = hostOf(url)
+      if (isIP(host) !== 0 && isNeverAllowedAddress(host)) return 'points at a link-local or metadata address'
+      if (listedTarget(targets, url)) return null
       if ((isIP(host) !== 0 && blocks(host)) || isLocalName(host))
         return 'points at a private, loopback or link-local address'
       return null
     },
-    post: (request) => post(request, blocks, lookup),
+    post: (request) => post(request, guardFor),
+  }
+}
+
+/** One outbound client per purpose, each guarded by that purpose's private targets only. */
+export function createOutboundPorts(
+  privateTargets: Record<OutboundPurpose, PrivateTargets>,
+): Record<OutboundPurpose, OutboundHttp> {
+  return {
+    webhooks: createOutboundHttp({ privateTargets: privateTargets.webhooks }),
+    destinations: createOutboundHttp({ privateTargets: privateTargets.destinations }),
+    tools: createOutboundHttp({ privateTargets: privateTargets.tools }),
   }
 }
 
 function post(
   request: OutboundPost,
-  blocks: (address: string) => boolean,
-  lookup: LookupFunction,
+  guardFor: (url: URL) => { blocks: (address: string) => boolean; lookup: LookupFunction },
 ): Promise<OutboundAnswer> {
   return new Promise((resolve) => {
     let settled = false
@@ -105,6 +133,7 @@ function post(
       return finish(failed('invalid_url', 'url must use http or https'))
     }
     // A literal address is connected to without a lookup, so it is checked here.
+    const { blocks, lookup } = guardFor(url)
     const host = hostOf(url)
     if (isIP(host) !== 0 && blocks(host)) {
       return finish(failed('private_address', new PrivateAddressError(host).message))

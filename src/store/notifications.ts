@@ -14,7 +14,8 @@ import {
 } from '../domain/changes.js'
 import type { FailureLog } from '../domain/failure-log.js'
 import type { Db, Queryable } from './db.js'
-import { driverOptions, PostgresDb } from './postgres.js'
+import { driverOptions } from './postgres/connections.js'
+import { PostgresDb } from './postgres/db.js'
 
 export const CHANGES_CHANNEL = 'agentops_changes'
 /** PostgreSQL refuses payloads of 8000 bytes or more; a bigger change is sent as "look everywhere". */

@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
@@ -81,6 +82,49 @@ function violations(): string[] {
   return out
 }
 
+/** The module a relative specifier names: `./x.js` is the file ./x.ts (or ./x/index.ts), as TypeScript resolves it. */
+function resolveImport(from: string, spec: string): string {
+  const target = resolve(dirname(from), spec).replace(/\.js$/, '')
+  return existsSync(`${target}.ts`) ? `${target}.ts` : join(target, 'index.ts')
+}
+
+/**
+ * Every import circle among the given files (type-only and dynamic imports count: a circle of types is still two
+ * modules that cannot be read apart), each as the files around it, from the one that closes it.
+ */
+function circles(files: readonly string[]): string[][] {
+  const inSet = new Set(files)
+  const edges = new Map(
+    files.map((file) => [
+      file,
+      importsOf(readFileSync(file, 'utf8'))
+        .map((spec) => resolveImport(file, spec))
+        .filter((to) => inSet.has(to)),
+    ]),
+  )
+  const found: string[][] = []
+  const state = new Map<string, 'open' | 'done'>()
+  const path: string[] = []
+  const visit = (file: string): void => {
+    state.set(file, 'open')
+    path.push(file)
+    for (const to of edges.get(file) ?? []) {
+      if (state.get(to) === 'open') found.push([...path.slice(path.indexOf(to)), to])
+      else if (!state.has(to)) visit(to)
+    }
+    path.pop()
+    state.set(file, 'done')
+  }
+  for (const file of files) if (!state.has(file)) visit(file)
+  return found
+}
+
+/** The feature a file of src/domain/ belongs to (its folder), or null for the shared ground directly in src/domain/. */
+function domainFeatureOf(file: string): string | null {
+  const rel = relative(join(SRC, 'domain'), file).split('/')
+  return rel.length > 1 && rel[0] !== '..' ? (rel[0] ?? null) : null
+}
+
 /**
  * Where a file names the whole `Services` (the service locator) rather than a `Pick` of it or one member's type:
  * only the composition roots (files directly in src/) may; every transport, route and middleware takes its ports.
@@ -139,6 +183,46 @@ function filesOf(...layers: string[]): string[] {
 describe('the layers of src/', () => {
   it('imports only along the allowed graph', () => {
     expect(violations()).toEqual([])
+  })
+
+  it('has no import circle', () => {
+    const found = circles(sourceFiles(SRC)).map((circle) =>
+      circle.map((file) => relative(ROOT, file)).join(' -> '),
+    )
+    expect(found).toEqual([])
+  })
+
+  it('keeps the shared ground of the domain (files directly in src/domain/) free of imports from a feature', () => {
+    const found = sourceFiles(join(SRC, 'domain'))
+      .filter((file) => domainFeatureOf(file) === null)
+      .flatMap((file) =>
+        importsOf(readFileSync(file, 'utf8')).flatMap((spec) => {
+          const to = resolveImport(file, spec)
+          const feature = to.startsWith(join(SRC, 'domain')) ? domainFeatureOf(to) : null
+          return feature ? [`${relative(ROOT, file)} imports ${spec} (${feature})`] : []
+        }),
+      )
+    expect(found).toEqual([])
+  })
+
+  it('finds a circle, however long, and tells a circle from a shared import', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'layers-'))
+    try {
+      const write = (name: string, text: string) => writeFileSync(join(dir, name), text)
+      write('a.ts', "import { b } from './b.js'\nimport type { D } from './d.js'")
+      write('b.ts', "export { c } from './c.js'")
+      write('c.ts', "const a = await import('./a.js')")
+      write('d.ts', "import { e } from './e.js'")
+      write('e.ts', 'export const e = 1')
+      const files = ['a.ts', 'b.ts', 'c.ts', 'd.ts', 'e.ts'].map((name) => join(dir, name))
+      expect(circles(files).map((c) => c.map((file) => relative(dir, file)))).toEqual([
+        ['a.ts', 'b.ts', 'c.ts', 'a.ts'],
+      ])
+      write('c.ts', 'export const c = 1')
+      expect(circles(files)).toEqual([])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('forces no type with a double cast (`as unknown as`): a library is used through the types it publishes', () => {

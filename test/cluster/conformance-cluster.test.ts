@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { backends } from '../support/backends.js'
-import { type Cluster, conformanceTokenFlags, startCluster } from '../support/cluster.js'
+import { type Cluster, conformanceTokenFlags, freePort, startCluster } from '../support/cluster.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const postgres = backends().filter((b) => b.name === 'postgres')
@@ -15,11 +15,18 @@ const postgres = backends().filter((b) => b.name === 'postgres')
 describe.skipIf(postgres.length === 0)('the conformance suite against a two-replica cluster', () => {
   let cluster: Cluster
   let tokenFlags: string[]
+  let receiverPort = 0
 
   beforeAll(async () => {
     const url = await postgres[0]!.freshUrl()
     tokenFlags = await conformanceTokenFlags(url)
-    cluster = await startCluster({ databaseUrl: url, replicas: 2 })
+    // The suite's webhook receiver listens on this port, the replicas' one private webhook target.
+    receiverPort = await freePort()
+    cluster = await startCluster({
+      databaseUrl: url,
+      replicas: 2,
+      env: { AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}` },
+    })
   })
 
   afterAll(async () => {
@@ -29,7 +36,15 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
   it('passes every check, core and profile, through the balancer', async () => {
     const child = spawn(
       process.execPath,
-      ['bin/agentops-conformance.mjs', '--base-url', cluster.url, '--strict-profile', ...tokenFlags],
+      [
+        'bin/agentops-conformance.mjs',
+        '--base-url',
+        cluster.url,
+        '--strict-profile',
+        '--receiver-port',
+        String(receiverPort),
+        ...tokenFlags,
+      ],
       { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] },
     )
     let output = ''

@@ -1,6 +1,6 @@
 /**
  * `agentops keys create` / `keys revoke` next to a SQLite server that commits back to back (a run queue draining,
- * ingest) must get the write lock, not sleep through every gap until "database is locked" (src/store/sqlite-operators.ts).
+ * ingest) must get the write lock, not sleep through every gap until "database is locked" (src/store/sqlite/operators.ts).
  * Two halves of that, each shown by structure rather than by a time measured:
  *
  * - the server: while an operator is announced as waiting, the writer leaves the lock free between two of its group
@@ -20,8 +20,8 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { migrate } from '../../src/store/migrations/index.js'
-import { SqliteDb } from '../../src/store/sqlite.js'
-import { OperatorSignal } from '../../src/store/sqlite-operators.js'
+import { SqliteDb } from '../../src/store/sqlite/db.js'
+import { OperatorSignal } from '../../src/store/sqlite/operators.js'
 import { agentopsCli } from '../support/cluster.js'
 import { startOperatorLoad } from '../support/operator-load.js'
 import { testTempDir } from '../support/temp.js'

@@ -137,7 +137,11 @@ describe.each(backends())('shutdown of agentops serve under load on $name', (bac
   it.each(['SIGTERM', 'SIGINT'] as const)(
     'on %s exits 0 with the one line whatever is in flight, and loses nothing it acknowledged',
     async (signal) => {
-      const replica = await startReplica(0, databaseUrl, LOGGED)
+      // The receiver's exact host:port is the replica's one private webhook target.
+      const replica = await startReplica(0, databaseUrl, {
+        ...LOGGED,
+        AGENTOPS_WEBHOOK_PRIVATE_TARGETS: new URL(receiver.url).host,
+      })
       try {
         const hook = await post(replica.url, '/v1/webhooks', {
           url: receiver.url,

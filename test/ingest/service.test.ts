@@ -5,8 +5,9 @@ import { EventLog } from '../../src/domain/events/log.js'
 import { proofFromLeafHashes } from '../../src/domain/ingestion/lineage.js'
 import { verifyInclusion } from '../../src/domain/ingestion/merkle.js'
 import { IngestionService } from '../../src/domain/ingestion/service.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { createRepositories } from '../../src/store/repos/index.js'
 import { backends } from '../support/backends.js'
 import { merkleTreeHash as mth, sha256 as sha } from '../support/rfc6962.js'
@@ -34,7 +35,7 @@ describe.each(backends())('IngestionService on $name', (backend) => {
     db = await openDb(await backend.freshUrl())
     await migrate(db)
     const repos = createRepositories(db)
-    events = new EventLog(db, repos.events, clock)
+    events = new EventLog(repos.events, clock)
     service = new IngestionService(db, repos.records, clock, events)
   })
   afterEach(async () => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { freePort } from '../../conformance/src/reference.js'
 import { startServer } from '../../src/server.js'
 import type { Db } from '../../src/store/db.js'
-import { openDb } from '../../src/store/db.js'
+import { openDb } from '../../src/store/open.js'
 import { testTempDir } from '../support/temp.js'
 
 const sqliteUrl = () => `sqlite:${join(testTempDir('readyz-'), 'db.sqlite')}`

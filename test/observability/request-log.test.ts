@@ -7,6 +7,7 @@ import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createLogger } from '../../src/observability/logger.js'
 import { type RunningServer, startServer } from '../../src/server.js'
+import { LOOPBACK_TARGETS } from '../support/private-targets.js'
 import { testTempDir } from '../support/temp.js'
 import { REQUEST_LOG_FIELDS } from './helpers.js'
 
@@ -37,7 +38,7 @@ describe('the request log', () => {
         port: 0,
         host: '127.0.0.1',
         databaseUrl: `sqlite:${join(testTempDir('log-'), 'db.sqlite')}`,
-        allowPrivateWebhooks: true,
+        privateTargets: LOOPBACK_TARGETS,
       },
       logger: createLogger({ level: 'info', destination }),
     })

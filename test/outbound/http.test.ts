@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { OutboundPost } from '../../src/domain/outbound.js'
 import { createOutboundHttp, type Resolve } from '../../src/outbound/http.js'
+import { parsePrivateTargets } from '../../src/outbound/private-targets.js'
+import { ANY_LOOPBACK_PORT } from '../support/private-targets.js'
 
 interface Target {
   server: Server
@@ -51,7 +53,7 @@ describe('the outbound HTTP port', () => {
   })
 
   it('refuses literal private addresses without connecting, in every spelling', async () => {
-    const strict = createOutboundHttp({ allowPrivate: false })
+    const strict = createOutboundHttp()
     for (const host of ['127.0.0.1', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[::1]', '0.0.0.0']) {
       const answer = await strict.post(post(`http://${host}:${a.port}/x`))
       expect(answer, host).toMatchObject({ ok: false, failure: 'private_address' })
@@ -65,7 +67,7 @@ describe('the outbound HTTP port', () => {
       lookups.push(name)
       return [v4('127.0.0.1')]
     }
-    const strict = createOutboundHttp({ allowPrivate: false, resolve })
+    const strict = createOutboundHttp({ resolve })
     const answer = await strict.post(post(`http://tool.example:${a.port}/x`))
     expect(answer).toMatchObject({ ok: false, failure: 'private_address' })
     expect(lookups).toEqual(['tool.example'])
@@ -74,7 +76,7 @@ describe('the outbound HTTP port', () => {
 
   it('refuses a name when any of its answers is private, even after a public one', async () => {
     const resolve: Resolve = async () => [v4('93.184.216.34'), v4('100.64.0.1')]
-    const strict = createOutboundHttp({ allowPrivate: false, resolve })
+    const strict = createOutboundHttp({ resolve })
     const answer = await strict.post(post(`http://mixed.example:${a.port}/x`))
     expect(answer).toMatchObject({
       ok: false,
@@ -89,7 +91,6 @@ describe('the outbound HTTP port', () => {
     let lookups = 0
     const resolve: Resolve = async () => answers[Math.min(lookups++, 1)] ?? []
     const guarded = createOutboundHttp({
-      allowPrivate: false,
       resolve,
       blocks: (addr) => addr.startsWith('10.'),
     })
@@ -104,14 +105,14 @@ describe('the outbound HTTP port', () => {
   })
 
   it('refuses localhost through the system resolver', async () => {
-    const strict = createOutboundHttp({ allowPrivate: false })
+    const strict = createOutboundHttp()
     const answer = await strict.post(post(`http://localhost:${a.port}/x`))
     expect(answer).toMatchObject({ ok: false, failure: 'private_address' })
     expect(a.hits).toEqual([])
   })
 
   it('never follows a redirect: the 3xx is the answer and its Location is not called', async () => {
-    const open = createOutboundHttp({ allowPrivate: true })
+    const open = createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT })
     for (const status of [301, 302, 303, 307, 308]) {
       a.next = { status, headers: { location: `http://127.0.0.1:${b.port}/internal` } }
       const answer = await open.post(post(`http://127.0.0.1:${a.port}/hop`))
@@ -120,8 +121,8 @@ describe('the outbound HTTP port', () => {
     expect(b.hits).toEqual([])
   })
 
-  it('reaches private addresses when the operator allows them, and reads at most maxAnswerBytes', async () => {
-    const open = createOutboundHttp({ allowPrivate: true })
+  it('reaches private addresses when the operator lists them, and reads at most maxAnswerBytes', async () => {
+    const open = createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT })
     expect(await open.post(post(`http://127.0.0.1:${a.port}/ok`))).toEqual({
       ok: true,
       status: 200,
@@ -135,7 +136,7 @@ describe('the outbound HTTP port', () => {
   })
 
   it('names the failure: time-out, abort, unreachable, invalid URL', async () => {
-    const open = createOutboundHttp({ allowPrivate: true })
+    const open = createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT })
     const hang = createServer(() => {})
     await new Promise<void>((r) => hang.listen(0, '127.0.0.1', r))
     const hangPort = (hang.address() as AddressInfo).port
@@ -162,11 +163,56 @@ describe('the outbound HTTP port', () => {
   })
 
   it('tells registration which URLs it will never call', () => {
-    const strict = createOutboundHttp({ allowPrivate: false })
+    const strict = createOutboundHttp()
     expect(strict.refusal(new URL('http://[::ffff:127.0.0.1]/'))).toMatch(/private/)
     expect(strict.refusal(new URL('http://100.64.1.1/'))).toMatch(/private/)
     expect(strict.refusal(new URL('http://api.localhost/'))).toMatch(/private/)
     expect(strict.refusal(new URL('https://hooks.example.com/'))).toBeNull()
-    expect(createOutboundHttp({ allowPrivate: true }).refusal(new URL('http://127.0.0.1/'))).toBeNull()
+    expect(
+      createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT }).refusal(new URL('http://127.0.0.1/')),
+    ).toBeNull()
+  })
+
+  it('reaches a listed host:port only: another port of the same host, or another spelling of a listed name, is refused', async () => {
+    const listed = createOutboundHttp({
+      privateTargets: parsePrivateTargets(`127.0.0.1:${a.port}`, 'TEST'),
+    })
+    expect(await listed.post(post(`http://127.0.0.1:${a.port}/listed`))).toMatchObject({
+      ok: true,
+      status: 200,
+    })
+    // The URL parser's spellings of the same address are the same host.
+    expect(await listed.post(post(`http://2130706433:${a.port}/decimal`))).toMatchObject({ ok: true })
+    for (const url of [
+      `http://127.0.0.1:${b.port}/other-port`,
+      `http://localhost:${a.port}/a-name-for-it`,
+      `http://[::ffff:127.0.0.1]:${a.port}/mapped`,
+    ]) {
+      expect(await listed.post(post(url)), url).toMatchObject({ ok: false, failure: 'private_address' })
+    }
+    expect(a.hits).toEqual(['/listed', '/decimal'])
+    expect(b.hits).toEqual([])
+    expect(listed.refusal(new URL(`http://127.0.0.1:${a.port}/`))).toBeNull()
+    expect(listed.refusal(new URL(`http://127.0.0.1:${b.port}/`))).toMatch(/private/)
+  })
+
+  it('never reaches link-local or metadata addresses, even listed or behind a listed name', async () => {
+    const resolve: Resolve = async () => [v4('169.254.169.254')]
+    const everything = { allows: () => true }
+    const listed = createOutboundHttp({ privateTargets: everything, resolve })
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:169.254.169.254]/',
+      'http://[fe80::1]/',
+      'http://100.100.100.200/',
+      'http://[fd00:ec2::254]/',
+      'http://metadata.internal/computeMetadata/v1/',
+    ]) {
+      expect(await listed.post(post(url, { timeoutMs: 500 })), url).toMatchObject({
+        ok: false,
+        failure: 'private_address',
+      })
+      if (!url.includes('metadata.internal')) expect(listed.refusal(new URL(url)), url).toMatch(/link-local/)
+    }
   })
 })

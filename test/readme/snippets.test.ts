@@ -45,7 +45,8 @@ function readmeBlocks(): Block[] {
 const NOT_RUN: Record<string, string> = {
   'npm ci && npm start': 'starts the server: this test starts it the same way (the compiled bin)',
   'npm ci && npm test': 'runs every test, this one included',
-  'AGENTOPS_ALLOW_PRIVATE_WEBHOOKS=1 npm start': 'starts the server: this test sets the same variable',
+  'AGENTOPS_WEBHOOK_PRIVATE_TARGETS=127.0.0.1:8787 npm start':
+    'starts the server: this test sets the same variable, with its own free port as RECEIVER_PORT',
   'npx agentops-conformance --reference':
     'the conformance package tests run the suite (and --base-url needs a remote)',
   "# in a clone of this repository (the workspace's bin":
@@ -74,21 +75,24 @@ describe('README snippets, run twice against a fresh server', () => {
   let server: ChildProcess | undefined
   let baseUrl = ''
   let token = ''
+  let receiverPort = 0
   const env = () => ({
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? dir,
     AGENTOPS_URL: baseUrl,
     AGENTOPS_TOKEN: token,
     AGENTOPS_DATABASE_URL: databaseUrl,
+    RECEIVER_PORT: String(receiverPort),
   })
 
   beforeAll(async () => {
     const port = await freePort()
+    receiverPort = await freePort()
     server = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', String(port)], {
       env: {
         PATH: process.env.PATH ?? '',
         AGENTOPS_DATABASE_URL: databaseUrl,
-        AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1',
+        AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     })

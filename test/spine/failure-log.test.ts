@@ -11,8 +11,8 @@ import { ChangeListeners } from '../../src/domain/changes.js'
 import { systemClock } from '../../src/domain/clock.js'
 import { createLogger } from '../../src/observability/logger.js'
 import { createServices } from '../../src/services.js'
-import { openDb } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { testTempDir } from '../support/temp.js'
 
 describe('the failure log', () => {

@@ -2,14 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import {
+  ABSENT,
+  ABSENT_TTL_MS,
+  type Absent,
   type CachedKey,
   KEY_CACHE_TTL_MS,
   KEY_REFRESH_AHEAD,
+  type VerifiedEntry,
   VerifiedKeyCache,
 } from '../../src/domain/keys/cache.js'
 import { KeyService } from '../../src/domain/keys/service.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { KeyRepo } from '../../src/store/repos/keys.js'
 import { WorkspaceRepo } from '../../src/store/repos/workspaces.js'
 import { backends } from '../support/backends.js'
@@ -29,6 +34,10 @@ const key = (id: string, workspaceId: string) => ({
   expiresAt: null,
   revokedAt: null,
 })
+
+/** The revocation time of a cached key (null: not revoked), or what the cache said instead of an entry. */
+const revokedAt = (found: VerifiedEntry | Absent | undefined) =>
+  found === ABSENT ? 'absent' : found === undefined ? 'not cached' : found.key.revokedAt
 
 describe('verified-key cache', () => {
   it('trusts an entry for less than the TTL, never at or after it', () => {
@@ -50,15 +59,15 @@ describe('verified-key cache', () => {
     )
     cache.set('k', { key: key('k', 'w'), workspace: workspace('w') })
     now = AHEAD_MS - 1
-    expect(cache.get('k')?.key.revokedAt).toBeNull()
+    expect(revokedAt(cache.get('k'))).toBeNull()
     expect(reads).toHaveLength(0)
     now = AHEAD_MS
-    expect(cache.get('k')?.key.revokedAt).toBeNull()
-    expect(cache.get('k')?.key.revokedAt).toBeNull()
+    expect(revokedAt(cache.get('k'))).toBeNull()
+    expect(revokedAt(cache.get('k'))).toBeNull()
     // One read, however many requests use the entry meanwhile.
     expect(reads).toHaveLength(1)
     reads[0]?.({ key: { ...key('k', 'w'), revokedAt: 5 }, workspace: workspace('w') })
-    await expect.poll(() => cache.get('k')?.key.revokedAt).toBe(5)
+    await expect.poll(() => revokedAt(cache.get('k'))).toBe(5)
     // Trusted for the TTL from when the refresh was sent, not from when it came back.
     now = AHEAD_MS + KEY_CACHE_TTL_MS - 1
     expect(cache.get('k')).toBeDefined()
@@ -66,7 +75,7 @@ describe('verified-key cache', () => {
     expect(cache.get('k')).toBeUndefined()
   })
 
-  it('keeps an entry whose background read failed until its TTL, and forgets one the store no longer has', async () => {
+  it('keeps an entry whose background read failed until its TTL, and remembers as absent one the store no longer has', async () => {
     let now = 0
     let fail = true
     const cache = new VerifiedKeyCache({ now: () => now }, async () => {
@@ -80,7 +89,36 @@ describe('verified-key cache', () => {
     now = KEY_CACHE_TTL_MS - 1
     expect(cache.get('k')).toBeDefined()
     fail = false
-    await expect.poll(() => cache.get('k')).toBeUndefined()
+    await expect.poll(() => cache.get('k')).toBe(ABSENT)
+  })
+
+  it('remembers an id the store does not have as absent for ABSENT_TTL_MS, apart from the keys', async () => {
+    let now = 0
+    let reads = 0
+    const cache = new VerifiedKeyCache({ now: () => now, maxEntries: 2, maxAbsent: 3 }, async () => {
+      reads++
+      return undefined
+    })
+    expect(await cache.load('ghost', async () => undefined)).toBeUndefined()
+    expect(cache.get('ghost')).toBe(ABSENT)
+    // Far past a key's TTL it is still answered from memory, without a read.
+    now = ABSENT_TTL_MS - 1
+    expect(cache.get('ghost')).toBe(ABSENT)
+    expect(reads).toBe(0)
+    now = ABSENT_TTL_MS
+    expect(cache.get('ghost')).toBeUndefined()
+    // Guessed ids fill their own bounded list and never push a key out.
+    cache.set('k', { key: key('k', 'w'), workspace: workspace('w') })
+    for (const id of ['g1', 'g2', 'g3', 'g4', 'g5']) await cache.load(id, async () => undefined)
+    expect(cache.absentSize).toBe(3)
+    expect(cache.get('g1')).toBeUndefined()
+    expect(cache.get('g5')).toBe(ABSENT)
+    expect(revokedAt(cache.get('k'))).toBeNull()
+    // A key found under an id remembered as absent replaces it; forgetting drops both kinds.
+    cache.set('g5', { key: key('g5', 'w'), workspace: workspace('w') })
+    expect(revokedAt(cache.get('g5'))).toBeNull()
+    cache.forgetKey('g4')
+    expect(cache.get('g4')).toBeUndefined()
   })
 
   it('keeps at most maxEntries, dropping the oldest, and forgets by key or workspace', () => {

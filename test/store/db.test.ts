@@ -1,10 +1,11 @@
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Db, openDb, storeKind } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
-import type { PostgresDb } from '../../src/store/postgres.js'
+import { openDb, storeKind } from '../../src/store/open.js'
+import type { PostgresDb } from '../../src/store/postgres/db.js'
 import { EventRepo } from '../../src/store/repos/events.js'
-import { StatementCache, translatePlaceholders } from '../../src/store/sqlite.js'
+import { StatementCache, translatePlaceholders } from '../../src/store/sqlite/statements.js'
 import { backends } from '../support/backends.js'
 import { Gate } from '../support/gate.js'
 
@@ -239,14 +240,14 @@ describe.each(backends())('Db on $name', (backend) => {
     held.hold()
     const first = d
       .transaction(async (tx) => {
-        await new EventRepo(tx).append(d.dialect, event('evt_first'))
+        await new EventRepo(tx, d.dialect).append(event('evt_first'))
         reached.release()
         await held.pass()
       })
       .then(() => committed.push('evt_first'))
     await reached.pass()
     const second = d
-      .transaction((tx) => new EventRepo(tx).append(d.dialect, event('evt_second')))
+      .transaction((tx) => new EventRepo(tx, d.dialect).append(event('evt_second')))
       .then(() => committed.push('evt_second'))
     // SQLite serialises whole transactions, so the second waits for the first; on PostgreSQL the first's append holds
     // no lock until its COMMIT, so the second commits while the first is open (waited for: a lock would hang it).
@@ -256,7 +257,7 @@ describe.each(backends())('Db on $name', (backend) => {
     expect(committed).toEqual(
       d.dialect === 'sqlite' ? ['evt_first', 'evt_second'] : ['evt_second', 'evt_first'],
     )
-    expect((await new EventRepo(d).after(0, 10)).map((e) => e.id)).toEqual(committed)
+    expect((await new EventRepo(d, d.dialect).after(0, 10)).map((e) => e.id)).toEqual(committed)
   })
 
   it('never shows an event before one with a lower seq that is still to commit (concurrent appenders)', async () => {
@@ -269,24 +270,24 @@ describe.each(backends())('Db on $name', (backend) => {
     const poller = (async () => {
       // Bounded: the writers finish within a few hundred milliseconds.
       for (let i = 0; writing && i < 5000; i++) {
-        seen.push((await new EventRepo(d).after(0, 1000)).map((e) => e.seq))
+        seen.push((await new EventRepo(d, d.dialect).after(0, 1000)).map((e) => e.seq))
       }
     })()
     for (let round = 0; round < 4; round++) {
       await Promise.all(
         Array.from({ length: 60 }, (_, i) =>
           d.transaction(async (tx) => {
-            const events = new EventRepo(tx)
+            const events = new EventRepo(tx, d.dialect)
             await tx.run('SELECT 1')
-            await events.append(d.dialect, event(`evt_${round}_${i}`))
-            if (i % 3 === 0) await events.append(d.dialect, event(`evt_${round}_${i}b`))
+            await events.append(event(`evt_${round}_${i}`))
+            if (i % 3 === 0) await events.append(event(`evt_${round}_${i}b`))
           }),
         ),
       )
     }
     writing = false
     await poller
-    const all = (await new EventRepo(d).after(0, 1000)).map((e) => e.seq)
+    const all = (await new EventRepo(d, d.dialect).after(0, 1000)).map((e) => e.seq)
     expect(all).toHaveLength(320)
     // Every snapshot a reader took is a prefix of the final log: no seq became visible before a lower one.
     for (const snapshot of seen) expect(snapshot).toEqual(all.slice(0, snapshot.length))
@@ -298,14 +299,14 @@ describe.each(backends())('Db on $name', (backend) => {
     await migrate(d)
     await d.exec('CREATE TABLE marks (k TEXT PRIMARY KEY)')
     const event = { id: 'evt_dup', workspaceId: 'w', kind: 'k', ts: 1, subjectId: 's', data: {} }
-    await d.transaction((tx) => new EventRepo(tx).append(d.dialect, event))
+    await d.transaction((tx) => new EventRepo(tx, d.dialect).append(event))
     const failing = d.transaction(async (tx) => {
       await tx.run("INSERT INTO marks (k) VALUES ('written')")
-      await new EventRepo(tx).append(d.dialect, { ...event, ts: 2 }) // the same event id: a unique violation
+      await new EventRepo(tx, d.dialect).append({ ...event, ts: 2 }) // the same event id: a unique violation
     })
     await expect(failing).rejects.toThrow()
     expect(await d.query('SELECT k FROM marks')).toEqual([])
-    expect((await new EventRepo(d).after(0, 10)).map((e) => e.ts)).toEqual([1])
+    expect((await new EventRepo(d, d.dialect).after(0, 10)).map((e) => e.ts)).toEqual([1])
     // The connection is usable again afterwards.
     await d.transaction((tx) => tx.run("INSERT INTO marks (k) VALUES ('later')"))
     expect(await d.query('SELECT k FROM marks')).toEqual([{ k: 'later' }])
@@ -354,24 +355,27 @@ describe.skipIf(!backends().some((b) => b.name === 'postgres'))('PostgreSQL stat
     })
     const slow = d.transaction(async (tx) => {
       await tx.run("INSERT INTO slow_commit (k) VALUES ('a')")
-      await new EventRepo(tx).append('postgres', event('evt_slow'))
+      await new EventRepo(tx, 'postgres').append(event('evt_slow'))
       appended()
     })
     // The slow event has its seq and its COMMIT is what remains: the fast one starts after, whatever the load (a
     // fixed 100 ms could pass before the slow append on a loaded machine, reversing the two).
     await slowHasSeq
-    const fast = d.transaction((tx) => new EventRepo(tx).append('postgres', event('evt_fast')))
+    const fast = d.transaction((tx) => new EventRepo(tx, 'postgres').append(event('evt_fast')))
     const seen: string[][] = []
     let done = false
     void Promise.all([slow, fast]).finally(() => {
       done = true
     })
     for (let i = 0; !done && i < 200; i++) {
-      seen.push((await new EventRepo(d).after(0, 10)).map((e) => e.id))
+      seen.push((await new EventRepo(d, d.dialect).after(0, 10)).map((e) => e.id))
       await new Promise((r) => setTimeout(r, 10))
     }
     await Promise.all([slow, fast])
-    expect((await new EventRepo(d).after(0, 10)).map((e) => e.id)).toEqual(['evt_slow', 'evt_fast'])
+    expect((await new EventRepo(d, d.dialect).after(0, 10)).map((e) => e.id)).toEqual([
+      'evt_slow',
+      'evt_fast',
+    ])
     // While the slow one committed, nothing was visible: never the later event alone.
     expect(seen.filter((ids) => ids.length > 0 && ids[0] !== 'evt_slow')).toEqual([])
   })

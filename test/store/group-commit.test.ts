@@ -8,7 +8,7 @@ import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
-import { SqliteDb } from '../../src/store/sqlite.js'
+import { SqliteDb } from '../../src/store/sqlite/db.js'
 import { testTempDir } from '../support/temp.js'
 
 let db: SqliteDb | undefined

@@ -12,8 +12,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ENVELOPES } from '../../src/domain/policy/envelopes.js'
-import { type Db, type Dialect, openDb } from '../../src/store/db.js'
+import type { Db, Dialect } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { AgentRepo } from '../../src/store/repos/agents.js'
 import { KeyRepo } from '../../src/store/repos/keys.js'
 import { RecordRepo } from '../../src/store/repos/records.js'
@@ -144,11 +145,11 @@ const CASES: Case[] = [
   },
   {
     name: 'the scheduler: claim the next runs, drive one (lock, renew, save, frame, task) and release it',
-    call: async (r, dialect) => {
+    call: async (r) => {
       const now = Date.now()
       const [id] = (await r.runs.claimNext('owner-plan', now, now + 30_000, 4)).ids
       if (!id) throw new Error('nothing claimable')
-      const run = await r.runs.lock(id, dialect)
+      const run = await r.runs.lock(id)
       if (!run) throw new Error(`run ${id} vanished`)
       await r.runs.claim(id, 'owner-plan', now, now + 30_000)
       await r.runs.save({ ...run, status: 'running', updatedAt: now })

@@ -10,8 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { StoredRecordRow } from '../../src/domain/ingestion/types.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { RecordRepo } from '../../src/store/repos/records.js'
 import { backends } from '../support/backends.js'
 import { appendRecords } from '../support/record-backlog.js'

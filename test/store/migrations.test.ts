@@ -3,8 +3,9 @@
  * already at the earlier migrations. 011 drops `tasks_run`, an index no query reads (its comment says why).
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { MIGRATIONS, migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { backends } from '../support/backends.js'
 
 const opened: Db[] = []

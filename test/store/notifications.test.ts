@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Change } from '../../src/domain/changes.js'
-import { openDb } from '../../src/store/db.js'
 import { decodeChange, encodeChange, PgChangeFeed } from '../../src/store/notifications.js'
-import type { PostgresDb } from '../../src/store/postgres.js'
+import { openDb } from '../../src/store/open.js'
+import type { PostgresDb } from '../../src/store/postgres/db.js'
 import { backends } from '../support/backends.js'
 
 const postgres = backends().filter((b) => b.name === 'postgres')

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { asOneStatement } from '../../src/store/one-statement.js'
+import { openDb } from '../../src/store/open.js'
 import { backends } from '../support/backends.js'
 
 describe('asOneStatement', () => {

@@ -5,8 +5,9 @@
  * run's update looked the task up by a `run_id` not attached yet and the late attach then wrote `queued`.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import { createRepositories } from '../../src/store/repos/index.js'
 import { backends } from '../support/backends.js'
 

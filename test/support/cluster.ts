@@ -65,7 +65,7 @@ export interface ClusterOptions {
   onLine?: (line: string) => void
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
@@ -156,7 +156,7 @@ export async function startReplica(
     ],
     {
       cwd: ROOT,
-      env: { ...process.env, AGENTOPS_ALLOW_PRIVATE_WEBHOOKS: '1', ...env },
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group: a Ctrl-C meant for the parent does not reach it besides the parent's own signal.
       detached: true,

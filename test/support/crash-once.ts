@@ -8,7 +8,7 @@
 import { loadConfig } from '../../src/config.js'
 import { systemClock } from '../../src/domain/clock.js'
 import { createServices } from '../../src/services.js'
-import { openDb } from '../../src/store/db.js'
+import { openDb } from '../../src/store/open.js'
 
 const [databaseUrl = '', workspaceId = '', key = '', mode = 'die'] = process.argv.slice(2)
 const config = loadConfig({}, { databaseUrl, workers: false })

@@ -12,6 +12,7 @@ import { type RunningServer, startServer } from '../../src/server.js'
 import type { Services } from '../../src/services.js'
 import type { SurfaceObserver } from '../../src/surface/observe.js'
 import { assertMatchesContract } from './openapi-validator.js'
+import { LOOPBACK_TARGETS } from './private-targets.js'
 import { testTempDir } from './temp.js'
 
 export interface TestResponse<T = unknown> {
@@ -58,7 +59,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       port: 0,
       host: '127.0.0.1',
       databaseUrl,
-      allowPrivateWebhooks: true,
+      privateTargets: LOOPBACK_TARGETS,
       ...options.config,
     },
     ...(options.clock ? { clock: options.clock } : {}),

@@ -5,6 +5,7 @@ import { verifySignature } from '../../src/domain/webhooks/verify.js'
 import { createOutboundHttp } from '../../src/outbound/http.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
 import { backends } from '../support/backends.js'
+import { ANY_LOOPBACK_PORT } from '../support/private-targets.js'
 import {
   AWAITING_APPROVAL_FIELDS,
   type Harness,
@@ -256,7 +257,7 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     // A fresh dispatcher over the same store (another replica) takes the row at once, without waiting for a lease.
     const restarted = new WebhookService(h.db, h.repos.webhooks, h.repos.deliveries, h.clock, h.events, {
       ...TEST_WEBHOOK_SETTINGS,
-      outbound: createOutboundHttp({ allowPrivate: true }),
+      outbound: createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT }),
     })
     await restarted.dispatcher.runOnce()
     ;[d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows

@@ -3,10 +3,12 @@ import { ManualClock } from '../../src/domain/clock.js'
 import { EventLog } from '../../src/domain/events/log.js'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
 import { createOutboundHttp } from '../../src/outbound/http.js'
-import { type Db, openDb } from '../../src/store/db.js'
+import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
+import { openDb } from '../../src/store/open.js'
 import type { Repositories } from '../../src/store/repos/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
+import { ANY_LOOPBACK_PORT } from '../support/private-targets.js'
 
 /** Spec §6: the fields of a run.awaiting_approval delivery, plus the delivery's own `id`. */
 export const AWAITING_APPROVAL_FIELDS = [
@@ -71,9 +73,9 @@ export async function harness(
   const db = await openDb(url)
   await migrate(db)
   const repos = createRepositories(db)
-  const events = new EventLog(db, repos.events, clock)
+  const events = new EventLog(repos.events, clock)
   const webhooks = new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
-    outbound: createOutboundHttp({ allowPrivate: true }),
+    outbound: createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT }),
     ...TEST_WEBHOOK_SETTINGS,
     ...settings,
   })

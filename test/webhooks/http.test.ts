@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { verifySignature } from '../../src/domain/webhooks/verify.js'
+import { NO_TARGETS } from '../support/private-targets.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { independentlyVerified } from './helpers.js'
 import { type Receiver, startReceiver } from './receiver.js'
@@ -257,7 +258,7 @@ describe('deliveries end to end', () => {
 
 describe('private receivers', () => {
   it('refuses loopback and private URLs when the operator has not allowed them', async () => {
-    const strict = await startTestServer({ config: { allowPrivateWebhooks: false } })
+    const strict = await startTestServer({ config: { privateTargets: NO_TARGETS } })
     try {
       const key = (await strict.createKey()).token
       for (const url of [

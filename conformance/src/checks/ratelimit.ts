@@ -115,6 +115,7 @@ async function the429(ctx: CheckContext): Promise<HttpResponse> {
 export const rateLimitChecks: Check[] = [
   {
     id: 'ratelimit.429-at-limit',
+    needs: ['rateLimited'],
     title: 'Exceeding the workspace’s rate limit answers 429 with the error envelope',
     level: 'core',
     clauses: ['S7.8', 'S8.9'],
@@ -172,6 +173,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.remaining-counts-down',
+    needs: ['rateLimited'],
     title:
       'Inside a window each counted request lowers remaining by one (never more), both windows count, and reset lies within the window',
     level: 'core',
@@ -228,6 +230,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.exact-limit',
+    needs: ['rateLimited'],
     title: 'The 429 comes exactly after the remaining quota the RateLimit header announced',
     level: 'profile',
     clauses: ['S8.9'],
@@ -246,6 +249,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.retry-hint',
+    needs: ['rateLimited'],
     title:
       '429 carries Retry-After seconds, code rate_limited and detail {window, limit, reset_at, retry_after_seconds}',
     level: 'profile',
@@ -298,6 +302,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.429-every-operation',
+    needs: ['rateLimited'],
     title:
       'While the workspace is over its limit every operation answers 429 with the envelope, before it judges ids or bodies',
     level: 'profile',

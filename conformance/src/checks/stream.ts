@@ -130,10 +130,12 @@ export const streamChecks: Check[] = [
       ] as const) {
         const r = await connect(ctx, token)
         if ('ws' in r) {
+          let timer: NodeJS.Timeout | undefined
           const closed = await new Promise<boolean>((resolve) => {
             r.ws.once('close', () => resolve(true))
-            setTimeout(() => resolve(false), 1000)
+            timer = setTimeout(() => resolve(false), 1000)
           })
+          clearTimeout(timer)
           r.close()
           if (!closed) fail(`the stream opened with ${what} and stayed open`)
         } else if (typeof r.refused === 'number') {

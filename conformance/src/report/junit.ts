@@ -1,6 +1,6 @@
 /** JUnit XML as CI systems read it: one <testsuite> per level and family, one <testcase> per check. */
 import type { CheckResult, RunSummary } from '../types.js'
-import { formatExchange } from './text.js'
+import { formatExchange, reasonWithFix } from './text.js'
 
 /** XML 1.0 cannot carry most control characters, even escaped. */
 function xmlChar(cp: number): boolean {
@@ -44,14 +44,14 @@ export function toJunit(summary: RunSummary): string {
       const props = `<properties><property name="level" value="${r.level}"/><property name="spec" value="${xmlEscape(r.clauses.join(' '))}"/><property name="outcome" value="${r.outcome}"/></properties>`
       if (r.outcome === 'pass') return `    <testcase ${attrs}>${props}</testcase>`
       if (r.outcome === 'skip') {
-        return `    <testcase ${attrs}>${props}<skipped message="${xmlEscape(r.message ?? '')}"/></testcase>`
+        return `    <testcase ${attrs}>${props}<skipped message="${xmlEscape(reasonWithFix(r))}"/></testcase>`
       }
       // JUnit has no "partial": a check a part of which did not run is shown skipped, never as a pass.
       if (r.outcome === 'partial') {
-        return `    <testcase ${attrs}>${props}<skipped message="${xmlEscape(`partial: ${r.message ?? ''}`)}"/></testcase>`
+        return `    <testcase ${attrs}>${props}<skipped message="${xmlEscape(`partial: ${reasonWithFix(r)}`)}"/></testcase>`
       }
-      const detail = [r.message ?? '', ...r.exchanges.map((x) => formatExchange(x, ''))].join('\n')
-      return `    <testcase ${attrs}>${props}<failure message="${xmlEscape(r.message ?? 'failed')}" type="${r.level}">${xmlEscape(detail)}</failure></testcase>`
+      const detail = [reasonWithFix(r), ...r.exchanges.map((x) => formatExchange(x, ''))].join('\n')
+      return `    <testcase ${attrs}>${props}<failure message="${xmlEscape(reasonWithFix(r) || 'failed')}" type="${r.level}">${xmlEscape(detail)}</failure></testcase>`
     })
     return `  <testsuite name="${xmlEscape(name)}" tests="${results.length}" failures="${failures}" errors="0" skipped="${skipped}" time="${totalTime(results)}" timestamp="${summary.startedAt.replace(/Z$/, '')}">\n${cases.join('\n')}\n  </testsuite>`
   })

@@ -5,7 +5,7 @@
 import type { ContractCoverage, Tally } from '../coverage.js'
 import { STATEMENTS } from '../statements.js'
 import { type CheckResult, profileGroups, type RunSummary, summarize } from '../types.js'
-import { trim } from './text.js'
+import { reasonWithFix, trim } from './text.js'
 
 const ICON = { pass: '✅', fail: '❌', skip: '⏭️', partial: '◐' } as const
 const VERDICT_ICON = { CONFORMANT: '✅', 'NOT CONFORMANT': '❌', INCOMPLETE: '⚠️', ERROR: '💥' } as const
@@ -23,7 +23,7 @@ function table(results: CheckResult[]): string[] {
     '|---|---|---|---|',
     ...sorted.map(
       (r) =>
-        `| ${ICON[r.outcome]} | \`${r.id}\` ${cell(r.title)} | ${r.clauses.join(', ')} | ${cell(trim(r.message ?? '', 200))} |`,
+        `| ${ICON[r.outcome]} | \`${r.id}\` ${cell(r.title)} | ${r.clauses.join(', ')} | ${cell(reasonWithFix(r))} |`,
     ),
   ]
 }

@@ -10,6 +10,19 @@ export function trim(text: string | undefined, max = 400): string {
   return flat.length > max ? `${flat.slice(0, max)}… (${flat.length} chars)` : flat
 }
 
+/** A check's whole reason and, last, the setting that addresses it: what the reports carry. */
+export function reasonWithFix(r: Pick<CheckResult, 'message' | 'fix'>): string {
+  return `${r.message ?? ''}${r.fix ? ` → fix: ${r.fix}` : ''}`
+}
+
+/** A reason shortened in its middle: its start says what failed, its end often what to set. */
+export function trimMiddle(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ')
+  if (flat.length <= max) return flat
+  const tail = Math.floor(max / 3)
+  return `${flat.slice(0, max - tail)} … ${flat.slice(-tail)}`
+}
+
 export function formatExchange(x: Exchange, indent = '      '): string {
   const lines = [`${indent}> ${x.method} ${x.url}`]
   if (x.requestBody) lines.push(`${indent}> ${trim(x.requestBody)}`)
@@ -39,8 +52,11 @@ export function formatResult(r: CheckResult, index: number, total: number, verbo
   const level = r.level === 'core' ? 'core   ' : 'profile'
   let line = `[${n}/${total}] ${MARK[r.outcome]} ${level} ${r.id.padEnd(44)} ${String(r.durationMs).padStart(5)} ms`
   if (verbose) line += ` — ${r.title} (${r.clauses.join(', ')})`
+  // The reason, shortened in its middle on the console (the reports carry it whole), and last the one setting
+  // that addresses it.
   if (r.message && r.outcome !== 'pass')
-    line += `\n      ${WHY[r.outcome]}: ${trim(r.message, verbose ? 2000 : 300)}`
+    line += `\n      ${WHY[r.outcome]}: ${trimMiddle(r.message, verbose ? 4000 : 300)}`
+  if (r.fix) line += `${r.message ? '' : '\n     '} → fix: ${r.fix}`
   if (verbose && r.outcome === 'fail') for (const x of r.exchanges) line += `\n${formatExchange(x)}`
   return line
 }
@@ -56,8 +72,12 @@ export function formatSummary(summary: RunSummary, strictProfile: boolean): stri
   const c = summarize(summary.results)
   const lines = ['']
   if (summary.verdict) lines.push(`verdict: ${summary.verdict.verdict}`)
+  // The same total as the verdict line: every core check, whatever became of it.
+  const v = summary.verdict?.core
+  const na = v?.notApplicable ?? 0
+  const out = v?.notSelected.length ?? 0
   lines.push(
-    `core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip} skipped${c.core.partial > 0 ? `, ${c.core.partial} partial` : ''}`,
+    `core:    ${c.core.pass} passed, ${c.core.fail} failed, ${c.core.skip - na} skipped${c.core.partial > 0 ? `, ${c.core.partial} partial` : ''}${na > 0 ? `, ${na} not applicable` : ''}${out > 0 ? `, ${out} left out` : ''} (${v?.total ?? c.core.pass + c.core.fail + c.core.skip + c.core.partial} core checks)`,
   )
   const failedCore = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'core')
   if (failedCore.length > 0) lines.push(`failed core checks: ${failedCore.map((r) => r.id).join(', ')}`)

@@ -26,6 +26,15 @@ export interface CreateAgentInput {
   policy_envelope?: string | undefined
 }
 
+/**
+ * The contract's operations of this service whose work writes only, every statement held back until the commit and
+ * independent of the others: createAgent (`create`: the agent's row and its event; it reads nothing and uses no
+ * result). A keyed request to one may run as IdempotencyService.once's `writesOnly`. Such a write must also be one
+ * no constraint can refuse (a fresh id): it is refused only after the request was answered, and that answer would
+ * then be a 500.
+ */
+export const AGENT_WRITES_ONLY_OPERATIONS: readonly string[] = ['createAgent']
+
 export class AgentService {
   constructor(
     private readonly db: Db,

@@ -1,7 +1,7 @@
 import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import { newId } from '../ids.js'
-import type { Db, Queryable } from '../ports.js'
+import type { Queryable } from '../ports.js'
 import type { DomainEvent, EventRepository, EventsPort } from './ports.js'
 import type { EventRow } from './types.js'
 
@@ -14,7 +14,6 @@ type Listener = () => void
  */
 export class EventLog implements EventsPort {
   constructor(
-    private readonly db: Db,
     private readonly repo: EventRepository,
     private readonly clock: Clock,
     private readonly changes: ChangeFeed = new LocalChangeFeed(),
@@ -22,7 +21,7 @@ export class EventLog implements EventsPort {
 
   async append(tx: Queryable, event: DomainEvent): Promise<void> {
     const ts = this.clock.now()
-    await this.repo.in(tx).append(this.db.dialect, {
+    await this.repo.in(tx).append({
       id: newId('evt', ts),
       workspaceId: event.workspaceId,
       kind: event.kind,

@@ -1,4 +1,4 @@
-import type { Dialect, Queryable, TxBound } from '../ports.js'
+import type { Queryable, TxBound } from '../ports.js'
 import type { EventRow } from './types.js'
 
 export interface EventRepository extends TxBound<EventRepository> {
@@ -6,7 +6,7 @@ export interface EventRepository extends TxBound<EventRepository> {
    * Appends one event, written when its transaction commits; sequence order equals commit order (see the store's
    * implementation).
    */
-  append(dialect: Dialect, e: Omit<EventRow, 'seq'>): Promise<void>
+  append(e: Omit<EventRow, 'seq'>): Promise<void>
   after(seq: number, limit: number): Promise<EventRow[]>
   afterInWorkspace(workspaceId: string, seq: number, limit: number): Promise<EventRow[]>
   lastSeq(): Promise<number>

@@ -17,17 +17,38 @@ export interface VerifiedEntry extends CachedKey {
   verifiedSecret: Buffer | undefined
 }
 
+/**
+ * What the cache answers for a key id the store does not have (read less than the TTL ago): the request is refused
+ * from memory, as a known key's wrong secret is, so whether a key id exists does not show in how long it takes.
+ */
+export const ABSENT = Symbol('absent key')
+export type Absent = typeof ABSENT
+
 export interface KeyCacheOptions {
   /** How long a row read from the store is trusted: the bound within which another replica's revocation lands. */
   ttlMs?: number
   /** Entries kept at most; the oldest goes first. */
   maxEntries?: number
+  /**
+   * Absent key ids kept at most, apart from the keys so that guessed ids never push a real key out; the oldest goes
+   * first. Default 10,000.
+   */
+  maxAbsent?: number
+  /** How long an absent key id is remembered; default ABSENT_TTL_MS. */
+  absentTtlMs?: number
   /** Monotonic milliseconds; freshness is real elapsed time, not the domain clock tests move by hand. */
   now?: () => number
 }
 
 /** Revocation and workspace changes reach every replica within this many ms (README, decisions). */
 export const KEY_CACHE_TTL_MS = 1000
+
+/**
+ * How long a key id the store did not have is remembered. Far longer than a key's TTL: an absent id cannot come to
+ * exist (ids are fresh random values, and issuing one forgets it here), so nothing goes stale, while a short memory
+ * would let a probe sent once per TTL wait for the store every time when a key in use never does.
+ */
+export const ABSENT_TTL_MS = 10 * 60 * 1000
 
 /**
  * The share of the TTL after which an entry in use is read again in the background: late enough that a busy key
@@ -53,6 +74,10 @@ export type KeyReader = (keyId: string) => Promise<CachedKey | undefined>
  */
 export class VerifiedKeyCache {
   private readonly entries = new Map<string, VerifiedEntry & { loadedAt: number }>()
+  /** Key ids the store did not have, with when that read was sent; trusted for the TTL like an entry. */
+  private readonly absent = new Map<string, number>()
+  private readonly maxAbsent: number
+  private readonly absentTtlMs: number
   /** Reads in flight by key id, each with the moment it was sent. */
   private readonly loading = new Map<string, { sentAt: number; entry: Promise<VerifiedEntry | undefined> }>()
   private readonly ttlMs: number
@@ -67,13 +92,19 @@ export class VerifiedKeyCache {
   ) {
     this.ttlMs = options.ttlMs ?? KEY_CACHE_TTL_MS
     this.maxEntries = Math.max(1, options.maxEntries ?? 10_000)
+    this.maxAbsent = Math.max(1, options.maxAbsent ?? 10_000)
+    this.absentTtlMs = options.absentTtlMs ?? ABSENT_TTL_MS
     this.now = options.now ?? (() => performance.now())
     this.refreshAfterMs = this.ttlMs * KEY_REFRESH_AHEAD
   }
 
-  get(keyId: string): VerifiedEntry | undefined {
+  /**
+   * The cached entry, ABSENT for a key id the store did not have (remembered for `absentTtlMs`, so probing an id
+   * does not wait for the store when using a real key does not), or undefined: read the store.
+   */
+  get(keyId: string): VerifiedEntry | Absent | undefined {
     const entry = this.entries.get(keyId)
-    if (!entry) return undefined
+    if (!entry) return this.getAbsent(keyId)
     const age = this.now() - entry.loadedAt
     if (age >= this.ttlMs) {
       this.entries.delete(keyId)
@@ -84,16 +115,23 @@ export class VerifiedKeyCache {
     return entry
   }
 
+  private getAbsent(keyId: string): Absent | undefined {
+    const since = this.absent.get(keyId)
+    if (since === undefined) return undefined
+    if (this.now() - since < this.absentTtlMs) return ABSENT
+    this.absent.delete(keyId)
+    return undefined
+  }
+
   /**
    * Reads the entry again while it still answers. A failed read changes nothing: the entry expires at its TTL and
    * the request then reads for itself, and sees the store's error.
    */
   private refreshAhead(keyId: string, read: KeyReader): void {
+    // An id the read no longer finds (a key is never deleted, but a store may be swapped under a test) is
+    // remembered as absent by `load`.
     this.load(keyId, () => read(keyId)).then(
-      (found) => {
-        // Gone from the store (a key is never deleted, but a store may be swapped under a test): forget it now.
-        if (!found && !this.loading.has(keyId)) this.entries.delete(keyId)
-      },
+      () => {},
       () => {},
     )
   }
@@ -117,7 +155,9 @@ export class VerifiedKeyCache {
         (found) => {
           if (this.loading.get(keyId) !== flight) return found && toEntry(found, sentAt)
           this.loading.delete(keyId)
-          return found && this.set(keyId, found, sentAt)
+          if (found) return this.set(keyId, found, sentAt)
+          this.setAbsent(keyId, sentAt)
+          return undefined
         },
         (error: unknown) => {
           if (this.loading.get(keyId) === flight) this.loading.delete(keyId)
@@ -131,6 +171,7 @@ export class VerifiedKeyCache {
 
   /** `loadedAt`: when the row was read (sent for); the entry is trusted for the TTL from then. */
   set(keyId: string, value: CachedKey, loadedAt = this.now()): VerifiedEntry {
+    this.absent.delete(keyId)
     this.entries.delete(keyId)
     if (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next().value
@@ -141,8 +182,19 @@ export class VerifiedKeyCache {
     return entry
   }
 
+  private setAbsent(keyId: string, loadedAt: number): void {
+    this.entries.delete(keyId)
+    this.absent.delete(keyId)
+    if (this.absent.size >= this.maxAbsent) {
+      const oldest = this.absent.keys().next().value
+      if (oldest !== undefined) this.absent.delete(oldest)
+    }
+    this.absent.set(keyId, loadedAt)
+  }
+
   forgetKey(keyId: string): void {
     this.entries.delete(keyId)
+    this.absent.delete(keyId)
     this.loading.delete(keyId)
   }
 
@@ -154,6 +206,11 @@ export class VerifiedKeyCache {
 
   get size(): number {
     return this.entries.size
+  }
+
+  /** Absent key ids remembered now. */
+  get absentSize(): number {
+    return this.absent.size
   }
 }
 

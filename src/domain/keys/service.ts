@@ -4,7 +4,14 @@ import type { Clock } from '../clock.js'
 import type { FailureLog } from '../failure-log.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
-import { type CachedKey, type KeyCacheOptions, type VerifiedEntry, VerifiedKeyCache } from './cache.js'
+import {
+  ABSENT,
+  type Absent,
+  type CachedKey,
+  type KeyCacheOptions,
+  type VerifiedEntry,
+  VerifiedKeyCache,
+} from './cache.js'
 import type { KeyRepository, WorkspaceRepository } from './ports.js'
 import { KeyWatch } from './watch.js'
 
@@ -68,13 +75,24 @@ function hashSecret(secret: string): string {
 const NO_SECRET = Buffer.alloc(32)
 
 /**
+ * What a secret presented with an absent key id is compared with: random bytes of a secret's length (43, see
+ * TOKEN_PATTERN), so the refusal takes the path of a known key's wrong secret (one constant-time comparison).
+ */
+const ABSENT_SECRET = randomBytes(43)
+
+/**
  * Whether the presented secret is the entry's, in constant time: against the secret a request already proved (its
  * bytes, kept on the cache entry) when there is one, else against the stored hash (bytes on both sides: the cached
  * hash was decoded once, when its row was read). The secret is 43 ASCII characters (TOKEN_PATTERN), so both byte
  * strings always have one length. Hashing was profiled at about a twentieth of a cached GET's CPU.
  */
-function secretMatches(secret: string, entry: VerifiedEntry | undefined): boolean {
+function secretMatches(secret: string, entry: VerifiedEntry | Absent | undefined): boolean {
   const presented = Buffer.from(secret, 'latin1')
+  if (entry === ABSENT) {
+    // The same work as a known key's wrong secret, and never a match.
+    timingSafeEqual(presented, ABSENT_SECRET)
+    return false
+  }
   if (entry?.verifiedSecret) return timingSafeEqual(presented, entry.verifiedSecret)
   // Hashed whether or not the key exists, so an unknown key id takes as long as a wrong secret.
   const equal = timingSafeEqual(hash('sha256', presented, 'buffer'), entry?.secretHash ?? NO_SECRET)
@@ -167,6 +185,8 @@ export class KeyService {
       expiresAt,
       revokedAt: null,
     })
+    // A fresh random id is never one this process remembers as absent; if it were, it is not any more.
+    this.cache.forgetKey(keyId)
     return {
       token: `aok_${keyId.slice(4)}_${secret}`,
       key_id: keyId,
@@ -243,8 +263,11 @@ export class KeyService {
   }
 
   /** Constant-time comparison of the secret; the key id only located the row. */
-  private check(presented: PresentedToken, found: VerifiedEntry | undefined): VerifiedKey | KeyRefusal {
-    if (!secretMatches(presented.secret, found) || !found) return 'unknown'
+  private check(
+    presented: PresentedToken,
+    found: VerifiedEntry | Absent | undefined,
+  ): VerifiedKey | KeyRefusal {
+    if (!secretMatches(presented.secret, found) || !found || found === ABSENT) return 'unknown'
     const { key, workspace } = found
     if (key.revokedAt !== null) return 'revoked'
     if (key.expiresAt !== null && key.expiresAt <= this.clock.now()) return 'expired'
@@ -252,8 +275,9 @@ export class KeyService {
   }
 
   /**
-   * Reads the key and its workspace, one read for the requests that miss at once (VerifiedKeyCache.load); only keys
-   * that exist are cached, so guessed ids cannot fill the cache.
+   * Reads the key and its workspace, one read for the requests that miss at once (VerifiedKeyCache.load). An id the
+   * store does not have is remembered as absent for the TTL, apart from the keys (guessed ids cannot push real keys
+   * out): asking again is refused from memory, as a known key's wrong secret is.
    */
   private load(keyId: string): Promise<VerifiedEntry | undefined> {
     return this.cache.load(keyId, () => this.read(keyId))

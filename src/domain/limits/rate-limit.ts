@@ -1,3 +1,4 @@
+import { ApiError } from '../errors.js'
 import type { Workspace } from '../identity.js'
 
 /** The two fixed windows of spec §8: a short burst window on top of the sustained hourly one. */
@@ -71,4 +72,20 @@ export function rateLimitPolicyHeader(policies: readonly WindowPolicy[]): string
 /** `RateLimit`: remaining quota and seconds to reset, per policy. */
 export function rateLimitHeader(states: WindowState[]): string {
   return states.map((s) => `"${s.name}";r=${s.remaining};t=${s.resetSeconds}`).join(', ')
+}
+
+/** 429 for the window that refused the request (REST and socket ingestion alike). */
+export function rateLimited(w: WindowState): ApiError {
+  return new ApiError(
+    'rate_limited',
+    `The workspace used its ${w.quota} requests of the ${w.name} window; retry in ${w.resetSeconds} s`,
+    {
+      window: w.name,
+      limit: w.quota,
+      window_seconds: w.windowSeconds,
+      reset_at: new Date(w.windowStart + w.windowSeconds * 1000).toISOString(),
+      retry_after_seconds: w.resetSeconds,
+    },
+    { 'Retry-After': String(w.resetSeconds) },
+  )
 }

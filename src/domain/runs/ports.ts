@@ -1,6 +1,6 @@
 import type { LeaseClaim } from '../leases.js'
 import type { Slice } from '../pagination.js'
-import type { Dialect, Queryable, TxBound } from '../ports.js'
+import type { Queryable, TxBound } from '../ports.js'
 import type { FrameRecord, Outcome, RunRecord, RunStatus } from './types.js'
 
 export interface RunRepository extends TxBound<RunRepository> {
@@ -19,7 +19,7 @@ export interface RunRepository extends TxBound<RunRepository> {
    */
   getNow?(workspaceId: string, id: string): RunRecord | undefined
   /** Reads the row for update: on PostgreSQL the row lock serialises controls against the executor. */
-  lock(id: string, dialect: Dialect): Promise<RunRecord | undefined>
+  lock(id: string): Promise<RunRecord | undefined>
   listByAgent(
     workspaceId: string,
     agentId: string,
@@ -77,3 +77,11 @@ export interface TaskRunRequest {
   /** The caller's key, whose scopes the policy gate checks tool bindings against. */
   caller: { keyId: string; identity: string; scopes: string[] }
 }
+
+/** What the runs feature reports to whoever watches the server (src/domain/telemetry.ts has the others). */
+export interface RunTelemetry {
+  /** A run's change committed: `before` is its status when the change began, `run` the stored result. */
+  changed(before: RunStatus, run: RunRecord, frames: readonly FrameRecord[]): void
+}
+
+export const NO_RUN_TELEMETRY: RunTelemetry = { changed() {} }

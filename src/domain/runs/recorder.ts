@@ -2,8 +2,8 @@ import { type ChangeFeed, LocalChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
 import type { EventsPort } from '../events/ports.js'
 import type { Db, Queryable } from '../ports.js'
-import { NO_RUN_TELEMETRY, type RunTelemetry } from '../telemetry.js'
 import type { RunRepository } from './ports.js'
+import { NO_RUN_TELEMETRY, type RunTelemetry } from './ports.js'
 import { isTerminal } from './state-machine.js'
 import type { FrameRecord, RunRecord, RunStatus } from './types.js'
 
@@ -57,7 +57,7 @@ export class RunRecorder {
     const writeBehind = !this.db.inUnitOfWork()
     const result = await this.db.transaction(async (tx) => {
       const repo = writeBehind ? this.runs.writingAtCommit(tx) : this.runs.in(tx)
-      const run = await repo.lock(runId, this.db.dialect)
+      const run = await repo.lock(runId)
       if (!run) throw new Error(`run ${runId} vanished`)
       const before: RunStatus = run.status
       const now = this.clock.now()

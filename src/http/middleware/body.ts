@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http'
+import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { ApiError } from '../../domain/errors.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
@@ -78,6 +79,28 @@ function tooLarge(maxBytes: number): ApiError {
 /** What a lingering close reads and drops at most, and for how long, before it cuts the connection anyway. */
 const LINGER_BYTES = 64 * 1024 * 1024
 const LINGER_MS = 5_000
+/** How long a refused-before-reading upload may go on being sent and dropped while its answer leaves. */
+const REFUSED_LINGER_MS = 2_000
+
+/** Requests whose socket already closes lingering (a 413 began it): a second refusal changes nothing. */
+const lingering = new WeakSet<IncomingMessage>()
+
+/**
+ * An answer given before the request's body was read (401 without a valid key, 429, 404, 415 ...): the connection
+ * closes after it instead of Node reading the whole upload to keep the socket alive. At most `maxBytes` (the most a
+ * request may carry) is read and dropped meanwhile, for at most two seconds, so a client whose upload was refused
+ * still reads its answer before the close, and a 100 MB upload without a key is cut after the first megabyte.
+ */
+export function closeUnreadBody(c: Context<AppEnv>, maxBytes: number): void {
+  const incoming = nodeRequest(c)
+  if (!incoming || incoming.readableEnded || lingering.has(incoming)) return
+  const length = requestHeader(c, 'content-length')
+  const hasBody =
+    (length !== undefined && length !== '0') || requestHeader(c, 'transfer-encoding') !== undefined
+  if (!hasBody) return
+  c.header('Connection', 'close')
+  lingeringClose(incoming, maxBytes, REFUSED_LINGER_MS)
+}
 
 /**
  * A "lingering close" (as Apache httpd and nginx do): after the 413 with `Connection: close`, the rest of the
@@ -87,7 +110,9 @@ const LINGER_MS = 5_000
  * of the answer. Node closes a `Connection: close` socket with `socket.destroySoon()` once the answer is written;
  * for this one socket that becomes: send FIN, keep reading, close on the client's FIN or the bound.
  */
-function lingeringClose(incoming: IncomingMessage): void {
+function lingeringClose(incoming: IncomingMessage, maxBytes = LINGER_BYTES, maxMs = LINGER_MS): void {
+  if (lingering.has(incoming)) return
+  lingering.add(incoming)
   const socket = incoming.socket
   // The body's bytes still arrive through the HTTP parser into the request: let them flow and drop them.
   incoming.removeAllListeners('data')
@@ -98,9 +123,9 @@ function lingeringClose(incoming: IncomingMessage): void {
     if (started) return
     started = true
     this.end()
-    let left = LINGER_BYTES
+    let left = maxBytes
     const cut = () => this.destroy()
-    const timer = setTimeout(cut, LINGER_MS)
+    const timer = setTimeout(cut, maxMs)
     timer.unref()
     this.on('data', (chunk: Buffer) => {
       left -= chunk.length

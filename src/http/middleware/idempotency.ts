@@ -5,6 +5,7 @@ import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/idempot
 import type { IdempotencyService } from '../../domain/idempotency/service.js'
 import type { StoredResponse } from '../../domain/idempotency/types.js'
 import type { AppEnv } from '../../surface/context.js'
+import { postPathsOf } from '../../surface/operations.js'
 import { requestHeader } from '../../surface/request-headers.js'
 
 /** A keyed request answered without running it: a replay, or one of the two 409s. */
@@ -39,12 +40,16 @@ function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
 export interface IdempotencyOptions {
   /** Told of each request answered without running it (the server's metrics). */
   countAnswer?: ((answer: KeyedAnswer) => void) | undefined
-  /** POST paths whose work writes only (IdempotencyService.once's `writesOnly`). */
-  writesOnly?: ReadonlySet<string>
+  /**
+   * The contract's operations (operationId) whose work writes only, as the domain declares them
+   * (IdempotencyService.once's `writesOnly`).
+   */
+  writesOnlyOperations?: readonly string[]
 }
 
-export const idempotency = (limits: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) =>
-  createMiddleware<AppEnv>(async (c, next) => {
+export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) => {
+  const writesOnly = postPathsOf(options.writesOnlyOperations ?? [])
+  return createMiddleware<AppEnv>(async (c, next) => {
     if (c.req.method !== 'POST') return next()
     const key = requestHeader(c, 'idempotency-key')
     if (key === undefined) return next()
@@ -52,7 +57,7 @@ export const idempotency = (limits: Pick<IdempotencyService, 'once'>, options: I
     const auth = c.get('auth')
     const print = fingerprint(c.req.method, c.req.path, await c.req.text())
     const answered = captureJson(c)
-    const outcome = await limits.once(
+    const outcome = await service.once(
       auth.workspaceId,
       key,
       print,
@@ -63,7 +68,7 @@ export const idempotency = (limits: Pick<IdempotencyService, 'once'>, options: I
           failed: c.error !== undefined || c.res.status >= 500,
         }
       },
-      { writesOnly: options.writesOnly?.has(c.req.path) === true },
+      { writesOnly: writesOnly.has(c.req.path) },
     )
     if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
     if (outcome.fingerprint !== print) {
@@ -93,6 +98,7 @@ export const idempotency = (limits: Pick<IdempotencyService, 'once'>, options: I
     c.res = replay
     return replay
   })
+}
 
 /**
  * The answer the route gave, as the key stores it. The body is the text the handler's c.json produced when that is

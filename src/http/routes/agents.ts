@@ -24,14 +24,6 @@ export interface AgentRoutePorts {
   tasks: Pick<TaskService, 'assign' | 'get'>
 }
 
-/**
- * POST paths whose work writes only, every statement held back until the commit and independent of the others
- * (AgentService.create: the agent's row and its event; it reads nothing and uses no result): a keyed request to one
- * runs as IdempotencyService.once's `writesOnly`. Such a write must also be one no constraint can refuse (a fresh id):
- * it is refused only after the route answered, and that answer would then be a 500.
- */
-export const WRITES_ONLY_POSTS: ReadonlySet<string> = new Set([AGENTS_PATH])
-
 export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: AgentRoutePorts): void {
   // The busiest write, served outside `app.openapi` like GET /v1/runs/{id}: its headers and body are checked here
   // against the same contract route (routeInput, routeBody: the same schemas, order and answers as the typed

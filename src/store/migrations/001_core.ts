@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /** Workspaces, API keys, agents, tasks and tools: the spine every other feature hangs off. */
 export const migration: Migration = {

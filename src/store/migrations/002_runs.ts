@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /** The durable event log (consumed by webhooks and the stream) and the runs with their trace frames. */
 export const migration: Migration = {

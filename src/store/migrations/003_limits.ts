@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /** Idempotency records and rate-limit counters: in the store so every replica shares them. */
 export const migration: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /**
  * Webhook subscriptions and the delivery outbox. A delivery row is the durable promise to send one event to one

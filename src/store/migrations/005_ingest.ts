@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /**
  * Ingestion: connectors (created on first ingest, per workspace, holding the last record seq), batches and the

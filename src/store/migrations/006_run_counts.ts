@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /**
  * Plan counts kept on the run row, written in the transaction that appends the frames, so inspecting a run

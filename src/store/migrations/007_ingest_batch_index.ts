@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /**
  * Ingest writes one row per record into every index of ingest_records; the batch_id index served only to find a

@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /**
  * The scheduler's claim reads `status IN ('queued', 'running') ... ORDER BY priority DESC, seq` (src/store/repos/

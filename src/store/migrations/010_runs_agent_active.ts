@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /**
  * An agent's live runs, counted for every agent page (`active_runs`, src/store/repos/runs.ts countActiveByAgents)

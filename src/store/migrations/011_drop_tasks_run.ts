@@ -1,4 +1,4 @@
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /**
  * `tasks_run` (001_core) indexed tasks by their run, and no query reads tasks that way: a task is read by its id

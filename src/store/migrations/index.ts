@@ -9,13 +9,7 @@ import { migration as ingestBatchIndex } from './007_ingest_batch_index.js'
 import { migration as runClaimAndSecrets } from './009_run_claim_and_secrets.js'
 import { migration as runsAgentActive } from './010_runs_agent_active.js'
 import { migration as dropTasksRun } from './011_drop_tasks_run.js'
-
-export interface Migration {
-  /** Ordered, never renamed once released: `001_core`. */
-  id: string
-  /** PostgreSQL-style DDL; the SQLite driver translates BIGSERIAL and BYTEA. */
-  sql: string
-}
+import type { Migration } from './migration.js'
 
 /** In id order; append new ones, never edit a released one. */
 export const MIGRATIONS: readonly Migration[] = [

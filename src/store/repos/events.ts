@@ -1,6 +1,6 @@
 import type { EventRepository } from '../../domain/events/ports.js'
 import type { EventRow } from '../../domain/events/types.js'
-import { commitTailOf, fromJson, type Queryable, toJson } from '../db.js'
+import { commitTailOf, type Dialect, fromJson, type Queryable, toJson } from '../db.js'
 
 interface RawEvent extends Record<string, unknown> {
   seq: number | string
@@ -37,11 +37,14 @@ INSERT INTO events (id, workspace_id, kind, ts, subject_id, data)
   SELECT $1::text, $2::text, $3::text, $4::bigint, $5::text, $6::text FROM held`
 
 export class EventRepo implements EventRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    private readonly dialect: Dialect,
+  ) {}
 
   /** The same repository inside a transaction that spans several repositories. */
   in(tx: Queryable): EventRepo {
-    return new EventRepo(tx)
+    return new EventRepo(tx, this.dialect)
   }
 
   /**
@@ -50,9 +53,9 @@ export class EventRepo implements EventRepository {
    * transaction committed late. The append goes out with the COMMIT (`CommitTail`), so the lock serialises
    * commits only, not whole transactions' tails. SQLite serialises transactions itself.
    */
-  async append(dialect: 'sqlite' | 'postgres', e: Omit<EventRow, 'seq'>): Promise<void> {
+  async append(e: Omit<EventRow, 'seq'>): Promise<void> {
     const values = [e.id, e.workspaceId, e.kind, e.ts, e.subjectId, toJson(e.data)]
-    if (dialect === 'sqlite') {
+    if (this.dialect === 'sqlite') {
       await this.db.run(INSERT, values)
       return
     }

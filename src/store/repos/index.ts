@@ -63,7 +63,7 @@ export function createRepositories(db: Db): Repositories {
             // A cached GET's version confirmation rides with its workspace's rate count when that count waits.
             (workspaceId, runId) => sharedCounters?.ride(workspaceId, runId),
           ),
-    events: new EventRepo(db),
+    events: new EventRepo(db, db.dialect),
     records: new RecordRepo(db, db.dialect),
     webhooks: new WebhookRepo(db, hot),
     deliveries: new DeliveryRepo(db),

@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { LeaseClaim } from '../../domain/leases.js'
 import type { Slice } from '../../domain/pagination.js'
-import type { Dialect } from '../../domain/ports.js'
 import type { RunRepository } from '../../domain/runs/ports.js'
 import type { FrameRecord, Outcome, RunRecord, RunStatus } from '../../domain/runs/types.js'
 import type { Queryable } from '../db.js'
@@ -163,8 +162,8 @@ export class CachedRunRepo implements RunRepository {
     return this.inner.save(r)
   }
 
-  lock(id: string, dialect: Dialect): Promise<RunRecord | undefined> {
-    return this.inner.lock(id, dialect)
+  lock(id: string): Promise<RunRecord | undefined> {
+    return this.inner.lock(id)
   }
   listByAgent(
     workspaceId: string,

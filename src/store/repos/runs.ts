@@ -250,9 +250,9 @@ export class RunRepo implements RunRepository {
   }
 
   /** Reads the row for update: on PostgreSQL the row lock serialises controls against the executor. */
-  async lock(id: string, dialect: 'sqlite' | 'postgres'): Promise<RunRecord | undefined> {
+  async lock(id: string): Promise<RunRecord | undefined> {
     const row = await this.db.one(
-      `SELECT * FROM runs WHERE id = $1${dialect === 'postgres' ? ' FOR UPDATE' : ''}`,
+      `SELECT * FROM runs WHERE id = $1${this.dialect === 'postgres' ? ' FOR UPDATE' : ''}`,
       [id],
     )
     return row ? toRun(row) : undefined

@@ -2,51 +2,14 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
-import { type Db, normaliseParams, type Queryable, type Row, type SqlValue } from './db.js'
-import { WalCheckpointer } from './sqlite-checkpointer.js'
-import { OperatorSignal } from './sqlite-operators.js'
-import { afterCommitOf, currentUnit, runInUnit, Unit } from './unit-of-work.js'
+import type { Db, Queryable, Row, SqlValue } from '../db.js'
+import { afterCommitOf, currentUnit, runInUnit, Unit } from '../unit-of-work.js'
+import { WalCheckpointer } from './checkpointer.js'
+import { OperatorSignal } from './operators.js'
+import { type CachedStatement, SqliteQueryable, SqliteStatements, StatementCache } from './statements.js'
 
 /** Write commits after which checkpoints move to a worker thread: a busy server, not a one-off CLI command. */
 const CHECKPOINTER_AFTER_COMMITS = 100
-
-/** A statement rewritten from `$1 … $n` to `?`: which parameter each `?` binds, in order (one may repeat). */
-export interface TranslatedSql {
-  sql: string
-  order: number[]
-}
-
-export function translateSql(sql: string): TranslatedSql {
-  const order: number[] = []
-  const text = sql.replace(/\$(\d+)/g, (_m, n: string) => {
-    order.push(Number(n) - 1)
-    return '?'
-  })
-  return { sql: text, order }
-}
-
-function bind(
-  order: readonly number[],
-  params: readonly SqlValue[] = [],
-): ReturnType<typeof normaliseParams> {
-  const values = normaliseParams(params)
-  return order.map((i) => values[i] ?? null)
-}
-
-/** `$1 … $n` placeholders become `?` with the parameters reordered (a placeholder may repeat). */
-export function translatePlaceholders(
-  sql: string,
-  params: readonly SqlValue[] = [],
-): { sql: string; params: ReturnType<typeof normaliseParams> } {
-  const t = translateSql(sql)
-  return { sql: t.sql, params: bind(t.order, params) }
-}
-
-export function translateDdl(script: string): string {
-  return script
-    .replace(/\bBIGSERIAL PRIMARY KEY\b/gi, 'INTEGER PRIMARY KEY AUTOINCREMENT')
-    .replace(/\bBYTEA\b/gi, 'BLOB')
-}
 
 /**
  * A FIFO lock: SQLite work is serialised so an open transaction never sees foreign statements. A single
@@ -85,129 +48,6 @@ class Mutex {
       this.pending--
       release()
     }
-  }
-}
-
-type RowBuilder = (values: readonly unknown[]) => Row
-
-/**
- * Rows of a statement are read as arrays and made into objects by an object literal compiled once per column
- * list. better-sqlite3's own row objects look every column name up in V8's string table on every row, which a
- * profile of `GET /v1/runs/{id}` (31 columns) showed among the read's largest costs.
- */
-function compileRowBuilder(columns: readonly string[]): RowBuilder {
-  const fields = columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ')
-  return new Function('v', `return { ${fields} }`) as RowBuilder
-}
-
-interface CachedStatement {
-  stmt: Database.Statement
-  order: number[]
-  /** Column names for a statement that returns rows (empty otherwise), and the builder made from them. */
-  columns: string[]
-  build: RowBuilder
-}
-
-function columnsOf(stmt: Database.Statement): string[] {
-  return stmt.reader ? stmt.columns().map((c) => c.name) : []
-}
-
-/** The row as an object; a schema change (SELECT * after a migration) re-reads the statement's columns. */
-function toRow(entry: CachedStatement, values: readonly unknown[]): Row {
-  if (values.length !== entry.columns.length) {
-    entry.columns = columnsOf(entry.stmt)
-    entry.build = compileRowBuilder(entry.columns)
-  }
-  return entry.build(values)
-}
-
-/**
- * Prepared statements keyed by the SQL text as written, each with its placeholder order. Preparing is most of
- * the cost of a short query, and the repositories use a small fixed set of texts; the bound only guards against
- * a caller that builds SQL with variable shapes (IN lists), evicting the oldest entry first.
- */
-export class StatementCache {
-  private readonly entries = new Map<string, CachedStatement>()
-  constructor(
-    readonly raw: Database.Database,
-    readonly capacity = 500,
-  ) {}
-
-  get(sql: string): CachedStatement {
-    const hit = this.entries.get(sql)
-    if (hit) return hit
-    const t = translateSql(sql)
-    const stmt = this.raw.prepare(t.sql)
-    if (stmt.reader) stmt.raw(true)
-    const columns = columnsOf(stmt)
-    const entry = { stmt, order: t.order, columns, build: compileRowBuilder(columns) }
-    if (this.entries.size >= this.capacity) {
-      const oldest = this.entries.keys().next().value
-      if (oldest !== undefined) this.entries.delete(oldest)
-    }
-    this.entries.set(sql, entry)
-    return entry
-  }
-
-  get size(): number {
-    return this.entries.size
-  }
-}
-
-/** Statements run synchronously (better-sqlite3); the async `Queryable` face wraps these. */
-class SqliteStatements {
-  constructor(readonly statements: StatementCache) {}
-  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T[] {
-    return this.queryWith<T>(this.statements.get(sql), params)
-  }
-  one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T | undefined {
-    return this.oneWith<T>(this.statements.get(sql), params)
-  }
-  run(sql: string, params?: readonly SqlValue[]): number {
-    return this.runWith(this.statements.get(sql), params)
-  }
-  queryWith<T extends Row = Row>(entry: CachedStatement, params?: readonly SqlValue[]): T[] {
-    const { stmt, order } = entry
-    const values = bind(order, params)
-    if (!stmt.reader) {
-      stmt.run(...values)
-      return []
-    }
-    const rows = stmt.all(...values) as unknown[][]
-    const out = new Array<T>(rows.length)
-    for (let i = 0; i < rows.length; i++) out[i] = toRow(entry, rows[i] as unknown[]) as T
-    return out
-  }
-  oneWith<T extends Row = Row>(entry: CachedStatement, params?: readonly SqlValue[]): T | undefined {
-    const { stmt, order } = entry
-    const values = bind(order, params)
-    if (!stmt.reader) {
-      stmt.run(...values)
-      return undefined
-    }
-    const row = stmt.get(...values) as unknown[] | undefined
-    return row === undefined ? undefined : (toRow(entry, row) as T)
-  }
-  runWith({ stmt, order }: CachedStatement, params?: readonly SqlValue[]): number {
-    const values = bind(order, params)
-    if (stmt.reader) return stmt.all(...values).length
-    return stmt.run(...values).changes
-  }
-}
-
-class SqliteQueryable implements Queryable {
-  constructor(private readonly sync: SqliteStatements) {}
-  async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
-    return this.sync.query<T>(sql, params)
-  }
-  async one<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
-    return this.sync.one<T>(sql, params)
-  }
-  async run(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.sync.run(sql, params)
-  }
-  async exec(script: string): Promise<void> {
-    this.sync.statements.raw.exec(translateDdl(script))
   }
 }
 
@@ -261,7 +101,7 @@ export class SqliteDb implements Db {
   private checkpointer: WalCheckpointer | null = null
   private observeTransaction: ((seconds: number) => void) | undefined
 
-  /** Operators waiting for the write lock (src/store/sqlite-operators.ts); none in memory. */
+  /** Operators waiting for the write lock (src/store/sqlite/operators.ts); none in memory. */
   private readonly operators: OperatorSignal | null
 
   private constructor(

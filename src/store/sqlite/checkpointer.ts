@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
-import { reportStoreProblem } from './problems.js'
+import { reportStoreProblem } from '../problems.js'
 
 /**
  * Checkpoints the WAL from a worker thread with its own connection. SQLite's automatic checkpoint runs inside the

@@ -1,0 +1,166 @@
+/**
+ * The CLI always ends with its verdict: against a broken deployment of each check family (the stand-in of
+ * mutants/serve.ts playing one mutant at a time), the process exits within a second of printing its last line,
+ * with nothing left open for the exit guard to report. And --plan, told before a run, agrees with that run.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { scratchDir } from './scratch.js'
+
+const ROOT = resolve(import.meta.dirname, '..', '..')
+const CLI = join(ROOT, 'bin', 'agentops-conformance.mjs')
+
+let standIn: ChildProcess
+let baseUrl: string
+let provision: string
+
+beforeAll(async () => {
+  standIn = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'conformance/mutants/serve.ts')], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const line = await new Promise<string>((resolveLine, reject) => {
+    let out = ''
+    let err = ''
+    standIn.stdout?.on('data', (d: Buffer) => {
+      out += d.toString()
+      if (out.includes('\n')) resolveLine(out.split('\n')[0] ?? '')
+    })
+    standIn.stderr?.on('data', (d: Buffer) => {
+      err += d.toString()
+    })
+    standIn.once('exit', (code) => reject(new Error(`the stand-in exited with ${code}: ${err}`)))
+  })
+  ;({ baseUrl, provision } = JSON.parse(line) as { baseUrl: string; provision: string })
+}, 120_000)
+
+afterAll(async () => {
+  if (standIn.exitCode !== null) return
+  const exited = new Promise((r) => standIn.once('exit', r))
+  standIn.kill('SIGTERM')
+  await exited
+})
+
+/** Runs the CLI; the time its verdict line was printed, the time it exited, and what it said. */
+async function timedRun(args: string[]) {
+  const child = spawn(process.execPath, [CLI, '--base-url', baseUrl, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_OPTIONS: '' },
+  })
+  let out = ''
+  let err = ''
+  let verdictAt = 0
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString()
+    if (/^(CONFORMANT|NOT CONFORMANT|INCOMPLETE|ERROR)\b/m.test(out) && verdictAt === 0)
+      verdictAt = Date.now()
+  })
+  child.stderr?.on('data', (d: Buffer) => {
+    err += d.toString()
+  })
+  const code = await new Promise<number | null>((r) => {
+    const guard = setTimeout(() => child.kill('SIGKILL'), 240_000)
+    child.once('exit', (c) => {
+      clearTimeout(guard)
+      r(c)
+    })
+  })
+  return { code, out, err, verdictAt, exitedAt: Date.now() }
+}
+
+async function play(kind: 'mutant' | 'clean', id = ''): Promise<void> {
+  const res = await fetch(`${baseUrl}/__stand-in/${kind === 'clean' ? 'clean' : `mutant/${id}`}`, {
+    method: 'POST',
+  })
+  expect(res.status, await res.text()).toBe(204)
+}
+
+/** One broken deployment per family, with the checks it makes fail. */
+const BROKEN: Array<[family: string, mutant: string, only: string]> = [
+  [
+    'ingest and stream (the deployment a user found the CLI hanging on)',
+    'ingest-answers-200',
+    'ingest,stream,tenancy.connector-id-per-workspace',
+  ],
+  ['auth', 'missing-token-accepted', 'auth'],
+  ['validation', 'bad-input-500', 'validation.malformed-json-400,validation.fuzz-never-5xx'],
+  ['idempotency', 'idempotency-ignores-body', 'idempotency'],
+  ['ratelimit', 'rate-limit-never', 'ratelimit.429-at-limit'],
+  ['webhooks', 'webhook-create-without-id', 'webhooks'],
+  ['stream', 'stream-lineage-of-another-batch', 'stream'],
+  ['graphql', 'graphql-errors-without-ratelimit', 'graphql.spec-'],
+  ['runs', 'pause-ignored', 'runs.pause-suspends'],
+  ['tenancy', 'webhook-fanout-across-workspaces', 'tenancy.webhooks-never-cross-workspaces'],
+]
+
+describe('the process ends with its verdict', () => {
+  it.each(BROKEN)(
+    '%s: NOT CONFORMANT, and the process exits within a second of saying so',
+    async (_f, mutant, only) => {
+      await play('mutant', mutant)
+      const r = await timedRun([
+        '--provision',
+        provision,
+        '--only',
+        only,
+        '--graphql-url',
+        `${baseUrl}/v1/graphql`,
+      ])
+      expect(r.code, `${r.out.slice(-2000)}\n${r.err}`).toBe(1)
+      expect(r.out.trim().split('\n').at(-1)).toMatch(/^NOT CONFORMANT: /)
+      expect(r.verdictAt).toBeGreaterThan(0)
+      expect(r.exitedAt - r.verdictAt).toBeLessThan(1000)
+      // Nothing was left for the exit guard: the checks closed what they opened.
+      expect(r.err).not.toMatch(/still running/)
+      // Every failure line ends with what addresses it.
+      for (const why of r.out.split('\n').filter((l) => /^\s+(why|skipped): /.test(l)))
+        expect(why).toMatch(/→ fix: \S/)
+    },
+    240_000,
+  )
+
+  it('a --deadline that passes mid-run still ends with the verdict, naming it', async () => {
+    await play('clean')
+    const r = await timedRun(['--provision', provision, '--only', 'runs,webhooks', '--deadline', '6'])
+    expect(r.code, r.out.slice(-2000)).toBe(3)
+    expect(r.out).toMatch(/not run: the --deadline \/ AGENTOPS_CONFORMANCE_DEADLINE of 6 s passed/)
+    expect(r.out.trim().split('\n').at(-1)).toMatch(/^INCOMPLETE: .*--deadline/)
+    expect(r.err).not.toMatch(/still running/)
+    expect(r.exitedAt - r.verdictAt).toBeLessThan(1000)
+  }, 240_000)
+
+  it('--plan says beforehand which checks will run and which skip for want of a token, as the run then does', async () => {
+    await play('clean')
+    const primary = await provisioned()
+    const only = 'auth,authz,ratelimit,scoping,surface.error-paths'
+    const plan = await timedRun(['--token', primary, '--only', only, '--plan'])
+    expect(plan.code).toBe(3)
+    const planned = new Map(
+      [...plan.out.matchAll(/^(RUN |SKIP|N\/A ) +\w+ +(\S+)/gm)].map((m) => [m[2], m[1]!.trim()]),
+    )
+    expect(plan.out).toMatch(/SKIP core +scoping\.agent-404 +→ needs second-workspace token \(--second-token/)
+    const json = join(scratchDir('plan-'), 'run.json')
+    const run = await timedRun(['--token', primary, '--only', only, '--json', json])
+    const results = (
+      JSON.parse(readFileSync(json, 'utf8')) as {
+        results: Array<{ id: string; outcome: string; notApplicable?: boolean }>
+      }
+    ).results
+    expect(results.length).toBe(planned.size)
+    for (const r of results)
+      expect([r.id, planned.get(r.id)]).toEqual([
+        r.id,
+        r.notApplicable ? 'N/A' : r.outcome === 'skip' ? 'SKIP' : 'RUN',
+      ])
+    expect(run.code).toBe(3)
+  }, 240_000)
+})
+
+async function provisioned(): Promise<string> {
+  const { execSync } = await import('node:child_process')
+  return (JSON.parse(execSync(provision, { cwd: ROOT, encoding: 'utf8' })) as { tokens: { primary: string } })
+    .tokens.primary
+}

@@ -1,0 +1,274 @@
+/**
+ * How statements reach PostgreSQL over the connections of ./connections.ts: pipelined single statements, pooled
+ * single statements, transactions whose BEGIN and held-back statements share writes with the first statement and
+ * the COMMIT, and deferred units sent whole at their commit.
+ */
+import { performance } from 'node:perf_hooks'
+import {
+  type CommitTail,
+  normaliseParams,
+  type Queryable,
+  type Row,
+  SendingQueryable,
+  type SqlValue,
+  type StatementPath,
+  type StatementResult,
+} from '../db.js'
+import { asOneStatement } from '../one-statement.js'
+import { type Connection, type ConnectionPool, type Driver, SharedConnections } from './connections.js'
+
+/** A bound value as postgres.js takes it: a bigint as its decimal text (the server casts it to the column's type). */
+function toDriverParams(params: readonly SqlValue[] | undefined) {
+  return normaliseParams(params).map((p) => (typeof p === 'bigint' ? p.toString() : p))
+}
+
+/** Statement latency, told to the observer when one is set (metrics). */
+export class Timing {
+  observe: ((path: StatementPath, seconds: number) => void) | undefined
+
+  async run(
+    path: StatementPath,
+    target: Driver,
+    text: string,
+    params: readonly SqlValue[] | undefined,
+  ): Promise<StatementResult> {
+    const observe = this.observe
+    const started = observe ? performance.now() : 0
+    // Sent now, not when first awaited: statements go out in the order they were issued (see PgTransaction).
+    const rows = await target.unsafe(text, toDriverParams(params), { prepare: true }).execute()
+    observe?.(path, (performance.now() - started) / 1000)
+    return { rows, rowCount: rows.count }
+  }
+}
+
+/** Lock-free single statements, pipelined on a few connections (see the module's comment). */
+export class PipelinedQueryable extends SendingQueryable {
+  private readonly connections: SharedConnections
+
+  constructor(
+    url: string,
+    connections: number,
+    private readonly timing: Timing,
+  ) {
+    super()
+    this.connections = new SharedConnections(url, connections, 'agentops-pipeline')
+  }
+
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
+    const connection = this.connections.pick()
+    connection.load++
+    try {
+      return await this.timing.run('pipeline', connection.driver, sql, params)
+    } finally {
+      connection.load--
+    }
+  }
+
+  async exec(): Promise<void> {
+    throw new Error('The pipeline runs single statements only')
+  }
+
+  close(): Promise<void> {
+    return this.connections.close()
+  }
+}
+
+/** Single statements outside a transaction, each on a connection lent to it. */
+export class PooledQueryable extends SendingQueryable {
+  constructor(
+    private readonly pool: ConnectionPool,
+    private readonly timing: Timing,
+  ) {
+    super()
+  }
+
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
+    const c = await this.pool.acquire()
+    try {
+      return await this.timing.run('pool', c.driver, sql, params)
+    } finally {
+      this.pool.release(c)
+    }
+  }
+
+  async exec(script: string): Promise<void> {
+    const c = await this.pool.acquire()
+    try {
+      // No parameters: postgres.js sends it as one simple query, which may hold several statements.
+      await c.driver.unsafe(script)
+    } finally {
+      this.pool.release(c)
+    }
+  }
+}
+
+interface HeldBack {
+  sql: string
+  params: readonly SqlValue[] | undefined
+}
+
+/**
+ * BEGIN when asked, the statements and COMMIT, sent in this order in one turn (each as it is issued: `execute`).
+ * Every answer is awaited (allSettled), so nothing is still in flight when the connection is handed on; the first
+ * failure in sending order is the commit's: the statement that failed the block, not the ones the aborted block
+ * then refused.
+ */
+async function sendToCommit(
+  driver: Driver,
+  timing: Timing,
+  statements: readonly HeldBack[],
+  begin: boolean,
+): Promise<void> {
+  const answers: Promise<unknown>[] = begin ? [driver.unsafe('BEGIN').execute()] : []
+  for (const h of statements) answers.push(timing.run('transaction', driver, h.sql, h.params))
+  answers.push(driver.unsafe('COMMIT').execute())
+  for (const outcome of await Promise.allSettled(answers)) {
+    if (outcome.status === 'rejected') throw outcome.reason
+  }
+}
+
+/**
+ * A transaction's statements on the connection lent to it. BEGIN goes out with the first statement and the
+ * held-back statements (`CommitTail`) with the COMMIT: postgres.js writes statements issued in one turn together
+ * and answers them in order, each with its own Sync, so BEGIN opens a transaction block the next statement runs in,
+ * and a held-back statement that fails aborts the block, whose COMMIT then rolls back (PostgreSQL answers it with
+ * ROLLBACK, not an error: the held-back statement's own error is what the commit throws).
+ *
+ * Held-back statements return no rows. postgres.js re-sends a prepared statement once when the server refuses its
+ * cached plan (a schema change under it); for a statement that returns no rows that happens only when a column it
+ * writes changed type while the server ran, which a migration of this project never does to a table written here.
+ */
+export class PgTransaction extends SendingQueryable implements CommitTail {
+  /** Whether BEGIN has been sent: COMMIT and ROLLBACK follow only then. */
+  begun = false
+  private readonly held: HeldBack[] = []
+
+  constructor(
+    private readonly connection: Connection,
+    private readonly timing: Timing,
+  ) {
+    super()
+  }
+
+  /**
+   * Where the transaction's statements go. Once its connection closed, the transaction is over (the server rolled
+   * it back): nothing more may be sent, or it would run on a fresh session, outside the transaction.
+   */
+  private get driver(): Driver {
+    if (this.begun && this.connection.lost) {
+      throw Object.assign(
+        new Error('The store connection was lost during the transaction; it was rolled back'),
+        {
+          code: 'CONNECTION_CLOSED',
+        },
+      )
+    }
+    return this.connection.driver
+  }
+
+  atCommit(sql: string, params?: readonly SqlValue[]): void {
+    this.held.push({ sql, params })
+  }
+
+  /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */
+  async commit(): Promise<void> {
+    if (this.held.length === 0) {
+      if (this.begun) await this.driver.unsafe('COMMIT')
+      return
+    }
+    const driver = this.driver
+    const begin = !this.begun
+    this.begun = true
+    await sendToCommit(driver, this.timing, this.held, begin)
+  }
+
+  /** Rolls back what was begun; on a lost connection the server has rolled back already. */
+  async rollback(): Promise<void> {
+    if (!this.begun || this.connection.lost) return
+    await this.connection.driver.unsafe('ROLLBACK').catch(() => {})
+  }
+
+  protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
+    if (this.begun) return this.timing.run('transaction', this.driver, sql, params)
+    const driver = this.driver
+    this.begun = true
+    // postgres.js sends a query when it is first awaited unless `execute` sends it at once: BEGIN must go first.
+    const begin = driver.unsafe('BEGIN').execute()
+    const [, result] = await Promise.all([begin, this.timing.run('transaction', driver, sql, params)])
+    return result
+  }
+
+  async exec(script: string): Promise<void> {
+    if (!this.begun) {
+      const driver = this.driver
+      this.begun = true
+      await driver.unsafe('BEGIN')
+    }
+    await this.driver.unsafe(script)
+  }
+}
+
+/**
+ * A deferred unit of work's transaction (Db.deferredUnitOfWork): every statement is held back, and the commit sends
+ * the `atBegin` statements and then the `atCommit` ones as one statement (one-statement.ts: atomic with no BEGIN or
+ * COMMIT to answer), on a connection that other deferred units share. Text that cannot be combined goes as BEGIN,
+ * the statements and COMMIT, contiguous on the connection, so they still form one transaction block. Either way a
+ * unit is sent whole, so a statement that waits for a lock waits only for units sent before it (on this connection
+ * or another), never for one queued behind it: no wait can close a cycle through the pipeline.
+ */
+export class DeferredTransaction implements Queryable, CommitTail {
+  private readonly first: HeldBack[] = []
+  readonly held: HeldBack[] = []
+
+  constructor(
+    private readonly connections: SharedConnections,
+    private readonly timing: Timing,
+  ) {}
+
+  atBegin(sql: string, params?: readonly SqlValue[]): void {
+    this.first.push({ sql, params })
+  }
+
+  atCommit(sql: string, params?: readonly SqlValue[]): void {
+    this.held.push({ sql, params })
+  }
+
+  async commit(): Promise<void> {
+    const statements = [...this.first, ...this.held]
+    if (statements.length === 0) return
+    const connection = this.connections.pick()
+    const driver = connection.driver
+    const one = statements.length === 1 ? statements[0] : asOneStatement(statements)
+    const sent = one ? 1 : statements.length + 2
+    connection.load += sent
+    try {
+      if (one) {
+        await this.timing.run('transaction', driver, one.sql, one.params)
+        return
+      }
+      await sendToCommit(driver, this.timing, statements, true)
+    } finally {
+      connection.load -= sent
+    }
+  }
+
+  private refuse(): Promise<never> {
+    return Promise.reject(
+      new Error(
+        'A deferred unit of work sends nothing before its commit: a statement needing an answer ran in it',
+      ),
+    )
+  }
+  query<T extends Row = Row>(): Promise<T[]> {
+    return this.refuse()
+  }
+  one<T extends Row = Row>(): Promise<T | undefined> {
+    return this.refuse()
+  }
+  run(): Promise<number> {
+    return this.refuse()
+  }
+  exec(): Promise<void> {
+    return this.refuse()
+  }
+}
