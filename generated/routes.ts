@@ -92,7 +92,7 @@ const ErrorResponseSchema = z
           .looseObject({})
           .openapi({
             description:
-              'Context. For `policy_denied`: `envelope`, `violation`, `observed`, `limit`, `escalation_queue`. For `invalid_request`: `issues` (`path`, `message`) and `fields`. For `rate_limited`: `window`, `limit`, `reset_at`, `retry_after_seconds`. For `invalid_state`: `status`, `action`, `allowed_actions`.',
+              'Context. For `policy_denied`: `envelope`, `violation`, `observed`, `limit`, `escalation_queue`. For `invalid_request`: `issues` (`path`, `message`) and `fields`, and for JSON nested past the limit `limit` (`max_json_depth`) and `max_depth` (64). For `rate_limited`: `window`, `limit`, `reset_at`, `retry_after_seconds`. For `invalid_state`: `status`, `action`, `allowed_actions`.',
           }),
         request_id: z
           .string()

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Compiles the server (src/ and generated/) to dist/ with tsc, without type checking (`npm run typecheck` does
-// that), incrementally, then stamps dist/.built so a checkout can tell a build older than its sources.
+// that), incrementally, then stamps dist/.built so a checkout can tell a build older than its sources (src/,
+// generated/, and client/src/, whose webhook signatures and canonical JSON the server imports).
 // `--if-stale` builds only when a file under src/ or generated/ is newer than the stamp (what the test setup runs).
 // `--with-client` also builds the agentops-client workspace (client/dist) when a client source is newer than its
 // build, so tests read, pack and re-export one build and never rebuild it while another test reads it.
@@ -25,7 +26,7 @@ function newestMtime(dir) {
 export function isStale() {
   if (!existsSync(STAMP)) return true
   const built = statSync(STAMP).mtimeMs
-  return ['src', 'generated'].some((dir) => newestMtime(join(root, dir)) > built)
+  return ['src', 'generated', 'client/src'].some((dir) => newestMtime(join(root, dir)) > built)
 }
 
 export function build() {

@@ -1,10 +1,14 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { timingSafeEqual } from 'node:crypto'
 import type {
   PolicyDeniedEvent,
   ResourceEvent,
   RunAwaitingApprovalEvent,
   RunLifecycleEvent,
 } from '../generated/types.gen.js'
+import { BODY_SIGNATURE, bodyHmac, standardWebhooksHmac } from './webhook-signatures.js'
+
+/** RFC 8785 (JCS) for values from JSON.parse: sorted keys (UTF-16 order), no whitespace, JSON.stringify numbers. */
+export { canonicalize as canonicalJson } from './canonical-json.js'
 
 /** Every delivery body the contract's `webhooks:` section documents; `event` tells them apart, `id` is the event id. */
 export type WebhookEvent = RunAwaitingApprovalEvent | RunLifecycleEvent | PolicyDeniedEvent | ResourceEvent
@@ -35,8 +39,6 @@ function fresh(t: number, options: VerifyWebhookOptions): boolean {
   const { toleranceSeconds, nowMs } = ageWindow(options)
   return Math.abs(nowMs / 1000 - t) <= toleranceSeconds
 }
-
-const SIGNATURE = /^t=(\d{1,15})((?:,v1=[0-9a-f]{64})+)$/
 
 /**
  * Checks the `signature` field of a webhook delivery (spec §5): `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`, each an
@@ -71,43 +73,24 @@ export function verifyWebhookSignature(
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return false
   const { signature, ...unsigned } = parsed as Record<string, unknown>
-  const match = typeof signature === 'string' ? SIGNATURE.exec(signature) : null
+  const match = typeof signature === 'string' ? BODY_SIGNATURE.exec(signature) : null
   if (!match?.[1] || !match[2]) return false
   const t = Number(match[1])
   if (!fresh(t, options)) return false
-  let signed: string
-  try {
-    signed = `${t}.${canonicalJson(unsigned)}`
-  } catch {
-    return false
-  }
   const given = match[2]
     .split(',v1=')
     .filter((hex) => hex !== '')
     .map((hex) => Buffer.from(hex, 'hex'))
   for (const secret of typeof secrets === 'string' ? [secrets] : secrets) {
-    const expected = createHmac('sha256', secret).update(signed, 'utf8').digest()
+    let expected: Buffer
+    try {
+      expected = bodyHmac(secret, t, unsigned)
+    } catch {
+      return false // a body RFC 8785 cannot represent
+    }
     if (given.some((g) => g.length === expected.length && timingSafeEqual(g, expected))) return true
   }
   return false
-}
-
-/** RFC 8785 (JCS) for values from JSON.parse: sorted keys (UTF-16 order), no whitespace, JSON.stringify numbers. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value)
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new TypeError('RFC 8785 cannot represent NaN or Infinity')
-    return JSON.stringify(value)
-  }
-  if (Array.isArray(value))
-    return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`
-  if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
-  }
-  throw new TypeError(`cannot canonicalize a ${typeof value}`)
 }
 
 /** Why `constructEvent` refused a delivery. */
@@ -163,7 +146,7 @@ export function constructEvent(
   }
   if (!isEvent(parsed))
     throw new WebhookVerificationError('not_an_event', 'the webhook body has no string id, event and ts')
-  if (typeof parsed.signature !== 'string' || !SIGNATURE.test(parsed.signature))
+  if (typeof parsed.signature !== 'string' || !BODY_SIGNATURE.test(parsed.signature))
     throw new WebhookVerificationError('missing_signature', 'the webhook body has no well-formed signature')
   const list = typeof secrets === 'string' ? [secrets] : secrets
   if (!verifyWebhookSignature(parsed, list, options))
@@ -204,10 +187,7 @@ function verifyStandardWebhook(
     .filter((entry) => entry.startsWith('v1,'))
     .map((entry) => Buffer.from(entry.slice(3), 'base64'))
   for (const secret of secrets) {
-    const key = secret.startsWith('whsec_')
-      ? Buffer.from(secret.slice('whsec_'.length), 'base64')
-      : Buffer.from(secret, 'utf8')
-    const expected = createHmac('sha256', key).update(`${id}.${t}.${raw}`, 'utf8').digest()
+    const expected = standardWebhooksHmac(secret, id, t, raw)
     if (given.some((g) => g.length === expected.length && timingSafeEqual(g, expected))) return true
   }
   return false

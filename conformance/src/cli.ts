@@ -18,6 +18,7 @@ import { Contract } from './contract.js'
 import { EMBEDDED_CONTRACT, EMBEDDED_VERSION } from './embedded.js'
 import type { RunFindings } from './fix.js'
 import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
+import { runInit } from './init.js'
 import { Pacer } from './pacing.js'
 import { formatPlan, planFor } from './plan.js'
 import { provision, withProvisioned } from './provision.js'
@@ -195,6 +196,7 @@ export async function main(
     ...(pacer ? { pacedMs: pacer.waitedMs } : {}),
   })
   try {
+    if (argv[0] === 'init') return runInit(argv.slice(1), ALL_CHECKS, io.out)
     const options = resolveConfig(argv, env)
     config = options.config
     reports = config.reports

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { EMBEDDED_CONTRACT } from './embedded.js'
+import { stripComments } from './init.js'
 import { templateProblem } from './signature.js'
 import { DEFAULT_TOOL_RUN, mentionsTools, TOOL_PLACEHOLDERS, type ToolRunDeclaration } from './toolrun.js'
 import { ConfigError } from './types.js'
@@ -723,7 +724,8 @@ function readConfigFile(path: string): Raw {
     throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`)
   }
   try {
-    const parsed = JSON.parse(text) as unknown
+    // JSON with `//` comments, as `agentops-conformance init` writes it.
+    const parsed = JSON.parse(stripComments(text)) as unknown
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
       throw new Error('not a JSON object')
     return parsed as Raw

@@ -229,3 +229,39 @@ describe('settings', () => {
     expect(() => resolveConfig(['--budget', '10'])).toThrow(ConfigError)
   })
 })
+
+describe('agentops-conformance init', () => {
+  it('writes a commented config that --config reads: every token, what it is for, which checks need it', async () => {
+    const file = join(scratchDir('conf-init-'), 'conformance.json')
+    const r = await run(['init', '--base-url', baseUrl, '--provision', 'echo provisioned', '--output', file])
+    expect(r.code).toBe(0)
+    const text = readFileSync(file, 'utf8')
+    for (const key of [
+      'primary',
+      'secondWorkspace',
+      'narrowScope',
+      'otherScope',
+      'rateLimited',
+      'rateLimitedPeer',
+      'expired',
+    ])
+      expect(text).toMatch(new RegExp(`// .*\\n\\s+// Needed by [^\\n]+\\n\\s+"${key}": ""`))
+    expect(text).toMatch(/Needed by \d+ checks: [^\n]*scoping\.agent-404/)
+    const { config } = resolveConfig(['--config', file])
+    expect(config.baseUrl).toBe(baseUrl)
+    expect(config.provision).toBe('echo provisioned')
+    expect(config.tokens).toEqual({ primary: '' })
+    // An existing file is kept unless --force.
+    expect((await run(['init', '--output', file])).code).toBe(2)
+    expect((await run(['init', '--output', file, '--force'])).code).toBe(0)
+  })
+})
+
+describe('--version', () => {
+  it('prints the suite version', async () => {
+    const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as {
+      version: string
+    }
+    expect((await run(['--version'])).out).toBe(`agentops-conformance ${version}`)
+  })
+})

@@ -6,13 +6,11 @@ import { setFlagsFromString } from 'node:v8'
  * `missingNodeOptions`), since V8 reads them only as the process starts.
  *
  * `--max-semi-space-size=64`: V8's young generation at 64 MiB semi-spaces instead of Node 20's 16 MiB. Every request
- * allocates (a keyed POST about 80 kB, most of it Node's and Hono's per-request objects), so at 16 MiB a loaded
- * server scavenged about 30 times a second, each scavenge copying what the requests in flight held and promoting
- * part of it; the old generation then filled and mark-compact pauses of 10-20 ms followed every second or two, each
- * one delaying every request in flight. Paired (`npm run bench:observability -- --route post-keyed [--postgres]
- * --b-env NODE_OPTIONS=--max-semi-space-size=64`, 10 rounds): a keyed POST costs 16.5 % (SQLite) and 20.1 %
- * (PostgreSQL) more CPU without it; a cached GET 1.4 %. The server's resident memory under that load grew by about
- * 40-50 MB, to about 270 MB (README, Performance).
+ * allocates (most of it Node's and Hono's per-request objects), so with small semi-spaces a loaded server scavenges
+ * many times a second, each scavenge copying what the requests in flight hold and promoting part of it; the old
+ * generation then fills and mark-compact pauses follow, each one delaying every request in flight. The larger young
+ * generation trades some resident memory for that CPU (`npm run bench:observability -- --route post-keyed
+ * [--postgres] --b-env NODE_OPTIONS=--max-semi-space-size=64`; figures in docs/performance.md).
  */
 export const SERVER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=64']
 
@@ -23,11 +21,10 @@ export const SERVER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=64
  *
  * `--no-allocation-site-pretenuring`: V8 watches how many objects of each allocation site survive a scavenge and,
  * when nearly all do, allocates that site's objects straight in the old generation. Under a PostgreSQL store's write
- * load the old generation fills with per-request objects: measured under `--trace-gc-nvp` (5 s of keyed POSTs from
- * 50 connections, server on one core), 0.5-2 MB promoted per scavenge at V8's default in 10 runs of 11 against
- * 30-97 kB with the flag, about 1.7-2.8 times the scavenge pause time, and 2-3 mark-compacts of 7-15 ms for each of
- * which every request in flight waits; bench:http's keyed POST p99 on PostgreSQL met 15 ms in 9 runs of 9 with the
- * flag against 7 of 9 without (README, Performance). On SQLite the promotion is 35-55 kB either way.
+ * load the old generation then fills with per-request objects: scavenges promote far more and take longer, and
+ * mark-compacts follow, each of which every request in flight waits for. With the flag those objects die young;
+ * on SQLite the promotion is small either way (`--trace-gc-nvp` and bench:http's keyed POST p99 on PostgreSQL;
+ * figures in docs/performance.md).
  */
 export const SERVER_V8_FLAGS: readonly string[] = ['--no-allocation-site-pretenuring']
 

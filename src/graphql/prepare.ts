@@ -2,12 +2,17 @@ import {
   type DocumentNode,
   GraphQLError,
   getOperationAST,
+  Lexer,
   type OperationDefinitionNode,
   parse,
+  Source,
   specifiedRules,
+  TokenKind,
   validate,
   visit,
 } from 'graphql'
+import type { ApiError } from '../domain/errors.js'
+import { MAX_JSON_DEPTH, tooDeepAt, tooDeepError } from '../domain/json-depth.js'
 import {
   findUnstorableText,
   type UnstorableText,
@@ -31,6 +36,9 @@ export function prepare(
   variables: Record<string, unknown>,
 ): Prepared {
   const schema = graphqlSchema()
+  // Before the parser, whose recursion a list literal nested a few thousand deep exhausted (a 500; 4500 on graphql-ws).
+  const tooDeep = nestingTooDeep(query, variables)
+  if (tooDeep) return { ok: false, errors: [new GraphQLError(tooDeep.message, { originalError: tooDeep })] }
   let document: DocumentNode
   try {
     document = parse(query, { maxTokens: MAX_TOKENS })
@@ -58,6 +66,35 @@ export function prepare(
   if (limits.length > 0) return { ok: false, errors: limits }
   return { ok: true, document, operation }
 }
+
+/**
+ * The depth limit (MAX_JSON_DEPTH) on the variables and on the document's own nesting: braces, brackets and
+ * parentheses counted by graphql's lexer (iterative, and stopped at MAX_TOKENS like the parser), so list and object
+ * literals are bounded as JSON values are. A lexing error is left to the parser to report.
+ */
+function nestingTooDeep(query: string, variables: Record<string, unknown>): ApiError | undefined {
+  const inVariables = tooDeepAt(variables, MAX_JSON_DEPTH - 1)
+  if (inVariables !== undefined) return tooDeepError('variables', inVariables)
+  const lexer = new Lexer(new Source(query))
+  let depth = 0
+  try {
+    for (
+      let token = lexer.advance(), n = 0;
+      token.kind !== TokenKind.EOF && n < MAX_TOKENS;
+      token = lexer.advance(), n++
+    ) {
+      if (OPENING.has(token.kind)) {
+        if (++depth > MAX_JSON_DEPTH) return tooDeepError('query', `line ${token.line}`)
+      } else if (CLOSING.has(token.kind)) depth--
+    }
+  } catch {
+    return undefined
+  }
+  return undefined
+}
+
+const OPENING: ReadonlySet<string> = new Set([TokenKind.BRACE_L, TokenKind.BRACKET_L, TokenKind.PAREN_L])
+const CLOSING: ReadonlySet<string> = new Set([TokenKind.BRACE_R, TokenKind.BRACKET_R, TokenKind.PAREN_R])
 
 /** The first variable or string literal (decoded) that no store can keep. */
 function unstorableIn(

@@ -16,9 +16,8 @@ const SETTLE_POLL_MS = 25
  *
  * Responses are held in reused slots of an array, not as keys of a Map. A long-lived Map whose keys come and go
  * with every request is rebuilt by V8 as they do, and its old tables stay linked to the new ones, so every response
- * in it survived the young generation's collections and was promoted to the old one: measured with `--trace-gc-nvp`
- * on a GET that waits for its store, about 3.5 kB a request promoted and four times the scavenge time; with slots,
- * next to nothing (bench/profile-get.ts prints the garbage collector's share per request).
+ * in it survives the young generation's collections and is promoted to the old one, which lengthens every
+ * scavenge; slots promote next to nothing (bench/profile-get.ts prints the garbage collector's share per request).
  */
 export function requestTracker() {
   const responses: (TrackedResponse | undefined)[] = []

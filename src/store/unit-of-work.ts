@@ -6,8 +6,8 @@
  * The context is followed with AsyncLocalStorage. Work that outlives the request (wake-ups, change notifications)
  * must not run in it: it is handed to `afterCommit`, which runs it outside the context once the unit committed.
  *
- * On Node 20 an enabled AsyncLocalStorage puts a promise hook on every promise of the process, units or not
- * (measured: about 12 % of a bare Hono GET's CPU), so the storage is enabled only while a unit is open and disabled
+ * On Node 20 an enabled AsyncLocalStorage puts a promise hook on every promise of the process, units or not (a
+ * cost bench:http's GET shows against bare Hono), so the storage is enabled only while a unit is open and disabled
  * when the last one closes. A context that outlives its unit can then see it again once another unit enables the
  * storage; `open` (false once the unit settled) is what makes such a context take the ordinary path.
  */

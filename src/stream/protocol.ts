@@ -1,4 +1,5 @@
 import { isConnectorId } from '../domain/ingestion/validation.js'
+import { tooDeepAt, tooDeepError } from '../domain/json-depth.js'
 import { findUnstorableText, unstorableReason } from '../domain/text.js'
 import type { StreamClientKind } from '../surface/contract-types.js'
 
@@ -46,6 +47,8 @@ export function parseClientMessage(text: string): ParseResult {
     return { ok: false, message: 'The message is not valid JSON' }
   }
   if (!isObject(raw)) return { ok: false, message: 'The message must be a JSON object' }
+  const deep = tooDeepAt(raw)
+  if (deep !== undefined) return { ok: false, message: tooDeepError('message', deep).message }
   const unstorable = findUnstorableText(raw)
   if (unstorable) {
     const ref = typeof raw.ref === 'string' && !unstorableReason(raw.ref) ? raw.ref : undefined

@@ -15,7 +15,7 @@ export function nodeRequest(c: Context): IncomingMessage | undefined {
 /**
  * A request header as `c.req.header(name)` gives it (every field of that name, joined by ", "), for a lower-case
  * name. Under Node it is read from Node's raw header list: `c.req.header()` first builds the request's whole Fetch
- * Headers (every field validated and copied; profiled at a few per cent of a cached GET), which a request that
+ * Headers (every field validated and copied), which a request that
  * reads a few headers never needs. Node has trimmed the values as Fetch would.
  */
 export function requestHeader(c: Context, lowerName: string): string | undefined {

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { canonicalize } from '../../src/domain/canonical-json.js'
+import { canonicalize } from '../../client/src/canonical-json.js'
 import { batchLineage, proofFromLeafHashes } from '../../src/domain/ingestion/lineage.js'
 import {
   allInclusionProofs,

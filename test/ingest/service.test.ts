@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { canonicalize } from '../../src/domain/canonical-json.js'
+import { canonicalize } from '../../client/src/canonical-json.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import { EventLog } from '../../src/domain/events/log.js'
 import { proofFromLeafHashes } from '../../src/domain/ingestion/lineage.js'

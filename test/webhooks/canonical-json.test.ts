@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { canonicalize } from '../../src/domain/canonical-json.js'
+import { canonicalize } from '../../client/src/canonical-json.js'
 
 /** IEEE 754 bit patterns and their RFC 8785 serialisations, from RFC 8785 Appendix B. */
 const RFC8785_NUMBERS: [string, string][] = [

@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { verifyWebhookSignature as verifySignature } from '../../client/src/webhooks.js'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
-import { verifySignature } from '../../src/domain/webhooks/verify.js'
 import { createOutboundHttp } from '../../src/outbound/http.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
 import { backends } from '../support/backends.js'

@@ -1,8 +1,8 @@
 /** Real domain events (agents, tools, runs, approvals) reach a subscriber, in the contract's shapes, signed. */
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { verifyWebhookSignature as verifySignature } from '../../client/src/webhooks.js'
 import { EVENT_KINDS } from '../../src/domain/webhooks/body.js'
-import { verifySignature } from '../../src/domain/webhooks/verify.js'
 import { createAgent, registerTool, startRun } from '../runs/helpers.js'
 import { assertMatchesSchema } from '../support/openapi-validator.js'
 import { startTestServer, type TestServer } from '../support/server.js'

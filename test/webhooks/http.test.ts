@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { verifySignature } from '../../src/domain/webhooks/verify.js'
+import { verifyWebhookSignature as verifySignature } from '../../client/src/webhooks.js'
 import { NO_TARGETS } from '../support/private-targets.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { independentlyVerified } from './helpers.js'

@@ -7,9 +7,10 @@ import { backoffCeilingMs, RETRY_CAP_MS, retryDelayMs } from '../../src/domain/w
 /** The policy design.md states (8 attempts, 5 s base, 1 h cap). */
 const DEFAULT_RETRY_POLICY = { maxAttempts: 8, baseMs: 5_000, capMs: RETRY_CAP_MS }
 
+import { standardWebhooksKey } from '../../client/src/webhook-signatures.js'
+import { verifyWebhookSignature as verifySignature } from '../../client/src/webhooks.js'
 import { deliveryBody } from '../../src/domain/webhooks/body.js'
-import { bodySignature, signDelivery, standardWebhooksKey } from '../../src/domain/webhooks/signing.js'
-import { verifySignature } from '../../src/domain/webhooks/verify.js'
+import { bodySignature, signDelivery } from '../../src/domain/webhooks/signing.js'
 import { independentlyVerified } from './helpers.js'
 
 const NOW = Date.UTC(2026, 10, 23, 10, 0, 0)

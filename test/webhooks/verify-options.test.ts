@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { constructEvent, verifyWebhookSignature, WebhookVerificationError } from '../../client/src/index.js'
+import { verifyWebhookSignature as verifySignature } from '../../client/src/webhooks.js'
 import { signDelivery } from '../../src/domain/webhooks/signing.js'
-import { verifySignature } from '../../src/domain/webhooks/verify.js'
 
 const NOW = Date.UTC(2026, 10, 23, 10, 0, 0)
 const BODY = { id: 'evt_1', event: 'agent.created', ts: '2026-11-23T10:00:00.000Z', agent_id: 'agt_1' }

@@ -13,7 +13,8 @@ import { receiverUrl } from './webhooks.js'
 const newKey = () => `conf-${randomBytes(9).toString('hex')}`
 
 /**
- * How many agents with this name the workspace lists (walks at most 20 pages); undefined where the deployment
+ * How many agents with this name the workspace lists (walks at most 20 pages, in the page shape the deployment
+ * declares with `paging`: read in another shape, only the first page was counted); undefined where the deployment
  * does not serve the agent list (a profile extension).
  */
 async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number | undefined> {

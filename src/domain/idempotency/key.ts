@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { canonicalize } from '../canonical-json.js'
+import { canonicalize } from '../../../client/src/canonical-json.js'
 import { ApiError } from '../errors.js'
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000

@@ -1,4 +1,4 @@
-import { canonicalize } from '../canonical-json.js'
+import { canonicalize } from '../../../client/src/canonical-json.js'
 import { allInclusionProofs, inclusionProof, leafHashOfText, rootFromLeafHashes } from './merkle.js'
 import type { IngestRecord } from './validation.js'
 

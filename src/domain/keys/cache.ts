@@ -69,7 +69,7 @@ export type KeyReader = (keyId: string) => Promise<CachedKey | undefined>
  * Given a reader, an entry used once KEY_REFRESH_AHEAD of its TTL has passed is read again in the background while
  * it goes on answering (refresh-ahead): under steady traffic the entry is replaced before it expires, and no request
  * waits for the read. Without it every request that arrived during the read (key, then workspace: two round trips on
- * PostgreSQL) waited for it once a second, a stall that set the p99 of a loaded server. The bound is unchanged: an
+ * PostgreSQL) would wait for it once a second, a stall in the tail of a loaded server. The bound is unchanged: an
  * entry is trusted for the TTL from when its read was sent, whether a request or the refresh sent it.
  */
 export class VerifiedKeyCache {

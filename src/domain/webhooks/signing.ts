@@ -1,10 +1,13 @@
-import { createHmac } from 'node:crypto'
-import { canonicalize } from '../canonical-json.js'
+/**
+ * Signing of webhook deliveries, with the HMACs and canonical JSON the client verifies with
+ * (client/src/webhook-signatures.ts: one implementation for both).
+ */
+
+import { canonicalize } from '../../../client/src/canonical-json.js'
+import { bodyHmac, standardWebhooksHmac } from '../../../client/src/webhook-signatures.js'
 
 /** A delivery body before signing: every field of the event, never a `signature`. */
 export type UnsignedBody = Record<string, unknown>
-
-const WHSEC_PREFIX = 'whsec_'
 
 /**
  * The `signature` body field of spec §5: `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`, one `v1` per active secret.
@@ -13,18 +16,8 @@ const WHSEC_PREFIX = 'whsec_'
  */
 export function bodySignature(body: UnsignedBody, secrets: readonly string[], unixSeconds: number): string {
   const { signature: _ignored, ...unsigned } = body
-  const signed = `${unixSeconds}.${canonicalize(unsigned)}`
-  const entries = secrets.map((s) => `v1=${createHmac('sha256', s).update(signed, 'utf8').digest('hex')}`)
+  const entries = secrets.map((s) => `v1=${bodyHmac(s, unixSeconds, unsigned).toString('hex')}`)
   return [`t=${unixSeconds}`, ...entries].join(',')
-}
-
-/**
- * The Standard Webhooks key: a `whsec_<base64>` secret stands for its decoded bytes (the form the
- * `standardwebhooks` libraries take), any other secret for its UTF-8 bytes (`new Webhook(secret, {format: 'raw'})`).
- */
-export function standardWebhooksKey(secret: string): Buffer {
-  if (secret.startsWith(WHSEC_PREFIX)) return Buffer.from(secret.slice(WHSEC_PREFIX.length), 'base64')
-  return Buffer.from(secret, 'utf8')
 }
 
 /** `webhook-signature`: space-separated `v1,<base64>` entries over `<id>.<timestamp>.<raw body>`. */
@@ -34,9 +27,8 @@ export function standardWebhooksSignature(
   rawBody: string,
   secrets: readonly string[],
 ): string {
-  const signed = `${deliveryId}.${unixSeconds}.${rawBody}`
   return secrets
-    .map((s) => `v1,${createHmac('sha256', standardWebhooksKey(s)).update(signed, 'utf8').digest('base64')}`)
+    .map((s) => `v1,${standardWebhooksHmac(s, deliveryId, unixSeconds, rawBody).toString('base64')}`)
     .join(' ')
 }
 

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Context } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { ApiError } from '../../domain/errors.js'
+import { tooDeepAt, tooDeepError } from '../../domain/json-depth.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../../surface/context.js'
 import { nodeRequest, requestHeader } from '../../surface/request-headers.js'
@@ -28,8 +29,8 @@ export const bodyGuard = (maxBytes: number) =>
         content_type: type || null,
       })
     }
-    // Under @hono/node-server the body is read from Node's request itself: the Fetch Request and its web stream
-    // cost about a tenth of a POST (profiled). app.request (tests, in-process callers) has no Node request.
+    // Under @hono/node-server the body is read from Node's request itself, so no Fetch Request and web stream are
+    // built for it (bench:http's POST). app.request (tests, in-process callers) has no Node request.
     const incoming = nodeRequest(c)
     if (length !== undefined && Number(length) > maxBytes) {
       if (incoming) lingeringClose(incoming)
@@ -52,6 +53,8 @@ export const bodyGuard = (maxBytes: number) =>
         fields: [],
       })
     }
+    const deep = tooDeepAt(parsed)
+    if (deep !== undefined) throw tooDeepError('body', deep)
     const unstorable = findUnstorableText(parsed)
     if (unstorable) throw unstorableTextError('body', unstorable)
     // Downstream readers reuse this one read and this one parse: Hono's json() would parse the cached text again

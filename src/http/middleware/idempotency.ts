@@ -102,9 +102,9 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
 
 /**
  * The answer the route gave, as the key stores it. The body is the text the handler's c.json produced when that is
- * the answer: reading it back from the Response would build a web stream for it (measured at about a twentieth of
- * a POST). The answer then goes out as that text rather than a clone's stream: the server writes it in one piece,
- * as it does for any JSON answer (a clone's tee'd stream was measured at about a fifth of a POST's CPU).
+ * the answer: reading it back from the Response would build a web stream for it. The answer then goes out as that
+ * text rather than a clone's tee'd stream: the server writes it in one piece, as it does for any JSON answer
+ * (bench:http's keyed POST; docs/performance.md).
  */
 async function storedAnswer(
   c: Context<AppEnv>,

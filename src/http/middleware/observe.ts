@@ -46,8 +46,8 @@ function report(observer: SurfaceObserver, c: Context<AppEnv>, started: number):
 /**
  * The request id middleware with observation: gives the request its id (./request-id.ts) and reports it to the
  * surface observer once its answer is ready, thrown errors included (Hono's onError has rendered them into `c.res`
- * by the time `next()` returns). One layer instead of two (profiled: a middleware layer and its promise hop were a
- * measurable part of what observation cost a cached GET); it runs first, so it sees what every other middleware
+ * by the time `next()` returns). One layer instead of two (a middleware layer and its promise hop are part of what
+ * observation costs a cached GET: bench:observability); it runs first, so it sees what every other middleware
  * answered. The time is until the answer is ready to write: a live stream (SSE) counts until its head.
  */
 export const observeRequests = (observer: SurfaceObserver) =>

@@ -12,8 +12,8 @@ export type Step = (c: Context<AppEnv>, next: Next) => Promise<void>
 
 /**
  * The steps as one Hono middleware, each step's `next` the step after it. Hono awaits every middleware layer in an
- * async dispatch of its own (a promise and an await per layer per request, profiled as a measurable part of a
- * cached GET), and these steps always run together, so they share one layer.
+ * async dispatch of its own (a promise and an await per layer per request), and these steps always run together,
+ * so they share one layer.
  */
 export function inSeries(...steps: readonly Step[]): Step {
   return steps.reduceRight<Step>(

@@ -28,8 +28,8 @@ export function registerAgentRoutes(app: OpenAPIHono<AppEnv>, services: AgentRou
   // The busiest write, served outside `app.openapi` like GET /v1/runs/{id}: its headers and body are checked here
   // against the same contract route (routeInput, routeBody: the same schemas, order and answers as the typed
   // routes' validators) instead of by @hono/zod-openapi's three validator layers (headers, media-type gate, JSON),
-  // each an async middleware, whose header reads built the request's whole Fetch Headers. Paired, that was about an
-  // eighth of a keyed POST's server CPU (README, Performance).
+  // each an async middleware, whose header reads build the request's whole Fetch Headers (bench:observability's
+  // post-keyed route; docs/performance.md).
   app.post(AGENTS_PATH, async (c) => {
     routeInput(c, postV1AgentsRoute)
     const body = await routeBody(c, postV1AgentsRoute)

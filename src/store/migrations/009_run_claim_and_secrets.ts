@@ -3,9 +3,9 @@ import type { Migration } from './migration.js'
 /**
  * The scheduler's claim reads `status IN ('queued', 'running') ... ORDER BY priority DESC, seq` (src/store/repos/
  * runs.ts). The index it had, (status, priority, seq), cannot give that order for two statuses at once, so both
- * stores sorted the whole queue on every claim (SQLite: a temp B-tree; 14.9 ms a claim at 46k queued). A partial
- * index over exactly the claimable rows, in exactly the claim's order, is walked from its first entry and stops
- * after the LIMIT: the claim costs the same with 100 or 100,000 queued runs. It holds only live runs, so it stays
+ * stores sorted the whole queue on every claim (SQLite: a temp B-tree, its cost growing with the queue; bench:queue).
+ * A partial index over exactly the claimable rows, in exactly the claim's order, is walked from its first entry and
+ * stops after the LIMIT: the claim costs the same with 100 or 100,000 queued runs. It holds only live runs, so it stays
  * small however many finished runs the table keeps; the old index goes (no other query leads with status).
  *
  * `server_secrets` holds secrets every replica must share, generated once by whichever starts first: the cursor

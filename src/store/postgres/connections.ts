@@ -86,8 +86,8 @@ export class Connection {
 }
 
 /**
- * In-flight statements on a pipelined connection before the next connection takes new statements. On GET
- * /v1/runs/{id} at 50 connections, 16 cost about 15% less server CPU than 4 (bigger writes), 8 sits between; with
+ * In-flight statements on a pipelined connection before the next connection takes new statements: more per
+ * connection means bigger socket writes and less server CPU per statement (bench:http's PostgreSQL GET); with
  * synchronous commit, statements then spill over to further connections, whose WAL flushes overlap.
  */
 const SPILL = 8

@@ -40,8 +40,8 @@ import {
 const POOL_MAX = 10
 /**
  * Pipelined connections of the hot path. With synchronous commit every write waits for its WAL flush before the
- * next statement on its connection runs; four connections let those waits overlap (measured with the earlier
- * driver at 50 concurrent clients: one connection reached a third of the pool's throughput, four came close).
+ * next statement on its connection runs; several connections let those waits overlap, where one would hold
+ * every pipelined statement behind one flush at a time (docs/performance.md, bench:http on PostgreSQL).
  */
 const PIPELINE_MAX = 4
 /**
@@ -49,9 +49,9 @@ const PIPELINE_MAX = 4
  * ordering lock is held from that append to the end of its COMMIT (WAL flush included), so deferred units commit
  * one at a time however many connections carry them. On one connection they wait in its pipeline, in order, instead
  * of in several backends asleep on the lock, each woken in turn (a context switch per unit on the database's
- * cores), and the server sends and reads them in shared socket writes and reads. Measured against four connections
- * (`npm run bench:observability -- --route post-keyed --postgres --b-root <checkout>`, 10 and 16 rounds): 14-16 %
- * less server CPU per keyed POST; README, Performance.
+ * cores), and the server sends and reads them in shared socket writes and reads, which costs less server CPU per
+ * keyed POST than several connections (`npm run bench:observability -- --route post-keyed --postgres`; figures in
+ * docs/performance.md).
  */
 const DEFERRED_MAX = 1
 

@@ -69,7 +69,7 @@ export const RIDERS_MAX = 256
 /**
  * At most one counting statement in flight per workspace; the requests that arrive meanwhile are counted together
  * by the next one. A workspace's requests all update the same two rows, so separate statements would queue on
- * their row locks, one commit after another: profiled under 50 concurrent reads of one workspace, the counting
+ * their row locks, one commit after another, and under many concurrent reads of one workspace the counting would
  * cost more than the rest of the request. A request arriving at an idle workspace is counted at once.
  *
  * A cached GET on PostgreSQL confirms its run's row version too (run-cache.ts). When its workspace's next count is

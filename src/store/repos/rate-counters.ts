@@ -241,7 +241,7 @@ function count(entries: readonly Entry[], windows: readonly CounterWindow[]): nu
 
 /**
  * Loaded windows by workspace. A request finds its windows through the workspace id it already holds, whose hash
- * V8 keeps on the string, instead of a key string built and hashed per window per request (profiled).
+ * V8 keeps on the string, instead of a key string built and hashed per window per request.
  */
 class WindowTable {
   private readonly byWorkspace = new Map<string, Entry[]>()

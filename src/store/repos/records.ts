@@ -95,8 +95,8 @@ const INSERT_RECORDS_BY_SET = `INSERT INTO ingest_records (workspace_id, connect
  * (ON CONFLICT on the unique index of workspace, connector and id, whose arbiter probe is no planner's choice), and
  * the statement answers the ids it skipped. A separate `SELECT ... WHERE record_id = ANY($ids)` was planned from
  * statistics that lag behind a growing connector: taken while it was small, they made walking the connector's whole
- * key range and testing each row against the 500 ids look cheapest (60-190 ms per 500-record batch after a few
- * thousand records, growing with every batch; test/store/ingest-duplicate-check.test.ts).
+ * key range and testing each row against the 500 ids look cheapest, a cost that grows with every batch
+ * (test/store/ingest-duplicate-check.test.ts).
  */
 const INSERT_NEW_RECORDS_BY_SET = `WITH stored AS (
   ${INSERT_RECORDS_BY_SET}

@@ -5,7 +5,7 @@ import { reportStoreProblem } from '../problems.js'
 /**
  * Checkpoints the WAL from a worker thread with its own connection. SQLite's automatic checkpoint runs inside the
  * COMMIT that crosses the threshold, on the event loop: it copies pages into the database file and waits for two
- * fsyncs, which showed up as COMMITs of 15-40 ms under write load, stalling every request queued behind them.
+ * fsyncs, which makes that COMMIT slow under write load and stalls every request queued behind it.
  * A PASSIVE checkpoint never takes the write lock, so the server's writer and readers go on meanwhile. Durability
  * is unchanged: a commit is durable in the WAL; the checkpoint only moves pages into the main file.
  */
