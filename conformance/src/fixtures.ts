@@ -367,7 +367,10 @@ export class Fixtures {
  * A resource's own id in an answer: `<kind>_id` or `id`. Spec §2: "Agent response fields: not shown" (and the same
  * for tasks, tools and subscriptions), so the field's name is the deployment's choice.
  */
-export function ownId(body: unknown, kind: 'agent' | 'task' | 'tool' | 'webhook'): string | undefined {
+export function ownId(
+  body: unknown,
+  kind: 'agent' | 'task' | 'tool' | 'webhook' | 'destination',
+): string | undefined {
   const o = obj(body)
   const id = o[`${kind}_id`] ?? o.id
   return typeof id === 'string' ? id : undefined
