@@ -8,6 +8,7 @@ const KnownErrorCodeSchema = z
     'invalid_idempotency_key',
     'unauthenticated',
     'policy_denied',
+    'quota_exceeded',
     'not_found',
     'idempotency_key_reused',
     'idempotency_key_in_progress',
