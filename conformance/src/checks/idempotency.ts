@@ -1,7 +1,7 @@
 /** Spec §8: `Idempotency-Key` on every POST, a 24 h window, reuse with a different body yields 409. */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, nextCursor, ownId, pageItems, unservedPart } from '../fixtures.js'
+import { expectStatus, type Json, listPage, nextPageCursor, ownId, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { receiverAdvice } from '../receiver.js'
 import { assert, fail } from '../types.js'
@@ -18,7 +18,6 @@ const newKey = () => `conf-${randomBytes(9).toString('hex')}`
  * does not serve the agent list (a profile extension).
  */
 async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number | undefined> {
-  const { cursorField, itemsField } = ctx.config.paging
   let count = 0
   let cursor: string | null | undefined
   for (let i = 0; i < 20; i++) {
@@ -31,9 +30,10 @@ async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number
     )
       return undefined
     expectStatus(res, 200, 'listing agents')
-    const items = pageItems(res.body, itemsField) ?? []
+    // Read with the declared page shape (paging in --config): an undeclared cursor field would stop at page one.
+    const items = listPage(ctx, res).items ?? []
     count += items.filter((a) => obj(a).name === name).length
-    cursor = nextCursor(res.body, res.headers, cursorField)
+    cursor = nextPageCursor(ctx, res, 200, 'listing agents')
     if (!cursor || items.length === 0) break
   }
   return count
