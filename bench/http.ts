@@ -30,6 +30,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join } from 'node:path'
@@ -45,6 +46,12 @@ import { cpuSeconds } from './support/proc-cpu.js'
 import { startServerChild, stopServerChild, stopServerChildren } from './support/server-child.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+/** The framework and adapter both bare Hono and the reference server run on (one install, so one version each). */
+const versionOf = (name: string): string =>
+  (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+    .version
+const HONO_VERSION = versionOf('hono')
+const NODE_SERVER_VERSION = versionOf('@hono/node-server')
 const args = process.argv.slice(2)
 const flag = (name: string) => args.includes(name)
 const option = (name: string): string | undefined => {
@@ -429,7 +436,7 @@ function verdict(
 
 async function main(): Promise<void> {
   console.log(
-    `bench:http — ${CONNECTIONS} connections, ${rounds} alternated round(s) of ${duration} s per measurement after a ${warmup} s warm-up; reference server metrics and request log ${observability}; every server under node ${[...SERVER_NODE_OPTIONS, ...SERVER_V8_FLAGS].join(' ')}; ${cpus.server === undefined ? 'cores left to the scheduler' : `servers on core ${cpus.server}, autocannon and a local PostgreSQL on ${cpus.rest}`}`,
+    `bench:http — bare Hono ${HONO_VERSION} on @hono/node-server ${NODE_SERVER_VERSION}, the adapter the reference server runs on; ${CONNECTIONS} connections, ${rounds} alternated round(s) of ${duration} s per measurement after a ${warmup} s warm-up; reference server metrics and request log ${observability}; every server under node ${[...SERVER_NODE_OPTIONS, ...SERVER_V8_FLAGS].join(' ')}; ${cpus.server === undefined ? 'cores left to the scheduler' : `servers on core ${cpus.server}, autocannon and a local PostgreSQL on ${cpus.rest}`}`,
   )
   const figures = new Map<string, Figure>()
   const measure = async (key: string, label: string, t: Target, reqs: Request[]) => {
@@ -534,24 +541,24 @@ async function main(): Promise<void> {
   const f = (k: string) => figures.get(k)
   const versus = (label: string, a: string, b: string, target: number) =>
     verdict(label, ratio(f(a), f(b)), target, '×', true, roundRatios(f(a), f(b)))
-  versus('GET run, SQLite / bare Hono', 'sqlite.get', 'bare.get', 0.5)
+  versus('GET run, SQLite / bare Hono', 'sqlite.get', 'bare.get', 0.6)
   versus('GET run, PostgreSQL / bare Hono', 'pg.get', 'bare.get', 0.5)
   versus('GET run, PostgreSQL / SQLite', 'pg.get', 'sqlite.get', 0.8)
   verdict('GET run, SQLite / Prism mock', ratio(f('sqlite.get'), f('prism.get')), 10)
   verdict('GET run, SQLite / Prism mock -v warn (stricter)', ratio(f('sqlite.get'), f('prism-quiet.get')), 10)
-  versus('POST agent (fresh key), SQLite / bare Hono POST', 'sqlite.post', 'bare.post', 0.25)
+  versus('POST agent (fresh key), SQLite / bare Hono POST', 'sqlite.post', 'bare.post', 0.4)
   verdict('POST agent (fresh key), SQLite p99', f('sqlite.post')?.p99 ?? Number.NaN, 100, ' ms', false)
-  versus('POST agent (fresh key), PostgreSQL / SQLite', 'pg.post', 'sqlite.post', 0.6)
+  versus('POST agent (fresh key), PostgreSQL / SQLite', 'pg.post', 'sqlite.post', 0.9)
   verdict('POST agent (fresh key), PostgreSQL p99', f('pg.post')?.p99 ?? Number.NaN, 15, ' ms', false)
   console.log(
     '\nCPU-cost ratios (bare µs/req ÷ reference µs/req: the req/s ratio if each had the CPU to itself)',
   )
   const cpu = (a: string, b: string) => (f(a)?.cpuUs ?? Number.NaN) / (f(b)?.cpuUs ?? Number.NaN)
-  verdict('GET run, SQLite, by CPU cost', cpu('bare.get', 'sqlite.get'), 0.5)
+  verdict('GET run, SQLite, by CPU cost', cpu('bare.get', 'sqlite.get'), 0.6)
   verdict('GET run, PostgreSQL, by CPU cost (server process only)', cpu('bare.get', 'pg.get'), 0.3)
   verdict('GET run, SQLite vs Prism mock, by CPU cost', cpu('prism.get', 'sqlite.get'), 10)
   verdict('GET run, SQLite vs Prism mock -v warn, by CPU cost', cpu('prism-quiet.get', 'sqlite.get'), 10)
-  verdict('POST agent (fresh key), SQLite, by CPU cost', cpu('bare.post', 'sqlite.post'), 0.25)
+  verdict('POST agent (fresh key), SQLite, by CPU cost', cpu('bare.post', 'sqlite.post'), 0.4)
   console.log('')
   verdict('ingest, SQLite', ingestSqlite.recordsPerSecond, 50_000, ' rec/s')
   verdict('ingest, PostgreSQL', ingestPg?.recordsPerSecond ?? Number.NaN, 60_000, ' rec/s')

@@ -8,6 +8,7 @@ const KnownErrorCodeSchema = z
     'invalid_idempotency_key',
     'unauthenticated',
     'policy_denied',
+    'quota_exceeded',
     'not_found',
     'idempotency_key_reused',
     'idempotency_key_in_progress',
@@ -797,10 +798,174 @@ const EventKindSchema = z
     'x-spec-gap': {
       section: '§6',
       decision:
-        'Besides the five kinds of spec §6 the service emits run.paused, run.resumed, run.cancelled, agent.*, task.*, tool.* and ingest.batch_accepted; chat and paging destinations are reached through webhooks.',
+        'Besides the five kinds of spec §6 the service emits run.paused, run.resumed, run.cancelled, agent.*, task.*, tool.* and ingest.batch_accepted; chat, paging and downstream destinations are configured at /v1/destinations.',
     },
   })
   .openapi('EventKind')
+
+const DestinationTypeSchema = z
+  .literal('cloudevents')
+  .openapi({
+    description:
+      '`cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header).',
+  })
+  .openapi('DestinationType')
+
+const DestinationCreateSchema = z
+  .strictObject({
+    type: DestinationTypeSchema,
+    name: z.string().min(1).max(100),
+    events: z
+      .array(EventKindSchema)
+      .min(1)
+      .max(50)
+      .refine((items) => new Set(items).size === items.length),
+    agent_ids: z
+      .array(z.string().max(64))
+      .min(1)
+      .max(50)
+      .refine((items) => new Set(items).size === items.length)
+      .nullable()
+      .exactOptional()
+      .openapi({
+        description:
+          'Only events about these agents (events that name no agent are then not sent); null or absent for every agent.',
+      }),
+    config: z
+      .looseObject({})
+      .exactOptional()
+      .openapi({
+        description:
+          "The type's public settings (see DestinationType); answered back with defaults filled in.",
+      }),
+    secrets: z
+      .looseObject({})
+      .exactOptional()
+      .openapi({
+        description:
+          "The type's credentials (see DestinationType); write-only, never answered, logged or quoted in an error.",
+      }),
+  })
+  .openapi({ required: ['type', 'name', 'events'] })
+  .openapi('DestinationCreate')
+
+const DestinationUpdateSchema = z
+  .strictObject({
+    name: z.string().min(1).max(100).exactOptional(),
+    events: z
+      .array(EventKindSchema)
+      .min(1)
+      .max(50)
+      .refine((items) => new Set(items).size === items.length)
+      .exactOptional(),
+    agent_ids: z
+      .array(z.string().max(64))
+      .min(1)
+      .max(50)
+      .refine((items) => new Set(items).size === items.length)
+      .nullable()
+      .exactOptional(),
+    config: z
+      .looseObject({})
+      .exactOptional()
+      .openapi({ description: 'Replaces the whole config.' }),
+    secrets: z
+      .looseObject({})
+      .exactOptional()
+      .openapi({ description: 'Replaces the whole set of secrets.' }),
+    status: z.enum(['active', 'disabled']).exactOptional(),
+  })
+  .refine((o) => Object.keys(o).length >= 1)
+  .openapi('DestinationUpdate')
+
+const DestinationSchema = z
+  .object({
+    destination_id: z.string(),
+    type: DestinationTypeSchema,
+    name: z.string(),
+    events: z.array(EventKindSchema),
+    agent_ids: z.array(z.string()).nullable(),
+    config: z.looseObject({}).openapi({ description: 'The public settings, defaults filled in.' }),
+    secrets_set: z
+      .array(z.string())
+      .openapi({ description: 'The names of the secrets held (their values are never answered).' }),
+    status: z.enum(['active', 'disabled']),
+    created_at: TimestampSchema,
+    updated_at: TimestampSchema,
+  })
+  .openapi({
+    required: [
+      'destination_id',
+      'type',
+      'name',
+      'events',
+      'agent_ids',
+      'config',
+      'secrets_set',
+      'status',
+      'created_at',
+      'updated_at',
+    ],
+  })
+  .openapi('Destination')
+
+const DestinationPageSchema = z
+  .object({ data: z.array(DestinationSchema).max(200), next_cursor: z.string().nullable() })
+  .openapi({ required: ['data', 'next_cursor'] })
+  .openapi('DestinationPage')
+
+const DestinationTestRequestSchema = z
+  .strictObject({ event: EventKindSchema.exactOptional() })
+  .openapi('DestinationTestRequest')
+
+const DestinationTestResultSchema = z
+  .object({
+    ok: z.boolean(),
+    status_code: z.int().nullable(),
+    error: z.string().nullable(),
+    event_id: z.string().openapi({ description: "The made-up event's id." }),
+    event: EventKindSchema,
+  })
+  .openapi({ required: ['ok', 'status_code', 'error', 'event_id', 'event'] })
+  .openapi('DestinationTestResult')
+
+const DestinationDeliverySchema = z
+  .object({
+    delivery_id: z.string(),
+    destination_id: z.string(),
+    event_id: z.string(),
+    event: EventKindSchema,
+    status: z.enum(['pending', 'delivered', 'failed']),
+    attempts: z.int().min(0),
+    last_status_code: z.int().nullable(),
+    last_error: z.string().nullable(),
+    next_attempt_at: z.xor([TimestampSchema, z.null().nullable()]),
+    created_at: TimestampSchema,
+    delivered_at: z.xor([TimestampSchema, z.null().nullable()]),
+  })
+  .openapi({
+    description:
+      "One event's delivery to one destination (the same outbox row and rules as a webhook Delivery).",
+    required: [
+      'delivery_id',
+      'destination_id',
+      'event_id',
+      'event',
+      'status',
+      'attempts',
+      'last_status_code',
+      'last_error',
+      'next_attempt_at',
+      'created_at',
+      'delivered_at',
+    ],
+  })
+  .openapi('DestinationDelivery')
+
+const DestinationDeliveryPageSchema = z
+  .object({ data: z.array(DestinationDeliverySchema).max(200), next_cursor: z.string().nullable() })
+  .openapi({ required: ['data', 'next_cursor'] })
+  .openapi('DestinationDeliveryPage')
 
 const WebhookCreateSchema = z
   .strictObject({
@@ -1451,6 +1616,20 @@ const DeliveryIdParamsSchema = z
       required: true,
       example: 'dlv_01m83ykearg8se8b7mrq099mzd',
       description: 'Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.',
+      schema: { type: 'string', maxLength: 64 },
+    },
+  })
+
+const DestinationIdParamsSchema = z
+  .string()
+  .max(64)
+  .openapi({
+    param: {
+      name: 'destination_id',
+      in: 'path',
+      required: true,
+      example: 'dst_01m83ykearg8se8b7mrq099mzd',
+      description: 'Destination identifier (`dst_...`).',
       schema: { type: 'string', maxLength: 64 },
     },
   })
@@ -2299,6 +2478,297 @@ export const postV1WebhooksWebhookIdDeliveriesDeliveryIdRedeliverRoute = createR
     503: UnavailableResponse,
   },
   security: [{ bearerAuth: ['webhooks:write'] }],
+})
+
+export const getV1DestinationsRoute = createRoute({
+  method: 'get',
+  path: '/v1/destinations',
+  tags: ['Destinations'],
+  summary: 'List destinations',
+  description: "Pages through the workspace's destinations, oldest first.",
+  operationId: 'listDestinations',
+  request: { query: z.object({ cursor: CursorParamsSchema, limit: LimitParamsSchema }) },
+  responses: {
+    200: {
+      description: 'A page of destinations.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
+      content: { 'application/json': { schema: DestinationPageSchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    403: ForbiddenResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+  security: [{ bearerAuth: ['destinations:read'] }],
+})
+
+export const postV1DestinationsRoute = createRoute({
+  method: 'post',
+  path: '/v1/destinations',
+  tags: ['Destinations'],
+  summary: 'Route events to a chat, paging or downstream destination',
+  description:
+    "Creates a destination of the workspace: the listed event kinds (optionally only those about the listed agents) are delivered to it through the same outbox as webhooks (retries with backoff and jitter, a delivery log, redelivery). `config` is the type's public settings, `secrets` its write-only credentials (never answered, logged or quoted in an error). Types and their settings are in docs/events.md.",
+  operationId: 'createDestination',
+  request: {
+    headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
+    body: {
+      content: {
+        'application/json': {
+          schema: DestinationCreateSchema,
+          example: {
+            type: 'cloudevents',
+            name: 'data-team sink',
+            events: ['run.started', 'run.succeeded', 'run.failed'],
+            config: { url: 'https://events.example.com/agentops', mode: 'binary' },
+            secrets: { authorization: 'Bearer sink-token' },
+          },
+        },
+      },
+      required: true,
+    },
+  },
+  responses: {
+    201: {
+      description: 'The destination was created.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+        'Idempotent-Replayed': IdempotentReplayedHeaderSchema,
+      }),
+      content: { 'application/json': { schema: DestinationSchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    403: ForbiddenResponse,
+    409: ConflictResponse,
+    413: PayloadTooLargeResponse,
+    415: UnsupportedMediaTypeResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+  security: [{ bearerAuth: ['destinations:write'] }],
+})
+
+export const getV1DestinationsDestinationIdRoute = createRoute({
+  method: 'get',
+  path: '/v1/destinations/{destination_id}',
+  tags: ['Destinations'],
+  summary: 'Inspect a destination',
+  description: 'Returns one destination; its secrets are named in `secrets_set`, never shown.',
+  operationId: 'getDestination',
+  request: { params: z.object({ destination_id: DestinationIdParamsSchema }) },
+  responses: {
+    200: {
+      description: 'The destination.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
+      content: { 'application/json': { schema: DestinationSchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    403: ForbiddenResponse,
+    404: NotFoundResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+  security: [{ bearerAuth: ['destinations:read'] }],
+})
+
+export const deleteV1DestinationsDestinationIdRoute = createRoute({
+  method: 'delete',
+  path: '/v1/destinations/{destination_id}',
+  tags: ['Destinations'],
+  summary: 'Delete a destination',
+  description: 'Stops deliveries; pending deliveries are dropped.',
+  operationId: 'deleteDestination',
+  request: { params: z.object({ destination_id: DestinationIdParamsSchema }) },
+  responses: {
+    204: {
+      description: 'The destination was deleted.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    403: ForbiddenResponse,
+    404: NotFoundResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+  security: [{ bearerAuth: ['destinations:write'] }],
+})
+
+export const patchV1DestinationsDestinationIdRoute = createRoute({
+  method: 'patch',
+  path: '/v1/destinations/{destination_id}',
+  tags: ['Destinations'],
+  summary: 'Change a destination',
+  description:
+    'Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events. Repeating the same PATCH changes nothing more, so it takes no Idempotency-Key.',
+  operationId: 'updateDestination',
+  request: {
+    params: z.object({ destination_id: DestinationIdParamsSchema }),
+    body: {
+      content: {
+        'application/json': {
+          schema: DestinationUpdateSchema,
+          example: { events: ['run.failed'] },
+        },
+      },
+      required: true,
+    },
+  },
+  responses: {
+    200: {
+      description: 'The destination as changed.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
+      content: { 'application/json': { schema: DestinationSchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    403: ForbiddenResponse,
+    404: NotFoundResponse,
+    413: PayloadTooLargeResponse,
+    415: UnsupportedMediaTypeResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+  security: [{ bearerAuth: ['destinations:write'] }],
+})
+
+export const postV1DestinationsDestinationIdTestRoute = createRoute({
+  method: 'post',
+  path: '/v1/destinations/{destination_id}/test',
+  tags: ['Destinations'],
+  summary: 'Send a sample event now',
+  description:
+    "Sends one made-up event (`test: true` in its body; the destination's first kind unless `event` names another) right away, outside the outbox (nothing is retried or logged), and answers what the receiver said.",
+  operationId: 'testDestination',
+  request: {
+    params: z.object({ destination_id: DestinationIdParamsSchema }),
+    headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
+    body: {
+      content: {
+        'application/json': {
+          schema: DestinationTestRequestSchema,
+          example: { event: 'run.awaiting_approval' },
+        },
+      },
+    },
+  },
+  responses: {
+    200: {
+      description:
+        'What the receiver answered (`ok` false with the error when it refused or did not answer).',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
+      content: { 'application/json': { schema: DestinationTestResultSchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    403: ForbiddenResponse,
+    404: NotFoundResponse,
+    413: PayloadTooLargeResponse,
+    415: UnsupportedMediaTypeResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+  security: [{ bearerAuth: ['destinations:write'] }],
+})
+
+export const getV1DestinationsDestinationIdDeliveriesRoute = createRoute({
+  method: 'get',
+  path: '/v1/destinations/{destination_id}/deliveries',
+  tags: ['Destinations'],
+  summary: "Read a destination's delivery log",
+  description: 'Each delivery with its attempts, last status code, last error and next retry time.',
+  operationId: 'listDestinationDeliveries',
+  request: {
+    params: z.object({ destination_id: DestinationIdParamsSchema }),
+    query: z.object({ cursor: CursorParamsSchema, limit: LimitParamsSchema }),
+  },
+  responses: {
+    200: {
+      description: 'A page of deliveries, oldest first.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+      }),
+      content: { 'application/json': { schema: DestinationDeliveryPageSchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    403: ForbiddenResponse,
+    404: NotFoundResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+  security: [{ bearerAuth: ['destinations:read'] }],
+})
+
+export const postV1DestinationsDestinationIdDeliveriesDeliveryIdRedeliverRoute = createRoute({
+  method: 'post',
+  path: '/v1/destinations/{destination_id}/deliveries/{delivery_id}/redeliver',
+  tags: ['Destinations'],
+  summary: 'Deliver again',
+  description: 'Queues the delivery for another round of attempts (same delivery and event ids).',
+  operationId: 'redeliverDestinationDelivery',
+  request: {
+    params: z.object({
+      destination_id: DestinationIdParamsSchema,
+      delivery_id: DeliveryIdParamsSchema,
+    }),
+    headers: z.object({ 'Idempotency-Key': IdempotencyKeyParamsSchema }),
+  },
+  responses: {
+    202: {
+      description: 'The delivery was queued again.',
+      headers: z.object({
+        'X-Request-Id': XRequestIdHeaderSchema,
+        'RateLimit-Policy': RateLimitPolicyHeaderSchema,
+        RateLimit: RateLimitHeaderSchema,
+        'Idempotent-Replayed': IdempotentReplayedHeaderSchema,
+      }),
+      content: { 'application/json': { schema: DestinationDeliverySchema } },
+    },
+    400: BadRequestResponse,
+    401: UnauthorizedResponse,
+    403: ForbiddenResponse,
+    404: NotFoundResponse,
+    409: ConflictResponse,
+    429: TooManyRequestsResponse,
+    500: InternalErrorResponse,
+    503: UnavailableResponse,
+  },
+  security: [{ bearerAuth: ['destinations:write'] }],
 })
 
 export const getV1AgentsRoute = createRoute({

@@ -215,6 +215,147 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/destinations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List destinations
+         * @description Pages through the workspace's destinations, oldest first.
+         */
+        get: operations["listDestinations"];
+        put?: never;
+        /**
+         * Route events to a chat, paging or downstream destination
+         * @description Creates a destination of the workspace: the listed event kinds (optionally only those about the listed agents) are delivered to it through the same outbox as webhooks (retries with backoff and jitter, a delivery log, redelivery). `config` is the type's public settings, `secrets` its write-only credentials (never answered, logged or quoted in an error). Types and their settings are in docs/events.md.
+         */
+        post: operations["createDestination"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/destinations/{destination_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Inspect a destination
+         * @description Returns one destination; its secrets are named in `secrets_set`, never shown.
+         */
+        get: operations["getDestination"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a destination
+         * @description Stops deliveries; pending deliveries are dropped.
+         */
+        delete: operations["deleteDestination"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a destination
+         * @description Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events. Repeating the same PATCH changes nothing more, so it takes no Idempotency-Key.
+         */
+        patch: operations["updateDestination"];
+        trace?: never;
+    };
+    "/v1/destinations/{destination_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a destination's delivery log
+         * @description Each delivery with its attempts, last status code, last error and next retry time.
+         */
+        get: operations["listDestinationDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/destinations/{destination_id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.
+                 * @example dlv_01m83ykearg8se8b7mrq099mzd
+                 */
+                delivery_id: components["parameters"]["DeliveryId"];
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver again
+         * @description Queues the delivery for another round of attempts (same delivery and event ids).
+         */
+        post: operations["redeliverDestinationDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/destinations/{destination_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a sample event now
+         * @description Sends one made-up event (`test: true` in its body; the destination's first kind unless `event` names another) right away, outside the outbox (nothing is retried or logged), and answers what the receiver said.
+         */
+        post: operations["testDestination"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/graphql": {
         parameters: {
             query?: never;
@@ -863,6 +1004,92 @@ export interface components {
             data: components["schemas"]["Delivery"][];
             next_cursor: string | null;
         };
+        Destination: {
+            agent_ids: string[] | null;
+            /** @description The public settings, defaults filled in. */
+            config: {
+                [key: string]: unknown;
+            };
+            created_at: components["schemas"]["Timestamp"];
+            destination_id: string;
+            events: components["schemas"]["EventKind"][];
+            name: string;
+            /** @description The names of the secrets held (their values are never answered). */
+            secrets_set: string[];
+            /** @enum {string} */
+            status: "active" | "disabled";
+            type: components["schemas"]["DestinationType"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        DestinationCreate: {
+            /** @description Only events about these agents (events that name no agent are then not sent); null or absent for every agent. */
+            agent_ids?: string[] | null;
+            /** @description The type's public settings (see DestinationType); answered back with defaults filled in. */
+            config?: {
+                [key: string]: unknown;
+            };
+            events: components["schemas"]["EventKind"][];
+            name: string;
+            /** @description The type's credentials (see DestinationType); write-only, never answered, logged or quoted in an error. */
+            secrets?: {
+                [key: string]: unknown;
+            };
+            type: components["schemas"]["DestinationType"];
+        };
+        /** @description One event's delivery to one destination (the same outbox row and rules as a webhook Delivery). */
+        DestinationDelivery: {
+            attempts: number;
+            created_at: components["schemas"]["Timestamp"];
+            delivered_at: components["schemas"]["Timestamp"] | null;
+            delivery_id: string;
+            destination_id: string;
+            event: components["schemas"]["EventKind"];
+            event_id: string;
+            last_error: string | null;
+            last_status_code: number | null;
+            next_attempt_at: components["schemas"]["Timestamp"] | null;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+        };
+        DestinationDeliveryPage: {
+            data: components["schemas"]["DestinationDelivery"][];
+            next_cursor: string | null;
+        };
+        DestinationPage: {
+            data: components["schemas"]["Destination"][];
+            next_cursor: string | null;
+        };
+        DestinationTestRequest: {
+            event?: components["schemas"]["EventKind"];
+        };
+        DestinationTestResult: {
+            error: string | null;
+            event: components["schemas"]["EventKind"];
+            /** @description The made-up event's id. */
+            event_id: string;
+            ok: boolean;
+            status_code: number | null;
+        };
+        /**
+         * @description `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header).
+         * @enum {string}
+         */
+        DestinationType: "cloudevents";
+        DestinationUpdate: {
+            agent_ids?: string[] | null;
+            /** @description Replaces the whole config. */
+            config?: {
+                [key: string]: unknown;
+            };
+            events?: components["schemas"]["EventKind"][];
+            name?: string;
+            /** @description Replaces the whole set of secrets. */
+            secrets?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status?: "active" | "disabled";
+        };
         /** @description An error code: one of `KnownErrorCode` or a code added later. The set is open (additive changes within v1), so clients must accept codes they do not know and treat them by HTTP status. */
         ErrorCode: components["schemas"]["KnownErrorCode"] | string;
         /** @description The error envelope of spec §7, identical for every error status. (Named `ErrorResponse`, not `Error`, so generated code never shadows the JavaScript built-in.) */
@@ -972,7 +1199,7 @@ export interface components {
          * @description The error codes of the reference profile (`x-error-codes` gives each one's status and meaning).
          * @enum {string}
          */
-        KnownErrorCode: "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "unauthenticated" | "policy_denied" | "not_found" | "idempotency_key_reused" | "idempotency_key_in_progress" | "invalid_state" | "already_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+        KnownErrorCode: "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "unauthenticated" | "policy_denied" | "quota_exceeded" | "not_found" | "idempotency_key_reused" | "idempotency_key_in_progress" | "invalid_state" | "already_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
         /**
          * @description The policy classes a workspace accepts by default.
          * @enum {string}
@@ -1554,6 +1781,11 @@ export interface components {
          * @example dlv_01m83ykearg8se8b7mrq099mzd
          */
         DeliveryId: string;
+        /**
+         * @description Destination identifier (`dst_...`).
+         * @example dst_01m83ykearg8se8b7mrq099mzd
+         */
+        DestinationId: string;
         /** @description Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored. */
         IdempotencyKey: string;
         /** @description Page size, at most 200. */
@@ -2042,6 +2274,387 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDestinations: {
+        parameters: {
+            query?: {
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size, at most 200. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of destinations. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createDestination: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "cloudevents",
+                 *       "name": "data-team sink",
+                 *       "events": [
+                 *         "run.started",
+                 *         "run.succeeded",
+                 *         "run.failed"
+                 *       ],
+                 *       "config": {
+                 *         "url": "https://events.example.com/agentops",
+                 *         "mode": "binary"
+                 *       },
+                 *       "secrets": {
+                 *         "authorization": "Bearer sink-token"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["DestinationCreate"];
+                /**
+                 * @example {
+                 *       "type": "cloudevents",
+                 *       "name": "data-team sink",
+                 *       "events": [
+                 *         "run.started",
+                 *         "run.succeeded",
+                 *         "run.failed"
+                 *       ],
+                 *       "config": {
+                 *         "url": "https://events.example.com/agentops",
+                 *         "mode": "binary"
+                 *       },
+                 *       "secrets": {
+                 *         "authorization": "Bearer sink-token"
+                 *       }
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["DestinationCreate"];
+            };
+        };
+        responses: {
+            /** @description The destination was created. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The destination. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The destination was deleted. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "run.failed"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["DestinationUpdate"];
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "run.failed"
+                 *       ]
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["DestinationUpdate"];
+            };
+        };
+        responses: {
+            /** @description The destination as changed. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDestinationDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor). */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size, at most 200. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries, oldest first. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationDeliveryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    redeliverDestinationDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.
+                 * @example dlv_01m83ykearg8se8b7mrq099mzd
+                 */
+                delivery_id: components["parameters"]["DeliveryId"];
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery was queued again. */
+            202: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    testDestination: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "event": "run.awaiting_approval"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DestinationTestRequest"];
+                /**
+                 * @example {
+                 *       "event": "run.awaiting_approval"
+                 *     }
+                 */
+                "application/json; charset=utf-8": components["schemas"]["DestinationTestRequest"];
+            };
+        };
+        responses: {
+            /** @description What the receiver answered (`ok` false with the error when it refused or did not answer). */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationTestResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

@@ -152,6 +152,10 @@ const GRAPHQL_SURFACE = {
     'Webhook',
     'WebhookPage',
     'DeliveryPage',
+    'Destination',
+    'DestinationPage',
+    'DestinationDeliveryPage',
+    'DestinationTestResult',
   ],
   interfaces: {
     RunEvent: {
@@ -169,6 +173,8 @@ const GRAPHQL_SURFACE = {
     'RunStartRequest',
     'ApprovalDecision',
     'WebhookCreate',
+    'DestinationCreate',
+    'DestinationUpdate',
   ],
 }
 

@@ -48,6 +48,8 @@ export interface Config {
   streamHeartbeatMs: number
   /** Most messages a stream resume replays per topic; older ones are announced with a `gap` message. */
   streamMaxReplay: number
+  /** Topics one stream connection may be subscribed to at once (quota `stream_subscriptions_per_socket`). */
+  streamMaxSubscriptions: number
   /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008. */
   streamMaxBufferedBytes: number
   /**
@@ -186,6 +188,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     runLeaseMs: intFrom(env.AGENTOPS_RUN_LEASE_MS, 15_000, 'AGENTOPS_RUN_LEASE_MS'),
     streamHeartbeatMs: intFrom(env.AGENTOPS_STREAM_HEARTBEAT_MS, 15_000, 'AGENTOPS_STREAM_HEARTBEAT_MS'),
     streamMaxReplay: intFrom(env.AGENTOPS_STREAM_MAX_REPLAY, 1000, 'AGENTOPS_STREAM_MAX_REPLAY'),
+    streamMaxSubscriptions: intFrom(
+      env.AGENTOPS_STREAM_MAX_SUBSCRIPTIONS,
+      100,
+      'AGENTOPS_STREAM_MAX_SUBSCRIPTIONS',
+    ),
     streamMaxBufferedBytes: intFrom(
       env.AGENTOPS_STREAM_MAX_BUFFERED_BYTES,
       1024 * 1024,

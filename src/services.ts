@@ -8,6 +8,8 @@ import type { Config } from './config.js'
 import { AgentService } from './domain/agents/service.js'
 import type { ChangeFeed } from './domain/changes.js'
 import type { Clock } from './domain/clock.js'
+import type { DestinationTransports } from './domain/destinations/ports.js'
+import { DestinationService } from './domain/destinations/service.js'
 import { EventLog } from './domain/events/log.js'
 import { IdempotencyService } from './domain/idempotency/service.js'
 import { IngestionService } from './domain/ingestion/service.js'
@@ -24,9 +26,11 @@ import { ToolService } from './domain/tools/service.js'
 import { WebhookService } from './domain/webhooks/service.js'
 import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
+import { createDestinationTransports } from './outbound/destinations/index.js'
 import { createOutboundPorts } from './outbound/http.js'
 import type { OutboundPurpose } from './outbound/private-targets.js'
 import { openChangeFeed } from './store/notifications.js'
+import { createDestinationRepositories } from './store/repos/destinations.js'
 import type { Repositories } from './store/repos/index.js'
 import { createRepositories } from './store/repos/index.js'
 import { TopicFeeds } from './surface/topic-feeds.js'
@@ -57,6 +61,8 @@ export interface Domain {
   runs: RunService
   /** Webhook subscriptions and the signed-delivery outbox fed from the event log. */
   webhooks: WebhookService
+  /** Chat, paging, CloudEvents and event-bus destinations, delivered through the same outbox as webhooks. */
+  destinations: DestinationService
   /** Claims and advances queued runs; a worker (`createWorkers`) drives it. */
   scheduler: RunScheduler
 }
@@ -93,6 +99,8 @@ export interface DomainDeps {
   logger?: Logger
   /** Run, webhook and LISTEN telemetry; absent: nothing is measured. */
   metrics?: Metrics
+  /** How each destination type is reached; default: src/outbound/destinations on `outbound`. */
+  destinationTransports?: DestinationTransports
 }
 
 /** Builds the repositories on one Db and hands them, with one Clock, to every domain service. */
@@ -119,6 +127,15 @@ export function createDomain(deps: DomainDeps): Domain {
   // A run started inside a unit of work (a keyed POST) is claimable once the unit committed, and the scheduler's
   // pass must not run in the request's transaction.
   const runs = new RunService(repos, clock, recorder, () => db.afterCommit(() => scheduler.wake()))
+  const destinationRepos = createDestinationRepositories(db)
+  const outboxSettings = {
+    timeoutMs: Math.max(1, config.webhookTimeoutMs),
+    retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
+    concurrency: Math.max(1, config.webhookConcurrency),
+    pollMs: config.webhookPollMs,
+    leases,
+    failures: logger,
+  }
   return {
     changes,
     events,
@@ -131,15 +148,23 @@ export function createDomain(deps: DomainDeps): Domain {
     ingestion: new IngestionService(db, repos.records, clock, events, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
+      ...outboxSettings,
       outbound: outbound.webhooks,
-      timeoutMs: Math.max(1, config.webhookTimeoutMs),
-      retry: { baseMs: config.webhookRetryBaseMs, maxAttempts: Math.max(1, config.webhookMaxAttempts) },
-      concurrency: Math.max(1, config.webhookConcurrency),
-      pollMs: config.webhookPollMs,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
-      leases,
-      failures: logger,
     }),
+    destinations: new DestinationService(
+      db,
+      destinationRepos.destinations,
+      destinationRepos.deliveries,
+      clock,
+      events,
+      {
+        ...outboxSettings,
+        outbound: outbound.destinations,
+        transports: deps.destinationTransports ?? createDestinationTransports(outbound.destinations),
+        ...(metrics ? { telemetry: metrics.destinations } : {}),
+      },
+    ),
     scheduler,
   }
 }
@@ -149,10 +174,10 @@ export function createDomain(deps: DomainDeps): Domain {
  * feed) until every other worker has stopped.
  */
 export function createWorkers(
-  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'limits' | 'idempotency'>,
+  domain: Pick<Domain, 'changes' | 'scheduler' | 'webhooks' | 'destinations' | 'limits' | 'idempotency'>,
   logger: Logger = SILENT_LOGGER,
 ): Worker[] {
-  const { changes, scheduler, webhooks, limits, idempotency } = domain
+  const { changes, scheduler, webhooks, destinations, limits, idempotency } = domain
   const flush = intervalWorker('rate-counters-flush', 1000, () => limits.flushCounters(), logger)
   return [
     { name: 'change-feed', start: () => changes.start(), stop: () => changes.stop() },
@@ -161,6 +186,11 @@ export function createWorkers(
       name: 'webhook-outbox',
       start: () => webhooks.dispatcher.start(),
       stop: () => webhooks.dispatcher.stop(),
+    },
+    {
+      name: 'destination-outbox',
+      start: () => destinations.dispatcher.start(),
+      stop: () => destinations.stop(),
     },
     // Expired idempotency answers, then counters of windows long gone.
     intervalWorker(

@@ -47,6 +47,7 @@ export function attachSockets(
     {
       heartbeatMs: config.streamHeartbeatMs,
       maxReplay: config.streamMaxReplay,
+      maxSubscriptions: config.streamMaxSubscriptions,
       maxBufferedBytes: config.streamMaxBufferedBytes,
       fallbackPollMs: config.streamFallbackPollMs,
       maxBodyBytes: config.maxBodyBytes,

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AssignTaskData, AssignTaskErrors, AssignTaskResponses, CancelRunData, CancelRunErrors, CancelRunResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetApiReferenceData, GetApiReferenceResponses, GetApiReferenceScriptData, GetApiReferenceScriptResponses, GetGraphqlData, GetGraphqlErrors, GetGraphqlResponses, GetGraphqlSchemaData, GetGraphqlSchemaResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetOpenApiDocumentData, GetOpenApiDocumentResponses, GetRunData, GetRunErrors, GetRunResponses, GetRunTraceData, GetRunTraceErrors, GetRunTraceResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetToolData, GetToolErrors, GetToolResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, IngestBatchData, IngestBatchErrors, IngestBatchResponses, ListAgentRunsData, ListAgentRunsErrors, ListAgentRunsResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListConnectorRecordsData, ListConnectorRecordsErrors, ListConnectorRecordsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, PauseRunData, PauseRunErrors, PauseRunResponses, PostGraphqlData, PostGraphqlErrors, PostGraphqlResponses, RedeliverWebhookDeliveryData, RedeliverWebhookDeliveryErrors, RedeliverWebhookDeliveryResponses, RegisterToolData, RegisterToolErrors, RegisterToolResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, RetireToolData, RetireToolErrors, RetireToolResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, StartRunData, StartRunErrors, StartRunResponses, StreamRunTraceData, StreamRunTraceErrors, StreamRunTraceResponse, StreamRunTraceResponses } from './types.gen.js';
+import type { AssignTaskData, AssignTaskErrors, AssignTaskResponses, CancelRunData, CancelRunErrors, CancelRunResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateDestinationData, CreateDestinationErrors, CreateDestinationResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DecideApprovalData, DecideApprovalErrors, DecideApprovalResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteDestinationData, DeleteDestinationErrors, DeleteDestinationResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetApiReferenceData, GetApiReferenceResponses, GetApiReferenceScriptData, GetApiReferenceScriptResponses, GetDestinationData, GetDestinationErrors, GetDestinationResponses, GetGraphqlData, GetGraphqlErrors, GetGraphqlResponses, GetGraphqlSchemaData, GetGraphqlSchemaResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetOpenApiDocumentData, GetOpenApiDocumentResponses, GetRunData, GetRunErrors, GetRunResponses, GetRunTraceData, GetRunTraceErrors, GetRunTraceResponses, GetTaskData, GetTaskErrors, GetTaskResponses, GetToolData, GetToolErrors, GetToolResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, IngestBatchData, IngestBatchErrors, IngestBatchResponses, ListAgentRunsData, ListAgentRunsErrors, ListAgentRunsResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListConnectorRecordsData, ListConnectorRecordsErrors, ListConnectorRecordsResponses, ListDestinationDeliveriesData, ListDestinationDeliveriesErrors, ListDestinationDeliveriesResponses, ListDestinationsData, ListDestinationsErrors, ListDestinationsResponses, ListToolsData, ListToolsErrors, ListToolsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, PauseRunData, PauseRunErrors, PauseRunResponses, PostGraphqlData, PostGraphqlErrors, PostGraphqlResponses, RedeliverDestinationDeliveryData, RedeliverDestinationDeliveryErrors, RedeliverDestinationDeliveryResponses, RedeliverWebhookDeliveryData, RedeliverWebhookDeliveryErrors, RedeliverWebhookDeliveryResponses, RegisterToolData, RegisterToolErrors, RegisterToolResponses, ResumeRunData, ResumeRunErrors, ResumeRunResponses, RetireToolData, RetireToolErrors, RetireToolResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, StartRunData, StartRunErrors, StartRunResponses, StreamRunTraceData, StreamRunTraceErrors, StreamRunTraceResponse, StreamRunTraceResponses, TestDestinationData, TestDestinationErrors, TestDestinationResponses, UpdateDestinationData, UpdateDestinationErrors, UpdateDestinationResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -371,6 +371,122 @@ export class AgentOpsApi extends HeyApiClient {
         return (options.client ?? this.client).post<RedeliverWebhookDeliveryResponses, RedeliverWebhookDeliveryErrors, ThrowOnError>({
             security: [{ scheme: 'bearer', type: 'http' }],
             url: '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+            ...options
+        });
+    }
+    
+    /**
+     * List destinations
+     *
+     * Pages through the workspace's destinations, oldest first.
+     */
+    public listDestinations<ThrowOnError extends boolean = true>(options?: Options<ListDestinationsData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ListDestinationsResponses, ListDestinationsErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/destinations',
+            ...options
+        });
+    }
+    
+    /**
+     * Route events to a chat, paging or downstream destination
+     *
+     * Creates a destination of the workspace: the listed event kinds (optionally only those about the listed agents) are delivered to it through the same outbox as webhooks (retries with backoff and jitter, a delivery log, redelivery). `config` is the type's public settings, `secrets` its write-only credentials (never answered, logged or quoted in an error). Types and their settings are in docs/events.md.
+     */
+    public createDestination<ThrowOnError extends boolean = true>(options: Options<CreateDestinationData, ThrowOnError>) {
+        return (options.client ?? this.client).post<CreateDestinationResponses, CreateDestinationErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/destinations',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Delete a destination
+     *
+     * Stops deliveries; pending deliveries are dropped.
+     */
+    public deleteDestination<ThrowOnError extends boolean = true>(options: Options<DeleteDestinationData, ThrowOnError>) {
+        return (options.client ?? this.client).delete<DeleteDestinationResponses, DeleteDestinationErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/destinations/{destination_id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Inspect a destination
+     *
+     * Returns one destination; its secrets are named in `secrets_set`, never shown.
+     */
+    public getDestination<ThrowOnError extends boolean = true>(options: Options<GetDestinationData, ThrowOnError>) {
+        return (options.client ?? this.client).get<GetDestinationResponses, GetDestinationErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/destinations/{destination_id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Change a destination
+     *
+     * Changes the given fields; `config` and `secrets` are each replaced whole when given and checked as at creation (send `config` alone to keep the secrets). `status: disabled` pauses deliveries of new events. Repeating the same PATCH changes nothing more, so it takes no Idempotency-Key.
+     */
+    public updateDestination<ThrowOnError extends boolean = true>(options: Options<UpdateDestinationData, ThrowOnError>) {
+        return (options.client ?? this.client).patch<UpdateDestinationResponses, UpdateDestinationErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/destinations/{destination_id}',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Send a sample event now
+     *
+     * Sends one made-up event (`test: true` in its body; the destination's first kind unless `event` names another) right away, outside the outbox (nothing is retried or logged), and answers what the receiver said.
+     */
+    public testDestination<ThrowOnError extends boolean = true>(options: Options<TestDestinationData, ThrowOnError>) {
+        return (options.client ?? this.client).post<TestDestinationResponses, TestDestinationErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/destinations/{destination_id}/test',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Read a destination's delivery log
+     *
+     * Each delivery with its attempts, last status code, last error and next retry time.
+     */
+    public listDestinationDeliveries<ThrowOnError extends boolean = true>(options: Options<ListDestinationDeliveriesData, ThrowOnError>) {
+        return (options.client ?? this.client).get<ListDestinationDeliveriesResponses, ListDestinationDeliveriesErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/destinations/{destination_id}/deliveries',
+            ...options
+        });
+    }
+    
+    /**
+     * Deliver again
+     *
+     * Queues the delivery for another round of attempts (same delivery and event ids).
+     */
+    public redeliverDestinationDelivery<ThrowOnError extends boolean = true>(options: Options<RedeliverDestinationDeliveryData, ThrowOnError>) {
+        return (options.client ?? this.client).post<RedeliverDestinationDeliveryResponses, RedeliverDestinationDeliveryErrors, ThrowOnError>({
+            security: [{ scheme: 'bearer', type: 'http' }],
+            url: '/v1/destinations/{destination_id}/deliveries/{delivery_id}/redeliver',
             ...options
         });
     }

@@ -19,7 +19,7 @@ export type ErrorCode = KnownErrorCode | string;
 /**
  * The error codes of the reference profile (`x-error-codes` gives each one's status and meaning).
  */
-export type KnownErrorCode = 'invalid_request' | 'invalid_cursor' | 'invalid_idempotency_key' | 'unauthenticated' | 'policy_denied' | 'not_found' | 'idempotency_key_reused' | 'idempotency_key_in_progress' | 'invalid_state' | 'already_exists' | 'payload_too_large' | 'unsupported_media_type' | 'rate_limited' | 'internal_error' | 'unavailable';
+export type KnownErrorCode = 'invalid_request' | 'invalid_cursor' | 'invalid_idempotency_key' | 'unauthenticated' | 'policy_denied' | 'quota_exceeded' | 'not_found' | 'idempotency_key_reused' | 'idempotency_key_in_progress' | 'invalid_state' | 'already_exists' | 'payload_too_large' | 'unsupported_media_type' | 'rate_limited' | 'internal_error' | 'unavailable';
 
 /**
  * The error envelope of spec §7, identical for every error status. (Named `ErrorResponse`, not `Error`, so generated code never shadows the JavaScript built-in.)
@@ -477,6 +477,115 @@ export type RecordPage = {
 
 export type EventKind = 'run.started' | 'run.awaiting_approval' | 'run.succeeded' | 'run.failed' | 'run.paused' | 'run.resumed' | 'run.cancelled' | 'policy.denied' | 'agent.created' | 'agent.deleted' | 'task.created' | 'task.succeeded' | 'task.failed' | 'task.cancelled' | 'tool.registered' | 'tool.retired' | 'ingest.batch_accepted';
 
+/**
+ * `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header).
+ */
+export type DestinationType = 'cloudevents';
+
+export type DestinationCreate = {
+    type: DestinationType;
+    name: string;
+    events: Array<EventKind>;
+    /**
+     * Only events about these agents (events that name no agent are then not sent); null or absent for every agent.
+     */
+    agent_ids?: Array<string> | null;
+    /**
+     * The type's public settings (see DestinationType); answered back with defaults filled in.
+     */
+    config?: {
+        [key: string]: unknown;
+    };
+    /**
+     * The type's credentials (see DestinationType); write-only, never answered, logged or quoted in an error.
+     */
+    secrets?: {
+        [key: string]: unknown;
+    };
+};
+
+export type DestinationUpdate = {
+    name?: string;
+    events?: Array<EventKind>;
+    agent_ids?: Array<string> | null;
+    /**
+     * Replaces the whole config.
+     */
+    config?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Replaces the whole set of secrets.
+     */
+    secrets?: {
+        [key: string]: unknown;
+    };
+    status?: 'active' | 'disabled';
+};
+
+export type Destination = {
+    destination_id: string;
+    type: DestinationType;
+    name: string;
+    events: Array<EventKind>;
+    agent_ids: Array<string> | null;
+    /**
+     * The public settings, defaults filled in.
+     */
+    config: {
+        [key: string]: unknown;
+    };
+    /**
+     * The names of the secrets held (their values are never answered).
+     */
+    secrets_set: Array<string>;
+    status: 'active' | 'disabled';
+    created_at: Timestamp;
+    updated_at: Timestamp;
+};
+
+export type DestinationPage = {
+    data: Array<Destination>;
+    next_cursor: string | null;
+};
+
+export type DestinationTestRequest = {
+    event?: EventKind;
+};
+
+export type DestinationTestResult = {
+    ok: boolean;
+    status_code: number | null;
+    error: string | null;
+    /**
+     * The made-up event's id.
+     */
+    event_id: string;
+    event: EventKind;
+};
+
+/**
+ * One event's delivery to one destination (the same outbox row and rules as a webhook Delivery).
+ */
+export type DestinationDelivery = {
+    delivery_id: string;
+    destination_id: string;
+    event_id: string;
+    event: EventKind;
+    status: 'pending' | 'delivered' | 'failed';
+    attempts: number;
+    last_status_code: number | null;
+    last_error: string | null;
+    next_attempt_at: Timestamp | null;
+    created_at: Timestamp;
+    delivered_at: Timestamp | null;
+};
+
+export type DestinationDeliveryPage = {
+    data: Array<DestinationDelivery>;
+    next_cursor: string | null;
+};
+
 export type WebhookCreate = {
     /**
      * http(s) URL without credentials; private and loopback addresses are refused unless the operator allows them.
@@ -741,6 +850,11 @@ export type WebhookId = string;
  * Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.
  */
 export type DeliveryId = string;
+
+/**
+ * Destination identifier (`dst_...`).
+ */
+export type DestinationId = string;
 
 /**
  * Connector identifier, chosen by the client.
@@ -2119,6 +2233,492 @@ export type RedeliverWebhookDeliveryResponses = {
 };
 
 export type RedeliverWebhookDeliveryResponse = RedeliverWebhookDeliveryResponses[keyof RedeliverWebhookDeliveryResponses];
+
+export type ListDestinationsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
+         */
+        cursor?: string;
+        /**
+         * Page size, at most 200.
+         */
+        limit?: number;
+    };
+    url: '/v1/destinations';
+};
+
+export type ListDestinationsErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The policy gate refused the action (`policy_denied`); `detail` names the escalation queue.
+     */
+    403: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type ListDestinationsError = ListDestinationsErrors[keyof ListDestinationsErrors];
+
+export type ListDestinationsResponses = {
+    /**
+     * A page of destinations.
+     */
+    200: DestinationPage;
+};
+
+export type ListDestinationsResponse = ListDestinationsResponses[keyof ListDestinationsResponses];
+
+export type CreateDestinationData = {
+    body: DestinationCreate;
+    headers?: {
+        /**
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         */
+        'Idempotency-Key'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/destinations';
+};
+
+export type CreateDestinationErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The policy gate refused the action (`policy_denied`); `detail` names the escalation queue.
+     */
+    403: ErrorResponse;
+    /**
+     * `idempotency_key_reused`, `idempotency_key_in_progress`, `invalid_state` or `already_exists`.
+     */
+    409: ErrorResponse;
+    /**
+     * The body is over 1 MiB or the batch over 500 records (`payload_too_large`).
+     */
+    413: ErrorResponse;
+    /**
+     * The body is not `application/json` (`unsupported_media_type`).
+     */
+    415: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type CreateDestinationError = CreateDestinationErrors[keyof CreateDestinationErrors];
+
+export type CreateDestinationResponses = {
+    /**
+     * The destination was created.
+     */
+    201: Destination;
+};
+
+export type CreateDestinationResponse = CreateDestinationResponses[keyof CreateDestinationResponses];
+
+export type DeleteDestinationData = {
+    body?: never;
+    path: {
+        /**
+         * Destination identifier (`dst_...`).
+         */
+        destination_id: string;
+    };
+    query?: never;
+    url: '/v1/destinations/{destination_id}';
+};
+
+export type DeleteDestinationErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The policy gate refused the action (`policy_denied`); `detail` names the escalation queue.
+     */
+    403: ErrorResponse;
+    /**
+     * The resource does not exist or is outside the calling identity's workspace; both answer identically (`not_found`).
+     */
+    404: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type DeleteDestinationError = DeleteDestinationErrors[keyof DeleteDestinationErrors];
+
+export type DeleteDestinationResponses = {
+    /**
+     * The destination was deleted.
+     */
+    204: void;
+};
+
+export type DeleteDestinationResponse = DeleteDestinationResponses[keyof DeleteDestinationResponses];
+
+export type GetDestinationData = {
+    body?: never;
+    path: {
+        /**
+         * Destination identifier (`dst_...`).
+         */
+        destination_id: string;
+    };
+    query?: never;
+    url: '/v1/destinations/{destination_id}';
+};
+
+export type GetDestinationErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The policy gate refused the action (`policy_denied`); `detail` names the escalation queue.
+     */
+    403: ErrorResponse;
+    /**
+     * The resource does not exist or is outside the calling identity's workspace; both answer identically (`not_found`).
+     */
+    404: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type GetDestinationError = GetDestinationErrors[keyof GetDestinationErrors];
+
+export type GetDestinationResponses = {
+    /**
+     * The destination.
+     */
+    200: Destination;
+};
+
+export type GetDestinationResponse = GetDestinationResponses[keyof GetDestinationResponses];
+
+export type UpdateDestinationData = {
+    body: DestinationUpdate;
+    path: {
+        /**
+         * Destination identifier (`dst_...`).
+         */
+        destination_id: string;
+    };
+    query?: never;
+    url: '/v1/destinations/{destination_id}';
+};
+
+export type UpdateDestinationErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The policy gate refused the action (`policy_denied`); `detail` names the escalation queue.
+     */
+    403: ErrorResponse;
+    /**
+     * The resource does not exist or is outside the calling identity's workspace; both answer identically (`not_found`).
+     */
+    404: ErrorResponse;
+    /**
+     * The body is over 1 MiB or the batch over 500 records (`payload_too_large`).
+     */
+    413: ErrorResponse;
+    /**
+     * The body is not `application/json` (`unsupported_media_type`).
+     */
+    415: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type UpdateDestinationError = UpdateDestinationErrors[keyof UpdateDestinationErrors];
+
+export type UpdateDestinationResponses = {
+    /**
+     * The destination as changed.
+     */
+    200: Destination;
+};
+
+export type UpdateDestinationResponse = UpdateDestinationResponses[keyof UpdateDestinationResponses];
+
+export type TestDestinationData = {
+    body?: DestinationTestRequest;
+    headers?: {
+        /**
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        /**
+         * Destination identifier (`dst_...`).
+         */
+        destination_id: string;
+    };
+    query?: never;
+    url: '/v1/destinations/{destination_id}/test';
+};
+
+export type TestDestinationErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The policy gate refused the action (`policy_denied`); `detail` names the escalation queue.
+     */
+    403: ErrorResponse;
+    /**
+     * The resource does not exist or is outside the calling identity's workspace; both answer identically (`not_found`).
+     */
+    404: ErrorResponse;
+    /**
+     * The body is over 1 MiB or the batch over 500 records (`payload_too_large`).
+     */
+    413: ErrorResponse;
+    /**
+     * The body is not `application/json` (`unsupported_media_type`).
+     */
+    415: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type TestDestinationError = TestDestinationErrors[keyof TestDestinationErrors];
+
+export type TestDestinationResponses = {
+    /**
+     * What the receiver answered (`ok` false with the error when it refused or did not answer).
+     */
+    200: DestinationTestResult;
+};
+
+export type TestDestinationResponse = TestDestinationResponses[keyof TestDestinationResponses];
+
+export type ListDestinationDeliveriesData = {
+    body?: never;
+    path: {
+        /**
+         * Destination identifier (`dst_...`).
+         */
+        destination_id: string;
+    };
+    query?: {
+        /**
+         * The opaque `next_cursor` of the previous page. A cursor is signed by the server and bound to the workspace and the list (with its filter) it was issued for; another workspace's, another list's or an edited cursor answers 400 invalid_cursor, as does one signed with a secret the server has since rotated out (start again without a cursor).
+         */
+        cursor?: string;
+        /**
+         * Page size, at most 200.
+         */
+        limit?: number;
+    };
+    url: '/v1/destinations/{destination_id}/deliveries';
+};
+
+export type ListDestinationDeliveriesErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The policy gate refused the action (`policy_denied`); `detail` names the escalation queue.
+     */
+    403: ErrorResponse;
+    /**
+     * The resource does not exist or is outside the calling identity's workspace; both answer identically (`not_found`).
+     */
+    404: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type ListDestinationDeliveriesError = ListDestinationDeliveriesErrors[keyof ListDestinationDeliveriesErrors];
+
+export type ListDestinationDeliveriesResponses = {
+    /**
+     * A page of deliveries, oldest first.
+     */
+    200: DestinationDeliveryPage;
+};
+
+export type ListDestinationDeliveriesResponse = ListDestinationDeliveriesResponses[keyof ListDestinationDeliveriesResponses];
+
+export type RedeliverDestinationDeliveryData = {
+    body?: never;
+    headers?: {
+        /**
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        /**
+         * Destination identifier (`dst_...`).
+         */
+        destination_id: string;
+        /**
+         * Delivery identifier (`dlv_...`), also sent as the `webhook-id` header.
+         */
+        delivery_id: string;
+    };
+    query?: never;
+    url: '/v1/destinations/{destination_id}/deliveries/{delivery_id}/redeliver';
+};
+
+export type RedeliverDestinationDeliveryErrors = {
+    /**
+     * Schema mismatch or malformed body (`invalid_request`, `invalid_cursor`, `invalid_idempotency_key`).
+     */
+    400: ErrorResponse;
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The policy gate refused the action (`policy_denied`); `detail` names the escalation queue.
+     */
+    403: ErrorResponse;
+    /**
+     * The resource does not exist or is outside the calling identity's workspace; both answer identically (`not_found`).
+     */
+    404: ErrorResponse;
+    /**
+     * `idempotency_key_reused`, `idempotency_key_in_progress`, `invalid_state` or `already_exists`.
+     */
+    409: ErrorResponse;
+    /**
+     * A rate-limit window of the workspace is exhausted (`rate_limited`); retry after `Retry-After` seconds with backoff.
+     */
+    429: ErrorResponse;
+    /**
+     * A transient failure (`internal_error`); retry with exponential backoff and jitter.
+     */
+    500: ErrorResponse;
+    /**
+     * The service or its store is temporarily unavailable (`unavailable`); retry with exponential backoff and jitter.
+     */
+    503: ErrorResponse;
+};
+
+export type RedeliverDestinationDeliveryError = RedeliverDestinationDeliveryErrors[keyof RedeliverDestinationDeliveryErrors];
+
+export type RedeliverDestinationDeliveryResponses = {
+    /**
+     * The delivery was queued again.
+     */
+    202: DestinationDelivery;
+};
+
+export type RedeliverDestinationDeliveryResponse = RedeliverDestinationDeliveryResponses[keyof RedeliverDestinationDeliveryResponses];
 
 export type ListAgentsData = {
     body?: never;

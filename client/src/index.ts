@@ -9,6 +9,7 @@ import type { Run, TraceFrame } from '../generated/types.gen.js'
 import { AgentOpsError } from './errors.js'
 import {
   Agents,
+  Destinations,
   graphql,
   health,
   Ingest,
@@ -28,6 +29,7 @@ export { AgentOpsError, type ApiErrorCode, type ErrorDetails, isApiError, parseR
 export { List, type Page, type StopRule } from './list.js'
 export {
   Agents,
+  Destinations,
   Ingest,
   type ListParams,
   type ListRunsParams,
@@ -90,7 +92,7 @@ const DEFAULT_TIMEOUT_MS = 60_000
 /**
  * The client. Resources as namespaces whose methods resolve to the response body (`await ops.runs.get(id)` is the
  * Run) and whose lists page themselves (`for await (const run of ops.runs.list({ agent_id }))`):
- * `agents`, `runs`, `tools`, `tasks`, `webhooks`, `ingest`, plus `graphql()` and `health()`. Every call throws
+ * `agents`, `runs`, `tools`, `tasks`, `webhooks`, `destinations`, `ingest`, plus `graphql()` and `health()`. Every call throws
  * `AgentOpsError` on a non-2xx answer and a `TimeoutError` DOMException past its `timeout`.
  *
  * Every operation of the contract is also a flat method of the generated SDK (`ops.startRun({ path, body })`),
@@ -104,6 +106,7 @@ export class AgentOps extends AgentOpsApi {
   readonly tools: Tools
   readonly tasks: Tasks
   readonly webhooks: Webhooks
+  readonly destinations: Destinations
   readonly ingest: Ingest
 
   constructor(options: AgentOpsOptions) {
@@ -128,6 +131,7 @@ export class AgentOps extends AgentOpsApi {
     this.tools = new Tools(this)
     this.tasks = new Tasks(this)
     this.webhooks = new Webhooks(this)
+    this.destinations = new Destinations(this)
     this.ingest = new Ingest(this)
   }
 

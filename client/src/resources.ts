@@ -12,11 +12,14 @@ import type {
   CancelRunResponse,
   CreateAgentData,
   CreateAgentResponse,
+  CreateDestinationData,
+  CreateDestinationResponse,
   CreateWebhookData,
   CreateWebhookResponse,
   DecideApprovalData,
   DecideApprovalResponse,
   GetAgentResponse,
+  GetDestinationResponse,
   GetHealthResponse,
   GetRunResponse,
   GetRunTraceData,
@@ -32,6 +35,10 @@ import type {
   ListAgentsResponse,
   ListConnectorRecordsData,
   ListConnectorRecordsResponse,
+  ListDestinationDeliveriesData,
+  ListDestinationDeliveriesResponse,
+  ListDestinationsData,
+  ListDestinationsResponse,
   ListToolsData,
   ListToolsResponse,
   ListWebhookDeliveriesData,
@@ -41,6 +48,7 @@ import type {
   PauseRunResponse,
   PostGraphqlData,
   PostGraphqlResponse,
+  RedeliverDestinationDeliveryResponse,
   RedeliverWebhookDeliveryResponse,
   RegisterToolData,
   RegisterToolResponse,
@@ -51,7 +59,11 @@ import type {
   Run,
   StartRunData,
   StartRunResponse,
+  TestDestinationData,
+  TestDestinationResponse,
   TraceFrame,
+  UpdateDestinationData,
+  UpdateDestinationResponse,
 } from '../generated/types.gen.js'
 import { List, type Page } from './list.js'
 import { type FollowOptions, followTrace, type WaitOptions, waitForRun } from './runs.js'
@@ -281,6 +293,80 @@ export class Webhooks {
     options?: VerifyWebhookOptions,
   ): WebhookEvent {
     return constructEvent(rawBody, headers, secrets, options)
+  }
+}
+
+/** Chat, paging and downstream destinations (docs/events.md); their secrets go in, never come back. */
+export class Destinations {
+  constructor(private readonly api: AgentOpsApi) {}
+  create(
+    destination: BodyOf<CreateDestinationData>,
+    options?: RequestOptions,
+  ): Promise<CreateDestinationResponse> {
+    return body(this.api.createDestination({ body: destination, ...wire(options) }))
+  }
+  get(destinationId: string, options?: RequestOptions): Promise<GetDestinationResponse> {
+    return body(this.api.getDestination({ path: { destination_id: destinationId }, ...wire(options) }))
+  }
+  update(
+    destinationId: string,
+    changes: BodyOf<UpdateDestinationData>,
+    options?: RequestOptions,
+  ): Promise<UpdateDestinationResponse> {
+    return body(
+      this.api.updateDestination({
+        path: { destination_id: destinationId },
+        body: changes,
+        ...wire(options),
+      }),
+    )
+  }
+  /** Deletes the destination (204: resolves to nothing). */
+  async delete(destinationId: string, options?: RequestOptions): Promise<void> {
+    await this.api.deleteDestination({ path: { destination_id: destinationId }, ...wire(options) })
+  }
+  list(
+    params?: QueryOf<ListDestinationsData>,
+    options?: RequestOptions,
+  ): List<ListDestinationsResponse['data'][number]> {
+    return list(params, (query) => body(this.api.listDestinations({ query, ...wire(options) })))
+  }
+  /** Sends a made-up event now and resolves to what the receiver answered. */
+  test(
+    destinationId: string,
+    sample: NonNullable<TestDestinationData['body']> = {},
+    options?: RequestOptions,
+  ): Promise<TestDestinationResponse> {
+    return body(
+      this.api.testDestination({ path: { destination_id: destinationId }, body: sample, ...wire(options) }),
+    )
+  }
+  deliveries(
+    destinationId: string,
+    params?: QueryOf<ListDestinationDeliveriesData>,
+    options?: RequestOptions,
+  ): List<ListDestinationDeliveriesResponse['data'][number]> {
+    return list(params, (query) =>
+      body(
+        this.api.listDestinationDeliveries({
+          path: { destination_id: destinationId },
+          query,
+          ...wire(options),
+        }),
+      ),
+    )
+  }
+  redeliver(
+    destinationId: string,
+    deliveryId: string,
+    options?: RequestOptions,
+  ): Promise<RedeliverDestinationDeliveryResponse> {
+    return body(
+      this.api.redeliverDestinationDelivery({
+        path: { destination_id: destinationId, delivery_id: deliveryId },
+        ...wire(options),
+      }),
+    )
   }
 }
 

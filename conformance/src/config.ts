@@ -459,6 +459,77 @@ Every run ends with its verdict, one line, and its exit code:
   2 is a configuration error (unreachable URL, a refused token, a bad flag): no run, no verdict.`
 }
 
+/**
+ * Every key a config file may hold (dotted), beyond the settings that carry a `file` key: the declarations and
+ * the profile hints. A key ending in `*` is an object whose inside is the deployment's own (a request body, a
+ * message, query variables). conformance/README.md's table of config keys lists exactly these and the settings'
+ * (a test holds the two together), and a file with any other key is refused, naming it.
+ */
+export const DECLARATION_KEYS: string[] = [
+  'paging.cursorField',
+  'paging.itemsField',
+  'stream.subscribe*',
+  'stream.topic',
+  'stream.replayWindow',
+  'rateLimitHeaders.burst.remaining',
+  'rateLimitHeaders.burst.reset',
+  'rateLimitHeaders.burst.limit',
+  'rateLimitHeaders.sustained.remaining',
+  'rateLimitHeaders.sustained.reset',
+  'rateLimitHeaders.sustained.limit',
+  'approval.method',
+  'approval.path',
+  'approval.body*',
+  'signature.timestamp',
+  'signature.signed',
+  'graphqlQueries.run.query',
+  'graphqlQueries.run.variables*',
+  'graphqlQueries.agent.query',
+  'graphqlQueries.agent.variables*',
+  'toolRun.agent*',
+  'toolRun.run*',
+  'notServed',
+  'profile.tools.succeed.provider',
+  'profile.tools.fail.provider',
+  'profile.tools.fail.config*',
+  'profile.tools.slow.provider',
+  'profile.tools.slow.config*',
+  'profile.approvalBehavior',
+  'profile.policyClass',
+  'profile.narrowDenied.method',
+  'profile.narrowDenied.path',
+  'profile.narrowDenied.body*',
+]
+
+/** Every key a config file may hold: the settings' `file` keys and the declarations'. */
+export function configFileKeys(): string[] {
+  return [...SETTINGS.flatMap((s) => (s.file ? [s.file] : [])), ...DECLARATION_KEYS]
+}
+
+/** The dotted keys of a config file that no setting or declaration reads. */
+export function unknownConfigKeys(file: Raw): string[] {
+  const keys = configFileKeys()
+  const exact = new Set(keys.filter((k) => !k.endsWith('*')))
+  const open = keys.filter((k) => k.endsWith('*')).map((k) => k.slice(0, -1))
+  const unknown: string[] = []
+  const walk = (node: Raw, prefix: string) => {
+    for (const [k, v] of Object.entries(node)) {
+      const key = prefix ? `${prefix}.${k}` : k
+      if (exact.has(key) || open.includes(key)) continue
+      if (
+        v !== null &&
+        typeof v === 'object' &&
+        !Array.isArray(v) &&
+        keys.some((x) => x.startsWith(`${key}.`))
+      )
+        walk(v as Raw, key)
+      else unknown.push(key)
+    }
+  }
+  walk(file, '')
+  return unknown
+}
+
 const DEFAULT_DECLARATIONS: Declarations = {
   paging: {},
   stream: { subscribe: { type: 'subscribe', topics: '{topics}' }, topic: 'connector:{connector}' },
@@ -700,6 +771,11 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   const envValue = (s: Setting) => env[`AGENTOPS_CONFORMANCE_${s.env}`]
   const configPath = (flags.config as string | undefined) ?? env.AGENTOPS_CONFORMANCE_CONFIG
   const file = configPath ? readConfigFile(configPath) : {}
+  const unknown = unknownConfigKeys(file)
+  if (unknown.length > 0)
+    throw new ConfigError(
+      `config file ${configPath} has keys the suite does not read: ${unknown.join(', ')} (conformance/README.md "Config file keys" lists every key)`,
+    )
 
   const values = new Map<string, unknown>()
   for (const s of SETTINGS) {

@@ -346,7 +346,7 @@ export class Fixtures {
     let pages = 0
     for (let i = 0; i < 100; i++) {
       const q = `?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-      const res = await client.get(`/v1/runs/${runId}/trace${q}`)
+      const res = await getTrace(client, `/v1/runs/${runId}/trace${q}`)
       expectStatus(res, 200, `GET /v1/runs/${runId}/trace`)
       // §4: "The trace, either as a stream of frames or as pages of frames": a stream answer is read whole.
       const streamed = streamedFrames(res)
@@ -367,10 +367,29 @@ export class Fixtures {
  * A resource's own id in an answer: `<kind>_id` or `id`. Spec §2: "Agent response fields: not shown" (and the same
  * for tasks, tools and subscriptions), so the field's name is the deployment's choice.
  */
-export function ownId(body: unknown, kind: 'agent' | 'task' | 'tool' | 'webhook'): string | undefined {
+export function ownId(
+  body: unknown,
+  kind: 'agent' | 'task' | 'tool' | 'webhook' | 'destination',
+): string | undefined {
   const o = obj(body)
   const id = o[`${kind}_id`] ?? o.id
   return typeof id === 'string' ? id : undefined
+}
+
+/**
+ * Reads a trace URL. §4: "The trace, either as a stream of frames or as pages of frames", and "The way a client
+ * chooses between streaming and paging for the trace: not shown": pages are asked for first (JSON); a deployment
+ * that serves the trace as a stream only and refuses JSON (406 Not Acceptable) is asked again for the stream.
+ */
+export async function getTrace(client: HttpClient, url: string): Promise<HttpResponse> {
+  const res = await client.get(url)
+  if (res.status !== 406) return res
+  return client.get(url, { headers: { accept: 'text/event-stream, application/x-ndjson' } })
+}
+
+/** The frames of a trace answer, streamed or paged (one page); undefined when it carries no array of frames. */
+export function traceFrames(ctx: CheckContext, res: HttpResponse): Json[] | undefined {
+  return streamedFrames(res) ?? (listPage(ctx, res).items as Json[] | undefined)
 }
 
 /**

@@ -122,6 +122,10 @@ export class HttpClient {
     return this.request('POST', path, body === undefined ? options : { ...options, body })
   }
 
+  patch(path: string, body?: unknown, options: RequestOptions = {}): Promise<HttpResponse> {
+    return this.request('PATCH', path, body === undefined ? options : { ...options, body })
+  }
+
   delete(path: string, options: RequestOptions = {}): Promise<HttpResponse> {
     return this.request('DELETE', path, options)
   }

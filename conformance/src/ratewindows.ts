@@ -6,7 +6,8 @@
  * - IETF structured `RateLimit: "burst";r=4;t=7, "hourly";r=990;t=2040` with `RateLimit-Policy` (q, w);
  * - one set per window with the window in the name: `X-RateLimit-Burst-Remaining`, `RateLimit-Hourly-Reset`,
  *   `X-RateLimit-Remaining-Minute` (Kong style);
- * - a single unnamed set (`X-RateLimit-Remaining`/`-Reset`, `RateLimit-Remaining`/`-Reset`) is one window.
+ * - a single unnamed set (`X-RateLimit-Remaining`/`-Reset`, `RateLimit-Remaining`/`-Reset`) is one window;
+ * - each of these also written `Rate-Limit` (`X-Rate-Limit-Burst-Remaining`).
  */
 import type { WindowHeaders } from './config.js'
 
@@ -52,8 +53,9 @@ function structured(value: string | undefined): Array<{ name: string; params: Re
   })
 }
 
-const NAMED = /^(?:x-)?ratelimit-(?:([a-z0-9]+)-(remaining|reset|limit)|(remaining|reset|limit)-([a-z0-9]+))$/
-const UNNAMED = /^(?:x-)?ratelimit-(remaining|reset|limit)$/
+const NAMED =
+  /^(?:x-)?rate-?limit-(?:([a-z0-9]+)-(remaining|reset|limit)|(remaining|reset|limit)-([a-z0-9]+))$/
+const UNNAMED = /^(?:x-)?rate-?limit-(remaining|reset|limit)$/
 
 /** Every window the headers announce, each with its remaining count and reset. */
 export function rateWindows(

@@ -256,7 +256,12 @@ export async function startReference(
         AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
         AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
         ...process.env,
-        ...(options.receiverTarget ? { AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget } : {}),
+        ...(options.receiverTarget
+          ? {
+              AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget,
+              AGENTOPS_DESTINATION_PRIVATE_TARGETS: options.receiverTarget,
+            }
+          : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },

@@ -11,6 +11,7 @@ import type { Contract, ContractViolation } from './contract.js'
 import { CoverageRecorder } from './coverage.js'
 import { fixFor, type RunFindings } from './fix.js'
 import { Fixtures } from './fixtures.js'
+import { PROFILE_GAPS } from './gaps.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
 import { Pacer } from './pacing.js'
 import type { WebhookReceiver } from './receiver.js'
@@ -216,6 +217,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       level: check.level,
       family: family(check.id),
       clauses: check.clauses,
+      ...(check.level === 'profile' && PROFILE_GAPS[check.id] ? { gap: PROFILE_GAPS[check.id] } : {}),
       outcome,
       ...(message !== undefined ? { message } : {}),
       ...(notApplicable ? { notApplicable } : {}),

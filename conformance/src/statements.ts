@@ -156,6 +156,11 @@ export const STATEMENTS: Statement[] = [
     text: 'The `run.awaiting_approval` delivery body has `event`, `ts`, `run_id`, `agent_id`, `step_id`, `queue`, `reason`, `payload_preview` (object), `signature`.',
   },
   {
+    id: 'S6.5',
+    text: 'Events can be routed to webhooks and to chat, paging and downstream systems.',
+    note: 'how routing is configured is not shown: only the profile checks the reference’s /v1/destinations',
+  },
+  {
     id: 'S7.1',
     text: 'An error body has `error.code`, `error.message`, `error.detail` (object) and `error.request_id`.',
   },

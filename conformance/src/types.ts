@@ -35,6 +35,11 @@ export interface CheckResult {
   clauses: string[]
   outcome: Outcome
   message?: string
+  /**
+   * A profile check that holds the reference's choice where the spec is silent: the spec's gap it fills (gaps.ts).
+   * A profile check without it checks a spec sentence (its clauses).
+   */
+  gap?: string
   /** The one setting (or the deployment, at its spec statements) that addresses a failure or a skip (src/fix.ts). */
   fix?: string
   /** A skip because the deployment does not declare the optional surface the check is about (not counted as missing). */
@@ -101,6 +106,12 @@ export function skip(reason: string): never {
 
 export function notApplicable(reason: string): never {
   throw new CheckNotApplicable(reason)
+}
+
+/** Profile results in their two groups: spec sentences first, then the choices where the spec is silent. */
+export function profileGroups(results: CheckResult[]): { sentences: CheckResult[]; silent: CheckResult[] } {
+  const profile = results.filter((r) => r.level === 'profile')
+  return { sentences: profile.filter((r) => !r.gap), silent: profile.filter((r) => r.gap) }
 }
 
 export function summarize(results: CheckResult[]): Record<Level, Record<Outcome, number>> {

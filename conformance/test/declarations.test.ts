@@ -24,9 +24,12 @@ describe('declarations in the config file', () => {
     expect(foreign.rateLimitHeaders?.burst).toEqual({
       remaining: 'quota-short-left',
       reset: 'quota-short-renews-in',
+      limit: 'quota-short-size',
     })
     expect(foreign.approval.method).toBe('PUT')
     expect(foreign.signatureTimestamp).toBe('rfc3339')
+    expect(foreign.signatureTemplate).toBe('{header:X-Acme-Timestamp}.{body}')
+    expect(foreign.notServed).toEqual(['GET /v1/agents', 'GET /v1/grid/connectors/{connector_id}/records'])
     expect(foreign.graphqlUrl).toBe('https://api.example.com/graphql')
     expect(foreign.graphqlQueries.agent.variables).toEqual({ agentId: '{id}' })
     expect(foreign.toolRun.run).toEqual({
@@ -119,6 +122,17 @@ describe('discovery where nothing is declared', () => {
       'x-ratelimit-reset-hour': '1200',
     })
     expect(kong.map((w) => w.name).sort()).toEqual(['hour', 'second'])
+    // §8 "Names of the rate-limit headers: not shown": `Rate-Limit` with a hyphen is as legal as `RateLimit`.
+    const hyphen = rateWindows({
+      'x-rate-limit-remaining': '99',
+      'x-rate-limit-reset': '60',
+      'x-rate-limit-burst-remaining': '9',
+      'x-rate-limit-burst-reset': '2',
+    })
+    expect(hyphen.map((w) => [w.name, w.remaining]).sort()).toEqual([
+      ['burst', 9],
+      ['unnamed', 99],
+    ])
     expect(rateWindows({ 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': '1' })).toHaveLength(1)
     const declared = rateWindows(
       { 'q-a': '1', 'q-a-t': '2', 'q-b': '3', 'q-b-t': '4' },

@@ -211,7 +211,10 @@ describe('every report carries the verdict, first', () => {
   it('Markdown: leads with the verdict, core table before the folded profile results', () => {
     const md = toMarkdown(summary)
     expect(md.split('\n')[2]).toBe('## ⚠️ INCOMPLETE')
-    expect(md.indexOf('## Core checks')).toBeLessThan(md.indexOf('<details><summary>Profile checks'))
+    expect(md.indexOf('## Core checks')).toBeLessThan(md.indexOf('## Profile checks of a spec sentence'))
+    expect(md.indexOf('## Profile checks of a spec sentence')).toBeLessThan(
+      md.indexOf('<details><summary>Where the spec is silent'),
+    )
     expect(md.indexOf('`a.x`')).toBeLessThan(md.indexOf('`p.y`'))
   })
 })

@@ -12,6 +12,7 @@ export type IdPrefix =
   | 'evt'
   | 'whk'
   | 'dlv'
+  | 'dst'
   | 'req'
   | 'res'
   | 'batch'

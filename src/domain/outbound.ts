@@ -15,7 +15,14 @@ export type OutboundFailure = 'invalid_url' | 'private_address' | 'timeout' | 'a
 
 /** What came back: an answer with any status (redirects are never followed), or why there was none. */
 export type OutboundAnswer =
-  | { ok: true; status: number; body: string; truncated: boolean }
+  | {
+      ok: true
+      status: number
+      body: string
+      truncated: boolean
+      /** The answer's headers, names in lower case (a repeated header's values joined with ", "). */
+      headers?: Record<string, string>
+    }
   | { ok: false; failure: OutboundFailure; message: string }
 
 /**

@@ -5,6 +5,7 @@
  */
 
 import type { AgentService } from '../domain/agents/service.js'
+import type { DestinationService } from '../domain/destinations/service.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
 import type { RunService } from '../domain/runs/service.js'
 import type { TaskService } from '../domain/tasks/service.js'
@@ -21,6 +22,10 @@ export interface ResolverPorts {
   runs: Pick<RunService, 'get' | 'start' | 'control' | 'decide' | 'frames' | 'listByAgent'>
   webhooks: Pick<WebhookService, 'get' | 'list' | 'create' | 'listDeliveries'>
   ingestion: Pick<IngestionService, 'list'>
+  destinations: Pick<
+    DestinationService,
+    'get' | 'list' | 'create' | 'update' | 'delete' | 'test' | 'listDeliveries'
+  >
 }
 
 /** The per-request agent loader (src/graphql/context.ts): a page of runs loads its agents in one call. */

@@ -4,27 +4,39 @@
  * default (the presenters already produce the contract's snake_case shapes).
  */
 import {
+  deleteV1DestinationsDestinationIdRoute,
   deleteV1ToolsToolIdRoute,
   getV1AgentsAgentIdRoute,
+  getV1DestinationsDestinationIdRoute,
   getV1GridConnectorsConnectorIdRecordsRoute,
   getV1RunsRunIdRoute,
   getV1TasksTaskIdRoute,
   getV1ToolsToolIdRoute,
   getV1WebhooksWebhookIdRoute,
+  patchV1DestinationsDestinationIdRoute,
   postV1AgentsAgentIdRunsRoute,
   postV1AgentsAgentIdTasksRoute,
   postV1AgentsRoute,
+  postV1DestinationsDestinationIdTestRoute,
+  postV1DestinationsRoute,
   postV1RunsRunIdStepsStepIdApprovalRoute,
   postV1ToolsRoute,
   postV1WebhooksRoute,
 } from '../../generated/routes.js'
 import type { CreateAgentInput } from '../domain/agents/service.js'
+import type { CreateDestinationInput, UpdateDestinationInput } from '../domain/destinations/service.js'
 import { ApiError } from '../domain/errors.js'
 import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
 import type { CreateWebhookInput } from '../domain/webhooks/service.js'
 import { type AuthContext, callerOf } from '../surface/caller.js'
+import {
+  destinationDeliveriesPage,
+  destinationsPage,
+  presentDestination,
+  presentTestResult,
+} from '../surface/destinations.js'
 import {
   agentsPage,
   deliveriesPage,
@@ -113,6 +125,16 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     webhooks: scoped('listWebhooks', (ctx, auth, args) =>
       webhooksPage(ctx.ports.webhooks, auth.workspaceId, page(args)),
     ),
+    destination: byId(
+      'getDestination',
+      getV1DestinationsDestinationIdRoute,
+      'destination_id',
+      (s) => s.destinations,
+      presentDestination,
+    ),
+    destinations: scoped('listDestinations', (ctx, auth, args) =>
+      destinationsPage(ctx.ports.destinations, auth.workspaceId, page(args)),
+    ),
     records: scoped('listConnectorRecords', (ctx, auth, args) => {
       const connectorId = pathId(
         getV1GridConnectorsConnectorIdRecordsRoute,
@@ -145,6 +167,16 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
   StreamServerMessage: {
     // The runs topic's event, typed (the RunEvent interface); record and gap messages carry none.
     run_event: (message) => (message.type === 'event' ? message.event : null),
+  },
+  Destination: {
+    deliveries: scoped('listDestinationDeliveries', (ctx, auth, args, destination) =>
+      destinationDeliveriesPage(
+        ctx.ports.destinations,
+        auth.workspaceId,
+        String(destination.destination_id),
+        page(args),
+      ),
+    ),
   },
   Webhook: {
     deliveries: scoped('listWebhookDeliveries', (ctx, auth, args, webhook) =>
@@ -196,6 +228,27 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     createWebhook: scoped('createWebhook', async (ctx, auth, args) => {
       const input = body<CreateWebhookInput>(postV1WebhooksRoute, args.input as Args)
       return presentWebhook(await ctx.ports.webhooks.create(auth.workspaceId, input))
+    }),
+    createDestination: scoped('createDestination', async (ctx, auth, args) => {
+      const input = body<CreateDestinationInput>(postV1DestinationsRoute, args.input as Args)
+      return presentDestination(await ctx.ports.destinations.create(auth.workspaceId, input))
+    }),
+    updateDestination: scoped('updateDestination', async (ctx, auth, args) => {
+      const route = patchV1DestinationsDestinationIdRoute
+      const id = pathId(route, 'destination_id', args.id)
+      const input = body<UpdateDestinationInput>(route, args.input as Args)
+      return presentDestination(await ctx.ports.destinations.update(auth.workspaceId, id, input))
+    }),
+    deleteDestination: scoped('deleteDestination', async (ctx, auth, args) => {
+      const id = pathId(deleteV1DestinationsDestinationIdRoute, 'destination_id', args.id)
+      await ctx.ports.destinations.delete(auth.workspaceId, id)
+      return true
+    }),
+    testDestination: scoped('testDestination', async (ctx, auth, args) => {
+      const route = postV1DestinationsDestinationIdTestRoute
+      const id = pathId(route, 'destination_id', args.id)
+      const input = body<{ event?: string }>(route, { event: args.event })
+      return presentTestResult(await ctx.ports.destinations.test(auth.workspaceId, id, input.event))
     }),
   },
 }

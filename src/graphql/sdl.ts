@@ -50,6 +50,12 @@ extend type Webhook {
   deliveries(${PAGE_ARGS}
   ): DeliveryPage!
 }
+
+extend type Destination {
+  "Delivery attempts to this destination, like GET /v1/destinations/{destination_id}/deliveries."
+  deliveries(${PAGE_ARGS}
+  ): DestinationDeliveryPage!
+}
 `
 
 /** Each relation: the generated type it extends → the fields it adds. */
@@ -100,6 +106,11 @@ type Query {
   "Webhook subscriptions (scope ${scopeOf('listWebhooks')})."
   webhooks(${PAGE_ARGS}
   ): WebhookPage
+  "A destination (scope ${scopeOf('getDestination')})."
+  destination(id: ID!): Destination
+  "Destinations of the workspace (scope ${scopeOf('listDestinations')})."
+  destinations(${PAGE_ARGS}
+  ): DestinationPage
   "A connector's records with lineage (scope ${scopeOf('listConnectorRecords')})."
   records(connector_id: ID!,${PAGE_ARGS}
   ): RecordPage
@@ -126,6 +137,14 @@ type Mutation {
   decideApproval(run_id: ID!, step_id: String!, input: ApprovalDecision!): Run
   "POST /v1/webhooks (scope ${scopeOf('createWebhook')})."
   createWebhook(input: WebhookCreate!): Webhook
+  "POST /v1/destinations (scope ${scopeOf('createDestination')})."
+  createDestination(input: DestinationCreate!): Destination
+  "PATCH /v1/destinations/{destination_id} (scope ${scopeOf('updateDestination')})."
+  updateDestination(id: ID!, input: DestinationUpdate!): Destination
+  "DELETE /v1/destinations/{destination_id} (scope ${scopeOf('deleteDestination')}); true once deleted."
+  deleteDestination(id: ID!): Boolean
+  "POST /v1/destinations/{destination_id}/test (scope ${scopeOf('testDestination')})."
+  testDestination(id: ID!, event: String): DestinationTestResult
 }
 
 type Subscription {

@@ -18,6 +18,7 @@ import { requestId } from './middleware/request-id.js'
 import { inSeries } from './middleware/series.js'
 import { textGuard } from './middleware/text.js'
 import { registerAgentRoutes } from './routes/agents.js'
+import { registerDestinationRoutes } from './routes/destinations.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
 import { registerRunRoutes } from './routes/runs.js'
@@ -37,6 +38,7 @@ export type HttpServices = Pick<
   | 'ingestion'
   | 'runs'
   | 'webhooks'
+  | 'destinations'
   | 'metrics'
 > & {
   config: Pick<Config, 'corsOrigins' | 'maxBodyBytes'>
@@ -115,6 +117,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   registerIngestRoutes(app, services)
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)
+  registerDestinationRoutes(app, services)
   for (const mount of options.mounts ?? []) mount(app)
 
   return app

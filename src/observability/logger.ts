@@ -5,8 +5,10 @@
  * log. No pino `redact` on top: its wildcard paths cost a share of every cached GET's CPU (bench:log-line,
  * bench:observability; docs/performance.md).
  */
-import { type DestinationStream, destination, type Logger, pino } from 'pino'
+import { type DestinationStream, type Logger, pino } from 'pino'
 import pretty from 'pino-pretty'
+// sonic-boom is CommonJS: Node's ESM import sees its module object, with the class as a property.
+import sonicBoom, { type SonicBoom } from 'sonic-boom'
 import type { LogLevel } from '../config.js'
 import type { LeaseTelemetry } from '../domain/telemetry.js'
 
@@ -29,7 +31,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   }
   return pino(
     settings,
-    new LineBatch(destination({ dest: 1, sync: true, contentMode: 'buffer' }), FLUSH_EVERY_MS),
+    new LineBatch(new sonicBoom.SonicBoom({ fd: 1, sync: true, contentMode: 'buffer' }), FLUSH_EVERY_MS),
   )
 }
 
@@ -40,7 +42,8 @@ const FLUSH_EVERY_MS = 1000
 const MAX_BYTES_PER_UNIT = 3
 
 /**
- * Lines gathered and handed to sonic-boom (pino.destination: writes to the file descriptor, retries of a full pipe)
+ * Lines gathered and handed to sonic-boom (what pino.destination builds: writes to the file descriptor, retries of a
+ * full pipe)
  * one batch at a time: a write for about 16 kB of lines, at least once a second so a quiet server's lines are not
  * held back, and the rest synchronously when the process exits or the logger is flushed.
  *
@@ -54,17 +57,25 @@ const MAX_BYTES_PER_UNIT = 3
 class LineBatch implements DestinationStream {
   private bytes = Buffer.allocUnsafe(BATCH_BYTES)
   private length = 0
+  /** Set when whoever read stdout went away (EPIPE): the lines have nowhere to go, and the server keeps serving. */
+  private gone = false
 
   constructor(
-    private readonly out: ReturnType<typeof destination>,
+    private readonly out: SonicBoom,
     flushEveryMs: number,
   ) {
+    // As pino.destination does: a closed pipe ends the log, any other write error is the process's to see.
+    out.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err
+      this.gone = true
+    })
     setInterval(() => this.flush(), flushEveryMs).unref()
     // sonic-boom is synchronous here, so the last lines are written before the process ends.
     process.on('exit', () => this.flush())
   }
 
   write(line: string): void {
+    if (this.gone) return
     const most = line.length * MAX_BYTES_PER_UNIT
     if (this.length + most > this.bytes.length) {
       this.flush()
@@ -79,7 +90,7 @@ class LineBatch implements DestinationStream {
 
   /** Called by `logger.flush()` too. */
   flush(done?: (err?: Error) => void): void {
-    if (this.length > 0) {
+    if (this.length > 0 && !this.gone) {
       const batch = this.bytes.subarray(0, this.length)
       // A new batch: sonic-boom may still hold this one (a write it retries).
       this.bytes = Buffer.allocUnsafe(BATCH_BYTES)

@@ -8,6 +8,8 @@
  * No label value ever comes from a client or a tenant: routes are templates, everything else a fixed vocabulary.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import type { DestinationTelemetry } from '../domain/destinations/ports.js'
+import { DESTINATION_TYPES, type DestinationType } from '../domain/destinations/types.js'
 import type { Tier } from '../domain/identity.js'
 import type { RunTelemetry } from '../domain/runs/ports.js'
 import type { FrameRecord, RunRecord, RunStatus } from '../domain/runs/types.js'
@@ -181,6 +183,28 @@ class WebhookMetrics implements WebhookTelemetry {
   }
 }
 
+/** Destination attempts by type and outcome, and deliveries given up by type (`deleted`: the destination went). */
+class DestinationMetrics implements DestinationTelemetry {
+  constructor(
+    private readonly attempts: Counter<'type' | 'outcome'>,
+    private readonly givenUp: Counter<'type'>,
+  ) {
+    for (const type of DESTINATION_TYPES) {
+      attempts.labels(type, 'delivered').inc(0)
+      attempts.labels(type, 'failed').inc(0)
+      givenUp.labels(type).inc(0)
+    }
+  }
+
+  attempted(type: DestinationType, outcome: DeliveryAttemptOutcome): void {
+    this.attempts.labels(type, outcome).inc()
+  }
+
+  gaveUp(type: DestinationType | undefined): void {
+    this.givenUp.labels(type ?? 'deleted').inc()
+  }
+}
+
 /** Ingest batches: records accepted and rejected, and how long a batch took to validate and store. */
 export class IngestMetrics {
   private readonly accepted: IncChild
@@ -305,6 +329,7 @@ export interface Metrics {
   readonly limits: LimitMetrics
   readonly runs: RunTelemetry
   readonly webhooks: WebhookTelemetry
+  readonly destinations: DestinationTelemetry
   readonly ingest: IngestMetrics
   readonly stream: SocketMetrics
   readonly graphql: SocketMetrics
@@ -405,6 +430,20 @@ export function createMetrics(): Metrics {
     new Counter({
       name: 'agentops_webhook_deliveries_given_up_total',
       help: 'Webhook deliveries marked failed after their last attempt',
+      registers,
+    }),
+  )
+  const destinations = new DestinationMetrics(
+    new Counter({
+      name: 'agentops_destination_attempts_total',
+      help: 'Destination delivery attempts by destination type and outcome (failed: an error answer, a time-out, a refusal)',
+      labelNames: ['type', 'outcome'],
+      registers,
+    }),
+    new Counter({
+      name: 'agentops_destination_deliveries_given_up_total',
+      help: 'Destination deliveries marked failed after their last attempt, by destination type',
+      labelNames: ['type'],
       registers,
     }),
   )
@@ -538,6 +577,7 @@ export function createMetrics(): Metrics {
     limits,
     runs,
     webhooks,
+    destinations,
     ingest,
     stream,
     graphql,

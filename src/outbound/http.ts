@@ -182,7 +182,12 @@ function readAnswer(res: IncomingMessage, limit: number, finish: (answer: Outbou
     seen += chunk.length
     chunks.push(chunk)
   })
-  const done = () => finish({ ok: true, status, body: Buffer.concat(chunks).toString('utf8'), truncated })
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value
+  }
+  const done = () =>
+    finish({ ok: true, status, body: Buffer.concat(chunks).toString('utf8'), truncated, headers })
   res.on('end', done)
   res.on('close', done)
   res.on('error', done)

@@ -23,7 +23,7 @@ export function storeGauges(db: Db, now: () => number = Date.now): StoreGauges {
     },
     async outbox() {
       const row = await db.one<{ n: number | string; oldest: number | string | null }>(
-        `SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
+        `SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending' AND channel = 'webhook'`,
       )
       const oldest = row?.oldest === null || row?.oldest === undefined ? undefined : Number(row.oldest)
       return {

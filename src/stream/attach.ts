@@ -59,6 +59,8 @@ export interface StreamSettings {
   heartbeatMs: number
   /** Most messages a resume replays per topic before a `gap` (default MAX_REPLAY, 1000). */
   maxReplay?: number
+  /** Topics one connection may hold at once (default DEFAULT_MAX_SUBSCRIPTIONS, 100). */
+  maxSubscriptions?: number
   maxBufferedBytes: number
   fallbackPollMs: number
   /** The REST body limit: a socket message may carry a batch this large, plus the JSON around it. */
@@ -101,6 +103,7 @@ export function attachStream(
       maxBufferedBytes: settings.maxBufferedBytes,
       fallbackPollMs: settings.fallbackPollMs,
       maxReplay: settings.maxReplay ?? MAX_REPLAY,
+      ...(settings.maxSubscriptions === undefined ? {} : { maxSubscriptions: settings.maxSubscriptions }),
       ...(ports.telemetry ? { telemetry: ports.telemetry } : {}),
       log: failures,
     },

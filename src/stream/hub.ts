@@ -32,6 +32,12 @@ export interface StreamOptions {
   /** Most messages replayed per topic on a `since` resume; older ones are announced with a `gap`. */
   maxReplay: number
   /**
+   * Topics one connection may be subscribed to at once; a subscribe past it is refused per topic with
+   * `quota_exceeded` (quota `stream_subscriptions_per_socket`). Every topic is read on each wake-up and fallback
+   * poll, so without it one socket took 10,000 topics and kept a core busy at rest. Default 100.
+   */
+  maxSubscriptions?: number
+  /**
    * Every topic reads again this often even without a wake-up, so a lost cross-replica notification delays
    * delivery by at most this much (0 = never).
    */
@@ -49,6 +55,18 @@ export interface HubSnapshot {
 }
 
 export const CLOSE_UNAUTHENTICATED = 4401
+
+/** Topics one connection may hold when the server sets no other bound (AGENTOPS_STREAM_MAX_SUBSCRIPTIONS). */
+export const DEFAULT_MAX_SUBSCRIPTIONS = 100
+
+/** The refusal of one more topic on a connection that holds its quota: unsubscribe from one, or open a socket. */
+function subscriptionQuota(limit: number, used: number): ApiError {
+  return new ApiError(
+    'quota_exceeded',
+    `This connection is subscribed to ${used} topics, its quota; unsubscribe from one first`,
+    { quota: 'stream_subscriptions_per_socket', limit, used },
+  )
+}
 
 /** The caller behind a connection, checked again on every heartbeat (a revoked key is cut off). */
 export interface StreamPrincipal {
@@ -146,6 +164,11 @@ export class StreamConnection {
         }
         if (!scopeAllows(this.principal.scopes, topic.scope)) {
           this.sendError(name, missingScope(this.principal.scopes, topic.scope))
+          continue
+        }
+        const limit = this.options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
+        if (!this.subs.has(name) && this.subs.size >= limit) {
+          this.sendError(name, subscriptionQuota(limit, this.subs.size))
           continue
         }
         if (!this.subs.has(name)) {

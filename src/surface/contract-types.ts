@@ -21,6 +21,11 @@ export type DeliveryPageBody = Schemas['DeliveryPage']
 export type RecordPageBody = Schemas['RecordPage']
 export type RunPageBody = Schemas['RunPage']
 export type TracePageBody = Schemas['TracePage']
+export type DestinationBody = Schemas['Destination']
+export type DestinationPageBody = Schemas['DestinationPage']
+export type DestinationDeliveryBody = Schemas['DestinationDelivery']
+export type DestinationDeliveryPageBody = Schemas['DestinationDeliveryPage']
+export type DestinationTestResultBody = Schemas['DestinationTestResult']
 
 /** The kinds of message /v1/stream (and a GraphQL subscription) sends, and those a client sends (`x-websockets`). */
 export type StreamServerKind = Schemas['StreamServerMessage']['type']

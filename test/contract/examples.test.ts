@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { assertMatchesSchema } from '../support/openapi-validator.js'
 import { startTestServer, type TestServer } from '../support/server.js'
+import { startReceiver } from '../webhooks/receiver.js'
 
 type Json = Record<string, unknown>
 const doc = parse(
@@ -68,7 +69,7 @@ describe('request body examples', () => {
     const post = async (operationId: string, path: string) => {
       const op = operations.find((o) => o.operationId === operationId)
       if (!op) throw new Error(`no operation ${operationId}`)
-      const res = await t.request('POST', path, { token, body: example(operationId) })
+      const res = await t.request(op.method.toUpperCase(), path, { token, body: example(operationId) })
       expect(res.status, `${operationId}: ${res.text}`).toBe(op.success)
       return res
     }
@@ -132,6 +133,21 @@ describe('request body examples', () => {
       const webhook = await send('createWebhook', '/v1/webhooks')
       await send('rotateWebhookSecret', `/v1/webhooks/${webhook.body.webhook_id}/rotate-secret`)
       await t.request('DELETE', `/v1/webhooks/${webhook.body.webhook_id}`, { token })
+      const destination = await send('createDestination', '/v1/destinations')
+      await send('updateDestination', `/v1/destinations/${destination.body.destination_id}`)
+      await t.request('DELETE', `/v1/destinations/${destination.body.destination_id}`, { token })
+      // The sample goes out at once: to a destination on a local receiver, never to the example's address.
+      const receiver = await startReceiver()
+      try {
+        const local = await t.request('POST', '/v1/destinations', {
+          token,
+          body: { type: 'cloudevents', name: 'local', events: ['run.failed'], config: { url: receiver.url } },
+        })
+        const tested = await send('testDestination', `/v1/destinations/${local.body.destination_id}/test`)
+        expect(tested.body.ok).toBe(true)
+      } finally {
+        await receiver.close()
+      }
 
       const withBodies = bodyOperations('paths').map((o) => o.operationId)
       expect([...posted].sort()).toEqual([...withBodies].sort())

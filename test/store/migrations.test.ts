@@ -26,6 +26,26 @@ async function indexesOfTasks(db: Db): Promise<string[]> {
 }
 
 describe.each(backends())('schema migrations on $name', (backend) => {
+  it('012 adds destinations and tags every existing outbox row as a webhook delivery', async () => {
+    const db = await fresh()
+    const upTo011 = MIGRATIONS.slice(
+      0,
+      MIGRATIONS.findIndex((m) => m.id === '012_destinations'),
+    )
+    await migrate(db, upTo011)
+    await db.run(
+      `INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_seq, event_kind, payload,
+         status, attempts, next_attempt_at, created_at, updated_at)
+       VALUES ('dlv_old', 'whk_old', 'ws', 'evt_old', 1, 'run.failed', '{}', 'pending', 0, 1, 1, 1)`,
+    )
+    expect(await migrate(db, MIGRATIONS.slice(0, upTo011.length + 1))).toEqual(['012_destinations'])
+    const row = await db.one<{ channel: string }>(
+      "SELECT channel FROM webhook_deliveries WHERE id = 'dlv_old'",
+    )
+    expect(row?.channel).toBe('webhook')
+    expect(await db.query('SELECT id FROM destinations')).toEqual([])
+  })
+
   async function fresh(): Promise<Db> {
     const db = await openDb(await backend.freshUrl())
     opened.push(db)
@@ -40,7 +60,7 @@ describe.each(backends())('schema migrations on $name', (backend) => {
     )
     await migrate(db, upTo010)
     expect(await indexesOfTasks(db)).toContain('tasks_run')
-    expect(await migrate(db)).toEqual(['011_drop_tasks_run'])
+    expect(await migrate(db, MIGRATIONS.slice(0, upTo010.length + 1))).toEqual(['011_drop_tasks_run'])
     const after = await indexesOfTasks(db)
     expect(after).not.toContain('tasks_run')
     expect(after).toContain('tasks_workspace')

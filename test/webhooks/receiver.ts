@@ -18,6 +18,8 @@ export interface Receiver {
   /** Answers for the next requests, in order; once used up, `fallback` answers. */
   script(...answers: Answer[]): void
   fallback: Answer
+  /** Extra headers on every answer (a Retry-After with a 429). */
+  answerHeaders: Record<string, string>
   /** Resolves when at least `n` requests arrived (bounded wait). */
   waitFor(n: number, timeoutMs?: number): Promise<Received[]>
   close(): Promise<void>
@@ -37,7 +39,7 @@ export async function startReceiver(fallback: Answer = 200): Promise<Receiver> {
         hanging.push(res)
         return
       }
-      res.writeHead(answer, { 'content-type': 'text/plain' }).end('ok')
+      res.writeHead(answer, { 'content-type': 'text/plain', ...receiver.answerHeaders }).end('ok')
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -46,6 +48,7 @@ export async function startReceiver(fallback: Answer = 200): Promise<Receiver> {
     url: `http://127.0.0.1:${port}/hook`,
     received,
     fallback,
+    answerHeaders: {},
     script: (...answers) => queue.push(...answers),
     async waitFor(n, timeoutMs = 5_000) {
       const deadline = Date.now() + timeoutMs

@@ -331,5 +331,18 @@ export function pagingMutants(): Mutant[] {
         return { ...req, body: JSON.stringify({ ...body, priority }) }
       },
     },
+    {
+      id: 'typed-field-null-accepted',
+      description:
+        'An agent with capabilities null is created as if the field were absent (201), though §2 types it an array',
+      targets: ['validation.spec-violations-400'],
+      request(req) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/agents') return req
+        const body = parseJson(req.body)
+        if (!body || body.capabilities !== null) return req
+        const { capabilities: _null, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
   ]
 }

@@ -13,7 +13,7 @@ import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
 import { receiverUrl } from './webhooks.js'
 
-interface Probe {
+export interface Probe {
   what: string
   expect: number
   send(): Promise<HttpResponse>
@@ -54,7 +54,7 @@ function documentProbes(ctx: CheckContext): Probe[] {
   ]
 }
 
-interface HookWithDelivery {
+export interface HookWithDelivery {
   id: string
   deliveryId: string
   /** The event the delivery carries: other checks create agents meanwhile, so this hook gets their events too. */
@@ -95,8 +95,11 @@ async function hookWithDelivery(ctx: CheckContext): Promise<HookWithDelivery> {
  * refuses it (409 invalid_state) rather than run two attempts of one delivery at once. Whichever attempt is in
  * progress when the first request comes (this one's or the previous probe's), the second request meets one.
  */
-async function redeliverDuringAttempt(ctx: CheckContext, hook: HookWithDelivery): Promise<HttpResponse> {
-  const path = `/v1/webhooks/${hook.id}/deliveries/${hook.deliveryId}/redeliver`
+export async function redeliverDuringAttempt(
+  ctx: CheckContext,
+  hook: Omit<HookWithDelivery, 'id'>,
+  path: string,
+): Promise<HttpResponse> {
   const since = Date.now()
   let release: () => void = () => undefined
   const released = new Promise<void>((resolve) => {
@@ -138,6 +141,22 @@ function rotationUnderOneKey(
   ]
 }
 
+/** Sends each probe in order; what went wrong, one sentence per probe (an empty list when all answered right). */
+export async function runProbes(probes: readonly Probe[]): Promise<string[]> {
+  const wrong: string[] = []
+  for (const p of probes) {
+    const res = await p.send()
+    if (res.status !== p.expect) wrong.push(`${p.what} answered ${res.status}, not ${p.expect}`)
+    else if (res.status >= 400 && envelopeProblems(res.body).length > 0)
+      wrong.push(`${p.what} answered ${res.status} without the envelope: ${envelopeProblems(res.body)[0]}`)
+    else {
+      const problem = p.judge?.(res)
+      if (problem) wrong.push(`${p.what}: ${problem}`)
+    }
+  }
+  return wrong
+}
+
 export const extensionChecks: Check[] = [
   {
     id: 'surface.extension-operations',
@@ -169,7 +188,12 @@ export const extensionChecks: Check[] = [
         {
           what: 'POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver while an attempt of it is in progress',
           expect: 409,
-          send: () => redeliverDuringAttempt(ctx, hook),
+          send: () =>
+            redeliverDuringAttempt(
+              ctx,
+              hook,
+              `/v1/webhooks/${hook.id}/deliveries/${hook.deliveryId}/redeliver`,
+            ),
         },
         {
           what: 'POST /v1/webhooks/{id}/rotate-secret',
@@ -207,19 +231,7 @@ export const extensionChecks: Check[] = [
           send: () => ctx.http.post('/v1/graphql', { query: 5 }),
         },
       ]
-      const wrong: string[] = []
-      for (const p of probes) {
-        const res = await p.send()
-        if (res.status !== p.expect) wrong.push(`${p.what} answered ${res.status}, not ${p.expect}`)
-        else if (res.status >= 400 && envelopeProblems(res.body).length > 0)
-          wrong.push(
-            `${p.what} answered ${res.status} without the envelope: ${envelopeProblems(res.body)[0]}`,
-          )
-        else {
-          const problem = p.judge?.(res)
-          if (problem) wrong.push(`${p.what}: ${problem}`)
-        }
-      }
+      const wrong = await runProbes(probes)
       assert(wrong.length === 0, wrong.join('; '))
     },
   },

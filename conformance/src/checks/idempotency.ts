@@ -1,7 +1,7 @@
 /** Spec §8: `Idempotency-Key` on every POST, a 24 h window, reuse with a different body yields 409. */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, nextCursor, ownId, pageItems, unservedPart } from '../fixtures.js'
+import { expectStatus, type Json, listPage, nextPageCursor, ownId, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { receiverAdvice } from '../receiver.js'
 import { assert, fail } from '../types.js'
@@ -13,7 +13,8 @@ import { receiverUrl } from './webhooks.js'
 const newKey = () => `conf-${randomBytes(9).toString('hex')}`
 
 /**
- * How many agents with this name the workspace lists (walks at most 20 pages); undefined where the deployment
+ * How many agents with this name the workspace lists (walks at most 20 pages, in the page shape the deployment
+ * declares with `paging`: read in another shape, only the first page was counted); undefined where the deployment
  * does not serve the agent list (a profile extension).
  */
 async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number | undefined> {
@@ -29,9 +30,10 @@ async function countAgentsNamed(ctx: CheckContext, name: string): Promise<number
     )
       return undefined
     expectStatus(res, 200, 'listing agents')
-    const items = pageItems(res.body) ?? []
+    // Read with the declared page shape (paging in --config): an undeclared cursor field would stop at page one.
+    const items = listPage(ctx, res).items ?? []
     count += items.filter((a) => obj(a).name === name).length
-    cursor = nextCursor(res.body, res.headers)
+    cursor = nextPageCursor(ctx, res, 200, 'listing agents')
     if (!cursor || items.length === 0) break
   }
   return count

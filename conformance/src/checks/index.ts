@@ -3,6 +3,7 @@ import type { Check } from '../check.js'
 import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
 import { backoffChecks } from './backoff.js'
+import { destinationChecks } from './destinations.js'
 import { eventChecks } from './events.js'
 import { extensionChecks } from './extensions.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
@@ -35,6 +36,7 @@ export const ALL_CHECKS: Check[] = [
   ...eventChecks,
   ...backoffChecks,
   ...extensionChecks,
+  ...destinationChecks,
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,

@@ -189,9 +189,15 @@ export const rateLimitChecks: Check[] = [
         skip(`only ${answers.length} answers before the 429 of the small-limit workspace: nothing to count`)
       const series = answers.map((r) => rateWindows(r.headers, declared))
       const names = [...new Set(series.flatMap((ws) => ws.map((w) => w.name)))]
+      const declare =
+        'if the deployment names its headers otherwise, declare them as rateLimitHeaders in --config (burst and sustained: remaining, reset)'
       assert(
         names.length >= 2,
-        `the small-limit workspace's answers announce ${names.length} window(s): ${names.join(', ')}`,
+        `the small-limit workspace's answers announce ${names.length} window(s) the suite can read${names.length > 0 ? `: ${names.join(', ')}` : ''} (headers: ${Object.keys(
+          answers[0]?.headers ?? {},
+        )
+          .filter((h) => /rate|limit|quota/i.test(h))
+          .join(', ')}); ${declare}`,
       )
       for (const name of names) {
         let fellByOne = 0
@@ -199,7 +205,9 @@ export const rateLimitChecks: Check[] = [
           const prev = series[i - 1]!.find((w) => w.name === name)
           const next = series[i]!.find((w) => w.name === name)
           if (!prev || !next)
-            fail(`window ${name} is missing from answer ${prev ? i + 1 : i} of the small-limit workspace`)
+            fail(
+              `window ${name} is missing from answer ${prev ? i + 1 : i} of the small-limit workspace; ${declare}`,
+            )
           if (next.length !== undefined)
             assert(
               next.reset >= 0 && next.reset <= next.length,

@@ -302,11 +302,14 @@ export const streamChecks: Check[] = [
           positions.every((p, i) => i === 0 || p > positions[i - 1]!),
           `records pushed out of commit order: ${ids.map((id, i) => `${id}@${positions[i]}`).join(', ')}`,
         )
+        // §2 types lineage_root "string" and shows no form: the same root written with or without an algorithm
+        // prefix ("sha256:<hex>") on either side, in either letter case, is the same root.
+        const digest = (root: string) => root.replace(/^[A-Za-z0-9_-]+[:=]/, '').toLowerCase()
         batches.forEach((records, b) => {
           for (const rec of records) {
             const m = r.messages.find(carrying(String(rec.id)))!
             assert(
-              JSON.stringify(m).includes(roots[b]!),
+              JSON.stringify(m).toLowerCase().includes(digest(roots[b]!)),
               `the pushed record ${String(rec.id)} does not carry its batch's lineage_root ${roots[b]}: ${short(m)}`,
             )
           }

@@ -1,6 +1,14 @@
 /** Spec §2, §4 tools: registration, inspection, listing, retirement that keeps historical traces intact. */
 import type { Check } from '../check.js'
-import { expectStatus, nextPageCursor, pageItems, TERMINAL, toolId } from '../fixtures.js'
+import {
+  expectStatus,
+  getTrace,
+  nextPageCursor,
+  pageItems,
+  TERMINAL,
+  toolId,
+  traceFrames,
+} from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -97,17 +105,17 @@ export const toolChecks: Check[] = [
       const tool = await ctx.fx.newTool('succeed')
       const run = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
       await ctx.fx.waitForStatus(run.runId, (s) => TERMINAL.has(s), 'terminal')
-      const before = await ctx.http.get(`/v1/runs/${run.runId}/trace?limit=200`)
+      const before = await getTrace(ctx.http, `/v1/runs/${run.runId}/trace?limit=200`)
       expectStatus(before, 200, 'trace before retirement')
       assert(before.text.includes(tool.id), `the trace never references tool ${tool.id}`)
       const retired = await ctx.http.delete(`/v1/tools/${tool.id}`)
       expectStatus(retired, [200, 202, 204], 'DELETE /v1/tools/{tool_id}')
       expectStatus(await ctx.http.get(`/v1/runs/${run.runId}`), 200, 'the run after retirement')
-      const after = await ctx.http.get(`/v1/runs/${run.runId}/trace?limit=200`)
+      const after = await getTrace(ctx.http, `/v1/runs/${run.runId}/trace?limit=200`)
       expectStatus(after, 200, 'the trace after retirement')
       assert(after.text.includes(tool.id), `the trace no longer references tool ${tool.id} after retirement`)
       assert(
-        JSON.stringify(pageItems(after.body)) === JSON.stringify(pageItems(before.body)),
+        JSON.stringify(traceFrames(ctx, after)) === JSON.stringify(traceFrames(ctx, before)),
         'the trace changed when the tool was retired',
       )
     },

@@ -106,11 +106,31 @@ function describe(o: FuzzOutcome): string {
 export const validationChecks: Check[] = [
   {
     id: 'validation.spec-violations-400',
-    title: 'Bodies that break the spec’s own field rules answer 400 with the error envelope',
+    title:
+      'Bodies that break the spec’s own field rules, or give a field §2 types a value of another type (null too), answer 400 with the error envelope',
     level: 'core',
-    clauses: ['S2.5', 'S2.8', 'S2.9', 'S7.3', 'S8.8'],
+    clauses: ['S2.5', 'S2.7', 'S2.8', 'S2.9', 'S2.12', 'S7.3', 'S8.8'],
     async run(ctx) {
+      // §7: "400 | Schema mismatch or malformed body." §2 types every field of the request bodies (Agent:
+      // "capabilities | array"; Task: "priority | integer | 1 (low) to 5 (critical)"; Tool registration:
+      // "idempotent | boolean", "policy_binding | object"; Webhook subscription: "events | array of strings"): a
+      // value of another type is a schema mismatch, so a 2xx that stores it breaks §7 whatever else is open.
       const agent = await ctx.fx.agent()
+      const tool = (patch: Record<string, unknown>) => ({
+        name: ctx.name('bad-tool'),
+        provider: ctx.config.profile.tools.succeed.provider,
+        input_schema: { type: 'object' },
+        output_schema: { type: 'string' },
+        policy_binding: { envelope: 'default', required_scopes: [] },
+        idempotent: true,
+        ...patch,
+      })
+      const hook = (patch: Record<string, unknown>) => ({
+        url: 'https://example.com/h',
+        events: ['run.started'],
+        secret: 'conformance-secret',
+        ...patch,
+      })
       const cases: Array<[string, string, unknown]> = [
         ['agent without name', '/v1/agents', { behavior: 'autonomous' }],
         ['agent without behavior', '/v1/agents', { name: ctx.name('bad') }],
@@ -121,7 +141,36 @@ export const validationChecks: Check[] = [
           '/v1/agents',
           { name: ctx.name('bad'), behavior: 'hybrid', capabilities: 'x' },
         ],
+        [
+          'agent with capabilities null',
+          '/v1/agents',
+          { name: ctx.name('bad'), behavior: 'hybrid', capabilities: null },
+        ],
+        [
+          'agent with capabilities an object',
+          '/v1/agents',
+          { name: ctx.name('bad'), behavior: 'hybrid', capabilities: { a: true } },
+        ],
+        ['agent with a null behavior', '/v1/agents', { name: ctx.name('bad'), behavior: null }],
         ['task without description', `/v1/agents/${agent}/tasks`, { priority: 3 }],
+        ['task with a numeric description', `/v1/agents/${agent}/tasks`, { description: 7, priority: 3 }],
+        ['task with priority 2.5', `/v1/agents/${agent}/tasks`, { description: 'x', priority: 2.5 }],
+        ['task with priority null', `/v1/agents/${agent}/tasks`, { description: 'x', priority: null }],
+        [
+          'task with a numeric data_source',
+          `/v1/agents/${agent}/tasks`,
+          { description: 'x', data_source: 5, priority: 3 },
+        ],
+        ['tool with idempotent a string', '/v1/tools', tool({ idempotent: 'yes' })],
+        ['tool with policy_binding a string', '/v1/tools', tool({ policy_binding: 'default' })],
+        [
+          'tool with required_scopes not an array',
+          '/v1/tools',
+          tool({ policy_binding: { envelope: 'default', required_scopes: 'runs:write' } }),
+        ],
+        ['tool with a numeric name', '/v1/tools', tool({ name: 12 })],
+        ['webhook with events of numbers', '/v1/webhooks', hook({ events: [1, 2] })],
+        ['webhook with a numeric secret', '/v1/webhooks', hook({ secret: 1234 })],
         ['task with priority 0', `/v1/agents/${agent}/tasks`, { description: 'x', priority: 0 }],
         ['task with priority 6', `/v1/agents/${agent}/tasks`, { description: 'x', priority: 6 }],
         ['task with a string priority', `/v1/agents/${agent}/tasks`, { description: 'x', priority: 'high' }],
@@ -129,6 +178,11 @@ export const validationChecks: Check[] = [
           'run with inputs not an object',
           `/v1/agents/${agent}/runs`,
           { inputs: 'x', mode: 'live', trace_level: 'detailed' },
+        ],
+        [
+          'run with a numeric mode',
+          `/v1/agents/${agent}/runs`,
+          { inputs: {}, mode: 1, trace_level: 'detailed' },
         ],
         ['ingest without records', `/v1/grid/connectors/${ctx.name('conn-bad')}/ingest`, {}],
         [

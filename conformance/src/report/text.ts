@@ -1,6 +1,6 @@
 /** The live console report: one line per check, and for failures the request and response that failed, trimmed. */
 import { coverageLine } from '../coverage.js'
-import { type CheckResult, type Exchange, type RunSummary, summarize } from '../types.js'
+import { type CheckResult, type Exchange, profileGroups, type RunSummary, summarize } from '../types.js'
 
 const MARK = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP', partial: 'PART' } as const
 
@@ -85,13 +85,20 @@ export function formatSummary(summary: RunSummary, strictProfile: boolean): stri
   if (notRun.length > 0) lines.push(`skipped core checks: ${notRun.map((r) => r.id).join(', ')}`)
   const partly = summary.results.filter((r) => r.outcome === 'partial' && r.level === 'core')
   if (partly.length > 0) lines.push(`partial core checks: ${partly.map((r) => r.id).join(', ')}`)
-  // Profile results are the reference profile's gap decisions: summarised, never interleaved with core lines.
+  // Profile results, never interleaved with core lines: those of a spec sentence first, each failure named; the
+  // reference's choices where the spec is silent as one count (the reports name each, by its gap).
+  const { sentences, silent } = profileGroups(summary.results)
+  const count = (rs: CheckResult[], o: CheckResult['outcome']) => rs.filter((r) => r.outcome === o).length
   lines.push(
-    `profile: ${c.profile.pass} passed, ${c.profile.fail} failed, ${c.profile.skip} skipped${strictProfile ? ' (strict: failures count)' : ' (reported only; --strict-profile to enforce; --verbose or the reports show each)'}`,
+    `profile: ${c.profile.pass} passed, ${c.profile.fail} failed, ${c.profile.skip} skipped${strictProfile ? ' (strict: failures count)' : ' (reported only; --strict-profile to enforce)'}`,
+    `  of a spec sentence: ${count(sentences, 'pass')} passed, ${count(sentences, 'fail')} failed, ${count(sentences, 'skip')} skipped`,
   )
-  const failedProfile = summary.results.filter((r) => r.outcome === 'fail' && r.level === 'profile')
-  if (failedProfile.length > 0)
-    lines.push(`failed profile checks: ${failedProfile.map((r) => r.id).join(', ')}`)
+  const failedSentences = sentences.filter((r) => r.outcome === 'fail')
+  if (failedSentences.length > 0)
+    lines.push(`  failed: ${failedSentences.map((r) => `${r.id} (${r.clauses.join(', ')})`).join(', ')}`)
+  lines.push(
+    `  where the spec is silent: ${count(silent, 'fail')} of ${silent.length} differ from the reference's choices (the JSON and Markdown reports name each with its gap; --verbose prints them)`,
+  )
   lines.push(
     `requests: ${summary.requestsUsed}; seed: ${summary.seed} (rerun with --seed ${summary.seed})`,
     `paced: ${((summary.pacedMs ?? 0) / 1000).toFixed(1)} s spent waiting on the deployment's rate-limit headers`,

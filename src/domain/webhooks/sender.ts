@@ -6,6 +6,8 @@ export interface SendResult {
   /** Why the attempt failed without a 2xx (time-out, refused, private address, non-2xx status). */
   error: string | null
   ok: boolean
+  /** How long the receiver asked to be left alone (a 429 or 503 with Retry-After), in ms. */
+  retryAfterMs?: number
 }
 
 export interface SendOptions {

@@ -3,12 +3,13 @@ import { ApiError, notFound } from '../errors.js'
 import type { FailureLog } from '../failure-log.js'
 import { newId } from '../ids.js'
 import type { OutboundHttp } from '../outbound.js'
+import { type EventSource, OutboxDispatcher } from '../outbox/dispatcher.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
 import type { LeaseTelemetry, WebhookTelemetry } from '../telemetry.js'
 import { RETRY_CAP_MS, type RetryPolicy } from './backoff.js'
 import { isEventKind } from './body.js'
-import { type EventSource, WebhookDispatcher } from './dispatcher.js'
+import { webhookChannel } from './channel.js'
 import type { DeliveryRepository, WebhookRepository } from './ports.js'
 import type { DeliveryRecord, StoredSecret, WebhookRecord } from './types.js'
 import { checkWebhookUrl } from './url-check.js'
@@ -44,7 +45,7 @@ const MIN_SECRET_LENGTH = 8
 
 /** Subscriptions and their delivery log; owns the dispatcher that works the outbox. */
 export class WebhookService {
-  readonly dispatcher: WebhookDispatcher
+  readonly dispatcher: OutboxDispatcher<WebhookRecord>
 
   constructor(
     private readonly db: Db,
@@ -54,17 +55,31 @@ export class WebhookService {
     private readonly events: EventSource & { lastSeq(): Promise<number> },
     private readonly settings: WebhookSettings,
   ) {
-    this.dispatcher = new WebhookDispatcher(db, webhooks, deliveries, clock, events, {
-      retry: { capMs: RETRY_CAP_MS, ...settings.retry },
-      timeoutMs: settings.timeoutMs,
-      concurrency: settings.concurrency,
-      pollMs: settings.pollMs,
-      outbound: settings.outbound,
-      ...(settings.random ? { random: settings.random } : {}),
-      ...(settings.telemetry ? { telemetry: settings.telemetry } : {}),
-      ...(settings.leases ? { leases: settings.leases } : {}),
-      ...(settings.failures ? { failures: settings.failures } : {}),
-    })
+    const telemetry = settings.telemetry
+    this.dispatcher = new OutboxDispatcher(
+      db,
+      webhookChannel(webhooks, settings.outbound),
+      deliveries,
+      clock,
+      events,
+      {
+        retry: { capMs: RETRY_CAP_MS, ...settings.retry },
+        timeoutMs: settings.timeoutMs,
+        concurrency: settings.concurrency,
+        pollMs: settings.pollMs,
+        ...(settings.random ? { random: settings.random } : {}),
+        ...(telemetry
+          ? {
+              telemetry: {
+                attempted: (outcome) => telemetry.attempted(outcome),
+                gaveUp: () => telemetry.gaveUp(),
+              },
+            }
+          : {}),
+        ...(settings.leases ? { leases: settings.leases } : {}),
+        ...(settings.failures ? { failures: settings.failures } : {}),
+      },
+    )
   }
 
   async create(workspaceId: string, input: CreateWebhookInput): Promise<WebhookRecord> {

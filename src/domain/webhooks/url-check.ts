@@ -1,10 +1,10 @@
 import { ApiError } from '../errors.js'
 import type { OutboundHttp } from '../outbound.js'
 
-function invalidUrl(message: string): ApiError {
+function invalidUrl(message: string, field: string): ApiError {
   return new ApiError('invalid_request', message, {
-    issues: [{ path: 'url', message }],
-    fields: ['url'],
+    issues: [{ path: field, message }],
+    fields: [field],
   })
 }
 
@@ -13,17 +13,19 @@ function invalidUrl(message: string): ApiError {
  * port would never call (a literal private address, `localhost`). Names are checked again at every delivery,
  * after DNS resolution, because what a name resolves to can change.
  */
-export function checkWebhookUrl(raw: string, outbound: Pick<OutboundHttp, 'refusal'>): URL {
+export function checkWebhookUrl(raw: string, outbound: Pick<OutboundHttp, 'refusal'>, field = 'url'): URL {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    throw invalidUrl('url must be an absolute http or https URL')
+    throw invalidUrl(`${field} must be an absolute http or https URL`, field)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidUrl('url must use http or https')
-  if (url.username !== '' || url.password !== '') throw invalidUrl('url must not carry credentials')
-  if (url.hostname === '') throw invalidUrl('url must name a host')
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw invalidUrl(`${field} must use http or https`, field)
+  if (url.username !== '' || url.password !== '')
+    throw invalidUrl(`${field} must not carry credentials`, field)
+  if (url.hostname === '') throw invalidUrl(`${field} must name a host`, field)
   const refusal = outbound.refusal(url)
-  if (refusal) throw invalidUrl(`url ${refusal}`)
+  if (refusal) throw invalidUrl(`${field} ${refusal}`, field)
   return url
 }

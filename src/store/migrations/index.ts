@@ -9,6 +9,7 @@ import { migration as ingestBatchIndex } from './007_ingest_batch_index.js'
 import { migration as runClaimAndSecrets } from './009_run_claim_and_secrets.js'
 import { migration as runsAgentActive } from './010_runs_agent_active.js'
 import { migration as dropTasksRun } from './011_drop_tasks_run.js'
+import { migration as destinations } from './012_destinations.js'
 import type { Migration } from './migration.js'
 
 /** In id order; append new ones, never edit a released one. */
@@ -23,6 +24,7 @@ export const MIGRATIONS: readonly Migration[] = [
   runClaimAndSecrets,
   runsAgentActive,
   dropTasksRun,
+  destinations,
 ]
 
 /** The PostgreSQL advisory lock migrations take (any constant of the kit's own). */

@@ -59,23 +59,42 @@ function toDelivery(r: RawDelivery): DeliveryRecord {
   }
 }
 
-/** The delivery outbox: rows are claimed with a lease so two replicas never send the same attempt at once. */
+/** Which dispatcher a row belongs to: webhook subscriptions or destinations share the one outbox table. */
+export type OutboxChannelName = 'webhook' | 'destination'
+
+/**
+ * The delivery outbox: rows are claimed with a lease so two replicas never send the same attempt at once. One
+ * table serves every channel; a repository sees and creates the rows of its channel only.
+ */
 export class DeliveryRepo implements DeliveryRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    private readonly channel: OutboxChannelName = 'webhook',
+  ) {}
 
   /** The same repository inside a transaction that spans several repositories. */
   in(tx: Queryable): DeliveryRepo {
-    return new DeliveryRepo(tx)
+    return new DeliveryRepo(tx, this.channel)
   }
 
   /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
   async insert(d: NewDelivery): Promise<boolean> {
     const changed = await this.db.run(
       `INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_seq, event_kind, payload,
-         status, attempts, next_attempt_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8, $8)
+         status, attempts, next_attempt_at, created_at, updated_at, channel)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8, $8, $9)
        ON CONFLICT (webhook_id, event_id) DO NOTHING`,
-      [d.id, d.webhookId, d.workspaceId, d.eventId, d.eventSeq, d.eventKind, toJson(d.payload), d.now],
+      [
+        d.id,
+        d.webhookId,
+        d.workspaceId,
+        d.eventId,
+        d.eventSeq,
+        d.eventKind,
+        toJson(d.payload),
+        d.now,
+        this.channel,
+      ],
     )
     return changed > 0
   }
@@ -106,13 +125,14 @@ export class DeliveryRepo implements DeliveryRepository {
     limit: number,
     busy: readonly string[] = [],
   ): Promise<{ id: string; webhookId: string }[]> {
-    const skip = busy.map((_, i) => `$${i + 3}`).join(', ')
+    const skip = busy.map((_, i) => `$${i + 4}`).join(', ')
     const groups = await this.db.query<{ webhook_id: string }>(
       `SELECT webhook_id, MIN(next_attempt_at) AS due_at FROM webhook_deliveries
        WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+         AND channel = $3
        ${busy.length > 0 ? `AND webhook_id NOT IN (${skip})` : ''}
        GROUP BY webhook_id ORDER BY due_at LIMIT $2`,
-      [now, limit, ...busy],
+      [now, limit, this.channel, ...busy],
     )
     const picked: { id: string; webhookId: string }[] = []
     for (const g of groups) {

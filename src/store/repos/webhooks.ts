@@ -4,6 +4,7 @@ import type { WebhookRepository } from '../../domain/webhooks/ports.js'
 import type { NewWebhook, StoredSecret, WebhookRecord } from '../../domain/webhooks/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
+import { advanceFanoutCursor, readFanoutCursor } from './fanout-cursor.js'
 
 interface RawWebhook extends Record<string, unknown> {
   seq: number | string
@@ -124,21 +125,11 @@ export class WebhookRepo implements WebhookRepository {
     await this.db.run("UPDATE webhooks SET deleted_at = $1, status = 'disabled' WHERE id = $2", [now, id])
   }
 
-  async cursor(name: string): Promise<number> {
-    const row = await this.db.one<{ seq: number | string }>(
-      'SELECT seq FROM webhook_fanout_cursor WHERE name = $1',
-      [name],
-    )
-    return row ? Number(row.seq) : 0
+  cursor(name: string): Promise<number> {
+    return readFanoutCursor(this.db, name)
   }
 
-  /** Moves the fan-out cursor forward only, so two replicas fanning out at once never move it back. */
-  async advanceCursor(name: string, seq: number): Promise<void> {
-    await this.db.run(
-      `INSERT INTO webhook_fanout_cursor (name, seq) VALUES ($1, $2)
-       ON CONFLICT (name) DO UPDATE SET seq = CASE WHEN webhook_fanout_cursor.seq < excluded.seq
-         THEN excluded.seq ELSE webhook_fanout_cursor.seq END`,
-      [name, seq],
-    )
+  advanceCursor(name: string, seq: number): Promise<void> {
+    return advanceFanoutCursor(this.db, name, seq)
   }
 }

@@ -2,15 +2,13 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
 import { newId } from '../ids.js'
-import type { OutboundHttp } from '../outbound.js'
-import type { Db } from '../ports.js'
-import type { LeaseTelemetry, WebhookTelemetry } from '../telemetry.js'
-import { type RetryPolicy, retryDelayMs } from './backoff.js'
-import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from './body.js'
-import type { DeliveryRepository, WebhookRepository } from './ports.js'
-import { type SendResult, sendWebhook } from './sender.js'
-import { signDelivery } from './signing.js'
-import type { AttemptOutcome, DeliveryRecord, StoredSecret, WebhookRecord } from './types.js'
+import type { Db, TxBound } from '../ports.js'
+import type { DeliveryAttemptOutcome, LeaseTelemetry } from '../telemetry.js'
+import { type RetryPolicy, retryDelayMs } from '../webhooks/backoff.js'
+import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from '../webhooks/body.js'
+import type { DeliveryRepository } from '../webhooks/ports.js'
+import type { SendResult } from '../webhooks/sender.js'
+import type { AttemptOutcome, DeliveryRecord } from '../webhooks/types.js'
 
 /** What the dispatcher needs from the event log: reading by sequence number and a wake-up after commits. */
 export interface EventSource {
@@ -18,7 +16,55 @@ export interface EventSource {
   subscribe(listener: () => void): () => void
 }
 
-export interface DispatcherOptions {
+/** A subscriber the outbox delivers to: a webhook subscription or a destination. */
+export interface OutboxTarget {
+  id: string
+  workspaceId: string
+  /** The last event-log seq when the target was created: only later events reach it. */
+  afterEventSeq: number
+}
+
+/** What the outbox reads of its targets (WebhookRepository and DestinationRepository have this shape). */
+export interface OutboxTargets<T extends OutboxTarget> extends TxBound<OutboxTargets<T>> {
+  get(workspaceId: string, id: string): Promise<T | undefined>
+  /** Active targets of these workspaces, for fanning events out. */
+  activeIn(workspaceIds: readonly string[]): Promise<T[]>
+  /** The smallest `afterEventSeq` of any active target, or null when there is none. */
+  minAfterSeq(): Promise<number | null>
+  cursor(name: string): Promise<number>
+  /** Moves the fan-out cursor forward only, so two replicas fanning out at once never move it back. */
+  advanceCursor(name: string, seq: number): Promise<void>
+}
+
+/** One attempt's reach: the time-out and the shutdown signal that cuts it short. */
+export interface AttemptContext {
+  timeoutMs: number
+  signal: AbortSignal
+  now: number
+}
+
+/** A kind of target: which events it wants and how one attempt is made (webhooks sign and POST; see destinations). */
+export interface OutboxChannel<T extends OutboxTarget> {
+  /** The fan-out cursor's name; each channel turns the event log into its own rows. */
+  cursorName: string
+  /** Words for the failure log ("webhook", "destination"). */
+  noun: string
+  targets: OutboxTargets<T>
+  /** Whether `target` gets this event (the workspace and `afterEventSeq` are checked by the dispatcher). */
+  wants(target: T, event: DispatchedEvent, kind: EventKind): boolean
+  /** One attempt; never throws (a throw is recorded as a failed attempt all the same). */
+  send(row: DeliveryRecord, target: T, context: AttemptContext): Promise<SendResult>
+}
+
+/** Attempts and deliveries given up, told which target they were for (undefined: it was deleted). */
+export interface OutboxTelemetry<T> {
+  attempted(outcome: DeliveryAttemptOutcome, target: T): void
+  gaveUp(target: T | undefined): void
+}
+
+export type DispatchedEvent = LoggedEvent & { seq: number; workspaceId: string }
+
+export interface DispatcherOptions<T extends OutboxTarget> {
   retry: RetryPolicy
   /** Per-attempt time-out in ms (default 10 s). */
   timeoutMs: number
@@ -26,35 +72,27 @@ export interface DispatcherOptions {
   concurrency: number
   /** How often due retries are looked for when nothing wakes the dispatcher. */
   pollMs: number
-  /** The way out: the guarded outbound HTTP port. */
-  outbound: OutboundHttp
   /** Full-jitter source; tests pin it. */
   random?: () => number
   /** Attempts and deliveries given up, for the server's metrics. */
-  telemetry?: WebhookTelemetry
+  telemetry?: OutboxTelemetry<T>
   /** Told when a pass takes over deliveries another process let lapse. */
   leases?: LeaseTelemetry
   /** Where a dispatch pass that fails unexpectedly is logged; default standard error. */
   failures?: FailureLog
 }
 
-const FANOUT_CURSOR = 'webhooks'
 const FANOUT_BATCH = 500
 /** Extra lease time beyond the attempt time-out, so a slow database write does not let another replica resend. */
 const LEASE_MARGIN_MS = 5_000
 
-/** The secrets that sign a delivery now: the current one plus any still inside its rotation overlap. */
-export function activeSecrets(secrets: readonly StoredSecret[], now: number): string[] {
-  return secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret)
-}
-
 /**
- * Turns the event log into outbox rows (fan-out) and sends due rows (dispatch). Both sides work only from the
- * store, so a restart resumes exactly where the rows say: nothing is lost, and a row's id (the `webhook-id`)
- * stays the same on every attempt. One subscription has at most one attempt in flight per process, and the
- * global pool bounds the rest, so a slow receiver holds one slot, never the others' deliveries.
+ * Turns the event log into outbox rows (fan-out) and sends due rows (dispatch), for one channel (webhooks,
+ * destinations). Both sides work only from the store, so a restart resumes exactly where the rows say: nothing is
+ * lost, and a row's id (the `webhook-id`) stays the same on every attempt. One target has at most one attempt in
+ * flight per process, and the global pool bounds the rest, so a slow receiver holds one slot, never the others'.
  */
-export class WebhookDispatcher {
+export class OutboxDispatcher<T extends OutboxTarget> {
   private readonly owner = `dsp_${randomBytes(8).toString('hex')}`
   private readonly busy = new Set<string>()
   private readonly inFlight = new Set<Promise<void>>()
@@ -73,11 +111,11 @@ export class WebhookDispatcher {
 
   constructor(
     private readonly db: Db,
-    private readonly webhooks: WebhookRepository,
+    private readonly channel: OutboxChannel<T>,
     private readonly deliveries: DeliveryRepository,
     private readonly clock: Clock,
     private readonly events: EventSource,
-    private readonly options: DispatcherOptions,
+    private readonly options: DispatcherOptions<T>,
   ) {}
 
   start(): void {
@@ -129,7 +167,10 @@ export class WebhookDispatcher {
       } while (this.again && this.running)
     })()
       .catch((err: unknown) =>
-        (this.options.failures ?? CONSOLE_FAILURE_LOG).error({ err }, 'webhook dispatch pass failed'),
+        (this.options.failures ?? CONSOLE_FAILURE_LOG).error(
+          { err },
+          `${this.channel.noun} dispatch pass failed`,
+        ),
       )
       .finally(() => {
         this.pass = null
@@ -149,31 +190,33 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Creates one pending row per (subscribed subscription, new event), then moves the cursor past the batch. */
+  /** Creates one pending row per (subscribed target, new event), then moves the cursor past the batch. */
   async fanOut(): Promise<number> {
+    const { targets, cursorName } = this.channel
     let created = 0
     for (;;) {
-      const minAfter = await this.webhooks.minAfterSeq()
+      const minAfter = await targets.minAfterSeq()
       // With no subscription there is nothing to fan out to; the cursor waits where it is.
       if (minAfter === null) return created
-      const cursor = Math.max(await this.webhooks.cursor(FANOUT_CURSOR), minAfter)
+      const cursor = Math.max(await targets.cursor(cursorName), minAfter)
       const batch = await this.events.read(cursor, FANOUT_BATCH)
       const last = batch[batch.length - 1]
       if (!last) {
-        await this.webhooks.advanceCursor(FANOUT_CURSOR, cursor)
+        await targets.advanceCursor(cursorName, cursor)
         return created
       }
       const now = this.clock.now()
       created += await this.db.transaction(async (tx) => {
         const workspaces = [...new Set(batch.map((e) => e.workspaceId))]
-        const subs = await this.webhooks.in(tx).activeIn(workspaces)
+        const subs = await targets.in(tx).activeIn(workspaces)
         let n = 0
         for (const event of batch) {
           const kind = event.kind
           // A kind outside the contract's list cannot be subscribed to.
           if (!isEventKind(kind)) continue
           for (const sub of subs) {
-            if (!wants(sub, event, kind)) continue
+            if (sub.workspaceId !== event.workspaceId || event.seq <= sub.afterEventSeq) continue
+            if (!this.channel.wants(sub, event, kind)) continue
             const inserted = await this.deliveries.in(tx).insert({
               id: newId('dlv', now),
               webhookId: sub.id,
@@ -187,7 +230,7 @@ export class WebhookDispatcher {
             if (inserted) n++
           }
         }
-        await this.webhooks.in(tx).advanceCursor(FANOUT_CURSOR, last.seq)
+        await targets.in(tx).advanceCursor(cursorName, last.seq)
         return n
       })
       if (batch.length < FANOUT_BATCH) return created
@@ -228,25 +271,26 @@ export class WebhookDispatcher {
   }
 
   private async attempt(row: DeliveryRecord): Promise<void> {
-    const sub = await this.webhooks.get(row.workspaceId, row.webhookId)
+    const target = await this.channel.targets.get(row.workspaceId, row.webhookId)
     const now = this.clock.now()
-    if (!sub) {
-      this.options.telemetry?.gaveUp()
+    const telemetry = this.options.telemetry
+    if (!target) {
+      telemetry?.gaveUp(undefined)
       await this.deliveries.recordAttempt(
         row.id,
         this.owner,
         row.attempts,
-        { kind: 'failed', statusCode: null, error: 'subscription deleted' },
+        { kind: 'failed', statusCode: null, error: `${this.channel.noun} deleted` },
         now,
       )
       return
     }
-    const signed = signDelivery(row.id, row.payload, activeSecrets(sub.secrets, now), now)
     let result: SendResult
     try {
-      result = await sendWebhook(this.options.outbound, sub.url, signed.headers, signed.rawBody, {
+      result = await this.channel.send(row, target, {
         timeoutMs: this.options.timeoutMs,
         signal: this.shutdown.signal,
+        now,
       })
     } catch (err) {
       result = { ok: false, statusCode: null, error: err instanceof Error ? err.message : String(err) }
@@ -254,10 +298,9 @@ export class WebhookDispatcher {
     if (this.shutdown.signal.aborted) return
     const done = this.clock.now()
     const outcome = this.outcome(row, result, done)
-    const telemetry = this.options.telemetry
     if (telemetry) {
-      telemetry.attempted(outcome.kind === 'delivered' ? 'delivered' : 'failed')
-      if (outcome.kind === 'failed') telemetry.gaveUp()
+      telemetry.attempted(outcome.kind === 'delivered' ? 'delivered' : 'failed', target)
+      if (outcome.kind === 'failed') telemetry.gaveUp(target)
     }
     await this.deliveries.recordAttempt(row.id, this.owner, row.attempts, outcome, done)
   }
@@ -268,11 +311,11 @@ export class WebhookDispatcher {
     const error = result.error ?? 'delivery failed'
     if (attempt >= this.options.retry.maxAttempts)
       return { kind: 'failed', statusCode: result.statusCode, error }
-    const delay = retryDelayMs(attempt, this.options.retry, this.options.random)
+    // A receiver that says when to come back (429/503 with Retry-After) is taken at its word, within the cap.
+    const delay =
+      result.retryAfterMs !== undefined
+        ? Math.min(Math.max(0, result.retryAfterMs), this.options.retry.capMs)
+        : retryDelayMs(attempt, this.options.retry, this.options.random)
     return { kind: 'retry', statusCode: result.statusCode, error, nextAttemptAt: now + delay }
   }
-}
-
-function wants(sub: WebhookRecord, event: { seq: number; workspaceId: string }, kind: EventKind): boolean {
-  return sub.workspaceId === event.workspaceId && event.seq > sub.afterEventSeq && sub.events.includes(kind)
 }

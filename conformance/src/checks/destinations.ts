@@ -1,0 +1,226 @@
+/**
+ * Spec §6: "Events can be routed to webhooks and to chat, paging and downstream systems"; how routing is configured
+ * is not shown, so every check here is profile: the reference's `/v1/destinations`. The suite's receiver poses as
+ * the destination's service and judges each body against that service's documented shape (CloudEvents 1.0's HTTP
+ * binding for `cloudevents`). A deployment without `/v1/destinations` skips them.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, ownId, pageItems } from '../fixtures.js'
+import { type HttpResponse, obj } from '../http.js'
+import { type Delivery, hostAndPort } from '../receiver.js'
+import { assert, fail, skip } from '../types.js'
+import { short } from '../wait.js'
+import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
+import { receiverUrl } from './webhooks.js'
+
+interface Sink {
+  id: string
+  tag: string
+  /** The write-only secret it was created with: no answer may show it. */
+  secret: string
+}
+
+const atTag = (tag: string) => (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
+
+/** CloudEvents 1.0 HTTP binary mode: the required attributes as ce-* headers, the body the event's data. */
+function binaryCloudEventProblems(d: Delivery): string[] {
+  const h = d.headers
+  const problems: string[] = []
+  if (h['ce-specversion'] !== '1.0') problems.push(`ce-specversion is ${h['ce-specversion']}, not 1.0`)
+  for (const attribute of ['ce-id', 'ce-type', 'ce-source'])
+    if (typeof h[attribute] !== 'string' || h[attribute] === '') problems.push(`no ${attribute} header`)
+  if (!/^application\/json\b/.test(h['content-type'] ?? ''))
+    problems.push(`content-type ${h['content-type']}, not application/json`)
+  if (d.body === undefined) problems.push('the body is not JSON')
+  else {
+    if (d.body.id !== h['ce-id'])
+      problems.push(`ce-id ${h['ce-id']} is not the event id ${String(d.body.id)}`)
+    if (d.body.event !== h['ce-type'])
+      problems.push(`ce-type ${h['ce-type']} is not the kind ${String(d.body.event)}`)
+  }
+  return problems
+}
+
+/** A cloudevents destination of its own at the receiver, created once; skips when there are no destinations. */
+const sinks = new WeakMap<object, Promise<Sink>>()
+function ensureSink(ctx: CheckContext): Promise<Sink> {
+  let p = sinks.get(ctx.config)
+  if (!p) {
+    p = (async () => {
+      const url = receiverUrl(ctx)
+      const probe = await ctx.http.get('/v1/destinations')
+      if (probe.status === 404 || probe.status === 405)
+        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      const tag = ctx.name('dest')
+      const secret = `Bearer conf-secret-${randomBytes(12).toString('hex')}`
+      const res = await ctx.http.post('/v1/destinations', {
+        type: 'cloudevents',
+        name: tag,
+        events: ['agent.created'],
+        config: { url: `${url}/${tag}`, mode: 'binary' },
+        secrets: { authorization: secret },
+      })
+      if (res.status >= 400 && res.status < 500 && res.status !== 429)
+        fail(
+          `the deployment refused a cloudevents destination at the suite's receiver (${res.status} ${short(res.body, 200)}); ` +
+            `the reference server needs its exact host:port in AGENTOPS_DESTINATION_PRIVATE_TARGETS=${hostAndPort(url)}`,
+        )
+      expectStatus(res, 201, 'creating a cloudevents destination')
+      const id = ownId(res.body, 'destination')
+      assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
+      ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+      assert(!res.text.includes(secret), 'the creation answer shows the secret')
+      return { id, tag, secret }
+    })()
+    sinks.set(ctx.config, p)
+    p.catch(() => sinks.delete(ctx.config))
+  }
+  return p
+}
+
+export const destinationChecks: Check[] = [
+  {
+    id: 'destinations.cloudevents-binary',
+    title:
+      'A cloudevents destination gets each event it lists once, as a CloudEvents 1.0 binary-mode request whose id is the event id and whose type is its kind; its secret is never answered',
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const sink = await ensureSink(ctx)
+      const agent = await ctx.fx.newAgent()
+      const got = await ctx.receiver!.waitFor(
+        (d) => atTag(sink.tag)(d) && d.body?.agent_id === agent,
+        ctx.config.waitMs,
+      )
+      if (!got)
+        fail(
+          `no CloudEvent for agent ${agent}'s agent.created reached the receiver within ${ctx.config.waitMs} ms`,
+        )
+      const problems = binaryCloudEventProblems(got)
+      assert(problems.length === 0, problems.join('; '))
+      const read = await ctx.http.get(`/v1/destinations/${sink.id}`)
+      expectStatus(read, 200, 'GET /v1/destinations/{id}')
+      assert(!read.text.includes(sink.secret), 'the destination answer shows its secret')
+    },
+  },
+  {
+    id: 'destinations.operations',
+    title:
+      'The destination operations answer as documented: list, read, change, test, delivery log, redelivery (409 while an attempt is in progress), delete; bad input is 400, an unknown id 404, a creation key reused with another body 409',
+    level: 'profile',
+    clauses: ['S6.5', 'S7.3', 'S7.6', 'S7.7'],
+    async run(ctx) {
+      const sink = await ensureSink(ctx)
+      await ctx.fx.newAgent()
+      await ctx.receiver!.waitFor(atTag(sink.tag), ctx.config.waitMs)
+      let deliveryId: unknown
+      let eventId: unknown
+      for (let i = 0; i < 20 && deliveryId === undefined; i++) {
+        const log = await ctx.http.get(`/v1/destinations/${sink.id}/deliveries`)
+        expectStatus(log, 200, 'GET /v1/destinations/{id}/deliveries')
+        const first = obj(pageItems(log.body)?.[0])
+        deliveryId = first.delivery_id
+        eventId = first.event_id
+        if (deliveryId === undefined) await new Promise((r) => setTimeout(r, 100))
+      }
+      assert(typeof deliveryId === 'string', `the delivery log of ${sink.id} lists no delivery`)
+      const base = `/v1/destinations/${sink.id}`
+      const key = (k: string) => ({
+        headers: { 'idempotency-key': `conf-${k}-${randomBytes(9).toString('hex')}` },
+      })
+      const createKey = key('dst')
+      const bad = (change: Record<string, unknown>) => () =>
+        ctx.http.post('/v1/destinations', {
+          type: 'cloudevents',
+          name: 'bad',
+          events: ['run.failed'],
+          config: { url: 'https://sink.invalid/x' },
+          ...change,
+        })
+      const listed = (res: HttpResponse) =>
+        (pageItems(res.body) ?? []).some((d) => ownId(d, 'destination') === sink.id)
+          ? undefined
+          : `${sink.id} is not listed`
+      const probes: Probe[] = [
+        {
+          what: 'GET /v1/destinations',
+          expect: 200,
+          send: () => ctx.http.get('/v1/destinations?limit=200'),
+          judge: listed,
+        },
+        {
+          what: 'POST /v1/destinations with an unknown type',
+          expect: 400,
+          send: bad({ type: 'carrier-pigeon' }),
+        },
+        {
+          what: 'POST /v1/destinations with an unknown event kind',
+          expect: 400,
+          send: bad({ events: ['run.exploded'] }),
+        },
+        {
+          what: 'POST /v1/destinations with a malformed URL',
+          expect: 400,
+          send: bad({ config: { url: 'http//x' } }),
+        },
+        {
+          what: 'PATCH /v1/destinations/{id}',
+          expect: 200,
+          send: () => ctx.http.patch(base, { name: `${sink.tag}-renamed` }),
+          judge: (res) => (obj(res.body).name === `${sink.tag}-renamed` ? undefined : short(res.body)),
+        },
+        {
+          what: 'PATCH /v1/destinations/{unknown id}',
+          expect: 404,
+          send: () => ctx.http.patch('/v1/destinations/conf-unknown-destination', { name: 'x' }),
+        },
+        {
+          what: 'POST /v1/destinations/{id}/test',
+          expect: 200,
+          send: () => ctx.http.post(`${base}/test`, {}),
+          judge: (res) =>
+            obj(res.body).ok === true ? undefined : `the sample was not delivered: ${short(res.body)}`,
+        },
+        {
+          what: 'POST /v1/destinations/{id}/deliveries/{delivery_id}/redeliver',
+          expect: 202,
+          send: () => ctx.http.post(`${base}/deliveries/${deliveryId}/redeliver`),
+        },
+        {
+          what: 'POST …/redeliver while an attempt of it is in progress',
+          expect: 409,
+          send: () =>
+            redeliverDuringAttempt(
+              ctx,
+              { deliveryId: String(deliveryId), eventId, tag: sink.tag },
+              `${base}/deliveries/${deliveryId}/redeliver`,
+            ),
+        },
+      ]
+      const wrong = await runProbes(probes)
+      // A POST repeated under its key with another body is 409, as every POST's.
+      const keyed = {
+        type: 'cloudevents',
+        name: 'k',
+        events: ['tool.retired'],
+        config: { url: `${receiverUrl(ctx)}/${sink.tag}-k` },
+      }
+      const first = await ctx.http.post('/v1/destinations', keyed, createKey)
+      if (first.status !== 201)
+        wrong.push(`POST /v1/destinations under a key answered ${first.status}, not 201`)
+      else {
+        const id = ownId(first.body, 'destination')
+        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        const again = await ctx.http.post('/v1/destinations', { ...keyed, name: 'other' }, createKey)
+        if (again.status !== 409)
+          wrong.push(`the same creation key with another body answered ${again.status}, not 409`)
+        if (id) {
+          const gone = await ctx.http.delete(`/v1/destinations/${id}`)
+          if (gone.status !== 204) wrong.push(`DELETE /v1/destinations/{id} answered ${gone.status}, not 204`)
+        }
+      }
+      assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+]

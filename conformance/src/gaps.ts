@@ -1,0 +1,100 @@
+/**
+ * Profile checks come in two kinds. Most hold the reference profile's own choice where the spec is silent: a
+ * foreign deployment may differ there and still be correct, so their failures are only "differs from the
+ * reference where the spec is silent", named here by the spec's gap. The rest (not listed here) check a spec
+ * sentence, quoted through their clauses (statements.ts), in a way that cannot be core yet; their failures are
+ * reported apart, first.
+ */
+
+/** The spec's own words for the gaps profile checks fill (each a "not shown" line, or what the spec leaves out). */
+export const GAPS = {
+  signedString: '§5 "The exact string that is signed and how the timestamp is checked: not shown"',
+  errorCodes: '§7 "Error codes other than `policy_denied`: not shown"',
+  rateLimitNames: '§8 "Names of the rate-limit headers: not shown"',
+  successCodes:
+    '§4 "Success status codes of endpoints other than start run (201), inspect run (200) and batch ingest (202): not shown"',
+  controlBodies: '§4 "Response bodies of pause, resume and cancel: not shown"; §3 "Transitions: not shown"',
+  traceChoice:
+    '§4 "The way a client chooses between streaming and paging for the trace: not shown"; §2 "Allowed values of trace `kind` and `policy` beyond the two named: not shown"',
+  runBodyValues: '§2 "Allowed values of `mode` and `trace_level` beyond the two named: not shown"',
+  toolBodies:
+    '§4 "Request and response bodies of list, inspect and retire for tools, and the response to tool creation: not shown"',
+  pageShape: '§8 "The response field that carries the next cursor: not shown"',
+  defaultLimit: '§8 "Default `limit` value: not shown"',
+  overLimit: '§8 "Maximum `limit` is 200" (what a larger or smaller limit gets is not shown)',
+  rejectReasons: '§7 "Reasons for rejected ingest records: not shown"',
+  lineage:
+    '§2 Batch ingest response "lineage_root | string" (how the root is computed and read back is not shown)',
+  streamMessages: '§4 "The messages a client sends to subscribe to stream topics: not shown"',
+  graphql: '§4 "A GraphQL surface is mentioned; its shape is not shown"',
+  receiverSuccess:
+    '§6 "What response from the receiver counts as success: not shown"; "Retry count and backoff timing: not shown"',
+  eventKinds:
+    '§6 "Any other event kinds: not shown"; "Delivery bodies of events other than `run.awaiting_approval`: not shown"',
+  extensions: '§4 lists no such endpoint (the reference profile’s extensions)',
+  errorHeaders: '§5.2 and §7 name the 401 and 429 statuses only (their headers are not shown)',
+  statusesBeyond:
+    '§7 lists the statuses it shows; the others a deployment answers (413, 415, 405) are not shown',
+  idempotencyReplay:
+    '§8 "Idempotency-Key header on all POST requests ... Reuse with a different body yields 409" (what a replay answers is not shown)',
+  responseBodies:
+    '§2 "Agent response fields: not shown", "Task response fields: not shown", "Webhook subscription response fields: not shown"',
+} as const
+
+/** Each gap-filling profile check and the gap it fills. */
+export const PROFILE_GAPS: Record<string, string> = {
+  'auth.www-authenticate': GAPS.errorHeaders,
+  'authz.scope-detail-values': GAPS.errorCodes,
+  'surface.documented-statuses': GAPS.statusesBeyond,
+  'surface.error-paths': GAPS.statusesBeyond,
+  'ratelimit.exact-limit': GAPS.rateLimitNames,
+  'ratelimit.retry-hint': GAPS.errorHeaders,
+  'ratelimit.header-format': GAPS.rateLimitNames,
+  'ratelimit.429-every-operation': GAPS.statusesBeyond,
+  'ratelimit.recovers-after-retry-after': GAPS.errorHeaders,
+  'webhooks.signature-verifies': GAPS.signedString,
+  'webhooks.signature-binds-body-and-secret': GAPS.signedString,
+  'webhooks.timestamp-fresh': GAPS.signedString,
+  'webhooks.standard-webhooks-headers': GAPS.signedString,
+  'webhooks.every-event-kind': GAPS.eventKinds,
+  'webhooks.retried-after-failure': GAPS.receiverSuccess,
+  'surface.extension-operations': GAPS.extensions,
+  'resources.created-codes': GAPS.successCodes,
+  'readback.run-events-match-the-run': GAPS.eventKinds,
+  'runs.cancel-state': GAPS.controlBodies,
+  'runs.pause-resume-states': GAPS.controlBodies,
+  'runs.trace-sequence': GAPS.traceChoice,
+  'runs.trace-paging': GAPS.traceChoice,
+  'runs.trace-streaming': GAPS.traceChoice,
+  'runs.trace-cursor-resumes': GAPS.traceChoice,
+  'runs.start-body-validation': GAPS.runBodyValues,
+  'runs.trace-levels-and-outcomes': GAPS.runBodyValues,
+  'tools.registration-shape': GAPS.toolBodies,
+  'tools.retired-stays-readable': GAPS.toolBodies,
+  'scoping.webhook-404': GAPS.extensions,
+  'scoping.connector-records-404': GAPS.extensions,
+  'idempotency.replay-byte-identical': GAPS.idempotencyReplay,
+  'idempotency.conflict-codes': GAPS.errorCodes,
+  'ingest.rejections-explained': GAPS.rejectReasons,
+  'ingest.lineage-root-merkle': GAPS.lineage,
+  'ingest.records-read-back': GAPS.extensions,
+  'stream.topic-scope-refused': GAPS.streamMessages,
+  'stream.resume-after-seq-exclusive': GAPS.streamMessages,
+  'stream.protocol-messages': GAPS.streamMessages,
+  'pagination.limit-over-200-400': GAPS.overLimit,
+  'pagination.page-shape': GAPS.pageShape,
+  'pagination.default-limit-50': GAPS.defaultLimit,
+  'pagination.bad-cursor-code': GAPS.errorCodes,
+  'graphql.agent-matches-rest': GAPS.graphql,
+  'graphql.run-with-agent-and-trace': GAPS.graphql,
+  'graphql.foreign-id-like-missing': GAPS.graphql,
+  'graphql.policy-denied-extensions': GAPS.graphql,
+  'graphql.mutation-idempotency': GAPS.graphql,
+  'graphql.page-limits': GAPS.graphql,
+  'graphql.cost-limit': GAPS.graphql,
+  'graphql.subscription-run-events': GAPS.graphql,
+  'graphql.requires-auth': GAPS.graphql,
+  'sweep.ratelimit-header-names': GAPS.rateLimitNames,
+  'sweep.request-id-header': GAPS.errorHeaders,
+  'sweep.bodies-match-openapi': GAPS.responseBodies,
+}

@@ -1,0 +1,44 @@
+import type { DispatchedEvent, OutboxChannel } from '../outbox/dispatcher.js'
+import type { EventKind } from '../webhooks/body.js'
+import type { DestinationRepository, DestinationTransports } from './ports.js'
+import type { DestinationRecord } from './types.js'
+
+/** The agent an event is about, when it names one (run, policy, agent and task events do). */
+export function agentOf(event: { data: Record<string, unknown> }): string | null {
+  const agent = event.data.agent_id
+  return typeof agent === 'string' ? agent : null
+}
+
+/**
+ * Whether a destination gets an event: its kinds (plus what its type follows on its own, such as the events that
+ * resolve a PagerDuty incident), and, with an agent filter, only events naming one of those agents.
+ */
+export function destinationWants(
+  destination: DestinationRecord,
+  event: Pick<DispatchedEvent, 'data'>,
+  kind: EventKind,
+): boolean {
+  if (!destination.events.includes(kind)) return false
+  if (destination.agentIds === null) return true
+  const agent = agentOf(event)
+  return agent !== null && destination.agentIds.includes(agent)
+}
+
+/** Destinations as an outbox channel: the same rows, leases, retries and log as webhooks, sent by type. */
+export function destinationChannel(
+  destinations: DestinationRepository,
+  transports: DestinationTransports,
+): OutboxChannel<DestinationRecord> {
+  return {
+    cursorName: 'destinations',
+    noun: 'destination',
+    targets: destinations,
+    wants: destinationWants,
+    send: (row, destination, { timeoutMs, signal }) =>
+      transports[destination.type].send(
+        destination,
+        { deliveryId: row.id, payload: row.payload },
+        { timeoutMs, signal },
+      ),
+  }
+}

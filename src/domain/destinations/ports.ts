@@ -1,0 +1,44 @@
+import type { OutboxTargets } from '../outbox/dispatcher.js'
+import type { Slice } from '../pagination.js'
+import type { Queryable } from '../ports.js'
+import type { SendResult } from '../webhooks/sender.js'
+import type { DestinationChanges, DestinationRecord, DestinationType, NewDestination } from './types.js'
+
+export interface DestinationRepository extends OutboxTargets<DestinationRecord> {
+  in(tx: Queryable): DestinationRepository
+  insert(d: NewDestination): Promise<DestinationRecord>
+  list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<DestinationRecord>>
+  update(id: string, changes: DestinationChanges): Promise<void>
+  markDeleted(id: string, now: number): Promise<void>
+}
+
+/** One event as a destination transport sends it: the delivery id (stable across attempts) and the body. */
+export interface OutgoingEvent {
+  deliveryId: string
+  /** The event's delivery body (`id`, `event`, `ts` and the kind's fields), as webhooks get it unsigned. */
+  payload: Record<string, unknown>
+}
+
+export interface TransportContext {
+  timeoutMs: number
+  signal?: AbortSignal
+}
+
+/**
+ * How one destination type reaches its service (src/outbound/destinations): one attempt, never throwing, with the
+ * receiver's status and its Retry-After when it asked for one.
+ */
+export interface DestinationTransport {
+  send(destination: DestinationRecord, event: OutgoingEvent, context: TransportContext): Promise<SendResult>
+  /** Ends connections the transport keeps open (NATS); called when the server stops. */
+  close?(): Promise<void>
+}
+
+export type DestinationTransports = Record<DestinationType, DestinationTransport>
+
+/** Destination attempts and given-up deliveries per type, for the server's metrics; never throws. */
+export interface DestinationTelemetry {
+  attempted(type: DestinationType, outcome: 'delivered' | 'failed'): void
+  /** `type` is undefined when the destination was deleted before its delivery's attempt. */
+  gaveUp(type: DestinationType | undefined): void
+}

@@ -1,0 +1,270 @@
+import type { Clock } from '../clock.js'
+import { ApiError, notFound } from '../errors.js'
+import type { FailureLog } from '../failure-log.js'
+import { newId } from '../ids.js'
+import type { OutboundHttp } from '../outbound.js'
+import { type EventSource, OutboxDispatcher } from '../outbox/dispatcher.js'
+import type { Slice } from '../pagination.js'
+import type { Db } from '../ports.js'
+import type { LeaseTelemetry } from '../telemetry.js'
+import { RETRY_CAP_MS, type RetryPolicy } from '../webhooks/backoff.js'
+import { type EventKind, isEventKind } from '../webhooks/body.js'
+import type { DeliveryRepository } from '../webhooks/ports.js'
+import type { SendResult } from '../webhooks/sender.js'
+import type { DeliveryRecord } from '../webhooks/types.js'
+import { destinationChannel } from './channel.js'
+import type { DestinationRepository, DestinationTelemetry, DestinationTransports } from './ports.js'
+import { samplePayload } from './sample.js'
+import { parseSettings } from './settings.js'
+import { DESTINATION_TYPES, type DestinationRecord, isDestinationType } from './types.js'
+
+export interface CreateDestinationInput {
+  type: string
+  name: string
+  events: string[]
+  agent_ids?: string[] | null | undefined
+  config?: Record<string, unknown> | undefined
+  secrets?: Record<string, unknown> | undefined
+}
+
+export interface UpdateDestinationInput {
+  name?: string | undefined
+  events?: string[] | undefined
+  agent_ids?: string[] | null | undefined
+  /** Replaces the whole config when given (defaults filled in again). */
+  config?: Record<string, unknown> | undefined
+  /** Replaces the whole set of secrets when given. */
+  secrets?: Record<string, unknown> | undefined
+  status?: 'active' | 'disabled' | undefined
+}
+
+export interface TestSendResult {
+  ok: boolean
+  statusCode: number | null
+  error: string | null
+  eventId: string
+  event: EventKind
+}
+
+export interface DestinationSettings {
+  /** URL checks at creation; HTTP transports deliver through the same guarded port. */
+  outbound: Pick<OutboundHttp, 'refusal'>
+  transports: DestinationTransports
+  retry: Pick<RetryPolicy, 'maxAttempts' | 'baseMs'>
+  timeoutMs: number
+  concurrency: number
+  pollMs: number
+  random?: () => number
+  telemetry?: DestinationTelemetry
+  leases?: LeaseTelemetry
+  failures?: FailureLog
+}
+
+/** Destinations of a workspace and their delivery log; owns the dispatcher that sends their outbox rows. */
+export class DestinationService {
+  readonly dispatcher: OutboxDispatcher<DestinationRecord>
+
+  constructor(
+    private readonly db: Db,
+    private readonly destinations: DestinationRepository,
+    private readonly deliveries: DeliveryRepository,
+    private readonly clock: Clock,
+    private readonly events: EventSource & { lastSeq(): Promise<number> },
+    private readonly settings: DestinationSettings,
+  ) {
+    const telemetry = settings.telemetry
+    this.dispatcher = new OutboxDispatcher(
+      db,
+      destinationChannel(destinations, settings.transports),
+      deliveries,
+      clock,
+      events,
+      {
+        retry: { capMs: RETRY_CAP_MS, ...settings.retry },
+        timeoutMs: settings.timeoutMs,
+        concurrency: settings.concurrency,
+        pollMs: settings.pollMs,
+        ...(settings.random ? { random: settings.random } : {}),
+        ...(telemetry
+          ? {
+              telemetry: {
+                attempted: (outcome, d) => telemetry.attempted(d.type, outcome),
+                gaveUp: (d) => telemetry.gaveUp(d?.type),
+              },
+            }
+          : {}),
+        ...(settings.leases ? { leases: settings.leases } : {}),
+        ...(settings.failures ? { failures: settings.failures } : {}),
+      },
+    )
+  }
+
+  /** Stops the dispatcher, then closes what the transports keep open (NATS connections). */
+  async stop(): Promise<void> {
+    await this.dispatcher.stop()
+    await Promise.allSettled(Object.values(this.settings.transports).map((t) => t.close?.()))
+  }
+
+  async create(workspaceId: string, input: CreateDestinationInput): Promise<DestinationRecord> {
+    if (!isDestinationType(input.type)) {
+      throw new ApiError('invalid_request', `type must be one of ${DESTINATION_TYPES.join(', ')}`, {
+        issues: [{ path: 'type', message: `unknown destination type "${input.type}"` }],
+        fields: ['type'],
+      })
+    }
+    const events = checkEvents(input.events)
+    const { config, secrets } = parseSettings(input.type, input.config, input.secrets, this.settings.outbound)
+    const now = this.clock.now()
+    // Only events appended after this point reach the destination; the fan-out compares against this seq.
+    const afterEventSeq = await this.events.lastSeq()
+    return this.destinations.insert({
+      id: newId('dst', now),
+      workspaceId,
+      type: input.type,
+      name: input.name,
+      events,
+      agentIds: checkAgents(input.agent_ids),
+      config,
+      secrets,
+      status: 'active',
+      afterEventSeq,
+      createdAt: now,
+      updatedAt: now,
+    })
+  }
+
+  list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<DestinationRecord>> {
+    return this.destinations.list(workspaceId, afterSeq, limit)
+  }
+
+  async get(workspaceId: string, id: string): Promise<DestinationRecord> {
+    const found = await this.destinations.get(workspaceId, id)
+    if (!found) throw notFound('Destination')
+    return found
+  }
+
+  /** Changes what is given; a new config or set of secrets is checked whole, as at creation. */
+  async update(workspaceId: string, id: string, input: UpdateDestinationInput): Promise<DestinationRecord> {
+    const found = await this.get(workspaceId, id)
+    const parsed =
+      input.config !== undefined || input.secrets !== undefined
+        ? parseSettings(
+            found.type,
+            input.config ?? found.config,
+            input.secrets ?? found.secrets,
+            this.settings.outbound,
+          )
+        : { config: found.config, secrets: found.secrets }
+    const changed: DestinationRecord = {
+      ...found,
+      name: input.name ?? found.name,
+      events: input.events !== undefined ? checkEvents(input.events) : found.events,
+      agentIds: input.agent_ids !== undefined ? checkAgents(input.agent_ids) : found.agentIds,
+      config: parsed.config,
+      secrets: parsed.secrets,
+      status: input.status ?? found.status,
+      updatedAt: this.clock.now(),
+    }
+    await this.destinations.update(id, changed)
+    return changed
+  }
+
+  /** Deletes the destination and drops what it still had to send. */
+  async delete(workspaceId: string, id: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const found = await this.destinations.in(tx).get(workspaceId, id)
+      if (!found) throw notFound('Destination')
+      await this.destinations.in(tx).markDeleted(id, this.clock.now())
+      await this.deliveries.in(tx).dropPending(id)
+    })
+  }
+
+  /**
+   * Sends one made-up event (`test: true`) now, outside the outbox, and tells what the receiver answered: the
+   * "send a sample" an operator presses after configuring a channel. Nothing is recorded or retried.
+   */
+  async test(workspaceId: string, id: string, kind?: string): Promise<TestSendResult> {
+    const found = await this.get(workspaceId, id)
+    const event = kind === undefined ? (found.events[0] ?? 'run.awaiting_approval') : checkEvents([kind])[0]
+    if (event === undefined) throw new Error('unreachable: checkEvents returns at least one kind')
+    const now = this.clock.now()
+    const payload = samplePayload(event, now, found.agentIds?.[0])
+    let result: SendResult
+    try {
+      result = await this.settings.transports[found.type].send(
+        found,
+        { deliveryId: newId('dlv', now), payload },
+        { timeoutMs: this.settings.timeoutMs },
+      )
+    } catch (err) {
+      result = { ok: false, statusCode: null, error: err instanceof Error ? err.message : String(err) }
+    }
+    return {
+      ok: result.ok,
+      statusCode: result.statusCode,
+      error: result.error,
+      eventId: String(payload.id),
+      event,
+    }
+  }
+
+  async listDeliveries(
+    workspaceId: string,
+    destinationId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<Slice<DeliveryRecord>> {
+    await this.get(workspaceId, destinationId)
+    return this.deliveries.list(destinationId, afterSeq, limit)
+  }
+
+  /** Starts a fresh round of attempts now, with the same delivery and event ids (receivers dedupe on them). */
+  async redeliver(workspaceId: string, destinationId: string, deliveryId: string): Promise<DeliveryRecord> {
+    await this.get(workspaceId, destinationId)
+    const found = await this.deliveries.get(destinationId, deliveryId)
+    if (!found) throw notFound('Delivery')
+    if (!(await this.deliveries.requeue(deliveryId, this.clock.now()))) {
+      throw new ApiError(
+        'invalid_state',
+        'An attempt of this delivery is in progress; try again after it ends',
+        {
+          status: found.status,
+          action: 'redeliver',
+          allowed_actions: [],
+        },
+      )
+    }
+    this.db.afterCommit(() => this.dispatcher.wake())
+    const after = await this.deliveries.get(destinationId, deliveryId)
+    if (!after) throw notFound('Delivery')
+    return after
+  }
+}
+
+function checkEvents(events: readonly string[]): EventKind[] {
+  const unknown = events.filter((k) => !isEventKind(k))
+  if (events.length === 0 || unknown.length > 0) {
+    throw new ApiError('invalid_request', 'events must name known event kinds', {
+      issues: unknown.length
+        ? unknown.map((k) => ({ path: 'events', message: `unknown event kind "${k}"` }))
+        : [{ path: 'events', message: 'must name at least one event kind' }],
+      fields: ['events'],
+    })
+  }
+  return [...new Set(events.filter(isEventKind))]
+}
+
+function checkAgents(agentIds: readonly string[] | null | undefined): string[] | null {
+  if (agentIds === undefined || agentIds === null) return null
+  if (agentIds.length === 0) {
+    throw new ApiError(
+      'invalid_request',
+      'agent_ids must name at least one agent, or be null for every agent',
+      {
+        issues: [{ path: 'agent_ids', message: 'empty' }],
+        fields: ['agent_ids'],
+      },
+    )
+  }
+  return [...new Set(agentIds)]
+}

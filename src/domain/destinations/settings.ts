@@ -1,0 +1,80 @@
+import { z } from 'zod'
+import { ApiError } from '../errors.js'
+import type { OutboundHttp } from '../outbound.js'
+import { checkWebhookUrl } from '../webhooks/url-check.js'
+import type { DestinationType } from './types.js'
+
+/** One type's settings: the public `config` and the write-only `secrets`, each a strict object. */
+interface TypeSettings {
+  config: z.ZodType<Record<string, unknown>>
+  secrets: z.ZodType<Record<string, string>>
+  /** Fields of `config` or `secrets` that are URLs the outbound port will call (checked like webhook URLs). */
+  urls: { in: 'config' | 'secrets'; field: string }[]
+}
+
+const text = (max: number) => z.string().min(1).max(max)
+
+const SETTINGS: Record<DestinationType, TypeSettings> = {
+  cloudevents: {
+    config: z.strictObject({
+      url: text(2048),
+      /** binary: attributes as ce-* headers, data as the body; structured: one application/cloudevents+json body. */
+      mode: z.enum(['binary', 'structured']).default('binary'),
+      /** The CloudEvents `source`; default `urn:agentops:workspace:<workspace id>`. */
+      source: text(512).optional(),
+    }),
+    secrets: z.strictObject({
+      /** Sent as the Authorization header (`Bearer …`). */
+      authorization: text(4096).optional(),
+    }),
+    urls: [{ in: 'config', field: 'url' }],
+  },
+}
+
+export interface ParsedSettings {
+  config: Record<string, unknown>
+  secrets: Record<string, string>
+}
+
+function refuse(issues: { path: string; message: string }[]): ApiError {
+  const fields = [...new Set(issues.map((i) => i.path.split('.').slice(0, 2).join('.')))]
+  return new ApiError('invalid_request', `Invalid destination settings: ${issues[0]?.message ?? ''}`, {
+    issues,
+    fields,
+  })
+}
+
+function parsePart<T>(schema: z.ZodType<T>, value: unknown, part: 'config' | 'secrets'): T {
+  const parsed = schema.safeParse(value ?? {})
+  if (parsed.success) return parsed.data
+  // Zod's messages name the expected type or the unknown key, never the value: a secret is not echoed back.
+  throw refuse(
+    parsed.error.issues.map((issue) => {
+      const keys = issue.code === 'unrecognized_keys' ? issue.keys : []
+      const path = [part, ...issue.path.map(String), ...keys.slice(0, 1)].join('.')
+      return { path, message: `${path}: ${issue.message}` }
+    }),
+  )
+}
+
+/**
+ * Checks a type's config and secrets (a clear 400 naming the field, never the secret's value) and every URL the
+ * outbound port would call: absolute http(s), no credentials in it, no literal private address unless allowed.
+ */
+export function parseSettings(
+  type: DestinationType,
+  config: unknown,
+  secrets: unknown,
+  outbound: Pick<OutboundHttp, 'refusal'>,
+): ParsedSettings {
+  const settings = SETTINGS[type]
+  const parsed = {
+    config: parsePart(settings.config, config, 'config'),
+    secrets: parsePart(settings.secrets, secrets, 'secrets'),
+  }
+  for (const url of settings.urls) {
+    const value = parsed[url.in][url.field]
+    if (typeof value === 'string') checkWebhookUrl(value, outbound, `${url.in}.${url.field}`)
+  }
+  return parsed
+}
