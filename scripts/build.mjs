@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 
 const root = resolve(import.meta.dirname, '..')
 const STAMP = join(root, 'dist', '.built')
@@ -29,8 +29,17 @@ export function isStale() {
   return ['src', 'generated', 'client/src'].some((dir) => newestMtime(join(root, dir)) > built)
 }
 
+/**
+ * TypeScript 7's native compiler (the `typescript-native` alias of typescript@7): it type-checks and emits. The
+ * `typescript` package stays on 5.9 for the generators that call its JavaScript API (openapi-typescript,
+ * @hey-api/openapi-ts), which TypeScript 7 does not offer.
+ */
+function nativeTsc() {
+  return join(dirname(createRequire(import.meta.url).resolve('typescript-native/package.json')), 'bin', 'tsc')
+}
+
 export function build() {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  const tsc = nativeTsc()
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--noCheck'], {
     cwd: root,
     stdio: 'inherit',
@@ -53,7 +62,7 @@ export function clientIsStale() {
 }
 
 export function buildClient() {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  const tsc = nativeTsc()
   execFileSync(process.execPath, [tsc, '-p', join(CLIENT, 'tsconfig.json')], {
     cwd: CLIENT,
     stdio: 'inherit',
