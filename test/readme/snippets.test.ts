@@ -49,6 +49,8 @@ const NOT_RUN: Record<string, string> = {
     'starts the server: this test sets the same variable, with its own free port as RECEIVER_PORT',
   'npx agentops-conformance --reference':
     'the conformance package tests run the suite (and --base-url needs a remote)',
+  'npm pack -w agentops-client                                   # in the kit: writes agentops-client-0.1.0.tgz':
+    'packs and installs the client: test/clients/package.test.ts does both, install-docs.test.ts holds these lines to it',
   "# in a clone of this repository (the workspace's bin":
     'the conformance package and bundle tests run the suite both ways (and --base-url needs a remote)',
 }

@@ -358,9 +358,20 @@ describe.skipIf(!backends().some((b) => b.name === 'postgres'))('PostgreSQL stat
       await new EventRepo(tx, 'postgres').append(event('evt_slow'))
       appended()
     })
-    // The slow event has its seq and its COMMIT is what remains: the fast one starts after, whatever the load (a
-    // fixed 100 ms could pass before the slow append on a loaded machine, reversing the two).
+    // The fast one must start only once the slow event HAS its seq. `append` returning is not that: the append is
+    // held back and sent with the COMMIT (CommitTail), so on a loaded machine the fast transaction's whole batch
+    // could reach the server first and take the lower seq ([evt_fast, evt_slow]; the promise held, the test's timing
+    // did not). The slow backend sleeping in its deferred trigger is: the trigger fires at COMMIT, after the locked
+    // insert took its seq and the append lock.
     await slowHasSeq
+    for (let i = 0; ; i++) {
+      const sleeping = await d.one<{ n: string }>(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()",
+      )
+      if (Number(sleeping?.n) > 0) break
+      if (i > 2000) throw new Error('the slow transaction never reached its COMMIT')
+      await new Promise((r) => setTimeout(r, 5))
+    }
     const fast = d.transaction((tx) => new EventRepo(tx, 'postgres').append(event('evt_fast')))
     const seen: string[][] = []
     let done = false
