@@ -12,6 +12,14 @@ import { scratchDir } from './scratch.js'
 const ROOT = resolve(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'agentops-conformance.mjs')
 
+/**
+ * The program's own exit guard ends it one second after the verdict and names on stderr whatever was still open,
+ * so the exact one-second promise is checked by `not.toMatch(/still running/)`: a handle left open makes the guard
+ * speak. The elapsed bound only rules out a hang (the reported one lasted minutes); it leaves room for a loaded CI
+ * machine to notice the exit, where a 1,000 ms bound failed once at 1,247 ms under a load average of 22.
+ */
+const EXIT_BOUND_MS = 5_000
+
 let standIn: ChildProcess
 let baseUrl: string
 let provision: string
@@ -112,7 +120,7 @@ describe('the process ends with its verdict', () => {
       expect(r.code, `${r.out.slice(-2000)}\n${r.err}`).toBe(1)
       expect(r.out.trim().split('\n').at(-1)).toMatch(/^NOT CONFORMANT: /)
       expect(r.verdictAt).toBeGreaterThan(0)
-      expect(r.exitedAt - r.verdictAt).toBeLessThan(1000)
+      expect(r.exitedAt - r.verdictAt).toBeLessThan(EXIT_BOUND_MS)
       // Nothing was left for the exit guard: the checks closed what they opened.
       expect(r.err).not.toMatch(/still running/)
       // Every failure line ends with what addresses it.
@@ -129,7 +137,7 @@ describe('the process ends with its verdict', () => {
     expect(r.out).toMatch(/not run: the --deadline \/ AGENTOPS_CONFORMANCE_DEADLINE of 6 s passed/)
     expect(r.out.trim().split('\n').at(-1)).toMatch(/^INCOMPLETE: .*--deadline/)
     expect(r.err).not.toMatch(/still running/)
-    expect(r.exitedAt - r.verdictAt).toBeLessThan(1000)
+    expect(r.exitedAt - r.verdictAt).toBeLessThan(EXIT_BOUND_MS)
   }, 240_000)
 
   it('--plan says beforehand which checks will run and which skip for want of a token, as the run then does', async () => {
