@@ -23,13 +23,17 @@ describe('installing agentops-client as the READMEs say', () => {
     expect(tarball).toMatch(/^agentops-client-\d+\.\d+\.\d+\.tgz$/)
     // What the import needs is inside: the entry point and its types.
     const files = (packed[0]?.files ?? []).map((f) => f.path)
-    expect(files).toEqual(expect.arrayContaining(['dist/src/index.js', 'dist/src/index.d.ts', 'package.json']))
+    expect(files).toEqual(
+      expect.arrayContaining(['dist/src/index.js', 'dist/src/index.d.ts', 'package.json']),
+    )
     for (const readme of ['README.md', 'client/README.md']) {
       const text = readFileSync(join(ROOT, readme), 'utf8')
       expect(text, readme).toContain('npm pack -w agentops-client')
       expect(text, readme).toContain(`npm install /path/to/agentops-contract-kit/${tarball}`)
       // A command line installing it from the registry (the E404 a user hit).
-      const fromRegistry = text.split('\n').filter((l) => /^\s*(\$ )?npm (install|i) agentops-client\b/.test(l))
+      const fromRegistry = text
+        .split('\n')
+        .filter((l) => /^\s*(\$ )?npm (install|i) agentops-client\b/.test(l))
       expect(fromRegistry, readme).toEqual([])
     }
   })
