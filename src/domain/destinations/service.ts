@@ -1,13 +1,15 @@
 import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
-import type { FailureLog } from '../failure-log.js'
 import { newId } from '../ids.js'
 import type { OutboundHttp } from '../outbound.js'
-import { type EventSource, OutboxDispatcher } from '../outbox/dispatcher.js'
+import {
+  dispatcherOptions,
+  type EventSource,
+  OutboxDispatcher,
+  type OutboxSettings,
+} from '../outbox/dispatcher.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
-import type { LeaseTelemetry } from '../telemetry.js'
-import { RETRY_CAP_MS, type RetryPolicy } from '../webhooks/backoff.js'
 import { type EventKind, isEventKind } from '../webhooks/body.js'
 import type { DeliveryRepository } from '../webhooks/ports.js'
 import type { SendResult } from '../webhooks/sender.js'
@@ -46,18 +48,11 @@ export interface TestSendResult {
   event: EventKind
 }
 
-export interface DestinationSettings {
+export interface DestinationSettings extends OutboxSettings {
   /** URL checks at creation; HTTP transports deliver through the same guarded port. */
   outbound: Pick<OutboundHttp, 'refusal'>
   transports: DestinationTransports
-  retry: Pick<RetryPolicy, 'maxAttempts' | 'baseMs'>
-  timeoutMs: number
-  concurrency: number
-  pollMs: number
-  random?: () => number
   telemetry?: DestinationTelemetry
-  leases?: LeaseTelemetry
-  failures?: FailureLog
 }
 
 /** Destinations of a workspace and their delivery log; owns the dispatcher that sends their outbox rows. */
@@ -79,23 +74,13 @@ export class DestinationService {
       deliveries,
       clock,
       events,
-      {
-        retry: { capMs: RETRY_CAP_MS, ...settings.retry },
-        timeoutMs: settings.timeoutMs,
-        concurrency: settings.concurrency,
-        pollMs: settings.pollMs,
-        ...(settings.random ? { random: settings.random } : {}),
-        ...(telemetry
-          ? {
-              telemetry: {
-                attempted: (outcome, d) => telemetry.attempted(d.type, outcome),
-                gaveUp: (d) => telemetry.gaveUp(d?.type),
-              },
-            }
-          : {}),
-        ...(settings.leases ? { leases: settings.leases } : {}),
-        ...(settings.failures ? { failures: settings.failures } : {}),
-      },
+      dispatcherOptions<DestinationRecord>(
+        settings,
+        telemetry && {
+          attempted: (outcome, d) => telemetry.attempted(d.type, outcome),
+          gaveUp: (d) => telemetry.gaveUp(d?.type),
+        },
+      ),
     )
   }
 

@@ -4,7 +4,7 @@ import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
 import { newId } from '../ids.js'
 import type { Db, TxBound } from '../ports.js'
 import type { DeliveryAttemptOutcome, LeaseTelemetry } from '../telemetry.js'
-import { type RetryPolicy, retryDelayMs } from '../webhooks/backoff.js'
+import { RETRY_CAP_MS, type RetryPolicy, retryDelayMs } from '../webhooks/backoff.js'
 import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from '../webhooks/body.js'
 import type { DeliveryRepository } from '../webhooks/ports.js'
 import type { SendResult } from '../webhooks/sender.js'
@@ -80,6 +80,36 @@ export interface DispatcherOptions<T extends OutboxTarget> {
   leases?: LeaseTelemetry
   /** Where a dispatch pass that fails unexpectedly is logged; default standard error. */
   failures?: FailureLog
+}
+
+/** The delivery settings every channel's service takes (webhooks, destinations); the retry cap is the outbox's own. */
+export interface OutboxSettings {
+  /** Attempts in all and the first retry's delay scale; the cap is RETRY_CAP_MS. */
+  retry: Pick<RetryPolicy, 'maxAttempts' | 'baseMs'>
+  timeoutMs: number
+  concurrency: number
+  pollMs: number
+  random?: () => number
+  /** Told when the dispatcher takes over deliveries another process let lapse. */
+  leases?: LeaseTelemetry
+  failures?: FailureLog
+}
+
+/** A channel service's settings as its dispatcher's options, with the channel's own telemetry. */
+export function dispatcherOptions<T extends OutboxTarget>(
+  settings: OutboxSettings,
+  telemetry?: OutboxTelemetry<T>,
+): DispatcherOptions<T> {
+  return {
+    retry: { capMs: RETRY_CAP_MS, ...settings.retry },
+    timeoutMs: settings.timeoutMs,
+    concurrency: settings.concurrency,
+    pollMs: settings.pollMs,
+    random: settings.random,
+    telemetry,
+    leases: settings.leases,
+    failures: settings.failures,
+  }
 }
 
 const FANOUT_BATCH = 500

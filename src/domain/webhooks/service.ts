@@ -1,13 +1,16 @@
 import type { Clock } from '../clock.js'
 import { ApiError, notFound } from '../errors.js'
-import type { FailureLog } from '../failure-log.js'
 import { newId } from '../ids.js'
 import type { OutboundHttp } from '../outbound.js'
-import { type EventSource, OutboxDispatcher } from '../outbox/dispatcher.js'
+import {
+  dispatcherOptions,
+  type EventSource,
+  OutboxDispatcher,
+  type OutboxSettings,
+} from '../outbox/dispatcher.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
-import type { LeaseTelemetry, WebhookTelemetry } from '../telemetry.js'
-import { RETRY_CAP_MS, type RetryPolicy } from './backoff.js'
+import type { WebhookTelemetry } from '../telemetry.js'
 import { isEventKind } from './body.js'
 import { webhookChannel } from './channel.js'
 import type { DeliveryRepository, WebhookRepository } from './ports.js'
@@ -25,19 +28,10 @@ export interface RotateSecretInput {
   overlap_seconds?: number | undefined
 }
 
-export interface WebhookSettings {
+export interface WebhookSettings extends OutboxSettings {
   /** Deliveries and URL checks go through the guarded outbound HTTP port. */
   outbound: OutboundHttp
-  /** Attempts in all and the first retry's delay scale; the cap is RETRY_CAP_MS. */
-  retry: Pick<RetryPolicy, 'maxAttempts' | 'baseMs'>
-  timeoutMs: number
-  concurrency: number
-  pollMs: number
-  random?: () => number
   telemetry?: WebhookTelemetry
-  /** Told when the dispatcher takes over deliveries another process let lapse. */
-  leases?: LeaseTelemetry
-  failures?: FailureLog
 }
 
 export const DEFAULT_OVERLAP_SECONDS = 86_400
@@ -62,23 +56,13 @@ export class WebhookService {
       deliveries,
       clock,
       events,
-      {
-        retry: { capMs: RETRY_CAP_MS, ...settings.retry },
-        timeoutMs: settings.timeoutMs,
-        concurrency: settings.concurrency,
-        pollMs: settings.pollMs,
-        ...(settings.random ? { random: settings.random } : {}),
-        ...(telemetry
-          ? {
-              telemetry: {
-                attempted: (outcome) => telemetry.attempted(outcome),
-                gaveUp: () => telemetry.gaveUp(),
-              },
-            }
-          : {}),
-        ...(settings.leases ? { leases: settings.leases } : {}),
-        ...(settings.failures ? { failures: settings.failures } : {}),
-      },
+      dispatcherOptions<WebhookRecord>(
+        settings,
+        telemetry && {
+          attempted: (outcome) => telemetry.attempted(outcome),
+          gaveUp: () => telemetry.gaveUp(),
+        },
+      ),
     )
   }
 
