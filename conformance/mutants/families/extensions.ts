@@ -1,8 +1,9 @@
 /**
  * Extension operations that stop answering as their contract documents: the OpenAPI document is no longer served,
- * and a redelivery of a logged delivery is refused as if the delivery did not exist.
+ * a redelivery of a logged delivery is refused as if the delivery did not exist, a destination's change is refused
+ * as if the destination did not exist, and a destination's write-only secret comes back when it is read.
  */
-import { type Mutant, type ProxiedResponse, pathOnly } from '../proxy.js'
+import { editJson, type Mutant, type ProxiedResponse, pathOnly } from '../proxy.js'
 
 const notFound: ProxiedResponse = {
   status: 404,
@@ -12,7 +13,11 @@ const notFound: ProxiedResponse = {
   }),
 }
 
+const DESTINATION = /^\/v1\/destinations\/[^/]+$/
+
 export function extensionMutants(): Mutant[] {
+  /** The secrets destinations were created with, as the deployment was sent them. */
+  const secrets: unknown[] = []
   return [
     {
       id: 'openapi-document-not-served',
@@ -30,6 +35,33 @@ export function extensionMutants(): Mutant[] {
         /^\/v1\/webhooks\/[^/]+\/deliveries\/[^/]+\/redeliver$/.test(pathOnly(req.path))
           ? notFound
           : req,
+    },
+    {
+      id: 'destination-change-refused',
+      description:
+        'PATCH /v1/destinations/{id} answers 404, as if the destination it just listed did not exist',
+      targets: ['destinations.operations'],
+      request: (req) => (req.method === 'PATCH' && DESTINATION.test(pathOnly(req.path)) ? notFound : req),
+    },
+    {
+      id: 'destination-secret-answered',
+      description:
+        'Reading a destination answers the secrets it was created with: write-only credentials leak',
+      targets: ['destinations.cloudevents-binary'],
+      request(req) {
+        if (req.method === 'POST' && pathOnly(req.path) === '/v1/destinations') {
+          try {
+            secrets.push((JSON.parse(req.body) as { secrets?: unknown }).secrets)
+          } catch {
+            // not JSON: nothing to remember
+          }
+        }
+        return req
+      },
+      response: (req, res) =>
+        req.method === 'GET' && DESTINATION.test(pathOnly(req.path))
+          ? editJson(res, (b) => ({ ...b, secrets: secrets.at(-1) }))
+          : res,
     },
   ]
 }
