@@ -25,7 +25,10 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
     cluster = await startCluster({
       databaseUrl: url,
       replicas: 2,
-      env: { AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}` },
+      env: {
+        AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
+        AGENTOPS_DESTINATION_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
+      },
     })
   })
 

@@ -142,19 +142,15 @@ describe.each(backends())('ingestion over HTTP on $name', (backend) => {
       const res = await t.request('POST', path, { token, body })
       expect([path, res.status, res.body.error?.code]).toEqual([path, status, code])
     }
-    // A hostile nesting depth is one rejected record, not a 500.
+    // A hostile nesting depth is refused at the edge, before any record is read: a 400 naming the limit, not a 500.
     const deep = `{"records":[${JSON.stringify(rec('deep')).replace('{"value":"deep","n":1}', `${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`)},${JSON.stringify(rec('fine'))}]}`
     const deepRes = await t.request('POST', '/v1/grid/connectors/ok/ingest', {
       token,
       rawBody: deep,
       headers: { 'content-type': 'application/json' },
     })
-    expect(deepRes.status).toBe(202)
-    expect(deepRes.body).toMatchObject({
-      accepted: 1,
-      rejected: 1,
-      rejections: [{ index: 0, code: 'invalid_field' }],
-    })
+    expect(deepRes.status).toBe(400)
+    expect(deepRes.body.error).toMatchObject({ code: 'invalid_request', detail: { limit: 'max_json_depth' } })
     const empty = await t.request('POST', '/v1/grid/connectors/ok/ingest', { token, body: { records: [] } })
     expect(empty.status).toBe(202)
     expect(empty.body.lineage_root).toBe(sha().toString('hex'))

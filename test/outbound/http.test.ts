@@ -128,6 +128,7 @@ describe('the outbound HTTP port', () => {
       status: 200,
       body: '{"ok":true}',
       truncated: false,
+      headers: expect.objectContaining({ connection: 'close' }),
     })
     a.next = { status: 200, body: 'x'.repeat(5000) }
     const big = await open.post(post(`http://127.0.0.1:${a.port}/big`, { maxAnswerBytes: 100 }))
