@@ -60,10 +60,11 @@ export class OperatorSignal {
   announce(): () => void {
     const file = join(this.dir, String(process.pid))
     // Another operator withdrawing removes the folder when it is empty, which it is between our mkdir and our
-    // write: the write then fails with ENOENT, and the folder is made again (ten `keys create` at once hit it).
+    // write, or while a recursive mkdir looks at what it found: either then fails with ENOENT, and the folder is
+    // made again (ten `keys create` at once hit both).
     for (let attempt = 1; ; attempt++) {
-      mkdirSync(this.dir, { recursive: true })
       try {
+        mkdirSync(this.dir, { recursive: true })
         writeFileSync(file, '')
         break
       } catch (err) {
