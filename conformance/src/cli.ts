@@ -304,6 +304,9 @@ export async function main(
       log: io.out,
       onResult: (r, i, n) => {
         results.push(r)
+        // --bail: one core failure is the answer; what has not begun is skipped naming it, what runs is cut short.
+        if (config?.bail && r.level === 'core' && r.outcome === 'fail' && !signal.aborted)
+          abort.abort(`--bail: core check ${r.id} failed`)
         // Core results as they finish; profile results are summarised at the end (or shown with --verbose).
         if (r.level === 'core' || config?.verbose) io.out(formatResult(r, i, n, config?.verbose ?? false))
       },

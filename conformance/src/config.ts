@@ -151,6 +151,8 @@ export interface SuiteConfig extends Declarations {
   strictProfile: boolean
   /** INCOMPLETE (core checks skipped or left out) exits 0 instead of 3: for runs that skip knowingly. */
   allowIncomplete: boolean
+  /** The run stops at the first core failure: the checks not yet begun are skipped naming it (a mutation killer). */
+  bail: boolean
   only: string[]
   /** Check id prefixes left out of the run (applied after `only`). */
   skip: string[]
@@ -388,6 +390,12 @@ export const SETTINGS: Setting[] = [
     kind: 'bool',
     file: 'allowIncomplete',
     help: 'An INCOMPLETE verdict (core checks skipped for want of a token or setting, or left out) exits 0, not 3',
+  },
+  {
+    flag: 'bail',
+    env: 'BAIL',
+    kind: 'bool',
+    help: 'Stop at the first core failure: checks not yet begun are skipped naming it, the verdict is NOT CONFORMANT (for a mutation run, where one failure is the answer)',
   },
   {
     flag: 'only',
@@ -839,6 +847,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     fuzzRuns: int('fuzz-runs', 12),
     strictProfile: bool('strict-profile'),
     allowIncomplete: bool('allow-incomplete'),
+    bail: bool('bail'),
     only: (values.get('only') as string[] | undefined) ?? [],
     skip: (values.get('skip') as string[] | undefined) ?? [],
     prefix: `conf-${randomBytes(4).toString('hex')}-`,

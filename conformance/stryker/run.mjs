@@ -5,66 +5,79 @@
  * Writes Stryker's HTML and JSON reports to reports/stryker/ and a per-spec-section table (killed at core, by
  * profile only, survived, annotated) to reports/stryker/sections.json, and prints the time it took.
  *
- *   node conformance/stryker/run.mjs [--since REF] [--incremental] [--mutate GLOB,...] [--concurrency N]
+ *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N]
  *
- * --since REF    mutate only the scope's files changed since REF (git diff), the quick run
+ * --since REF    mutate only the lines of the scope's modules changed since REF (git diff), the quick run
+ * --max-mutants N with --since: take the changed ranges in order while their mutants number at most N
  * --incremental  Stryker's incremental mode: mutants of unchanged code keep their last result
  * --mutate       a subset of the scope (globs, or file:line-line ranges as Stryker takes them)
+ * --section TEXT one spec section of scope.mjs (the first whose name contains TEXT), e.g. "idempotency"
+ *
+ * Each mutant costs one suite run that stops at the first core failure (--bail) and runs only the check families
+ * of the mutated module's section (suite.mjs, scope.mjs CHECKS); the reference starts afresh for each (a fresh
+ * store: outcomes never depend on the mutants before).
  */
-import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Stryker } from '@stryker-mutator/core'
-import { SCOPE, scopeGlobs } from './scope.mjs'
+import { asMutate, changedRanges, countMutants } from './changes.mjs'
+import { SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 const out = join(root, 'reports', 'stryker')
 const { values } = parseArgs({
   options: {
     since: { type: 'string' },
+    'max-mutants': { type: 'string' },
     incremental: { type: 'boolean' },
     mutate: { type: 'string' },
+    section: { type: 'string' },
     concurrency: { type: 'string' },
   },
   strict: true,
 })
 
-/** The scope's files changed since a ref (committed or not). */
-function changedSince(ref) {
-  const names = execFileSync('git', ['diff', '--name-only', ref, '--', 'src'], {
-    cwd: root,
-    encoding: 'utf8',
-  })
-    .split('\n')
-    .filter((f) => f.endsWith('.ts') && existsSync(join(root, f)))
-  return names.filter((f) => sectionOf(f) !== undefined && !f.endsWith('/ports.ts'))
-}
-
-/** A glob of scope.mjs as a RegExp over repository paths. */
-const globRe = (glob) =>
-  new RegExp(
-    `^${glob
-      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-      .replace(/\*\*\/\*/g, '.*')
-      .replace(/\*/g, '[^/]*')}$`,
-  )
-
-function sectionOf(file) {
-  for (const [section, globs] of Object.entries(SCOPE))
-    if (globs.some((g) => globRe(g).test(file))) return section
-  return undefined
-}
-
 let mutate = values.mutate ? values.mutate.split(',') : scopeGlobs()
+if (values.section) {
+  const name = Object.keys(SCOPE).find((s) => s.includes(values.section))
+  if (!name) {
+    console.error(
+      `conformance:stryker: no section matches --section ${values.section}: ${Object.keys(SCOPE).join('; ')}`,
+    )
+    process.exit(2)
+  }
+  mutate = [...SCOPE[name], '!src/**/ports.ts', '!src/**/*.d.ts']
+}
 if (values.since) {
-  mutate = changedSince(values.since)
-  if (mutate.length === 0) {
+  const ranges = changedRanges(root, values.since)
+  if (ranges.length === 0) {
     console.log(
-      `conformance:stryker: no spec-bearing module changed since ${values.since}; nothing to mutate`,
+      `conformance:stryker: no line of a spec-bearing module changed since ${values.since}; nothing to mutate (${process.uptime().toFixed(1)} s)`,
     )
     process.exit(0)
   }
+  // A CI job's time is bounded: the changed ranges are taken in order while their mutants fit --max-mutants.
+  const counts = await countMutants(root, ranges)
+  const cap = values['max-mutants'] ? Number(values['max-mutants']) : Number.POSITIVE_INFINITY
+  const taken = []
+  let total = 0
+  for (const [i, r] of ranges.entries()) {
+    if (total + counts[i] > cap && taken.length > 0) continue
+    taken.push(r)
+    total += counts[i]
+  }
+  const left = ranges.filter((r) => !taken.includes(r))
+  console.log(
+    `conformance:stryker: ${ranges.length} changed range(s) of spec-bearing modules since ${values.since}, ${counts.reduce((a, b) => a + b, 0)} mutants; mutating ${taken.length} range(s), ${total} mutants${left.length > 0 ? ` (--max-mutants ${cap} leaves out ${left.map(asMutate).join(', ')})` : ''}`,
+  )
+  if (total === 0) {
+    console.log(
+      `conformance:stryker: the changed lines hold no mutant; nothing to run (${process.uptime().toFixed(1)} s)`,
+    )
+    process.exit(0)
+  }
+  mutate = taken.map(asMutate)
 }
 const suiteReports = join(out, 'suite')
 rmSync(suiteReports, { recursive: true, force: true })
@@ -82,7 +95,8 @@ const stryker = new Stryker({
   mutate,
   ignorePatterns: ['dist', 'docs', 'bench', 'test', 'reports', 'coverage', '.agentops', 'conformance/bundle'],
   concurrency: Number(values.concurrency ?? 1),
-  timeoutMS: 60_000,
+  // Added to the dry run's time (the whole suite) times the factor: a mutant that hangs the server costs this.
+  timeoutMS: 30_000,
   timeoutFactor: 1.5,
   incremental: values.incremental === true,
   incrementalFile: join(out, 'incremental.json'),

@@ -22,7 +22,78 @@ export const SCOPE = {
   '§4 GraphQL surface': ['src/graphql/**/*.ts'],
 }
 
+/**
+ * The checks that can kill a mutant of each section (check id prefixes, as `--only` takes them): the suite run for
+ * one mutant is the families that exercise its module, not all 133 checks. `sweep` (every exchange of the run
+ * against the contract) judges every run, so it is everywhere.
+ * A section whose modules every request passes through (authentication, error envelopes) runs the families that
+ * probe them from the edges; the per-section table shows what a narrower selection lets survive.
+ */
+const EVERYWHERE = ['sweep']
+export const CHECKS = {
+  '§5 authentication and scopes': [
+    'auth',
+    'authz',
+    'scoping',
+    'tenancy',
+    'ratelimit.per-workspace',
+    'surface',
+  ],
+  '§5.6 tenancy': ['resources', 'readback', 'scoping', 'tenancy', 'validation'],
+  '§8 idempotency': ['idempotency'],
+  '§8 rate limits': ['ratelimit', 'graphql.spec-'],
+  '§8 pagination and cursors': ['pagination', 'tenancy.cursor-stays-in-workspace', 'readback'],
+  '§2-§3 runs: state machine, plan, trace, approvals': [
+    'runs',
+    'readback',
+    'tools',
+    'webhooks.awaiting-approval-body',
+  ],
+  '§1, §2 policy gate and tool bindings': ['tools', 'authz', 'runs', 'readback.tool-fields-everywhere'],
+  '§2, §4 ingestion and lineage': ['ingest', 'stream', 'tenancy.connector-id-per-workspace', 'validation'],
+  '§6 events': ['webhooks', 'stream', 'destinations', 'readback.awaiting-approval-event', 'graphql'],
+  '§5.5, §6 webhook outbox, signing, retries': [
+    'webhooks',
+    'destinations',
+    'tenancy.webhooks-never-cross-workspaces',
+  ],
+  '§4 stream': ['stream', 'ingest', 'tenancy.connector-id-per-workspace'],
+  '§7 error envelopes': [
+    'auth',
+    'validation',
+    'idempotency',
+    'scoping',
+    'pagination',
+    'ratelimit.429-at-limit',
+    'surface',
+  ],
+  '§4 GraphQL surface': ['graphql'],
+}
+
+/** The check prefixes one section's mutants are judged by (`undefined`: every check). */
+export function checksFor(section) {
+  const own = CHECKS[section]
+  return own ? [...own, ...EVERYWHERE] : undefined
+}
+
 /** Every glob of the scope, with type-only files left out (nothing in them runs). */
 export function scopeGlobs() {
   return [...Object.values(SCOPE).flat(), '!src/**/ports.ts', '!src/**/*.d.ts']
+}
+
+/** A glob of the scope as a RegExp over repository paths (a double star any depth, a star within one folder). */
+export const globRe = (glob) =>
+  new RegExp(
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*\*\/\*/g, '.*')
+      .replace(/\*/g, '[^/]*')}$`,
+  )
+
+/** The spec section a repository path belongs to, or undefined outside the scope. */
+export function sectionOf(file) {
+  if (file.endsWith('/ports.ts') || file.endsWith('.d.ts')) return undefined
+  for (const [section, globs] of Object.entries(SCOPE))
+    if (globs.some((g) => globRe(g).test(file))) return section
+  return undefined
 }

@@ -4,18 +4,65 @@
  * from the mutated sources of this sandbox, every profile failure counting (--strict-profile), so the suite is the
  * only test that can kill a mutant. Each run's JSON report is kept under STRYKER_SUITE_REPORTS, named by the active
  * mutant, for the per-section table (killed at core, by profile only).
+ *
+ * Cheap per mutant: the run stops at the first core failure (--bail), and only the check families of the mutated
+ * module's spec section run (scope.mjs CHECKS; the section is found by the mutant's id in the sandbox's
+ * instrumented sources). The dry run (no active mutant) runs every check.
+ *
+ * Killed means the suite noticed: a core failure, a profile failure, or a selected core check that could not run
+ * (skipped or partial against a reference whose clean run passes it). Exit 0 is a survivor.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { checksFor, sectionOf } from './scope.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
-const mutant = process.env.__STRYKER_ACTIVE_MUTANT__ ?? 'clean'
+const mutant = process.env.__STRYKER_ACTIVE_MUTANT__
 const reports = process.env.STRYKER_SUITE_REPORTS
-const args = [join(root, 'conformance', 'bin', 'agentops-conformance.mjs'), '--reference', '--strict-profile']
-if (reports) {
+
+/** The scope's source file that holds a mutant, found by its id in the instrumented sources. */
+function fileOf(id) {
+  const marker = `stryMutAct_9fa48("${id}")`
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) {
+        const found = walk(path)
+        if (found) return found
+      } else if (entry.name.endsWith('.ts')) {
+        const file = relative(root, path)
+        if (sectionOf(file) && readFileSync(path, 'utf8').includes(marker)) return file
+      }
+    }
+    return undefined
+  }
+  return walk(join(root, 'src'))
+}
+
+const section = mutant ? sectionOf(fileOf(mutant) ?? '') : undefined
+const only = section ? checksFor(section) : undefined
+const json = reports ? join(reports, `${mutant ?? 'clean'}.json`) : undefined
+const args = [
+  join(root, 'conformance', 'bin', 'agentops-conformance.mjs'),
+  '--reference',
+  '--strict-profile',
+  ...(mutant ? ['--bail'] : []),
+  ...(only ? ['--only', only.join(',')] : []),
+]
+if (json) {
   mkdirSync(reports, { recursive: true })
-  args.push('--json', join(reports, `${mutant}.json`))
+  args.push('--json', json)
 }
 const run = spawnSync(process.execPath, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
-process.exitCode = run.status ?? 1
+
+/** Whether the run's report shows the suite noticing the mutant (see above). */
+function noticed(report) {
+  const v = report.verdict
+  if (!v || v.verdict === 'NOT CONFORMANT' || v.verdict === 'ERROR') return true
+  return v.core.skipped.length > 0 || v.core.partial.length > 0
+}
+
+if (json && existsSync(json) && run.status !== null) {
+  process.exitCode = noticed(JSON.parse(readFileSync(json, 'utf8'))) ? 1 : 0
+} else process.exitCode = run.status ?? 1

@@ -142,6 +142,31 @@ describe('the process ends with its verdict', () => {
     expect(r.exitedAt - r.verdictAt).toBeLessThan(EXIT_BOUND_MS)
   }, 240_000)
 
+  it('--bail stops at the first core failure: what had not begun is skipped naming it, and the verdict is NOT CONFORMANT', async () => {
+    await play('mutant', 'missing-token-accepted')
+    const json = join(scratchDir('bail-'), 'run.json')
+    const r = await timedRun(['--provision', provision, '--only', 'auth,runs', '--bail', '--json', json])
+    expect(r.code, r.out.slice(-2000)).toBe(1)
+    const results = (
+      JSON.parse(readFileSync(json, 'utf8')) as {
+        results: Array<{ id: string; level: string; outcome: string; message?: string }>
+      }
+    ).results
+    const failed = results.filter((x) => x.level === 'core' && x.outcome === 'fail').map((x) => x.id)
+    expect(failed).toEqual(['auth.missing-token-401'])
+    const after = results.slice(results.findIndex((x) => x.id === failed[0]) + 1)
+    const bailed = after.filter((x) =>
+      /^(not run|cut short): --bail: core check auth\.missing-token-401 failed/.test(x.message ?? ''),
+    )
+    // A check already under way when it failed (one that overlaps) may still finish; nothing else runs.
+    expect(bailed.length).toBeGreaterThan(5)
+    expect(after.filter((x) => x.outcome !== 'pass' && !bailed.includes(x))).toEqual([])
+    expect(r.out.trim().split('\n').at(-1)).toMatch(
+      /^NOT CONFORMANT: 1 of \d+ core checks failed: auth\.missing-token-401/,
+    )
+    expect(r.err).not.toMatch(/still running/)
+  }, 240_000)
+
   it('--plan says beforehand which checks will run and which skip for want of a token, as the run then does', async () => {
     await play('clean')
     const primary = await provisioned()
