@@ -6,7 +6,8 @@
  *
  *   npx tsx conformance/mutants/run.ts [--only mutant-id,...] [--dialect]
  *
- * `--dialect` runs the foreign dialect after the clean run and the `--only` mutants (none without `--only`).
+ * `--dialect` runs the dialects after the clean run and the `--only` mutants (none without `--only`); dialect ids
+ * in `--only` run those dialects alone.
  */
 import { parseArgs } from 'node:util'
 import type { Check } from '../src/check.js'
@@ -133,7 +134,10 @@ async function main(): Promise<number> {
     // Dialects are correct deployments with other gap decisions: every core check must pass through them.
     let dialectFailures = 0
     if (only.length === 0 || dialectOnly) {
-      for (const dialect of createDialects(base.openapiPath)) {
+      const dialects = createDialects(base.openapiPath)
+      // `--dialect --only late-deliveries` runs the named dialects only.
+      const named = dialects.filter((d) => only.includes(d.id))
+      for (const dialect of named.length > 0 ? named : dialects) {
         proxy.mutant = dialect
         const results = await suite([], dialect)
         proxy.mutant = undefined
