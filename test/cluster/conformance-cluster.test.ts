@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { backends } from '../support/backends.js'
-import { type Cluster, conformanceTokenFlags, freePort, startCluster } from '../support/cluster.js'
+import { type Cluster, conformanceTokenFlags, startCluster } from '../support/cluster.js'
+import { testPort } from '../support/ports.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const postgres = backends().filter((b) => b.name === 'postgres')
@@ -21,7 +22,7 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
     const url = await postgres[0]!.freshUrl()
     tokenFlags = await conformanceTokenFlags(url)
     // The suite's webhook receiver listens on this port, the replicas' one private webhook target.
-    receiverPort = await freePort()
+    receiverPort = await testPort()
     cluster = await startCluster({
       databaseUrl: url,
       replicas: 2,

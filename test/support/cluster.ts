@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { createProxyServer } from 'http-proxy-3'
 import { SERVER_NODE_OPTIONS } from '../../src/cli/node-options.js'
+import { listenPort, testPort } from './ports.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = `${ROOT}bin/agentops.mjs`
@@ -63,14 +64,6 @@ export interface ClusterOptions {
   env?: NodeJS.ProcessEnv
   /** Called with each line a replica prints, prefixed with its index (the cluster script shows them). */
   onLine?: (line: string) => void
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
 }
 
 /** Runs one `agentops` CLI command against a store; resolves with its standard output. */
@@ -139,7 +132,7 @@ export async function startReplica(
   env: NodeJS.ProcessEnv = {},
   onLine?: (line: string) => void,
 ): Promise<Replica> {
-  const port = await freePort()
+  const port = await testPort()
   const child: ChildProcess = spawn(
     process.execPath,
     // As `npm start` runs the server.
@@ -297,7 +290,8 @@ export async function startBalancer(
       socket.pipe(upstream).pipe(socket)
     })
   })
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  const listenOn = port || (await listenPort())
+  await new Promise<void>((resolve) => server.listen(listenOn, '127.0.0.1', resolve))
   const address = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${address.port}`,
