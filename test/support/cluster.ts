@@ -83,47 +83,15 @@ export async function issueToken(databaseUrl: string, args: string[]): Promise<s
   return token
 }
 
-/** The six tokens the conformance suite asks for (as its --reference mode provisions them), as CLI flags. */
-export async function conformanceTokenFlags(databaseUrl: string): Promise<string[]> {
-  // The first call migrates the store; the others can then run side by side.
-  const primary = await issueToken(databaseUrl, [
-    '--workspace',
-    'conformance-primary',
-    '--tier',
-    'enterprise',
-    '--limit-per-hour',
-    '1000000',
-    '--burst-limit',
-    '100000',
-  ])
-  const [second, narrow, limited, expired] = await Promise.all([
-    issueToken(databaseUrl, ['--workspace', 'conformance-second', '--tier', 'pro']),
-    issueToken(databaseUrl, ['--workspace', 'conformance-primary', '--scopes', 'agents:read']),
-    issueToken(databaseUrl, [
-      '--workspace',
-      'conformance-limited',
-      '--limit-per-hour',
-      '1000',
-      '--burst-limit',
-      '5',
-    ]),
-    issueToken(databaseUrl, ['--workspace', 'conformance-primary', '--expires-in', '1']),
-  ])
-  const limitedPeer = await issueToken(databaseUrl, ['--workspace', 'conformance-limited'])
-  return [
-    '--token',
-    primary,
-    '--second-token',
-    second,
-    '--narrow-token',
-    narrow,
-    '--limited-token',
-    limited,
-    '--limited-peer-token',
-    limitedPeer,
-    '--expired-token',
-    expired,
-  ]
+/**
+ * The command that issues the conformance suite's identities on a store in one step (`agentops keys
+ * provision-conformance`, fresh workspaces each time), for the suite's `--provision`.
+ */
+export function conformanceProvisionCommand(databaseUrl: string): string {
+  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
+  return [process.execPath, CLI, 'keys', 'provision-conformance', '--database-url', databaseUrl]
+    .map(quote)
+    .join(' ')
 }
 
 export async function startReplica(
