@@ -1,7 +1,9 @@
 import { z } from 'zod'
 import { ApiError } from '../errors.js'
 import type { OutboundHttp } from '../outbound.js'
+import { EVENT_KINDS, type EventKind } from '../webhooks/body.js'
 import { checkWebhookUrl } from '../webhooks/url-check.js'
+import { PAGERDUTY_DEFAULT_EVENTS, PAGERDUTY_EVENTS_URL, PAGERDUTY_SEVERITIES } from './pagerduty.js'
 import type { DestinationType } from './types.js'
 
 /** One type's settings: the public `config` and the write-only `secrets`, each a strict object. */
@@ -29,6 +31,46 @@ const SETTINGS: Record<DestinationType, TypeSettings> = {
     }),
     urls: [{ in: 'config', field: 'url' }],
   },
+  slack: {
+    config: z.strictObject({
+      /** Shown as the sender, where the workspace's Slack app allows overriding it. */
+      username: text(80).optional(),
+      icon_emoji: z
+        .string()
+        .regex(/^:[a-z0-9_+-]{1,60}:$/)
+        .optional(),
+    }),
+    secrets: z.strictObject({
+      /** The incoming webhook URL (it carries the token): https://hooks.slack.com/services/… or a compatible one. */
+      webhook_url: text(2048),
+    }),
+    urls: [{ in: 'secrets', field: 'webhook_url' }],
+  },
+  pagerduty: {
+    config: z.strictObject({
+      /** The Events API v2 endpoint; PagerDuty's EU region or a proxy can be named here. */
+      url: text(2048).default(PAGERDUTY_EVENTS_URL),
+      /** Fixed severity; by default run.failed is error, policy.denied and run.awaiting_approval warning. */
+      severity: z.enum(PAGERDUTY_SEVERITIES).optional(),
+      /** The incident's `source`; default `agentops:<workspace id>`. */
+      source: text(255).optional(),
+      /** The incident's `component`; default the agent id. */
+      component: text(255).optional(),
+    }),
+    secrets: z.strictObject({
+      /** The service integration's routing key (Events API v2). */
+      routing_key: z
+        .string()
+        .regex(/^[A-Za-z0-9]{32}$/, 'must be a 32-character Events API v2 integration key'),
+    }),
+    urls: [{ in: 'config', field: 'url' }],
+  },
+}
+
+/** The kinds a destination of `type` gets when its creation lists none. */
+export function defaultEvents(type: DestinationType): EventKind[] {
+  if (type === 'pagerduty' || type === 'slack') return [...PAGERDUTY_DEFAULT_EVENTS]
+  return [...EVENT_KINDS]
 }
 
 export interface ParsedSettings {
