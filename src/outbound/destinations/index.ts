@@ -1,6 +1,7 @@
 import type { DestinationTransports } from '../../domain/destinations/ports.js'
 import type { OutboundHttp } from '../../domain/outbound.js'
 import { cloudEventsTransport } from './cloudevents.js'
+import { natsTransport } from './nats.js'
 import { pagerDutyTransport } from './pagerduty.js'
 import { slackTransport } from './slack.js'
 
@@ -9,7 +10,7 @@ export interface DestinationTransportOptions {
   publicUrl?: string | undefined
 }
 
-/** One transport per destination type; every HTTP one goes through the guarded outbound port. */
+/** One transport per destination type; every HTTP one goes through the guarded outbound port. NATS keeps connections. */
 export function createDestinationTransports(
   outbound: OutboundHttp,
   options: DestinationTransportOptions = {},
@@ -18,5 +19,6 @@ export function createDestinationTransports(
     cloudevents: cloudEventsTransport(outbound),
     slack: slackTransport(outbound, { publicUrl: options.publicUrl }),
     pagerduty: pagerDutyTransport(outbound, { publicUrl: options.publicUrl }),
+    nats: natsTransport(),
   }
 }
