@@ -37,6 +37,8 @@ export const GAPS = {
     '§7 lists the statuses it shows; the others a deployment answers (413, 415, 405) are not shown',
   idempotencyReplay:
     '§8 "Idempotency-Key header on all POST requests ... Reuse with a different body yields 409" (what a replay answers is not shown)',
+  idempotencyKeyForm:
+    '§8 "`Idempotency-Key` header on all POST requests" (what a key may hold, its length and characters, is not shown)',
   responseBodies:
     '§2 "Agent response fields: not shown", "Task response fields: not shown", "Webhook subscription response fields: not shown"',
 } as const
@@ -75,6 +77,8 @@ export const PROFILE_GAPS: Record<string, string> = {
   'scoping.connector-records-404': GAPS.extensions,
   'idempotency.replay-byte-identical': GAPS.idempotencyReplay,
   'idempotency.conflict-codes': GAPS.errorCodes,
+  'idempotency.key-form': GAPS.idempotencyKeyForm,
+  'idempotency.refusal-stored': GAPS.idempotencyReplay,
   'ingest.rejections-explained': GAPS.rejectReasons,
   'ingest.lineage-root-merkle': GAPS.lineage,
   'ingest.records-read-back': GAPS.extensions,

@@ -275,6 +275,29 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'idempotency-key-any-form',
+      description:
+        'An Idempotency-Key of any form is taken: one with a space or a character past ASCII is used as its hash',
+      targets: ['idempotency.key-form'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        if (req.method !== 'POST' || !key || /^[\x21-\x7e]+$/.test(key)) return req
+        const hashed = createHash('sha256').update(key).digest('hex')
+        return { ...req, headers: { ...req.headers, 'idempotency-key': hashed } }
+      },
+    },
+    {
+      id: 'idempotency-refusal-not-stored',
+      description:
+        'A keyed request refused 4xx leaves the key free: its repeat is refused afresh, not replayed',
+      targets: ['idempotency.refusal-stored'],
+      response(req, res) {
+        if (!header(req, 'idempotency-key') || res.status < 400 || res.status >= 500) return res
+        const { 'idempotent-replayed': _dropped, ...headers } = res.headers
+        return { ...res, headers }
+      },
+    },
+    {
       id: 'idempotency-race',
       description:
         'The key is checked before the first request commits: concurrent requests with one key each create',

@@ -258,6 +258,77 @@ export const idempotencyChecks: Check[] = [
     },
   },
   {
+    id: 'idempotency.key-form',
+    title:
+      'A key of 1 to 255 printable ASCII characters is taken; a longer one, or one with a space or a character past ASCII anywhere, is refused 400 invalid_idempotency_key naming the header',
+    level: 'profile',
+    clauses: ['S8.3'],
+    async run(ctx) {
+      // The reference's choice (IETF Idempotency-Key draft: a key is an opaque string; §8 leaves its form open).
+      const post = (key: string, label: string) =>
+        ctx.http.post(
+          '/v1/agents',
+          { name: ctx.name(`idem-form-${label}`), behavior: 'autonomous' },
+          { headers: { 'idempotency-key': key } },
+        )
+      const suffix = randomBytes(4).toString('hex')
+      for (const [label, key] of [
+        ['one-character', suffix.slice(0, 1)],
+        ['255-character', `${suffix}${'k'.repeat(247)}`],
+      ] as const) {
+        const res = await post(key, label)
+        expectStatus(res, [200, 201], `a ${label} key`)
+        const id = ownId(res.body, 'agent')
+        if (typeof id === 'string')
+          ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+      }
+      for (const [label, key] of [
+        ['256-character', `${suffix}${'k'.repeat(248)}`],
+        ['space inside', `conf ${suffix}`],
+        ['non-ASCII first', `\u00e9${suffix}`],
+        ['non-ASCII last', `${suffix}\u00e9`],
+      ] as const) {
+        const error = expectError(
+          await post(key, 'refused'),
+          400,
+          `a key with ${label}`,
+          'invalid_idempotency_key',
+        )
+        const detail = obj(error.detail)
+        assert(
+          String(detail.header).toLowerCase() === 'idempotency-key',
+          `a key with ${label}: error.detail.header is ${JSON.stringify(detail.header)}, not "Idempotency-Key"`,
+        )
+      }
+    },
+  },
+  {
+    id: 'idempotency.refusal-stored',
+    title:
+      'A keyed POST refused 400 is the key’s answer: repeated with the same key and body it is replayed (Idempotent-Replayed: true), never a 5xx',
+    level: 'profile',
+    clauses: ['S8.3', 'S7.4'],
+    async run(ctx) {
+      // The reference's choice (Stripe's): a refusal is stored like any answer; §8 leaves what a key keeps open.
+      const key = newKey()
+      const body = { name: ctx.name('idem-refused'), behavior: 'not-a-behavior' }
+      const post = () => ctx.http.post('/v1/agents', body, { headers: { 'idempotency-key': key } })
+      const first = await post()
+      expectError(first, 400, 'a keyed POST with a behavior the spec does not list')
+      assert(first.headers['idempotent-replayed'] === undefined, 'the first refusal claims to be a replay')
+      const second = await post()
+      expectError(second, 400, 'the same keyed POST again')
+      assert(
+        second.headers['idempotent-replayed'] === 'true',
+        'the repeated refusal is not marked Idempotent-Replayed: true (the key did not keep it)',
+      )
+      assert(
+        second.text === first.text,
+        `the replayed refusal differs:\n${short(first.text)}\n${short(second.text)}`,
+      )
+    },
+  },
+  {
     id: 'idempotency.concurrent-use',
     title: 'Concurrent POSTs with one key create one resource; the others replay it or answer 409',
     level: 'profile',

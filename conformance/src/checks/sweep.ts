@@ -159,14 +159,15 @@ export const sweepChecks: Check[] = [
   },
   {
     id: 'sweep.request-id-header',
-    title: 'Every answer carries X-Request-Id, equal to error.request_id on errors',
+    title: 'Every answer carries X-Request-Id, equal to error.request_id on errors (a replay repeats its first answer’s)',
     level: 'profile',
     clauses: ['S7.1'],
     async run(ctx) {
       for (const x of ctx.seen) {
         const header = x.response.headers['x-request-id']
         if (!header) fail(`no X-Request-Id on ${where(x)}`)
-        if (x.response.status >= 400) {
+        // A replayed refusal (Idempotent-Replayed: true) repeats the stored answer, the first request's id with it.
+        if (x.response.status >= 400 && x.response.headers['idempotent-replayed'] !== 'true') {
           const rid = obj(obj(x.response.body).error).request_id
           if (rid !== header) fail(`error.request_id ${short(rid)} ≠ X-Request-Id ${header} on ${where(x)}`)
         }
