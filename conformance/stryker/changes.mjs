@@ -6,7 +6,6 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Instrumenter } from '@stryker-mutator/instrumenter'
 import { sectionOf } from './scope.mjs'
 
 const git = (root, args) => execFileSync('git', args, { cwd: root, encoding: 'utf8' })
@@ -53,6 +52,7 @@ const quiet = {
 
 /** How many mutants each range holds (the ones a `// Stryker disable` comment leaves out are not counted). */
 export async function countMutants(root, ranges) {
+  const { Instrumenter } = await import('@stryker-mutator/instrumenter')
   const instrumenter = new Instrumenter(quiet)
   const counts = []
   for (const r of ranges) {

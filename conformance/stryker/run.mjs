@@ -20,7 +20,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
-import { Stryker } from '@stryker-mutator/core'
 import { asMutate, changedRanges, countMutants } from './changes.mjs'
 import { SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
 
@@ -84,6 +83,8 @@ rmSync(suiteReports, { recursive: true, force: true })
 mkdirSync(suiteReports, { recursive: true })
 process.env.STRYKER_SUITE_REPORTS = suiteReports
 
+// Loaded only now: a quick run with nothing to mutate ends before StrykerJS loads.
+const { Stryker } = await import('@stryker-mutator/core')
 const started = Date.now()
 const stryker = new Stryker({
   packageManager: 'npm',
@@ -144,6 +145,8 @@ const judged = total.killedAtCore + total.killedByProfileOnly + total.survived
 const summary = {
   seconds: Math.round(seconds),
   mutants: results.length,
+  secondsPerMutant: Number((seconds / Math.max(1, results.length)).toFixed(1)),
+  concurrency: Number(values.concurrency ?? 1),
   mutate,
   killed: judged ? (total.killedAtCore + total.killedByProfileOnly) / judged : null,
   killedAtCore: judged ? total.killedAtCore / judged : null,
