@@ -159,7 +159,8 @@ export const sweepChecks: Check[] = [
   },
   {
     id: 'sweep.request-id-header',
-    title: 'Every answer carries X-Request-Id, equal to error.request_id on errors (a replay repeats its first answer’s)',
+    title:
+      'Every answer carries X-Request-Id, equal to error.request_id on errors (a replay repeats its first answer’s)',
     level: 'profile',
     clauses: ['S7.1'],
     async run(ctx) {
