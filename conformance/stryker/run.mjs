@@ -90,8 +90,9 @@ const stryker = new Stryker({
   packageManager: 'npm',
   testRunner: 'command',
   commandRunner: { command: 'node conformance/stryker/suite.mjs' },
-  // The reference runs compiled (bin/agentops.mjs runs dist/): the sandbox builds its mutated sources once.
-  buildCommand: 'node scripts/build.mjs',
+  // The reference runs compiled (bin/agentops.mjs runs dist/): the sandbox builds its mutated sources once, and
+  // the suite too (suite.mjs runs conformance/dist).
+  buildCommand: 'node scripts/build.mjs && npm run build -w agentops-conformance',
   coverageAnalysis: 'off',
   mutate,
   ignorePatterns: ['dist', 'docs', 'bench', 'test', 'reports', 'coverage', '.agentops', 'conformance/bundle'],

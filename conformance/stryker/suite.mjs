@@ -15,6 +15,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { checksFor, sectionOf } from './scope.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -43,8 +44,19 @@ function fileOf(id) {
 const section = mutant ? sectionOf(fileOf(mutant) ?? '') : undefined
 const only = section ? checksFor(section) : undefined
 const json = reports ? join(reports, `${mutant ?? 'clean'}.json`) : undefined
+// The suite as the sandbox's build command compiled it (conformance/dist): its TypeScript sources through tsx cost
+// each run most of a second of CPU more.
+const compiled = join(root, 'conformance', 'dist', 'cli.js')
+const entry = existsSync(compiled)
+  ? [
+      '--input-type=module',
+      '-e',
+      `const cli = await import(${JSON.stringify(pathToFileURL(compiled).href)}); await cli.runProgram(process.argv.slice(1))`,
+      '--',
+    ]
+  : [join(root, 'conformance', 'bin', 'agentops-conformance.mjs')]
 const args = [
-  join(root, 'conformance', 'bin', 'agentops-conformance.mjs'),
+  ...entry,
   '--reference',
   '--strict-profile',
   ...(mutant ? ['--bail'] : []),
