@@ -45,6 +45,14 @@ export interface IdempotencyOptions {
    * (IdempotencyService.once's `writesOnly`).
    */
   writesOnlyOperations?: readonly string[]
+  /**
+   * Whether a POST only reads, from its path and body (GraphQL queries, told by the GraphQL transport): a read is not
+   * keyed at all (its Idempotency-Key is ignored: nothing is stored, a retry runs the read again and changes
+   * nothing), so a read-only key cannot grow the store with answers.
+   */
+  postKind?: ((path: string, body: string) => 'read' | 'write' | undefined) | undefined
+  /** The workspace's quotas bound the answers a key keeps (IdempotencyService.once's `quota`); default on. */
+  quotas?: boolean
 }
 
 export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) => {
@@ -55,7 +63,9 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
     if (key === undefined) return next()
     validateKey(key)
     const auth = c.get('auth')
-    const print = fingerprint(c.req.method, c.req.path, await c.req.text())
+    const text = await c.req.text()
+    if (options.postKind?.(c.req.path, text) === 'read') return next()
+    const print = fingerprint(c.req.method, c.req.path, text)
     const answered = captureJson(c)
     const outcome = await service.once(
       auth.workspaceId,
@@ -68,7 +78,10 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
           failed: c.error !== undefined || c.res.status >= 500,
         }
       },
-      { writesOnly: writesOnly.has(c.req.path) },
+      {
+        writesOnly: writesOnly.has(c.req.path),
+        ...(options.quotas === false ? {} : { quota: { workspace: auth.workspace, read: false } }),
+      },
     )
     if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
     if (outcome.fingerprint !== print) {
