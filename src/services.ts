@@ -174,7 +174,9 @@ export function createDomain(deps: DomainDeps): Domain {
         ...outboxSettings,
         outbound: outbound.destinations,
         quotas,
-        transports: deps.destinationTransports ?? createDestinationTransports(outbound.destinations),
+        transports:
+          deps.destinationTransports ??
+          createDestinationTransports(outbound.destinations, { publicUrl: config.publicUrl }),
         ...(metrics ? { telemetry: metrics.destinations } : {}),
       },
     ),
