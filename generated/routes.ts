@@ -804,10 +804,10 @@ const EventKindSchema = z
   .openapi('EventKind')
 
 const DestinationTypeSchema = z
-  .literal('cloudevents')
+  .enum(['cloudevents', 'slack', 'pagerduty', 'nats'])
   .openapi({
     description:
-      '`cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header).',
+      "`cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?}`, secrets `{webhook_url}`. `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.",
   })
   .openapi('DestinationType')
 
@@ -819,7 +819,8 @@ const DestinationCreateSchema = z
       .array(EventKindSchema)
       .min(1)
       .max(50)
-      .refine((items) => new Set(items).size === items.length),
+      .refine((items) => new Set(items).size === items.length)
+      .exactOptional(),
     agent_ids: z
       .array(z.string().max(64))
       .min(1)
@@ -846,7 +847,7 @@ const DestinationCreateSchema = z
           "The type's credentials (see DestinationType); write-only, never answered, logged or quoted in an error.",
       }),
   })
-  .openapi({ required: ['type', 'name', 'events'] })
+  .openapi({ required: ['type', 'name'] })
   .openapi('DestinationCreate')
 
 const DestinationUpdateSchema = z

@@ -1028,7 +1028,7 @@ export interface components {
             config?: {
                 [key: string]: unknown;
             };
-            events: components["schemas"]["EventKind"][];
+            events?: components["schemas"]["EventKind"][];
             name: string;
             /** @description The type's credentials (see DestinationType); write-only, never answered, logged or quoted in an error. */
             secrets?: {
@@ -1071,10 +1071,10 @@ export interface components {
             status_code: number | null;
         };
         /**
-         * @description `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header).
+         * @description `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?}`, secrets `{webhook_url}`. `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.
          * @enum {string}
          */
-        DestinationType: "cloudevents";
+        DestinationType: "cloudevents" | "slack" | "pagerduty" | "nats";
         DestinationUpdate: {
             agent_ids?: string[] | null;
             /** @description Replaces the whole config. */

@@ -24,6 +24,11 @@ export interface Config {
   headersTimeoutMs: number
   /** How long a client may take to send a whole request, headers and body (Node's requestTimeout); 408 then. */
   requestTimeoutMs: number
+  /**
+   * The server's public base URL (AGENTOPS_PUBLIC_URL), as people reach it: chat messages and incidents link to the
+   * run there. Unset: no links.
+   */
+  publicUrl?: string
   /** Runs executed at the same time by one server. */
   runConcurrency: number
   /** How long a server holds a run without renewing its claim; after a crash another start takes over then. */
@@ -165,6 +170,22 @@ function privateTargetsFrom(env: NodeJS.ProcessEnv): Record<OutboundPurpose, Pri
   return { webhooks: read('webhooks'), destinations: read('destinations'), tools: read('tools') }
 }
 
+/** `AGENTOPS_PUBLIC_URL`: an absolute http(s) URL, kept without a trailing slash. */
+export function parsePublicUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  let url: URL
+  try {
+    url = new URL(value.trim())
+  } catch {
+    throw new Error(`AGENTOPS_PUBLIC_URL must be an absolute http or https URL, got "${value}"`)
+  }
+  if (!/^https?:$/.test(url.protocol) || url.username !== '' || url.password !== '' || url.search !== '')
+    throw new Error(
+      `AGENTOPS_PUBLIC_URL must be an http or https URL without credentials or query, got "${value}"`,
+    )
+  return url.href.replace(/\/+$/, '')
+}
+
 /** The slowloris bounds: both at least 1 s, and the headers' no longer than the whole request's. */
 function requestTimeoutsFrom(env: NodeJS.ProcessEnv): { headersTimeoutMs: number; requestTimeoutMs: number } {
   const headersTimeoutMs = intFrom(env.AGENTOPS_HEADERS_TIMEOUT_MS, 10_000, 'AGENTOPS_HEADERS_TIMEOUT_MS')
@@ -183,6 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     databaseUrl: env.AGENTOPS_DATABASE_URL || DEFAULT_DATABASE_URL,
     maxBodyBytes: intFrom(env.AGENTOPS_MAX_BODY_BYTES, 1024 * 1024, 'AGENTOPS_MAX_BODY_BYTES'),
     privateTargets: privateTargetsFrom(env),
+    ...(env.AGENTOPS_PUBLIC_URL ? { publicUrl: parsePublicUrl(env.AGENTOPS_PUBLIC_URL) } : {}),
     ...requestTimeoutsFrom(env),
     runConcurrency: intFrom(env.AGENTOPS_RUN_CONCURRENCY, 4, 'AGENTOPS_RUN_CONCURRENCY'),
     runLeaseMs: intFrom(env.AGENTOPS_RUN_LEASE_MS, 15_000, 'AGENTOPS_RUN_LEASE_MS'),

@@ -161,7 +161,9 @@ export function createDomain(deps: DomainDeps): Domain {
       {
         ...outboxSettings,
         outbound: outbound.destinations,
-        transports: deps.destinationTransports ?? createDestinationTransports(outbound.destinations),
+        transports:
+          deps.destinationTransports ??
+          createDestinationTransports(outbound.destinations, { publicUrl: config.publicUrl }),
         ...(metrics ? { telemetry: metrics.destinations } : {}),
       },
     ),

@@ -478,14 +478,14 @@ export type RecordPage = {
 export type EventKind = 'run.started' | 'run.awaiting_approval' | 'run.succeeded' | 'run.failed' | 'run.paused' | 'run.resumed' | 'run.cancelled' | 'policy.denied' | 'agent.created' | 'agent.deleted' | 'task.created' | 'task.succeeded' | 'task.failed' | 'task.cancelled' | 'tool.registered' | 'tool.retired' | 'ingest.batch_accepted';
 
 /**
- * `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header).
+ * `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?}`, secrets `{webhook_url}`. `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.
  */
-export type DestinationType = 'cloudevents';
+export type DestinationType = 'cloudevents' | 'slack' | 'pagerduty' | 'nats';
 
 export type DestinationCreate = {
     type: DestinationType;
     name: string;
-    events: Array<EventKind>;
+    events?: Array<EventKind>;
     /**
      * Only events about these agents (events that name no agent are then not sent); null or absent for every agent.
      */

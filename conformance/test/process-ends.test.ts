@@ -3,11 +3,12 @@
  * mutants/serve.ts playing one mutant at a time), the process exits within a second of printing its last line,
  * with nothing left open for the exit guard to report. And --plan, told before a run, agrees with that run.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scratchDir } from './scratch.js'
+import { type StandIn, startStandIn } from './stand-in.js'
 
 const ROOT = resolve(import.meta.dirname, '..', '..')
 const CLI = join(ROOT, 'bin', 'agentops-conformance.mjs')
@@ -20,36 +21,16 @@ const CLI = join(ROOT, 'bin', 'agentops-conformance.mjs')
  */
 const EXIT_BOUND_MS = 5_000
 
-let standIn: ChildProcess
+let standIn: StandIn
 let baseUrl: string
 let provision: string
 
 beforeAll(async () => {
-  standIn = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'conformance/mutants/serve.ts')], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const line = await new Promise<string>((resolveLine, reject) => {
-    let out = ''
-    let err = ''
-    standIn.stdout?.on('data', (d: Buffer) => {
-      out += d.toString()
-      if (out.includes('\n')) resolveLine(out.split('\n')[0] ?? '')
-    })
-    standIn.stderr?.on('data', (d: Buffer) => {
-      err += d.toString()
-    })
-    standIn.once('exit', (code) => reject(new Error(`the stand-in exited with ${code}: ${err}`)))
-  })
-  ;({ baseUrl, provision } = JSON.parse(line) as { baseUrl: string; provision: string })
+  standIn = await startStandIn()
+  ;({ baseUrl, provision } = standIn)
 }, 120_000)
 
-afterAll(async () => {
-  if (standIn.exitCode !== null) return
-  const exited = new Promise((r) => standIn.once('exit', r))
-  standIn.kill('SIGTERM')
-  await exited
-})
+afterAll(() => standIn?.stop())
 
 /** Runs the CLI; the time its verdict line was printed, the time it exited, and what it said. */
 async function timedRun(args: string[]) {

@@ -4,11 +4,12 @@
  * of mutants/serve.ts playing the own-ids-and-pages dialect), in an empty folder, and must end CONFORMANT in at most
  * five commands. Its time is printed, not asserted (docs/performance.md has the measured figure).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scratchDir } from './scratch.js'
+import { type StandIn, startStandIn } from './stand-in.js'
 
 const ROOT = resolve(import.meta.dirname, '..', '..')
 
@@ -23,37 +24,16 @@ export function walkthrough(): string[] {
     .filter((l) => l !== '' && !l.startsWith('#'))
 }
 
-let standIn: ChildProcess
+let standIn: StandIn
 let baseUrl: string
 let provision: string
 
 beforeAll(async () => {
-  standIn = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'conformance/mutants/serve.ts'), '--dialect', 'own-ids-and-pages'],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  const line = await new Promise<string>((resolveLine, reject) => {
-    let out = ''
-    let err = ''
-    standIn.stdout?.on('data', (d: Buffer) => {
-      out += d.toString()
-      if (out.includes('\n')) resolveLine(out.split('\n')[0] ?? '')
-    })
-    standIn.stderr?.on('data', (d: Buffer) => {
-      err += d.toString()
-    })
-    standIn.once('exit', (code) => reject(new Error(`the stand-in exited with ${code}: ${err}`)))
-  })
-  ;({ baseUrl, provision } = JSON.parse(line) as { baseUrl: string; provision: string })
+  standIn = await startStandIn(['--dialect', 'own-ids-and-pages'])
+  ;({ baseUrl, provision } = standIn)
 }, 120_000)
 
-afterAll(async () => {
-  if (standIn.exitCode !== null) return
-  const exited = new Promise((r) => standIn.once('exit', r))
-  standIn.kill('SIGTERM')
-  await exited
-})
+afterAll(() => standIn?.stop())
 
 describe('the walk-through in conformance/README.md', () => {
   it('takes at most five commands from the README to CONFORMANT against a server of another team', () => {

@@ -3,15 +3,8 @@ import type { IngestionService } from '../domain/ingestion/service.js'
 import { encodeCursor, type Page, pageRequest, type Slice, toPage } from '../domain/pagination.js'
 import type { RunService } from '../domain/runs/service.js'
 import type { ToolService } from '../domain/tools/service.js'
-import type { WebhookService } from '../domain/webhooks/service.js'
-import type {
-  AgentBody,
-  DeliveryPageBody,
-  RecordPageBody,
-  RunPageBody,
-  ToolPageBody,
-  TracePageBody,
-} from './contract-types.js'
+import type { DeliveryRecord } from '../domain/webhooks/types.js'
+import type { AgentBody, RecordPageBody, RunPageBody, ToolPageBody, TracePageBody } from './contract-types.js'
 import {
   presentAgent,
   presentDelivery,
@@ -42,9 +35,9 @@ async function listPage<R extends { seq: number }, T>(
 
 /**
  * A list of the workspace that its service reads as `list(workspaceId, after, limit)`, under one cursor list name:
- * agents and webhook subscriptions.
+ * agents, webhook subscriptions and destinations.
  */
-function workspaceList<R extends { seq: number }, T>(list: string, present: (row: R) => T) {
+export function workspaceList<R extends { seq: number }, T>(list: string, present: (row: R) => T) {
   return (
     service: { list(workspaceId: string, after: number, limit: number): Promise<Slice<R>> },
     workspaceId: string,
@@ -68,16 +61,35 @@ export function toolsPage(
 
 export const webhooksPage = workspaceList('webhooks', presentWebhook)
 
-/** One subscription's delivery log; the cursor names the subscription, so it cannot page another's. */
-export function deliveriesPage(
-  webhooks: Pick<WebhookService, 'listDeliveries'>,
-  workspaceId: string,
-  webhookId: string,
-  query: PageQuery,
-): Promise<DeliveryPageBody> {
-  const read = (after: number, limit: number) => webhooks.listDeliveries(workspaceId, webhookId, after, limit)
-  return listPage(workspaceId, `deliveries:${webhookId}`, query, read, presentDelivery)
+/** A delivery channel's service as its delivery log reads it: a webhook subscription's or a destination's. */
+interface DeliveryLogSource {
+  listDeliveries(
+    workspaceId: string,
+    channelId: string,
+    after: number,
+    limit: number,
+  ): Promise<Slice<DeliveryRecord>>
 }
+
+/**
+ * One delivery channel's log, for each channel kind under its own cursor list name (`<list>:<channel id>`), so a
+ * cursor cannot page another channel's log, nor another kind's.
+ */
+export function deliveryLog<T>(list: string, present: (delivery: DeliveryRecord) => T) {
+  return (
+    service: DeliveryLogSource,
+    workspaceId: string,
+    channelId: string,
+    query: PageQuery,
+  ): Promise<Page<T>> => {
+    const read = (after: number, limit: number) =>
+      service.listDeliveries(workspaceId, channelId, after, limit)
+    return listPage(workspaceId, `${list}:${channelId}`, query, read, present)
+  }
+}
+
+/** One subscription's delivery log. */
+export const deliveriesPage = deliveryLog('deliveries', presentDelivery)
 
 /** One connector's records with their proofs; the cursor names the connector. */
 export function recordsPage(

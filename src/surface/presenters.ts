@@ -136,10 +136,9 @@ export function presentWebhook(w: WebhookRecord): WebhookBody {
   }
 }
 
-export function presentDelivery(d: DeliveryRecord): DeliveryBody {
+/** What every delivery channel answers of one delivery, after its own ids (webhook_id, destination_id). */
+export function deliveryProgress(d: DeliveryRecord) {
   return {
-    delivery_id: d.id,
-    webhook_id: d.webhookId,
     event_id: d.eventId,
     event: d.eventKind,
     status: d.status,
@@ -150,4 +149,8 @@ export function presentDelivery(d: DeliveryRecord): DeliveryBody {
     created_at: toRfc3339(d.createdAt),
     delivered_at: toRfc3339OrNull(d.deliveredAt),
   }
+}
+
+export function presentDelivery(d: DeliveryRecord): DeliveryBody {
+  return { delivery_id: d.id, webhook_id: d.webhookId, ...deliveryProgress(d) }
 }

@@ -118,6 +118,11 @@ describe('destinations over REST', () => {
     ['an unknown config field', { config: { url: 'https://a.example/', colour: 'red' } }],
     ['no name', { name: undefined }],
     ['extra fields', { extra: true }],
+    ['a pagerduty destination without a routing key', { type: 'pagerduty', config: {}, secrets: {} }],
+    [
+      'a slack destination with a malformed webhook URL',
+      { type: 'slack', config: {}, secrets: { webhook_url: 'hooks//never-answered' } },
+    ],
   ])('refuses %s with 400 invalid_request', async (_what, change: Record<string, unknown>) => {
     const res = await create({ ...sink(), ...change })
     expect(res.status).toBe(400)

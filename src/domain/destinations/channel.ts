@@ -1,5 +1,6 @@
 import type { DispatchedEvent, OutboxChannel } from '../outbox/dispatcher.js'
 import type { EventKind } from '../webhooks/body.js'
+import { pagerDutyAction } from './pagerduty.js'
 import type { DestinationRepository, DestinationTransports } from './ports.js'
 import type { DestinationRecord } from './types.js'
 
@@ -18,10 +19,21 @@ export function destinationWants(
   event: Pick<DispatchedEvent, 'data'>,
   kind: EventKind,
 ): boolean {
-  if (!destination.events.includes(kind)) return false
+  if (!destination.events.includes(kind) && !followsOnItsOwn(destination, event, kind)) return false
   if (destination.agentIds === null) return true
   const agent = agentOf(event)
   return agent !== null && destination.agentIds.includes(agent)
+}
+
+/** Events a type gets beyond the kinds listed: a PagerDuty destination gets what resolves the incidents it opened. */
+function followsOnItsOwn(
+  destination: DestinationRecord,
+  event: Pick<DispatchedEvent, 'data'>,
+  kind: EventKind,
+): boolean {
+  return (
+    destination.type === 'pagerduty' && pagerDutyAction(destination.events, kind, event.data) === 'resolve'
+  )
 }
 
 /** Destinations as an outbox channel: the same rows, leases, retries and log as webhooks, sent by type. */
@@ -37,7 +49,7 @@ export function destinationChannel(
     send: (row, destination, { timeoutMs, signal }) =>
       transports[destination.type].send(
         destination,
-        { deliveryId: row.id, payload: row.payload },
+        { deliveryId: row.id, kind: row.eventKind, payload: row.payload },
         { timeoutMs, signal },
       ),
   }

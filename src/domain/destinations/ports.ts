@@ -1,6 +1,7 @@
 import type { OutboxTargets } from '../outbox/dispatcher.js'
 import type { Slice } from '../pagination.js'
 import type { Queryable } from '../ports.js'
+import type { EventKind } from '../webhooks/body.js'
 import type { SendResult } from '../webhooks/sender.js'
 import type { DestinationChanges, DestinationRecord, DestinationType, NewDestination } from './types.js'
 
@@ -15,6 +16,7 @@ export interface DestinationRepository extends OutboxTargets<DestinationRecord> 
 /** One event as a destination transport sends it: the delivery id (stable across attempts) and the body. */
 export interface OutgoingEvent {
   deliveryId: string
+  kind: EventKind
   /** The event's delivery body (`id`, `event`, `ts` and the kind's fields), as webhooks get it unsigned. */
   payload: Record<string, unknown>
 }

@@ -17,13 +17,14 @@ import type { DeliveryRecord } from '../webhooks/types.js'
 import { destinationChannel } from './channel.js'
 import type { DestinationRepository, DestinationTelemetry, DestinationTransports } from './ports.js'
 import { samplePayload } from './sample.js'
-import { parseSettings } from './settings.js'
+import { defaultEvents, parseSettings } from './settings.js'
 import { DESTINATION_TYPES, type DestinationRecord, isDestinationType } from './types.js'
 
 export interface CreateDestinationInput {
   type: string
   name: string
-  events: string[]
+  /** Absent: the type's default (docs/events.md). */
+  events?: string[] | undefined
   agent_ids?: string[] | null | undefined
   config?: Record<string, unknown> | undefined
   secrets?: Record<string, unknown> | undefined
@@ -97,7 +98,7 @@ export class DestinationService {
         fields: ['type'],
       })
     }
-    const events = checkEvents(input.events)
+    const events = input.events === undefined ? defaultEvents(input.type) : checkEvents(input.events)
     const { config, secrets } = parseSettings(input.type, input.config, input.secrets, this.settings.outbound)
     const now = this.clock.now()
     // Only events appended after this point reach the destination; the fan-out compares against this seq.
@@ -178,7 +179,7 @@ export class DestinationService {
     try {
       result = await this.settings.transports[found.type].send(
         found,
-        { deliveryId: newId('dlv', now), payload },
+        { deliveryId: newId('dlv', now), kind: event, payload },
         { timeoutMs: this.settings.timeoutMs },
       )
     } catch (err) {

@@ -1,7 +1,7 @@
 import type { EventKind } from '../webhooks/body.js'
 
 /** Where a destination sends events (docs/events.md); each has its own config and write-only secrets. */
-export const DESTINATION_TYPES = ['cloudevents'] as const
+export const DESTINATION_TYPES = ['cloudevents', 'slack', 'pagerduty', 'nats'] as const
 
 export type DestinationType = (typeof DESTINATION_TYPES)[number]
 

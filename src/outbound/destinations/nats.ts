@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto'
+import { type JetStreamClient, jetstream } from '@nats-io/jetstream'
+import {
+  connect,
+  headers,
+  type NatsConnection,
+  NoRespondersError,
+  TimeoutError,
+} from '@nats-io/transport-node'
+import type { DestinationTransport } from '../../domain/destinations/ports.js'
+import type { DestinationRecord } from '../../domain/destinations/types.js'
+import type { SendResult } from '../../domain/webhooks/sender.js'
+
+/** The subject an event goes to: `<prefix>.<workspace id>.<kind>` (`agentops.ws_1.run.failed`). */
+export function natsSubject(prefix: string, workspaceId: string, kind: string): string {
+  return `${prefix}.${workspaceId}.${kind}`
+}
+
+interface Link {
+  connection: Promise<NatsConnection>
+  js?: JetStreamClient
+}
+
+/** Whether `err` or one of its causes passes `is` (the clients wrap their errors). */
+function causedBy(err: unknown, is: (e: Error) => boolean): boolean {
+  let e: unknown = err
+  for (let depth = 0; depth < 5 && e instanceof Error; depth++) {
+    if (is(e)) return true
+    e = e.cause
+  }
+  return false
+}
+
+/** A failure's words without anything of the destination's credentials (the client's messages name none). */
+function failure(err: unknown): SendResult {
+  if (causedBy(err, (e) => e instanceof NoRespondersError))
+    return {
+      ok: false,
+      statusCode: 503,
+      error: 'no JetStream stream listens to the subject (503 no responders)',
+    }
+  if (causedBy(err, (e) => e instanceof TimeoutError))
+    return { ok: false, statusCode: 408, error: 'JetStream did not acknowledge in time' }
+  const message = err instanceof Error ? err.message : String(err)
+  return { ok: false, statusCode: null, error: `NATS: ${message}`.slice(0, 300) }
+}
+
+/**
+ * NATS JetStream through the official client: each event published to `<prefix>.<workspace>.<kind>` with
+ * `Nats-Msg-Id` set to the event id, so the stream's duplicate window drops a re-publish (a retry after a lost
+ * acknowledgement, a redelivery, another replica after a crash). A delivery counts only once JetStream acknowledged
+ * it (stored, or recognised as a duplicate). Connections are kept per server list and credentials, and closed on
+ * stop.
+ */
+export function natsTransport(): DestinationTransport {
+  const links = new Map<string, Link>()
+  const keyOf = (d: DestinationRecord) =>
+    createHash('sha256')
+      .update(JSON.stringify([d.config.servers, d.secrets]))
+      .digest('hex')
+  const linkFor = (d: DestinationRecord, timeoutMs: number): Link => {
+    const key = keyOf(d)
+    const known = links.get(key)
+    if (known) return known
+    const servers = Array.isArray(d.config.servers) ? d.config.servers.map(String) : []
+    const link: Link = {
+      connection: connect({
+        servers,
+        name: 'agentops',
+        timeout: timeoutMs,
+        // Keeps trying while up: an outbox attempt in between fails and is retried by the outbox.
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+        ...(d.secrets.token ? { token: d.secrets.token } : {}),
+        ...(d.secrets.user ? { user: d.secrets.user, pass: d.secrets.password ?? '' } : {}),
+      }),
+    }
+    links.set(key, link)
+    // A connection that could not be made is forgotten, so the next attempt dials again.
+    link.connection.then(
+      (nc) => {
+        link.js = jetstream(nc)
+        void nc.closed().then(() => {
+          if (links.get(key) === link) links.delete(key)
+        })
+      },
+      () => {
+        if (links.get(key) === link) links.delete(key)
+      },
+    )
+    return link
+  }
+  return {
+    async send(destination, event, context): Promise<SendResult> {
+      const prefix =
+        typeof destination.config.subject_prefix === 'string' ? destination.config.subject_prefix : 'agentops'
+      const subject = natsSubject(prefix, destination.workspaceId, event.kind)
+      try {
+        const link = linkFor(destination, context.timeoutMs)
+        const nc = await link.connection
+        const js = link.js ?? jetstream(nc)
+        const h = headers()
+        h.set('Content-Type', 'application/json')
+        const stream = destination.config.stream
+        await js.publish(subject, JSON.stringify(event.payload), {
+          msgID: String(event.payload.id),
+          timeout: context.timeoutMs,
+          headers: h,
+          ...(typeof stream === 'string' ? { expect: { streamName: stream } } : {}),
+        })
+        return { ok: true, statusCode: 200, error: null }
+      } catch (err) {
+        return failure(err)
+      }
+    },
+    async close() {
+      const open = [...links.values()]
+      links.clear()
+      await Promise.allSettled(
+        open.map(async (link) => {
+          const nc = await link.connection
+          await nc.drain()
+        }),
+      )
+    },
+  }
+}

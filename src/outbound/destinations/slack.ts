@@ -1,0 +1,104 @@
+import { type FetchFunction, IncomingWebhook, IncomingWebhookHTTPError } from '@slack/webhook'
+import { retryAfterMs } from '../../domain/destinations/answer.js'
+import type { DestinationTransport } from '../../domain/destinations/ports.js'
+import type { OutboundAnswer, OutboundHttp } from '../../domain/outbound.js'
+import type { SendResult } from '../../domain/webhooks/sender.js'
+import { slackMessage } from './slack-message.js'
+
+const MAX_ANSWER_BYTES = 16 * 1024
+
+type FetchResponse = Awaited<ReturnType<FetchFunction>>
+
+/**
+ * A `fetch` for @slack/webhook that goes through the guarded outbound port (the private-address check after DNS,
+ * no redirects, the attempt's time-out and shutdown signal), keeping the last answer: the library's HTTP error
+ * carries the status and body but not the headers, and a 429's Retry-After is in the headers.
+ */
+function guardedFetch(
+  outbound: OutboundHttp,
+  context: { timeoutMs: number; signal?: AbortSignal | undefined },
+  last: { answer?: OutboundAnswer },
+): FetchFunction {
+  return async (url, init) => {
+    const answer = await outbound.post({
+      url: String(url),
+      headers: init?.headers ?? {},
+      body: typeof init?.body === 'string' ? init.body : '',
+      timeoutMs: context.timeoutMs,
+      maxAnswerBytes: MAX_ANSWER_BYTES,
+      ...(context.signal ? { signal: context.signal } : {}),
+    })
+    last.answer = answer
+    if (!answer.ok) throw new Error(answer.message)
+    return answerAsResponse(answer, String(url))
+  }
+}
+
+function answerAsResponse(answer: Extract<OutboundAnswer, { ok: true }>, url: string): FetchResponse {
+  const headers = answer.headers ?? {}
+  return {
+    ok: answer.status >= 200 && answer.status < 300,
+    status: answer.status,
+    statusText: '',
+    url,
+    headers: { get: (name) => headers[name.toLowerCase()] ?? null, entries: () => Object.entries(headers) },
+    arrayBuffer: async () => new TextEncoder().encode(answer.body).buffer,
+    json: async () => JSON.parse(answer.body),
+    text: async () => answer.body,
+  }
+}
+
+export interface SlackTransportOptions {
+  /** The server's public URL, for links to runs. */
+  publicUrl?: string | undefined
+  now?: () => number
+}
+
+/**
+ * Slack incoming webhooks (and Slack-compatible ones: Mattermost, Rocket.Chat) through Slack's @slack/webhook, one
+ * Block Kit message per event. The library's own retries stay off: the outbox retries, and honours a 429's
+ * Retry-After. The webhook URL is a credential: no error built here quotes it.
+ */
+export function slackTransport(
+  outbound: OutboundHttp,
+  options: SlackTransportOptions = {},
+): DestinationTransport {
+  const now = options.now ?? Date.now
+  return {
+    async send(destination, event, context): Promise<SendResult> {
+      const last: { answer?: OutboundAnswer } = {}
+      const config = destination.config
+      const webhook = new IncomingWebhook(String(destination.secrets.webhook_url), {
+        fetch: guardedFetch(outbound, context, last),
+        retryConfig: { retries: 0 },
+        ...(typeof config.username === 'string' ? { username: config.username } : {}),
+        ...(typeof config.icon_emoji === 'string' ? { icon_emoji: config.icon_emoji } : {}),
+      })
+      const message = slackMessage(event.kind, event.payload, {
+        publicUrl: options.publicUrl,
+        approvalButtons: config.approval_buttons === true,
+      })
+      try {
+        await webhook.send(message)
+        return { ok: true, statusCode: last.answer?.ok ? last.answer.status : 200, error: null }
+      } catch (err) {
+        if (err instanceof IncomingWebhookHTTPError) {
+          const result: SendResult = {
+            ok: false,
+            statusCode: err.statusCode,
+            error: `Slack answered ${err.statusCode}${err.body ? ` ${err.body.slice(0, 200)}` : ''}`,
+          }
+          const headers = last.answer?.ok ? last.answer.headers : undefined
+          if (err.statusCode === 429 || err.statusCode === 503) {
+            const wait = retryAfterMs(headers?.['retry-after'], now())
+            if (wait !== undefined) result.retryAfterMs = wait
+          }
+          return result
+        }
+        // The outbound port's own message (time-out, refused address, unreachable), never the URL.
+        const reason = last.answer && !last.answer.ok ? last.answer.message : 'request failed'
+        return { ok: false, statusCode: null, error: reason }
+      }
+    },
+  }
+}

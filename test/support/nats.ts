@@ -1,0 +1,127 @@
+/**
+ * One way to get a NATS server with JetStream for tests: a testcontainers container when a container engine
+ * answers, otherwise the machine's own `nats-server` (Debian's package) on a free loopback port with a temporary
+ * store directory. Both paths end in the same place — a `nats://` URL — and every test uses only that URL.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer, connect as tcpConnect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export interface NatsServer {
+  /** `nats://127.0.0.1:<port>` (or the container's mapped address). */
+  url: string
+  via: 'testcontainers' | 'local-binary'
+  /**
+   * Kills the server with SIGKILL and starts it again on the same port and store (local binary only; a container
+   * is restarted). For chaos tests: JetStream keeps what it acknowledged.
+   */
+  crash(): Promise<void>
+  stop(): Promise<void>
+}
+
+export async function startNats(): Promise<NatsServer> {
+  const fromContainer = await tryTestcontainers()
+  if (fromContainer) return fromContainer
+  return startLocalServer()
+}
+
+async function tryTestcontainers(): Promise<NatsServer | null> {
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers')
+    await getContainerRuntimeClient()
+  } catch {
+    return null // no engine: fall back to the local binary
+  }
+  const { GenericContainer } = await import('testcontainers')
+  const container = await new GenericContainer('nats:2.10-alpine')
+    .withCommand(['-js', '-sd', '/data'])
+    .withExposedPorts(4222)
+    .start()
+  return {
+    url: `nats://${container.getHost()}:${container.getMappedPort(4222)}`,
+    via: 'testcontainers',
+    crash: async () => {
+      await container.restart({ timeout: 0 })
+    },
+    stop: async () => {
+      await container.stop()
+    },
+  }
+}
+
+function findBinary(): string | null {
+  const onPath = spawnSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' }).stdout.trim()
+  return (
+    [onPath, '/usr/bin/nats-server', '/usr/sbin/nats-server'].find((p) => p !== '' && existsSync(p)) ?? null
+  )
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address()
+      const port = typeof address === 'object' && address ? address.port : 0
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/** Waits until the port accepts connections (bounded: 10 s), or the process ended. */
+async function listening(port: number, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 10_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}`)
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = tcpConnect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (open) return
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  throw new Error(`nats-server did not listen on ${port} within 10 s`)
+}
+
+async function startLocalServer(): Promise<NatsServer> {
+  const bin = findBinary()
+  if (!bin)
+    throw new Error(
+      'No container engine and no nats-server: install it with `apt-get install -y nats-server` (what .ci/run does)',
+    )
+  const dir = mkdtempSync(join(tmpdir(), 'agentops-nats-'))
+  const port = await freePort()
+  let child: ChildProcess
+  const launch = async () => {
+    child = spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' })
+    await listening(port, child)
+  }
+  const end = (signal: NodeJS.Signals) =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve()
+      child.once('exit', () => resolve())
+      child.kill(signal)
+    })
+  await launch()
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    via: 'local-binary',
+    crash: async () => {
+      await end('SIGKILL')
+      await launch()
+    },
+    stop: async () => {
+      try {
+        await end('SIGTERM')
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    },
+  }
+}
