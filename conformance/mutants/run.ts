@@ -9,12 +9,13 @@
  * `--dialect` runs the foreign dialect after the clean run and the `--only` mutants (none without `--only`).
  */
 import { parseArgs } from 'node:util'
+import { listenPort, testPort } from '../../test/support/ports.js'
 import type { Check } from '../src/check.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
 import { resolveConfig, type SuiteConfig } from '../src/config.js'
 import { Contract } from '../src/contract.js'
 import { WebhookReceiver } from '../src/receiver.js'
-import { freePort, REFERENCE_REPLAY_WINDOW, startReference } from '../src/reference.js'
+import { REFERENCE_REPLAY_WINDOW, startReference } from '../src/reference.js'
 import { runChecks, selectChecks } from '../src/runner.js'
 import type { CheckResult } from '../src/types.js'
 import { createDialects, type Dialect } from './dialects.js'
@@ -65,11 +66,15 @@ async function main(): Promise<number> {
   const only = values.only?.split(',').map((s) => s.trim()) ?? []
   const log = (line: string) => process.stdout.write(`${line}\n`)
   // Webhook deliveries reach the receiver through the proxy (HOOK_PREFIX): its address is the reference's one
-  // private target, so its port is chosen before the reference starts.
-  const proxyPort = await freePort()
-  const reference = await startReference(log, undefined, { receiverTarget: `127.0.0.1:${proxyPort}` })
+  // private target, so its port is chosen before the reference starts. Ports are the test harness's
+  // (test/support/ports.ts: free ones, or AGENTOPS_TEST_PORT_BASE's range).
+  const proxyPort = await testPort()
+  const reference = await startReference(log, undefined, {
+    port: await testPort(),
+    receiverTarget: `127.0.0.1:${proxyPort}`,
+  })
   const receiver = new WebhookReceiver()
-  await receiver.listen('127.0.0.1', 0)
+  await receiver.listen('127.0.0.1', await listenPort())
   const proxy = new MutantProxy(
     reference.baseUrl,
     () => `http://127.0.0.1:${receiver.port}`,

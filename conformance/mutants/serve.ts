@@ -3,7 +3,7 @@
  * dialect (a correct server of another team's, e.g. `declared-choices`) or one mutant (a broken one). Used as "your
  * own server" by conformance/README.md's walk-through and by the tests that run the CLI against broken deployments.
  *
- *   npx tsx conformance/mutants/serve.ts [--dialect ID | --mutant ID] [--port N]
+ *   npx tsx conformance/mutants/serve.ts [--dialect ID | --mutant ID] [--port N] [--reference-port N]
  *
  * Prints one JSON line once it serves: {"baseUrl", "databaseUrl", "provision"}: `provision` is the command that
  * issues the suite's identities on this deployment (`agentops keys provision-conformance` on its store). Stops on
@@ -57,7 +57,12 @@ export function standIn(kind: 'dialect' | 'mutant', id: string): Mutant {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { dialect: { type: 'string' }, mutant: { type: 'string' }, port: { type: 'string' } },
+    options: {
+      dialect: { type: 'string' },
+      mutant: { type: 'string' },
+      port: { type: 'string' },
+      'reference-port': { type: 'string' },
+    },
     strict: true,
   })
   const mutant = values.dialect
@@ -67,10 +72,15 @@ async function main(): Promise<void> {
       : undefined
   const port = Number(values.port ?? process.env.PORT ?? 0)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535`)
+  // The reference behind the proxy: any free port, or this one (a runner whose firewall opens only some).
+  const referencePort = Number(values['reference-port'] ?? 0)
+  if (!Number.isInteger(referencePort) || referencePort < 0 || referencePort > 65535)
+    throw new Error(`--reference-port must be 0..65535`)
   // Deliveries reach the suite's receiver through this proxy: its address is the reference's one private target.
   const listenPort = port || (await freePort())
   const reference = await startReference((line) => process.stderr.write(`${line}\n`), undefined, {
     receiverTarget: `127.0.0.1:${listenPort}`,
+    ...(referencePort ? { port: referencePort } : {}),
   })
   let proxy: MutantProxy | undefined
   const stop = async () => {

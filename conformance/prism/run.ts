@@ -12,11 +12,11 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { listenOnTestPort, testPort } from '../../test/support/ports.js'
 import { REPO_ROOT } from '../src/config.js'
-import { freePort, startReference } from '../src/reference.js'
+import { startReference } from '../src/reference.js'
 
 interface Result {
   id: string
@@ -73,7 +73,7 @@ const MOCK_MUST_FAIL = [
 ]
 
 async function startPrism(args: string[]): Promise<{ url: string; child: ChildProcess; stop: () => void }> {
-  const port = await freePort()
+  const port = await testPort()
   const child = spawn(PRISM, [...args, '--port', String(port), '--host', '127.0.0.1', '-v', 'warn'], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -130,8 +130,7 @@ async function canary(): Promise<void> {
   const broken = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: 'not a page' }))
   })
-  await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', () => resolve()))
-  const upstream = `http://127.0.0.1:${(broken.address() as AddressInfo).port}`
+  const upstream = `http://127.0.0.1:${await listenOnTestPort(broken)}`
   const proxy = await startPrism(['proxy', CONTRACT, upstream, '--errors', '--validate-request=false'])
   try {
     const res = await fetch(`${proxy.url}/v1/tools?limit=1`, { headers: { authorization: 'Bearer canary' } })
@@ -149,9 +148,13 @@ async function canary(): Promise<void> {
 await canary()
 
 // 1. Validation proxy in front of the reference server.
-// The suite's webhook receiver listens on a port chosen now: the reference's one private target.
-const receiverPort = await freePort()
-const ref = await startReference(log, undefined, { receiverTarget: `127.0.0.1:${receiverPort}` })
+// The suite's webhook receiver listens on a port chosen now: the reference's one private target. Ports are the test
+// harness's (test/support/ports.ts: free ones, or AGENTOPS_TEST_PORT_BASE's range).
+const receiverPort = await testPort()
+const ref = await startReference(log, undefined, {
+  port: await testPort(),
+  receiverTarget: `127.0.0.1:${receiverPort}`,
+})
 try {
   const proxy = await startPrism(['proxy', CONTRACT, ref.baseUrl, '--errors', '--validate-request=false'])
   try {

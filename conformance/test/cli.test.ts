@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listenOnTestPort } from '../../test/support/ports.js'
 import { main } from '../src/cli.js'
 import { resolveConfig, SETTINGS } from '../src/config.js'
 import { ConfigError } from '../src/types.js'
@@ -30,7 +31,7 @@ beforeAll(async () => {
           : '{"error":{"code":"unauthenticated","message":"no","detail":{},"request_id":"r"}}',
       )
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  await listenOnTestPort(server)
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 })
 

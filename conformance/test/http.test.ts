@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listenOnTestPort } from '../../test/support/ports.js'
 import { BudgetExceeded, HttpClient, RequestBudget, TransportError } from '../src/http.js'
 
 let server: Server
@@ -26,7 +27,7 @@ beforeAll(async () => {
       .writeHead(200, { 'content-type': 'application/json' })
       .end(JSON.stringify({ auth: req.headers.authorization ?? null }))
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  await listenOnTestPort(server)
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 })
 

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listenOnTestPort, listenPort } from '../../test/support/ports.js'
 import { extensionOperations } from '../mutants/dialects.js'
 import { createMutants } from '../mutants/mutants.js'
 import { editJson, HOOK_PREFIX, MutantProxy } from '../mutants/proxy.js'
@@ -15,7 +16,7 @@ let receiverUrl: string
 const received: string[] = []
 
 async function listen(server: Server): Promise<string> {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  await listenOnTestPort(server)
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
@@ -55,7 +56,7 @@ afterAll(async () => {
 describe('mutant proxy', () => {
   it('passes through without a mutant, and applies request and answer rewrites with one', async () => {
     const proxy = new MutantProxy(upstreamUrl, () => receiverUrl, { primary: 'p' })
-    await proxy.listen()
+    await proxy.listen(await listenPort())
     try {
       const clean = (await (await fetch(`${proxy.url}/v1/runs/run_1`)).json()) as Record<string, unknown>
       expect(clean).toMatchObject({ path: '/v1/runs/run_1', auth: null, awaiting: [] })
@@ -76,7 +77,7 @@ describe('mutant proxy', () => {
 
   it('forwards webhook deliveries to the receiver, rewritten by the mutant', async () => {
     const proxy = new MutantProxy(upstreamUrl, () => receiverUrl, { primary: 'p' })
-    await proxy.listen()
+    await proxy.listen(await listenPort())
     try {
       proxy.mutant = createMutants().find((m) => m.id === 'signature-malformed')
       const body = JSON.stringify({ event: 'run.started', signature: `t=1,v1=${'a'.repeat(64)}` })

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listenOnTestPort } from '../../test/support/ports.js'
 import { HttpClient, RequestBudget } from '../src/http.js'
 import { exhaustedFor, Pacer, retryAfter } from '../src/pacing.js'
 
@@ -58,7 +59,7 @@ describe('pacing a client', () => {
         })
         .end(req.headers.authorization === 'Bearer std' ? '{"ok":true}' : '{}')
     })
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+    await listenOnTestPort(server)
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   })
 
@@ -91,7 +92,7 @@ describe('pacing a client', () => {
         res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{}')
       else res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
     })
-    await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', () => r()))
+    await listenOnTestPort(flaky)
     try {
       const http = new HttpClient({
         baseUrl: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}`,

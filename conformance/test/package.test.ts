@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testPort } from '../../test/support/ports.js'
 import { PACKAGE_ROOT } from '../src/config.js'
-import { freePort, type ReferenceServer, startReference } from '../src/reference.js'
+import { type ReferenceServer, startReference } from '../src/reference.js'
 
 const exec = promisify(execFile)
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
@@ -39,8 +40,11 @@ describe('the agentops-conformance package', () => {
   beforeAll(async () => {
     // The reference server starts while the package is packed and installed.
     // The suite's webhook receiver listens on this port: the reference's one private target.
-    receiverPort = await freePort()
-    const started = startReference(() => {}, undefined, { receiverTarget: `127.0.0.1:${receiverPort}` })
+    receiverPort = await testPort()
+    const started = startReference(() => {}, undefined, {
+      port: await testPort(),
+      receiverTarget: `127.0.0.1:${receiverPort}`,
+    })
     started.catch(() => undefined)
     const { stdout } = await exec(npm, ['pack', '--json', '--pack-destination', dir], {
       cwd: PACKAGE_ROOT,

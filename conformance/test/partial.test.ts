@@ -5,6 +5,7 @@
  * INCOMPLETE naming the setting that completes them; declared absent (`notServed`), they pass.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listenPort, testPort } from '../../test/support/ports.js'
 import { extensionOperations } from '../mutants/dialects.js'
 import { HOOK_PREFIX, type Mutant, MutantProxy, pathOnly } from '../mutants/proxy.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
@@ -39,11 +40,11 @@ let proxy: MutantProxy
 let contract: Contract
 
 beforeAll(async () => {
-  reference = await startReference(() => {})
+  reference = await startReference(() => {}, undefined, { port: await testPort() })
   receiver = new WebhookReceiver()
-  await receiver.listen('127.0.0.1', 0)
+  await receiver.listen('127.0.0.1', await listenPort())
   proxy = new MutantProxy(reference.baseUrl, () => `http://127.0.0.1:${receiver.port}`, reference.tokens)
-  await proxy.listen()
+  await proxy.listen(await listenPort())
   const operations = extensionOperations(resolveConfig([]).config.openapiPath).filter((op) =>
     UNSERVED.includes(op.name),
   )

@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process'
 import { join, resolve } from 'node:path'
+import { testPort } from '../../test/support/ports.js'
 
 const ROOT = resolve(import.meta.dirname, '..', '..')
 
@@ -16,9 +17,11 @@ export interface StandIn {
 
 /** Starts the stand-in with `args` (e.g. `--dialect own-ids-and-pages`) and waits for the line it prints once it serves. */
 export async function startStandIn(args: readonly string[] = []): Promise<StandIn> {
+  // Both of its ports are the harness's (test/support/ports.ts): free ones, or AGENTOPS_TEST_PORT_BASE's range.
+  const ports = ['--port', String(await testPort()), '--reference-port', String(await testPort())]
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'conformance/mutants/serve.ts'), ...args],
+    ['--import', 'tsx', join(ROOT, 'conformance/mutants/serve.ts'), ...ports, ...args],
     {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],

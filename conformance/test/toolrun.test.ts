@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { listenOnTestPort } from '../../test/support/ports.js'
 import type { CheckContext } from '../src/check.js'
 import { PACKAGE_ROOT, resolveConfig } from '../src/config.js'
 import { Fixtures } from '../src/fixtures.js'
@@ -27,7 +28,7 @@ beforeAll(async () => {
       res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(answer))
     })
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  await listenOnTestPort(server)
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 })
 

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listenOnTestPort } from '../support/ports.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 const run = promisify(execFile)
@@ -43,7 +44,7 @@ describe('Portman contract tests from the contract and its examples', () => {
         res.writeHead(204).end()
       })
     })
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    await listenOnTestPort(receiver)
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
   })
   afterAll(async () => {

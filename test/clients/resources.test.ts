@@ -18,6 +18,7 @@ import {
   WebhookVerificationError,
 } from '../../client/src/index.js'
 import { signDelivery } from '../../src/domain/webhooks/signing.js'
+import { listenOnTestPort } from '../support/ports.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 const ROOT = join(import.meta.dirname, '../..')
@@ -196,7 +197,7 @@ describe('the client resources against the reference server', () => {
         }
       })
     })
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+    await listenOnTestPort(receiver)
     try {
       const address = receiver.address()
       if (address === null || typeof address === 'string') throw new Error('no port')

@@ -7,21 +7,23 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { backends } from '../support/backends.js'
-import { type Cluster, conformanceTokenFlags, freePort, startCluster } from '../support/cluster.js'
+import { type Cluster, conformanceProvisionCommand, startCluster } from '../support/cluster.js'
+import { testPort } from '../support/ports.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const postgres = backends().filter((b) => b.name === 'postgres')
 
 describe.skipIf(postgres.length === 0)('the conformance suite against a two-replica cluster', () => {
   let cluster: Cluster
-  let tokenFlags: string[]
+  let provision: string
   let receiverPort = 0
 
   beforeAll(async () => {
     const url = await postgres[0]!.freshUrl()
-    tokenFlags = await conformanceTokenFlags(url)
+    // The suite runs it before its checks: all seven identities in one step.
+    provision = conformanceProvisionCommand(url)
     // The suite's webhook receiver listens on this port, the replicas' one private webhook target.
-    receiverPort = await freePort()
+    receiverPort = await testPort()
     cluster = await startCluster({
       databaseUrl: url,
       replicas: 2,
@@ -46,7 +48,8 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
         '--strict-profile',
         '--receiver-port',
         String(receiverPort),
-        ...tokenFlags,
+        '--provision',
+        provision,
       ],
       { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] },
     )

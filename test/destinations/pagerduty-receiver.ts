@@ -4,7 +4,7 @@
  * errors}`; a test may script a 429 with Retry-After.
  */
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { listenOnTestPort } from '../support/ports.js'
 
 export interface PagerDutyEventBody {
   routing_key: string
@@ -127,7 +127,6 @@ export async function startPagerDutyReceiver(): Promise<PagerDutyReceiver> {
       json(202, { status: 'success', message: 'Event processed', dedup_key: event.dedup_key ?? 'generated' })
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v2/enqueue`
+  r.url = `http://127.0.0.1:${await listenOnTestPort(server)}/v2/enqueue`
   return r
 }

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { startBalancer } from '../support/cluster.js'
+import { listenOnTestPort } from '../support/ports.js'
 
 const servers: Server[] = []
 async function replica(name: string, isReady: () => boolean): Promise<string> {
@@ -11,7 +12,7 @@ async function replica(name: string, isReady: () => boolean): Promise<string> {
     else res.writeHead(200, { 'content-type': 'text/plain' }).end(name)
   })
   servers.push(server)
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  await listenOnTestPort(server)
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 

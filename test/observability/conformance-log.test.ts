@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { ContractCoverage, Tally } from '../../conformance/src/coverage.js'
 import { backends } from '../support/backends.js'
+import { testPort } from '../support/ports.js'
 import { testTempDir } from '../support/temp.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -64,7 +65,18 @@ describe(`a full conformance run on ${store.name}`, () => {
     const url = store.name === 'postgres' ? await store.freshUrl() : undefined
     const child = spawn(
       process.execPath,
-      ['bin/agentops-conformance.mjs', '--reference', '--strict-profile', '--json', reportFile],
+      [
+        'bin/agentops-conformance.mjs',
+        '--reference',
+        '--strict-profile',
+        '--json',
+        reportFile,
+        // The harness's ports (test/support/ports.ts): a free one, or one of AGENTOPS_TEST_PORT_BASE's range.
+        '--reference-port',
+        String(await testPort()),
+        '--receiver-port',
+        String(await testPort()),
+      ],
       {
         cwd: ROOT,
         env: {

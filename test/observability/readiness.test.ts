@@ -5,10 +5,10 @@
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { freePort } from '../../conformance/src/reference.js'
 import { startServer } from '../../src/server.js'
 import type { Db } from '../../src/store/db.js'
 import { openDb } from '../../src/store/open.js'
+import { listenPort, testPort } from '../support/ports.js'
 import { testTempDir } from '../support/temp.js'
 
 const sqliteUrl = () => `sqlite:${join(testTempDir('readyz-'), 'db.sqlite')}`
@@ -52,7 +52,7 @@ describe('/readyz', () => {
         return db.exec(script)
       },
     })
-    const port = await freePort()
+    const port = await testPort()
     const starting = startServer({ db: held, config: { port, host: '127.0.0.1' } })
     const url = `http://127.0.0.1:${port}`
     try {
@@ -84,7 +84,7 @@ describe('/readyz', () => {
         return db.one(sql, params)
       }) as Db['one'],
     })
-    const server = await startServer({ db: flaky, config: { port: 0, host: '127.0.0.1' } })
+    const server = await startServer({ db: flaky, config: { port: await listenPort(), host: '127.0.0.1' } })
     try {
       expect((await readyz(server.url)).status).toBe(200)
       failing = true
@@ -99,7 +99,13 @@ describe('/readyz', () => {
 
   it('is 503 "shutting_down" from the first moment of a graceful shutdown, while a request still finishes', async () => {
     const server = await startServer({
-      config: { port: 0, host: '127.0.0.1', databaseUrl: sqliteUrl(), metricsPort: 0, shutdownGraceMs: 5000 },
+      config: {
+        port: await listenPort(),
+        host: '127.0.0.1',
+        databaseUrl: sqliteUrl(),
+        metricsPort: await listenPort(),
+        shutdownGraceMs: 5000,
+      },
     })
     const { token } = await server.services.keys.issue({ workspace: 'readyz' })
     const metricsUrl = server.metricsUrl as string

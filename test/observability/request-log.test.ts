@@ -7,6 +7,7 @@ import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createLogger } from '../../src/observability/logger.js'
 import { type RunningServer, startServer } from '../../src/server.js'
+import { listenPort } from '../support/ports.js'
 import { LOOPBACK_TARGETS } from '../support/private-targets.js'
 import { testTempDir } from '../support/temp.js'
 import { REQUEST_LOG_FIELDS } from './helpers.js'
@@ -35,7 +36,7 @@ describe('the request log', () => {
     })
     server = await startServer({
       config: {
-        port: 0,
+        port: await listenPort(),
         host: '127.0.0.1',
         databaseUrl: `sqlite:${join(testTempDir('log-'), 'db.sqlite')}`,
         privateTargets: LOOPBACK_TARGETS,

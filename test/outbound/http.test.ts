@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { OutboundPost } from '../../src/domain/outbound.js'
 import { createOutboundHttp, type Resolve } from '../../src/outbound/http.js'
 import { parsePrivateTargets } from '../../src/outbound/private-targets.js'
+import { listenOnTestPort } from '../support/ports.js'
 import { ANY_LOOPBACK_PORT } from '../support/private-targets.js'
 
 interface Target {
@@ -26,7 +27,7 @@ async function startTarget(): Promise<Target> {
       res.writeHead(answer.status, answer.headers).end(answer.body ?? '')
     })
   })
-  await new Promise<void>((r) => target.server.listen(0, '127.0.0.1', r))
+  await listenOnTestPort(target.server)
   target.port = (target.server.address() as AddressInfo).port
   return target
 }
@@ -139,7 +140,7 @@ describe('the outbound HTTP port', () => {
   it('names the failure: time-out, abort, unreachable, invalid URL', async () => {
     const open = createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT })
     const hang = createServer(() => {})
-    await new Promise<void>((r) => hang.listen(0, '127.0.0.1', r))
+    await listenOnTestPort(hang)
     const hangPort = (hang.address() as AddressInfo).port
     try {
       expect(await open.post(post(`http://127.0.0.1:${hangPort}/`, { timeoutMs: 100 }))).toMatchObject({

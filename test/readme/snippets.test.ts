@@ -7,12 +7,12 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { typecheckConsumer } from '../support/consumer-tsc.js'
+import { testPort } from '../support/ports.js'
 
 const exec = promisify(execFile)
 const ROOT = resolve(import.meta.dirname, '../..')
@@ -57,19 +57,6 @@ const NOT_RUN: Record<string, string> = {
 const SHELL_FIRST = 'TOKEN=$(npx agentops keys create'
 const SHELL_GRAPHQL = 'curl -s $API/v1/graphql'
 
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const server = createServer()
-    server.once('error', rej)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() =>
-        address && typeof address === 'object' ? res(address.port) : rej(new Error('no port')),
-      )
-    })
-  })
-}
-
 describe('README snippets, run twice against a fresh server', () => {
   const dir = mkdtempSync(join(tmpdir(), 'agentops-readme-'))
   const databaseUrl = `sqlite:${join(dir, 'agentops.db')}`
@@ -88,8 +75,8 @@ describe('README snippets, run twice against a fresh server', () => {
   })
 
   beforeAll(async () => {
-    const port = await freePort()
-    receiverPort = await freePort()
+    const port = await testPort()
+    receiverPort = await testPort()
     server = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', String(port)], {
       env: {
         PATH: process.env.PATH ?? '',

@@ -4,6 +4,7 @@ import { Writable } from 'node:stream'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/observability/logger.js'
 import { backends } from '../support/backends.js'
+import { testPort } from '../support/ports.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { status, traceOf, waitForRun } from './helpers.js'
 
@@ -14,7 +15,7 @@ async function spawnServer(databaseUrl: string): Promise<{ child: ChildProcess; 
   const child = spawn(process.execPath, [BIN, 'serve'], {
     env: {
       ...process.env,
-      PORT: '0',
+      PORT: String(await testPort()),
       HOST: '127.0.0.1',
       AGENTOPS_DATABASE_URL: databaseUrl,
       AGENTOPS_RUN_LEASE_MS: '400',

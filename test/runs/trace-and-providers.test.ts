@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listenOnTestPort } from '../support/ports.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { createAgent, registerTool, startRun, status, traceOf, waitForRun } from './helpers.js'
 
@@ -55,7 +56,7 @@ describe('trace streaming and the HTTP provider', () => {
         }, answer.delayMs ?? 0).unref()
       })
     })
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r))
+    await listenOnTestPort(receiver)
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`
     t = await startTestServer()
     token = (await t.createKey()).token

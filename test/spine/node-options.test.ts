@@ -9,6 +9,7 @@ import {
   SERVER_V8_FLAGS,
   serverV8Flags,
 } from '../../src/cli/node-options.js'
+import { testPort } from '../support/ports.js'
 import { testTempDir } from '../support/temp.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -91,7 +92,7 @@ describe('the Node options the server is started with', () => {
     const { NODE_OPTIONS: _inherited, ...env } = process.env
     const child = spawn(
       process.execPath,
-      [...nodeArgs, BIN, 'serve', '--port', '0', '--database-url', store],
+      [...nodeArgs, BIN, 'serve', '--port', String(await testPort()), '--database-url', store],
       {
         cwd: ROOT,
         env: { ...env, HOST: '127.0.0.1', AGENTOPS_LOG_LEVEL: 'info' },

@@ -4,20 +4,15 @@
  * setting, what to do.
  */
 import { spawnSync } from 'node:child_process'
-import { type AddressInfo, createServer } from 'node:net'
+import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { listenOnTestPort, testPort } from '../support/ports.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
 
-/** A loopback port nothing listens on (taken and let go again). */
-async function closedPort(): Promise<number> {
-  const s = createServer()
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()))
-  const port = (s.address() as AddressInfo).port
-  await new Promise<void>((r) => s.close(() => r()))
-  return port
-}
+/** A loopback port nothing listens on (a harness port: probed free, handed out once). */
+const closedPort = () => testPort()
 
 /** `agentops serve` on a store URL it must refuse, logging at info with `env` on top. */
 function serveRefused(databaseUrl: string, env: NodeJS.ProcessEnv = {}) {
@@ -76,8 +71,7 @@ describe('agentops serve failing to start', () => {
 
   it('a port in use names the port and the setting', async () => {
     const taken = createServer()
-    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()))
-    const port = (taken.address() as AddressInfo).port
+    const port = await listenOnTestPort(taken)
     try {
       const run = spawnSync(
         process.execPath,

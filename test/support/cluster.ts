@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { createProxyServer } from 'http-proxy-3'
 import { SERVER_NODE_OPTIONS } from '../../src/cli/node-options.js'
+import { listenPort, testPort } from './ports.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = `${ROOT}bin/agentops.mjs`
@@ -65,14 +66,6 @@ export interface ClusterOptions {
   onLine?: (line: string) => void
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
 /** Runs one `agentops` CLI command against a store; resolves with its standard output. */
 export async function agentopsCli(args: string[], databaseUrl: string): Promise<string> {
   const { stdout } = await run(process.execPath, [CLI, ...args, '--database-url', databaseUrl], {
@@ -90,47 +83,15 @@ export async function issueToken(databaseUrl: string, args: string[]): Promise<s
   return token
 }
 
-/** The six tokens the conformance suite asks for (as its --reference mode provisions them), as CLI flags. */
-export async function conformanceTokenFlags(databaseUrl: string): Promise<string[]> {
-  // The first call migrates the store; the others can then run side by side.
-  const primary = await issueToken(databaseUrl, [
-    '--workspace',
-    'conformance-primary',
-    '--tier',
-    'enterprise',
-    '--limit-per-hour',
-    '1000000',
-    '--burst-limit',
-    '100000',
-  ])
-  const [second, narrow, limited, expired] = await Promise.all([
-    issueToken(databaseUrl, ['--workspace', 'conformance-second', '--tier', 'pro']),
-    issueToken(databaseUrl, ['--workspace', 'conformance-primary', '--scopes', 'agents:read']),
-    issueToken(databaseUrl, [
-      '--workspace',
-      'conformance-limited',
-      '--limit-per-hour',
-      '1000',
-      '--burst-limit',
-      '5',
-    ]),
-    issueToken(databaseUrl, ['--workspace', 'conformance-primary', '--expires-in', '1']),
-  ])
-  const limitedPeer = await issueToken(databaseUrl, ['--workspace', 'conformance-limited'])
-  return [
-    '--token',
-    primary,
-    '--second-token',
-    second,
-    '--narrow-token',
-    narrow,
-    '--limited-token',
-    limited,
-    '--limited-peer-token',
-    limitedPeer,
-    '--expired-token',
-    expired,
-  ]
+/**
+ * The command that issues the conformance suite's identities on a store in one step (`agentops keys
+ * provision-conformance`, fresh workspaces each time), for the suite's `--provision`.
+ */
+export function conformanceProvisionCommand(databaseUrl: string): string {
+  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
+  return [process.execPath, CLI, 'keys', 'provision-conformance', '--database-url', databaseUrl]
+    .map(quote)
+    .join(' ')
 }
 
 export async function startReplica(
@@ -139,7 +100,7 @@ export async function startReplica(
   env: NodeJS.ProcessEnv = {},
   onLine?: (line: string) => void,
 ): Promise<Replica> {
-  const port = await freePort()
+  const port = await testPort()
   const child: ChildProcess = spawn(
     process.execPath,
     // As `npm start` runs the server.
@@ -297,7 +258,8 @@ export async function startBalancer(
       socket.pipe(upstream).pipe(socket)
     })
   })
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  const listenOn = port || (await listenPort())
+  await new Promise<void>((resolve) => server.listen(listenOn, '127.0.0.1', resolve))
   const address = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${address.port}`,

@@ -5,9 +5,10 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { createServer, connect as tcpConnect } from 'node:net'
+import { connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { testPort } from './ports.js'
 
 export interface NatsServer {
   /** `nats://127.0.0.1:<port>` (or the container's mapped address). */
@@ -58,18 +59,6 @@ function findBinary(): string | null {
   )
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address()
-      const port = typeof address === 'object' && address ? address.port : 0
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
 /** Waits until the port accepts connections (bounded: 10 s), or the process ended. */
 async function listening(port: number, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 10_000
@@ -96,7 +85,7 @@ async function startLocalServer(): Promise<NatsServer> {
       'No container engine and no nats-server: install it with `apt-get install -y nats-server` (what .ci/run does)',
     )
   const dir = mkdtempSync(join(tmpdir(), 'agentops-nats-'))
-  const port = await freePort()
+  const port = await testPort()
   let child: ChildProcess
   const launch = async () => {
     child = spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' })

@@ -5,10 +5,10 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import { testPort } from './ports.js'
 
 export interface PostgresServer {
   /** Admin URL of the server (database `postgres`). */
@@ -53,18 +53,6 @@ function findBinDir(): string | null {
   return candidates.find((dir) => existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) ?? null
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address()
-      const port = typeof address === 'object' && address ? address.port : 0
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
 async function startLocalCluster(): Promise<PostgresServer> {
   const bin = findBinDir()
   if (!bin) {
@@ -75,7 +63,7 @@ async function startLocalCluster(): Promise<PostgresServer> {
   const dir = mkdtempSync(join(tmpdir(), 'agentops-pg-'))
   chmodSync(dir, 0o777)
   const data = join(dir, 'data')
-  const port = await freePort()
+  const port = await testPort()
   // PostgreSQL refuses to run as root; run it as the `postgres` account the Debian package creates.
   const asRoot = process.getuid?.() === 0
   const run = (cmd: string, args: string[]) =>

@@ -12,6 +12,7 @@ import { type RunningServer, startServer } from '../../src/server.js'
 import type { Services } from '../../src/services.js'
 import type { SurfaceObserver } from '../../src/surface/observe.js'
 import { assertMatchesContract } from './openapi-validator.js'
+import { listenPort } from './ports.js'
 import { LOOPBACK_TARGETS } from './private-targets.js'
 import { testTempDir } from './temp.js'
 
@@ -56,7 +57,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const databaseUrl = options.databaseUrl ?? `sqlite:${join(testTempDir('test-'), 'agentops.db')}`
   const server = await startServer({
     config: {
-      port: 0,
+      port: await listenPort(),
       host: '127.0.0.1',
       databaseUrl,
       privateTargets: LOOPBACK_TARGETS,

@@ -1,6 +1,7 @@
 /** A real HTTP receiver on 127.0.0.1 whose answers a test scripts one request at a time. */
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { listenPort } from '../support/ports.js'
 
 export interface Received {
   headers: IncomingHttpHeaders
@@ -42,10 +43,11 @@ export async function startReceiver(fallback: Answer = 200): Promise<Receiver> {
       res.writeHead(answer, { 'content-type': 'text/plain', ...receiver.answerHeaders }).end('ok')
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as AddressInfo).port
+  const port = await listenPort()
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  const { port: bound } = server.address() as AddressInfo
   const receiver: Receiver = {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: `http://127.0.0.1:${bound}/hook`,
     received,
     fallback,
     answerHeaders: {},
