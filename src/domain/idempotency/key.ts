@@ -18,10 +18,14 @@ export function validateKey(key: string): void {
   }
 }
 
-/** What makes two requests "the same": method, path and the canonical form of the JSON body. */
-export function fingerprint(method: string, path: string, bodyText: string): string {
+/**
+ * What makes two requests "the same": method, path and the canonical form of the JSON body. `parsed` is the body's
+ * parse when the caller already has it (the body guard's), so a large body (an ingest batch) is not parsed twice.
+ */
+export function fingerprint(method: string, path: string, bodyText: string, parsed?: unknown): string {
   let canonicalBody = ''
-  if (bodyText.trim() !== '') {
+  if (parsed !== undefined) canonicalBody = canonicalize(parsed)
+  else if (bodyText.trim() !== '') {
     try {
       canonicalBody = canonicalize(JSON.parse(bodyText))
     } catch {

@@ -231,10 +231,12 @@ async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
   return Buffer.concat(chunks, total)
 }
 
+/** One decoder for every body: a `decode` without `stream` starts afresh each time. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+
 function decodeUtf8(bytes: Buffer): string {
-  const decoder = new TextDecoder('utf-8', { fatal: true })
   try {
-    return decoder.decode(bytes)
+    return UTF8.decode(bytes)
   } catch {
     throw new ApiError('invalid_request', 'The request body is not valid UTF-8', { issues: [], fields: [] })
   }
