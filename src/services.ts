@@ -10,6 +10,7 @@ import type { ChangeFeed } from './domain/changes.js'
 import type { Clock } from './domain/clock.js'
 import type { DestinationTransports } from './domain/destinations/ports.js'
 import { DestinationService } from './domain/destinations/service.js'
+import { SlackInteractionService } from './domain/destinations/slack-interactions.js'
 import { EventLog } from './domain/events/log.js'
 import { IdempotencyService } from './domain/idempotency/service.js'
 import { IngestionService } from './domain/ingestion/service.js'
@@ -27,6 +28,7 @@ import { WebhookService } from './domain/webhooks/service.js'
 import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
 import { createDestinationTransports } from './outbound/destinations/index.js'
+import { slackResponder } from './outbound/destinations/slack-responder.js'
 import { createOutboundPorts } from './outbound/http.js'
 import type { OutboundPurpose } from './outbound/private-targets.js'
 import { openChangeFeed } from './store/notifications.js'
@@ -63,6 +65,8 @@ export interface Domain {
   webhooks: WebhookService
   /** Chat, paging, CloudEvents and event-bus destinations, delivered through the same outbox as webhooks. */
   destinations: DestinationService
+  /** Approve and Deny clicks from Slack approval messages, verified with the destination's signing secret. */
+  slackInteractions: SlackInteractionService
   /** Claims and advances queued runs; a worker (`createWorkers`) drives it. */
   scheduler: RunScheduler
 }
@@ -167,6 +171,13 @@ export function createDomain(deps: DomainDeps): Domain {
         ...(metrics ? { telemetry: metrics.destinations } : {}),
       },
     ),
+    slackInteractions: new SlackInteractionService({
+      destinations: destinationRepos.destinations,
+      runs,
+      responder: slackResponder(outbound.destinations, logger),
+      clock,
+      log: logger,
+    }),
     scheduler,
   }
 }

@@ -22,6 +22,7 @@ import { registerDestinationRoutes } from './routes/destinations.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
 import { registerRunRoutes } from './routes/runs.js'
+import { registerSlackInteractionRoute } from './routes/slack-interactions.js'
 import { registerToolRoutes } from './routes/tools.js'
 import { registerWebhookRoutes } from './routes/webhooks.js'
 
@@ -39,6 +40,7 @@ export type HttpServices = Pick<
   | 'runs'
   | 'webhooks'
   | 'destinations'
+  | 'slackInteractions'
   | 'metrics'
 > & {
   config: Pick<Config, 'corsOrigins' | 'maxBodyBytes'>
@@ -118,6 +120,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)
   registerDestinationRoutes(app, services)
+  registerSlackInteractionRoute(app, services)
   for (const mount of options.mounts ?? []) mount(app)
 
   return app

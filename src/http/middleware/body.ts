@@ -207,7 +207,8 @@ function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Buff
   })
 }
 
-async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
+/** Reads a Fetch request's body up to `maxBytes` (413 `payload_too_large` beyond). */
+export async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
   if (!req.body) return Buffer.alloc(0)
   const reader = req.body.getReader()
   const chunks: Uint8Array[] = []

@@ -90,6 +90,14 @@ export class DestinationRepo implements DestinationRepository {
     return row ? toDestination(row) : undefined
   }
 
+  async byId(id: string): Promise<DestinationRecord | undefined> {
+    const row = await this.db.one<RawDestination>(
+      'SELECT * FROM destinations WHERE id = $1 AND deleted_at IS NULL',
+      [id],
+    )
+    return row ? toDestination(row) : undefined
+  }
+
   async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<DestinationRecord>> {
     const rows = await this.db.query<RawDestination>(
       `SELECT * FROM destinations WHERE workspace_id = $1 AND deleted_at IS NULL AND seq > $2
