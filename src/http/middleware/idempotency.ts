@@ -57,7 +57,12 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
     const auth = c.get('auth')
     const text = await c.req.text()
     // The body guard (before this) parsed a body once and keeps the parse: reused, not parsed again.
-    const print = fingerprint(c.req.method, c.req.path, text, text.trim() === '' ? undefined : await c.req.json())
+    const print = fingerprint(
+      c.req.method,
+      c.req.path,
+      text,
+      text.trim() === '' ? undefined : await c.req.json(),
+    )
     const answered = captureJson(c)
     const outcome = await service.once(
       auth.workspaceId,
