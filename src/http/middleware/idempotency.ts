@@ -66,7 +66,12 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
     const text = await c.req.text()
     if (options.postKind?.(c.req.path, text) === 'read') return next()
     // The body guard (before this) parsed a body once and keeps the parse: reused, not parsed again.
-    const print = fingerprint(c.req.method, c.req.path, text, text.trim() === '' ? undefined : await c.req.json())
+    const print = fingerprint(
+      c.req.method,
+      c.req.path,
+      text,
+      text.trim() === '' ? undefined : await c.req.json(),
+    )
     const answered = captureJson(c)
     const outcome = await service.once(
       auth.workspaceId,
