@@ -7,12 +7,16 @@
  *   bare       bare Hono on @hono/node-server: the same route shapes with a bearer check and nothing else
  *   floor      the reference server observed by ./support/floor-observer.ts (a library-free request line and
  *              histogram) instead of its own observer: the lower bound of what observation costs
+ *   bare-sqlite  bare Hono whose POST /v1/agents also makes the durable writes a fresh keyed POST of the reference
+ *              makes on SQLite (./support/bare-sqlite-writes.ts): what the framework and the store cost together,
+ *              before any of the server's own work
  */
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { startServer } from '../src/server.js'
 import type { SurfaceObserver } from '../src/surface/observe.js'
 import { LOOPBACK_TARGETS } from '../test/support/private-targets.js'
+import { bareSqliteWrites } from './support/bare-sqlite-writes.js'
 import { FloorObserver } from './support/floor-observer.js'
 import { throwawaySqliteUrl } from './support/throwaway-db.js'
 
@@ -60,7 +64,9 @@ async function startReference(databaseUrl: string, observer?: SurfaceObserver): 
   return { url: server.url, token, runId }
 }
 
-async function startBare(): Promise<TargetInfo> {
+async function startBare(
+  writes?: (body: Record<string, unknown>, key: string) => Promise<string>,
+): Promise<TargetInfo> {
   const app = new Hono()
   const authorised = (header: string | undefined) => header === `Bearer ${BARE_TOKEN}`
   app.get('/v1/runs/:id', (c) => {
@@ -80,7 +86,10 @@ async function startBare(): Promise<TargetInfo> {
   app.post('/v1/agents', async (c) => {
     if (!authorised(c.req.header('authorization'))) return c.json({ error: 'unauthenticated' }, 401)
     const body = (await c.req.json()) as Record<string, unknown>
-    return c.json({ agent_id: 'agt_01jbenchbenchbenchbenchbe', ...body }, 201)
+    const agentId = writes
+      ? await writes(body, c.req.header('idempotency-key') ?? '')
+      : 'agt_01jbenchbenchbenchbenchbe'
+    return c.json({ agent_id: agentId, ...body }, 201)
   })
   const url = await new Promise<string>((resolve) => {
     serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
@@ -94,10 +103,12 @@ const [kind, databaseUrl] = process.argv.slice(2)
 const info =
   kind === 'bare'
     ? await startBare()
-    : await startReference(
-        databaseUrl ?? throwawaySqliteUrl(),
-        kind === 'floor' ? new FloorObserver() : undefined,
-      )
+    : kind === 'bare-sqlite'
+      ? await startBare(await bareSqliteWrites(databaseUrl ?? throwawaySqliteUrl()))
+      : await startReference(
+          databaseUrl ?? throwawaySqliteUrl(),
+          kind === 'floor' ? new FloorObserver() : undefined,
+        )
 process.stdout.write(`${JSON.stringify(info)}\n`)
 // The parent ends this process with SIGTERM when it is done.
 process.on('SIGTERM', () => process.exit(0))

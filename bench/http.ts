@@ -104,7 +104,7 @@ process.on('exit', stopAll)
 
 async function startTarget(
   name: string,
-  kind: 'reference' | 'bare',
+  kind: 'reference' | 'bare' | 'bare-sqlite',
   databaseUrl: string | undefined,
   cores: string | undefined,
 ): Promise<Target> {
@@ -434,6 +434,12 @@ function verdict(
   )
 }
 
+/** A ratio printed for what it tells, with no target of its own. */
+function measured(label: string, value: number, detail = ''): void {
+  const shown = Number.isNaN(value) ? '—' : `${value.toFixed(2)}×`
+  console.log(`${label.padEnd(52)} ${shown.padStart(10)}   (no target)${detail ? `   (${detail})` : ''}`)
+}
+
 async function main(): Promise<void> {
   console.log(
     `bench:http — bare Hono ${HONO_VERSION} on @hono/node-server ${NODE_SERVER_VERSION}, the adapter the reference server runs on; ${CONNECTIONS} connections, ${rounds} alternated round(s) of ${duration} s per measurement after a ${warmup} s warm-up; reference server metrics and request log ${observability}; every server under node ${[...SERVER_NODE_OPTIONS, ...SERVER_V8_FLAGS].join(' ')}; ${cpus.server === undefined ? 'cores left to the scheduler' : `servers on core ${cpus.server}, autocannon and a local PostgreSQL on ${cpus.rest}`}`,
@@ -480,10 +486,19 @@ async function main(): Promise<void> {
   }
 
   await alternate(sides, 'get', (s) => `${s.label} GET /v1/runs/{id}`, getRun, figures)
+  // The POST also against bare Hono making the reference's own SQLite writes: the floor no server can go below.
+  const postSides: Side[] = [
+    ...sides,
+    {
+      key: 'bare-sqlite',
+      label: 'bare Hono + SQLite writes',
+      target: await startTarget('bare Hono + SQLite writes', 'bare-sqlite', undefined, cpus.server),
+    },
+  ]
   await alternate(
-    sides,
+    postSides,
     'post',
-    (s) => `${s.label} POST /v1/agents${s.key === 'bare' ? '' : ' (fresh key)'}`,
+    (s) => `${s.label} POST /v1/agents${s.key.startsWith('bare') ? '' : ' (fresh key)'}`,
     postAgent,
     figures,
   )
@@ -500,7 +515,7 @@ async function main(): Promise<void> {
       console.log(`Prism skipped: ${(err as Error).message}`)
     }
   }
-  await Promise.all(sides.map((s) => stopServerChild(s.target.child)))
+  await Promise.all(postSides.map((s) => stopServerChild(s.target.child)))
   // Ingest and delivery are the store's work more than the server's: fresh servers on a fresh database, each server
   // again on its own core, the clients and a local database free to use every core. With the database kept on the
   // clients' core, PostgreSQL's ingest measured 53,000-60,000 records/s in three runs, against 55,000-79,000 before
@@ -547,6 +562,13 @@ async function main(): Promise<void> {
   verdict('GET run, SQLite / Prism mock', ratio(f('sqlite.get'), f('prism.get')), 10)
   verdict('GET run, SQLite / Prism mock -v warn (stricter)', ratio(f('sqlite.get'), f('prism-quiet.get')), 10)
   versus('POST agent (fresh key), SQLite / bare Hono POST', 'sqlite.post', 'bare.post', 0.4)
+  // Not a target: how much of the gap to bare Hono is the store's durable writes rather than the server's own work.
+  measured(
+    'POST, bare Hono + SQLite writes / bare Hono',
+    ratio(f('bare-sqlite.post'), f('bare.post')),
+    roundRatios(f('bare-sqlite.post'), f('bare.post')),
+  )
+  versus('POST agent (fresh key), SQLite / bare Hono + SQLite writes', 'sqlite.post', 'bare-sqlite.post', 0.5)
   verdict('POST agent (fresh key), SQLite p99', f('sqlite.post')?.p99 ?? Number.NaN, 100, ' ms', false)
   versus('POST agent (fresh key), PostgreSQL / SQLite', 'pg.post', 'sqlite.post', 0.9)
   verdict('POST agent (fresh key), PostgreSQL p99', f('pg.post')?.p99 ?? Number.NaN, 15, ' ms', false)
@@ -559,6 +581,7 @@ async function main(): Promise<void> {
   verdict('GET run, SQLite vs Prism mock, by CPU cost', cpu('prism.get', 'sqlite.get'), 10)
   verdict('GET run, SQLite vs Prism mock -v warn, by CPU cost', cpu('prism-quiet.get', 'sqlite.get'), 10)
   verdict('POST agent (fresh key), SQLite, by CPU cost', cpu('bare.post', 'sqlite.post'), 0.4)
+  measured('POST, bare Hono + SQLite writes, by CPU cost', cpu('bare.post', 'bare-sqlite.post'))
   console.log('')
   verdict('ingest, SQLite', ingestSqlite.recordsPerSecond, 50_000, ' rec/s')
   verdict('ingest, PostgreSQL', ingestPg?.recordsPerSecond ?? Number.NaN, 60_000, ' rec/s')

@@ -807,9 +807,25 @@ const DestinationTypeSchema = z
   .enum(['cloudevents', 'slack', 'pagerduty', 'nats'])
   .openapi({
     description:
-      "`cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?}`, secrets `{webhook_url}`. `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.",
+      "`cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?, approval_buttons (default false)}`, secrets `{webhook_url, signing_secret?}` (the signing secret is required with approval_buttons). `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.",
   })
   .openapi('DestinationType')
+
+const SlackInteractionFormSchema = z
+  .object({
+    payload: z
+      .string()
+      .max(262144)
+      .openapi({
+        description:
+          "Slack's `block_actions` payload as JSON (`type`, `user`, `team`, `actions`, `message`, `response_url`).",
+      }),
+  })
+  .openapi({
+    description: 'What Slack posts to an Interactivity Request URL (form-encoded).',
+    required: ['payload'],
+  })
+  .openapi('SlackInteractionForm')
 
 const DestinationCreateSchema = z
   .strictObject({
@@ -1477,7 +1493,7 @@ const IdempotencyKeyParamsSchema = z
       'x-spec-gap': {
         section: '§8',
         decision:
-          'Keys are 1 to 255 printable ASCII characters (400 invalid_idempotency_key otherwise); a concurrent repeat gets 409 idempotency_key_in_progress instead of waiting (a different request with the key gets it too until the first answered, since an unanswered claim stores nothing). A keyed request and its answer are one transaction, so after a crash the key is unclaimed with nothing done, or answered with the effect, never in between.',
+          'Keys are 1 to 255 printable ASCII characters (400 invalid_idempotency_key otherwise); a concurrent repeat gets 409 idempotency_key_in_progress instead of waiting (a different request with the key gets it too until the first answered, since an unanswered claim stores nothing). A keyed request and its answer are one transaction, so after a crash the key is unclaimed with nothing done, or answered with the effect, never in between. GraphQL queries are reads and are not keyed (their Idempotency-Key is ignored and nothing is stored, so a retry reads again, which changes nothing, and a read-only key cannot grow the store); mutations are keyed. The answers a workspace keeps are bounded by its quotas (x-quotas).',
       },
       schema: { type: 'string', minLength: 1, maxLength: 255 },
     },
@@ -2770,6 +2786,68 @@ export const postV1DestinationsDestinationIdDeliveriesDeliveryIdRedeliverRoute =
     503: UnavailableResponse,
   },
   security: [{ bearerAuth: ['destinations:write'] }],
+})
+
+export const postIntegrationsSlackDestinationIdInteractionsRoute = createRoute({
+  method: 'post',
+  path: '/integrations/slack/{destination_id}/interactions',
+  tags: ['Destinations'],
+  summary: 'Approve or deny from a Slack approval message',
+  description:
+    "Slack's Interactivity Request URL for a `slack` destination with `approval_buttons`: Slack posts each click of the Approve or Deny button here, signed with the Slack app's signing secret (the destination's write-only `secrets.signing_secret`). A verified click decides the step in the destination's workspace, with the Slack user as the approver (`decided_by` `slack:<team id>/<user id>`), answers 200 at once, and replaces the message through the click's `response_url` to say who decided. No bearer key: the signature is the credential.",
+  operationId: 'handleSlackInteraction',
+  request: {
+    params: z.object({ destination_id: DestinationIdParamsSchema }),
+    headers: z.object({
+      'X-Slack-Signature': z
+        .string()
+        .max(100)
+        .openapi({
+          param: {
+            name: 'X-Slack-Signature',
+            in: 'header',
+            required: true,
+            description:
+              '`v0=` and the hex HMAC-SHA256 of `v0:{timestamp}:{body}` with the signing secret.',
+            schema: { type: 'string', maxLength: 100 },
+          },
+        }),
+      'X-Slack-Request-Timestamp': z
+        .string()
+        .max(12)
+        .openapi({
+          param: {
+            name: 'X-Slack-Request-Timestamp',
+            in: 'header',
+            required: true,
+            description:
+              "Unix seconds when Slack sent the request; more than 5 minutes from the server's clock is refused.",
+            schema: { type: 'string', maxLength: 12 },
+          },
+        }),
+    }),
+    body: {
+      content: {
+        'application/x-www-form-urlencoded': {
+          schema: SlackInteractionFormSchema,
+          example: {
+            payload:
+              '{"type":"block_actions","user":{"id":"U024BE7LH","username":"alice"},"team":{"id":"T9TK3CUKW"},"actions":[{"action_id":"agentops_approve","value":"{\\"run_id\\":\\"run_01\\",\\"step_id\\":\\"step_2\\"}"}],"response_url":"https://hooks.slack.com/actions/T9TK3CUKW/1/abc"}',
+          },
+        },
+      },
+      required: true,
+    },
+  },
+  responses: {
+    200: {
+      description: 'Handled (decided, or nothing to do); Slack shows the updated message.',
+      headers: z.object({ 'X-Request-Id': XRequestIdHeaderSchema }),
+    },
+    401: UnauthorizedResponse,
+    413: PayloadTooLargeResponse,
+  },
+  security: [],
 })
 
 export const getV1AgentsRoute = createRoute({

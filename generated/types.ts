@@ -65,6 +65,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/integrations/slack/{destination_id}/interactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve or deny from a Slack approval message
+         * @description Slack's Interactivity Request URL for a `slack` destination with `approval_buttons`: Slack posts each click of the Approve or Deny button here, signed with the Slack app's signing secret (the destination's write-only `secrets.signing_secret`). A verified click decides the step in the destination's workspace, with the Slack user as the approver (`decided_by` `slack:<team id>/<user id>`), answers 200 at once, and replaces the message through the click's `response_url` to say who decided. No bearer key: the signature is the credential.
+         */
+        post: operations["handleSlackInteraction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -1071,7 +1097,7 @@ export interface components {
             status_code: number | null;
         };
         /**
-         * @description `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?}`, secrets `{webhook_url}`. `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.
+         * @description `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?, approval_buttons (default false)}`, secrets `{webhook_url, signing_secret?}` (the signing secret is required with approval_buttons). `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.
          * @enum {string}
          */
         DestinationType: "cloudevents" | "slack" | "pagerduty" | "nats";
@@ -1427,6 +1453,11 @@ export interface components {
          * @example t=1763877600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
          */
         Signature: string;
+        /** @description What Slack posts to an Interactivity Request URL (form-encoded). */
+        SlackInteractionForm: {
+            /** @description Slack's `block_actions` payload as JSON (`type`, `user`, `team`, `actions`, `message`, `response_url`). */
+            payload: string;
+        };
         StepResult: {
             /** @description Result identifier returned by the tool. */
             result: string;
@@ -1897,6 +1928,47 @@ export interface operations {
                 };
             };
             503: components["responses"]["Unavailable"];
+        };
+    };
+    handleSlackInteraction: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unix seconds when Slack sent the request; more than 5 minutes from the server's clock is refused. */
+                "X-Slack-Request-Timestamp": string;
+                /** @description `v0=` and the hex HMAC-SHA256 of `v0:{timestamp}:{body}` with the signing secret. */
+                "X-Slack-Signature": string;
+            };
+            path: {
+                /**
+                 * @description Destination identifier (`dst_...`).
+                 * @example dst_01m83ykearg8se8b7mrq099mzd
+                 */
+                destination_id: components["parameters"]["DestinationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "payload": "{\"type\":\"block_actions\",\"user\":{\"id\":\"U024BE7LH\",\"username\":\"alice\"},\"team\":{\"id\":\"T9TK3CUKW\"},\"actions\":[{\"action_id\":\"agentops_approve\",\"value\":\"{\\\"run_id\\\":\\\"run_01\\\",\\\"step_id\\\":\\\"step_2\\\"}\"}],\"response_url\":\"https://hooks.slack.com/actions/T9TK3CUKW/1/abc\"}"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["SlackInteractionForm"];
+            };
+        };
+        responses: {
+            /** @description Handled (decided, or nothing to do); Slack shows the updated message. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
         };
     };
     getOpenApiDocument: {

@@ -10,6 +10,7 @@ import type { ChangeFeed } from './domain/changes.js'
 import type { Clock } from './domain/clock.js'
 import type { DestinationTransports } from './domain/destinations/ports.js'
 import { DestinationService } from './domain/destinations/service.js'
+import { SlackInteractionService } from './domain/destinations/slack-interactions.js'
 import { EventLog } from './domain/events/log.js'
 import { IdempotencyService } from './domain/idempotency/service.js'
 import { IngestionService } from './domain/ingestion/service.js'
@@ -17,6 +18,7 @@ import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
 import type { OutboundHttp } from './domain/outbound.js'
 import type { Db } from './domain/ports.js'
+import { QuotaService } from './domain/quotas/service.js'
 import { RunExecutor } from './domain/runs/executor.js'
 import { RunRecorder } from './domain/runs/recorder.js'
 import { RunScheduler } from './domain/runs/scheduler.js'
@@ -27,6 +29,7 @@ import { WebhookService } from './domain/webhooks/service.js'
 import { type Logger, leaseLog, SILENT_LOGGER } from './observability/logger.js'
 import type { Metrics } from './observability/metrics.js'
 import { createDestinationTransports } from './outbound/destinations/index.js'
+import { slackResponder } from './outbound/destinations/slack-responder.js'
 import { createOutboundPorts } from './outbound/http.js'
 import type { OutboundPurpose } from './outbound/private-targets.js'
 import { openChangeFeed } from './store/notifications.js'
@@ -54,6 +57,8 @@ export interface Domain {
   tools: ToolService
   /** Rate limits per workspace. */
   limits: LimitsService
+  /** Quotas on everything a workspace can grow, counted in the store (src/domain/quotas). */
+  quotas: QuotaService
   /** Idempotency-Key requests: each key's work at most once, its answer replayed. */
   idempotency: IdempotencyService
   /** Connector batches with Merkle lineage; the stream listens to it for new records. */
@@ -63,6 +68,8 @@ export interface Domain {
   webhooks: WebhookService
   /** Chat, paging, CloudEvents and event-bus destinations, delivered through the same outbox as webhooks. */
   destinations: DestinationService
+  /** Approve and Deny clicks from Slack approval messages, verified with the destination's signing secret. */
+  slackInteractions: SlackInteractionService
   /** Claims and advances queued runs; a worker (`createWorkers`) drives it. */
   scheduler: RunScheduler
 }
@@ -136,20 +143,29 @@ export function createDomain(deps: DomainDeps): Domain {
     leases,
     failures: logger,
   }
+  const quotas = new QuotaService(
+    repos.quotaUsage,
+    repos.workspaces,
+    clock,
+    { stream_subscriptions_per_socket: config.streamMaxSubscriptions },
+    metrics?.quotas,
+  )
   return {
     changes,
     events,
+    quotas,
     keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes, config.keyWatchPollMs, logger),
-    agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
+    agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs, quotas),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
-    tools: new ToolService(db, repos.tools, clock, events),
+    tools: new ToolService(db, repos.tools, clock, events, quotas),
     limits: new LimitsService(repos.rateCounters, clock),
-    idempotency: new IdempotencyService(db, repos.idempotency, clock),
-    ingestion: new IngestionService(db, repos.records, clock, events, changes),
+    idempotency: new IdempotencyService(db, repos.idempotency, clock, quotas),
+    ingestion: new IngestionService(db, repos.records, clock, events, changes, quotas),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
       ...outboxSettings,
       outbound: outbound.webhooks,
+      quotas,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
     }),
     destinations: new DestinationService(
@@ -161,12 +177,20 @@ export function createDomain(deps: DomainDeps): Domain {
       {
         ...outboxSettings,
         outbound: outbound.destinations,
+        quotas,
         transports:
           deps.destinationTransports ??
           createDestinationTransports(outbound.destinations, { publicUrl: config.publicUrl }),
         ...(metrics ? { telemetry: metrics.destinations } : {}),
       },
     ),
+    slackInteractions: new SlackInteractionService({
+      destinations: destinationRepos.destinations,
+      runs,
+      responder: slackResponder(outbound.destinations, logger),
+      clock,
+      log: logger,
+    }),
     scheduler,
   }
 }

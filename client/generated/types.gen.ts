@@ -478,9 +478,19 @@ export type RecordPage = {
 export type EventKind = 'run.started' | 'run.awaiting_approval' | 'run.succeeded' | 'run.failed' | 'run.paused' | 'run.resumed' | 'run.cancelled' | 'policy.denied' | 'agent.created' | 'agent.deleted' | 'task.created' | 'task.succeeded' | 'task.failed' | 'task.cancelled' | 'tool.registered' | 'tool.retired' | 'ingest.batch_accepted';
 
 /**
- * `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?}`, secrets `{webhook_url}`. `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.
+ * `cloudevents`: CloudEvents 1.0 over HTTP. config `{url, mode: binary|structured (default binary), source?}`, secrets `{authorization?}` (sent as the Authorization header). `slack`: a Block Kit message per event to a Slack (or Slack-compatible) incoming webhook. config `{username?, icon_emoji?, approval_buttons (default false)}`, secrets `{webhook_url, signing_secret?}` (the signing secret is required with approval_buttons). `pagerduty`: PagerDuty Events API v2. config `{url (default https://events.pagerduty.com/v2/enqueue), severity?: critical|error|warning|info, source?, component?}`, secrets `{routing_key}` (32 characters). `nats`: NATS JetStream, each event published to `<subject_prefix>.<workspace id>.<kind>` with `Nats-Msg-Id` the event id. config `{servers: [nats://host:port], subject_prefix (default agentops), stream?}`, secrets `{token?, user?, password?}`. A creation without `events` gets the type's default: run.failed, policy.denied and run.awaiting_approval for `slack` and `pagerduty`, every kind for `cloudevents` and `nats`; a `pagerduty` destination also gets the events that resolve its incidents.
  */
 export type DestinationType = 'cloudevents' | 'slack' | 'pagerduty' | 'nats';
+
+/**
+ * What Slack posts to an Interactivity Request URL (form-encoded).
+ */
+export type SlackInteractionForm = {
+    /**
+     * Slack's `block_actions` payload as JSON (`type`, `user`, `team`, `actions`, `message`, `response_url`).
+     */
+    payload: string;
+};
 
 export type DestinationCreate = {
     type: DestinationType;
@@ -2719,6 +2729,48 @@ export type RedeliverDestinationDeliveryResponses = {
 };
 
 export type RedeliverDestinationDeliveryResponse = RedeliverDestinationDeliveryResponses[keyof RedeliverDestinationDeliveryResponses];
+
+export type HandleSlackInteractionData = {
+    body: SlackInteractionForm;
+    headers: {
+        /**
+         * `v0=` and the hex HMAC-SHA256 of `v0:{timestamp}:{body}` with the signing secret.
+         */
+        'X-Slack-Signature': string;
+        /**
+         * Unix seconds when Slack sent the request; more than 5 minutes from the server's clock is refused.
+         */
+        'X-Slack-Request-Timestamp': string;
+    };
+    path: {
+        /**
+         * Destination identifier (`dst_...`).
+         */
+        destination_id: string;
+    };
+    query?: never;
+    url: '/integrations/slack/{destination_id}/interactions';
+};
+
+export type HandleSlackInteractionErrors = {
+    /**
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     */
+    401: ErrorResponse;
+    /**
+     * The body is over 1 MiB or the batch over 500 records (`payload_too_large`).
+     */
+    413: ErrorResponse;
+};
+
+export type HandleSlackInteractionError = HandleSlackInteractionErrors[keyof HandleSlackInteractionErrors];
+
+export type HandleSlackInteractionResponses = {
+    /**
+     * Handled (decided, or nothing to do); Slack shows the updated message.
+     */
+    200: unknown;
+};
 
 export type ListAgentsData = {
     body?: never;

@@ -22,6 +22,7 @@ import { registerDestinationRoutes } from './routes/destinations.js'
 import { registerIngestRoutes } from './routes/ingest.js'
 import { registerMetaRoutes } from './routes/meta.js'
 import { registerRunRoutes } from './routes/runs.js'
+import { registerSlackInteractionRoute } from './routes/slack-interactions.js'
 import { registerToolRoutes } from './routes/tools.js'
 import { registerWebhookRoutes } from './routes/webhooks.js'
 
@@ -39,6 +40,7 @@ export type HttpServices = Pick<
   | 'runs'
   | 'webhooks'
   | 'destinations'
+  | 'slackInteractions'
   | 'metrics'
 > & {
   config: Pick<Config, 'corsOrigins' | 'maxBodyBytes'>
@@ -56,6 +58,8 @@ export interface HttpAppOptions {
   mounts?: readonly RouteMount[]
   /** Told once per request (metrics, request log); nothing is mounted for the default. */
   observer?: SurfaceObserver
+  /** Which POSTs of the mounted transports only read (GraphQL queries): they are not keyed (IdempotencyOptions). */
+  postKind?: (path: string, body: string) => 'read' | 'write' | undefined
 }
 
 /**
@@ -108,6 +112,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
     idempotency(services.idempotency, {
       countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
       writesOnlyOperations: AGENT_WRITES_ONLY_OPERATIONS,
+      postKind: options.postKind,
     }),
   )
 
@@ -118,6 +123,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   registerRunRoutes(app, services)
   registerWebhookRoutes(app, services)
   registerDestinationRoutes(app, services)
+  registerSlackInteractionRoute(app, services)
   for (const mount of options.mounts ?? []) mount(app)
 
   return app

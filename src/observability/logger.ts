@@ -5,6 +5,7 @@
  * log. No pino `redact` on top: its wildcard paths cost a share of every cached GET's CPU (bench:log-line,
  * bench:observability; docs/performance.md).
  */
+import { writeSync } from 'node:fs'
 import { type DestinationStream, type Logger, pino } from 'pino'
 import pretty from 'pino-pretty'
 // sonic-boom is CommonJS: Node's ESM import sees its module object, with the class as a property.
@@ -41,6 +42,18 @@ const FLUSH_EVERY_MS = 1000
 /** The most UTF-8 bytes one UTF-16 code unit of a line can take (a lone surrogate becomes U+FFFD: 3 bytes). */
 const MAX_BYTES_PER_UNIT = 3
 
+const LOG_READER_GONE =
+  'agentops: the log on stdout lost its reader (EPIPE); the server keeps serving, and its log lines are dropped from now on\n'
+
+/** One line on stderr, when stderr can still take it (a closed stderr is no reason to stop either). */
+function tellOperator(text: string): void {
+  try {
+    writeSync(2, text)
+  } catch {
+    // Nowhere left to say it.
+  }
+}
+
 /**
  * Lines gathered and handed to sonic-boom (what pino.destination builds: writes to the file descriptor, retries of a
  * full pipe)
@@ -64,9 +77,11 @@ class LineBatch implements DestinationStream {
     private readonly out: SonicBoom,
     flushEveryMs: number,
   ) {
-    // As pino.destination does: a closed pipe ends the log, any other write error is the process's to see.
+    // As pino.destination does: a closed pipe ends the log, any other write error is the process's to see. The
+    // server keeps serving (a log shipper that died must not take the service with it) and says so once on stderr.
     out.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code !== 'EPIPE') throw err
+      if (!this.gone) tellOperator(LOG_READER_GONE)
       this.gone = true
     })
     setInterval(() => this.flush(), flushEveryMs).unref()

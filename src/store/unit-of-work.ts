@@ -7,9 +7,12 @@
  * must not run in it: it is handed to `afterCommit`, which runs it outside the context once the unit committed.
  *
  * On Node 20 an enabled AsyncLocalStorage puts a promise hook on every promise of the process, units or not (a
- * cost bench:http's GET shows against bare Hono), so the storage is enabled only while a unit is open and disabled
- * when the last one closes. A context that outlives its unit can then see it again once another unit enables the
- * storage; `open` (false once the unit settled) is what makes such a context take the ordinary path.
+ * cost bench:http's GET shows against bare Hono), so the storage is enabled only while units are open and disabled
+ * once none has been open for a turn of the event loop. Not at once when the last one closes: SQLite runs units one
+ * after another, so keyed writes would set and clear V8's promise hooks twice a request (bench:http's keyed POST
+ * profile showed it); a group of them committed together now sets them once. A context that outlives its unit can
+ * see it again while the storage is enabled; `open` (false once the unit settled) is what makes such a context take
+ * the ordinary path.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Queryable } from '../domain/ports.js'
@@ -58,8 +61,19 @@ export function currentUnit<Tx>(owner: object): Unit<Tx> | undefined {
   return unit?.open && unit.owner === owner ? (unit as Unit<Tx>) : undefined
 }
 
-/** Units open in this process: the storage is enabled while there is one. */
+/** Units open in this process: the storage is enabled while there is one, and for a turn after the last. */
 let openUnits = 0
+let disableScheduled = false
+
+/** Disables the storage after this turn of the event loop if no unit opened meanwhile. */
+function disableWhenIdle(): void {
+  if (disableScheduled) return
+  disableScheduled = true
+  setImmediate(() => {
+    disableScheduled = false
+    if (openUnits === 0) storage.disable()
+  }).unref()
+}
 
 /** Runs fn with `unit` as its context (and that of everything it starts); closes the unit when fn settles. */
 export async function runInUnit<Tx, T>(unit: Unit<Tx>, fn: () => Promise<T>): Promise<T> {
@@ -69,7 +83,7 @@ export async function runInUnit<Tx, T>(unit: Unit<Tx>, fn: () => Promise<T>): Pr
   } finally {
     unit.open = false
     openUnits -= 1
-    if (openUnits === 0) storage.disable()
+    if (openUnits === 0) disableWhenIdle()
   }
 }
 

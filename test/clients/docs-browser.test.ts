@@ -51,6 +51,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !required)(
       // Operations are listed by their summaries (the first tag group open, the others as groups) once the bundle
       // has rendered the document.
       await page.getByText('Start a run').first().waitFor({ timeout: 30_000 })
+      // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText, not a DOM property: the text as rendered (hidden elements left out) is what a reader sees
       const text = await page.locator('body').innerText()
       for (const entry of [
         'Inspect a run',
@@ -70,6 +71,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !required)(
         new RegExp(`curl ${t.baseUrl.replace(/[.]/g, '\\.')}/v1/agents/agt_\\w+/runs`),
       )
       await samples.first().waitFor({ timeout: 30_000 })
+      // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator.innerText, the rendered text (as above)
       const example = await page.locator('body').innerText()
       expect(example).toMatch(/--request POST[\s\S]*"mode": "live"/)
       expect(example).toMatch(/"policy_envelope": "default"/)

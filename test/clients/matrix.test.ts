@@ -32,6 +32,11 @@ const run = promisify(execFile)
 const ROOT = resolve(import.meta.dirname, '../..')
 const SPEC = join(ROOT, 'openapi/agent-operations.yaml')
 const BIN = (name: string) => join(ROOT, 'node_modules/.bin', name)
+/**
+ * The compiler a consumer's program is checked with: TypeScript 5.9 by its package path, as test/support/consumer-tsc.ts
+ * does (node_modules/.bin/tsc may link to it or to typescript-native's tsc, whichever npm linked last).
+ */
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc')
 const SMOKES = [
   'openapi-fetch',
   'hey-api',
@@ -174,7 +179,7 @@ describe('generated clients (matrix) and the shipped client package', () => {
   })
 
   it('typechecks every smoke program and the README program (strict)', async () => {
-    const result = await run(BIN('tsc'), ['-p', dir], { cwd: dir, timeout: 120_000 }).catch(
+    const result = await run(process.execPath, [TSC, '-p', dir], { cwd: dir, timeout: 120_000 }).catch(
       (e: { stdout?: string }) => ({ stdout: e.stdout ?? String(e) }),
     )
     expect(result.stdout).toBe('')

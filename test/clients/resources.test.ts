@@ -225,6 +225,7 @@ describe('every operation of the contract has a namespace method', () => {
     getOpenApiDocument: 'a document, not an API call',
     getApiReference: 'an HTML page',
     getApiReferenceScript: 'a script',
+    handleSlackInteraction: "Slack's signed callback, not a client call",
   }
 
   it('calls each namespace method and sees each remaining operationId answered', async () => {

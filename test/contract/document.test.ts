@@ -48,7 +48,8 @@ describe('the contract document', () => {
 
   it('takes an Idempotency-Key on every POST and cursor/limit on every list', () => {
     for (const { template, method, op } of operations()) {
-      if (method === 'post')
+      // The API's POSTs; a callback a third party signs (Slack's interactions) is idempotent by its decision.
+      if (method === 'post' && template.startsWith('/v1/'))
         expect(refs(op), `${method} ${template}`).toContain('#/components/parameters/IdempotencyKey')
       const schema = JSON.stringify(((op.responses as Json)['200'] as Json | undefined)?.content ?? {})
       if (method === 'get' && /Page"/.test(schema)) {

@@ -149,7 +149,10 @@ describe('request body examples', () => {
         await receiver.close()
       }
 
-      const withBodies = bodyOperations('paths').map((o) => o.operationId)
+      // Slack signs its interaction callbacks: test/destinations/slack-interactions.test.ts posts signed ones.
+      const withBodies = bodyOperations('paths')
+        .map((o) => o.operationId)
+        .filter((id) => id !== 'handleSlackInteraction')
       expect([...posted].sort()).toEqual([...withBodies].sort())
     }, 30_000)
   })

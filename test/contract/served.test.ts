@@ -81,7 +81,9 @@ describe('the server and the contract agree', () => {
   it('refuses a body that breaks the schema with 400 invalid_request naming the failing fields', async () => {
     for (const { method, template } of allOperations()) {
       const op = paths[template]?.[method] as Json
-      if (!op.requestBody) continue
+      // Outside /v1 only Slack's signed interaction callback takes a body: its signature is checked before the body
+      // is read, so an unsigned one is 401 (test/destinations/slack-interactions.test.ts).
+      if (!op.requestBody || !template.startsWith('/v1/')) continue
       const res = await t.request(method.toUpperCase(), concrete(template), {
         token,
         body: { __not_in_the_contract__: true },

@@ -8,9 +8,15 @@ import type { DestinationChanges, DestinationRecord, DestinationType, NewDestina
 export interface DestinationRepository extends OutboxTargets<DestinationRecord> {
   in(tx: Queryable): DestinationRepository
   insert(d: NewDestination): Promise<DestinationRecord>
+  /**
+   * A destination by id alone, whatever its workspace: only for callers a destination's own secret authenticates
+   * (Slack's signed interactions), which then act in that destination's workspace.
+   */
+  byId(id: string): Promise<DestinationRecord | undefined>
   list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<DestinationRecord>>
   update(id: string, changes: DestinationChanges): Promise<void>
-  markDeleted(id: string, now: number): Promise<void>
+  /** Whether it was live (and is deleted now): a second delete at once changes nothing. */
+  markDeleted(id: string, now: number): Promise<boolean>
 }
 
 /** One event as a destination transport sends it: the delivery id (stable across attempts) and the body. */

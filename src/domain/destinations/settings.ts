@@ -39,10 +39,14 @@ const SETTINGS: Record<DestinationType, TypeSettings> = {
         .string()
         .regex(/^:[a-z0-9_+-]{1,60}:$/)
         .optional(),
+      /** Approval messages carry Approve and Deny buttons (needs `secrets.signing_secret` and Slack interactivity). */
+      approval_buttons: z.boolean().default(false),
     }),
     secrets: z.strictObject({
       /** The incoming webhook URL (it carries the token): https://hooks.slack.com/services/… or a compatible one. */
       webhook_url: text(2048),
+      /** The Slack app's signing secret, checking the button clicks Slack posts back. */
+      signing_secret: text(256).optional(),
     }),
     urls: [{ in: 'secrets', field: 'webhook_url' }],
   },
@@ -171,6 +175,13 @@ export function parseSettings(
     const value = parsed[url.in][url.field]
     if (typeof value === 'string') checkWebhookUrl(value, outbound, `${url.in}.${url.field}`)
   }
+  if (type === 'slack' && parsed.config.approval_buttons === true && !parsed.secrets.signing_secret)
+    throw refuse([
+      {
+        path: 'secrets.signing_secret',
+        message: 'secrets.signing_secret: approval buttons need the Slack app signing secret',
+      },
+    ])
   if (type === 'nats' && Array.isArray(parsed.config.servers))
     parsed.config.servers = parsed.config.servers.map((s) => checkNatsServer(String(s), outbound))
   return parsed

@@ -207,7 +207,8 @@ function readIncoming(incoming: IncomingMessage, maxBytes: number): Promise<Buff
   })
 }
 
-async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
+/** Reads a Fetch request's body up to `maxBytes` (413 `payload_too_large` beyond). */
+export async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
   if (!req.body) return Buffer.alloc(0)
   const reader = req.body.getReader()
   const chunks: Uint8Array[] = []
@@ -231,10 +232,12 @@ async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
   return Buffer.concat(chunks, total)
 }
 
+/** One decoder for every body: a `decode` without `stream` starts afresh each time. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+
 function decodeUtf8(bytes: Buffer): string {
-  const decoder = new TextDecoder('utf-8', { fatal: true })
   try {
-    return decoder.decode(bytes)
+    return UTF8.decode(bytes)
   } catch {
     throw new ApiError('invalid_request', 'The request body is not valid UTF-8', { issues: [], fields: [] })
   }

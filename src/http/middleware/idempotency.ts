@@ -45,6 +45,14 @@ export interface IdempotencyOptions {
    * (IdempotencyService.once's `writesOnly`).
    */
   writesOnlyOperations?: readonly string[]
+  /**
+   * Whether a POST only reads, from its path and body (GraphQL queries, told by the GraphQL transport): a read is not
+   * keyed at all (its Idempotency-Key is ignored: nothing is stored, a retry runs the read again and changes
+   * nothing), so a read-only key cannot grow the store with answers.
+   */
+  postKind?: ((path: string, body: string) => 'read' | 'write' | undefined) | undefined
+  /** The workspace's quotas bound the answers a key keeps (IdempotencyService.once's `quota`); default on. */
+  quotas?: boolean
 }
 
 export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) => {
@@ -55,7 +63,15 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
     if (key === undefined) return next()
     validateKey(key)
     const auth = c.get('auth')
-    const print = fingerprint(c.req.method, c.req.path, await c.req.text())
+    const text = await c.req.text()
+    if (options.postKind?.(c.req.path, text) === 'read') return next()
+    // The body guard (before this) parsed a body once and keeps the parse: reused, not parsed again.
+    const print = fingerprint(
+      c.req.method,
+      c.req.path,
+      text,
+      text.trim() === '' ? undefined : await c.req.json(),
+    )
     const answered = captureJson(c)
     const outcome = await service.once(
       auth.workspaceId,
@@ -68,7 +84,10 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
           failed: c.error !== undefined || c.res.status >= 500,
         }
       },
-      { writesOnly: writesOnly.has(c.req.path) },
+      {
+        writesOnly: writesOnly.has(c.req.path),
+        ...(options.quotas === false ? {} : { quota: { workspace: auth.workspace, read: false } }),
+      },
     )
     if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
     if (outcome.fingerprint !== print) {
@@ -102,25 +121,28 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
 
 /**
  * The answer the route gave, as the key stores it. The body is the text the handler's c.json produced when that is
- * the answer: reading it back from the Response would build a web stream for it. The answer then goes out as that
- * text rather than a clone's tee'd stream: the server writes it in one piece, as it does for any JSON answer
- * (bench:http's keyed POST; docs/performance.md).
+ * the answer, and the answer then goes out untouched. Any other answer is read here (its body is consumed), so it
+ * goes out again as that text rather than a clone's tee'd stream: the server writes it in one piece, as it does for
+ * any JSON answer.
  */
 async function storedAnswer(
   c: Context<AppEnv>,
   answered: { text?: string; res?: Response },
 ): Promise<StoredResponse> {
   const answer = c.res
-  const body = answered.res === answer && answered.text !== undefined ? answered.text : await answer.text()
+  const captured = answered.res === answer ? answered.text : undefined
+  const body = captured ?? (await answer.text())
   const headers: Record<string, string> = {}
   for (const name of REPLAYED_HEADERS) {
     const value = answer.headers.get(name)
     if (value !== null) headers[name] = value
   }
-  c.res = undefined
-  c.res = new Response(answer.status === 204 ? null : body, {
-    status: answer.status,
-    headers: answer.headers,
-  })
+  if (captured === undefined) {
+    c.res = undefined
+    c.res = new Response(answer.status === 204 ? null : body, {
+      status: answer.status,
+      headers: answer.headers,
+    })
+  }
   return { status: answer.status, headers, body }
 }

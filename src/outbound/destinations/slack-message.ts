@@ -1,13 +1,10 @@
 import type { IncomingWebhookSendArguments } from '@slack/webhook'
 import { describeEvent, pendingAction, runLink } from '../../domain/destinations/describe.js'
+import { APPROVE_ACTION, DENY_ACTION, type SlackActor } from '../../domain/destinations/slack-interactions.js'
 import type { EventKind } from '../../domain/webhooks/body.js'
 
 export type SlackMessage = IncomingWebhookSendArguments
 type SlackBlock = NonNullable<SlackMessage['blocks']>[number]
-
-/** The action ids of the approval buttons; the interaction endpoint answers only these. */
-export const APPROVE_ACTION = 'agentops_approve'
-export const DENY_ACTION = 'agentops_deny'
 
 const EMOJI: Partial<Record<EventKind, string>> = {
   'run.awaiting_approval': ':raised_hand:',
@@ -84,7 +81,7 @@ export function slackMessage(
     const value = approvalValue(d.runId, stepId)
     blocks.push({
       type: 'actions',
-      block_id: 'agentops_approval',
+      block_id: APPROVAL_BLOCK,
       elements: [
         {
           type: 'button',
@@ -113,4 +110,34 @@ export function slackMessage(
     ],
   })
   return { text: cut(`${d.title}: ${d.headline}`, 3000), blocks }
+}
+
+/** The block id of the approval buttons: a decided message drops that block. */
+export const APPROVAL_BLOCK = 'agentops_approval'
+
+/**
+ * The approval message once decided: the blocks Slack sent back with the click (the message as shown), without
+ * the buttons, and a line saying who decided and when; `replace_original` so it replaces the message in place.
+ */
+export function decidedMessage(
+  original: Record<string, unknown> | null,
+  decision: 'approve' | 'reject',
+  actor: SlackActor,
+  at: number,
+): Record<string, unknown> {
+  const blocks = Array.isArray(original?.blocks)
+    ? original.blocks.filter(
+        (b: unknown) =>
+          !(typeof b === 'object' && b !== null && 'block_id' in b && b.block_id === APPROVAL_BLOCK),
+      )
+    : []
+  const verb = decision === 'approve' ? ':white_check_mark: *Approved*' : ':no_entry_sign: *Denied*'
+  const when = `<!date^${Math.floor(at / 1000)}^{date_short_pretty} at {time}|${new Date(at).toISOString()}>`
+  const line = `${verb} by <@${escapeMrkdwn(actor.userId)}> ${when}`
+  const text = typeof original?.text === 'string' ? original.text : 'Approval'
+  return {
+    replace_original: true,
+    text: `${text} (${decision === 'approve' ? 'approved' : 'denied'} by ${actor.userName})`,
+    blocks: [...blocks, { type: 'section', text: { type: 'mrkdwn', text: line } }],
+  }
 }

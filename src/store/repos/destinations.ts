@@ -90,6 +90,14 @@ export class DestinationRepo implements DestinationRepository {
     return row ? toDestination(row) : undefined
   }
 
+  async byId(id: string): Promise<DestinationRecord | undefined> {
+    const row = await this.db.one<RawDestination>(
+      'SELECT * FROM destinations WHERE id = $1 AND deleted_at IS NULL',
+      [id],
+    )
+    return row ? toDestination(row) : undefined
+  }
+
   async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<DestinationRecord>> {
     const rows = await this.db.query<RawDestination>(
       `SELECT * FROM destinations WHERE workspace_id = $1 AND deleted_at IS NULL AND seq > $2
@@ -117,8 +125,13 @@ export class DestinationRepo implements DestinationRepository {
     )
   }
 
-  async markDeleted(id: string, now: number): Promise<void> {
-    await this.db.run("UPDATE destinations SET deleted_at = $1, status = 'disabled' WHERE id = $2", [now, id])
+  async markDeleted(id: string, now: number): Promise<boolean> {
+    return (
+      (await this.db.run(
+        "UPDATE destinations SET deleted_at = $1, status = 'disabled' WHERE id = $2 AND deleted_at IS NULL",
+        [now, id],
+      )) > 0
+    )
   }
 
   async activeIn(workspaceIds: readonly string[]): Promise<DestinationRecord[]> {
