@@ -1493,7 +1493,7 @@ const IdempotencyKeyParamsSchema = z
       'x-spec-gap': {
         section: '§8',
         decision:
-          'Keys are 1 to 255 printable ASCII characters (400 invalid_idempotency_key otherwise); a concurrent repeat gets 409 idempotency_key_in_progress instead of waiting (a different request with the key gets it too until the first answered, since an unanswered claim stores nothing). A keyed request and its answer are one transaction, so after a crash the key is unclaimed with nothing done, or answered with the effect, never in between.',
+          'Keys are 1 to 255 printable ASCII characters (400 invalid_idempotency_key otherwise); a concurrent repeat gets 409 idempotency_key_in_progress instead of waiting (a different request with the key gets it too until the first answered, since an unanswered claim stores nothing). A keyed request and its answer are one transaction, so after a crash the key is unclaimed with nothing done, or answered with the effect, never in between. GraphQL queries are reads and are not keyed (their Idempotency-Key is ignored and nothing is stored, so a retry reads again, which changes nothing, and a read-only key cannot grow the store); mutations are keyed. The answers a workspace keeps are bounded by its quotas (x-quotas).',
       },
       schema: { type: 'string', minLength: 1, maxLength: 255 },
     },

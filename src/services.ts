@@ -18,6 +18,7 @@ import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
 import type { OutboundHttp } from './domain/outbound.js'
 import type { Db } from './domain/ports.js'
+import { QuotaService } from './domain/quotas/service.js'
 import { RunExecutor } from './domain/runs/executor.js'
 import { RunRecorder } from './domain/runs/recorder.js'
 import { RunScheduler } from './domain/runs/scheduler.js'
@@ -56,6 +57,8 @@ export interface Domain {
   tools: ToolService
   /** Rate limits per workspace. */
   limits: LimitsService
+  /** Quotas on everything a workspace can grow, counted in the store (src/domain/quotas). */
+  quotas: QuotaService
   /** Idempotency-Key requests: each key's work at most once, its answer replayed. */
   idempotency: IdempotencyService
   /** Connector batches with Merkle lineage; the stream listens to it for new records. */
@@ -140,20 +143,29 @@ export function createDomain(deps: DomainDeps): Domain {
     leases,
     failures: logger,
   }
+  const quotas = new QuotaService(
+    repos.quotaUsage,
+    repos.workspaces,
+    clock,
+    { stream_subscriptions_per_socket: config.streamMaxSubscriptions },
+    metrics?.quotas,
+  )
   return {
     changes,
     events,
+    quotas,
     keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes, config.keyWatchPollMs, logger),
-    agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs),
+    agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs, quotas),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
-    tools: new ToolService(db, repos.tools, clock, events),
+    tools: new ToolService(db, repos.tools, clock, events, quotas),
     limits: new LimitsService(repos.rateCounters, clock),
-    idempotency: new IdempotencyService(db, repos.idempotency, clock),
-    ingestion: new IngestionService(db, repos.records, clock, events, changes),
+    idempotency: new IdempotencyService(db, repos.idempotency, clock, quotas),
+    ingestion: new IngestionService(db, repos.records, clock, events, changes, quotas),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
       ...outboxSettings,
       outbound: outbound.webhooks,
+      quotas,
       ...(metrics ? { telemetry: metrics.webhooks } : {}),
     }),
     destinations: new DestinationService(
@@ -165,6 +177,7 @@ export function createDomain(deps: DomainDeps): Domain {
       {
         ...outboxSettings,
         outbound: outbound.destinations,
+        quotas,
         transports:
           deps.destinationTransports ??
           createDestinationTransports(outbound.destinations, { publicUrl: config.publicUrl }),

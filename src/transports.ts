@@ -6,16 +6,20 @@
 import type { Server } from 'node:http'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { registerGraphqlRoutes } from './graphql/http.js'
+import { graphqlPostKind } from './graphql/keying.js'
 import { attachGraphqlWs } from './graphql/ws.js'
 import { createHttpApp } from './http/app.js'
 import type { Services } from './services.js'
 import { attachStream } from './stream/attach.js'
 import type { AppEnv } from './surface/context.js'
 import type { SurfaceObserver } from './surface/observe.js'
+import { GRAPHQL_PATH } from './surface/paths.js'
 
 export function createApp(services: Services, observer?: SurfaceObserver): OpenAPIHono<AppEnv> {
   return createHttpApp(services, {
     mounts: [(app) => registerGraphqlRoutes(app, services, services.logger)],
+    // GraphQL queries are reads: not keyed (their answers are not stored); mutations are.
+    postKind: (path, body) => (path === GRAPHQL_PATH ? graphqlPostKind(body) : undefined),
     ...(observer ? { observer } : {}),
   })
 }

@@ -5,6 +5,8 @@ import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
 import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
+import { quotaLimit } from '../domain/quotas/quota.js'
+import { isQuotaName, QUOTA_NAMES, type QuotaOverrides } from '../domain/quotas/types.js'
 import type { Logger } from '../observability/logger.js'
 import { PACKAGE_ROOT } from '../package-root.js'
 import { migrate } from '../store/migrations/index.js'
@@ -74,9 +76,13 @@ Run agentops workspaces set --help for the options.`,
   'keys list': `agentops keys list --workspace NAME [--json] [--database-url URL]`,
   'keys revoke': `agentops keys revoke KEY_ID [--json] [--database-url URL]`,
   'workspaces set': `agentops workspaces set NAME [--tier T] [--limit-per-hour N] [--burst-limit N]
-                        [--policy-classes a,b] [--features a,b] [--json] [--database-url URL]
+                        [--policy-classes a,b] [--features a,b] [--quota NAME=N,...] [--json]
+                        [--database-url URL]
 
-Changes a workspace (created if absent). Feature flags (spec §9) are set here.`,
+Changes a workspace (created if absent). Feature flags (spec §9) are set here.
+  --quota NAME=N,...   the workspace's own quotas over its tier's (several: comma-separated); NAME is one of
+                       ${QUOTA_NAMES.join(', ')}
+The answer lists every quota the workspace has then.`,
 }
 
 function positiveInt(value: string | undefined, flag: string): number | undefined {
@@ -93,6 +99,23 @@ function list(value: string | undefined): string[] | undefined {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s.length > 0)
+}
+
+/** `--quota agents=500,idempotency_bytes=1048576`: each a quota's name and a non-negative integer. */
+function quotas(value: string | undefined): QuotaOverrides | undefined {
+  const pairs = list(value)
+  if (pairs === undefined) return undefined
+  const set: QuotaOverrides = {}
+  for (const pair of pairs) {
+    const [name, amount, ...more] = pair.split('=')
+    if (name === undefined || !isQuotaName(name) || amount === undefined || more.length > 0)
+      throw new UsageError(`--quota takes NAME=N pairs, NAME one of ${QUOTA_NAMES.join(', ')}; got "${pair}"`)
+    const n = Number(amount)
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new UsageError(`--quota ${name} must be a non-negative integer, got "${amount}"`)
+    set[name] = n
+  }
+  return set
 }
 
 function tier(value: string | undefined): Tier | undefined {
@@ -144,6 +167,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Wor
     burstLimit: positiveInt(s('burst-limit'), '--burst-limit'),
     policyClasses: list(s('policy-classes')),
     features: list(s('features')),
+    quotas: quotas(s('quota')),
   }
 }
 
@@ -153,6 +177,7 @@ const WORKSPACE_FLAGS = {
   'burst-limit': { type: 'string' },
   'policy-classes': { type: 'string' },
   features: { type: 'string' },
+  quota: { type: 'string' },
 } as const
 
 const HELP_FLAGS = new Set(['--help', '-h', 'help'])
@@ -342,6 +367,7 @@ export async function main(argv: string[]): Promise<number> {
             burst_limit: ws.burstLimit,
             policy_classes: ws.policyClasses,
             features: ws.features,
+            quotas: Object.fromEntries(QUOTA_NAMES.map((q) => [q, quotaLimit(ws, q)])),
           }),
         )
         return 0

@@ -15,6 +15,8 @@ export interface Workspace {
   policyClasses: string[]
   /** Feature flags set per workspace (spec §9). */
   features: string[]
+  /** Quotas set for this workspace over its tier's, by name (src/domain/quotas/types.ts); none: the tier's. */
+  quotas?: Readonly<Partial<Record<string, number>>>
   createdAt: number
 }
 

@@ -58,6 +58,8 @@ export interface HttpAppOptions {
   mounts?: readonly RouteMount[]
   /** Told once per request (metrics, request log); nothing is mounted for the default. */
   observer?: SurfaceObserver
+  /** Which POSTs of the mounted transports only read (GraphQL queries): they are not keyed (IdempotencyOptions). */
+  postKind?: (path: string, body: string) => 'read' | 'write' | undefined
 }
 
 /**
@@ -110,6 +112,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
     idempotency(services.idempotency, {
       countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
       writesOnlyOperations: AGENT_WRITES_ONLY_OPERATIONS,
+      postKind: options.postKind,
     }),
   )
 

@@ -11,6 +11,8 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { DestinationTelemetry } from '../domain/destinations/ports.js'
 import { DESTINATION_TYPES, type DestinationType } from '../domain/destinations/types.js'
 import type { Tier } from '../domain/identity.js'
+import type { QuotaTelemetry } from '../domain/quotas/ports.js'
+import { QUOTA_NAMES, type QuotaName } from '../domain/quotas/types.js'
 import type { RunTelemetry } from '../domain/runs/ports.js'
 import type { FrameRecord, RunRecord, RunStatus } from '../domain/runs/types.js'
 import type { DeliveryAttemptOutcome, StoreGauges, WebhookTelemetry } from '../domain/telemetry.js'
@@ -123,6 +125,27 @@ export class LimitMetrics {
 
   idempotency(answer: IdempotencyAnswer): void {
     this.answers[answer].inc()
+  }
+}
+
+/** Quota admissions (usage against limit at each one) and refusals, by quota name (src/domain/quotas). */
+export class QuotaMetrics implements QuotaTelemetry {
+  private readonly refusals = new Map<QuotaName, IncChild>()
+  private readonly ratios = new Map<QuotaName, ObserveChild>()
+
+  constructor(refusals: Counter<'quota'>, ratios: Histogram<'quota'>) {
+    for (const quota of QUOTA_NAMES) {
+      this.refusals.set(quota, zeroed(refusals, quota))
+      this.ratios.set(quota, ratios.labels(quota))
+    }
+  }
+
+  admitted(quota: QuotaName, used: number, limit: number): void {
+    this.ratios.get(quota)?.observe(limit > 0 ? used / limit : 1)
+  }
+
+  refused(quota: QuotaName): void {
+    this.refusals.get(quota)?.inc()
   }
 }
 
@@ -327,6 +350,7 @@ function nodeRegistry(): Registry {
 export interface Metrics {
   readonly http: HttpMetrics
   readonly limits: LimitMetrics
+  readonly quotas: QuotaMetrics
   readonly runs: RunTelemetry
   readonly webhooks: WebhookTelemetry
   readonly destinations: DestinationTelemetry
@@ -572,9 +596,26 @@ export function createMetrics(): Metrics {
     },
   })
 
+  const quotas = new QuotaMetrics(
+    new Counter({
+      name: 'agentops_quota_refusals_total',
+      help: 'Writes refused with 403 quota_exceeded (and answers not stored), by quota',
+      labelNames: ['quota'],
+      registers,
+    }),
+    new Histogram({
+      name: 'agentops_quota_usage_ratio',
+      help: "A workspace's usage of a quota over its limit, observed at each admission, by quota",
+      labelNames: ['quota'],
+      buckets: [0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1],
+      registers,
+    }),
+  )
+
   return {
     http,
     limits,
+    quotas,
     runs,
     webhooks,
     destinations,

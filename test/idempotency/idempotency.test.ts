@@ -111,18 +111,6 @@ describe.each(backends())('idempotency on $name', (backend) => {
     expect(rows).toHaveLength(0)
   })
 
-  it.runIf(backend.name === 'postgres')(
-    'commits a keyed POST /v1/agents as a deferred unit (one write), on the connections such units share',
-    async () => {
-      expect((await postAgent('deferred-1', 'deferred')).status).toBe(201)
-      const row = await t.services.db.one<{ n: number }>(
-        `SELECT COUNT(*) AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND application_name = 'agentops-deferred'`,
-      )
-      expect(Number(row?.n)).toBeGreaterThan(0)
-    },
-  )
-
   it('50 simultaneous identical POSTs with one key create exactly one resource', async () => {
     const fresh = await t.createKey()
     const body = { name: 'concurrent', capabilities: ['search'], behavior: 'autonomous' }

@@ -6,8 +6,11 @@ import { IdempotencyRepo } from '../../src/store/repos/idempotency.js'
 function scripted(answers: { one: (Row | undefined)[]; run: number[] }) {
   const sent: string[] = []
   const tx: Queryable = {
-    async query<T extends Row = Row>(): Promise<T[]> {
-      throw new Error('not used by the claim')
+    /** Only the claim's DELETE of a stale row (RETURNING what it gives back): as many rows as `run` says. */
+    async query<T extends Row = Row>(sql: string): Promise<T[]> {
+      sent.push(sql.trim().split(/\s+/)[0] as string)
+      const gone: Row = { answer_bytes: 0 }
+      return Array.from({ length: answers.run.shift() ?? 0 }, () => gone as T)
     },
     async one<T extends Row = Row>(sql: string, _params?: readonly SqlValue[]): Promise<T | undefined> {
       sent.push(sql.trim().split(/\s+/)[0] as string)

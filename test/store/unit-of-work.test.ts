@@ -2,11 +2,13 @@ import { Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { systemClock } from '../../src/domain/clock.js'
+import { newId } from '../../src/domain/ids.js'
 import { createServices, type Services } from '../../src/services.js'
 import { type Db, hotPath, timesStatements } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
 import { reportStoreProblemsTo } from '../../src/store/problems.js'
+import { createRepositories } from '../../src/store/repos/index.js'
 import { type Backend, backends } from '../support/backends.js'
 
 describe.each(backends())('units of work on $name', (backend) => {
@@ -217,7 +219,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
     expect(await db.query("SELECT id FROM agents WHERE name = 'loser'")).toEqual([])
   })
 
-  it('is two round trips for a create: BEGIN with the claim, then the insert, its event and the answer with the COMMIT', async () => {
+  it("is three round trips for a create: BEGIN with the claim, the agents quota's count, then the insert, its event and the answer with the COMMIT", async () => {
     const ws = await services.keys.issue({ workspace: 'uow-trips' })
     const create = (key: string) =>
       services.idempotency.once(ws.workspace_id, key, 'fp', async () => {
@@ -245,7 +247,9 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
     } finally {
       watched.stop()
     }
-    expect({ beforeWork, duringWork }).toEqual({ beforeWork: 1, duringWork: 0 })
+    // The one statement during the work is the `agents` quota's count (src/domain/quotas): it answers whether the
+    // agent fits, so it cannot wait for the COMMIT.
+    expect({ beforeWork, duringWork }).toEqual({ beforeWork: 1, duringWork: 1 })
     expect(await other.query("SELECT name FROM agents WHERE name = 'two-trips'")).toEqual([
       { name: 'two-trips' },
     ])
@@ -273,14 +277,31 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
     })
 
     const answer = (name: string) => ({ status: 201, headers: {}, body: JSON.stringify({ name }) })
-    /** A create as POST /v1/agents runs it: writes only. */
+    /**
+     * A writes-only create: an agent's row, as POST /v1/agents wrote it before its `agents` quota (whose count is a
+     * read, so that route claims first now).
+     */
     const create = (key: string, name: string, work: () => Promise<void> = async () => {}) =>
       services.idempotency.once(
         workspaceId,
         key,
         'fp',
         async () => {
-          await services.agents.create(workspaceId, { name, behavior: 'autonomous' })
+          const now = Date.now()
+          await db.transaction((tx) =>
+            createRepositories(db)
+              .agents.in(tx)
+              .insert({
+                id: newId('agt', now),
+                workspaceId,
+                name,
+                behavior: 'autonomous',
+                capabilities: [],
+                policyEnvelope: 'default',
+                createdAt: now,
+                updatedAt: now,
+              }),
+          )
           await work()
           return { response: answer(name), failed: false }
         },

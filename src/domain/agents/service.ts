@@ -4,6 +4,7 @@ import type { EventsPort } from '../events/ports.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
+import type { QuotaGate } from '../quotas/service.js'
 import type { RunRepository, RunsPort } from '../runs/ports.js'
 import type { AgentRepository } from './ports.js'
 import type { AgentRecord, Behavior } from './types.js'
@@ -28,12 +29,12 @@ export interface CreateAgentInput {
 
 /**
  * The contract's operations of this service whose work writes only, every statement held back until the commit and
- * independent of the others: createAgent (`create`: the agent's row and its event; it reads nothing and uses no
- * result). A keyed request to one may run as IdempotencyService.once's `writesOnly`. Such a write must also be one
- * no constraint can refuse (a fresh id): it is refused only after the request was answered, and that answer would
- * then be a 500.
+ * independent of the others. A keyed request to one may run as IdempotencyService.once's `writesOnly`. Such a write
+ * must also be one no constraint can refuse (a fresh id): it is refused only after the request was answered, and
+ * that answer would then be a 500. createAgent was one until the `agents` quota: it now reads its count first (the
+ * quota's take, in its transaction) and may be refused by it, so none is left.
  */
-export const AGENT_WRITES_ONLY_OPERATIONS: readonly string[] = ['createAgent']
+export const AGENT_WRITES_ONLY_OPERATIONS: readonly string[] = []
 
 export class AgentService {
   constructor(
@@ -44,6 +45,8 @@ export class AgentService {
     private readonly clock: Clock,
     private readonly events: EventsPort,
     private readonly runs: RunsPort,
+    /** The `agents` quota, counted in the agent's transaction; absent: unbounded (tests of other rules). */
+    private readonly quotas?: QuotaGate,
   ) {}
 
   async create(workspaceId: string, input: CreateAgentInput): Promise<AgentView> {
@@ -60,8 +63,9 @@ export class AgentService {
       status: 'idle',
       activeRuns: 0,
     }
-    // Nothing is read back: on PostgreSQL the insert and its event go out with the COMMIT.
+    // The insert and its event go out with the COMMIT on PostgreSQL, after the quota's count.
     await this.db.transaction(async (tx) => {
+      await this.quotas?.take(tx, workspaceId, 'agents')
       await this.repo.in(tx).insert(agent)
       await this.events.append(tx, {
         workspaceId,
@@ -102,6 +106,7 @@ export class AgentService {
     const deleted = await this.db.transaction(async (tx) => {
       const changed = await this.repo.in(tx).markDeleted(workspaceId, id, now)
       if (changed) {
+        await this.quotas?.release(tx, workspaceId, 'agents')
         await this.events.append(tx, {
           workspaceId,
           kind: 'agent.deleted',

@@ -15,7 +15,8 @@ export interface DestinationRepository extends OutboxTargets<DestinationRecord> 
   byId(id: string): Promise<DestinationRecord | undefined>
   list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<DestinationRecord>>
   update(id: string, changes: DestinationChanges): Promise<void>
-  markDeleted(id: string, now: number): Promise<void>
+  /** Whether it was live (and is deleted now): a second delete at once changes nothing. */
+  markDeleted(id: string, now: number): Promise<boolean>
 }
 
 /** One event as a destination transport sends it: the delivery id (stable across attempts) and the body. */

@@ -10,6 +10,7 @@ import {
 } from '../outbox/dispatcher.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
+import type { QuotaGate } from '../quotas/service.js'
 import { type EventKind, isEventKind } from '../webhooks/body.js'
 import type { DeliveryRepository } from '../webhooks/ports.js'
 import type { SendResult } from '../webhooks/sender.js'
@@ -50,6 +51,8 @@ export interface TestSendResult {
 }
 
 export interface DestinationSettings extends OutboxSettings {
+  /** The `destinations` quota, counted in the creation's transaction; absent: unbounded. */
+  quotas?: QuotaGate | undefined
   /** URL checks at creation; HTTP transports deliver through the same guarded port. */
   outbound: Pick<OutboundHttp, 'refusal'>
   transports: DestinationTransports
@@ -103,19 +106,23 @@ export class DestinationService {
     const now = this.clock.now()
     // Only events appended after this point reach the destination; the fan-out compares against this seq.
     const afterEventSeq = await this.events.lastSeq()
-    return this.destinations.insert({
-      id: newId('dst', now),
-      workspaceId,
-      type: input.type,
-      name: input.name,
-      events,
-      agentIds: checkAgents(input.agent_ids),
-      config,
-      secrets,
-      status: 'active',
-      afterEventSeq,
-      createdAt: now,
-      updatedAt: now,
+    const type = input.type
+    return this.db.transaction(async (tx) => {
+      await this.settings.quotas?.take(tx, workspaceId, 'destinations')
+      return this.destinations.in(tx).insert({
+        id: newId('dst', now),
+        workspaceId,
+        type,
+        name: input.name,
+        events,
+        agentIds: checkAgents(input.agent_ids),
+        config,
+        secrets,
+        status: 'active',
+        afterEventSeq,
+        createdAt: now,
+        updatedAt: now,
+      })
     })
   }
 
@@ -160,7 +167,8 @@ export class DestinationService {
     await this.db.transaction(async (tx) => {
       const found = await this.destinations.in(tx).get(workspaceId, id)
       if (!found) throw notFound('Destination')
-      await this.destinations.in(tx).markDeleted(id, this.clock.now())
+      if (await this.destinations.in(tx).markDeleted(id, this.clock.now()))
+        await this.settings.quotas?.release(tx, workspaceId, 'destinations')
       await this.deliveries.in(tx).dropPending(id)
     })
   }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../ports.js'
+import type { StoredAnswerLimits, StoredAnswerRefusal } from '../quotas/idempotency.js'
 import type { ClaimResult, StoredAnswer, StoredResponse } from './types.js'
 
 /**
@@ -19,8 +20,15 @@ export interface IdempotencyRepository {
     fingerprint: string,
     now: number,
   ): Promise<ClaimResult>
-  /** In the same unit as the work: the answer, committed with the effect (and failing the commit if one exists). */
-  answer(tx: Queryable, entry: StoredAnswer): Promise<void>
+  /**
+   * In the same unit as the work: the answer, committed with the effect (and failing the commit if one exists),
+   * counted in its workspace's stored answers within `limits`; or, with nothing written, the quota it would pass.
+   */
+  answer(
+    tx: Queryable,
+    entry: StoredAnswer,
+    limits?: StoredAnswerLimits,
+  ): Promise<StoredAnswerRefusal | undefined>
   /**
    * In a deferred unit (Db.deferredUnitOfWork), after the work: the answer as the claim itself, sent ahead of the
    * work's statements. It fails the commit when another request holds the key or the key has a row (an answer,
@@ -31,9 +39,14 @@ export interface IdempotencyRepository {
   keyTaken(cause: unknown): boolean
   /**
    * Outside any unit, after the work rolled back: stores a refusal (4xx) unless the key was answered meanwhile.
-   * Returns what the key holds then: this answer (the very `entry.response`), or the one that got there first.
+   * Returns what the key holds then: this answer (the very `entry.response`), or the one that got there first; or
+   * the quota it would pass (`limits`), with nothing stored.
    */
-  answerAlone(entry: StoredAnswer, now: number): Promise<{ fingerprint: string; response: StoredResponse }>
+  answerAlone(
+    entry: StoredAnswer,
+    now: number,
+    limits?: StoredAnswerLimits,
+  ): Promise<{ fingerprint: string; response: StoredResponse } | StoredAnswerRefusal>
   /** The key's unexpired answer, if it has one. */
   stored(
     workspaceId: string,

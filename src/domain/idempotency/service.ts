@@ -1,5 +1,13 @@
 import type { Clock } from '../clock.js'
+import { ApiError } from '../errors.js'
 import { type Db, DeferredCommitRefused } from '../ports.js'
+import {
+  type AnswerQuota,
+  type StoredAnswerLimits,
+  type StoredAnswerRefusal,
+  storedAnswerBytes,
+} from '../quotas/idempotency.js'
+import type { QuotaService } from '../quotas/service.js'
 import { IDEMPOTENCY_WINDOW_MS } from './key.js'
 import type { IdempotencyRepository } from './ports.js'
 import type { ClaimResult, StoredAnswer, StoredResponse } from './types.js'
@@ -25,6 +33,12 @@ export interface OnceOptions {
    * when the key turns out to be taken.
    */
   writesOnly?: boolean
+  /**
+   * The workspace's quotas on stored answers (src/domain/quotas/idempotency.ts): a read's answer past one is not
+   * kept; a write's is refused with quota_exceeded and its work rolled back. A keyed request with a quota always
+   * claims first (its answer's count is read before the commit).
+   */
+  quota?: AnswerQuota
 }
 
 /** A keyed request as `once` sees it; `now` is when it arrived, the start of its answer's 24 hours. */
@@ -56,6 +70,8 @@ export class IdempotencyService {
     private readonly db: Db,
     private readonly idempotency: IdempotencyRepository,
     private readonly clock: Clock,
+    /** The quotas `OnceOptions.quota` is read against; absent: answers are counted but never bounded. */
+    private readonly quotas?: Pick<QuotaService, 'limitOf' | 'refuse'>,
   ) {}
 
   /**
@@ -72,7 +88,9 @@ export class IdempotencyService {
     options: OnceOptions = {},
   ): Promise<Once> {
     const request: KeyedRequest = { workspaceId, key, fingerprint, now: this.clock.now() }
-    if (!options.writesOnly || !this.db.deferredUnitOfWork) return this.claimThenWork(request, handle)
+    const quota = options.quota && this.quotas ? options.quota : undefined
+    if (!options.writesOnly || !this.db.deferredUnitOfWork || quota)
+      return this.claimThenWork(request, handle, quota)
     // The work first and its answer as the claim, in one deferred unit: one round trip when the key is fresh.
     let handled: Handled | undefined
     try {
@@ -101,7 +119,11 @@ export class IdempotencyService {
   }
 
   /** `once` with the claim first, in the unit of work the work then runs in. */
-  private async claimThenWork(request: KeyedRequest, handle: () => Promise<Handled>): Promise<Once> {
+  private async claimThenWork(
+    request: KeyedRequest,
+    handle: () => Promise<Handled>,
+    quota?: AnswerQuota,
+  ): Promise<Once> {
     const { workspaceId, key, fingerprint, now } = request
     let handled: Handled | undefined
     try {
@@ -110,12 +132,41 @@ export class IdempotencyService {
         if (claim.kind !== 'claimed') return claim
         handled = await handle()
         if (handled.failed) throw new RolledBack()
-        await this.idempotency.answer(tx, answerOf(request, handled.response))
+        const answer = answerOf(request, handled.response)
+        const refusal =
+          this.oversize(answer, quota) ?? (await this.idempotency.answer(tx, answer, this.limits(quota)))
+        if (refusal && quota && !quota.read) throw this.refusal(refusal)
         return { kind: 'answered' }
       })
     } catch (err) {
-      return this.afterFailure(request, err, handled as Handled | undefined)
+      // A write whose answer the key could not keep: its work is rolled back, and the refusal is the answer (not
+      // stored: a stored refusal would take the room it was refused for).
+      if (err instanceof ApiError && err.code === 'quota_exceeded' && handled && !handled.failed) throw err
+      return this.afterFailure(request, err, handled as Handled | undefined, quota)
     }
+  }
+
+  /** The workspace's bounds on its stored answers; none without a quota. */
+  private limits(quota: AnswerQuota | undefined): StoredAnswerLimits | undefined {
+    if (!quota || !this.quotas) return undefined
+    return {
+      keys: this.quotas.limitOf(quota.workspace, 'idempotency_keys'),
+      bytes: this.quotas.limitOf(quota.workspace, 'idempotency_bytes'),
+    }
+  }
+
+  /** `idempotency_answer_bytes`: an answer larger than this is not stored at all. */
+  private oversize(answer: StoredAnswer, quota: AnswerQuota | undefined): StoredAnswerRefusal | undefined {
+    if (!quota || !this.quotas) return undefined
+    const limit = this.quotas.limitOf(quota.workspace, 'idempotency_answer_bytes')
+    const bytes = storedAnswerBytes(answer)
+    return bytes > limit ? { quota: 'idempotency_answer_bytes', limit, used: bytes } : undefined
+  }
+
+  /** 403 quota_exceeded naming the quota the answer would pass (counted in the metrics). */
+  private refusal(refusal: StoredAnswerRefusal): ApiError {
+    if (!this.quotas) return new ApiError('quota_exceeded', refusal.quota, { ...refusal })
+    return this.quotas.refuse(refusal.quota, refusal.limit, refusal.used)
   }
 
   /** What the key holds once a keyed request's unit of work failed (`err`), after its work (`handled`) or before. */
@@ -123,10 +174,15 @@ export class IdempotencyService {
     request: KeyedRequest,
     err: unknown,
     handled: Handled | undefined,
+    quota?: AnswerQuota,
   ): Promise<Once> {
     if (handled?.failed) {
       if (handled.response.status >= 500) return { kind: 'unanswered' }
-      const kept = await this.idempotency.answerAlone(answerOf(request, handled.response), request.now)
+      const answer = answerOf(request, handled.response)
+      if (this.oversize(answer, quota)) return { kind: 'unanswered' }
+      const kept = await this.idempotency.answerAlone(answer, request.now, this.limits(quota))
+      // Past a quota nothing is stored: the refusal did nothing, so a retry may run it again.
+      if (!('response' in kept)) return { kind: 'unanswered' }
       // Another request with the key may have run between the rollback and this write: its answer stands.
       return kept.response === handled.response ? { kind: 'answered' } : { kind: 'replay', ...kept }
     }

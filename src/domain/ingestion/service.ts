@@ -6,6 +6,7 @@ import type { EventsPort } from '../events/ports.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
+import type { QuotaGate } from '../quotas/service.js'
 import { batchLineage, proofsFromLeafHashes } from './lineage.js'
 import type { RecordRepository } from './ports.js'
 import type { StoredRecordRow } from './types.js'
@@ -70,6 +71,11 @@ export class IngestionService {
     private readonly clock: Clock,
     private readonly events: EventsPort,
     private readonly changes: ChangeFeed = new LocalChangeFeed(),
+    /**
+     * The `records_per_connector` quota, counted under the connector's lock in the batch's transaction: a batch
+     * that would pass it is refused whole (nothing stored). Absent: unbounded.
+     */
+    private readonly quotas?: QuotaGate,
   ) {}
 
   /**
@@ -149,6 +155,7 @@ export class IngestionService {
         if (accepted.length === 0) return { lineage, lastSeq: undefined }
         await repo.insertRecords(rowsOf(accepted, lineage))
       }
+      await this.quotas?.take(tx, workspace.id, 'records_per_connector', accepted.length, connectorId)
       await repo.insertBatch({
         id: batchId,
         workspaceId: workspace.id,

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js'
 import type { FailureLog } from '../failure-log.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
+import type { QuotaOverrides } from '../quotas/types.js'
 import {
   ABSENT,
   type Absent,
@@ -31,6 +32,8 @@ export interface WorkspaceSettings {
   burstLimit?: number | undefined
   policyClasses?: string[] | undefined
   features?: string[] | undefined
+  /** Quotas of this workspace over its tier's; merged into the ones it has (src/domain/quotas/tiers.ts). */
+  quotas?: QuotaOverrides | undefined
 }
 
 export interface IssueKeyInput extends WorkspaceSettings {
@@ -214,6 +217,7 @@ export class KeyService {
       ...limits,
       policyClasses: settings.policyClasses ?? DEFAULT_POLICY_CLASSES,
       features: settings.features ?? [],
+      quotas: settings.quotas ?? {},
       createdAt: this.clock.now(),
     })
   }
@@ -235,6 +239,7 @@ export class KeyService {
       ...limits,
       policyClasses: settings.policyClasses ?? existing.policyClasses,
       features: settings.features ?? existing.features,
+      quotas: settings.quotas ? { ...existing.quotas, ...settings.quotas } : (existing.quotas ?? {}),
     }
     await this.workspaces.update(updated)
     this.cache.forgetWorkspace(updated.id)

@@ -4,6 +4,7 @@ import type { EventsPort } from '../events/ports.js'
 import { newId } from '../ids.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
+import type { QuotaGate } from '../quotas/service.js'
 import type { ToolRepository } from './ports.js'
 import { checkToolDefinition } from './providers.js'
 import type { PolicyBinding, ToolRecord } from './types.js'
@@ -24,6 +25,8 @@ export class ToolService {
     private readonly repo: ToolRepository,
     private readonly clock: Clock,
     private readonly events: EventsPort,
+    /** The `tools` quota (active tools), counted in the tool's transaction; absent: unbounded. */
+    private readonly quotas?: QuotaGate,
   ) {}
 
   async register(workspaceId: string, input: RegisterToolInput): Promise<ToolRecord> {
@@ -33,6 +36,7 @@ export class ToolService {
     })
     const now = this.clock.now()
     const tool = await this.db.transaction(async (tx) => {
+      await this.quotas?.take(tx, workspaceId, 'tools')
       const created = await this.repo.in(tx).insertIfNameFree({
         id: newId('tool', now),
         workspaceId,
@@ -88,6 +92,7 @@ export class ToolService {
       const tool = await repo.get(workspaceId, id)
       if (!tool) throw notFound('Tool')
       if (await repo.retire(workspaceId, id, now)) {
+        await this.quotas?.release(tx, workspaceId, 'tools')
         await this.events.append(tx, {
           workspaceId,
           kind: 'tool.retired',

@@ -19,7 +19,8 @@ export interface WebhookRepository extends TxBound<WebhookRepository> {
   /** The smallest `after_event_seq` of any active subscription, or null when there is none. */
   minAfterSeq(): Promise<number | null>
   setSecrets(id: string, secrets: StoredSecret[], rotatedAt: number): Promise<void>
-  markDeleted(id: string, now: number): Promise<void>
+  /** Whether it was live (and is deleted now): a second delete at once changes nothing. */
+  markDeleted(id: string, now: number): Promise<boolean>
   cursor(name: string): Promise<number>
   /** Moves the fan-out cursor forward only, so two replicas fanning out at once never move it back. */
   advanceCursor(name: string, seq: number): Promise<void>

@@ -10,6 +10,7 @@ import {
 } from '../outbox/dispatcher.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
+import type { QuotaGate } from '../quotas/service.js'
 import type { WebhookTelemetry } from '../telemetry.js'
 import { isEventKind } from './body.js'
 import { webhookChannel } from './channel.js'
@@ -29,6 +30,8 @@ export interface RotateSecretInput {
 }
 
 export interface WebhookSettings extends OutboxSettings {
+  /** The `webhooks` quota, counted in the creation's transaction; absent: unbounded. */
+  quotas?: QuotaGate | undefined
   /** Deliveries and URL checks go through the guarded outbound HTTP port. */
   outbound: OutboundHttp
   telemetry?: WebhookTelemetry
@@ -81,15 +84,18 @@ export class WebhookService {
     const now = this.clock.now()
     // Only events appended after this point reach the subscription; the fan-out compares against this seq.
     const afterEventSeq = await this.events.lastSeq()
-    return this.webhooks.insert({
-      id: newId('whk', now),
-      workspaceId,
-      url: url.toString(),
-      events: [...new Set(input.events.filter(isEventKind))],
-      secrets: [{ secret: input.secret, expiresAt: null }],
-      status: 'active',
-      afterEventSeq,
-      createdAt: now,
+    return this.db.transaction(async (tx) => {
+      await this.settings.quotas?.take(tx, workspaceId, 'webhooks')
+      return this.webhooks.in(tx).insert({
+        id: newId('whk', now),
+        workspaceId,
+        url: url.toString(),
+        events: [...new Set(input.events.filter(isEventKind))],
+        secrets: [{ secret: input.secret, expiresAt: null }],
+        status: 'active',
+        afterEventSeq,
+        createdAt: now,
+      })
     })
   }
 
@@ -108,7 +114,8 @@ export class WebhookService {
     await this.db.transaction(async (tx) => {
       const found = await this.webhooks.in(tx).get(workspaceId, id)
       if (!found) throw notFound('Webhook')
-      await this.webhooks.in(tx).markDeleted(id, this.clock.now())
+      if (await this.webhooks.in(tx).markDeleted(id, this.clock.now()))
+        await this.settings.quotas?.release(tx, workspaceId, 'webhooks')
       await this.deliveries.in(tx).dropPending(id)
     })
   }

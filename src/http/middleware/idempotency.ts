@@ -45,6 +45,14 @@ export interface IdempotencyOptions {
    * (IdempotencyService.once's `writesOnly`).
    */
   writesOnlyOperations?: readonly string[]
+  /**
+   * Whether a POST only reads, from its path and body (GraphQL queries, told by the GraphQL transport): a read is not
+   * keyed at all (its Idempotency-Key is ignored: nothing is stored, a retry runs the read again and changes
+   * nothing), so a read-only key cannot grow the store with answers.
+   */
+  postKind?: ((path: string, body: string) => 'read' | 'write' | undefined) | undefined
+  /** The workspace's quotas bound the answers a key keeps (IdempotencyService.once's `quota`); default on. */
+  quotas?: boolean
 }
 
 export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) => {
@@ -56,6 +64,7 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
     validateKey(key)
     const auth = c.get('auth')
     const text = await c.req.text()
+    if (options.postKind?.(c.req.path, text) === 'read') return next()
     // The body guard (before this) parsed a body once and keeps the parse: reused, not parsed again.
     const print = fingerprint(
       c.req.method,
@@ -75,7 +84,10 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
           failed: c.error !== undefined || c.res.status >= 500,
         }
       },
-      { writesOnly: writesOnly.has(c.req.path) },
+      {
+        writesOnly: writesOnly.has(c.req.path),
+        ...(options.quotas === false ? {} : { quota: { workspace: auth.workspace, read: false } }),
+      },
     )
     if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
     if (outcome.fingerprint !== print) {

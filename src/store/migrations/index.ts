@@ -10,6 +10,7 @@ import { migration as runClaimAndSecrets } from './009_run_claim_and_secrets.js'
 import { migration as runsAgentActive } from './010_runs_agent_active.js'
 import { migration as dropTasksRun } from './011_drop_tasks_run.js'
 import { migration as destinations } from './012_destinations.js'
+import { migration as quotas } from './013_quotas.js'
 import type { Migration } from './migration.js'
 
 /** In id order; append new ones, never edit a released one. */
@@ -25,6 +26,7 @@ export const MIGRATIONS: readonly Migration[] = [
   runsAgentActive,
   dropTasksRun,
   destinations,
+  quotas,
 ]
 
 /** The PostgreSQL advisory lock migrations take (any constant of the kit's own). */

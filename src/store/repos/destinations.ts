@@ -125,8 +125,13 @@ export class DestinationRepo implements DestinationRepository {
     )
   }
 
-  async markDeleted(id: string, now: number): Promise<void> {
-    await this.db.run("UPDATE destinations SET deleted_at = $1, status = 'disabled' WHERE id = $2", [now, id])
+  async markDeleted(id: string, now: number): Promise<boolean> {
+    return (
+      (await this.db.run(
+        "UPDATE destinations SET deleted_at = $1, status = 'disabled' WHERE id = $2 AND deleted_at IS NULL",
+        [now, id],
+      )) > 0
+    )
   }
 
   async activeIn(workspaceIds: readonly string[]): Promise<DestinationRecord[]> {

@@ -1,7 +1,13 @@
 import type { IdempotencyRepository } from '../../domain/idempotency/ports.js'
 import type { ClaimResult, StoredAnswer, StoredResponse } from '../../domain/idempotency/types.js'
-import type { Dialect } from '../../domain/ports.js'
+import type { Db, Dialect } from '../../domain/ports.js'
+import {
+  type StoredAnswerLimits,
+  type StoredAnswerRefusal,
+  storedAnswerBytes,
+} from '../../domain/quotas/idempotency.js'
 import { commitTailOf, type Queryable } from '../db.js'
+import { QuotaUsageRepo } from './quota-usage.js'
 
 interface Row extends Record<string, unknown> {
   /** PostgreSQL's claim only: whether this transaction took the key's advisory lock. */
@@ -34,14 +40,17 @@ const PG_CLAIM = `SELECT l.locked, k.fingerprint, k.state, k.status, k.headers, 
 
 const READ = 'SELECT * FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2'
 
-/** The row a claim found expired or abandoned, and only such a row: never an answer that is still live. */
+/**
+ * The row a claim found expired or abandoned, and only such a row: never an answer that is still live. Its bytes
+ * come back so the workspace's quotas give them back in the same transaction.
+ */
 const DELETE_STALE = `DELETE FROM idempotency_keys WHERE workspace_id = $1 AND idem_key = $2
-  AND (expires_at <= $3 OR state <> 'done')`
+  AND (expires_at <= $3 OR state <> 'done') RETURNING answer_bytes`
 
 /** No ON CONFLICT: a key answered by another unit meanwhile fails this one's commit instead of being overwritten. */
 const INSERT_ANSWER = `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body,
-    locked_until, created_at, expires_at)
-  VALUES ($1, $2, $3, 'done', $4, $5, $6, $7, $7, $8)`
+    locked_until, created_at, expires_at, answer_bytes)
+  VALUES ($1, $2, $3, 'done', $4, $5, $6, $7, $7, $8, $9)`
 
 /**
  * The answer as the claim, in a deferred unit: the key's advisory lock (the one PG_CLAIM takes) is tried first, and a
@@ -49,25 +58,66 @@ const INSERT_ANSWER = `INSERT INTO idempotency_keys (workspace_id, idem_key, fin
  * (23505): either failure rolls the whole unit back, and the caller claims the ordinary way to learn which it was.
  */
 const INSERT_ANSWER_AS_CLAIM = `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status,
-    headers, body, locked_until, created_at, expires_at)
-  VALUES ($1, CASE WHEN pg_try_advisory_xact_lock(${CLAIM_LOCK_CLASS}, hashtext($9)) THEN $2 END, $3, 'done', $4, $5,
-    $6, $7, $7, $8)`
+    headers, body, locked_until, created_at, expires_at, answer_bytes)
+  VALUES ($1, CASE WHEN pg_try_advisory_xact_lock(${CLAIM_LOCK_CLASS}, hashtext($10)) THEN $2 END, $3, 'done', $4, $5,
+    $6, $7, $7, $8, $9)`
+
+/**
+ * What an answer stored without bounds adds to its workspace's usage, sent with the COMMIT where the store can (a
+ * deferred unit, or no quota given): the counts stay exact, and cost no round trip.
+ */
+const COUNT_ANSWER = `INSERT INTO quota_usage (workspace_id, quota, scope, used) VALUES ($1, $2, '', $3)
+  ON CONFLICT (workspace_id, quota, scope) DO UPDATE SET used = quota_usage.used + excluded.used`
+
+/**
+ * Both counts of an answer in one statement, each row only while it stays within its limit ($3 answers, $4 bytes):
+ * the rows it returns are the ones taken (PostgreSQL locks each for the upsert and re-reads it; SQLite has one
+ * writer).
+ */
+const TAKE_ANSWER = `INSERT INTO quota_usage (workspace_id, quota, scope, used)
+  VALUES ($1, 'idempotency_keys', '', 1), ($1, 'idempotency_bytes', '', CAST($2 AS BIGINT))
+  ON CONFLICT (workspace_id, quota, scope) DO UPDATE SET used = quota_usage.used + excluded.used
+  WHERE quota_usage.used + excluded.used <=
+    CASE quota_usage.quota WHEN 'idempotency_keys' THEN CAST($3 AS BIGINT) ELSE CAST($4 AS BIGINT) END
+  RETURNING quota`
+
+/** The expired answers, with what each gives back to its workspace's quotas. */
+const PURGE = 'DELETE FROM idempotency_keys WHERE expires_at <= $1 RETURNING workspace_id, answer_bytes'
+
+/** A stored refusal that found the key answered meanwhile: nothing is written, the transaction rolls back. */
+class KeyAnswered extends Error {}
+/** A stored refusal over the workspace's quota: not kept, the transaction rolls back. */
+class OverQuota extends Error {
+  constructor(readonly refusal: StoredAnswerRefusal) {
+    super(refusal.quota)
+  }
+}
+
+/** No bound: what `answer` is given when no quota applies (the counts are still kept). */
+const UNBOUNDED: StoredAnswerLimits = { keys: Number.MAX_SAFE_INTEGER, bytes: Number.MAX_SAFE_INTEGER }
 
 /** SQLSTATEs of `INSERT_ANSWER_AS_CLAIM`'s two refusals: the key's lock held elsewhere, the key's row present. */
 const KEY_TAKEN_CODES = new Set(['23502', '23505'])
 
-/** A refusal stored on its own: it takes the place of an expired or abandoned row, never of a live answer. */
-const UPSERT_REFUSAL = `${INSERT_ANSWER}
-  ON CONFLICT (workspace_id, idem_key) DO UPDATE SET fingerprint = $3, state = 'done', status = $4, headers = $5,
-    body = $6, locked_until = $7, created_at = $7, expires_at = $8
-  WHERE idempotency_keys.expires_at <= $9 OR idempotency_keys.state <> 'done'`
+/** A refusal stored on its own, once DELETE_STALE removed an expired or abandoned row: never over a live answer. */
+const INSERT_REFUSAL = `${INSERT_ANSWER} ON CONFLICT (workspace_id, idem_key) DO NOTHING`
 
 export class IdempotencyRepo implements IdempotencyRepository {
+  /** Every stored answer is counted in its workspace's `idempotency_keys` and `idempotency_bytes` usage. */
+  private readonly usage: QuotaUsageRepo
+
   constructor(
     /** Statements outside a unit of work: the refusal stored alone, reads after a failed commit, the purge. */
-    private readonly db: Queryable,
+    private readonly db: Queryable | Db,
     private readonly dialect: Dialect,
-  ) {}
+  ) {
+    this.usage = new QuotaUsageRepo(db)
+  }
+
+  /** One transaction on the store (a Queryable that is one already runs `fn` as it is). */
+  private transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return 'transaction' in this.db ? this.db.transaction(fn) : fn(this.db)
+  }
 
   async claim(
     tx: Queryable,
@@ -90,7 +140,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
       return { kind: 'in_progress', fingerprint: held.fingerprint as string }
     }
     if (row?.locked === false) return { kind: 'in_progress', fingerprint }
-    if (row?.fingerprint != null && (await tx.run(DELETE_STALE, [workspaceId, key, now])) === 0) {
+    if (row?.fingerprint != null && !(await this.dropStale(tx, workspaceId, key, now))) {
       // The row read was stale: another holder of the lock answered the key after this statement's snapshot was
       // taken (PostgreSQL reads the row before the lock is tried). What the key holds now decides.
       const fresh = await tx.one<Row>(READ, [workspaceId, key])
@@ -102,18 +152,85 @@ export class IdempotencyRepo implements IdempotencyRepository {
     return { kind: 'claimed' }
   }
 
-  async answer(tx: Queryable, entry: StoredAnswer): Promise<void> {
+  async answer(
+    tx: Queryable,
+    entry: StoredAnswer,
+    limits: StoredAnswerLimits = UNBOUNDED,
+  ): Promise<StoredAnswerRefusal | undefined> {
     const params = answerParams(entry)
+    const refused = await this.count(tx, entry, limits)
+    if (refused) return refused
     // On PostgreSQL it goes out with the COMMIT (no round trip of its own), after the unit's other statements.
     const tail = commitTailOf(tx)
     if (tail) tail.atCommit(INSERT_ANSWER, params)
     else await tx.run(INSERT_ANSWER, params)
+    return undefined
   }
 
   answerAsClaim(tx: Queryable, entry: StoredAnswer): void {
     const tail = commitTailOf(tx)
     if (!tail?.atBegin) throw new Error('An answer is the claim only in a deferred unit of work')
-    tail.atBegin(INSERT_ANSWER_AS_CLAIM, [...answerParams(entry), `${entry.workspaceId} ${entry.key}`])
+    const params = answerParams(entry)
+    tail.atBegin(INSERT_ANSWER_AS_CLAIM, [...params, `${entry.workspaceId} ${entry.key}`])
+    tail.atCommit(COUNT_ANSWER, [entry.workspaceId, 'idempotency_keys', 1])
+    tail.atCommit(COUNT_ANSWER, [entry.workspaceId, 'idempotency_bytes', params[8] as number])
+  }
+
+  /**
+   * Counts the answer in its workspace's usage within `limits`, both or neither: the quota it would pass, or
+   * undefined once both are counted (in `tx`, so a rollback takes the counts with it).
+   */
+  private async count(
+    tx: Queryable,
+    entry: StoredAnswer,
+    limits: StoredAnswerLimits,
+  ): Promise<StoredAnswerRefusal | undefined> {
+    const workspaceId = entry.workspaceId
+    const bytes = storedAnswerBytes(entry)
+    const tail = commitTailOf(tx)
+    if (limits === UNBOUNDED && tail) {
+      tail.atCommit(COUNT_ANSWER, [workspaceId, 'idempotency_keys', 1])
+      tail.atCommit(COUNT_ANSWER, [workspaceId, 'idempotency_bytes', bytes])
+      return undefined
+    }
+    // A row inserted fresh ignores the upsert's WHERE: an answer that could not fit even alone is refused first.
+    const fitsAlone = limits.keys >= 1 && bytes <= limits.bytes
+    const taken = fitsAlone
+      ? new Set(
+          (
+            await tx.query<{ quota: string }>(TAKE_ANSWER, [workspaceId, bytes, limits.keys, limits.bytes])
+          ).map((r) => r.quota),
+        )
+      : new Set<string>()
+    const keysFit = taken.has('idempotency_keys')
+    const bytesFit = taken.has('idempotency_bytes')
+    if (keysFit && bytesFit) return undefined
+    // Both or neither: what one row took is given back.
+    if (keysFit)
+      await this.usage.release(tx, { workspaceId, quota: 'idempotency_keys', scope: '', amount: 1 })
+    if (bytesFit)
+      await this.usage.release(tx, { workspaceId, quota: 'idempotency_bytes', scope: '', amount: bytes })
+    const quota = limits.keys < 1 || (fitsAlone && !keysFit) ? 'idempotency_keys' : 'idempotency_bytes'
+    return {
+      quota,
+      limit: quota === 'idempotency_keys' ? limits.keys : limits.bytes,
+      used: await this.usage.usage(workspaceId, quota, '', tx),
+    }
+  }
+
+  /** Deletes the key's expired or abandoned row and gives its counts back; whether there was one. */
+  private async dropStale(tx: Queryable, workspaceId: string, key: string, now: number): Promise<boolean> {
+    const gone = await tx.query<{ answer_bytes: number | string }>(DELETE_STALE, [workspaceId, key, now])
+    const row = gone[0]
+    if (!row) return false
+    await this.usage.release(tx, { workspaceId, quota: 'idempotency_keys', scope: '', amount: 1 })
+    await this.usage.release(tx, {
+      workspaceId,
+      quota: 'idempotency_bytes',
+      scope: '',
+      amount: Number(row.answer_bytes),
+    })
+    return true
   }
 
   keyTaken(cause: unknown): boolean {
@@ -125,9 +242,19 @@ export class IdempotencyRepo implements IdempotencyRepository {
   async answerAlone(
     entry: StoredAnswer,
     now: number,
-  ): Promise<{ fingerprint: string; response: StoredResponse }> {
-    if ((await this.db.run(UPSERT_REFUSAL, [...answerParams(entry), now])) > 0) {
+    limits: StoredAnswerLimits = UNBOUNDED,
+  ): Promise<{ fingerprint: string; response: StoredResponse } | StoredAnswerRefusal> {
+    try {
+      await this.transaction(async (tx) => {
+        await this.dropStale(tx, entry.workspaceId, entry.key, now)
+        const refused = await this.count(tx, entry, limits)
+        if (refused) throw new OverQuota(refused)
+        if ((await tx.run(INSERT_REFUSAL, answerParams(entry))) === 0) throw new KeyAnswered()
+      })
       return { fingerprint: entry.fingerprint, response: entry.response }
+    } catch (err) {
+      if (err instanceof OverQuota) return err.refusal
+      if (!(err instanceof KeyAnswered)) throw err
     }
     const kept = await this.stored(entry.workspaceId, entry.key, now)
     if (!kept) throw new Error('An idempotency key refused the answer but holds none')
@@ -144,8 +271,28 @@ export class IdempotencyRepo implements IdempotencyRepository {
     return { fingerprint: row.fingerprint as string, response: storedResponse(row) }
   }
 
+  /** Deletes the expired answers and gives their counts back to their workspaces, in one transaction. */
   async purgeExpired(now: number): Promise<number> {
-    return this.db.run('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now])
+    return this.transaction(async (tx) => {
+      const gone = await tx.query<{ workspace_id: string; answer_bytes: number | string }>(PURGE, [now])
+      const byWorkspace = new Map<string, { keys: number; bytes: number }>()
+      for (const row of gone) {
+        const sum = byWorkspace.get(row.workspace_id) ?? { keys: 0, bytes: 0 }
+        sum.keys += 1
+        sum.bytes += Number(row.answer_bytes)
+        byWorkspace.set(row.workspace_id, sum)
+      }
+      for (const [workspaceId, sum] of byWorkspace) {
+        await this.usage.release(tx, { workspaceId, quota: 'idempotency_keys', scope: '', amount: sum.keys })
+        await this.usage.release(tx, {
+          workspaceId,
+          quota: 'idempotency_bytes',
+          scope: '',
+          amount: sum.bytes,
+        })
+      }
+      return gone.length
+    })
   }
 }
 
@@ -159,6 +306,7 @@ function answerParams(e: StoredAnswer): (string | number)[] {
     e.response.body,
     e.createdAt,
     e.expiresAt,
+    storedAnswerBytes(e),
   ]
 }
 

@@ -5,6 +5,7 @@ import type { RecordRepository } from '../../domain/ingestion/ports.js'
 import type { KeyRepository, WorkspaceRepository } from '../../domain/keys/ports.js'
 import type { RateCounterRepository } from '../../domain/limits/ports.js'
 import type { Db } from '../../domain/ports.js'
+import type { QuotaUsageRepository } from '../../domain/quotas/ports.js'
 import type { RunRepository } from '../../domain/runs/ports.js'
 import type { TaskRepository } from '../../domain/tasks/ports.js'
 import type { ToolRepository } from '../../domain/tools/ports.js'
@@ -15,6 +16,7 @@ import { DeliveryRepo } from './deliveries.js'
 import { EventRepo } from './events.js'
 import { IdempotencyRepo } from './idempotency.js'
 import { KeyRepo } from './keys.js'
+import { QuotaUsageRepo } from './quota-usage.js'
 import { MemoryRateCounters, RateCounterRepo } from './rate-counters.js'
 import { RecordRepo } from './records.js'
 import { CachedRunRepo } from './run-cache.js'
@@ -38,6 +40,8 @@ export interface Repositories {
   deliveries: DeliveryRepository
   idempotency: IdempotencyRepository
   rateCounters: RateCounterRepository
+  /** What each workspace uses of each quota, counted in the writes' transactions. */
+  quotaUsage: QuotaUsageRepository
 }
 
 /** Every repository bound to one Db: what the composition root hands to the domain services. */
@@ -72,5 +76,6 @@ export function createRepositories(db: Db): Repositories {
     // The embedded store has one writer (this server), so rate counts live in memory there; on PostgreSQL they are
     // rows every replica shares.
     rateCounters: sharedCounters ?? new MemoryRateCounters(db),
+    quotaUsage: new QuotaUsageRepo(db),
   }
 }

@@ -121,8 +121,13 @@ export class WebhookRepo implements WebhookRepository {
     ])
   }
 
-  async markDeleted(id: string, now: number): Promise<void> {
-    await this.db.run("UPDATE webhooks SET deleted_at = $1, status = 'disabled' WHERE id = $2", [now, id])
+  async markDeleted(id: string, now: number): Promise<boolean> {
+    return (
+      (await this.db.run(
+        "UPDATE webhooks SET deleted_at = $1, status = 'disabled' WHERE id = $2 AND deleted_at IS NULL",
+        [now, id],
+      )) > 0
+    )
   }
 
   cursor(name: string): Promise<number> {

@@ -1,5 +1,6 @@
 import type { Tier, Workspace } from '../../domain/identity.js'
 import type { WorkspaceRepository } from '../../domain/keys/ports.js'
+import type { QuotaOverrides } from '../../domain/quotas/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 
 interface WorkspaceRow extends Record<string, unknown> {
@@ -10,6 +11,8 @@ interface WorkspaceRow extends Record<string, unknown> {
   burst_limit: number
   policy_classes: string
   features: string
+  /** The workspace's own quotas (JSON); absent before migration 013. */
+  quotas?: string | null
   created_at: number
 }
 
@@ -22,6 +25,7 @@ function toWorkspace(row: WorkspaceRow): Workspace {
     burstLimit: Number(row.burst_limit),
     policyClasses: fromJson<string[]>(row.policy_classes),
     features: fromJson<string[]>(row.features),
+    quotas: row.quotas ? fromJson<QuotaOverrides>(row.quotas) : {},
     createdAt: Number(row.created_at),
   }
 }
@@ -47,8 +51,8 @@ export class WorkspaceRepo implements WorkspaceRepository {
   /** Inserts unless the name exists (two CLI calls may race); returns the stored workspace either way. */
   async insertIfAbsent(ws: Workspace): Promise<Workspace> {
     await this.db.run(
-      `INSERT INTO workspaces (id, name, tier, limit_per_hour, burst_limit, policy_classes, features, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING`,
+      `INSERT INTO workspaces (id, name, tier, limit_per_hour, burst_limit, policy_classes, features, created_at, quotas)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (name) DO NOTHING`,
       [
         ws.id,
         ws.name,
@@ -58,6 +62,7 @@ export class WorkspaceRepo implements WorkspaceRepository {
         toJson(ws.policyClasses),
         toJson(ws.features),
         ws.createdAt,
+        toJson(ws.quotas ?? {}),
       ],
     )
     const stored = await this.byName(ws.name)
@@ -67,9 +72,18 @@ export class WorkspaceRepo implements WorkspaceRepository {
 
   async update(ws: Workspace): Promise<void> {
     await this.db.run(
-      `UPDATE workspaces SET tier = $2, limit_per_hour = $3, burst_limit = $4, policy_classes = $5, features = $6
+      `UPDATE workspaces SET tier = $2, limit_per_hour = $3, burst_limit = $4, policy_classes = $5, features = $6,
+         quotas = $7
        WHERE id = $1`,
-      [ws.id, ws.tier, ws.limitPerHour, ws.burstLimit, toJson(ws.policyClasses), toJson(ws.features)],
+      [
+        ws.id,
+        ws.tier,
+        ws.limitPerHour,
+        ws.burstLimit,
+        toJson(ws.policyClasses),
+        toJson(ws.features),
+        toJson(ws.quotas ?? {}),
+      ],
     )
   }
 }

@@ -1,0 +1,44 @@
+import type { Workspace } from '../identity.js'
+import type { QuotaName } from './types.js'
+
+/**
+ * The bytes a stored Idempotency-Key answer is counted for (`idempotency_bytes`, `idempotency_answer_bytes`): its
+ * body and headers as UTF-8, its key, and the fingerprint and row around them.
+ */
+export function storedAnswerBytes(answer: {
+  key: string
+  response: { body: string; headers: Record<string, string> }
+}): number {
+  return (
+    Buffer.byteLength(answer.response.body, 'utf8') +
+    Buffer.byteLength(JSON.stringify(answer.response.headers), 'utf8') +
+    Buffer.byteLength(answer.key, 'utf8') +
+    64
+  )
+}
+
+/** A workspace's bounds on its stored answers, as the store checks them when it keeps one. */
+export interface StoredAnswerLimits {
+  /** `idempotency_keys`: answers kept at once (expired ones count until they are purged). */
+  keys: number
+  /** `idempotency_bytes`: their bytes (storedAnswerBytes) in all. */
+  bytes: number
+}
+
+/** Why the store did not keep an answer: the quota it would have passed, its limit and what is used. */
+export interface StoredAnswerRefusal {
+  quota: Extract<QuotaName, 'idempotency_keys' | 'idempotency_bytes' | 'idempotency_answer_bytes'>
+  limit: number
+  used: number
+}
+
+/**
+ * How a keyed request's answer is bounded (IdempotencyService.once): the workspace whose quotas apply, and whether
+ * the operation only reads. A read's answer that passes a quota is not stored (the key is not kept: a retry runs the
+ * read again, which changes nothing); a write's is refused with quota_exceeded and its work rolled back, so the key
+ * never holds an effect it cannot answer for.
+ */
+export interface AnswerQuota {
+  workspace: Workspace
+  read: boolean
+}

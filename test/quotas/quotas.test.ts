@@ -1,0 +1,213 @@
+/**
+ * Quotas (src/domain/quotas) through the server on both stores: a workspace's own setting over its tier's, one
+ * refusal shape (403 quota_exceeded naming the quota, its limit and its use), counts exact under concurrent writes
+ * and given back on delete, and the Idempotency-Key answers a workspace may keep (count, bytes, one answer's size).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { backends } from '../support/backends.js'
+import { startTestServer, type TestServer } from '../support/server.js'
+
+const agent = (name: string) => ({ name, behavior: 'autonomous' })
+
+describe.each(backends())('quotas on $name', (backend) => {
+  let t: TestServer
+
+  beforeAll(async () => {
+    t = await startTestServer({ databaseUrl: await backend.freshUrl() })
+  })
+
+  afterAll(async () => {
+    await t?.close()
+  })
+
+  it('refuses the agent past the workspace quota with 403 quota_exceeded, and counts a delete back', async () => {
+    const { token } = await t.createKey({ quotas: { agents: 2 } })
+    const made = []
+    for (const name of ['a', 'b'])
+      made.push(await t.request('POST', '/v1/agents', { token, body: agent(name) }))
+    expect(made.map((r) => r.status)).toEqual([201, 201])
+    const refused = await t.request('POST', '/v1/agents', { token, body: agent('c') })
+    expect(refused.status).toBe(403)
+    expect(refused.body.error.code).toBe('quota_exceeded')
+    expect(refused.body.error.detail).toEqual({ quota: 'agents', limit: 2, used: 2 })
+    expect((await t.request('GET', '/v1/agents', { token })).body.data).toHaveLength(2)
+    expect((await t.request('DELETE', `/v1/agents/${made[0]?.body.agent_id}`, { token })).status).toBe(204)
+    expect((await t.request('POST', '/v1/agents', { token, body: agent('c') })).status).toBe(201)
+  })
+
+  it('lets exactly the quota through when creations race, over REST and GraphQL alike', async () => {
+    const { token } = await t.createKey({ quotas: { agents: 5 } })
+    const rest = Array.from({ length: 8 }, (_, i) =>
+      t.request('POST', '/v1/agents', { token, body: agent(`r${i}`) }),
+    )
+    const graphql = Array.from({ length: 8 }, (_, i) =>
+      t.request('POST', '/v1/graphql', {
+        token,
+        body: {
+          query: 'mutation($i: AgentCreate!) { createAgent(input: $i) { agent_id } }',
+          variables: { i: agent(`g${i}`) },
+        },
+      }),
+    )
+    const answers = await Promise.all([...rest, ...graphql])
+    const created =
+      answers.filter((r) => r.status === 201).length +
+      answers.filter((r) => r.status === 200 && r.body.data?.createAgent?.agent_id).length
+    expect(created).toBe(5)
+    const refusals = answers.filter(
+      (r) =>
+        r.body?.error?.code === 'quota_exceeded' ||
+        r.body?.errors?.[0]?.extensions?.code === 'quota_exceeded',
+    )
+    expect(refusals).toHaveLength(11)
+    expect((await t.request('GET', '/v1/agents?limit=100', { token })).body.data).toHaveLength(5)
+  })
+
+  it('bounds tools, webhooks and destinations the same way', async () => {
+    const { token } = await t.createKey({ quotas: { tools: 1, webhooks: 1, destinations: 1 } })
+    const tool = (name: string) => ({
+      name,
+      provider: 'builtin:echo',
+      output_schema: {},
+      policy_binding: { envelope: 'default', required_scopes: [] },
+    })
+    expect((await t.request('POST', '/v1/tools', { token, body: tool('t1') })).status).toBe(201)
+    const tools = await t.request('POST', '/v1/tools', { token, body: tool('t2') })
+    expect([tools.status, tools.body.error.detail.quota]).toEqual([403, 'tools'])
+    const hook = {
+      url: 'http://127.0.0.1:9/hook',
+      events: ['agent.created'],
+      secret: 'quota-suite-secret-01',
+    }
+    expect((await t.request('POST', '/v1/webhooks', { token, body: hook })).status).toBe(201)
+    const hooks = await t.request('POST', '/v1/webhooks', { token, body: hook })
+    expect([hooks.status, hooks.body.error.detail.quota]).toEqual([403, 'webhooks'])
+  })
+
+  it('refuses a batch that would pass the records of its connector, storing none of it', async () => {
+    const { token } = await t.createKey({ quotas: { records_per_connector: 3 } })
+    const record = (id: string) => ({
+      id,
+      ts: '2026-01-01T00:00:00Z',
+      source: 'test',
+      policy_class: 'public',
+      body: { n: id },
+    })
+    const path = '/v1/grid/connectors/c1/ingest'
+    expect(
+      (await t.request('POST', path, { token, body: { records: [record('1'), record('2')] } })).status,
+    ).toBe(202)
+    const over = await t.request('POST', path, { token, body: { records: [record('3'), record('4')] } })
+    expect(over.status).toBe(403)
+    expect(over.body.error.detail).toEqual({
+      quota: 'records_per_connector',
+      limit: 3,
+      used: 2,
+      requested: 2,
+    })
+    // Another connector has its own count.
+    expect(
+      (await t.request('POST', '/v1/grid/connectors/c2/ingest', { token, body: { records: [record('3')] } }))
+        .status,
+    ).toBe(202)
+    expect((await t.request('POST', path, { token, body: { records: [record('3')] } })).status).toBe(202)
+  })
+
+  it('keeps at most idempotency_keys answers: a keyed write past it is refused and does nothing', async () => {
+    const { token } = await t.createKey({ quotas: { idempotency_keys: 2 } })
+    const keyed = (key: string, name: string) =>
+      t.request('POST', '/v1/agents', { token, body: agent(name), headers: { 'idempotency-key': key } })
+    expect((await keyed('k1', 'one')).status).toBe(201)
+    expect((await keyed('k2', 'two')).status).toBe(201)
+    const over = await keyed('k3', 'three')
+    expect(over.status).toBe(403)
+    expect(over.body.error.detail).toEqual({ quota: 'idempotency_keys', limit: 2, used: 2 })
+    // Nothing was done, and the stored answers still replay.
+    expect(
+      (await t.request('GET', '/v1/agents', { token })).body.data.map((a: { name: string }) => a.name),
+    ).toEqual(['one', 'two'])
+    const replay = await keyed('k1', 'one')
+    expect([replay.status, replay.headers.get('idempotent-replayed')]).toEqual([201, 'true'])
+    // Without a key the write goes through.
+    expect((await t.request('POST', '/v1/agents', { token, body: agent('three') })).status).toBe(201)
+  })
+
+  it('refuses a keyed write whose answer is larger than one stored answer may be, before committing its work', async () => {
+    const { token } = await t.createKey({ quotas: { idempotency_answer_bytes: 600 } })
+    const big = {
+      ...agent('x'.repeat(200)),
+      capabilities: ['c'.repeat(100), 'd'.repeat(100), 'e'.repeat(100)],
+    }
+    const refused = await t.request('POST', '/v1/agents', {
+      token,
+      body: big,
+      headers: { 'idempotency-key': 'big' },
+    })
+    expect(refused.status).toBe(403)
+    expect(refused.body.error.detail.quota).toBe('idempotency_answer_bytes')
+    expect(refused.body.error.detail.limit).toBe(600)
+    expect(refused.body.error.detail.used).toBeGreaterThan(600)
+    expect((await t.request('GET', '/v1/agents', { token })).body.data).toHaveLength(0)
+    // A small one is kept and replayed.
+    const small = await t.request('POST', '/v1/agents', {
+      token,
+      body: agent('s'),
+      headers: { 'idempotency-key': 's' },
+    })
+    expect(small.status).toBe(201)
+    const replay = await t.request('POST', '/v1/agents', {
+      token,
+      body: agent('s'),
+      headers: { 'idempotency-key': 's' },
+    })
+    expect(replay.headers.get('idempotent-replayed')).toBe('true')
+  })
+
+  it('bounds the bytes of the answers a workspace keeps', async () => {
+    const { token, workspace_id } = await t.createKey({ quotas: { idempotency_bytes: 1200 } })
+    const statuses = []
+    for (let i = 0; i < 6; i++) {
+      const r = await t.request('POST', '/v1/agents', {
+        token,
+        body: agent(`agent-${i}`),
+        headers: { 'idempotency-key': `b${i}` },
+      })
+      statuses.push(r.status)
+      if (r.status === 403) expect(r.body.error.detail.quota).toBe('idempotency_bytes')
+    }
+    expect(statuses).toContain(403)
+    const usage = await t.services.quotas.usageOf(workspace_id, 'idempotency_bytes')
+    expect(usage).toBeLessThanOrEqual(1200)
+  })
+
+  it('does not key GraphQL queries: the key is ignored and nothing is stored', async () => {
+    const { token } = await t.createKey({ quotas: { idempotency_keys: 1 } })
+    const query = { query: '{ agents { data { agent_id } } }' }
+    for (let i = 0; i < 3; i++) {
+      const r = await t.request('POST', '/v1/graphql', {
+        token,
+        body: query,
+        headers: { 'idempotency-key': 'q' },
+      })
+      expect(r.status).toBe(200)
+      expect(r.headers.get('idempotent-replayed')).toBeNull()
+      expect(r.body.errors).toBeUndefined()
+    }
+    // The one stored answer the quota allows is still free for a mutation.
+    const mutation = {
+      query: 'mutation { createAgent(input: {name: "m", behavior: autonomous}) { agent_id } }',
+    }
+    const first = await t.request('POST', '/v1/graphql', {
+      token,
+      body: mutation,
+      headers: { 'idempotency-key': 'm' },
+    })
+    const again = await t.request('POST', '/v1/graphql', {
+      token,
+      body: mutation,
+      headers: { 'idempotency-key': 'm' },
+    })
+    expect(first.body.data.createAgent.agent_id).toBe(again.body.data.createAgent.agent_id)
+    expect(again.headers.get('idempotent-replayed')).toBe('true')
+  })
+})
