@@ -9,6 +9,7 @@ import type { IngestionService } from '../domain/ingestion/service.js'
 import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
 import { rateLimited } from '../domain/limits/rate-limit.js'
 import type { LimitsService } from '../domain/limits/service.js'
+import { quotaLimit } from '../domain/quotas/quota.js'
 import { callerFromKey } from '../surface/caller.js'
 import { unavailable } from '../surface/errors.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
@@ -23,7 +24,7 @@ import {
   runsSource,
 } from '../surface/topic-sources.js'
 import { refuseUnknownPath, refuseUpgrade } from '../surface/upgrade.js'
-import { StreamHub, type StreamIngestor } from './hub.js'
+import { DEFAULT_MAX_SUBSCRIPTIONS, StreamHub, type StreamIngestor } from './hub.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
 const MESSAGE_ENVELOPE_BYTES = 64 * 1024
@@ -130,7 +131,13 @@ export function attachStream(
         wss.handleUpgrade(req, socket, head, (ws) => {
           const connection = hub.add(
             ws,
-            { ...callerFromKey(verified), revalidate },
+            {
+              ...callerFromKey(verified),
+              revalidate,
+              maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
+                stream_subscriptions_per_socket: settings.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
+              }),
+            },
             socketIngestor(ports, verified),
           )
           // A revoke or an expiry of the key closes the socket at once (4401), not at the next heartbeat.

@@ -4,6 +4,7 @@ import { ApiError, errorEnvelope } from '../domain/errors.js'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
 import { newId } from '../domain/ids.js'
 import type { IngestResult } from '../domain/ingestion/service.js'
+import { quotaExceeded } from '../domain/quotas/quota.js'
 import { scopeAllows } from '../domain/scopes.js'
 import type { StreamServerMessage } from '../surface/contract-types.js'
 import { internalError } from '../surface/errors.js'
@@ -61,11 +62,7 @@ export const DEFAULT_MAX_SUBSCRIPTIONS = 100
 
 /** The refusal of one more topic on a connection that holds its quota: unsubscribe from one, or open a socket. */
 function subscriptionQuota(limit: number, used: number): ApiError {
-  return new ApiError(
-    'quota_exceeded',
-    `This connection is subscribed to ${used} topics, its quota; unsubscribe from one first`,
-    { quota: 'stream_subscriptions_per_socket', limit, used },
-  )
+  return quotaExceeded('stream_subscriptions_per_socket', limit, used)
 }
 
 /** The caller behind a connection, checked again on every heartbeat (a revoked key is cut off). */
@@ -73,6 +70,11 @@ export interface StreamPrincipal {
   workspaceId: string
   keyId: string
   scopes: readonly string[]
+  /**
+   * Topics this connection may hold: the workspace's `stream_subscriptions_per_socket` quota under the server's
+   * ceiling (StreamOptions.maxSubscriptions); absent: the server's.
+   */
+  maxSubscriptions?: number
   /** Verifies the connection's token again; a string is the refusal reason. */
   revalidate(): Promise<string | { scopes: readonly string[] }>
 }
@@ -166,7 +168,8 @@ export class StreamConnection {
           this.sendError(name, missingScope(this.principal.scopes, topic.scope))
           continue
         }
-        const limit = this.options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
+        const limit =
+          this.principal.maxSubscriptions ?? this.options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
         if (!this.subs.has(name) && this.subs.size >= limit) {
           this.sendError(name, subscriptionQuota(limit, this.subs.size))
           continue

@@ -94,13 +94,11 @@ const graphqlBody = fc.oneof(
   fc
     .record({ query: fc.string({ maxLength: 300 }), variables: fc.option(json) })
     .map((b) => JSON.stringify(b)),
-  fc
-    .record({ depth: fc.integer({ min: 10, max: 2500 }) })
-    .map(({ depth }) =>
-      JSON.stringify({
-        query: `{ agents(limit: ${'['.repeat(depth)}1${']'.repeat(depth)}) { next_cursor } }`,
-      }),
-    ),
+  fc.record({ depth: fc.integer({ min: 10, max: 2500 }) }).map(({ depth }) =>
+    JSON.stringify({
+      query: `{ agents(limit: ${'['.repeat(depth)}1${']'.repeat(depth)}) { next_cursor } }`,
+    }),
+  ),
   junk,
 )
 
