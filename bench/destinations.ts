@@ -1,0 +1,178 @@
+/**
+ * Destinations: one event to 1,000 destinations of mixed types (Slack, PagerDuty and CloudEvents to one loopback HTTP
+ * receiver, NATS JetStream to a real nats-server started by the tests' harness), the span from the event's commit to
+ * each arrival at the receiver, on SQLite; then NATS publish throughput.
+ *
+ *   npx tsx bench/destinations.ts [--rounds <n>] [--destinations <n>] [--concurrency <n>] [--publishes <n>]
+ *
+ * A round commits one run.failed event (every destination lists it) and waits for all arrivals: HTTP requests at
+ * the receiver, messages on a core NATS subscription of the stream's subjects. p50/p99/max are over every arrival of
+ * every round. `--concurrency` is the outbox's pool (AGENTOPS_WEBHOOK_CONCURRENCY, default 16 as the server's).
+ * NATS throughput: the transport alone, `--publishes` events with 64 in flight, each acknowledged by JetStream with
+ * its Nats-Msg-Id (the outbox itself keeps one attempt in flight per destination, so one destination's publishes go
+ * one after another). In-process; loopback only; every wait is bounded.
+ */
+
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { jetstreamManager } from '@nats-io/jetstream'
+import { connect } from '@nats-io/transport-node'
+import { systemClock } from '../src/domain/clock.js'
+import { DestinationService } from '../src/domain/destinations/service.js'
+import { EventLog } from '../src/domain/events/log.js'
+import { createDestinationTransports } from '../src/outbound/destinations/index.js'
+import { natsTransport } from '../src/outbound/destinations/nats.js'
+import { createOutboundHttp } from '../src/outbound/http.js'
+import { migrate } from '../src/store/migrations/index.js'
+import { openDb } from '../src/store/open.js'
+import { createDestinationRepositories } from '../src/store/repos/destinations.js'
+import { createRepositories } from '../src/store/repos/index.js'
+import { startNats } from '../test/support/nats.js'
+import { ANY_LOOPBACK_PORT } from '../test/support/private-targets.js'
+
+const args = process.argv.slice(2)
+const option = (name: string, fallback: number, max: number) => {
+  const i = args.indexOf(name)
+  return Math.min(max, Math.max(1, Number(i >= 0 ? args[i + 1] : fallback)))
+}
+const ROUNDS = option('--rounds', 5, 50)
+const DESTINATIONS = option('--destinations', 1000, 5000)
+const CONCURRENCY = option('--concurrency', 16, 1000)
+const PUBLISHES = option('--publishes', 20_000, 200_000)
+const ROUND_TIMEOUT_MS = 60_000
+const WS = 'ws_bench'
+
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN
+const ms = (n: number) => `${n.toFixed(1)} ms`
+
+const nats = await startNats()
+const dir = mkdtempSync(join(tmpdir(), 'agentops-bench-dest-'))
+let arrivals: number[] = []
+const receiver = createServer((req, res) => {
+  req.resume()
+  req.on('end', () => {
+    arrivals.push(performance.now())
+    res.writeHead(req.url?.startsWith('/pagerduty') ? 202 : 200).end('ok')
+  })
+})
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r))
+const base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`
+const nc = await connect({ servers: nats.url })
+const jsm = await jetstreamManager(nc)
+await jsm.streams.add({ name: 'BENCH', subjects: ['bench.>'] })
+nc.subscribe('bench.>', {
+  callback: () => {
+    arrivals.push(performance.now())
+  },
+})
+
+const db = await openDb(`sqlite:${join(dir, 'bench.db')}`)
+await migrate(db)
+const repos = createRepositories(db)
+const events = new EventLog(repos.events, systemClock)
+const outbound = createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT })
+const own = createDestinationRepositories(db)
+const service = new DestinationService(db, own.destinations, own.deliveries, systemClock, events, {
+  outbound,
+  transports: createDestinationTransports(outbound),
+  timeoutMs: 10_000,
+  retry: { baseMs: 5_000, maxAttempts: 8 },
+  concurrency: CONCURRENCY,
+  pollMs: 1_000,
+})
+const types = ['slack', 'pagerduty', 'cloudevents', 'nats'] as const
+for (let i = 0; i < DESTINATIONS; i++) {
+  const type = types[i % types.length] ?? 'slack'
+  const settings =
+    type === 'slack'
+      ? { secrets: { webhook_url: `${base}/slack/T/B/${i}` } }
+      : type === 'pagerduty'
+        ? {
+            config: { url: `${base}/pagerduty` },
+            secrets: { routing_key: 'R0UT1NGKEY0123456789abcdefABCDEF' },
+          }
+        : type === 'cloudevents'
+          ? { config: { url: `${base}/ce` } }
+          : { config: { servers: [nats.url], subject_prefix: 'bench' } }
+  await service.create(WS, { type, name: `d${i}`, events: ['run.failed'], ...settings })
+}
+service.dispatcher.start()
+
+const latencies: number[] = []
+for (let round = 0; round < ROUNDS; round++) {
+  arrivals = []
+  await db.transaction((tx) =>
+    events.append(tx, {
+      workspaceId: WS,
+      kind: 'run.failed',
+      subjectId: `run_${round}`,
+      data: { run_id: `run_${round}`, agent_id: 'agt_b', task_id: null, status: 'failed', outcome: null },
+    }),
+  )
+  const committed = performance.now()
+  events.notify()
+  const deadline = Date.now() + ROUND_TIMEOUT_MS
+  while (arrivals.length < DESTINATIONS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2))
+  if (arrivals.length < DESTINATIONS)
+    console.log(`round ${round}: only ${arrivals.length} of ${DESTINATIONS} arrived`)
+  latencies.push(...arrivals.map((t) => t - committed))
+  await new Promise((r) => setTimeout(r, 200))
+}
+await service.stop()
+latencies.sort((a, b) => a - b)
+console.log(
+  `machine: ${cpus().length} cores, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+)
+console.log(
+  `one event to ${DESTINATIONS} destinations (slack, pagerduty, cloudevents, nats in turn), SQLite, pool ${CONCURRENCY}, ${ROUNDS} rounds: ` +
+    `commit→receiver p50 ${ms(pct(latencies, 50))}, p99 ${ms(pct(latencies, 99))}, max ${ms(latencies.at(-1) ?? NaN)} (${latencies.length} arrivals)`,
+)
+
+// NATS throughput: the transport alone, 64 publishes in flight.
+const transport = natsTransport()
+const destination = (await service.list(WS, 0, 200)).rows.find((d) => d.type === 'nats')
+if (!destination) throw new Error('no nats destination')
+let next = 0
+let failed = 0
+const started = performance.now()
+await Promise.all(
+  Array.from({ length: 64 }, async () => {
+    while (next < PUBLISHES) {
+      const i = next++
+      const result = await transport.send(
+        destination,
+        {
+          deliveryId: `dlv_${i}`,
+          kind: 'run.failed',
+          payload: {
+            id: `evt_bench_${i}`,
+            event: 'run.failed',
+            ts: new Date().toISOString(),
+            run_id: `run_${i}`,
+          },
+        },
+        { timeoutMs: 10_000 },
+      )
+      if (!result.ok) failed++
+    }
+  }),
+)
+const seconds = (performance.now() - started) / 1000
+console.log(
+  `NATS transport: ${PUBLISHES} JetStream publishes (64 in flight, each acknowledged): ${(PUBLISHES / seconds).toFixed(0)} events/s, ${failed} failed`,
+)
+await transport.close?.()
+
+await nc.drain()
+await db.close()
+receiver.closeAllConnections()
+await new Promise<void>((r) => receiver.close(() => r()))
+await nats.stop()
+rmSync(dir, { recursive: true, force: true })
