@@ -154,8 +154,10 @@ describe('approve from Slack', () => {
     const tampered = await post(body.replace('agentops_approve', 'agentops_deny'), {
       signature: slackSignature(SIGNING_SECRET, String(now), body),
     })
-    const stale = await post(body, { ts: now - 301 })
-    const future = await post(body, { ts: now + 301 })
+    // Well outside the 5-minute tolerance both ways: a loaded machine lets seconds pass between here and the check,
+    // which brought a timestamp of now + 301 back inside it.
+    const stale = await post(body, { ts: now - 400 })
+    const future = await post(body, { ts: now + 400 })
     const unsigned = await t.request('POST', `/integrations/slack/${destinationId}/interactions`, {
       rawBody: body,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
