@@ -93,6 +93,16 @@ async function keysCreate(kit: string, databaseUrl: string, args: string[]): Pro
   }
 }
 
+/**
+ * Quotas no run reaches for the reference's conformance workspaces, as their rate limits are: the mutation run sends
+ * some 170 suite runs through one provisioning, and each leaves tools, webhooks and agents behind, which filled the
+ * pro tier's 100 webhooks and 1,000 tools of the second workspace (its checks then skipped or were refused).
+ */
+const UNREACHED_QUOTAS = [
+  '--quota',
+  'agents=1000000000,tools=1000000000,webhooks=1000000000,destinations=1000000000,idempotency_keys=1000000000',
+]
+
 /** The keys the suite asks for, as `agentops keys create` arguments, in the order startReference reads them back. */
 function keyRequests(): string[][] {
   // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's quota
@@ -100,8 +110,9 @@ function keyRequests(): string[][] {
   const primaryTier = process.env.AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER
   return [
     primaryTier
-      ? ['--workspace', 'conformance-primary', '--tier', primaryTier]
+      ? ['--workspace', 'conformance-primary', '--tier', primaryTier, ...UNREACHED_QUOTAS]
       : [
+          ...UNREACHED_QUOTAS,
           '--workspace',
           'conformance-primary',
           '--tier',
@@ -114,7 +125,7 @@ function keyRequests(): string[][] {
     // Second, so that its one second has passed by the time auth.expired-token-401 sends it (issued last, it was
     // often still valid then, and the check waited for it to expire).
     ['--workspace', 'conformance-primary', '--expires-in', '1'],
-    ['--workspace', 'conformance-second', '--tier', 'pro'],
+    ['--workspace', 'conformance-second', '--tier', 'pro', ...UNREACHED_QUOTAS],
     ['--workspace', 'conformance-primary', '--scopes', 'agents:read'],
     // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call.
     ['--workspace', 'conformance-primary', '--scopes', 'tasks:read'],

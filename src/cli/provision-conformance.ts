@@ -17,16 +17,37 @@ export type ConformanceRole =
   | 'rateLimited'
   | 'rateLimitedPeer'
 
+/**
+ * Quotas no run reaches, as the primary's rate limits are: a run creates tools, webhooks and agents it leaves behind,
+ * and one provisioning may serve many runs (the stand-in of the walk-through, a CI job's retries).
+ */
+const UNREACHED_QUOTAS = {
+  agents: 1_000_000_000,
+  tools: 1_000_000_000,
+  webhooks: 1_000_000_000,
+  destinations: 1_000_000_000,
+  idempotency_keys: 1_000_000_000,
+}
+
 /** What each identity is, keyed by the suite's name for it. `prefix` names this run's workspaces. */
 export function conformanceIdentities(prefix: string): Array<[ConformanceRole, IssueKeyInput]> {
   const primary = `${prefix}-primary`
   const limited = `${prefix}-limited`
   return [
     // Every scope and room for a whole run (about 2,000 requests) without pacing.
-    ['primary', { workspace: primary, tier: 'enterprise', limitPerHour: 1_000_000, burstLimit: 100_000 }],
+    [
+      'primary',
+      {
+        workspace: primary,
+        tier: 'enterprise',
+        limitPerHour: 1_000_000,
+        burstLimit: 100_000,
+        quotas: UNREACHED_QUOTAS,
+      },
+    ],
     // Expires one second after issue: expired by the time the suite sends it (auth.expired-token-401).
     ['expired', { workspace: primary, expiresInSeconds: 1 }],
-    ['secondWorkspace', { workspace: `${prefix}-second`, tier: 'pro' }],
+    ['secondWorkspace', { workspace: `${prefix}-second`, tier: 'pro', quotas: UNREACHED_QUOTAS }],
     // Refused POST /v1/agents (the suite's default narrowDenied): 403 policy_denied.
     ['narrowScope', { workspace: primary, scopes: ['agents:read'] }],
     // Scopes without the narrow token's: refused the reads the narrow token may make.
