@@ -33,12 +33,24 @@ const store = backends().at(-1)!
  * 500/503, which no client can provoke), every event kind, trace level, frame kind, stream message, error path and
  * lifecycle interaction (conformance/README.md "Contract coverage"). Empty when nothing is lost.
  */
+/**
+ * Operations the suite cannot reach: Slack's interaction endpoint answers only requests signed with a Slack app's
+ * signing secret, which no suite run has (test/destinations/slack-interactions.test.ts covers its answers).
+ */
+const OUT_OF_SUITE_REACH = new Set(['/integrations/slack/{destination_id}/interactions'])
+
 function coverageLosses(c: ContractCoverage): string[] {
   const losses: string[] = []
-  for (const op of c.operations)
+  let unreached = 0
+  for (const op of c.operations) {
+    if (OUT_OF_SUITE_REACH.has(op.path)) {
+      unreached += op.missing.length
+      continue
+    }
     if (op.missing.length > 0) losses.push(`${op.method} ${op.path} never answered ${op.missing.join(', ')}`)
-  if (c.responses.produced !== c.responses.reachable)
-    losses.push(`responses ${c.responses.produced}/${c.responses.reachable}`)
+  }
+  if (c.responses.produced !== c.responses.reachable - unreached)
+    losses.push(`responses ${c.responses.produced}/${c.responses.reachable - unreached}`)
   const tallies: Array<[string, Tally]> = [
     ['event kinds', c.events],
     ['trace levels', c.traceLevels],
