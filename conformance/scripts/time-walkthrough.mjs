@@ -90,7 +90,8 @@ function startStandIn(kit, port) {
           provision,
           stop: () =>
             new Promise((done) => {
-              if (child.exitCode !== null) return done()
+              // Ended already, by a code or by a signal: its 'exit' will not come again.
+              if (child.exitCode !== null || child.signalCode !== null) return done()
               child.once('exit', done)
               child.kill('SIGTERM')
             }),
