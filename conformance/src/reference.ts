@@ -125,7 +125,19 @@ function keyRequests(): string[][] {
     // Second, so that its one second has passed by the time auth.expired-token-401 sends it (issued last, it was
     // often still valid then, and the check waited for it to expire).
     ['--workspace', 'conformance-primary', '--expires-in', '1'],
-    ['--workspace', 'conformance-second', '--tier', 'pro', ...UNREACHED_QUOTAS],
+    // Enterprise limits too: the mutation run's suite runs all go through this one workspace within the hour, and the
+    // pro tier's 10,000 requests an hour ran out before its last dialects (429s cut their tool creations and webhooks).
+    [
+      '--workspace',
+      'conformance-second',
+      '--tier',
+      'enterprise',
+      '--limit-per-hour',
+      '1000000',
+      '--burst-limit',
+      '100000',
+      ...UNREACHED_QUOTAS,
+    ],
     ['--workspace', 'conformance-primary', '--scopes', 'agents:read'],
     // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call.
     ['--workspace', 'conformance-primary', '--scopes', 'tasks:read'],

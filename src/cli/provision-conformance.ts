@@ -47,7 +47,17 @@ export function conformanceIdentities(prefix: string): Array<[ConformanceRole, I
     ],
     // Expires one second after issue: expired by the time the suite sends it (auth.expired-token-401).
     ['expired', { workspace: primary, expiresInSeconds: 1 }],
-    ['secondWorkspace', { workspace: `${prefix}-second`, tier: 'pro', quotas: UNREACHED_QUOTAS }],
+    // Room for many runs, as the primary has: a pro tier's 10,000 requests an hour run out over a mutation run.
+    [
+      'secondWorkspace',
+      {
+        workspace: `${prefix}-second`,
+        tier: 'enterprise',
+        limitPerHour: 1_000_000,
+        burstLimit: 100_000,
+        quotas: UNREACHED_QUOTAS,
+      },
+    ],
     // Refused POST /v1/agents (the suite's default narrowDenied): 403 policy_denied.
     ['narrowScope', { workspace: primary, scopes: ['agents:read'] }],
     // Scopes without the narrow token's: refused the reads the narrow token may make.
