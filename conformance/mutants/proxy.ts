@@ -56,11 +56,8 @@ export interface Mutant {
     res: ProxiedResponse,
     ctx: MutantContext,
   ): Promise<ProxiedResponse> | ProxiedResponse
-  /**
-   * Rewrites a webhook delivery on its way to the receiver; a response answers the deployment without delivering.
-   * A promise holds the delivery until it settles (a deployment that delivers late).
-   */
-  delivery?(req: ProxiedRequest): ProxiedRequest | ProxiedResponse | Promise<ProxiedRequest | ProxiedResponse>
+  /** Rewrites a webhook delivery on its way to the receiver; a response answers the deployment without delivering. */
+  delivery?(req: ProxiedRequest): ProxiedRequest | ProxiedResponse
   /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
   /** Rewrites a JSON stream message on its way from the deployment to the client. */
@@ -183,7 +180,7 @@ export class MutantProxy {
         try {
           let res: ProxiedResponse
           if (req.path.startsWith(HOOK_PREFIX)) {
-            const rewritten = this.mutant?.delivery ? await this.mutant.delivery(req) : req
+            const rewritten = this.mutant?.delivery ? this.mutant.delivery(req) : req
             res = isResponse(rewritten)
               ? rewritten
               : await send(this.receiverUrl(), {

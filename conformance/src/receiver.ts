@@ -124,31 +124,6 @@ export class WebhookReceiver {
     this.port = (this.server.address() as AddressInfo).port
   }
 
-  /**
-   * Waits for the first delivery that matches, up to `timeoutMs` after the last delivery `progress` accepts (or
-   * the start): a subscription still receiving earlier deliveries is a queue draining, not a delivery that will not
-   * come, so each of them restarts the wait. `capMs` bounds the whole wait.
-   */
-  async waitWhileArriving(
-    match: (d: Delivery) => boolean,
-    progress: (d: Delivery) => boolean,
-    timeoutMs: number,
-    capMs: number,
-  ): Promise<Delivery | undefined> {
-    const cap = Date.now() + capMs
-    for (;;) {
-      const seen = this.deliveries.filter(progress).length
-      const found = await this.waitFor(
-        (d) => match(d) || this.deliveries.filter(progress).length > seen,
-        Math.min(timeoutMs, cap - Date.now()),
-      )
-      if (!found) return undefined
-      const hit = this.deliveries.find(match)
-      if (hit) return hit
-      if (Date.now() >= cap) return undefined
-    }
-  }
-
   /** Waits (bounded) for the first delivery that matches. */
   async waitFor(match: (d: Delivery) => boolean, timeoutMs: number): Promise<Delivery | undefined> {
     const deadline = Date.now() + timeoutMs
