@@ -94,13 +94,22 @@ async function keysCreate(kit: string, databaseUrl: string, args: string[]): Pro
 }
 
 /**
- * Quotas no run reaches for the reference's conformance workspaces, as their rate limits are: the mutation run sends
- * some 170 suite runs through one provisioning, and each leaves tools, webhooks and agents behind, which filled the
- * pro tier's 100 webhooks and 1,000 tools of the second workspace (its checks then skipped or were refused).
+ * Room for many runs in the reference's conformance workspaces: the mutation run sends some 170 suite runs through
+ * one provisioning within the hour, and each leaves tools, webhooks and agents behind. Enterprise limits (the pro
+ * tier's 10,000 requests an hour ran out before its last dialects) and quotas no run reaches.
  */
 const UNREACHED_QUOTAS = [
   '--quota',
   'agents=1000000000,tools=1000000000,webhooks=1000000000,destinations=1000000000,idempotency_keys=1000000000',
+]
+const ROOM_FOR_MANY_RUNS = [
+  '--tier',
+  'enterprise',
+  '--limit-per-hour',
+  '1000000',
+  '--burst-limit',
+  '100000',
+  ...UNREACHED_QUOTAS,
 ]
 
 /** The keys the suite asks for, as `agentops keys create` arguments, in the order startReference reads them back. */
@@ -111,33 +120,11 @@ function keyRequests(): string[][] {
   return [
     primaryTier
       ? ['--workspace', 'conformance-primary', '--tier', primaryTier, ...UNREACHED_QUOTAS]
-      : [
-          ...UNREACHED_QUOTAS,
-          '--workspace',
-          'conformance-primary',
-          '--tier',
-          'enterprise',
-          '--limit-per-hour',
-          '1000000',
-          '--burst-limit',
-          '100000',
-        ],
+      : ['--workspace', 'conformance-primary', ...ROOM_FOR_MANY_RUNS],
     // Second, so that its one second has passed by the time auth.expired-token-401 sends it (issued last, it was
     // often still valid then, and the check waited for it to expire).
     ['--workspace', 'conformance-primary', '--expires-in', '1'],
-    // Enterprise limits too: the mutation run's suite runs all go through this one workspace within the hour, and the
-    // pro tier's 10,000 requests an hour ran out before its last dialects (429s cut their tool creations and webhooks).
-    [
-      '--workspace',
-      'conformance-second',
-      '--tier',
-      'enterprise',
-      '--limit-per-hour',
-      '1000000',
-      '--burst-limit',
-      '100000',
-      ...UNREACHED_QUOTAS,
-    ],
+    ['--workspace', 'conformance-second', ...ROOM_FOR_MANY_RUNS],
     ['--workspace', 'conformance-primary', '--scopes', 'agents:read'],
     // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call.
     ['--workspace', 'conformance-primary', '--scopes', 'tasks:read'],

@@ -18,16 +18,21 @@ export type ConformanceRole =
   | 'rateLimitedPeer'
 
 /**
- * Quotas no run reaches, as the primary's rate limits are: a run creates tools, webhooks and agents it leaves behind,
- * and one provisioning may serve many runs (the stand-in of the walk-through, a CI job's retries).
+ * Room for many runs: enterprise limits and quotas no run reaches. A run creates tools, webhooks and agents it leaves
+ * behind, and one provisioning may serve many runs (the stand-in of the walk-through, a CI job's retries).
  */
-const UNREACHED_QUOTAS = {
-  agents: 1_000_000_000,
-  tools: 1_000_000_000,
-  webhooks: 1_000_000_000,
-  destinations: 1_000_000_000,
-  idempotency_keys: 1_000_000_000,
-}
+const ROOM_FOR_MANY_RUNS = {
+  tier: 'enterprise',
+  limitPerHour: 1_000_000,
+  burstLimit: 100_000,
+  quotas: {
+    agents: 1_000_000_000,
+    tools: 1_000_000_000,
+    webhooks: 1_000_000_000,
+    destinations: 1_000_000_000,
+    idempotency_keys: 1_000_000_000,
+  },
+} satisfies Omit<IssueKeyInput, 'workspace'>
 
 /** What each identity is, keyed by the suite's name for it. `prefix` names this run's workspaces. */
 export function conformanceIdentities(prefix: string): Array<[ConformanceRole, IssueKeyInput]> {
@@ -35,29 +40,11 @@ export function conformanceIdentities(prefix: string): Array<[ConformanceRole, I
   const limited = `${prefix}-limited`
   return [
     // Every scope and room for a whole run (about 2,000 requests) without pacing.
-    [
-      'primary',
-      {
-        workspace: primary,
-        tier: 'enterprise',
-        limitPerHour: 1_000_000,
-        burstLimit: 100_000,
-        quotas: UNREACHED_QUOTAS,
-      },
-    ],
+    ['primary', { workspace: primary, ...ROOM_FOR_MANY_RUNS }],
     // Expires one second after issue: expired by the time the suite sends it (auth.expired-token-401).
     ['expired', { workspace: primary, expiresInSeconds: 1 }],
-    // Room for many runs, as the primary has: a pro tier's 10,000 requests an hour run out over a mutation run.
-    [
-      'secondWorkspace',
-      {
-        workspace: `${prefix}-second`,
-        tier: 'enterprise',
-        limitPerHour: 1_000_000,
-        burstLimit: 100_000,
-        quotas: UNREACHED_QUOTAS,
-      },
-    ],
+    // As the primary: a pro tier's 10,000 requests an hour run out over a mutation run.
+    ['secondWorkspace', { workspace: `${prefix}-second`, ...ROOM_FOR_MANY_RUNS }],
     // Refused POST /v1/agents (the suite's default narrowDenied): 403 policy_denied.
     ['narrowScope', { workspace: primary, scopes: ['agents:read'] }],
     // Scopes without the narrow token's: refused the reads the narrow token may make.
