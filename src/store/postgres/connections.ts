@@ -34,6 +34,33 @@ function openDriver(url: string, applicationName: string, onclose: () => void) {
 
 export type Driver = ReturnType<typeof openDriver>
 
+/** Driver and socket codes that end a session (postgres.js's own, and Node's for a broken socket). */
+const SESSION_ENDING_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+])
+
+/**
+ * Whether a statement's error says its session is gone: a broken socket, a FATAL or PANIC from the server, or a
+ * connection exception (class 08) or operator intervention ending sessions (57P01-57P04: shutdown, crash, database
+ * dropped). A server error that only fails the statement (a constraint, a lock timeout) leaves the session usable.
+ */
+export function endsSession(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false
+  const { code, severity } = err as { code?: unknown; severity?: unknown }
+  if (severity === 'FATAL' || severity === 'PANIC') return true
+  return (
+    typeof code === 'string' &&
+    (SESSION_ENDING_CODES.has(code) || code.startsWith('08') || code.startsWith('57P'))
+  )
+}
+
 /**
  * Seconds a closing store waits for statements in flight before it drops its connections. postgres.js would
  * otherwise wait for ever on a connection the server dropped in the middle of a statement.
@@ -74,6 +101,16 @@ export class Connection {
     return this.current
   }
 
+  /**
+   * Told of a statement's failure on `driver`: when the error ends the session, the connection is lost now. postgres.js
+   * reports a reset socket to the statements in flight before it reports the close (onclose), and a statement sent in
+   * between waits for ever (porsager/postgres #1208): a ROLLBACK after the failure would hang its request and keep
+   * its connection lent.
+   */
+  failed(driver: Driver, err: unknown): void {
+    if (driver === this.current && endsSession(err)) this.lost = true
+  }
+
   renew(): void {
     void this.current.end({ timeout: 0 }).catch(() => {})
     this.current = this.open()
@@ -81,7 +118,8 @@ export class Connection {
   }
 
   end(): Promise<void> {
-    return this.current.end({ timeout: CLOSE_TIMEOUT_S })
+    // A lost connection has nothing in flight to wait for, and postgres.js would wait the whole timeout on it.
+    return this.current.end({ timeout: this.lost ? 0 : CLOSE_TIMEOUT_S })
   }
 }
 

@@ -41,6 +41,24 @@ export class Timing {
   }
 }
 
+/** What was sent on `connection`, telling it of a failure that ends its session (Connection.failed). */
+async function watched<T>(connection: Connection, driver: Driver, sent: Promise<T>): Promise<T> {
+  try {
+    return await sent
+  } catch (err) {
+    connection.failed(driver, err)
+    throw err
+  }
+}
+
+/** The error of a transaction whose session ended under it: PostgreSQL rolled it back, unless it was committing. */
+function sessionLost(cause: unknown, committing: boolean): Error {
+  const message = committing
+    ? 'The store connection was lost while the transaction committed; whether it committed is unknown'
+    : 'The store connection was lost during the transaction; it was rolled back'
+  return Object.assign(new Error(message, { cause }), { code: 'CONNECTION_CLOSED' })
+}
+
 /** Lock-free single statements, pipelined on a few connections (see the module's comment). */
 export class PipelinedQueryable extends SendingQueryable {
   private readonly connections: SharedConnections
@@ -57,8 +75,9 @@ export class PipelinedQueryable extends SendingQueryable {
   protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
     const connection = this.connections.pick()
     connection.load++
+    const driver = connection.driver
     try {
-      return await this.timing.run('pipeline', connection.driver, sql, params)
+      return await watched(connection, driver, this.timing.run('pipeline', driver, sql, params))
     } finally {
       connection.load--
     }
@@ -84,8 +103,9 @@ export class PooledQueryable extends SendingQueryable {
 
   protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
     const c = await this.pool.acquire()
+    const driver = c.driver
     try {
-      return await this.timing.run('pool', c.driver, sql, params)
+      return await watched(c, driver, this.timing.run('pool', driver, sql, params))
     } finally {
       this.pool.release(c)
     }
@@ -95,7 +115,8 @@ export class PooledQueryable extends SendingQueryable {
     const c = await this.pool.acquire()
     try {
       // No parameters: postgres.js sends it as one simple query, which may hold several statements.
-      await c.driver.unsafe(script)
+      const driver = c.driver
+      await watched(c, driver, driver.unsafe(script).execute())
     } finally {
       this.pool.release(c)
     }
@@ -155,15 +176,18 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
    * it back): nothing more may be sent, or it would run on a fresh session, outside the transaction.
    */
   private get driver(): Driver {
-    if (this.begun && this.connection.lost) {
-      throw Object.assign(
-        new Error('The store connection was lost during the transaction; it was rolled back'),
-        {
-          code: 'CONNECTION_CLOSED',
-        },
-      )
-    }
+    if (this.begun && this.connection.lost) throw sessionLost(undefined, false)
     return this.connection.driver
+  }
+
+  /** What was sent on the transaction's connection; a failure that ended its session ends the transaction. */
+  private async sent<T>(driver: Driver, answer: Promise<T>, committing = false): Promise<T> {
+    try {
+      return await answer
+    } catch (err) {
+      this.connection.failed(driver, err)
+      throw this.connection.lost ? sessionLost(err, committing) : err
+    }
   }
 
   atCommit(sql: string, params?: readonly SqlValue[]): void {
@@ -173,13 +197,15 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
   /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */
   async commit(): Promise<void> {
     if (this.held.length === 0) {
-      if (this.begun) await this.driver.unsafe('COMMIT')
+      if (!this.begun) return
+      const driver = this.driver
+      await this.sent(driver, driver.unsafe('COMMIT').execute(), true)
       return
     }
     const driver = this.driver
     const begin = !this.begun
     this.begun = true
-    await sendToCommit(driver, this.timing, this.held, begin)
+    await this.sent(driver, sendToCommit(driver, this.timing, this.held, begin), true)
   }
 
   /** Rolls back what was begun; on a lost connection the server has rolled back already. */
@@ -189,12 +215,13 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
   }
 
   protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
-    if (this.begun) return this.timing.run('transaction', this.driver, sql, params)
     const driver = this.driver
+    if (this.begun) return this.sent(driver, this.timing.run('transaction', driver, sql, params))
     this.begun = true
     // postgres.js sends a query when it is first awaited unless `execute` sends it at once: BEGIN must go first.
     const begin = driver.unsafe('BEGIN').execute()
-    const [, result] = await Promise.all([begin, this.timing.run('transaction', driver, sql, params)])
+    const both = Promise.all([begin, this.timing.run('transaction', driver, sql, params)])
+    const [, result] = await this.sent(driver, both)
     return result
   }
 
@@ -202,9 +229,10 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
     if (!this.begun) {
       const driver = this.driver
       this.begun = true
-      await driver.unsafe('BEGIN')
+      await this.sent(driver, driver.unsafe('BEGIN').execute())
     }
-    await this.driver.unsafe(script)
+    const driver = this.driver
+    await this.sent(driver, driver.unsafe(script).execute())
   }
 }
 
@@ -243,10 +271,10 @@ export class DeferredTransaction implements Queryable, CommitTail {
     connection.load += sent
     try {
       if (one) {
-        await this.timing.run('transaction', driver, one.sql, one.params)
+        await watched(connection, driver, this.timing.run('transaction', driver, one.sql, one.params))
         return
       }
-      await sendToCommit(driver, this.timing, statements, true)
+      await watched(connection, driver, sendToCommit(driver, this.timing, statements, true))
     } finally {
       connection.load -= sent
     }
