@@ -1,9 +1,20 @@
 /**
  * Extension operations that stop answering as their contract documents: the OpenAPI document is no longer served,
  * a redelivery of a logged delivery is refused as if the delivery did not exist, a destination's change is refused
- * as if the destination did not exist, and a destination's write-only secret comes back when it is read.
+ * as if the destination did not exist, and a destination's write-only secret comes back when it is read; a Slack
+ * message or a PagerDuty event that its service would refuse (no text nor blocks, a text object of an undocumented
+ * type, a severity outside the enum, no routing key) or that could never close its incident (a dedup_key per request).
  */
-import { editJson, type Mutant, type ProxiedResponse, pathOnly } from '../proxy.js'
+import { randomBytes } from 'node:crypto'
+import {
+  editJson,
+  type Json,
+  type Mutant,
+  type ProxiedRequest,
+  type ProxiedResponse,
+  parseJson,
+  pathOnly,
+} from '../proxy.js'
 
 const notFound: ProxiedResponse = {
   status: 404,
@@ -15,9 +26,20 @@ const notFound: ProxiedResponse = {
 
 const DESTINATION = /^\/v1\/destinations\/[^/]+$/
 
+/** Rewrites the JSON body of the deliveries `is` picks (a destination type's bodies), on their way to the receiver. */
+function rewriteDelivery(is: (body: Json) => boolean, edit: (body: Json) => Json) {
+  return (req: ProxiedRequest): ProxiedRequest => {
+    const body = parseJson(req.body)
+    return body && is(body) ? { ...req, body: JSON.stringify(edit(body)) } : req
+  }
+}
+const slackMessage = (b: Json) => Array.isArray(b.blocks)
+const pagerDutyEvent = (b: Json) => typeof b.event_action === 'string'
+
 export function extensionMutants(): Mutant[] {
   /** The secrets destinations were created with, as the deployment was sent them. */
   const secrets: unknown[] = []
+  const slackSecrets: unknown[] = []
   return [
     {
       id: 'openapi-document-not-served',
@@ -42,6 +64,72 @@ export function extensionMutants(): Mutant[] {
         'PATCH /v1/destinations/{id} answers 404, as if the destination it just listed did not exist',
       targets: ['destinations.operations'],
       request: (req) => (req.method === 'PATCH' && DESTINATION.test(pathOnly(req.path)) ? notFound : req),
+    },
+    {
+      id: 'slack-message-empty',
+      description:
+        'A Slack message goes out with neither text nor blocks: Slack answers no_text and shows nothing',
+      targets: ['destinations.slack-incoming-webhook'],
+      delivery: rewriteDelivery(slackMessage, ({ text: _text, blocks: _blocks, ...rest }) => ({
+        ...rest,
+        blocks: [],
+      })),
+    },
+    {
+      id: 'slack-text-object-markdown',
+      description:
+        'Section blocks carry text objects of type "markdown" (Block Kit knows mrkdwn and plain_text): Slack refuses the message',
+      targets: ['destinations.slack-incoming-webhook'],
+      delivery: rewriteDelivery(slackMessage, (b) => ({
+        ...b,
+        blocks: (b.blocks as Json[]).map((block) =>
+          block.type === 'section' ? { ...block, text: { type: 'markdown', text: 'changed' } } : block,
+        ),
+      })),
+    },
+    {
+      id: 'slack-webhook-url-answered',
+      description:
+        "Reading a slack destination answers its webhook URL, the token in it included: the chat channel's credential leaks",
+      targets: ['destinations.slack-incoming-webhook'],
+      request(req) {
+        const body = req.method === 'POST' && pathOnly(req.path) === '/v1/destinations' && parseJson(req.body)
+        if (body && body.type === 'slack') slackSecrets.push(body.secrets)
+        return req
+      },
+      response: (req, res) =>
+        req.method === 'GET' && DESTINATION.test(pathOnly(req.path))
+          ? editJson(res, (b) =>
+              b.type === 'slack'
+                ? { ...b, config: { ...(b.config as Json), ...(slackSecrets.at(-1) as Json) } }
+                : b,
+            )
+          : res,
+    },
+    {
+      id: 'pagerduty-severity-high',
+      description:
+        'PagerDuty triggers carry severity "high", outside critical/error/warning/info: PagerDuty refuses them',
+      targets: ['destinations.pagerduty-events-v2'],
+      delivery: rewriteDelivery(pagerDutyEvent, (b) =>
+        b.event_action === 'trigger' ? { ...b, payload: { ...(b.payload as Json), severity: 'high' } } : b,
+      ),
+    },
+    {
+      id: 'pagerduty-no-routing-key',
+      description: 'PagerDuty events go out without the routing_key: no service would ever get them',
+      targets: ['destinations.pagerduty-events-v2'],
+      delivery: rewriteDelivery(pagerDutyEvent, ({ routing_key: _key, ...rest }) => rest),
+    },
+    {
+      id: 'pagerduty-dedup-key-per-request',
+      description:
+        'Each PagerDuty event gets a fresh dedup_key: repeats open new incidents and a resolve closes none',
+      targets: ['destinations.pagerduty-events-v2'],
+      delivery: rewriteDelivery(pagerDutyEvent, (b) => ({
+        ...b,
+        dedup_key: `agentops:${randomBytes(8).toString('hex')}`,
+      })),
     },
     {
       id: 'destination-secret-answered',

@@ -11,7 +11,9 @@ import { type HttpResponse, obj } from '../http.js'
 import { type Delivery, hostAndPort } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
+import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
 import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
+import { decided } from './outcomes.js'
 import { receiverUrl } from './webhooks.js'
 
 interface Sink {
@@ -42,41 +44,88 @@ function binaryCloudEventProblems(d: Delivery): string[] {
   return problems
 }
 
-/** A cloudevents destination of its own at the receiver, created once; skips when there are no destinations. */
-const sinks = new WeakMap<object, Promise<Sink>>()
-function ensureSink(ctx: CheckContext): Promise<Sink> {
-  let p = sinks.get(ctx.config)
+/** What a check creates a destination with: its type, its kinds, its settings, and the secret no answer may show. */
+interface DestinationSpec {
+  type: string
+  events: string[]
+  config: Record<string, unknown>
+  secrets: Record<string, string>
+  secret: string
+}
+
+/** The deployment's refusal names the `type` field: it has no destinations of that type. */
+export const refusesType = (res: Pick<HttpResponse, 'status' | 'text'>) =>
+  res.status >= 400 &&
+  res.status < 500 &&
+  res.status !== 429 &&
+  /\btype\b/.test(res.text) &&
+  !/url/i.test(res.text)
+
+/**
+ * A destination of its own at the receiver, one per type and suite run; skips when there are no destinations, or
+ * none of that type (a refusal naming the `type` field).
+ */
+const destinations = new WeakMap<object, Map<string, Promise<Sink>>>()
+function ensureDestination(
+  ctx: CheckContext,
+  type: string,
+  spec: (receiver: string, tag: string) => DestinationSpec,
+): Promise<Sink> {
+  const mine = destinations.get(ctx.config) ?? new Map<string, Promise<Sink>>()
+  destinations.set(ctx.config, mine)
+  let p = mine.get(type)
   if (!p) {
     p = (async () => {
-      const url = receiverUrl(ctx)
       const probe = await ctx.http.get('/v1/destinations')
       if (probe.status === 404 || probe.status === 405)
         skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
       const tag = ctx.name('dest')
-      const secret = `Bearer conf-secret-${randomBytes(12).toString('hex')}`
-      const res = await ctx.http.post('/v1/destinations', {
-        type: 'cloudevents',
-        name: tag,
-        events: ['agent.created'],
-        config: { url: `${url}/${tag}`, mode: 'binary' },
-        secrets: { authorization: secret },
-      })
+      const url = receiverUrl(ctx)
+      const { secret, ...body } = spec(url, tag)
+      const res = await ctx.http.post('/v1/destinations', { name: tag, ...body })
+      if (refusesType(res))
+        skip(
+          `the deployment has no ${type} destinations: it refused one (${res.status} ${short(res.body, 200)})`,
+        )
       if (res.status >= 400 && res.status < 500 && res.status !== 429)
         fail(
-          `the deployment refused a cloudevents destination at the suite's receiver (${res.status} ${short(res.body, 200)}); ` +
+          `the deployment refused a ${type} destination at the suite's receiver (${res.status} ${short(res.body, 200)}); ` +
             `the reference server needs its exact host:port in AGENTOPS_DESTINATION_PRIVATE_TARGETS=${hostAndPort(url)}`,
         )
-      expectStatus(res, 201, 'creating a cloudevents destination')
+      expectStatus(res, 201, `creating a ${type} destination`)
       const id = ownId(res.body, 'destination')
       assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
       ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
       assert(!res.text.includes(secret), 'the creation answer shows the secret')
       return { id, tag, secret }
     })()
-    sinks.set(ctx.config, p)
-    p.catch(() => sinks.delete(ctx.config))
+    mine.set(type, p)
+    p.catch(() => mine.delete(type))
   }
   return p
+}
+
+/** A cloudevents destination of its own at the receiver, in binary mode, for agent.created. */
+const ensureSink = (ctx: CheckContext) =>
+  ensureDestination(ctx, 'cloudevents', (receiver, tag) => {
+    const secret = `Bearer conf-secret-${randomBytes(12).toString('hex')}`
+    return {
+      type: 'cloudevents',
+      events: ['agent.created'],
+      config: { url: `${receiver}/${tag}`, mode: 'binary' },
+      secrets: { authorization: secret },
+      secret,
+    }
+  })
+
+/** No answer about the destination (its read, the list) shows its secret. */
+async function secretKept(ctx: CheckContext, sink: Sink): Promise<void> {
+  const read = await ctx.http.get(`/v1/destinations/${sink.id}`)
+  expectStatus(read, 200, 'GET /v1/destinations/{id}')
+  assert(!read.text.includes(sink.secret), 'the destination answer shows its secret')
+  const list = await ctx.http.get('/v1/destinations?limit=200')
+  expectStatus(list, 200, 'GET /v1/destinations')
+  assert(!list.text.includes(sink.secret), 'the destination list shows a secret')
 }
 
 export const destinationChecks: Check[] = [
@@ -99,9 +148,92 @@ export const destinationChecks: Check[] = [
         )
       const problems = binaryCloudEventProblems(got)
       assert(problems.length === 0, problems.join('; '))
-      const read = await ctx.http.get(`/v1/destinations/${sink.id}`)
-      expectStatus(read, 200, 'GET /v1/destinations/{id}')
-      assert(!read.text.includes(sink.secret), 'the destination answer shows its secret')
+      await secretKept(ctx, sink)
+    },
+  },
+  {
+    id: 'destinations.slack-incoming-webhook',
+    title:
+      'A slack destination posts each event it lists once, as a Slack incoming-webhook message (JSON with a text or Block Kit blocks of documented types within their limits) naming the run and its agent; its webhook URL is never answered',
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const hook = await ensureDestination(ctx, 'slack', (receiver, tag) => {
+        // The receiver poses as Slack: the URL's last segments are the credential, as in hooks.slack.com/services/….
+        const token = `conf${randomBytes(12).toString('hex')}`
+        return {
+          type: 'slack',
+          events: ['run.awaiting_approval'],
+          config: {},
+          secrets: { webhook_url: `${receiver}/T0CONF/B0CONF/${token}/${tag}` },
+          secret: token,
+        }
+      })
+      const since = Date.now()
+      const { runId, agentId } = await ctx.fx.awaitingRun()
+      const forRun = (d: Delivery) => atTag(hook.tag)(d) && d.raw.includes(runId)
+      const got = await ctx.receiver!.waitFor(forRun, ctx.config.waitMs)
+      if (!got) {
+        // A message that names no run at all is judged as it is: a missing run is one problem among its others.
+        const other = ctx.receiver!.deliveries.find((d) => atTag(hook.tag)(d) && d.receivedAt >= since)
+        fail(
+          other
+            ? `the Slack messages since run ${runId} awaited approval name no run ${runId}: ${[...slackMessageProblems(other), short(other.raw, 300)].join('; ')}`
+            : `no Slack message about run ${runId}'s run.awaiting_approval reached the receiver within ${ctx.config.waitMs} ms`,
+        )
+      }
+      const problems = slackMessageProblems(got)
+      if (!got.raw.includes(agentId)) problems.push(`the message does not name the run's agent ${agentId}`)
+      const copies = ctx.receiver!.deliveries.filter((d) => forRun(d) && d.status < 300).length
+      if (copies > 1) problems.push(`the message arrived ${copies} times`)
+      assert(problems.length === 0, `the Slack message about run ${runId}: ${problems.join('; ')}`)
+      await secretKept(ctx, hook)
+    },
+  },
+  {
+    id: 'destinations.pagerduty-events-v2',
+    title:
+      'A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, source and severity PagerDuty accepts, a dedup_key) and resolves that dedup_key once the step is approved; its routing key is never answered',
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const pager = await ensureDestination(ctx, 'pagerduty', (receiver, tag) => {
+        const routingKey = randomBytes(16).toString('hex')
+        return {
+          type: 'pagerduty',
+          events: ['run.awaiting_approval'],
+          config: { url: `${receiver}/${tag}` },
+          secrets: { routing_key: routingKey },
+          secret: routingKey,
+        }
+      })
+      const { runId } = await decided(ctx, 'approve')
+      const trigger = await ctx.receiver!.waitFor(
+        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'trigger' && d.raw.includes(runId),
+        ctx.config.waitMs,
+      )
+      if (!trigger)
+        fail(
+          `no Events API v2 trigger naming run ${runId} reached the receiver within ${ctx.config.waitMs} ms`,
+        )
+      const problems = pagerDutyEventProblems(trigger, pager.secret)
+      assert(problems.length === 0, `the trigger for run ${runId}: ${problems.join('; ')}`)
+      const key = trigger.body?.dedup_key
+      assert(
+        typeof key === 'string',
+        `the trigger for run ${runId} has no dedup_key: an approval cannot resolve it`,
+      )
+      const resolve = await ctx.receiver!.waitFor(
+        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === key,
+        ctx.config.waitMs,
+      )
+      if (!resolve)
+        fail(
+          `run ${runId}'s step was approved, but no resolve with the trigger's dedup_key ${key} reached the receiver within ${ctx.config.waitMs} ms`,
+        )
+      const resolveProblems = pagerDutyEventProblems(resolve, pager.secret)
+      assert(resolveProblems.length === 0, `the resolve for run ${runId}: ${resolveProblems.join('; ')}`)
+      await secretKept(ctx, pager)
     },
   },
   {

@@ -24,7 +24,7 @@ async function endedTrace(
 }
 
 /** Decides the first awaiting step of a fresh run that awaits approval; answers the run, its step and the answer. */
-async function decided(ctx: CheckContext, decision: 'approve' | 'reject') {
+export async function decided(ctx: CheckContext, decision: 'approve' | 'reject') {
   const { runId, waiting } = await ctx.fx.awaitingRun()
   const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
   const { method, path } = ctx.config.approval

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest'
+import { pagerDutyEventProblems, slackMessageProblems } from '../src/checks/destination-bodies.js'
+import { refusesType } from '../src/checks/destinations.js'
+import type { Delivery } from '../src/receiver.js'
+
+const delivered = (body: unknown, contentType = 'application/json'): Delivery => {
+  const raw = JSON.stringify(body)
+  return {
+    receivedAt: 0,
+    path: '/hooks/x',
+    headers: { 'content-type': contentType },
+    raw,
+    body: JSON.parse(raw) as Record<string, unknown>,
+    status: 200,
+  }
+}
+
+describe('Slack incoming-webhook messages', () => {
+  it("accepts Slack's own examples: a text alone, and blocks with a text fallback", () => {
+    expect(slackMessageProblems(delivered({ text: 'Hello, world.' }))).toEqual([])
+    const blocks = [
+      { type: 'header', text: { type: 'plain_text', text: 'Approval needed', emoji: true } },
+      {
+        type: 'section',
+        text: { type: 'mrkdwn', text: 'Danny Torrence left the following review' },
+        fields: [{ type: 'mrkdwn', text: '*Agent*\n`agt_1`' }],
+      },
+      { type: 'divider' },
+      {
+        type: 'actions',
+        elements: [{ type: 'button', text: { type: 'plain_text', text: 'Approve' }, value: 'x' }],
+      },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: 'run.awaiting_approval' }] },
+    ]
+    expect(slackMessageProblems(delivered({ text: 'fallback', blocks }))).toEqual([])
+    expect(slackMessageProblems(delivered({ blocks }))).toEqual([])
+  })
+
+  it('finds what Slack refuses: no text nor blocks, undocumented types, empty or over-long texts, too many blocks', () => {
+    const problems = (body: unknown) => slackMessageProblems(delivered(body)).join('; ')
+    expect(problems({ blocks: [] })).toMatch(/neither a text nor any block/)
+    expect(problems({ text: '', username: 'x' })).toMatch(/neither a text nor any block/)
+    expect(problems({ text: 't', blocks: [{ type: 'paragraph' }] })).toMatch(/type paragraph/)
+    expect(
+      problems({ text: 't', blocks: [{ type: 'section', text: { type: 'markdown', text: 'x' } }] }),
+    ).toMatch(/not plain_text or mrkdwn/)
+    expect(
+      problems({ text: 't', blocks: [{ type: 'section', text: { type: 'mrkdwn', text: '' } }] }),
+    ).toMatch(/has no text/)
+    expect(
+      problems({ text: 't', blocks: [{ type: 'header', text: { type: 'mrkdwn', text: 'x' } }] }),
+    ).toMatch(/not plain_text/)
+    expect(
+      problems({
+        text: 't',
+        blocks: [{ type: 'section', text: { type: 'mrkdwn', text: 'x'.repeat(3001) } }],
+      }),
+    ).toMatch(/3001 characters/)
+    expect(problems({ text: 't', blocks: Array.from({ length: 51 }, () => ({ type: 'divider' })) })).toMatch(
+      /51 blocks/,
+    )
+    expect(slackMessageProblems(delivered({ text: 't' }, 'text/plain')).join()).toMatch(/content-type/)
+  })
+})
+
+describe('PagerDuty Events API v2 events', () => {
+  const key = 'R0123456789abcdef0123456789abcde'
+  const trigger = {
+    routing_key: key,
+    event_action: 'trigger',
+    dedup_key: 'agentops:ws_1:run_1',
+    payload: { summary: 'Approval needed: run run_1', source: 'agentops:ws_1', severity: 'warning' },
+  }
+
+  it("accepts PagerDuty's documented trigger and resolve", () => {
+    expect(pagerDutyEventProblems(delivered(trigger), key)).toEqual([])
+    const resolve = { routing_key: key, event_action: 'resolve', dedup_key: 'agentops:ws_1:run_1' }
+    expect(pagerDutyEventProblems(delivered(resolve), key)).toEqual([])
+  })
+
+  it('finds what PagerDuty refuses: another or no routing key, an unknown action or severity, a resolve with no key', () => {
+    const problems = (body: unknown) => pagerDutyEventProblems(delivered(body), key).join('; ')
+    expect(problems({ ...trigger, routing_key: 'other' })).toMatch(/not the one/)
+    const { routing_key: _k, ...keyless } = trigger
+    expect(problems(keyless)).toMatch(/no routing_key/)
+    expect(problems({ ...trigger, event_action: 'open' })).toMatch(/event_action/)
+    expect(problems({ ...trigger, payload: { ...trigger.payload, severity: 'high' } })).toMatch(/severity/)
+    expect(problems({ ...trigger, payload: { ...trigger.payload, summary: 'x'.repeat(1025) } })).toMatch(
+      /summary/,
+    )
+    expect(problems({ ...trigger, payload: { ...trigger.payload, source: '' } })).toMatch(/source/)
+    expect(problems({ routing_key: key, event_action: 'resolve' })).toMatch(/without a dedup_key/)
+  })
+})
+
+describe('a destination type the deployment does not have', () => {
+  const answer = (status: number, body: unknown) => ({ status, text: JSON.stringify(body) })
+  it('is a refusal naming the type field (the check skips), not one naming a URL (the check fails)', () => {
+    const unknownType = {
+      error: { code: 'invalid_request', message: 'type must be one of cloudevents, nats' },
+    }
+    expect(refusesType(answer(400, unknownType))).toBe(true)
+    const privateUrl = {
+      error: { code: 'invalid_request', message: 'secrets.webhook_url: a private address' },
+    }
+    expect(refusesType(answer(400, privateUrl))).toBe(false)
+    expect(refusesType(answer(429, unknownType))).toBe(false)
+  })
+})
