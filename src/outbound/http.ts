@@ -1,6 +1,6 @@
 import { promises as dns, type LookupAddress } from 'node:dns'
-import { request as httpRequest, type IncomingMessage } from 'node:http'
-import { request as httpsRequest } from 'node:https'
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http'
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
 import type { OutboundAnswer, OutboundFailure, OutboundHttp, OutboundPost } from '../domain/outbound.js'
 import { hostOf, isLocalName, isNeverAllowedAddress, isNonPublicAddress } from './addresses.js'
@@ -61,6 +61,22 @@ function guardedLookup(resolve: Resolve, blocks: (address: string) => boolean): 
   }
 }
 
+/**
+ * How long a kept-alive connection may sit idle before it is closed: under the 5 s a Node.js server keeps one open by
+ * default (and undici's 4 s), so a connection is not reused just as its server closes it.
+ */
+const IDLE_CONNECTION_MS = 4_000
+
+/**
+ * Connections kept alive between calls to one host and port (1,000 Slack destinations share hooks.slack.com's). A
+ * connection is made through the guarded lookup and reused only for the same host and port, whose guard is the same
+ * (listed or not), so reuse never skips a check: the address was checked when the connection was made.
+ */
+function keptAliveAgents(): { http: HttpAgent; https: HttpsAgent } {
+  const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' as const }
+  return { http: new HttpAgent(options), https: new HttpsAgent(options) }
+}
+
 function failed(failure: OutboundFailure, message: string): OutboundAnswer {
   return { ok: false, failure, message }
 }
@@ -85,6 +101,7 @@ export function createOutboundHttp(options: OutboundOptions = {}): OutboundHttp 
     listedTarget(targets, url)
       ? { blocks: isNeverAllowedAddress, lookup: listed }
       : { blocks, lookup: strict }
+  const agents = keptAliveAgents()
   return {
     refusal(url) {
       const host = hostOf(url)
@@ -94,7 +111,7 @@ export function createOutboundHttp(options: OutboundOptions = {}): OutboundHttp 
         return 'points at a private, loopback or link-local address'
       return null
     },
-    post: (request) => post(request, guardFor),
+    post: (request) => post(request, guardFor, agents),
   }
 }
 
@@ -112,6 +129,7 @@ export function createOutboundPorts(
 function post(
   request: OutboundPost,
   guardFor: (url: URL) => { blocks: (address: string) => boolean; lookup: LookupFunction },
+  agents: { http: HttpAgent; https: HttpsAgent },
 ): Promise<OutboundAnswer> {
   return new Promise((resolve) => {
     let settled = false
@@ -139,13 +157,11 @@ function post(
       return finish(failed('private_address', new PrivateAddressError(host).message))
     }
     const body = Buffer.from(request.body, 'utf8')
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest
-    const req = send(url, {
-      method: 'POST',
-      headers: { ...request.headers, 'content-length': String(body.length) },
-      lookup,
-      agent: false,
-    })
+    const headers = { ...request.headers, 'content-length': String(body.length) }
+    const req =
+      url.protocol === 'https:'
+        ? httpsRequest(url, { method: 'POST', headers, lookup, agent: agents.https })
+        : httpRequest(url, { method: 'POST', headers, lookup, agent: agents.http })
     timer = setTimeout(() => {
       finish(failed('timeout', `timed out after ${request.timeoutMs} ms`))
       req.destroy()

@@ -184,13 +184,20 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     const repo = new DeliveryRepo(h.db)
     const [row] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     // Another replica claimed it and then died mid-attempt.
-    const claimed = await repo.claim(row?.id ?? '', 'other-replica', h.clock.now(), h.clock.now() + 30_000)
-    expect(claimed?.row.leaseOwner).toBe('other-replica')
+    const [claimed, ...more] = await repo.claimDue(
+      h.clock.now(),
+      10,
+      [],
+      'other-replica',
+      h.clock.now() + 30_000,
+    )
+    expect(more).toEqual([])
+    expect(claimed?.row).toMatchObject({ id: row?.id, leaseOwner: 'other-replica' })
     expect(claimed?.claim).toBe('claimed')
     await h.webhooks.dispatcher.runOnce()
     expect(receiver.received).toHaveLength(0)
     // A second claim on the same due row fails while the lease holds.
-    expect(await repo.claim(row?.id ?? '', 'third', h.clock.now(), h.clock.now() + 30_000)).toBeUndefined()
+    expect(await repo.claimDue(h.clock.now(), 10, [], 'third', h.clock.now() + 30_000)).toEqual([])
     expect(takeovers).toEqual([])
     h.clock.advance(30_000)
     await h.webhooks.dispatcher.runOnce()

@@ -135,6 +135,11 @@ export class OutboxDispatcher<T extends OutboxTarget> {
    * replica's fan-out, a freed pool slot) are found through the poll timer and the attempt that frees a slot.
    */
   private dueCheck = true
+  /**
+   * Whether the next pass reads the event log for new events. An attempt that ends frees a pool slot and wants due
+   * rows looked for, not the log read again: new events wake the dispatcher themselves (and the poll timer).
+   */
+  private fanOutCheck = true
   private timer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
   private shutdown = new AbortController()
@@ -152,7 +157,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     if (this.running) return
     this.running = true
     this.shutdown = new AbortController()
-    this.unsubscribe = this.events.subscribe(() => this.wake(false))
+    this.unsubscribe = this.events.subscribe(() => this.wake({ fanOut: true, due: false }))
     this.timer = setInterval(() => this.wake(), Math.max(10, this.options.pollMs))
     this.timer.unref()
     this.wake()
@@ -176,12 +181,14 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   }
 
   /**
-   * Asks for a pass soon; passes never overlap, and a wake during a pass runs one more. `lookForDue` false: only
-   * new events to fan out (due rows are then looked for only if the fan-out made some).
+   * Asks for a pass soon; passes never overlap, and a wake during a pass runs one more. By default a pass reads new
+   * events and looks for due rows; `due: false` only fans out new events (due rows are then looked for only if the
+   * fan-out made some), `fanOut: false` only looks for due rows.
    */
-  wake(lookForDue = true): void {
+  wake(look: { fanOut: boolean; due: boolean } = { fanOut: true, due: true }): void {
     if (!this.running) return
-    if (lookForDue) this.dueCheck = true
+    if (look.due) this.dueCheck = true
+    if (look.fanOut) this.fanOutCheck = true
     if (this.pass) {
       this.again = true
       return
@@ -189,7 +196,9 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     this.pass = (async () => {
       do {
         this.again = false
-        const created = await this.fanOut()
+        const fanOut = this.fanOutCheck
+        this.fanOutCheck = false
+        const created = fanOut ? await this.fanOut() : 0
         if (created > 0 || this.dueCheck) {
           this.dueCheck = false
           await this.dispatchDue()
@@ -228,11 +237,13 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       const minAfter = await targets.minAfterSeq()
       // With no subscription there is nothing to fan out to; the cursor waits where it is.
       if (minAfter === null) return created
-      const cursor = Math.max(await targets.cursor(cursorName), minAfter)
+      const stored = await targets.cursor(cursorName)
+      const cursor = Math.max(stored, minAfter)
       const batch = await this.events.read(cursor, FANOUT_BATCH)
       const last = batch[batch.length - 1]
       if (!last) {
-        await targets.advanceCursor(cursorName, cursor)
+        // Nothing new: the cursor is written only when the oldest subscription moved it on.
+        if (cursor > stored) await targets.advanceCursor(cursorName, cursor)
         return created
       }
       const now = this.clock.now()
@@ -272,25 +283,20 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     const free = this.options.concurrency - this.inFlight.size
     if (free <= 0) return 0
     const now = this.clock.now()
-    const candidates = await this.deliveries.due(now, free, [...this.busy])
+    const leaseUntil = now + this.options.timeoutMs + LEASE_MARGIN_MS
+    const claimed = await this.deliveries.claimDue(now, free, [...this.busy], this.owner, leaseUntil)
     let started = 0
     let takenOver = 0
     try {
-      for (const c of candidates) {
-        if (started >= free) break
-        if (this.busy.has(c.webhookId)) continue
-        const leaseUntil = now + this.options.timeoutMs + LEASE_MARGIN_MS
-        const claimed = await this.deliveries.claim(c.id, this.owner, now, leaseUntil)
-        if (!claimed) continue
-        if (claimed.claim === 'taken-over') takenOver++
+      for (const { row, claim } of claimed) {
+        if (claim === 'taken-over') takenOver++
         started++
-        const { row } = claimed
         this.busy.add(row.webhookId)
         const attempt = this.attempt(row).finally(() => {
           this.busy.delete(row.webhookId)
           this.inFlight.delete(attempt)
           // The subscription may have more rows due, and a pool slot is free again.
-          this.wake()
+          this.wake({ fanOut: false, due: true })
         })
         this.inFlight.add(attempt)
       }

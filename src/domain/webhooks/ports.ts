@@ -32,18 +32,18 @@ export interface DeliveryRepository extends TxBound<DeliveryRepository> {
   get(webhookId: string, id: string): Promise<DeliveryRecord | undefined>
   byId(id: string): Promise<DeliveryRecord | undefined>
   list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>>
-  /** The oldest due row of each subscription that has one (skipping `busy` subscriptions). */
-  due(now: number, limit: number, busy?: readonly string[]): Promise<{ id: string; webhookId: string }[]>
   /**
-   * Takes the lease on a due row; undefined when another worker got there first. `claim` says whether the row was
-   * free or held by another owner whose lease had lapsed (`taken-over`).
+   * Takes the lease on the oldest due row of each subscription that has one (skipping `busy` subscriptions), at
+   * most `limit` subscriptions, the longest waiting first; a row another worker took first is left out. `claim` says
+   * whether the row was free or held by another owner whose lease had lapsed (`taken-over`).
    */
-  claim(
-    id: string,
-    owner: string,
+  claimDue(
     now: number,
+    limit: number,
+    busy: readonly string[],
+    owner: string,
     leaseUntil: number,
-  ): Promise<{ row: DeliveryRecord; claim: LeaseClaim } | undefined>
+  ): Promise<{ row: DeliveryRecord; claim: LeaseClaim }[]>
   /** Records an attempt; a no-op when the lease was lost, so outcomes never cross. */
   recordAttempt(
     id: string,

@@ -116,63 +116,70 @@ export class DeliveryRepo implements DeliveryRepository {
     return childPage(this.db, 'webhook_deliveries', 'webhook_id', webhookId, afterSeq, limit, toDelivery)
   }
 
-  /**
-   * The oldest due row of each subscription that has one (skipping `busy` subscriptions), subscriptions ordered
-   * by how long their oldest row has waited: one receiver's backlog can never fill the whole candidate list.
-   */
-  async due(
+  async claimDue(
     now: number,
     limit: number,
-    busy: readonly string[] = [],
-  ): Promise<{ id: string; webhookId: string }[]> {
-    const skip = busy.map((_, i) => `$${i + 4}`).join(', ')
-    const groups = await this.db.query<{ webhook_id: string }>(
-      `SELECT webhook_id, MIN(next_attempt_at) AS due_at FROM webhook_deliveries
-       WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-         AND channel = $3
-       ${busy.length > 0 ? `AND webhook_id NOT IN (${skip})` : ''}
-       GROUP BY webhook_id ORDER BY due_at LIMIT $2`,
-      [now, limit, this.channel, ...busy],
-    )
-    const picked: { id: string; webhookId: string }[] = []
-    for (const g of groups) {
-      const row = await this.db.one<{ id: string }>(
-        `SELECT id FROM webhook_deliveries
-         WHERE webhook_id = $1 AND status = 'pending' AND next_attempt_at <= $2
-           AND (lease_until IS NULL OR lease_until <= $2)
-         ORDER BY next_attempt_at, seq LIMIT 1`,
-        [g.webhook_id, now],
+    busy: readonly string[],
+    owner: string,
+    leaseUntil: number,
+  ): Promise<{ row: DeliveryRecord; claim: LeaseClaim }[]> {
+    const picked = await this.oldestDue(now, limit, busy)
+    if (picked.length === 0) return []
+    // Two statements tell a lapsed lease of another owner (`taken-over`) from a free row without reading first:
+    // the second takes only what the first left, and together they take exactly the picked rows still due whose
+    // lease is absent or lapsed.
+    const take = (whose: string, ids: readonly string[]) =>
+      this.db.query<RawDelivery>(
+        `UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
+         WHERE id IN (${ids.map((_, i) => `$${i + 4}`).join(', ')}) AND status = 'pending' AND next_attempt_at <= $3
+           AND (lease_until IS NULL OR lease_until <= $3) AND ${whose}
+         RETURNING *`,
+        [owner, leaseUntil, now, ...ids],
       )
-      if (row) picked.push({ id: row.id, webhookId: g.webhook_id })
-    }
-    return picked
+    const taken = new Map<string, { row: DeliveryRecord; claim: LeaseClaim }>()
+    for (const r of await take('(lease_owner IS NULL OR lease_owner = $1)', picked))
+      taken.set(r.id, { row: toDelivery(r), claim: 'claimed' })
+    const left = picked.filter((id) => !taken.has(id))
+    if (left.length > 0)
+      for (const r of await take('lease_owner <> $1', left))
+        taken.set(r.id, { row: toDelivery(r), claim: 'taken-over' })
+    return picked.flatMap((id) => taken.get(id) ?? [])
   }
 
   /**
-   * Takes the lease on a due row; undefined when another worker got there first. Two statements tell a lapsed
-   * lease of another owner (`taken-over`) from a free row without reading it first: the second runs only when the
-   * first changed nothing, and together they take exactly the due rows whose lease is absent or lapsed.
+   * The oldest due row of each subscription that has one (skipping `busy` subscriptions), subscriptions ordered
+   * by how long their oldest row has waited: one receiver's backlog can never fill the whole candidate list. The
+   * due rows are walked in the due index's order (next_attempt_at, then seq), a page at a time, so a subscription's
+   * first row met is its oldest; the walk stops once `limit` subscriptions are found.
    */
-  async claim(
-    id: string,
-    owner: string,
-    now: number,
-    leaseUntil: number,
-  ): Promise<{ row: DeliveryRecord; claim: LeaseClaim } | undefined> {
-    const take = (whose: string) =>
-      this.db.run(
-        `UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
-         WHERE id = $4 AND status = 'pending' AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-           AND ${whose}`,
-        [owner, leaseUntil, now, id],
+  private async oldestDue(now: number, limit: number, busy: readonly string[]): Promise<string[]> {
+    const page = Math.max(4 * limit, 64)
+    const seen = new Set(busy)
+    const picked: string[] = []
+    let after: [number, number] | undefined
+    for (;;) {
+      const rows = await this.db.query<{
+        id: string
+        webhook_id: string
+        next_attempt_at: number | string
+        seq: number | string
+      }>(
+        `SELECT id, webhook_id, next_attempt_at, seq FROM webhook_deliveries
+         WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+           AND channel = $2 ${after ? 'AND (next_attempt_at > $4 OR (next_attempt_at = $4 AND seq > $5))' : ''}
+         ORDER BY next_attempt_at, seq LIMIT $3`,
+        [now, this.channel, page, ...(after ?? [])],
       )
-    let claim: LeaseClaim = 'claimed'
-    if ((await take('(lease_owner IS NULL OR lease_owner = $1)')) === 0) {
-      if ((await take('lease_owner <> $1')) === 0) return undefined
-      claim = 'taken-over'
+      for (const r of rows) {
+        if (seen.has(r.webhook_id)) continue
+        seen.add(r.webhook_id)
+        picked.push(r.id)
+        if (picked.length === limit) return picked
+      }
+      const last = rows[rows.length - 1]
+      if (!last || rows.length < page) return picked
+      after = [Number(last.next_attempt_at), Number(last.seq)]
     }
-    const row = await this.byId(id)
-    return row ? { row, claim } : undefined
   }
 
   /** Gives back every lease an owner holds (a stopping dispatcher); the rows stay pending with their attempts. */
