@@ -35,13 +35,17 @@ describe.each(backends())('stream socket rows ($name)', (backend) => {
   it("admits exactly `limit` of a key's concurrent opens, counting each key apart", async () => {
     const repo = await fresh()
     const outcomes = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => repo.open(socket(`s${i}`), 4, 1_000, 60_000)),
+      Array.from({ length: 12 }, async (_, i) => ({
+        id: `s${i}`,
+        ...(await repo.open(socket(`s${i}`), 4, 1_000, 60_000)),
+      })),
     )
-    expect(outcomes.filter((o) => o.opened)).toHaveLength(4)
+    // Which four get in depends on how the opens interleave; exactly four do.
+    const opened = outcomes.filter((o) => o.opened).map((o) => o.id)
+    expect(opened).toHaveLength(4)
     expect(outcomes.filter((o) => !o.opened).every((o) => o.used === 4)).toBe(true)
     expect(await repo.open(socket('other', 'key_b'), 4, 1_000, 60_000)).toEqual({ opened: true, used: 1 })
-    await repo.close('s0')
-    await repo.close('s1')
+    for (const id of opened.slice(0, 2)) await repo.close(id)
     expect(await repo.usage('key_a', 1_000)).toEqual({ sockets: 2, subscriptions: 0 })
   })
 
