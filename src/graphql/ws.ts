@@ -26,6 +26,7 @@ import type { LimitsService } from '../domain/limits/service.js'
 import type { SocketLease, StreamSocketQuotas } from '../domain/quotas/stream-sockets.js'
 import { type AuthContext, callerFromKey } from '../surface/caller.js'
 import { unavailable } from '../surface/errors.js'
+import { CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON } from '../surface/key-slot.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
 import { GRAPHQL_PATH, STREAM_PATH } from '../surface/paths.js'
 import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../surface/slow-consumer.js'
@@ -97,10 +98,6 @@ function quotaCloseReason(err: ApiError): string {
   const { quota, limit, used } = err.detail ?? {}
   return `quota_exceeded: ${String(quota)} limit=${String(limit)} used=${String(used)}`
 }
-
-/** The close of a socket whose key slot lapsed while it lived (see src/stream/attach.ts): reconnect. */
-const CLOSE_LEASE_LOST = 1013
-const LEASE_LOST_REASON = 'connection no longer counted; reconnect'
 
 /** An ApiError as graphql-ws sends it: a GraphQL error whose extensions are the envelope's fields. */
 function wsError(err: ApiError, requestId: string, failures: FailureLog): GraphQLError {
@@ -192,7 +189,7 @@ export function attachGraphqlWs(
         }
         const auth = callerFromKey(verified)
         const socket = ctx.extra.socket
-        const lease = await takeSlot(auth, socket, () => socket.close(CLOSE_LEASE_LOST, LEASE_LOST_REASON))
+        const lease = await takeSlot(auth, socket, () => socket.close(CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON))
         if (lease instanceof ApiError) {
           ctx.extra.socket.close(CloseCode.Forbidden, quotaCloseReason(lease))
           return false

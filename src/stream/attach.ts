@@ -13,6 +13,7 @@ import { quotaLimit } from '../domain/quotas/quota.js'
 import type { SocketLease, StreamSocketQuotas } from '../domain/quotas/stream-sockets.js'
 import { callerFromKey } from '../surface/caller.js'
 import { unavailable } from '../surface/errors.js'
+import { CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON } from '../surface/key-slot.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
 import { STREAM_PATH } from '../surface/paths.js'
 import type { SocketTelemetry } from '../surface/socket-telemetry.js'
@@ -29,13 +30,6 @@ import { DEFAULT_MAX_SUBSCRIPTIONS, type StreamConnection, StreamHub, type Strea
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
 const MESSAGE_ENVELOPE_BYTES = 64 * 1024
-
-/**
- * The close of a socket whose key slot lapsed while it lived (its replica could not renew it for a whole lease):
- * it no longer counts, so it may not stay; 1013 "try again later" (RFC 6455 §7.4.1), a reconnect is counted anew.
- */
-const CLOSE_LEASE_LOST = 1013
-const LEASE_LOST_REASON = 'connection no longer counted; reconnect'
 
 const hubs = new WeakMap<Server, StreamHub>()
 
@@ -155,7 +149,7 @@ export function attachStream(
       // The key's slot is taken before the handshake, so a socket past the key's quota is refused like a bad
       // token: a plain HTTP answer with the envelope (403 quota_exceeded). A lapsed lease closes the socket.
       lease = await ports.sockets?.open(verified.workspace, verified.keyId, () =>
-        connection?.closeWith(CLOSE_LEASE_LOST, LEASE_LOST_REASON),
+        connection?.closeWith(CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON),
       )
     } catch (err) {
       if (!(err instanceof ApiError)) throw err
