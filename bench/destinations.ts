@@ -6,13 +6,17 @@
  *   npx tsx bench/destinations.ts [--rounds <n>] [--destinations <n>] [--concurrency <n>] [--publishes <n>]
  *
  * A round commits one run.failed event (every destination lists it) and waits for all arrivals: HTTP requests at
- * the receiver, messages on a core NATS subscription of the stream's subjects. p50/p99/max are over every arrival of
+ * the receiver, messages on a core NATS subscription of the stream's subjects. The HTTP receiver runs in a process
+ * of its own (bench/support/arrival-receiver.mjs), as a real one would on another machine, so its work does not
+ * share the server's thread; `--inline-receiver` runs it in this process instead (how this was measured before
+ * 2026-11-29 10:45). p50/p99/max are over every arrival of
  * every round. `--concurrency` is the outbox's pool (AGENTOPS_WEBHOOK_CONCURRENCY, default 16 as the server's).
  * NATS throughput: the transport alone, `--publishes` events with 64 in flight, each acknowledged by JetStream with
  * its Nats-Msg-Id (the outbox itself keeps one attempt in flight per destination, so one destination's publishes go
  * one after another). In-process; loopback only; every wait is bounded.
  */
 
+import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -43,6 +47,7 @@ const ROUNDS = option('--rounds', 5, 50)
 const DESTINATIONS = option('--destinations', 1000, 5000)
 const CONCURRENCY = option('--concurrency', 16, 1000)
 const PUBLISHES = option('--publishes', 20_000, 200_000)
+const INLINE_RECEIVER = args.includes('--inline-receiver')
 const ROUND_TIMEOUT_MS = 60_000
 const WS = 'ws_bench'
 
@@ -52,22 +57,46 @@ const ms = (n: number) => `${n.toFixed(1)} ms`
 
 const nats = await startNats()
 const dir = mkdtempSync(join(tmpdir(), 'agentops-bench-dest-'))
+/** Wall-clock milliseconds, comparable with the receiver process's. */
+const wallNow = () => performance.timeOrigin + performance.now()
 let arrivals: number[] = []
-const receiver = createServer((req, res) => {
-  req.resume()
-  req.on('end', () => {
-    arrivals.push(performance.now())
-    res.writeHead(req.url?.startsWith('/pagerduty') ? 202 : 200).end('ok')
+let inline: ReturnType<typeof createServer> | undefined
+let receiverProcess: ReturnType<typeof fork> | undefined
+let port: number
+if (INLINE_RECEIVER) {
+  const server = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      arrivals.push(wallNow())
+      res.writeHead(req.url?.startsWith('/pagerduty') ? 202 : 200).end('ok')
+    })
   })
-})
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r))
-const base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`
+  inline = server
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  port = (server.address() as AddressInfo).port
+} else {
+  const child = fork(new URL('./support/arrival-receiver.mjs', import.meta.url))
+  receiverProcess = child
+  port = await new Promise<number>((r) => child.once('message', (m: { port: number }) => r(m.port)))
+  child.on('message', (m: { arrivals?: number[] }) => {
+    if (m.arrivals) arrivals.push(...m.arrivals)
+  })
+}
+/** Collects the receiver process's arrivals since the last call (a no-op for the inline receiver). */
+const collect = () =>
+  new Promise<void>((resolve) => {
+    const child = receiverProcess
+    if (!child) return resolve()
+    child.once('message', () => resolve())
+    child.send({ take: true })
+  })
+const base = `http://127.0.0.1:${port}`
 const nc = await connect({ servers: nats.url })
 const jsm = await jetstreamManager(nc)
 await jsm.streams.add({ name: 'BENCH', subjects: ['bench.>'] })
 nc.subscribe('bench.>', {
   callback: () => {
-    arrivals.push(performance.now())
+    arrivals.push(wallNow())
   },
 })
 
@@ -114,14 +143,18 @@ for (let round = 0; round < ROUNDS; round++) {
       data: { run_id: `run_${round}`, agent_id: 'agt_b', task_id: null, status: 'failed', outcome: null },
     }),
   )
-  const committed = performance.now()
+  const committed = wallNow()
   events.notify()
   const deadline = Date.now() + ROUND_TIMEOUT_MS
-  while (arrivals.length < DESTINATIONS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2))
+  while (arrivals.length < DESTINATIONS && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 2))
+    await collect()
+  }
   if (arrivals.length < DESTINATIONS)
     console.log(`round ${round}: only ${arrivals.length} of ${DESTINATIONS} arrived`)
   latencies.push(...arrivals.map((t) => t - committed))
   await new Promise((r) => setTimeout(r, 200))
+  await collect()
 }
 await service.stop()
 latencies.sort((a, b) => a - b)
@@ -131,7 +164,8 @@ console.log(
     .join(' ')}`,
 )
 console.log(
-  `one event to ${DESTINATIONS} destinations (slack, pagerduty, cloudevents, nats in turn), SQLite, pool ${CONCURRENCY}, ${ROUNDS} rounds: ` +
+  `one event to ${DESTINATIONS} destinations (slack, pagerduty, cloudevents, nats in turn), SQLite, pool ${CONCURRENCY}, ` +
+    `receiver ${INLINE_RECEIVER ? 'in this process' : 'in its own process'}, ${ROUNDS} rounds: ` +
     `commit→receiver p50 ${ms(pct(latencies, 50))}, p99 ${ms(pct(latencies, 99))}, max ${ms(latencies.at(-1) ?? NaN)} (${latencies.length} arrivals)`,
 )
 
@@ -172,7 +206,8 @@ await transport.close?.()
 
 await nc.drain()
 await db.close()
-receiver.closeAllConnections()
-await new Promise<void>((r) => receiver.close(() => r()))
+inline?.closeAllConnections()
+if (inline) await new Promise<void>((r) => inline?.close(() => r()))
+receiverProcess?.send({ stop: true })
 await nats.stop()
 rmSync(dir, { recursive: true, force: true })

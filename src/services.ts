@@ -19,6 +19,7 @@ import { LimitsService } from './domain/limits/service.js'
 import type { OutboundHttp } from './domain/outbound.js'
 import type { Db } from './domain/ports.js'
 import { QuotaService } from './domain/quotas/service.js'
+import { StreamSocketQuotas } from './domain/quotas/stream-sockets.js'
 import { RunExecutor } from './domain/runs/executor.js'
 import { RunRecorder } from './domain/runs/recorder.js'
 import { RunScheduler } from './domain/runs/scheduler.js'
@@ -59,6 +60,8 @@ export interface Domain {
   limits: LimitsService
   /** Quotas on everything a workspace can grow, counted in the store (src/domain/quotas). */
   quotas: QuotaService
+  /** Open stream connections and their topics per key, counted across replicas (src/domain/quotas). */
+  streamSockets: StreamSocketQuotas
   /** Idempotency-Key requests: each key's work at most once, its answer replayed. */
   idempotency: IdempotencyService
   /** Connector batches with Merkle lineage; the stream listens to it for new records. */
@@ -154,6 +157,7 @@ export function createDomain(deps: DomainDeps): Domain {
     changes,
     events,
     quotas,
+    streamSockets: new StreamSocketQuotas(repos.streamSockets, quotas, clock, logger),
     keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes, config.keyWatchPollMs, logger),
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs, quotas),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),

@@ -30,6 +30,8 @@ export async function seedStore<T>(
       tier: 'enterprise',
       limitPerHour: 1e9,
       burstLimit: 1e9,
+      // The fan-out bench opens a thousand sockets with this one key.
+      quotas: { stream_sockets_per_key: 100_000, stream_subscriptions_per_key: 1_000_000 },
     })
     const seeded = await seed(services, key, db)
     await services.changes.flush()

@@ -4,7 +4,7 @@
  * with nothing left open for the exit guard to report. And --plan, told before a run, agrees with that run.
  */
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scratchDir } from './scratch.js'
@@ -113,10 +113,29 @@ describe('the process ends with its verdict', () => {
 
   it('a --deadline that passes mid-run still ends with the verdict, naming it', async () => {
     await play('clean')
-    const r = await timedRun(['--provision', provision, '--only', 'runs,webhooks', '--deadline', '6'])
+    // A run that cannot end before the deadline whatever the machine's speed: runs.pause-suspends waits on the slow
+    // tool's delay (here 6 s) at least three times, so it lasts over 18 s; the deadline (12 s, counted from the
+    // process's start) leaves the start-up and provisioning seconds of room.
+    const config = join(scratchDir('deadline-'), 'conformance.json')
+    writeFileSync(
+      config,
+      JSON.stringify({
+        profile: { tools: { slow: { provider: 'builtin:delay', config: { delay_ms: 6000 } } } },
+      }),
+    )
+    const r = await timedRun([
+      '--provision',
+      provision,
+      '--config',
+      config,
+      '--only',
+      'runs.pause-suspends',
+      '--deadline',
+      '12',
+    ])
     expect(r.code, r.out.slice(-2000)).toBe(3)
     expect(r.out).toMatch(
-      /(not run|cut short): the --deadline \/ AGENTOPS_CONFORMANCE_DEADLINE of 6 s passed/,
+      /(not run|cut short): the --deadline \/ AGENTOPS_CONFORMANCE_DEADLINE of 12 s passed/,
     )
     expect(r.out.trim().split('\n').at(-1)).toMatch(/^INCOMPLETE: .*--deadline/)
     expect(r.err).not.toMatch(/still running/)

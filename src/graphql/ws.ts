@@ -16,15 +16,17 @@ import {
 } from 'graphql-ws'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Clock } from '../domain/clock.js'
-import { type ApiError, unauthenticated } from '../domain/errors.js'
+import { ApiError, unauthenticated } from '../domain/errors.js'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
 import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
 import { rateLimited } from '../domain/limits/rate-limit.js'
 import type { LimitsService } from '../domain/limits/service.js'
+import type { SocketLease, StreamSocketQuotas } from '../domain/quotas/stream-sockets.js'
 import { type AuthContext, callerFromKey } from '../surface/caller.js'
 import { unavailable } from '../surface/errors.js'
+import { CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON } from '../surface/key-slot.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
 import { GRAPHQL_PATH, STREAM_PATH } from '../surface/paths.js'
 import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../surface/slow-consumer.js'
@@ -55,6 +57,11 @@ export interface GraphqlWsPorts {
   limits: Pick<LimitsService, 'consume'>
   /** What resolvers and subscriptions call: the same ports as GraphQL over HTTP. */
   resolvers: GraphqlPorts
+  /**
+   * Each key's open sockets and subscriptions across replicas (`stream_sockets_per_key`,
+   * `stream_subscriptions_per_key`), shared with /v1/stream; absent: not bounded per key.
+   */
+  sockets?: Pick<StreamSocketQuotas, 'open'>
   /** Absent: nothing is measured. */
   telemetry?: Pick<SocketTelemetry, 'messageSent' | 'slowConsumerClosed' | 'readFrom'>
   /** Where failures no client waits for are logged; absent: standard error. */
@@ -78,6 +85,18 @@ interface Caller {
   auth: AuthContext
   /** Checks the token again (a key revoked after the socket opened stops new subscriptions). */
   revalidate(): Promise<VerifiedKey | KeyRefusal>
+  /** The socket's slot among its key's (absent when the server does not bound them). */
+  lease?: SocketLease
+}
+
+/**
+ * The close of a graphql-ws socket whose key holds its quota of sockets, when the key came in `connection_init`
+ * (an upgrade that carried it is refused with a plain HTTP 403 and the envelope instead): 4403 Forbidden, the
+ * reason naming the quota, its limit and its use (a close reason holds at most 123 bytes).
+ */
+function quotaCloseReason(err: ApiError): string {
+  const { quota, limit, used } = err.detail ?? {}
+  return `quota_exceeded: ${String(quota)} limit=${String(limit)} used=${String(used)}`
 }
 
 /** An ApiError as graphql-ws sends it: a GraphQL error whose extensions are the envelope's fields. */
@@ -123,6 +142,29 @@ export function attachGraphqlWs(
   })
   const callers = new WeakMap<object, Caller>()
   const upgradeAuth = new WeakMap<IncomingMessage, Caller>()
+  /** The subscriptions of each socket counted against its key, by operation id (given back as each completes). */
+  const counted = new WeakMap<object, Set<string>>()
+
+  /**
+   * Takes the key's slot for a socket (`stream_sockets_per_key`), freed when the socket closes: the lease, nothing
+   * when the server does not bound sockets per key, or the refusal.
+   */
+  const takeSlot = async (
+    auth: AuthContext,
+    socket: { once(event: 'close', listener: () => void): unknown },
+    end: () => void,
+  ): Promise<SocketLease | ApiError | undefined> => {
+    const sockets = ports.sockets
+    if (!sockets) return undefined
+    try {
+      const lease = await sockets.open(auth.workspace, auth.keyId, end)
+      socket.once('close', () => lease.close())
+      return lease
+    } catch (err) {
+      if (err instanceof ApiError) return err
+      throw err
+    }
+  }
 
   // Bearer parsing is the key service's (one rule for HTTP, the stream and GraphQL); no credential at the upgrade
   // leaves the connection_init payload to carry one.
@@ -145,7 +187,14 @@ export function attachGraphqlWs(
           ctx.extra.socket.close(CloseCode.Unauthorized, unauthenticated(verified as KeyRefusal).message)
           return false
         }
-        caller = { auth: callerFromKey(verified), revalidate }
+        const auth = callerFromKey(verified)
+        const socket = ctx.extra.socket
+        const lease = await takeSlot(auth, socket, () => socket.close(CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON))
+        if (lease instanceof ApiError) {
+          ctx.extra.socket.close(CloseCode.Forbidden, quotaCloseReason(lease))
+          return false
+        }
+        caller = { auth, revalidate, ...(lease ? { lease } : {}) }
       }
       callers.set(ctx.extra.socket, caller)
       // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
@@ -176,8 +225,19 @@ export function attachGraphqlWs(
           return new GraphQLError(f.message, { extensions: f.extensions })
         })
       }
-      const field = metrics && subscriptionField(prepared.document, payload.operationName)
-      if (field) {
+      const field = subscriptionField(prepared.document, payload.operationName)
+      if (field && caller.lease) {
+        // Each subscription holds one of its key's topics (stream_subscriptions_per_key) until it completes.
+        const { granted, refusal } = await caller.lease.take(1)
+        if (granted === 0) return [wsError(refusal ?? unavailable(), requestId, failures)]
+        let held = counted.get(ctx.extra.socket)
+        if (!held) {
+          held = new Set()
+          counted.set(ctx.extra.socket, held)
+        }
+        held.add(id)
+      }
+      if (field && metrics) {
         let ops = live.get(ctx.extra.socket)
         if (!ops) {
           ops = new Map()
@@ -200,8 +260,10 @@ export function attachGraphqlWs(
       const requestId = (args.contextValue as { requestId?: string } | undefined)?.requestId ?? ''
       return { ...result, errors: result.errors.map((e) => formatError(e, requestId, failures)) }
     },
-    onComplete: (ctx, id) => {
+    // graphql-ws sends its `complete` after this resolves: by then the key's count has the room back.
+    onComplete: async (ctx, id) => {
       live.get(ctx.extra.socket)?.delete(id)
+      if (counted.get(ctx.extra.socket)?.delete(id)) await callers.get(ctx.extra.socket)?.lease?.release(1)
     },
     onClose: (ctx) => {
       live.delete(ctx.extra.socket)
@@ -228,20 +290,32 @@ export function attachGraphqlWs(
     socket.on('error', () => socket.destroy())
     const revalidate = verifyWith(req.headers.authorization, url.searchParams.get('access_token'))
     const verified = revalidate ? revalidate() : Promise.resolve(undefined)
-    verified.then(
-      (result) => {
+    verified
+      .then((result) => {
         if (typeof result === 'string') {
           refuseUpgrade(socket, clock, unauthenticated(result))
           return
         }
-        if (result && revalidate) upgradeAuth.set(req, { auth: callerFromKey(result), revalidate })
-        wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
-      },
-      (err: unknown) => {
+        if (!result || !revalidate) {
+          wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
+          return
+        }
+        // The key's slot is taken before the handshake: past its quota, a plain HTTP 403 with the envelope.
+        const auth = callerFromKey(result)
+        return takeSlot(auth, socket, () => socket.destroy()).then((lease) => {
+          if (lease instanceof ApiError) {
+            refuseUpgrade(socket, clock, lease)
+            return
+          }
+          if (socket.destroyed) lease?.close()
+          upgradeAuth.set(req, { auth, revalidate, ...(lease ? { lease } : {}) })
+          wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
+        })
+      })
+      .catch((err: unknown) => {
         failures.error({ err }, 'graphql-ws upgrade failed')
         refuseUpgrade(socket, clock, unavailable())
-      },
-    )
+      })
   }
   server.on('upgrade', onUpgrade)
 

@@ -2,7 +2,7 @@ import type { IncomingMessage, Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { WebSocketServer } from 'ws'
 import type { Clock } from '../domain/clock.js'
-import { unauthenticated } from '../domain/errors.js'
+import { ApiError, unauthenticated } from '../domain/errors.js'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
@@ -10,8 +10,10 @@ import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
 import { rateLimited } from '../domain/limits/rate-limit.js'
 import type { LimitsService } from '../domain/limits/service.js'
 import { quotaLimit } from '../domain/quotas/quota.js'
+import type { SocketLease, StreamSocketQuotas } from '../domain/quotas/stream-sockets.js'
 import { callerFromKey } from '../surface/caller.js'
 import { unavailable } from '../surface/errors.js'
+import { CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON } from '../surface/key-slot.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
 import { STREAM_PATH } from '../surface/paths.js'
 import type { SocketTelemetry } from '../surface/socket-telemetry.js'
@@ -24,7 +26,7 @@ import {
   runsSource,
 } from '../surface/topic-sources.js'
 import { refuseUnknownPath, refuseUpgrade } from '../surface/upgrade.js'
-import { DEFAULT_MAX_SUBSCRIPTIONS, StreamHub, type StreamIngestor } from './hub.js'
+import { DEFAULT_MAX_SUBSCRIPTIONS, type StreamConnection, StreamHub, type StreamIngestor } from './hub.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
 const MESSAGE_ENVELOPE_BYTES = 64 * 1024
@@ -49,6 +51,11 @@ export interface StreamPorts {
   ingestion: RecordReader & Pick<IngestionService, 'ingest'>
   /** The process's shared topic readers, woken by the change feed. */
   topicFeeds: TopicFeeds
+  /**
+   * Each key's open connections and their topics across replicas (`stream_sockets_per_key`,
+   * `stream_subscriptions_per_key`); absent: only the per-connection quota applies.
+   */
+  sockets?: Pick<StreamSocketQuotas, 'open' | 'start' | 'stop'>
   /** Absent: nothing is measured. */
   telemetry?: SocketTelemetry
   /** Where failures no client waits for are logged; absent: standard error. */
@@ -110,6 +117,7 @@ export function attachStream(
     },
   )
   hub.start()
+  ports.sockets?.start()
   hubs.set(server, hub)
   ports.telemetry?.readFrom(() => hub.snapshot().subscriptions)
 
@@ -122,46 +130,69 @@ export function attachStream(
       return
     }
     socket.on('error', () => socket.destroy())
-    void authenticate(keys, req, url).then(
-      ({ verified, revalidate }) => {
-        if (typeof verified === 'string') {
-          refuseUpgrade(socket, clock, unauthenticated(verified))
-          return
-        }
-        wss.handleUpgrade(req, socket, head, (ws) => {
-          const connection = hub.add(
-            ws,
-            {
-              ...callerFromKey(verified),
-              revalidate,
-              maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
-                stream_subscriptions_per_socket: settings.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
-              }),
-            },
-            socketIngestor(ports, verified),
-          )
-          // A revoke or an expiry of the key closes the socket at once (4401), not at the next heartbeat.
-          const unwatch = keys.watch.watch(verified.keyId, (end) => connection.credentialEnded(end))
-          const forget = () => {
-            unwatch()
-            hub.remove(connection)
-          }
-          // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
-          ws.on('message', (data) => connection.handleText(data.toString()))
-          ws.on('pong', () => connection.pong())
-          observer.socket('stream', 'open')
-          ws.on('close', () => {
-            forget()
-            observer.socket('stream', 'close')
-          })
-          ws.on('error', forget)
-        })
-      },
-      (err: unknown) => {
-        failures.error({ err }, 'stream upgrade failed')
-        refuseUpgrade(socket, clock, unavailable())
-      },
-    )
+    admit(req, socket, head, url).catch((err: unknown) => {
+      failures.error({ err }, 'stream upgrade failed')
+      refuseUpgrade(socket, clock, unavailable())
+    })
+  }
+
+  /** Authenticates the upgrade, takes the key's slot, then completes the handshake and joins the hub. */
+  const admit = async (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> => {
+    const { verified, revalidate } = await authenticate(keys, req, url)
+    if (typeof verified === 'string') {
+      refuseUpgrade(socket, clock, unauthenticated(verified))
+      return
+    }
+    let connection: StreamConnection | undefined
+    let lease: SocketLease | undefined
+    try {
+      // The key's slot is taken before the handshake, so a socket past the key's quota is refused like a bad
+      // token: a plain HTTP answer with the envelope (403 quota_exceeded). A lapsed lease closes the socket.
+      lease = await ports.sockets?.open(verified.workspace, verified.keyId, () =>
+        connection?.closeWith(CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON),
+      )
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err
+      refuseUpgrade(socket, clock, err)
+      return
+    }
+    // Whichever way the socket ends (handshake cut short, either side closing), its slot is freed at once.
+    if (lease) {
+      const held = lease
+      if (socket.destroyed) held.close()
+      else socket.once('close', () => held.close())
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const joined = hub.add(
+        ws,
+        {
+          ...callerFromKey(verified),
+          revalidate,
+          maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
+            stream_subscriptions_per_socket: settings.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
+          }),
+          ...(lease ? { keyTopics: lease } : {}),
+        },
+        socketIngestor(ports, verified),
+      )
+      connection = joined
+      // A revoke or an expiry of the key closes the socket at once (4401), not at the next heartbeat.
+      const unwatch = keys.watch.watch(verified.keyId, (end) => joined.credentialEnded(end))
+      const forget = () => {
+        unwatch()
+        hub.remove(joined)
+        lease?.close()
+      }
+      // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
+      ws.on('message', (data) => joined.handleText(data.toString()))
+      ws.on('pong', () => joined.pong())
+      observer.socket('stream', 'open')
+      ws.on('close', () => {
+        forget()
+        observer.socket('stream', 'close')
+      })
+      ws.on('error', forget)
+    })
   }
   server.on('upgrade', onUpgrade)
 
@@ -171,6 +202,9 @@ export function attachStream(
       server.off('upgrade', onUpgrade)
       hubs.delete(server)
       hub.stop()
+      await ports.sockets
+        ?.stop()
+        .catch((err: unknown) => failures.error({ err }, 'stream socket rows removal failed'))
       // Give the 1001 close frames a moment to reach their peers before cutting whatever is left.
       const deadline = Date.now() + 1000
       while (wss.clients.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))

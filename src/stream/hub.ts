@@ -7,7 +7,7 @@ import type { IngestResult } from '../domain/ingestion/service.js'
 import { quotaExceeded } from '../domain/quotas/quota.js'
 import { scopeAllows } from '../domain/scopes.js'
 import type { StreamServerMessage } from '../surface/contract-types.js'
-import { internalError } from '../surface/errors.js'
+import { internalError, unavailable } from '../surface/errors.js'
 import { missingScope } from '../surface/scopes.js'
 import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../surface/slow-consumer.js'
 import type { SocketTelemetry } from '../surface/socket-telemetry.js'
@@ -75,8 +75,21 @@ export interface StreamPrincipal {
    * ceiling (StreamOptions.maxSubscriptions); absent: the server's.
    */
   maxSubscriptions?: number
+  /**
+   * The key's topics across all its connections (`stream_subscriptions_per_key`), counted in the store; absent:
+   * only this connection's quota applies.
+   */
+  keyTopics?: KeyTopics
   /** Verifies the connection's token again; a string is the refusal reason. */
   revalidate(): Promise<string | { scopes: readonly string[] }>
+}
+
+/** Room for topics under a quota shared by every connection of a key (src/domain/quotas/stream-sockets.ts). */
+export interface KeyTopics {
+  /** Takes room for up to `wanted` more topics: how many were granted, and the refusal of the rest. */
+  take(wanted: number): Promise<{ granted: number; refusal?: ApiError }>
+  /** Gives back room for topics this connection no longer holds; resolves once counted (never rejects). */
+  release(count: number): Promise<void>
 }
 
 export type SourceFactory = (topic: Topic, workspaceId: string) => TopicSource
@@ -112,6 +125,8 @@ export class StreamConnection {
   /** Batches sent over the socket are stored one after the other, so their answers come back in order. */
   private ingestQueue: Promise<void> = Promise.resolve()
   private pendingIngests = 0
+  /** The subscribe or unsubscribe waiting for the store, after which the next ones run. */
+  private pendingControl: Promise<void> | undefined
 
   constructor(
     private readonly socket: StreamSocket,
@@ -149,41 +164,109 @@ export class StreamConnection {
     const msg = parsed.message
     if (msg.type === 'ping') this.send({ type: 'pong', ts: toRfc3339(this.clock.now()) })
     else if (msg.type === 'ingest') this.ingest(msg.connectorId, msg.records, msg.ref)
-    else if (msg.type === 'unsubscribe') {
-      for (const name of msg.topics) {
-        const sub = this.subs.get(name)
-        if (sub) this.drop(sub)
-        this.send({ type: 'unsubscribed', topic: name })
-      }
-    } else {
-      const started: Subscription[] = []
-      for (const name of msg.topics) {
-        const topic = parseTopic(name)
-        if (!topic) {
-          const unknown = 'Unknown topic: use "connector:<connector_id>" or "runs"'
-          this.sendError(name, new ApiError('invalid_request', unknown, { topic: name }))
-          continue
-        }
-        if (!scopeAllows(this.principal.scopes, topic.scope)) {
-          this.sendError(name, missingScope(this.principal.scopes, topic.scope))
-          continue
-        }
-        const limit =
-          this.principal.maxSubscriptions ?? this.options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
-        if (!this.subs.has(name) && this.subs.size >= limit) {
-          this.sendError(name, subscriptionQuota(limit, this.subs.size))
-          continue
-        }
-        if (!this.subs.has(name)) {
-          const sub = this.open(topic, msg.since[name])
-          this.subs.set(name, sub)
-          started.push(sub)
-        } else this.send({ type: 'subscribed', topic: name })
-      }
-      // A new topic's ack is sent by its catch-up once the starting point is read (see catchUp): refusals go out
-      // now, and each topic's ack still precedes its data.
-      for (const sub of started) void this.catchUp(sub)
+    else if (msg.type === 'unsubscribe') this.control(() => this.unsubscribe(msg.topics))
+    else this.control(() => this.subscribe(msg.topics, msg.since))
+  }
+
+  /**
+   * Runs a subscribe or an unsubscribe in the order the client sent them: at once while none waits for the store
+   * (a key's topics are counted there, KeyTopics), else after the ones that wait.
+   */
+  private control(step: () => Promise<void> | undefined): void {
+    const waiting = this.pendingControl
+    const result = waiting ? waiting.then(step) : step()
+    if (!result) return
+    const done: Promise<void> = result
+      .catch((err: unknown) => this.failures.error({ err }, 'stream subscribe failed'))
+      .finally(() => {
+        if (this.pendingControl === done) this.pendingControl = undefined
+      })
+    this.pendingControl = done
+  }
+
+  /**
+   * Drops the topics; when the key's topics are counted, the acks go out once the store gave them back, so a
+   * client that read `unsubscribed` finds the room on any connection of its key.
+   */
+  private unsubscribe(names: readonly string[]): Promise<void> | undefined {
+    let dropped = 0
+    for (const name of names) {
+      const sub = this.subs.get(name)
+      if (sub && this.drop(sub)) dropped++
     }
+    const ack = () => {
+      for (const name of names) this.send({ type: 'unsubscribed', topic: name })
+    }
+    const keyTopics = this.principal.keyTopics
+    if (!keyTopics || dropped === 0) {
+      ack()
+      return undefined
+    }
+    return keyTopics.release(dropped).then(ack)
+  }
+
+  /**
+   * Topics this connection may not hold are refused each with its reason; the new ones within the connection's
+   * quota are then counted against the key's (across its connections and replicas) when the key has one, and
+   * those past it refused with that quota.
+   */
+  private subscribe(names: readonly string[], since: Record<string, number>): Promise<void> | undefined {
+    const fresh = new Map<string, Topic>()
+    for (const name of names) {
+      const topic = parseTopic(name)
+      if (!topic) {
+        const unknown = 'Unknown topic: use "connector:<connector_id>" or "runs"'
+        this.sendError(name, new ApiError('invalid_request', unknown, { topic: name }))
+        continue
+      }
+      if (!scopeAllows(this.principal.scopes, topic.scope)) {
+        this.sendError(name, missingScope(this.principal.scopes, topic.scope))
+        continue
+      }
+      if (this.subs.has(name)) {
+        this.send({ type: 'subscribed', topic: name })
+        continue
+      }
+      if (fresh.has(name)) continue
+      const limit =
+        this.principal.maxSubscriptions ?? this.options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
+      const held = this.subs.size + fresh.size
+      if (held >= limit) {
+        this.sendError(name, subscriptionQuota(limit, held))
+        continue
+      }
+      fresh.set(name, topic)
+    }
+    const keyTopics = this.principal.keyTopics
+    if (fresh.size === 0) return undefined
+    if (!keyTopics) {
+      this.start(fresh, since)
+      return undefined
+    }
+    const topics = [...fresh]
+    return keyTopics.take(fresh.size).then(
+      ({ granted, refusal }) => {
+        if (this.closed) return
+        this.start(new Map(topics.slice(0, granted)), since)
+        for (const [name] of topics.slice(granted)) this.sendError(name, refusal ?? unavailable())
+      },
+      (err: unknown) => {
+        // The store did not answer: nothing was counted, so each topic is refused and may be asked for again.
+        this.failures.error({ err }, 'stream subscription count failed')
+        for (const [name] of topics) this.sendError(name, unavailable())
+      },
+    )
+  }
+
+  /** Opens each topic; its ack is sent by its catch-up once the starting point is read (see catchUp). */
+  private start(topics: Map<string, Topic>, since: Record<string, number>): void {
+    const started: Subscription[] = []
+    for (const [name, topic] of topics) {
+      const sub = this.open(topic, since[name])
+      this.subs.set(name, sub)
+      started.push(sub)
+    }
+    for (const sub of started) void this.catchUp(sub)
   }
 
   private ingest(connectorId: string, records: unknown[], ref: string | undefined): void {
@@ -242,13 +325,18 @@ export class StreamConnection {
     return sub
   }
 
-  /** Ends a subscription: no more data for it, from its own reads or the shared feed. */
-  private drop(sub: Subscription): void {
-    if (sub.cancelled) return
+  /**
+   * Ends a subscription: no more data for it, from its own reads or the shared feed. Answers whether it was live
+   * (its caller then gives its room back to the key's count; a closing connection gives all of it back at once,
+   * with its socket's row).
+   */
+  private drop(sub: Subscription): boolean {
+    if (sub.cancelled) return false
     sub.cancelled = true
     this.subs.delete(sub.topic.name)
     sub.feed.leave(sub.member)
     this.feeds.release(sub.feed)
+    return true
   }
 
   /**
@@ -391,7 +479,7 @@ export class StreamConnection {
     this.failures.error({ err, topic: sub.topic.kind }, 'stream delivery failed')
     const paused = 'Delivery paused by a store error; resubscribe with since'
     this.sendError(sub.topic.name, new ApiError('unavailable', paused, { last_seq: sub.after }))
-    this.drop(sub)
+    if (this.drop(sub) && !this.closed) void this.principal.keyTopics?.release(1)
   }
 
   private send(message: StreamServerMessage): boolean {

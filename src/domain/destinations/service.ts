@@ -8,6 +8,7 @@ import {
   OutboxDispatcher,
   type OutboxSettings,
 } from '../outbox/dispatcher.js'
+import { redeliver } from '../outbox/redelivery.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
 import type { QuotaGate } from '../quotas/service.js'
@@ -215,23 +216,8 @@ export class DestinationService {
   /** Starts a fresh round of attempts now, with the same delivery and event ids (receivers dedupe on them). */
   async redeliver(workspaceId: string, destinationId: string, deliveryId: string): Promise<DeliveryRecord> {
     await this.get(workspaceId, destinationId)
-    const found = await this.deliveries.get(destinationId, deliveryId)
-    if (!found) throw notFound('Delivery')
-    if (!(await this.deliveries.requeue(deliveryId, this.clock.now()))) {
-      throw new ApiError(
-        'invalid_state',
-        'An attempt of this delivery is in progress; try again after it ends',
-        {
-          status: found.status,
-          action: 'redeliver',
-          allowed_actions: [],
-        },
-      )
-    }
-    this.db.afterCommit(() => this.dispatcher.wake())
-    const after = await this.deliveries.get(destinationId, deliveryId)
-    if (!after) throw notFound('Delivery')
-    return after
+    const { db, deliveries, clock, dispatcher } = this
+    return redeliver({ db, deliveries, clock, dispatcher }, destinationId, deliveryId)
   }
 }
 

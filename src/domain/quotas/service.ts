@@ -82,6 +82,11 @@ export class QuotaService {
     this.telemetry?.admitted(quota, used + amount, limit)
   }
 
+  /** An admission counted elsewhere (the stream's sockets), for the metrics. */
+  admitted(quota: QuotaName, used: number, limit: number): void {
+    this.telemetry?.admitted(quota, used, limit)
+  }
+
   /** The refusal, counted in the metrics. */
   refuse(quota: QuotaName, limit: number, used: number, requested = 1) {
     this.telemetry?.refused(quota)

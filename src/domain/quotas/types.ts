@@ -9,6 +9,8 @@ export const QUOTA_NAMES = [
   'destinations',
   'records_per_connector',
   'stream_subscriptions_per_socket',
+  'stream_subscriptions_per_key',
+  'stream_sockets_per_key',
   'idempotency_keys',
   'idempotency_bytes',
   'idempotency_answer_bytes',

@@ -8,6 +8,7 @@ import {
   OutboxDispatcher,
   type OutboxSettings,
 } from '../outbox/dispatcher.js'
+import { redeliver } from '../outbox/redelivery.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
 import type { QuotaGate } from '../quotas/service.js'
@@ -155,27 +156,11 @@ export class WebhookService {
     return this.deliveries.list(webhookId, afterSeq, limit)
   }
 
-  /** Starts a fresh round of attempts now, with the same delivery id (receivers dedupe on it). */
+  /** Starts a fresh round of attempts now, with the same delivery and event ids (receivers dedupe on them). */
   async redeliver(workspaceId: string, webhookId: string, deliveryId: string): Promise<DeliveryRecord> {
     await this.get(workspaceId, webhookId)
-    const found = await this.deliveries.get(webhookId, deliveryId)
-    if (!found) throw notFound('Delivery')
-    const now = this.clock.now()
-    if (!(await this.deliveries.requeue(deliveryId, now))) {
-      throw new ApiError(
-        'invalid_state',
-        'An attempt of this delivery is in progress; try again after it ends',
-        {
-          status: found.status,
-          action: 'redeliver',
-          allowed_actions: [],
-        },
-      )
-    }
-    const after = await this.deliveries.get(webhookId, deliveryId)
-    this.db.afterCommit(() => this.dispatcher.wake())
-    if (!after) throw notFound('Delivery')
-    return after
+    const { db, deliveries, clock, dispatcher } = this
+    return redeliver({ db, deliveries, clock, dispatcher }, webhookId, deliveryId)
   }
 }
 

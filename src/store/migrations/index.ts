@@ -11,6 +11,7 @@ import { migration as runsAgentActive } from './010_runs_agent_active.js'
 import { migration as dropTasksRun } from './011_drop_tasks_run.js'
 import { migration as destinations } from './012_destinations.js'
 import { migration as quotas } from './013_quotas.js'
+import { migration as streamSocketReplicas } from './014_stream_socket_replicas.js'
 import type { Migration } from './migration.js'
 
 /** In id order; append new ones, never edit a released one. */
@@ -27,6 +28,7 @@ export const MIGRATIONS: readonly Migration[] = [
   dropTasksRun,
   destinations,
   quotas,
+  streamSocketReplicas,
 ]
 
 /** The PostgreSQL advisory lock migrations take (any constant of the kit's own). */

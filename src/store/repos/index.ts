@@ -5,7 +5,7 @@ import type { RecordRepository } from '../../domain/ingestion/ports.js'
 import type { KeyRepository, WorkspaceRepository } from '../../domain/keys/ports.js'
 import type { RateCounterRepository } from '../../domain/limits/ports.js'
 import type { Db } from '../../domain/ports.js'
-import type { QuotaUsageRepository } from '../../domain/quotas/ports.js'
+import type { QuotaUsageRepository, StreamSocketRepository } from '../../domain/quotas/ports.js'
 import type { RunRepository } from '../../domain/runs/ports.js'
 import type { TaskRepository } from '../../domain/tasks/ports.js'
 import type { ToolRepository } from '../../domain/tools/ports.js'
@@ -21,6 +21,7 @@ import { MemoryRateCounters, RateCounterRepo } from './rate-counters.js'
 import { RecordRepo } from './records.js'
 import { CachedRunRepo } from './run-cache.js'
 import { RunRepo } from './runs.js'
+import { StreamSocketRepo } from './stream-sockets.js'
 import { TaskRepo } from './tasks.js'
 import { ToolRepo } from './tools.js'
 import { WebhookRepo } from './webhooks.js'
@@ -42,6 +43,8 @@ export interface Repositories {
   rateCounters: RateCounterRepository
   /** What each workspace uses of each quota, counted in the writes' transactions. */
   quotaUsage: QuotaUsageRepository
+  /** The open stream connections of every replica, counted per key. */
+  streamSockets: StreamSocketRepository
 }
 
 /** Every repository bound to one Db: what the composition root hands to the domain services. */
@@ -77,5 +80,6 @@ export function createRepositories(db: Db): Repositories {
     // rows every replica shares.
     rateCounters: sharedCounters ?? new MemoryRateCounters(db),
     quotaUsage: new QuotaUsageRepo(db),
+    streamSockets: new StreamSocketRepo(db),
   }
 }
