@@ -243,6 +243,28 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     }
   })
 
+  it('holds a whole pool of attempts in flight without a listener-leak warning', async () => {
+    const slow = await startReceiver('hang')
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.name)
+    process.on('warning', onWarning)
+    try {
+      // Each attempt in flight listens for the dispatcher's shutdown: 16 at once are the pool, not a leak.
+      await reconfigure({ timeoutMs: 25_000, concurrency: 16 })
+      for (let i = 0; i < 16; i++)
+        await h.webhooks.create('ws_a', { url: slow.url, events: ['agent.created'], secret: SECRET })
+      h.webhooks.dispatcher.start()
+      await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+      await slow.waitFor(16, 20_000)
+      await new Promise((r) => setImmediate(r))
+      expect(warnings).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+      await h.webhooks.dispatcher.stop()
+      await slow.close()
+    }
+  })
+
   it('stops at once with an attempt in flight, handing its lease back so another dispatcher retries it now', async () => {
     // An attempt that would run 60 s: a stop that waits for it cannot come in under the 5 s bound below, which is
     // wide enough for a loaded machine's stop (an abort, a pass to finish and one write).

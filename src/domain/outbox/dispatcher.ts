@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
 import type { Clock } from '../clock.js'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
 import { newId } from '../ids.js'
@@ -157,6 +158,9 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     if (this.running) return
     this.running = true
     this.shutdown = new AbortController()
+    // Every attempt in flight listens for the shutdown: as many as the pool, which Node would otherwise take for a
+    // listener leak past ten.
+    setMaxListeners(this.options.concurrency + 1, this.shutdown.signal)
     this.unsubscribe = this.events.subscribe(() => this.wake({ fanOut: true, due: false }))
     this.timer = setInterval(() => this.wake(), Math.max(10, this.options.pollMs))
     this.timer.unref()
