@@ -30,7 +30,6 @@ export interface DeliveryRepository extends TxBound<DeliveryRepository> {
   /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
   insert(d: NewDelivery): Promise<boolean>
   get(webhookId: string, id: string): Promise<DeliveryRecord | undefined>
-  byId(id: string): Promise<DeliveryRecord | undefined>
   list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>>
   /**
    * Takes the lease on the oldest due row of each subscription that has one (skipping `busy` subscriptions), at

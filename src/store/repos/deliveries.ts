@@ -107,11 +107,6 @@ export class DeliveryRepo implements DeliveryRepository {
     return row ? toDelivery(row) : undefined
   }
 
-  async byId(id: string): Promise<DeliveryRecord | undefined> {
-    const row = await this.db.one<RawDelivery>('SELECT * FROM webhook_deliveries WHERE id = $1', [id])
-    return row ? toDelivery(row) : undefined
-  }
-
   list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>> {
     return childPage(this.db, 'webhook_deliveries', 'webhook_id', webhookId, afterSeq, limit, toDelivery)
   }
