@@ -36,6 +36,40 @@ export interface CommitTail {
   atCommit(sql: string, params?: readonly SqlValue[]): void
   /** A deferred unit's (Db.deferredUnitOfWork) only: held back too, and sent before every `atCommit` statement. */
   atBegin?(sql: string, params?: readonly SqlValue[]): void
+  /**
+   * A transaction's only (not a deferred unit's): held back like `atCommit`, a statement that may refuse the write
+   * (a quota's count). Its failure that `refusal` recognises fails the commit with the error `refusal.settle` words
+   * once the transaction has ended; `answered` gets its rows once the transaction committed.
+   */
+  refusableAtCommit?(
+    sql: string,
+    params: readonly SqlValue[],
+    refusal: RefusalAtCommit,
+    answered?: (rows: readonly Row[]) => void,
+  ): void
+}
+
+/** How a held-back statement's refusal is told from a store failure, and worded for the caller. */
+export interface RefusalAtCommit {
+  /** Whether the statement's error is the refusal (a constraint the statement fails on purpose). */
+  matches(err: unknown): boolean
+  /** The caller's error, worded after the transaction ended (it may read the store: the connection is free). */
+  settle(): Promise<Error>
+}
+
+/** A commit failed by a held-back statement's refusal (RefusalAtCommit): the transaction's runner settles it. */
+export class RefusedAtCommit extends Error {
+  constructor(
+    readonly refusal: RefusalAtCommit,
+    cause: unknown,
+  ) {
+    super('A held-back statement refused the write', { cause })
+  }
+}
+
+/** The error a transaction that failed with `err` ends with: a refusal at commit worded by its owner. */
+export async function settledFailure(err: unknown): Promise<unknown> {
+  return err instanceof RefusedAtCommit ? err.refusal.settle() : err
 }
 
 /** The transaction's commit tail when its driver has one. */

@@ -63,6 +63,27 @@ describe.each(backends())('quotas on $name', (backend) => {
     expect((await t.request('GET', '/v1/agents?limit=100', { token })).body.data).toHaveLength(5)
   })
 
+  it('keeps exactly idempotency_keys answers when keyed writes race, each refused one doing nothing', async () => {
+    const { token, workspace_id } = await t.createKey({ quotas: { idempotency_keys: 5 } })
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        t.request('POST', '/v1/agents', {
+          token,
+          body: agent(`race-${i}`),
+          headers: { 'idempotency-key': `race-${i}` },
+        }),
+      ),
+    )
+    expect(answers.filter((r) => r.status === 201)).toHaveLength(5)
+    const refused = answers.filter((r) => r.status === 403)
+    expect(refused).toHaveLength(7)
+    for (const r of refused)
+      expect(r.body.error.detail).toMatchObject({ quota: 'idempotency_keys', limit: 5 })
+    expect((await t.request('GET', '/v1/agents?limit=100', { token })).body.data).toHaveLength(5)
+    expect(await t.services.quotas.usageOf(workspace_id, 'idempotency_keys')).toBe(5)
+    expect(await t.services.quotas.usageOf(workspace_id, 'agents')).toBe(5)
+  })
+
   it('bounds tools, webhooks and destinations the same way', async () => {
     const { token } = await t.createKey({ quotas: { tools: 1, webhooks: 1, destinations: 1 } })
     const tool = (name: string) => ({
@@ -211,3 +232,70 @@ describe.each(backends())('quotas on $name', (backend) => {
     expect(again.headers.get('idempotent-replayed')).toBe('true')
   })
 })
+
+describe.each(backends().filter((b) => b.name === 'postgres'))(
+  'quota counts at the commit on $name',
+  (backend) => {
+    let t: TestServer
+
+    beforeAll(async () => {
+      t = await startTestServer({ databaseUrl: await backend.freshUrl() })
+    })
+
+    afterAll(async () => {
+      await t?.close()
+    })
+
+    /** A transaction of the workspace that counts one agent, then waits for `release` before it commits. */
+    function heldCount(workspaceId: string) {
+      let release = () => {}
+      const released = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      let counted = () => {}
+      const taken = new Promise<void>((resolve) => {
+        counted = resolve
+      })
+      const done = t.services.db.transaction(async (tx) => {
+        await tx.one('SELECT 1 AS one')
+        await t.services.quotas.take(tx, workspaceId, 'agents')
+        counted()
+        await released
+      })
+      return { taken, release, done }
+    }
+
+    it('holds the usage row for the COMMIT alone: another write of the workspace is not kept waiting on it', async () => {
+      const { token, workspace_id } = await t.createKey({ quotas: { agents: 3 } })
+      const held = heldCount(workspace_id)
+      await held.taken
+      // With the count taken as it came, this create would wait for the held transaction's row lock.
+      const other = await Promise.race([
+        t.request('POST', '/v1/agents', { token, body: agent('not-kept-waiting') }),
+        new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 10_000)),
+      ])
+      held.release()
+      await held.done
+      expect(other === 'waited' ? other : other.status).toBe(201)
+      expect(await t.services.quotas.usageOf(workspace_id, 'agents')).toBe(2)
+    })
+
+    it('fails the commit of a count the quota no longer has room for, naming the quota, its limit and its use', async () => {
+      const { token, workspace_id } = await t.createKey({ quotas: { agents: 1 } })
+      const held = heldCount(workspace_id)
+      await held.taken
+      expect((await t.request('POST', '/v1/agents', { token, body: agent('first') })).status).toBe(201)
+      held.release()
+      const refusal = await held.done.then(
+        () => undefined,
+        (err: unknown) => err,
+      )
+      expect(refusal).toMatchObject({
+        status: 403,
+        code: 'quota_exceeded',
+        detail: { quota: 'agents', limit: 1, used: 1 },
+      })
+      expect(await t.services.quotas.usageOf(workspace_id, 'agents')).toBe(1)
+    })
+  },
+)

@@ -23,11 +23,14 @@ export interface IdempotencyRepository {
   /**
    * In the same unit as the work: the answer, committed with the effect (and failing the commit if one exists),
    * counted in its workspace's stored answers within `limits`; or, with nothing written, the quota it would pass.
+   * Given `refused`, the count may instead go with the COMMIT where the store can (see
+   * QuotaUsageRepository.takeAtCommit): past a quota the commit then fails with the error `refused` words.
    */
   answer(
     tx: Queryable,
     entry: StoredAnswer,
     limits?: StoredAnswerLimits,
+    refused?: (refusal: StoredAnswerRefusal) => Error,
   ): Promise<StoredAnswerRefusal | undefined>
   /**
    * In a deferred unit (Db.deferredUnitOfWork), after the work: the answer as the claim itself, sent ahead of the

@@ -136,8 +136,12 @@ export class IdempotencyService {
         handled = await handle()
         if (handled.failed) throw new RolledBack()
         const answer = answerOf(request, handled.response)
+        // A write's counts may go with the commit, whose failure is then the refusal (caught below); a read's
+        // answer past a quota is answered unstored, so its counts are taken now.
+        const atCommit = quota && !quota.read ? (r: StoredAnswerRefusal) => this.refusal(r) : undefined
         const refusal =
-          this.oversize(answer, quota) ?? (await this.idempotency.answer(tx, answer, this.limits(quota)))
+          this.oversize(answer, quota) ??
+          (await this.idempotency.answer(tx, answer, this.limits(quota), atCommit))
         if (refusal && quota && !quota.read) throw this.refusal(refusal)
         return { kind: 'answered' }
       })

@@ -21,10 +21,24 @@ export interface QuotaUsageRepository {
    * (`taken`), or adds nothing and answers the usage as it is. The row stays locked until the transaction ends.
    */
   take(tx: Queryable, use: QuotaUse, limit: number): Promise<{ taken: boolean; used: number }>
+  /**
+   * `take` sent with the write's COMMIT where the store can (PostgreSQL: the row is locked for the commit alone, not
+   * across the transaction's round trips, so one workspace's writes do not queue on it): past `limit` the commit
+   * fails with the error `outcome.refused` words from the usage then (the transaction rolled back, nothing counted);
+   * `outcome.admitted` hears the usage once the write committed. False, with nothing done, where the store counts
+   * only as it goes (SQLite, whose one writer holds no lock across round trips): the caller then uses `take`.
+   */
+  takeAtCommit(tx: Queryable, use: QuotaUse, limit: number, outcome: QuotaOutcome): boolean
   /** In the transaction that removes what was counted. */
   release(tx: Queryable, use: QuotaUse): Promise<void>
   /** The usage now (0 when nothing was ever counted); read in `tx` when the caller is in one. */
   usage(workspaceId: string, quota: QuotaName, scope?: string, tx?: Queryable): Promise<number>
+}
+
+/** What a count taken at the commit reports (QuotaUsageRepository.takeAtCommit). */
+export interface QuotaOutcome {
+  admitted(used: number): void
+  refused(used: number): Error
 }
 
 /** What the server's metrics hear of quotas: each admission's usage against its limit, and each refusal. */

@@ -48,20 +48,28 @@ export class QuotaService {
 
   /**
    * In the write's transaction: counts `amount` more of the quota, or throws quota_exceeded naming it (the
-   * transaction then rolls back with nothing counted). `scope` names the thing a per-thing quota is of.
+   * transaction then rolls back with nothing counted), now or, where the store counts at the commit, from the
+   * commit. `scope` names the thing a per-thing quota is of.
    */
-  async take(tx: Queryable, ref: WorkspaceRef, quota: QuotaName, amount = 1, scope = ''): Promise<number> {
+  async take(tx: Queryable, ref: WorkspaceRef, quota: QuotaName, amount = 1, scope = ''): Promise<void> {
     const workspace = await this.workspace(tx, ref)
     const workspaceId = typeof ref === 'string' ? ref : ref.id
     const limit = workspace ? this.limitOf(workspace, quota) : 0
     const use = { workspaceId, quota, scope, amount }
+    // A count that fits alone goes with the commit where the store can; its refusal then fails the commit.
+    const atCommit =
+      amount <= limit &&
+      this.usage.takeAtCommit(tx, use, limit, {
+        admitted: (used) => this.telemetry?.admitted(quota, used, limit),
+        refused: (used) => this.refuse(quota, limit, used, amount),
+      })
+    if (atCommit) return
     const outcome =
       amount > limit
         ? { taken: false, used: await this.usage.usage(workspaceId, quota, scope, tx) }
         : await this.usage.take(tx, use, limit)
     if (!outcome.taken) throw this.refuse(quota, limit, outcome.used, amount)
     this.telemetry?.admitted(quota, outcome.used, limit)
-    return outcome.used
   }
 
   /** In the transaction that removes what `take` counted. */

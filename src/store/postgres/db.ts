@@ -23,6 +23,7 @@ import {
   type Queryable,
   type StatementPath,
   type StatementTiming,
+  settledFailure,
   type TransactionTiming,
 } from '../db.js'
 import type { PoolFigures } from '../gauges.js'
@@ -167,6 +168,7 @@ export class PostgresDb
     const started = this.observeTransaction ? performance.now() : 0
     const connection = await this.pool.acquire()
     const tx = new PgTransaction(connection, this.timing)
+    let failure: unknown
     try {
       const result = await fn(tx)
       await tx.commit()
@@ -174,10 +176,12 @@ export class PostgresDb
       return result
     } catch (err) {
       await tx.rollback()
-      throw err
+      failure = err
     } finally {
       this.pool.release(connection)
     }
+    // Worded once the connection is back in the pool: the refusal's wording may read the store.
+    throw await settledFailure(failure)
   }
 
   /** The pool's capacity, the part of it not lent, and the callers waiting for a connection (metrics). */

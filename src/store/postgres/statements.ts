@@ -8,6 +8,8 @@ import {
   type CommitTail,
   normaliseParams,
   type Queryable,
+  type RefusalAtCommit,
+  RefusedAtCommit,
   type Row,
   SendingQueryable,
   type SqlValue,
@@ -126,6 +128,9 @@ export class PooledQueryable extends SendingQueryable {
 interface HeldBack {
   sql: string
   params: readonly SqlValue[] | undefined
+  /** A statement that may refuse the write (CommitTail.refusableAtCommit). */
+  refusal?: RefusalAtCommit
+  answered?: ((rows: readonly Row[]) => void) | undefined
 }
 
 /**
@@ -143,8 +148,16 @@ async function sendToCommit(
   const answers: Promise<unknown>[] = begin ? [driver.unsafe('BEGIN').execute()] : []
   for (const h of statements) answers.push(timing.run('transaction', driver, h.sql, h.params))
   answers.push(driver.unsafe('COMMIT').execute())
-  for (const outcome of await Promise.allSettled(answers)) {
-    if (outcome.status === 'rejected') throw outcome.reason
+  const outcomes = await Promise.allSettled(answers)
+  const first = begin ? 1 : 0
+  for (const [i, outcome] of outcomes.entries()) {
+    if (outcome.status === 'fulfilled') continue
+    const refusal = statements[i - first]?.refusal
+    throw refusal?.matches(outcome.reason) ? new RefusedAtCommit(refusal, outcome.reason) : outcome.reason
+  }
+  for (const [i, h] of statements.entries()) {
+    const outcome = outcomes[i + first]
+    if (h.answered && outcome?.status === 'fulfilled') h.answered((outcome.value as StatementResult).rows)
   }
 }
 
@@ -155,7 +168,7 @@ async function sendToCommit(
  * and a held-back statement that fails aborts the block, whose COMMIT then rolls back (PostgreSQL answers it with
  * ROLLBACK, not an error: the held-back statement's own error is what the commit throws).
  *
- * Held-back statements return no rows. postgres.js re-sends a prepared statement once when the server refuses its
+ * Held-back statements return no rows to the caller (a refusable one hands them to its `answered` once committed). postgres.js re-sends a prepared statement once when the server refuses its
  * cached plan (a schema change under it); for a statement that returns no rows that happens only when a column it
  * writes changed type while the server ran, which a migration of this project never does to a table written here.
  */
@@ -183,15 +196,23 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
   /** What was sent on the transaction's connection; a failure that ended its session ends the transaction. */
   private async sent<T>(driver: Driver, answer: Promise<T>, committing = false): Promise<T> {
     try {
-      return await answer
+      return await watched(this.connection, driver, answer)
     } catch (err) {
-      this.connection.failed(driver, err)
       throw this.connection.lost ? sessionLost(err, committing) : err
     }
   }
 
   atCommit(sql: string, params?: readonly SqlValue[]): void {
     this.held.push({ sql, params })
+  }
+
+  refusableAtCommit(
+    sql: string,
+    params: readonly SqlValue[],
+    refusal: RefusalAtCommit,
+    answered?: (rows: readonly Row[]) => void,
+  ): void {
+    this.held.push({ sql, params, refusal, answered })
   }
 
   /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */

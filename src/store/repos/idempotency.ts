@@ -7,7 +7,7 @@ import {
   storedAnswerBytes,
 } from '../../domain/quotas/idempotency.js'
 import { commitTailOf, type Queryable } from '../db.js'
-import { QuotaUsageRepo } from './quota-usage.js'
+import { overQuota, QuotaUsageRepo } from './quota-usage.js'
 
 interface Row extends Record<string, unknown> {
   /** PostgreSQL's claim only: whether this transaction took the key's advisory lock. */
@@ -80,6 +80,16 @@ const TAKE_ANSWER = `INSERT INTO quota_usage (workspace_id, quota, scope, used)
   WHERE quota_usage.used + excluded.used <=
     CASE quota_usage.quota WHEN 'idempotency_keys' THEN CAST($3 AS BIGINT) ELSE CAST($4 AS BIGINT) END
   RETURNING quota`
+
+/**
+ * TAKE_ANSWER held back to the COMMIT (IdempotencyRepo.answer given `refused`): a count past its limit makes the new
+ * usage NULL, which the column's NOT NULL refuses (23502), so both counts are taken or the transaction fails.
+ */
+const TAKE_ANSWER_OR_FAIL = `INSERT INTO quota_usage (workspace_id, quota, scope, used)
+  VALUES ($1, 'idempotency_keys', '', 1), ($1, 'idempotency_bytes', '', CAST($2 AS BIGINT))
+  ON CONFLICT (workspace_id, quota, scope) DO UPDATE SET used = CASE WHEN quota_usage.used + excluded.used <=
+    CASE quota_usage.quota WHEN 'idempotency_keys' THEN CAST($3 AS BIGINT) ELSE CAST($4 AS BIGINT) END
+    THEN quota_usage.used + excluded.used END`
 
 /** The expired answers, with what each gives back to its workspace's quotas. */
 const PURGE = 'DELETE FROM idempotency_keys WHERE expires_at <= $1 RETURNING workspace_id, answer_bytes'
@@ -156,10 +166,13 @@ export class IdempotencyRepo implements IdempotencyRepository {
     tx: Queryable,
     entry: StoredAnswer,
     limits: StoredAnswerLimits = UNBOUNDED,
+    refused?: (refusal: StoredAnswerRefusal) => Error,
   ): Promise<StoredAnswerRefusal | undefined> {
     const params = answerParams(entry)
-    const refused = await this.count(tx, entry, limits)
-    if (refused) return refused
+    if (!(refused && this.countAtCommit(tx, entry, limits, refused))) {
+      const refusal = await this.count(tx, entry, limits)
+      if (refusal) return refusal
+    }
     // On PostgreSQL it goes out with the COMMIT (no round trip of its own), after the unit's other statements.
     const tail = commitTailOf(tx)
     if (tail) tail.atCommit(INSERT_ANSWER, params)
@@ -216,6 +229,35 @@ export class IdempotencyRepo implements IdempotencyRepository {
       limit: quota === 'idempotency_keys' ? limits.keys : limits.bytes,
       used: await this.usage.usage(workspaceId, quota, '', tx),
     }
+  }
+
+  /**
+   * `count` held back to the COMMIT where the store can (see TAKE_ANSWER_OR_FAIL): whether it was. An answer that
+   * could not fit even alone is left to `count`, which refuses it at once.
+   */
+  private countAtCommit(
+    tx: Queryable,
+    entry: StoredAnswer,
+    limits: StoredAnswerLimits,
+    refused: (refusal: StoredAnswerRefusal) => Error,
+  ): boolean {
+    const tail = commitTailOf(tx)
+    const bytes = storedAnswerBytes(entry)
+    if (!tail?.refusableAtCommit || limits === UNBOUNDED || limits.keys < 1 || bytes > limits.bytes)
+      return false
+    const workspaceId = entry.workspaceId
+    tail.refusableAtCommit(TAKE_ANSWER_OR_FAIL, [workspaceId, bytes, limits.keys, limits.bytes], {
+      matches: overQuota,
+      settle: async () => {
+        // Which count failed, told by the usage once the transaction ended: the keys' when one more does not fit.
+        const keys = await this.usage.usage(workspaceId, 'idempotency_keys')
+        if (keys + 1 > limits.keys)
+          return refused({ quota: 'idempotency_keys', limit: limits.keys, used: keys })
+        const used = await this.usage.usage(workspaceId, 'idempotency_bytes')
+        return refused({ quota: 'idempotency_bytes', limit: limits.bytes, used })
+      },
+    })
+    return true
   }
 
   /** Deletes the key's expired or abandoned row and gives its counts back; whether there was one. */

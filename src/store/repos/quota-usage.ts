@@ -1,6 +1,6 @@
-import type { QuotaUsageRepository, QuotaUse } from '../../domain/quotas/ports.js'
+import type { QuotaOutcome, QuotaUsageRepository, QuotaUse } from '../../domain/quotas/ports.js'
 import type { QuotaName } from '../../domain/quotas/types.js'
-import type { Queryable } from '../db.js'
+import { commitTailOf, type Queryable } from '../db.js'
 
 /**
  * The usage row grows only while it stays within the limit: one statement, so two replicas taking the last unit at
@@ -11,6 +11,23 @@ const TAKE = `INSERT INTO quota_usage (workspace_id, quota, scope, used) VALUES 
   ON CONFLICT (workspace_id, quota, scope) DO UPDATE SET used = quota_usage.used + excluded.used
   WHERE quota_usage.used + excluded.used <= $5
   RETURNING used`
+
+/**
+ * TAKE as a statement held back to the COMMIT (QuotaUsageRepo.takeAtCommit): past the limit the new usage is NULL,
+ * which the column's NOT NULL refuses (23502), failing the transaction with nothing counted. A fresh row is
+ * inserted as it is: the caller sends only an amount within the limit.
+ */
+const TAKE_OR_FAIL = `INSERT INTO quota_usage (workspace_id, quota, scope, used) VALUES ($1, $2, $3, $4)
+  ON CONFLICT (workspace_id, quota, scope) DO UPDATE SET used =
+    CASE WHEN quota_usage.used + excluded.used <= $5 THEN quota_usage.used + excluded.used END
+  RETURNING used`
+
+/** Whether a statement failed on quota_usage's NOT NULL: the refusal of TAKE_OR_FAIL and its kin. */
+export function overQuota(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false
+  const { code, table_name } = err as { code?: unknown; table_name?: unknown }
+  return code === '23502' && table_name === 'quota_usage'
+}
 
 const RELEASE = `UPDATE quota_usage SET used = CASE WHEN used > $4 THEN used - $4 ELSE 0 END
   WHERE workspace_id = $1 AND quota = $2 AND scope = $3`
@@ -31,6 +48,21 @@ export class QuotaUsageRepo implements QuotaUsageRepository {
     if (row) return { taken: true, used: Number(row.used) }
     const now = await tx.one<{ used: number | string }>(USAGE, [use.workspaceId, use.quota, use.scope])
     return { taken: false, used: Number(now?.used ?? 0) }
+  }
+
+  takeAtCommit(tx: Queryable, use: QuotaUse, limit: number, outcome: QuotaOutcome): boolean {
+    const tail = commitTailOf(tx)
+    if (!tail?.refusableAtCommit) return false
+    tail.refusableAtCommit(
+      TAKE_OR_FAIL,
+      [use.workspaceId, use.quota, use.scope, use.amount, limit],
+      {
+        matches: overQuota,
+        settle: async () => outcome.refused(await this.usage(use.workspaceId, use.quota, use.scope)),
+      },
+      (rows) => outcome.admitted(Number(rows[0]?.used ?? 0)),
+    )
+    return true
   }
 
   async release(tx: Queryable, use: QuotaUse): Promise<void> {
