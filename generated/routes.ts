@@ -1489,7 +1489,7 @@ const IdempotencyKeyParamsSchema = z
       in: 'header',
       required: false,
       description:
-        'Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.',
+        'Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).',
       'x-spec-gap': {
         section: '§8',
         decision:

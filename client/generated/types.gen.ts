@@ -812,7 +812,7 @@ export type Health = {
 };
 
 /**
- * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+ * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
  */
 export type IdempotencyKey = string;
 
@@ -938,7 +938,7 @@ export type StartRunData = {
     body: RunStartRequest;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -1064,7 +1064,7 @@ export type PauseRunData = {
     body?: never;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -1128,7 +1128,7 @@ export type ResumeRunData = {
     body?: never;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -1192,7 +1192,7 @@ export type CancelRunData = {
     body?: never;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -1256,7 +1256,7 @@ export type DecideApprovalData = {
     body: ApprovalDecision;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -1518,7 +1518,7 @@ export type RegisterToolData = {
     body: ToolRegistration;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -1689,7 +1689,7 @@ export type IngestBatchData = {
     body: IngestRequest;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -1874,7 +1874,7 @@ export type CreateWebhookData = {
     body: WebhookCreate;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -2045,7 +2045,7 @@ export type RotateWebhookSecretData = {
     body: RotateSecretRequest;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -2180,7 +2180,7 @@ export type RedeliverWebhookDeliveryData = {
     body?: never;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -2302,7 +2302,7 @@ export type CreateDestinationData = {
     body: DestinationCreate;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -2535,7 +2535,7 @@ export type TestDestinationData = {
     body?: DestinationTestRequest;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -2666,7 +2666,7 @@ export type RedeliverDestinationDeliveryData = {
     body?: never;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -2830,7 +2830,7 @@ export type CreateAgentData = {
     body: AgentCreate;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -3001,7 +3001,7 @@ export type AssignTaskData = {
     body: TaskAssign;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };
@@ -3175,7 +3175,7 @@ export type PostGraphqlData = {
     body: GraphqlRequest;
     headers?: {
         /**
-         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored.
+         * Makes the POST safe to retry for 24 hours (scoped to the workspace). A repeat with the same method, path and body replays the stored answer byte for byte with `Idempotent-Replayed: true`; a different request with the key answers 409 `idempotency_key_reused`; a repeat while the first is still running answers 409 `idempotency_key_in_progress` (no waiting). 5xx answers are not stored, nor a 403 `quota_exceeded` (it depends on room the client can make: a retry with the key once there is room runs the request).
          */
         'Idempotency-Key'?: string;
     };

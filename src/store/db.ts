@@ -37,9 +37,9 @@ export interface CommitTail {
   /** A deferred unit's (Db.deferredUnitOfWork) only: held back too, and sent before every `atCommit` statement. */
   atBegin?(sql: string, params?: readonly SqlValue[]): void
   /**
-   * A transaction's only (not a deferred unit's): held back like `atCommit`, a statement that may refuse the write
-   * (a quota's count). Its failure that `refusal` recognises fails the commit with the error `refusal.settle` words
-   * once the transaction has ended; `answered` gets its rows once the transaction committed.
+   * Held back like `atCommit`, a statement that may refuse the write (a quota's count). Its failure that `refusal`
+   * recognises fails the commit with the error `refusal.settle` words once the transaction has ended; `answered`
+   * gets its rows once the transaction committed.
    */
   refusableAtCommit?(
     sql: string,
@@ -47,6 +47,12 @@ export interface CommitTail {
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
   ): void
+}
+
+/** Where a count that may refuse the write is held back, when the transaction's driver has a commit tail. */
+export function refusableAtCommitOf(q: Queryable): CommitTail['refusableAtCommit'] {
+  const tail = commitTailOf(q)
+  return tail?.refusableAtCommit?.bind(tail)
 }
 
 /** How a held-back statement's refusal is told from a store failure, and worded for the caller. */
@@ -70,6 +76,16 @@ export class RefusedAtCommit extends Error {
 /** The error a transaction that failed with `err` ends with: a refusal at commit worded by its owner. */
 export async function settledFailure(err: unknown): Promise<unknown> {
   return err instanceof RefusedAtCommit ? err.refusal.settle() : err
+}
+
+/**
+ * Where a read of rows a unit of work does not write goes: the unit's transaction, or, in a deferred unit (which
+ * sends nothing before its commit), `outside`.
+ */
+export function readerIn(tx: Queryable, outside: Queryable): Queryable {
+  if (!commitTailOf(tx)?.atBegin) return tx
+  // The store's own statements would join the open unit: its pipeline does not.
+  return 'pipeline' in outside ? (outside as Queryable & Pipelined).pipeline : outside
 }
 
 /** The transaction's commit tail when its driver has one. */

@@ -84,6 +84,28 @@ describe.each(backends())('quotas on $name', (backend) => {
     expect(await t.services.quotas.usageOf(workspace_id, 'agents')).toBe(5)
   })
 
+  it('refuses keyed creates past the agents quota when they race, leaving their keys free for a retry', async () => {
+    const { token, workspace_id } = await t.createKey({ quotas: { agents: 3 } })
+    const keyed = (i: number) =>
+      t.request('POST', '/v1/agents', {
+        token,
+        body: agent(`keyed-${i}`),
+        headers: { 'idempotency-key': `keyed-${i}` },
+      })
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => keyed(i)))
+    const made = answers.filter((r) => r.status === 201)
+    expect(made).toHaveLength(3)
+    const refused = answers.map((r, i) => ({ r, i })).filter(({ r }) => r.status === 403)
+    expect(refused).toHaveLength(5)
+    for (const { r } of refused) expect(r.body.error.detail).toEqual({ quota: 'agents', limit: 3, used: 3 })
+    expect(await t.services.quotas.usageOf(workspace_id, 'agents')).toBe(3)
+    expect(await t.services.quotas.usageOf(workspace_id, 'idempotency_keys')).toBe(3)
+    // A refused key kept nothing: once there is room, the same request with the same key creates.
+    expect((await t.request('DELETE', `/v1/agents/${made[0]?.body.agent_id}`, { token })).status).toBe(204)
+    const retried = await keyed(refused[0]?.i ?? -1)
+    expect([retried.status, retried.headers.get('idempotent-replayed')]).toEqual([201, null])
+  })
+
   it('bounds tools, webhooks and destinations the same way', async () => {
     const { token } = await t.createKey({ quotas: { tools: 1, webhooks: 1, destinations: 1 } })
     const tool = (name: string) => ({

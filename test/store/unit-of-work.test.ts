@@ -277,10 +277,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
     })
 
     const answer = (name: string) => ({ status: 201, headers: {}, body: JSON.stringify({ name }) })
-    /**
-     * A writes-only create: an agent's row, as POST /v1/agents wrote it before its `agents` quota (whose count is a
-     * read, so that route claims first now).
-     */
+    /** A writes-only create: an agent's row alone (POST /v1/agents also counts its quota, test/quotas covers it). */
     const create = (key: string, name: string, work: () => Promise<void> = async () => {}) =>
       services.idempotency.once(
         workspaceId,

@@ -30,11 +30,11 @@ export interface CreateAgentInput {
 /**
  * The contract's operations of this service whose work writes only, every statement held back until the commit and
  * independent of the others. A keyed request to one may run as IdempotencyService.once's `writesOnly`. Such a write
- * must also be one no constraint can refuse (a fresh id): it is refused only after the request was answered, and
- * that answer would then be a 500. createAgent was one until the `agents` quota: it now reads its count first (the
- * quota's take, in its transaction) and may be refused by it, so none is left.
+ * must also be one no constraint can refuse (a fresh id), but for a quota's count: that refusal fails the commit
+ * with quota_exceeded where the store counts at the commit (QuotaUsageRepository.takeAtCommit), and the answer the
+ * route made is replaced by it.
  */
-export const AGENT_WRITES_ONLY_OPERATIONS: readonly string[] = []
+export const AGENT_WRITES_ONLY_OPERATIONS: readonly string[] = ['createAgent']
 
 export class AgentService {
   constructor(

@@ -35,9 +35,16 @@ export interface IdempotencyRepository {
   /**
    * In a deferred unit (Db.deferredUnitOfWork), after the work: the answer as the claim itself, sent ahead of the
    * work's statements. It fails the commit when another request holds the key or the key has a row (an answer,
-   * expired or not); `keyTaken` tells that failure from others.
+   * expired or not); `keyTaken` tells that failure from others. Given `limits` and `refused`, it is counted within
+   * them at the commit (an answer past a quota fails the commit with the error `refused` words), or, with nothing
+   * written, answers the quota it could not fit even alone.
    */
-  answerAsClaim(tx: Queryable, entry: StoredAnswer): void
+  answerAsClaim(
+    tx: Queryable,
+    entry: StoredAnswer,
+    limits?: StoredAnswerLimits,
+    refused?: (refusal: StoredAnswerRefusal) => Error,
+  ): Promise<StoredAnswerRefusal | undefined>
   /** Whether a deferred unit's refused commit (DeferredCommitRefused's cause) was refused by `answerAsClaim`. */
   keyTaken(cause: unknown): boolean
   /**

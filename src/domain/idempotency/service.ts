@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js'
-import { ApiError } from '../errors.js'
+import { ApiError, type ErrorCode } from '../errors.js'
 import { type Db, DeferredCommitRefused } from '../ports.js'
 import {
   type AnswerQuota,
@@ -16,7 +16,15 @@ import type { ClaimResult, StoredAnswer, StoredResponse } from './types.js'
 export interface Handled {
   response: StoredResponse
   failed: boolean
+  /** The code of the error a failed request answered with, when it is one of the catalogue's. */
+  code?: ErrorCode | undefined
 }
+
+/**
+ * Refusals a key does not keep, as it keeps no 5xx: they depend on room the client can make (a quota), so a retry
+ * with the key once there is room runs the request rather than replaying the refusal.
+ */
+const UNKEPT_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['quota_exceeded'])
 
 /**
  * How `once` ended: this request's answer is the key's (`answered`), the key holds another's (`replay`, or
@@ -90,19 +98,26 @@ export class IdempotencyService {
     const request: KeyedRequest = { workspaceId, key, fingerprint, now: this.clock.now() }
     const quota = options.quota && this.quotas ? options.quota : undefined
     // Stryker disable all: a speed path (one round trip) on a store with deferred units, PostgreSQL only; the mutation run's reference runs on SQLite and never takes it (test/store/unit-of-work.test.ts covers it).
-    if (!options.writesOnly || !this.db.deferredUnitOfWork || quota)
+    if (!options.writesOnly || !this.db.deferredUnitOfWork || quota?.read)
       return this.claimThenWork(request, handle, quota)
-    // The work first and its answer as the claim, in one deferred unit: one round trip when the key is fresh.
+    // The work first and its answer as the claim, in one deferred unit: one round trip when the key is fresh. The
+    // answer's counts go with it; past a quota the commit fails with the refusal.
     let handled: Handled | undefined
     try {
       await this.db.deferredUnitOfWork(async (tx) => {
         handled = await handle()
         if (handled.failed) throw new RolledBack()
-        this.idempotency.answerAsClaim(tx, answerOf(request, handled.response))
+        const answer = answerOf(request, handled.response)
+        const refusal =
+          this.oversize(answer, quota) ??
+          (await this.idempotency.answerAsClaim(tx, answer, this.limits(quota), (r) => this.refusal(r)))
+        if (refusal) throw this.refusal(refusal)
       })
       return { kind: 'answered' }
     } catch (err) {
       const settled = handled as Handled | undefined
+      // Past a quota: the work was rolled back, and the refusal is the answer (not stored, as in claimThenWork).
+      if (err instanceof ApiError && err.code === 'quota_exceeded' && settled && !settled.failed) throw err
       // A refusal (4xx) is stored only by a request that claimed the key: without the claim it could take the key
       // from a request still running with it. The ordinary claim answers in progress then, or stores it.
       if (settled?.failed && settled.response.status < 500)
@@ -186,6 +201,7 @@ export class IdempotencyService {
     if (handled?.failed) {
       // Stryker disable next-line EqualityOperator,ObjectLiteral,StringLiteral: reached only by a route failing with a 5xx, which the reference never answers to a request the suite sends.
       if (handled.response.status >= 500) return { kind: 'unanswered' }
+      if (handled.code && UNKEPT_REFUSALS.has(handled.code)) return { kind: 'unanswered' }
       const answer = answerOf(request, handled.response)
       if (this.oversize(answer, quota)) return { kind: 'unanswered' }
       const kept = await this.idempotency.answerAlone(answer, request.now, this.limits(quota))

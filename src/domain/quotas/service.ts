@@ -13,10 +13,10 @@ export type WorkspaceRef = Workspace | string
 
 /**
  * Where the quota service reads a workspace it knows only by id: in the write's transaction (SQLite's one connection
- * is that transaction's until it ends).
+ * is that transaction's until it ends), or as committed where the unit reads nothing (a deferred unit).
  */
 export interface WorkspaceSource {
-  in(tx: Queryable): { byId(id: string): Promise<Workspace | undefined> }
+  byIdIn(tx: Queryable, id: string): Promise<Workspace | undefined>
 }
 
 /** How long a workspace read by id is reused: a changed quota applies within this much (and at once for callers). */
@@ -106,7 +106,7 @@ export class QuotaService {
     const now = this.clock.now()
     const cached = this.workspaces.get(ref)
     if (cached && now - cached.readAt < WORKSPACE_TTL_MS) return cached.workspace
-    const workspace = await this.source.in(tx).byId(ref)
+    const workspace = await this.source.byIdIn(tx, ref)
     if (this.workspaces.size >= WORKSPACE_CACHE_MAX) this.workspaces.clear()
     if (workspace) this.workspaces.set(ref, { workspace, readAt: now })
     return workspace

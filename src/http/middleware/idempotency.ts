@@ -82,6 +82,7 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
         return {
           response: await storedAnswer(c, answered),
           failed: c.error !== undefined || c.res.status >= 500,
+          code: c.error instanceof ApiError ? c.error.code : undefined,
         }
       },
       {

@@ -21,6 +21,7 @@ import {
   ForwardingQueryable,
   type Pipelined,
   type Queryable,
+  RefusedAtCommit,
   type StatementPath,
   type StatementTiming,
   settledFailure,
@@ -141,13 +142,18 @@ export class PostgresDb
     try {
       await tx.commit()
     } catch (err) {
+      // A write the unit's own statement refused (a quota's count): the caller's error, not the store's.
+      if (err instanceof RefusedAtCommit) throw await err.refusal.settle()
       const after = unit.handOver()
       throw new DeferredCommitRefused(err, () => {
         const next = currentUnit<Queryable>(this)
         const tail = next && commitTailOf(next.tx)
-        if (!next || !tail)
+        if (!next || !tail?.refusableAtCommit)
           throw new Error('A refused unit resumes only inside another unit of the same store')
-        for (const h of tx.held) tail.atCommit(h.sql, h.params)
+        for (const h of tx.held) {
+          if (h.refusal) tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered)
+          else tail.atCommit(h.sql, h.params)
+        }
         for (const fn of after) next.defer(fn)
       })
     }

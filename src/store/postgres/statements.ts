@@ -282,6 +282,20 @@ export class DeferredTransaction implements Queryable, CommitTail {
     this.held.push({ sql, params })
   }
 
+  /**
+   * Held back like `atCommit`. Combined into one statement, the unit cannot tell which write refused: a failure
+   * some refusal recognises is sent again one statement at a time (nothing of the first attempt was kept), which
+   * names the statement, or commits if room was made meanwhile. `answered` is told only in that second form.
+   */
+  refusableAtCommit(
+    sql: string,
+    params: readonly SqlValue[],
+    refusal: RefusalAtCommit,
+    answered?: (rows: readonly Row[]) => void,
+  ): void {
+    this.held.push({ sql, params, refusal, answered })
+  }
+
   async commit(): Promise<void> {
     const statements = [...this.first, ...this.held]
     if (statements.length === 0) return
@@ -292,8 +306,12 @@ export class DeferredTransaction implements Queryable, CommitTail {
     connection.load += sent
     try {
       if (one) {
-        await watched(connection, driver, this.timing.run('transaction', driver, one.sql, one.params))
-        return
+        try {
+          await watched(connection, driver, this.timing.run('transaction', driver, one.sql, one.params))
+          return
+        } catch (err) {
+          if (!statements.some((h) => h.refusal?.matches(err))) throw err
+        }
       }
       await watched(connection, driver, sendToCommit(driver, this.timing, statements, true))
     } finally {

@@ -6,7 +6,7 @@ import {
   type StoredAnswerRefusal,
   storedAnswerBytes,
 } from '../../domain/quotas/idempotency.js'
-import { commitTailOf, type Queryable } from '../db.js'
+import { commitTailOf, type Queryable, refusableAtCommitOf } from '../db.js'
 import { overQuota, QuotaUsageRepo } from './quota-usage.js'
 
 interface Row extends Record<string, unknown> {
@@ -180,13 +180,41 @@ export class IdempotencyRepo implements IdempotencyRepository {
     return undefined
   }
 
-  answerAsClaim(tx: Queryable, entry: StoredAnswer): void {
+  async answerAsClaim(
+    tx: Queryable,
+    entry: StoredAnswer,
+    limits: StoredAnswerLimits = UNBOUNDED,
+    refused?: (refusal: StoredAnswerRefusal) => Error,
+  ): Promise<StoredAnswerRefusal | undefined> {
     const tail = commitTailOf(tx)
     if (!tail?.atBegin) throw new Error('An answer is the claim only in a deferred unit of work')
     const params = answerParams(entry)
+    if (refused && limits !== UNBOUNDED) {
+      // An answer that cannot fit even alone is refused now (the usage read as committed: the unit reads nothing).
+      const alone = this.wontFit(entry, limits)
+      if (alone)
+        return {
+          quota: alone,
+          limit: alone === 'idempotency_keys' ? limits.keys : limits.bytes,
+          used: await this.usage.usage(entry.workspaceId, alone, '', tx),
+        }
+      if (!this.countAtCommit(tx, entry, limits, refused))
+        throw new Error('A deferred unit of work counts its answer at the commit')
+    } else {
+      tail.atCommit(COUNT_ANSWER, [entry.workspaceId, 'idempotency_keys', 1])
+      tail.atCommit(COUNT_ANSWER, [entry.workspaceId, 'idempotency_bytes', params[8] as number])
+    }
     tail.atBegin(INSERT_ANSWER_AS_CLAIM, [...params, `${entry.workspaceId} ${entry.key}`])
-    tail.atCommit(COUNT_ANSWER, [entry.workspaceId, 'idempotency_keys', 1])
-    tail.atCommit(COUNT_ANSWER, [entry.workspaceId, 'idempotency_bytes', params[8] as number])
+    return undefined
+  }
+
+  /** The quota an answer passes on its own, whatever is stored already (no count can take it). */
+  private wontFit(
+    entry: StoredAnswer,
+    limits: StoredAnswerLimits,
+  ): 'idempotency_keys' | 'idempotency_bytes' | undefined {
+    if (limits.keys < 1) return 'idempotency_keys'
+    return storedAnswerBytes(entry) > limits.bytes ? 'idempotency_bytes' : undefined
   }
 
   /**
@@ -241,12 +269,11 @@ export class IdempotencyRepo implements IdempotencyRepository {
     limits: StoredAnswerLimits,
     refused: (refusal: StoredAnswerRefusal) => Error,
   ): boolean {
-    const tail = commitTailOf(tx)
+    const atCommit = refusableAtCommitOf(tx)
     const bytes = storedAnswerBytes(entry)
-    if (!tail?.refusableAtCommit || limits === UNBOUNDED || limits.keys < 1 || bytes > limits.bytes)
-      return false
+    if (!atCommit || limits === UNBOUNDED || limits.keys < 1 || bytes > limits.bytes) return false
     const workspaceId = entry.workspaceId
-    tail.refusableAtCommit(TAKE_ANSWER_OR_FAIL, [workspaceId, bytes, limits.keys, limits.bytes], {
+    atCommit(TAKE_ANSWER_OR_FAIL, [workspaceId, bytes, limits.keys, limits.bytes], {
       matches: overQuota,
       settle: async () => {
         // Which count failed, told by the usage once the transaction ended: the keys' when one more does not fit.

@@ -1,6 +1,6 @@
 import type { QuotaOutcome, QuotaUsageRepository, QuotaUse } from '../../domain/quotas/ports.js'
 import type { QuotaName } from '../../domain/quotas/types.js'
-import { commitTailOf, type Queryable } from '../db.js'
+import { type Queryable, readerIn, refusableAtCommitOf } from '../db.js'
 
 /**
  * The usage row grows only while it stays within the limit: one statement, so two replicas taking the last unit at
@@ -51,9 +51,9 @@ export class QuotaUsageRepo implements QuotaUsageRepository {
   }
 
   takeAtCommit(tx: Queryable, use: QuotaUse, limit: number, outcome: QuotaOutcome): boolean {
-    const tail = commitTailOf(tx)
-    if (!tail?.refusableAtCommit) return false
-    tail.refusableAtCommit(
+    const atCommit = refusableAtCommitOf(tx)
+    if (!atCommit) return false
+    atCommit(
       TAKE_OR_FAIL,
       [use.workspaceId, use.quota, use.scope, use.amount, limit],
       {
@@ -70,7 +70,11 @@ export class QuotaUsageRepo implements QuotaUsageRepository {
   }
 
   async usage(workspaceId: string, quota: QuotaName, scope = '', tx?: Queryable): Promise<number> {
-    const row = await (tx ?? this.db).one<{ used: number | string }>(USAGE, [workspaceId, quota, scope])
+    const row = await (tx ? readerIn(tx, this.db) : this.db).one<{ used: number | string }>(USAGE, [
+      workspaceId,
+      quota,
+      scope,
+    ])
     return Number(row?.used ?? 0)
   }
 }

@@ -1,7 +1,7 @@
 import type { Tier, Workspace } from '../../domain/identity.js'
 import type { WorkspaceRepository } from '../../domain/keys/ports.js'
 import type { QuotaOverrides } from '../../domain/quotas/types.js'
-import { fromJson, type Queryable, toJson } from '../db.js'
+import { fromJson, type Queryable, readerIn, toJson } from '../db.js'
 
 interface WorkspaceRow extends Record<string, unknown> {
   id: string
@@ -36,6 +36,11 @@ export class WorkspaceRepo implements WorkspaceRepository {
   /** The same repository inside a transaction that spans several repositories. */
   in(tx: Queryable): WorkspaceRepo {
     return new WorkspaceRepo(tx)
+  }
+
+  /** The workspace as the transaction `tx` sees it (a deferred unit reads nothing: then as committed). */
+  byIdIn(tx: Queryable, id: string): Promise<Workspace | undefined> {
+    return new WorkspaceRepo(readerIn(tx, this.db)).byId(id)
   }
 
   async byId(id: string): Promise<Workspace | undefined> {
