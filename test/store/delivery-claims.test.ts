@@ -5,7 +5,7 @@
  * insert (insertMany): one row per (subscription, event), whatever was there before or repeats in the batch.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Db, Queryable } from '../../src/store/db.js'
+import type { Db, Queryable, SqlValue } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
@@ -26,9 +26,12 @@ describe.each(backends())('claimDue on $name', (backend) => {
     const repo = new DeliveryRepo(db)
     /** The SELECTs the repository sends through `counted`, for bounding a walk of the due index. */
     const selects: string[] = []
+    /** Every statement sent through `counted` with its parameters, for asking its plan. */
+    const sent: { sql: string; params: readonly SqlValue[] }[] = []
     const counted: Queryable = {
       query: (sql, params) => {
         if (/^\s*SELECT/i.test(sql)) selects.push(sql)
+        sent.push({ sql, params: params ?? [] })
         return db.query(sql, params)
       },
       one: (sql, params) => db.one(sql, params),
@@ -60,7 +63,7 @@ describe.each(backends())('claimDue on $name', (backend) => {
       payload: { id: eventId },
       now: at,
     })
-    return { db, repo, add, row, selects, counted }
+    return { db, repo, add, row, selects, sent, counted }
   }
 
   it('takes the oldest due row of each subscription, the longest waiting first, skipping busy ones', async () => {
@@ -156,5 +159,26 @@ describe.each(backends())('claimDue on $name', (backend) => {
     expect(await repo.insertMany(rows)).toBe(1_234)
     expect(await repo.insertMany(rows)).toBe(0)
     expect((await repo.list('whk_3', 0, 1_000)).rows).toHaveLength(Math.ceil((1_234 - 3) / 7))
+  })
+
+  it("takes the picked rows by id, not by walking the due index's pending rows", async () => {
+    const { db, repo, row, sent, counted } = await setUp()
+    await repo.insertMany(Array.from({ length: 300 }, (_, i) => row(`whk_${i}`, `evt_${i}`)))
+    expect(await repo.in(counted).claimDue(NOW, 16, [], 'me', NOW + 30_000)).toHaveLength(16)
+    const take = sent.find((s) => /^\s*UPDATE/i.test(s.sql))
+    expect(take).toBeDefined()
+    if (!take) return
+    const plan =
+      db.dialect === 'sqlite'
+        ? (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${take.sql}`, take.params)).map(
+            (r) => r.detail,
+          )
+        : await db.transaction(async (tx) => {
+            await tx.exec('SET LOCAL enable_seqscan = off')
+            const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${take.sql}`, take.params)
+            return rows.map((r) => r['QUERY PLAN'])
+          })
+    expect(plan.join('\n')).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
+    expect(plan.join('\n')).not.toMatch(/webhook_deliveries_due/)
   })
 })

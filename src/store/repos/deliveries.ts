@@ -171,11 +171,13 @@ export class DeliveryRepo implements DeliveryRepository {
     if (picked.length === 0) return []
     // Two statements tell a lapsed lease of another owner (`taken-over`) from a free row without reading first:
     // the second takes only what the first left, and together they take exactly the picked rows still due whose
-    // lease is absent or lapsed.
+    // lease is absent or lapsed. The rows are found by id: `status || ''` and `next_attempt_at + 0` keep SQLite's
+    // planner off the due index, which it otherwise prefers and walks every pending row with.
     const take = (whose: string, ids: readonly string[]) =>
       this.db.query<RawDelivery>(
         `UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
-         WHERE id IN (${ids.map((_, i) => `$${i + 4}`).join(', ')}) AND status = 'pending' AND next_attempt_at <= $3
+         WHERE id IN (${ids.map((_, i) => `$${i + 4}`).join(', ')}) AND status || '' = 'pending'
+           AND next_attempt_at + 0 <= $3
            AND (lease_until IS NULL OR lease_until <= $3) AND ${whose}
          RETURNING *`,
         [owner, leaseUntil, now, ...ids],
