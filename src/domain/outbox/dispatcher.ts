@@ -143,6 +143,8 @@ export class OutboxDispatcher<T extends OutboxTarget> {
    * rows looked for, not the log read again: new events wake the dispatcher themselves (and the poll timer).
    */
   private fanOutCheck = true
+  /** A pass for freed pool slots is asked for at the end of this turn of the event loop. */
+  private slotsFreed = false
   private timer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
   private shutdown = new AbortController()
@@ -220,6 +222,20 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       .finally(() => {
         this.pass = null
       })
+  }
+
+  /**
+   * Looks for due rows once the attempts ending in this turn of the event loop have all freed their slots: their
+   * outcomes are committed together (group commit), so they end together, and one pass then claims for all of them
+   * rather than one pass per ended attempt.
+   */
+  private wakeForFreedSlots(): void {
+    if (this.slotsFreed) return
+    this.slotsFreed = true
+    setImmediate(() => {
+      this.slotsFreed = false
+      this.wake({ fanOut: false, due: true })
+    })
   }
 
   /**
@@ -307,7 +323,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
         this.busy.delete(row.webhookId)
         this.inFlight.delete(attempt)
         // The subscription may have more rows due, and a pool slot is free again.
-        this.wake({ fanOut: false, due: true })
+        this.wakeForFreedSlots()
       })
       this.inFlight.add(attempt)
     }
