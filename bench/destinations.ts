@@ -4,14 +4,18 @@
  * each arrival at the receiver, on SQLite; then NATS publish throughput.
  *
  *   npx tsx bench/destinations.ts [--rounds <n>] [--destinations <n>] [--concurrency <n>] [--publishes <n>]
- *     [--inline-receiver] [--profile <file.cpuprofile>]
+ *     [--warmup <n>] [--inline-receiver] [--profile <file.cpuprofile>]
  *
  * A round commits one run.failed event (every destination lists it) and waits for all arrivals: HTTP requests at
  * the receiver, messages on a core NATS subscription of the stream's subjects. The HTTP receiver runs in a process
  * of its own (bench/support/arrival-receiver.mjs), as a real one would on another machine, so its work does not
  * share the server's thread; `--inline-receiver` runs it in this process instead (how this was measured before
  * 2026-11-29 10:45). p50/p99/max are over every arrival of
- * every round. `--concurrency` is the outbox's pool (AGENTOPS_WEBHOOK_CONCURRENCY, default 16 as the server's).
+ * every round; `--warmup <n>` runs n rounds first and leaves them out (a warm server; without it the first round
+ * also measures the JIT compiling the outbox's paths). Each round prints its own figures and this process's CPU time
+ * per arrival (user + system), which other load on the machine moves less than the wall-clock spans.
+ * `--profile <file>` writes a CPU profile of the rounds alone. `--concurrency` is the outbox's pool
+ * (AGENTOPS_WEBHOOK_CONCURRENCY, default 16 as the server's).
  * NATS throughput: the transport alone, `--publishes` events with 64 in flight, each acknowledged by JetStream with
  * its Nats-Msg-Id (the outbox itself keeps one attempt in flight per destination, so one destination's publishes go
  * one after another). In-process; loopback only; every wait is bounded.
@@ -46,6 +50,10 @@ const option = (name: string, fallback: number, max: number) => {
   return Math.min(max, Math.max(1, Number(i >= 0 ? args[i + 1] : fallback)))
 }
 const ROUNDS = option('--rounds', 5, 50)
+/** Rounds run first and left out of the figures (a warm server: the JIT has compiled the outbox's paths). */
+const WARMUP = args.includes('--warmup')
+  ? Math.min(50, Math.max(0, Number(args[args.indexOf('--warmup') + 1])))
+  : 0
 const DESTINATIONS = option('--destinations', 1000, 5000)
 const CONCURRENCY = option('--concurrency', 16, 1000)
 const PUBLISHES = option('--publishes', 20_000, 200_000)
@@ -147,7 +155,7 @@ if (profiler) {
 const latencies: number[] = []
 /** This process's CPU time (user + system) per arrival in each round: a figure load moves less than wall time. */
 const cpuPerDelivery: number[] = []
-for (let round = 0; round < ROUNDS; round++) {
+for (let round = -WARMUP; round < ROUNDS; round++) {
   arrivals = []
   const cpuBefore = process.cpuUsage()
   await db.transaction((tx) =>
@@ -169,11 +177,17 @@ for (let round = 0; round < ROUNDS; round++) {
     console.log(`round ${round}: only ${arrivals.length} of ${DESTINATIONS} arrived`)
   const spans = arrivals.map((t) => t - committed).sort((a, b) => a - b)
   const cpu = process.cpuUsage(cpuBefore)
-  cpuPerDelivery.push((cpu.user + cpu.system) / Math.max(1, arrivals.length))
+  const cpuPerArrival = (cpu.user + cpu.system) / Math.max(1, arrivals.length)
   console.log(
-    `  round ${round}: first ${ms(spans[0] ?? NaN)}, p50 ${ms(pct(spans, 50))}, p99 ${ms(pct(spans, 99))}, max ${ms(spans.at(-1) ?? NaN)}; ` +
-      `this process's CPU ${cpuPerDelivery.at(-1)?.toFixed(0)} µs per arrival`,
+    `  ${round < 0 ? 'warm-up' : 'round'} ${round}: first ${ms(spans[0] ?? NaN)}, p50 ${ms(pct(spans, 50))}, p99 ${ms(pct(spans, 99))}, max ${ms(spans.at(-1) ?? NaN)}; ` +
+      `this process's CPU ${cpuPerArrival.toFixed(0)} µs per arrival`,
   )
+  if (round < 0) {
+    await new Promise((r) => setTimeout(r, 200))
+    await collect()
+    continue
+  }
+  cpuPerDelivery.push(cpuPerArrival)
   latencies.push(...arrivals.map((t) => t - committed))
   await new Promise((r) => setTimeout(r, 200))
   await collect()
@@ -192,7 +206,8 @@ console.log(
 )
 console.log(
   `one event to ${DESTINATIONS} destinations (slack, pagerduty, cloudevents, nats in turn), SQLite, pool ${CONCURRENCY}, ` +
-    `receiver ${INLINE_RECEIVER ? 'in this process' : 'in its own process'}, ${ROUNDS} rounds: ` +
+    `receiver ${INLINE_RECEIVER ? 'in this process' : 'in its own process'}, ${ROUNDS} rounds` +
+    `${WARMUP > 0 ? ` after ${WARMUP} warm-up rounds` : ''}: ` +
     `commit→receiver p50 ${ms(pct(latencies, 50))}, p99 ${ms(pct(latencies, 99))}, max ${ms(latencies.at(-1) ?? NaN)} (${latencies.length} arrivals); ` +
     `this process's CPU per arrival, median of rounds ${[...cpuPerDelivery].sort((a, b) => a - b)[Math.floor(cpuPerDelivery.length / 2)]?.toFixed(0)} µs`,
 )
