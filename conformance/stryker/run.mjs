@@ -1,21 +1,24 @@
 #!/usr/bin/env node
 /**
  * `npm run conformance:stryker`: StrykerJS mutates the reference server's spec-bearing modules (scope.mjs) and the
- * conformance suite, run against each mutated reference (suite.mjs, Stryker's command runner), is the only test.
- * Writes Stryker's HTML and JSON reports to reports/stryker/ and a per-spec-section table (killed at core, by
- * profile only, survived, annotated) to reports/stryker/sections.json, and prints the time it took.
+ * conformance suite, run against each mutated reference, is the only test. Writes Stryker's HTML and JSON reports to
+ * reports/stryker/ and a per-spec-section table (killed at core, by profile only, survived, annotated) to
+ * reports/stryker/sections.json, and prints the time it took.
  *
- *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N]
+ *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command]
  *
  * --since REF    mutate only the lines of the scope's modules changed since REF (git diff), the quick run
  * --max-mutants N with --since: take the changed ranges in order while their mutants number at most N
  * --incremental  Stryker's incremental mode: mutants of unchanged code keep their last result
  * --mutate       a subset of the scope (globs, or file:line-line ranges as Stryker takes them)
  * --section TEXT one spec section of scope.mjs (the first whose name contains TEXT), e.g. "idempotency"
+ * --runner       switch (the default): one reference server per worker, the mutant switched inside it
+ *                (switch-runner.mjs); command: a fresh reference, suite and key-issuing process per mutant
+ *                (suite.mjs through Stryker's command runner), the slow way kept to compare against
  *
  * Each mutant costs one suite run that stops at the first core failure (--bail) and runs only the check families
- * of the mutated module's section (suite.mjs, scope.mjs CHECKS); the reference starts afresh for each (a fresh
- * store: outcomes never depend on the mutants before).
+ * of the mutated module's section (scope.mjs CHECKS), with fresh identities in the store (switch) or a fresh store
+ * (command): outcomes never depend on the mutants before.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
@@ -33,11 +36,16 @@ const { values } = parseArgs({
     mutate: { type: 'string' },
     section: { type: 'string' },
     concurrency: { type: 'string' },
+    runner: { type: 'string' },
   },
   strict: true,
 })
 
 let mutate = values.mutate ? values.mutate.split(',') : scopeGlobs()
+if (values.runner !== undefined && values.runner !== 'command' && values.runner !== 'switch') {
+  console.error(`conformance:stryker: --runner is switch (the default) or command, not ${values.runner}`)
+  process.exit(2)
+}
 if (values.section) {
   const name = Object.keys(SCOPE).find((s) => s.includes(values.section))
   if (!name) {
@@ -88,12 +96,19 @@ const { Stryker } = await import('@stryker-mutator/core')
 const started = Date.now()
 const stryker = new Stryker({
   packageManager: 'npm',
-  testRunner: 'command',
-  commandRunner: { command: 'node conformance/stryker/suite.mjs' },
+  ...(values.runner === 'command'
+    ? { testRunner: 'command', commandRunner: { command: 'node conformance/stryker/suite.mjs' } }
+    : {
+        // One reference server per worker with the active mutant switched inside it (switch-runner.mjs); the
+        // dry run's coverage tells static mutants (a server started with them) from runtime ones, and leaves
+        // the mutants no check reaches NoCoverage without a run.
+        testRunner: 'conformance-switch',
+        appendPlugins: [join(import.meta.dirname, 'switch-runner.mjs')],
+      }),
   // The reference runs compiled (bin/agentops.mjs runs dist/): the sandbox builds its mutated sources once, and
-  // the suite too (suite.mjs runs conformance/dist).
-  buildCommand: 'node scripts/build.mjs && npm run build -w agentops-conformance',
-  coverageAnalysis: 'off',
+  // the suite too (the runners run conformance/dist).
+  buildCommand: 'node conformance/stryker/build.mjs',
+  coverageAnalysis: values.runner === 'command' ? 'off' : 'perTest',
   mutate,
   ignorePatterns: ['dist', 'docs', 'bench', 'test', 'reports', 'coverage', '.agentops', 'conformance/bundle'],
   concurrency: Number(values.concurrency ?? 1),

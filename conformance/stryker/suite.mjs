@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { noticed } from './noticed.mjs'
 import { checksFor, sectionOf } from './scope.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -67,13 +68,6 @@ if (json) {
   args.push('--json', json)
 }
 const run = spawnSync(process.execPath, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
-
-/** Whether the run's report shows the suite noticing the mutant (see above). */
-function noticed(report) {
-  const v = report.verdict
-  if (!v || v.verdict === 'NOT CONFORMANT' || v.verdict === 'ERROR') return true
-  return v.core.skipped.length > 0 || v.core.partial.length > 0
-}
 
 if (json && existsSync(json) && run.status !== null) {
   process.exitCode = noticed(JSON.parse(readFileSync(json, 'utf8'))) ? 1 : 0

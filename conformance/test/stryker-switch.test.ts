@@ -1,0 +1,140 @@
+/**
+ * The mutation run's test runner (conformance/stryker/switch-runner.mjs) judges a mutant as a fresh process does:
+ * a copy of the kit whose build has one module instrumented by StrykerJS's own instrumenter (as a Stryker sandbox
+ * has), its dry run's coverage telling static mutants from runtime ones, a runtime mutant switched inside the one
+ * long-lived server, a static mutant given a server of its own, and a run after a killed mutant unaffected by what
+ * that mutant left in the store. Each outcome is compared with the suite's own fresh-process run (`--reference`
+ * with the mutant active from the start, what Stryker's command runner did per mutant).
+ */
+import { execFile } from 'node:child_process'
+import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { Instrumenter } from '@stryker-mutator/instrumenter'
+import { afterAll, describe, expect, it } from 'vitest'
+import { main } from '../src/cli.js'
+// @ts-expect-error: plain ESM modules of the command, without types
+import { noticed } from '../stryker/noticed.mjs'
+// @ts-expect-error: plain ESM modules of the command, without types
+import { ConformanceSwitchRunner, SUITE_TEST } from '../stryker/switch-runner.mjs'
+import { scratchDir } from './scratch.js'
+
+const run = promisify(execFile)
+const root = join(import.meta.dirname, '..', '..')
+const MODULE = 'src/domain/idempotency/key'
+const ONLY = ['idempotency', 'sweep']
+const SKIPPED = new Set(['node_modules', '.git', '.stryker-tmp', 'reports', 'coverage', '.agentops'])
+
+const silent = { debug() {}, info() {}, warn() {}, error() {}, isDebugEnabled: () => false }
+const quiet = {
+  isTraceEnabled: () => false,
+  isDebugEnabled: () => false,
+  isInfoEnabled: () => false,
+  isWarnEnabled: () => false,
+  isErrorEnabled: () => false,
+  isFatalEnabled: () => false,
+  trace() {},
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  fatal() {},
+}
+
+interface Mutant {
+  id: string
+  mutatorName: string
+  replacement: string
+  location: { start: { line: number } }
+  status?: string
+}
+
+/** A sandbox as Stryker makes one: the kit copied, its build's `MODULE` instrumented with every mutant switchable. */
+async function sandbox(): Promise<{ dir: string; mutants: readonly Mutant[] }> {
+  const dir = scratchDir('stryker-switch-')
+  cpSync(root, dir, {
+    recursive: true,
+    filter: (src) => !SKIPPED.has(src.slice(root.length + 1).split('/')[0] ?? ''),
+  })
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
+  const file = join(dir, 'dist', `${MODULE}.js`)
+  const result = await new Instrumenter(quiet).instrument(
+    [{ name: file, content: readFileSync(file, 'utf8'), mutate: true }],
+    { plugins: null, excludedMutations: [], ignorers: [], noHeader: false },
+  )
+  writeFileSync(file, result.files[0]!.content)
+  return { dir, mutants: result.mutants }
+}
+
+/** The fresh-process judgement: the suite with `--reference` (keys, server, store new), the mutant active from start. */
+async function freshProcess(dir: string, mutant: string): Promise<boolean> {
+  const json = join(dir, `fresh-${mutant}.json`)
+  const args = ['conformance/bin/agentops-conformance.mjs', '--reference', '--strict-profile', '--bail']
+  await run(process.execPath, [...args, '--only', ONLY.join(','), '--json', json], {
+    cwd: dir,
+    env: { ...process.env, __STRYKER_ACTIVE_MUTANT__: mutant },
+    timeout: 240_000,
+  }).catch(() => undefined)
+  return noticed(JSON.parse(readFileSync(json, 'utf8')))
+}
+
+describe('conformance:stryker switch runner', () => {
+  let runner: InstanceType<typeof ConformanceSwitchRunner> | undefined
+  afterAll(async () => {
+    await runner?.dispose()
+  })
+
+  it('judges runtime mutants in one server, static ones in their own, as fresh processes do', async () => {
+    const { dir, mutants } = await sandbox()
+    const line = (l: number) => mutants.filter((m) => m.location.start.line === l && !m.status)
+    // `REPLAYED_HEADERS = ['content-type', 'location']` (module level: only its load executes it) emptied.
+    const staticMutant = line(7).find((m) => m.mutatorName === 'ArrayDeclaration')!
+    // validateKey's body emptied: executed per request.
+    const runtimeMutant = line(8).find((m) => m.mutatorName === 'BlockStatement')!
+    expect(staticMutant && runtimeMutant).toBeTruthy()
+
+    runner = new ConformanceSwitchRunner(silent, { root: dir, suite: main, dryRunOnly: ONLY })
+    await runner.init()
+    const dry = await runner.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })
+    expect(dry.status, JSON.stringify(dry)).toBe('complete')
+    expect(dry.tests[0].status, dry.tests[0].failureMessage).toBe(0)
+    expect(Object.keys(dry.mutantCoverage.static)).toContain(staticMutant.id)
+    expect(Object.keys(dry.mutantCoverage.static)).not.toContain(runtimeMutant.id)
+    expect(Object.keys(dry.mutantCoverage.perTest[SUITE_TEST])).toContain(runtimeMutant.id)
+    const server = runner.serverPid
+
+    const options = (m: Mutant | { id: string }, activation: 'runtime' | 'static') => ({
+      activeMutant: m,
+      mutantActivation: activation,
+      reloadEnvironment: activation === 'static',
+      sandboxFileName: join(dir, `${MODULE}.ts`),
+      timeout: 240_000,
+      disableBail: false,
+      ...(activation === 'runtime' ? { testFilter: [SUITE_TEST] } : {}),
+    })
+    // Switched inside the dry run's server.
+    const switched = await runner.mutantRun(options(runtimeMutant, 'runtime'))
+    expect(runner.serverPid).toBe(server)
+    expect(switched.status, JSON.stringify(switched)).toBe('killed')
+
+    // Right after it, in the same server, with what it left behind: a run with no mutant active passes, as the
+    // clean reference does (a survivor stays a survivor).
+    const after = await runner.mutantRun(options({ id: 'no-such-mutant' }, 'runtime'))
+    expect(runner.serverPid).toBe(server)
+    expect(after.status, JSON.stringify(after)).toBe('survived')
+
+    // A static mutant: a server of its own, loaded with the mutant active.
+    const loaded = await runner.mutantRun(options(staticMutant, 'static'))
+    const staticServer = runner.serverPid
+    expect(staticServer).not.toBe(server)
+    expect(loaded.status, JSON.stringify(loaded)).toBe('killed')
+    // Switching at runtime cannot activate it: in a server loaded without it, it is not noticed.
+    const notLoaded = await runner.mutantRun({ ...options(staticMutant, 'runtime'), reloadEnvironment: true })
+    expect(runner.serverPid).not.toBe(staticServer)
+    expect(notLoaded.status, JSON.stringify(notLoaded)).toBe('survived')
+
+    // The same judgements from fresh processes.
+    expect(await freshProcess(dir, runtimeMutant.id)).toBe(true)
+    expect(await freshProcess(dir, staticMutant.id)).toBe(true)
+  }, 600_000)
+})
