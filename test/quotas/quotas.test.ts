@@ -268,6 +268,33 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
       await t?.close()
     })
 
+    it('takes the usage rows in one order in every commit: keyed creates and keyed ingests racing never deadlock', async () => {
+      const { token } = await t.createKey()
+      const record = (id: string) => ({
+        id,
+        ts: '2026-11-23T06:00:00Z',
+        source: 's',
+        policy_class: 'internal',
+        body: {},
+      })
+      const answers = await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          i % 2 === 0
+            ? t.request('POST', '/v1/agents', {
+                token,
+                body: agent(`order-${i}`),
+                headers: { 'idempotency-key': `order-${i}` },
+              })
+            : t.request('POST', `/v1/grid/connectors/c${i % 3}/ingest`, {
+                token,
+                body: { records: [record(`order-${i}`)] },
+                headers: { 'idempotency-key': `order-${i}` },
+              }),
+        ),
+      )
+      expect(answers.map((r) => r.status).filter((s) => s !== 201 && s !== 202)).toEqual([])
+    })
+
     /** A transaction of the workspace that counts one agent, then waits for `release` before it commits. */
     function heldCount(workspaceId: string) {
       let release = () => {}

@@ -150,10 +150,8 @@ export class PostgresDb
         const tail = next && commitTailOf(next.tx)
         if (!next || !tail?.refusableAtCommit)
           throw new Error('A refused unit resumes only inside another unit of the same store')
-        for (const h of tx.held) {
-          if (h.refusal) tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered)
-          else tail.atCommit(h.sql, h.params)
-        }
+        for (const h of tx.counts) tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered)
+        for (const h of tx.held) tail.atCommit(h.sql, h.params)
         for (const fn of after) next.defer(fn)
       })
     }

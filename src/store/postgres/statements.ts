@@ -125,12 +125,22 @@ export class PooledQueryable extends SendingQueryable {
   }
 }
 
+/**
+ * COUNTS_FIRST: a transaction's quota counts (refusable statements) go out before its other held-back writes, so
+ * every transaction takes its workspace's usage rows before the event log's append lock (the last of its writes):
+ * in one order everywhere, two commits never wait on each other in a cycle.
+ */
 interface HeldBack {
   sql: string
   params: readonly SqlValue[] | undefined
   /** A statement that may refuse the write (CommitTail.refusableAtCommit). */
   refusal?: RefusalAtCommit
   answered?: ((rows: readonly Row[]) => void) | undefined
+}
+
+/** A refusable held-back statement (CommitTail.refusableAtCommit). */
+interface HeldCount extends HeldBack {
+  refusal: RefusalAtCommit
 }
 
 /**
@@ -176,6 +186,8 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
   /** Whether BEGIN has been sent: COMMIT and ROLLBACK follow only then. */
   begun = false
   private readonly held: HeldBack[] = []
+  /** The refusable statements (a quota's counts), sent before the others: see COUNTS_FIRST. */
+  private readonly counts: HeldCount[] = []
 
   constructor(
     private readonly connection: Connection,
@@ -212,12 +224,12 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
   ): void {
-    this.held.push({ sql, params, refusal, answered })
+    this.counts.push({ sql, params, refusal, answered })
   }
 
   /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */
   async commit(): Promise<void> {
-    if (this.held.length === 0) {
+    if (this.held.length === 0 && this.counts.length === 0) {
       if (!this.begun) return
       const driver = this.driver
       await this.sent(driver, driver.unsafe('COMMIT').execute(), true)
@@ -226,7 +238,7 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
     const driver = this.driver
     const begin = !this.begun
     this.begun = true
-    await this.sent(driver, sendToCommit(driver, this.timing, this.held, begin), true)
+    await this.sent(driver, sendToCommit(driver, this.timing, [...this.counts, ...this.held], begin), true)
   }
 
   /** Rolls back what was begun; on a lost connection the server has rolled back already. */
@@ -268,6 +280,8 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
 export class DeferredTransaction implements Queryable, CommitTail {
   private readonly first: HeldBack[] = []
   readonly held: HeldBack[] = []
+  /** The refusable statements (a quota's counts), sent before the others: see COUNTS_FIRST. */
+  readonly counts: HeldCount[] = []
 
   constructor(
     private readonly connections: SharedConnections,
@@ -282,36 +296,30 @@ export class DeferredTransaction implements Queryable, CommitTail {
     this.held.push({ sql, params })
   }
 
-  /**
-   * Held back like `atCommit`. Combined into one statement, the unit cannot tell which write refused: a failure
-   * some refusal recognises is sent again one statement at a time (nothing of the first attempt was kept), which
-   * names the statement, or commits if room was made meanwhile. `answered` is told only in that second form.
-   */
+  /** Held back like `atCommit`, sent before the other writes (COUNTS_FIRST), never combined into one statement. */
   refusableAtCommit(
     sql: string,
     params: readonly SqlValue[],
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
   ): void {
-    this.held.push({ sql, params, refusal, answered })
+    this.counts.push({ sql, params, refusal, answered })
   }
 
   async commit(): Promise<void> {
-    const statements = [...this.first, ...this.held]
+    const statements = [...this.first, ...this.counts, ...this.held]
     if (statements.length === 0) return
     const connection = this.connections.pick()
     const driver = connection.driver
-    const one = statements.length === 1 ? statements[0] : asOneStatement(statements)
+    // Combined, the writes would run in an order PostgreSQL picks: a unit with counts keeps COUNTS_FIRST's order.
+    const one =
+      statements.length === 1 ? statements[0] : this.counts.length > 0 ? null : asOneStatement(statements)
     const sent = one ? 1 : statements.length + 2
     connection.load += sent
     try {
       if (one) {
-        try {
-          await watched(connection, driver, this.timing.run('transaction', driver, one.sql, one.params))
-          return
-        } catch (err) {
-          if (!statements.some((h) => h.refusal?.matches(err))) throw err
-        }
+        await watched(connection, driver, this.timing.run('transaction', driver, one.sql, one.params))
+        return
       }
       await watched(connection, driver, sendToCommit(driver, this.timing, statements, true))
     } finally {
