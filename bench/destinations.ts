@@ -4,21 +4,27 @@
  * each arrival at the receiver, on SQLite; then NATS publish throughput.
  *
  *   npx tsx bench/destinations.ts [--rounds <n>] [--destinations <n>] [--concurrency <n>] [--publishes <n>]
+ *     [--warmup <n>] [--inline-receiver] [--profile <file.cpuprofile>]
  *
  * A round commits one run.failed event (every destination lists it) and waits for all arrivals: HTTP requests at
  * the receiver, messages on a core NATS subscription of the stream's subjects. The HTTP receiver runs in a process
  * of its own (bench/support/arrival-receiver.mjs), as a real one would on another machine, so its work does not
  * share the server's thread; `--inline-receiver` runs it in this process instead (how this was measured before
  * 2026-11-29 10:45). p50/p99/max are over every arrival of
- * every round. `--concurrency` is the outbox's pool (AGENTOPS_WEBHOOK_CONCURRENCY, default 16 as the server's).
+ * every round; `--warmup <n>` runs n rounds first and leaves them out (a warm server; without it the first round
+ * also measures the JIT compiling the outbox's paths). Each round prints its own figures and this process's CPU time
+ * per arrival (user + system), which other load on the machine moves less than the wall-clock spans.
+ * `--profile <file>` writes a CPU profile of the rounds alone. `--concurrency` is the outbox's pool
+ * (AGENTOPS_WEBHOOK_CONCURRENCY, default 16 as the server's).
  * NATS throughput: the transport alone, `--publishes` events with 64 in flight, each acknowledged by JetStream with
  * its Nats-Msg-Id (the outbox itself keeps one attempt in flight per destination, so one destination's publishes go
  * one after another). In-process; loopback only; every wait is bounded.
  */
 
 import { fork } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
+import { Session } from 'node:inspector/promises'
 import type { AddressInfo } from 'node:net'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -44,10 +50,15 @@ const option = (name: string, fallback: number, max: number) => {
   return Math.min(max, Math.max(1, Number(i >= 0 ? args[i + 1] : fallback)))
 }
 const ROUNDS = option('--rounds', 5, 50)
+/** Rounds run first and left out of the figures (a warm server: the JIT has compiled the outbox's paths). */
+const WARMUP = args.includes('--warmup')
+  ? Math.min(50, Math.max(0, Number(args[args.indexOf('--warmup') + 1])))
+  : 0
 const DESTINATIONS = option('--destinations', 1000, 5000)
 const CONCURRENCY = option('--concurrency', 16, 1000)
 const PUBLISHES = option('--publishes', 20_000, 200_000)
 const INLINE_RECEIVER = args.includes('--inline-receiver')
+const PROFILE = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined
 const ROUND_TIMEOUT_MS = 60_000
 const WS = 'ws_bench'
 
@@ -132,9 +143,21 @@ for (let i = 0; i < DESTINATIONS; i++) {
 }
 service.dispatcher.start()
 
+// `--profile`: a CPU profile of the rounds alone (not the set-up or the NATS half), for Chrome DevTools or any
+// .cpuprofile reader.
+const profiler = PROFILE ? new Session() : undefined
+if (profiler) {
+  profiler.connect()
+  await profiler.post('Profiler.enable')
+  await profiler.post('Profiler.setSamplingInterval', { interval: 100 })
+  await profiler.post('Profiler.start')
+}
 const latencies: number[] = []
-for (let round = 0; round < ROUNDS; round++) {
+/** This process's CPU time (user + system) per arrival in each round: a figure load moves less than wall time. */
+const cpuPerDelivery: number[] = []
+for (let round = -WARMUP; round < ROUNDS; round++) {
   arrivals = []
+  const cpuBefore = process.cpuUsage()
   await db.transaction((tx) =>
     events.append(tx, {
       workspaceId: WS,
@@ -152,11 +175,29 @@ for (let round = 0; round < ROUNDS; round++) {
   }
   if (arrivals.length < DESTINATIONS)
     console.log(`round ${round}: only ${arrivals.length} of ${DESTINATIONS} arrived`)
+  const spans = arrivals.map((t) => t - committed).sort((a, b) => a - b)
+  const cpu = process.cpuUsage(cpuBefore)
+  const cpuPerArrival = (cpu.user + cpu.system) / Math.max(1, arrivals.length)
+  console.log(
+    `  ${round < 0 ? 'warm-up' : 'round'} ${round}: first ${ms(spans[0] ?? NaN)}, p50 ${ms(pct(spans, 50))}, p99 ${ms(pct(spans, 99))}, max ${ms(spans.at(-1) ?? NaN)}; ` +
+      `this process's CPU ${cpuPerArrival.toFixed(0)} µs per arrival`,
+  )
+  if (round < 0) {
+    await new Promise((r) => setTimeout(r, 200))
+    await collect()
+    continue
+  }
+  cpuPerDelivery.push(cpuPerArrival)
   latencies.push(...arrivals.map((t) => t - committed))
   await new Promise((r) => setTimeout(r, 200))
   await collect()
 }
 await service.stop()
+if (profiler && PROFILE) {
+  const { profile } = await profiler.post('Profiler.stop')
+  writeFileSync(PROFILE, JSON.stringify(profile))
+  profiler.disconnect()
+}
 latencies.sort((a, b) => a - b)
 console.log(
   `machine: ${cpus().length} cores, load average ${loadavg()
@@ -165,8 +206,10 @@ console.log(
 )
 console.log(
   `one event to ${DESTINATIONS} destinations (slack, pagerduty, cloudevents, nats in turn), SQLite, pool ${CONCURRENCY}, ` +
-    `receiver ${INLINE_RECEIVER ? 'in this process' : 'in its own process'}, ${ROUNDS} rounds: ` +
-    `commit→receiver p50 ${ms(pct(latencies, 50))}, p99 ${ms(pct(latencies, 99))}, max ${ms(latencies.at(-1) ?? NaN)} (${latencies.length} arrivals)`,
+    `receiver ${INLINE_RECEIVER ? 'in this process' : 'in its own process'}, ${ROUNDS} rounds` +
+    `${WARMUP > 0 ? ` after ${WARMUP} warm-up rounds` : ''}: ` +
+    `commit→receiver p50 ${ms(pct(latencies, 50))}, p99 ${ms(pct(latencies, 99))}, max ${ms(latencies.at(-1) ?? NaN)} (${latencies.length} arrivals); ` +
+    `this process's CPU per arrival, median of rounds ${[...cpuPerDelivery].sort((a, b) => a - b)[Math.floor(cpuPerDelivery.length / 2)]?.toFixed(0)} µs`,
 )
 
 // NATS throughput: the transport alone, 64 publishes in flight.

@@ -154,7 +154,7 @@ async function main(): Promise<number> {
         )
         dialectFailures += core.length + skipped.length
         log(
-          `\ndialect ${dialect.id} (${dialect.description}): core ${core.length === 0 ? 'all pass' : `FAILED ${core.map((r) => `${r.id} (${r.message ?? ''})`).join('; ')}`}${skipped.length > 0 ? `; core SKIPPED or PARTIAL ${skipped.map((r) => `${r.id} ${r.outcome} (${r.message ?? ''})`).join('; ')}` : ''}; ${profile.length} profile checks fail as they may`,
+          `\ndialect ${dialect.id} (${dialect.description}): core ${core.length === 0 ? 'all pass' : `FAILED ${core.map((r) => `${r.id} (${r.message ?? ''})`).join('; ')}`}${skipped.length > 0 ? `; core SKIPPED or PARTIAL ${skipped.map((r) => `${r.id} ${r.outcome} (${r.message ?? ''})`).join('; ')}` : ''}; ${profile.length} profile checks fail as they may${profile.length > 0 ? ` (${profile.map((r) => r.id).join(', ')})` : ''}`,
         )
       }
     }

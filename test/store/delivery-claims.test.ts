@@ -1,10 +1,11 @@
 /**
  * The outbox's claim (DeliveryRepo.claimDue): the oldest due row of each subscription, the longest waiting first,
  * skipping busy subscriptions, at most `limit`, on both stores; a backlog longer than one page of the due index
- * never hides another subscription's row.
+ * never hides another subscription's row, nor makes the walk read it page after page. And the fan-out's batched
+ * insert (insertMany): one row per (subscription, event), whatever was there before or repeats in the batch.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Db } from '../../src/store/db.js'
+import type { Db, Queryable, SqlValue } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
@@ -23,6 +24,20 @@ describe.each(backends())('claimDue on $name', (backend) => {
     opened.push(db)
     await migrate(db)
     const repo = new DeliveryRepo(db)
+    /** The SELECTs the repository sends through `counted`, for bounding a walk of the due index. */
+    const selects: string[] = []
+    /** Every statement sent through `counted` with its parameters, for asking its plan. */
+    const sent: { sql: string; params: readonly SqlValue[] }[] = []
+    const counted: Queryable = {
+      query: (sql, params) => {
+        if (/^\s*SELECT/i.test(sql)) selects.push(sql)
+        sent.push({ sql, params: params ?? [] })
+        return db.query(sql, params)
+      },
+      one: (sql, params) => db.one(sql, params),
+      run: (sql, params) => db.run(sql, params),
+      exec: (script) => db.exec(script),
+    }
     let n = 0
     const add = async (webhookId: string, at = NOW) => {
       const id = `dlv_${String(++n).padStart(4, '0')}`
@@ -38,7 +53,17 @@ describe.each(backends())('claimDue on $name', (backend) => {
       })
       return id
     }
-    return { db, repo, add }
+    const row = (webhookId: string, eventId: string, at = NOW) => ({
+      id: `dlv_${String(++n).padStart(4, '0')}`,
+      webhookId,
+      workspaceId: 'ws_a',
+      eventId,
+      eventSeq: n,
+      eventKind: 'agent.created' as const,
+      payload: { id: eventId },
+      now: at,
+    })
+    return { db, repo, add, row, selects, sent, counted }
   }
 
   it('takes the oldest due row of each subscription, the longest waiting first, skipping busy ones', async () => {
@@ -80,5 +105,80 @@ describe.each(backends())('claimDue on $name', (backend) => {
         row: expect.objectContaining({ id, leaseOwner: 'me' }),
       }),
     ])
+  })
+
+  it('walks past long backlogs of several subscriptions in a bounded number of reads', async () => {
+    const { repo, add, row, selects, counted } = await setUp()
+    // Two subscriptions with 400 due rows each, interleaved, older than a third subscription's single row.
+    const backlog = Array.from({ length: 800 }, (_, i) =>
+      row(i % 2 === 0 ? 'whk_x' : 'whk_y', `evt_b${i}`, NOW - 20_000 + i),
+    )
+    expect(await repo.insertMany(backlog)).toBe(800)
+    const z = await add('whk_z', NOW - 1_000)
+    const claimed = await repo.in(counted).claimDue(NOW, 16, [], 'me', NOW + 30_000)
+    expect(claimed.map((c) => c.row.webhookId)).toEqual(['whk_x', 'whk_y', 'whk_z'])
+    expect(claimed.map((c) => c.row.id)).toEqual([backlog[0]?.id, backlog[1]?.id, z])
+    // A page leaves out what is busy or picked already: two reads, not one per page of the 800 rows.
+    expect(selects.length).toBeLessThanOrEqual(3)
+    selects.length = 0
+    // With x and y busy, the walk never reads their backlogs at all.
+    const more = await repo.in(counted).claimDue(NOW, 16, ['whk_x', 'whk_y'], 'other', NOW + 30_000)
+    expect(more).toEqual([])
+    expect(selects.length).toBe(1)
+  })
+
+  it('insertMany creates one row per (subscription, event), skipping pairs already there or repeated', async () => {
+    const { db, repo, row } = await setUp()
+    expect(await repo.insertMany([])).toBe(0)
+    const first = row('whk_a', 'evt_1')
+    expect(await repo.insertMany([first])).toBe(1)
+    const payload = { id: 'evt_2', event: 'agent.created' }
+    const batch = [
+      row('whk_a', 'evt_1'), // already there
+      { ...row('whk_a', 'evt_2'), payload },
+      { ...row('whk_b', 'evt_2'), payload },
+      row('whk_b', 'evt_2'), // repeated in the batch
+    ]
+    expect(await repo.insertMany(batch)).toBe(2)
+    const rows = await db.query<{ id: string; webhook_id: string; event_id: string; payload: string }>(
+      'SELECT id, webhook_id, event_id, payload FROM webhook_deliveries ORDER BY seq',
+    )
+    expect(rows.map((r) => [r.webhook_id, r.event_id])).toEqual([
+      ['whk_a', 'evt_1'],
+      ['whk_a', 'evt_2'],
+      ['whk_b', 'evt_2'],
+    ])
+    expect(rows[0]?.id).toBe(first.id)
+    const stored = await repo.get('whk_b', batch[2]?.id ?? '')
+    expect(stored).toMatchObject({ status: 'pending', attempts: 0, nextAttemptAt: NOW, payload })
+  })
+
+  it('insertMany takes more rows than one statement holds', async () => {
+    const { repo, row } = await setUp()
+    const rows = Array.from({ length: 1_234 }, (_, i) => row(`whk_${i % 7}`, `evt_${i}`))
+    expect(await repo.insertMany(rows)).toBe(1_234)
+    expect(await repo.insertMany(rows)).toBe(0)
+    expect((await repo.list('whk_3', 0, 1_000)).rows).toHaveLength(Math.ceil((1_234 - 3) / 7))
+  })
+
+  it("takes the picked rows by id, not by walking the due index's pending rows", async () => {
+    const { db, repo, row, sent, counted } = await setUp()
+    await repo.insertMany(Array.from({ length: 300 }, (_, i) => row(`whk_${i}`, `evt_${i}`)))
+    expect(await repo.in(counted).claimDue(NOW, 16, [], 'me', NOW + 30_000)).toHaveLength(16)
+    const take = sent.find((s) => /^\s*UPDATE/i.test(s.sql))
+    expect(take).toBeDefined()
+    if (!take) return
+    const plan =
+      db.dialect === 'sqlite'
+        ? (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${take.sql}`, take.params)).map(
+            (r) => r.detail,
+          )
+        : await db.transaction(async (tx) => {
+            await tx.exec('SET LOCAL enable_seqscan = off')
+            const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${take.sql}`, take.params)
+            return rows.map((r) => r['QUERY PLAN'])
+          })
+    expect(plan.join('\n')).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
+    expect(plan.join('\n')).not.toMatch(/webhook_deliveries_due/)
   })
 })

@@ -7,7 +7,7 @@
  */
 import { gzipSync } from 'node:zlib'
 import { type Json, type Mutant, type ProxiedResponse, pathOnly, query, withQuery } from '../proxy.js'
-import { IdMap, isJsonAnswer, offsetTimes, resign, reverseKeys, Secrets } from './wire.js'
+import { IdMap, isJsonAnswer, offsetTimes, resign, reverseKeys, Secrets, withOffset } from './wire.js'
 
 /** A resource's own id field, by the path of its answers (spec §2: the tool identifier field is not shown, ...). */
 const OWN_ID: Array<[RegExp, string]> = [
@@ -98,7 +98,12 @@ export function ownIdsDialect(): Mutant {
     delivery(req) {
       const body = JSON.parse(ids.outward(req.body)) as Json
       const moved = offsetTimes(reverseKeys(body)) as Json
-      return resign(req, moved, secrets.forDelivery(req))
+      // Headers carry ids and times too (a binary-mode CloudEvent's ce-id, ce-subject and ce-time): rewritten the
+      // same way as the body, so the delivery stays one consistent message.
+      const headers = Object.fromEntries(
+        Object.entries(ids.headersOutward(req.headers)).map(([k, v]) => [k, withOffset(v)]),
+      )
+      return resign({ ...req, headers }, moved, secrets.forDelivery(req))
     },
     streamMessage: (message) =>
       offsetTimes(reverseKeys(JSON.parse(ids.outward(JSON.stringify(message))))) as Json,

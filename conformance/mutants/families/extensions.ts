@@ -1,7 +1,8 @@
 /**
  * Extension operations that stop answering as their contract documents: the OpenAPI document is no longer served,
  * a redelivery of a logged delivery is refused as if the delivery did not exist, a destination's change is refused
- * as if the destination did not exist, and a destination's write-only secret comes back when it is read; a Slack
+ * as if the destination did not exist, a binary CloudEvent's ce-id that is not its event id, and a destination's
+ * write-only secret comes back when it is read; a Slack
  * message or a PagerDuty event that its service would refuse (no text nor blocks, a text object of an undocumented
  * type, a severity outside the enum, no routing key) or that could never close its incident (a dedup_key per request).
  */
@@ -130,6 +131,16 @@ export function extensionMutants(): Mutant[] {
         ...b,
         dedup_key: `agentops:${randomBytes(8).toString('hex')}`,
       })),
+    },
+    {
+      id: 'cloudevent-id-per-request',
+      description:
+        'Each binary-mode CloudEvent gets a fresh ce-id rather than the event id: a retry looks like another event to every sink',
+      targets: ['destinations.cloudevents-binary'],
+      delivery: (req) =>
+        req.headers['ce-id'] === undefined
+          ? req
+          : { ...req, headers: { ...req.headers, 'ce-id': `ce-${randomBytes(8).toString('hex')}` } },
     },
     {
       id: 'destination-secret-answered',

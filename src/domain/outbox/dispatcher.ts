@@ -9,7 +9,7 @@ import { RETRY_CAP_MS, type RetryPolicy, retryDelayMs } from '../webhooks/backof
 import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from '../webhooks/body.js'
 import type { DeliveryRepository } from '../webhooks/ports.js'
 import type { SendResult } from '../webhooks/sender.js'
-import type { AttemptOutcome, DeliveryRecord } from '../webhooks/types.js'
+import type { AttemptOutcome, DeliveryRecord, NewDelivery } from '../webhooks/types.js'
 
 /** What the dispatcher needs from the event log: reading by sequence number and a wake-up after commits. */
 export interface EventSource {
@@ -28,6 +28,8 @@ export interface OutboxTarget {
 /** What the outbox reads of its targets (WebhookRepository and DestinationRepository have this shape). */
 export interface OutboxTargets<T extends OutboxTarget> extends TxBound<OutboxTargets<T>> {
   get(workspaceId: string, id: string): Promise<T | undefined>
+  /** The targets of these (workspace, id) pairs that exist, by id, in one read. */
+  getMany(keys: readonly { workspaceId: string; id: string }[]): Promise<Map<string, T>>
   /** Active targets of these workspaces, for fanning events out. */
   activeIn(workspaceIds: readonly string[]): Promise<T[]>
   /** The smallest `afterEventSeq` of any active target, or null when there is none. */
@@ -141,6 +143,8 @@ export class OutboxDispatcher<T extends OutboxTarget> {
    * rows looked for, not the log read again: new events wake the dispatcher themselves (and the poll timer).
    */
   private fanOutCheck = true
+  /** A pass for freed pool slots is asked for at the end of this turn of the event loop. */
+  private slotsFreed = false
   private timer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
   private shutdown = new AbortController()
@@ -221,6 +225,20 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   }
 
   /**
+   * Looks for due rows once the attempts ending in this turn of the event loop have all freed their slots: their
+   * outcomes are committed together (group commit), so they end together, and one pass then claims for all of them
+   * rather than one pass per ended attempt.
+   */
+  private wakeForFreedSlots(): void {
+    if (this.slotsFreed) return
+    this.slotsFreed = true
+    setImmediate(() => {
+      this.slotsFreed = false
+      this.wake({ fanOut: false, due: true })
+    })
+  }
+
+  /**
    * Fans out, then sends every due row and waits for the attempts, until nothing due is left (tests drive the
    * outbox with it). Bounded: each round makes at least one attempt, and attempts per row are bounded.
    */
@@ -254,27 +272,30 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       created += await this.db.transaction(async (tx) => {
         const workspaces = [...new Set(batch.map((e) => e.workspaceId))]
         const subs = await targets.in(tx).activeIn(workspaces)
-        let n = 0
+        const rows: NewDelivery[] = []
         for (const event of batch) {
           const kind = event.kind
           // A kind outside the contract's list cannot be subscribed to.
           if (!isEventKind(kind)) continue
+          let payload: Record<string, unknown> | undefined
           for (const sub of subs) {
             if (sub.workspaceId !== event.workspaceId || event.seq <= sub.afterEventSeq) continue
             if (!this.channel.wants(sub, event, kind)) continue
-            const inserted = await this.deliveries.in(tx).insert({
+            // Every target of an event gets the same body: built once.
+            payload ??= deliveryBody(event)
+            rows.push({
               id: newId('dlv', now),
               webhookId: sub.id,
               workspaceId: sub.workspaceId,
               eventId: event.id,
               eventSeq: event.seq,
               eventKind: kind,
-              payload: deliveryBody(event),
+              payload,
               now,
             })
-            if (inserted) n++
           }
         }
+        const n = await this.deliveries.in(tx).insertMany(rows)
         await targets.in(tx).advanceCursor(cursorName, last.seq)
         return n
       })
@@ -289,29 +310,27 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     const now = this.clock.now()
     const leaseUntil = now + this.options.timeoutMs + LEASE_MARGIN_MS
     const claimed = await this.deliveries.claimDue(now, free, [...this.busy], this.owner, leaseUntil)
-    let started = 0
-    let takenOver = 0
-    try {
-      for (const { row, claim } of claimed) {
-        if (claim === 'taken-over') takenOver++
-        started++
-        this.busy.add(row.webhookId)
-        const attempt = this.attempt(row).finally(() => {
-          this.busy.delete(row.webhookId)
-          this.inFlight.delete(attempt)
-          // The subscription may have more rows due, and a pool slot is free again.
-          this.wake({ fanOut: false, due: true })
-        })
-        this.inFlight.add(attempt)
-      }
-    } finally {
-      if (takenOver > 0) this.options.leases?.takenOver('deliveries', takenOver)
+    if (claimed.length === 0) return 0
+    const takenOver = claimed.filter(({ claim }) => claim === 'taken-over').length
+    if (takenOver > 0) this.options.leases?.takenOver('deliveries', takenOver)
+    // The claimed rows' targets in one read; a target missing now was deleted (its attempt records that).
+    const targets = await this.channel.targets.getMany(
+      claimed.map(({ row }) => ({ workspaceId: row.workspaceId, id: row.webhookId })),
+    )
+    for (const { row } of claimed) {
+      this.busy.add(row.webhookId)
+      const attempt = this.attempt(row, targets.get(row.webhookId)).finally(() => {
+        this.busy.delete(row.webhookId)
+        this.inFlight.delete(attempt)
+        // The subscription may have more rows due, and a pool slot is free again.
+        this.wakeForFreedSlots()
+      })
+      this.inFlight.add(attempt)
     }
-    return started
+    return claimed.length
   }
 
-  private async attempt(row: DeliveryRecord): Promise<void> {
-    const target = await this.channel.targets.get(row.workspaceId, row.webhookId)
+  private async attempt(row: DeliveryRecord, target: T | undefined): Promise<void> {
     const now = this.clock.now()
     const telemetry = this.options.telemetry
     if (!target) {

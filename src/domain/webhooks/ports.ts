@@ -13,6 +13,8 @@ import type {
 export interface WebhookRepository extends TxBound<WebhookRepository> {
   insert(w: NewWebhook): Promise<WebhookRecord>
   get(workspaceId: string, id: string): Promise<WebhookRecord | undefined>
+  /** The subscriptions of these (workspace, id) pairs that exist, by id, in one read. */
+  getMany(keys: readonly { workspaceId: string; id: string }[]): Promise<Map<string, WebhookRecord>>
   list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<WebhookRecord>>
   /** Active subscriptions of these workspaces, for fanning events out. */
   activeIn(workspaceIds: readonly string[]): Promise<WebhookRecord[]>
@@ -29,6 +31,8 @@ export interface WebhookRepository extends TxBound<WebhookRepository> {
 export interface DeliveryRepository extends TxBound<DeliveryRepository> {
   /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
   insert(d: NewDelivery): Promise<boolean>
+  /** Creates the rows whose (subscription, event) pair has none yet; the number created. */
+  insertMany(rows: readonly NewDelivery[]): Promise<number>
   get(webhookId: string, id: string): Promise<DeliveryRecord | undefined>
   list(webhookId: string, afterSeq: number, limit: number): Promise<Slice<DeliveryRecord>>
   /**

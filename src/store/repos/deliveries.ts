@@ -59,6 +59,9 @@ function toDelivery(r: RawDelivery): DeliveryRecord {
   }
 }
 
+/** Rows per INSERT of `insertMany`: 9 parameters each, well under SQLite's 32,766 and PostgreSQL's 65,535. */
+const INSERT_CHUNK = 500
+
 /** Which dispatcher a row belongs to: webhook subscriptions or destinations share the one outbox table. */
 export type OutboxChannelName = 'webhook' | 'destination'
 
@@ -99,6 +102,52 @@ export class DeliveryRepo implements DeliveryRepository {
     return changed > 0
   }
 
+  /**
+   * Creates the rows whose (subscription, event) pair has none yet, several to a statement (one event fanned out
+   * to a thousand targets is a few statements, not a thousand); the number created.
+   */
+  async insertMany(rows: readonly NewDelivery[]): Promise<number> {
+    let created = 0
+    // One event's rows share its body: serialised once.
+    const bodies = new Map<Record<string, unknown>, string>()
+    const json = (payload: Record<string, unknown>) => {
+      let text = bodies.get(payload)
+      if (text === undefined) {
+        text = toJson(payload)
+        bodies.set(payload, text)
+      }
+      return text
+    }
+    for (let from = 0; from < rows.length; from += INSERT_CHUNK) {
+      const chunk = rows.slice(from, from + INSERT_CHUNK)
+      const params: (string | number)[] = []
+      const values = chunk.map((d) => {
+        const at = params.length
+        params.push(
+          d.id,
+          d.webhookId,
+          d.workspaceId,
+          d.eventId,
+          d.eventSeq,
+          d.eventKind,
+          json(d.payload),
+          d.now,
+        )
+        params.push(this.channel)
+        const $ = (i: number) => `$${at + i}`
+        return `(${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}, ${$(7)}, 'pending', 0, ${$(8)}, ${$(8)}, ${$(8)}, ${$(9)})`
+      })
+      created += await this.db.run(
+        `INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_seq, event_kind, payload,
+           status, attempts, next_attempt_at, created_at, updated_at, channel)
+         VALUES ${values.join(', ')}
+         ON CONFLICT (webhook_id, event_id) DO NOTHING`,
+        params,
+      )
+    }
+    return created
+  }
+
   async get(webhookId: string, id: string): Promise<DeliveryRecord | undefined> {
     const row = await this.db.one<RawDelivery>(
       'SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2',
@@ -122,11 +171,13 @@ export class DeliveryRepo implements DeliveryRepository {
     if (picked.length === 0) return []
     // Two statements tell a lapsed lease of another owner (`taken-over`) from a free row without reading first:
     // the second takes only what the first left, and together they take exactly the picked rows still due whose
-    // lease is absent or lapsed.
+    // lease is absent or lapsed. The rows are found by id: `status || ''` and `next_attempt_at + 0` keep SQLite's
+    // planner off the due index, which it otherwise prefers and walks every pending row with.
     const take = (whose: string, ids: readonly string[]) =>
       this.db.query<RawDelivery>(
         `UPDATE webhook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
-         WHERE id IN (${ids.map((_, i) => `$${i + 4}`).join(', ')}) AND status = 'pending' AND next_attempt_at <= $3
+         WHERE id IN (${ids.map((_, i) => `$${i + 4}`).join(', ')}) AND status || '' = 'pending'
+           AND next_attempt_at + 0 <= $3
            AND (lease_until IS NULL OR lease_until <= $3) AND ${whose}
          RETURNING *`,
         [owner, leaseUntil, now, ...ids],
@@ -145,14 +196,19 @@ export class DeliveryRepo implements DeliveryRepository {
    * The oldest due row of each subscription that has one (skipping `busy` subscriptions), subscriptions ordered
    * by how long their oldest row has waited: one receiver's backlog can never fill the whole candidate list. The
    * due rows are walked in the due index's order (next_attempt_at, then seq), a page at a time, so a subscription's
-   * first row met is its oldest; the walk stops once `limit` subscriptions are found.
+   * first row met is its oldest. Each page leaves out the subscriptions already busy or picked, so the walk ends
+   * once `limit` subscriptions are found or the due rows run out, however long one subscription's backlog is.
    */
   private async oldestDue(now: number, limit: number, busy: readonly string[]): Promise<string[]> {
-    const page = Math.max(4 * limit, 64)
     const seen = new Set(busy)
     const picked: string[] = []
     let after: [number, number] | undefined
     for (;;) {
+      // Rows of one subscription in a page are the only ones skipped: a little more than is still wanted.
+      const page = Math.max(2 * (limit - picked.length), 8)
+      const skip = [...seen]
+      const params: (string | number)[] = [now, this.channel, page, ...(after ?? []), ...skip]
+      const skipFrom = after ? 6 : 4
       const rows = await this.db.query<{
         id: string
         webhook_id: string
@@ -162,8 +218,9 @@ export class DeliveryRepo implements DeliveryRepository {
         `SELECT id, webhook_id, next_attempt_at, seq FROM webhook_deliveries
          WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
            AND channel = $2 ${after ? 'AND (next_attempt_at > $4 OR (next_attempt_at = $4 AND seq > $5))' : ''}
+           ${skip.length > 0 ? `AND webhook_id NOT IN (${skip.map((_, i) => `$${i + skipFrom}`).join(', ')})` : ''}
          ORDER BY next_attempt_at, seq LIMIT $3`,
-        [now, this.channel, page, ...(after ?? [])],
+        params,
       )
       for (const r of rows) {
         if (seen.has(r.webhook_id)) continue

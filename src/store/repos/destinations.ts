@@ -90,6 +90,25 @@ export class DestinationRepo implements DestinationRepository {
     return row ? toDestination(row) : undefined
   }
 
+  async getMany(
+    keys: readonly { workspaceId: string; id: string }[],
+  ): Promise<Map<string, DestinationRecord>> {
+    const found = new Map<string, DestinationRecord>()
+    if (keys.length === 0) return found
+    const ids = [...new Set(keys.map((k) => k.id))]
+    const rows = await this.db.query<RawDestination>(
+      `SELECT * FROM destinations WHERE deleted_at IS NULL AND id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`,
+      ids,
+    )
+    // Each id counts only in the workspace it was asked for.
+    const asked = new Map(keys.map((k) => [k.id, k.workspaceId]))
+    for (const row of rows) {
+      const record = toDestination(row)
+      if (asked.get(record.id) === record.workspaceId) found.set(record.id, record)
+    }
+    return found
+  }
+
   async byId(id: string): Promise<DestinationRecord | undefined> {
     const row = await this.db.one<RawDestination>(
       'SELECT * FROM destinations WHERE id = $1 AND deleted_at IS NULL',

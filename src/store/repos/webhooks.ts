@@ -84,6 +84,23 @@ export class WebhookRepo implements WebhookRepository {
     return row ? toWebhook(row) : undefined
   }
 
+  async getMany(keys: readonly { workspaceId: string; id: string }[]): Promise<Map<string, WebhookRecord>> {
+    const found = new Map<string, WebhookRecord>()
+    if (keys.length === 0) return found
+    const ids = [...new Set(keys.map((k) => k.id))]
+    const rows = await this.db.query<RawWebhook>(
+      `SELECT * FROM webhooks WHERE deleted_at IS NULL AND id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`,
+      ids,
+    )
+    // Each id counts only in the workspace it was asked for.
+    const asked = new Map(keys.map((k) => [k.id, k.workspaceId]))
+    for (const row of rows) {
+      const record = toWebhook(row)
+      if (asked.get(record.id) === record.workspaceId) found.set(record.id, record)
+    }
+    return found
+  }
+
   /** `limit` rows after `afterSeq` in creation order (callers ask for one more to detect a next page). */
   async list(workspaceId: string, afterSeq: number, limit: number): Promise<Slice<WebhookRecord>> {
     const rows = await this.db.query<RawWebhook>(
