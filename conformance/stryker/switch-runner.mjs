@@ -22,7 +22,6 @@
 import { spawn } from 'node:child_process'
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
@@ -75,7 +74,8 @@ class SwitchedServer {
   constructor(root, receiverPort, staticMutant) {
     this.root = root
     this.staticMutant = staticMutant
-    this.dir = mkdtempSync(join(tmpdir(), 'agentops-stryker-'))
+    // Inside the sandbox, which Stryker removes at the end: a worker Stryker kills (a timeout) leaves nothing behind.
+    this.dir = mkdtempSync(join(root, '.switch-server-'))
     this.databaseUrl = `sqlite:${join(this.dir, 'db.sqlite')}`
     this.receiverPort = receiverPort
     this.pending = new Map()
@@ -221,7 +221,7 @@ export class ConformanceSwitchRunner {
       }
     }
     this.receiverPort = await freePort()
-    this.configDir = mkdtempSync(join(tmpdir(), 'agentops-stryker-suite-'))
+    this.configDir = mkdtempSync(join(this.root, '.switch-suite-'))
     this.configFile = join(this.configDir, 'conformance.json')
     writeFileSync(this.configFile, JSON.stringify({ stream: { replayWindow: REPLAY_WINDOW } }))
   }
