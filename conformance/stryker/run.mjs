@@ -20,7 +20,7 @@
  * of the mutated module's section (scope.mjs CHECKS), with fresh identities in the store (switch) or a fresh store
  * (command): outcomes never depend on the mutants before.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { asMutate, changedRanges, countMutants } from './changes.mjs'
@@ -157,6 +157,38 @@ const total = Object.values(sections).reduce(
   }),
   { killedAtCore: 0, killedByProfileOnly: 0, survived: 0, annotated: 0 },
 )
+/**
+ * What the runs cost, from the switch runner's per-run records (costs-*.jsonl): CPU seconds of the suite (the
+ * worker) and of the reference server per mutant run, static ones (a server started for them) apart.
+ */
+function runCosts() {
+  const runs = readdirSync(suiteReports)
+    .filter((f) => f.startsWith('costs-') && f.endsWith('.jsonl'))
+    .flatMap((f) =>
+      readFileSync(join(suiteReports, f), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+    )
+  if (runs.length === 0) return undefined
+  const sum = (rs) => {
+    const cpu = rs.reduce((t, r) => t + r.suiteCpuMs + r.serverCpuMs, 0) / 1000
+    return {
+      runs: rs.length,
+      cpuSeconds: Math.round(cpu),
+      cpuSecondsPerRun: rs.length ? Number((cpu / rs.length).toFixed(2)) : null,
+      suiteCpuSeconds: Math.round(rs.reduce((t, r) => t + r.suiteCpuMs, 0) / 1000),
+      serverCpuSeconds: Math.round(rs.reduce((t, r) => t + r.serverCpuMs, 0) / 1000),
+    }
+  }
+  const mutantRuns = runs.filter((r) => r.mutant !== 'dry run')
+  return {
+    dryRun: sum(runs.filter((r) => r.mutant === 'dry run')),
+    mutantRuns: sum(mutantRuns),
+    staticRuns: sum(mutantRuns.filter((r) => r.static)),
+  }
+}
+const costs = runCosts()
 const judged = total.killedAtCore + total.killedByProfileOnly + total.survived
 const summary = {
   seconds: Math.round(seconds),
@@ -169,6 +201,7 @@ const summary = {
   annotated: results.length ? total.annotated / results.length : null,
   sections,
   total,
+  ...(costs ? { costs } : {}),
 }
 writeFileSync(join(out, 'sections.json'), `${JSON.stringify(summary, null, 2)}\n`)
 console.log(
@@ -180,3 +213,7 @@ const pct = (x) => (x === null ? '-' : `${(x * 100).toFixed(1)} %`)
 console.log(
   `\nconformance:stryker: ${results.length} mutants in ${seconds.toFixed(0)} s (${(seconds / Math.max(1, results.length)).toFixed(1)} s each); killed ${pct(summary.killed)} of those not annotated, ${pct(summary.killedAtCore)} at core; annotated ${pct(summary.annotated)}; HTML report ${relative(root, join(out, 'index.html'))}`,
 )
+if (costs)
+  console.log(
+    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s`,
+  )

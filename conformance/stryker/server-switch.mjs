@@ -14,7 +14,8 @@
  * - `{ cmd: 'activate', mutant, hitLimit }`: makes `mutant` (or none) active, counting its hits against `hitLimit`
  * - `{ cmd: 'keys', requests }`: `agentops keys create ... --json` for each request against this server's store,
  *   in this process (the kit's own CLI entry, the same code the suite's `--reference` runs in a child process)
- * - `{ cmd: 'end' }`: deactivates the mutant and answers its hit count and the coverage recorded so far
+ * - `{ cmd: 'end' }`: deactivates the mutant and answers its hit count, the coverage recorded so far and the CPU
+ *   time this process has used (microseconds, user + system)
  * The server exits when the runner's process goes away (the channel disconnects).
  */
 import { join } from 'node:path'
@@ -60,7 +61,8 @@ const commands = {
   },
   keys: async ({ requests }) => ({ tokens: await issue(requests) }),
   end: () => {
-    const answer = { hitCount: ns.hitCount, coverage: ns.mutantCoverage }
+    const { user, system } = process.cpuUsage()
+    const answer = { hitCount: ns.hitCount, coverage: ns.mutantCoverage, cpuMicros: user + system }
     ns.activeMutant = undefined
     ns.hitCount = undefined
     ns.hitLimit = undefined

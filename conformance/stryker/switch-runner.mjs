@@ -20,9 +20,8 @@
  *   STRYKER_SUITE_REPORTS, named by the mutant, for run.mjs's per-section table.
  */
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
@@ -75,7 +74,8 @@ class SwitchedServer {
   constructor(root, receiverPort, staticMutant) {
     this.root = root
     this.staticMutant = staticMutant
-    this.dir = mkdtempSync(join(tmpdir(), 'agentops-stryker-'))
+    // Inside the sandbox, which Stryker removes at the end: a worker Stryker kills (a timeout) leaves nothing behind.
+    this.dir = mkdtempSync(join(root, '.switch-server-'))
     this.databaseUrl = `sqlite:${join(this.dir, 'db.sqlite')}`
     this.receiverPort = receiverPort
     this.pending = new Map()
@@ -207,10 +207,21 @@ export class ConformanceSwitchRunner {
   }
 
   async init() {
-    const cli = join(this.root, 'conformance', 'dist', 'cli.js')
-    this.suite ??= (await import(pathToFileURL(cli).href)).main
+    if (!this.suite) {
+      const dist = join(this.root, 'conformance', 'dist')
+      this.suite = (await import(pathToFileURL(join(dist, 'cli.js')).href)).main
+      // The contract compiles once per worker, not once per run (a measurable share of a run): a compiled contract
+      // is read-only to the checks, and its validators, compiled as the checks first need them, are kept too.
+      const { Contract } = await import(pathToFileURL(join(dist, 'contract.js')).href)
+      const compiled = new Map()
+      const fromFile = Contract.fromFile.bind(Contract)
+      Contract.fromFile = (path) => {
+        if (!compiled.has(path)) compiled.set(path, fromFile(path))
+        return compiled.get(path)
+      }
+    }
     this.receiverPort = await freePort()
-    this.configDir = mkdtempSync(join(tmpdir(), 'agentops-stryker-suite-'))
+    this.configDir = mkdtempSync(join(this.root, '.switch-suite-'))
     this.configFile = join(this.configDir, 'conformance.json')
     writeFileSync(this.configFile, JSON.stringify({ stream: { replayWindow: REPLAY_WINDOW } }))
   }
@@ -219,6 +230,29 @@ export class ConformanceSwitchRunner {
     await this.server?.stop()
     this.server = undefined
     if (this.configDir) rmSync(this.configDir, { recursive: true, force: true })
+  }
+
+  startCost() {
+    const { user, system } = process.cpuUsage()
+    return { at: Date.now(), workerMicros: user + system }
+  }
+
+  /**
+   * What one run cost, appended to STRYKER_SUITE_REPORTS/costs-<pid>.jsonl for run.mjs's summary: wall time, this
+   * worker's CPU (the suite) and the server's (requests, key issuing, and its start when this run started it).
+   */
+  recordCost(cost, server, serverMicros, fields) {
+    const { user, system } = process.cpuUsage()
+    const serverCpuMicros = serverMicros - (server.accountedMicros ?? 0)
+    server.accountedMicros = serverMicros
+    if (!this.reports) return
+    const line = {
+      ...fields,
+      wallMs: Date.now() - cost.at,
+      suiteCpuMs: Math.round((user + system - cost.workerMicros) / 1000),
+      serverCpuMs: Math.round(serverCpuMicros / 1000),
+    }
+    appendFileSync(join(this.reports, `costs-${process.pid}.jsonl`), `${JSON.stringify(line)}\n`)
   }
 
   /** A server for the next run: the running one, or a fresh one (with `staticMutant` active from its start). */
@@ -277,11 +311,13 @@ export class ConformanceSwitchRunner {
 
   async dryRun() {
     const started = Date.now()
+    const cost = this.startCost()
     try {
       const server = await this.serverFor(true, undefined)
       await server.send('activate', { mutant: undefined, hitLimit: undefined })
       const { report, output } = await this.runSuite(server, { only: this.dryRunOnly })
-      const { coverage } = await server.send('end')
+      const { coverage, cpuMicros } = await server.send('end')
+      this.recordCost(cost, server, cpuMicros, { mutant: 'dry run', static: false })
       const timeSpentMs = Date.now() - started
       const test = { id: SUITE_TEST, name: SUITE_TEST, timeSpentMs }
       const failed = !report || noticed(report)
@@ -308,13 +344,15 @@ export class ConformanceSwitchRunner {
     const section = sectionOf(relative(this.root, options.sandboxFileName))
     const only = section ? checksFor(section) : undefined
     const staticRun = options.mutantActivation === 'static'
+    const cost = this.startCost()
     try {
       // A static mutant needs a server that loads with it; after one, a runtime mutant needs a clean server again.
       const fresh = staticRun || options.reloadEnvironment || this.server?.staticMutant !== undefined
       const server = await this.serverFor(fresh, staticRun ? mutant : undefined)
       await server.send('activate', { mutant, hitLimit: options.hitLimit })
       const { report, output } = await this.runSuite(server, { mutant, only })
-      const { hitCount } = await server.send('end')
+      const { hitCount, cpuMicros } = await server.send('end')
+      this.recordCost(cost, server, cpuMicros, { mutant, static: staticRun })
       if (options.hitLimit !== undefined && hitCount > options.hitLimit)
         return {
           status: MutantRunStatus.Timeout,
