@@ -1,6 +1,6 @@
 /**
  * The outbox's outcome writer (src/domain/outbox/outcomes.ts): the outcomes of attempts ending in one turn of the
- * event loop are written with one call to the store; each caller hears its own outcome's fate only once written;
+ * event loop are written with one call to a store that wants them gathered (PostgreSQL); each caller hears its own outcome's fate only once written;
  * when the shared write fails, each outcome is written alone, so one the store refuses never loses the others.
  */
 import { describe, expect, it } from 'vitest'
@@ -15,12 +15,13 @@ const attempt = (id: string): AttemptRecord => ({
 })
 
 /** A store that records what it was asked to write, refuses any call holding `poison`, and has lost `lost`'s lease. */
-function store(options: { poison?: string; lost?: string } = {}) {
+function store(options: { poison?: string; lost?: string; gathers?: boolean } = {}) {
   const calls: string[][] = []
   const written: string[] = []
   return {
     calls,
     written,
+    gathersOutcomes: options.gathers ?? true,
     async recordAttempts(owner: string, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
       expect(owner).toBe('dsp_me')
       calls.push(attempts.map((a) => a.id))
@@ -68,5 +69,14 @@ describe('OutcomeWriter', () => {
     expect(s.written.sort()).toEqual(['dlv_1', 'dlv_3'])
     expect(s.calls[0]).toEqual(['dlv_1', 'dlv_2', 'dlv_3'])
     expect(s.calls.slice(1).sort()).toEqual([['dlv_1'], ['dlv_2'], ['dlv_3']])
+  })
+
+  it('writes each outcome at once to a store that commits a turn together anyway', async () => {
+    const s = store({ gathers: false, lost: 'dlv_2' })
+    const writer = new OutcomeWriter(s, 'dsp_me')
+    const pending = ['dlv_1', 'dlv_2'].map((id) => writer.record(attempt(id)))
+    // Sent before the turn ends, one call each.
+    expect(s.calls).toEqual([['dlv_1'], ['dlv_2']])
+    expect(await Promise.all(pending)).toEqual([true, false])
   })
 })

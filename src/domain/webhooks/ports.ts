@@ -50,6 +50,11 @@ export interface DeliveryRepository extends TxBound<DeliveryRepository> {
    * lost (lapsed and taken over) is left as it is, so outcomes never cross.
    */
   recordAttempts(owner: string, attempts: readonly AttemptRecord[]): Promise<Set<string>>
+  /**
+   * Whether outcomes are best gathered into one `recordAttempts` call per turn of the event loop (each call a round
+   * trip and a commit of its own); false when the store already commits a turn's writes together.
+   */
+  readonly gathersOutcomes: boolean
   /** Starts a fresh round of attempts (manual redeliver); refused while an attempt holds the lease. */
   requeue(id: string, now: number): Promise<boolean>
   /** Drops what a deleted subscription still had to send. */
