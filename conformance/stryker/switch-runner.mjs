@@ -15,7 +15,8 @@
  *   Mutants the dry run never reached are NoCoverage without a run.
  * - Timing: the dry run is one test per spec section (its check families), each timed, with its own coverage, so
  *   Stryker's timeout for a mutant is timeoutFactor x the time of the sections whose checks reach it + timeoutMS.
- *   The runner's own deadline for a run is timeoutFactor x the dry-run time of the one section it runs + timeoutMS:
+ *   The runner's own deadline for a run is timeoutFactor x the dry-run time of the one section it runs + timeoutMS
+ *   (less the time the suite or the server waited for a CPU that other work held):
  *   when it passes, the suite is cut short (its interrupt signal), the server killed (it may hang or loop) and the
  *   mutant reported Timeout; the next run gets a fresh server. Stryker's timeout stays the last resort (it replaces
  *   the worker; the server exits with the worker's IPC channel). A mutant hit more often than Stryker's hit limit
@@ -57,6 +58,18 @@ const TIMINGS_FILE = '.switch-timings.json'
 /** How long a run the runner cut short may take to end once aborted before it is left behind. */
 const SETTLE_MS = 5000
 const TIMED_OUT = Symbol('timed out')
+
+/**
+ * How long a process's main thread has waited, runnable, for a CPU (milliseconds; Linux's /proc/PID/schedstat, 0
+ * where there is none): on a machine busy with other work, time the run could not use.
+ */
+function cpuWaitMs(pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6 || 0
+  } catch {
+    return 0
+  }
+}
 
 /** A free loopback port, none of `used` (the ports of a server or receiver a timed-out run may still talk to). */
 async function freePort(used = new Set()) {
@@ -438,9 +451,20 @@ export class ConformanceSwitchRunner {
       return killed(String(err?.message ?? err).slice(0, 2000))
     }
     const interrupt = new AbortController()
+    // The deadline counts the time the run could use: time the suite (this process) or the server waited for a
+    // CPU, taken by other work on the machine, is given back, so a busy machine does not make a slow run a Timeout.
+    const waited = () => cpuWaitMs(process.pid) + cpuWaitMs(server.child.pid)
+    const startedAt = Date.now()
+    const waitedAtStart = waited()
     let timer
     const expired = new Promise((resolve) => {
-      if (Number.isFinite(limitMs)) timer = setTimeout(() => resolve(TIMED_OUT), limitMs)
+      if (!Number.isFinite(limitMs)) return
+      const check = () => {
+        const used = Date.now() - startedAt - (waited() - waitedAtStart)
+        if (used >= limitMs) resolve(TIMED_OUT)
+        else timer = setTimeout(check, limitMs - used)
+      }
+      timer = setTimeout(check, limitMs)
     })
     const judged = this.judge(server, { ...options, mutant, only, staticRun, cost, killed, interrupt })
     const first = await Promise.race([judged, expired])
