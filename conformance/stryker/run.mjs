@@ -185,7 +185,12 @@ function runCosts() {
     }
   }
   const mutantRuns = runs.filter((r) => r.mutant !== 'dry run')
+  // Where the runner's deadline caught the runs it cut short (issuing keys, running the suite, ...).
+  const timeoutsByPhase = {}
+  for (const r of mutantRuns)
+    if (r.timeout) timeoutsByPhase[r.timeout] = (timeoutsByPhase[r.timeout] ?? 0) + 1
   return {
+    timeoutsByPhase,
     dryRun: sum(runs.filter((r) => r.mutant === 'dry run')),
     mutantRuns: sum(mutantRuns),
     staticRuns: sum(mutantRuns.filter((r) => r.static)),
@@ -221,5 +226,5 @@ console.log(
 )
 if (costs)
   console.log(
-    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s`,
+    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}`,
   )

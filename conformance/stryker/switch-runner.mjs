@@ -321,9 +321,10 @@ export class ConformanceSwitchRunner {
    * One suite run against the server: fresh identities, the suite's report back (or why there is none). `interrupt`
    * ends the suite early (the runner's deadline), as an interrupt ends a run: the verdict and reports still come.
    */
-  async runSuite(server, { mutant, name, only, interrupt }) {
+  async runSuite(server, { mutant, name, only, interrupt, progress = {} }) {
     const run = `${process.pid}-${++this.runs}`
     const requests = this.keyRequests(`stryker-${run}`, undefined)
+    progress.phase = 'issuing keys'
     const { tokens: issued } = await server.send('keys', { requests })
     const json = join(this.reports ?? this.configDir, `${name ?? mutant ?? 'clean'}.json`)
     mkdirSync(join(json, '..'), { recursive: true })
@@ -348,6 +349,7 @@ export class ConformanceSwitchRunner {
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith('AGENTOPS_CONFORMANCE_')),
     )
+    progress.phase = 'running the suite'
     const code = await this.suite(argv, env, io, interrupt)
     let report
     try {
@@ -466,7 +468,17 @@ export class ConformanceSwitchRunner {
       }
       timer = setTimeout(check, limitMs)
     })
-    const judged = this.judge(server, { ...options, mutant, only, staticRun, cost, killed, interrupt })
+    const progress = { phase: 'activating the mutant' }
+    const judged = this.judge(server, {
+      ...options,
+      mutant,
+      only,
+      staticRun,
+      cost,
+      killed,
+      interrupt,
+      progress,
+    })
     const first = await Promise.race([judged, expired])
     clearTimeout(timer)
     if (first !== TIMED_OUT) return first
@@ -480,22 +492,28 @@ export class ConformanceSwitchRunner {
     ])
     // A suite run still going holds the receiver's port: the next runs take another one.
     if (!settled) this.receiverPort = await freePort(this.usedPorts)
-    this.recordCost(cost, server, server.accountedMicros ?? 0, { mutant, static: staticRun, timeout: true })
+    this.recordCost(cost, server, server.accountedMicros ?? 0, {
+      mutant,
+      static: staticRun,
+      timeout: progress.phase,
+    })
     return {
       status: MutantRunStatus.Timeout,
-      reason: `no verdict within ${Math.round(limitMs)} ms (${this.timeoutFactor} x the section's clean run + ${this.timeoutMS} ms)`,
+      reason: `no verdict within ${Math.round(limitMs)} ms (${this.timeoutFactor} x the section's clean run + ${this.timeoutMS} ms), ${progress.phase}`,
     }
   }
 
   /** The mutant's run against `server`: its verdict, or Killed when the server died under it. */
-  async judge(server, { mutant, only, staticRun, cost, killed, interrupt, hitLimit }) {
+  async judge(server, { mutant, only, staticRun, cost, killed, interrupt, hitLimit, progress }) {
     try {
       await server.send('activate', { mutant, hitLimit })
       const { report, output } = await this.runSuite(server, {
         mutant,
         only,
         interrupt: interrupt.signal,
+        progress,
       })
+      progress.phase = 'ending the run'
       const { hitCount, cpuMicros } = await server.send('end')
       this.recordCost(cost, server, cpuMicros, { mutant, static: staticRun })
       if (hitLimit !== undefined && hitCount > hitLimit)
