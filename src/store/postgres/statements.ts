@@ -133,19 +133,15 @@ export class PooledQueryable extends SendingQueryable {
 interface HeldBack {
   sql: string
   params: readonly SqlValue[] | undefined
-  /** A statement that may refuse the write (CommitTail.refusableAtCommit). */
+  /** A count that may refuse the write (CommitTail.refusableAtCommit). */
   refusal?: RefusalAtCommit
   answered?: ((rows: readonly Row[]) => void) | undefined
 }
 
-/** A refusable held-back statement (CommitTail.refusableAtCommit). */
-interface HeldCount extends HeldBack {
-  refusal: RefusalAtCommit
-}
-
 /** The writes a transaction holds back to its COMMIT: its counts, sent before the others (COUNTS_FIRST). */
 export class HeldBackWrites {
-  readonly counts: HeldCount[] = []
+  /** Quota counts and give-backs (CommitTail.refusableAtCommit, countAtCommit). */
+  readonly counts: HeldBack[] = []
   readonly others: HeldBack[] = []
 
   atCommit(sql: string, params?: readonly SqlValue[]): void {
@@ -161,6 +157,10 @@ export class HeldBackWrites {
     this.counts.push({ sql, params, refusal, answered })
   }
 
+  countAtCommit(sql: string, params: readonly SqlValue[]): void {
+    this.counts.push({ sql, params })
+  }
+
   get empty(): boolean {
     return this.counts.length === 0 && this.others.length === 0
   }
@@ -173,8 +173,10 @@ export class HeldBackWrites {
   /** Held back by another transaction's tail instead, in the same order (a refused deferred unit's writes). */
   handTo(tail: CommitTail): void {
     for (const h of this.counts) {
-      if (!tail.refusableAtCommit) throw new Error('A quota count is handed only to a tail that can refuse')
-      tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered)
+      if (!tail.refusableAtCommit || !tail.countAtCommit)
+        throw new Error('A quota count is handed only to a tail that holds counts')
+      if (h.refusal) tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered)
+      else tail.countAtCommit(h.sql, h.params ?? [])
     }
     for (const h of this.others) tail.atCommit(h.sql, h.params)
   }
@@ -262,6 +264,10 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
     this.writes.refusableAtCommit(sql, params, refusal, answered)
   }
 
+  countAtCommit(sql: string, params: readonly SqlValue[]): void {
+    this.writes.countAtCommit(sql, params)
+  }
+
   /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */
   async commit(): Promise<void> {
     if (this.writes.empty) {
@@ -337,6 +343,10 @@ export class DeferredTransaction implements Queryable, CommitTail {
     answered?: (rows: readonly Row[]) => void,
   ): void {
     this.writes.refusableAtCommit(sql, params, refusal, answered)
+  }
+
+  countAtCommit(sql: string, params: readonly SqlValue[]): void {
+    this.writes.countAtCommit(sql, params)
   }
 
   async commit(): Promise<void> {

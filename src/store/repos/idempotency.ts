@@ -138,6 +138,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
     key: string,
     fingerprint: string,
     now: number,
+    countsAtCommit = false,
   ): Promise<ClaimResult> {
     const row =
       this.dialect === 'postgres'
@@ -153,7 +154,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
       return { kind: 'in_progress', fingerprint: held.fingerprint as string }
     }
     if (row?.locked === false) return { kind: 'in_progress', fingerprint }
-    if (row?.fingerprint != null && !(await this.dropStale(tx, workspaceId, key, now))) {
+    if (row?.fingerprint != null && !(await this.dropStale(tx, workspaceId, key, now, countsAtCommit))) {
       // The row read was stale: another holder of the lock answered the key after this statement's snapshot was
       // taken (PostgreSQL reads the row before the lock is tried). What the key holds now decides.
       const fresh = await tx.one<Row>(READ, [workspaceId, key])
@@ -290,18 +291,26 @@ export class IdempotencyRepo implements IdempotencyRepository {
     return true
   }
 
-  /** Deletes the key's expired or abandoned row and gives its counts back; whether there was one. */
-  private async dropStale(tx: Queryable, workspaceId: string, key: string, now: number): Promise<boolean> {
+  /**
+   * Deletes the key's expired or abandoned row and gives its counts back (`atCommit`: with the transaction's counts
+   * at the COMMIT, where the store holds them); whether there was one.
+   */
+  private async dropStale(
+    tx: Queryable,
+    workspaceId: string,
+    key: string,
+    now: number,
+    atCommit = false,
+  ): Promise<boolean> {
     const gone = await tx.query<{ answer_bytes: number | string }>(DELETE_STALE, [workspaceId, key, now])
     const row = gone[0]
     if (!row) return false
-    await this.usage.release(tx, { workspaceId, quota: 'idempotency_keys', scope: '', amount: 1 })
-    await this.usage.release(tx, {
-      workspaceId,
-      quota: 'idempotency_bytes',
-      scope: '',
-      amount: Number(row.answer_bytes),
-    })
+    const giveBack = (quota: AnswerQuota, amount: number) => {
+      const use = { workspaceId, quota, scope: '', amount }
+      return atCommit ? this.usage.releaseAtCommit(tx, use) : this.usage.release(tx, use)
+    }
+    await giveBack('idempotency_keys', 1)
+    await giveBack('idempotency_bytes', Number(row.answer_bytes))
     return true
   }
 
