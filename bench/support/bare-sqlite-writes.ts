@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import { migrate } from '../../src/store/migrations/index.js'
-import { SqliteDb } from '../../src/store/sqlite/db.js'
+import { SQLITE_PRAGMAS, SqliteDb } from '../../src/store/sqlite/db.js'
 
 const WORKSPACE = 'ws_bench'
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -23,10 +23,7 @@ export async function bareSqliteWrites(
   await migrated.close()
   const path = url.replace(/^sqlite:(\/\/)?/, '')
   const db = new Database(path)
-  db.pragma('journal_mode = WAL')
-  db.pragma('busy_timeout = 5000')
-  db.pragma('foreign_keys = ON')
-  db.pragma('synchronous = NORMAL')
+  for (const pragma of SQLITE_PRAGMAS) db.pragma(pragma)
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   const savepoint = db.prepare('SAVEPOINT tx')

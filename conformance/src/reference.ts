@@ -112,25 +112,33 @@ const ROOM_FOR_MANY_RUNS = [
   ...UNREACHED_QUOTAS,
 ]
 
-/** The keys the suite asks for, as `agentops keys create` arguments, in the order startReference reads them back. */
-function keyRequests(): string[][] {
+/**
+ * The keys the suite asks for, as `agentops keys create` arguments, in the order startReference reads them back, in
+ * workspaces named `<workspacePrefix>-primary`, `-second` and `-limited` (the mutation run's switch runner issues
+ * the same identities into fresh workspaces for each run).
+ */
+export function keyRequests(
+  workspacePrefix = 'conformance',
   // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's quota
   // (1,000 an hour, the reference's burst window), which shows the suite pacing itself on the rate-limit headers.
-  const primaryTier = process.env.AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER
+  primaryTier = process.env.AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER,
+): string[][] {
+  const primary = `${workspacePrefix}-primary`
+  const limited = `${workspacePrefix}-limited`
   return [
     primaryTier
-      ? ['--workspace', 'conformance-primary', '--tier', primaryTier, ...UNREACHED_QUOTAS]
-      : ['--workspace', 'conformance-primary', ...ROOM_FOR_MANY_RUNS],
+      ? ['--workspace', primary, '--tier', primaryTier, ...UNREACHED_QUOTAS]
+      : ['--workspace', primary, ...ROOM_FOR_MANY_RUNS],
     // Second, so that its one second has passed by the time auth.expired-token-401 sends it (issued last, it was
     // often still valid then, and the check waited for it to expire).
-    ['--workspace', 'conformance-primary', '--expires-in', '1'],
-    ['--workspace', 'conformance-second', ...ROOM_FOR_MANY_RUNS],
-    ['--workspace', 'conformance-primary', '--scopes', 'agents:read'],
+    ['--workspace', primary, '--expires-in', '1'],
+    ['--workspace', `${workspacePrefix}-second`, ...ROOM_FOR_MANY_RUNS],
+    ['--workspace', primary, '--scopes', 'agents:read'],
     // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call.
-    ['--workspace', 'conformance-primary', '--scopes', 'tasks:read'],
+    ['--workspace', primary, '--scopes', 'tasks:read'],
     // The peer joins the small-limit workspace once that exists with its limits (the requests run in order).
-    ['--workspace', 'conformance-limited', '--limit-per-hour', '1000', '--burst-limit', '5'],
-    ['--workspace', 'conformance-limited'],
+    ['--workspace', limited, '--limit-per-hour', '1000', '--burst-limit', '5'],
+    ['--workspace', limited],
   ]
 }
 

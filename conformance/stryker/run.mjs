@@ -2,7 +2,7 @@
 /**
  * `npm run conformance:stryker`: StrykerJS mutates the reference server's spec-bearing modules (scope.mjs) and the
  * conformance suite, run against each mutated reference, is the only test. Writes Stryker's HTML and JSON reports to
- * reports/stryker/ and a per-spec-section table (killed at core, by profile only, survived, annotated) to
+ * reports/stryker/ and a per-spec-section table (killed at core, by profile only, survived, annotated, timeout) to
  * reports/stryker/sections.json, and prints the time it took.
  *
  *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command]
@@ -112,8 +112,10 @@ const stryker = new Stryker({
   mutate,
   ignorePatterns: ['dist', 'docs', 'bench', 'test', 'reports', 'coverage', '.agentops', 'conformance/bundle'],
   concurrency: Number(values.concurrency ?? 1),
-  // Added to the dry run's time (the whole suite) times the factor: a mutant that hangs the server costs this.
-  timeoutMS: 30_000,
+  // A mutant's run may take timeoutFactor x the dry-run time of its section's checks + timeoutMS (the switch
+  // runner's own deadline; Stryker's, over the sections whose checks reach the mutant, is the last resort): the
+  // suite's per-request timeout, so one request that never answers fails its check rather than the run.
+  timeoutMS: 10_000,
   timeoutFactor: 1.5,
   incremental: values.incremental === true,
   incrementalFile: join(out, 'incremental.json'),
@@ -141,11 +143,11 @@ function killedBy(id) {
 const sections = {}
 for (const m of results) {
   const section = sectionOf(relative(root, m.fileName)) ?? '(outside the scope)'
-  sections[section] ??= { killedAtCore: 0, killedByProfileOnly: 0, survived: 0, annotated: 0 }
+  sections[section] ??= { killedAtCore: 0, killedByProfileOnly: 0, survived: 0, annotated: 0, timeout: 0 }
   const row = sections[section]
   if (m.status === 'Ignored') row.annotated++
-  else if (m.status === 'Killed' || m.status === 'Timeout')
-    row[killedBy(m.id) === 'core' ? 'killedAtCore' : 'killedByProfileOnly']++
+  else if (m.status === 'Timeout') row.timeout++
+  else if (m.status === 'Killed') row[killedBy(m.id) === 'core' ? 'killedAtCore' : 'killedByProfileOnly']++
   else if (m.status === 'Survived' || m.status === 'NoCoverage') row.survived++
 }
 const total = Object.values(sections).reduce(
@@ -154,8 +156,9 @@ const total = Object.values(sections).reduce(
     killedByProfileOnly: t.killedByProfileOnly + r.killedByProfileOnly,
     survived: t.survived + r.survived,
     annotated: t.annotated + r.annotated,
+    timeout: t.timeout + r.timeout,
   }),
-  { killedAtCore: 0, killedByProfileOnly: 0, survived: 0, annotated: 0 },
+  { killedAtCore: 0, killedByProfileOnly: 0, survived: 0, annotated: 0, timeout: 0 },
 )
 /**
  * What the runs cost, from the switch runner's per-run records (costs-*.jsonl): CPU seconds of the suite (the
@@ -182,21 +185,27 @@ function runCosts() {
     }
   }
   const mutantRuns = runs.filter((r) => r.mutant !== 'dry run')
+  // Where the runner's deadline caught the runs it cut short (issuing keys, running the suite, ...).
+  const timeoutsByPhase = {}
+  for (const r of mutantRuns)
+    if (r.timeout) timeoutsByPhase[r.timeout] = (timeoutsByPhase[r.timeout] ?? 0) + 1
   return {
+    timeoutsByPhase,
     dryRun: sum(runs.filter((r) => r.mutant === 'dry run')),
     mutantRuns: sum(mutantRuns),
     staticRuns: sum(mutantRuns.filter((r) => r.static)),
   }
 }
 const costs = runCosts()
-const judged = total.killedAtCore + total.killedByProfileOnly + total.survived
+// A Timeout counts as killed (Stryker's "detected"): the suite did not pass within its time.
+const judged = total.killedAtCore + total.killedByProfileOnly + total.survived + total.timeout
 const summary = {
   seconds: Math.round(seconds),
   mutants: results.length,
   secondsPerMutant: Number((seconds / Math.max(1, results.length)).toFixed(1)),
   concurrency: Number(values.concurrency ?? 1),
   mutate,
-  killed: judged ? (total.killedAtCore + total.killedByProfileOnly) / judged : null,
+  killed: judged ? (total.killedAtCore + total.killedByProfileOnly + total.timeout) / judged : null,
   killedAtCore: judged ? total.killedAtCore / judged : null,
   annotated: results.length ? total.annotated / results.length : null,
   sections,
@@ -205,15 +214,17 @@ const summary = {
 }
 writeFileSync(join(out, 'sections.json'), `${JSON.stringify(summary, null, 2)}\n`)
 console.log(
-  '\n| spec section | killed at core | by profile only | survived | annotated |\n|---|---|---|---|---|',
+  '\n| spec section | killed at core | by profile only | survived | annotated | timeout |\n|---|---|---|---|---|---|',
 )
 for (const [s, r] of Object.entries(sections))
-  console.log(`| ${s} | ${r.killedAtCore} | ${r.killedByProfileOnly} | ${r.survived} | ${r.annotated} |`)
+  console.log(
+    `| ${s} | ${r.killedAtCore} | ${r.killedByProfileOnly} | ${r.survived} | ${r.annotated} | ${r.timeout} |`,
+  )
 const pct = (x) => (x === null ? '-' : `${(x * 100).toFixed(1)} %`)
 console.log(
   `\nconformance:stryker: ${results.length} mutants in ${seconds.toFixed(0)} s (${(seconds / Math.max(1, results.length)).toFixed(1)} s each); killed ${pct(summary.killed)} of those not annotated, ${pct(summary.killedAtCore)} at core; annotated ${pct(summary.annotated)}; HTML report ${relative(root, join(out, 'index.html'))}`,
 )
 if (costs)
   console.log(
-    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s`,
+    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}`,
   )

@@ -57,7 +57,9 @@ export const CHECKS = {
     'destinations',
     'tenancy.webhooks-never-cross-workspaces',
   ],
-  '§4 stream': ['stream', 'ingest', 'tenancy.connector-id-per-workspace'],
+  // `validation` for the sweep: without an error answer in the run, sweep.error-envelope-everywhere and
+  // sweep.ratelimit-headers-everywhere have nothing to judge and fail, against the clean reference too.
+  '§4 stream': ['stream', 'ingest', 'tenancy.connector-id-per-workspace', 'validation'],
   '§7 error envelopes': [
     'auth',
     'validation',

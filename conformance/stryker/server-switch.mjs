@@ -13,39 +13,128 @@
  * - `{ cmd: 'track', testId }`: mutants hit from now on are recorded under `testId`
  * - `{ cmd: 'activate', mutant, hitLimit }`: makes `mutant` (or none) active, counting its hits against `hitLimit`
  * - `{ cmd: 'keys', requests }`: `agentops keys create ... --json` for each request against this server's store,
- *   in this process (the kit's own CLI entry, the same code the suite's `--reference` runs in a child process)
+ *   in a worker thread of this process (the kit's own CLI entry, the same code the suite's `--reference` runs in a
+ *   child process), with the active mutant; its coverage and hits are added to this thread's
  * - `{ cmd: 'end' }`: deactivates the mutant and answers its hit count, the coverage recorded so far and the CPU
  *   time this process has used (microseconds, user + system)
  * The server exits when the runner's process goes away (the channel disconnects).
  */
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { Worker } from 'node:worker_threads'
 
 const ns = globalThis.__stryker__ ?? {}
 globalThis.__stryker__ = ns
 const databaseUrl = process.env.AGENTOPS_STRYKER_DATABASE_URL ?? ''
 
-/** `agentops keys create` for each request, in order, their tokens read from the command's JSON line. */
-async function issue(requests) {
-  const { main } = await import(pathToFileURL(join(process.cwd(), 'dist', 'src', 'cli', 'main.js')).href)
-  const tokens = []
+/**
+ * `agentops keys create` for each request, in order, their tokens read from the command's JSON line, run in a
+ * worker thread of this process (instrumented code, with the active mutant and test id passed over).
+ *
+ * Not on the server's own thread: the command is an operator of the store (src/store/sqlite/operators.ts), whose
+ * BEGIN IMMEDIATE waits synchronously for the write lock while the server's connection is asked to make room. On
+ * the server's thread that wait blocked the very loop that would COMMIT the server's open batch (one opened by a
+ * timer, say the outbox's, in the same turn): the run hung until a deadline killed it, whatever the mutant.
+ */
+const ISSUER = `
+const { parentPort, workerData } = require('node:worker_threads')
+const ns = globalThis.__stryker__ || (globalThis.__stryker__ = {})
+let loaded
+parentPort.on('message', async ({ id, requests, databaseUrl, mutant, hitLimit, testId }) => {
+  ns.currentTestId = testId
+  ns.activeMutant = mutant
+  ns.hitLimit = hitLimit
+  ns.hitCount = hitLimit === undefined ? undefined : 0
   const log = console.log
-  for (const args of requests) {
-    const printed = []
-    console.log = (...parts) => printed.push(parts.join(' '))
-    let code
-    try {
-      code = await main(['keys', 'create', ...args, '--json', '--database-url', databaseUrl])
-    } finally {
-      console.log = log
+  try {
+    loaded ??= import(workerData.cli)
+    const { main } = await loaded
+    const tokens = []
+    for (const args of requests) {
+      const printed = []
+      console.log = (...parts) => printed.push(parts.join(' '))
+      let code
+      try {
+        code = await main(['keys', 'create', ...args, '--json', '--database-url', databaseUrl])
+      } finally {
+        console.log = log
+      }
+      const line = printed.findLast((l) => l.trim().startsWith('{'))
+      const token = line ? JSON.parse(line).token : undefined
+      if (code !== 0 || !token)
+        throw new Error('agentops keys create ' + args.join(' ') + ' exited ' + code + ': ' + printed.join('\\n'))
+      tokens.push(token)
     }
-    const line = printed.findLast((l) => l.trim().startsWith('{'))
-    const token = line ? JSON.parse(line).token : undefined
-    if (code !== 0 || !token)
-      throw new Error(`agentops keys create ${args.join(' ')} exited ${code}: ${printed.join('\n')}`)
-    tokens.push(token)
+    parentPort.postMessage({ id, tokens, ...drain() })
+  } catch (err) {
+    parentPort.postMessage({ id, error: String((err && err.stack) || err), ...drain() })
+  } finally {
+    console.log = log
+    ns.activeMutant = undefined
   }
-  return tokens
+})
+/** The coverage and hits recorded here since the last call, cleared in place (the instrumented code holds it). */
+function drain() {
+  const cov = ns.mutantCoverage
+  const copy = cov ? JSON.parse(JSON.stringify(cov)) : undefined
+  if (cov) {
+    for (const k of Object.keys(cov.static)) delete cov.static[k]
+    for (const k of Object.keys(cov.perTest)) delete cov.perTest[k]
+  }
+  return { coverage: copy, hitCount: ns.hitCount }
+}
+`
+
+let issuer
+const waiting = new Map()
+let nextIssue = 0
+
+/** Adds the issuer thread's coverage to this thread's (in place: the instrumented code holds the object). */
+function addCoverage(from) {
+  if (!from) return
+  ns.mutantCoverage ??= { static: {}, perTest: {} }
+  const add = (into, counts) => {
+    for (const [id, n] of Object.entries(counts)) into[id] = (into[id] ?? 0) + n
+  }
+  add(ns.mutantCoverage.static, from.static)
+  for (const [testId, counts] of Object.entries(from.perTest)) {
+    ns.mutantCoverage.perTest[testId] ??= {}
+    add(ns.mutantCoverage.perTest[testId], counts)
+  }
+}
+
+/** The tokens of `agentops keys create` for each request, issued by the issuer thread with the mutant active. */
+function issue(requests) {
+  if (!issuer) {
+    const cli = pathToFileURL(join(process.cwd(), 'dist', 'src', 'cli', 'main.js')).href
+    issuer = new Worker(ISSUER, { eval: true, workerData: { cli } })
+    issuer.unref()
+    issuer.on('message', ({ id, tokens, error, coverage, hitCount }) => {
+      addCoverage(coverage)
+      if (hitCount !== undefined && ns.hitCount !== undefined) ns.hitCount += hitCount
+      const w = waiting.get(id)
+      waiting.delete(id)
+      if (error) w?.reject(new Error(error))
+      else w?.resolve(tokens)
+    })
+    issuer.on('error', (err) => {
+      for (const w of waiting.values()) w.reject(err)
+      waiting.clear()
+      issuer = undefined
+    })
+  }
+  const id = ++nextIssue
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject })
+    issuer.postMessage({
+      id,
+      requests,
+      databaseUrl,
+      mutant: ns.activeMutant,
+      hitLimit: ns.hitLimit,
+      testId: ns.currentTestId,
+    })
+  })
 }
 
 const commands = {

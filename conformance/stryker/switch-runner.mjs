@@ -13,8 +13,14 @@
  *   coverage the instrumented code records before the runner sets a test id) get a server started with the mutant
  *   active (`reloadEnvironment`, `mutantActivation: 'static'`), and the next runtime mutant a clean one again.
  *   Mutants the dry run never reached are NoCoverage without a run.
- * - A hanging mutant: Stryker's timeout recovers the worker (dispose, a new runner); the server exits with the
- *   worker's IPC channel. A mutant hit more often than Stryker's hit limit is a Timeout too.
+ * - Timing: the dry run is one test per spec section (its check families), each timed, with its own coverage, so
+ *   Stryker's timeout for a mutant is timeoutFactor x the time of the sections whose checks reach it + timeoutMS.
+ *   The runner's own deadline for a run is timeoutFactor x the dry-run time of the one section it runs + timeoutMS
+ *   (less the time the suite or the server waited for a CPU that other work held):
+ *   when it passes, the suite is cut short (its interrupt signal), the server killed (it may hang or loop) and the
+ *   mutant reported Timeout; the next run gets a fresh server. Stryker's timeout stays the last resort (it replaces
+ *   the worker; the server exits with the worker's IPC channel). A mutant hit more often than Stryker's hit limit
+ *   is a Timeout too.
  * - Each run stops at the first core failure (--bail) and runs only the check families of the mutated module's
  *   section (scope.mjs CHECKS); the dry run runs every check. Each run's JSON report is kept under
  *   STRYKER_SUITE_REPORTS, named by the mutant, for run.mjs's per-section table.
@@ -27,38 +33,56 @@ import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
 import { killers, noticed } from './noticed.mjs'
-import { checksFor, sectionOf } from './scope.mjs'
+import { CHECKS, checksFor, sectionOf } from './scope.mjs'
 
 /** The one "test" Stryker sees: the conformance suite. */
 export const SUITE_TEST = 'conformance suite'
 /** The stream replay window the suite's --reference runs the server with (REFERENCE_REPLAY_WINDOW). */
 const REPLAY_WINDOW = 20
 
-/** The identities `--reference` provisions, in the order the suite's token flags take them, in fresh workspaces. */
-export function keyRequests(run) {
-  const ws = (name) => ['--workspace', `stryker-${run}-${name}`]
-  const roomy = [
-    '--tier',
-    'enterprise',
-    '--limit-per-hour',
-    '1000000',
-    '--burst-limit',
-    '100000',
-    '--quota',
-    'agents=1000000000,tools=1000000000,webhooks=1000000000,destinations=1000000000,idempotency_keys=1000000000',
-  ]
-  return [
-    ['token', [...ws('primary'), ...roomy]],
-    ['expired-token', [...ws('primary'), '--expires-in', '1']],
-    ['second-token', [...ws('second'), ...roomy]],
-    ['narrow-token', [...ws('primary'), '--scopes', 'agents:read']],
-    ['other-scope-token', [...ws('primary'), '--scopes', 'tasks:read']],
-    ['limited-token', [...ws('limited'), '--limit-per-hour', '1000', '--burst-limit', '5']],
-    ['limited-peer-token', [...ws('limited')]],
-  ]
+/**
+ * The suite's token flags, in the order of conformance/src/reference.ts `keyRequests` (the identities `--reference`
+ * provisions), which the runner issues into fresh workspaces for each run.
+ */
+const TOKEN_FLAGS = [
+  'token',
+  'expired-token',
+  'second-token',
+  'narrow-token',
+  'other-scope-token',
+  'limited-token',
+  'limited-peer-token',
+]
+/** Where the dry run leaves its per-test times in the sandbox, for the workers that did not run it. */
+const TIMINGS_FILE = '.switch-timings.json'
+/** How long a run the runner cut short may take to end once aborted before it is left behind. */
+const SETTLE_MS = 5000
+const TIMED_OUT = Symbol('timed out')
+
+/**
+ * How long a process's main thread has waited, runnable, for a CPU (milliseconds; Linux's /proc/PID/schedstat, 0
+ * where there is none): on a machine busy with other work, time the run could not use.
+ */
+function cpuWaitMs(pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6 || 0
+  } catch {
+    return 0
+  }
 }
 
-function freePort() {
+/** A free loopback port, none of `used` (the ports of a server or receiver a timed-out run may still talk to). */
+async function freePort(used = new Set()) {
+  for (;;) {
+    const port = await anyFreePort()
+    if (!used.has(port)) {
+      used.add(port)
+      return port
+    }
+  }
+}
+
+function anyFreePort() {
   return new Promise((resolve, reject) => {
     const s = createServer()
     s.once('error', reject)
@@ -71,8 +95,9 @@ function freePort() {
 
 /** A reference server started from the sandbox (`bin/agentops.mjs serve`) with the control channel preloaded. */
 class SwitchedServer {
-  constructor(root, receiverPort, staticMutant) {
+  constructor(root, receiverPort, staticMutant, usedPorts) {
     this.root = root
+    this.usedPorts = usedPorts
     this.staticMutant = staticMutant
     // Inside the sandbox, which Stryker removes at the end: a worker Stryker kills (a timeout) leaves nothing behind.
     this.dir = mkdtempSync(join(root, '.switch-server-'))
@@ -84,7 +109,7 @@ class SwitchedServer {
   }
 
   async start() {
-    const port = await freePort()
+    const port = await freePort(this.usedPorts)
     this.baseUrl = `http://127.0.0.1:${port}`
     const receiver = `127.0.0.1:${this.receiverPort}`
     const env = {
@@ -164,8 +189,20 @@ class SwitchedServer {
     const id = ++this.nextId
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject })
-      this.child.send({ id, cmd, ...fields })
+      // A channel that closed meanwhile (the server killed after a deadline) fails this command, not the process.
+      this.child.send({ id, cmd, ...fields }, (err) => {
+        if (err && this.pending.delete(id)) reject(err)
+      })
     })
+  }
+
+  /** Ends a server that may not answer (a hung mutant) at once: a stopped or looping process ignores SIGTERM. */
+  async kill() {
+    if (this.alive) {
+      this.child.kill('SIGKILL')
+      await this.exited
+    }
+    rmSync(this.dir, { recursive: true, force: true })
   }
 
   async stop() {
@@ -181,20 +218,24 @@ class SwitchedServer {
 }
 
 export class ConformanceSwitchRunner {
-  static inject = tokens(commonTokens.logger)
+  static inject = tokens(commonTokens.logger, commonTokens.options)
 
   /**
-   * Stryker passes the logger only. A test passes `root` (a sandbox other than the working directory), `suite` (the
-   * suite's `main`, e.g. from its sources) and `dryRunOnly` (check prefixes for the dry run instead of all).
+   * Stryker passes the logger and its options (timeoutMS and timeoutFactor make the runner's own deadline). A test
+   * passes `root` (a sandbox other than the working directory), `suite` (the suite's `main`, e.g. from its sources)
+   * and `dryRunOnly` (check prefixes for the dry run, one test, instead of one test per section).
    */
-  constructor(logger, { root = process.cwd(), suite, dryRunOnly } = {}) {
+  constructor(logger, options = {}, { root = process.cwd(), suite, dryRunOnly } = {}) {
     this.logger = logger
+    this.timeoutMS = options.timeoutMS ?? 5000
+    this.timeoutFactor = options.timeoutFactor ?? 1.5
     // Stryker's worker runs in the sandbox: its instrumented build (dist/) and its compiled suite.
     this.root = root
     this.suite = suite
     this.dryRunOnly = dryRunOnly
     this.reports = process.env.STRYKER_SUITE_REPORTS
     this.runs = 0
+    this.usedPorts = new Set()
   }
 
   /** The running server's process id (a test tells a reused server from a fresh one by it). */
@@ -207,8 +248,10 @@ export class ConformanceSwitchRunner {
   }
 
   async init() {
+    const dist = join(this.root, 'conformance', 'dist')
+    // The identities the suite's --reference provisions, from the suite itself (the sandbox's compiled copy).
+    this.keyRequests = (await import(pathToFileURL(join(dist, 'reference.js')).href)).keyRequests
     if (!this.suite) {
-      const dist = join(this.root, 'conformance', 'dist')
       this.suite = (await import(pathToFileURL(join(dist, 'cli.js')).href)).main
       // The contract compiles once per worker, not once per run (a measurable share of a run): a compiled contract
       // is read-only to the checks, and its validators, compiled as the checks first need them, are kept too.
@@ -220,7 +263,7 @@ export class ConformanceSwitchRunner {
         return compiled.get(path)
       }
     }
-    this.receiverPort = await freePort()
+    this.receiverPort = await freePort(this.usedPorts)
     this.configDir = mkdtempSync(join(this.root, '.switch-suite-'))
     this.configFile = join(this.configDir, 'conformance.json')
     writeFileSync(this.configFile, JSON.stringify({ stream: { replayWindow: REPLAY_WINDOW } }))
@@ -255,11 +298,14 @@ export class ConformanceSwitchRunner {
     appendFileSync(join(this.reports, `costs-${process.pid}.jsonl`), `${JSON.stringify(line)}\n`)
   }
 
-  /** A server for the next run: the running one, or a fresh one (with `staticMutant` active from its start). */
-  async serverFor(fresh, staticMutant) {
+  /**
+   * A server for the next run: the running one, or a fresh one (with `staticMutant` active from its start), its
+   * coverage recorded under `testId` once it answers.
+   */
+  async serverFor(fresh, staticMutant, testId = SUITE_TEST) {
     if (this.server?.alive && !fresh) return this.server
     await this.server?.stop()
-    this.server = new SwitchedServer(this.root, this.receiverPort, staticMutant)
+    this.server = new SwitchedServer(this.root, this.receiverPort, staticMutant, this.usedPorts)
     try {
       await this.server.start()
     } catch (err) {
@@ -267,23 +313,27 @@ export class ConformanceSwitchRunner {
       this.server = undefined
       throw err
     }
-    await this.server.send('track', { testId: SUITE_TEST })
+    await this.server.send('track', { testId })
     return this.server
   }
 
-  /** One suite run against the server: fresh identities, the suite's report back (or why there is none). */
-  async runSuite(server, { mutant, only }) {
+  /**
+   * One suite run against the server: fresh identities, the suite's report back (or why there is none). `interrupt`
+   * ends the suite early (the runner's deadline), as an interrupt ends a run: the verdict and reports still come.
+   */
+  async runSuite(server, { mutant, name, only, interrupt, progress = {} }) {
     const run = `${process.pid}-${++this.runs}`
-    const requests = keyRequests(run)
-    const { tokens: issued } = await server.send('keys', { requests: requests.map(([, args]) => args) })
-    const json = join(this.reports ?? this.configDir, `${mutant ?? 'clean'}.json`)
+    const requests = this.keyRequests(`stryker-${run}`, undefined)
+    progress.phase = 'issuing keys'
+    const { tokens: issued } = await server.send('keys', { requests })
+    const json = join(this.reports ?? this.configDir, `${name ?? mutant ?? 'clean'}.json`)
     mkdirSync(join(json, '..'), { recursive: true })
     const argv = [
       '--base-url',
       server.baseUrl,
       '--graphql-url',
       `${server.baseUrl}/v1/graphql`,
-      ...requests.flatMap(([flag], i) => [`--${flag}`, issued[i]]),
+      ...TOKEN_FLAGS.flatMap((flag, i) => [`--${flag}`, issued[i]]),
       '--receiver-port',
       String(this.receiverPort),
       '--config',
@@ -299,7 +349,8 @@ export class ConformanceSwitchRunner {
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith('AGENTOPS_CONFORMANCE_')),
     )
-    const code = await this.suite(argv, env, io)
+    progress.phase = 'running the suite'
+    const code = await this.suite(argv, env, io, interrupt)
     let report
     try {
       report = JSON.parse(readFileSync(json, 'utf8'))
@@ -309,29 +360,47 @@ export class ConformanceSwitchRunner {
     return { code, report, output: lines.slice(-40).join('\n') }
   }
 
+  /**
+   * The dry run: one test per spec section (the check families a mutant of that section is judged by, scope.mjs
+   * CHECKS), each timed and with its own coverage, so that Stryker's timeout for a mutant follows the sections
+   * whose checks reach it, and the runner's own deadline the section it runs. Together they run every check.
+   */
   async dryRun() {
     const started = Date.now()
     const cost = this.startCost()
+    const groups = this.dryRunOnly
+      ? [[SUITE_TEST, this.dryRunOnly]]
+      : Object.keys(CHECKS).map((section) => [section, checksFor(section)])
     try {
-      const server = await this.serverFor(true, undefined)
+      const server = await this.serverFor(true, undefined, groups[0][0])
       await server.send('activate', { mutant: undefined, hitLimit: undefined })
-      const { report, output } = await this.runSuite(server, { only: this.dryRunOnly })
-      const { coverage, cpuMicros } = await server.send('end')
-      this.recordCost(cost, server, cpuMicros, { mutant: 'dry run', static: false })
-      const timeSpentMs = Date.now() - started
-      const test = { id: SUITE_TEST, name: SUITE_TEST, timeSpentMs }
-      const failed = !report || noticed(report)
-      return {
-        status: DryRunStatus.Complete,
-        tests: [
-          failed
+      const tests = []
+      for (const [id, only] of groups) {
+        const at = Date.now()
+        await server.send('track', { testId: id })
+        const { report, output } = await this.runSuite(server, {
+          name: `clean-${tests.length + 1}`,
+          only,
+        })
+        const test = { id, name: id, timeSpentMs: Date.now() - at }
+        tests.push(
+          !report || noticed(report)
             ? {
                 ...test,
                 status: TestStatus.Failed,
                 failureMessage: report ? `${killers(report)}\n${output}` : output,
               }
             : { ...test, status: TestStatus.Success },
-        ],
+        )
+      }
+      const { coverage, cpuMicros } = await server.send('end')
+      this.recordCost(cost, server, cpuMicros, { mutant: 'dry run', static: false })
+      this.timings = Object.fromEntries(tests.map((t) => [t.id, t.timeSpentMs]))
+      writeFileSync(join(this.root, TIMINGS_FILE), JSON.stringify(this.timings))
+      this.logger.debug(`dry run: ${tests.length} tests in ${Date.now() - started} ms`)
+      return {
+        status: DryRunStatus.Complete,
+        tests,
         mutantCoverage: coverage ?? { static: {}, perTest: {} },
       }
     } catch (err) {
@@ -339,51 +408,130 @@ export class ConformanceSwitchRunner {
     }
   }
 
+  /**
+   * How long a mutant of `section` may run: the timeout factor times its section's clean run in the dry run (which
+   * ran it whole; a mutant run stops at the first core failure) plus timeoutMS, as Stryker computes its own from the
+   * covering tests. Stryker's `timeout` stays the bound (it restarts the worker), for a section the dry run did not
+   * time.
+   */
+  deadlineFor(section, timeout) {
+    if (!this.timings) {
+      try {
+        this.timings = JSON.parse(readFileSync(join(this.root, TIMINGS_FILE), 'utf8'))
+      } catch {
+        this.timings = {}
+      }
+    }
+    const ms = this.timings[section] ?? this.timings[SUITE_TEST]
+    const own = ms === undefined ? Number.POSITIVE_INFINITY : this.timeoutFactor * ms + this.timeoutMS
+    return Math.min(own, timeout ?? Number.POSITIVE_INFINITY)
+  }
+
   async mutantRun(options) {
     const mutant = options.activeMutant.id
     const section = sectionOf(relative(this.root, options.sandboxFileName))
     const only = section ? checksFor(section) : undefined
     const staticRun = options.mutantActivation === 'static'
+    const limitMs = this.deadlineFor(section, options.timeout)
+    // The dry run's test for the section run (this.timings names them), as what killed it.
+    const testId = this.timings[section] !== undefined ? section : (options.testFilter?.[0] ?? SUITE_TEST)
     const cost = this.startCost()
+    const killed = (failureMessage) => ({
+      status: MutantRunStatus.Killed,
+      killedBy: [testId],
+      failureMessage,
+      nrOfTests: 1,
+    })
+    let server
     try {
       // A static mutant needs a server that loads with it; after one, a runtime mutant needs a clean server again.
       const fresh = staticRun || options.reloadEnvironment || this.server?.staticMutant !== undefined
-      const server = await this.serverFor(fresh, staticRun ? mutant : undefined)
-      await server.send('activate', { mutant, hitLimit: options.hitLimit })
-      const { report, output } = await this.runSuite(server, { mutant, only })
+      server = await this.serverFor(fresh, staticRun ? mutant : undefined)
+    } catch (err) {
+      // The server could not start with the mutant: the suite noticed, as --reference would.
+      this.logger.debug(`mutant ${mutant}: ${err?.stack ?? err}`)
+      return killed(String(err?.message ?? err).slice(0, 2000))
+    }
+    const interrupt = new AbortController()
+    // The deadline counts the time the run could use: time the suite (this process) or the server waited for a
+    // CPU, taken by other work on the machine, is given back, so a busy machine does not make a slow run a Timeout.
+    const waited = () => cpuWaitMs(process.pid) + cpuWaitMs(server.child.pid)
+    const startedAt = Date.now()
+    const waitedAtStart = waited()
+    let timer
+    const expired = new Promise((resolve) => {
+      if (!Number.isFinite(limitMs)) return
+      const check = () => {
+        const used = Date.now() - startedAt - (waited() - waitedAtStart)
+        if (used >= limitMs) resolve(TIMED_OUT)
+        else timer = setTimeout(check, limitMs - used)
+      }
+      timer = setTimeout(check, limitMs)
+    })
+    const progress = { phase: 'activating the mutant' }
+    const judged = this.judge(server, {
+      ...options,
+      mutant,
+      only,
+      staticRun,
+      cost,
+      killed,
+      interrupt,
+      progress,
+    })
+    const first = await Promise.race([judged, expired])
+    clearTimeout(timer)
+    if (first !== TIMED_OUT) return first
+    // No verdict in time: the suite is cut short, and the server, which may hang or be busy in a loop, replaced.
+    interrupt.abort(`the mutant run's deadline of ${Math.round(limitMs)} ms passed`)
+    if (this.server === server) this.server = undefined
+    await server.kill()
+    const settled = await Promise.race([
+      judged.then(() => true),
+      new Promise((resolve) => setTimeout(() => resolve(false), SETTLE_MS).unref()),
+    ])
+    // A suite run still going holds the receiver's port: the next runs take another one.
+    if (!settled) this.receiverPort = await freePort(this.usedPorts)
+    this.recordCost(cost, server, server.accountedMicros ?? 0, {
+      mutant,
+      static: staticRun,
+      timeout: progress.phase,
+    })
+    return {
+      status: MutantRunStatus.Timeout,
+      reason: `no verdict within ${Math.round(limitMs)} ms (${this.timeoutFactor} x the section's clean run + ${this.timeoutMS} ms), ${progress.phase}`,
+    }
+  }
+
+  /** The mutant's run against `server`: its verdict, or Killed when the server died under it. */
+  async judge(server, { mutant, only, staticRun, cost, killed, interrupt, hitLimit, progress }) {
+    try {
+      await server.send('activate', { mutant, hitLimit })
+      const { report, output } = await this.runSuite(server, {
+        mutant,
+        only,
+        interrupt: interrupt.signal,
+        progress,
+      })
+      progress.phase = 'ending the run'
       const { hitCount, cpuMicros } = await server.send('end')
       this.recordCost(cost, server, cpuMicros, { mutant, static: staticRun })
-      if (options.hitLimit !== undefined && hitCount > options.hitLimit)
+      if (hitLimit !== undefined && hitCount > hitLimit)
         return {
           status: MutantRunStatus.Timeout,
-          reason: `hit limit reached (${hitCount}/${options.hitLimit})`,
+          reason: `hit limit reached (${hitCount}/${hitLimit})`,
         }
-      if (!report)
-        return {
-          status: MutantRunStatus.Killed,
-          killedBy: [SUITE_TEST],
-          failureMessage: output,
-          nrOfTests: 1,
-        }
-      return noticed(report)
-        ? {
-            status: MutantRunStatus.Killed,
-            killedBy: [SUITE_TEST],
-            failureMessage: killers(report),
-            nrOfTests: 1,
-          }
-        : { status: MutantRunStatus.Survived, nrOfTests: 1 }
+      if (!report) return killed(output)
+      return noticed(report) ? killed(killers(report)) : { status: MutantRunStatus.Survived, nrOfTests: 1 }
     } catch (err) {
-      // The server died under the mutant (or could not start with it): the suite noticed, as --reference would.
+      // The server died under the mutant: the suite noticed, as --reference would. (After the deadline this
+      // result is not used, and the server is already gone.)
       this.logger.debug(`mutant ${mutant}: ${err?.stack ?? err}`)
-      await this.server?.stop()
-      this.server = undefined
-      return {
-        status: MutantRunStatus.Killed,
-        killedBy: [SUITE_TEST],
-        failureMessage: String(err?.message ?? err).slice(0, 2000),
-        nrOfTests: 1,
+      if (this.server === server) {
+        await server.stop()
+        this.server = undefined
       }
+      return killed(String(err?.message ?? err).slice(0, 2000))
     }
   }
 }

@@ -14,6 +14,8 @@ import { Instrumenter } from '@stryker-mutator/instrumenter'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../src/cli.js'
 // @ts-expect-error: plain ESM modules of the command, without types
+import { quiet } from '../stryker/changes.mjs'
+// @ts-expect-error: plain ESM modules of the command, without types
 import { noticed } from '../stryker/noticed.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { ConformanceSwitchRunner, SUITE_TEST } from '../stryker/switch-runner.mjs'
@@ -23,23 +25,9 @@ const run = promisify(execFile)
 const root = join(import.meta.dirname, '..', '..')
 const MODULE = 'src/domain/idempotency/key'
 const ONLY = ['idempotency', 'sweep']
+/** A mutant id no code has: the test's suite stops the server under it, as a mutant stuck in a loop leaves it. */
+const HANG = 'hangs-the-server'
 const SKIPPED = new Set(['node_modules', '.git', '.stryker-tmp', 'reports', 'coverage', '.agentops'])
-
-const silent = { debug() {}, info() {}, warn() {}, error() {}, isDebugEnabled: () => false }
-const quiet = {
-  isTraceEnabled: () => false,
-  isDebugEnabled: () => false,
-  isInfoEnabled: () => false,
-  isWarnEnabled: () => false,
-  isErrorEnabled: () => false,
-  isFatalEnabled: () => false,
-  trace() {},
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  fatal() {},
-}
 
 interface Mutant {
   id: string
@@ -93,7 +81,17 @@ describe('conformance:stryker switch runner', () => {
     const runtimeMutant = line(8).find((m) => m.mutatorName === 'BlockStatement')!
     expect(staticMutant && runtimeMutant).toBeTruthy()
 
-    runner = new ConformanceSwitchRunner(silent, { root: dir, suite: main, dryRunOnly: ONLY })
+    // The suite from its sources; under HANG it first stops the server (SIGSTOP: it neither answers nor exits).
+    const suite = (...args: Parameters<typeof main>) => {
+      const json = args[0][args[0].indexOf('--json') + 1] ?? ''
+      if (json.endsWith(`${HANG}.json`) && runner?.serverPid) process.kill(runner.serverPid, 'SIGSTOP')
+      return main(...args)
+    }
+    runner = new ConformanceSwitchRunner(
+      quiet,
+      { timeoutMS: 2000, timeoutFactor: 1.5 },
+      { root: dir, suite, dryRunOnly: ONLY },
+    )
     await runner.init()
     const dry = await runner.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })
     expect(dry.status, JSON.stringify(dry)).toBe('complete')
@@ -132,6 +130,21 @@ describe('conformance:stryker switch runner', () => {
     const notLoaded = await runner.mutantRun({ ...options(staticMutant, 'runtime'), reloadEnvironment: true })
     expect(runner.serverPid).not.toBe(staticServer)
     expect(notLoaded.status, JSON.stringify(notLoaded)).toBe('survived')
+
+    // A mutant that hangs the server: Timeout at the runner's own deadline (1.5 x the dry run's time + 2 s), far
+    // before the caller's timeout; the hung server is killed, and the next run, in a fresh server, judged as before.
+    const hungServer = runner.serverPid
+    const hangStarted = Date.now()
+    const hung = await runner.mutantRun({ ...options({ id: HANG }, 'runtime'), timeout: 600_000 })
+    const hangMs = Date.now() - hangStarted
+    expect(hung.status, JSON.stringify(hung)).toBe('timeout')
+    expect(hangMs).toBeLessThan(1.5 * dry.tests[0].timeSpentMs + 2000 + 30_000)
+    expect(() => process.kill(hungServer!, 0)).toThrow()
+    const recovered = await runner.mutantRun(options(runtimeMutant, 'runtime'))
+    expect(runner.serverPid).not.toBe(hungServer)
+    expect(recovered.status, JSON.stringify(recovered)).toBe('killed')
+    const clean = await runner.mutantRun(options({ id: 'no-such-mutant' }, 'runtime'))
+    expect(clean.status, JSON.stringify(clean)).toBe('survived')
 
     // The same judgements from fresh processes.
     expect(await freshProcess(dir, runtimeMutant.id)).toBe(true)

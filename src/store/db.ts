@@ -47,6 +47,8 @@ export interface CommitTail {
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
   ): void
+  /** Held back with the counts, before every `atCommit` statement: a count that cannot refuse (a give-back). */
+  countAtCommit?(sql: string, params: readonly SqlValue[]): void
 }
 
 /** Where a count that may refuse the write is held back, when the transaction's driver has a commit tail. */

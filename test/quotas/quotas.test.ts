@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
+import { workspaceRecord } from '../support/workspace.js'
 
 const agent = (name: string) => ({ name, behavior: 'autonomous' })
 
@@ -327,6 +328,55 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
       await held.done
       expect(other === 'waited' ? other : other.status).toBe(201)
       expect(await t.services.quotas.usageOf(workspace_id, 'agents')).toBe(2)
+    })
+
+    it("gives an expired answer's counts back at the COMMIT: a keyed write reusing its key holds no usage row across its work", async () => {
+      const { token, workspace_id } = await t.createKey()
+      const first = await t.request('POST', '/v1/agents', {
+        token,
+        body: agent('expired-first'),
+        headers: { 'idempotency-key': 'expired' },
+      })
+      expect(first.status).toBe(201)
+      await t.services.db.run(
+        'UPDATE idempotency_keys SET expires_at = 0 WHERE workspace_id = $1 AND idem_key = $2',
+        [workspace_id, 'expired'],
+      )
+      let release = () => {}
+      const released = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      let working = () => {}
+      const atWork = new Promise<void>((resolve) => {
+        working = resolve
+      })
+      // The key reused: its claim removes the expired answer, then the work waits for `release`.
+      const reuse = t.services.idempotency.once(
+        workspace_id,
+        'expired',
+        'another request',
+        async () => {
+          working()
+          await released
+          return { response: { status: 200, headers: {}, body: '{}' }, failed: false }
+        },
+        { quota: { workspace: workspaceRecord(workspace_id), read: false } },
+      )
+      await atWork
+      // With the expired answer's counts given back before the work, this write's count would wait for that row.
+      const other = await Promise.race([
+        t.request('POST', '/v1/agents', {
+          token,
+          body: agent('not-kept-waiting-by-a-give-back'),
+          headers: { 'idempotency-key': 'other' },
+        }),
+        new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 10_000)),
+      ])
+      release()
+      expect((await reuse).kind).toBe('answered')
+      expect(other === 'waited' ? other : other.status).toBe(201)
+      // Two answers kept ('other' and the reused key's), the expired one given back.
+      expect(await t.services.quotas.usageOf(workspace_id, 'idempotency_keys')).toBe(2)
     })
 
     it('fails the commit of a count the quota no longer has room for, naming the quota, its limit and its use', async () => {

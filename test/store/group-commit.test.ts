@@ -73,6 +73,22 @@ describe('SQLite group commit', () => {
     ])
   })
 
+  it("keeps a savepoint's undo pages in memory (temp_store), and a failing transaction still undoes all its pages", async () => {
+    const { d, committed } = await open()
+    expect(await d.one('SELECT temp_store FROM pragma_temp_store')).toEqual({ temp_store: 2 })
+    const outcomes = await Promise.allSettled([
+      d.transaction(async (tx) => tx.run("INSERT INTO t (k, n) VALUES ('kept', 1)")),
+      d.transaction(async (tx) => {
+        // Rows of 2 kB: the undo pages of some hundred pages, more than fit one.
+        for (let i = 0; i < 200; i++)
+          await tx.run('INSERT INTO t (k, n) VALUES ($1, $2)', [`${i}`.padEnd(2000, 'x'), i])
+        throw new Error('handler failed')
+      }),
+    ])
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected'])
+    expect(committed('SELECT k FROM t')).toEqual([{ k: 'kept' }])
+  })
+
   it('holds back a read that saw uncommitted writes until they are committed', async () => {
     const { d, committed } = await open()
     const write = d.run("INSERT INTO t (k, n) VALUES ('w', 1)")

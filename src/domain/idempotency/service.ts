@@ -145,7 +145,9 @@ export class IdempotencyService {
     let handled: Handled | undefined
     try {
       return await this.db.unitOfWork(async (tx): Promise<Once> => {
-        const claim = await this.idempotency.claim(tx, workspaceId, key, fingerprint, now)
+        // A write's counts go with the commit: so do those of an expired answer its claim removes.
+        const countsAtCommit = quota !== undefined && !quota.read
+        const claim = await this.idempotency.claim(tx, workspaceId, key, fingerprint, now, countsAtCommit)
         // Stryker disable next-line ConditionalExpression: equivalent, a taken key's work would run and roll back (its answer refused by the unique key), and the stored answer follows.
         if (claim.kind !== 'claimed') return claim
         handled = await handle()
@@ -153,7 +155,7 @@ export class IdempotencyService {
         const answer = answerOf(request, handled.response)
         // A write's counts may go with the commit, whose failure is then the refusal (caught below); a read's
         // answer past a quota is answered unstored, so its counts are taken now.
-        const atCommit = quota && !quota.read ? (r: StoredAnswerRefusal) => this.refusal(r) : undefined
+        const atCommit = countsAtCommit ? (r: StoredAnswerRefusal) => this.refusal(r) : undefined
         const refusal =
           this.oversize(answer, quota) ??
           (await this.idempotency.answer(tx, answer, this.limits(quota), atCommit))

@@ -148,10 +148,9 @@ export class PostgresDb
       throw new DeferredCommitRefused(err, () => {
         const next = currentUnit<Queryable>(this)
         const tail = next && commitTailOf(next.tx)
-        if (!next || !tail?.refusableAtCommit)
+        if (!next || !tail)
           throw new Error('A refused unit resumes only inside another unit of the same store')
-        for (const h of tx.counts) tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered)
-        for (const h of tx.held) tail.atCommit(h.sql, h.params)
+        tx.writes.handTo(tail)
         for (const fn of after) next.defer(fn)
       })
     }

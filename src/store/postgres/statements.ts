@@ -133,14 +133,53 @@ export class PooledQueryable extends SendingQueryable {
 interface HeldBack {
   sql: string
   params: readonly SqlValue[] | undefined
-  /** A statement that may refuse the write (CommitTail.refusableAtCommit). */
+  /** A count that may refuse the write (CommitTail.refusableAtCommit). */
   refusal?: RefusalAtCommit
   answered?: ((rows: readonly Row[]) => void) | undefined
 }
 
-/** A refusable held-back statement (CommitTail.refusableAtCommit). */
-interface HeldCount extends HeldBack {
-  refusal: RefusalAtCommit
+/** The writes a transaction holds back to its COMMIT: its counts, sent before the others (COUNTS_FIRST). */
+export class HeldBackWrites {
+  /** Quota counts and give-backs (CommitTail.refusableAtCommit, countAtCommit). */
+  readonly counts: HeldBack[] = []
+  readonly others: HeldBack[] = []
+
+  atCommit(sql: string, params?: readonly SqlValue[]): void {
+    this.others.push({ sql, params })
+  }
+
+  refusableAtCommit(
+    sql: string,
+    params: readonly SqlValue[],
+    refusal: RefusalAtCommit,
+    answered?: (rows: readonly Row[]) => void,
+  ): void {
+    this.counts.push({ sql, params, refusal, answered })
+  }
+
+  countAtCommit(sql: string, params: readonly SqlValue[]): void {
+    this.counts.push({ sql, params })
+  }
+
+  get empty(): boolean {
+    return this.counts.length === 0 && this.others.length === 0
+  }
+
+  /** In sending order: the counts, then the others. */
+  inOrder(): HeldBack[] {
+    return [...this.counts, ...this.others]
+  }
+
+  /** Held back by another transaction's tail instead, in the same order (a refused deferred unit's writes). */
+  handTo(tail: CommitTail): void {
+    for (const h of this.counts) {
+      if (!tail.refusableAtCommit || !tail.countAtCommit)
+        throw new Error('A quota count is handed only to a tail that holds counts')
+      if (h.refusal) tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered)
+      else tail.countAtCommit(h.sql, h.params ?? [])
+    }
+    for (const h of this.others) tail.atCommit(h.sql, h.params)
+  }
 }
 
 /**
@@ -185,9 +224,7 @@ async function sendToCommit(
 export class PgTransaction extends SendingQueryable implements CommitTail {
   /** Whether BEGIN has been sent: COMMIT and ROLLBACK follow only then. */
   begun = false
-  private readonly held: HeldBack[] = []
-  /** The refusable statements (a quota's counts), sent before the others: see COUNTS_FIRST. */
-  private readonly counts: HeldCount[] = []
+  private readonly writes = new HeldBackWrites()
 
   constructor(
     private readonly connection: Connection,
@@ -215,7 +252,7 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
   }
 
   atCommit(sql: string, params?: readonly SqlValue[]): void {
-    this.held.push({ sql, params })
+    this.writes.atCommit(sql, params)
   }
 
   refusableAtCommit(
@@ -224,12 +261,16 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
   ): void {
-    this.counts.push({ sql, params, refusal, answered })
+    this.writes.refusableAtCommit(sql, params, refusal, answered)
+  }
+
+  countAtCommit(sql: string, params: readonly SqlValue[]): void {
+    this.writes.countAtCommit(sql, params)
   }
 
   /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */
   async commit(): Promise<void> {
-    if (this.held.length === 0 && this.counts.length === 0) {
+    if (this.writes.empty) {
       if (!this.begun) return
       const driver = this.driver
       await this.sent(driver, driver.unsafe('COMMIT').execute(), true)
@@ -238,7 +279,7 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
     const driver = this.driver
     const begin = !this.begun
     this.begun = true
-    await this.sent(driver, sendToCommit(driver, this.timing, [...this.counts, ...this.held], begin), true)
+    await this.sent(driver, sendToCommit(driver, this.timing, this.writes.inOrder(), begin), true)
   }
 
   /** Rolls back what was begun; on a lost connection the server has rolled back already. */
@@ -279,9 +320,7 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
  */
 export class DeferredTransaction implements Queryable, CommitTail {
   private readonly first: HeldBack[] = []
-  readonly held: HeldBack[] = []
-  /** The refusable statements (a quota's counts), sent before the others: see COUNTS_FIRST. */
-  readonly counts: HeldCount[] = []
+  readonly writes = new HeldBackWrites()
 
   constructor(
     private readonly connections: SharedConnections,
@@ -293,7 +332,7 @@ export class DeferredTransaction implements Queryable, CommitTail {
   }
 
   atCommit(sql: string, params?: readonly SqlValue[]): void {
-    this.held.push({ sql, params })
+    this.writes.atCommit(sql, params)
   }
 
   /** Held back like `atCommit`, sent before the other writes (COUNTS_FIRST), never combined into one statement. */
@@ -303,17 +342,25 @@ export class DeferredTransaction implements Queryable, CommitTail {
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
   ): void {
-    this.counts.push({ sql, params, refusal, answered })
+    this.writes.refusableAtCommit(sql, params, refusal, answered)
+  }
+
+  countAtCommit(sql: string, params: readonly SqlValue[]): void {
+    this.writes.countAtCommit(sql, params)
   }
 
   async commit(): Promise<void> {
-    const statements = [...this.first, ...this.counts, ...this.held]
+    const statements = [...this.first, ...this.writes.inOrder()]
     if (statements.length === 0) return
     const connection = this.connections.pick()
     const driver = connection.driver
     // Combined, the writes would run in an order PostgreSQL picks: a unit with counts keeps COUNTS_FIRST's order.
     const one =
-      statements.length === 1 ? statements[0] : this.counts.length > 0 ? null : asOneStatement(statements)
+      statements.length === 1
+        ? statements[0]
+        : this.writes.counts.length > 0
+          ? null
+          : asOneStatement(statements)
     const sent = one ? 1 : statements.length + 2
     connection.load += sent
     try {

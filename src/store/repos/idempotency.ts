@@ -94,6 +94,9 @@ const TAKE_ANSWER_OR_FAIL = `INSERT INTO quota_usage (workspace_id, quota, scope
 /** The expired answers, with what each gives back to its workspace's quotas. */
 const PURGE = 'DELETE FROM idempotency_keys WHERE expires_at <= $1 RETURNING workspace_id, answer_bytes'
 
+/** The two quotas a stored answer counts in. */
+type AnswerQuota = Extract<StoredAnswerRefusal['quota'], 'idempotency_keys' | 'idempotency_bytes'>
+
 /** A stored refusal that found the key answered meanwhile: nothing is written, the transaction rolls back. */
 class KeyAnswered extends Error {}
 /** A stored refusal over the workspace's quota: not kept, the transaction rolls back. */
@@ -135,6 +138,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
     key: string,
     fingerprint: string,
     now: number,
+    countsAtCommit = false,
   ): Promise<ClaimResult> {
     const row =
       this.dialect === 'postgres'
@@ -150,7 +154,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
       return { kind: 'in_progress', fingerprint: held.fingerprint as string }
     }
     if (row?.locked === false) return { kind: 'in_progress', fingerprint }
-    if (row?.fingerprint != null && !(await this.dropStale(tx, workspaceId, key, now))) {
+    if (row?.fingerprint != null && !(await this.dropStale(tx, workspaceId, key, now, countsAtCommit))) {
       // The row read was stale: another holder of the lock answered the key after this statement's snapshot was
       // taken (PostgreSQL reads the row before the lock is tried). What the key holds now decides.
       const fresh = await tx.one<Row>(READ, [workspaceId, key])
@@ -192,12 +196,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
     if (refused && limits !== UNBOUNDED) {
       // An answer that cannot fit even alone is refused now (the usage read as committed: the unit reads nothing).
       const alone = this.wontFit(entry, limits)
-      if (alone)
-        return {
-          quota: alone,
-          limit: alone === 'idempotency_keys' ? limits.keys : limits.bytes,
-          used: await this.usage.usage(entry.workspaceId, alone, '', tx),
-        }
+      if (alone) return this.refusalOf(entry.workspaceId, alone, limits, tx)
       if (!this.countAtCommit(tx, entry, limits, refused))
         throw new Error('A deferred unit of work counts its answer at the commit')
     } else {
@@ -209,12 +208,20 @@ export class IdempotencyRepo implements IdempotencyRepository {
   }
 
   /** The quota an answer passes on its own, whatever is stored already (no count can take it). */
-  private wontFit(
-    entry: StoredAnswer,
-    limits: StoredAnswerLimits,
-  ): 'idempotency_keys' | 'idempotency_bytes' | undefined {
+  private wontFit(entry: StoredAnswer, limits: StoredAnswerLimits): AnswerQuota | undefined {
     if (limits.keys < 1) return 'idempotency_keys'
     return storedAnswerBytes(entry) > limits.bytes ? 'idempotency_bytes' : undefined
+  }
+
+  /** The refusal naming `quota`: its limit and the workspace's use of it (read in `tx`, else as committed). */
+  private async refusalOf(
+    workspaceId: string,
+    quota: AnswerQuota,
+    limits: StoredAnswerLimits,
+    tx?: Queryable,
+  ): Promise<StoredAnswerRefusal> {
+    const limit = quota === 'idempotency_keys' ? limits.keys : limits.bytes
+    return { quota, limit, used: await this.usage.usage(workspaceId, quota, '', tx) }
   }
 
   /**
@@ -235,8 +242,8 @@ export class IdempotencyRepo implements IdempotencyRepository {
       return undefined
     }
     // A row inserted fresh ignores the upsert's WHERE: an answer that could not fit even alone is refused first.
-    const fitsAlone = limits.keys >= 1 && bytes <= limits.bytes
-    const taken = fitsAlone
+    const alone = this.wontFit(entry, limits)
+    const taken = !alone
       ? new Set(
           (
             await tx.query<{ quota: string }>(TAKE_ANSWER, [workspaceId, bytes, limits.keys, limits.bytes])
@@ -251,12 +258,12 @@ export class IdempotencyRepo implements IdempotencyRepository {
       await this.usage.release(tx, { workspaceId, quota: 'idempotency_keys', scope: '', amount: 1 })
     if (bytesFit)
       await this.usage.release(tx, { workspaceId, quota: 'idempotency_bytes', scope: '', amount: bytes })
-    const quota = limits.keys < 1 || (fitsAlone && !keysFit) ? 'idempotency_keys' : 'idempotency_bytes'
-    return {
-      quota,
-      limit: quota === 'idempotency_keys' ? limits.keys : limits.bytes,
-      used: await this.usage.usage(workspaceId, quota, '', tx),
-    }
+    return this.refusalOf(
+      workspaceId,
+      alone ?? (keysFit ? 'idempotency_bytes' : 'idempotency_keys'),
+      limits,
+      tx,
+    )
   }
 
   /**
@@ -270,35 +277,40 @@ export class IdempotencyRepo implements IdempotencyRepository {
     refused: (refusal: StoredAnswerRefusal) => Error,
   ): boolean {
     const atCommit = refusableAtCommitOf(tx)
-    const bytes = storedAnswerBytes(entry)
-    if (!atCommit || limits === UNBOUNDED || limits.keys < 1 || bytes > limits.bytes) return false
+    if (!atCommit || limits === UNBOUNDED || this.wontFit(entry, limits)) return false
     const workspaceId = entry.workspaceId
-    atCommit(TAKE_ANSWER_OR_FAIL, [workspaceId, bytes, limits.keys, limits.bytes], {
+    atCommit(TAKE_ANSWER_OR_FAIL, [workspaceId, storedAnswerBytes(entry), limits.keys, limits.bytes], {
       matches: overQuota,
       settle: async () => {
         // Which count failed, told by the usage once the transaction ended: the keys' when one more does not fit.
-        const keys = await this.usage.usage(workspaceId, 'idempotency_keys')
-        if (keys + 1 > limits.keys)
-          return refused({ quota: 'idempotency_keys', limit: limits.keys, used: keys })
-        const used = await this.usage.usage(workspaceId, 'idempotency_bytes')
-        return refused({ quota: 'idempotency_bytes', limit: limits.bytes, used })
+        const keys = await this.refusalOf(workspaceId, 'idempotency_keys', limits)
+        if (keys.used + 1 > limits.keys) return refused(keys)
+        return refused(await this.refusalOf(workspaceId, 'idempotency_bytes', limits))
       },
     })
     return true
   }
 
-  /** Deletes the key's expired or abandoned row and gives its counts back; whether there was one. */
-  private async dropStale(tx: Queryable, workspaceId: string, key: string, now: number): Promise<boolean> {
+  /**
+   * Deletes the key's expired or abandoned row and gives its counts back (`atCommit`: with the transaction's counts
+   * at the COMMIT, where the store holds them); whether there was one.
+   */
+  private async dropStale(
+    tx: Queryable,
+    workspaceId: string,
+    key: string,
+    now: number,
+    atCommit = false,
+  ): Promise<boolean> {
     const gone = await tx.query<{ answer_bytes: number | string }>(DELETE_STALE, [workspaceId, key, now])
     const row = gone[0]
     if (!row) return false
-    await this.usage.release(tx, { workspaceId, quota: 'idempotency_keys', scope: '', amount: 1 })
-    await this.usage.release(tx, {
-      workspaceId,
-      quota: 'idempotency_bytes',
-      scope: '',
-      amount: Number(row.answer_bytes),
-    })
+    const giveBack = (quota: AnswerQuota, amount: number) => {
+      const use = { workspaceId, quota, scope: '', amount }
+      return atCommit ? this.usage.releaseAtCommit(tx, use) : this.usage.release(tx, use)
+    }
+    await giveBack('idempotency_keys', 1)
+    await giveBack('idempotency_bytes', Number(row.answer_bytes))
     return true
   }
 

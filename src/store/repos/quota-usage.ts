@@ -1,6 +1,6 @@
 import type { QuotaOutcome, QuotaUsageRepository, QuotaUse } from '../../domain/quotas/ports.js'
 import type { QuotaName } from '../../domain/quotas/types.js'
-import { type Queryable, readerIn, refusableAtCommitOf } from '../db.js'
+import { commitTailOf, type Queryable, readerIn, refusableAtCommitOf } from '../db.js'
 
 /**
  * The usage row grows only while it stays within the limit: one statement, so two replicas taking the last unit at
@@ -67,6 +67,18 @@ export class QuotaUsageRepo implements QuotaUsageRepository {
 
   async release(tx: Queryable, use: QuotaUse): Promise<void> {
     await tx.run(RELEASE, [use.workspaceId, use.quota, use.scope, use.amount])
+  }
+
+  /**
+   * Gives `use` back with the transaction's counts at the COMMIT where the store holds them (COUNTS_FIRST: a usage
+   * row is then locked for the commit alone, in the order every commit takes it), else now. Only for a transaction
+   * whose later counts go at the commit too (they follow it there) and that reads no usage meanwhile.
+   */
+  async releaseAtCommit(tx: Queryable, use: QuotaUse): Promise<void> {
+    const params = [use.workspaceId, use.quota, use.scope, use.amount]
+    const tail = commitTailOf(tx)
+    if (tail?.countAtCommit) tail.countAtCommit(RELEASE, params)
+    else await tx.run(RELEASE, params)
   }
 
   async usage(workspaceId: string, quota: QuotaName, scope = '', tx?: Queryable): Promise<number> {

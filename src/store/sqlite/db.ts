@@ -9,6 +9,21 @@ import { OperatorSignal } from './operators.js'
 import { type CachedStatement, SqliteQueryable, SqliteStatements, StatementCache } from './statements.js'
 
 /** Write commits after which checkpoints move to a worker thread: a busy server, not a one-off CLI command. */
+/**
+ * How every connection of the server and its commands is set up. `temp_store = MEMORY`: each request's writes run in
+ * a savepoint of the batch they commit with, and SQLite keeps a savepoint's undo pages (its statement journal) in a
+ * temporary file by default, one write system call per page a request first touches. In memory they cost a copy.
+ * Durability is unchanged: that journal only undoes a savepoint inside an open transaction, a commit is durable in
+ * the WAL, and a crash discards uncommitted work whatever the journal held.
+ */
+export const SQLITE_PRAGMAS = [
+  'journal_mode = WAL',
+  'busy_timeout = 5000',
+  'foreign_keys = ON',
+  'synchronous = NORMAL',
+  'temp_store = MEMORY',
+] as const
+
 const CHECKPOINTER_AFTER_COMMITS = 100
 
 /**
@@ -137,10 +152,7 @@ export class SqliteDb implements Db {
     const path = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '') || ':memory:'
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const raw = new Database(path)
-    raw.pragma('journal_mode = WAL')
-    raw.pragma('busy_timeout = 5000')
-    raw.pragma('foreign_keys = ON')
-    raw.pragma('synchronous = NORMAL')
+    for (const pragma of SQLITE_PRAGMAS) raw.pragma(pragma)
     // An operator's command leaves checkpoints to the server: its COMMIT would otherwise copy a busy server's whole
     // WAL into the database file (SQLite checkpoints on the commit that finds the WAL past 1,000 pages). Alone, it
     // is the last connection, whose close checkpoints.
