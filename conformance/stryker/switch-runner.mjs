@@ -223,15 +223,16 @@ export class ConformanceSwitchRunner {
   /**
    * Stryker passes the logger and its options (timeoutMS and timeoutFactor make the runner's own deadline). A test
    * passes `root` (a sandbox other than the working directory), `suite` (the suite's `main`, e.g. from its sources)
-   * and `dryRunOnly` (check prefixes for the dry run, one test, instead of one test per section).
+   * with its `keyRequests`, and `dryRunOnly` (check prefixes for the dry run, one test, instead of one per section).
    */
-  constructor(logger, options = {}, { root = process.cwd(), suite, dryRunOnly } = {}) {
+  constructor(logger, options = {}, { root = process.cwd(), suite, keyRequests, dryRunOnly } = {}) {
     this.logger = logger
     this.timeoutMS = options.timeoutMS ?? 5000
     this.timeoutFactor = options.timeoutFactor ?? 1.5
     // Stryker's worker runs in the sandbox: its instrumented build (dist/) and its compiled suite.
     this.root = root
     this.suite = suite
+    this.keyRequests = keyRequests
     this.dryRunOnly = dryRunOnly
     this.reports = process.env.STRYKER_SUITE_REPORTS
     this.runs = 0
@@ -250,7 +251,7 @@ export class ConformanceSwitchRunner {
   async init() {
     const dist = join(this.root, 'conformance', 'dist')
     // The identities the suite's --reference provisions, from the suite itself (the sandbox's compiled copy).
-    this.keyRequests = (await import(pathToFileURL(join(dist, 'reference.js')).href)).keyRequests
+    this.keyRequests ??= (await import(pathToFileURL(join(dist, 'reference.js')).href)).keyRequests
     if (!this.suite) {
       this.suite = (await import(pathToFileURL(join(dist, 'cli.js')).href)).main
       // The contract compiles once per worker, not once per run (a measurable share of a run): a compiled contract

@@ -13,6 +13,7 @@ import { promisify } from 'node:util'
 import { Instrumenter } from '@stryker-mutator/instrumenter'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../src/cli.js'
+import { keyRequests } from '../src/reference.js'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
@@ -90,7 +91,7 @@ describe('conformance:stryker switch runner', () => {
     runner = new ConformanceSwitchRunner(
       quiet,
       { timeoutMS: 2000, timeoutFactor: 1.5 },
-      { root: dir, suite, dryRunOnly: ONLY },
+      { root: dir, suite, keyRequests, dryRunOnly: ONLY },
     )
     await runner.init()
     const dry = await runner.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })

@@ -77,6 +77,57 @@ function keptAliveAgents(): { http: HttpAgent; https: HttpsAgent } {
   return { http: new HttpAgent(options), https: new HttpsAgent(options) }
 }
 
+/** How many hosts' verdicts a client remembers; past that it starts over (a bound, not a cache policy). */
+const REMEMBERED_HOSTS = 1_024
+
+/**
+ * Whether a URL's host is a literal address the guard refuses, remembered per host: the check builds a socket
+ * address for the block list on every call, and a client calls the same few hosts over and over. The verdict on a
+ * literal address never changes; a name is checked on each new connection by the guarded lookup, not here.
+ */
+function literalRefusal(blocks: (address: string) => boolean): (host: string) => boolean {
+  const known = new Map<string, boolean>()
+  return (host) => {
+    let refused = known.get(host)
+    if (refused === undefined) {
+      refused = isIP(host) !== 0 && blocks(host)
+      if (known.size >= REMEMBERED_HOSTS) known.clear()
+      known.set(host, refused)
+    }
+    return refused
+  }
+}
+
+/** What ends the calls in flight under one shutdown signal. */
+const abortHandlers = new WeakMap<AbortSignal, Set<() => void>>()
+
+/**
+ * Runs `handler` when `signal` aborts; the returned function forgets it. One listener per signal ends every call in
+ * flight under it (a dispatcher's whole pool shares one signal), rather than an EventTarget listener added and
+ * removed for every call.
+ */
+function whenAborted(signal: AbortSignal, handler: () => void): () => void {
+  let handlers = abortHandlers.get(signal)
+  if (!handlers) {
+    const all = new Set<() => void>()
+    handlers = all
+    abortHandlers.set(signal, all)
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const h of [...all]) h()
+        all.clear()
+      },
+      { once: true },
+    )
+  }
+  const mine = handlers
+  mine.add(handler)
+  return () => {
+    mine.delete(handler)
+  }
+}
+
 function failed(failure: OutboundFailure, message: string): OutboundAnswer {
   return { ok: false, failure, message }
 }
@@ -95,12 +146,12 @@ export function createOutboundHttp(options: OutboundOptions = {}): OutboundHttp 
   const targets = options.privateTargets ?? NO_PRIVATE_TARGETS
   const blocks = options.blocks ?? isNonPublicAddress
   const resolve = options.resolve ?? systemResolve
-  const strict = guardedLookup(resolve, blocks)
-  const listed = guardedLookup(resolve, isNeverAllowedAddress)
-  const guardFor = (url: URL) =>
-    listedTarget(targets, url)
-      ? { blocks: isNeverAllowedAddress, lookup: listed }
-      : { blocks, lookup: strict }
+  const strict: Guard = { refuses: literalRefusal(blocks), lookup: guardedLookup(resolve, blocks) }
+  const listed: Guard = {
+    refuses: literalRefusal(isNeverAllowedAddress),
+    lookup: guardedLookup(resolve, isNeverAllowedAddress),
+  }
+  const guardFor = (url: URL) => (listedTarget(targets, url) ? listed : strict)
   const agents = keptAliveAgents()
   return {
     refusal(url) {
@@ -126,19 +177,26 @@ export function createOutboundPorts(
   }
 }
 
+/** One guard: which literal hosts it refuses, and the lookup that checks every address a name resolves to. */
+interface Guard {
+  refuses: (host: string) => boolean
+  lookup: LookupFunction
+}
+
 function post(
   request: OutboundPost,
-  guardFor: (url: URL) => { blocks: (address: string) => boolean; lookup: LookupFunction },
+  guardFor: (url: URL) => Guard,
   agents: { http: HttpAgent; https: HttpsAgent },
 ): Promise<OutboundAnswer> {
   return new Promise((resolve) => {
     let settled = false
     let timer: NodeJS.Timeout | undefined
+    let forget: (() => void) | undefined
     const finish = (answer: OutboundAnswer) => {
       if (settled) return
       settled = true
       clearTimeout(timer)
-      request.signal?.removeEventListener('abort', onAbort)
+      forget?.()
       resolve(answer)
     }
     let url: URL
@@ -151,11 +209,9 @@ function post(
       return finish(failed('invalid_url', 'url must use http or https'))
     }
     // A literal address is connected to without a lookup, so it is checked here.
-    const { blocks, lookup } = guardFor(url)
+    const { refuses, lookup } = guardFor(url)
     const host = hostOf(url)
-    if (isIP(host) !== 0 && blocks(host)) {
-      return finish(failed('private_address', new PrivateAddressError(host).message))
-    }
+    if (refuses(host)) return finish(failed('private_address', new PrivateAddressError(host).message))
     const body = Buffer.from(request.body, 'utf8')
     const headers = { ...request.headers, 'content-length': String(body.length) }
     const req =
@@ -171,7 +227,7 @@ function post(
       req.destroy()
     }
     if (request.signal?.aborted) onAbort()
-    request.signal?.addEventListener('abort', onAbort)
+    else if (request.signal) forget = whenAborted(request.signal, onAbort)
     req.on('error', (err: Error & { code?: string }) => {
       finish(failed(err instanceof PrivateAddressError ? 'private_address' : 'unreachable', describe(err)))
     })

@@ -41,8 +41,9 @@ describe.each(backends())('batched loading on $name', (backend) => {
   }
 
   /**
-   * The fewer of two runs: a one-off load that may land in either (the key cache's 1 s refresh, a new 10 s rate
-   * window read once) is not the page's own cost, and an N+1 would show in both.
+   * The fewest of four runs: a one-off load that may land in any (the key cache's 1 s refresh, a new 10 s rate
+   * window read once; on a loaded machine a request can take long enough for two in a row to refresh) is not the
+   * page's own cost, and an N+1 would show in all.
    */
   async function count(query: string, variables: Record<string, unknown>): Promise<number> {
     const once = async () => {
@@ -52,7 +53,7 @@ describe.each(backends())('batched loading on $name', (backend) => {
       expect(res.body.errors).toBeUndefined()
       return queries - before
     }
-    return Math.min(await once(), await once())
+    return Math.min(await once(), await once(), await once(), await once())
   }
 
   // The first request of a key loads what later ones find cached (the verified key, the rate windows): measure

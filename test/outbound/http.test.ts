@@ -1,4 +1,5 @@
 import type { LookupAddress } from 'node:dns'
+import { getEventListeners } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -223,5 +224,51 @@ describe('the outbound HTTP port', () => {
       })
       if (!url.includes('metadata.internal')) expect(listed.refusal(new URL(url)), url).toMatch(/link-local/)
     }
+  })
+
+  it('ends every call in flight under one signal when it aborts, with one listener on it', async () => {
+    const open = createOutboundHttp({ privateTargets: ANY_LOOPBACK_PORT })
+    const hang = createServer(() => {})
+    await listenOnTestPort(hang)
+    const hangPort = (hang.address() as AddressInfo).port
+    try {
+      const shutdown = new AbortController()
+      const calls = Array.from({ length: 20 }, (_, i) =>
+        open.post(post(`http://127.0.0.1:${hangPort}/${i}`, { signal: shutdown.signal, timeoutMs: 10_000 })),
+      )
+      expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(1)
+      // A call that ends on its own leaves nothing behind for the abort.
+      expect(
+        await open.post(post(`http://127.0.0.1:${a.port}/done`, { signal: shutdown.signal })),
+      ).toMatchObject({
+        ok: true,
+      })
+      shutdown.abort()
+      const answers = await Promise.all(calls)
+      expect(answers.every((answer) => !answer.ok && answer.failure === 'aborted')).toBe(true)
+    } finally {
+      hang.closeAllConnections()
+      await new Promise((r) => hang.close(r))
+    }
+  })
+
+  it('checks a literal address against the guard once, then remembers the verdict', async () => {
+    const checked: string[] = []
+    const guarded = createOutboundHttp({
+      blocks: (addr) => {
+        checked.push(addr)
+        return addr.startsWith('10.')
+      },
+    })
+    for (let i = 0; i < 3; i++) {
+      expect(await guarded.post(post('http://10.0.0.1/x', { timeoutMs: 500 }))).toMatchObject({
+        ok: false,
+        failure: 'private_address',
+      })
+      expect(await guarded.post(post(`http://127.0.0.1:${a.port}/public-here`))).toMatchObject({ ok: true })
+    }
+    expect(checked.filter((addr) => addr === '10.0.0.1')).toHaveLength(1)
+    expect(checked.filter((addr) => addr === '127.0.0.1')).toHaveLength(1)
+    expect(a.hits).toEqual(['/public-here', '/public-here', '/public-here'])
   })
 })

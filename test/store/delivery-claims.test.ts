@@ -2,7 +2,9 @@
  * The outbox's claim (DeliveryRepo.claimDue): the oldest due row of each subscription, the longest waiting first,
  * skipping busy subscriptions, at most `limit`, on both stores; a backlog longer than one page of the due index
  * never hides another subscription's row, nor makes the walk read it page after page. And the fan-out's batched
- * insert (insertMany): one row per (subscription, event), whatever was there before or repeats in the batch.
+ * insert (insertMany): one row per (subscription, event), whatever was there before or repeats in the batch. And
+ * the outcomes' batched write (recordAttempts): every outcome of the batch in one statement on PostgreSQL (in one
+ * transaction on SQLite), each written only under the lease and attempt count it was claimed with.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Db, Queryable, SqlValue } from '../../src/store/db.js'
@@ -35,22 +37,27 @@ describe.each(backends())('claimDue on $name', (backend) => {
         return db.query(sql, params)
       },
       one: (sql, params) => db.one(sql, params),
-      run: (sql, params) => db.run(sql, params),
+      run: (sql, params) => {
+        sent.push({ sql, params: params ?? [] })
+        return db.run(sql, params)
+      },
       exec: (script) => db.exec(script),
     }
     let n = 0
     const add = async (webhookId: string, at = NOW) => {
       const id = `dlv_${String(++n).padStart(4, '0')}`
-      await repo.insert({
-        id,
-        webhookId,
-        workspaceId: 'ws_a',
-        eventId: `evt_${n}`,
-        eventSeq: n,
-        eventKind: 'agent.created',
-        payload: {},
-        now: at,
-      })
+      await repo.insertMany([
+        {
+          id,
+          webhookId,
+          workspaceId: 'ws_a',
+          eventId: `evt_${n}`,
+          eventSeq: n,
+          eventKind: 'agent.created',
+          payload: {},
+          now: at,
+        },
+      ])
       return id
     }
     const row = (webhookId: string, eventId: string, at = NOW) => ({
@@ -180,5 +187,121 @@ describe.each(backends())('claimDue on $name', (backend) => {
           })
     expect(plan.join('\n')).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
     expect(plan.join('\n')).not.toMatch(/webhook_deliveries_due/)
+  })
+
+  it('recordAttempts writes each outcome of a batch, in one statement on PostgreSQL, and none whose lease was lost', async () => {
+    const { db, repo, add, counted, sent } = await setUp()
+    const ids = [await add('whk_a'), await add('whk_b'), await add('whk_c'), await add('whk_d')]
+    expect(await repo.claimDue(NOW, 10, [], 'me', NOW + 30_000)).toHaveLength(4)
+    const theirs = await add('whk_e')
+    expect(await repo.claimDue(NOW, 10, [], 'other', NOW + 30_000)).toHaveLength(1)
+    const [delivered, retried, failed, stale] = ids as [string, string, string, string]
+    const at = NOW + 100
+    sent.length = 0
+    const recorded = await repo.in(counted).recordAttempts('me', [
+      { id: delivered, attemptsBefore: 0, outcome: { kind: 'delivered', statusCode: 204 }, now: at },
+      {
+        id: retried,
+        attemptsBefore: 0,
+        outcome: {
+          kind: 'retry',
+          statusCode: 503,
+          error: 'receiver answered 503',
+          nextAttemptAt: at + 5_000,
+        },
+        now: at,
+      },
+      {
+        id: failed,
+        attemptsBefore: 0,
+        outcome: { kind: 'failed', statusCode: null, error: 'timed out' },
+        now: at,
+      },
+      // Claimed at another attempt count (an older claim's late outcome) and another owner's row: left alone.
+      { id: stale, attemptsBefore: 1, outcome: { kind: 'delivered', statusCode: 200 }, now: at },
+      { id: theirs, attemptsBefore: 0, outcome: { kind: 'delivered', statusCode: 200 }, now: at },
+    ])
+    expect([...recorded].sort()).toEqual([delivered, retried, failed].sort())
+    // PostgreSQL: one statement. SQLite: one per outcome, all issued at once, so one transaction (group commit).
+    expect(sent).toHaveLength(db.dialect === 'postgres' ? 1 : 5)
+    const read = async (id: string) =>
+      (await db.one<{ webhook_id: string }>('SELECT webhook_id FROM webhook_deliveries WHERE id = $1', [id]))
+        ?.webhook_id ?? ''
+    const row = async (id: string) => repo.get(await read(id), id)
+    expect(await row(delivered)).toMatchObject({
+      status: 'delivered',
+      attempts: 1,
+      lastStatusCode: 204,
+      lastError: null,
+      nextAttemptAt: null,
+      deliveredAt: at,
+      leaseOwner: null,
+      leaseUntil: null,
+      updatedAt: at,
+    })
+    expect(await row(retried)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      lastStatusCode: 503,
+      lastError: 'receiver answered 503',
+      nextAttemptAt: at + 5_000,
+      deliveredAt: null,
+      leaseOwner: null,
+    })
+    expect(await row(failed)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      lastStatusCode: null,
+      lastError: 'timed out',
+      nextAttemptAt: null,
+      leaseOwner: null,
+    })
+    expect(await row(stale)).toMatchObject({ status: 'pending', attempts: 0, leaseOwner: 'me' })
+    expect(await row(theirs)).toMatchObject({ status: 'pending', attempts: 0, leaseOwner: 'other' })
+    // Written once: the same outcomes again change nothing (the attempt count moved on).
+    expect(
+      (
+        await repo.recordAttempts('me', [
+          { id: delivered, attemptsBefore: 0, outcome: { kind: 'delivered', statusCode: 200 }, now: at },
+        ])
+      ).size,
+    ).toBe(0)
+  })
+
+  it('recordAttempts takes more outcomes than one statement holds, and finds the rows by id', async () => {
+    const { db, repo, row, sent, counted } = await setUp()
+    await repo.insertMany(Array.from({ length: 150 }, (_, i) => row(`whk_${i}`, `evt_${i}`)))
+    const claimed = await repo.claimDue(NOW, 150, [], 'me', NOW + 30_000)
+    expect(claimed).toHaveLength(150)
+    sent.length = 0
+    const recorded = await repo.in(counted).recordAttempts(
+      'me',
+      claimed.map(({ row: r }) => ({
+        id: r.id,
+        attemptsBefore: 0,
+        outcome: { kind: 'delivered' as const, statusCode: 200 },
+        now: NOW,
+      })),
+    )
+    expect(recorded.size).toBe(150)
+    expect(sent.length).toBe(db.dialect === 'postgres' ? 3 : 150)
+    const left = await db.one<{ n: number | string }>(
+      "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending'",
+    )
+    expect(Number(left?.n)).toBe(0)
+    const first = sent[0]
+    expect(first).toBeDefined()
+    if (!first) return
+    const plan =
+      db.dialect === 'sqlite'
+        ? (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${first.sql}`, first.params)).map(
+            (r) => r.detail,
+          )
+        : await db.transaction(async (tx) => {
+            await tx.exec('SET LOCAL enable_seqscan = off')
+            const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${first.sql}`, first.params)
+            return rows.map((r) => r['QUERY PLAN'])
+          })
+    expect(plan.join('\n')).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
   })
 })

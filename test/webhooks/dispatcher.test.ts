@@ -205,14 +205,15 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     // The pass that took the lapsed lease over says so once (the server logs it: "replica leases taken over").
     expect(takeovers).toEqual(['deliveries:1'])
     // The dead replica's late outcome cannot overwrite the real one.
-    const late = await repo.recordAttempt(
-      row?.id ?? '',
-      'other-replica',
-      0,
-      { kind: 'failed', statusCode: null, error: 'late' },
-      h.clock.now(),
-    )
-    expect(late).toBe(false)
+    const late = await repo.recordAttempts('other-replica', [
+      {
+        id: row?.id ?? '',
+        attemptsBefore: 0,
+        outcome: { kind: 'failed', statusCode: null, error: 'late' },
+        now: h.clock.now(),
+      },
+    ])
+    expect(late.size).toBe(0)
     const [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     expect(d).toMatchObject({ status: 'delivered', attempts: 1 })
   })

@@ -10,6 +10,7 @@ import { deliveryBody, type EventKind, isEventKind, type LoggedEvent } from '../
 import type { DeliveryRepository } from '../webhooks/ports.js'
 import type { SendResult } from '../webhooks/sender.js'
 import type { AttemptOutcome, DeliveryRecord, NewDelivery } from '../webhooks/types.js'
+import { OutcomeWriter } from './outcomes.js'
 
 /** What the dispatcher needs from the event log: reading by sequence number and a wake-up after commits. */
 export interface EventSource {
@@ -148,6 +149,8 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   private timer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
   private shutdown = new AbortController()
+  /** Outcomes of the attempts ending in one turn of the event loop, written in one statement. */
+  private readonly outcomes: OutcomeWriter
 
   constructor(
     private readonly db: Db,
@@ -156,7 +159,9 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     private readonly clock: Clock,
     private readonly events: EventSource,
     private readonly options: DispatcherOptions<T>,
-  ) {}
+  ) {
+    this.outcomes = new OutcomeWriter(deliveries, this.owner)
+  }
 
   start(): void {
     if (this.running) return
@@ -319,12 +324,20 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     )
     for (const { row } of claimed) {
       this.busy.add(row.webhookId)
-      const attempt = this.attempt(row, targets.get(row.webhookId)).finally(() => {
-        this.busy.delete(row.webhookId)
-        this.inFlight.delete(attempt)
-        // The subscription may have more rows due, and a pool slot is free again.
-        this.wakeForFreedSlots()
-      })
+      const attempt = this.attempt(row, targets.get(row.webhookId))
+        // An outcome the store did not take leaves the row leased: it is sent again once the lease lapses.
+        .catch((err: unknown) =>
+          (this.options.failures ?? CONSOLE_FAILURE_LOG).error(
+            { err, deliveryId: row.id },
+            `${this.channel.noun} attempt's outcome was not recorded`,
+          ),
+        )
+        .finally(() => {
+          this.busy.delete(row.webhookId)
+          this.inFlight.delete(attempt)
+          // The subscription may have more rows due, and a pool slot is free again.
+          this.wakeForFreedSlots()
+        })
       this.inFlight.add(attempt)
     }
     return claimed.length
@@ -335,13 +348,12 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     const telemetry = this.options.telemetry
     if (!target) {
       telemetry?.gaveUp(undefined)
-      await this.deliveries.recordAttempt(
-        row.id,
-        this.owner,
-        row.attempts,
-        { kind: 'failed', statusCode: null, error: `${this.channel.noun} deleted` },
+      await this.outcomes.record({
+        id: row.id,
+        attemptsBefore: row.attempts,
+        outcome: { kind: 'failed', statusCode: null, error: `${this.channel.noun} deleted` },
         now,
-      )
+      })
       return
     }
     let result: SendResult
@@ -361,7 +373,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       telemetry.attempted(outcome.kind === 'delivered' ? 'delivered' : 'failed', target)
       if (outcome.kind === 'failed') telemetry.gaveUp(target)
     }
-    await this.deliveries.recordAttempt(row.id, this.owner, row.attempts, outcome, done)
+    await this.outcomes.record({ id: row.id, attemptsBefore: row.attempts, outcome, now: done })
   }
 
   private outcome(row: DeliveryRecord, result: SendResult, now: number): AttemptOutcome {

@@ -2,7 +2,7 @@ import type { LeaseClaim } from '../leases.js'
 import type { Slice } from '../pagination.js'
 import type { TxBound } from '../ports.js'
 import type {
-  AttemptOutcome,
+  AttemptRecord,
   DeliveryRecord,
   NewDelivery,
   NewWebhook,
@@ -29,8 +29,6 @@ export interface WebhookRepository extends TxBound<WebhookRepository> {
 }
 
 export interface DeliveryRepository extends TxBound<DeliveryRepository> {
-  /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
-  insert(d: NewDelivery): Promise<boolean>
   /** Creates the rows whose (subscription, event) pair has none yet; the number created. */
   insertMany(rows: readonly NewDelivery[]): Promise<number>
   get(webhookId: string, id: string): Promise<DeliveryRecord | undefined>
@@ -47,14 +45,16 @@ export interface DeliveryRepository extends TxBound<DeliveryRepository> {
     owner: string,
     leaseUntil: number,
   ): Promise<{ row: DeliveryRecord; claim: LeaseClaim }[]>
-  /** Records an attempt; a no-op when the lease was lost, so outcomes never cross. */
-  recordAttempt(
-    id: string,
-    owner: string,
-    attemptsBefore: number,
-    outcome: AttemptOutcome,
-    now: number,
-  ): Promise<boolean>
+  /**
+   * Records the outcomes of attempts `owner` made, all in one statement; the ids recorded. A row whose lease was
+   * lost (lapsed and taken over) is left as it is, so outcomes never cross.
+   */
+  recordAttempts(owner: string, attempts: readonly AttemptRecord[]): Promise<Set<string>>
+  /**
+   * Whether outcomes are best gathered into one `recordAttempts` call per turn of the event loop (each call a round
+   * trip and a commit of its own); false when the store already commits a turn's writes together.
+   */
+  readonly gathersOutcomes: boolean
   /** Starts a fresh round of attempts (manual redeliver); refused while an attempt holds the lease. */
   requeue(id: string, now: number): Promise<boolean>
   /** Drops what a deleted subscription still had to send. */

@@ -58,3 +58,11 @@ export type AttemptOutcome =
   | { kind: 'delivered'; statusCode: number }
   | { kind: 'retry'; statusCode: number | null; error: string; nextAttemptAt: number }
   | { kind: 'failed'; statusCode: number | null; error: string }
+
+/** One attempt's outcome for the row it was made for: `attemptsBefore` is the count its lease was taken with. */
+export interface AttemptRecord {
+  id: string
+  attemptsBefore: number
+  outcome: AttemptOutcome
+  now: number
+}

@@ -34,28 +34,69 @@ export function toCloudEvent(
   })
 }
 
+/** A CloudEvent as its HTTP binding puts it: headers and body. */
+interface BoundMessage {
+  headers: Readonly<Record<string, string>>
+  body: string
+}
+
+/** The event in the binding's mode, as the SDK builds it. */
+function bind(
+  workspaceId: string,
+  source: unknown,
+  structured: boolean,
+  payload: Record<string, unknown>,
+): BoundMessage {
+  const ce = toCloudEvent(workspaceId, source, payload)
+  const message = structured ? HTTP.structured(ce) : HTTP.binary(ce)
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(message.headers)) {
+    if (value !== undefined) headers[name] = String(value)
+  }
+  return { headers, body: typeof message.body === 'string' ? message.body : JSON.stringify(message.body) }
+}
+
+/** Messages remembered: an event fanned out to many sinks is built (validated, serialised) once per source and mode. */
+const REMEMBERED_MESSAGES = 256
+
 /**
  * CloudEvents over HTTP through the SDK's binary (ce-* headers, the body as data) or structured
- * (application/cloudevents+json) binding, POSTed through the guarded outbound port.
+ * (application/cloudevents+json) binding, POSTed through the guarded outbound port. A delivery's body is fixed
+ * with its event (the outbox stores it once per event), so the message depends only on the event's id, the
+ * workspace, the source and the mode: built once for all the sinks that share them.
  */
 export function cloudEventsTransport(
   outbound: OutboundHttp,
   now: () => number = Date.now,
 ): DestinationTransport {
+  const recent = new Map<string, BoundMessage>()
   return {
     async send(destination, event, context) {
-      const ce = toCloudEvent(destination.workspaceId, destination.config.source, event.payload)
-      const message = destination.config.mode === 'structured' ? HTTP.structured(ce) : HTTP.binary(ce)
-      const headers: Record<string, string> = {}
-      for (const [name, value] of Object.entries(message.headers)) {
-        if (value !== undefined) headers[name] = String(value)
+      const structured = destination.config.mode === 'structured'
+      const source = destination.config.source
+      const key = JSON.stringify([
+        event.payload.id,
+        event.payload.ts,
+        destination.workspaceId,
+        typeof source === 'string' ? source : null,
+        structured,
+      ])
+      // A body without an event id (none the outbox makes) is built every time.
+      const remembered = typeof event.payload.id === 'string'
+      let message = remembered ? recent.get(key) : undefined
+      if (!message) {
+        message = bind(destination.workspaceId, source, structured, event.payload)
+        if (remembered) {
+          if (recent.size >= REMEMBERED_MESSAGES) recent.delete(recent.keys().next().value ?? '')
+          recent.set(key, message)
+        }
       }
       const authorization = destination.secrets.authorization
-      if (authorization) headers.authorization = authorization
+      const headers = authorization ? { ...message.headers, authorization } : message.headers
       const answer = await outbound.post({
         url: String(destination.config.url),
         headers,
-        body: typeof message.body === 'string' ? message.body : JSON.stringify(message.body),
+        body: message.body,
         timeoutMs: context.timeoutMs,
         maxAnswerBytes: MAX_ANSWER_BYTES,
         ...(context.signal ? { signal: context.signal } : {}),

@@ -4,11 +4,12 @@ import type { EventKind } from '../../domain/webhooks/body.js'
 import type { DeliveryRepository } from '../../domain/webhooks/ports.js'
 import type {
   AttemptOutcome,
+  AttemptRecord,
   DeliveryRecord,
   DeliveryStatus,
   NewDelivery,
 } from '../../domain/webhooks/types.js'
-import { fromJson, type Queryable, toJson } from '../db.js'
+import { type Dialect, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'
 import { childPage } from '../paging.js'
 
 interface RawDelivery extends Record<string, unknown> {
@@ -62,6 +63,14 @@ function toDelivery(r: RawDelivery): DeliveryRecord {
 /** Rows per INSERT of `insertMany`: 9 parameters each, well under SQLite's 32,766 and PostgreSQL's 65,535. */
 const INSERT_CHUNK = 500
 
+/** A row's status once an attempt with this outcome is recorded. */
+function statusAfter(outcome: AttemptOutcome): DeliveryStatus {
+  return outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'failed' ? 'failed' : 'pending'
+}
+
+/** Outcomes per UPDATE of `recordAttempts`: 8 parameters each; a pool's worth of attempts fits in one. */
+const OUTCOME_CHUNK = 64
+
 /** Which dispatcher a row belongs to: webhook subscriptions or destinations share the one outbox table. */
 export type OutboxChannelName = 'webhook' | 'destination'
 
@@ -70,36 +79,21 @@ export type OutboxChannelName = 'webhook' | 'destination'
  * table serves every channel; a repository sees and creates the rows of its channel only.
  */
 export class DeliveryRepo implements DeliveryRepository {
+  readonly gathersOutcomes: boolean
+
   constructor(
     private readonly db: Queryable,
     private readonly channel: OutboxChannelName = 'webhook',
-  ) {}
+    private readonly dialect: Dialect = 'dialect' in db && db.dialect === 'sqlite' ? 'sqlite' : 'postgres',
+  ) {
+    // SQLite's group commit already puts the outcomes written in one turn of the event loop in one transaction, and
+    // its single-row UPDATEs cost less than the joined one; on PostgreSQL each statement is a round trip and a commit.
+    this.gathersOutcomes = dialect === 'postgres'
+  }
 
   /** The same repository inside a transaction that spans several repositories. */
   in(tx: Queryable): DeliveryRepo {
-    return new DeliveryRepo(tx, this.channel)
-  }
-
-  /** Creates the row unless this (subscription, event) pair already has one; true when it was created. */
-  async insert(d: NewDelivery): Promise<boolean> {
-    const changed = await this.db.run(
-      `INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_seq, event_kind, payload,
-         status, attempts, next_attempt_at, created_at, updated_at, channel)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8, $8, $9)
-       ON CONFLICT (webhook_id, event_id) DO NOTHING`,
-      [
-        d.id,
-        d.webhookId,
-        d.workspaceId,
-        d.eventId,
-        d.eventSeq,
-        d.eventKind,
-        toJson(d.payload),
-        d.now,
-        this.channel,
-      ],
-    )
-    return changed > 0
+    return new DeliveryRepo(tx, this.channel, this.dialect)
   }
 
   /**
@@ -243,34 +237,82 @@ export class DeliveryRepo implements DeliveryRepository {
     )
   }
 
-  /** Records an attempt; a no-op when the lease was lost (expired and taken over), so outcomes never cross. */
-  async recordAttempt(
-    id: string,
-    owner: string,
-    attemptsBefore: number,
-    outcome: AttemptOutcome,
-    now: number,
-  ): Promise<boolean> {
-    const status: DeliveryStatus =
-      outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'failed' ? 'failed' : 'pending'
-    const changed = await this.db.run(
-      `UPDATE webhook_deliveries SET status = $1, attempts = $2, last_status_code = $3, last_error = $4,
-         next_attempt_at = $5, delivered_at = $6, lease_owner = NULL, lease_until = NULL, updated_at = $7
-       WHERE id = $8 AND lease_owner = $9 AND attempts = $10 AND status = 'pending'`,
-      [
-        status,
-        attemptsBefore + 1,
-        outcome.statusCode,
-        outcome.kind === 'delivered' ? null : outcome.error,
-        outcome.kind === 'retry' ? outcome.nextAttemptAt : null,
-        outcome.kind === 'delivered' ? now : null,
-        now,
-        id,
-        owner,
-        attemptsBefore,
-      ],
+  /**
+   * Records the outcomes of attempts `owner` made. PostgreSQL: one UPDATE joined to the outcomes as a VALUES list
+   * (at most OUTCOME_CHUNK to a statement), not a round trip and a commit per attempt; SQLite: see recordEach. A row is written only while `owner` still holds its lease
+   * at the attempt count it was claimed with, so an outcome whose lease was lost (lapsed and taken over) never
+   * overwrites the newer one; the ids written are returned. The rows are found by id: `status || ''` keeps the
+   * planners off the due index, which they would otherwise walk, every pending row of it, for the join.
+   */
+  async recordAttempts(owner: string, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
+    if (this.dialect === 'sqlite') return this.recordEach(owner, attempts)
+    const recorded = new Set<string>()
+    for (let from = 0; from < attempts.length; from += OUTCOME_CHUNK) {
+      const chunk = attempts.slice(from, from + OUTCOME_CHUNK)
+      const params: SqlValue[] = [owner]
+      const values = chunk.map(({ id, attemptsBefore, outcome, now }) => {
+        const at = params.length
+        params.push(
+          id,
+          attemptsBefore,
+          statusAfter(outcome),
+          outcome.statusCode,
+          outcome.kind === 'delivered' ? null : outcome.error,
+          outcome.kind === 'retry' ? outcome.nextAttemptAt : null,
+          outcome.kind === 'delivered' ? now : null,
+          now,
+        )
+        const $ = (i: number) => `$${at + i}`
+        // Typed, since PostgreSQL cannot infer a VALUES list's types from the columns it is compared with.
+        return `(CAST(${$(1)} AS TEXT), CAST(${$(2)} AS INTEGER), CAST(${$(3)} AS TEXT), CAST(${$(4)} AS INTEGER),
+          CAST(${$(5)} AS TEXT), CAST(${$(6)} AS BIGINT), CAST(${$(7)} AS BIGINT), CAST(${$(8)} AS BIGINT))`
+      })
+      const rows = await this.db.query<{ id: string }>(
+        `WITH outcome (delivery_id, attempts_before, new_status, status_code, error, next_at, delivered, at) AS (
+           VALUES ${values.join(', ')}
+         )
+         UPDATE webhook_deliveries SET status = outcome.new_status, attempts = outcome.attempts_before + 1,
+           last_status_code = outcome.status_code, last_error = outcome.error, next_attempt_at = outcome.next_at,
+           delivered_at = outcome.delivered, lease_owner = NULL, lease_until = NULL, updated_at = outcome.at
+         FROM outcome
+         WHERE webhook_deliveries.id = outcome.delivery_id AND webhook_deliveries.lease_owner = $1
+           AND webhook_deliveries.attempts = outcome.attempts_before AND webhook_deliveries.status || '' = 'pending'
+         RETURNING webhook_deliveries.id`,
+        params,
+      )
+      for (const r of rows) recorded.add(r.id)
+    }
+    return recorded
+  }
+
+  /**
+   * SQLite: one UPDATE per outcome, all issued at once, so they join one transaction (the driver's group commit);
+   * cheaper there than the joined UPDATE, which builds the VALUES list as a table first.
+   */
+  private async recordEach(owner: string, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
+    const written = await Promise.all(
+      attempts.map(async ({ id, attemptsBefore, outcome, now }) => {
+        const changed = await this.db.run(
+          `UPDATE webhook_deliveries SET status = $1, attempts = $2, last_status_code = $3, last_error = $4,
+             next_attempt_at = $5, delivered_at = $6, lease_owner = NULL, lease_until = NULL, updated_at = $7
+           WHERE id = $8 AND lease_owner = $9 AND attempts = $10 AND status = 'pending'`,
+          [
+            statusAfter(outcome),
+            attemptsBefore + 1,
+            outcome.statusCode,
+            outcome.kind === 'delivered' ? null : outcome.error,
+            outcome.kind === 'retry' ? outcome.nextAttemptAt : null,
+            outcome.kind === 'delivered' ? now : null,
+            now,
+            id,
+            owner,
+            attemptsBefore,
+          ],
+        )
+        return changed > 0 ? id : null
+      }),
     )
-    return changed > 0
+    return new Set(written.filter((id): id is string => id !== null))
   }
 
   /** Starts a fresh round of attempts (manual redeliver); refused while an attempt holds the lease. */
