@@ -68,6 +68,18 @@ function statusAfter(outcome: AttemptOutcome): DeliveryStatus {
   return outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'failed' ? 'failed' : 'pending'
 }
 
+/** What an attempt's outcome writes: status, last_status_code, last_error, next_attempt_at, delivered_at, updated_at. */
+function outcomeColumns({ outcome, now }: AttemptRecord): SqlValue[] {
+  return [
+    statusAfter(outcome),
+    outcome.statusCode,
+    outcome.kind === 'delivered' ? null : outcome.error,
+    outcome.kind === 'retry' ? outcome.nextAttemptAt : null,
+    outcome.kind === 'delivered' ? now : null,
+    now,
+  ]
+}
+
 /** Outcomes per UPDATE of `recordAttempts`: 8 parameters each; a pool's worth of attempts fits in one. */
 const OUTCOME_CHUNK = 64
 
@@ -250,18 +262,9 @@ export class DeliveryRepo implements DeliveryRepository {
     for (let from = 0; from < attempts.length; from += OUTCOME_CHUNK) {
       const chunk = attempts.slice(from, from + OUTCOME_CHUNK)
       const params: SqlValue[] = [owner]
-      const values = chunk.map(({ id, attemptsBefore, outcome, now }) => {
+      const values = chunk.map((attempt) => {
         const at = params.length
-        params.push(
-          id,
-          attemptsBefore,
-          statusAfter(outcome),
-          outcome.statusCode,
-          outcome.kind === 'delivered' ? null : outcome.error,
-          outcome.kind === 'retry' ? outcome.nextAttemptAt : null,
-          outcome.kind === 'delivered' ? now : null,
-          now,
-        )
+        params.push(attempt.id, attempt.attemptsBefore, ...outcomeColumns(attempt))
         const $ = (i: number) => `$${at + i}`
         // Typed, since PostgreSQL cannot infer a VALUES list's types from the columns it is compared with.
         return `(CAST(${$(1)} AS TEXT), CAST(${$(2)} AS INTEGER), CAST(${$(3)} AS TEXT), CAST(${$(4)} AS INTEGER),
@@ -291,25 +294,14 @@ export class DeliveryRepo implements DeliveryRepository {
    */
   private async recordEach(owner: string, attempts: readonly AttemptRecord[]): Promise<Set<string>> {
     const written = await Promise.all(
-      attempts.map(async ({ id, attemptsBefore, outcome, now }) => {
+      attempts.map(async (attempt) => {
         const changed = await this.db.run(
-          `UPDATE webhook_deliveries SET status = $1, attempts = $2, last_status_code = $3, last_error = $4,
-             next_attempt_at = $5, delivered_at = $6, lease_owner = NULL, lease_until = NULL, updated_at = $7
+          `UPDATE webhook_deliveries SET status = $1, last_status_code = $2, last_error = $3, next_attempt_at = $4,
+             delivered_at = $5, updated_at = $6, attempts = $7, lease_owner = NULL, lease_until = NULL
            WHERE id = $8 AND lease_owner = $9 AND attempts = $10 AND status = 'pending'`,
-          [
-            statusAfter(outcome),
-            attemptsBefore + 1,
-            outcome.statusCode,
-            outcome.kind === 'delivered' ? null : outcome.error,
-            outcome.kind === 'retry' ? outcome.nextAttemptAt : null,
-            outcome.kind === 'delivered' ? now : null,
-            now,
-            id,
-            owner,
-            attemptsBefore,
-          ],
+          [...outcomeColumns(attempt), attempt.attemptsBefore + 1, attempt.id, owner, attempt.attemptsBefore],
         )
-        return changed > 0 ? id : null
+        return changed > 0 ? attempt.id : null
       }),
     )
     return new Set(written.filter((id): id is string => id !== null))
