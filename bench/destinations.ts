@@ -19,7 +19,7 @@
  * `--types` makes the destinations of these types only, in turn (default all four: what each type costs per
  * send, compared by the CPU per arrival of runs with one type each).
  * `--profile <file>` writes a CPU profile of the rounds alone. `--concurrency` is the outbox's pool
- * (AGENTOPS_WEBHOOK_CONCURRENCY, default 16 as the server's).
+ * (AGENTOPS_WEBHOOK_CONCURRENCY, default 64 as the server's).
  * NATS throughput: the transport alone, `--publishes` events with 64 in flight, each acknowledged by JetStream with
  * its Nats-Msg-Id (the outbox itself keeps one attempt in flight per destination, so one destination's publishes go
  * one after another). In-process; loopback only; every wait is bounded.
@@ -59,7 +59,7 @@ const WARMUP = args.includes('--warmup')
   ? Math.min(50, Math.max(0, Number(args[args.indexOf('--warmup') + 1])))
   : 0
 const DESTINATIONS = option('--destinations', 1000, 5000)
-const CONCURRENCY = option('--concurrency', 16, 1000)
+const CONCURRENCY = option('--concurrency', 64, 1000)
 const PUBLISHES = option('--publishes', 20_000, 200_000)
 const INLINE_RECEIVER = args.includes('--inline-receiver')
 const PROFILE = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined
