@@ -32,6 +32,8 @@ describe('conformance:stryker selection', () => {
     expect(sectionOf('src/http/app.ts')).toBeUndefined()
     expect(sectionOf('src/outbound/http.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
     expect(sectionOf('src/outbound/addresses.ts')).toBeUndefined()
+    // A double star reaches any depth: the destinations, one folder down, are the outbox's section.
+    expect(sectionOf('src/outbound/destinations/nats.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
   })
 
   it('--since finds the changed lines of the scope’s modules only, and counts their mutants', async () => {
