@@ -4,7 +4,7 @@
  * each arrival at the receiver, on SQLite; then NATS publish throughput.
  *
  *   npx tsx bench/destinations.ts [--rounds <n>] [--destinations <n>] [--concurrency <n>] [--publishes <n>]
- *     [--warmup <n>] [--inline-receiver] [--profile <file.cpuprofile>]
+ *     [--warmup <n>] [--types slack,pagerduty,cloudevents,nats] [--inline-receiver] [--profile <file.cpuprofile>]
  *
  * A round commits one run.failed event (every destination lists it) and waits for all arrivals: HTTP requests at
  * the receiver, messages on a core NATS subscription of the stream's subjects. The HTTP receiver runs in a process
@@ -13,9 +13,13 @@
  * 2026-11-29 10:45). p50/p99/max are over every arrival of
  * every round; `--warmup <n>` runs n rounds first and leaves them out (a warm server; without it the first round
  * also measures the JIT compiling the outbox's paths). Each round prints its own figures and this process's CPU time
- * per arrival (user + system), which other load on the machine moves less than the wall-clock spans.
+ * per arrival (user + system, every thread) and its main thread's busy time per arrival (event-loop utilisation:
+ * the thread the outbox's claims, commits and sends share), which other load on the machine moves less than the
+ * wall-clock spans.
+ * `--types` makes the destinations of these types only, in turn (default all four: what each type costs per
+ * send, compared by the CPU per arrival of runs with one type each).
  * `--profile <file>` writes a CPU profile of the rounds alone. `--concurrency` is the outbox's pool
- * (AGENTOPS_WEBHOOK_CONCURRENCY, default 16 as the server's).
+ * (AGENTOPS_WEBHOOK_CONCURRENCY, default 64 as the server's).
  * NATS throughput: the transport alone, `--publishes` events with 64 in flight, each acknowledged by JetStream with
  * its Nats-Msg-Id (the outbox itself keeps one attempt in flight per destination, so one destination's publishes go
  * one after another). In-process; loopback only; every wait is bounded.
@@ -55,7 +59,7 @@ const WARMUP = args.includes('--warmup')
   ? Math.min(50, Math.max(0, Number(args[args.indexOf('--warmup') + 1])))
   : 0
 const DESTINATIONS = option('--destinations', 1000, 5000)
-const CONCURRENCY = option('--concurrency', 16, 1000)
+const CONCURRENCY = option('--concurrency', 64, 1000)
 const PUBLISHES = option('--publishes', 20_000, 200_000)
 const INLINE_RECEIVER = args.includes('--inline-receiver')
 const PROFILE = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined
@@ -125,9 +129,15 @@ const service = new DestinationService(db, own.destinations, own.deliveries, sys
   concurrency: CONCURRENCY,
   pollMs: 1_000,
 })
-const types = ['slack', 'pagerduty', 'cloudevents', 'nats'] as const
+const ALL_TYPES = ['slack', 'pagerduty', 'cloudevents', 'nats'] as const
+type BenchType = (typeof ALL_TYPES)[number]
+const typesArg = args.includes('--types')
+  ? (args[args.indexOf('--types') + 1] ?? '').split(',')
+  : [...ALL_TYPES]
+const types = ALL_TYPES.filter((t) => typesArg.includes(t))
+if (types.length === 0) throw new Error(`--types: one or more of ${ALL_TYPES.join(', ')}`)
 for (let i = 0; i < DESTINATIONS; i++) {
-  const type = types[i % types.length] ?? 'slack'
+  const type: BenchType = types[i % types.length] ?? 'slack'
   const settings =
     type === 'slack'
       ? { secrets: { webhook_url: `${base}/slack/T/B/${i}` } }
@@ -155,9 +165,13 @@ if (profiler) {
 const latencies: number[] = []
 /** This process's CPU time (user + system) per arrival in each round: a figure load moves less than wall time. */
 const cpuPerDelivery: number[] = []
+/** The main thread's busy time (event-loop utilisation) per arrival in each round. */
+const mainBusy: number[] = []
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]?.toFixed(0)
 for (let round = -WARMUP; round < ROUNDS; round++) {
   arrivals = []
   const cpuBefore = process.cpuUsage()
+  const busyBefore = performance.eventLoopUtilization()
   await db.transaction((tx) =>
     events.append(tx, {
       workspaceId: WS,
@@ -178,9 +192,11 @@ for (let round = -WARMUP; round < ROUNDS; round++) {
   const spans = arrivals.map((t) => t - committed).sort((a, b) => a - b)
   const cpu = process.cpuUsage(cpuBefore)
   const cpuPerArrival = (cpu.user + cpu.system) / Math.max(1, arrivals.length)
+  const busyPerArrival =
+    (performance.eventLoopUtilization(busyBefore).active * 1000) / Math.max(1, arrivals.length)
   console.log(
     `  ${round < 0 ? 'warm-up' : 'round'} ${round}: first ${ms(spans[0] ?? NaN)}, p50 ${ms(pct(spans, 50))}, p99 ${ms(pct(spans, 99))}, max ${ms(spans.at(-1) ?? NaN)}; ` +
-      `this process's CPU ${cpuPerArrival.toFixed(0)} µs per arrival`,
+      `this process's CPU ${cpuPerArrival.toFixed(0)} µs per arrival, main thread busy ${busyPerArrival.toFixed(0)} µs`,
   )
   if (round < 0) {
     await new Promise((r) => setTimeout(r, 200))
@@ -188,6 +204,7 @@ for (let round = -WARMUP; round < ROUNDS; round++) {
     continue
   }
   cpuPerDelivery.push(cpuPerArrival)
+  mainBusy.push(busyPerArrival)
   latencies.push(...arrivals.map((t) => t - committed))
   await new Promise((r) => setTimeout(r, 200))
   await collect()
@@ -205,17 +222,24 @@ console.log(
     .join(' ')}`,
 )
 console.log(
-  `one event to ${DESTINATIONS} destinations (slack, pagerduty, cloudevents, nats in turn), SQLite, pool ${CONCURRENCY}, ` +
+  `one event to ${DESTINATIONS} destinations (${types.join(', ')} in turn), SQLite, pool ${CONCURRENCY}, ` +
     `receiver ${INLINE_RECEIVER ? 'in this process' : 'in its own process'}, ${ROUNDS} rounds` +
     `${WARMUP > 0 ? ` after ${WARMUP} warm-up rounds` : ''}: ` +
     `commit→receiver p50 ${ms(pct(latencies, 50))}, p99 ${ms(pct(latencies, 99))}, max ${ms(latencies.at(-1) ?? NaN)} (${latencies.length} arrivals); ` +
-    `this process's CPU per arrival, median of rounds ${[...cpuPerDelivery].sort((a, b) => a - b)[Math.floor(cpuPerDelivery.length / 2)]?.toFixed(0)} µs`,
+    `per arrival, median of rounds: this process's CPU ${median(cpuPerDelivery)} µs, main thread busy ${median(mainBusy)} µs`,
 )
 
 // NATS throughput: the transport alone, 64 publishes in flight.
 const transport = natsTransport()
-const destination = (await service.list(WS, 0, 200)).rows.find((d) => d.type === 'nats')
-if (!destination) throw new Error('no nats destination')
+// A NATS destination to publish as (made now when `--types` left NATS out; the dispatcher has stopped).
+const destination =
+  (await service.list(WS, 0, 200)).rows.find((d) => d.type === 'nats') ??
+  (await service.create(WS, {
+    type: 'nats',
+    name: 'throughput',
+    events: ['run.failed'],
+    config: { servers: [nats.url], subject_prefix: 'bench' },
+  }))
 let next = 0
 let failed = 0
 const started = performance.now()

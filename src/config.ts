@@ -43,7 +43,7 @@ export interface Config {
   webhookRetryBaseMs: number
   /** Webhook attempts in all before a delivery is marked failed. */
   webhookMaxAttempts: number
-  /** Webhook attempts in flight at once per server (the global pool). */
+  /** Outbox attempts in flight at once per server and channel (webhooks, destinations): the global pool. */
   webhookConcurrency: number
   /** How often the webhook outbox looks for due retries, in ms. */
   webhookPollMs: number
@@ -197,6 +197,15 @@ function requestTimeoutsFrom(env: NodeJS.ProcessEnv): { headersTimeoutMs: number
   return { headersTimeoutMs, requestTimeoutMs }
 }
 
+/**
+ * The outbox's pool by default (per channel: webhooks, destinations). A dispatch pass claims as many rows as the
+ * pool has free slots, and every pass costs its reads, its claim and a commit, so a larger pool sends a large
+ * fan-out in fewer, larger passes; attempts waiting on a slow acknowledgement (JetStream, a slow receiver) also
+ * leave more slots to the others. Each target still has at most one attempt in flight (docs/performance.md,
+ * 2026-11-29 evening, measures it).
+ */
+const OUTBOX_POOL = 64
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   return {
     port: intFrom(env.PORT, 8080, 'PORT'),
@@ -231,7 +240,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookTimeoutMs: intFrom(env.AGENTOPS_WEBHOOK_TIMEOUT_MS, 10_000, 'AGENTOPS_WEBHOOK_TIMEOUT_MS'),
     webhookRetryBaseMs: intFrom(env.AGENTOPS_WEBHOOK_RETRY_BASE_MS, 5_000, 'AGENTOPS_WEBHOOK_RETRY_BASE_MS'),
     webhookMaxAttempts: intFrom(env.AGENTOPS_WEBHOOK_MAX_ATTEMPTS, 8, 'AGENTOPS_WEBHOOK_MAX_ATTEMPTS'),
-    webhookConcurrency: intFrom(env.AGENTOPS_WEBHOOK_CONCURRENCY, 16, 'AGENTOPS_WEBHOOK_CONCURRENCY'),
+    webhookConcurrency: intFrom(
+      env.AGENTOPS_WEBHOOK_CONCURRENCY,
+      OUTBOX_POOL,
+      'AGENTOPS_WEBHOOK_CONCURRENCY',
+    ),
     webhookPollMs: intFrom(env.AGENTOPS_WEBHOOK_POLL_MS, 1_000, 'AGENTOPS_WEBHOOK_POLL_MS'),
     runPollMs: 250,
     corsOrigins: parseCorsOrigins(env.AGENTOPS_CORS_ORIGINS),
