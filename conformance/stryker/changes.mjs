@@ -51,9 +51,10 @@ export const quiet = {
   fatal() {},
 }
 
-/** How many mutants each range holds (the ones a `// Stryker disable` comment leaves out are not counted). */
+/** How many mutants each range holds (the ones a `// Stryker disable` comment or an ignorer of ignorers.mjs leaves out are not counted). */
 export async function countMutants(root, ranges) {
   const { Instrumenter } = await import('@stryker-mutator/instrumenter')
+  const { failureLogIgnorer, notFoundWordsIgnorer, telemetryIgnorer } = await import('./ignorers.mjs')
   const instrumenter = new Instrumenter(quiet)
   const counts = []
   for (const r of ranges) {
@@ -70,7 +71,12 @@ export async function countMutants(root, ranges) {
           ],
         },
       ],
-      { plugins: null, excludedMutations: [], ignorers: [], noHeader: true },
+      {
+        plugins: null,
+        excludedMutations: [],
+        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
+        noHeader: true,
+      },
     )
     counts.push(result.mutants.filter((m) => m.status === undefined).length)
   }

@@ -13,20 +13,32 @@
  *   coverage the instrumented code records before the runner sets a test id) get a server started with the mutant
  *   active (`reloadEnvironment`, `mutantActivation: 'static'`), and the next runtime mutant a clean one again.
  *   Mutants the dry run never reached are NoCoverage without a run.
- * - Timing: the dry run is one test per spec section (its check families), each timed, with its own coverage, so
- *   Stryker's timeout for a mutant is timeoutFactor x the time of the sections whose checks reach it + timeoutMS.
- *   The runner's own deadline for a run is timeoutFactor x the dry-run time of the one section it runs + timeoutMS
- *   (less the time the suite or the server waited for a CPU that other work held):
+ * - Coverage and timing: the dry run is one test per spec section that has mutants in the sandbox (its check
+ *   families), each timed, its coverage kept to the mutants of its own section's modules (a mutant is judged by
+ *   its own section's checks only, so one they never reach is NoCoverage without a run). Stryker's timeout for a
+ *   mutant is timeoutFactor x its section's time + timeoutMS (180 s, the last resort). The runner's own deadline for a run is
+ *   timeoutFactor x the same time + conformanceSwitch.timeoutMS (10 s), less the time the suite or the server
+ *   waited for a CPU that other work held:
  *   when it passes, the suite is cut short (its interrupt signal), the server killed (it may hang or loop) and the
  *   mutant reported Timeout; the next run gets a fresh server. Stryker's timeout stays the last resort (it replaces
  *   the worker; the server exits with the worker's IPC channel). A mutant hit more often than Stryker's hit limit
  *   is a Timeout too.
  * - Each run stops at the first core failure (--bail) and runs only the check families of the mutated module's
- *   section (scope.mjs CHECKS); the dry run runs every check. Each run's JSON report is kept under
+ *   section (scope.mjs CHECKS). A server that does not answer `end` within END_MS of the suite's verdict is
+ *   replaced rather than waited on. Each run's JSON report is kept under
  *   STRYKER_SUITE_REPORTS, named by the mutant, for run.mjs's per-section table.
  */
 import { spawn } from 'node:child_process'
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { createServer } from 'node:net'
 import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -58,6 +70,13 @@ const TIMINGS_FILE = '.switch-timings.json'
 /** How long a run the runner cut short may take to end once aborted before it is left behind. */
 const SETTLE_MS = 5000
 const TIMED_OUT = Symbol('timed out')
+/**
+ * How long the server may take to answer `end` once the suite has its verdict. A server that does not answer
+ * then has its event loop held (a mutant looping in a timer's or a worker's pass after the suite stopped at its
+ * first failure): waiting for the run's deadline added ~20 s to each such run and told nothing the suite's verdict
+ * had not told already.
+ */
+const END_MS = 3000
 
 /**
  * How long a process's main thread has waited, runnable, for a CPU (milliseconds; Linux's /proc/PID/schedstat, 0
@@ -91,6 +110,43 @@ function anyFreePort() {
       s.close(() => resolve(port))
     })
   })
+}
+
+/**
+ * The mutant ids of each spec section's modules, read from the sandbox's instrumented sources (StrykerJS names
+ * every mutant it placed in a module in its `stryMutAct_9fa48("<id>")` calls): a Map from section to ids.
+ */
+export function mutantsBySection(root) {
+  const bySection = new Map()
+  const src = join(root, 'src')
+  if (!existsSync(src)) return bySection
+  for (const file of readdirSync(src, { recursive: true })) {
+    if (!file.endsWith('.ts')) continue
+    const section = sectionOf(`src/${file}`)
+    if (!section) continue
+    const ids = [...readFileSync(join(src, file), 'utf8').matchAll(/stryMutAct_9fa48\("([^"]+)"\)/g)]
+    if (ids.length === 0) continue
+    const own = bySection.get(section) ?? new Set()
+    bySection.set(section, own)
+    for (const [, id] of ids) own.add(id)
+  }
+  return bySection
+}
+
+/**
+ * A dry run's coverage with each section's test keeping only the mutants of its own section's modules: a mutant
+ * is judged by its own section's checks alone (scope.mjs CHECKS), so one those checks never reach in the clean
+ * run would survive a full run of them; Stryker reports it NoCoverage without one, and its timeout is its
+ * section's time, not the sum of every section that happened to pass through its module. Static coverage is kept
+ * whole (a static mutant gets a server of its own and its section's checks).
+ */
+export function ownSectionCoverage(coverage, bySection) {
+  const perTest = {}
+  for (const [testId, counts] of Object.entries(coverage.perTest ?? {})) {
+    const own = bySection.get(testId)
+    perTest[testId] = own ? Object.fromEntries(Object.entries(counts).filter(([id]) => own.has(id))) : counts
+  }
+  return { static: coverage.static ?? {}, perTest }
 }
 
 /** A reference server started from the sandbox (`bin/agentops.mjs serve`) with the control channel preloaded. */
@@ -227,7 +283,9 @@ export class ConformanceSwitchRunner {
    */
   constructor(logger, options = {}, { root = process.cwd(), suite, keyRequests, dryRunOnly } = {}) {
     this.logger = logger
-    this.timeoutMS = options.timeoutMS ?? 5000
+    // The runner's own deadline (conformanceSwitch.timeoutMS) sits below Stryker's timeout (timeoutMS), which
+    // replaces the whole worker and gives no time back for a CPU other work held: the runner's must come first.
+    this.timeoutMS = options.conformanceSwitch?.timeoutMS ?? options.timeoutMS ?? 5000
     this.timeoutFactor = options.timeoutFactor ?? 1.5
     // Stryker's worker runs in the sandbox: its instrumented build (dist/) and its compiled suite.
     this.root = root
@@ -369,9 +427,14 @@ export class ConformanceSwitchRunner {
   async dryRun() {
     const started = Date.now()
     const cost = this.startCost()
+    // One test per section that has mutants in this sandbox (a --section or --since run mutates a few): the
+    // others' checks could only cover mutants judged by another section's checks.
+    const bySection = this.dryRunOnly ? undefined : mutantsBySection(this.root)
     const groups = this.dryRunOnly
       ? [[SUITE_TEST, this.dryRunOnly]]
-      : Object.keys(CHECKS).map((section) => [section, checksFor(section)])
+      : Object.keys(CHECKS)
+          .filter((section) => bySection.size === 0 || bySection.has(section))
+          .map((section) => [section, checksFor(section)])
     try {
       const server = await this.serverFor(true, undefined, groups[0][0])
       await server.send('activate', { mutant: undefined, hitLimit: undefined })
@@ -402,7 +465,10 @@ export class ConformanceSwitchRunner {
       return {
         status: DryRunStatus.Complete,
         tests,
-        mutantCoverage: coverage ?? { static: {}, perTest: {} },
+        mutantCoverage:
+          coverage && bySection?.size
+            ? ownSectionCoverage(coverage, bySection)
+            : (coverage ?? { static: {}, perTest: {} }),
       }
     } catch (err) {
       return { status: DryRunStatus.Error, errorMessage: String(err?.stack ?? err) }
@@ -515,7 +581,29 @@ export class ConformanceSwitchRunner {
         progress,
       })
       progress.phase = 'ending the run'
-      const { hitCount, cpuMicros } = await server.send('end')
+      let grace
+      const ended = await Promise.race([
+        server.send('end'),
+        new Promise((resolve) => (grace = setTimeout(resolve, END_MS))),
+      ])
+      clearTimeout(grace)
+      if (ended === undefined) {
+        // The suite's verdict stands; the held server is replaced for the next run.
+        if (this.server === server) this.server = undefined
+        await server.kill()
+        this.recordCost(cost, server, server.accountedMicros ?? 0, {
+          mutant,
+          static: staticRun,
+          stalled: 'ending the run',
+        })
+        if (report && noticed(report)) return killed(killers(report))
+        if (!report) return killed(output)
+        return {
+          status: MutantRunStatus.Timeout,
+          reason: `the suite passed, then the server did not answer within ${END_MS} ms (its event loop held)`,
+        }
+      }
+      const { hitCount, cpuMicros } = ended
       this.recordCost(cost, server, cpuMicros, { mutant, static: staticRun })
       if (hitLimit !== undefined && hitCount > hitLimit)
         return {
@@ -535,6 +623,25 @@ export class ConformanceSwitchRunner {
       return killed(String(err?.message ?? err).slice(0, 2000))
     }
   }
+}
+
+/** The runner's own options, as Stryker validates them (`conformanceSwitch: { timeoutMS }`). */
+export const strykerValidationSchema = {
+  $schema: 'http://json-schema.org/draft-07/schema',
+  type: 'object',
+  properties: {
+    conformanceSwitch: {
+      type: 'object',
+      properties: {
+        timeoutMS: {
+          type: 'number',
+          description:
+            "The runner's own deadline for a mutant run: timeoutFactor x its section's dry-run time + this",
+        },
+      },
+      additionalProperties: false,
+    },
+  },
 }
 
 export const strykerPlugins = [

@@ -6,13 +6,18 @@
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { Instrumenter } from '@stryker-mutator/instrumenter'
 import { describe, expect, it } from 'vitest'
 import { ALL_CHECKS } from '../src/checks/index.js'
 import { selectChecks } from '../src/runner.js'
 // @ts-expect-error: plain ESM modules of the command, without types
-import { changedRanges, countMutants } from '../stryker/changes.mjs'
+import { changedRanges, countMutants, quiet } from '../stryker/changes.mjs'
+// @ts-expect-error: plain ESM modules of the command, without types
+import { failureLogIgnorer, notFoundWordsIgnorer, telemetryIgnorer } from '../stryker/ignorers.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { CHECKS, checksFor, SCOPE, sectionOf } from '../stryker/scope.mjs'
+// @ts-expect-error: plain ESM modules of the command, without types
+import { mutantsBySection, ownSectionCoverage } from '../stryker/switch-runner.mjs'
 import { scratchDir } from './scratch.js'
 
 describe('conformance:stryker selection', () => {
@@ -25,6 +30,10 @@ describe('conformance:stryker selection', () => {
     expect(sectionOf('src/domain/idempotency/key.ts')).toBe('§8 idempotency')
     expect(sectionOf('src/domain/idempotency/ports.ts')).toBeUndefined()
     expect(sectionOf('src/http/app.ts')).toBeUndefined()
+    expect(sectionOf('src/outbound/http.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
+    expect(sectionOf('src/outbound/addresses.ts')).toBeUndefined()
+    // A double star reaches any depth: the destinations, one folder down, are the outbox's section.
+    expect(sectionOf('src/outbound/destinations/nats.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
   })
 
   it('--since finds the changed lines of the scope’s modules only, and counts their mutants', async () => {
@@ -52,5 +61,66 @@ describe('conformance:stryker selection', () => {
     const counts = await countMutants(dir, ranges)
     expect(counts[0]).toBeGreaterThan(0)
     expect(counts[1]).toBeGreaterThan(0)
+  })
+
+  it('the ignorers leave out log lines, metric calls and a 404 message’s words, with their reason, and nothing else', async () => {
+    const source = [
+      'export function f(failures: any, telemetry: any, metrics: any, notFound: any, a: number) {',
+      "  failures.error({ err: a }, 'pass failed')",
+      '  telemetry.changed(a > 1)',
+      '  metrics?.messageSent()',
+      "  Promise.resolve().catch((err: unknown) => failures.error({ err }, 'x'))",
+      "  if (a > 2) throw notFound('Agent')",
+      "  return a > 1 ? 'big' : 'small'",
+      '}',
+    ].join('\n')
+    const { mutants } = await new Instrumenter(quiet).instrument(
+      [{ name: 'f.ts', content: source, mutate: true }],
+      {
+        plugins: null,
+        excludedMutations: [],
+        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
+        noHeader: true,
+      },
+    )
+    const line = (n: number) => mutants.filter((m) => m.location.start.line === n - 1)
+    for (const n of [2, 3, 4, 5]) {
+      expect(line(n).length, `line ${n}`).toBeGreaterThan(0)
+      for (const m of line(n)) expect(m.status, `line ${n}`).toBe('Ignored')
+    }
+    expect(line(2)[0]!.statusReason).toMatch(/a log line/)
+    expect(line(3)[0]!.statusReason).toMatch(/a metric/)
+    // The 404's words are ignored; its condition is not.
+    const words = line(6).filter((m) => m.replacement === '""')
+    expect(words.map((m) => m.status)).toEqual(['Ignored'])
+    expect(words[0]!.statusReason).toMatch(/404's message/)
+    expect(line(6).filter((m) => m.status === undefined).length).toBeGreaterThan(0)
+    expect(line(7).length).toBeGreaterThan(0)
+    for (const m of line(7)) expect(m.status).toBeUndefined()
+  })
+
+  it("a section's dry-run test keeps only its own modules' mutants (the rest NoCoverage for it)", () => {
+    const dir = scratchDir('stryker-own-')
+    mkdirSync(join(dir, 'src', 'domain', 'idempotency'), { recursive: true })
+    writeFileSync(join(dir, 'src', 'domain', 'cursors.ts'), 'const a = stryMutAct_9fa48("1") ? 0 : 1\n')
+    writeFileSync(
+      join(dir, 'src', 'domain', 'idempotency', 'key.ts'),
+      'const b = stryMutAct_9fa48("2") ? 0 : stryMutAct_9fa48("3") ? 1 : 2\n',
+    )
+    writeFileSync(join(dir, 'src', 'domain', 'idempotency', 'ports.ts'), 'stryMutAct_9fa48("4")\n')
+    const bySection = mutantsBySection(dir) as Map<string, Set<string>>
+    expect([...bySection.keys()].sort()).toEqual(['§8 idempotency', '§8 pagination and cursors'])
+    expect([...bySection.get('§8 idempotency')!].sort()).toEqual(['2', '3'])
+    const coverage = ownSectionCoverage(
+      {
+        static: { '1': 1 },
+        perTest: { '§8 idempotency': { '1': 2, '2': 1 }, '§8 pagination and cursors': { '1': 1, '3': 4 } },
+      },
+      bySection,
+    )
+    expect(coverage).toEqual({
+      static: { '1': 1 },
+      perTest: { '§8 idempotency': { '2': 1 }, '§8 pagination and cursors': { '1': 1 } },
+    })
   })
 })

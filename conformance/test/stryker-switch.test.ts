@@ -133,12 +133,14 @@ describe('conformance:stryker switch runner', () => {
     expect(notLoaded.status, JSON.stringify(notLoaded)).toBe('survived')
 
     // A mutant that hangs the server: Timeout at the runner's own deadline (1.5 x the dry run's time + 2 s), far
-    // before the caller's timeout; the hung server is killed, and the next run, in a fresh server, judged as before.
+    // before the caller's timeout, or Killed when the suite's requests gave up on the server first (its verdict
+    // stands, and the server that then does not answer `end` is not waited on); either way the hung server is
+    // killed, and the next run, in a fresh server, judged as before.
     const hungServer = runner.serverPid
     const hangStarted = Date.now()
     const hung = await runner.mutantRun({ ...options({ id: HANG }, 'runtime'), timeout: 600_000 })
     const hangMs = Date.now() - hangStarted
-    expect(hung.status, JSON.stringify(hung)).toBe('timeout')
+    expect(['timeout', 'killed'], JSON.stringify(hung)).toContain(hung.status)
     expect(hangMs).toBeLessThan(1.5 * dry.tests[0].timeSpentMs + 2000 + 30_000)
     expect(() => process.kill(hungServer!, 0)).toThrow()
     const recovered = await runner.mutantRun(options(runtimeMutant, 'runtime'))

@@ -33,9 +33,9 @@ export function hotPath(db: Db): Queryable {
  * statement's result is not seen; a failure rolls the whole transaction back.
  */
 export interface CommitTail {
-  atCommit(sql: string, params?: readonly SqlValue[]): void
+  atCommit(sql: string, params?: readonly SqlValue[], order?: InOneStatement): void
   /** A deferred unit's (Db.deferredUnitOfWork) only: held back too, and sent before every `atCommit` statement. */
-  atBegin?(sql: string, params?: readonly SqlValue[]): void
+  atBegin?(sql: string, params?: readonly SqlValue[], order?: InOneStatement): void
   /**
    * Held back like `atCommit`, a statement that may refuse the write (a quota's count). Its failure that `refusal`
    * recognises fails the commit with the error `refusal.settle` words once the transaction has ended; `answered`
@@ -46,10 +46,25 @@ export interface CommitTail {
     params: readonly SqlValue[],
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
+    order?: InOneStatement,
   ): void
   /** Held back with the counts, before every `atCommit` statement: a count that cannot refuse (a give-back). */
-  countAtCommit?(sql: string, params: readonly SqlValue[]): void
+  countAtCommit?(sql: string, params: readonly SqlValue[], order?: InOneStatement): void
 }
+
+/**
+ * How a held-back statement keeps its place when a deferred unit with counts is sent as one statement
+ * (src/store/ordered-statement.ts), where PostgreSQL would otherwise run the writes in an order of its own. Without
+ * it, the unit is sent as its statements, one after another. The text given with it stays the one sent otherwise.
+ */
+export type InOneStatement =
+  /** It waits for no lock another transaction may hold (a fresh id's row, a lock only tried): any place will do. */
+  | 'waits-for-nothing'
+  /**
+   * Its text made to run only once the WITH query `after` has run (by reading all of that query's RETURNING rows
+   * before taking any lock of its own); with `after` null, as it stands. A count's text returns rows.
+   */
+  | { after: (after: string | null) => string }
 
 /** Where a count that may refuse the write is held back, when the transaction's driver has a commit tail. */
 export function refusableAtCommitOf(q: Queryable): CommitTail['refusableAtCommit'] {

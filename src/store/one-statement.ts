@@ -18,14 +18,14 @@ export interface Statement {
 const PLACEHOLDER_OR_QUOTED = /'(?:[^']|'')*'|"(?:[^"]|"")*"|\$(\d+)/g
 
 /** The statement's text with every placeholder `$n` moved to `$(n + offset)`. */
-function shifted(sql: string, offset: number): string {
+export function shifted(sql: string, offset: number): string {
   return sql.replace(PLACEHOLDER_OR_QUOTED, (match, n: string | undefined) =>
     n === undefined ? match : `$${Number(n) + offset}`,
   )
 }
 
 /** The highest placeholder number of the text: how many parameters it takes. */
-function placeholders(sql: string): number {
+export function placeholders(sql: string): number {
   let most = 0
   for (const m of sql.matchAll(PLACEHOLDER_OR_QUOTED))
     if (m[1] !== undefined) most = Math.max(most, Number(m[1]))
@@ -69,11 +69,16 @@ function combinedText(writes: readonly Statement[]): string | null {
   return node.sql
 }
 
+/** Whether a text can be a WITH query of a combined statement: no dollar quoting, and as many values as it takes. */
+export function combinable(w: Statement): boolean {
+  return !/\$[A-Za-z_]*\$/.test(w.sql) && (w.params?.length ?? 0) === placeholders(w.sql)
+}
+
 function combine(writes: readonly Statement[]): string | null {
   let offset = 0
   const parts: string[] = []
   for (const [i, w] of writes.entries()) {
-    if (/\$[A-Za-z_]*\$/.test(w.sql) || (w.params?.length ?? 0) !== placeholders(w.sql)) return null
+    if (!combinable(w)) return null
     parts.push(`w${i} AS (${shifted(w.sql, offset)})`)
     offset += placeholders(w.sql)
   }

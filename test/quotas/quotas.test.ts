@@ -4,6 +4,7 @@
  * and given back on delete, and the Idempotency-Key answers a workspace may keep (count, bytes, one answer's size).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { timesStatements } from '../../src/store/db.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { workspaceRecord } from '../support/workspace.js'
@@ -294,6 +295,35 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
         ),
       )
       expect(answers.map((r) => r.status).filter((s) => s !== 201 && s !== 202)).toEqual([])
+    })
+
+    it('sends a keyed create with its counts as one statement, in the counts’ order (src/store/ordered-statement.ts)', async () => {
+      const own = await startTestServer({ databaseUrl: await backend.freshUrl() })
+      try {
+        const { token, workspace_id } = await own.createKey({ quotas: { agents: 5 } })
+        const db = own.services.db
+        if (!timesStatements(db)) throw new Error('PostgreSQL times its statements')
+        const paths: string[] = []
+        db.timeStatements((path) => paths.push(path))
+        const created = await own.request('POST', '/v1/agents', {
+          token,
+          body: agent('in-one-statement'),
+          headers: { 'idempotency-key': 'in-one-statement' },
+        })
+        expect(created.status).toBe(201)
+        // The claim, both counts, the agent and its event: one statement in a transaction of its own.
+        expect(paths.filter((p) => p === 'transaction')).toEqual(['transaction'])
+        expect(await own.services.quotas.usageOf(workspace_id, 'agents')).toBe(1)
+        expect(await own.services.quotas.usageOf(workspace_id, 'idempotency_keys')).toBe(1)
+        const replay = await own.request('POST', '/v1/agents', {
+          token,
+          body: agent('in-one-statement'),
+          headers: { 'idempotency-key': 'in-one-statement' },
+        })
+        expect(replay.body.agent_id).toBe(created.body.agent_id)
+      } finally {
+        await own.close()
+      }
     })
 
     /** A transaction of the workspace that counts one agent, then waits for `release` before it commits. */

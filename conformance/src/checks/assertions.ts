@@ -31,7 +31,9 @@ export function envelopeProblems(body: unknown): string[] {
     return [`no "error" object in ${short(body, 200)}`]
   const e = error as Record<string, unknown>
   if (typeof e.code !== 'string' || e.code === '') problems.push('error.code is not a non-empty string')
+  // §7 "error.message | string | Human-readable text.": an empty or blank string is no text for anyone to read.
   if (typeof e.message !== 'string') problems.push('error.message is not a string')
+  else if (e.message.trim() === '') problems.push('error.message is empty (§7: human-readable text)')
   if (e.detail === null || typeof e.detail !== 'object' || Array.isArray(e.detail))
     problems.push('error.detail is not an object')
   if (typeof e.request_id !== 'string' || e.request_id === '')

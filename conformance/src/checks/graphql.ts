@@ -228,7 +228,8 @@ export const graphqlChecks: Check[] = [
   },
   {
     id: 'graphql.page-limits',
-    title: 'GraphQL lists take REST limits: limit above 200 is refused with invalid_request, not served',
+    title:
+      'GraphQL lists take REST limits: limit above 200 or below 1 is refused with invalid_request, not served',
     level: 'profile',
     clauses: ['S4.15', 'S8.1', 'S8.2'],
     async run(ctx) {
@@ -239,6 +240,19 @@ export const graphqlChecks: Check[] = [
         `agents(limit: 201) answered ${short(obj(res.body).data)}`,
       )
       assert(firstCode(res) === 'invalid_request', `error code ${short(firstCode(res))}`)
+      // GraphQL's spec (§7.1.2): every error's `message` is "a string description of the error intended for the
+      // developer"; an empty one describes nothing.
+      const message = errorsOf(res)[0]?.message
+      assert(
+        typeof message === 'string' && message.trim() !== '',
+        `agents(limit: 201)'s error has the message ${short(message)}`,
+      )
+      const zero = await gql(ctx.http, '{ agents(limit: 0) { data { agent_id } next_cursor } }')
+      expectStatus(zero, 200, 'POST /v1/graphql')
+      assert(
+        obj(obj(zero.body).data).agents === null && firstCode(zero) === 'invalid_request',
+        `agents(limit: 0) answered ${short(zero.body)}, not invalid_request (REST refuses limit=0)`,
+      )
       const ok = await gql(ctx.http, '{ agents(limit: 1) { data { agent_id } next_cursor } }')
       const page = obj(obj(obj(ok.body).data).agents)
       assert(Array.isArray(page.data) && page.data.length <= 1, `agents(limit: 1) answered ${short(page)}`)

@@ -33,6 +33,41 @@ export function batch(ctx: CheckContext, n: number): Json[] {
   }))
 }
 
+/**
+ * Timestamps RFC 3339 §5.6 refuses, each for one rule of its grammar or of the calendar: no such day (February 30,
+ * February 29 of a common year and of a century not divisible by 400), month 13, hour 24, minute 60, second 61,
+ * no offset, an offset hour of 24, an offset without its colon, a fraction without digits, another separator.
+ */
+export const NOT_RFC3339 = [
+  '2026-02-30T10:00:00Z',
+  '2025-02-29T10:00:00Z',
+  '2100-02-29T10:00:00Z',
+  '2026-04-31T10:00:00Z',
+  '2026-13-01T10:00:00Z',
+  '2026-00-10T10:00:00Z',
+  '2026-11-00T10:00:00Z',
+  '2026-11-23T24:00:00Z',
+  '2026-11-23T10:60:00Z',
+  '2026-11-23T10:00:61Z',
+  '2026-11-23T10:00:00',
+  '2026-11-23T10:00:00+24:00',
+  '2026-11-23T10:00:00+01:60',
+  '2026-11-23T10:00:00+0100',
+  '2026-11-23T10:00:00.Z',
+  '2026-11-23X10:00:00Z',
+  '2026-11-23T10:00:00Zjunk',
+  '2026/11/23T10:00:00Z',
+]
+
+/** RFC 3339 §5.6 timestamps of the common forms: offsets east and west, a fraction, a leap day of 2024 and 2000. */
+export const RFC3339_COMMON = [
+  '2026-11-23T10:00:00+05:30',
+  '2026-11-23T10:00:00-08:00',
+  '2026-11-23T10:00:00.123456Z',
+  '2024-02-29T23:59:59Z',
+  '2000-02-29T00:00:00+23:59',
+]
+
 /** Three good records and one without ts, sent once per run. */
 const sent = new WeakMap<object, Promise<{ connector: string; records: Json[]; res: HttpResponse }>>()
 
@@ -86,21 +121,33 @@ export const ingestChecks: Check[] = [
     clauses: ['S2.10', 'S1.11', 'S2.11', 'S4.9'],
     async run(ctx) {
       const connector = ctx.name('conn-invalid')
-      const good = batch(ctx, 2)
+      // §2 Ingest record "ts | string (RFC 3339)": the common forms of RFC 3339 are records to accept, anything
+      // its grammar or calendar refuses (NOT_RFC3339) a record to reject.
+      const good = [
+        ...batch(ctx, 2),
+        ...batch(ctx, RFC3339_COMMON.length).map((r, i): Json => ({ ...r, ts: RFC3339_COMMON[i] })),
+      ]
       const [a, b, c] = batch(ctx, 3) as [Json, Json, Json]
       const { id: _noId, ...withoutId } = c
-      const bad = [{ ...a, ts: '23/11/2026 10:00:00' }, { ...b, ts: '2026-11-23 10:00' }, withoutId]
-      const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, {
-        records: [good[0], bad[0], good[1], bad[1], bad[2]],
-      })
-      expectStatus(res, 202, 'a batch of 2 valid and 3 invalid records')
+      const bad = [
+        { ...a, ts: '23/11/2026 10:00:00' },
+        { ...b, ts: '2026-11-23 10:00' },
+        withoutId,
+        ...batch(ctx, NOT_RFC3339.length).map((r, i): Json => ({ ...r, ts: NOT_RFC3339[i] })),
+      ]
+      const records = [good[0], bad[0], good[1], bad[1], bad[2], ...good.slice(2), ...bad.slice(3)]
+      const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records })
+      expectStatus(res, 202, `a batch of ${good.length} valid and ${bad.length} invalid records`)
       const body = obj(res.body)
+      const rejectedTs = (Array.isArray(body.rejections) ? body.rejections : [])
+        .map((r) => records[Number(obj(r).index)]?.ts)
+        .filter((ts) => ts !== undefined)
       assert(
-        body.accepted === 2 && body.rejected === 3,
-        `accepted ${short(body.accepted)}, rejected ${short(body.rejected)}: expected 2 and 3 (two records with a non-RFC 3339 ts and one without id must be rejected)`,
+        body.accepted === good.length && body.rejected === bad.length,
+        `accepted ${short(body.accepted)}, rejected ${short(body.rejected)}: expected ${good.length} and ${bad.length} (records with a ts RFC 3339 refuses, e.g. ${NOT_RFC3339.slice(0, 3).join(', ')}, and one without id must be rejected; ${RFC3339_COMMON.join(', ')} are RFC 3339 and must be accepted)${rejectedTs.length > 0 ? `; rejected: ${short(rejectedTs)}` : ''}`,
       )
       // What was accepted must be what is stored: read it back where the deployment serves a read (an extension).
-      const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=10`)
+      const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=50`)
       if (
         unservedPart(
           ctx,
@@ -177,7 +224,7 @@ export const ingestChecks: Check[] = [
       // Reading records back is the profile's extension endpoint: where a deployment does not serve it, the
       // stored-ids assertions are left out and the answers alone are judged (this check is core).
       const stored = async (what: string): Promise<unknown[] | undefined> => {
-        const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=10`)
+        const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=50`)
         if (
           unservedPart(
             ctx,
@@ -232,7 +279,7 @@ export const ingestChecks: Check[] = [
     clauses: ['S2.11'],
     async run(ctx) {
       const { res, connector } = await mixedBatch(ctx)
-      const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=10`)
+      const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=50`)
       expectStatus(page, 200, 'GET records')
       const data = (obj(page.body).data ?? []) as Json[]
       assert(data.length === 3, `${data.length} records stored, expected the 3 accepted`)

@@ -15,7 +15,7 @@ const made = new WeakMap<object, Promise<{ ours: Set<string>; total: number }>>(
 async function listAll(
   ctx: CheckContext,
   limit: number,
-): Promise<{ ids: string[]; pages: number; lastCursor: unknown }> {
+): Promise<{ ids: string[]; pages: number; lastCursor: unknown; emptyTail: boolean }> {
   const ids: string[] = []
   let cursor: string | null | undefined
   let pages = 0
@@ -34,7 +34,8 @@ async function listAll(
     // The raw value, for the profile's "null on the last page" (discovery reads "" as no next page too).
     lastCursor = 'next_cursor' in obj(res.body) ? obj(res.body).next_cursor : next
     cursor = next
-    if (!cursor || items.length === 0) return { ids, pages, lastCursor }
+    if (!cursor || items.length === 0)
+      return { ids, pages, lastCursor, emptyTail: pages > 1 && items.length === 0 }
   }
   fail('the walk did not end within 200 pages')
 }
@@ -77,6 +78,34 @@ function manyTools(ctx: CheckContext): Promise<{ ours: Set<string>; total: numbe
     p.catch(() => made.delete(ctx.config))
   }
   return p
+}
+
+/**
+ * Cursors this deployment issued, each edited the way a client's bug or a tamperer would: one character dropped at
+ * the end or the start, one changed at the start, near it, in the middle and at the end. Whether such a cursor still
+ * names a page depends on the deployment's cursor format (the spec leaves it open); it is never a transient failure.
+ */
+async function editedCursors(ctx: CheckContext): Promise<string[]> {
+  await manyTools(ctx)
+  const first = await ctx.http.get('/v1/tools?limit=1')
+  expectStatus(first, 200, 'GET /v1/tools?limit=1')
+  const cursor = nextPageCursor(ctx, first, 1, 'GET /v1/tools?limit=1')
+  if (!cursor) fail(`the first page of /v1/tools?limit=1 has no next cursor: ${short(first.body)}`)
+  // The top bit of a base64 digit flipped (the last digit's low bits may be padding, which decoders ignore).
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  const swap = (c: string) => {
+    const i = B64.indexOf(c)
+    return i < 0 ? 'A' : B64[i ^ 32]!
+  }
+  const at = (i: number) => cursor.slice(0, i) + swap(cursor[i]!) + cursor.slice(i + 1)
+  return [
+    at(0),
+    cursor.slice(0, -1),
+    cursor.slice(1),
+    at(Math.min(3, cursor.length - 1)),
+    at(Math.floor(cursor.length / 2)),
+    at(cursor.length - 1),
+  ].filter((c) => c !== '' && c !== cursor)
 }
 
 export const paginationChecks: Check[] = [
@@ -143,8 +172,10 @@ export const paginationChecks: Check[] = [
         typeof first.next_cursor === 'string',
         `next_cursor of a non-final page is ${short(first.next_cursor)}`,
       )
-      const { lastCursor } = await listAll(ctx, 200)
+      const { lastCursor, emptyTail } = await listAll(ctx, 200)
       assert(lastCursor === null, `next_cursor of the last page is ${short(lastCursor)}`)
+      // The reference reads one row past a page: the page holding the last item says there is no next page.
+      assert(!emptyTail, 'the page holding the last item carried a next_cursor, which led to an empty page')
     },
   },
   {
@@ -176,6 +207,16 @@ export const paginationChecks: Check[] = [
         )
         expectEnvelope(res, `cursor=${cursor.slice(0, 20)}`)
       }
+      // §7 "5xx | Transient failure": a cursor of this deployment's own with one character edited may still name a
+      // page (the cursor format is the deployment's) or be refused with a 4xx; it is no transient failure.
+      for (const cursor of await editedCursors(ctx)) {
+        const res = await ctx.http.get(`/v1/tools?limit=5&cursor=${encodeURIComponent(cursor)}`)
+        assert(
+          res.status < 500,
+          `GET /v1/tools?cursor=${short(cursor)}, a cursor this deployment issued with one character edited, answered ${res.status} ${short(res.body)}: a malformed cursor is no transient failure (§7), it is answered (a page) or refused with a 4xx`,
+        )
+        if (res.status >= 400) expectEnvelope(res, `edited cursor ${short(cursor)}`)
+      }
     },
   },
   {
@@ -190,6 +231,15 @@ export const paginationChecks: Check[] = [
         'garbage cursor',
         'invalid_cursor',
       )
+      // The reference's cursors are signed (x-spec-gap §8): one edited character makes a cursor it never issued.
+      for (const cursor of await editedCursors(ctx)) {
+        expectError(
+          await ctx.http.get(`/v1/tools?limit=5&cursor=${encodeURIComponent(cursor)}`),
+          400,
+          `a cursor of its own with one character edited (${short(cursor)})`,
+          'invalid_cursor',
+        )
+      }
     },
   },
 ]

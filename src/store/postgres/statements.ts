@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks'
 import {
   type CommitTail,
+  type InOneStatement,
   normaliseParams,
   type Queryable,
   type RefusalAtCommit,
@@ -17,6 +18,7 @@ import {
   type StatementResult,
 } from '../db.js'
 import { asOneStatement } from '../one-statement.js'
+import { asOrderedStatement, type OrderedStatement } from '../ordered-statement.js'
 import { type Connection, type ConnectionPool, type Driver, SharedConnections } from './connections.js'
 
 /** A bound value as postgres.js takes it: a bigint as its decimal text (the server casts it to the column's type). */
@@ -136,6 +138,8 @@ interface HeldBack {
   /** A count that may refuse the write (CommitTail.refusableAtCommit). */
   refusal?: RefusalAtCommit
   answered?: ((rows: readonly Row[]) => void) | undefined
+  /** Its place in a deferred unit sent as one statement (src/store/ordered-statement.ts). */
+  order?: InOneStatement | undefined
 }
 
 /** The writes a transaction holds back to its COMMIT: its counts, sent before the others (COUNTS_FIRST). */
@@ -144,8 +148,8 @@ export class HeldBackWrites {
   readonly counts: HeldBack[] = []
   readonly others: HeldBack[] = []
 
-  atCommit(sql: string, params?: readonly SqlValue[]): void {
-    this.others.push({ sql, params })
+  atCommit(sql: string, params?: readonly SqlValue[], order?: InOneStatement): void {
+    this.others.push({ sql, params, order })
   }
 
   refusableAtCommit(
@@ -153,12 +157,13 @@ export class HeldBackWrites {
     params: readonly SqlValue[],
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
+    order?: InOneStatement,
   ): void {
-    this.counts.push({ sql, params, refusal, answered })
+    this.counts.push({ sql, params, refusal, answered, order })
   }
 
-  countAtCommit(sql: string, params: readonly SqlValue[]): void {
-    this.counts.push({ sql, params })
+  countAtCommit(sql: string, params: readonly SqlValue[], order?: InOneStatement): void {
+    this.counts.push({ sql, params, order })
   }
 
   get empty(): boolean {
@@ -175,10 +180,10 @@ export class HeldBackWrites {
     for (const h of this.counts) {
       if (!tail.refusableAtCommit || !tail.countAtCommit)
         throw new Error('A quota count is handed only to a tail that holds counts')
-      if (h.refusal) tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered)
-      else tail.countAtCommit(h.sql, h.params ?? [])
+      if (h.refusal) tail.refusableAtCommit(h.sql, h.params ?? [], h.refusal, h.answered, h.order)
+      else tail.countAtCommit(h.sql, h.params ?? [], h.order)
     }
-    for (const h of this.others) tail.atCommit(h.sql, h.params)
+    for (const h of this.others) tail.atCommit(h.sql, h.params, h.order)
   }
 }
 
@@ -251,8 +256,8 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
     }
   }
 
-  atCommit(sql: string, params?: readonly SqlValue[]): void {
-    this.writes.atCommit(sql, params)
+  atCommit(sql: string, params?: readonly SqlValue[], order?: InOneStatement): void {
+    this.writes.atCommit(sql, params, order)
   }
 
   refusableAtCommit(
@@ -260,12 +265,13 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
     params: readonly SqlValue[],
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
+    order?: InOneStatement,
   ): void {
-    this.writes.refusableAtCommit(sql, params, refusal, answered)
+    this.writes.refusableAtCommit(sql, params, refusal, answered, order)
   }
 
-  countAtCommit(sql: string, params: readonly SqlValue[]): void {
-    this.writes.countAtCommit(sql, params)
+  countAtCommit(sql: string, params: readonly SqlValue[], order?: InOneStatement): void {
+    this.writes.countAtCommit(sql, params, order)
   }
 
   /** Commits what was sent and what was held back; a transaction that did nothing sends nothing. */
@@ -313,7 +319,8 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
 /**
  * A deferred unit of work's transaction (Db.deferredUnitOfWork): every statement is held back, and the commit sends
  * the `atBegin` statements and then the `atCommit` ones as one statement (one-statement.ts: atomic with no BEGIN or
- * COMMIT to answer), on a connection that other deferred units share. Text that cannot be combined goes as BEGIN,
+ * COMMIT to answer; with counts, in COUNTS_FIRST's order: ordered-statement.ts), on a connection that other deferred
+ * units share. Text that cannot be combined goes as BEGIN,
  * the statements and COMMIT, contiguous on the connection, so they still form one transaction block. Either way a
  * unit is sent whole, so a statement that waits for a lock waits only for units sent before it (on this connection
  * or another), never for one queued behind it: no wait can close a cycle through the pipeline.
@@ -327,50 +334,78 @@ export class DeferredTransaction implements Queryable, CommitTail {
     private readonly timing: Timing,
   ) {}
 
-  atBegin(sql: string, params?: readonly SqlValue[]): void {
-    this.first.push({ sql, params })
+  atBegin(sql: string, params?: readonly SqlValue[], order?: InOneStatement): void {
+    this.first.push({ sql, params, order })
   }
 
-  atCommit(sql: string, params?: readonly SqlValue[]): void {
-    this.writes.atCommit(sql, params)
+  atCommit(sql: string, params?: readonly SqlValue[], order?: InOneStatement): void {
+    this.writes.atCommit(sql, params, order)
   }
 
-  /** Held back like `atCommit`, sent before the other writes (COUNTS_FIRST), never combined into one statement. */
+  /** Held back like `atCommit`, sent before the other writes (COUNTS_FIRST). */
   refusableAtCommit(
     sql: string,
     params: readonly SqlValue[],
     refusal: RefusalAtCommit,
     answered?: (rows: readonly Row[]) => void,
+    order?: InOneStatement,
   ): void {
-    this.writes.refusableAtCommit(sql, params, refusal, answered)
+    this.writes.refusableAtCommit(sql, params, refusal, answered, order)
   }
 
-  countAtCommit(sql: string, params: readonly SqlValue[]): void {
-    this.writes.countAtCommit(sql, params)
+  countAtCommit(sql: string, params: readonly SqlValue[], order?: InOneStatement): void {
+    this.writes.countAtCommit(sql, params, order)
   }
 
+  /**
+   * Sends the unit whole: one statement when its writes combine (with counts, in COUNTS_FIRST's order:
+   * ordered-statement.ts), else BEGIN, its statements and COMMIT. A combined unit that a count refused is sent again
+   * as its statements, whose failures tell which count it was (a refusal is rare: its cost does not matter).
+   */
   async commit(): Promise<void> {
+    const counts = this.writes.counts
     const statements = [...this.first, ...this.writes.inOrder()]
     if (statements.length === 0) return
+    const one =
+      statements.length === 1 ? statements[0] : counts.length > 0 ? null : asOneStatement(statements)
+    const ordered =
+      counts.length > 0 && statements.length > 1
+        ? asOrderedStatement({ first: this.first, counts, others: this.writes.others })
+        : undefined
+    if (ordered) {
+      try {
+        await this.send(1, (driver) => this.sendOrdered(driver, ordered))
+        return
+      } catch (err) {
+        if (!counts.some((h) => h.refusal?.matches(err))) throw err
+      }
+    }
+    await this.send(one ? 1 : statements.length + 2, (driver) =>
+      one
+        ? this.timing.run('transaction', driver, one.sql, one.params)
+        : sendToCommit(driver, this.timing, statements, true),
+    )
+  }
+
+  /** The ordered statement, each count's rows then handed to its `answered`. */
+  private async sendOrdered(driver: Driver, ordered: OrderedStatement): Promise<void> {
+    const { rows } = await this.timing.run('transaction', driver, ordered.sql, ordered.params)
+    const row = rows[0]
+    for (const [i, h] of this.writes.counts.entries()) {
+      const answer = row?.[ordered.countColumns[i] as string]
+      h.answered?.(Array.isArray(answer) ? (answer as Row[]) : [])
+    }
+  }
+
+  /** `statements` messages sent on one of the shared connections, counted in its load while in flight. */
+  private async send(statements: number, sent: (driver: Driver) => Promise<unknown>): Promise<void> {
     const connection = this.connections.pick()
     const driver = connection.driver
-    // Combined, the writes would run in an order PostgreSQL picks: a unit with counts keeps COUNTS_FIRST's order.
-    const one =
-      statements.length === 1
-        ? statements[0]
-        : this.writes.counts.length > 0
-          ? null
-          : asOneStatement(statements)
-    const sent = one ? 1 : statements.length + 2
-    connection.load += sent
+    connection.load += statements
     try {
-      if (one) {
-        await watched(connection, driver, this.timing.run('transaction', driver, one.sql, one.params))
-        return
-      }
-      await watched(connection, driver, sendToCommit(driver, this.timing, statements, true))
+      await watched(connection, driver, sent(driver))
     } finally {
-      connection.load -= sent
+      connection.load -= statements
     }
   }
 

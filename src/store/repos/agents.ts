@@ -55,7 +55,8 @@ export class AgentRepo implements AgentRepository {
     ]
     // On PostgreSQL it goes out with the COMMIT, with the event that announces it (no round trip of its own).
     const tail = commitTailOf(this.db)
-    if (tail) tail.atCommit(INSERT, params)
+    // A fresh id's row (no foreign keys): it waits for no other transaction.
+    if (tail) tail.atCommit(INSERT, params, 'waits-for-nothing')
     else await this.db.run(INSERT, params)
   }
 

@@ -1,6 +1,6 @@
 import type { EventRepository } from '../../domain/events/ports.js'
 import type { EventRow } from '../../domain/events/types.js'
-import { commitTailOf, type Dialect, fromJson, type Queryable, toJson } from '../db.js'
+import { commitTailOf, type Dialect, fromJson, type InOneStatement, type Queryable, toJson } from '../db.js'
 
 interface RawEvent extends Record<string, unknown> {
   seq: number | string
@@ -32,9 +32,21 @@ const INSERT = `INSERT INTO events (id, workspace_id, kind, ts, subject_id, data
 
 // The lock and the insert in one statement. The MATERIALIZED CTE is scanned before the row it yields reaches the
 // insert, so the lock is held before nextval() hands out the seq, as a separate `SELECT pg_advisory_xact_lock` would.
-const LOCKED_INSERT = `WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock(${APPEND_LOCK}))
+const lockedInsert = (
+  from: string,
+) => `WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock(${APPEND_LOCK})${from})
 INSERT INTO events (id, workspace_id, kind, ts, subject_id, data)
   SELECT $1::text, $2::text, $3::text, $4::bigint, $5::text, $6::text FROM held`
+const LOCKED_INSERT = lockedInsert('')
+
+/**
+ * LOCKED_INSERT in a unit sent as one statement (src/store/ordered-statement.ts): the append lock is taken only
+ * once the unit's last count has run, as it is when the statements go one after another.
+ */
+const LOCKED_INSERT_IN_ORDER: InOneStatement = {
+  after: (after) =>
+    after === null ? LOCKED_INSERT : lockedInsert(` FROM (SELECT count(*) FROM ${after}) AS counted`),
+}
 
 export class EventRepo implements EventRepository {
   constructor(
@@ -60,7 +72,7 @@ export class EventRepo implements EventRepository {
       return
     }
     const tail = commitTailOf(this.db)
-    if (tail) tail.atCommit(LOCKED_INSERT, values)
+    if (tail) tail.atCommit(LOCKED_INSERT, values, LOCKED_INSERT_IN_ORDER)
     else await this.db.run(LOCKED_INSERT, values)
   }
 

@@ -6,7 +6,8 @@ import {
   type StoredAnswerRefusal,
   storedAnswerBytes,
 } from '../../domain/quotas/idempotency.js'
-import { commitTailOf, type Queryable, refusableAtCommitOf } from '../db.js'
+import { commitTailOf, type InOneStatement, type Queryable, refusableAtCommitOf } from '../db.js'
+import { zeroAfter } from '../ordered-statement.js'
 import { overQuota, QuotaUsageRepo } from './quota-usage.js'
 
 interface Row extends Record<string, unknown> {
@@ -85,11 +86,20 @@ const TAKE_ANSWER = `INSERT INTO quota_usage (workspace_id, quota, scope, used)
  * TAKE_ANSWER held back to the COMMIT (IdempotencyRepo.answer given `refused`): a count past its limit makes the new
  * usage NULL, which the column's NOT NULL refuses (23502), so both counts are taken or the transaction fails.
  */
-const TAKE_ANSWER_OR_FAIL = `INSERT INTO quota_usage (workspace_id, quota, scope, used)
-  VALUES ($1, 'idempotency_keys', '', 1), ($1, 'idempotency_bytes', '', CAST($2 AS BIGINT))
+const takeAnswerOrFail = (oneKey: string) => `INSERT INTO quota_usage (workspace_id, quota, scope, used)
+  VALUES ($1, 'idempotency_keys', '', ${oneKey}), ($1, 'idempotency_bytes', '', CAST($2 AS BIGINT))
   ON CONFLICT (workspace_id, quota, scope) DO UPDATE SET used = CASE WHEN quota_usage.used + excluded.used <=
     CASE quota_usage.quota WHEN 'idempotency_keys' THEN CAST($3 AS BIGINT) ELSE CAST($4 AS BIGINT) END
     THEN quota_usage.used + excluded.used END`
+const TAKE_ANSWER_OR_FAIL = takeAnswerOrFail('1')
+
+/**
+ * TAKE_ANSWER_OR_FAIL in a unit sent as one statement (src/store/ordered-statement.ts): after the count before it,
+ * the keys' row then the bytes' (VALUES in order), returning what it took for the count after it to wait on.
+ */
+const TAKE_ANSWER_OR_FAIL_IN_ORDER: InOneStatement = {
+  after: (after) => `${takeAnswerOrFail(after === null ? '1' : `1 + ${zeroAfter(after)}`)} RETURNING quota`,
+}
 
 /** The expired answers, with what each gives back to its workspace's quotas. */
 const PURGE = 'DELETE FROM idempotency_keys WHERE expires_at <= $1 RETURNING workspace_id, answer_bytes'
@@ -203,7 +213,12 @@ export class IdempotencyRepo implements IdempotencyRepository {
       tail.atCommit(COUNT_ANSWER, [entry.workspaceId, 'idempotency_keys', 1])
       tail.atCommit(COUNT_ANSWER, [entry.workspaceId, 'idempotency_bytes', params[8] as number])
     }
-    tail.atBegin(INSERT_ANSWER_AS_CLAIM, [...params, `${entry.workspaceId} ${entry.key}`])
+    // A fresh key's row, its lock only tried: it waits for no other transaction.
+    tail.atBegin(
+      INSERT_ANSWER_AS_CLAIM,
+      [...params, `${entry.workspaceId} ${entry.key}`],
+      'waits-for-nothing',
+    )
     return undefined
   }
 
@@ -279,15 +294,21 @@ export class IdempotencyRepo implements IdempotencyRepository {
     const atCommit = refusableAtCommitOf(tx)
     if (!atCommit || limits === UNBOUNDED || this.wontFit(entry, limits)) return false
     const workspaceId = entry.workspaceId
-    atCommit(TAKE_ANSWER_OR_FAIL, [workspaceId, storedAnswerBytes(entry), limits.keys, limits.bytes], {
-      matches: overQuota,
-      settle: async () => {
-        // Which count failed, told by the usage once the transaction ended: the keys' when one more does not fit.
-        const keys = await this.refusalOf(workspaceId, 'idempotency_keys', limits)
-        if (keys.used + 1 > limits.keys) return refused(keys)
-        return refused(await this.refusalOf(workspaceId, 'idempotency_bytes', limits))
+    atCommit(
+      TAKE_ANSWER_OR_FAIL,
+      [workspaceId, storedAnswerBytes(entry), limits.keys, limits.bytes],
+      {
+        matches: overQuota,
+        settle: async () => {
+          // Which count failed, told by the usage once the transaction ended: the keys' when one more does not fit.
+          const keys = await this.refusalOf(workspaceId, 'idempotency_keys', limits)
+          if (keys.used + 1 > limits.keys) return refused(keys)
+          return refused(await this.refusalOf(workspaceId, 'idempotency_bytes', limits))
+        },
       },
-    })
+      undefined,
+      TAKE_ANSWER_OR_FAIL_IN_ORDER,
+    )
     return true
   }
 

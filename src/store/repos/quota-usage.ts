@@ -1,6 +1,7 @@
 import type { QuotaOutcome, QuotaUsageRepository, QuotaUse } from '../../domain/quotas/ports.js'
 import type { QuotaName } from '../../domain/quotas/types.js'
-import { commitTailOf, type Queryable, readerIn, refusableAtCommitOf } from '../db.js'
+import { commitTailOf, type InOneStatement, type Queryable, readerIn, refusableAtCommitOf } from '../db.js'
+import { zeroAfter } from '../ordered-statement.js'
 
 /**
  * The usage row grows only while it stays within the limit: one statement, so two replicas taking the last unit at
@@ -17,10 +18,17 @@ const TAKE = `INSERT INTO quota_usage (workspace_id, quota, scope, used) VALUES 
  * which the column's NOT NULL refuses (23502), failing the transaction with nothing counted. A fresh row is
  * inserted as it is: the caller sends only an amount within the limit.
  */
-const TAKE_OR_FAIL = `INSERT INTO quota_usage (workspace_id, quota, scope, used) VALUES ($1, $2, $3, $4)
+const takeOrFail = (amount: string) => `INSERT INTO quota_usage (workspace_id, quota, scope, used)
+  VALUES ($1, $2, $3, ${amount})
   ON CONFLICT (workspace_id, quota, scope) DO UPDATE SET used =
     CASE WHEN quota_usage.used + excluded.used <= $5 THEN quota_usage.used + excluded.used END
   RETURNING used`
+const TAKE_OR_FAIL = takeOrFail('$4')
+
+/** TAKE_OR_FAIL in a unit sent as one statement: after the count before it (src/store/ordered-statement.ts). */
+const TAKE_OR_FAIL_IN_ORDER: InOneStatement = {
+  after: (after) => (after === null ? TAKE_OR_FAIL : takeOrFail(`$4 + ${zeroAfter(after)}`)),
+}
 
 /** Whether a statement failed on quota_usage's NOT NULL: the refusal of TAKE_OR_FAIL and its kin. */
 export function overQuota(err: unknown): boolean {
@@ -61,6 +69,7 @@ export class QuotaUsageRepo implements QuotaUsageRepository {
         settle: async () => outcome.refused(await this.usage(use.workspaceId, use.quota, use.scope)),
       },
       (rows) => outcome.admitted(Number(rows[0]?.used ?? 0)),
+      TAKE_OR_FAIL_IN_ORDER,
     )
     return true
   }
