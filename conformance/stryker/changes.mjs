@@ -54,7 +54,7 @@ export const quiet = {
 /** How many mutants each range holds (the ones a `// Stryker disable` comment or an ignorer of ignorers.mjs leaves out are not counted). */
 export async function countMutants(root, ranges) {
   const { Instrumenter } = await import('@stryker-mutator/instrumenter')
-  const { failureLogIgnorer, telemetryIgnorer } = await import('./ignorers.mjs')
+  const { failureLogIgnorer, notFoundWordsIgnorer, telemetryIgnorer } = await import('./ignorers.mjs')
   const instrumenter = new Instrumenter(quiet)
   const counts = []
   for (const r of ranges) {
@@ -74,7 +74,7 @@ export async function countMutants(root, ranges) {
       {
         plugins: null,
         excludedMutations: [],
-        ignorers: [failureLogIgnorer, telemetryIgnorer],
+        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
         noHeader: true,
       },
     )

@@ -9,6 +9,8 @@
  * - `telemetry`: a call that feeds the server's metrics (`telemetry.changed(...)`, `metrics?.messageSent()`,
  *   `ports.telemetry?.readFrom(...)`). Prometheus figures are the reference's operations profile, never an answer
  *   of the API: no spec statement is about them.
+ * - `not-found-words`: the resource a 404's message names (`notFound('Agent')` says "Agent not found"): §7 makes
+ *   `error.message` human-readable text and no more, and emptied the word still leaves " not found" to read.
  *
  * Whatever else such a mutant might break (a log call that throws) it breaks only by accident of the mutation
  * (a removed call or an emptied string cannot throw).
@@ -86,10 +88,30 @@ export const telemetryIgnorer = {
   },
 }
 
+const WORDS_REASON =
+  "the resource a 404's message names: §7 makes error.message human-readable text and no more (the message stays non-empty)"
+
+export const notFoundWordsIgnorer = {
+  shouldIgnore(path) {
+    const n = path.node
+    const parent = path.parent
+    if (
+      n.type === 'StringLiteral' &&
+      isCall(parent) &&
+      parent.arguments[0] === n &&
+      parent.callee.type === 'Identifier' &&
+      parent.callee.name === 'notFound'
+    )
+      return WORDS_REASON
+    return undefined
+  },
+}
+
 /** The ignorers' names as `ignorers` takes them, in the order they are asked. */
-export const IGNORERS = ['failure-log', 'telemetry']
+export const IGNORERS = ['failure-log', 'telemetry', 'not-found-words']
 
 export const strykerPlugins = [
   declareValuePlugin(PluginKind.Ignore, 'failure-log', failureLogIgnorer),
   declareValuePlugin(PluginKind.Ignore, 'telemetry', telemetryIgnorer),
+  declareValuePlugin(PluginKind.Ignore, 'not-found-words', notFoundWordsIgnorer),
 ]

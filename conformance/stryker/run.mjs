@@ -122,8 +122,10 @@ const stryker = new Stryker({
   // A mutant's run may take timeoutFactor x the dry-run time of its section's checks + conformanceSwitch.timeoutMS
   // (the switch runner's own deadline, the time the run waited for a CPU given back): the suite's per-request
   // timeout, so one request that never answers fails its check rather than the run. Stryker's own timeout (the
-  // same factor + timeoutMS) is the last resort: it replaces the worker, and gives no time back on a busy machine.
-  timeoutMS: 60_000,
+  // same factor + timeoutMS) is the last resort for a runner that itself hangs: it replaces the worker and gives
+  // no time back on a busy machine (at load 17 under `nice -n 19`, runs of 5 s of CPU took 45-65 s and Stryker's
+  // 60 s timed 8 of 290 out), so it is set far above any run.
+  timeoutMS: 180_000,
   timeoutFactor: 1.5,
   ...(values.runner === 'command' ? {} : { conformanceSwitch: { timeoutMS: 10_000 } }),
   incremental: values.incremental === true,

@@ -16,7 +16,7 @@
  * - Coverage and timing: the dry run is one test per spec section that has mutants in the sandbox (its check
  *   families), each timed, its coverage kept to the mutants of its own section's modules (a mutant is judged by
  *   its own section's checks only, so one they never reach is NoCoverage without a run). Stryker's timeout for a
- *   mutant is timeoutFactor x its section's time + timeoutMS (60 s). The runner's own deadline for a run is
+ *   mutant is timeoutFactor x its section's time + timeoutMS (180 s, the last resort). The runner's own deadline for a run is
  *   timeoutFactor x the same time + conformanceSwitch.timeoutMS (10 s), less the time the suite or the server
  *   waited for a CPU that other work held:
  *   when it passes, the suite is cut short (its interrupt signal), the server killed (it may hang or loop) and the

@@ -13,7 +13,7 @@ import { selectChecks } from '../src/runner.js'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { changedRanges, countMutants, quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
-import { failureLogIgnorer, telemetryIgnorer } from '../stryker/ignorers.mjs'
+import { failureLogIgnorer, notFoundWordsIgnorer, telemetryIgnorer } from '../stryker/ignorers.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { CHECKS, checksFor, SCOPE, sectionOf } from '../stryker/scope.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
@@ -32,6 +32,8 @@ describe('conformance:stryker selection', () => {
     expect(sectionOf('src/http/app.ts')).toBeUndefined()
     expect(sectionOf('src/outbound/http.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
     expect(sectionOf('src/outbound/addresses.ts')).toBeUndefined()
+    // A double star reaches any depth: the destinations, one folder down, are the outbox's section.
+    expect(sectionOf('src/outbound/destinations/nats.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
   })
 
   it('--since finds the changed lines of the scope’s modules only, and counts their mutants', async () => {
@@ -61,13 +63,14 @@ describe('conformance:stryker selection', () => {
     expect(counts[1]).toBeGreaterThan(0)
   })
 
-  it('the ignorers leave out log lines and metric calls, with their reason, and nothing else', async () => {
+  it('the ignorers leave out log lines, metric calls and a 404 message’s words, with their reason, and nothing else', async () => {
     const source = [
-      'export function f(failures: any, telemetry: any, metrics: any, a: number) {',
+      'export function f(failures: any, telemetry: any, metrics: any, notFound: any, a: number) {',
       "  failures.error({ err: a }, 'pass failed')",
       '  telemetry.changed(a > 1)',
       '  metrics?.messageSent()',
       "  Promise.resolve().catch((err: unknown) => failures.error({ err }, 'x'))",
+      "  if (a > 2) throw notFound('Agent')",
       "  return a > 1 ? 'big' : 'small'",
       '}',
     ].join('\n')
@@ -76,7 +79,7 @@ describe('conformance:stryker selection', () => {
       {
         plugins: null,
         excludedMutations: [],
-        ignorers: [failureLogIgnorer, telemetryIgnorer],
+        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
         noHeader: true,
       },
     )
@@ -87,8 +90,13 @@ describe('conformance:stryker selection', () => {
     }
     expect(line(2)[0]!.statusReason).toMatch(/a log line/)
     expect(line(3)[0]!.statusReason).toMatch(/a metric/)
-    expect(line(6).length).toBeGreaterThan(0)
-    for (const m of line(6)) expect(m.status).toBeUndefined()
+    // The 404's words are ignored; its condition is not.
+    const words = line(6).filter((m) => m.replacement === '""')
+    expect(words.map((m) => m.status)).toEqual(['Ignored'])
+    expect(words[0]!.statusReason).toMatch(/404's message/)
+    expect(line(6).filter((m) => m.status === undefined).length).toBeGreaterThan(0)
+    expect(line(7).length).toBeGreaterThan(0)
+    for (const m of line(7)) expect(m.status).toBeUndefined()
   })
 
   it("a section's dry-run test keeps only its own modules' mutants (the rest NoCoverage for it)", () => {

