@@ -11,7 +11,7 @@
  * them. A unit one of whose writes has no InOneStatement is not combined (undefined): it goes as its statements.
  */
 import type { InOneStatement, SqlValue } from './db.js'
-import { combinable, type Statement, shifted } from './one-statement.js'
+import { combinable, placeholders, type Statement, shifted } from './one-statement.js'
 
 export interface OrderedWrite extends Statement {
   order?: InOneStatement | undefined
@@ -49,18 +49,42 @@ function placed(write: OrderedWrite, gate: string | null): string | null {
 }
 
 /**
- * The combined texts, by the unit's texts in sending order: a unit's texts are the same few constants every time,
- * so each combination is built once. Bounded, in case texts are built per call.
+ * The combined texts, as a tree with a level per write (texts in sending order) and, at its end, a text per split
+ * into claim, counts and others: a unit's texts are the same few constants every time, so each combination is built
+ * once, with no key made per commit. Bounded, in case texts are built per call: past the bound, texts are combined
+ * without being kept.
  */
-const built = new Map<string, string | null>()
-const MAX_BUILT = 1_000
+interface Built {
+  next: Map<string, Built>
+  /** How many parameters the text of the write leading here takes. */
+  takes: number
+  /** The combined text by `first.length/counts.length`; null when it cannot be combined. */
+  texts: Map<string, string | null>
+}
+const tree: Built = { next: new Map(), takes: 0, texts: new Map() }
+let kept = 0
+const MAX_KEPT = 1_000
 
 function textOf(writes: DeferredWrites): string | null {
-  const key = [writes.first.length, writes.counts.length, ...allOf(writes).map((w) => w.sql)].join('\u0000')
-  const hit = built.get(key)
-  if (hit !== undefined) return hit
-  const text = build(writes)
-  if (built.size < MAX_BUILT) built.set(key, text)
+  let node = tree
+  for (const w of allOf(writes)) {
+    let next = node.next.get(w.sql)
+    if (!next) {
+      if (kept >= MAX_KEPT) return build(writes)
+      next = { next: new Map(), takes: placeholders(w.sql), texts: new Map() }
+      node.next.set(w.sql, next)
+      kept += 1
+    }
+    // Given another number of values than its text takes, they would land in the next write's placeholders.
+    if ((w.params?.length ?? 0) !== next.takes) return null
+    node = next
+  }
+  const split = `${writes.first.length}/${writes.counts.length}`
+  let text = node.texts.get(split)
+  if (text === undefined) {
+    text = build(writes)
+    node.texts.set(split, text)
+  }
   return text
 }
 
