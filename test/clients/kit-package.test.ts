@@ -92,3 +92,18 @@ export async function first(): Promise<Tool | undefined> {
     expect(await typecheckConsumer(dir, { include: ['program.ts'], types: [], skipLibCheck: true })).toBe('')
   }, 120_000)
 })
+
+describe('what the tarball leaves out', () => {
+  const entries = (file: string) =>
+    readFileSync(join(ROOT, file), 'utf8')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'))
+
+  it('is what git ignores, but the built server: local work (a killed Stryker run’s sandbox, profiles) never ships', () => {
+    const npmIgnored = new Set(entries('.npmignore'))
+    // dist/ is the built server the package ships (.npmignore leaves out its build info only).
+    const missing = entries('.gitignore').filter((entry) => entry !== 'dist/' && !npmIgnored.has(entry))
+    expect(missing).toEqual([])
+  })
+})
