@@ -70,23 +70,21 @@ function onlyCalls(n, test) {
   )
 }
 
-export const failureLogIgnorer = {
-  shouldIgnore(path) {
-    const n = path.node
-    if (isLogCall(n) || onlyCalls(n, isLogCall)) return LOG_REASON
-    if (n.type === 'ExpressionStatement' && isLogCall(n.expression)) return LOG_REASON
-    return undefined
-  },
+/** An ignorer of the calls `test` recognises (and of a callback that only makes one), reporting `reason`. */
+function callIgnorer(test, reason) {
+  return {
+    shouldIgnore(path) {
+      const n = path.node
+      if (test(n) || onlyCalls(n, test)) return reason
+      if (n.type === 'ExpressionStatement' && test(n.expression)) return reason
+      return undefined
+    },
+  }
 }
 
-export const telemetryIgnorer = {
-  shouldIgnore(path) {
-    const n = path.node
-    if (isMetricCall(n) || onlyCalls(n, isMetricCall)) return METRIC_REASON
-    if (n.type === 'ExpressionStatement' && isMetricCall(n.expression)) return METRIC_REASON
-    return undefined
-  },
-}
+export const failureLogIgnorer = callIgnorer(isLogCall, LOG_REASON)
+
+export const telemetryIgnorer = callIgnorer(isMetricCall, METRIC_REASON)
 
 const WORDS_REASON =
   "the resource a 404's message names: §7 makes error.message human-readable text and no more (the message stays non-empty)"
