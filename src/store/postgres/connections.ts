@@ -80,24 +80,60 @@ export class Connection {
   lost = false
   /** Statements sent on it and not yet answered (the pipeline's choice of connection). */
   load = 0
+  /** Whether `current`'s session is open: only then is anything but its opening statement sent on it. */
+  private opened = false
+  /** The opening statement in flight on `current`, which every sender waits for. */
+  private opening: Promise<Driver> | undefined
 
   constructor(
     private readonly url: string,
     private readonly applicationName: string,
   ) {
-    this.current = this.open()
+    this.current = this.instance()
   }
 
-  private open(): Driver {
+  private instance(): Driver {
     const driver: Driver = openDriver(this.url, this.applicationName, () => {
       if (this.current === driver) this.lost = true
     })
     return driver
   }
 
-  /** The instance to send on; a lost one is replaced first. */
-  get driver(): Driver {
+  /** The instance to send on when its session is open (no wait): else undefined, and `open` gives it. */
+  get openDriver(): Driver | undefined {
+    return this.opened && !this.lost ? this.current : undefined
+  }
+
+  /**
+   * The instance to send on, once its session is open; a lost one is replaced first. What is sent to postgres.js
+   * while it connects waits in a queue that the new session takes only in part at first (half of it, the rest
+   * being meant for other connections still connecting), and statements sent after that go before the rest: they
+   * would run out of the order they were sent in, and a deferred unit's BEGIN … COMMIT would take in statements of
+   * others sharing the connection. So a session's first statement is its opening alone, and senders wait for it.
+   */
+  open(): Promise<Driver> {
     if (this.lost) this.renew()
+    if (this.opened) return Promise.resolve(this.current)
+    this.opening ??= this.openSession(this.current)
+    return this.opening
+  }
+
+  private async openSession(driver: Driver): Promise<Driver> {
+    try {
+      await driver.unsafe('SELECT 1').execute()
+      if (driver === this.current) this.opened = true
+      return driver
+    } catch (err) {
+      // The next sender starts over on a fresh instance.
+      if (driver === this.current) this.lost = true
+      throw err
+    } finally {
+      if (driver === this.current) this.opening = undefined
+    }
+  }
+
+  /** The instance a transaction began on, open or lost (its ROLLBACK, its failures). */
+  get driver(): Driver {
     return this.current
   }
 
@@ -113,8 +149,10 @@ export class Connection {
 
   renew(): void {
     void this.current.end({ timeout: 0 }).catch(() => {})
-    this.current = this.open()
+    this.current = this.instance()
     this.lost = false
+    this.opened = false
+    this.opening = undefined
   }
 
   end(): Promise<void> {
@@ -179,14 +217,20 @@ export class ConnectionPool {
     this.free = [...this.all]
   }
 
-  acquire(): Promise<Connection> {
-    if (this.closed) return Promise.reject(new Error('The store is closed'))
-    const c = this.free.pop()
-    if (c) {
-      this.lent++
-      return Promise.resolve(c)
+  /** A connection whose session is open (Connection.open), lent until `release`. */
+  async acquire(): Promise<Connection> {
+    if (this.closed) throw new Error('The store is closed')
+    let c = this.free.pop()
+    if (c) this.lent++
+    else c = await new Promise<Connection>((resolve) => this.waiting.push(resolve))
+    if (c.openDriver) return c
+    try {
+      await c.open()
+    } catch (err) {
+      this.release(c)
+      throw err
     }
-    return new Promise((resolve) => this.waiting.push(resolve))
+    return c
   }
 
   release(c: Connection): void {

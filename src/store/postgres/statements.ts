@@ -79,8 +79,8 @@ export class PipelinedQueryable extends SendingQueryable {
   protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
     const connection = this.connections.pick()
     connection.load++
-    const driver = connection.driver
     try {
+      const driver = connection.openDriver ?? (await connection.open())
       return await watched(connection, driver, this.timing.run('pipeline', driver, sql, params))
     } finally {
       connection.load--
@@ -107,8 +107,8 @@ export class PooledQueryable extends SendingQueryable {
 
   protected async send(sql: string, params?: readonly SqlValue[]): Promise<StatementResult> {
     const c = await this.pool.acquire()
-    const driver = c.driver
     try {
+      const driver = c.openDriver ?? (await c.open())
       return await watched(c, driver, this.timing.run('pool', driver, sql, params))
     } finally {
       this.pool.release(c)
@@ -119,7 +119,7 @@ export class PooledQueryable extends SendingQueryable {
     const c = await this.pool.acquire()
     try {
       // No parameters: postgres.js sends it as one simple query, which may hold several statements.
-      const driver = c.driver
+      const driver = c.openDriver ?? (await c.open())
       await watched(c, driver, driver.unsafe(script).execute())
     } finally {
       this.pool.release(c)
@@ -243,7 +243,7 @@ export class PgTransaction extends SendingQueryable implements CommitTail {
    * it back): nothing more may be sent, or it would run on a fresh session, outside the transaction.
    */
   private get driver(): Driver {
-    if (this.begun && this.connection.lost) throw sessionLost(undefined, false)
+    if (this.connection.lost) throw sessionLost(undefined, false)
     return this.connection.driver
   }
 
@@ -400,9 +400,9 @@ export class DeferredTransaction implements Queryable, CommitTail {
   /** `statements` messages sent on one of the shared connections, counted in its load while in flight. */
   private async send(statements: number, sent: (driver: Driver) => Promise<unknown>): Promise<void> {
     const connection = this.connections.pick()
-    const driver = connection.driver
     connection.load += statements
     try {
+      const driver = connection.openDriver ?? (await connection.open())
       await watched(connection, driver, sent(driver))
     } finally {
       connection.load -= statements
