@@ -1387,7 +1387,8 @@ const WwwAuthenticateHeaderSchema = z
   })
 
 const UnauthorizedResponse = {
-  description: 'Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).',
+  description:
+    'Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.',
   headers: z.object({
     'X-Request-Id': XRequestIdHeaderSchema,
     'WWW-Authenticate': WwwAuthenticateHeaderSchema,

@@ -1760,7 +1760,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`). */
+        /** @description Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`. */
         Unauthorized: {
             headers: {
                 "WWW-Authenticate": components["headers"]["WwwAuthenticate"];

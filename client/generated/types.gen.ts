@@ -898,7 +898,7 @@ export type ListAgentRunsErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -958,7 +958,7 @@ export type StartRunErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1024,7 +1024,7 @@ export type GetRunErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1084,7 +1084,7 @@ export type PauseRunErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1148,7 +1148,7 @@ export type ResumeRunErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1212,7 +1212,7 @@ export type CancelRunErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1280,7 +1280,7 @@ export type DecideApprovalErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1355,7 +1355,7 @@ export type GetRunTraceErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1420,7 +1420,7 @@ export type StreamRunTraceErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1482,7 +1482,7 @@ export type ListToolsErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1533,7 +1533,7 @@ export type RegisterToolErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1595,7 +1595,7 @@ export type RetireToolErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1649,7 +1649,7 @@ export type GetToolErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1709,7 +1709,7 @@ export type IngestBatchErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1780,7 +1780,7 @@ export type ListConnectorRecordsErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1838,7 +1838,7 @@ export type ListWebhooksErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1889,7 +1889,7 @@ export type CreateWebhookErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -1951,7 +1951,7 @@ export type DeleteWebhookErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2005,7 +2005,7 @@ export type GetWebhookErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2065,7 +2065,7 @@ export type RotateWebhookSecretErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2140,7 +2140,7 @@ export type ListWebhookDeliveriesErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2204,7 +2204,7 @@ export type RedeliverWebhookDeliveryErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2266,7 +2266,7 @@ export type ListDestinationsErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2317,7 +2317,7 @@ export type CreateDestinationErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2379,7 +2379,7 @@ export type DeleteDestinationErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2433,7 +2433,7 @@ export type GetDestinationErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2487,7 +2487,7 @@ export type UpdateDestinationErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2555,7 +2555,7 @@ export type TestDestinationErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2626,7 +2626,7 @@ export type ListDestinationDeliveriesErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2690,7 +2690,7 @@ export type RedeliverDestinationDeliveryErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2754,7 +2754,7 @@ export type HandleSlackInteractionData = {
 
 export type HandleSlackInteractionErrors = {
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2794,7 +2794,7 @@ export type ListAgentsErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2845,7 +2845,7 @@ export type CreateAgentErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2907,7 +2907,7 @@ export type DeleteAgentErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -2961,7 +2961,7 @@ export type GetAgentErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -3021,7 +3021,7 @@ export type AssignTaskErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -3087,7 +3087,7 @@ export type GetTaskErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -3143,7 +3143,7 @@ export type GetGraphqlErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**
@@ -3190,7 +3190,7 @@ export type PostGraphqlErrors = {
      */
     400: ErrorResponse;
     /**
-     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`).
+     * Missing, malformed, unknown, revoked or expired bearer token (`unauthenticated`); `detail.reason` says which: `missing`, `malformed`, `unknown`, `revoked` or `expired`.
      */
     401: ErrorResponse;
     /**

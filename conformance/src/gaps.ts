@@ -33,6 +33,7 @@ export const GAPS = {
     '§6 "Any other event kinds: not shown"; "Delivery bodies of events other than `run.awaiting_approval`: not shown"',
   extensions: '§4 lists no such endpoint (the reference profile’s extensions)',
   errorHeaders: '§5.2 and §7 name the 401 and 429 statuses only (their headers are not shown)',
+  errorDetail: '§7 "error.detail | object | Context." (its fields are shown for `policy_denied` only)',
   statusesBeyond:
     '§7 lists the statuses it shows; the others a deployment answers (413, 415, 405) are not shown',
   idempotencyReplay:
@@ -46,6 +47,8 @@ export const GAPS = {
 /** Each gap-filling profile check and the gap it fills. */
 export const PROFILE_GAPS: Record<string, string> = {
   'auth.www-authenticate': GAPS.errorHeaders,
+  'auth.refusal-reason': GAPS.errorDetail,
+  'validation.invalid-request-detail': GAPS.errorDetail,
   'authz.scope-detail-values': GAPS.errorCodes,
   'surface.documented-statuses': GAPS.statusesBeyond,
   'surface.error-paths': GAPS.statusesBeyond,

@@ -140,6 +140,37 @@ export function accessMutants(): Mutant[] {
       },
     },
 
+    {
+      id: 'www-authenticate-error-without-token',
+      description: 'A 401 for a request without any token names error="invalid_token" in its challenge',
+      targets: ['auth.www-authenticate'],
+      response(req, res) {
+        if (res.status !== 401 || header(req, 'authorization') !== undefined) return res
+        return { ...res, headers: { ...res.headers, 'www-authenticate': 'Bearer error="invalid_token"' } }
+      },
+    },
+    {
+      id: 'refusal-reason-dropped',
+      description: "A 401's detail no longer says why the token was refused",
+      targets: ['auth.refusal-reason'],
+      response(_req, res) {
+        if (res.status !== 401) return res
+        return editJson(res, (b) => ({ ...b, error: { ...(b.error as Json), detail: {} } }))
+      },
+    },
+    {
+      id: 'refusal-reason-always-unknown',
+      description: 'Every 401 says the token is unknown, a request without one too',
+      targets: ['auth.refusal-reason'],
+      response(_req, res) {
+        if (res.status !== 401) return res
+        return editJson(res, (b) => ({
+          ...b,
+          error: { ...(b.error as Json), detail: { reason: 'unknown' } },
+        }))
+      },
+    },
+
     // ---- scope gate ----
     {
       id: 'narrow-token-refused-everywhere',

@@ -320,6 +320,31 @@ export function pagingMutants(): Mutant[] {
       },
     },
     {
+      id: 'empty-body-500',
+      description: 'An empty application/json body on a typed route (tools, webhooks) breaks the server: 500',
+      targets: ['validation.malformed-json-400'],
+      response(req, res) {
+        if (req.method !== 'POST' || req.body !== '' || !/^\/v1\/(tools|webhooks)$/.test(pathOnly(req.path)))
+          return res
+        return {
+          status: 500,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            error: { code: 'internal_error', message: 'failed', detail: {}, request_id: 'req_mutant' },
+          }),
+        }
+      },
+    },
+    {
+      id: 'invalid-request-detail-dropped',
+      description: 'A 400 invalid_request answers an empty detail: the issues and fields are lost',
+      targets: ['validation.invalid-request-detail'],
+      response(req, res) {
+        if (req.method !== 'POST' || res.status !== 400) return res
+        return editJson(res, (b) => ({ ...b, error: { ...(b.error as Json), detail: {} } }))
+      },
+    },
+    {
       id: 'task-priority-clamped',
       description: 'A task priority outside 1..5 is clamped into range instead of refused',
       targets: ['validation.spec-violations-400'],

@@ -91,9 +91,12 @@ export const authChecks: Check[] = [
     clauses: ['S5.2'],
     async run(ctx) {
       const missing = await ctx.http.get(PROBE, { token: null })
+      const challenge = missing.headers['www-authenticate'] ?? ''
+      assert(/^Bearer/i.test(challenge), 'no WWW-Authenticate: Bearer on a 401 without a token')
+      // RFC 6750 §3.1: a request that lacks any authentication information gets no error code in the challenge.
       assert(
-        /^Bearer/i.test(missing.headers['www-authenticate'] ?? ''),
-        'no WWW-Authenticate: Bearer on a 401 without a token',
+        !/error=/i.test(challenge),
+        `WWW-Authenticate names an error for a request without a token: ${challenge}`,
       )
       const bad = await ctx.http.get(PROBE, { token: 'nope' })
       assert(
@@ -103,6 +106,34 @@ export const authChecks: Check[] = [
       // What this check names is the header; the error code is §7's gap ("Error codes other than policy_denied:
       // not shown"), so only the status is held here.
       expectError(bad, 401, 'bad token')
+    },
+  },
+  {
+    id: 'auth.refusal-reason',
+    title: "A 401's detail.reason says why the token was refused (missing, malformed, unknown)",
+    level: 'profile',
+    clauses: ['S5.2', 'S7.1'],
+    async run(ctx) {
+      // §7 makes error.detail "Context" and names no field for a 401; the reference's contract documents
+      // detail.reason, so a client can tell "send a token" from "this token is no longer good".
+      const primary = ctx.config.tokens.primary
+      const middle = Math.floor(primary.length / 2)
+      // The primary token with one character of its middle changed: the deployment's own form, no key's secret.
+      const altered = `${primary.slice(0, middle)}${primary[middle] === 'Q' ? 'R' : 'Q'}${primary.slice(middle + 1)}`
+      const cases: [string, string | null, Record<string, string>, string][] = [
+        ['no token', null, {}, 'missing'],
+        ['another scheme', null, { authorization: 'Basic dXNlcjpwYXNz' }, 'malformed'],
+        ['the primary token with one character changed', altered, {}, 'unknown'],
+      ]
+      for (const [what, token, headers, reason] of cases) {
+        const res = await ctx.http.get(PROBE, { token, headers })
+        const error = expectError(res, 401, what)
+        const detail = error.detail as Record<string, unknown>
+        assert(
+          detail.reason === reason,
+          `${what}: detail.reason is ${String(detail.reason)}, not "${reason}"`,
+        )
+      }
     },
   },
 ]

@@ -209,6 +209,48 @@ export const validationChecks: Check[] = [
         const res = await ctx.http.post('/v1/agents', undefined, { rawBody: raw })
         expectError(res, 400, `body ${JSON.stringify(raw)}`)
       }
+      // §7 "400 | Schema mismatch or malformed body.": an empty body declared application/json is no JSON text,
+      // on every endpoint that takes one, not only the agent's.
+      for (const path of ['/v1/tools', '/v1/webhooks']) {
+        const res = await ctx.http.post(path, undefined, { rawBody: '' })
+        expectError(res, 400, `POST ${path} with an empty application/json body`)
+      }
+    },
+  },
+  {
+    id: 'validation.invalid-request-detail',
+    title:
+      'A refused body answers 400 invalid_request whose detail lists the issues (path, message) and the fields',
+    level: 'profile',
+    clauses: ['S7.1', 'S7.3'],
+    async run(ctx) {
+      // §7 makes error.detail "Context" and shows its fields for policy_denied only; the reference's contract
+      // documents invalid_request's `issues` and `fields`, which tell a client what to fix.
+      const cases: [string, string, string][] = [
+        ['an empty application/json body', '/v1/tools', ''],
+        ['an empty application/json body', '/v1/webhooks', ''],
+        ['an empty application/json body', '/v1/agents', ''],
+        ['malformed JSON', '/v1/tools', '{"name": '],
+        ['a body without its required fields', '/v1/tools', '{}'],
+      ]
+      for (const [what, path, raw] of cases) {
+        const res = await ctx.http.post(path, undefined, { rawBody: raw })
+        const error = expectError(res, 400, `POST ${path} with ${what}`, 'invalid_request')
+        const detail = error.detail as Json
+        const issues = detail.issues
+        assert(
+          Array.isArray(issues) &&
+            issues.length > 0 &&
+            issues.every(
+              (i) => typeof (i as Json)?.message === 'string' && typeof (i as Json).path === 'string',
+            ),
+          `POST ${path} with ${what}: detail.issues is not a list of {path, message}: ${short(detail.issues)}`,
+        )
+        assert(
+          Array.isArray(detail.fields),
+          `POST ${path} with ${what}: detail.fields is not a list: ${short(detail.fields)}`,
+        )
+      }
     },
   },
   {
