@@ -65,9 +65,9 @@ const tree: Built = { next: new Map(), takes: 0, texts: new Map() }
 let kept = 0
 const MAX_KEPT = 1_000
 
-function textOf(writes: DeferredWrites): string | null {
+function textOf(writes: DeferredWrites, all: readonly OrderedWrite[]): string | null {
   let node = tree
-  for (const w of allOf(writes)) {
+  for (const w of all) {
     let next = node.next.get(w.sql)
     if (!next) {
       if (kept >= MAX_KEPT) return build(writes)
@@ -118,9 +118,10 @@ function build(writes: DeferredWrites): string | null {
 /** The unit as one statement, its parameters one list; undefined when it has no counts or cannot be combined. */
 export function asOrderedStatement(writes: DeferredWrites): OrderedStatement | undefined {
   if (writes.counts.length === 0) return undefined
-  const sql = textOf(writes)
+  const all = allOf(writes)
+  const sql = textOf(writes, all)
   if (sql === null) return undefined
   const params: SqlValue[] = []
-  for (const w of allOf(writes)) if (w.params) for (const p of w.params) params.push(p)
+  for (const w of all) if (w.params) for (const p of w.params) params.push(p)
   return { sql, params, countColumns: writes.counts.map((_, i) => countName(i)) }
 }

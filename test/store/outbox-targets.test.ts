@@ -1,12 +1,14 @@
 /**
  * The outbox's batched read of its targets (getMany on webhook subscriptions and destinations), on both stores:
- * each id counts only in the workspace it was asked for, and deleted targets are left out, as `get` does.
+ * each id counts only in the workspace it was asked for, and deleted targets are left out, as `get` does; and the
+ * fan-out's look for any target, made after every commit that appends events, rides the pipeline on PostgreSQL.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Db } from '../../src/store/db.js'
+import { type Db, timesStatements } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
-import { DestinationRepo } from '../../src/store/repos/destinations.js'
+import { createDestinationRepositories, DestinationRepo } from '../../src/store/repos/destinations.js'
+import { createRepositories } from '../../src/store/repos/index.js'
 import { WebhookRepo } from '../../src/store/repos/webhooks.js'
 import { backends } from '../support/backends.js'
 
@@ -85,5 +87,20 @@ describe.each(backends())('outbox targets on $name', (backend) => {
     expect(found.get('dst_a')).toEqual(await repo.get('ws_a', 'dst_a'))
     const other = await repo.getMany([{ workspaceId: 'ws_b', id: 'dst_b' }])
     expect(other.get('dst_b')?.workspaceId).toBe('ws_b')
+  })
+})
+
+describe.each(backends().filter((b) => b.name === 'postgres'))('the fan-out’s look on $name', (backend) => {
+  it('goes through the pipeline for webhooks and destinations alike, not a connection of the pool', async () => {
+    const db = await openDb(await backend.freshUrl())
+    opened.push(db)
+    await migrate(db)
+    if (!timesStatements(db)) throw new Error('PostgreSQL times its statements')
+    const paths: string[] = []
+    db.timeStatements((path) => paths.push(path))
+    const { webhooks } = createRepositories(db)
+    const { destinations } = createDestinationRepositories(db)
+    expect([await webhooks.minAfterSeq(), await destinations.minAfterSeq()]).toEqual([null, null])
+    expect(paths).toEqual(['pipeline', 'pipeline'])
   })
 })

@@ -109,7 +109,8 @@ export class Connection {
    * while it connects waits in a queue that the new session takes only in part at first (half of it, the rest
    * being meant for other connections still connecting), and statements sent after that go before the rest: they
    * would run out of the order they were sent in, and a deferred unit's BEGIN … COMMIT would take in statements of
-   * others sharing the connection. So a session's first statement is its opening alone, and senders wait for it.
+   * others sharing the connection (porsager/postgres #747). So a session's first statement is its opening alone, and
+   * senders wait for it.
    */
   open(): Promise<Driver> {
     if (this.lost) this.renew()

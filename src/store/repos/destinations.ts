@@ -8,7 +8,7 @@ import {
 import type { Slice } from '../../domain/pagination.js'
 import type { EventKind } from '../../domain/webhooks/body.js'
 import type { DeliveryRepository } from '../../domain/webhooks/ports.js'
-import { type Db, fromJson, type Queryable, toJson } from '../db.js'
+import { type Db, fromJson, hotPath, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 import { DeliveryRepo } from './deliveries.js'
 import { advanceFanoutCursor, readFanoutCursor } from './fanout-cursor.js'
@@ -52,7 +52,15 @@ function toDestination(r: RawDestination): DestinationRecord {
 
 /** Destinations; every read is workspace-scoped except the fan-out's, which is by workspace list. */
 export class DestinationRepo implements DestinationRepository {
-  constructor(private readonly db: Queryable) {}
+  constructor(
+    private readonly db: Queryable,
+    /**
+     * Where the fan-out's look for any destination goes, a lock-free read made after every commit that appends
+     * events: the hot path (pipelined on PostgreSQL, sharing a write with the change notification and the
+     * webhooks' same look), not a connection of the pool of its own.
+     */
+    private readonly reads: Queryable = db,
+  ) {}
 
   in(tx: Queryable): DestinationRepo {
     return new DestinationRepo(tx)
@@ -164,7 +172,7 @@ export class DestinationRepo implements DestinationRepository {
   }
 
   async minAfterSeq(): Promise<number | null> {
-    const row = await this.db.one<{ m: number | string | null }>(
+    const row = await this.reads.one<{ m: number | string | null }>(
       "SELECT MIN(after_event_seq) AS m FROM destinations WHERE deleted_at IS NULL AND status = 'active'",
     )
     return row?.m === null || row?.m === undefined ? null : Number(row.m)
@@ -184,5 +192,8 @@ export function createDestinationRepositories(db: Db): {
   destinations: DestinationRepository
   deliveries: DeliveryRepository
 } {
-  return { destinations: new DestinationRepo(db), deliveries: new DeliveryRepo(db, 'destination') }
+  return {
+    destinations: new DestinationRepo(db, hotPath(db)),
+    deliveries: new DeliveryRepo(db, 'destination'),
+  }
 }
