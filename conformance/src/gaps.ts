@@ -33,6 +33,8 @@ export const GAPS = {
     '§6 "Any other event kinds: not shown"; "Delivery bodies of events other than `run.awaiting_approval`: not shown"',
   extensions: '§4 lists no such endpoint (the reference profile’s extensions)',
   errorHeaders: '§5.2 and §7 name the 401 and 429 statuses only (their headers are not shown)',
+  streamPlainGet:
+    '§4 "GET (WebSocket) | `{stream_url}/v1/stream`" (what a GET without the WebSocket upgrade gets is not shown)',
   errorDetail: '§7 "error.detail | object | Context." (its fields are shown for `policy_denied` only)',
   statusesBeyond:
     '§7 lists the statuses it shows; the others a deployment answers (413, 415, 405) are not shown',
@@ -48,6 +50,7 @@ export const GAPS = {
 export const PROFILE_GAPS: Record<string, string> = {
   'auth.www-authenticate': GAPS.errorHeaders,
   'auth.refusal-reason': GAPS.errorDetail,
+  'stream.plain-get-refused': GAPS.streamPlainGet,
   'validation.invalid-request-detail': GAPS.errorDetail,
   'authz.scope-detail-values': GAPS.errorCodes,
   'surface.documented-statuses': GAPS.statusesBeyond,

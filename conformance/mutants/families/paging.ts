@@ -162,6 +162,36 @@ export function pagingMutants(): Mutant[] {
       },
     },
     {
+      id: 'ratelimit-reset-at-window-start',
+      description: "429 detail's reset_at names the window's start, not its end",
+      targets: ['ratelimit.retry-hint'],
+      response(_req, res) {
+        if (res.status !== 429) return res
+        return editJson(res, (b) => {
+          const detail = ((b.error as Json).detail ?? {}) as Json
+          const reset = Date.parse(String(detail.reset_at))
+          const seconds = Number(detail.window_seconds ?? 10)
+          const start = new Date(reset - seconds * 1000).toISOString()
+          return { error: { ...(b.error as Json), detail: { ...detail, reset_at: start } } }
+        })
+      },
+    },
+    {
+      id: 'stream-plain-get-500',
+      description: 'A plain GET of the stream (no Upgrade) breaks the server: 500',
+      targets: ['stream.plain-get-refused'],
+      response(req, res) {
+        if (req.method !== 'GET' || pathOnly(req.path) !== '/v1/stream') return res
+        return {
+          status: 500,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            error: { code: 'internal_error', message: 'failed', detail: {}, request_id: 'req_mutant' },
+          }),
+        }
+      },
+    },
+    {
       id: 'ratelimit-detail-incomplete',
       description: '429 detail lacks reset_at and retry_after_seconds',
       targets: ['ratelimit.retry-hint'],

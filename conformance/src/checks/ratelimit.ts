@@ -9,7 +9,7 @@ import { retryAfter } from '../pacing.js'
 import { rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
-import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
+import { envelopeProblems, expectEnvelope, expectError, isRfc3339 } from './assertions.js'
 import { apiOperations, concrete } from './surface.js'
 
 const PROBE = '/v1/tools?limit=1'
@@ -251,7 +251,7 @@ export const rateLimitChecks: Check[] = [
     id: 'ratelimit.retry-hint',
     needs: ['rateLimited'],
     title:
-      '429 carries Retry-After seconds, code rate_limited and detail {window, limit, reset_at, retry_after_seconds}',
+      '429 carries Retry-After seconds, code rate_limited and detail {window, limit, reset_at, retry_after_seconds} that agree with it',
     level: 'profile',
     clauses: ['S8.9'],
     async run(ctx) {
@@ -263,6 +263,21 @@ export const rateLimitChecks: Check[] = [
       const detail = (error.detail ?? {}) as Record<string, unknown>
       for (const f of ['window', 'limit', 'reset_at', 'retry_after_seconds'])
         assert(f in detail, `detail.${f} is missing`)
+      // The figures agree with each other: retry_after_seconds is the Retry-After header, and reset_at is that many
+      // seconds after the answer's Date (which has whole seconds; 2 s of slack for the rounding both ways).
+      assert(
+        detail.retry_after_seconds === Number(retryAfter),
+        `detail.retry_after_seconds ${short(detail.retry_after_seconds)} is not Retry-After ${retryAfter}`,
+      )
+      assert(isRfc3339(detail.reset_at), `detail.reset_at is not RFC 3339: ${short(detail.reset_at)}`)
+      const sent = Date.parse(res.headers.date ?? '')
+      if (Number.isFinite(sent)) {
+        const off = Date.parse(String(detail.reset_at)) - (sent + Number(retryAfter) * 1000)
+        assert(
+          Math.abs(off) <= 2000,
+          `detail.reset_at ${String(detail.reset_at)} is not Retry-After ${retryAfter} s after the answer's Date ${res.headers.date} (off by ${Math.round(off / 1000)} s)`,
+        )
+      }
       assert(
         res.headers.ratelimit !== undefined && res.headers['ratelimit-policy'] !== undefined,
         '429 lacks RateLimit headers',

@@ -8,6 +8,7 @@ import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
+import { expectError } from './assertions.js'
 import { batch } from './ingest.js'
 
 type Json = Record<string, unknown>
@@ -142,6 +143,19 @@ export const streamChecks: Check[] = [
           assert(r.refused === 401, `the upgrade with ${what} was refused with ${r.refused}, not 401`)
         }
       }
+    },
+  },
+  {
+    id: 'stream.plain-get-refused',
+    title:
+      'A plain GET of the stream (no WebSocket upgrade) without a token answers 401 with the error envelope',
+    level: 'profile',
+    clauses: ['S1.12', 'S5.2'],
+    async run(ctx) {
+      // §4 lists the stream as "GET (WebSocket)": what a GET without the upgrade gets is not shown. The reference
+      // authenticates it like the upgrade (§5 "A missing ... bearer token yields HTTP 401").
+      const url = `${ctx.config.streamUrl.replace(/^ws/, 'http')}/v1/stream`
+      expectError(await ctx.http.get(url, { token: null }), 401, 'a plain GET of the stream without a token')
     },
   },
   {
