@@ -39,7 +39,17 @@ export const CHECKS = {
     'ratelimit.per-workspace',
     'surface',
   ],
-  '§5.6 tenancy': ['resources', 'readback', 'scoping', 'tenancy', 'validation'],
+  // The GraphQL checks that read agents by id in one batch (a run's agent) and across workspaces: AgentService.getMany.
+  '§5.6 tenancy': [
+    'resources',
+    'readback',
+    'scoping',
+    'tenancy',
+    'validation',
+    'graphql.run-with-agent-and-trace',
+    'graphql.foreign-id-like-missing',
+    'graphql.spec-tenancy',
+  ],
   '§8 idempotency': ['idempotency'],
   // stream.plain-get-refused: the one request under /v1 that reaches the rate limit step unauthenticated.
   '§8 rate limits': ['ratelimit', 'graphql.spec-', 'stream.plain-get-refused'],

@@ -1,7 +1,8 @@
 /**
  * Read-back bugs: a surface that shows a written field with another value (a stale list projection, a dropped
- * capability, a create answer echoing defaults), a task read that loses a field it was given, or an event that
- * carries a resource's fields with other values than its reads.
+ * capability, a create answer echoing defaults, an agent's envelope), a task read that loses a field it was given, an
+ * assign answer from before the task's run, or an event that carries a resource's fields with other values than its
+ * reads.
  */
 import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
 
@@ -43,6 +44,26 @@ export function readbackMutants(): Mutant[] {
             ? { ...b, capabilities: b.capabilities.slice(0, -1) }
             : undefined,
         )
+      },
+    },
+    {
+      id: 'agent-envelope-default',
+      description: 'The agent’s create answer and read show the default policy envelope, not the one written',
+      targets: ['readback.agent-envelope'],
+      response(req, res) {
+        if (!is(req, 'POST', /^\/v1\/agents$/) && !is(req, 'GET', /^\/v1\/agents\/[^/]+$/)) return res
+        return editJson(res, (b) =>
+          typeof b.policy_envelope === 'string' ? { ...b, policy_envelope: 'default' } : undefined,
+        )
+      },
+    },
+    {
+      id: 'task-assign-answer-before-run',
+      description: 'The task’s assign answer is the task before its run started: no run_id',
+      targets: ['readback.task-run-in-assign-answer'],
+      response(req, res) {
+        if (!is(req, 'POST', /^\/v1\/agents\/[^/]+\/tasks$/)) return res
+        return editJson(res, (b) => ({ ...b, run_id: null }))
       },
     },
     {

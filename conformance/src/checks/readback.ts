@@ -144,6 +144,57 @@ export const readbackChecks: Check[] = [
     },
   },
   {
+    id: 'readback.agent-envelope',
+    title: 'An agent created with a policy_envelope reads back with it, in the create answer and the read',
+    level: 'profile',
+    clauses: ['S2.8', 'S1.7', 'S4.13'],
+    async run(ctx) {
+      // Profile: §2's agent create request has name, behavior and capabilities; the agent's policy_envelope (the
+      // envelope its runs resolve by default) is the reference's extension. Written, it reads back as written.
+      const written: Json = {
+        name: ctx.name('agent-envelope'),
+        behavior: 'autonomous',
+        policy_envelope: 'restricted',
+      }
+      const created = await ctx.http.post('/v1/agents', written)
+      expectStatus(created, [200, 201], 'creating an agent with a policy_envelope')
+      const id = ownId(created.body, 'agent')
+      if (!id) fail(`the agent answer has no id: ${short(created.body)}`)
+      ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+      const read = await ctx.http.get(`/v1/agents/${id}`)
+      expectStatus(read, 200, 'GET /v1/agents/{id}')
+      for (const [surface, body] of [
+        ['the create answer', obj(created.body)],
+        ['GET /v1/agents/{id}', obj(read.body)],
+      ] as const)
+        assert(
+          body.policy_envelope === 'restricted',
+          `${surface} shows policy_envelope ${short(body.policy_envelope)}, written restricted`,
+        )
+    },
+  },
+  {
+    id: 'readback.task-run-in-assign-answer',
+    title: 'A task’s assign answer names the run (run_id) that a read of the task names',
+    level: 'profile',
+    clauses: ['S2.9', 'S1.7', 'S4.14'],
+    async run(ctx) {
+      // Profile: §2's task has description, data_source and priority; the run that carries it out is the
+      // reference's field (run_id). The assign answer is the task once its run started, as a read right after.
+      const agent = await ctx.fx.agent()
+      const created = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: ctx.name('task run') })
+      expectStatus(created, [200, 201, 202], 'assigning a task')
+      const id = ownId(created.body, 'task')
+      if (!id) fail(`the task answer has no id: ${short(created.body)}`)
+      const read = obj((await ctx.http.get(`/v1/tasks/${id}`)).body)
+      assert(typeof read.run_id === 'string', `GET /v1/tasks/{id} names no run_id: ${short(read)}`)
+      assert(
+        obj(created.body).run_id === read.run_id,
+        `the assign answer names run_id ${short(obj(created.body).run_id)}, the read ${short(read.run_id)}`,
+      )
+    },
+  },
+  {
     id: 'readback.awaiting-approval-event',
     title:
       'The run.awaiting_approval delivery names its run, the run’s agent and one of the run’s pending approvals with the step_id, queue and reason its inspection lists',
