@@ -301,6 +301,20 @@ export function editJson(res: ProxiedResponse, edit: (body: Json) => Json | unde
   return next === undefined ? res : { ...res, body: JSON.stringify(next) }
 }
 
+/** An answer in the spec's error envelope, as a mutated deployment would send it (request id `req_mutant`). */
+export function errorAnswer(
+  status: number,
+  code: string,
+  message: string,
+  detail: Json = {},
+): ProxiedResponse {
+  return {
+    status,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ error: { code, message, detail, request_id: 'req_mutant' } }),
+  }
+}
+
 /** Small helpers the mutants share. */
 export const pathOnly = (p: string): string => p.split('?')[0] ?? p
 export const query = (p: string): URLSearchParams => new URLSearchParams(p.split('?')[1] ?? '')

@@ -3,13 +3,7 @@
  * request of a workspace; the contract's bounds on path ids): a deployment that gets a rule right where the older
  * checks looked (agent creation, the tool list) and wrong everywhere else.
  */
-import { header, type Mutant, type ProxiedResponse, parseJson, pathOnly } from '../proxy.js'
-
-const envelope = (status: number, code: string, message: string): ProxiedResponse => ({
-  status,
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ error: { code, message, detail: {}, request_id: 'req_mutant' } }),
-})
+import { errorAnswer, header, type Mutant, type ProxiedResponse, parseJson, pathOnly } from '../proxy.js'
 
 export function coverageMutants(): Mutant[] {
   const firstAnswers = new Map<string, ProxiedResponse>()
@@ -38,7 +32,7 @@ export function coverageMutants(): Mutant[] {
       targets: ['ratelimit.429-every-operation'],
       response(req, res) {
         if (res.status !== 429 || pathOnly(req.path) === '/v1/tools') return res
-        return envelope(404, 'not_found', 'No such resource')
+        return errorAnswer(404, 'not_found', 'No such resource')
       },
     },
     {

@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto'
 import {
   editJson,
+  errorAnswer,
   type Json,
   type Mutant,
   type ProxiedRequest,
@@ -17,13 +18,7 @@ import {
   pathOnly,
 } from '../proxy.js'
 
-const notFound: ProxiedResponse = {
-  status: 404,
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({
-    error: { code: 'not_found', message: 'Not found', detail: {}, request_id: 'req_mutant' },
-  }),
-}
+const notFound: ProxiedResponse = errorAnswer(404, 'not_found', 'Not found')
 
 const DESTINATION = /^\/v1\/destinations\/[^/]+$/
 

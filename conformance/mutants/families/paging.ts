@@ -4,6 +4,7 @@
  */
 import {
   editJson,
+  errorAnswer,
   header,
   type Json,
   type Mutant,
@@ -182,13 +183,7 @@ export function pagingMutants(): Mutant[] {
       targets: ['stream.plain-get-refused'],
       response(req, res) {
         if (req.method !== 'GET' || pathOnly(req.path) !== '/v1/stream') return res
-        return {
-          status: 500,
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            error: { code: 'internal_error', message: 'failed', detail: {}, request_id: 'req_mutant' },
-          }),
-        }
+        return errorAnswer(500, 'internal_error', 'failed')
       },
     },
     {
@@ -251,18 +246,7 @@ export function pagingMutants(): Mutant[] {
         if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/tools') return req
         const schema = parseJson(req.body)?.input_schema as Json | undefined
         if (!schema || typeof schema !== 'object' || !('$ref' in schema)) return req
-        return {
-          status: 400,
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            error: {
-              code: 'invalid_request',
-              message: 'input_schema.type is required',
-              detail: { field: 'input_schema' },
-              request_id: 'req_mutant',
-            },
-          }),
-        }
+        return errorAnswer(400, 'invalid_request', 'input_schema.type is required', { field: 'input_schema' })
       },
     },
     {
@@ -298,13 +282,7 @@ export function pagingMutants(): Mutant[] {
       response(req, res) {
         if (req.method !== 'GET' || !/^\/v1\/tools\/[^/]+$/.test(pathOnly(req.path))) return res
         if (parseJson(res.body)?.status !== 'retired') return res
-        return {
-          status: 404,
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            error: { code: 'not_found', message: 'no such tool', detail: {}, request_id: 'req_mutant' },
-          }),
-        }
+        return errorAnswer(404, 'not_found', 'no such tool')
       },
     },
     {
@@ -320,13 +298,7 @@ export function pagingMutants(): Mutant[] {
             if (res.status < 300) retired.add(path)
             return res
           }
-          return {
-            status: 404,
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({
-              error: { code: 'not_found', message: 'no such tool', detail: {}, request_id: 'req_mutant' },
-            }),
-          }
+          return errorAnswer(404, 'not_found', 'no such tool')
         }
       })(),
     },
@@ -356,13 +328,7 @@ export function pagingMutants(): Mutant[] {
       response(req, res) {
         if (req.method !== 'POST' || req.body !== '' || !/^\/v1\/(tools|webhooks)$/.test(pathOnly(req.path)))
           return res
-        return {
-          status: 500,
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            error: { code: 'internal_error', message: 'failed', detail: {}, request_id: 'req_mutant' },
-          }),
-        }
+        return errorAnswer(500, 'internal_error', 'failed')
       },
     },
     {

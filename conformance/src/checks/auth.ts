@@ -8,6 +8,13 @@ import { expectError } from './assertions.js'
 /** A read every implementation serves (spec §4 lists tools); the agent list is a profile extension. */
 const PROBE = '/v1/tools?limit=1'
 
+/**
+ * `token` with its character at `i` changed: the deployment's own token form, and no key of its (whatever the format).
+ */
+function alteredAt(token: string, i: number): string {
+  return `${token.slice(0, i)}${token[i] === 'Q' ? 'R' : 'Q'}${token.slice(i + 1)}`
+}
+
 export const authChecks: Check[] = [
   {
     id: 'auth.missing-token-401',
@@ -32,17 +39,14 @@ export const authChecks: Check[] = [
     clauses: ['S5.1', 'S5.2'],
     async run(ctx) {
       const token = ctx.config.tokens.primary
-      // One character of the token changed at `i` (a token that is no key of this deployment's, whatever its format).
-      const altered = (i: number) =>
-        `${token.slice(0, i)}${token[i] === 'Q' ? 'R' : 'Q'}${token.slice(i + 1)}`
       const variants: Record<string, string> = {
         'empty bearer': 'Bearer ',
         'basic scheme': 'Basic dXNlcjpwYXNz',
         'garbage token': 'Bearer not-a-real-token',
         'token without scheme': token,
         'altered token': `Bearer ${token.slice(0, -4)}${token.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`,
-        'token altered near its start': `Bearer ${altered(Math.min(6, token.length - 1))}`,
-        'token altered in the middle': `Bearer ${altered(Math.floor(token.length / 2))}`,
+        'token altered near its start': `Bearer ${alteredAt(token, Math.min(6, token.length - 1))}`,
+        'token altered in the middle': `Bearer ${alteredAt(token, Math.floor(token.length / 2))}`,
       }
       for (const [what, header] of Object.entries(variants)) {
         // Twice: a deployment may answer a token it has not seen from the store and again from memory.
@@ -117,9 +121,8 @@ export const authChecks: Check[] = [
       // §7 makes error.detail "Context" and names no field for a 401; the reference's contract documents
       // detail.reason, so a client can tell "send a token" from "this token is no longer good".
       const primary = ctx.config.tokens.primary
-      const middle = Math.floor(primary.length / 2)
-      // The primary token with one character of its middle changed: the deployment's own form, no key's secret.
-      const altered = `${primary.slice(0, middle)}${primary[middle] === 'Q' ? 'R' : 'Q'}${primary.slice(middle + 1)}`
+      // The primary token with one character of its middle changed.
+      const altered = alteredAt(primary, Math.floor(primary.length / 2))
       const cases: [string, string | null, Record<string, string>, string][] = [
         ['no token', null, {}, 'missing'],
         ['another scheme', null, { authorization: 'Basic dXNlcjpwYXNz' }, 'malformed'],

@@ -56,6 +56,22 @@ async function findInList(
   return undefined
 }
 
+/** Creates the agent `written` describes (deleted at the end) and reads it: its id, the create answer and the read. */
+async function createAndReadAgent(
+  ctx: CheckContext,
+  written: Json,
+  what: string,
+): Promise<{ id: string; created: Json; read: Json }> {
+  const created = await ctx.http.post('/v1/agents', written)
+  expectStatus(created, [200, 201], what)
+  const id = ownId(created.body, 'agent')
+  if (!id) fail(`the agent answer has no id: ${short(created.body)}`)
+  ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+  const read = await ctx.http.get(`/v1/agents/${id}`)
+  expectStatus(read, 200, 'GET /v1/agents/{id}')
+  return { id, created: obj(created.body), read: obj(read.body) }
+}
+
 export const readbackChecks: Check[] = [
   {
     id: 'readback.tool-fields-everywhere',
@@ -100,15 +116,9 @@ export const readbackChecks: Check[] = [
         behavior: 'supervised',
         capabilities: ['search', 'summarise', 'file'],
       }
-      const created = await ctx.http.post('/v1/agents', written)
-      expectStatus(created, [200, 201], 'creating an agent')
-      const id = ownId(created.body, 'agent')
-      if (!id) fail(`the agent answer has no id: ${short(created.body)}`)
-      ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
-      judge('the create answer', obj(created.body), written)
-      const read = await ctx.http.get(`/v1/agents/${id}`)
-      expectStatus(read, 200, 'GET /v1/agents/{id}')
-      judge('GET /v1/agents/{id}', obj(read.body), written)
+      const { id, created, read } = await createAndReadAgent(ctx, written, 'creating an agent')
+      judge('the create answer', created, written)
+      judge('GET /v1/agents/{id}', read, written)
       // The agent list is the reference profile's extension: judged where it is served.
       const listed = await findInList(ctx, '/v1/agents', 'agent', id)
       if (listed !== undefined && listed !== 'not served')
@@ -156,16 +166,14 @@ export const readbackChecks: Check[] = [
         behavior: 'autonomous',
         policy_envelope: 'restricted',
       }
-      const created = await ctx.http.post('/v1/agents', written)
-      expectStatus(created, [200, 201], 'creating an agent with a policy_envelope')
-      const id = ownId(created.body, 'agent')
-      if (!id) fail(`the agent answer has no id: ${short(created.body)}`)
-      ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
-      const read = await ctx.http.get(`/v1/agents/${id}`)
-      expectStatus(read, 200, 'GET /v1/agents/{id}')
+      const { created, read } = await createAndReadAgent(
+        ctx,
+        written,
+        'creating an agent with a policy_envelope',
+      )
       for (const [surface, body] of [
-        ['the create answer', obj(created.body)],
-        ['GET /v1/agents/{id}', obj(read.body)],
+        ['the create answer', created],
+        ['GET /v1/agents/{id}', read],
       ] as const)
         assert(
           body.policy_envelope === 'restricted',
