@@ -180,6 +180,7 @@ try {
       ['--limited-token', t.rateLimited],
       ['--limited-peer-token', t.rateLimitedPeer],
       ['--expired-token', t.expired],
+      ['--revoked-token', t.revoked],
     ].flatMap(([flag, value]) => (value ? [flag as string, value] : []))
     log(`proxy ${proxy.url} -> ${ref.baseUrl}`)
     // Prism does not relay WebSockets (nor serve GraphQL, which the contract leaves out): the stream and GraphQL

@@ -11,8 +11,8 @@ const PROBE = '/v1/tools?limit=1'
 /**
  * `token` with its character at `i` changed: the deployment's own token form, and no key of its (whatever the format).
  */
-function alteredAt(token: string, i: number): string {
-  return `${token.slice(0, i)}${token[i] === 'Q' ? 'R' : 'Q'}${token.slice(i + 1)}`
+function alteredAt(token: string, i: number, [a, b] = ['Q', 'R']): string {
+  return `${token.slice(0, i)}${token[i] === a ? b : a}${token.slice(i + 1)}`
 }
 
 export const authChecks: Check[] = [
@@ -47,6 +47,13 @@ export const authChecks: Check[] = [
         'altered token': `Bearer ${token.slice(0, -4)}${token.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`,
         'token altered near its start': `Bearer ${alteredAt(token, Math.min(6, token.length - 1))}`,
         'token altered in the middle': `Bearer ${alteredAt(token, Math.floor(token.length / 2))}`,
+        // A digit where a letter was (or another digit): a token of the usual alphabets' form that names no key.
+        'token altered near its start by a digit': `Bearer ${alteredAt(token, Math.min(6, token.length - 1), ['7', '8'])}`,
+        'token with a character added at its start': `Bearer Q${token}`,
+        'token with a character added at its end': `Bearer ${token}Q`,
+        // RFC 6750 §2.1: the credentials are "Bearer" 1*SP b64token, one token and nothing after it.
+        'token followed by more text': `Bearer ${token} extra`,
+        'a scheme that only ends in Bearer': `XBearer ${token}`,
       }
       for (const [what, header] of Object.entries(variants)) {
         // Twice: a deployment may answer a token it has not seen from the store and again from memory.
@@ -76,6 +83,20 @@ export const authChecks: Check[] = [
     },
   },
   {
+    id: 'auth.revoked-token-401',
+    title: 'A revoked token is refused with 401 and the error envelope',
+    level: 'profile',
+    clauses: ['S5.2'],
+    async run(ctx) {
+      // §5 names a missing or expired token's 401 and leaves "How keys are issued and rotated: not shown"; the
+      // reference answers a key its operator revoked as one that expired, 401.
+      if (!ctx.config.tokens.revoked) skip(`no ${tokenName('revoked')} given`)
+      // Twice: a deployment may answer a key it has not seen from the store and again from memory.
+      for (const time of ['', ', again'])
+        expectError(await ctx.as('revoked').get(PROBE), 401, `the revoked token${time}`)
+    },
+  },
+  {
     id: 'auth.valid-token-accepted',
     title: 'The primary token is accepted on every resource family',
     level: 'core',
@@ -85,6 +106,25 @@ export const authChecks: Check[] = [
       for (const path of [`/v1/agents/${agent}`, '/v1/tools?limit=1']) {
         const res = await ctx.http.get(path)
         assert(res.status === 200, `GET ${path} with the primary token answered ${res.status}`)
+      }
+    },
+  },
+  {
+    id: 'auth.bearer-forms',
+    title:
+      'The valid token is accepted in the other forms RFC 6750 and RFC 7235 allow: the scheme in lower case, more than one space',
+    level: 'profile',
+    clauses: ['S5.1'],
+    async run(ctx) {
+      // §5 writes the header as `Authorization: Bearer <API_KEY>` and names no grammar; the reference reads it as
+      // RFC 6750 §2.1 defines it ("Bearer" 1*SP b64token), with the scheme case-insensitive (RFC 7235 §2.1).
+      const token = ctx.config.tokens.primary
+      for (const [what, header] of [
+        ['the scheme in lower case', `bearer ${token}`],
+        ['two spaces after the scheme', `Bearer  ${token}`],
+      ] as const) {
+        const res = await ctx.http.get(PROBE, { headers: { authorization: header } })
+        assert(res.status === 200, `the primary token with ${what} answered ${res.status}, not 200`)
       }
     },
   },
@@ -126,6 +166,8 @@ export const authChecks: Check[] = [
       const cases: [string, string | null, Record<string, string>, string][] = [
         ['no token', null, {}, 'missing'],
         ['another scheme', null, { authorization: 'Basic dXNlcjpwYXNz' }, 'malformed'],
+        // An Authorization header with nothing in it carries no credentials, as one that is absent.
+        ['an empty Authorization header', null, { authorization: '' }, 'missing'],
         ['the primary token with one character changed', altered, {}, 'unknown'],
       ]
       for (const [what, token, headers, reason] of cases) {
