@@ -60,6 +60,7 @@ describe('agentops operator commands', () => {
         'primary',
         'rateLimited',
         'rateLimitedPeer',
+        'runsOnly',
         'secondWorkspace',
       ].sort(),
     )

@@ -190,6 +190,18 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'tool-scopes-of-another-key',
+      description:
+        "The gate holds a tool's required_scopes against a key with every scope, not the key that started the run",
+      targets: ['authz.tool-required-scopes'],
+      request(req, ctx) {
+        const runsOnly = bearer(ctx.tokens.runsOnly)
+        return runsOnly && isPost(req, RUN_START) && header(req, 'authorization') === runsOnly
+          ? { ...req, headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` } }
+          : req
+      },
+    },
+    {
       id: 'scope-detail-strings',
       description:
         'policy_denied detail renders observed/limit as comma-joined strings and a generic violation',
