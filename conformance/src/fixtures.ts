@@ -196,7 +196,7 @@ export class Fixtures {
   /** Registers a tool with the given provider hint; retired at the end. */
   async newTool(
     kind: 'succeed' | 'fail' | 'slow',
-    options: { idempotent?: boolean; requiredScopes?: string[] } = {},
+    options: { idempotent?: boolean; requiredScopes?: string[]; envelope?: string } = {},
   ): Promise<{ id: string; name: string }> {
     const ctx = this.ctx()
     const hint: ToolHint = ctx.config.profile.tools[kind]
@@ -206,7 +206,10 @@ export class Fixtures {
       provider: hint.provider,
       input_schema: { type: 'object' },
       output_schema: {},
-      policy_binding: { envelope: 'default', required_scopes: options.requiredScopes ?? [] },
+      policy_binding: {
+        envelope: options.envelope ?? 'default',
+        required_scopes: options.requiredScopes ?? [],
+      },
       idempotent: options.idempotent ?? true,
       ...(hint.config ? { config: hint.config } : {}),
     })

@@ -202,6 +202,16 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'gate-denial-generic-violation',
+      description:
+        'A run the gate stopped reads a generic violation, not the limit it reached (max_tool_calls), in its trace and outcome',
+      targets: ['authz.gate-decisions-recorded'],
+      response(req, res) {
+        if (req.method !== 'GET' || !pathOnly(req.path).startsWith('/v1/runs/')) return res
+        return { ...res, body: res.body.split('"max_tool_calls"').join('"limit_exceeded"') }
+      },
+    },
+    {
       id: 'scope-detail-strings',
       description:
         'policy_denied detail renders observed/limit as comma-joined strings and a generic violation',

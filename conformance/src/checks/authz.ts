@@ -1,7 +1,8 @@
 /** Spec §1, §7: the policy gate refuses with 403 policy_denied and names its reasons in `detail`. */
-import type { Check } from '../check.js'
-import { type Json, ownId, SETTLED } from '../fixtures.js'
-import { obj } from '../http.js'
+import { isDeepStrictEqual } from 'node:util'
+import type { Check, CheckContext } from '../check.js'
+import { type Json, ownId, SETTLED, TERMINAL, type ToolAgent } from '../fixtures.js'
+import { type HttpClient, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { expectError } from './assertions.js'
@@ -15,6 +16,20 @@ const DENIED_DETAIL = ['envelope', 'violation', 'observed', 'limit', 'escalation
  * one holding every scope holds it, whatever a deployment calls its scopes.
  */
 export const TOOL_ONLY_SCOPE = 'conformance:tool-call'
+
+/** A run of `agent` (started by `client`, with `extra` spec fields) once settled, and its trace. */
+async function settledRun(ctx: CheckContext, agent: ToolAgent, extra: Json = {}, client?: HttpClient) {
+  const { runId } = await ctx.fx.startRun(agent, extra, client)
+  const run = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
+  const { frames } = await ctx.fx.readTrace(runId)
+  return { runId, run, frames }
+}
+
+/** The first `policy.decision` frame that denied, its detail, and what the run's outcome says. */
+function denial(run: Json, frames: Json[]) {
+  const frame = frames.find((f) => f.kind === 'policy.decision' && f.policy === 'deny')
+  return { frame, detail: obj(frame?.detail), error: obj(obj(run.outcome).error) }
+}
 
 export const authzChecks: Check[] = [
   {
@@ -89,6 +104,135 @@ export const authzChecks: Check[] = [
         denied,
         `run ${runId} (status ${short(settled.status)}) was not refused at its start, and no policy.denied delivery naming it reached the subscriber within ${ctx.config.waitMs} ms: the gate must refuse the call of a tool whose required_scopes the run's key lacks`,
       )
+    },
+  },
+  {
+    id: 'authz.gate-decisions-recorded',
+    title:
+      'The gate as the reference decides: a missing tool scope and a fourth call under `restricted` denied with their detail in the trace and outcome; the `gated` envelope, a tool bound to it, a supervised agent and a hybrid agent’s non-idempotent tool wait in their queues',
+    level: 'profile',
+    clauses: ['S1.3', 'S1.4', 'S5.4', 'S7.2'],
+    async run(ctx) {
+      // Profile: §3 names a "policy envelope" and no envelope, figure or queue; §7 names the fields of a
+      // policy_denied detail, not their values; which calls need approval is not shown. The reference's built-in
+      // envelopes (default, gated, restricted), its escalation rules and what its trace records are its own.
+      const runsOnly = ctx.as('runsOnly')
+      const ok = await ctx.fx.tool('succeed')
+      const problems: string[] = []
+      const expect = (holds: boolean, problem: string) => {
+        if (!holds) problems.push(problem)
+      }
+      /** A run of one tool that settles awaiting approval in `queue`, for a reason that names `mentions`. */
+      const escalated = async (
+        what: string,
+        agent: ToolAgent,
+        extra: Json,
+        queue: string,
+        mentions: string,
+      ) => {
+        const { run } = await settledRun(ctx, agent, extra)
+        const item = obj((run.awaiting as unknown[] | undefined)?.[0])
+        expect(
+          run.status === 'awaiting_approval' &&
+            item.queue === queue &&
+            typeof item.reason === 'string' &&
+            item.reason.includes(mentions),
+          `${what}: ${short(run.status)}, awaiting ${short(run.awaiting)} (expected queue ${queue}, a reason naming ${mentions})`,
+        )
+      }
+      await Promise.all([
+        (async () => {
+          const tool = await ctx.fx.newTool('succeed', { requiredScopes: [TOOL_ONLY_SCOPE] })
+          const { run, frames } = await settledRun(ctx, await ctx.fx.newToolAgent([tool]), {}, runsOnly)
+          const { frame, detail, error } = denial(run, frames)
+          const expected = {
+            envelope: 'default',
+            violation: 'missing_scope',
+            observed: [TOOL_ONLY_SCOPE],
+            limit: [TOOL_ONLY_SCOPE],
+            escalation_queue: 'ops-review',
+          }
+          const { reason, ...rest } = detail
+          expect(
+            isDeepStrictEqual(rest, expected) && typeof reason === 'string' && reason.includes(tool.name),
+            `a missing tool scope: the deny frame reads ${short(frame)}, expected ${short(expected)} and a reason naming the tool`,
+          )
+          expect(
+            run.status === 'failed' &&
+              error.code === 'policy_denied' &&
+              isDeepStrictEqual(error.detail, expected) &&
+              String(error.message).includes(tool.name),
+            `a missing tool scope: the run ended ${short(run.status)} with ${short(run.outcome)}`,
+          )
+          expect(
+            frames.at(-2)?.kind === 'step.failed' && frames.at(-1)?.kind === 'run.failed',
+            `a missing tool scope: the trace ends ${frames.map((f) => f.kind).join(', ')}`,
+          )
+        })(),
+        (async () => {
+          const agent = await ctx.fx.newToolAgent([ok, ok, ok, ok])
+          const { run, frames } = await settledRun(ctx, agent, { policy_envelope: 'restricted' })
+          const { detail } = denial(run, frames)
+          const calls = frames.filter((f) => f.kind === 'tool.call').length
+          expect(
+            calls === 3 &&
+              run.status === 'failed' &&
+              detail.envelope === 'restricted' &&
+              detail.violation === 'max_tool_calls' &&
+              detail.observed === 4 &&
+              detail.limit === 3 &&
+              detail.escalation_queue === 'security-review' &&
+              String(detail.reason).includes('3'),
+            `four calls under restricted: ${calls} tool.call frames, run ${short(run.status)}, deny detail ${short(detail)}`,
+          )
+        })(),
+        escalated(
+          'the gated envelope',
+          await ctx.fx.newToolAgent([ok]),
+          { policy_envelope: 'gated' },
+          'human-review',
+          'gated',
+        ),
+        (async () => {
+          const bound = await ctx.fx.newTool('succeed', { envelope: 'gated' })
+          await escalated(
+            'a tool bound to gated',
+            await ctx.fx.newToolAgent([bound]),
+            {},
+            'human-review',
+            bound.name,
+          )
+        })(),
+        escalated(
+          'a supervised agent',
+          await ctx.fx.newToolAgent([ok], 'supervised'),
+          {},
+          'ops-review',
+          'supervised',
+        ),
+        (async () => {
+          const once = await ctx.fx.newTool('succeed', { idempotent: false })
+          await escalated(
+            'a hybrid agent, a tool that is not idempotent',
+            await ctx.fx.newToolAgent([once], 'hybrid'),
+            {},
+            'ops-review',
+            once.name,
+          )
+        })(),
+        (async () => {
+          // An idempotent tool runs unasked for a hybrid agent; a binding to an envelope the server does not know
+          // adds no approval.
+          const unknown = await ctx.fx.newTool('succeed', { envelope: ctx.name('no-such-envelope') })
+          const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([ok, unknown], 'hybrid'))
+          const run = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
+          expect(
+            TERMINAL.has(String(run.status)) && run.status === 'succeeded',
+            `a hybrid agent's idempotent tools (one bound to an unknown envelope) ended ${short(run.status)}, awaiting ${short(run.awaiting)}`,
+          )
+        })(),
+      ])
+      assert(problems.length === 0, problems.join('; '))
     },
   },
   {
