@@ -34,6 +34,7 @@ export interface MutantContext {
     revoked?: string
     narrowScope?: string
     otherScope?: string
+    runsOnly?: string
   }
   /** Sends a request to the deployment directly (for mutants that consult it). */
   upstream(req: ProxiedRequest): Promise<ProxiedResponse>

@@ -163,6 +163,8 @@ export function keyRequests(
     // The peer joins the small-limit workspace once that exists with its limits (the requests run in order).
     ['--workspace', limited, '--limit-per-hour', '1000', '--burst-limit', '5'],
     ['--workspace', limited],
+    // May start runs and nothing else: the policy gate refuses its run a tool that requires another scope.
+    ['--workspace', primary, '--scopes', 'runs:write'],
     // Revoked as soon as it is issued (auth.revoked-token-401).
     ['--workspace', primary, '--revoked'],
   ]
@@ -378,6 +380,7 @@ export async function startReference(
       otherScope,
       rateLimited,
       rateLimitedPeer,
+      runsOnly,
       revoked,
     ] = await provisioned
     tokens = {
@@ -385,6 +388,7 @@ export async function startReference(
       secondWorkspace,
       narrowScope,
       otherScope,
+      runsOnly,
       rateLimited,
       rateLimitedPeer,
       expired,

@@ -61,10 +61,11 @@ describe('agentops operator commands', () => {
         'rateLimited',
         'rateLimitedPeer',
         'revoked',
+        'runsOnly',
         'secondWorkspace',
       ].sort(),
     )
-    expect(new Set(Object.values(first.tokens)).size).toBe(8)
+    expect(new Set(Object.values(first.tokens)).size).toBe(9)
     expect(first.workspaces).toHaveLength(3)
     // A second provisioning on the same store: new workspaces, so its quotas start untouched.
     const second = JSON.parse(
