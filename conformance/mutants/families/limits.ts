@@ -2,7 +2,7 @@
  * Rate-limit headers that are present but say nothing true (spec §8: "Burst and sustained headers are present on
  * every response"): one window only, none on errors, a remaining count that never moves, a reset beyond its window.
  */
-import { type Mutant, type ProxiedResponse, pathOnly } from '../proxy.js'
+import { errorAnswer, type Mutant, type ProxiedRequest, type ProxiedResponse, pathOnly } from '../proxy.js'
 
 /** Drops the structured items (and policies) of the given window name from RateLimit and RateLimit-Policy. */
 function withoutWindow(res: ProxiedResponse, name: string): ProxiedResponse {
@@ -66,6 +66,22 @@ export function limitMutants(): Mutant[] {
         if (req.method !== 'GET' || pathOnly(req.path) !== '/v1/stream') return res
         return withoutRateLimitHeaders(res)
       },
+    },
+    {
+      id: 'ratelimit-refused-write-performed',
+      description:
+        'Every third tool registration is performed and then answered 429 (the count judged after the work, as a write counted alongside it would be)',
+      targets: ['ratelimit.refused-write-has-no-effect'],
+      run: ['ratelimit.refused-write-has-no-effect'],
+      response: (() => {
+        let registrations = 0
+        return (req: ProxiedRequest, res: ProxiedResponse): ProxiedResponse => {
+          if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/tools' || res.status >= 300) return res
+          if (++registrations % 3 !== 0) return res
+          const refusal = errorAnswer(429, 'rate_limited', 'Rate limit exceeded')
+          return { ...refusal, headers: { ...res.headers, ...refusal.headers, 'retry-after': '1' } }
+        }
+      })(),
     },
     {
       id: 'ratelimit-remaining-frozen',
