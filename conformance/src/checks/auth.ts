@@ -1,6 +1,7 @@
 /** Spec §5 authentication: 401 without a valid bearer token. */
-import type { Check } from '../check.js'
-import { tokenName } from '../config.js'
+import type { Check, CheckContext } from '../check.js'
+import { TOKENS, tokenName } from '../config.js'
+import type { HttpResponse } from '../http.js'
 import { assert, skip } from '../types.js'
 import { sleep } from '../wait.js'
 import { expectError } from './assertions.js'
@@ -13,6 +14,20 @@ const PROBE = '/v1/tools?limit=1'
  */
 function alteredAt(token: string, i: number, [a, b] = ['Q', 'R']): string {
   return `${token.slice(0, i)}${token[i] === a ? b : a}${token.slice(i + 1)}`
+}
+
+/**
+ * The expired token's answer once it is refused: a token made to expire a second after it was issued may still be
+ * valid when the run starts, so while it is accepted it is asked again a few times (bounded).
+ */
+async function expiredAnswer(ctx: CheckContext): Promise<HttpResponse> {
+  const expired = ctx.as('expired')
+  let res = await expired.get(PROBE)
+  for (let i = 0; i < 8 && res.status >= 200 && res.status < 300; i++) {
+    await sleep(400)
+    res = await expired.get(PROBE)
+  }
+  return res
 }
 
 export const authChecks: Check[] = [
@@ -55,6 +70,15 @@ export const authChecks: Check[] = [
         'token followed by more text': `Bearer ${token} extra`,
         'a scheme that only ends in Bearer': `XBearer ${token}`,
       }
+      // The expired and revoked tokens altered in their middle, sent before either token itself (the auth checks
+      // run first, and the preflight leaves both out): a deployment that remembers the secret a key was first
+      // presented with, right or wrong, then refuses them for the wrong reason (auth.refusal-reason).
+      for (const role of ['expired', 'revoked'] as const) {
+        const other = ctx.config.tokens[role]
+        if (other)
+          variants[`the ${TOKENS[role].what} altered in the middle`] =
+            `Bearer ${alteredAt(other, Math.floor(other.length / 2))}`
+      }
       for (const [what, header] of Object.entries(variants)) {
         // Twice: a deployment may answer a token it has not seen from the store and again from memory.
         for (const time of ['', ', again']) {
@@ -71,15 +95,7 @@ export const authChecks: Check[] = [
     clauses: ['S5.2', 'S7.4'],
     async run(ctx) {
       if (!ctx.config.tokens.expired) skip(`no ${tokenName('expired')} given`)
-      const expired = ctx.as('expired')
-      // A token made to expire a second after it was issued may still be valid when the run starts: while it is
-      // accepted, ask again a few times (bounded), then judge the answer like any other.
-      let res = await expired.get(PROBE)
-      for (let i = 0; i < 8 && res.status >= 200 && res.status < 300; i++) {
-        await sleep(400)
-        res = await expired.get(PROBE)
-      }
-      expectError(res, 401, 'expired token')
+      expectError(await expiredAnswer(ctx), 401, 'expired token')
     },
   },
   {
@@ -154,7 +170,8 @@ export const authChecks: Check[] = [
   },
   {
     id: 'auth.refusal-reason',
-    title: "A 401's detail.reason says why the token was refused (missing, malformed, unknown)",
+    title:
+      "A 401's detail.reason says why the token was refused (missing, malformed, unknown, expired, revoked)",
     level: 'profile',
     clauses: ['S5.2', 'S7.1'],
     async run(ctx) {
@@ -170,8 +187,15 @@ export const authChecks: Check[] = [
         ['an empty Authorization header', null, { authorization: '' }, 'missing'],
         ['the primary token with one character changed', altered, {}, 'unknown'],
       ]
-      for (const [what, token, headers, reason] of cases) {
-        const res = await ctx.http.get(PROBE, { token, headers })
+      const asked: [string, string, () => Promise<HttpResponse>][] = cases.map(
+        ([what, token, headers, reason]) => [what, reason, () => ctx.http.get(PROBE, { token, headers })],
+      )
+      // The expired and revoked tokens, when given: refused for what they are.
+      if (ctx.config.tokens.expired) asked.push(['the expired token', 'expired', () => expiredAnswer(ctx)])
+      if (ctx.config.tokens.revoked)
+        asked.push(['the revoked token', 'revoked', () => ctx.as('revoked').get(PROBE)])
+      for (const [what, reason, ask] of asked) {
+        const res = await ask()
         const error = expectError(res, 401, what)
         const detail = error.detail as Record<string, unknown>
         assert(
