@@ -33,6 +33,7 @@ export interface MutantContext {
     expired?: string
     narrowScope?: string
     otherScope?: string
+    runsOnly?: string
   }
   /** Sends a request to the deployment directly (for mutants that consult it). */
   upstream(req: ProxiedRequest): Promise<ProxiedResponse>

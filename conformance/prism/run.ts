@@ -177,6 +177,7 @@ try {
       ['--second-token', t.secondWorkspace],
       ['--narrow-token', t.narrowScope],
       ['--other-scope-token', t.otherScope],
+      ['--runs-only-token', t.runsOnly],
       ['--limited-token', t.rateLimited],
       ['--limited-peer-token', t.rateLimitedPeer],
       ['--expired-token', t.expired],

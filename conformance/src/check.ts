@@ -12,6 +12,7 @@ export type TokenRole =
   | 'secondWorkspace'
   | 'narrowScope'
   | 'otherScope'
+  | 'runsOnly'
   | 'rateLimited'
   | 'rateLimitedPeer'
   | 'expired'

@@ -131,6 +131,8 @@ export interface SuiteConfig extends Declarations {
     narrowScope?: string
     /** Scopes that exclude the narrow token's: refused where the narrow token is allowed (the 403 it cannot get). */
     otherScope?: string
+    /** May start runs (and nothing a tool of the suite's requires): the policy gate refuses its runs that tool. */
+    runsOnly?: string
     rateLimited?: string
     rateLimitedPeer?: string
     expired?: string
@@ -175,6 +177,7 @@ export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
   secondWorkspace: { what: 'second-workspace token', flag: 'second-token' },
   narrowScope: { what: 'narrow-scope token', flag: 'narrow-token' },
   otherScope: { what: 'other-scope token', flag: 'other-scope-token' },
+  runsOnly: { what: 'runs-only token', flag: 'runs-only-token' },
   rateLimited: { what: 'rate-limited token', flag: 'limited-token' },
   rateLimitedPeer: { what: 'rate-limited peer token', flag: 'limited-peer-token' },
   expired: { what: 'expired token', flag: 'expired-token' },
@@ -278,6 +281,13 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'tokens.otherScope',
     help: "Token whose scopes exclude the narrow token's (e.g. tasks:read only): the 403 of what the narrow token may call",
+  },
+  {
+    flag: 'runs-only-token',
+    env: 'RUNS_ONLY_TOKEN',
+    kind: 'string',
+    file: 'tokens.runsOnly',
+    help: 'Token of the primary workspace that may start runs and holds no scope beyond (e.g. runs:write only): the policy gate refuses its run a tool whose required_scopes it lacks',
   },
   {
     flag: 'limited-token',
@@ -813,6 +823,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     ['second-token', 'secondWorkspace'],
     ['narrow-token', 'narrowScope'],
     ['other-scope-token', 'otherScope'],
+    ['runs-only-token', 'runsOnly'],
     ['limited-token', 'rateLimited'],
     ['limited-peer-token', 'rateLimitedPeer'],
     ['expired-token', 'expired'],

@@ -156,7 +156,7 @@ function fieldList(body: unknown): string {
 }
 
 export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled'])
-const SETTLED = new Set([...TERMINAL, 'awaiting_approval', 'paused'])
+export const SETTLED = new Set([...TERMINAL, 'awaiting_approval', 'paused'])
 
 export interface StartedRun {
   runId: string
@@ -196,7 +196,7 @@ export class Fixtures {
   /** Registers a tool with the given provider hint; retired at the end. */
   async newTool(
     kind: 'succeed' | 'fail' | 'slow',
-    options: { idempotent?: boolean } = {},
+    options: { idempotent?: boolean; requiredScopes?: string[]; envelope?: string } = {},
   ): Promise<{ id: string; name: string }> {
     const ctx = this.ctx()
     const hint: ToolHint = ctx.config.profile.tools[kind]
@@ -206,7 +206,10 @@ export class Fixtures {
       provider: hint.provider,
       input_schema: { type: 'object' },
       output_schema: {},
-      policy_binding: { envelope: 'default', required_scopes: [] },
+      policy_binding: {
+        envelope: options.envelope ?? 'default',
+        required_scopes: options.requiredScopes ?? [],
+      },
       idempotent: options.idempotent ?? true,
       ...(hint.config ? { config: hint.config } : {}),
     })
@@ -275,13 +278,23 @@ export class Fixtures {
     client: HttpClient = this.http,
   ): Promise<StartedRun> {
     const agentId = typeof agent === 'string' ? agent : agent.id
-    const base =
-      typeof agent === 'string' ? specRunBody() : (fill(this.ctx().config.toolRun.run, agent) as Json)
-    const res = await client.post(`/v1/agents/${agentId}/runs`, { ...base, ...extra })
+    const res = await this.sendRunStart(agent, extra, client)
     if (res.status >= 300) fail(`starting a run answered ${res.status} ${short(res.body)}`)
     const runId = obj(res.body).run_id
     if (typeof runId !== 'string') fail(`run start answered no run_id: ${short(res.body)}`)
     return { runId, agentId, start: res }
+  }
+
+  /** The run start request of `startRun`, its answer whatever it is (for the checks that expect a refusal). */
+  sendRunStart(
+    agent: string | ToolAgent,
+    extra: Json = {},
+    client: HttpClient = this.http,
+  ): Promise<HttpResponse> {
+    const agentId = typeof agent === 'string' ? agent : agent.id
+    const base =
+      typeof agent === 'string' ? specRunBody() : (fill(this.ctx().config.toolRun.run, agent) as Json)
+    return client.post(`/v1/agents/${agentId}/runs`, { ...base, ...extra })
   }
 
   async inspect(runId: string, client: HttpClient = this.http): Promise<Json> {

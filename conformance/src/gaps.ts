@@ -44,6 +44,10 @@ export const GAPS = {
     '§8 "`Idempotency-Key` header on all POST requests" (what a key may hold, its length and characters, is not shown)',
   responseBodies:
     '§2 "Agent response fields: not shown", "Task response fields: not shown", "Webhook subscription response fields: not shown"',
+  envelopes:
+    '§1 "carries the policy envelope that was resolved when it started" (which envelopes exist, their limits and queues, and which calls wait for approval are not shown)',
+  toolProviders:
+    '§2 "provider | string | Provider identifier." (which providers exist, their settings, and what a call sends and gets back are not shown)',
 } as const
 
 /** Each gap-filling profile check and the gap it fills. */
@@ -53,6 +57,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.plain-get-refused': GAPS.streamPlainGet,
   'validation.invalid-request-detail': GAPS.errorDetail,
   'authz.scope-detail-values': GAPS.errorCodes,
+  'authz.gate-decisions-recorded': GAPS.envelopes,
   'surface.documented-statuses': GAPS.statusesBeyond,
   'surface.error-paths': GAPS.statusesBeyond,
   'ratelimit.exact-limit': GAPS.rateLimitNames,

@@ -18,6 +18,8 @@ const TOKEN_PURPOSE: Record<TokenKey, string> = {
     'a key whose scopes refuse POST /v1/agents (e.g. agents:read only): 403 policy_denied with its details',
   otherScope:
     'a key whose scopes exclude the narrow key’s (e.g. tasks:read): the 403 of what the narrow key may call',
+  runsOnly:
+    'a key that may start runs and holds no other scope (e.g. runs:write): the gate refuses its run a tool requiring a scope it lacks',
   rateLimited:
     'a key of a workspace with a small burst limit (e.g. 5 per 10 s): 429 at the limit, Retry-After',
   rateLimitedPeer: 'another key of that same small-limit workspace: the limit is per workspace, not per key',

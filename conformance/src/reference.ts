@@ -139,6 +139,8 @@ export function keyRequests(
     // The peer joins the small-limit workspace once that exists with its limits (the requests run in order).
     ['--workspace', limited, '--limit-per-hour', '1000', '--burst-limit', '5'],
     ['--workspace', limited],
+    // May start runs and nothing else: the policy gate refuses its run a tool that requires another scope.
+    ['--workspace', primary, '--scopes', 'runs:write'],
   ]
 }
 
@@ -344,13 +346,22 @@ export async function startReference(
   }
   let tokens: SuiteConfig['tokens']
   try {
-    const [primary, expired, secondWorkspace, narrowScope, otherScope, rateLimited, rateLimitedPeer] =
-      await provisioned
+    const [
+      primary,
+      expired,
+      secondWorkspace,
+      narrowScope,
+      otherScope,
+      rateLimited,
+      rateLimitedPeer,
+      runsOnly,
+    ] = await provisioned
     tokens = {
       primary: primary!,
       secondWorkspace,
       narrowScope,
       otherScope,
+      runsOnly,
       rateLimited,
       rateLimitedPeer,
       expired,

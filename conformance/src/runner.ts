@@ -76,6 +76,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       config.tokens.secondWorkspace,
       config.tokens.narrowScope,
       config.tokens.otherScope,
+      config.tokens.runsOnly,
       config.tokens.rateLimited,
       config.tokens.rateLimitedPeer,
     ]

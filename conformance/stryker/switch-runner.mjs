@@ -63,6 +63,7 @@ const TOKEN_FLAGS = [
   'other-scope-token',
   'limited-token',
   'limited-peer-token',
+  'runs-only-token',
 ]
 /** Where the dry run leaves its per-test times in the sandbox, for the workers that did not run it. */
 const TIMINGS_FILE = '.switch-timings.json'

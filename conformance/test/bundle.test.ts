@@ -76,6 +76,8 @@ describe('the one-file bundle', () => {
       t.secondWorkspace!,
       '--narrow-token',
       t.narrowScope!,
+      '--runs-only-token',
+      t.runsOnly!,
       '--limited-token',
       t.rateLimited!,
       '--limited-peer-token',

@@ -242,6 +242,7 @@ describe('agentops-conformance init', () => {
       'secondWorkspace',
       'narrowScope',
       'otherScope',
+      'runsOnly',
       'rateLimited',
       'rateLimitedPeer',
       'expired',

@@ -14,6 +14,7 @@ export type ConformanceRole =
   | 'secondWorkspace'
   | 'narrowScope'
   | 'otherScope'
+  | 'runsOnly'
   | 'rateLimited'
   | 'rateLimitedPeer'
 
@@ -52,6 +53,8 @@ export function conformanceIdentities(prefix: string): Array<[ConformanceRole, I
     // A burst of 5: the 429 checks reach it within a few requests.
     ['rateLimited', { workspace: limited, limitPerHour: 1000, burstLimit: 5 }],
     ['rateLimitedPeer', { workspace: limited }],
+    // May start runs and nothing else: the policy gate refuses its run a tool that requires another scope.
+    ['runsOnly', { workspace: primary, scopes: ['runs:write'] }],
   ]
 }
 

@@ -60,10 +60,11 @@ describe('agentops operator commands', () => {
         'primary',
         'rateLimited',
         'rateLimitedPeer',
+        'runsOnly',
         'secondWorkspace',
       ].sort(),
     )
-    expect(new Set(Object.values(first.tokens)).size).toBe(7)
+    expect(new Set(Object.values(first.tokens)).size).toBe(8)
     expect(first.workspaces).toHaveLength(3)
     // A second provisioning on the same store: new workspaces, so its quotas start untouched.
     const second = JSON.parse(

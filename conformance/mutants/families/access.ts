@@ -190,6 +190,28 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'tool-scopes-of-another-key',
+      description:
+        "The gate holds a tool's required_scopes against a key with every scope, not the key that started the run",
+      targets: ['authz.tool-required-scopes'],
+      request(req, ctx) {
+        const runsOnly = bearer(ctx.tokens.runsOnly)
+        return runsOnly && isPost(req, RUN_START) && header(req, 'authorization') === runsOnly
+          ? { ...req, headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` } }
+          : req
+      },
+    },
+    {
+      id: 'gate-denial-generic-violation',
+      description:
+        'A run the gate stopped reads a generic violation, not the limit it reached (max_tool_calls), in its trace and outcome',
+      targets: ['authz.gate-decisions-recorded'],
+      response(req, res) {
+        if (req.method !== 'GET' || !pathOnly(req.path).startsWith('/v1/runs/')) return res
+        return { ...res, body: res.body.split('"max_tool_calls"').join('"limit_exceeded"') }
+      },
+    },
+    {
       id: 'scope-detail-strings',
       description:
         'policy_denied detail renders observed/limit as comma-joined strings and a generic violation',

@@ -128,7 +128,7 @@ function noDelivery(ctx: CheckContext, what: string): never {
   )
 }
 
-const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
+export const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 
 interface RetryProbe {
   first: Delivery
