@@ -103,6 +103,7 @@ export const authChecks: Check[] = [
     title: 'A revoked token is refused with 401 and the error envelope',
     level: 'profile',
     clauses: ['S5.2'],
+    needs: ['revoked'],
     async run(ctx) {
       // §5 names a missing or expired token's 401 and leaves "How keys are issued and rotated: not shown"; the
       // reference answers a key its operator revoked as one that expired, 401.
