@@ -84,6 +84,8 @@ export const PROFILE_GAPS: Record<string, string> = {
   'runs.trace-levels-and-outcomes': GAPS.runBodyValues,
   'tools.registration-shape': GAPS.toolBodies,
   'tools.retired-stays-readable': GAPS.toolBodies,
+  'tools.provider-calls': GAPS.toolProviders,
+  'tools.registration-refusals': GAPS.toolProviders,
   'scoping.webhook-404': GAPS.extensions,
   'scoping.connector-records-404': GAPS.extensions,
   'idempotency.replay-byte-identical': GAPS.idempotencyReplay,

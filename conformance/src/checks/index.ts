@@ -21,6 +21,7 @@ import { streamProtocolChecks } from './streamprotocol.js'
 import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
+import { toolCallChecks } from './toolcalls.js'
 import { toolChecks } from './tools.js'
 import { validationChecks } from './validation.js'
 import { webhookChecks, webhookLateChecks } from './webhooks.js'
@@ -42,6 +43,7 @@ export const ALL_CHECKS: Check[] = [
   ...runChecks,
   ...outcomeChecks,
   ...toolChecks,
+  ...toolCallChecks,
   ...scopingChecks,
   ...tenancyChecks,
   ...idempotencyChecks,

@@ -30,6 +30,7 @@ const compiled = new WeakMap<object, ValidateFunction>()
 
 function validatorFor(schema: Record<string, unknown>): ValidateFunction {
   let v = compiled.get(schema)
+  // Stryker disable next-line ConditionalExpression: a speed path, a schema compiled again validates the same
   if (!v) {
     v = ajv.compile(schema)
     compiled.set(schema, v)
