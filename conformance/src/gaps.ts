@@ -86,6 +86,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'tools.retired-stays-readable': GAPS.toolBodies,
   'tools.provider-calls': GAPS.toolProviders,
   'tools.registration-refusals': GAPS.toolProviders,
+  'tools.lifecycle-events': GAPS.eventKinds,
   'scoping.webhook-404': GAPS.extensions,
   'scoping.connector-records-404': GAPS.extensions,
   'idempotency.replay-byte-identical': GAPS.idempotencyReplay,

@@ -301,6 +301,15 @@ export function pagingMutants(): Mutant[] {
       },
     },
     {
+      id: 'tool-retired-unannounced',
+      description: 'Retiring a tool is never announced: tool.retired does not reach its subscribers',
+      targets: ['tools.lifecycle-events'],
+      delivery(req) {
+        if (parseJson(req.body)?.event !== 'tool.retired') return req
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }
+      },
+    },
+    {
       id: 'retired-tool-404',
       description: 'A retired tool is hard-deleted from reads: GET /v1/tools/{id} answers 404',
       targets: ['tools.retired-stays-readable'],

@@ -4,12 +4,13 @@
  * data providers; and the registrations their settings refuse. §2 shows `provider | string | Provider identifier.`
  * and no provider, setting or call shape, so every check here is profile.
  */
+import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, SETTLED, toolId } from '../fixtures.js'
+import { expectStatus, type Json, ownId, SETTLED, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
-import { receiverUrl } from './webhooks.js'
+import { eventOf, receiverUrl } from './webhooks.js'
 
 /** A tool the check registers itself (retired at the end); answers the registration as sent back. */
 async function register(ctx: CheckContext, label: string, fields: Json) {
@@ -118,10 +119,18 @@ export const toolCallChecks: Check[] = [
           )
         })(),
         (async () => {
-          const r = await httpRun('no-result-id', { status: 200, body: '{"answer":"done"}' })
+          // A result_id that is no string is no result identifier: the server makes its own.
+          const r = await httpRun('no-result-id', { status: 299, body: '{"answer":"done","result_id":7}' })
           expect(
             r.run.status === 'succeeded' && typeof r.call?.result === 'string' && r.call.result !== '',
-            `an http tool answering no result_id: run ${short(r.run.status)}, tool.call ${short(r.call)} (expected a result the server made)`,
+            `an http tool answering 299 with a numeric result_id: run ${short(r.run.status)}, tool.call ${short(r.call)} (expected a success and a result the server made)`,
+          )
+        })(),
+        (async () => {
+          const r = await httpRun('null', { status: 200, body: 'null' })
+          expect(
+            r.run.status === 'succeeded' && typeof r.call?.result === 'string',
+            `an http tool answering JSON null: run ${short(r.run.status)}, tool.call ${short(r.call)}`,
           )
         })(),
         (async () => {
@@ -147,10 +156,20 @@ export const toolCallChecks: Check[] = [
           )
         })(),
         (async () => {
+          const strings = Object.fromEntries(
+            Array.from({ length: 11 }, (_, n) => [`n${n}`, { type: 'string' }]),
+          )
+          const numbers = Object.fromEntries(Array.from({ length: 11 }, (_, n) => [`n${n}`, n]))
           const r = await httpRun(
             'off-schema',
-            { status: 200, body: '{"answer":5,"other":1}' },
-            { output_schema: { ...schema, additionalProperties: false } },
+            { status: 200, body: JSON.stringify({ answer: 5, ...numbers, other: 1 }) },
+            {
+              output_schema: {
+                ...schema,
+                properties: { ...schema.properties, ...strings },
+                additionalProperties: false,
+              },
+            },
           )
           const errors = r.failedDetail.errors
           failedWith(
@@ -159,11 +178,12 @@ export const toolCallChecks: Check[] = [
             { violation: 'output_schema' },
             'output_schema',
           )
+          // Thirteen ways off its schema: the first ten are listed, each with the place it is at.
           expect(
             Array.isArray(errors) &&
-              errors.length === 2 &&
+              errors.length === 10 &&
               errors.some((e) => String(e).startsWith('/answer ')),
-            `an answer off its schema twice (answer not a string, a property more) lists ${short(errors)}, not both`,
+            `an answer off its schema thirteen times lists ${short(errors)}, not ten with their places`,
           )
         })(),
         (async () => {
@@ -241,6 +261,58 @@ export const toolCallChecks: Check[] = [
     },
   },
   {
+    id: 'tools.lifecycle-events',
+    title:
+      'Registering and retiring a tool are announced as tool.registered and tool.retired with the tool’s id, name and status; a tool registered without `idempotent` is not idempotent (a hybrid agent’s call of it waits for approval)',
+    level: 'profile',
+    clauses: ['S1.8', 'S2.7'],
+    async run(ctx) {
+      const base = receiverUrl(ctx)
+      const tag = ctx.name('tool-events')
+      const sub = await ctx.http.post('/v1/webhooks', {
+        url: `${base}/${tag}`,
+        events: ['tool.registered', 'tool.retired'],
+        secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+      })
+      expectStatus(sub, [200, 201], 'subscribing to tool.registered and tool.retired')
+      const hookId = ownId(sub.body, 'webhook')
+      if (hookId) ctx.cleanup(`delete webhook ${hookId}`, () => ctx.http.delete(`/v1/webhooks/${hookId}`))
+      const { res, tool } = await register(ctx, 'tool-events', {
+        provider: 'builtin:echo',
+        idempotent: undefined,
+      })
+      expectStatus(res, [200, 201], 'registering a tool without idempotent')
+      expectStatus(await ctx.http.delete(`/v1/tools/${tool!.id}`), [200, 204], 'retiring it')
+      const problems: string[] = []
+      for (const [kind, status] of [
+        ['tool.registered', 'active'],
+        ['tool.retired', 'retired'],
+      ]) {
+        const d = await ctx.receiver!.waitFor(
+          (x) =>
+            (x.path.split('?')[0] ?? '').endsWith(`/${tag}`) &&
+            eventOf(x) === kind &&
+            x.body?.tool_id === tool!.id,
+          ctx.config.waitMs,
+        )
+        if (!d?.body || d.body.name !== tool!.name || d.body.status !== status)
+          problems.push(`${kind}: ${d ? short(d.body) : `no delivery within ${ctx.config.waitMs} ms`}`)
+      }
+      const { res: again, tool: once } = await register(ctx, 'tool-no-idempotent', {
+        provider: 'builtin:echo',
+        idempotent: undefined,
+      })
+      expectStatus(again, [200, 201], 'registering a tool without idempotent')
+      const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([once!], 'hybrid'))
+      const run = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
+      if (run.status !== 'awaiting_approval')
+        problems.push(
+          `a hybrid agent's run of a tool registered without idempotent ended ${short(run.status)}, not awaiting approval`,
+        )
+      assert(problems.length === 0, problems.join('; '))
+    },
+  },
+  {
     id: 'tools.registration-refusals',
     title:
       'A registration the reference cannot run is refused 400 naming the field: an unknown provider, an invalid schema, an http tool without an absolute http(s) URL or with credentials or a timeout_ms out of 1..120000, a delay_ms out of 0..600000',
@@ -260,7 +332,9 @@ export const toolCallChecks: Check[] = [
           { provider: 'builtin:echo', input_schema: { $ref: 'other.json' } },
           'input_schema',
         ],
-        ['an http tool without url', { provider: 'http', config: {} }, 'config.url'],
+        ['an http tool without config', { provider: 'http' }, 'config.url'],
+        ['an http tool without url', { provider: 'http', config: { timeout_ms: 100 } }, 'config.url'],
+        ['a builtin:delay tool without config', { provider: 'builtin:delay' }, 'config.delay_ms'],
         ['an http tool with a relative url', { provider: 'http', config: { url: '/tool' } }, 'config.url'],
         ['an ftp url', { provider: 'http', config: { url: 'ftp://tools.example.com/x' } }, 'config.url'],
         [
