@@ -162,7 +162,7 @@ export const toolCallChecks: Check[] = [
           const numbers = Object.fromEntries(Array.from({ length: 11 }, (_, n) => [`n${n}`, n]))
           const r = await httpRun(
             'off-schema',
-            { status: 200, body: JSON.stringify({ answer: 5, ...numbers, other: 1 }) },
+            { status: 200, body: JSON.stringify({ ...numbers, other: 1 }) },
             {
               output_schema: {
                 ...schema,
@@ -178,11 +178,12 @@ export const toolCallChecks: Check[] = [
             { violation: 'output_schema' },
             'output_schema',
           )
-          // Thirteen ways off its schema: the first ten are listed, each with the place it is at.
+          // Thirteen ways off its schema: the first ten are listed, each with the place it is at ("/" the answer).
           expect(
             Array.isArray(errors) &&
               errors.length === 10 &&
-              errors.some((e) => String(e).startsWith('/answer ')),
+              errors.some((e) => String(e).startsWith('/ must')) &&
+              errors.some((e) => String(e).startsWith('/n')),
             `an answer off its schema thirteen times lists ${short(errors)}, not ten with their places`,
           )
         })(),
@@ -247,13 +248,23 @@ export const toolCallChecks: Check[] = [
             provider: 'builtin:fail',
             config: { message: 'conformance: told to fail' },
           })
+          const { res: plain, tool: silent } = await register(ctx, 'tool-fail-plain', {
+            provider: 'builtin:fail',
+          })
           expectStatus(res, [200, 201], 'registering a builtin:fail tool')
-          const r = await runOf(ctx, tool!)
+          expectStatus(plain, [200, 201], 'registering a builtin:fail tool without a message')
+          const [r, q] = await Promise.all([runOf(ctx, tool!), runOf(ctx, silent!)])
           expect(
             r.run.status === 'failed' &&
               r.failedDetail.reason === 'conformance: told to fail' &&
               r.failedDetail.provider === 'builtin:fail',
             `a builtin:fail tool: run ${short(r.run.status)}, step.failed detail ${short(r.failedDetail)}`,
+          )
+          expect(
+            q.run.status === 'failed' &&
+              typeof q.failedDetail.reason === 'string' &&
+              q.failedDetail.reason !== '',
+            `a builtin:fail tool without a message: run ${short(q.run.status)}, step.failed detail ${short(q.failedDetail)} (expected a reason all the same)`,
           )
         })(),
       ])
@@ -322,6 +333,19 @@ export const toolCallChecks: Check[] = [
       const refused: Array<[string, Json, string]> = [
         ['an unknown provider', { provider: 'conformance:none' }, 'provider'],
         [
+          'an input_schema referring to a schema by urn',
+          { provider: 'builtin:echo', input_schema: { $ref: 'urn:conformance:input' } },
+          'input_schema',
+        ],
+        [
+          'an output_schema referring to another schema (it must be complete to check answers)',
+          {
+            provider: 'builtin:echo',
+            output_schema: { $ref: 'https://schemas.example.com/conformance/out.json' },
+          },
+          'output_schema',
+        ],
+        [
           'an invalid output_schema',
           { provider: 'builtin:echo', output_schema: { type: 'nonsense' } },
           'output_schema',
@@ -385,12 +409,17 @@ export const toolCallChecks: Check[] = [
           const { res } = await register(ctx, 'tool-refused', fields)
           const error = obj(obj(res.body).error)
           const fields_ = obj(error.detail).fields
+          const issues = obj(error.detail).issues
           if (
             res.status !== 400 ||
             !Array.isArray(fields_) ||
             !fields_.includes(field) ||
+            !Array.isArray(issues) ||
+            !issues.some((i) => obj(i).path === field) ||
             typeof error.message !== 'string' ||
-            !error.message.includes(field.split('.').at(-1)!)
+            !error.message.includes(field.split('.').at(-1)!) ||
+            // An unknown provider is told the ones there are.
+            (field === 'provider' && !error.message.includes('builtin:data, http'))
           )
             problems.push(`${what}: ${res.status} ${short(res.body)} (expected 400 naming ${field})`)
         }),
