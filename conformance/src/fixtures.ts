@@ -201,18 +201,7 @@ export class Fixtures {
     const ctx = this.ctx()
     const hint: ToolHint = ctx.config.profile.tools[kind]
     const name = ctx.name(`tool-${kind}`)
-    const res = await this.http.post('/v1/tools', {
-      name,
-      provider: hint.provider,
-      input_schema: { type: 'object' },
-      output_schema: {},
-      policy_binding: {
-        envelope: options.envelope ?? 'default',
-        required_scopes: options.requiredScopes ?? [],
-      },
-      idempotent: options.idempotent ?? true,
-      ...(hint.config ? { config: hint.config } : {}),
-    })
+    const res = await this.http.post('/v1/tools', toolRegistration(ctx, kind, name, options))
     if (res.status >= 300) {
       // A refused registration is usually the suite's hint, not the deployment: say which setting to change.
       const hintAdvice =
@@ -428,6 +417,28 @@ export function streamedFrames(res: HttpResponse): Json[] | undefined {
     }
   }
   return frames
+}
+
+/** The body that registers a tool of the suite's provider hint for `kind` (profile.tools in --config). */
+export function toolRegistration(
+  ctx: CheckContext,
+  kind: 'succeed' | 'fail' | 'slow',
+  name: string,
+  options: { idempotent?: boolean; requiredScopes?: string[]; envelope?: string } = {},
+): Json {
+  const hint: ToolHint = ctx.config.profile.tools[kind]
+  return {
+    name,
+    provider: hint.provider,
+    input_schema: { type: 'object' },
+    output_schema: {},
+    policy_binding: {
+      envelope: options.envelope ?? 'default',
+      required_scopes: options.requiredScopes ?? [],
+    },
+    idempotent: options.idempotent ?? true,
+    ...(hint.config ? { config: hint.config } : {}),
+  }
 }
 
 export function toolId(body: unknown): string | undefined {

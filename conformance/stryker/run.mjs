@@ -5,7 +5,7 @@
  * reports/stryker/ and a per-spec-section table (killed at core, by profile only, survived, annotated, timeout) to
  * reports/stryker/sections.json, and prints the time it took.
  *
- *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command]
+ *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL]
  *
  * --since REF    mutate only the lines of the scope's modules changed since REF (git diff), the quick run
  * --max-mutants N with --since: take the changed ranges in order while their mutants number at most N
@@ -15,6 +15,9 @@
  * --runner       switch (the default): one reference server per worker, the mutant switched inside it
  *                (switch-runner.mjs); command: a fresh reference, suite and key-issuing process per mutant
  *                (suite.mjs through Stryker's command runner), the slow way kept to compare against
+ * --postgres URL the reference on PostgreSQL instead of SQLite: URL is a server's admin URL (database `postgres`);
+ *                each worker's server gets a database of its own there, dropped at its end. The code a store with
+ *                shared counters takes (the rate-limit step's count alongside a read) runs only there.
  *
  * Each mutant costs one suite run that stops at the first core failure (--bail) and runs only the check families
  * of the mutated module's section (scope.mjs CHECKS), with fresh identities in the store (switch) or a fresh store
@@ -38,6 +41,7 @@ const { values } = parseArgs({
     section: { type: 'string' },
     concurrency: { type: 'string' },
     runner: { type: 'string' },
+    postgres: { type: 'string' },
   },
   strict: true,
 })
@@ -46,6 +50,14 @@ let mutate = values.mutate ? values.mutate.split(',') : scopeGlobs()
 if (values.runner !== undefined && values.runner !== 'command' && values.runner !== 'switch') {
   console.error(`conformance:stryker: --runner is switch (the default) or command, not ${values.runner}`)
   process.exit(2)
+}
+if (values.postgres !== undefined) {
+  if (values.runner === 'command') {
+    console.error('conformance:stryker: --postgres runs with the switch runner only')
+    process.exit(2)
+  }
+  // Each worker's reference server gets a database of its own on this server (switch-runner.mjs).
+  process.env.STRYKER_POSTGRES_ADMIN_URL = values.postgres
 }
 if (values.section) {
   const name = Object.keys(SCOPE).find((s) => s.includes(values.section))

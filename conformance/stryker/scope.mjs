@@ -51,8 +51,9 @@ export const CHECKS = {
     'graphql.spec-tenancy',
   ],
   '§8 idempotency': ['idempotency'],
-  // stream.plain-get-refused: the one request under /v1 that reaches the rate limit step unauthenticated.
-  '§8 rate limits': ['ratelimit', 'graphql.spec-', 'stream.plain-get-refused'],
+  // stream.plain-get-refused: the stream's plain GET, counted like every request under /v1 (the sweep judges its headers).
+  // pagination.bad-cursor: a GET the text guard refuses after the count began (the step's refusal path).
+  '§8 rate limits': ['ratelimit', 'graphql.spec-', 'stream.plain-get-refused', 'pagination.bad-cursor'],
   // graphql.page-limits: a GraphQL list's limit reaches pageRequest's range check unrefused (REST's is the contract's).
   '§8 pagination and cursors': [
     'pagination',

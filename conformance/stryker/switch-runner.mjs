@@ -157,7 +157,9 @@ class SwitchedServer {
     this.staticMutant = staticMutant
     // Inside the sandbox, which Stryker removes at the end: a worker Stryker kills (a timeout) leaves nothing behind.
     this.dir = mkdtempSync(join(root, '.switch-server-'))
-    this.databaseUrl = `sqlite:${join(this.dir, 'db.sqlite')}`
+    // run.mjs --postgres: a database of this server's own on that PostgreSQL server, made in start().
+    this.postgresAdmin = process.env.STRYKER_POSTGRES_ADMIN_URL || undefined
+    this.databaseUrl = this.postgresAdmin ? undefined : `sqlite:${join(this.dir, 'db.sqlite')}`
     this.receiverPort = receiverPort
     this.pending = new Map()
     this.nextId = 0
@@ -165,6 +167,7 @@ class SwitchedServer {
   }
 
   async start() {
+    if (this.postgresAdmin) this.databaseUrl = await createDatabase(this.postgresAdmin)
     const port = await freePort(this.usedPorts)
     this.baseUrl = `http://127.0.0.1:${port}`
     const receiver = `127.0.0.1:${this.receiverPort}`
@@ -259,7 +262,7 @@ class SwitchedServer {
       this.child.kill('SIGKILL')
       await this.exited
     }
-    rmSync(this.dir, { recursive: true, force: true })
+    await this.removeStore()
   }
 
   async stop() {
@@ -270,7 +273,37 @@ class SwitchedServer {
       clearTimeout(grace)
       if (this.alive) this.child.kill('SIGKILL')
     }
+    await this.removeStore()
+  }
+
+  async removeStore() {
     rmSync(this.dir, { recursive: true, force: true })
+    if (this.postgresAdmin && this.databaseUrl) await dropDatabase(this.postgresAdmin, this.databaseUrl)
+  }
+}
+
+/** A fresh database on the PostgreSQL server of `adminUrl` (its `postgres` database), as the tests make theirs. */
+async function createDatabase(adminUrl) {
+  const name = `agentops_stryker_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
+  await onAdmin(adminUrl, (sql) => sql.unsafe(`CREATE DATABASE ${name}`))
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/** Drops a server's database once its process is gone; its connections, if any survive, are ended with it. */
+async function dropDatabase(adminUrl, databaseUrl) {
+  const name = new URL(databaseUrl).pathname.slice(1)
+  await onAdmin(adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+}
+
+async function onAdmin(adminUrl, work) {
+  const { default: postgres } = await import('postgres')
+  const sql = postgres(adminUrl, { max: 1, onnotice: () => {} })
+  try {
+    await work(sql)
+  } finally {
+    await sql.end()
   }
 }
 

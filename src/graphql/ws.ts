@@ -215,8 +215,7 @@ export function attachGraphqlWs(
         return [wsError(unauthenticated(verified), requestId, failures)]
       }
       const decision = await limits.consume(verified.workspace)
-      if (!decision.allowed && decision.refusedBy)
-        return [wsError(rateLimited(decision.refusedBy), requestId, failures)]
+      if (decision.refusedBy) return [wsError(rateLimited(decision.refusedBy), requestId, failures)]
       const variables = payload.variables ?? {}
       const prepared = prepare(payload.query, payload.operationName, variables)
       if (!prepared.ok) {

@@ -93,8 +93,8 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   })
 
   const limitMetrics = services.metrics?.limits
-  // One layer, three steps in series. The stream authenticates during its own upgrade (src/stream); everything
-  // else under /v1 needs a key here. The text guard comes after auth and rate limit (so its 400 carries the
+  // One layer, three steps in series. Everything under /v1 needs a key here; the stream's upgrade never reaches the
+  // app (src/stream authenticates it), only its plain GET does, which takes `?access_token=` like the upgrade. The text guard comes after auth and rate limit (so its 400 carries the
   // rate-limit headers like every answer), before anything stores.
   app.use(
     '/v1/*',

@@ -222,7 +222,7 @@ function socketIngestor(
   const workspace = verified.workspace
   return async (connectorId, records) => {
     const decision = await limits.consume(workspace)
-    if (!decision.allowed && decision.refusedBy) throw rateLimited(decision.refusedBy)
+    if (decision.refusedBy) throw rateLimited(decision.refusedBy)
     return ingestion.ingest(
       { id: workspace.id, policyClasses: workspace.policyClasses },
       connectorId,

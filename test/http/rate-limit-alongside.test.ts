@@ -22,7 +22,7 @@ function decision(burstUsed: number): RateDecision {
   const policies = policiesFor(workspace)
   const states = policies.map((p, i) => stateOf(p, NOW, i === 0 ? burstUsed : 1))
   const refusedBy = states.find((s) => s.used > s.quota)
-  return refusedBy ? { allowed: false, policies, states, refusedBy } : { allowed: true, policies, states }
+  return refusedBy ? { policies, states, refusedBy } : { policies, states }
 }
 
 /** Node's response as far as the step uses it: the headers it sets. */

@@ -82,12 +82,21 @@ describe.each(backends())('the /v1/stream WebSocket on $name', (backend) => {
     ).toBe(401)
   })
 
-  it('answers a plain GET (no upgrade) with the envelope, never a bare 404', async () => {
+  it('answers a plain GET (no upgrade) with the envelope and the rate-limit figures, never a bare 404', async () => {
     // The stream is documented under the contract's `x-websockets`, not `paths`: no HTTP operation to check against.
     expect((await t.request('GET', '/v1/stream', { unchecked: true })).status).toBe(401)
-    const res = await t.request('GET', '/v1/stream', { token: writer, unchecked: true })
-    expect(res.status).toBe(400)
-    expect(res.body.error.code).toBe('invalid_request')
+    // A header token or the upgrade's `?access_token=`: either is an authenticated request, counted (spec §8).
+    for (const res of [
+      await t.request('GET', '/v1/stream', { token: writer, unchecked: true }),
+      await t.request('GET', `/v1/stream?access_token=${encodeURIComponent(writer)}`, { unchecked: true }),
+    ]) {
+      expect(res.status).toBe(400)
+      expect(res.body.error.code).toBe('invalid_request')
+      expect(res.headers.get('ratelimit')).toMatch(/;r=\d+/)
+      expect(res.headers.get('ratelimit-policy')).toBeTruthy()
+    }
+    const wrong = await t.request('GET', '/v1/stream?access_token=not-a-key', { unchecked: true })
+    expect(wrong.status).toBe(401)
   })
 
   it('gives two clients with different scopes exactly the records they may see, in order', async () => {

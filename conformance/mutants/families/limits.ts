@@ -2,7 +2,7 @@
  * Rate-limit headers that are present but say nothing true (spec §8: "Burst and sustained headers are present on
  * every response"): one window only, none on errors, a remaining count that never moves, a reset beyond its window.
  */
-import type { Mutant, ProxiedResponse } from '../proxy.js'
+import { errorAnswer, type Mutant, type ProxiedRequest, type ProxiedResponse, pathOnly } from '../proxy.js'
 
 /** Drops the structured items (and policies) of the given window name from RateLimit and RateLimit-Policy. */
 function withoutWindow(res: ProxiedResponse, name: string): ProxiedResponse {
@@ -35,6 +35,11 @@ const SWEEP_TRAFFIC = [
   'ratelimit.429-at-limit',
 ]
 
+function withoutRateLimitHeaders(res: ProxiedResponse): ProxiedResponse {
+  const headers = Object.fromEntries(Object.entries(res.headers).filter(([k]) => !/rate-?limit/i.test(k)))
+  return { ...res, headers }
+}
+
 export function limitMutants(): Mutant[] {
   return [
     {
@@ -49,13 +54,34 @@ export function limitMutants(): Mutant[] {
       description: 'Rate-limit headers are set on 2xx answers only, not on 4xx or 429',
       targets: ['sweep.ratelimit-headers-everywhere'],
       run: [...SWEEP_TRAFFIC, 'sweep.ratelimit-headers-everywhere'],
-      response(_req, res) {
-        if (res.status < 400) return res
-        const headers = Object.fromEntries(
-          Object.entries(res.headers).filter(([k]) => !/rate-?limit/i.test(k)),
-        )
-        return { ...res, headers }
+      response: (_req, res) => (res.status < 400 ? res : withoutRateLimitHeaders(res)),
+    },
+    {
+      id: 'ratelimit-headers-not-on-stream-get',
+      description:
+        "An authenticated plain GET of the stream is refused without the rate-limit headers (the stream's path skips the count)",
+      targets: ['sweep.ratelimit-headers-everywhere'],
+      run: [...SWEEP_TRAFFIC, 'stream.plain-get-refused', 'sweep.ratelimit-headers-everywhere'],
+      response(req, res) {
+        if (req.method !== 'GET' || pathOnly(req.path) !== '/v1/stream') return res
+        return withoutRateLimitHeaders(res)
       },
+    },
+    {
+      id: 'ratelimit-refused-write-performed',
+      description:
+        'Every third tool registration is performed and then answered 429 (the count judged after the work, as a write counted alongside it would be)',
+      targets: ['ratelimit.refused-write-has-no-effect'],
+      run: ['ratelimit.refused-write-has-no-effect'],
+      response: (() => {
+        let registrations = 0
+        return (req: ProxiedRequest, res: ProxiedResponse): ProxiedResponse => {
+          if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/tools' || res.status >= 300) return res
+          if (++registrations % 3 !== 0) return res
+          const refusal = errorAnswer(429, 'rate_limited', 'Rate limit exceeded')
+          return { ...refusal, headers: { ...res.headers, ...refusal.headers, 'retry-after': '1' } }
+        }
+      })(),
     },
     {
       id: 'ratelimit-remaining-frozen',

@@ -4,7 +4,8 @@
  */
 import type { Check, CheckContext } from '../check.js'
 import { settingName, tokenName } from '../config.js'
-import type { HttpResponse } from '../http.js'
+import { listPage, nextPageCursor, toolId, toolRegistration } from '../fixtures.js'
+import { type HttpResponse, obj } from '../http.js'
 import { retryAfter } from '../pacing.js'
 import { rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
@@ -399,4 +400,101 @@ export const rateLimitLateChecks: Check[] = [
       assert(again.status === 200, `after ${wait} s the workspace still answers ${again.status}`)
     },
   },
+  {
+    id: 'ratelimit.refused-write-has-no-effect',
+    needs: ['rateLimited'],
+    title:
+      'A write refused 429 took no effect: of a burst of tool registrations past the limit, exactly those answered 2xx are listed',
+    level: 'core',
+    // §7 "429 | The rate limit is exceeded. | Retry with exponential backoff.": a client told to retry a refused
+    // write would make it twice if the refusal had done the work. §4 "GET /v1/tools | Lists tools."
+    clauses: ['S7.8', 'S8.9'],
+    async run(ctx) {
+      const limited = ctx.as('rateLimited')
+      const probe = await openWindow(ctx)
+      const declared = ctx.config.rateLimitHeaders
+      const remaining = Math.min(...rateWindows(probe.headers, declared).map((w) => w.remaining))
+      // Sent at once, past what the workspace has left: some are counted in, the rest refused.
+      const size = Number.isFinite(remaining)
+        ? Math.min(remaining + 5, ctx.config.rateLimitSearch)
+        : ctx.config.rateLimitSearch
+      const burst = await Promise.all(
+        Array.from({ length: size }, async (_, i) => {
+          const name = ctx.name(`burst-${i}`)
+          return { name, res: await limited.post('/v1/tools', toolRegistration(ctx, 'succeed', name)) }
+        }),
+      )
+      const created = burst.filter((b) => b.res.status >= 200 && b.res.status < 300)
+      for (const { name, res } of created) {
+        const id = toolId(res.body)
+        if (id) ctx.cleanup(`retire tool ${name}`, () => limited.delete(`/v1/tools/${id}`))
+      }
+      const refused = burst.filter((b) => b.res.status === 429)
+      const other = burst.find((b) => b.res.status !== 429 && (b.res.status < 200 || b.res.status >= 300))
+      if (other)
+        skip(
+          `a registration of the burst answered ${other.res.status} ${short(other.res.body)}, neither 2xx nor 429: the ${tokenName('rateLimited')} identity cannot register tools`,
+        )
+      if (refused.length === 0) skip(`none of a burst of ${size} registrations was refused 429`)
+      // Read once the window has reopened (Retry-After of a refusal, bounded by --max-retry-after).
+      await openWindow(ctx, refused[0]!.res)
+      const listed = await listedToolNames(ctx)
+      const lost = created.filter((b) => !listed.has(b.name)).map((b) => b.name)
+      const done = refused.filter((b) => listed.has(b.name)).map((b) => b.name)
+      assert(
+        done.length === 0,
+        `${done.length} of ${refused.length} registrations answered 429 were registered all the same (listed by GET /v1/tools): ${short(done.join(', '))}`,
+      )
+      assert(
+        lost.length === 0,
+        `${lost.length} of ${created.length} registrations answered 2xx are not listed by GET /v1/tools: ${short(lost.join(', '))}`,
+      )
+    },
+  },
 ]
+
+/**
+ * A request of the small-limit workspace answered inside an open window: after `refusal` (or a first probe answered
+ * 429), its Retry-After is waited out, when it is within --max-retry-after (the check skips otherwise).
+ */
+async function openWindow(ctx: CheckContext, refusal?: HttpResponse): Promise<HttpResponse> {
+  const limited = ctx.as('rateLimited')
+  let closed = refusal
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (closed) {
+      const wait = retryAfter(closed.headers)
+      if (wait === undefined) skip('a 429 named no Retry-After to wait for')
+      if (wait > ctx.config.maxRetryAfterWait)
+        skip(
+          `Retry-After ${wait} s is longer than ${settingName('max-retry-after')} = ${ctx.config.maxRetryAfterWait}`,
+        )
+      await sleep(wait * 1000 + 300)
+    }
+    const res = await limited.get(PROBE)
+    if (res.status !== 429) return res
+    closed = res
+  }
+  skip('the small-limit workspace stayed refused 429 after three waits of its Retry-After')
+}
+
+/** The names of every tool the small-limit workspace lists (GET /v1/tools, page by page, bounded). */
+async function listedToolNames(ctx: CheckContext): Promise<Set<string>> {
+  const limited = ctx.as('rateLimited')
+  const names = new Set<string>()
+  const limit = 100
+  let cursor: string | null = null
+  for (let page = 0; page < 50; page++) {
+    const query: string =
+      cursor === null ? `?limit=${limit}` : `?limit=${limit}&cursor=${encodeURIComponent(cursor)}`
+    const res = await limited.get(`/v1/tools${query}`)
+    if (res.status !== 200) fail(`listing the tools answered ${res.status} ${short(res.body)}`)
+    const items = listPage(ctx, res).items ?? []
+    for (const item of items) {
+      const name = obj(item).name
+      if (typeof name === 'string') names.add(name)
+    }
+    cursor = nextPageCursor(ctx, res, limit, 'GET /v1/tools')
+    if (cursor === null || items.length === 0) return names
+  }
+  fail('GET /v1/tools named a next page 50 times')
+}

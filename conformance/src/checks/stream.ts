@@ -8,7 +8,7 @@ import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
-import { expectError } from './assertions.js'
+import { expectEnvelope, expectError } from './assertions.js'
 import { batch } from './ingest.js'
 
 type Json = Record<string, unknown>
@@ -148,14 +148,22 @@ export const streamChecks: Check[] = [
   {
     id: 'stream.plain-get-refused',
     title:
-      'A plain GET of the stream (no WebSocket upgrade) without a token answers 401 with the error envelope',
+      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one',
     level: 'profile',
     clauses: ['S1.12', 'S5.2'],
     async run(ctx) {
       // §4 lists the stream as "GET (WebSocket)": what a GET without the upgrade gets is not shown. The reference
-      // authenticates it like the upgrade (§5 "A missing ... bearer token yields HTTP 401").
+      // authenticates it like the upgrade (§5 "A missing ... bearer token yields HTTP 401") and refuses it with a
+      // token too. That authenticated answer is then judged by sweep.ratelimit-headers-everywhere (core: §8 "Burst
+      // and sustained headers are present on every response").
       const url = `${ctx.config.streamUrl.replace(/^ws/, 'http')}/v1/stream`
       expectError(await ctx.http.get(url, { token: null }), 401, 'a plain GET of the stream without a token')
+      const withToken = await ctx.http.get(url, { token: ctx.config.tokens.primary })
+      assert(
+        withToken.status >= 400 && withToken.status < 500,
+        `a plain GET of the stream with a valid token answered ${withToken.status}, not a 4xx refusal: ${short(withToken.body)}`,
+      )
+      expectEnvelope(withToken, 'a plain GET of the stream with a valid token')
     },
   },
   {

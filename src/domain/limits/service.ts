@@ -5,11 +5,10 @@ import { policiesFor, stateOf, type WindowPolicy, type WindowState, windowStart 
 import type { CounterWindow } from './types.js'
 
 export interface RateDecision {
-  allowed: boolean
   /** The workspace's windows; the same array for every request while the workspace's settings stay the same. */
   policies: readonly WindowPolicy[]
   states: WindowState[]
-  /** The window that refused the request, when one did. */
+  /** The window that refused the request: present exactly when the request is refused (429). */
   refusedBy?: WindowState
 }
 
@@ -27,10 +26,7 @@ function decide(policies: readonly WindowPolicy[], now: number, used: readonly n
   const states = policies.map((p, i) => stateOf(p, now, used[i] ?? 0))
   // The windows after a refusing one report their figures without this request (it was not counted there).
   const refusedBy = states.find((s) => s.used > s.quota)
-  // Stryker disable next-line ConditionalExpression: `true` is equivalent (a decision without the refusing window is never a 429: every caller refuses only on `refusedBy` too); its twin `false` never refuses, which the ratelimit checks catch, but one line's mutator is disabled whole.
-  if (refusedBy) return { allowed: false, policies, states, refusedBy }
-  // Stryker disable next-line BooleanLiteral: defence in depth: every caller refuses only on `refusedBy` too (a decision without the refusing window is never a 429).
-  return { allowed: true, policies, states }
+  return refusedBy ? { policies, states, refusedBy } : { policies, states }
 }
 
 /** See LimitsService.hasHeadroom. */

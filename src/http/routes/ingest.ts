@@ -5,12 +5,13 @@ import {
   getV1GridConnectorsConnectorIdRecordsRoute,
   postV1GridConnectorsConnectorIdIngestRoute,
 } from '../../../generated/routes.js'
-import { ApiError, unauthenticated } from '../../domain/errors.js'
+import { ApiError } from '../../domain/errors.js'
 import { checkBatchSize, type IngestionService } from '../../domain/ingestion/service.js'
 import type { KeyService } from '../../domain/keys/service.js'
 import type { Services } from '../../services.js'
 import type { AppEnv } from '../../surface/context.js'
 import { recordsPage } from '../../surface/pages.js'
+import { STREAM_PATH } from '../../surface/paths.js'
 import { requireScopeOf } from '../../surface/scopes.js'
 
 const INGEST_PATH = '/v1/grid/connectors/:connector_id/ingest'
@@ -64,15 +65,11 @@ export function registerIngestRoutes(app: OpenAPIHono<AppEnv>, services: IngestR
     )
   })
 
-  // A plain GET on the stream (no Upgrade header) reaches the app: authenticate it like the upgrade, then say why it
-  // cannot be served, so the answer is the error envelope rather than a bare 404. The contract documents the stream
-  // under `x-websockets`, not `paths`, so this is a plain route, not a generated one.
-  app.get('/v1/stream', async (c) => {
-    const verified = await services.keys.verifyRequest({
-      authorization: c.req.header('authorization'),
-      accessToken: c.req.query('access_token'),
-    })
-    if (typeof verified === 'string') throw unauthenticated(verified)
+  // A plain GET on the stream (no Upgrade header) reaches the app, authenticated and counted by the /v1 steps like
+  // the upgrade (`?access_token=` too): say why it cannot be served, so the answer is the error envelope with the
+  // rate-limit figures rather than a bare 404. The contract documents the stream under `x-websockets`, not `paths`, so
+  // this is a plain route, not a generated one.
+  app.get(STREAM_PATH, () => {
     throw new ApiError(
       'invalid_request',
       'This endpoint is a WebSocket: open it with an Upgrade: websocket request',
