@@ -31,6 +31,8 @@ export const SCOPE = {
  */
 const EVERYWHERE = ['sweep']
 export const CHECKS = {
+  // The stream's authentication (§5.3): the one place a token comes in the access_token query parameter, and its
+  // upgrade reads the key without the HTTP middleware's cached path.
   '§5 authentication and scopes': [
     'auth',
     'authz',
@@ -38,6 +40,10 @@ export const CHECKS = {
     'tenancy',
     'ratelimit.per-workspace',
     'surface',
+    'stream.requires-token',
+    'stream.plain-get-refused',
+    'stream.accepts-token',
+    'stream.access-token-query',
   ],
   // The GraphQL checks that read agents by id in one batch (a run's agent) and across workspaces: AgentService.getMany.
   '§5.6 tenancy': [
