@@ -9,6 +9,7 @@ import { coverageMutants } from './families/coverage.js'
 import { eventMutants } from './families/events.js'
 import { extensionMutants } from './families/extensions.js'
 import { graphqlMutants } from './families/graphql.js'
+import { ingestionMutants } from './families/ingestion.js'
 import { lifecycleMutants } from './families/lifecycle.js'
 import { limitMutants } from './families/limits.js'
 import { pagingMutants } from './families/paging.js'
@@ -496,5 +497,6 @@ export function createMutants(): Mutant[] {
     ...coverageMutants(),
     ...eventMutants(),
     ...extensionMutants(),
+    ...ingestionMutants(),
   ]
 }

@@ -31,6 +31,8 @@ export const SCOPE = {
  */
 const EVERYWHERE = ['sweep']
 export const CHECKS = {
+  // The stream's authentication (§5.3): the one place a token comes in the access_token query parameter, and its
+  // upgrade reads the key without the HTTP middleware's cached path.
   '§5 authentication and scopes': [
     'auth',
     'authz',
@@ -38,6 +40,10 @@ export const CHECKS = {
     'tenancy',
     'ratelimit.per-workspace',
     'surface',
+    'stream.requires-token',
+    'stream.plain-get-refused',
+    'stream.accepts-token',
+    'stream.access-token-query',
   ],
   // The GraphQL checks that read agents by id in one batch (a run's agent) and across workspaces: AgentService.getMany.
   '§5.6 tenancy': [
@@ -111,13 +117,17 @@ export function checksFor(section) {
  *   suite's receiver is itself a private target the run must allow;
  * - the verified-key cache and the watch of open sockets' keys decide only WHEN a key's row is read again and when
  *   a socket hears of a revoke: what a request is answered is decided by KeyService's check on the row it gets
- *   (in scope), and how soon a revoke lands is §5's gap ("How keys are issued and rotated: not shown").
+ *   (in scope), and how soon a revoke lands is §5's gap ("How keys are issued and rotated: not shown");
+ * - the lineage auditor's one-leaf forms (src/domain/ingestion/audit.ts: a leaf's audit path, its verification, a
+ *   root over leaf data) are never run by the server, which builds every path of a batch at once (merkle.ts, in
+ *   scope): they are the unit tests' second opinion, and no request reaches them.
  */
 export const OUT_OF_SCOPE = [
   'src/outbound/addresses.ts',
   'src/outbound/private-targets.ts',
   'src/domain/keys/cache.ts',
   'src/domain/keys/watch.ts',
+  'src/domain/ingestion/audit.ts',
 ]
 
 /** What every run leaves out: type-only files (nothing in them runs) and the modules of OUT_OF_SCOPE. */

@@ -64,6 +64,7 @@ const TOKEN_FLAGS = [
   'limited-token',
   'limited-peer-token',
   'runs-only-token',
+  'revoked-token',
 ]
 /** Where the dry run leaves its per-test times in the sandbox, for the workers that did not run it. */
 const TIMINGS_FILE = '.switch-timings.json'

@@ -1,14 +1,15 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { canonicalize } from '../../client/src/canonical-json.js'
-import { batchLineage, proofFromLeafHashes } from '../../src/domain/ingestion/lineage.js'
 import {
-  allInclusionProofs,
   inclusionProof,
   leafHash,
   merkleRoot,
+  proofFromLeafHashes,
   verifyInclusion,
-} from '../../src/domain/ingestion/merkle.js'
+} from '../../src/domain/ingestion/audit.js'
+import { batchLineage } from '../../src/domain/ingestion/lineage.js'
+import { allInclusionProofs } from '../../src/domain/ingestion/merkle.js'
 import { merkleTreeHash as mth, sha256 as sha } from '../support/rfc6962.js'
 
 // An independent RFC 6962 §2.1 Merkle Tree Hash, written straight from the RFC's recursive definition.

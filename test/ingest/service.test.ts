@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { canonicalize } from '../../client/src/canonical-json.js'
+import { LocalChangeFeed } from '../../src/domain/changes.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import { EventLog } from '../../src/domain/events/log.js'
-import { proofFromLeafHashes } from '../../src/domain/ingestion/lineage.js'
-import { verifyInclusion } from '../../src/domain/ingestion/merkle.js'
+import { proofFromLeafHashes, verifyInclusion } from '../../src/domain/ingestion/audit.js'
 import { IngestionService } from '../../src/domain/ingestion/service.js'
 import type { Db } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
@@ -156,7 +156,11 @@ describe.each(backends())('IngestionService on $name', (backend) => {
 
   it('appends one ingest.batch_accepted event in the same transaction and notifies listeners after commit', async () => {
     const told: [string, string, number][] = []
-    service.onBatch((ws, c, last) => told.push([ws, c, last]))
+    const changes = new LocalChangeFeed()
+    changes.subscribe((c) => {
+      if (c.kind === 'records') told.push([c.workspaceId, c.connectorId, c.lastSeq])
+    })
+    service = new IngestionService(db, createRepositories(db).records, clock, events, changes)
     let woken = 0
     events.subscribe(() => woken++)
     const result = await service.ingest(WS, 'c1', [rec('a'), rec('b', { ts: 'bad' })])

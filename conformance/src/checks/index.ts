@@ -9,6 +9,7 @@ import { extensionChecks } from './extensions.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
+import { ingestRuleChecks } from './ingestrules.js'
 import { outcomeChecks } from './outcomes.js'
 import { paginationChecks } from './pagination.js'
 import { rateLimitChecks, rateLimitLateChecks } from './ratelimit.js'
@@ -49,6 +50,7 @@ export const ALL_CHECKS: Check[] = [
   ...idempotencyChecks,
   ...validationChecks,
   ...ingestChecks,
+  ...ingestRuleChecks,
   ...streamChecks,
   ...streamProtocolChecks,
   ...paginationChecks,

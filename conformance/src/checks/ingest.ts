@@ -35,14 +35,33 @@ export function batch(ctx: CheckContext, n: number): Json[] {
 
 /**
  * Timestamps RFC 3339 §5.6 refuses, each for one rule of its grammar or of the calendar: no such day (February 30,
- * February 29 of a common year and of a century not divisible by 400), month 13, hour 24, minute 60, second 61,
- * no offset, an offset hour of 24, an offset without its colon, a fraction without digits, another separator.
+ * February 29 of a common year and of a century not divisible by 400, the 31st of each 30-day month), month 13,
+ * hour 24, minute 60, second 61, no offset, an offset hour of 24, an offset without its colon or with seconds, a
+ * fraction without digits, another separator at each place, a letter or a '/' where a digit goes, no seconds.
  */
 export const NOT_RFC3339 = [
   '2026-02-30T10:00:00Z',
   '2025-02-29T10:00:00Z',
   '2100-02-29T10:00:00Z',
   '2026-04-31T10:00:00Z',
+  '2026-06-31T10:00:00Z',
+  '2026-09-31T10:00:00Z',
+  '2026-11-31T10:00:00Z',
+  '20x6-11-23T10:00:00Z',
+  '2026-11-2/T10:00:00Z',
+  '2026-11-23T1x:00:00Z',
+  '2026-11-23T10:x0:00Z',
+  '2026-11-23T10:00:x0Z',
+  '2026/11-23T10:00:00Z',
+  '2026-11/23T10:00:00Z',
+  '2026-11-23T10-00:00Z',
+  '2026-11-23T10:00-00Z',
+  '2026-11-23T10:00Z',
+  '2026-11-23T10:00:00 01:00',
+  '2026-11-23T10:00:00+01:00:00',
+  '2026-11-23T10:00:00+01-00',
+  '2026-11-23T10:00:00+x1:00',
+  '2026-11-23T10:00:00+01:x0',
   '2026-13-01T10:00:00Z',
   '2026-00-10T10:00:00Z',
   '2026-11-00T10:00:00Z',
@@ -59,13 +78,19 @@ export const NOT_RFC3339 = [
   '2026/11/23T10:00:00Z',
 ]
 
-/** RFC 3339 §5.6 timestamps of the common forms: offsets east and west, a fraction, a leap day of 2024 and 2000. */
+/**
+ * RFC 3339 §5.6 timestamps of the common forms: offsets east and west (one under an hour), a fraction, a leap day of
+ * 2024 and 2000, the first and last day of a year, the 31st of a 31-day month.
+ */
 export const RFC3339_COMMON = [
   '2026-11-23T10:00:00+05:30',
   '2026-11-23T10:00:00-08:00',
   '2026-11-23T10:00:00.123456Z',
   '2024-02-29T23:59:59Z',
   '2000-02-29T00:00:00+23:59',
+  '2026-01-01T00:00:00+00:45',
+  '2026-12-31T23:59:59Z',
+  '2026-07-31T12:00:00.5-03:30',
 ]
 
 /** Three good records and one without ts, sent once per run. */

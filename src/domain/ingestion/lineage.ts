@@ -1,5 +1,5 @@
 import { canonicalize } from '../../../client/src/canonical-json.js'
-import { allInclusionProofs, inclusionProof, leafHashOfText, rootFromLeafHashes } from './merkle.js'
+import { allInclusionProofs, leafHashOfText, rootFromLeafHashes } from './merkle.js'
 import type { IngestRecord } from './validation.js'
 
 /**
@@ -8,11 +8,6 @@ import type { IngestRecord } from './validation.js'
  */
 export function recordLeafText(record: IngestRecord): string {
   return `{"body":${canonicalize(record.body)},"id":${JSON.stringify(record.id)},"policy_class":${JSON.stringify(record.policy_class)},"source":${JSON.stringify(record.source)},"ts":${JSON.stringify(record.ts)}}`
-}
-
-/** The bytes of `recordLeafText`. */
-export function recordLeafData(record: IngestRecord): Buffer {
-  return Buffer.from(recordLeafText(record), 'utf8')
 }
 
 export interface BatchLineage {
@@ -28,14 +23,6 @@ export function batchLineage(records: readonly IngestRecord[]): BatchLineage {
     leafHashes: leaves.map((l) => l.toString('hex')),
     root: rootFromLeafHashes(leaves).toString('hex'),
   }
-}
-
-/** The audit path of leaf `index` given every leaf hash of its batch (hex in, hex out). */
-export function proofFromLeafHashes(leafHashes: readonly string[], index: number): string[] {
-  return inclusionProof(
-    leafHashes.map((h) => Buffer.from(h, 'hex')),
-    index,
-  ).map((p) => p.toString('hex'))
 }
 
 /** Every leaf's audit path of one batch (hex in, hex out), in leaf order. */
