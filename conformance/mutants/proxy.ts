@@ -31,6 +31,7 @@ export interface MutantContext {
     primary: string
     secondWorkspace?: string
     expired?: string
+    revoked?: string
     narrowScope?: string
     otherScope?: string
     runsOnly?: string

@@ -40,6 +40,8 @@ const PROXY_INTERCEPTED = [
   'auth.malformed-token-401',
   'auth.www-authenticate',
   'auth.refusal-reason',
+  // Prism reads the scheme as written: `bearer <token>` gets its own 401 before the server sees it.
+  'auth.bearer-forms',
   'validation.malformed-json-400',
   'validation.invalid-request-detail',
   // Probes without a token, with non-JSON or oversized bodies and off the documented routes: Prism answers most of
@@ -181,6 +183,7 @@ try {
       ['--limited-token', t.rateLimited],
       ['--limited-peer-token', t.rateLimitedPeer],
       ['--expired-token', t.expired],
+      ['--revoked-token', t.revoked],
     ].flatMap(([flag, value]) => (value ? [flag as string, value] : []))
     log(`proxy ${proxy.url} -> ${ref.baseUrl}`)
     // Prism does not relay WebSockets (nor serve GraphQL, which the contract leaves out): the stream and GraphQL

@@ -16,6 +16,7 @@ export type TokenRole =
   | 'rateLimited'
   | 'rateLimitedPeer'
   | 'expired'
+  | 'revoked'
 
 export interface Check {
   /** Stable id, `family.what-is-checked`. */

@@ -51,9 +51,10 @@ export async function preflight(config: SuiteConfig): Promise<void> {
     budget: new RequestBudget(20),
     timeoutMs: config.timeoutMs,
   })
-  // The expired token is not here: refusing it is what auth.expired-token-401 checks, reported like any check.
+  // The expired and revoked tokens are not here: refusing them is what auth.expired-token-401 and
+  // auth.revoked-token-401 check, reported like any check.
   for (const [key, token] of Object.entries(config.tokens) as Array<[TokenKey, string | undefined]>) {
-    if (!token || key === 'expired') continue
+    if (!token || key === 'expired' || key === 'revoked') continue
     let status: number
     try {
       status = (await http.get('/v1/tools?limit=1', { token })).status

@@ -136,6 +136,8 @@ export interface SuiteConfig extends Declarations {
     rateLimited?: string
     rateLimitedPeer?: string
     expired?: string
+    /** A key its deployment revoked: refused 401 (profile: how keys are revoked is §5's gap). */
+    revoked?: string
   }
   /** Requests the 429 search may send with the rate-limited token before giving up. */
   rateLimitSearch: number
@@ -181,6 +183,7 @@ export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
   rateLimited: { what: 'rate-limited token', flag: 'limited-token' },
   rateLimitedPeer: { what: 'rate-limited peer token', flag: 'limited-peer-token' },
   expired: { what: 'expired token', flag: 'expired-token' },
+  revoked: { what: 'revoked token', flag: 'revoked-token' },
 }
 
 /** `--flag / AGENTOPS_CONFORMANCE_VAR` for a setting, as messages name it. */
@@ -309,6 +312,13 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'tokens.expired',
     help: 'An expired token (401 check; skipped when absent)',
+  },
+  {
+    flag: 'revoked-token',
+    env: 'REVOKED_TOKEN',
+    kind: 'string',
+    file: 'tokens.revoked',
+    help: 'A token the deployment has revoked (401 profile check; skipped when absent)',
   },
   {
     flag: 'rate-limit-search',
@@ -827,6 +837,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     ['limited-token', 'rateLimited'],
     ['limited-peer-token', 'rateLimitedPeer'],
     ['expired-token', 'expired'],
+    ['revoked-token', 'revoked'],
   ] as const) {
     const v = str(flag)
     if (v) tokens[key] = v

@@ -42,6 +42,9 @@ export const GAPS = {
     '§8 "Idempotency-Key header on all POST requests ... Reuse with a different body yields 409" (what a replay answers is not shown)',
   idempotencyKeyForm:
     '§8 "`Idempotency-Key` header on all POST requests" (what a key may hold, its length and characters, is not shown)',
+  tokenForms:
+    '§5 "Every API request carries `Authorization: Bearer <API_KEY>`" (other spellings of it, and a token carried elsewhere, are not shown)',
+  keyLifecycle: '§5 "How keys are issued and rotated: not shown"',
   responseBodies:
     '§2 "Agent response fields: not shown", "Task response fields: not shown", "Webhook subscription response fields: not shown"',
   envelopes:
@@ -54,6 +57,9 @@ export const GAPS = {
 export const PROFILE_GAPS: Record<string, string> = {
   'auth.www-authenticate': GAPS.errorHeaders,
   'auth.refusal-reason': GAPS.errorDetail,
+  'auth.bearer-forms': GAPS.tokenForms,
+  'auth.revoked-token-401': GAPS.keyLifecycle,
+  'stream.access-token-query': GAPS.tokenForms,
   'stream.plain-get-refused': GAPS.streamPlainGet,
   'validation.invalid-request-detail': GAPS.errorDetail,
   'authz.scope-detail-values': GAPS.errorCodes,
@@ -84,6 +90,9 @@ export const PROFILE_GAPS: Record<string, string> = {
   'runs.trace-levels-and-outcomes': GAPS.runBodyValues,
   'tools.registration-shape': GAPS.toolBodies,
   'tools.retired-stays-readable': GAPS.toolBodies,
+  'tools.provider-calls': GAPS.toolProviders,
+  'tools.registration-refusals': GAPS.toolProviders,
+  'tools.lifecycle-events': GAPS.eventKinds,
   'scoping.webhook-404': GAPS.extensions,
   'scoping.connector-records-404': GAPS.extensions,
   'idempotency.replay-byte-identical': GAPS.idempotencyReplay,

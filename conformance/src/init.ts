@@ -24,6 +24,7 @@ const TOKEN_PURPOSE: Record<TokenKey, string> = {
     'a key of a workspace with a small burst limit (e.g. 5 per 10 s): 429 at the limit, Retry-After',
   rateLimitedPeer: 'another key of that same small-limit workspace: the limit is per workspace, not per key',
   expired: 'an expired key (one issued to expire a second later will do): 401 for expired tokens',
+  revoked: 'a key the deployment has revoked: 401 for revoked tokens (profile)',
 }
 
 /** The checks that cannot run without each token, by id. */

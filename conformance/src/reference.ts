@@ -113,6 +113,28 @@ const ROOM_FOR_MANY_RUNS = [
 ]
 
 /**
+ * The second workspace's scopes: every resource family of the reference's contract as a wildcard (`agents:*`, ...)
+ * rather than the primary's `*`, so every request of the second workspace goes through the reference's wildcard
+ * form of a scope (the tenancy checks' 404s become 403s where it covers too little).
+ */
+const EVERY_FAMILY = [
+  'agents',
+  'tasks',
+  'runs',
+  'tools',
+  'ingest',
+  'records',
+  'webhooks',
+  'destinations',
+  'stream',
+]
+  .map((family) => `${family}:*`)
+  .join(',')
+
+/** Ten years: an expiry still ahead whenever a run sends the key (a key refused before its expiry fails then). */
+const FAR_EXPIRY_SECONDS = String(10 * 365 * 24 * 3600)
+
+/**
  * The keys the suite asks for, as `agentops keys create` arguments, in the order startReference reads them back, in
  * workspaces named `<workspacePrefix>-primary`, `-second` and `-limited` (the mutation run's switch runner issues
  * the same identities into fresh workspaces for each run).
@@ -132,15 +154,19 @@ export function keyRequests(
     // Second, so that its one second has passed by the time auth.expired-token-401 sends it (issued last, it was
     // often still valid then, and the check waited for it to expire).
     ['--workspace', primary, '--expires-in', '1'],
-    ['--workspace', `${workspacePrefix}-second`, ...ROOM_FOR_MANY_RUNS],
-    ['--workspace', primary, '--scopes', 'agents:read'],
-    // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call.
-    ['--workspace', primary, '--scopes', 'tasks:read'],
+    ['--workspace', `${workspacePrefix}-second`, ...ROOM_FOR_MANY_RUNS, '--scopes', EVERY_FAMILY],
+    // With an expiry ten years ahead: a key whose expiry is still to come is accepted (its 403s stay 403s).
+    ['--workspace', primary, '--scopes', 'agents:read', '--expires-in', FAR_EXPIRY_SECONDS],
+    // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call. A
+    // wildcard (tasks:*), which must not reach beyond its family.
+    ['--workspace', primary, '--scopes', 'tasks:*'],
     // The peer joins the small-limit workspace once that exists with its limits (the requests run in order).
     ['--workspace', limited, '--limit-per-hour', '1000', '--burst-limit', '5'],
     ['--workspace', limited],
     // May start runs and nothing else: the policy gate refuses its run a tool that requires another scope.
     ['--workspace', primary, '--scopes', 'runs:write'],
+    // Revoked as soon as it is issued (auth.revoked-token-401).
+    ['--workspace', primary, '--revoked'],
   ]
 }
 
@@ -280,6 +306,8 @@ export async function startReference(
           ? {
               AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget,
               AGENTOPS_DESTINATION_PRIVATE_TARGETS: options.receiverTarget,
+              // The suite's receiver stands in for an http tool's endpoint too (tools.provider-calls).
+              AGENTOPS_TOOL_PRIVATE_TARGETS: options.receiverTarget,
             }
           : {}),
       },
@@ -355,6 +383,7 @@ export async function startReference(
       rateLimited,
       rateLimitedPeer,
       runsOnly,
+      revoked,
     ] = await provisioned
     tokens = {
       primary: primary!,
@@ -365,6 +394,7 @@ export async function startReference(
       rateLimited,
       rateLimitedPeer,
       expired,
+      revoked,
     }
   } catch (err) {
     await stop()

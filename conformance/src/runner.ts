@@ -86,7 +86,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
 
   const coverage = new CoverageRecorder(
     contract,
-    new Set(config.tokens.expired ? [fingerprint(config.tokens.expired)] : []),
+    new Set([config.tokens.expired, config.tokens.revoked].flatMap((t) => (t ? [fingerprint(t)] : []))),
   )
   const deliveriesBefore = options.receiver?.deliveries.length ?? 0
   const pacer = options.pacer ?? new Pacer(config)

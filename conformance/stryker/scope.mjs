@@ -31,6 +31,8 @@ export const SCOPE = {
  */
 const EVERYWHERE = ['sweep']
 export const CHECKS = {
+  // The stream's authentication (§5.3): the one place a token comes in the access_token query parameter, and its
+  // upgrade reads the key without the HTTP middleware's cached path.
   '§5 authentication and scopes': [
     'auth',
     'authz',
@@ -38,6 +40,10 @@ export const CHECKS = {
     'tenancy',
     'ratelimit.per-workspace',
     'surface',
+    'stream.requires-token',
+    'stream.plain-get-refused',
+    'stream.accepts-token',
+    'stream.access-token-query',
   ],
   // The GraphQL checks that read agents by id in one batch (a run's agent) and across workspaces: AgentService.getMany.
   '§5.6 tenancy': [
@@ -67,7 +73,14 @@ export const CHECKS = {
     'tools',
     'webhooks.awaiting-approval-body',
   ],
-  '§1, §2 policy gate and tool bindings': ['tools', 'authz', 'runs', 'readback.tool-fields-everywhere'],
+  // scoping.tool-404: the one check that reads a tool that does not exist (ToolService.get's 404).
+  '§1, §2 policy gate and tool bindings': [
+    'tools',
+    'authz',
+    'runs',
+    'readback.tool-fields-everywhere',
+    'scoping.tool-404',
+  ],
   '§2, §4 ingestion and lineage': ['ingest', 'stream', 'tenancy.connector-id-per-workspace', 'validation'],
   '§6 events': ['webhooks', 'stream', 'destinations', 'readback.awaiting-approval-event', 'graphql'],
   '§5.5, §6 webhook outbox, signing, retries': [

@@ -64,6 +64,7 @@ const TOKEN_FLAGS = [
   'limited-token',
   'limited-peer-token',
   'runs-only-token',
+  'revoked-token',
 ]
 /** Where the dry run leaves its per-test times in the sandbox, for the workers that did not run it. */
 const TIMINGS_FILE = '.switch-timings.json'
@@ -180,6 +181,7 @@ class SwitchedServer {
       ...process.env,
       AGENTOPS_WEBHOOK_PRIVATE_TARGETS: receiver,
       AGENTOPS_DESTINATION_PRIVATE_TARGETS: receiver,
+      AGENTOPS_TOOL_PRIVATE_TARGETS: receiver,
       AGENTOPS_STRYKER_DATABASE_URL: this.databaseUrl,
     }
     delete env.__STRYKER_ACTIVE_MUTANT__

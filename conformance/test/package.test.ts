@@ -104,6 +104,8 @@ describe('the agentops-conformance package', () => {
       t.secondWorkspace!,
       '--expired-token',
       t.expired!,
+      '--revoked-token',
+      t.revoked!,
       '--receiver-port',
       String(receiverPort),
       '--only',

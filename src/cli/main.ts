@@ -49,6 +49,8 @@ Issues an API key; the token is printed once and only its hash is stored.
   --scopes a,b           comma-separated scopes (default: * = everything)
   --identity NAME        identity the key acts as (default: default)
   --expires-in SECONDS   expiry from now (default: never)
+  --revoked              revoke the key as soon as it is issued: a token whose refusal can be shown (the
+                         conformance suite's revoked identity)
   --policy-classes a,b   ingest policy classes the workspace accepts
   --json                 print JSON: {token, key_id, workspace_id, scopes, expires_at, ...}
   --database-url URL     store to write to`,
@@ -282,6 +284,7 @@ export async function main(argv: string[]): Promise<number> {
             scopes: { type: 'string' },
             identity: { type: 'string' },
             'expires-in': { type: 'string' },
+            revoked: { type: 'boolean' },
           },
           strict: true,
         })
@@ -290,19 +293,21 @@ export async function main(argv: string[]): Promise<number> {
         const expiresIn = positiveInt(values['expires-in'], '--expires-in')
         // Every flag is checked before the store is opened, so a typo never creates a database.
         const settings = settingsFrom(values)
-        const issued = await withKeys(values['database-url'], (keys) =>
-          keys.issue({
+        const issued = await withKeys(values['database-url'], async (keys) => {
+          const key = await keys.issue({
             workspace: values.workspace!,
             ...settings,
             scopes: list(values.scopes),
             identity: values.identity,
             expiresInSeconds: expiresIn,
-          }),
-        )
+          })
+          if (values.revoked) await keys.revoke(key.key_id)
+          return key
+        })
         if (values.json) console.log(JSON.stringify(issued))
         else
           console.log(
-            `token:        ${issued.token}\nkey_id:       ${issued.key_id}\nworkspace_id: ${issued.workspace_id}\nscopes:       ${issued.scopes.join(',')}\nexpires_at:   ${issued.expires_at ?? 'never'}\n(the token is shown once; only its hash is stored)`,
+            `token:        ${issued.token}\nkey_id:       ${issued.key_id}\nworkspace_id: ${issued.workspace_id}\nscopes:       ${issued.scopes.join(',')}\nexpires_at:   ${issued.expires_at ?? 'never'}\n${values.revoked ? 'revoked:      yes (every request with it is refused)\n' : ''}(the token is shown once; only its hash is stored)`,
           )
         return 0
       }

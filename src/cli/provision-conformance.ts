@@ -17,6 +17,7 @@ export type ConformanceRole =
   | 'runsOnly'
   | 'rateLimited'
   | 'rateLimitedPeer'
+  | 'revoked'
 
 /**
  * Room for many runs: enterprise limits and quotas no run reaches. A run creates tools, webhooks and agents it leaves
@@ -35,6 +36,21 @@ const ROOM_FOR_MANY_RUNS = {
   },
 } satisfies Omit<IssueKeyInput, 'workspace'>
 
+/** Every resource family of the contract, as a wildcard scope. */
+const EVERY_FAMILY = [
+  'agents',
+  'tasks',
+  'runs',
+  'tools',
+  'ingest',
+  'records',
+  'webhooks',
+  'destinations',
+  'stream',
+].map((family) => `${family}:*`)
+
+const FAR_EXPIRY_SECONDS = 10 * 365 * 24 * 3600
+
 /** What each identity is, keyed by the suite's name for it. `prefix` names this run's workspaces. */
 export function conformanceIdentities(prefix: string): Array<[ConformanceRole, IssueKeyInput]> {
   const primary = `${prefix}-primary`
@@ -45,28 +61,34 @@ export function conformanceIdentities(prefix: string): Array<[ConformanceRole, I
     // Expires one second after issue: expired by the time the suite sends it (auth.expired-token-401).
     ['expired', { workspace: primary, expiresInSeconds: 1 }],
     // As the primary: a pro tier's 10,000 requests an hour run out over a mutation run.
-    ['secondWorkspace', { workspace: `${prefix}-second`, ...ROOM_FOR_MANY_RUNS }],
-    // Refused POST /v1/agents (the suite's default narrowDenied): 403 policy_denied.
-    ['narrowScope', { workspace: primary, scopes: ['agents:read'] }],
-    // Scopes without the narrow token's: refused the reads the narrow token may make.
-    ['otherScope', { workspace: primary, scopes: ['tasks:read'] }],
+    // Every resource family as a wildcard (`agents:*`, ...): the wildcard form of a scope carries its requests.
+    ['secondWorkspace', { workspace: `${prefix}-second`, ...ROOM_FOR_MANY_RUNS, scopes: EVERY_FAMILY }],
+    // Refused POST /v1/agents (the suite's default narrowDenied): 403 policy_denied. Its expiry is ten years
+    // ahead: a key whose expiry is still to come is accepted.
+    ['narrowScope', { workspace: primary, scopes: ['agents:read'], expiresInSeconds: FAR_EXPIRY_SECONDS }],
+    // Scopes without the narrow token's: refused the reads the narrow token may make; a wildcard that must not
+    // reach beyond its family.
+    ['otherScope', { workspace: primary, scopes: ['tasks:*'] }],
     // A burst of 5: the 429 checks reach it within a few requests.
     ['rateLimited', { workspace: limited, limitPerHour: 1000, burstLimit: 5 }],
     ['rateLimitedPeer', { workspace: limited }],
     // May start runs and nothing else: the policy gate refuses its run a tool that requires another scope.
     ['runsOnly', { workspace: primary, scopes: ['runs:write'] }],
+    // Revoked as soon as it is issued (auth.revoked-token-401).
+    ['revoked', { workspace: primary }],
   ]
 }
 
 /** Issues every identity; resolves to the config fragment the suite reads. */
 export async function provisionConformance(
-  keys: Pick<KeyService, 'issue'>,
+  keys: Pick<KeyService, 'issue' | 'revoke'>,
   prefix = `conformance-${randomBytes(4).toString('hex')}`,
 ): Promise<{ tokens: Record<ConformanceRole, string>; workspaces: string[] }> {
   const tokens: Partial<Record<ConformanceRole, string>> = {}
   const workspaces = new Set<string>()
   for (const [role, input] of conformanceIdentities(prefix)) {
     const issued: IssuedKey = await keys.issue(input)
+    if (role === 'revoked') await keys.revoke(issued.key_id)
     tokens[role] = issued.token
     workspaces.add(issued.workspace)
   }

@@ -20,7 +20,7 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
 
   beforeAll(async () => {
     const url = await postgres[0]!.freshUrl()
-    // The suite runs it before its checks: all seven identities in one step.
+    // The suite runs it before its checks: all eight identities in one step.
     provision = conformanceProvisionCommand(url)
     // The suite's webhook receiver listens on this port, the replicas' one private webhook target.
     receiverPort = await testPort()

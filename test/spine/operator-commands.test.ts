@@ -60,11 +60,12 @@ describe('agentops operator commands', () => {
         'primary',
         'rateLimited',
         'rateLimitedPeer',
+        'revoked',
         'runsOnly',
         'secondWorkspace',
       ].sort(),
     )
-    expect(new Set(Object.values(first.tokens)).size).toBe(8)
+    expect(new Set(Object.values(first.tokens)).size).toBe(9)
     expect(first.workspaces).toHaveLength(3)
     // A second provisioning on the same store: new workspaces, so its quotas start untouched.
     const second = JSON.parse(
@@ -84,6 +85,12 @@ describe('agentops operator commands', () => {
       ).stdout,
     ) as { workspaces: string[] }
     expect(named.workspaces.sort()).toEqual(['ci-42-limited', 'ci-42-primary', 'ci-42-second'])
+    // The revoked identity is issued revoked; it is the only one.
+    const keys = JSON.parse(
+      (await agentops(['keys', 'list', '--workspace', 'ci-42-primary', '--json', '--database-url', url]))
+        .stdout,
+    ) as Array<{ revoked_at: string | null }>
+    expect(keys.filter((k) => k.revoked_at !== null)).toHaveLength(1)
   })
 
   it('--version prints the package version', async () => {

@@ -90,6 +90,49 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'bearer-token-found-anywhere',
+      description:
+        'The token is searched for anywhere in the Authorization header: another scheme ending in Bearer, text after the token, or a character before or after it are let through',
+      targets: ['auth.malformed-token-401'],
+      request(req, ctx) {
+        const sent = header(req, 'authorization')
+        const primary = ctx.tokens.primary
+        return sent?.includes(primary) && sent !== `Bearer ${primary}` ? asPrimary(req, ctx) : req
+      },
+    },
+    {
+      id: 'bearer-scheme-exact',
+      description:
+        'Only "Bearer" with one space before the token is read: the scheme in lower case or two spaces are refused 401',
+      targets: ['auth.bearer-forms'],
+      request(req) {
+        const sent = header(req, 'authorization') ?? ''
+        return /^bearer /.test(sent) || /^Bearer {2}/.test(sent)
+          ? errorAnswer(401, 'unauthenticated', 'The Authorization header is malformed', {
+              reason: 'malformed',
+            })
+          : req
+      },
+    },
+    {
+      id: 'stream-access-token-ignored',
+      description:
+        'The stream reads the token from the Authorization header only: one in the access_token query parameter is as none',
+      targets: ['stream.access-token-query'],
+      upgrade(headers) {
+        return headers.authorization === undefined ? { ...headers, authorization: '' } : headers
+      },
+    },
+    {
+      id: 'revoked-key-accepted',
+      description: 'A revoked key is still accepted: its revocation is never looked at',
+      targets: ['auth.revoked-token-401'],
+      request(req, ctx) {
+        const revoked = bearer(ctx.tokens.revoked)
+        return revoked && header(req, 'authorization') === revoked ? asPrimary(req, ctx) : req
+      },
+    },
+    {
       id: 'token-secret-unchecked',
       description: 'A token is looked up by its key id and its secret part is never compared',
       targets: ['auth.malformed-token-401'],

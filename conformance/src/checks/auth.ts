@@ -1,6 +1,7 @@
 /** Spec §5 authentication: 401 without a valid bearer token. */
-import type { Check } from '../check.js'
-import { tokenName } from '../config.js'
+import type { Check, CheckContext } from '../check.js'
+import { TOKENS, tokenName } from '../config.js'
+import type { HttpResponse } from '../http.js'
 import { assert, skip } from '../types.js'
 import { sleep } from '../wait.js'
 import { expectError } from './assertions.js'
@@ -11,8 +12,22 @@ const PROBE = '/v1/tools?limit=1'
 /**
  * `token` with its character at `i` changed: the deployment's own token form, and no key of its (whatever the format).
  */
-function alteredAt(token: string, i: number): string {
-  return `${token.slice(0, i)}${token[i] === 'Q' ? 'R' : 'Q'}${token.slice(i + 1)}`
+function alteredAt(token: string, i: number, [a, b] = ['Q', 'R']): string {
+  return `${token.slice(0, i)}${token[i] === a ? b : a}${token.slice(i + 1)}`
+}
+
+/**
+ * The expired token's answer once it is refused: a token made to expire a second after it was issued may still be
+ * valid when the run starts, so while it is accepted it is asked again a few times (bounded).
+ */
+async function expiredAnswer(ctx: CheckContext): Promise<HttpResponse> {
+  const expired = ctx.as('expired')
+  let res = await expired.get(PROBE)
+  for (let i = 0; i < 8 && res.status >= 200 && res.status < 300; i++) {
+    await sleep(400)
+    res = await expired.get(PROBE)
+  }
+  return res
 }
 
 export const authChecks: Check[] = [
@@ -47,6 +62,22 @@ export const authChecks: Check[] = [
         'altered token': `Bearer ${token.slice(0, -4)}${token.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`,
         'token altered near its start': `Bearer ${alteredAt(token, Math.min(6, token.length - 1))}`,
         'token altered in the middle': `Bearer ${alteredAt(token, Math.floor(token.length / 2))}`,
+        // A digit where a letter was (or another digit): a token of the usual alphabets' form that names no key.
+        'token altered near its start by a digit': `Bearer ${alteredAt(token, Math.min(6, token.length - 1), ['7', '8'])}`,
+        'token with a character added at its start': `Bearer Q${token}`,
+        'token with a character added at its end': `Bearer ${token}Q`,
+        // RFC 6750 §2.1: the credentials are "Bearer" 1*SP b64token, one token and nothing after it.
+        'token followed by more text': `Bearer ${token} extra`,
+        'a scheme that only ends in Bearer': `XBearer ${token}`,
+      }
+      // The expired and revoked tokens altered in their middle, sent before either token itself (the auth checks
+      // run first, and the preflight leaves both out): a deployment that remembers the secret a key was first
+      // presented with, right or wrong, then refuses them for the wrong reason (auth.refusal-reason).
+      for (const role of ['expired', 'revoked'] as const) {
+        const other = ctx.config.tokens[role]
+        if (other)
+          variants[`the ${TOKENS[role].what} altered in the middle`] =
+            `Bearer ${alteredAt(other, Math.floor(other.length / 2))}`
       }
       for (const [what, header] of Object.entries(variants)) {
         // Twice: a deployment may answer a token it has not seen from the store and again from memory.
@@ -64,15 +95,21 @@ export const authChecks: Check[] = [
     clauses: ['S5.2', 'S7.4'],
     async run(ctx) {
       if (!ctx.config.tokens.expired) skip(`no ${tokenName('expired')} given`)
-      const expired = ctx.as('expired')
-      // A token made to expire a second after it was issued may still be valid when the run starts: while it is
-      // accepted, ask again a few times (bounded), then judge the answer like any other.
-      let res = await expired.get(PROBE)
-      for (let i = 0; i < 8 && res.status >= 200 && res.status < 300; i++) {
-        await sleep(400)
-        res = await expired.get(PROBE)
-      }
-      expectError(res, 401, 'expired token')
+      expectError(await expiredAnswer(ctx), 401, 'expired token')
+    },
+  },
+  {
+    id: 'auth.revoked-token-401',
+    title: 'A revoked token is refused with 401 and the error envelope',
+    level: 'profile',
+    clauses: ['S5.2'],
+    async run(ctx) {
+      // §5 names a missing or expired token's 401 and leaves "How keys are issued and rotated: not shown"; the
+      // reference answers a key its operator revoked as one that expired, 401.
+      if (!ctx.config.tokens.revoked) skip(`no ${tokenName('revoked')} given`)
+      // Twice: a deployment may answer a key it has not seen from the store and again from memory.
+      for (const time of ['', ', again'])
+        expectError(await ctx.as('revoked').get(PROBE), 401, `the revoked token${time}`)
     },
   },
   {
@@ -85,6 +122,25 @@ export const authChecks: Check[] = [
       for (const path of [`/v1/agents/${agent}`, '/v1/tools?limit=1']) {
         const res = await ctx.http.get(path)
         assert(res.status === 200, `GET ${path} with the primary token answered ${res.status}`)
+      }
+    },
+  },
+  {
+    id: 'auth.bearer-forms',
+    title:
+      'The valid token is accepted in the other forms RFC 6750 and RFC 7235 allow: the scheme in lower case, more than one space',
+    level: 'profile',
+    clauses: ['S5.1'],
+    async run(ctx) {
+      // §5 writes the header as `Authorization: Bearer <API_KEY>` and names no grammar; the reference reads it as
+      // RFC 6750 §2.1 defines it ("Bearer" 1*SP b64token), with the scheme case-insensitive (RFC 7235 §2.1).
+      const token = ctx.config.tokens.primary
+      for (const [what, header] of [
+        ['the scheme in lower case', `bearer ${token}`],
+        ['two spaces after the scheme', `Bearer  ${token}`],
+      ] as const) {
+        const res = await ctx.http.get(PROBE, { headers: { authorization: header } })
+        assert(res.status === 200, `the primary token with ${what} answered ${res.status}, not 200`)
       }
     },
   },
@@ -114,7 +170,8 @@ export const authChecks: Check[] = [
   },
   {
     id: 'auth.refusal-reason',
-    title: "A 401's detail.reason says why the token was refused (missing, malformed, unknown)",
+    title:
+      "A 401's detail.reason says why the token was refused (missing, malformed, unknown, expired, revoked)",
     level: 'profile',
     clauses: ['S5.2', 'S7.1'],
     async run(ctx) {
@@ -126,10 +183,19 @@ export const authChecks: Check[] = [
       const cases: [string, string | null, Record<string, string>, string][] = [
         ['no token', null, {}, 'missing'],
         ['another scheme', null, { authorization: 'Basic dXNlcjpwYXNz' }, 'malformed'],
+        // An Authorization header with nothing in it carries no credentials, as one that is absent.
+        ['an empty Authorization header', null, { authorization: '' }, 'missing'],
         ['the primary token with one character changed', altered, {}, 'unknown'],
       ]
-      for (const [what, token, headers, reason] of cases) {
-        const res = await ctx.http.get(PROBE, { token, headers })
+      const asked: [string, string, () => Promise<HttpResponse>][] = cases.map(
+        ([what, token, headers, reason]) => [what, reason, () => ctx.http.get(PROBE, { token, headers })],
+      )
+      // The expired and revoked tokens, when given: refused for what they are.
+      if (ctx.config.tokens.expired) asked.push(['the expired token', 'expired', () => expiredAnswer(ctx)])
+      if (ctx.config.tokens.revoked)
+        asked.push(['the revoked token', 'revoked', () => ctx.as('revoked').get(PROBE)])
+      for (const [what, reason, ask] of asked) {
+        const res = await ask()
         const error = expectError(res, 401, what)
         const detail = error.detail as Record<string, unknown>
         assert(

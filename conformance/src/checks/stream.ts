@@ -178,6 +178,27 @@ export const streamChecks: Check[] = [
     },
   },
   {
+    id: 'stream.access-token-query',
+    title:
+      'The stream opens with the token in the access_token query parameter (RFC 6750 §2.3) and refuses a bad one with 401',
+    level: 'profile',
+    clauses: ['S5.3'],
+    async run(ctx) {
+      // §5 names only the Authorization header; a browser's WebSocket cannot set it. The reference's contract takes
+      // the token from `access_token` too (RFC 6750 §2.3), the way browsers' clients send it.
+      const query = (token: string) => `?access_token=${encodeURIComponent(token)}`
+      const r = await connect(ctx, null, query(ctx.config.tokens.primary))
+      if (!('ws' in r)) fail(`the stream refused the primary token in access_token: ${String(r.refused)}`)
+      r.close()
+      const bad = await connect(ctx, null, query('not-a-token'))
+      if ('ws' in bad) {
+        bad.close()
+        fail('the stream opened with a bad token in access_token')
+      }
+      assert(bad.refused === 401, `a bad token in access_token was refused with ${bad.refused}, not 401`)
+    },
+  },
+  {
     id: 'stream.topic-scope-enforced',
     title: 'A token without a topic scope never receives that topic: records reach a scoped subscriber only',
     level: 'core',
