@@ -32,8 +32,24 @@ export class WebhookReceiver {
     match: (body: Record<string, unknown> | undefined, path: string) => boolean
     release: Promise<void>
   }> = []
+  /** Requests answered as a tool's endpoint would answer them (see answerWith). */
+  private answers: Array<{
+    match: (path: string) => boolean
+    answer: { status: number; body: string; delayMs?: number }
+  }> = []
   port = 0
   private closed = false
+
+  /**
+   * Answers every request whose path matches with `status` and `body` (after `delayMs`) instead of 200: the suite's
+   * stand-in for the endpoint of an `http` tool. The request is recorded like any delivery.
+   */
+  answerWith(
+    match: (path: string) => boolean,
+    answer: { status: number; body: string; delayMs?: number },
+  ): void {
+    this.answers.push({ match, answer })
+  }
 
   /**
    * Keeps the answer to the next delivery that matches until `release` settles; the delivery is recorded when it
@@ -91,10 +107,13 @@ export class WebhookReceiver {
         } catch {
           body = undefined
         }
-        const rule = this.failures.find((f) => f.left > 0 && f.match(body, req.url ?? '/'))
+        const custom = this.answers.find((a) => a.match(req.url ?? '/'))?.answer
+        const rule = custom
+          ? undefined
+          : this.failures.find((f) => f.left > 0 && f.match(body, req.url ?? '/'))
         if (rule) rule.left--
-        const failed = rule !== undefined || this.failsEach(body, req.url ?? '/')
-        const status = failed ? 500 : 200
+        const failed = !custom && (rule !== undefined || this.failsEach(body, req.url ?? '/'))
+        const status = custom?.status ?? (failed ? 500 : 200)
         this.deliveries.push({
           receivedAt: Date.now(),
           path: req.url ?? '/',
@@ -106,9 +125,10 @@ export class WebhookReceiver {
         const answer = () =>
           res
             .writeHead(status, { 'content-type': 'application/json' })
-            .end(failed ? '{"ok":false}' : '{"ok":true}')
-        const hold = this.holds.findIndex((h) => h.match(body, req.url ?? '/'))
-        if (hold >= 0) {
+            .end(custom?.body ?? (failed ? '{"ok":false}' : '{"ok":true}'))
+        const hold = custom ? -1 : this.holds.findIndex((h) => h.match(body, req.url ?? '/'))
+        if (custom?.delayMs) setTimeout(answer, custom.delayMs)
+        else if (hold >= 0) {
           const [held] = this.holds.splice(hold, 1)
           void held!.release.finally(answer)
         } else answer()

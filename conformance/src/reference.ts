@@ -306,6 +306,8 @@ export async function startReference(
           ? {
               AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget,
               AGENTOPS_DESTINATION_PRIVATE_TARGETS: options.receiverTarget,
+              // The suite's receiver stands in for an http tool's endpoint too (tools.provider-calls).
+              AGENTOPS_TOOL_PRIVATE_TARGETS: options.receiverTarget,
             }
           : {}),
       },

@@ -73,7 +73,14 @@ export const CHECKS = {
     'tools',
     'webhooks.awaiting-approval-body',
   ],
-  '§1, §2 policy gate and tool bindings': ['tools', 'authz', 'runs', 'readback.tool-fields-everywhere'],
+  // scoping.tool-404: the one check that reads a tool that does not exist (ToolService.get's 404).
+  '§1, §2 policy gate and tool bindings': [
+    'tools',
+    'authz',
+    'runs',
+    'readback.tool-fields-everywhere',
+    'scoping.tool-404',
+  ],
   '§2, §4 ingestion and lineage': ['ingest', 'stream', 'tenancy.connector-id-per-workspace', 'validation'],
   '§6 events': ['webhooks', 'stream', 'destinations', 'readback.awaiting-approval-event', 'graphql'],
   '§5.5, §6 webhook outbox, signing, retries': [

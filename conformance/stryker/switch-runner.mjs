@@ -181,6 +181,7 @@ class SwitchedServer {
       ...process.env,
       AGENTOPS_WEBHOOK_PRIVATE_TARGETS: receiver,
       AGENTOPS_DESTINATION_PRIVATE_TARGETS: receiver,
+      AGENTOPS_TOOL_PRIVATE_TARGETS: receiver,
       AGENTOPS_STRYKER_DATABASE_URL: this.databaseUrl,
     }
     delete env.__STRYKER_ACTIVE_MUTANT__

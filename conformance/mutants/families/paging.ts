@@ -276,6 +276,40 @@ export function pagingMutants(): Mutant[] {
       },
     },
     {
+      id: 'tool-timeout-unchecked',
+      description:
+        'An http tool registration takes any timeout_ms (0 included), as though it were never read',
+      targets: ['tools.registration-refusals'],
+      request(req) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/tools') return req
+        const body = parseJson(req.body)
+        const config = body?.config as Json | undefined
+        if (body?.provider !== 'http' || !config || config.timeout_ms === undefined) return req
+        const { timeout_ms: _dropped, ...rest } = config
+        return { ...req, body: JSON.stringify({ ...body, config: rest }) }
+      },
+    },
+    {
+      id: 'tool-call-without-run',
+      description:
+        "The http provider posts the step's input alone: the tool's endpoint is not told the run, step and tool",
+      targets: ['tools.provider-calls'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (!body || 'event' in body || !('run_id' in body) || !('input' in body)) return req
+        return { ...req, body: JSON.stringify(body.input) }
+      },
+    },
+    {
+      id: 'tool-retired-unannounced',
+      description: 'Retiring a tool is never announced: tool.retired does not reach its subscribers',
+      targets: ['tools.lifecycle-events'],
+      delivery(req) {
+        if (parseJson(req.body)?.event !== 'tool.retired') return req
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }
+      },
+    },
+    {
       id: 'retired-tool-404',
       description: 'A retired tool is hard-deleted from reads: GET /v1/tools/{id} answers 404',
       targets: ['tools.retired-stays-readable'],

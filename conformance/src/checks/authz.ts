@@ -221,6 +221,19 @@ export const authzChecks: Check[] = [
           )
         })(),
         (async () => {
+          // The key with every scope holds the one the tool requires; an autonomous agent calls a tool that is not
+          // idempotent unasked.
+          const scoped = await ctx.fx.newTool('succeed', {
+            requiredScopes: [TOOL_ONLY_SCOPE],
+            idempotent: false,
+          })
+          const { run, frames } = await settledRun(ctx, await ctx.fx.newToolAgent([scoped]))
+          expect(
+            run.status === 'succeeded' && frames.some((f) => f.kind === 'tool.call'),
+            `the primary key's run of a tool requiring ${TOOL_ONLY_SCOPE} (not idempotent, autonomous agent) ended ${short(run.status)}`,
+          )
+        })(),
+        (async () => {
           // An idempotent tool runs unasked for a hybrid agent; a binding to an envelope the server does not know
           // adds no approval.
           const unknown = await ctx.fx.newTool('succeed', { envelope: ctx.name('no-such-envelope') })

@@ -22,6 +22,7 @@ import { streamProtocolChecks } from './streamprotocol.js'
 import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
+import { toolCallChecks } from './toolcalls.js'
 import { toolChecks } from './tools.js'
 import { validationChecks } from './validation.js'
 import { webhookChecks, webhookLateChecks } from './webhooks.js'
@@ -43,6 +44,7 @@ export const ALL_CHECKS: Check[] = [
   ...runChecks,
   ...outcomeChecks,
   ...toolChecks,
+  ...toolCallChecks,
   ...scopingChecks,
   ...tenancyChecks,
   ...idempotencyChecks,

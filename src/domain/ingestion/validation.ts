@@ -115,6 +115,9 @@ function isLabel(value: unknown, max: number): value is string {
   return typeof value === 'string' && value.length > 0 && value.length <= max && !hasControlCharacter(value)
 }
 
+/** How a message lists names (fields, classes). */
+const LIST = ', '
+
 /** Control characters are refused so ids and labels stay printable in logs and UIs. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/
@@ -131,13 +134,13 @@ export function validateRecord(raw: unknown, policyClasses: readonly string[]): 
     raw.id != null && raw.ts != null && raw.source != null && raw.policy_class != null && raw.body != null
   if (!complete) {
     const missing = RECORD_FIELDS.filter((f) => raw[f] === undefined || raw[f] === null)
-    return { ok: false, code: 'missing_field', message: `Missing required field(s): ${missing.join(', ')}` }
+    return { ok: false, code: 'missing_field', message: `Missing required field(s): ${missing.join(LIST)}` }
   }
   const keys = Object.keys(raw)
   const unknown = keys.every(isRecordField) ? [] : keys.filter((k) => !isRecordField(k))
   if (unknown.length > 0) {
     // Refused rather than dropped: the lineage hash must cover everything the client sent.
-    return { ok: false, code: 'invalid_field', message: `Unknown field(s): ${unknown.join(', ')}` }
+    return { ok: false, code: 'invalid_field', message: `Unknown field(s): ${unknown.join(LIST)}` }
   }
   if (!isLabel(raw.id, MAX_ID_LENGTH)) {
     return {
@@ -175,7 +178,7 @@ export function validateRecord(raw: unknown, policyClasses: readonly string[]): 
     return {
       ok: false,
       code: 'policy_class_not_allowed',
-      message: `policy_class "${raw.policy_class}" is not allowed in this workspace (allowed: ${policyClasses.join(', ')})`,
+      message: `policy_class "${raw.policy_class}" is not allowed in this workspace (allowed: ${policyClasses.join(LIST)})`,
     }
   }
   return {
