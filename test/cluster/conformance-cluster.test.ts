@@ -30,6 +30,7 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
       env: {
         AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
         AGENTOPS_DESTINATION_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
+        AGENTOPS_TOOL_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
       },
     })
   })
