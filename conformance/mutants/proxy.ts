@@ -70,6 +70,9 @@ export interface Mutant {
 
 export const HOOK_PREFIX = '/__hooks'
 
+/** The host names of this machine a receiver may listen on. */
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
+
 function flat(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(headers))
@@ -149,6 +152,10 @@ export class MutantProxy {
     } catch {
       return req
     }
+    // Only the suite's receiver (plain HTTP on loopback) is relayed; any other URL is a check's probe (a refused
+    // registration, an unroutable host) and passes untouched, so it neither redirects later deliveries nor makes
+    // the proxy call a host that is not this machine.
+    if (url.protocol !== 'http:' || !LOOPBACK.has(url.hostname)) return req
     this.hookOrigin = url.origin
     return {
       ...req,

@@ -92,6 +92,31 @@ describe('mutant proxy', () => {
     }
   })
 
+  it('standing alone, relays deliveries to the loopback receiver the suite registered, whatever other URLs a check probes', async () => {
+    const proxy = new MutantProxy(upstreamUrl, () => proxy.relayedReceiver, { primary: 'p' }, true)
+    await proxy.listen(await listenPort())
+    try {
+      const register = async (url: string) => {
+        const res = await fetch(`${proxy.url}/v1/webhooks`, {
+          method: 'POST',
+          body: JSON.stringify({ url, events: ['run.started'], secret: 's' }),
+          headers: { 'content-type': 'application/json' },
+        })
+        return res.text()
+      }
+      await register(`${receiverUrl}/hooks/relayed`)
+      expect(proxy.relayedReceiver).toBe(receiverUrl)
+      // A check's probes (a registration the deployment refuses, an unroutable host) are passed on untouched.
+      await register('https://example.com/h')
+      await register('https://conformance.invalid/hooks')
+      expect(proxy.relayedReceiver).toBe(receiverUrl)
+      await fetch(`${proxy.url}${HOOK_PREFIX}/hooks/relayed`, { method: 'POST', body: '{"event":"run.started"}' })
+      expect(received.at(-1)).toBe('/hooks/relayed {"event":"run.started"}')
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('editJson leaves non-JSON answers alone', () => {
     const text = { status: 200, headers: { 'content-type': 'text/plain' }, body: 'hi' }
     expect(editJson(text, () => ({ x: 1 }))).toBe(text)
