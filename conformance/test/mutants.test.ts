@@ -110,7 +110,10 @@ describe('mutant proxy', () => {
       await register('https://example.com/h')
       await register('https://conformance.invalid/hooks')
       expect(proxy.relayedReceiver).toBe(receiverUrl)
-      await fetch(`${proxy.url}${HOOK_PREFIX}/hooks/relayed`, { method: 'POST', body: '{"event":"run.started"}' })
+      await fetch(`${proxy.url}${HOOK_PREFIX}/hooks/relayed`, {
+        method: 'POST',
+        body: '{"event":"run.started"}',
+      })
       expect(received.at(-1)).toBe('/hooks/relayed {"event":"run.started"}')
     } finally {
       await proxy.close()
