@@ -186,7 +186,7 @@ export const runPlanChecks: Check[] = [
   {
     id: 'runs.task-run-inputs',
     title:
-      'The run a task starts carries the task: inputs.task is its description, inputs.data_source its data_source (absent when the task has none), and task_id and priority',
+      'The run a task starts carries the task: inputs.task is its description, inputs.data_source its data_source (absent when the task has none), and task_id and priority; the task reads back its run’s final status and outcome',
     level: 'profile',
     clauses: ['S2.9'],
     async run(ctx) {
@@ -213,6 +213,18 @@ export const runPlanChecks: Check[] = [
       assert(
         JSON.stringify(without.run.inputs) === JSON.stringify({ task: bare }),
         `a task without data_source starts a run with inputs ${short(without.run.inputs)}`,
+      )
+      // The task follows its run: once the run ended, the task reads back its status and outcome.
+      const runId = String(without.run.run_id)
+      const final = await ctx.fx.waitForStatus(runId, (st) => TERMINAL.has(st), 'ended')
+      const task = await ctx.http.get(`/v1/tasks/${String(without.taskId)}`)
+      expectStatus(task, 200, 'GET /v1/tasks/{id}')
+      const t = obj(task.body)
+      assert(
+        t.status === final.status &&
+          t.run_id === runId &&
+          JSON.stringify(t.result) === JSON.stringify(final.outcome),
+        `the task reads back status ${short(t.status)}, result ${short(t.result)} after its run ended ${short(final.status)} with ${short(final.outcome)}`,
       )
     },
   },
