@@ -17,6 +17,7 @@ import { readbackMutants } from './families/readback.js'
 import { statementMutants } from './families/statements.js'
 import { surfaceMutants } from './families/surface.js'
 import { tenancyMutants } from './families/tenancy.js'
+import { webhookOperationMutants } from './families/webhookops.js'
 import {
   editJson,
   header,
@@ -497,6 +498,7 @@ export function createMutants(): Mutant[] {
     ...coverageMutants(),
     ...eventMutants(),
     ...extensionMutants(),
+    ...webhookOperationMutants(),
     ...ingestionMutants(),
   ]
 }

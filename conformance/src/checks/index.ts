@@ -17,6 +17,7 @@ import { readbackChecks } from './readback.js'
 import { resourceChecks } from './resources.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
+import { slackChatChecks } from './slackchat.js'
 import { streamChecks } from './stream.js'
 import { streamProtocolChecks } from './streamprotocol.js'
 import { surfaceChecks } from './surface.js'
@@ -25,6 +26,7 @@ import { tenancyChecks } from './tenancy.js'
 import { toolCallChecks } from './toolcalls.js'
 import { toolChecks } from './tools.js'
 import { validationChecks } from './validation.js'
+import { webhookOperationChecks } from './webhookops.js'
 import { webhookChecks, webhookLateChecks } from './webhooks.js'
 
 export const ALL_CHECKS: Check[] = [
@@ -35,10 +37,12 @@ export const ALL_CHECKS: Check[] = [
   ...surfaceChecks,
   ...rateLimitChecks,
   ...webhookChecks,
+  ...webhookOperationChecks,
   ...eventChecks,
   ...backoffChecks,
   ...extensionChecks,
   ...destinationChecks,
+  ...slackChatChecks,
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,
