@@ -40,6 +40,7 @@ import autocannon from 'autocannon'
 import { SERVER_NODE_OPTIONS, SERVER_V8_FLAGS } from '../src/cli/node-options.js'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { competingSessions, competingSessionsWarning } from './support/competing-sessions.js'
 import { onCores, pinBenchProcess, releaseBenchProcess, releaseDatabase } from './support/cpu-pinning.js'
 import { withFreshIdempotencyKey } from './support/fresh-key.js'
 import { cpuSeconds } from './support/proc-cpu.js'
@@ -444,6 +445,8 @@ async function main(): Promise<void> {
   console.log(
     `bench:http — bare Hono ${HONO_VERSION} on @hono/node-server ${NODE_SERVER_VERSION}, the adapter the reference server runs on; ${CONNECTIONS} connections, ${rounds} alternated round(s) of ${duration} s per measurement after a ${warmup} s warm-up; reference server metrics and request log ${observability}; every server under node ${[...SERVER_NODE_OPTIONS, ...SERVER_V8_FLAGS].join(' ')}; ${cpus.server === undefined ? 'cores left to the scheduler' : `servers on core ${cpus.server}, autocannon and a local PostgreSQL on ${cpus.rest}`}`,
   )
+  const competing = competingSessionsWarning(await competingSessions())
+  if (competing) console.log(competing)
   const figures = new Map<string, Figure>()
   const measure = async (key: string, label: string, t: Target, reqs: Request[]) => {
     const f = await load(t, label, reqs)

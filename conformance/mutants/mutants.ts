@@ -14,6 +14,7 @@ import { lifecycleMutants } from './families/lifecycle.js'
 import { limitMutants } from './families/limits.js'
 import { pagingMutants } from './families/paging.js'
 import { readbackMutants } from './families/readback.js'
+import { runPlanMutants } from './families/runplans.js'
 import { statementMutants } from './families/statements.js'
 import { surfaceMutants } from './families/surface.js'
 import { tenancyMutants } from './families/tenancy.js'
@@ -489,6 +490,7 @@ export function createMutants(): Mutant[] {
     ...accessMutants(),
     ...pagingMutants(),
     ...lifecycleMutants(),
+    ...runPlanMutants(),
     ...statementMutants(),
     ...graphqlMutants(),
     ...tenancyMutants(),

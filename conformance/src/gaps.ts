@@ -51,6 +51,10 @@ export const GAPS = {
     '§2 "Agent response fields: not shown", "Task response fields: not shown", "Webhook subscription response fields: not shown"',
   envelopes:
     '§1 "carries the policy envelope that was resolved when it started" (which envelopes exist, their limits and queues, and which calls wait for approval are not shown)',
+  planning:
+    '§2 "inputs | object | Free-form input values for the agent" and "capabilities | array | List of enabled capabilities" (how a run’s plan is chosen, which envelope it runs under and what a start without `mode` or `trace_level` gets are not shown)',
+  agentRuns:
+    '§4 "DELETE /v1/agents/{id} | Terminates and deletes the agent" and "POST /v1/agents/{id}/tasks | Assigns a task to the agent" (what becomes of the agent’s runs, and the run a task starts, are not shown)',
   toolProviders:
     '§2 "provider | string | Provider identifier." (which providers exist, their settings, and what a call sends and gets back are not shown)',
 } as const
@@ -93,6 +97,10 @@ export const PROFILE_GAPS: Record<string, string> = {
   'runs.trace-cursor-resumes': GAPS.traceChoice,
   'runs.start-body-validation': GAPS.runBodyValues,
   'runs.trace-levels-and-outcomes': GAPS.runBodyValues,
+  'runs.plan-choice': GAPS.planning,
+  'runs.task-run-inputs': GAPS.agentRuns,
+  'runs.agent-delete-cancels-runs': GAPS.agentRuns,
+  'runs.control-events': GAPS.eventKinds,
   'tools.registration-shape': GAPS.toolBodies,
   'tools.retired-stays-readable': GAPS.toolBodies,
   'tools.provider-calls': GAPS.toolProviders,

@@ -67,11 +67,15 @@ export const CHECKS = {
     'readback',
     'graphql.page-limits',
   ],
+  // The scoping checks that read, start and control runs out of scope or missing (the runs' own 404s).
   '§2-§3 runs: state machine, plan, trace, approvals': [
     'runs',
     'readback',
     'tools',
     'webhooks.awaiting-approval-body',
+    'scoping.run-404',
+    'scoping.cross-workspace-writes-404',
+    'scoping.cross-workspace-controls-404',
   ],
   // scoping.tool-404: the one check that reads a tool that does not exist (ToolService.get's 404).
   '§1, §2 policy gate and tool bindings': [

@@ -15,6 +15,7 @@ import { paginationChecks } from './pagination.js'
 import { rateLimitChecks, rateLimitLateChecks } from './ratelimit.js'
 import { readbackChecks } from './readback.js'
 import { resourceChecks } from './resources.js'
+import { runEventChecks, runPlanChecks } from './runplans.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { slackChatChecks } from './slackchat.js'
@@ -47,6 +48,8 @@ export const ALL_CHECKS: Check[] = [
   ...readbackChecks,
   ...runChecks,
   ...outcomeChecks,
+  ...runPlanChecks,
+  ...runEventChecks,
   ...toolChecks,
   ...toolCallChecks,
   ...scopingChecks,

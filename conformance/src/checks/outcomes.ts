@@ -26,12 +26,13 @@ async function endedTrace(
 /** Decides the first awaiting step of a fresh run that awaits approval; answers the run, its step and the answer. */
 export async function decided(ctx: CheckContext, decision: 'approve' | 'reject') {
   const { runId, waiting } = await ctx.fx.awaitingRun()
-  const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+  const pending = obj((waiting.awaiting as unknown[] | undefined)?.[0])
+  const stepId = String(pending.step_id)
   const { method, path } = ctx.config.approval
   const url = path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
   const res = await ctx.http.request(method, url, { body: { decision } })
   expectStatus(res, 200, `${decision} of step ${stepId}`)
-  return { runId, stepId, url, method }
+  return { runId, stepId, url, method, queue: pending.queue, answer: obj(res.body) }
 }
 
 export const outcomeChecks: Check[] = [
@@ -83,7 +84,33 @@ export const outcomeChecks: Check[] = [
           )
         })(),
         (async () => {
+          // A step that does not await approval is not decided: its run's one awaiting step stays as it was.
+          const { runId, waiting } = await ctx.fx.awaitingRun()
+          const awaitingIds = (waiting.awaiting as unknown[]).map((a) => obj(a).step_id)
+          const { method, path } = ctx.config.approval
+          const other = path.split('{run_id}').join(runId).split('{step_id}').join('step_999')
+          const wrong = await ctx.http.request(method, other, { body: { decision: 'approve' } })
+          const wrongDetail = obj(obj(obj(wrong.body).error).detail)
+          expect(
+            wrong.status === 409 &&
+              wrongDetail.step_id === 'step_999' &&
+              JSON.stringify(wrongDetail.awaiting) === JSON.stringify(awaitingIds),
+            `deciding step_999 of a run awaiting ${short(awaitingIds)} answered ${wrong.status} ${short(wrong.body)}, not 409 naming the awaiting steps`,
+          )
+          const still = await ctx.fx.inspect(runId)
+          expect(
+            still.status === 'awaiting_approval' &&
+              JSON.stringify(still.awaiting) === JSON.stringify(waiting.awaiting),
+            `deciding step_999 changed the run: ${short(still.status)}, awaiting ${short(still.awaiting)}`,
+          )
+        })(),
+        (async () => {
           const approved = await decided(ctx, 'approve')
+          const listed = Array.isArray(approved.answer.awaiting) ? approved.answer.awaiting : []
+          expect(
+            !listed.some((a) => obj(a).step_id === approved.stepId),
+            `the approval's answer still lists step ${approved.stepId} as awaiting: ${short(listed)}`,
+          )
           // Decided once: the step no longer awaits anything (invalid_state), whatever the second decision says.
           const again = await ctx.http.request(approved.method, approved.url, {
             body: { decision: 'reject' },
@@ -93,9 +120,24 @@ export const outcomeChecks: Check[] = [
             `deciding step ${approved.stepId} a second time answered ${again.status}, not 409`,
           )
           const { frames } = await ctx.fx.readTrace(approved.runId)
+          const granted = frames.find((f) => f.kind === 'approval.granted' && f.step_id === approved.stepId)
+          const requested = frames.find(
+            (f) => f.kind === 'approval.requested' && f.step_id === approved.stepId,
+          )
           expect(
-            frames.some((f) => f.kind === 'approval.granted' && f.step_id === approved.stepId),
+            granted !== undefined,
             `no approval.granted frame for step ${approved.stepId}: ${frames.map((f) => f.kind).join(', ')}`,
+          )
+          // The grant names the step's tool, as its request did, who decided and in which queue.
+          expect(
+            granted === undefined ||
+              (typeof granted.tool === 'string' &&
+                granted.tool === requested?.tool &&
+                typeof granted.tool_id === 'string' &&
+                granted.tool_id === requested?.tool_id &&
+                typeof obj(granted.detail).decided_by === 'string' &&
+                obj(granted.detail).queue === approved.queue),
+            `the approval.granted frame ${short(granted)} does not name the step's tool, its decider and queue ${short(approved.queue)}`,
           )
         })(),
         (async () => {
@@ -104,6 +146,23 @@ export const outcomeChecks: Check[] = [
           expect(
             t.status === 'failed' && t.kinds.includes('approval.rejected') && t.kinds.at(-1) === 'run.failed',
             `a rejected run ended ${short(t.status)} with frames ${t.kinds.join(', ')} (expected approval.rejected, then run.failed last)`,
+          )
+          // The rejection is the run's outcome: its error names the rejected step and queue, in the inspection and in
+          // the run.failed frame alike.
+          const error = obj(obj((await ctx.fx.inspect(rejected.runId)).outcome).error)
+          const errorDetail = obj(error.detail)
+          expect(
+            error.code === 'approval_rejected' &&
+              typeof error.message === 'string' &&
+              error.message !== '' &&
+              errorDetail.step_id === rejected.stepId &&
+              errorDetail.queue === rejected.queue,
+            `the rejected run's outcome error is ${short(error)}, not approval_rejected naming step ${rejected.stepId} and its queue`,
+          )
+          const failedFrame = t.frames.at(-1)
+          expect(
+            JSON.stringify(obj(obj(failedFrame?.detail).error)) === JSON.stringify(error),
+            `the run.failed frame's detail ${short(failedFrame?.detail)} does not carry the outcome's error`,
           )
         })(),
       ])

@@ -7,7 +7,7 @@ import { settingName, tokenName } from '../config.js'
 import { listPage, nextPageCursor, toolId, toolRegistration } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { retryAfter } from '../pacing.js'
-import { rateWindows } from '../ratewindows.js'
+import { type RateWindow, rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { envelopeProblems, expectEnvelope, expectError, isRfc3339 } from './assertions.js'
@@ -414,9 +414,10 @@ export const rateLimitLateChecks: Check[] = [
       const declared = ctx.config.rateLimitHeaders
       let probe = await getWhenOpen(ctx, PROBE)
       let windows = rateWindows(probe.headers, declared)
-      // A window nearly used up (by the checks before) would refuse the whole burst, which judges nothing: its reset
-      // is waited out first, within --max-retry-after.
-      const spent = windows.filter((w) => w.remaining < 3)
+      // A window nearly used up (by the checks before) would refuse the whole burst, which judges nothing, and one
+      // about to roll over would split the burst between two windows: its reset is waited out first, within
+      // --max-retry-after.
+      const spent = windows.filter((w) => w.remaining < 3 || w.reset < 2)
       if (spent.length > 0) {
         const reset = Math.max(...spent.map((w) => w.reset))
         if (reset <= ctx.config.maxRetryAfterWait) {
@@ -425,10 +426,18 @@ export const rateLimitLateChecks: Check[] = [
           windows = rateWindows(probe.headers, declared)
         }
       }
-      const remaining = Math.min(...windows.map((w) => w.remaining))
-      // Sent at once, past what the workspace has left: some are counted in, the rest refused.
-      const size = Number.isFinite(remaining)
-        ? Math.min(remaining + 5, ctx.config.rateLimitSearch)
+      const binding = windows.reduce<RateWindow | undefined>(
+        (least, w) => (least === undefined || w.remaining < least.remaining ? w : least),
+        undefined,
+      )
+      // Sent at once, past what the workspace has left and past one more window's worth (a burst that still straddles
+      // a roll-over has the next window's quota too; unnamed, it is at least what is left now and the probe): some
+      // are counted in, the rest refused.
+      const size = binding
+        ? Math.min(
+            binding.remaining + (binding.limit ?? binding.remaining + 1) + 3,
+            ctx.config.rateLimitSearch,
+          )
         : ctx.config.rateLimitSearch
       const burst = await Promise.all(
         Array.from({ length: size }, async (_, i) => {

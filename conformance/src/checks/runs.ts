@@ -105,6 +105,12 @@ export const runChecks: Check[] = [
       const want = { steps_total: 2, steps_completed: 2, steps_pending: 0, steps_escalated: 0 }
       for (const [k, v] of Object.entries(want))
         assert(plan[k] === v, `plan.${k} is ${short(plan[k])}, expected ${v}`)
+      // Before its one step ran: a run awaiting approval of it has that step pending and escalated.
+      const { waiting } = await ctx.fx.awaitingRun()
+      const before = obj(waiting.plan)
+      const pending = { steps_total: 1, steps_completed: 0, steps_pending: 1, steps_escalated: 1 }
+      for (const [k, v] of Object.entries(pending))
+        assert(before[k] === v, `plan.${k} of a run awaiting approval is ${short(before[k])}, expected ${v}`)
     },
   },
   {
@@ -182,14 +188,40 @@ export const runChecks: Check[] = [
     level: 'profile',
     clauses: ['S3.4'],
     async run(ctx) {
-      const { runId } = await ctx.fx.awaitingRun()
+      const { runId, waiting } = await ctx.fx.awaitingRun()
+      const pending = obj((waiting.awaiting as unknown[])[0])
       const res = await ctx.http.post(`/v1/runs/${runId}/cancel`)
       expectStatus(res, 200, 'cancel')
       assert(obj(res.body).status === 'cancelled', `cancel answered status ${short(obj(res.body).status)}`)
+      assert(
+        obj(obj(res.body).outcome).status === 'cancelled',
+        `the cancelled run's outcome is ${short(obj(res.body).outcome)}`,
+      )
       const { frames } = await ctx.fx.readTrace(runId)
       const kinds = frames.map((f) => f.kind)
-      assert(kinds.includes('approval.flushed'), `no approval.flushed frame: ${kinds.join(', ')}`)
-      assert(kinds.includes('control.cancelled'), `no control.cancelled frame: ${kinds.join(', ')}`)
+      // The flush names what was flushed: the awaiting step, its tool and its queue; the cancel frame who cancelled
+      // it, from which status, and the steps it flushed.
+      const flush = frames.find((f) => f.kind === 'approval.flushed')
+      assert(flush, `no approval.flushed frame: ${kinds.join(', ')}`)
+      const request = frames.find((f) => f.kind === 'approval.requested' && f.step_id === pending.step_id)
+      assert(
+        flush.step_id === pending.step_id &&
+          typeof flush.tool === 'string' &&
+          flush.tool === request?.tool &&
+          typeof flush.tool_id === 'string' &&
+          flush.tool_id === request?.tool_id &&
+          obj(flush.detail).queue === pending.queue,
+        `the approval.flushed frame ${short(flush)} does not name the awaiting step ${short(pending)} and its tool`,
+      )
+      const cancelled = frames.find((f) => f.kind === 'control.cancelled')
+      assert(cancelled, `no control.cancelled frame: ${kinds.join(', ')}`)
+      const detail = obj(cancelled.detail)
+      assert(
+        typeof detail.by === 'string' &&
+          detail.from === 'awaiting_approval' &&
+          JSON.stringify(detail.flushed_approvals) === JSON.stringify([pending.step_id]),
+        `the control.cancelled frame's detail is ${short(detail)}, not by, from awaiting_approval and the flushed step`,
+      )
       for (const action of ['pause', 'resume', 'cancel']) {
         const e = expectError(
           await ctx.http.post(`/v1/runs/${runId}/${action}`),
@@ -199,8 +231,11 @@ export const runChecks: Check[] = [
         )
         const detail = obj(e.detail)
         assert(
-          detail.status === 'cancelled' && detail.action === action && Array.isArray(detail.allowed_actions),
-          `detail: ${short(detail)}`,
+          detail.status === 'cancelled' &&
+            detail.action === action &&
+            Array.isArray(detail.allowed_actions) &&
+            detail.allowed_actions.length === 0,
+          `detail: ${short(detail)} (a cancelled run allows no action)`,
         )
       }
     },
@@ -258,11 +293,21 @@ export const runChecks: Check[] = [
     async run(ctx) {
       const { runId, paused } = await pausedRun(ctx)
       assert(obj(paused.body).status === 'paused', `pause answered status ${short(obj(paused.body).status)}`)
-      expectError(
-        await ctx.http.post(`/v1/runs/${runId}/pause`),
-        409,
-        'pausing a paused run',
-        'invalid_state',
+      const again = obj(
+        expectError(
+          await ctx.http.post(`/v1/runs/${runId}/pause`),
+          409,
+          'pausing a paused run',
+          'invalid_state',
+        ).detail,
+      )
+      const allowed = Array.isArray(again.allowed_actions) ? again.allowed_actions : []
+      assert(
+        again.status === 'paused' &&
+          allowed.includes('resume') &&
+          allowed.includes('cancel') &&
+          !allowed.includes('pause'),
+        `the 409's detail is ${short(again)}: a paused run allows resume and cancel, not pause`,
       )
       const resumed = await ctx.http.post(`/v1/runs/${runId}/resume`)
       expectStatus(resumed, 200, 'resume')
@@ -276,10 +321,26 @@ export const runChecks: Check[] = [
         obj(final.plan).steps_completed === 3,
         `steps_completed is ${short(obj(final.plan).steps_completed)}`,
       )
-      const kinds = (await ctx.fx.readTrace(runId)).frames.map((f) => f.kind)
+      const { frames } = await ctx.fx.readTrace(runId)
+      const kinds = frames.map((f) => f.kind)
       assert(
         kinds.includes('control.paused') && kinds.includes('control.resumed'),
         `trace kinds: ${kinds.join(', ')}`,
+      )
+      // Resume goes back to where pause left: the run starts once, whether it was paused queued or running.
+      assert(
+        kinds.filter((k) => k === 'run.started').length === 1,
+        `the resumed run started again: ${kinds.join(', ')}`,
+      )
+      const pausedDetail = obj(frames.find((f) => f.kind === 'control.paused')?.detail)
+      const resumedDetail = obj(frames.find((f) => f.kind === 'control.resumed')?.detail)
+      assert(
+        typeof pausedDetail.by === 'string' && ['queued', 'running'].includes(String(pausedDetail.from)),
+        `the control.paused frame's detail is ${short(pausedDetail)}, not by and the status it paused`,
+      )
+      assert(
+        resumedDetail.to === pausedDetail.from && resumedDetail.from === 'paused',
+        `the control.resumed frame's detail is ${short(resumedDetail)}: it resumed to another status than ${short(pausedDetail.from)}`,
       )
     },
   },

@@ -1,0 +1,332 @@
+/**
+ * What the reference profile makes of a run's start beyond the fields §2 shows: how its plan is chosen, the
+ * envelope it is started under, the values a start without `mode` or `trace_level` gets, the run a task starts and
+ * what deleting an agent does to its runs. The spec leaves each open (§2 "inputs | object | Free-form input values
+ * for the agent", "Allowed values of `mode` and `trace_level` beyond the two named: not shown"; §4 "DELETE
+ * /v1/agents/{id} | Terminates and deletes the agent"), so the checks are profile.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, type Json, missingIdLike, ownId, pageItems, TERMINAL } from '../fixtures.js'
+import { obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+import { expectError } from './assertions.js'
+import { receiverUrl } from './webhooks.js'
+
+/** An agent with the reference's own create body (capabilities name tools); deleted at the end. */
+async function referenceAgent(ctx: CheckContext, capabilities: string[], behavior = 'autonomous') {
+  const res = await ctx.http.post('/v1/agents', { name: ctx.name('agent'), behavior, capabilities })
+  expectStatus(res, 201, 'creating an agent')
+  const id = ownId(res.body, 'agent')
+  if (!id) fail(`agent creation answered no agent_id: ${short(res.body)}`)
+  ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+  return id
+}
+
+/** The 400 of a refused start: invalid_request naming `field` in detail.fields and its issues' paths. */
+function refusedField(res: Parameters<typeof expectError>[0], field: string, what: string): Json {
+  const detail = obj(expectError(res, 400, what, 'invalid_request').detail)
+  const issues = Array.isArray(detail.issues) ? detail.issues.map(obj) : []
+  assert(
+    JSON.stringify(detail.fields) === JSON.stringify([field]) &&
+      issues.length === 1 &&
+      issues[0]?.path === field &&
+      typeof issues[0]?.message === 'string' &&
+      issues[0]?.message !== '',
+    `${what}: detail ${short(detail)} does not name ${field} in fields and its one issue`,
+  )
+  return detail
+}
+
+/** The tool.call frames of a run once it ended: [step_id, tool] of each, in trace order. */
+async function calls(ctx: CheckContext, runId: string): Promise<{ status: unknown; calls: Json[] }> {
+  const final = await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+  const { frames } = await ctx.fx.readTrace(runId)
+  return { status: final.status, calls: frames.filter((f) => f.kind === 'tool.call') }
+}
+
+export const runPlanChecks: Check[] = [
+  {
+    id: 'runs.plan-choice',
+    title:
+      'A run’s plan is inputs.plan (tool names, in order, repeats kept) or else its agent’s capabilities that name active tools; a malformed or unknown plan, an unknown envelope answer 400, a plan over the envelope’s max_steps 403; a start without mode or trace_level reads back live and summary with its inputs',
+    level: 'profile',
+    clauses: ['S2.5', 'S1.4'],
+    async run(ctx) {
+      const [a, b] = [await ctx.fx.tool('succeed'), await ctx.fx.newTool('succeed')]
+      const agent = await referenceAgent(ctx, [`${ctx.name('no-such-tool')}`, a.name])
+      const start = (body: Json) => ctx.http.post(`/v1/agents/${agent}/runs`, body)
+
+      // From the capabilities: the one that names no tool is left out. Without mode and trace_level.
+      const inputs = { period: '2026-Q3', scope: ['conformance'] }
+      const fromCaps = await start({ inputs })
+      expectStatus(fromCaps, 201, 'starting a run without mode and trace_level')
+      const capsId = String(obj(fromCaps.body).run_id)
+      const capsRun = await ctx.fx.inspect(capsId)
+      assert(
+        capsRun.mode === 'live' && capsRun.trace_level === 'summary',
+        `a start without mode and trace_level reads back mode ${short(capsRun.mode)}, trace_level ${short(capsRun.trace_level)}`,
+      )
+      assert(
+        JSON.stringify(capsRun.inputs) === JSON.stringify(inputs),
+        `the run's inputs read back as ${short(capsRun.inputs)}, not ${short(inputs)}`,
+      )
+      assert(
+        obj(capsRun.plan).steps_total === 1,
+        `an agent with capabilities [an unknown name, ${a.name}] planned ${short(capsRun.plan)}, not one step`,
+      )
+      const capsCalls = await calls(ctx, capsId)
+      assert(
+        capsCalls.status === 'succeeded' &&
+          JSON.stringify(capsCalls.calls.map((c) => [c.step_id, c.tool])) ===
+            JSON.stringify([['step_1', a.name]]),
+        `the capability run ended ${short(capsCalls.status)} with calls ${short(capsCalls.calls)}`,
+      )
+
+      // From inputs.plan: in order, repeats kept; its tools get the other inputs, never the plan.
+      const planned = await start({
+        inputs: { plan: [b.name, a.name, b.name], note: 'n' },
+        mode: 'dry_run',
+        trace_level: 'detailed',
+      })
+      expectStatus(planned, 201, 'starting a run with inputs.plan')
+      const plannedCalls = await calls(ctx, String(obj(planned.body).run_id))
+      assert(
+        plannedCalls.status === 'succeeded' &&
+          JSON.stringify(plannedCalls.calls.map((c) => [c.step_id, c.tool])) ===
+            JSON.stringify([
+              ['step_1', b.name],
+              ['step_2', a.name],
+              ['step_3', b.name],
+            ]),
+        `a run planned [${b.name}, ${a.name}, ${b.name}] ended ${short(plannedCalls.status)} with calls ${short(plannedCalls.calls)}`,
+      )
+      assert(
+        plannedCalls.calls.every(
+          (c) => JSON.stringify(obj(c.detail).input) === JSON.stringify({ note: 'n' }),
+        ),
+        `the planned run's detailed calls got ${short(plannedCalls.calls.map((c) => obj(c.detail).input))}, not the inputs without the plan`,
+      )
+
+      // Both runs are listed as the agent's; an agent that does not exist has no list (404).
+      const listed = await ctx.http.get(`/v1/agents/${agent}/runs`)
+      expectStatus(listed, 200, 'GET /v1/agents/{id}/runs')
+      const ids = (pageItems(listed.body) ?? []).map((r) => obj(r).run_id)
+      assert(
+        ids.includes(capsId) && ids.includes(obj(planned.body).run_id),
+        `the agent's runs list ${short(ids)}, not both of its runs`,
+      )
+      expectError(
+        await ctx.http.get(`/v1/agents/${missingIdLike(agent)}/runs`),
+        404,
+        'listing the runs of an agent that does not exist',
+        'not_found',
+      )
+
+      // Refusals.
+      refusedField(await start({ inputs: { plan: a.name } }), 'inputs.plan', 'inputs.plan that is a string')
+      refusedField(await start({ inputs: { plan: [a.name, 7] } }), 'inputs.plan', 'inputs.plan with a number')
+      const unknownName = ctx.name('no-such-tool')
+      const unknown = refusedField(
+        await start({ inputs: { plan: [a.name, unknownName] } }),
+        'inputs.plan',
+        'inputs.plan naming a tool that does not exist',
+      )
+      assert(
+        JSON.stringify(unknown.unknown_tools) === JSON.stringify([unknownName]),
+        `the refusal names unknown_tools ${short(unknown.unknown_tools)}, not [${unknownName}]`,
+      )
+      refusedField(
+        await start({ inputs, policy_envelope: 'no-such-envelope' }),
+        'policy_envelope',
+        'an unknown policy_envelope',
+      )
+
+      // The restricted envelope allows 10 steps per run: 10 start, 11 are refused before the run exists.
+      const steps = (n: number) => ({
+        inputs: { plan: Array.from({ length: n }, () => a.name) },
+        mode: 'dry_run',
+        policy_envelope: 'restricted',
+      })
+      const ten = await start(steps(10))
+      expectStatus(ten, 201, 'a run of 10 steps under the restricted envelope (max_steps 10)')
+      await ctx.http.post(`/v1/runs/${String(obj(ten.body).run_id)}/cancel`)
+      const denied = obj(
+        expectError(
+          await start(steps(11)),
+          403,
+          'a run of 11 steps under the restricted envelope',
+          'policy_denied',
+        ).detail,
+      )
+      assert(
+        denied.envelope === 'restricted' &&
+          denied.violation === 'max_steps' &&
+          denied.observed === 11 &&
+          denied.limit === 10 &&
+          denied.escalation_queue === 'security-review',
+        `the max_steps refusal's detail is ${short(denied)}`,
+      )
+    },
+  },
+  {
+    id: 'runs.task-run-inputs',
+    title:
+      'The run a task starts carries the task: inputs.task is its description, inputs.data_source its data_source (absent when the task has none), and task_id and priority',
+    level: 'profile',
+    clauses: ['S2.9'],
+    async run(ctx) {
+      const agent = await ctx.fx.agent()
+      const assign = async (body: Json) => {
+        const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, body)
+        expectStatus(res, 201, 'assigning a task')
+        const taskId = ownId(res.body, 'task')
+        const runId = obj(res.body).run_id
+        if (typeof runId !== 'string') fail(`the task answer names no run_id: ${short(res.body)}`)
+        return { taskId, run: await ctx.fx.inspect(runId) }
+      }
+      const description = ctx.name('task with data')
+      const withData = await assign({ description, data_source: 's3://conformance/in.csv', priority: 4 })
+      assert(
+        JSON.stringify(withData.run.inputs) ===
+          JSON.stringify({ task: description, data_source: 's3://conformance/in.csv' }) &&
+          withData.run.task_id === withData.taskId &&
+          withData.run.priority === 4,
+        `the task's run reads back inputs ${short(withData.run.inputs)}, task_id ${short(withData.run.task_id)}, priority ${short(withData.run.priority)}`,
+      )
+      const bare = ctx.name('task without data')
+      const without = await assign({ description: bare })
+      assert(
+        JSON.stringify(without.run.inputs) === JSON.stringify({ task: bare }),
+        `a task without data_source starts a run with inputs ${short(without.run.inputs)}`,
+      )
+    },
+  },
+  {
+    id: 'runs.agent-delete-cancels-runs',
+    title:
+      'Deleting an agent cancels its live runs: a run awaiting approval reads back cancelled, its approval flushed, with the reason agent_deleted',
+    level: 'profile',
+    clauses: ['S4.13', 'S3.4'],
+    async run(ctx) {
+      const tool = await ctx.fx.tool('succeed')
+      const agent = await referenceAgent(ctx, [tool.name], ctx.config.profile.approvalBehavior)
+      const { runId } = await ctx.fx.startRun(agent)
+      await ctx.fx.waitForStatus(runId, (s) => s === 'awaiting_approval', 'awaiting approval')
+      expectStatus(await ctx.http.delete(`/v1/agents/${agent}`), 204, 'deleting the agent')
+      const run = await ctx.fx.inspect(runId)
+      const error = obj(obj(run.outcome).error)
+      assert(
+        run.status === 'cancelled' &&
+          Array.isArray(run.awaiting) &&
+          run.awaiting.length === 0 &&
+          error.code === 'agent_deleted' &&
+          typeof error.message === 'string' &&
+          error.message !== '',
+        `the deleted agent's run reads back ${short(run.status)}, awaiting ${short(run.awaiting)}, outcome ${short(run.outcome)}`,
+      )
+      const { frames } = await ctx.fx.readTrace(runId)
+      const cancelled = frames.find((f) => f.kind === 'control.cancelled')
+      assert(
+        frames.some((f) => f.kind === 'approval.flushed') &&
+          obj(cancelled?.detail).reason === 'agent_deleted' &&
+          obj(cancelled?.detail).by === 'system',
+        `the trace of the deleted agent's run: ${short(frames.map((f) => [f.kind, f.detail]))}`,
+      )
+    },
+  },
+]
+
+/** JSON with object keys sorted, so two bodies compare whatever order their keys came in. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Json)[k])}`)
+      .join(',')}}`
+  return JSON.stringify(v) ?? 'undefined'
+}
+
+/** The deliveries to one subscription of this check's own (its receiver path ends in `tag`). */
+async function subscribe(ctx: CheckContext, events: string[]) {
+  const tag = ctx.name('run-events')
+  const sub = await ctx.http.post('/v1/webhooks', {
+    url: `${receiverUrl(ctx)}/${tag}`,
+    events,
+    secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+  })
+  expectStatus(sub, [200, 201], 'subscribing to the run control events')
+  const id = ownId(sub.body, 'webhook')
+  if (id) ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
+  return (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
+}
+
+export const runEventChecks: Check[] = [
+  {
+    id: 'runs.control-events',
+    title:
+      'Pause, resume, cancel, an approval and a rejection each announce the run’s new status: run.paused (paused_from), run.resumed (reason resumed or approved, the step), run.cancelled (the flushed approvals, the outcome) and run.failed (the rejection’s outcome)',
+    level: 'profile',
+    clauses: ['S1.8', 'S6.3', 'S3.3', 'S3.4'],
+    overlap: true,
+    async run(ctx) {
+      const mine = await subscribe(ctx, ['run.paused', 'run.resumed', 'run.cancelled', 'run.failed'])
+      const problems: string[] = []
+      const delivered = async (runId: string, kind: string, want: Json) => {
+        const found = await ctx.receiver!.waitFor(
+          (d) => mine(d) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === kind,
+          ctx.config.waitMs,
+        )
+        const body = found?.body
+        if (!body) {
+          problems.push(`no ${kind} delivery of run ${runId} within ${ctx.config.waitMs} ms`)
+          return
+        }
+        const wrong = Object.entries(want).filter(([k, v]) => canonical(body[k]) !== canonical(v))
+        if (wrong.length > 0)
+          problems.push(
+            `the ${kind} delivery of run ${runId} has ${wrong.map(([k]) => `${k} ${short(body[k])}`).join(', ')}, expected ${short(want)}`,
+          )
+        return body
+      }
+      const decide = (runId: string, stepId: string, decision: string) => {
+        const { method, path } = ctx.config.approval
+        const url = path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
+        return ctx.http.request(method, url, { body: { decision } })
+      }
+      await Promise.all([
+        (async () => {
+          const { runId, waiting } = await ctx.fx.awaitingRun()
+          const step = String(obj((waiting.awaiting as unknown[])[0]).step_id)
+          for (const action of ['pause', 'resume', 'cancel'])
+            expectStatus(await ctx.http.post(`/v1/runs/${runId}/${action}`), 200, action)
+          const final = await ctx.fx.inspect(runId)
+          await delivered(runId, 'run.paused', { status: 'paused', paused_from: 'awaiting_approval' })
+          await delivered(runId, 'run.resumed', { status: 'awaiting_approval', reason: 'resumed' })
+          await delivered(runId, 'run.cancelled', {
+            status: 'cancelled',
+            flushed_approvals: [step],
+            outcome: final.outcome,
+          })
+        })(),
+        (async () => {
+          const { runId, waiting } = await ctx.fx.awaitingRun()
+          const step = String(obj((waiting.awaiting as unknown[])[0]).step_id)
+          expectStatus(await decide(runId, step, 'approve'), 200, 'approving')
+          await delivered(runId, 'run.resumed', { status: 'running', reason: 'approved', step_id: step })
+        })(),
+        (async () => {
+          const { runId, waiting } = await ctx.fx.awaitingRun()
+          const step = String(obj((waiting.awaiting as unknown[])[0]).step_id)
+          expectStatus(await decide(runId, step, 'reject'), 200, 'rejecting')
+          const final = await ctx.fx.inspect(runId)
+          await delivered(runId, 'run.failed', { status: 'failed', outcome: final.outcome })
+        })(),
+      ])
+      assert(problems.length === 0, problems.join('; '))
+    },
+  },
+]
