@@ -18,6 +18,7 @@ import { runPlanMutants } from './families/runplans.js'
 import { statementMutants } from './families/statements.js'
 import { surfaceMutants } from './families/surface.js'
 import { tenancyMutants } from './families/tenancy.js'
+import { webhookOperationMutants } from './families/webhookops.js'
 import {
   editJson,
   header,
@@ -499,6 +500,7 @@ export function createMutants(): Mutant[] {
     ...coverageMutants(),
     ...eventMutants(),
     ...extensionMutants(),
+    ...webhookOperationMutants(),
     ...ingestionMutants(),
   ]
 }

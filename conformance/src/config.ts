@@ -367,7 +367,7 @@ export const SETTINGS: Setting[] = [
     env: 'BUDGET',
     kind: 'int',
     file: 'budget',
-    help: 'Most requests the whole run may send (default 2000)',
+    help: 'Most requests the whole run may send (default 2500)',
   },
   {
     flag: 'timeout-ms',
@@ -862,7 +862,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
       ...(receiverUrl ? { url: validUrl(receiverUrl, '--receiver-url', ['http:', 'https:']) } : {}),
     },
     profile,
-    budget: int('budget', 2000),
+    budget: int('budget', 2500),
     timeoutMs: int('timeout-ms', 10_000),
     waitMs: int('wait-ms', 15_000),
     seed,

@@ -31,6 +31,8 @@ export const GAPS = {
     '§6 "What response from the receiver counts as success: not shown"; "Retry count and backoff timing: not shown"',
   eventKinds:
     '§6 "Any other event kinds: not shown"; "Delivery bodies of events other than `run.awaiting_approval`: not shown"',
+  subscriptionRules:
+    '§2 Webhook subscription body "url | string | Delivery address.", "secret | string | Signing secret for deliveries", §6 "Any other event kinds: not shown" (which subscriptions a deployment refuses is not shown)',
   extensions: '§4 lists no such endpoint (the reference profile’s extensions)',
   errorHeaders: '§5.2 and §7 name the 401 and 429 statuses only (their headers are not shown)',
   streamPlainGet:
@@ -81,6 +83,9 @@ export const PROFILE_GAPS: Record<string, string> = {
   'webhooks.standard-webhooks-headers': GAPS.signedString,
   'webhooks.every-event-kind': GAPS.eventKinds,
   'webhooks.retried-after-failure': GAPS.receiverSuccess,
+  'webhooks.receiver-answer-judged': GAPS.receiverSuccess,
+  'webhooks.subscription-refusals': GAPS.subscriptionRules,
+  'webhooks.secret-rotation': GAPS.extensions,
   'surface.extension-operations': GAPS.extensions,
   'resources.created-codes': GAPS.successCodes,
   'readback.run-events-match-the-run': GAPS.eventKinds,

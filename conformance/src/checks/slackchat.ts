@@ -1,0 +1,146 @@
+/**
+ * The reference profile's approvals from chat: a slack destination with `approval_buttons` posts approval messages
+ * with Approve and Deny buttons, and a click Slack posts back (signed with the app's signing secret) decides the
+ * step and replaces the message through the click's `response_url`. Spec §6 leaves routing to chat open ("How
+ * routing to chat and paging destinations is configured: not shown"), so the check is profile. The suite's receiver
+ * poses as Slack twice: the incoming webhook the message goes to, and the `response_url` the decision goes to.
+ */
+import { createHmac, randomBytes } from 'node:crypto'
+import type { Check } from '../check.js'
+import { expectStatus, ownId } from '../fixtures.js'
+import { obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
+import { assert, fail, skip } from '../types.js'
+import { short } from '../wait.js'
+import { receiverUrl } from './webhooks.js'
+
+type Json = Record<string, unknown>
+
+const atTag = (tag: string) => (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
+
+/** Slack's request signature: `v0=` HMAC-SHA256 of `v0:<timestamp>:<raw body>` under the signing secret. */
+function slackSignature(secret: string, timestamp: string, body: string): string {
+  return `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:${body}`).digest('hex')}`
+}
+
+const blocksOf = (body: Json | undefined): Json[] =>
+  Array.isArray(body?.blocks) ? body.blocks.map((b: unknown) => obj(b)) : []
+
+export const slackChatChecks: Check[] = [
+  {
+    id: 'destinations.slack-approve-from-chat',
+    title:
+      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step and replaces the message through response_url, one signed otherwise is 401',
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const receiver = receiverUrl(ctx)
+      const tag = ctx.name('slack-chat')
+      const signing = randomBytes(16).toString('hex')
+      const created = await ctx.http.post('/v1/destinations', {
+        name: tag,
+        type: 'slack',
+        events: ['run.awaiting_approval'],
+        config: { approval_buttons: true, username: 'conformance-bot', icon_emoji: ':robot_face:' },
+        secrets: {
+          webhook_url: `${receiver}/T0CONF/B0CONF/conf${randomBytes(8).toString('hex')}/${tag}`,
+          signing_secret: signing,
+        },
+      })
+      if (created.status === 404 || created.status === 405)
+        skip('the deployment has no /v1/destinations (no chat destinations declared)')
+      expectStatus(created, 201, 'creating a slack destination with approval_buttons')
+      const id = ownId(created.body, 'destination')
+      assert(id, `the destination answer has no destination_id: ${short(created.body)}`)
+      ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+      assert(!created.text.includes(signing), 'the creation answer shows the signing secret')
+
+      const { runId } = await ctx.fx.awaitingRun()
+      const message = await ctx.receiver!.waitFor(
+        (d) => atTag(tag)(d) && d.raw.includes(runId),
+        ctx.config.waitMs,
+      )
+      if (!message?.body)
+        fail(
+          `no Slack message about run ${runId}'s approval reached the receiver within ${ctx.config.waitMs} ms`,
+        )
+      // The sender's name and emoji the destination sets, which a Slack app lets an incoming webhook override.
+      if (message.body.username !== 'conformance-bot' || message.body.icon_emoji !== ':robot_face:')
+        fail(
+          `the message does not carry the destination's username and icon_emoji: ${short({ username: message.body.username, icon_emoji: message.body.icon_emoji })}`,
+        )
+      const actions = blocksOf(message.body).find((b) => b.type === 'actions')
+      const buttons = (Array.isArray(actions?.elements) ? actions.elements : []).map((e: unknown) => obj(e))
+      const label = (b: Json) => String(obj(b.text).text)
+      const approve = buttons.find((b) => b.type === 'button' && label(b) === 'Approve')
+      const deny = buttons.find((b) => b.type === 'button' && label(b) === 'Deny')
+      if (!approve || !deny)
+        fail(`the approval message has no Approve and Deny buttons: ${short(message.body.blocks, 400)}`)
+      let target: Json = {}
+      try {
+        target = obj(JSON.parse(String(approve.value)))
+      } catch {
+        fail(`the Approve button's value is not JSON naming the run and step: ${short(approve.value)}`)
+      }
+      assert(
+        target.run_id === runId && typeof target.step_id === 'string' && deny.value === approve.value,
+        `the buttons' value ${short(approve.value)} does not name run ${runId} and its step (Deny's: ${short(deny.value)})`,
+      )
+
+      const responseTag = `${tag}-response`
+      const click = (signature: (ts: string, body: string) => string) => {
+        const payload = {
+          type: 'block_actions',
+          user: { id: 'UCONF', username: 'conformance' },
+          team: { id: 'TCONF' },
+          actions: [
+            {
+              type: 'button',
+              action_id: approve.action_id,
+              block_id: actions?.block_id,
+              value: approve.value,
+            },
+          ],
+          response_url: `${receiver}/${responseTag}`,
+          message: message.body,
+        }
+        const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString()
+        const ts = String(Math.floor(Date.now() / 1000))
+        return ctx.http.post(`/integrations/slack/${id}/interactions`, undefined, {
+          rawBody: body,
+          token: null,
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            'x-slack-request-timestamp': ts,
+            'x-slack-signature': signature(ts, body),
+          },
+        })
+      }
+      const forged = await click((ts, body) => slackSignature(`${signing}x`, ts, body))
+      assert(forged.status === 401, `a click signed with another secret answered ${forged.status}, not 401`)
+      const run = await ctx.http.get(`/v1/runs/${runId}`)
+      assert(
+        obj(run.body).status === 'awaiting_approval',
+        `a forged click changed the run: it is ${short(obj(run.body).status)}`,
+      )
+      const clicked = await click((ts, body) => slackSignature(signing, ts, body))
+      assert(
+        clicked.status === 200,
+        `a click signed with the signing secret answered ${clicked.status}, not 200`,
+      )
+      const replaced = await ctx.receiver!.waitFor(atTag(responseTag), ctx.config.waitMs)
+      if (!replaced?.body)
+        fail(`no replacement message reached the click's response_url within ${ctx.config.waitMs} ms`)
+      const problems: string[] = []
+      if (replaced.body.replace_original !== true) problems.push('replace_original is not true')
+      if (blocksOf(replaced.body).some((b) => b.type === 'actions'))
+        problems.push('the buttons are still there')
+      if (!/approved/i.test(String(replaced.body.text)) || !replaced.raw.includes('UCONF'))
+        problems.push(`it does not say the step was approved by <@UCONF>: ${short(replaced.body.text)}`)
+      const after = await ctx.http.get(`/v1/runs/${runId}`)
+      if (obj(after.body).status === 'awaiting_approval') problems.push('the run still awaits approval')
+      assert(problems.length === 0, `after the Approve click: ${problems.join('; ')}`)
+      await ctx.http.delete(`/v1/destinations/${id}`)
+    },
+  },
+]

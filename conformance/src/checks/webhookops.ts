@@ -1,0 +1,293 @@
+/**
+ * The reference profile's webhook subscriptions past what spec §5.5 and §6 show: which subscription bodies it
+ * refuses, what answer of the receiver counts as delivered (its delivery log), and how a secret rotation signs.
+ * The spec leaves each open ("What response from the receiver counts as success: not shown", "Webhook subscription
+ * response fields: not shown", no rotation endpoint), so every check here is profile.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus, notServed, ownId, pageItems } from '../fixtures.js'
+import { type HttpResponse, obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
+import { parseSignature, verifySignature } from '../signature.js'
+import { assert, fail, skip } from '../types.js'
+import { short } from '../wait.js'
+import { isRfc3339 } from './assertions.js'
+import { type Probe, runProbes } from './extensions.js'
+import { receiverUrl } from './webhooks.js'
+
+type Json = Record<string, unknown>
+
+const atTag = (tag: string) => (path: string) => (path.split('?')[0] ?? '').endsWith(`/${tag}`)
+const newSecret = () => `whsec-conf-${randomBytes(12).toString('hex')}`
+
+interface OwnHook {
+  id: string
+  tag: string
+}
+
+/** A subscription of the check's own at the receiver, deleted at the end of the run. */
+async function ownHook(ctx: CheckContext, label: string, events: string[], secret: string): Promise<OwnHook> {
+  const tag = ctx.name(label)
+  const res = await ctx.http.post('/v1/webhooks', { url: `${receiverUrl(ctx)}/${tag}`, events, secret })
+  expectStatus(res, [200, 201], `subscribing to ${events.join(', ')}`)
+  const id = ownId(res.body, 'webhook')
+  if (!id) fail(`the subscription answer has no webhook_id: ${short(res.body)}`)
+  ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
+  return { id, tag }
+}
+
+/** The delivery of a fresh agent's agent.created at `hook`: each step of a check gets its own event. */
+async function agentCreatedAt(ctx: CheckContext, hook: OwnHook, what: string): Promise<Delivery> {
+  const agent = await ctx.fx.newAgent()
+  const got = await ctx.receiver!.waitFor(
+    (d) => atTag(hook.tag)(d.path) && d.body?.agent_id === agent,
+    ctx.config.waitMs,
+  )
+  if (!got?.body) fail(`no agent.created delivery for agent ${agent} reached ${hook.tag} ${what}`)
+  return got
+}
+
+/** Reads of a delivery log per question: the outcome is written as the receiver answers, so a few do. */
+const LOG_READS = 20
+const LOG_READ_GAP_MS = 200
+
+/**
+ * The log entry of `eventId` at `hookId`, read until `done` holds, at most LOG_READS times (the last one seen):
+ * asked once the receiver has had the attempt, and bounded so a log of another shape costs few requests.
+ */
+async function logEntry(
+  ctx: CheckContext,
+  hookId: string,
+  eventId: unknown,
+  done: (entry: Json) => boolean,
+): Promise<Json | undefined> {
+  let last: Json | undefined
+  for (let i = 0; i < LOG_READS; i++) {
+    const res = await ctx.http.get(`/v1/webhooks/${hookId}/deliveries?limit=200`)
+    if (notServed(res))
+      skip(
+        `no delivery log (GET /v1/webhooks/{id}/deliveries answered ${res.status}) to read the outcome from`,
+      )
+    expectStatus(res, 200, 'GET /v1/webhooks/{id}/deliveries')
+    last = (pageItems(res.body) ?? []).map(obj).find((e) => e.event_id === eventId) ?? last
+    if (last && done(last)) break
+    await new Promise((r) => setTimeout(r, LOG_READ_GAP_MS))
+  }
+  return last
+}
+
+/** The 400 invalid_request a refused subscription body gets names the field at fault in detail.fields and issues. */
+const namesField = (field: string) => (res: HttpResponse) => {
+  const error = obj(obj(res.body).error)
+  const detail = obj(error.detail)
+  if (error.code !== 'invalid_request') return `error.code is ${short(error.code)}, not invalid_request`
+  const fields = Array.isArray(detail.fields) ? detail.fields : []
+  const issues = Array.isArray(detail.issues) ? detail.issues.map(obj) : []
+  const at = (f: unknown) => f === field || String(f).startsWith(`${field}.`)
+  if (!fields.some(at)) return `detail.fields ${short(detail.fields)} does not name ${field}`
+  if (!issues.some((i) => at(i.path))) return `detail.issues ${short(detail.issues)} has no issue at ${field}`
+  return undefined
+}
+
+export const webhookOperationChecks: Check[] = [
+  {
+    id: 'webhooks.subscription-refusals',
+    title:
+      'A subscription whose url is not an http(s) URL without credentials off this machine, or whose secret is a malformed whsec_, is refused 400 naming the field; an 8-character secret is taken; a deleted subscription is 404 to read, list deliveries of and delete',
+    level: 'profile',
+    clauses: ['S2.12', 'S4.11', 'S6.3'],
+    async run(ctx) {
+      const body = (change: Json) => ({
+        url: 'https://conformance.invalid/hook',
+        events: ['policy.denied'],
+        secret: newSecret(),
+        ...change,
+      })
+      const refused = (what: string, field: string, change: Json): Probe => ({
+        what: `POST /v1/webhooks with ${what}`,
+        expect: 400,
+        send: () => ctx.http.post('/v1/webhooks', body(change)),
+        judge: namesField(field),
+      })
+      const probes: Probe[] = [
+        refused('an ftp: url', 'url', { url: 'ftp://conformance.invalid/hook' }),
+        refused('a url with credentials', 'url', { url: 'https://user:pw@conformance.invalid/hook' }),
+        refused('a url with a user name only', 'url', { url: 'https://user@conformance.invalid/hook' }),
+        // The reference never calls this machine's own names unless its operator lists the host and port (a local
+        // receiver); were one taken, its deliveries would still only reach loopback.
+        refused('a url naming localhost', 'url', { url: 'https://localhost:1/hook' }),
+        refused('a whsec_ secret that is not base64', 'secret', { secret: 'whsec_not base64!' }),
+      ]
+      const wrong = await runProbes(probes)
+      // The shortest secret taken is 8 characters; a whsec_ one is taken when base64 follows. (An empty or unknown
+      // events list and a shorter secret are the contract's own refusals, which validation.* judges.)
+      const taken: string[] = []
+      for (const secret of ['eight-ch', 'whsec_Y29uZm9ybWFuY2U=']) {
+        const ok = await ctx.http.post('/v1/webhooks', body({ secret }))
+        const okId = ownId(ok.body, 'webhook')
+        if (ok.status !== 201 || !okId)
+          wrong.push(`a subscription with the secret ${secret} answered ${ok.status}, not 201`)
+        else {
+          taken.push(okId)
+          ctx.cleanup(`delete webhook ${okId}`, () => ctx.http.delete(`/v1/webhooks/${okId}`))
+        }
+      }
+      // A deleted subscription is gone: its read, its log and a second delete are 404. (Neither is left to wait for
+      // the end: every run.started would be sent to their unroutable host meanwhile.)
+      const [id, other] = taken
+      if (other) await ctx.http.delete(`/v1/webhooks/${other}`)
+      if (id)
+        wrong.push(
+          ...(await runProbes([
+            { what: 'GET /v1/webhooks/{id}', expect: 200, send: () => ctx.http.get(`/v1/webhooks/${id}`) },
+            {
+              what: 'DELETE /v1/webhooks/{id}',
+              expect: 204,
+              send: () => ctx.http.delete(`/v1/webhooks/${id}`),
+            },
+            {
+              what: 'GET /v1/webhooks/{id} once deleted',
+              expect: 404,
+              send: () => ctx.http.get(`/v1/webhooks/${id}`),
+            },
+            {
+              what: 'GET /v1/webhooks/{id}/deliveries once deleted',
+              expect: 404,
+              send: () => ctx.http.get(`/v1/webhooks/${id}/deliveries`),
+            },
+            {
+              what: 'DELETE /v1/webhooks/{id} once deleted',
+              expect: 404,
+              send: () => ctx.http.delete(`/v1/webhooks/${id}`),
+            },
+          ])),
+        )
+      assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+  {
+    id: 'webhooks.receiver-answer-judged',
+    title:
+      'A delivery the receiver answers 200 is logged delivered after one attempt; one it answers 300 is not delivered but logged with that status and a next attempt',
+    level: 'profile',
+    clauses: ['S6.2'],
+    async run(ctx) {
+      receiverUrl(ctx)
+      const ok = await ownHook(ctx, 'judged-200', ['agent.created'], newSecret())
+      const moved = await ownHook(ctx, 'judged-300', ['agent.created'], newSecret())
+      ctx.receiver!.answerWith(atTag(moved.tag), { status: 300, body: '' })
+      const got = await agentCreatedAt(ctx, ok, 'answered 200')
+      const eventId = got.body!.id
+      const wrong: string[] = []
+      const delivered = await logEntry(ctx, ok.id, eventId, (e) => e.status !== 'pending')
+      if (!delivered) wrong.push(`the delivery log of ${ok.id} lists no delivery of event ${short(eventId)}`)
+      else {
+        if (
+          delivered.status !== 'delivered' ||
+          delivered.attempts !== 1 ||
+          delivered.last_status_code !== 200
+        )
+          wrong.push(
+            `a delivery answered 200 is logged ${short(delivered)}, not delivered after 1 attempt with 200`,
+          )
+        if (!isRfc3339(delivered.delivered_at) || delivered.next_attempt_at !== null)
+          wrong.push(
+            `a delivered entry has delivered_at ${short(delivered.delivered_at)}, next_attempt_at ${short(delivered.next_attempt_at)}`,
+          )
+      }
+      const attempted = await ctx.receiver!.waitFor(
+        (d) => atTag(moved.tag)(d.path) && d.body?.id === eventId,
+        ctx.config.waitMs,
+      )
+      if (!attempted) wrong.push(`no delivery of event ${short(eventId)} reached ${moved.tag}`)
+      const redirected = await logEntry(
+        ctx,
+        moved.id,
+        eventId,
+        (e) => typeof e.attempts === 'number' && e.attempts >= 1,
+      )
+      // Neither subscription waits for the end of the run: each gets every agent.created meanwhile.
+      await Promise.all([
+        ctx.http.delete(`/v1/webhooks/${moved.id}`),
+        ctx.http.delete(`/v1/webhooks/${ok.id}`),
+      ])
+      if (!redirected)
+        wrong.push(`the delivery log of ${moved.id} lists no delivery of event ${short(eventId)}`)
+      else if (
+        redirected.status === 'delivered' ||
+        redirected.last_status_code !== 300 ||
+        typeof redirected.last_error !== 'string' ||
+        redirected.last_error === '' ||
+        (redirected.status === 'pending' && !isRfc3339(redirected.next_attempt_at))
+      )
+        wrong.push(
+          `a delivery answered 300 is logged ${short(redirected)}: a 3xx is no delivery (redirects are not followed)`,
+        )
+      const copies = ctx.receiver!.deliveries.filter((d) => atTag(ok.tag)(d.path) && d.body?.id === eventId)
+      if (copies.length !== 1)
+        wrong.push(`the delivery answered 200 reached the receiver ${copies.length} times`)
+      assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+  {
+    id: 'webhooks.secret-rotation',
+    title:
+      'After POST /v1/webhooks/{id}/rotate-secret each delivery carries one v1 per secret still signing: the old one through overlap_seconds (a day when omitted), none after overlap 0, a secret rotated to itself once',
+    level: 'profile',
+    clauses: ['S5.5', 'S6.1'],
+    async run(ctx) {
+      receiverUrl(ctx)
+      const s1 = newSecret()
+      const hook = await ownHook(ctx, 'rotation', ['agent.created'], s1)
+      const rotate = async (secret: string, overlap: number | undefined) => {
+        const res = await ctx.http.post(`/v1/webhooks/${hook.id}/rotate-secret`, {
+          secret,
+          ...(overlap === undefined ? {} : { overlap_seconds: overlap }),
+        })
+        if (notServed(res))
+          skip(`no secret rotation (POST /v1/webhooks/{id}/rotate-secret answered ${res.status})`)
+        expectStatus(res, 200, 'POST /v1/webhooks/{id}/rotate-secret')
+        assert(!res.text.includes(secret), 'the rotation answer shows the new secret')
+        assert(
+          isRfc3339(obj(res.body).secret_rotated_at),
+          `the rotation answer's secret_rotated_at is ${short(obj(res.body).secret_rotated_at)}`,
+        )
+      }
+      /** The next delivery's v1 entries: exactly one per secret of `signing`, and none of `retired`. */
+      const signs = async (step: string, signing: string[], retired: string[]) => {
+        const d = await agentCreatedAt(ctx, hook, step)
+        const body = d.body!
+        const now = Math.floor(Date.now() / 1000)
+        const v1 = parseSignature(body.signature)?.v1 ?? []
+        const problems: string[] = []
+        if (v1.length !== signing.length) problems.push(`${v1.length} v1 entries, not ${signing.length}`)
+        signing.forEach((s, i) => {
+          if (!verifySignature(body, s, now, 3600).ok)
+            problems.push(`no v1 verifies under secret ${i + 1} of ${signing.length}`)
+        })
+        if (retired.some((s) => verifySignature(body, s, now, 3600).ok))
+          problems.push('a retired secret still signs')
+        const header = String(d.headers['webhook-signature'] ?? '')
+          .split(' ')
+          .filter(Boolean)
+        if (header.length !== signing.length)
+          problems.push(`webhook-signature has ${header.length} entries, not ${signing.length}`)
+        assert(
+          problems.length === 0,
+          `the delivery ${step}: ${problems.join('; ')} (${short(body.signature)})`,
+        )
+      }
+      const [s2, s3, s4] = [newSecret(), newSecret(), newSecret()]
+      await rotate(s2, 3600)
+      await signs('after a rotation with an hour of overlap', [s2, s1], [])
+      await rotate(s3, 0)
+      await signs('after a rotation with no overlap', [s3], [s1, s2])
+      await rotate(s3, 3600)
+      await signs('after a rotation to the current secret', [s3], [s1, s2])
+      await rotate(s4, undefined)
+      await signs('after a rotation without overlap_seconds', [s4, s3], [s1, s2])
+      await ctx.http.delete(`/v1/webhooks/${hook.id}`)
+    },
+  },
+]
