@@ -76,6 +76,8 @@ export const CHECKS = {
     'scoping.run-404',
     'scoping.cross-workspace-writes-404',
     'scoping.cross-workspace-controls-404',
+    // The executor's deny and escalate paths under the reference's envelopes.
+    'authz.gate-decisions-recorded',
   ],
   // scoping.tool-404: the one check that reads a tool that does not exist (ToolService.get's 404).
   '§1, §2 policy gate and tool bindings': [

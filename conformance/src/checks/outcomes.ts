@@ -39,7 +39,7 @@ export const outcomeChecks: Check[] = [
   {
     id: 'runs.trace-levels-and-outcomes',
     title:
-      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed, an approval approval.granted, a rejection approval.rejected and run.failed; a decided step answers 409',
+      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed, an approval approval.granted, a rejection approval.rejected and run.failed, each outcome naming its step (tool_failed, approval_rejected); an approved step’s allow says so; a decided step, or one that awaits nothing, answers 409',
     level: 'profile',
     clauses: ['S2.6', 'S3.2'],
     // Runs of its own, waited on the deployment's clock: alongside the checks after it.
@@ -77,10 +77,22 @@ export const outcomeChecks: Check[] = [
         })(),
         (async () => {
           const agent = await ctx.fx.newToolAgent([failing])
-          const t = await endedTrace(ctx, (await ctx.fx.startRun(agent)).runId)
+          const failedRun = (await ctx.fx.startRun(agent)).runId
+          const t = await endedTrace(ctx, failedRun)
           expect(
             t.status === 'failed' && t.kinds.includes('step.failed') && t.kinds.at(-1) === 'run.failed',
             `a run of a failing tool ended ${short(t.status)} with frames ${t.kinds.join(', ')} (expected step.failed, then run.failed last)`,
+          )
+          // The failure is the run's outcome (tool_failed, naming the step) and the step.failed frame's reason.
+          const error = obj(obj((await ctx.fx.inspect(failedRun)).outcome).error)
+          const stepFailed = t.frames.find((f) => f.kind === 'step.failed')
+          expect(
+            error.code === 'tool_failed' &&
+              typeof error.message === 'string' &&
+              error.message.includes(String(stepFailed?.step_id)) &&
+              typeof obj(stepFailed?.detail).reason === 'string' &&
+              JSON.stringify(obj(obj(t.frames.at(-1)?.detail).error)) === JSON.stringify(error),
+            `the failing run's outcome error ${short(error)} and step.failed frame ${short(stepFailed)} do not name the failed step and its reason`,
           )
         })(),
         (async () => {
@@ -127,6 +139,15 @@ export const outcomeChecks: Check[] = [
           expect(
             granted !== undefined,
             `no approval.granted frame for step ${approved.stepId}: ${frames.map((f) => f.kind).join(', ')}`,
+          )
+          // The approved step is then called: its allow decision says it was approved.
+          const ended = await endedTrace(ctx, approved.runId)
+          const allowed = ended.frames.find(
+            (f) => f.kind === 'policy.decision' && f.step_id === approved.stepId && f.policy === 'allow',
+          )
+          expect(
+            ended.status === 'succeeded' && obj(allowed?.detail).approved === true,
+            `the approved run ended ${short(ended.status)}, its step's allow decision ${short(allowed)} (expected detail.approved true)`,
           )
           // The grant names the step's tool, as its request did, who decided and in which queue.
           expect(

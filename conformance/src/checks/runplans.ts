@@ -77,6 +77,14 @@ export const runPlanChecks: Check[] = [
         obj(capsRun.plan).steps_total === 1,
         `an agent with capabilities [an unknown name, ${a.name}] planned ${short(capsRun.plan)}, not one step`,
       )
+      const started = (await ctx.fx.readTrace(capsId)).frames.find((f) => f.kind === 'run.started')
+      const startedDetail = obj(started?.detail)
+      assert(
+        startedDetail.envelope === 'default' &&
+          JSON.stringify(startedDetail.plan) ===
+            JSON.stringify([{ step_id: 'step_1', tool: a.name, tool_id: a.id }]),
+        `the run.started frame's detail is ${short(startedDetail)}, not the plan and the envelope`,
+      )
       const capsCalls = await calls(ctx, capsId)
       assert(
         capsCalls.status === 'succeeded' &&
@@ -102,6 +110,10 @@ export const runPlanChecks: Check[] = [
               ['step_3', b.name],
             ]),
         `a run planned [${b.name}, ${a.name}, ${b.name}] ended ${short(plannedCalls.status)} with calls ${short(plannedCalls.calls)}`,
+      )
+      assert(
+        plannedCalls.calls.every((c) => c.result === `dry_run:${String(c.step_id)}`),
+        `a dry run's calls answered results ${short(plannedCalls.calls.map((c) => c.result))}, not dry_run:<step_id>`,
       )
       assert(
         plannedCalls.calls.every(
@@ -174,7 +186,7 @@ export const runPlanChecks: Check[] = [
   {
     id: 'runs.task-run-inputs',
     title:
-      'The run a task starts carries the task: inputs.task is its description, inputs.data_source its data_source (absent when the task has none), and task_id and priority',
+      'The run a task starts carries the task: inputs.task is its description, inputs.data_source its data_source (absent when the task has none), and task_id and priority; the task reads back its run’s final status and outcome',
     level: 'profile',
     clauses: ['S2.9'],
     async run(ctx) {
@@ -201,6 +213,18 @@ export const runPlanChecks: Check[] = [
       assert(
         JSON.stringify(without.run.inputs) === JSON.stringify({ task: bare }),
         `a task without data_source starts a run with inputs ${short(without.run.inputs)}`,
+      )
+      // The task follows its run: once the run ended, the task reads back its status and outcome.
+      const runId = String(without.run.run_id)
+      const final = await ctx.fx.waitForStatus(runId, (st) => TERMINAL.has(st), 'ended')
+      const task = await ctx.http.get(`/v1/tasks/${String(without.taskId)}`)
+      expectStatus(task, 200, 'GET /v1/tasks/{id}')
+      const t = obj(task.body)
+      assert(
+        t.status === final.status &&
+          t.run_id === runId &&
+          JSON.stringify(t.result) === JSON.stringify(final.outcome),
+        `the task reads back status ${short(t.status)}, result ${short(t.result)} after its run ended ${short(final.status)} with ${short(final.outcome)}`,
       )
     },
   },
@@ -268,12 +292,19 @@ export const runEventChecks: Check[] = [
   {
     id: 'runs.control-events',
     title:
-      'Pause, resume, cancel, an approval and a rejection each announce the run’s new status: run.paused (paused_from), run.resumed (reason resumed or approved, the step), run.cancelled (the flushed approvals, the outcome) and run.failed (the rejection’s outcome)',
+      'Pause, resume, cancel, an approval and a rejection each announce the run’s new status: run.paused (paused_from), run.resumed (reason resumed or approved, the step), run.cancelled (the flushed approvals, the outcome) and run.failed (the rejection’s outcome); run.awaiting_approval previews the tool and its input, a long input cut to 280 characters',
     level: 'profile',
     clauses: ['S1.8', 'S6.3', 'S3.3', 'S3.4'],
     overlap: true,
     async run(ctx) {
-      const mine = await subscribe(ctx, ['run.paused', 'run.resumed', 'run.cancelled', 'run.failed'])
+      const mine = await subscribe(ctx, [
+        'run.awaiting_approval',
+        'run.paused',
+        'run.resumed',
+        'run.cancelled',
+        'run.failed',
+      ])
+      const tool = await ctx.fx.tool('succeed')
       const problems: string[] = []
       const delivered = async (runId: string, kind: string, want: Json) => {
         const found = await ctx.receiver!.waitFor(
@@ -304,6 +335,10 @@ export const runEventChecks: Check[] = [
           for (const action of ['pause', 'resume', 'cancel'])
             expectStatus(await ctx.http.post(`/v1/runs/${runId}/${action}`), 200, action)
           const final = await ctx.fx.inspect(runId)
+          // The reviewer's preview: the tool and the input it would get.
+          await delivered(runId, 'run.awaiting_approval', {
+            payload_preview: { tool: tool.name, input: final.inputs, truncated: false },
+          })
           await delivered(runId, 'run.paused', { status: 'paused', paused_from: 'awaiting_approval' })
           await delivered(runId, 'run.resumed', { status: 'awaiting_approval', reason: 'resumed' })
           await delivered(runId, 'run.cancelled', {
@@ -317,6 +352,17 @@ export const runEventChecks: Check[] = [
           const step = String(obj((waiting.awaiting as unknown[])[0]).step_id)
           expectStatus(await decide(runId, step, 'approve'), 200, 'approving')
           await delivered(runId, 'run.resumed', { status: 'running', reason: 'approved', step_id: step })
+        })(),
+        (async () => {
+          // A long input is previewed cut to 280 characters of its JSON, marked truncated.
+          const agent = await ctx.fx.newToolAgent([tool], ctx.config.profile.approvalBehavior)
+          const long = { blob: 'x'.repeat(400) }
+          const { runId } = await ctx.fx.startRun(agent, { inputs: long })
+          const cut = `${JSON.stringify(long).slice(0, 277)}...`
+          await delivered(runId, 'run.awaiting_approval', {
+            payload_preview: { tool: tool.name, input: cut, truncated: true },
+          })
+          await ctx.http.post(`/v1/runs/${runId}/cancel`)
         })(),
         (async () => {
           const { runId, waiting } = await ctx.fx.awaitingRun()

@@ -434,7 +434,8 @@ export const runChecks: Check[] = [
   },
   {
     id: 'runs.trace-streaming',
-    title: 'The trace stream (SSE) gives the same frames as paging, then event: end',
+    title:
+      'The trace stream (SSE) gives the same frames as paging, then event: end with the run’s status and last seq; opened on a live run, it follows the run to its end',
     level: 'profile',
     clauses: ['S4.6'],
     async run(ctx) {
@@ -461,6 +462,26 @@ export const runChecks: Check[] = [
       assert(
         events.filter((e) => e.event === 'frame').every((e, i) => e.id === String(frames[i]?.seq)),
         'SSE ids are not the frame seqs',
+      )
+      const end = JSON.parse(events.at(-1)?.data ?? '{}') as Json
+      assert(
+        end.run_status === 'succeeded' && end.last_seq === frames.at(-1)?.seq,
+        `the end event's data is ${short(end)}, not the run's status and the last frame's seq`,
+      )
+      // A stream opened on a live run follows it: its frames as they come, then the end once it is over.
+      const slow = await ctx.fx.tool('slow')
+      const live = await ctx.fx.startRun(await ctx.fx.newToolAgent([slow, slow]))
+      const followed = await ctx.http.get(`/v1/runs/${live.runId}/trace/stream`, {
+        headers: { accept: 'text/event-stream' },
+      })
+      const liveEvents = parseSse(followed.text)
+      const liveFrames = liveEvents.filter((e) => e.event === 'frame').map((e) => JSON.parse(e.data) as Json)
+      const livePaged = await ctx.fx.readTrace(live.runId)
+      assert(
+        liveEvents.at(-1)?.event === 'end' &&
+          JSON.stringify(liveFrames) === JSON.stringify(livePaged.frames) &&
+          liveFrames.at(-1)?.kind === 'run.succeeded',
+        `the stream of a live run gave ${liveEvents.map((e) => e.event).join(',')}, frames ${short(liveFrames.map((f) => f.kind))}`,
       )
     },
   },
