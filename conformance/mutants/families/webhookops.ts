@@ -2,7 +2,7 @@
  * Webhook subscriptions that break the reference profile's own choices where spec §5.5 and §6 are silent: a
  * subscription URL with credentials taken (they would be sent to whoever the host is), a receiver's 3xx logged as
  * a delivery, and a secret rotation that drops the old secret at once instead of signing with both through the
- * overlap, a CloudEvent without its subject, a PagerDuty incident without the severity its destination sets, a destination's delivered message logged pending, Slack approval buttons that do not name the step; and, against spec §1's "Body format | `application/json`", deliveries sent as text/plain.
+ * overlap, a CloudEvent without its subject, a PagerDuty incident without the severity its destination sets, a destination's delivered message logged pending, Slack approval buttons that do not name the step or a message without its pending action; and, against spec §1's "Body format | `application/json`", deliveries sent as text/plain.
  */
 import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
 
@@ -141,6 +141,20 @@ export function webhookOperationMutants(): Mutant[] {
                 }),
               }
             : b,
+        )
+        return { ...req, body: JSON.stringify({ ...body, blocks }) }
+      },
+    },
+    {
+      id: 'slack-approval-without-pending-action',
+      description:
+        'A Slack approval message leaves out the pending action (the tool and its input) it documents',
+      targets: ['destinations.slack-approve-from-chat'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (!body || !Array.isArray(body.blocks)) return req
+        const blocks = body.blocks.filter(
+          (b: Json) => !/pending action/i.test(String((b.text as Json | undefined)?.text ?? '')),
         )
         return { ...req, body: JSON.stringify({ ...body, blocks }) }
       },

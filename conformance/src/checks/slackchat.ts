@@ -12,6 +12,7 @@ import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
+import { slackMessageProblems } from './destination-bodies.js'
 import { receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -55,7 +56,7 @@ export const slackChatChecks: Check[] = [
       ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
       assert(!created.text.includes(signing), 'the creation answer shows the signing secret')
 
-      const { runId } = await ctx.fx.awaitingRun()
+      const { runId, agentId } = await ctx.fx.awaitingRun()
       const message = await ctx.receiver!.waitFor(
         (d) => atTag(tag)(d) && d.raw.includes(runId),
         ctx.config.waitMs,
@@ -69,7 +70,34 @@ export const slackChatChecks: Check[] = [
         fail(
           `the message does not carry the destination's username and icon_emoji: ${short({ username: message.body.username, icon_emoji: message.body.icon_emoji })}`,
         )
-      const actions = blocksOf(message.body).find((b) => b.type === 'actions')
+      // What the profile documents of an approval message (docs/events.md): a header saying what happened, the facts
+      // (the agent, the run, the step), the pending action, and a context line with the kind, event id and time.
+      const blocks = blocksOf(message.body)
+      const texts = (type: string) =>
+        blocks
+          .filter((b) => b.type === type)
+          .flatMap((b) => [
+            String(obj(b.text).text ?? ''),
+            ...[
+              ...(Array.isArray(b.fields) ? b.fields : []),
+              ...(Array.isArray(b.elements) ? b.elements : []),
+            ].map((f: unknown) => String(obj(f).text ?? '')),
+          ])
+      const missing = [
+        ['a header saying Approval needed', texts('header').some((t) => t.includes('Approval needed'))],
+        [
+          'the agent among the facts',
+          texts('section').some((t) => /\*Agent\*/.test(t) && t.includes(agentId)),
+        ],
+        ['the run among the facts', texts('section').some((t) => /\*Run\*/.test(t) && t.includes(runId))],
+        ['the pending action', texts('section').some((t) => /pending action/i.test(t))],
+        ['a context line naming the kind', texts('context').some((t) => t.includes('run.awaiting_approval'))],
+      ]
+        .filter(([, ok]) => !ok)
+        .map(([what]) => what)
+      if (missing.length > 0)
+        fail(`the approval message lacks ${missing.join(', ')}: ${short(message.body.blocks, 400)}`)
+      const actions = blocks.find((b) => b.type === 'actions')
       const buttons = (Array.isArray(actions?.elements) ? actions.elements : []).map((e: unknown) => obj(e))
       const label = (b: Json) => String(obj(b.text).text)
       const approve = buttons.find((b) => b.type === 'button' && label(b) === 'Approve')
@@ -87,6 +115,10 @@ export const slackChatChecks: Check[] = [
         `the buttons' value ${short(approve.value)} does not name run ${runId} and its step (Deny's: ${short(deny.value)})`,
       )
 
+      assert(
+        texts('section').some((t) => t.includes(String(target.step_id))),
+        `the approval message does not name step ${String(target.step_id)} among its facts`,
+      )
       const responseTag = `${tag}-response`
       const click = (signature: (ts: string, body: string) => string) => {
         const payload = {
@@ -135,8 +167,12 @@ export const slackChatChecks: Check[] = [
       if (replaced.body.replace_original !== true) problems.push('replace_original is not true')
       if (blocksOf(replaced.body).some((b) => b.type === 'actions'))
         problems.push('the buttons are still there')
-      if (!/approved/i.test(String(replaced.body.text)) || !replaced.raw.includes('UCONF'))
-        problems.push(`it does not say the step was approved by <@UCONF>: ${short(replaced.body.text)}`)
+      if (!/approved/i.test(String(replaced.body.text)))
+        problems.push(`its text does not say the step was approved: ${short(replaced.body.text)}`)
+      // The line that says who decided: a mention of the clicker, as Slack draws one.
+      if (!blocksOf(replaced.body).some((b) => /Approved\* by <@UCONF>/.test(String(obj(b.text).text))))
+        problems.push(`no block says Approved by <@UCONF>: ${short(replaced.body.blocks, 300)}`)
+      problems.push(...slackMessageProblems(replaced))
       const after = await ctx.http.get(`/v1/runs/${runId}`)
       if (obj(after.body).status === 'awaiting_approval') problems.push('the run still awaits approval')
       assert(problems.length === 0, `after the Approve click: ${problems.join('; ')}`)

@@ -114,16 +114,18 @@ export const webhookOperationChecks: Check[] = [
         refused('an ftp: url', 'url', { url: 'ftp://conformance.invalid/hook' }),
         refused('a url with credentials', 'url', { url: 'https://user:pw@conformance.invalid/hook' }),
         refused('a url with a user name only', 'url', { url: 'https://user@conformance.invalid/hook' }),
+        refused('a url with a password only', 'url', { url: 'https://:pw@conformance.invalid/hook' }),
         // The reference never calls this machine's own names unless its operator lists the host and port (a local
         // receiver); were one taken, its deliveries would still only reach loopback.
         refused('a url naming localhost', 'url', { url: 'https://localhost:1/hook' }),
         refused('a whsec_ secret that is not base64', 'secret', { secret: 'whsec_not base64!' }),
+        refused('a whsec_ secret whose base64 follows junk', 'secret', { secret: 'whsec_!!whsec_Y29uZg' }),
       ]
       const wrong = await runProbes(probes)
       // The shortest secret taken is 8 characters; a whsec_ one is taken when base64 follows. (An empty or unknown
       // events list and a shorter secret are the contract's own refusals, which validation.* judges.)
       const taken: string[] = []
-      for (const secret of ['eight-ch', 'whsec_Y29uZm9ybWFuY2U=']) {
+      for (const secret of ['eight-ch', 'whsec_Y29uZm9ybWFuY2Vz']) {
         const ok = await ctx.http.post('/v1/webhooks', body({ secret }))
         const okId = ownId(ok.body, 'webhook')
         if (ok.status !== 201 || !okId)
@@ -233,7 +235,7 @@ export const webhookOperationChecks: Check[] = [
   {
     id: 'webhooks.secret-rotation',
     title:
-      'After POST /v1/webhooks/{id}/rotate-secret each delivery carries one v1 per secret still signing: the old one through overlap_seconds (a day when omitted), none after overlap 0, a secret rotated to itself once',
+      'After POST /v1/webhooks/{id}/rotate-secret each delivery carries one v1 per secret still signing: the old one through overlap_seconds (a day when omitted), none after overlap 0, a secret rotated to itself once, none once its overlap ran out',
     level: 'profile',
     clauses: ['S5.5', 'S6.1'],
     async run(ctx) {
@@ -287,6 +289,17 @@ export const webhookOperationChecks: Check[] = [
       await signs('after a rotation to the current secret', [s3], [s1, s2])
       await rotate(s4, undefined)
       await signs('after a rotation without overlap_seconds', [s4, s3], [s1, s2])
+      // An overlap runs out: a second's overlap signs with the old secrets at once and no longer a little later,
+      // and a rotation inside it never lengthens what is left of it.
+      const [s5, s6] = [newSecret(), newSecret()]
+      await rotate(s5, 1)
+      await rotate(s6, 3600)
+      await new Promise((r) => setTimeout(r, 1500))
+      await signs(
+        '1.5 s after a rotation with a second of overlap and another rotation',
+        [s6, s5],
+        [s1, s2, s3, s4],
+      )
       await ctx.http.delete(`/v1/webhooks/${hook.id}`)
     },
   },
