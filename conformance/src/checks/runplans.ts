@@ -77,6 +77,14 @@ export const runPlanChecks: Check[] = [
         obj(capsRun.plan).steps_total === 1,
         `an agent with capabilities [an unknown name, ${a.name}] planned ${short(capsRun.plan)}, not one step`,
       )
+      const capsCalls = await calls(ctx, capsId)
+      assert(
+        capsCalls.status === 'succeeded' &&
+          JSON.stringify(capsCalls.calls.map((c) => [c.step_id, c.tool])) ===
+            JSON.stringify([['step_1', a.name]]),
+        `the capability run ended ${short(capsCalls.status)} with calls ${short(capsCalls.calls)}`,
+      )
+      // Read once the run ended: a queued run has no run.started frame yet.
       const started = (await ctx.fx.readTrace(capsId)).frames.find((f) => f.kind === 'run.started')
       const startedDetail = obj(started?.detail)
       assert(
@@ -84,13 +92,6 @@ export const runPlanChecks: Check[] = [
           JSON.stringify(startedDetail.plan) ===
             JSON.stringify([{ step_id: 'step_1', tool: a.name, tool_id: a.id }]),
         `the run.started frame's detail is ${short(startedDetail)}, not the plan and the envelope`,
-      )
-      const capsCalls = await calls(ctx, capsId)
-      assert(
-        capsCalls.status === 'succeeded' &&
-          JSON.stringify(capsCalls.calls.map((c) => [c.step_id, c.tool])) ===
-            JSON.stringify([['step_1', a.name]]),
-        `the capability run ended ${short(capsCalls.status)} with calls ${short(capsCalls.calls)}`,
       )
 
       // From inputs.plan: in order, repeats kept; its tools get the other inputs, never the plan.
