@@ -2,7 +2,7 @@
  * Mutants for what the reference profile makes of a run's start (its plan, its envelope, a task's run) and of an
  * agent's deletion (conformance/src/checks/runplans.ts).
  */
-import { editJson, type Json, type Mutant, type ProxiedRequest, pathOnly } from '../proxy.js'
+import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
 
 const RUN = /^\/v1\/runs\/[^/]+$/
 const START = /^\/v1\/agents\/[^/]+\/runs$/
@@ -17,13 +17,8 @@ export function runPlanMutants(): Mutant[] {
         'Run start drops inputs.plan: every run is planned from its agent’s capabilities, and a malformed plan is never refused',
       targets: ['runs.plan-choice'],
       request(req) {
-        if (req.method !== 'POST' || !START.test(pathOnly(req.path))) return req
-        let body: Json
-        try {
-          body = JSON.parse(req.body) as Json
-        } catch {
-          return req
-        }
+        const body = req.method === 'POST' && START.test(pathOnly(req.path)) ? parseJson(req.body) : undefined
+        if (!body) return req
         const inputs = body.inputs
         if (!inputs || typeof inputs !== 'object' || !('plan' in inputs)) return req
         const { plan: _plan, ...rest } = inputs as Json
@@ -63,12 +58,8 @@ export function runPlanMutants(): Mutant[] {
         'run.paused, run.resumed and run.cancelled deliveries carry the status the run had before the control, not after',
       targets: ['runs.control-events'],
       delivery(req) {
-        let body: Json
-        try {
-          body = JSON.parse(req.body) as Json
-        } catch {
-          return req
-        }
+        const body = parseJson(req.body)
+        if (!body) return req
         const before: Record<string, string> = {
           'run.paused': 'awaiting_approval',
           'run.resumed': 'paused',
