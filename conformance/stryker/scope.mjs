@@ -113,6 +113,19 @@ export const CHECKS = {
   '§4 GraphQL surface': ['graphql'],
 }
 
+/**
+ * The suite's --wait-ms in a mutant run of a section (the dry run keeps the suite's default, 15 s): how long a check
+ * waits for a run, delivery or message before it gives up. The runs section's clean runs end within a second, and a
+ * mutant that stalls every run (the executor's, the scheduler's) met three 15 s waits before the first core check
+ * failed, far past the runner's deadline (1.5 x the section's clean run + 10 s): a Timeout after 16-45 s instead of
+ * a verdict. At 3 s (ten times its clean runs' longest wait; the time a busy machine withheld from the suite or the
+ * server is given back, wait.ts) it gets its verdict, and which check gave it, in about 10 s. Only for the runner:
+ * a deployment under test gets the suite's own default.
+ */
+export const MUTANT_WAIT_MS = {
+  '§2-§3 runs: state machine, plan, trace, approvals': 3000,
+}
+
 /** The check prefixes one section's mutants are judged by (`undefined`: every check). */
 export function checksFor(section) {
   const own = CHECKS[section]

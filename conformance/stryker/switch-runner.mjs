@@ -44,7 +44,7 @@ import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
 import { killers, noticed } from './noticed.mjs'
-import { CHECKS, checksFor, sectionOf } from './scope.mjs'
+import { CHECKS, checksFor, MUTANT_WAIT_MS, sectionOf } from './scope.mjs'
 
 /** The one "test" Stryker sees: the conformance suite. */
 export const SUITE_TEST = 'conformance suite'
@@ -347,6 +347,10 @@ export class ConformanceSwitchRunner {
     this.keyRequests ??= (await import(pathToFileURL(join(dist, 'reference.js')).href)).keyRequests
     if (!this.suite) {
       this.suite = (await import(pathToFileURL(join(dist, 'cli.js')).href)).main
+      // The suite's waits give back the time a busy machine withheld from a mutant run (MUTANT_WAIT_MS).
+      this.giveBackWithheldTime ??= (
+        await import(pathToFileURL(join(dist, 'wait.js')).href)
+      ).giveBackWithheldTime
       // The contract compiles once per worker, not once per run (a measurable share of a run): a compiled contract
       // is read-only to the checks, and its validators, compiled as the checks first need them, are kept too.
       const { Contract } = await import(pathToFileURL(join(dist, 'contract.js')).href)
@@ -415,7 +419,7 @@ export class ConformanceSwitchRunner {
    * One suite run against the server: fresh identities, the suite's report back (or why there is none). `interrupt`
    * ends the suite early (the runner's deadline), as an interrupt ends a run: the verdict and reports still come.
    */
-  async runSuite(server, { mutant, name, only, interrupt, progress = {} }) {
+  async runSuite(server, { mutant, name, only, interrupt, waitMs, progress = {} }) {
     const run = `${process.pid}-${++this.runs}`
     const requests = this.keyRequests(`stryker-${run}`, undefined)
     progress.phase = 'issuing keys'
@@ -434,6 +438,7 @@ export class ConformanceSwitchRunner {
       this.configFile,
       '--strict-profile',
       ...(mutant ? ['--bail'] : []),
+      ...(waitMs ? ['--wait-ms', String(waitMs)] : []),
       ...(only ? ['--only', only.join(',')] : []),
       '--json',
       json,
@@ -571,10 +576,18 @@ export class ConformanceSwitchRunner {
       timer = setTimeout(check, limitMs)
     })
     const progress = { phase: 'activating the mutant' }
+    // A section's shorter waits (MUTANT_WAIT_MS) span only time the run could use, as the deadline does.
+    const waitMs = section ? MUTANT_WAIT_MS[section] : undefined
+    const withheld = () => waited() - waitedAtStart
+    if (waitMs) {
+      this.withheld = withheld
+      this.giveBackWithheldTime?.(withheld)
+    }
     const judged = this.judge(server, {
       ...options,
       mutant,
       only,
+      waitMs,
       staticRun,
       cost,
       killed,
@@ -583,6 +596,13 @@ export class ConformanceSwitchRunner {
     })
     const first = await Promise.race([judged, expired])
     clearTimeout(timer)
+    // Reset once this run's suite is over (after a Timeout it may end later, when the next run has its own clock).
+    const reset = () => {
+      if (this.withheld !== withheld) return
+      this.withheld = undefined
+      this.giveBackWithheldTime?.(undefined)
+    }
+    void judged.then(reset, reset)
     if (first !== TIMED_OUT) return first
     // No verdict in time: the suite is cut short, and the server, which may hang or be busy in a loop, replaced.
     interrupt.abort(`the mutant run's deadline of ${Math.round(limitMs)} ms passed`)
@@ -606,7 +626,7 @@ export class ConformanceSwitchRunner {
   }
 
   /** The mutant's run against `server`: its verdict, or Killed when the server died under it. */
-  async judge(server, { mutant, only, staticRun, cost, killed, interrupt, progress }) {
+  async judge(server, { mutant, only, waitMs, staticRun, cost, killed, interrupt, progress }) {
     try {
       // Stryker's hit limit (100 x the mutant's hits in the dry run) is not passed on: with each section's coverage
       // kept to its own mutants it counted the hits of one section's checks only, and a mutant in a timer's pass
@@ -616,6 +636,7 @@ export class ConformanceSwitchRunner {
       const { report, output } = await this.runSuite(server, {
         mutant,
         only,
+        waitMs,
         interrupt: interrupt.signal,
         progress,
       })

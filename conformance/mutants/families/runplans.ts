@@ -5,6 +5,7 @@
 import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
 
 const RUN = /^\/v1\/runs\/[^/]+$/
+const TRACE_STREAM = /^\/v1\/runs\/[^/]+\/trace\/stream$/
 const START = /^\/v1\/agents\/[^/]+\/runs$/
 
 const isGetRun = (req: ProxiedRequest) => req.method === 'GET' && RUN.test(pathOnly(req.path))
@@ -50,6 +51,86 @@ export function runPlanMutants(): Mutant[] {
           if (error?.code !== 'agent_deleted') return undefined
           return { ...b, status: 'awaiting_approval', outcome: null }
         })
+      },
+    },
+    {
+      id: 'task-end-announced-without-status',
+      description: 'The task.<status> delivery announcing a task’s run end lacks the status it ended with',
+      targets: ['runs.task-run-inputs'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (!body || !String(body.event).startsWith('task.') || !('status' in body)) return req
+        const { status: _s, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'failed-step-left-pending',
+      description:
+        'A step whose tool failed is not counted completed: the failed run’s plan leaves it pending',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (!isGetRun(req)) return res
+        return editJson(res, (b) => {
+          const error = (b.outcome as Json | null)?.error as Json | null | undefined
+          const plan = b.plan as Json | undefined
+          if (error?.code !== 'tool_failed' || !plan || typeof plan.steps_completed !== 'number')
+            return undefined
+          const completed = plan.steps_completed - 1
+          return {
+            ...b,
+            plan: { ...plan, steps_completed: completed, steps_pending: Number(plan.steps_pending) + 1 },
+          }
+        })
+      },
+    },
+    {
+      id: 'trace-stream-keep-alive-every-poll',
+      description:
+        'The SSE trace writes a keep-alive comment after every wait, also between frames a second apart',
+      targets: ['runs.trace-streaming'],
+      response(req, res) {
+        const sse = (res.headers['content-type'] ?? '').startsWith('text/event-stream')
+        if (req.method !== 'GET' || !TRACE_STREAM.test(pathOnly(req.path)) || !sse) return res
+        return { ...res, body: res.body.split('\n\n').join('\n\n: keep-alive\n\n') }
+      },
+    },
+    {
+      id: 'failed-run-outcome-says-succeeded',
+      description: 'A run failed by its tool reads back an outcome whose status is succeeded',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (!isGetRun(req)) return res
+        return editJson(res, (b) => {
+          const outcome = b.outcome as Json | null | undefined
+          if ((outcome?.error as Json | null | undefined)?.code !== 'tool_failed') return undefined
+          return { ...b, outcome: { ...outcome, status: 'succeeded' } }
+        })
+      },
+    },
+    {
+      id: 'tool-failure-announced-without-outcome',
+      description: 'The run.failed delivery of a run its tool failed carries no outcome',
+      targets: ['runs.control-events'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        const error = (body?.outcome as Json | null | undefined)?.error as Json | null | undefined
+        if (body?.event !== 'run.failed' || error?.code !== 'tool_failed') return req
+        const { outcome: _o, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'preview-cut-at-280',
+      description: 'run.awaiting_approval cuts an input of exactly 280 characters of JSON, which fits',
+      targets: ['runs.control-events'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        const preview = body?.payload_preview as Json | undefined
+        const text = JSON.stringify(preview?.input)
+        if (!body || !preview || preview.truncated !== false || text?.length !== 280) return req
+        const cut = { ...preview, input: `${text.slice(0, 277)}...`, truncated: true }
+        return { ...req, body: JSON.stringify({ ...body, payload_preview: cut }) }
       },
     },
     {

@@ -39,7 +39,7 @@ export const outcomeChecks: Check[] = [
   {
     id: 'runs.trace-levels-and-outcomes',
     title:
-      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed, an approval approval.granted, a rejection approval.rejected and run.failed, each outcome naming its step (tool_failed, approval_rejected); an approved step’s allow says so; a decided step, or one that awaits nothing, answers 409',
+      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed (the step counted completed), an approval approval.granted, a rejection approval.rejected and run.failed, each outcome naming its step (tool_failed, approval_rejected); an approved step’s allow says so; a decided step, or one that awaits nothing, answers 409',
     level: 'profile',
     clauses: ['S2.6', 'S3.2'],
     // Runs of its own, waited on the deployment's clock: alongside the checks after it.
@@ -84,7 +84,18 @@ export const outcomeChecks: Check[] = [
             `a run of a failing tool ended ${short(t.status)} with frames ${t.kinds.join(', ')} (expected step.failed, then run.failed last)`,
           )
           // The failure is the run's outcome (tool_failed, naming the step) and the step.failed frame's reason.
-          const error = obj(obj((await ctx.fx.inspect(failedRun)).outcome).error)
+          const inspected = await ctx.fx.inspect(failedRun)
+          const error = obj(obj(inspected.outcome).error)
+          // The failed step is done with: the plan counts it completed, nothing pending.
+          const plan = obj(inspected.plan)
+          expect(
+            plan.steps_total === 1 && plan.steps_completed === 1 && plan.steps_pending === 0,
+            `the plan of a run whose one step failed reads ${short(plan)}, not 1 step completed and none pending`,
+          )
+          expect(
+            obj(inspected.outcome).status === 'failed',
+            `the failed run's outcome has status ${short(obj(inspected.outcome).status)}, not failed`,
+          )
           const stepFailed = t.frames.find((f) => f.kind === 'step.failed')
           expect(
             error.code === 'tool_failed' &&
