@@ -1,7 +1,7 @@
 /** The suite's own webhook receiver: records every delivery and answers 200 (or 500 when told to fail one). */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { withheldMs } from './wait.js'
+import { givenBack, withheldMs } from './wait.js'
 
 export interface Delivery {
   receivedAt: number
@@ -153,7 +153,7 @@ export class WebhookReceiver {
     for (;;) {
       const found = this.deliveries.find(match)
       if (found) return found
-      const left = deadline + (withheldMs() - withheldAtStart) - Date.now()
+      const left = deadline + givenBack(withheldAtStart, timeoutMs) - Date.now()
       // A closed receiver gets nothing more: waits still pending (a probe nobody judged) end at once.
       if (left <= 0 || this.closed) return undefined
       await new Promise<void>((resolve) => {

@@ -46,6 +46,15 @@ export function withheldMs(): number {
   return withheld()
 }
 
+/**
+ * What a wait of `timeoutMs` that began when withheldMs() read `atStart` gets back: the time withheld since, at
+ * most its own timeout (a wait at most doubles). A server spinning in a loop is itself always waiting for a CPU on
+ * a busy machine: uncapped, its wait would stretch every wait of the suite with it.
+ */
+export function givenBack(atStart: number, timeoutMs: number): number {
+  return Math.min(timeoutMs, Math.max(0, withheld() - atStart))
+}
+
 export async function waitUntil<T>(
   what: string,
   probe: () => Promise<T>,
@@ -54,7 +63,7 @@ export async function waitUntil<T>(
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs
   const withheldAtStart = withheld()
-  const left = () => deadline + (withheld() - withheldAtStart) - Date.now()
+  const left = () => deadline + givenBack(withheldAtStart, timeoutMs) - Date.now()
   let delay = 50
   let last: T
   for (;;) {

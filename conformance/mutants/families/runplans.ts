@@ -6,6 +6,7 @@ import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathO
 
 const RUN = /^\/v1\/runs\/[^/]+$/
 const TRACE_STREAM = /^\/v1\/runs\/[^/]+\/trace\/stream$/
+const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
 const START = /^\/v1\/agents\/[^/]+\/runs$/
 
 const isGetRun = (req: ProxiedRequest) => req.method === 'GET' && RUN.test(pathOnly(req.path))
@@ -131,6 +132,39 @@ export function runPlanMutants(): Mutant[] {
         if (!body || !preview || preview.truncated !== false || text?.length !== 280) return req
         const cut = { ...preview, input: `${text.slice(0, 277)}...`, truncated: true }
         return { ...req, body: JSON.stringify({ ...body, payload_preview: cut }) }
+      },
+    },
+    {
+      id: 'retired-tool-failure-named-tool-failed',
+      description:
+        'A step whose tool was retired before it ran fails as if the tool had failed (tool_failed), not as unavailable',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (!isGetRun(req)) return res
+        return editJson(res, (b) => {
+          const outcome = b.outcome as Json | null | undefined
+          const error = outcome?.error as Json | null | undefined
+          if (error?.code !== 'tool_unavailable') return undefined
+          return { ...b, outcome: { ...outcome, error: { ...error, code: 'tool_failed' } } }
+        })
+      },
+    },
+    {
+      id: 'call-latency-from-process-start',
+      description: 'A tool call’s latency_ms is counted from the process’s start, not the call’s',
+      targets: ['runs.trace-sequence'],
+      response(req, res) {
+        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).map((f) =>
+                  f.kind === 'tool.call' ? { ...f, latency_ms: Number(f.latency_ms) + 60_000 } : f,
+                ),
+              }
+            : undefined,
+        )
       },
     },
     {

@@ -400,7 +400,7 @@ export const runChecks: Check[] = [
   {
     id: 'runs.trace-sequence',
     title:
-      'Frames are numbered 1..n without gaps: run.started first, a policy decision before each call, run.succeeded last',
+      'Frames are numbered 1..n without gaps: run.started first, a policy decision before each call (its latency within their times), run.succeeded last',
     level: 'profile',
     clauses: ['S2.6'],
     async run(ctx) {
@@ -415,6 +415,12 @@ export const runChecks: Check[] = [
           .slice(0, i)
           .findLast((g) => g.step_id === f.step_id && g.kind === 'policy.decision')
         assert(decision?.policy === 'allow', `no allow decision before the call of ${String(f.step_id)}`)
+        // The call ran between its decision and its own frame: its latency fits between their times (ms, rounded).
+        const spent = Date.parse(String(f.ts)) - Date.parse(String(decision?.ts))
+        assert(
+          Number(f.latency_ms) <= spent + 1,
+          `the call of ${String(f.step_id)} took latency_ms ${short(f.latency_ms)}, more than the ${spent} ms between its decision and its frame`,
+        )
       }
     },
   },
