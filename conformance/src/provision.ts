@@ -46,7 +46,17 @@ export async function provision(
   if (code === -1) throw fail(`did not finish within ${timeoutMs / 1000} s`)
   if (code !== 0)
     throw fail(`exited with ${code}${stderr.trim() ? ` (${stderr.trim().split('\n').at(-1)})` : ''}`)
-  // The last line that is a JSON object: a command may print progress before it.
+  return provisionedTokens(stdout, fail)
+}
+
+/**
+ * The tokens of a provisioning command's output: its last line that is a JSON object (a command may print progress
+ * before it), `{"tokens": {...}}` with the config file's token names. `fail` makes the error naming the command.
+ */
+export function provisionedTokens(
+  stdout: string,
+  fail: (what: string) => Error,
+): Partial<SuiteConfig['tokens']> & { primary: string } {
   const line = stdout
     .trim()
     .split('\n')
@@ -68,8 +78,9 @@ export async function provision(
     if (typeof value !== 'string' || value === '') throw fail(`printed a token "${key}" that is not a string`)
     out[key as TokenKey] = value
   }
-  if (!out.primary) throw fail('printed no "primary" token')
-  return out
+  const primary = out.primary
+  if (!primary) throw fail('printed no "primary" token')
+  return { ...out, primary }
 }
 
 /** The provisioned tokens under the ones given explicitly (a flag, variable or config file wins). */

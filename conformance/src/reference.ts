@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { PACKAGE_ROOT, REPO_ROOT, type SuiteConfig } from './config.js'
+import { provisionedTokens } from './provision.js'
 import { ConfigError } from './types.js'
 import { sleep } from './wait.js'
 
@@ -73,179 +74,61 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   })
 }
 
-async function keysCreate(kit: string, databaseUrl: string, args: string[]): Promise<string> {
-  try {
-    const { stdout } = await run(
-      process.execPath,
-      [join(kit, 'bin', 'agentops.mjs'), 'keys', 'create', ...args, '--json', '--database-url', databaseUrl],
-      {
-        cwd: kit,
-        timeout: 60_000,
-      },
-    )
-    const token = (JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { token?: string }).token
-    if (!token) throw new Error(`no token in ${stdout}`)
-    return token
-  } catch (err) {
-    throw new ConfigError(
-      `reference: agentops keys create ${args.join(' ')} failed: ${(err as Error).message}`,
-    )
-  }
-}
-
 /**
- * Room for many runs in the reference's conformance workspaces: the mutation run sends some 170 suite runs through
- * one provisioning within the hour, and each leaves tools, webhooks and agents behind. Enterprise limits (the pro
- * tier's 10,000 requests an hour ran out before its last dialects) and quotas no run reaches.
+ * The arguments of the reference's provisioning command, `agentops keys provision-conformance`: the kit's CLI holds
+ * the one list of the suite's identities, issued into workspaces named `<workspacePrefix>-primary`, `-second` and
+ * `-limited` (the mutation run's switch runner issues them into fresh workspaces for each run).
  */
-const UNREACHED_QUOTAS = [
-  '--quota',
-  'agents=1000000000,tools=1000000000,webhooks=1000000000,destinations=1000000000,idempotency_keys=1000000000',
-]
-const ROOM_FOR_MANY_RUNS = [
-  '--tier',
-  'enterprise',
-  '--limit-per-hour',
-  '1000000',
-  '--burst-limit',
-  '100000',
-  ...UNREACHED_QUOTAS,
-]
-
-/**
- * The second workspace's scopes: every resource family of the reference's contract as a wildcard (`agents:*`, ...)
- * rather than the primary's `*`, so every request of the second workspace goes through the reference's wildcard
- * form of a scope (the tenancy checks' 404s become 403s where it covers too little).
- */
-const EVERY_FAMILY = [
-  'agents',
-  'tasks',
-  'runs',
-  'tools',
-  'ingest',
-  'records',
-  'webhooks',
-  'destinations',
-  'stream',
-]
-  .map((family) => `${family}:*`)
-  .join(',')
-
-/** Ten years: an expiry still ahead whenever a run sends the key (a key refused before its expiry fails then). */
-const FAR_EXPIRY_SECONDS = String(10 * 365 * 24 * 3600)
-
-/**
- * The keys the suite asks for, as `agentops keys create` arguments, in the order startReference reads them back, in
- * workspaces named `<workspacePrefix>-primary`, `-second` and `-limited` (the mutation run's switch runner issues
- * the same identities into fresh workspaces for each run).
- */
-export function keyRequests(
+export function provisionArgs(
   workspacePrefix = 'conformance',
-  // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's quota
+  // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's rate limit
   // (1,000 an hour, the reference's burst window), which shows the suite pacing itself on the rate-limit headers.
   primaryTier = process.env.AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER,
-): string[][] {
-  const primary = `${workspacePrefix}-primary`
-  const limited = `${workspacePrefix}-limited`
+): string[] {
   return [
-    primaryTier
-      ? ['--workspace', primary, '--tier', primaryTier, ...UNREACHED_QUOTAS]
-      : ['--workspace', primary, ...ROOM_FOR_MANY_RUNS],
-    // Second, so that its one second has passed by the time auth.expired-token-401 sends it (issued last, it was
-    // often still valid then, and the check waited for it to expire).
-    ['--workspace', primary, '--expires-in', '1'],
-    ['--workspace', `${workspacePrefix}-second`, ...ROOM_FOR_MANY_RUNS, '--scopes', EVERY_FAMILY],
-    // With an expiry ten years ahead: a key whose expiry is still to come is accepted (its 403s stay 403s).
-    ['--workspace', primary, '--scopes', 'agents:read', '--expires-in', FAR_EXPIRY_SECONDS],
-    // Scopes without the narrow token's agents:read: refused 403 on the agent reads the narrow token may call. A
-    // wildcard (tasks:*), which must not reach beyond its family.
-    ['--workspace', primary, '--scopes', 'tasks:*'],
-    // The peer joins the small-limit workspace once that exists with its limits (the requests run in order).
-    ['--workspace', limited, '--limit-per-hour', '1000', '--burst-limit', '5'],
-    ['--workspace', limited],
-    // May start runs and nothing else: the policy gate refuses its run a tool that requires another scope.
-    ['--workspace', primary, '--scopes', 'runs:write'],
-    // Revoked as soon as it is issued (auth.revoked-token-401).
-    ['--workspace', primary, '--revoked'],
+    'keys',
+    'provision-conformance',
+    '--workspace-prefix',
+    workspacePrefix,
+    ...(primaryTier ? ['--primary-tier', primaryTier] : []),
   ]
 }
 
 /**
- * Issues every key in ONE child process that runs the kit's own CLI entry (`agentops keys create ...`) once per key,
- * instead of one process per key: each process pays Node's start and the store's opening, which on a busy
- * 2-core machine was most of the reference's start. `onFirst` fires once the first key exists (the store is
- * migrated), so the server can start while the others are issued. Falls back to a process per key when the kit has
- * no such entry module.
+ * Issues the suite's identities with the kit's own CLI entry in one child process. The compiled CLI the server
+ * itself runs (bin/agentops.mjs runs dist/); a checkout without a build falls back to the TypeScript source through
+ * tsx, which compiles the CLI's modules on every start.
  */
-async function issueKeys(
-  kit: string,
-  databaseUrl: string,
-  requests: string[][],
-  onFirst: () => void,
-): Promise<string[]> {
-  // The compiled CLI the server itself runs (bin/agentops.mjs runs dist/); a checkout without a build falls back to
-  // the TypeScript source through tsx, which compiles the CLI's modules on every start.
+async function provisionReference(kit: string, databaseUrl: string): Promise<SuiteConfig['tokens']> {
   const compiled = join(kit, 'dist', 'src', 'cli', 'main.js')
   const source = join(kit, 'src', 'cli', 'main.ts')
   const entry = existsSync(compiled) ? compiled : source
-  const args = requests.map((r) => ['keys', 'create', ...r, '--json', '--database-url', databaseUrl])
-  if (!existsSync(entry)) {
-    const first = await keysCreate(kit, databaseUrl, requests[0] ?? [])
-    onFirst()
-    const rest: string[] = []
-    for (const r of requests.slice(1)) rest.push(await keysCreate(kit, databaseUrl, r))
-    return [first, ...rest]
-  }
+  const args = [...provisionArgs(), '--database-url', databaseUrl]
+  const fail = (what: string) => new ConfigError(`reference: agentops ${args.join(' ')} ${what}`)
   const script = [
     ...(entry === source ? ["import { register } from 'tsx/esm/api'", 'register()'] : []),
     'const { main } = await import(process.argv[1])',
-    'for (const args of JSON.parse(process.argv[2])) {',
-    '  const code = await main(args)',
-    '  if (code !== 0) process.exit(code)',
-    '}',
+    'process.exitCode = await main(JSON.parse(process.argv[2]))',
   ].join('\n')
-  const child = spawn(
-    process.execPath,
-    ['--input-type=module', '-e', script, pathToFileURL(entry).href, JSON.stringify(args)],
-    {
-      cwd: kit,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
-  const tokens: string[] = []
-  let pending = ''
-  let errors = ''
-  child.stdout?.on('data', (d: Buffer) => {
-    pending += d.toString()
-    for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
-      const line = pending.slice(0, i).trim()
-      pending = pending.slice(i + 1)
-      if (!line.startsWith('{')) continue
-      const token = (JSON.parse(line) as { token?: string }).token
-      if (token) tokens.push(token)
-      if (tokens.length === 1) onFirst()
-    }
-  })
-  child.stderr?.on('data', (d: Buffer) => {
-    errors = (errors + d.toString()).slice(-4000)
-  })
-  const code = await new Promise<number | null>((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.once('exit', (c) => {
-      clearTimeout(timer)
-      resolve(c)
-    })
-  })
-  if (code !== 0 || tokens.length !== requests.length)
-    throw new ConfigError(
-      `reference: agentops keys create issued ${tokens.length} of ${requests.length} keys (exit ${code}): ${errors.trim()}`,
+  try {
+    const { stdout } = await run(
+      process.execPath,
+      ['--input-type=module', '-e', script, pathToFileURL(entry).href, JSON.stringify(args)],
+      { cwd: kit, timeout: 60_000 },
     )
-  return tokens
+    return provisionedTokens(stdout, fail)
+  } catch (err) {
+    if (err instanceof ConfigError) throw err
+    const { stderr, message } = err as { stderr?: string; message: string }
+    throw fail(`failed: ${(stderr?.trim() || message).slice(-2000)}`)
+  }
 }
 
 /**
  * `whileIssuing` runs once the key-issuing child process has been spawned, before the suite waits on it: work of
- * the suite's own (compiling the contract) then overlaps the reference's start instead of preceding it.
+ * the suite's own (compiling the contract) then overlaps the reference's start instead of preceding it. The server
+ * starts alongside the provisioning: whichever opens the new store first migrates it, the other finds it migrated
+ * (migrations take the store's write lock).
  */
 export async function startReference(
   log: (line: string) => void,
@@ -266,19 +149,8 @@ export async function startReference(
   // AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL runs the reference on another (empty) store, e.g. PostgreSQL.
   const databaseUrl =
     process.env.AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL || `sqlite:${join(dir, 'db.sqlite')}`
-  // The first key migrates the store; the server then starts while the other keys are issued.
-  let serve: () => void = () => {}
-  const migrated = new Promise<void>((resolve) => {
-    serve = resolve
-  })
-  const provisioned = issueKeys(kit, databaseUrl, keyRequests(), () => serve())
-  try {
-    whileIssuing?.()
-    await Promise.race([migrated, provisioned])
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true })
-    throw err
-  }
+  const provisioned = provisionReference(kit, databaseUrl)
+  whileIssuing?.()
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -374,28 +246,7 @@ export async function startReference(
   }
   let tokens: SuiteConfig['tokens']
   try {
-    const [
-      primary,
-      expired,
-      secondWorkspace,
-      narrowScope,
-      otherScope,
-      rateLimited,
-      rateLimitedPeer,
-      runsOnly,
-      revoked,
-    ] = await provisioned
-    tokens = {
-      primary: primary!,
-      secondWorkspace,
-      narrowScope,
-      otherScope,
-      runsOnly,
-      rateLimited,
-      rateLimitedPeer,
-      expired,
-      revoked,
-    }
+    tokens = await provisioned
   } catch (err) {
     await stop()
     throw err

@@ -1,7 +1,7 @@
 /**
  * Preloaded (`node --import`) into the reference server that switch-runner.mjs keeps running for a Stryker worker:
  * a control channel (the IPC channel of the process that started it) through which the runner switches Stryker's
- * active mutant inside the running server and issues keys into its store, without a new process per mutant.
+ * active mutant inside the running server and provisions identities in its store, without a new process per mutant.
  *
  * StrykerJS's instrumented code asks `globalThis.__stryker__.activeMutant` at every mutated expression, and
  * records which mutants ran: while `currentTestId` is unset (loading the modules, starting the server) as static
@@ -12,9 +12,10 @@
  * Messages (each answered with `{ reply: id, ... }`):
  * - `{ cmd: 'track', testId }`: mutants hit from now on are recorded under `testId`
  * - `{ cmd: 'activate', mutant, hitLimit }`: makes `mutant` (or none) active, counting its hits against `hitLimit`
- * - `{ cmd: 'keys', requests }`: `agentops keys create ... --json` for each request against this server's store,
- *   in a worker thread of this process (the kit's own CLI entry, the same code the suite's `--reference` runs in a
- *   child process), with the active mutant; its coverage and hits are added to this thread's
+ * - `{ cmd: 'provision', args }`: the CLI command `agentops <args>` (`keys provision-conformance ...`) against this
+ *   server's store, answered with what it printed, in a worker thread of this process (the kit's own CLI entry, the
+ *   same code the suite's `--reference` runs in a child process), with the active mutant; its coverage and hits are
+ *   added to this thread's
  * - `{ cmd: 'end' }`: deactivates the mutant and answers its hit count, the coverage recorded so far and the CPU
  *   time this process has used (microseconds, user + system)
  * The server exits when the runner's process goes away (the channel disconnects).
@@ -28,8 +29,8 @@ globalThis.__stryker__ = ns
 const databaseUrl = process.env.AGENTOPS_STRYKER_DATABASE_URL ?? ''
 
 /**
- * `agentops keys create` for each request, in order, their tokens read from the command's JSON line, run in a
- * worker thread of this process (instrumented code, with the active mutant and test id passed over).
+ * One CLI command (`agentops keys provision-conformance ...`), its printed lines answered, run in a worker thread of
+ * this process (instrumented code, with the active mutant and test id passed over).
  *
  * Not on the server's own thread: the command is an operator of the store (src/store/sqlite/operators.ts), whose
  * BEGIN IMMEDIATE waits synchronously for the write lock while the server's connection is asked to make room. On
@@ -40,7 +41,7 @@ const ISSUER = `
 const { parentPort, workerData } = require('node:worker_threads')
 const ns = globalThis.__stryker__ || (globalThis.__stryker__ = {})
 let loaded
-parentPort.on('message', async ({ id, requests, databaseUrl, mutant, hitLimit, testId }) => {
+parentPort.on('message', async ({ id, args, databaseUrl, mutant, hitLimit, testId }) => {
   ns.currentTestId = testId
   ns.activeMutant = mutant
   ns.hitLimit = hitLimit
@@ -49,23 +50,16 @@ parentPort.on('message', async ({ id, requests, databaseUrl, mutant, hitLimit, t
   try {
     loaded ??= import(workerData.cli)
     const { main } = await loaded
-    const tokens = []
-    for (const args of requests) {
-      const printed = []
-      console.log = (...parts) => printed.push(parts.join(' '))
-      let code
-      try {
-        code = await main(['keys', 'create', ...args, '--json', '--database-url', databaseUrl])
-      } finally {
-        console.log = log
-      }
-      const line = printed.findLast((l) => l.trim().startsWith('{'))
-      const token = line ? JSON.parse(line).token : undefined
-      if (code !== 0 || !token)
-        throw new Error('agentops keys create ' + args.join(' ') + ' exited ' + code + ': ' + printed.join('\\n'))
-      tokens.push(token)
+    const printed = []
+    console.log = (...parts) => printed.push(parts.join(' '))
+    let code
+    try {
+      code = await main([...args, '--database-url', databaseUrl])
+    } finally {
+      console.log = log
     }
-    parentPort.postMessage({ id, tokens, ...drain() })
+    if (code !== 0) throw new Error('agentops ' + args.join(' ') + ' exited ' + code + ': ' + printed.join('\\n'))
+    parentPort.postMessage({ id, stdout: printed.join('\\n'), ...drain() })
   } catch (err) {
     parentPort.postMessage({ id, error: String((err && err.stack) || err), ...drain() })
   } finally {
@@ -103,19 +97,19 @@ function addCoverage(from) {
   }
 }
 
-/** The tokens of `agentops keys create` for each request, issued by the issuer thread with the mutant active. */
-function issue(requests) {
+/** What the CLI command `agentops <args>` printed, run by the issuer thread with the mutant active. */
+function issue(args) {
   if (!issuer) {
     const cli = pathToFileURL(join(process.cwd(), 'dist', 'src', 'cli', 'main.js')).href
     issuer = new Worker(ISSUER, { eval: true, workerData: { cli } })
     issuer.unref()
-    issuer.on('message', ({ id, tokens, error, coverage, hitCount }) => {
+    issuer.on('message', ({ id, stdout, error, coverage, hitCount }) => {
       addCoverage(coverage)
       if (hitCount !== undefined && ns.hitCount !== undefined) ns.hitCount += hitCount
       const w = waiting.get(id)
       waiting.delete(id)
       if (error) w?.reject(new Error(error))
-      else w?.resolve(tokens)
+      else w?.resolve(stdout)
     })
     issuer.on('error', (err) => {
       for (const w of waiting.values()) w.reject(err)
@@ -128,7 +122,7 @@ function issue(requests) {
     waiting.set(id, { resolve, reject })
     issuer.postMessage({
       id,
-      requests,
+      args,
       databaseUrl,
       mutant: ns.activeMutant,
       hitLimit: ns.hitLimit,
@@ -148,7 +142,7 @@ const commands = {
     ns.hitCount = hitLimit === undefined ? undefined : 0
     return {}
   },
-  keys: async ({ requests }) => ({ tokens: await issue(requests) }),
+  provision: async ({ args }) => ({ stdout: await issue(args) }),
   end: () => {
     const { user, system } = process.cpuUsage()
     const answer = { hitCount: ns.hitCount, coverage: ns.mutantCoverage, cpuMicros: user + system }

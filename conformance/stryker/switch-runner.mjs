@@ -44,28 +44,13 @@ import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
 import { killers, noticed } from './noticed.mjs'
-import { CHECKS, checksFor, MUTANT_WAIT_MS, sectionOf } from './scope.mjs'
+import { CHECKS, checksFor, sectionOf, WAIT_MS } from './scope.mjs'
 
 /** The one "test" Stryker sees: the conformance suite. */
 export const SUITE_TEST = 'conformance suite'
 /** The stream replay window the suite's --reference runs the server with (REFERENCE_REPLAY_WINDOW). */
 const REPLAY_WINDOW = 20
 
-/**
- * The suite's token flags, in the order of conformance/src/reference.ts `keyRequests` (the identities `--reference`
- * provisions), which the runner issues into fresh workspaces for each run.
- */
-const TOKEN_FLAGS = [
-  'token',
-  'expired-token',
-  'second-token',
-  'narrow-token',
-  'other-scope-token',
-  'limited-token',
-  'limited-peer-token',
-  'runs-only-token',
-  'revoked-token',
-]
 /** Where the dry run leaves its per-test times in the sandbox, for the workers that did not run it. */
 const TIMINGS_FILE = '.switch-timings.json'
 /** How long a run the runner cut short may take to end once aborted before it is left behind. */
@@ -314,9 +299,10 @@ export class ConformanceSwitchRunner {
   /**
    * Stryker passes the logger and its options (timeoutMS and timeoutFactor make the runner's own deadline). A test
    * passes `root` (a sandbox other than the working directory), `suite` (the suite's `main`, e.g. from its sources)
-   * with its `keyRequests`, and `dryRunOnly` (check prefixes for the dry run, one test, instead of one per section).
+   * with its `identities` (`provisionArgs` of its reference.ts, `provisionedTokens` of provision.ts and `TOKENS` of
+   * config.ts), and `dryRunOnly` (check prefixes for the dry run, one test, instead of one per section).
    */
-  constructor(logger, options = {}, { root = process.cwd(), suite, keyRequests, dryRunOnly } = {}) {
+  constructor(logger, options = {}, { root = process.cwd(), suite, identities, dryRunOnly } = {}) {
     this.logger = logger
     // The runner's own deadline (conformanceSwitch.timeoutMS) sits below Stryker's timeout (timeoutMS), which
     // replaces the whole worker and gives no time back for a CPU other work held: the runner's must come first.
@@ -325,7 +311,7 @@ export class ConformanceSwitchRunner {
     // Stryker's worker runs in the sandbox: its instrumented build (dist/) and its compiled suite.
     this.root = root
     this.suite = suite
-    this.keyRequests = keyRequests
+    this.identities = identities
     this.dryRunOnly = dryRunOnly
     this.reports = process.env.STRYKER_SUITE_REPORTS
     this.runs = 0
@@ -343,11 +329,17 @@ export class ConformanceSwitchRunner {
 
   async init() {
     const dist = join(this.root, 'conformance', 'dist')
-    // The identities the suite's --reference provisions, from the suite itself (the sandbox's compiled copy).
-    this.keyRequests ??= (await import(pathToFileURL(join(dist, 'reference.js')).href)).keyRequests
+    // The identities the suite's --reference provisions, the way it does, from the suite itself (the sandbox's
+    // compiled copy).
+    const load = async (file) => import(pathToFileURL(join(dist, file)).href)
+    this.identities ??= {
+      provisionArgs: (await load('reference.js')).provisionArgs,
+      provisionedTokens: (await load('provision.js')).provisionedTokens,
+      TOKENS: (await load('config.js')).TOKENS,
+    }
     if (!this.suite) {
       this.suite = (await import(pathToFileURL(join(dist, 'cli.js')).href)).main
-      // The suite's waits give back the time a busy machine withheld from a mutant run (MUTANT_WAIT_MS).
+      // The suite's waits give back the time a busy machine withheld from a mutant run (scope.mjs WAIT_MS).
       this.giveBackWithheldTime ??= (
         await import(pathToFileURL(join(dist, 'wait.js')).href)
       ).giveBackWithheldTime
@@ -364,7 +356,14 @@ export class ConformanceSwitchRunner {
     this.receiverPort = await freePort(this.usedPorts)
     this.configDir = mkdtempSync(join(this.root, '.switch-suite-'))
     this.configFile = join(this.configDir, 'conformance.json')
-    writeFileSync(this.configFile, JSON.stringify({ stream: { replayWindow: REPLAY_WINDOW } }))
+    // The reference's subscribe message, declared: a mutant that pushes no record then fails the stream's core
+    // checks (their silence is the deployment's failure, not the suite's guess) and --bail ends its run there.
+    writeFileSync(
+      this.configFile,
+      JSON.stringify({
+        stream: { replayWindow: REPLAY_WINDOW, subscribe: { type: 'subscribe', topics: '{topics}' } },
+      }),
+    )
   }
 
   async dispose() {
@@ -416,14 +415,26 @@ export class ConformanceSwitchRunner {
   }
 
   /**
+   * The suite's identities in fresh workspaces named after `prefix`, as its token flags: `agentops keys
+   * provision-conformance` with the arguments the suite's --reference gives it, run inside the server with the
+   * mutant active (key issuance is reference code too).
+   */
+  async provision(server, prefix) {
+    const { provisionArgs, provisionedTokens, TOKENS } = this.identities
+    const args = provisionArgs(prefix, undefined)
+    const { stdout } = await server.send('provision', { args })
+    const tokens = provisionedTokens(stdout, (what) => new Error(`agentops ${args.join(' ')} ${what}`))
+    return Object.entries(tokens).flatMap(([role, token]) => [`--${TOKENS[role].flag}`, token])
+  }
+
+  /**
    * One suite run against the server: fresh identities, the suite's report back (or why there is none). `interrupt`
    * ends the suite early (the runner's deadline), as an interrupt ends a run: the verdict and reports still come.
    */
-  async runSuite(server, { mutant, name, only, interrupt, waitMs, progress = {} }) {
+  async runSuite(server, { mutant, name, only, section, interrupt, progress = {} }) {
     const run = `${process.pid}-${++this.runs}`
-    const requests = this.keyRequests(`stryker-${run}`, undefined)
     progress.phase = 'issuing keys'
-    const { tokens: issued } = await server.send('keys', { requests })
+    const tokenFlags = await this.provision(server, `stryker-${run}`)
     const json = join(this.reports ?? this.configDir, `${name ?? mutant ?? 'clean'}.json`)
     mkdirSync(join(json, '..'), { recursive: true })
     const argv = [
@@ -431,14 +442,15 @@ export class ConformanceSwitchRunner {
       server.baseUrl,
       '--graphql-url',
       `${server.baseUrl}/v1/graphql`,
-      ...TOKEN_FLAGS.flatMap((flag, i) => [`--${flag}`, issued[i]]),
+      ...tokenFlags,
       '--receiver-port',
       String(this.receiverPort),
       '--config',
       this.configFile,
       '--strict-profile',
+      // The section's own bound on the suite's waits (scope.mjs WAIT_MS), in the dry run and the mutant runs alike.
+      ...(WAIT_MS[section] !== undefined ? ['--wait-ms', String(WAIT_MS[section])] : []),
       ...(mutant ? ['--bail'] : []),
-      ...(waitMs ? ['--wait-ms', String(waitMs)] : []),
       ...(only ? ['--only', only.join(',')] : []),
       '--json',
       json,
@@ -485,6 +497,7 @@ export class ConformanceSwitchRunner {
         const { report, output } = await this.runSuite(server, {
           name: `clean-${tests.length + 1}`,
           only,
+          section: id,
         })
         const test = { id, name: id, timeSpentMs: Date.now() - at }
         tests.push(
@@ -578,8 +591,8 @@ export class ConformanceSwitchRunner {
       timer = setTimeout(check, limitMs)
     })
     const progress = { phase: 'activating the mutant' }
-    // A section's shorter waits (MUTANT_WAIT_MS) span only time the run could use, as the deadline does.
-    const waitMs = section ? MUTANT_WAIT_MS[section] : undefined
+    // A section's shorter waits (scope.mjs WAIT_MS) span only time the run could use, as the deadline does.
+    const waitMs = section ? WAIT_MS[section] : undefined
     const withheld = () => waited() - waitedAtStart
     if (waitMs) {
       this.withheld = withheld
@@ -589,7 +602,7 @@ export class ConformanceSwitchRunner {
       ...options,
       mutant,
       only,
-      waitMs,
+      section,
       staticRun,
       cost,
       killed,
@@ -628,7 +641,7 @@ export class ConformanceSwitchRunner {
   }
 
   /** The mutant's run against `server`: its verdict, or Killed when the server died under it. */
-  async judge(server, { mutant, only, waitMs, staticRun, cost, killed, interrupt, progress }) {
+  async judge(server, { mutant, only, section, staticRun, cost, killed, interrupt, progress }) {
     try {
       // Stryker's hit limit (100 x the mutant's hits in the dry run) is not passed on: with each section's coverage
       // kept to its own mutants it counted the hits of one section's checks only, and a mutant in a timer's pass
@@ -638,7 +651,7 @@ export class ConformanceSwitchRunner {
       const { report, output } = await this.runSuite(server, {
         mutant,
         only,
-        waitMs,
+        section,
         interrupt: interrupt.signal,
         progress,
       })

@@ -16,7 +16,7 @@ import { changedRanges, countMutants, quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { failureLogIgnorer, notFoundWordsIgnorer, telemetryIgnorer } from '../stryker/ignorers.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
-import { CHECKS, checksFor, MUTANT_WAIT_MS, SCOPE, sectionOf } from '../stryker/scope.mjs'
+import { CHECKS, checksFor, SCOPE, sectionOf, WAIT_MS } from '../stryker/scope.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { mutantsBySection, ownSectionCoverage } from '../stryker/switch-runner.mjs'
 import { scratchDir } from './scratch.js'
@@ -37,8 +37,8 @@ describe('conformance:stryker selection', () => {
     expect(sectionOf('src/outbound/destinations/nats.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
   })
 
-  it('a section’s shorter mutant wait names a section, below the suite’s default', () => {
-    for (const [section, ms] of Object.entries(MUTANT_WAIT_MS as Record<string, number>)) {
+  it('a section’s shorter wait names a section, below the suite’s default', () => {
+    for (const [section, ms] of Object.entries(WAIT_MS as Record<string, number>)) {
       expect(Object.keys(SCOPE)).toContain(section)
       expect(ms).toBeGreaterThanOrEqual(1000)
       expect(ms).toBeLessThan(15_000)

@@ -13,7 +13,9 @@ import { promisify } from 'node:util'
 import { Instrumenter } from '@stryker-mutator/instrumenter'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../src/cli.js'
-import { keyRequests } from '../src/reference.js'
+import { TOKENS } from '../src/config.js'
+import { provisionedTokens } from '../src/provision.js'
+import { provisionArgs } from '../src/reference.js'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
@@ -91,7 +93,7 @@ describe('conformance:stryker switch runner', () => {
     runner = new ConformanceSwitchRunner(
       quiet,
       { timeoutMS: 2000, timeoutFactor: 1.5 },
-      { root: dir, suite, keyRequests, dryRunOnly: ONLY },
+      { root: dir, suite, identities: { provisionArgs, provisionedTokens, TOKENS }, dryRunOnly: ONLY },
     )
     await runner.init()
     const dry = await runner.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })

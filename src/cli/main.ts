@@ -62,15 +62,17 @@ Issues, lists and revokes API keys.
   agentops keys revoke KEY_ID                       revoke a key
   agentops keys provision-conformance               issue every identity the conformance suite needs
 Run agentops keys <command> --help for that command's options.`,
-  'keys provision-conformance': `agentops keys provision-conformance [--workspace-prefix P] [--database-url URL]
+  'keys provision-conformance': `agentops keys provision-conformance [--workspace-prefix P] [--primary-tier T]
+                                    [--database-url URL]
 
 Issues every identity the conformance suite (agentops-conformance) asks for, in new workspaces named
 P-primary, P-second and P-limited (default P: conformance-<random>), and prints them as one line of JSON, the
 suite's provisioning contract: {"tokens": {"primary", "expired", "secondWorkspace", "narrowScope", "otherScope",
-"rateLimited", "rateLimitedPeer", "runsOnly"}}. Give the command to the suite as --provision "agentops keys
+"rateLimited", "rateLimitedPeer", "runsOnly", "revoked"}}. Give the command to the suite as --provision "agentops keys
 provision-conformance --database-url URL" (or "provision" in its config file); the server it tests must run with
 AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT (the receiver's exact address) when the suite's webhook receiver is on a
-private address.`,
+private address. --primary-tier puts the primary identity on tier T's rate limit (standard, pro or enterprise)
+instead of limits no run reaches: the suite then paces itself on the rate-limit headers.`,
   workspaces: `agentops workspaces set NAME [options]
 
 Changes a workspace's tier, limits, policy classes and feature flags.
@@ -120,10 +122,10 @@ function quotas(value: string | undefined): QuotaOverrides | undefined {
   return set
 }
 
-function tier(value: string | undefined): Tier | undefined {
+function tier(value: string | undefined, flag = '--tier'): Tier | undefined {
   if (value === undefined) return undefined
   if (value !== 'standard' && value !== 'pro' && value !== 'enterprise') {
-    throw new UsageError(`--tier must be standard, pro or enterprise, got "${value}"`)
+    throw new UsageError(`${flag} must be standard, pro or enterprise, got "${value}"`)
   }
   return value
 }
@@ -314,15 +316,16 @@ export async function main(argv: string[]): Promise<number> {
       case 'keys provision-conformance': {
         const { values } = parseArgs({
           args: rest,
-          options: { ...COMMON, 'workspace-prefix': { type: 'string' } },
+          options: { ...COMMON, 'workspace-prefix': { type: 'string' }, 'primary-tier': { type: 'string' } },
           strict: true,
         })
         if (values.help) return help('keys provision-conformance')
         const prefix = values['workspace-prefix']
         if (prefix !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,60}$/.test(prefix))
           throw new UsageError(`--workspace-prefix must be letters, digits, . _ or -, got "${prefix}"`)
+        const primaryTier = tier(values['primary-tier'], '--primary-tier')
         const provisioned = await withKeys(values['database-url'], (keys) =>
-          provisionConformance(keys, prefix),
+          provisionConformance(keys, prefix, primaryTier),
         )
         console.log(JSON.stringify(provisioned))
         return 0

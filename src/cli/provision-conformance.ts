@@ -5,6 +5,8 @@
  * config fragment: `{"tokens": {"primary": ..., "secondWorkspace": ..., ...}}`.
  */
 import { randomBytes } from 'node:crypto'
+import { OPERATION_SCOPES } from '../../generated/contract.js'
+import type { Tier } from '../domain/identity.js'
 import type { IssuedKey, IssueKeyInput, KeyService } from '../domain/keys/service.js'
 
 /** The suite's token names (its config file's `tokens.*`), in the order they are issued. */
@@ -36,28 +38,35 @@ const ROOM_FOR_MANY_RUNS = {
   },
 } satisfies Omit<IssueKeyInput, 'workspace'>
 
-/** Every resource family of the contract, as a wildcard scope. */
+/**
+ * Every resource family of the contract as a wildcard scope (`agents:*`, ...): the families of its operations'
+ * scopes, and the stream's (its topics are no operation of the contract: `stream:runs`).
+ */
 const EVERY_FAMILY = [
-  'agents',
-  'tasks',
-  'runs',
-  'tools',
-  'ingest',
-  'records',
-  'webhooks',
-  'destinations',
-  'stream',
+  ...new Set([...Object.values(OPERATION_SCOPES), 'stream:runs'].map((scope) => scope.split(':')[0])),
 ].map((family) => `${family}:*`)
 
 const FAR_EXPIRY_SECONDS = 10 * 365 * 24 * 3600
 
-/** What each identity is, keyed by the suite's name for it. `prefix` names this run's workspaces. */
-export function conformanceIdentities(prefix: string): Array<[ConformanceRole, IssueKeyInput]> {
+/**
+ * What each identity is, keyed by the suite's name for it. `prefix` names this run's workspaces. `primaryTier` puts
+ * the primary identity on that tier's rate limit (quotas still out of reach): `standard` makes a run pace itself on
+ * the rate-limit headers.
+ */
+export function conformanceIdentities(
+  prefix: string,
+  primaryTier?: Tier,
+): Array<[ConformanceRole, IssueKeyInput]> {
   const primary = `${prefix}-primary`
   const limited = `${prefix}-limited`
   return [
     // Every scope and room for a whole run (about 2,000 requests) without pacing.
-    ['primary', { workspace: primary, ...ROOM_FOR_MANY_RUNS }],
+    [
+      'primary',
+      primaryTier
+        ? { workspace: primary, tier: primaryTier, quotas: ROOM_FOR_MANY_RUNS.quotas }
+        : { workspace: primary, ...ROOM_FOR_MANY_RUNS },
+    ],
     // Expires one second after issue: expired by the time the suite sends it (auth.expired-token-401).
     ['expired', { workspace: primary, expiresInSeconds: 1 }],
     // As the primary: a pro tier's 10,000 requests an hour run out over a mutation run.
@@ -83,10 +92,11 @@ export function conformanceIdentities(prefix: string): Array<[ConformanceRole, I
 export async function provisionConformance(
   keys: Pick<KeyService, 'issue' | 'revoke'>,
   prefix = `conformance-${randomBytes(4).toString('hex')}`,
+  primaryTier?: Tier,
 ): Promise<{ tokens: Record<ConformanceRole, string>; workspaces: string[] }> {
   const tokens: Partial<Record<ConformanceRole, string>> = {}
   const workspaces = new Set<string>()
-  for (const [role, input] of conformanceIdentities(prefix)) {
+  for (const [role, input] of conformanceIdentities(prefix, primaryTier)) {
     const issued: IssuedKey = await keys.issue(input)
     if (role === 'revoked') await keys.revoke(issued.key_id)
     tokens[role] = issued.token

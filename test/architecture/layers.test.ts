@@ -19,8 +19,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   graphql: ['graphql', 'surface', 'domain', 'contract', 'generated', 'root'],
   stream: ['stream', 'surface', 'domain', 'contract', 'root'],
   observability: ['observability', 'surface', 'domain', 'root'],
-  // `serve` sets up the process's log (observability) before the server, so a failed start is logged too.
-  cli: ['cli', 'domain', 'store', 'observability', 'root'],
+  // `serve` sets up the process's log (observability) before the server, so a failed start is logged too; the
+  // conformance identities take their scope families from the contract's lists.
+  cli: ['cli', 'domain', 'store', 'observability', 'root', 'contract'],
   root: [
     'root',
     'surface',

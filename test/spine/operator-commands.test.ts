@@ -91,6 +91,40 @@ describe('agentops operator commands', () => {
         .stdout,
     ) as Array<{ revoked_at: string | null }>
     expect(keys.filter((k) => k.revoked_at !== null)).toHaveLength(1)
+    // The second workspace holds every family of the contract as a wildcard, the stream's too.
+    const secondKeys = JSON.parse(
+      (await agentops(['keys', 'list', '--workspace', 'ci-42-second', '--json', '--database-url', url]))
+        .stdout,
+    ) as Array<{ scopes: string[] }>
+    expect(secondKeys[0]?.scopes.sort()).toEqual(
+      ['agents', 'destinations', 'ingest', 'records', 'runs', 'stream', 'tasks', 'tools', 'webhooks']
+        .map((f) => `${f}:*`)
+        .sort(),
+    )
+  })
+
+  it('provision-conformance --primary-tier puts the primary identity on that tier, its quotas out of reach', async () => {
+    const url = `sqlite:${join(testTempDir('provision-tier-'), 'db.sqlite')}`
+    await agentops([
+      'keys',
+      'provision-conformance',
+      '--workspace-prefix',
+      'paced',
+      '--primary-tier',
+      'standard',
+      '--database-url',
+      url,
+    ])
+    const workspace = (name: string) =>
+      agentops(['workspaces', 'set', name, '--json', '--database-url', url]).then(
+        ({ stdout }) => JSON.parse(stdout) as { tier: string; quotas: { agents: number } },
+      )
+    const [primary, second] = await Promise.all([workspace('paced-primary'), workspace('paced-second')])
+    expect([primary.tier, primary.quotas.agents]).toEqual(['standard', 1_000_000_000])
+    expect(second.tier).toBe('enterprise')
+    await expect(
+      agentops(['keys', 'provision-conformance', '--primary-tier', 'gold', '--database-url', url]),
+    ).rejects.toThrow(/--primary-tier must be standard, pro or enterprise/)
   })
 
   it('--version prints the package version', async () => {

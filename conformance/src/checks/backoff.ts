@@ -17,15 +17,14 @@
  * its `webhook-id` being the `delivery_id`). So this check is profile: it reads the schedule from the log, and a
  * deployment without that log is not judged by it.
  */
-import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
-import { expectStatus, notServed, ownId, pageItems } from '../fixtures.js'
+import { expectStatus, notServed, pageItems } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { sleep } from '../wait.js'
-import { receiverUrl } from './webhooks.js'
+import { hookId, ownHook } from './webhooks.js'
 
 /** Subscriptions and failing runs of the probe: SUBSCRIPTIONS × RUNS deliveries of run.failed. */
 const SUBSCRIPTIONS = 4
@@ -79,22 +78,14 @@ export const backoffChecks: Check[] = [
     // It waits on the deployment's backoff with subscriptions and runs of its own: runs alongside the next checks.
     overlap: true,
     async run(ctx: CheckContext) {
-      const base = receiverUrl(ctx)
       const hooks = new Map<string, string>()
       await Promise.all(
         Array.from({ length: SUBSCRIPTIONS }, async () => {
-          const tag = ctx.name('backoff')
           // run.failed keeps these subscriptions quiet: the other checks fail few runs.
-          const res = await ctx.http.post('/v1/webhooks', {
-            url: `${base}/${tag}`,
-            events: ['run.failed'],
-            secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+          const hook = await ownHook(ctx, 'backoff', ['run.failed'], {
+            what: 'subscribing to run.failed for the backoff probe',
           })
-          expectStatus(res, [200, 201], 'subscribing to run.failed for the backoff probe')
-          const id = ownId(res.body, 'webhook')
-          if (!id) fail(`the subscription answer has no webhook_id: ${res.text.slice(0, 200)}`)
-          ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
-          hooks.set(tag, id)
+          hooks.set(hook.tag, hookId(hook))
         }),
       )
       const probe = await ctx.http.get(`/v1/webhooks/${[...hooks.values()][0]}/deliveries?limit=200`)

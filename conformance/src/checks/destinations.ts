@@ -14,7 +14,7 @@ import { short } from '../wait.js'
 import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
 import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
 import { decided } from './outcomes.js'
-import { receiverUrl } from './webhooks.js'
+import { atTag, receiverUrl } from './webhooks.js'
 
 interface Sink {
   id: string
@@ -22,8 +22,6 @@ interface Sink {
   /** The write-only secret it was created with: no answer may show it. */
   secret: string
 }
-
-const atTag = (tag: string) => (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
 
 /** CloudEvents 1.0 HTTP binary mode: the required attributes as ce-* headers, the body the event's data. */
 function binaryCloudEventProblems(d: Delivery): string[] {

@@ -4,7 +4,6 @@
  * kind the contract lists (run.paused, agent.created, task.*, tool.*, ingest.batch_accepted...) is the reference
  * profile's decision (`x-spec-gap` on EventKind), so the check that each of them is delivered is profile.
  */
-import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, ownId } from '../fixtures.js'
 import { obj } from '../http.js'
@@ -13,7 +12,7 @@ import type { ToolRef } from '../toolrun.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { batch } from './ingest.js'
-import { ensureWebhook, receiverUrl, toHook } from './webhooks.js'
+import { ensureWebhook, ownHook, receiverUrl, toHook } from './webhooks.js'
 
 const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 
@@ -84,18 +83,9 @@ export const eventChecks: Check[] = [
     // Not alongside other checks: a subscription to every kind also gets every event they cause (hundreds of
     // tool.registered from the pagination checks), one delivery at a time, and would fall behind.
     async run(ctx) {
-      const base = receiverUrl(ctx)
       const kinds = contractEventKinds(ctx)
       assert(kinds.length > 0, 'the contract lists no EventKind enum')
-      const tag = ctx.name('every-kind')
-      const sub = await ctx.http.post('/v1/webhooks', {
-        url: `${base}/${tag}`,
-        events: kinds,
-        secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
-      })
-      expectStatus(sub, [200, 201], 'subscribing to every event kind')
-      const hookId = ownId(sub.body, 'webhook')
-      if (hookId) ctx.cleanup(`delete webhook ${hookId}`, () => ctx.http.delete(`/v1/webhooks/${hookId}`))
+      const every = await ownHook(ctx, 'every-kind', kinds, { what: 'subscribing to every event kind' })
       const [ok, failing] = [await ctx.fx.tool('succeed'), await ctx.fx.tool('fail')]
       await Promise.all([
         // tool.registered, tool.retired
@@ -141,9 +131,8 @@ export const eventChecks: Check[] = [
           expectStatus(res, 202, 'ingesting a batch')
         })(),
       ])
-      const mine = (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
-      const missing = await awaitKinds(ctx, kinds, mine)
-      if (hookId) await ctx.http.delete(`/v1/webhooks/${hookId}`)
+      const missing = await awaitKinds(ctx, kinds, every.mine)
+      if (every.id) await ctx.http.delete(`/v1/webhooks/${every.id}`)
       assert(
         missing.length === 0,
         `no delivery of ${missing.join(', ')} reached a subscription to every kind within ${ctx.config.waitMs} ms`,

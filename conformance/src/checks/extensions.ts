@@ -11,7 +11,7 @@ import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
-import { receiverUrl } from './webhooks.js'
+import { atTag, hookId, ownHook, webhookSecret } from './webhooks.js'
 
 export interface Probe {
   what: string
@@ -64,18 +64,10 @@ export interface HookWithDelivery {
 
 /** A subscription of its own with one delivery in its log, so redelivery and rotation touch nothing shared. */
 async function hookWithDelivery(ctx: CheckContext): Promise<HookWithDelivery> {
-  const tag = ctx.name('ext-hook')
-  const res = await ctx.http.post('/v1/webhooks', {
-    url: `${receiverUrl(ctx)}/${tag}`,
-    events: ['agent.created'],
-    secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
-  })
-  expectStatus(res, 201, 'subscribing to agent.created')
-  const id = ownId(res.body, 'webhook')
-  assert(id, `the subscription answer has no webhook_id: ${short(res.body)}`)
-  ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
+  const hook = await ownHook(ctx, 'ext-hook', ['agent.created'], { status: [201] })
+  const [id, tag] = [hookId(hook), hook.tag]
   await ctx.fx.newAgent()
-  await ctx.receiver!.waitFor((d) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`), ctx.config.waitMs)
+  await ctx.receiver!.waitFor(hook.mine, ctx.config.waitMs)
   let deliveryId: unknown
   let eventId: unknown
   for (let i = 0; i < 20 && deliveryId === undefined; i++) {
@@ -107,8 +99,7 @@ export async function redeliverDuringAttempt(
   })
   // An attempt of this delivery: another agent's agent.created reaching the hook meanwhile is no attempt of it.
   const ofDelivery = (body: Record<string, unknown> | undefined, p: string) =>
-    (p.split('?')[0] ?? '').endsWith(`/${hook.tag}`) &&
-    (hook.eventId === undefined || body?.id === hook.eventId)
+    atTag(hook.tag)({ path: p }) && (hook.eventId === undefined || body?.id === hook.eventId)
   ctx.receiver!.holdNext(ofDelivery, released)
   try {
     const first = await ctx.http.post(path)
@@ -167,7 +158,7 @@ export const extensionChecks: Check[] = [
     async run(ctx) {
       const hook = await hookWithDelivery(ctx)
       const agent = await ctx.fx.agent()
-      const secret = () => ({ secret: `whsec-conf-${randomBytes(12).toString('hex')}`, overlap_seconds: 0 })
+      const secret = () => ({ secret: webhookSecret(), overlap_seconds: 0 })
       const listed = (id: string) => (res: HttpResponse) =>
         (pageItems(res.body) ?? []).some((w) => ownId(w, 'webhook') === id)
           ? undefined

@@ -8,7 +8,7 @@ import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
 import { batch } from './ingest.js'
-import { receiverUrl } from './webhooks.js'
+import { receiverUrl, webhookSecret } from './webhooks.js'
 
 const newKey = () => `conf-${randomBytes(9).toString('hex')}`
 
@@ -76,7 +76,7 @@ async function keyedPosts(ctx: CheckContext): Promise<KeyedPost[]> {
   // A subscription needs a URL the deployment accepts: the suite's receiver, when it has one.
   if (ctx.receiver && ctx.config.receiver.url) {
     const hookUrl = `${receiverUrl(ctx)}/${ctx.name('idem-hook')}`
-    const secret = `whsec-conf-${randomBytes(12).toString('hex')}`
+    const secret = webhookSecret()
     posts.push({
       what: 'POST /v1/webhooks',
       path: '/v1/webhooks',

@@ -7,6 +7,7 @@ import { destinationChecks } from './destinations.js'
 import { eventChecks } from './events.js'
 import { extensionChecks } from './extensions.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
+import { graphqlSurfaceChecks } from './graphql-surface.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { ingestRuleChecks } from './ingestrules.js'
@@ -20,7 +21,7 @@ import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { slackChatChecks } from './slackchat.js'
 import { streamChecks } from './stream.js'
-import { streamProtocolChecks } from './streamprotocol.js'
+import { streamMessageRulesChecks, streamProtocolChecks } from './streamprotocol.js'
 import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
@@ -60,9 +61,11 @@ export const ALL_CHECKS: Check[] = [
   ...ingestRuleChecks,
   ...streamChecks,
   ...streamProtocolChecks,
+  ...streamMessageRulesChecks,
   ...paginationChecks,
   ...graphqlSpecChecks,
   ...graphqlChecks,
+  ...graphqlSurfaceChecks,
   // Checks that wait on time (a retry's backoff, a Retry-After) judge last, after the wait overlapped the others.
   ...webhookLateChecks,
   ...rateLimitLateChecks,

@@ -7,14 +7,14 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { canonicalize } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, ownId, pageItems, unservedPart } from '../fixtures.js'
+import { expectStatus, pageItems, unservedPart } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { expectEnvelope, expectError } from './assertions.js'
 import { batch, merkleRoot } from './ingest.js'
 import { openStream } from './stream.js'
-import { receiverUrl } from './webhooks.js'
+import { ownHook } from './webhooks.js'
 
 type Json = Record<string, unknown>
 
@@ -550,16 +550,7 @@ export const ingestRuleChecks: Check[] = [
     level: 'profile',
     clauses: ['S1.8'],
     async run(ctx) {
-      const base = receiverUrl(ctx)
-      const tag = ctx.name('ingest-event')
-      const sub = await ctx.http.post('/v1/webhooks', {
-        url: `${base}/${tag}`,
-        events: ['ingest.batch_accepted'],
-        secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
-      })
-      expectStatus(sub, [200, 201], 'subscribing to ingest.batch_accepted')
-      const hookId = ownId(sub.body, 'webhook')
-      if (hookId) ctx.cleanup(`delete webhook ${hookId}`, () => ctx.http.delete(`/v1/webhooks/${hookId}`))
+      const { mine } = await ownHook(ctx, 'ingest-event', ['ingest.batch_accepted'])
       const empty = ctx.name('conn-event-empty')
       const none = await ctx.http.post(ingestPath(empty), { records: [{ id: 'no-ts' }] })
       expectStatus(none, 202, 'a batch that stores nothing')
@@ -567,7 +558,6 @@ export const ingestRuleChecks: Check[] = [
       const sentRecords = [...batch(ctx, 2), { id: 'no-ts' }]
       const res = await ctx.http.post(ingestPath(connector), { records: sentRecords })
       expectStatus(res, 202, 'a batch of two good records and one without ts')
-      const mine = (d: { path: string }) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
       const delivery = await ctx.receiver!.waitFor(
         (d) => mine(d) && d.body?.connector_id === connector,
         ctx.config.waitMs,

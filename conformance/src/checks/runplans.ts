@@ -5,7 +5,6 @@
  * for the agent", "Allowed values of `mode` and `trace_level` beyond the two named: not shown"; §4 "DELETE
  * /v1/agents/{id} | Terminates and deletes the agent"), so the checks are profile.
  */
-import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json, missingIdLike, ownId, pageItems, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
@@ -13,7 +12,7 @@ import type { Delivery } from '../receiver.js'
 import { assert, fail } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { expectError } from './assertions.js'
-import { receiverUrl } from './webhooks.js'
+import { ownHook } from './webhooks.js'
 
 /** An agent with the reference's own create body (capabilities name tools); deleted at the end. */
 async function referenceAgent(ctx: CheckContext, capabilities: string[], behavior = 'autonomous') {
@@ -316,16 +315,8 @@ function canonical(v: unknown): string {
 
 /** The deliveries to one subscription of this check's own (its receiver path ends in `tag`). */
 async function subscribe(ctx: CheckContext, events: string[]) {
-  const tag = ctx.name('run-events')
-  const sub = await ctx.http.post('/v1/webhooks', {
-    url: `${receiverUrl(ctx)}/${tag}`,
-    events,
-    secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
-  })
-  expectStatus(sub, [200, 201], 'subscribing to the run control events')
-  const id = ownId(sub.body, 'webhook')
-  if (id) ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
-  return (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
+  const hook = await ownHook(ctx, 'run-events', events, { what: 'subscribing to the run control events' })
+  return hook.mine
 }
 
 /**

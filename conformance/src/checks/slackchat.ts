@@ -9,15 +9,12 @@ import { createHmac, randomBytes } from 'node:crypto'
 import type { Check } from '../check.js'
 import { expectStatus, ownId } from '../fixtures.js'
 import { obj } from '../http.js'
-import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { slackMessageProblems } from './destination-bodies.js'
-import { receiverUrl } from './webhooks.js'
+import { atTag, receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
-
-const atTag = (tag: string) => (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
 
 /** Slack's request signature: `v0=` HMAC-SHA256 of `v0:<timestamp>:<raw body>` under the signing secret. */
 function slackSignature(secret: string, timestamp: string, body: string): string {

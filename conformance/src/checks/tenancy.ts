@@ -5,7 +5,6 @@
  * workspace) that minted it. Every check proves its path first (the owner's own traffic arrives, the owner's cursor
  * pages), so a deployment that delivers or pages nothing cannot pass by saying nothing.
  */
-import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, nextCursor, pageItems, type ToolAgent, toolId, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
@@ -14,12 +13,11 @@ import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { batch } from './ingest.js'
 import { openStream, subscribed, subscribeMessage } from './stream.js'
-import { ensureWebhook, receiverUrl, SPEC_EVENTS, toHook } from './webhooks.js'
+import { atTag, ensureWebhook, ownHook, SPEC_EVENTS, toHook } from './webhooks.js'
 
 type Json = Record<string, unknown>
 
 const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
-const atTag = (d: Delivery, tag: string) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
 
 /**
  * A tool and an autonomous agent that calls it in the workspace of `client`: the tool with the spec's fields only,
@@ -64,18 +62,11 @@ export const tenancyChecks: Check[] = [
     async run(ctx) {
       // §5.6: an event of another workspace is out of scope for the subscriber; §6 routes events to subscribers.
       const other = ctx.as('secondWorkspace')
-      const base = receiverUrl(ctx)
       const hook = await ensureWebhook(ctx)
-      const tag = ctx.name('hook-second')
-      const sub = await other.post('/v1/webhooks', {
-        url: `${base}/${tag}`,
-        events: SPEC_EVENTS,
-        secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+      const { tag } = await ownHook(ctx, 'hook-second', SPEC_EVENTS, {
+        as: other,
+        what: 'the second workspace subscribing to every event kind',
       })
-      expectStatus(sub, [200, 201], 'the second workspace subscribing to every event kind')
-      const subId = obj(sub.body).webhook_id ?? obj(sub.body).id
-      if (typeof subId === 'string')
-        ctx.cleanup(`delete webhook ${subId}`, () => other.delete(`/v1/webhooks/${subId}`))
       const [mineAgent, theirsAgent] = await Promise.all([
         runnableAgent(ctx, ctx.http, 'tenancy-primary'),
         runnableAgent(ctx, other, 'tenancy-second'),
@@ -87,7 +78,7 @@ export const tenancyChecks: Check[] = [
       ])
       const wait = ctx.config.waitMs
       const ownStarted = (d: Delivery, t: string, run: string) =>
-        atTag(d, t) && d.body?.run_id === run && eventOf(d) === 'run.started'
+        atTag(t)(d) && d.body?.run_id === run && eventOf(d) === 'run.started'
       // Each subscriber gets its own workspace's event: the path is proven before its absence is judged.
       const [a, b] = await Promise.all([
         ctx.receiver!.waitFor((d) => ownStarted(d, hook.tag, mine), wait),
@@ -104,14 +95,14 @@ export const tenancyChecks: Check[] = [
           wait,
         ),
         ctx.receiver!.waitFor(
-          (d) => atTag(d, tag) && d.body?.run_id === theirs && eventOf(d) !== 'run.started',
+          (d) => atTag(tag)(d) && d.body?.run_id === theirs && eventOf(d) !== 'run.started',
           wait,
         ),
       ])
       const mentions = (d: Delivery, run: string, agent: string) =>
         d.raw.includes(run) || d.raw.includes(agent)
       const leakedIn = ctx.receiver!.deliveries.filter(
-        (d) => atTag(d, tag) && mentions(d, mine, mineAgent.id),
+        (d) => atTag(tag)(d) && mentions(d, mine, mineAgent.id),
       )
       const leakedOut = ctx.receiver!.deliveries.filter(
         (d) => toHook(d, hook) && mentions(d, theirs, theirsAgent.id),
@@ -185,6 +176,10 @@ export const tenancyChecks: Check[] = [
       const theirId = String(theirs!.id)
       // The second workspace watches the shared connector id; its own record proves the subscription works.
       const watcher = await openStream(ctx, other.token ?? null)
+      // Declared, the stream's protocol is the deployment's own word: a stream that will not open for a token with
+      // every scope fails here (as stream.accepts-token would, core), not only after every later wait for it.
+      if (!watcher && ctx.config.stream.declared)
+        fail(`the stream did not open for the second workspace's token (stream.subscribe is declared)`)
       try {
         // Inside the try: a refused ingest had left the watcher open, and its heartbeats kept the CLI alive after
         // its verdict.
@@ -224,6 +219,12 @@ export const tenancyChecks: Check[] = [
           expectStatus(await other.post(`${path}/ingest`, { records: [ownProbe] }), 202, 'second ingest')
           const carries = (id: unknown) => (m: Json) => JSON.stringify(m).includes(String(id))
           const got = await watcher.next(carries(ownProbe.id), ctx.config.waitMs)
+          // Declared, the subscribe message is the deployment's own word: its silence is a failure (§4 "The server
+          // pushes records, with lineage, as they land"), not a guess of the suite's that missed.
+          if (!got && ctx.config.stream.declared)
+            fail(
+              `the second workspace's subscriber to connector ${connector} never received its own record within ${ctx.config.waitMs} ms, subscribed with the declared stream.subscribe`,
+            )
           if (got) {
             const leaked = watcher.messages.find(carries(leakProbe.id))
             assert(

@@ -4,13 +4,12 @@
  * data providers; and the registrations their settings refuse. §2 shows `provider | string | Provider identifier.`
  * and no provider, setting or call shape, so every check here is profile.
  */
-import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, ownId, SETTLED, toolId } from '../fixtures.js'
+import { expectStatus, type Json, SETTLED, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
-import { eventOf, receiverUrl } from './webhooks.js'
+import { eventOf, ownHook, receiverUrl } from './webhooks.js'
 
 /** A tool the check registers itself (retired at the end); answers the registration as sent back. */
 async function register(ctx: CheckContext, label: string, fields: Json) {
@@ -278,16 +277,7 @@ export const toolCallChecks: Check[] = [
     level: 'profile',
     clauses: ['S1.8', 'S2.7'],
     async run(ctx) {
-      const base = receiverUrl(ctx)
-      const tag = ctx.name('tool-events')
-      const sub = await ctx.http.post('/v1/webhooks', {
-        url: `${base}/${tag}`,
-        events: ['tool.registered', 'tool.retired'],
-        secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
-      })
-      expectStatus(sub, [200, 201], 'subscribing to tool.registered and tool.retired')
-      const hookId = ownId(sub.body, 'webhook')
-      if (hookId) ctx.cleanup(`delete webhook ${hookId}`, () => ctx.http.delete(`/v1/webhooks/${hookId}`))
+      const hook = await ownHook(ctx, 'tool-events', ['tool.registered', 'tool.retired'])
       const { res, tool } = await register(ctx, 'tool-events', {
         provider: 'builtin:echo',
         idempotent: undefined,
@@ -300,10 +290,7 @@ export const toolCallChecks: Check[] = [
         ['tool.retired', 'retired'],
       ]) {
         const d = await ctx.receiver!.waitFor(
-          (x) =>
-            (x.path.split('?')[0] ?? '').endsWith(`/${tag}`) &&
-            eventOf(x) === kind &&
-            x.body?.tool_id === tool!.id,
+          (x) => hook.mine(x) && eventOf(x) === kind && x.body?.tool_id === tool!.id,
           ctx.config.waitMs,
         )
         if (!d?.body || d.body.name !== tool!.name || d.body.status !== status)

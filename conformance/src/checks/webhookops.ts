@@ -4,7 +4,6 @@
  * The spec leaves each open ("What response from the receiver counts as success: not shown", "Webhook subscription
  * response fields: not shown", no rotation endpoint), so every check here is profile.
  */
-import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, notServed, ownId, pageItems } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
@@ -14,34 +13,15 @@ import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
 import { type Probe, runProbes } from './extensions.js'
-import { receiverUrl } from './webhooks.js'
+import { hookId, type OwnHook, ownHook, receiverUrl, webhookSecret } from './webhooks.js'
 
 type Json = Record<string, unknown>
-
-const atTag = (tag: string) => (path: string) => (path.split('?')[0] ?? '').endsWith(`/${tag}`)
-const newSecret = () => `whsec-conf-${randomBytes(12).toString('hex')}`
-
-interface OwnHook {
-  id: string
-  tag: string
-}
-
-/** A subscription of the check's own at the receiver, deleted at the end of the run. */
-async function ownHook(ctx: CheckContext, label: string, events: string[], secret: string): Promise<OwnHook> {
-  const tag = ctx.name(label)
-  const res = await ctx.http.post('/v1/webhooks', { url: `${receiverUrl(ctx)}/${tag}`, events, secret })
-  expectStatus(res, [200, 201], `subscribing to ${events.join(', ')}`)
-  const id = ownId(res.body, 'webhook')
-  if (!id) fail(`the subscription answer has no webhook_id: ${short(res.body)}`)
-  ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
-  return { id, tag }
-}
 
 /** The delivery of a fresh agent's agent.created at `hook`: each step of a check gets its own event. */
 async function agentCreatedAt(ctx: CheckContext, hook: OwnHook, what: string): Promise<Delivery> {
   const agent = await ctx.fx.newAgent()
   const got = await ctx.receiver!.waitFor(
-    (d) => atTag(hook.tag)(d.path) && d.body?.agent_id === agent,
+    (d) => hook.mine(d) && d.body?.agent_id === agent,
     ctx.config.waitMs,
   )
   if (!got?.body) fail(`no agent.created delivery for agent ${agent} reached ${hook.tag} ${what}`)
@@ -101,7 +81,7 @@ export const webhookOperationChecks: Check[] = [
       const body = (change: Json) => ({
         url: 'https://conformance.invalid/hook',
         events: ['policy.denied'],
-        secret: newSecret(),
+        secret: webhookSecret(),
         ...change,
       })
       const refused = (what: string, field: string, change: Json): Probe => ({
@@ -176,13 +156,13 @@ export const webhookOperationChecks: Check[] = [
     clauses: ['S6.2'],
     async run(ctx) {
       receiverUrl(ctx)
-      const ok = await ownHook(ctx, 'judged-200', ['agent.created'], newSecret())
-      const moved = await ownHook(ctx, 'judged-300', ['agent.created'], newSecret())
-      ctx.receiver!.answerWith(atTag(moved.tag), { status: 300, body: '' })
+      const ok = await ownHook(ctx, 'judged-200', ['agent.created'])
+      const moved = await ownHook(ctx, 'judged-300', ['agent.created'])
+      ctx.receiver!.answerWith((path) => moved.mine({ path }), { status: 300, body: '' })
       const got = await agentCreatedAt(ctx, ok, 'answered 200')
       const eventId = got.body!.id
       const wrong: string[] = []
-      const delivered = await logEntry(ctx, ok.id, eventId, (e) => e.status !== 'pending')
+      const delivered = await logEntry(ctx, hookId(ok), eventId, (e) => e.status !== 'pending')
       if (!delivered) wrong.push(`the delivery log of ${ok.id} lists no delivery of event ${short(eventId)}`)
       else {
         if (
@@ -199,13 +179,13 @@ export const webhookOperationChecks: Check[] = [
           )
       }
       const attempted = await ctx.receiver!.waitFor(
-        (d) => atTag(moved.tag)(d.path) && d.body?.id === eventId,
+        (d) => moved.mine(d) && d.body?.id === eventId,
         ctx.config.waitMs,
       )
       if (!attempted) wrong.push(`no delivery of event ${short(eventId)} reached ${moved.tag}`)
       const redirected = await logEntry(
         ctx,
-        moved.id,
+        hookId(moved),
         eventId,
         (e) => typeof e.attempts === 'number' && e.attempts >= 1,
       )
@@ -226,7 +206,7 @@ export const webhookOperationChecks: Check[] = [
         wrong.push(
           `a delivery answered 300 is logged ${short(redirected)}: a 3xx is no delivery (redirects are not followed)`,
         )
-      const copies = ctx.receiver!.deliveries.filter((d) => atTag(ok.tag)(d.path) && d.body?.id === eventId)
+      const copies = ctx.receiver!.deliveries.filter((d) => ok.mine(d) && d.body?.id === eventId)
       if (copies.length !== 1)
         wrong.push(`the delivery answered 200 reached the receiver ${copies.length} times`)
       assert(wrong.length === 0, wrong.join('; '))
@@ -240,8 +220,8 @@ export const webhookOperationChecks: Check[] = [
     clauses: ['S5.5', 'S6.1'],
     async run(ctx) {
       receiverUrl(ctx)
-      const s1 = newSecret()
-      const hook = await ownHook(ctx, 'rotation', ['agent.created'], s1)
+      const s1 = webhookSecret()
+      const hook = await ownHook(ctx, 'rotation', ['agent.created'], { secret: s1 })
       const rotate = async (secret: string, overlap: number | undefined) => {
         const res = await ctx.http.post(`/v1/webhooks/${hook.id}/rotate-secret`, {
           secret,
@@ -280,7 +260,7 @@ export const webhookOperationChecks: Check[] = [
           `the delivery ${step}: ${problems.join('; ')} (${short(body.signature)})`,
         )
       }
-      const [s2, s3, s4] = [newSecret(), newSecret(), newSecret()]
+      const [s2, s3, s4] = [webhookSecret(), webhookSecret(), webhookSecret()]
       await rotate(s2, 3600)
       await signs('after a rotation with an hour of overlap', [s2, s1], [])
       await rotate(s3, 0)
@@ -291,7 +271,7 @@ export const webhookOperationChecks: Check[] = [
       await signs('after a rotation without overlap_seconds', [s4, s3], [s1, s2])
       // An overlap runs out: a second's overlap signs with the old secrets at once and no longer a little later,
       // and a rotation inside it never lengthens what is left of it.
-      const [s5, s6] = [newSecret(), newSecret()]
+      const [s5, s6] = [webhookSecret(), webhookSecret()]
       await rotate(s5, 1)
       await rotate(s6, 3600)
       await new Promise((r) => setTimeout(r, 1500))

@@ -6,8 +6,8 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
-import { expectStatus } from '../fixtures.js'
-import { obj } from '../http.js'
+import { expectStatus, ownId } from '../fixtures.js'
+import { type HttpClient, obj } from '../http.js'
 import { type Delivery, receiverAdvice } from '../receiver.js'
 import {
   discoveredTemplates,
@@ -36,11 +36,58 @@ interface Hook {
   tag: string
 }
 
+/** A fresh subscription secret, in the form every subscription of the suite uses. */
+export const webhookSecret = () => `whsec-conf-${randomBytes(12).toString('hex')}`
+
+/** Whether a delivery was posted to the receiver path that ends in `tag` (its query aside). */
+export const atTag =
+  (tag: string) =>
+  (d: { path: string }): boolean =>
+    (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
+
 /**
  * Whether a delivery was addressed to this run's subscription. A long-lived deployment may hold subscriptions of
  * earlier runs (a cleanup that failed) that post to the same receiver URL under their own secrets.
  */
-export const toHook = (d: Delivery, hook: Hook) => (d.path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
+export const toHook = (d: Delivery, hook: Hook) => atTag(hook.tag)(d)
+
+/** A check's own subscription: its deliveries are the receiver's posts to `url`, told apart by `mine`. */
+export interface OwnHook {
+  /** Absent when the answer names none (§5.5: "Webhook subscription response fields: not shown"). */
+  id: string | undefined
+  tag: string
+  url: string
+  secret: string
+  mine: (d: { path: string }) => boolean
+}
+
+/**
+ * Subscribes `events` to a receiver path of the check's own (a fresh tag after `label`) and deletes the subscription
+ * at the end of the run. `as` subscribes with another identity; `what` names the step in a failure; `status` the
+ * answers that count as created (200 or 201 unless given).
+ */
+export async function ownHook(
+  ctx: CheckContext,
+  label: string,
+  events: string[],
+  options: { secret?: string; as?: HttpClient; what?: string; status?: number[] } = {},
+): Promise<OwnHook> {
+  const client = options.as ?? ctx.http
+  const tag = ctx.name(label)
+  const url = `${receiverUrl(ctx)}/${tag}`
+  const secret = options.secret ?? webhookSecret()
+  const res = await client.post('/v1/webhooks', { url, events, secret })
+  expectStatus(res, options.status ?? [200, 201], options.what ?? `subscribing to ${events.join(', ')}`)
+  const id = ownId(res.body, 'webhook')
+  if (id) ctx.cleanup(`delete webhook ${id}`, () => client.delete(`/v1/webhooks/${id}`))
+  return { id, tag, url, secret, mine: atTag(tag) }
+}
+
+/** The id of a subscription a check goes on to address (its log, its secret): a failure when the answer has none. */
+export function hookId(hook: OwnHook): string {
+  if (!hook.id) fail(`the answer to the subscription at ${hook.url} has no webhook_id`)
+  return hook.id
+}
 
 const hooks = new WeakMap<object, Promise<Hook>>()
 interface ApprovalRun {
@@ -64,7 +111,7 @@ export function ensureWebhook(ctx: CheckContext): Promise<Hook> {
     p = (async () => {
       const tag = ctx.name('hook')
       const url = `${receiverUrl(ctx)}/${tag}`
-      const secret = `whsec-conf-${randomBytes(12).toString('hex')}`
+      const secret = webhookSecret()
       const res = await ctx.http.post('/v1/webhooks', { url, events: SPEC_EVENTS, secret })
       if (res.status >= 400 && res.status < 500 && res.status !== 429)
         fail(receiverAdvice(url, `the deployment refused it (${res.status} ${short(res.body, 200)})`))
@@ -153,7 +200,7 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
       const started = (b: Record<string, unknown> | undefined) =>
         b?.agent_id === agent.id && (b?.event ?? b?.type) === 'run.started'
       const mine = (b: Record<string, unknown> | undefined, path: string) =>
-        started(b) && (path.split('?')[0] ?? '').endsWith(`/${hook.tag}`)
+        started(b) && atTag(hook.tag)({ path })
       // The first two attempts are answered 500, so a third shows the deployment keeps retrying.
       ctx.receiver!.failNext(mine, 2)
       await ctx.fx.startRun(agent)
@@ -229,23 +276,14 @@ export const webhookChecks: Check[] = [
     level: 'core',
     clauses: ['S6.3', 'S2.12', 'S4.12'],
     async run(ctx) {
-      const base = receiverUrl(ctx)
       const hook = await ensureWebhook(ctx)
-      const tag = ctx.name('only-succeeded')
-      const url = `${base}/${tag}`
-      const res = await ctx.http.post('/v1/webhooks', {
-        url,
-        events: ['run.succeeded'],
-        secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+      const only = await ownHook(ctx, 'only-succeeded', ['run.succeeded'], {
+        what: 'subscribing to run.succeeded only',
       })
-      expectStatus(res, [200, 201], 'subscribing to run.succeeded only')
-      const id = obj(res.body).webhook_id ?? obj(res.body).id
-      const remove = () =>
-        typeof id === 'string' ? ctx.http.delete(`/v1/webhooks/${id}`) : Promise.resolve()
-      if (typeof id === 'string') ctx.cleanup(`delete webhook ${id}`, remove)
+      const remove = () => (only.id ? ctx.http.delete(`/v1/webhooks/${only.id}`) : Promise.resolve())
       const tool = await ctx.fx.tool('succeed')
       const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
-      const ours = (d: Delivery) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`)
+      const ours = only.mine
       const of = (d: Delivery) => d.body?.run_id === runId
       const succeeded = await ctx.receiver!.waitFor(
         (d) => ours(d) && of(d) && eventOf(d) === 'run.succeeded',
