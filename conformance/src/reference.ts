@@ -137,6 +137,8 @@ export async function startReference(
     port?: number
     /** The suite's webhook receiver as `host:port`: the one private target the reference may deliver to. */
     receiverTarget?: string
+    /** A NATS server's `host:port` (`--nats-url`), a private target its nats destinations may publish to. */
+    natsTarget?: string
   } = {},
 ): Promise<ReferenceServer> {
   const started = Date.now()
@@ -177,7 +179,9 @@ export async function startReference(
         ...(options.receiverTarget
           ? {
               AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget,
-              AGENTOPS_DESTINATION_PRIVATE_TARGETS: options.receiverTarget,
+              AGENTOPS_DESTINATION_PRIVATE_TARGETS: [options.receiverTarget, options.natsTarget]
+                .filter((t) => t !== undefined)
+                .join(','),
               // The suite's receiver stands in for an http tool's endpoint too (tools.provider-calls).
               AGENTOPS_TOOL_PRIVATE_TARGETS: options.receiverTarget,
             }

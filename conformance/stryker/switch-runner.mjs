@@ -147,6 +147,8 @@ class SwitchedServer {
     this.postgresAdmin = process.env.STRYKER_POSTGRES_ADMIN_URL || undefined
     this.databaseUrl = this.postgresAdmin ? undefined : `sqlite:${join(this.dir, 'db.sqlite')}`
     this.receiverPort = receiverPort
+    /** The worker's nats-server as host:port, when it has one (set before start). */
+    this.natsTarget = undefined
     this.pending = new Map()
     this.nextId = 0
     this.output = ''
@@ -165,7 +167,8 @@ class SwitchedServer {
       AGENTOPS_STREAM_MAX_REPLAY: String(REPLAY_WINDOW),
       ...process.env,
       AGENTOPS_WEBHOOK_PRIVATE_TARGETS: receiver,
-      AGENTOPS_DESTINATION_PRIVATE_TARGETS: receiver,
+      // The worker's nats-server too, where destinations.event-bus's nats destinations publish.
+      AGENTOPS_DESTINATION_PRIVATE_TARGETS: [receiver, this.natsTarget].filter(Boolean).join(','),
       AGENTOPS_TOOL_PRIVATE_TARGETS: receiver,
       AGENTOPS_STRYKER_DATABASE_URL: this.databaseUrl,
     }
@@ -350,6 +353,16 @@ export class ConformanceSwitchRunner {
       }
     }
     this.receiverPort = await freePort(this.usedPorts)
+    // One nats-server per worker, as the suite's --reference starts one (destinations.event-bus publishes there);
+    // without nats-server that check skips.
+    if (this.nats === undefined) {
+      const started = await load('nats.js').then(
+        ({ startLocalNats }) => startLocalNats(() => freePort(this.usedPorts)),
+        (err) => ({ nats: null, reason: `the suite's nats.js did not load: ${err.message}` }),
+      )
+      this.nats = started.nats
+      if (!started.nats) this.logger?.info?.(`destinations.event-bus will skip: ${started.reason}`)
+    }
     this.configDir = mkdtempSync(join(this.root, '.switch-suite-'))
     this.configFile = join(this.configDir, 'conformance.json')
     writeFileSync(this.configFile, JSON.stringify({ stream: { replayWindow: REPLAY_WINDOW } }))
@@ -358,6 +371,8 @@ export class ConformanceSwitchRunner {
   async dispose() {
     await this.server?.stop()
     this.server = undefined
+    await this.nats?.stop()
+    this.nats = undefined
     if (this.configDir) rmSync(this.configDir, { recursive: true, force: true })
   }
 
@@ -392,6 +407,7 @@ export class ConformanceSwitchRunner {
     if (this.server?.alive && !fresh) return this.server
     await this.server?.stop()
     this.server = new SwitchedServer(this.root, this.receiverPort, staticMutant, this.usedPorts)
+    this.server.natsTarget = this.nats?.hostPort
     try {
       await this.server.start()
     } catch (err) {
@@ -434,6 +450,7 @@ export class ConformanceSwitchRunner {
       ...tokenFlags,
       '--receiver-port',
       String(this.receiverPort),
+      ...(this.nats ? ['--nats-url', this.nats.url] : []),
       '--config',
       this.configFile,
       '--strict-profile',

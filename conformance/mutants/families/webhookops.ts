@@ -24,6 +24,43 @@ function firstSecretOnly(req: ProxiedRequest): ProxiedRequest {
 export function webhookOperationMutants(): Mutant[] {
   return [
     {
+      // The stand-in sees HTTP only: the reference's NATS publishes go straight to the nats-server, so these
+      // break the destination through its creation and its delivery log, as a deployment could.
+      id: 'nats-subject-prefix-ignored',
+      description:
+        'A nats destination ignores its subject_prefix and publishes under the default agentops.<workspace>.<kind>: consumers subscribed to the configured subjects get nothing',
+      targets: ['destinations.event-bus'],
+      request(req) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/destinations') return req
+        const body = parseJson(req.body)
+        const config = body?.config
+        if (body?.type !== 'nats' || typeof config !== 'object' || config === null || Array.isArray(config))
+          return req
+        const { subject_prefix: _ignored, ...rest } = config as Json
+        return { ...req, body: JSON.stringify({ ...body, config: rest }) }
+      },
+    },
+    {
+      id: 'nats-no-responders-logged-500',
+      description:
+        'A nats delivery nothing listened to is logged with status 500 and no reason, not NATS\'s 503 "no responders": the operator cannot tell a missing stream from a broken server',
+      targets: ['destinations.event-bus'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/destinations\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
+          return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: b.data.map((d: Json) =>
+                  d.last_status_code === 503 ? { ...d, last_status_code: 500, last_error: 'failed' } : d,
+                ),
+              }
+            : b,
+        )
+      },
+    },
+    {
       id: 'webhook-url-credentials-taken',
       description:
         'POST /v1/webhooks takes a url with a user and password in it (answered 201 without reaching the deployment, so nothing is ever sent to that host)',

@@ -6,8 +6,10 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
+import { settingName } from '../config.js'
 import { expectStatus, ownId, pageItems } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
+import { natsTarget } from '../nats.js'
 import { type Delivery, hostAndPort } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
@@ -153,6 +155,66 @@ async function secretKept(ctx: CheckContext, sink: Sink): Promise<void> {
   const list = await ctx.http.get('/v1/destinations?limit=200')
   expectStatus(list, 200, 'GET /v1/destinations')
   assert(!list.text.includes(sink.secret), 'the destination list shows a secret')
+}
+
+/** One message the suite's NATS subscriber got: its subject, headers and body. */
+interface BusMessage {
+  subject: string
+  headers: Record<string, string>
+  text: string
+  body: Record<string, unknown> | undefined
+}
+
+/** A JetStream publish acknowledgement (what a stream answers a publish that expects one). */
+const pubAck = (stream: string, seq: number) => JSON.stringify({ stream, seq, duplicate: false })
+
+/**
+ * The delivery log of a destination, read until `want` holds for its entries (bounded by the run's wait); the last
+ * entries read.
+ */
+async function logUntil(
+  ctx: CheckContext,
+  id: string,
+  want: (entries: Record<string, unknown>[]) => boolean,
+): Promise<Record<string, unknown>[]> {
+  let entries: Record<string, unknown>[] = []
+  const deadline = Date.now() + ctx.config.waitMs
+  do {
+    const res = await ctx.http.get(`/v1/destinations/${id}/deliveries?limit=200`)
+    expectStatus(res, 200, 'GET /v1/destinations/{id}/deliveries')
+    entries = (pageItems(res.body) ?? []).map(obj)
+    if (want(entries)) return entries
+    await new Promise((r) => setTimeout(r, 200))
+  } while (Date.now() < deadline)
+  return entries
+}
+
+/** What is wrong with one event's message on the bus (the reference profile's `nats` type, docs/events.md). */
+function busMessageProblems(m: BusMessage, prefix: string, kind: string, stream: string): string[] {
+  const problems: string[] = []
+  const workspace =
+    m.subject.startsWith(`${prefix}.`) && m.subject.endsWith(`.${kind}`)
+      ? m.subject.slice(prefix.length + 1, -kind.length - 1)
+      : ''
+  if (!/^[^.*>\s]+$/.test(workspace))
+    problems.push(`subject ${m.subject} is not ${prefix}.<workspace id>.${kind}`)
+  if (m.body === undefined) problems.push(`the body is not a JSON object: ${short(m.text, 120)}`)
+  else {
+    if (m.body.event !== kind) problems.push(`its event is ${short(m.body.event)}, not ${kind}`)
+    if (typeof m.body.id !== 'string' || m.body.id === '') problems.push('it has no event id')
+    if ('signature' in m.body) problems.push('it carries a webhook signature (a bus message has none)')
+    if (m.headers['nats-msg-id'] !== m.body.id)
+      problems.push(
+        `its Nats-Msg-Id header ${short(m.headers['nats-msg-id'])} is not the event id ${short(m.body.id)}`,
+      )
+  }
+  if (!/^application\/json\b/.test(m.headers['content-type'] ?? ''))
+    problems.push(`its Content-Type is ${short(m.headers['content-type'])}, not application/json`)
+  if (m.headers['nats-expected-stream'] !== stream)
+    problems.push(
+      `it does not expect the destination's stream ${stream} (Nats-Expected-Stream ${short(m.headers['nats-expected-stream'])})`,
+    )
+  return problems
 }
 
 export const destinationChecks: Check[] = [
@@ -390,6 +452,172 @@ export const destinationChecks: Check[] = [
         }
       }
       assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+  {
+    id: 'destinations.event-bus',
+    title:
+      'A nats destination publishes each event it lists once to <subject_prefix>.<workspace id>.<kind>, the webhook body without a signature, Nats-Msg-Id the event id, Content-Type application/json, expecting its stream, logged delivered (200) at the first attempt once acknowledged; where nothing listens, each attempt is logged 503 "no responders" and retried; its credential is never answered',
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const declared = ctx.config.natsUrl
+      if (!declared)
+        skip(
+          `no NATS server declared (${settingName('nats-url')}): the event-bus destination needs one the suite can subscribe at`,
+        )
+      const target = natsTarget(declared)
+      const probe = await ctx.http.get('/v1/destinations')
+      if (probe.status === 404 || probe.status === 405)
+        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      const { connect } = await import('@nats-io/transport-node')
+      const nc = await connect({
+        servers: target.server,
+        name: 'agentops-conformance',
+        timeout: ctx.config.timeoutMs,
+        ...(target.token ? { token: target.token } : {}),
+        ...(target.user ? { user: target.user, pass: target.password ?? '' } : {}),
+      }).catch((err: unknown) =>
+        fail(
+          `the suite cannot connect to the declared NATS server ${target.server}: ${(err as Error).message}`,
+        ),
+      )
+      const created: string[] = []
+      try {
+        const tag = ctx.name('bus')
+        // The stream the destination names: the suite answers its publishes' acknowledgements as JetStream would.
+        const stream = `CONF_${randomBytes(6).toString('hex')}`
+        const got: BusMessage[] = []
+        let seq = 0
+        const sub = nc.subscribe(`${tag}.>`, {
+          callback: (_err, m) => {
+            const headers: Record<string, string> = {}
+            for (const [k, v] of m.headers ?? []) headers[k.toLowerCase()] = v.join(', ')
+            const text = m.string()
+            let body: Record<string, unknown> | undefined
+            try {
+              const parsed: unknown = JSON.parse(text)
+              body =
+                parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+                  ? obj(parsed)
+                  : undefined
+            } catch {
+              body = undefined
+            }
+            got.push({ subject: m.subject, headers, text, body })
+            if (m.reply) m.respond(pubAck(stream, ++seq))
+          },
+        })
+        await nc.flush()
+        const secret = target.token ?? target.password
+        const create = async (prefix: string, withStream: boolean) => {
+          const res = await ctx.http.post('/v1/destinations', {
+            name: prefix,
+            type: 'nats',
+            events: ['agent.created'],
+            config: { servers: [target.server], subject_prefix: prefix, ...(withStream ? { stream } : {}) },
+            secrets: target.token
+              ? { token: target.token }
+              : target.user
+                ? { user: target.user, password: target.password ?? '' }
+                : {},
+          })
+          if (refusesType(res))
+            skip(
+              `the deployment has no nats destinations: it refused one (${res.status} ${short(res.body, 200)})`,
+            )
+          if (res.status >= 400 && res.status < 500 && res.status !== 429)
+            fail(
+              `the deployment refused a nats destination at the declared NATS server (${res.status} ${short(res.body, 200)}); ` +
+                `the reference server needs its host:port in AGENTOPS_DESTINATION_PRIVATE_TARGETS=${target.hostPort}`,
+            )
+          expectStatus(res, 201, 'creating a nats destination')
+          const id = ownId(res.body, 'destination')
+          assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
+          created.push(id)
+          if (secret)
+            assert(!res.text.includes(secret), "the creation answer shows the NATS server's credential")
+          return id
+        }
+        const busId = await create(tag, true)
+        // A prefix nothing subscribes to: NATS answers each publish "no responders".
+        const voidId = await create(`${tag}_void`, false)
+        const agents = [await ctx.fx.newAgent(), await ctx.fx.newAgent()]
+        const problems: string[] = []
+        const ids: unknown[] = []
+        // One wait for both: a deployment that publishes nothing costs the run one wait, not two.
+        const deadline = Date.now() + ctx.config.waitMs
+        for (const agent of agents) {
+          let m = got.find((x) => x.body?.agent_id === agent)
+          while (!m && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 50))
+            m = got.find((x) => x.body?.agent_id === agent)
+          }
+          if (!m) {
+            problems.push(
+              `no message about agent ${agent}'s agent.created arrived under ${tag}.> within ${ctx.config.waitMs} ms (${got.length} others did: ${short(
+                got.map((x) => x.subject),
+                200,
+              )})`,
+            )
+            continue
+          }
+          ids.push(m.body?.id)
+          for (const p of busMessageProblems(m, tag, 'agent.created', stream))
+            problems.push(`agent ${agent}'s message: ${p}`)
+        }
+        assert(problems.length === 0, problems.join('; '))
+        const workspaces = new Set(got.map((m) => m.subject.slice(tag.length + 1).split('.')[0]))
+        assert(
+          workspaces.size === 1,
+          `one workspace's events came under ${workspaces.size} workspace subjects: ${short([...workspaces])}`,
+        )
+        assert(ids[0] !== ids[1], `both agents' events carry the same id ${short(ids[0])}`)
+        const log = await logUntil(ctx, busId, (entries) =>
+          ids.every((id) => entries.some((e) => e.event_id === id && e.status === 'delivered')),
+        )
+        for (const id of ids) {
+          const entry = log.find((e) => e.event_id === id)
+          if (!entry) problems.push(`the delivery log lists no delivery of event ${short(id)}`)
+          else if (entry.status !== 'delivered' || entry.attempts !== 1 || entry.last_status_code !== 200)
+            problems.push(
+              `event ${short(id)}'s delivery is logged ${short(entry.status)} after ${short(entry.attempts)} attempts with status ${short(entry.last_status_code)}, not delivered at the first with 200`,
+            )
+        }
+        // Acknowledged once, published once: no message of either event comes again.
+        await new Promise((r) => setTimeout(r, 500))
+        for (const id of ids) {
+          const copies = got.filter((m) => m.body?.id === id).length
+          if (copies !== 1) problems.push(`event ${short(id)} was published ${copies} times`)
+        }
+        const failing = await logUntil(ctx, voidId, (entries) =>
+          entries.some((e) => e.last_status_code === 503 && e.status === 'pending'),
+        )
+        const first = failing.find((e) => e.event_id === ids[0]) ?? failing[0]
+        if (
+          first?.status !== 'pending' ||
+          first.last_status_code !== 503 ||
+          !/no responders/i.test(String(first.last_error ?? '')) ||
+          typeof first.next_attempt_at !== 'string'
+        )
+          problems.push(
+            `a delivery to a subject nothing listens on is logged ${short(first, 300)}, not pending a retry with status 503 and NATS's "no responders"`,
+          )
+        if (got.some((m) => m.subject.startsWith(`${tag}_void.`)))
+          problems.push('a message meant for the other prefix arrived under this one')
+        await sub.drain()
+        assert(problems.length === 0, problems.join('; '))
+        if (secret)
+          for (const id of created) {
+            const read = await ctx.http.get(`/v1/destinations/${id}`)
+            expectStatus(read, 200, 'GET /v1/destinations/{id}')
+            assert(!read.text.includes(secret), "the destination answer shows the NATS server's credential")
+          }
+      } finally {
+        await nc.close().catch(() => undefined)
+        // Deleted here, not at the run's end: the destination that never delivers stops retrying now.
+        for (const id of created) await ctx.http.delete(`/v1/destinations/${id}`).catch(() => undefined)
+      }
     },
   },
 ]
