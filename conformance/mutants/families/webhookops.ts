@@ -41,6 +41,41 @@ export function webhookOperationMutants(): Mutant[] {
       },
     },
     {
+      id: 'retry-after-ignored',
+      description:
+        "A destination's delivery answered 429 or 503 with Retry-After is retried a second later, at the outbox's backoff: the service that asked for time is hammered",
+      targets: ['destinations.slack-retry-after'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/destinations\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
+          return res
+        const soon = new Date(Date.now() + 1000).toISOString()
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: b.data.map((d: Json) =>
+                  (d.last_status_code === 429 || d.last_status_code === 503) && d.status === 'pending'
+                    ? { ...d, next_attempt_at: soon }
+                    : d,
+                ),
+              }
+            : b,
+        )
+      },
+    },
+    {
+      id: 'slack-sender-settings-ignored',
+      description:
+        "A slack destination's username and icon_emoji are left out of its messages: they arrive under the app's default name",
+      targets: ['destinations.slack-incoming-webhook'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (!body || (body.username === undefined && body.icon_emoji === undefined)) return req
+        const { username: _u, icon_emoji: _i, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
       id: 'nats-no-responders-logged-500',
       description:
         'A nats delivery nothing listened to is logged with status 500 and no reason, not NATS\'s 503 "no responders": the operator cannot tell a missing stream from a broken server',

@@ -111,6 +111,9 @@ function ensureDestination(
   return p
 }
 
+/** A slack destination's sender settings, which its messages carry. */
+const SLACK_SENDER = { username: 'conformance-bot', icon_emoji: ':robot_face:' }
+
 /** A pagerduty destination's own settings, which its incidents carry. */
 const PAGER_SETTINGS = {
   source: 'conformance-source',
@@ -255,7 +258,8 @@ export const destinationChecks: Check[] = [
         return {
           type: 'slack',
           events: ['run.awaiting_approval'],
-          config: {},
+          // The profile's sender settings, which each message carries as Slack's incoming webhooks take them.
+          config: SLACK_SENDER,
           secrets: { webhook_url: `${receiver}/T0CONF/B0CONF/${token}/${tag}` },
           secret: token,
         }
@@ -274,6 +278,9 @@ export const destinationChecks: Check[] = [
         )
       }
       const problems = slackMessageProblems(got)
+      for (const [k, v] of Object.entries(SLACK_SENDER))
+        if (got.body?.[k] !== v)
+          problems.push(`its ${k} is ${short(got.body?.[k])}, not the destination's ${v}`)
       if (!got.raw.includes(agentId)) problems.push(`the message does not name the run's agent ${agentId}`)
       const copies = ctx.receiver!.deliveries.filter((d) => forRun(d) && d.status < 300).length
       if (copies > 1) problems.push(`the message arrived ${copies} times`)
@@ -617,6 +624,82 @@ export const destinationChecks: Check[] = [
         await nc.close().catch(() => undefined)
         // Deleted here, not at the run's end: the destination that never delivers stops retrying now.
         for (const id of created) await ctx.http.delete(`/v1/destinations/${id}`).catch(() => undefined)
+      }
+    },
+  },
+  {
+    id: 'destinations.slack-retry-after',
+    title:
+      "A slack destination whose service answers 429 or 503 with Retry-After is retried after that wait, not at the outbox's backoff: the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const probe = await ctx.http.get('/v1/destinations')
+      if (probe.status === 404 || probe.status === 405)
+        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      const tag = ctx.name('slow')
+      const receiver = receiverUrl(ctx)
+      // Slack's answers when it is rate limited or down: its error word, and when to come back.
+      const RETRY_AFTER_S = 120
+      const created: { id: string; status: number; path: string }[] = []
+      try {
+        for (const [status, word] of [
+          [429, 'rate_limited'],
+          [503, 'service_unavailable'],
+        ] as const) {
+          const path = `/T0CONF/B0CONF/conf${randomBytes(8).toString('hex')}/${tag}-${status}`
+          ctx.receiver!.answerWith((p) => p.endsWith(path), {
+            status,
+            body: word,
+            headers: { 'retry-after': String(RETRY_AFTER_S), 'content-type': 'text/plain' },
+          })
+          const res = await ctx.http.post('/v1/destinations', {
+            name: `${tag}-${status}`,
+            type: 'slack',
+            events: ['agent.created'],
+            config: {},
+            secrets: {
+              webhook_url: `${receiver}${path}`,
+            },
+          })
+          if (refusesType(res))
+            skip(
+              `the deployment has no slack destinations: it refused one (${res.status} ${short(res.body, 200)})`,
+            )
+          expectStatus(res, 201, 'creating a slack destination')
+          const id = ownId(res.body, 'destination')
+          assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
+          created.push({ id, status, path })
+        }
+        await ctx.fx.newAgent()
+        const problems: string[] = []
+        for (const { id, status, path } of created) {
+          const attempt = await ctx.receiver!.waitFor((d) => d.path.endsWith(path), ctx.config.waitMs)
+          if (!attempt) {
+            problems.push(
+              `no message reached the receiver posing as Slack answering ${status} within ${ctx.config.waitMs} ms`,
+            )
+            continue
+          }
+          const log = await logUntil(ctx, id, (entries) =>
+            entries.some((e) => e.last_status_code === status && typeof e.next_attempt_at === 'string'),
+          )
+          const entry = log.find((e) => e.last_status_code === status)
+          const next = Date.parse(String(entry?.next_attempt_at ?? ''))
+          // Half the wait: room for the two clocks to differ, and still far beyond a first retry's backoff.
+          const earliest = attempt.receivedAt + (RETRY_AFTER_S / 2) * 1000
+          if (entry?.status !== 'pending' || !(next >= earliest))
+            problems.push(
+              `after Slack answered ${status} with Retry-After ${RETRY_AFTER_S}, the delivery is logged ${short(entry ?? log, 300)}: not pending until ${RETRY_AFTER_S} s after the attempt`,
+            )
+          const again = ctx.receiver!.deliveries.filter((d) => d.path.endsWith(path)).length
+          if (again > 1)
+            problems.push(`the message answered ${status} was sent ${again} times within Retry-After`)
+        }
+        assert(problems.length === 0, problems.join('; '))
+      } finally {
+        // Deleted here: the deliveries waiting out Retry-After are not attempted again.
+        for (const { id } of created) await ctx.http.delete(`/v1/destinations/${id}`).catch(() => undefined)
       }
     },
   },
