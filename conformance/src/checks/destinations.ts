@@ -345,7 +345,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.operations',
     title:
-      'The destination operations answer as documented: list, read, change, test, delivery log, redelivery (409 while an attempt is in progress), delete; bad input is 400, an unknown id 404, a creation key reused with another body 409',
+      'The destination operations answer as documented: list, read, change, test, delivery log, redelivery (409 while an attempt is in progress), delete; bad input (a url at a private or metadata address included) is 400, an unknown id 404, a creation key reused with another body 409',
     level: 'profile',
     clauses: ['S6.5', 'S7.3', 'S7.6', 'S7.7'],
     async run(ctx) {
@@ -401,6 +401,16 @@ export const destinationChecks: Check[] = [
           what: 'POST /v1/destinations with a malformed URL',
           expect: 400,
           send: bad({ config: { url: 'http//x' } }),
+        },
+        {
+          what: 'POST /v1/destinations with a url at a private address',
+          expect: 400,
+          send: bad({ config: { url: 'https://10.0.0.1/sink' } }),
+        },
+        {
+          what: 'POST /v1/destinations with a url at the cloud metadata address',
+          expect: 400,
+          send: bad({ config: { url: 'http://169.254.169.254/latest/meta-data' } }),
         },
         {
           what: 'PATCH /v1/destinations/{id}',

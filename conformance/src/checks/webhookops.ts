@@ -4,6 +4,7 @@
  * The spec leaves each open ("What response from the receiver counts as success: not shown", "Webhook subscription
  * response fields: not shown", no rotation endpoint), so every check here is profile.
  */
+import { isIP } from 'node:net'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, notServed, ownId, pageItems } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
@@ -70,11 +71,34 @@ const namesField = (field: string) => (res: HttpResponse) => {
   return undefined
 }
 
+/**
+ * The suite's receiver's address with another port, when that address is a literal loopback or private one (the
+ * reference lets in the exact host:port its operator lists, never the host's other ports); none otherwise.
+ */
+function otherPortOfReceiver(ctx: CheckContext): string[] {
+  const at = ctx.config.receiver.url
+  if (!at) return []
+  let url: URL
+  try {
+    url = new URL(at)
+  } catch {
+    return []
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  const isPrivate =
+    isIP(host) === 4
+      ? /^(127\.|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.)/.test(host)
+      : isIP(host) === 6 && (host === '::1' || /^f[cd]/i.test(host))
+  if (!isPrivate) return []
+  const other = url.port === '1' ? '2' : '1'
+  return [`${url.protocol}//${url.host.replace(/:\d+$/, '')}:${other}/hook`]
+}
+
 export const webhookOperationChecks: Check[] = [
   {
     id: 'webhooks.subscription-refusals',
     title:
-      'A subscription whose url is not an http(s) URL without credentials off this machine, or whose secret is a malformed whsec_, is refused 400 naming the field; an 8-character secret is taken; a deleted subscription is 404 to read, list deliveries of and delete',
+      "A subscription whose url is not an http(s) URL without credentials off this machine (a private or metadata address, another port of the receiver's own listed address), or whose secret is a malformed whsec_, is refused 400 naming the field; an 8-character secret is taken; a deleted subscription is 404 to read, list deliveries of and delete",
     level: 'profile',
     clauses: ['S2.12', 'S4.11', 'S6.3'],
     async run(ctx) {
@@ -98,6 +122,15 @@ export const webhookOperationChecks: Check[] = [
         // The reference never calls this machine's own names unless its operator lists the host and port (a local
         // receiver); were one taken, its deliveries would still only reach loopback.
         refused('a url naming localhost', 'url', { url: 'https://localhost:1/hook' }),
+        // The profile's "Receivers must be outside the service": a literal private address is refused at creation,
+        // and a link-local one (where every cloud serves instance metadata) whatever the operator lists.
+        refused('a url at a private address', 'url', { url: 'https://10.0.0.1/hook' }),
+        refused('a url at the cloud metadata address', 'url', {
+          url: 'http://169.254.169.254/latest/meta-data',
+        }),
+        ...otherPortOfReceiver(ctx).map((url) =>
+          refused("a url at another port of the receiver's private address", 'url', { url }),
+        ),
         refused('a whsec_ secret that is not base64', 'secret', { secret: 'whsec_not base64!' }),
         refused('a whsec_ secret whose base64 follows junk', 'secret', { secret: 'whsec_!!whsec_Y29uZg' }),
       ]
