@@ -440,6 +440,11 @@ export class ConformanceSwitchRunner {
     const run = `${process.pid}-${++this.runs}`
     progress.phase = 'issuing keys'
     const tokenFlags = await this.provision(server, `stryker-${run}`)
+    // A user of its own on the worker's nats-server for a run that publishes there: the long-lived server keeps a
+    // NATS connection per server list and credentials, so a new one opens (under the mutant) on each run.
+    const publishes = !only || only.some((prefix) => 'destinations.event-bus'.startsWith(prefix))
+    const nats =
+      this.nats && publishes ? await this.nats.freshUrl().catch(() => this.nats.url) : this.nats?.url
     const json = join(this.reports ?? this.configDir, `${name ?? mutant ?? 'clean'}.json`)
     mkdirSync(join(json, '..'), { recursive: true })
     const argv = [
@@ -450,7 +455,7 @@ export class ConformanceSwitchRunner {
       ...tokenFlags,
       '--receiver-port',
       String(this.receiverPort),
-      ...(this.nats ? ['--nats-url', this.nats.url] : []),
+      ...(nats ? ['--nats-url', nats] : []),
       '--config',
       this.configFile,
       '--strict-profile',

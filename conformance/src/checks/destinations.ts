@@ -474,7 +474,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.event-bus',
     title:
-      'A nats destination publishes each event it lists once to <subject_prefix>.<workspace id>.<kind>, the webhook body without a signature, Nats-Msg-Id the event id, Content-Type application/json, expecting its stream, logged delivered (200) at the first attempt once acknowledged; where nothing listens, each attempt is logged 503 "no responders" and retried; its credential is never answered',
+      'A nats destination publishes each event it lists once to <subject_prefix>.<workspace id>.<kind>, the webhook body without a signature, Nats-Msg-Id the event id, Content-Type application/json, expecting its stream, logged delivered (200) at the first attempt once acknowledged; where nothing listens, each attempt is logged 503 "no responders" and retried; a publish JetStream refuses is logged with its reason and retried; its credential is never answered',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -525,6 +525,14 @@ export const destinationChecks: Check[] = [
             if (m.reply) m.respond(pubAck(stream, ++seq))
           },
         })
+        // A stream that refuses: JetStream's own error for a publish its stream does not take.
+        const REFUSAL = 'expected stream does not match'
+        const refusing = nc.subscribe(`${tag}_refused.>`, {
+          callback: (_err, m) => {
+            if (m.reply)
+              m.respond(JSON.stringify({ error: { code: 400, err_code: 10060, description: REFUSAL } }))
+          },
+        })
         await nc.flush()
         const secret = target.token ?? target.password
         const create = async (prefix: string, withStream: boolean) => {
@@ -559,6 +567,7 @@ export const destinationChecks: Check[] = [
         const busId = await create(tag, true)
         // A prefix nothing subscribes to: NATS answers each publish "no responders".
         const voidId = await create(`${tag}_void`, false)
+        const refusedId = await create(`${tag}_refused`, true)
         const agents = [await ctx.fx.newAgent(), await ctx.fx.newAgent()]
         const problems: string[] = []
         const ids: unknown[] = []
@@ -620,9 +629,16 @@ export const destinationChecks: Check[] = [
           problems.push(
             `a delivery to a subject nothing listens on is logged ${short(first, 300)}, not pending a retry with status 503 and NATS's "no responders"`,
           )
-        if (got.some((m) => m.subject.startsWith(`${tag}_void.`)))
-          problems.push('a message meant for the other prefix arrived under this one')
+        const refused = await logUntil(ctx, refusedId, (entries) =>
+          entries.some((e) => String(e.last_error ?? '').includes(REFUSAL)),
+        )
+        const refusal = refused.find((e) => String(e.last_error ?? '').includes(REFUSAL))
+        if (refusal?.status !== 'pending' || refusal.last_status_code === 200)
+          problems.push(
+            `a publish JetStream refused ("${REFUSAL}") is logged ${short(refused[0] ?? refused, 300)}, not pending a retry with JetStream's reason`,
+          )
         await sub.drain()
+        await refusing.drain()
         assert(problems.length === 0, problems.join('; '))
         if (secret)
           for (const id of created) {
