@@ -54,6 +54,15 @@ export function findReference(cwd = process.cwd()): string {
  */
 export const REFERENCE_REPLAY_WINDOW = 20
 
+/**
+ * A receiver's `127.0.0.1:PORT` and the same port by the name `localhost`: a listed name is resolved at each attempt,
+ * so webhooks.listed-name-resolved sees the deliveries go through the name's resolution. Another host is kept as is.
+ */
+export function withLocalhost(target: string): string {
+  const port = /^127\.0\.0\.1:(\d+)$/.exec(target)?.[1]
+  return port ? `${target},localhost:${port}` : target
+}
+
 export interface ReferenceServer {
   baseUrl: string
   /** The store the reference serves: `agentops keys ... --database-url` against it provisions more identities. */
@@ -178,7 +187,8 @@ export async function startReference(
         ...process.env,
         ...(options.receiverTarget
           ? {
-              AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget,
+              // The receiver by the name localhost too, on its port only (webhooks.listed-name-resolved).
+              AGENTOPS_WEBHOOK_PRIVATE_TARGETS: withLocalhost(options.receiverTarget),
               AGENTOPS_DESTINATION_PRIVATE_TARGETS: [options.receiverTarget, options.natsTarget]
                 .filter((t) => t !== undefined)
                 .join(','),

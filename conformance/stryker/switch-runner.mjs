@@ -166,7 +166,8 @@ class SwitchedServer {
       AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
       AGENTOPS_STREAM_MAX_REPLAY: String(REPLAY_WINDOW),
       ...process.env,
-      AGENTOPS_WEBHOOK_PRIVATE_TARGETS: receiver,
+      // The receiver by the name localhost too (webhooks.listed-name-resolved), as the suite's --reference lists it.
+      AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `${receiver},localhost:${this.receiverPort}`,
       // The worker's nats-server too, where destinations.event-bus's nats destinations publish.
       AGENTOPS_DESTINATION_PRIVATE_TARGETS: [receiver, this.natsTarget].filter(Boolean).join(','),
       AGENTOPS_TOOL_PRIVATE_TARGETS: receiver,

@@ -119,6 +119,29 @@ export function webhookOperationMutants(): Mutant[] {
       },
     },
     {
+      id: 'webhook-listed-name-not-resolved',
+      description:
+        'A subscription whose url names a listed host (localhost) is taken but never delivered to: the name is not resolved at the attempt',
+      targets: ['webhooks.listed-name-resolved'],
+      request(req) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/webhooks') return req
+        const body = parseJson(req.body)
+        if (typeof body?.url !== 'string' || !/^https?:\/\/localhost[:/]/.test(body.url)) return req
+        return {
+          status: 201,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            webhook_id: 'whk_conf_by_name',
+            url: body.url,
+            events: body.events,
+            status: 'active',
+            created_at: new Date().toISOString(),
+            secret_rotated_at: null,
+          }),
+        }
+      },
+    },
+    {
       id: 'webhook-3xx-counted-delivered',
       description:
         'A delivery the receiver answered 300 is logged delivered: a redirect counts as success and is never retried',

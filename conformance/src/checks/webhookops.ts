@@ -96,6 +96,49 @@ function otherPortOfReceiver(ctx: CheckContext): string[] {
 
 export const webhookOperationChecks: Check[] = [
   {
+    id: 'webhooks.listed-name-resolved',
+    title:
+      "A receiver let in by a listed host name (the receiver's loopback address named localhost) gets its deliveries: the name is resolved at the attempt and its address connected to, logged delivered",
+    level: 'profile',
+    clauses: ['S6.3'],
+    async run(ctx) {
+      const base = new URL(receiverUrl(ctx))
+      if (base.hostname !== '127.0.0.1')
+        skip(`the receiver is at ${base.hostname}, not 127.0.0.1: no name is known to resolve to it`)
+      base.hostname = 'localhost'
+      const tag = ctx.name('byname')
+      const url = `${base.href.replace(/\/$/, '')}/${tag}`
+      const res = await ctx.http.post('/v1/webhooks', {
+        url,
+        events: ['agent.created'],
+        secret: webhookSecret(),
+      })
+      if (res.status === 400)
+        skip(
+          `the deployment does not let in the receiver by the name localhost (${short(res.body, 200)}); the reference does when its operator lists localhost:PORT, as --reference does`,
+        )
+      expectStatus(res, [200, 201], 'subscribing a receiver by the name localhost')
+      const id = ownId(res.body, 'webhook')
+      assert(id, `the subscription answer has no webhook_id: ${short(res.body)}`)
+      try {
+        const agent = await ctx.fx.newAgent()
+        const got = await ctx.receiver!.waitFor(
+          (d) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`) && d.body?.agent_id === agent,
+          ctx.config.waitMs,
+        )
+        if (!got) {
+          const log = await ctx.http.get(`/v1/webhooks/${id}/deliveries`)
+          fail(
+            `agent ${agent}'s agent.created never reached the receiver at ${url} within ${ctx.config.waitMs} ms; the delivery log: ${short(log.body, 300)}`,
+          )
+        }
+      } finally {
+        // Deleted here: no other check's event goes to it.
+        await ctx.http.delete(`/v1/webhooks/${id}`)
+      }
+    },
+  },
+  {
     id: 'webhooks.subscription-refusals',
     title:
       "A subscription whose url is not an http(s) URL without credentials off this machine (a private or metadata address, another port of the receiver's own listed address), or whose secret is a malformed whsec_, is refused 400 naming the field; an 8-character secret is taken; a deleted subscription is 404 to read, list deliveries of and delete",
