@@ -77,9 +77,11 @@ export interface Declarations {
    * with the string "{topics}" standing for the array of topic names and "{topic}" for the first one; `topic` is
    * a connector's topic name with "{connector}" for its id. `replayWindow`: the most messages a resume replays
    * per topic (the stream's resume window is not shown either); declared, a profile check resumes from before more
-   * than that and expects the reference profile's `gap` message.
+   * than that and expects the reference profile's `gap` message. `declared`: the config file declares `subscribe`,
+   * so a record the subscriber never receives is the deployment's failure (§4 "The server pushes records, with
+   * lineage, as they land"), not a guess of the suite's that missed.
    */
-  stream: { subscribe: unknown; topic: string; replayWindow?: number }
+  stream: { subscribe: unknown; topic: string; replayWindow?: number; declared: boolean }
   /** §8 "Burst and sustained headers are present on every response" with "Names ... not shown". */
   rateLimitHeaders?: { burst: WindowHeaders; sustained: WindowHeaders }
   /**
@@ -573,7 +575,11 @@ export function unknownConfigKeys(file: Raw): string[] {
 
 const DEFAULT_DECLARATIONS: Declarations = {
   paging: {},
-  stream: { subscribe: { type: 'subscribe', topics: '{topics}' }, topic: 'connector:{connector}' },
+  stream: {
+    subscribe: { type: 'subscribe', topics: '{topics}' },
+    topic: 'connector:{connector}',
+    declared: false,
+  },
   approval: {
     method: 'POST',
     path: '/v1/runs/{run_id}/steps/{step_id}/approval',
@@ -693,6 +699,7 @@ function declarations(file: Raw): Declarations {
       subscribe: stream.subscribe ?? DEFAULT_DECLARATIONS.stream.subscribe,
       topic: topic ?? DEFAULT_DECLARATIONS.stream.topic,
       ...(replayWindow !== undefined ? { replayWindow } : {}),
+      declared: stream.subscribe !== undefined,
     },
     ...(file.rateLimitHeaders !== undefined
       ? { rateLimitHeaders: { burst: window('burst'), sustained: window('sustained') } }

@@ -118,6 +118,8 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.topic-scope-refused': GAPS.streamMessages,
   'stream.resume-after-seq-exclusive': GAPS.streamMessages,
   'stream.protocol-messages': GAPS.streamMessages,
+  'stream.bad-messages-refused': GAPS.streamMessages,
+  'stream.socket-ingest-judged-like-rest': GAPS.streamMessages,
   'pagination.limit-over-200-400': GAPS.overLimit,
   'pagination.page-shape': GAPS.pageShape,
   'pagination.default-limit-50': GAPS.defaultLimit,

@@ -44,7 +44,7 @@ import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
 import { killers, noticed } from './noticed.mjs'
-import { CHECKS, checksFor, sectionOf } from './scope.mjs'
+import { CHECKS, checksFor, sectionOf, WAIT_MS } from './scope.mjs'
 
 /** The one "test" Stryker sees: the conformance suite. */
 export const SUITE_TEST = 'conformance suite'
@@ -366,7 +366,14 @@ export class ConformanceSwitchRunner {
     }
     this.configDir = mkdtempSync(join(this.root, '.switch-suite-'))
     this.configFile = join(this.configDir, 'conformance.json')
-    writeFileSync(this.configFile, JSON.stringify({ stream: { replayWindow: REPLAY_WINDOW } }))
+    // The reference's subscribe message, declared: a mutant that pushes no record then fails the stream's core
+    // checks (their silence is the deployment's failure, not the suite's guess) and --bail ends its run there.
+    writeFileSync(
+      this.configFile,
+      JSON.stringify({
+        stream: { replayWindow: REPLAY_WINDOW, subscribe: { type: 'subscribe', topics: '{topics}' } },
+      }),
+    )
   }
 
   async dispose() {
@@ -437,7 +444,7 @@ export class ConformanceSwitchRunner {
    * One suite run against the server: fresh identities, the suite's report back (or why there is none). `interrupt`
    * ends the suite early (the runner's deadline), as an interrupt ends a run: the verdict and reports still come.
    */
-  async runSuite(server, { mutant, name, only, interrupt, progress = {} }) {
+  async runSuite(server, { mutant, name, only, section, interrupt, progress = {} }) {
     const run = `${process.pid}-${++this.runs}`
     progress.phase = 'issuing keys'
     const tokenFlags = await this.provision(server, `stryker-${run}`)
@@ -460,6 +467,8 @@ export class ConformanceSwitchRunner {
       '--config',
       this.configFile,
       '--strict-profile',
+      // The section's own bound on the suite's waits (scope.mjs WAIT_MS), in the dry run and the mutant runs alike.
+      ...(WAIT_MS[section] !== undefined ? ['--wait-ms', String(WAIT_MS[section])] : []),
       ...(mutant ? ['--bail'] : []),
       ...(only ? ['--only', only.join(',')] : []),
       '--json',
@@ -507,6 +516,7 @@ export class ConformanceSwitchRunner {
         const { report, output } = await this.runSuite(server, {
           name: `clean-${tests.length + 1}`,
           only,
+          section: id,
         })
         const test = { id, name: id, timeSpentMs: Date.now() - at }
         tests.push(
@@ -602,6 +612,7 @@ export class ConformanceSwitchRunner {
       ...options,
       mutant,
       only,
+      section,
       staticRun,
       cost,
       killed,
@@ -633,7 +644,7 @@ export class ConformanceSwitchRunner {
   }
 
   /** The mutant's run against `server`: its verdict, or Killed when the server died under it. */
-  async judge(server, { mutant, only, staticRun, cost, killed, interrupt, progress }) {
+  async judge(server, { mutant, only, section, staticRun, cost, killed, interrupt, progress }) {
     try {
       // Stryker's hit limit (100 x the mutant's hits in the dry run) is not passed on: with each section's coverage
       // kept to its own mutants it counted the hits of one section's checks only, and a mutant in a timer's pass
@@ -643,6 +654,7 @@ export class ConformanceSwitchRunner {
       const { report, output } = await this.runSuite(server, {
         mutant,
         only,
+        section,
         interrupt: interrupt.signal,
         progress,
       })

@@ -74,8 +74,20 @@ describe('declarations in the config file', () => {
       subscribe: { type: 'subscribe', topics: '{topics}' },
       topic: 'connector:{connector}',
       replayWindow: 20,
+      declared: false,
     })
     expect(resolveConfig([], {}).config.stream.replayWindow).toBeUndefined()
+  })
+
+  it('tells a declared subscribe message from the default one', async () => {
+    const { writeFileSync } = await import('node:fs')
+    const file = join(scratchDir('conf-decl-'), 'subscribe.json')
+    const subscribe = { op: 'listen', channels: '{topics}' }
+    writeFileSync(file, JSON.stringify({ stream: { subscribe } }))
+    const { stream } = resolveConfig(['--config', file], {}).config
+    expect(stream.subscribe).toEqual(subscribe)
+    expect(stream.declared).toBe(true)
+    expect(resolveConfig([], {}).config.stream.declared).toBe(false)
   })
 })
 

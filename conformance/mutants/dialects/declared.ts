@@ -68,7 +68,11 @@ export function declaredDialect(): Dialect {
       'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, the trace as NDJSON only, plans named by inputs.steps, slower answers',
     targets: [],
     configure(config) {
-      config.stream = { subscribe: { op: 'join', channels: '{topics}' }, topic: 'records/{connector}' }
+      config.stream = {
+        subscribe: { op: 'join', channels: '{topics}' },
+        topic: 'records/{connector}',
+        declared: true,
+      }
       config.rateLimitHeaders = {
         burst: { remaining: 'quota-short-left', reset: 'quota-short-renews-in' },
         sustained: { remaining: 'quota-long-left', reset: 'quota-long-renews-in' },

@@ -123,6 +123,29 @@ export function ingestionMutants(): Mutant[] {
       },
     },
     {
+      id: 'stream-bad-message-vague',
+      description:
+        'The stream refuses every malformed message with one vague sentence that names no member, and forgets its ref',
+      targets: ['stream.bad-messages-refused'],
+      streamMessage(message) {
+        const error = message.error as Json | undefined
+        if (message.type !== 'error' || error?.code !== 'invalid_request' || 'topic' in message)
+          return message
+        const { ref: _ref, ...rest } = message
+        return { ...rest, error: { ...error, message: 'Bad message' } }
+      },
+    },
+    {
+      id: 'stream-ingest-answer-without-connector',
+      description: 'A batch sent over the stream is answered without the connector id it was stored under',
+      targets: ['stream.socket-ingest-judged-like-rest'],
+      streamMessage(message) {
+        if (message.type !== 'ingested') return message
+        const { connector_id: _c, ...rest } = message
+        return rest
+      },
+    },
+    {
       id: 'batch-event-without-rejected',
       description: 'ingest.batch_accepted deliveries count the rejected records as 0',
       targets: ['ingest.batch-event'],

@@ -20,7 +20,7 @@ import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
 import { slackChatChecks } from './slackchat.js'
 import { streamChecks } from './stream.js'
-import { streamProtocolChecks } from './streamprotocol.js'
+import { streamMessageRulesChecks, streamProtocolChecks } from './streamprotocol.js'
 import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
@@ -60,6 +60,7 @@ export const ALL_CHECKS: Check[] = [
   ...ingestRuleChecks,
   ...streamChecks,
   ...streamProtocolChecks,
+  ...streamMessageRulesChecks,
   ...paginationChecks,
   ...graphqlSpecChecks,
   ...graphqlChecks,

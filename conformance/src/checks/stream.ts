@@ -198,6 +198,72 @@ export const streamChecks: Check[] = [
       assert(bad.refused === 401, `a bad token in access_token was refused with ${bad.refused}, not 401`)
     },
   },
+  // Before the other checks that wait for a pushed record: a deployment that pushes none fails this core check
+  // first, and under --bail the run ends there instead of waiting out each of the others.
+  {
+    id: 'stream.pushed-records-in-order-with-root',
+    title:
+      'Pushed records arrive as they land: every record once, in commit order, each carrying its batch’s lineage_root',
+    level: 'core',
+    clauses: ['S4.10', 'S1.6', 'S2.11'],
+    async run(ctx) {
+      // §4 "The server pushes records, with lineage, as they land." The lineage the spec names is the batch's
+      // `lineage_root` (§2 Batch ingest response): each pushed record must carry its own batch's root. The
+      // message's shape and the subscribe message are the deployment's (declared as stream.subscribe).
+      const connector = ctx.name('conn-order')
+      const r = await openStream(ctx, ctx.config.tokens.primary)
+      if (!r) fail('the stream refused the primary token')
+      try {
+        await subscribed(r, subscribeMessage(ctx, [connector]))
+        const batches = [batch(ctx, 3), batch(ctx, 2)]
+        const roots: string[] = []
+        for (const records of batches) {
+          const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records })
+          expectStatus(res, 202, 'ingest')
+          const root = (res.body as Json | undefined)?.lineage_root
+          if (typeof root !== 'string') fail(`the batch answer has no lineage_root: ${short(res.body)}`)
+          roots.push(root)
+        }
+        const ids = batches.flat().map((rec) => String(rec.id))
+        const carrying = (id: string) => (m: Json) => JSON.stringify(m).includes(`"${id}"`)
+        const last = await r.next(carrying(ids[ids.length - 1]!), ctx.config.waitMs)
+        const none = !last && !ids.some((id) => r.messages.some(carrying(id)))
+        // Declared, the subscribe message is the deployment's own word: silence is its failure, not the suite's guess.
+        if (none && ctx.config.stream.declared)
+          fail(
+            `no ingested record reached the subscriber within ${ctx.config.waitMs} ms, subscribed with the declared stream.subscribe (sent: ${subscribeMessage(ctx, [connector])})`,
+          )
+        if (none)
+          skip(
+            `no ingested record reached the subscriber within ${ctx.config.waitMs} ms: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribeMessage(ctx, [connector])})`,
+          )
+        await sleep(300) // a duplicate pushed right after would show now
+        const positions = ids.map((id) => r.messages.findIndex(carrying(id)))
+        const lost = ids.filter((_, i) => positions[i] === -1)
+        assert(lost.length === 0, `records never pushed: ${lost.join(', ')}`)
+        const twice = ids.filter((id) => r.messages.filter(carrying(id)).length > 1)
+        assert(twice.length === 0, `records pushed more than once: ${twice.join(', ')}`)
+        assert(
+          positions.every((p, i) => i === 0 || p > positions[i - 1]!),
+          `records pushed out of commit order: ${ids.map((id, i) => `${id}@${positions[i]}`).join(', ')}`,
+        )
+        // §2 types lineage_root "string" and shows no form: the same root written with or without an algorithm
+        // prefix ("sha256:<hex>") on either side, in either letter case, is the same root.
+        const digest = (root: string) => root.replace(/^[A-Za-z0-9_-]+[:=]/, '').toLowerCase()
+        batches.forEach((records, b) => {
+          for (const rec of records) {
+            const m = r.messages.find(carrying(String(rec.id)))!
+            assert(
+              JSON.stringify(m).toLowerCase().includes(digest(roots[b]!)),
+              `the pushed record ${String(rec.id)} does not carry its batch's lineage_root ${roots[b]}: ${short(m)}`,
+            )
+          }
+        })
+      } finally {
+        r.close()
+      }
+    },
+  },
   {
     id: 'stream.topic-scope-enforced',
     title: 'A token without a topic scope never receives that topic: records reach a scoped subscriber only',
@@ -226,6 +292,10 @@ export const streamChecks: Check[] = [
         const carries = (m: Json) => JSON.stringify(m).includes(id)
         // The scoped subscriber shows the record is on the wire; without it this check would prove nothing.
         const seen = await scoped.next(carries, ctx.config.waitMs)
+        if (!seen && ctx.config.stream.declared)
+          fail(
+            `the primary subscriber never received the record within ${ctx.config.waitMs} ms, subscribed with the declared stream.subscribe (§4 "The server pushes records, with lineage, as they land"; sent: ${subscribe})`,
+          )
         if (!seen)
           skip(
             `the primary subscriber never received the record, so the narrow token's silence proves nothing: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribe})`,
@@ -299,64 +369,6 @@ export const streamChecks: Check[] = [
           seqs.every((s, i) => i === 0 || s > seqs[i - 1]!),
           `record seqs out of order: ${seqs.join(',')}`,
         )
-      } finally {
-        r.close()
-      }
-    },
-  },
-  {
-    id: 'stream.pushed-records-in-order-with-root',
-    title:
-      'Pushed records arrive as they land: every record once, in commit order, each carrying its batch’s lineage_root',
-    level: 'core',
-    clauses: ['S4.10', 'S1.6', 'S2.11'],
-    async run(ctx) {
-      // §4 "The server pushes records, with lineage, as they land." The lineage the spec names is the batch's
-      // `lineage_root` (§2 Batch ingest response): each pushed record must carry its own batch's root. The
-      // message's shape and the subscribe message are the deployment's (declared as stream.subscribe).
-      const connector = ctx.name('conn-order')
-      const r = await openStream(ctx, ctx.config.tokens.primary)
-      if (!r) fail('the stream refused the primary token')
-      try {
-        await subscribed(r, subscribeMessage(ctx, [connector]))
-        const batches = [batch(ctx, 3), batch(ctx, 2)]
-        const roots: string[] = []
-        for (const records of batches) {
-          const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records })
-          expectStatus(res, 202, 'ingest')
-          const root = (res.body as Json | undefined)?.lineage_root
-          if (typeof root !== 'string') fail(`the batch answer has no lineage_root: ${short(res.body)}`)
-          roots.push(root)
-        }
-        const ids = batches.flat().map((rec) => String(rec.id))
-        const carrying = (id: string) => (m: Json) => JSON.stringify(m).includes(`"${id}"`)
-        const last = await r.next(carrying(ids[ids.length - 1]!), ctx.config.waitMs)
-        if (!last && !ids.some((id) => r.messages.some(carrying(id))))
-          skip(
-            `no ingested record reached the subscriber within ${ctx.config.waitMs} ms: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribeMessage(ctx, [connector])})`,
-          )
-        await sleep(300) // a duplicate pushed right after would show now
-        const positions = ids.map((id) => r.messages.findIndex(carrying(id)))
-        const lost = ids.filter((_, i) => positions[i] === -1)
-        assert(lost.length === 0, `records never pushed: ${lost.join(', ')}`)
-        const twice = ids.filter((id) => r.messages.filter(carrying(id)).length > 1)
-        assert(twice.length === 0, `records pushed more than once: ${twice.join(', ')}`)
-        assert(
-          positions.every((p, i) => i === 0 || p > positions[i - 1]!),
-          `records pushed out of commit order: ${ids.map((id, i) => `${id}@${positions[i]}`).join(', ')}`,
-        )
-        // §2 types lineage_root "string" and shows no form: the same root written with or without an algorithm
-        // prefix ("sha256:<hex>") on either side, in either letter case, is the same root.
-        const digest = (root: string) => root.replace(/^[A-Za-z0-9_-]+[:=]/, '').toLowerCase()
-        batches.forEach((records, b) => {
-          for (const rec of records) {
-            const m = r.messages.find(carrying(String(rec.id)))!
-            assert(
-              JSON.stringify(m).toLowerCase().includes(digest(roots[b]!)),
-              `the pushed record ${String(rec.id)} does not carry its batch's lineage_root ${roots[b]}: ${short(m)}`,
-            )
-          }
-        })
       } finally {
         r.close()
       }

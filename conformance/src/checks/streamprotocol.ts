@@ -12,6 +12,7 @@ import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json } from '../fixtures.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
+import { isRfc3339 } from './assertions.js'
 import { batch } from './ingest.js'
 import { openStream } from './stream.js'
 
@@ -113,3 +114,278 @@ export const streamProtocolChecks: Check[] = [
     },
   },
 ]
+
+/** One malformed client message, what the reference profile answers it with, and why (docs/stream.md). */
+interface BadMessage {
+  what: string
+  /** The frame's text. */
+  text: string
+  /** A word the refusal's message must name: the member at fault (or "JSON" / "object" for the frame itself). */
+  names: string
+  /** The `ref` the refusal must echo, when the message carries one the profile echoes. */
+  ref?: string
+}
+
+/**
+ * The malformed messages of the reference profile's protocol (docs/stream.md "Client messages"): each is refused
+ * with one `error` message carrying the spec §7 envelope (code `invalid_request`, a message naming the member at
+ * fault, a `detail` object and a `request_id`), echoing the message's `ref` when it is a string of at most 128
+ * characters, about no topic, and the socket stays open.
+ */
+function badMessages(topic: string): BadMessage[] {
+  const json = (what: string, message: Json, names: string, ref?: string): BadMessage => ({
+    what,
+    text: JSON.stringify(ref === undefined ? message : { ...message, ref }),
+    names,
+    ...(ref === undefined ? {} : { ref }),
+  })
+  const long = (n: number) => `connector:${'c'.repeat(n - 'connector:'.length)}`
+  const ref128 = `r${'8'.repeat(127)}`
+  return [
+    { what: 'a frame that is not JSON', text: '{"type": "subscribe",', names: 'JSON' },
+    { what: 'a JSON array', text: JSON.stringify([{ type: 'ping' }]), names: 'object' },
+    json('an unknown type', { type: 'listen', topics: [topic] }, 'type', 'r-type'),
+    json('a message without a type', { topics: [topic] }, 'type', 'r-no-type'),
+    json('topics that are a string', { type: 'subscribe', topics: topic }, 'topics', 'r-string'),
+    json('an empty topics array', { type: 'subscribe', topics: [] }, 'topics', 'r-empty'),
+    json('101 topics', { type: 'subscribe', topics: Array(101).fill(topic) }, 'topic', 'r-101'),
+    json('a topic that is a number', { type: 'subscribe', topics: [topic, 7] }, 'topic', 'r-number'),
+    json('an empty topic', { type: 'subscribe', topics: [''] }, 'topic', 'r-empty-topic'),
+    json('a topic of 257 characters', { type: 'subscribe', topics: [long(257)] }, 'topic', 'r-257'),
+    json('unsubscribe with no topics', { type: 'unsubscribe' }, 'topics', 'r-unsub'),
+    json('since that is a number', { type: 'subscribe', topics: [topic], since: 3 }, 'since', 'r-since'),
+    json(
+      'a negative since',
+      { type: 'subscribe', topics: [topic], since: { [topic]: -1 } },
+      'since',
+      'r-neg',
+    ),
+    json(
+      'a fractional since',
+      { type: 'subscribe', topics: [topic], since: { [topic]: 1.5 } },
+      'since',
+      'r-frac',
+    ),
+    json(
+      'a since in a string',
+      { type: 'subscribe', topics: [topic], since: { [topic]: '2' } },
+      'since',
+      'r-str',
+    ),
+    json('an ingest without connector_id', { type: 'ingest', records: [] }, 'connector_id', 'r-no-conn'),
+    json(
+      'an ingest under a connector id outside the pattern',
+      { type: 'ingest', connector_id: 'bad id!', records: [] },
+      'connector_id',
+      ref128,
+    ),
+    json(
+      'an ingest whose records are no array',
+      { type: 'ingest', connector_id: 'c1', records: {} },
+      'records',
+      'r-rec',
+    ),
+    // A ref the profile does not echo: not a string, or longer than 128 characters.
+    json('an ingest with a numeric ref', { type: 'ingest', connector_id: 'c1', records: [], ref: 5 }, 'ref'),
+    json(
+      'an ingest with a ref of 129 characters',
+      { type: 'ingest', connector_id: 'c1', records: [], ref: `${ref128}9` },
+      'ref',
+    ),
+    // Text that cannot be stored (a NUL), and JSON nested past the profile's 64 levels.
+    json('a NUL in a member', { type: 'subscribe', topics: [`${topic}\u0000`] }, 'topics', 'r-nul'),
+    {
+      what: 'JSON nested 70 levels deep',
+      text: `{"type":"ping","x":${'['.repeat(70)}${']'.repeat(70)}}`,
+      names: 'deeper',
+    },
+  ]
+}
+
+/**
+ * The bounds of `topics` from inside (docs/stream.md "`topics`: 1 to 100 strings"): 100 copies of one topic are one
+ * topic, acknowledged once, and acknowledged once again when sent again (the topic is held); a topic of 256
+ * characters is no malformed message but a topic the profile does not know, refused by name; an unsubscribe is
+ * acknowledged per topic, one the connection does not hold too.
+ */
+async function topicBounds(ctx: CheckContext, s: Stream, topic: string): Promise<void> {
+  const wait = ctx.config.waitMs
+  const acks = (from: number) =>
+    s.messages.slice(from).filter((m) => m.type === 'subscribed' && m.topic === topic).length
+  for (const round of ['first', 'again']) {
+    const from = s.messages.length
+    s.ws.send(JSON.stringify({ type: 'subscribe', topics: Array(100).fill(topic) }))
+    const ack = await s.next(
+      (m) =>
+        s.messages.indexOf(m) >= from &&
+        ((m.type === 'subscribed' && m.topic === topic) || m.type === 'error'),
+      wait,
+    )
+    assert(
+      ack?.type === 'subscribed',
+      `subscribing to 100 copies of ${topic} (${round}) answered ${short(ack)}`,
+    )
+    // A ping after: its pong comes once every acknowledgement of the held topic has gone out.
+    s.ws.send(JSON.stringify({ type: 'ping' }))
+    await s.next((m) => s.messages.indexOf(m) > from && m.type === 'pong', wait)
+    assert(
+      acks(from) === 1,
+      `subscribing to 100 copies of ${topic} (${round}) was acknowledged ${acks(from)} times, not once`,
+    )
+  }
+  const long = `connector:${'c'.repeat(246)}`
+  let from = s.messages.length
+  s.ws.send(JSON.stringify({ type: 'subscribe', topics: [long] }))
+  const refused = await s.next((m) => s.messages.indexOf(m) >= from && m.type !== 'heartbeat', wait)
+  assert(
+    refused?.type === 'error' &&
+      refused.topic === long &&
+      (refused.error as Json | undefined)?.code === 'invalid_request',
+    `a topic of 256 characters no connector id fits was answered ${short(refused)}, not an invalid_request error about that topic`,
+  )
+  from = s.messages.length
+  const unheld = `connector:${ctx.name('conn-unheld')}`
+  s.ws.send(JSON.stringify({ type: 'unsubscribe', topics: [topic, unheld] }))
+  for (const t of [topic, unheld]) {
+    const gone = await s.next(
+      (m) => s.messages.indexOf(m) >= from && m.type === 'unsubscribed' && m.topic === t,
+      wait,
+    )
+    assert(gone, `unsubscribing from ${t} was not acknowledged: ${short(s.messages.slice(from))}`)
+  }
+}
+
+/** The next message after index `from` that answers a client message (anything but a heartbeat). */
+async function answerAfter(s: Stream, from: number, wait: number): Promise<Json | undefined> {
+  return s.next((m) => s.messages.indexOf(m) >= from && m.type !== 'heartbeat', wait)
+}
+
+export const streamMessageRulesChecks: Check[] = [
+  {
+    id: 'stream.bad-messages-refused',
+    title:
+      'A malformed stream message is refused with one invalid_request error in the §7 envelope, naming the member at fault and echoing its ref; the socket stays open',
+    level: 'profile',
+    clauses: ['S1.2', 'S7.1'],
+    async run(ctx) {
+      const s = await openStream(ctx, ctx.config.tokens.primary)
+      if (!s) fail('the stream refused the primary token')
+      try {
+        const topic = `connector:${ctx.name('conn-bad-msg')}`
+        for (const bad of badMessages(topic)) {
+          const from = s.messages.length
+          s.ws.send(bad.text)
+          const m = await answerAfter(s, from, ctx.config.waitMs)
+          assert(m, `${bad.what} got no answer within ${ctx.config.waitMs} ms`)
+          const error = m.error as Json | undefined
+          assert(
+            m.type === 'error' && error?.code === 'invalid_request',
+            `${bad.what} was answered ${short(m)}, not an invalid_request error`,
+          )
+          assert(
+            typeof error.message === 'string' && error.message.includes(bad.names),
+            `the refusal of ${bad.what} does not name ${bad.names} in its message: ${short(m)}`,
+          )
+          assert(
+            typeof error.request_id === 'string' &&
+              error.request_id !== '' &&
+              error.detail !== null &&
+              typeof error.detail === 'object',
+            `the refusal of ${bad.what} lacks the envelope's detail object or request_id: ${short(m)}`,
+          )
+          assert(
+            m.ref === bad.ref,
+            `the refusal of ${bad.what} carries ref ${short(m.ref)}, not ${short(bad.ref)}`,
+          )
+          assert(!('topic' in m), `the refusal of ${bad.what} names a topic, as if about one: ${short(m)}`)
+        }
+        const from = s.messages.length
+        s.ws.send(JSON.stringify({ type: 'ping' }))
+        const pong = await answerAfter(s, from, ctx.config.waitMs)
+        assert(
+          pong?.type === 'pong' && isRfc3339(pong.ts),
+          `after the refusals, ping answered ${short(pong)}, not a pong with an RFC 3339 ts`,
+        )
+        // Nothing else answered: one message for each refusal, then the pong.
+        const extra = s.messages.filter((m) => m.type !== 'heartbeat').length - badMessages(topic).length - 1
+        assert(extra === 0, `the refusals were answered with ${extra} more messages than one each`)
+        await topicBounds(ctx, s, topic)
+      } finally {
+        s.close()
+      }
+    },
+  },
+]
+
+/** The answer over `s` to the ingest message with `ref` (an `ingested` or an `error` carrying that ref). */
+async function ingestOver(s: Stream, ref: string, connector: string, records: unknown[], wait: number) {
+  s.ws.send(JSON.stringify({ type: 'ingest', ref, connector_id: connector, records }))
+  return s.next((m) => m.ref === ref && (m.type === 'ingested' || m.type === 'error'), wait)
+}
+
+streamMessageRulesChecks.push({
+  id: 'stream.socket-ingest-judged-like-rest',
+  title:
+    'A batch sent over the stream is judged like the REST batch: refused without ingest:write (policy_denied), over the record limit with the REST refusal’s code, and a partly bad batch answered with its counts, rejections and lineage_root, its ref and connector id echoed',
+  level: 'profile',
+  clauses: ['S1.6', 'S7.2'],
+  async run(ctx) {
+    // §1 "Ingestion feeds records into the service by connector, either as a REST batch or over a streaming
+    // socket": the socket's messages are the profile's (§4 "not shown"); docs/stream.md "judged and stored exactly
+    // like POST /v1/grid/connectors/{id}/ingest".
+    const wait = ctx.config.waitMs
+    const connector = ctx.name('conn-sock-ingest')
+    const narrow = ctx.as('narrowScope').token
+    if (narrow) {
+      const n = await openStream(ctx, narrow)
+      if (!n) fail('the narrow token could not open the stream')
+      try {
+        const refused = await ingestOver(n, 'r-narrow', connector, batch(ctx, 1), wait)
+        const error = refused?.error as Json | undefined
+        const detail = error?.detail as Json | undefined
+        assert(
+          refused?.type === 'error' && error?.code === 'policy_denied',
+          `a batch over the stream from a token without ingest:write answered ${short(refused)}, not policy_denied`,
+        )
+        for (const field of ['envelope', 'violation', 'observed', 'limit', 'escalation_queue'])
+          assert(
+            detail && field in detail,
+            `the policy_denied refusal's detail lacks ${field}: ${short(refused)}`,
+          )
+      } finally {
+        n.close()
+      }
+    }
+    const s = await openStream(ctx, ctx.config.tokens.primary)
+    if (!s) fail('the stream refused the primary token')
+    try {
+      const big = batch(ctx, 501)
+      const rest = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: big })
+      const restCode = ((rest.body as Json | undefined)?.error as Json | undefined)?.code
+      assert(
+        rest.status >= 400 && typeof restCode === 'string',
+        `REST took a batch of 501 records: ${rest.status}`,
+      )
+      const over = await ingestOver(s, 'r-big', connector, big, wait)
+      assert(
+        over?.type === 'error' && (over.error as Json | undefined)?.code === restCode,
+        `a batch of 501 records over the stream answered ${short(over)}, not the REST refusal's ${restCode}`,
+      )
+      const [good, bad] = batch(ctx, 2)
+      const { ts: _ts, ...withoutTs } = bad!
+      const mixed = await ingestOver(s, 'r-mixed', connector, [good, withoutTs], wait)
+      assert(
+        mixed?.type === 'ingested' &&
+          mixed.connector_id === connector &&
+          mixed.accepted === 1 &&
+          mixed.rejected === 1 &&
+          typeof mixed.lineage_root === 'string' &&
+          Array.isArray(mixed.rejections) &&
+          mixed.rejections.length === 1,
+        `a batch of one good record and one without ts answered ${short(mixed)}, not ingested with its counts, one rejection, lineage_root and connector_id`,
+      )
+    } finally {
+      s.close()
+    }
+  },
+})

@@ -176,6 +176,10 @@ export const tenancyChecks: Check[] = [
       const theirId = String(theirs!.id)
       // The second workspace watches the shared connector id; its own record proves the subscription works.
       const watcher = await openStream(ctx, other.token ?? null)
+      // Declared, the stream's protocol is the deployment's own word: a stream that will not open for a token with
+      // every scope fails here (as stream.accepts-token would, core), not only after every later wait for it.
+      if (!watcher && ctx.config.stream.declared)
+        fail(`the stream did not open for the second workspace's token (stream.subscribe is declared)`)
       try {
         // Inside the try: a refused ingest had left the watcher open, and its heartbeats kept the CLI alive after
         // its verdict.
@@ -215,6 +219,12 @@ export const tenancyChecks: Check[] = [
           expectStatus(await other.post(`${path}/ingest`, { records: [ownProbe] }), 202, 'second ingest')
           const carries = (id: unknown) => (m: Json) => JSON.stringify(m).includes(String(id))
           const got = await watcher.next(carries(ownProbe.id), ctx.config.waitMs)
+          // Declared, the subscribe message is the deployment's own word: its silence is a failure (§4 "The server
+          // pushes records, with lineage, as they land"), not a guess of the suite's that missed.
+          if (!got && ctx.config.stream.declared)
+            fail(
+              `the second workspace's subscriber to connector ${connector} never received its own record within ${ctx.config.waitMs} ms, subscribed with the declared stream.subscribe`,
+            )
           if (got) {
             const leaked = watcher.messages.find(carries(leakProbe.id))
             assert(
