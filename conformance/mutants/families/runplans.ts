@@ -168,6 +168,48 @@ export function runPlanMutants(): Mutant[] {
       },
     },
     {
+      id: 'run-start-announced-without-plan',
+      description: 'The run.started delivery does not name the plan’s steps',
+      targets: ['runs.control-events'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (body?.event !== 'run.started' || !('plan' in body)) return req
+        const { plan: _p, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'policy-denied-without-detail',
+      description: 'The policy.denied delivery of a denied step lacks the decision’s detail',
+      targets: ['runs.control-events'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (body?.event !== 'policy.denied' || !('detail' in body)) return req
+        const { detail: _d, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'retired-tool-step-without-reason',
+      description: 'The step.failed frame of a step whose tool was retired gives no reason',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).map((f) =>
+                  f.kind === 'step.failed' && String((f.detail as Json | null)?.reason).includes('retired')
+                    ? { ...f, detail: {} }
+                    : f,
+                ),
+              }
+            : undefined,
+        )
+      },
+    },
+    {
       id: 'control-events-without-status',
       description:
         'run.paused, run.resumed and run.cancelled deliveries carry the status the run had before the control, not after',

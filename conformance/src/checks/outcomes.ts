@@ -131,9 +131,14 @@ export const outcomeChecks: Check[] = [
           expect(
             t.status === 'failed' &&
               error.code === 'tool_unavailable' &&
-              t.frames.some((f) => f.kind === 'step.failed' && f.step_id === stepId) &&
+              typeof error.message === 'string' &&
+              error.message !== '' &&
+              t.frames.some(
+                (f) =>
+                  f.kind === 'step.failed' && f.step_id === stepId && obj(f.detail).reason === error.message,
+              ) &&
               !t.kinds.includes('tool.call'),
-            `a step whose tool was retired before its approval ended ${short(t.status)} (${short(error)}) with frames ${t.kinds.join(', ')} (expected step.failed, no tool.call, tool_unavailable)`,
+            `a step whose tool was retired before its approval ended ${short(t.status)} (${short(error)}) with frames ${t.kinds.join(', ')} (expected step.failed giving the outcome's message as its reason, no tool.call, tool_unavailable)`,
           )
         })(),
         (async () => {

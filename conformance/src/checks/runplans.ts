@@ -350,12 +350,14 @@ export const runEventChecks: Check[] = [
   {
     id: 'runs.control-events',
     title:
-      'Pause, resume, cancel, an approval and a rejection each announce the run’s new status: run.paused (paused_from), run.resumed (reason resumed or approved, the step), run.cancelled (the flushed approvals, the outcome) and run.failed (a rejection’s or a failed tool’s outcome); run.awaiting_approval previews the tool and its input, an input longer than 280 characters cut to 280',
+      'Pause, resume, cancel, an approval and a rejection each announce the run’s new status: run.paused (paused_from), run.resumed (reason resumed or approved, the step), run.cancelled (the flushed approvals, the outcome) and run.failed (a rejection’s or a failed tool’s outcome); run.started names the plan’s steps, policy.denied the denied step, its tool and the decision’s detail; run.awaiting_approval previews the tool and its input, an input longer than 280 characters cut to 280',
     level: 'profile',
     clauses: ['S1.8', 'S6.3', 'S3.3', 'S3.4'],
     overlap: true,
     async run(ctx) {
       const mine = await subscribe(ctx, [
+        'run.started',
+        'policy.denied',
         'run.awaiting_approval',
         'run.paused',
         'run.resumed',
@@ -433,11 +435,35 @@ export const runEventChecks: Check[] = [
           await ctx.http.post(`/v1/runs/${runId}/cancel`)
         })(),
         (async () => {
-          // A step whose tool fails fails the run: run.failed with the run's status and outcome.
+          // A step whose tool fails fails the run: run.failed with the run's status and outcome; its start was
+          // announced with the plan's steps.
           const agent = await ctx.fx.newToolAgent([await ctx.fx.tool('fail')])
           const { runId } = await ctx.fx.startRun(agent)
           const final = await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
           await delivered(runId, 'run.failed', { status: 'failed', outcome: final.outcome })
+          const { frames } = await ctx.fx.readTrace(runId)
+          const plan = obj(frames.find((f) => f.kind === 'run.started')?.detail).plan
+          const steps = Array.isArray(plan) ? plan.map((p) => obj(p).step_id) : []
+          await delivered(runId, 'run.started', { status: 'running', plan: steps })
+        })(),
+        (async () => {
+          // A step the gate denies (the `restricted` envelope's fourth call) is announced as policy.denied naming
+          // the step, its tool and the decision's detail; its step.failed frame gives the reason.
+          const agent = await ctx.fx.newToolAgent([tool, tool, tool, tool])
+          const { runId } = await ctx.fx.startRun(agent, { policy_envelope: 'restricted' })
+          await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+          const { frames } = await ctx.fx.readTrace(runId)
+          const deny = frames.find((f) => f.kind === 'policy.decision' && f.policy === 'deny')
+          const { reason: _r, ...detail } = obj(deny?.detail)
+          await delivered(runId, 'policy.denied', {
+            step_id: deny?.step_id,
+            tool: tool.name,
+            tool_id: tool.id,
+            detail,
+          })
+          const failed = frames.find((f) => f.kind === 'step.failed')
+          if (typeof obj(failed?.detail).reason !== 'string' || obj(failed?.detail).reason === '')
+            problems.push(`the denied step's step.failed frame gives no reason: ${short(failed)}`)
         })(),
         (async () => {
           const { runId, waiting } = await ctx.fx.awaitingRun()

@@ -77,21 +77,21 @@ export class RunExecutor {
 
   async advance(runId: string): Promise<Progress> {
     const { run, value: next } = await this.recorder.change(runId, (c) => this.nextMove(c))
-    // Stryker disable next-line ConditionalExpression,StringLiteral: forced false, an idle move goes on to call a step it has not got and throws; the scheduler catches it, logs it and releases the run, as it would release an idle one (the log line is the only difference)
-    if (next === 'idle') return settled(run, next)
+    // Stryker disable next-line ConditionalExpression,StringLiteral: forced false, a move with nothing to call goes on to call it and throws; the scheduler catches it, logs it and releases the run, as it releases an idle one (the log line is the only difference); '' for idle likewise ends the scheduler's loop and releases the run
+    if (!next) return settled(run, 'idle')
     const result = await this.call(run, next)
     const after = await this.recorder.change(runId, (c) => recordCall(c, next, result))
     return settled(after.run, after.value)
   }
 
-  /** Inside the first transaction: which single move the run makes now (a call, or nothing more for now). */
-  private async nextMove(c: RunChange): Promise<'idle' | PendingCall> {
+  /** Inside the first transaction: which single move the run makes now: a call, or none (nothing more for now). */
+  private async nextMove(c: RunChange): Promise<PendingCall | undefined> {
     const { run } = c
     // The start and the first move are one transaction: one write fewer per run, and nothing is lost between
     // them (a pause or cancel takes the run's row lock before or after both, as it would between two steps).
     if (run.status === 'queued') startRun(c)
-    // Stryker disable next-line ConditionalExpression,StringLiteral: the scheduler claims queued and running runs only, so a run here is running unless a pause or cancel took its lock between the claim (or the last step) and this one, a window of a few statements no check can aim at; forced '' the idle answer throws in advance and is logged, as an idle one is released
-    if (run.status !== 'running') return 'idle'
+    // Stryker disable next-line ConditionalExpression: the scheduler claims queued and running runs only, so a run here is running unless a pause or cancel took its lock between the claim (or the last step) and this one, a window of a few statements no check can aim at
+    if (run.status !== 'running') return undefined
     const step = run.plan[run.nextStep]
     if (!step) return completeRun(c)
     const tool = await this.tools.in(c.tx).get(run.workspaceId, step.tool_id)
@@ -141,12 +141,11 @@ function startRun(c: RunChange): void {
   c.event('run.started', { status: run.status, plan: run.plan.map((s) => s.step_id) })
 }
 
-function completeRun(c: RunChange): 'idle' {
+function completeRun(c: RunChange): undefined {
   finish(c, 'complete', null)
-  return 'idle'
 }
 
-function failRetiredTool(c: RunChange, step: PlanStep): 'idle' {
+function failRetiredTool(c: RunChange, step: PlanStep): undefined {
   const error = {
     code: 'tool_unavailable',
     message: `Tool ${step.tool} was retired before step ${step.step_id} ran`,
@@ -160,14 +159,13 @@ function failRetiredTool(c: RunChange, step: PlanStep): 'idle' {
   })
   c.run.nextStep += 1
   finish(c, 'fail', error)
-  return 'idle'
 }
 
 function at(step: PlanStep, tool: ToolRecord) {
   return { stepId: step.step_id, tool: tool.name, toolId: tool.id }
 }
 
-function denyStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Deny): 'idle' {
+function denyStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Deny): undefined {
   const where = at(step, tool)
   c.frame({
     kind: 'policy.decision',
@@ -184,10 +182,9 @@ function denyStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Deny
   })
   c.run.nextStep += 1
   finish(c, 'fail', { code: 'policy_denied', message: decision.message, detail: decision.detail })
-  return 'idle'
 }
 
-function escalateStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Escalate): 'idle' {
+function escalateStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: Escalate): undefined {
   const { run } = c
   const where = at(step, tool)
   run.status = transition(run.status, 'escalate')
@@ -206,7 +203,6 @@ function escalateStep(c: RunChange, step: PlanStep, tool: ToolRecord, decision: 
     reason: decision.reason,
     payload_preview: payloadPreview(tool.name, stepInput(run)),
   })
-  return 'idle'
 }
 
 function allowStep(c: RunChange, step: PlanStep, tool: ToolRecord): PendingCall {
