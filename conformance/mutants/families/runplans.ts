@@ -210,6 +210,24 @@ export function runPlanMutants(): Mutant[] {
       },
     },
     {
+      id: 'approval-request-without-queue',
+      description: 'The approval.requested frame does not name the queue and reason the step awaits in',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).map((f) =>
+                  f.kind === 'approval.requested' ? { ...f, detail: {} } : f,
+                ),
+              }
+            : undefined,
+        )
+      },
+    },
+    {
       id: 'control-events-without-status',
       description:
         'run.paused, run.resumed and run.cancelled deliveries carry the status the run had before the control, not after',

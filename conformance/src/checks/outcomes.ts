@@ -195,6 +195,12 @@ export const outcomeChecks: Check[] = [
             ended.status === 'succeeded' && obj(allowed?.detail).approved === true,
             `the approved run ended ${short(ended.status)}, its step's allow decision ${short(allowed)} (expected detail.approved true)`,
           )
+          // The request names the queue and reason the run's awaiting item gave.
+          expect(
+            obj(requested?.detail).queue === approved.queue &&
+              typeof obj(requested?.detail).reason === 'string',
+            `the approval.requested frame ${short(requested)} does not name the queue ${short(approved.queue)} and a reason`,
+          )
           // The grant names the step's tool, as its request did, who decided and in which queue.
           expect(
             granted === undefined ||
