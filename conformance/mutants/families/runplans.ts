@@ -179,7 +179,7 @@ export function runPlanMutants(): Mutant[] {
       },
     },
     {
-      id: 'policy-denied-without-detail',
+      id: 'policy-denied-delivery-without-detail',
       description: 'The policy.denied delivery of a denied step lacks the decision’s detail',
       targets: ['runs.control-events'],
       delivery(req) {
