@@ -11,7 +11,7 @@
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json } from '../fixtures.js'
 import { assert, fail } from '../types.js'
-import { short } from '../wait.js'
+import { short, sleep } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
 import { batch } from './ingest.js'
 import { openStream } from './stream.js'
@@ -258,6 +258,21 @@ async function topicBounds(ctx: CheckContext, s: Stream, topic: string): Promise
       `subscribing to 100 copies of ${topic} (${round}) was acknowledged ${acks(from)} times, not once`,
     )
   }
+  // Subscribed twice, the topic is still held once: a record landing on it comes once.
+  const [record] = batch(ctx, 1)
+  const id = String(record!.id)
+  expectStatus(
+    await ctx.http.post(`/v1/grid/connectors/${topic.slice('connector:'.length)}/ingest`, {
+      records: [record],
+    }),
+    202,
+    'ingest',
+  )
+  const carries = (m: Json) => m.type === 'record' && (m.record as Json | undefined)?.id === id
+  await s.next(carries, wait)
+  await sleep(300) // a second copy pushed right after would show now
+  const copies = s.messages.filter(carries).length
+  assert(copies === 1, `a topic subscribed to twice pushed a record ${copies} times, not once`)
   const long = `connector:${'c'.repeat(246)}`
   let from = s.messages.length
   s.ws.send(JSON.stringify({ type: 'subscribe', topics: [long] }))
