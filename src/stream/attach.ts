@@ -149,11 +149,11 @@ export function attachStream(
     try {
       // The key's slot is taken before the handshake, so a socket past the key's quota is refused like a bad
       // token: a plain HTTP answer with the envelope (403 quota_exceeded). A lapsed lease closes the socket.
-      // Stryker disable all: the lapse callback runs only when the server could not renew the key's slot in its store for 30 s (a store outage no run has); `ports.sockets` is always wired by the server
+      // Stryker disable next-line all: the lapse callback runs only when the server could not renew the key's slot in its store for 30 s (a store outage no run has); `ports.sockets` is always wired by the server
       lease = await ports.sockets?.open(verified.workspace, verified.keyId, () =>
+        // Stryker disable next-line all: the lapse callback (see above)
         connection?.closeWith(CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON),
       )
-      // Stryker restore all
     } catch (err) {
       if (!(err instanceof ApiError)) throw err
       refuseUpgrade(socket, clock, err)
@@ -173,12 +173,13 @@ export function attachStream(
         {
           ...callerFromKey(verified),
           revalidate,
-          // Stryker disable all: equivalent in every run: each tier's stream_subscriptions_per_socket is 100, the server's ceiling and the hub's own default are 100 too, so every fallback gives the same bound (held by stream.subscriptions-per-connection); the key's topic count (keyTopics) is reached only past 500 topics on a key
+          // Stryker disable next-line all: equivalent in every run: each tier's stream_subscriptions_per_socket is 100, the server's ceiling and the hub's own default are 100 too, so every fallback gives the same bound (held by stream.subscriptions-per-connection); the key's topic count (keyTopics) is reached only past 500 topics on a key
           maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
+            // Stryker disable next-line all: the same fallback (see above)
             stream_subscriptions_per_socket: settings.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
           }),
+          // Stryker disable next-line all: the key's topic count (keyTopics) is reached only past 500 topics on a key
           ...(lease ? { keyTopics: lease } : {}),
-          // Stryker restore all
         },
         socketIngestor(ports, verified),
       )
@@ -195,14 +196,14 @@ export function attachStream(
       // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
       ws.on('message', (data) => joined.handleText(data.toString()))
       ws.on('pong', () => joined.pong())
-      // Stryker disable all: the observer feeds the server's socket metrics (src/surface/observe.ts), never an answer of the API; the close and error handlers run forget() on a socket already gone (see above)
+      // Stryker disable next-line all: the observer feeds the server's socket metrics (src/surface/observe.ts), never an answer of the API
       observer.socket('stream', 'open')
       ws.on('close', () => {
         forget()
+        // Stryker disable next-line all: the observer feeds the server's socket metrics (src/surface/observe.ts), never an answer of the API
         observer.socket('stream', 'close')
       })
       ws.on('error', forget)
-      // Stryker restore all
     })
   }
   server.on('upgrade', onUpgrade)
