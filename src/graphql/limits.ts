@@ -64,9 +64,11 @@ export function checkLimits(
   const root =
     operation.operation === 'query'
       ? schema.getQueryType()
-      : operation.operation === 'mutation'
+      : // Stryker disable next-line ConditionalExpression: `true` costs a subscription against the Mutation type (0), equivalent: no subscription selection reaches either limit (its messages hold no page and nest 5 deep at most); the mutator goes whole, its `false` with it, while EqualityOperator's and StringLiteral's variants stay judged (graphql.document-limits, a costly mutation).
+        operation.operation === 'mutation'
         ? schema.getMutationType()
         : schema.getSubscriptionType()
+  // Stryker disable next-line ConditionalExpression: unreachable: the schema has a Query, a Mutation and a Subscription type.
   if (!root) return []
   const introspection = introspectionBounds(schema)
   let maxDepth = 0
@@ -79,6 +81,7 @@ export function checkLimits(
         const name = sel.name.value
         const frag = fragments.get(name)
         // A fragment spread inside itself is refused by validation (NoFragmentCycles); guard anyway.
+        // Stryker disable next-line ConditionalExpression,LogicalOperator,ArrayDeclaration: equivalent once validation has run (NoFragmentCycles, KnownFragmentNames): a spread always names a fragment and never one inside itself; the mutators go whole, the `false` variant (fragments never counted) with them, while BooleanLiteral's stays judged (graphql.document-limits, a fragment's cost).
         if (frag && !seen.has(name)) fieldsOf(frag.selectionSet, new Set([...seen, name]), out)
       }
     }
@@ -93,6 +96,7 @@ export function checkLimits(
    */
   const introspect = (set: SelectionSetNode, type: GraphQLType, count: number, distinct: boolean): number => {
     const named = getNamedType(type)
+    // Stryker disable next-line ConditionalExpression: equivalent: introspection's types are all object types (this is only called on one with a selection set); the mutator goes whole, its `true` (introspection costs nothing) with it, which graphql.introspection-cost would kill.
     if (!isObjectType(named)) return 0
     let cost = 0
     for (const sel of fieldsOf(set, new Set())) {
@@ -111,6 +115,7 @@ export function checkLimits(
   }
   const walk = (set: SelectionSetNode, type: GraphQLType, depth: number): number => {
     const named = getNamedType(type)
+    // Stryker disable next-line ConditionalExpression: equivalent: the schema's only abstract type, RunEvent, has scalar fields only, which cost nothing either way; the mutator goes whole, its `true` (nothing costs) with it, which graphql.document-limits would kill.
     if (!isObjectType(named)) return 0
     maxDepth = Math.max(maxDepth, depth)
     let cost = 0
@@ -123,11 +128,13 @@ export function checkLimits(
         continue
       }
       const field = named.getFields()[name]
+      // Stryker disable next-line ConditionalExpression: unreachable: validation refuses unknown fields, and __typename (no selection set) is skipped above.
       if (!field) continue
       const limitArg = field.args.find((a) => a.name === 'limit')
       const each = 1 + walk(sel.selectionSet, field.type, depth + 1)
       const times = limitArg
-        ? pageSize(sel.arguments?.find((a) => a.name.value === 'limit')?.value, variables)
+        ? // Stryker disable next-line OptionalChaining: equivalent: graphql-js's parser always gives a field its `arguments` array (empty when none).
+          pageSize(sel.arguments?.find((a) => a.name.value === 'limit')?.value, variables)
         : listSize(named.name, field.name, field.type)
       cost += times * each
     }
@@ -158,6 +165,7 @@ export function checkLimits(
 /** A list field's bound: a page's data is counted by its page field, other lists by LIST_BOUNDS. */
 function listSize(parent: string, field: string, type: GraphQLType): number {
   if (!isListType(getNullableType(type))) return 1
+  // Stryker disable next-line LogicalOperator,StringLiteral: equivalent: only page types (…Page) have a `data` field, and their other fields are scalars, which never get here.
   if (field === 'data' && parent.endsWith('Page')) return 1
   return LIST_BOUNDS[`${parent}.${field}`] ?? DEFAULT_PAGE_LIMIT
 }
@@ -169,6 +177,7 @@ interface ListBound {
   total: number
 }
 
+// Stryker disable next-line all: unreachable: every list field of graphql-js's introspection types has its bound below; the fallback is for a newer graphql-js.
 const FALLBACK: ListBound = { per: MAX_PAGE_LIMIT, total: MAX_PAGE_LIMIT }
 
 const boundsBySchema = new WeakMap<GraphQLSchema, Map<string, ListBound>>()
@@ -176,6 +185,7 @@ const boundsBySchema = new WeakMap<GraphQLSchema, Map<string, ListBound>>()
 /** The exact sizes of the introspection lists of one schema, counted once. */
 function introspectionBounds(schema: GraphQLSchema): Map<string, ListBound> {
   const known = boundsBySchema.get(schema)
+  // Stryker disable next-line ConditionalExpression: a speed path: `false` counts the same sizes again per request; the mutator goes whole, its `true` with it.
   if (known) return known
   const types = Object.values(schema.getTypeMap())
   const directives = schema.getDirectives()
@@ -187,6 +197,7 @@ function introspectionBounds(schema: GraphQLSchema): Map<string, ListBound> {
     isObjectType(t) || isInterfaceType(t) ? Object.values(t.getFields()) : [],
   )
   const bounds = new Map<string, ListBound>([
+    // Stryker disable next-line StringLiteral: equivalent: without its own entry `__Schema.types` takes the `*` bound, which is the same ({ per: types, total: types }).
     ['__Schema.types', sizes([types])],
     ['__Schema.directives', sizes([directives])],
     ['__Type.fields', sizes(fieldLists)],
@@ -203,6 +214,7 @@ function introspectionBounds(schema: GraphQLSchema): Map<string, ListBound> {
     ['__Field.args', sizes(fieldLists.flat().map((f) => f.args))],
     ['__Directive.args', sizes(directives.map((d) => d.args))],
     // A list introspection may grow (a newer graphql-js): bounded by the number of types.
+    // Stryker disable next-line all: unreachable with this graphql-js (see FALLBACK); `__Schema.types` has the same bound, so only it could tell, and it has its own entry.
     ['*', { per: types.length, total: types.length }],
   ])
   boundsBySchema.set(schema, bounds)

@@ -16,6 +16,8 @@ import {
 const isGraphql = (req: ProxiedRequest) => pathOnly(req.path) === '/v1/graphql'
 const queryOf = (req: ProxiedRequest): string => String(parseJson(req.body)?.query ?? '')
 type GqlError = { extensions?: Json }
+/** The body first sent under each Idempotency-Key (graphql-queries-keyed). */
+const keyedQueries = new Map<string, string>()
 
 export function graphqlMutants(): Mutant[] {
   return [
@@ -193,6 +195,172 @@ export function graphqlMutants(): Mutant[] {
           Object.entries(res.headers).filter(([k]) => !/rate-?limit/i.test(k)),
         )
         return { ...res, headers }
+      },
+    },
+    {
+      id: 'graphql-schema-scopes-undocumented',
+      description: "The schema's root fields carry no description: nothing says which scope each needs",
+      targets: ['graphql.schema-documents-scopes'],
+      response(req, res) {
+        if (!isGraphql(req) || !/__schema/.test(queryOf(req))) return res
+        return { ...res, body: res.body.replace(/"description":"[^"]*"/g, '"description":null') }
+      },
+    },
+    {
+      id: 'graphql-queries-keyed',
+      description:
+        'Every POST to /v1/graphql under an Idempotency-Key is keyed, queries too: another query under a used key is 409',
+      targets: ['graphql.idempotency-keys-mutations-only'],
+      async request(req, ctx) {
+        if (!isGraphql(req) || req.method !== 'POST' || !header(req, 'idempotency-key')) return req
+        const body = parseJson(req.body) ?? {}
+        if (!/^\s*(query\b|\{)/.test(String(body.query ?? '')) || body.operationName === 'M') return req
+        // Keyed: the query is sent as a keyed mutation-shaped request would be, its body's fingerprint stored.
+        const seen = keyedQueries.get(header(req, 'idempotency-key') ?? '')
+        if (seen !== undefined && seen !== req.body)
+          return {
+            status: 409,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              error: { code: 'idempotency_key_reused', message: 'reused', detail: {} },
+            }),
+          }
+        keyedQueries.set(header(req, 'idempotency-key') ?? '', req.body)
+        return ctx.upstream(req)
+      },
+    },
+    {
+      id: 'graphql-relation-scopes-ignored',
+      description:
+        "Relation fields skip their own scope: a token that may read an agent or a task reads the agent's runs and the task's run",
+      targets: ['graphql.field-scopes'],
+      request(req, ctx) {
+        const narrow = [ctx.tokens.narrowScope, ctx.tokens.otherScope].filter((t) => t !== undefined)
+        const auth = header(req, 'authorization') ?? ''
+        if (!isGraphql(req) || !narrow.some((t) => auth === `Bearer ${t}`)) return req
+        if (!/withRuns|task\(id: \$t\)/.test(queryOf(req))) return req
+        return { ...req, headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` } }
+      },
+    },
+    {
+      id: 'graphql-introspection-flat-cost',
+      description:
+        'Introspection lists are costed one object each: a flood of aliased __schema fields is refused at another cost',
+      targets: ['graphql.introspection-cost'],
+      response(req, res) {
+        if (!isGraphql(req) || !/p0: __(schema|type)/.test(queryOf(req))) return res
+        return editJson(res, (b) => {
+          const errors = (Array.isArray(b.errors) ? b.errors : []) as GqlError[]
+          const detail = errors[0]?.extensions?.detail as Json | undefined
+          if (typeof detail?.observed !== 'number') return undefined
+          const first = {
+            ...errors[0],
+            extensions: { ...errors[0]?.extensions, detail: { ...detail, observed: detail.observed - 1 } },
+          }
+          return { ...b, errors: [first, ...errors.slice(1)] }
+        })
+      },
+    },
+    {
+      id: 'graphql-get-variables-ignored',
+      description:
+        'GraphQL over GET drops its variables parameter unread: malformed variables are never refused',
+      targets: ['graphql.http-request-forms'],
+      request(req) {
+        if (!isGraphql(req) || req.method !== 'GET') return req
+        const url = new URL(req.path, 'http://proxy.invalid')
+        url.searchParams.delete('variables')
+        return { ...req, path: `${url.pathname}${url.search}` }
+      },
+    },
+    {
+      id: 'graphql-depth-unlimited',
+      description: 'No depth limit: a query nested 17 levels deep is executed',
+      targets: ['graphql.document-limits'],
+      response(req, res) {
+        if (!isGraphql(req)) return res
+        return editJson(res, (b) => {
+          const errors = (Array.isArray(b.errors) ? b.errors : []) as GqlError[]
+          const detail = errors[0]?.extensions?.detail as Json | undefined
+          return detail?.limit === 'depth' ? { data: { agent: null } } : undefined
+        })
+      },
+    },
+    {
+      id: 'graphql-task-agent-unresolved',
+      description: "A task's agent relation is never resolved: task.agent comes back null",
+      targets: ['graphql.tools-and-tasks'],
+      response(req, res) {
+        if (!isGraphql(req) || !/\btask\(id/.test(queryOf(req))) return res
+        return editJson(res, (b) => {
+          const task = (b.data as Json | null | undefined)?.task as Json | null | undefined
+          return task ? { ...b, data: { task: { ...task, agent: null } } } : undefined
+        })
+      },
+    },
+    {
+      id: 'graphql-update-destination-not-saved',
+      description: 'updateDestination answers the destination as it was, the update never applied',
+      targets: ['graphql.webhooks-and-destinations'],
+      request(req, ctx) {
+        if (!isGraphql(req) || !/updateDestination/.test(queryOf(req))) return req
+        const variables = (parseJson(req.body)?.variables ?? {}) as Json
+        return ctx.upstream({
+          ...req,
+          body: JSON.stringify({
+            query: 'query($id: ID!) { updateDestination: destination(id: $id) { name } }',
+            variables: { id: variables.id },
+          }),
+        })
+      },
+    },
+    {
+      id: 'graphql-cancel-run-ignored',
+      description: 'cancelRun answers the run without cancelling it',
+      targets: ['graphql.run-mutations'],
+      request(req, ctx) {
+        if (!isGraphql(req) || !/cancelRun/.test(queryOf(req))) return req
+        const variables = (parseJson(req.body)?.variables ?? {}) as Json
+        return ctx.upstream({
+          ...req,
+          body: JSON.stringify({
+            query: 'query($id: ID!) { cancelRun: run(id: $id) { run_id status } }',
+            variables: { id: variables.id },
+          }),
+        })
+      },
+    },
+    {
+      id: 'graphql-ws-init-token-ignored',
+      description:
+        "graphql-ws ignores the connection_init payload's authorization: only the upgrade's token counts",
+      targets: ['graphql.ws-authentication'],
+      clientMessage(message) {
+        return message.type === 'connection_init' ? { ...message, payload: {} } : message
+      },
+    },
+    {
+      id: 'graphql-ws-replays-without-since',
+      description: 'runEvents without since replays the topic from its start instead of starting at its head',
+      targets: ['graphql.ws-subscriptions'],
+      clientMessage(message) {
+        const payload = message.payload as Json | undefined
+        if (message.type !== 'subscribe' || typeof payload?.query !== 'string') return message
+        return {
+          ...message,
+          payload: { ...payload, query: payload.query.replace(/runEvents \{/, 'runEvents(since: 0) {') },
+        }
+      },
+    },
+    {
+      id: 'graphql-records-cursor-ignored',
+      description: 'records(connector_id) ignores its cursor: every page is the first',
+      targets: ['graphql.records-and-schema'],
+      request(req) {
+        if (!isGraphql(req) || !/records\(/.test(queryOf(req))) return req
+        const body = parseJson(req.body) ?? {}
+        const { k: _k, ...variables } = (body.variables ?? {}) as Json
+        return { ...req, body: JSON.stringify({ ...body, variables }) }
       },
     },
   ]

@@ -7,6 +7,7 @@ import { destinationChecks } from './destinations.js'
 import { eventChecks } from './events.js'
 import { extensionChecks } from './extensions.js'
 import { graphqlChecks, graphqlSpecChecks } from './graphql.js'
+import { graphqlSurfaceChecks } from './graphql-surface.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { ingestRuleChecks } from './ingestrules.js'
@@ -64,6 +65,7 @@ export const ALL_CHECKS: Check[] = [
   ...paginationChecks,
   ...graphqlSpecChecks,
   ...graphqlChecks,
+  ...graphqlSurfaceChecks,
   // Checks that wait on time (a retry's backoff, a Retry-After) judge last, after the wait overlapped the others.
   ...webhookLateChecks,
   ...rateLimitLateChecks,
