@@ -14,6 +14,7 @@ import type { Check } from '../src/check.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
 import { resolveConfig, type SuiteConfig } from '../src/config.js'
 import { Contract } from '../src/contract.js'
+import { startLocalNats } from '../src/nats.js'
 import { WebhookReceiver } from '../src/receiver.js'
 import { REFERENCE_REPLAY_WINDOW, startReference } from '../src/reference.js'
 import { runChecks, selectChecks } from '../src/runner.js'
@@ -69,9 +70,14 @@ async function main(): Promise<number> {
   // private target, so its port is chosen before the reference starts. Ports are the test harness's
   // (test/support/ports.ts: free ones, or AGENTOPS_TEST_PORT_BASE's range).
   const proxyPort = await testPort()
+  // destinations.event-bus publishes to a local nats-server (it skips, and its mutants survive, without one).
+  const started = await startLocalNats(testPort)
+  if (!started.nats) log(`mutants: destinations.event-bus will skip: ${started.reason}`)
+  const nats = started.nats ?? undefined
   const reference = await startReference(log, undefined, {
     port: await testPort(),
     receiverTarget: `127.0.0.1:${proxyPort}`,
+    ...(nats ? { natsTarget: nats.hostPort } : {}),
   })
   const receiver = new WebhookReceiver()
   await receiver.listen('127.0.0.1', await listenPort())
@@ -93,6 +99,7 @@ async function main(): Promise<number> {
     c.waitMs = 8000
     c.graphqlUrl = `${proxy.url}/v1/graphql`
     c.stream.replayWindow = REFERENCE_REPLAY_WINDOW
+    if (nats) c.natsUrl = nats.url
     return c
   }
   const suite = async (checkIds: string[], dialect?: Dialect) => {
@@ -168,6 +175,7 @@ async function main(): Promise<number> {
     await proxy.close()
     await receiver.close()
     await reference.stop()
+    await nats?.stop()
   }
 }
 

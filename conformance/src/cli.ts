@@ -19,11 +19,12 @@ import { EMBEDDED_CONTRACT, EMBEDDED_VERSION } from './embedded.js'
 import type { RunFindings } from './fix.js'
 import { HttpClient, type HttpResponse, obj, RequestBudget, TransportError } from './http.js'
 import { runInit } from './init.js'
+import { type LocalNats, natsTarget, startLocalNats } from './nats.js'
 import { Pacer } from './pacing.js'
 import { formatPlan, planFor } from './plan.js'
 import { provision, withProvisioned } from './provision.js'
 import { hostAndPort, receiverAdvice, WebhookReceiver } from './receiver.js'
-import { REFERENCE_REPLAY_WINDOW, type ReferenceServer, startReference } from './reference.js'
+import { freePort, REFERENCE_REPLAY_WINDOW, type ReferenceServer, startReference } from './reference.js'
 import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
 import { toMarkdown } from './report/markdown.js'
@@ -167,6 +168,7 @@ export async function main(
   const signal = abort.signal
   let deadlineTimer: NodeJS.Timeout | undefined
   let reference: ReferenceServer | undefined
+  let localNats: LocalNats | undefined
   let receiver: WebhookReceiver | undefined
   let reports: Reports = {}
   let config: SuiteConfig | undefined
@@ -176,8 +178,10 @@ export async function main(
     interrupt?.removeEventListener('abort', onInterrupt)
     await receiver?.close()
     await reference?.stop()
+    await localNats?.stop()
     receiver = undefined
     reference = undefined
+    localNats = undefined
   }
   const startedAt = new Date().toISOString()
   let pacer: Pacer | undefined
@@ -246,6 +250,14 @@ export async function main(
     }
     config.receiver.url ??= `http://${config.receiver.host}:${receiver.port}/hooks`
     if (options.reference) {
+      // A NATS server for destinations.event-bus: the declared one, else a local nats-server when one is installed.
+      if (!config.natsUrl) {
+        const started = await startLocalNats(() => freePort())
+        if (started.nats) {
+          localNats = started.nats
+          config.natsUrl = started.nats.url
+        } else io.out(`reference: destinations.event-bus will skip: ${started.reason}`)
+      }
       reference = await startReference(
         io.out,
         () => {
@@ -253,6 +265,7 @@ export async function main(
         },
         {
           receiverTarget: hostAndPort(config.receiver.url),
+          ...(config.natsUrl ? { natsTarget: natsTarget(config.natsUrl).hostPort } : {}),
           ...(config.referencePort ? { port: config.referencePort } : {}),
         },
       )

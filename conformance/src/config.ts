@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { EMBEDDED_CONTRACT } from './embedded.js'
 import { stripComments } from './init.js'
+import { natsTarget } from './nats.js'
 import { templateProblem } from './signature.js'
 import { DEFAULT_TOOL_RUN, mentionsTools, TOOL_PLACEHOLDERS, type ToolRunDeclaration } from './toolrun.js'
 import { ConfigError } from './types.js'
@@ -125,6 +126,11 @@ export interface SuiteConfig extends Declarations {
   deadlineSeconds?: number
   /** --reference-port: the port the reference server listens on. */
   referencePort?: number
+  /**
+   * --nats-url: a NATS server the suite subscribes at and the deployment's event-bus destination publishes to
+   * (`nats://[token@|user:password@]host[:port]`); without it `destinations.event-bus` skips.
+   */
+  natsUrl?: string
   streamUrl: string
   openapiPath: string
   tokens: {
@@ -239,6 +245,13 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'graphqlUrl',
     help: 'URL of the deployment\'s GraphQL surface, when it has one: its spec-rule checks become core (else "not declared")',
+  },
+  {
+    flag: 'nats-url',
+    env: 'NATS_URL',
+    kind: 'string',
+    file: 'natsUrl',
+    help: 'A NATS server both the suite and the deployment reach, nats://[TOKEN@]host[:port] or nats://USER:PASSWORD@host[:port]: destinations.event-bus creates a nats destination publishing there and judges what arrives (else skipped); --reference starts a local nats-server when one is installed',
   },
   {
     flag: 'config',
@@ -852,9 +865,12 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   const receiverUrl = str('receiver-url')
   const graphqlUrl = str('graphql-url')
   const provision = str('provision')
+  const natsUrl = str('nats-url')
+  if (natsUrl) natsTarget(natsUrl, settingName('nats-url'))
   const config: SuiteConfig = {
     ...declarations(file),
     ...(provision ? { provision } : {}),
+    ...(natsUrl ? { natsUrl } : {}),
     ...(graphqlUrl ? { graphqlUrl: validUrl(graphqlUrl, '--graphql-url', ['http:', 'https:']) } : {}),
     baseUrl,
     streamUrl,

@@ -35,18 +35,19 @@ export class WebhookReceiver {
   /** Requests answered as a tool's endpoint would answer them (see answerWith). */
   private answers: Array<{
     match: (path: string) => boolean
-    answer: { status: number; body: string; delayMs?: number }
+    answer: { status: number; body: string; delayMs?: number; headers?: Record<string, string> }
   }> = []
   port = 0
   private closed = false
 
   /**
-   * Answers every request whose path matches with `status` and `body` (after `delayMs`) instead of 200: the suite's
-   * stand-in for the endpoint of an `http` tool. The request is recorded like any delivery.
+   * Answers every request whose path matches with `status`, `body` and `headers` (after `delayMs`) instead of 200:
+   * the suite's stand-in for the endpoint of an `http` tool, or a service that refuses. The request is recorded like
+   * any delivery.
    */
   answerWith(
     match: (path: string) => boolean,
-    answer: { status: number; body: string; delayMs?: number },
+    answer: { status: number; body: string; delayMs?: number; headers?: Record<string, string> },
   ): void {
     this.answers.push({ match, answer })
   }
@@ -124,7 +125,7 @@ export class WebhookReceiver {
         })
         const answer = () =>
           res
-            .writeHead(status, { 'content-type': 'application/json' })
+            .writeHead(status, { 'content-type': 'application/json', ...custom?.headers })
             .end(custom?.body ?? (failed ? '{"ok":false}' : '{"ok":true}'))
         const hold = custom ? -1 : this.holds.findIndex((h) => h.match(body, req.url ?? '/'))
         if (custom?.delayMs) setTimeout(answer, custom.delayMs)

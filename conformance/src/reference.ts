@@ -54,6 +54,15 @@ export function findReference(cwd = process.cwd()): string {
  */
 export const REFERENCE_REPLAY_WINDOW = 20
 
+/**
+ * A receiver's `127.0.0.1:PORT` and the same port by the name `localhost`: a listed name is resolved at each attempt,
+ * so webhooks.listed-name-resolved sees the deliveries go through the name's resolution. Another host is kept as is.
+ */
+export function withLocalhost(target: string): string {
+  const port = /^127\.0\.0\.1:(\d+)$/.exec(target)?.[1]
+  return port ? `${target},localhost:${port}` : target
+}
+
 export interface ReferenceServer {
   baseUrl: string
   /** The store the reference serves: `agentops keys ... --database-url` against it provisions more identities. */
@@ -137,6 +146,8 @@ export async function startReference(
     port?: number
     /** The suite's webhook receiver as `host:port`: the one private target the reference may deliver to. */
     receiverTarget?: string
+    /** A NATS server's `host:port` (`--nats-url`), a private target its nats destinations may publish to. */
+    natsTarget?: string
   } = {},
 ): Promise<ReferenceServer> {
   const started = Date.now()
@@ -176,8 +187,11 @@ export async function startReference(
         ...process.env,
         ...(options.receiverTarget
           ? {
-              AGENTOPS_WEBHOOK_PRIVATE_TARGETS: options.receiverTarget,
-              AGENTOPS_DESTINATION_PRIVATE_TARGETS: options.receiverTarget,
+              // The receiver by the name localhost too, on its port only (webhooks.listed-name-resolved).
+              AGENTOPS_WEBHOOK_PRIVATE_TARGETS: withLocalhost(options.receiverTarget),
+              AGENTOPS_DESTINATION_PRIVATE_TARGETS: [options.receiverTarget, options.natsTarget]
+                .filter((t) => t !== undefined)
+                .join(','),
               // The suite's receiver stands in for an http tool's endpoint too (tools.provider-calls).
               AGENTOPS_TOOL_PRIVATE_TARGETS: options.receiverTarget,
             }

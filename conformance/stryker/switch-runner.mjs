@@ -147,6 +147,8 @@ class SwitchedServer {
     this.postgresAdmin = process.env.STRYKER_POSTGRES_ADMIN_URL || undefined
     this.databaseUrl = this.postgresAdmin ? undefined : `sqlite:${join(this.dir, 'db.sqlite')}`
     this.receiverPort = receiverPort
+    /** The worker's nats-server as host:port, when it has one (set before start). */
+    this.natsTarget = undefined
     this.pending = new Map()
     this.nextId = 0
     this.output = ''
@@ -164,8 +166,10 @@ class SwitchedServer {
       AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
       AGENTOPS_STREAM_MAX_REPLAY: String(REPLAY_WINDOW),
       ...process.env,
-      AGENTOPS_WEBHOOK_PRIVATE_TARGETS: receiver,
-      AGENTOPS_DESTINATION_PRIVATE_TARGETS: receiver,
+      // The receiver by the name localhost too (webhooks.listed-name-resolved), as the suite's --reference lists it.
+      AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `${receiver},localhost:${this.receiverPort}`,
+      // The worker's nats-server too, where destinations.event-bus's nats destinations publish.
+      AGENTOPS_DESTINATION_PRIVATE_TARGETS: [receiver, this.natsTarget].filter(Boolean).join(','),
       AGENTOPS_TOOL_PRIVATE_TARGETS: receiver,
       AGENTOPS_STRYKER_DATABASE_URL: this.databaseUrl,
     }
@@ -350,6 +354,16 @@ export class ConformanceSwitchRunner {
       }
     }
     this.receiverPort = await freePort(this.usedPorts)
+    // One nats-server per worker, as the suite's --reference starts one (destinations.event-bus publishes there);
+    // without nats-server that check skips.
+    if (this.nats === undefined) {
+      const started = await load('nats.js').then(
+        ({ startLocalNats }) => startLocalNats(() => freePort(this.usedPorts)),
+        (err) => ({ nats: null, reason: `the suite's nats.js did not load: ${err.message}` }),
+      )
+      this.nats = started.nats
+      if (!started.nats) this.logger?.info?.(`destinations.event-bus will skip: ${started.reason}`)
+    }
     this.configDir = mkdtempSync(join(this.root, '.switch-suite-'))
     this.configFile = join(this.configDir, 'conformance.json')
     // The reference's subscribe message, declared: a mutant that pushes no record then fails the stream's core
@@ -365,6 +379,8 @@ export class ConformanceSwitchRunner {
   async dispose() {
     await this.server?.stop()
     this.server = undefined
+    await this.nats?.stop()
+    this.nats = undefined
     if (this.configDir) rmSync(this.configDir, { recursive: true, force: true })
   }
 
@@ -399,6 +415,7 @@ export class ConformanceSwitchRunner {
     if (this.server?.alive && !fresh) return this.server
     await this.server?.stop()
     this.server = new SwitchedServer(this.root, this.receiverPort, staticMutant, this.usedPorts)
+    this.server.natsTarget = this.nats?.hostPort
     try {
       await this.server.start()
     } catch (err) {
@@ -431,6 +448,11 @@ export class ConformanceSwitchRunner {
     const run = `${process.pid}-${++this.runs}`
     progress.phase = 'issuing keys'
     const tokenFlags = await this.provision(server, `stryker-${run}`)
+    // A user of its own on the worker's nats-server for a run that publishes there: the long-lived server keeps a
+    // NATS connection per server list and credentials, so a new one opens (under the mutant) on each run.
+    const publishes = !only || only.some((prefix) => 'destinations.event-bus'.startsWith(prefix))
+    const nats =
+      this.nats && publishes ? await this.nats.freshUrl().catch(() => this.nats.url) : this.nats?.url
     const json = join(this.reports ?? this.configDir, `${name ?? mutant ?? 'clean'}.json`)
     mkdirSync(join(json, '..'), { recursive: true })
     const argv = [
@@ -441,6 +463,7 @@ export class ConformanceSwitchRunner {
       ...tokenFlags,
       '--receiver-port',
       String(this.receiverPort),
+      ...(nats ? ['--nats-url', nats] : []),
       '--config',
       this.configFile,
       '--strict-profile',

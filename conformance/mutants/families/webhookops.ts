@@ -24,6 +24,78 @@ function firstSecretOnly(req: ProxiedRequest): ProxiedRequest {
 export function webhookOperationMutants(): Mutant[] {
   return [
     {
+      // The stand-in sees HTTP only: the reference's NATS publishes go straight to the nats-server, so these
+      // break the destination through its creation and its delivery log, as a deployment could.
+      id: 'nats-subject-prefix-ignored',
+      description:
+        'A nats destination ignores its subject_prefix and publishes under the default agentops.<workspace>.<kind>: consumers subscribed to the configured subjects get nothing',
+      targets: ['destinations.event-bus'],
+      request(req) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/destinations') return req
+        const body = parseJson(req.body)
+        const config = body?.config
+        if (body?.type !== 'nats' || typeof config !== 'object' || config === null || Array.isArray(config))
+          return req
+        const { subject_prefix: _ignored, ...rest } = config as Json
+        return { ...req, body: JSON.stringify({ ...body, config: rest }) }
+      },
+    },
+    {
+      id: 'retry-after-ignored',
+      description:
+        "A destination's delivery answered 429 or 503 with Retry-After is retried a second later, at the outbox's backoff: the service that asked for time is hammered",
+      targets: ['destinations.slack-retry-after'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/destinations\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
+          return res
+        const soon = new Date(Date.now() + 1000).toISOString()
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: b.data.map((d: Json) =>
+                  (d.last_status_code === 429 || d.last_status_code === 503) && d.status === 'pending'
+                    ? { ...d, next_attempt_at: soon }
+                    : d,
+                ),
+              }
+            : b,
+        )
+      },
+    },
+    {
+      id: 'slack-sender-settings-ignored',
+      description:
+        "A slack destination's username and icon_emoji are left out of its messages: they arrive under the app's default name",
+      targets: ['destinations.slack-incoming-webhook'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (!body || (body.username === undefined && body.icon_emoji === undefined)) return req
+        const { username: _u, icon_emoji: _i, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'nats-no-responders-logged-500',
+      description:
+        'A nats delivery nothing listened to is logged with status 500 and no reason, not NATS\'s 503 "no responders": the operator cannot tell a missing stream from a broken server',
+      targets: ['destinations.event-bus'],
+      response(req, res) {
+        if (req.method !== 'GET' || !/^\/v1\/destinations\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
+          return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: b.data.map((d: Json) =>
+                  d.last_status_code === 503 ? { ...d, last_status_code: 500, last_error: 'failed' } : d,
+                ),
+              }
+            : b,
+        )
+      },
+    },
+    {
       id: 'webhook-url-credentials-taken',
       description:
         'POST /v1/webhooks takes a url with a user and password in it (answered 201 without reaching the deployment, so nothing is ever sent to that host)',
@@ -37,6 +109,29 @@ export function webhookOperationMutants(): Mutant[] {
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({
             webhook_id: 'whk_conf_credentials',
+            url: body.url,
+            events: body.events,
+            status: 'active',
+            created_at: new Date().toISOString(),
+            secret_rotated_at: null,
+          }),
+        }
+      },
+    },
+    {
+      id: 'webhook-listed-name-not-resolved',
+      description:
+        'A subscription whose url names a listed host (localhost) is taken but never delivered to: the name is not resolved at the attempt',
+      targets: ['webhooks.listed-name-resolved'],
+      request(req) {
+        if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/webhooks') return req
+        const body = parseJson(req.body)
+        if (typeof body?.url !== 'string' || !/^https?:\/\/localhost[:/]/.test(body.url)) return req
+        return {
+          status: 201,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            webhook_id: 'whk_conf_by_name',
             url: body.url,
             events: body.events,
             status: 'active',

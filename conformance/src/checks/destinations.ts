@@ -6,8 +6,10 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
+import { settingName } from '../config.js'
 import { expectStatus, ownId, pageItems } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
+import { natsTarget } from '../nats.js'
 import { type Delivery, hostAndPort } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
@@ -109,6 +111,9 @@ function ensureDestination(
   return p
 }
 
+/** A slack destination's sender settings, which its messages carry. */
+const SLACK_SENDER = { username: 'conformance-bot', icon_emoji: ':robot_face:' }
+
 /** A pagerduty destination's own settings, which its incidents carry. */
 const PAGER_SETTINGS = {
   source: 'conformance-source',
@@ -155,6 +160,66 @@ async function secretKept(ctx: CheckContext, sink: Sink): Promise<void> {
   assert(!list.text.includes(sink.secret), 'the destination list shows a secret')
 }
 
+/** One message the suite's NATS subscriber got: its subject, headers and body. */
+interface BusMessage {
+  subject: string
+  headers: Record<string, string>
+  text: string
+  body: Record<string, unknown> | undefined
+}
+
+/** A JetStream publish acknowledgement (what a stream answers a publish that expects one). */
+const pubAck = (stream: string, seq: number) => JSON.stringify({ stream, seq, duplicate: false })
+
+/**
+ * The delivery log of a destination, read until `want` holds for its entries (bounded by the run's wait); the last
+ * entries read.
+ */
+async function logUntil(
+  ctx: CheckContext,
+  id: string,
+  want: (entries: Record<string, unknown>[]) => boolean,
+): Promise<Record<string, unknown>[]> {
+  let entries: Record<string, unknown>[] = []
+  const deadline = Date.now() + ctx.config.waitMs
+  do {
+    const res = await ctx.http.get(`/v1/destinations/${id}/deliveries?limit=200`)
+    expectStatus(res, 200, 'GET /v1/destinations/{id}/deliveries')
+    entries = (pageItems(res.body) ?? []).map(obj)
+    if (want(entries)) return entries
+    await new Promise((r) => setTimeout(r, 200))
+  } while (Date.now() < deadline)
+  return entries
+}
+
+/** What is wrong with one event's message on the bus (the reference profile's `nats` type, docs/events.md). */
+function busMessageProblems(m: BusMessage, prefix: string, kind: string, stream: string): string[] {
+  const problems: string[] = []
+  const workspace =
+    m.subject.startsWith(`${prefix}.`) && m.subject.endsWith(`.${kind}`)
+      ? m.subject.slice(prefix.length + 1, -kind.length - 1)
+      : ''
+  if (!/^[^.*>\s]+$/.test(workspace))
+    problems.push(`subject ${m.subject} is not ${prefix}.<workspace id>.${kind}`)
+  if (m.body === undefined) problems.push(`the body is not a JSON object: ${short(m.text, 120)}`)
+  else {
+    if (m.body.event !== kind) problems.push(`its event is ${short(m.body.event)}, not ${kind}`)
+    if (typeof m.body.id !== 'string' || m.body.id === '') problems.push('it has no event id')
+    if ('signature' in m.body) problems.push('it carries a webhook signature (a bus message has none)')
+    if (m.headers['nats-msg-id'] !== m.body.id)
+      problems.push(
+        `its Nats-Msg-Id header ${short(m.headers['nats-msg-id'])} is not the event id ${short(m.body.id)}`,
+      )
+  }
+  if (!/^application\/json\b/.test(m.headers['content-type'] ?? ''))
+    problems.push(`its Content-Type is ${short(m.headers['content-type'])}, not application/json`)
+  if (m.headers['nats-expected-stream'] !== stream)
+    problems.push(
+      `it does not expect the destination's stream ${stream} (Nats-Expected-Stream ${short(m.headers['nats-expected-stream'])})`,
+    )
+  return problems
+}
+
 export const destinationChecks: Check[] = [
   {
     id: 'destinations.cloudevents-binary',
@@ -193,7 +258,8 @@ export const destinationChecks: Check[] = [
         return {
           type: 'slack',
           events: ['run.awaiting_approval'],
-          config: {},
+          // The profile's sender settings, which each message carries as Slack's incoming webhooks take them.
+          config: SLACK_SENDER,
           secrets: { webhook_url: `${receiver}/T0CONF/B0CONF/${token}/${tag}` },
           secret: token,
         }
@@ -212,6 +278,13 @@ export const destinationChecks: Check[] = [
         )
       }
       const problems = slackMessageProblems(got)
+      for (const [k, v] of Object.entries(SLACK_SENDER))
+        if (got.body?.[k] !== v)
+          problems.push(`its ${k} is ${short(got.body?.[k])}, not the destination's ${v}`)
+      // Buttons only where approval_buttons asked for them (and a signing secret checks their clicks): none here.
+      const blocks = Array.isArray(got.body?.blocks) ? got.body.blocks.map(obj) : []
+      if (blocks.some((b) => b.type === 'actions'))
+        problems.push('it carries action buttons, though the destination has no approval_buttons')
       if (!got.raw.includes(agentId)) problems.push(`the message does not name the run's agent ${agentId}`)
       const copies = ctx.receiver!.deliveries.filter((d) => forRun(d) && d.status < 300).length
       if (copies > 1) problems.push(`the message arrived ${copies} times`)
@@ -276,7 +349,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.operations',
     title:
-      'The destination operations answer as documented: list, read, change, test, delivery log, redelivery (409 while an attempt is in progress), delete; bad input is 400, an unknown id 404, a creation key reused with another body 409',
+      'The destination operations answer as documented: list, read, change, test, delivery log, redelivery (409 while an attempt is in progress), delete; bad input (a url at a private or metadata address included) is 400, an unknown id 404, a creation key reused with another body 409',
     level: 'profile',
     clauses: ['S6.5', 'S7.3', 'S7.6', 'S7.7'],
     async run(ctx) {
@@ -332,6 +405,16 @@ export const destinationChecks: Check[] = [
           what: 'POST /v1/destinations with a malformed URL',
           expect: 400,
           send: bad({ config: { url: 'http//x' } }),
+        },
+        {
+          what: 'POST /v1/destinations with a url at a private address',
+          expect: 400,
+          send: bad({ config: { url: 'https://10.0.0.1/sink' } }),
+        },
+        {
+          what: 'POST /v1/destinations with a url at the cloud metadata address',
+          expect: 400,
+          send: bad({ config: { url: 'http://169.254.169.254/latest/meta-data' } }),
         },
         {
           what: 'PATCH /v1/destinations/{id}',
@@ -390,6 +473,273 @@ export const destinationChecks: Check[] = [
         }
       }
       assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+  {
+    id: 'destinations.event-bus',
+    title:
+      'A nats destination publishes each event it lists once to <subject_prefix>.<workspace id>.<kind>, the webhook body without a signature, Nats-Msg-Id the event id, Content-Type application/json, expecting its stream, logged delivered (200) at the first attempt once acknowledged; where nothing listens, each attempt is logged 503 "no responders" and retried; a publish JetStream refuses is logged with its reason and retried; its credential is never answered',
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const declared = ctx.config.natsUrl
+      if (!declared)
+        skip(
+          `no NATS server declared (${settingName('nats-url')}): the event-bus destination needs one the suite can subscribe at`,
+        )
+      const target = natsTarget(declared)
+      const probe = await ctx.http.get('/v1/destinations')
+      if (probe.status === 404 || probe.status === 405)
+        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      const { connect } = await import('@nats-io/transport-node')
+      const nc = await connect({
+        servers: target.server,
+        name: 'agentops-conformance',
+        timeout: ctx.config.timeoutMs,
+        ...(target.token ? { token: target.token } : {}),
+        ...(target.user ? { user: target.user, pass: target.password ?? '' } : {}),
+      }).catch((err: unknown) =>
+        fail(
+          `the suite cannot connect to the declared NATS server ${target.server}: ${(err as Error).message}`,
+        ),
+      )
+      const created: string[] = []
+      try {
+        const tag = ctx.name('bus')
+        // The stream the destination names: the suite answers its publishes' acknowledgements as JetStream would.
+        const stream = `CONF_${randomBytes(6).toString('hex')}`
+        const got: BusMessage[] = []
+        let seq = 0
+        const sub = nc.subscribe(`${tag}.>`, {
+          callback: (_err, m) => {
+            const headers: Record<string, string> = {}
+            for (const [k, v] of m.headers ?? []) headers[k.toLowerCase()] = v.join(', ')
+            const text = m.string()
+            let body: Record<string, unknown> | undefined
+            try {
+              const parsed: unknown = JSON.parse(text)
+              body =
+                parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+                  ? obj(parsed)
+                  : undefined
+            } catch {
+              body = undefined
+            }
+            got.push({ subject: m.subject, headers, text, body })
+            if (m.reply) m.respond(pubAck(stream, ++seq))
+          },
+        })
+        // A stream that refuses: JetStream's own error for a publish its stream does not take.
+        const REFUSAL = 'expected stream does not match'
+        const refusing = nc.subscribe(`${tag}_refused.>`, {
+          callback: (_err, m) => {
+            if (m.reply)
+              m.respond(JSON.stringify({ error: { code: 400, err_code: 10060, description: REFUSAL } }))
+          },
+        })
+        await nc.flush()
+        const secret = target.token ?? target.password
+        const create = async (prefix: string, withStream: boolean) => {
+          const res = await ctx.http.post('/v1/destinations', {
+            name: prefix,
+            type: 'nats',
+            events: ['agent.created'],
+            config: { servers: [target.server], subject_prefix: prefix, ...(withStream ? { stream } : {}) },
+            secrets: target.token
+              ? { token: target.token }
+              : target.user
+                ? { user: target.user, password: target.password ?? '' }
+                : {},
+          })
+          if (refusesType(res))
+            skip(
+              `the deployment has no nats destinations: it refused one (${res.status} ${short(res.body, 200)})`,
+            )
+          if (res.status >= 400 && res.status < 500 && res.status !== 429)
+            fail(
+              `the deployment refused a nats destination at the declared NATS server (${res.status} ${short(res.body, 200)}); ` +
+                `the reference server needs its host:port in AGENTOPS_DESTINATION_PRIVATE_TARGETS=${target.hostPort}`,
+            )
+          expectStatus(res, 201, 'creating a nats destination')
+          const id = ownId(res.body, 'destination')
+          assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
+          created.push(id)
+          if (secret)
+            assert(!res.text.includes(secret), "the creation answer shows the NATS server's credential")
+          return id
+        }
+        const busId = await create(tag, true)
+        // A prefix nothing subscribes to: NATS answers each publish "no responders".
+        const voidId = await create(`${tag}_void`, false)
+        const refusedId = await create(`${tag}_refused`, true)
+        const agents = [await ctx.fx.newAgent(), await ctx.fx.newAgent()]
+        const problems: string[] = []
+        const ids: unknown[] = []
+        // One wait for both: a deployment that publishes nothing costs the run one wait, not two.
+        const deadline = Date.now() + ctx.config.waitMs
+        for (const agent of agents) {
+          let m = got.find((x) => x.body?.agent_id === agent)
+          while (!m && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 50))
+            m = got.find((x) => x.body?.agent_id === agent)
+          }
+          if (!m) {
+            problems.push(
+              `no message about agent ${agent}'s agent.created arrived under ${tag}.> within ${ctx.config.waitMs} ms (${got.length} others did: ${short(
+                got.map((x) => x.subject),
+                200,
+              )})`,
+            )
+            continue
+          }
+          ids.push(m.body?.id)
+          for (const p of busMessageProblems(m, tag, 'agent.created', stream))
+            problems.push(`agent ${agent}'s message: ${p}`)
+        }
+        assert(problems.length === 0, problems.join('; '))
+        const workspaces = new Set(got.map((m) => m.subject.slice(tag.length + 1).split('.')[0]))
+        assert(
+          workspaces.size === 1,
+          `one workspace's events came under ${workspaces.size} workspace subjects: ${short([...workspaces])}`,
+        )
+        assert(ids[0] !== ids[1], `both agents' events carry the same id ${short(ids[0])}`)
+        const log = await logUntil(ctx, busId, (entries) =>
+          ids.every((id) => entries.some((e) => e.event_id === id && e.status === 'delivered')),
+        )
+        for (const id of ids) {
+          const entry = log.find((e) => e.event_id === id)
+          if (!entry) problems.push(`the delivery log lists no delivery of event ${short(id)}`)
+          else if (entry.status !== 'delivered' || entry.attempts !== 1 || entry.last_status_code !== 200)
+            problems.push(
+              `event ${short(id)}'s delivery is logged ${short(entry.status)} after ${short(entry.attempts)} attempts with status ${short(entry.last_status_code)}, not delivered at the first with 200`,
+            )
+        }
+        // Acknowledged once, published once: no message of either event comes again.
+        await new Promise((r) => setTimeout(r, 500))
+        for (const id of ids) {
+          const copies = got.filter((m) => m.body?.id === id).length
+          if (copies !== 1) problems.push(`event ${short(id)} was published ${copies} times`)
+        }
+        const failing = await logUntil(ctx, voidId, (entries) =>
+          entries.some((e) => e.last_status_code === 503 && e.status === 'pending'),
+        )
+        const first = failing.find((e) => e.event_id === ids[0]) ?? failing[0]
+        if (
+          first?.status !== 'pending' ||
+          first.last_status_code !== 503 ||
+          !/no responders/i.test(String(first.last_error ?? '')) ||
+          typeof first.next_attempt_at !== 'string'
+        )
+          problems.push(
+            `a delivery to a subject nothing listens on is logged ${short(first, 300)}, not pending a retry with status 503 and NATS's "no responders"`,
+          )
+        const refused = await logUntil(ctx, refusedId, (entries) =>
+          entries.some((e) => String(e.last_error ?? '').includes(REFUSAL)),
+        )
+        const refusal = refused.find((e) => String(e.last_error ?? '').includes(REFUSAL))
+        if (refusal?.status !== 'pending' || refusal.last_status_code === 200)
+          problems.push(
+            `a publish JetStream refused ("${REFUSAL}") is logged ${short(refused[0] ?? refused, 300)}, not pending a retry with JetStream's reason`,
+          )
+        await sub.drain()
+        await refusing.drain()
+        assert(problems.length === 0, problems.join('; '))
+        if (secret)
+          for (const id of created) {
+            const read = await ctx.http.get(`/v1/destinations/${id}`)
+            expectStatus(read, 200, 'GET /v1/destinations/{id}')
+            assert(!read.text.includes(secret), "the destination answer shows the NATS server's credential")
+          }
+      } finally {
+        await nc.close().catch(() => undefined)
+        // Deleted here, not at the run's end: the destination that never delivers stops retrying now.
+        for (const id of created) await ctx.http.delete(`/v1/destinations/${id}`).catch(() => undefined)
+      }
+    },
+  },
+  {
+    id: 'destinations.slack-retry-after',
+    title:
+      "A slack destination whose service answers 429 or 503 with Retry-After is retried after that wait, not at the outbox's backoff (a 500 with one keeps the backoff): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const probe = await ctx.http.get('/v1/destinations')
+      if (probe.status === 404 || probe.status === 405)
+        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      const tag = ctx.name('slow')
+      const receiver = receiverUrl(ctx)
+      // Slack's answers when it is rate limited or down: its error word, and when to come back.
+      const RETRY_AFTER_S = 120
+      const created: { id: string; status: number; path: string }[] = []
+      try {
+        for (const [status, word] of [
+          [429, 'rate_limited'],
+          [503, 'service_unavailable'],
+          [500, 'internal_error'],
+        ] as const) {
+          const path = `/T0CONF/B0CONF/conf${randomBytes(8).toString('hex')}/${tag}-${status}`
+          ctx.receiver!.answerWith((p) => p.endsWith(path), {
+            status,
+            body: word,
+            headers: { 'retry-after': String(RETRY_AFTER_S), 'content-type': 'text/plain' },
+          })
+          const res = await ctx.http.post('/v1/destinations', {
+            name: `${tag}-${status}`,
+            type: 'slack',
+            events: ['agent.created'],
+            config: {},
+            secrets: {
+              webhook_url: `${receiver}${path}`,
+            },
+          })
+          if (refusesType(res))
+            skip(
+              `the deployment has no slack destinations: it refused one (${res.status} ${short(res.body, 200)})`,
+            )
+          expectStatus(res, 201, 'creating a slack destination')
+          const id = ownId(res.body, 'destination')
+          assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
+          created.push({ id, status, path })
+        }
+        await ctx.fx.newAgent()
+        const problems: string[] = []
+        for (const { id, status, path } of created) {
+          const attempt = await ctx.receiver!.waitFor((d) => d.path.endsWith(path), ctx.config.waitMs)
+          if (!attempt) {
+            problems.push(
+              `no message reached the receiver posing as Slack answering ${status} within ${ctx.config.waitMs} ms`,
+            )
+            continue
+          }
+          const log = await logUntil(ctx, id, (entries) =>
+            entries.some((e) => e.last_status_code === status && typeof e.next_attempt_at === 'string'),
+          )
+          const entry = log.find((e) => e.last_status_code === status)
+          const next = Date.parse(String(entry?.next_attempt_at ?? ''))
+          // Half the wait: room for the two clocks to differ, and still far beyond a first retry's backoff.
+          const earliest = attempt.receivedAt + (RETRY_AFTER_S / 2) * 1000
+          if (status === 500) {
+            // The profile waits out Retry-After on a 429 or 503 only: any other failure keeps the outbox's backoff.
+            if (entry?.status !== 'pending' || !(next < earliest))
+              problems.push(
+                `after Slack answered 500 (with a Retry-After ${RETRY_AFTER_S} the profile heeds on 429 and 503 only), the delivery is logged ${short(entry ?? log, 300)}: not pending a retry at the backoff`,
+              )
+            continue
+          }
+          if (entry?.status !== 'pending' || !(next >= earliest))
+            problems.push(
+              `after Slack answered ${status} with Retry-After ${RETRY_AFTER_S}, the delivery is logged ${short(entry ?? log, 300)}: not pending until ${RETRY_AFTER_S} s after the attempt`,
+            )
+          const again = ctx.receiver!.deliveries.filter((d) => d.path.endsWith(path)).length
+          if (again > 1)
+            problems.push(`the message answered ${status} was sent ${again} times within Retry-After`)
+        }
+        assert(problems.length === 0, problems.join('; '))
+      } finally {
+        // Deleted here: the deliveries waiting out Retry-After are not attempted again.
+        for (const { id } of created) await ctx.http.delete(`/v1/destinations/${id}`).catch(() => undefined)
+      }
     },
   },
 ]

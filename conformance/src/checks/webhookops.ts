@@ -4,6 +4,7 @@
  * The spec leaves each open ("What response from the receiver counts as success: not shown", "Webhook subscription
  * response fields: not shown", no rotation endpoint), so every check here is profile.
  */
+import { isIP } from 'node:net'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, notServed, ownId, pageItems } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
@@ -70,11 +71,77 @@ const namesField = (field: string) => (res: HttpResponse) => {
   return undefined
 }
 
+/**
+ * The suite's receiver's address with another port, when that address is a literal loopback or private one (the
+ * reference lets in the exact host:port its operator lists, never the host's other ports); none otherwise.
+ */
+function otherPortOfReceiver(ctx: CheckContext): string[] {
+  const at = ctx.config.receiver.url
+  if (!at) return []
+  let url: URL
+  try {
+    url = new URL(at)
+  } catch {
+    return []
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  const isPrivate =
+    isIP(host) === 4
+      ? /^(127\.|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.)/.test(host)
+      : isIP(host) === 6 && (host === '::1' || /^f[cd]/i.test(host))
+  if (!isPrivate) return []
+  const other = url.port === '1' ? '2' : '1'
+  return [`${url.protocol}//${url.host.replace(/:\d+$/, '')}:${other}/hook`]
+}
+
 export const webhookOperationChecks: Check[] = [
+  {
+    id: 'webhooks.listed-name-resolved',
+    title:
+      "A receiver let in by a listed host name (the receiver's loopback address named localhost) gets its deliveries: the name is resolved at the attempt and its address connected to, logged delivered",
+    level: 'profile',
+    clauses: ['S6.3'],
+    async run(ctx) {
+      const base = new URL(receiverUrl(ctx))
+      if (base.hostname !== '127.0.0.1')
+        skip(`the receiver is at ${base.hostname}, not 127.0.0.1: no name is known to resolve to it`)
+      base.hostname = 'localhost'
+      const tag = ctx.name('byname')
+      const url = `${base.href.replace(/\/$/, '')}/${tag}`
+      const res = await ctx.http.post('/v1/webhooks', {
+        url,
+        events: ['agent.created'],
+        secret: webhookSecret(),
+      })
+      if (res.status === 400)
+        skip(
+          `the deployment does not let in the receiver by the name localhost (${short(res.body, 200)}); the reference does when its operator lists localhost:PORT, as --reference does`,
+        )
+      expectStatus(res, [200, 201], 'subscribing a receiver by the name localhost')
+      const id = ownId(res.body, 'webhook')
+      assert(id, `the subscription answer has no webhook_id: ${short(res.body)}`)
+      try {
+        const agent = await ctx.fx.newAgent()
+        const got = await ctx.receiver!.waitFor(
+          (d) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`) && d.body?.agent_id === agent,
+          ctx.config.waitMs,
+        )
+        if (!got) {
+          const log = await ctx.http.get(`/v1/webhooks/${id}/deliveries`)
+          fail(
+            `agent ${agent}'s agent.created never reached the receiver at ${url} within ${ctx.config.waitMs} ms; the delivery log: ${short(log.body, 300)}`,
+          )
+        }
+      } finally {
+        // Deleted here: no other check's event goes to it.
+        await ctx.http.delete(`/v1/webhooks/${id}`)
+      }
+    },
+  },
   {
     id: 'webhooks.subscription-refusals',
     title:
-      'A subscription whose url is not an http(s) URL without credentials off this machine, or whose secret is a malformed whsec_, is refused 400 naming the field; an 8-character secret is taken; a deleted subscription is 404 to read, list deliveries of and delete',
+      "A subscription whose url is not an http(s) URL without credentials off this machine (a private or metadata address, another port of the receiver's own listed address), or whose secret is a malformed whsec_, is refused 400 naming the field; an 8-character secret is taken; a deleted subscription is 404 to read, list deliveries of and delete",
     level: 'profile',
     clauses: ['S2.12', 'S4.11', 'S6.3'],
     async run(ctx) {
@@ -98,6 +165,15 @@ export const webhookOperationChecks: Check[] = [
         // The reference never calls this machine's own names unless its operator lists the host and port (a local
         // receiver); were one taken, its deliveries would still only reach loopback.
         refused('a url naming localhost', 'url', { url: 'https://localhost:1/hook' }),
+        // The profile's "Receivers must be outside the service": a literal private address is refused at creation,
+        // and a link-local one (where every cloud serves instance metadata) whatever the operator lists.
+        refused('a url at a private address', 'url', { url: 'https://10.0.0.1/hook' }),
+        refused('a url at the cloud metadata address', 'url', {
+          url: 'http://169.254.169.254/latest/meta-data',
+        }),
+        ...otherPortOfReceiver(ctx).map((url) =>
+          refused("a url at another port of the receiver's private address", 'url', { url }),
+        ),
         refused('a whsec_ secret that is not base64', 'secret', { secret: 'whsec_not base64!' }),
         refused('a whsec_ secret whose base64 follows junk', 'secret', { secret: 'whsec_!!whsec_Y29uZg' }),
       ]
