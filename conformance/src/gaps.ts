@@ -120,6 +120,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.protocol-messages': GAPS.streamMessages,
   'stream.bad-messages-refused': GAPS.streamMessages,
   'stream.socket-ingest-judged-like-rest': GAPS.streamMessages,
+  'stream.subscriptions-per-connection': GAPS.streamMessages,
   'pagination.limit-over-200-400': GAPS.overLimit,
   'pagination.page-shape': GAPS.pageShape,
   'pagination.default-limit-50': GAPS.defaultLimit,

@@ -139,8 +139,9 @@ export function checksFor(section) {
  * Modules under the scope's globs that carry no spec statement, left out of the mutation run (conformance/README.md
  * says why):
  * - the guard that keeps outbound calls off private networks (which ranges count as private, which targets an
- *   operator allows) is the reference's own safety; no spec sentence says where a webhook may point, and the
- *   suite's receiver is itself a private target the run must allow;
+ *   operator allows, and the connect-time check of every address a name resolves to) is the reference's own safety;
+ *   no spec sentence says where a webhook may point, and the suite's receiver is itself a private target the run
+ *   must allow (the creation-time refusal, OutboundHttp.refusal in http.ts, stays in the run: profile checks see it);
  * - the verified-key cache and the watch of open sockets' keys decide only WHEN a key's row is read again and when
  *   a socket hears of a revoke: what a request is answered is decided by KeyService's check on the row it gets
  *   (in scope), and how soon a revoke lands is §5's gap ("How keys are issued and rotated: not shown");
@@ -151,6 +152,7 @@ export function checksFor(section) {
 export const OUT_OF_SCOPE = [
   'src/outbound/addresses.ts',
   'src/outbound/private-targets.ts',
+  'src/outbound/guard.ts',
   'src/domain/keys/cache.ts',
   'src/domain/keys/watch.ts',
   'src/domain/ingestion/audit.ts',

@@ -26,13 +26,11 @@ export function formatError(
     api = new ApiError(
       'invalid_request',
       err.message,
-      // Stryker disable next-line ConditionalExpression: `ext.detail !== null` → `true` is equivalent: no document error carries a null detail (documentError passes an object, graphql-js's own errors none); the mutator goes whole, while LogicalOperator's and EqualityOperator's variants stay judged (graphql.document-limits, a syntax error's detail is {}).
       typeof ext.detail === 'object' && ext.detail !== null ? (ext.detail as Record<string, unknown>) : {},
     )
   }
   const formatted = err.toJSON()
   return {
-    // Stryker disable next-line all: the two messages differ only for an unexpected resolver failure (internal_error), unreachable from outside: every other error's api.message is the GraphQL error's own message.
     message: api.code === 'internal_error' ? api.message : formatted.message,
     ...(formatted.locations ? { locations: formatted.locations } : {}),
     ...(formatted.path ? { path: formatted.path } : {}),

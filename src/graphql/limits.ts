@@ -68,7 +68,6 @@ export function checkLimits(
         operation.operation === 'mutation'
         ? schema.getMutationType()
         : schema.getSubscriptionType()
-  // Stryker disable next-line ConditionalExpression: unreachable: the schema has a Query, a Mutation and a Subscription type.
   if (!root) return []
   const introspection = introspectionBounds(schema)
   let maxDepth = 0
@@ -81,7 +80,7 @@ export function checkLimits(
         const name = sel.name.value
         const frag = fragments.get(name)
         // A fragment spread inside itself is refused by validation (NoFragmentCycles); guard anyway.
-        // Stryker disable next-line ConditionalExpression,LogicalOperator,ArrayDeclaration: equivalent once validation has run (NoFragmentCycles, KnownFragmentNames): a spread always names a fragment and never one inside itself; the mutators go whole, the `false` variant (fragments never counted) with them, while BooleanLiteral's stays judged (graphql.document-limits, a fragment's cost).
+        // Stryker disable next-line LogicalOperator,ArrayDeclaration: equivalent once validation has run (NoFragmentCycles, KnownFragmentNames): a spread always names a fragment and never one inside itself.
         if (frag && !seen.has(name)) fieldsOf(frag.selectionSet, new Set([...seen, name]), out)
       }
     }
@@ -96,7 +95,6 @@ export function checkLimits(
    */
   const introspect = (set: SelectionSetNode, type: GraphQLType, count: number, distinct: boolean): number => {
     const named = getNamedType(type)
-    // Stryker disable next-line ConditionalExpression: equivalent: introspection's types are all object types (this is only called on one with a selection set); the mutator goes whole, its `true` (introspection costs nothing) with it, which graphql.introspection-cost would kill.
     if (!isObjectType(named)) return 0
     let cost = 0
     for (const sel of fieldsOf(set, new Set())) {
@@ -115,7 +113,6 @@ export function checkLimits(
   }
   const walk = (set: SelectionSetNode, type: GraphQLType, depth: number): number => {
     const named = getNamedType(type)
-    // Stryker disable next-line ConditionalExpression: equivalent: the schema's only abstract type, RunEvent, has scalar fields only, which cost nothing either way; the mutator goes whole, its `true` (nothing costs) with it, which graphql.document-limits would kill.
     if (!isObjectType(named)) return 0
     maxDepth = Math.max(maxDepth, depth)
     let cost = 0
@@ -185,7 +182,6 @@ const boundsBySchema = new WeakMap<GraphQLSchema, Map<string, ListBound>>()
 /** The exact sizes of the introspection lists of one schema, counted once. */
 function introspectionBounds(schema: GraphQLSchema): Map<string, ListBound> {
   const known = boundsBySchema.get(schema)
-  // Stryker disable next-line ConditionalExpression: a speed path: `false` counts the same sizes again per request; the mutator goes whole, its `true` with it.
   if (known) return known
   const types = Object.values(schema.getTypeMap())
   const directives = schema.getDirectives()

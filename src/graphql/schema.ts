@@ -47,7 +47,6 @@ let built: GraphQLSchema | undefined
 function attachInterfaces(schema: GraphQLSchema): void {
   for (const [name, { field, types }] of Object.entries(INTERFACE_MEMBERS)) {
     const type = schema.getType(name)
-    // Stryker disable next-line all: a start-up guard against a generator bug: the generated schema always has its interfaces (test/graphql covers the generator).
     if (!isInterfaceType(type)) throw new Error(`generated interface ${name} is missing`)
     const members: Readonly<Record<string, string>> = types
     type.resolveType = (value) => {
@@ -62,7 +61,6 @@ function attachInterfaces(schema: GraphQLSchema): void {
  * interface resolution, resolvers and subscription sources attached.
  */
 export function graphqlSchema(): GraphQLSchema {
-  // Stryker disable next-line ConditionalExpression: a speed path: the schema is built the same way every time; `false` only builds it again per request.
   if (built) return built
   const schema = buildSchema(CONTRACT_SDL + SDL)
   attachInterfaces(schema)
@@ -75,11 +73,9 @@ export function graphqlSchema(): GraphQLSchema {
   })
   for (const [typeName, fields] of Object.entries(resolvers)) {
     const type = schema.getType(typeName)
-    // Stryker disable next-line all: a start-up guard against a typo in resolvers.ts: every type it names exists.
     if (!isObjectType(type)) throw new Error(`resolvers name unknown type ${typeName}`)
     for (const [name, resolve] of Object.entries(fields)) {
       const field = type.getFields()[name]
-      // Stryker disable next-line all: a start-up guard against a typo in resolvers.ts: every field it names exists.
       if (!field) throw new Error(`resolvers name unknown field ${typeName}.${name}`)
       field.resolve = (parent, args, ctx) =>
         resolve(parent as Record<string, unknown>, args, ctx as GraphqlContext)
@@ -89,7 +85,6 @@ export function graphqlSchema(): GraphQLSchema {
   for (const [name, subscribe] of Object.entries(subscriptions)) {
     // Stryker disable next-line OptionalChaining: the SDL always declares a Subscription type: equivalent.
     const field = subscription?.getFields()[name]
-    // Stryker disable next-line all: a start-up guard against a typo in resolvers.ts: both subscription fields exist.
     if (!field) throw new Error(`subscriptions name unknown field ${name}`)
     field.subscribe = (parent, args, ctx) => subscribe(parent, args, ctx as GraphqlContext)
     field.resolve = (message) => message

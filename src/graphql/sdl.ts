@@ -4,7 +4,6 @@
  * contract is generated from its `components.schemas` (generated/graphql.ts, `npm run generate`); the two are one
  * schema (src/graphql/schema.ts), printed to openapi/agent-operations.graphql by `npm run graphql:schema`.
  */
-import { Kind, parse } from 'graphql'
 import { OPERATION_SCOPES } from '../../generated/contract.js'
 import type { ScopedOperation } from '../surface/scopes.js'
 
@@ -18,7 +17,7 @@ const PAGE_ARGS = `
     limit: Int`
 
 /** GraphQL-only fields that follow a reference, added to the generated types. */
-const RELATIONS_SDL = /* GraphQL */ `
+export const RELATIONS_SDL = /* GraphQL */ `
 extend type Run {
   "The owning agent (null once it was deleted)."
   agent: Agent
@@ -57,14 +56,6 @@ extend type Destination {
   ): DestinationDeliveryPage!
 }
 `
-
-/** Each relation: the generated type it extends → the fields it adds. */
-export const RELATIONS: Record<string, readonly string[]> = Object.fromEntries(
-  parse(RELATIONS_SDL).definitions.flatMap((d) =>
-    // Stryker disable next-line all: RELATIONS is read only by the unit tests (test/graphql/model.test.ts), never by the server: no answer depends on it.
-    d.kind === Kind.OBJECT_TYPE_EXTENSION ? [[d.name.value, (d.fields ?? []).map((f) => f.name.value)]] : [],
-  ),
-)
 
 export const SDL = /* GraphQL */ `
 ${RELATIONS_SDL}

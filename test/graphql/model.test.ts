@@ -15,12 +15,21 @@ import {
   isNonNullType,
   isObjectType,
   isScalarType,
+  Kind,
+  parse as parseGraphql,
 } from 'graphql'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import { CONTRACT_TYPES, INTERFACE_MEMBERS } from '../../generated/graphql.js'
 import { graphqlSchema } from '../../src/graphql/schema.js'
-import { RELATIONS } from '../../src/graphql/sdl.js'
+import { RELATIONS_SDL } from '../../src/graphql/sdl.js'
+
+/** Each relation of the hand-written SDL: the generated type it extends → the fields it adds. */
+const RELATIONS: Record<string, readonly string[]> = Object.fromEntries(
+  parseGraphql(RELATIONS_SDL).definitions.flatMap((d) =>
+    d.kind === Kind.OBJECT_TYPE_EXTENSION ? [[d.name.value, (d.fields ?? []).map((f) => f.name.value)]] : [],
+  ),
+)
 
 type Json = Record<string, unknown>
 const doc = parse(

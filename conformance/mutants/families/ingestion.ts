@@ -146,6 +146,18 @@ export function ingestionMutants(): Mutant[] {
       },
     },
     {
+      id: 'stream-topics-without-bound',
+      description:
+        'A connection takes any number of topics: the one past the quota is acknowledged like the others',
+      targets: ['stream.subscriptions-per-connection'],
+      streamMessage(message) {
+        const detail = (message.error as Json | undefined)?.detail as Json | undefined
+        return message.type === 'error' && detail?.quota === 'stream_subscriptions_per_socket'
+          ? { type: 'subscribed', topic: message.topic }
+          : message
+      },
+    },
+    {
       id: 'batch-event-without-rejected',
       description: 'ingest.batch_accepted deliveries count the rejected records as 0',
       targets: ['ingest.batch-event'],

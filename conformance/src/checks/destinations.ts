@@ -281,6 +281,10 @@ export const destinationChecks: Check[] = [
       for (const [k, v] of Object.entries(SLACK_SENDER))
         if (got.body?.[k] !== v)
           problems.push(`its ${k} is ${short(got.body?.[k])}, not the destination's ${v}`)
+      // Buttons only where approval_buttons asked for them (and a signing secret checks their clicks): none here.
+      const blocks = Array.isArray(got.body?.blocks) ? got.body.blocks.map(obj) : []
+      if (blocks.some((b) => b.type === 'actions'))
+        problems.push('it carries action buttons, though the destination has no approval_buttons')
       if (!got.raw.includes(agentId)) problems.push(`the message does not name the run's agent ${agentId}`)
       const copies = ctx.receiver!.deliveries.filter((d) => forRun(d) && d.status < 300).length
       if (copies > 1) problems.push(`the message arrived ${copies} times`)
@@ -656,7 +660,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.slack-retry-after',
     title:
-      "A slack destination whose service answers 429 or 503 with Retry-After is retried after that wait, not at the outbox's backoff: the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
+      "A slack destination whose service answers 429 or 503 with Retry-After is retried after that wait, not at the outbox's backoff (a 500 with one keeps the backoff): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -672,6 +676,7 @@ export const destinationChecks: Check[] = [
         for (const [status, word] of [
           [429, 'rate_limited'],
           [503, 'service_unavailable'],
+          [500, 'internal_error'],
         ] as const) {
           const path = `/T0CONF/B0CONF/conf${randomBytes(8).toString('hex')}/${tag}-${status}`
           ctx.receiver!.answerWith((p) => p.endsWith(path), {
@@ -714,6 +719,14 @@ export const destinationChecks: Check[] = [
           const next = Date.parse(String(entry?.next_attempt_at ?? ''))
           // Half the wait: room for the two clocks to differ, and still far beyond a first retry's backoff.
           const earliest = attempt.receivedAt + (RETRY_AFTER_S / 2) * 1000
+          if (status === 500) {
+            // The profile waits out Retry-After on a 429 or 503 only: any other failure keeps the outbox's backoff.
+            if (entry?.status !== 'pending' || !(next < earliest))
+              problems.push(
+                `after Slack answered 500 (with a Retry-After ${RETRY_AFTER_S} the profile heeds on 429 and 503 only), the delivery is logged ${short(entry ?? log, 300)}: not pending a retry at the backoff`,
+              )
+            continue
+          }
           if (entry?.status !== 'pending' || !(next >= earliest))
             problems.push(
               `after Slack answered ${status} with Retry-After ${RETRY_AFTER_S}, the delivery is logged ${short(entry ?? log, 300)}: not pending until ${RETRY_AFTER_S} s after the attempt`,

@@ -263,6 +263,20 @@ function openGql(ctx: CheckContext, token: string | null, init: Json = {}, query
   return socket.next((m) => m.type === 'connection_ack', ctx.config.timeoutMs).then(() => socket)
 }
 
+/** The refusals of a subscription's arguments: their message and the one issue their detail names. */
+const ARG_REFUSALS: Readonly<Record<string, { message: string; path: string; issue: string }>> = {
+  neg: {
+    message: 'since must be a non-negative integer seq',
+    path: 'since',
+    issue: 'must be a non-negative integer',
+  },
+  badc: {
+    message: 'connector_id is not a valid connector id',
+    path: 'connector_id',
+    issue: 'must match ^[A-Za-z0-9_.:-]{1,128}$',
+  },
+}
+
 /** The `next` payloads of operation `id`. */
 const payloadsOf = (s: GqlSocket, id: string): Json[] =>
   s.messages.filter((m) => m.id === id && m.type === 'next').map((m) => obj(m.payload))
@@ -1075,6 +1089,24 @@ export const graphqlSurfaceChecks: Check[] = [
         badInit.closed?.code === 4401 && !badInit.messages.some((m) => m.type === 'connection_ack'),
         `connection_init with an unknown token: ${badInit.closed ? `closed with ${badInit.closed.code}` : 'stayed open'}, not 4401`,
       )
+      // The upgrade of another path is no GraphQL socket: an unknown one is 404, /v1/stream is the stream's.
+      const elsewhere = await openGql(ctx, primary, {}, '/x')
+      assert(
+        elsewhere.refused === 404,
+        `an upgrade of ${PATH}/x was ${elsewhere.refused ?? 'accepted'}, not 404`,
+      )
+      // A message over 256 KiB closes the socket (1009, message too big).
+      const big = await openGql(ctx, primary)
+      big.send({
+        id: 'big',
+        type: 'subscribe',
+        payload: { query: `{ __typename } # ${'x'.repeat(300 * 1024)}` },
+      })
+      await big.next(() => false, ctx.config.timeoutMs)
+      assert(
+        big.closed?.code === 1009,
+        `a 300 KiB message ${big.closed ? `closed the socket with ${big.closed.code}` : 'left it open'}, not 1009`,
+      )
       for (const [what, socket] of [
         ['the token in connection_init', () => openGql(ctx, null, { authorization: `Bearer ${primary}` })],
         [
@@ -1125,6 +1157,12 @@ export const graphqlSurfaceChecks: Check[] = [
               'subscription { runEvents { type topic seq event run_event { event ... on RunLifecycleEvent { run_id status } } } }',
           },
         })
+        // since: null is no since at all (live only), as absent.
+        s.send({
+          id: 'livenull',
+          type: 'subscribe',
+          payload: { query: 'subscription { runEvents(since: null) { event } }' },
+        })
         // The subscription starts reading at the topic's head when its first read runs: start runs until one arrives.
         const agent = await ctx.fx.agent()
         const mine = new Set<string>()
@@ -1155,6 +1193,22 @@ export const graphqlSurfaceChecks: Check[] = [
           (p) => obj(obj(obj(p.data).runEvents).event).run_id === before.runId,
         )
         assert(!replayed, `runEvents without since replayed a run started before it: ${short(replayed)}`)
+        // One more run: the since: null subscription has surely started reading by now.
+        mine.add((await ctx.fx.startRun(agent)).runId)
+        const nullSince = await s.next(
+          (x) =>
+            x.id === 'livenull' &&
+            (x.type !== 'next' ||
+              mine.has(String(obj(obj(obj(obj(x.payload).data).runEvents).event).run_id))),
+          ctx.config.waitMs,
+        )
+        const nullReplayed = payloadsOf(s, 'livenull').find(
+          (p) => obj(obj(obj(p.data).runEvents).event).run_id === before.runId,
+        )
+        assert(
+          nullSince?.type === 'next' && errorsOf(obj(nullSince.payload)).length === 0 && !nullReplayed,
+          `runEvents(since: null) answered ${short(nullSince)}${nullReplayed ? ' and replayed a run started before it' : ''}`,
+        )
         // connectorRecords(since: 0): the records ingested before, each with its seq and lineage.
         const connector = ctx.name('gql-conn')
         const records = batch(ctx, 2)
@@ -1228,10 +1282,37 @@ export const graphqlSurfaceChecks: Check[] = [
               : errorsOf(obj(m?.payload))
           const ext = obj(errors[0]?.extensions)
           assert(
-            ext.code === code && typeof ext.request_id === 'string' && ext.status === 400,
-            `subscribe ${short(query)} answered ${short(m)}, not ${code}`,
+            ext.code === code && /^req_/.test(String(ext.request_id)) && ext.status === 400,
+            `subscribe ${short(query)} answered ${short(m)}, not ${code} with a req_ request id`,
           )
+          const want = ARG_REFUSALS[id]
+          if (want)
+            assert(
+              errors[0]?.message === want.message &&
+                JSON.stringify(ext.detail) ===
+                  JSON.stringify({
+                    issues: [{ location: 'args', path: want.path, message: want.issue }],
+                    fields: [want.path],
+                  }),
+              `subscribe ${short(query)}: the error is ${short(errors[0])}`,
+            )
         }
+        // operationName picks the subscription among several operations, as over HTTP.
+        s.send({
+          id: 'named',
+          type: 'subscribe',
+          payload: {
+            query:
+              'query Q { __typename } subscription S($c: ID!) { connectorRecords(connector_id: $c, since: 1) { seq } }',
+            operationName: 'S',
+            variables: { c: connector },
+          },
+        })
+        const named = await s.next((x) => x.id === 'named' && x.type !== 'complete', ctx.config.waitMs)
+        assert(
+          obj(obj(obj(named?.payload).data).connectorRecords).seq === 2,
+          `operationName S over graphql-ws answered ${short(named)}`,
+        )
         // What only graphql-ws hands to the document checks (HTTP bodies pass the body guard first): variables
         // nested past the JSON depth limit, and a variable holding U+0000.
         let deepVar: unknown = 1

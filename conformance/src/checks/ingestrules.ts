@@ -523,10 +523,13 @@ export const ingestRuleChecks: Check[] = [
         const topics = [...good, ...bad].map((id) => `connector:${id}`)
         s.ws.send(JSON.stringify({ type: 'subscribe', topics }))
         const problems: string[] = []
+        // One message, one wait: every topic's answer is due within --wait-ms of the subscribe (a deployment that
+        // answers none then costs one wait, not one per topic).
+        const deadline = Date.now() + ctx.config.waitMs
         for (const [i, topic] of topics.entries()) {
           const m = await s.next(
             (x) => (x.type === 'subscribed' || x.type === 'error') && x.topic === topic,
-            ctx.config.waitMs,
+            Math.max(0, deadline - Date.now()),
           )
           const want = i < good.length ? 'subscribed' : 'error'
           if (m?.type !== want)

@@ -25,9 +25,10 @@ function connect(
   ctx: CheckContext,
   token: string | null,
   query = '',
+  path = '/v1/stream',
 ): Promise<Opened | { refused: number | string }> {
   ctx.http.budget.take()
-  const url = `${ctx.config.streamUrl}/v1/stream${query}`
+  const url = `${ctx.config.streamUrl}${path}${query}`
   return new Promise((resolve) => {
     const ws = new WebSocket(url, {
       headers: token ? { authorization: `Bearer ${token}` } : {},
@@ -148,7 +149,7 @@ export const streamChecks: Check[] = [
   {
     id: 'stream.plain-get-refused',
     title:
-      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one',
+      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404',
     level: 'profile',
     clauses: ['S1.12', 'S5.2'],
     async run(ctx) {
@@ -164,6 +165,17 @@ export const streamChecks: Check[] = [
         `a plain GET of the stream with a valid token answered ${withToken.status}, not a 4xx refusal: ${short(withToken.body)}`,
       )
       expectEnvelope(withToken, 'a plain GET of the stream with a valid token')
+      // A WebSocket upgrade with a valid token on a path next to the stream's is no stream: refused like any
+      // unknown path (404), never opened.
+      const beside = await connect(ctx, ctx.config.tokens.primary, '', '/v1/streams')
+      if ('ws' in beside) {
+        beside.close()
+        fail('a WebSocket upgrade of /v1/streams (no such path) opened a socket')
+      }
+      assert(
+        beside.refused === 404,
+        `a WebSocket upgrade of /v1/streams was refused with ${beside.refused}, not 404`,
+      )
     },
   },
   {
@@ -407,9 +419,13 @@ export const streamChecks: Check[] = [
       const again = await openStream(ctx, ctx.config.tokens.primary)
       if (!again) fail('the stream refused the primary token')
       try {
-        await subscribed(
+        const ack = await subscribed(
           again,
           JSON.stringify({ type: 'subscribe', topics: [topic], since: { [topic]: seq } }),
+        )
+        assert(
+          ack?.type === 'subscribed' && ack.topic === topic,
+          `subscribing again with since answered ${short(ack)}, not subscribed to ${topic}`,
         )
         await again.next((x) => (x.record as Json | undefined)?.id === records[2]!.id, ctx.config.waitMs)
         await sleep(200)

@@ -11,7 +11,7 @@
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json } from '../fixtures.js'
 import { assert, fail } from '../types.js'
-import { short } from '../wait.js'
+import { short, sleep } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
 import { batch } from './ingest.js'
 import { openStream } from './stream.js'
@@ -67,7 +67,10 @@ export const streamProtocolChecks: Check[] = [
     async run(ctx) {
       const s = await openStream(ctx, ctx.config.tokens.primary)
       if (!s) fail('the stream refused the primary token')
+      // A second connection that sends nothing at all, only answering pings as every WebSocket client does.
+      const idle = await openStream(ctx, ctx.config.tokens.primary)
       try {
+        if (!idle) fail('the stream refused the primary token a second connection')
         const connector = ctx.name('conn-proto')
         const topic = `connector:${connector}`
         const wait = ctx.config.waitMs
@@ -101,6 +104,15 @@ export const streamProtocolChecks: Check[] = [
           gone?.type === 'unsubscribed' && gone.topic === topic,
           `unsubscribing from ${topic} answered ${short(gone)}`,
         )
+        // Unsubscribed, the topic's records no longer come.
+        const [late] = batch(ctx, 1)
+        expectStatus(
+          await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [late] }),
+          202,
+          'ingest after unsubscribing',
+        )
+        const after = await s.next((m) => JSON.stringify(m).includes(String(late!.id)), 1000)
+        assert(!after, `a record of ${topic} came after unsubscribing from it: ${short(after)}`)
         const window = ctx.config.stream.replayWindow
         if (window !== undefined) await resumePastWindow(ctx, s, window)
         const beat = await s.next((m) => m.type === 'heartbeat', wait)
@@ -108,8 +120,21 @@ export const streamProtocolChecks: Check[] = [
           beat,
           `no heartbeat within ${wait} ms (the reference beats every AGENTOPS_STREAM_HEARTBEAT_MS; --wait-ms bounds the wait)`,
         )
+        // The connection that sent nothing but answered the pings stays connected: two beats reach it, and it
+        // still answers a ping.
+        const first = await idle.next((m) => m.type === 'heartbeat', wait)
+        const second = await idle.next((m) => m.type === 'heartbeat' && m !== first, wait)
+        assert(
+          first && second,
+          `a connection that sent nothing but answered the pings got ${first ? 'one heartbeat' : 'no heartbeat'} within ${wait} ms, not two (dropped as if dead?)`,
+        )
+        const from = idle.messages.length
+        idle.ws.send(JSON.stringify({ type: 'ping' }))
+        const pong = await idle.next((m) => m.type === 'pong' && idle.messages.indexOf(m) >= from, wait)
+        assert(pong, 'after two heartbeats, the connection that had sent nothing got no pong')
       } finally {
         s.close()
+        idle?.close()
       }
     },
   },
@@ -233,15 +258,33 @@ async function topicBounds(ctx: CheckContext, s: Stream, topic: string): Promise
       `subscribing to 100 copies of ${topic} (${round}) was acknowledged ${acks(from)} times, not once`,
     )
   }
+  // Subscribed twice, the topic is still held once: a record landing on it comes once.
+  const [record] = batch(ctx, 1)
+  const id = String(record!.id)
+  expectStatus(
+    await ctx.http.post(`/v1/grid/connectors/${topic.slice('connector:'.length)}/ingest`, {
+      records: [record],
+    }),
+    202,
+    'ingest',
+  )
+  const carries = (m: Json) => m.type === 'record' && (m.record as Json | undefined)?.id === id
+  await s.next(carries, wait)
+  await sleep(300) // a second copy pushed right after would show now
+  const copies = s.messages.filter(carries).length
+  assert(copies === 1, `a topic subscribed to twice pushed a record ${copies} times, not once`)
   const long = `connector:${'c'.repeat(246)}`
   let from = s.messages.length
   s.ws.send(JSON.stringify({ type: 'subscribe', topics: [long] }))
   const refused = await s.next((m) => s.messages.indexOf(m) >= from && m.type !== 'heartbeat', wait)
+  const unknown = refused?.error as Json | undefined
   assert(
     refused?.type === 'error' &&
       refused.topic === long &&
-      (refused.error as Json | undefined)?.code === 'invalid_request',
-    `a topic of 256 characters no connector id fits was answered ${short(refused)}, not an invalid_request error about that topic`,
+      unknown?.code === 'invalid_request' &&
+      String(unknown.message).includes('topic') &&
+      (unknown.detail as Json | undefined)?.topic === long,
+    `a topic of 256 characters no connector id fits was answered ${short(refused)}, not an invalid_request error about that topic (named in its message and detail.topic)`,
   )
   from = s.messages.length
   const unheld = `connector:${ctx.name('conn-unheld')}`
@@ -352,6 +395,10 @@ streamMessageRulesChecks.push({
             detail && field in detail,
             `the policy_denied refusal's detail lacks ${field}: ${short(refused)}`,
           )
+        assert(
+          JSON.stringify(detail?.limit).includes('ingest:write'),
+          `the policy_denied refusal's detail.limit does not name the scope ingest:write: ${short(refused)}`,
+        )
       } finally {
         n.close()
       }
@@ -371,6 +418,14 @@ streamMessageRulesChecks.push({
         over?.type === 'error' && (over.error as Json | undefined)?.code === restCode,
         `a batch of 501 records over the stream answered ${short(over)}, not the REST refusal's ${restCode}`,
       )
+      // More batches than may wait at once (16), each sent once the one before is answered: none is refused.
+      for (let i = 0; i < 17; i++) {
+        const one = await ingestOver(s, `r-seq-${i}`, connector, batch(ctx, 1), wait)
+        assert(
+          one?.type === 'ingested' && one.accepted === 1,
+          `batch ${i + 1} of 17 sent one after the other over the stream answered ${short(one)}`,
+        )
+      }
       const [good, bad] = batch(ctx, 2)
       const { ts: _ts, ...withoutTs } = bad!
       const mixed = await ingestOver(s, 'r-mixed', connector, [good, withoutTs], wait)
@@ -383,6 +438,65 @@ streamMessageRulesChecks.push({
           Array.isArray(mixed.rejections) &&
           mixed.rejections.length === 1,
         `a batch of one good record and one without ts answered ${short(mixed)}, not ingested with its counts, one rejection, lineage_root and connector_id`,
+      )
+    } finally {
+      s.close()
+    }
+  },
+})
+
+streamMessageRulesChecks.push({
+  id: 'stream.subscriptions-per-connection',
+  title:
+    'A connection holds at most 100 topics: the 101st is refused by name with quota_exceeded (stream_subscriptions_per_socket), and an unsubscribe makes room',
+  level: 'profile',
+  clauses: ['S5.3'],
+  async run(ctx) {
+    // The profile's bound (docs/stream.md "Subscriptions per connection"): every topic is read again on each
+    // wake-up, so one socket may not hold without bound. No spec sentence names it (§4 "not shown").
+    const wait = ctx.config.waitMs
+    const s = await openStream(ctx, ctx.config.tokens.primary)
+    if (!s) fail('the stream refused the primary token')
+    try {
+      const base = ctx.name('conn-quota')
+      const topics = Array.from({ length: 101 }, (_, i) => `connector:${base}-${i}`)
+      // A subscribe names at most 100 topics: the 101st comes in a message of its own.
+      s.ws.send(JSON.stringify({ type: 'subscribe', topics: topics.slice(0, 100) }))
+      s.ws.send(JSON.stringify({ type: 'subscribe', topics: topics.slice(100) }))
+      const answered = () =>
+        s.messages.filter(
+          (m) => (m.type === 'subscribed' || m.type === 'error') && topics.includes(String(m.topic)),
+        )
+      await s.next(() => answered().length >= 101, wait)
+      const acks = answered().filter((m) => m.type === 'subscribed')
+      const refusals = answered().filter((m) => m.type === 'error')
+      const refusal = refusals[0]
+      const error = refusal?.error as Json | undefined
+      const detail = error?.detail as Json | undefined
+      assert(
+        acks.length === 100 && refusals.length === 1 && refusal?.topic === topics[100],
+        `subscribing to 100 topics, then one more, was answered with ${acks.length} subscribed and ${refusals.length} errors (${short(refusals)}), not 100 and one refusal of the last`,
+      )
+      assert(
+        error?.code === 'quota_exceeded' &&
+          detail?.quota === 'stream_subscriptions_per_socket' &&
+          detail.limit === 100 &&
+          detail.used === 100,
+        `the 101st topic was refused with ${short(refusal)}, not quota_exceeded {quota: stream_subscriptions_per_socket, limit: 100, used: 100}`,
+      )
+      const from = s.messages.length
+      s.ws.send(JSON.stringify({ type: 'unsubscribe', topics: [topics[0]] }))
+      s.ws.send(JSON.stringify({ type: 'subscribe', topics: [topics[100]] }))
+      const after = await s.next(
+        (m) =>
+          s.messages.indexOf(m) >= from &&
+          m.topic === topics[100] &&
+          (m.type === 'subscribed' || m.type === 'error'),
+        wait,
+      )
+      assert(
+        after?.type === 'subscribed',
+        `after unsubscribing from one topic, subscribing to the refused one answered ${short(after)}`,
       )
     } finally {
       s.close()

