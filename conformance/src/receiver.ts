@@ -1,6 +1,7 @@
 /** The suite's own webhook receiver: records every delivery and answers 200 (or 500 when told to fail one). */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { givenBack, withheldMs } from './wait.js'
 
 export interface Delivery {
   receivedAt: number
@@ -148,10 +149,12 @@ export class WebhookReceiver {
   /** Waits (bounded) for the first delivery that matches. */
   async waitFor(match: (d: Delivery) => boolean, timeoutMs: number): Promise<Delivery | undefined> {
     const deadline = Date.now() + timeoutMs
+    // Time a busy machine withheld from the deployment meanwhile is given back (wait.ts).
+    const withheldAtStart = withheldMs()
     for (;;) {
       const found = this.deliveries.find(match)
       if (found) return found
-      const left = deadline - Date.now()
+      const left = deadline + givenBack(withheldAtStart, timeoutMs) - Date.now()
       // A closed receiver gets nothing more: waits still pending (a probe nobody judged) end at once.
       if (left <= 0 || this.closed) return undefined
       await new Promise<void>((resolve) => {

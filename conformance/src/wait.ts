@@ -28,6 +28,33 @@ export function wakeSleepers(wake = true): void {
   if (wake) for (const w of [...sleeping]) w()
 }
 
+/** Milliseconds of wall time the deployment or the suite could not use (see giveBackWithheldTime); none by default. */
+let withheld: () => number = () => 0
+
+/**
+ * A clock of the time a busy machine withheld from the run (its processes' CPU wait), given back to every wait that
+ * spans it: a wait gives up after its timeout of time the deployment could use. Only a caller that measures it sets
+ * it (the StrykerJS runner, whose shorter mutant waits must not read a starved reference as a stalled one);
+ * `undefined` resets it.
+ */
+export function giveBackWithheldTime(clock: (() => number) | undefined): void {
+  withheld = clock ?? (() => 0)
+}
+
+/** The time withheld so far (see giveBackWithheldTime), to measure a wait's share of it. */
+export function withheldMs(): number {
+  return withheld()
+}
+
+/**
+ * What a wait of `timeoutMs` that began when withheldMs() read `atStart` gets back: the time withheld since, at
+ * most its own timeout (a wait at most doubles). A server spinning in a loop is itself always waiting for a CPU on
+ * a busy machine: uncapped, its wait would stretch every wait of the suite with it.
+ */
+export function givenBack(atStart: number, timeoutMs: number): number {
+  return Math.min(timeoutMs, Math.max(0, withheld() - atStart))
+}
+
 export async function waitUntil<T>(
   what: string,
   probe: () => Promise<T>,
@@ -35,18 +62,20 @@ export async function waitUntil<T>(
   timeoutMs: number,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs
+  const withheldAtStart = withheld()
+  const left = () => deadline + givenBack(withheldAtStart, timeoutMs) - Date.now()
   let delay = 50
   let last: T
   for (;;) {
     last = await probe()
     if (done(last)) return last
-    if (Date.now() >= deadline) {
+    if (left() <= 0) {
       // The wait is the suite's setting, not the spec's: say which flag lengthens it.
       throw new CheckFailure(
         `gave up after ${timeoutMs} ms waiting for ${what}; last seen: ${short(last)} (if the deployment is merely slower, raise --wait-ms / AGENTOPS_CONFORMANCE_WAIT_MS)`,
       )
     }
-    await sleep(Math.min(delay, Math.max(0, deadline - Date.now())))
+    await sleep(Math.min(delay, Math.max(0, left())))
     delay = Math.min(delay * 2, 200)
   }
 }

@@ -113,7 +113,6 @@ export const CHECKS = {
   '§4 GraphQL surface': ['graphql'],
 }
 
-/** The check prefixes one section's mutants are judged by (`undefined`: every check). */
 /**
  * The suite's --wait-ms (its bound on every wait for something the deployment does in its own time) for a section's
  * runs, where the default 15 s, set for a slower foreign deployment, is what a mutant run spends waiting for a frame
@@ -121,12 +120,16 @@ export const CHECKS = {
  * (its change feed wakes the topic at commit) and beats every second (AGENTOPS_STREAM_HEARTBEAT_MS=1000), and the
  * stream section's clean run takes about 6 s, so a mutant that pushes nothing ran to the runner's deadline (1.5 x
  * the clean run + 10 s) in each of the waits before it (173 of its 646 mutants Timeout, 2026-11-30 05:13). 4 s
- * leaves the reference a margin of hundreds on a machine busy with other work (a check's wait, unlike the runner's
- * deadline, does not give back the time the server waited for a CPU); the dry run, with the same waits, shows the
- * clean reference passes them. The suite's own default for any other deployment is unchanged.
+ * leaves the reference a margin of hundreds on a machine busy with other work; the dry run, with the same waits,
+ * shows the clean reference passes them. The runs section's runs end within a second, and a mutant that stalls
+ * every run (the executor's, the scheduler's) met three 15 s waits before its first core check failed, past the
+ * runner's deadline (a Timeout after 16-45 s); at 3 s it gets its verdict, and the check that gave it. In a mutant
+ * run a wait gives back the time a busy machine withheld from the suite or the server, as the runner's deadline
+ * does (at most the wait's own length: wait.ts). The suite's own default for any other deployment is unchanged.
  */
-export const WAIT_MS = { '§4 stream': 4000 }
+export const WAIT_MS = { '§4 stream': 4000, '§2-§3 runs: state machine, plan, trace, approvals': 3000 }
 
+/** The check prefixes one section's mutants are judged by (`undefined`: every check). */
 export function checksFor(section) {
   const own = CHECKS[section]
   return own ? [...own, ...EVERYWHERE] : undefined

@@ -343,6 +343,10 @@ export class ConformanceSwitchRunner {
     }
     if (!this.suite) {
       this.suite = (await import(pathToFileURL(join(dist, 'cli.js')).href)).main
+      // The suite's waits give back the time a busy machine withheld from a mutant run (scope.mjs WAIT_MS).
+      this.giveBackWithheldTime ??= (
+        await import(pathToFileURL(join(dist, 'wait.js')).href)
+      ).giveBackWithheldTime
       // The contract compiles once per worker, not once per run (a measurable share of a run): a compiled contract
       // is read-only to the checks, and its validators, compiled as the checks first need them, are kept too.
       const { Contract } = await import(pathToFileURL(join(dist, 'contract.js')).href)
@@ -601,13 +605,22 @@ export class ConformanceSwitchRunner {
     const expired = new Promise((resolve) => {
       if (!Number.isFinite(limitMs)) return
       const check = () => {
-        const used = Date.now() - startedAt - (waited() - waitedAtStart)
+        // At most twice the limit given back: a server spinning in a loop is itself always waiting for a CPU on a
+        // busy machine, and would otherwise stretch its own deadline (a run of 130 s against a limit of 16 s).
+        const used = Date.now() - startedAt - Math.min(2 * limitMs, waited() - waitedAtStart)
         if (used >= limitMs) resolve(TIMED_OUT)
         else timer = setTimeout(check, limitMs - used)
       }
       timer = setTimeout(check, limitMs)
     })
     const progress = { phase: 'activating the mutant' }
+    // A section's shorter waits (scope.mjs WAIT_MS) span only time the run could use, as the deadline does.
+    const waitMs = section ? WAIT_MS[section] : undefined
+    const withheld = () => waited() - waitedAtStart
+    if (waitMs) {
+      this.withheld = withheld
+      this.giveBackWithheldTime?.(withheld)
+    }
     const judged = this.judge(server, {
       ...options,
       mutant,
@@ -621,6 +634,13 @@ export class ConformanceSwitchRunner {
     })
     const first = await Promise.race([judged, expired])
     clearTimeout(timer)
+    // Reset once this run's suite is over (after a Timeout it may end later, when the next run has its own clock).
+    const reset = () => {
+      if (this.withheld !== withheld) return
+      this.withheld = undefined
+      this.giveBackWithheldTime?.(undefined)
+    }
+    void judged.then(reset, reset)
     if (first !== TIMED_OUT) return first
     // No verdict in time: the suite is cut short, and the server, which may hang or be busy in a loop, replaced.
     interrupt.abort(`the mutant run's deadline of ${Math.round(limitMs)} ms passed`)

@@ -10,12 +10,13 @@ import { Instrumenter } from '@stryker-mutator/instrumenter'
 import { describe, expect, it } from 'vitest'
 import { ALL_CHECKS } from '../src/checks/index.js'
 import { selectChecks } from '../src/runner.js'
+import { giveBackWithheldTime, waitUntil } from '../src/wait.js'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { changedRanges, countMutants, quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { failureLogIgnorer, notFoundWordsIgnorer, telemetryIgnorer } from '../stryker/ignorers.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
-import { CHECKS, checksFor, SCOPE, sectionOf } from '../stryker/scope.mjs'
+import { CHECKS, checksFor, SCOPE, sectionOf, WAIT_MS } from '../stryker/scope.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { mutantsBySection, ownSectionCoverage } from '../stryker/switch-runner.mjs'
 import { scratchDir } from './scratch.js'
@@ -34,6 +35,42 @@ describe('conformance:stryker selection', () => {
     expect(sectionOf('src/outbound/addresses.ts')).toBeUndefined()
     // A double star reaches any depth: the destinations, one folder down, are the outbox's section.
     expect(sectionOf('src/outbound/destinations/nats.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
+  })
+
+  it('a section’s shorter wait names a section, below the suite’s default', () => {
+    for (const [section, ms] of Object.entries(WAIT_MS as Record<string, number>)) {
+      expect(Object.keys(SCOPE)).toContain(section)
+      expect(ms).toBeGreaterThanOrEqual(1000)
+      expect(ms).toBeLessThan(15_000)
+    }
+  })
+
+  it('a wait gives back the time a busy machine withheld from the run, and only while a clock is set', async () => {
+    const never = () => Promise.resolve(false)
+    const timed = async () => {
+      const at = Date.now()
+      await waitUntil('nothing', never, (v) => v, 300).catch(() => undefined)
+      return Date.now() - at
+    }
+    // 250 ms withheld during the wait: it gives up after about 300 + 250 ms, not 300.
+    const start = Date.now()
+    giveBackWithheldTime(() => Math.min(250, Date.now() - start))
+    try {
+      expect(await timed()).toBeGreaterThanOrEqual(500)
+    } finally {
+      giveBackWithheldTime(undefined)
+    }
+    expect(await timed()).toBeLessThan(600)
+    // At most its own timeout back: a server spinning in a loop waits for a CPU all the time.
+    const spin = Date.now()
+    giveBackWithheldTime(() => 20 * (Date.now() - spin))
+    try {
+      const ms = await timed()
+      expect(ms).toBeGreaterThanOrEqual(550)
+      expect(ms).toBeLessThan(1200)
+    } finally {
+      giveBackWithheldTime(undefined)
+    }
   })
 
   it('--since finds the changed lines of the scope’s modules only, and counts their mutants', async () => {

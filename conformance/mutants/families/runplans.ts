@@ -5,6 +5,8 @@
 import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
 
 const RUN = /^\/v1\/runs\/[^/]+$/
+const TRACE_STREAM = /^\/v1\/runs\/[^/]+\/trace\/stream$/
+const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
 const START = /^\/v1\/agents\/[^/]+\/runs$/
 
 const isGetRun = (req: ProxiedRequest) => req.method === 'GET' && RUN.test(pathOnly(req.path))
@@ -50,6 +52,179 @@ export function runPlanMutants(): Mutant[] {
           if (error?.code !== 'agent_deleted') return undefined
           return { ...b, status: 'awaiting_approval', outcome: null }
         })
+      },
+    },
+    {
+      id: 'task-end-announced-without-status',
+      description: 'The task.<status> delivery announcing a task’s run end lacks the status it ended with',
+      targets: ['runs.task-run-inputs'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (!body || !String(body.event).startsWith('task.') || !('status' in body)) return req
+        const { status: _s, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'failed-step-left-pending',
+      description:
+        'A step whose tool failed is not counted completed: the failed run’s plan leaves it pending',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (!isGetRun(req)) return res
+        return editJson(res, (b) => {
+          const error = (b.outcome as Json | null)?.error as Json | null | undefined
+          const plan = b.plan as Json | undefined
+          if (error?.code !== 'tool_failed' || !plan || typeof plan.steps_completed !== 'number')
+            return undefined
+          const completed = plan.steps_completed - 1
+          return {
+            ...b,
+            plan: { ...plan, steps_completed: completed, steps_pending: Number(plan.steps_pending) + 1 },
+          }
+        })
+      },
+    },
+    {
+      id: 'trace-stream-keep-alive-every-poll',
+      description:
+        'The SSE trace writes a keep-alive comment after every wait, also between frames a second apart',
+      targets: ['runs.trace-streaming'],
+      response(req, res) {
+        const sse = (res.headers['content-type'] ?? '').startsWith('text/event-stream')
+        if (req.method !== 'GET' || !TRACE_STREAM.test(pathOnly(req.path)) || !sse) return res
+        return { ...res, body: res.body.split('\n\n').join('\n\n: keep-alive\n\n') }
+      },
+    },
+    {
+      id: 'failed-run-outcome-says-succeeded',
+      description: 'A run failed by its tool reads back an outcome whose status is succeeded',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (!isGetRun(req)) return res
+        return editJson(res, (b) => {
+          const outcome = b.outcome as Json | null | undefined
+          if ((outcome?.error as Json | null | undefined)?.code !== 'tool_failed') return undefined
+          return { ...b, outcome: { ...outcome, status: 'succeeded' } }
+        })
+      },
+    },
+    {
+      id: 'tool-failure-announced-without-outcome',
+      description: 'The run.failed delivery of a run its tool failed carries no outcome',
+      targets: ['runs.control-events'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        const error = (body?.outcome as Json | null | undefined)?.error as Json | null | undefined
+        if (body?.event !== 'run.failed' || error?.code !== 'tool_failed') return req
+        const { outcome: _o, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'preview-cut-at-280',
+      description: 'run.awaiting_approval cuts an input of exactly 280 characters of JSON, which fits',
+      targets: ['runs.control-events'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        const preview = body?.payload_preview as Json | undefined
+        const text = JSON.stringify(preview?.input)
+        if (!body || !preview || preview.truncated !== false || text?.length !== 280) return req
+        const cut = { ...preview, input: `${text.slice(0, 277)}...`, truncated: true }
+        return { ...req, body: JSON.stringify({ ...body, payload_preview: cut }) }
+      },
+    },
+    {
+      id: 'retired-tool-failure-named-tool-failed',
+      description:
+        'A step whose tool was retired before it ran fails as if the tool had failed (tool_failed), not as unavailable',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (!isGetRun(req)) return res
+        return editJson(res, (b) => {
+          const outcome = b.outcome as Json | null | undefined
+          const error = outcome?.error as Json | null | undefined
+          if (error?.code !== 'tool_unavailable') return undefined
+          return { ...b, outcome: { ...outcome, error: { ...error, code: 'tool_failed' } } }
+        })
+      },
+    },
+    {
+      id: 'call-latency-from-process-start',
+      description: 'A tool call’s latency_ms is counted from the process’s start, not the call’s',
+      targets: ['runs.trace-sequence'],
+      response(req, res) {
+        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).map((f) =>
+                  f.kind === 'tool.call' ? { ...f, latency_ms: Number(f.latency_ms) + 60_000 } : f,
+                ),
+              }
+            : undefined,
+        )
+      },
+    },
+    {
+      id: 'run-start-announced-without-plan',
+      description: 'The run.started delivery does not name the plan’s steps',
+      targets: ['runs.control-events'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (body?.event !== 'run.started' || !('plan' in body)) return req
+        const { plan: _p, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'policy-denied-delivery-without-detail',
+      description: 'The policy.denied delivery of a denied step lacks the decision’s detail',
+      targets: ['runs.control-events'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (body?.event !== 'policy.denied' || !('detail' in body)) return req
+        const { detail: _d, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
+      id: 'retired-tool-step-without-reason',
+      description: 'The step.failed frame of a step whose tool was retired gives no reason',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).map((f) =>
+                  f.kind === 'step.failed' && String((f.detail as Json | null)?.reason).includes('retired')
+                    ? { ...f, detail: {} }
+                    : f,
+                ),
+              }
+            : undefined,
+        )
+      },
+    },
+    {
+      id: 'approval-request-without-queue',
+      description: 'The approval.requested frame does not name the queue and reason the step awaits in',
+      targets: ['runs.trace-levels-and-outcomes'],
+      response(req, res) {
+        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).map((f) =>
+                  f.kind === 'approval.requested' ? { ...f, detail: {} } : f,
+                ),
+              }
+            : undefined,
+        )
       },
     },
     {

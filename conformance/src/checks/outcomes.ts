@@ -39,7 +39,7 @@ export const outcomeChecks: Check[] = [
   {
     id: 'runs.trace-levels-and-outcomes',
     title:
-      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed, an approval approval.granted, a rejection approval.rejected and run.failed, each outcome naming its step (tool_failed, approval_rejected); an approved step’s allow says so; a decided step, or one that awaits nothing, answers 409',
+      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed (the step counted completed), as does a tool retired before its approved step ran (tool_unavailable), an approval approval.granted, a rejection approval.rejected and run.failed, each outcome naming its step (tool_failed, approval_rejected); an approved step’s allow says so; a decided step, or one that awaits nothing, answers 409',
     level: 'profile',
     clauses: ['S2.6', 'S3.2'],
     // Runs of its own, waited on the deployment's clock: alongside the checks after it.
@@ -84,7 +84,18 @@ export const outcomeChecks: Check[] = [
             `a run of a failing tool ended ${short(t.status)} with frames ${t.kinds.join(', ')} (expected step.failed, then run.failed last)`,
           )
           // The failure is the run's outcome (tool_failed, naming the step) and the step.failed frame's reason.
-          const error = obj(obj((await ctx.fx.inspect(failedRun)).outcome).error)
+          const inspected = await ctx.fx.inspect(failedRun)
+          const error = obj(obj(inspected.outcome).error)
+          // The failed step is done with: the plan counts it completed, nothing pending.
+          const plan = obj(inspected.plan)
+          expect(
+            plan.steps_total === 1 && plan.steps_completed === 1 && plan.steps_pending === 0,
+            `the plan of a run whose one step failed reads ${short(plan)}, not 1 step completed and none pending`,
+          )
+          expect(
+            obj(inspected.outcome).status === 'failed',
+            `the failed run's outcome has status ${short(obj(inspected.outcome).status)}, not failed`,
+          )
           const stepFailed = t.frames.find((f) => f.kind === 'step.failed')
           expect(
             error.code === 'tool_failed' &&
@@ -93,6 +104,41 @@ export const outcomeChecks: Check[] = [
               typeof obj(stepFailed?.detail).reason === 'string' &&
               JSON.stringify(obj(obj(t.frames.at(-1)?.detail).error)) === JSON.stringify(error),
             `the failing run's outcome error ${short(error)} and step.failed frame ${short(stepFailed)} do not name the failed step and its reason`,
+          )
+        })(),
+        (async () => {
+          // A step whose tool was retired while it awaited approval is not called once approved: it fails, and the
+          // run with it (tool_unavailable).
+          const tool = await ctx.fx.newTool('succeed')
+          const agent = await ctx.fx.newToolAgent([tool], ctx.config.profile.approvalBehavior)
+          const { runId } = await ctx.fx.startRun(agent)
+          const waiting = await ctx.fx.waitForStatus(
+            runId,
+            (s) => s !== 'queued' && s !== 'running',
+            'settled',
+          )
+          const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+          expectStatus(await ctx.http.delete(`/v1/tools/${tool.id}`), 200, 'retiring the awaited step’s tool')
+          const { method, path } = ctx.config.approval
+          const url = path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
+          expectStatus(
+            await ctx.http.request(method, url, { body: { decision: 'approve' } }),
+            200,
+            'approving',
+          )
+          const t = await endedTrace(ctx, runId)
+          const error = obj(obj((await ctx.fx.inspect(runId)).outcome).error)
+          expect(
+            t.status === 'failed' &&
+              error.code === 'tool_unavailable' &&
+              typeof error.message === 'string' &&
+              error.message !== '' &&
+              t.frames.some(
+                (f) =>
+                  f.kind === 'step.failed' && f.step_id === stepId && obj(f.detail).reason === error.message,
+              ) &&
+              !t.kinds.includes('tool.call'),
+            `a step whose tool was retired before its approval ended ${short(t.status)} (${short(error)}) with frames ${t.kinds.join(', ')} (expected step.failed giving the outcome's message as its reason, no tool.call, tool_unavailable)`,
           )
         })(),
         (async () => {
@@ -148,6 +194,12 @@ export const outcomeChecks: Check[] = [
           expect(
             ended.status === 'succeeded' && obj(allowed?.detail).approved === true,
             `the approved run ended ${short(ended.status)}, its step's allow decision ${short(allowed)} (expected detail.approved true)`,
+          )
+          // The request names the queue and reason the run's awaiting item gave.
+          expect(
+            obj(requested?.detail).queue === approved.queue &&
+              typeof obj(requested?.detail).reason === 'string',
+            `the approval.requested frame ${short(requested)} does not name the queue ${short(approved.queue)} and a reason`,
           )
           // The grant names the step's tool, as its request did, who decided and in which queue.
           expect(

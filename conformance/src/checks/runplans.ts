@@ -8,8 +8,9 @@
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json, missingIdLike, ownId, pageItems, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
 import { assert, fail } from '../types.js'
-import { short } from '../wait.js'
+import { short, sleep } from '../wait.js'
 import { expectError } from './assertions.js'
 import { ownHook } from './webhooks.js'
 
@@ -185,11 +186,25 @@ export const runPlanChecks: Check[] = [
   {
     id: 'runs.task-run-inputs',
     title:
-      'The run a task starts carries the task: inputs.task is its description, inputs.data_source its data_source (absent when the task has none), and task_id and priority; the task reads back its run’s final status and outcome',
+      'The run a task starts carries the task: inputs.task is its description, inputs.data_source its data_source (absent when the task has none), and task_id and priority; the task reads back its run’s final status and outcome, and its run’s end is announced once as task.<status> (task_id, run_id, agent_id, status), a cancel during a call included; a run without a task announces no task event',
     level: 'profile',
-    clauses: ['S2.9'],
+    clauses: ['S2.9', 'S1.8'],
+    // Waits for deliveries on the deployment's clock: alongside the checks after it.
+    overlap: true,
     async run(ctx) {
+      // §6 "Any other event kinds: not shown": task.succeeded, task.failed and task.cancelled are the reference's.
+      const mine = await subscribe(ctx, ['task.succeeded', 'task.failed', 'task.cancelled'])
+      const taskEvents = (key: 'task_id' | 'run_id', id: string) =>
+        ctx.receiver!.deliveries.filter(
+          (d) => mine(d) && d.body?.[key] === id && String(d.body?.event ?? d.body?.type).startsWith('task.'),
+        )
       const agent = await ctx.fx.agent()
+      // A run no task started, ended before any task of this check's: it is announced by no task event.
+      const taskless = (await ctx.fx.startRun(agent)).runId
+      await ctx.fx.waitForStatus(taskless, (st) => TERMINAL.has(st), 'ended')
+      const cancelled = cancelledTaskRun(ctx, mine)
+      // Judged below, after the other task's run: a failure meanwhile is not an unhandled rejection.
+      cancelled.catch(() => undefined)
       const assign = async (body: Json) => {
         const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, body)
         expectStatus(res, 201, 'assigning a task')
@@ -224,6 +239,31 @@ export const runPlanChecks: Check[] = [
           t.run_id === runId &&
           JSON.stringify(t.result) === JSON.stringify(final.outcome),
         `the task reads back status ${short(t.status)}, result ${short(t.result)} after its run ended ${short(final.status)} with ${short(final.outcome)}`,
+      )
+      // The run's end is announced once, as the task's: task.<status> naming the task, its run and agent.
+      const kind = `task.${String(final.status)}`
+      const ended = await ctx.receiver!.waitFor(
+        (d) => mine(d) && d.body?.task_id === without.taskId && (d.body?.event ?? d.body?.type) === kind,
+        ctx.config.waitMs,
+      )
+      const body = obj(ended?.body)
+      assert(
+        body.run_id === runId && body.agent_id === agent && body.status === final.status,
+        ended
+          ? `the ${kind} delivery of task ${String(without.taskId)} is ${short(body)}, not its run_id ${runId}, agent_id and status`
+          : `no ${kind} delivery of task ${String(without.taskId)} within ${ctx.config.waitMs} ms after its run ended`,
+      )
+      const c = await cancelled
+      await sleep(500)
+      const repeated = [...taskEvents('task_id', String(without.taskId)), ...taskEvents('task_id', c.taskId)]
+      assert(
+        c.found && repeated.length === 2,
+        `a task's run end is announced ${short(repeated.map((d) => [d.body?.task_id, d.body?.event ?? d.body?.type]))}, not once per task (the task cancelled during its run's call: ${c.found ? 'announced' : `no ${c.kind} delivery`})`,
+      )
+      const stray = taskEvents('run_id', taskless)
+      assert(
+        stray.length === 0,
+        `run ${taskless}, which no task started, was announced as a task's: ${short(stray.map((d) => d.body))}`,
       )
     },
   },
@@ -279,16 +319,45 @@ async function subscribe(ctx: CheckContext, events: string[]) {
   return hook.mine
 }
 
+/**
+ * A task whose run is cancelled while its step's call runs (two 400 ms calls of the slow tool): the late answer is
+ * dropped, and the run's end announced once. Answers the task and whether its task.<status> delivery came.
+ */
+async function cancelledTaskRun(
+  ctx: CheckContext,
+  mine: (d: Delivery) => boolean,
+): Promise<{ taskId: string; kind: string; found: boolean }> {
+  const slow = await ctx.fx.tool('slow')
+  const agent = await referenceAgent(ctx, [slow.name, slow.name])
+  const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: ctx.name('cancelled task') })
+  expectStatus(res, 201, 'assigning a task')
+  const taskId = String(ownId(res.body, 'task'))
+  const runId = String(obj(res.body).run_id)
+  await ctx.fx.waitForStatus(runId, (st) => st !== 'queued', 'started')
+  await ctx.http.post(`/v1/runs/${runId}/cancel`)
+  const final = await ctx.fx.waitForStatus(runId, (st) => TERMINAL.has(st), 'ended')
+  // The call in flight at the cancel answers within its 400 ms: its late answer is recorded (dropped) meanwhile.
+  await sleep(600)
+  const kind = `task.${String(final.status)}`
+  const found = await ctx.receiver!.waitFor(
+    (d) => mine(d) && d.body?.task_id === taskId && (d.body?.event ?? d.body?.type) === kind,
+    ctx.config.waitMs,
+  )
+  return { taskId, kind, found: found !== undefined }
+}
+
 export const runEventChecks: Check[] = [
   {
     id: 'runs.control-events',
     title:
-      'Pause, resume, cancel, an approval and a rejection each announce the run’s new status: run.paused (paused_from), run.resumed (reason resumed or approved, the step), run.cancelled (the flushed approvals, the outcome) and run.failed (the rejection’s outcome); run.awaiting_approval previews the tool and its input, a long input cut to 280 characters',
+      'Pause, resume, cancel, an approval and a rejection each announce the run’s new status: run.paused (paused_from), run.resumed (reason resumed or approved, the step), run.cancelled (the flushed approvals, the outcome) and run.failed (a rejection’s or a failed tool’s outcome); run.started names the plan’s steps, policy.denied the denied step, its tool and the decision’s detail; run.awaiting_approval previews the tool and its input, an input longer than 280 characters cut to 280',
     level: 'profile',
     clauses: ['S1.8', 'S6.3', 'S3.3', 'S3.4'],
     overlap: true,
     async run(ctx) {
       const mine = await subscribe(ctx, [
+        'run.started',
+        'policy.denied',
         'run.awaiting_approval',
         'run.paused',
         'run.resumed',
@@ -354,6 +423,47 @@ export const runEventChecks: Check[] = [
             payload_preview: { tool: tool.name, input: cut, truncated: true },
           })
           await ctx.http.post(`/v1/runs/${runId}/cancel`)
+        })(),
+        (async () => {
+          // An input of exactly 280 characters of JSON is previewed whole.
+          const agent = await ctx.fx.newToolAgent([tool], ctx.config.profile.approvalBehavior)
+          const whole = { blob: 'x'.repeat(280 - JSON.stringify({ blob: '' }).length) }
+          const { runId } = await ctx.fx.startRun(agent, { inputs: whole })
+          await delivered(runId, 'run.awaiting_approval', {
+            payload_preview: { tool: tool.name, input: whole, truncated: false },
+          })
+          await ctx.http.post(`/v1/runs/${runId}/cancel`)
+        })(),
+        (async () => {
+          // A step whose tool fails fails the run: run.failed with the run's status and outcome; its start was
+          // announced with the plan's steps.
+          const agent = await ctx.fx.newToolAgent([await ctx.fx.tool('fail')])
+          const { runId } = await ctx.fx.startRun(agent)
+          const final = await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+          await delivered(runId, 'run.failed', { status: 'failed', outcome: final.outcome })
+          const { frames } = await ctx.fx.readTrace(runId)
+          const plan = obj(frames.find((f) => f.kind === 'run.started')?.detail).plan
+          const steps = Array.isArray(plan) ? plan.map((p) => obj(p).step_id) : []
+          await delivered(runId, 'run.started', { status: 'running', plan: steps })
+        })(),
+        (async () => {
+          // A step the gate denies (the `restricted` envelope's fourth call) is announced as policy.denied naming
+          // the step, its tool and the decision's detail; its step.failed frame gives the reason.
+          const agent = await ctx.fx.newToolAgent([tool, tool, tool, tool])
+          const { runId } = await ctx.fx.startRun(agent, { policy_envelope: 'restricted' })
+          await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+          const { frames } = await ctx.fx.readTrace(runId)
+          const deny = frames.find((f) => f.kind === 'policy.decision' && f.policy === 'deny')
+          const { reason: _r, ...detail } = obj(deny?.detail)
+          await delivered(runId, 'policy.denied', {
+            step_id: deny?.step_id,
+            tool: tool.name,
+            tool_id: tool.id,
+            detail,
+          })
+          const failed = frames.find((f) => f.kind === 'step.failed')
+          if (typeof obj(failed?.detail).reason !== 'string' || obj(failed?.detail).reason === '')
+            problems.push(`the denied step's step.failed frame gives no reason: ${short(failed)}`)
         })(),
         (async () => {
           const { runId, waiting } = await ctx.fx.awaitingRun()

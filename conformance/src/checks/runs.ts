@@ -95,12 +95,17 @@ export const runChecks: Check[] = [
   {
     id: 'runs.plan-counts',
     title:
-      'Plan counts follow the trace: two succeeding steps give total 2, completed 2, pending 0, escalated 0',
+      'Plan counts follow the trace: two succeeding steps give total 2, completed 2, pending 0, escalated 0 (and an outcome of status succeeded)',
     level: 'profile',
     clauses: ['S2.3'],
     async run(ctx) {
       const { final } = await ctx.fx.completedRun()
       assert(final.status === 'succeeded', `the run ended ${short(final.status)}: ${short(final.outcome)}`)
+      // The outcome's status is the run's (the reference's outcome fields; §2 "Run outcome fields: not shown").
+      assert(
+        obj(final.outcome).status === 'succeeded',
+        `the succeeded run's outcome has status ${short(obj(final.outcome).status)}`,
+      )
       const plan = obj(final.plan)
       const want = { steps_total: 2, steps_completed: 2, steps_pending: 0, steps_escalated: 0 }
       for (const [k, v] of Object.entries(want))
@@ -395,7 +400,7 @@ export const runChecks: Check[] = [
   {
     id: 'runs.trace-sequence',
     title:
-      'Frames are numbered 1..n without gaps: run.started first, a policy decision before each call, run.succeeded last',
+      'Frames are numbered 1..n without gaps: run.started first, a policy decision before each call (its latency within their times), run.succeeded last',
     level: 'profile',
     clauses: ['S2.6'],
     async run(ctx) {
@@ -410,6 +415,12 @@ export const runChecks: Check[] = [
           .slice(0, i)
           .findLast((g) => g.step_id === f.step_id && g.kind === 'policy.decision')
         assert(decision?.policy === 'allow', `no allow decision before the call of ${String(f.step_id)}`)
+        // The call ran between its decision and its own frame: its latency fits between their times (ms, rounded).
+        const spent = Date.parse(String(f.ts)) - Date.parse(String(decision?.ts))
+        assert(
+          Number(f.latency_ms) <= spent + 1,
+          `the call of ${String(f.step_id)} took latency_ms ${short(f.latency_ms)}, more than the ${spent} ms between its decision and its frame`,
+        )
       }
     },
   },
@@ -435,7 +446,7 @@ export const runChecks: Check[] = [
   {
     id: 'runs.trace-streaming',
     title:
-      'The trace stream (SSE) gives the same frames as paging, then event: end with the run’s status and last seq; opened on a live run, it follows the run to its end',
+      'The trace stream (SSE) gives the same frames as paging, then event: end with the run’s status and last seq; opened on a live run, it follows the run to its end, with no keep-alive comment while frames come',
     level: 'profile',
     clauses: ['S4.6'],
     async run(ctx) {
@@ -474,6 +485,13 @@ export const runChecks: Check[] = [
       const followed = await ctx.http.get(`/v1/runs/${live.runId}/trace/stream`, {
         headers: { accept: 'text/event-stream' },
       })
+      // The reference sends a keep-alive comment only after 15 s without a frame (for proxies' idle timeouts): a
+      // stream whose frames come sooner carries none.
+      const comments = followed.text.split(/\r?\n/).filter((l) => l.startsWith(':'))
+      assert(
+        comments.length === 0,
+        `the stream of a live run whose frames came within a second carries comment lines ${short(comments)}`,
+      )
       const liveEvents = parseSse(followed.text)
       const liveFrames = liveEvents.filter((e) => e.event === 'frame').map((e) => JSON.parse(e.data) as Json)
       const livePaged = await ctx.fx.readTrace(live.runId)
