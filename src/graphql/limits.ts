@@ -179,8 +179,11 @@ const FALLBACK: ListBound = { per: MAX_PAGE_LIMIT, total: MAX_PAGE_LIMIT }
 
 const boundsBySchema = new WeakMap<GraphQLSchema, Map<string, ListBound>>()
 
-/** The exact sizes of the introspection lists of one schema, counted once. */
-function introspectionBounds(schema: GraphQLSchema): Map<string, ListBound> {
+/**
+ * The exact sizes of the introspection lists of one schema, counted once: when the schema is built (graphqlSchema
+ * calls it), so the first introspection request does not pay for it.
+ */
+export function introspectionBounds(schema: GraphQLSchema): Map<string, ListBound> {
   const known = boundsBySchema.get(schema)
   if (known) return known
   const types = Object.values(schema.getTypeMap())

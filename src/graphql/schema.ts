@@ -10,6 +10,7 @@ import {
 } from 'graphql'
 import { CONTRACT_SDL, INTERFACE_MEMBERS } from '../../generated/graphql.js'
 import type { GraphqlContext } from './context.js'
+import { introspectionBounds } from './limits.js'
 import { resolvers, subscriptions } from './resolvers.js'
 import { SDL } from './sdl.js'
 
@@ -89,6 +90,7 @@ export function graphqlSchema(): GraphQLSchema {
     field.subscribe = (parent, args, ctx) => subscribe(parent, args, ctx as GraphqlContext)
     field.resolve = (message) => message
   }
+  introspectionBounds(schema)
   built = schema
   return schema
 }

@@ -58,6 +58,15 @@ export function pagingMutants(): Mutant[] {
       },
     },
     {
+      id: 'bad-cursor-detail-unnamed',
+      description: 'A bad cursor answers 400 invalid_cursor with an empty detail, not naming the parameter',
+      targets: ['pagination.bad-cursor-code'],
+      response(req, res) {
+        if (!isToolList(req) || res.status !== 400 || !query(req.path).has('cursor')) return res
+        return editJson(res, (b) => ({ error: { ...(b.error as Json), detail: {} } }))
+      },
+    },
+    {
       id: 'default-limit-100',
       description: 'Lists default to 100 items per page instead of 50',
       targets: ['pagination.default-limit-50'],

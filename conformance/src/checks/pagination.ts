@@ -221,15 +221,18 @@ export const paginationChecks: Check[] = [
   },
   {
     id: 'pagination.bad-cursor-code',
-    title: 'A foreign or undecodable cursor answers 400 invalid_cursor',
+    title:
+      'A foreign or undecodable cursor answers 400 invalid_cursor, its detail naming the cursor parameter',
     level: 'profile',
     clauses: ['S8.1'],
     async run(ctx) {
-      expectError(
-        await ctx.http.get('/v1/tools?cursor=not-a-cursor'),
-        400,
-        'garbage cursor',
-        'invalid_cursor',
+      const garbage = await ctx.http.get('/v1/tools?cursor=not-a-cursor')
+      expectError(garbage, 400, 'garbage cursor', 'invalid_cursor')
+      // §7's detail is "Context" with no fields shown for this code: the reference names the parameter at fault.
+      const detail = obj(obj(obj(garbage.body).error).detail)
+      assert(
+        detail.parameter === 'cursor',
+        `the invalid_cursor answer's detail does not name the parameter (parameter: "cursor"): ${short(garbage.body)}`,
       )
       // The reference's cursors are signed (x-spec-gap §8): one edited character makes a cursor it never issued.
       for (const cursor of await editedCursors(ctx)) {

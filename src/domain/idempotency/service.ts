@@ -99,7 +99,9 @@ export class IdempotencyService {
     const request: KeyedRequest = { workspaceId, key, fingerprint, now: this.clock.now() }
     // Stryker disable next-line ConditionalExpression,LogicalOperator: quotas are the reference's own limits (no spec sentence), and the server always wires them (absent only in unit tests).
     const quota = options.quota && this.quotas ? options.quota : undefined
-    // Stryker disable all: a speed path (one round trip) on a store with deferred units, PostgreSQL only; the mutation run's reference runs on SQLite and never takes it (test/store/unit-of-work.test.ts covers it).
+    // A speed path (one round trip) on a store with deferred units, PostgreSQL only: its mutants are judged by the
+    // section's run on PostgreSQL (conformance:stryker --postgres URL).
+    // Stryker disable next-line ConditionalExpression,BooleanLiteral,OptionalChaining: equivalent, each variant sends the request down the ordinary claim (the same answers, a round trip more), and the server always wires the quotas.
     if (!options.writesOnly || !this.db.deferredUnitOfWork || quota?.read)
       return this.claimThenWork(request, handle, quota)
     // The work first and its answer as the claim, in one deferred unit: one round trip when the key is fresh. The
@@ -134,7 +136,6 @@ export class IdempotencyService {
       }
       return this.afterFailure(request, err instanceof DeferredCommitRefused ? err.cause : err, settled)
     }
-    // Stryker restore all
   }
 
   /** `once` with the claim first, in the unit of work the work then runs in. */

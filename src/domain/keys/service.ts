@@ -189,9 +189,9 @@ export class KeyService {
         this.watch.end(change.keyId, 'revoked')
       } else if (change.kind === 'resync') void this.watch.poll()
     })
-    // Stryker restore all
   }
 
+  // Stryker restore all
   // Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown", and the tier a token's workspace has is no answer the suite can know.
   /** Creates the workspace on first use (its settings apply then, or update it when given later) and a key in it. */
   async issue(input: IssueKeyInput): Promise<IssuedKey> {
