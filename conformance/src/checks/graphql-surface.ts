@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import WebSocket from 'ws'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, toolRegistration } from '../fixtures.js'
+import { expectStatus, SETTLED, toolRegistration } from '../fixtures.js'
 import type { HttpClient, HttpResponse } from '../http.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
@@ -1147,8 +1147,11 @@ export const graphqlSurfaceChecks: Check[] = [
           s.messages.some((m) => m.type === 'connection_ack'),
           `no connection_ack: ${short(s.messages)}`,
         )
-        // A run started before the subscription: runEvents without since must not replay it.
+        // A run started and settled before the subscription: runEvents without since must not replay it. Settled
+        // first, so that none of its events is live news (through a balancer, or under load, a run started a moment
+        // before may still be taken and announced after the subscription began).
         const before = await ctx.fx.startRun(await ctx.fx.agent())
+        await ctx.fx.waitForStatus(before.runId, (status) => SETTLED.has(status), 'settled')
         s.send({
           id: 'live',
           type: 'subscribe',
