@@ -377,6 +377,15 @@ export const graphqlSurfaceChecks: Check[] = [
         location: 'body',
         path: 'query',
       })
+      const nullBody = await ctx.http.post(url, undefined, {
+        rawBody: 'null',
+        headers: { 'content-type': 'application/json' },
+      })
+      refused400(nullBody, 'POST with the JSON body null', {
+        message: 'The body must be a JSON object with a "query" string',
+        location: 'body',
+        path: 'query',
+      })
       const noString = await ctx.http.post(url, { query: 1 })
       refused400(noString, 'POST with a query that is no string')
       const issue = obj((obj(obj(obj(noString.body).error).detail).issues as unknown[] | undefined)?.[0])
