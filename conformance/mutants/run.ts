@@ -203,10 +203,21 @@ async function main(): Promise<number> {
     )
     const ran = await onLanes(lanes, jobs, async (lane, job) => {
       const began = Date.now()
-      if ('clean' in job) return { results: await lane.suite([]), ms: Date.now() - began }
-      if ('dialect' in job)
-        return { results: await lane.suite([], undefined, job.dialect), ms: Date.now() - began }
-      const results = await lane.suite(job.mutant.run ?? job.mutant.targets, job.mutant)
+      const results =
+        'clean' in job
+          ? await lane.suite([])
+          : 'dialect' in job
+            ? await lane.suite([], undefined, job.dialect)
+            : await lane.suite(job.mutant.run ?? job.mutant.targets, job.mutant)
+      // A check that timed out: what the proxy saw says whether the deployment, the proxy or the suite was slow.
+      if (results.some((r) => r.outcome !== 'pass' && /timed out/.test(r.message ?? ''))) {
+        const what =
+          'clean' in job ? 'the clean run' : 'dialect' in job ? `dialect ${job.dialect.id}` : job.mutant.id
+        const slow = lane.proxy.slowReport()
+        log(
+          `${lane.name}: a check of ${what} timed out; the proxy saw: ${slow.length ? slow.join('; ') : 'nothing slow'}`,
+        )
+      }
       return { results, ms: Date.now() - began }
     })
 
