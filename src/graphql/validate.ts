@@ -8,9 +8,12 @@ export interface RouteWithParams {
   request: { params: ZodType }
 }
 
-/** Absent and null mean the same in GraphQL inputs; the contract's schemas want absent. */
+/**
+ * Absent and null mean the same in GraphQL inputs; the contract's schemas want absent (graphql-js leaves an absent
+ * field out of the input object, never undefined, and the schemas read an undefined value as absent anyway).
+ */
 function dropNulls(value: Record<string, unknown> | null | undefined): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== null && v !== undefined))
+  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== null))
 }
 
 /**

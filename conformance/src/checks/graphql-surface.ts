@@ -1165,6 +1165,17 @@ export const graphqlSurfaceChecks: Check[] = [
         badInit.closed?.code === 4401 && !badInit.messages.some((m) => m.type === 'connection_ack'),
         `connection_init with an unknown token: ${badInit.closed ? `closed with ${badInit.closed.code}` : 'stayed open'}, not 4401`,
       )
+      // The 4401's reason is the message REST's 401 gives the same credentials (none, an unknown token).
+      for (const [what, socket, token] of [
+        ['no token anywhere', none, null],
+        ['connection_init with an unknown token', badInit, UNKNOWN_TOKEN],
+      ] as const) {
+        const rest = obj(obj((await ctx.http.get('/v1/agents?limit=1', { token })).body).error).message
+        assert(
+          typeof rest === 'string' && socket.closed?.reason === rest,
+          `${what}: the 4401's reason is ${short(socket.closed?.reason)}, REST's 401 says ${short(rest)}`,
+        )
+      }
       // The upgrade of another path is no GraphQL socket: an unknown one is 404, /v1/stream is the stream's.
       const elsewhere = await openGql(ctx, url, primary, {}, '/x')
       assert(
