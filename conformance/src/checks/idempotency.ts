@@ -331,7 +331,7 @@ export const idempotencyChecks: Check[] = [
   {
     id: 'idempotency.quota-refusals',
     title:
-      'Under a workspace’s quotas a key keeps no refusal for want of room (the same key runs the request once there is room); a keyed write whose answer the key cannot keep is refused 403 quota_exceeded with nothing done; a keyed 4xx it cannot keep is answered as it is, unstored',
+      'Under a workspace’s quotas a key keeps no refusal for want of room (the same key runs the request once there is room); a keyed write whose answer the key cannot keep is refused 403 quota_exceeded with nothing done (one exactly at a limit is kept); a keyed 4xx it cannot keep is answered as it is, unstored',
     level: 'profile',
     clauses: ['S8.3'],
     async run(ctx) {
@@ -452,6 +452,35 @@ export const idempotencyChecks: Check[] = [
       const largeAgain = await post(b2, k2)
       quotaRefusal(largeAgain, 'the same keyed create again', 'idempotency_answer_bytes')
       unreplayed(largeAgain, 'the keyed create refused for its answer’s size, repeated,')
+      // The limit itself is room: an answer exactly that large (the refusal's own count, less what the capabilities'
+      // characters add, each a byte) is kept and replayed.
+      if (!keysFull) {
+        let excess = Number(detail.used) - Number(detail.limit)
+        const fitting = longNames(100)
+        while (excess >= 103 && fitting.length > 2) {
+          fitting.pop() // a name of 100 characters, its quotes and its comma
+          excess -= 103
+        }
+        for (let i = 0; excess > 0 && i < fitting.length; i++) {
+          const cut = Math.min(excess, 90)
+          fitting[i] = (fitting[i] ?? '').slice(0, 100 - cut)
+          excess -= cut
+        }
+        const kExact = fresh()
+        const exact = { ...b2, capabilities: fitting }
+        const atLimit = await post(exact, kExact)
+        expectStatus(
+          atLimit,
+          201,
+          `a keyed create whose answer is exactly idempotency_answer_bytes (${String(detail.limit)} bytes, counted as its refusal counted ${String(detail.used)})`,
+        )
+        const atLimitAgain = await post(exact, kExact)
+        assert(
+          atLimitAgain.headers['idempotent-replayed'] === 'true' && atLimitAgain.text === atLimit.text,
+          'the keyed create whose answer is exactly idempotency_answer_bytes was not kept: repeated, it was not replayed',
+        )
+        await remove(ownId(atLimit.body, 'agent'))
+      }
       const unkeyed = await post(b2)
       expectStatus(unkeyed, 201, 'the same create without a key (its answer is not kept)')
       await remove(ownId(unkeyed.body, 'agent'))
@@ -487,6 +516,16 @@ export const idempotencyChecks: Check[] = [
         (await named(bFull)) === 0,
         'the keyed create refused for the stored answers’ quota created the agent anyway',
       )
+      // Every keyed POST is bounded alike: a task's, as an agent's.
+      const holder = await post(body('task-holder'))
+      expectStatus(holder, 201, 'an agent for a task, the stored answers full')
+      const task = await http.post(
+        `/v1/agents/${ownId(holder.body, 'agent')}/tasks`,
+        { description: 'idempotency: past the stored answers' },
+        { headers: { 'idempotency-key': fresh() } },
+      )
+      quotaRefusal(task, 'a keyed task past the stored answers’ quota', 'idempotency_keys')
+      await remove(ownId(holder.body, 'agent'))
       const fullAgain = await post(bFull, kFull)
       quotaRefusal(fullAgain, 'the same keyed create again', 'idempotency_keys')
       unreplayed(fullAgain, 'the keyed create refused for the stored answers’ quota, repeated,')
