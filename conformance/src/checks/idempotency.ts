@@ -349,7 +349,10 @@ export const idempotencyChecks: Check[] = [
         const id = res.status < 300 ? ownId(res.body, 'agent') : undefined
         if (id && !created.has(id)) {
           created.add(id)
-          ctx.cleanup(`delete agent ${id}`, () => http.delete(`/v1/agents/${id}`))
+          // Left to the cleanup only when the check ends before it deletes the agent itself.
+          ctx.cleanup(`delete agent ${id}`, async () =>
+            created.has(id) ? http.delete(`/v1/agents/${id}`) : undefined,
+          )
         }
         return res
       }
