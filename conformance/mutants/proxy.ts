@@ -109,6 +109,13 @@ async function send(base: string, req: ProxiedRequest): Promise<ProxiedResponse>
   return { status: res.status, headers: out, body: await res.text() }
 }
 
+export interface SlowExchange {
+  method: string
+  path: string
+  ms: number
+  upstreamMs: number
+}
+
 export function isResponse(x: ProxiedRequest | ProxiedResponse): x is ProxiedResponse {
   return 'status' in x
 }
@@ -123,6 +130,10 @@ export class MutantProxy {
   port = 0
   /** With `relayHooks`: the origin of the receiver the last webhook registration named. */
   private hookOrigin = ''
+  /** The latest exchanges that took a second or more here, with the deployment's share: what a timeout is told. */
+  readonly slow: SlowExchange[] = []
+  /** Requests received and not yet answered, by when they came (`performance.now()`). */
+  private readonly inFlight = new Map<ProxiedRequest, number>()
 
   /**
    * `relayHooks`: the proxy stands alone in front of the deployment (mutants/serve.ts), so the suite gives its own
@@ -169,6 +180,20 @@ export class MutantProxy {
     return { ...res, body: res.body.split(mine).join(this.hookOrigin) }
   }
 
+  /** What this proxy saw take long: exchanges of a second or more, and requests still unanswered, one line each. */
+  slowReport(): string[] {
+    const now = performance.now()
+    return [
+      ...this.slow.map(
+        (x) =>
+          `${x.method} ${x.path}: ${Math.round(x.ms)} ms here, ${Math.round(x.upstreamMs)} ms of it waiting on the deployment or receiver`,
+      ),
+      ...[...this.inFlight].map(
+        ([r, came]) => `${r.method} ${pathOnly(r.path)}: unanswered for ${Math.round(now - came)} ms`,
+      ),
+    ]
+  }
+
   get url(): string {
     return `http://127.0.0.1:${this.port}`
   }
@@ -186,13 +211,25 @@ export class MutantProxy {
           headers: flat(inReq.headers),
           body: Buffer.concat(chunks).toString('utf8'),
         }
+        const received = req
+        const came = performance.now()
+        let upstreamMs = 0
+        this.inFlight.set(received, came)
+        const timed = async (target: string, r: ProxiedRequest) => {
+          const began = performance.now()
+          try {
+            return await send(target, r)
+          } finally {
+            upstreamMs += performance.now() - began
+          }
+        }
         try {
           let res: ProxiedResponse
           if (req.path.startsWith(HOOK_PREFIX)) {
             const rewritten = this.mutant?.delivery ? this.mutant.delivery(req) : req
             res = isResponse(rewritten)
               ? rewritten
-              : await send(this.receiverUrl(), {
+              : await timed(this.receiverUrl(), {
                   ...rewritten,
                   path: rewritten.path.slice(HOOK_PREFIX.length) || '/',
                 })
@@ -202,7 +239,7 @@ export class MutantProxy {
             if (isResponse(rewritten)) res = rewritten
             else {
               req = rewritten
-              res = await send(this.target, req)
+              res = await timed(this.target, req)
               if (this.mutant?.response) res = await this.mutant.response(req, res, ctx)
             }
             res = this.hooksOut(res)
@@ -210,6 +247,13 @@ export class MutantProxy {
           outRes.writeHead(res.status, res.headers).end(res.bytes ?? res.body)
         } catch (err) {
           outRes.writeHead(502, { 'content-type': 'text/plain' }).end(`proxy: ${(err as Error).message}`)
+        } finally {
+          this.inFlight.delete(received)
+          const ms = performance.now() - came
+          if (ms >= 1000) {
+            this.slow.push({ method: received.method, path: pathOnly(received.path), ms, upstreamMs })
+            if (this.slow.length > 50) this.slow.shift()
+          }
         }
       })
     })

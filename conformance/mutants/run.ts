@@ -4,9 +4,10 @@
  * every target that fails must have passed clean). Prints the mutation score; exits 1 if a mutant survives or
  * the clean run fails.
  *
- *   npx tsx conformance/mutants/run.ts [--only mutant-id,...] [--dialect]
+ *   npx tsx conformance/mutants/run.ts [--only mutant-id,...] [--dialect] [--lanes N]
  *
- * `--dialect` runs the foreign dialect after the clean run and the `--only` mutants (none without `--only`).
+ * `--dialect` runs the dialects besides the clean run and the `--only` mutants (none without `--only`). `--lanes`
+ * (default 2, or AGENTOPS_MUTANT_LANES) is how many references, each behind its own proxy, share the work.
  */
 import { parseArgs } from 'node:util'
 import { listenPort, testPort } from '../../test/support/ports.js'
@@ -58,23 +59,24 @@ export function unprovenChecks(mutants: Mutant[]): Check[] {
   return ALL_CHECKS.filter((c) => !targeted.has(c.id))
 }
 
-async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: { only: { type: 'string' }, dialect: { type: 'boolean' } },
-    strict: true,
-  })
-  const dialectOnly = values.dialect === true
-  const only = values.only?.split(',').map((s) => s.trim()) ?? []
-  const log = (line: string) => process.stdout.write(`${line}\n`)
+/** One reference server behind its own proxy, receiver and nats-server: runs one suite at a time. */
+interface Lane {
+  name: string
+  proxy: MutantProxy
+  suite(checkIds: string[], mutant?: Mutant, dialect?: Dialect): Promise<CheckResult[]>
+  stop(): Promise<void>
+}
+
+async function startLane(name: string, log: (line: string) => void): Promise<Lane> {
   // Webhook deliveries reach the receiver through the proxy (HOOK_PREFIX): its address is the reference's one
   // private target, so its port is chosen before the reference starts. Ports are the test harness's
   // (test/support/ports.ts: free ones, or AGENTOPS_TEST_PORT_BASE's range).
   const proxyPort = await testPort()
   // destinations.event-bus publishes to a local nats-server (it skips, and its mutants survive, without one).
   const started = await startLocalNats(testPort)
-  if (!started.nats) log(`mutants: destinations.event-bus will skip: ${started.reason}`)
+  if (!started.nats) log(`mutants: ${name}: destinations.event-bus will skip: ${started.reason}`)
   const nats = started.nats ?? undefined
-  const reference = await startReference(log, undefined, {
+  const reference = await startReference((line) => log(`${name}: ${line}`), undefined, {
     port: await testPort(),
     receiverTarget: `127.0.0.1:${proxyPort}`,
     ...(nats ? { natsTarget: nats.hostPort } : {}),
@@ -89,7 +91,6 @@ async function main(): Promise<number> {
   await proxy.listen(proxyPort)
   const base = resolveConfig([]).config
   const contract = Contract.fromFile(base.openapiPath)
-
   const configFor = (): SuiteConfig => {
     const c = resolveConfig(['--seed', String(base.seed)]).config
     c.baseUrl = proxy.url
@@ -102,35 +103,138 @@ async function main(): Promise<number> {
     if (nats) c.natsUrl = nats.url
     return c
   }
-  const suite = async (checkIds: string[], dialect?: Dialect) => {
-    const config = configFor()
-    dialect?.configure?.(config)
-    const checks = selectChecks(ALL_CHECKS, checkIds)
-    return (await runChecks({ config, checks, contract, receiver })).results
+  return {
+    name,
+    proxy,
+    async suite(checkIds, mutant, dialect) {
+      const config = configFor()
+      dialect?.configure?.(config)
+      proxy.mutant = dialect ?? mutant
+      try {
+        return (await runChecks({ config, checks: selectChecks(ALL_CHECKS, checkIds), contract, receiver }))
+          .results
+      } finally {
+        proxy.mutant = undefined
+      }
+    },
+    async stop() {
+      await proxy.close()
+      await receiver.close()
+      await reference.stop()
+      await nats?.stop()
+    },
   }
+}
 
+/**
+ * How many lanes run side by side (`--lanes`, default 2): each suite run mostly waits on the deployment (retry
+ * gaps, rate-limit windows, the stream), so two references on two cores finish the work in about half the time.
+ */
+function laneCount(flag: string | undefined): number {
+  const n = Number(flag ?? process.env.AGENTOPS_MUTANT_LANES ?? 2)
+  if (!Number.isInteger(n) || n < 1 || n > 8)
+    throw new Error(`--lanes must be an integer from 1 to 8, not ${flag}`)
+  return n
+}
+
+/** Runs every job on the first free lane; a job's result lands at its own index. */
+async function onLanes<J, R>(
+  lanes: Lane[],
+  jobs: J[],
+  run: (lane: Lane, job: J) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(jobs.length)
+  let next = 0
+  await Promise.all(
+    lanes.map(async (lane) => {
+      while (next < jobs.length) {
+        const i = next++
+        out[i] = await run(lane, jobs[i] as J)
+      }
+    }),
+  )
+  return out
+}
+
+function dialectLine(dialect: Dialect, results: CheckResult[]): { line: string; failures: number } {
+  const core = results.filter((r) => r.level === 'core' && r.outcome === 'fail')
+  const profile = results.filter((r) => r.level === 'profile' && r.outcome === 'fail')
+  // A core check that skips (or only partly runs) through a dialect did not prove the dialect conformant either,
+  // unless the dialect names it (a surface it does not have).
+  const skipped = results.filter(
+    (r) =>
+      r.level === 'core' &&
+      (r.outcome === 'skip' || r.outcome === 'partial') &&
+      !(dialect.expectSkips ?? []).includes(r.id),
+  )
+  return {
+    failures: core.length + skipped.length,
+    line: `\ndialect ${dialect.id} (${dialect.description}): core ${core.length === 0 ? 'all pass' : `FAILED ${core.map((r) => `${r.id} (${r.message ?? ''})`).join('; ')}`}${skipped.length > 0 ? `; core SKIPPED or PARTIAL ${skipped.map((r) => `${r.id} ${r.outcome} (${r.message ?? ''})`).join('; ')}` : ''}; ${profile.length} profile checks fail as they may${profile.length > 0 ? ` (${profile.map((r) => r.id).join(', ')})` : ''}`,
+  }
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: { only: { type: 'string' }, dialect: { type: 'boolean' }, lanes: { type: 'string' } },
+    strict: true,
+  })
+  const dialectOnly = values.dialect === true
+  const only = values.only?.split(',').map((s) => s.trim()) ?? []
+  const log = (line: string) => process.stdout.write(`${line}\n`)
+  const mutants = createMutants().filter((m) => (only.length === 0 ? !dialectOnly : only.includes(m.id)))
+  const dialects =
+    only.length === 0 || dialectOnly ? createDialects(resolveConfig([]).config.openapiPath) : []
+  // The clean run and the dialects are whole suite runs, the longest jobs: they go first, so no lane is left with
+  // one at the end while the other idles.
+  type Job = { clean: true } | { dialect: Dialect } | { mutant: Mutant }
+  const jobs: Job[] = [
+    { clean: true },
+    ...dialects.map((dialect) => ({ dialect })),
+    ...mutants.map((mutant) => ({ mutant })),
+  ]
+  const count = Math.min(laneCount(values.lanes), jobs.length)
+  const lanes: Lane[] = []
   try {
-    log(`mutants: proxy ${proxy.url} → ${reference.baseUrl}; clean run first (seed ${base.seed})`)
-    proxy.mutant = undefined
-    const cleanResults = await suite([])
+    lanes.push(
+      ...(await Promise.all(Array.from({ length: count }, (_, i) => startLane(`lane ${i + 1}`, log)))),
+    )
+    log(
+      `mutants: ${count} lane(s): ${lanes.map((l) => l.proxy.url).join(', ')}; ${mutants.length} mutants, ${dialects.length} dialects (seed ${resolveConfig([]).config.seed})`,
+    )
+    const ran = await onLanes(lanes, jobs, async (lane, job) => {
+      const began = Date.now()
+      const results =
+        'clean' in job
+          ? await lane.suite([])
+          : 'dialect' in job
+            ? await lane.suite([], undefined, job.dialect)
+            : await lane.suite(job.mutant.run ?? job.mutant.targets, job.mutant)
+      // A check that timed out: what the proxy saw says whether the deployment, the proxy or the suite was slow.
+      if (results.some((r) => r.outcome !== 'pass' && /timed out/.test(r.message ?? ''))) {
+        const what =
+          'clean' in job ? 'the clean run' : 'dialect' in job ? `dialect ${job.dialect.id}` : job.mutant.id
+        const slow = lane.proxy.slowReport()
+        log(
+          `${lane.name}: a check of ${what} timed out; the proxy saw: ${slow.length ? slow.join('; ') : 'nothing slow'}`,
+        )
+      }
+      return { results, ms: Date.now() - began }
+    })
+
+    const cleanResults = ran[0]?.results ?? []
     const clean = new Map(cleanResults.map((r) => [r.id, r]))
     const cleanFailures = cleanResults.filter((r) => r.outcome !== 'pass')
     for (const r of cleanFailures) log(`  clean ${r.outcome.toUpperCase()} ${r.id}: ${r.message ?? ''}`)
     log(`clean: ${cleanResults.length - cleanFailures.length}/${cleanResults.length} checks pass`)
 
-    const mutants = createMutants().filter((m) => (only.length === 0 ? !dialectOnly : only.includes(m.id)))
-    const verdicts: MutantVerdict[] = []
-    for (const mutant of mutants) {
-      proxy.mutant = mutant
-      const started = Date.now()
-      const results = await suite(mutant.run ?? mutant.targets)
+    const verdicts: MutantVerdict[] = mutants.map((mutant, i) => {
+      const { results, ms } = ran[1 + dialects.length + i] ?? { results: [], ms: 0 }
       const verdict = judge(mutant, clean, results)
-      verdicts.push(verdict)
       log(
-        `${verdict.killed ? 'KILLED  ' : 'SURVIVED'} ${mutant.id.padEnd(32)} ${verdict.killed ? `by ${verdict.caughtBy.join(', ')}` : `none of ${mutant.targets.join(', ')} failed`} (${Date.now() - started} ms)${verdict.note ? ` — ${verdict.note}` : ''}`,
+        `${verdict.killed ? 'KILLED  ' : 'SURVIVED'} ${mutant.id.padEnd(32)} ${verdict.killed ? `by ${verdict.caughtBy.join(', ')}` : `none of ${mutant.targets.join(', ')} failed`} (${ms} ms)${verdict.note ? ` — ${verdict.note}` : ''}`,
       )
-    }
-    proxy.mutant = undefined
+      return verdict
+    })
     const killed = verdicts.filter((v) => v.killed).length
     log(
       `\nmutation score: ${killed}/${verdicts.length} mutants killed (${verdicts.length ? Math.round((killed / verdicts.length) * 100) : 0}%)`,
@@ -144,26 +248,10 @@ async function main(): Promise<number> {
 
     // Dialects are correct deployments with other gap decisions: every core check must pass through them.
     let dialectFailures = 0
-    if (only.length === 0 || dialectOnly) {
-      for (const dialect of createDialects(base.openapiPath)) {
-        proxy.mutant = dialect
-        const results = await suite([], dialect)
-        proxy.mutant = undefined
-        const core = results.filter((r) => r.level === 'core' && r.outcome === 'fail')
-        const profile = results.filter((r) => r.level === 'profile' && r.outcome === 'fail')
-        // A core check that skips (or only partly runs) through a dialect did not prove the dialect conformant
-        // either, unless the dialect names it (a surface it does not have).
-        const skipped = results.filter(
-          (r) =>
-            r.level === 'core' &&
-            (r.outcome === 'skip' || r.outcome === 'partial') &&
-            !(dialect.expectSkips ?? []).includes(r.id),
-        )
-        dialectFailures += core.length + skipped.length
-        log(
-          `\ndialect ${dialect.id} (${dialect.description}): core ${core.length === 0 ? 'all pass' : `FAILED ${core.map((r) => `${r.id} (${r.message ?? ''})`).join('; ')}`}${skipped.length > 0 ? `; core SKIPPED or PARTIAL ${skipped.map((r) => `${r.id} ${r.outcome} (${r.message ?? ''})`).join('; ')}` : ''}; ${profile.length} profile checks fail as they may${profile.length > 0 ? ` (${profile.map((r) => r.id).join(', ')})` : ''}`,
-        )
-      }
+    for (const [i, dialect] of dialects.entries()) {
+      const { line, failures } = dialectLine(dialect, ran[1 + i]?.results ?? [])
+      dialectFailures += failures
+      log(line)
     }
     return survivors.length > 0 ||
       cleanFailures.length > 0 ||
@@ -172,10 +260,7 @@ async function main(): Promise<number> {
       ? 1
       : 0
   } finally {
-    await proxy.close()
-    await receiver.close()
-    await reference.stop()
-    await nats?.stop()
+    await Promise.all(lanes.map((lane) => lane.stop()))
   }
 }
 

@@ -4,6 +4,7 @@
  */
 
 import { createHash } from 'node:crypto'
+import { loopWatch } from './loop-watch.js'
 import type { Pacer } from './pacing.js'
 import type { Exchange } from './types.js'
 
@@ -211,12 +212,23 @@ export class HttpClient {
       const e = err as Error & { cause?: Error }
       exchange.error =
         e.name === 'TimeoutError'
-          ? `timed out after ${options.timeoutMs ?? this.timeoutMs} ms`
+          ? `timed out after ${options.timeoutMs ?? this.timeoutMs} ms${starved(started)}`
           : `${e.message}${e.cause ? ` (${e.cause.message})` : ''}`
       for (const observe of this.observers) observe(exchange, undefined)
       throw new TransportError(`${method} ${url}: ${exchange.error}`, exchange)
     }
   }
+}
+
+/**
+ * What a timeout says of this machine: when the suite's own event loop was blocked for a second or more while the
+ * request was out, the answer may have come and gone unread, and the deployment is not to blame alone.
+ */
+function starved(started: number): string {
+  const blocked = loopWatch.longestBlockSince(started)
+  return blocked >= 1000
+    ? ` (the suite's own event loop was blocked for ${blocked} ms meanwhile: this machine is starved, the deployment may not be slow)`
+    : ''
 }
 
 /** The deployment could not be reached at all (connection refused, DNS, timeout). */

@@ -3,6 +3,7 @@
  * (it mostly waits on the deployment's clock) runs alongside the checks after it; every such check has finished
  * before the sweep checks judge the run's traffic, and results are reported in check order whatever finished first.
  */
+
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Check, CheckContext, SeenExchange } from './check.js'
 import { family } from './check.js'
@@ -13,6 +14,7 @@ import { fixFor, type RunFindings } from './fix.js'
 import { Fixtures } from './fixtures.js'
 import { PROFILE_GAPS } from './gaps.js'
 import { BudgetExceeded, fingerprint, HttpClient, RequestBudget, TransportError } from './http.js'
+import { loopWatch } from './loop-watch.js'
 import { Pacer } from './pacing.js'
 import type { WebhookReceiver } from './receiver.js'
 import {
@@ -63,6 +65,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const log = options.log ?? (() => {})
   const startedAt = new Date().toISOString()
   const budget = new RequestBudget(config.budget)
+  // A timeout then says whether this process's own loop was blocked meanwhile (the watch's timer is unreferenced).
+  const releaseWatch = loopWatch.acquire()
   wakeSleepers(false)
   const seen: SeenExchange[] = []
   const violations: ContractViolation[] = []
@@ -245,6 +249,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   // check that failed before its `finally`) left open is closed now, so nothing keeps the process alive.
   checksEnded = true
   budget.end()
+  releaseWatch()
   if (options.signal?.aborted) wakeSleepers()
   if (sockets.size > 0) {
     log(

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { listenOnTestPort } from '../../test/support/ports.js'
 import { BudgetExceeded, HttpClient, RequestBudget, TransportError } from '../src/http.js'
+import { loopWatch } from '../src/loop-watch.js'
 
 let server: Server
 let baseUrl: string
@@ -12,6 +13,10 @@ const dropped = new Set<string>()
 beforeAll(async () => {
   server = createServer((req, res) => {
     received++
+    if (req.url === '/answer-in-100-ms') {
+      setTimeout(() => res.end('{}'), 100)
+      return
+    }
     if (req.url === '/slow') {
       setTimeout(() => res.end('late'), 2000)
       return
@@ -53,6 +58,35 @@ describe('HttpClient', () => {
     const err = await http.get('/slow').catch((e: unknown) => e)
     expect(err).toBeInstanceOf(TransportError)
     expect((err as TransportError).exchange.error).toMatch(/timed out after 150 ms/)
+  })
+
+  it("says so when a timeout is this process's fault: its own event loop was blocked past the deadline", async () => {
+    const release = loopWatch.acquire()
+    try {
+      const http = new HttpClient({ baseUrl, budget: new RequestBudget(5), timeoutMs: 300 })
+      // The request is out and answered within 100 ms, but this process blocks its loop past the deadline before
+      // reading the answer: the deadline's timer runs first when the loop comes back.
+      const pending = http.get('/answer-in-100-ms').catch((e: unknown) => e)
+      await new Promise<void>((resolve) =>
+        setTimeout(() => {
+          const until = performance.now() + 1200
+          while (performance.now() < until) {
+            // a synchronous stretch, as a starved machine gives
+          }
+          resolve()
+        }, 50),
+      )
+      const err = await pending
+      expect(err).toBeInstanceOf(TransportError)
+      expect((err as TransportError).exchange.error).toMatch(
+        /timed out after 300 ms \(the suite's own event loop was blocked for 1[0-9]{3} ms meanwhile/,
+      )
+      // A timeout with the loop free says nothing of the machine.
+      const late = await http.get('/slow').catch((e: unknown) => e)
+      expect((late as TransportError).exchange.error).toBe('timed out after 300 ms')
+    } finally {
+      release()
+    }
   })
 
   it('sends the bearer token, never records it whole, and lets observers see each exchange', async () => {

@@ -383,7 +383,11 @@ function serveSocket(
     stopKeepAlive()
     closed?.(code, reason).catch((err: unknown) => bound.failures.error({ err }, 'graphql-ws cleanup failed'))
   }
-  socket.once('error', (err) => {
+  socket.once('error', (err: Error & { code?: unknown }) => {
+    // A peer that broke the WebSocket protocol (a message over the payload bound, a malformed frame): `ws` has
+    // already closed the socket with the RFC 6455 code that says so (1009, 1002). The client's fault, not a failure
+    // of this server for an operator to be told of.
+    if (typeof err.code === 'string' && err.code.startsWith('WS_ERR_')) return
     bound.failures.error({ err }, 'graphql-ws socket error')
     socket.close(CloseCode.InternalServerError, 'Internal server error')
   })

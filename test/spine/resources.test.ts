@@ -118,6 +118,53 @@ describe('tools', () => {
       expect(bad.body.error.detail.fields).toEqual([field])
     }
   })
+
+  it("keeps each tool's schema to itself: the same $id in another tool or workspace is no conflict", async () => {
+    const other = (await t.createKey()).token
+    const schema = (type: string) => ({
+      $id: 'https://schemas.example.com/tools/shared.json',
+      type: 'object',
+      properties: { q: { type }, nested: { $id: 'https://schemas.example.com/tools/inner.json', type } },
+    })
+    for (const [who, name, type] of [
+      [token, 'ids-a', 'string'],
+      [token, 'ids-b', 'integer'],
+      [other, 'ids-a', 'boolean'],
+    ] as const) {
+      const reg = await t.request('POST', '/v1/tools', {
+        token: who,
+        body: {
+          name,
+          provider: 'builtin:echo',
+          policy_binding: binding,
+          input_schema: schema(type),
+          output_schema: schema(type),
+        },
+      })
+      expect(reg.status, `${name} ${type}: ${JSON.stringify(reg.body)}`).toBe(201)
+    }
+    // An $id that names Ajv's own meta-schema is refused, and leaves the validator whole for the next tool.
+    const meta = await t.request('POST', '/v1/tools', {
+      token,
+      body: {
+        name: 'meta-id',
+        provider: 'builtin:echo',
+        policy_binding: binding,
+        output_schema: { $id: 'https://json-schema.org/draft/2020-12/schema', type: 'object' },
+      },
+    })
+    expect(meta.status).toBe(400)
+    const after = await t.request('POST', '/v1/tools', {
+      token,
+      body: {
+        name: 'after-meta',
+        provider: 'builtin:echo',
+        policy_binding: binding,
+        input_schema: { type: 'object' },
+      },
+    })
+    expect(after.status).toBe(201)
+  })
 })
 
 describe('pagination (spec §8)', () => {

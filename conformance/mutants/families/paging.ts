@@ -259,6 +259,27 @@ export function pagingMutants(): Mutant[] {
       },
     },
     {
+      id: 'tool-schema-id-kept-across-tools',
+      description:
+        'The schema validator keeps every $id it compiled: a second tool whose input_schema has an $id already seen is refused',
+      targets: ['tools.schema-ids-stand-alone'],
+      request: (() => {
+        const seen = new Set<string>()
+        return (req: ProxiedRequest) => {
+          if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/tools') return req
+          const id = (parseJson(req.body)?.input_schema as Json | undefined)?.$id
+          if (typeof id !== 'string') return req
+          if (!seen.has(id)) {
+            seen.add(id)
+            return req
+          }
+          return errorAnswer(400, 'invalid_request', `schema with key or id "${id}" already exists`, {
+            field: 'input_schema',
+          })
+        }
+      })(),
+    },
+    {
       id: 'tool-duplicate-name-accepted',
       description: 'Registering a name already active answers 201 with a second tool instead of 409',
       targets: ['tools.registration-shape'],

@@ -97,6 +97,35 @@ export const toolChecks: Check[] = [
     },
   },
   {
+    id: 'tools.schema-ids-stand-alone',
+    title: 'Two tools may carry the same JSON Schema, $id and all: each registration stands alone',
+    level: 'core',
+    clauses: ['S2.7'],
+    async run(ctx) {
+      // §2: input_schema is "A JSON schema": one with an $id is one, and a second tool with the very same schema
+      // (no ambiguity: same $id, same content) is as valid as the first. A validator that keeps every $id it
+      // compiled across registrations refuses it.
+      const schema = {
+        $id: `https://schemas.example.com/conformance/${ctx.name('shared')}.json`,
+        type: 'object',
+        properties: { q: { type: 'string' } },
+      }
+      for (const which of ['first', 'second']) {
+        const name = ctx.name(`tool-sid-${which}`)
+        const res = await ctx.http.post('/v1/tools', {
+          name,
+          provider: ctx.config.profile.tools.succeed.provider,
+          input_schema: schema,
+          policy_binding: { envelope: 'default', required_scopes: [] },
+          idempotent: true,
+        })
+        const id = toolId(res.body)
+        if (id) ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+        expectStatus(res, [200, 201], `registering the ${which} tool with input_schema $id ${schema.$id}`)
+      }
+    },
+  },
+  {
     id: 'tools.retire-keeps-traces',
     title: 'Retiring a tool leaves its historical runs intact; their traces still reference it by id',
     level: 'core',

@@ -28,11 +28,35 @@ export const PROVIDERS = ['builtin:echo', 'builtin:fail', 'builtin:delay', 'buil
 const ajv = new Ajv2020({ strict: false, allErrors: true })
 const compiled = new WeakMap<object, ValidateFunction>()
 
+/**
+ * Compiles one tool's schema on the shared Ajv instance and leaves the instance as it found it: Ajv keeps every
+ * compiled schema and registers each `$id` it meets (nested ones too), so without this a schema's `$id` would refuse
+ * every later schema with the same `$id` ("already exists"), in any workspace, and resolve other tools' `$ref`s to
+ * it, and the instance would grow with every registration. Compiling costs a fraction of a fresh instance's set-up.
+ */
+function compileAlone(schema: Record<string, unknown>): ValidateFunction {
+  const refs = { ...ajv.refs }
+  const schemas = { ...ajv.schemas }
+  try {
+    return ajv.compile(schema)
+  } finally {
+    ajv.removeSchema(schema)
+    restore(ajv.refs, refs)
+    restore(ajv.schemas, schemas)
+  }
+}
+
+/** Puts a registry of the Ajv instance back as it was (removeSchema also drops an `$id` it shares with one there). */
+function restore<T>(registry: Record<string, T>, saved: Record<string, T>): void {
+  for (const key of Object.keys(registry)) if (!(key in saved)) delete registry[key]
+  Object.assign(registry, saved)
+}
+
 function validatorFor(schema: Record<string, unknown>): ValidateFunction {
   let v = compiled.get(schema)
   // Stryker disable next-line ConditionalExpression: a speed path, a schema compiled again validates the same
   if (!v) {
-    v = ajv.compile(schema)
+    v = compileAlone(schema)
     compiled.set(schema, v)
   }
   return v
@@ -58,7 +82,7 @@ export function checkToolDefinition(
   }
   for (const name of ['input_schema', 'output_schema'] as const) {
     try {
-      ajv.compile(schemas[name])
+      compileAlone(schemas[name])
     } catch (err) {
       // Spec §2 lets input_schema be "a reference to a schema": a reference to an absolute http(s) URI is
       // stored as given and never fetched (the server does not call out to resolve schemas). output_schema
