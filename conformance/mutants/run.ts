@@ -201,6 +201,7 @@ async function main(): Promise<number> {
     log(
       `mutants: ${count} lane(s): ${lanes.map((l) => l.proxy.url).join(', ')}; ${mutants.length} mutants, ${dialects.length} dialects (seed ${resolveConfig([]).config.seed})`,
     )
+    let done = 0
     const ran = await onLanes(lanes, jobs, async (lane, job) => {
       const began = Date.now()
       const results =
@@ -218,6 +219,7 @@ async function main(): Promise<number> {
           `${lane.name}: a check of ${what} timed out; the proxy saw: ${slow.length ? slow.join('; ') : 'nothing slow'}`,
         )
       }
+      if (++done % 25 === 0) log(`mutants: ${done} of ${jobs.length} runs done`)
       return { results, ms: Date.now() - began }
     })
 

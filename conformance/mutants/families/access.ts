@@ -14,6 +14,7 @@ import {
   type ProxiedResponse,
   parseJson,
   pathOnly,
+  query,
 } from '../proxy.js'
 
 const AGENT_CREATE = /^\/v1\/agents$/
@@ -32,6 +33,21 @@ const asPrimary = (req: ProxiedRequest, ctx: MutantContext): ProxiedRequest => (
   ...req,
   headers: { ...req.headers, authorization: `Bearer ${ctx.tokens.primary}` },
 })
+
+/** Every item of a list as the request's caller sees it, page after page (bounded): an unfiltered list shows all. */
+async function everyItem(req: ProxiedRequest, ctx: MutantContext): Promise<unknown[]> {
+  const items: unknown[] = []
+  let cursor: string | null = null
+  for (let page = 0; page < 50; page++) {
+    const path = `${pathOnly(req.path)}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+    const body = parseJson((await ctx.upstream({ ...req, path })).body)
+    if (!Array.isArray(body?.data)) break
+    items.push(...body.data)
+    cursor = typeof body.next_cursor === 'string' ? body.next_cursor : null
+    if (!cursor) break
+  }
+  return items
+}
 
 function errorAnswer(status: number, code: string, message: string, detail: Json = {}): ProxiedResponse {
   return {
@@ -569,11 +585,10 @@ export function accessMutants(): Mutant[] {
       targets: ['scoping.lists-stay-in-workspace'],
       async response(req, res, ctx) {
         if (!isGet(req, /^\/v1\/agents$/) || res.status !== 200 || !fromSecond(req, ctx)) return res
-        const owner = parseJson((await ctx.upstream(asPrimary(req, ctx))).body)
+        if (query(req.path).has('cursor')) return res
+        const owned = await everyItem(asPrimary(req, ctx), ctx)
         return editJson(res, (b) =>
-          Array.isArray(b.data) && Array.isArray(owner?.data)
-            ? { ...b, data: [...b.data, ...owner.data] }
-            : undefined,
+          Array.isArray(b.data) ? { ...b, data: [...b.data, ...owned] } : undefined,
         )
       },
     },
@@ -583,11 +598,10 @@ export function accessMutants(): Mutant[] {
       targets: ['scoping.lists-stay-in-workspace'],
       async response(req, res, ctx) {
         if (!isGet(req, /^\/v1\/tools$/) || res.status !== 200 || !fromSecond(req, ctx)) return res
-        const owner = parseJson((await ctx.upstream(asPrimary(req, ctx))).body)
+        if (query(req.path).has('cursor')) return res
+        const owned = await everyItem(asPrimary(req, ctx), ctx)
         return editJson(res, (b) =>
-          Array.isArray(b.data) && Array.isArray(owner?.data)
-            ? { ...b, data: [...b.data, ...owner.data] }
-            : undefined,
+          Array.isArray(b.data) ? { ...b, data: [...b.data, ...owned] } : undefined,
         )
       },
     },

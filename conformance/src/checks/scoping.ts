@@ -4,7 +4,7 @@
  */
 import type { Check, CheckContext } from '../check.js'
 import { declaredAbsent } from '../config.js'
-import { expectStatus, missingIdLike, notServed, runBody, unservedPart } from '../fixtures.js'
+import { expectStatus, missingIdLike, nextPageCursor, notServed, runBody, unservedPart } from '../fixtures.js'
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
@@ -255,15 +255,22 @@ export const scopingChecks: Check[] = [
         ['/v1/agents?limit=200', agent],
         ['/v1/tools?limit=200', tool.id],
       ] as const) {
-        const res = await other.get(path)
-        // The agent list is a profile extension: where it is not served, that part did not run.
-        if (
-          path.startsWith('/v1/agents') &&
-          unservedPart(ctx, res, 'GET /v1/agents', 'the agent-list part (another workspace listing agents)')
-        )
-          continue
-        expectStatus(res, 200, `another workspace listing ${path}`)
-        assert(!res.text.includes(id), `${path} of another workspace shows ${id}`)
+        // Every page (bounded): a leak may sit on any of them, wherever the list's order puts the new resource.
+        let cursor: string | null = null
+        for (let page = 0; page < 50; page++) {
+          const res = await other.get(`${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          // The agent list is a profile extension: where it is not served, that part did not run.
+          if (
+            path.startsWith('/v1/agents') &&
+            page === 0 &&
+            unservedPart(ctx, res, 'GET /v1/agents', 'the agent-list part (another workspace listing agents)')
+          )
+            break
+          expectStatus(res, 200, `another workspace listing ${path}`)
+          assert(!res.text.includes(id), `${path} of another workspace shows ${id} (page ${page + 1})`)
+          cursor = nextPageCursor(ctx, res, 200, `another workspace's ${path}`)
+          if (!cursor) break
+        }
       }
     },
   },
