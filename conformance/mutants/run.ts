@@ -67,7 +67,7 @@ interface Lane {
   stop(): Promise<void>
 }
 
-async function startLane(name: string, log: (line: string) => void): Promise<Lane> {
+async function startLane(name: string, seed: number, log: (line: string) => void): Promise<Lane> {
   // Webhook deliveries reach the receiver through the proxy (HOOK_PREFIX): its address is the reference's one
   // private target, so its port is chosen before the reference starts. Ports are the test harness's
   // (test/support/ports.ts: free ones, or AGENTOPS_TEST_PORT_BASE's range).
@@ -76,23 +76,34 @@ async function startLane(name: string, log: (line: string) => void): Promise<Lan
   const started = await startLocalNats(testPort)
   if (!started.nats) log(`mutants: ${name}: destinations.event-bus will skip: ${started.reason}`)
   const nats = started.nats ?? undefined
-  const reference = await startReference((line) => log(`${name}: ${line}`), undefined, {
-    port: await testPort(),
-    receiverTarget: `127.0.0.1:${proxyPort}`,
-    ...(nats ? { natsTarget: nats.hostPort } : {}),
-  })
+  const stops: (() => Promise<void>)[] = []
+  const stop = async () => {
+    for (const s of stops.splice(0).reverse()) await s()
+  }
+  if (nats) stops.push(() => nats.stop())
+  let reference: Awaited<ReturnType<typeof startReference>>
   const receiver = new WebhookReceiver()
-  await receiver.listen('127.0.0.1', await listenPort())
-  const proxy = new MutantProxy(
-    reference.baseUrl,
-    () => `http://127.0.0.1:${receiver.port}`,
-    reference.tokens,
-  )
-  await proxy.listen(proxyPort)
-  const base = resolveConfig([]).config
-  const contract = Contract.fromFile(base.openapiPath)
+  let proxy: MutantProxy
+  try {
+    reference = await startReference((line) => log(`${name}: ${line}`), undefined, {
+      port: await testPort(),
+      receiverTarget: `127.0.0.1:${proxyPort}`,
+      ...(nats ? { natsTarget: nats.hostPort } : {}),
+    })
+    stops.push(() => reference.stop())
+    await receiver.listen('127.0.0.1', await listenPort())
+    stops.push(() => receiver.close())
+    proxy = new MutantProxy(reference.baseUrl, () => `http://127.0.0.1:${receiver.port}`, reference.tokens)
+    await proxy.listen(proxyPort)
+    stops.push(() => proxy.close())
+  } catch (err) {
+    // What this lane started before the failure ends with it.
+    await stop()
+    throw err
+  }
+  const contract = Contract.fromFile(resolveConfig([]).config.openapiPath)
   const configFor = (): SuiteConfig => {
-    const c = resolveConfig(['--seed', String(base.seed)]).config
+    const c = resolveConfig(['--seed', String(seed)]).config
     c.baseUrl = proxy.url
     c.streamUrl = proxy.url.replace(/^http/, 'ws')
     c.tokens = { ...reference.tokens }
@@ -117,12 +128,7 @@ async function startLane(name: string, log: (line: string) => void): Promise<Lan
         proxy.mutant = undefined
       }
     },
-    async stop() {
-      await proxy.close()
-      await receiver.close()
-      await reference.stop()
-      await nats?.stop()
-    },
+    stop,
   }
 }
 
@@ -131,9 +137,10 @@ async function startLane(name: string, log: (line: string) => void): Promise<Lan
  * gaps, rate-limit windows, the stream), so two references on two cores finish the work in about half the time.
  */
 function laneCount(flag: string | undefined): number {
-  const n = Number(flag ?? process.env.AGENTOPS_MUTANT_LANES ?? 2)
+  const given = flag ?? process.env.AGENTOPS_MUTANT_LANES ?? '2'
+  const n = Number(given)
   if (!Number.isInteger(n) || n < 1 || n > 8)
-    throw new Error(`--lanes must be an integer from 1 to 8, not ${flag}`)
+    throw new Error(`--lanes (or AGENTOPS_MUTANT_LANES) must be an integer from 1 to 8, not ${given}`)
   return n
 }
 
@@ -182,8 +189,8 @@ async function main(): Promise<number> {
   const only = values.only?.split(',').map((s) => s.trim()) ?? []
   const log = (line: string) => process.stdout.write(`${line}\n`)
   const mutants = createMutants().filter((m) => (only.length === 0 ? !dialectOnly : only.includes(m.id)))
-  const dialects =
-    only.length === 0 || dialectOnly ? createDialects(resolveConfig([]).config.openapiPath) : []
+  const base = resolveConfig([]).config
+  const dialects = only.length === 0 || dialectOnly ? createDialects(base.openapiPath) : []
   // The clean run and the dialects are whole suite runs, the longest jobs: they go first, so no lane is left with
   // one at the end while the other idles.
   type Job = { clean: true } | { dialect: Dialect } | { mutant: Mutant }
@@ -195,11 +202,14 @@ async function main(): Promise<number> {
   const count = Math.min(laneCount(values.lanes), jobs.length)
   const lanes: Lane[] = []
   try {
-    lanes.push(
-      ...(await Promise.all(Array.from({ length: count }, (_, i) => startLane(`lane ${i + 1}`, log)))),
+    // Every lane that started is stopped in the end, also when another failed to start.
+    const started = await Promise.allSettled(
+      Array.from({ length: count }, (_, i) => startLane(`lane ${i + 1}`, base.seed, log)),
     )
+    for (const s of started) if (s.status === 'fulfilled') lanes.push(s.value)
+    for (const s of started) if (s.status === 'rejected') throw s.reason
     log(
-      `mutants: ${count} lane(s): ${lanes.map((l) => l.proxy.url).join(', ')}; ${mutants.length} mutants, ${dialects.length} dialects (seed ${resolveConfig([]).config.seed})`,
+      `mutants: ${count} lane(s): ${lanes.map((l) => l.proxy.url).join(', ')}; ${mutants.length} mutants, ${dialects.length} dialects (seed ${base.seed})`,
     )
     let done = 0
     const ran = await onLanes(lanes, jobs, async (lane, job) => {

@@ -151,9 +151,16 @@ export class WebhookReceiver {
     const deadline = Date.now() + timeoutMs
     // Time a busy machine withheld from the deployment meanwhile is given back (wait.ts).
     const withheldAtStart = withheldMs()
+    // Each wake-up looks at what came since the last look only: every delivery wakes every waiter, and a long run
+    // (the mutation run's thousands of deliveries) would otherwise scan them all again each time, a cost that grows
+    // with the square of the deliveries and can hold this process's loop past a request's timeout.
+    let scanned = 0
     for (;;) {
-      const found = this.deliveries.find(match)
-      if (found) return found
+      const arrived = this.deliveries
+      for (; scanned < arrived.length; scanned++) {
+        const d = arrived[scanned] as Delivery
+        if (match(d)) return d
+      }
       const left = deadline + givenBack(withheldAtStart, timeoutMs) - Date.now()
       // A closed receiver gets nothing more: waits still pending (a probe nobody judged) end at once.
       if (left <= 0 || this.closed) return undefined

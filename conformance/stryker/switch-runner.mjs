@@ -175,7 +175,9 @@ class SwitchedServer {
     }
     delete env.__STRYKER_ACTIVE_MUTANT__
     if (this.staticMutant !== undefined) env.__STRYKER_ACTIVE_MUTANT__ = this.staticMutant
-    const preload = pathToFileURL(join(import.meta.dirname, 'server-switch.mjs')).href
+    // The sandbox's copy, as the server and the suite are: a checkout changed under a running run (a merge) leaves
+    // the run on the code it began with.
+    const preload = pathToFileURL(join(this.root, 'conformance', 'stryker', 'server-switch.mjs')).href
     this.child = spawn(
       process.execPath,
       [

@@ -1,0 +1,43 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listenPort } from '../../test/support/ports.js'
+import { WebhookReceiver } from '../src/receiver.js'
+
+const receiver = new WebhookReceiver()
+
+beforeAll(async () => {
+  await receiver.listen('127.0.0.1', await listenPort())
+})
+afterAll(() => receiver.close())
+
+const deliver = (n: number) =>
+  fetch(`http://127.0.0.1:${receiver.port}/hooks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ n }),
+  })
+
+describe('WebhookReceiver.waitFor', () => {
+  it('finds a delivery that came before the wait, and one that comes during it', async () => {
+    await deliver(1)
+    expect((await receiver.waitFor((d) => d.body?.n === 1, 1000))?.body).toEqual({ n: 1 })
+    const later = receiver.waitFor((d) => d.body?.n === 2, 5000)
+    await deliver(2)
+    expect((await later)?.body).toEqual({ n: 2 })
+    expect(await receiver.waitFor((d) => d.body?.n === 3, 50)).toBeUndefined()
+  })
+
+  it('looks at each delivery once per wait, however many arrive while it waits', async () => {
+    for (let i = 0; i < 200; i++) await deliver(100 + i)
+    let looks = 0
+    const waiting = receiver.waitFor((d) => {
+      looks++
+      return d.body?.n === 'last'
+    }, 5000)
+    const before = receiver.deliveries.length
+    for (let i = 0; i < 20; i++) await deliver(1000 + i)
+    await fetch(`http://127.0.0.1:${receiver.port}/hooks`, { method: 'POST', body: '{"n":"last"}' })
+    expect((await waiting)?.body).toEqual({ n: 'last' })
+    // Every delivery once: those there before the wait, the 20 that woke it, and the one it waited for.
+    expect(looks).toBe(before + 21)
+  })
+})
