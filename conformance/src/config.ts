@@ -244,7 +244,7 @@ export const SETTINGS: Setting[] = [
     env: 'GRAPHQL_URL',
     kind: 'string',
     file: 'graphqlUrl',
-    help: 'URL of the deployment\'s GraphQL surface, when it has one: its spec-rule checks become core (else "not declared")',
+    help: 'URL of the deployment\'s GraphQL surface, when it has one: every GraphQL check sends there (graphql-ws over ws/wss), its spec-rule checks core (else each is "not declared")',
   },
   {
     flag: 'nats-url',
