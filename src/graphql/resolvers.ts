@@ -165,8 +165,8 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     }),
   },
   StreamServerMessage: {
-    // The runs topic's event, typed (the RunEvent interface); record and gap messages carry none.
-    run_event: (message) => (message.type === 'event' ? message.event : null),
+    // The runs topic's event, typed (the RunEvent interface); record and gap messages carry none (null).
+    run_event: (message) => message.event,
   },
   Destination: {
     deliveries: scoped('listDestinationDeliveries', (ctx, auth, args, destination) =>

@@ -51,8 +51,8 @@ function attachInterfaces(schema: GraphQLSchema): void {
     if (!isInterfaceType(type)) throw new Error(`generated interface ${name} is missing`)
     const members: Readonly<Record<string, string>> = types
     type.resolveType = (value) => {
-      const kind = (value as Record<string, unknown>)[field]
-      return typeof kind === 'string' ? members[kind] : undefined
+      // A value without the field (or with a kind no member has) names no member: graphql-js refuses it.
+      return members[String((value as Record<string, unknown>)[field])]
     }
   }
 }

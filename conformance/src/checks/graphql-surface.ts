@@ -12,16 +12,22 @@ import type { HttpClient, HttpResponse } from '../http.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short, sleep, waitUntil } from '../wait.js'
+import { declaredSurface, socketUrl } from './graphql.js'
 import { batch } from './ingest.js'
 import { receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
-const PATH = '/v1/graphql'
 /** Well-formed for the reference (`aok_<26>_<43>`) but never issued. */
 const UNKNOWN_TOKEN = `aok_${'0'.repeat(26)}_${'x'.repeat(43)}`
 
-function gql(client: HttpClient, query: string, variables: Json = {}, headers: Record<string, string> = {}) {
-  return client.post(PATH, { query, variables }, { headers })
+function gql(
+  client: HttpClient,
+  url: string,
+  query: string,
+  variables: Json = {},
+  headers: Record<string, string> = {},
+) {
+  return client.post(url, { query, variables }, { headers })
 }
 
 function errorsOf(res: HttpResponse | Json): Json[] {
@@ -128,6 +134,7 @@ async function bothLists(
       answered(
         await gql(
           ctx.http,
+          declaredSurface(ctx),
           `query($k: String) { ${field}(limit: 200, cursor: $k) { data { ${key} } next_cursor } }`,
           {
             k: cursor ?? null,
@@ -203,12 +210,19 @@ interface GqlSocket {
 }
 
 /**
- * Opens a graphql-transport-ws socket to /v1/graphql (`token` at the upgrade, `query` appended to the URL), sends
+ * Opens a graphql-transport-ws socket to the declared surface (`token` at the upgrade, `suffix` a path or query
+ * appended to its URL), sends
  * `connection_init` with `init` and waits for its answer: an ack, a close, or a refused upgrade.
  */
-function openGql(ctx: CheckContext, token: string | null, init: Json = {}, query = ''): Promise<GqlSocket> {
+function openGql(
+  ctx: CheckContext,
+  url: string,
+  token: string | null,
+  init: Json = {},
+  suffix = '',
+): Promise<GqlSocket> {
   ctx.http.budget.take()
-  const ws = new WebSocket(`${ctx.config.streamUrl}${PATH}${query}`, 'graphql-transport-ws', {
+  const ws = new WebSocket(socketUrl(url, suffix), 'graphql-transport-ws', {
     headers: token ? { authorization: `Bearer ${token}` } : {},
     handshakeTimeout: ctx.config.timeoutMs,
   })
@@ -289,8 +303,9 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const get = (params: Record<string, string>) =>
-        ctx.http.get(`${PATH}?${new URLSearchParams(params).toString()}`)
+        ctx.http.get(`${url}?${new URLSearchParams(params).toString()}`)
       const q = 'query($l: Int) { agents(limit: $l) { data { agent_id } next_cursor } }'
       const viaGet = await get({ query: q, variables: JSON.stringify({ l: 1 }) })
       const page = answered(viaGet, 'agents', 'GET /v1/graphql with variables')
@@ -335,9 +350,9 @@ export const graphqlSurfaceChecks: Check[] = [
         issue: 'mutation over GET',
       })
       assert(/POST/.test(mutation.text), `a mutation over GET: ${short(mutation.body)} does not name POST`)
-      const sub = await gql(ctx.http, 'subscription { runEvents { type } }')
+      const sub = await gql(ctx.http, url, 'subscription { runEvents { type } }')
       refused400(sub, 'a subscription over HTTP POST', {
-        message: `Subscriptions use the graphql-ws protocol: open a WebSocket to ${PATH}`,
+        message: `Subscriptions use the graphql-ws protocol: open a WebSocket to /v1/graphql`,
         location: 'body',
         path: 'query',
         issue: 'subscription over HTTP',
@@ -352,31 +367,40 @@ export const graphqlSurfaceChecks: Check[] = [
         location: 'query',
         path: 'query',
       })
-      refused400(await ctx.http.post(PATH, { query: ' \n ' }), 'POST with a query of white space', {
+      refused400(await ctx.http.post(url, { query: ' \n ' }), 'POST with a query of white space', {
         message: blank,
         location: 'body',
         path: 'query',
       })
-      refused400(await ctx.http.post(PATH, [{ query: '{ __typename }' }]), 'POST with a JSON array body', {
+      refused400(await ctx.http.post(url, [{ query: '{ __typename }' }]), 'POST with a JSON array body', {
         message: 'The body must be a JSON object with a "query" string',
         location: 'body',
         path: 'query',
       })
-      const noString = await ctx.http.post(PATH, { query: 1 })
+      const nullBody = await ctx.http.post(url, undefined, {
+        rawBody: 'null',
+        headers: { 'content-type': 'application/json' },
+      })
+      refused400(nullBody, 'POST with the JSON body null', {
+        message: 'The body must be a JSON object with a "query" string',
+        location: 'body',
+        path: 'query',
+      })
+      const noString = await ctx.http.post(url, { query: 1 })
       refused400(noString, 'POST with a query that is no string')
       const issue = obj((obj(obj(obj(noString.body).error).detail).issues as unknown[] | undefined)?.[0])
       assert(
         issue.location === 'body' && issue.path === 'query',
         `POST with a query that is no string: the issue is ${short(issue)}, not at body.query`,
       )
-      const raw = await ctx.http.post(PATH, undefined, {
+      const raw = await ctx.http.post(url, undefined, {
         rawBody: '{"query": ',
         headers: { 'content-type': 'application/json' },
       })
       assert(raw.status === 400, `POST with a body that is no JSON answered ${raw.status}`)
       // operationName picks one of several operations; none or an unknown one is refused.
       const two = 'query A { agents(limit: 1) { next_cursor } } query B { __typename }'
-      const picked = await ctx.http.post(PATH, { query: two, operationName: 'B' })
+      const picked = await ctx.http.post(url, { query: two, operationName: 'B' })
       expectStatus(picked, 200, 'POST with operationName B')
       assert(
         dataOf(picked).__typename === 'Query' && !('agents' in dataOf(picked)),
@@ -384,13 +408,13 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       const byGet = await get({ query: two, operationName: 'A' })
       assert('agents' in dataOf(byGet), `GET with operationName A answered ${short(byGet.body)}`)
-      const unnamed = refusedDocument(await ctx.http.post(PATH, { query: two }), 'two operations, none named')
+      const unnamed = refusedDocument(await ctx.http.post(url, { query: two }), 'two operations, none named')
       assert(
         unnamed.message === 'The document holds several operations: name one with operationName',
         `two operations, none named: ${short(unnamed)}`,
       )
       const unknown = refusedDocument(
-        await ctx.http.post(PATH, { query: two, operationName: 'C' }),
+        await ctx.http.post(url, { query: two, operationName: 'C' }),
         'an unknown operationName',
       )
       assert(
@@ -398,14 +422,14 @@ export const graphqlSurfaceChecks: Check[] = [
         `an unknown operationName: ${short(unknown)}`,
       )
       // Variables that do not fit their types: nothing executes, so there is no `data` at all.
-      const badVar = await gql(ctx.http, q, { l: 'many' })
+      const badVar = await gql(ctx.http, url, q, { l: 'many' })
       expectStatus(badVar, 200, 'a variable of the wrong type')
       assert(
         !('data' in obj(badVar.body)) && codeOf(badVar) === 'invalid_request',
         `a variable of the wrong type answered ${short(badVar.body)}`,
       )
       // A resolver's refusal keeps the data of the others (null where refused) and its error's path.
-      const partial = await gql(ctx.http, '{ __typename agents(limit: 0) { next_cursor } }')
+      const partial = await gql(ctx.http, url, '{ __typename agents(limit: 0) { next_cursor } }')
       expectStatus(partial, 200, 'a query with one refused field')
       const first = errorsOf(partial)[0] ?? {}
       assert(
@@ -424,17 +448,21 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15'],
     async run(ctx) {
-      const syntax = refusedDocument(await gql(ctx.http, '{ agents('), 'a document that does not parse')
+      const url = declaredSurface(ctx)
+      const syntax = refusedDocument(await gql(ctx.http, url, '{ agents('), 'a document that does not parse')
       assert(
         Array.isArray(syntax.locations) && JSON.stringify(obj(syntax.extensions).detail) === '{}',
         `the syntax error has no locations or a detail other than {}: ${short(syntax)}`,
       )
-      refusedDocument(await gql(ctx.http, '{ agents { nope } }'), 'a document selecting an unknown field')
+      refusedDocument(
+        await gql(ctx.http, url, '{ agents { nope } }'),
+        'a document selecting an unknown field',
+      )
       // Depth: run > agent > runs > data > agent > runs > ... (each object field a level).
       let nested = 'agent_id'
       for (let i = 0; i < 5; i++) nested = `runs(limit: 1) { data { agent { ${nested} } } }`
       const deep = refusedDocument(
-        await gql(ctx.http, `query($id: ID!) { agent(id: $id) { ${nested} } }`, { id: 'agt_none' }),
+        await gql(ctx.http, url, `query($id: ID!) { agent(id: $id) { ${nested} } }`, { id: 'agt_none' }),
         'a query nested 17 levels deep',
       )
       const depth = obj(obj(deep.extensions).detail)
@@ -445,7 +473,9 @@ export const graphqlSurfaceChecks: Check[] = [
       // Exactly 12 levels is allowed: agent (2), three times runs > data > agent (11), runs (12).
       let twelve = 'runs(limit: 1) { next_cursor }'
       for (let i = 0; i < 3; i++) twelve = `runs(limit: 1) { data { agent { ${twelve} } } }`
-      const ok = await gql(ctx.http, `query($id: ID!) { agent(id: $id) { ${twelve} } }`, { id: 'agt_none' })
+      const ok = await gql(ctx.http, url, `query($id: ID!) { agent(id: $id) { ${twelve} } }`, {
+        id: 'agt_none',
+      })
       assert(
         'data' in obj(ok.body) &&
           errorsOf(ok).every((e) => obj(obj(e.extensions).detail).limit === undefined),
@@ -460,35 +490,47 @@ export const graphqlSurfaceChecks: Check[] = [
       }
       // { and ( are two levels: 63 brackets more make 65, past the 64 any JSON value may nest.
       const brackets = (n: number) => `{ agents(cursor: ${'['.repeat(n)}${']'.repeat(n)}) { next_cursor } }`
-      tooDeep(await gql(ctx.http, brackets(63)), 'a list literal nested 65 deep')
+      tooDeep(await gql(ctx.http, url, brackets(63)), 'a list literal nested 65 deep')
       // The nesting count stops where the parser stops (5000 tokens): an opener past it is the parser's refusal.
       const past = (fields: number) =>
         `{ ${'__typename '.repeat(fields)}x(c: ${'['.repeat(63)}${']'.repeat(63)}) }`
-      tooDeep(await gql(ctx.http, past(4932)), 'the 65th opener as the 5000th token')
-      const beyond = refusedDocument(await gql(ctx.http, past(4933)), 'the 65th opener as the 5001st token')
+      tooDeep(await gql(ctx.http, url, past(4932)), 'the 65th opener as the 5000th token')
+      const beyond = refusedDocument(
+        await gql(ctx.http, url, past(4933)),
+        'the 65th opener as the 5001st token',
+      )
       assert(
         /5000 tokens/.test(String(beyond.message)),
         `the 65th opener as the 5001st token: the refusal is ${short(beyond)}, not the parser's token limit`,
       )
       // Validation stops at 20 errors (and says so in a 21st).
-      const many = await gql(ctx.http, `{ ${Array.from({ length: 25 }, (_, i) => `nope${i}`).join(' ')} }`)
+      const many = await gql(
+        ctx.http,
+        url,
+        `{ ${Array.from({ length: 25 }, (_, i) => `nope${i}`).join(' ')} }`,
+      )
       refusedDocument(many, '25 unknown fields')
       assert(
         errorsOf(many).length === 21,
         `25 unknown fields answered ${errorsOf(many).length} errors, not 21`,
       )
-      const shallow = refusedDocument(await gql(ctx.http, brackets(62)), 'a list literal nested 64 deep')
+      const shallow = refusedDocument(await gql(ctx.http, url, brackets(62)), 'a list literal nested 64 deep')
       assert(
         obj(obj(shallow.extensions).detail).limit === undefined,
         `a list literal nested 64 deep was refused by a limit: ${short(shallow)}`,
       )
       refusedDocument(
-        await gql(ctx.http, `{ ${Array.from({ length: 2600 }, (_, i) => `a${i}: __typename`).join(' ')} }`),
+        await gql(
+          ctx.http,
+          url,
+          `{ ${Array.from({ length: 2600 }, (_, i) => `a${i}: __typename`).join(' ')} }`,
+        ),
         'a document of more than 5000 tokens',
       )
       const nul = refusedDocument(
         await gql(
           ctx.http,
+          url,
           'mutation { createAgent(input: { name: "a\\u0000b", behavior: autonomous }) { agent_id } }',
         ),
         'a string literal holding U+0000',
@@ -500,14 +542,14 @@ export const graphqlSurfaceChecks: Check[] = [
       // Introspection is served, and counted: GraphiQL-like introspection passes, 20 aliased copies do not.
       const intro =
         '__schema { types { name fields { name args { name type { name ofType { name } } } type { name kind ofType { name kind } } } } }'
-      const once = await gql(ctx.http, `{ ${intro} }`)
+      const once = await gql(ctx.http, url, `{ ${intro} }`)
       const schema = answered(once, '__schema', 'an introspection query')
       assert(
         Array.isArray(schema.types) && schema.types.length > 20,
         `__schema.types is ${short(schema.types)}`,
       )
       const flood = refusedDocument(
-        await gql(ctx.http, `{ ${Array.from({ length: 20 }, (_, i) => `s${i}: ${intro}`).join(' ')} }`),
+        await gql(ctx.http, url, `{ ${Array.from({ length: 20 }, (_, i) => `s${i}: ${intro}`).join(' ')} }`),
         '20 aliased introspection queries',
       )
       assert(
@@ -517,6 +559,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const typeFlood = refusedDocument(
         await gql(
           ctx.http,
+          url,
           `{ ${Array.from({ length: 120 }, (_, i) => `t${i}: __type(name: "Run") { fields { name args { name } type { name } } interfaces { name } enumValues { name } inputFields { name } possibleTypes { name } }`).join(' ')} }`,
         ),
         '120 aliased __type queries',
@@ -601,7 +644,7 @@ export const graphqlSurfaceChecks: Check[] = [
         ],
       ]
       for (const [what, query, variables, want] of costs) {
-        const refused = refusedDocument(await gql(ctx.http, query, variables), what)
+        const refused = refusedDocument(await gql(ctx.http, url, query, variables), what)
         const detail = obj(obj(refused.extensions).detail)
         assert(
           JSON.stringify(detail) === JSON.stringify({ limit: 'cost', observed: want, max: 10000 }),
@@ -624,7 +667,7 @@ export const graphqlSurfaceChecks: Check[] = [
           `{ agents(limit: 9) { data { runs(limit: 20) { ${runLists} } } } }`,
         ],
       ] as const) {
-        const res = await gql(ctx.http, query)
+        const res = await gql(ctx.http, url, query)
         assert(
           'data' in obj(res.body) && errorsOf(res).length === 0,
           `${what} was refused: ${short(res.body)}`,
@@ -639,11 +682,17 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S4.7', 'S4.8', 'S4.14'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const name = ctx.name('gql-tool')
       const registered = answered(
-        await gql(ctx.http, 'mutation($in: ToolRegistration!) { registerTool(input: $in) { tool_id } }', {
-          in: toolRegistration(ctx, 'succeed', name),
-        }),
+        await gql(
+          ctx.http,
+          url,
+          'mutation($in: ToolRegistration!) { registerTool(input: $in) { tool_id } }',
+          {
+            in: toolRegistration(ctx, 'succeed', name),
+          },
+        ),
         'registerTool',
         'registerTool',
       )
@@ -664,6 +713,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const withLiteral = answered(
         await gql(
           ctx.http,
+          url,
           `mutation($n: String!, $p: String!, $b: PolicyBindingInput!, $c: JSON, $d: String) { registerTool(input: { name: $n, provider: $p, policy_binding: $b, config: $c, input_schema: ${schemaLiteral} }) { tool_id input_schema } }`,
           {
             n: literalName,
@@ -697,13 +747,13 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       const toolQuery = `query($id: ID!) { tool(id: $id) { ${TOOL_FIELDS.filter((f) => f !== 'policy_binding').join(' ')} policy_binding { envelope required_scopes } } }`
       sameFields(
-        answered(await gql(ctx.http, toolQuery, { id: toolId }), 'tool', 'tool(id)'),
+        answered(await gql(ctx.http, url, toolQuery, { id: toolId }), 'tool', 'tool(id)'),
         restTool,
         TOOL_FIELDS,
         'tool',
       )
       const retired = answered(
-        await gql(ctx.http, 'mutation($id: ID!) { retireTool(id: $id) { tool_id status retired_at } }', {
+        await gql(ctx.http, url, 'mutation($id: ID!) { retireTool(id: $id) { tool_id status retired_at } }', {
           id: toolId,
         }),
         'retireTool',
@@ -730,6 +780,7 @@ export const graphqlSurfaceChecks: Check[] = [
           answered(
             await gql(
               ctx.http,
+              url,
               `query($k: String) { tools(limit: 200, cursor: $k, include_retired: ${retiredToo}) { data { tool_id } next_cursor } }`,
               { k: cursor ?? null },
             ),
@@ -751,6 +802,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const task = answered(
         await gql(
           ctx.http,
+          url,
           'mutation($a: ID!, $in: TaskAssign!) { assignTask(agent_id: $a, input: $in) { task_id } }',
           { a: agentId, in: { description: ctx.name('gql-task'), priority: 2, data_source: null } },
         ),
@@ -762,6 +814,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const read = answered(
         await gql(
           ctx.http,
+          url,
           `query($id: ID!) { task(id: $id) { ${TASK_FIELDS.join(' ')} run_id agent { agent_id name } run { run_id agent_id } } }`,
           { id: taskId },
         ),
@@ -777,14 +830,14 @@ export const graphqlSurfaceChecks: Check[] = [
         )
       else assert(read.run === null, `a task without a run answered task.run ${short(read.run)}`)
       // Ids are checked by the REST operation's own rules: an overlong one is invalid_request, a missing one not_found.
-      const long = await gql(ctx.http, 'query($id: ID!) { task(id: $id) { task_id } }', {
+      const long = await gql(ctx.http, url, 'query($id: ID!) { task(id: $id) { task_id } }', {
         id: 'x'.repeat(300),
       })
       assert(
         dataOf(long).task === null && codeOf(long) === 'invalid_request',
         `task(id: <300 characters>) answered ${short(long.body)}`,
       )
-      const missing = await gql(ctx.http, 'query($id: ID!) { tool(id: $id) { tool_id } }', {
+      const missing = await gql(ctx.http, url, 'query($id: ID!) { tool(id: $id) { tool_id } }', {
         id: `${toolId}zz`,
       })
       assert(
@@ -793,6 +846,7 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       const badInput = await gql(
         ctx.http,
+        url,
         'mutation($in: ToolRegistration!) { registerTool(input: $in) { tool_id } }',
         { in: { ...toolRegistration(ctx, 'succeed', ''), name: '' } },
       )
@@ -809,16 +863,22 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S4.11'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const receiver = receiverUrl(ctx)
       const tag = ctx.name('gql-hook')
       const hook = answered(
-        await gql(ctx.http, 'mutation($in: WebhookCreate!) { createWebhook(input: $in) { webhook_id } }', {
-          in: {
-            url: `${receiver}/${tag}`,
-            events: ['agent.created'],
-            secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+        await gql(
+          ctx.http,
+          url,
+          'mutation($in: WebhookCreate!) { createWebhook(input: $in) { webhook_id } }',
+          {
+            in: {
+              url: `${receiver}/${tag}`,
+              events: ['agent.created'],
+              secret: `whsec-conf-${randomBytes(12).toString('hex')}`,
+            },
           },
-        }),
+        ),
         'createWebhook',
         'createWebhook',
       )
@@ -827,7 +887,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const restHook = await restJson(ctx, `/v1/webhooks/${hookId}`)
       const hookQuery = `query($id: ID!) { webhook(id: $id) { ${WEBHOOK_FIELDS.join(' ')} deliveries(limit: 10) { data { delivery_id webhook_id event status } next_cursor } } }`
       sameFields(
-        answered(await gql(ctx.http, hookQuery, { id: hookId }), 'webhook', 'webhook(id)'),
+        answered(await gql(ctx.http, url, hookQuery, { id: hookId }), 'webhook', 'webhook(id)'),
         restHook,
         WEBHOOK_FIELDS,
         'webhook',
@@ -842,6 +902,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const created = answered(
         await gql(
           ctx.http,
+          url,
           'mutation($in: DestinationCreate!) { createDestination(input: $in) { destination_id } }',
           {
             in: {
@@ -859,7 +920,7 @@ export const graphqlSurfaceChecks: Check[] = [
       ctx.cleanup(`delete destination ${destId}`, () => ctx.http.delete(`/v1/destinations/${destId}`))
       const destQuery = `query($id: ID!) { destination(id: $id) { ${DEST_FIELDS.join(' ')} deliveries(limit: 10) { data { delivery_id destination_id event status } next_cursor } } }`
       sameFields(
-        answered(await gql(ctx.http, destQuery, { id: destId }), 'destination', 'destination(id)'),
+        answered(await gql(ctx.http, url, destQuery, { id: destId }), 'destination', 'destination(id)'),
         await restJson(ctx, `/v1/destinations/${destId}`),
         DEST_FIELDS,
         'destination',
@@ -872,6 +933,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const renamed = answered(
         await gql(
           ctx.http,
+          url,
           'mutation($id: ID!, $in: DestinationUpdate!) { updateDestination(id: $id, input: $in) { name } }',
           {
             id: destId,
@@ -889,6 +951,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const tested = answered(
         await gql(
           ctx.http,
+          url,
           'mutation($id: ID!) { testDestination(id: $id, event: "agent.created") { ok event event_id } }',
           {
             id: destId,
@@ -905,6 +968,7 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       const badEvent = await gql(
         ctx.http,
+        url,
         'mutation($id: ID!) { testDestination(id: $id, event: "no.such") { ok } }',
         {
           id: destId,
@@ -922,7 +986,7 @@ export const graphqlSurfaceChecks: Check[] = [
       ] as const) {
         const page = await waitUntil(
           `the ${what}'s delivery page to list a delivery`,
-          async () => obj(answered(await gql(ctx.http, query, { id }), field, `${what}(id)`).deliveries),
+          async () => obj(answered(await gql(ctx.http, url, query, { id }), field, `${what}(id)`).deliveries),
           (p) => Array.isArray(p.data) && p.data.length > 0,
           ctx.config.waitMs,
         )
@@ -934,14 +998,16 @@ export const graphqlSurfaceChecks: Check[] = [
           `the ${what}'s first delivery is ${short(first)} through GraphQL, ${short(restFirst)} over REST`,
         )
       }
-      const deleted = await gql(ctx.http, 'mutation($id: ID!) { deleteDestination(id: $id) }', { id: destId })
+      const deleted = await gql(ctx.http, url, 'mutation($id: ID!) { deleteDestination(id: $id) }', {
+        id: destId,
+      })
       assert(dataOf(deleted).deleteDestination === true, `deleteDestination answered ${short(deleted.body)}`)
       const gone = await ctx.http.get(`/v1/destinations/${destId}`)
       assert(
         gone.status === 404,
         `after deleteDestination, GET /v1/destinations/{id} answered ${gone.status}`,
       )
-      const again = await gql(ctx.http, 'query($id: ID!) { destination(id: $id) { destination_id } }', {
+      const again = await gql(ctx.http, url, 'query($id: ID!) { destination(id: $id) { destination_id } }', {
         id: destId,
       })
       assert(
@@ -957,12 +1023,14 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S3.3'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       // A run over slow tools stays running long enough to be paused, resumed and cancelled.
       const slow = await ctx.fx.tool('slow')
       const agentId = (await ctx.fx.newToolAgent([slow, slow, slow])).id
       const started = answered(
         await gql(
           ctx.http,
+          url,
           'mutation($a: ID!, $in: RunStartRequest) { startRun(agent_id: $a, input: $in) { run_id agent_id status trace_level } }',
           {
             a: agentId,
@@ -984,7 +1052,7 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       // No input at all: the REST operation's empty body.
       const bare = answered(
-        await gql(ctx.http, 'mutation($a: ID!) { startRun(agent_id: $a) { run_id trace_level } }', {
+        await gql(ctx.http, url, 'mutation($a: ID!) { startRun(agent_id: $a) { run_id trace_level } }', {
           a: agentId,
         }),
         'startRun',
@@ -997,6 +1065,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const runs = answered(
         await gql(
           ctx.http,
+          url,
           'query($id: ID!) { agent(id: $id) { runs(limit: 5) { data { run_id } next_cursor } } }',
           {
             id: agentId,
@@ -1012,9 +1081,14 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       // Each control answers the run as REST then reads it (or refuses as REST does).
       for (const action of ['pause', 'resume', 'cancel'] as const) {
-        const res = await gql(ctx.http, `mutation($id: ID!) { ${action}Run(id: $id) { run_id status } }`, {
-          id: runId,
-        })
+        const res = await gql(
+          ctx.http,
+          url,
+          `mutation($id: ID!) { ${action}Run(id: $id) { run_id status } }`,
+          {
+            id: runId,
+          },
+        )
         const run = obj(dataOf(res)[`${action}Run`])
         const rest = await restJson(ctx, `/v1/runs/${runId}`)
         if (errorsOf(res).length > 0) {
@@ -1034,7 +1108,7 @@ export const graphqlSurfaceChecks: Check[] = [
             `cancelRun answered ${short(run)}, REST ${short(rest.status)}`,
           )
       }
-      const missing = await gql(ctx.http, 'mutation($id: ID!) { pauseRun(id: $id) { run_id } }', {
+      const missing = await gql(ctx.http, url, 'mutation($id: ID!) { pauseRun(id: $id) { run_id } }', {
         id: `${runId.slice(0, -4)}zzzz`,
       })
       assert(
@@ -1046,6 +1120,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const decided = answered(
         await gql(
           ctx.http,
+          url,
           'mutation($r: ID!, $s: String!, $in: ApprovalDecision!) { decideApproval(run_id: $r, step_id: $s, input: $in) { run_id status } }',
           { r: waiting.runId, s: stepId, in: { decision: 'reject', comment: 'gql conformance' } },
         ),
@@ -1066,37 +1141,38 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S5.1'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const primary = ctx.config.tokens.primary
-      const unknown = await openGql(ctx, UNKNOWN_TOKEN)
+      const unknown = await openGql(ctx, url, UNKNOWN_TOKEN)
       assert(
         unknown.refused === 401,
         `an upgrade with an unknown token was ${unknown.refused ?? 'accepted'}, not 401`,
       )
-      const badQuery = await openGql(ctx, null, {}, `?access_token=${UNKNOWN_TOKEN}`)
+      const badQuery = await openGql(ctx, url, null, {}, `?access_token=${UNKNOWN_TOKEN}`)
       assert(
         badQuery.refused === 401,
         `an unknown access_token was ${badQuery.refused ?? 'accepted'}, not 401`,
       )
-      const none = await openGql(ctx, null, {})
+      const none = await openGql(ctx, url, null, {})
       await none.next(() => false, ctx.config.timeoutMs)
       assert(
         none.closed?.code === 4401 && !none.messages.some((m) => m.type === 'connection_ack'),
         `a socket with no token anywhere ${none.closed ? `closed with ${none.closed.code}` : 'stayed open'} (messages ${short(none.messages)}), not 4401`,
       )
-      const badInit = await openGql(ctx, null, { authorization: `Bearer ${UNKNOWN_TOKEN}` })
+      const badInit = await openGql(ctx, url, null, { authorization: `Bearer ${UNKNOWN_TOKEN}` })
       await badInit.next(() => false, ctx.config.timeoutMs)
       assert(
         badInit.closed?.code === 4401 && !badInit.messages.some((m) => m.type === 'connection_ack'),
         `connection_init with an unknown token: ${badInit.closed ? `closed with ${badInit.closed.code}` : 'stayed open'}, not 4401`,
       )
       // The upgrade of another path is no GraphQL socket: an unknown one is 404, /v1/stream is the stream's.
-      const elsewhere = await openGql(ctx, primary, {}, '/x')
+      const elsewhere = await openGql(ctx, url, primary, {}, '/x')
       assert(
         elsewhere.refused === 404,
-        `an upgrade of ${PATH}/x was ${elsewhere.refused ?? 'accepted'}, not 404`,
+        `an upgrade of ${socketUrl(url, '/x')} was ${elsewhere.refused ?? 'accepted'}, not 404`,
       )
       // A message over 256 KiB closes the socket (1009, message too big).
-      const big = await openGql(ctx, primary)
+      const big = await openGql(ctx, url, primary)
       big.send({
         id: 'big',
         type: 'subscribe',
@@ -1108,12 +1184,15 @@ export const graphqlSurfaceChecks: Check[] = [
         `a 300 KiB message ${big.closed ? `closed the socket with ${big.closed.code}` : 'left it open'}, not 1009`,
       )
       for (const [what, socket] of [
-        ['the token in connection_init', () => openGql(ctx, null, { authorization: `Bearer ${primary}` })],
+        [
+          'the token in connection_init',
+          () => openGql(ctx, url, null, { authorization: `Bearer ${primary}` }),
+        ],
         [
           'the token as access_token',
-          () => openGql(ctx, null, {}, `?access_token=${encodeURIComponent(primary)}`),
+          () => openGql(ctx, url, null, {}, `?access_token=${encodeURIComponent(primary)}`),
         ],
-        ['the token at the upgrade', () => openGql(ctx, primary)],
+        ['the token at the upgrade', () => openGql(ctx, url, primary)],
       ] as const) {
         const s = await socket()
         try {
@@ -1141,7 +1220,8 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S1.8', 'S4.10'],
     async run(ctx) {
-      const s = await openGql(ctx, ctx.config.tokens.primary)
+      const url = declaredSurface(ctx)
+      const s = await openGql(ctx, url, ctx.config.tokens.primary)
       try {
         assert(
           s.messages.some((m) => m.type === 'connection_ack'),
@@ -1355,7 +1435,7 @@ export const graphqlSurfaceChecks: Check[] = [
       // A token without stream:runs is refused runEvents.
       const narrow = ctx.config.tokens.narrowScope
       if (narrow) {
-        const n = await openGql(ctx, narrow)
+        const n = await openGql(ctx, url, narrow)
         try {
           n.send({ id: 'n', type: 'subscribe', payload: { query: 'subscription { runEvents { seq } }' } })
           const m = await n.next((x) => x.id === 'n' && x.type !== 'complete', ctx.config.timeoutMs)
@@ -1381,6 +1461,7 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S8.1'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const connector = ctx.name('gql-recs')
       expectStatus(
         await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: batch(ctx, 3) }),
@@ -1391,6 +1472,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const page = answered(
         await gql(
           ctx.http,
+          url,
           'query($c: ID!) { records(connector_id: $c, limit: 2) { data { id seq body lineage { leaf_hash batch_root } } next_cursor } }',
           {
             c: connector,
@@ -1411,6 +1493,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const next = answered(
         await gql(
           ctx.http,
+          url,
           'query($c: ID!, $k: String) { records(connector_id: $c, cursor: $k) { data { id } next_cursor } }',
           {
             c: connector,
@@ -1424,7 +1507,7 @@ export const graphqlSurfaceChecks: Check[] = [
         (next.data as unknown[]).length === 1 && next.next_cursor === null,
         `the second page is ${short(next)}`,
       )
-      const bad = await gql(ctx.http, '{ records(connector_id: "bad id!") { next_cursor } }')
+      const bad = await gql(ctx.http, url, '{ records(connector_id: "bad id!") { next_cursor } }')
       assert(
         dataOf(bad).records === null && codeOf(bad) === 'invalid_request',
         `records(connector_id: "bad id!") answered ${short(bad.body)}`,
@@ -1448,8 +1531,10 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S5.1'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const res = await gql(
         ctx.http,
+        url,
         '{ __schema { queryType { fields { name description } } mutationType { fields { name description } } } }',
       )
       const schema = answered(res, '__schema', 'introspecting the root fields')
@@ -1485,10 +1570,11 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S8.3'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const key = (label: string) => ({ 'Idempotency-Key': ctx.name(`gql-key-${label}`) })
       const k1 = key('query')
-      const first = await gql(ctx.http, '{ agents(limit: 1) { next_cursor } }', {}, k1)
-      const second = await gql(ctx.http, '{ __typename }', {}, k1)
+      const first = await gql(ctx.http, url, '{ agents(limit: 1) { next_cursor } }', {}, k1)
+      const second = await gql(ctx.http, url, '{ __typename }', {}, k1)
       assert(
         first.status === 200 && second.status === 200 && dataOf(second).__typename === 'Query',
         `two different queries under one key answered ${first.status} then ${second.status} ${short(second.body)}`,
@@ -1498,12 +1584,12 @@ export const graphqlSurfaceChecks: Check[] = [
       const doc = `query Q { __typename } mutation M($n: String!) { createAgent(input: { name: $n, behavior: autonomous }) { agent_id } }`
       const k2 = key('pick-query')
       const q1 = await ctx.http.post(
-        PATH,
+        url,
         { query: doc, operationName: 'Q', variables: { n: name } },
         { headers: k2 },
       )
       const q2 = await ctx.http.post(
-        PATH,
+        url,
         { query: doc, operationName: 'Q', variables: { n: `${name}-2` } },
         { headers: k2 },
       )
@@ -1513,7 +1599,7 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       const k3 = key('pick-mutation')
       const m1 = await ctx.http.post(
-        PATH,
+        url,
         { query: doc, operationName: 'M', variables: { n: name } },
         { headers: k3 },
       )
@@ -1521,7 +1607,7 @@ export const graphqlSurfaceChecks: Check[] = [
       assert(typeof id === 'string', `operationName M answered ${short(m1.body)}`)
       ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${String(id)}`))
       const m2 = await ctx.http.post(
-        PATH,
+        url,
         { query: doc, operationName: 'M', variables: { n: `${name}-2` } },
         { headers: k3 },
       )
@@ -1534,11 +1620,12 @@ export const graphqlSurfaceChecks: Check[] = [
       const k4 = key('long')
       const long = await gql(
         ctx.http,
+        url,
         `{ ${Array.from({ length: 2600 }, (_, i) => `a${i}: __typename`).join(' ')} }`,
         {},
         k4,
       )
-      const other = await gql(ctx.http, '{', {}, k4)
+      const other = await gql(ctx.http, url, '{', {}, k4)
       assert(
         other.status === 409,
         `a document of more than 5000 tokens (answered ${long.status}), then another body under its key answered ${other.status}, not 409`,
@@ -1553,6 +1640,7 @@ export const graphqlSurfaceChecks: Check[] = [
     clauses: ['S4.15', 'S1.3'],
     needs: ['narrowScope', 'otherScope'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const scopeOf = (operationId: string): string | undefined => {
         const op = ctx.contract.byId(operationId)
         const item = obj(
@@ -1587,6 +1675,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const narrow = ctx.as('narrowScope')
       const reads = await gql(
         narrow,
+        url,
         `query($a: ID!) { agent(id: $a) { agent_id } withRuns: agent(id: $a) { runs(limit: 1) { next_cursor } } agents(limit: 1) { next_cursor }
           run(id: "run_x") { run_id } task(id: "tsk_x") { task_id } tool(id: "tol_x") { tool_id }
           tools(limit: 1) { next_cursor } webhook(id: "whk_x") { webhook_id } webhooks(limit: 1) { next_cursor }
@@ -1620,6 +1709,7 @@ export const graphqlSurfaceChecks: Check[] = [
         expect(readErrors, field, ROOT_OPERATIONS[field] ?? field, data[field])
       const writes = await gql(
         narrow,
+        url,
         `mutation { createAgent(input: { name: "n", behavior: autonomous }) { agent_id }
           assignTask(agent_id: "agt_x", input: { description: "d" }) { task_id }
           registerTool(input: { name: "n", provider: "p", policy_binding: { envelope: "default", required_scopes: [] } }) { tool_id }
@@ -1644,6 +1734,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const taskId = String(obj(task.body).task_id)
       const other = await gql(
         ctx.as('otherScope'),
+        url,
         'query($t: ID!) { task(id: $t) { task_id agent { agent_id } run { run_id } } }',
         { t: taskId },
       )
@@ -1664,9 +1755,11 @@ export const graphqlSurfaceChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const shape = answered(
         await gql(
           ctx.http,
+          url,
           `{ __schema { types { fields(includeDeprecated: true) { args(includeDeprecated: true) { name } }
             inputFields(includeDeprecated: true) { name } enumValues(includeDeprecated: true) { name }
             interfaces { name } possibleTypes { name } } directives { args(includeDeprecated: true) { name } } } }`,
@@ -1717,7 +1810,7 @@ export const graphqlSurfaceChecks: Check[] = [
       for (const [what, probe, cost] of probes) {
         const copies = Math.floor(10_000 / cost) + 1
         const query = `{ ${Array.from({ length: copies }, (_, i) => `p${i}: ${probe}`).join(' ')} }`
-        const refused = refusedDocument(await gql(ctx.http, query), `${copies} copies of ${what}`)
+        const refused = refusedDocument(await gql(ctx.http, url, query), `${copies} copies of ${what}`)
         const detail = obj(obj(refused.extensions).detail)
         assert(
           detail.limit === 'cost' && detail.observed === copies * cost,

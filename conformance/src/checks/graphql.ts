@@ -12,7 +12,6 @@ import { rateWindows } from '../ratewindows.js'
 import { assert, fail, notApplicable, skip } from '../types.js'
 import { short, waitUntil } from '../wait.js'
 
-const PATH = '/v1/graphql'
 /** Well-formed for the reference (`aok_<26>_<43>`) but never issued; any deployment must refuse it. */
 const UNKNOWN_TOKEN = `aok_${'0'.repeat(26)}_${'x'.repeat(43)}`
 
@@ -24,11 +23,12 @@ interface GqlError {
 
 function gql(
   client: HttpClient,
+  url: string,
   query: string,
   variables: Json = {},
   headers: Record<string, string> = {},
 ): Promise<HttpResponse> {
-  return client.post(PATH, { query, variables }, { headers })
+  return client.post(url, { query, variables }, { headers })
 }
 
 function errorsOf(res: HttpResponse): GqlError[] {
@@ -48,6 +48,15 @@ function comparable(res: HttpResponse): unknown {
   }
 }
 
+/** The graphql-ws socket's URL: the declared surface's, over ws(s). */
+export function socketUrl(url: string, suffix = ''): string {
+  const u = new URL(url)
+  u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:'
+  if (suffix.startsWith('?')) for (const [k, v] of new URLSearchParams(suffix)) u.searchParams.append(k, v)
+  else if (suffix) u.pathname = `${u.pathname.replace(/\/+$/, '')}${suffix}`
+  return u.toString()
+}
+
 async function startedRunId(ctx: CheckContext): Promise<string> {
   const agent = await ctx.fx.agent()
   return (await ctx.fx.startRun(agent)).runId
@@ -59,6 +68,7 @@ async function startedRunId(ctx: CheckContext): Promise<string> {
  */
 function subscribeUntil(
   ctx: CheckContext,
+  url: string,
   query: string,
   match: (payload: Json) => boolean,
   timeoutMs: number,
@@ -66,7 +76,7 @@ function subscribeUntil(
   ctx.http.budget.take()
   return new Promise((resolve) => {
     const payloads: Json[] = []
-    const ws = new WebSocket(`${ctx.config.streamUrl}${PATH}`, 'graphql-transport-ws', {
+    const ws = new WebSocket(socketUrl(url), 'graphql-transport-ws', {
       headers: { authorization: `Bearer ${ctx.config.tokens.primary}` },
       handshakeTimeout: ctx.config.timeoutMs,
     })
@@ -113,11 +123,13 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S4.13'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const id = await ctx.fx.agent()
       const rest = await ctx.http.get(`/v1/agents/${id}`)
       expectStatus(rest, 200, 'GET /v1/agents/{agent_id}')
       const res = await gql(
         ctx.http,
+        url,
         'query($id: ID!) { agent(id: $id) { agent_id name behavior capabilities policy_envelope created_at } }',
         { id },
       )
@@ -136,6 +148,7 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S4.4', 'S4.6'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const runId = await startedRunId(ctx)
       // A run just started may not have a frame yet: wait (bounded) for REST to show the first one, then ask for it.
       await waitUntil(
@@ -146,6 +159,7 @@ export const graphqlChecks: Check[] = [
       )
       const res = await gql(
         ctx.http,
+        url,
         `query($id: ID!) { run(id: $id) { run_id status plan { steps_total } awaiting { step_id }
           agent { agent_id } trace(limit: 5) { data { seq kind } next_cursor run_status } } }`,
         { id: runId },
@@ -166,11 +180,12 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S5.6'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const runId = await startedRunId(ctx)
       const other = ctx.as('secondWorkspace')
       const q = 'query($id: ID!) { run(id: $id) { run_id status } }'
-      const foreign = await gql(other, q, { id: runId })
-      const missing = await gql(other, q, { id: `${runId.slice(0, -4)}zzzz` })
+      const foreign = await gql(other, url, q, { id: runId })
+      const missing = await gql(other, url, q, { id: `${runId.slice(0, -4)}zzzz` })
       expectStatus(foreign, 200, 'POST /v1/graphql (foreign id)')
       assert(
         obj(obj(foreign.body).data).run === null,
@@ -189,8 +204,10 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S7.2'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const res = await gql(
         ctx.as('narrowScope'),
+        url,
         'mutation($name: String!) { createAgent(input: { name: $name, behavior: autonomous }) { agent_id } }',
         { name: ctx.name('gql-denied') },
       )
@@ -210,19 +227,20 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S8.3', 'S8.4'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const key = ctx.name('gql-idem')
       const name = ctx.name('gql-agent')
       const q =
         'mutation($name: String!) { createAgent(input: { name: $name, behavior: hybrid }) { agent_id } }'
-      const first = await gql(ctx.http, q, { name }, { 'Idempotency-Key': key })
+      const first = await gql(ctx.http, url, q, { name }, { 'Idempotency-Key': key })
       expectStatus(first, 200, 'POST /v1/graphql')
       const id = obj(obj(obj(first.body).data).createAgent).agent_id
       assert(typeof id === 'string', `createAgent answered ${short(first.body)}`)
       ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${id}`))
-      const again = await gql(ctx.http, q, { name }, { 'Idempotency-Key': key })
+      const again = await gql(ctx.http, url, q, { name }, { 'Idempotency-Key': key })
       const againId = obj(obj(obj(again.body).data).createAgent).agent_id
       assert(againId === id, `the repeat created ${short(againId)} instead of replaying ${id}`)
-      const other = await gql(ctx.http, q, { name: `${name}-2` }, { 'Idempotency-Key': key })
+      const other = await gql(ctx.http, url, q, { name: `${name}-2` }, { 'Idempotency-Key': key })
       assert(other.status === 409, `the key with another body answered ${other.status}`)
     },
   },
@@ -233,7 +251,8 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S8.1', 'S8.2'],
     async run(ctx) {
-      const res = await gql(ctx.http, '{ agents(limit: 201) { data { agent_id } next_cursor } }')
+      const url = declaredSurface(ctx)
+      const res = await gql(ctx.http, url, '{ agents(limit: 201) { data { agent_id } next_cursor } }')
       expectStatus(res, 200, 'POST /v1/graphql')
       assert(
         obj(obj(res.body).data).agents === null,
@@ -247,13 +266,13 @@ export const graphqlChecks: Check[] = [
         typeof message === 'string' && message.trim() !== '',
         `agents(limit: 201)'s error has the message ${short(message)}`,
       )
-      const zero = await gql(ctx.http, '{ agents(limit: 0) { data { agent_id } next_cursor } }')
+      const zero = await gql(ctx.http, url, '{ agents(limit: 0) { data { agent_id } next_cursor } }')
       expectStatus(zero, 200, 'POST /v1/graphql')
       assert(
         obj(obj(zero.body).data).agents === null && firstCode(zero) === 'invalid_request',
         `agents(limit: 0) answered ${short(zero.body)}, not invalid_request (REST refuses limit=0)`,
       )
-      const ok = await gql(ctx.http, '{ agents(limit: 1) { data { agent_id } next_cursor } }')
+      const ok = await gql(ctx.http, url, '{ agents(limit: 1) { data { agent_id } next_cursor } }')
       const page = obj(obj(obj(ok.body).data).agents)
       assert(Array.isArray(page.data) && page.data.length <= 1, `agents(limit: 1) answered ${short(page)}`)
     },
@@ -264,8 +283,10 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const res = await gql(
         ctx.http,
+        url,
         '{ agents(limit: 200) { data { runs(limit: 200) { data { run_id } } } } }',
       )
       expectStatus(res, 200, 'POST /v1/graphql')
@@ -282,10 +303,12 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S1.8', 'S3.5'],
     async run(ctx) {
+      const url = declaredSurface(ctx)
       const runId = await startedRunId(ctx)
       // since: 0 replays what already happened, so the subscription cannot miss the event by opening late.
       const sub = await subscribeUntil(
         ctx,
+        url,
         'subscription { runEvents(since: 0) { type topic seq event } }',
         (p) => {
           const event = obj(obj(obj(p.data).runEvents).event)
@@ -308,15 +331,19 @@ export const graphqlChecks: Check[] = [
     level: 'profile',
     clauses: ['S4.15', 'S5.1'],
     async run(ctx) {
-      const res = await ctx.http.post(PATH, { query: '{ agents { next_cursor } }' }, { token: UNKNOWN_TOKEN })
+      const url = declaredSurface(ctx)
+      const res = await ctx.http.post(url, { query: '{ agents { next_cursor } }' }, { token: UNKNOWN_TOKEN })
       expectStatus(res, 401, 'POST /v1/graphql with an unknown token')
       assert(obj(obj(res.body).error).code === 'unauthenticated', `body ${short(res.body)}`)
     },
   },
 ]
 
-/** The declared GraphQL URL, or a skip saying it was not declared (the surface is optional, §4). */
-function declaredSurface(ctx: CheckContext): string {
+/**
+ * The declared GraphQL URL, or a skip saying it was not declared (the surface is optional, §4): every GraphQL check
+ * sends there (`planFor` reads a check's call of it as its need of a declared surface).
+ */
+export function declaredSurface(ctx: CheckContext): string {
   const url = ctx.config.graphqlUrl
   if (!url) notApplicable('not declared: the deployment names no GraphQL surface (graphqlUrl in --config)')
   return url
