@@ -58,8 +58,11 @@ export interface Mutant {
     res: ProxiedResponse,
     ctx: MutantContext,
   ): Promise<ProxiedResponse> | ProxiedResponse
-  /** Rewrites a webhook delivery on its way to the receiver; a response answers the deployment without delivering. */
-  delivery?(req: ProxiedRequest): ProxiedRequest | ProxiedResponse
+  /**
+   * Rewrites a webhook delivery on its way to the receiver; a response answers the deployment without delivering.
+   * Awaited: what a mutant sends besides (a copy to another subscriber) arrives before the delivery goes on.
+   */
+  delivery?(req: ProxiedRequest): Promise<ProxiedRequest | ProxiedResponse> | ProxiedRequest | ProxiedResponse
   /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
   /** Rewrites a JSON stream message on its way from the deployment to the client. */
@@ -226,7 +229,7 @@ export class MutantProxy {
         try {
           let res: ProxiedResponse
           if (req.path.startsWith(HOOK_PREFIX)) {
-            const rewritten = this.mutant?.delivery ? this.mutant.delivery(req) : req
+            const rewritten = this.mutant?.delivery ? await this.mutant.delivery(req) : req
             res = isResponse(rewritten)
               ? rewritten
               : await timed(this.receiverUrl(), {

@@ -17,6 +17,7 @@ export type TokenRole =
   | 'rateLimitedPeer'
   | 'expired'
   | 'revoked'
+  | 'quotaLimited'
 
 export interface Check {
   /** Stable id, `family.what-is-checked`. */

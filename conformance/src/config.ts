@@ -146,6 +146,11 @@ export interface SuiteConfig extends Declarations {
     expired?: string
     /** A key its deployment revoked: refused 401 (profile: how keys are revoked is §5's gap). */
     revoked?: string
+    /**
+     * A key of a workspace of its own with small quotas on what it keeps (the reference's: 1 agent, 3 stored
+     * Idempotency-Key answers, 8 KiB for one answer): which refusals a key keeps (profile).
+     */
+    quotaLimited?: string
   }
   /** Requests the 429 search may send with the rate-limited token before giving up. */
   rateLimitSearch: number
@@ -192,6 +197,7 @@ export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
   rateLimitedPeer: { what: 'rate-limited peer token', flag: 'limited-peer-token' },
   expired: { what: 'expired token', flag: 'expired-token' },
   revoked: { what: 'revoked token', flag: 'revoked-token' },
+  quotaLimited: { what: 'quota-limited token', flag: 'quota-limited-token' },
 }
 
 /** `--flag / AGENTOPS_CONFORMANCE_VAR` for a setting, as messages name it. */
@@ -334,6 +340,13 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'tokens.revoked',
     help: 'A token the deployment has revoked (401 profile check; skipped when absent)',
+  },
+  {
+    flag: 'quota-limited-token',
+    env: 'QUOTA_LIMITED_TOKEN',
+    kind: 'string',
+    file: 'tokens.quotaLimited',
+    help: 'Token of a workspace of its own with small quotas (1 agent, 3 stored Idempotency-Key answers, 8 KiB for one answer; the suite deletes its agents): which refusals a key keeps (profile; skipped when absent)',
   },
   {
     flag: 'rate-limit-search',
@@ -858,6 +871,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     ['limited-peer-token', 'rateLimitedPeer'],
     ['expired-token', 'expired'],
     ['revoked-token', 'revoked'],
+    ['quota-limited-token', 'quotaLimited'],
   ] as const) {
     const v = str(flag)
     if (v) tokens[key] = v

@@ -42,6 +42,8 @@ export const GAPS = {
     '§7 lists the statuses it shows; the others a deployment answers (413, 415, 405) are not shown',
   idempotencyReplay:
     '§8 "Idempotency-Key header on all POST requests ... Reuse with a different body yields 409" (what a replay answers is not shown)',
+  idempotencyQuotas:
+    '§8 "Idempotency-Key header on all POST requests. The window is 24 hours." (how much a workspace may keep, and which refusals a key keeps, is not shown)',
   idempotencyKeyForm:
     '§8 "`Idempotency-Key` header on all POST requests" (what a key may hold, its length and characters, is not shown)',
   tokenForms:
@@ -112,6 +114,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'idempotency.conflict-codes': GAPS.errorCodes,
   'idempotency.key-form': GAPS.idempotencyKeyForm,
   'idempotency.refusal-stored': GAPS.idempotencyReplay,
+  'idempotency.quota-refusals': GAPS.idempotencyQuotas,
   'ingest.rejections-explained': GAPS.rejectReasons,
   'ingest.lineage-root-merkle': GAPS.lineage,
   'ingest.records-read-back': GAPS.extensions,

@@ -25,6 +25,8 @@ const TOKEN_PURPOSE: Record<TokenKey, string> = {
   rateLimitedPeer: 'another key of that same small-limit workspace: the limit is per workspace, not per key',
   expired: 'an expired key (one issued to expire a second later will do): 401 for expired tokens',
   revoked: 'a key the deployment has revoked: 401 for revoked tokens (profile)',
+  quotaLimited:
+    'a key of a workspace of its own with small quotas (e.g. 1 agent, 3 stored Idempotency-Key answers, 8 KiB for one answer): which refusals a key keeps (profile)',
 }
 
 /** The checks that cannot run without each token, by id. */

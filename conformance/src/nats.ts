@@ -66,8 +66,11 @@ export interface LocalNats {
   stop(): Promise<void>
 }
 
-/** Whether something accepts connections on the port (bounded: `ms`), or the process ended first. */
-async function listening(port: number, child: ChildProcess, ms: number): Promise<boolean> {
+/**
+ * Whether something accepts connections on the port of 127.0.0.1 (bounded: `ms`), or the process ended first. The
+ * kit's own tests wait for their JetStream `nats-server` with it too (test/support/nats.ts).
+ */
+export async function listening(port: number, child: ChildProcess, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms
   while (
     Date.now() < deadline &&

@@ -83,6 +83,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       config.tokens.runsOnly,
       config.tokens.rateLimited,
       config.tokens.rateLimitedPeer,
+      config.tokens.quotaLimited,
     ]
       .filter((t): t is string => typeof t === 'string' && t !== '')
       .map(fingerprint),

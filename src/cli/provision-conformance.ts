@@ -20,6 +20,7 @@ export type ConformanceRole =
   | 'rateLimited'
   | 'rateLimitedPeer'
   | 'revoked'
+  | 'quotaLimited'
 
 /**
  * Room for many runs: enterprise limits and quotas no run reaches. A run creates tools, webhooks and agents it leaves
@@ -85,6 +86,19 @@ export function conformanceIdentities(
     ['runsOnly', { workspace: primary, scopes: ['runs:write'] }],
     // Revoked as soon as it is issued (auth.revoked-token-401).
     ['revoked', { workspace: primary }],
+    // Small quotas on what its workspace keeps (idempotency.quota-refusals): one agent, three stored Idempotency-Key
+    // answers, 8 KiB for one answer. Its stored answers stay 24 hours: a later run with this identity finds them
+    // full, and the check judges what it still can.
+    [
+      'quotaLimited',
+      {
+        workspace: `${prefix}-quota`,
+        tier: 'enterprise',
+        limitPerHour: ROOM_FOR_MANY_RUNS.limitPerHour,
+        burstLimit: ROOM_FOR_MANY_RUNS.burstLimit,
+        quotas: { agents: 1, idempotency_keys: 3, idempotency_answer_bytes: 8192 },
+      },
+    ],
   ]
 }
 

@@ -179,6 +179,30 @@ describe.each(backends())('quotas on $name', (backend) => {
     expect((await t.request('POST', '/v1/agents', { token, body: agent('three') })).status).toBe(201)
   })
 
+  it('answers a keyed refusal (4xx) the quotas have no room for unstored: too large, or past idempotency_keys', async () => {
+    const { token } = await t.createKey({ quotas: { idempotency_keys: 1, idempotency_answer_bytes: 4096 } })
+    const keyed = (key: string, body: object) =>
+      t.request('POST', '/v1/agents', { token, body, headers: { 'idempotency-key': key } })
+    const twice = async (key: string, body: object) => {
+      const answers = [await keyed(key, body), await keyed(key, body)]
+      return answers.map((r) => [r.status, r.headers.get('idempotent-replayed')])
+    }
+    // A refusal larger than one stored answer may be (100 issues): answered each time, never replayed. On
+    // PostgreSQL a create's refusal is stored by the ordinary claim after its deferred unit, which once ran
+    // without the workspace's quotas and kept it.
+    const tooLong = { ...agent('long'), capabilities: Array.from({ length: 100 }, () => 'c'.repeat(101)) }
+    expect(await twice('large', tooLong)).toEqual([
+      [400, null],
+      [400, null],
+    ])
+    // The one stored answer taken, a small refusal is not kept either.
+    expect((await keyed('fill', agent('one'))).status).toBe(201)
+    expect(await twice('small', { ...agent('bad'), behavior: 'not-a-behavior' })).toEqual([
+      [400, null],
+      [400, null],
+    ])
+  })
+
   it('refuses a keyed write whose answer is larger than one stored answer may be, before committing its work', async () => {
     const { token } = await t.createKey({ quotas: { idempotency_answer_bytes: 600 } })
     const big = {
@@ -392,7 +416,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
           await released
           return { response: { status: 200, headers: {}, body: '{}' }, failed: false }
         },
-        { quota: { workspace: workspaceRecord(workspace_id), read: false } },
+        { quota: { workspace: workspaceRecord(workspace_id) } },
       )
       await atWork
       // With the expired answer's counts given back before the work, this write's count would wait for that row.

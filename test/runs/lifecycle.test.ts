@@ -171,6 +171,30 @@ describe.each(backends())('run lifecycle on $name', (backend) => {
     expect(late.status).toBe(409)
   })
 
+  it('cancel during a call drops the call’s late answer: the trace and plan stay as the cancel left them', async () => {
+    await registerTool(t, token, { name: 'slower', provider: 'builtin:delay', config: { delay_ms: 2000 } })
+    const agent = await createAgent(t, token, 'autonomous', ['slower', 'slower'])
+    const run = await startRun(t, token, agent)
+    // The first call is in flight once its allow decision is the trace's last frame (the tool answers after 2 s).
+    let frames: Awaited<ReturnType<typeof traceOf>> = []
+    for (let i = 0; i < 100 && frames.at(-1)?.kind !== 'policy.decision'; i++) {
+      await new Promise((r) => setTimeout(r, 10))
+      frames = await traceOf(t, token, run.run_id)
+    }
+    expect(frames.map((f) => f.kind)).toEqual(['run.started', 'policy.decision'])
+    const cancelled = await t.request('POST', `/v1/runs/${run.run_id}/cancel`, { token })
+    expect(cancelled.status).toBe(200)
+    const atCancel = await traceOf(t, token, run.run_id)
+    expect(atCancel.map((f) => f.kind)).toEqual(['run.started', 'policy.decision', 'control.cancelled'])
+    await new Promise((r) => setTimeout(r, 2300))
+    const later = await t.request('GET', `/v1/runs/${run.run_id}`, { token })
+    expect(later.body.status).toBe('cancelled')
+    expect(later.body.plan).toEqual(cancelled.body.plan)
+    expect(later.body.plan.steps_completed).toBe(0)
+    expect(later.body.outcome.results).toEqual([])
+    expect(await traceOf(t, token, run.run_id)).toEqual(atCancel)
+  })
+
   it('denies a call the key lacks scopes for, with the spec policy_denied detail and events', async () => {
     await registerTool(t, token, { name: 'payments', required_scopes: ['payments:write'] })
     const narrow = await t.createKey({ scopes: ['agents:write', 'runs:write', 'runs:read', 'tools:read'] })

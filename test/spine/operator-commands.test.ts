@@ -58,6 +58,7 @@ describe('agentops operator commands', () => {
         'narrowScope',
         'otherScope',
         'primary',
+        'quotaLimited',
         'rateLimited',
         'rateLimitedPeer',
         'revoked',
@@ -65,8 +66,8 @@ describe('agentops operator commands', () => {
         'secondWorkspace',
       ].sort(),
     )
-    expect(new Set(Object.values(first.tokens)).size).toBe(9)
-    expect(first.workspaces).toHaveLength(3)
+    expect(new Set(Object.values(first.tokens)).size).toBe(10)
+    expect(first.workspaces).toHaveLength(4)
     // A second provisioning on the same store: new workspaces, so its quotas start untouched.
     const second = JSON.parse(
       (await agentops(['keys', 'provision-conformance', '--database-url', url])).stdout,
@@ -84,7 +85,7 @@ describe('agentops operator commands', () => {
         ])
       ).stdout,
     ) as { workspaces: string[] }
-    expect(named.workspaces.sort()).toEqual(['ci-42-limited', 'ci-42-primary', 'ci-42-second'])
+    expect(named.workspaces.sort()).toEqual(['ci-42-limited', 'ci-42-primary', 'ci-42-quota', 'ci-42-second'])
     // The revoked identity is issued revoked; it is the only one.
     const keys = JSON.parse(
       (await agentops(['keys', 'list', '--workspace', 'ci-42-primary', '--json', '--database-url', url]))
@@ -122,6 +123,11 @@ describe('agentops operator commands', () => {
     const [primary, second] = await Promise.all([workspace('paced-primary'), workspace('paced-second')])
     expect([primary.tier, primary.quotas.agents]).toEqual(['standard', 1_000_000_000])
     expect(second.tier).toBe('enterprise')
+    // The quota-limited identity's workspace keeps little (idempotency.quota-refusals).
+    const quota = (await agentops(['workspaces', 'set', 'paced-quota', '--json', '--database-url', url]).then(
+      ({ stdout }) => JSON.parse(stdout),
+    )) as { quotas: Record<string, number> }
+    expect(quota.quotas).toMatchObject({ agents: 1, idempotency_keys: 3, idempotency_answer_bytes: 8192 })
     await expect(
       agentops(['keys', 'provision-conformance', '--primary-tier', 'gold', '--database-url', url]),
     ).rejects.toThrow(/--primary-tier must be standard, pro or enterprise/)

@@ -3,11 +3,11 @@
  * answers, otherwise the machine's own `nats-server` (Debian's package) on a free loopback port with a temporary
  * store directory. Both paths end in the same place — a `nats://` URL — and every test uses only that URL.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { connect as tcpConnect } from 'node:net'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { findNatsServer, listening } from '../../conformance/src/nats.js'
 import { testPort } from './ports.js'
 
 export interface NatsServer {
@@ -52,34 +52,13 @@ async function tryTestcontainers(): Promise<NatsServer | null> {
   }
 }
 
-function findBinary(): string | null {
-  const onPath = spawnSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' }).stdout.trim()
-  return (
-    [onPath, '/usr/bin/nats-server', '/usr/sbin/nats-server'].find((p) => p !== '' && existsSync(p)) ?? null
-  )
-}
-
-/** Waits until the port accepts connections (bounded: 10 s), or the process ended. */
-async function listening(port: number, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 10_000
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}`)
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = tcpConnect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (open) return
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`nats-server did not listen on ${port} within 10 s`)
-}
-
+/**
+ * The machine's `nats-server` with JetStream and a store that outlives a crash, on a port that stays the same: the
+ * binary is found, and waited for, as the conformance suite's own local server is (conformance/src/nats.ts), whose
+ * authorised, store-less server these tests cannot use.
+ */
 async function startLocalServer(): Promise<NatsServer> {
-  const bin = findBinary()
+  const bin = findNatsServer()
   if (!bin)
     throw new Error(
       'No container engine and no nats-server: install it with `apt-get install -y nats-server` (what .ci/run does)',
@@ -89,7 +68,9 @@ async function startLocalServer(): Promise<NatsServer> {
   let child: ChildProcess
   const launch = async () => {
     child = spawn(bin, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' })
-    await listening(port, child)
+    if (await listening(port, child, 10_000)) return
+    if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}`)
+    throw new Error(`nats-server did not listen on ${port} within 10 s`)
   }
   const end = (signal: NodeJS.Signals) =>
     new Promise<void>((resolve) => {

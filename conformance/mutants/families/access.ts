@@ -91,6 +91,7 @@ export function accessMutants(): Mutant[] {
   const inFlight = new Set<string>()
   const startsByBody = new Map<string, { key: string; res: ProxiedResponse }>()
   const ingestByPath = new Map<string, ProxiedResponse>()
+  const quotaRefusalsByKey = new Map<string, ProxiedResponse>()
   const replayed = (res: ProxiedResponse): ProxiedResponse => ({
     ...res,
     headers: { ...res.headers, 'idempotent-replayed': 'true' },
@@ -365,6 +366,25 @@ export function accessMutants(): Mutant[] {
       response(_req, res) {
         const { 'idempotent-replayed': _dropped, ...headers } = res.headers
         return { ...res, headers }
+      },
+    },
+    {
+      id: 'quota-refusal-kept',
+      description:
+        'A keyed POST refused 403 quota_exceeded is the key’s answer: repeated with the key, even once there is room, it replays the refusal',
+      targets: ['idempotency.quota-refusals'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        const stored = key && quotaRefusalsByKey.get(`${header(req, 'authorization')} ${req.path} ${key}`)
+        return req.method === 'POST' && stored ? replayed(stored) : req
+      },
+      response(req, res) {
+        const key = header(req, 'idempotency-key')
+        const error = parseJson(res.body)?.error
+        const code = error !== null && typeof error === 'object' ? (error as Json).code : undefined
+        if (req.method === 'POST' && key && res.status === 403 && code === 'quota_exceeded')
+          quotaRefusalsByKey.set(`${header(req, 'authorization')} ${req.path} ${key}`, res)
+        return res
       },
     },
     {

@@ -41,6 +41,7 @@ export function lifecycleMutants(): Mutant[] {
   const envelopeSecret = secretKeeper()
   const msSecret = secretKeeper()
   const startedIds = new Set<string>()
+  const cancelledSeen = new Map<string, number>()
 
   return [
     {
@@ -307,6 +308,31 @@ export function lifecycleMutants(): Mutant[] {
         const body = JSON.parse(req.body) as Json
         const t = Number(/t=(\d+)/.exec(String(body.signature))?.[1] ?? Math.floor(Date.now() / 1000))
         return withBody(req, { ...body, signature: signBody(secret, body, t * 1000) })
+      },
+    },
+    {
+      id: 'late-answer-recorded-after-cancel',
+      description:
+        'A call that answers after its run was cancelled is still recorded: a moment after the cancel, the cancelled run counts one more step completed',
+      targets: ['runs.cancel-state'],
+      response(req, res) {
+        if (!isGet(req, RUN)) return res
+        return editJson(res, (b) => {
+          const plan = b.plan as Json | undefined
+          if (b.status !== 'cancelled' || !plan || Number(plan.steps_pending) <= 0) return undefined
+          const id = String(b.run_id)
+          const first = cancelledSeen.get(id)
+          if (first === undefined) cancelledSeen.set(id, Date.now())
+          if (first === undefined || Date.now() - first < 300) return undefined
+          return {
+            ...b,
+            plan: {
+              ...plan,
+              steps_completed: Number(plan.steps_completed) + 1,
+              steps_pending: Number(plan.steps_pending) - 1,
+            },
+          }
+        })
       },
     },
   ]

@@ -3,6 +3,7 @@
  * agent's deletion (conformance/src/checks/runplans.ts).
  */
 import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
+import { dropFromDelivery, editListEntries } from '../rewrites.js'
 
 const RUN = /^\/v1\/runs\/[^/]+$/
 const TRACE_STREAM = /^\/v1\/runs\/[^/]+\/trace\/stream$/
@@ -58,12 +59,7 @@ export function runPlanMutants(): Mutant[] {
       id: 'task-end-announced-without-status',
       description: 'The task.<status> delivery announcing a task’s run end lacks the status it ended with',
       targets: ['runs.task-run-inputs'],
-      delivery(req) {
-        const body = parseJson(req.body)
-        if (!body || !String(body.event).startsWith('task.') || !('status' in body)) return req
-        const { status: _s, ...rest } = body
-        return { ...req, body: JSON.stringify(rest) }
-      },
+      delivery: dropFromDelivery((body) => String(body.event).startsWith('task.'), 'status'),
     },
     {
       id: 'failed-step-left-pending',
@@ -113,13 +109,10 @@ export function runPlanMutants(): Mutant[] {
       id: 'tool-failure-announced-without-outcome',
       description: 'The run.failed delivery of a run its tool failed carries no outcome',
       targets: ['runs.control-events'],
-      delivery(req) {
-        const body = parseJson(req.body)
-        const error = (body?.outcome as Json | null | undefined)?.error as Json | null | undefined
-        if (body?.event !== 'run.failed' || error?.code !== 'tool_failed') return req
-        const { outcome: _o, ...rest } = body
-        return { ...req, body: JSON.stringify(rest) }
-      },
+      delivery: dropFromDelivery((body) => {
+        const error = (body.outcome as Json | null | undefined)?.error as Json | null | undefined
+        return body.event === 'run.failed' && error?.code === 'tool_failed'
+      }, 'outcome'),
     },
     {
       id: 'preview-cut-at-280',
@@ -153,79 +146,37 @@ export function runPlanMutants(): Mutant[] {
       id: 'call-latency-from-process-start',
       description: 'A tool call’s latency_ms is counted from the process’s start, not the call’s',
       targets: ['runs.trace-sequence'],
-      response(req, res) {
-        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: (b.data as Json[]).map((f) =>
-                  f.kind === 'tool.call' ? { ...f, latency_ms: Number(f.latency_ms) + 60_000 } : f,
-                ),
-              }
-            : undefined,
-        )
-      },
+      response: editListEntries(TRACE, (f) =>
+        f.kind === 'tool.call' ? { ...f, latency_ms: Number(f.latency_ms) + 60_000 } : f,
+      ),
     },
     {
       id: 'run-start-announced-without-plan',
       description: 'The run.started delivery does not name the plan’s steps',
       targets: ['runs.control-events'],
-      delivery(req) {
-        const body = parseJson(req.body)
-        if (body?.event !== 'run.started' || !('plan' in body)) return req
-        const { plan: _p, ...rest } = body
-        return { ...req, body: JSON.stringify(rest) }
-      },
+      delivery: dropFromDelivery('run.started', 'plan'),
     },
     {
       id: 'policy-denied-delivery-without-detail',
       description: 'The policy.denied delivery of a denied step lacks the decision’s detail',
       targets: ['runs.control-events'],
-      delivery(req) {
-        const body = parseJson(req.body)
-        if (body?.event !== 'policy.denied' || !('detail' in body)) return req
-        const { detail: _d, ...rest } = body
-        return { ...req, body: JSON.stringify(rest) }
-      },
+      delivery: dropFromDelivery('policy.denied', 'detail'),
     },
     {
       id: 'retired-tool-step-without-reason',
       description: 'The step.failed frame of a step whose tool was retired gives no reason',
       targets: ['runs.trace-levels-and-outcomes'],
-      response(req, res) {
-        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: (b.data as Json[]).map((f) =>
-                  f.kind === 'step.failed' && String((f.detail as Json | null)?.reason).includes('retired')
-                    ? { ...f, detail: {} }
-                    : f,
-                ),
-              }
-            : undefined,
-        )
-      },
+      response: editListEntries(TRACE, (f) =>
+        f.kind === 'step.failed' && String((f.detail as Json | null)?.reason).includes('retired')
+          ? { ...f, detail: {} }
+          : f,
+      ),
     },
     {
       id: 'approval-request-without-queue',
       description: 'The approval.requested frame does not name the queue and reason the step awaits in',
       targets: ['runs.trace-levels-and-outcomes'],
-      response(req, res) {
-        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: (b.data as Json[]).map((f) =>
-                  f.kind === 'approval.requested' ? { ...f, detail: {} } : f,
-                ),
-              }
-            : undefined,
-        )
-      },
+      response: editListEntries(TRACE, (f) => (f.kind === 'approval.requested' ? { ...f, detail: {} } : f)),
     },
     {
       id: 'control-events-without-status',

@@ -56,23 +56,30 @@ export function tenancyMutants(): Mutant[] {
         'An event goes to every subscription to its kind, whatever the workspace (re-signed under each secret)',
       targets: ['tenancy.webhooks-never-cross-workspaces'],
       request: (req) => subs.learn(req),
-      delivery(req) {
+      // The copies arrive before the original goes on, so the leak is there by the time the check has seen its
+      // own workspace's deliveries, however slow the machine.
+      async delivery(req) {
         if (header(req, COPY)) return req
         const body = parseJson(req.body)
         const kind = String(body?.event ?? body?.type)
         const path = pathOnly(req.path).slice(HOOK_PREFIX.length)
         const owner = subs.all.find((s) => s.url.endsWith(path))
         if (!body || !owner) return req
+        const copies: Promise<unknown>[] = []
         for (const s of subs.all) {
           if (s.authorization === owner.authorization || !s.events.includes(kind)) continue
           const t = Math.floor(Date.now() / 1000)
           const copy = { ...body, signature: signBody(s.secret, body, t) }
-          fetch(s.url, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', [COPY]: '1' },
-            body: JSON.stringify(copy),
-          }).catch(() => undefined)
+          copies.push(
+            fetch(s.url, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', [COPY]: '1' },
+              body: JSON.stringify(copy),
+              signal: AbortSignal.timeout(10_000),
+            }).catch(() => undefined),
+          )
         }
+        await Promise.all(copies)
         return req
       },
     },

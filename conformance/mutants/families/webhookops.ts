@@ -4,9 +4,11 @@
  * a delivery, and a secret rotation that drops the old secret at once instead of signing with both through the
  * overlap, a CloudEvent without its subject, a PagerDuty incident without the severity its destination sets, a destination's delivered message logged pending, Slack approval buttons that do not name the step or a message without its pending action; and, against spec §1's "Body format | `application/json`", deliveries sent as text/plain.
  */
-import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
+import { type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
+import { dropFromDelivery, editListEntries } from '../rewrites.js'
 
 const DELIVERY_LOG = /^\/v1\/webhooks\/[^/]+\/deliveries$/
+const DESTINATION_LOG = /^\/v1\/destinations\/[^/]+\/deliveries$/
 
 /** Keeps the first `v1` of a delivery's `signature` field and the first entry of its `webhook-signature` header. */
 function firstSecretOnly(req: ProxiedRequest): ProxiedRequest {
@@ -46,21 +48,12 @@ export function webhookOperationMutants(): Mutant[] {
         "A destination's delivery answered 429 or 503 with Retry-After is retried a second later, at the outbox's backoff: the service that asked for time is hammered",
       targets: ['destinations.slack-retry-after'],
       response(req, res) {
-        if (req.method !== 'GET' || !/^\/v1\/destinations\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
-          return res
         const soon = new Date(Date.now() + 1000).toISOString()
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: b.data.map((d: Json) =>
-                  (d.last_status_code === 429 || d.last_status_code === 503) && d.status === 'pending'
-                    ? { ...d, next_attempt_at: soon }
-                    : d,
-                ),
-              }
-            : b,
-        )
+        return editListEntries(DESTINATION_LOG, (d) =>
+          (d.last_status_code === 429 || d.last_status_code === 503) && d.status === 'pending'
+            ? { ...d, next_attempt_at: soon }
+            : d,
+        )(req, res)
       },
     },
     {
@@ -68,32 +61,16 @@ export function webhookOperationMutants(): Mutant[] {
       description:
         "A slack destination's username and icon_emoji are left out of its messages: they arrive under the app's default name",
       targets: ['destinations.slack-incoming-webhook'],
-      delivery(req) {
-        const body = parseJson(req.body)
-        if (!body || (body.username === undefined && body.icon_emoji === undefined)) return req
-        const { username: _u, icon_emoji: _i, ...rest } = body
-        return { ...req, body: JSON.stringify(rest) }
-      },
+      delivery: dropFromDelivery(() => true, 'username', 'icon_emoji'),
     },
     {
       id: 'nats-no-responders-logged-500',
       description:
         'A nats delivery nothing listened to is logged with status 500 and no reason, not NATS\'s 503 "no responders": the operator cannot tell a missing stream from a broken server',
       targets: ['destinations.event-bus'],
-      response(req, res) {
-        if (req.method !== 'GET' || !/^\/v1\/destinations\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
-          return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: b.data.map((d: Json) =>
-                  d.last_status_code === 503 ? { ...d, last_status_code: 500, last_error: 'failed' } : d,
-                ),
-              }
-            : b,
-        )
-      },
+      response: editListEntries(DESTINATION_LOG, (d) =>
+        d.last_status_code === 503 ? { ...d, last_status_code: 500, last_error: 'failed' } : d,
+      ),
     },
     {
       id: 'webhook-url-credentials-taken',
@@ -146,24 +123,11 @@ export function webhookOperationMutants(): Mutant[] {
       description:
         'A delivery the receiver answered 300 is logged delivered: a redirect counts as success and is never retried',
       targets: ['webhooks.receiver-answer-judged'],
-      response(req, res) {
-        if (req.method !== 'GET' || !DELIVERY_LOG.test(pathOnly(req.path))) return res
-        return editJson(res, (b) => {
-          if (!Array.isArray(b.data)) return b
-          const data = b.data.map((d: Json) =>
-            typeof d.last_status_code === 'number' && d.last_status_code >= 300 && d.last_status_code < 400
-              ? {
-                  ...d,
-                  status: 'delivered',
-                  next_attempt_at: null,
-                  last_error: null,
-                  delivered_at: d.created_at,
-                }
-              : d,
-          )
-          return { ...b, data }
-        })
-      },
+      response: editListEntries(DELIVERY_LOG, (d) =>
+        typeof d.last_status_code === 'number' && d.last_status_code >= 300 && d.last_status_code < 400
+          ? { ...d, status: 'delivered', next_attempt_at: null, last_error: null, delivered_at: d.created_at }
+          : d,
+      ),
     },
     {
       id: 'delivery-sent-as-text-plain',
@@ -203,20 +167,9 @@ export function webhookOperationMutants(): Mutant[] {
       description:
         'A destination delivery its service answered 200 is logged pending, to be sent again: success is not recognised',
       targets: ['destinations.slack-incoming-webhook'],
-      response(req, res) {
-        if (req.method !== 'GET' || !/^\/v1\/destinations\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
-          return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: b.data.map((d: Json) =>
-                  d.status === 'delivered' ? { ...d, status: 'pending', delivered_at: null } : d,
-                ),
-              }
-            : b,
-        )
-      },
+      response: editListEntries(DESTINATION_LOG, (d) =>
+        d.status === 'delivered' ? { ...d, status: 'pending', delivered_at: null } : d,
+      ),
     },
     {
       id: 'slack-buttons-name-run-only',

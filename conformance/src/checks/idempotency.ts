@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json, listPage, nextPageCursor, ownId, unservedPart } from '../fixtures.js'
-import { type HttpClient, obj } from '../http.js'
+import { type HttpClient, type HttpResponse, obj } from '../http.js'
 import { receiverAdvice } from '../receiver.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -326,6 +326,226 @@ export const idempotencyChecks: Check[] = [
         second.text === first.text,
         `the replayed refusal differs:\n${short(first.text)}\n${short(second.text)}`,
       )
+    },
+  },
+  {
+    id: 'idempotency.quota-refusals',
+    title:
+      'Under a workspace’s quotas a key keeps no refusal for want of room (the same key runs the request once there is room); a keyed write whose answer the key cannot keep is refused 403 quota_exceeded with nothing done (one exactly at a limit is kept); a keyed 4xx it cannot keep is answered as it is, unstored',
+    level: 'profile',
+    clauses: ['S8.3'],
+    async run(ctx) {
+      // The reference's choices (its quotas: agents, idempotency_keys, idempotency_answer_bytes, and which answers a key
+      // keeps; §8 names neither). The quota-limited identity's workspace is its own: the check deletes its agents.
+      const http = ctx.as('quotaLimited')
+      const created = new Set<string>()
+      const body = (label: string, capabilities?: string[]): Json => ({
+        name: ctx.name(`idem-quota-${label}`),
+        behavior: 'autonomous',
+        ...(capabilities ? { capabilities } : {}),
+      })
+      const post = async (b: Json, key?: string) => {
+        const res = await http.post('/v1/agents', b, key ? { headers: { 'idempotency-key': key } } : {})
+        const id = res.status < 300 ? ownId(res.body, 'agent') : undefined
+        if (id && !created.has(id)) {
+          created.add(id)
+          // Left to the cleanup only when the check ends before it deletes the agent itself.
+          ctx.cleanup(`delete agent ${id}`, async () =>
+            created.has(id) ? http.delete(`/v1/agents/${id}`) : undefined,
+          )
+        }
+        return res
+      }
+      const remove = async (id: string | undefined) => {
+        if (!id) return
+        expectStatus(
+          await http.delete(`/v1/agents/${id}`),
+          [200, 204],
+          'deleting an agent of the quota-limited workspace',
+        )
+        created.delete(id)
+      }
+      const agents = async (): Promise<Json[]> => {
+        const out: Json[] = []
+        let cursor: string | null | undefined
+        for (let i = 0; i < 5; i++) {
+          const res = await http.get(
+            `/v1/agents?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          )
+          expectStatus(res, 200, 'listing the quota-limited workspace’s agents')
+          const items = listPage(ctx, res).items ?? []
+          out.push(...items.map(obj))
+          cursor = nextPageCursor(ctx, res, 200, 'listing agents')
+          if (!cursor || items.length === 0) break
+        }
+        return out
+      }
+      const named = async (b: Json) => (await agents()).filter((a) => a.name === b.name).length
+      const quotaRefusal = (res: HttpResponse, what: string, quota: string): Json => {
+        const detail = obj(expectError(res, 403, what, 'quota_exceeded').detail)
+        assert(
+          detail.quota === quota,
+          `${what}: error.detail.quota is ${JSON.stringify(detail.quota)}, not "${quota}"`,
+        )
+        return detail
+      }
+      const unreplayed = (res: HttpResponse, what: string) =>
+        assert(
+          res.headers['idempotent-replayed'] === undefined,
+          `${what} was replayed (Idempotent-Replayed: true): the key kept an answer it must not keep`,
+        )
+      const fresh = () => newKey()
+
+      // Room first: what an earlier run left (an agent) is deleted.
+      for (const a of await agents())
+        await remove(typeof a.agent_id === 'string' ? a.agent_id : ownId(a, 'agent'))
+
+      // 1. A refusal for want of room (the agents quota) is not the key's answer: once an agent is deleted, the same
+      // key and body create the agent.
+      let full = false
+      for (let i = 0; i < 5 && !full; i++) {
+        const res = await post(body(`fill-${i}`))
+        if (res.status === 403) {
+          quotaRefusal(res, 'an agent past the workspace’s agents quota', 'agents')
+          full = true
+        } else expectStatus(res, 201, 'an agent of the quota-limited workspace')
+      }
+      assert(full, 'the quota-limited workspace took 5 agents: its agents quota must be small (1)')
+      const k1 = fresh()
+      const b1 = body('after-room')
+      const refused = await post(b1, k1)
+      quotaRefusal(refused, 'a keyed create past the agents quota', 'agents')
+      unreplayed(refused, 'the first keyed create past the agents quota')
+      for (const id of [...created]) await remove(id)
+      const retried = await post(b1, k1)
+      // An earlier run with this identity may have filled its stored answers (they stay 24 hours): then the retry is
+      // refused for that, and this part cannot be judged.
+      const keysFull =
+        retried.status === 403 && obj(obj(obj(retried.body).error).detail).quota === 'idempotency_keys'
+      if (!keysFull) {
+        expectStatus(
+          retried,
+          201,
+          'the keyed create refused for the agents quota, repeated with its key once there is room',
+        )
+        unreplayed(retried, 'the keyed create repeated once there is room')
+        await remove(ownId(retried.body, 'agent'))
+      }
+
+      // 2. An answer larger than the workspace keeps for one key (idempotency_answer_bytes): a write is refused and
+      // undone, a refusal (4xx) is answered unstored.
+      const longNames = (n: number) =>
+        Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, '0')}${'c'.repeat(n - 3)}`)
+      const b2 = body('large-answer', longNames(100))
+      const k2 = fresh()
+      const large = await post(b2, k2)
+      const detail = quotaRefusal(
+        large,
+        'a keyed create whose answer is larger than the key may keep',
+        'idempotency_answer_bytes',
+      )
+      assert(
+        Number(detail.used) > Number(detail.limit),
+        `the idempotency_answer_bytes refusal's detail gives used ${String(detail.used)}, not above its limit ${String(detail.limit)}`,
+      )
+      assert(
+        (await named(b2)) === 0,
+        'the keyed create refused for its answer’s size created the agent anyway',
+      )
+      const largeAgain = await post(b2, k2)
+      quotaRefusal(largeAgain, 'the same keyed create again', 'idempotency_answer_bytes')
+      unreplayed(largeAgain, 'the keyed create refused for its answer’s size, repeated,')
+      // The limit itself is room: an answer exactly that large (the refusal's own count, less what the capabilities'
+      // characters add, each a byte) is kept and replayed.
+      if (!keysFull) {
+        let excess = Number(detail.used) - Number(detail.limit)
+        const fitting = longNames(100)
+        while (excess >= 103 && fitting.length > 2) {
+          fitting.pop() // a name of 100 characters, its quotes and its comma
+          excess -= 103
+        }
+        for (let i = 0; excess > 0 && i < fitting.length; i++) {
+          const cut = Math.min(excess, 90)
+          fitting[i] = (fitting[i] ?? '').slice(0, 100 - cut)
+          excess -= cut
+        }
+        const kExact = fresh()
+        const exact = { ...b2, capabilities: fitting }
+        const atLimit = await post(exact, kExact)
+        expectStatus(
+          atLimit,
+          201,
+          `a keyed create whose answer is exactly idempotency_answer_bytes (${String(detail.limit)} bytes, counted as its refusal counted ${String(detail.used)})`,
+        )
+        const atLimitAgain = await post(exact, kExact)
+        assert(
+          atLimitAgain.headers['idempotent-replayed'] === 'true' && atLimitAgain.text === atLimit.text,
+          'the keyed create whose answer is exactly idempotency_answer_bytes was not kept: repeated, it was not replayed',
+        )
+        await remove(ownId(atLimit.body, 'agent'))
+      }
+      const unkeyed = await post(b2)
+      expectStatus(unkeyed, 201, 'the same create without a key (its answer is not kept)')
+      await remove(ownId(unkeyed.body, 'agent'))
+      const k3 = fresh()
+      const b3 = body('large-refusal', longNames(101))
+      const largeRefusal = await post(b3, k3)
+      expectError(largeRefusal, 400, 'a keyed create with 100 over-long capabilities')
+      const largeRefusalAgain = await post(b3, k3)
+      expectError(largeRefusalAgain, 400, 'the same keyed create again')
+      unreplayed(largeRefusalAgain, 'a keyed 400 larger than the key may keep, repeated,')
+
+      // 3. The stored answers full (idempotency_keys): a keyed write is refused and undone, a keyed 4xx answered unstored.
+      let kFull = ''
+      let bFull: Json = {}
+      for (let i = 0; i < 8 && !kFull; i++) {
+        const k = fresh()
+        const b = body(`keyed-${i}`)
+        const res = await post(b, k)
+        if (res.status === 403) {
+          quotaRefusal(res, 'a keyed create past the stored answers’ quota', 'idempotency_keys')
+          kFull = k
+          bFull = b
+        } else {
+          expectStatus(res, 201, 'a keyed create of the quota-limited workspace')
+          await remove(ownId(res.body, 'agent'))
+        }
+      }
+      assert(
+        kFull !== '',
+        'the quota-limited workspace kept 8 keyed answers: its idempotency_keys quota must be small (3)',
+      )
+      assert(
+        (await named(bFull)) === 0,
+        'the keyed create refused for the stored answers’ quota created the agent anyway',
+      )
+      // Every keyed POST is bounded alike: a task's, as an agent's.
+      const holder = await post(body('task-holder'))
+      expectStatus(holder, 201, 'an agent for a task, the stored answers full')
+      const task = await http.post(
+        `/v1/agents/${ownId(holder.body, 'agent')}/tasks`,
+        { description: 'idempotency: past the stored answers' },
+        { headers: { 'idempotency-key': fresh() } },
+      )
+      quotaRefusal(task, 'a keyed task past the stored answers’ quota', 'idempotency_keys')
+      await remove(ownId(holder.body, 'agent'))
+      const fullAgain = await post(bFull, kFull)
+      quotaRefusal(fullAgain, 'the same keyed create again', 'idempotency_keys')
+      unreplayed(fullAgain, 'the keyed create refused for the stored answers’ quota, repeated,')
+      const unkeyedFull = await post(bFull)
+      expectStatus(unkeyedFull, 201, 'the same create without a key, the stored answers full')
+      await remove(ownId(unkeyedFull.body, 'agent'))
+      const k4 = fresh()
+      const b4 = { ...body('refusal-full'), behavior: 'not-a-behavior' }
+      const refusal = await post(b4, k4)
+      expectError(
+        refusal,
+        400,
+        'a keyed create with a behavior the spec does not list, the stored answers full',
+      )
+      const refusalAgain = await post(b4, k4)
+      expectError(refusalAgain, 400, 'the same keyed 400 again, the stored answers full')
+      unreplayed(refusalAgain, 'a keyed 400 the stored answers had no room for, repeated,')
     },
   },
   {

@@ -27,6 +27,31 @@ async function pausedRun(ctx: CheckContext, steps = 3) {
   return { ...run, agent, paused }
 }
 
+/**
+ * A run cancelled while its step's call runs (two calls of the slow tool, 400 ms each by the profile's hint; the
+ * cancel is sent as soon as the run is running): the cancel ends it, so the call's answer, coming after, is dropped:
+ * the trace and the plan read a call's length later are those the cancel left. §3 "cancel: marks the run terminal";
+ * whether a late answer is still recorded is the reference's choice (§3 "Transitions: not shown"). Answers what
+ * differs, if anything.
+ */
+async function cancelledDuringCall(ctx: CheckContext): Promise<string | undefined> {
+  const slow = await ctx.fx.tool('slow')
+  const agent = await ctx.fx.newToolAgent([slow, slow])
+  const { runId } = await ctx.fx.startRun(agent)
+  await ctx.fx.waitForStatus(runId, (s) => s !== 'queued', 'started')
+  expectStatus(await ctx.http.post(`/v1/runs/${runId}/cancel`), 200, 'cancel during a call')
+  const [trace, run] = [await ctx.fx.readTrace(runId), await ctx.fx.inspect(runId)]
+  const slowMs = Number(ctx.config.profile.tools.slow.config?.delay_ms ?? 400)
+  await sleep(slowMs + 400)
+  const [later, again] = [await ctx.fx.readTrace(runId), await ctx.fx.inspect(runId)]
+  const added = later.frames.slice(trace.frames.length)
+  if (added.length > 0 || later.frames.length !== trace.frames.length)
+    return `run ${runId}, cancelled during a call, had ${trace.frames.length} frames at its cancel and ${later.frames.length} ${slowMs + 400} ms later (added: ${short(added.map((f) => f.kind))})`
+  if (JSON.stringify(again.plan) !== JSON.stringify(run.plan) || again.status !== run.status)
+    return `run ${runId}, cancelled during a call, read ${short(run.status)} ${short(run.plan)} at its cancel and ${short(again.status)} ${short(again.plan)} ${slowMs + 400} ms later`
+  return undefined
+}
+
 /** Parses a text/event-stream body into its events. */
 export function parseSse(text: string): Array<{ event: string; id?: string; data: string }> {
   return text
@@ -189,10 +214,13 @@ export const runChecks: Check[] = [
   {
     id: 'runs.cancel-state',
     title:
-      'A cancelled run is `cancelled`, its trace records the flush, and further controls answer 409 invalid_state',
+      'A cancelled run is `cancelled`, its trace records the flush, and further controls answer 409 invalid_state; a run cancelled while a step’s call runs keeps the trace and plan the cancel left (the late answer is dropped)',
     level: 'profile',
     clauses: ['S3.4'],
     async run(ctx) {
+      // Judged last, alongside the rest: a failure meanwhile is not an unhandled rejection.
+      const late = cancelledDuringCall(ctx)
+      late.catch(() => undefined)
       const { runId, waiting } = await ctx.fx.awaitingRun()
       const pending = obj((waiting.awaiting as unknown[])[0])
       const res = await ctx.http.post(`/v1/runs/${runId}/cancel`)
@@ -243,6 +271,8 @@ export const runChecks: Check[] = [
           `detail: ${short(detail)} (a cancelled run allows no action)`,
         )
       }
+      const problem = await late
+      assert(problem === undefined, problem ?? '')
     },
   },
   {

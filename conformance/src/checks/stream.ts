@@ -106,11 +106,25 @@ export function subscribeMessage(ctx: CheckContext, connectors: string[]): strin
   return JSON.stringify(fill(ctx.config.stream.subscribe))
 }
 
-/** Sends a subscribe message and waits (2 s at most) for the next message, whatever the deployment calls it. */
-export async function subscribed(stream: Opened, message: string): Promise<Json | undefined> {
+/**
+ * Sends a subscribe message and waits (bounded) for the deployment's answer to it, whatever it calls it: the next
+ * message that names one of the topics (an acknowledgement or a refusal). Not merely the next message: a heartbeat
+ * may come first, and records landing before the subscription took effect are not the subscriber's to get. A
+ * deployment that answers nothing costs the bound, then the caller goes on.
+ */
+export async function subscribed(
+  stream: Opened,
+  message: string,
+  topics: string[],
+  timeoutMs = 5000,
+): Promise<Json | undefined> {
   const before = stream.messages.length
   stream.ws.send(message)
-  return stream.next((m) => stream.messages.indexOf(m) >= before, 2000)
+  const names = (m: Json) => {
+    const text = JSON.stringify(m)
+    return topics.some((t) => text.includes(JSON.stringify(t)))
+  }
+  return stream.next((m) => stream.messages.indexOf(m) >= before && names(m), timeoutMs)
 }
 
 /** Opens the stream with a token, or undefined when the deployment refuses it (the caller skips or fails). */
@@ -226,7 +240,27 @@ export const streamChecks: Check[] = [
       const r = await openStream(ctx, ctx.config.tokens.primary)
       if (!r) fail('the stream refused the primary token')
       try {
-        await subscribed(r, subscribeMessage(ctx, [connector]))
+        await subscribed(r, subscribeMessage(ctx, [connector]), [topicOf(ctx, connector)])
+        const carrying = (id: string) => (m: Json) => JSON.stringify(m).includes(`"${id}"`)
+        // A positive control first: one record pushed shows the subscription has taken effect (a deployment may
+        // not acknowledge, or acknowledge late on a loaded machine), so no judged record can land before it.
+        const [probe] = batch(ctx, 1)
+        expectStatus(
+          await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [probe] }),
+          202,
+          'ingest',
+        )
+        const live = await r.next(carrying(String(probe!.id)), ctx.config.waitMs)
+        const silent = `no ingested record reached the subscriber within ${ctx.config.waitMs} ms`
+        // Declared, the subscribe message is the deployment's own word: silence is its failure, not the suite's guess.
+        if (!live && ctx.config.stream.declared)
+          fail(
+            `${silent}, subscribed with the declared stream.subscribe (sent: ${subscribeMessage(ctx, [connector])})`,
+          )
+        if (!live)
+          skip(
+            `${silent}: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribeMessage(ctx, [connector])})`,
+          )
         const batches = [batch(ctx, 3), batch(ctx, 2)]
         const roots: string[] = []
         for (const records of batches) {
@@ -237,18 +271,7 @@ export const streamChecks: Check[] = [
           roots.push(root)
         }
         const ids = batches.flat().map((rec) => String(rec.id))
-        const carrying = (id: string) => (m: Json) => JSON.stringify(m).includes(`"${id}"`)
-        const last = await r.next(carrying(ids[ids.length - 1]!), ctx.config.waitMs)
-        const none = !last && !ids.some((id) => r.messages.some(carrying(id)))
-        // Declared, the subscribe message is the deployment's own word: silence is its failure, not the suite's guess.
-        if (none && ctx.config.stream.declared)
-          fail(
-            `no ingested record reached the subscriber within ${ctx.config.waitMs} ms, subscribed with the declared stream.subscribe (sent: ${subscribeMessage(ctx, [connector])})`,
-          )
-        if (none)
-          skip(
-            `no ingested record reached the subscriber within ${ctx.config.waitMs} ms: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribeMessage(ctx, [connector])})`,
-          )
+        await r.next(carrying(ids[ids.length - 1]!), ctx.config.waitMs)
         await sleep(300) // a duplicate pushed right after would show now
         const positions = ids.map((id) => r.messages.findIndex(carrying(id)))
         const lost = ids.filter((_, i) => positions[i] === -1)
@@ -294,8 +317,8 @@ export const streamChecks: Check[] = [
       try {
         // Any answer to the subscription (its names are the deployment's), or a short pause, before ingesting.
         await Promise.all([
-          subscribed(scoped, subscribe),
-          'ws' in unscoped ? subscribed(unscoped, subscribe) : null,
+          subscribed(scoped, subscribe, [topicOf(ctx, connector)]),
+          'ws' in unscoped ? subscribed(unscoped, subscribe, [topicOf(ctx, connector)]) : null,
         ])
         const [record] = batch(ctx, 1)
         const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] })
@@ -400,7 +423,7 @@ export const streamChecks: Check[] = [
       if (!first) fail('the stream refused the primary token')
       let seq: number
       try {
-        await subscribed(first, JSON.stringify({ type: 'subscribe', topics: [topic] }))
+        await subscribed(first, JSON.stringify({ type: 'subscribe', topics: [topic] }), [topic])
         expectStatus(
           await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records }),
           202,
@@ -422,6 +445,7 @@ export const streamChecks: Check[] = [
         const ack = await subscribed(
           again,
           JSON.stringify({ type: 'subscribe', topics: [topic], since: { [topic]: seq } }),
+          [topic],
         )
         assert(
           ack?.type === 'subscribed' && ack.topic === topic,

@@ -12,7 +12,7 @@ import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { batch } from './ingest.js'
-import { openStream, subscribed, subscribeMessage } from './stream.js'
+import { openStream, subscribed, subscribeMessage, topicOf } from './stream.js'
 import { atTag, ensureWebhook, ownHook, SPEC_EVENTS, toHook } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -212,7 +212,7 @@ export const tenancyChecks: Check[] = [
           checked.push('records')
         }
         if (watcher) {
-          await subscribed(watcher, subscribeMessage(ctx, [connector]))
+          await subscribed(watcher, subscribeMessage(ctx, [connector]), [topicOf(ctx, connector)])
           const leakProbe = batch(ctx, 1)[0]!
           const ownProbe = batch(ctx, 1)[0]!
           expectStatus(await ctx.http.post(`${path}/ingest`, { records: [leakProbe] }), 202, 'primary ingest')

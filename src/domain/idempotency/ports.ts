@@ -11,8 +11,8 @@ export interface IdempotencyRepository {
    * Inside the request's unit of work, before its work: the key's stored answer (a replay), or a claim held until
    * the unit ends (PostgreSQL: a transaction-scoped advisory lock, so a dead server's claim ends with its
    * connection; SQLite: the unit itself, which excludes every other writer), or in progress when another unit
-   * holds it. An expired answer is deleted in the unit; `countsAtCommit` (the unit's answer will be counted at the
-   * commit, and nothing reads usage before): its counts are given back there too, not before the work.
+   * holds it. An expired answer is deleted in the unit, and its counts are given back with the commit where the
+   * store can (the unit's answer is counted there too, and nothing reads usage before), not before the work.
    */
   claim(
     tx: Queryable,
@@ -20,7 +20,6 @@ export interface IdempotencyRepository {
     key: string,
     fingerprint: string,
     now: number,
-    countsAtCommit?: boolean,
   ): Promise<ClaimResult>
   /**
    * In the same unit as the work: the answer, committed with the effect (and failing the commit if one exists),

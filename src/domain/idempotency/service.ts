@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js'
-import { ApiError, type ErrorCode } from '../errors.js'
+import type { ApiError, ErrorCode } from '../errors.js'
 import { type Db, DeferredCommitRefused } from '../ports.js'
 import {
   type AnswerQuota,
@@ -24,7 +24,6 @@ export interface Handled {
  * Refusals a key does not keep, as it keeps no 5xx: they depend on room the client can make (a quota), so a retry
  * with the key once there is room runs the request rather than replaying the refusal.
  */
-// Stryker disable next-line ArrayDeclaration,StringLiteral: quotas are the reference's own limits (no spec sentence), which no conformance identity is set up to reach; test/quotas holds that a refused key stays free for the retry.
 const UNKEPT_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['quota_exceeded'])
 
 /**
@@ -43,9 +42,8 @@ export interface OnceOptions {
    */
   writesOnly?: boolean
   /**
-   * The workspace's quotas on stored answers (src/domain/quotas/idempotency.ts): a read's answer past one is not
-   * kept; a write's is refused with quota_exceeded and its work rolled back. A keyed request with a quota always
-   * claims first (its answer's count is read before the commit).
+   * The workspace's quotas on stored answers (src/domain/quotas/idempotency.ts): an answer past one is refused with
+   * quota_exceeded and its work rolled back; a refusal (4xx) past one is answered unstored.
    */
   quota?: AnswerQuota
 }
@@ -79,8 +77,8 @@ export class IdempotencyService {
     private readonly db: Db,
     private readonly idempotency: IdempotencyRepository,
     private readonly clock: Clock,
-    /** The quotas `OnceOptions.quota` is read against; absent: answers are counted but never bounded. */
-    private readonly quotas?: Pick<QuotaService, 'limitOf' | 'refuse'>,
+    /** The quotas `OnceOptions.quota` is read against (without one, answers are counted but never bounded). */
+    private readonly quotas: Pick<QuotaService, 'limitOf' | 'refuse'>,
   ) {}
 
   /**
@@ -97,13 +95,11 @@ export class IdempotencyService {
     options: OnceOptions = {},
   ): Promise<Once> {
     const request: KeyedRequest = { workspaceId, key, fingerprint, now: this.clock.now() }
-    // Stryker disable next-line ConditionalExpression,LogicalOperator: quotas are the reference's own limits (no spec sentence), and the server always wires them (absent only in unit tests).
-    const quota = options.quota && this.quotas ? options.quota : undefined
+    const { quota } = options
     // A speed path (one round trip) on a store with deferred units, PostgreSQL only: its mutants are judged by the
     // section's run on PostgreSQL (conformance:stryker --postgres URL).
-    // Stryker disable next-line ConditionalExpression,BooleanLiteral,OptionalChaining: equivalent, each variant sends the request down the ordinary claim (the same answers, a round trip more), and the server always wires the quotas.
-    if (!options.writesOnly || !this.db.deferredUnitOfWork || quota?.read)
-      return this.claimThenWork(request, handle, quota)
+    // Stryker disable next-line ConditionalExpression,BooleanLiteral: equivalent, each variant sends the request down the ordinary claim (the same answers, a round trip more).
+    if (!options.writesOnly || !this.db.deferredUnitOfWork) return this.claimThenWork(request, handle, quota)
     // The work first and its answer as the claim, in one deferred unit: one round trip when the key is fresh. The
     // answer's counts go with it; past a quota the commit fails with the refusal.
     let handled: Handled | undefined
@@ -120,19 +116,21 @@ export class IdempotencyService {
       return { kind: 'answered' }
     } catch (err) {
       const settled = handled as Handled | undefined
-      // Past a quota: the work was rolled back, and the refusal is the answer (not stored, as in claimThenWork).
-      if (err instanceof ApiError && err.code === 'quota_exceeded' && settled && !settled.failed) throw err
       // A refusal (4xx) is stored only by a request that claimed the key: without the claim it could take the key
       // from a request still running with it. The ordinary claim answers in progress then, or stores it.
       if (settled?.failed && settled.response.status < 500)
-        return this.claimThenWork(request, async () => settled)
+        return this.claimThenWork(request, async () => settled, quota)
       if (err instanceof DeferredCommitRefused && settled && this.idempotency.keyTaken(err.cause)) {
         // Another request holds the key or it has a row (an answer, or an expired one): the ordinary claim tells
         // which. Should the key be this request's after all, the refused unit's writes commit in the claim's unit.
-        return this.claimThenWork(request, async () => {
-          err.resume()
-          return settled
-        })
+        return this.claimThenWork(
+          request,
+          async () => {
+            err.resume()
+            return settled
+          },
+          quota,
+        )
       }
       return this.afterFailure(request, err instanceof DeferredCommitRefused ? err.cause : err, settled)
     }
@@ -148,34 +146,28 @@ export class IdempotencyService {
     let handled: Handled | undefined
     try {
       return await this.db.unitOfWork(async (tx): Promise<Once> => {
-        // A write's counts go with the commit: so do those of an expired answer its claim removes.
-        const countsAtCommit = quota !== undefined && !quota.read
-        const claim = await this.idempotency.claim(tx, workspaceId, key, fingerprint, now, countsAtCommit)
+        // The answer's counts go with the commit where the store can: so do those of an expired answer the claim removes.
+        const claim = await this.idempotency.claim(tx, workspaceId, key, fingerprint, now)
         // Stryker disable next-line ConditionalExpression: equivalent, a taken key's work would run and roll back (its answer refused by the unique key), and the stored answer follows.
         if (claim.kind !== 'claimed') return claim
         handled = await handle()
         if (handled.failed) throw new RolledBack()
         const answer = answerOf(request, handled.response)
-        // A write's counts may go with the commit, whose failure is then the refusal (caught below); a read's
-        // answer past a quota is answered unstored, so its counts are taken now.
-        const atCommit = countsAtCommit ? (r: StoredAnswerRefusal) => this.refusal(r) : undefined
+        // The counts may go with the commit, whose failure is then the refusal (caught below).
         const refusal =
           this.oversize(answer, quota) ??
-          (await this.idempotency.answer(tx, answer, this.limits(quota), atCommit))
-        if (refusal && quota && !quota.read) throw this.refusal(refusal)
+          (await this.idempotency.answer(tx, answer, this.limits(quota), (r) => this.refusal(r)))
+        if (refusal) throw this.refusal(refusal)
         return { kind: 'answered' }
       })
     } catch (err) {
-      // A write whose answer the key could not keep: its work is rolled back, and the refusal is the answer (not
-      // stored: a stored refusal would take the room it was refused for).
-      if (err instanceof ApiError && err.code === 'quota_exceeded' && handled && !handled.failed) throw err
       return this.afterFailure(request, err, handled as Handled | undefined, quota)
     }
   }
 
   /** The workspace's bounds on its stored answers; none without a quota. */
   private limits(quota: AnswerQuota | undefined): StoredAnswerLimits | undefined {
-    if (!quota || !this.quotas) return undefined
+    if (!quota) return undefined
     return {
       keys: this.quotas.limitOf(quota.workspace, 'idempotency_keys'),
       bytes: this.quotas.limitOf(quota.workspace, 'idempotency_bytes'),
@@ -184,7 +176,7 @@ export class IdempotencyService {
 
   /** `idempotency_answer_bytes`: an answer larger than this is not stored at all. */
   private oversize(answer: StoredAnswer, quota: AnswerQuota | undefined): StoredAnswerRefusal | undefined {
-    if (!quota || !this.quotas) return undefined
+    if (!quota) return undefined
     const limit = this.quotas.limitOf(quota.workspace, 'idempotency_answer_bytes')
     const bytes = storedAnswerBytes(answer)
     return bytes > limit ? { quota: 'idempotency_answer_bytes', limit, used: bytes } : undefined
@@ -192,7 +184,6 @@ export class IdempotencyService {
 
   /** 403 quota_exceeded naming the quota the answer would pass (counted in the metrics). */
   private refusal(refusal: StoredAnswerRefusal): ApiError {
-    if (!this.quotas) return new ApiError('quota_exceeded', refusal.quota, { ...refusal })
     return this.quotas.refuse(refusal.quota, refusal.limit, refusal.used)
   }
 
@@ -216,8 +207,10 @@ export class IdempotencyService {
       return kept.response === handled.response ? { kind: 'answered' } : { kind: 'replay', ...kept }
     }
     // The commit failed after the work. Another request answered the key meanwhile (the unique key refused a
-    // second answer), or the commit's outcome is unknown: what the key holds now is the answer either way.
-    // Stryker disable all: a commit that failed after the work (two requests with one key committing at once, or an unknown outcome): no bounded black-box run provokes it deterministically; the claim serializes idempotency.concurrent-use's race before this.
+    // second answer), or the commit's outcome is unknown: what the key holds now is the answer either way. A write
+    // whose answer the key could not keep (past a quota) finds nothing: its work is rolled back, and the refusal is
+    // the answer, not stored (a stored refusal would take the room it was refused for).
+    // Stryker disable all: what another request committed for the key meanwhile (two requests with one key committing at once, or an unknown outcome): no bounded black-box run provokes it deterministically, and the claim serializes idempotency.concurrent-use's race before this; a quota refusal also ends here, and finds nothing stored.
     const stored =
       handled && (await this.idempotency.stored(request.workspaceId, request.key, this.clock.now()))
     if (stored) return { kind: 'replay', ...stored }

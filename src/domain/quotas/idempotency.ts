@@ -33,12 +33,10 @@ export interface StoredAnswerRefusal {
 }
 
 /**
- * How a keyed request's answer is bounded (IdempotencyService.once): the workspace whose quotas apply, and whether
- * the operation only reads. A read's answer that passes a quota is not stored (the key is not kept: a retry runs the
- * read again, which changes nothing); a write's is refused with quota_exceeded and its work rolled back, so the key
- * never holds an effect it cannot answer for.
+ * How a keyed request's answer is bounded (IdempotencyService.once): the workspace whose quotas apply. An answer
+ * that passes a quota is refused with quota_exceeded and its work rolled back, so the key never holds an effect it
+ * cannot answer for. (A POST that only reads is not keyed at all: src/http/middleware/idempotency.ts.)
  */
 export interface AnswerQuota {
   workspace: Workspace
-  read: boolean
 }

@@ -223,8 +223,10 @@ function allowStep(c: RunChange, step: PlanStep, tool: ToolRecord): PendingCall 
 /** Inside the second transaction: the call's result, unless the run moved on while it ran. */
 function recordCall(c: RunChange, { step, tool }: PendingCall, { outcome, latencyMs }: CallResult): Move {
   const r = c.run
-  // A run cancelled during the call keeps the trace it ended with; the late answer is dropped.
-  if (isTerminal(r.status) || r.inFlightStep !== r.nextStep) return 'idle'
+  // The late answer is dropped when the run no longer waits for this call: it ended meanwhile (a cancel, as every end,
+  // clears in_flight_step), or another replica took the run over and recorded the call. A run cancelled during the
+  // call keeps the trace it ended with.
+  if (r.inFlightStep !== r.nextStep) return 'idle'
   const where = { ...at(step, tool), latencyMs }
   r.inFlightStep = null
   r.nextStep += 1
@@ -237,13 +239,15 @@ function recordCall(c: RunChange, { step, tool }: PendingCall, { outcome, latenc
       detail: r.traceLevel === 'detailed' ? { input: stepInput(r), output: outcome.output } : null,
     })
     r.results.push({ step_id: step.step_id, tool: tool.name, tool_id: tool.id, result: outcome.resultId })
-    return r.status === 'running' ? 'continue' : 'idle'
+  } else {
+    c.frame({ kind: 'step.failed', ...where, detail: { reason: outcome.reason, ...outcome.detail } })
+    finish(c, 'fail', {
+      code: 'tool_failed',
+      message: `Step ${step.step_id} (${tool.name}) failed: ${outcome.reason}`,
+      detail: outcome.detail,
+    })
   }
-  c.frame({ kind: 'step.failed', ...where, detail: { reason: outcome.reason, ...outcome.detail } })
-  finish(c, 'fail', {
-    code: 'tool_failed',
-    message: `Step ${step.step_id} (${tool.name}) failed: ${outcome.reason}`,
-    detail: outcome.detail,
-  })
-  return 'idle'
+  // The next move tells: another step of a running run, nothing for one paused during the call (one read more,
+  // rare), and a failed run is finished (settled).
+  return 'continue'
 }

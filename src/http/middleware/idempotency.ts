@@ -87,7 +87,7 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
       },
       {
         writesOnly: writesOnly.has(c.req.path),
-        ...(options.quotas === false ? {} : { quota: { workspace: auth.workspace, read: false } }),
+        ...(options.quotas === false ? {} : { quota: { workspace: auth.workspace } }),
       },
     )
     if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return

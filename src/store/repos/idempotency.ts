@@ -148,7 +148,6 @@ export class IdempotencyRepo implements IdempotencyRepository {
     key: string,
     fingerprint: string,
     now: number,
-    countsAtCommit = false,
   ): Promise<ClaimResult> {
     const row =
       this.dialect === 'postgres'
@@ -164,7 +163,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
       return { kind: 'in_progress', fingerprint: held.fingerprint as string }
     }
     if (row?.locked === false) return { kind: 'in_progress', fingerprint }
-    if (row?.fingerprint != null && !(await this.dropStale(tx, workspaceId, key, now, countsAtCommit))) {
+    if (row?.fingerprint != null && !(await this.dropStale(tx, workspaceId, key, now, true))) {
       // The row read was stale: another holder of the lock answered the key after this statement's snapshot was
       // taken (PostgreSQL reads the row before the lock is tried). What the key holds now decides.
       const fresh = await tx.one<Row>(READ, [workspaceId, key])
