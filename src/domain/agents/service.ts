@@ -46,8 +46,8 @@ export class AgentService {
     private readonly clock: Clock,
     private readonly events: EventsPort,
     private readonly runs: RunsPort,
-    /** The `agents` quota, counted in the agent's transaction; absent: unbounded (tests of other rules). */
-    private readonly quotas?: QuotaGate,
+    /** The `agents` quota, counted in the agent's transaction. */
+    private readonly quotas: QuotaGate,
   ) {}
 
   async create(workspaceId: string, input: CreateAgentInput): Promise<AgentView> {
@@ -69,8 +69,8 @@ export class AgentService {
     }
     // The insert and its event go out with the COMMIT on PostgreSQL, after the quota's count.
     await this.db.transaction(async (tx) => {
-      // Stryker disable next-line OptionalChaining,StringLiteral: quotas are the reference's own limits (no spec sentence), and the server always wires the gate (absent only in unit tests).
-      await this.quotas?.take(tx, workspaceId, 'agents')
+      // Stryker disable next-line StringLiteral: quotas are the reference's own limits (no spec sentence).
+      await this.quotas.take(tx, workspaceId, 'agents')
       await this.repo.in(tx).insert(agent)
       // Stryker disable ObjectLiteral,StringLiteral: §6 "Any other event kinds: not shown": agent.created, agent.deleted and task.created are the reference's own kinds.
       await this.events.append(tx, {
@@ -115,9 +115,9 @@ export class AgentService {
     const now = this.clock.now()
     const deleted = await this.db.transaction(async (tx) => {
       const changed = await this.repo.in(tx).markDeleted(workspaceId, id, now)
-      // Stryker disable all: the agents quota's release and the agent.deleted event: quotas are the reference's own limits (no spec sentence), and the server always wires the gate (absent only in unit tests); §6 "Any other event kinds: not shown": agent.created, agent.deleted and task.created are the reference's own kinds.
+      // Stryker disable all: the agents quota's release and the agent.deleted event: quotas are the reference's own limits (no spec sentence); §6 "Any other event kinds: not shown": agent.created, agent.deleted and task.created are the reference's own kinds.
       if (changed) {
-        await this.quotas?.release(tx, workspaceId, 'agents')
+        await this.quotas.release(tx, workspaceId, 'agents')
         await this.events.append(tx, {
           workspaceId,
           kind: 'agent.deleted',

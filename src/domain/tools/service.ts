@@ -25,8 +25,8 @@ export class ToolService {
     private readonly repo: ToolRepository,
     private readonly clock: Clock,
     private readonly events: EventsPort,
-    /** The `tools` quota (active tools), counted in the tool's transaction; absent: unbounded. */
-    private readonly quotas?: QuotaGate,
+    /** The `tools` quota (active tools), counted in the tool's transaction. */
+    private readonly quotas: QuotaGate,
   ) {}
 
   async register(workspaceId: string, input: RegisterToolInput): Promise<ToolRecord> {
@@ -36,8 +36,7 @@ export class ToolService {
     })
     const now = this.clock.now()
     const tool = await this.db.transaction(async (tx) => {
-      // Stryker disable next-line OptionalChaining: equivalent, the server always builds the service with its quota gate
-      await this.quotas?.take(tx, workspaceId, 'tools')
+      await this.quotas.take(tx, workspaceId, 'tools')
       const created = await this.repo.in(tx).insertIfNameFree({
         id: newId('tool', now),
         workspaceId,
@@ -96,8 +95,7 @@ export class ToolService {
       // Stryker disable next-line ConditionalExpression,BlockStatement: equivalent, a tool that is not there is not retired and the read after the transaction answers the same 404
       if (!tool) throw notFound('Tool')
       if (await repo.retire(workspaceId, id, now)) {
-        // Stryker disable next-line OptionalChaining: equivalent, the server always builds the service with its quota gate
-        await this.quotas?.release(tx, workspaceId, 'tools')
+        await this.quotas.release(tx, workspaceId, 'tools')
         await this.events.append(tx, {
           workspaceId,
           kind: 'tool.retired',
