@@ -158,6 +158,29 @@ describe('conformance:stryker selection', () => {
     expect(idle).toEqual([])
   })
 
+  it('annotations stay within the cap: at most 15 % of the whole scope’s mutants', async () => {
+    // Each `Stryker disable` comment and each ignored log line or metric call counts, as the run counts them.
+    const root = join(import.meta.dirname, '..', '..')
+    const files = execFileSync('git', ['ls-files', 'src'], { cwd: root, encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => f.endsWith('.ts') && sectionOf(f) !== undefined)
+    const { mutants } = await new Instrumenter(quiet).instrument(
+      files.map((f) => ({ name: f, content: readFileSync(join(root, f), 'utf8'), mutate: true })),
+      {
+        plugins: null,
+        excludedMutations: [],
+        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
+        noHeader: true,
+      },
+    )
+    const annotated = mutants.filter((m) => m.status === 'Ignored').length
+    expect(mutants.length).toBeGreaterThan(1000)
+    expect(
+      annotated / mutants.length,
+      `${annotated} of ${mutants.length} mutants annotated: past the 15 % cap`,
+    ).toBeLessThanOrEqual(0.15)
+  })
+
   it("a section's dry-run test keeps only its own modules' mutants (the rest NoCoverage for it)", () => {
     const dir = scratchDir('stryker-own-')
     mkdirSync(join(dir, 'src', 'domain', 'idempotency'), { recursive: true })
