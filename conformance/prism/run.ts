@@ -45,6 +45,9 @@ const PROXY_INTERCEPTED = [
   'auth.bearer-forms',
   'validation.malformed-json-400',
   'validation.invalid-request-detail',
+  // Its 4401 close reasons are judged against REST's 401 message for the same credentials, and REST's 401 here is
+  // Prism's own (no envelope): the socket goes to the server directly, the REST probe through Prism.
+  'graphql.ws-authentication',
   // Probes without a token, with non-JSON or oversized bodies and off the documented routes: Prism answers most of
   // them itself (its own 401, 404 and 400 bodies), so they say nothing about the server behind it.
   'surface.',
@@ -191,6 +194,7 @@ try {
       ['--limited-peer-token', t.rateLimitedPeer],
       ['--expired-token', t.expired],
       ['--revoked-token', t.revoked],
+      ['--quota-limited-token', t.quotaLimited],
     ].flatMap(([flag, value]) => (value ? [flag as string, value] : []))
     log(`proxy ${proxy.url} -> ${ref.baseUrl}`)
     // Prism does not relay WebSockets (nor serve GraphQL, which the contract leaves out): the stream checks talk to

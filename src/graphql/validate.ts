@@ -9,11 +9,11 @@ export interface RouteWithParams {
 }
 
 /**
- * Absent and null mean the same in GraphQL inputs; the contract's schemas want absent (graphql-js leaves an absent
- * field out of the input object, never undefined, and the schemas read an undefined value as absent anyway).
+ * Absent and null mean the same in GraphQL inputs; the contract's schemas want absent. A resolver passes an argument
+ * the query left out as an undefined value (`testDestination`'s `event`), which a contract enum refuses: dropped too.
  */
 function dropNulls(value: Record<string, unknown> | null | undefined): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== null))
+  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== null && v !== undefined))
 }
 
 /**
