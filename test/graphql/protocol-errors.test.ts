@@ -1,25 +1,13 @@
-import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { createLogger } from '../../src/observability/logger.js'
+import { logLines } from '../support/log-lines.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
-const lines: string[] = []
+const { logger, lines } = logLines()
 let t: TestServer
 
 beforeAll(async () => {
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...chunk
-          .toString()
-          .split('\n')
-          .filter((l) => l !== ''),
-      )
-      done()
-    },
-  })
-  t = await startTestServer({ logger: createLogger({ level: 'info', destination }) })
+  t = await startTestServer({ logger })
 })
 afterAll(() => t.close())
 

@@ -4,15 +4,14 @@
  * throws still lets the others hear the change.
  */
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { ChangeListeners } from '../../src/domain/changes.js'
 import { systemClock } from '../../src/domain/clock.js'
-import { createLogger } from '../../src/observability/logger.js'
 import { createServices } from '../../src/services.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
+import { logLines } from '../support/log-lines.js'
 import { testTempDir } from '../support/temp.js'
 
 describe('the failure log', () => {
@@ -33,18 +32,7 @@ describe('the failure log', () => {
   })
 
   it("is the server's log once the services are wired: a JSON error line with the stack", async () => {
-    const lines: string[] = []
-    const destination = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(
-          ...chunk
-            .toString()
-            .split('\n')
-            .filter((l) => l !== ''),
-        )
-        done()
-      },
-    })
+    const { logger, lines } = logLines()
     const url = `sqlite:${join(testTempDir('failure-log-'), 'db.sqlite')}`
     const db = await openDb(url)
     try {
@@ -53,7 +41,7 @@ describe('the failure log', () => {
         db,
         clock: systemClock,
         config: loadConfig({}, { databaseUrl: url, workers: false }),
-        logger: createLogger({ level: 'info', destination }),
+        logger,
       })
       services.changes.subscribe(() => {
         throw new Error('listener broke')

@@ -8,27 +8,17 @@ import { randomBytes } from 'node:crypto'
 import WebSocket from 'ws'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, SETTLED, toolRegistration } from '../fixtures.js'
-import type { HttpClient, HttpResponse } from '../http.js'
+import type { HttpResponse } from '../http.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short, sleep, waitUntil } from '../wait.js'
-import { declaredSurface, socketUrl } from './graphql.js'
+import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch } from './ingest.js'
 import { receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
 /** Well-formed for the reference (`aok_<26>_<43>`) but never issued. */
 const UNKNOWN_TOKEN = `aok_${'0'.repeat(26)}_${'x'.repeat(43)}`
-
-function gql(
-  client: HttpClient,
-  url: string,
-  query: string,
-  variables: Json = {},
-  headers: Record<string, string> = {},
-) {
-  return client.post(url, { query, variables }, { headers })
-}
 
 function errorsOf(res: HttpResponse | Json): Json[] {
   const body = 'exchange' in res ? obj(res.body) : res

@@ -21,7 +21,7 @@ interface GqlError {
   extensions?: Json
 }
 
-function gql(
+export function gql(
   client: HttpClient,
   url: string,
   query: string,
