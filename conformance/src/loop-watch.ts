@@ -41,10 +41,13 @@ export class LoopWatch {
     }
   }
 
-  /** The longest the loop was blocked since `since` (a `performance.now()` time), including a block not yet over. */
+  /**
+   * The longest the loop was blocked since `since` (a `performance.now()` time), including the stretch since the last
+   * tick; 0 while nobody watches (no tick to measure from: the loop's history is unknown, not blocked).
+   */
   longestBlockSince(since: number): number {
-    this.tick()
-    let longest = 0
+    if (this.users === 0) return 0
+    let longest = Math.max(0, performance.now() - this.last - TICK_MS)
     for (let i = this.at.length - 1; i >= 0 && (this.at[i] ?? 0) >= since; i--)
       longest = Math.max(longest, this.lag[i] ?? 0)
     return Math.round(longest)

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { listenOnTestPort } from '../../test/support/ports.js'
 import { BudgetExceeded, HttpClient, RequestBudget, TransportError } from '../src/http.js'
-import { loopWatch } from '../src/loop-watch.js'
+import { LoopWatch, loopWatch } from '../src/loop-watch.js'
 
 let server: Server
 let baseUrl: string
@@ -87,6 +87,11 @@ describe('HttpClient', () => {
     } finally {
       release()
     }
+  })
+
+  it('says nothing of the machine when no run watches the loop (its history is unknown)', () => {
+    const watch = new LoopWatch()
+    expect(watch.longestBlockSince(performance.now() - 5000)).toBe(0)
   })
 
   it('sends the bearer token, never records it whole, and lets observers see each exchange', async () => {
