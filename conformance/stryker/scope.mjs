@@ -147,7 +147,9 @@ export function checksFor(section) {
  *   (in scope), and how soon a revoke lands is §5's gap ("How keys are issued and rotated: not shown");
  * - the lineage auditor's one-leaf forms (src/domain/ingestion/audit.ts: a leaf's audit path, its verification, a
  *   root over leaf data) are never run by the server, which builds every path of a batch at once (merkle.ts, in
- *   scope): they are the unit tests' second opinion, and no request reaches them.
+ *   scope): they are the unit tests' second opinion, and no request reaches them;
+ * - the compiled tool schemas' cache (src/domain/tools/compiled-schemas.ts) decides only how often a schema is
+ *   compiled: what a call's answer is judged against is compileAlone's validator (providers.ts, in scope).
  */
 export const OUT_OF_SCOPE = [
   'src/outbound/addresses.ts',
@@ -156,6 +158,7 @@ export const OUT_OF_SCOPE = [
   'src/domain/keys/cache.ts',
   'src/domain/keys/watch.ts',
   'src/domain/ingestion/audit.ts',
+  'src/domain/tools/compiled-schemas.ts',
 ]
 
 /** What every run leaves out: type-only files (nothing in them runs) and the modules of OUT_OF_SCOPE. */

@@ -77,7 +77,7 @@ export class IdempotencyService {
     private readonly db: Db,
     private readonly idempotency: IdempotencyRepository,
     private readonly clock: Clock,
-    /** The quotas `OnceOptions.quota` is read against (without one, answers are counted but never bounded). */
+    /** The quotas `OnceOptions.quota` is read against: each workspace's limits, and the refusal past one. */
     private readonly quotas: Pick<QuotaService, 'limitOf' | 'refuse'>,
   ) {}
 

@@ -1,6 +1,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { ApiError } from '../errors.js'
 import type { OutboundHttp } from '../outbound.js'
+import { CompiledSchemas } from './compiled-schemas.js'
 import type { ToolRecord } from './types.js'
 
 /** What one tool call gets and gives back. `resultId` is the identifier the trace and outcome show. */
@@ -26,7 +27,6 @@ const MAX_HTTP_ANSWER_BYTES = 8 * 1024 * 1024
 export const PROVIDERS = ['builtin:echo', 'builtin:fail', 'builtin:delay', 'builtin:data', 'http'] as const
 
 const ajv = new Ajv2020({ strict: false, allErrors: true })
-const compiled = new WeakMap<object, ValidateFunction>()
 
 /**
  * Compiles one tool's schema on the shared Ajv instance and leaves the instance as it found it: Ajv keeps every
@@ -52,15 +52,8 @@ function restore<T>(registry: Record<string, T>, saved: Record<string, T>): void
   Object.assign(registry, saved)
 }
 
-function validatorFor(schema: Record<string, unknown>): ValidateFunction {
-  let v = compiled.get(schema)
-  // Stryker disable next-line ConditionalExpression: a speed path, a schema compiled again validates the same
-  if (!v) {
-    v = compileAlone(schema)
-    compiled.set(schema, v)
-  }
-  return v
-}
+/** Each tool's `output_schema` compiled once, whichever record of the tool a call reads. */
+const outputSchemas = new CompiledSchemas(compileAlone)
 
 function invalid(field: string, message: string): ApiError {
   return new ApiError('invalid_request', message, { issues: [{ path: field, message }], fields: [field] })
@@ -161,7 +154,7 @@ export async function callTool(call: ToolCall): Promise<ToolOutcome> {
       detail: { provider: tool.provider },
     }
   }
-  const validate = validatorFor(tool.outputSchema)
+  const validate = outputSchemas.validatorFor(tool.outputSchema)
   if (!validate(output)) {
     return {
       ok: false,
