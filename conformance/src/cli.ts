@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { family } from './check.js'
 import { ALL_CHECKS } from './checks/index.js'
 import {
   BUNDLED_CONTRACT,
@@ -29,7 +30,7 @@ import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
 import { toMarkdown } from './report/markdown.js'
 import { formatResult, formatSummary } from './report/text.js'
-import { runChecks, selectChecks } from './runner.js'
+import { coreFirst, runChecks, selectChecks } from './runner.js'
 import { coverage } from './traceability.js'
 import { type CheckResult, ConfigError, type RunSummary } from './types.js'
 import { type VerdictOptions, verdictFor } from './verdict.js'
@@ -296,8 +297,13 @@ export async function main(
 
     const findings = await receiverPreflight(config, io)
 
-    const checks = selectChecks(ALL_CHECKS, config.only, config.skip)
-    if (checks.length === 0) throw new ConfigError('--only/--skip leave no check to run; see --list')
+    const selection = selectChecks(ALL_CHECKS, config.only, config.skip)
+    if (selection.length === 0) throw new ConfigError('--only/--skip leave no check to run; see --list')
+    // --bail: the first core failure is the answer, so the core checks go first.
+    const checks = config.bail ? coreFirst(selection) : selection
+    // --bail --strict-profile: a profile failure is the answer too; once one failed the other profile checks are
+    // skipped (the core checks, all run by then, and the sweep still run, so the failure's level stays known).
+    let profileFailed: string | undefined
     io.out(
       `agentops-conformance: ${checks.length} checks against ${config.baseUrl} (stream ${config.streamUrl})`,
     )
@@ -315,12 +321,16 @@ export async function main(
       findings,
       // The reference's store is a temporary file deleted with its server: undoing the run there only costs time.
       cleanup: reference === undefined,
+      skipReason: (check) =>
+        check.level === 'profile' && family(check.id) !== 'sweep' ? profileFailed : undefined,
       log: io.out,
       onResult: (r, i, n) => {
         results.push(r)
         // --bail: one core failure is the answer; what has not begun is skipped naming it, what runs is cut short.
         if (config?.bail && r.level === 'core' && r.outcome === 'fail' && !signal.aborted)
           abort.abort(`--bail: core check ${r.id} failed`)
+        if (config?.bail && config.strictProfile && r.level === 'profile' && r.outcome === 'fail')
+          profileFailed ??= `--bail --strict-profile: profile check ${r.id} failed`
         // Core results as they finish; profile results are summarised at the end (or shown with --verbose).
         if (r.level === 'core' || config?.verbose) io.out(formatResult(r, i, n, config?.verbose ?? false))
       },

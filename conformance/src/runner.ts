@@ -53,11 +53,24 @@ export interface RunOptions {
    * the run (`--reference`), where undoing hundreds of registrations is only wall time.
    */
   cleanup?: boolean
+  /** Why a check not yet begun is skipped instead (undefined: it runs), asked as it comes up. */
+  skipReason?: (check: Check) => string | undefined
 }
 
 export function selectChecks(checks: Check[], only: string[], skip: string[] = []): Check[] {
   const matches = (c: Check, prefixes: string[]) => prefixes.some((p) => c.id === p || c.id.startsWith(p))
   return checks.filter((c) => (only.length === 0 || matches(c, only)) && !matches(c, skip))
+}
+
+/**
+ * The order a `--bail` run takes: core checks first, so the first core failure comes before the profile checks'
+ * waits, then profile checks; the sweep family (it judges every exchange of the run) last, in its own order.
+ * Within each group the suite's order stands.
+ */
+export function coreFirst(checks: Check[]): Check[] {
+  const sweep = checks.filter((c) => family(c.id) === 'sweep')
+  const rest = checks.filter((c) => family(c.id) !== 'sweep')
+  return [...rest.filter((c) => c.level === 'core'), ...rest.filter((c) => c.level !== 'core'), ...sweep]
 }
 
 export async function runChecks(options: RunOptions): Promise<RunSummary> {
@@ -181,6 +194,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     let notApplicable = false
     try {
       if (options.signal?.aborted) throw new CheckSkipped(`not run: ${String(options.signal.reason)}`)
+      const skipped = options.skipReason?.(check)
+      if (skipped !== undefined) throw new CheckSkipped(`not run: ${skipped}`)
       if (transportFailures >= 3 && !(await answers(config))) {
         throw new Error(
           `not run: ${config.baseUrl} stopped answering (${transportFailures} checks in a row failed on the transport)`,

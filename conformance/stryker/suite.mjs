@@ -60,7 +60,8 @@ const args = [
   ...entry,
   '--reference',
   '--strict-profile',
-  ...(mutant ? ['--bail'] : []),
+  // The dry run too: --bail orders the checks (core first), so the clean run proves that order passes.
+  '--bail',
   ...(only ? ['--only', only.join(',')] : []),
 ]
 if (json) {

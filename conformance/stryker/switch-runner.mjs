@@ -22,7 +22,8 @@
  *   when it passes, the suite is cut short (its interrupt signal), the server killed (it may hang or loop) and the
  *   mutant reported Timeout; the next run gets a fresh server. Stryker's timeout stays the last resort (it replaces
  *   the worker; the server exits with the worker's IPC channel). Stryker's hit limit is not used (see judge).
- * - Each run stops at the first core failure (--bail) and runs only the check families of the mutated module's
+ * - Each run stops at the first core failure (--bail, which runs the core checks first; with --strict-profile a
+ *   profile failure skips the profile checks after it) and runs only the check families of the mutated module's
  *   section (scope.mjs CHECKS). A server that does not answer `end` within END_MS of the suite's verdict is
  *   replaced rather than waited on. Each run's JSON report is kept under
  *   STRYKER_SUITE_REPORTS, named by the mutant, for run.mjs's per-section table.
@@ -475,7 +476,9 @@ export class ConformanceSwitchRunner {
       '--strict-profile',
       // The section's own bound on the suite's waits (scope.mjs WAIT_MS), in the dry run and the mutant runs alike.
       ...(WAIT_MS[section] !== undefined ? ['--wait-ms', String(WAIT_MS[section])] : []),
-      ...(mutant ? ['--bail'] : []),
+      // --bail in the dry run too: it orders the checks as a mutant run does (core first, then profile, the sweep
+      // last), so the clean run shows the reference passing them in that order; with no core failure it runs all.
+      '--bail',
       ...(only ? ['--only', only.join(',')] : []),
       '--json',
       json,

@@ -167,6 +167,43 @@ describe('the process ends with its verdict', () => {
     expect(r.err).not.toMatch(/still running/)
   }, 240_000)
 
+  it('--bail runs the core checks first; with --strict-profile a profile failure skips the profile checks after it', async () => {
+    await play('mutant', 'webhook-3xx-counted-delivered')
+    const json = join(scratchDir('bail-profile-'), 'run.json')
+    // In the suite's order: the two profile checks come before webhooks.signature-form, a core check.
+    const only =
+      'webhooks.subscribe,webhooks.receiver-answer-judged,webhooks.secret-rotation,webhooks.signature-form'
+    const r = await timedRun([
+      '--provision',
+      provision,
+      '--only',
+      only,
+      '--bail',
+      '--strict-profile',
+      '--json',
+      json,
+    ])
+    const results = (
+      JSON.parse(readFileSync(json, 'utf8')) as {
+        results: Array<{ id: string; level: string; outcome: string; message?: string }>
+      }
+    ).results
+    expect(
+      results.map((x) => [x.id, x.level, x.outcome]),
+      r.out.slice(-2000),
+    ).toEqual([
+      ['webhooks.subscribe', 'core', 'pass'],
+      ['webhooks.signature-form', 'core', 'pass'],
+      ['webhooks.receiver-answer-judged', 'profile', 'fail'],
+      ['webhooks.secret-rotation', 'profile', 'skip'],
+    ])
+    expect(results[3]?.message).toBe(
+      'not run: --bail --strict-profile: profile check webhooks.receiver-answer-judged failed',
+    )
+    expect(r.code).toBe(1)
+    expect(r.err).not.toMatch(/still running/)
+  }, 240_000)
+
   it('--plan says beforehand which checks will run and which skip for want of a token, as the run then does', async () => {
     await play('clean')
     const primary = await provisioned()
