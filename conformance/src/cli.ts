@@ -153,6 +153,18 @@ export function suiteVersion(): string {
 }
 
 /**
+ * What a core result does to the verdict when it rules a passing one out (--bail stops there): it failed, or it
+ * could not (fully) run and --allow-incomplete does not accept that. undefined: the run goes on.
+ */
+function ruledOut(r: CheckResult, config: SuiteConfig): string | undefined {
+  if (r.outcome === 'fail') return 'failed'
+  if (config.allowIncomplete) return undefined
+  if (r.outcome === 'skip' && !r.notApplicable) return 'could not run'
+  if (r.outcome === 'partial') return 'only partly ran'
+  return undefined
+}
+
+/**
  * `signal` ends the run early (an interrupt): checks not yet begun are skipped with its reason, the one running is
  * cut short, and the verdict and reports still come. --deadline aborts it the same way when its time is up.
  */
@@ -327,8 +339,8 @@ export async function main(
       onResult: (r, i, n) => {
         results.push(r)
         // --bail: one core failure is the answer; what has not begun is skipped naming it, what runs is cut short.
-        if (config?.bail && r.level === 'core' && r.outcome === 'fail' && !signal.aborted)
-          abort.abort(`--bail: core check ${r.id} failed`)
+        const bailOn = config?.bail && r.level === 'core' && !signal.aborted ? ruledOut(r, config) : undefined
+        if (bailOn) abort.abort(`--bail: core check ${r.id} ${bailOn}`)
         if (config?.bail && config.strictProfile && r.level === 'profile' && r.outcome === 'fail')
           profileFailed ??= `--bail --strict-profile: profile check ${r.id} failed`
         // Core results as they finish; profile results are summarised at the end (or shown with --verbose).

@@ -167,6 +167,34 @@ describe('the process ends with its verdict', () => {
     expect(r.err).not.toMatch(/still running/)
   }, 240_000)
 
+  it('--bail stops at a core check that could not run too (a passing verdict is then out of reach), unless --allow-incomplete accepts that', async () => {
+    await play('clean')
+    const primary = await provisioned()
+    // Each needs a second workspace's token, which is not given: each is skipped.
+    const only = 'tenancy.webhooks-never-cross-workspaces,tenancy.cursor-stays-in-workspace'
+    const outcomes = async (extra: string[]) => {
+      const json = join(scratchDir('bail-skip-'), 'run.json')
+      const r = await timedRun(['--token', primary, '--only', only, '--bail', '--json', json, ...extra])
+      const { results } = JSON.parse(readFileSync(json, 'utf8')) as {
+        results: Array<{ id: string; outcome: string; message?: string }>
+      }
+      return { code: r.code, messages: results.map((x) => `${x.id}: ${x.outcome} ${x.message ?? ''}`) }
+    }
+    const bailed = await outcomes([])
+    expect(bailed.code).toBe(3)
+    expect(bailed.messages[0]).toMatch(
+      /^tenancy\.webhooks-never-cross-workspaces: skip no second-workspace token/,
+    )
+    expect(bailed.messages[1]).toBe(
+      'tenancy.cursor-stays-in-workspace: skip not run: --bail: core check tenancy.webhooks-never-cross-workspaces could not run',
+    )
+    const accepted = await outcomes(['--allow-incomplete'])
+    expect(accepted.code).toBe(0)
+    expect(accepted.messages[1]).toMatch(
+      /^tenancy\.cursor-stays-in-workspace: skip no second-workspace token/,
+    )
+  }, 240_000)
+
   it('--bail runs the core checks first; with --strict-profile a profile failure skips the profile checks after it', async () => {
     await play('mutant', 'webhook-3xx-counted-delivered')
     const json = join(scratchDir('bail-profile-'), 'run.json')
