@@ -152,15 +152,22 @@ const stryker = new Stryker({
 const results = await stryker.runMutationTest()
 const seconds = (Date.now() - started) / 1000
 
-/** How the suite killed a mutant: a core failure, or profile failures only (from its JSON report). */
+/**
+ * How the suite killed a mutant (from its JSON report): at core when a core check failed or could not (fully) run
+ * against it (the clean run passes them all, so a passing verdict was out of reach either way), else by profile
+ * failures only. Whichever the run met first: a core check that could not run counts at core also when a profile
+ * check failed too.
+ */
 function killedBy(id) {
   const file = join(suiteReports, `${id}.json`)
   if (!existsSync(file)) return 'core'
   const report = JSON.parse(readFileSync(file, 'utf8'))
-  const failed = report.results.filter((r) => r.outcome === 'fail')
-  return failed.some((r) => r.level === 'core') || report.verdict?.verdict !== 'NOT CONFORMANT'
-    ? 'core'
-    : 'profile'
+  const core = report.verdict?.core
+  const coreNoticed =
+    report.results.some((r) => r.level === 'core' && r.outcome === 'fail') ||
+    (core?.skipped?.length ?? 0) > 0 ||
+    (core?.partial?.length ?? 0) > 0
+  return coreNoticed || report.verdict?.verdict !== 'NOT CONFORMANT' ? 'core' : 'profile'
 }
 
 const sections = {}
