@@ -15,6 +15,8 @@
  * --runner       switch (the default): one reference server per worker, the mutant switched inside it
  *                (switch-runner.mjs); command: a fresh reference, suite and key-issuing process per mutant
  *                (suite.mjs through Stryker's command runner), the slow way kept to compare against
+ * --concurrency N Stryker workers (default: twice the machine's CPUs): a mutant run mostly waits (for the server's
+ *                retries, the stream's frames, a run's steps), so two per CPU keep the CPUs busy
  * --postgres URL the reference on PostgreSQL instead of SQLite: URL is a server's admin URL (database `postgres`);
  *                each worker's server gets a database of its own there, dropped at its end. The code a store with
  *                shared counters takes (the rate-limit step's count alongside a read) runs only there.
@@ -24,6 +26,7 @@
  * (command): outcomes never depend on the mutants before.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { asMutate, changedRanges, countMutants } from './changes.mjs'
@@ -105,6 +108,8 @@ mkdirSync(suiteReports, { recursive: true })
 process.env.STRYKER_SUITE_REPORTS = suiteReports
 
 // Loaded only now: a quick run with nothing to mutate ends before StrykerJS loads.
+/** Workers: a mutant run mostly waits on the server's own clock, so two per CPU keep the CPUs busy. */
+const concurrency = Number(values.concurrency ?? 2 * availableParallelism())
 const { Stryker } = await import('@stryker-mutator/core')
 const started = Date.now()
 const stryker = new Stryker({
@@ -130,7 +135,7 @@ const stryker = new Stryker({
   coverageAnalysis: values.runner === 'command' ? 'off' : 'perTest',
   mutate,
   ignorePatterns: ['dist', 'docs', 'bench', 'test', 'reports', 'coverage', '.agentops', 'conformance/bundle'],
-  concurrency: Number(values.concurrency ?? 1),
+  concurrency,
   // A mutant's run may take timeoutFactor x the dry-run time of its section's checks + conformanceSwitch.timeoutMS
   // (the switch runner's own deadline, the time the run waited for a CPU given back): the suite's per-request
   // timeout, so one request that never answers fails its check rather than the run. Stryker's own timeout (the
@@ -235,7 +240,7 @@ const summary = {
   seconds: Math.round(seconds),
   mutants: results.length,
   secondsPerMutant: Number((seconds / Math.max(1, results.length)).toFixed(1)),
-  concurrency: Number(values.concurrency ?? 1),
+  concurrency,
   mutate,
   killed: judged ? (total.killedAtCore + total.killedByProfileOnly + total.timeout) / judged : null,
   killedAtCore: judged ? total.killedAtCore / judged : null,
