@@ -83,3 +83,8 @@ export interface CheckContext {
 export function family(id: string): string {
   return id.split('.')[0] ?? id
 }
+
+/** A check of the sweep family: it judges every exchange of the run, so it runs after every other check. */
+export function isSweep(check: Pick<Check, 'id'>): boolean {
+  return family(check.id) === 'sweep'
+}

@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { family } from './check.js'
+import { isSweep } from './check.js'
 import { ALL_CHECKS } from './checks/index.js'
 import {
   BUNDLED_CONTRACT,
@@ -333,12 +333,12 @@ export async function main(
       findings,
       // The reference's store is a temporary file deleted with its server: undoing the run there only costs time.
       cleanup: reference === undefined,
-      skipReason: (check) =>
-        check.level === 'profile' && family(check.id) !== 'sweep' ? profileFailed : undefined,
+      skipReason: (check) => (check.level === 'profile' && !isSweep(check) ? profileFailed : undefined),
       log: io.out,
       onResult: (r, i, n) => {
         results.push(r)
-        // --bail: one core failure is the answer; what has not begun is skipped naming it, what runs is cut short.
+        // --bail: a core result that rules a passing verdict out is the answer; what has not begun is skipped naming
+        // it, what runs is cut short.
         const bailOn = config?.bail && r.level === 'core' && !signal.aborted ? ruledOut(r, config) : undefined
         if (bailOn) abort.abort(`--bail: core check ${r.id} ${bailOn}`)
         if (config?.bail && config.strictProfile && r.level === 'profile' && r.outcome === 'fail')

@@ -6,7 +6,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Check, CheckContext, SeenExchange } from './check.js'
-import { family } from './check.js'
+import { family, isSweep } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
 import { CoverageRecorder } from './coverage.js'
@@ -68,8 +68,8 @@ export function selectChecks(checks: Check[], only: string[], skip: string[] = [
  * Within each group the suite's order stands.
  */
 export function coreFirst(checks: Check[]): Check[] {
-  const sweep = checks.filter((c) => family(c.id) === 'sweep')
-  const rest = checks.filter((c) => family(c.id) !== 'sweep')
+  const sweep = checks.filter(isSweep)
+  const rest = checks.filter((c) => !isSweep(c))
   return [...rest.filter((c) => c.level === 'core'), ...rest.filter((c) => c.level !== 'core'), ...sweep]
 }
 
@@ -253,7 +253,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const overlapping = new Set<Promise<void>>()
   for (const [index, check] of options.checks.entries()) {
     // The sweep checks judge every exchange of the run: everything still running finishes first.
-    if (family(check.id) === 'sweep') await Promise.all(overlapping)
+    if (isSweep(check)) await Promise.all(overlapping)
     const done = runOne(check, index)
     if (check.overlap) {
       overlapping.add(done)

@@ -6,7 +6,13 @@
 export function noticed(report) {
   const v = report.verdict
   if (!v || v.verdict === 'NOT CONFORMANT' || v.verdict === 'ERROR') return true
-  return v.core.skipped.length > 0 || v.core.partial.length > 0
+  return coreCouldNotRun(report)
+}
+
+/** Whether a selected core check could not run, or only partly ran, in the run the report is of. */
+export function coreCouldNotRun(report) {
+  const core = report.verdict?.core
+  return (core?.skipped?.length ?? 0) > 0 || (core?.partial?.length ?? 0) > 0
 }
 
 /** What killed it, in a line: the failed checks (core first), or the verdict's reason. */

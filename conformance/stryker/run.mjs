@@ -31,6 +31,7 @@ import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { asMutate, changedRanges, countMutants } from './changes.mjs'
 import { IGNORERS } from './ignorers.mjs'
+import { coreCouldNotRun } from './noticed.mjs'
 import { EXCLUDED, SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -107,9 +108,9 @@ rmSync(suiteReports, { recursive: true, force: true })
 mkdirSync(suiteReports, { recursive: true })
 process.env.STRYKER_SUITE_REPORTS = suiteReports
 
-// Loaded only now: a quick run with nothing to mutate ends before StrykerJS loads.
 /** Workers: a mutant run mostly waits on the server's own clock, so two per CPU keep the CPUs busy. */
 const concurrency = Number(values.concurrency ?? 2 * availableParallelism())
+// Loaded only now: a quick run with nothing to mutate ends before StrykerJS loads.
 const { Stryker } = await import('@stryker-mutator/core')
 const started = Date.now()
 const stryker = new Stryker({
@@ -167,11 +168,8 @@ function killedBy(id) {
   const file = join(suiteReports, `${id}.json`)
   if (!existsSync(file)) return 'core'
   const report = JSON.parse(readFileSync(file, 'utf8'))
-  const core = report.verdict?.core
   const coreNoticed =
-    report.results.some((r) => r.level === 'core' && r.outcome === 'fail') ||
-    (core?.skipped?.length ?? 0) > 0 ||
-    (core?.partial?.length ?? 0) > 0
+    report.results.some((r) => r.level === 'core' && r.outcome === 'fail') || coreCouldNotRun(report)
   return coreNoticed || report.verdict?.verdict !== 'NOT CONFORMANT' ? 'core' : 'profile'
 }
 
