@@ -73,6 +73,15 @@ export function coreFirst(checks: Check[]): Check[] {
   return [...rest.filter((c) => c.level === 'core'), ...rest.filter((c) => c.level !== 'core'), ...sweep]
 }
 
+/**
+ * Which check an exchange belongs to: the check whose code (or whose awaited fixture) sent it, also when checks
+ * overlap. One for the process, not one per run: on Node 20 every AsyncLocalStorage ever entered stays in a list
+ * that each new promise and async resource walks, so a process that runs the suite again and again (the mutation
+ * runner's workers, a thousand runs each) paid, per run, for every run before it. Each run's store is its own
+ * check's record, and a run reads only the stores its own checks set.
+ */
+const running = new AsyncLocalStorage<Current>()
+
 export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const { config, contract } = options
   const log = options.log ?? (() => {})
@@ -83,8 +92,6 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   wakeSleepers(false)
   const seen: SeenExchange[] = []
   const violations: ContractViolation[] = []
-  // Which check an exchange belongs to: the check whose code (or whose awaited fixture) sent it, also when checks overlap.
-  const running = new AsyncLocalStorage<Current>()
   let outside: Current = { id: 'setup', exchanges: [], partial: [] }
   const current = (): Current => running.getStore() ?? outside
   const authenticated = new Set(
