@@ -217,7 +217,10 @@ function runCosts() {
       serverCpuSeconds: Math.round(rs.reduce((t, r) => t + r.serverCpuMs, 0) / 1000),
     }
   }
-  const mutantRuns = runs.filter((r) => r.mutant !== 'dry run')
+  const mutantRuns = runs.filter((r) => r.mutant !== 'dry run' && !r.confirmation)
+  // Kills looked at again on the clean server (switch-runner.mjs confirmKill): failed = the server was broken, and
+  // the mutant was judged again on a fresh one.
+  const confirmations = runs.filter((r) => r.confirmation)
   // Where the runner's deadline caught the runs it cut short (issuing keys, running the suite, ...).
   const timeoutsByPhase = {}
   for (const r of mutantRuns)
@@ -229,6 +232,10 @@ function runCosts() {
     dryRun: sum(runs.filter((r) => r.mutant === 'dry run')),
     mutantRuns: sum(mutantRuns),
     staticRuns: sum(mutantRuns.filter((r) => r.static)),
+    confirmations: {
+      ...sum(confirmations),
+      serverBroken: confirmations.filter((r) => r.confirmation === 'failed').length,
+    },
   }
 }
 const costs = runCosts()
@@ -261,5 +268,5 @@ console.log(
 )
 if (costs)
   console.log(
-    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}; servers held after the verdict (replaced): ${costs.stalledAtEnd}`,
+    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}; servers held after the verdict (replaced): ${costs.stalledAtEnd}; kills looked at again on the clean server: ${costs.confirmations.runs} (${costs.confirmations.cpuSeconds} s of CPU), the server broken in ${costs.confirmations.serverBroken} (the mutant judged again on a fresh one)`,
   )

@@ -44,7 +44,7 @@ import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
-import { killers, noticed } from './noticed.mjs'
+import { coreCouldNotRun, killers, noticed } from './noticed.mjs'
 import { CHECKS, checksFor, sectionOf, WAIT_MS } from './scope.mjs'
 
 /** The one "test" Stryker sees: the conformance suite. */
@@ -64,6 +64,12 @@ const TIMED_OUT = Symbol('timed out')
  * had not told already.
  */
 const END_MS = 3000
+/**
+ * A killing check that ran this long mostly waited (for a run to move, a frame, a delivery): see confirmKill. Below
+ * every section's wait bound (WAIT_MS; 10-15 s elsewhere) and above what a clean check of the scope takes but for a
+ * few (the webhook retries' about 3 s), which are then confirmed needlessly, at the cost of one clean check.
+ */
+const SLOW_KILL_MS = 2500
 
 /**
  * How long a process's main thread has waited, runnable, for a CPU (milliseconds; Linux's /proc/PID/schedstat, 0
@@ -75,6 +81,20 @@ function cpuWaitMs(pid) {
   } catch {
     return 0
   }
+}
+
+/**
+ * The checks a kill's report names (the failed ones, and the core checks that could not run or only partly ran, not
+ * those the run never began: --bail's), without the sweep's, which judge the traffic of a whole run and have nothing to judge in a run of a few checks.
+ */
+export function confirmIds(report) {
+  const couldNotRun = (r) =>
+    r.level === 'core' &&
+    (r.outcome === 'partial' || (r.outcome === 'skip' && !String(r.message ?? '').startsWith('not run: ')))
+  return (report.results ?? [])
+    .filter((r) => r.outcome === 'fail' || couldNotRun(r))
+    .map((r) => r.id)
+    .filter((id) => !id.startsWith('sweep.'))
 }
 
 /** A free loopback port, none of `used` (the ports of a server or receiver a timed-out run may still talk to). */
@@ -419,7 +439,7 @@ export class ConformanceSwitchRunner {
    * coverage recorded under `testId` once it answers.
    */
   async serverFor(fresh, staticMutant, testId = SUITE_TEST) {
-    if (this.server?.alive && !fresh) return this.server
+    if (this.server?.alive && !fresh && !this.server.retire) return this.server
     await this.server?.stop()
     this.server = new SwitchedServer(this.root, this.receiverPort, staticMutant, this.usedPorts)
     this.server.natsTarget = this.nats?.hostPort
@@ -575,7 +595,66 @@ export class ConformanceSwitchRunner {
     return Math.min(own, timeout ?? Number.POSITIVE_INFINITY)
   }
 
+  /**
+   * One mutant's verdict. A kill that may be the server's rather than the mutant's (confirmKill) is checked on the
+   * same server with no mutant active; when the clean server fails the same checks, an earlier mutant broke it (a
+   * tool call that never returns holding the run scheduler's places, say) and every run on it would be killed: the
+   * server is replaced and the mutant judged again on a fresh one, whose verdict stands, as a fresh process's would.
+   * That server is replaced after it too, since the mutant may be what breaks a server.
+   */
   async mutantRun(options) {
+    const first = await this.mutantRunOnce(options)
+    const kill = this.lastKill
+    this.lastKill = undefined
+    if (first.status !== MutantRunStatus.Killed || kill?.mutant !== options.activeMutant.id) return first
+    if (await this.confirmKill(kill)) return first
+    this.logger.info(
+      `mutant ${kill.mutant}: the server failed ${confirmIds(kill.report).join(', ')} with no mutant active; judged again on a fresh server`,
+    )
+    if (this.server === kill.server) this.server = undefined
+    await kill.server.kill()
+    const again = await this.mutantRunOnce({ ...options, reloadEnvironment: true })
+    this.lastKill = undefined
+    if (this.server) this.server.retire = true
+    return again
+  }
+
+  /**
+   * Whether a kill stands without a second look (true), or the checks that killed it pass on the same server with
+   * no mutant active (true) or fail there too (false: the server is broken). Looked at again: a kill where a core
+   * check could not run or a killing check ran SLOW_KILL_MS or more (it waited, and a server an earlier mutant broke
+   * fails so: what it waits for never comes). A kill by the sweep alone, or a fast failure, stands.
+   */
+  async confirmKill({ mutant, report, server, section }) {
+    const ids = confirmIds(report)
+    const slow = (report.results ?? []).some((r) => ids.includes(r.id) && (r.durationMs ?? 0) >= SLOW_KILL_MS)
+    if (ids.length === 0 || !(slow || coreCouldNotRun(report))) return true
+    if (this.server !== server || !server.alive) return true
+    const cost = this.startCost()
+    const interrupt = new AbortController()
+    let timer
+    const expired = new Promise((resolve) => {
+      timer = setTimeout(() => resolve(TIMED_OUT), this.deadlineFor(section))
+    })
+    const clean = this.runSuite(server, {
+      name: `${mutant}-clean`,
+      only: ids,
+      section,
+      interrupt: interrupt.signal,
+    })
+    const outcome = await Promise.race([clean.catch(() => undefined), expired])
+    clearTimeout(timer)
+    if (outcome === TIMED_OUT) interrupt.abort('the clean run of the killing checks took past its deadline')
+    const passed = outcome !== TIMED_OUT && outcome?.report !== undefined && !noticed(outcome.report)
+    const ended = passed ? await server.send('end').catch(() => undefined) : undefined
+    this.recordCost(cost, server, ended?.cpuMicros ?? server.accountedMicros ?? 0, {
+      mutant,
+      confirmation: passed ? 'passed' : 'failed',
+    })
+    return passed
+  }
+
+  async mutantRunOnce(options) {
     const mutant = options.activeMutant.id
     const section = sectionOf(relative(this.root, options.sandboxFileName))
     const only = section ? checksFor(section) : undefined
@@ -709,7 +788,9 @@ export class ConformanceSwitchRunner {
       const { cpuMicros } = ended
       this.recordCost(cost, server, cpuMicros, { mutant, static: staticRun })
       if (!report) return killed(output)
-      return noticed(report) ? killed(killers(report)) : { status: MutantRunStatus.Survived, nrOfTests: 1 }
+      if (!noticed(report)) return { status: MutantRunStatus.Survived, nrOfTests: 1 }
+      this.lastKill = { mutant, report, server, section }
+      return killed(killers(report))
     } catch (err) {
       // The server died under the mutant: the suite noticed, as --reference would. (After the deadline this
       // result is not used, and the server is already gone.)
