@@ -600,13 +600,17 @@ export class ConformanceSwitchRunner {
    * same server with no mutant active; when the clean server fails the same checks, an earlier mutant broke it (a
    * tool call that never returns holding the run scheduler's places, say) and every run on it would be killed: the
    * server is replaced and the mutant judged again on a fresh one, whose verdict stands, as a fresh process's would.
-   * That server is replaced after it too, since the mutant may be what breaks a server.
+   * That server is replaced after it too, since the mutant may be what breaks a server. A static mutant's kill
+   * stands: its server was started for it.
    */
   async mutantRun(options) {
     const first = await this.mutantRunOnce(options)
     const kill = this.lastKill
     this.lastKill = undefined
     if (first.status !== MutantRunStatus.Killed || kill?.mutant !== options.activeMutant.id) return first
+    // A static mutant's server was started for it, with it active from load (which ending its run cannot undo):
+    // nothing before it could have broken that server, and no run on it is clean.
+    if (options.mutantActivation === 'static') return first
     if (await this.confirmKill(kill)) return first
     this.logger.info(
       `mutant ${kill.mutant}: the server failed ${confirmIds(kill.report).join(', ')} with no mutant active; judged again on a fresh server`,

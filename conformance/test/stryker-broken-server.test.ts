@@ -35,7 +35,12 @@ function couldNotRun(json: string): number {
     message: 'could not bring a run to awaiting_approval: gave up after 3000 ms',
     durationMs: 3000,
   }
-  const left = { ...result, id: 'idempotency.run-start-replay', message: 'not run: --bail: core check', durationMs: 0 }
+  const left = {
+    ...result,
+    id: 'idempotency.run-start-replay',
+    message: 'not run: --bail: core check',
+    durationMs: 0,
+  }
   writeFileSync(
     json,
     JSON.stringify({
@@ -112,18 +117,46 @@ describe('conformance:stryker switch runner, a server an earlier mutant broke', 
       const json = args[0][args[0].indexOf('--json') + 1] ?? ''
       return basename(json, '.json') === 'kills-slowly' ? couldNotRun(json) : main(...args)
     }
-    runner.suite = stands
+    const seen: string[] = []
+    runner.suite = (...args: Parameters<typeof main>) => {
+      seen.push(basename(args[0][args[0].indexOf('--json') + 1] ?? '', '.json'))
+      return stands(...args)
+    }
     const killed = await run('kills-slowly')
     expect(killed.status, JSON.stringify(killed)).toBe('killed')
     expect(runner.serverPid).toBe(healthy)
+    expect(seen).toEqual(['kills-slowly', 'kills-slowly-clean'])
+
+    // A static mutant's kill stands as it is: its server was started for it, and no run on it is clean.
+    seen.length = 0
+    const loaded = await runner.mutantRun({
+      activeMutant: { id: 'kills-slowly' },
+      mutantActivation: 'static',
+      reloadEnvironment: true,
+      sandboxFileName: join(root, 'src', 'domain', 'idempotency', 'key.ts'),
+      timeout: 240_000,
+      disableBail: false,
+    })
+    expect(loaded.status).toBe('killed')
+    expect(seen).toEqual(['kills-slowly'])
   }, 300_000)
 
   it('names the checks to look at again: the failed ones and the core ones that could not run, never the sweep', () => {
     const report = {
       results: [
         { id: 'runs.a', level: 'core', outcome: 'fail' },
-        { id: 'runs.b', level: 'core', outcome: 'skip', message: 'could not bring a run to awaiting_approval' },
-        { id: 'runs.c', level: 'core', outcome: 'skip', message: 'not run: --bail: core check runs.b could not run' },
+        {
+          id: 'runs.b',
+          level: 'core',
+          outcome: 'skip',
+          message: 'could not bring a run to awaiting_approval',
+        },
+        {
+          id: 'runs.c',
+          level: 'core',
+          outcome: 'skip',
+          message: 'not run: --bail: core check runs.b could not run',
+        },
         { id: 'runs.d', level: 'profile', outcome: 'skip', message: 'needs a token' },
         { id: 'runs.e', level: 'core', outcome: 'partial' },
         { id: 'sweep.no-5xx', level: 'core', outcome: 'fail' },
