@@ -85,7 +85,8 @@ function cpuWaitMs(pid) {
 
 /**
  * The checks a kill's report names (the failed ones, and the core checks that could not run or only partly ran, not
- * those the run never began: --bail's), without the sweep's, which judge the traffic of a whole run and have nothing to judge in a run of a few checks.
+ * those the run never began: --bail's), without the sweep's, which judge the traffic of a whole run and have nothing
+ * to judge in a run of a few checks.
  */
 export function confirmIds(report) {
   const couldNotRun = (r) =>
@@ -648,7 +649,18 @@ export class ConformanceSwitchRunner {
     })
     const outcome = await Promise.race([clean.catch(() => undefined), expired])
     clearTimeout(timer)
-    if (outcome === TIMED_OUT) interrupt.abort('the clean run of the killing checks took past its deadline')
+    if (outcome === TIMED_OUT) {
+      interrupt.abort('the clean run of the killing checks took past its deadline')
+      // As after a mutant run cut short: a suite run still going holds the receiver's port.
+      const settled = await Promise.race([
+        clean.then(
+          () => true,
+          () => true,
+        ),
+        new Promise((resolve) => setTimeout(() => resolve(false), SETTLE_MS).unref()),
+      ])
+      if (!settled) this.receiverPort = await freePort(this.usedPorts)
+    }
     const passed = outcome !== TIMED_OUT && outcome?.report !== undefined && !noticed(outcome.report)
     const ended = passed ? await server.send('end').catch(() => undefined) : undefined
     this.recordCost(cost, server, ended?.cpuMicros ?? server.accountedMicros ?? 0, {
