@@ -597,6 +597,21 @@ export class ConformanceSwitchRunner {
   }
 
   /**
+   * Waits up to SETTLE_MS for a suite run that was cut short to end; one still going holds the receiver's port, so
+   * the next runs take another one.
+   */
+  async settle(run) {
+    const settled = await Promise.race([
+      run.then(
+        () => true,
+        () => true,
+      ),
+      new Promise((resolve) => setTimeout(() => resolve(false), SETTLE_MS).unref()),
+    ])
+    if (!settled) this.receiverPort = await freePort(this.usedPorts)
+  }
+
+  /**
    * One mutant's verdict. A kill that may be the server's rather than the mutant's (confirmKill) is checked on the
    * same server with no mutant active; when the clean server fails the same checks, an earlier mutant broke it (a
    * tool call that never returns holding the run scheduler's places, say) and every run on it would be killed: the
@@ -605,10 +620,9 @@ export class ConformanceSwitchRunner {
    * stands: its server was started for it.
    */
   async mutantRun(options) {
-    const first = await this.mutantRunOnce(options)
-    const kill = this.lastKill
-    this.lastKill = undefined
-    if (first.status !== MutantRunStatus.Killed || kill?.mutant !== options.activeMutant.id) return first
+    // `kill`: what a kill by the suite's report needs for a second look (the report, its server); not for Stryker.
+    const { kill, ...first } = await this.mutantRunOnce(options)
+    if (!kill) return first
     // A static mutant's server was started for it, with it active from load (which ending its run cannot undo):
     // nothing before it could have broken that server, and no run on it is clean.
     if (options.mutantActivation === 'static') return first
@@ -618,8 +632,7 @@ export class ConformanceSwitchRunner {
     )
     if (this.server === kill.server) this.server = undefined
     await kill.server.kill()
-    const again = await this.mutantRunOnce({ ...options, reloadEnvironment: true })
-    this.lastKill = undefined
+    const { kill: _, ...again } = await this.mutantRunOnce({ ...options, reloadEnvironment: true })
     if (this.server) this.server.retire = true
     return again
   }
@@ -651,15 +664,7 @@ export class ConformanceSwitchRunner {
     clearTimeout(timer)
     if (outcome === TIMED_OUT) {
       interrupt.abort('the clean run of the killing checks took past its deadline')
-      // As after a mutant run cut short: a suite run still going holds the receiver's port.
-      const settled = await Promise.race([
-        clean.then(
-          () => true,
-          () => true,
-        ),
-        new Promise((resolve) => setTimeout(() => resolve(false), SETTLE_MS).unref()),
-      ])
-      if (!settled) this.receiverPort = await freePort(this.usedPorts)
+      await this.settle(clean)
     }
     const passed = outcome !== TIMED_OUT && outcome?.report !== undefined && !noticed(outcome.report)
     const ended = passed ? await server.send('end').catch(() => undefined) : undefined
@@ -746,12 +751,7 @@ export class ConformanceSwitchRunner {
     interrupt.abort(`the mutant run's deadline of ${Math.round(limitMs)} ms passed`)
     if (this.server === server) this.server = undefined
     await server.kill()
-    const settled = await Promise.race([
-      judged.then(() => true),
-      new Promise((resolve) => setTimeout(() => resolve(false), SETTLE_MS).unref()),
-    ])
-    // A suite run still going holds the receiver's port: the next runs take another one.
-    if (!settled) this.receiverPort = await freePort(this.usedPorts)
+    await this.settle(judged)
     this.recordCost(cost, server, server.accountedMicros ?? 0, {
       mutant,
       static: staticRun,
@@ -805,8 +805,7 @@ export class ConformanceSwitchRunner {
       this.recordCost(cost, server, cpuMicros, { mutant, static: staticRun })
       if (!report) return killed(output)
       if (!noticed(report)) return { status: MutantRunStatus.Survived, nrOfTests: 1 }
-      this.lastKill = { mutant, report, server, section }
-      return killed(killers(report))
+      return { ...killed(killers(report)), kill: { mutant, report, server, section } }
     } catch (err) {
       // The server died under the mutant: the suite noticed, as --reference would. (After the deadline this
       // result is not used, and the server is already gone.)
