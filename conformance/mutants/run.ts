@@ -4,10 +4,11 @@
  * every target that fails must have passed clean). Prints the mutation score; exits 1 if a mutant survives or
  * the clean run fails.
  *
- *   npx tsx conformance/mutants/run.ts [--only mutant-id,...] [--dialect] [--lanes N]
+ *   npx tsx conformance/mutants/run.ts [--only mutant-id,...] [--dialect] [--lanes N] [--verbose]
  *
  * `--dialect` runs the dialects besides the clean run and the `--only` mutants (none without `--only`). `--lanes`
  * (default 2, or AGENTOPS_MUTANT_LANES) is how many references, each behind its own proxy, share the work.
+ * `--verbose` gives each profile check a dialect fails with its message.
  */
 import { parseArgs } from 'node:util'
 import { listenPort, testPort } from '../../test/support/ports.js'
@@ -163,7 +164,11 @@ async function onLanes<J, R>(
   return out
 }
 
-function dialectLine(dialect: Dialect, results: CheckResult[]): { line: string; failures: number } {
+function dialectLine(
+  dialect: Dialect,
+  results: CheckResult[],
+  verbose = false,
+): { line: string; failures: number } {
   const core = results.filter((r) => r.level === 'core' && r.outcome === 'fail')
   const profile = results.filter((r) => r.level === 'profile' && r.outcome === 'fail')
   // A core check that skips (or only partly runs) through a dialect did not prove the dialect conformant either,
@@ -176,13 +181,18 @@ function dialectLine(dialect: Dialect, results: CheckResult[]): { line: string; 
   )
   return {
     failures: core.length + skipped.length,
-    line: `\ndialect ${dialect.id} (${dialect.description}): core ${core.length === 0 ? 'all pass' : `FAILED ${core.map((r) => `${r.id} (${r.message ?? ''})`).join('; ')}`}${skipped.length > 0 ? `; core SKIPPED or PARTIAL ${skipped.map((r) => `${r.id} ${r.outcome} (${r.message ?? ''})`).join('; ')}` : ''}; ${profile.length} profile checks fail as they may${profile.length > 0 ? ` (${profile.map((r) => r.id).join(', ')})` : ''}`,
+    line: `\ndialect ${dialect.id} (${dialect.description}): core ${core.length === 0 ? 'all pass' : `FAILED ${core.map((r) => `${r.id} (${r.message ?? ''})`).join('; ')}`}${skipped.length > 0 ? `; core SKIPPED or PARTIAL ${skipped.map((r) => `${r.id} ${r.outcome} (${r.message ?? ''})`).join('; ')}` : ''}; ${profile.length} profile checks fail as they may${profile.length > 0 ? ` (${profile.map((r) => (verbose ? `${r.id}: ${r.message ?? ''}` : r.id)).join(verbose ? '\n  ' : ', ')})` : ''}`,
   }
 }
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
-    options: { only: { type: 'string' }, dialect: { type: 'boolean' }, lanes: { type: 'string' } },
+    options: {
+      only: { type: 'string' },
+      dialect: { type: 'boolean' },
+      lanes: { type: 'string' },
+      verbose: { type: 'boolean' },
+    },
     strict: true,
   })
   const dialectOnly = values.dialect === true
@@ -261,7 +271,7 @@ async function main(): Promise<number> {
     // Dialects are correct deployments with other gap decisions: every core check must pass through them.
     let dialectFailures = 0
     for (const [i, dialect] of dialects.entries()) {
-      const { line, failures } = dialectLine(dialect, ran[1 + i]?.results ?? [])
+      const { line, failures } = dialectLine(dialect, ran[1 + i]?.results ?? [], values.verbose === true)
       dialectFailures += failures
       log(line)
     }

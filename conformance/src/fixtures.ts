@@ -315,11 +315,23 @@ export class Fixtures {
     })
   }
 
-  /** A fresh run of an approval-requiring agent, waited until it awaits approval. */
-  async awaitingRun(): Promise<StartedRun & { waiting: Json }> {
+  /**
+   * A fresh run of an approval-requiring agent, waited until it awaits approval. `inputs` adds fields to the run
+   * body's `inputs` (what its step's input, and so its pending action, carries) where that body has them.
+   */
+  async awaitingRun(inputs: Json = {}): Promise<StartedRun & { waiting: Json }> {
     const tool = await this.tool('succeed')
+    const agent = await this.newToolAgent([tool], this.ctx().config.profile.approvalBehavior)
+    const base = obj(fill(this.ctx().config.toolRun.run, agent))
+    const declared = base.inputs
     const run = await this.startRun(
-      await this.newToolAgent([tool], this.ctx().config.profile.approvalBehavior),
+      agent,
+      Object.keys(inputs).length > 0 &&
+        typeof declared === 'object' &&
+        declared !== null &&
+        !Array.isArray(declared)
+        ? { inputs: { ...declared, ...inputs } }
+        : {},
     )
     let waiting: Json
     try {

@@ -90,13 +90,16 @@ export const CHECKS = {
   '§2, §4 ingestion and lineage': ['ingest', 'stream', 'tenancy.connector-id-per-workspace', 'validation'],
   '§6 events': ['webhooks', 'stream', 'destinations', 'readback.awaiting-approval-event', 'graphql'],
   // scoping.webhook-404: a subscription read from another workspace and an unknown one (WebhookService.get);
-  // surface.extension-operations: the subscription list, redelivery and rotation of an unknown subscription.
+  // surface.extension-operations: the subscription list, redelivery and rotation of an unknown subscription;
+  // tools.provider-calls: the outbound client's answers no delivery makes (a call past its timeout, an answer
+  // read whole or cut), through the http tool that shares it.
   '§5.5, §6 webhook outbox, signing, retries': [
     'webhooks',
     'destinations',
     'tenancy.webhooks-never-cross-workspaces',
     'scoping.webhook-404',
     'surface.extension-operations',
+    'tools.provider-calls',
   ],
   // `validation` for the sweep: without an error answer in the run, sweep.error-envelope-everywhere and
   // sweep.ratelimit-headers-everywhere have nothing to judge and fail, against the clean reference too.

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { pagerDutyEventProblems, slackMessageProblems } from '../src/checks/destination-bodies.js'
+import {
+  pagerDutyEventProblems,
+  SLACK_MARKUP_NOTE,
+  slackEscapingProblems,
+  slackMessageProblems,
+} from '../src/checks/destination-bodies.js'
 import { refusesType } from '../src/checks/destinations.js'
 import type { Delivery } from '../src/receiver.js'
 
@@ -105,5 +110,39 @@ describe('a destination type the deployment does not have', () => {
     }
     expect(refusesType(answer(400, privateUrl))).toBe(false)
     expect(refusesType(answer(429, unknownType))).toBe(false)
+  })
+})
+
+describe("a run's input shown in a Slack message", () => {
+  const escaped = SLACK_MARKUP_NOTE.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+  const section = (text: string) => ({ blocks: [{ type: 'section', text: { type: 'mrkdwn', text } }] })
+  const problems = (body: unknown) => slackEscapingProblems(delivered(body), SLACK_MARKUP_NOTE)
+
+  it('passes escaped, in JSON with its own escapes, in plain text, or not shown at all', () => {
+    expect(problems(section(`*Pending action*\n\`\`\`{"note":"${escaped}"}\`\`\``))).toEqual([])
+    // Go's encoding/json writes <, > and & as \u escapes: Slack shows them as such, and nothing pings.
+    const goJson = SLACK_MARKUP_NOTE.replace(/</g, '\\u003c')
+      .replace(/>/g, '\\u003e')
+      .replace(/&/g, '\\u0026')
+    expect(problems(section(goJson))).toEqual([])
+    // plain_text is never read as markup.
+    expect(
+      problems({ blocks: [{ type: 'header', text: { type: 'plain_text', text: SLACK_MARKUP_NOTE } }] }),
+    ).toEqual([])
+    expect(problems({ text: 'A run awaits approval', ...section('*Run* `run_1`') })).toEqual([])
+  })
+
+  it('finds markup sent as it came, in the text, a section or its fields, and characters lost', () => {
+    expect(problems(section(SLACK_MARKUP_NOTE)).join()).toMatch(/unescaped \(<!channel>, <@U0CONF>, <https/)
+    expect(problems({ text: `input: ${SLACK_MARKUP_NOTE}` })).toHaveLength(1)
+    expect(
+      problems({ blocks: [{ type: 'section', fields: [{ type: 'mrkdwn', text: SLACK_MARKUP_NOTE }] }] }),
+    ).toHaveLength(1)
+    for (const lost of [
+      escaped.replace(/&amp;/g, ''),
+      escaped.replace(/&lt;/g, ''),
+      escaped.replace(/&gt;/g, ''),
+    ])
+      expect(problems(section(lost)).join()).toMatch(/does not read back as/)
   })
 })

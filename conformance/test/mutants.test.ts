@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { listenOnTestPort, listenPort } from '../../test/support/ports.js'
+import { Secrets } from '../mutants/dialects/wire.js'
 import { extensionOperations } from '../mutants/dialects.js'
 import { createMutants } from '../mutants/mutants.js'
 import { editJson, HOOK_PREFIX, MutantProxy } from '../mutants/proxy.js'
@@ -182,5 +183,30 @@ describe('mutants', () => {
     const verdict = judge(mutant, clean, [r('a.one', 'fail'), r('a.two', 'fail')])
     expect(verdict).toMatchObject({ killed: true, caughtBy: ['a.one'], missed: ['a.two'] })
     expect(verdict.note).toMatch(/a\.two/)
+  })
+})
+
+describe("a dialect's subscription secrets", () => {
+  const subscribe = (url: string, secret: string) => ({
+    method: 'POST',
+    path: '/v1/webhooks',
+    headers: {},
+    body: JSON.stringify({ url, events: ['run.started'], secret }),
+  })
+  const delivery = (path: string) => ({
+    method: 'POST',
+    path: `${HOOK_PREFIX}${path}`,
+    headers: {},
+    body: '{}',
+  })
+
+  it('are found for every delivery after a check subscribed a url that is not a URL', () => {
+    const secrets = new Secrets()
+    secrets.learn(subscribe('http://127.0.0.1:1/hooks/first', 's1'))
+    secrets.learn(subscribe('not a url', 'refused'))
+    secrets.learn(subscribe('http://127.0.0.1:1/hooks/second', 's2'))
+    expect(secrets.forDelivery(delivery('/hooks/first'))).toBe('s1')
+    expect(secrets.forDelivery(delivery('/hooks/second'))).toBe('s2')
+    expect(secrets.forDelivery(delivery('/hooks/third'))).toBeUndefined()
   })
 })

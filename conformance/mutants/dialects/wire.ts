@@ -51,19 +51,23 @@ export class IdMap {
 
 /** Remembers each subscription's secret by its url, to re-sign deliveries whose body a dialect changed. */
 export class Secrets {
-  private readonly byUrl = new Map<string, string>()
+  private readonly byPath = new Map<string, string>()
 
+  /**
+   * Keeps the secret of a subscription request by its URL's path. A request whose url is not a URL (a check's probe
+   * of the refusal) is not kept: no delivery ever goes there.
+   */
   learn(req: ProxiedRequest): void {
     if (req.method !== 'POST' || pathOnly(req.path) !== '/v1/webhooks') return
     const body = parseJson(req.body)
-    if (body && typeof body.url === 'string' && typeof body.secret === 'string')
-      this.byUrl.set(body.url, body.secret)
+    if (body && typeof body.url === 'string' && typeof body.secret === 'string' && URL.canParse(body.url))
+      this.byPath.set(new URL(body.url).pathname, body.secret)
   }
 
   /** The secret of the subscription a delivery (path under the proxy's hook prefix) is addressed to. */
   forDelivery(req: ProxiedRequest): string | undefined {
     const path = pathOnly(req.path)
-    for (const [url, secret] of this.byUrl) if (path.endsWith(new URL(url).pathname)) return secret
+    for (const [urlPath, secret] of this.byPath) if (path.endsWith(urlPath)) return secret
     return undefined
   }
 }

@@ -4,7 +4,8 @@
  * as if the destination did not exist, a binary CloudEvent's ce-id that is not its event id, and a destination's
  * write-only secret comes back when it is read; a Slack
  * message or a PagerDuty event that its service would refuse (no text nor blocks, a text object of an undocumented
- * type, a severity outside the enum, no routing key) or that could never close its incident (a dedup_key per request).
+ * type, a severity outside the enum, no routing key) or that could never close its incident (a dedup_key per request);
+ * a Slack message that shows a run's input unescaped (its markup pings, mentions and links).
  */
 import { randomBytes } from 'node:crypto'
 import {
@@ -30,6 +31,19 @@ function rewriteDelivery(is: (body: Json) => boolean, edit: (body: Json) => Json
   }
 }
 const slackMessage = (b: Json) => Array.isArray(b.blocks)
+
+/** Every string in a Slack message with Slack's three entities undone, as a sender that never escaped sends it. */
+function unescapeSlack(b: Json): Json {
+  const walk = (v: unknown): unknown =>
+    typeof v === 'string'
+      ? v.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+      : Array.isArray(v)
+        ? v.map(walk)
+        : typeof v === 'object' && v !== null
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]))
+          : v
+  return walk(b) as Json
+}
 const pagerDutyEvent = (b: Json) => typeof b.event_action === 'string'
 
 export function extensionMutants(): Mutant[] {
@@ -82,6 +96,13 @@ export function extensionMutants(): Mutant[] {
           block.type === 'section' ? { ...block, text: { type: 'markdown', text: 'changed' } } : block,
         ),
       })),
+    },
+    {
+      id: 'slack-input-unescaped',
+      description:
+        "Slack messages show a run's input with its &, < and > as they came: an input's <!channel> pings the whole channel",
+      targets: ['destinations.slack-incoming-webhook'],
+      delivery: rewriteDelivery(slackMessage, (b) => unescapeSlack(b)),
     },
     {
       id: 'slack-webhook-url-answered',

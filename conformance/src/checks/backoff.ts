@@ -149,6 +149,16 @@ export const backoffChecks: Check[] = [
         )
       }
       while (!enough() && Date.now() < deadline && Date.now() < hardDeadline) {
+        // The log's delivery_id is matched to arrivals by their webhook-id header (the reference profile's): a
+        // deployment that sends none is not judged here, as one without the log is not.
+        if (
+          (ctx.receiver!.deliveries as Delivery[]).some(
+            (d) => ours(d.body, d.path) && typeof d.headers['webhook-id'] !== 'string',
+          )
+        )
+          skip(
+            "the probe's deliveries carry no webhook-id header to match the delivery log's delivery_id with their arrivals",
+          )
         await Promise.all(
           [...hooks.values()].map(async (id) => {
             const res = await ctx.http.get(`/v1/webhooks/${id}/deliveries?limit=200`)

@@ -127,6 +127,61 @@ export function slackMessageProblems(d: Delivery): string[] {
   return problems
 }
 
+/**
+ * What a run's input carries for the Slack checks: Slack's markup for a channel ping, a user mention and a link, and
+ * an ampersand, behind a marker that finds it in a message.
+ */
+export const SLACK_MARKUP_NOTE = 'CONFNOTE <!channel> <@U0CONF> & <https://conformance.invalid|open>'
+const MARKUP = ['<!channel>', '<@U0CONF>', '<https://conformance.invalid']
+
+/** The texts Slack reads as markup: the message's `text` and every mrkdwn text object of its blocks. */
+function mrkdwnTexts(body: Record<string, unknown>): string[] {
+  const texts: string[] = []
+  if (typeof body.text === 'string' && body.mrkdwn !== false) texts.push(body.text)
+  const add = (t: unknown) => {
+    const o = obj(t)
+    if (o.type === 'mrkdwn' && typeof o.text === 'string') texts.push(o.text)
+  }
+  for (const b of Array.isArray(body.blocks) ? body.blocks.map(obj) : []) {
+    add(b.text)
+    for (const f of Array.isArray(b.fields) ? b.fields : []) add(f)
+    if (b.type === 'context') for (const e of Array.isArray(b.elements) ? b.elements : []) add(e)
+  }
+  return texts
+}
+
+/** A text as it reads once JSON's \u escapes and Slack's three entities are undone. */
+const readBack = (text: string) =>
+  text
+    .replace(/\\u([0-9a-fA-F]{4})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
+
+/**
+ * How a message shows a run's input that carries `note` (SLACK_MARKUP_NOTE): Slack reads &, < and > as markup in
+ * mrkdwn text, so text it did not write must be sent as &amp;, &lt; and &gt;
+ * (https://docs.slack.dev/messaging/formatting-message-text#escaping-text). Shown unescaped, the input pings the
+ * channel, mentions a user and links; shown with characters lost, it is not the input. A message that does not show
+ * the input has nothing to judge.
+ */
+export function slackEscapingProblems(d: Delivery, note: string): string[] {
+  const problems: string[] = []
+  for (const text of mrkdwnTexts(d.body ?? {})) {
+    if (!text.includes(note.slice(0, note.indexOf(' ')))) continue
+    const raw = MARKUP.filter((m) => text.includes(m))
+    if (raw.length > 0)
+      problems.push(
+        `it shows the run's input with Slack markup unescaped (${raw.join(', ')}): Slack would ping, mention or link`,
+      )
+    else if (!readBack(text).includes(note))
+      problems.push(
+        `it shows the run's input as ${JSON.stringify(text.slice(0, 200))}, which does not read back as ${JSON.stringify(note)} (escape &, < and > as &amp;, &lt; and &gt;)`,
+      )
+  }
+  return problems
+}
+
 export const PAGERDUTY_SEVERITIES = ['critical', 'error', 'warning', 'info']
 
 /**

@@ -13,7 +13,12 @@ import { natsTarget } from '../nats.js'
 import { type Delivery, hostAndPort } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
-import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
+import {
+  pagerDutyEventProblems,
+  SLACK_MARKUP_NOTE,
+  slackEscapingProblems,
+  slackMessageProblems,
+} from './destination-bodies.js'
 import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
 import { decided } from './outcomes.js'
 import { atTag, receiverUrl } from './webhooks.js'
@@ -248,7 +253,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.slack-incoming-webhook',
     title:
-      'A slack destination posts each event it lists once, as a Slack incoming-webhook message (JSON with a text or Block Kit blocks of documented types within their limits) naming the run and its agent, logged delivered once Slack answered 200; its webhook URL is never answered',
+      'A slack destination posts each event it lists once, as a Slack incoming-webhook message (JSON with a text or Block Kit blocks of documented types within their limits) naming the run and its agent, any run input it shows escaped as Slack requires (never a ping, mention or link), logged delivered once Slack answered 200; its webhook URL is never answered',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -265,7 +270,8 @@ export const destinationChecks: Check[] = [
         }
       })
       const since = Date.now()
-      const { runId, agentId } = await ctx.fx.awaitingRun()
+      // Its input carries Slack markup: a message that shows it must escape it.
+      const { runId, agentId } = await ctx.fx.awaitingRun({ note: SLACK_MARKUP_NOTE })
       const forRun = (d: Delivery) => atTag(hook.tag)(d) && d.raw.includes(runId)
       const got = await ctx.receiver!.waitFor(forRun, ctx.config.waitMs)
       if (!got) {
@@ -277,7 +283,7 @@ export const destinationChecks: Check[] = [
             : `no Slack message about run ${runId}'s run.awaiting_approval reached the receiver within ${ctx.config.waitMs} ms`,
         )
       }
-      const problems = slackMessageProblems(got)
+      const problems = [...slackMessageProblems(got), ...slackEscapingProblems(got, SLACK_MARKUP_NOTE)]
       for (const [k, v] of Object.entries(SLACK_SENDER))
         if (got.body?.[k] !== v)
           problems.push(`its ${k} is ${short(got.body?.[k])}, not the destination's ${v}`)
