@@ -18,3 +18,17 @@ export function canonicalize(value: unknown): string {
   }
   throw new TypeError(`JCS cannot encode a ${typeof value}`)
 }
+
+/**
+ * Whether two JSON values are the same value: key order carries no meaning in JSON (RFC 8259 §4), so objects whose
+ * members differ only in order are equal, while array order counts. Both absent is the same; a value JCS cannot
+ * encode is compared as JSON.stringify writes it.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === undefined || b === undefined) return a === b
+  try {
+    return canonicalize(a) === canonicalize(b)
+  } catch {
+    return JSON.stringify(a) === JSON.stringify(b)
+  }
+}

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { canonicalize } from '../src/canonical.js'
+import { canonicalize, sameJson } from '../src/canonical.js'
 import { resolveConfig } from '../src/config.js'
 import {
   hmacHex,
@@ -30,6 +30,18 @@ describe('RFC 8785 canonical JSON', () => {
     )
     expect(canonicalize({ '\u00e9': 1, z: 2, Z: 3 })).toBe('{"Z":3,"z":2,"é":1}')
     expect(() => canonicalize({ x: Number.NaN })).toThrow()
+  })
+})
+
+describe('the same JSON value', () => {
+  it('whatever the order of object members, never of array items', () => {
+    expect(sameJson({ a: 1, b: { c: [1, 2], d: null } }, { b: { d: null, c: [1, 2] }, a: 1 })).toBe(true)
+    expect(sameJson([1, 2], [2, 1])).toBe(false)
+    expect(sameJson({ a: 1 }, { a: 1, b: 2 })).toBe(false)
+    expect(sameJson({ a: 1, b: undefined }, { a: 1 })).toBe(true)
+    expect(sameJson(undefined, undefined)).toBe(true)
+    expect(sameJson(undefined, null)).toBe(false)
+    expect(sameJson('1', 1)).toBe(false)
   })
 })
 

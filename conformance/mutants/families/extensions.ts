@@ -5,7 +5,8 @@
  * write-only secret comes back when it is read; a Slack
  * message or a PagerDuty event that its service would refuse (no text nor blocks, a text object of an undocumented
  * type, a severity outside the enum, no routing key) or that could never close its incident (a dedup_key per request);
- * a Slack message that shows a run's input unescaped (its markup pings, mentions and links).
+ * a Slack message that shows a run's input unescaped (its markup pings, mentions and links); a destination change
+ * answered but not kept.
  */
 import { randomBytes } from 'node:crypto'
 import {
@@ -131,6 +132,20 @@ export function extensionMutants(): Mutant[] {
       delivery: rewriteDelivery(pagerDutyEvent, (b) =>
         b.event_action === 'trigger' ? { ...b, payload: { ...(b.payload as Json), severity: 'high' } } : b,
       ),
+    },
+    {
+      id: 'pagerduty-severity-change-ignored',
+      description:
+        "A change of a pagerduty destination's severity is answered 200 but not kept: its incidents keep the first",
+      targets: ['destinations.pagerduty-events-v2'],
+      request(req) {
+        const body = req.method === 'PATCH' && DESTINATION.test(pathOnly(req.path)) && parseJson(req.body)
+        if (!body || typeof body.config !== 'object' || body.config === null) return req
+        return {
+          ...req,
+          body: JSON.stringify({ ...body, config: { ...(body.config as Json), severity: 'critical' } }),
+        }
+      },
     },
     {
       id: 'pagerduty-no-routing-key',

@@ -14,6 +14,7 @@ import { type Delivery, hostAndPort } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import {
+  PAGERDUTY_SEVERITIES,
   pagerDutyEventProblems,
   SLACK_MARKUP_NOTE,
   slackEscapingProblems,
@@ -303,7 +304,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.pagerduty-events-v2',
     title:
-      'A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved; its routing key is never answered',
+      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved; a change to another severity is the next incident's; its routing key is never answered",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -349,6 +350,34 @@ export const destinationChecks: Check[] = [
         )
       const resolveProblems = pagerDutyEventProblems(resolve, pager.secret)
       assert(resolveProblems.length === 0, `the resolve for run ${runId}: ${resolveProblems.join('; ')}`)
+      // Each severity PagerDuty takes, set by a change of the destination, is the next incident's (its sample,
+      // which is sent at once and answered with what the receiver said).
+      const base = `/v1/destinations/${pager.id}`
+      for (const severity of PAGERDUTY_SEVERITIES.filter((s) => s !== PAGER_SETTINGS.severity)) {
+        const config = { url: `${receiverUrl(ctx)}/${pager.tag}`, ...PAGER_SETTINGS, severity }
+        expectStatus(
+          await ctx.http.patch(base, { config }),
+          200,
+          `PATCH /v1/destinations/{id} to severity ${severity}`,
+        )
+        const since = Date.now()
+        const sample = await ctx.http.post(`${base}/test`, {})
+        expectStatus(sample, 200, `POST /v1/destinations/{id}/test at severity ${severity}`)
+        const sent = ctx.receiver!.deliveries.filter(
+          (d) => atTag(pager.tag)(d) && d.receivedAt >= since && d.body?.event_action === 'trigger',
+        )
+        assert(
+          sent.length > 0,
+          `the sample at severity ${severity} reached no receiver: ${short(sample.body)}`,
+        )
+        const got = obj(sent.at(-1)?.body?.payload).severity
+        assert(
+          got === severity,
+          `with severity ${severity} configured, the sample's payload.severity is ${short(got)}`,
+        )
+      }
+      const config = { url: `${receiverUrl(ctx)}/${pager.tag}`, ...PAGER_SETTINGS }
+      expectStatus(await ctx.http.patch(base, { config }), 200, 'PATCH /v1/destinations/{id} back')
       await secretKept(ctx, pager)
     },
   },

@@ -4,8 +4,10 @@
  * resources and mutations that mirror REST operations, the records query, and graphql-ws's authentication and
  * subscriptions. Each judges the reference's own answers; another deployment's GraphQL surface may differ in all of it.
  */
+
 import { randomBytes } from 'node:crypto'
 import WebSocket from 'ws'
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, SETTLED, toolRegistration } from '../fixtures.js'
 import type { HttpResponse } from '../http.js'
@@ -76,7 +78,7 @@ function refused400(
     fields: [want.path],
   }
   assert(
-    error.message === want.message && JSON.stringify(error.detail) === JSON.stringify(detail),
+    error.message === want.message && sameJson(error.detail, detail),
     `${what} answered the message ${short(error.message)} and detail ${short(error.detail)}, not ${short(want.message)} and ${short(detail)}`,
   )
 }
@@ -637,7 +639,7 @@ export const graphqlSurfaceChecks: Check[] = [
         const refused = refusedDocument(await gql(ctx.http, url, query, variables), what)
         const detail = obj(obj(refused.extensions).detail)
         assert(
-          JSON.stringify(detail) === JSON.stringify({ limit: 'cost', observed: want, max: 10000 }),
+          sameJson(detail, { limit: 'cost', observed: want, max: 10000 }),
           `${what}: the refusal's detail is ${short(detail)}, not { limit: cost, observed: ${want}, max: 10000 }`,
         )
         assert(
@@ -691,7 +693,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const restTool = await restJson(ctx, `/v1/tools/${toolId}`)
       assert(
         restTool.name === name &&
-          JSON.stringify(restTool.input_schema) === JSON.stringify({ type: 'object' }) &&
+          sameJson(restTool.input_schema, { type: 'object' }) &&
           JSON.stringify(restTool.output_schema) === '{}',
         `the tool registered through GraphQL (JSON inputs as variables) reads ${short(restTool)} over REST`,
       )
@@ -731,8 +733,7 @@ export const graphqlSurfaceChecks: Check[] = [
       }
       const literalRest = await restJson(ctx, `/v1/tools/${String(withLiteral.tool_id)}`)
       assert(
-        JSON.stringify(literalRest.input_schema) === JSON.stringify(wantSchema) &&
-          JSON.stringify(withLiteral.input_schema) === JSON.stringify(wantSchema),
+        sameJson(literalRest.input_schema, wantSchema) && sameJson(withLiteral.input_schema, wantSchema),
         `a JSON literal input_schema reads ${short(literalRest.input_schema)} over REST and ${short(withLiteral.input_schema)} through GraphQL`,
       )
       const toolQuery = `query($id: ID!) { tool(id: $id) { ${TOOL_FIELDS.filter((f) => f !== 'policy_binding').join(' ')} policy_binding { envelope required_scopes } } }`
@@ -779,7 +780,7 @@ export const graphqlSurfaceChecks: Check[] = [
           ),
         )
         assert(
-          JSON.stringify(graph) === JSON.stringify(rest),
+          sameJson(graph, rest),
           `tools(include_retired: ${retiredToo}) lists ${short(graph)}, REST ${short(rest)}`,
         )
         assert(
@@ -884,7 +885,7 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       const [hooks, restHooks] = await bothLists(ctx, 'webhooks', '/v1/webhooks', 'webhook_id')
       assert(
-        JSON.stringify(hooks) === JSON.stringify(restHooks) && hooks.includes(hookId),
+        sameJson(hooks, restHooks) && hooks.includes(hookId),
         `webhooks lists ${short(hooks)}, REST ${short(restHooks)}`,
       )
       // A destination: created, read, listed, renamed, tested, its deliveries paged, deleted.
@@ -917,7 +918,7 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       const [dests, restDests] = await bothLists(ctx, 'destinations', '/v1/destinations', 'destination_id')
       assert(
-        JSON.stringify(dests) === JSON.stringify(restDests) && dests.includes(destId),
+        sameJson(dests, restDests) && dests.includes(destId),
         `destinations lists ${short(dests)}, REST ${short(restDests)}`,
       )
       const renamed = answered(
@@ -1373,11 +1374,10 @@ export const graphqlSurfaceChecks: Check[] = [
           if (want)
             assert(
               errors[0]?.message === want.message &&
-                JSON.stringify(ext.detail) ===
-                  JSON.stringify({
-                    issues: [{ location: 'args', path: want.path, message: want.issue }],
-                    fields: [want.path],
-                  }),
+                sameJson(ext.detail, {
+                  issues: [{ location: 'args', path: want.path, message: want.issue }],
+                  fields: [want.path],
+                }),
               `subscribe ${short(query)}: the error is ${short(errors[0])}`,
             )
         }

@@ -3,7 +3,9 @@
  * deployment declares the surface (graphqlSpecChecks), and profile checks of the reference's answer, POST
  * /v1/graphql with the contract's types and snake_case fields and REST's auth, tenancy, limits and idempotency.
  */
+
 import WebSocket from 'ws'
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { settingName, TOKENS, tokenName } from '../config.js'
 import { expectStatus, ownId } from '../fixtures.js'
@@ -193,7 +195,7 @@ export const graphqlChecks: Check[] = [
       )
       assert(firstCode(foreign) === 'not_found', `foreign run error code ${short(firstCode(foreign))}`)
       assert(
-        JSON.stringify(comparable(foreign)) === JSON.stringify(comparable(missing)),
+        sameJson(comparable(foreign), comparable(missing)),
         `foreign ${short(comparable(foreign))} differs from missing ${short(comparable(missing))}`,
       )
     },

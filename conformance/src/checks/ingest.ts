@@ -1,6 +1,6 @@
 /** Spec §2, §4 ingestion: 202 with accepted, rejected and lineage_root for a REST batch. */
 import { createHash, randomBytes } from 'node:crypto'
-import { canonicalize } from '../canonical.js'
+import { canonicalize, sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, pageItems, unservedPart } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
@@ -185,7 +185,10 @@ export const ingestChecks: Check[] = [
       expectStatus(page, 200, 'reading the connector’s records back')
       const ids = (pageItems(page.body) ?? []).map((r) => obj(r).id)
       assert(
-        JSON.stringify(ids) === JSON.stringify(good.map((r) => r.id)),
+        sameJson(
+          ids,
+          good.map((r) => r.id),
+        ),
         `the connector holds ${short(ids)}, expected exactly the 2 accepted records ${short(good.map((r) => r.id))}`,
       )
     },
@@ -274,7 +277,7 @@ export const ingestChecks: Check[] = [
       const want = first.map((r) => r.id)
       const afterReplay = await stored('after the replay')
       assert(
-        afterReplay === undefined || JSON.stringify(afterReplay) === JSON.stringify(want),
+        afterReplay === undefined || sameJson(afterReplay, want),
         `after a batch and its replay the connector holds ${short(afterReplay)}, expected ${short(want)}`,
       )
       // Without this, a server that answers every batch alike (and stores nothing) would pass.
@@ -292,7 +295,7 @@ export const ingestChecks: Check[] = [
       const afterSecond = await stored('after the new batch')
       const all = [...want, ...second.map((r) => r.id)]
       assert(
-        afterSecond === undefined || JSON.stringify(afterSecond) === JSON.stringify(all),
+        afterSecond === undefined || sameJson(afterSecond, all),
         `after two batches the connector holds ${short(afterSecond)}, expected ${short(all)}`,
       )
     },

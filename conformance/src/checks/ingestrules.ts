@@ -5,7 +5,7 @@
  * checks are profile.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { canonicalize } from '../canonical.js'
+import { canonicalize, sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, pageItems, unservedPart } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
@@ -221,7 +221,7 @@ async function neverAccepted(ctx: CheckContext, bad: unknown[], what: string): P
   if (unservedPart(ctx, page, 'GET /v1/grid/connectors/{connector_id}/records', part)) return
   expectStatus(page, 200, 'reading the connector’s records back')
   const ids = (pageItems(page.body) ?? []).map((r) => obj(r).id)
-  if (JSON.stringify(ids) !== JSON.stringify(stored))
+  if (!sameJson(ids, stored))
     fail(`after ${sent} answered ${res.status}, the connector holds ${short(ids)}, expected ${short(stored)}`)
 }
 
@@ -300,7 +300,7 @@ export const ingestRuleChecks: Check[] = [
           [r.index, r.id, r.code, typeof r.message === 'string' && r.message.includes('object')].join(' '),
         )
         const want = [0, 1, 2].map((i) => `${i}  invalid_field true`)
-        if (m?.accepted !== 1 || JSON.stringify(codes) !== JSON.stringify(want))
+        if (m?.accepted !== 1 || !sameJson(codes, want))
           problems.push(
             `an ingest message of three items that are no object and one record answered ${short(m)}`,
           )
@@ -335,11 +335,13 @@ export const ingestRuleChecks: Check[] = [
       expectStatus(third, 202, 'a batch of stored ids only')
       assert(
         obj(third.body).accepted === 0 &&
-          JSON.stringify(rejectionsOf(third).map((r) => [r.index, r.code])) ===
-            JSON.stringify([
+          sameJson(
+            rejectionsOf(third).map((r) => [r.index, r.code]),
+            [
               [0, 'duplicate_id'],
               [1, 'duplicate_id'],
-            ]),
+            ],
+          ),
         `a batch of two stored ids answered ${short(third.body)}, expected both rejected as duplicate_id`,
       )
       for (const [res, what, index, id, others] of [
@@ -353,8 +355,10 @@ export const ingestRuleChecks: Check[] = [
         )
         const [rejection, ...more] = rejectionsOf(res)
         assert(
-          JSON.stringify(more.map((r) => ({ index: r.index, id: r.id, code: r.code }))) ===
-            JSON.stringify(others) &&
+          sameJson(
+            more.map((r) => ({ index: r.index, id: r.id, code: r.code })),
+            others,
+          ) &&
             rejection?.index === index &&
             rejection.id === id &&
             rejection.code === 'duplicate_id',
@@ -378,7 +382,7 @@ export const ingestRuleChecks: Check[] = [
       const stored = (pageItems(page.body) ?? []) as Json[]
       const want = [a, b, c, d]
       assert(
-        JSON.stringify(stored.map(five)) === JSON.stringify(want.map(five)),
+        sameJson(stored.map(five), want.map(five)),
         `the connector holds ${short(stored.map((r) => r.id))}, expected ${short(want.map((r) => r.id))} as first sent`,
       )
       stored.forEach((r, i) => {
@@ -447,10 +451,7 @@ export const ingestRuleChecks: Check[] = [
       // Read twice: the second read must present the same lineage as the first (proofs are kept between reads).
       const again = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=50`)
       expectStatus(again, 200, 'reading the records back again')
-      assert(
-        JSON.stringify(again.body) === JSON.stringify(page.body),
-        'reading the same records twice answered different lineage',
-      )
+      assert(sameJson(again.body, page.body), 'reading the same records twice answered different lineage')
       const stored = (pageItems(page.body) ?? []) as Json[]
       const sent = batches.flat()
       assert(stored.length === sent.length, `${stored.length} records stored, expected ${sent.length}`)
@@ -587,7 +588,7 @@ export const ingestRuleChecks: Check[] = [
       }
       const got = Object.fromEntries(Object.keys(want).map((k) => [k, delivery.body?.[k]]))
       assert(
-        delivery.body?.event === 'ingest.batch_accepted' && JSON.stringify(got) === JSON.stringify(want),
+        delivery.body?.event === 'ingest.batch_accepted' && sameJson(got, want),
         `the delivery ${short(delivery.body)} does not carry ${short(want)}`,
       )
       const all = ctx.receiver!.deliveries.filter(mine)

@@ -5,6 +5,7 @@
  * step decided once) are its own, so the check is profile. It also gives the contract coverage report those
  * levels and frame kinds, and the approval endpoint's 409.
  */
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
@@ -102,7 +103,7 @@ export const outcomeChecks: Check[] = [
               typeof error.message === 'string' &&
               error.message.includes(String(stepFailed?.step_id)) &&
               typeof obj(stepFailed?.detail).reason === 'string' &&
-              JSON.stringify(obj(obj(t.frames.at(-1)?.detail).error)) === JSON.stringify(error),
+              sameJson(obj(obj(t.frames.at(-1)?.detail).error), error),
             `the failing run's outcome error ${short(error)} and step.failed frame ${short(stepFailed)} do not name the failed step and its reason`,
           )
         })(),
@@ -152,13 +153,12 @@ export const outcomeChecks: Check[] = [
           expect(
             wrong.status === 409 &&
               wrongDetail.step_id === 'step_999' &&
-              JSON.stringify(wrongDetail.awaiting) === JSON.stringify(awaitingIds),
+              sameJson(wrongDetail.awaiting, awaitingIds),
             `deciding step_999 of a run awaiting ${short(awaitingIds)} answered ${wrong.status} ${short(wrong.body)}, not 409 naming the awaiting steps`,
           )
           const still = await ctx.fx.inspect(runId)
           expect(
-            still.status === 'awaiting_approval' &&
-              JSON.stringify(still.awaiting) === JSON.stringify(waiting.awaiting),
+            still.status === 'awaiting_approval' && sameJson(still.awaiting, waiting.awaiting),
             `deciding step_999 changed the run: ${short(still.status)}, awaiting ${short(still.awaiting)}`,
           )
         })(),
@@ -234,7 +234,7 @@ export const outcomeChecks: Check[] = [
           )
           const failedFrame = t.frames.at(-1)
           expect(
-            JSON.stringify(obj(obj(failedFrame?.detail).error)) === JSON.stringify(error),
+            sameJson(obj(obj(failedFrame?.detail).error), error),
             `the run.failed frame's detail ${short(failedFrame?.detail)} does not carry the outcome's error`,
           )
         })(),

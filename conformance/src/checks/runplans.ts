@@ -5,6 +5,7 @@
  * for the agent", "Allowed values of `mode` and `trace_level` beyond the two named: not shown"; §4 "DELETE
  * /v1/agents/{id} | Terminates and deletes the agent"), so the checks are profile.
  */
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json, missingIdLike, ownId, pageItems, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
@@ -29,7 +30,7 @@ function refusedField(res: Parameters<typeof expectError>[0], field: string, wha
   const detail = obj(expectError(res, 400, what, 'invalid_request').detail)
   const issues = Array.isArray(detail.issues) ? detail.issues.map(obj) : []
   assert(
-    JSON.stringify(detail.fields) === JSON.stringify([field]) &&
+    sameJson(detail.fields, [field]) &&
       issues.length === 1 &&
       issues[0]?.path === field &&
       typeof issues[0]?.message === 'string' &&
@@ -69,7 +70,7 @@ export const runPlanChecks: Check[] = [
         `a start without mode and trace_level reads back mode ${short(capsRun.mode)}, trace_level ${short(capsRun.trace_level)}`,
       )
       assert(
-        JSON.stringify(capsRun.inputs) === JSON.stringify(inputs),
+        sameJson(capsRun.inputs, inputs),
         `the run's inputs read back as ${short(capsRun.inputs)}, not ${short(inputs)}`,
       )
       assert(
@@ -79,8 +80,10 @@ export const runPlanChecks: Check[] = [
       const capsCalls = await calls(ctx, capsId)
       assert(
         capsCalls.status === 'succeeded' &&
-          JSON.stringify(capsCalls.calls.map((c) => [c.step_id, c.tool])) ===
-            JSON.stringify([['step_1', a.name]]),
+          sameJson(
+            capsCalls.calls.map((c) => [c.step_id, c.tool]),
+            [['step_1', a.name]],
+          ),
         `the capability run ended ${short(capsCalls.status)} with calls ${short(capsCalls.calls)}`,
       )
       // Read once the run ended: a queued run has no run.started frame yet.
@@ -88,8 +91,7 @@ export const runPlanChecks: Check[] = [
       const startedDetail = obj(started?.detail)
       assert(
         startedDetail.envelope === 'default' &&
-          JSON.stringify(startedDetail.plan) ===
-            JSON.stringify([{ step_id: 'step_1', tool: a.name, tool_id: a.id }]),
+          sameJson(startedDetail.plan, [{ step_id: 'step_1', tool: a.name, tool_id: a.id }]),
         `the run.started frame's detail is ${short(startedDetail)}, not the plan and the envelope`,
       )
 
@@ -103,12 +105,14 @@ export const runPlanChecks: Check[] = [
       const plannedCalls = await calls(ctx, String(obj(planned.body).run_id))
       assert(
         plannedCalls.status === 'succeeded' &&
-          JSON.stringify(plannedCalls.calls.map((c) => [c.step_id, c.tool])) ===
-            JSON.stringify([
+          sameJson(
+            plannedCalls.calls.map((c) => [c.step_id, c.tool]),
+            [
               ['step_1', b.name],
               ['step_2', a.name],
               ['step_3', b.name],
-            ]),
+            ],
+          ),
         `a run planned [${b.name}, ${a.name}, ${b.name}] ended ${short(plannedCalls.status)} with calls ${short(plannedCalls.calls)}`,
       )
       assert(
@@ -116,9 +120,7 @@ export const runPlanChecks: Check[] = [
         `a dry run's calls answered results ${short(plannedCalls.calls.map((c) => c.result))}, not dry_run:<step_id>`,
       )
       assert(
-        plannedCalls.calls.every(
-          (c) => JSON.stringify(obj(c.detail).input) === JSON.stringify({ note: 'n' }),
-        ),
+        plannedCalls.calls.every((c) => sameJson(obj(c.detail).input, { note: 'n' })),
         `the planned run's detailed calls got ${short(plannedCalls.calls.map((c) => obj(c.detail).input))}, not the inputs without the plan`,
       )
 
@@ -147,7 +149,7 @@ export const runPlanChecks: Check[] = [
         'inputs.plan naming a tool that does not exist',
       )
       assert(
-        JSON.stringify(unknown.unknown_tools) === JSON.stringify([unknownName]),
+        sameJson(unknown.unknown_tools, [unknownName]),
         `the refusal names unknown_tools ${short(unknown.unknown_tools)}, not [${unknownName}]`,
       )
       refusedField(
@@ -216,8 +218,7 @@ export const runPlanChecks: Check[] = [
       const description = ctx.name('task with data')
       const withData = await assign({ description, data_source: 's3://conformance/in.csv', priority: 4 })
       assert(
-        JSON.stringify(withData.run.inputs) ===
-          JSON.stringify({ task: description, data_source: 's3://conformance/in.csv' }) &&
+        sameJson(withData.run.inputs, { task: description, data_source: 's3://conformance/in.csv' }) &&
           withData.run.task_id === withData.taskId &&
           withData.run.priority === 4,
         `the task's run reads back inputs ${short(withData.run.inputs)}, task_id ${short(withData.run.task_id)}, priority ${short(withData.run.priority)}`,
@@ -225,7 +226,7 @@ export const runPlanChecks: Check[] = [
       const bare = ctx.name('task without data')
       const without = await assign({ description: bare })
       assert(
-        JSON.stringify(without.run.inputs) === JSON.stringify({ task: bare }),
+        sameJson(without.run.inputs, { task: bare }),
         `a task without data_source starts a run with inputs ${short(without.run.inputs)}`,
       )
       // The task follows its run: once the run ended, the task reads back its status and outcome.
@@ -235,9 +236,7 @@ export const runPlanChecks: Check[] = [
       expectStatus(task, 200, 'GET /v1/tasks/{id}')
       const t = obj(task.body)
       assert(
-        t.status === final.status &&
-          t.run_id === runId &&
-          JSON.stringify(t.result) === JSON.stringify(final.outcome),
+        t.status === final.status && t.run_id === runId && sameJson(t.result, final.outcome),
         `the task reads back status ${short(t.status)}, result ${short(t.result)} after its run ended ${short(final.status)} with ${short(final.outcome)}`,
       )
       // The run's end is announced once, as the task's: task.<status> naming the task, its run and agent.

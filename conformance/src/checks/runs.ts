@@ -1,4 +1,5 @@
 /** Spec §2, §3, §4 runs: start and inspection fields, controls, the trace. */
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, runBody, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
@@ -47,7 +48,7 @@ async function cancelledDuringCall(ctx: CheckContext): Promise<string | undefine
   const added = later.frames.slice(trace.frames.length)
   if (added.length > 0 || later.frames.length !== trace.frames.length)
     return `run ${runId}, cancelled during a call, had ${trace.frames.length} frames at its cancel and ${later.frames.length} ${slowMs + 400} ms later (added: ${short(added.map((f) => f.kind))})`
-  if (JSON.stringify(again.plan) !== JSON.stringify(run.plan) || again.status !== run.status)
+  if (!sameJson(again.plan, run.plan) || again.status !== run.status)
     return `run ${runId}, cancelled during a call, read ${short(run.status)} ${short(run.plan)} at its cancel and ${short(again.status)} ${short(again.plan)} ${slowMs + 400} ms later`
   return undefined
 }
@@ -252,7 +253,7 @@ export const runChecks: Check[] = [
       assert(
         typeof detail.by === 'string' &&
           detail.from === 'awaiting_approval' &&
-          JSON.stringify(detail.flushed_approvals) === JSON.stringify([pending.step_id]),
+          sameJson(detail.flushed_approvals, [pending.step_id]),
         `the control.cancelled frame's detail is ${short(detail)}, not by, from awaiting_approval and the flushed step`,
       )
       for (const action of ['pause', 'resume', 'cancel']) {
@@ -467,10 +468,7 @@ export const runChecks: Check[] = [
         single.pages >= whole.frames.length,
         `${whole.frames.length} frames came in ${single.pages} pages of one`,
       )
-      assert(
-        JSON.stringify(single.frames) === JSON.stringify(whole.frames),
-        'paged frames differ from the whole trace',
-      )
+      assert(sameJson(single.frames, whole.frames), 'paged frames differ from the whole trace')
     },
   },
   {
@@ -496,10 +494,7 @@ export const runChecks: Check[] = [
         events.at(-1)?.event === 'end',
         `the stream did not end with event: end (${events.map((e) => e.event).join(',')})`,
       )
-      assert(
-        JSON.stringify(frames) === JSON.stringify(paged.frames),
-        'streamed frames differ from paged frames',
-      )
+      assert(sameJson(frames, paged.frames), 'streamed frames differ from paged frames')
       assert(
         events.filter((e) => e.event === 'frame').every((e, i) => e.id === String(frames[i]?.seq)),
         'SSE ids are not the frame seqs',
@@ -527,7 +522,7 @@ export const runChecks: Check[] = [
       const livePaged = await ctx.fx.readTrace(live.runId)
       assert(
         liveEvents.at(-1)?.event === 'end' &&
-          JSON.stringify(liveFrames) === JSON.stringify(livePaged.frames) &&
+          sameJson(liveFrames, livePaged.frames) &&
           liveFrames.at(-1)?.kind === 'run.succeeded',
         `the stream of a live run gave ${liveEvents.map((e) => e.event).join(',')}, frames ${short(liveFrames.map((f) => f.kind))}`,
       )

@@ -2,6 +2,7 @@
  * Spec §5.6: a resource that does not exist, or is out of scope for the calling identity, yields 404. Every kind
  * of resource is read from a second workspace and compared with a read of an id that names nothing.
  */
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { declaredAbsent } from '../config.js'
 import { expectStatus, missingIdLike, nextPageCursor, notServed, runBody, unservedPart } from '../fixtures.js'
@@ -227,8 +228,7 @@ export const scopingChecks: Check[] = [
       expectError(foreignApproval, 404, 'another workspace approving the awaiting step')
       const after = await ctx.fx.inspect(runId)
       assert(
-        after.status === 'awaiting_approval' &&
-          JSON.stringify(after.awaiting) === JSON.stringify(waiting.awaiting),
+        after.status === 'awaiting_approval' && sameJson(after.awaiting, waiting.awaiting),
         `the run changed under another workspace's controls: status ${short(after.status)}, awaiting ${short(after.awaiting)}`,
       )
       // The owner's same requests reach the run: pause and resume (spec controls) and the approval, when served.

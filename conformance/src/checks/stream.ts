@@ -2,7 +2,9 @@
  * Spec §4, §5.3 stream: `{stream_url}/v1/stream` needs a bearer token and a scope per topic; records arrive with
  * lineage as they land. Authentication is checked at the upgrade (core); the subscribe protocol is profile.
  */
+
 import WebSocket from 'ws'
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
@@ -457,7 +459,7 @@ export const streamChecks: Check[] = [
           .filter((x) => x.type === 'record')
           .map((x) => String((x.record as Json | undefined)?.id))
         assert(
-          JSON.stringify(got) === JSON.stringify([records[1]!.id, records[2]!.id]),
+          sameJson(got, [records[1]!.id, records[2]!.id]),
           `resuming after the first record's seq ${seq} replayed ${short(got)}, expected the two after it once each`,
         )
       } finally {

@@ -8,6 +8,7 @@
  * (1002 records ingested, 1000 replayed) on a --reference run of about ten, so --reference runs the reference with
  * a window of 20 and declares it.
  */
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json } from '../fixtures.js'
 import { assert, fail } from '../types.js'
@@ -50,7 +51,7 @@ async function resumePastWindow(ctx: CheckContext, s: Stream, window: number): P
     .map((m) => String((m.record as Json | undefined)?.id))
   const newest = records.slice(2).map((r) => String(r.id))
   assert(
-    JSON.stringify(replayed) === JSON.stringify(newest),
+    sameJson(replayed, newest),
     `after the gap, ${topic} replayed ${replayed.length} records ${short(replayed)}, expected the newest ${window} once each in order`,
   )
 }

@@ -4,6 +4,7 @@
  * data providers; and the registrations their settings refuse. §2 shows `provider | string | Provider identifier.`
  * and no provider, setting or call shape, so every check here is profile.
  */
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, type Json, SETTLED, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
@@ -77,7 +78,7 @@ export const toolCallChecks: Check[] = [
         says: string,
       ) => {
         const d = r.failedDetail
-        const wrong = Object.entries(detail).filter(([k, v]) => JSON.stringify(d[k]) !== JSON.stringify(v))
+        const wrong = Object.entries(detail).filter(([k, v]) => !sameJson(d[k], v))
         expect(
           r.run.status === 'failed' &&
             wrong.length === 0 &&
@@ -237,7 +238,7 @@ export const toolCallChecks: Check[] = [
           const r = await runOf(ctx, tool!)
           expect(
             r.run.status === 'succeeded' &&
-              JSON.stringify(obj(r.call?.detail).output) === JSON.stringify(data) &&
+              sameJson(obj(r.call?.detail).output, data) &&
               typeof r.call?.result === 'string',
             `a builtin:data tool: run ${short(r.run.status)}, tool.call ${short(r.call)}`,
           )

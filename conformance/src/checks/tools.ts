@@ -1,4 +1,5 @@
 /** Spec §2, §4 tools: registration, inspection, listing, retirement that keeps historical traces intact. */
+import { sameJson } from '../canonical.js'
 import type { Check } from '../check.js'
 import {
   expectStatus,
@@ -144,7 +145,7 @@ export const toolChecks: Check[] = [
       expectStatus(after, 200, 'the trace after retirement')
       assert(after.text.includes(tool.id), `the trace no longer references tool ${tool.id} after retirement`)
       assert(
-        JSON.stringify(traceFrames(ctx, after)) === JSON.stringify(traceFrames(ctx, before)),
+        sameJson(traceFrames(ctx, after), traceFrames(ctx, before)),
         'the trace changed when the tool was retired',
       )
     },
