@@ -157,7 +157,7 @@ export const graphqlChecks: Check[] = [
         'the run to record its first trace frame',
         () => ctx.fx.readTrace(runId, 5),
         (read) => read.frames.length >= 1,
-        10_000,
+        ctx.config.waitMs,
       )
       const res = await gql(
         ctx.http,
@@ -316,7 +316,7 @@ export const graphqlChecks: Check[] = [
           const event = obj(obj(obj(p.data).runEvents).event)
           return event.event === 'run.started' && event.run_id === runId
         },
-        10_000,
+        ctx.config.waitMs,
       )
       assert(sub.protocol === 'graphql-transport-ws', `the socket negotiated ${short(sub.protocol)}`)
       assert(

@@ -309,7 +309,7 @@ export const ingestChecks: Check[] = [
       const { res, connector } = await mixedBatch(ctx)
       const page = await ctx.http.get(`/v1/grid/connectors/${connector}/records?limit=50`)
       expectStatus(page, 200, 'GET records')
-      const data = (obj(page.body).data ?? []) as Json[]
+      const data = (pageItems(page.body) ?? []) as Json[]
       assert(data.length === 3, `${data.length} records stored, expected the 3 accepted`)
       data.forEach((r, i) => {
         const lineage = obj(r.lineage)
