@@ -161,7 +161,7 @@ const readBack = (text: string) =>
 /**
  * How a message shows a run's input that carries `note` (SLACK_MARKUP_NOTE): Slack reads &, < and > as markup in
  * mrkdwn text, so text it did not write must be sent as &amp;, &lt; and &gt;
- * (https://docs.slack.dev/messaging/formatting-message-text#escaping-text). Shown unescaped, the input pings the
+ * (https://api.slack.com/reference/surfaces/formatting#escaping). Shown unescaped, the input pings the
  * channel, mentions a user and links; shown with characters lost, it is not the input. A message that does not show
  * the input has nothing to judge.
  */
