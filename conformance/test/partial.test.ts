@@ -5,14 +5,10 @@
  * INCOMPLETE naming the setting that completes them; declared absent (`notServed`), they pass.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { listenPort, testPort } from '../../test/support/ports.js'
 import { extensionOperations } from '../mutants/dialects.js'
-import { HOOK_PREFIX, type Mutant, MutantProxy, pathOnly } from '../mutants/proxy.js'
+import { type Mutant, pathOnly } from '../mutants/proxy.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
-import { resolveConfig, type SuiteConfig } from '../src/config.js'
-import { Contract } from '../src/contract.js'
-import { WebhookReceiver } from '../src/receiver.js'
-import { type ReferenceServer, startReference } from '../src/reference.js'
+import { resolveConfig } from '../src/config.js'
 import { toJson } from '../src/report/json.js'
 import { toJunit } from '../src/report/junit.js'
 import { toMarkdown } from '../src/report/markdown.js'
@@ -20,6 +16,7 @@ import { formatResult, formatSummary } from '../src/report/text.js'
 import { runChecks, selectChecks } from '../src/runner.js'
 import type { RunSummary } from '../src/types.js'
 import { verdictFor } from '../src/verdict.js'
+import { type ProxiedReference, startProxiedReference } from './proxied-reference.js'
 
 /** The four partial passes the issue found, and the part each could not run. */
 const PARTIAL = {
@@ -34,17 +31,10 @@ const UNSERVED = [
   'POST /v1/runs/{run_id}/steps/{step_id}/approval',
 ]
 
-let reference: ReferenceServer
-let receiver: WebhookReceiver
-let proxy: MutantProxy
-let contract: Contract
+let t: ProxiedReference
 
 beforeAll(async () => {
-  reference = await startReference(() => {}, undefined, { port: await testPort() })
-  receiver = new WebhookReceiver()
-  await receiver.listen('127.0.0.1', await listenPort())
-  proxy = new MutantProxy(reference.baseUrl, () => `http://127.0.0.1:${receiver.port}`, reference.tokens)
-  await proxy.listen(await listenPort())
+  t = await startProxiedReference()
   const operations = extensionOperations(resolveConfig([]).config.openapiPath).filter((op) =>
     UNSERVED.includes(op.name),
   )
@@ -63,34 +53,19 @@ beforeAll(async () => {
       }
     },
   }
-  proxy.mutant = unserved
-  contract = Contract.fromFile(resolveConfig([]).config.openapiPath)
+  t.proxy.mutant = unserved
 }, 60_000)
 
-afterAll(async () => {
-  await proxy?.close()
-  await receiver?.close()
-  await reference?.stop()
-})
-
-function config(notServed: string[]): SuiteConfig {
-  const c = resolveConfig(['--seed', '7']).config
-  c.baseUrl = proxy.url
-  c.streamUrl = proxy.url.replace(/^http/, 'ws')
-  c.tokens = { ...reference.tokens }
-  c.receiver = { host: '127.0.0.1', port: receiver.port, url: `${proxy.url}${HOOK_PREFIX}/hooks` }
-  c.waitMs = 8000
-  c.notServed = notServed
-  return c
-}
+afterAll(() => t?.stop())
 
 async function run(notServed: string[]): Promise<RunSummary> {
-  const c = config(notServed)
+  const c = t.config(['--seed', '7'])
+  c.notServed = notServed
   const summary = await runChecks({
     config: c,
     checks: selectChecks(ALL_CHECKS, Object.keys(PARTIAL)),
-    contract,
-    receiver,
+    contract: t.contract,
+    receiver: t.receiver,
   })
   summary.verdict = verdictFor(summary, { strictProfile: false, allowIncomplete: false })
   return summary

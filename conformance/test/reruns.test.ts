@@ -5,77 +5,46 @@
  */
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { listenPort, testPort } from '../../test/support/ports.js'
-import { HOOK_PREFIX, type Mutant, MutantProxy } from '../mutants/proxy.js'
+import { HOOK_PREFIX, type Mutant } from '../mutants/proxy.js'
+import { ONE_CHARACTER_KEYS } from '../src/checks/idempotency.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
-import { resolveConfig, type SuiteConfig } from '../src/config.js'
-import { Contract } from '../src/contract.js'
-import { WebhookReceiver } from '../src/receiver.js'
-import { type ReferenceServer, startReference } from '../src/reference.js'
 import { runChecks, selectChecks } from '../src/runner.js'
 import type { CheckResult } from '../src/types.js'
+import { type ProxiedReference, startProxiedReference } from './proxied-reference.js'
 
-let reference: ReferenceServer
-let receiver: WebhookReceiver
-let proxy: MutantProxy
-let contract: Contract
+let t: ProxiedReference
 
 beforeAll(async () => {
-  receiver = new WebhookReceiver()
-  await receiver.listen('127.0.0.1', await listenPort())
-  const proxyPort = await testPort()
-  reference = await startReference(() => {}, undefined, {
-    port: await testPort(),
-    receiverTarget: `127.0.0.1:${proxyPort}`,
-  })
-  proxy = new MutantProxy(reference.baseUrl, () => `http://127.0.0.1:${receiver.port}`, reference.tokens)
-  await proxy.listen(proxyPort)
-  contract = Contract.fromFile(resolveConfig([]).config.openapiPath)
+  t = await startProxiedReference()
 }, 60_000)
 
-afterAll(async () => {
-  await proxy?.close()
-  await receiver?.close()
-  await reference?.stop()
-})
-
-function config(): SuiteConfig {
-  const c = resolveConfig([]).config
-  c.baseUrl = proxy.url
-  c.streamUrl = proxy.url.replace(/^http/, 'ws')
-  c.tokens = { ...reference.tokens }
-  c.receiver = { host: '127.0.0.1', port: receiver.port, url: `${proxy.url}${HOOK_PREFIX}/hooks` }
-  c.waitMs = 8000
-  return c
-}
+afterAll(() => t?.stop())
 
 async function run(id: string, mutant?: Mutant): Promise<CheckResult> {
-  proxy.mutant = mutant
+  t.proxy.mutant = mutant
   try {
     const { results } = await runChecks({
-      config: config(),
+      config: t.config(),
       checks: selectChecks(ALL_CHECKS, [id]),
-      contract,
-      receiver,
+      contract: t.contract,
+      receiver: t.receiver,
     })
     const result = results.find((r) => r.id === id)
     if (!result) throw new Error(`${id} did not run`)
     return result
   } finally {
-    proxy.mutant = undefined
+    t.proxy.mutant = undefined
   }
 }
-
-const ALPHANUMERIC = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
 
 describe('a deployment that has seen the suite before', () => {
   it('still takes a one-character Idempotency-Key once every one the check draws from was used', async () => {
     // Earlier runs (or anyone) used each one-character key for a request of their own.
-    for (const key of ALPHANUMERIC) {
-      const res = await fetch(`${reference.baseUrl}/v1/agents`, {
+    for (const key of ONE_CHARACTER_KEYS) {
+      const res = await fetch(`${t.reference.baseUrl}/v1/agents`, {
         method: 'POST',
         headers: {
-          authorization: `Bearer ${reference.tokens.primary}`,
+          authorization: `Bearer ${t.reference.tokens.primary}`,
           'content-type': 'application/json',
           'idempotency-key': key,
         },
@@ -98,7 +67,7 @@ describe('an event delivered twice', () => {
       async delivery(req) {
         if (!req.body.includes('"ingest.batch_accepted"')) return req
         const { host: _h, connection: _c, 'content-length': _l, ...headers } = req.headers
-        await fetch(`http://127.0.0.1:${receiver.port}${req.path.slice(HOOK_PREFIX.length)}`, {
+        await fetch(`http://127.0.0.1:${t.receiver.port}${req.path.slice(HOOK_PREFIX.length)}`, {
           method: 'POST',
           headers,
           body: req.body,

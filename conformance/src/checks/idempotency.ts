@@ -11,7 +11,7 @@ import { batch } from './ingest.js'
 import { receiverUrl, webhookSecret } from './webhooks.js'
 
 /** The characters a one-character key is drawn from. */
-const ONE_CHARACTER_KEYS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
+export const ONE_CHARACTER_KEYS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
 
 const newKey = () => `conf-${randomBytes(9).toString('hex')}`
 

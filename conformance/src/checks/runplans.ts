@@ -301,17 +301,6 @@ export const runPlanChecks: Check[] = [
   },
 ]
 
-/** JSON with object keys sorted, so two bodies compare whatever order their keys came in. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`
-  if (v && typeof v === 'object')
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Json)[k])}`)
-      .join(',')}}`
-  return JSON.stringify(v) ?? 'undefined'
-}
-
 /** The deliveries to one subscription of this check's own (its receiver path ends in `tag`). */
 async function subscribe(ctx: CheckContext, events: string[]) {
   const hook = await ownHook(ctx, 'run-events', events, { what: 'subscribing to the run control events' })
@@ -375,7 +364,7 @@ export const runEventChecks: Check[] = [
           problems.push(`no ${kind} delivery of run ${runId} within ${ctx.config.waitMs} ms`)
           return
         }
-        const wrong = Object.entries(want).filter(([k, v]) => canonical(body[k]) !== canonical(v))
+        const wrong = Object.entries(want).filter(([k, v]) => !sameJson(body[k], v))
         if (wrong.length > 0)
           problems.push(
             `the ${kind} delivery of run ${runId} has ${wrong.map(([k]) => `${k} ${short(body[k])}`).join(', ')}, expected ${short(want)}`,
