@@ -57,6 +57,9 @@ export const GAPS = {
     '§2 "inputs | object | Free-form input values for the agent" and "capabilities | array | List of enabled capabilities" (how a run’s plan is chosen, which envelope it runs under and what a start without `mode` or `trace_level` gets are not shown)',
   agentRuns:
     '§4 "DELETE /v1/agents/{id} | Terminates and deletes the agent" and "POST /v1/agents/{id}/tasks | Assigns a task to the agent" (what becomes of the agent’s runs, and the run a task starts, are not shown)',
+  routing: '§6 "How routing to chat and paging destinations is configured: not shown"',
+  connectorIds:
+    '§4 "POST | `/v1/grid/connectors/{id}/ingest`" (what a connector id may hold, its length and characters, is not shown)',
   toolProviders:
     '§2 "provider | string | Provider identifier." (which providers exist, their settings, and what a call sends and gets back are not shown)',
 } as const
@@ -121,6 +124,16 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.topic-scope-refused': GAPS.streamMessages,
   'stream.resume-after-seq-exclusive': GAPS.streamMessages,
   'stream.protocol-messages': GAPS.streamMessages,
+  'stream.records-with-lineage': GAPS.streamMessages,
+  'ingest.connector-id-pattern': GAPS.connectorIds,
+  'validation.fuzz-invalid-request-code': GAPS.errorCodes,
+  'destinations.cloudevents-binary': GAPS.routing,
+  'destinations.slack-incoming-webhook': GAPS.routing,
+  'destinations.pagerduty-events-v2': GAPS.routing,
+  'destinations.operations': GAPS.routing,
+  'destinations.event-bus': GAPS.routing,
+  'destinations.slack-retry-after': GAPS.routing,
+  'destinations.slack-approve-from-chat': GAPS.routing,
   'stream.bad-messages-refused': GAPS.streamMessages,
   'stream.socket-ingest-judged-like-rest': GAPS.streamMessages,
   'stream.subscriptions-per-connection': GAPS.streamMessages,

@@ -6,7 +6,7 @@ import { Secrets } from '../mutants/dialects/wire.js'
 import { extensionOperations } from '../mutants/dialects.js'
 import { createMutants } from '../mutants/mutants.js'
 import { editJson, HOOK_PREFIX, MutantProxy } from '../mutants/proxy.js'
-import { judge, unprovenChecks } from '../mutants/run.js'
+import { dialectLine, judge, unprovenChecks } from '../mutants/run.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
 import type { CheckResult } from '../src/types.js'
 
@@ -183,6 +183,29 @@ describe('mutants', () => {
     const verdict = judge(mutant, clean, [r('a.one', 'fail'), r('a.two', 'fail')])
     expect(verdict).toMatchObject({ killed: true, caughtBy: ['a.one'], missed: ['a.two'] })
     expect(verdict.note).toMatch(/a\.two/)
+  })
+
+  it('a dialect may fail a profile check that fills a gap, never one that quotes a spec sentence', () => {
+    const r = (id: string, level: CheckResult['level'], gap?: string): CheckResult => ({
+      id,
+      title: id,
+      level,
+      family: 'x',
+      clauses: ['S7.3'],
+      outcome: 'fail',
+      message: `${id} failed`,
+      ...(gap === undefined ? {} : { gap }),
+      exchanges: [],
+      durationMs: 0,
+    })
+    const dialect = { id: 'd', description: 'a legal deployment', targets: [] }
+    const choice = dialectLine(dialect, [r('x.choice', 'profile', '§7 codes not shown')])
+    expect(choice.failures).toBe(0)
+    expect(choice.line).toMatch(/no spec sentence broken; 1 profile checks where the spec is silent/)
+    const sentence = dialectLine(dialect, [r('x.choice', 'profile', '§7'), r('x.sentence', 'profile')])
+    expect(sentence.failures).toBe(1)
+    expect(sentence.line).toMatch(/SPEC SENTENCES FAILED x\.sentence \(x\.sentence failed\)/)
+    expect(dialectLine(dialect, [r('x.core', 'core')]).failures).toBe(1)
   })
 })
 

@@ -379,7 +379,7 @@ export function pagingMutants(): Mutant[] {
     {
       id: 'validation-code-nonstandard',
       description: 'Schema violations answer 400 with code validation_error instead of invalid_request',
-      targets: ['validation.fuzz-400'],
+      targets: ['validation.fuzz-invalid-request-code'],
       response(req, res) {
         if (req.method !== 'POST' || res.status !== 400) return res
         return recode(res, 'validation_error')

@@ -1,7 +1,7 @@
 /** Spec §1, §7: the policy gate refuses with 403 policy_denied and names its reasons in `detail`. */
 import { isDeepStrictEqual } from 'node:util'
 import type { Check, CheckContext } from '../check.js'
-import { type Json, ownId, SETTLED, TERMINAL, type ToolAgent } from '../fixtures.js'
+import { type Json, ownId, SETTLED, TERMINAL, type ToolAgent, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -274,6 +274,8 @@ export const authzChecks: Check[] = [
     clauses: ['S5.1'],
     async run(ctx) {
       const res = await ctx.as('narrowScope').get('/v1/agents?limit=1')
+      // The agent list is the reference profile's extension: where it is not served, nothing here could run.
+      if (unservedPart(ctx, res, 'GET /v1/agents', 'the read with the narrow token (listing agents)')) return
       assert(res.status === 200, `GET /v1/agents with agents:read answered ${res.status}`)
     },
   },

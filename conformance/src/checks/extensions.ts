@@ -5,12 +5,14 @@
  * profile: it shows that each answers what its contract documents, and gives the coverage report their answers.
  */
 import { randomBytes } from 'node:crypto'
+import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, ownId, pageItems } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
+import { batch } from './ingest.js'
 import { atTag, hookId, ownHook, webhookSecret } from './webhooks.js'
 
 export interface Probe {
@@ -159,6 +161,13 @@ export const extensionChecks: Check[] = [
       const hook = await hookWithDelivery(ctx)
       const agent = await ctx.fx.agent()
       const secret = () => ({ secret: webhookSecret(), overlap_seconds: 0 })
+      const connector = ctx.name('conn-ext')
+      const records = batch(ctx, 2)
+      expectStatus(
+        await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records }),
+        202,
+        'ingesting two records to read back',
+      )
       const listed = (id: string) => (res: HttpResponse) =>
         (pageItems(res.body) ?? []).some((w) => ownId(w, 'webhook') === id)
           ? undefined
@@ -198,6 +207,25 @@ export const extensionChecks: Check[] = [
           what: 'POST /v1/webhooks/{unknown id}/rotate-secret with a valid body',
           expect: 404,
           send: () => ctx.http.post('/v1/webhooks/conf-unknown-webhook/rotate-secret', secret()),
+        },
+        {
+          what: 'GET /v1/agents',
+          expect: 200,
+          send: () => ctx.http.get('/v1/agents?limit=1'),
+          judge: (res) =>
+            pageItems(res.body)?.length === 1 ? undefined : `no page of one agent: ${short(res.body)}`,
+        },
+        {
+          what: 'GET /v1/grid/connectors/{connector_id}/records',
+          expect: 200,
+          send: () => ctx.http.get(`/v1/grid/connectors/${connector}/records`),
+          judge: (res) =>
+            sameJson(
+              (pageItems(res.body) ?? []).map((r) => obj(r).id),
+              records.map((r) => r.id),
+            )
+              ? undefined
+              : `not the two records ingested: ${short(res.body)}`,
         },
         {
           what: 'GET /v1/agents/{id}/runs',

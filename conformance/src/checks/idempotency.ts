@@ -580,12 +580,13 @@ export const idempotencyChecks: Check[] = [
           expectEnvelope(res, 'concurrent 409')
           continue
         }
-        expectStatus(res, 201, 'concurrent POST')
+        // §4 shows no success status for creating an agent (the reference answers 201; 200 is as legal).
+        expectStatus(res, [200, 201], 'concurrent POST')
         ids.add(String(ownId(res.body, 'agent')))
       }
       assert(ids.size === 1, `the concurrent requests created ${ids.size} different agents`)
       const count = await countAgentsNamed(ctx, name)
-      assert(count === 1, `${count} agents named ${name} exist`)
+      if (count !== undefined) assert(count === 1, `${count} agents named ${name} exist`)
     },
   },
   {
