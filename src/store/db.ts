@@ -105,6 +105,31 @@ export function readerIn(tx: Queryable, outside: Queryable): Queryable {
   return 'pipeline' in outside ? (outside as Queryable & Pipelined).pipeline : outside
 }
 
+/** One quota count of a UsageLedger: `amount` more of the workspace's `quota` (in `scope`), within `limit`. */
+export interface QuotaCount {
+  workspaceId: string
+  quota: string
+  scope: string
+  amount: number
+  limit: number
+}
+
+/**
+ * A transaction whose driver keeps quota counts in memory until its COMMIT (SQLite's batch:
+ * src/store/sqlite/usage-ledger.ts), exact as the usage rows they stand for.
+ */
+export interface UsageLedger {
+  /** Every count within its limit, counted all or none: whether they were, and each usage after (or as it stands). */
+  take(counts: readonly QuotaCount[]): { taken: boolean; used: number[] }
+}
+
+/** The transaction's usage ledger when its driver keeps one and the transaction is open. */
+export function usageLedgerOf(q: Queryable): UsageLedger | undefined {
+  return 'usageLedger' in q
+    ? (q as Queryable & { usageLedger: UsageLedger | undefined }).usageLedger
+    : undefined
+}
+
 /** The transaction's commit tail when its driver has one. */
 export function commitTailOf(q: Queryable): CommitTail | undefined {
   return 'atCommit' in q ? (q as Queryable & CommitTail) : undefined

@@ -6,7 +6,13 @@ import {
   type StoredAnswerRefusal,
   storedAnswerBytes,
 } from '../../domain/quotas/idempotency.js'
-import { commitTailOf, type InOneStatement, type Queryable, refusableAtCommitOf } from '../db.js'
+import {
+  commitTailOf,
+  type InOneStatement,
+  type Queryable,
+  refusableAtCommitOf,
+  usageLedgerOf,
+} from '../db.js'
 import { zeroAfter } from '../ordered-statement.js'
 import { overQuota, QuotaUsageRepo } from './quota-usage.js'
 
@@ -257,6 +263,20 @@ export class IdempotencyRepo implements IdempotencyRepository {
     }
     // A row inserted fresh ignores the upsert's WHERE: an answer that could not fit even alone is refused first.
     const alone = this.wontFit(entry, limits)
+    // SQLite's batch counts in memory, both or neither, and writes the rows at its COMMIT (usage-ledger.ts).
+    const ledger = alone ? undefined : usageLedgerOf(tx)
+    if (ledger) {
+      const counts = [
+        { workspaceId, quota: 'idempotency_keys', scope: '', amount: 1, limit: limits.keys },
+        { workspaceId, quota: 'idempotency_bytes', scope: '', amount: bytes, limit: limits.bytes },
+      ]
+      const { taken, used } = ledger.take(counts)
+      if (taken) return undefined
+      const keysUsed = used[0] ?? 0
+      return keysUsed + 1 > limits.keys
+        ? { quota: 'idempotency_keys', limit: limits.keys, used: keysUsed }
+        : { quota: 'idempotency_bytes', limit: limits.bytes, used: used[1] ?? 0 }
+    }
     const taken = !alone
       ? new Set(
           (

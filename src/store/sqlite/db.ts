@@ -7,6 +7,7 @@ import { afterCommitOf, currentUnit, runInUnit, Unit } from '../unit-of-work.js'
 import { WalCheckpointer } from './checkpointer.js'
 import { OperatorSignal } from './operators.js'
 import { type CachedStatement, SqliteQueryable, SqliteStatements, StatementCache } from './statements.js'
+import { SqliteUsageLedger } from './usage-ledger.js'
 
 /** Write commits after which checkpoints move to a worker thread: a busy server, not a one-off CLI command. */
 /**
@@ -105,6 +106,8 @@ export class SqliteDb implements Db {
   private readonly mutex = new Mutex()
   private readonly sync: SqliteStatements
   private readonly direct: SqliteQueryable
+  /** The open batch's quota counts, written at its COMMIT (usage-ledger.ts). */
+  private readonly ledger: SqliteUsageLedger
   private batch: Batch | null = null
   /** Transaction control, prepared once: parsing these on every request showed up in the profile. */
   private readonly control: Record<
@@ -129,8 +132,9 @@ export class SqliteDb implements Db {
     private readonly onOperatorWait?: (totalMs: number) => void,
   ) {
     this.operators = path ? new OperatorSignal(path) : null
-    this.sync = new SqliteStatements(new StatementCache(raw))
-    this.direct = new SqliteQueryable(this.sync)
+    this.ledger = new SqliteUsageLedger(raw)
+    this.sync = new SqliteStatements(new StatementCache(raw), () => this.ledger.flush())
+    this.direct = new SqliteQueryable(this.sync, this.ledger)
     this.control = {
       begin: raw.prepare('BEGIN IMMEDIATE'),
       commit: raw.prepare('COMMIT'),
@@ -215,9 +219,11 @@ export class SqliteDb implements Db {
     return this.mutex.lock(async () => {
       const batch = this.openBatch()
       this.control.savepoint.run()
+      this.ledger.mark()
       try {
         const value = await work()
         this.control.release.run()
+        this.ledger.keep()
         batch.dirty = true
         return { value, batch }
       } catch (err) {
@@ -305,9 +311,11 @@ export class SqliteDb implements Db {
     if (!batch || this.batch !== batch) return
     this.batch = null
     try {
+      this.ledger.flush()
       this.control.commit.run()
     } catch (err) {
       if (this.raw.inTransaction) this.control.rollback.run()
+      this.ledger.discard()
       batch.settle(new BatchRolledBack(err))
       return
     }
@@ -326,11 +334,13 @@ export class SqliteDb implements Db {
     }
     this.control.rollbackTo.run()
     this.control.release.run()
+    this.ledger.undo()
   }
 
   /** SQLite rolled the whole transaction back (a disk or memory error): everyone in the batch hears of it. */
   private lost(batch: Batch, err: unknown): void {
     if (this.batch === batch) this.batch = null
+    this.ledger.discard()
     batch.settle(new BatchRolledBack(err))
   }
 }

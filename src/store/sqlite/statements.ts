@@ -3,7 +3,8 @@
  * DDL), prepared statements cached per text, run synchronously and wrapped in the async `Queryable` face.
  */
 import type Database from 'better-sqlite3'
-import { normaliseParams, type Queryable, type Row, type SqlValue } from '../db.js'
+import { normaliseParams, type Queryable, type Row, type SqlValue, type UsageLedger } from '../db.js'
+import type { SqliteUsageLedger } from './usage-ledger.js'
 
 /** A statement rewritten from `$1 … $n` to `?`: which parameter each `?` binds, in order (one may repeat). */
 export interface TranslatedSql {
@@ -61,7 +62,11 @@ export interface CachedStatement {
   /** Column names for a statement that returns rows (empty otherwise), and the builder made from them. */
   columns: string[]
   build: RowBuilder
+  /** Whether the statement names the quota usage rows: pending counts are written before it runs (usage-ledger.ts). */
+  usage: boolean
 }
+
+const NAMES_USAGE = /\bquota_usage\b/i
 
 function columnsOf(stmt: Database.Statement): string[] {
   return stmt.reader ? stmt.columns().map((c) => c.name) : []
@@ -95,7 +100,13 @@ export class StatementCache {
     const stmt = this.raw.prepare(t.sql)
     if (stmt.reader) stmt.raw(true)
     const columns = columnsOf(stmt)
-    const entry = { stmt, order: t.order, columns, build: compileRowBuilder(columns) }
+    const entry = {
+      stmt,
+      order: t.order,
+      columns,
+      build: compileRowBuilder(columns),
+      usage: NAMES_USAGE.test(sql),
+    }
     if (this.entries.size >= this.capacity) {
       const oldest = this.entries.keys().next().value
       if (oldest !== undefined) this.entries.delete(oldest)
@@ -111,7 +122,11 @@ export class StatementCache {
 
 /** Statements run synchronously (better-sqlite3); the async `Queryable` face wraps these. */
 export class SqliteStatements {
-  constructor(readonly statements: StatementCache) {}
+  constructor(
+    readonly statements: StatementCache,
+    /** Run before a statement that names the quota usage rows (the usage ledger's flush). */
+    private readonly beforeUsage?: () => void,
+  ) {}
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T[] {
     return this.queryWith<T>(this.statements.get(sql), params)
   }
@@ -121,7 +136,12 @@ export class SqliteStatements {
   run(sql: string, params?: readonly SqlValue[]): number {
     return this.runWith(this.statements.get(sql), params)
   }
+  /** Pending quota counts written now (a script may name their rows). */
+  flushUsage(): void {
+    this.beforeUsage?.()
+  }
   queryWith<T extends Row = Row>(entry: CachedStatement, params?: readonly SqlValue[]): T[] {
+    if (entry.usage) this.beforeUsage?.()
     const { stmt, order } = entry
     const values = bind(order, params)
     if (!stmt.reader) {
@@ -134,6 +154,7 @@ export class SqliteStatements {
     return out
   }
   oneWith<T extends Row = Row>(entry: CachedStatement, params?: readonly SqlValue[]): T | undefined {
+    if (entry.usage) this.beforeUsage?.()
     const { stmt, order } = entry
     const values = bind(order, params)
     if (!stmt.reader) {
@@ -143,7 +164,9 @@ export class SqliteStatements {
     const row = stmt.get(...values) as unknown[] | undefined
     return row === undefined ? undefined : (toRow(entry, row) as T)
   }
-  runWith({ stmt, order }: CachedStatement, params?: readonly SqlValue[]): number {
+  runWith(entry: CachedStatement, params?: readonly SqlValue[]): number {
+    if (entry.usage) this.beforeUsage?.()
+    const { stmt, order } = entry
     const values = bind(order, params)
     if (stmt.reader) return stmt.all(...values).length
     return stmt.run(...values).changes
@@ -151,7 +174,16 @@ export class SqliteStatements {
 }
 
 export class SqliteQueryable implements Queryable {
-  constructor(private readonly sync: SqliteStatements) {}
+  constructor(
+    private readonly sync: SqliteStatements,
+    private readonly ledger?: SqliteUsageLedger,
+  ) {}
+
+  /** The open batch's quota counts (store/db.ts usageLedgerOf); none outside a transaction. */
+  get usageLedger(): UsageLedger | undefined {
+    return this.ledger?.active ? this.ledger : undefined
+  }
+
   async query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
     return this.sync.query<T>(sql, params)
   }
@@ -162,6 +194,7 @@ export class SqliteQueryable implements Queryable {
     return this.sync.run(sql, params)
   }
   async exec(script: string): Promise<void> {
+    this.sync.flushUsage()
     this.sync.statements.raw.exec(translateDdl(script))
   }
 }
