@@ -31,6 +31,9 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
         AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
         AGENTOPS_DESTINATION_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
         AGENTOPS_TOOL_PRIVATE_TARGETS: `127.0.0.1:${receiverPort}`,
+        // A heartbeat every second, as `--reference` runs it: at the default 15 s the idle connection's second beat
+        // of stream.protocol-messages came just as the suite's 15 s wait for it ended, and under load after it.
+        AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
       },
     })
   })
@@ -47,6 +50,8 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
         '--base-url',
         cluster.url,
         '--strict-profile',
+        // Every failure with its reason on the console, those of checks where the spec is silent too.
+        '--verbose',
         '--receiver-port',
         String(receiverPort),
         '--provision',
@@ -63,7 +68,14 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
     })
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
     const replicaLogs = cluster.replicas.map((r) => `--- replica ${r.index}\n${r.output().slice(-3000)}`)
-    expect(code, `${output.slice(-5000)}\n${replicaLogs.join('\n')}`).toBe(0)
+    // Each failing check's line and the reason under it, wherever they stand in a long output.
+    const failures = output.split('\n').flatMap((line, i, lines) => {
+      if (!/\] FAIL /.test(line)) return []
+      const reason = lines.slice(i + 1, i + 12)
+      const end = reason.findIndex((l) => /^\[ *\d+\/\d+\]/.test(l))
+      return [line, ...(end < 0 ? reason : reason.slice(0, end))]
+    })
+    expect(code, `${failures.join('\n')}\n…\n${output.slice(-5000)}\n${replicaLogs.join('\n')}`).toBe(0)
     expect(output).toMatch(/core: +\d+ passed, 0 failed/)
     // The balancer really spread the suite's traffic: both replicas served HTTP requests and stream connections.
     for (const kind of ['http', 'ws'] as const) {
