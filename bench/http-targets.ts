@@ -3,7 +3,8 @@
  * event loop with the server it drives. Run as `node --import tsx bench/http-targets.ts <kind> [database-url]`;
  * the process prints one JSON line (`{url, token, runId}`) on stdout once it listens on 127.0.0.1.
  *
- *   reference  the reference server (store from the database URL), with an enterprise key, an agent and a run
+ *   reference  the reference server as `npm start` runs it (the compiled build in dist/, ./support/compiled-server.ts;
+ *              store from the database URL), with an enterprise key, an agent and a run
  *   bare       bare Hono on @hono/node-server: the same route shapes with a bearer check and nothing else
  *   floor      the reference server observed by ./support/floor-observer.ts (a library-free request line and
  *              histogram) instead of its own observer: the lower bound of what observation costs
@@ -11,12 +12,14 @@
  *              makes on SQLite (./support/bare-sqlite-writes.ts): what the framework and the store cost together,
  *              before any of the server's own work
  */
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
-import { startServer } from '../src/server.js'
 import type { SurfaceObserver } from '../src/surface/observe.js'
 import { LOOPBACK_TARGETS } from '../test/support/private-targets.js'
 import { bareSqliteWrites } from './support/bare-sqlite-writes.js'
+import { compiledServer } from './support/compiled-server.js'
 import { FloorObserver } from './support/floor-observer.js'
 import { throwawaySqliteUrl } from './support/throwaway-db.js'
 
@@ -26,10 +29,13 @@ export interface TargetInfo {
   runId: string
 }
 
+/** This checkout: its build is the server measured. */
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const RUN_ID = 'run_01jbenchbenchbenchbenchbe'
 const BARE_TOKEN = 'aok_bench_token'
 
 async function startReference(databaseUrl: string, observer?: SurfaceObserver): Promise<TargetInfo> {
+  const { startServer } = await compiledServer(ROOT)
   const server = await startServer({
     ...(observer ? { observer } : {}),
     config: {

@@ -4,7 +4,8 @@
  * listens. Its stdout is read up to that line, then drained and dropped, as a log collector would read the request
  * log of a server as deployed. Every child still running when this process exits is sent SIGTERM.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import type { Agent } from 'node:http'
 import { request } from 'node:http'
 import { dirname, join } from 'node:path'
@@ -45,12 +46,24 @@ export interface ServerChildOptions {
   cpus?: string
 }
 
+/**
+ * Compiles the checkout's server to dist/ when a source is newer than its build (scripts/build.mjs --if-stale): the
+ * benchmarks measure the build `npm start` runs (./compiled-server.ts). Synchronous, so two servers starting at once
+ * never build together.
+ */
+function buildIfStale(root: string): void {
+  const build = join(root, 'scripts', 'build.mjs')
+  if (existsSync(build))
+    execFileSync(process.execPath, [build, '--if-stale'], { cwd: root, stdio: 'inherit' })
+}
+
 /** Starts the script and resolves with its `{"url": …}` line and the process, once it listens. */
 export async function startServerChild<T extends { url: string }>(
   options: ServerChildOptions,
 ): Promise<T & { child: ChildProcess }> {
   const root = options.root ?? ROOT
   const name = options.name ?? 'the server'
+  buildIfStale(root)
   const [command, args] = onCores(options.cpus, process.execPath, [
     // Every side under the Node options and V8 flags the server is deployed with (bare Hono too: the same VM, only
     // the code differs), then the caller's.

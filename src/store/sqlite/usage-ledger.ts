@@ -8,9 +8,6 @@ interface Entry {
   used: number
 }
 
-const amountOf = (counts: readonly QuotaCount[], i: number) => counts[i]?.amount ?? 0
-const limitOf = (counts: readonly QuotaCount[], i: number) => counts[i]?.limit ?? 0
-
 const READ = 'SELECT used FROM quota_usage WHERE workspace_id = ? AND quota = ? AND scope = ?'
 const WRITE = `INSERT INTO quota_usage (workspace_id, quota, scope, used) VALUES (?, ?, ?, ?)
   ON CONFLICT (workspace_id, quota, scope) DO UPDATE SET used = excluded.used`
@@ -47,10 +44,10 @@ export class SqliteUsageLedger implements UsageLedger {
   }
 
   take(counts: readonly QuotaCount[]): { taken: boolean; used: number[] } {
-    const entries = counts.map((c) => this.entry(c))
-    const taken = entries.every((e, i) => e.used + amountOf(counts, i) <= limitOf(counts, i))
-    if (taken) for (const [i, e] of entries.entries()) e.used += amountOf(counts, i)
-    return { taken, used: entries.map((e) => e.used) }
+    const pairs = counts.map((count) => ({ count, entry: this.entry(count) }))
+    const taken = pairs.every(({ count, entry }) => entry.used + count.amount <= count.limit)
+    if (taken) for (const { count, entry } of pairs) entry.used += count.amount
+    return { taken, used: pairs.map(({ entry }) => entry.used) }
   }
 
   /** Writes the pending counts to their rows (in the open transaction) and forgets them. */

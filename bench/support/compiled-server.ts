@@ -1,0 +1,19 @@
+/**
+ * The reference server as `npm start` runs it: the compiled JavaScript in dist/ (scripts/build.mjs), not src/ through
+ * tsx. tsx's transform differs from the shipped build (esbuild's `keepNames` wraps every function made at run time in
+ * a `__name` call, which showed in request-path profiles), so the benchmarks that judge the request path load the
+ * build. `startServerChild` (./server-child.ts) builds a stale checkout before it starts a server.
+ */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+
+type ServerModule = typeof import('../../src/server.js')
+
+/** `dist/src/server.js` of the checkout at `root`, typed as its source. */
+export async function compiledServer(root: string): Promise<ServerModule> {
+  const entry = join(root, 'dist', 'src', 'server.js')
+  if (!existsSync(entry)) throw new Error(`no build at ${entry}: run \`npm run build\` in ${root}`)
+  const module: ServerModule = await import(pathToFileURL(entry).href)
+  return module
+}
