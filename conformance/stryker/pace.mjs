@@ -1,0 +1,78 @@
+/**
+ * How far a long mutation run has come, judged by the previous run over the same scope. Stryker's own estimate
+ * spreads the mutants left over the average pace so far, which the first sections skew (a whole-scope run read
+ * "remaining ~1h 28m" at 40 minutes and ended at 56). The switch runner writes one cost line per run
+ * (costs-<pid>.jsonl, one file per worker, wall time included), and a run over the same scope with as many workers
+ * takes its mutants in the same order, so the share of the previous run's wall time spent by as many runs is the
+ * share of this one done.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** Each worker's runs (mutant runs and confirmations; not the dry run), in the order it ran them. */
+export function readCosts(dir) {
+  if (!existsSync(dir)) return []
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('costs-') && f.endsWith('.jsonl'))
+    .map((f) =>
+      readFileSync(join(dir, f), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .filter((r) => r.mutant !== 'dry run'),
+    )
+    .filter((runs) => runs.length > 0)
+}
+
+/** When the last cost line in `dir` was written (0 when there is none). */
+export function newestCostLine(dir) {
+  if (!existsSync(dir)) return 0
+  return Math.max(
+    0,
+    ...readdirSync(dir)
+      .filter((f) => f.startsWith('costs-') && f.endsWith('.jsonl'))
+      .map((f) => statSync(join(dir, f)).mtimeMs),
+  )
+}
+
+const wallOf = (runs) => runs.reduce((t, r) => t + r.wallMs, 0)
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length)
+
+/**
+ * The projection for a run that has `current` runs per worker: the runs' wall time per worker it will have spent
+ * in all, taking the previous run's pace from here on in proportion. Undefined without a previous run, or once this
+ * one has run more than the previous run did (it is then no guide).
+ */
+export function project(current, previous) {
+  const runs = current.reduce((t, w) => t + w.length, 0)
+  const previousRuns = previous.reduce((t, w) => t + w.length, 0)
+  if (runs === 0 || previous.length === 0 || runs >= previousRuns) return undefined
+  const perWorker = Math.round(runs / previous.length)
+  const previousSoFar = mean(previous.map((w) => wallOf(w.slice(0, perWorker))))
+  const previousAll = mean(previous.map(wallOf))
+  if (previousSoFar <= 0) return undefined
+  const soFar = mean(current.map(wallOf))
+  return {
+    runs,
+    previousRuns,
+    /** The share of the previous run's work that as many runs had done. */
+    done: previousSoFar / previousAll,
+    /** Wall seconds per worker spent in runs so far, and projected in all. */
+    wallSeconds: soFar / 1000,
+    projectedWallSeconds: (soFar * (previousAll / previousSoFar)) / 1000,
+  }
+}
+
+const clock = (ms) => new Date(ms).toISOString().slice(11, 16)
+const minutes = (s) => `${Math.round(s / 60)} min`
+
+/**
+ * One line for the console: runs so far, the share of the previous run's work they stand for, and the projected
+ * end (`now` plus the runs' projected wall time still to come; the set-up already spent stays spent).
+ */
+export function paceLine(projection, startedMs, nowMs, previousSeconds) {
+  if (!projection) return undefined
+  const left = Math.max(0, projection.projectedWallSeconds - projection.wallSeconds)
+  const end = nowMs + left * 1000
+  return `conformance:stryker: ${projection.runs} runs in ${minutes((nowMs - startedMs) / 1000)}, ${Math.round(projection.done * 100)} % of the previous run's work over this scope (${minutes(previousSeconds)} in all): projected end ${clock(end)} UTC, ${minutes((end - startedMs) / 1000)} in all`
+}
