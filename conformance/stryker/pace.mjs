@@ -64,7 +64,11 @@ export function project(current, previous) {
 }
 
 const clock = (ms) => new Date(ms).toISOString().slice(11, 16)
-const minutes = (s) => `${Math.round(s / 60)} min`
+/** Minutes and seconds, as `56:06`. */
+const minutes = (s) => {
+  const whole = Math.round(s)
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, '0')}`
+}
 
 /**
  * One line for the console: runs so far, the share of the previous run's work they stand for, and the projected

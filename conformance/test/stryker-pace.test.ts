@@ -35,7 +35,7 @@ describe('conformance:stryker pace', () => {
     const now = started + 40_000
     // 10 s of set-up spent, 30 s of runs still to come: the end at 00:01:10, about 1 min in all.
     expect(paceLine(p, started, now, 3300)).toBe(
-      "conformance:stryker: 10 runs in 1 min, 50 % of the previous run's work over this scope (55 min in all): projected end 00:01 UTC, 1 min in all",
+      "conformance:stryker: 10 runs in 0:40, 50 % of the previous run's work over this scope (55:00 in all): projected end 00:01 UTC, 1:10 in all",
     )
   })
 
