@@ -4,10 +4,11 @@
  * "remaining ~1h 28m" at 40 minutes and ended at 56). The switch runner writes one cost line per run
  * (costs-<pid>.jsonl, one file per worker, wall time included), and a run over the same scope with as many workers
  * takes its mutants in the same order, so the share of the previous run's wall time spent by as many runs is the
- * share of this one done.
+ * share of this one done. A run that reaches its end keeps its run times as the guide for the next (`writeGuide`).
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 
 /** Each worker's runs (mutant runs and confirmations; not the dry run), in the order it ran them. */
 export function readCosts(dir) {
@@ -24,15 +25,27 @@ export function readCosts(dir) {
     .filter((runs) => runs.length > 0)
 }
 
-/** When the last cost line in `dir` was written (0 when there is none). */
-export function newestCostLine(dir) {
-  if (!existsSync(dir)) return 0
-  return Math.max(
-    0,
-    ...readdirSync(dir)
-      .filter((f) => f.startsWith('costs-') && f.endsWith('.jsonl'))
-      .map((f) => statSync(join(dir, f)).mtimeMs),
-  )
+/**
+ * Where the guide for a scope and a number of workers is kept (under the reports folder, one file per pair): a quick
+ * run over other lines in between does not lose the last whole run's pace.
+ */
+export function guideFile(out, mutate, concurrency) {
+  const key = createHash('sha256').update(JSON.stringify({ mutate, concurrency })).digest('hex').slice(0, 16)
+  return join(out, 'pace', `${key}.json`)
+}
+
+/** The guide a run that reached its end left: its seconds and each worker's run times; undefined if none. */
+export function readGuide(file) {
+  if (!existsSync(file)) return undefined
+  const { seconds, workers } = JSON.parse(readFileSync(file, 'utf8'))
+  return { seconds, costs: workers.map((w) => w.map((wallMs) => ({ wallMs }))) }
+}
+
+/** Kept by a run that reached its end, for the next run over the same scope with as many workers. */
+export function writeGuide(file, seconds, costs) {
+  mkdirSync(dirname(file), { recursive: true })
+  const workers = costs.map((w) => w.map((r) => r.wallMs))
+  writeFileSync(file, `${JSON.stringify({ seconds: Math.round(seconds), workers })}\n`)
 }
 
 const wallOf = (runs) => runs.reduce((t, r) => t + r.wallMs, 0)

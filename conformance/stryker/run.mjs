@@ -25,14 +25,14 @@
  * of the mutated module's section (scope.mjs CHECKS), with fresh identities in the store (switch) or a fresh store
  * (command): outcomes never depend on the mutants before.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { asMutate, changedRanges, countMutants } from './changes.mjs'
 import { IGNORERS } from './ignorers.mjs'
 import { coreCouldNotRun } from './noticed.mjs'
-import { newestCostLine, paceLine, project, readCosts } from './pace.mjs'
+import { guideFile, paceLine, project, readCosts, readGuide, writeGuide } from './pace.mjs'
 import { EXCLUDED, SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -105,27 +105,15 @@ if (values.since) {
   mutate = taken.map(asMutate)
 }
 const suiteReports = join(out, 'suite')
-// The last run's summary and cost lines, read before this run replaces them: its pace is this one's guide (pace.mjs).
-const summaryFile = join(out, 'sections.json')
-const lastSummary = existsSync(summaryFile) ? JSON.parse(readFileSync(summaryFile, 'utf8')) : undefined
-// A run stopped before its end leaves its cost lines but not its summary: its lines are then newer than the summary.
-const lastCosts =
-  lastSummary && newestCostLine(suiteReports) <= statSync(summaryFile).mtimeMs ? readCosts(suiteReports) : []
 rmSync(suiteReports, { recursive: true, force: true })
 mkdirSync(suiteReports, { recursive: true })
 process.env.STRYKER_SUITE_REPORTS = suiteReports
 
 /** Workers: a mutant run mostly waits on the server's own clock, so two per CPU keep the CPUs busy. */
 const concurrency = Number(values.concurrency ?? 2 * availableParallelism())
-/** The last run is a guide when it ran to its end over the same scope with as many workers. */
-const guide =
-  lastSummary &&
-  lastSummary.concurrency === concurrency &&
-  JSON.stringify(lastSummary.mutate) === JSON.stringify(mutate) &&
-  values.incremental !== true &&
-  lastCosts.length > 0
-    ? { costs: lastCosts, seconds: lastSummary.seconds }
-    : undefined
+/** The pace of the last run over this scope with as many workers that reached its end (pace.mjs). */
+const guidePath = guideFile(out, mutate, concurrency)
+const guide = values.incremental === true ? undefined : readGuide(guidePath)
 // Loaded only now: a quick run with nothing to mutate ends before StrykerJS loads.
 const { Stryker } = await import('@stryker-mutator/core')
 const started = Date.now()
@@ -283,7 +271,10 @@ const summary = {
   total,
   ...(costs ? { costs } : {}),
 }
-writeFileSync(summaryFile, `${JSON.stringify(summary, null, 2)}\n`)
+writeFileSync(join(out, 'sections.json'), `${JSON.stringify(summary, null, 2)}\n`)
+// This run's pace, the guide of the next one over the same scope (an incremental run judged only part of it).
+const paceNow = readCosts(suiteReports)
+if (values.incremental !== true && paceNow.length > 0) writeGuide(guidePath, seconds, paceNow)
 console.log(
   '\n| spec section | killed at core | by profile only | survived | annotated | timeout |\n|---|---|---|---|---|---|',
 )

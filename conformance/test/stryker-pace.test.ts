@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 // @ts-expect-error: plain ESM modules of the command, without types
-import { newestCostLine, paceLine, project, readCosts } from '../stryker/pace.mjs'
+import { guideFile, paceLine, project, readCosts, readGuide, writeGuide } from '../stryker/pace.mjs'
 import { scratchDir } from './scratch.js'
 
 interface Line {
@@ -45,15 +45,29 @@ describe('conformance:stryker pace', () => {
     expect(paceLine(undefined, 0, 0, 0)).toBeUndefined()
   })
 
-  it('reads each worker’s cost lines without the dry run, and when the last was written', () => {
+  it('reads each worker’s cost lines without the dry run', () => {
     const dir = scratchDir('stryker-pace-')
     expect(readCosts(join(dir, 'none'))).toEqual([])
-    expect(newestCostLine(dir)).toBe(0)
     const lines = [{ mutant: 'dry run', wallMs: 9000 }, ...runs(2, 500)]
     writeFileSync(join(dir, 'costs-1.jsonl'), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`)
     writeFileSync(join(dir, 'costs-2.jsonl'), `${JSON.stringify({ mutant: 'dry run', wallMs: 1 })}\n`)
     writeFileSync(join(dir, 'other.json'), '{}')
     expect(readCosts(dir)).toEqual([runs(2, 500)])
-    expect(newestCostLine(dir)).toBeGreaterThan(0)
+  })
+
+  it('keeps a finished run’s pace per scope and number of workers, for the next run to project from', () => {
+    const out = scratchDir('stryker-guide-')
+    const file = guideFile(out, ['src/a.ts'], 4)
+    expect(guideFile(out, ['src/a.ts'], 2)).not.toBe(file)
+    expect(guideFile(out, ['src/b.ts'], 4)).not.toBe(file)
+    expect(readGuide(file)).toBeUndefined()
+    const previous = [runs(3, 1000), runs(2, 2000, 3)]
+    writeGuide(file, 3300.4, previous)
+    const guide = readGuide(file)
+    expect(guide.seconds).toBe(3300)
+    // What a projection reads: each worker's run times, in order.
+    expect(guide.costs).toEqual(previous.map((w) => w.map(({ wallMs }) => ({ wallMs }))))
+    // One run per worker: 1 and 2 s of the previous run’s 3 and 4 s per worker, 1.5 of 3.5 on average.
+    expect(project([runs(2, 1000)], guide.costs)?.done).toBeCloseTo(1.5 / 3.5)
   })
 })
