@@ -46,15 +46,20 @@ export interface ServerChildOptions {
   cpus?: string
 }
 
+/** The checkouts whose build this process has made current: once each, not per server started. */
+const built = new Set<string>()
+
 /**
  * Compiles the checkout's server to dist/ when a source is newer than its build (scripts/build.mjs --if-stale): the
  * benchmarks measure the build `npm start` runs (./compiled-server.ts). Synchronous, so two servers starting at once
  * never build together.
  */
 function buildIfStale(root: string): void {
+  if (built.has(root)) return
   const build = join(root, 'scripts', 'build.mjs')
   if (existsSync(build))
     execFileSync(process.execPath, [build, '--if-stale'], { cwd: root, stdio: 'inherit' })
+  built.add(root)
 }
 
 /** Starts the script and resolves with its `{"url": …}` line and the process, once it listens. */
