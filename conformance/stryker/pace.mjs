@@ -10,8 +10,8 @@ import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
-/** Each worker's runs (mutant runs and confirmations; not the dry run), in the order it ran them. */
-export function readCosts(dir) {
+/** Each worker's cost lines (costs-<pid>.jsonl), in the order it wrote them; the dry run's included. */
+export function readCostLines(dir) {
   if (!existsSync(dir)) return []
   return readdirSync(dir)
     .filter((f) => f.startsWith('costs-') && f.endsWith('.jsonl'))
@@ -19,10 +19,18 @@ export function readCosts(dir) {
       readFileSync(join(dir, f), 'utf8')
         .split('\n')
         .filter(Boolean)
-        .map((l) => JSON.parse(l))
-        .filter((r) => r.mutant !== 'dry run'),
+        .map((l) => JSON.parse(l)),
     )
-    .filter((runs) => runs.length > 0)
+}
+
+/** Each worker's runs (mutant runs and confirmations; not the dry run), in the order it ran them. */
+export function readCosts(dir) {
+  return withoutDryRun(readCostLines(dir))
+}
+
+/** The workers' lines without the dry run's; a worker left with none is dropped. */
+export function withoutDryRun(workers) {
+  return workers.map((lines) => lines.filter((r) => r.mutant !== 'dry run')).filter((runs) => runs.length > 0)
 }
 
 /**

@@ -25,14 +25,23 @@
  * of the mutated module's section (scope.mjs CHECKS), with fresh identities in the store (switch) or a fresh store
  * (command): outcomes never depend on the mutants before.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { asMutate, changedRanges, countMutants } from './changes.mjs'
 import { IGNORERS } from './ignorers.mjs'
 import { coreCouldNotRun } from './noticed.mjs'
-import { guideFile, paceLine, project, readCosts, readGuide, writeGuide } from './pace.mjs'
+import {
+  guideFile,
+  paceLine,
+  project,
+  readCostLines,
+  readCosts,
+  readGuide,
+  withoutDryRun,
+  writeGuide,
+} from './pace.mjs'
 import { EXCLUDED, SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -214,15 +223,7 @@ const total = Object.values(sections).reduce(
  * What the runs cost, from the switch runner's per-run records (costs-*.jsonl): CPU seconds of the suite (the
  * worker) and of the reference server per mutant run, static ones (a server started for them) apart.
  */
-function runCosts() {
-  const runs = readdirSync(suiteReports)
-    .filter((f) => f.startsWith('costs-') && f.endsWith('.jsonl'))
-    .flatMap((f) =>
-      readFileSync(join(suiteReports, f), 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l)),
-    )
+function runCosts(runs) {
   if (runs.length === 0) return undefined
   const sum = (rs) => {
     const cpu = rs.reduce((t, r) => t + r.suiteCpuMs + r.serverCpuMs, 0) / 1000
@@ -255,7 +256,8 @@ function runCosts() {
     },
   }
 }
-const costs = runCosts()
+const costLines = readCostLines(suiteReports)
+const costs = runCosts(costLines.flat())
 // A Timeout counts as killed (Stryker's "detected"): the suite did not pass within its time.
 const judged = total.killedAtCore + total.killedByProfileOnly + total.survived + total.timeout
 const summary = {
@@ -273,7 +275,7 @@ const summary = {
 }
 writeFileSync(join(out, 'sections.json'), `${JSON.stringify(summary, null, 2)}\n`)
 // This run's pace, the guide of the next one over the same scope (an incremental run judged only part of it).
-const paceNow = readCosts(suiteReports)
+const paceNow = withoutDryRun(costLines)
 if (values.incremental !== true && paceNow.length > 0) writeGuide(guidePath, seconds, paceNow)
 console.log(
   '\n| spec section | killed at core | by profile only | survived | annotated | timeout |\n|---|---|---|---|---|---|',
