@@ -4,11 +4,15 @@
  * one service (idempotency, rate limits, stream fan-out, webhooks, run execution).
  */
 import { spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { CheckResult } from '../../conformance/src/types.js'
 import { backends } from '../support/backends.js'
 import { type Cluster, conformanceProvisionCommand, startCluster } from '../support/cluster.js'
 import { testPort } from '../support/ports.js'
+import { testTempDir } from '../support/temp.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const postgres = backends().filter((b) => b.name === 'postgres')
@@ -43,6 +47,7 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
   })
 
   it('passes every check, core and profile, through the balancer', async () => {
+    const reportFile = join(testTempDir('agentops-cluster-report-'), 'conformance.json')
     const child = spawn(
       process.execPath,
       [
@@ -50,8 +55,8 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
         '--base-url',
         cluster.url,
         '--strict-profile',
-        // Every failure with its reason on the console, those of checks where the spec is silent too.
-        '--verbose',
+        '--json',
+        reportFile,
         '--receiver-port',
         String(receiverPort),
         '--provision',
@@ -68,13 +73,13 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
     })
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
     const replicaLogs = cluster.replicas.map((r) => `--- replica ${r.index}\n${r.output().slice(-3000)}`)
-    // Each failing check's line and the reason under it, wherever they stand in a long output.
-    const failures = output.split('\n').flatMap((line, i, lines) => {
-      if (!/\] FAIL /.test(line)) return []
-      const reason = lines.slice(i + 1, i + 12)
-      const end = reason.findIndex((l) => /^\[ *\d+\/\d+\]/.test(l))
-      return [line, ...(end < 0 ? reason : reason.slice(0, end))]
-    })
+    // Each check that did not pass, with its reason, from the JSON report: first, wherever it stands in a long output.
+    const report: { results: CheckResult[] } = existsSync(reportFile)
+      ? JSON.parse(readFileSync(reportFile, 'utf8'))
+      : { results: [] }
+    const failures = report.results
+      .filter((r) => r.outcome !== 'pass')
+      .map((r) => `${r.outcome} ${r.level} ${r.id}: ${r.message ?? ''}`)
     expect(code, `${failures.join('\n')}\n…\n${output.slice(-5000)}\n${replicaLogs.join('\n')}`).toBe(0)
     expect(output).toMatch(/core: +\d+ passed, 0 failed/)
     // The balancer really spread the suite's traffic: both replicas served HTTP requests and stream connections.
