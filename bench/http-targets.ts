@@ -12,8 +12,6 @@
  *              makes on SQLite (./support/bare-sqlite-writes.ts): what the framework and the store cost together,
  *              before any of the server's own work
  */
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import type { SurfaceObserver } from '../src/surface/observe.js'
@@ -29,13 +27,11 @@ export interface TargetInfo {
   runId: string
 }
 
-/** This checkout: its build is the server measured. */
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const RUN_ID = 'run_01jbenchbenchbenchbenchbe'
 const BARE_TOKEN = 'aok_bench_token'
 
 async function startReference(databaseUrl: string, observer?: SurfaceObserver): Promise<TargetInfo> {
-  const { startServer } = await compiledServer(ROOT)
+  const { startServer } = await compiledServer()
   const server = await startServer({
     ...(observer ? { observer } : {}),
     config: {

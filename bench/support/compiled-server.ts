@@ -5,15 +5,14 @@
  * build. `startServerChild` (./server-child.ts) builds a stale checkout before it starts a server.
  */
 import { existsSync } from 'node:fs'
-import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 
 type ServerModule = typeof import('../../src/server.js')
 
-/** `dist/src/server.js` of the checkout at `root`, typed as its source. */
-export async function compiledServer(root: string): Promise<ServerModule> {
-  const entry = join(root, 'dist', 'src', 'server.js')
-  if (!existsSync(entry)) throw new Error(`no build at ${entry}: run \`npm run build\` in ${root}`)
-  const module: ServerModule = await import(pathToFileURL(entry).href)
+/** `dist/src/server.js` of the checkout this file belongs to, typed as its source. */
+export async function compiledServer(): Promise<ServerModule> {
+  const entry = new URL('../../dist/src/server.js', import.meta.url)
+  if (!existsSync(entry))
+    throw new Error(`no build at ${entry.pathname}: run \`npm run build\` in the checkout`)
+  const module: ServerModule = await import(entry.href)
   return module
 }
