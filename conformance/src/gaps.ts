@@ -128,6 +128,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'ingest.connector-id-pattern': GAPS.connectorIds,
   'validation.fuzz-invalid-request-code': GAPS.errorCodes,
   'destinations.cloudevents-binary': GAPS.routing,
+  'destinations.cloudevents-structured': GAPS.routing,
   'destinations.slack-incoming-webhook': GAPS.routing,
   'destinations.pagerduty-events-v2': GAPS.routing,
   'destinations.operations': GAPS.routing,

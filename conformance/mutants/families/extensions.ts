@@ -46,6 +46,7 @@ function unescapeSlack(b: Json): Json {
   return walk(b) as Json
 }
 const pagerDutyEvent = (b: Json) => typeof b.event_action === 'string'
+const structuredCloudEvent = (b: Json) => b.specversion === '1.0' && typeof b.data === 'object'
 
 export function extensionMutants(): Mutant[] {
   /** The secrets destinations were created with, as the deployment was sent them. */
@@ -172,6 +173,16 @@ export function extensionMutants(): Mutant[] {
         req.headers['ce-id'] === undefined
           ? req
           : { ...req, headers: { ...req.headers, 'ce-id': `ce-${randomBytes(8).toString('hex')}` } },
+    },
+    {
+      id: 'cloudevent-structured-subject-agent',
+      description:
+        "A structured-mode CloudEvent names the agent as its subject whatever the event is about: a run or task event reads as the agent's",
+      targets: ['destinations.cloudevents-structured'],
+      delivery: rewriteDelivery(structuredCloudEvent, (b) => {
+        const data = b.data as Json
+        return typeof data.agent_id === 'string' ? { ...b, subject: data.agent_id } : b
+      }),
     },
     {
       id: 'destination-secret-answered',

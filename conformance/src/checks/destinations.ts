@@ -21,6 +21,7 @@ import {
   slackMessageProblems,
 } from './destination-bodies.js'
 import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
+import { batch } from './ingest.js'
 import { decided } from './outcomes.js'
 import { atTag, receiverUrl } from './webhooks.js'
 
@@ -56,6 +57,30 @@ function binaryCloudEventProblems(d: Delivery): string[] {
   return problems
 }
 
+/**
+ * CloudEvents 1.0 HTTP structured mode: the whole event as one JSON object (`application/cloudevents+json`), its
+ * required attributes in the body, the delivery body as `data`; `source` the destination's own, `subject` what the
+ * event is about.
+ */
+function structuredCloudEventProblems(d: Delivery, source: string, subject: unknown): string[] {
+  const problems: string[] = []
+  if (!/^application\/cloudevents\+json\b/.test(d.headers['content-type'] ?? ''))
+    problems.push(`content-type ${d.headers['content-type']}, not application/cloudevents+json`)
+  const e = d.body
+  if (e === undefined) return [...problems, 'the body is not JSON']
+  if (e.specversion !== '1.0') problems.push(`specversion is ${short(e.specversion)}, not 1.0`)
+  if (typeof e.id !== 'string' || e.id === '') problems.push('no id')
+  if (e.source !== source) problems.push(`source is ${short(e.source)}, not the destination's ${source}`)
+  if (e.subject !== subject)
+    problems.push(`subject is ${short(e.subject)}, not what the event is about (${short(subject)})`)
+  const data = obj(e.data)
+  if (data.id !== e.id)
+    problems.push(`id ${short(e.id)} is not the event id ${short(data.id)} its data carries`)
+  if (data.event !== e.type)
+    problems.push(`type ${short(e.type)} is not the kind ${short(data.event)} its data carries`)
+  return problems
+}
+
 /** What a check creates a destination with: its type, its kinds, its settings, and the secret no answer may show. */
 interface DestinationSpec {
   type: string
@@ -82,10 +107,12 @@ function ensureDestination(
   ctx: CheckContext,
   type: string,
   spec: (receiver: string, tag: string) => DestinationSpec,
+  /** Which of the run's destinations of that type (one per settings a check needs); default the type's own. */
+  slot: string = type,
 ): Promise<Sink> {
   const mine = destinations.get(ctx.config) ?? new Map<string, Promise<Sink>>()
   destinations.set(ctx.config, mine)
-  let p = mine.get(type)
+  let p = mine.get(slot)
   if (!p) {
     p = (async () => {
       const probe = await ctx.http.get('/v1/destinations')
@@ -111,8 +138,8 @@ function ensureDestination(
       assert(!res.text.includes(secret), 'the creation answer shows the secret')
       return { id, tag, secret }
     })()
-    mine.set(type, p)
-    p.catch(() => mine.delete(type))
+    mine.set(slot, p)
+    p.catch(() => mine.delete(slot))
   }
   return p
 }
@@ -139,6 +166,27 @@ const ensureSink = (ctx: CheckContext) =>
       secret,
     }
   })
+
+/** The `source` a structured sink was created with: its own, from its tag. */
+const sourceOf = (sink: Pick<Sink, 'tag'>) => `urn:agentops-conformance:${sink.tag}`
+
+/** A cloudevents destination in structured mode with a source of its own, for `kinds`; one per slot and run. */
+const structuredSink = (ctx: CheckContext, slot: string, kinds: string[]) =>
+  ensureDestination(
+    ctx,
+    'cloudevents',
+    (receiver, tag) => {
+      const secret = `Bearer conf-secret-${randomBytes(12).toString('hex')}`
+      return {
+        type: 'cloudevents',
+        events: kinds,
+        config: { url: `${receiver}/${tag}`, mode: 'structured', source: sourceOf({ tag }) },
+        secrets: { authorization: secret },
+        secret,
+      }
+    },
+    slot,
+  )
 
 /**
  * The destination's delivery log shows a delivery delivered at its first attempt (the answer of the service it posed
@@ -248,6 +296,72 @@ export const destinationChecks: Check[] = [
         const problems = binaryCloudEventProblems(got)
         assert(problems.length === 0, problems.join('; '))
       }
+      await secretKept(ctx, sink)
+    },
+  },
+  {
+    id: 'destinations.cloudevents-structured',
+    title:
+      "A cloudevents destination in structured mode gets each event it lists as one application/cloudevents+json object: its source the destination's, its subject what the event is about (the run, else the task, tool or connector), its data the event",
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      const sink = await structuredSink(ctx, 'cloudevents-structured', [
+        'run.started',
+        'task.created',
+        'tool.registered',
+        'ingest.batch_accepted',
+      ])
+      // A second one with a source of its own, for one of those kinds: an event goes to each as its own CloudEvent.
+      const other = await structuredSink(ctx, 'cloudevents-structured-other', ['tool.registered'])
+      // One event of each kind, each about something else: a run (which names its agent too), a task (its agent
+      // too), a tool and a connector.
+      const tool = await ctx.fx.newTool('succeed')
+      const agent = await ctx.fx.newAgent()
+      const task = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: 'cloudevents structured' })
+      expectStatus(task, [200, 201, 202], 'POST /v1/agents/{id}/tasks')
+      const taskId = ownId(task.body, 'task')
+      assert(taskId, `the task answer has no task_id: ${short(task.body)}`)
+      const connector = ctx.name('ce-conn')
+      const ingest = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, {
+        records: batch(ctx, 1),
+      })
+      expectStatus(ingest, 202, 'POST /v1/grid/connectors/{id}/ingest')
+      const expected: { kind: string; field: string; value?: string }[] = [
+        { kind: 'tool.registered', field: 'tool_id', value: tool.id },
+        { kind: 'task.created', field: 'task_id', value: taskId },
+        { kind: 'ingest.batch_accepted', field: 'connector_id', value: connector },
+        // The run of the task: found by its agent, about its run_id.
+        { kind: 'run.started', field: 'run_id' },
+      ]
+      const deliveries = [
+        ...expected.map((e) => ({ ...e, sink })),
+        { ...(expected[0] as (typeof expected)[number]), sink: other },
+      ]
+      const problems: string[] = []
+      await Promise.all(
+        deliveries.map(async ({ kind, field, value, sink }) => {
+          const got = await ctx.receiver!.waitFor((d) => {
+            const data = obj(d.body?.data)
+            return (
+              atTag(sink.tag)(d) &&
+              data.event === kind &&
+              (value === undefined ? data.agent_id === agent : data[field] === value)
+            )
+          }, ctx.config.waitMs)
+          if (!got) {
+            problems.push(
+              `no structured CloudEvent for ${kind} reached the receiver within ${ctx.config.waitMs} ms`,
+            )
+            return
+          }
+          const about = obj(got.body?.data)[field]
+          for (const p of structuredCloudEventProblems(got, sourceOf(sink), about))
+            problems.push(`${kind}: ${p}`)
+          if (typeof about !== 'string') problems.push(`${kind}: its data has no ${field}`)
+        }),
+      )
+      assert(problems.length === 0, problems.join('; '))
       await secretKept(ctx, sink)
     },
   },

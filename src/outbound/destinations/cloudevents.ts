@@ -4,6 +4,7 @@ import type { DestinationTransport } from '../../domain/destinations/ports.js'
 import type { OutboundHttp } from '../../domain/outbound.js'
 
 /** Reads at most this much of a sink's answer: only the status and Retry-After matter. */
+// Stryker disable next-line ArithmeticOperator: equivalent: only the answer's status and Retry-After header are read (answerResult), never its body; the bound keeps a sink's long answer out of memory
 const MAX_ANSWER_BYTES = 16 * 1024
 
 /** The CloudEvents `subject`: what the event is about (the run, else the task, agent, tool or connector). */
@@ -81,7 +82,8 @@ export function cloudEventsTransport(
         event.payload.id,
         event.payload.ts,
         destination.workspaceId,
-        typeof source === 'string' ? source : null,
+        // As JSON: an absent source is null, like the default it stands for.
+        source,
         structured,
       ])
       // A body without an event id (none the outbox makes) is built every time.
