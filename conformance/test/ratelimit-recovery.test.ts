@@ -1,0 +1,72 @@
+/**
+ * `ratelimit.recovers-after-retry-after` against a long-lived deployment: when, after the wait, another of the
+ * workspace's windows has run out (its hourly quota, used up by earlier runs), the check cannot tell whether the
+ * window that refused reopened, and says so (skip) instead of failing a deployment that did nothing wrong. A
+ * deployment whose refusing window stays shut still fails (mutant `ratelimit-block-never-lifts` in
+ * mutants/families/paging.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { header, type Mutant, type ProxiedResponse } from '../mutants/proxy.js'
+import { ALL_CHECKS } from '../src/checks/index.js'
+import { runChecks, selectChecks } from '../src/runner.js'
+import { type ProxiedReference, startProxiedReference } from './proxied-reference.js'
+
+let t: ProxiedReference
+
+beforeAll(async () => {
+  t = await startProxiedReference()
+}, 60_000)
+
+afterAll(() => t?.stop())
+
+/**
+ * Once the small-limit workspace got its 429, its next answer that would have been served is a 429 of its hourly
+ * window instead: that window had room at the first 429 and has none now.
+ */
+function hourlyRunsOutAfterThe429(rateLimitedToken: string): Mutant {
+  let refused = false
+  return {
+    id: 'hourly-runs-out-meanwhile',
+    description: "the workspace's hourly window runs out between its 429 and the recovery probe",
+    targets: [],
+    response(req, res): ProxiedResponse {
+      if (header(req, 'authorization') !== `Bearer ${rateLimitedToken}`) return res
+      if (res.status === 429) {
+        refused = true
+        return res
+      }
+      if (!refused || res.status !== 200) return res
+      const policy = res.headers['ratelimit-policy'] ?? ''
+      return {
+        status: 429,
+        headers: {
+          'content-type': 'application/json',
+          'ratelimit-policy': policy,
+          ratelimit: '"burst";r=4;t=9, "hourly";r=0;t=1800',
+          'retry-after': '1800',
+        },
+        body: '{"error":{"code":"rate_limited","message":"Hourly limit reached","detail":{},"request_id":"req_h"}}',
+      }
+    },
+  }
+}
+
+describe('ratelimit.recovers-after-retry-after', () => {
+  it('skips, naming the window, when another window ran out between the 429 and the probe', async () => {
+    const config = t.config(['--seed', '11'])
+    t.proxy.mutant = hourlyRunsOutAfterThe429(String(config.tokens.rateLimited))
+    const summary = await runChecks({
+      config,
+      checks: selectChecks(ALL_CHECKS, ['ratelimit.429-at-limit', 'ratelimit.recovers-after-retry-after']),
+      contract: t.contract,
+      receiver: t.receiver,
+    })
+    const at = summary.results.find((r) => r.id === 'ratelimit.429-at-limit')
+    expect(at?.outcome, at?.message).toBe('pass')
+    const recovery = summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
+    expect(recovery?.outcome, recovery?.message).toBe('skip')
+    expect(recovery?.message).toMatch(
+      /from its hourly window, which still had room at the first 429 and ran out meanwhile/,
+    )
+  }, 60_000)
+})
