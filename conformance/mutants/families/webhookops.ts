@@ -194,6 +194,28 @@ export function webhookOperationMutants(): Mutant[] {
       },
     },
     {
+      id: 'slack-stale-click-replaces-message',
+      description:
+        'A click on an approval already decided is answered by replacing the shared message, not by an ephemeral note to the clicker',
+      targets: ['destinations.slack-approve-from-chat'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (body?.response_type !== 'ephemeral') return req
+        const { response_type: _ephemeral, ...rest } = body
+        return { ...req, body: JSON.stringify({ ...rest, replace_original: true }) }
+      },
+    },
+    {
+      id: 'slack-deny-shown-as-approved',
+      description: 'The message a Deny click leaves says the step was approved',
+      targets: ['destinations.slack-approve-from-chat'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (body?.replace_original !== true || !/denied/i.test(req.body)) return req
+        return { ...req, body: req.body.replace(/Denied/g, 'Approved').replace(/denied/g, 'approved') }
+      },
+    },
+    {
       id: 'slack-approval-without-pending-action',
       description:
         'A Slack approval message leaves out the pending action (the tool and its input) it documents',

@@ -9,6 +9,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import type { Check } from '../check.js'
 import { expectStatus, ownId } from '../fixtures.js'
 import { obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { slackMessageProblems } from './destination-bodies.js'
@@ -23,6 +24,45 @@ function slackSignature(secret: string, timestamp: string, body: string): string
 
 const blocksOf = (body: Json | undefined): Json[] =>
   Array.isArray(body?.blocks) ? body.blocks.map((b: unknown) => obj(b)) : []
+
+/**
+ * What the message a click leaves must be (Slack's `replace_original`): the message as it was shown, its blocks
+ * naming the run kept, without the buttons, plus a line naming the decision, the clicker as a mention and when
+ * (a Slack date token, drawn in each reader's time zone); its notification text the shown one with the decision.
+ */
+function decidedProblems(
+  replaced: Delivery,
+  shown: Json,
+  runId: string,
+  verb: 'Approved' | 'Denied',
+): string[] {
+  const body = replaced.body ?? {}
+  const blocks = blocksOf(body)
+  const problems: string[] = []
+  if (body.replace_original !== true) problems.push('replace_original is not true')
+  if (blocks.some((b) => b.type === 'actions')) problems.push('the buttons are still there')
+  if (!blocks.some((b) => b.type === 'header' && JSON.stringify(b).includes('Approval needed')))
+    problems.push("the shown message's header is gone")
+  if (!blocks.some((b) => b.type !== 'actions' && JSON.stringify(b).includes(runId)))
+    problems.push(`no block of the shown message naming run ${runId} is kept`)
+  const text = String(body.text)
+  if (
+    !text.startsWith(String(shown.text)) ||
+    !new RegExp(verb, 'i').test(text.slice(String(shown.text).length))
+  )
+    problems.push(`its text is not the shown one with the step ${verb.toLowerCase()}: ${short(body.text)}`)
+  const line = blocks
+    .map((b) => String(obj(b.text).text ?? ''))
+    .find((t) => t.includes(`${verb}* by <@UCONF>`))
+  if (!line) problems.push(`no block says ${verb} by <@UCONF>: ${short(body.blocks, 300)}`)
+  else {
+    const at = Number(/<!date\^(\d+)\^/.exec(line)?.[1])
+    if (!(Math.abs(at - Date.now() / 1000) < 300))
+      problems.push(`the decision line does not say when as a Slack date token of now: ${short(line)}`)
+  }
+  problems.push(...slackMessageProblems(replaced))
+  return problems
+}
 
 export const slackChatChecks: Check[] = [
   {
@@ -62,6 +102,7 @@ export const slackChatChecks: Check[] = [
         fail(
           `no Slack message about run ${runId}'s approval reached the receiver within ${ctx.config.waitMs} ms`,
         )
+      const shown = message.body
       // The sender's name and emoji the destination sets, which a Slack app lets an incoming webhook override.
       if (message.body.username !== 'conformance-bot' || message.body.icon_emoji !== ':robot_face:')
         fail(
@@ -117,21 +158,33 @@ export const slackChatChecks: Check[] = [
         `the approval message does not name step ${String(target.step_id)} among its facts`,
       )
       const responseTag = `${tag}-response`
-      const click = (signature: (ts: string, body: string) => string) => {
+      /** A click of `button` in `shown` (the message as Slack shows it) by `user`, answered at `respondTo`. */
+      const press = (
+        shown: Json,
+        button: Json,
+        user: string,
+        respondTo: string,
+        signature: (ts: string, body: string) => string,
+      ) => {
+        const shownActions = blocksOf(shown).find((b) => b.type === 'actions')
         const payload = {
           type: 'block_actions',
-          user: { id: 'UCONF', username: 'conformance' },
+          user: { id: user, username: 'conformance' },
           team: { id: 'TCONF' },
           actions: [
             {
               type: 'button',
-              action_id: approve.action_id,
-              block_id: actions?.block_id,
-              value: approve.value,
+              action_id: button.action_id,
+              block_id: shownActions?.block_id,
+              value: button.value,
             },
           ],
-          response_url: `${receiver}/${responseTag}`,
-          message: message.body,
+          response_url: `${receiver}/${respondTo}`,
+          // As Slack sends it back: every block has a block_id, one Slack made up where the sender gave none.
+          message: {
+            ...shown,
+            blocks: blocksOf(shown).map((b, i) => ({ block_id: `slk${i}`, ...b })),
+          },
         }
         const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString()
         const ts = String(Math.floor(Date.now() / 1000))
@@ -145,6 +198,8 @@ export const slackChatChecks: Check[] = [
           },
         })
       }
+      const click = (signature: (ts: string, body: string) => string) =>
+        press(shown, approve, 'UCONF', responseTag, signature)
       const forged = await click((ts, body) => slackSignature(`${signing}x`, ts, body))
       assert(forged.status === 401, `a click signed with another secret answered ${forged.status}, not 401`)
       const run = await ctx.http.get(`/v1/runs/${runId}`)
@@ -160,19 +215,58 @@ export const slackChatChecks: Check[] = [
       const replaced = await ctx.receiver!.waitFor(atTag(responseTag), ctx.config.waitMs)
       if (!replaced?.body)
         fail(`no replacement message reached the click's response_url within ${ctx.config.waitMs} ms`)
-      const problems: string[] = []
-      if (replaced.body.replace_original !== true) problems.push('replace_original is not true')
-      if (blocksOf(replaced.body).some((b) => b.type === 'actions'))
-        problems.push('the buttons are still there')
-      if (!/approved/i.test(String(replaced.body.text)))
-        problems.push(`its text does not say the step was approved: ${short(replaced.body.text)}`)
-      // The line that says who decided: a mention of the clicker, as Slack draws one.
-      if (!blocksOf(replaced.body).some((b) => /Approved\* by <@UCONF>/.test(String(obj(b.text).text))))
-        problems.push(`no block says Approved by <@UCONF>: ${short(replaced.body.blocks, 300)}`)
-      problems.push(...slackMessageProblems(replaced))
+      const problems = decidedProblems(replaced, shown, runId, 'Approved')
       const after = await ctx.http.get(`/v1/runs/${runId}`)
       if (obj(after.body).status === 'awaiting_approval') problems.push('the run still awaits approval')
       assert(problems.length === 0, `after the Approve click: ${problems.join('; ')}`)
+
+      // A second click on the decided message (another person, the message not yet replaced on their screen)
+      // changes nothing, and says so to that person alone: an ephemeral answer that leaves the message as it is.
+      const againTag = `${tag}-again`
+      const again = await press(shown, approve, 'UCONF2', againTag, (ts, body) =>
+        slackSignature(signing, ts, body),
+      )
+      assert(again.status === 200, `a second signed click answered ${again.status}, not 200`)
+      const told = await ctx.receiver!.waitFor(atTag(againTag), ctx.config.waitMs)
+      if (!told?.body)
+        fail(
+          `no answer to a click on the decided step reached its response_url within ${ctx.config.waitMs} ms`,
+        )
+      assert(
+        told.body.response_type === 'ephemeral' &&
+          told.body.replace_original === false &&
+          typeof told.body.text === 'string' &&
+          told.body.text.includes(String(target.step_id)),
+        `a click on the decided step was answered ${short(told.body, 300)}, not an ephemeral message naming step ${String(target.step_id)} that leaves the original in place`,
+      )
+
+      // Deny on another run's message: that step is rejected and the message says who denied it.
+      const denied = await ctx.fx.awaitingRun()
+      const denyMessage = await ctx.receiver!.waitFor(
+        (d) => atTag(tag)(d) && d.raw.includes(denied.runId),
+        ctx.config.waitMs,
+      )
+      if (!denyMessage?.body)
+        fail(
+          `no Slack message about run ${denied.runId}'s approval reached the receiver within ${ctx.config.waitMs} ms`,
+        )
+      const denyButton = blocksOf(denyMessage.body)
+        .filter((b) => b.type === 'actions')
+        .flatMap((b) => (Array.isArray(b.elements) ? b.elements : []).map((e: unknown) => obj(e)))
+        .find((b) => b.type === 'button' && label(b) === 'Deny')
+      if (!denyButton) fail(`run ${denied.runId}'s approval message has no Deny button`)
+      const denyTag = `${tag}-denied`
+      const deniedClick = await press(denyMessage.body, denyButton, 'UCONF', denyTag, (ts, body) =>
+        slackSignature(signing, ts, body),
+      )
+      assert(deniedClick.status === 200, `a signed Deny click answered ${deniedClick.status}, not 200`)
+      const deniedShown = await ctx.receiver!.waitFor(atTag(denyTag), ctx.config.waitMs)
+      if (!deniedShown?.body)
+        fail(`no replacement message reached the Deny click's response_url within ${ctx.config.waitMs} ms`)
+      const denyProblems = decidedProblems(deniedShown, denyMessage.body, denied.runId, 'Denied')
+      const deniedRun = obj((await ctx.http.get(`/v1/runs/${denied.runId}`)).body)
+      if (deniedRun.status === 'awaiting_approval') denyProblems.push('the run still awaits approval')
+      assert(denyProblems.length === 0, `after the Deny click: ${denyProblems.join('; ')}`)
       await ctx.http.delete(`/v1/destinations/${id}`)
     },
   },

@@ -1,4 +1,5 @@
 import type { EventKind } from '../webhooks/body.js'
+import { asObject, asText } from './json-values.js'
 
 /** What a person reads about an event in a chat message or an incident: a title, one sentence, labelled facts. */
 export interface EventDescription {
@@ -11,12 +12,6 @@ export interface EventDescription {
   /** Labelled facts worth a glance (step, queue, error, violation), values as plain text. */
   facts: [string, string][]
 }
-
-const str = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null)
-const rec = (value: unknown): Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {}
 
 const TITLES: Record<EventKind, string> = {
   'run.started': 'Run started',
@@ -40,17 +35,17 @@ const TITLES: Record<EventKind, string> = {
 
 /** The error of a finished run's outcome, as "code: message", or null. */
 function outcomeError(payload: Record<string, unknown>): string | null {
-  const error = rec(rec(payload.outcome).error)
-  const code = str(error.code)
-  const message = str(error.message)
+  const error = asObject(asObject(payload.outcome).error)
+  const code = asText(error.code)
+  const message = asText(error.message)
   if (code && message) return `${code}: ${message}`
   return code ?? message
 }
 
 /** Describes one event body (the webhook delivery body: `id`, `event`, `ts` and the kind's fields). */
 export function describeEvent(kind: EventKind, payload: Record<string, unknown>): EventDescription {
-  const runId = str(payload.run_id)
-  const agentId = str(payload.agent_id)
+  const runId = asText(payload.run_id)
+  const agentId = asText(payload.agent_id)
   const run = runId ? `run ${runId}` : 'a run'
   const ofAgent = agentId ? ` of agent ${agentId}` : ''
   const facts: [string, string][] = []
@@ -61,7 +56,7 @@ export function describeEvent(kind: EventKind, payload: Record<string, unknown>)
   let headline: string
   switch (kind) {
     case 'run.awaiting_approval': {
-      headline = `Step ${str(payload.step_id) ?? '?'} of ${run}${ofAgent} waits for a person's approval.`
+      headline = `Step ${asText(payload.step_id) ?? '?'} of ${run}${ofAgent} waits for a person's approval.`
       add('Step', payload.step_id)
       add('Queue', payload.queue)
       add('Reason', payload.reason)
@@ -73,8 +68,8 @@ export function describeEvent(kind: EventKind, payload: Record<string, unknown>)
       break
     }
     case 'policy.denied': {
-      const detail = rec(payload.detail)
-      headline = `A policy stopped tool ${str(payload.tool) ?? '?'} at step ${str(payload.step_id) ?? '?'} of ${run}${ofAgent}.`
+      const detail = asObject(payload.detail)
+      headline = `A policy stopped tool ${asText(payload.tool) ?? '?'} at step ${asText(payload.step_id) ?? '?'} of ${run}${ofAgent}.`
       add('Violation', detail.violation)
       add('Envelope', detail.envelope)
       if (detail.observed !== undefined && detail.limit !== undefined)
@@ -95,20 +90,20 @@ export function describeEvent(kind: EventKind, payload: Record<string, unknown>)
     }
     case 'agent.created':
     case 'agent.deleted':
-      headline = `Agent ${str(payload.name) ?? agentId ?? '?'}${agentId ? ` (${agentId})` : ''} was ${kind.slice(6)}.`
+      headline = `Agent ${asText(payload.name) ?? agentId ?? '?'}${agentId ? ` (${agentId})` : ''} was ${kind.slice(6)}.`
       break
     case 'task.created':
     case 'task.succeeded':
     case 'task.failed':
     case 'task.cancelled':
-      headline = `Task ${str(payload.task_id) ?? '?'}${ofAgent} ${kind === 'task.created' ? 'was created' : kind.slice(5)}.`
+      headline = `Task ${asText(payload.task_id) ?? '?'}${ofAgent} ${kind === 'task.created' ? 'was created' : kind.slice(5)}.`
       break
     case 'tool.registered':
     case 'tool.retired':
-      headline = `Tool ${str(payload.name) ?? '?'} (${str(payload.tool_id) ?? '?'}) was ${kind.slice(5)}.`
+      headline = `Tool ${asText(payload.name) ?? '?'} (${asText(payload.tool_id) ?? '?'}) was ${kind.slice(5)}.`
       break
     case 'ingest.batch_accepted':
-      headline = `Batch ${str(payload.batch_id) ?? '?'} of connector ${str(payload.connector_id) ?? '?'} was accepted.`
+      headline = `Batch ${asText(payload.batch_id) ?? '?'} of connector ${asText(payload.connector_id) ?? '?'} was accepted.`
       add('Accepted', payload.accepted)
       add('Rejected', payload.rejected)
       break
@@ -124,8 +119,8 @@ function cap(text: string): string {
 export function pendingAction(
   payload: Record<string, unknown>,
 ): { tool: string; input: string; truncated: boolean } | null {
-  const preview = rec(payload.payload_preview)
-  const tool = str(preview.tool)
+  const preview = asObject(payload.payload_preview)
+  const tool = asText(preview.tool)
   if (!tool) return null
   const input = typeof preview.input === 'string' ? preview.input : JSON.stringify(preview.input ?? null)
   return { tool, input, truncated: preview.truncated === true }

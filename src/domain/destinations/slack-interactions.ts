@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
+import { asObject, asText } from './json-values.js'
 import type { DestinationRepository } from './ports.js'
 import { SLACK_SIGNATURE_TOLERANCE_MS, verifySlackSignature } from './slack-signature.js'
 
@@ -62,10 +63,6 @@ const MAX_REMEMBERED = 10_000
 const refused = () =>
   new ApiError('unauthenticated', 'The Slack request signature does not verify', { scheme: 'slack-v0' })
 
-const rec = (v: unknown): Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
-const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null)
-
 /**
  * The Approve and Deny buttons of Slack approval messages. Slack posts each click, signed with the app's signing
  * secret, to the destination's interaction URL; a verified click decides the step in the destination's workspace
@@ -102,33 +99,33 @@ export class SlackInteractionService {
     }
     let payload: Record<string, unknown>
     try {
-      payload = rec(JSON.parse(new URLSearchParams(body).get('payload') ?? ''))
+      payload = asObject(JSON.parse(new URLSearchParams(body).get('payload') ?? ''))
     } catch {
       log.warn({ destination_id: destinationId, reason: 'no JSON payload' }, 'slack interaction ignored')
       return
     }
     const action = (Array.isArray(payload.actions) ? payload.actions : [])
-      .map(rec)
+      .map(asObject)
       .find((a) => a.action_id === APPROVE_ACTION || a.action_id === DENY_ACTION)
-    const responseUrl = str(payload.response_url)
-    const user = rec(payload.user)
-    const userId = str(user.id)
+    const responseUrl = asText(payload.response_url)
+    const user = asObject(payload.user)
+    const userId = asText(user.id)
     if (payload.type !== 'block_actions' || !action || !userId) {
       log.info({ destination_id: destinationId, type: payload.type }, 'slack interaction ignored')
       return
     }
     let target: Record<string, unknown>
     try {
-      target = rec(JSON.parse(String(action.value)))
+      target = asObject(JSON.parse(String(action.value)))
     } catch {
       target = {}
     }
-    const runId = str(target.run_id)
-    const stepId = str(target.step_id)
+    const runId = asText(target.run_id)
+    const stepId = asText(target.step_id)
     const actor: SlackActor = {
       userId,
-      userName: str(user.username) ?? str(user.name) ?? userId,
-      teamId: str(rec(payload.team).id),
+      userName: asText(user.username) ?? asText(user.name) ?? userId,
+      teamId: asText(asObject(payload.team).id),
     }
     const decision = action.action_id === APPROVE_ACTION ? 'approve' : 'reject'
     const where = {
@@ -166,7 +163,7 @@ export class SlackInteractionService {
     }
     log.info({ ...where, decision }, 'slack interaction decided an approval')
     if (responseUrl)
-      void this.ports.responder.decided(responseUrl, rec(payload.message), decision, actor, now)
+      void this.ports.responder.decided(responseUrl, asObject(payload.message), decision, actor, now)
   }
 
   /** Whether this signature was seen within the tolerance window; remembers it either way. */

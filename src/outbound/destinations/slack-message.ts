@@ -1,5 +1,6 @@
 import type { IncomingWebhookSendArguments } from '@slack/webhook'
 import { describeEvent, pendingAction, runLink } from '../../domain/destinations/describe.js'
+import { asObject } from '../../domain/destinations/json-values.js'
 import { APPROVE_ACTION, DENY_ACTION, type SlackActor } from '../../domain/destinations/slack-interactions.js'
 import type { EventKind } from '../../domain/webhooks/body.js'
 
@@ -126,10 +127,7 @@ export function decidedMessage(
   at: number,
 ): Record<string, unknown> {
   const blocks = Array.isArray(original?.blocks)
-    ? original.blocks.filter(
-        (b: unknown) =>
-          !(typeof b === 'object' && b !== null && 'block_id' in b && b.block_id === APPROVAL_BLOCK),
-      )
+    ? original.blocks.filter((b: unknown) => asObject(b).block_id !== APPROVAL_BLOCK)
     : []
   const verb = decision === 'approve' ? ':white_check_mark: *Approved*' : ':no_entry_sign: *Denied*'
   const when = `<!date^${Math.floor(at / 1000)}^{date_short_pretty} at {time}|${new Date(at).toISOString()}>`
