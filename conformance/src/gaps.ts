@@ -58,6 +58,8 @@ export const GAPS = {
   agentRuns:
     '§4 "DELETE /v1/agents/{id} | Terminates and deletes the agent" and "POST /v1/agents/{id}/tasks | Assigns a task to the agent" (what becomes of the agent’s runs, and the run a task starts, are not shown)',
   routing: '§6 "How routing to chat and paging destinations is configured: not shown"',
+  keyQuotas:
+    '§8 lists pagination, idempotency, rate limits and priority (how many stream connections and topics one key may hold open is not shown)',
   connectorIds:
     '§4 "POST | `/v1/grid/connectors/{id}/ingest`" (what a connector id may hold, its length and characters, is not shown)',
   toolProviders:
@@ -138,6 +140,8 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.bad-messages-refused': GAPS.streamMessages,
   'stream.socket-ingest-judged-like-rest': GAPS.streamMessages,
   'stream.subscriptions-per-connection': GAPS.streamMessages,
+  'stream.key-quotas': GAPS.keyQuotas,
+  'graphql.ws-key-quotas': GAPS.graphql,
   'pagination.limit-over-200-400': GAPS.overLimit,
   'pagination.page-shape': GAPS.pageShape,
   'pagination.default-limit-50': GAPS.defaultLimit,

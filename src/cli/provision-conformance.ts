@@ -88,7 +88,8 @@ export function conformanceIdentities(
     ['revoked', { workspace: primary }],
     // Small quotas on what its workspace keeps (idempotency.quota-refusals): one agent, three stored Idempotency-Key
     // answers, 8 KiB for one answer. Its stored answers stay 24 hours: a later run with this identity finds them
-    // full, and the check judges what it still can.
+    // full, and the check judges what it still can. And on what its key holds open (stream.key-quotas,
+    // graphql.ws-key-quotas): two stream or graphql-ws connections, three topics or subscriptions across them.
     [
       'quotaLimited',
       {
@@ -96,7 +97,13 @@ export function conformanceIdentities(
         tier: 'enterprise',
         limitPerHour: ROOM_FOR_MANY_RUNS.limitPerHour,
         burstLimit: ROOM_FOR_MANY_RUNS.burstLimit,
-        quotas: { agents: 1, idempotency_keys: 3, idempotency_answer_bytes: 8192 },
+        quotas: {
+          agents: 1,
+          idempotency_keys: 3,
+          idempotency_answer_bytes: 8192,
+          stream_sockets_per_key: 2,
+          stream_subscriptions_per_key: 3,
+        },
       },
     ],
   ]

@@ -178,7 +178,6 @@ export function attachStream(
             // Stryker disable next-line all: the same fallback (see above)
             stream_subscriptions_per_socket: settings.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
           }),
-          // Stryker disable next-line all: the key's topic count (keyTopics) is reached only past 500 topics on a key
           ...(lease ? { keyTopics: lease } : {}),
         },
         socketIngestor(ports, verified),

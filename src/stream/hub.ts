@@ -254,7 +254,6 @@ export class StreamConnection {
       ({ granted, refusal }) => {
         // Stryker disable next-line ConditionalExpression: a socket that closed while its topics were counted sends nothing either way (send() checks closed)
         if (this.closed) return
-        // Stryker disable next-line MethodExpression: differs only when the key's topics across its connections pass stream_subscriptions_per_key (500 on a standard key), which no run reaches
         this.start(new Map(topics.slice(0, granted)), since)
         for (const [name] of topics.slice(granted)) this.sendError(name, refusal ?? unavailable())
       },

@@ -340,6 +340,16 @@ export function graphqlMutants(): Mutant[] {
       },
     },
     {
+      id: 'graphql-ws-complete-keeps-room',
+      description:
+        "A completed graphql-ws subscription keeps its room among the key's topics: the key fills up for good",
+      targets: ['graphql.ws-key-quotas'],
+      clientMessage(message) {
+        // The deployment never hears the complete, as one that forgets to give the room back behaves.
+        return message.type === 'complete' ? { type: 'ping' } : message
+      },
+    },
+    {
       id: 'graphql-ws-replays-without-since',
       description: 'runEvents without since replays the topic from its start instead of starting at its head',
       targets: ['graphql.ws-subscriptions'],

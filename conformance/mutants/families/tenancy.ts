@@ -129,6 +129,16 @@ export function tenancyMutants(): Mutant[] {
       },
     },
     {
+      id: 'stream-unsubscribe-keeps-room',
+      description:
+        "An unsubscribe is acknowledged but keeps the topic's room among the key's topics: the key fills up for good",
+      targets: ['stream.key-quotas'],
+      clientMessage(message) {
+        // The deployment acknowledges a topic it never held and keeps the one the client gave up.
+        return message.type === 'unsubscribe' ? { ...message, topics: ['connector:never-held'] } : message
+      },
+    },
+    {
       id: 'stream-resume-inclusive',
       description: 'A resume point is inclusive: the record at since=<seq> is replayed again',
       targets: ['stream.resume-after-seq-exclusive'],

@@ -9,13 +9,15 @@ import { randomBytes } from 'node:crypto'
 import WebSocket from 'ws'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
+import { tokenName } from '../config.js'
 import { expectStatus, pageItems, SETTLED, toolRegistration } from '../fixtures.js'
 import type { HttpResponse } from '../http.js'
 import { obj } from '../http.js'
-import { assert } from '../types.js'
+import { assert, fail, skip } from '../types.js'
 import { short, sleep, waitUntil } from '../wait.js'
 import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch } from './ingest.js'
+import { connect, type Opened, type RefusedUpgrade } from './stream.js'
 import { receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -286,6 +288,37 @@ const ARG_REFUSALS: Readonly<Record<string, { message: string; path: string; iss
 /** The `next` payloads of operation `id`. */
 const payloadsOf = (s: GqlSocket, id: string): Json[] =>
   s.messages.filter((m) => m.id === id && m.type === 'next').map((m) => obj(m.payload))
+
+/**
+ * Fills the key's connection slots with graphql-ws sockets (the token at the upgrade) until one is refused, then
+ * asks once more with the token in connection_init, whose close names the quota, its limit and its use. Starts again
+ * (within `waitMs`) while that use counts more sockets than were opened: slots of sockets an earlier check closed
+ * may still be held for a moment.
+ */
+async function fillGqlSlots(
+  ctx: CheckContext,
+  url: string,
+  token: string,
+  most: number,
+): Promise<{ open: GqlSocket[]; refusal?: GqlSocket; closedByInit?: GqlSocket }> {
+  const deadline = Date.now() + ctx.config.waitMs
+  for (;;) {
+    const open: GqlSocket[] = []
+    let refusal: GqlSocket | undefined
+    while (!refusal && open.length < most) {
+      const s = await openGql(ctx, url, token)
+      if (s.refused !== undefined || s.closed) refusal = s
+      else open.push(s)
+    }
+    if (!refusal) return { open }
+    const byInit = await openGql(ctx, url, null, { authorization: `Bearer ${token}` })
+    await byInit.next(() => false, ctx.config.timeoutMs)
+    const used = Number(/ used=(\d+)$/.exec(byInit.closed?.reason ?? '')?.[1])
+    if (used === open.length || Date.now() >= deadline) return { open, refusal, closedByInit: byInit }
+    for (const s of open) s.ws.terminate()
+    await sleep(200)
+  }
+}
 
 export const graphqlSurfaceChecks: Check[] = [
   {
@@ -1123,6 +1156,113 @@ export const graphqlSurfaceChecks: Check[] = [
         decided.run_id === waiting.runId && after.status === 'failed',
         `decideApproval(reject) answered ${short(decided)}; REST reads ${short(after.status)}, not failed`,
       )
+    },
+  },
+  {
+    id: 'graphql.ws-key-quotas',
+    title:
+      "graphql-ws sockets and subscriptions count against the key's stream bounds with its /v1/stream connections and topics: past stream_sockets_per_key an upgrade is refused 403 (a token in connection_init closes 4403 naming the quota), past stream_subscriptions_per_key a subscription errors quota_exceeded; completing a subscription or closing a socket gives the room back",
+    level: 'profile',
+    clauses: ['S4.15', 'S5.3'],
+    async run(ctx) {
+      const url = declaredSurface(ctx)
+      const token = ctx.config.tokens.quotaLimited
+      if (!token) skip(`no ${tokenName('quotaLimited')} given`)
+      const limited = ctx.as('quotaLimited')
+      // A record to replay: a subscription taken with since: 0 answers with it at once, one refused with an error.
+      const connector = ctx.name('gql-quota')
+      expectStatus(
+        await limited.post(`/v1/grid/connectors/${connector}/ingest`, { records: batch(ctx, 1) }),
+        202,
+        'ingesting a record with the quota-limited key',
+      )
+      const most = 10
+      const { open, refusal, closedByInit } = await fillGqlSlots(ctx, url, token, most)
+      const streams: Opened[] = []
+      try {
+        if (!refusal)
+          skip(
+            `the quota-limited key opened ${most} graphql-ws sockets: its stream_sockets_per_key is above ${most}`,
+          )
+        const n = open.length
+        assert(
+          refusal.refused === 403,
+          `with ${n} sockets open, the next upgrade was ${refusal.refused ?? `closed ${refusal.closed?.code}`}, not refused 403`,
+        )
+        assert(
+          closedByInit?.closed?.code === 4403 &&
+            closedByInit.closed.reason === `quota_exceeded: stream_sockets_per_key limit=${n} used=${n}`,
+          `with ${n} sockets open, one whose token came in connection_init ${closedByInit?.closed ? `closed ${closedByInit.closed.code} ${short(closedByInit.closed.reason)}` : 'stayed open'}, not 4403 "quota_exceeded: stream_sockets_per_key limit=${n} used=${n}"`,
+        )
+        // The stream counts against the same slots.
+        const stream = await connect(ctx, token)
+        if ('ws' in stream) {
+          streams.push(stream)
+          fail(`with the key's ${n} slots taken by graphql-ws sockets, a /v1/stream upgrade opened`)
+        }
+        assert(
+          stream.refused === 403,
+          `a /v1/stream upgrade past the key's slots was refused ${stream.refused}, not 403`,
+        )
+
+        // Subscriptions until one is refused (at most 20), each answered at once by the replayed record.
+        const s = open[0] as GqlSocket
+        const subscribe = async (id: string) => {
+          s.send({
+            id,
+            type: 'subscribe',
+            payload: {
+              query: 'subscription($c: ID!) { connectorRecords(connector_id: $c, since: 0) { seq } }',
+              variables: { c: connector },
+            },
+          })
+          return s.next((m) => m.id === id && (m.type === 'next' || m.type === 'error'), ctx.config.waitMs)
+        }
+        const taken: string[] = []
+        let refused: Json | undefined
+        for (let i = 0; i < 20 && !refused; i++) {
+          const answer = await subscribe(`q${i}`)
+          if (answer?.type === 'next') taken.push(`q${i}`)
+          else refused = answer ?? { type: 'nothing' }
+        }
+        if (!refused)
+          skip('the quota-limited key held 20 subscriptions: its stream_subscriptions_per_key is above 20')
+        const ext = obj(obj((Array.isArray(refused.payload) ? refused.payload : [])[0]).extensions)
+        assert(
+          refused.type === 'error' &&
+            ext.code === 'quota_exceeded' &&
+            obj(ext.detail).quota === 'stream_subscriptions_per_key' &&
+            obj(ext.detail).limit === taken.length,
+          `with ${taken.length} subscriptions held, the next was answered ${short(refused)}, not an error quota_exceeded {quota: stream_subscriptions_per_key, limit: ${taken.length}}`,
+        )
+        // Completing one gives its room back.
+        s.send({ id: taken[0], type: 'complete' })
+        let again: Json | undefined
+        for (let i = 0; i < 10 && again?.type !== 'next'; i++) again = await subscribe(`again${i}`)
+        assert(
+          again?.type === 'next',
+          `after completing a subscription, a new one was answered ${short(again)}`,
+        )
+        // Closing a socket gives its slot back: the stream opens.
+        ;(open.pop() as GqlSocket).ws.terminate()
+        const deadline = Date.now() + ctx.config.waitMs
+        let last: Opened | RefusedUpgrade | undefined
+        while (Date.now() < deadline) {
+          last = await connect(ctx, token)
+          if ('ws' in last) {
+            streams.push(last)
+            break
+          }
+          await sleep(100)
+        }
+        assert(
+          last && 'ws' in last,
+          `after a graphql-ws socket closed, /v1/stream was still refused: ${short(last)}`,
+        )
+      } finally {
+        for (const g of open) g.ws.terminate()
+        for (const st of streams) st.close()
+      }
     },
   },
   {

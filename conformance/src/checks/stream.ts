@@ -22,13 +22,22 @@ export interface Opened {
   close(): void
 }
 
+/** An upgrade the deployment refused: its HTTP status (or the socket error) and the start of its body. */
+export interface RefusedUpgrade {
+  refused: number | string
+  body?: string
+}
+
+/** The most of a refused upgrade's body that is read. */
+const REFUSAL_BODY_BYTES = 4096
+
 /** Tries to open the stream; resolves with the refusal status when the upgrade is refused. */
-function connect(
+export function connect(
   ctx: CheckContext,
   token: string | null,
   query = '',
   path = '/v1/stream',
-): Promise<Opened | { refused: number | string }> {
+): Promise<Opened | RefusedUpgrade> {
   ctx.http.budget.take()
   const url = `${ctx.config.streamUrl}${path}${query}`
   return new Promise((resolve) => {
@@ -49,9 +58,19 @@ function connect(
       for (const w of waiters.splice(0)) w()
     })
     ws.once('unexpected-response', (_req, res) => {
-      resolve({ refused: res.statusCode ?? 'unknown' })
-      res.resume()
-      ws.terminate()
+      const refused = res.statusCode ?? 'unknown'
+      let body = ''
+      const done = () => {
+        resolve({ refused, body })
+        ws.terminate()
+      }
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => {
+        if (body.length < REFUSAL_BODY_BYTES) body += chunk
+      })
+      res.once('end', done)
+      res.once('error', done)
+      res.once('close', done)
     })
     ws.once('error', (err) => resolve({ refused: err.message }))
     ws.once('open', () =>

@@ -10,12 +10,14 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
+import { tokenName } from '../config.js'
 import { expectStatus, type Json } from '../fixtures.js'
-import { assert, fail } from '../types.js'
+import { obj } from '../http.js'
+import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
 import { batch } from './ingest.js'
-import { openStream } from './stream.js'
+import { connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
 
 type Stream = NonNullable<Awaited<ReturnType<typeof openStream>>>
 
@@ -502,6 +504,161 @@ streamMessageRulesChecks.push({
       )
     } finally {
       s.close()
+    }
+  },
+})
+
+/**
+ * Opens the stream with `token` until the deployment refuses one: the connections it took and its refusal. Starts
+ * again (within `waitMs`) while the refusal counts more connections than were opened: slots of sockets an earlier
+ * check closed may still be held for a moment.
+ */
+async function fillSlots(
+  ctx: CheckContext,
+  token: string,
+  most: number,
+): Promise<{ open: Opened[]; refusal?: RefusedUpgrade; detail?: Json }> {
+  const deadline = Date.now() + ctx.config.waitMs
+  for (;;) {
+    const open: Opened[] = []
+    let refusal: RefusedUpgrade | undefined
+    while (!refusal && open.length < most) {
+      const r = await connect(ctx, token)
+      if ('ws' in r) open.push(r)
+      else refusal = r
+    }
+    if (!refusal) return { open }
+    const detail = obj(obj(parsed(refusal.body).error).detail)
+    if (detail.used === open.length || Date.now() >= deadline) return { open, refusal, detail }
+    for (const s of open) s.close()
+    await sleep(200)
+  }
+}
+
+const parsed = (text: string | undefined): Json => {
+  try {
+    return obj(JSON.parse(text ?? ''))
+  } catch {
+    return {}
+  }
+}
+
+streamMessageRulesChecks.push({
+  id: 'stream.key-quotas',
+  title:
+    'A key holds at most its stream_sockets_per_key connections and stream_subscriptions_per_key topics across them: the next upgrade is refused 403 quota_exceeded, the next topic refused by name; an unsubscribe or a closed connection gives the room back',
+  level: 'profile',
+  clauses: ['S5.3'],
+  async run(ctx) {
+    // The profile's bounds on what one key holds open (docs/stream.md): the quota-limited identity's workspace
+    // sets small ones (the reference provisions 2 connections and 3 topics). No spec sentence names them.
+    const token = ctx.config.tokens.quotaLimited
+    if (!token) skip(`no ${tokenName('quotaLimited')} given`)
+    const most = 10
+    const { open, refusal, detail } = await fillSlots(ctx, token, most)
+    try {
+      if (!refusal)
+        skip(
+          `the quota-limited key opened ${most} stream connections: its stream_sockets_per_key is above ${most}`,
+        )
+      const error = obj(parsed(refusal.body).error)
+      assert(
+        refusal.refused === 403 &&
+          error.code === 'quota_exceeded' &&
+          detail?.quota === 'stream_sockets_per_key' &&
+          detail.limit === open.length &&
+          detail.used === open.length,
+        `with ${open.length} connections open, the next upgrade was refused ${refusal.refused} ${short(refusal.body)}, not 403 quota_exceeded {quota: stream_sockets_per_key, limit: ${open.length}, used: ${open.length}}`,
+      )
+      assert(
+        open.length >= 2,
+        `the key may hold ${open.length} connection: too few to share topics between two`,
+      )
+      const [a, b] = open as [Opened, Opened]
+      const wait = ctx.config.waitMs
+      const base = ctx.name('key-topics')
+      const answers = (s: Opened, topics: string[]) =>
+        s.next(
+          () =>
+            topics.every((t) =>
+              s.messages.some((m) => m.topic === t && (m.type === 'subscribed' || m.type === 'error')),
+            ),
+          wait,
+        )
+      const answerOf = (s: Opened, topic: string) =>
+        s.messages.findLast((m) => m.topic === topic && (m.type === 'subscribed' || m.type === 'error'))
+      // Topics on the first connection until one is refused (at most 20): the key's topic bound, held across both.
+      const held: string[] = []
+      let refusedTopic: Json | undefined
+      for (let i = 0; i < 20 && !refusedTopic; i++) {
+        const topic = `connector:${base}-a${i}`
+        a.ws.send(JSON.stringify({ type: 'subscribe', topics: [topic] }))
+        await answers(a, [topic])
+        const answer = answerOf(a, topic)
+        if (answer?.type === 'subscribed') held.push(topic)
+        else refusedTopic = answer
+      }
+      if (!refusedTopic)
+        skip(
+          'the quota-limited key held 20 topics on one connection: its stream_subscriptions_per_key is above 20',
+        )
+      const topicDetail = obj(obj(refusedTopic.error).detail)
+      assert(
+        obj(refusedTopic.error).code === 'quota_exceeded' &&
+          topicDetail.quota === 'stream_subscriptions_per_key' &&
+          topicDetail.limit === held.length &&
+          topicDetail.used === held.length,
+        `with ${held.length} topics held, the next was refused with ${short(refusedTopic)}, not quota_exceeded {quota: stream_subscriptions_per_key, limit: ${held.length}, used: ${held.length}}`,
+      )
+      // The bound is the key's, not the connection's: the second connection is refused a topic too.
+      const onB = `connector:${base}-b0`
+      b.ws.send(JSON.stringify({ type: 'subscribe', topics: [onB] }))
+      await answers(b, [onB])
+      assert(
+        answerOf(b, onB)?.type === 'error',
+        `with the key's ${held.length} topics held on one connection, another connection was answered ${short(answerOf(b, onB))} for a topic`,
+      )
+      // An unsubscribe on one connection makes room on the other.
+      const from = a.messages.length
+      a.ws.send(JSON.stringify({ type: 'unsubscribe', topics: [held[0]] }))
+      await a.next((m) => a.messages.indexOf(m) >= from && m.type === 'unsubscribed', wait)
+      const fromB = b.messages.length
+      b.ws.send(JSON.stringify({ type: 'subscribe', topics: [onB] }))
+      const afterUnsubscribe = await b.next(
+        (m) =>
+          b.messages.indexOf(m) >= fromB &&
+          m.topic === onB &&
+          (m.type === 'subscribed' || m.type === 'error'),
+        wait,
+      )
+      assert(
+        afterUnsubscribe?.type === 'subscribed',
+        `after an unsubscribe on one connection, another was still refused the topic: ${short(answerOf(b, onB))}`,
+      )
+      // A closed connection gives back its slot and its topics: a new connection opens and takes a topic.
+      a.close()
+      const deadline = Date.now() + wait
+      let reopened: Opened | undefined
+      let last: Opened | RefusedUpgrade | undefined
+      while (!reopened && Date.now() < deadline) {
+        last = await connect(ctx, token)
+        if ('ws' in last) reopened = last
+        else await sleep(100)
+      }
+      if (!reopened) fail(`after a connection of the key closed, a new one was still refused: ${short(last)}`)
+      open.push(reopened)
+      const onC = `connector:${base}-c0`
+      reopened.ws.send(JSON.stringify({ type: 'subscribe', topics: [onC] }))
+      const taken = await reopened.next(
+        (m) => m.topic === onC && (m.type === 'subscribed' || m.type === 'error'),
+        wait,
+      )
+      assert(
+        taken?.type === 'subscribed',
+        `after a connection holding ${held.length - 1} topics closed, a new one was refused a topic: ${short(answerOf(reopened, onC))}`,
+      )
+    } finally {
+      for (const s of open) s.close()
     }
   },
 })
