@@ -595,7 +595,8 @@ streamMessageRulesChecks.push({
         a.ws.send(JSON.stringify({ type: 'subscribe', topics: [topic] }))
         await answers(a, [topic])
         const answer = answerOf(a, topic)
-        if (answer?.type === 'subscribed') held.push(topic)
+        if (!answer) fail(`a subscribe to ${topic} was answered nothing within ${wait} ms`)
+        if (answer.type === 'subscribed') held.push(topic)
         else refusedTopic = answer
       }
       if (!refusedTopic)
