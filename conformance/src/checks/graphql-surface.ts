@@ -293,7 +293,7 @@ const payloadsOf = (s: GqlSocket, id: string): Json[] =>
  * Fills the key's connection slots with graphql-ws sockets (the token at the upgrade) until one is refused, then
  * asks once more with the token in connection_init, whose close names the quota, its limit and its use. Starts again
  * (within `waitMs`) while that use counts more sockets than were opened: slots of sockets an earlier check closed
- * may still be held for a moment.
+ * may still be held for a moment. Any other answer is returned at once, for the check to judge.
  */
 async function fillGqlSlots(
   ctx: CheckContext,
@@ -316,7 +316,9 @@ async function fillGqlSlots(
     const byInit = await openGql(ctx, url, null, { authorization: `Bearer ${token}` })
     await byInit.next(() => false, ctx.config.timeoutMs)
     const used = Number(/ used=(\d+)$/.exec(byInit.closed?.reason ?? '')?.[1])
-    if (used === open.length || Date.now() >= deadline) return { open, refusal, closedByInit: byInit }
+    // Only a quota refusal counting more sockets than these is worth a second try; anything else is judged now.
+    const stale = refusal.refused === 403 && Number.isInteger(used) && used > open.length
+    if (!stale || Date.now() >= deadline) return { open, refusal, closedByInit: byInit }
     for (const s of open) s.ws.terminate()
     await sleep(200)
   }

@@ -529,7 +529,9 @@ async function fillSlots(
     }
     if (!refusal) return { open }
     const detail = obj(obj(parsed(refusal.body).error).detail)
-    if (detail.used === open.length || Date.now() >= deadline) return { open, refusal, detail }
+    // Only a quota refusal counting more connections than these is worth a second try; anything else is judged now.
+    const stale = typeof detail.used === 'number' && detail.used > open.length
+    if (!stale || Date.now() >= deadline) return { open, refusal, detail }
     for (const s of open) s.close()
     await sleep(200)
   }
