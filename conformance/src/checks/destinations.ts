@@ -154,24 +154,16 @@ const PAGER_SETTINGS = {
   severity: 'critical',
 }
 
-/** A cloudevents destination of its own at the receiver, in binary mode, for agent.created. */
-const ensureSink = (ctx: CheckContext) =>
-  ensureDestination(ctx, 'cloudevents', (receiver, tag) => {
-    const secret = `Bearer conf-secret-${randomBytes(12).toString('hex')}`
-    return {
-      type: 'cloudevents',
-      events: ['agent.created'],
-      config: { url: `${receiver}/${tag}`, mode: 'binary' },
-      secrets: { authorization: secret },
-      secret,
-    }
-  })
-
-/** The `source` a structured sink was created with: its own, from its tag. */
-const sourceOf = (sink: Pick<Sink, 'tag'>) => `urn:agentops-conformance:${sink.tag}`
-
-/** A cloudevents destination in structured mode with a source of its own, for `kinds`; one per slot and run. */
-const structuredSink = (ctx: CheckContext, slot: string, kinds: string[]) =>
+/**
+ * A cloudevents destination of its own at the receiver for `kinds`, with `settings` beside its URL; one per slot
+ * and run.
+ */
+const cloudEventsSink = (
+  ctx: CheckContext,
+  slot: string,
+  kinds: string[],
+  settings: (tag: string) => Record<string, unknown>,
+) =>
   ensureDestination(
     ctx,
     'cloudevents',
@@ -180,13 +172,24 @@ const structuredSink = (ctx: CheckContext, slot: string, kinds: string[]) =>
       return {
         type: 'cloudevents',
         events: kinds,
-        config: { url: `${receiver}/${tag}`, mode: 'structured', source: sourceOf({ tag }) },
+        config: { url: `${receiver}/${tag}`, ...settings(tag) },
         secrets: { authorization: secret },
         secret,
       }
     },
     slot,
   )
+
+/** The cloudevents destination in binary mode, for agent.created. */
+const ensureSink = (ctx: CheckContext) =>
+  cloudEventsSink(ctx, 'cloudevents', ['agent.created'], () => ({ mode: 'binary' }))
+
+/** The `source` a structured sink was created with: its own, from its tag. */
+const sourceOf = (sink: Pick<Sink, 'tag'>) => `urn:agentops-conformance:${sink.tag}`
+
+/** A cloudevents destination in structured mode with a source of its own, for `kinds`; one per slot and run. */
+const structuredSink = (ctx: CheckContext, slot: string, kinds: string[]) =>
+  cloudEventsSink(ctx, slot, kinds, (tag) => ({ mode: 'structured', source: sourceOf({ tag }) }))
 
 /**
  * The destination's delivery log shows a delivery delivered at its first attempt (the answer of the service it posed
@@ -335,16 +338,16 @@ export const destinationChecks: Check[] = [
         { kind: 'run.started', field: 'run_id' },
       ]
       const deliveries = [
-        ...expected.map((e) => ({ ...e, sink })),
-        { ...(expected[0] as (typeof expected)[number]), sink: other },
+        ...expected.map((e) => ({ ...e, at: sink })),
+        { ...(expected[0] as (typeof expected)[number]), at: other },
       ]
       const problems: string[] = []
       await Promise.all(
-        deliveries.map(async ({ kind, field, value, sink }) => {
+        deliveries.map(async ({ kind, field, value, at }) => {
           const got = await ctx.receiver!.waitFor((d) => {
             const data = obj(d.body?.data)
             return (
-              atTag(sink.tag)(d) &&
+              atTag(at.tag)(d) &&
               data.event === kind &&
               (value === undefined ? data.agent_id === agent : data[field] === value)
             )
@@ -356,7 +359,7 @@ export const destinationChecks: Check[] = [
             return
           }
           const about = obj(got.body?.data)[field]
-          for (const p of structuredCloudEventProblems(got, sourceOf(sink), about))
+          for (const p of structuredCloudEventProblems(got, sourceOf(at), about))
             problems.push(`${kind}: ${p}`)
           if (typeof about !== 'string') problems.push(`${kind}: its data has no ${field}`)
         }),

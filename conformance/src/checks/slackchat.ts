@@ -25,6 +25,14 @@ function slackSignature(secret: string, timestamp: string, body: string): string
 const blocksOf = (body: Json | undefined): Json[] =>
   Array.isArray(body?.blocks) ? body.blocks.map((b: unknown) => obj(b)) : []
 
+/** The message's buttons (the elements of its actions block, as a click names it) by their label. */
+function buttonOf(message: Json | undefined, label: string): Json | undefined {
+  const actions = blocksOf(message).find((b) => b.type === 'actions')
+  return (Array.isArray(actions?.elements) ? actions.elements : [])
+    .map((e: unknown) => obj(e))
+    .find((b) => b.type === 'button' && String(obj(b.text).text) === label)
+}
+
 /**
  * What the message a click leaves must be (Slack's `replace_original`): the message as it was shown, its blocks
  * naming the run kept, without the buttons, plus a line naming the decision, the clicker as a mention and when
@@ -135,11 +143,8 @@ export const slackChatChecks: Check[] = [
         .map(([what]) => what)
       if (missing.length > 0)
         fail(`the approval message lacks ${missing.join(', ')}: ${short(message.body.blocks, 400)}`)
-      const actions = blocks.find((b) => b.type === 'actions')
-      const buttons = (Array.isArray(actions?.elements) ? actions.elements : []).map((e: unknown) => obj(e))
-      const label = (b: Json) => String(obj(b.text).text)
-      const approve = buttons.find((b) => b.type === 'button' && label(b) === 'Approve')
-      const deny = buttons.find((b) => b.type === 'button' && label(b) === 'Deny')
+      const approve = buttonOf(shown, 'Approve')
+      const deny = buttonOf(shown, 'Deny')
       if (!approve || !deny)
         fail(`the approval message has no Approve and Deny buttons: ${short(message.body.blocks, 400)}`)
       let target: Json = {}
@@ -250,10 +255,7 @@ export const slackChatChecks: Check[] = [
         fail(
           `no Slack message about run ${denied.runId}'s approval reached the receiver within ${ctx.config.waitMs} ms`,
         )
-      const denyButton = blocksOf(denyMessage.body)
-        .filter((b) => b.type === 'actions')
-        .flatMap((b) => (Array.isArray(b.elements) ? b.elements : []).map((e: unknown) => obj(e)))
-        .find((b) => b.type === 'button' && label(b) === 'Deny')
+      const denyButton = buttonOf(denyMessage.body, 'Deny')
       if (!denyButton) fail(`run ${denied.runId}'s approval message has no Deny button`)
       const denyTag = `${tag}-denied`
       const deniedClick = await press(denyMessage.body, denyButton, 'UCONF', denyTag, (ts, body) =>
