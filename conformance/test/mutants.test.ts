@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { listenOnTestPort, listenPort } from '../../test/support/ports.js'
+import { plannedFromSteps } from '../mutants/dialects/declared.js'
 import { Secrets } from '../mutants/dialects/wire.js'
 import { extensionOperations } from '../mutants/dialects.js'
 import { createMutants } from '../mutants/mutants.js'
@@ -231,5 +232,18 @@ describe("a dialect's subscription secrets", () => {
     expect(secrets.forDelivery(delivery('/hooks/first'))).toBe('s1')
     expect(secrets.forDelivery(delivery('/hooks/second'))).toBe('s2')
     expect(secrets.forDelivery(delivery('/hooks/third'))).toBeUndefined()
+  })
+})
+
+describe("the declared-choices dialect's run starts", () => {
+  it('plan from inputs.steps, and leave inputs that are not an object for the deployment to refuse', () => {
+    expect(JSON.parse(plannedFromSteps('{"inputs":{"steps":["a"],"x":1},"mode":"live"}'))).toEqual({
+      inputs: { x: 1, plan: ['a'] },
+      mode: 'live',
+    })
+    expect(JSON.parse(plannedFromSteps('{"mode":"live"}'))).toEqual({ mode: 'live', inputs: { plan: [] } })
+    // A legal deployment answers these 400 (§7): the rewrite must not make them valid (validation.fuzz-400).
+    for (const body of ['{"inputs":null,"mode":"live"}', '{"inputs":[],"mode":"live"}', '{"inputs":"x"}'])
+      expect(plannedFromSteps(body)).toBe(body)
   })
 })

@@ -19,7 +19,7 @@ const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
  * This deployment plans a run from its `inputs.steps` (tool names) and from nothing else: the reference's
  * `inputs.plan`, empty when no steps are named, so an agent's capabilities alone call no tool.
  */
-function plannedFromSteps(body: string): string {
+export function plannedFromSteps(body: string): string {
   let b: unknown
   try {
     b = JSON.parse(body)
@@ -27,7 +27,8 @@ function plannedFromSteps(body: string): string {
     return body
   }
   if (b === null || typeof b !== 'object' || Array.isArray(b)) return body
-  const inputs = (b as Json).inputs ?? {}
+  // Absent inputs name no steps; any inputs that are not an object (null included) are left for the 400.
+  const inputs = 'inputs' in b ? (b as Json).inputs : {}
   if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs)) return body
   const { steps, ...rest } = inputs as Json
   return JSON.stringify({ ...(b as Json), inputs: { ...rest, plan: Array.isArray(steps) ? steps : [] } })
