@@ -1,4 +1,4 @@
-import type { SSEStreamingApi } from 'hono/streaming'
+import type { SSEMessage } from 'hono/streaming'
 import type { RunService, TraceRead } from '../domain/runs/service.js'
 import type { FrameRecord } from '../domain/runs/types.js'
 
@@ -10,8 +10,21 @@ const POLL_MS = 1_000
 /** One run's frames as a read-after-seq source, like the stream's topic sources (src/surface/topic-sources.ts). */
 export interface TraceSource {
   read(after: number, limit: number): Promise<TraceRead>
-  /** Resolves when the run may have new frames, after `ms` at the latest, or at once on `signal`. */
-  changed(ms: number, signal: AbortSignal): Promise<void>
+  /**
+   * Notes the run's changes in this process from now until `stop`. Started before the first read, so a change
+   * committed while a read or a write is under way is not lost: the next wait then ends at once.
+   */
+  watch(): RunWatch
+}
+
+export interface RunWatch {
+  /**
+   * Resolves at once when the run changed since the last call (or since the watch began), else at its next change,
+   * after `ms` at the latest, or at `stop`.
+   */
+  next(ms: number): Promise<void>
+  /** Stops noting changes; a pending `next` resolves at once, and every later one too. */
+  stop(): void
 }
 
 /** What the SSE trace reads of a run: its frames, and a wake-up when it changes in this process. */
@@ -20,35 +33,52 @@ export type TraceRunPorts = Pick<RunService, 'frames' | 'onChange'>
 export function traceSource(runs: TraceRunPorts, workspaceId: string, runId: string): TraceSource {
   return {
     read: (after, limit) => runs.frames(workspaceId, runId, after, limit),
-    changed: (ms, signal) => waitForRunChange(runs, runId, ms, signal),
+    watch: () => watchRun(runs, runId),
   }
 }
 
 /** The one place the SSE loop waits: for this run's next change in this process, or the poll interval. */
-function waitForRunChange(
-  runs: Pick<RunService, 'onChange'>,
-  runId: string,
-  ms: number,
-  signal: AbortSignal,
-): Promise<void> {
-  if (signal.aborted) return Promise.resolve()
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      // Stryker disable next-line StringLiteral: a listener left on a signal that is aborted at most once and then dropped with its stream
-      signal.removeEventListener('abort', done)
-      unsubscribe()
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    // Stryker disable next-line StringLiteral: a closed stream's wait then ends at its poll (1 s) instead of at once; the client has gone
-    signal.addEventListener('abort', done)
-    // Stryker disable next-line BlockStatement: the run's wake-up: without it the stream finds the change at its next poll (1 s), latency only (§4 names none)
-    const unsubscribe = runs.onChange((id) => {
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: the same wake-up, for every run's change or none: a spare read, or the next poll
-      if (id === runId) done()
-    })
+function watchRun(runs: Pick<RunService, 'onChange'>, runId: string): RunWatch {
+  let changed = false
+  let stopped = false
+  let wake: (() => void) | undefined
+  // Stryker disable next-line BlockStatement: the run's wake-up: without it the stream finds the change at its next poll (1 s), latency only (§4 names none)
+  const unsubscribe = runs.onChange((id) => {
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the same wake-up, for every run's change or none: a spare read, or the next poll
+    if (id !== runId) return
+    changed = true
+    wake?.()
   })
+  return {
+    next(ms) {
+      if (changed || stopped) {
+        changed = false
+        return Promise.resolve()
+      }
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer)
+          wake = undefined
+          changed = false
+          resolve()
+        }
+        const timer = setTimeout(done, ms)
+        wake = done
+      })
+    },
+    stop() {
+      stopped = true
+      unsubscribe()
+      wake?.()
+    },
+  }
+}
+
+/** What writeTrace uses of Hono's SSE stream (`SSEStreamingApi`). */
+export interface TraceStream {
+  writeSSE(message: SSEMessage): Promise<void>
+  write(text: string): Promise<unknown>
+  onAbort(listener: () => void): void
 }
 
 /**
@@ -56,17 +86,37 @@ function waitForRunChange(
  * then `event: end`. It reads through the same `frames` call as paging, so both give the same frames.
  */
 export async function writeTrace(
-  stream: SSEStreamingApi,
+  stream: TraceStream,
   source: TraceSource,
   after: number,
   present: (frame: FrameRecord) => unknown,
 ): Promise<void> {
   const closed = new AbortController()
+  const watch = source.watch()
   // Stryker disable next-line ArrowFunction: a stream whose client left would keep reading its run once a second until the run ends (hono's writes to a gone client fail silently): the server's resources, no answer any client can see
-  stream.onAbort(() => closed.abort())
+  stream.onAbort(() => {
+    closed.abort()
+    watch.stop()
+  })
+  try {
+    await follow(stream, source, watch, closed.signal, after, present)
+  } finally {
+    // The run's wake-ups end with the stream, whichever way it ended.
+    watch.stop()
+  }
+}
+
+async function follow(
+  stream: TraceStream,
+  source: TraceSource,
+  watch: RunWatch,
+  closed: AbortSignal,
+  after: number,
+  present: (frame: FrameRecord) => unknown,
+): Promise<void> {
   let cursor = after
   let lastWrite = Date.now()
-  while (!closed.signal.aborted) {
+  while (!closed.aborted) {
     const read = await source.read(cursor, SSE_PAGE)
     for (const f of read.frames) {
       await stream.writeSSE({ id: String(f.seq), event: 'frame', data: JSON.stringify(present(f)) })
@@ -81,7 +131,7 @@ export async function writeTrace(
       })
       return
     }
-    await source.changed(POLL_MS, closed.signal)
+    await watch.next(POLL_MS)
     // Stryker disable next-line BlockStatement: a keep-alive comment after 15 s without a frame, for proxies' idle timeouts: every SSE client ignores it and §4 says nothing of it (a shorter wait is held by runs.trace-streaming)
     if (Date.now() - lastWrite >= KEEPALIVE_MS) {
       // Stryker disable next-line StringLiteral: the keep-alive comment's text (see above)
