@@ -5,6 +5,7 @@ import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
 import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
+import { HOURLY_WINDOW_SECONDS } from '../domain/limits/rate-limit.js'
 import { quotaLimit } from '../domain/quotas/quota.js'
 import { isQuotaName, QUOTA_NAMES, type QuotaOverrides } from '../domain/quotas/types.js'
 import type { Logger } from '../observability/logger.js'
@@ -45,7 +46,9 @@ Issues an API key; the token is printed once and only its hash is stored.
   --workspace NAME       workspace to issue the key in (created on first use)
   --tier T               standard (1000/h) | pro (10000/h) | enterprise (custom)
   --limit-per-hour N     hourly quota (sets the tier to enterprise when --tier is absent)
-  --burst-limit N        quota of the 10-second burst window
+  --burst-limit N        quota of the burst window
+  --burst-window-seconds N
+                         the burst window's length, 1..3600 seconds (default: 10; kept when the tier changes)
   --scopes a,b           comma-separated scopes (default: * = everything)
   --identity NAME        identity the key acts as (default: default)
   --expires-in SECONDS   expiry from now (default: never)
@@ -80,10 +83,12 @@ Run agentops workspaces set --help for the options.`,
   'keys list': `agentops keys list --workspace NAME [--json] [--database-url URL]`,
   'keys revoke': `agentops keys revoke KEY_ID [--json] [--database-url URL]`,
   'workspaces set': `agentops workspaces set NAME [--tier T] [--limit-per-hour N] [--burst-limit N]
-                        [--policy-classes a,b] [--features a,b] [--quota NAME=N,...] [--json]
-                        [--database-url URL]
+                        [--burst-window-seconds N] [--policy-classes a,b] [--features a,b]
+                        [--quota NAME=N,...] [--json] [--database-url URL]
 
 Changes a workspace (created if absent). Feature flags (spec §9) are set here.
+  --burst-window-seconds N
+                       the burst window's length, 1..3600 seconds (default: 10; kept unless given)
   --quota NAME=N,...   the workspace's own quotas over its tier's (several: comma-separated); NAME is one of
                        ${QUOTA_NAMES.join(', ')}
 The answer lists every quota the workspace has then.`,
@@ -94,6 +99,16 @@ function positiveInt(value: string | undefined, flag: string): number | undefine
   const n = Number(value)
   if (!Number.isSafeInteger(n) || n <= 0)
     throw new UsageError(`${flag} must be a positive integer, got "${value}"`)
+  return n
+}
+
+/** The burst window's length: a positive integer of seconds, at most the hourly window's. */
+function burstWindowSeconds(value: string | undefined): number | undefined {
+  const n = positiveInt(value, '--burst-window-seconds')
+  if (n !== undefined && n > HOURLY_WINDOW_SECONDS)
+    throw new UsageError(
+      `--burst-window-seconds must be at most ${HOURLY_WINDOW_SECONDS} (the hourly window), got "${value}"`,
+    )
   return n
 }
 
@@ -169,6 +184,7 @@ function settingsFrom(values: Record<string, string | boolean | undefined>): Wor
     tier: tier(s('tier')),
     limitPerHour: positiveInt(s('limit-per-hour'), '--limit-per-hour'),
     burstLimit: positiveInt(s('burst-limit'), '--burst-limit'),
+    burstWindowSeconds: burstWindowSeconds(s('burst-window-seconds')),
     policyClasses: list(s('policy-classes')),
     features: list(s('features')),
     quotas: quotas(s('quota')),
@@ -179,6 +195,7 @@ const WORKSPACE_FLAGS = {
   tier: { type: 'string' },
   'limit-per-hour': { type: 'string' },
   'burst-limit': { type: 'string' },
+  'burst-window-seconds': { type: 'string' },
   'policy-classes': { type: 'string' },
   features: { type: 'string' },
   quota: { type: 'string' },
@@ -373,6 +390,7 @@ export async function main(argv: string[]): Promise<number> {
             tier: ws.tier,
             limit_per_hour: ws.limitPerHour,
             burst_limit: ws.burstLimit,
+            burst_window_seconds: ws.burstWindowSeconds,
             policy_classes: ws.policyClasses,
             features: ws.features,
             quotas: Object.fromEntries(QUOTA_NAMES.map((q) => [q, quotaLimit(ws, q)])),

@@ -11,6 +11,8 @@ export interface Workspace {
   limitPerHour: number
   /** Burst window quota (requests per burst window). */
   burstLimit: number
+  /** The burst window's length in seconds (default DEFAULT_BURST_WINDOW_SECONDS, src/domain/limits/rate-limit.ts). */
+  burstWindowSeconds: number
   /** Ingest policy classes this workspace accepts. */
   policyClasses: string[]
   /** Feature flags set per workspace (spec §9). */

@@ -1,9 +1,12 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/domain/clock.js'
-import { migrate } from '../../src/store/migrations/index.js'
+import { KeyService } from '../../src/domain/keys/service.js'
+import { MIGRATIONS, migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
+import { KeyRepo } from '../../src/store/repos/keys.js'
 import { MemoryRateCounters, RateCounterRepo } from '../../src/store/repos/rate-counters.js'
+import { WorkspaceRepo } from '../../src/store/repos/workspaces.js'
 import { backends } from '../support/backends.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { testTempDir } from '../support/temp.js'
@@ -45,6 +48,55 @@ describe.each(backends())('rate counters on $name', (backend) => {
       .map((r) => r[1])
       .sort((a, b) => (a ?? 0) - (b ?? 0))
     expect(hourly).toEqual(Array.from({ length: 25 }, (_, i) => i + 1))
+    await db.close()
+  })
+})
+
+describe.each(backends())('the burst window setting on $name', (backend) => {
+  it('is stored and read back, kept by a change of tier or burst limit, and changed when given', async () => {
+    const db = await openDb(await backend.freshUrl())
+    await migrate(db)
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12))
+    const keys = new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock, {}, undefined, 1_000)
+    // Read from the store itself each time, never from what the service returned.
+    const stored = async (name: string) => {
+      const ws = await new WorkspaceRepo(db).byName(name)
+      return ws && { tier: ws.tier, burstLimit: ws.burstLimit, burstWindowSeconds: ws.burstWindowSeconds }
+    }
+    const issued = await keys.issue({ workspace: 'short', tier: 'pro', burstWindowSeconds: 3 })
+    expect(issued.burst_window_seconds).toBe(3)
+    expect(await stored('short')).toEqual({ tier: 'pro', burstLimit: 1_000, burstWindowSeconds: 3 })
+    await keys.configureWorkspace('short', { tier: 'enterprise' })
+    expect(await stored('short')).toEqual({ tier: 'enterprise', burstLimit: 10_000, burstWindowSeconds: 3 })
+    await keys.configureWorkspace('short', { burstLimit: 7 })
+    expect(await stored('short')).toEqual({ tier: 'enterprise', burstLimit: 7, burstWindowSeconds: 3 })
+    await keys.configureWorkspace('short', { features: ['x'] })
+    expect(await stored('short')).toMatchObject({ burstWindowSeconds: 3 })
+    // A key issued into the workspace later, without the setting, keeps it too.
+    expect((await keys.issue({ workspace: 'short' })).burst_window_seconds).toBe(3)
+    await keys.configureWorkspace('short', { burstWindowSeconds: 60 })
+    expect(await stored('short')).toEqual({ tier: 'enterprise', burstLimit: 7, burstWindowSeconds: 60 })
+    await keys.configureWorkspace('short', { tier: 'standard', burstWindowSeconds: 5 })
+    expect(await stored('short')).toEqual({ tier: 'standard', burstLimit: 100, burstWindowSeconds: 5 })
+    // Without the setting: the 10 s window, created by issue or by configureWorkspace.
+    expect((await keys.issue({ workspace: 'usual' })).burst_window_seconds).toBe(10)
+    expect(await stored('usual')).toMatchObject({ burstWindowSeconds: 10 })
+    await keys.configureWorkspace('set-later', { burstLimit: 4 })
+    expect(await stored('set-later')).toMatchObject({ burstLimit: 4, burstWindowSeconds: 10 })
+    await db.close()
+  })
+
+  it('gives every workspace stored before migration 015 the 10 s window', async () => {
+    const db = await openDb(await backend.freshUrl())
+    const last = MIGRATIONS.findIndex((m) => m.id === '015_burst_window')
+    expect(last).toBeGreaterThan(0)
+    await migrate(db, MIGRATIONS.slice(0, last))
+    await db.run(
+      `INSERT INTO workspaces (id, name, tier, limit_per_hour, burst_limit, policy_classes, features, created_at)
+       VALUES ('ws_old', 'old', 'pro', 10000, 1000, '[]', '[]', 0)`,
+    )
+    await migrate(db)
+    expect((await new WorkspaceRepo(db).byName('old'))?.burstWindowSeconds).toBe(10)
     await db.close()
   })
 })

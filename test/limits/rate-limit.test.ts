@@ -55,6 +55,50 @@ describe.each(backends())('rate limits on $name', (backend) => {
     expect((await get(token)).status).toBe(200)
   })
 
+  it('keeps each workspace to its own burst window length: 3 s where set, 10 s where not', async () => {
+    // 18:00 UTC is a multiple of 3 s and of 10 s: both windows start here.
+    clock.set(Date.UTC(2026, 5, 1, 18))
+    const short = await t.createKey({
+      tier: 'enterprise',
+      limitPerHour: 100,
+      burstLimit: 5,
+      burstWindowSeconds: 3,
+    })
+    const usual = await t.createKey({ tier: 'enterprise', limitPerHour: 100, burstLimit: 5 })
+    clock.advance(1_500)
+    for (let i = 1; i <= 5; i++) {
+      const res = await get(short.token)
+      expect(res.status, `request ${i}`).toBe(200)
+      expect(res.headers.get('ratelimit-policy')).toBe('"burst";q=5;w=3, "hourly";q=100;w=3600')
+      const burst = parseRateLimit(res.headers.get('ratelimit')).burst
+      expect(burst?.r).toBe(5 - i)
+      expect(burst?.t).toBeLessThanOrEqual(3)
+      expect(burst?.t).toBe(2) // 1.5 s of the 3 s window are left, rounded up
+    }
+    const refused = await get(short.token)
+    expect(refused.status).toBe(429)
+    expect(refused.body.error.detail).toMatchObject({ window: 'burst', limit: 5, window_seconds: 3 })
+    expect(Date.parse(refused.body.error.detail.reset_at)).toBe(Date.UTC(2026, 5, 1, 18, 0, 3))
+    expect(refused.headers.get('retry-after')).toBe('2')
+    // The workspace without the setting: the 10 s window, as before.
+    const other = await get(usual.token)
+    expect(other.headers.get('ratelimit-policy')).toBe('"burst";q=5;w=10, "hourly";q=100;w=3600')
+    expect(parseRateLimit(other.headers.get('ratelimit')).burst?.t).toBe(9)
+    // The 3 s window's counts reset at its boundary (18:00:03), long before a 10 s window's would.
+    clock.advance(1_499)
+    expect((await get(short.token)).status).toBe(429)
+    clock.advance(1)
+    const reopened = await get(short.token)
+    expect(reopened.status).toBe(200)
+    expect(parseRateLimit(reopened.headers.get('ratelimit')).burst).toEqual({ r: 4, t: 3 })
+    for (let i = 0; i < 4; i++) expect((await get(short.token)).status).toBe(200)
+    expect((await get(short.token)).status).toBe(429)
+    // And again at 18:00:06, while the 10 s workspace is still in its first window.
+    clock.advance(3_000)
+    expect((await get(short.token)).status).toBe(200)
+    expect(parseRateLimit((await get(usual.token)).headers.get('ratelimit')).burst).toEqual({ r: 3, t: 4 })
+  })
+
   it('allows exactly the hourly quota across burst windows, refuses the next, and recovers next hour', async () => {
     clock.set(Date.UTC(2026, 5, 1, 13))
     const { token } = await t.createKey({ tier: 'enterprise', limitPerHour: 12, burstLimit: 5 })

@@ -1,5 +1,8 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { main } from '../../src/cli/main.js'
+import { testTempDir } from '../support/temp.js'
 
 /** In-process, so every command's help is checked without spawning a process per command. */
 describe('agentops --help per command', () => {
@@ -45,5 +48,54 @@ describe('agentops --help per command', () => {
     expect((await run(['keys', 'create', '--workspace', 'w', '--tier', 'gold'])).code).toBe(2)
     expect((await run(['keys', 'create', '--bogus'])).code).toBe(2)
     expect((await run(['frobnicate'])).code).toBe(2)
+  })
+
+  it.each([
+    ['0', 'must be a positive integer, got "0"'],
+    ['-3', 'must be a positive integer, got "-3"'],
+    ['abc', 'must be a positive integer, got "abc"'],
+    ['2.5', 'must be a positive integer, got "2.5"'],
+    ['3601', 'must be at most 3600 (the hourly window), got "3601"'],
+  ])('refuses --burst-window-seconds %s before opening a store', async (value, message) => {
+    const url = `sqlite:${join(testTempDir('cli-window-'), 'never.db')}`
+    for (const args of [
+      ['keys', 'create', '--workspace', 'w', `--burst-window-seconds=${value}`, '--database-url', url],
+      ['workspaces', 'set', 'w', `--burst-window-seconds=${value}`, '--database-url', url],
+    ]) {
+      const { code, out } = await run(args)
+      expect(code, args.join(' ')).toBe(2)
+      expect(out).toBe(`agentops: --burst-window-seconds ${message}`)
+    }
+    expect(existsSync(url.slice('sqlite:'.length))).toBe(false)
+  })
+
+  it('sets the burst window with --burst-window-seconds, prints it, and keeps it through a tier change', async () => {
+    const url = `sqlite:${join(testTempDir('cli-window-'), 'db.sqlite')}`
+    const json = async (args: string[]) => {
+      const { code, out } = await run([...args, '--json', '--database-url', url])
+      expect(code, out).toBe(0)
+      return JSON.parse(out) as { burst_limit: number; burst_window_seconds: number; tier: string }
+    }
+    const issued = await json([
+      'keys',
+      'create',
+      '--workspace',
+      'w3',
+      '--burst-limit',
+      '5',
+      '--burst-window-seconds',
+      '3',
+    ])
+    expect(issued).toMatchObject({ burst_limit: 5, burst_window_seconds: 3 })
+    expect(await json(['workspaces', 'set', 'w3', '--tier', 'pro'])).toMatchObject({
+      tier: 'pro',
+      burst_window_seconds: 3,
+    })
+    expect(await json(['workspaces', 'set', 'w3', '--burst-window-seconds', '3600'])).toMatchObject({
+      burst_window_seconds: 3600,
+    })
+    expect(await json(['keys', 'create', '--workspace', 'w10'])).toMatchObject({ burst_window_seconds: 10 })
+    expect((await run(['keys', 'create', '--help'])).out).toContain('--burst-window-seconds N')
+    expect((await run(['workspaces', 'set', '--help'])).out).toContain('--burst-window-seconds N')
   })
 })

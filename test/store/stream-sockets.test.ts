@@ -94,6 +94,7 @@ describe.each(backends())('stream socket rows ($name)', (backend) => {
       tier: 'pro' as const,
       limitPerHour: 1,
       burstLimit: 1,
+      burstWindowSeconds: 10,
       policyClasses: [],
       features: [],
       createdAt: 0,

@@ -1,8 +1,9 @@
 import type { Workspace } from '../../src/domain/identity.js'
+import { DEFAULT_BURST_WINDOW_SECONDS } from '../../src/domain/limits/rate-limit.js'
 
 /**
  * A workspace record for tests that build services or middleware without a store: named after its id, on the
- * enterprise tier's limits (1,000 an hour, bursts of 20) unless `settings` says otherwise.
+ * enterprise tier's limits (1,000 an hour, bursts of 20 in the default 10 s window) unless `settings` says otherwise.
  */
 export function workspaceRecord(id: string, settings: Partial<Omit<Workspace, 'id'>> = {}): Workspace {
   return {
@@ -11,6 +12,7 @@ export function workspaceRecord(id: string, settings: Partial<Omit<Workspace, 'i
     tier: 'enterprise',
     limitPerHour: 1000,
     burstLimit: 20,
+    burstWindowSeconds: DEFAULT_BURST_WINDOW_SECONDS,
     policyClasses: [],
     features: [],
     createdAt: 0,

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js'
 import type { FailureLog } from '../failure-log.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
+import { DEFAULT_BURST_WINDOW_SECONDS } from '../limits/rate-limit.js'
 import type { QuotaOverrides } from '../quotas/types.js'
 import {
   ABSENT,
@@ -42,6 +43,8 @@ export interface WorkspaceSettings {
   tier?: Tier | undefined
   limitPerHour?: number | undefined
   burstLimit?: number | undefined
+  /** The burst window's length in seconds (default DEFAULT_BURST_WINDOW_SECONDS); a tier change keeps it. */
+  burstWindowSeconds?: number | undefined
   policyClasses?: string[] | undefined
   features?: string[] | undefined
   /** Quotas of this workspace over its tier's; merged into the ones it has (src/domain/quotas/tiers.ts). */
@@ -65,6 +68,7 @@ export interface IssuedKey {
   tier: Tier
   limit_per_hour: number
   burst_limit: number
+  burst_window_seconds: number
   expires_at: string | null
 }
 
@@ -149,6 +153,7 @@ export function resolveLimits(settings: WorkspaceSettings): {
   tier: Tier
   limitPerHour: number
   burstLimit: number
+  burstWindowSeconds: number
 } {
   const tier = settings.tier ?? (settings.limitPerHour !== undefined ? 'enterprise' : 'standard')
   const defaults = TIER_DEFAULTS[tier]
@@ -159,7 +164,8 @@ export function resolveLimits(settings: WorkspaceSettings): {
     (tier === 'enterprise' && settings.limitPerHour !== undefined
       ? Math.max(1, Math.floor(limitPerHour / 10))
       : defaults.burstLimit)
-  return { tier, limitPerHour, burstLimit }
+  const burstWindowSeconds = settings.burstWindowSeconds ?? DEFAULT_BURST_WINDOW_SECONDS
+  return { tier, limitPerHour, burstLimit, burstWindowSeconds }
 }
 
 // Stryker restore all
@@ -223,6 +229,7 @@ export class KeyService {
       tier: workspace.tier,
       limit_per_hour: workspace.limitPerHour,
       burst_limit: workspace.burstLimit,
+      burst_window_seconds: workspace.burstWindowSeconds,
       expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
     }
   }
@@ -249,14 +256,22 @@ export class KeyService {
     const existing = await this.workspaces.byName(name)
     if (!existing) return this.ensureWorkspace(name, settings)
     const tierChanged = settings.tier !== undefined && settings.tier !== existing.tier
+    // The window's length is no tier default: a tier change keeps it, as every other change does unless it sets it.
+    const burstWindowSeconds = settings.burstWindowSeconds ?? existing.burstWindowSeconds
     const limits =
       tierChanged || settings.limitPerHour !== undefined || settings.burstLimit !== undefined
         ? resolveLimits({
             tier: settings.tier ?? existing.tier,
             limitPerHour: settings.limitPerHour ?? (tierChanged ? undefined : existing.limitPerHour),
             burstLimit: settings.burstLimit ?? (tierChanged ? undefined : existing.burstLimit),
+            burstWindowSeconds,
           })
-        : { tier: existing.tier, limitPerHour: existing.limitPerHour, burstLimit: existing.burstLimit }
+        : {
+            tier: existing.tier,
+            limitPerHour: existing.limitPerHour,
+            burstLimit: existing.burstLimit,
+            burstWindowSeconds,
+          }
     const updated: Workspace = {
       ...existing,
       ...limits,

@@ -1,8 +1,11 @@
 import { ApiError } from '../errors.js'
 import type { Workspace } from '../identity.js'
 
-/** The two fixed windows of spec §8: a short burst window on top of the sustained hourly one. */
-export const BURST_WINDOW_SECONDS = 10
+/**
+ * The two fixed windows of spec §8: a short burst window on top of the sustained hourly one. The burst window's
+ * length is a workspace setting (`Workspace.burstWindowSeconds`); this is its default.
+ */
+export const DEFAULT_BURST_WINDOW_SECONDS = 10
 export const HOURLY_WINDOW_SECONDS = 3600
 
 export interface WindowPolicy {
@@ -26,7 +29,11 @@ export function policiesFor(workspace: Workspace): readonly WindowPolicy[] {
   // Stryker disable next-line ConditionalExpression: a speed path: made again, the policies are the same (the header's cache below keys on them).
   if (!policies) {
     policies = Object.freeze([
-      Object.freeze({ name: 'burst', quota: workspace.burstLimit, windowSeconds: BURST_WINDOW_SECONDS }),
+      Object.freeze({
+        name: 'burst',
+        quota: workspace.burstLimit,
+        windowSeconds: workspace.burstWindowSeconds,
+      }),
       Object.freeze({ name: 'hourly', quota: workspace.limitPerHour, windowSeconds: HOURLY_WINDOW_SECONDS }),
     ] as const)
     policiesByWorkspace.set(workspace, policies)

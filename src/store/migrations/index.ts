@@ -12,6 +12,7 @@ import { migration as dropTasksRun } from './011_drop_tasks_run.js'
 import { migration as destinations } from './012_destinations.js'
 import { migration as quotas } from './013_quotas.js'
 import { migration as streamSocketReplicas } from './014_stream_socket_replicas.js'
+import { migration as burstWindow } from './015_burst_window.js'
 import type { Migration } from './migration.js'
 
 /** In id order; append new ones, never edit a released one. */
@@ -29,6 +30,7 @@ export const MIGRATIONS: readonly Migration[] = [
   destinations,
   quotas,
   streamSocketReplicas,
+  burstWindow,
 ]
 
 /** The PostgreSQL advisory lock migrations take (any constant of the kit's own). */

@@ -9,6 +9,8 @@ interface WorkspaceRow extends Record<string, unknown> {
   tier: string
   limit_per_hour: number
   burst_limit: number
+  /** The burst window's length in seconds (migration 015; 10 for the workspaces stored before it). */
+  burst_window_seconds: number
   policy_classes: string
   features: string
   /** The workspace's own quotas (JSON); absent before migration 013. */
@@ -23,6 +25,7 @@ function toWorkspace(row: WorkspaceRow): Workspace {
     tier: row.tier as Tier,
     limitPerHour: Number(row.limit_per_hour),
     burstLimit: Number(row.burst_limit),
+    burstWindowSeconds: Number(row.burst_window_seconds),
     policyClasses: fromJson<string[]>(row.policy_classes),
     features: fromJson<string[]>(row.features),
     quotas: row.quotas ? fromJson<QuotaOverrides>(row.quotas) : {},
@@ -56,8 +59,9 @@ export class WorkspaceRepo implements WorkspaceRepository {
   /** Inserts unless the name exists (two CLI calls may race); returns the stored workspace either way. */
   async insertIfAbsent(ws: Workspace): Promise<Workspace> {
     await this.db.run(
-      `INSERT INTO workspaces (id, name, tier, limit_per_hour, burst_limit, policy_classes, features, created_at, quotas)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (name) DO NOTHING`,
+      `INSERT INTO workspaces (id, name, tier, limit_per_hour, burst_limit, policy_classes, features, created_at, quotas,
+         burst_window_seconds)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (name) DO NOTHING`,
       [
         ws.id,
         ws.name,
@@ -68,6 +72,7 @@ export class WorkspaceRepo implements WorkspaceRepository {
         toJson(ws.features),
         ws.createdAt,
         toJson(ws.quotas ?? {}),
+        ws.burstWindowSeconds,
       ],
     )
     const stored = await this.byName(ws.name)
@@ -78,7 +83,7 @@ export class WorkspaceRepo implements WorkspaceRepository {
   async update(ws: Workspace): Promise<void> {
     await this.db.run(
       `UPDATE workspaces SET tier = $2, limit_per_hour = $3, burst_limit = $4, policy_classes = $5, features = $6,
-         quotas = $7
+         quotas = $7, burst_window_seconds = $8
        WHERE id = $1`,
       [
         ws.id,
@@ -88,6 +93,7 @@ export class WorkspaceRepo implements WorkspaceRepository {
         toJson(ws.policyClasses),
         toJson(ws.features),
         toJson(ws.quotas ?? {}),
+        ws.burstWindowSeconds,
       ],
     )
   }
