@@ -1,6 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { CompiledSchemas } from '../../src/domain/tools/compiled-schemas.js'
+import { checkToolDefinition } from '../../src/domain/tools/providers.js'
 
 describe('compiled tool schemas', () => {
   const counting = () => {
@@ -49,5 +50,28 @@ describe('compiled tool schemas', () => {
     expect(compiled).toHaveLength(3)
     cache.validatorFor(b)
     expect(compiled).toHaveLength(4)
+  })
+})
+
+describe("a tool registration's schema check", () => {
+  it('compiles a schema once however many registrations carry it, and still refuses a bad one every time', () => {
+    const compile = vi.spyOn(Ajv2020.prototype, 'compile')
+    try {
+      const schema = { type: 'object', properties: { registration_check_once: { type: 'string' } } }
+      for (let i = 0; i < 3; i++)
+        checkToolDefinition('builtin:echo', {}, { input_schema: structuredClone(schema), output_schema: {} })
+      const compiledIt = compile.mock.calls.filter(([s]) => JSON.stringify(s) === JSON.stringify(schema))
+      expect(compiledIt).toHaveLength(1)
+      for (let i = 0; i < 2; i++)
+        expect(() =>
+          checkToolDefinition(
+            'builtin:echo',
+            {},
+            { input_schema: { type: 'no-such-type' }, output_schema: {} },
+          ),
+        ).toThrow(/input_schema is not a valid JSON Schema/)
+    } finally {
+      compile.mockRestore()
+    }
   })
 })

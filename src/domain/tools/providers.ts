@@ -52,8 +52,12 @@ function restore<T>(registry: Record<string, T>, saved: Record<string, T>): void
   Object.assign(registry, saved)
 }
 
-/** Each tool's `output_schema` compiled once, whichever record of the tool a call reads. */
-const outputSchemas = new CompiledSchemas(compileAlone)
+/**
+ * Each schema compiled once by its JSON text: a registration's check and a call's output check share them, so
+ * registering many tools of one schema (most carry `{"type": "object"}`) compiles it once, and a call reads the
+ * validator its tool's registration made, whichever record of the tool it reads.
+ */
+const validators = new CompiledSchemas(compileAlone)
 
 function invalid(field: string, message: string): ApiError {
   return new ApiError('invalid_request', message, { issues: [{ path: field, message }], fields: [field] })
@@ -75,7 +79,7 @@ export function checkToolDefinition(
   }
   for (const name of ['input_schema', 'output_schema'] as const) {
     try {
-      compileAlone(schemas[name])
+      validators.validatorFor(schemas[name])
     } catch (err) {
       // Spec §2 lets input_schema be "a reference to a schema": a reference to an absolute http(s) URI is
       // stored as given and never fetched (the server does not call out to resolve schemas). output_schema
@@ -154,7 +158,7 @@ export async function callTool(call: ToolCall): Promise<ToolOutcome> {
       detail: { provider: tool.provider },
     }
   }
-  const validate = outputSchemas.validatorFor(tool.outputSchema)
+  const validate = validators.validatorFor(tool.outputSchema)
   if (!validate(output)) {
     return {
       ok: false,

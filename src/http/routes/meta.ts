@@ -3,7 +3,6 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { Scalar } from '@scalar/hono-api-reference'
-import { parse } from 'yaml'
 import { getHealthzRoute, getOpenapiJsonRoute } from '../../../generated/routes.js'
 import { ApiError } from '../../domain/errors.js'
 import type { Db } from '../../domain/ports.js'
@@ -11,11 +10,12 @@ import { PACKAGE_ROOT } from '../../package-root.js'
 import type { AppEnv } from '../../surface/context.js'
 import { ORIGIN_VARY, requestOrigin } from '../request-origin.js'
 
-export const CONTRACT_PATH = join(PACKAGE_ROOT, 'openapi/agent-operations.yaml')
+/** openapi/agent-operations.yaml as JSON (`npm run generate` writes it; `generate:check` keeps it equal). */
+export const CONTRACT_JSON_PATH = join(PACKAGE_ROOT, 'generated/openapi.json')
 
 let contract: Record<string, unknown> | undefined
 export function loadContract(): Record<string, unknown> {
-  contract ??= parse(readFileSync(CONTRACT_PATH, 'utf8')) as Record<string, unknown>
+  contract ??= JSON.parse(readFileSync(CONTRACT_JSON_PATH, 'utf8')) as Record<string, unknown>
   return contract
 }
 
