@@ -33,6 +33,12 @@ export interface Check {
    */
   overlap?: boolean
   /**
+   * Checks of one lane run one after another, in their order, alongside the rest of the run (as `overlap` does):
+   * for checks that share a resource no other check touches (the small-limit workspace), whose waits on it would
+   * otherwise hold the run. A check's time limit and duration count from its own start, not its wait in the lane.
+   */
+  lane?: string
+  /**
    * The identities the check cannot run without, when it asks for them in a helper rather than in its own code
    * (`ctx.as(role)` there is found by --plan by itself, src/plan.ts).
    */

@@ -1,10 +1,12 @@
 /**
  * Runs the selected checks in order against one deployment and undoes what they created. A check marked `overlap`
- * (it mostly waits on the deployment's clock) runs alongside the checks after it; every such check has finished
- * before the sweep checks judge the run's traffic, and results are reported in check order whatever finished first.
+ * (it mostly waits on the deployment's clock) runs alongside the checks after it, and so do the checks of a `lane`, one
+ * after another; every such check has finished before the sweep checks judge the run's traffic, and results are
+ * reported in check order whatever finished first.
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { getMaxListeners, setMaxListeners } from 'node:events'
 import type { Check, CheckContext, SeenExchange } from './check.js'
 import { family, isSweep } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
@@ -85,6 +87,10 @@ const running = new AsyncLocalStorage<Current>()
 export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const { config, contract } = options
   const log = options.log ?? (() => {})
+  // Every check under way listens to the run's signal once (withTimeout): overlapping checks and lanes hold more than
+  // Node's default of ten at a time, which is no leak, and never more than there are checks.
+  if (options.signal)
+    setMaxListeners(Math.max(getMaxListeners(options.signal), options.checks.length), options.signal)
   const startedAt = new Date().toISOString()
   const budget = new RequestBudget(config.budget)
   // A timeout then says whether this process's own loop was blocked meanwhile (the watch's timer is unreferenced).
@@ -258,11 +264,18 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     options.onResult?.(result, index, total)
   }
   const overlapping = new Set<Promise<void>>()
+  /** Each lane's last check: the next one of that lane starts once it has ended. */
+  const lanes = new Map<string, Promise<void>>()
   for (const [index, check] of options.checks.entries()) {
     // The sweep checks judge every exchange of the run: everything still running finishes first.
     if (isSweep(check)) await Promise.all(overlapping)
-    const done = runOne(check, index)
-    if (check.overlap) {
+    const lane = check.lane
+    const done =
+      lane === undefined
+        ? runOne(check, index)
+        : (lanes.get(lane) ?? Promise.resolve()).then(() => runOne(check, index))
+    if (lane !== undefined) lanes.set(lane, done)
+    if (check.overlap || lane !== undefined) {
       overlapping.add(done)
       void done.finally(() => overlapping.delete(done))
     } else await done

@@ -113,9 +113,13 @@ async function the429(ctx: CheckContext): Promise<HttpResponse> {
   return s.limited
 }
 
-export const rateLimitChecks: Check[] = [
+const LIMITED_LANE = 'the small-limit workspace'
+
+/** The 429 search and what it shows. */
+const searchChecks: Check[] = [
   {
     id: 'ratelimit.429-at-limit',
+    lane: LIMITED_LANE,
     needs: ['rateLimited'],
     title: 'Exceeding the workspace’s rate limit answers 429 with the error envelope',
     level: 'core',
@@ -127,6 +131,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.per-workspace',
+    lane: LIMITED_LANE,
     title: 'A throttled workspace throttles all its keys and no other workspace',
     level: 'core',
     clauses: ['S8.5'],
@@ -174,6 +179,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.remaining-counts-down',
+    lane: LIMITED_LANE,
     needs: ['rateLimited'],
     title:
       'Inside a window each counted request lowers remaining by one (never more), both windows count, and reset lies within the window',
@@ -231,6 +237,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.exact-limit',
+    lane: LIMITED_LANE,
     needs: ['rateLimited'],
     title: 'The 429 comes exactly after the remaining quota the RateLimit header announced',
     level: 'profile',
@@ -250,6 +257,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.retry-hint',
+    lane: LIMITED_LANE,
     needs: ['rateLimited'],
     title:
       '429 carries Retry-After seconds, code rate_limited and detail {window, limit, reset_at, retry_after_seconds} that agree with it',
@@ -287,6 +295,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.header-format',
+    lane: LIMITED_LANE,
     title:
       'RateLimit-Policy names "burst" (w=10) and "hourly" (w=3600) quotas; RateLimit gives r and t for each',
     level: 'profile',
@@ -318,6 +327,7 @@ export const rateLimitChecks: Check[] = [
   },
   {
     id: 'ratelimit.429-every-operation',
+    lane: LIMITED_LANE,
     needs: ['rateLimited'],
     title:
       'While the workspace is over its limit every operation answers 429 with the envelope, before it judges ids or bodies',
@@ -378,10 +388,11 @@ async function everyOperationRefused(ctx: CheckContext): Promise<string[]> {
   return wrong
 }
 
-/** Judged at the end of the run: Retry-After runs out while the other checks run. */
-export const rateLimitLateChecks: Check[] = [
+/** They wait on the small-limit workspace's clock (a Retry-After, a window's reset), in the same lane. */
+const waitingChecks: Check[] = [
   {
     id: 'ratelimit.recovers-after-retry-after',
+    lane: LIMITED_LANE,
     title: 'After waiting Retry-After seconds the workspace is served again',
     level: 'profile',
     clauses: ['S8.9'],
@@ -394,7 +405,7 @@ export const rateLimitLateChecks: Check[] = [
         skip(
           `Retry-After ${wait} s is longer than ${settingName('max-retry-after')} = ${ctx.config.maxRetryAfterWait}`,
         )
-      // Placed at the end of the run, so most of the wait has already passed in other checks.
+      // In its lane, alongside the other families: the wait costs the run nothing.
       await sleep(Math.max(0, hitAt + wait * 1000 + 250 - Date.now()))
       const again = await ctx.as('rateLimited').get(PROBE)
       if (again.status === 429) {
@@ -420,6 +431,7 @@ export const rateLimitLateChecks: Check[] = [
   },
   {
     id: 'ratelimit.refused-write-has-no-effect',
+    lane: LIMITED_LANE,
     needs: ['rateLimited'],
     title:
       'A write refused 429 took no effect: of a burst of tool registrations past the limit, exactly those answered 2xx are listed',
@@ -539,3 +551,10 @@ async function listedToolNames(ctx: CheckContext): Promise<Set<string>> {
   }
   fail('GET /v1/tools named a next page 50 times')
 }
+
+/**
+ * In this order, one after another in the small-limit workspace's lane: no other family uses that workspace, so the
+ * lane runs alongside the rest of the run and its windows' waits cost the run nothing, while one check's requests
+ * never count in another's window.
+ */
+export const rateLimitChecks: Check[] = [...searchChecks, ...waitingChecks]

@@ -218,6 +218,8 @@ export const runChecks: Check[] = [
       'A cancelled run is `cancelled`, its trace records the flush, and further controls answer 409 invalid_state; a run cancelled while a step’s call runs keeps the trace and plan the cancel left (the late answer is dropped)',
     level: 'profile',
     clauses: ['S3.4'],
+    // It waits for a cancelled step's call to end; its own runs.
+    overlap: true,
     async run(ctx) {
       // Judged last, alongside the rest: a failure meanwhile is not an unhandled rejection.
       const late = cancelledDuringCall(ctx)
@@ -477,6 +479,8 @@ export const runChecks: Check[] = [
       'The trace stream (SSE) gives the same frames as paging, then event: end with the run’s status and last seq; opened on a live run, it follows the run to its end, with no keep-alive comment while frames come',
     level: 'profile',
     clauses: ['S4.6'],
+    // It follows a live run of slow steps to its end; its own runs.
+    overlap: true,
     async run(ctx) {
       const { runId } = await ctx.fx.completedRun()
       const paged = await ctx.fx.readTrace(runId)

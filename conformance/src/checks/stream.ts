@@ -253,6 +253,8 @@ export const streamChecks: Check[] = [
       'Pushed records arrive as they land: every record once, in commit order, each carrying its batch’s lineage_root',
     level: 'core',
     clauses: ['S4.10', 'S1.6', 'S2.11'],
+    // It waits for a duplicate that must not come, on a connector of its own.
+    overlap: true,
     async run(ctx) {
       // §4 "The server pushes records, with lineage, as they land." The lineage the spec names is the batch's
       // `lineage_root` (§2 Batch ingest response): each pushed record must carry its own batch's root. The

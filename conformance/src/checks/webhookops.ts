@@ -294,6 +294,8 @@ export const webhookOperationChecks: Check[] = [
       'After POST /v1/webhooks/{id}/rotate-secret each delivery carries one v1 per secret still signing: the old one through overlap_seconds (a day when omitted), none after overlap 0, a secret rotated to itself once, none once its overlap ran out',
     level: 'profile',
     clauses: ['S5.5', 'S6.1'],
+    // It waits for an overlap to run out; its own subscription and agents, judged by their own deliveries.
+    overlap: true,
     async run(ctx) {
       receiverUrl(ctx)
       const s1 = webhookSecret()

@@ -1,0 +1,127 @@
+/**
+ * The runner's lanes (Check.lane): checks of one lane run one after another, in their order, alongside the checks
+ * after them (the small-limit workspace's rate-limit checks wait on its windows without holding the run); every lane
+ * has ended before the sweep checks; a check's duration and time limit count from its own start, not from its wait
+ * in the lane. Synthetic checks, no deployment: nothing here sends a request.
+ */
+import { describe, expect, it } from 'vitest'
+import type { Check } from '../src/check.js'
+import { resolveConfig } from '../src/config.js'
+import { Contract } from '../src/contract.js'
+import { runChecks } from '../src/runner.js'
+
+const contract = Contract.fromFile(resolveConfig([]).config.openapiPath)
+
+/** A check that notes when it starts and ends in `log`, and waits `ms` in between. */
+function step(id: string, log: string[], ms: number, extra: Partial<Check> = {}): Check {
+  return {
+    id,
+    title: id,
+    level: 'core',
+    clauses: [],
+    async run() {
+      log.push(`start ${id}`)
+      await new Promise((r) => setTimeout(r, ms))
+      log.push(`end ${id}`)
+    },
+    ...extra,
+  }
+}
+
+async function run(checks: Check[], options: { checkTimeoutMs?: number } = {}) {
+  return runChecks({
+    config: resolveConfig(['--seed', '1']).config,
+    contract,
+    cleanup: false,
+    checks,
+    ...options,
+  })
+}
+
+describe('lanes', () => {
+  it("runs a lane's checks one after another while the checks after them go on, and ends every lane before the sweeps", async () => {
+    const log: string[] = []
+    const summary = await run([
+      step('lane.first', log, 60, { lane: 'one' }),
+      step('lane.second', log, 60, { lane: 'one' }),
+      step('other.a', log, 20),
+      step('other.b', log, 20),
+      step('sweep.after-everything', log, 0),
+    ])
+    expect(summary.results.map((r) => [r.id, r.outcome])).toEqual([
+      ['lane.first', 'pass'],
+      ['lane.second', 'pass'],
+      ['other.a', 'pass'],
+      ['other.b', 'pass'],
+      ['sweep.after-everything', 'pass'],
+    ])
+    // The lane's second check starts once its first has ended; the others do not wait for either.
+    expect(log.indexOf('start lane.second')).toBeGreaterThan(log.indexOf('end lane.first'))
+    expect(log.indexOf('start other.a')).toBeLessThan(log.indexOf('end lane.first'))
+    expect(log.indexOf('end other.b')).toBeLessThan(log.indexOf('end lane.second'))
+    // The sweep judges the whole run: both lane checks have ended before it starts.
+    expect(log.indexOf('start sweep.after-everything')).toBeGreaterThan(log.indexOf('end lane.second'))
+  })
+
+  it('goes on with the next check of a lane after one failed', async () => {
+    const log: string[] = []
+    const summary = await run([
+      {
+        id: 'lane.failing',
+        title: 'fails',
+        level: 'core',
+        clauses: [],
+        lane: 'one',
+        async run() {
+          log.push('start lane.failing')
+          throw new Error('broken on purpose')
+        },
+      },
+      step('lane.next', log, 5, { lane: 'one' }),
+    ])
+    expect(summary.results.map((r) => [r.id, r.outcome])).toEqual([
+      ['lane.failing', 'fail'],
+      ['lane.next', 'pass'],
+    ])
+  })
+
+  it("counts a check's duration and time limit from its own start, not from its wait in the lane", async () => {
+    const log: string[] = []
+    // Each takes 300 ms, within the 500 ms limit; the second ends 600 ms after the lane began.
+    const summary = await run(
+      [step('lane.first', log, 300, { lane: 'one' }), step('lane.second', log, 300, { lane: 'one' })],
+      { checkTimeoutMs: 500 },
+    )
+    expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
+      ['lane.first', 'pass', undefined],
+      ['lane.second', 'pass', undefined],
+    ])
+    expect(summary.results[1]?.durationMs).toBeLessThan(450)
+  })
+
+  it('warns of no listener leak when more than ten checks are under way at once', async () => {
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.name)
+    process.on('warning', onWarning)
+    try {
+      const log: string[] = []
+      const checks = Array.from({ length: 12 }, (_, i) =>
+        step(`lane.own-${i}`, log, 30, { lane: `lane ${i}` }),
+      )
+      const summary = await runChecks({
+        config: resolveConfig(['--seed', '1']).config,
+        contract,
+        cleanup: false,
+        checks,
+        signal: new AbortController().signal,
+      })
+      expect(summary.results.every((r) => r.outcome === 'pass')).toBe(true)
+      // All twelve were under way together.
+      expect(log.indexOf('end lane.own-0')).toBeGreaterThan(log.indexOf('start lane.own-11'))
+      await new Promise((r) => setImmediate(r))
+      expect(warnings).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+})
