@@ -43,7 +43,7 @@ interface Search {
   /** Remaining quota the first answer announced (min over its policies), when it announced one. */
   announced: number | undefined
   limitedAt: number | undefined
-  /** When the 429 arrived (Date.now()), so the recovery check can wait only what is left of Retry-After. */
+  /** When the 429 arrived (Date.now()), so a search again waits only what is left of its Retry-After. */
   limitedAtMs: number | undefined
 }
 
@@ -65,7 +65,7 @@ function remember(ctx: CheckContext, p: Promise<Search>): Promise<Search> {
 /**
  * The search, from a fresh window: when an earlier run (or CI job) used the window up, the first answer is already
  * the 429 and nothing was counted. Waits its Retry-After out (bounded by --max-retry-after) and searches again,
- * replacing the remembered search so the later checks (recovery after Retry-After) time from the new 429.
+ * replacing the remembered search so the later checks judge the new one.
  */
 async function freshSearch(ctx: CheckContext): Promise<Search> {
   const s = await search(ctx)
@@ -106,6 +106,18 @@ async function runSearch(ctx: CheckContext): Promise<Search> {
   }
 }
 
+/** The small-limit workspace's next 429: requests one after another until one is refused (--rate-limit-search). */
+async function refusal(ctx: CheckContext): Promise<HttpResponse> {
+  const limited = ctx.as('rateLimited')
+  for (let sent = 0; sent < ctx.config.rateLimitSearch; sent++) {
+    const res = await limited.get(PROBE)
+    if (res.status === 429) return res
+  }
+  fail(
+    `no 429 within ${ctx.config.rateLimitSearch} requests of the small-limit workspace (--rate-limit-search)`,
+  )
+}
+
 async function the429(ctx: CheckContext): Promise<HttpResponse> {
   const s = await search(ctx)
   if (!s.limited)
@@ -113,7 +125,8 @@ async function the429(ctx: CheckContext): Promise<HttpResponse> {
   return s.limited
 }
 
-const LIMITED_LANE = 'the small-limit workspace'
+/** The lane of every check that uses the small-limit workspace. */
+export const LIMITED_LANE = 'the small-limit workspace'
 
 /** The 429 search and what it shows. */
 const searchChecks: Check[] = [
@@ -142,7 +155,7 @@ const searchChecks: Check[] = [
           `no 429 within ${s.responses.length} requests of the small-limit workspace (--rate-limit-search)`,
         )
       // The remembered 429 may be a while old: ask the other workspace while the window is closed for sure, right
-      // after a 429 of its own (kept as the newest 429, which the recovery check times from).
+      // after a 429 of its own (kept as the newest 429).
       const now = await ctx.as('rateLimited').get(PROBE)
       if (now.status === 429) remember(ctx, Promise.resolve({ ...s, limited: now, limitedAtMs: Date.now() }))
       else if (!(await remember(ctx, runSearch(ctx))).limited)
@@ -165,7 +178,7 @@ const searchChecks: Check[] = [
           after.status !== 429,
           `another key of the throttled workspace answered ${answer.status} while the first key was refused 429 before and after it: the limit is not per workspace`,
         )
-        // The window reopened: close it again from a fresh search (which the recovery check then times from).
+        // The window reopened: close it again from a fresh search.
         const s = await remember(ctx, runSearch(ctx))
         if (!s.limited)
           fail(
@@ -358,8 +371,7 @@ async function everyOperationRefused(ctx: CheckContext): Promise<string[]> {
   let pending = apiOperations(ctx).filter((op) => op.responses['429'] !== undefined)
   let wrong: string[] = []
   for (let round = 1; round <= 3 && pending.length > 0; round++) {
-    // Close the window first: a fresh search when it has reopened (remembered, so the recovery check times
-    // from its 429).
+    // Close the window first: a fresh search when it has reopened (remembered, as the newest 429).
     if ((await limited.get(PROBE)).status !== 429 && !(await remember(ctx, runSearch(ctx))).limited)
       fail(
         'the small-limit workspace’s window reopened and no 429 came back within --rate-limit-search requests',
@@ -397,8 +409,11 @@ const waitingChecks: Check[] = [
     level: 'profile',
     clauses: ['S8.9'],
     async run(ctx) {
-      const res = await the429(ctx)
-      const hitAt = (await search(ctx)).limitedAtMs ?? Date.now()
+      // A 429 of its own, with nothing else of the run in the workspace since (the lane): the search's would do only
+      // if nothing had been counted after it, and the checks between (every operation asked while refused) may have
+      // been let into the next window as it opened, using it up before this check's probe.
+      const res = await refusal(ctx)
+      const hitAt = Date.now()
       const wait = Number(res.headers['retry-after'] ?? Number.NaN)
       if (!Number.isFinite(wait)) fail('no Retry-After to wait for')
       if (wait > ctx.config.maxRetryAfterWait)
