@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Regenerates every machine-written file from openapi/agent-operations.yaml alone: generated/ (types and routes of
-// the server, and the document as JSON) and client/generated/ (the shipped client's @hey-api/openapi-ts output). `--check` regenerates into a
-// temporary folder and fails when either differs, so CI catches hand edits and a stale generation.
+// the server, and the document as JSON) and client/generated/ (the shipped client's @hey-api/openapi-ts output).
+// `--check` regenerates into a temporary folder and fails when either differs, so CI catches hand edits and a stale
+// generation.
 import { execFileSync } from 'node:child_process'
 import {
   existsSync,
