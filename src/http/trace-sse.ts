@@ -25,6 +25,8 @@ export interface RunWatch {
   next(ms: number): Promise<void>
   /** Stops noting changes; a pending `next` resolves at once, and every later one too. */
   stop(): void
+  /** Whether `stop` was called (the client left, or the stream ended). */
+  readonly stopped: boolean
 }
 
 /** What the SSE trace reads of a run: its frames, and a wake-up when it changes in this process. */
@@ -71,6 +73,9 @@ function watchRun(runs: Pick<RunService, 'onChange'>, runId: string): RunWatch {
       unsubscribe()
       wake?.()
     },
+    get stopped() {
+      return stopped
+    },
   }
 }
 
@@ -91,15 +96,11 @@ export async function writeTrace(
   after: number,
   present: (frame: FrameRecord) => unknown,
 ): Promise<void> {
-  const closed = new AbortController()
   const watch = source.watch()
   // Stryker disable next-line ArrowFunction: a stream whose client left would keep reading its run once a second until the run ends (hono's writes to a gone client fail silently): the server's resources, no answer any client can see
-  stream.onAbort(() => {
-    closed.abort()
-    watch.stop()
-  })
+  stream.onAbort(() => watch.stop())
   try {
-    await follow(stream, source, watch, closed.signal, after, present)
+    await follow(stream, source, watch, after, present)
   } finally {
     // The run's wake-ups end with the stream, whichever way it ended.
     watch.stop()
@@ -110,13 +111,12 @@ async function follow(
   stream: TraceStream,
   source: TraceSource,
   watch: RunWatch,
-  closed: AbortSignal,
   after: number,
   present: (frame: FrameRecord) => unknown,
 ): Promise<void> {
   let cursor = after
   let lastWrite = Date.now()
-  while (!closed.aborted) {
+  while (!watch.stopped) {
     const read = await source.read(cursor, SSE_PAGE)
     for (const f of read.frames) {
       await stream.writeSSE({ id: String(f.seq), event: 'frame', data: JSON.stringify(present(f)) })
