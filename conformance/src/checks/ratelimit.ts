@@ -106,18 +106,6 @@ async function runSearch(ctx: CheckContext): Promise<Search> {
   }
 }
 
-/** The small-limit workspace's next 429: requests one after another until one is refused (--rate-limit-search). */
-async function refusal(ctx: CheckContext): Promise<HttpResponse> {
-  const limited = ctx.as('rateLimited')
-  for (let sent = 0; sent < ctx.config.rateLimitSearch; sent++) {
-    const res = await limited.get(PROBE)
-    if (res.status === 429) return res
-  }
-  fail(
-    `no 429 within ${ctx.config.rateLimitSearch} requests of the small-limit workspace (--rate-limit-search)`,
-  )
-}
-
 async function the429(ctx: CheckContext): Promise<HttpResponse> {
   const s = await search(ctx)
   if (!s.limited)
@@ -412,8 +400,13 @@ const waitingChecks: Check[] = [
       // A 429 of its own, with nothing else of the run in the workspace since (the lane): the search's would do only
       // if nothing had been counted after it, and the checks between (every operation asked while refused) may have
       // been let into the next window as it opened, using it up before this check's probe.
-      const res = await refusal(ctx)
-      const hitAt = Date.now()
+      const own = await runSearch(ctx)
+      if (!own.limited)
+        fail(
+          `no 429 within ${own.responses.length} requests of the small-limit workspace (--rate-limit-search)`,
+        )
+      const res = own.limited
+      const hitAt = own.limitedAtMs ?? Date.now()
       const wait = Number(res.headers['retry-after'] ?? Number.NaN)
       if (!Number.isFinite(wait)) fail('no Retry-After to wait for')
       if (wait > ctx.config.maxRetryAfterWait)
