@@ -3,7 +3,8 @@
  * workspace's windows has run out (its hourly quota, used up by earlier runs), the check cannot tell whether the
  * window that refused reopened, and says so (skip) instead of failing a deployment that did nothing wrong. A
  * deployment whose refusing window stays shut still fails (mutant `ratelimit-block-never-lifts` in
- * mutants/families/paging.ts).
+ * mutants/families/paging.ts). And the 429 search the rate-limit checks share counts again when its count straddled
+ * two windows.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { header, type Mutant, type ProxiedResponse } from '../mutants/proxy.js'
@@ -108,6 +109,43 @@ describe('ratelimit.recovers-after-retry-after', () => {
       ['ratelimit.429-at-limit', 'pass', undefined],
       ['probe.uses-up-the-next-window', 'pass', undefined],
       ['ratelimit.recovers-after-retry-after', 'pass', undefined],
+    ])
+  }, 60_000)
+})
+
+describe("the 429 search (ratelimit.exact-limit's count)", () => {
+  it('counts again from a fresh window when its count straddled two (the remaining quota went up on the way)', async () => {
+    const config = t.config(['--seed', '13'])
+    // The first 429 of the count becomes what a window rolling over at that moment answers: a 200 with the new
+    // window's quota less this request. The next request meets the real, still shut window: one more request than
+    // announced was served, which is no fault of the deployment.
+    let rolled = false
+    t.proxy.mutant = {
+      id: 'window-rolls-over-mid-count',
+      description: 'the burst window rolls over in the middle of the count',
+      targets: [],
+      response(req, res): ProxiedResponse {
+        if (rolled || res.status !== 429) return res
+        if (header(req, 'authorization') !== `Bearer ${String(config.tokens.rateLimited)}`) return res
+        rolled = true
+        const { 'retry-after': _, ...headers } = res.headers
+        return {
+          status: 200,
+          headers: { ...headers, 'content-type': 'application/json', ratelimit: '"burst";r=4;t=3' },
+          body: '{"data":[],"next_cursor":null}',
+        }
+      },
+    }
+    const summary = await runChecks({
+      config,
+      checks: selectChecks(ALL_CHECKS, ['ratelimit.exact-limit']),
+      contract: t.contract,
+      receiver: t.receiver,
+    })
+    t.proxy.mutant = undefined
+    expect(rolled).toBe(true)
+    expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
+      ['ratelimit.exact-limit', 'pass', undefined],
     ])
   }, 60_000)
 })

@@ -77,6 +77,32 @@ async function freshSearch(ctx: CheckContext): Promise<Search> {
 }
 
 async function runSearch(ctx: CheckContext): Promise<Search> {
+  // A count that straddles two windows (the remaining quota went up on the way: a slow machine or deployment)
+  // would make the count look off; it is counted again, from a fresh window.
+  let s = await countOnce(ctx)
+  for (let again = 0; again < 2 && rolledOver(s.responses); again++) {
+    const busy = s.limited ? retryAfter(s.limited.headers) : undefined
+    if (busy !== undefined && busy > ctx.config.maxRetryAfterWait) break
+    if (busy !== undefined)
+      await sleep(Math.max(0, (s.limitedAtMs ?? Date.now()) + busy * 1000 + 300 - Date.now()))
+    s = await countOnce(ctx)
+  }
+  return s
+}
+
+/** Remaining quota (min over the policies) each answer announced, when it announced one. */
+function remainingOf(res: HttpResponse): number | undefined {
+  const r = parseLimitList(res.headers.ratelimit).map((i) => i.params.r)
+  return r.length > 0 && r.every(Number.isFinite) ? Math.min(...(r as number[])) : undefined
+}
+
+/** Whether a window rolled over during a count: an answer announced more remaining quota than the one before. */
+export function rolledOver(responses: HttpResponse[]): boolean {
+  const remaining = responses.filter((r) => r.status !== 429).map(remainingOf)
+  return remaining.some((r, i) => i > 0 && r !== undefined && (remaining[i - 1] ?? Infinity) < r)
+}
+
+async function countOnce(ctx: CheckContext): Promise<Search> {
   const limited = ctx.as('rateLimited')
   let first = await limited.get(PROBE)
   const resetIn = Math.min(...parseLimitList(first.headers.ratelimit).map((i) => i.params.t ?? Infinity))
@@ -86,11 +112,7 @@ async function runSearch(ctx: CheckContext): Promise<Search> {
     first = await limited.get(PROBE)
   }
   const responses = [first]
-  const remaining = parseLimitList(first.headers.ratelimit).map((i) => i.params.r)
-  const announced =
-    remaining.length > 0 && remaining.every(Number.isFinite)
-      ? Math.min(...(remaining as number[]))
-      : undefined
+  const announced = remainingOf(first)
   let hit: HttpResponse | undefined = first.status === 429 ? first : undefined
   while (!hit && responses.length < ctx.config.rateLimitSearch) {
     const res = await limited.get(PROBE)

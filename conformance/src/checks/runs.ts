@@ -29,15 +29,16 @@ async function pausedRun(ctx: CheckContext, steps = 3) {
 }
 
 /**
- * A run cancelled while its step's call runs (two calls of the slow tool, 400 ms each by the profile's hint; the
- * cancel is sent as soon as the run is running): the cancel ends it, so the call's answer, coming after, is dropped:
+ * A run cancelled while its step's call runs (six calls of the slow tool, 400 ms each by the profile's hint, so a
+ * cancel slowed by a loaded machine or a slow deployment still finds the run running; the cancel is sent as soon
+ * as the run is running, and nothing after it runs): the cancel ends it, so the call's answer, coming after, is dropped:
  * the trace and the plan read a call's length later are those the cancel left. §3 "cancel: marks the run terminal";
  * whether a late answer is still recorded is the reference's choice (§3 "Transitions: not shown"). Answers what
  * differs, if anything.
  */
 async function cancelledDuringCall(ctx: CheckContext): Promise<string | undefined> {
   const slow = await ctx.fx.tool('slow')
-  const agent = await ctx.fx.newToolAgent([slow, slow])
+  const agent = await ctx.fx.newToolAgent(Array.from({ length: 6 }, () => slow))
   const { runId } = await ctx.fx.startRun(agent)
   await ctx.fx.waitForStatus(runId, (s) => s !== 'queued', 'started')
   expectStatus(await ctx.http.post(`/v1/runs/${runId}/cancel`), 200, 'cancel during a call')
