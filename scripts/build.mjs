@@ -3,6 +3,7 @@
 // that), incrementally, then stamps dist/.built so a checkout can tell a build older than its sources (src/,
 // generated/, and client/src/, whose webhook signatures and canonical JSON the server imports).
 // `--if-stale` builds only when a file under src/ or generated/ is newer than the stamp (what the test setup runs).
+// It compiles the conformance suite to conformance/.build too (see SUITE_BUILD), when one of its sources is newer.
 // `--with-client` also builds the agentops-client workspace (client/dist) when a client source is newer than its
 // build, so tests read, pack and re-export one build and never rebuild it while another test reads it.
 import { execFileSync } from 'node:child_process'
@@ -69,8 +70,34 @@ export function buildClient() {
   })
 }
 
+const SUITE = join(root, 'conformance')
+/**
+ * The suite compiled for the repository's own runs (bin/agentops-conformance.mjs runs it when it is newer than
+ * every source under conformance/src, else the sources through tsx). Not conformance/dist: packing the suite builds
+ * that and removes it again, which would pull the build from under a run. One level under conformance/, as dist/
+ * is, so the suite finds its package root the same way.
+ */
+export const SUITE_BUILD = join(SUITE, '.build')
+const SUITE_STAMP = join(SUITE_BUILD, '.built')
+
+/** Whether the suite's build is missing or older than one of its sources. */
+export function suiteIsStale() {
+  if (!existsSync(SUITE_STAMP)) return true
+  return newestMtime(join(SUITE, 'src')) > statSync(SUITE_STAMP).mtimeMs
+}
+
+export function buildSuite() {
+  execFileSync(
+    process.execPath,
+    [nativeTsc(), '-p', join(SUITE, 'tsconfig.build.json'), '--noCheck', '--outDir', SUITE_BUILD],
+    { cwd: SUITE, stdio: 'inherit' },
+  )
+  writeFileSync(SUITE_STAMP, `${new Date().toISOString()}\n`)
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) {
   const ifStale = process.argv.includes('--if-stale')
   if (!ifStale || isStale()) build()
+  if (!ifStale || suiteIsStale()) buildSuite()
   if (process.argv.includes('--with-client') && (!ifStale || clientIsStale())) buildClient()
 }

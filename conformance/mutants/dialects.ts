@@ -3,9 +3,8 @@
  * so every core check must still pass through them; only profile checks may fail. This is the proof that the
  * suite keeps the two levels apart and never fails a foreign implementation on the reference profile's choices.
  */
-import { readFileSync } from 'node:fs'
-import { parse } from 'yaml'
 import type { SuiteConfig } from '../src/config.js'
+import { readDocument } from '../src/contract.js'
 import { bodySignedDialect } from './dialects/body-signed.js'
 import { declaredDialect } from './dialects/declared.js'
 import { ownIdsDialect } from './dialects/own-ids.js'
@@ -33,7 +32,7 @@ interface Operation {
 
 /** The operations the contract marks `x-extension: true` (the reference profile's additions to spec §4). */
 export function extensionOperations(openapiPath: string): Operation[] {
-  const doc = parse(readFileSync(openapiPath, 'utf8')) as { paths: Record<string, Record<string, Json>> }
+  const doc = readDocument(openapiPath) as { paths: Record<string, Record<string, Json>> }
   const out: Operation[] = []
   for (const [template, item] of Object.entries(doc.paths)) {
     for (const method of ['get', 'post', 'put', 'patch', 'delete']) {

@@ -2,7 +2,10 @@
  * The OpenAPI document as the suite reads it: Ajv 2020 over the YAML (no code from the server), used to validate
  * every response body the suite sees and to derive bad request bodies for the fuzz checks.
  */
-import { readFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { parse } from 'yaml'
@@ -27,6 +30,43 @@ export interface ContractViolation {
   message: string
 }
 
+/** An OpenAPI document (YAML or JSON) read from a file. */
+export function readDocument(path: string): Json {
+  return parseDocument(readFileSync(path, 'utf8'))
+}
+
+const PARSED = join(tmpdir(), 'agentops-conformance-documents')
+
+/** Where a YAML text's parse is kept: named by the text's digest. */
+export function keptParse(text: string): string {
+  return join(PARSED, `${createHash('sha256').update(text).digest('hex')}.json`)
+}
+
+/**
+ * An OpenAPI document's text as JSON. JSON parses as it is; YAML parses once per content: its JSON is kept in the
+ * temporary directory under the text's digest (a YAML parse costs a hundred times a JSON one, on every run), so a
+ * kept copy is never stale. Keeping is best effort: an unwritable directory only means parsing every time.
+ */
+export function parseDocument(text: string): Json {
+  if (text.trimStart().startsWith('{')) return JSON.parse(text) as Json
+  const kept = keptParse(text)
+  try {
+    return JSON.parse(readFileSync(kept, 'utf8')) as Json
+  } catch {
+    // not kept yet (or unreadable): parse it
+  }
+  const doc = parse(text) as Json
+  try {
+    mkdirSync(PARSED, { recursive: true })
+    const partial = `${kept}.${process.pid}`
+    writeFileSync(partial, JSON.stringify(doc))
+    renameSync(partial, kept)
+  } catch {
+    // nowhere to keep it: parsed again next time
+  }
+  return doc
+}
+
 function escapePointer(s: string): string {
   return s.replace(/~/g, '~0').replace(/\//g, '~1')
 }
@@ -38,12 +78,12 @@ export class Contract {
   private readonly cache = new Map<string, ValidateFunction>()
 
   static fromFile(path: string): Contract {
-    return new Contract(parse(readFileSync(path, 'utf8')) as Json)
+    return new Contract(readDocument(path))
   }
 
   /** The contract inside the one-file bundle (see embedded.ts). */
-  static fromText(yaml: string): Contract {
-    return new Contract(parse(yaml) as Json)
+  static fromText(text: string): Contract {
+    return new Contract(parseDocument(text))
   }
 
   constructor(doc: Json) {

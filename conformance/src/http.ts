@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto'
 import { loopWatch } from './loop-watch.js'
 import type { Pacer } from './pacing.js'
 import type { Exchange } from './types.js'
+import { exchange } from './wire.js'
 
 export function fingerprint(token: string): string {
   return createHash('sha256').update(token).digest('hex').slice(0, 12)
@@ -174,7 +175,7 @@ export class HttpClient {
     else if (options.body !== undefined) payload = JSON.stringify(options.body)
     if (payload !== undefined && headers['content-type'] === undefined)
       headers['content-type'] = 'application/json'
-    const exchange: Exchange = {
+    const record: Exchange = {
       method,
       url,
       requestHeaders: redact(headers),
@@ -184,38 +185,37 @@ export class HttpClient {
     }
     const started = performance.now()
     try {
-      const res = await fetch(url, {
+      const res = await exchange({
         method,
+        url,
         headers,
         ...(payload !== undefined ? { body: payload } : {}),
-        signal: this.signal
-          ? AbortSignal.any([AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs), this.signal])
-          : AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs),
-        redirect: 'manual',
+        timeoutMs: options.timeoutMs ?? this.timeoutMs,
+        ...(this.signal ? { signal: this.signal } : {}),
       })
-      const text = await res.text()
-      exchange.status = res.status
-      exchange.responseHeaders = Object.fromEntries(res.headers.entries())
-      exchange.responseBody = text
-      exchange.durationMs = Math.round(performance.now() - started)
+      const text = res.text
+      record.status = res.status
+      record.responseHeaders = res.headers
+      record.responseBody = text
+      record.durationMs = Math.round(performance.now() - started)
       const response: HttpResponse = {
         status: res.status,
-        headers: exchange.responseHeaders,
-        body: parseBody(text, res.headers.get('content-type')),
+        headers: record.responseHeaders,
+        body: parseBody(text, res.headers['content-type']),
         text,
-        exchange,
+        exchange: record,
       }
-      for (const observe of this.observers) observe(exchange, response)
+      for (const observe of this.observers) observe(record, response)
       return response
     } catch (err) {
-      exchange.durationMs = Math.round(performance.now() - started)
+      record.durationMs = Math.round(performance.now() - started)
       const e = err as Error & { cause?: Error }
-      exchange.error =
+      record.error =
         e.name === 'TimeoutError'
           ? `timed out after ${options.timeoutMs ?? this.timeoutMs} ms${starved(started)}`
           : `${e.message}${e.cause ? ` (${e.cause.message})` : ''}`
-      for (const observe of this.observers) observe(exchange, undefined)
-      throw new TransportError(`${method} ${url}: ${exchange.error}`, exchange)
+      for (const observe of this.observers) observe(record, undefined)
+      throw new TransportError(`${method} ${url}: ${record.error}`, record)
     }
   }
 }
@@ -266,7 +266,7 @@ export function redact(headers: Record<string, string>): Record<string, string> 
   return out
 }
 
-function parseBody(text: string, contentType: string | null): unknown {
+function parseBody(text: string, contentType: string | undefined): unknown {
   if (text === '') return ''
   if (contentType?.includes('json')) {
     try {

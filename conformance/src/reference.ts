@@ -134,8 +134,9 @@ async function provisionReference(kit: string, databaseUrl: string): Promise<Sui
 }
 
 /**
- * `whileIssuing` runs once the key-issuing child process has been spawned, before the suite waits on it: work of
- * the suite's own (compiling the contract) then overlaps the reference's start instead of preceding it. The server
+ * `whileIssuing` runs once the key-issuing child process and the server have been spawned, before the suite waits
+ * on them: work of the suite's own (compiling the contract) then overlaps the reference's start instead of
+ * preceding it. The server
  * starts alongside the provisioning: whichever opens the new store first migrates it, the other finds it migrated
  * (migrations take the store's write lock).
  */
@@ -161,7 +162,6 @@ export async function startReference(
   const databaseUrl =
     process.env.AGENTOPS_CONFORMANCE_REFERENCE_DATABASE_URL || `sqlite:${join(dir, 'db.sqlite')}`
   const provisioned = provisionReference(kit, databaseUrl)
-  whileIssuing?.()
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -200,6 +200,7 @@ export async function startReference(
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   )
+  whileIssuing?.()
   // A failed provisioning must not leave the server running, and is the reason the start failed: the wait below
   // reports it instead of waiting out its deadline for a server it killed.
   let provisioningFailed: unknown

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { deflateSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { listenOnTestPort } from '../../test/support/ports.js'
 import { BudgetExceeded, HttpClient, RequestBudget, TransportError } from '../src/http.js'
@@ -15,6 +16,27 @@ beforeAll(async () => {
     received++
     if (req.url === '/answer-in-100-ms') {
       setTimeout(() => res.end('{}'), 100)
+      return
+    }
+    if (req.url === '/gzip' || req.url === '/deflate') {
+      const body = Buffer.from(JSON.stringify({ accepted: req.headers['accept-encoding'] ?? null }))
+      res.writeHead(200, [
+        ['content-type', 'application/json'],
+        ['content-encoding', req.url.slice(1)],
+        ['x-twice', 'a'],
+        ['X-Twice', 'b'],
+      ])
+      res.end(req.url === '/gzip' ? gzipSync(body) : deflateSync(body))
+      return
+    }
+    if (req.url === '/length') {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(
+        JSON.stringify({
+          length: req.headers['content-length'] ?? null,
+          chunked: req.headers['transfer-encoding'] ?? null,
+        }),
+      )
       return
     }
     if (req.url === '/slow') {
@@ -127,5 +149,38 @@ describe('HttpClient', () => {
       timeoutMs: 1000,
     })
     await expect(http.get('/')).rejects.toBeInstanceOf(TransportError)
+  })
+
+  it('reads compressed bodies as their content-encoding says and joins a repeated header, as fetch does', async () => {
+    const http = new HttpClient({ baseUrl, budget: new RequestBudget(5), timeoutMs: 1000 })
+    for (const path of ['/gzip', '/deflate']) {
+      const res = await http.get(path)
+      expect(res.body).toEqual({ accepted: 'gzip, deflate' })
+      expect(res.headers['content-encoding']).toBe(path.slice(1))
+      expect(res.headers['x-twice']).toBe('a, b')
+    }
+  })
+
+  it('sends a body with its length, and a POST without one as an empty body, never chunked', async () => {
+    const http = new HttpClient({ baseUrl, budget: new RequestBudget(5), timeoutMs: 1000 })
+    expect((await http.post('/length', { a: 'é' })).body).toEqual({ length: '10', chunked: null })
+    expect((await http.post('/length')).body).toEqual({ length: '0', chunked: null })
+    expect((await http.get('/length')).body).toEqual({ length: null, chunked: null })
+  })
+
+  it("ends the requests in flight when the run's signal aborts", async () => {
+    const run = new AbortController()
+    const http = new HttpClient({
+      baseUrl,
+      budget: new RequestBudget(5),
+      timeoutMs: 5000,
+      signal: run.signal,
+    })
+    const pending = http.get('/slow').catch((e: unknown) => e)
+    setTimeout(() => run.abort(), 50)
+    const err = await pending
+    expect(err).toBeInstanceOf(TransportError)
+    expect((err as TransportError).exchange.error).toMatch(/aborted/)
+    expect((err as TransportError).exchange.durationMs).toBeLessThan(1500)
   })
 })

@@ -54,6 +54,8 @@ export const runPlanChecks: Check[] = [
       'A run’s plan is inputs.plan (tool names, in order, repeats kept) or else its agent’s capabilities that name active tools; a malformed or unknown plan, an unknown envelope answer 400, a plan over the envelope’s max_steps 403; a start without mode or trace_level reads back live and summary with its inputs',
     level: 'profile',
     clauses: ['S2.5', 'S1.4'],
+    // Mostly waiting for its runs, of an agent of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const [a, b] = [await ctx.fx.tool('succeed'), await ctx.fx.newTool('succeed')]
       const agent = await referenceAgent(ctx, [`${ctx.name('no-such-tool')}`, a.name])

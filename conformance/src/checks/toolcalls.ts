@@ -45,6 +45,8 @@ export const toolCallChecks: Check[] = [
       'The providers as the reference runs them: an http tool posts run_id, step_id, tool and input to its URL and keeps the answer’s result_id; a non-2xx, non-JSON, off-schema or late answer fails the step naming why; echo, fail, delay and data do what their settings say',
     level: 'profile',
     clauses: ['S1.5', 'S2.6', 'S2.7'],
+    // Mostly waiting for its runs (one answers late on purpose), with tools and endpoints of its own.
+    overlap: true,
     async run(ctx) {
       const base = receiverUrl(ctx)
       const receiver = ctx.receiver!

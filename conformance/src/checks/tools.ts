@@ -131,6 +131,8 @@ export const toolChecks: Check[] = [
     title: 'Retiring a tool leaves its historical runs intact; their traces still reference it by id',
     level: 'core',
     clauses: ['S4.8'],
+    // Mostly waiting for its run, with a tool and an agent of its own: runs alongside the next checks.
+    overlap: true,
     async run(ctx) {
       const tool = await ctx.fx.newTool('succeed')
       const run = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
