@@ -6,8 +6,8 @@
  * bench:observability; docs/performance.md).
  */
 import { writeSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { type DestinationStream, type Logger, pino } from 'pino'
-import pretty from 'pino-pretty'
 // sonic-boom is CommonJS: Node's ESM import sees its module object, with the class as a property.
 import sonicBoom, { type SonicBoom } from 'sonic-boom'
 import type { LogLevel } from '../config.js'
@@ -28,7 +28,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const settings = { level: options.level ?? 'info', base: { pid: process.pid } }
   if (options.destination) return pino(settings, options.destination)
   if (options.pretty ?? process.stdout.isTTY === true) {
-    return pino(settings, pretty({ colorize: true, sync: true, ignore: 'pid' }))
+    // Loaded only here: a server logging JSON (every one not on a terminal) never loads pino-pretty.
+    const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty')
+    return pino(settings, pretty.build({ colorize: true, sync: true, ignore: 'pid' }))
   }
   return pino(
     settings,
