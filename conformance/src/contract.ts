@@ -44,8 +44,8 @@ export function keptParse(text: string): string {
 
 /**
  * An OpenAPI document's text as JSON. JSON parses as it is; YAML parses once per content: its JSON is kept in the
- * temporary directory under the text's digest (a YAML parse costs a hundred times a JSON one, on every run), so a
- * kept copy is never stale. Keeping is best effort: an unwritable directory only means parsing every time.
+ * temporary directory under the text's digest (YAML parses far slower than JSON, and the suite reads its contract
+ * on every run), so a kept copy is never stale. Keeping is best effort: an unwritable directory only means parsing every time.
  */
 export function parseDocument(text: string): Json {
   if (text.trimStart().startsWith('{')) return JSON.parse(text) as Json

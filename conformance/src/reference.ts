@@ -136,9 +136,8 @@ async function provisionReference(kit: string, databaseUrl: string): Promise<Sui
 /**
  * `whileIssuing` runs once the key-issuing child process and the server have been spawned, before the suite waits
  * on them: work of the suite's own (compiling the contract) then overlaps the reference's start instead of
- * preceding it. The server
- * starts alongside the provisioning: whichever opens the new store first migrates it, the other finds it migrated
- * (migrations take the store's write lock).
+ * preceding it. The server starts alongside the provisioning: whichever opens the new store first migrates it, the
+ * other finds it migrated (migrations take the store's write lock).
  */
 export async function startReference(
   log: (line: string) => void,

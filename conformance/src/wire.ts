@@ -1,8 +1,9 @@
 /**
  * One HTTP exchange on Node's own client (node:http and node:https over kept-alive connections): what the suite's
- * HttpClient sends every request through. It costs a quarter of what `fetch` does per request, and a run sends
- * thousands. It behaves as the suite's `fetch` did: no redirect is followed, a gzip or deflate body is decoded (the
- * header stays as sent), headers read as one lower-cased entry per name, repeated values joined by ", ".
+ * HttpClient sends every request through. It spends much less CPU per request than `fetch` (no web streams, no
+ * abort-signal composition), and a run sends thousands. It behaves as the suite's `fetch` did: no redirect is
+ * followed, a gzip or deflate body is decoded (the header stays as sent), headers read as one lower-cased entry per
+ * name, repeated values joined by ", ".
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'

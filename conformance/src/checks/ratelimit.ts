@@ -97,7 +97,7 @@ function remainingOf(res: HttpResponse): number | undefined {
 }
 
 /** Whether a window rolled over during a count: an answer announced more remaining quota than the one before. */
-export function rolledOver(responses: HttpResponse[]): boolean {
+function rolledOver(responses: HttpResponse[]): boolean {
   const remaining = responses.filter((r) => r.status !== 429).map(remainingOf)
   return remaining.some((r, i) => i > 0 && r !== undefined && (remaining[i - 1] ?? Infinity) < r)
 }
