@@ -1052,9 +1052,11 @@ export const graphqlSurfaceChecks: Check[] = [
     clauses: ['S4.15', 'S3.3'],
     async run(ctx) {
       const url = declaredSurface(ctx)
-      // A run over slow tools stays running long enough to be paused, resumed and cancelled.
+      // A run over slow tools stays running long enough to be paused, resumed and cancelled: eight, as three requests
+      // come before the pause, which on a loaded machine or a slow deployment can outlast three slow steps (the
+      // cancel ends the run, so the longer plan costs no time).
       const slow = await ctx.fx.tool('slow')
-      const agentId = (await ctx.fx.newToolAgent([slow, slow, slow])).id
+      const agentId = (await ctx.fx.newToolAgent(Array.from({ length: 8 }, () => slow))).id
       const started = answered(
         await gql(
           ctx.http,
