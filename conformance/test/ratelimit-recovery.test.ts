@@ -113,6 +113,37 @@ describe('ratelimit.recovers-after-retry-after', () => {
   }, 60_000)
 })
 
+describe('ratelimit.recovers-after-retry-after, the other windows', () => {
+  it('fails a window that announced at the 429 a reset that had not come by the probe (the hourly one said 1 s)', async () => {
+    const config = t.config(['--seed', '14'])
+    t.proxy.mutant = {
+      id: 'hourly-reset-too-soon',
+      description: 'the hourly window announces its reset 1 s away',
+      targets: [],
+      response(_req, res): ProxiedResponse {
+        const value = res.headers.ratelimit
+        if (!value) return res
+        return {
+          ...res,
+          headers: { ...res.headers, ratelimit: value.replace(/("hourly";r=\d+);t=\d+/, '$1;t=1') },
+        }
+      },
+    }
+    const summary = await runChecks({
+      config,
+      checks: selectChecks(ALL_CHECKS, ['ratelimit.recovers-after-retry-after']),
+      contract: t.contract,
+      receiver: t.receiver,
+    })
+    t.proxy.mutant = undefined
+    const recovery = summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
+    expect(recovery?.outcome, recovery?.message).toBe('fail')
+    expect(recovery?.message).toMatch(
+      /the hourly window announced at the 429 that it resets in 1 s, but [0-9.]+ s later its remaining went from \d+ to \d+: it had not reset/,
+    )
+  }, 60_000)
+})
+
 describe("the 429 search (ratelimit.exact-limit's count)", () => {
   it('counts again from a fresh window when its count straddled two (the remaining quota went up on the way)', async () => {
     const config = t.config(['--seed', '13'])

@@ -1,6 +1,7 @@
 /**
  * Rate-limit headers that are present but say nothing true (spec §8: "Burst and sustained headers are present on
- * every response"): one window only, none on errors, a remaining count that never moves, a reset beyond its window.
+ * every response"): one window only, none on errors, a remaining count that never moves, a reset beyond its window or
+ * announced too soon.
  */
 import { errorAnswer, type Mutant, type ProxiedRequest, type ProxiedResponse, pathOnly } from '../proxy.js'
 
@@ -109,6 +110,17 @@ export function limitMutants(): Mutant[] {
       description: 'reset is announced past the end of the window it belongs to',
       targets: ['ratelimit.remaining-counts-down'],
       response: (_req, res) => editState(res, (p, n) => (p === 't' ? n + 4000 : n)),
+    },
+    {
+      // A reset computed as at most a second away (Stryker's Math.max → Math.min on the reference's resetSeconds):
+      // the refusing window may happen to reopen within that second; the hourly one never does.
+      id: 'ratelimit-reset-announced-too-soon',
+      description: 'every window announces its reset 1 s away, and a 429 says Retry-After: 1',
+      targets: ['ratelimit.recovers-after-retry-after'],
+      response: (_req, res) => {
+        const edited = editState(res, (p, n) => (p === 't' ? 1 : n))
+        return res.status === 429 ? { ...edited, headers: { ...edited.headers, 'retry-after': '1' } } : edited
+      },
     },
   ]
 }

@@ -415,7 +415,8 @@ const waitingChecks: Check[] = [
   {
     id: 'ratelimit.recovers-after-retry-after',
     lane: LIMITED_LANE,
-    title: 'After waiting Retry-After seconds the workspace is served again',
+    title:
+      'After waiting Retry-After seconds the workspace is served again, and every window the 429 announced would reset by then has reset',
     level: 'profile',
     clauses: ['S8.9'],
     async run(ctx) {
@@ -457,6 +458,31 @@ const waitingChecks: Check[] = [
           )
       }
       assert(again.status === 200, `after ${wait} s the workspace still answers ${again.status}`)
+      // Every other window the 429 announced would reset by now has reset too: served again, its remaining is back
+      // up (the probe is the only request counted since, in this lane). A reset announced too soon (RateLimit's
+      // `t`) tells a client to come back before the window will let it, whichever window refused.
+      const elapsed = (Date.now() - hitAt) / 1000
+      const after = new Map(rateWindows(again.headers, ctx.config.rateLimitHeaders).map((w) => [w.name, w]))
+      // Read as at the 429 (a reset given as a Unix time is turned into seconds from then).
+      const early = rateWindows(res.headers, ctx.config.rateLimitHeaders, hitAt).filter((w) => {
+        const later = after.get(w.name)
+        return (
+          w.limit !== undefined &&
+          w.remaining < w.limit &&
+          w.reset + 0.25 <= elapsed &&
+          later !== undefined &&
+          later.remaining < w.remaining
+        )
+      })
+      assert(
+        early.length === 0,
+        early
+          .map(
+            (w) =>
+              `the ${w.name} window announced at the 429 that it resets in ${w.reset} s, but ${elapsed.toFixed(1)} s later its remaining went from ${w.remaining} to ${after.get(w.name)?.remaining}: it had not reset`,
+          )
+          .join('; '),
+      )
     },
   },
   {
