@@ -22,6 +22,14 @@ beforeAll(async () => {
 
 afterAll(() => t?.stop())
 
+/** The checks run through the proxied reference, in order, as a run would. */
+function run(config: ReturnType<ProxiedReference['config']>, checks: Check[]) {
+  return runChecks({ config, checks, contract: t.contract, receiver: t.receiver })
+}
+
+/** The suite's own checks of these ids, in the suite's order. */
+const only = (...ids: string[]) => selectChecks(ALL_CHECKS, ids)
+
 /**
  * Once the small-limit workspace got its 429, its next answer that would have been served is a 429 of its hourly
  * window instead: that window had room at the first 429 and has none now.
@@ -58,12 +66,7 @@ describe('ratelimit.recovers-after-retry-after', () => {
   it('skips, naming the window, when another window ran out between the 429 and the probe', async () => {
     const config = t.config(['--seed', '11'])
     t.proxy.mutant = hourlyRunsOutAfterThe429(String(config.tokens.rateLimited))
-    const summary = await runChecks({
-      config,
-      checks: selectChecks(ALL_CHECKS, ['ratelimit.recovers-after-retry-after']),
-      contract: t.contract,
-      receiver: t.receiver,
-    })
+    const summary = await run(config, only('ratelimit.recovers-after-retry-after'))
     const recovery = summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
     expect(recovery?.outcome, recovery?.message).toBe('skip')
     expect(recovery?.message).toMatch(
@@ -95,16 +98,11 @@ describe('ratelimit.recovers-after-retry-after', () => {
         for (let i = 0; i < left; i++) expect((await limited.get('/v1/tools?limit=1')).status).toBe(200)
       },
     }
-    const summary = await runChecks({
-      config,
-      checks: [
-        ...selectChecks(ALL_CHECKS, ['ratelimit.429-at-limit']),
-        usesUpTheNextWindow,
-        ...selectChecks(ALL_CHECKS, ['ratelimit.recovers-after-retry-after']),
-      ],
-      contract: t.contract,
-      receiver: t.receiver,
-    })
+    const summary = await run(config, [
+      ...only('ratelimit.429-at-limit'),
+      usesUpTheNextWindow,
+      ...only('ratelimit.recovers-after-retry-after'),
+    ])
     expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
       ['ratelimit.429-at-limit', 'pass', undefined],
       ['probe.uses-up-the-next-window', 'pass', undefined],
@@ -129,12 +127,7 @@ describe('ratelimit.recovers-after-retry-after, the other windows', () => {
         }
       },
     }
-    const summary = await runChecks({
-      config,
-      checks: selectChecks(ALL_CHECKS, ['ratelimit.recovers-after-retry-after']),
-      contract: t.contract,
-      receiver: t.receiver,
-    })
+    const summary = await run(config, only('ratelimit.recovers-after-retry-after'))
     t.proxy.mutant = undefined
     const recovery = summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
     expect(recovery?.outcome, recovery?.message).toBe('fail')
@@ -167,12 +160,7 @@ describe("the 429 search (ratelimit.exact-limit's count)", () => {
         }
       },
     }
-    const summary = await runChecks({
-      config,
-      checks: selectChecks(ALL_CHECKS, ['ratelimit.exact-limit']),
-      contract: t.contract,
-      receiver: t.receiver,
-    })
+    const summary = await run(config, only('ratelimit.exact-limit'))
     t.proxy.mutant = undefined
     expect(rolled).toBe(true)
     expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
