@@ -252,6 +252,15 @@ export class Fixtures {
     return { id: await this.createAgent(body, client), tools, name, behavior }
   }
 
+  /**
+   * A fresh agent whose plan is `steps` calls of the slow tool: its run stays running for about `steps` times the
+   * slow tool's delay (what a check that pauses, cancels or follows a running run needs).
+   */
+  async slowAgent(steps: number): Promise<ToolAgent> {
+    const slow = await this.tool('slow')
+    return this.newToolAgent(Array.from({ length: steps }, () => slow))
+  }
+
   agent(): Promise<string> {
     return this.once('agent', () => this.newAgent())
   }

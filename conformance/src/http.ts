@@ -235,7 +235,10 @@ function starved(started: number): string {
 /** Methods a client may repeat after a connection failure (RFC 9110 §9.2.2, idempotent methods). */
 export const repeatable = (method: string) => ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'].includes(method)
 
-/** A connection the peer closed or reset before answering, as undici reports it. */
+/**
+ * A connection the peer closed or reset before answering, as Node's client reports it (the suite's, wire.ts) or
+ * undici's `fetch` does (the mutation proxy's).
+ */
 export function closedBeforeAnswer(err: Error & { cause?: unknown }): boolean {
   const cause = err.cause as (Error & { code?: string }) | undefined
   const text = `${err.message} ${cause?.message ?? ''} ${cause?.code ?? ''}`

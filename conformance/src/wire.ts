@@ -27,7 +27,7 @@ export interface WireResponse {
 }
 
 /** The exchange's deadline passed (named as `AbortSignal.timeout`'s error is). */
-export class WireTimeout extends Error {
+class WireTimeout extends Error {
   override name = 'TimeoutError'
 }
 
@@ -94,7 +94,7 @@ function abortError(signal: AbortSignal | undefined): Error {
 }
 
 /** Lower-cased names; a header sent more than once reads as its values joined by ", ", in the order sent. */
-export function joinedHeaders(raw: string[]): Record<string, string> {
+function joinedHeaders(raw: string[]): Record<string, string> {
   const out: Record<string, string> = {}
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = (raw[i] as string).toLowerCase()
@@ -106,7 +106,7 @@ export function joinedHeaders(raw: string[]): Record<string, string> {
 }
 
 /** The body as its content-encoding (gzip, deflate, br; several in the order applied) says to decode it. */
-export function decoded(bytes: Buffer, encoding: string | undefined): Buffer {
+function decoded(bytes: Buffer, encoding: string | undefined): Buffer {
   if (!encoding || bytes.length === 0) return bytes
   let out = bytes
   for (const coding of encoding

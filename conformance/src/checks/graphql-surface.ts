@@ -1055,8 +1055,7 @@ export const graphqlSurfaceChecks: Check[] = [
       // A run over slow tools stays running long enough to be paused, resumed and cancelled: eight, as three requests
       // come before the pause, which on a loaded machine or a slow deployment can outlast three slow steps (the
       // cancel ends the run, so the longer plan costs no time).
-      const slow = await ctx.fx.tool('slow')
-      const agentId = (await ctx.fx.newToolAgent(Array.from({ length: 8 }, () => slow))).id
+      const agentId = (await ctx.fx.slowAgent(8)).id
       const started = answered(
         await gql(
           ctx.http,

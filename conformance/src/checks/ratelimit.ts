@@ -72,8 +72,13 @@ async function freshSearch(ctx: CheckContext): Promise<Search> {
   if (s.responses.filter((r) => r.status !== 429).length >= 3 || !s.limited) return s
   const busy = retryAfter(s.limited.headers)
   if (busy === undefined || busy > ctx.config.maxRetryAfterWait) return s
-  await sleep(Math.max(0, (s.limitedAtMs ?? Date.now()) + busy * 1000 + 300 - Date.now()))
+  await sleepPast(s, busy)
   return remember(ctx, runSearch(ctx))
+}
+
+/** Until `seconds` after the search's 429 came (its Retry-After), and 0.3 s more. */
+function sleepPast(s: Search, seconds: number): Promise<void> {
+  return sleep(Math.max(0, (s.limitedAtMs ?? Date.now()) + seconds * 1000 + 300 - Date.now()))
 }
 
 async function runSearch(ctx: CheckContext): Promise<Search> {
@@ -83,8 +88,7 @@ async function runSearch(ctx: CheckContext): Promise<Search> {
   for (let again = 0; again < 2 && rolledOver(s.responses); again++) {
     const busy = s.limited ? retryAfter(s.limited.headers) : undefined
     if (busy !== undefined && busy > ctx.config.maxRetryAfterWait) break
-    if (busy !== undefined)
-      await sleep(Math.max(0, (s.limitedAtMs ?? Date.now()) + busy * 1000 + 300 - Date.now()))
+    if (busy !== undefined) await sleepPast(s, busy)
     s = await countOnce(ctx)
   }
   return s

@@ -20,8 +20,7 @@ function isCount(v: unknown): boolean {
 
 /** A run over `steps` slow tools (three by default), paused right after start. */
 async function pausedRun(ctx: CheckContext, steps = 3) {
-  const slow = await ctx.fx.tool('slow')
-  const agent = await ctx.fx.newToolAgent(Array.from({ length: steps }, () => slow))
+  const agent = await ctx.fx.slowAgent(steps)
   const run = await ctx.fx.startRun(agent)
   const paused = await ctx.http.post(`/v1/runs/${run.runId}/pause`)
   expectStatus(paused, [200, 202, 204], 'pausing a running run')
@@ -37,8 +36,7 @@ async function pausedRun(ctx: CheckContext, steps = 3) {
  * differs, if anything.
  */
 async function cancelledDuringCall(ctx: CheckContext): Promise<string | undefined> {
-  const slow = await ctx.fx.tool('slow')
-  const agent = await ctx.fx.newToolAgent(Array.from({ length: 6 }, () => slow))
+  const agent = await ctx.fx.slowAgent(6)
   const { runId } = await ctx.fx.startRun(agent)
   await ctx.fx.waitForStatus(runId, (s) => s !== 'queued', 'started')
   expectStatus(await ctx.http.post(`/v1/runs/${runId}/cancel`), 200, 'cancel during a call')
@@ -510,8 +508,7 @@ export const runChecks: Check[] = [
         `the end event's data is ${short(end)}, not the run's status and the last frame's seq`,
       )
       // A stream opened on a live run follows it: its frames as they come, then the end once it is over.
-      const slow = await ctx.fx.tool('slow')
-      const live = await ctx.fx.startRun(await ctx.fx.newToolAgent([slow, slow]))
+      const live = await ctx.fx.startRun(await ctx.fx.slowAgent(2))
       const followed = await ctx.http.get(`/v1/runs/${live.runId}/trace/stream`, {
         headers: { accept: 'text/event-stream' },
       })
