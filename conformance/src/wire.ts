@@ -31,8 +31,19 @@ class WireTimeout extends Error {
   override name = 'TimeoutError'
 }
 
-// Idle connections are unreferenced by the agents: they never keep a finished run's process alive.
-const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) }
+/**
+ * How long a connection may sit idle before it is closed, as undici's `fetch` does by default: shorter than the idle
+ * timeouts servers use (Node's 5 s), and shortened again by a `Keep-Alive: timeout=N` answer (to N - 1 s), so a
+ * request is not sent on a connection the server is closing (a `socket hang up` no POST without a key may retry).
+ * Without it Node's agent keeps idle connections until the server closes them, and ignores that hint.
+ */
+const IDLE_MS = 4000
+// Idle connections are unreferenced by the agents: they never keep a finished run's process alive. The timeout
+// closes idle connections only: a request that takes longer is left alone.
+const agents = {
+  http: new HttpAgent({ keepAlive: true, timeout: IDLE_MS }),
+  https: new HttpsAgent({ keepAlive: true, timeout: IDLE_MS }),
+}
 const decoder = new TextDecoder()
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
 

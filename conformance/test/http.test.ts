@@ -183,4 +183,30 @@ describe('HttpClient', () => {
     expect((err as TransportError).exchange.error).toMatch(/aborted/)
     expect((err as TransportError).exchange.durationMs).toBeLessThan(1500)
   })
+
+  it("closes an idle connection before the server's announced keep-alive timeout, and waits out a slow answer", async () => {
+    // Keep-Alive: timeout=2 → idle connections closed after 1 s here, before the server closes them at 2 s.
+    const connections: string[] = []
+    const own = createServer((req, res) => {
+      setTimeout(() => res.end('{}'), req.url === '/slow' ? 4500 : 0)
+    })
+    own.keepAliveTimeout = 2000
+    own.on('connection', (socket) => connections.push(`${socket.remotePort}`))
+    await listenOnTestPort(own)
+    try {
+      const url = `http://127.0.0.1:${(own.address() as AddressInfo).port}`
+      const http = new HttpClient({ baseUrl: url, budget: new RequestBudget(5), timeoutMs: 10_000 })
+      expect((await http.get('/a')).status).toBe(200)
+      expect((await http.get('/b')).status).toBe(200)
+      expect(connections).toHaveLength(1)
+      await new Promise((resolve) => setTimeout(resolve, 1300))
+      expect((await http.post('/c', {})).status).toBe(200)
+      expect(connections).toHaveLength(2)
+      // Longer than the idle limit while in use: answered, not cut.
+      expect((await http.get('/slow')).status).toBe(200)
+    } finally {
+      own.closeAllConnections()
+      await new Promise<void>((r) => own.close(() => r()))
+    }
+  }, 20_000)
 })
