@@ -46,19 +46,38 @@ import { EXCLUDED, SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 const out = join(root, 'reports', 'stryker')
-const { values } = parseArgs({
-  options: {
-    since: { type: 'string' },
-    'max-mutants': { type: 'string' },
-    incremental: { type: 'boolean' },
-    mutate: { type: 'string' },
-    section: { type: 'string' },
-    concurrency: { type: 'string' },
-    runner: { type: 'string' },
-    postgres: { type: 'string' },
-  },
-  strict: true,
-})
+const USAGE =
+  'usage: node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] ' +
+  '[--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL]'
+/** The options, or the usage: on `--help` (exit 0) and on an option it does not know (exit 2, with the reason). */
+function options() {
+  try {
+    return parseArgs({
+      options: {
+        since: { type: 'string' },
+        'max-mutants': { type: 'string' },
+        incremental: { type: 'boolean' },
+        mutate: { type: 'string' },
+        section: { type: 'string' },
+        concurrency: { type: 'string' },
+        runner: { type: 'string' },
+        postgres: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }).values
+  } catch (error) {
+    console.error(`conformance:stryker: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`)
+    process.exit(2)
+  }
+}
+const values = options()
+if (values.help) {
+  console.log(
+    `${USAGE}\n(each option is described at the top of conformance/stryker/run.mjs and in conformance/README.md)`,
+  )
+  process.exit(0)
+}
 
 let mutate = values.mutate ? values.mutate.split(',') : scopeGlobs()
 if (values.runner !== undefined && values.runner !== 'command' && values.runner !== 'switch') {

@@ -3,7 +3,7 @@
  * those prefixes selects at least one check (a typo would judge a section by nothing), and the quick run's
  * `--since` finds exactly the changed lines of the scope's modules.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Instrumenter } from '@stryker-mutator/instrumenter'
@@ -204,5 +204,19 @@ describe('conformance:stryker selection', () => {
       static: { '1': 1 },
       perTest: { '§8 idempotency': { '2': 1 }, '§8 pagination and cursors': { '1': 1 } },
     })
+  })
+
+  it('the command answers --help with its usage, and an unknown or incomplete option with the reason and exit 2', () => {
+    const command = join(import.meta.dirname, '..', 'stryker', 'run.mjs')
+    const run = (...args: string[]) => spawnSync(process.execPath, [command, ...args], { encoding: 'utf8' })
+    const help = run('--help')
+    expect(help.status).toBe(0)
+    expect(help.stdout).toMatch(/^usage: node conformance\/stryker\/run\.mjs .*--section TEXT/)
+    const unknown = run('--bogus')
+    expect(unknown.status).toBe(2)
+    expect(unknown.stderr).toMatch(/Unknown option '--bogus'\nusage: /)
+    const missing = run('--section')
+    expect(missing.status).toBe(2)
+    expect(missing.stderr).toMatch(/--section <value>' argument missing/)
   })
 })
