@@ -120,6 +120,38 @@ function circles(files: readonly string[]): string[][] {
   return found
 }
 
+/**
+ * The modules a file loads whenever it is loaded: static value imports and re-exports, relative or bare. Type-only
+ * imports (erased) and dynamic `import()` (loaded when that code runs) are left out. A named import whose names are
+ * all types still counts: an overcount can only make the test below stricter.
+ */
+function staticImportsOf(text: string): string[] {
+  const found: string[] = []
+  for (const m of text.matchAll(/^(?:import|export)\s+(type\s+)?(?:[^'";]*?\bfrom\s*)?['"]([^'"]+)['"]/gm)) {
+    if (!m[1] && m[2]) found.push(m[2])
+  }
+  return found
+}
+
+/** The bare packages loaded with `entry`, by the file of src/ that imports each first (breadth first). */
+function packagesLoadedWith(entry: string): Map<string, string> {
+  const packages = new Map<string, string>()
+  const seen = new Set([entry])
+  const queue = [entry]
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    for (const spec of staticImportsOf(readFileSync(file, 'utf8'))) {
+      if (spec.startsWith('.')) {
+        const to = resolveImport(file, spec)
+        if (to.startsWith(SRC) && !seen.has(to)) {
+          seen.add(to)
+          queue.push(to)
+        }
+      } else if (!spec.startsWith('node:') && !packages.has(spec)) packages.set(spec, relative(ROOT, file))
+    }
+  }
+  return packages
+}
+
 /** The feature a file of src/domain/ belongs to (its folder), or null for the shared ground directly in src/domain/. */
 function domainFeatureOf(file: string): string | null {
   const rel = relative(join(SRC, 'domain'), file).split('/')
@@ -288,6 +320,29 @@ describe('the layers of src/', () => {
       'function e(services: Services | undefined) {}',
     ].join('\n')
     expect(wholeServices(text)).toEqual([8, 9])
+  })
+
+  it('loads no store driver with the server: openDb loads the one its URL names, so SQLite never pays for PostgreSQL', () => {
+    const packages = packagesLoadedWith(join(SRC, 'server.ts'))
+    expect(packages.has('@hono/node-server')).toBe(true)
+    expect(packages.has('better-sqlite3')).toBe(false)
+    expect(packages.get('postgres')).toBeUndefined()
+  })
+
+  it('reads the static imports a module loads, and not the type-only or dynamic ones', () => {
+    const text = [
+      "import postgres from 'postgres'",
+      "import type { Sql } from 'postgres'",
+      'import {',
+      '  a,',
+      '  type B,',
+      "} from './a.js'",
+      "import './side-effect.js'",
+      "export { c } from './c.js'",
+      "export type { D } from './d.js'",
+      "const e = await import('./e.js')",
+    ].join('\n')
+    expect(staticImportsOf(text)).toEqual(['postgres', './a.js', './side-effect.js', './c.js'])
   })
 
   it('reads every import form, so a forbidden import cannot hide', () => {

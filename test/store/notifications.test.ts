@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Change } from '../../src/domain/changes.js'
-import { decodeChange, encodeChange, PgChangeFeed } from '../../src/store/notifications.js'
 import { openDb } from '../../src/store/open.js'
+import { decodeChange, encodeChange, PgChangeFeed } from '../../src/store/postgres/change-feed.js'
 import type { PostgresDb } from '../../src/store/postgres/db.js'
 import { backends } from '../support/backends.js'
 

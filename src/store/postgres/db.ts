@@ -14,6 +14,7 @@
  *   connections they share (`DeferredTransaction`).
  */
 import { performance } from 'node:perf_hooks'
+import type { ChangeFeed } from '../../domain/changes.js'
 import { DeferredCommitRefused } from '../../domain/ports.js'
 import {
   commitTailOf,
@@ -28,7 +29,9 @@ import {
   type TransactionTiming,
 } from '../db.js'
 import type { PoolFigures } from '../gauges.js'
+import type { ChangeFeedOptions, SharedChangeFeed } from '../notifications.js'
 import { afterCommitOf, currentUnit, JoiningQueryable, runInUnit, Unit } from '../unit-of-work.js'
+import { PgChangeFeed } from './change-feed.js'
 import { ConnectionPool, SharedConnections } from './connections.js'
 import {
   DeferredTransaction,
@@ -59,7 +62,7 @@ const DEFERRED_MAX = 1
 
 export class PostgresDb
   extends ForwardingQueryable
-  implements Db, Pipelined, TransactionTiming, StatementTiming, PoolFigures
+  implements Db, Pipelined, TransactionTiming, StatementTiming, PoolFigures, SharedChangeFeed
 {
   readonly dialect = 'postgres' as const
   private readonly direct: PooledQueryable
@@ -77,7 +80,7 @@ export class PostgresDb
 
   private constructor(
     private readonly pool: ConnectionPool,
-    /** Where the change feed opens its own LISTEN connection (src/store/notifications.ts). */
+    /** Where the change feed opens its own LISTEN connection (src/store/postgres/change-feed.ts). */
     readonly url: string,
   ) {
     super()
@@ -96,6 +99,11 @@ export class PostgresDb
       throw err
     }
     return db
+  }
+
+  /** Changes told to every replica on this database: NOTIFY after commit, one LISTEN connection per process. */
+  changeFeed(options: ChangeFeedOptions): ChangeFeed {
+    return new PgChangeFeed(this.url, this.pipeline, options)
   }
 
   /** Outside a unit of work, a pooled connection; inside one, the unit's transaction. */
