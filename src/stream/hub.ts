@@ -349,25 +349,6 @@ export class StreamConnection {
     return true
   }
 
-  /**
-   * New records landed on a connector of this connection's workspace. The hub wakes the shared topics once per
-   * change instead (TopicFeeds.follow); these wake the topics this connection holds, for a connection used alone.
-   */
-  wakeConnector(connectorId: string): void {
-    for (const sub of this.subs.values()) {
-      if (sub.topic.kind === 'connector' && sub.topic.connectorId === connectorId) sub.feed.wake()
-    }
-  }
-
-  wakeRuns(): void {
-    for (const sub of this.subs.values()) if (sub.topic.kind === 'runs') sub.feed.wake()
-  }
-
-  /** Every topic of this connection looks again. */
-  wakeAll(): void {
-    for (const sub of this.subs.values()) sub.feed.wake()
-  }
-
   pong(): void {
     this.alive = true
   }
@@ -575,18 +556,12 @@ export class StreamHub {
     this.connections.delete(connection)
   }
 
-  /** Open connections (one the server is closing no longer counts, even before the peer confirms). */
-  get size(): number {
-    let open = 0
-    for (const c of this.connections) if (!c.isClosed) open++
-    return open
-  }
-
   /** Every topic of the process looks again (one read each, however many subscribers). */
   wakeAll(): void {
     this.deps.feeds.wakeAll()
   }
 
+  /** Open connections (one the server is closing no longer counts) and subscriptions by topic kind: the gauges. */
   snapshot(): HubSnapshot {
     const subscriptions = new Map<string, number>([
       ['runs', 0],

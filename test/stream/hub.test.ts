@@ -7,6 +7,7 @@ import {
   type StreamSocket,
 } from '../../src/stream/hub.js'
 import { CLOSE_SLOW_CONSUMER } from '../../src/surface/slow-consumer.js'
+import { TopicFeeds } from '../../src/surface/topic-feeds.js'
 import type { StreamItem, TopicSource } from '../../src/surface/topic-sources.js'
 import { Gate } from '../support/gate.js'
 import { STREAM_OPTIONS } from '../support/stream-options.js'
@@ -92,13 +93,23 @@ const settle = async () => {
 function setup(options = STREAM_OPTIONS, scopes = ['*']) {
   const socket = new FakeSocket()
   const source = new FakeSource()
-  const conn = new StreamConnection(socket, principal(scopes), () => source, options, new ManualClock())
-  return { socket, source, conn }
+  // The process's shared topic readers, as the hub passes them: the change feed's wake-ups reach a topic through them.
+  const feeds = new TopicFeeds()
+  const conn = new StreamConnection(
+    socket,
+    principal(scopes),
+    () => source,
+    options,
+    new ManualClock(),
+    undefined,
+    feeds,
+  )
+  return { socket, source, conn, feeds }
 }
 
 describe('StreamConnection delivery', () => {
   it('delivers a commit that lands while a read is in flight (the wake is not lost)', async () => {
-    const { socket, source, conn } = setup()
+    const { socket, source, conn, feeds } = setup()
     source.add(2)
     conn.handleText(
       JSON.stringify({ type: 'subscribe', topics: ['connector:c'], since: { 'connector:c': 0 } }),
@@ -106,17 +117,17 @@ describe('StreamConnection delivery', () => {
     await settle()
     expect(socket.data()).toEqual([1, 2])
     source.hold()
-    conn.wakeConnector('c') // a read starts and sees nothing new
+    feeds.wakeConnector('ws_1', 'c') // a read starts and sees nothing new
     await settle()
     source.add(1) // commit lands during that read …
-    conn.wakeConnector('c') // … and its wake-up arrives while the pump is busy
+    feeds.wakeConnector('ws_1', 'c') // … and its wake-up arrives while the pump is busy
     source.release()
     await settle()
     expect(socket.data()).toEqual([1, 2, 3])
   })
 
   it('acknowledges a live subscription only once its starting point is read, so a commit after the ack arrives', async () => {
-    const { socket, source, conn } = setup()
+    const { socket, source, conn, feeds } = setup()
     source.add(2)
     source.holdHead()
     conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
@@ -129,7 +140,7 @@ describe('StreamConnection delivery', () => {
       if (committed || !acked()) return
       committed = true
       source.add(1)
-      conn.wakeConnector('c')
+      feeds.wakeConnector('ws_1', 'c')
     }
     commitOnAck()
     source.releaseHead()
@@ -141,7 +152,7 @@ describe('StreamConnection delivery', () => {
   })
 
   it('never sends a seq twice or out of order when wakes pile up during replay', async () => {
-    const { socket, source, conn } = setup()
+    const { socket, source, conn, feeds } = setup()
     source.add(450)
     source.hold()
     conn.handleText(
@@ -150,7 +161,7 @@ describe('StreamConnection delivery', () => {
     await settle()
     for (let i = 0; i < 5; i++) {
       source.add(3)
-      conn.wakeConnector('c')
+      feeds.wakeConnector('ws_1', 'c')
     }
     source.release()
     await settle()
@@ -171,24 +182,24 @@ describe('StreamConnection delivery', () => {
   })
 
   it('starts after the newest item when no since is given', async () => {
-    const { socket, source, conn } = setup()
+    const { socket, source, conn, feeds } = setup()
     source.add(4)
     conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
     await settle()
     expect(socket.data()).toEqual([])
     source.add(1)
-    conn.wakeConnector('c')
+    feeds.wakeConnector('ws_1', 'c')
     await settle()
     expect(socket.data()).toEqual([5])
   })
 
   it('stops delivering after unsubscribe, even mid-read', async () => {
-    const { socket, source, conn } = setup()
+    const { socket, source, conn, feeds } = setup()
     conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
     await settle()
     source.hold()
     source.add(2)
-    conn.wakeConnector('c')
+    feeds.wakeConnector('ws_1', 'c')
     await settle()
     conn.handleText(JSON.stringify({ type: 'unsubscribe', topics: ['connector:c'] }))
     source.release()
@@ -200,16 +211,16 @@ describe('StreamConnection delivery', () => {
 
 describe('StreamConnection limits', () => {
   it('closes a slow consumer with 4008 and sends nothing more', async () => {
-    const { socket, source, conn } = setup({ ...STREAM_OPTIONS, maxBufferedBytes: 1000 })
+    const { socket, source, conn, feeds } = setup({ ...STREAM_OPTIONS, maxBufferedBytes: 1000 })
     conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))
     await settle()
     source.add(3)
-    conn.wakeConnector('c')
+    feeds.wakeConnector('ws_1', 'c')
     await settle()
     expect(socket.data()).toEqual([1, 2, 3])
     socket.bufferedAmount = 1001
     source.add(3)
-    conn.wakeConnector('c')
+    feeds.wakeConnector('ws_1', 'c')
     await settle()
     expect(socket.closedWith).toEqual([CLOSE_SLOW_CONSUMER, 'slow consumer'])
     expect(socket.data()).toEqual([1, 2, 3])

@@ -68,9 +68,9 @@ describe('stream liveness', () => {
     // Stop reading: the kernel buffers fill, then the server's send buffer grows past the bound.
     slow.ws.pause()
     const hub = streamHubOf(t.server.httpServer)
-    expect(hub?.size).toBe(2)
+    expect(hub?.snapshot().open).toBe(2)
     let sent = 0
-    for (let b = 0; b < 60 && hub?.size === 2; b++) {
+    for (let b = 0; b < 60 && hub?.snapshot().open === 2; b++) {
       const batch = Array.from({ length: 50 }, (_, i) => bigRecord(`r-${b}-${i}`))
       const res = await t.request('POST', '/v1/grid/connectors/bulk/ingest', {
         token: writer.token,
@@ -82,7 +82,7 @@ describe('stream liveness', () => {
       await fast.collect((m) => m.type === 'record', sent, 10_000)
     }
     // The slow connection left the hub: the server closed it; the close frame waits behind unread data.
-    expect(hub?.size).toBe(1)
+    expect(hub?.snapshot().open).toBe(1)
     slow.ws.resume()
     const closed = await slow.closed
     expect(closed).toEqual({ code: 4008, reason: 'slow consumer' })
