@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server, STATUS_CODES } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import WebSocket, { WebSocketServer } from 'ws'
+import WebSocket, { type RawData, WebSocketServer } from 'ws'
 import { closedBeforeAnswer, repeatable } from '../src/http.js'
 
 export type Json = Record<string, unknown>
@@ -65,10 +65,20 @@ export interface Mutant {
   delivery?(req: ProxiedRequest): Promise<ProxiedRequest | ProxiedResponse> | ProxiedRequest | ProxiedResponse
   /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
-  /** Rewrites a JSON stream message on its way from the deployment to the client. */
-  streamMessage?(message: Json): Json
+  /**
+   * Rewrites a JSON stream message on its way from the deployment to the client (`connection` tells the client's
+   * connections apart); undefined drops it.
+   */
+  streamMessage?(message: Json, connection: object): Json | undefined
+  /** A client's stream connection closed. */
+  streamClosed?(connection: object): void
+  /**
+   * Holds back the stream messages it matches until the next tick of a clock of `periodMs`, as a server that pushes
+   * only on a periodic poll would; a message behind a held one waits with it, so the socket's order stays.
+   */
+  streamPoll?: { periodMs: number; holds(message: Json): boolean }
   /** Rewrites a JSON stream message on its way from the client to the deployment. */
-  clientMessage?(message: Json): Json
+  clientMessage?(message: Json, connection: object): Json
 }
 
 export const HOOK_PREFIX = '/__hooks'
@@ -312,21 +322,40 @@ export class MutantProxy {
             const rewrite = this.mutant?.clientMessage
             if (!rewrite || isBinary) return upstream.send(data, { binary: isBinary })
             try {
-              upstream.send(JSON.stringify(rewrite(JSON.parse(String(data)) as Json)))
+              upstream.send(JSON.stringify(rewrite(JSON.parse(String(data)) as Json, client)))
             } catch {
               upstream.send(data)
             }
           })
-          upstream.on('message', (data, isBinary) => {
+          const toClient = (data: RawData, isBinary: boolean) => {
             const rewrite = this.mutant?.streamMessage
             if (!rewrite || isBinary) return client.send(data, { binary: isBinary })
+            let out: Json | undefined
             try {
-              client.send(JSON.stringify(rewrite(JSON.parse(String(data)) as Json)))
+              out = rewrite(JSON.parse(String(data)) as Json, client)
             } catch {
-              client.send(data)
+              return client.send(data)
             }
+            if (out !== undefined) client.send(JSON.stringify(out))
+          }
+          const held: [RawData, boolean][] = []
+          upstream.on('message', (data, isBinary) => {
+            const poll = this.mutant?.streamPoll
+            if (!poll || (held.length === 0 && (isBinary || !poll.holds(parsedOrEmpty(data)))))
+              return toClient(data, isBinary)
+            if (held.length === 0)
+              setTimeout(
+                () => {
+                  for (const [d, b] of held.splice(0)) if (client.readyState === client.OPEN) toClient(d, b)
+                },
+                poll.periodMs - (Date.now() % poll.periodMs),
+              )
+            held.push([data, isBinary])
           })
-          client.on('close', () => upstream.close())
+          client.on('close', () => {
+            this.mutant?.streamClosed?.(client)
+            upstream.close()
+          })
           upstream.on('close', (code, reason) => client.close(relayable(code) ? code : 1000, reason))
           client.on('error', () => upstream.terminate())
           upstream.on('error', () => client.terminate())
@@ -341,6 +370,16 @@ export class MutantProxy {
     for (const ws of this.sockets) ws.terminate()
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+/** A stream message as JSON, or an empty object when it is not a JSON object. */
+function parsedOrEmpty(data: RawData): Json {
+  try {
+    const value: unknown = JSON.parse(String(data))
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {}
+  } catch {
+    return {}
   }
 }
 

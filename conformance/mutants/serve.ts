@@ -42,8 +42,14 @@ export function switchable(initial: Mutant | undefined): Mutant {
     response: (req, res, ctx) => (current?.response ? current.response(req, res, ctx) : res),
     delivery: (req) => (current?.delivery ? current.delivery(req) : req),
     upgrade: (headers, ctx) => (current?.upgrade ? current.upgrade(headers, ctx) : headers),
-    streamMessage: (message) => (current?.streamMessage ? current.streamMessage(message) : message),
-    clientMessage: (message) => (current?.clientMessage ? current.clientMessage(message) : message),
+    streamMessage: (message, connection) =>
+      current?.streamMessage ? current.streamMessage(message, connection) : message,
+    clientMessage: (message, connection) =>
+      current?.clientMessage ? current.clientMessage(message, connection) : message,
+    streamClosed: (connection) => current?.streamClosed?.(connection),
+    get streamPoll() {
+      return current?.streamPoll
+    },
   }
 }
 

@@ -26,6 +26,8 @@ export const GAPS = {
   lineage:
     '§2 Batch ingest response "lineage_root | string" (how the root is computed and read back is not shown)',
   streamMessages: '§4 "The messages a client sends to subscribe to stream topics: not shown"',
+  pushLatency:
+    '§4 "The server pushes records, with lineage, as they land" (how soon after their commit is not shown); §4 "The messages a client sends to subscribe to stream topics: not shown"',
   graphql: '§4 "A GraphQL surface is mentioned; its shape is not shown"',
   receiverSuccess:
     '§6 "What response from the receiver counts as success: not shown"; "Retry count and backoff timing: not shown"',
@@ -127,6 +129,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.resume-after-seq-exclusive': GAPS.streamMessages,
   'stream.protocol-messages': GAPS.streamMessages,
   'stream.records-with-lineage': GAPS.streamMessages,
+  'stream.pushed-promptly': GAPS.pushLatency,
   'ingest.connector-id-pattern': GAPS.connectorIds,
   'validation.fuzz-invalid-request-code': GAPS.errorCodes,
   'destinations.cloudevents-binary': GAPS.routing,

@@ -17,7 +17,9 @@ export const SCOPE = {
   '§2, §4 ingestion and lineage': ['src/domain/ingestion/**/*.ts'],
   '§6 events': ['src/domain/events/**/*.ts'],
   '§5.5, §6 webhook outbox, signing, retries': ['src/domain/webhooks/**/*.ts', 'src/outbound/**/*.ts'],
-  '§4 stream': ['src/stream/**/*.ts'],
+  // The stream's shared topic readers (one read per topic for every subscriber, woken by the change feed) are how
+  // a record reaches a subscriber "as it lands" (§4): the surface layer holds them, the stream's section judges them.
+  '§4 stream': ['src/stream/**/*.ts', 'src/surface/topic-feeds.ts'],
   '§7 error envelopes': ['src/domain/errors.ts', 'src/http/errors.ts'],
   '§4 GraphQL surface': ['src/graphql/**/*.ts'],
 }

@@ -66,6 +66,17 @@ export function coverageMutants(): Mutant[] {
       },
     },
     {
+      id: 'stream-pushes-on-a-poll',
+      description:
+        'The stream pushes what landed on a 2 s poll (as the reference’s fallback poll would alone), not when it commits',
+      targets: ['stream.pushed-promptly'],
+      streamPoll: {
+        periodMs: 2000,
+        holds: (message) => message.type === 'record' || message.type === 'event',
+      },
+    },
+    severedTopicMutant(),
+    {
       id: 'resume-past-window-without-gap',
       description:
         'A resume from before more than the replay window silently starts at the newest messages: no gap says what was skipped',
@@ -90,4 +101,30 @@ export function coverageMutants(): Mutant[] {
       },
     },
   ]
+}
+
+/**
+ * A server that reads each topic once for all its subscribers and, when one of them disconnects, stops feeding the
+ * topic for the others too: after a connection that held a topic closes, that topic's records reach nobody.
+ */
+function severedTopicMutant(): Mutant {
+  const held = new Map<object, string[]>()
+  const severed = new Set<string>()
+  return {
+    id: 'stream-topic-severed-when-a-subscriber-leaves',
+    description:
+      'When one subscriber of a topic disconnects, the topic’s shared reader stops, and the other subscribers get nothing more',
+    targets: ['stream.subscriber-outlives-another'],
+    clientMessage(message, connection) {
+      if (message.type === 'subscribe' && Array.isArray(message.topics))
+        held.set(connection, [...(held.get(connection) ?? []), ...message.topics.map(String)])
+      return message
+    },
+    streamClosed(connection) {
+      for (const topic of held.get(connection) ?? []) severed.add(topic)
+      held.delete(connection)
+    },
+    streamMessage: (message) =>
+      message.type === 'record' && severed.has(String(message.topic)) ? undefined : message,
+  }
 }

@@ -323,6 +323,65 @@ export const streamChecks: Check[] = [
     },
   },
   {
+    id: 'stream.subscriber-outlives-another',
+    title:
+      'Two subscribers of one topic both receive its records; once one disconnects, the other still receives the next',
+    level: 'core',
+    clauses: ['S4.10'],
+    // Mostly waiting for pushes on a connector of its own.
+    overlap: true,
+    async run(ctx) {
+      // §4 "The server pushes records, with lineage, as they land" to a subscriber: whoever else subscribed to the
+      // same topic, and left it, is no part of that. A server that reads a topic once for all its subscribers must
+      // still wake the readers of those who stay.
+      const connector = ctx.name('conn-shared')
+      const subscribe = subscribeMessage(ctx, [connector])
+      const stays = await openStream(ctx, ctx.config.tokens.primary)
+      if (!stays) fail('the stream refused the primary token')
+      const leaves = await openStream(ctx, ctx.config.tokens.primary)
+      try {
+        if (!leaves) fail('the stream refused the primary token a second connection')
+        await Promise.all([
+          subscribed(stays, subscribe, [topicOf(ctx, connector)]),
+          subscribed(leaves, subscribe, [topicOf(ctx, connector)]),
+        ])
+        const ingest = async (step: string) => {
+          const [record] = batch(ctx, 1)
+          expectStatus(
+            await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] }),
+            202,
+            `ingest ${step}`,
+          )
+          const id = String(record!.id)
+          return (m: Json) => JSON.stringify(m).includes(`"${id}"`)
+        }
+        const first = await ingest('while both are subscribed')
+        const [a, b] = await Promise.all([
+          stays.next(first, ctx.config.waitMs),
+          leaves.next(first, ctx.config.waitMs),
+        ])
+        const silent = `a record reached ${a ? 'one' : 'neither'} of two subscribers within ${ctx.config.waitMs} ms`
+        if (!(a && b) && ctx.config.stream.declared)
+          fail(`${silent}, both subscribed with the declared stream.subscribe (sent: ${subscribe})`)
+        if (!(a && b))
+          skip(
+            `${silent}: declare the subscribe message and topic names (stream.subscribe, stream.topic in --config; sent: ${subscribe})`,
+          )
+        leaves.close()
+        await sleep(200) // the server hears of the close
+        const next = await ingest('after the other subscriber disconnected')
+        const got = await stays.next(next, ctx.config.waitMs)
+        assert(
+          got,
+          `once the other subscriber of ${topicOf(ctx, connector)} disconnected, the next record did not reach the one still subscribed within ${ctx.config.waitMs} ms`,
+        )
+      } finally {
+        stays.close()
+        leaves?.close()
+      }
+    },
+  },
+  {
     id: 'stream.topic-scope-enforced',
     title: 'A token without a topic scope never receives that topic: records reach a scoped subscriber only',
     level: 'core',

@@ -58,6 +58,41 @@ async function resumePastWindow(ctx: CheckContext, s: Stream, window: number): P
   )
 }
 
+/** Pushes judged by `stream.pushed-promptly`, and how many of them may come later than PROMPT_MS. */
+const PROMPT_SAMPLES = 8
+const PROMPT_LATE_ALLOWED = 2
+/**
+ * What "promptly" means there: well past a loaded machine's pause (the clean reference pushes in milliseconds), well
+ * short of the reference's fallback poll (AGENTOPS_STREAM_FALLBACK_POLL_MS, 2 s), which would deliver at a uniformly
+ * random point within its period: a server that waited for the poll would come within PROMPT_MS a quarter of the
+ * time, so in at least 6 of 8 pushes about once in 250 runs.
+ */
+const PROMPT_MS = 500
+
+/**
+ * How long each of `samples` pushes took, from `cause` (an ingest's 202, a run start's 201) answering to the pushed
+ * message `pushed(token)` names arriving; stops at the first that misses `waitMs`, or once more than `lateAllowed`
+ * were late. Returns the latencies in ms (Infinity for one that never came).
+ */
+async function pushLatencies(
+  s: Stream,
+  samples: number,
+  lateAllowed: number,
+  waitMs: number,
+  cause: () => Promise<string>,
+  pushed: (token: string) => (m: Json) => boolean,
+): Promise<number[]> {
+  const latencies: number[] = []
+  for (let i = 0; i < samples; i++) {
+    const token = await cause()
+    const answered = performance.now()
+    const got = await s.next(pushed(token), waitMs)
+    latencies.push(got ? performance.now() - answered : Number.POSITIVE_INFINITY)
+    if (!got || latencies.filter((ms) => ms > PROMPT_MS).length > lateAllowed) break
+  }
+  return latencies
+}
+
 export const streamProtocolChecks: Check[] = [
   {
     id: 'stream.protocol-messages',
@@ -138,6 +173,75 @@ export const streamProtocolChecks: Check[] = [
       } finally {
         s.close()
         idle?.close()
+      }
+    },
+  },
+  {
+    id: 'stream.pushed-promptly',
+    title:
+      'A record or a run’s event reaches a live subscriber promptly: 6 of 8 pushes within 500 ms of the 202 or 201 that committed them',
+    level: 'profile',
+    clauses: ['S1.6', 'S4.10'],
+    async run(ctx) {
+      // §4 "The server pushes records, with lineage, as they land" names no bound. The reference's choice: a commit
+      // wakes the topics it concerns at once (its change feed), and its periodic poll only repairs a missed wake-up.
+      const s = await openStream(ctx, ctx.config.tokens.primary)
+      if (!s) fail('the stream refused the primary token')
+      try {
+        const connector = ctx.name('conn-prompt')
+        const topic = `connector:${connector}`
+        const wait = ctx.config.waitMs
+        s.ws.send(JSON.stringify({ type: 'subscribe', topics: [topic, 'runs'] }))
+        for (const t of [topic, 'runs']) {
+          const ack = await s.next(
+            (m) => (m.type === 'subscribed' && m.topic === t) || m.type === 'error',
+            wait,
+          )
+          assert(ack?.type === 'subscribed', `subscribing to ${t} answered ${short(ack)}`)
+        }
+        const agent = await ctx.fx.agent()
+        const judged: [string, number[]][] = [
+          [
+            `records of ${topic}`,
+            await pushLatencies(
+              s,
+              PROMPT_SAMPLES,
+              PROMPT_LATE_ALLOWED,
+              wait,
+              async () => {
+                const [record] = batch(ctx, 1)
+                expectStatus(
+                  await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] }),
+                  202,
+                  'ingest',
+                )
+                return String(record!.id)
+              },
+              (id) => (m) => m.type === 'record' && (m.record as Json | undefined)?.id === id,
+            ),
+          ],
+          [
+            'events of started runs on the runs topic',
+            await pushLatencies(
+              s,
+              PROMPT_SAMPLES,
+              PROMPT_LATE_ALLOWED,
+              wait,
+              async () => (await ctx.fx.startRun(agent)).runId,
+              (runId) => (m) => m.type === 'event' && JSON.stringify(m.event).includes(runId),
+            ),
+          ],
+        ]
+        const wrong = judged.flatMap(([what, ms]) => {
+          const late = ms.filter((t) => t > PROMPT_MS).length
+          const shown = ms.map((t) => (Number.isFinite(t) ? `${Math.round(t)}` : 'never')).join(', ')
+          return late > PROMPT_LATE_ALLOWED || ms.length < PROMPT_SAMPLES
+            ? [`${what}: ${late} of ${ms.length} pushes later than ${PROMPT_MS} ms (ms: ${shown})`]
+            : []
+        })
+        assert(wrong.length === 0, wrong.join('; '))
+      } finally {
+        s.close()
       }
     },
   },
