@@ -329,6 +329,23 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(1)
   })
 
+  it('keeps only the secrets still signing across rotations: one whose overlap ran out is dropped', async () => {
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    const SECOND = 'whsec_c2Vjb25kLXNlY3JldC1ieXRlcy0xMjM0NTY='
+    const THIRD = 'whsec_dGhpcmQtc2VjcmV0LWJ5dGVzLTEyMzQ1Njc='
+    await h.webhooks.rotateSecret('ws_a', sub.id, { secret: SECOND, overlap_seconds: 60 })
+    h.clock.advance(61_000)
+    const rotated = await h.webhooks.rotateSecret('ws_a', sub.id, { secret: THIRD, overlap_seconds: 30 })
+    expect(rotated.secrets).toEqual([
+      { secret: THIRD, expiresAt: null },
+      { secret: SECOND, expiresAt: h.clock.now() + 30_000 },
+    ])
+  })
+
   it('drops pending deliveries of a deleted subscription and stops fanning out to it', async () => {
     receiver.fallback = 500
     const sub = await h.webhooks.create('ws_a', {

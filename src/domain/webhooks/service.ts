@@ -131,8 +131,9 @@ export class WebhookService {
       if (!found) throw notFound('Webhook')
       const now = this.clock.now()
       const until = now + overlapMs
+      // A secret already expired ends with an expiry at or before now, and the last filter drops it.
       const kept: StoredSecret[] = found.secrets
-        .filter((s) => (s.expiresAt === null || s.expiresAt > now) && s.secret !== input.secret)
+        .filter((s) => s.secret !== input.secret)
         .map((s) => ({
           secret: s.secret,
           expiresAt: s.expiresAt === null ? until : Math.min(s.expiresAt, until),
