@@ -274,8 +274,9 @@ function badMessages(topic: string): BadMessage[] {
   const long = (n: number) => `connector:${'c'.repeat(n - 'connector:'.length)}`
   const ref128 = `r${'8'.repeat(127)}`
   return [
-    { what: 'a frame that is not JSON', text: '{"type": "subscribe",', names: 'JSON' },
+    { what: 'a frame that is not JSON', text: '{"type": "subscribe",', names: 'not valid JSON' },
     { what: 'a JSON array', text: JSON.stringify([{ type: 'ping' }]), names: 'object' },
+    { what: 'a JSON null', text: 'null', names: 'object' },
     json('an unknown type', { type: 'listen', topics: [topic] }, 'type', 'r-type'),
     json('a message without a type', { topics: [topic] }, 'type', 'r-no-type'),
     json('topics that are a string', { type: 'subscribe', topics: topic }, 'topics', 'r-string'),
@@ -304,6 +305,13 @@ function badMessages(topic: string): BadMessage[] {
       'since',
       'r-str',
     ),
+    json(
+      'since that is an array',
+      { type: 'subscribe', topics: [topic], since: [] },
+      'since',
+      'r-since-array',
+    ),
+    json('since that is null', { type: 'subscribe', topics: [topic], since: null }, 'since', 'r-since-null'),
     json('an ingest without connector_id', { type: 'ingest', records: [] }, 'connector_id', 'r-no-conn'),
     json(
       'an ingest under a connector id outside the pattern',
@@ -324,12 +332,23 @@ function badMessages(topic: string): BadMessage[] {
       { type: 'ingest', connector_id: 'c1', records: [], ref: `${ref128}9` },
       'ref',
     ),
+    json(
+      'an unknown type with a ref that is an array',
+      { type: 'listen', topics: [topic], ref: ['r'] },
+      'type',
+    ),
     // Text that cannot be stored (a NUL), and JSON nested past the profile's 64 levels.
     json('a NUL in a member', { type: 'subscribe', topics: [`${topic}\u0000`] }, 'topics', 'r-nul'),
+    json(
+      'a NUL in a member, with a numeric ref',
+      { type: 'subscribe', topics: [`${topic}\u0000`], ref: 5 },
+      'topics',
+    ),
     {
       what: 'JSON nested 70 levels deep',
       text: `{"type":"ping","x":${'['.repeat(70)}${']'.repeat(70)}}`,
-      names: 'deeper',
+      // The member at fault, as a path from the message.
+      names: 'message.x',
     },
   ]
 }
@@ -533,6 +552,16 @@ streamMessageRulesChecks.push({
           `batch ${i + 1} of 17 sent one after the other over the stream answered ${short(one)}`,
         )
       }
+      // A ref is the client's option: a batch without one is taken, and answered without one.
+      s.ws.send(JSON.stringify({ type: 'ingest', connector_id: connector, records: batch(ctx, 1) }))
+      const unnamed = await s.next(
+        (m) => (m.type === 'ingested' || m.type === 'error') && m.ref === undefined,
+        wait,
+      )
+      assert(
+        unnamed?.type === 'ingested' && unnamed.accepted === 1,
+        `a batch of one good record without a ref answered ${short(unnamed)}, not ingested`,
+      )
       const [good, bad] = batch(ctx, 2)
       const { ts: _ts, ...withoutTs } = bad!
       const mixed = await ingestOver(s, 'r-mixed', connector, [good, withoutTs], wait)
