@@ -93,6 +93,15 @@ async function pushLatencies(
   return latencies
 }
 
+/** Subscribes with the reference profile's message and waits for each topic's acknowledgement. */
+async function subscribeEach(s: Stream, topics: string[], wait: number): Promise<void> {
+  s.ws.send(JSON.stringify({ type: 'subscribe', topics }))
+  for (const t of topics) {
+    const ack = await s.next((m) => (m.type === 'subscribed' && m.topic === t) || m.type === 'error', wait)
+    assert(ack?.type === 'subscribed', `subscribing to ${t} answered ${short(ack)}`)
+  }
+}
+
 export const streamProtocolChecks: Check[] = [
   {
     id: 'stream.protocol-messages',
@@ -112,14 +121,7 @@ export const streamProtocolChecks: Check[] = [
         const connector = ctx.name('conn-proto')
         const topic = `connector:${connector}`
         const wait = ctx.config.waitMs
-        s.ws.send(JSON.stringify({ type: 'subscribe', topics: [topic, 'runs'] }))
-        for (const t of [topic, 'runs']) {
-          const ack = await s.next(
-            (m) => (m.type === 'subscribed' && m.topic === t) || m.type === 'error',
-            wait,
-          )
-          assert(ack?.type === 'subscribed', `subscribing to ${t} answered ${short(ack)}`)
-        }
+        await subscribeEach(s, [topic, 'runs'], wait)
         const [record] = batch(ctx, 1)
         const ref = ctx.name('ingest-ref')
         s.ws.send(JSON.stringify({ type: 'ingest', ref, connector_id: connector, records: [record] }))
@@ -191,14 +193,7 @@ export const streamProtocolChecks: Check[] = [
         const connector = ctx.name('conn-prompt')
         const topic = `connector:${connector}`
         const wait = ctx.config.waitMs
-        s.ws.send(JSON.stringify({ type: 'subscribe', topics: [topic, 'runs'] }))
-        for (const t of [topic, 'runs']) {
-          const ack = await s.next(
-            (m) => (m.type === 'subscribed' && m.topic === t) || m.type === 'error',
-            wait,
-          )
-          assert(ack?.type === 'subscribed', `subscribing to ${t} answered ${short(ack)}`)
-        }
+        await subscribeEach(s, [topic, 'runs'], wait)
         const agent = await ctx.fx.agent()
         const judged: [string, number[]][] = [
           [
