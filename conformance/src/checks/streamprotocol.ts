@@ -184,6 +184,9 @@ export const streamProtocolChecks: Check[] = [
       'A record or a run’s event reaches a live subscriber promptly: 6 of 8 pushes within 500 ms of the 202 or 201 that committed them',
     level: 'profile',
     clauses: ['S1.6', 'S4.10'],
+    // On a connector and runs of its own, beside the serial checks: the 500 ms bound is far above what a server busy
+    // with them adds to a push, and two late pushes of eight are allowed.
+    overlap: true,
     async run(ctx) {
       // §4 "The server pushes records, with lineage, as they land" names no bound. The reference's choice: a commit
       // wakes the topics it concerns at once (its change feed), and its periodic poll only repairs a missed wake-up.
