@@ -12,7 +12,7 @@ import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
-import { batch } from './ingest.js'
+import { batch, ingestAccepted } from './ingest.js'
 import { atTag, hookId, ownHook, webhookSecret } from './webhooks.js'
 
 export interface Probe {
@@ -163,11 +163,7 @@ export const extensionChecks: Check[] = [
       const secret = () => ({ secret: webhookSecret(), overlap_seconds: 0 })
       const connector = ctx.name('conn-ext')
       const records = batch(ctx, 2)
-      expectStatus(
-        await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records }),
-        202,
-        'ingesting two records to read back',
-      )
+      await ingestAccepted(ctx, connector, records, 'ingesting two records to read back')
       const listed = (id: string) => (res: HttpResponse) =>
         (pageItems(res.body) ?? []).some((w) => ownId(w, 'webhook') === id)
           ? undefined

@@ -16,7 +16,7 @@ import { obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep, waitUntil } from '../wait.js'
 import { declaredSurface, gql, socketUrl } from './graphql.js'
-import { batch } from './ingest.js'
+import { batch, ingestAccepted } from './ingest.js'
 import { connect, type Opened, type RefusedUpgrade } from './stream.js'
 import { receiverUrl } from './webhooks.js'
 
@@ -1446,11 +1446,7 @@ export const graphqlSurfaceChecks: Check[] = [
         // connectorRecords(since: 0): the records ingested before, each with its seq and lineage.
         const connector = ctx.name('gql-conn')
         const records = batch(ctx, 2)
-        expectStatus(
-          await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records }),
-          202,
-          'ingesting 2 records',
-        )
+        await ingestAccepted(ctx, connector, records, 'ingesting 2 records')
         s.send({
           id: 'rec',
           type: 'subscribe',
@@ -1613,11 +1609,7 @@ export const graphqlSurfaceChecks: Check[] = [
     async run(ctx) {
       const url = declaredSurface(ctx)
       const connector = ctx.name('gql-recs')
-      expectStatus(
-        await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: batch(ctx, 3) }),
-        202,
-        'ingesting 3 records',
-      )
+      await ingestAccepted(ctx, connector, batch(ctx, 3), 'ingesting 3 records')
       const rest = await restJson(ctx, `/v1/grid/connectors/${connector}/records?limit=2`)
       const page = answered(
         await gql(

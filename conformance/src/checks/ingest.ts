@@ -22,6 +22,18 @@ export function merkleRoot(leaves: Buffer[]): string {
   return mth(leaves).toString('hex')
 }
 
+/** POSTs `records` to `connector`'s batch ingest, which must answer 202 (`what` names the step in a failure). */
+export async function ingestAccepted(
+  ctx: CheckContext,
+  connector: string,
+  records: Json[],
+  what = 'ingest',
+): Promise<HttpResponse> {
+  const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records })
+  expectStatus(res, 202, what)
+  return res
+}
+
 export function batch(ctx: CheckContext, n: number): Json[] {
   const now = Date.now()
   return Array.from({ length: n }, (_, i) => ({

@@ -11,7 +11,7 @@ import { expectStatus } from '../fixtures.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { expectEnvelope, expectError } from './assertions.js'
-import { batch } from './ingest.js'
+import { batch, ingestAccepted } from './ingest.js'
 
 type Json = Record<string, unknown>
 
@@ -268,11 +268,7 @@ export const streamChecks: Check[] = [
         // A positive control first: one record pushed shows the subscription has taken effect (a deployment may
         // not acknowledge, or acknowledge late on a loaded machine), so no judged record can land before it.
         const [probe] = batch(ctx, 1)
-        expectStatus(
-          await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [probe] }),
-          202,
-          'ingest',
-        )
+        await ingestAccepted(ctx, connector, [probe!])
         const live = await r.next(carrying(String(probe!.id)), ctx.config.waitMs)
         const silent = `no ingested record reached the subscriber within ${ctx.config.waitMs} ms`
         // Declared, the subscribe message is the deployment's own word: silence is its failure, not the suite's guess.
@@ -287,8 +283,7 @@ export const streamChecks: Check[] = [
         const batches = [batch(ctx, 3), batch(ctx, 2)]
         const roots: string[] = []
         for (const records of batches) {
-          const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records })
-          expectStatus(res, 202, 'ingest')
+          const res = await ingestAccepted(ctx, connector, records)
           const root = (res.body as Json | undefined)?.lineage_root
           if (typeof root !== 'string') fail(`the batch answer has no lineage_root: ${short(res.body)}`)
           roots.push(root)
@@ -347,11 +342,7 @@ export const streamChecks: Check[] = [
         ])
         const ingest = async (step: string) => {
           const [record] = batch(ctx, 1)
-          expectStatus(
-            await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] }),
-            202,
-            `ingest ${step}`,
-          )
+          await ingestAccepted(ctx, connector, [record!], `ingest ${step}`)
           const id = String(record!.id)
           return (m: Json) => JSON.stringify(m).includes(`"${id}"`)
         }
@@ -506,11 +497,7 @@ export const streamChecks: Check[] = [
       let seq: number
       try {
         await subscribed(first, JSON.stringify({ type: 'subscribe', topics: [topic] }), [topic])
-        expectStatus(
-          await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records }),
-          202,
-          'ingest',
-        )
+        await ingestAccepted(ctx, connector, records)
         const m = await first.next(
           (x) => x.type === 'record' && (x.record as Json | undefined)?.id === records[0]!.id,
           ctx.config.waitMs,

@@ -11,15 +11,19 @@
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
-import { expectStatus, type Json } from '../fixtures.js'
+import type { Json } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
-import { batch } from './ingest.js'
+import { batch, ingestAccepted } from './ingest.js'
 import { connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
 
 type Stream = NonNullable<Awaited<ReturnType<typeof openStream>>>
+
+/** The reference profile's push of the record `id` (a `record` message carrying it). */
+const recordNamed = (id: unknown) => (m: Json) =>
+  m.type === 'record' && (m.record as Json | undefined)?.id === id
 
 /**
  * Resumes a connector topic from before `window + 2` records: the reference announces the two it no longer replays
@@ -29,11 +33,7 @@ async function resumePastWindow(ctx: CheckContext, s: Stream, window: number): P
   const connector = ctx.name('conn-gap')
   const topic = `connector:${connector}`
   const records = batch(ctx, window + 2)
-  expectStatus(
-    await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records }),
-    202,
-    `ingesting ${records.length} records`,
-  )
+  await ingestAccepted(ctx, connector, records, `ingesting ${records.length} records`)
   s.ws.send(JSON.stringify({ type: 'subscribe', topics: [topic], since: { [topic]: 0 } }))
   const gap = await s.next(
     (m) => (m.type === 'gap' && m.topic === topic) || m.type === 'error',
@@ -47,7 +47,7 @@ async function resumePastWindow(ctx: CheckContext, s: Stream, window: number): P
     `resuming ${topic} from 0 past ${records.length} records (declared replay window ${window}) announced no gap: ${short(gap)}`,
   )
   const last = String(records.at(-1)!.id)
-  await s.next((m) => m.type === 'record' && (m.record as Json | undefined)?.id === last, ctx.config.waitMs)
+  await s.next(recordNamed(last), ctx.config.waitMs)
   const replayed = s.messages
     .filter((m) => m.type === 'record' && m.topic === topic)
     .map((m) => String((m.record as Json | undefined)?.id))
@@ -70,25 +70,23 @@ const PROMPT_LATE_ALLOWED = 2
 const PROMPT_MS = 500
 
 /**
- * How long each of `samples` pushes took, from `cause` (an ingest's 202, a run start's 201) answering to the pushed
- * message `pushed(token)` names arriving; stops at the first that misses `waitMs`, or once more than `lateAllowed`
- * were late. Returns the latencies in ms (Infinity for one that never came).
+ * How long each of PROMPT_SAMPLES pushes took, from `cause` (an ingest's 202, a run start's 201) answering to the
+ * pushed message `pushed(token)` names arriving; stops at the first that misses `waitMs`, or once more than
+ * PROMPT_LATE_ALLOWED were late. Returns the latencies in ms (Infinity for one that never came).
  */
 async function pushLatencies(
   s: Stream,
-  samples: number,
-  lateAllowed: number,
   waitMs: number,
   cause: () => Promise<string>,
   pushed: (token: string) => (m: Json) => boolean,
 ): Promise<number[]> {
   const latencies: number[] = []
-  for (let i = 0; i < samples; i++) {
+  for (let i = 0; i < PROMPT_SAMPLES; i++) {
     const token = await cause()
     const answered = performance.now()
     const got = await s.next(pushed(token), waitMs)
     latencies.push(got ? performance.now() - answered : Number.POSITIVE_INFINITY)
-    if (!got || latencies.filter((ms) => ms > PROMPT_MS).length > lateAllowed) break
+    if (!got || latencies.filter((ms) => ms > PROMPT_MS).length > PROMPT_LATE_ALLOWED) break
   }
   return latencies
 }
@@ -130,10 +128,7 @@ export const streamProtocolChecks: Check[] = [
           ingested?.type === 'ingested' && ingested.accepted === 1 && ingested.rejected === 0,
           `an ingest message of one good record answered ${short(ingested)}`,
         )
-        const pushed = await s.next(
-          (m) => m.type === 'record' && (m.record as Json | undefined)?.id === record!.id,
-          wait,
-        )
+        const pushed = await s.next(recordNamed(record!.id), wait)
         assert(pushed, `the record ingested over the socket was not pushed to ${topic}`)
         const { runId } = await ctx.fx.startRun(await ctx.fx.agent())
         const event = await s.next((m) => m.type === 'event' && JSON.stringify(m.event).includes(runId), wait)
@@ -146,11 +141,7 @@ export const streamProtocolChecks: Check[] = [
         )
         // Unsubscribed, the topic's records no longer come.
         const [late] = batch(ctx, 1)
-        expectStatus(
-          await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [late] }),
-          202,
-          'ingest after unsubscribing',
-        )
+        await ingestAccepted(ctx, connector, [late!], 'ingest after unsubscribing')
         const after = await s.next((m) => JSON.stringify(m).includes(String(late!.id)), 1000)
         assert(!after, `a record of ${topic} came after unsubscribing from it: ${short(after)}`)
         const window = ctx.config.stream.replayWindow
@@ -203,27 +194,19 @@ export const streamProtocolChecks: Check[] = [
             `records of ${topic}`,
             await pushLatencies(
               s,
-              PROMPT_SAMPLES,
-              PROMPT_LATE_ALLOWED,
               wait,
               async () => {
                 const [record] = batch(ctx, 1)
-                expectStatus(
-                  await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] }),
-                  202,
-                  'ingest',
-                )
+                await ingestAccepted(ctx, connector, [record!])
                 return String(record!.id)
               },
-              (id) => (m) => m.type === 'record' && (m.record as Json | undefined)?.id === id,
+              recordNamed,
             ),
           ],
           [
             'events of started runs on the runs topic',
             await pushLatencies(
               s,
-              PROMPT_SAMPLES,
-              PROMPT_LATE_ALLOWED,
               wait,
               async () => (await ctx.fx.startRun(agent)).runId,
               (runId) => (m) => m.type === 'event' && JSON.stringify(m.event).includes(runId),
@@ -385,14 +368,8 @@ async function topicBounds(ctx: CheckContext, s: Stream, topic: string): Promise
   // Subscribed twice, the topic is still held once: a record landing on it comes once.
   const [record] = batch(ctx, 1)
   const id = String(record!.id)
-  expectStatus(
-    await ctx.http.post(`/v1/grid/connectors/${topic.slice('connector:'.length)}/ingest`, {
-      records: [record],
-    }),
-    202,
-    'ingest',
-  )
-  const carries = (m: Json) => m.type === 'record' && (m.record as Json | undefined)?.id === id
+  await ingestAccepted(ctx, topic.slice('connector:'.length), [record!])
+  const carries = recordNamed(id)
   await s.next(carries, wait)
   await sleep(300) // a second copy pushed right after would show now
   const copies = s.messages.filter(carries).length
