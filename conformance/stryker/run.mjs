@@ -5,7 +5,7 @@
  * reports/stryker/ and a per-spec-section table (killed at core, by profile only, survived, annotated, timeout) to
  * reports/stryker/sections.json, and prints the time it took.
  *
- *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL]
+ *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL]
  *
  * --since REF    mutate only the lines of the scope's modules changed since REF (git diff), the quick run
  * --max-mutants N with --since: take the changed ranges in order while their mutants number at most N
@@ -20,6 +20,10 @@
  * --postgres URL the reference on PostgreSQL instead of SQLite: URL is a server's admin URL (database `postgres`);
  *                each worker's server gets a database of its own there, dropped at its end. The code a store with
  *                shared counters takes (the rate-limit step's count alongside a read) runs only there.
+ * --also-postgres URL after the run on SQLite, the mutants it left alive (survived, no coverage) are judged again
+ *                with the reference on PostgreSQL (URL as for --postgres), and one the suite kills there counts as
+ *                killed (stores.mjs): code only one store runs is judged where it runs. The reports are the merged
+ *                ones; the second pass's own are in reports/stryker/postgres/.
  *
  * Each mutant costs one suite run that stops at the first core failure (--bail) and runs only the check families
  * of the mutated module's section (scope.mjs CHECKS), with fresh identities in the store (switch) or a fresh store
@@ -43,12 +47,13 @@ import {
   writeGuide,
 } from './pace.mjs'
 import { EXCLUDED, SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
+import { aliveRanges, mergeSecondPass, withReport } from './stores.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 const out = join(root, 'reports', 'stryker')
 const USAGE =
   'usage: node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] ' +
-  '[--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL]'
+  '[--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL]'
 /** The options, or the usage: on `--help` (exit 0) and on an option it does not know (exit 2, with the reason). */
 function options() {
   try {
@@ -62,6 +67,7 @@ function options() {
         concurrency: { type: 'string' },
         runner: { type: 'string' },
         postgres: { type: 'string' },
+        'also-postgres': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -82,6 +88,14 @@ if (values.help) {
 let mutate = values.mutate ? values.mutate.split(',') : scopeGlobs()
 if (values.runner !== undefined && values.runner !== 'command' && values.runner !== 'switch') {
   console.error(`conformance:stryker: --runner is switch (the default) or command, not ${values.runner}`)
+  process.exit(2)
+}
+if (values.postgres !== undefined && values['also-postgres'] !== undefined) {
+  console.error('conformance:stryker: --postgres and --also-postgres exclude each other')
+  process.exit(2)
+}
+if (values['also-postgres'] !== undefined && values.runner === 'command') {
+  console.error('conformance:stryker: --also-postgres runs with the switch runner only')
   process.exit(2)
 }
 if (values.postgres !== undefined) {
@@ -144,49 +158,62 @@ const guidePath = guideFile(out, mutate, concurrency)
 const guide = values.incremental === true ? undefined : readGuide(guidePath)
 // Loaded only now: a quick run with nothing to mutate ends before StrykerJS loads.
 const { Stryker } = await import('@stryker-mutator/core')
+/** One Stryker run over `mutate`, its reports written to `reportsDir` (Stryker's HTML and JSON). */
+function strykerPass(mutate, reportsDir) {
+  return new Stryker({
+    packageManager: 'npm',
+    ...(values.runner === 'command'
+      ? { testRunner: 'command', commandRunner: { command: 'node conformance/stryker/suite.mjs' } }
+      : {
+          // One reference server per worker with the active mutant switched inside it (switch-runner.mjs); the
+          // dry run's coverage tells static mutants (a server started with them) from runtime ones, and leaves
+          // the mutants no check reaches NoCoverage without a run.
+          testRunner: 'conformance-switch',
+        }),
+    // Whole classes of mutants no spec statement is about (log lines, metrics): ignored with their reason
+    // (ignorers.mjs), counted as annotated.
+    appendPlugins: [
+      join(import.meta.dirname, 'ignorers.mjs'),
+      ...(values.runner === 'command' ? [] : [join(import.meta.dirname, 'switch-runner.mjs')]),
+    ],
+    ignorers: IGNORERS,
+    // The reference runs compiled (bin/agentops.mjs runs dist/): the sandbox builds its mutated sources once, and
+    // the suite too (the runners run conformance/dist).
+    buildCommand: 'node conformance/stryker/build.mjs',
+    coverageAnalysis: values.runner === 'command' ? 'off' : 'perTest',
+    mutate,
+    ignorePatterns: [
+      'dist',
+      'docs',
+      'bench',
+      'test',
+      'reports',
+      'coverage',
+      '.agentops',
+      'conformance/bundle',
+    ],
+    concurrency,
+    // A mutant's run may take timeoutFactor x the dry-run time of its section's checks + conformanceSwitch.timeoutMS
+    // (the switch runner's own deadline, the time the run waited for a CPU given back): the suite's per-request
+    // timeout, so one request that never answers fails its check rather than the run. Stryker's own timeout (the
+    // same factor + timeoutMS) is the last resort for a runner that itself hangs: it replaces the worker and gives
+    // no time back on a busy machine (at load 17 under `nice -n 19`, runs of 5 s of CPU took 45-65 s and Stryker's
+    // 60 s timed 8 of 290 out), so it is set far above any run.
+    timeoutMS: 180_000,
+    timeoutFactor: 1.5,
+    ...(values.runner === 'command' ? {} : { conformanceSwitch: { timeoutMS: 10_000 } }),
+    incremental: values.incremental === true && reportsDir === out,
+    incrementalFile: join(out, 'incremental.json'),
+    reporters: ['html', 'json', 'clear-text', 'progress'],
+    htmlReporter: { fileName: join(reportsDir, 'index.html') },
+    jsonReporter: { fileName: join(reportsDir, 'mutation.json') },
+    tempDirName: join(root, '.stryker-tmp'),
+    cleanTempDir: true,
+    disableTypeChecks: true,
+  })
+}
 const started = Date.now()
-const stryker = new Stryker({
-  packageManager: 'npm',
-  ...(values.runner === 'command'
-    ? { testRunner: 'command', commandRunner: { command: 'node conformance/stryker/suite.mjs' } }
-    : {
-        // One reference server per worker with the active mutant switched inside it (switch-runner.mjs); the
-        // dry run's coverage tells static mutants (a server started with them) from runtime ones, and leaves
-        // the mutants no check reaches NoCoverage without a run.
-        testRunner: 'conformance-switch',
-      }),
-  // Whole classes of mutants no spec statement is about (log lines, metrics): ignored with their reason
-  // (ignorers.mjs), counted as annotated.
-  appendPlugins: [
-    join(import.meta.dirname, 'ignorers.mjs'),
-    ...(values.runner === 'command' ? [] : [join(import.meta.dirname, 'switch-runner.mjs')]),
-  ],
-  ignorers: IGNORERS,
-  // The reference runs compiled (bin/agentops.mjs runs dist/): the sandbox builds its mutated sources once, and
-  // the suite too (the runners run conformance/dist).
-  buildCommand: 'node conformance/stryker/build.mjs',
-  coverageAnalysis: values.runner === 'command' ? 'off' : 'perTest',
-  mutate,
-  ignorePatterns: ['dist', 'docs', 'bench', 'test', 'reports', 'coverage', '.agentops', 'conformance/bundle'],
-  concurrency,
-  // A mutant's run may take timeoutFactor x the dry-run time of its section's checks + conformanceSwitch.timeoutMS
-  // (the switch runner's own deadline, the time the run waited for a CPU given back): the suite's per-request
-  // timeout, so one request that never answers fails its check rather than the run. Stryker's own timeout (the
-  // same factor + timeoutMS) is the last resort for a runner that itself hangs: it replaces the worker and gives
-  // no time back on a busy machine (at load 17 under `nice -n 19`, runs of 5 s of CPU took 45-65 s and Stryker's
-  // 60 s timed 8 of 290 out), so it is set far above any run.
-  timeoutMS: 180_000,
-  timeoutFactor: 1.5,
-  ...(values.runner === 'command' ? {} : { conformanceSwitch: { timeoutMS: 10_000 } }),
-  incremental: values.incremental === true,
-  incrementalFile: join(out, 'incremental.json'),
-  reporters: ['html', 'json', 'clear-text', 'progress'],
-  htmlReporter: { fileName: join(out, 'index.html') },
-  jsonReporter: { fileName: join(out, 'mutation.json') },
-  tempDirName: join(root, '.stryker-tmp'),
-  cleanTempDir: true,
-  disableTypeChecks: true,
-})
+const stryker = strykerPass(mutate, out)
 // Every 5 minutes, where the run stands against the last one over this scope (Stryker's estimate misleads on a long run).
 const pace = guide
   ? setInterval(() => {
@@ -201,16 +228,50 @@ if (!guide)
   )
 const results = await stryker.runMutationTest()
 if (pace) clearInterval(pace)
+const firstSeconds = (Date.now() - started) / 1000
+
+/**
+ * `--also-postgres URL`: the mutants the first pass left alive judged again with the reference on PostgreSQL
+ * (stores.mjs); Stryker's reports in reports/stryker/postgres/, the merged ones in reports/stryker/.
+ */
+const secondReports = join(out, 'postgres')
+const suiteReportsPg = join(secondReports, 'suite')
+let report = JSON.parse(readFileSync(join(out, 'mutation.json'), 'utf8'))
+let secondPass
+if (values['also-postgres'] !== undefined) {
+  const ranges = aliveRanges(report)
+  rmSync(secondReports, { recursive: true, force: true })
+  mkdirSync(suiteReportsPg, { recursive: true })
+  console.log(
+    `conformance:stryker: ${ranges.length} mutant place(s) left alive on SQLite, judged again with the reference on PostgreSQL`,
+  )
+  if (ranges.length > 0) {
+    const at = Date.now()
+    process.env.STRYKER_POSTGRES_ADMIN_URL = values['also-postgres']
+    process.env.STRYKER_SUITE_REPORTS = suiteReportsPg
+    await strykerPass(ranges, secondReports).runMutationTest()
+    const second = JSON.parse(readFileSync(join(secondReports, 'mutation.json'), 'utf8'))
+    const merged = mergeSecondPass(report, second, 'on PostgreSQL')
+    report = merged.report
+    writeFileSync(join(out, 'mutation.json'), JSON.stringify(report))
+    writeFileSync(join(out, 'index.html'), withReport(readFileSync(join(out, 'index.html'), 'utf8'), report))
+    secondPass = {
+      places: ranges.length,
+      seconds: Math.round((Date.now() - at) / 1000),
+      killed: merged.changed,
+    }
+  }
+}
 const seconds = (Date.now() - started) / 1000
 
 /**
- * How the suite killed a mutant (from its JSON report): at core when a core check failed or could not (fully) run
- * against it (the clean run passes them all, so a passing verdict was out of reach either way), else by profile
- * failures only. Whichever the run met first: a core check that could not run counts at core also when a profile
- * check failed too.
+ * How the suite killed a mutant (from its JSON report in `dir`): at core when a core check failed or could not
+ * (fully) run against it (the clean run passes them all, so a passing verdict was out of reach either way), else by
+ * profile failures only. Whichever the run met first: a core check that could not run counts at core also when a
+ * profile check failed too.
  */
-function killedBy(id) {
-  const file = join(suiteReports, `${id}.json`)
+function killedBy(dir, id) {
+  const file = join(dir, `${id}.json`)
   if (!existsSync(file)) return 'core'
   const report = JSON.parse(readFileSync(file, 'utf8'))
   const coreNoticed =
@@ -219,14 +280,19 @@ function killedBy(id) {
 }
 
 const sections = {}
-for (const m of results) {
-  const section = sectionOf(relative(root, m.fileName)) ?? '(outside the scope)'
+for (const [file, { mutants }] of Object.entries(report.files)) {
+  const section = sectionOf(file) ?? '(outside the scope)'
   sections[section] ??= { killedAtCore: 0, killedByProfileOnly: 0, survived: 0, annotated: 0, timeout: 0 }
   const row = sections[section]
-  if (m.status === 'Ignored') row.annotated++
-  else if (m.status === 'Timeout') row.timeout++
-  else if (m.status === 'Killed') row[killedBy(m.id) === 'core' ? 'killedAtCore' : 'killedByProfileOnly']++
-  else if (m.status === 'Survived' || m.status === 'NoCoverage') row.survived++
+  for (const m of mutants) {
+    if (m.status === 'Ignored') row.annotated++
+    else if (m.status === 'Timeout') row.timeout++
+    else if (m.status === 'Killed') {
+      const level =
+        m.secondId === undefined ? killedBy(suiteReports, m.id) : killedBy(suiteReportsPg, m.secondId)
+      row[level === 'core' ? 'killedAtCore' : 'killedByProfileOnly']++
+    } else if (m.status === 'Survived' || m.status === 'NoCoverage') row.survived++
+  }
 }
 const total = Object.values(sections).reduce(
   (t, r) => ({
@@ -290,12 +356,13 @@ const summary = {
   annotated: results.length ? total.annotated / results.length : null,
   sections,
   total,
+  ...(secondPass ? { secondPass } : {}),
   ...(costs ? { costs } : {}),
 }
 writeFileSync(join(out, 'sections.json'), `${JSON.stringify(summary, null, 2)}\n`)
 // This run's pace, the guide of the next one over the same scope (an incremental run judged only part of it).
 const paceNow = withoutDryRun(costLines)
-if (values.incremental !== true && paceNow.length > 0) writeGuide(guidePath, seconds, paceNow)
+if (values.incremental !== true && paceNow.length > 0) writeGuide(guidePath, firstSeconds, paceNow)
 console.log(
   '\n| spec section | killed at core | by profile only | survived | annotated | timeout |\n|---|---|---|---|---|---|',
 )
@@ -307,6 +374,10 @@ const pct = (x) => (x === null ? '-' : `${(x * 100).toFixed(1)} %`)
 console.log(
   `\nconformance:stryker: ${results.length} mutants in ${seconds.toFixed(0)} s (${(seconds / Math.max(1, results.length)).toFixed(1)} s each); killed ${pct(summary.killed)} of those not annotated, ${pct(summary.killedAtCore)} at core; annotated ${pct(summary.annotated)}; HTML report ${relative(root, join(out, 'index.html'))}`,
 )
+if (secondPass)
+  console.log(
+    `conformance:stryker: the second pass on PostgreSQL judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left alive (the first pass took ${firstSeconds.toFixed(0)} s)`,
+  )
 if (costs)
   console.log(
     `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}; servers held after the verdict (replaced): ${costs.stalledAtEnd}; kills looked at again on the clean server: ${costs.confirmations.runs} (${costs.confirmations.cpuSeconds} s of CPU), the server broken in ${costs.confirmations.serverBroken} (the mutant judged again on a fresh one)`,

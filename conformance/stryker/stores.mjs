@@ -1,0 +1,80 @@
+/**
+ * The reference has two stores, and some of its code runs on one of them only (a PostgreSQL unit whose claim goes
+ * with its writes, counts held to a COMMIT that can refuse them, ...). A run on SQLite leaves such code's mutants
+ * alive or uncovered though the suite kills them once the reference runs on PostgreSQL. `run.mjs --also-postgres`
+ * judges the mutants the SQLite pass left alive a second time, the reference on PostgreSQL, and a mutant the suite
+ * killed on either store counts as killed: the suite did tell that deployment of the mutated reference from a
+ * correct one. These are the pure parts of it, over Stryker's JSON reports (mutation-testing-report-schema).
+ */
+
+/** Statuses of a mutant the pass left alive: what a second pass judges again. */
+const ALIVE = new Set(['Survived', 'NoCoverage'])
+/** Statuses of a mutant the suite detected (Stryker counts a timeout as detected). */
+const DETECTED = new Set(['Killed', 'Timeout'])
+
+/** One mutant of a report, the same in any pass over the same sources: file, place, mutator and replacement. */
+export function mutantKey(file, mutant) {
+  const { start, end } = mutant.location
+  return `${file}|${start.line}:${start.column}-${end.line}:${end.column}|${mutant.mutatorName}|${mutant.replacement}`
+}
+
+/**
+ * The mutate patterns that select exactly the mutants `report` left alive: Stryker's `file:line:column-line:column`
+ * ranges, whose lines count from 1 and columns from 0, where a report's columns count from 1. A range also takes
+ * the mutants nested inside the alive one's node; the merge ignores what it did not ask for.
+ */
+export function aliveRanges(report) {
+  const ranges = new Set()
+  for (const [file, { mutants }] of Object.entries(report.files))
+    for (const m of mutants) {
+      if (!ALIVE.has(m.status)) continue
+      const { start, end } = m.location
+      ranges.add(`${file}:${start.line}:${start.column - 1}-${end.line}:${end.column - 1}`)
+    }
+  return [...ranges]
+}
+
+/**
+ * The first pass's report with each mutant it left alive that the second pass detected taken from the second
+ * (status, reason prefixed with `label`, and `secondId`, its id in the second pass, whose suite report tells the
+ * kind of kill); every other mutant as the first pass judged it. Returns the merged report and how many changed.
+ */
+export function mergeSecondPass(first, second, label) {
+  const detected = new Map()
+  for (const [file, { mutants }] of Object.entries(second.files))
+    for (const m of mutants) if (DETECTED.has(m.status)) detected.set(mutantKey(file, m), m)
+  let changed = 0
+  const files = {}
+  for (const [file, entry] of Object.entries(first.files)) {
+    files[file] = {
+      ...entry,
+      mutants: entry.mutants.map((m) => {
+        const twin = ALIVE.has(m.status) ? detected.get(mutantKey(file, m)) : undefined
+        if (!twin) return m
+        changed++
+        return {
+          ...m,
+          status: twin.status,
+          statusReason: `${label}: ${twin.statusReason ?? twin.status}`,
+          killedBy: twin.killedBy,
+          coveredBy: twin.coveredBy,
+          testsCompleted: twin.testsCompleted,
+          secondId: twin.id,
+        }
+      }),
+    }
+  }
+  return { report: { ...first, files }, changed }
+}
+
+/**
+ * Stryker's HTML report (its html reporter's page) with the report it shows replaced by `report`: the page holds
+ * the report as one JSON literal (`app.report = …;`), the `<` of its strings broken as `<"+"`.
+ */
+export function withReport(html, report) {
+  const start = html.indexOf('app.report = ')
+  const end = start < 0 ? -1 : html.indexOf(';\n', start)
+  if (start < 0 || end < 0) throw new Error('the HTML report does not hold its report where Stryker puts it')
+  const json = JSON.stringify(report).replace(/</g, '<"+"')
+  return `${html.slice(0, start)}app.report = ${json}${html.slice(end)}`
+}
