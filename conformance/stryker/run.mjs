@@ -47,7 +47,7 @@ import {
   writeGuide,
 } from './pace.mjs'
 import { EXCLUDED, SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
-import { aliveRanges, mergeSecondPass, withReport } from './stores.mjs'
+import { aliveKeys, aliveRanges, mergeSecondPass, withReport } from './stores.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 const out = join(root, 'reports', 'stryker')
@@ -249,6 +249,9 @@ if (values['also-postgres'] !== undefined) {
     const at = Date.now()
     process.env.STRYKER_POSTGRES_ADMIN_URL = values['also-postgres']
     process.env.STRYKER_SUITE_REPORTS = suiteReportsPg
+    const judgeOnly = join(secondReports, 'alive.json')
+    writeFileSync(judgeOnly, JSON.stringify(aliveKeys(report)))
+    process.env.STRYKER_JUDGE_ONLY = judgeOnly
     await strykerPass(ranges, secondReports).runMutationTest()
     const second = JSON.parse(readFileSync(join(secondReports, 'mutation.json'), 'utf8'))
     const merged = mergeSecondPass(report, second, 'on PostgreSQL')
@@ -356,7 +359,9 @@ const summary = {
   annotated: results.length ? total.annotated / results.length : null,
   sections,
   total,
-  ...(secondPass ? { secondPass } : {}),
+  ...(secondPass
+    ? { secondPass: { ...secondPass, costs: runCosts(readCostLines(suiteReportsPg).flat()) ?? null } }
+    : {}),
   ...(costs ? { costs } : {}),
 }
 writeFileSync(join(out, 'sections.json'), `${JSON.stringify(summary, null, 2)}\n`)
@@ -376,7 +381,7 @@ console.log(
 )
 if (secondPass)
   console.log(
-    `conformance:stryker: the second pass on PostgreSQL judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left alive (the first pass took ${firstSeconds.toFixed(0)} s)`,
+    `conformance:stryker: the second pass on PostgreSQL judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left alive (the first pass took ${firstSeconds.toFixed(0)} s; the cost line below is the first pass's, the second's is in sections.json)`,
   )
 if (costs)
   console.log(

@@ -46,6 +46,7 @@ import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-m
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
 import { coreCouldNotRun, killers, noticed } from './noticed.mjs'
 import { CHECKS, checksFor, sectionOf, WAIT_MS } from './scope.mjs'
+import { runnerKey } from './stores.mjs'
 
 /** The one "test" Stryker sees: the conformance suite. */
 export const SUITE_TEST = 'conformance suite'
@@ -342,6 +343,10 @@ export class ConformanceSwitchRunner {
     this.identities = identities
     this.dryRunOnly = dryRunOnly
     this.reports = process.env.STRYKER_SUITE_REPORTS
+    // run.mjs --also-postgres's second pass: the mutants the first left alive (stores.mjs aliveKeys), the only ones
+    // it runs; its mutate ranges also take mutants nested in theirs, which the first pass judged already.
+    const judgeOnly = process.env.STRYKER_JUDGE_ONLY
+    this.judgeOnly = judgeOnly ? new Set(JSON.parse(readFileSync(judgeOnly, 'utf8'))) : undefined
     this.runs = 0
     this.usedPorts = new Set()
   }
@@ -620,6 +625,15 @@ export class ConformanceSwitchRunner {
    * stands: its server was started for it.
    */
   async mutantRun(options) {
+    if (
+      this.judgeOnly &&
+      !this.judgeOnly.has(runnerKey(relative(this.root, options.sandboxFileName), options.activeMutant))
+    )
+      return {
+        status: MutantRunStatus.Error,
+        errorMessage:
+          'not run in this pass: the first pass judged it (run.mjs --also-postgres runs the ones it left alive)',
+      }
     // `kill`: what a kill by the suite's report needs for a second look (the report, its server); not for Stryker.
     const { kill, ...first } = await this.mutantRunOnce(options)
     if (!kill) return first

@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
-import { aliveRanges, mergeSecondPass, mutantKey, withReport } from '../stryker/stores.mjs'
+import * as stores from '../stryker/stores.mjs'
+
+const { aliveKeys, aliveRanges, mergeSecondPass, mutantKey, runnerKey, withReport } = stores
 
 interface Position {
   line: number
@@ -117,6 +119,16 @@ describe('conformance:stryker --also-postgres', () => {
         expect(within(target.location.start, start) && within(end, target.location.end)).toBe(true)
       }
     }
+  })
+
+  it('the second pass runs exactly the mutants left alive: their keys are those its runner is handed', async () => {
+    const all = await instrument(true)
+    const alive = (i: number) => i % 3 === 0
+    const keys: string[] = aliveKeys(reportOf(all, (i) => (alive(i) ? 'NoCoverage' : 'Killed')))
+    // The instrumenter's mutants are what a test runner gets as `activeMutant` (positions from 0).
+    const expected = all.filter((_, i) => alive(i)).map((m) => runnerKey(FILE, m))
+    expect(keys).toEqual(expected)
+    expect(new Set(all.map((m) => runnerKey(FILE, m))).size).toBe(all.length)
   })
 
   it('takes survivors and uncovered mutants, once per place, and nothing the first pass killed or ignored', async () => {
