@@ -12,26 +12,53 @@ const ALIVE = new Set(['Survived', 'NoCoverage'])
 /** Statuses of a mutant the suite detected (Stryker counts a timeout as detected). */
 const DETECTED = new Set(['Killed', 'Timeout'])
 
-/** One mutant of a report, the same in any pass over the same sources: file, place, mutator and replacement. */
+/**
+ * One mutant, the same in any pass over the same sources: file, place, mutator and replacement. Its place is compared
+ * as given: two keys match only when their positions count alike (a report's, or Stryker's own as a test runner gets
+ * `activeMutant`).
+ */
 export function mutantKey(file, mutant) {
   const { start, end } = mutant.location
   return `${file}|${start.line}:${start.column}-${end.line}:${end.column}|${mutant.mutatorName}|${mutant.replacement}`
 }
 
 /**
- * The mutate patterns that select exactly the mutants `report` left alive: Stryker's `file:line:column-line:column`
- * ranges, whose lines count from 1 and columns from 0, where a report's columns count from 1. A range also takes
- * the mutants nested inside the alive one's node, judged already: the second pass's runner skips them (aliveKeys).
+ * The mutants `report` left alive, each with its place in Stryker's own positions (lines and columns from 0), where
+ * a report counts both from 1.
  */
-export function aliveRanges(report) {
-  const ranges = new Set()
+function* alive(report) {
   for (const [file, { mutants }] of Object.entries(report.files))
     for (const m of mutants) {
       if (!ALIVE.has(m.status)) continue
       const { start, end } = m.location
-      ranges.add(`${file}:${start.line}:${start.column - 1}-${end.line}:${end.column - 1}`)
+      const location = {
+        start: { line: start.line - 1, column: start.column - 1 },
+        end: { line: end.line - 1, column: end.column - 1 },
+      }
+      yield { file, mutant: { ...m, location } }
     }
+}
+
+/**
+ * The mutate patterns that select exactly the mutants `report` left alive: Stryker's `file:line:column-line:column`
+ * ranges, whose lines count from 1 and columns from 0. A range also takes the mutants nested inside the alive one's
+ * node, judged already: the second pass's runner skips them (aliveKeys).
+ */
+export function aliveRanges(report) {
+  const ranges = new Set()
+  for (const { file, mutant } of alive(report)) {
+    const { start, end } = mutant.location
+    ranges.add(`${file}:${start.line + 1}:${start.column}-${end.line + 1}:${end.column}`)
+  }
   return [...ranges]
+}
+
+/**
+ * The keys (mutantKey in Stryker's own positions, as a test runner gets `activeMutant`) of the mutants `report` left
+ * alive: a second pass runs these and no other.
+ */
+export function aliveKeys(report) {
+  return Array.from(alive(report), ({ file, mutant }) => mutantKey(file, mutant))
 }
 
 /**
@@ -77,36 +104,4 @@ export function withReport(html, report) {
   if (start < 0 || end < 0) throw new Error('the HTML report does not hold its report where Stryker puts it')
   const json = JSON.stringify(report).replace(/</g, '<"+"')
   return `${html.slice(0, start)}app.report = ${json}${html.slice(end)}`
-}
-
-/**
- * One mutant in Stryker's own positions (lines and columns from 0), as a test runner gets it (`activeMutant`) for a
- * file given relative to the project.
- */
-export function runnerKey(file, mutant) {
-  const { start, end } = mutant.location
-  return `${file}|${start.line}:${start.column}-${end.line}:${end.column}|${mutant.mutatorName}|${mutant.replacement}`
-}
-
-/**
- * The runner keys of the mutants `report` left alive: a second pass runs these and no other, since its ranges also
- * take the mutants nested in an alive one's node, which the first pass judged already.
- */
-export function aliveKeys(report) {
-  const keys = []
-  for (const [file, { mutants }] of Object.entries(report.files))
-    for (const m of mutants) {
-      if (!ALIVE.has(m.status)) continue
-      const { start, end } = m.location
-      keys.push(
-        runnerKey(file, {
-          ...m,
-          location: {
-            start: { line: start.line - 1, column: start.column - 1 },
-            end: { line: end.line - 1, column: end.column - 1 },
-          },
-        }),
-      )
-    }
-  return keys
 }

@@ -46,7 +46,7 @@ import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-m
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
 import { coreCouldNotRun, killers, noticed } from './noticed.mjs'
 import { CHECKS, checksFor, sectionOf, WAIT_MS } from './scope.mjs'
-import { runnerKey } from './stores.mjs'
+import { mutantKey } from './stores.mjs'
 
 /** The one "test" Stryker sees: the conformance suite. */
 export const SUITE_TEST = 'conformance suite'
@@ -627,7 +627,7 @@ export class ConformanceSwitchRunner {
   async mutantRun(options) {
     if (
       this.judgeOnly &&
-      !this.judgeOnly.has(runnerKey(relative(this.root, options.sandboxFileName), options.activeMutant))
+      !this.judgeOnly.has(mutantKey(relative(this.root, options.sandboxFileName), options.activeMutant))
     )
       return {
         status: MutantRunStatus.Error,

@@ -9,7 +9,7 @@ import { quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import * as stores from '../stryker/stores.mjs'
 
-const { aliveKeys, aliveRanges, mergeSecondPass, mutantKey, runnerKey, withReport } = stores
+const { aliveKeys, aliveRanges, mergeSecondPass, mutantKey, withReport } = stores
 
 interface Position {
   line: number
@@ -126,9 +126,9 @@ describe('conformance:stryker --also-postgres', () => {
     const alive = (i: number) => i % 3 === 0
     const keys: string[] = aliveKeys(reportOf(all, (i) => (alive(i) ? 'NoCoverage' : 'Killed')))
     // The instrumenter's mutants are what a test runner gets as `activeMutant` (positions from 0).
-    const expected = all.filter((_, i) => alive(i)).map((m) => runnerKey(FILE, m))
+    const expected = all.filter((_, i) => alive(i)).map((m) => mutantKey(FILE, m))
     expect(keys).toEqual(expected)
-    expect(new Set(all.map((m) => runnerKey(FILE, m))).size).toBe(all.length)
+    expect(new Set(all.map((m) => mutantKey(FILE, m))).size).toBe(all.length)
   })
 
   it('takes survivors and uncovered mutants, once per place, and nothing the first pass killed or ignored', async () => {
