@@ -7,6 +7,12 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // A worker keeps its modules from one test file to the next instead of loading the server's module graph again
+    // for each file (about a second a file, 182 files). The state that outlives a file is the process's own: the
+    // stdout log batch (one per process), the cursor keyring each server installs, counters of open units. A file
+    // that mocks a module (conformance/test/runner-reuse.test.ts) loads what it mocks afresh and forgets it after;
+    // environment variables are stubbed with vi.stubEnv and restored.
+    isolate: false,
     // Most test files wait on servers, child processes and sockets rather than compute: vitest's default of one
     // worker per core but one left over runs them one at a time on 2 cores, with a core mostly idle.
     maxWorkers: Math.max(2, availableParallelism() - 1),

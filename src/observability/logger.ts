@@ -32,10 +32,21 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty')
     return pino(settings, pretty.build({ colorize: true, sync: true, ignore: 'pid' }))
   }
-  return pino(
-    settings,
-    new LineBatch(new sonicBoom.SonicBoom({ fd: 1, sync: true, contentMode: 'buffer' }), FLUSH_EVERY_MS),
+  return pino(settings, stdoutBatch())
+}
+
+let stdoutLines: LineBatch | undefined
+
+/**
+ * stdout's one batch, shared by every logger of the process: a process that builds several servers (tests, an
+ * embedding) writes its lines through one buffer, one timer and one exit listener, however many loggers it made.
+ */
+function stdoutBatch(): LineBatch {
+  stdoutLines ??= new LineBatch(
+    new sonicBoom.SonicBoom({ fd: 1, sync: true, contentMode: 'buffer' }),
+    FLUSH_EVERY_MS,
   )
+  return stdoutLines
 }
 
 /** About 16 kB: a write per 60 request lines or so, well inside a pipe's 64 kB buffer. */

@@ -70,4 +70,20 @@ writeSync(1, 'MARK\\n')`)
       'MARK',
     ])
   })
+
+  it('shares one batch among the loggers of a process: their lines in the order logged, one exit listener', () => {
+    // A process that builds several servers (tests, an embedding) must not gain a buffer, a timer and an exit
+    // listener per server, nor reorder lines between loggers.
+    const out = stdoutOf(`const before = process.listenerCount('exit')
+const loggers = [logger, ...Array.from({ length: 20 }, () => createLogger({ level: 'info', pretty: false }))]
+for (let i = 0; i < 63; i++) loggers[i % loggers.length].info({ i }, 'line')
+logger.flush()
+writeSync(1, 'exit listeners added: ' + (process.listenerCount('exit') - before) + '\\n')`)
+    const [listeners, ...lines] = out
+      .split('\n')
+      .filter((l) => l !== '')
+      .reverse()
+    expect(listeners).toBe('exit listeners added: 0')
+    expect(parsed(lines.reverse().join('\n')).map((l) => l.i)).toEqual([...Array(63).keys()])
+  })
 })

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { signDelivery } from '../../src/domain/webhooks/signing.js'
 import { testTempDir } from '../support/temp.js'
 
@@ -73,6 +73,10 @@ function reshuffled(raw: string): string {
 }
 
 describe('docs/webhooks.md verification snippets', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs()
+  })
+
   it('the node:crypto snippet verifies real deliveries and rejects tampered or stale ones', async () => {
     const file = join(dir, 'verify-delivery.mjs')
     writeFileSync(file, snippet('js', '// verify-delivery.mjs'))
@@ -101,7 +105,8 @@ describe('docs/webhooks.md verification snippets', () => {
         handle: (event: { id: string }) => Promise<void>,
       ): Promise<number>
     }
-    process.env.WEBHOOK_SECRET = SECRETS[0]
+    // The snippet reads its secret from the environment; restored after the test (files share a worker).
+    vi.stubEnv('WEBHOOK_SECRET', SECRETS[0])
     const delivery = signDelivery('dlv_1', BODY, SECRETS, Date.now())
     const headers = new Headers(delivery.headers)
     const handled: string[] = []
