@@ -3,7 +3,14 @@
  * requests on their way in, answers on their way out, and webhook deliveries on their way to the suite's receiver
  * (deliveries are addressed to `<proxy>/__hooks/...` and forwarded to the real receiver).
  */
-import { createServer, type IncomingHttpHeaders, type Server, STATUS_CODES } from 'node:http'
+import { once } from 'node:events'
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http'
 import type { AddressInfo } from 'node:net'
 import WebSocket, { type RawData, WebSocketServer } from 'ws'
 import { closedBeforeAnswer, repeatable } from '../src/http.js'
@@ -24,6 +31,17 @@ export interface ProxiedResponse {
   body: string
   /** Bytes sent instead of `body` (a compressed answer); `body` keeps the text for later rewrites. */
   bytes?: Buffer
+  /**
+   * A `text/event-stream` answer's events as they come, each block with its blank line (`body` is then empty): the
+   * proxy relays each as it arrives, through the mutant's `response` with the block as `body`.
+   */
+  events?: AsyncIterable<SseBlock>
+}
+
+/** One server-sent event's lines with the blank line that ends it, and when it reached the proxy. */
+export interface SseBlock {
+  text: string
+  at: number
 }
 
 export interface MutantContext {
@@ -79,6 +97,11 @@ export interface Mutant {
   streamPoll?: { periodMs: number; holds(message: Json): boolean }
   /** Rewrites a JSON stream message on its way from the client to the deployment. */
   clientMessage?(message: Json, connection: object): Json
+  /**
+   * Holds back each server-sent event until the next tick of a clock of `periodMs` after it arrived, as a server
+   * whose event stream reads only on a periodic poll would; events keep their order.
+   */
+  ssePoll?: { periodMs: number }
 }
 
 export const HOOK_PREFIX = '/__hooks'
@@ -95,15 +118,17 @@ function flat(headers: IncomingHttpHeaders): Record<string, string> {
 
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'host', 'upgrade'])
 
-async function send(base: string, req: ProxiedRequest): Promise<ProxiedResponse> {
+/** `gone`, when given, ends an event stream's relay once the client left. */
+async function send(base: string, req: ProxiedRequest, gone?: AbortSignal): Promise<ProxiedResponse> {
   const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP.has(k)))
+  const timeout = AbortSignal.timeout(30_000)
   const attempt = () =>
     fetch(`${base}${req.path}`, {
       method: req.method,
       headers,
       ...(req.body !== '' && req.method !== 'GET' && req.method !== 'HEAD' ? { body: req.body } : {}),
       redirect: 'manual',
-      signal: AbortSignal.timeout(30_000),
+      signal: gone ? AbortSignal.any([timeout, gone]) : timeout,
     })
   let res: Response
   try {
@@ -119,7 +144,51 @@ async function send(base: string, req: ProxiedRequest): Promise<ProxiedResponse>
   res.headers.forEach((v, k) => {
     if (!HOP.has(k) && k !== 'content-encoding') out[k] = v
   })
+  if (res.body && (out['content-type'] ?? '').startsWith('text/event-stream'))
+    return { status: res.status, headers: out, body: '', events: sseBlocks(res.body) }
   return { status: res.status, headers: out, body: await res.text() }
+}
+
+/**
+ * An event stream's blocks, each stamped as it arrived: the stream is read as it comes (not as the relay asks),
+ * so a block's `at` is when the deployment sent it even while the relay holds an earlier one.
+ */
+function sseBlocks(body: ReadableStream<Uint8Array>): AsyncIterable<SseBlock> {
+  const queue: (SseBlock | Error | null)[] = []
+  let wake: (() => void) | undefined
+  const push = (item: SseBlock | Error | null) => {
+    queue.push(item)
+    wake?.()
+  }
+  void (async () => {
+    const decoder = new TextDecoder()
+    let pending = ''
+    try {
+      for await (const chunk of body) {
+        pending += decoder.decode(chunk, { stream: true })
+        for (let end = pending.search(/\r?\n\r?\n/); end >= 0; end = pending.search(/\r?\n\r?\n/)) {
+          const blank = /\r?\n\r?\n/.exec(pending.slice(end))?.[0].length ?? 2
+          push({ text: pending.slice(0, end + blank), at: Date.now() })
+          pending = pending.slice(end + blank)
+        }
+      }
+      if (pending !== '') push({ text: pending, at: Date.now() })
+      push(null)
+    } catch (err) {
+      push(err as Error)
+    }
+  })()
+  return {
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        if (queue.length === 0) await new Promise<void>((r) => (wake = r))
+        const item = queue.shift()
+        if (item === null) return
+        if (item instanceof Error) throw item
+        if (item !== undefined) yield item
+      }
+    },
+  }
 }
 
 export interface SlowExchange {
@@ -228,10 +297,13 @@ export class MutantProxy {
         const came = performance.now()
         let upstreamMs = 0
         this.inFlight.set(received, came)
+        // An event stream's relay ends when its client leaves.
+        const gone = new AbortController()
+        outRes.once('close', () => gone.abort())
         const timed = async (target: string, r: ProxiedRequest) => {
           const began = performance.now()
           try {
-            return await send(target, r)
+            return await send(target, r, gone.signal)
           } finally {
             upstreamMs += performance.now() - began
           }
@@ -257,9 +329,11 @@ export class MutantProxy {
             }
             res = this.hooksOut(res)
           }
-          outRes.writeHead(res.status, res.headers).end(res.bytes ?? res.body)
+          if (res.events) await this.relayEvents(req, res, res.events, outRes, ctx)
+          else outRes.writeHead(res.status, res.headers).end(res.bytes ?? res.body)
         } catch (err) {
-          outRes.writeHead(502, { 'content-type': 'text/plain' }).end(`proxy: ${(err as Error).message}`)
+          if (outRes.headersSent) outRes.destroy()
+          else outRes.writeHead(502, { 'content-type': 'text/plain' }).end(`proxy: ${(err as Error).message}`)
         } finally {
           this.inFlight.delete(received)
           const ms = performance.now() - came
@@ -276,6 +350,35 @@ export class MutantProxy {
       this.server!.listen(port, '127.0.0.1', () => resolve())
     })
     this.port = (this.server.address() as AddressInfo).port
+  }
+
+  /**
+   * Relays a `text/event-stream` answer event by event as the deployment sends them: each block goes through the
+   * mutant's `response` as the `body` of an answer with the stream's status and headers (an edit of one event, or ''
+   * to drop it), and is held until the next tick of the mutant's `ssePoll` clock when it has one.
+   */
+  private async relayEvents(
+    req: ProxiedRequest,
+    head: ProxiedResponse,
+    events: AsyncIterable<SseBlock>,
+    out: ServerResponse,
+    ctx: MutantContext,
+  ): Promise<void> {
+    out.writeHead(head.status, head.headers)
+    out.flushHeaders()
+    for await (const block of events) {
+      const rewrite = this.mutant?.response
+      const text = rewrite ? (await rewrite(req, { ...head, body: block.text }, ctx)).body : block.text
+      const poll = this.mutant?.ssePoll
+      if (poll) {
+        const release = block.at + poll.periodMs - (block.at % poll.periodMs)
+        // Timers run on another clock than Date.now(): waited until the wall clock says so.
+        while (release > Date.now()) await new Promise((r) => setTimeout(r, release - Date.now()))
+      }
+      if (out.destroyed) return
+      if (text !== '' && !out.write(text)) await once(out, 'drain')
+    }
+    out.end()
   }
 
   /**

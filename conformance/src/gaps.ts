@@ -103,6 +103,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'runs.trace-sequence': GAPS.traceChoice,
   'runs.trace-paging': GAPS.traceChoice,
   'runs.trace-streaming': GAPS.traceChoice,
+  'runs.trace-pushed-promptly': GAPS.traceChoice,
   'runs.trace-cursor-resumes': GAPS.traceChoice,
   'runs.start-body-validation': GAPS.runBodyValues,
   'runs.trace-levels-and-outcomes': GAPS.runBodyValues,

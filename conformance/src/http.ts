@@ -60,6 +60,8 @@ export interface RequestOptions {
   timeoutMs?: number
   /** false: a 429 comes back as it came, never retried after its Retry-After (for checks that judge whether one came). */
   retry429?: boolean
+  /** The body's text as it arrives, for an answer read live (an event stream); the answer still comes whole at its end. */
+  onText?: (text: string) => void
 }
 
 export type ExchangeObserver = (exchange: Exchange, response: HttpResponse | undefined) => void
@@ -192,6 +194,7 @@ export class HttpClient {
         ...(payload !== undefined ? { body: payload } : {}),
         timeoutMs: options.timeoutMs ?? this.timeoutMs,
         ...(this.signal ? { signal: this.signal } : {}),
+        ...(options.onText ? { onText: options.onText } : {}),
       })
       const text = res.text
       record.status = res.status

@@ -18,6 +18,11 @@ export interface WireRequest {
   timeoutMs: number
   /** Aborted, it ends the exchange (the run's deadline, an interrupt). */
   signal?: AbortSignal
+  /**
+   * Called with the body's text as it arrives, before the exchange ends (an event stream read live); only for a
+   * body sent without a content-encoding.
+   */
+  onText?: (text: string) => void
 }
 
 export interface WireResponse {
@@ -79,7 +84,11 @@ export function exchange(req: WireRequest): Promise<WireResponse> {
     out.on('error', failed)
     out.on('response', (res: IncomingMessage) => {
       const chunks: Buffer[] = []
-      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      const live = req.onText && !res.headers['content-encoding'] ? new TextDecoder() : undefined
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk)
+        if (live) req.onText?.(live.decode(chunk, { stream: true }))
+      })
       res.on('error', failed)
       res.on('end', () => {
         done()

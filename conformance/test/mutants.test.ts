@@ -16,6 +16,10 @@ let receiver: Server
 let upstreamUrl: string
 let receiverUrl: string
 const received: string[] = []
+/** The SSE answer's second event waits for this: the test lets it go once it saw the first through the proxy. */
+let secondEvent: Promise<void> = Promise.resolve()
+/** When the SSE answer's first event was written (Date.now()). */
+let firstWritten = 0
 
 async function listen(server: Server): Promise<string> {
   await listenOnTestPort(server)
@@ -24,6 +28,13 @@ async function listen(server: Server): Promise<string> {
 
 beforeAll(async () => {
   upstream = createServer((req, res) => {
+    if (req.url?.endsWith('/trace/stream')) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write('id: 1\nevent: frame\ndata: {"seq":1}\n\n')
+      firstWritten = Date.now()
+      void secondEvent.then(() => res.end('id: 2\nevent: frame\ndata: {"seq":2}\n\nevent: end\ndata: {}\n\n'))
+      return
+    }
     res.writeHead(200, { 'content-type': 'application/json', ratelimit: '"burst";r=1;t=1' })
     res.end(
       JSON.stringify({
@@ -118,6 +129,49 @@ describe('mutant proxy', () => {
       })
       expect(received.at(-1)).toBe('/hooks/relayed {"event":"run.started"}')
     } finally {
+      await proxy.close()
+    }
+  })
+
+  it('relays an event stream event by event as it comes, each through the mutant, held to its poll when it has one', async () => {
+    const proxy = new MutantProxy(upstreamUrl, () => receiverUrl, { primary: 'p' })
+    await proxy.listen(await listenPort())
+    /** The stream's text through the proxy, and when each event arrived (Date.now()). */
+    const read = async () => {
+      let release = () => {}
+      secondEvent = new Promise((r) => (release = r))
+      const res = await fetch(`${proxy.url}/v1/runs/run_1/trace/stream`)
+      const events: { text: string; at: number }[] = []
+      const decoder = new TextDecoder()
+      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+        events.push({ text: decoder.decode(chunk, { stream: true }), at: Date.now() })
+        // The second event is written only once the first came through: a proxy that waited for the end hangs.
+        if (events.length === 1) setTimeout(release, 20)
+      }
+      return events
+    }
+    try {
+      const clean = await read()
+      expect(clean[0]?.text).toBe('id: 1\nevent: frame\ndata: {"seq":1}\n\n')
+      expect(clean.map((e) => e.text).join('')).toBe(
+        'id: 1\nevent: frame\ndata: {"seq":1}\n\nid: 2\nevent: frame\ndata: {"seq":2}\n\nevent: end\ndata: {}\n\n',
+      )
+      proxy.mutant = createMutants().find((m) => m.id === 'sse-trace-without-end-event')
+      expect((await read()).map((e) => e.text).join('')).not.toContain('event: end')
+      proxy.mutant = createMutants().find((m) => m.id === 'trace-stream-keep-alive-every-poll')
+      expect(
+        (await read())
+          .map((e) => e.text)
+          .join('')
+          .match(/: keep-alive/g),
+      ).toHaveLength(3)
+      proxy.mutant = createMutants().find((m) => m.id === 'trace-stream-frames-on-a-poll')
+      const polled = await read()
+      expect(polled.map((e) => e.text).join('')).toContain('data: {"seq":2}')
+      // The first event left the proxy at the first tick of its 1 s clock after it was written, not before.
+      expect(polled[0]?.at).toBeGreaterThanOrEqual(firstWritten - (firstWritten % 1000) + 1000)
+    } finally {
+      secondEvent = Promise.resolve()
       await proxy.close()
     }
   })

@@ -82,6 +82,13 @@ export function runPlanMutants(): Mutant[] {
       },
     },
     {
+      id: 'trace-stream-frames-on-a-poll',
+      description:
+        'The SSE trace sends a live run’s new frames on a 1 s poll (as the reference’s fallback read would alone), not when they are written',
+      targets: ['runs.trace-pushed-promptly'],
+      ssePoll: { periodMs: 1000 },
+    },
+    {
       id: 'trace-stream-keep-alive-every-poll',
       description:
         'The SSE trace writes a keep-alive comment after every wait, also between frames a second apart',

@@ -27,6 +27,7 @@ import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
 import { toolCallChecks } from './toolcalls.js'
 import { toolChecks } from './tools.js'
+import { tracePushChecks } from './tracepush.js'
 import { validationChecks } from './validation.js'
 import { webhookOperationChecks } from './webhookops.js'
 import { webhookChecks, webhookLateChecks } from './webhooks.js'
@@ -50,6 +51,7 @@ export const ALL_CHECKS: Check[] = [
   ...resourceChecks,
   ...readbackChecks,
   ...runChecks,
+  ...tracePushChecks,
   ...outcomeChecks,
   ...runPlanChecks,
   ...runEventChecks,

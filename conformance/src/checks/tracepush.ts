@@ -1,0 +1,138 @@
+/** Spec §4: a live run's trace stream, judged by how soon a frame reaches it (the reference profile's choice). */
+import type { Check, CheckContext } from '../check.js'
+import { expectStatus } from '../fixtures.js'
+import type { HttpResponse } from '../http.js'
+import { assert, fail } from '../types.js'
+import { short } from '../wait.js'
+import { parseSse } from './runs.js'
+
+type Json = Record<string, unknown>
+
+/** Controls judged, and how many of them may reach the stream later than PROMPT_MS. */
+const SAMPLES = 8
+const LATE_ALLOWED = 2
+/**
+ * What "promptly" means: well past a loaded machine's pause (the clean reference writes a frame to its stream in
+ * milliseconds), well short of the reference's own fallback read of a run's frames (once a second). Each control is
+ * sent as soon as the previous one's frame arrived, so a stream that only reads on such a period meets each new
+ * frame just after a read, and delivers it most of a period late: late every time, not by chance.
+ */
+const PROMPT_MS = 500
+
+/** A trace stream read as it comes: each frame with the time it arrived. */
+class LiveTrace {
+  private text = ''
+  private readonly arrivals: { frame: Json; at: number }[] = []
+  private wake: (() => void) | undefined
+  private ended = false
+  readonly answer: Promise<HttpResponse>
+
+  constructor(ctx: CheckContext, runId: string) {
+    this.answer = ctx.http.get(`/v1/runs/${runId}/trace/stream`, {
+      headers: { accept: 'text/event-stream', 'accept-encoding': 'identity' },
+      onText: (text) => this.take(text),
+    })
+    // The answer's end ends the wait of whoever is waiting for a frame that will not come.
+    const ended = () => {
+      this.ended = true
+      this.wake?.()
+    }
+    void this.answer.then(ended, ended)
+  }
+
+  private take(text: string): void {
+    this.text += text
+    const end = this.text.lastIndexOf('\n\n')
+    if (end < 0) return
+    const whole = this.text.slice(0, end + 2)
+    this.text = this.text.slice(end + 2)
+    const at = performance.now()
+    for (const e of parseSse(whole)) {
+      if (e.event !== 'frame') continue
+      try {
+        this.arrivals.push({ frame: JSON.parse(e.data) as Json, at })
+      } catch {
+        // Not a frame: judged by runs.trace-streaming.
+      }
+    }
+    this.wake?.()
+  }
+
+  get count(): number {
+    return this.arrivals.length
+  }
+
+  /** The arrival of frame number `index` (from 0), or undefined once `ms` passed or the stream ended without it. */
+  async frame(index: number, ms: number): Promise<{ frame: Json; at: number } | undefined> {
+    const deadline = performance.now() + ms
+    while (this.arrivals.length <= index && !this.ended && performance.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, deadline - performance.now())
+        this.wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    }
+    return this.arrivals[index]
+  }
+}
+
+export const tracePushChecks: Check[] = [
+  {
+    id: 'runs.trace-pushed-promptly',
+    title: `A live run's trace stream (SSE) carries each pause and resume's frame promptly: ${SAMPLES - LATE_ALLOWED} of ${SAMPLES} within ${PROMPT_MS} ms of the control's answer`,
+    level: 'profile',
+    clauses: ['S4.6'],
+    // A run of its own, waiting for its approval: nothing else it does reaches the stream.
+    overlap: true,
+    async run(ctx) {
+      // §4 "The trace, either as a stream of frames or as pages of frames" names no delay. The reference's choice: a
+      // run's change wakes its trace streams at once; their periodic read only repairs a missed wake-up.
+      const { runId } = await ctx.fx.awaitingRun()
+      const live = new LiveTrace(ctx, runId)
+      try {
+        // The frames so far, up to the approval it waits for, come first.
+        const settled = await live.frame(0, ctx.config.waitMs)
+        if (!settled) {
+          const res = await live.answer
+          expectStatus(res, 200, 'SSE trace of a run awaiting approval')
+          fail(`the SSE trace of run ${runId}, awaiting approval, carried no frame: ${short(res.text)}`)
+        }
+        const late: string[] = []
+        const took: string[] = []
+        // Whatever the stream had sent before the first control is counted once it stops growing.
+        let seen = await settle(live)
+        for (let i = 0; i < SAMPLES && late.length <= LATE_ALLOWED; i++) {
+          const action = i % 2 === 0 ? 'pause' : 'resume'
+          const res = await ctx.http.post(`/v1/runs/${runId}/${action}`)
+          expectStatus(res, [200, 202, 204], `${action} of a run awaiting approval`)
+          const answered = performance.now()
+          const came = await live.frame(seen, ctx.config.waitMs)
+          if (!came)
+            fail(`the ${action} of run ${runId} put no frame on its SSE trace within ${ctx.config.waitMs} ms`)
+          seen = await settle(live)
+          const ms = Math.max(0, Math.round(came.at - answered))
+          took.push(`${action} ${ms}`)
+          if (ms > PROMPT_MS) late.push(`${action} ${ms} ms`)
+        }
+        assert(
+          late.length <= LATE_ALLOWED,
+          `${late.length} of ${took.length} controls reached the SSE trace later than ${PROMPT_MS} ms after their answer (ms: ${took.join(', ')})`,
+        )
+      } finally {
+        // The cancel ends the run, and with it the stream.
+        await ctx.http.post(`/v1/runs/${runId}/cancel`).catch(() => undefined)
+        await live.answer.catch(() => undefined)
+      }
+    },
+  },
+]
+
+/** How many frames the stream carried once no more came for a moment (a control may write more than one). */
+async function settle(live: LiveTrace): Promise<number> {
+  for (;;) {
+    const count = live.count
+    if (!(await live.frame(count, 50))) return count
+  }
+}
