@@ -44,7 +44,7 @@ function watchRun(runs: Pick<RunService, 'onChange'>, runId: string): RunWatch {
   let changed = false
   let stopped = false
   let wake: (() => void) | undefined
-  // Stryker disable next-line BlockStatement: the run's wake-up: without it the stream finds the change at its next poll (1 s), latency only (§4 names none)
+  // The run's wake-up: without it the stream finds the change at its next poll (runs.trace-pushed-promptly judges it).
   const unsubscribe = runs.onChange((id) => {
     // Stryker disable next-line ConditionalExpression,EqualityOperator: the same wake-up, for every run's change or none: a spare read, or the next poll
     if (id !== runId) return

@@ -143,16 +143,27 @@ export const runPlanChecks: Check[] = [
 
       // Refusals.
       refusedField(await start({ inputs: { plan: a.name } }), 'inputs.plan', 'inputs.plan that is a string')
-      refusedField(await start({ inputs: { plan: [a.name, 7] } }), 'inputs.plan', 'inputs.plan with a number')
-      const unknownName = ctx.name('no-such-tool')
-      const unknown = refusedField(
-        await start({ inputs: { plan: [a.name, unknownName] } }),
+      // A plan that is not all names is malformed: refused as such, not as a plan of tools that do not exist.
+      const malformed = refusedField(
+        await start({ inputs: { plan: [a.name, 7] } }),
         'inputs.plan',
-        'inputs.plan naming a tool that does not exist',
+        'inputs.plan with a number',
       )
+      assert(
+        malformed.unknown_tools === undefined,
+        `the refusal of a plan with a number names unknown_tools ${short(malformed.unknown_tools)}, as if 7 were a tool's name`,
+      )
+      const unknownName = ctx.name('no-such-tool')
+      const unknownRes = await start({ inputs: { plan: [a.name, unknownName] } })
+      const unknown = refusedField(unknownRes, 'inputs.plan', 'inputs.plan naming a tool that does not exist')
       assert(
         sameJson(unknown.unknown_tools, [unknownName]),
         `the refusal names unknown_tools ${short(unknown.unknown_tools)}, not [${unknownName}]`,
+      )
+      const unknownMessage = String(obj(obj(unknownRes.body).error).message)
+      assert(
+        unknownMessage.includes(unknownName),
+        `the refusal of a plan naming ${unknownName} says "${unknownMessage}", which does not name it`,
       )
       refusedField(
         await start({ inputs, policy_envelope: 'no-such-envelope' }),
