@@ -297,13 +297,14 @@ export class MutantProxy {
         const came = performance.now()
         let upstreamMs = 0
         this.inFlight.set(received, came)
-        // An event stream's relay ends when its client leaves.
+        // An event stream's relay ends when its client leaves (any other request is carried to its end, as before).
         const gone = new AbortController()
-        outRes.once('close', () => gone.abort())
+        const live = /text\/event-stream/i.test(req.headers.accept ?? '')
+        if (live) outRes.once('close', () => gone.abort())
         const timed = async (target: string, r: ProxiedRequest) => {
           const began = performance.now()
           try {
-            return await send(target, r, gone.signal)
+            return await send(target, r, live ? gone.signal : undefined)
           } finally {
             upstreamMs += performance.now() - began
           }
