@@ -31,6 +31,8 @@ class LiveTrace {
     this.answer = ctx.http.get(`/v1/runs/${runId}/trace/stream`, {
       headers: { accept: 'text/event-stream', 'accept-encoding': 'identity' },
       onText: (text) => this.take(text),
+      // Open for the whole check (its every wait at most waitMs), not one request's time: the check's cancel ends it.
+      timeoutMs: (SAMPLES + 2) * ctx.config.waitMs,
     })
     // The answer's end ends the wait of whoever is waiting for a frame that will not come.
     const ended = () => {
