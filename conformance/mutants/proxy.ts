@@ -14,6 +14,7 @@ import {
 import type { AddressInfo } from 'node:net'
 import WebSocket, { type RawData, WebSocketServer } from 'ws'
 import { closedBeforeAnswer, repeatable } from '../src/http.js'
+import { completeSseEvents } from '../src/sse.js'
 
 export type Json = Record<string, unknown>
 
@@ -165,12 +166,9 @@ function sseBlocks(body: ReadableStream<Uint8Array>): AsyncIterable<SseBlock> {
     let pending = ''
     try {
       for await (const chunk of body) {
-        pending += decoder.decode(chunk, { stream: true })
-        for (let end = pending.search(/\r?\n\r?\n/); end >= 0; end = pending.search(/\r?\n\r?\n/)) {
-          const blank = /\r?\n\r?\n/.exec(pending.slice(end))?.[0].length ?? 2
-          push({ text: pending.slice(0, end + blank), at: Date.now() })
-          pending = pending.slice(end + blank)
-        }
+        const { events, rest } = completeSseEvents(pending + decoder.decode(chunk, { stream: true }))
+        for (const text of events) push({ text, at: Date.now() })
+        pending = rest
       }
       if (pending !== '') push({ text: pending, at: Date.now() })
       push(null)

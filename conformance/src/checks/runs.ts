@@ -3,6 +3,7 @@ import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, runBody, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
+import { parseSse } from '../sse.js'
 import { assert, fail } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { expectError, isRfc3339 } from './assertions.js'
@@ -50,28 +51,6 @@ async function cancelledDuringCall(ctx: CheckContext): Promise<string | undefine
   if (!sameJson(again.plan, run.plan) || again.status !== run.status)
     return `run ${runId}, cancelled during a call, read ${short(run.status)} ${short(run.plan)} at its cancel and ${short(again.status)} ${short(again.plan)} ${slowMs + 400} ms later`
   return undefined
-}
-
-/** Parses a text/event-stream body into its events. */
-export function parseSse(text: string): Array<{ event: string; id?: string; data: string }> {
-  return text
-    .split(/\r?\n\r?\n/)
-    .map((block) => {
-      let event = 'message'
-      let id: string | undefined
-      const data: string[] = []
-      for (const line of block.split(/\r?\n/)) {
-        if (line.startsWith(':') || line === '') continue
-        const i = line.indexOf(':')
-        const field = i < 0 ? line : line.slice(0, i)
-        const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '')
-        if (field === 'event') event = value
-        else if (field === 'id') id = value
-        else if (field === 'data') data.push(value)
-      }
-      return { event, ...(id !== undefined ? { id } : {}), data: data.join('\n') }
-    })
-    .filter((e) => e.data !== '' || e.event !== 'message')
 }
 
 export const runChecks: Check[] = [

@@ -2,9 +2,9 @@
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus } from '../fixtures.js'
 import type { HttpResponse } from '../http.js'
+import { completeSseEvents, parseSse } from '../sse.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
-import { parseSse } from './runs.js'
 
 type Json = Record<string, unknown>
 
@@ -43,13 +43,11 @@ class LiveTrace {
   }
 
   private take(text: string): void {
-    this.text += text
-    const end = this.text.lastIndexOf('\n\n')
-    if (end < 0) return
-    const whole = this.text.slice(0, end + 2)
-    this.text = this.text.slice(end + 2)
+    const { events, rest } = completeSseEvents(this.text + text)
+    this.text = rest
+    if (events.length === 0) return
     const at = performance.now()
-    for (const e of parseSse(whole)) {
+    for (const e of parseSse(events.join(''))) {
       if (e.event !== 'frame') continue
       try {
         this.arrivals.push({ frame: JSON.parse(e.data) as Json, at })
