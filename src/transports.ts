@@ -70,7 +70,11 @@ export function attachSockets(
       log: services.logger,
       ...(metrics ? { telemetry: metrics.graphql } : {}),
     },
-    { heartbeatMs: config.streamHeartbeatMs, maxBufferedBytes: config.streamMaxBufferedBytes },
+    {
+      heartbeatMs: config.streamHeartbeatMs,
+      maxBufferedBytes: config.streamMaxBufferedBytes,
+      maxReplay: config.streamMaxReplay,
+    },
     observer,
   )
   return [stream, graphqlWs]

@@ -8,16 +8,9 @@
 import { ApiError } from '../domain/errors.js'
 import { assertScope } from '../surface/scopes.js'
 import type { FeedMember, FeedPage, SharedTopic } from '../surface/topic-feeds.js'
-import {
-  caughtUp,
-  connectorSource,
-  MAX_REPLAY,
-  runsSource,
-  type TopicSource,
-} from '../surface/topic-sources.js'
+import { caughtUp, connectorSource, runsSource, type TopicSource } from '../surface/topic-sources.js'
 import { parseTopic, type Topic } from '../surface/topics.js'
 import type { GraphqlContext } from './context.js'
-import type { SubscriptionPorts } from './ports.js'
 
 const READ_PAGE = 200
 type Message = Record<string, unknown>
@@ -43,9 +36,7 @@ export function runEvents(_p: unknown, args: Record<string, unknown>, ctx: Graph
   assertScope(ctx.auth, topic.scope)
   const since = sinceArg(args.since)
   const workspaceId = ctx.auth.workspaceId
-  return follow(ctx.ports.topicFeeds, workspaceId, topic, since, () =>
-    runsSource(ctx.ports.events, workspaceId),
-  )
+  return follow(ctx, topic, since, () => runsSource(ctx.ports.events, workspaceId))
 }
 
 export function connectorRecords(_p: unknown, args: Record<string, unknown>, ctx: GraphqlContext) {
@@ -60,20 +51,21 @@ export function connectorRecords(_p: unknown, args: Record<string, unknown>, ctx
   assertScope(ctx.auth, topic.scope)
   const since = sinceArg(args.since)
   const workspaceId = ctx.auth.workspaceId
-  return follow(ctx.ports.topicFeeds, workspaceId, topic, since, () =>
+  return follow(ctx, topic, since, () =>
     connectorSource(ctx.ports.ingestion, workspaceId, topic.connectorId, name),
   )
 }
 
+/** Follows the caller's `topic` after `since`, replaying at most the context's window, as /v1/stream does. */
 function follow(
-  feeds: SubscriptionPorts['topicFeeds'],
-  workspaceId: string,
+  ctx: GraphqlContext,
   topic: Topic,
   since: number | undefined,
   source: () => TopicSource,
 ): TopicFollower {
-  const feed = feeds.acquire(workspaceId, topic, source)
-  return new TopicFollower(topic.name, feed, since, () => feeds.release(feed))
+  const feeds = ctx.ports.topicFeeds
+  const feed = feeds.acquire(ctx.auth.workspaceId, topic, source)
+  return new TopicFollower(topic.name, feed, since, () => feeds.release(feed), ctx.replayWindow)
 }
 
 /** Messages a joined follower may hold for a consumer that does not pull; beyond it, it reads for itself again. */
@@ -102,7 +94,8 @@ export class TopicFollower implements AsyncIterableIterator<Message>, FeedMember
     private readonly feed: SharedTopic,
     private readonly since: number | undefined,
     private readonly release: () => void,
-    private readonly maxReplay = MAX_REPLAY,
+    /** Most messages a `since` replays; older ones are announced as one `gap`. */
+    private readonly maxReplay: number,
   ) {}
 
   get after(): number {

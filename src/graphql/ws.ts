@@ -73,6 +73,8 @@ export interface GraphqlWsSettings {
   heartbeatMs: number
   /** A socket with more than this many bytes unsent is closed with 4008 (`AGENTOPS_STREAM_MAX_BUFFERED_BYTES`). */
   maxBufferedBytes: number
+  /** Most messages a subscription's `since` replays before a `gap`: the stream's (`AGENTOPS_STREAM_MAX_REPLAY`). */
+  maxReplay: number
 }
 
 /** What graphql-ws's context carries of a connection (as in its `use/ws` adapter). */
@@ -252,7 +254,7 @@ export function attachGraphqlWs(
         document: prepared.document,
         operationName: payload.operationName ?? null,
         variableValues: variables,
-        contextValue: createContext(ports.resolvers, callerFromKey(verified), requestId),
+        contextValue: createContext(ports.resolvers, callerFromKey(verified), requestId, settings.maxReplay),
       }
     },
     // graphql-ws sends a result unchanged when this returns nothing; errors get the envelope's extensions.

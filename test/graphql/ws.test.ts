@@ -316,3 +316,41 @@ describe('a revoked key on an open graphql-ws socket', () => {
     expect(code).toBe(4401)
   })
 })
+
+describe('a since older than the replay window', () => {
+  let small: TestServer
+  beforeAll(async () => {
+    small = await startTestServer({ config: { streamMaxReplay: 3 } })
+  })
+  afterAll(() => small.close())
+
+  it("announces a gap, then replays the newest records within the stream's window (AGENTOPS_STREAM_MAX_REPLAY)", async () => {
+    const key = await small.createKey({ scopes: ['*'] })
+    const records = [1, 2, 3, 4, 5].map((i) => ({
+      id: `r${i}`,
+      ts: '2026-11-23T06:00:00Z',
+      source: 's',
+      policy_class: 'public',
+      body: { i },
+    }))
+    const ingest = await small.request('POST', '/v1/grid/connectors/old/ingest', {
+      token: key.token,
+      body: { records },
+    })
+    expect(ingest.status).toBe(202)
+    const c = client(
+      { authorization: `Bearer ${key.token}` },
+      `${small.baseUrl.replace('http', 'ws')}/v1/graphql`,
+    )
+    const sub = collect(
+      c,
+      'subscription { connectorRecords(connector_id: "old", since: 0) { type seq from to record { id } } }',
+      (all) => all.length >= 4,
+    )
+    const got = (await sub.done).map((m) => m.data?.connectorRecords)
+    expect(got).toEqual([
+      { type: 'gap', seq: null, from: 1, to: 2, record: null },
+      ...[3, 4, 5].map((i) => ({ type: 'record', seq: i, from: null, to: null, record: { id: `r${i}` } })),
+    ])
+  })
+})

@@ -11,6 +11,7 @@ import { StreamConnection, type StreamPrincipal, type StreamSocket } from '../..
 import { type FeedMember, type FeedPage, TopicFeeds } from '../../src/surface/topic-feeds.js'
 import {
   caughtUp,
+  MAX_REPLAY,
   type StreamItem,
   type TopicPage,
   type TopicSource,
@@ -269,7 +270,7 @@ describe('GraphQL follower on the shared feed', () => {
   it('leaves the feed when its consumer lets the backlog grow, then reads for itself: every item once, in order', async () => {
     const source = new FakeSource()
     const { feeds, topic } = shared(source)
-    const follower = new TopicFollower('connector:c', topic, 0, () => feeds.release(topic))
+    const follower = new TopicFollower('connector:c', topic, 0, () => feeds.release(topic), MAX_REPLAY)
     const first = follower.next() // starts, reads for itself (nothing yet), joins, waits
     await settle()
     expect(topic.memberCount).toBe(1)

@@ -290,6 +290,50 @@ const payloadsOf = (s: GqlSocket, id: string): Json[] =>
   s.messages.filter((m) => m.id === id && m.type === 'next').map((m) => obj(m.payload))
 
 /**
+ * connectorRecords(since: 0) on a connector holding `window + 2` records, `window` the stream's declared replay
+ * window: one `gap` first (its `from..to` a range of seqs), then the newest `window` records, each once, in order,
+ * as /v1/stream resumes (the reference's subscriptions follow the stream's topics, window included).
+ */
+async function resumePastWindow(ctx: CheckContext, s: GqlSocket, window: number): Promise<void> {
+  const connector = ctx.name('gql-gap')
+  const records = batch(ctx, window + 2)
+  await ingestAccepted(ctx, connector, records, `ingesting ${records.length} records`)
+  s.send({
+    id: 'gap',
+    type: 'subscribe',
+    payload: {
+      query:
+        'subscription($c: ID!) { connectorRecords(connector_id: $c, since: 0) { type from to record { id } } }',
+      variables: { c: connector },
+    },
+  })
+  const last = records.at(-1)?.id
+  const messages = () => payloadsOf(s, 'gap').map((p) => obj(obj(p.data).connectorRecords))
+  await waitUntil(
+    `the newest of ${records.length} records over connectorRecords(since: 0)`,
+    async () => messages(),
+    (got) => got.some((m) => obj(m.record).id === last),
+    ctx.config.waitMs,
+  )
+  const [gap, ...rest] = messages()
+  assert(
+    gap?.type === 'gap' &&
+      Number.isInteger(gap.from) &&
+      Number.isInteger(gap.to) &&
+      Number(gap.to) >= Number(gap.from),
+    `connectorRecords(since: 0) past ${records.length} records (declared replay window ${window}) began with ${short(gap)}, not a gap`,
+  )
+  const replayed = rest.map((m) => obj(m.record).id)
+  assert(
+    sameJson(
+      replayed,
+      records.slice(2).map((r) => r.id),
+    ),
+    `after the gap, connectorRecords replayed ${replayed.length} records ${short(replayed)}, expected the newest ${window} once each in order`,
+  )
+}
+
+/**
  * Fills the key's connection slots with graphql-ws sockets (the token at the upgrade) until one is refused, then
  * asks once more with the token in connection_init, whose close names the quota, its limit and its use. Starts again
  * (within `waitMs`) while that use counts more sockets than were opened: slots of sockets an earlier check closed
@@ -1166,7 +1210,7 @@ export const graphqlSurfaceChecks: Check[] = [
   {
     id: 'graphql.ws-key-quotas',
     title:
-      "graphql-ws sockets and subscriptions count against the key's stream bounds with its /v1/stream connections and topics: past stream_sockets_per_key an upgrade is refused 403 (a token in connection_init closes 4403 naming the quota), past stream_subscriptions_per_key a subscription errors quota_exceeded; completing a subscription or closing a socket gives the room back",
+      "graphql-ws sockets and subscriptions count against the key's stream bounds with its /v1/stream connections and topics: past stream_sockets_per_key an upgrade is refused 403 (a token in connection_init closes 4403 naming the quota), past stream_subscriptions_per_key a subscription errors quota_exceeded while a query is still answered (it holds no topic, and its end frees none); completing a subscription or closing a socket gives the room back",
     level: 'profile',
     clauses: ['S4.15', 'S5.3'],
     async run(ctx) {
@@ -1185,9 +1229,11 @@ export const graphqlSurfaceChecks: Check[] = [
       const { open, refusal, closedByInit } = await fillGqlSlots(ctx, url, token, most)
       const streams: Opened[] = []
       try {
+        // The quota-limited identity is one whose key holds a few stream connections (conformance/README.md): one
+        // that took ten and was refused none keeps no such bound, which is the difference this check reports.
         if (!refusal)
-          skip(
-            `the quota-limited key opened ${most} graphql-ws sockets: its stream_sockets_per_key is above ${most}`,
+          fail(
+            `the quota-limited key opened ${most} graphql-ws sockets and none was refused: no stream_sockets_per_key bound (the identity's key is to hold a few)`,
           )
         const n = open.length
         assert(
@@ -1231,7 +1277,9 @@ export const graphqlSurfaceChecks: Check[] = [
           else refused = answer ?? { type: 'nothing' }
         }
         if (!refused)
-          skip('the quota-limited key held 20 subscriptions: its stream_subscriptions_per_key is above 20')
+          fail(
+            "the quota-limited key held 20 subscriptions and none was refused: no stream_subscriptions_per_key bound (the identity's key is to hold a few topics)",
+          )
         const ext = obj(obj((Array.isArray(refused.payload) ? refused.payload : [])[0]).extensions)
         assert(
           refused.type === 'error' &&
@@ -1239,6 +1287,23 @@ export const graphqlSurfaceChecks: Check[] = [
             obj(ext.detail).quota === 'stream_subscriptions_per_key' &&
             obj(ext.detail).limit === taken.length,
           `with ${taken.length} subscriptions held, the next was answered ${short(refused)}, not an error quota_exceeded {quota: stream_subscriptions_per_key, limit: ${taken.length}}`,
+        )
+        // A query over the same socket holds no topic: it is answered while every topic is held, and its end frees
+        // none (graphql-ws ends a query with the same `complete` a finished subscription gets).
+        s.send({ id: 'query', type: 'subscribe', payload: { query: '{ agents(limit: 1) { next_cursor } }' } })
+        const query = await s.next(
+          (m) => m.id === 'query' && (m.type === 'next' || m.type === 'error'),
+          ctx.config.waitMs,
+        )
+        assert(
+          query?.type === 'next' && obj(query.payload).errors === undefined,
+          `with the key's ${taken.length} topics held, a query over the same socket was answered ${short(query)}, not its data: a query holds no topic`,
+        )
+        await s.next((m) => m.id === 'query' && m.type === 'complete', ctx.config.waitMs)
+        const beyond = await subscribe('after-query')
+        assert(
+          beyond?.type === 'error',
+          `after a query over the socket ended, a subscription beyond the key's ${taken.length} topics was answered ${short(beyond)}: the query's end gave back a topic it never held`,
         )
         // Completing one gives its room back.
         s.send({ id: taken[0], type: 'complete' })
@@ -1367,7 +1432,7 @@ export const graphqlSurfaceChecks: Check[] = [
   {
     id: 'graphql.ws-subscriptions',
     title:
-      'graphql-ws: connectorRecords delivers ingested records, runEvents without since only new events (typed in run_event), and bad arguments or documents are errors with the envelope',
+      'graphql-ws: connectorRecords delivers ingested records (a since past the declared replay window a gap first, as on the stream), runEvents without since only new events (typed in run_event), and bad arguments or documents are errors with the envelope',
     level: 'profile',
     clauses: ['S4.15', 'S1.8', 'S4.10'],
     async run(ctx) {
@@ -1488,6 +1553,8 @@ export const graphqlSurfaceChecks: Check[] = [
           obj(obj(obj(second?.payload).data).connectorRecords).seq === 2,
           `connectorRecords(since: 1) first delivered ${short(second)}`,
         )
+        const window = ctx.config.stream.replayWindow
+        if (window !== undefined) await resumePastWindow(ctx, s, window)
         // Refusals: a negative since, an invalid connector id, a document that does not validate.
         for (const [id, query, code] of [
           ['neg', 'subscription { runEvents(since: -1) { seq } }', 'invalid_request'],
