@@ -146,6 +146,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.subscriptions-per-connection': GAPS.streamMessages,
   'stream.key-quotas': GAPS.keyQuotas,
   'graphql.ws-key-quotas': GAPS.graphql,
+  'graphql.ws-rate-limited': GAPS.graphql,
   'pagination.limit-over-200-400': GAPS.overLimit,
   'pagination.page-shape': GAPS.pageShape,
   'pagination.default-limit-50': GAPS.defaultLimit,

@@ -9,7 +9,7 @@ import { ApiError } from '../domain/errors.js'
 import { assertScope } from '../surface/scopes.js'
 import type { FeedMember, FeedPage, SharedTopic } from '../surface/topic-feeds.js'
 import { caughtUp, connectorSource, runsSource, type TopicSource } from '../surface/topic-sources.js'
-import { parseTopic, type Topic } from '../surface/topics.js'
+import { parseTopic, RUNS_TOPIC, type Topic } from '../surface/topics.js'
 import type { GraphqlContext } from './context.js'
 
 const READ_PAGE = 200
@@ -31,12 +31,10 @@ function sinceArg(value: unknown): number | undefined {
 }
 
 export function runEvents(_p: unknown, args: Record<string, unknown>, ctx: GraphqlContext) {
-  const topic = parseTopic('runs')
-  if (!topic) throw new Error('the runs topic is always known')
-  assertScope(ctx.auth, topic.scope)
+  assertScope(ctx.auth, RUNS_TOPIC.scope)
   const since = sinceArg(args.since)
   const workspaceId = ctx.auth.workspaceId
-  return follow(ctx, topic, since, () => runsSource(ctx.ports.events, workspaceId))
+  return follow(ctx, RUNS_TOPIC, since, () => runsSource(ctx.ports.events, workspaceId))
 }
 
 export function connectorRecords(_p: unknown, args: Record<string, unknown>, ctx: GraphqlContext) {

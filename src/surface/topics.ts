@@ -5,8 +5,11 @@ export type Topic =
   | { kind: 'connector'; name: string; connectorId: string; scope: string }
   | { kind: 'runs'; name: 'runs'; scope: 'stream:runs' }
 
+/** The workspace's run events. */
+export const RUNS_TOPIC: Topic = { kind: 'runs', name: 'runs', scope: 'stream:runs' }
+
 export function parseTopic(name: string): Topic | undefined {
-  if (name === 'runs') return { kind: 'runs', name, scope: 'stream:runs' }
+  if (name === 'runs') return RUNS_TOPIC
   if (name.startsWith('connector:')) {
     const connectorId = name.slice('connector:'.length)
     if (!isConnectorId(connectorId)) return undefined

@@ -340,6 +340,20 @@ export function graphqlMutants(): Mutant[] {
       },
     },
     {
+      id: 'graphql-ws-operations-not-rate-limited',
+      description:
+        "Operations over graphql-ws never count against the workspace's rate limit: past it, each is still answered",
+      targets: ['graphql.ws-rate-limited'],
+      streamMessage(message) {
+        // The deployment answers the operation the rate limit refused, as one that never counted it would.
+        const first = (Array.isArray(message.payload) ? message.payload[0] : undefined) as
+          | GqlError
+          | undefined
+        if (message.type !== 'error' || first?.extensions?.code !== 'rate_limited') return message
+        return { id: message.id, type: 'next', payload: { data: { __typename: 'Query' } } }
+      },
+    },
+    {
       id: 'graphql-ws-complete-keeps-room',
       description:
         "A completed graphql-ws subscription keeps its room among the key's topics: the key fills up for good",

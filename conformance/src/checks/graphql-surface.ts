@@ -13,10 +13,12 @@ import { tokenName } from '../config.js'
 import { expectStatus, pageItems, SETTLED, toolRegistration } from '../fixtures.js'
 import type { HttpResponse } from '../http.js'
 import { obj } from '../http.js'
+import { rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep, waitUntil } from '../wait.js'
 import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch, ingestAccepted } from './ingest.js'
+import { LIMITED_LANE } from './ratelimit.js'
 import { connect, type Opened, type RefusedUpgrade } from './stream.js'
 import { receiverUrl } from './webhooks.js'
 
@@ -1336,6 +1338,60 @@ export const graphqlSurfaceChecks: Check[] = [
       } finally {
         for (const g of open) g.ws.terminate()
         for (const st of streams) st.close()
+      }
+    },
+  },
+  {
+    id: 'graphql.ws-rate-limited',
+    lane: LIMITED_LANE,
+    title:
+      "Each operation over graphql-ws counts against its workspace's rate limit as a request does: past it, an operation is answered an error rate_limited (status 429) and the socket stays open",
+    level: 'profile',
+    clauses: ['S8.5', 'S8.9'],
+    async run(ctx) {
+      const url = declaredSurface(ctx)
+      const token = ctx.config.tokens.rateLimited
+      if (!token) skip(`no ${tokenName('rateLimited')} given`)
+      // An HTTP read first, paced by the workspace's headers as every request is: it has room now, and its
+      // tightest window names how much.
+      const probe = await ctx.as('rateLimited').get('/v1/agents?limit=1')
+      expectStatus(probe, 200, 'GET /v1/agents?limit=1 with the small-limit token')
+      const limits = rateWindows(probe.headers, ctx.config.rateLimitHeaders).map((w) => w.limit ?? 20)
+      // Past the window's quota twice over: a window that reopens once meanwhile still runs out.
+      const most = Math.min(50, 2 * Math.min(20, ...limits) + 2)
+      const s = await openGql(ctx, url, token)
+      try {
+        let refusal: Json | undefined
+        let answered = 0
+        for (let i = 0; i < most && !refusal; i++) {
+          s.send({ id: `op${i}`, type: 'subscribe', payload: { query: '{ __typename }' } })
+          const m = await s.next(
+            (x) => x.id === `op${i}` && (x.type === 'next' || x.type === 'error'),
+            ctx.config.waitMs,
+          )
+          if (!m)
+            fail(`operation ${i + 1} over graphql-ws was answered nothing within ${ctx.config.waitMs} ms`)
+          const errors =
+            m.type === 'error'
+              ? Array.isArray(m.payload)
+                ? m.payload.map(obj)
+                : []
+              : errorsOf(obj(m.payload))
+          if (errors.length > 0) refusal = errors[0]
+          else answered += 1
+        }
+        if (!refusal)
+          fail(
+            `${most} operations over one graphql-ws socket of the small-limit workspace were all answered: none counted against its rate limit`,
+          )
+        const ext = obj(refusal.extensions)
+        assert(
+          ext.code === 'rate_limited' && ext.status === 429 && /^req_/.test(String(ext.request_id)),
+          `after ${answered} answered operations, one was refused with ${short(refusal)}, not rate_limited (status 429) with a req_ request id`,
+        )
+        assert(!s.closed, `the socket closed after a rate-limited operation: ${short(s.closed)}`)
+      } finally {
+        s.ws.terminate()
       }
     },
   },
