@@ -19,7 +19,7 @@ import { short, sleep, waitUntil } from '../wait.js'
 import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch, ingestAccepted } from './ingest.js'
 import { LIMITED_LANE } from './ratelimit.js'
-import { connect, type Opened, type RefusedUpgrade } from './stream.js'
+import { assertResumedPastWindow, connect, type Opened, type RefusedUpgrade } from './stream.js'
 import { receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -29,6 +29,12 @@ const UNKNOWN_TOKEN = `aok_${'0'.repeat(26)}_${'x'.repeat(43)}`
 function errorsOf(res: HttpResponse | Json): Json[] {
   const body = 'exchange' in res ? obj(res.body) : res
   return Array.isArray(body.errors) ? (body.errors as unknown[]).map(obj) : []
+}
+
+/** The errors of a graphql-ws answer: an `error` message's payload, or a `next` result's `errors`. */
+function wsErrorsOf(m: Json | undefined): Json[] {
+  if (m?.type === 'error') return Array.isArray(m.payload) ? m.payload.map(obj) : []
+  return errorsOf(obj(m?.payload))
 }
 
 const codeOf = (res: HttpResponse | Json): unknown => obj(errorsOf(res)[0]?.extensions).code
@@ -318,20 +324,12 @@ async function resumePastWindow(ctx: CheckContext, s: GqlSocket, window: number)
     ctx.config.waitMs,
   )
   const [gap, ...rest] = messages()
-  assert(
-    gap?.type === 'gap' &&
-      Number.isInteger(gap.from) &&
-      Number.isInteger(gap.to) &&
-      Number(gap.to) >= Number(gap.from),
-    `connectorRecords(since: 0) past ${records.length} records (declared replay window ${window}) began with ${short(gap)}, not a gap`,
-  )
-  const replayed = rest.map((m) => obj(m.record).id)
-  assert(
-    sameJson(
-      replayed,
-      records.slice(2).map((r) => r.id),
-    ),
-    `after the gap, connectorRecords replayed ${replayed.length} records ${short(replayed)}, expected the newest ${window} once each in order`,
+  assertResumedPastWindow(
+    'connectorRecords(since: 0)',
+    gap,
+    rest.map((m) => obj(m.record).id),
+    records,
+    window,
   )
 }
 
@@ -1371,12 +1369,7 @@ export const graphqlSurfaceChecks: Check[] = [
           )
           if (!m)
             fail(`operation ${i + 1} over graphql-ws was answered nothing within ${ctx.config.waitMs} ms`)
-          const errors =
-            m.type === 'error'
-              ? Array.isArray(m.payload)
-                ? m.payload.map(obj)
-                : []
-              : errorsOf(obj(m.payload))
+          const errors = wsErrorsOf(m)
           if (errors.length > 0) refusal = errors[0]
           else answered += 1
         }
@@ -1630,12 +1623,7 @@ export const graphqlSurfaceChecks: Check[] = [
             (x) => x.id === id && (x.type === 'error' || x.type === 'next'),
             ctx.config.waitMs,
           )
-          const errors =
-            m?.type === 'error'
-              ? Array.isArray(m.payload)
-                ? m.payload.map(obj)
-                : []
-              : errorsOf(obj(m?.payload))
+          const errors = wsErrorsOf(m)
           const ext = obj(errors[0]?.extensions)
           assert(
             ext.code === code && /^req_/.test(String(ext.request_id)) && ext.status === 400,

@@ -100,6 +100,35 @@ export function connect(
 }
 
 /** A connector's topic name as the deployment names it (declared `stream.topic`, default `connector:<id>`). */
+/**
+ * How the reference answers a resume from 0 past `records` (`window + 2` of them, `window` the declared replay
+ * window), on /v1/stream and in GraphQL subscriptions alike: one `gap` naming a range of seqs, then the ids of the
+ * newest `window` records, each once, in order. `what` names the resume in the failure.
+ */
+export function assertResumedPastWindow(
+  what: string,
+  gap: Json | undefined,
+  replayed: unknown[],
+  records: Json[],
+  window: number,
+): void {
+  assert(
+    gap?.type === 'gap' &&
+      Number.isInteger(gap.from) &&
+      Number.isInteger(gap.to) &&
+      Number(gap.to) >= Number(gap.from),
+    `${what} past ${records.length} records (declared replay window ${window}) announced no gap: ${short(gap)}`,
+  )
+  const ids = replayed.map(String)
+  assert(
+    sameJson(
+      ids,
+      records.slice(2).map((r) => String(r.id)),
+    ),
+    `after the gap, ${what} replayed ${ids.length} records ${short(ids)}, expected the newest ${window} once each in order`,
+  )
+}
+
 export function topicOf(ctx: CheckContext, connector: string): string {
   return ctx.config.stream.topic.split('{connector}').join(connector)
 }
