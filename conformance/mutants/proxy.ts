@@ -331,7 +331,9 @@ export class MutantProxy {
           if (res.events) await this.relayEvents(req, res, res.events, outRes, ctx)
           else outRes.writeHead(res.status, res.headers).end(res.bytes ?? res.body)
         } catch (err) {
-          if (outRes.headersSent) outRes.destroy()
+          // A delivery the receiver dropped without an answer is dropped on the deployment too, as the receiver
+          // itself would have done it; a deployment that cannot be reached is a 502, as from any gateway.
+          if (outRes.headersSent || req.path.startsWith(HOOK_PREFIX)) outRes.destroy()
           else outRes.writeHead(502, { 'content-type': 'text/plain' }).end(`proxy: ${(err as Error).message}`)
         } finally {
           this.inFlight.delete(received)

@@ -13,6 +13,16 @@ export interface Delivery {
   status: number
 }
 
+/** How the receiver answers the requests an `answerWith` rule matches. */
+export interface ReceiverAnswer {
+  status: number
+  body: string
+  delayMs?: number
+  headers?: Record<string, string>
+  /** No answer at all: the connection is dropped once the request has arrived (recorded with `status`). */
+  hangUp?: boolean
+}
+
 export class WebhookReceiver {
   readonly deliveries: Delivery[] = []
   private server: Server | undefined
@@ -36,7 +46,7 @@ export class WebhookReceiver {
   /** Requests answered as a tool's endpoint would answer them (see answerWith). */
   private answers: Array<{
     match: (path: string) => boolean
-    answer: { status: number; body: string; delayMs?: number; headers?: Record<string, string> }
+    answer: ReceiverAnswer
   }> = []
   port = 0
   private closed = false
@@ -46,10 +56,7 @@ export class WebhookReceiver {
    * the suite's stand-in for the endpoint of an `http` tool, or a service that refuses. The request is recorded like
    * any delivery.
    */
-  answerWith(
-    match: (path: string) => boolean,
-    answer: { status: number; body: string; delayMs?: number; headers?: Record<string, string> },
-  ): void {
+  answerWith(match: (path: string) => boolean, answer: ReceiverAnswer): void {
     this.answers.push({ match, answer })
   }
 
@@ -125,9 +132,11 @@ export class WebhookReceiver {
           status,
         })
         const answer = () =>
-          res
-            .writeHead(status, { 'content-type': 'application/json', ...custom?.headers })
-            .end(custom?.body ?? (failed ? '{"ok":false}' : '{"ok":true}'))
+          custom?.hangUp
+            ? req.socket.destroy()
+            : res
+                .writeHead(status, { 'content-type': 'application/json', ...custom?.headers })
+                .end(custom?.body ?? (failed ? '{"ok":false}' : '{"ok":true}'))
         const hold = custom ? -1 : this.holds.findIndex((h) => h.match(body, req.url ?? '/'))
         if (custom?.delayMs) setTimeout(answer, custom.delayMs)
         else if (hold >= 0) {

@@ -130,6 +130,28 @@ export function webhookOperationMutants(): Mutant[] {
       ),
     },
     {
+      id: 'webhook-unanswered-attempt-counted-delivered',
+      description:
+        'A delivery whose receiver dropped the connection without answering is logged delivered: an attempt that raised no error on sending counts as success and is never retried',
+      targets: ['webhooks.receiver-answer-judged'],
+      response: editListEntries(DELIVERY_LOG, (d) =>
+        d.last_status_code === null && typeof d.last_error === 'string'
+          ? { ...d, status: 'delivered', next_attempt_at: null, last_error: null, delivered_at: d.created_at }
+          : d,
+      ),
+    },
+    {
+      id: 'destination-unanswered-attempt-counted-delivered',
+      description:
+        'A destination delivery whose service dropped the connection without answering is logged delivered, never retried',
+      targets: ['destinations.slack-retry-after'],
+      response: editListEntries(DESTINATION_LOG, (d) =>
+        d.last_status_code === null && typeof d.last_error === 'string'
+          ? { ...d, status: 'delivered', next_attempt_at: null, last_error: null, delivered_at: d.created_at }
+          : d,
+      ),
+    },
+    {
       id: 'delivery-sent-as-text-plain',
       description: 'Webhook deliveries carry Content-Type text/plain although their body is JSON',
       targets: ['webhooks.delivery-arrives'],

@@ -820,7 +820,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.slack-retry-after',
     title:
-      "A slack destination whose service answers 429 or 503 with Retry-After is retried after that wait, not at the outbox's backoff (a 500 with one keeps the backoff): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
+      "A slack destination whose service answers 429 or 503 with Retry-After is retried after that wait, not at the outbox's backoff (a 500 with one keeps the backoff, and so does a connection dropped without an answer, logged with no status code and an error that does not quote the webhook URL): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -831,18 +831,22 @@ export const destinationChecks: Check[] = [
       const receiver = receiverUrl(ctx)
       // Slack's answers when it is rate limited or down: its error word, and when to come back.
       const RETRY_AFTER_S = 120
-      const created: { id: string; status: number; path: string }[] = []
+      const created: { id: string; status: number; path: string; token: string }[] = []
       try {
+        // Status 0: no answer at all, the connection dropped once the message arrived.
         for (const [status, word] of [
           [429, 'rate_limited'],
           [503, 'service_unavailable'],
           [500, 'internal_error'],
+          [0, ''],
         ] as const) {
-          const path = `/T0CONF/B0CONF/conf${randomBytes(8).toString('hex')}/${tag}-${status}`
+          const token = `conf${randomBytes(8).toString('hex')}`
+          const path = `/T0CONF/B0CONF/${token}/${tag}-${status}`
           ctx.receiver!.answerWith((p) => p.endsWith(path), {
             status,
             body: word,
             headers: { 'retry-after': String(RETRY_AFTER_S), 'content-type': 'text/plain' },
+            hangUp: status === 0,
           })
           const res = await ctx.http.post('/v1/destinations', {
             name: `${tag}-${status}`,
@@ -860,11 +864,11 @@ export const destinationChecks: Check[] = [
           expectStatus(res, 201, 'creating a slack destination')
           const id = ownId(res.body, 'destination')
           assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
-          created.push({ id, status, path })
+          created.push({ id, status, path, token })
         }
         await ctx.fx.newAgent()
         const problems: string[] = []
-        for (const { id, status, path } of created) {
+        for (const { id, status, path, token } of created) {
           const attempt = await ctx.receiver!.waitFor((d) => d.path.endsWith(path), ctx.config.waitMs)
           if (!attempt) {
             problems.push(
@@ -872,13 +876,34 @@ export const destinationChecks: Check[] = [
             )
             continue
           }
+          // Half the wait: room for the two clocks to differ, and still far beyond a first retry's backoff.
+          const earliest = attempt.receivedAt + (RETRY_AFTER_S / 2) * 1000
+          if (status === 0) {
+            const attempted = (e: Record<string, unknown>) =>
+              typeof e.attempts === 'number' && e.attempts >= 1
+            const entry = (await logUntil(ctx, id, (entries) => entries.some(attempted))).find(attempted)
+            const next = Date.parse(String(entry?.next_attempt_at ?? ''))
+            if (
+              entry?.status !== 'pending' ||
+              entry.last_status_code !== null ||
+              typeof entry.last_error !== 'string' ||
+              entry.last_error === '' ||
+              !(next < earliest)
+            )
+              problems.push(
+                `after the connection to Slack dropped without an answer, the delivery is logged ${short(entry ?? null, 300)}: not pending a retry at the backoff, with no status code and an error saying why`,
+              )
+            else if (entry.last_error.includes(token))
+              problems.push(
+                `the delivery log's last_error quotes the webhook URL: ${short(entry.last_error)}`,
+              )
+            continue
+          }
           const log = await logUntil(ctx, id, (entries) =>
             entries.some((e) => e.last_status_code === status && typeof e.next_attempt_at === 'string'),
           )
           const entry = log.find((e) => e.last_status_code === status)
           const next = Date.parse(String(entry?.next_attempt_at ?? ''))
-          // Half the wait: room for the two clocks to differ, and still far beyond a first retry's backoff.
-          const earliest = attempt.receivedAt + (RETRY_AFTER_S / 2) * 1000
           if (status === 500) {
             // The profile waits out Retry-After on a 429 or 503 only: any other failure keeps the outbox's backoff.
             if (entry?.status !== 'pending' || !(next < earliest))

@@ -227,14 +227,16 @@ export const webhookOperationChecks: Check[] = [
   {
     id: 'webhooks.receiver-answer-judged',
     title:
-      'A delivery the receiver answers 200 is logged delivered after one attempt; one it answers 300 is not delivered but logged with that status and a next attempt',
+      'A delivery the receiver answers 200 is logged delivered after one attempt; one it answers 300 is not delivered but logged with that status and a next attempt; one it drops without an answer is not delivered but logged with no status code, an error and a next attempt',
     level: 'profile',
     clauses: ['S6.2'],
     async run(ctx) {
       receiverUrl(ctx)
       const ok = await ownHook(ctx, 'judged-200', ['agent.created'])
       const moved = await ownHook(ctx, 'judged-300', ['agent.created'])
+      const dropped = await ownHook(ctx, 'judged-hang-up', ['agent.created'])
       ctx.receiver!.answerWith((path) => moved.mine({ path }), { status: 300, body: '' })
+      ctx.receiver!.answerWith((path) => dropped.mine({ path }), { status: 0, body: '', hangUp: true })
       const got = await agentCreatedAt(ctx, ok, 'answered 200')
       const eventId = got.body!.id
       const wrong: string[] = []
@@ -259,17 +261,33 @@ export const webhookOperationChecks: Check[] = [
         ctx.config.waitMs,
       )
       if (!attempted) wrong.push(`no delivery of event ${short(eventId)} reached ${moved.tag}`)
-      const redirected = await logEntry(
-        ctx,
-        hookId(moved),
-        eventId,
-        (e) => typeof e.attempts === 'number' && e.attempts >= 1,
+      const attemptedOnce = (e: Json) => typeof e.attempts === 'number' && e.attempts >= 1
+      const redirected = await logEntry(ctx, hookId(moved), eventId, attemptedOnce)
+      const reachedDropped = await ctx.receiver!.waitFor(
+        (d) => dropped.mine(d) && d.body?.id === eventId,
+        ctx.config.waitMs,
       )
-      // Neither subscription waits for the end of the run: each gets every agent.created meanwhile.
+      if (!reachedDropped) wrong.push(`no delivery of event ${short(eventId)} reached ${dropped.tag}`)
+      const unanswered = await logEntry(ctx, hookId(dropped), eventId, attemptedOnce)
+      // None of the subscriptions waits for the end of the run: each gets every agent.created meanwhile.
       await Promise.all([
         ctx.http.delete(`/v1/webhooks/${moved.id}`),
         ctx.http.delete(`/v1/webhooks/${ok.id}`),
+        ctx.http.delete(`/v1/webhooks/${dropped.id}`),
       ])
+      if (!unanswered)
+        wrong.push(`the delivery log of ${dropped.id} lists no delivery of event ${short(eventId)}`)
+      else if (
+        unanswered.status === 'delivered' ||
+        !attemptedOnce(unanswered) ||
+        unanswered.last_status_code !== null ||
+        typeof unanswered.last_error !== 'string' ||
+        unanswered.last_error === '' ||
+        (unanswered.status === 'pending' && !isRfc3339(unanswered.next_attempt_at))
+      )
+        wrong.push(
+          `a delivery the receiver dropped without an answer is logged ${short(unanswered)}: no answer is no delivery, logged with no status code, an error and a next attempt`,
+        )
       if (!redirected)
         wrong.push(`the delivery log of ${moved.id} lists no delivery of event ${short(eventId)}`)
       else if (
