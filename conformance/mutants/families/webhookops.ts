@@ -2,7 +2,7 @@
  * Webhook subscriptions that break the reference profile's own choices where spec §5.5 and §6 are silent: a
  * subscription URL with credentials taken (they would be sent to whoever the host is), a receiver's 3xx logged as
  * a delivery, and a secret rotation that drops the old secret at once instead of signing with both through the
- * overlap, a CloudEvent without its subject, a PagerDuty incident without the severity its destination sets, a destination's delivered message logged pending, Slack approval buttons that do not name the step or a message without its pending action; and, against spec §1's "Body format | `application/json`", deliveries sent as text/plain.
+ * overlap, a CloudEvent without its subject, a PagerDuty incident without the severity its destination sets, a destination's delivered message logged pending, Slack approval buttons that do not name the step or are styled as Block Kit does not take, a message without its pending action; and, against spec §1's "Body format | `application/json`", deliveries sent as text/plain.
  */
 import { type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
 import { dropFromDelivery, editListEntries } from '../rewrites.js'
@@ -209,6 +209,25 @@ export function webhookOperationMutants(): Mutant[] {
                   const value = parseJson(String(e.value ?? ''))
                   return value ? { ...e, value: JSON.stringify({ run_id: value.run_id }) } : e
                 }),
+              }
+            : b,
+        )
+        return { ...req, body: JSON.stringify({ ...body, blocks }) }
+      },
+    },
+    {
+      id: 'slack-approve-button-styled-green',
+      description:
+        'The Approve button of a Slack approval message has style green, which Block Kit does not take (primary or danger): Slack refuses the whole message',
+      targets: ['destinations.slack-approve-from-chat'],
+      delivery(req) {
+        const body = parseJson(req.body)
+        if (!body || !Array.isArray(body.blocks)) return req
+        const blocks = body.blocks.map((b: Json) =>
+          b.type === 'actions' && Array.isArray(b.elements)
+            ? {
+                ...b,
+                elements: b.elements.map((e: Json) => (e.style === 'primary' ? { ...e, style: 'green' } : e)),
               }
             : b,
         )

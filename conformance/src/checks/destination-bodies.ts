@@ -7,6 +7,7 @@
  */
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
+import { short } from '../wait.js'
 
 /** Block Kit's block types (https://docs.slack.dev/reference/block-kit/blocks). */
 const BLOCK_TYPES = new Set([
@@ -88,6 +89,9 @@ function blockProblems(block: Record<string, unknown>, where: string): (string |
           const element = obj(e)
           if (element.type === 'button') {
             out.push(textObjectProblem(element.text, `${where} button ${i} text`, 75, true))
+            // A button's style is primary, danger, or absent (the default look).
+            if (element.style !== undefined && element.style !== 'primary' && element.style !== 'danger')
+              out.push(`${where} button ${i} has style ${short(element.style)}, not primary or danger`)
             if (typeof element.value === 'string' && element.value.length > 2000)
               out.push(`${where} button ${i} value is more than 2000 characters`)
           }

@@ -143,6 +143,9 @@ export const slackChatChecks: Check[] = [
         .map(([what]) => what)
       if (missing.length > 0)
         fail(`the approval message lacks ${missing.join(', ')}: ${short(message.body.blocks, 400)}`)
+      // The message with its buttons is a Block Kit message too: Slack refuses the whole of it for one bad block.
+      const malformed = slackMessageProblems(message)
+      assert(malformed.length === 0, `the approval message with buttons: ${malformed.join('; ')}`)
       const approve = buttonOf(shown, 'Approve')
       const deny = buttonOf(shown, 'Deny')
       if (!approve || !deny)
