@@ -188,7 +188,7 @@ export function webhookOperationMutants(): Mutant[] {
       id: 'destination-success-logged-pending',
       description:
         'A destination delivery its service answered 200 is logged pending, to be sent again: success is not recognised',
-      targets: ['destinations.slack-incoming-webhook'],
+      targets: ['destinations.slack-incoming-webhook', 'destinations.pagerduty-events-v2'],
       response: editListEntries(DESTINATION_LOG, (d) =>
         d.status === 'delivered' ? { ...d, status: 'pending', delivered_at: null } : d,
       ),

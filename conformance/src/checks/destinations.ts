@@ -422,7 +422,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.pagerduty-events-v2',
     title:
-      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved; a change to another severity is the next incident's; its routing key is never answered",
+      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a change to another severity is the next incident's; its routing key is never answered",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -467,6 +467,8 @@ export const destinationChecks: Check[] = [
           `run ${runId}'s step was approved, but no resolve with the trigger's dedup_key ${key} reached the receiver within ${ctx.config.waitMs} ms`,
         )
       const resolveProblems = pagerDutyEventProblems(resolve, pager.secret)
+      const logged = await deliveredInLog(ctx, pager)
+      if (logged) resolveProblems.push(logged)
       assert(resolveProblems.length === 0, `the resolve for run ${runId}: ${resolveProblems.join('; ')}`)
       // Each severity PagerDuty takes, set by a change of the destination, is the next incident's (its sample,
       // which is sent at once and answered with what the receiver said).
