@@ -338,6 +338,7 @@ function runCosts(runs) {
     dryRun: sum(runs.filter((r) => r.mutant === 'dry run')),
     mutantRuns: sum(mutantRuns),
     staticRuns: sum(mutantRuns.filter((r) => r.static)),
+    rejudgedRuns: sum(mutantRuns.filter((r) => r.rejudged)),
     confirmations: {
       ...sum(confirmations),
       serverBroken: confirmations.filter((r) => r.confirmation === 'failed').length,
@@ -385,5 +386,5 @@ if (secondPass)
   )
 if (costs)
   console.log(
-    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each; the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}; servers held after the verdict (replaced): ${costs.stalledAtEnd}; kills looked at again on the clean server: ${costs.confirmations.runs} (${costs.confirmations.cpuSeconds} s of CPU), the server broken in ${costs.confirmations.serverBroken} (the mutant judged again on a fresh one)`,
+    `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each (${costs.rejudgedRuns.runs} runtime survivors whose code never ran while active, judged again so); the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}; servers held after the verdict (replaced): ${costs.stalledAtEnd}; kills looked at again on the clean server: ${costs.confirmations.runs} (${costs.confirmations.cpuSeconds} s of CPU), the server broken in ${costs.confirmations.serverBroken} (the mutant judged again on a fresh one)`,
   )

@@ -12,7 +12,10 @@
  * - Static mutants (executed only while the server loads and starts; Stryker's dry run sees them in the static
  *   coverage the instrumented code records before the runner sets a test id) get a server started with the mutant
  *   active (`reloadEnvironment`, `mutantActivation: 'static'`), and the next runtime mutant a clean one again.
- *   Mutants the dry run never reached are NoCoverage without a run.
+ *   Mutants the dry run never reached are NoCoverage without a run. A runtime mutant the suite did not kill whose code
+ *   the dry run's checks ran but which never ran while it was active (its hits are counted) is judged again the
+ *   static way: code a server runs once and keeps the result of (a transport made on its first send) runs mutated
+ *   only in a server started so.
  * - Coverage and timing: the dry run is one test per spec section that has mutants in the sandbox (its check
  *   families), each timed, its coverage kept to the mutants of its own section's modules (a mutant is judged by
  *   its own section's checks only, so one they never reach is NoCoverage without a run). Stryker's timeout for a
@@ -55,6 +58,8 @@ const REPLAY_WINDOW = 20
 
 /** Where the dry run leaves its per-test times in the sandbox, for the workers that did not run it. */
 const TIMINGS_FILE = '.switch-timings.json'
+/** The mutants the dry run's checks ran (not only the server's start): read by every worker, like the timings. */
+const RUN_BY_CHECKS_FILE = '.switch-run-by-checks.json'
 /** How long a run the runner cut short may take to end once aborted before it is left behind. */
 const SETTLE_MS = 5000
 const TIMED_OUT = Symbol('timed out')
@@ -569,14 +574,13 @@ export class ConformanceSwitchRunner {
       this.timings = Object.fromEntries(tests.map((t) => [t.id, t.timeSpentMs]))
       writeFileSync(join(this.root, TIMINGS_FILE), JSON.stringify(this.timings))
       this.logger.debug(`dry run: ${tests.length} tests in ${Date.now() - started} ms`)
-      return {
-        status: DryRunStatus.Complete,
-        tests,
-        mutantCoverage:
-          coverage && bySection?.size
-            ? ownSectionCoverage(coverage, bySection)
-            : (coverage ?? { static: {}, perTest: {} }),
-      }
+      const mutantCoverage =
+        coverage && bySection?.size
+          ? ownSectionCoverage(coverage, bySection)
+          : (coverage ?? { static: {}, perTest: {} })
+      const runByChecks = new Set(Object.values(mutantCoverage.perTest).flatMap((ids) => Object.keys(ids)))
+      writeFileSync(join(this.root, RUN_BY_CHECKS_FILE), JSON.stringify([...runByChecks]))
+      return { status: DryRunStatus.Complete, tests, mutantCoverage }
     } catch (err) {
       return { status: DryRunStatus.Error, errorMessage: String(err?.stack ?? err) }
     }
@@ -635,7 +639,22 @@ export class ConformanceSwitchRunner {
           'not run in this pass: the first pass judged it (run.mjs --also-postgres runs the ones it left alive)',
       }
     // `kill`: what a kill by the suite's report needs for a second look (the report, its server); not for Stryker.
-    const { kill, ...first } = await this.mutantRunOnce(options)
+    const { kill, unreached, ...first } = await this.mutantRunOnce(options)
+    if (unreached && this.ranByChecks(options.activeMutant.id)) {
+      // The suite passed without the mutated code running once while the mutant was active: code this server ran
+      // before (a transport made on its first send, a value computed once and kept) and does not run again. The
+      // mutated program runs it with the mutant from the start: judged so, on a server started with it active.
+      const {
+        kill: _kill,
+        unreached: _unreached,
+        ...again
+      } = await this.mutantRunOnce({
+        ...options,
+        mutantActivation: 'static',
+        unreachedBefore: true,
+      })
+      return again
+    }
     if (!kill) return first
     // A static mutant's server was started for it, with it active from load (which ending its run cannot undo):
     // nothing before it could have broken that server, and no run on it is clean.
@@ -649,6 +668,18 @@ export class ConformanceSwitchRunner {
     const { kill: _, ...again } = await this.mutantRunOnce({ ...options, reloadEnvironment: true })
     if (this.server) this.server.retire = true
     return again
+  }
+
+  /** Whether the dry run's checks ran the mutant's code (rather than only the server's start, or nothing). */
+  ranByChecks(mutant) {
+    if (!this.runByChecks) {
+      try {
+        this.runByChecks = new Set(JSON.parse(readFileSync(join(this.root, RUN_BY_CHECKS_FILE), 'utf8')))
+      } catch {
+        this.runByChecks = new Set()
+      }
+    }
+    return this.runByChecks.has(mutant)
   }
 
   /**
@@ -750,6 +781,7 @@ export class ConformanceSwitchRunner {
       killed,
       interrupt,
       progress,
+      rejudged: options.unreachedBefore === true,
     })
     const first = await Promise.race([judged, expired])
     clearTimeout(timer)
@@ -778,13 +810,14 @@ export class ConformanceSwitchRunner {
   }
 
   /** The mutant's run against `server`: its verdict, or Killed when the server died under it. */
-  async judge(server, { mutant, only, section, staticRun, cost, killed, interrupt, progress }) {
+  async judge(server, { mutant, only, section, staticRun, cost, killed, interrupt, progress, rejudged }) {
     try {
       // Stryker's hit limit (100 x the mutant's hits in the dry run) is not passed on: with each section's coverage
       // kept to its own mutants it counted the hits of one section's checks only, and a mutant in a timer's pass
       // (the run scheduler's) passed it in ordinary runs, the instrumented code then throwing inside the server (12
       // of the runs section's first 46 runs reported Timeout so). A mutant that loops is caught by the deadline.
-      await server.send('activate', { mutant, hitLimit: undefined })
+      // A limit no run reaches keeps the instrumented code counting the mutant's hits (see mutantRun: unreached).
+      await server.send('activate', { mutant, hitLimit: Number.MAX_SAFE_INTEGER })
       const { report, output } = await this.runSuite(server, {
         mutant,
         only,
@@ -815,10 +848,15 @@ export class ConformanceSwitchRunner {
           reason: `the suite passed, then the server did not answer within ${END_MS} ms (its event loop held)`,
         }
       }
-      const { cpuMicros } = ended
-      this.recordCost(cost, server, cpuMicros, { mutant, static: staticRun })
+      const { cpuMicros, hitCount } = ended
+      this.recordCost(cost, server, cpuMicros, {
+        mutant,
+        static: staticRun,
+        ...(rejudged ? { rejudged } : {}),
+      })
       if (!report) return killed(output)
-      if (!noticed(report)) return { status: MutantRunStatus.Survived, nrOfTests: 1 }
+      if (!noticed(report))
+        return { status: MutantRunStatus.Survived, nrOfTests: 1, unreached: !staticRun && hitCount === 0 }
       return { ...killed(killers(report)), kill: { mutant, report, server, section } }
     } catch (err) {
       // The server died under the mutant: the suite noticed, as --reference would. (After the deadline this
