@@ -21,6 +21,8 @@ import { quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { noticed } from '../stryker/noticed.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
+import { checksFor, sectionOf } from '../stryker/scope.mjs'
+// @ts-expect-error: plain ESM modules of the command, without types
 import { ConformanceSwitchRunner, SUITE_TEST } from '../stryker/switch-runner.mjs'
 import { scratchDir } from './scratch.js'
 
@@ -40,15 +42,15 @@ interface Mutant {
   status?: string
 }
 
-/** A sandbox as Stryker makes one: the kit copied, its build's `MODULE` instrumented with every mutant switchable. */
-async function sandbox(): Promise<{ dir: string; mutants: readonly Mutant[] }> {
+/** A sandbox as Stryker makes one: the kit copied, its build's `module` instrumented with every mutant switchable. */
+async function sandbox(module = MODULE): Promise<{ dir: string; mutants: readonly Mutant[] }> {
   const dir = scratchDir('stryker-switch-')
   cpSync(root, dir, {
     recursive: true,
     filter: (src) => !SKIPPED.has(src.slice(root.length + 1).split('/')[0] ?? ''),
   })
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
-  const file = join(dir, 'dist', `${MODULE}.js`)
+  const file = join(dir, 'dist', `${module}.js`)
   const result = await new Instrumenter(quiet).instrument(
     [{ name: file, content: readFileSync(file, 'utf8'), mutate: true }],
     { plugins: null, excludedMutations: [], ignorers: [], noHeader: false },
@@ -102,6 +104,11 @@ describe('conformance:stryker switch runner', () => {
     expect(Object.keys(dry.mutantCoverage.static)).toContain(staticMutant.id)
     expect(Object.keys(dry.mutantCoverage.static)).not.toContain(runtimeMutant.id)
     expect(Object.keys(dry.mutantCoverage.perTest[SUITE_TEST])).toContain(runtimeMutant.id)
+    // What the dry run's checks ran, for every worker to read (a runtime survivor among them whose code never ran
+    // while it was active is judged again the static way: the next test).
+    expect(runner.ranByChecks(runtimeMutant.id)).toBe(true)
+    expect(runner.ranByChecks(staticMutant.id)).toBe(false)
+    expect(runner.ranByChecks('no-such-mutant')).toBe(false)
     const server = runner.serverPid
 
     const options = (m: Mutant | { id: string }, activation: 'runtime' | 'static') => ({
@@ -154,5 +161,51 @@ describe('conformance:stryker switch runner', () => {
     // The same judgements from fresh processes.
     expect(await freshProcess(dir, runtimeMutant.id)).toBe(true)
     expect(await freshProcess(dir, staticMutant.id)).toBe(true)
+  }, 600_000)
+
+  it('judges a mutant of code the server runs once and keeps on a server started with it', async () => {
+    // A transport made on its first send (onFirstSend) and kept: its making runs during the dry run's checks, and in
+    // no later run of the same server. The mutant empties the body of the function that makes it.
+    const module = 'src/outbound/destinations/cloudevents'
+    // The dry run runs what a mutant run of the module runs (its section's checks): every transport they use is
+    // made in the dry run, so no later run of the server makes one.
+    const only: string[] = checksFor(sectionOf(`${module}.ts`))
+    const { dir, mutants } = await sandbox(module)
+    // The instrumenter counts lines from 0.
+    const maker = readFileSync(join(root, 'dist', `${module}.js`), 'utf8')
+      .split('\n')
+      .findIndex((l) => l.startsWith('export function cloudEventsTransport('))
+    const madeOnce = mutants.find(
+      (m) => m.mutatorName === 'BlockStatement' && m.location.start.line === maker && !m.status,
+    )!
+    expect(madeOnce, 'the emptied body of cloudEventsTransport').toBeTruthy()
+    // A mutant run goes through the whole of its section's checks, not the one check of this dry run: time for them.
+    const judge = new ConformanceSwitchRunner(
+      quiet,
+      { timeoutMS: 120_000, timeoutFactor: 1.5 },
+      { root: dir, suite: main, identities: { provisionArgs, provisionedTokens, TOKENS }, dryRunOnly: only },
+    )
+    try {
+      await judge.init()
+      const dry = await judge.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })
+      expect(dry.tests[0].status, dry.tests[0].failureMessage).toBe(0)
+      expect(judge.ranByChecks(madeOnce.id)).toBe(true)
+      const server = judge.serverPid
+      // Switched in at runtime it never runs (the transport is made), and the suite passes; started with it, no
+      // transport is ever made and the check fails.
+      const verdict = await judge.mutantRun({
+        activeMutant: madeOnce,
+        mutantActivation: 'runtime',
+        reloadEnvironment: false,
+        sandboxFileName: join(dir, `${module}.ts`),
+        timeout: 240_000,
+        disableBail: false,
+        testFilter: [SUITE_TEST],
+      })
+      expect(verdict.status, JSON.stringify(verdict)).toBe('killed')
+      expect(judge.serverPid).not.toBe(server)
+    } finally {
+      await judge.dispose()
+    }
   }, 600_000)
 })
