@@ -41,3 +41,16 @@ describe('WebhookReceiver.waitFor', () => {
     expect(looks).toBe(before + 21)
   })
 })
+
+describe('WebhookReceiver.answerWith', () => {
+  it('hangs up on a request a hangUp rule matches, after recording it; other paths are answered', async () => {
+    receiver.answerWith((path) => path === '/dropped', { status: 0, body: '', hangUp: true })
+    const dropped = fetch(`http://127.0.0.1:${receiver.port}/dropped`, {
+      method: 'POST',
+      body: '{"n":"dropped"}',
+    })
+    await expect(dropped).rejects.toThrow()
+    expect((await receiver.waitFor((d) => d.body?.n === 'dropped', 1000))?.path).toBe('/dropped')
+    expect((await deliver(4)).status).toBe(200)
+  })
+})
