@@ -1,5 +1,5 @@
 import type { OutboundAnswer } from '../outbound.js'
-import type { SendResult } from '../webhooks/sender.js'
+import type { NotDelivered, SendResult } from '../webhooks/sender.js'
 
 /**
  * A Retry-After value in ms from `now`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3); undefined when absent
@@ -20,7 +20,7 @@ export function retryAfterMs(value: string | undefined, now: number): number | u
 export function answerResult(answer: OutboundAnswer, now: number): SendResult {
   if (!answer.ok) return { ok: false, statusCode: null, error: answer.message }
   if (answer.status >= 200 && answer.status < 300) return { ok: true, statusCode: answer.status, error: null }
-  const result: SendResult = {
+  const result: NotDelivered = {
     ok: false,
     statusCode: answer.status,
     error: `receiver answered ${answer.status}`,

@@ -377,9 +377,9 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   }
 
   private outcome(row: DeliveryRecord, result: SendResult, now: number): AttemptOutcome {
-    if (result.ok && result.statusCode !== null) return { kind: 'delivered', statusCode: result.statusCode }
+    if (result.ok) return { kind: 'delivered', statusCode: result.statusCode }
     const attempt = row.attempts + 1
-    const error = result.error ?? 'delivery failed'
+    const error = result.error
     if (attempt >= this.options.retry.maxAttempts)
       return { kind: 'failed', statusCode: result.statusCode, error }
     // A receiver that says when to come back (429/503 with Retry-After) is taken at its word, within the cap.

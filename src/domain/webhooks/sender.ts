@@ -1,11 +1,24 @@
 import type { OutboundHttp } from '../outbound.js'
 
-export interface SendResult {
+/**
+ * One attempt's outcome: delivered, with the status the receiver answered, or failed, with why and the status when
+ * the receiver answered at all. A delivery without a status cannot be written.
+ */
+export type SendResult = Delivered | NotDelivered
+
+export interface Delivered {
+  ok: true
+  /** The receiver's status code. */
+  statusCode: number
+  error: null
+}
+
+export interface NotDelivered {
+  ok: false
   /** The receiver's status code, when it answered in time. */
   statusCode: number | null
   /** Why the attempt failed without a 2xx (time-out, refused, private address, non-2xx status). */
-  error: string | null
-  ok: boolean
+  error: string
   /** How long the receiver asked to be left alone (a 429 or 503 with Retry-After), in ms. */
   retryAfterMs?: number
 }
@@ -37,6 +50,6 @@ export async function sendWebhook(
     ...(options.signal ? { signal: options.signal } : {}),
   })
   if (!answer.ok) return { ok: false, statusCode: null, error: answer.message }
-  const ok = answer.status >= 200 && answer.status < 300
-  return { ok, statusCode: answer.status, error: ok ? null : `receiver answered ${answer.status}` }
+  if (answer.status >= 200 && answer.status < 300) return { ok: true, statusCode: answer.status, error: null }
+  return { ok: false, statusCode: answer.status, error: `receiver answered ${answer.status}` }
 }

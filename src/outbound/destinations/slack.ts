@@ -2,7 +2,7 @@ import { type FetchFunction, IncomingWebhook, IncomingWebhookHTTPError } from '@
 import { retryAfterMs } from '../../domain/destinations/answer.js'
 import type { DestinationTransport } from '../../domain/destinations/ports.js'
 import type { OutboundAnswer, OutboundHttp } from '../../domain/outbound.js'
-import type { SendResult } from '../../domain/webhooks/sender.js'
+import type { NotDelivered, SendResult } from '../../domain/webhooks/sender.js'
 import { slackMessage } from './slack-message.js'
 
 const MAX_ANSWER_BYTES = 16 * 1024
@@ -96,7 +96,7 @@ export function slackTransport(
         return { ok: true, statusCode: last.answer?.ok ? last.answer.status : 200, error: null }
       } catch (err) {
         if (err instanceof IncomingWebhookHTTPError) {
-          const result: SendResult = {
+          const result: NotDelivered = {
             ok: false,
             statusCode: err.statusCode,
             error: `Slack answered ${err.statusCode}${err.body ? ` ${err.body.slice(0, 200)}` : ''}`,
