@@ -651,7 +651,7 @@ export class ConformanceSwitchRunner {
       } = await this.mutantRunOnce({
         ...options,
         mutantActivation: 'static',
-        unreachedBefore: true,
+        rejudged: true,
       })
       return again
     }
@@ -781,7 +781,6 @@ export class ConformanceSwitchRunner {
       killed,
       interrupt,
       progress,
-      rejudged: options.unreachedBefore === true,
     })
     const first = await Promise.race([judged, expired])
     clearTimeout(timer)

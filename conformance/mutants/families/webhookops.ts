@@ -23,6 +23,28 @@ function firstSecretOnly(req: ProxiedRequest): ProxiedRequest {
   }
 }
 
+/** The entries of a delivery log that `when` picks, shown delivered: never retried, no error, delivered at creation. */
+function loggedDelivered(log: RegExp, when: (entry: Json) => boolean) {
+  return editListEntries(log, (d) =>
+    when(d)
+      ? { ...d, status: 'delivered', next_attempt_at: null, last_error: null, delivered_at: d.created_at }
+      : d,
+  )
+}
+
+/** An attempt nobody answered: no status code, and the error saying why. */
+const unanswered = (d: Json) => d.last_status_code === null && typeof d.last_error === 'string'
+
+/** A Slack message with each button of its actions blocks changed by `edit`. */
+function editButtons(req: ProxiedRequest, edit: (button: Json) => Json): ProxiedRequest {
+  const body = parseJson(req.body)
+  if (!body || !Array.isArray(body.blocks)) return req
+  const blocks = body.blocks.map((b: Json) =>
+    b.type === 'actions' && Array.isArray(b.elements) ? { ...b, elements: b.elements.map(edit) } : b,
+  )
+  return { ...req, body: JSON.stringify({ ...body, blocks }) }
+}
+
 export function webhookOperationMutants(): Mutant[] {
   return [
     {
@@ -123,10 +145,10 @@ export function webhookOperationMutants(): Mutant[] {
       description:
         'A delivery the receiver answered 300 is logged delivered: a redirect counts as success and is never retried',
       targets: ['webhooks.receiver-answer-judged'],
-      response: editListEntries(DELIVERY_LOG, (d) =>
-        typeof d.last_status_code === 'number' && d.last_status_code >= 300 && d.last_status_code < 400
-          ? { ...d, status: 'delivered', next_attempt_at: null, last_error: null, delivered_at: d.created_at }
-          : d,
+      response: loggedDelivered(
+        DELIVERY_LOG,
+        (d) =>
+          typeof d.last_status_code === 'number' && d.last_status_code >= 300 && d.last_status_code < 400,
       ),
     },
     {
@@ -134,22 +156,14 @@ export function webhookOperationMutants(): Mutant[] {
       description:
         'A delivery whose receiver dropped the connection without answering is logged delivered: an attempt that raised no error on sending counts as success and is never retried',
       targets: ['webhooks.receiver-answer-judged'],
-      response: editListEntries(DELIVERY_LOG, (d) =>
-        d.last_status_code === null && typeof d.last_error === 'string'
-          ? { ...d, status: 'delivered', next_attempt_at: null, last_error: null, delivered_at: d.created_at }
-          : d,
-      ),
+      response: loggedDelivered(DELIVERY_LOG, unanswered),
     },
     {
       id: 'destination-unanswered-attempt-counted-delivered',
       description:
         'A destination delivery whose service dropped the connection without answering is logged delivered, never retried',
       targets: ['destinations.slack-retry-after'],
-      response: editListEntries(DESTINATION_LOG, (d) =>
-        d.last_status_code === null && typeof d.last_error === 'string'
-          ? { ...d, status: 'delivered', next_attempt_at: null, last_error: null, delivered_at: d.created_at }
-          : d,
-      ),
+      response: loggedDelivered(DESTINATION_LOG, unanswered),
     },
     {
       id: 'delivery-sent-as-text-plain',
@@ -198,41 +212,18 @@ export function webhookOperationMutants(): Mutant[] {
       description:
         'The Approve and Deny buttons of a Slack approval message carry the run id only, not the step to decide',
       targets: ['destinations.slack-approve-from-chat'],
-      delivery(req) {
-        const body = parseJson(req.body)
-        if (!body || !Array.isArray(body.blocks)) return req
-        const blocks = body.blocks.map((b: Json) =>
-          b.type === 'actions' && Array.isArray(b.elements)
-            ? {
-                ...b,
-                elements: b.elements.map((e: Json) => {
-                  const value = parseJson(String(e.value ?? ''))
-                  return value ? { ...e, value: JSON.stringify({ run_id: value.run_id }) } : e
-                }),
-              }
-            : b,
-        )
-        return { ...req, body: JSON.stringify({ ...body, blocks }) }
-      },
+      delivery: (req) =>
+        editButtons(req, (e) => {
+          const value = parseJson(String(e.value ?? ''))
+          return value ? { ...e, value: JSON.stringify({ run_id: value.run_id }) } : e
+        }),
     },
     {
       id: 'slack-approve-button-styled-green',
       description:
         'The Approve button of a Slack approval message has style green, which Block Kit does not take (primary or danger): Slack refuses the whole message',
       targets: ['destinations.slack-approve-from-chat'],
-      delivery(req) {
-        const body = parseJson(req.body)
-        if (!body || !Array.isArray(body.blocks)) return req
-        const blocks = body.blocks.map((b: Json) =>
-          b.type === 'actions' && Array.isArray(b.elements)
-            ? {
-                ...b,
-                elements: b.elements.map((e: Json) => (e.style === 'primary' ? { ...e, style: 'green' } : e)),
-              }
-            : b,
-        )
-        return { ...req, body: JSON.stringify({ ...body, blocks }) }
-      },
+      delivery: (req) => editButtons(req, (e) => (e.style === 'primary' ? { ...e, style: 'green' } : e)),
     },
     {
       id: 'slack-stale-click-replaces-message',

@@ -99,7 +99,6 @@ export function connect(
   })
 }
 
-/** A connector's topic name as the deployment names it (declared `stream.topic`, default `connector:<id>`). */
 /**
  * How the reference answers a resume from 0 past `records` (`window + 2` of them, `window` the declared replay
  * window), on /v1/stream and in GraphQL subscriptions alike: one `gap` naming a range of seqs, then the ids of the
@@ -129,6 +128,7 @@ export function assertResumedPastWindow(
   )
 }
 
+/** A connector's topic name as the deployment names it (declared `stream.topic`, default `connector:<id>`). */
 export function topicOf(ctx: CheckContext, connector: string): string {
   return ctx.config.stream.topic.split('{connector}').join(connector)
 }

@@ -1,5 +1,5 @@
 import type { OutboundAnswer } from '../outbound.js'
-import type { NotDelivered, SendResult } from '../webhooks/sender.js'
+import { attemptResult, type SendResult } from '../webhooks/sender.js'
 
 /**
  * A Retry-After value in ms from `now`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3); undefined when absent
@@ -18,14 +18,8 @@ export function retryAfterMs(value: string | undefined, now: number): number | u
  * when a 429 or 503 carries one (Slack, PagerDuty and most sinks say when to come back).
  */
 export function answerResult(answer: OutboundAnswer, now: number): SendResult {
-  if (!answer.ok) return { ok: false, statusCode: null, error: answer.message }
-  if (answer.status >= 200 && answer.status < 300) return { ok: true, statusCode: answer.status, error: null }
-  const result: NotDelivered = {
-    ok: false,
-    statusCode: answer.status,
-    error: `receiver answered ${answer.status}`,
-  }
-  if (answer.status === 429 || answer.status === 503) {
+  const result = attemptResult(answer)
+  if (!result.ok && answer.ok && (answer.status === 429 || answer.status === 503)) {
     const wait = retryAfterMs(answer.headers?.['retry-after'], now)
     if (wait !== undefined) result.retryAfterMs = wait
   }

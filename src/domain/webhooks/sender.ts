@@ -1,4 +1,4 @@
-import type { OutboundHttp } from '../outbound.js'
+import type { OutboundAnswer, OutboundHttp } from '../outbound.js'
 
 /**
  * One attempt's outcome: delivered, with the status the receiver answered, or failed, with why and the status when
@@ -49,6 +49,11 @@ export async function sendWebhook(
     // Stryker disable next-line ObjectLiteral: the shutdown signal: it ends an attempt only when the server stops.
     ...(options.signal ? { signal: options.signal } : {}),
   })
+  return attemptResult(answer)
+}
+
+/** What an answer means for a delivery: a 2xx delivered it; any other status, or no answer at all, did not. */
+export function attemptResult(answer: OutboundAnswer): SendResult {
   if (!answer.ok) return { ok: false, statusCode: null, error: answer.message }
   if (answer.status >= 200 && answer.status < 300) return { ok: true, statusCode: answer.status, error: null }
   return { ok: false, statusCode: answer.status, error: `receiver answered ${answer.status}` }
