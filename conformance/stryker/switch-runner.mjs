@@ -163,6 +163,20 @@ export function ownSectionCoverage(coverage, bySection) {
   return { static: coverage.static ?? {}, perTest }
 }
 
+/** Adds one server's dry-run coverage (`undefined` when it recorded none) to `into`: hit counts summed per mutant. */
+export function addCoverage(into, from) {
+  if (!from) return into
+  const add = (to, counts) => {
+    for (const [id, n] of Object.entries(counts ?? {})) to[id] = (to[id] ?? 0) + n
+  }
+  add(into.static, from.static)
+  for (const [testId, counts] of Object.entries(from.perTest ?? {})) {
+    into.perTest[testId] ??= {}
+    add(into.perTest[testId], counts)
+  }
+  return into
+}
+
 /** A reference server started from the sandbox (`bin/agentops.mjs serve`) with the control channel preloaded. */
 class SwitchedServer {
   constructor(root, receiverPort, staticMutant, usedPorts) {
@@ -334,7 +348,8 @@ export class ConformanceSwitchRunner {
    * Stryker passes the logger and its options (timeoutMS and timeoutFactor make the runner's own deadline). A test
    * passes `root` (a sandbox other than the working directory), `suite` (the suite's `main`, e.g. from its sources)
    * with its `identities` (`provisionArgs` of its reference.ts, `provisionedTokens` of provision.ts and `TOKENS` of
-   * config.ts), and `dryRunOnly` (check prefixes for the dry run, one test, instead of one per section).
+   * config.ts), and `dryRunOnly`: check prefixes for the dry run, one test, instead of one per section; or an
+   * object from section to check prefixes, one test per section it names, in its order, instead of scope.mjs's.
    */
   constructor(logger, options = {}, { root = process.cwd(), suite, identities, dryRunOnly } = {}) {
     this.logger = logger
@@ -537,22 +552,27 @@ export class ConformanceSwitchRunner {
    */
   async dryRun() {
     const started = Date.now()
-    const cost = this.startCost()
     // One test per section that has mutants in this sandbox (a --section or --since run mutates a few): the
     // others' checks could only cover mutants judged by another section's checks.
-    const bySection = this.dryRunOnly ? undefined : mutantsBySection(this.root)
-    const groups = this.dryRunOnly
+    const oneTest = Array.isArray(this.dryRunOnly)
+    const bySection = oneTest ? undefined : mutantsBySection(this.root)
+    const groups = oneTest
       ? [[SUITE_TEST, this.dryRunOnly]]
-      : Object.keys(CHECKS)
-          .filter((section) => bySection.size === 0 || bySection.has(section))
-          .map((section) => [section, checksFor(section)])
+      : Object.entries(
+          this.dryRunOnly ?? Object.fromEntries(Object.keys(CHECKS).map((s) => [s, checksFor(s)])),
+        ).filter(([section]) => bySection.size === 0 || bySection.has(section))
     try {
-      const server = await this.serverFor(true, undefined, groups[0][0])
-      await server.send('activate', { mutant: undefined, hitLimit: undefined })
       const tests = []
+      const coverage = { static: {}, perTest: {} }
       for (const [id, only] of groups) {
+        // Each section's checks on a server of their own, as a section run alone has them: code a server runs once
+        // and keeps (a destination transport made on its first send) is then covered by the section whose checks
+        // make it, not by whichever section happened to run first, and a mutant of it is run (and, never reached
+        // on the long-lived server, judged again on one started with it: mutantRun).
+        const cost = this.startCost()
+        const server = await this.serverFor(true, undefined, id)
+        await server.send('activate', { mutant: undefined, hitLimit: undefined })
         const at = Date.now()
-        await server.send('track', { testId: id })
         const { report, output } = await this.runSuite(server, {
           name: `clean-${tests.length + 1}`,
           only,
@@ -568,16 +588,14 @@ export class ConformanceSwitchRunner {
               }
             : { ...test, status: TestStatus.Success },
         )
+        const ended = await server.send('end')
+        addCoverage(coverage, ended.coverage)
+        this.recordCost(cost, server, ended.cpuMicros, { mutant: 'dry run', static: false })
       }
-      const { coverage, cpuMicros } = await server.send('end')
-      this.recordCost(cost, server, cpuMicros, { mutant: 'dry run', static: false })
       this.timings = Object.fromEntries(tests.map((t) => [t.id, t.timeSpentMs]))
       writeFileSync(join(this.root, TIMINGS_FILE), JSON.stringify(this.timings))
       this.logger.debug(`dry run: ${tests.length} tests in ${Date.now() - started} ms`)
-      const mutantCoverage =
-        coverage && bySection?.size
-          ? ownSectionCoverage(coverage, bySection)
-          : (coverage ?? { static: {}, perTest: {} })
+      const mutantCoverage = bySection?.size ? ownSectionCoverage(coverage, bySection) : coverage
       const runByChecks = new Set(Object.values(mutantCoverage.perTest).flatMap((ids) => Object.keys(ids)))
       writeFileSync(join(this.root, RUN_BY_CHECKS_FILE), JSON.stringify([...runByChecks]))
       return { status: DryRunStatus.Complete, tests, mutantCoverage }

@@ -36,27 +36,48 @@ const SKIPPED = new Set(['node_modules', '.git', '.stryker-tmp', 'reports', 'cov
 
 interface Mutant {
   id: string
+  fileName: string
   mutatorName: string
   replacement: string
   location: { start: { line: number } }
   status?: string
 }
 
-/** A sandbox as Stryker makes one: the kit copied, its build's `module` instrumented with every mutant switchable. */
-async function sandbox(module = MODULE): Promise<{ dir: string; mutants: readonly Mutant[] }> {
+/** A sandbox as Stryker makes one: the kit copied, its build's `modules` instrumented with every mutant switchable. */
+async function sandbox(...modules: string[]): Promise<{ dir: string; mutants: readonly Mutant[] }> {
   const dir = scratchDir('stryker-switch-')
   cpSync(root, dir, {
     recursive: true,
     filter: (src) => !SKIPPED.has(src.slice(root.length + 1).split('/')[0] ?? ''),
   })
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
-  const file = join(dir, 'dist', `${module}.js`)
+  const files = (modules.length ? modules : [MODULE]).map((m) => join(dir, 'dist', `${m}.js`))
   const result = await new Instrumenter(quiet).instrument(
-    [{ name: file, content: readFileSync(file, 'utf8'), mutate: true }],
+    files.map((name) => ({ name, content: readFileSync(name, 'utf8'), mutate: true })),
     { plugins: null, excludedMutations: [], ignorers: [], noHeader: false },
   )
-  writeFileSync(file, result.files[0]!.content)
+  for (const file of result.files) writeFileSync(file.name, file.content)
   return { dir, mutants: result.mutants }
+}
+
+/** The module of a transport made on its first send and kept (`cloudEventsTransport`, behind `onFirstSend`). */
+const MADE_ONCE = 'src/outbound/destinations/cloudevents'
+
+/** The mutant that empties the body of `cloudEventsTransport`, among a sandbox's mutants. */
+function emptiedMaker(mutants: readonly Mutant[]): Mutant {
+  // The instrumenter counts lines from 0.
+  const maker = readFileSync(join(root, 'dist', `${MADE_ONCE}.js`), 'utf8')
+    .split('\n')
+    .findIndex((l) => l.startsWith('export function cloudEventsTransport('))
+  const found = mutants.find(
+    (m) =>
+      m.fileName.endsWith(`${MADE_ONCE}.js`) &&
+      m.mutatorName === 'BlockStatement' &&
+      m.location.start.line === maker &&
+      !m.status,
+  )
+  expect(found, 'the emptied body of cloudEventsTransport').toBeTruthy()
+  return found!
 }
 
 /** The fresh-process judgement: the suite with `--reference` (keys, server, store new), the mutant active from start. */
@@ -166,19 +187,12 @@ describe('conformance:stryker switch runner', () => {
   it('judges a mutant of code the server runs once and keeps on a server started with it', async () => {
     // A transport made on its first send (onFirstSend) and kept: its making runs during the dry run's checks, and in
     // no later run of the same server. The mutant empties the body of the function that makes it.
-    const module = 'src/outbound/destinations/cloudevents'
+    const module = MADE_ONCE
     // The dry run runs what a mutant run of the module runs (its section's checks): every transport they use is
     // made in the dry run, so no later run of the server makes one.
     const only: string[] = checksFor(sectionOf(`${module}.ts`))
     const { dir, mutants } = await sandbox(module)
-    // The instrumenter counts lines from 0.
-    const maker = readFileSync(join(root, 'dist', `${module}.js`), 'utf8')
-      .split('\n')
-      .findIndex((l) => l.startsWith('export function cloudEventsTransport('))
-    const madeOnce = mutants.find(
-      (m) => m.mutatorName === 'BlockStatement' && m.location.start.line === maker && !m.status,
-    )!
-    expect(madeOnce, 'the emptied body of cloudEventsTransport').toBeTruthy()
+    const madeOnce = emptiedMaker(mutants)
     // A mutant run goes through the whole of its section's checks, not the one check of this dry run: time for them.
     const judge = new ConformanceSwitchRunner(
       quiet,
@@ -204,6 +218,36 @@ describe('conformance:stryker switch runner', () => {
       })
       expect(verdict.status, JSON.stringify(verdict)).toBe('killed')
       expect(judge.serverPid).not.toBe(server)
+    } finally {
+      await judge.dispose()
+    }
+  }, 600_000)
+  it('covers code a server makes once by the section whose checks make it, whichever section ran first', async () => {
+    // A whole run's dry run: the §6 events section's checks send to a CloudEvents sink before the webhook outbox
+    // section's do. On one server shared by both, the events section made the transport, so the outbox section's
+    // checks never covered its making and the emptied maker was left unrun (NoCoverage), though a section run of
+    // the outbox kills it (the test above). Each section's checks get a server of their own.
+    const events = 'src/domain/events/log'
+    const { dir, mutants } = await sandbox(events, MADE_ONCE)
+    const madeOnce = emptiedMaker(mutants)
+    const outbox: string = sectionOf(`${MADE_ONCE}.ts`)
+    const sink = ['destinations.cloudevents-structured']
+    const judge = new ConformanceSwitchRunner(
+      quiet,
+      { timeoutMS: 120_000, timeoutFactor: 1.5 },
+      {
+        root: dir,
+        suite: main,
+        identities: { provisionArgs, provisionedTokens, TOKENS },
+        dryRunOnly: { [sectionOf(`${events}.ts`)]: sink, [outbox]: sink },
+      },
+    )
+    try {
+      await judge.init()
+      const dry = await judge.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })
+      expect(dry.tests.map((t: { status: number }) => t.status)).toEqual([0, 0])
+      expect(Object.keys(dry.mutantCoverage.perTest[outbox])).toContain(madeOnce.id)
+      expect(judge.ranByChecks(madeOnce.id)).toBe(true)
     } finally {
       await judge.dispose()
     }
