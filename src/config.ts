@@ -47,8 +47,13 @@ export interface Config {
   webhookConcurrency: number
   /** How often the webhook outbox looks for due retries, in ms. */
   webhookPollMs: number
-  /** How often the run scheduler looks for claimable runs without a wake-up, in ms. */
+  /**
+   * How often the run scheduler looks for claimable runs without a wake-up, in ms: a run another server let lapse,
+   * a wake-up lost (at least 1).
+   */
   runPollMs: number
+  /** How often a run's SSE trace reads the run again without a wake-up (changes made by another server), in ms. */
+  tracePollMs: number
   /** Stream heartbeat period in ms (ping frame + `heartbeat` message). */
   streamHeartbeatMs: number
   /** Most messages a stream resume replays per topic; older ones are announced with a `gap` message. */
@@ -58,8 +63,8 @@ export interface Config {
   /** Stream send-buffer bound in bytes before a slow consumer is closed with 4008. */
   streamMaxBufferedBytes: number
   /**
-   * Stream subscriptions and SSE traces read again this often without a wake-up, bounding the delay a lost
-   * cross-replica notification can cause.
+   * Stream subscriptions read again this often without a wake-up, bounding the delay a lost cross-replica
+   * notification can cause (0: never).
    */
   streamFallbackPollMs: number
   /**
@@ -246,7 +251,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       'AGENTOPS_WEBHOOK_CONCURRENCY',
     ),
     webhookPollMs: intFrom(env.AGENTOPS_WEBHOOK_POLL_MS, 1_000, 'AGENTOPS_WEBHOOK_POLL_MS'),
-    runPollMs: 250,
+    runPollMs: intFrom(env.AGENTOPS_RUN_POLL_MS, 250, 'AGENTOPS_RUN_POLL_MS'),
+    tracePollMs: intFrom(env.AGENTOPS_TRACE_POLL_MS, 1_000, 'AGENTOPS_TRACE_POLL_MS'),
     corsOrigins: parseCorsOrigins(env.AGENTOPS_CORS_ORIGINS),
     metrics: switchFrom(env.AGENTOPS_METRICS, true, 'AGENTOPS_METRICS'),
     ...(env.AGENTOPS_METRICS_TOKEN ? { metricsToken: env.AGENTOPS_METRICS_TOKEN } : {}),

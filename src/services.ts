@@ -130,7 +130,7 @@ export function createDomain(deps: DomainDeps): Domain {
   const scheduler = new RunScheduler(repos.runs, executor, {
     concurrency: Math.max(1, config.runConcurrency),
     leaseMs: Math.max(100, config.runLeaseMs),
-    pollMs: config.runPollMs,
+    pollMs: Math.max(1, config.runPollMs),
     leases,
     failures: logger,
   })

@@ -21,6 +21,7 @@ export function createApp(services: Services, observer?: SurfaceObserver): OpenA
     // GraphQL queries are reads: not keyed (their answers are not stored); mutations are.
     postKind: (path, body) => (path === GRAPHQL_PATH ? graphqlPostKind(body) : undefined),
     ...(observer ? { observer } : {}),
+    tracePollMs: Math.max(1, services.config.tracePollMs),
   })
 }
 

@@ -60,6 +60,8 @@ const REPLAY_WINDOW = 20
 const TIMINGS_FILE = '.switch-timings.json'
 /** The mutants the dry run's checks ran (not only the server's start): read by every worker, like the timings. */
 const RUN_BY_CHECKS_FILE = '.switch-run-by-checks.json'
+/** The run scheduler's and the SSE trace's poll in the judged server: longer than any run's checks (start()). */
+const NO_POLL_MS = 600_000
 /** How long a run the runner cut short may take to end once aborted before it is left behind. */
 const SETTLE_MS = 5000
 const TIMED_OUT = Symbol('timed out')
@@ -207,6 +209,13 @@ class SwitchedServer {
       AGENTOPS_WEBHOOK_POLL_MS: '250',
       AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
       AGENTOPS_STREAM_MAX_REPLAY: String(REPLAY_WINDOW),
+      // No poll the checks' waits reach: what a commit changes reaches the stream's subscribers, a run's SSE trace
+      // and the run scheduler through the wake-up the commit sends (§4: records are pushed "as they land"). The
+      // polls are a deployed server's net for a wake-up lost or a change another replica made; with them, a mutant
+      // that broke a wake-up still delivered within the checks' waits, only later.
+      AGENTOPS_STREAM_FALLBACK_POLL_MS: '0',
+      AGENTOPS_RUN_POLL_MS: String(NO_POLL_MS),
+      AGENTOPS_TRACE_POLL_MS: String(NO_POLL_MS),
       ...process.env,
       // The receiver by the name localhost too (webhooks.listed-name-resolved), as the suite's --reference lists it.
       AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `${receiver},localhost:${this.receiverPort}`,

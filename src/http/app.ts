@@ -60,6 +60,8 @@ export interface HttpAppOptions {
   observer?: SurfaceObserver
   /** Which POSTs of the mounted transports only read (GraphQL queries): they are not keyed (IdempotencyOptions). */
   postKind?: (path: string, body: string) => 'read' | 'write' | undefined
+  /** How often a run's SSE trace reads the run again without a wake-up, in ms (default 1000). */
+  tracePollMs?: number
 }
 
 /**
@@ -120,7 +122,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   registerAgentRoutes(app, services)
   registerToolRoutes(app, services)
   registerIngestRoutes(app, services)
-  registerRunRoutes(app, services)
+  registerRunRoutes(app, services, options.tracePollMs)
   registerWebhookRoutes(app, services)
   registerDestinationRoutes(app, services)
   registerSlackInteractionRoute(app, services)

@@ -4,8 +4,8 @@ import type { FrameRecord } from '../domain/runs/types.js'
 
 const SSE_PAGE = 200
 const KEEPALIVE_MS = 15_000
-/** Even without a wake-up the run is read again this often (changes made by another process). */
-const POLL_MS = 1_000
+/** Even without a wake-up the run is read again this often by default (changes made by another process). */
+export const TRACE_POLL_MS = 1_000
 
 /** One run's frames as a read-after-seq source, like the stream's topic sources (src/surface/topic-sources.ts). */
 export interface TraceSource {
@@ -46,7 +46,6 @@ function watchRun(runs: Pick<RunService, 'onChange'>, runId: string): RunWatch {
   let wake: (() => void) | undefined
   // The run's wake-up: without it the stream finds the change at its next poll (runs.trace-pushed-promptly judges it).
   const unsubscribe = runs.onChange((id) => {
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: the same wake-up, for every run's change or none: a spare read, or the next poll
     if (id !== runId) return
     changed = true
     wake?.()
@@ -95,12 +94,13 @@ export async function writeTrace(
   source: TraceSource,
   after: number,
   present: (frame: FrameRecord) => unknown,
+  pollMs: number = TRACE_POLL_MS,
 ): Promise<void> {
   const watch = source.watch()
   // Stryker disable next-line ArrowFunction: a stream whose client left would keep reading its run once a second until the run ends (hono's writes to a gone client fail silently): the server's resources, no answer any client can see
   stream.onAbort(() => watch.stop())
   try {
-    await follow(stream, source, watch, after, present)
+    await follow(stream, source, watch, after, present, pollMs)
   } finally {
     // The run's wake-ups end with the stream, whichever way it ended.
     watch.stop()
@@ -113,6 +113,7 @@ async function follow(
   watch: RunWatch,
   after: number,
   present: (frame: FrameRecord) => unknown,
+  pollMs: number,
 ): Promise<void> {
   let cursor = after
   let lastWrite = Date.now()
@@ -131,7 +132,7 @@ async function follow(
       })
       return
     }
-    await watch.next(POLL_MS)
+    await watch.next(pollMs)
     // Stryker disable next-line BlockStatement: a keep-alive comment after 15 s without a frame, for proxies' idle timeouts: every SSE client ignores it and §4 says nothing of it (a shorter wait is held by runs.trace-streaming)
     if (Date.now() - lastWrite >= KEEPALIVE_MS) {
       // Stryker disable next-line StringLiteral: the keep-alive comment's text (see above)

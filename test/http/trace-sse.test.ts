@@ -140,6 +140,20 @@ describe('the SSE trace loop', () => {
     expect(done).toBe(true)
   })
 
+  it('polls at the interval it is given (AGENTOPS_TRACE_POLL_MS)', async () => {
+    const run = fakeRun([() => live([frame(1, 'run.started')]), () => ended([])])
+    const { stream } = recordingStream()
+    let done = false
+    void writeTrace(stream, traceSource(run.ports, 'ws', RUN), 0, (f) => f.kind, 5000).then(() => {
+      done = true
+    })
+    await vi.advanceTimersByTimeAsync(4999)
+    expect(done).toBe(false)
+    expect(run.reads()).toBe(1)
+    await vi.advanceTimersByTimeAsync(1)
+    expect(done).toBe(true)
+  })
+
   it('ends at once when the client leaves, and stops listening to the run', async () => {
     const run = fakeRun([() => live([frame(1, 'run.started')])])
     const { stream, abort } = recordingStream()

@@ -15,6 +15,9 @@ describe('the operating settings from the environment', () => {
     expect(config.logPretty).toBeUndefined()
     expect(config.shutdownDrainMs).toBe(0)
     expect(config.shutdownGraceMs).toBe(10_000)
+    expect(config.runPollMs).toBe(250)
+    expect(config.tracePollMs).toBe(1000)
+    expect(config.streamFallbackPollMs).toBe(2000)
   })
 
   it('reads each as documented', () => {
@@ -26,6 +29,8 @@ describe('the operating settings from the environment', () => {
       AGENTOPS_LOG_PRETTY: 'on',
       AGENTOPS_SHUTDOWN_DRAIN_MS: '5000',
       AGENTOPS_SHUTDOWN_GRACE_MS: '2500',
+      AGENTOPS_RUN_POLL_MS: '1000',
+      AGENTOPS_TRACE_POLL_MS: '3000',
     })
     expect(config).toMatchObject({
       metrics: false,
@@ -35,6 +40,8 @@ describe('the operating settings from the environment', () => {
       logPretty: true,
       shutdownDrainMs: 5000,
       shutdownGraceMs: 2500,
+      runPollMs: 1000,
+      tracePollMs: 3000,
     })
     expect(loadConfig({ AGENTOPS_LOG_PRETTY: 'off' }).logPretty).toBe(false)
   })

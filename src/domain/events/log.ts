@@ -32,11 +32,15 @@ export class EventLog implements EventsPort {
     })
   }
 
-  // Stryker disable all: a wake-up only, which no answer depends on: the consumers also look on their own timers (the outbox's poll, the stream's fallback poll), so every event still reaches them, only later; how soon is not in the spec (§6 shows no delivery delay).
+  /**
+   * After a commit that appended events: the stream's `runs` topics read them at once (their fallback poll is the
+   * net for a wake-up lost), and the outbox sends them.
+   */
   notify(): void {
     this.changes.publish({ kind: 'events' })
   }
 
+  // Stryker disable all: the outbox's wake-up only (its one listener), which no answer depends on: the outbox also looks on its own timer (its poll, which also brings its retries due), so every event still reaches it, only later; how soon is not in the spec (§6 shows no delivery delay).
   /**
    * Calls `listener` after every commit that appended events, on any replica (and when wake-ups may have been
    * missed); returns the unsubscribe function.

@@ -186,14 +186,12 @@ export class IngestionService {
       return { lineage, lastSeq: newLast }
     })
 
-    // Wake-ups after the commit: without them the event outbox's and the stream's own polls find the batch all the
-    // same, only later (§4 "as they land" names no delay), so no answer depends on them.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: a wake-up, see above
+    // Wake-ups after the commit: the stream pushes the records to their subscribers "as they land" (§4), and the
+    // event outbox sends the batch's event. The polls behind them (the stream's fallback poll, the outbox's) find
+    // the batch all the same, later: they are the net for a wake-up lost.
     if (outcome.lastSeq !== undefined) {
       this.events.notify()
-      // Stryker disable next-line ObjectLiteral: a wake-up, see above
       this.changes.publish({
-        // Stryker disable next-line StringLiteral: a wake-up, see above
         kind: 'records',
         workspaceId: workspace.id,
         connectorId,

@@ -43,9 +43,7 @@ export class RunRecorder {
 
   /** Runs changed by any replica. */
   onChange(listener: RunListener): () => void {
-    // Stryker disable next-line BlockStatement: the trace stream's wake-up (its one listener); without it the stream finds the change at its next poll (1 s): how soon a streamed frame follows its change is no answer of the API
     return this.changes.subscribe((c) => {
-      // Stryker disable next-line ConditionalExpression,EqualityOperator,StringLiteral: the same wake-up, for other runs' changes or none (a reader re-reads its run, or waits for its poll)
       if (c.kind === 'run') listener(c.runId)
     })
   }
@@ -107,7 +105,6 @@ export class RunRecorder {
     // answer dropped after a cancel): one read each, cheaper than telling the cases apart.
     this.telemetry.changed(result.before, result.run, result.frames)
     this.events.notify()
-    // Stryker disable next-line ObjectLiteral,StringLiteral: the trace readers' wake-up (see onChange): without it they find the change at their next poll (1 s), latency only
     this.changes.publish({ kind: 'run', runId })
     return { run: result.run, value: result.value }
   }

@@ -22,7 +22,7 @@ import { presentFrame, presentRun, traceList } from '../../surface/presenters.js
 import { routeInput } from '../../surface/route-input.js'
 import { requireScopeOf } from '../../surface/scopes.js'
 import { jsonAnswer } from '../json.js'
-import { type TraceRunPorts, traceSource, writeTrace } from '../trace-sse.js'
+import { TRACE_POLL_MS, type TraceRunPorts, traceSource, writeTrace } from '../trace-sse.js'
 
 const RUN_PATH = '/v1/runs/:run_id'
 const TRACE_PATH = '/v1/runs/:run_id/trace'
@@ -37,7 +37,11 @@ export interface RunRoutePorts {
     TraceRunPorts
 }
 
-export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: RunRoutePorts): void {
+export function registerRunRoutes(
+  app: OpenAPIHono<AppEnv>,
+  services: RunRoutePorts,
+  tracePollMs: number = TRACE_POLL_MS,
+): void {
   app.openapi(postV1AgentsAgentIdRunsRoute, async (c) => {
     const auth = requireScopeOf(c, 'startRun')
     const { agent_id } = c.req.valid('param')
@@ -103,7 +107,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, services: RunRoutePo
     const after = resumeAfter(auth.workspaceId, runId, query.cursor, header['Last-Event-ID'])
     await services.runs.find(auth.workspaceId, runId) // 404 before the stream opens
     const source = traceSource(services.runs, auth.workspaceId, runId)
-    return streamSSE(c, (stream) => writeTrace(stream, source, after, presentFrame))
+    return streamSSE(c, (stream) => writeTrace(stream, source, after, presentFrame, tracePollMs))
   }
   app.get(TRACE_STREAM_PATH, openTraceStream)
   app.use(TRACE_PATH, async (c, next) => {
