@@ -16,7 +16,19 @@ export const SCOPE = {
   '§1, §2 policy gate and tool bindings': ['src/domain/policy/**/*.ts', 'src/domain/tools/**/*.ts'],
   '§2, §4 ingestion and lineage': ['src/domain/ingestion/**/*.ts'],
   '§6 events': ['src/domain/events/**/*.ts'],
-  '§5.5, §6 webhook outbox, signing, retries': ['src/domain/webhooks/**/*.ts', 'src/outbound/**/*.ts'],
+  // The outbox (fan-out of the event log, attempts, retries with backoff, the delivery log) is shared by webhooks and
+  // destinations since destinations came: src/domain/outbox. The outbound client (src/outbound/*.ts) sends both.
+  '§5.5, §6 webhook outbox, signing, retries': [
+    'src/domain/webhooks/**/*.ts',
+    'src/domain/outbox/**/*.ts',
+    'src/outbound/*.ts',
+  ],
+  // §6: "Events can be routed to webhooks and to chat, paging and downstream systems": which events a destination
+  // gets, its settings and delivery log (src/domain/destinations), and each type's transport (src/outbound/destinations).
+  '§6 destinations: chat, paging, event bus': [
+    'src/domain/destinations/**/*.ts',
+    'src/outbound/destinations/**/*.ts',
+  ],
   // The stream's shared topic readers (one read per topic for every subscriber, woken by the change feed) are how
   // a record reaches a subscriber "as it lands" (§4): the surface layer holds them, the stream's section judges them.
   '§4 stream': ['src/stream/**/*.ts', 'src/surface/topic-feeds.ts'],
@@ -103,6 +115,8 @@ export const CHECKS = {
     'surface.extension-operations',
     'tools.provider-calls',
   ],
+  // The destinations' own checks, and the GraphQL forms of their operations (create, update, test, deliveries).
+  '§6 destinations: chat, paging, event bus': ['destinations', 'graphql.webhooks-and-destinations'],
   // `validation` for the sweep: without an error answer in the run, sweep.error-envelope-everywhere and
   // sweep.ratelimit-headers-everywhere have nothing to judge and fail, against the clean reference too.
   '§4 stream': ['stream', 'ingest', 'tenancy.connector-id-per-workspace', 'validation'],
@@ -140,6 +154,7 @@ export const WAIT_MS = {
   '§4 stream': 4000,
   '§2-§3 runs: state machine, plan, trace, approvals': 3000,
   '§5.5, §6 webhook outbox, signing, retries': 6000,
+  '§6 destinations: chat, paging, event bus': 6000,
 }
 
 /** The check prefixes one section's mutants are judged by (`undefined`: every check). */

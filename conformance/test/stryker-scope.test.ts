@@ -33,8 +33,11 @@ describe('conformance:stryker selection', () => {
     expect(sectionOf('src/http/app.ts')).toBeUndefined()
     expect(sectionOf('src/outbound/http.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
     expect(sectionOf('src/outbound/addresses.ts')).toBeUndefined()
-    // A double star reaches any depth: the destinations, one folder down, are the outbox's section.
-    expect(sectionOf('src/outbound/destinations/nats.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
+    expect(sectionOf('src/domain/outbox/dispatcher.ts')).toBe('§5.5, §6 webhook outbox, signing, retries')
+    // A single star stays in its folder: the destinations' transports, one folder down, are their own section's,
+    // with the destinations' domain (a double star reaches any depth).
+    expect(sectionOf('src/outbound/destinations/nats.ts')).toBe('§6 destinations: chat, paging, event bus')
+    expect(sectionOf('src/domain/destinations/channel.ts')).toBe('§6 destinations: chat, paging, event bus')
   })
 
   it('a section’s shorter wait names a section, below the suite’s default', () => {

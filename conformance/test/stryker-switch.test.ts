@@ -223,14 +223,14 @@ describe('conformance:stryker switch runner', () => {
     }
   }, 600_000)
   it('covers code a server makes once by the section whose checks make it, whichever section ran first', async () => {
-    // A whole run's dry run: the §6 events section's checks send to a CloudEvents sink before the webhook outbox
-    // section's do. On one server shared by both, the events section made the transport, so the outbox section's
-    // checks never covered its making and the emptied maker was left unrun (NoCoverage), though a section run of
-    // the outbox kills it (the test above). Each section's checks get a server of their own.
+    // A whole run's dry run: the §6 events section's checks send to a CloudEvents sink before the destinations
+    // section's do. On one server shared by both, the events section made the transport, so the destinations
+    // section's checks never covered its making and the emptied maker was left unrun (NoCoverage), though a section
+    // run of the destinations kills it (the test above). Each section's checks get a server of their own.
     const events = 'src/domain/events/log'
     const { dir, mutants } = await sandbox(events, MADE_ONCE)
     const madeOnce = emptiedMaker(mutants)
-    const outbox: string = sectionOf(`${MADE_ONCE}.ts`)
+    const own: string = sectionOf(`${MADE_ONCE}.ts`)
     const sink = ['destinations.cloudevents-structured']
     const judge = new ConformanceSwitchRunner(
       quiet,
@@ -239,14 +239,14 @@ describe('conformance:stryker switch runner', () => {
         root: dir,
         suite: main,
         identities: { provisionArgs, provisionedTokens, TOKENS },
-        dryRunOnly: { [sectionOf(`${events}.ts`)]: sink, [outbox]: sink },
+        dryRunOnly: { [sectionOf(`${events}.ts`)]: sink, [own]: sink },
       },
     )
     try {
       await judge.init()
       const dry = await judge.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })
       expect(dry.tests.map((t: { status: number }) => t.status)).toEqual([0, 0])
-      expect(Object.keys(dry.mutantCoverage.perTest[outbox])).toContain(madeOnce.id)
+      expect(Object.keys(dry.mutantCoverage.perTest[own])).toContain(madeOnce.id)
       expect(judge.ranByChecks(madeOnce.id)).toBe(true)
     } finally {
       await judge.dispose()
