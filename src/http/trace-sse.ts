@@ -97,7 +97,7 @@ export async function writeTrace(
   pollMs: number = TRACE_POLL_MS,
 ): Promise<void> {
   const watch = source.watch()
-  // Stryker disable next-line ArrowFunction: a stream whose client left would keep reading its run once a second until the run ends (hono's writes to a gone client fail silently): the server's resources, no answer any client can see
+  // Stryker disable next-line ArrowFunction: a stream whose client left would keep reading its run at every poll until the run ends (hono's writes to a gone client fail silently): the server's resources, no answer any client can see
   stream.onAbort(() => watch.stop())
   try {
     await follow(stream, source, watch, after, present, pollMs)
