@@ -78,6 +78,28 @@ export function extensionMutants(): Mutant[] {
       request: (req) => (req.method === 'PATCH' && DESTINATION.test(pathOnly(req.path)) ? notFound : req),
     },
     {
+      id: 'destination-defaults-every-kind',
+      description:
+        'A slack destination created without events gets every kind, not the documented run.failed, policy.denied and run.awaiting_approval: the channel fills with every run step',
+      targets: ['destinations.settings-judged'],
+      response(req, res) {
+        const body = req.method === 'POST' && pathOnly(req.path) === '/v1/destinations' && parseJson(req.body)
+        return body && body.type === 'slack' && body.events === undefined && res.status === 201
+          ? editJson(res, (b) => ({ ...b, events: [...(b.events as string[]), 'run.started'] }))
+          : res
+      },
+    },
+    {
+      id: 'destination-settings-refusal-unnamed',
+      description:
+        "A destination's settings of the wrong shape are refused without naming the field: the operator is left to guess which one",
+      targets: ['destinations.settings-judged'],
+      response: (req, res) =>
+        req.method === 'POST' && pathOnly(req.path) === '/v1/destinations' && res.status === 400
+          ? editJson(res, (b) => ({ ...b, error: { ...(b.error as Json), detail: {} } }))
+          : res,
+    },
+    {
       id: 'slack-message-empty',
       description:
         'A Slack message goes out with neither text nor blocks: Slack answers no_text and shows nothing',

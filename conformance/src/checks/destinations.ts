@@ -21,6 +21,7 @@ import {
   slackEscapingProblems,
   slackMessageProblems,
 } from './destination-bodies.js'
+import { contractEventKinds } from './events.js'
 import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
 import { batch } from './ingest.js'
 import { decided } from './outcomes.js'
@@ -631,6 +632,102 @@ export const destinationChecks: Check[] = [
           const gone = await ctx.http.delete(`/v1/destinations/${id}`)
           if (gone.status !== 204) wrong.push(`DELETE /v1/destinations/{id} answered ${gone.status}, not 204`)
         }
+      }
+      assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+  {
+    id: 'destinations.settings-judged',
+    title:
+      "A destination's settings are judged by its type as documented: a creation without events gets the type's default kinds; a config or secrets of the wrong shape (an unknown field, a routing key that is not 32 characters, approval buttons without a signing secret, a NATS server that is not nats://host:port or carries credentials, a NATS user without a password) is 400 naming the field, never quoting a secret",
+    level: 'profile',
+    clauses: ['S6.5', 'S7.3'],
+    async run(ctx) {
+      const probe = await ctx.http.get('/v1/destinations')
+      if (probe.status === 404 || probe.status === 405)
+        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      const url = `${receiverUrl(ctx)}/${ctx.name('settings')}`
+      const routingKey = randomBytes(16).toString('hex')
+      // Each type as the contract's DestinationType documents its config and secrets (and no events).
+      const types: Record<string, Record<string, unknown>> = {
+        cloudevents: { config: { url } },
+        slack: { secrets: { webhook_url: url } },
+        pagerduty: { config: { url }, secrets: { routing_key: routingKey } },
+      }
+      const declared = ctx.config.natsUrl
+      const nats = declared ? natsTarget(declared) : undefined
+      if (nats) types.nats = { config: { servers: [`nats://${nats.hostPort}`] } }
+      else
+        ctx.partial(
+          `the NATS settings part did not run: no NATS server declared (${settingName('nats-url')}) for a nats destination the deployment may reach`,
+        )
+      const wrong: string[] = []
+      // The documented defaults: run.failed, policy.denied and run.awaiting_approval for slack and pagerduty, every
+      // kind for cloudevents and nats.
+      const alerting = ['policy.denied', 'run.awaiting_approval', 'run.failed']
+      for (const [type, settings] of Object.entries(types)) {
+        const res = await ctx.http.post('/v1/destinations', { type, name: `${type} defaults`, ...settings })
+        const id = ownId(res.body, 'destination')
+        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        if (res.status !== 201) {
+          wrong.push(`a ${type} destination without events answered ${res.status}: ${short(res.body)}`)
+          continue
+        }
+        const got = (Array.isArray(obj(res.body).events) ? (obj(res.body).events as unknown[]) : []).map(
+          String,
+        )
+        const want = type === 'slack' || type === 'pagerduty' ? alerting : contractEventKinds(ctx)
+        if (!sameJson([...got].sort(), [...want].sort()))
+          wrong.push(`a ${type} destination without events got ${short(got)}, not ${short(want)}`)
+        if (id) await ctx.http.delete(`/v1/destinations/${id}`)
+      }
+      // Settings of the wrong shape: 400 invalid_request, detail.fields naming the field, no secret in the answer.
+      const secret = 'conf-not-a-routing-key'
+      const refused: [string, Record<string, unknown>, string][] = [
+        ['an unknown config field', { type: 'cloudevents', config: { url, colour: 'red' } }, 'config.colour'],
+        [
+          'a routing key that is not 32 characters',
+          { type: 'pagerduty', config: { url }, secrets: { routing_key: secret } },
+          'secrets.routing_key',
+        ],
+        [
+          'approval buttons without a signing secret',
+          { type: 'slack', config: { approval_buttons: true }, secrets: { webhook_url: url } },
+          'secrets.signing_secret',
+        ],
+      ]
+      if (nats) {
+        const servers = (server: string) => ({ type: 'nats', config: { servers: [server] } })
+        refused.push(
+          ['a NATS server over http://', servers(`http://${nats.hostPort}`), 'config.servers'],
+          ['a NATS server with credentials', servers(`nats://u:p@${nats.hostPort}`), 'config.servers'],
+          ['a NATS server with a path', servers(`nats://${nats.hostPort}/bus`), 'config.servers'],
+          ['a NATS server with a query', servers(`nats://${nats.hostPort}?q=1`), 'config.servers'],
+          ['a NATS server that is no URL', servers('nats://[bus'), 'config.servers'],
+          [
+            'a NATS user without a password',
+            { ...servers(`nats://${nats.hostPort}`), secrets: { user: 'conf-user' } },
+            'secrets.password',
+          ],
+        )
+      }
+      for (const [what, body, field] of refused) {
+        const res = await ctx.http.post('/v1/destinations', {
+          name: 'refused',
+          events: ['run.failed'],
+          ...body,
+        })
+        const id = ownId(res.body, 'destination')
+        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        const error = obj(obj(res.body).error)
+        const fields = obj(error.detail).fields
+        if (res.status !== 400 || error.code !== 'invalid_request')
+          wrong.push(
+            `${what} answered ${res.status} ${short(error.code ?? res.body)}, not 400 invalid_request`,
+          )
+        else if (!Array.isArray(fields) || !fields.includes(field))
+          wrong.push(`${what}: detail.fields is ${short(fields)}, not naming ${field}`)
+        if (res.text.includes(secret)) wrong.push(`${what}: the answer quotes the secret`)
       }
       assert(wrong.length === 0, wrong.join('; '))
     },
