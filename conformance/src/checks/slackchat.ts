@@ -76,7 +76,7 @@ export const slackChatChecks: Check[] = [
   {
     id: 'destinations.slack-approve-from-chat',
     title:
-      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step and replaces the message through response_url, one signed otherwise is 401',
+      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step and replaces the message through response_url; one signed otherwise, older than five minutes, sent again or posted at an unknown destination is 401',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -195,30 +195,55 @@ export const slackChatChecks: Check[] = [
           },
         }
         const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString()
-        const ts = String(Math.floor(Date.now() / 1000))
-        return ctx.http.post(`/integrations/slack/${id}/interactions`, undefined, {
-          rawBody: body,
+        const ts = String(Math.floor(Date.now() / 1000) + ageSeconds)
+        return post(id, { body, ts, signature: signature(ts, body) })
+      }
+      /** A click as Slack posts it to a destination's interaction URL (the same bytes again for a replay). */
+      const post = (to: string, sent: { body: string; ts: string; signature: string }) => {
+        lastSent = sent
+        return ctx.http.post(`/integrations/slack/${to}/interactions`, undefined, {
+          rawBody: sent.body,
           token: null,
           headers: {
             'content-type': 'application/x-www-form-urlencoded',
-            'x-slack-request-timestamp': ts,
-            'x-slack-signature': signature(ts, body),
+            'x-slack-request-timestamp': sent.ts,
+            'x-slack-signature': sent.signature,
           },
         })
       }
+      let lastSent = { body: '', ts: '', signature: '' }
+      let ageSeconds = 0
       const click = (signature: (ts: string, body: string) => string) =>
         press(shown, approve, 'UCONF', responseTag, signature)
+      const signed = (ts: string, body: string) => slackSignature(signing, ts, body)
       const forged = await click((ts, body) => slackSignature(`${signing}x`, ts, body))
       assert(forged.status === 401, `a click signed with another secret answered ${forged.status}, not 401`)
+      // Signed with the secret, but more than five minutes old (Slack's own tolerance for replays): 401.
+      ageSeconds = -6 * 60
+      const stale = await click(signed)
+      ageSeconds = 0
+      assert(stale.status === 401, `a signed click six minutes old answered ${stale.status}, not 401`)
+      // Signed with the secret, posted at a destination that does not exist: 401, as nothing can verify it.
+      const elsewhere = await post('dst_conformance_unknown', lastSent)
+      assert(
+        elsewhere.status === 401,
+        `a signed click at an unknown destination's interaction URL answered ${elsewhere.status}, not 401`,
+      )
       const run = await ctx.http.get(`/v1/runs/${runId}`)
       assert(
         obj(run.body).status === 'awaiting_approval',
-        `a forged click changed the run: it is ${short(obj(run.body).status)}`,
+        `a forged or stale click changed the run: it is ${short(obj(run.body).status)}`,
       )
-      const clicked = await click((ts, body) => slackSignature(signing, ts, body))
+      const clicked = await click(signed)
       assert(
         clicked.status === 200,
         `a click signed with the signing secret answered ${clicked.status}, not 200`,
+      )
+      // The same request again, byte for byte (a replay within the five minutes): refused, 401.
+      const replayed = await post(id, lastSent)
+      assert(
+        replayed.status === 401,
+        `the same signed click sent again answered ${replayed.status}, not 401 (a replay)`,
       )
       const replaced = await ctx.receiver!.waitFor(atTag(responseTag), ctx.config.waitMs)
       if (!replaced?.body)
