@@ -76,7 +76,7 @@ export const slackChatChecks: Check[] = [
   {
     id: 'destinations.slack-approve-from-chat',
     title:
-      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step and replaces the message through response_url; one signed otherwise, older than five minutes, sent again or posted at an unknown destination is 401',
+      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step and replaces the message through response_url; one unsigned, signed otherwise or cut short, older than five minutes, sent again or posted at an unknown destination is 401',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -223,6 +223,24 @@ export const slackChatChecks: Check[] = [
       const stale = await click(signed)
       ageSeconds = 0
       assert(stale.status === 401, `a signed click six minutes old answered ${stale.status}, not 401`)
+      // No signature at all, and one cut short: 401 (never a failure of the server's comparison).
+      const unsigned = await ctx.http.post(`/integrations/slack/${id}/interactions`, undefined, {
+        rawBody: lastSent.body,
+        token: null,
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000)),
+        },
+      })
+      assert(
+        unsigned.status === 401,
+        `a click without X-Slack-Signature answered ${unsigned.status}, not 401`,
+      )
+      const truncated = await click((ts, body) => signed(ts, body).slice(0, 20))
+      assert(
+        truncated.status === 401,
+        `a click whose signature is cut short answered ${truncated.status}, not 401`,
+      )
       // Signed with the secret, posted at a destination that does not exist: 401, as nothing can verify it.
       const elsewhere = await post('dst_conformance_unknown', lastSent)
       assert(
