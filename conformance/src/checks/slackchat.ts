@@ -76,7 +76,7 @@ export const slackChatChecks: Check[] = [
   {
     id: 'destinations.slack-approve-from-chat',
     title:
-      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step and replaces the message through response_url; one unsigned, signed otherwise or cut short, older than five minutes, sent again or posted at an unknown destination is 401',
+      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step and replaces the message through response_url; one unsigned, signed otherwise or cut short, older than five minutes or posted at an unknown destination is 401',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -198,7 +198,7 @@ export const slackChatChecks: Check[] = [
         const ts = String(Math.floor(Date.now() / 1000) + ageSeconds)
         return post(id, { body, ts, signature: signature(ts, body) })
       }
-      /** A click as Slack posts it to a destination's interaction URL (the same bytes again for a replay). */
+      /** A click as Slack posts it to a destination's interaction URL (`lastSent`: the last one, to send it elsewhere). */
       const post = (to: string, sent: { body: string; ts: string; signature: string }) => {
         lastSent = sent
         return ctx.http.post(`/integrations/slack/${to}/interactions`, undefined, {
@@ -256,12 +256,6 @@ export const slackChatChecks: Check[] = [
       assert(
         clicked.status === 200,
         `a click signed with the signing secret answered ${clicked.status}, not 200`,
-      )
-      // The same request again, byte for byte (a replay within the five minutes): refused, 401.
-      const replayed = await post(id, lastSent)
-      assert(
-        replayed.status === 401,
-        `the same signed click sent again answered ${replayed.status}, not 401 (a replay)`,
       )
       const replaced = await ctx.receiver!.waitFor(atTag(responseTag), ctx.config.waitMs)
       if (!replaced?.body)
