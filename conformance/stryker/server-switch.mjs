@@ -23,6 +23,7 @@
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
+import { addCoverage } from './coverage.mjs'
 
 const ns = globalThis.__stryker__ ?? {}
 globalThis.__stryker__ = ns
@@ -84,17 +85,10 @@ const waiting = new Map()
 let nextIssue = 0
 
 /** Adds the issuer thread's coverage to this thread's (in place: the instrumented code holds the object). */
-function addCoverage(from) {
+function addIssuerCoverage(from) {
   if (!from) return
   ns.mutantCoverage ??= { static: {}, perTest: {} }
-  const add = (into, counts) => {
-    for (const [id, n] of Object.entries(counts)) into[id] = (into[id] ?? 0) + n
-  }
-  add(ns.mutantCoverage.static, from.static)
-  for (const [testId, counts] of Object.entries(from.perTest)) {
-    ns.mutantCoverage.perTest[testId] ??= {}
-    add(ns.mutantCoverage.perTest[testId], counts)
-  }
+  addCoverage(ns.mutantCoverage, from)
 }
 
 /** What the CLI command `agentops <args>` printed, run by the issuer thread with the mutant active. */
@@ -104,7 +98,7 @@ function issue(args) {
     issuer = new Worker(ISSUER, { eval: true, workerData: { cli } })
     issuer.unref()
     issuer.on('message', ({ id, stdout, error, coverage, hitCount }) => {
-      addCoverage(coverage)
+      addIssuerCoverage(coverage)
       if (hitCount !== undefined && ns.hitCount !== undefined) ns.hitCount += hitCount
       const w = waiting.get(id)
       waiting.delete(id)

@@ -47,6 +47,7 @@ import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
+import { addCoverage } from './coverage.mjs'
 import { coreCouldNotRun, killers, noticed } from './noticed.mjs'
 import { CHECKS, checksFor, sectionOf, WAIT_MS } from './scope.mjs'
 import { mutantKey } from './stores.mjs'
@@ -163,20 +164,6 @@ export function ownSectionCoverage(coverage, bySection) {
     perTest[testId] = own ? Object.fromEntries(Object.entries(counts).filter(([id]) => own.has(id))) : counts
   }
   return { static: coverage.static ?? {}, perTest }
-}
-
-/** Adds one server's dry-run coverage (`undefined` when it recorded none) to `into`: hit counts summed per mutant. */
-export function addCoverage(into, from) {
-  if (!from) return into
-  const add = (to, counts) => {
-    for (const [id, n] of Object.entries(counts ?? {})) to[id] = (to[id] ?? 0) + n
-  }
-  add(into.static, from.static)
-  for (const [testId, counts] of Object.entries(from.perTest ?? {})) {
-    into.perTest[testId] ??= {}
-    add(into.perTest[testId], counts)
-  }
-  return into
 }
 
 /** A reference server started from the sandbox (`bin/agentops.mjs serve`) with the control channel preloaded. */

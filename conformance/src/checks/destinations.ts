@@ -27,6 +27,13 @@ import { batch } from './ingest.js'
 import { decided } from './outcomes.js'
 import { atTag, receiverUrl } from './webhooks.js'
 
+/** Skips the check where the deployment serves no /v1/destinations. */
+async function skipWithoutDestinations(ctx: CheckContext): Promise<void> {
+  const probe = await ctx.http.get('/v1/destinations')
+  if (probe.status === 404 || probe.status === 405)
+    skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+}
+
 interface Sink {
   id: string
   tag: string
@@ -117,9 +124,7 @@ function ensureDestination(
   let p = mine.get(slot)
   if (!p) {
     p = (async () => {
-      const probe = await ctx.http.get('/v1/destinations')
-      if (probe.status === 404 || probe.status === 405)
-        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      await skipWithoutDestinations(ctx)
       const tag = ctx.name('dest')
       const url = receiverUrl(ctx)
       const { secret, ...body } = spec(url, tag)
@@ -643,9 +648,7 @@ export const destinationChecks: Check[] = [
     level: 'profile',
     clauses: ['S6.5', 'S7.3'],
     async run(ctx) {
-      const probe = await ctx.http.get('/v1/destinations')
-      if (probe.status === 404 || probe.status === 405)
-        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      await skipWithoutDestinations(ctx)
       const url = `${receiverUrl(ctx)}/${ctx.name('settings')}`
       const routingKey = randomBytes(16).toString('hex')
       // Each type as the contract's DestinationType documents its config and secrets (and no events).
@@ -747,9 +750,7 @@ export const destinationChecks: Check[] = [
           `no NATS server declared (${settingName('nats-url')}): the event-bus destination needs one the suite can subscribe at`,
         )
       const target = natsTarget(declared)
-      const probe = await ctx.http.get('/v1/destinations')
-      if (probe.status === 404 || probe.status === 405)
-        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      await skipWithoutDestinations(ctx)
       const { connect } = await import('@nats-io/transport-node')
       const nc = await connect({
         servers: target.server,
@@ -923,9 +924,7 @@ export const destinationChecks: Check[] = [
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
-      const probe = await ctx.http.get('/v1/destinations')
-      if (probe.status === 404 || probe.status === 405)
-        skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
+      await skipWithoutDestinations(ctx)
       const tag = ctx.name('slow')
       const receiver = receiverUrl(ctx)
       // Slack's answers when it is rate limited or down: its error word, and when to come back.
