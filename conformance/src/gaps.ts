@@ -141,6 +141,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'destinations.event-bus': GAPS.routing,
   'destinations.slack-retry-after': GAPS.routing,
   'destinations.slack-approve-from-chat': GAPS.routing,
+  'destinations.chat-and-paging-say-what-happened': GAPS.routing,
   'stream.bad-messages-refused': GAPS.streamMessages,
   'stream.socket-ingest-judged-like-rest': GAPS.streamMessages,
   'stream.subscriptions-per-connection': GAPS.streamMessages,

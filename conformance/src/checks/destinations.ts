@@ -21,7 +21,7 @@ import {
   slackEscapingProblems,
   slackMessageProblems,
 } from './destination-bodies.js'
-import { contractEventKinds } from './events.js'
+import { contractEventKinds } from './every-kind.js'
 import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
 import { batch } from './ingest.js'
 import { decided } from './outcomes.js'
@@ -112,7 +112,7 @@ export const refusesType = (res: Pick<HttpResponse, 'status' | 'text'>) =>
  * none of that type (a refusal naming the `type` field).
  */
 const destinations = new WeakMap<object, Map<string, Promise<Sink>>>()
-function ensureDestination(
+export function ensureDestination(
   ctx: CheckContext,
   type: string,
   spec: (receiver: string, tag: string) => DestinationSpec,

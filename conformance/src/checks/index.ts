@@ -11,6 +11,7 @@ import { graphqlSurfaceChecks } from './graphql-surface.js'
 import { idempotencyChecks } from './idempotency.js'
 import { ingestChecks } from './ingest.js'
 import { ingestRuleChecks } from './ingestrules.js'
+import { notificationChecks } from './notifications.js'
 import { outcomeChecks } from './outcomes.js'
 import { paginationChecks } from './pagination.js'
 import { rateLimitChecks } from './ratelimit.js'
@@ -47,6 +48,7 @@ export const ALL_CHECKS: Check[] = [
   ...backoffChecks,
   ...extensionChecks,
   ...destinationChecks,
+  ...notificationChecks,
   ...slackChatChecks,
   ...resourceChecks,
   ...readbackChecks,

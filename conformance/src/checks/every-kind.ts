@@ -1,0 +1,121 @@
+/**
+ * Every event kind the contract lists, caused once: what the checks that follow each kind to a subscriber (a
+ * webhook, a chat or paging destination) share. The kinds beyond §6's five are the reference profile's
+ * (`x-spec-gap` on EventKind), so only profile checks cause all of them.
+ */
+import type { CheckContext } from '../check.js'
+import { expectStatus, ownId } from '../fixtures.js'
+import { obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
+import type { ToolRef } from '../toolrun.js'
+import { fail } from '../types.js'
+import { short } from '../wait.js'
+import { batch } from './ingest.js'
+
+export const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
+
+/** The event kinds the contract lists (the EventKind schema's enum), in its order. */
+export function contractEventKinds(ctx: CheckContext): string[] {
+  const schema = obj(ctx.contract.deref(ctx.contract.at('/components/schemas/EventKind')))
+  return Array.isArray(schema.enum) ? schema.enum.map(String) : []
+}
+
+/** Waits (bounded by --wait-ms, for all kinds together) for a delivery of each kind; answers the kinds missing. */
+export async function awaitKinds(
+  ctx: CheckContext,
+  kinds: string[],
+  arrived: (d: Delivery) => boolean,
+): Promise<string[]> {
+  const deadline = Date.now() + ctx.config.waitMs
+  const missing: string[] = []
+  for (const kind of kinds) {
+    const found = await ctx.receiver!.waitFor(
+      (d) => arrived(d) && eventOf(d) === kind,
+      Math.max(0, deadline - Date.now()),
+    )
+    if (!found) missing.push(kind)
+  }
+  return missing
+}
+
+/** What `causeEveryKind` made, so a check can tell its own events from those of checks running alongside. */
+export interface EveryKindCaused {
+  /** Every agent it created: the events of their runs and tasks name them. */
+  agents: string[]
+  /** The tool it registered and retired. */
+  tool: string
+  /** The connector it ingested a batch into. */
+  connector: string
+}
+
+/** A run of a supervised agent taken through awaiting_approval, pause, resume and cancel, as a task. */
+async function controlledTask(ctx: CheckContext, tool: ToolRef): Promise<string> {
+  const agent = (await ctx.fx.newToolAgent([tool], ctx.config.profile.approvalBehavior)).id
+  const task = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: 'events: cancelled task' })
+  expectStatus(task, 201, 'assigning a task to a supervised agent')
+  const runId = obj(task.body).run_id
+  if (typeof runId !== 'string') fail(`the task answer names no run_id: ${short(task.body)}`)
+  await ctx.fx.waitForStatus(runId, (s) => s === 'awaiting_approval', 'awaiting approval')
+  for (const control of ['pause', 'resume', 'cancel']) {
+    const res = await ctx.http.post(`/v1/runs/${runId}/${control}`)
+    expectStatus(res, [200, 202], `POST /v1/runs/{id}/${control}`)
+  }
+  return agent
+}
+
+/**
+ * One event of each kind the contract lists: a tool registered and retired, an agent created and deleted, tasks
+ * that succeed, fail and are cancelled (with their runs), a run that awaits approval and is paused, resumed and
+ * cancelled, a policy denial (the reference's `restricted` envelope allows three tool calls; the plan asks for four)
+ * and an ingested batch.
+ */
+export async function causeEveryKind(ctx: CheckContext): Promise<EveryKindCaused> {
+  const [ok, failing] = [await ctx.fx.tool('succeed'), await ctx.fx.tool('fail')]
+  const connector = ctx.name('conn-ev')
+  const [tool, created, ...agents] = await Promise.all([
+    // tool.registered, tool.retired
+    (async () => {
+      const t = await ctx.fx.newTool('succeed')
+      expectStatus(await ctx.http.delete(`/v1/tools/${t.id}`), [200, 204], 'retiring a tool')
+      return t.id
+    })(),
+    // agent.created, agent.deleted
+    (async () => {
+      const res = await ctx.http.post('/v1/agents', { name: ctx.name('agent-ev'), behavior: 'autonomous' })
+      expectStatus(res, 201, 'creating an agent')
+      const id = ownId(res.body, 'agent')
+      if (!id) fail(`agent creation answered no agent_id: ${short(res.body)}`)
+      expectStatus(await ctx.http.delete(`/v1/agents/${id}`), [200, 204], 'deleting an agent')
+      return id
+    })(),
+    // task.created, task.succeeded, run.started, run.succeeded
+    (async () => {
+      const agent = (await ctx.fx.newToolAgent([ok])).id
+      const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: 'events: succeeds' })
+      expectStatus(res, 201, 'assigning a task')
+      return agent
+    })(),
+    // task.failed, run.failed
+    (async () => {
+      const agent = (await ctx.fx.newToolAgent([failing])).id
+      const res = await ctx.http.post(`/v1/agents/${agent}/tasks`, { description: 'events: fails' })
+      expectStatus(res, 201, 'assigning a task')
+      return agent
+    })(),
+    // run.awaiting_approval, run.paused, run.resumed, run.cancelled, task.cancelled
+    controlledTask(ctx, ok),
+    // policy.denied
+    (async () => {
+      const agent = await ctx.fx.newToolAgent([ok, ok, ok, ok])
+      await ctx.fx.startRun(agent, { policy_envelope: 'restricted' })
+      return agent.id
+    })(),
+    // ingest.batch_accepted
+    (async () => {
+      const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: batch(ctx, 2) })
+      expectStatus(res, 202, 'ingesting a batch')
+      return undefined
+    })(),
+  ])
+  return { tool, agents: [created, ...agents.filter((a) => a !== undefined)], connector }
+}

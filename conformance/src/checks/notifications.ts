@@ -1,0 +1,264 @@
+/**
+ * What a person reads about an event in chat or in an incident. Spec §6 routes events "to chat, paging and
+ * downstream systems" and shows nothing of how, so this is profile, like every destination check. It judges no
+ * wording: only that each event reaches the person as a message of its own that names what the event is about and
+ * what happened to it, with the facts its own webhook body gives for a decision (an approval's step, queue and reason;
+ * a failed run's error code). The event bodies come from a webhook subscription to every kind, so the facts are
+ * those the deployment itself announced.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Check } from '../check.js'
+import { obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
+import { assert } from '../types.js'
+import { short } from '../wait.js'
+import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
+import { ensureDestination } from './destinations.js'
+import { awaitKinds, causeEveryKind, contractEventKinds, type EveryKindCaused } from './every-kind.js'
+import { atTag, ownHook } from './webhooks.js'
+
+/** One event as its webhook delivery announced it. */
+interface Announced {
+  kind: string
+  body: Record<string, unknown>
+}
+
+/** A message (or incident) found for an event: the delivery and the texts judged. */
+interface Said {
+  delivery: Delivery
+  /** What names the event at a glance: Slack's `text` (its notification), PagerDuty's `payload.summary`. */
+  glance: string
+  /** Everything it shows: the glance and every text of its blocks (Slack), its `custom_details` (PagerDuty). */
+  whole: string
+}
+
+const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
+
+/** Every `text` string of a Block Kit structure (headers, sections, fields, context elements, buttons). */
+function blockTexts(value: unknown, out: string[] = []): string[] {
+  if (Array.isArray(value)) for (const v of value) blockTexts(v, out)
+  else if (value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) {
+      if (k === 'text' && typeof v === 'string') out.push(v)
+      else blockTexts(v, out)
+    }
+  return out
+}
+
+function slackSaid(d: Delivery): Said | undefined {
+  if (!d.body) return undefined
+  const blocks = blockTexts(d.body.blocks)
+  const glance = text(d.body.text) ?? blocks.join('\n')
+  return { delivery: d, glance, whole: [glance, ...blocks].join('\n') }
+}
+
+function pagerSaid(d: Delivery): Said | undefined {
+  if (d.body?.event_action !== 'trigger') return undefined
+  const payload = obj(d.body.payload)
+  const summary = text(payload.summary)
+  if (summary === undefined) return undefined
+  const details = payload.custom_details
+  return {
+    delivery: d,
+    glance: summary,
+    whole: `${summary}\n${details === undefined ? '' : JSON.stringify(details)}`,
+  }
+}
+
+/** Shown as written or with Slack's mrkdwn escapes (&, <, >). */
+function shows(said: string, value: string): boolean {
+  const escaped = value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+  return said.includes(value) || said.includes(escaped)
+}
+
+/** The word of what happened, from the kind's last part (`run.failed` → "faile", `tool.retired` → "retir"). */
+const happened = (kind: string) => (kind.split(/[._]/).at(-1) ?? kind).slice(0, 5).toLowerCase()
+
+/** What names the event's subject: its run, else its task, agent, tool or connector (by the kind's family). */
+function subject(e: Announced): [string, string] | undefined {
+  const family = e.kind.split('.')[0]
+  const field =
+    family === 'run' || family === 'policy'
+      ? 'run_id'
+      : family === 'task'
+        ? 'task_id'
+        : family === 'agent'
+          ? 'agent_id'
+          : family === 'tool'
+            ? 'tool_id'
+            : family === 'ingest'
+              ? 'connector_id'
+              : undefined
+  const value = field ? text(e.body[field]) : undefined
+  return field && value ? [field, value] : undefined
+}
+
+/** The facts a person deciding on the event needs, where its body gives them: label and value. */
+function decisionFacts(e: Announced): [string, string][] {
+  const facts: [string, string][] = []
+  const add = (label: string, value: unknown) => {
+    const v = text(value)
+    if (v) facts.push([label, v])
+  }
+  if (e.kind === 'run.awaiting_approval') {
+    add('step_id', e.body.step_id)
+    add('queue', e.body.queue)
+    add('reason', e.body.reason)
+  }
+  if (e.kind === 'policy.denied') add('step_id', e.body.step_id)
+  if (e.kind === 'run.failed') add('outcome.error.code', obj(obj(e.body.outcome).error).code)
+  return facts
+}
+
+/** Why `said` is not a message about `e` (empty: it is): its subject and what happened at a glance, its facts. */
+function unsaid(e: Announced, said: Said): string[] {
+  const missing: string[] = []
+  const about = subject(e)
+  if (about && !shows(said.glance, about[1])) missing.push(`its ${about[0]} ${about[1]}`)
+  if (!said.glance.toLowerCase().includes(happened(e.kind))) missing.push(`"${happened(e.kind)}…"`)
+  for (const [label, value] of decisionFacts(e))
+    if (!shows(said.whole, value)) missing.push(`its ${label} ${value}`)
+  return missing
+}
+
+/**
+ * A message of its own for each event: a maximum matching of events to the messages about them (two events about
+ * one run, say, are never both answered by one message). Answers the events left without one.
+ */
+function unmatched(
+  events: Announced[],
+  messages: Said[],
+  fits: (e: Announced, s: Said) => boolean,
+): Announced[] {
+  const taken = new Map<number, number>()
+  const options = events.map((e) => messages.flatMap((s, i) => (fits(e, s) ? [i] : [])))
+  const place = (ev: number, seen: Set<number>): boolean => {
+    for (const m of options[ev] ?? []) {
+      if (seen.has(m)) continue
+      seen.add(m)
+      const holder = taken.get(m)
+      if (holder === undefined || place(holder, seen)) {
+        taken.set(m, ev)
+        return true
+      }
+    }
+    return false
+  }
+  return events.filter((_, ev) => !place(ev, new Set()))
+}
+
+/** The event's own delivery body, when it concerns what `caused` made. */
+function ours(d: Delivery, caused: EveryKindCaused): boolean {
+  const b = d.body ?? {}
+  return (
+    (typeof b.agent_id === 'string' && caused.agents.includes(b.agent_id)) ||
+    b.tool_id === caused.tool ||
+    b.connector_id === caused.connector
+  )
+}
+
+export const notificationChecks: Check[] = [
+  {
+    id: 'destinations.chat-and-paging-say-what-happened',
+    title:
+      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident's summary) of its own that names at a glance what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), with the facts the event's body gives for a decision (an approval's step, queue and reason; a failed run's error code)",
+    level: 'profile',
+    clauses: ['S6.5'],
+    // It mostly waits for the runs it started and the messages they cause.
+    overlap: true,
+    async run(ctx) {
+      const kinds = contractEventKinds(ctx)
+      const slack = await ensureDestination(
+        ctx,
+        'slack',
+        (receiver, tag) => {
+          const token = `conf${randomBytes(12).toString('hex')}`
+          return {
+            type: 'slack',
+            events: kinds,
+            config: {},
+            secrets: { webhook_url: `${receiver}/T0CONF/B0CONF/${token}/${tag}` },
+            secret: token,
+          }
+        },
+        'slack-every-kind',
+      )
+      const pager = await ensureDestination(
+        ctx,
+        'pagerduty',
+        (receiver, tag) => {
+          const routingKey = randomBytes(16).toString('hex')
+          return {
+            type: 'pagerduty',
+            events: kinds,
+            config: { url: `${receiver}/${tag}` },
+            secrets: { routing_key: routingKey },
+            secret: routingKey,
+          }
+        },
+        'pagerduty-every-kind',
+      )
+      const hook = await ownHook(ctx, 'dest-every-kind', kinds, { what: 'subscribing to every event kind' })
+      // Only for this check: listing every kind, they would also get every event of the checks after it.
+      const stop = async () => {
+        for (const id of [slack.id, pager.id]) await ctx.http.delete(`/v1/destinations/${id}`)
+        if (hook.id) await ctx.http.delete(`/v1/webhooks/${hook.id}`)
+      }
+      try {
+        const caused = await causeEveryKind(ctx)
+        const announced = (d: Delivery) => hook.mine(d) && ours(d, caused)
+        const missing = await awaitKinds(ctx, kinds, announced)
+        if (missing.length > 0)
+          ctx.partial(
+            `no webhook delivery of ${missing.join(', ')} reached the subscription to every kind within ${ctx.config.waitMs} ms, so their messages were not judged`,
+          )
+        const byId = new Map<string, Announced>()
+        for (const d of ctx.receiver!.deliveries)
+          if (announced(d) && typeof d.body?.id === 'string' && typeof d.body.event === 'string')
+            byId.set(d.body.id, { kind: d.body.event, body: d.body })
+        const events = [...byId.values()].filter((e) => kinds.includes(e.kind))
+        const destinations = [
+          { name: 'Slack message', tag: slack.tag, said: slackSaid },
+          { name: 'PagerDuty incident', tag: pager.tag, said: pagerSaid },
+        ]
+        const problems: string[] = []
+        for (const dest of destinations) {
+          const at = atTag(dest.tag)
+          const fits = (e: Announced, s: Said) => unsaid(e, s).length === 0
+          let left = events
+          let messages: Said[] = []
+          const seen = new Set<Delivery>()
+          const deadline = Date.now() + ctx.config.waitMs
+          for (;;) {
+            const arrived = ctx.receiver!.deliveries.filter(at)
+            for (const d of arrived) seen.add(d)
+            messages = arrived.flatMap((d) => dest.said(d) ?? [])
+            left = unmatched(events, messages, fits)
+            if (left.length === 0 || Date.now() >= deadline) break
+            await ctx.receiver!.waitFor((d) => at(d) && !seen.has(d), deadline - Date.now())
+          }
+          for (const d of seen) {
+            const shape =
+              dest.tag === slack.tag ? slackMessageProblems(d) : pagerDutyEventProblems(d, pager.secret)
+            if (shape.length > 0) problems.push(`a ${dest.name}: ${shape.join('; ')}`)
+          }
+          for (const e of left) {
+            // The closest message about the same subject says what is missing from it.
+            const about = subject(e)
+            const near = messages
+              .filter((s) => about && shows(s.whole, about[1]))
+              .sort((a, b) => unsaid(e, a).length - unsaid(e, b).length)[0]
+            problems.push(
+              near
+                ? `${e.kind} (event ${short(e.body.id)}) has no ${dest.name} of its own: the nearest one lacks ${unsaid(e, near).join(', ') || 'nothing, but another event took it'}: ${short(near.glance, 200)}`
+                : `${e.kind} (event ${short(e.body.id)}) has no ${dest.name} naming its ${about?.[0] ?? 'subject'} within ${ctx.config.waitMs} ms`,
+            )
+          }
+        }
+        assert(problems.length === 0, [...new Set(problems)].join('; '))
+      } finally {
+        await stop()
+      }
+    },
+  },
+]
