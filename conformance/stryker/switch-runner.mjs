@@ -526,6 +526,8 @@ export class ConformanceSwitchRunner {
       json,
     ]
     const lines = []
+    // Read at the runner's deadline: the last line says how far the suite had come.
+    progress.lines = lines
     const io = { out: (l) => lines.push(l), err: (l) => lines.push(l) }
     const env = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith('AGENTOPS_CONFORMANCE_')),
@@ -806,6 +808,10 @@ export class ConformanceSwitchRunner {
     }
     void judged.then(reset, reset)
     if (first !== TIMED_OUT) return first
+    // Where the run was when its time ran out (the abort below ends the suite, which moves the phase on), and the
+    // suite's last line then: the check it had come to.
+    const phase = progress.phase
+    const last = phase === 'running the suite' ? progress.lines?.at(-1) : undefined
     // No verdict in time: the suite is cut short, and the server, which may hang or be busy in a loop, replaced.
     interrupt.abort(`the mutant run's deadline of ${Math.round(limitMs)} ms passed`)
     if (this.server === server) this.server = undefined
@@ -814,11 +820,11 @@ export class ConformanceSwitchRunner {
     this.recordCost(cost, server, server.accountedMicros ?? 0, {
       mutant,
       static: staticRun,
-      timeout: progress.phase,
+      timeout: phase,
     })
     return {
       status: MutantRunStatus.Timeout,
-      reason: `no verdict within ${Math.round(limitMs)} ms (${this.timeoutFactor} x the section's clean run + ${this.timeoutMS} ms), ${progress.phase}`,
+      reason: `no verdict within ${Math.round(limitMs)} ms (${this.timeoutFactor} x the section's clean run + ${this.timeoutMS} ms), ${phase}${last ? `, after: ${last.slice(0, 200)}` : ''}`,
     }
   }
 

@@ -139,6 +139,16 @@ describe('conformance:stryker switch runner, a server an earlier mutant broke', 
     })
     expect(loaded.status).toBe('killed')
     expect(seen).toEqual(['kills-slowly'])
+
+    // A run the runner's deadline cuts short says where the suite was then: the check it had come to.
+    runner.suite = async (...args: Parameters<typeof main>) => {
+      args[2]?.out('[1/2] PASS core idempotency.first-check')
+      await new Promise((resolve) => args[3]?.addEventListener('abort', resolve))
+      return 3
+    }
+    const cut = await run('never-ends')
+    expect(cut.status).toBe('timeout')
+    expect(cut.reason).toMatch(/running the suite, after: \[1\/2\] PASS core idempotency\.first-check$/)
   }, 300_000)
 
   it('names the checks to look at again: the failed ones and the core ones that could not run, never the sweep', () => {

@@ -4,7 +4,8 @@
  * as if the destination did not exist, a binary CloudEvent's ce-id that is not its event id, and a destination's
  * write-only secret comes back when it is read; a Slack
  * message or a PagerDuty event that its service would refuse (no text nor blocks, a text object of an undocumented
- * type, a severity outside the enum, no routing key) or that could never close its incident (a dedup_key per request);
+ * type, a severity outside the enum, no routing key) or that could never close its incident (a dedup_key per request,
+ * a resolve sent as acknowledge); a Slack notification text that names nothing;
  * a Slack message that shows a run's input unescaped (its markup pings, mentions and links); a destination change
  * answered but not kept.
  */
@@ -185,6 +186,22 @@ export function extensionMutants(): Mutant[] {
         ...b,
         dedup_key: `agentops:${randomBytes(8).toString('hex')}`,
       })),
+    },
+    {
+      id: 'slack-text-says-nothing',
+      description:
+        "Slack messages' text, the notification a person sees first, is one sentence for every event: it names no run, agent or tool and not what happened",
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteDelivery(slackMessage, (b) => ({ ...b, text: 'New Agent Operations event' })),
+    },
+    {
+      id: 'pagerduty-resolve-as-acknowledge',
+      description:
+        'A PagerDuty resolve goes out as acknowledge: the incident a cancelled run opened stays open, only silenced',
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteDelivery(pagerDutyEvent, (b) =>
+        b.event_action === 'resolve' ? { ...b, event_action: 'acknowledge' } : b,
+      ),
     },
     {
       id: 'cloudevent-id-per-request',

@@ -7,7 +7,7 @@
  * those the deployment itself announced.
  */
 import { randomBytes } from 'node:crypto'
-import type { Check } from '../check.js'
+import type { Check, CheckContext } from '../check.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
@@ -30,6 +30,8 @@ interface Said {
   glance: string
   /** Everything it shows: the glance and every text of its blocks (Slack), its `custom_details` (PagerDuty). */
   whole: string
+  /** A Slack message's header block, the line a reader scans first: it too says what happened. */
+  header?: string | undefined
 }
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
@@ -49,7 +51,10 @@ function slackSaid(d: Delivery): Said | undefined {
   if (!d.body) return undefined
   const blocks = blockTexts(d.body.blocks)
   const glance = text(d.body.text) ?? blocks.join('\n')
-  return { delivery: d, glance, whole: [glance, ...blocks].join('\n') }
+  const header = Array.isArray(d.body.blocks)
+    ? blockTexts(d.body.blocks.map(obj).find((b) => b.type === 'header'))[0]
+    : undefined
+  return { delivery: d, glance, whole: [glance, ...blocks].join('\n'), header }
 }
 
 function pagerSaid(d: Delivery): Said | undefined {
@@ -93,7 +98,10 @@ function subject(e: Announced): [string, string] | undefined {
   return field && value ? [field, value] : undefined
 }
 
-/** The facts a person deciding on the event needs, where its body gives them: label and value. */
+/**
+ * The facts a person deciding on the event needs, where its body gives them: an approval's step, queue and reason,
+ * why a policy denied a step, why a run resumed, why a run failed (its error's code and message) or was cancelled.
+ */
 function decisionFacts(e: Announced): [string, string][] {
   const facts: [string, string][] = []
   const add = (label: string, value: unknown) => {
@@ -105,14 +113,24 @@ function decisionFacts(e: Announced): [string, string][] {
     add('queue', e.body.queue)
     add('reason', e.body.reason)
   }
-  if (e.kind === 'policy.denied') add('step_id', e.body.step_id)
-  if (e.kind === 'run.failed') add('outcome.error.code', obj(obj(e.body.outcome).error).code)
+  if (e.kind === 'policy.denied') {
+    add('step_id', e.body.step_id)
+    add('detail.violation', obj(e.body.detail).violation)
+  }
+  if (e.kind === 'run.resumed') add('reason', e.body.reason)
+  if (e.kind === 'run.failed' || e.kind === 'run.cancelled') {
+    const error = obj(obj(e.body.outcome).error)
+    add('outcome.error.code', error.code)
+    if (e.kind === 'run.failed') add('outcome.error.message', error.message)
+  }
   return facts
 }
 
 /** Why `said` is not a message about `e` (empty: it is): its subject and what happened at a glance, its facts. */
 function unsaid(e: Announced, said: Said): string[] {
   const missing: string[] = []
+  if (said.header !== undefined && !said.header.toLowerCase().includes(happened(e.kind)))
+    missing.push(`"${happened(e.kind)}…" in its header`)
   const about = subject(e)
   if (about && !shows(said.glance, about[1])) missing.push(`its ${about[0]} ${about[1]}`)
   if (!said.glance.toLowerCase().includes(happened(e.kind))) missing.push(`"${happened(e.kind)}…"`)
@@ -157,6 +175,59 @@ function ours(d: Delivery, caused: EveryKindCaused): boolean {
   )
 }
 
+/** A pagerduty destination at the receiver for `events`, one per slot and run. */
+const pagerDestination = (ctx: CheckContext, events: string[], slot: string) =>
+  ensureDestination(
+    ctx,
+    'pagerduty',
+    (receiver, tag) => {
+      const routingKey = randomBytes(16).toString('hex')
+      return {
+        type: 'pagerduty',
+        events,
+        config: { url: `${receiver}/${tag}` },
+        secrets: { routing_key: routingKey },
+        secret: routingKey,
+      }
+    },
+    slot,
+  )
+
+/**
+ * The incident a run's approval opened at a destination paging for approvals is resolved once that run is cancelled
+ * (PagerDuty's `resolve` with the trigger's `dedup_key`): a problem sentence, or undefined (also when no run of
+ * `events` both awaited approval and was cancelled).
+ */
+async function resolvedOnCancel(
+  ctx: CheckContext,
+  events: Announced[],
+  tag: string,
+): Promise<string | undefined> {
+  const runId = events.find(
+    (e) =>
+      e.kind === 'run.awaiting_approval' &&
+      events.some((c) => c.kind === 'run.cancelled' && c.body.run_id === e.body.run_id),
+  )?.body.run_id
+  if (typeof runId !== 'string') return undefined
+  const at = atTag(tag)
+  const trigger = await ctx.receiver!.waitFor(
+    (d) => at(d) && d.body?.event_action === 'trigger' && d.raw.includes(runId),
+    ctx.config.waitMs,
+  )
+  if (!trigger)
+    return `a pagerduty destination listing run.awaiting_approval opened no incident naming run ${runId}, which awaited approval, within ${ctx.config.waitMs} ms`
+  const key = trigger.body?.dedup_key
+  if (typeof key !== 'string')
+    return `the incident run ${runId}'s approval opened has no dedup_key: nothing can resolve it`
+  const resolve = await ctx.receiver!.waitFor(
+    (d) => at(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === key,
+    ctx.config.waitMs,
+  )
+  return resolve
+    ? undefined
+    : `run ${runId} was cancelled, but the incident its approval opened (dedup_key ${key}) was not resolved within ${ctx.config.waitMs} ms`
+}
+
 export const notificationChecks: Check[] = [
   {
     id: 'destinations.chat-and-paging-say-what-happened',
@@ -183,25 +254,13 @@ export const notificationChecks: Check[] = [
         },
         'slack-every-kind',
       )
-      const pager = await ensureDestination(
-        ctx,
-        'pagerduty',
-        (receiver, tag) => {
-          const routingKey = randomBytes(16).toString('hex')
-          return {
-            type: 'pagerduty',
-            events: kinds,
-            config: { url: `${receiver}/${tag}` },
-            secrets: { routing_key: routingKey },
-            secret: routingKey,
-          }
-        },
-        'pagerduty-every-kind',
-      )
+      const pager = await pagerDestination(ctx, kinds, 'pagerduty-every-kind')
+      // One that pages for approvals only: the page a cancelled run's approval opened is resolved.
+      const approvals = await pagerDestination(ctx, ['run.awaiting_approval'], 'pagerduty-approvals')
       const hook = await ownHook(ctx, 'dest-every-kind', kinds, { what: 'subscribing to every event kind' })
       // Only for this check: listing every kind, they would also get every event of the checks after it.
       const stop = async () => {
-        for (const id of [slack.id, pager.id]) await ctx.http.delete(`/v1/destinations/${id}`)
+        for (const id of [slack.id, pager.id, approvals.id]) await ctx.http.delete(`/v1/destinations/${id}`)
         if (hook.id) await ctx.http.delete(`/v1/webhooks/${hook.id}`)
       }
       try {
@@ -255,6 +314,8 @@ export const notificationChecks: Check[] = [
             )
           }
         }
+        const resolved = await resolvedOnCancel(ctx, events, approvals.tag)
+        if (resolved) problems.push(resolved)
         assert(problems.length === 0, [...new Set(problems)].join('; '))
       } finally {
         await stop()
