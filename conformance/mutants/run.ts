@@ -19,7 +19,7 @@ import { resolveConfig, type SuiteConfig } from '../src/config.js'
 import { Contract } from '../src/contract.js'
 import { startLocalNats } from '../src/nats.js'
 import { WebhookReceiver } from '../src/receiver.js'
-import { REFERENCE_REPLAY_WINDOW, startReference } from '../src/reference.js'
+import { REFERENCE_REPLAY_WINDOW, REFERENCE_WEBHOOK_MAX_ATTEMPTS, startReference } from '../src/reference.js'
 import { runChecks, selectChecks } from '../src/runner.js'
 import { type CheckResult, profileGroups } from '../src/types.js'
 import { createDialects, type Dialect } from './dialects.js'
@@ -113,6 +113,7 @@ async function startLane(name: string, seed: number, log: (line: string) => void
     c.waitMs = 8000
     c.graphqlUrl = `${proxy.url}/v1/graphql`
     c.stream.replayWindow = REFERENCE_REPLAY_WINDOW
+    c.webhookMaxAttempts = REFERENCE_WEBHOOK_MAX_ATTEMPTS
     if (nats) c.natsUrl = nats.url
     return c
   }

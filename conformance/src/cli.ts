@@ -25,7 +25,13 @@ import { Pacer } from './pacing.js'
 import { formatPlan, planFor } from './plan.js'
 import { provision, withProvisioned } from './provision.js'
 import { hostAndPort, receiverAdvice, WebhookReceiver } from './receiver.js'
-import { freePort, REFERENCE_REPLAY_WINDOW, type ReferenceServer, startReference } from './reference.js'
+import {
+  freePort,
+  REFERENCE_REPLAY_WINDOW,
+  REFERENCE_WEBHOOK_MAX_ATTEMPTS,
+  type ReferenceServer,
+  startReference,
+} from './reference.js'
 import { toJson } from './report/json.js'
 import { toJunit } from './report/junit.js'
 import { toMarkdown } from './report/markdown.js'
@@ -286,6 +292,7 @@ export async function main(
       // The reference serves GraphQL at /v1/graphql: declared, so the spec's rules on it are checked (core).
       config.graphqlUrl ??= `${reference.baseUrl}/v1/graphql`
       config.stream.replayWindow ??= REFERENCE_REPLAY_WINDOW
+      config.webhookMaxAttempts ??= REFERENCE_WEBHOOK_MAX_ATTEMPTS
       config.streamUrl = ''
       config.tokens = { ...reference.tokens }
     }

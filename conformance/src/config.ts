@@ -97,6 +97,12 @@ export interface Declarations {
    * check discovers the common arrangements.
    */
   signatureTemplate?: string
+  /**
+   * §6 "Retry count and backoff timing: not shown": the attempts a webhook delivery gets in all before the deployment
+   * gives up on it. Declared, a profile check fails every attempt of one delivery and expects exactly that many, the
+   * delivery then logged failed with no next attempt.
+   */
+  webhookMaxAttempts?: number
   /** The GraphQL surface's URL when the deployment has one (§4 "A GraphQL surface is mentioned"). */
   graphqlUrl?: string
   /**
@@ -527,6 +533,7 @@ export const DECLARATION_KEYS: string[] = [
   'stream.subscribe*',
   'stream.topic',
   'stream.replayWindow',
+  'webhooks.maxAttempts',
   'rateLimitHeaders.burst.remaining',
   'rateLimitHeaders.burst.reset',
   'rateLimitHeaders.burst.limit',
@@ -697,6 +704,12 @@ function declarations(file: Raw): Declarations {
     (typeof replayWindow !== 'number' || !Number.isSafeInteger(replayWindow) || replayWindow < 1)
   )
     throw new ConfigError('config file stream.replayWindow must be a positive integer')
+  const maxAttempts = section('webhooks').maxAttempts
+  if (
+    maxAttempts !== undefined &&
+    (typeof maxAttempts !== 'number' || !Number.isSafeInteger(maxAttempts) || maxAttempts < 1)
+  )
+    throw new ConfigError('config file webhooks.maxAttempts must be a positive integer')
   const absent = file.notServed ?? []
   if (
     !Array.isArray(absent) ||
@@ -726,6 +739,7 @@ function declarations(file: Raw): Declarations {
       : DEFAULT_DECLARATIONS.approval,
     signatureTimestamp: form,
     ...(signed ? { signatureTemplate: signed } : {}),
+    ...(maxAttempts !== undefined ? { webhookMaxAttempts: maxAttempts } : {}),
     toolRun: declaredToolRun,
     graphqlQueries: { run: gqlQuery('run'), agent: gqlQuery('agent') },
   }

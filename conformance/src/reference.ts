@@ -53,6 +53,12 @@ export function findReference(cwd = process.cwd()): string {
  * thousand. Runs against the reference declare it (`stream.replayWindow`).
  */
 export const REFERENCE_REPLAY_WINDOW = 20
+/**
+ * The attempts the reference server gives a webhook delivery when the suite starts it (AGENTOPS_WEBHOOK_MAX_ATTEMPTS;
+ * 8 by default, over a minute at the suite's quick backoff): four attempts end within a few seconds, and the retry
+ * checks need three. Runs against the reference declare it (`webhooks.maxAttempts`).
+ */
+export const REFERENCE_WEBHOOK_MAX_ATTEMPTS = 4
 
 /**
  * A receiver's `127.0.0.1:PORT` and the same port by the name `localhost`: a listed name is resolved at each attempt,
@@ -181,6 +187,7 @@ export async function startReference(
       env: {
         AGENTOPS_WEBHOOK_RETRY_BASE_MS: '500',
         AGENTOPS_WEBHOOK_POLL_MS: '250',
+        AGENTOPS_WEBHOOK_MAX_ATTEMPTS: String(REFERENCE_WEBHOOK_MAX_ATTEMPTS),
         AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
         AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
         ...process.env,

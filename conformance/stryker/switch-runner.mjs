@@ -56,6 +56,8 @@ import { mutantKey } from './stores.mjs'
 export const SUITE_TEST = 'conformance suite'
 /** The stream replay window the suite's --reference runs the server with (REFERENCE_REPLAY_WINDOW). */
 const REPLAY_WINDOW = 20
+/** The attempts a webhook delivery gets in the server --reference starts (REFERENCE_WEBHOOK_MAX_ATTEMPTS). */
+const MAX_ATTEMPTS = 4
 
 /** Where the dry run leaves its per-test times in the sandbox, for the workers that did not run it. */
 const TIMINGS_FILE = '.switch-timings.json'
@@ -194,6 +196,7 @@ class SwitchedServer {
       // As the suite's --reference starts it (conformance/src/reference.ts): quick retries and heartbeats.
       AGENTOPS_WEBHOOK_RETRY_BASE_MS: '500',
       AGENTOPS_WEBHOOK_POLL_MS: '250',
+      AGENTOPS_WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
       AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
       AGENTOPS_STREAM_MAX_REPLAY: String(REPLAY_WINDOW),
       // No poll the checks' waits reach: what a commit changes reaches the stream's subscribers, a run's SSE trace
@@ -421,6 +424,7 @@ export class ConformanceSwitchRunner {
       this.configFile,
       JSON.stringify({
         stream: { replayWindow: REPLAY_WINDOW, subscribe: { type: 'subscribe', topics: '{topics}' } },
+        webhooks: { maxAttempts: MAX_ATTEMPTS },
       }),
     )
   }

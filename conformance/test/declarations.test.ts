@@ -63,6 +63,8 @@ describe('declarations in the config file', () => {
     ).toThrow(ConfigError)
     for (const replayWindow of [0, -1, 1.5, '20'])
       expect(bad({ stream: { replayWindow } })).toThrow(/replayWindow must be a positive integer/)
+    for (const maxAttempts of [0, -1, 1.5, '8'])
+      expect(bad({ webhooks: { maxAttempts } })).toThrow(/webhooks.maxAttempts must be a positive integer/)
   })
 
   it('keeps a declared replay window beside the default subscribe message', async () => {
@@ -77,6 +79,14 @@ describe('declarations in the config file', () => {
       declared: false,
     })
     expect(resolveConfig([], {}).config.stream.replayWindow).toBeUndefined()
+  })
+
+  it('keeps a declared retry count, and declares none by default', async () => {
+    const { writeFileSync } = await import('node:fs')
+    const file = join(scratchDir('conf-decl-'), 'attempts.json')
+    writeFileSync(file, JSON.stringify({ webhooks: { maxAttempts: 5 } }))
+    expect(resolveConfig(['--config', file], {}).config.webhookMaxAttempts).toBe(5)
+    expect(resolveConfig([], {}).config.webhookMaxAttempts).toBeUndefined()
   })
 
   it('tells a declared subscribe message from the default one', async () => {

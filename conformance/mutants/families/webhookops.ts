@@ -166,6 +166,26 @@ export function webhookOperationMutants(): Mutant[] {
       response: loggedDelivered(DESTINATION_LOG, unanswered),
     },
     {
+      id: 'webhook-never-gives-up',
+      description:
+        'A delivery its receiver failed as many times as the deployment allows is logged pending with a next attempt: it is never given up, and its log never says so',
+      targets: ['webhooks.gives-up-after-max-attempts'],
+      response: editListEntries(DELIVERY_LOG, (d) =>
+        d.status === 'failed'
+          ? { ...d, status: 'pending', next_attempt_at: new Date(Date.now() + 60_000).toISOString() }
+          : d,
+      ),
+    },
+    {
+      id: 'webhook-one-attempt-more',
+      description:
+        'A delivery its receiver fails every time is logged given up after one attempt more than the deployment declares',
+      targets: ['webhooks.gives-up-after-max-attempts'],
+      response: editListEntries(DELIVERY_LOG, (d) =>
+        d.status === 'failed' && typeof d.attempts === 'number' ? { ...d, attempts: d.attempts + 1 } : d,
+      ),
+    },
+    {
       id: 'delivery-sent-as-text-plain',
       description: 'Webhook deliveries carry Content-Type text/plain although their body is JSON',
       targets: ['webhooks.delivery-arrives'],

@@ -379,4 +379,58 @@ export const webhookOperationChecks: Check[] = [
       await ctx.http.delete(`/v1/webhooks/${hook.id}`)
     },
   },
+  {
+    id: 'webhooks.gives-up-after-max-attempts',
+    title:
+      'A delivery its receiver fails every time gets exactly the declared number of attempts (webhooks.maxAttempts), each of the same event, and is then logged failed with no next attempt',
+    level: 'profile',
+    clauses: ['S6.2'],
+    // It waits out the deployment's backoff: alongside the checks after it.
+    overlap: true,
+    async run(ctx) {
+      const max = ctx.config.webhookMaxAttempts
+      if (max === undefined)
+        skip(
+          'the attempts a delivery gets are not declared: set webhooks.maxAttempts in the config file (§6 "Retry count and backoff timing: not shown")',
+        )
+      receiverUrl(ctx)
+      const hook = await ownHook(ctx, 'gives-up', ['agent.created'])
+      ctx.receiver!.answerWith((path) => hook.mine({ path }), { status: 500, body: '' })
+      const first = await agentCreatedAt(ctx, hook, 'answered 500 every time')
+      const eventId = first.body!.id
+      const id = hookId(hook)
+      const attempts = () =>
+        ctx.receiver!.deliveries.filter((d) => hook.mine(d) && d.body?.id === eventId).length
+      // Every attempt of one delivery, then its outcome written: bounded by the run's wait from the first attempt.
+      const deadline = Date.now() + ctx.config.waitMs
+      let entry: Json | undefined
+      for (;;) {
+        const res = await ctx.http.get(`/v1/webhooks/${id}/deliveries?limit=200`)
+        if (notServed(res))
+          skip(
+            `no delivery log (GET /v1/webhooks/{id}/deliveries answered ${res.status}) to read the outcome from`,
+          )
+        expectStatus(res, 200, 'GET /v1/webhooks/{id}/deliveries')
+        entry = (pageItems(res.body) ?? []).map(obj).find((e) => e.event_id === eventId) ?? entry
+        if ((entry && entry.status !== 'pending') || Date.now() >= deadline) break
+        await new Promise((r) => setTimeout(r, LOG_READ_GAP_MS))
+      }
+      await ctx.http.delete(`/v1/webhooks/${id}`)
+      const made = attempts()
+      assert(
+        entry !== undefined && entry.status !== 'pending',
+        `event ${short(eventId)} was attempted ${made} times (its receiver failing each), and its delivery is still ${short(entry?.status ?? 'not logged')} after ${ctx.config.waitMs} ms: with webhooks.maxAttempts ${max} declared, it should have been given up (raise --wait-ms if this deployment backs off longer)`,
+      )
+      const wrong: string[] = []
+      if (entry.status !== 'failed') wrong.push(`logged ${short(entry.status)}, not failed`)
+      if (entry.attempts !== max) wrong.push(`logged after ${short(entry.attempts)} attempts, not ${max}`)
+      if (made !== max) wrong.push(`its receiver was sent ${made} attempts, not ${max}`)
+      if (entry.next_attempt_at !== null && entry.next_attempt_at !== undefined)
+        wrong.push(`a next attempt is still set (${short(entry.next_attempt_at)})`)
+      assert(
+        wrong.length === 0,
+        `a delivery of event ${short(eventId)} whose receiver answered 500 every time: ${wrong.join('; ')} (webhooks.maxAttempts declares ${max})`,
+      )
+    },
+  },
 ]
