@@ -166,14 +166,20 @@ export const slackChatChecks: Check[] = [
         `the approval message does not name step ${String(target.step_id)} among its facts`,
       )
       const responseTag = `${tag}-response`
-      /** A click of `button` in `shown` (the message as Slack shows it) by `user`, answered at `respondTo`. */
-      const press = (
+      /** A Slack interaction request: its form body, its X-Slack-Request-Timestamp and X-Slack-Signature (if any). */
+      type Interaction = { body: string; ts: string; signature?: string }
+      /**
+       * A click of `button` in `shown` (the message as Slack shows it) by `user`, answered at `respondTo`, made
+       * `ageSeconds` ago and signed by `signature`.
+       */
+      const clickOf = (
         shown: Json,
         button: Json,
         user: string,
         respondTo: string,
         signature: (ts: string, body: string) => string,
-      ) => {
+        ageSeconds = 0,
+      ): Interaction => {
         const shownActions = blocksOf(shown).find((b) => b.type === 'actions')
         const payload = {
           type: 'block_actions',
@@ -195,54 +201,48 @@ export const slackChatChecks: Check[] = [
           },
         }
         const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString()
-        const ts = String(Math.floor(Date.now() / 1000) + ageSeconds)
-        return post(id, { body, ts, signature: signature(ts, body) })
+        const ts = String(Math.floor(Date.now() / 1000) - ageSeconds)
+        return { body, ts, signature: signature(ts, body) }
       }
-      /** A click as Slack posts it to a destination's interaction URL (`lastSent`: the last one, to send it elsewhere). */
-      const post = (to: string, sent: { body: string; ts: string; signature: string }) => {
-        lastSent = sent
-        return ctx.http.post(`/integrations/slack/${to}/interactions`, undefined, {
+      /** Posts an interaction as Slack does, to the interaction URL of destination `to`. */
+      const post = (to: string, sent: Interaction) =>
+        ctx.http.post(`/integrations/slack/${to}/interactions`, undefined, {
           rawBody: sent.body,
           token: null,
           headers: {
             'content-type': 'application/x-www-form-urlencoded',
             'x-slack-request-timestamp': sent.ts,
-            'x-slack-signature': sent.signature,
+            ...(sent.signature === undefined ? {} : { 'x-slack-signature': sent.signature }),
           },
         })
-      }
-      let lastSent = { body: '', ts: '', signature: '' }
-      let ageSeconds = 0
-      const click = (signature: (ts: string, body: string) => string) =>
-        press(shown, approve, 'UCONF', responseTag, signature)
       const signed = (ts: string, body: string) => slackSignature(signing, ts, body)
-      const forged = await click((ts, body) => slackSignature(`${signing}x`, ts, body))
+      /** The Approve click on the approval message, signed by `signature`, made `ageSeconds` ago. */
+      const approveClick = (signature: (ts: string, body: string) => string, ageSeconds = 0) =>
+        clickOf(shown, approve, 'UCONF', responseTag, signature, ageSeconds)
+      const forged = await post(
+        id,
+        approveClick((ts, body) => slackSignature(`${signing}x`, ts, body)),
+      )
       assert(forged.status === 401, `a click signed with another secret answered ${forged.status}, not 401`)
       // Signed with the secret, but more than five minutes old (Slack's own tolerance for replays): 401.
-      ageSeconds = -6 * 60
-      const stale = await click(signed)
-      ageSeconds = 0
+      const stale = await post(id, approveClick(signed, 6 * 60))
       assert(stale.status === 401, `a signed click six minutes old answered ${stale.status}, not 401`)
       // No signature at all, and one cut short: 401 (never a failure of the server's comparison).
-      const unsigned = await ctx.http.post(`/integrations/slack/${id}/interactions`, undefined, {
-        rawBody: lastSent.body,
-        token: null,
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000)),
-        },
-      })
+      const unsigned = await post(id, { ...approveClick(signed), signature: undefined })
       assert(
         unsigned.status === 401,
         `a click without X-Slack-Signature answered ${unsigned.status}, not 401`,
       )
-      const truncated = await click((ts, body) => signed(ts, body).slice(0, 20))
+      const truncated = await post(
+        id,
+        approveClick((ts, body) => signed(ts, body).slice(0, 20)),
+      )
       assert(
         truncated.status === 401,
         `a click whose signature is cut short answered ${truncated.status}, not 401`,
       )
       // Signed with the secret, posted at a destination that does not exist: 401, as nothing can verify it.
-      const elsewhere = await post('dst_conformance_unknown', lastSent)
+      const elsewhere = await post('dst_conformance_unknown', approveClick(signed))
       assert(
         elsewhere.status === 401,
         `a signed click at an unknown destination's interaction URL answered ${elsewhere.status}, not 401`,
@@ -252,7 +252,7 @@ export const slackChatChecks: Check[] = [
         obj(run.body).status === 'awaiting_approval',
         `a forged or stale click changed the run: it is ${short(obj(run.body).status)}`,
       )
-      const clicked = await click(signed)
+      const clicked = await post(id, approveClick(signed))
       assert(
         clicked.status === 200,
         `a click signed with the signing secret answered ${clicked.status}, not 200`,
@@ -268,9 +268,7 @@ export const slackChatChecks: Check[] = [
       // A second click on the decided message (another person, the message not yet replaced on their screen)
       // changes nothing, and says so to that person alone: an ephemeral answer that leaves the message as it is.
       const againTag = `${tag}-again`
-      const again = await press(shown, approve, 'UCONF2', againTag, (ts, body) =>
-        slackSignature(signing, ts, body),
-      )
+      const again = await post(id, clickOf(shown, approve, 'UCONF2', againTag, signed))
       assert(again.status === 200, `a second signed click answered ${again.status}, not 200`)
       const told = await ctx.receiver!.waitFor(atTag(againTag), ctx.config.waitMs)
       if (!told?.body)
@@ -298,9 +296,7 @@ export const slackChatChecks: Check[] = [
       const denyButton = buttonOf(denyMessage.body, 'Deny')
       if (!denyButton) fail(`run ${denied.runId}'s approval message has no Deny button`)
       const denyTag = `${tag}-denied`
-      const deniedClick = await press(denyMessage.body, denyButton, 'UCONF', denyTag, (ts, body) =>
-        slackSignature(signing, ts, body),
-      )
+      const deniedClick = await post(id, clickOf(denyMessage.body, denyButton, 'UCONF', denyTag, signed))
       assert(deniedClick.status === 200, `a signed Deny click answered ${deniedClick.status}, not 200`)
       const deniedShown = await ctx.receiver!.waitFor(atTag(denyTag), ctx.config.waitMs)
       if (!deniedShown?.body)
