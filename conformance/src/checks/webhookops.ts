@@ -34,17 +34,19 @@ const LOG_READS = 20
 const LOG_READ_GAP_MS = 200
 
 /**
- * The log entry of `eventId` at `hookId`, read until `done` holds, at most LOG_READS times (the last one seen):
- * asked once the receiver has had the attempt, and bounded so a log of another shape costs few requests.
+ * The log entry of `eventId` at `hookId`, read until `done` holds, at most LOG_READS times or, given `deadline` (ms
+ * since the epoch), until then (the last one seen): asked once the receiver has had the attempt, and bounded so a
+ * log of another shape costs few requests.
  */
 async function logEntry(
   ctx: CheckContext,
   hookId: string,
   eventId: unknown,
   done: (entry: Json) => boolean,
+  deadline?: number,
 ): Promise<Json | undefined> {
   let last: Json | undefined
-  for (let i = 0; i < LOG_READS; i++) {
+  for (let i = 0; deadline === undefined ? i < LOG_READS : true; i++) {
     const res = await ctx.http.get(`/v1/webhooks/${hookId}/deliveries?limit=200`)
     if (notServed(res))
       skip(
@@ -52,7 +54,7 @@ async function logEntry(
       )
     expectStatus(res, 200, 'GET /v1/webhooks/{id}/deliveries')
     last = (pageItems(res.body) ?? []).map(obj).find((e) => e.event_id === eventId) ?? last
-    if (last && done(last)) break
+    if ((last && done(last)) || (deadline !== undefined && Date.now() >= deadline)) break
     await new Promise((r) => setTimeout(r, LOG_READ_GAP_MS))
   }
   return last
@@ -402,19 +404,13 @@ export const webhookOperationChecks: Check[] = [
       const attempts = () =>
         ctx.receiver!.deliveries.filter((d) => hook.mine(d) && d.body?.id === eventId).length
       // Every attempt of one delivery, then its outcome written: bounded by the run's wait from the first attempt.
-      const deadline = Date.now() + ctx.config.waitMs
-      let entry: Json | undefined
-      for (;;) {
-        const res = await ctx.http.get(`/v1/webhooks/${id}/deliveries?limit=200`)
-        if (notServed(res))
-          skip(
-            `no delivery log (GET /v1/webhooks/{id}/deliveries answered ${res.status}) to read the outcome from`,
-          )
-        expectStatus(res, 200, 'GET /v1/webhooks/{id}/deliveries')
-        entry = (pageItems(res.body) ?? []).map(obj).find((e) => e.event_id === eventId) ?? entry
-        if ((entry && entry.status !== 'pending') || Date.now() >= deadline) break
-        await new Promise((r) => setTimeout(r, LOG_READ_GAP_MS))
-      }
+      const entry = await logEntry(
+        ctx,
+        id,
+        eventId,
+        (e) => e.status !== 'pending',
+        Date.now() + ctx.config.waitMs,
+      )
       await ctx.http.delete(`/v1/webhooks/${id}`)
       const made = attempts()
       assert(
