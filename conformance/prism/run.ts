@@ -10,14 +10,14 @@
  * Talks to everything over the wire; starts processes, imports nothing from src/.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { listenOnTestPort, testPort } from '../../test/support/ports.js'
 import { REPO_ROOT } from '../src/config.js'
 import { startLocalNats } from '../src/nats.js'
-import { startReference } from '../src/reference.js'
+import { REFERENCE_WEBHOOK_MAX_ATTEMPTS, startReference } from '../src/reference.js'
 
 interface Result {
   id: string
@@ -189,6 +189,7 @@ const ref = await startReference(log, undefined, {
 })
 try {
   const proxy = await startPrism(['proxy', CONTRACT, ref.baseUrl, '--errors', '--validate-request=false'])
+  const declaredDir = mkdtempSync(join(tmpdir(), 'agentops-prism-config-'))
   try {
     const t = ref.tokens
     const tokenArgs = [
@@ -204,6 +205,9 @@ try {
       ['--quota-limited-token', t.quotaLimited],
     ].flatMap(([flag, value]) => (value ? [flag as string, value] : []))
     log(`proxy ${proxy.url} -> ${ref.baseUrl}`)
+    // What --reference declares of the server it starts: the attempts a delivery gets.
+    const declared = join(declaredDir, 'conformance.json')
+    writeFileSync(declared, JSON.stringify({ webhooks: { maxAttempts: REFERENCE_WEBHOOK_MAX_ATTEMPTS } }))
     // Prism does not relay WebSockets (nor serve GraphQL, which the contract leaves out): the stream checks talk to
     // the server directly, and every GraphQL check sends to the declared --graphql-url, the server's own.
     const { code, results } = await runSuite([
@@ -216,6 +220,8 @@ try {
       '--skip',
       [...PROXY_INTERCEPTED, ...PROXY_BUFFERED, ...(nats ? [] : ['destinations.event-bus'])].join(','),
       ...(nats ? ['--nats-url', nats.url] : []),
+      '--config',
+      declared,
       '--strict-profile',
       // The checks left out above make the verdict INCOMPLETE; every other check must pass (exit 0).
       '--allow-incomplete',
@@ -234,6 +240,7 @@ try {
       )
   } finally {
     proxy.stop()
+    rmSync(declaredDir, { recursive: true, force: true })
   }
 } finally {
   await ref.stop()

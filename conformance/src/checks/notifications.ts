@@ -232,7 +232,7 @@ export const notificationChecks: Check[] = [
   {
     id: 'destinations.chat-and-paging-say-what-happened',
     title:
-      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident's summary) of its own that names at a glance what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), with the facts the event's body gives for a decision (an approval's step, queue and reason; a failed run's error code)",
+      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), with the facts its body gives for a decision (an approval's step, queue and reason; why a policy denied a step, a run resumed, failed or was cancelled); the incident a run's approval opened is resolved once the run is cancelled",
     level: 'profile',
     clauses: ['S6.5'],
     // It mostly waits for the runs it started and the messages they cause.
@@ -277,8 +277,13 @@ export const notificationChecks: Check[] = [
             byId.set(d.body.id, { kind: d.body.event, body: d.body })
         const events = [...byId.values()].filter((e) => kinds.includes(e.kind))
         const destinations = [
-          { name: 'Slack message', tag: slack.tag, said: slackSaid },
-          { name: 'PagerDuty incident', tag: pager.tag, said: pagerSaid },
+          { name: 'Slack message', tag: slack.tag, said: slackSaid, shape: slackMessageProblems },
+          {
+            name: 'PagerDuty incident',
+            tag: pager.tag,
+            said: pagerSaid,
+            shape: (d: Delivery) => pagerDutyEventProblems(d, pager.secret),
+          },
         ]
         const problems: string[] = []
         for (const dest of destinations) {
@@ -297,8 +302,7 @@ export const notificationChecks: Check[] = [
             await ctx.receiver!.waitFor((d) => at(d) && !seen.has(d), deadline - Date.now())
           }
           for (const d of seen) {
-            const shape =
-              dest.tag === slack.tag ? slackMessageProblems(d) : pagerDutyEventProblems(d, pager.secret)
+            const shape = dest.shape(d)
             if (shape.length > 0) problems.push(`a ${dest.name}: ${shape.join('; ')}`)
           }
           for (const e of left) {

@@ -396,10 +396,17 @@ export const webhookOperationChecks: Check[] = [
           'the attempts a delivery gets are not declared: set webhooks.maxAttempts in the config file (§6 "Retry count and backoff timing: not shown")',
         )
       receiverUrl(ctx)
-      const hook = await ownHook(ctx, 'gives-up', ['agent.created'])
+      // tool.retired: a kind the checks alongside seldom cause, so few other deliveries are failed (and retried).
+      const hook = await ownHook(ctx, 'gives-up', ['tool.retired'])
       ctx.receiver!.answerWith((path) => hook.mine({ path }), { status: 500, body: '' })
-      const first = await agentCreatedAt(ctx, hook, 'answered 500 every time')
-      const eventId = first.body!.id
+      const tool = await ctx.fx.newTool('succeed')
+      expectStatus(await ctx.http.delete(`/v1/tools/${tool.id}`), [200, 204], 'retiring a tool')
+      const first = await ctx.receiver!.waitFor(
+        (d) => hook.mine(d) && d.body?.tool_id === tool.id,
+        ctx.config.waitMs,
+      )
+      if (!first?.body) fail(`no tool.retired delivery for tool ${tool.id} reached ${hook.tag}`)
+      const eventId = first.body.id
       const id = hookId(hook)
       const attempts = () =>
         ctx.receiver!.deliveries.filter((d) => hook.mine(d) && d.body?.id === eventId).length
