@@ -2,9 +2,9 @@
  * What a person reads about an event in chat or in an incident. Spec §6 routes events "to chat, paging and
  * downstream systems" and shows nothing of how, so this is profile, like every destination check. It judges no
  * wording: only that each event reaches the person as a message of its own that names what the event is about and
- * what happened to it, with the facts its own webhook body gives for a decision (an approval's step, queue and reason;
- * a failed run's error code). The event bodies come from a webhook subscription to every kind, so the facts are
- * those the deployment itself announced.
+ * what happened to it, with the facts its own webhook body gives for a decision (decisionFacts), and that the page a
+ * run's approval opened is resolved once the run is cancelled. The event bodies come from a webhook subscription to
+ * every kind, so the facts are those the deployment itself announced.
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
@@ -23,9 +23,8 @@ interface Announced {
   body: Record<string, unknown>
 }
 
-/** A message (or incident) found for an event: the delivery and the texts judged. */
+/** A message (or incident) found for an event: the texts judged. */
 interface Said {
-  delivery: Delivery
   /** What names the event at a glance: Slack's `text` (its notification), PagerDuty's `payload.summary`. */
   glance: string
   /** Everything it shows: the glance and every text of its blocks (Slack), its `custom_details` (PagerDuty). */
@@ -54,7 +53,7 @@ function slackSaid(d: Delivery): Said | undefined {
   const header = Array.isArray(d.body.blocks)
     ? blockTexts(d.body.blocks.map(obj).find((b) => b.type === 'header'))[0]
     : undefined
-  return { delivery: d, glance, whole: [glance, ...blocks].join('\n'), header }
+  return { glance, whole: [glance, ...blocks].join('\n'), header }
 }
 
 function pagerSaid(d: Delivery): Said | undefined {
@@ -64,7 +63,6 @@ function pagerSaid(d: Delivery): Said | undefined {
   if (summary === undefined) return undefined
   const details = payload.custom_details
   return {
-    delivery: d,
     glance: summary,
     whole: `${summary}\n${details === undefined ? '' : JSON.stringify(details)}`,
   }
@@ -79,21 +77,19 @@ function shows(said: string, value: string): boolean {
 /** The word of what happened, from the kind's last part (`run.failed` → "faile", `tool.retired` → "retir"). */
 const happened = (kind: string) => (kind.split(/[._]/).at(-1) ?? kind).slice(0, 5).toLowerCase()
 
-/** What names the event's subject: its run, else its task, agent, tool or connector (by the kind's family). */
+/** The field naming an event's subject, by the kind's family: its run, else its task, agent, tool or connector. */
+const SUBJECT_FIELD: Record<string, string> = {
+  run: 'run_id',
+  policy: 'run_id',
+  task: 'task_id',
+  agent: 'agent_id',
+  tool: 'tool_id',
+  ingest: 'connector_id',
+}
+
+/** What names the event's subject: the field and its value, when the body has it. */
 function subject(e: Announced): [string, string] | undefined {
-  const family = e.kind.split('.')[0]
-  const field =
-    family === 'run' || family === 'policy'
-      ? 'run_id'
-      : family === 'task'
-        ? 'task_id'
-        : family === 'agent'
-          ? 'agent_id'
-          : family === 'tool'
-            ? 'tool_id'
-            : family === 'ingest'
-              ? 'connector_id'
-              : undefined
+  const field = SUBJECT_FIELD[e.kind.split('.')[0] ?? '']
   const value = field ? text(e.body[field]) : undefined
   return field && value ? [field, value] : undefined
 }
