@@ -95,6 +95,17 @@ export function webhookOperationMutants(): Mutant[] {
       ),
     },
     {
+      id: 'nats-refusal-given-up-at-once',
+      description:
+        'A nats publish JetStream refuses is logged failed after its first attempt, never retried: a stream created a moment later never gets the event',
+      targets: ['destinations.event-bus'],
+      response: editListEntries(DESTINATION_LOG, (d) =>
+        /expected stream does not match/.test(String(d.last_error ?? ''))
+          ? { ...d, status: 'failed', attempts: 1, next_attempt_at: null }
+          : d,
+      ),
+    },
+    {
       id: 'webhook-url-credentials-taken',
       description:
         'POST /v1/webhooks takes a url with a user and password in it (answered 201 without reaching the deployment, so nothing is ever sent to that host)',
