@@ -5,7 +5,8 @@
  *
  *   reference  the reference server as `npm start` runs it (the compiled build in dist/, ./support/compiled-server.ts;
  *              store from the database URL), with an enterprise key, an agent and a run
- *   bare       bare Hono on @hono/node-server: the same route shapes with a bearer check and nothing else
+ *   bare       bare Hono on @hono/node-server: the same routes answering the same fields (the contract's Run and
+ *              Agent), with a bearer check and nothing else
  *   floor      the reference server observed by ./support/floor-observer.ts (a library-free request line and
  *              histogram) instead of its own observer: the lower bound of what observation costs
  *   bare-sqlite  bare Hono whose POST /v1/agents also makes the durable writes a fresh keyed POST of the reference
@@ -27,7 +28,7 @@ export interface TargetInfo {
   runId: string
 }
 
-const RUN_ID = 'run_01jbenchbenchbenchbenchbe'
+const RUN_ID = 'run_01jbenchbenchbenchbenchbe0'
 const BARE_TOKEN = 'aok_bench_token'
 
 async function startReference(databaseUrl: string, observer?: SurfaceObserver): Promise<TargetInfo> {
@@ -75,16 +76,27 @@ async function startBare(
   const authorised = (header: string | undefined) => header === `Bearer ${BARE_TOKEN}`
   app.get('/v1/runs/:id', (c) => {
     if (!authorised(c.req.header('authorization'))) return c.json({ error: 'unauthenticated' }, 401)
+    // Every field of the contract's Run, as the reference answers the bench's run: the same bytes on the wire.
+    const id = c.req.param('id')
     const now = new Date().toISOString()
     return c.json({
-      run_id: c.req.param('id'),
-      agent_id: 'agt_01jbenchbenchbenchbenchbe',
+      run_id: id,
+      agent_id: 'agt_01jbenchbenchbenchbenchbe0',
+      task_id: null,
       status: 'succeeded',
+      mode: 'live',
+      trace_level: 'summary',
+      inputs: {},
+      policy_envelope: 'default',
+      priority: 3,
+      trace_url: `/v1/runs/${id}/trace`,
+      created_at: now,
+      started_at: now,
+      finished_at: now,
       plan: { steps_total: 0, steps_completed: 0, steps_pending: 0, steps_escalated: 0 },
       awaiting: [],
-      started_at: now,
-      created_at: now,
-      trace_cursor: null,
+      trace_cursor: 'AbmWE1gPp_hsZugKYyOSw2kAJL84kBhKT7aCXzA',
+      outcome: { status: 'succeeded', results: [], error: null },
     })
   })
   app.post('/v1/agents', async (c) => {
@@ -92,8 +104,21 @@ async function startBare(
     const body = (await c.req.json()) as Record<string, unknown>
     const agentId = writes
       ? await writes(body, c.req.header('idempotency-key') ?? '')
-      : 'agt_01jbenchbenchbenchbenchbe'
-    return c.json({ agent_id: agentId, ...body }, 201)
+      : 'agt_01jbenchbenchbenchbenchbe0'
+    // The contract's Agent, as the reference answers it.
+    const now = new Date().toISOString()
+    return c.json(
+      {
+        agent_id: agentId,
+        ...body,
+        policy_envelope: 'default',
+        status: 'idle',
+        active_runs: 0,
+        created_at: now,
+        updated_at: now,
+      },
+      201,
+    )
   })
   const url = await new Promise<string>((resolve) => {
     serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>

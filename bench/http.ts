@@ -1,7 +1,7 @@
 /**
  * The reference server over real HTTP, against what the framework alone costs and against a stateless mock.
  * In one run: the reference server on SQLite, on PostgreSQL when one can be started (the tests' own harness,
- * test/support/postgres.ts), bare Hono with the same route shapes, and `prism mock` of the contract (as run by
+ * test/support/postgres.ts), bare Hono with the same routes answering the same fields, and `prism mock` of the contract (as run by
  * default, and quiet with `-v warn`). Each server runs in its own process; autocannon drives it from this one.
  * Loopback only, every loop bounded.
  *
