@@ -204,6 +204,26 @@ export function extensionMutants(): Mutant[] {
       ),
     },
     {
+      id: 'test-send-unmarked',
+      description:
+        'A test send arrives without test: true: a receiver, or a person reading the channel, takes the made-up event for a real one',
+      targets: ['destinations.test-sends-each-kind'],
+      delivery: rewriteDelivery(
+        (b) => b.test === true,
+        ({ test: _dropped, ...rest }) => rest,
+      ),
+    },
+    {
+      id: 'test-send-run-status-is-its-kind',
+      description:
+        'The sample of a run lifecycle event carries the kind word as its status (run.started says status "started", which no run has), not the status a real one announces',
+      targets: ['destinations.test-sends-each-kind'],
+      delivery: rewriteDelivery(
+        (b) => b.test === true && typeof b.event === 'string' && b.event.startsWith('run.'),
+        (b) => (typeof b.status === 'string' ? { ...b, status: String(b.event).slice(4) } : b),
+      ),
+    },
+    {
       id: 'cloudevent-id-per-request',
       description:
         'Each binary-mode CloudEvent gets a fresh ce-id rather than the event id: a retry looks like another event to every sink',

@@ -165,7 +165,7 @@ const PAGER_SETTINGS = {
  * A cloudevents destination of its own at the receiver for `kinds`, with `settings` beside its URL; one per slot
  * and run.
  */
-const cloudEventsSink = (
+export const cloudEventsSink = (
   ctx: CheckContext,
   slot: string,
   kinds: string[],

@@ -14,6 +14,18 @@ import { batch } from './ingest.js'
 
 export const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 
+/** The field naming an event's subject, by the kind's family: its run, else its task, agent, tool or connector. */
+const SUBJECT_FIELD: Record<string, string> = {
+  run: 'run_id',
+  policy: 'run_id',
+  task: 'task_id',
+  agent: 'agent_id',
+  tool: 'tool_id',
+  ingest: 'connector_id',
+}
+
+export const subjectField = (kind: string): string | undefined => SUBJECT_FIELD[kind.split('.')[0] ?? '']
+
 /** The event kinds the contract lists (the EventKind schema's enum), in its order. */
 export function contractEventKinds(ctx: CheckContext): string[] {
   const schema = obj(ctx.contract.deref(ctx.contract.at('/components/schemas/EventKind')))

@@ -26,6 +26,7 @@ import { streamMessageRulesChecks, streamProtocolChecks } from './streamprotocol
 import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
+import { testSendChecks } from './test-sends.js'
 import { toolCallChecks } from './toolcalls.js'
 import { toolChecks } from './tools.js'
 import { tracePushChecks } from './tracepush.js'
@@ -49,6 +50,7 @@ export const ALL_CHECKS: Check[] = [
   ...extensionChecks,
   ...destinationChecks,
   ...notificationChecks,
+  ...testSendChecks,
   ...slackChatChecks,
   ...resourceChecks,
   ...readbackChecks,

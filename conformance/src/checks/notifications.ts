@@ -14,7 +14,13 @@ import { assert } from '../types.js'
 import { short } from '../wait.js'
 import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
 import { ensureDestination } from './destinations.js'
-import { awaitKinds, causeEveryKind, contractEventKinds, type EveryKindCaused } from './every-kind.js'
+import {
+  awaitKinds,
+  causeEveryKind,
+  contractEventKinds,
+  type EveryKindCaused,
+  subjectField,
+} from './every-kind.js'
 import { atTag, ownHook } from './webhooks.js'
 
 /** One event as its webhook delivery announced it. */
@@ -77,19 +83,9 @@ function shows(said: string, value: string): boolean {
 /** The word of what happened, from the kind's last part (`run.failed` → "faile", `tool.retired` → "retir"). */
 const happened = (kind: string) => (kind.split(/[._]/).at(-1) ?? kind).slice(0, 5).toLowerCase()
 
-/** The field naming an event's subject, by the kind's family: its run, else its task, agent, tool or connector. */
-const SUBJECT_FIELD: Record<string, string> = {
-  run: 'run_id',
-  policy: 'run_id',
-  task: 'task_id',
-  agent: 'agent_id',
-  tool: 'tool_id',
-  ingest: 'connector_id',
-}
-
 /** What names the event's subject: the field and its value, when the body has it. */
 function subject(e: Announced): [string, string] | undefined {
-  const field = SUBJECT_FIELD[e.kind.split('.')[0] ?? '']
+  const field = subjectField(e.kind)
   const value = field ? text(e.body[field]) : undefined
   return field && value ? [field, value] : undefined
 }
