@@ -131,27 +131,34 @@ async function bothLists(
   path: string,
   key: string,
 ): Promise<[unknown[], unknown[]]> {
-  const graph = await walkIds(
-    async (cursor) =>
-      answered(
-        await gql(
-          ctx.http,
-          declaredSurface(ctx),
-          `query($k: String) { ${field}(limit: 200, cursor: $k) { data { ${key} } next_cursor } }`,
-          {
-            k: cursor ?? null,
-          },
+  const graphIds = () =>
+    walkIds(
+      async (cursor) =>
+        answered(
+          await gql(
+            ctx.http,
+            declaredSurface(ctx),
+            `query($k: String) { ${field}(limit: 200, cursor: $k) { data { ${key} } next_cursor } }`,
+            {
+              k: cursor ?? null,
+            },
+          ),
+          field,
+          field,
         ),
-        field,
-        field,
-      ),
-    key,
-  )
-  const rest = await walkIds(
-    (cursor) => restJson(ctx, `${path}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
-    key,
-  )
-  return [graph, rest]
+      key,
+    )
+  const restIds = () =>
+    walkIds(
+      (cursor) => restJson(ctx, `${path}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+      key,
+    )
+  // The checks alongside create and delete theirs between the two reads: lists that differ are read again (a
+  // surface that lists otherwise differs every time).
+  let lists: [unknown[], unknown[]] = [await graphIds(), await restIds()]
+  for (let again = 0; again < 3 && !sameJson(lists[0], lists[1]); again++)
+    lists = [await graphIds(), await restIds()]
+  return lists
 }
 
 /** The REST operation each root field mirrors (the reference's schema). */
