@@ -28,6 +28,13 @@ export function deliverySchemaPointer(ctx: CheckContext, kind: string): string |
   return generic
 }
 
+/** The paths of the empty strings in a value, nested ones too (`detail.violation`). */
+function emptyStrings(value: unknown, path = ''): string[] {
+  if (value === '') return [path || '(the body)']
+  if (value === null || typeof value !== 'object') return []
+  return Object.entries(value).flatMap(([k, v]) => emptyStrings(v, path ? `${path}.${k}` : k))
+}
+
 /** What is wrong with the sample of `kind` that arrived, judged against the contract and the real event. */
 function sampleProblems(ctx: CheckContext, kind: string, body: Record<string, unknown>): string[] {
   const problems: string[] = []
@@ -44,8 +51,8 @@ function sampleProblems(ctx: CheckContext, kind: string, body: Record<string, un
   const field = subjectField(kind)
   if (field && (typeof body[field] !== 'string' || body[field] === ''))
     problems.push(`it names no subject: ${field} is ${short(body[field])}`)
-  const empty = Object.entries(body).filter(([, v]) => v === '')
-  if (empty.length > 0) problems.push(`${empty.map(([k]) => k).join(', ')} empty`)
+  const empty = emptyStrings(body)
+  if (empty.length > 0) problems.push(`${empty.join(', ')} empty`)
   return problems
 }
 
@@ -53,7 +60,7 @@ export const testSendChecks: Check[] = [
   {
     id: 'destinations.test-sends-each-kind',
     title:
-      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty field",
+      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
