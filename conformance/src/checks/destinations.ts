@@ -937,7 +937,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.slack-retry-after',
     title:
-      "A slack destination whose service answers 429 or 503 with Retry-After is retried after that wait, not at the outbox's backoff (a 500 with one keeps the backoff, and so does a connection dropped without an answer, logged with no status code and an error that does not quote the webhook URL): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
+      "A slack destination whose service answers 429 or 503 with Retry-After (in seconds or as an HTTP-date) is retried after that wait, not at the outbox's backoff (a 500 with one keeps the backoff, and so does a connection dropped without an answer, logged with no status code and an error that does not quote the webhook URL): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -946,25 +946,28 @@ export const destinationChecks: Check[] = [
       const receiver = receiverUrl(ctx)
       // Slack's answers when it is rate limited or down: its error word, and when to come back.
       const RETRY_AFTER_S = 120
-      const created: { id: string; status: number; path: string; token: string }[] = []
+      const created: { id: string; status: number; retryAfter: string; path: string; token: string }[] = []
       try {
-        // Status 0: no answer at all, the connection dropped once the message arrived.
-        for (const [status, word] of [
-          [429, 'rate_limited'],
-          [503, 'service_unavailable'],
-          [500, 'internal_error'],
-          [0, ''],
+        // Status 0: no answer at all, the connection dropped once the message arrived. Retry-After in either of
+        // RFC 9110's forms: delay-seconds, or an HTTP-date that far ahead.
+        const inDate = new Date(Date.now() + RETRY_AFTER_S * 1000).toUTCString()
+        for (const [status, word, retryAfter, label] of [
+          [429, 'rate_limited', String(RETRY_AFTER_S), '429'],
+          [503, 'service_unavailable', String(RETRY_AFTER_S), '503'],
+          [503, 'service_unavailable', inDate, '503-date'],
+          [500, 'internal_error', String(RETRY_AFTER_S), '500'],
+          [0, '', String(RETRY_AFTER_S), '0'],
         ] as const) {
           const token = `conf${randomBytes(8).toString('hex')}`
-          const path = `/T0CONF/B0CONF/${token}/${tag}-${status}`
+          const path = `/T0CONF/B0CONF/${token}/${tag}-${label}`
           ctx.receiver!.answerWith((p) => p.endsWith(path), {
             status,
             body: word,
-            headers: { 'retry-after': String(RETRY_AFTER_S), 'content-type': 'text/plain' },
+            headers: { 'retry-after': retryAfter, 'content-type': 'text/plain' },
             hangUp: status === 0,
           })
           const res = await ctx.http.post('/v1/destinations', {
-            name: `${tag}-${status}`,
+            name: `${tag}-${label}`,
             type: 'slack',
             events: ['agent.created'],
             config: {},
@@ -979,11 +982,11 @@ export const destinationChecks: Check[] = [
           expectStatus(res, 201, 'creating a slack destination')
           const id = ownId(res.body, 'destination')
           assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
-          created.push({ id, status, path, token })
+          created.push({ id, status, retryAfter, path, token })
         }
         await ctx.fx.newAgent()
         const problems: string[] = []
-        for (const { id, status, path, token } of created) {
+        for (const { id, status, retryAfter, path, token } of created) {
           const attempt = await ctx.receiver!.waitFor((d) => d.path.endsWith(path), ctx.config.waitMs)
           if (!attempt) {
             problems.push(
@@ -1032,14 +1035,16 @@ export const destinationChecks: Check[] = [
           }
           if (entry?.status !== 'pending' || !(next >= earliest))
             problems.push(
-              `after Slack answered ${status} with Retry-After ${RETRY_AFTER_S}, the delivery is logged ${short(entry ?? log, 300)}: not pending until ${RETRY_AFTER_S} s after the attempt`,
+              `after Slack answered ${status} with Retry-After: ${retryAfter}, the delivery is logged ${short(entry ?? log, 300)}: not pending until ${RETRY_AFTER_S} s after the attempt`,
             )
           // The same message again is a retry; another event's message (an agent another check made meanwhile) is not.
           const again = ctx.receiver!.deliveries.filter(
             (d) => d.path.endsWith(path) && sameJson(d.body, attempt.body),
           ).length
           if (again > 1)
-            problems.push(`the message answered ${status} was sent ${again} times within Retry-After`)
+            problems.push(
+              `the message answered ${status} with Retry-After: ${retryAfter} was sent ${again} times within it`,
+            )
         }
         assert(problems.length === 0, problems.join('; '))
       } finally {
