@@ -937,7 +937,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.slack-retry-after',
     title:
-      "A slack destination whose service answers 429 or 503 with Retry-After (in seconds or as an HTTP-date) is retried after that wait, not at the outbox's backoff (a 500 with one keeps the backoff, and so does a connection dropped without an answer, logged with no status code and an error that does not quote the webhook URL): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
+      "A slack destination whose service answers 429 or 503 with Retry-After (in seconds or as an HTTP-date), and a cloudevents one whose sink answers 429 with it, is retried after that wait (not three times longer), not at the outbox's backoff (a 500 with one keeps the backoff, and so does a connection dropped without an answer, logged with no status code and an error that does not quote the webhook URL): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -946,17 +946,26 @@ export const destinationChecks: Check[] = [
       const receiver = receiverUrl(ctx)
       // Slack's answers when it is rate limited or down: its error word, and when to come back.
       const RETRY_AFTER_S = 120
-      const created: { id: string; status: number; retryAfter: string; path: string; token: string }[] = []
+      const created: {
+        id: string
+        status: number
+        retryAfter: string
+        path: string
+        token: string
+        type: string
+      }[] = []
       try {
         // Status 0: no answer at all, the connection dropped once the message arrived. Retry-After in either of
         // RFC 9110's forms: delay-seconds, or an HTTP-date that far ahead.
         const inDate = new Date(Date.now() + RETRY_AFTER_S * 1000).toUTCString()
-        for (const [status, word, retryAfter, label] of [
-          [429, 'rate_limited', String(RETRY_AFTER_S), '429'],
-          [503, 'service_unavailable', String(RETRY_AFTER_S), '503'],
-          [503, 'service_unavailable', inDate, '503-date'],
-          [500, 'internal_error', String(RETRY_AFTER_S), '500'],
-          [0, '', String(RETRY_AFTER_S), '0'],
+        for (const [status, word, retryAfter, label, type] of [
+          [429, 'rate_limited', String(RETRY_AFTER_S), '429', 'slack'],
+          [503, 'service_unavailable', String(RETRY_AFTER_S), '503', 'slack'],
+          [503, 'service_unavailable', inDate, '503-date', 'slack'],
+          [500, 'internal_error', String(RETRY_AFTER_S), '500', 'slack'],
+          [0, '', String(RETRY_AFTER_S), '0', 'slack'],
+          // A downstream sink rate limiting the deployment says when to come back the same way.
+          [429, 'rate_limited', String(RETRY_AFTER_S), 'ce-429', 'cloudevents'],
         ] as const) {
           const token = `conf${randomBytes(8).toString('hex')}`
           const path = `/T0CONF/B0CONF/${token}/${tag}-${label}`
@@ -966,27 +975,35 @@ export const destinationChecks: Check[] = [
             headers: { 'retry-after': retryAfter, 'content-type': 'text/plain' },
             hangUp: status === 0,
           })
-          const res = await ctx.http.post('/v1/destinations', {
-            name: `${tag}-${label}`,
-            type: 'slack',
-            events: ['agent.created'],
-            config: {},
-            secrets: {
-              webhook_url: `${receiver}${path}`,
-            },
-          })
+          const res = await ctx.http.post(
+            '/v1/destinations',
+            type === 'slack'
+              ? {
+                  name: `${tag}-${label}`,
+                  type,
+                  events: ['agent.created'],
+                  config: {},
+                  secrets: { webhook_url: `${receiver}${path}` },
+                }
+              : {
+                  name: `${tag}-${label}`,
+                  type,
+                  events: ['agent.created'],
+                  config: { url: `${receiver}${path}` },
+                },
+          )
           if (refusesType(res))
             skip(
-              `the deployment has no slack destinations: it refused one (${res.status} ${short(res.body, 200)})`,
+              `the deployment has no ${type} destinations: it refused one (${res.status} ${short(res.body, 200)})`,
             )
-          expectStatus(res, 201, 'creating a slack destination')
+          expectStatus(res, 201, `creating a ${type} destination`)
           const id = ownId(res.body, 'destination')
           assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
-          created.push({ id, status, retryAfter, path, token })
+          created.push({ id, status, retryAfter, path, token, type })
         }
         await ctx.fx.newAgent()
         const problems: string[] = []
-        for (const { id, status, retryAfter, path, token } of created) {
+        for (const { id, status, retryAfter, path, token, type } of created) {
           const attempt = await ctx.receiver!.waitFor((d) => d.path.endsWith(path), ctx.config.waitMs)
           if (!attempt) {
             problems.push(
@@ -1033,9 +1050,11 @@ export const destinationChecks: Check[] = [
               )
             continue
           }
-          if (entry?.status !== 'pending' || !(next >= earliest))
+          // Waiting longer than asked is allowed (a deployment may add its own backoff), but not without bound.
+          const latest = attempt.receivedAt + 3 * RETRY_AFTER_S * 1000
+          if (entry?.status !== 'pending' || !(next >= earliest && next <= latest))
             problems.push(
-              `after Slack answered ${status} with Retry-After: ${retryAfter}, the delivery is logged ${short(entry ?? log, 300)}: not pending until ${RETRY_AFTER_S} s after the attempt`,
+              `after the ${type} destination's service answered ${status} with Retry-After: ${retryAfter}, the delivery is logged ${short(entry ?? log, 300)}: not pending until ${RETRY_AFTER_S} s after the attempt (and no more than ${3 * RETRY_AFTER_S} s)`,
             )
           // The same message again is a retry; another event's message (an agent another check made meanwhile) is not.
           const again = ctx.receiver!.deliveries.filter(
