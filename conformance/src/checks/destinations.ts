@@ -966,6 +966,7 @@ export const destinationChecks: Check[] = [
           [0, '', String(RETRY_AFTER_S), '0', 'slack'],
           // A downstream sink rate limiting the deployment says when to come back the same way.
           [429, 'rate_limited', String(RETRY_AFTER_S), 'ce-429', 'cloudevents'],
+          [500, 'internal_error', String(RETRY_AFTER_S), 'ce-500', 'cloudevents'],
         ] as const) {
           const token = `conf${randomBytes(8).toString('hex')}`
           const path = `/T0CONF/B0CONF/${token}/${tag}-${label}`
@@ -1046,7 +1047,7 @@ export const destinationChecks: Check[] = [
             // The profile waits out Retry-After on a 429 or 503 only: any other failure keeps the outbox's backoff.
             if (entry?.status !== 'pending' || !(next < earliest))
               problems.push(
-                `after Slack answered 500 (with a Retry-After ${RETRY_AFTER_S} the profile heeds on 429 and 503 only), the delivery is logged ${short(entry ?? log, 300)}: not pending a retry at the backoff`,
+                `after the ${type} destination's service answered 500 (with a Retry-After ${RETRY_AFTER_S} the profile heeds on 429 and 503 only), the delivery is logged ${short(entry ?? log, 300)}: not pending a retry at the backoff`,
               )
             continue
           }
