@@ -18,7 +18,11 @@ function outcomeOf(status: string): Record<string, unknown> | undefined {
   if (status === 'failed')
     return { status, results: [], error: { code: 'tool_failed', message: 'A sample failure: nothing ran' } }
   if (status === 'cancelled')
-    return { status, results: [], error: { code: 'cancelled', message: 'A sample cancellation: nothing ran' } }
+    return {
+      status,
+      results: [],
+      error: { code: 'cancelled', message: 'A sample cancellation: nothing ran' },
+    }
   return undefined
 }
 
