@@ -152,6 +152,22 @@ export class Contract {
     return fn
   }
 
+  /**
+   * The JSON pointer of the delivery body schema for an event `kind` (the document's `webhooks`): the entry whose
+   * `event` names the kind (a `const` or an `enum`), else the one whose `event` is any EventKind.
+   */
+  deliverySchemaPointer(kind: string): string | undefined {
+    let generic: string | undefined
+    for (const name of Object.keys((this.doc.webhooks ?? {}) as Json)) {
+      const pointer = `/webhooks/${escapePointer(name)}/post/requestBody/content/application~1json/schema`
+      const properties = (this.deref(this.at(pointer))?.properties ?? {}) as Json
+      const event = (properties.event ?? {}) as Json
+      if (event.const === kind || (Array.isArray(event.enum) && event.enum.includes(kind))) return pointer
+      if (typeof event.$ref === 'string' && event.$ref.endsWith('/EventKind')) generic = pointer
+    }
+    return generic
+  }
+
   /** Errors of `value` against the schema at `pointer`, or [] when it matches. */
   errors(pointer: string, value: unknown): string[] {
     const validate = this.validator(pointer)

@@ -976,23 +976,14 @@ export const destinationChecks: Check[] = [
             headers: { 'retry-after': retryAfter, 'content-type': 'text/plain' },
             hangUp: status === 0,
           })
-          const res = await ctx.http.post(
-            '/v1/destinations',
-            type === 'slack'
-              ? {
-                  name: `${tag}-${label}`,
-                  type,
-                  events: ['agent.created'],
-                  config: {},
-                  secrets: { webhook_url: `${receiver}${path}` },
-                }
-              : {
-                  name: `${tag}-${label}`,
-                  type,
-                  events: ['agent.created'],
-                  config: { url: `${receiver}${path}` },
-                },
-          )
+          const res = await ctx.http.post('/v1/destinations', {
+            name: `${tag}-${label}`,
+            type,
+            events: ['agent.created'],
+            ...(type === 'slack'
+              ? { config: {}, secrets: { webhook_url: `${receiver}${path}` } }
+              : { config: { url: `${receiver}${path}` } }),
+          })
           if (refusesType(res))
             skip(
               `the deployment has no ${type} destinations: it refused one (${res.status} ${short(res.body, 200)})`,
