@@ -13,7 +13,7 @@ import type { Delivery } from '../receiver.js'
 import { assert, fail } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { expectError } from './assertions.js'
-import { ownHook } from './webhooks.js'
+import { deliveryTrail, ownHook } from './webhooks.js'
 
 /** An agent with the reference's own create body (capabilities name tools); deleted at the end. */
 async function referenceAgent(ctx: CheckContext, capabilities: string[], behavior = 'autonomous') {
@@ -208,7 +208,7 @@ export const runPlanChecks: Check[] = [
     overlap: true,
     async run(ctx) {
       // §6 "Any other event kinds: not shown": task.succeeded, task.failed and task.cancelled are the reference's.
-      const mine = await subscribe(ctx, ['task.succeeded', 'task.failed', 'task.cancelled'])
+      const { mine } = await subscribe(ctx, ['task.succeeded', 'task.failed', 'task.cancelled'])
       const taskEvents = (key: 'task_id' | 'run_id', id: string) =>
         ctx.receiver!.deliveries.filter(
           (d) => mine(d) && d.body?.[key] === id && String(d.body?.event ?? d.body?.type).startsWith('task.'),
@@ -315,9 +315,8 @@ export const runPlanChecks: Check[] = [
 ]
 
 /** The deliveries to one subscription of this check's own (its receiver path ends in `tag`). */
-async function subscribe(ctx: CheckContext, events: string[]) {
-  const hook = await ownHook(ctx, 'run-events', events, { what: 'subscribing to the run control events' })
-  return hook.mine
+function subscribe(ctx: CheckContext, events: string[]) {
+  return ownHook(ctx, 'run-events', events, { what: 'subscribing to the run control events' })
 }
 
 /**
@@ -356,7 +355,7 @@ export const runEventChecks: Check[] = [
     clauses: ['S1.8', 'S6.3', 'S3.3', 'S3.4'],
     overlap: true,
     async run(ctx) {
-      const mine = await subscribe(ctx, [
+      const hook = await subscribe(ctx, [
         'run.started',
         'policy.denied',
         'run.awaiting_approval',
@@ -369,12 +368,14 @@ export const runEventChecks: Check[] = [
       const problems: string[] = []
       const delivered = async (runId: string, kind: string, want: Json) => {
         const found = await ctx.receiver!.waitFor(
-          (d) => mine(d) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === kind,
+          (d) => hook.mine(d) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === kind,
           ctx.config.waitMs,
         )
         const body = found?.body
         if (!body) {
-          problems.push(`no ${kind} delivery of run ${runId} within ${ctx.config.waitMs} ms`)
+          problems.push(
+            `no ${kind} delivery of run ${runId} within ${ctx.config.waitMs} ms (${await deliveryTrail(ctx, hook, kind)})`,
+          )
           return
         }
         const wrong = Object.entries(want).filter(([k, v]) => !sameJson(body[k], v))

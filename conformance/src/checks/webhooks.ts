@@ -83,6 +83,28 @@ export async function ownHook(
   return { id, tag, url, secret, mine: atTag(tag) }
 }
 
+/**
+ * What became of the deliveries of `kind` to a check's own subscription, for a failure that found none in time: the
+ * receiver's count at its path and the deployment's log entries of that kind (status, attempts, last answer), so a
+ * missed delivery names its cause (never attempted, refused, given up) instead of only its absence.
+ */
+export async function deliveryTrail(ctx: CheckContext, hook: OwnHook, kind: string): Promise<string> {
+  const received = (ctx.receiver?.deliveries ?? []).filter(
+    (d) => hook.mine(d) && (d.body?.event ?? d.body?.type) === kind,
+  ).length
+  const seen = `the receiver has ${received} ${kind} at ${hook.tag}`
+  if (!hook.id) return seen
+  const res = await ctx.http.get(`/v1/webhooks/${hook.id}/deliveries?limit=200`)
+  if (res.status !== 200) return `${seen}; its delivery log answered ${res.status}`
+  const items = obj(res.body).data
+  const entries = (Array.isArray(items) ? items : []).map(obj).filter((e) => e.event === kind)
+  const told = entries.slice(-5).map((e) => {
+    const last = [e.last_status_code, e.last_error].filter((v) => v !== null && v !== undefined).map(short)
+    return `${short(e.status)} after ${short(e.attempts)} attempts${last.length > 0 ? ` (last ${last.join(' ')})` : ''}`
+  })
+  return `${seen}; the log holds ${entries.length} ${kind}${told.length > 0 ? `: ${told.join('; ')}` : ''}`
+}
+
 /** The id of a subscription a check goes on to address (its log, its secret): a failure when the answer has none. */
 export function hookId(hook: OwnHook): string {
   if (!hook.id) fail(`the answer to the subscription at ${hook.url} has no webhook_id`)
