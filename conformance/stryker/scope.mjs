@@ -144,8 +144,8 @@ export const CHECKS = {
  * every run (the executor's, the scheduler's) met three 15 s waits before its first core check failed, past the
  * runner's deadline (a Timeout after 16-45 s); at 3 s it gets its verdict, and the check that gave it. In a mutant
  * run a wait gives back the time a busy machine withheld from the suite or the server, as the runner's deadline
- * does (at most the wait's own length: wait.ts). The webhook section's server polls its outbox every 250 ms and
- * retries from 500 ms (AGENTOPS_WEBHOOK_*), its slowest clean check (three attempts with growing gaps) takes about
+ * does (at most the wait's own length: wait.ts). The webhook section's server retries from 500 ms, each retry
+ * waking its outbox when due (AGENTOPS_WEBHOOK_*), its slowest clean check (three attempts with growing gaps) takes about
  * 3 s; a destination mutant that breaks a delivery left its check waiting the default 15 s, past the runner's
  * deadline (87 Timeouts of the whole-scope run, 2026-11-30): 6 s. The suite's own default for any other
  * deployment is unchanged.

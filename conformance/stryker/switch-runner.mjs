@@ -63,7 +63,7 @@ const MAX_ATTEMPTS = 4
 const TIMINGS_FILE = '.switch-timings.json'
 /** The mutants the dry run's checks ran (not only the server's start): read by every worker, like the timings. */
 const RUN_BY_CHECKS_FILE = '.switch-run-by-checks.json'
-/** The run scheduler's and the SSE trace's poll in the judged server: longer than any run's checks (start()). */
+/** The run scheduler's, the SSE trace's and the outbox's poll in the judged server: longer than any run's checks (start()). */
 const NO_POLL_MS = 600_000
 /** How long a run the runner cut short may take to end once aborted before it is left behind. */
 const SETTLE_MS = 5000
@@ -195,7 +195,6 @@ class SwitchedServer {
     const env = {
       // As the suite's --reference starts it (conformance/src/reference.ts): quick retries and heartbeats.
       AGENTOPS_WEBHOOK_RETRY_BASE_MS: '500',
-      AGENTOPS_WEBHOOK_POLL_MS: '250',
       AGENTOPS_WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
       AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
       AGENTOPS_STREAM_MAX_REPLAY: String(REPLAY_WINDOW),
@@ -206,6 +205,8 @@ class SwitchedServer {
       AGENTOPS_STREAM_FALLBACK_POLL_MS: '0',
       AGENTOPS_RUN_POLL_MS: String(NO_POLL_MS),
       AGENTOPS_TRACE_POLL_MS: String(NO_POLL_MS),
+      // The webhook and destination outbox likewise: new events wake it, and a retry wakes it when it comes due.
+      AGENTOPS_WEBHOOK_POLL_MS: String(NO_POLL_MS),
       ...process.env,
       // The receiver by the name localhost too (webhooks.listed-name-resolved), as the suite's --reference lists it.
       AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `${receiver},localhost:${this.receiverPort}`,

@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { verifyWebhookSignature as verifySignature } from '../../client/src/webhooks.js'
+import { ManualClock } from '../../src/domain/clock.js'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
 import { createOutboundHttp } from '../../src/outbound/http.js'
 import { DeliveryRepo } from '../../src/store/repos/deliveries.js'
@@ -16,6 +17,13 @@ import {
 import { type Receiver, startReceiver } from './receiver.js'
 
 const SECRET = 'test-signing-secret-1'
+
+/** The harness's clock type reading the wall clock: for the tests that let time pass by itself. */
+class WallClock extends ManualClock {
+  override now(): number {
+    return Date.now()
+  }
+}
 
 describe.each(backends())('webhook outbox on $name', (backend) => {
   let h: Harness
@@ -120,6 +128,34 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(new Set([d?.id]))
     // Each attempt is signed afresh at its own time.
     expect(new Set(receiver.received.map((r) => r.headers['webhook-timestamp'])).size).toBe(4)
+  })
+
+  it('sends a retry when it comes due, not at the next poll', async () => {
+    // The poll is ten minutes away: only the retry's own alarm can send the second attempt within the wait.
+    await h.close()
+    h = await harness(
+      await backend.freshUrl(),
+      { random: () => 0.999999, pollMs: 600_000, retry: { baseMs: 100, maxAttempts: 3 } },
+      new WallClock(),
+    )
+    const sub = await h.webhooks.create('ws_a', {
+      url: receiver.url,
+      events: ['agent.created'],
+      secret: SECRET,
+    })
+    receiver.script(500, 503)
+    h.webhooks.dispatcher.start()
+    try {
+      await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
+      const got = await receiver.waitFor(3, 10_000)
+      // Full jitter at its top: about 100 ms, then 200 ms, after the attempt before.
+      expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(90)
+      expect(got[2]!.at - got[1]!.at).toBeGreaterThanOrEqual(190)
+      const [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
+      expect(d).toMatchObject({ status: 'delivered', attempts: 3 })
+    } finally {
+      await h.webhooks.dispatcher.stop()
+    }
   })
 
   it('records the time-out and refused connections as failed attempts', async () => {

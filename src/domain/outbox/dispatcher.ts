@@ -11,6 +11,7 @@ import type { DeliveryRepository } from '../webhooks/ports.js'
 import type { SendResult } from '../webhooks/sender.js'
 import type { AttemptOutcome, DeliveryRecord, NewDelivery } from '../webhooks/types.js'
 import { OutcomeWriter } from './outcomes.js'
+import { RetryAlarm } from './retry-alarm.js'
 
 /** What the dispatcher needs from the event log: reading by sequence number and a wake-up after commits. */
 export interface EventSource {
@@ -74,7 +75,10 @@ export interface DispatcherOptions<T extends OutboxTarget> {
   timeoutMs: number
   /** Attempts in flight at once across all subscriptions (the global pool). */
   concurrency: number
-  /** How often due retries are looked for when nothing wakes the dispatcher. */
+  /**
+   * How often due rows are looked for when nothing wakes the dispatcher: the net for what no wake-up here announces
+   * (another replica's retries, a lapsed lease). This process's own retries wake it when they come due.
+   */
   pollMs: number
   /** Full-jitter source; tests pin it. */
   random?: () => number
@@ -135,8 +139,8 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   private again = false
   /**
    * Whether the next pass looks for due rows. A wake-up for new events only needs one when the fan-out created
-   * rows: under write load that spares a query per commit. Rows that become due later (retries, another
-   * replica's fan-out, a freed pool slot) are found through the poll timer and the attempt that frees a slot.
+   * rows: under write load that spares a query per commit. Rows that become due later are found through the
+   * retry alarm (this process's retries), the attempt that frees a slot, and the poll timer (the rest).
    */
   private dueCheck = true
   /**
@@ -151,6 +155,8 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   private shutdown = new AbortController()
   /** Outcomes of the attempts ending in one turn of the event loop, written in one statement. */
   private readonly outcomes: OutcomeWriter
+  /** Looks for due rows when a retry scheduled here comes due, rather than at the next poll. */
+  private readonly retries: RetryAlarm
 
   constructor(
     private readonly db: Db,
@@ -161,6 +167,10 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     private readonly options: DispatcherOptions<T>,
   ) {
     this.outcomes = new OutcomeWriter(deliveries, this.owner)
+    this.retries = new RetryAlarm(
+      () => this.wake({ fanOut: false, due: true }),
+      () => this.clock.now(),
+    )
   }
 
   start(): void {
@@ -177,6 +187,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   }
 
   async stop(): Promise<void> {
+    this.retries.clear()
     if (!this.running) {
       await Promise.allSettled([...this.inFlight])
       return
@@ -373,7 +384,14 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       telemetry.attempted(outcome.kind === 'delivered' ? 'delivered' : 'failed', target)
       if (outcome.kind === 'failed') telemetry.gaveUp(target)
     }
-    await this.outcomes.record({ id: row.id, attemptsBefore: row.attempts, outcome, now: done })
+    const recorded = await this.outcomes.record({
+      id: row.id,
+      attemptsBefore: row.attempts,
+      outcome,
+      now: done,
+    })
+    // A row whose lease was lost is its new owner's to retry; a dispatcher driven by runOnce wakes no one.
+    if (recorded && outcome.kind === 'retry' && this.running) this.retries.schedule(outcome.nextAttemptAt)
   }
 
   private outcome(row: DeliveryRecord, result: SendResult, now: number): AttemptOutcome {
