@@ -22,7 +22,13 @@ import {
   slackMessageProblems,
 } from './destination-bodies.js'
 import { contractEventKinds } from './every-kind.js'
-import { type Probe, redeliverDuringAttempt, runProbes } from './extensions.js'
+import {
+  type Probe,
+  redeliverDuringAttempt,
+  redeliverUnknown,
+  refusedRedelivery,
+  runProbes,
+} from './extensions.js'
 import { batch } from './ingest.js'
 import { decided } from './outcomes.js'
 import { atTag, receiverUrl } from './webhooks.js'
@@ -626,7 +632,9 @@ export const destinationChecks: Check[] = [
               { deliveryId: String(deliveryId), eventId, tag: sink.tag },
               `${base}/deliveries/${deliveryId}/redeliver`,
             ),
+          judge: refusedRedelivery,
         },
+        redeliverUnknown(ctx, base, '/v1/destinations/{id}'),
       ]
       const wrong = await runProbes(probes)
       // A POST repeated under its key with another body is 409, as every POST's.

@@ -120,6 +120,29 @@ export async function redeliverDuringAttempt(
   }
 }
 
+/**
+ * The refusal of a redelivery while an attempt of it is in progress, as the contract's error detail for
+ * `invalid_state` documents it (`status`, `action`, `allowed_actions`): the delivery's status, the action refused,
+ * and no action allowed until the attempt ends.
+ */
+export function refusedRedelivery(res: HttpResponse): string | undefined {
+  const error = obj(obj(res.body).error)
+  const detail = obj(error.detail)
+  if (error.code !== 'invalid_state') return `error.code is ${short(error.code)}, not invalid_state`
+  if (detail.action !== 'redeliver' || detail.status !== 'pending' || !sameJson(detail.allowed_actions, []))
+    return `detail is ${short(detail)}, not the pending delivery's status, action redeliver and no allowed action`
+  return undefined
+}
+
+/** A redelivery of a delivery the target never had: 404, as any unknown id. */
+export function redeliverUnknown(ctx: CheckContext, base: string, label: string): Probe {
+  return {
+    what: `POST ${label}/deliveries/{unknown id}/redeliver`,
+    expect: 404,
+    send: () => ctx.http.post(`${base}/deliveries/conf-unknown-delivery/redeliver`),
+  }
+}
+
 /** A rotation under an Idempotency-Key, then the same key with another secret: 200, then 409. */
 function rotationUnderOneKey(
   ctx: CheckContext,
@@ -190,7 +213,9 @@ export const extensionChecks: Check[] = [
               hook,
               `/v1/webhooks/${hook.id}/deliveries/${hook.deliveryId}/redeliver`,
             ),
+          judge: refusedRedelivery,
         },
+        redeliverUnknown(ctx, `/v1/webhooks/${hook.id}`, '/v1/webhooks/{id}'),
         {
           what: 'POST /v1/webhooks/{id}/rotate-secret',
           expect: 200,
