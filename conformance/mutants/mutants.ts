@@ -472,6 +472,15 @@ export function createMutants(): Mutant[] {
       },
     },
     {
+      id: 'deliveries-put',
+      description: 'Deliveries are sent with PUT instead of POST (§4: a POST to the subscriber’s url)',
+      targets: ['webhooks.delivery-arrives'],
+      run: ['webhooks.subscribe', 'webhooks.delivery-arrives'],
+      delivery(req) {
+        return { ...req, method: 'PUT' }
+      },
+    },
+    {
       id: 'tool-inspect-by-name-only',
       description: 'GET /v1/tools/{tool_id} looks tools up by name, so their ids answer 404',
       targets: ['tools.register-inspect-list'],

@@ -5,6 +5,8 @@ import { givenBack, withheldMs } from './wait.js'
 
 export interface Delivery {
   receivedAt: number
+  /** The request's method (§4: a delivery is a POST to the subscriber's url). */
+  method: string
   path: string
   headers: IncomingHttpHeaders
   raw: string
@@ -125,6 +127,7 @@ export class WebhookReceiver {
         const status = custom?.status ?? (failed ? 500 : 200)
         this.deliveries.push({
           receivedAt: Date.now(),
+          method: req.method ?? '',
           path: req.url ?? '/',
           headers: req.headers,
           raw,

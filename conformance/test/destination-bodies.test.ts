@@ -12,6 +12,7 @@ const delivered = (body: unknown, contentType = 'application/json'): Delivery =>
   const raw = JSON.stringify(body)
   return {
     receivedAt: 0,
+    method: 'POST',
     path: '/hooks/x',
     headers: { 'content-type': contentType },
     raw,

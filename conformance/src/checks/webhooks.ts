@@ -333,6 +333,8 @@ export const webhookChecks: Check[] = [
     clauses: ['S1.2', 'S1.8', 'S1.10', 'S3.5', 'S4.12'],
     async run(ctx) {
       const { delivery } = await deliveryFor(ctx, 'run.started')
+      // §4, Webhooks: "POST | the subscriber's own `url` | Event delivery body".
+      assert(delivery.method === 'POST', `the delivery came as ${delivery.method || 'no method'}, not POST`)
       assert(
         delivery.body && typeof delivery.body.signature === 'string',
         'the delivery body has no signature field',
