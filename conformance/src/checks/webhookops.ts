@@ -285,10 +285,12 @@ export const webhookOperationChecks: Check[] = [
         unanswered.last_status_code !== null ||
         typeof unanswered.last_error !== 'string' ||
         unanswered.last_error === '' ||
+        // The error says what happened (the connection closed), not a status it never got.
+        /\b(undefined|null|NaN)\b/.test(unanswered.last_error) ||
         (unanswered.status === 'pending' && !isRfc3339(unanswered.next_attempt_at))
       )
         wrong.push(
-          `a delivery the receiver dropped without an answer is logged ${short(unanswered)}: no answer is no delivery, logged with no status code, an error and a next attempt`,
+          `a delivery the receiver dropped without an answer is logged ${short(unanswered)}: no answer is no delivery, logged with no status code, an error that says what happened and a next attempt`,
         )
       if (!redirected)
         wrong.push(`the delivery log of ${moved.id} lists no delivery of event ${short(eventId)}`)

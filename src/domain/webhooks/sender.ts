@@ -55,6 +55,7 @@ export async function sendWebhook(
 /** What an answer means for a delivery: a 2xx delivered it; any other status, or no answer at all, did not. */
 export function attemptResult(answer: OutboundAnswer): SendResult {
   if (!answer.ok) return { ok: false, statusCode: null, error: answer.message }
-  if (answer.status >= 200 && answer.status < 300) return { ok: true, statusCode: answer.status, error: null }
+  // A final status is 200 or more: Node's client takes a 1xx as interim and waits for the answer after it.
+  if (answer.status < 300) return { ok: true, statusCode: answer.status, error: null }
   return { ok: false, statusCode: answer.status, error: `receiver answered ${answer.status}` }
 }
