@@ -101,6 +101,34 @@ export function extensionMutants(): Mutant[] {
           : res,
     },
     {
+      id: 'destination-settings-refusal-message-vague',
+      description:
+        "A destination's settings of the wrong shape are refused with a message that names no field (only detail.fields does)",
+      targets: ['destinations.settings-judged'],
+      response: (req, res) =>
+        req.method === 'POST' && pathOnly(req.path) === '/v1/destinations' && res.status === 400
+          ? editJson(res, (b) => ({
+              ...b,
+              error: { ...(b.error as Json), message: 'Invalid destination settings' },
+            }))
+          : res,
+    },
+    {
+      id: 'cloudevents-mode-unanswered',
+      description:
+        'A cloudevents destination created without a mode answers no mode: the default it will use is unsaid',
+      targets: ['destinations.settings-judged'],
+      response(req, res) {
+        const body = req.method === 'POST' && pathOnly(req.path) === '/v1/destinations' && parseJson(req.body)
+        return body && body.type === 'cloudevents' && res.status === 201
+          ? editJson(res, (b) => {
+              const { mode: _mode, ...config } = b.config as Json
+              return { ...b, config }
+            })
+          : res
+      },
+    },
+    {
       id: 'slack-message-empty',
       description:
         'A Slack message goes out with neither text nor blocks: Slack answers no_text and shows nothing',

@@ -664,7 +664,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.settings-judged',
     title:
-      "A destination's settings are judged by its type as documented: a creation without events gets the type's default kinds; a config or secrets of the wrong shape (an unknown field, a routing key that is not 32 characters, approval buttons without a signing secret, a NATS server that is not nats://host:port or carries credentials, a NATS user without a password) is 400 naming the field, never quoting a secret",
+      "A destination's settings are judged by its type as documented: a creation without events gets the type's default kinds; a config read back with its documented defaults (CloudEvents' binary mode, NATS' agentops subject prefix); a config or secrets of the wrong shape (an unknown field, a routing key that is not 32 letters and digits, a severity or CloudEvents mode outside its list, a Slack icon_emoji that is not one :name:, approval buttons without a signing secret, no NATS server or more than ten, one that is not nats://host:port or carries credentials, a subject prefix that is not dot-separated tokens, a stream name that is not one token, a NATS user without a password) is 400 naming the field in detail.fields and the message, never quoting a secret; settings at the edge of each rule are taken as sent",
     level: 'profile',
     clauses: ['S6.5', 'S7.3'],
     async run(ctx) {
@@ -688,6 +688,11 @@ export const destinationChecks: Check[] = [
       // The documented defaults: run.failed, policy.denied and run.awaiting_approval for slack and pagerduty, every
       // kind for cloudevents and nats.
       const alerting = ['policy.denied', 'run.awaiting_approval', 'run.failed']
+      // Each config read back: the documented defaults filled in (CloudEvents' binary mode, NATS' subject prefix).
+      const defaults: Record<string, (config: Record<string, unknown>) => boolean> = {
+        cloudevents: (c) => c.mode === 'binary',
+        nats: (c) => c.subject_prefix === 'agentops',
+      }
       for (const [type, settings] of Object.entries(types)) {
         const res = await ctx.http.post('/v1/destinations', { type, name: `${type} defaults`, ...settings })
         const id = ownId(res.body, 'destination')
@@ -702,6 +707,11 @@ export const destinationChecks: Check[] = [
         const want = type === 'slack' || type === 'pagerduty' ? alerting : contractEventKinds(ctx)
         if (!sameJson([...got].sort(), [...want].sort()))
           wrong.push(`a ${type} destination without events got ${short(got)}, not ${short(want)}`)
+        const config = obj(obj(res.body).config)
+        if (defaults[type] && !defaults[type](config))
+          wrong.push(
+            `a ${type} destination without those settings reads back config ${short(config)}, without its documented defaults`,
+          )
         if (id) await ctx.http.delete(`/v1/destinations/${id}`)
       }
       // Settings of the wrong shape: 400 invalid_request, detail.fields naming the field, no secret in the answer.
@@ -718,6 +728,37 @@ export const destinationChecks: Check[] = [
           { type: 'slack', config: { approval_buttons: true }, secrets: { webhook_url: url } },
           'secrets.signing_secret',
         ],
+        // A pattern holds over the whole value, not only a part of it.
+        [
+          'a routing key of 32 letters and digits after another character',
+          { type: 'pagerduty', config: { url }, secrets: { routing_key: `-${routingKey}` } },
+          'secrets.routing_key',
+        ],
+        [
+          'a routing key of 32 letters and digits before another character',
+          { type: 'pagerduty', config: { url }, secrets: { routing_key: `${routingKey}-` } },
+          'secrets.routing_key',
+        ],
+        [
+          'a severity outside critical, error, warning and info',
+          { type: 'pagerduty', config: { url, severity: 'loud' }, secrets: { routing_key: routingKey } },
+          'config.severity',
+        ],
+        [
+          'a CloudEvents mode outside binary and structured',
+          { type: 'cloudevents', config: { url, mode: 'batched' } },
+          'config.mode',
+        ],
+        [
+          'a Slack icon_emoji with text before it',
+          { type: 'slack', config: { icon_emoji: 'x:robot_face:' }, secrets: { webhook_url: url } },
+          'config.icon_emoji',
+        ],
+        [
+          'a Slack icon_emoji with text after it',
+          { type: 'slack', config: { icon_emoji: ':robot_face:x' }, secrets: { webhook_url: url } },
+          'config.icon_emoji',
+        ],
       ]
       if (nats) {
         const servers = (server: string) => ({ type: 'nats', config: { servers: [server] } })
@@ -732,7 +773,25 @@ export const destinationChecks: Check[] = [
             { ...servers(`nats://${nats.hostPort}`), secrets: { user: 'conf-user' } },
             'secrets.password',
           ],
+          ['no NATS server', { type: 'nats', config: { servers: [] } }, 'config.servers'],
+          [
+            'eleven NATS servers',
+            { type: 'nats', config: { servers: Array(11).fill(`nats://${nats.hostPort}`) } },
+            'config.servers',
+          ],
         )
+        const natsConfig = (config: Record<string, unknown>) => ({
+          type: 'nats',
+          config: { servers: [`nats://${nats.hostPort}`], ...config },
+        })
+        for (const [what, config, field] of [
+          ['a subject prefix ending in a dot', { subject_prefix: 'agentops.' }, 'config.subject_prefix'],
+          ['a subject prefix starting with a dot', { subject_prefix: '.agentops' }, 'config.subject_prefix'],
+          ['a subject prefix with an empty token', { subject_prefix: 'agent..ops' }, 'config.subject_prefix'],
+          ['a stream name after a space', { stream: ' EVENTS' }, 'config.stream'],
+          ['a stream name before a space', { stream: 'EVENTS ' }, 'config.stream'],
+        ] as const)
+          refused.push([what, natsConfig(config), field])
       }
       for (const [what, body, field] of refused) {
         const res = await ctx.http.post('/v1/destinations', {
@@ -750,7 +809,54 @@ export const destinationChecks: Check[] = [
           )
         else if (!Array.isArray(fields) || !fields.includes(field))
           wrong.push(`${what}: detail.fields is ${short(fields)}, not naming ${field}`)
+        else if (typeof error.message !== 'string' || !error.message.includes(field))
+          wrong.push(`${what}: error.message ${short(error.message)} does not name ${field}`)
         if (res.text.includes(secret)) wrong.push(`${what}: the answer quotes the secret`)
+      }
+      // Settings at the edge of each rule are taken as sent.
+      const taken: [string, Record<string, unknown>, Record<string, unknown>][] = [
+        [
+          'a Slack icon_emoji, with approval buttons and their signing secret',
+          {
+            type: 'slack',
+            config: { icon_emoji: ':robot_face:', approval_buttons: true },
+            secrets: { webhook_url: url, signing_secret: 'conf-signing-secret' },
+          },
+          { icon_emoji: ':robot_face:', approval_buttons: true },
+        ],
+      ]
+      if (nats) {
+        const servers = [`nats://${nats.hostPort}`, `nats://${nats.hostPort}`]
+        taken.push(
+          [
+            'two NATS servers and a stream',
+            { type: 'nats', config: { servers, stream: 'CONF_EVENTS' } },
+            { servers, stream: 'CONF_EVENTS' },
+          ],
+          [
+            'a subject prefix of several tokens, and a user with a password',
+            {
+              type: 'nats',
+              config: { servers: servers.slice(1), subject_prefix: 'acme-prod.agent_ops.v2' },
+              secrets: { user: 'conf-user', password: 'conf-password' },
+            },
+            { subject_prefix: 'acme-prod.agent_ops.v2' },
+          ],
+        )
+      }
+      for (const [what, body, want] of taken) {
+        const res = await ctx.http.post('/v1/destinations', {
+          name: 'taken',
+          events: ['run.failed'],
+          ...body,
+        })
+        const id = ownId(res.body, 'destination')
+        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        const config = obj(obj(res.body).config)
+        if (res.status !== 201) wrong.push(`${what} answered ${res.status}, not 201: ${short(res.body)}`)
+        else if (Object.entries(want).some(([k, v]) => !sameJson(config[k], v)))
+          wrong.push(`${what} reads back config ${short(config)}, not ${short(want)}`)
+        if (id) await ctx.http.delete(`/v1/destinations/${id}`)
       }
       assert(wrong.length === 0, wrong.join('; '))
     },
