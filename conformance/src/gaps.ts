@@ -143,6 +143,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'destinations.slack-approve-from-chat': GAPS.routing,
   'destinations.chat-and-paging-say-what-happened': GAPS.routing,
   'destinations.test-sends-each-kind': GAPS.routing,
+  'destinations.agent-filter': GAPS.routing,
   'webhooks.gives-up-after-max-attempts': GAPS.receiverSuccess,
   'stream.bad-messages-refused': GAPS.streamMessages,
   'stream.socket-ingest-judged-like-rest': GAPS.streamMessages,

@@ -129,6 +129,15 @@ export function extensionMutants(): Mutant[] {
       },
     },
     {
+      id: 'destination-agent-filter-unkept',
+      description: "A renamed destination's agent_ids read back null: the change dropped its agent filter",
+      targets: ['destinations.agent-filter'],
+      response: (req, res) =>
+        req.method === 'GET' && DESTINATION.test(pathOnly(req.path)) && res.status === 200
+          ? editJson(res, (b) => (String(b.name).endsWith('-renamed') ? { ...b, agent_ids: null } : b))
+          : res,
+    },
+    {
       id: 'slack-message-empty',
       description:
         'A Slack message goes out with neither text nor blocks: Slack answers no_text and shows nothing',

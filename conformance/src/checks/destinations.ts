@@ -34,7 +34,7 @@ import { decided } from './outcomes.js'
 import { atTag, receiverUrl } from './webhooks.js'
 
 /** Skips the check where the deployment serves no /v1/destinations. */
-async function skipWithoutDestinations(ctx: CheckContext): Promise<void> {
+export async function skipWithoutDestinations(ctx: CheckContext): Promise<void> {
   const probe = await ctx.http.get('/v1/destinations')
   if (probe.status === 404 || probe.status === 405)
     skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')

@@ -3,6 +3,7 @@ import type { Check } from '../check.js'
 import { authChecks } from './auth.js'
 import { authzChecks } from './authz.js'
 import { backoffChecks } from './backoff.js'
+import { destinationAgentChecks } from './destination-agents.js'
 import { destinationChecks } from './destinations.js'
 import { eventChecks } from './events.js'
 import { extensionChecks } from './extensions.js'
@@ -49,6 +50,7 @@ export const ALL_CHECKS: Check[] = [
   ...backoffChecks,
   ...extensionChecks,
   ...destinationChecks,
+  ...destinationAgentChecks,
   ...notificationChecks,
   ...testSendChecks,
   ...slackChatChecks,
