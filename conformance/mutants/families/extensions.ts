@@ -25,6 +25,9 @@ const notFound: ProxiedResponse = errorAnswer(404, 'not_found', 'Not found')
 
 const DESTINATION = /^\/v1\/destinations\/[^/]+$/
 
+/** The Slack interactions the replay mutant has let through, by signature and body. */
+const seenSlackClicks = new Set<string>()
+
 /** Rewrites the JSON body of the deliveries `is` picks (a destination type's bodies), on their way to the receiver. */
 function rewriteDelivery(is: (body: Json) => boolean, edit: (body: Json) => Json) {
   return (req: ProxiedRequest): ProxiedRequest => {
@@ -136,6 +139,20 @@ export function extensionMutants(): Mutant[] {
         req.method === 'GET' && DESTINATION.test(pathOnly(req.path)) && res.status === 200
           ? editJson(res, (b) => (String(b.name).endsWith('-renamed') ? { ...b, agent_ids: null } : b))
           : res,
+    },
+    {
+      id: 'slack-click-replay-accepted',
+      description:
+        'A Slack click sent again, byte for byte with its signature, is acknowledged as if new: whoever saw the request can repeat it',
+      targets: ['destinations.slack-approve-from-chat'],
+      response(req, res) {
+        if (req.method !== 'POST' || !/^\/integrations\/slack\/[^/]+\/interactions$/.test(pathOnly(req.path)))
+          return res
+        const key = `${req.headers['x-slack-signature'] ?? ''} ${req.body}`
+        const again = seenSlackClicks.has(key)
+        seenSlackClicks.add(key)
+        return again && res.status === 401 ? { ...res, status: 200, body: '' } : res
+      },
     },
     {
       id: 'slack-message-empty',

@@ -6,7 +6,7 @@
  * poses as Slack twice: the incoming webhook the message goes to, and the `response_url` the decision goes to.
  */
 import { createHmac, randomBytes } from 'node:crypto'
-import type { Check } from '../check.js'
+import type { Check, CheckContext } from '../check.js'
 import { expectStatus, ownId } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
@@ -72,11 +72,39 @@ function decidedProblems(
   return problems
 }
 
+/**
+ * The run's trace records who decided in Slack: the frame of the decision names the Slack user and team as the
+ * deciding identity, and its comment says what was decided and by whom (the clicking user's name).
+ */
+async function decisionRecorded(
+  ctx: CheckContext,
+  runId: string,
+  kind: string,
+  said: RegExp,
+): Promise<string[]> {
+  const { frames } = await ctx.fx.readTrace(runId)
+  const frame = frames.find((f) => f.kind === kind)
+  if (!frame) return [`the trace of ${runId} has no ${kind} frame`]
+  const detail = obj(frame.detail)
+  const by = String(detail.decided_by ?? '')
+  const comment = String(detail.comment ?? '')
+  const problems: string[] = []
+  if (!by.includes('UCONF') || !by.includes('TCONF'))
+    problems.push(
+      `the ${kind} frame's decided_by ${short(detail.decided_by)} does not name the Slack user UCONF of team TCONF`,
+    )
+  if (!said.test(comment) || !comment.includes('conformance'))
+    problems.push(
+      `the ${kind} frame's comment ${short(detail.comment)} does not say ${said.source} by conformance`,
+    )
+  return problems
+}
+
 export const slackChatChecks: Check[] = [
   {
     id: 'destinations.slack-approve-from-chat',
     title:
-      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step and replaces the message through response_url; one unsigned, signed otherwise or cut short, older than five minutes or posted at an unknown destination is 401',
+      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step, the trace naming the Slack user and team as the decider, and replaces the message through response_url; the same request sent again, one unsigned, signed otherwise or cut short, older than five minutes or posted at an unknown destination is 401; a signed interaction that is no button click by a user of a button naming a run is acknowledged (200) and changes nothing; a click naming a run the workspace cannot decide is told so alone (ephemeral)',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -252,17 +280,48 @@ export const slackChatChecks: Check[] = [
         obj(run.body).status === 'awaiting_approval',
         `a forged or stale click changed the run: it is ${short(obj(run.body).status)}`,
       )
-      const clicked = await post(id, approveClick(signed))
+      // Signed, but not a button click of an approval message: answered 200 (Slack wants every interaction
+      // acknowledged) and ignored.
+      const ignoredTag = `${tag}-ignored`
+      const retyped = (edit: (payload: Json) => Json): Interaction => {
+        const click = clickOf(shown, approve, 'UCONF', ignoredTag, signed)
+        const payload = obj(JSON.parse(String(new URLSearchParams(click.body).get('payload'))))
+        const body = new URLSearchParams({ payload: JSON.stringify(edit(payload)) }).toString()
+        return { body, ts: click.ts, signature: signed(click.ts, body) }
+      }
+      const ignored: [string, Interaction][] = [
+        ['a signed view_submission', retyped((p) => ({ ...p, type: 'view_submission' }))],
+        [
+          'a signed click of a button that names no run',
+          retyped((p) => ({ ...p, actions: [{ ...obj((p.actions as unknown[])[0]), value: '{}' }] })),
+        ],
+        ['a signed click by no user', retyped(({ user: _user, ...p }) => p)],
+      ]
+      for (const [what, sent] of ignored) {
+        const res = await post(id, sent)
+        assert(res.status === 200, `${what} answered ${res.status}, not 200 (acknowledged, ignored)`)
+      }
+      const untouched = await ctx.http.get(`/v1/runs/${runId}`)
+      assert(
+        obj(untouched.body).status === 'awaiting_approval',
+        `an interaction that is no click of the approval's button decided the run: it is ${short(obj(untouched.body).status)}`,
+      )
+      const approved = approveClick(signed)
+      const clicked = await post(id, approved)
       assert(
         clicked.status === 200,
         `a click signed with the signing secret answered ${clicked.status}, not 200`,
       )
+      // The very same request again (its signature and timestamp too), as an attacker who saw it would send it.
+      const replay = await post(id, approved)
+      assert(replay.status === 401, `the same signed click sent again answered ${replay.status}, not 401`)
       const replaced = await ctx.receiver!.waitFor(atTag(responseTag), ctx.config.waitMs)
       if (!replaced?.body)
         fail(`no replacement message reached the click's response_url within ${ctx.config.waitMs} ms`)
       const problems = decidedProblems(replaced, shown, runId, 'Approved')
       const after = await ctx.http.get(`/v1/runs/${runId}`)
       if (obj(after.body).status === 'awaiting_approval') problems.push('the run still awaits approval')
+      problems.push(...(await decisionRecorded(ctx, runId, 'approval.granted', /approved/i)))
       assert(problems.length === 0, `after the Approve click: ${problems.join('; ')}`)
 
       // A second click on the decided message (another person, the message not yet replaced on their screen)
@@ -281,6 +340,30 @@ export const slackChatChecks: Check[] = [
           typeof told.body.text === 'string' &&
           told.body.text.includes(String(target.step_id)),
         `a click on the decided step was answered ${short(told.body, 300)}, not an ephemeral message naming step ${String(target.step_id)} that leaves the original in place`,
+      )
+
+      // A signed click on a button naming a run the destination's workspace cannot decide (none such): nothing
+      // changes, and the clicking person alone is told so, the run named.
+      const unknownTag = `${tag}-unknown`
+      const unknownRun = 'run_conformance_unknown'
+      const foreign = clickOf(
+        shown,
+        { ...approve, value: JSON.stringify({ run_id: unknownRun, step_id: target.step_id }) },
+        'UCONF',
+        unknownTag,
+        signed,
+      )
+      const foreignRes = await post(id, foreign)
+      assert(
+        foreignRes.status === 200,
+        `a signed click naming an unknown run answered ${foreignRes.status}, not 200`,
+      )
+      const foreignTold = await ctx.receiver!.waitFor(atTag(unknownTag), ctx.config.waitMs)
+      assert(
+        foreignTold?.body?.response_type === 'ephemeral' &&
+          foreignTold.body.replace_original === false &&
+          String(foreignTold.body.text).includes(unknownRun),
+        `a click naming an unknown run was answered ${short(foreignTold?.body, 300)}, not an ephemeral message naming run ${unknownRun} that leaves the original in place`,
       )
 
       // Deny on another run's message: that step is rejected and the message says who denied it.
@@ -304,6 +387,7 @@ export const slackChatChecks: Check[] = [
       const denyProblems = decidedProblems(deniedShown, denyMessage.body, denied.runId, 'Denied')
       const deniedRun = obj((await ctx.http.get(`/v1/runs/${denied.runId}`)).body)
       if (deniedRun.status === 'awaiting_approval') denyProblems.push('the run still awaits approval')
+      denyProblems.push(...(await decisionRecorded(ctx, denied.runId, 'approval.rejected', /denied/i)))
       assert(denyProblems.length === 0, `after the Deny click: ${denyProblems.join('; ')}`)
       await ctx.http.delete(`/v1/destinations/${id}`)
     },
