@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
+import { expectStatus } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
@@ -220,11 +221,54 @@ async function resolvedOnCancel(
     : `run ${runId} was cancelled, but the incident its approval opened (dedup_key ${key}) was not resolved within ${ctx.config.waitMs} ms`
 }
 
+/**
+ * The incident a run's approval opened stays open while the run is paused and resumed (the step still waits), and is
+ * resolved once the step is approved (PagerDuty's `resolve` with the trigger's `dedup_key`): a problem sentence, or
+ * undefined.
+ */
+async function resolvedOnApproval(ctx: CheckContext, tag: string): Promise<string | undefined> {
+  const at = atTag(tag)
+  const opened = async () => {
+    const { runId, waiting } = await ctx.fx.awaitingRun()
+    const trigger = await ctx.receiver!.waitFor(
+      (d) => at(d) && d.body?.event_action === 'trigger' && d.raw.includes(runId),
+      ctx.config.waitMs,
+    )
+    const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+    return { runId, stepId, key: trigger?.body?.dedup_key }
+  }
+  const resolvedWith = (key: unknown) => (d: Delivery) =>
+    at(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === key
+  const run = await opened()
+  if (run.key === undefined)
+    return `a pagerduty destination listing run.awaiting_approval opened no incident with a dedup_key naming run ${run.runId}, which awaited approval, within ${ctx.config.waitMs} ms`
+  for (const action of ['pause', 'resume'])
+    expectStatus(await ctx.http.post(`/v1/runs/${run.runId}/${action}`), 200, `${action} of run ${run.runId}`)
+  // Another run's approval, announced after the pause and the resume: once its incident is open, a resolve either
+  // of them made would have come before it (a destination gets one attempt at a time, the oldest first).
+  const later = await opened()
+  if (later.key === undefined)
+    return `a pagerduty destination listing run.awaiting_approval opened no incident naming run ${later.runId} within ${ctx.config.waitMs} ms`
+  if (ctx.receiver!.deliveries.some(resolvedWith(run.key)))
+    return `the incident run ${run.runId}'s approval opened was resolved by a pause and a resume, while its step still waits for a person`
+  const { method, path } = ctx.config.approval
+  const url = path.split('{run_id}').join(run.runId).split('{step_id}').join(run.stepId)
+  expectStatus(
+    await ctx.http.request(method, url, { body: { decision: 'approve' } }),
+    200,
+    `approving step ${run.stepId}`,
+  )
+  const resolve = await ctx.receiver!.waitFor(resolvedWith(run.key), ctx.config.waitMs)
+  return resolve
+    ? undefined
+    : `step ${run.stepId} of run ${run.runId} was approved, but the incident its approval opened (dedup_key ${String(run.key)}) was not resolved within ${ctx.config.waitMs} ms`
+}
+
 export const notificationChecks: Check[] = [
   {
     id: 'destinations.chat-and-paging-say-what-happened',
     title:
-      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), with the facts its body gives for a decision (an approval's step, queue and reason; why a policy denied a step, a run resumed, failed or was cancelled); the incident a run's approval opened is resolved once the run is cancelled",
+      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), with the facts its body gives for a decision (an approval's step, queue and reason; why a policy denied a step, a run resumed, failed or was cancelled); the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
     level: 'profile',
     clauses: ['S6.5'],
     // It mostly waits for the runs it started and the messages they cause.
@@ -312,6 +356,8 @@ export const notificationChecks: Check[] = [
         }
         const resolved = await resolvedOnCancel(ctx, events, approvals.tag)
         if (resolved) problems.push(resolved)
+        const approved = await resolvedOnApproval(ctx, approvals.tag)
+        if (approved) problems.push(approved)
         assert(problems.length === 0, [...new Set(problems)].join('; '))
       } finally {
         await stop()
