@@ -93,7 +93,7 @@ function subject(e: Announced): [string, string] | undefined {
 
 /**
  * The facts a person deciding on the event needs, where its body gives them: an approval's step, queue and reason,
- * why a policy denied a step, why a run resumed, why a run failed (its error's code and message) or was cancelled.
+ * why a policy denied a step (the violation, what it observed and its limit), why a run resumed, why a run failed (its error's code and message) or was cancelled.
  */
 function decisionFacts(e: Announced): [string, string][] {
   const facts: [string, string][] = []
@@ -108,7 +108,12 @@ function decisionFacts(e: Announced): [string, string][] {
   }
   if (e.kind === 'policy.denied') {
     add('step_id', e.body.step_id)
-    add('detail.violation', obj(e.body.detail).violation)
+    const detail = obj(e.body.detail)
+    add('detail.violation', detail.violation)
+    // What the policy saw against what it allows (docs/events.md: "the policy's violation with observed/limit"):
+    // a count, a name, or each name of a list.
+    for (const key of ['observed', 'limit'])
+      for (const v of [detail[key]].flat()) add(`detail.${key}`, typeof v === 'number' ? String(v) : v)
   }
   if (e.kind === 'run.resumed') add('reason', e.body.reason)
   if (e.kind === 'run.failed' || e.kind === 'run.cancelled') {
@@ -268,7 +273,7 @@ export const notificationChecks: Check[] = [
   {
     id: 'destinations.chat-and-paging-say-what-happened',
     title:
-      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), with the facts its body gives for a decision (an approval's step, queue and reason; why a policy denied a step, a run resumed, failed or was cancelled); the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
+      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), with the facts its body gives for a decision (an approval's step, queue and reason; why a policy denied a step, with what it observed and its limit; why a run resumed, failed or was cancelled); the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
     level: 'profile',
     clauses: ['S6.5'],
     // It mostly waits for the runs it started and the messages they cause.
