@@ -315,8 +315,8 @@ export const runPlanChecks: Check[] = [
 ]
 
 /** The deliveries to one subscription of this check's own (its receiver path ends in `tag`). */
-function subscribe(ctx: CheckContext, events: string[]) {
-  return ownHook(ctx, 'run-events', events, { what: 'subscribing to the run control events' })
+function subscribe(ctx: CheckContext, events: string[], label = 'run-events') {
+  return ownHook(ctx, label, events, { what: `subscribing to ${events.join(', ')}` })
 }
 
 /**
@@ -355,26 +355,31 @@ export const runEventChecks: Check[] = [
     clauses: ['S1.8', 'S6.3', 'S3.3', 'S3.4'],
     overlap: true,
     async run(ctx) {
-      const hook = await subscribe(ctx, [
-        'run.started',
-        'policy.denied',
-        'run.awaiting_approval',
-        'run.paused',
-        'run.resumed',
-        'run.cancelled',
-        'run.failed',
+      // Every run of the checks alongside starts: run.started has a subscription of its own, so the deployment's
+      // queue of those (a subscription's deliveries may go one at a time) never holds up the control events'.
+      const [started, control] = await Promise.all([
+        subscribe(ctx, ['run.started'], 'run-started'),
+        subscribe(ctx, [
+          'policy.denied',
+          'run.awaiting_approval',
+          'run.paused',
+          'run.resumed',
+          'run.cancelled',
+          'run.failed',
+        ]),
       ])
       const tool = await ctx.fx.tool('succeed')
       const problems: string[] = []
+      const hookOf = (kind: string) => (kind === 'run.started' ? started : control)
       const delivered = async (runId: string, kind: string, want: Json) => {
         const found = await ctx.receiver!.waitFor(
-          (d) => hook.mine(d) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === kind,
+          (d) => hookOf(kind).mine(d) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === kind,
           ctx.config.waitMs,
         )
         const body = found?.body
         if (!body) {
           problems.push(
-            `no ${kind} delivery of run ${runId} within ${ctx.config.waitMs} ms (${await deliveryTrail(ctx, hook, kind)})`,
+            `no ${kind} delivery of run ${runId} within ${ctx.config.waitMs} ms (${await deliveryTrail(ctx, hookOf(kind), kind)})`,
           )
           return
         }
