@@ -6,7 +6,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
-import { expectStatus, ownId } from '../fixtures.js'
+import { expectStatus, ownId, pageItems } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { type Delivery, receiverAdvice } from '../receiver.js'
 import {
@@ -96,8 +96,7 @@ export async function deliveryTrail(ctx: CheckContext, hook: OwnHook, kind: stri
   if (!hook.id) return seen
   const res = await ctx.http.get(`/v1/webhooks/${hook.id}/deliveries?limit=200`)
   if (res.status !== 200) return `${seen}; its delivery log answered ${res.status}`
-  const items = obj(res.body).data
-  const entries = (Array.isArray(items) ? items : []).map(obj).filter((e) => e.event === kind)
+  const entries = (pageItems(res.body) ?? []).map(obj).filter((e) => e.event === kind)
   const told = entries.slice(-5).map((e) => {
     const last = [e.last_status_code, e.last_error].filter((v) => v !== null && v !== undefined).map(short)
     return `${short(e.status)} after ${short(e.attempts)} attempts${last.length > 0 ? ` (last ${last.join(' ')})` : ''}`
