@@ -21,7 +21,7 @@ export const destinationAgentChecks: Check[] = [
   {
     id: 'destinations.agent-filter',
     title:
-      'A destination with agent_ids gets only the events of those agents: another agent’s run.started is not sent to it; a change of agent_ids routes the next events to the new agents, a change of its name keeps its agents and kinds, agent_ids null routes every agent’s, and an empty list is 400 naming agent_ids',
+      'A destination with agent_ids gets only the events of those agents: another agent’s run.started is not sent to it, nor any kind it does not list; a change of agent_ids routes the next events to the new agents, a change of its name keeps its agents and kinds, agent_ids null routes every agent’s, and an empty list is 400 naming agent_ids',
     level: 'profile',
     clauses: ['S6.5', 'S7.3'],
     // Four runs and their deliveries, on agents and a destination of its own.
@@ -105,6 +105,12 @@ export const destinationAgentChecks: Check[] = [
       const fields = obj(error.detail).fields
       if (empty.status !== 400 || !Array.isArray(fields) || !fields.includes('agent_ids'))
         wrong.push(`agent_ids [] answered ${empty.status} ${short(empty.body)}, not 400 naming agent_ids`)
+      // It lists run.started alone: the runs' other events (their ends among them) are not its to get.
+      const others = ctx.receiver!.deliveries.filter((d) => atTag(tag)(d) && d.body?.event !== 'run.started')
+      if (others.length > 0)
+        wrong.push(
+          `the destination listing run.started alone got ${others.map((d) => short(d.body?.event)).join(', ')}`,
+        )
       assert(wrong.length === 0, wrong.join('; '))
     },
   },
