@@ -19,6 +19,22 @@ export function expectStatus(res: HttpResponse, expected: number | number[], wha
   }
 }
 
+/** The URL that decides `stepId` of `runId`, from the approval path the deployment declares (`approval` in --config). */
+export function approvalUrl(ctx: CheckContext, runId: string, stepId: string): string {
+  return ctx.config.approval.path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
+}
+
+/** Decides a step with `{decision}` the way the deployment declares its approval request; the answer, whatever it is. */
+export function decideStep(
+  ctx: CheckContext,
+  runId: string,
+  stepId: string,
+  decision: string,
+  client: HttpClient = ctx.http,
+): Promise<HttpResponse> {
+  return client.request(ctx.config.approval.method, approvalUrl(ctx, runId, stepId), { body: { decision } })
+}
+
 /**
  * Whether an answer says the endpoint is not served at all. Core checks use this for the reference profile's
  * extension endpoints (the agent list, a connector's records): where a deployment lacks one, the assertion that

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus } from '../fixtures.js'
+import { decideStep, expectStatus } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
@@ -256,13 +256,7 @@ async function resolvedOnApproval(ctx: CheckContext, tag: string): Promise<strin
     return `a pagerduty destination listing run.awaiting_approval opened no incident naming run ${later.runId} within ${ctx.config.waitMs} ms`
   if (ctx.receiver!.deliveries.some(resolvedWith(run.key)))
     return `the incident run ${run.runId}'s approval opened was resolved by a pause and a resume, while its step still waits for a person`
-  const { method, path } = ctx.config.approval
-  const url = path.split('{run_id}').join(run.runId).split('{step_id}').join(run.stepId)
-  expectStatus(
-    await ctx.http.request(method, url, { body: { decision: 'approve' } }),
-    200,
-    `approving step ${run.stepId}`,
-  )
+  expectStatus(await decideStep(ctx, run.runId, run.stepId, 'approve'), 200, `approving step ${run.stepId}`)
   const resolve = await ctx.receiver!.waitFor(resolvedWith(run.key), ctx.config.waitMs)
   return resolve
     ? undefined

@@ -7,7 +7,7 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, TERMINAL } from '../fixtures.js'
+import { approvalUrl, decideStep, expectStatus, type Json, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -29,11 +29,17 @@ export async function decided(ctx: CheckContext, decision: 'approve' | 'reject')
   const { runId, waiting } = await ctx.fx.awaitingRun()
   const pending = obj((waiting.awaiting as unknown[] | undefined)?.[0])
   const stepId = String(pending.step_id)
-  const { method, path } = ctx.config.approval
-  const url = path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
-  const res = await ctx.http.request(method, url, { body: { decision } })
+  const res = await decideStep(ctx, runId, stepId, decision)
   expectStatus(res, 200, `${decision} of step ${stepId}`)
-  return { runId, stepId, url, method, queue: pending.queue, answer: obj(res.body) }
+  const { method } = ctx.config.approval
+  return {
+    runId,
+    stepId,
+    url: approvalUrl(ctx, runId, stepId),
+    method,
+    queue: pending.queue,
+    answer: obj(res.body),
+  }
 }
 
 export const outcomeChecks: Check[] = [
@@ -120,13 +126,7 @@ export const outcomeChecks: Check[] = [
           )
           const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
           expectStatus(await ctx.http.delete(`/v1/tools/${tool.id}`), 200, 'retiring the awaited step’s tool')
-          const { method, path } = ctx.config.approval
-          const url = path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
-          expectStatus(
-            await ctx.http.request(method, url, { body: { decision: 'approve' } }),
-            200,
-            'approving',
-          )
+          expectStatus(await decideStep(ctx, runId, stepId, 'approve'), 200, 'approving')
           const t = await endedTrace(ctx, runId)
           const error = obj(obj((await ctx.fx.inspect(runId)).outcome).error)
           expect(
@@ -146,9 +146,7 @@ export const outcomeChecks: Check[] = [
           // A step that does not await approval is not decided: its run's one awaiting step stays as it was.
           const { runId, waiting } = await ctx.fx.awaitingRun()
           const awaitingIds = (waiting.awaiting as unknown[]).map((a) => obj(a).step_id)
-          const { method, path } = ctx.config.approval
-          const other = path.split('{run_id}').join(runId).split('{step_id}').join('step_999')
-          const wrong = await ctx.http.request(method, other, { body: { decision: 'approve' } })
+          const wrong = await decideStep(ctx, runId, 'step_999', 'approve')
           const wrongDetail = obj(obj(obj(wrong.body).error).detail)
           expect(
             wrong.status === 409 &&

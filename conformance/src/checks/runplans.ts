@@ -7,7 +7,15 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, missingIdLike, ownId, pageItems, TERMINAL } from '../fixtures.js'
+import {
+  decideStep,
+  expectStatus,
+  type Json,
+  missingIdLike,
+  ownId,
+  pageItems,
+  TERMINAL,
+} from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, fail } from '../types.js'
@@ -390,11 +398,6 @@ export const runEventChecks: Check[] = [
           )
         return body
       }
-      const decide = (runId: string, stepId: string, decision: string) => {
-        const { method, path } = ctx.config.approval
-        const url = path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
-        return ctx.http.request(method, url, { body: { decision } })
-      }
       await Promise.all([
         (async () => {
           const { runId, waiting } = await ctx.fx.awaitingRun()
@@ -417,7 +420,7 @@ export const runEventChecks: Check[] = [
         (async () => {
           const { runId, waiting } = await ctx.fx.awaitingRun()
           const step = String(obj((waiting.awaiting as unknown[])[0]).step_id)
-          expectStatus(await decide(runId, step, 'approve'), 200, 'approving')
+          expectStatus(await decideStep(ctx, runId, step, 'approve'), 200, 'approving')
           await delivered(runId, 'run.resumed', { status: 'running', reason: 'approved', step_id: step })
         })(),
         (async () => {
@@ -475,7 +478,7 @@ export const runEventChecks: Check[] = [
         (async () => {
           const { runId, waiting } = await ctx.fx.awaitingRun()
           const step = String(obj((waiting.awaiting as unknown[])[0]).step_id)
-          expectStatus(await decide(runId, step, 'reject'), 200, 'rejecting')
+          expectStatus(await decideStep(ctx, runId, step, 'reject'), 200, 'rejecting')
           const final = await ctx.fx.inspect(runId)
           await delivered(runId, 'run.failed', { status: 'failed', outcome: final.outcome })
         })(),

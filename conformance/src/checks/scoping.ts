@@ -5,7 +5,15 @@
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { declaredAbsent } from '../config.js'
-import { expectStatus, missingIdLike, nextPageCursor, notServed, runBody, unservedPart } from '../fixtures.js'
+import {
+  approvalUrl,
+  expectStatus,
+  missingIdLike,
+  nextPageCursor,
+  notServed,
+  runBody,
+  unservedPart,
+} from '../fixtures.js'
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
@@ -131,9 +139,8 @@ export function provePath(own: HttpResponse, what: string): void {
 
 /** Sends an approval of a step the way the deployment declares it (`approval` in --config). */
 export function sendApproval(ctx: CheckContext, client: HttpClient, runId: string, stepId: string) {
-  const { method, path, body } = ctx.config.approval
-  const url = path.split('{run_id}').join(runId).split('{step_id}').join(stepId)
-  return client.request(method, url, body === undefined ? {} : { body })
+  const { method, body } = ctx.config.approval
+  return client.request(method, approvalUrl(ctx, runId, stepId), body === undefined ? {} : { body })
 }
 
 export const scopingChecks: Check[] = [
