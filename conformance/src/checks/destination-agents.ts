@@ -55,19 +55,23 @@ export const destinationAgentChecks: Check[] = [
       }
       // The other agent's run has started before this agent's is created: its run.started comes first in the log, so
       // it would reach the receiver first (a destination gets one attempt at a time, the oldest first).
-      const routed = async (what: string, to: string, not: string) => {
-        const leakedBefore = ctx.receiver!.deliveries.filter(startedOf(tag, not)).length
-        const other = await ctx.fx.startRun(not)
-        await ctx.fx.waitForStatus(other.runId, (st) => st !== 'queued', 'started')
-        const { runId } = await ctx.fx.startRun(to)
+      /** Starts a run of `agent` and waits for its run.started at the destination. */
+      const reached = async (what: string, agent: string) => {
+        const { runId } = await ctx.fx.startRun(agent)
         const got = await ctx.receiver!.waitFor(
-          (d) => startedOf(tag, to)(d) && d.body?.run_id === runId,
+          (d) => startedOf(tag, agent)(d) && d.body?.run_id === runId,
           ctx.config.waitMs,
         )
         if (!got)
           wrong.push(
-            `${what}: no run.started of ${to} reached the destination within ${ctx.config.waitMs} ms`,
+            `${what}: no run.started of ${agent} reached the destination within ${ctx.config.waitMs} ms`,
           )
+      }
+      const routed = async (what: string, to: string, not: string) => {
+        const leakedBefore = ctx.receiver!.deliveries.filter(startedOf(tag, not)).length
+        const other = await ctx.fx.startRun(not)
+        await ctx.fx.waitForStatus(other.runId, (st) => st !== 'queued', 'started')
+        await reached(what, to)
         if (ctx.receiver!.deliveries.filter(startedOf(tag, not)).length > leakedBefore)
           wrong.push(`${what}: a run.started of ${not}, which the destination does not follow, reached it`)
       }
@@ -91,15 +95,7 @@ export const destinationAgentChecks: Check[] = [
         'PATCH /v1/destinations/{id} {agent_ids: null}',
       )
       await readBack('with agent_ids null', { agent_ids: null })
-      const every = await ctx.fx.startRun(a)
-      const again = await ctx.receiver!.waitFor(
-        (d) => startedOf(tag, a)(d) && d.body?.run_id === every.runId,
-        ctx.config.waitMs,
-      )
-      if (!again)
-        wrong.push(
-          `for every agent: no run.started of ${a} reached the destination within ${ctx.config.waitMs} ms`,
-        )
+      await reached('for every agent', a)
       const empty = await ctx.http.patch(base, { agent_ids: [] })
       const error = obj(obj(empty.body).error)
       const fields = obj(error.detail).fields

@@ -685,6 +685,13 @@ export const destinationChecks: Check[] = [
           `the NATS settings part did not run: no NATS server declared (${settingName('nats-url')}) for a nats destination the deployment may reach`,
         )
       const wrong: string[] = []
+      /** Creates a destination (or is refused); one created is deleted at the end of the run whatever happens. */
+      const create = async (destination: Record<string, unknown>) => {
+        const res = await ctx.http.post('/v1/destinations', destination)
+        const id = ownId(res.body, 'destination')
+        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        return { res, id }
+      }
       // The documented defaults: run.failed, policy.denied and run.awaiting_approval for slack and pagerduty, every
       // kind for cloudevents and nats.
       const alerting = ['policy.denied', 'run.awaiting_approval', 'run.failed']
@@ -694,9 +701,7 @@ export const destinationChecks: Check[] = [
         nats: (c) => c.subject_prefix === 'agentops',
       }
       for (const [type, settings] of Object.entries(types)) {
-        const res = await ctx.http.post('/v1/destinations', { type, name: `${type} defaults`, ...settings })
-        const id = ownId(res.body, 'destination')
-        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        const { res, id } = await create({ type, name: `${type} defaults`, ...settings })
         if (res.status !== 201) {
           wrong.push(`a ${type} destination without events answered ${res.status}: ${short(res.body)}`)
           continue
@@ -794,13 +799,7 @@ export const destinationChecks: Check[] = [
           refused.push([what, natsConfig(config), field])
       }
       for (const [what, body, field] of refused) {
-        const res = await ctx.http.post('/v1/destinations', {
-          name: 'refused',
-          events: ['run.failed'],
-          ...body,
-        })
-        const id = ownId(res.body, 'destination')
-        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        const { res } = await create({ name: 'refused', events: ['run.failed'], ...body })
         const error = obj(obj(res.body).error)
         const fields = obj(error.detail).fields
         if (res.status !== 400 || error.code !== 'invalid_request')
@@ -845,13 +844,7 @@ export const destinationChecks: Check[] = [
         )
       }
       for (const [what, body, want] of taken) {
-        const res = await ctx.http.post('/v1/destinations', {
-          name: 'taken',
-          events: ['run.failed'],
-          ...body,
-        })
-        const id = ownId(res.body, 'destination')
-        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        const { res, id } = await create({ name: 'taken', events: ['run.failed'], ...body })
         const config = obj(obj(res.body).config)
         if (res.status !== 201) wrong.push(`${what} answered ${res.status}, not 201: ${short(res.body)}`)
         else if (Object.entries(want).some(([k, v]) => !sameJson(config[k], v)))

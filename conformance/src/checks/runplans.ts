@@ -378,16 +378,16 @@ export const runEventChecks: Check[] = [
       ])
       const tool = await ctx.fx.tool('succeed')
       const problems: string[] = []
-      const hookOf = (kind: string) => (kind === 'run.started' ? started : control)
       const delivered = async (runId: string, kind: string, want: Json) => {
+        const hook = kind === 'run.started' ? started : control
         const found = await ctx.receiver!.waitFor(
-          (d) => hookOf(kind).mine(d) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === kind,
+          (d) => hook.mine(d) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === kind,
           ctx.config.waitMs,
         )
         const body = found?.body
         if (!body) {
           problems.push(
-            `no ${kind} delivery of run ${runId} within ${ctx.config.waitMs} ms (${await deliveryTrail(ctx, hookOf(kind), kind)})`,
+            `no ${kind} delivery of run ${runId} within ${ctx.config.waitMs} ms (${await deliveryTrail(ctx, hook, kind)})`,
           )
           return
         }

@@ -196,20 +196,10 @@ export const slackChatChecks: Check[] = [
       const responseTag = `${tag}-response`
       /** A Slack interaction request: its form body, its X-Slack-Request-Timestamp and X-Slack-Signature (if any). */
       type Interaction = { body: string; ts: string; signature?: string }
-      /**
-       * A click of `button` in `shown` (the message as Slack shows it) by `user`, answered at `respondTo`, made
-       * `ageSeconds` ago and signed by `signature`.
-       */
-      const clickOf = (
-        shown: Json,
-        button: Json,
-        user: string,
-        respondTo: string,
-        signature: (ts: string, body: string) => string,
-        ageSeconds = 0,
-      ): Interaction => {
+      /** The payload Slack posts for a click of `button` in `shown` (the message as Slack shows it) by `user`. */
+      const clickPayload = (shown: Json, button: Json, user: string, respondTo: string): Json => {
         const shownActions = blocksOf(shown).find((b) => b.type === 'actions')
-        const payload = {
+        return {
           type: 'block_actions',
           user: { id: user, username: 'conformance' },
           team: { id: 'TCONF' },
@@ -228,10 +218,29 @@ export const slackChatChecks: Check[] = [
             blocks: blocksOf(shown).map((b, i) => ({ block_id: `slk${i}`, ...b })),
           },
         }
+      }
+      /** An interaction carrying `payload` as Slack's form body, made `ageSeconds` ago and signed by `signature`. */
+      const interaction = (
+        payload: Json,
+        signature: (ts: string, body: string) => string,
+        ageSeconds = 0,
+      ): Interaction => {
         const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString()
         const ts = String(Math.floor(Date.now() / 1000) - ageSeconds)
         return { body, ts, signature: signature(ts, body) }
       }
+      /**
+       * A click of `button` in `shown` by `user`, answered at `respondTo`, made `ageSeconds` ago and signed by
+       * `signature`.
+       */
+      const clickOf = (
+        shown: Json,
+        button: Json,
+        user: string,
+        respondTo: string,
+        signature: (ts: string, body: string) => string,
+        ageSeconds = 0,
+      ): Interaction => interaction(clickPayload(shown, button, user, respondTo), signature, ageSeconds)
       /** Posts an interaction as Slack does, to the interaction URL of destination `to`. */
       const post = (to: string, sent: Interaction) =>
         ctx.http.post(`/integrations/slack/${to}/interactions`, undefined, {
@@ -283,12 +292,8 @@ export const slackChatChecks: Check[] = [
       // Signed, but not a button click of an approval message: answered 200 (Slack wants every interaction
       // acknowledged) and ignored.
       const ignoredTag = `${tag}-ignored`
-      const retyped = (edit: (payload: Json) => Json): Interaction => {
-        const click = clickOf(shown, approve, 'UCONF', ignoredTag, signed)
-        const payload = obj(JSON.parse(String(new URLSearchParams(click.body).get('payload'))))
-        const body = new URLSearchParams({ payload: JSON.stringify(edit(payload)) }).toString()
-        return { body, ts: click.ts, signature: signed(click.ts, body) }
-      }
+      const retyped = (edit: (payload: Json) => Json): Interaction =>
+        interaction(edit(clickPayload(shown, approve, 'UCONF', ignoredTag)), signed)
       const ignored: [string, Interaction][] = [
         ['a signed view_submission', retyped((p) => ({ ...p, type: 'view_submission' }))],
         [
