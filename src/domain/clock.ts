@@ -19,8 +19,17 @@ export class ManualClock implements Clock {
   }
 }
 
+/** The last instant formatted: the timestamps of one request's answer, row and event are mostly one instant. */
+let lastMs = Number.NaN
+let lastText = ''
+
 export function toRfc3339(ms: number): string {
-  return new Date(ms).toISOString()
+  // NaN never equals itself, so an invalid time still reaches toISOString and its RangeError.
+  if (ms !== lastMs) {
+    lastText = new Date(ms).toISOString()
+    lastMs = ms
+  }
+  return lastText
 }
 
 export function toRfc3339OrNull(ms: number | null | undefined): string | null {

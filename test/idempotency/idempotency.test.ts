@@ -141,7 +141,8 @@ describe('idempotency middleware and server errors', () => {
   })
   afterAll(() => t.close())
 
-  it('does not store a 5xx, so a retry with the same key can succeed', async () => {
+  /** A bare app behind the idempotency middleware, as the identity of a fresh key. */
+  async function keyedApp(): Promise<OpenAPIHono<AppEnv>> {
     const issued = await t.createKey()
     const verified = await t.services.keys.verifyRequest({ accessToken: issued.token })
     if (typeof verified === 'string') throw new Error(`key refused: ${verified}`)
@@ -152,7 +153,6 @@ describe('idempotency middleware and server errors', () => {
       scopes: verified.scopes,
       workspace: verified.workspace,
     }
-    let calls = 0
     const app = new OpenAPIHono<AppEnv>()
     app.onError((err, c) => errorResponse(c, toApiError(err)))
     app.use('*', async (c, next) => {
@@ -161,6 +161,12 @@ describe('idempotency middleware and server errors', () => {
       await next()
     })
     app.use('*', idempotency(t.services.idempotency))
+    return app
+  }
+
+  it('does not store a 5xx, so a retry with the same key can succeed', async () => {
+    let calls = 0
+    const app = await keyedApp()
     app.post('/flaky', (c) => {
       calls++
       return calls === 1 ? c.json({ boom: true }, 503) : c.json({ ok: calls }, 201)
@@ -186,5 +192,27 @@ describe('idempotency middleware and server errors', () => {
     expect(thrown.status).toBe(500)
     const row = await t.services.db.one('SELECT idem_key FROM idempotency_keys WHERE idem_key = $1', ['k2'])
     expect(row).toBeUndefined()
+  })
+  it('replays the content type and Location however the route set them', async () => {
+    const app = await keyedApp()
+    app.post('/plain', (c) => c.json({ a: 1 }, 201))
+    app.post('/located', (c) => {
+      c.header('Location', '/v1/things/1')
+      return c.json({ a: 2 }, 201)
+    })
+    app.post('/named', (c) => c.json({ a: 3 }, 201, { 'Content-Type': 'application/problem+json' }))
+    app.post('/init', (c) => c.json({ a: 4 }, { status: 202, headers: { Location: '/v1/things/4' } }))
+    app.post('/text', (c) => c.text('done', 201))
+    for (const path of ['/plain', '/located', '/named', '/init', '/text']) {
+      const send = () =>
+        app.request(path, { method: 'POST', headers: { 'idempotency-key': `h${path}` }, body: '{}' })
+      const first = await send()
+      const replay = await send()
+      expect(replay.headers.get('idempotent-replayed'), path).toBe('true')
+      expect(replay.status, path).toBe(first.status)
+      expect(await replay.text(), path).toBe(await first.text())
+      for (const name of ['content-type', 'location'])
+        expect(replay.headers.get(name), `${path} ${name}`).toBe(first.headers.get(name))
+    }
   })
 })

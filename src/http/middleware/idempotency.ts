@@ -11,18 +11,39 @@ import { requestHeader } from '../../surface/request-headers.js'
 /** A keyed request answered without running it: a replay, or one of the two 409s. */
 export type KeyedAnswer = 'replayed' | 'conflict' | 'in_progress'
 
+/** What `captureJson` saw of the route's answer. */
+interface Captured {
+  /** The JSON text of the last `c.json` answer, and the Response it made. */
+  text?: string
+  res?: Response
+  /** Whether that call named no headers (`c.json(object)` or `c.json(object, status)`). */
+  plain?: boolean
+  /** Whether `c.header` was called since the key was claimed. */
+  headerSet?: boolean
+}
+
+/** What a plain `c.json` answer carries of REPLAYED_HEADERS. */
+const JSON_ANSWER_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' }
+
 /**
  * Remembers the JSON text of the last `c.json` answer and the Response it made. The object is stringified once
  * more here (the same object gives the same text): for an answer's size that is far cheaper than reading the text
- * back out of the Response.
+ * back out of the Response. It also notes whether the answer's headers are known without reading them (see
+ * `storedAnswer`).
  */
-function captureJson(c: Context<AppEnv>): { text?: string; res?: Response } {
-  const captured: { text?: string; res?: Response } = {}
+function captureJson(c: Context<AppEnv>): Captured {
+  const captured: Captured = {}
   const json = c.json
+  const header = c.header
+  c.header = ((...args: Parameters<typeof header>) => {
+    captured.headerSet = true
+    return header(...args)
+  }) as typeof c.header
   c.json = ((object: unknown, ...rest: unknown[]) => {
     const res = (json as (o: unknown, ...r: unknown[]) => Response)(object, ...rest)
     captured.text = JSON.stringify(object)
     captured.res = res
+    captured.plain = rest.length <= 1 && (rest[0] === undefined || typeof rest[0] === 'number')
     return res
   }) as typeof c.json
   return captured
@@ -126,18 +147,17 @@ export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: 
  * goes out again as that text rather than a clone's tee'd stream: the server writes it in one piece, as it does for
  * any JSON answer.
  */
-async function storedAnswer(
-  c: Context<AppEnv>,
-  answered: { text?: string; res?: Response },
-): Promise<StoredResponse> {
+async function storedAnswer(c: Context<AppEnv>, answered: Captured): Promise<StoredResponse> {
   const answer = c.res
   const captured = answered.res === answer ? answered.text : undefined
   const body = captured ?? (await answer.text())
-  const headers: Record<string, string> = {}
-  for (const name of REPLAYED_HEADERS) {
-    const value = answer.headers.get(name)
-    if (value !== null) headers[name] = value
-  }
+  // A plain c.json answer with no c.header call carries JSON_ANSWER_HEADERS (the layers before this one set none of
+  // REPLAYED_HEADERS): known without reading the Response's headers, which would build a Fetch Headers for
+  // @hono/node-server's lightweight Response on every keyed answer, and make the server write its head from it.
+  const headers =
+    captured !== undefined && answered.plain === true && answered.headerSet !== true
+      ? { ...JSON_ANSWER_HEADERS }
+      : replayedHeaders(answer)
   if (captured === undefined) {
     c.res = undefined
     c.res = new Response(answer.status === 204 ? null : body, {
@@ -146,4 +166,14 @@ async function storedAnswer(
     })
   }
   return { status: answer.status, headers, body }
+}
+
+/** The answer's REPLAYED_HEADERS, read off the Response. */
+function replayedHeaders(answer: Response): Record<string, string> {
+  const headers: Record<string, string> = {}
+  for (const name of REPLAYED_HEADERS) {
+    const value = answer.headers.get(name)
+    if (value !== null) headers[name] = value
+  }
+  return headers
 }
