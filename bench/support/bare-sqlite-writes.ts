@@ -6,7 +6,7 @@
  * puts it behind bare Hono's POST route: the reference can cost no less than that side, so the ratio between the
  * two is what the server's own work (auth, limits, validation, idempotency, events, observation) costs.
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import Database from 'better-sqlite3'
 import { migrate } from '../../src/store/migrations/index.js'
 import { SQLITE_PRAGMAS, SqliteDb } from '../../src/store/sqlite/db.js'
@@ -69,7 +69,7 @@ export async function bareSqliteWrites(
       agentId,
       agent,
     )
-    const print = createHash('sha256').update(agent).digest('hex')
+    const print = hash('sha256', agent, 'hex')
     insertAnswer.run(
       WORKSPACE,
       key,

@@ -36,14 +36,17 @@ export const bodyGuard = (maxBytes: number) =>
       if (incoming) lingeringClose(incoming)
       throw tooLarge(maxBytes)
     }
-    const text = decodeUtf8(
-      incoming && !incoming.readableEnded
-        ? await readIncoming(incoming, maxBytes).catch((err: unknown) => {
-            if (err instanceof ApiError && err.code === 'payload_too_large') lingeringClose(incoming)
-            throw err
-          })
-        : await readLimited(c.req.raw, maxBytes),
-    )
+    let bytes: Buffer
+    if (incoming && !incoming.readableEnded) {
+      // Awaited in place rather than through a .catch: no promise and closure more on every body.
+      try {
+        bytes = await readIncoming(incoming, maxBytes)
+      } catch (err) {
+        if (err instanceof ApiError && err.code === 'payload_too_large') lingeringClose(incoming)
+        throw err
+      }
+    } else bytes = await readLimited(c.req.raw, maxBytes)
+    const text = decodeUtf8(bytes)
     let parsed: unknown
     try {
       parsed = JSON.parse(text)
