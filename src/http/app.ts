@@ -9,7 +9,7 @@ import { STREAM_PATH } from '../surface/paths.js'
 import { validationHook } from '../surface/validation.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
-import { bodyGuard, closeUnreadBody, WITH_BODY } from './middleware/body.js'
+import { bodyGuard, closeUnreadBody } from './middleware/body.js'
 import { cors } from './middleware/cors.js'
 import { idempotency } from './middleware/idempotency.js'
 import { observeRequests, routeTemplate } from './middleware/observe.js'
@@ -67,7 +67,7 @@ export interface HttpAppOptions {
 /**
  * The reference server's HTTP side. Middleware is applied once, in this order: request id and observation in one
  * layer (the surface observer: metrics and the request log, which see every answer; no observation for the default
- * observer) → auth, rate limit and text guard in one layer → body guard (bodies only) → idempotency (POST only) → validated routes.
+ * observer) → auth, rate limit, text guard, body guard (bodies only) and idempotency (POST only) in one layer → validated routes.
  * Errors from anywhere become the spec §7 envelope.
  */
 export function createHttpApp(services: HttpServices, options: HttpAppOptions = {}): OpenAPIHono<AppEnv> {
@@ -95,27 +95,24 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   })
 
   const limitMetrics = services.metrics?.limits
-  // One layer, three steps in series. Everything under /v1 needs a key here; the stream's upgrade never reaches the
-  // app (src/stream authenticates it), only its plain GET does, which takes `?access_token=` like the upgrade. The text guard comes after auth and rate limit (so its 400 carries the
-  // rate-limit headers like every answer), before anything stores.
+  // One layer, five steps in series (Hono awaits every layer in an async dispatch of its own). Everything under /v1
+  // needs a key here; the stream's upgrade never reaches the app (src/stream authenticates it), only its plain GET
+  // does, which takes `?access_token=` like the upgrade. The text guard comes after auth and rate limit (so its 400
+  // carries the rate-limit headers like every answer), before anything stores; the body guard concerns the methods
+  // with a body, idempotency POSTs, and each passes every other request on at its first test.
   app.use(
     '/v1/*',
     inSeries(
       auth(services.keys, STREAM_PATH),
       rateLimit(services.limits, limitMetrics && ((tier) => limitMetrics.rateLimited(tier))),
       textGuard(),
+      bodyGuard(services.config.maxBodyBytes),
+      idempotency(services.idempotency, {
+        countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
+        writesOnlyOperations: AGENT_WRITES_ONLY_OPERATIONS,
+        postKind: options.postKind,
+      }),
     ),
-  )
-  // Mounted for the methods they concern only: every other request skips them in routing, not in a call.
-  app.on([...WITH_BODY], '/v1/*', bodyGuard(services.config.maxBodyBytes))
-  app.on(
-    'POST',
-    '/v1/*',
-    idempotency(services.idempotency, {
-      countAnswer: limitMetrics && ((answer) => limitMetrics.idempotency(answer)),
-      writesOnlyOperations: AGENT_WRITES_ONLY_OPERATIONS,
-      postKind: options.postKind,
-    }),
   )
 
   registerMetaRoutes(app, services)

@@ -1,11 +1,11 @@
 import type { IncomingMessage } from 'node:http'
-import type { Context } from 'hono'
-import { createMiddleware } from 'hono/factory'
+import type { Context, Next } from 'hono'
 import { ApiError } from '../../domain/errors.js'
 import { tooDeepAt, tooDeepError } from '../../domain/json-depth.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../../surface/context.js'
 import { nodeRequest, requestHeader } from '../../surface/request-headers.js'
+import type { Step } from './series.js'
 
 /** The methods whose requests may carry a body. */
 export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
@@ -16,58 +16,68 @@ export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
  * can keep (src/domain/text.ts). The text and its parse stay on the request, so the validator, route guards and
  * the idempotency fingerprint read neither the body nor the JSON twice.
  */
-export const bodyGuard = (maxBytes: number) =>
-  createMiddleware<AppEnv>(async (c, next) => {
+export const bodyGuard =
+  (maxBytes: number): Step =>
+  (c, next) => {
     if (!WITH_BODY.has(c.req.method)) return next()
     const length = requestHeader(c, 'content-length')
     const hasBody =
       (length !== undefined && length !== '0') || requestHeader(c, 'transfer-encoding') !== undefined
     if (!hasBody) return next()
-    const type = requestHeader(c, 'content-type') ?? ''
-    if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-      throw new ApiError('unsupported_media_type', 'The request body must be application/json', {
-        content_type: type || null,
-      })
-    }
-    // Under @hono/node-server the body is read from Node's request itself, so no Fetch Request and web stream are
-    // built for it (bench:http's POST). app.request (tests, in-process callers) has no Node request.
-    const incoming = nodeRequest(c)
-    if (length !== undefined && Number(length) > maxBytes) {
-      if (incoming) lingeringClose(incoming)
-      throw tooLarge(maxBytes)
-    }
-    let bytes: Buffer
-    if (incoming && !incoming.readableEnded) {
-      // Awaited in place rather than through a .catch: no promise and closure more on every body.
-      try {
-        bytes = await readIncoming(incoming, maxBytes)
-      } catch (err) {
-        if (err instanceof ApiError && err.code === 'payload_too_large') lingeringClose(incoming)
-        throw err
-      }
-    } else bytes = await readLimited(c.req.raw, maxBytes)
-    const text = decodeUtf8(bytes)
-    let parsed: unknown
+    return guardBody(c, next, maxBytes, length)
+  }
+
+async function guardBody(
+  c: Context<AppEnv>,
+  next: Next,
+  maxBytes: number,
+  length: string | undefined,
+): Promise<void> {
+  const type = requestHeader(c, 'content-type') ?? ''
+  if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+    throw new ApiError('unsupported_media_type', 'The request body must be application/json', {
+      content_type: type || null,
+    })
+  }
+  // Under @hono/node-server the body is read from Node's request itself, so no Fetch Request and web stream are
+  // built for it (bench:http's POST). app.request (tests, in-process callers) has no Node request.
+  const incoming = nodeRequest(c)
+  if (length !== undefined && Number(length) > maxBytes) {
+    if (incoming) lingeringClose(incoming)
+    throw tooLarge(maxBytes)
+  }
+  let bytes: Buffer
+  if (incoming && !incoming.readableEnded) {
+    // Awaited in place rather than through a .catch: no promise and closure more on every body.
     try {
-      parsed = JSON.parse(text)
+      bytes = await readIncoming(incoming, maxBytes)
     } catch (err) {
-      throw new ApiError('invalid_request', 'The request body is not valid JSON', {
-        issues: [{ path: '', message: (err as Error).message }],
-        fields: [],
-      })
+      if (err instanceof ApiError && err.code === 'payload_too_large') lingeringClose(incoming)
+      throw err
     }
-    const deep = tooDeepAt(parsed)
-    if (deep !== undefined) throw tooDeepError('body', deep)
-    const unstorable = findUnstorableText(parsed)
-    if (unstorable) throw unstorableTextError('body', unstorable)
-    // Downstream readers reuse this one read and this one parse: Hono's json() would parse the cached text again
-    // on every call (the validator's, a route guard's), a full ingest batch being about 75 kB of JSON.
-    const cache = c.req.bodyCache as Record<string, unknown>
-    cache.text = Promise.resolve(text)
-    const once = Promise.resolve(parsed)
-    c.req.json = <T>() => once as Promise<T>
-    await next()
-  })
+  } else bytes = await readLimited(c.req.raw, maxBytes)
+  const text = decodeUtf8(bytes)
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (err) {
+    throw new ApiError('invalid_request', 'The request body is not valid JSON', {
+      issues: [{ path: '', message: (err as Error).message }],
+      fields: [],
+    })
+  }
+  const deep = tooDeepAt(parsed)
+  if (deep !== undefined) throw tooDeepError('body', deep)
+  const unstorable = findUnstorableText(parsed)
+  if (unstorable) throw unstorableTextError('body', unstorable)
+  // Downstream readers reuse this one read and this one parse: Hono's json() would parse the cached text again
+  // on every call (the validator's, a route guard's), a full ingest batch being about 75 kB of JSON.
+  const cache = c.req.bodyCache as Record<string, unknown>
+  cache.text = Promise.resolve(text)
+  const once = Promise.resolve(parsed)
+  c.req.json = <T>() => once as Promise<T>
+  await next()
+}
 
 /**
  * The rest of an oversized body is never read, so the answer closes the connection (`Connection: close`): a

@@ -1,5 +1,4 @@
-import type { Context } from 'hono'
-import { createMiddleware } from 'hono/factory'
+import type { Context, Next } from 'hono'
 import { ApiError } from '../../domain/errors.js'
 import { fingerprint, REPLAYED_HEADERS, validateKey } from '../../domain/idempotency/key.js'
 import type { IdempotencyService } from '../../domain/idempotency/service.js'
@@ -7,6 +6,7 @@ import type { StoredResponse } from '../../domain/idempotency/types.js'
 import type { AppEnv } from '../../surface/context.js'
 import { postPathsOf } from '../../surface/operations.js'
 import { requestHeader } from '../../surface/request-headers.js'
+import type { Step } from './series.js'
 
 /** A keyed request answered without running it: a replay, or one of the two 409s. */
 export type KeyedAnswer = 'replayed' | 'conflict' | 'in_progress'
@@ -22,8 +22,10 @@ interface Captured {
   headerSet?: boolean
 }
 
-/** What a plain `c.json` answer carries of REPLAYED_HEADERS. */
-const JSON_ANSWER_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' }
+/** What a plain `c.json` answer carries of REPLAYED_HEADERS (its content type), worked out once. */
+const JSON_ANSWER_HEADERS: Readonly<Record<string, string>> = replayedHeaders(
+  new Headers({ 'content-type': 'application/json' }),
+)
 
 /**
  * Remembers the JSON text of the last `c.json` answer and the Response it made. The object is stringified once
@@ -76,68 +78,84 @@ export interface IdempotencyOptions {
   quotas?: boolean
 }
 
-export const idempotency = (service: Pick<IdempotencyService, 'once'>, options: IdempotencyOptions = {}) => {
+export const idempotency = (
+  service: Pick<IdempotencyService, 'once'>,
+  options: IdempotencyOptions = {},
+): Step => {
   const writesOnly = postPathsOf(options.writesOnlyOperations ?? [])
-  return createMiddleware<AppEnv>(async (c, next) => {
+  return (c, next) => {
     if (c.req.method !== 'POST') return next()
     const key = requestHeader(c, 'idempotency-key')
     if (key === undefined) return next()
     validateKey(key)
-    const auth = c.get('auth')
-    const text = await c.req.text()
-    if (options.postKind?.(c.req.path, text) === 'read') return next()
-    // The body guard (before this) parsed a body once and keeps the parse: reused, not parsed again.
-    const print = fingerprint(
-      c.req.method,
-      c.req.path,
-      text,
-      text.trim() === '' ? undefined : await c.req.json(),
-    )
-    const answered = captureJson(c)
-    const outcome = await service.once(
-      auth.workspaceId,
-      key,
-      print,
-      async () => {
-        await next()
-        return {
-          response: await storedAnswer(c, answered),
-          failed: c.error !== undefined || c.res.status >= 500,
-          code: c.error instanceof ApiError ? c.error.code : undefined,
-        }
-      },
-      {
-        writesOnly: writesOnly.has(c.req.path),
-        ...(options.quotas === false ? {} : { quota: { workspace: auth.workspace } }),
-      },
-    )
-    if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
-    if (outcome.fingerprint !== print) {
-      options.countAnswer?.('conflict')
-      throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request', {
-        header: 'Idempotency-Key',
-      })
-    }
-    if (outcome.kind === 'in_progress') {
-      options.countAnswer?.('in_progress')
-      throw new ApiError(
-        'idempotency_key_in_progress',
-        'A request with this Idempotency-Key is still being processed; retry later',
-        { header: 'Idempotency-Key' },
-        { 'Retry-After': '1' },
-      )
-    }
-    options.countAnswer?.('replayed')
-    const headers = new Headers(outcome.response.headers)
-    headers.set('Idempotent-Replayed', 'true')
-    const replay = new Response(outcome.response.status === 204 ? null : outcome.response.body, {
-      status: outcome.response.status,
-      headers,
+    return keyed(c, next, key, service, options, writesOnly.has(c.req.path))
+  }
+}
+
+/**
+ * A keyed POST: runs the rest of the chain inside the key's unit of work, or answers without running it. A replay
+ * or a refusal is the step's own answer (`c.res`, or a thrown ApiError), as a step of a series gives it.
+ */
+async function keyed(
+  c: Context<AppEnv>,
+  next: Next,
+  key: string,
+  service: Pick<IdempotencyService, 'once'>,
+  options: IdempotencyOptions,
+  writesOnly: boolean,
+): Promise<void> {
+  const auth = c.get('auth')
+  const text = await c.req.text()
+  if (options.postKind?.(c.req.path, text) === 'read') return next()
+  // The body guard (before this) parsed a body once and keeps the parse: reused, not parsed again.
+  const print = fingerprint(
+    c.req.method,
+    c.req.path,
+    text,
+    text.trim() === '' ? undefined : await c.req.json(),
+  )
+  const answered = captureJson(c)
+  const outcome = await service.once(
+    auth.workspaceId,
+    key,
+    print,
+    async () => {
+      await next()
+      return {
+        response: await storedAnswer(c, answered),
+        failed: c.error !== undefined || c.res.status >= 500,
+        code: c.error instanceof ApiError ? c.error.code : undefined,
+      }
+    },
+    {
+      writesOnly,
+      ...(options.quotas === false ? {} : { quota: { workspace: auth.workspace } }),
+    },
+  )
+  if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
+  if (outcome.fingerprint !== print) {
+    options.countAnswer?.('conflict')
+    throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request', {
+      header: 'Idempotency-Key',
     })
-    // After this request's own work (it lost a race with another holder of the key), its answer gives way.
-    c.res = undefined
-    c.res = replay
-    return replay
+  }
+  if (outcome.kind === 'in_progress') {
+    options.countAnswer?.('in_progress')
+    throw new ApiError(
+      'idempotency_key_in_progress',
+      'A request with this Idempotency-Key is still being processed; retry later',
+      { header: 'Idempotency-Key' },
+      { 'Retry-After': '1' },
+    )
+  }
+  options.countAnswer?.('replayed')
+  const headers = new Headers(outcome.response.headers)
+  headers.set('Idempotent-Replayed', 'true')
+  // After this request's own work (it lost a race with another holder of the key), its answer gives way.
+  c.res = undefined
+  c.res = new Response(outcome.response.status === 204 ? null : outcome.response.body, {
+    status: outcome.response.status,
+    headers,
   })
 }
 
@@ -157,7 +175,7 @@ async function storedAnswer(c: Context<AppEnv>, answered: Captured): Promise<Sto
   const headers =
     captured !== undefined && answered.plain === true && answered.headerSet !== true
       ? { ...JSON_ANSWER_HEADERS }
-      : replayedHeaders(answer)
+      : replayedHeaders(answer.headers)
   if (captured === undefined) {
     c.res = undefined
     c.res = new Response(answer.status === 204 ? null : body, {
@@ -168,11 +186,11 @@ async function storedAnswer(c: Context<AppEnv>, answered: Captured): Promise<Sto
   return { status: answer.status, headers, body }
 }
 
-/** The answer's REPLAYED_HEADERS, read off the Response. */
-function replayedHeaders(answer: Response): Record<string, string> {
+/** The REPLAYED_HEADERS among an answer's headers. */
+function replayedHeaders(answer: Headers): Record<string, string> {
   const headers: Record<string, string> = {}
   for (const name of REPLAYED_HEADERS) {
-    const value = answer.headers.get(name)
+    const value = answer.get(name)
     if (value !== null) headers[name] = value
   }
   return headers

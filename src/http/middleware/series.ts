@@ -3,8 +3,8 @@ import type { AppEnv } from '../../surface/context.js'
 
 /**
  * A middleware step that runs in series with others inside one Hono layer: it calls `next` at most once, refuses
- * by throwing (the app's error handler renders the envelope), and never answers with a Response of its own, so
- * whatever the steps after it answer needs no passing back. On its fast path it need not be async: a step that
+ * by throwing (the app's error handler renders the envelope), and never returns a Response: one that answers without
+ * calling `next` (an idempotent replay) sets `c.res`, so whatever a step answers needs no passing back. On its fast path it need not be async: a step that
  * decides without waiting returns `next()`'s own promise. Unlike Hono's own layers, a later step's refusal comes
  * back through `next()` as a rejection, not as a rendered answer: a step with work after `next()` must do it then too.
  */

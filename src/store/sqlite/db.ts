@@ -30,16 +30,18 @@ const CHECKPOINTER_AFTER_COMMITS = 100
 /**
  * A FIFO lock: SQLite work is serialised so an open transaction never sees foreign statements. A single
  * statement is synchronous in better-sqlite3, so when nothing holds or awaits the lock it runs at once, with
- * no promise chain: most reads of a loaded server take that path.
+ * no promise chain: most reads of a loaded server take that path. A free lock is taken at once too, and a released
+ * one handed straight to its first waiter: a waiter costs one promise, a holder none of the lock's own.
  */
 class Mutex {
-  private tail: Promise<void> = Promise.resolve()
-  /** Holders and waiters: zero means a synchronous statement cannot interleave with anything. */
-  private pending = 0
+  /** Whether a holder has the lock (from its taking until its release, or its hand-over to the next waiter). */
+  private held = false
+  /** Who waits for the lock, first first: each is resumed holding it. */
+  private readonly waiters: (() => void)[] = []
 
   /** Runs `fn` now when the lock is free; otherwise queues it like `lock`. */
   run<T>(fn: () => T): Promise<T> {
-    if (this.pending === 0) {
+    if (!this.held) {
       try {
         return Promise.resolve(fn())
       } catch (err) {
@@ -50,19 +52,15 @@ class Mutex {
   }
 
   async lock<T>(fn: () => Promise<T>): Promise<T> {
-    let release!: () => void
-    const next = new Promise<void>((r) => {
-      release = r
-    })
-    const previous = this.tail
-    this.tail = previous.then(() => next)
-    this.pending++
+    if (this.held) await new Promise<void>((resume) => this.waiters.push(resume))
+    else this.held = true
     try {
-      await previous
       return await fn()
     } finally {
-      this.pending--
-      release()
+      const next = this.waiters.shift()
+      // Handed over still held, so nothing that starts before the waiter resumes can slip in ahead of it.
+      if (next) next()
+      else this.held = false
     }
   }
 }
