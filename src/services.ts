@@ -190,6 +190,7 @@ export function createDomain(deps: DomainDeps): Domain {
     ),
     slackInteractions: new SlackInteractionService({
       destinations: destinationRepos.destinations,
+      signatures: destinationRepos.slackSignatures,
       runs,
       responder: slackResponder(outbound.destinations, logger),
       clock,

@@ -50,3 +50,9 @@ export interface DestinationTelemetry {
   /** `type` is undefined when the destination was deleted before its delivery's attempt. */
   gaveUp(type: DestinationType | undefined): void
 }
+
+/** The click signatures seen lately, shared by every replica of one store. */
+export interface SeenSignatures {
+  /** Remembers the signature as seen at `now`, forgetting those older than `windowMs`; false when already seen. */
+  firstSeen(signature: string, now: number, windowMs: number): Promise<boolean>
+}

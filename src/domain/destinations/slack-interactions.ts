@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js'
 import { ApiError } from '../errors.js'
 import { asObject, asText } from './json-values.js'
-import type { DestinationRepository } from './ports.js'
+import type { DestinationRepository, SeenSignatures } from './ports.js'
 import { SLACK_SIGNATURE_TOLERANCE_MS, verifySlackSignature } from './slack-signature.js'
 
 /** The action ids of the Approve and Deny buttons (src/outbound/destinations/slack-message.ts draws them). */
@@ -36,6 +36,7 @@ export interface InteractionLog {
 
 export interface SlackInteractionPorts {
   destinations: Pick<DestinationRepository, 'byId'>
+  signatures: SeenSignatures
   runs: {
     decide(
       workspaceId: string,
@@ -57,8 +58,11 @@ export interface SlackSignatureHeaders {
   signature: string | undefined
 }
 
-/** Signatures seen within the tolerance window, at most this many (the oldest go first). */
-const MAX_REMEMBERED = 10_000
+/**
+ * How long a click's signature is remembered: twice the timestamp tolerance, since a click may be signed up to the
+ * tolerance ahead of the clock and is then still fresh that long after it was first seen.
+ */
+const REMEMBERED_MS = 2 * SLACK_SIGNATURE_TOLERANCE_MS
 
 const refused = () =>
   new ApiError('unauthenticated', 'The Slack request signature does not verify', { scheme: 'slack-v0' })
@@ -67,12 +71,10 @@ const refused = () =>
  * The Approve and Deny buttons of Slack approval messages. Slack posts each click, signed with the app's signing
  * secret, to the destination's interaction URL; a verified click decides the step in the destination's workspace
  * with the Slack user as the approver, then the message is replaced to say who decided. Anything forged, stale
- * (more than five minutes off), replayed or about a run of another workspace changes nothing and is logged. A
- * replay this process did not see (another replica) still changes nothing: the step is no longer awaiting.
+ * (more than five minutes off), replayed (to whichever replica) or about a run of another workspace changes nothing
+ * and is logged.
  */
 export class SlackInteractionService {
-  private readonly seen = new Map<string, number>()
-
   constructor(private readonly ports: SlackInteractionPorts) {}
 
   /** Throws `unauthenticated` (401) for anything not signed by the destination's secret right now. */
@@ -93,7 +95,7 @@ export class SlackInteractionService {
       log.warn({ destination_id: destinationId, reason: verdict }, 'slack interaction refused')
       throw refused()
     }
-    if (this.remembered(String(headers.signature), now)) {
+    if (!(await this.ports.signatures.firstSeen(String(headers.signature), now, REMEMBERED_MS))) {
       log.warn({ destination_id: destinationId, reason: 'replayed' }, 'slack interaction refused')
       throw refused()
     }
@@ -164,16 +166,5 @@ export class SlackInteractionService {
     log.info({ ...where, decision }, 'slack interaction decided an approval')
     if (responseUrl)
       void this.ports.responder.decided(responseUrl, asObject(payload.message), decision, actor, now)
-  }
-
-  /** Whether this signature was seen within the tolerance window; remembers it either way. */
-  private remembered(signature: string, now: number): boolean {
-    for (const [sig, at] of this.seen) {
-      if (now - at <= SLACK_SIGNATURE_TOLERANCE_MS && this.seen.size <= MAX_REMEMBERED) break
-      this.seen.delete(sig)
-    }
-    if (this.seen.has(signature)) return true
-    this.seen.set(signature, now)
-    return false
   }
 }

@@ -1,4 +1,4 @@
-import type { DestinationRepository } from '../../domain/destinations/ports.js'
+import type { DestinationRepository, SeenSignatures } from '../../domain/destinations/ports.js'
 import {
   type DestinationChanges,
   type DestinationRecord,
@@ -12,6 +12,7 @@ import { type Db, fromJson, hotPath, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 import { DeliveryRepo } from './deliveries.js'
 import { advanceFanoutCursor, readFanoutCursor } from './fanout-cursor.js'
+import { SlackSignatureRepo } from './slack-signatures.js'
 
 interface RawDestination extends Record<string, unknown> {
   seq: number | string
@@ -187,13 +188,15 @@ export class DestinationRepo implements DestinationRepository {
   }
 }
 
-/** The destinations and their rows of the shared delivery outbox, bound to one Db. */
+/** The destinations, their rows of the shared delivery outbox and the Slack clicks seen, bound to one Db. */
 export function createDestinationRepositories(db: Db): {
   destinations: DestinationRepository
   deliveries: DeliveryRepository
+  slackSignatures: SeenSignatures
 } {
   return {
     destinations: new DestinationRepo(db, hotPath(db)),
     deliveries: new DeliveryRepo(db, 'destination'),
+    slackSignatures: new SlackSignatureRepo(db),
   }
 }
