@@ -25,7 +25,7 @@ export interface Replica {
   index: number
   url: string
   pid: number
-  /** The replica's own output so far (newest 20 kB). */
+  /** The replica's own output so far (the newest 20 kB, in whole lines). */
   output(): string
   /** Resolves with the exit code (or signal name) once the process ended. */
   exited: Promise<number | string>
@@ -125,7 +125,10 @@ export async function startReplica(
   )
   let output = ''
   const keep = (d: Buffer) => {
-    output = (output + d.toString()).slice(-20_000)
+    output += d.toString()
+    // The newest 20 kB in whole lines: a line cut at its start could read as another (a JSON log line's string
+    // holding JSON, cut just before its inner `{`).
+    if (output.length > 20_000) output = output.slice(output.indexOf('\n', output.length - 20_000) + 1)
     if (onLine) for (const line of d.toString().split('\n')) if (line.trim()) onLine(`[${index}] ${line}`)
   }
   child.stdout?.on('data', keep)
