@@ -258,6 +258,15 @@ export function extensionMutants(): Mutant[] {
       ),
     },
     {
+      id: 'slack-test-send-reads-real',
+      description:
+        'A Slack test send\'s notification text reads as a real event (no "(test)" in it): the person it pings may act on the made-up run',
+      targets: ['destinations.slack-incoming-webhook'],
+      delivery: rewriteDelivery(slackMessage, (b) =>
+        typeof b.text === 'string' ? { ...b, text: b.text.replace(' (test)', '') } : b,
+      ),
+    },
+    {
       id: 'test-send-unmarked',
       description:
         'A test send arrives without test: true: a receiver, or a person reading the channel, takes the made-up event for a real one',

@@ -157,6 +157,15 @@ export function ensureDestination(
   return p
 }
 
+/** Whether a Slack message says it is a test send: in its header block, its `text`, or either. */
+function saysTest(d: Delivery, where: 'header' | 'text' | 'either' = 'either'): boolean {
+  const blocks = Array.isArray(d.body?.blocks) ? d.body.blocks.map(obj) : []
+  const header = obj(obj(blocks.find((b) => b.type === 'header')).text).text
+  const inHeader = typeof header === 'string' && header.includes('(test)')
+  const inText = typeof d.body?.text === 'string' && d.body.text.includes('(test)')
+  return where === 'header' ? inHeader : where === 'text' ? inText : inHeader || inText
+}
+
 /** A slack destination's sender settings, which its messages carry. */
 const SLACK_SENDER = { username: 'conformance-bot', icon_emoji: ':robot_face:' }
 
@@ -396,7 +405,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.slack-incoming-webhook',
     title:
-      'A slack destination posts each event it lists once, as a Slack incoming-webhook message (JSON with a text or Block Kit blocks of documented types within their limits) naming the run and its agent, any run input it shows escaped as Slack requires (never a ping, mention or link), logged delivered once Slack answered 200; its webhook URL is never answered',
+      'A slack destination posts each event it lists once, as a Slack incoming-webhook message (JSON with a text or Block Kit blocks of documented types within their limits) naming the run and its agent, any run input it shows escaped as Slack requires (never a ping, mention or link), logged delivered once Slack answered 200; a test send says "(test)" in its header and its text, a real event neither; its webhook URL is never answered',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -435,11 +444,25 @@ export const destinationChecks: Check[] = [
       if (blocks.some((b) => b.type === 'actions'))
         problems.push('it carries action buttons, though the destination has no approval_buttons')
       if (!got.raw.includes(agentId)) problems.push(`the message does not name the run's agent ${agentId}`)
+      if (saysTest(got)) problems.push('it says "(test)", though its event is real')
       const copies = ctx.receiver!.deliveries.filter((d) => forRun(d) && d.status < 300).length
       if (copies > 1) problems.push(`the message arrived ${copies} times`)
       const logged = await deliveredInLog(ctx, hook)
       if (logged) problems.push(logged)
       assert(problems.length === 0, `the Slack message about run ${runId}: ${problems.join('; ')}`)
+      // A test send (the profile's POST /v1/destinations/{id}/test) says it is one where a person reads it.
+      const testSent = Date.now()
+      expectStatus(
+        await ctx.http.post(`/v1/destinations/${hook.id}/test`, {}),
+        200,
+        'a test send to the slack destination',
+      )
+      const test = await ctx.receiver!.waitFor(
+        (d) => atTag(hook.tag)(d) && d.receivedAt >= testSent && saysTest(d, 'header'),
+        ctx.config.waitMs,
+      )
+      assert(test, 'no Slack message whose header says "(test)" arrived after a test send')
+      assert(saysTest(test, 'text'), `the test send's text does not say "(test)": ${short(test.body?.text)}`)
       await secretKept(ctx, hook)
     },
   },

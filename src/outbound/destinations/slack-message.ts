@@ -47,7 +47,9 @@ export function slackMessage(
 ): SlackMessage {
   const d = describeEvent(kind, payload)
   const link = runLink(options.publicUrl, d.runId)
-  const title = `${EMOJI[kind] ?? ':information_source:'} ${d.title}${payload.test === true ? ' (test)' : ''}`
+  // A test send says so in the header and in the notification, so no one acts on it.
+  const marker = payload.test === true ? ' (test)' : ''
+  const title = `${EMOJI[kind] ?? ':information_source:'} ${d.title}${marker}`
   const fields: { type: 'mrkdwn'; text: string }[] = []
   if (d.agentId) fields.push({ type: 'mrkdwn', text: `*Agent*\n\`${escapeMrkdwn(d.agentId)}\`` })
   if (d.runId) {
@@ -110,7 +112,7 @@ export function slackMessage(
       },
     ],
   })
-  return { text: cut(`${d.title}: ${d.headline}`, 3000), blocks }
+  return { text: cut(`${d.title}${marker}: ${d.headline}`, 3000), blocks }
 }
 
 /** The block id of the approval buttons: a decided message drops that block. */
