@@ -366,6 +366,10 @@ async function topicBounds(ctx: CheckContext, s: Stream, topic: string): Promise
   let from = s.messages.length
   s.ws.send(JSON.stringify({ type: 'subscribe', topics: [long] }))
   const refused = await s.next((m) => s.messages.indexOf(m) >= from && m.type !== 'heartbeat', wait)
+  assert(
+    refused,
+    `a topic of 256 characters no connector id fits got no answer within ${wait} ms (the socket ${SOCKET_STATES[s.ws.readyState] ?? s.ws.readyState}; since it was sent: ${short(s.messages.slice(from))})`,
+  )
   const unknown = refused?.error as Json | undefined
   assert(
     refused?.type === 'error' &&
@@ -386,6 +390,9 @@ async function topicBounds(ctx: CheckContext, s: Stream, topic: string): Promise
     assert(gone, `unsubscribing from ${t} was not acknowledged: ${short(s.messages.slice(from))}`)
   }
 }
+
+/** A WebSocket's readyState, named. */
+const SOCKET_STATES = ['connecting', 'open', 'closing', 'closed']
 
 /** The next message after index `from` that answers a client message (anything but a heartbeat). */
 async function answerAfter(s: Stream, from: number, wait: number): Promise<Json | undefined> {
