@@ -177,6 +177,22 @@ export function webhookOperationMutants(): Mutant[] {
       response: loggedDelivered(DESTINATION_LOG, unanswered),
     },
     {
+      id: 'destination-retry-after-heeded-on-500',
+      description:
+        "A destination's 500 with Retry-After is waited out like a 429: the delivery is logged attempted once and pending until the Retry-After has passed, not retried at the outbox's backoff",
+      targets: ['destinations.slack-retry-after'],
+      response: editListEntries(DESTINATION_LOG, (d) =>
+        d.last_status_code === 500
+          ? {
+              ...d,
+              status: 'pending',
+              attempts: 1,
+              next_attempt_at: new Date(Date.now() + 120_000).toISOString(),
+            }
+          : d,
+      ),
+    },
+    {
       id: 'webhook-never-gives-up',
       description:
         'A delivery its receiver failed as many times as the deployment allows is logged pending with a next attempt: it is never given up, and its log never says so',

@@ -1159,19 +1159,26 @@ export const destinationChecks: Check[] = [
               )
             continue
           }
-          const retrying = (e: Record<string, unknown>) =>
-            e.last_status_code === status && typeof e.next_attempt_at === 'string'
-          const log = await logUntil(ctx, id, (entries) => entries.some(retrying))
-          const entry = log.find(retrying) ?? log.find((e) => e.last_status_code === status)
-          const next = Date.parse(String(entry?.next_attempt_at ?? ''))
           if (status === 500) {
             // The profile waits out Retry-After on a 429 or 503 only: any other failure keeps the outbox's backoff.
-            if (entry?.status !== 'pending' || !(next < earliest))
+            // A delivery attempted again already (perhaps given up since, after the attempts the deployment
+            // allows) did not wait the 120 s: this destination is younger than that.
+            const backedOff = (e: Record<string, unknown>) => e.last_status_code === status && retried(e)
+            const log = await logUntil(ctx, id, (entries) => entries.some(backedOff))
+            const entry = log.find(backedOff) ?? log.find((e) => e.last_status_code === status)
+            const next = Date.parse(String(entry?.next_attempt_at ?? ''))
+            const again = typeof entry?.attempts === 'number' && entry.attempts > 1
+            if (!again && (entry?.status !== 'pending' || !(next < earliest)))
               problems.push(
                 `after the ${type} destination's service answered 500 (with a Retry-After ${RETRY_AFTER_S} the profile heeds on 429 and 503 only), the delivery is logged ${short(entry ?? log, 300)}: not pending a retry at the backoff`,
               )
             continue
           }
+          const retrying = (e: Record<string, unknown>) =>
+            e.last_status_code === status && typeof e.next_attempt_at === 'string'
+          const log = await logUntil(ctx, id, (entries) => entries.some(retrying))
+          const entry = log.find(retrying) ?? log.find((e) => e.last_status_code === status)
+          const next = Date.parse(String(entry?.next_attempt_at ?? ''))
           // Waiting longer than asked is allowed (a deployment may add its own backoff), but not without bound.
           const latest = attempt.receivedAt + 3 * RETRY_AFTER_S * 1000
           if (entry?.status !== 'pending' || !(next >= earliest && next <= latest))
