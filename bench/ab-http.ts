@@ -14,8 +14,8 @@
 import { resolve } from 'node:path'
 import autocannon from 'autocannon'
 import type { TargetInfo } from './http-targets.js'
-import { withFreshIdempotencyKey } from './support/fresh-key.js'
 import { cpuNanoseconds } from './support/proc-cpu.js'
+import { keyedAgentCreate, median, runRead } from './support/requests.js'
 import { startServerChild, stopServerChildren } from './support/server-child.js'
 
 const args = process.argv.slice(2)
@@ -47,20 +47,11 @@ const sides = await Promise.all(
 )
 
 function load(side: TargetInfo, duration: number): Promise<autocannon.Result> {
-  const base = {
+  return autocannon({
     url: side.url,
     connections: 50,
     duration,
-    headers: { authorization: `Bearer ${side.token}`, 'content-type': 'application/json' },
-  }
-  const body = JSON.stringify({ name: 'bench-agent', behavior: 'autonomous', capabilities: ['a'] })
-  return autocannon({
-    ...base,
-    requests: [
-      route === 'post'
-        ? withFreshIdempotencyKey({ method: 'POST', path: '/v1/agents', body })
-        : { method: 'GET', path: `/v1/runs/${side.runId}` },
-    ],
+    requests: [route === 'post' ? keyedAgentCreate(side) : runRead(side)],
   })
 }
 
@@ -80,8 +71,6 @@ for (let r = 0; r < rounds; r++) {
 }
 stopServerChildren()
 
-const median = (xs: readonly number[]) =>
-  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN
 const [a, b] = cpu as [number[], number[]]
 for (const [i, name] of ['A', 'B'].entries()) {
   const own = cpu[i] ?? []

@@ -42,8 +42,8 @@ import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
 import { competingSessions, competingSessionsWarning } from './support/competing-sessions.js'
 import { onCores, pinBenchProcess, releaseBenchProcess, releaseDatabase } from './support/cpu-pinning.js'
-import { withFreshIdempotencyKey } from './support/fresh-key.js'
 import { cpuSeconds } from './support/proc-cpu.js'
+import { keyedAgentCreate, median, runRead } from './support/requests.js'
 import { startServerChild, stopServerChild, stopServerChildren } from './support/server-child.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -196,14 +196,6 @@ async function load(t: Target, label: string, requests: Request[], warmupSeconds
   }
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
-
 /**
  * The rounds of one side as one figure: the median of req/s, CPU and p50, the worst round's p99 (a bad round is not
  * hidden from a latency target), the refusals and errors of all of them.
@@ -258,19 +250,11 @@ async function alternate(
 }
 
 function getRun(t: Target): Request[] {
-  return [{ method: 'GET', path: `/v1/runs/${t.runId}`, headers: { authorization: `Bearer ${t.token}` } }]
+  return [runRead(t)]
 }
 
 function postAgent(t: Target): Request[] {
-  const body = JSON.stringify({ name: 'bench-agent', behavior: 'autonomous', capabilities: ['a'] })
-  return [
-    withFreshIdempotencyKey({
-      method: 'POST',
-      path: '/v1/agents',
-      headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
-      body,
-    }),
-  ]
+  return [keyedAgentCreate(t)]
 }
 
 /** 500-record batches from 4 concurrent clients, each to its own connector, for a bounded number of batches. */

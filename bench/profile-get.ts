@@ -23,8 +23,8 @@ import autocannon from 'autocannon'
 import { createDatabase, type PostgresServer, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
 import { printDifference, printSummary, type Summary, summarise, type Window } from './support/cpuprofile.js'
-import { withFreshIdempotencyKey } from './support/fresh-key.js'
 import { cpuNanoseconds } from './support/proc-cpu.js'
+import { keyedAgentCreate, runRead } from './support/requests.js'
 import { ROOT, startServerChild, stopServerChild } from './support/server-child.js'
 
 const args = process.argv.slice(2)
@@ -176,21 +176,12 @@ async function load(side: Side, amount: number, record: boolean): Promise<void> 
 
 /** `amount` GETs (or keyed POSTs) from 50 connections; how many were made. */
 async function autocannonLoad(side: Side, amount: number): Promise<number> {
-  const { url, token, runId } = side.info
+  const { url } = side.info
   const r = (await autocannon({
     url,
     connections: CONNECTIONS,
     amount,
-    requests: [
-      post
-        ? withFreshIdempotencyKey({
-            method: 'POST',
-            path: '/v1/agents',
-            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ name: 'bench-agent', behavior: 'autonomous', capabilities: ['a'] }),
-          })
-        : { method: 'GET', path: `/v1/runs/${runId}`, headers: { authorization: `Bearer ${token}` } },
-    ],
+    requests: [post ? keyedAgentCreate(side.info) : runRead(side.info)],
   })) as autocannon.Result
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${side.name}: ${r.non2xx} non-2xx, ${r.errors} errors`)
   return r.requests.total
