@@ -157,13 +157,14 @@ export function ensureDestination(
   return p
 }
 
-/** Whether a Slack message says it is a test send: in its header block, its `text`, or either. */
-function saysTest(d: Delivery, where: 'header' | 'text' | 'either' = 'either'): boolean {
+/** Where a Slack message says it is a test send (`(test)`): in its header block, in its `text`. */
+function testMarks(d: Delivery): { header: boolean; text: boolean } {
   const blocks = Array.isArray(d.body?.blocks) ? d.body.blocks.map(obj) : []
   const header = obj(obj(blocks.find((b) => b.type === 'header')).text).text
-  const inHeader = typeof header === 'string' && header.includes('(test)')
-  const inText = typeof d.body?.text === 'string' && d.body.text.includes('(test)')
-  return where === 'header' ? inHeader : where === 'text' ? inText : inHeader || inText
+  return {
+    header: typeof header === 'string' && header.includes('(test)'),
+    text: typeof d.body?.text === 'string' && d.body.text.includes('(test)'),
+  }
 }
 
 /** A slack destination's sender settings, which its messages carry. */
@@ -444,7 +445,8 @@ export const destinationChecks: Check[] = [
       if (blocks.some((b) => b.type === 'actions'))
         problems.push('it carries action buttons, though the destination has no approval_buttons')
       if (!got.raw.includes(agentId)) problems.push(`the message does not name the run's agent ${agentId}`)
-      if (saysTest(got)) problems.push('it says "(test)", though its event is real')
+      const marks = testMarks(got)
+      if (marks.header || marks.text) problems.push('it says "(test)", though its event is real')
       const copies = ctx.receiver!.deliveries.filter((d) => forRun(d) && d.status < 300).length
       if (copies > 1) problems.push(`the message arrived ${copies} times`)
       const logged = await deliveredInLog(ctx, hook)
@@ -458,11 +460,11 @@ export const destinationChecks: Check[] = [
         'a test send to the slack destination',
       )
       const test = await ctx.receiver!.waitFor(
-        (d) => atTag(hook.tag)(d) && d.receivedAt >= testSent && saysTest(d, 'header'),
+        (d) => atTag(hook.tag)(d) && d.receivedAt >= testSent && testMarks(d).header,
         ctx.config.waitMs,
       )
       assert(test, 'no Slack message whose header says "(test)" arrived after a test send')
-      assert(saysTest(test, 'text'), `the test send's text does not say "(test)": ${short(test.body?.text)}`)
+      assert(testMarks(test).text, `the test send's text does not say "(test)": ${short(test.body?.text)}`)
       await secretKept(ctx, hook)
     },
   },
