@@ -62,6 +62,10 @@ export const GAPS = {
   routing: '§6 "How routing to chat and paging destinations is configured: not shown"',
   keyQuotas:
     '§8 lists pagination, idempotency, rate limits and priority (how many stream connections and topics one key may hold open is not shown)',
+  awaitingApprovalBody:
+    '§6 "Delivery body of `run.awaiting_approval`" lists its fields (whether a body may carry others, its event id among them, is not shown)',
+  workspaceQuotas:
+    '§8 lists pagination, idempotency, rate limits and priority (how many tools, webhook subscriptions and destinations a workspace may keep is not shown)',
   connectorIds:
     '§4 "POST | `/v1/grid/connectors/{id}/ingest`" (what a connector id may hold, its length and characters, is not shown)',
   toolProviders:
@@ -149,6 +153,8 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.socket-ingest-judged-like-rest': GAPS.streamMessages,
   'stream.subscriptions-per-connection': GAPS.streamMessages,
   'stream.key-quotas': GAPS.keyQuotas,
+  'quotas.room-returns': GAPS.workspaceQuotas,
+  'webhooks.awaiting-approval-body-exact': GAPS.awaitingApprovalBody,
   'graphql.ws-key-quotas': GAPS.graphql,
   'graphql.ws-rate-limited': GAPS.graphql,
   'pagination.limit-over-200-400': GAPS.overLimit,

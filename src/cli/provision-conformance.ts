@@ -93,7 +93,8 @@ export function conformanceIdentities(
     // Small quotas on what its workspace keeps (idempotency.quota-refusals): one agent, three stored Idempotency-Key
     // answers, 8 KiB for one answer. Its stored answers stay 24 hours: a later run with this identity finds them
     // full, and the check judges what it still can. And on what its key holds open (stream.key-quotas,
-    // graphql.ws-key-quotas): two stream or graphql-ws connections, three topics or subscriptions across them.
+    // graphql.ws-key-quotas): two stream or graphql-ws connections, three topics or subscriptions across them. And one
+    // tool, one webhook subscription and one destination (quotas.room-returns).
     [
       'quotaLimited',
       {
@@ -103,6 +104,9 @@ export function conformanceIdentities(
         burstLimit: ROOM_FOR_MANY_RUNS.burstLimit,
         quotas: {
           agents: 1,
+          tools: 1,
+          webhooks: 1,
+          destinations: 1,
           idempotency_keys: 3,
           idempotency_answer_bytes: 8192,
           stream_sockets_per_key: 2,

@@ -122,5 +122,31 @@ export function limitMutants(): Mutant[] {
         return res.status === 429 ? { ...edited, headers: { ...edited.headers, 'retry-after': '1' } } : edited
       },
     },
+    retiredToolsKeepRoom(),
   ]
+}
+
+/**
+ * A retired tool still counted against its workspace's tools quota (Stryker's mutant of the quota release on
+ * retirement): once a key has retired a tool, its workspace's next registration is refused as over the quota.
+ */
+function retiredToolsKeepRoom(): Mutant {
+  const retiredBy = new Set<string>()
+  const TOOL = /^\/v1\/tools\/[^/]+$/
+  return {
+    id: 'quota-retired-tool-keeps-room',
+    description: 'A retired tool still counts against the workspace’s tools quota: the room never comes back',
+    targets: ['quotas.room-returns'],
+    request(req) {
+      const key = req.headers.authorization ?? ''
+      if (req.method === 'DELETE' && TOOL.test(pathOnly(req.path))) retiredBy.add(key)
+      if (req.method === 'POST' && pathOnly(req.path) === '/v1/tools' && retiredBy.has(key))
+        return errorAnswer(403, 'quota_exceeded', 'The active tools quota is 1 and 1 is used', {
+          quota: 'tools',
+          limit: 1,
+          used: 1,
+        })
+      return req
+    },
+  }
 }

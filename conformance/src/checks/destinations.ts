@@ -33,10 +33,15 @@ import { batch } from './ingest.js'
 import { decided } from './outcomes.js'
 import { atTag, receiverUrl } from './webhooks.js'
 
+/** Whether the deployment serves /v1/destinations (chat, paging and downstream destinations, §6's gap). */
+export async function servesDestinations(ctx: CheckContext): Promise<boolean> {
+  const probe = await ctx.http.get('/v1/destinations')
+  return probe.status !== 404 && probe.status !== 405
+}
+
 /** Skips the check where the deployment serves no /v1/destinations. */
 export async function skipWithoutDestinations(ctx: CheckContext): Promise<void> {
-  const probe = await ctx.http.get('/v1/destinations')
-  if (probe.status === 404 || probe.status === 405)
+  if (!(await servesDestinations(ctx)))
     skip('the deployment has no /v1/destinations (no chat, paging or downstream destinations declared)')
 }
 

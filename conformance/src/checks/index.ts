@@ -15,6 +15,7 @@ import { ingestRuleChecks } from './ingestrules.js'
 import { notificationChecks } from './notifications.js'
 import { outcomeChecks } from './outcomes.js'
 import { paginationChecks } from './pagination.js'
+import { quotaChecks } from './quotas.js'
 import { rateLimitChecks } from './ratelimit.js'
 import { readbackChecks } from './readback.js'
 import { resourceChecks } from './resources.js'
@@ -66,6 +67,7 @@ export const ALL_CHECKS: Check[] = [
   ...scopingChecks,
   ...tenancyChecks,
   ...idempotencyChecks,
+  ...quotaChecks,
   ...validationChecks,
   ...ingestChecks,
   ...ingestRuleChecks,
