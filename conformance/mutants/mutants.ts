@@ -393,6 +393,18 @@ export function createMutants(): Mutant[] {
       },
     },
     {
+      id: 'awaiting-delivery-extra-fields',
+      description:
+        'run.awaiting_approval deliveries carry the event’s whole data (task_id beside spec §6’s fields), not the body the reference keeps to',
+      targets: ['webhooks.awaiting-approval-body-exact'],
+      run: ['webhooks.subscribe', 'webhooks.awaiting-approval-body'],
+      delivery(req) {
+        const body = JSON.parse(req.body) as Json
+        if (body.event !== 'run.awaiting_approval') return req
+        return { ...req, body: JSON.stringify({ ...body, task_id: null }) }
+      },
+    },
+    {
       id: 'stream-open-without-token',
       description: 'The stream upgrade is accepted without a bearer token (it acts as the primary identity)',
       targets: ['stream.requires-token'],

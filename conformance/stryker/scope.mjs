@@ -94,19 +94,21 @@ export const CHECKS = {
     'authz.gate-decisions-recorded',
   ],
   // scoping.tool-404: the one check that reads a tool that does not exist (ToolService.get's 404).
+  // quotas.room-returns: a retired tool gives its room back.
   '§1, §2 policy gate and tool bindings': [
     'tools',
     'authz',
     'runs',
     'readback.tool-fields-everywhere',
     'scoping.tool-404',
+    'quotas',
   ],
   '§2, §4 ingestion and lineage': ['ingest', 'stream', 'tenancy.connector-id-per-workspace', 'validation'],
   '§6 events': ['webhooks', 'stream', 'destinations', 'readback.awaiting-approval-event', 'graphql'],
   // scoping.webhook-404: a subscription read from another workspace and an unknown one (WebhookService.get);
   // surface.extension-operations: the subscription list, redelivery and rotation of an unknown subscription;
   // tools.provider-calls: the outbound client's answers no delivery makes (a call past its timeout, an answer
-  // read whole or cut), through the http tool that shares it.
+  // read whole or cut), through the http tool that shares it. quotas.room-returns: a deleted subscription's room.
   '§5.5, §6 webhook outbox, signing, retries': [
     'webhooks',
     'destinations',
@@ -114,9 +116,11 @@ export const CHECKS = {
     'scoping.webhook-404',
     'surface.extension-operations',
     'tools.provider-calls',
+    'quotas',
   ],
-  // The destinations' own checks, and the GraphQL forms of their operations (create, update, test, deliveries).
-  '§6 destinations: chat, paging, event bus': ['destinations', 'graphql.webhooks-and-destinations'],
+  // The destinations' own checks, the GraphQL forms of their operations (create, update, test, deliveries), and the
+  // room a deleted destination gives back (quotas.room-returns).
+  '§6 destinations: chat, paging, event bus': ['destinations', 'graphql.webhooks-and-destinations', 'quotas'],
   // `validation` for the sweep: without an error answer in the run, sweep.error-envelope-everywhere and
   // sweep.ratelimit-headers-everywhere have nothing to judge and fail, against the clean reference too.
   '§4 stream': ['stream', 'ingest', 'tenancy.connector-id-per-workspace', 'validation'],

@@ -824,6 +824,11 @@ export const graphqlSurfaceChecks: Check[] = [
         sameJson(literalRest.input_schema, wantSchema) && sameJson(withLiteral.input_schema, wantSchema),
         `a JSON literal input_schema reads ${short(literalRest.input_schema)} over REST and ${short(withLiteral.input_schema)} through GraphQL`,
       )
+      // Registered without `idempotent`: not idempotent, as REST's registration defaults it (the contract's default).
+      assert(
+        literalRest.idempotent === false,
+        `a tool registered through GraphQL without idempotent reads idempotent ${short(literalRest.idempotent)} over REST, not false`,
+      )
       const toolQuery = `query($id: ID!) { tool(id: $id) { ${TOOL_FIELDS.filter((f) => f !== 'policy_binding').join(' ')} policy_binding { envelope required_scopes } } }`
       sameFields(
         answered(await gql(ctx.http, url, toolQuery, { id: toolId }), 'tool', 'tool(id)'),

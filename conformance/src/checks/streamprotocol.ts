@@ -462,10 +462,24 @@ async function ingestOver(s: Stream, ref: string, connector: string, records: un
   return s.next((m) => m.ref === ref && (m.type === 'ingested' || m.type === 'error'), wait)
 }
 
+/** The reference's largest request body (AGENTOPS_MAX_BODY_BYTES' default). */
+const FULL_REST_BODY = 1024 * 1024
+
+/** 100 records whose REST body (`{"records":[...]}`) is exactly `bytes` long (ASCII, so bytes are characters). */
+function fullBatch(ctx: CheckContext, bytes: number): Json[] {
+  const records = batch(ctx, 100)
+  const size = () => JSON.stringify({ records }).length
+  const pad = Math.floor((bytes - size()) / records.length)
+  for (const r of records) (r.body as Json).text = `${String((r.body as Json).text)} ${'x'.repeat(pad - 1)}`
+  const last = records[records.length - 1]!.body as Json
+  last.text = `${String(last.text)}${'y'.repeat(bytes - size())}`
+  return records
+}
+
 streamMessageRulesChecks.push({
   id: 'stream.socket-ingest-judged-like-rest',
   title:
-    'A batch sent over the stream is judged like the REST batch: refused without ingest:write (policy_denied), over the record limit with the REST refusal’s code, and a partly bad batch answered with its counts, rejections and lineage_root, its ref and connector id echoed',
+    'A batch sent over the stream is judged like the REST batch: refused without ingest:write (policy_denied), taken from a key holding it as ingest:*, taken when as large as REST takes, over the record limit with the REST refusal’s code, and a partly bad batch answered with its counts, rejections and lineage_root, its ref and connector id echoed',
   level: 'profile',
   clauses: ['S1.6', 'S7.2'],
   async run(ctx) {
@@ -499,6 +513,22 @@ streamMessageRulesChecks.push({
         n.close()
       }
     }
+    // A key that holds ingest:write through its family's wildcard (the second workspace's key holds every family as
+    // `family:*`) is taken, as REST takes it.
+    const wildcard = ctx.config.tokens.secondWorkspace
+    if (wildcard) {
+      const w = await openStream(ctx, wildcard)
+      if (!w) fail('the second workspace token could not open the stream')
+      try {
+        const taken = await ingestOver(w, 'r-wildcard', connector, batch(ctx, 1), wait)
+        assert(
+          taken?.type === 'ingested' && taken.accepted === 1,
+          `a batch over the stream from the second workspace's key (every family as a wildcard, ingest:* among them) answered ${short(taken)}, not ingested`,
+        )
+      } finally {
+        w.close()
+      }
+    } else ctx.partial(`the wildcard key part did not run: no ${tokenName('secondWorkspace')} given`)
     const s = await openStream(ctx, ctx.config.tokens.primary)
     if (!s) fail('the stream refused the primary token')
     try {
@@ -513,6 +543,14 @@ streamMessageRulesChecks.push({
       assert(
         over?.type === 'error' && (over.error as Json | undefined)?.code === restCode,
         `a batch of 501 records over the stream answered ${short(over)}, not the REST refusal's ${restCode}`,
+      )
+      // A batch as large as REST takes (its REST body 40 bytes under the reference's 1 MiB, AGENTOPS_MAX_BODY_BYTES'
+      // default) is taken over the stream too, though the message around it (type, connector id, ref) passes 1 MiB.
+      const full = fullBatch(ctx, FULL_REST_BODY - 40)
+      const fullOver = await ingestOver(s, 'r-full', connector, full, wait)
+      assert(
+        fullOver?.type === 'ingested' && fullOver.accepted === full.length,
+        `a batch whose REST body is ${FULL_REST_BODY - 40} bytes, sent over the stream, answered ${short(fullOver)}${s.ws.readyState === s.ws.OPEN ? '' : ` and the connection closed (${s.ws.readyState})`}, not ingested`,
       )
       // More batches than may wait at once (16), each sent once the one before is answered: none is refused.
       for (let i = 0; i < 17; i++) {

@@ -209,6 +209,7 @@ export const toolCallChecks: Check[] = [
           const d = r.failedDetail
           expect(
             r.run.status === 'failed' &&
+              d.provider === 'http' &&
               ((d.violation === 'private_address' &&
                 d.host === '127.0.0.1' &&
                 String(d.reason).includes('private')) ||
@@ -341,6 +342,14 @@ export const toolCallChecks: Check[] = [
           'output_schema',
         ],
         ['an invalid input_schema', { provider: 'builtin:echo', input_schema: { type: 7 } }, 'input_schema'],
+        [
+          'an input_schema referring to a schema by a urn that holds an http URL',
+          {
+            provider: 'builtin:echo',
+            input_schema: { $ref: 'urn:conformance:https://schemas.example.com/conformance/in.json' },
+          },
+          'input_schema',
+        ],
         [
           'an input_schema referring to a relative schema',
           { provider: 'builtin:echo', input_schema: { $ref: 'other.json' } },

@@ -99,19 +99,23 @@ export const toolChecks: Check[] = [
   },
   {
     id: 'tools.schema-ids-stand-alone',
-    title: 'Two tools may carry the same JSON Schema, $id and all: each registration stands alone',
+    title:
+      'Tools may carry the same JSON Schema $id, with the very same schema or another: each registration stands alone',
     level: 'core',
     clauses: ['S2.7'],
     async run(ctx) {
       // §2: input_schema is "A JSON schema": one with an $id is one, and a second tool with the very same schema
       // (no ambiguity: same $id, same content) is as valid as the first. A validator that keeps every $id it
-      // compiled across registrations refuses it.
-      const schema = {
-        $id: `https://schemas.example.com/conformance/${ctx.name('shared')}.json`,
-        type: 'object',
-        properties: { q: { type: 'string' } },
-      }
-      for (const which of ['first', 'second']) {
+      // compiled across registrations refuses it. A third tool's schema says something else under the same $id: a
+      // schema's $id names it within its own document, and one tool's schema is no part of another's.
+      const $id = `https://schemas.example.com/conformance/${ctx.name('shared')}.json`
+      const same = { $id, type: 'object', properties: { q: { type: 'string' } } }
+      const other = { $id, type: 'object', properties: { q: { type: 'number' } } }
+      for (const [which, schema] of [
+        ['first', same],
+        ['second', same],
+        ['third', other],
+      ] as const) {
         const name = ctx.name(`tool-sid-${which}`)
         const res = await ctx.http.post('/v1/tools', {
           name,
@@ -122,7 +126,11 @@ export const toolChecks: Check[] = [
         })
         const id = toolId(res.body)
         if (id) ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
-        expectStatus(res, [200, 201], `registering the ${which} tool with input_schema $id ${schema.$id}`)
+        expectStatus(
+          res,
+          [200, 201],
+          `registering the ${which} tool with input_schema $id ${$id}${schema === other ? ' (another schema under it)' : ''}`,
+        )
       }
     },
   },

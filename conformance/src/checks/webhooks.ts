@@ -245,6 +245,19 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
   return p
 }
 
+/** Spec §6: the run.awaiting_approval delivery body's fields. */
+const AWAITING_APPROVAL_FIELDS = [
+  'event',
+  'ts',
+  'run_id',
+  'agent_id',
+  'step_id',
+  'queue',
+  'reason',
+  'payload_preview',
+  'signature',
+]
+
 export const webhookChecks: Check[] = [
   {
     id: 'webhooks.subscribe',
@@ -359,7 +372,7 @@ export const webhookChecks: Check[] = [
     clauses: ['S1.8', 'S3.5', 'S6.4'],
     async run(ctx) {
       const { body } = await deliveryFor(ctx, 'run.awaiting_approval')
-      for (const f of ['event', 'ts', 'run_id', 'agent_id', 'step_id', 'queue', 'reason', 'signature']) {
+      for (const f of AWAITING_APPROVAL_FIELDS.filter((f) => f !== 'payload_preview')) {
         assert(typeof body[f] === 'string', `field ${f} is missing or not a string in ${short(body)}`)
       }
       assert(body.event === 'run.awaiting_approval', `event is ${String(body.event)}`)
@@ -368,6 +381,21 @@ export const webhookChecks: Check[] = [
       assert(
         preview !== null && typeof preview === 'object' && !Array.isArray(preview),
         'payload_preview is not an object',
+      )
+    },
+  },
+  {
+    id: 'webhooks.awaiting-approval-body-exact',
+    title: 'The run.awaiting_approval delivery carries spec §6’s fields and the event’s id, nothing more',
+    level: 'profile',
+    clauses: ['S6.4'],
+    async run(ctx) {
+      const { body } = await deliveryFor(ctx, 'run.awaiting_approval')
+      const listed = new Set([...AWAITING_APPROVAL_FIELDS, 'id'])
+      const extra = Object.keys(body).filter((k) => !listed.has(k))
+      assert(
+        extra.length === 0,
+        `the body carries ${extra.join(', ')} besides spec §6's fields: ${short(body)}`,
       )
     },
   },
