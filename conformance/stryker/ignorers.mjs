@@ -7,7 +7,7 @@
  *   src/domain/failure-log.ts) or the console, and a callback that only makes such a call. What the server logs is
  *   no answer of the API: no spec statement is about it.
  * - `telemetry`: a call that feeds the server's metrics (`telemetry.changed(...)`, `metrics?.messageSent()`,
- *   `ports.telemetry?.readFrom(...)`). Prometheus figures are the reference's operations profile, never an answer
+ *   `ports.telemetry?.readFrom(...)`), and an `if` whose only work is such calls (`if (telemetry) {...}`). Prometheus figures are the reference's operations profile, never an answer
  *   of the API: no spec statement is about them.
  * - `not-found-words`: the resource a 404's message names (`notFound('Agent')` says "Agent not found"): §7 makes
  *   `error.message` human-readable text and no more, and emptied the word still leaves " not found" to read.
@@ -43,20 +43,48 @@ function chain(node) {
 
 const isCall = (n) => n?.type === 'CallExpression' || n?.type === 'OptionalCallExpression'
 
-/** `failures.error(...)`, `this.failures.error(...)`, `bound.failures.error(...)`, `console.error(...)`. */
+/**
+ * `failures.error(...)`, `this.failures.error(...)`, `bound.failures.error(...)`, `console.error(...)`, and a log
+ * chosen on the spot: `(this.options.failures ?? CONSOLE_FAILURE_LOG).error(...)`.
+ */
 function isLogCall(n) {
   if (!isCall(n)) return false
-  const names = chain(n.callee)
+  const callee = n.callee
+  if (
+    (callee.type === 'MemberExpression' || callee.type === 'OptionalMemberExpression') &&
+    !callee.computed &&
+    callee.property.type === 'Identifier' &&
+    callee.property.name === 'error' &&
+    callee.object.type === 'LogicalExpression' &&
+    chain(callee.object.left).at(-1) === 'failures'
+  )
+    return true
+  const names = chain(callee)
   const [method, owner] = [names.at(-1), names.at(-2)]
   if (owner === 'failures' && method === 'error') return true
   return names.length === 2 && owner === 'console' && ['error', 'warn', 'log', 'info'].includes(method)
 }
 
-/** A call on the server's telemetry: `telemetry.x(...)`, `this.telemetry.x(...)`, `metrics?.x(...)`. */
+/**
+ * A call on the server's telemetry: `telemetry.x(...)`, `this.telemetry.x(...)`, `metrics?.x(...)`, and the lease
+ * counter `leases?.takenOver(...)` (LeaseTelemetry).
+ */
 function isMetricCall(n) {
   if (!isCall(n)) return false
   const names = chain(n.callee)
+  if (names.length >= 2 && names.at(-2) === 'leases' && names.at(-1) === 'takenOver') return true
   return names.length >= 2 && ['telemetry', 'metrics'].includes(names.at(-2))
+}
+
+/**
+ * A statement that only feeds the metrics: a metric call, a block of such statements, or an `if` without `else`
+ * around one (`if (telemetry) { telemetry.attempted(...) }`): its condition decides nothing but what is counted.
+ */
+function isMetricOnlyStatement(n) {
+  if (n?.type === 'ExpressionStatement') return isMetricCall(n.expression)
+  if (n?.type === 'BlockStatement') return n.body.length > 0 && n.body.every(isMetricOnlyStatement)
+  if (n?.type === 'IfStatement') return !n.alternate && isMetricOnlyStatement(n.consequent)
+  return false
 }
 
 /** A function whose whole body is one such call: `(err) => failures.error({ err }, '...')`. */
@@ -84,7 +112,13 @@ function callIgnorer(test, reason) {
 
 export const failureLogIgnorer = callIgnorer(isLogCall, LOG_REASON)
 
-export const telemetryIgnorer = callIgnorer(isMetricCall, METRIC_REASON)
+const metricCalls = callIgnorer(isMetricCall, METRIC_REASON)
+
+export const telemetryIgnorer = {
+  shouldIgnore(path) {
+    return isMetricOnlyStatement(path.node) ? METRIC_REASON : metricCalls.shouldIgnore(path)
+  },
+}
 
 const WORDS_REASON =
   "the resource a 404's message names: §7 makes error.message human-readable text and no more (the message stays non-empty)"

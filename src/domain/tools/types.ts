@@ -18,3 +18,6 @@ export interface ToolRecord {
   createdAt: number
   retiredAt: number | null
 }
+
+/** A tool as registered: active, so its status and retirement are the store's to set, not the caller's. */
+export type NewTool = Omit<ToolRecord, 'seq' | 'status' | 'retiredAt'>

@@ -1,6 +1,6 @@
 import type { Slice } from '../../domain/pagination.js'
 import type { ToolRepository } from '../../domain/tools/ports.js'
-import type { PolicyBinding, ToolRecord } from '../../domain/tools/types.js'
+import type { NewTool, PolicyBinding, ToolRecord } from '../../domain/tools/types.js'
 import { fromJson, type Queryable, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 
@@ -47,7 +47,7 @@ export class ToolRepo implements ToolRepository {
   }
 
   /** Returns undefined when an active tool of that name exists (the unique index on active names decides). */
-  async insertIfNameFree(t: Omit<ToolRecord, 'seq'>): Promise<ToolRecord | undefined> {
+  async insertIfNameFree(t: NewTool): Promise<ToolRecord | undefined> {
     const row = await this.db.one<ToolRow>(
       `INSERT INTO tools (id, workspace_id, name, provider, input_schema, output_schema, policy_binding, idempotent,
          config, status, active_name, created_at, retired_at)
