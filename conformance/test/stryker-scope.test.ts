@@ -103,6 +103,20 @@ describe('conformance:stryker selection', () => {
     expect(counts[1]).toBeGreaterThan(0)
   })
 
+  /** The mutants StrykerJS places in `source` under the project's ignorers, by line (1: the source's first). */
+  async function mutantsByLine(source: string) {
+    const { mutants } = await new Instrumenter(quiet).instrument(
+      [{ name: 'f.ts', content: source, mutate: true }],
+      {
+        plugins: null,
+        excludedMutations: [],
+        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
+        noHeader: true,
+      },
+    )
+    return (n: number) => mutants.filter((m) => m.location.start.line === n - 1)
+  }
+
   it('the ignorers leave out log lines, metric calls and a 404 message’s words, with their reason, and nothing else', async () => {
     const source = [
       'export function f(failures: any, telemetry: any, metrics: any, notFound: any, a: number) {',
@@ -114,16 +128,7 @@ describe('conformance:stryker selection', () => {
       "  return a > 1 ? 'big' : 'small'",
       '}',
     ].join('\n')
-    const { mutants } = await new Instrumenter(quiet).instrument(
-      [{ name: 'f.ts', content: source, mutate: true }],
-      {
-        plugins: null,
-        excludedMutations: [],
-        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
-        noHeader: true,
-      },
-    )
-    const line = (n: number) => mutants.filter((m) => m.location.start.line === n - 1)
+    const line = await mutantsByLine(source)
     for (const n of [2, 3, 4, 5]) {
       expect(line(n).length, `line ${n}`).toBeGreaterThan(0)
       for (const m of line(n)) expect(m.status, `line ${n}`).toBe('Ignored')
@@ -155,16 +160,7 @@ describe('conformance:stryker selection', () => {
       '  return a',
       '}',
     ].join('\n')
-    const { mutants } = await new Instrumenter(quiet).instrument(
-      [{ name: 'g.ts', content: source, mutate: true }],
-      {
-        plugins: null,
-        excludedMutations: [],
-        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
-        noHeader: true,
-      },
-    )
-    const line = (n: number) => mutants.filter((m) => m.location.start.line === n - 1)
+    const line = await mutantsByLine(source)
     for (const n of [2, 3, 4, 5, 6]) {
       expect(line(n).length, `line ${n}`).toBeGreaterThan(0)
       for (const m of line(n)) expect(m.status, `line ${n}`).toBe('Ignored')
