@@ -7,8 +7,9 @@
  *   src/domain/failure-log.ts) or the console, and a callback that only makes such a call. What the server logs is
  *   no answer of the API: no spec statement is about it.
  * - `telemetry`: a call that feeds the server's metrics (`telemetry.changed(...)`, `metrics?.messageSent()`,
- *   `ports.telemetry?.readFrom(...)`), and an `if` whose only work is such calls (`if (telemetry) {...}`). Prometheus figures are the reference's operations profile, never an answer
- *   of the API: no spec statement is about them.
+ *   `ports.telemetry?.readFrom(...)`), and an `if` whose only work is such calls (`if (telemetry) {...}`).
+ *   Prometheus figures are the reference's operations profile, never an answer of the API: no spec statement is
+ *   about them.
  * - `not-found-words`: the resource a 404's message names (`notFound('Agent')` says "Agent not found"): §7 makes
  *   `error.message` human-readable text and no more, and emptied the word still leaves " not found" to read.
  *
@@ -22,7 +23,10 @@ const LOG_REASON =
 const METRIC_REASON =
   "a metric: the server's Prometheus figures are its operations profile, never an answer of the API (no spec statement is about them)"
 
-/** The names a member chain passes through, outermost last: `this.options.telemetry?.messageSent` -> [this, options, telemetry, messageSent]. */
+/**
+ * The names a member chain passes through, outermost last:
+ * `this.options.telemetry?.messageSent` -> [this, options, telemetry, messageSent].
+ */
 function chain(node) {
   const names = []
   let n = node
@@ -43,23 +47,10 @@ function chain(node) {
 
 const isCall = (n) => n?.type === 'CallExpression' || n?.type === 'OptionalCallExpression'
 
-/**
- * `failures.error(...)`, `this.failures.error(...)`, `bound.failures.error(...)`, `console.error(...)`, and a log
- * chosen on the spot: `(this.options.failures ?? CONSOLE_FAILURE_LOG).error(...)`.
- */
+/** `failures.error(...)`, `this.failures.error(...)`, `bound.failures.error(...)`, `console.error(...)`. */
 function isLogCall(n) {
   if (!isCall(n)) return false
-  const callee = n.callee
-  if (
-    (callee.type === 'MemberExpression' || callee.type === 'OptionalMemberExpression') &&
-    !callee.computed &&
-    callee.property.type === 'Identifier' &&
-    callee.property.name === 'error' &&
-    callee.object.type === 'LogicalExpression' &&
-    chain(callee.object.left).at(-1) === 'failures'
-  )
-    return true
-  const names = chain(callee)
+  const names = chain(n.callee)
   const [method, owner] = [names.at(-1), names.at(-2)]
   if (owner === 'failures' && method === 'error') return true
   return names.length === 2 && owner === 'console' && ['error', 'warn', 'log', 'info'].includes(method)

@@ -144,7 +144,7 @@ describe('conformance:stryker selection', () => {
     for (const m of line(7)) expect(m.status).toBeUndefined()
   })
 
-  it('the ignorers also leave out a log chosen on the spot, the lease counter and an if whose only work is metrics, but not an if that does more', async () => {
+  it('the ignorers also leave out the lease counter and an if whose only work is metrics, but not an if that does more, nor a log chosen on the spot', async () => {
     const source = [
       'export function g(options: any, telemetry: any, CONSOLE: any, a: number, b: string) {',
       "  ;(options.failures ?? CONSOLE).error({ err: a }, 'attempt failed')",
@@ -161,12 +161,13 @@ describe('conformance:stryker selection', () => {
       '}',
     ].join('\n')
     const line = await mutantsByLine(source)
-    for (const n of [2, 3, 4, 5, 6]) {
+    for (const n of [3, 4, 5, 6]) {
       expect(line(n).length, `line ${n}`).toBeGreaterThan(0)
       for (const m of line(n)) expect(m.status, `line ${n}`).toBe('Ignored')
     }
-    expect(line(2)[0]!.statusReason).toMatch(/a log line/)
     expect(line(3)[0]!.statusReason).toMatch(/a metric/)
+    // Which log a call picks is judged: the `??` may choose one that throws. The reference picks it once, beforehand.
+    expect(line(2).filter((m) => m.status === undefined).length).toBeGreaterThan(0)
     // An if that also changes state stays judged, its metric call apart.
     expect(line(8).filter((m) => m.status === undefined).length).toBeGreaterThan(0)
     for (const m of line(9)) expect(m.status).toBe('Ignored')

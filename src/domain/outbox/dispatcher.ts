@@ -160,6 +160,8 @@ export class OutboxDispatcher<T extends OutboxTarget> {
   private readonly outcomes: OutcomeWriter
   /** Looks for due rows when a retry scheduled here comes due, rather than at the next poll. */
   private readonly retries: RetryAlarm
+  /** Where failures nobody waits for are logged: the options' log, else standard error. */
+  private readonly failures: FailureLog
 
   constructor(
     private readonly db: Db,
@@ -170,6 +172,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     private readonly options: DispatcherOptions<T>,
   ) {
     this.outcomes = new OutcomeWriter(deliveries, this.owner)
+    this.failures = options.failures ?? CONSOLE_FAILURE_LOG
     this.retries = new RetryAlarm(
       // Stryker disable next-line BooleanLiteral: a speed path: looking for more than a wake-up needs costs a read, never an answer
       () => this.wake({ fanOut: false, due: true }),
@@ -240,7 +243,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       } while (this.again && this.running)
     })()
       .catch((err: unknown) =>
-        (this.options.failures ?? CONSOLE_FAILURE_LOG).error(
+        this.failures.error(
           { err },
           `${this.channel.noun} dispatch pass failed`,
         ),
@@ -354,7 +357,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       const attempt = this.attempt(row, targets.get(row.webhookId))
         // An outcome the store did not take leaves the row leased: it is sent again once the lease lapses.
         .catch((err: unknown) =>
-          (this.options.failures ?? CONSOLE_FAILURE_LOG).error(
+          this.failures.error(
             { err, deliveryId: row.id },
             `${this.channel.noun} attempt's outcome was not recorded`,
           ),
