@@ -15,8 +15,9 @@
  * --runner       switch (the default): one reference server per worker, the mutant switched inside it
  *                (switch-runner.mjs); command: a fresh reference, suite and key-issuing process per mutant
  *                (suite.mjs through Stryker's command runner), the slow way kept to compare against
- * --concurrency N Stryker workers (default: twice the machine's CPUs): a mutant run mostly waits (for the server's
- *                retries, the stream's frames, a run's steps), so two per CPU keep the CPUs busy
+ * --concurrency N Stryker workers (default: three per CPU): a mutant run mostly waits (for the server's retries,
+ *                the stream's frames, a run's steps); two per CPU left about a third of the CPU time idle, and four
+ *                per CPU ended no sooner than three
  * --postgres URL the reference on PostgreSQL instead of SQLite: URL is a server's admin URL (database `postgres`);
  *                each worker's server gets a database of its own there, dropped at its end. The code a store with
  *                shared counters takes (the rate-limit step's count alongside a read) runs only there.
@@ -152,7 +153,7 @@ mkdirSync(suiteReports, { recursive: true })
 process.env.STRYKER_SUITE_REPORTS = suiteReports
 
 /** Workers: a mutant run mostly waits on the server's own clock, so two per CPU keep the CPUs busy. */
-const concurrency = Number(values.concurrency ?? 2 * availableParallelism())
+const concurrency = Number(values.concurrency ?? 3 * availableParallelism())
 /** The pace of the last run over this scope with as many workers that reached its end (pace.mjs). */
 const guidePath = guideFile(out, mutate, concurrency)
 const guide = values.incremental === true ? undefined : readGuide(guidePath)
