@@ -151,6 +151,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'webhooks.gives-up-after-max-attempts': GAPS.receiverSuccess,
   'stream.bad-messages-refused': GAPS.streamMessages,
   'stream.socket-ingest-judged-like-rest': GAPS.streamMessages,
+  'stream.socket-ingest-rate-limited': GAPS.streamMessages,
   'stream.subscriptions-per-connection': GAPS.streamMessages,
   'stream.key-quotas': GAPS.keyQuotas,
   'quotas.room-returns': GAPS.workspaceQuotas,

@@ -146,6 +146,18 @@ export function ingestionMutants(): Mutant[] {
       },
     },
     {
+      id: 'stream-ingest-not-rate-limited',
+      description:
+        "A batch sent over the stream never counts against the workspace's rate limit: past it, each is still taken",
+      targets: ['stream.socket-ingest-rate-limited'],
+      streamMessage(message) {
+        // The deployment answers the batch the rate limit refused, as one that never counted it would.
+        if (message.type !== 'error' || (message.error as Json | undefined)?.code !== 'rate_limited')
+          return message
+        return { type: 'ingested', ref: message.ref, accepted: 1, rejected: 0, rejections: [] }
+      },
+    },
+    {
       id: 'stream-topics-without-bound',
       description:
         'A connection takes any number of topics: the one past the quota is acknowledged like the others',

@@ -10,12 +10,14 @@
  */
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
-import type { Json } from '../fixtures.js'
+import { expectStatus, type Json } from '../fixtures.js'
 import { obj } from '../http.js'
+import { rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
+import { LIMITED_LANE } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
 
 type Stream = NonNullable<Awaited<ReturnType<typeof openStream>>>
@@ -585,6 +587,56 @@ streamMessageRulesChecks.push({
       )
     } finally {
       s.close()
+    }
+  },
+})
+
+streamMessageRulesChecks.push({
+  id: 'stream.socket-ingest-rate-limited',
+  lane: LIMITED_LANE,
+  title:
+    "A batch sent over the stream counts against its workspace's rate limit as a REST batch does: past it, a batch is answered an error rate_limited and the socket stays open",
+  level: 'profile',
+  clauses: ['S1.6', 'S8.5', 'S8.9'],
+  async run(ctx) {
+    // §8 scopes the rate limit per workspace and §1 makes the socket a way in for ingestion like REST; whether a
+    // socket's messages count is the profile's (§4's messages are "not shown"): the reference counts each batch.
+    const token = ctx.config.tokens.rateLimited
+    if (!token) skip(`no ${tokenName('rateLimited')} given`)
+    // An HTTP read first, paced by the workspace's headers as every request is: it has room now, and its tightest
+    // window names how much.
+    const probe = await ctx.as('rateLimited').get('/v1/agents?limit=1')
+    expectStatus(probe, 200, 'GET /v1/agents?limit=1 with the small-limit token')
+    const limits = rateWindows(probe.headers, ctx.config.rateLimitHeaders).map((w) => w.limit ?? 20)
+    // Past the window's quota twice over: a window that reopens once meanwhile still runs out.
+    const most = Math.min(50, 2 * Math.min(20, ...limits) + 2)
+    const s = await openStream(ctx, token)
+    if (!s) fail('the stream refused the small-limit token')
+    try {
+      const connector = ctx.name('conn-sock-limited')
+      let refusal: Json | undefined
+      let taken = 0
+      for (let i = 0; i < most && !refusal; i++) {
+        const answer = await ingestOver(s, `r-limited-${i}`, connector, batch(ctx, 1), ctx.config.waitMs)
+        if (!answer)
+          fail(`batch ${i + 1} over the stream was answered nothing within ${ctx.config.waitMs} ms`)
+        if (answer.type === 'error') refusal = answer
+        else taken += 1
+      }
+      if (!refusal)
+        fail(
+          `${most} batches over one stream socket of the small-limit workspace were all taken: none counted against its rate limit`,
+        )
+      assert(
+        obj(refusal.error).code === 'rate_limited',
+        `after ${taken} batches taken, one was refused with ${short(refusal)}, not rate_limited`,
+      )
+      assert(
+        s.ws.readyState === s.ws.OPEN,
+        `the socket closed after a rate-limited batch (state ${s.ws.readyState})`,
+      )
+    } finally {
+      s.ws.terminate()
     }
   },
 })
