@@ -158,6 +158,19 @@ export function ingestionMutants(): Mutant[] {
       },
     },
     {
+      id: 'stream-ingest-pending-unbounded',
+      description:
+        'A connection queues any number of batches: the one past the 16 that may wait for their answer is taken too',
+      targets: ['stream.socket-ingest-judged-like-rest'],
+      streamMessage(message) {
+        // The refusal of a batch past the pending bound (rate_limited, detail.limit 16), answered as taken.
+        const error = message.error as Json | undefined
+        const detail = error?.detail as Json | undefined
+        if (message.type !== 'error' || error?.code !== 'rate_limited' || detail?.limit !== 16) return message
+        return { type: 'ingested', ref: message.ref, accepted: 1, rejected: 0, rejections: [] }
+      },
+    },
+    {
       id: 'stream-topics-without-bound',
       description:
         'A connection takes any number of topics: the one past the quota is acknowledged like the others',

@@ -571,7 +571,11 @@ const waitingChecks: Check[] = [
  * burst whose last requests arrive after its window rolled over uses up the next window too, so a read after the wait
  * may meet one more refusal.
  */
-async function getWhenOpen(ctx: CheckContext, path: string, refusal?: HttpResponse): Promise<HttpResponse> {
+export async function getWhenOpen(
+  ctx: CheckContext,
+  path: string,
+  refusal?: HttpResponse,
+): Promise<HttpResponse> {
   const limited = ctx.as('rateLimited')
   let closed = refusal
   for (let attempt = 0; attempt < 3; attempt++) {

@@ -17,7 +17,7 @@ import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
-import { LIMITED_LANE } from './ratelimit.js'
+import { getWhenOpen, LIMITED_LANE } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
 
 type Stream = NonNullable<Awaited<ReturnType<typeof openStream>>>
@@ -481,7 +481,7 @@ function fullBatch(ctx: CheckContext, bytes: number): Json[] {
 streamMessageRulesChecks.push({
   id: 'stream.socket-ingest-judged-like-rest',
   title:
-    'A batch sent over the stream is judged like the REST batch: refused without ingest:write (policy_denied), taken from a key holding it as ingest:*, taken when as large as REST takes, over the record limit with the REST refusal’s code, and a partly bad batch answered with its counts, rejections and lineage_root, its ref and connector id echoed',
+    'A batch sent over the stream is judged like the REST batch: refused without ingest:write (policy_denied), taken from a key holding it as ingest:*, taken when as large as REST takes, over the record limit with the REST refusal’s code, past the 16 that may wait refused rate_limited, and a partly bad batch answered with its counts, rejections and lineage_root, its ref and connector id echoed',
   level: 'profile',
   clauses: ['S1.6', 'S7.2'],
   async run(ctx) {
@@ -562,6 +562,43 @@ streamMessageRulesChecks.push({
           `batch ${i + 1} of 17 sent one after the other over the stream answered ${short(one)}`,
         )
       }
+      // More batches than may wait at once, sent together: each is answered by its ref, those past the 16 that may
+      // wait (docs/stream.md) refused rate_limited at once, the others taken; the connection stays open. The first
+      // is a full batch, which the server stores for a while, and the small ones sent behind it reach the server in
+      // the same reads as its end: they are all waiting at once, however fast the server stores them.
+      const BURST = 30
+      const head = fullBatch(ctx, FULL_REST_BODY - 40)
+      s.ws.send(JSON.stringify({ type: 'ingest', ref: 'r-burst-0', connector_id: connector, records: head }))
+      for (let i = 1; i < BURST; i++)
+        s.ws.send(
+          JSON.stringify({
+            type: 'ingest',
+            ref: `r-burst-${i}`,
+            connector_id: connector,
+            records: batch(ctx, 1),
+          }),
+        )
+      const answers: Json[] = []
+      for (let i = 0; i < BURST; i++) {
+        const answer = await s.next(
+          (m) => m.ref === `r-burst-${i}` && (m.type === 'ingested' || m.type === 'error'),
+          wait,
+        )
+        if (!answer)
+          fail(
+            `batch ${i + 1} of ${BURST} sent together over the stream was answered nothing within ${wait} ms`,
+          )
+        answers.push(answer)
+      }
+      const refused = answers.filter((a) => a.type === 'error')
+      assert(
+        refused.length > 0 && refused.every((a) => obj(a.error).code === 'rate_limited'),
+        `${BURST} batches sent together over one connection had ${refused.length} refused (${short(refused[0])}), not those past the 16 that may wait for their answer refused rate_limited`,
+      )
+      assert(
+        BURST - refused.length >= 16 && s.ws.readyState === s.ws.OPEN,
+        `of ${BURST} batches sent together only ${BURST - refused.length} were taken (the 16 that may wait are), or the connection closed (${s.ws.readyState})`,
+      )
       // A ref is the client's option: a batch without one is taken, and answered without one.
       s.ws.send(JSON.stringify({ type: 'ingest', connector_id: connector, records: batch(ctx, 1) }))
       const unnamed = await s.next(
@@ -603,9 +640,9 @@ streamMessageRulesChecks.push({
     // socket's messages count is the profile's (§4's messages are "not shown"): the reference counts each batch.
     const token = ctx.config.tokens.rateLimited
     if (!token) skip(`no ${tokenName('rateLimited')} given`)
-    // An HTTP read first, paced by the workspace's headers as every request is: it has room now, and its tightest
-    // window names how much.
-    const probe = await ctx.as('rateLimited').get('/v1/agents?limit=1')
+    // An HTTP read first, inside an open window (another check of the lane may have used it up over a socket,
+    // where no answer's headers pace the client): it has room now, and its tightest window names how much.
+    const probe = await getWhenOpen(ctx, '/v1/agents?limit=1')
     expectStatus(probe, 200, 'GET /v1/agents?limit=1 with the small-limit token')
     const limits = rateWindows(probe.headers, ctx.config.rateLimitHeaders).map((w) => w.limit ?? 20)
     // Past the window's quota twice over: a window that reopens once meanwhile still runs out.
