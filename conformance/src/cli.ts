@@ -319,7 +319,7 @@ export async function main(
     const selection = selectChecks(ALL_CHECKS, config.only, config.skip)
     if (selection.length === 0) throw new ConfigError('--only/--skip leave no check to run; see --list')
     // --bail: the first core failure is the answer, so the core checks go first.
-    const checks = config.bail ? coreFirst(selection) : selection
+    const checks = config.bail ? coreFirst(selection, config.first) : selection
     // --bail --strict-profile: a profile failure is the answer too; once one failed the other profile checks are
     // skipped (the core checks, all run by then, and the sweep still run, so the failure's level stays known).
     let profileFailed: string | undefined

@@ -176,6 +176,8 @@ export interface SuiteConfig extends Declarations {
   allowIncomplete: boolean
   /** The run stops at the first core failure: the checks not yet begun are skipped naming it (a mutation killer). */
   bail: boolean
+  /** With `bail`: check ids that run first within their group (core, then profile), in this order. */
+  first: string[]
   only: string[]
   /** Check id prefixes left out of the run (applied after `only`). */
   skip: string[]
@@ -450,6 +452,12 @@ export const SETTINGS: Setting[] = [
     env: 'BAIL',
     kind: 'bool',
     help: 'Stop at the first core failure: checks not yet begun are skipped naming it, the verdict is NOT CONFORMANT (for a mutation run, where one failure is the answer)',
+  },
+  {
+    flag: 'first',
+    env: 'FIRST',
+    kind: 'list',
+    help: 'With --bail: these checks (ids, comma-separated) run first within their group, core then profile, in this order (a mutation run puts the checks that killed most of its mutants first, since the first failure ends the run)',
   },
   {
     flag: 'only',
@@ -921,6 +929,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     strictProfile: bool('strict-profile'),
     allowIncomplete: bool('allow-incomplete'),
     bail: bool('bail'),
+    first: (values.get('first') as string[] | undefined) ?? [],
     only: (values.get('only') as string[] | undefined) ?? [],
     skip: (values.get('skip') as string[] | undefined) ?? [],
     prefix: `conf-${randomBytes(4).toString('hex')}-`,

@@ -67,12 +67,21 @@ export function selectChecks(checks: Check[], only: string[], skip: string[] = [
 /**
  * The order a `--bail` run takes: core checks first, so the first core failure comes before the profile checks'
  * waits, then profile checks; the sweep family (it judges every exchange of the run) last, in its own order.
- * Within each group the suite's order stands.
+ * Within each group the checks named in `first` (`--first`) come first, in its order, then the suite's order stands.
  */
-export function coreFirst(checks: Check[]): Check[] {
+export function coreFirst(checks: Check[], first: readonly string[] = []): Check[] {
+  const rank = new Map(first.map((id, i) => [id, i]))
+  const ordered = (group: Check[]) => [
+    ...group.filter((c) => rank.has(c.id)).sort((a, b) => (rank.get(a.id) ?? 0) - (rank.get(b.id) ?? 0)),
+    ...group.filter((c) => !rank.has(c.id)),
+  ]
   const sweep = checks.filter(isSweep)
   const rest = checks.filter((c) => !isSweep(c))
-  return [...rest.filter((c) => c.level === 'core'), ...rest.filter((c) => c.level !== 'core'), ...sweep]
+  return [
+    ...ordered(rest.filter((c) => c.level === 'core')),
+    ...ordered(rest.filter((c) => c.level !== 'core')),
+    ...sweep,
+  ]
 }
 
 /**

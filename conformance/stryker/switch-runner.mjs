@@ -48,6 +48,7 @@ import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
 import { addCoverage } from './coverage.mjs'
+import { KillOrder } from './kill-order.mjs'
 import { coreCouldNotRun, killers, noticed } from './noticed.mjs'
 import { CHECKS, checksFor, sectionOf, WAIT_MS } from './scope.mjs'
 import { mutantKey } from './stores.mjs'
@@ -369,6 +370,7 @@ export class ConformanceSwitchRunner {
     this.judgeOnly = judgeOnly ? new Set(JSON.parse(readFileSync(judgeOnly, 'utf8'))) : undefined
     this.runs = 0
     this.usedPorts = new Set()
+    this.killOrder = new KillOrder()
   }
 
   /** The running server's process id (a test tells a reused server from a fresh one by it). */
@@ -526,6 +528,10 @@ export class ConformanceSwitchRunner {
       // --bail in the dry run too: it orders the checks as a mutant run does (core first, then profile, the sweep
       // last), so the clean run shows the reference passing them in that order; with no core failure it runs all.
       '--bail',
+      // A mutant's run takes first the checks that killed most of its section's mutants so far (kill-order.mjs).
+      ...(mutant !== undefined && this.killOrder.first(section).length > 0
+        ? ['--first', this.killOrder.first(section).join(',')]
+        : []),
       ...(only ? ['--only', only.join(',')] : []),
       '--json',
       json,
@@ -865,7 +871,10 @@ export class ConformanceSwitchRunner {
           static: staticRun,
           stalled: 'ending the run',
         })
-        if (report && noticed(report)) return killed(killers(report))
+        if (report && noticed(report)) {
+          this.killOrder.add(section, report)
+          return killed(killers(report))
+        }
         if (!report) return killed(output)
         return {
           status: MutantRunStatus.Timeout,
@@ -881,6 +890,7 @@ export class ConformanceSwitchRunner {
       if (!report) return killed(output)
       if (!noticed(report))
         return { status: MutantRunStatus.Survived, nrOfTests: 1, unreached: !staticRun && hitCount === 0 }
+      this.killOrder.add(section, report)
       return { ...killed(killers(report)), kill: { mutant, report, server, section } }
     } catch (err) {
       // The server died under the mutant: the suite noticed, as --reference would. (After the deadline this

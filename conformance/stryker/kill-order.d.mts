@@ -1,0 +1,9 @@
+/** Types of kill-order.mjs (a plain ESM module of the mutation command). */
+export interface KillingReport {
+  results?: readonly { id: string; outcome: string }[]
+}
+
+export declare class KillOrder {
+  add(section: string | undefined, report: KillingReport | undefined): void
+  first(section: string | undefined): string[]
+}

@@ -1,0 +1,65 @@
+/** A mutant run's order: core checks, then profile, the sweep last; within a group, the checks that killed most first. */
+import { describe, expect, it } from 'vitest'
+import type { Check } from '../src/check.js'
+import { coreFirst } from '../src/runner.js'
+import { KillOrder } from '../stryker/kill-order.mjs'
+
+const check = (id: string, level: 'core' | 'profile'): Check => ({
+  id,
+  title: id,
+  level,
+  clauses: [],
+  run: async () => {},
+})
+
+describe("a --bail run's order", () => {
+  const checks = [
+    check('runs.a', 'profile'),
+    check('sweep.bodies', 'profile'),
+    check('runs.b', 'core'),
+    check('runs.c', 'core'),
+    check('runs.d', 'profile'),
+    check('runs.e', 'core'),
+  ]
+
+  it('takes core checks first, then profile ones, the sweep last, each group in the suite order', () => {
+    expect(coreFirst(checks).map((c) => c.id)).toEqual([
+      'runs.b',
+      'runs.c',
+      'runs.e',
+      'runs.a',
+      'runs.d',
+      'sweep.bodies',
+    ])
+  })
+
+  it('puts the checks --first names at the front of their own group, in its order, and nothing across groups', () => {
+    const order = coreFirst(checks, ['runs.d', 'runs.e', 'sweep.bodies', 'runs.c', 'missing.one'])
+    expect(order.map((c) => c.id)).toEqual(['runs.e', 'runs.c', 'runs.b', 'runs.d', 'runs.a', 'sweep.bodies'])
+  })
+})
+
+describe('KillOrder', () => {
+  const report = (...failed: string[]) => ({
+    results: [
+      ...failed.map((id) => ({ id, outcome: 'fail' })),
+      { id: 'runs.passed', outcome: 'pass' },
+      { id: 'runs.skipped', outcome: 'skip' },
+    ],
+  })
+
+  it("names a section's killing checks, most kills first, ties in the order they first killed, the sweep never", () => {
+    const order = new KillOrder()
+    expect(order.first('runs')).toEqual([])
+    order.add('runs', report('runs.b', 'sweep.bodies'))
+    order.add('runs', report('runs.c'))
+    order.add('runs', report('runs.c', 'runs.d'))
+    order.add('stream', report('stream.x'))
+    order.add(undefined, report('runs.z'))
+    expect(order.first('runs')).toEqual(['runs.c', 'runs.b', 'runs.d'])
+    expect(order.first('stream')).toEqual(['stream.x'])
+    order.add('runs', report('runs.b'))
+    order.add('runs', report('runs.b'))
+    expect(order.first('runs')).toEqual(['runs.b', 'runs.c', 'runs.d'])
+  })
+})
