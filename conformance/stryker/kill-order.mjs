@@ -3,7 +3,9 @@
  * failure (`--bail`, `--strict-profile`), and most mutants of a section fall to a few of its checks, so a run that
  * takes the checks that killed most of the section's mutants so far first reaches its answer sooner. The order
  * decides how soon a kill comes, never whether: core checks still all run before profile ones, and a mutant that
- * survives runs every check whatever their order. Each worker learns from its own runs.
+ * survives runs every check whatever their order. What it may change is which kill a mutant that fails profile
+ * checks only is counted as: the sweep (some of it core) judges the traffic of the checks that ran, and after the
+ * first profile failure fewer of them have. Each worker learns from its own runs.
  */
 export class KillOrder {
   constructor() {
