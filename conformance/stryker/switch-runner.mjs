@@ -511,6 +511,7 @@ export class ConformanceSwitchRunner {
       this.nats && publishes ? await this.nats.freshUrl().catch(() => this.nats.url) : this.nats?.url
     const json = join(this.reports ?? this.configDir, `${name ?? mutant ?? 'clean'}.json`)
     mkdirSync(join(json, '..'), { recursive: true })
+    const first = mutant === undefined ? [] : this.killOrder.first(section)
     const argv = [
       '--base-url',
       server.baseUrl,
@@ -529,9 +530,7 @@ export class ConformanceSwitchRunner {
       // last), so the clean run shows the reference passing them in that order; with no core failure it runs all.
       '--bail',
       // A mutant's run takes first the checks that killed most of its section's mutants so far (kill-order.mjs).
-      ...(mutant !== undefined && this.killOrder.first(section).length > 0
-        ? ['--first', this.killOrder.first(section).join(',')]
-        : []),
+      ...(first.length > 0 ? ['--first', first.join(',')] : []),
       ...(only ? ['--only', only.join(',')] : []),
       '--json',
       json,

@@ -13,7 +13,8 @@ import { short, sleep } from '../wait.js'
 import { envelopeProblems, expectEnvelope, expectError, isRfc3339 } from './assertions.js'
 import { apiOperations, concrete } from './surface.js'
 
-const PROBE = '/v1/tools?limit=1'
+/** A read every deployment serves (§4: GET /v1/tools), the rate-limit checks' probe. */
+export const PROBE = '/v1/tools?limit=1'
 
 export interface LimitItem {
   name: string

@@ -17,7 +17,7 @@ import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
-import { getWhenOpen, LIMITED_LANE } from './ratelimit.js'
+import { getWhenOpen, LIMITED_LANE, PROBE } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
 
 type Stream = NonNullable<Awaited<ReturnType<typeof openStream>>>
@@ -642,8 +642,8 @@ streamMessageRulesChecks.push({
     if (!token) skip(`no ${tokenName('rateLimited')} given`)
     // An HTTP read first, inside an open window (another check of the lane may have used it up over a socket,
     // where no answer's headers pace the client): it has room now, and its tightest window names how much.
-    const probe = await getWhenOpen(ctx, '/v1/agents?limit=1')
-    expectStatus(probe, 200, 'GET /v1/agents?limit=1 with the small-limit token')
+    const probe = await getWhenOpen(ctx, PROBE)
+    expectStatus(probe, 200, `GET ${PROBE} with the small-limit token`)
     const limits = rateWindows(probe.headers, ctx.config.rateLimitHeaders).map((w) => w.limit ?? 20)
     // Past the window's quota twice over: a window that reopens once meanwhile still runs out.
     const most = Math.min(50, 2 * Math.min(20, ...limits) + 2)
