@@ -13,12 +13,11 @@ import { tokenName } from '../config.js'
 import { expectStatus, pageItems, SETTLED, toolRegistration } from '../fixtures.js'
 import type { HttpResponse } from '../http.js'
 import { obj } from '../http.js'
-import { rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep, waitUntil } from '../wait.js'
 import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch, ingestAccepted } from './ingest.js'
-import { getWhenOpen, LIMITED_LANE } from './ratelimit.js'
+import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, type RefusedUpgrade } from './stream.js'
 import { receiverUrl } from './webhooks.js'
 
@@ -1362,13 +1361,7 @@ export const graphqlSurfaceChecks: Check[] = [
       const url = declaredSurface(ctx)
       const token = ctx.config.tokens.rateLimited
       if (!token) skip(`no ${tokenName('rateLimited')} given`)
-      // An HTTP read first, inside an open window (another check of the lane may have used it up over a socket,
-      // where no answer's headers pace the client): it has room now, and its tightest window names how much.
-      const probe = await getWhenOpen(ctx, '/v1/agents?limit=1')
-      expectStatus(probe, 200, 'GET /v1/agents?limit=1 with the small-limit token')
-      const limits = rateWindows(probe.headers, ctx.config.rateLimitHeaders).map((w) => w.limit ?? 20)
-      // Past the window's quota twice over: a window that reopens once meanwhile still runs out.
-      const most = Math.min(50, 2 * Math.min(20, ...limits) + 2)
+      const most = SOCKET_OPERATIONS_PAST_LIMIT
       const s = await openGql(ctx, url, token)
       try {
         let refusal: Json | undefined

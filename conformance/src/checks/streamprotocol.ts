@@ -10,14 +10,13 @@
  */
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
-import { expectStatus, type Json } from '../fixtures.js'
+import type { Json } from '../fixtures.js'
 import { obj } from '../http.js'
-import { rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
-import { getWhenOpen, LIMITED_LANE, PROBE } from './ratelimit.js'
+import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
 
 type Stream = NonNullable<Awaited<ReturnType<typeof openStream>>>
@@ -640,13 +639,7 @@ streamMessageRulesChecks.push({
     // socket's messages count is the profile's (§4's messages are "not shown"): the reference counts each batch.
     const token = ctx.config.tokens.rateLimited
     if (!token) skip(`no ${tokenName('rateLimited')} given`)
-    // An HTTP read first, inside an open window (another check of the lane may have used it up over a socket,
-    // where no answer's headers pace the client): it has room now, and its tightest window names how much.
-    const probe = await getWhenOpen(ctx, PROBE)
-    expectStatus(probe, 200, `GET ${PROBE} with the small-limit token`)
-    const limits = rateWindows(probe.headers, ctx.config.rateLimitHeaders).map((w) => w.limit ?? 20)
-    // Past the window's quota twice over: a window that reopens once meanwhile still runs out.
-    const most = Math.min(50, 2 * Math.min(20, ...limits) + 2)
+    const most = SOCKET_OPERATIONS_PAST_LIMIT
     const s = await openStream(ctx, token)
     if (!s) fail('the stream refused the small-limit token')
     try {
