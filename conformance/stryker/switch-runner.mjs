@@ -528,6 +528,7 @@ export class ConformanceSwitchRunner {
       ...(WAIT_MS[section] !== undefined ? ['--wait-ms', String(WAIT_MS[section])] : []),
       // --bail in the dry run too: it orders the checks as a mutant run does (core first, then profile, the sweep
       // last), so the clean run shows the reference passing them in that order; with no core failure it runs all.
+      // (Within each group a mutant run may take other checks first; each check makes its own resources.)
       '--bail',
       // A mutant's run takes first the checks that killed most of its section's mutants so far (kill-order.mjs).
       ...(first.length > 0 ? ['--first', first.join(',')] : []),
