@@ -17,7 +17,10 @@ export class KillOrder {
   add(section, report) {
     if (section === undefined) return
     let counts = this.counts.get(section)
-    if (!counts) this.counts.set(section, (counts = new Map()))
+    if (!counts) {
+      counts = new Map()
+      this.counts.set(section, counts)
+    }
     for (const r of report?.results ?? [])
       if (r.outcome === 'fail' && !String(r.id).startsWith('sweep.'))
         counts.set(r.id, (counts.get(r.id) ?? 0) + 1)

@@ -242,12 +242,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
         }
       } while (this.again && this.running)
     })()
-      .catch((err: unknown) =>
-        this.failures.error(
-          { err },
-          `${this.channel.noun} dispatch pass failed`,
-        ),
-      )
+      .catch((err: unknown) => this.failures.error({ err }, `${this.channel.noun} dispatch pass failed`))
       .finally(() => {
         this.pass = null
       })
