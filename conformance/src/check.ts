@@ -53,6 +53,11 @@ export interface SeenExchange {
   response: HttpResponse
   /** Whether the token sent was the primary/second/narrow one (authenticated requests). */
   authenticated: boolean
+  /**
+   * When the answer arrived (`performance.now()`); less `exchange.durationMs`, when the request was sent. Two
+   * readings are in a known order only when the one was answered before the other was sent.
+   */
+  answeredAt: number
 }
 
 export interface CheckContext {

@@ -152,7 +152,13 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
           exchange.tokenFingerprint !== undefined &&
           authenticated.has(exchange.tokenFingerprint) &&
           /^Bearer \S/.test(exchange.requestHeaders.authorization ?? '')
-        seen.push({ checkId: owner.id, exchange, response, authenticated: isAuthenticated })
+        seen.push({
+          checkId: owner.id,
+          exchange,
+          response,
+          authenticated: isAuthenticated,
+          answeredAt: performance.now(),
+        })
         const path = new URL(exchange.url).pathname
         // A request the suite sent off the documented surface on purpose (an unknown route, another version, a
         // method the path does not serve) has no documented answer to hold the response to: coverage counts it.

@@ -144,5 +144,34 @@ export function statementMutants(): Mutant[] {
         return withBody(req, { ...body, records })
       },
     },
+    {
+      id: 'plan-pending-never-falls',
+      description:
+        'A run’s plan counts every step pending for good, completed ones too (steps_pending stays steps_total)',
+      targets: ['sweep.run-readings-consistent'],
+      run: ['runs.inspect-200-fields', 'sweep.run-readings-consistent'],
+      response(req, res) {
+        if (req.method !== 'GET' || !RUN.test(pathOnly(req.path))) return res
+        return editJson(res, (b) => {
+          const plan = b.plan as Json | undefined
+          if (!plan || typeof plan.steps_total !== 'number') return undefined
+          return { ...b, plan: { ...plan, steps_pending: plan.steps_total } }
+        })
+      },
+    },
+    {
+      id: 'started-before-created',
+      description: 'A run’s started_at reads an hour before the created_at its start answered',
+      targets: ['sweep.run-readings-consistent'],
+      run: ['runs.inspect-200-fields', 'sweep.run-readings-consistent'],
+      response(req, res) {
+        if (req.method !== 'GET' || !RUN.test(pathOnly(req.path))) return res
+        return editJson(res, (b) => {
+          const at = Date.parse(String(b.started_at))
+          if (Number.isNaN(at)) return undefined
+          return { ...b, started_at: new Date(at - 3_600_000).toISOString() }
+        })
+      },
+    },
   ]
 }

@@ -2,6 +2,7 @@
  * Checks over every answer the run has seen so far: they run last, so they judge the traffic of all the others.
  */
 import type { Check, CheckContext, SeenExchange } from '../check.js'
+import type { Json } from '../fixtures.js'
 import { obj } from '../http.js'
 import { mentionsRateLimit, rateWindows } from '../ratewindows.js'
 import { assert, fail } from '../types.js'
@@ -29,13 +30,52 @@ export const DOCUMENT_PATHS = new Set([
   '/docs/scalar.js',
 ])
 
+/** The path of an exchange relative to the deployment's base URL. */
+function apiPath(ctx: CheckContext, x: SeenExchange): string {
+  const base = new URL(ctx.config.baseUrl).pathname.replace(/\/$/, '')
+  const path = new URL(x.exchange.url).pathname
+  return path.startsWith(base) ? path.slice(base.length) : path
+}
+
 /** The exchanges that are answers of the API, relative to the deployment's base URL (never its served documents). */
 function apiAnswers(ctx: CheckContext): SeenExchange[] {
-  const base = new URL(ctx.config.baseUrl).pathname.replace(/\/$/, '')
-  return ctx.seen.filter((x) => {
-    const path = new URL(x.exchange.url).pathname
-    return !DOCUMENT_PATHS.has(path.startsWith(base) ? path.slice(base.length) : path)
-  })
+  return ctx.seen.filter((x) => !DOCUMENT_PATHS.has(apiPath(ctx, x)))
+}
+
+const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
+const RUN = /^\/v1\/runs\/[^/]+$/
+/** A run's start may carry a `created_at` rounded to the second where its `started_at` is not. */
+const CLOCK_GRAIN_MS = 1000
+
+/** One inspection of a run (GET /v1/runs/{run_id} answered 200). */
+interface RunReading {
+  x: SeenExchange
+  run: Json
+  plan: Json
+}
+
+/** What no reading of §2's run fields allows one inspection of a run to say; undefined when it holds together. */
+function readingProblem(r: RunReading): string | undefined {
+  const {
+    steps_total: total,
+    steps_completed: completed,
+    steps_pending: pending,
+    steps_escalated: escalated,
+  } = r.plan
+  const counts = [total, completed, pending, escalated]
+  // The types themselves are runs.inspect-200-fields's; the relations are judged where the counts are integers.
+  if (!counts.every((n) => Number.isInteger(n) && Number(n) >= 0)) return undefined
+  const [t, c, p, e] = counts as number[]
+  // The plan's steps counted by state: none is both completed and pending, and no state counts more steps than the
+  // plan has.
+  if (c! + p! > t!) return `steps_completed ${c} + steps_pending ${p} exceed steps_total ${t}`
+  if (e! > t!) return `steps_escalated ${e} exceeds steps_total ${t}`
+  const awaiting = Array.isArray(r.run.awaiting) ? r.run.awaiting.length : 0
+  // §2 awaiting: "Pending approvals"; §3 awaiting_approval: "the run waits for an approval in one or more queues".
+  if (r.run.status === 'awaiting_approval' && awaiting === 0)
+    return 'status is awaiting_approval with no pending approval in awaiting'
+  if (awaiting > 0 && e === 0) return `${awaiting} step(s) await approval while steps_escalated is 0`
+  return undefined
 }
 
 export const sweepChecks: Check[] = [
@@ -139,6 +179,65 @@ export const sweepChecks: Check[] = [
           answers.some((x) => test(x.response.status)),
           `no authenticated ${name} answer was seen, so the statement was not tried on one`,
         )
+    },
+  },
+  {
+    id: 'sweep.run-readings-consistent',
+    title:
+      'Every inspection of a run holds together: plan counts within steps_total, a completed step never pending again, an awaiting run escalated, started_at not before created_at',
+    level: 'core',
+    clauses: ['S2.1', 'S2.3', 'S2.4', 'S3.2'],
+    async run(ctx) {
+      const created = new Map<string, number>()
+      const readings = new Map<string, RunReading[]>()
+      for (const x of apiAnswers(ctx)) {
+        const path = apiPath(ctx, x)
+        const body = obj(x.response.body)
+        if (typeof body.run_id !== 'string') continue
+        if (x.exchange.method === 'POST' && x.response.status === 201 && RUN_START.test(path)) {
+          const at = Date.parse(String(body.created_at))
+          const before = created.get(body.run_id)
+          if (!Number.isNaN(at) && (before === undefined || at < before)) created.set(body.run_id, at)
+        } else if (x.exchange.method === 'GET' && x.response.status === 200 && RUN.test(path)) {
+          const plan = body.plan
+          if (!plan || typeof plan !== 'object' || Array.isArray(plan)) continue
+          const list = readings.get(body.run_id) ?? []
+          list.push({ x, run: body, plan: plan as Json })
+          readings.set(body.run_id, list)
+        }
+      }
+      if (readings.size === 0) {
+        ctx.partial(
+          'no inspection of a run (GET /v1/runs/{run_id} with a plan) was seen in this run of the suite',
+        )
+        return
+      }
+      for (const [runId, list] of readings) {
+        for (const r of list) {
+          const problem = readingProblem(r)
+          if (problem) fail(`run ${runId}: ${problem}, in ${where(r.x)}: ${short(r.run)}`)
+          // A run starts no earlier than it was created (§2: created_at at start, started_at on inspection).
+          const createdAt = created.get(runId)
+          const startedAt = Date.parse(String(r.run.started_at))
+          if (createdAt !== undefined && !Number.isNaN(startedAt) && startedAt < createdAt - CLOCK_GRAIN_MS)
+            fail(
+              `run ${runId} started_at ${String(r.run.started_at)} is before its created_at ${new Date(createdAt).toISOString()}, in ${where(r.x)}`,
+            )
+        }
+        // A step once completed stays completed: of two inspections, the second sent after the first was answered,
+        // the second never counts fewer completed steps.
+        for (const later of list) {
+          const sent = later.x.answeredAt - later.x.exchange.durationMs - 1
+          for (const earlier of list) {
+            if (earlier.x.answeredAt > sent) continue
+            const [was, is] = [earlier.plan.steps_completed, later.plan.steps_completed]
+            if (typeof was === 'number' && typeof is === 'number' && is < was)
+              fail(
+                `run ${runId}: steps_completed fell from ${was} (${where(earlier.x)}) to ${is} (${where(later.x)})`,
+              )
+          }
+        }
+      }
     },
   },
   {
