@@ -10,6 +10,7 @@ import { editJson, header, type Json, type Mutant, type ProxiedRequest, pathOnly
 import { secretKeeper } from './lifecycle.js'
 
 const RUN = /^\/v1\/runs\/([^/]+)$/
+const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
 const RESUME = /^\/v1\/runs\/([^/]+)\/resume$/
 const FOREIGN_CONTROL = /^\/v1\/runs\/[^/]+\/(pause|resume|cancel|steps\/[^/]+\/approval)$/
 const INGEST = /\/v1\/grid\/connectors\/[^/]+\/ingest$/
@@ -156,6 +157,21 @@ export function statementMutants(): Mutant[] {
           const plan = b.plan as Json | undefined
           if (!plan || typeof plan.steps_total !== 'number') return undefined
           return { ...b, plan: { ...plan, steps_pending: plan.steps_total } }
+        })
+      },
+    },
+    {
+      id: 'failed-run-trace-reversed',
+      description: 'The trace of a run whose step failed lists its frames newest first',
+      targets: ['sweep.trace-listings-in-order'],
+      run: ['runs.trace-levels-and-outcomes', 'sweep.trace-listings-in-order'],
+      response(req, res) {
+        if (req.method !== 'GET' || !TRACE.test(pathOnly(req.path))) return res
+        return editJson(res, (b) => {
+          const frames = b.data
+          if (!Array.isArray(frames) || !frames.some((f) => (f as Json).kind === 'step.failed'))
+            return undefined
+          return { ...b, data: [...frames].reverse() }
         })
       },
     },

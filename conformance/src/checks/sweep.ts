@@ -2,7 +2,7 @@
  * Checks over every answer the run has seen so far: they run last, so they judge the traffic of all the others.
  */
 import type { Check, CheckContext, SeenExchange } from '../check.js'
-import type { Json } from '../fixtures.js'
+import { type Json, listPage, streamedFrames } from '../fixtures.js'
 import { obj } from '../http.js'
 import { mentionsRateLimit, rateWindows } from '../ratewindows.js'
 import { assert, fail } from '../types.js'
@@ -43,9 +43,40 @@ function apiAnswers(ctx: CheckContext): SeenExchange[] {
 }
 
 const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
+const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
 const RUN = /^\/v1\/runs\/[^/]+$/
 /** A run's start may carry a `created_at` rounded to the second where its `started_at` is not. */
 const CLOCK_GRAIN_MS = 1000
+
+/**
+ * What §2 says of a frame that one listing of a trace breaks: frames in order (their times never falling, their
+ * numbers rising where the deployment numbers them), each with `ts`, `step_id` and `kind`, a `tool.call` naming its
+ * tool and its integer latency. undefined when the listing holds.
+ */
+function traceListingProblem(frames: unknown[]): string | undefined {
+  let last = Number.NEGATIVE_INFINITY
+  let lastSeq = Number.NEGATIVE_INFINITY
+  for (const [i, frame] of frames.entries()) {
+    const f = obj(frame)
+    if (typeof f.kind !== 'string') return `frame ${i} has no kind: ${short(f)}`
+    if (!('step_id' in f)) return `frame ${i} has no step_id: ${short(f)}`
+    const at = Date.parse(String(f.ts))
+    if (Number.isNaN(at)) return `frame ${i} has no time: ${short(f)}`
+    if (at < last) return `frame ${i} (${String(f.ts)}) is older than the one before it`
+    last = at
+    if (Number.isInteger(f.seq)) {
+      if ((f.seq as number) <= lastSeq) return `frame ${i} has seq ${String(f.seq)} after seq ${lastSeq}`
+      lastSeq = f.seq as number
+    }
+    if (f.kind === 'tool.call') {
+      if (typeof f.tool !== 'string' || f.tool === '')
+        return `tool.call frame ${i} names no tool: ${short(f)}`
+      if ('latency_ms' in f && !(Number.isInteger(f.latency_ms) && (f.latency_ms as number) >= 0))
+        return `tool.call frame ${i} has latency_ms ${short(f.latency_ms)}, not a non-negative integer`
+    }
+  }
+  return undefined
+}
 
 /** One inspection of a run (GET /v1/runs/{run_id} answered 200). */
 interface RunReading {
@@ -238,6 +269,28 @@ export const sweepChecks: Check[] = [
           }
         }
       }
+    },
+  },
+  {
+    id: 'sweep.trace-listings-in-order',
+    title:
+      'Every listing of a trace the run read (failed, cancelled and approved runs too) has its frames in order, each with ts, step_id and kind, tool.call frames naming their tool',
+    level: 'core',
+    clauses: ['S2.6', 'S4.6'],
+    async run(ctx) {
+      let listings = 0
+      for (const x of apiAnswers(ctx)) {
+        if (x.exchange.method !== 'GET' || x.response.status !== 200 || !TRACE.test(apiPath(ctx, x))) continue
+        // An event stream's frames are runs.trace-frames's to judge (its events may carry more than frames).
+        if (/text\/event-stream/i.test(x.response.headers['content-type'] ?? '')) continue
+        const frames = streamedFrames(x.response) ?? listPage(ctx, x.response).items
+        if (!frames) continue
+        listings++
+        const problem = traceListingProblem(frames)
+        if (problem) fail(`${problem}, in ${where(x)}`)
+      }
+      if (listings === 0)
+        ctx.partial('no listing of a trace (GET /v1/runs/{run_id}/trace) was seen in this run of the suite')
     },
   },
   {
