@@ -11,6 +11,8 @@ import { secretKeeper } from './lifecycle.js'
 
 const RUN = /^\/v1\/runs\/([^/]+)$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
+const AGENT = /^\/v1\/agents\/([^/]+)$/
+const AGENT_WRITE = /^\/v1\/agents\/([^/]+)\/(runs|tasks)$/
 const RESUME = /^\/v1\/runs\/([^/]+)\/resume$/
 const FOREIGN_CONTROL = /^\/v1\/runs\/[^/]+\/(pause|resume|cancel|steps\/[^/]+\/approval)$/
 const INGEST = /\/v1\/grid\/connectors\/[^/]+\/ingest$/
@@ -31,6 +33,7 @@ export function statementMutants(): Mutant[] {
   const revived = new Set<string>()
   const delivered = new Set<string>()
   const attempts = new Map<string, number>()
+  const deletedAgents = new Set<string>()
   let generated = 0
 
   return [
@@ -158,6 +161,27 @@ export function statementMutants(): Mutant[] {
           if (!plan || typeof plan.steps_total !== 'number') return undefined
           return { ...b, plan: { ...plan, steps_pending: plan.steps_total } }
         })
+      },
+    },
+    {
+      id: 'deleted-agent-takes-writes',
+      description: 'An agent once deleted still takes runs and tasks (201 with a made-up id)',
+      targets: ['resources.agent-lifecycle'],
+      response(req, res) {
+        const path = pathOnly(req.path)
+        const agent = AGENT.exec(path)?.[1]
+        if (req.method === 'DELETE' && agent && res.status < 300) deletedAgents.add(agent)
+        const write = AGENT_WRITE.exec(path)
+        if (req.method !== 'POST' || !write || !deletedAgents.has(write[1]!)) return res
+        const id =
+          write[2] === 'runs'
+            ? { run_id: `run_after_${++generated}` }
+            : { task_id: `task_after_${++generated}` }
+        return {
+          status: 201,
+          headers: { ...res.headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ ...id, agent_id: write[1], status: 'queued' }),
+        }
       },
     },
     {

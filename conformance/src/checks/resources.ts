@@ -9,7 +9,8 @@ import { expectError } from './assertions.js'
 export const resourceChecks: Check[] = [
   {
     id: 'resources.agent-lifecycle',
-    title: 'An agent is created, read back with its fields, deleted, and then answers 404',
+    title:
+      'An agent is created, read back with its fields, deleted, and then answers 404 and takes no run or task',
     level: 'core',
     clauses: ['S1.1', 'S1.7', 'S2.8', 'S4.13'],
     async run(ctx) {
@@ -31,6 +32,23 @@ export const resourceChecks: Check[] = [
       )
       expectStatus(await ctx.http.delete(`/v1/agents/${id}`), [200, 202, 204], 'DELETE /v1/agents/{id}')
       expectError(await ctx.http.get(`/v1/agents/${id}`), 404, 'reading a deleted agent')
+      // Gone for writes too: no run starts and no task is assigned for an agent that no longer exists (a refusal,
+      // whichever 4xx the deployment names it with).
+      const writes = [
+        [
+          'starting a run for',
+          `/v1/agents/${id}/runs`,
+          { inputs: {}, mode: 'live', trace_level: 'detailed' },
+        ],
+        ['assigning a task to', `/v1/agents/${id}/tasks`, { description: 'after the agent', priority: 1 }],
+      ] as const
+      for (const [what, path, body] of writes) {
+        const res = await ctx.http.post(path, body)
+        assert(
+          res.status >= 400 && res.status < 500,
+          `${what} a deleted agent answered ${res.status} ${short(res.body)}, not a refusal`,
+        )
+      }
     },
   },
   {
