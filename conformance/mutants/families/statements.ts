@@ -185,6 +185,20 @@ export function statementMutants(): Mutant[] {
       },
     },
     {
+      id: 'large-batch-miscounted',
+      description: 'A batch of more than ten records answers one record fewer than it took',
+      targets: ['sweep.ingest-answers-count-the-batch'],
+      run: ['ingest.', 'sweep.ingest-answers-count-the-batch'],
+      response(req, res) {
+        if (req.method !== 'POST' || !INGEST.test(pathOnly(req.path)) || res.status !== 202) return res
+        const records = parse(req.body)?.records
+        if (!Array.isArray(records) || records.length <= 10) return res
+        return editJson(res, (b) =>
+          typeof b.accepted === 'number' ? { ...b, accepted: b.accepted - 1 } : undefined,
+        )
+      },
+    },
+    {
       id: 'failed-run-trace-reversed',
       description: 'The trace of a run whose step failed lists its frames newest first',
       targets: ['sweep.trace-listings-in-order'],

@@ -44,6 +44,7 @@ function apiAnswers(ctx: CheckContext): SeenExchange[] {
 
 const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
+const INGEST = /^\/v1\/grid\/connectors\/[^/]+\/ingest$/
 const RUN = /^\/v1\/runs\/[^/]+$/
 /** A run's start may carry a `created_at` rounded to the second where its `started_at` is not. */
 const CLOCK_GRAIN_MS = 1000
@@ -76,6 +77,23 @@ function traceListingProblem(frames: unknown[]): string | undefined {
     }
   }
   return undefined
+}
+
+/**
+ * The records a batch sent, when the request was a JSON body with a `records` array of distinct ids (a batch that
+ * repeats an id may have it counted once or twice: its answer is not judged here).
+ */
+function sentRecords(x: SeenExchange): number | undefined {
+  let body: unknown
+  try {
+    body = JSON.parse(x.exchange.requestBody ?? '')
+  } catch {
+    return undefined
+  }
+  const records = obj(body).records
+  if (!Array.isArray(records)) return undefined
+  const ids = records.map((r) => obj(r).id)
+  return new Set(ids).size === ids.length ? records.length : undefined
 }
 
 /** One inspection of a run (GET /v1/runs/{run_id} answered 200). */
@@ -291,6 +309,40 @@ export const sweepChecks: Check[] = [
       }
       if (listings === 0)
         ctx.partial('no listing of a trace (GET /v1/runs/{run_id}/trace) was seen in this run of the suite')
+    },
+  },
+  {
+    id: 'sweep.ingest-answers-count-the-batch',
+    title:
+      'Every 202 to a batch the run sent counts it: integer accepted and rejected adding up to the records sent, and a lineage_root',
+    level: 'core',
+    clauses: ['S2.11', 'S4.9'],
+    async run(ctx) {
+      let judged = 0
+      for (const x of apiAnswers(ctx)) {
+        if (x.exchange.method !== 'POST' || x.response.status !== 202 || !INGEST.test(apiPath(ctx, x)))
+          continue
+        const sent = sentRecords(x)
+        if (sent === undefined) continue
+        judged++
+        const b = obj(x.response.body)
+        const [accepted, rejected] = [b.accepted, b.rejected]
+        if (
+          !Number.isInteger(accepted) ||
+          !Number.isInteger(rejected) ||
+          Number(accepted) < 0 ||
+          Number(rejected) < 0
+        )
+          fail(`accepted ${short(accepted)} and rejected ${short(rejected)} are not counts, in ${where(x)}`)
+        if (Number(accepted) + Number(rejected) !== sent)
+          fail(
+            `accepted ${String(accepted)} + rejected ${String(rejected)} ≠ the ${sent} records sent, in ${where(x)}`,
+          )
+        if (typeof b.lineage_root !== 'string' || b.lineage_root === '')
+          fail(`lineage_root is ${short(b.lineage_root)}, in ${where(x)}`)
+      }
+      if (judged === 0)
+        ctx.partial('no batch of distinct records answered 202 was seen in this run of the suite')
     },
   },
   {
