@@ -42,6 +42,13 @@ function apiAnswers(ctx: CheckContext): SeenExchange[] {
   return ctx.seen.filter((x) => !DOCUMENT_PATHS.has(apiPath(ctx, x)))
 }
 
+/** The API answers of one status to requests of one method on paths of one form (relative to the base URL). */
+function answersTo(ctx: CheckContext, method: string, status: number, path: RegExp): SeenExchange[] {
+  return apiAnswers(ctx).filter(
+    (x) => x.exchange.method === method && x.response.status === status && path.test(apiPath(ctx, x)),
+  )
+}
+
 const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
 const INGEST = /^\/v1\/grid\/connectors\/[^/]+\/ingest$/
@@ -297,8 +304,7 @@ export const sweepChecks: Check[] = [
     clauses: ['S2.6', 'S4.6'],
     async run(ctx) {
       let listings = 0
-      for (const x of apiAnswers(ctx)) {
-        if (x.exchange.method !== 'GET' || x.response.status !== 200 || !TRACE.test(apiPath(ctx, x))) continue
+      for (const x of answersTo(ctx, 'GET', 200, TRACE)) {
         // An event stream's frames are runs.trace-frames's to judge (its events may carry more than frames).
         if (/text\/event-stream/i.test(x.response.headers['content-type'] ?? '')) continue
         const frames = streamedFrames(x.response) ?? listPage(ctx, x.response).items
@@ -319,9 +325,7 @@ export const sweepChecks: Check[] = [
     clauses: ['S2.11', 'S4.9'],
     async run(ctx) {
       let judged = 0
-      for (const x of apiAnswers(ctx)) {
-        if (x.exchange.method !== 'POST' || x.response.status !== 202 || !INGEST.test(apiPath(ctx, x)))
-          continue
+      for (const x of answersTo(ctx, 'POST', 202, INGEST)) {
         const sent = sentRecords(x)
         if (sent === undefined) continue
         judged++
