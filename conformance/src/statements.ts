@@ -161,6 +161,11 @@ export const STATEMENTS: Statement[] = [
     note: 'how routing is configured is not shown: only the profile checks the reference’s /v1/destinations',
   },
   {
+    id: 'S6.6',
+    text: 'Every state change emits an event.',
+    note: 'one change, one event: where a deployment names its events (a body `id`, a `webhook-id` header), a subscription’s deliveries of one change carry one id, retries included; which changes beyond the five kinds emit events is not shown',
+  },
+  {
     id: 'S7.1',
     text: 'An error body has `error.code`, `error.message`, `error.detail` (object) and `error.request_id`.',
   },

@@ -562,8 +562,8 @@ export function accessMutants(): Mutant[] {
       id: 'foreign-404-says-why',
       description:
         'A foreign agent answers 404 not_found but its message says it belongs to another workspace',
-      targets: ['scoping.identical-404-bodies'],
-      run: ['scoping.identical-404-bodies'],
+      targets: ['scoping.foreign-404-tells-nothing-more', 'scoping.identical-404-bodies'],
+      run: ['scoping.foreign-404-tells-nothing-more', 'scoping.identical-404-bodies'],
       response: foreignRead(/^\/v1\/agents\/[^/]+$/, (_owner, res) =>
         editJson(res, (b) => ({
           ...b,

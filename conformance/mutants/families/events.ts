@@ -1,16 +1,21 @@
 /**
  * Event bugs: a state change whose event never reaches the subscriber (a failed run that is not announced, spec
  * §6 run.failed; a deployment that only ever sends the spec's five kinds although its contract lists more), and
- * retries on a fixed interval instead of spec §6's exponential backoff.
+ * retries on a fixed interval instead of spec §6's exponential backoff, and one state change emitted as two events.
  */
+import { signBody } from '../../src/signature.js'
 import {
   editJson,
+  HOOK_PREFIX,
+  header,
   type Json,
   type Mutant,
   type ProxiedRequest,
   type ProxiedResponse,
+  parseJson,
   pathOnly,
 } from '../proxy.js'
+import { COPY, subscriptions } from './tenancy.js'
 
 const SPEC_KINDS = new Set([
   'run.started',
@@ -42,7 +47,35 @@ const INTERVAL_MS = 700
 
 export function eventMutants(): Mutant[] {
   const lastAttempt = new Map<string, number>()
+  const subs = subscriptions()
   return [
+    {
+      id: 'each-event-sent-twice',
+      description:
+        'Every event is emitted twice: the same change delivered again as another event, under a new id (signed afresh)',
+      targets: ['sweep.one-event-per-change'],
+      run: ['webhooks.subscribe', 'webhooks.run-failed-delivered', 'sweep.one-event-per-change'],
+      request: (req) => subs.learn(req),
+      // The second event arrives before the first goes on, each to the subscription's own url through the proxy.
+      async delivery(req) {
+        if (header(req, COPY)) return req
+        const body = parseJson(req.body)
+        const path = pathOnly(req.path).slice(HOOK_PREFIX.length)
+        const owner = subs.all.find((s) => s.url.endsWith(path))
+        if (!body || !owner || typeof body.id !== 'string' || typeof body.event !== 'string') return req
+        const again = { ...body, id: `${body.id}_again` }
+        await fetch(owner.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', [COPY]: '1' },
+          body: JSON.stringify({
+            ...again,
+            signature: signBody(owner.secret, again, Math.floor(Date.now() / 1000)),
+          }),
+          signal: AbortSignal.timeout(10_000),
+        }).catch(() => undefined)
+        return req
+      },
+    },
     {
       id: 'retries-at-fixed-interval',
       description:

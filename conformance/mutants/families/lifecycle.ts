@@ -249,8 +249,8 @@ export function lifecycleMutants(): Mutant[] {
     {
       id: 'retry-mints-new-event-id',
       description: 'A retried delivery is rebuilt with a new event id (and signed afresh)',
-      targets: ['webhooks.retried-after-failure'],
-      run: ['webhooks.subscribe', 'webhooks.retried-after-failure'],
+      targets: ['webhooks.retried-after-failure', 'sweep.one-event-per-change'],
+      run: ['webhooks.subscribe', 'webhooks.retried-after-failure', 'sweep.one-event-per-change'],
       request: (req) => retrySecret.request(req),
       delivery(req) {
         const secret = retrySecret.get()

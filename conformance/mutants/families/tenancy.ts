@@ -16,7 +16,8 @@ import {
 } from '../proxy.js'
 
 const CONNECTOR = /^\/v1\/grid\/connectors\/[^/]+\//
-const COPY = 'x-mutant-copy'
+/** Marks a delivery a mutant sent itself, so that its own `delivery` lets it pass. */
+export const COPY = 'x-mutant-copy'
 
 interface Subscription {
   authorization: string
@@ -26,7 +27,7 @@ interface Subscription {
 }
 
 /** Remembers the subscriptions created through the proxy, with the identity that created each. */
-function subscriptions() {
+export function subscriptions() {
   const all: Subscription[] = []
   return {
     all,

@@ -172,6 +172,29 @@ export const scopingChecks: Check[] = [
     }),
   ),
   {
+    id: 'scoping.foreign-404-tells-nothing-more',
+    title:
+      'An agent of another workspace answers the 404 of a missing one: the same error.code and error.message (the ids aside)',
+    level: 'core',
+    clauses: ['S5.6', 'S7.1'],
+    async run(ctx) {
+      const other = ctx.as('secondWorkspace')
+      const agent = await ctx.fx.agent()
+      const missing = missingIdLike(agent)
+      const foreign = expectError(await other.get(`/v1/agents/${agent}`), 404, 'foreign agent')
+      const absent = expectError(await other.get(`/v1/agents/${missing}`), 404, 'missing agent')
+      // §5.6 answers both with one status so a caller cannot tell "exists elsewhere" from "missing": a code or a
+      // message that tells them apart undoes it. The rest of the body (detail, its order) is the profile's to judge.
+      const [a, b] = [foreign, absent].map((e) =>
+        JSON.stringify([e.code, e.message]).split(agent).join('<id>').split(missing).join('<id>'),
+      )
+      assert(
+        a === b,
+        `the foreign agent's code and message ${a} differ from a missing agent's ${b}: they tell the caller it exists`,
+      )
+    },
+  },
+  {
     id: 'scoping.identical-404-bodies',
     title: 'Out-of-scope and missing resources answer byte-identical error bodies (request_id and id aside)',
     level: 'profile',

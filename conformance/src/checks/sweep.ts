@@ -5,9 +5,11 @@ import type { Check, CheckContext, SeenExchange } from '../check.js'
 import { type Json, listPage, streamedFrames } from '../fixtures.js'
 import { obj } from '../http.js'
 import { mentionsRateLimit, rateWindows } from '../ratewindows.js'
-import { assert, fail } from '../types.js'
+import type { Delivery } from '../receiver.js'
+import { assert, fail, notApplicable } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems, isRfc3339, timestampFields } from './assertions.js'
+import { receiverUrl } from './webhooks.js'
 
 function where(x: {
   exchange: { method: string; url: string }
@@ -49,12 +51,61 @@ function answersTo(ctx: CheckContext, method: string, status: number, path: RegE
   )
 }
 
+/**
+ * A sweep that found nothing of its kind to judge: `partial` on a whole run (the checks that send such requests ran,
+ * and the deployment gave nothing to judge), not applicable on a run that --only/--skip cut down, where those checks
+ * may simply have been left out (the verdict already says the run is incomplete).
+ */
+function nothingToJudge(ctx: CheckContext, what: string): void {
+  if (ctx.config.only.length > 0 || ctx.config.skip.length > 0)
+    notApplicable(
+      `${what} in this run, which --only/--skip cut down: the checks that send them may be left out`,
+    )
+  ctx.partial(`${what} in this run of the suite`)
+}
+
 const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
 const INGEST = /^\/v1\/grid\/connectors\/[^/]+\/ingest$/
 const RUN = /^\/v1\/runs\/[^/]+$/
 /** A run's start may carry a `created_at` rounded to the second where its `started_at` is not. */
 const CLOCK_GRAIN_MS = 1000
+
+/** The kinds one run emits at most once per run (per step for the two a step causes). */
+const ONCE_PER_RUN = new Set(['run.started', 'run.succeeded', 'run.failed'])
+const ONCE_PER_STEP = new Set(['run.awaiting_approval', 'policy.denied'])
+
+/** The runs this suite started (their 201 answers): a test send's made-up run is never one of them. */
+function startedRuns(ctx: CheckContext): Set<string> {
+  const runs = new Set<string>()
+  for (const x of answersTo(ctx, 'POST', 201, RUN_START)) {
+    const id = obj(x.response.body).run_id
+    if (typeof id === 'string') runs.add(id)
+  }
+  return runs
+}
+
+/**
+ * The state change a webhook delivery announces, named by its subscriber (the receiver path), kind, run and step,
+ * for the changes that happen once: a run starts and ends once, and a step asks for approval or is denied once.
+ * Undefined for any other delivery (another kind, a run this suite did not start, a step not named).
+ */
+function changeKey(d: Delivery, started: Set<string>): string | undefined {
+  const b = d.body
+  if (!b || typeof b.event !== 'string' || typeof b.run_id !== 'string' || !started.has(b.run_id))
+    return undefined
+  if (ONCE_PER_RUN.has(b.event)) return `${d.path}: run ${b.run_id}'s ${b.event}`
+  if (ONCE_PER_STEP.has(b.event) && typeof b.step_id === 'string')
+    return `${d.path}: run ${b.run_id}'s ${b.event} of ${b.step_id}`
+  return undefined
+}
+
+/** The event id a delivery carries, if the deployment gives one: its body's `id`, or a `webhook-id` header. */
+function eventIdOf(d: Delivery): string | undefined {
+  if (typeof d.body?.id === 'string' && d.body.id !== '') return d.body.id
+  const header = d.headers['webhook-id']
+  return typeof header === 'string' && header !== '' ? header : undefined
+}
 
 /**
  * What §2 says of a frame that one listing of a trace breaks: frames in order (their times never falling, their
@@ -263,9 +314,7 @@ export const sweepChecks: Check[] = [
         }
       }
       if (readings.size === 0) {
-        ctx.partial(
-          'no inspection of a run (GET /v1/runs/{run_id} with a plan) was seen in this run of the suite',
-        )
+        nothingToJudge(ctx, 'no inspection of a run (GET /v1/runs/{run_id} with a plan) was seen')
         return
       }
       for (const [runId, list] of readings) {
@@ -313,8 +362,39 @@ export const sweepChecks: Check[] = [
         const problem = traceListingProblem(frames)
         if (problem) fail(`${problem}, in ${where(x)}`)
       }
-      if (listings === 0)
-        ctx.partial('no listing of a trace (GET /v1/runs/{run_id}/trace) was seen in this run of the suite')
+      if (listings === 0) nothingToJudge(ctx, 'no listing of a trace (GET /v1/runs/{run_id}/trace) was seen')
+    },
+  },
+  {
+    id: 'sweep.one-event-per-change',
+    title:
+      'One state change is one event: the deliveries a subscription got of a run’s start, end, approval request or denied step (retries included) all carry one event id',
+    level: 'core',
+    clauses: ['S6.6', 'S6.2'],
+    async run(ctx) {
+      receiverUrl(ctx)
+      const started = startedRuns(ctx)
+      const ids = new Map<string, Set<string>>()
+      for (const d of ctx.receiver?.deliveries ?? []) {
+        const key = changeKey(d, started)
+        const id = key && eventIdOf(d)
+        if (!key || !id) continue
+        const seen = ids.get(key) ?? new Set<string>()
+        seen.add(id)
+        ids.set(key, seen)
+      }
+      if (ids.size === 0) {
+        nothingToJudge(
+          ctx,
+          'no delivery naming a run this suite started and carrying an event id (a body id or a webhook-id header) was seen',
+        )
+        return
+      }
+      for (const [key, seen] of ids)
+        if (seen.size > 1)
+          fail(
+            `${key} reached its subscriber as ${seen.size} events (ids ${short([...seen])}): one change emits one event, and a retry resends it under its id`,
+          )
     },
   },
   {
@@ -345,8 +425,7 @@ export const sweepChecks: Check[] = [
         if (typeof b.lineage_root !== 'string' || b.lineage_root === '')
           fail(`lineage_root is ${short(b.lineage_root)}, in ${where(x)}`)
       }
-      if (judged === 0)
-        ctx.partial('no batch of distinct records answered 202 was seen in this run of the suite')
+      if (judged === 0) nothingToJudge(ctx, 'no batch of distinct records answered 202 was seen')
     },
   },
   {
