@@ -94,6 +94,21 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
     expect(log.map((d) => d.id)).toEqual(receiver.received.map((r) => r.headers['webhook-id']))
   })
 
+  it('offers each event to its own workspace’s subscriptions only, when one pass fans out both workspaces’ events', async () => {
+    const events = ['agent.created']
+    await h.webhooks.create('ws_a', { url: `${receiver.url}?ws=a`, events, secret: SECRET })
+    await h.webhooks.create('ws_b', { url: `${receiver.url}?ws=b`, events, secret: SECRET })
+    await h.append('ws_a', 'agent.created', { agent_id: 'agt_a' })
+    await h.append('ws_b', 'agent.created', { agent_id: 'agt_b' })
+    await h.webhooks.dispatcher.runOnce()
+    const got = receiver.received.map((r) => (JSON.parse(r.body) as { agent_id: string }).agent_id).sort()
+    expect(got).toEqual(['agt_a', 'agt_b'])
+    const log = async (ws: string) =>
+      (await h.webhooks.listDeliveries(ws, (await h.webhooks.list(ws, 0, 10)).rows[0]!.id, 0, 10)).rows
+    expect((await log('ws_a')).map((d) => d.eventKind)).toEqual(['agent.created'])
+    expect((await log('ws_b')).map((d) => d.eventKind)).toEqual(['agent.created'])
+  })
+
   it('retries 500s and time-outs with growing gaps, keeping the webhook-id, then delivers', async () => {
     await reconfigure({ timeoutMs: 200 })
     // Half-way into a second: the attempts fall 999, 2998 and 6997 ms after the first, so each is signed in a

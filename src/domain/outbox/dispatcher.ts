@@ -298,7 +298,14 @@ export class OutboxDispatcher<T extends OutboxTarget> {
       const now = this.clock.now()
       created += await this.db.transaction(async (tx) => {
         const workspaces = [...new Set(batch.map((e) => e.workspaceId))]
-        const subs = await targets.in(tx).activeIn(workspaces)
+        // An event is offered to its own workspace's targets only: looked up by its workspace, never filtered out
+        // of all of them, so no target of another workspace is ever a candidate.
+        const targetsOf = new Map<string, T[]>()
+        for (const t of await targets.in(tx).activeIn(workspaces)) {
+          const own = targetsOf.get(t.workspaceId)
+          if (own) own.push(t)
+          else targetsOf.set(t.workspaceId, [t])
+        }
         const rows: NewDelivery[] = []
         for (const event of batch) {
           const kind = event.kind
@@ -306,8 +313,9 @@ export class OutboxDispatcher<T extends OutboxTarget> {
           // Stryker disable next-line ConditionalExpression: equivalent, no target wants a kind outside the contract's list (wants() reads the kinds it was created with, each one of them)
           if (!isEventKind(kind)) continue
           let payload: Record<string, unknown> | undefined
-          for (const sub of subs) {
-            if (sub.workspaceId !== event.workspaceId || event.seq <= sub.afterEventSeq) continue
+          for (const sub of targetsOf.get(event.workspaceId) ?? []) {
+            // A target gets the events after its creation only.
+            if (event.seq <= sub.afterEventSeq) continue
             if (!this.channel.wants(sub, event, kind)) continue
             // Every target of an event gets the same body: built once.
             payload ??= deliveryBody(event)
