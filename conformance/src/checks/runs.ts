@@ -1,7 +1,7 @@
 /** Spec §2, §3, §4 runs: start and inspection fields, controls, the trace. */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, runBody, TERMINAL } from '../fixtures.js'
+import { decideStep, expectStatus, runBody, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
 import { parseSse } from '../sse.js'
 import { assert, fail } from '../types.js'
@@ -303,7 +303,8 @@ export const runChecks: Check[] = [
   },
   {
     id: 'runs.pause-resume-states',
-    title: 'Pause answers status paused; resume restores it and the run finishes every step',
+    title:
+      'Pause answers status paused; resume restores it and the run finishes every step; a run paused while awaiting approval takes no decision until resumed',
     level: 'profile',
     clauses: ['S3.3', 'S4.5'],
     // Mostly waiting on the deployment's clock on resources of its own: runs alongside the next checks.
@@ -360,6 +361,41 @@ export const runChecks: Check[] = [
         resumedDetail.to === pausedDetail.from && resumedDetail.from === 'paused',
         `the control.resumed frame's detail is ${short(resumedDetail)}: it resumed to another status than ${short(pausedDetail.from)}`,
       )
+      // A run paused while it awaits approval keeps its pending step, which no decision takes until the resume brings
+      // the run back to awaiting_approval (the contract's x-run-state-machine: approve and reject leave
+      // awaiting_approval only; §3 "Transitions: not shown").
+      const waiting = await ctx.fx.awaitingRun()
+      const stepId = String(obj((waiting.waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+      expectStatus(
+        await ctx.http.post(`/v1/runs/${waiting.runId}/pause`),
+        200,
+        'pausing a run awaiting approval',
+      )
+      const refused = obj(
+        expectError(
+          await decideStep(ctx, waiting.runId, stepId, 'approve'),
+          409,
+          `approving step ${stepId} of the run paused while it awaited approval`,
+          'invalid_state',
+        ).detail,
+      )
+      // Its detail says which step was refused and what the run awaits, as for a step that awaits nothing.
+      assert(
+        refused.status === 'paused' &&
+          refused.step_id === stepId &&
+          Array.isArray(refused.awaiting) &&
+          refused.awaiting.includes(stepId),
+        `the 409 for step ${stepId} of the paused run has detail ${short(refused)}, not its status, the step and what the run awaits`,
+      )
+      const back = obj((await ctx.http.post(`/v1/runs/${waiting.runId}/resume`)).body)
+      assert(
+        back.status === 'awaiting_approval' &&
+          Array.isArray(back.awaiting) &&
+          back.awaiting.some((a) => obj(a).step_id === stepId),
+        `the run resumed to ${short(back.status)}, awaiting ${short(back.awaiting)}: not back to awaiting ${stepId}`,
+      )
+      expectStatus(await decideStep(ctx, waiting.runId, stepId, 'approve'), 200, 'approving after the resume')
+      await ctx.http.post(`/v1/runs/${waiting.runId}/cancel`)
     },
   },
   {
