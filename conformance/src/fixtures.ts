@@ -493,6 +493,16 @@ export function shortBody(res: HttpResponse): string {
   return short(res.body)
 }
 
+/**
+ * Where a subscription the deployment should refuse for another reason (a bad body, a narrow token) points: the
+ * suite's own receiver when one is declared, so a deployment that keeps it after all calls nothing but the suite;
+ * otherwise a public name it is never meant to reach.
+ */
+export function unwantedHookUrl(ctx: CheckContext): string {
+  const receiver = ctx.config.receiver.url
+  return receiver ? `${receiver}/${ctx.name('unwanted')}` : 'https://example.com/hook'
+}
+
 /** An id of the same shape that names nothing. */
 export function missingIdLike(id: string): string {
   const tail = id.slice(-6)

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
-import { expectStatus, ownId, pageItems } from '../fixtures.js'
+import { expectStatus, ownId, pageItems, unwantedHookUrl } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { natsTarget } from '../nats.js'
 import { type Delivery, hostAndPort } from '../receiver.js'
@@ -591,7 +591,7 @@ export const destinationChecks: Check[] = [
           type: 'cloudevents',
           name: 'bad',
           events: ['run.failed'],
-          config: { url: 'https://sink.invalid/x' },
+          config: { url: unwantedHookUrl(ctx) },
           ...change,
         })
       const listed = (res: HttpResponse) =>

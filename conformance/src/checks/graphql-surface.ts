@@ -10,7 +10,7 @@ import WebSocket from 'ws'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
-import { expectStatus, pageItems, SETTLED, toolRegistration } from '../fixtures.js'
+import { expectStatus, pageItems, SETTLED, toolRegistration, unwantedHookUrl } from '../fixtures.js'
 import type { HttpResponse } from '../http.js'
 import { obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
@@ -1980,7 +1980,7 @@ export const graphqlSurfaceChecks: Check[] = [
           retireTool(id: "tol_x") { tool_id } startRun(agent_id: "agt_x") { run_id } pauseRun(id: "run_x") { run_id }
           resumeRun(id: "run_x") { run_id } cancelRun(id: "run_x") { run_id }
           decideApproval(run_id: "run_x", step_id: "s", input: { decision: approve }) { run_id }
-          createWebhook(input: { url: "https://example.com/h", events: ["run.started"], secret: "s" }) { webhook_id }
+          createWebhook(input: { url: "${unwantedHookUrl(ctx)}", events: ["run.started"], secret: "s" }) { webhook_id }
           createDestination(input: { type: cloudevents, name: "n" }) { destination_id }
           updateDestination(id: "dst_x", input: { name: "m" }) { destination_id } deleteDestination(id: "dst_x")
           testDestination(id: "dst_x") { ok } }`,

@@ -4,6 +4,7 @@
  * (core) and get exactly 400 invalid_request under the reference profile's schemas (profile).
  */
 import type { Check, CheckContext } from '../check.js'
+import { unwantedHookUrl } from '../fixtures.js'
 import { sampleBadBodies } from '../fuzz.js'
 import type { HttpResponse } from '../http.js'
 import { assert, fail } from '../types.js'
@@ -49,7 +50,7 @@ const TARGETS: Target[] = [
   {
     operationId: 'createWebhook',
     path: async () => '/v1/webhooks',
-    base: () => ({ url: 'https://example.com/hook', events: ['run.started'], secret: 'conformance-secret' }),
+    base: (ctx) => ({ url: unwantedHookUrl(ctx), events: ['run.started'], secret: 'conformance-secret' }),
   },
   {
     operationId: 'ingestBatch',
@@ -126,7 +127,7 @@ export const validationChecks: Check[] = [
         ...patch,
       })
       const hook = (patch: Record<string, unknown>) => ({
-        url: 'https://example.com/h',
+        url: unwantedHookUrl(ctx),
         events: ['run.started'],
         secret: 'conformance-secret',
         ...patch,
