@@ -1,3 +1,4 @@
+import type { Resolve } from './outbound/guard.js'
 import {
   type OutboundPurpose,
   PRIVATE_TARGETS_SETTING,
@@ -17,6 +18,11 @@ export interface Config {
    * default. Link-local and cloud metadata addresses are never reachable.
    */
   privateTargets: Record<OutboundPurpose, PrivateTargets>
+  /**
+   * How every outbound call resolves a host name before the guard checks its addresses: the system resolver unless
+   * set (a test server keeps it to loopback, so no test ever resolves another name).
+   */
+  outboundResolve?: Resolve
   /**
    * How long a client may take to send a request's headers (Node's headersTimeout): a connection that trickles them
    * (slowloris) is answered 408 and closed at this bound.

@@ -253,7 +253,7 @@ export interface ServiceDeps {
 export function createServices(deps: ServiceDeps): Services {
   const { db, clock, config, metrics } = deps
   const logger = deps.logger ?? SILENT_LOGGER
-  const outbound = createOutboundPorts(config.privateTargets)
+  const outbound = createOutboundPorts(config.privateTargets, config.outboundResolve)
   const domain = createDomain({ db, clock, config, outbound, logger, ...(metrics ? { metrics } : {}) })
   const workers = createWorkers(domain, logger)
   const topicFeeds = new TopicFeeds()

@@ -118,11 +118,12 @@ export function createOutboundHttp(options: OutboundOptions = {}): OutboundHttp 
 /** One outbound client per purpose, each guarded by that purpose's private targets only. */
 export function createOutboundPorts(
   privateTargets: Record<OutboundPurpose, PrivateTargets>,
+  resolve: Resolve = systemResolve,
 ): Record<OutboundPurpose, OutboundHttp> {
   return {
-    webhooks: createOutboundHttp({ privateTargets: privateTargets.webhooks }),
-    destinations: createOutboundHttp({ privateTargets: privateTargets.destinations }),
-    tools: createOutboundHttp({ privateTargets: privateTargets.tools }),
+    webhooks: createOutboundHttp({ privateTargets: privateTargets.webhooks, resolve }),
+    destinations: createOutboundHttp({ privateTargets: privateTargets.destinations, resolve }),
+    tools: createOutboundHttp({ privateTargets: privateTargets.tools, resolve }),
   }
 }
 

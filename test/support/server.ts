@@ -13,7 +13,7 @@ import type { Services } from '../../src/services.js'
 import type { SurfaceObserver } from '../../src/surface/observe.js'
 import { assertMatchesContract } from './openapi-validator.js'
 import { listenPort } from './ports.js'
-import { LOOPBACK_TARGETS } from './private-targets.js'
+import { LOOPBACK_ONLY_RESOLVE, LOOPBACK_TARGETS } from './private-targets.js'
 import { testTempDir } from './temp.js'
 
 export interface TestResponse<T = unknown> {
@@ -61,6 +61,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       host: '127.0.0.1',
       databaseUrl,
       privateTargets: LOOPBACK_TARGETS,
+      outboundResolve: LOOPBACK_ONLY_RESOLVE,
       ...options.config,
     },
     ...(options.clock ? { clock: options.clock } : {}),

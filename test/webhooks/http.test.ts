@@ -126,6 +126,20 @@ describe('webhook subscriptions over HTTP', () => {
     expect(list.body.data.map((w: { webhook_id: string }) => w.webhook_id)).not.toContain(webhook_id)
   })
 
+  it('never resolves a name but localhost in tests: a delivery to a public-looking host fails as not found', async () => {
+    const key = (await t.createKey()).token
+    const { webhook_id } = await subscribe(['agent.created'], 'https://example.com/never', key)
+    const agent = await t.request('POST', '/v1/agents', {
+      token: key,
+      body: { name: 'a', behavior: 'autonomous' },
+    })
+    expect(agent.status).toBe(201)
+    const [row] = await deliveriesUntil(key, webhook_id, (rows) => rows.some((r) => r.attempts >= 1))
+    expect((row as { last_error: string | null }).last_error).toMatch(
+      /ENOTFOUND example\.com \(tests resolve localhost only\)/,
+    )
+  })
+
   it('pages the subscription list with cursors', async () => {
     const key = (await t.createKey()).token
     for (let i = 0; i < 3; i++) await subscribe(['agent.created'], `https://example.com/h${i}`, key)
