@@ -233,7 +233,6 @@ export class RunService implements RunsPort {
       // Stryker disable next-line OptionalChaining: equivalent, the awaiting step is always a step of the run's plan
       const where = { stepId, tool: step?.tool ?? null, toolId: step?.tool_id ?? null }
       const detail = { decided_by: identity, queue: pending.queue, ...(comment ? { comment } : {}) }
-      // Stryker disable next-line ArrowFunction,ConditionalExpression: equivalent, the executor escalates one step at a time, so a run awaits one step at most and the decided one leaves the list empty either way
       r.awaiting = r.awaiting.filter((a) => a.step_id !== stepId)
       if (decision === 'approve') {
         r.status = transition(r.status, 'approve')
