@@ -3,7 +3,6 @@
  * §6 run.failed; a deployment that only ever sends the spec's five kinds although its contract lists more), and
  * retries on a fixed interval instead of spec §6's exponential backoff, and one state change emitted as two events.
  */
-import { signBody } from '../../src/signature.js'
 import {
   editJson,
   HOOK_PREFIX,
@@ -15,7 +14,7 @@ import {
   parseJson,
   pathOnly,
 } from '../proxy.js'
-import { COPY, subscriptions } from './tenancy.js'
+import { COPY, deliverCopy, subscriptions } from './tenancy.js'
 
 const SPEC_KINDS = new Set([
   'run.started',
@@ -63,16 +62,7 @@ export function eventMutants(): Mutant[] {
         const path = pathOnly(req.path).slice(HOOK_PREFIX.length)
         const owner = subs.all.find((s) => s.url.endsWith(path))
         if (!body || !owner || typeof body.id !== 'string' || typeof body.event !== 'string') return req
-        const again = { ...body, id: `${body.id}_again` }
-        await fetch(owner.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', [COPY]: '1' },
-          body: JSON.stringify({
-            ...again,
-            signature: signBody(owner.secret, again, Math.floor(Date.now() / 1000)),
-          }),
-          signal: AbortSignal.timeout(10_000),
-        }).catch(() => undefined)
+        await deliverCopy(owner, { ...body, id: `${body.id}_again` })
         return req
       },
     },

@@ -26,6 +26,20 @@ interface Subscription {
   events: string[]
 }
 
+/**
+ * Delivers `body` to the subscription itself, signed afresh under its secret and marked as the mutant's own (COPY),
+ * through the proxy like any delivery; a copy that cannot be delivered is dropped.
+ */
+export async function deliverCopy(sub: Subscription, body: Json): Promise<void> {
+  const signed = { ...body, signature: signBody(sub.secret, body, Math.floor(Date.now() / 1000)) }
+  await fetch(sub.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', [COPY]: '1' },
+    body: JSON.stringify(signed),
+    signal: AbortSignal.timeout(10_000),
+  }).catch(() => undefined)
+}
+
 /** Remembers the subscriptions created through the proxy, with the identity that created each. */
 export function subscriptions() {
   const all: Subscription[] = []
@@ -66,21 +80,11 @@ export function tenancyMutants(): Mutant[] {
         const path = pathOnly(req.path).slice(HOOK_PREFIX.length)
         const owner = subs.all.find((s) => s.url.endsWith(path))
         if (!body || !owner) return req
-        const copies: Promise<unknown>[] = []
-        for (const s of subs.all) {
-          if (s.authorization === owner.authorization || !s.events.includes(kind)) continue
-          const t = Math.floor(Date.now() / 1000)
-          const copy = { ...body, signature: signBody(s.secret, body, t) }
-          copies.push(
-            fetch(s.url, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', [COPY]: '1' },
-              body: JSON.stringify(copy),
-              signal: AbortSignal.timeout(10_000),
-            }).catch(() => undefined),
-          )
-        }
-        await Promise.all(copies)
+        await Promise.all(
+          subs.all
+            .filter((s) => s.authorization !== owner.authorization && s.events.includes(kind))
+            .map((s) => deliverCopy(s, body)),
+        )
         return req
       },
     },

@@ -123,7 +123,12 @@ const capitalize = (s: string) => `${s.slice(0, 1).toUpperCase()}${s.slice(1)}`
 function withoutVolatile(res: HttpResponse, id: string, missing: string): string {
   const error = { ...obj(obj(res.body).error) }
   delete error.request_id
-  return JSON.stringify(error).split(id).join('<id>').split(missing).join('<id>')
+  return idsMasked(JSON.stringify(error), id, missing)
+}
+
+/** `text` with each of `ids` written `<id>`: two answers about different ids compared for everything else. */
+function idsMasked(text: string, ...ids: string[]): string {
+  return ids.reduce((t, id) => t.split(id).join('<id>'), text)
 }
 
 /**
@@ -186,7 +191,7 @@ export const scopingChecks: Check[] = [
       // §5.6 answers both with one status so a caller cannot tell "exists elsewhere" from "missing": a code or a
       // message that tells them apart undoes it. The rest of the body (detail, its order) is the profile's to judge.
       const [a, b] = [foreign, absent].map((e) =>
-        JSON.stringify([e.code, e.message]).split(agent).join('<id>').split(missing).join('<id>'),
+        idsMasked(JSON.stringify([e.code, e.message]), agent, missing),
       )
       assert(
         a === b,
