@@ -317,6 +317,12 @@ function busMessageProblems(m: BusMessage, prefix: string, kind: string, stream:
   return problems
 }
 
+/** `url` over ftp:, a scheme no outbound call takes (the suite's receiver, so nothing else is ever named). */
+const ftpOf = (url: string) => url.replace(/^https?:/, 'ftp:')
+
+/** The host of a `host:port` (an IPv6 host keeps its brackets). */
+const natsHostOnly = (hostPort: string) => hostPort.replace(/:\d+$/, '')
+
 export const destinationChecks: Check[] = [
   {
     id: 'destinations.cloudevents-binary',
@@ -476,7 +482,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.pagerduty-events-v2',
     title:
-      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a change to another severity is the next incident's; its routing key is never answered",
+      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); a change to another severity is the next incident's; its routing key is never answered",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -524,6 +530,30 @@ export const destinationChecks: Check[] = [
       const logged = await deliveredInLog(ctx, pager)
       if (logged) resolveProblems.push(logged)
       assert(resolveProblems.length === 0, `the resolve for run ${runId}: ${resolveProblems.join('; ')}`)
+      // A rejected step fails its run, which is not paged here (run.failed is not listed): that ends the run's
+      // incident too. Each run is an incident of its own, whatever agent runs it.
+      const rejected = await decided(ctx, 'reject')
+      const rejectedTrigger = await ctx.receiver!.waitFor(
+        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'trigger' && d.raw.includes(rejected.runId),
+        ctx.config.waitMs,
+      )
+      if (!rejectedTrigger)
+        fail(
+          `no Events API v2 trigger naming run ${rejected.runId} reached the receiver within ${ctx.config.waitMs} ms`,
+        )
+      const rejectedKey = rejectedTrigger.body?.dedup_key
+      assert(
+        typeof rejectedKey === 'string' && rejectedKey !== key,
+        `the triggers of runs ${runId} and ${rejected.runId} share dedup_key ${short(key)}: two runs are one incident`,
+      )
+      const ended = await ctx.receiver!.waitFor(
+        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === rejectedKey,
+        ctx.config.waitMs,
+      )
+      if (!ended)
+        fail(
+          `run ${rejected.runId}'s step was rejected and the run failed, but no resolve with its dedup_key ${rejectedKey} reached the receiver within ${ctx.config.waitMs} ms`,
+        )
       // Each severity PagerDuty takes, set by a change of the destination, is the next incident's (its sample,
       // which is sent at once and answered with what the receiver said).
       const base = `/v1/destinations/${pager.id}`
@@ -694,7 +724,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.settings-judged',
     title:
-      "A destination's settings are judged by its type as documented: a creation without events gets the type's default kinds; a config read back with its documented defaults (CloudEvents' binary mode, NATS' agentops subject prefix); a config or secrets of the wrong shape (an unknown field, a routing key that is not 32 letters and digits, a severity or CloudEvents mode outside its list, a Slack icon_emoji that is not one :name:, approval buttons without a signing secret, no NATS server or more than ten, one that is not nats://host:port or carries credentials, a subject prefix that is not dot-separated tokens, a stream name that is not one token, a NATS user without a password) is 400 naming the field in detail.fields and the message, never quoting a secret; settings at the edge of each rule are taken as sent",
+      "A destination's settings are judged by its type as documented: a creation without events gets the type's default kinds; a config read back with its documented defaults (CloudEvents' binary mode, NATS' agentops subject prefix); a config or secrets of the wrong shape (an unknown field, a routing key that is not 32 letters and digits, a severity or CloudEvents mode outside its list, a Slack icon_emoji that is not one :name:, approval buttons without a signing secret, no NATS server or more than ten, one that is not nats://host:port, carries credentials or names an unlisted private port, an endpoint or incoming webhook that is not http(s), a subject prefix that is not dot-separated tokens, a stream name that is not one token, a NATS user without a password) is 400 naming the field in detail.fields and the message, never quoting a secret; settings at the edge of each rule are taken as sent (tls:// and bare host:port NATS servers read back as URLs)",
     level: 'profile',
     clauses: ['S6.5', 'S7.3'],
     async run(ctx) {
@@ -779,6 +809,17 @@ export const destinationChecks: Check[] = [
           { type: 'pagerduty', config: { url, severity: 'loud' }, secrets: { routing_key: routingKey } },
           'config.severity',
         ],
+        // Every URL the outbound port would call is judged at creation: absolute http(s) only.
+        [
+          'a PagerDuty endpoint over ftp://',
+          { type: 'pagerduty', config: { url: ftpOf(url) }, secrets: { routing_key: routingKey } },
+          'config.url',
+        ],
+        [
+          'a Slack incoming webhook over ftp://',
+          { type: 'slack', secrets: { webhook_url: ftpOf(url) } },
+          'secrets.webhook_url',
+        ],
         [
           'a CloudEvents mode outside binary and structured',
           { type: 'cloudevents', config: { url, mode: 'batched' } },
@@ -800,6 +841,16 @@ export const destinationChecks: Check[] = [
         refused.push(
           ['a NATS server over http://', servers(`http://${nats.hostPort}`), 'config.servers'],
           ['a NATS server with credentials', servers(`nats://u:p@${nats.hostPort}`), 'config.servers'],
+          ['a NATS server with a user name', servers(`nats://u@${nats.hostPort}`), 'config.servers'],
+          ['a NATS server with a password', servers(`nats://:p@${nats.hostPort}`), 'config.servers'],
+          ['a NATS server with no host', servers('nats:///'), 'config.servers'],
+          // The same host on a port no one allowed: private addresses are refused unless listed, as for HTTP.
+          [
+            'a NATS server at an unlisted private port',
+            servers(`nats://${natsHostOnly(nats.hostPort)}:1`),
+            'config.servers',
+          ],
+          ['a NATS server that is a number', { type: 'nats', config: { servers: [4222] } }, 'config.servers'],
           ['a NATS server with a path', servers(`nats://${nats.hostPort}/bus`), 'config.servers'],
           ['a NATS server with a query', servers(`nats://${nats.hostPort}?q=1`), 'config.servers'],
           ['a NATS server that is no URL', servers('nats://[bus'), 'config.servers'],
@@ -861,6 +912,17 @@ export const destinationChecks: Check[] = [
             'two NATS servers and a stream',
             { type: 'nats', config: { servers, stream: 'CONF_EVENTS' } },
             { servers, stream: 'CONF_EVENTS' },
+          ],
+          // tls:// is the other scheme NATS clients dial; a bare host:port gets nats://, a trailing slash is no path.
+          [
+            'a NATS server over tls://, one without a scheme and one with a trailing slash',
+            {
+              type: 'nats',
+              config: { servers: [`tls://${nats.hostPort}`, nats.hostPort, `nats://${nats.hostPort}/`] },
+            },
+            {
+              servers: [`tls://${nats.hostPort}`, `nats://${nats.hostPort}`, `nats://${nats.hostPort}`],
+            },
           ],
           [
             'a subject prefix of several tokens, and a user with a password',

@@ -12,6 +12,7 @@ import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
+import { envelopeProblems } from './assertions.js'
 import { slackMessageProblems } from './destination-bodies.js'
 import { atTag, receiverUrl } from './webhooks.js'
 
@@ -104,7 +105,7 @@ export const slackChatChecks: Check[] = [
   {
     id: 'destinations.slack-approve-from-chat',
     title:
-      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step, the trace naming the Slack user and team as the decider, and replaces the message through response_url; the same request sent again, one unsigned, signed otherwise or cut short, older than five minutes or posted at an unknown destination is 401; a signed interaction that is no button click by a user of a button naming a run is acknowledged (200) and changes nothing; a click naming a run the workspace cannot decide is told so alone (ephemeral)',
+      'With approval_buttons (and its username and icon_emoji) a slack destination’s approval message ends with Approve and Deny buttons naming the run and step; a click signed with the signing secret decides the step, the trace naming the Slack user and team as the decider, and replaces the message through response_url; the same request sent again, one unsigned, signed otherwise or cut short, older than five minutes, stamped with no whole number of seconds, posted at an unknown destination or at one without a signing secret is 401 in the error envelope; a signed interaction that is no Approve or Deny click by a user of a button naming a run and step is acknowledged (200), changes nothing and answers no one; a click naming a run the workspace cannot decide is told so alone (ephemeral), otherwise than a click on a decided step',
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -256,34 +257,65 @@ export const slackChatChecks: Check[] = [
       /** The Approve click on the approval message, signed by `signature`, made `ageSeconds` ago. */
       const approveClick = (signature: (ts: string, body: string) => string, ageSeconds = 0) =>
         clickOf(shown, approve, 'UCONF', responseTag, signature, ageSeconds)
-      const forged = await post(
+      /** A refused interaction: 401 in the error envelope (code `unauthenticated`), whatever the reason. */
+      const refusedAs401 = async (what: string, to: string, sent: Interaction) => {
+        const res = await post(to, sent)
+        assert(res.status === 401, `${what} answered ${res.status}, not 401`)
+        const problems = envelopeProblems(res.body)
+        if (problems.length === 0 && obj(obj(res.body).error).code !== 'unauthenticated')
+          problems.push(`error.code is ${short(obj(obj(res.body).error).code)}, not unauthenticated`)
+        assert(problems.length === 0, `${what} answered 401 ${problems.join('; ')}`)
+      }
+      await refusedAs401(
+        'a click signed with another secret',
         id,
         approveClick((ts, body) => slackSignature(`${signing}x`, ts, body)),
       )
-      assert(forged.status === 401, `a click signed with another secret answered ${forged.status}, not 401`)
       // Signed with the secret, but more than five minutes old (Slack's own tolerance for replays): 401.
-      const stale = await post(id, approveClick(signed, 6 * 60))
-      assert(stale.status === 401, `a signed click six minutes old answered ${stale.status}, not 401`)
+      await refusedAs401('a signed click six minutes old', id, approveClick(signed, 6 * 60))
       // No signature at all, and one cut short: 401 (never a failure of the server's comparison).
-      const unsigned = await post(id, { ...approveClick(signed), signature: undefined })
-      assert(
-        unsigned.status === 401,
-        `a click without X-Slack-Signature answered ${unsigned.status}, not 401`,
-      )
-      const truncated = await post(
+      await refusedAs401('a click without X-Slack-Signature', id, {
+        ...approveClick(signed),
+        signature: undefined,
+      })
+      await refusedAs401(
+        'a click whose signature is cut short',
         id,
         approveClick((ts, body) => signed(ts, body).slice(0, 20)),
       )
-      assert(
-        truncated.status === 401,
-        `a click whose signature is cut short answered ${truncated.status}, not 401`,
-      )
+      // A timestamp that is no count of seconds, signed as sent: no time to judge its age by, so no verified click.
+      const fresh = approveClick(signed)
+      const odd = `${fresh.ts}.5`
+      await refusedAs401('a click whose X-Slack-Request-Timestamp is no whole number of seconds', id, {
+        ...fresh,
+        ts: odd,
+        signature: signed(odd, fresh.body),
+      })
       // Signed with the secret, posted at a destination that does not exist: 401, as nothing can verify it.
-      const elsewhere = await post('dst_conformance_unknown', approveClick(signed))
-      assert(
-        elsewhere.status === 401,
-        `a signed click at an unknown destination's interaction URL answered ${elsewhere.status}, not 401`,
+      await refusedAs401(
+        "a signed click at an unknown destination's interaction URL",
+        'dst_conformance_unknown',
+        approveClick(signed),
       )
+      // A slack destination without a signing secret takes no interaction, however it is signed.
+      const plain = await ctx.http.post('/v1/destinations', {
+        name: `${tag}-plain`,
+        type: 'slack',
+        events: ['run.awaiting_approval'],
+        secrets: {
+          webhook_url: `${receiver}/T0CONF/B0CONF/plain${randomBytes(8).toString('hex')}/${tag}-plain`,
+        },
+      })
+      expectStatus(plain, 201, 'creating a slack destination without a signing secret')
+      const plainId = ownId(plain.body, 'destination')
+      assert(plainId, `the destination answer has no destination_id: ${short(plain.body)}`)
+      ctx.cleanup(`delete destination ${plainId}`, () => ctx.http.delete(`/v1/destinations/${plainId}`))
+      await refusedAs401(
+        'a click at a slack destination that has no signing secret',
+        plainId,
+        approveClick((ts, body) => slackSignature('', ts, body)),
+      )
+      await ctx.http.delete(`/v1/destinations/${plainId}`)
       const run = await ctx.http.get(`/v1/runs/${runId}`)
       assert(
         obj(run.body).status === 'awaiting_approval',
@@ -301,6 +333,20 @@ export const slackChatChecks: Check[] = [
           retyped((p) => ({ ...p, actions: [{ ...obj((p.actions as unknown[])[0]), value: '{}' }] })),
         ],
         ['a signed click by no user', retyped(({ user: _user, ...p }) => p)],
+        [
+          'a signed click of a button that is neither Approve nor Deny',
+          retyped((p) => ({
+            ...p,
+            actions: [{ ...obj((p.actions as unknown[])[0]), action_id: 'conformance_other_button' }],
+          })),
+        ],
+        [
+          'a signed click of a button that names the run but no step',
+          retyped((p) => ({
+            ...p,
+            actions: [{ ...obj((p.actions as unknown[])[0]), value: JSON.stringify({ run_id: runId }) }],
+          })),
+        ],
       ]
       for (const [what, sent] of ignored) {
         const res = await post(id, sent)
@@ -369,6 +415,18 @@ export const slackChatChecks: Check[] = [
           foreignTold.body.replace_original === false &&
           String(foreignTold.body.text).includes(unknownRun),
         `a click naming an unknown run was answered ${short(foreignTold?.body, 300)}, not an ephemeral message naming run ${unknownRun} that leaves the original in place`,
+      )
+      // Each says why nothing changed: a step decided already is not a run the workspace cannot decide.
+      assert(
+        String(foreignTold.body.text).replaceAll(unknownRun, '<run>') !==
+          String(told.body.text).replaceAll(runId, '<run>'),
+        `a click naming an unknown run and one on a decided step were told the same: ${short(told.body.text)}`,
+      )
+      // An interaction acknowledged and ignored changes nothing, and answers no one at its response_url.
+      const answeredIgnored = ctx.receiver!.deliveries.filter(atTag(ignoredTag))
+      assert(
+        answeredIgnored.length === 0,
+        `an ignored interaction was answered at its response_url: ${short(answeredIgnored[0]?.body, 300)}`,
       )
 
       // Deny on another run's message: that step is rejected and the message says who denied it.

@@ -5,12 +5,13 @@
  * contract documents for its kind, naming a subject as the real event does, and marked so no one acts on it.
  */
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus } from '../fixtures.js'
+import { expectStatus, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
 import { cloudEventsSink } from './destinations.js'
 import { contractEventKinds, subjectField } from './every-kind.js'
+import { decided } from './outcomes.js'
 
 /** The paths of the empty strings in a value, nested ones too (`detail.violation`). */
 function emptyStrings(value: unknown, path = ''): string[] {
@@ -41,11 +42,72 @@ function sampleProblems(ctx: CheckContext, kind: string, body: Record<string, un
   return problems
 }
 
+/**
+ * The kinds whose real events the check causes itself (a tool registered and retired, an agent created and deleted,
+ * a run that succeeds, one that fails, one approved after it waited), to hold each sample beside the real thing.
+ */
+const CAUSED = [
+  'tool.registered',
+  'tool.retired',
+  'agent.created',
+  'agent.deleted',
+  'run.started',
+  'run.succeeded',
+  'run.failed',
+  'run.awaiting_approval',
+  'run.resumed',
+]
+
+/** The fields a body carries, its signature and test mark aside. */
+const fieldsOf = (body: Record<string, unknown>) =>
+  Object.keys(body).filter((k) => k !== 'signature' && k !== 'test')
+
+/**
+ * What the sample of a kind lacks or adds against the real events of that kind the sink got: a field every real
+ * one carries and the sample not, a field none carries and the sample does, the same for its `outcome`, and a
+ * `status` other than the one every real event of the kind carries.
+ */
+function unlikeReal(sample: Record<string, unknown>, real: Record<string, unknown>[]): string[] {
+  const problems: string[] = []
+  const compare = (what: string, got: Record<string, unknown>, seen: Record<string, unknown>[]) => {
+    const keys = new Set(fieldsOf(got))
+    const every = fieldsOf(seen[0] ?? {}).filter((k) => seen.every((r) => k in r))
+    const some = new Set(seen.flatMap(fieldsOf))
+    const lacks = every.filter((k) => !keys.has(k))
+    const adds = [...keys].filter((k) => !some.has(k))
+    if (lacks.length > 0) problems.push(`${what} lacks ${lacks.join(', ')}`)
+    if (adds.length > 0) problems.push(`${what} adds ${adds.join(', ')}`)
+  }
+  compare('it', sample, real)
+  const outcomes = real.map((r) => r.outcome).filter((o) => o !== null && typeof o === 'object')
+  if (outcomes.length === real.length && outcomes.length > 0)
+    compare('its outcome', obj(sample.outcome), outcomes.map(obj))
+  const statuses = new Set(real.map((r) => r.status))
+  const [status] = statuses
+  if (statuses.size === 1 && typeof status === 'string' && sample.status !== status)
+    problems.push(`its status is ${short(sample.status)}, the real one's ${status}`)
+  return problems
+}
+
+/** Causes one real event of each CAUSED kind in the check's own workspace. */
+async function causeRealEvents(ctx: CheckContext): Promise<void> {
+  const [ok, failing] = [await ctx.fx.newTool('succeed'), await ctx.fx.tool('fail')]
+  const agent = await ctx.fx.newToolAgent([ok])
+  const run = await ctx.fx.startRun(agent)
+  const failed = await ctx.fx.startRun(await ctx.fx.newToolAgent([failing]))
+  await decided(ctx, 'approve')
+  for (const id of [run.runId, failed.runId]) await ctx.fx.waitForStatus(id, (s) => TERMINAL.has(s), 'ended')
+  const deleted = await ctx.http.delete(`/v1/agents/${agent.id}`)
+  assert(deleted.status < 300, `deleting the agent answered ${deleted.status}`)
+  const retired = await ctx.http.delete(`/v1/tools/${ok.id}`)
+  assert(retired.status < 300, `retiring the tool answered ${retired.status}`)
+}
+
 export const testSendChecks: Check[] = [
   {
     id: 'destinations.test-sends-each-kind',
     title:
-      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it",
+      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it; for the kinds the check causes (a tool registered and retired, an agent created and deleted, runs that succeed, fail, wait and resume), the sample carries the real event's fields, its outcome's and its status",
     level: 'profile',
     clauses: ['S6.5'],
     // Seventeen sends and their deliveries to the receiver: alongside the checks after it.
@@ -53,11 +115,12 @@ export const testSendChecks: Check[] = [
     async run(ctx) {
       const kinds = contractEventKinds(ctx)
       assert(kinds.length > 0, 'the contract lists no EventKind enum')
-      // One kind listed (seldom caused by the checks alongside), in binary mode (the body is the event): each test
-      // send names its own kind.
-      const sink = await cloudEventsSink(ctx, 'cloudevents-test-sends', ['tool.retired'], () => ({
+      // The kinds the check causes listed, in binary mode (the body is the event): each test send names its own
+      // kind, and the real events of those kinds arrive beside the samples.
+      const sink = await cloudEventsSink(ctx, 'cloudevents-test-sends', CAUSED, () => ({
         mode: 'binary',
       }))
+      await causeRealEvents(ctx)
       const problems: string[] = []
       const ids = new Set<unknown>()
       for (const kind of kinds) {
@@ -77,6 +140,22 @@ export const testSendChecks: Check[] = [
         }
         ids.add(body.id)
         for (const p of sampleProblems(ctx, kind, body)) problems.push(`the sample of ${kind}: ${p}`)
+        if (!CAUSED.includes(kind)) continue
+        const real = await ctx.receiver!.waitFor(
+          (d) => d.path.endsWith(`/${sink.tag}`) && d.body?.event === kind && d.body.test !== true,
+          ctx.config.waitMs,
+        )
+        if (!real?.body) {
+          problems.push(`no real ${kind} reached the destination listing it within ${ctx.config.waitMs} ms`)
+          continue
+        }
+        const seen = ctx
+          .receiver!.deliveries.filter(
+            (d) => d.path.endsWith(`/${sink.tag}`) && d.body?.event === kind && d.body.test !== true,
+          )
+          .map((d) => d.body ?? {})
+        for (const p of unlikeReal(body, seen))
+          problems.push(`the sample of ${kind}, beside the real events of its kind: ${p}`)
       }
       if (problems.length === 0 && ids.size !== kinds.length)
         problems.push(`${kinds.length} samples carried ${ids.size} ids: each is an event of its own`)

@@ -36,7 +36,9 @@ function fieldsOf(kind: EventKind, agentId: string): Record<string, unknown> {
       ...run,
       status,
       ...(outcome ? { outcome } : {}),
-      ...(kind === 'run.resumed' ? { reason: 'resumed' } : {}),
+      // A run starts with its plan's step ids; the resume a person most often sees is an approval's, naming its step.
+      ...(kind === 'run.started' ? { plan: ['step_sample'] } : {}),
+      ...(kind === 'run.resumed' ? { reason: 'approved', step_id: 'step_sample' } : {}),
     }
   }
   switch (kind) {
