@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
-import { expectStatus, ownId, pageItems, unwantedHookUrl } from '../fixtures.js'
+import { decideStep, expectStatus, ownId, pageItems, TERMINAL, unwantedHookUrl } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { natsTarget } from '../nats.js'
 import { type Delivery, hostAndPort } from '../receiver.js'
@@ -482,7 +482,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.pagerduty-events-v2',
     title:
-      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); a change to another severity is the next incident's; its routing key is never answered",
+      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); approving the first of two approval steps resolves before the second pages again; a run paged at its start is resolved once it succeeds; a change to another severity is the next incident's; its routing key is never answered",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -554,6 +554,108 @@ export const destinationChecks: Check[] = [
         fail(
           `run ${rejected.runId}'s step was rejected and the run failed, but no resolve with its dedup_key ${rejectedKey} reached the receiver within ${ctx.config.waitMs} ms`,
         )
+      // A run of two approval steps: approving the first ends the incident (a resolve before the second step's
+      // trigger opens it again), although the run has not ended.
+      const ok = await ctx.fx.tool('succeed')
+      const twoSteps = await ctx.fx.startRun(
+        await ctx.fx.newToolAgent([ok, ok], ctx.config.profile.approvalBehavior),
+      )
+      const firstWait = await ctx.fx.waitForStatus(
+        twoSteps.runId,
+        (s) => s === 'awaiting_approval',
+        'awaiting approval',
+      )
+      const firstStep = String(obj((firstWait.awaiting as unknown[] | undefined)?.[0]).step_id)
+      const firstTrigger = await ctx.receiver!.waitFor(
+        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'trigger' && d.raw.includes(twoSteps.runId),
+        ctx.config.waitMs,
+      )
+      if (!firstTrigger)
+        fail(`no trigger naming run ${twoSteps.runId} reached the receiver within ${ctx.config.waitMs} ms`)
+      expectStatus(
+        await decideStep(ctx, twoSteps.runId, firstStep, 'approve'),
+        200,
+        `approving step ${firstStep}`,
+      )
+      const secondWait = await ctx.fx.waitForStatus(
+        twoSteps.runId,
+        (s, run) =>
+          TERMINAL.has(s) ||
+          (s === 'awaiting_approval' &&
+            obj((run.awaiting as unknown[] | undefined)?.[0]).step_id !== firstStep),
+        'past its first approval',
+      )
+      if (secondWait.status === 'awaiting_approval') {
+        const secondStep = String(obj((secondWait.awaiting as unknown[] | undefined)?.[0]).step_id)
+        const secondTrigger = await ctx.receiver!.waitFor(
+          (d) =>
+            atTag(pager.tag)(d) &&
+            d.body?.event_action === 'trigger' &&
+            d.raw.includes(twoSteps.runId) &&
+            d.raw.includes(secondStep),
+          ctx.config.waitMs,
+        )
+        if (!secondTrigger)
+          fail(
+            `no trigger for step ${secondStep} of run ${twoSteps.runId} reached the receiver within ${ctx.config.waitMs} ms`,
+          )
+        const between = ctx.receiver!.deliveries.filter(
+          (d) =>
+            atTag(pager.tag)(d) &&
+            d.body?.event_action === 'resolve' &&
+            d.body.dedup_key === firstTrigger.body?.dedup_key &&
+            d.receivedAt >= firstTrigger.receivedAt &&
+            d.receivedAt <= secondTrigger.receivedAt,
+        )
+        assert(
+          between.length > 0,
+          `step ${firstStep} of run ${twoSteps.runId} was approved, but its incident was not resolved before step ${secondStep}'s trigger`,
+        )
+        expectStatus(
+          await decideStep(ctx, twoSteps.runId, secondStep, 'approve'),
+          200,
+          `approving step ${secondStep}`,
+        )
+      } else ctx.partial(`run ${twoSteps.runId} of two approval steps awaited one approval only`)
+      // A run paged at its start that then succeeds on its own: its success ends the incident.
+      const agent = await ctx.fx.newToolAgent([ok])
+      const atStart = await ctx.http.post('/v1/destinations', {
+        name: `${pager.tag}-started`,
+        type: 'pagerduty',
+        events: ['run.started'],
+        agent_ids: [agent.id],
+        config: { url: `${receiverUrl(ctx)}/${pager.tag}-started` },
+        secrets: { routing_key: randomBytes(16).toString('hex') },
+      })
+      expectStatus(atStart, 201, 'creating a pagerduty destination paging at run.started')
+      const atStartId = ownId(atStart.body, 'destination')
+      assert(atStartId, `the destination answer has no destination_id: ${short(atStart.body)}`)
+      ctx.cleanup(`delete destination ${atStartId}`, () => ctx.http.delete(`/v1/destinations/${atStartId}`))
+      const quick = await ctx.fx.startRun(agent)
+      const paged = await ctx.receiver!.waitFor(
+        (d) =>
+          atTag(`${pager.tag}-started`)(d) &&
+          d.body?.event_action === 'trigger' &&
+          d.raw.includes(quick.runId),
+        ctx.config.waitMs,
+      )
+      if (!paged)
+        fail(
+          `a pagerduty destination listing run.started opened no incident for run ${quick.runId} within ${ctx.config.waitMs} ms`,
+        )
+      const settled = await ctx.fx.waitForStatus(quick.runId, (s) => TERMINAL.has(s), 'ended')
+      const closed = await ctx.receiver!.waitFor(
+        (d) =>
+          atTag(`${pager.tag}-started`)(d) &&
+          d.body?.event_action === 'resolve' &&
+          d.body.dedup_key === paged.body?.dedup_key,
+        ctx.config.waitMs,
+      )
+      assert(
+        closed,
+        `run ${quick.runId} ${String(settled.status)}, but the incident its start opened was not resolved within ${ctx.config.waitMs} ms`,
+      )
+      await ctx.http.delete(`/v1/destinations/${atStartId}`)
       // Each severity PagerDuty takes, set by a change of the destination, is the next incident's (its sample,
       // which is sent at once and answered with what the receiver said).
       const base = `/v1/destinations/${pager.id}`
