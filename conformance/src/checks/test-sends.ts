@@ -7,6 +7,7 @@
 import type { Check, CheckContext } from '../check.js'
 import { expectStatus, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
+import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
 import { cloudEventsSink } from './destinations.js'
@@ -141,19 +142,13 @@ export const testSendChecks: Check[] = [
         ids.add(body.id)
         for (const p of sampleProblems(ctx, kind, body)) problems.push(`the sample of ${kind}: ${p}`)
         if (!CAUSED.includes(kind)) continue
-        const real = await ctx.receiver!.waitFor(
-          (d) => d.path.endsWith(`/${sink.tag}`) && d.body?.event === kind && d.body.test !== true,
-          ctx.config.waitMs,
-        )
-        if (!real?.body) {
+        const isReal = (d: Delivery) =>
+          d.path.endsWith(`/${sink.tag}`) && d.body?.event === kind && d.body.test !== true
+        if (!(await ctx.receiver!.waitFor(isReal, ctx.config.waitMs))) {
           problems.push(`no real ${kind} reached the destination listing it within ${ctx.config.waitMs} ms`)
           continue
         }
-        const seen = ctx
-          .receiver!.deliveries.filter(
-            (d) => d.path.endsWith(`/${sink.tag}`) && d.body?.event === kind && d.body.test !== true,
-          )
-          .map((d) => d.body ?? {})
+        const seen = ctx.receiver!.deliveries.filter(isReal).map((d) => d.body ?? {})
         for (const p of unlikeReal(body, seen))
           problems.push(`the sample of ${kind}, beside the real events of its kind: ${p}`)
       }
