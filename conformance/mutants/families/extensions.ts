@@ -5,7 +5,9 @@
  * write-only secret comes back when it is read; a Slack
  * message or a PagerDuty event that its service would refuse (no text nor blocks, a text object of an undocumented
  * type, a severity outside the enum, no routing key) or that could never close its incident (a dedup_key per request,
- * a resolve sent as acknowledge); a Slack notification text that names nothing;
+ * a resolve sent as acknowledge, an incident keyed by agent so that two runs share it); a Slack notification text that
+ * names nothing; a Slack interaction refused without the error envelope; a test send of a run's end without the
+ * outcome every real one carries;
  * a Slack message that shows a run's input unescaped (its markup pings, mentions and links); a destination change
  * answered but not kept.
  */
@@ -24,6 +26,9 @@ import {
 const notFound: ProxiedResponse = errorAnswer(404, 'not_found', 'Not found')
 
 const DESTINATION = /^\/v1\/destinations\/[^/]+$/
+
+/** The per-agent dedup_key the incident-per-agent mutant gives each run's own (a resolve carries no agent). */
+const incidentKeys = new Map<string, string>()
 
 /** The Slack interactions the replay mutant has let through, by signature and body. */
 const seenSlackClicks = new Set<string>()
@@ -240,6 +245,43 @@ export function extensionMutants(): Mutant[] {
         ...b,
         dedup_key: `agentops:${randomBytes(8).toString('hex')}`,
       })),
+    },
+    {
+      id: 'pagerduty-incident-per-agent',
+      description:
+        "PagerDuty incidents are keyed by agent, not by run: an agent's second run pages into its first run's incident, and the first run's end closes both",
+      targets: ['destinations.pagerduty-events-v2'],
+      delivery: rewriteDelivery(pagerDutyEvent, (b) => {
+        const details = b.payload as Json | undefined
+        const agent = (details?.custom_details as Json | undefined)?.agent_id
+        const original = String(b.dedup_key)
+        if (b.event_action === 'trigger' && typeof agent === 'string')
+          incidentKeys.set(original, `agentops:agent:${agent}`)
+        const key = incidentKeys.get(original)
+        return key ? { ...b, dedup_key: key } : b
+      }),
+    },
+    {
+      id: 'test-send-without-outcome',
+      description:
+        "A test send of a run's end carries no outcome, which every real run.succeeded, run.failed and run.cancelled has: a receiver tried on the sample breaks on the real thing",
+      targets: ['destinations.test-sends-each-kind'],
+      delivery: rewriteDelivery(
+        (b) => b.test === true && typeof b.outcome === 'object',
+        ({ outcome: _outcome, ...rest }) => rest,
+      ),
+    },
+    {
+      id: 'slack-refusal-without-envelope',
+      description:
+        'A Slack interaction refused is a bare 401 with no error envelope: nothing says why, nor which code',
+      targets: ['destinations.slack-approve-from-chat'],
+      response: (req, res) =>
+        req.method === 'POST' &&
+        /^\/integrations\/slack\/[^/]+\/interactions$/.test(pathOnly(req.path)) &&
+        res.status === 401
+          ? { ...res, body: '' }
+          : res,
     },
     {
       id: 'slack-text-says-nothing',

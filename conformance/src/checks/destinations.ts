@@ -482,7 +482,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.pagerduty-events-v2',
     title:
-      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); approving the first of two approval steps resolves before the second pages again; a run paged at its start is resolved once it succeeds; a change to another severity is the next incident's; its routing key is never answered",
+      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); approving the first of two approval steps resolves before the second pages again; two runs of one agent paged at their start are two incidents, each resolved once its run succeeds; a change to another severity is the next incident's; its routing key is never answered",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -631,29 +631,37 @@ export const destinationChecks: Check[] = [
       const atStartId = ownId(atStart.body, 'destination')
       assert(atStartId, `the destination answer has no destination_id: ${short(atStart.body)}`)
       ctx.cleanup(`delete destination ${atStartId}`, () => ctx.http.delete(`/v1/destinations/${atStartId}`))
-      const quick = await ctx.fx.startRun(agent)
-      const paged = await ctx.receiver!.waitFor(
-        (d) =>
-          atTag(`${pager.tag}-started`)(d) &&
-          d.body?.event_action === 'trigger' &&
-          d.raw.includes(quick.runId),
-        ctx.config.waitMs,
-      )
-      if (!paged)
-        fail(
-          `a pagerduty destination listing run.started opened no incident for run ${quick.runId} within ${ctx.config.waitMs} ms`,
+      // Two runs of one agent: two incidents, each resolved once its run succeeds.
+      const keys = new Set<unknown>()
+      for (const quick of [await ctx.fx.startRun(agent), await ctx.fx.startRun(agent)]) {
+        const paged = await ctx.receiver!.waitFor(
+          (d) =>
+            atTag(`${pager.tag}-started`)(d) &&
+            d.body?.event_action === 'trigger' &&
+            d.raw.includes(quick.runId),
+          ctx.config.waitMs,
         )
-      const settled = await ctx.fx.waitForStatus(quick.runId, (s) => TERMINAL.has(s), 'ended')
-      const closed = await ctx.receiver!.waitFor(
-        (d) =>
-          atTag(`${pager.tag}-started`)(d) &&
-          d.body?.event_action === 'resolve' &&
-          d.body.dedup_key === paged.body?.dedup_key,
-        ctx.config.waitMs,
-      )
+        if (!paged)
+          fail(
+            `a pagerduty destination listing run.started opened no incident for run ${quick.runId} within ${ctx.config.waitMs} ms`,
+          )
+        keys.add(paged.body?.dedup_key)
+        const settled = await ctx.fx.waitForStatus(quick.runId, (s) => TERMINAL.has(s), 'ended')
+        const closed = await ctx.receiver!.waitFor(
+          (d) =>
+            atTag(`${pager.tag}-started`)(d) &&
+            d.body?.event_action === 'resolve' &&
+            d.body.dedup_key === paged.body?.dedup_key,
+          ctx.config.waitMs,
+        )
+        assert(
+          closed,
+          `run ${quick.runId} ${String(settled.status)}, but the incident its start opened was not resolved within ${ctx.config.waitMs} ms`,
+        )
+      }
       assert(
-        closed,
-        `run ${quick.runId} ${String(settled.status)}, but the incident its start opened was not resolved within ${ctx.config.waitMs} ms`,
+        keys.size === 2,
+        `two runs of agent ${agent.id} paged with one dedup_key ${short([...keys][0])}: one incident for two runs`,
       )
       await ctx.http.delete(`/v1/destinations/${atStartId}`)
       // Each severity PagerDuty takes, set by a change of the destination, is the next incident's (its sample,
