@@ -108,7 +108,21 @@ interface DestinationSpec {
   config: Record<string, unknown>
   secrets: Record<string, string>
   secret: string
+  /** The agents whose events it gets (every agent's when absent). */
+  agent_ids?: string[]
 }
+
+/** A PagerDuty Events API v2 trigger posted at `tag` whose body names every one of `needles` (a run, a step). */
+export const pagerTrigger =
+  (tag: string, ...needles: string[]) =>
+  (d: Delivery): boolean =>
+    atTag(tag)(d) && d.body?.event_action === 'trigger' && needles.every((n) => d.raw.includes(n))
+
+/** A PagerDuty Events API v2 resolve posted at `tag` with dedup_key `key`. */
+export const pagerResolve =
+  (tag: string, key: unknown) =>
+  (d: Delivery): boolean =>
+    atTag(tag)(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === key
 
 /** The deployment's refusal names the `type` field: it has no destinations of that type. */
 export const refusesType = (res: Pick<HttpResponse, 'status' | 'text'>) =>
@@ -499,10 +513,7 @@ export const destinationChecks: Check[] = [
         }
       })
       const { runId } = await decided(ctx, 'approve')
-      const trigger = await ctx.receiver!.waitFor(
-        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'trigger' && d.raw.includes(runId),
-        ctx.config.waitMs,
-      )
+      const trigger = await ctx.receiver!.waitFor(pagerTrigger(pager.tag, runId), ctx.config.waitMs)
       if (!trigger)
         fail(
           `no Events API v2 trigger naming run ${runId} reached the receiver within ${ctx.config.waitMs} ms`,
@@ -518,10 +529,7 @@ export const destinationChecks: Check[] = [
         typeof key === 'string',
         `the trigger for run ${runId} has no dedup_key: an approval cannot resolve it`,
       )
-      const resolve = await ctx.receiver!.waitFor(
-        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === key,
-        ctx.config.waitMs,
-      )
+      const resolve = await ctx.receiver!.waitFor(pagerResolve(pager.tag, key), ctx.config.waitMs)
       if (!resolve)
         fail(
           `run ${runId}'s step was approved, but no resolve with the trigger's dedup_key ${key} reached the receiver within ${ctx.config.waitMs} ms`,
@@ -534,7 +542,7 @@ export const destinationChecks: Check[] = [
       // incident too. Each run is an incident of its own, whatever agent runs it.
       const rejected = await decided(ctx, 'reject')
       const rejectedTrigger = await ctx.receiver!.waitFor(
-        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'trigger' && d.raw.includes(rejected.runId),
+        pagerTrigger(pager.tag, rejected.runId),
         ctx.config.waitMs,
       )
       if (!rejectedTrigger)
@@ -546,10 +554,7 @@ export const destinationChecks: Check[] = [
         typeof rejectedKey === 'string' && rejectedKey !== key,
         `the triggers of runs ${runId} and ${rejected.runId} share dedup_key ${short(key)}: two runs are one incident`,
       )
-      const ended = await ctx.receiver!.waitFor(
-        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === rejectedKey,
-        ctx.config.waitMs,
-      )
+      const ended = await ctx.receiver!.waitFor(pagerResolve(pager.tag, rejectedKey), ctx.config.waitMs)
       if (!ended)
         fail(
           `run ${rejected.runId}'s step was rejected and the run failed, but no resolve with its dedup_key ${rejectedKey} reached the receiver within ${ctx.config.waitMs} ms`,
@@ -567,7 +572,7 @@ export const destinationChecks: Check[] = [
       )
       const firstStep = String(obj((firstWait.awaiting as unknown[] | undefined)?.[0]).step_id)
       const firstTrigger = await ctx.receiver!.waitFor(
-        (d) => atTag(pager.tag)(d) && d.body?.event_action === 'trigger' && d.raw.includes(twoSteps.runId),
+        pagerTrigger(pager.tag, twoSteps.runId),
         ctx.config.waitMs,
       )
       if (!firstTrigger)
@@ -588,11 +593,7 @@ export const destinationChecks: Check[] = [
       if (secondWait.status === 'awaiting_approval') {
         const secondStep = String(obj((secondWait.awaiting as unknown[] | undefined)?.[0]).step_id)
         const secondTrigger = await ctx.receiver!.waitFor(
-          (d) =>
-            atTag(pager.tag)(d) &&
-            d.body?.event_action === 'trigger' &&
-            d.raw.includes(twoSteps.runId) &&
-            d.raw.includes(secondStep),
+          pagerTrigger(pager.tag, twoSteps.runId, secondStep),
           ctx.config.waitMs,
         )
         if (!secondTrigger)
@@ -601,9 +602,7 @@ export const destinationChecks: Check[] = [
           )
         const between = ctx.receiver!.deliveries.filter(
           (d) =>
-            atTag(pager.tag)(d) &&
-            d.body?.event_action === 'resolve' &&
-            d.body.dedup_key === firstTrigger.body?.dedup_key &&
+            pagerResolve(pager.tag, firstTrigger.body?.dedup_key)(d) &&
             d.receivedAt >= firstTrigger.receivedAt &&
             d.receivedAt <= secondTrigger.receivedAt,
         )
@@ -619,28 +618,27 @@ export const destinationChecks: Check[] = [
       } else ctx.partial(`run ${twoSteps.runId} of two approval steps awaited one approval only`)
       // A run paged at its start that then succeeds on its own: its success ends the incident.
       const agent = await ctx.fx.newToolAgent([ok])
-      const atStart = await ctx.http.post('/v1/destinations', {
-        name: `${pager.tag}-started`,
-        type: 'pagerduty',
-        events: ['run.started'],
-        agent_ids: [agent.id],
-        config: { url: `${receiverUrl(ctx)}/${pager.tag}-started` },
-        secrets: { routing_key: randomBytes(16).toString('hex') },
-      })
-      expectStatus(atStart, 201, 'creating a pagerduty destination paging at run.started')
-      const atStartId = ownId(atStart.body, 'destination')
-      assert(atStartId, `the destination answer has no destination_id: ${short(atStart.body)}`)
-      ctx.cleanup(`delete destination ${atStartId}`, () => ctx.http.delete(`/v1/destinations/${atStartId}`))
+      // Paging for this agent alone, so it stays quiet for the rest of the suite run.
+      const atStart = await ensureDestination(
+        ctx,
+        'pagerduty',
+        (receiver, tag) => {
+          const routingKey = randomBytes(16).toString('hex')
+          return {
+            type: 'pagerduty',
+            events: ['run.started'],
+            agent_ids: [agent.id],
+            config: { url: `${receiver}/${tag}` },
+            secrets: { routing_key: routingKey },
+            secret: routingKey,
+          }
+        },
+        'pagerduty-started',
+      )
       // Two runs of one agent: two incidents, each resolved once its run succeeds.
       const keys = new Set<unknown>()
       for (const quick of [await ctx.fx.startRun(agent), await ctx.fx.startRun(agent)]) {
-        const paged = await ctx.receiver!.waitFor(
-          (d) =>
-            atTag(`${pager.tag}-started`)(d) &&
-            d.body?.event_action === 'trigger' &&
-            d.raw.includes(quick.runId),
-          ctx.config.waitMs,
-        )
+        const paged = await ctx.receiver!.waitFor(pagerTrigger(atStart.tag, quick.runId), ctx.config.waitMs)
         if (!paged)
           fail(
             `a pagerduty destination listing run.started opened no incident for run ${quick.runId} within ${ctx.config.waitMs} ms`,
@@ -648,10 +646,7 @@ export const destinationChecks: Check[] = [
         keys.add(paged.body?.dedup_key)
         const settled = await ctx.fx.waitForStatus(quick.runId, (s) => TERMINAL.has(s), 'ended')
         const closed = await ctx.receiver!.waitFor(
-          (d) =>
-            atTag(`${pager.tag}-started`)(d) &&
-            d.body?.event_action === 'resolve' &&
-            d.body.dedup_key === paged.body?.dedup_key,
+          pagerResolve(atStart.tag, paged.body?.dedup_key),
           ctx.config.waitMs,
         )
         assert(
@@ -663,7 +658,6 @@ export const destinationChecks: Check[] = [
         keys.size === 2,
         `two runs of agent ${agent.id} paged with one dedup_key ${short([...keys][0])}: one incident for two runs`,
       )
-      await ctx.http.delete(`/v1/destinations/${atStartId}`)
       // Each severity PagerDuty takes, set by a change of the destination, is the next incident's (its sample,
       // which is sent at once and answered with what the receiver said).
       const base = `/v1/destinations/${pager.id}`
@@ -679,11 +673,7 @@ export const destinationChecks: Check[] = [
         expectStatus(sample, 200, `POST /v1/destinations/{id}/test at severity ${severity}`)
         // A late copy of the approval's own trigger (its dedup_key) is not the sample.
         const sent = ctx.receiver!.deliveries.filter(
-          (d) =>
-            atTag(pager.tag)(d) &&
-            d.receivedAt >= since &&
-            d.body?.event_action === 'trigger' &&
-            d.body.dedup_key !== key,
+          (d) => pagerTrigger(pager.tag)(d) && d.receivedAt >= since && d.body?.dedup_key !== key,
         )
         assert(
           sent.length > 0,

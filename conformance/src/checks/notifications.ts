@@ -14,7 +14,7 @@ import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
 import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
-import { ensureDestination } from './destinations.js'
+import { ensureDestination, pagerResolve, pagerTrigger } from './destinations.js'
 import {
   awaitKinds,
   causeEveryKind,
@@ -207,20 +207,13 @@ async function resolvedOnCancel(
       events.some((c) => c.kind === 'run.cancelled' && c.body.run_id === e.body.run_id),
   )?.body.run_id
   if (typeof runId !== 'string') return undefined
-  const at = atTag(tag)
-  const trigger = await ctx.receiver!.waitFor(
-    (d) => at(d) && d.body?.event_action === 'trigger' && d.raw.includes(runId),
-    ctx.config.waitMs,
-  )
+  const trigger = await ctx.receiver!.waitFor(pagerTrigger(tag, runId), ctx.config.waitMs)
   if (!trigger)
     return `a pagerduty destination listing run.awaiting_approval opened no incident naming run ${runId}, which awaited approval, within ${ctx.config.waitMs} ms`
   const key = trigger.body?.dedup_key
   if (typeof key !== 'string')
     return `the incident run ${runId}'s approval opened has no dedup_key: nothing can resolve it`
-  const resolve = await ctx.receiver!.waitFor(
-    (d) => at(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === key,
-    ctx.config.waitMs,
-  )
+  const resolve = await ctx.receiver!.waitFor(pagerResolve(tag, key), ctx.config.waitMs)
   return resolve
     ? undefined
     : `run ${runId} was cancelled, but the incident its approval opened (dedup_key ${key}) was not resolved within ${ctx.config.waitMs} ms`
@@ -232,18 +225,12 @@ async function resolvedOnCancel(
  * undefined.
  */
 async function resolvedOnApproval(ctx: CheckContext, tag: string): Promise<string | undefined> {
-  const at = atTag(tag)
   const opened = async () => {
     const { runId, waiting } = await ctx.fx.awaitingRun()
-    const trigger = await ctx.receiver!.waitFor(
-      (d) => at(d) && d.body?.event_action === 'trigger' && d.raw.includes(runId),
-      ctx.config.waitMs,
-    )
+    const trigger = await ctx.receiver!.waitFor(pagerTrigger(tag, runId), ctx.config.waitMs)
     const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
     return { runId, stepId, key: trigger?.body?.dedup_key }
   }
-  const resolvedWith = (key: unknown) => (d: Delivery) =>
-    at(d) && d.body?.event_action === 'resolve' && d.body.dedup_key === key
   const run = await opened()
   if (run.key === undefined)
     return `a pagerduty destination listing run.awaiting_approval opened no incident with a dedup_key naming run ${run.runId}, which awaited approval, within ${ctx.config.waitMs} ms`
@@ -254,10 +241,10 @@ async function resolvedOnApproval(ctx: CheckContext, tag: string): Promise<strin
   const later = await opened()
   if (later.key === undefined)
     return `a pagerduty destination listing run.awaiting_approval opened no incident naming run ${later.runId} within ${ctx.config.waitMs} ms`
-  if (ctx.receiver!.deliveries.some(resolvedWith(run.key)))
+  if (ctx.receiver!.deliveries.some(pagerResolve(tag, run.key)))
     return `the incident run ${run.runId}'s approval opened was resolved by a pause and a resume, while its step still waits for a person`
   expectStatus(await decideStep(ctx, run.runId, run.stepId, 'approve'), 200, `approving step ${run.stepId}`)
-  const resolve = await ctx.receiver!.waitFor(resolvedWith(run.key), ctx.config.waitMs)
+  const resolve = await ctx.receiver!.waitFor(pagerResolve(tag, run.key), ctx.config.waitMs)
   return resolve
     ? undefined
     : `step ${run.stepId} of run ${run.runId} was approved, but the incident its approval opened (dedup_key ${String(run.key)}) was not resolved within ${ctx.config.waitMs} ms`

@@ -14,6 +14,7 @@ import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
 import { slackMessageProblems } from './destination-bodies.js'
+import { ensureDestination } from './destinations.js'
 import { atTag, receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -298,24 +299,28 @@ export const slackChatChecks: Check[] = [
         approveClick(signed),
       )
       // A slack destination without a signing secret takes no interaction, however it is signed.
-      const plain = await ctx.http.post('/v1/destinations', {
-        name: `${tag}-plain`,
-        type: 'slack',
-        events: ['run.awaiting_approval'],
-        secrets: {
-          webhook_url: `${receiver}/T0CONF/B0CONF/plain${randomBytes(8).toString('hex')}/${tag}-plain`,
+      // Messaging about this check's agent alone, so it stays quiet for the rest of the suite run.
+      const plain = await ensureDestination(
+        ctx,
+        'slack',
+        (receiverBase, plainTag) => {
+          const token = `plain${randomBytes(8).toString('hex')}`
+          return {
+            type: 'slack',
+            events: ['run.awaiting_approval'],
+            agent_ids: [agentId],
+            config: {},
+            secrets: { webhook_url: `${receiverBase}/T0CONF/B0CONF/${token}/${plainTag}` },
+            secret: token,
+          }
         },
-      })
-      expectStatus(plain, 201, 'creating a slack destination without a signing secret')
-      const plainId = ownId(plain.body, 'destination')
-      assert(plainId, `the destination answer has no destination_id: ${short(plain.body)}`)
-      ctx.cleanup(`delete destination ${plainId}`, () => ctx.http.delete(`/v1/destinations/${plainId}`))
+        'slack-without-signing-secret',
+      )
       await refusedAs401(
         'a click at a slack destination that has no signing secret',
-        plainId,
+        plain.id,
         approveClick((ts, body) => slackSignature('', ts, body)),
       )
-      await ctx.http.delete(`/v1/destinations/${plainId}`)
       const run = await ctx.http.get(`/v1/runs/${runId}`)
       assert(
         obj(run.body).status === 'awaiting_approval',
