@@ -89,6 +89,7 @@ function foreignRead(
 
 export function accessMutants(): Mutant[] {
   const inFlight = new Set<string>()
+  const kept429 = new Map<string, ProxiedResponse>()
   const startsByBody = new Map<string, { key: string; res: ProxiedResponse }>()
   const ingestByPath = new Map<string, ProxiedResponse>()
   const quotaRefusalsByKey = new Map<string, ProxiedResponse>()
@@ -433,7 +434,7 @@ export function accessMutants(): Mutant[] {
       id: 'idempotency-race',
       description:
         'The key is checked before the first request commits: concurrent requests with one key each create',
-      targets: ['idempotency.concurrent-use'],
+      targets: ['idempotency.concurrent-use', 'idempotency.concurrent-answers'],
       request(req) {
         const key = header(req, 'idempotency-key')
         if (!isPost(req, AGENT_CREATE) || !key) return req
@@ -450,6 +451,52 @@ export function accessMutants(): Mutant[] {
       response(req, res) {
         const key = header(req, 'idempotency-key')
         if (key) inFlight.delete(`${header(req, 'authorization')} ${key}`)
+        return res
+      },
+    },
+
+    {
+      id: 'idempotency-in-flight-503',
+      description:
+        'A request whose key another request is still using is answered 503 (the work still done once), not a replay or a 409',
+      targets: ['idempotency.concurrent-answers'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        if (!isPost(req, AGENT_CREATE) || !key) return req
+        const slot = `${header(req, 'authorization')} ${key}`
+        if (!inFlight.has(slot)) {
+          inFlight.add(slot)
+          return req
+        }
+        return {
+          status: 503,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            error: { code: 'unavailable', message: 'busy', detail: {}, request_id: 'req_mutant' },
+          }),
+        }
+      },
+      response(req, res) {
+        const key = header(req, 'idempotency-key')
+        if (key && res.status !== 503) inFlight.delete(`${header(req, 'authorization')} ${key}`)
+        return res
+      },
+    },
+
+    {
+      id: 'idempotency-keeps-429',
+      description:
+        "A keyed POST refused 429 keeps the 429 as its key's answer: the retry the client is told to make replays it",
+      targets: ['ratelimit.refused-write-has-no-effect'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        if (req.method !== 'POST' || !key) return req
+        return kept429.get(`${header(req, 'authorization')} ${key}`) ?? req
+      },
+      response(req, res) {
+        const key = header(req, 'idempotency-key')
+        if (req.method === 'POST' && key && res.status === 429)
+          kept429.set(`${header(req, 'authorization')} ${key}`, res)
         return res
       },
     },

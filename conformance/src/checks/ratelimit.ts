@@ -2,6 +2,7 @@
  * Spec §8: limits are per workspace, burst and sustained headers are on every response, exceeding the limit
  * yields 429. Header names, the Retry-After hint and the exact count are reference-profile decisions.
  */
+import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { settingName, tokenName } from '../config.js'
 import { listPage, nextPageCursor, toolId, toolRegistration } from '../fixtures.js'
@@ -503,11 +504,13 @@ const waitingChecks: Check[] = [
     lane: LIMITED_LANE,
     needs: ['rateLimited'],
     title:
-      'A write refused 429 took no effect: of a burst of tool registrations past the limit, exactly those answered 2xx are listed',
+      'A write refused 429 took no effect: of a burst of keyed tool registrations past the limit, exactly those answered 2xx are listed, and a refused one sent again with its key once the window reopened is done, not answered its 429 again',
     level: 'core',
     // §7 "429 | The rate limit is exceeded. | Retry with exponential backoff.": a client told to retry a refused
-    // write would make it twice if the refusal had done the work. §4 "GET /v1/tools | Lists tools."
-    clauses: ['S7.8', 'S8.9'],
+    // write would make it twice if the refusal had done the work, and could never make it if its key kept the 429
+    // (§8: every POST takes an Idempotency-Key, so a careful client retries with the same one). §4 "GET /v1/tools |
+    // Lists tools."
+    clauses: ['S7.8', 'S8.9', 'S8.3'],
     async run(ctx) {
       const limited = ctx.as('rateLimited')
       const declared = ctx.config.rateLimitHeaders
@@ -541,7 +544,10 @@ const waitingChecks: Check[] = [
       const burst = await Promise.all(
         Array.from({ length: size }, async (_, i) => {
           const name = ctx.name(`burst-${i}`)
-          return { name, res: await limited.post('/v1/tools', toolRegistration(ctx, 'succeed', name)) }
+          const body = toolRegistration(ctx, 'succeed', name)
+          const key = `conf-burst-${randomBytes(9).toString('hex')}`
+          const res = await limited.post('/v1/tools', body, { headers: { 'idempotency-key': key } })
+          return { name, body, key, res }
         }),
       )
       const created = burst.filter((b) => b.res.status >= 200 && b.res.status < 300)
@@ -570,9 +576,48 @@ const waitingChecks: Check[] = [
         lost.length === 0,
         `${lost.length} of ${created.length} registrations answered 2xx are not listed by GET /v1/tools: ${short(lost.join(', '))}`,
       )
+      await retriedWithItsKey(ctx, refused[0]!)
     },
   },
 ]
+
+/**
+ * A keyed write refused 429, sent again with its key and body once the window has reopened: done (2xx), or refused
+ * 429 again only while the window is closed. Refused between two served reads, twice, its key kept the 429.
+ */
+async function retriedWithItsKey(
+  ctx: CheckContext,
+  refused: { name: string; body: unknown; key: string; res: HttpResponse },
+): Promise<void> {
+  const limited = ctx.as('rateLimited')
+  let closed: HttpResponse | undefined
+  let keptWhileOpen = 0
+  for (let attempt = 0; attempt < 3; attempt++) {
+    await getWhenOpen(ctx, PROBE, closed)
+    const again = await limited.post('/v1/tools', refused.body, {
+      headers: { 'idempotency-key': refused.key },
+    })
+    if (again.status >= 200 && again.status < 300) {
+      const id = toolId(again.body)
+      if (id) ctx.cleanup(`retire tool ${refused.name}`, () => limited.delete(`/v1/tools/${id}`))
+      return
+    }
+    if (again.status !== 429)
+      fail(
+        `registration ${refused.name}, refused 429 and sent again with its Idempotency-Key once the window reopened, answered ${again.status} ${short(again.body)}`,
+      )
+    const after = await limited.get(PROBE)
+    if (after.status === 429) closed = after
+    else keptWhileOpen++
+    assert(
+      keptWhileOpen < 2,
+      `registration ${refused.name}, refused 429 and sent again with its Idempotency-Key, was answered 429 twice between reads the workspace was served: its key kept the 429, so the retry §7 asks for can never succeed`,
+    )
+  }
+  ctx.partial(
+    `registration ${refused.name}, refused 429, met a closed window each of three times it was sent again with its key`,
+  )
+}
 
 /**
  * A GET of the small-limit workspace answered inside an open window: after `refusal` (or an answer 429), its
