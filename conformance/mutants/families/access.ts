@@ -90,6 +90,7 @@ function foreignRead(
 export function accessMutants(): Mutant[] {
   const inFlight = new Set<string>()
   const kept429 = new Map<string, ProxiedResponse>()
+  const bodiesByKey = new Map<string, string>()
   const startsByBody = new Map<string, { key: string; res: ProxiedResponse }>()
   const ingestByPath = new Map<string, ProxiedResponse>()
   const quotaRefusalsByKey = new Map<string, ProxiedResponse>()
@@ -498,6 +499,42 @@ export function accessMutants(): Mutant[] {
         if (req.method === 'POST' && key && res.status === 429)
           kept429.set(`${header(req, 'authorization')} ${key}`, res)
         return res
+      },
+    },
+
+    {
+      id: 'idempotency-no-replay-beyond-agents',
+      description:
+        'A tool, task or subscription POST checks its key against the body (409 for another) but runs a repeat again instead of replaying its answer',
+      targets: ['idempotency.replay-every-post'],
+      request(req) {
+        const key = header(req, 'idempotency-key')
+        const path = pathOnly(req.path)
+        if (req.method !== 'POST' || !key || !/^\/v1\/(tools|webhooks|agents\/[^/]+\/tasks)$/.test(path))
+          return req
+        const slot = `${header(req, 'authorization')} ${path} ${key}`
+        const seen = bodiesByKey.get(slot)
+        if (seen === undefined) {
+          bodiesByKey.set(slot, req.body)
+          return req
+        }
+        if (seen !== req.body)
+          return {
+            status: 409,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              error: {
+                code: 'idempotency_conflict',
+                message: 'key reused',
+                detail: {},
+                request_id: 'req_mutant',
+              },
+            }),
+          }
+        return {
+          ...req,
+          headers: { ...req.headers, 'idempotency-key': `${key}-${randomBytes(4).toString('hex')}` },
+        }
       },
     },
 

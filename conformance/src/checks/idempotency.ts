@@ -1,7 +1,16 @@
 /** Spec §8: `Idempotency-Key` on every POST, a 24 h window, reuse with a different body yields 409. */
 import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, listPage, nextPageCursor, ownId, unservedPart } from '../fixtures.js'
+import {
+  expectStatus,
+  type Json,
+  listPage,
+  nextPageCursor,
+  ownId,
+  toolId,
+  toolRegistration,
+  unservedPart,
+} from '../fixtures.js'
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
 import { receiverAdvice } from '../receiver.js'
 import { assert, fail } from '../types.js'
@@ -144,6 +153,79 @@ export const idempotencyChecks: Check[] = [
         count === undefined || count === 1,
         `${count} agents named ${name} exist after two requests with one key`,
       )
+    },
+  },
+  {
+    id: 'idempotency.replay-every-post',
+    title:
+      'On every creating POST the spec lists (a subscription, a tool, a task), the same key and body sent again name the resource the first made, not a new one',
+    level: 'core',
+    clauses: ['S4.2', 'S8.3'],
+    async run(ctx) {
+      // §4 "Every POST accepts an Idempotency-Key header", §8 "Idempotency-Key header on all POST requests": a repeat
+      // is the first request's answer again, whichever resource it makes (agents and run starts have checks of
+      // their own). The replay's status is not shown (a replay may say 200: nothing new was made).
+      const agent = await ctx.fx.agent()
+      const posts: {
+        what: string
+        path: string
+        body: Json
+        id: (b: unknown) => string | undefined
+        undo: (id: string) => Promise<unknown>
+      }[] = [
+        {
+          what: 'POST /v1/tools',
+          path: '/v1/tools',
+          body: toolRegistration(ctx, 'succeed', ctx.name('idem-tool')),
+          id: toolId,
+          undo: (id) => ctx.http.delete(`/v1/tools/${id}`),
+        },
+        {
+          what: 'POST /v1/agents/{id}/tasks',
+          path: `/v1/agents/${agent}/tasks`,
+          body: { description: `idempotency: one task ${ctx.name('idem-task')}`, priority: 2 },
+          id: (b) => ownId(b, 'task'),
+          undo: async () => undefined,
+        },
+      ]
+      if (ctx.receiver && ctx.config.receiver.url)
+        posts.push({
+          what: 'POST /v1/webhooks',
+          path: '/v1/webhooks',
+          // One kind nobody else causes, so the subscription receives next to nothing before it is deleted.
+          body: {
+            url: `${receiverUrl(ctx)}/${ctx.name('idem-replay-hook')}`,
+            events: ['policy.denied'],
+            secret: webhookSecret(),
+          },
+          id: (b) => ownId(b, 'webhook'),
+          undo: (id) => ctx.http.delete(`/v1/webhooks/${id}`),
+        })
+      const wrong: string[] = []
+      const unread: string[] = []
+      for (const p of posts) {
+        const headers = { 'idempotency-key': newKey() }
+        const first = await ctx.http.post(p.path, p.body, { headers })
+        expectStatus(first, [200, 201, 202], `${p.what} with a key`)
+        const second = await ctx.http.post(p.path, p.body, { headers })
+        const ids = [p.id(first.body), p.id(second.body)]
+        for (const id of new Set(ids)) if (id) ctx.cleanup(`delete ${id}`, () => p.undo(id))
+        if (second.status < 200 || second.status >= 300) {
+          wrong.push(
+            `${p.what}: the same key and body again answered ${second.status} ${short(second.body, 200)}`,
+          )
+          continue
+        }
+        if (ids[0] === undefined) {
+          unread.push(p.what)
+          continue
+        }
+        if (ids[1] !== ids[0])
+          wrong.push(`${p.what}: the same key and body made ${ids[0]}, then ${short(ids[1])}`)
+      }
+      assert(wrong.length === 0, wrong.join('; '))
+      if (unread.length > 0)
+        ctx.partial(`no id could be read from the answer of ${unread.join(', ')} (neither <kind>_id nor id)`)
     },
   },
   {
