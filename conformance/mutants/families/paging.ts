@@ -16,6 +16,9 @@ import {
   withQuery,
 } from '../proxy.js'
 
+const isTracePage = (req: ProxiedRequest) =>
+  req.method === 'GET' && /^\/v1\/runs\/[^/]+\/trace$/.test(pathOnly(req.path))
+
 const isToolList = (req: ProxiedRequest) => req.method === 'GET' && pathOnly(req.path) === '/v1/tools'
 
 /** Replaces the error code (and optionally the status) of a JSON error answer. */
@@ -26,6 +29,29 @@ function recode(res: ProxiedResponse, code: string, status = res.status): Proxie
 export function pagingMutants(): Mutant[] {
   return [
     // ---- pagination ----
+    {
+      id: 'trace-limit-ignored',
+      description: 'A trace page ignores limit and holds every frame',
+      targets: ['runs.trace-pages-walk'],
+      request(req) {
+        if (!isTracePage(req)) return req
+        const q = query(req.path)
+        if (!q.has('limit') || Number(q.get('limit')) >= 200) return req
+        q.set('limit', '200')
+        return { ...req, path: withQuery(req.path, q) }
+      },
+    },
+    {
+      id: 'trace-cursor-ignored',
+      description: "A trace page ignores its cursor: every page is the trace's first",
+      targets: ['runs.trace-pages-walk'],
+      request(req) {
+        if (!isTracePage(req) || !query(req.path).has('cursor')) return req
+        const q = query(req.path)
+        q.delete('cursor')
+        return { ...req, path: withQuery(req.path, q) }
+      },
+    },
     {
       id: 'bad-cursor-crashes-500',
       description: 'Decoding a cursor the server never issued throws: 500 internal_error instead of a 4xx',

@@ -1,10 +1,19 @@
 /** Spec §2, §3, §4 runs: start and inspection fields, controls, the trace. */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { decideStep, expectStatus, runBody, TERMINAL } from '../fixtures.js'
+import {
+  decideStep,
+  expectStatus,
+  getTrace,
+  listPage,
+  nextPageCursor,
+  runBody,
+  streamedFrames,
+  TERMINAL,
+} from '../fixtures.js'
 import { obj } from '../http.js'
 import { parseSse } from '../sse.js'
-import { assert, fail } from '../types.js'
+import { assert, fail, notApplicable } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { expectError, isRfc3339 } from './assertions.js'
 
@@ -443,6 +452,53 @@ export const runChecks: Check[] = [
       assert(
         frames.some((f) => f.policy === 'allow'),
         'no frame records an allow policy decision',
+      )
+    },
+  },
+  {
+    id: 'runs.trace-pages-walk',
+    title:
+      'A trace served as pages honours cursor and limit: walked two frames a page, its cursors give every frame of the whole trace once, in its order',
+    level: 'core',
+    clauses: ['S4.6', 'S8.1'],
+    async run(ctx) {
+      // §4 "GET /v1/runs/{run_id}/trace | Cursor pagination parameters. | ... as pages of frames, in order", §8
+      // "Cursor-based. Query parameters cursor and limit." A trace served as a stream has no pages to walk.
+      const { runId } = await ctx.fx.completedRun()
+      const limit = 2
+      const first = await getTrace(ctx.http, `/v1/runs/${runId}/trace?limit=${limit}`)
+      expectStatus(first, 200, `GET /v1/runs/${runId}/trace?limit=${limit}`)
+      if (streamedFrames(first))
+        notApplicable(
+          'the deployment serves the trace as a stream of frames, which §4 allows: there are no pages',
+        )
+      const { frames: whole } = await ctx.fx.readTrace(runId, 200)
+      assert(
+        whole.length > limit,
+        `the trace of a finished run over two tools has ${whole.length} frames: too few to walk in pages of ${limit}`,
+      )
+      const walked: Json[] = []
+      let res = first
+      for (let page = 0; page <= whole.length + 1; page++) {
+        const items = listPage(ctx, res).items as Json[] | undefined
+        if (!items) fail(`page ${page + 1} of the trace has no array of frames: ${short(res.body)}`)
+        assert(
+          items.length <= limit,
+          `page ${page + 1} of the trace at limit=${limit} holds ${items.length} frames`,
+        )
+        walked.push(...items)
+        const next = nextPageCursor(ctx, res, limit, `GET /v1/runs/${runId}/trace?limit=${limit}`)
+        if (!next || items.length === 0) break
+        res = await ctx.http.get(`/v1/runs/${runId}/trace?limit=${limit}&cursor=${encodeURIComponent(next)}`)
+        expectStatus(res, 200, `page ${page + 2} of the trace`)
+      }
+      const differs = walked.findIndex((f, i) => !sameJson(f, whole[i]))
+      assert(
+        walked.length === whole.length && differs === -1,
+        `walked ${limit} frames a page, the trace gave ${walked.length} frames, read whole ${whole.length}` +
+          (differs >= 0
+            ? `; frame ${differs} differs: ${short(walked[differs])} against ${short(whole[differs])}`
+            : ''),
       )
     },
   },
