@@ -180,11 +180,12 @@ export function dialectLine(
   const core = results.filter((r) => r.level === 'core' && r.outcome === 'fail')
   const { sentences, silent } = profileGroups(results.filter((r) => r.outcome === 'fail'))
   // A core check that skips (or only partly runs) through a dialect did not prove the dialect conformant either,
-  // unless the dialect names it (a surface it does not have).
+  // unless the dialect names it (a surface it does not have). One that does not apply to the dialect's legal
+  // choice (a trace served as a stream has no pages) is out of the verdict, as the verdict has it.
   const skipped = results.filter(
     (r) =>
       r.level === 'core' &&
-      (r.outcome === 'skip' || r.outcome === 'partial') &&
+      ((r.outcome === 'skip' && !r.notApplicable) || r.outcome === 'partial') &&
       !(dialect.expectSkips ?? []).includes(r.id),
   )
   const listed = (rs: CheckResult[]) =>
