@@ -262,6 +262,25 @@ describe('mutants', () => {
     expect(sentence.line).toMatch(/SPEC SENTENCES FAILED x\.sentence \(x\.sentence failed\)/)
     expect(dialectLine(dialect, [r('x.core', 'core')]).failures).toBe(1)
   })
+
+  it("a dialect's core check that skips counts against it, unless it does not apply to the dialect's choice", () => {
+    const skipped = (notApplicable: boolean): CheckResult => ({
+      id: 'x.core',
+      title: 'x.core',
+      level: 'core',
+      family: 'x',
+      clauses: ['S4.6'],
+      outcome: 'skip',
+      message: 'a trace served as a stream',
+      ...(notApplicable ? { notApplicable } : {}),
+      exchanges: [],
+      durationMs: 0,
+    })
+    const dialect = { id: 'd', description: 'a legal deployment', targets: [] }
+    expect(dialectLine(dialect, [skipped(false)]).failures).toBe(1)
+    expect(dialectLine(dialect, [skipped(false)]).line).toMatch(/core SKIPPED or PARTIAL x\.core skip/)
+    expect(dialectLine(dialect, [skipped(true)]).failures).toBe(0)
+  })
 })
 
 describe("a dialect's subscription secrets", () => {
