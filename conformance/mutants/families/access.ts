@@ -93,6 +93,23 @@ export function accessMutants(): Mutant[] {
   const bodiesByKey = new Map<string, string>()
   const startsByBody = new Map<string, { key: string; res: ProxiedResponse }>()
   const ingestByPath = new Map<string, ProxiedResponse>()
+  /**
+   * Marks a keyed agent create as in flight: whether one with its token and key is in flight already (undefined when
+   * it is no keyed agent create). Only the first is forwarded with its key, so its answer ends the flight.
+   */
+  const alsoInFlight = (req: ProxiedRequest): boolean | undefined => {
+    const key = header(req, 'idempotency-key')
+    if (!isPost(req, AGENT_CREATE) || !key) return undefined
+    const slot = `${header(req, 'authorization')} ${key}`
+    if (inFlight.has(slot)) return true
+    inFlight.add(slot)
+    return false
+  }
+  const landed = (req: ProxiedRequest, res: ProxiedResponse): ProxiedResponse => {
+    const key = header(req, 'idempotency-key')
+    if (key) inFlight.delete(`${header(req, 'authorization')} ${key}`)
+    return res
+  }
   const quotaRefusalsByKey = new Map<string, ProxiedResponse>()
   const replayed = (res: ProxiedResponse): ProxiedResponse => ({
     ...res,
@@ -437,23 +454,14 @@ export function accessMutants(): Mutant[] {
         'The key is checked before the first request commits: concurrent requests with one key each create',
       targets: ['idempotency.concurrent-use', 'idempotency.concurrent-answers'],
       request(req) {
+        if (!alsoInFlight(req)) return req
         const key = header(req, 'idempotency-key')
-        if (!isPost(req, AGENT_CREATE) || !key) return req
-        const slot = `${header(req, 'authorization')} ${key}`
-        if (!inFlight.has(slot)) {
-          inFlight.add(slot)
-          return req
-        }
         return {
           ...req,
           headers: { ...req.headers, 'idempotency-key': `${key}-${randomBytes(4).toString('hex')}` },
         }
       },
-      response(req, res) {
-        const key = header(req, 'idempotency-key')
-        if (key) inFlight.delete(`${header(req, 'authorization')} ${key}`)
-        return res
-      },
+      response: landed,
     },
 
     {
@@ -461,27 +469,11 @@ export function accessMutants(): Mutant[] {
       description:
         'A request whose key another request is still using is answered 503 (the work still done once), not a replay or a 409',
       targets: ['idempotency.concurrent-answers'],
+      // A refused request is answered here: only the first, forwarded, reaches `response` and ends the flight.
       request(req) {
-        const key = header(req, 'idempotency-key')
-        if (!isPost(req, AGENT_CREATE) || !key) return req
-        const slot = `${header(req, 'authorization')} ${key}`
-        if (!inFlight.has(slot)) {
-          inFlight.add(slot)
-          return req
-        }
-        return {
-          status: 503,
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            error: { code: 'unavailable', message: 'busy', detail: {}, request_id: 'req_mutant' },
-          }),
-        }
+        return alsoInFlight(req) ? errorAnswer(503, 'unavailable', 'busy') : req
       },
-      response(req, res) {
-        const key = header(req, 'idempotency-key')
-        if (key && res.status !== 503) inFlight.delete(`${header(req, 'authorization')} ${key}`)
-        return res
-      },
+      response: landed,
     },
 
     {
@@ -518,19 +510,7 @@ export function accessMutants(): Mutant[] {
           bodiesByKey.set(slot, req.body)
           return req
         }
-        if (seen !== req.body)
-          return {
-            status: 409,
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({
-              error: {
-                code: 'idempotency_conflict',
-                message: 'key reused',
-                detail: {},
-                request_id: 'req_mutant',
-              },
-            }),
-          }
+        if (seen !== req.body) return errorAnswer(409, 'idempotency_conflict', 'key reused')
         return {
           ...req,
           headers: { ...req.headers, 'idempotency-key': `${key}-${randomBytes(4).toString('hex')}` },

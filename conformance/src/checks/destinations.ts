@@ -176,6 +176,52 @@ export function ensureDestination(
   return p
 }
 
+/** A pagerduty destination at the receiver for `events` (of `agentIds` only, when given), one per slot and run. */
+export const pagerDestination = (ctx: CheckContext, events: string[], slot: string, agentIds?: string[]) =>
+  ensureDestination(
+    ctx,
+    'pagerduty',
+    (receiver, tag) => {
+      const routingKey = randomBytes(16).toString('hex')
+      return {
+        type: 'pagerduty',
+        events,
+        ...(agentIds ? { agent_ids: agentIds } : {}),
+        config: { url: `${receiver}/${tag}` },
+        secrets: { routing_key: routingKey },
+        secret: routingKey,
+      }
+    },
+    slot,
+  )
+
+/**
+ * A slack destination at the receiver for `events` (of `agentIds` only, when given), one per slot and run. The
+ * receiver poses as Slack: the URL's last segments are the credential, as in hooks.slack.com/services/….
+ */
+export const slackDestination = (
+  ctx: CheckContext,
+  events: string[],
+  slot: string,
+  options: { config?: Record<string, unknown>; agentIds?: string[] } = {},
+) =>
+  ensureDestination(
+    ctx,
+    'slack',
+    (receiver, tag) => {
+      const token = `conf${randomBytes(12).toString('hex')}`
+      return {
+        type: 'slack',
+        events,
+        ...(options.agentIds ? { agent_ids: options.agentIds } : {}),
+        config: options.config ?? {},
+        secrets: { webhook_url: `${receiver}/T0CONF/B0CONF/${token}/${tag}` },
+        secret: token,
+      }
+    },
+    slot,
+  )
+
 /** Where a Slack message says it is a test send (`(test)`): in its header block, in its `text`. */
 function testMarks(d: Delivery): { header: boolean; text: boolean } {
   const blocks = Array.isArray(d.body?.blocks) ? d.body.blocks.map(obj) : []
@@ -435,18 +481,8 @@ export const destinationChecks: Check[] = [
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
-      const hook = await ensureDestination(ctx, 'slack', (receiver, tag) => {
-        // The receiver poses as Slack: the URL's last segments are the credential, as in hooks.slack.com/services/….
-        const token = `conf${randomBytes(12).toString('hex')}`
-        return {
-          type: 'slack',
-          events: ['run.awaiting_approval'],
-          // The profile's sender settings, which each message carries as Slack's incoming webhooks take them.
-          config: SLACK_SENDER,
-          secrets: { webhook_url: `${receiver}/T0CONF/B0CONF/${token}/${tag}` },
-          secret: token,
-        }
-      })
+      // The profile's sender settings, which each message carries as Slack's incoming webhooks take them.
+      const hook = await slackDestination(ctx, ['run.awaiting_approval'], 'slack', { config: SLACK_SENDER })
       const since = Date.now()
       // Its input carries Slack markup: a message that shows it must escape it.
       const { runId, agentId } = await ctx.fx.awaitingRun({ note: SLACK_MARKUP_NOTE })
@@ -619,22 +655,7 @@ export const destinationChecks: Check[] = [
       // A run paged at its start that then succeeds on its own: its success ends the incident.
       const agent = await ctx.fx.newToolAgent([ok])
       // Paging for this agent alone, so it stays quiet for the rest of the suite run.
-      const atStart = await ensureDestination(
-        ctx,
-        'pagerduty',
-        (receiver, tag) => {
-          const routingKey = randomBytes(16).toString('hex')
-          return {
-            type: 'pagerduty',
-            events: ['run.started'],
-            agent_ids: [agent.id],
-            config: { url: `${receiver}/${tag}` },
-            secrets: { routing_key: routingKey },
-            secret: routingKey,
-          }
-        },
-        'pagerduty-started',
-      )
+      const atStart = await pagerDestination(ctx, ['run.started'], 'pagerduty-started', [agent.id])
       // Two runs of one agent: two incidents, each resolved once its run succeeds.
       const keys = new Set<unknown>()
       for (const quick of [await ctx.fx.startRun(agent), await ctx.fx.startRun(agent)]) {

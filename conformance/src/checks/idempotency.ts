@@ -67,6 +67,14 @@ async function createWithKey(ctx: CheckContext, http: HttpClient, key: string, n
   return res
 }
 
+/** CONCURRENT_REPEATS creates of an agent named `name`, sent at once under one fresh key. */
+function concurrentCreates(ctx: CheckContext, name: string): Promise<HttpResponse[]> {
+  const key = newKey()
+  return Promise.all(
+    Array.from({ length: CONCURRENT_REPEATS }, () => createWithKey(ctx, ctx.http, key, name)),
+  )
+}
+
 interface KeyedPost {
   what: string
   path: string
@@ -658,11 +666,8 @@ export const idempotencyChecks: Check[] = [
       // A key's repeat does not do the work again (§8; ingest.idempotent-replay holds it for a repeat after the
       // answer): a repeat sent while the first is still running is a repeat too. How the others are answered (a
       // replay, a 409, a wait) is the deployment's choice: idempotency.concurrent-answers holds the reference's.
-      const key = newKey()
       const name = ctx.name('idem-race')
-      const answers = await Promise.all(
-        Array.from({ length: CONCURRENT_REPEATS }, () => createWithKey(ctx, ctx.http, key, name)),
-      )
+      const answers = await concurrentCreates(ctx, name)
       const created = answers.filter((res) => res.status >= 200 && res.status < 300)
       const ids = new Set(created.map((res) => String(ownId(res.body, 'agent'))))
       assert(
@@ -690,11 +695,7 @@ export const idempotencyChecks: Check[] = [
     async run(ctx) {
       // The reference's choice (the IETF Idempotency-Key draft's 409 for a request still in progress, or the
       // answer once it is there); §8 names neither.
-      const key = newKey()
-      const name = ctx.name('idem-race-answers')
-      const answers = await Promise.all(
-        Array.from({ length: CONCURRENT_REPEATS }, () => createWithKey(ctx, ctx.http, key, name)),
-      )
+      const answers = await concurrentCreates(ctx, ctx.name('idem-race-answers'))
       const ids = new Set<string>()
       for (const res of answers) {
         if (res.status === 409) {

@@ -6,7 +6,6 @@
  * run's approval opened is resolved once the run is cancelled. The event bodies come from a webhook subscription to
  * every kind, so the facts are those the deployment itself announced.
  */
-import { randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { decideStep, expectStatus } from '../fixtures.js'
 import { obj } from '../http.js'
@@ -14,7 +13,7 @@ import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
 import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
-import { ensureDestination, pagerResolve, pagerTrigger } from './destinations.js'
+import { pagerDestination, pagerResolve, pagerTrigger, slackDestination } from './destinations.js'
 import {
   awaitKinds,
   causeEveryKind,
@@ -173,24 +172,6 @@ function ours(d: Delivery, caused: EveryKindCaused): boolean {
   )
 }
 
-/** A pagerduty destination at the receiver for `events`, one per slot and run. */
-const pagerDestination = (ctx: CheckContext, events: string[], slot: string) =>
-  ensureDestination(
-    ctx,
-    'pagerduty',
-    (receiver, tag) => {
-      const routingKey = randomBytes(16).toString('hex')
-      return {
-        type: 'pagerduty',
-        events,
-        config: { url: `${receiver}/${tag}` },
-        secrets: { routing_key: routingKey },
-        secret: routingKey,
-      }
-    },
-    slot,
-  )
-
 /**
  * The incident a run's approval opened at a destination paging for approvals is resolved once that run is cancelled
  * (PagerDuty's `resolve` with the trigger's `dedup_key`): a problem sentence, or undefined (also when no run of
@@ -261,21 +242,7 @@ export const notificationChecks: Check[] = [
     overlap: true,
     async run(ctx) {
       const kinds = contractEventKinds(ctx)
-      const slack = await ensureDestination(
-        ctx,
-        'slack',
-        (receiver, tag) => {
-          const token = `conf${randomBytes(12).toString('hex')}`
-          return {
-            type: 'slack',
-            events: kinds,
-            config: {},
-            secrets: { webhook_url: `${receiver}/T0CONF/B0CONF/${token}/${tag}` },
-            secret: token,
-          }
-        },
-        'slack-every-kind',
-      )
+      const slack = await slackDestination(ctx, kinds, 'slack-every-kind')
       const pager = await pagerDestination(ctx, kinds, 'pagerduty-every-kind')
       // One that pages for approvals only: the page a cancelled run's approval opened is resolved.
       const approvals = await pagerDestination(ctx, ['run.awaiting_approval'], 'pagerduty-approvals')

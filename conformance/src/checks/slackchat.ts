@@ -14,7 +14,7 @@ import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
 import { slackMessageProblems } from './destination-bodies.js'
-import { ensureDestination } from './destinations.js'
+import { slackDestination } from './destinations.js'
 import { atTag, receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -300,22 +300,9 @@ export const slackChatChecks: Check[] = [
       )
       // A slack destination without a signing secret takes no interaction, however it is signed.
       // Messaging about this check's agent alone, so it stays quiet for the rest of the suite run.
-      const plain = await ensureDestination(
-        ctx,
-        'slack',
-        (receiverBase, plainTag) => {
-          const token = `plain${randomBytes(8).toString('hex')}`
-          return {
-            type: 'slack',
-            events: ['run.awaiting_approval'],
-            agent_ids: [agentId],
-            config: {},
-            secrets: { webhook_url: `${receiverBase}/T0CONF/B0CONF/${token}/${plainTag}` },
-            secret: token,
-          }
-        },
-        'slack-without-signing-secret',
-      )
+      const plain = await slackDestination(ctx, ['run.awaiting_approval'], 'slack-without-signing-secret', {
+        agentIds: [agentId],
+      })
       await refusedAs401(
         'a click at a slack destination that has no signing secret',
         plain.id,
