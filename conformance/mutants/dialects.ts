@@ -101,6 +101,7 @@ export function foreignDialect(openapiPath: string): Dialect {
       'graphql.spec-tenancy',
       'graphql.spec-scopes',
       'graphql.spec-ratelimit-headers',
+      'graphql.spec-request-rules',
     ],
     configure(config) {
       // No GraphQL surface here, so none is declared: its checks skip as "not declared".

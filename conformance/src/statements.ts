@@ -123,7 +123,7 @@ export const STATEMENTS: Statement[] = [
   {
     id: 'S4.15',
     text: 'A GraphQL surface is mentioned.',
-    note: 'its shape is not shown: every GraphQL check is a profile check of the reference’s schema',
+    note: 'its shape is not shown: the reference’s schema is judged by profile checks; a declared surface is judged by the spec’s rules (auth, tenancy, scopes, rate-limit headers) and by GraphQL’s own request rules, which hold for every schema',
   },
   {
     id: 'S5.1',

@@ -377,6 +377,34 @@ export function graphqlMutants(): Mutant[] {
       },
     },
     {
+      id: 'graphql-runs-invalid-documents',
+      description:
+        'Documents are run without being validated: a field the schema lacks is left out, as bare execution does, instead of refusing the document',
+      targets: ['graphql.spec-request-rules'],
+      async response(req, res, ctx) {
+        if (!isGraphql(req) || req.method !== 'POST') return res
+        const errors = (parseJson(res.body)?.errors ?? []) as { message?: unknown }[]
+        const unknownField = /^Cannot query field "(\w+)"/.exec(String(errors[0]?.message ?? ''))?.[1]
+        if (!unknownField || parseJson(res.body)?.data !== undefined) return res
+        const body = parseJson(req.body) ?? {}
+        const query = queryOf(req).replace(new RegExp(`\\b${unknownField}\\b`, 'g'), '')
+        return ctx.upstream({ ...req, body: JSON.stringify({ ...body, query }) })
+      },
+    },
+    {
+      id: 'graphql-operation-name-ignored',
+      description:
+        'operationName is not read: a document of several operations is refused however one is named',
+      targets: ['graphql.spec-request-rules'],
+      request(req) {
+        if (!isGraphql(req) || req.method !== 'POST') return req
+        const body = parseJson(req.body)
+        if (!body || !('operationName' in body)) return req
+        const { operationName: _dropped, ...rest } = body
+        return { ...req, body: JSON.stringify(rest) }
+      },
+    },
+    {
       id: 'graphql-records-cursor-ignored',
       description: 'records(connector_id) ignores its cursor: every page is the first',
       targets: ['graphql.records-and-schema'],

@@ -525,6 +525,53 @@ export const graphqlSpecChecks: Check[] = [
     },
   },
   {
+    id: 'graphql.spec-request-rules',
+    title:
+      'The declared GraphQL surface keeps GraphQL’s own request rules: a document that fails validation is not run (errors, each with a message, and no data), operationName picks the operation that runs, and two operations with none named are refused',
+    level: 'core',
+    clauses: ['S4.15'],
+    async run(ctx) {
+      // §4 "A GraphQL surface is mentioned": whatever its schema, the surface is GraphQL, whose specification
+      // (October 2021) holds for every schema. §6.1: a document that fails validation "must fail without
+      // execution", its errors listed; GetOperation runs the operation operationName names, and without a name a
+      // document of several operations is a request error. §7.1.2: every error has a message, and an error raised
+      // before execution leaves no data. Only __typename is selected, which every schema answers on its root type.
+      // A refusal may also come as a 4xx in the spec's error envelope (§7), the deployment's choice.
+      const url = declaredSurface(ctx)
+      const own = await ctx.http.post(url, { query: '{ __typename }' })
+      if (own.status !== 200 || typeof obj(obj(own.body).data).__typename !== 'string')
+        skip(
+          `the primary token's { __typename } answered ${own.status} ${short(own.body)}, not its root type's name, so nothing the surface refuses would tell anything`,
+        )
+      const problems: string[] = []
+      const refused = (res: HttpResponse, what: string) => {
+        const body = obj(res.body)
+        if (res.status >= 400 && res.status < 500 && typeof obj(body.error).code === 'string') return
+        const errors = Array.isArray(body.errors) ? (body.errors as unknown[]) : []
+        if (errors.length === 0)
+          problems.push(`${what} answered ${res.status} without errors: ${short(res.body)}`)
+        else if (!errors.every((e) => typeof obj(e).message === 'string' && obj(e).message !== ''))
+          problems.push(`${what}: an error without a message in ${short(body.errors)}`)
+        if (body.data !== undefined && body.data !== null)
+          problems.push(`${what} was run: it answered data ${short(body.data)}`)
+      }
+      const field = `noSuchField${ctx.name('x').replace(/[^A-Za-z0-9]/g, '')}`
+      refused(
+        await ctx.http.post(url, { query: `{ __typename ${field} }` }),
+        `a document selecting ${field}, a field no schema of this service has`,
+      )
+      const two = 'query First { first: __typename } query Second { second: __typename }'
+      const picked = await ctx.http.post(url, { query: two, operationName: 'Second' })
+      const data = obj(obj(picked.body).data)
+      if (picked.status !== 200 || typeof data.second !== 'string' || 'first' in data)
+        problems.push(
+          `two operations with operationName Second answered ${picked.status} ${short(picked.body)}, not the data of Second alone`,
+        )
+      refused(await ctx.http.post(url, { query: two }), 'two operations with none named')
+      assert(problems.length === 0, problems.join('; '))
+    },
+  },
+  {
     id: 'graphql.spec-ratelimit-headers',
     title:
       'Every answer of the declared GraphQL surface, success and error alike, carries both rate-limit windows',
