@@ -392,6 +392,19 @@ export function graphqlMutants(): Mutant[] {
       },
     },
     {
+      id: 'graphql-syntax-errors-answered-empty',
+      description:
+        'A document that does not parse is answered as an empty success, {"data": {}}, its error lost',
+      targets: ['graphql.spec-request-rules'],
+      response(req, res) {
+        if (!isGraphql(req)) return res
+        return editJson(res, (b) => {
+          const errors = (b.errors ?? []) as { message?: unknown }[]
+          return /^Syntax Error/.test(String(errors[0]?.message ?? '')) ? { data: {} } : undefined
+        })
+      },
+    },
+    {
       id: 'graphql-operation-name-ignored',
       description:
         'operationName is not read: a document of several operations is refused however one is named',

@@ -527,16 +527,16 @@ export const graphqlSpecChecks: Check[] = [
   {
     id: 'graphql.spec-request-rules',
     title:
-      'The declared GraphQL surface keeps GraphQL’s own request rules: a document that fails validation is not run (errors, each with a message, and no data), operationName picks the operation that runs, and two operations with none named are refused',
+      'The declared GraphQL surface keeps GraphQL’s own request rules: a document that does not parse or fails validation is not run (errors, each with a message, and no data), operationName picks the operation that runs, and two operations with none named are refused',
     level: 'core',
     clauses: ['S4.15'],
     async run(ctx) {
       // §4 "A GraphQL surface is mentioned": whatever its schema, the surface is GraphQL, whose specification
-      // (October 2021) holds for every schema. §6.1: a document that fails validation "must fail without
-      // execution", its errors listed; GetOperation runs the operation operationName names, and without a name a
-      // document of several operations is a request error. §7.1.2: every error has a message, and an error raised
-      // before execution leaves no data. Only __typename is selected, which every schema answers on its root type.
-      // A refusal may also come as a 4xx in the spec's error envelope (§7), the deployment's choice.
+      // (October 2021) holds for every schema. §5-§6.1: a document that does not parse, or fails validation, "must
+      // fail without execution", its errors listed; GetOperation runs the operation operationName names, and
+      // without a name a document of several operations is a request error. §7.1.2: every error has a message, and
+      // an error raised before execution leaves no data. Only __typename is selected, which every schema answers on
+      // its root type. A refusal may also come as a 4xx in the spec's error envelope (§7), the deployment's choice.
       const url = declaredSurface(ctx)
       const own = await ctx.http.post(url, { query: '{ __typename }' })
       if (own.status !== 200 || typeof obj(obj(own.body).data).__typename !== 'string')
@@ -555,6 +555,7 @@ export const graphqlSpecChecks: Check[] = [
         if (body.data !== undefined && body.data !== null)
           problems.push(`${what} was run: it answered data ${short(body.data)}`)
       }
+      refused(await ctx.http.post(url, { query: '{ __typename' }), 'a document that does not parse')
       const field = `noSuchField${ctx.name('x').replace(/[^A-Za-z0-9]/g, '')}`
       refused(
         await ctx.http.post(url, { query: `{ __typename ${field} }` }),
