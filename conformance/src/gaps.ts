@@ -68,6 +68,9 @@ export const GAPS = {
     '§8 lists pagination, idempotency, rate limits and priority (how many tools, webhook subscriptions and destinations a workspace may keep is not shown)',
   connectorIds:
     '§4 "POST | `/v1/grid/connectors/{id}/ingest`" (what a connector id may hold, its length and characters, is not shown)',
+  batchLimits: '§8 "Maximum records per ingest batch and maximum body size: not shown"',
+  idempotencyInFlight:
+    '§8 "`Idempotency-Key` header on all POST requests" (how a request is answered while another with its key is still in flight is not shown)',
   toolProviders:
     '§2 "provider | string | Provider identifier." (which providers exist, their settings, and what a call sends and gets back are not shown)',
 } as const
@@ -186,4 +189,15 @@ export const PROFILE_GAPS: Record<string, string> = {
   'sweep.ratelimit-header-names': GAPS.rateLimitNames,
   'sweep.request-id-header': GAPS.errorHeaders,
   'sweep.bodies-match-openapi': GAPS.responseBodies,
+  'ingest.rejection-codes': GAPS.rejectReasons,
+  'ingest.duplicate-ids': GAPS.rejectReasons,
+  'ingest.stored-lineage-verifies': GAPS.lineage,
+  'ingest.batch-event': GAPS.eventKinds,
+  'ingest.batch-limit': GAPS.batchLimits,
+  'destinations.settings-judged': GAPS.routing,
+  'idempotency.concurrent-answers': GAPS.idempotencyInFlight,
+  'readback.agent-envelope': GAPS.responseBodies,
+  'readback.task-run-in-assign-answer': GAPS.responseBodies,
+  'runs.plan-counts': GAPS.planning,
+  'webhooks.listed-name-resolved': GAPS.subscriptionRules,
 }
