@@ -546,7 +546,12 @@ export const graphqlSpecChecks: Check[] = [
       const problems: string[] = []
       const refused = (res: HttpResponse, what: string) => {
         const body = obj(res.body)
-        if (res.status >= 400 && res.status < 500 && typeof obj(body.error).code === 'string') return
+        // A request the client got wrong is no transient failure of the server (§7: 5xx "Transient failure").
+        if (res.status >= 500) {
+          problems.push(`${what} answered ${res.status}: ${short(res.body)}`)
+          return
+        }
+        if (res.status >= 400 && typeof obj(body.error).code === 'string') return
         const errors = Array.isArray(body.errors) ? (body.errors as unknown[]) : []
         if (errors.length === 0)
           problems.push(`${what} answered ${res.status} without errors: ${short(res.body)}`)
