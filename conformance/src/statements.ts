@@ -70,6 +70,7 @@ export const STATEMENTS: Statement[] = [
     text: 'The batch ingest response has integer `accepted`, integer `rejected` and `lineage_root`.',
   },
   { id: 'S2.12', text: 'A webhook subscription has `url`, `events` and `secret`.' },
+  { id: 'S2.13', text: 'The trace lists every step, tool call, policy decision and approval in order.' },
   { id: 'S3.1', text: "A run's status is `queued` right after start." },
   { id: 'S3.2', text: 'A run waiting for approval in one or more queues has status `awaiting_approval`.' },
   { id: 'S3.3', text: '`pause` suspends the scheduler.' },

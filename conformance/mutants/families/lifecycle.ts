@@ -155,6 +155,23 @@ export function lifecycleMutants(): Mutant[] {
       },
     },
     {
+      id: 'trace-omits-held-decisions',
+      description:
+        "The trace lists only the gate's allow decisions: a step held for approval has no frame of its decision",
+      targets: ['runs.trace-lists-escalation'],
+      response(req, res) {
+        if (!isGet(req, TRACE)) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? {
+                ...b,
+                data: (b.data as Json[]).filter((f) => typeof f.policy !== 'string' || f.policy === 'allow'),
+              }
+            : undefined,
+        )
+      },
+    },
+    {
       id: 'trace-seq-from-zero',
       description: 'Trace frames are numbered from 0 instead of 1',
       targets: ['runs.trace-sequence'],

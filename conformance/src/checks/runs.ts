@@ -14,7 +14,7 @@ import {
 import { obj } from '../http.js'
 import { parseSse } from '../sse.js'
 import { assert, fail, notApplicable } from '../types.js'
-import { short, sleep } from '../wait.js'
+import { short, sleep, waitUntil } from '../wait.js'
 import { expectError, isRfc3339 } from './assertions.js'
 
 type Json = Record<string, unknown>
@@ -152,6 +152,42 @@ export const runChecks: Check[] = [
       assert(
         Number(plan.steps_escalated) >= 1,
         `plan.steps_escalated is ${short(plan.steps_escalated)} while a step awaits approval`,
+      )
+    },
+  },
+  {
+    id: 'runs.trace-lists-escalation',
+    title:
+      'A run awaiting approval lists the gate’s decision to hold each awaiting step in its trace: a frame of that step whose policy is a decision other than allow',
+    level: 'core',
+    clauses: ['S2.13', 'S2.6', 'S3.2'],
+    async run(ctx) {
+      // §2 "The trace lists every step, tool call, policy decision and approval in order", and a frame's `policy` is
+      // the "Policy decision". A step that awaits approval was not allowed outright: the gate held it, and that
+      // decision is listed on a frame of the step. Its value is the deployment's (§2 "Allowed values of trace `kind`
+      // and `policy` beyond the two named: not shown"), but it is not `allow`. Frames written a moment after the
+      // status are awaited within --wait-ms.
+      const { runId, waiting } = await ctx.fx.awaitingRun()
+      ctx.cleanup(`cancel run ${runId}`, () => ctx.http.post(`/v1/runs/${runId}/cancel`))
+      const steps = (Array.isArray(waiting.awaiting) ? (waiting.awaiting as Json[]) : [])
+        .map((a) => a.step_id)
+        .filter((id): id is string => typeof id === 'string')
+      assert(steps.length > 0, `the run awaiting approval names no awaiting step: ${short(waiting)}`)
+      const held = (frames: Json[], step: string) =>
+        frames.some(
+          (f) =>
+            f.step_id === step && typeof f.policy === 'string' && f.policy !== '' && f.policy !== 'allow',
+        )
+      const { frames } = await waitUntil(
+        `the trace of run ${runId} to list the gate's decision on step ${steps.join(', ')}`,
+        () => ctx.fx.readTrace(runId),
+        (t) => steps.every((step) => held(t.frames, step)),
+        ctx.config.waitMs,
+      ).catch(() => ctx.fx.readTrace(runId))
+      const missing = steps.filter((step) => !held(frames, step))
+      assert(
+        missing.length === 0,
+        `no frame of step ${missing.join(', ')}, awaiting approval, records a policy decision other than allow: its frames are ${short(frames.filter((f) => missing.includes(String(f.step_id))))}`,
       )
     },
   },
