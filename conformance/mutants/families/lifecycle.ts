@@ -172,6 +172,20 @@ export function lifecycleMutants(): Mutant[] {
       },
     },
     {
+      id: 'trace-omits-denials',
+      description:
+        "The trace leaves out the gate's refusals: a call refused for a missing scope has no frame",
+      targets: ['authz.tool-required-scopes'],
+      response(req, res) {
+        if (!isGet(req, TRACE)) return res
+        return editJson(res, (b) =>
+          Array.isArray(b.data)
+            ? { ...b, data: (b.data as Json[]).filter((f) => f.policy !== 'deny') }
+            : undefined,
+        )
+      },
+    },
+    {
       id: 'trace-seq-from-zero',
       description: 'Trace frames are numbered from 0 instead of 1',
       targets: ['runs.trace-sequence'],

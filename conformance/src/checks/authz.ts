@@ -4,7 +4,7 @@ import type { Check, CheckContext } from '../check.js'
 import { type Json, ownId, SETTLED, TERMINAL, type ToolAgent, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { assert, fail } from '../types.js'
-import { short } from '../wait.js'
+import { short, waitUntil } from '../wait.js'
 import { expectError } from './assertions.js'
 import { ensureWebhook, eventOf, receiverUrl, toHook } from './webhooks.js'
 
@@ -58,9 +58,9 @@ export const authzChecks: Check[] = [
   {
     id: 'authz.tool-required-scopes',
     title:
-      'A run started by a key that lacks a tool’s required_scopes never calls that tool: the gate refuses the start (403 policy_denied) or the call (policy.denied delivered)',
+      'A run started by a key that lacks a tool’s required_scopes never calls that tool: the gate refuses the start (403 policy_denied) or the call (policy.denied delivered, the refusal listed in the trace)',
     level: 'core',
-    clauses: ['S1.3', 'S1.5', 'S5.4', 'S6.3', 'S7.2', 'S7.5'],
+    clauses: ['S1.3', 'S1.5', 'S2.13', 'S5.4', 'S6.3', 'S7.2', 'S7.5'],
     async run(ctx) {
       // §1: "Each tool is registered with a policy binding: what it does, who may call it and under which
       // envelope"; §5: "A tool declares `required_scopes` in its policy binding"; §1: "Every call is scoped by an
@@ -69,7 +69,7 @@ export const authzChecks: Check[] = [
       // required scope is not who may call it. When the gate refuses is the deployment's: at the run's start (a 403
       // with §7's five detail fields) or at the call, which the run's trace then never lists as a `tool.call`
       // ("The trace lists every step, tool call, policy decision and approval") and a policy.denied subscriber is
-      // told of. The key that runs (tokens.runsOnly) may start runs; the scope the tool requires is the suite's own.
+      // told of, and whose trace lists the refusal among its policy decisions. The key that runs (tokens.runsOnly) may start runs; the scope the tool requires is the suite's own.
       const runsOnly = ctx.as('runsOnly')
       receiverUrl(ctx)
       const hook = await ensureWebhook(ctx)
@@ -95,6 +95,20 @@ export const authzChecks: Check[] = [
       assert(
         calls.length === 0,
         `the run's key lacks ${TOOL_ONLY_SCOPE}, which tool ${tool.name} requires, yet the trace lists its call: ${short(calls[0])}`,
+      )
+      // The refusal is a policy decision, which the trace lists too, its value the deployment's but not `allow`
+      // (§2 "Allowed values of trace `kind` and `policy` beyond the two named: not shown").
+      const refusal = (frames: Json[]) =>
+        frames.some((f) => typeof f.policy === 'string' && f.policy !== '' && f.policy !== 'allow')
+      const listed = await waitUntil(
+        `the trace of run ${runId} to list the gate's refusal`,
+        () => ctx.fx.readTrace(runId),
+        (t) => refusal(t.frames),
+        ctx.config.waitMs,
+      ).catch(() => ctx.fx.readTrace(runId))
+      assert(
+        refusal(listed.frames),
+        `the gate refused run ${runId}'s call of tool ${tool.name}, yet no frame of its trace records a policy decision other than allow: ${short(listed.frames)}`,
       )
       const denied = await ctx.receiver!.waitFor(
         (d) => toHook(d, hook) && eventOf(d) === 'policy.denied' && d.raw.includes(runId),
