@@ -525,6 +525,11 @@ export function header(req: ProxiedRequest, name: string): string | undefined {
 }
 
 /** A JSON object body, or undefined for anything else. */
+/** Edits the items of a JSON page (its `data` array); an answer without one is left as it is. */
+export function editPageItems(res: ProxiedResponse, edit: (items: Json[]) => unknown[]): ProxiedResponse {
+  return editJson(res, (b) => (Array.isArray(b.data) ? { ...b, data: edit(b.data as Json[]) } : undefined))
+}
+
 export function parseJson(body: string): Json | undefined {
   try {
     const v = JSON.parse(body) as unknown

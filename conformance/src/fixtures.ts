@@ -374,6 +374,20 @@ export class Fixtures {
     return { ...run, waiting }
   }
 
+  /**
+   * The frames of a run's trace once `shows` holds for them, or as they read when --wait-ms has passed (the caller
+   * judges what it got): frames a deployment writes a moment after the status it answered are waited for.
+   */
+  async traceShowing(runId: string, what: string, shows: (frames: Json[]) => boolean): Promise<Json[]> {
+    const trace = await waitUntil(
+      `the trace of run ${runId} to list ${what}`,
+      () => this.readTrace(runId),
+      (t) => shows(t.frames),
+      this.ctx().config.waitMs,
+    ).catch(() => this.readTrace(runId))
+    return trace.frames
+  }
+
   /** Reads every frame of a trace by walking its pages. */
   async readTrace(
     runId: string,

@@ -6,6 +6,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { canonicalize } from '../../src/canonical.js'
 import {
   editJson,
+  editPageItems,
   header,
   type Json,
   type Mutant,
@@ -569,9 +570,7 @@ export function accessMutants(): Mutant[] {
       targets: ['ingest.records-read-back'],
       response(req, res) {
         if (!isGet(req, RECORDS)) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data) ? { ...b, data: [...b.data].reverse() } : undefined,
-        )
+        return editPageItems(res, (records) => [...records].reverse())
       },
     },
     {
@@ -671,9 +670,7 @@ export function accessMutants(): Mutant[] {
         if (!isGet(req, /^\/v1\/agents$/) || res.status !== 200 || !fromSecond(req, ctx)) return res
         if (query(req.path).has('cursor')) return res
         const owned = await everyItem(asPrimary(req, ctx), ctx)
-        return editJson(res, (b) =>
-          Array.isArray(b.data) ? { ...b, data: [...b.data, ...owned] } : undefined,
-        )
+        return editPageItems(res, (items) => [...items, ...owned])
       },
     },
     {
@@ -684,9 +681,7 @@ export function accessMutants(): Mutant[] {
         if (!isGet(req, /^\/v1\/tools$/) || res.status !== 200 || !fromSecond(req, ctx)) return res
         if (query(req.path).has('cursor')) return res
         const owned = await everyItem(asPrimary(req, ctx), ctx)
-        return editJson(res, (b) =>
-          Array.isArray(b.data) ? { ...b, data: [...b.data, ...owned] } : undefined,
-        )
+        return editPageItems(res, (items) => [...items, ...owned])
       },
     },
   ]

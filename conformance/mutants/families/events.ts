@@ -4,7 +4,7 @@
  * retries on a fixed interval instead of spec §6's exponential backoff, and one state change emitted as two events.
  */
 import {
-  editJson,
+  editPageItems,
   HOOK_PREFIX,
   header,
   type Json,
@@ -80,18 +80,13 @@ export function eventMutants(): Mutant[] {
       response(req, res) {
         if (req.method !== 'GET' || !/^\/v1\/webhooks\/[^/]+\/deliveries$/.test(pathOnly(req.path)))
           return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: (b.data as Json[]).map((d) => {
-                  const at = lastAttempt.get(String(d.delivery_id))
-                  return d.next_attempt_at && at !== undefined
-                    ? { ...d, next_attempt_at: new Date(at + INTERVAL_MS).toISOString() }
-                    : d
-                }),
-              }
-            : undefined,
+        return editPageItems(res, (deliveries) =>
+          deliveries.map((d) => {
+            const at = lastAttempt.get(String(d.delivery_id))
+            return d.next_attempt_at && at !== undefined
+              ? { ...d, next_attempt_at: new Date(at + INTERVAL_MS).toISOString() }
+              : d
+          }),
         )
       },
     },

@@ -16,6 +16,9 @@ import {
 const isGraphql = (req: ProxiedRequest) => pathOnly(req.path) === '/v1/graphql'
 const queryOf = (req: ProxiedRequest): string => String(parseJson(req.body)?.query ?? '')
 type GqlError = { extensions?: Json }
+/** The message of an answer's first GraphQL error, '' without one. */
+const firstErrorMessage = (body: Json | undefined): string =>
+  String(((body?.errors ?? []) as { message?: unknown }[])[0]?.message ?? '')
 /** The body first sent under each Idempotency-Key (graphql-queries-keyed). */
 const keyedQueries = new Map<string, string>()
 
@@ -383,9 +386,9 @@ export function graphqlMutants(): Mutant[] {
       targets: ['graphql.spec-request-rules'],
       async response(req, res, ctx) {
         if (!isGraphql(req) || req.method !== 'POST') return res
-        const errors = (parseJson(res.body)?.errors ?? []) as { message?: unknown }[]
-        const unknownField = /^Cannot query field "(\w+)"/.exec(String(errors[0]?.message ?? ''))?.[1]
-        if (!unknownField || parseJson(res.body)?.data !== undefined) return res
+        const answer = parseJson(res.body)
+        const unknownField = /^Cannot query field "(\w+)"/.exec(firstErrorMessage(answer))?.[1]
+        if (!unknownField || answer?.data !== undefined) return res
         const body = parseJson(req.body) ?? {}
         const query = queryOf(req).replace(new RegExp(`\\b${unknownField}\\b`, 'g'), '')
         return ctx.upstream({ ...req, body: JSON.stringify({ ...body, query }) })
@@ -398,10 +401,7 @@ export function graphqlMutants(): Mutant[] {
       targets: ['graphql.spec-request-rules'],
       response(req, res) {
         if (!isGraphql(req)) return res
-        return editJson(res, (b) => {
-          const errors = (b.errors ?? []) as { message?: unknown }[]
-          return /^Syntax Error/.test(String(errors[0]?.message ?? '')) ? { data: {} } : undefined
-        })
+        return editJson(res, (b) => (/^Syntax Error/.test(firstErrorMessage(b)) ? { data: {} } : undefined))
       },
     },
     {

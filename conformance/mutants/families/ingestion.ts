@@ -6,6 +6,7 @@
  */
 import {
   editJson,
+  editPageItems,
   errorAnswer,
   type Json,
   type Mutant,
@@ -98,16 +99,8 @@ export function ingestionMutants(): Mutant[] {
       targets: ['ingest.stored-lineage-verifies'],
       response(req, res) {
         if (!is(req, 'GET', RECORDS)) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: (b.data as Json[]).map((r) => ({
-                  ...r,
-                  lineage: { ...(r.lineage as Json), proof: [] },
-                })),
-              }
-            : undefined,
+        return editPageItems(res, (records) =>
+          records.map((r) => ({ ...r, lineage: { ...(r.lineage as Json), proof: [] } })),
         )
       },
     },

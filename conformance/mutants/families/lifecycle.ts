@@ -4,7 +4,15 @@
  */
 import { randomUUID } from 'node:crypto'
 import { signBody } from '../../src/signature.js'
-import { editJson, type Json, type Mutant, type ProxiedRequest, pathOnly, query } from '../proxy.js'
+import {
+  editJson,
+  editPageItems,
+  type Json,
+  type Mutant,
+  type ProxiedRequest,
+  pathOnly,
+  query,
+} from '../proxy.js'
 
 const RUN = /^\/v1\/runs\/[^/]+$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
@@ -161,13 +169,8 @@ export function lifecycleMutants(): Mutant[] {
       targets: ['runs.trace-lists-escalation'],
       response(req, res) {
         if (!isGet(req, TRACE)) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: (b.data as Json[]).filter((f) => typeof f.policy !== 'string' || f.policy === 'allow'),
-              }
-            : undefined,
+        return editPageItems(res, (frames) =>
+          frames.filter((f) => typeof f.policy !== 'string' || f.policy === 'allow'),
         )
       },
     },
@@ -178,11 +181,7 @@ export function lifecycleMutants(): Mutant[] {
       targets: ['authz.tool-required-scopes'],
       response(req, res) {
         if (!isGet(req, TRACE)) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? { ...b, data: (b.data as Json[]).filter((f) => f.policy !== 'deny') }
-            : undefined,
-        )
+        return editPageItems(res, (frames) => frames.filter((f) => f.policy !== 'deny'))
       },
     },
     {
@@ -191,15 +190,8 @@ export function lifecycleMutants(): Mutant[] {
       targets: ['runs.trace-sequence'],
       response(req, res) {
         if (!isGet(req, TRACE)) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? {
-                ...b,
-                data: (b.data as Json[]).map((f) =>
-                  typeof f.seq === 'number' ? { ...f, seq: f.seq - 1 } : f,
-                ),
-              }
-            : undefined,
+        return editPageItems(res, (frames) =>
+          frames.map((f) => (typeof f.seq === 'number' ? { ...f, seq: f.seq - 1 } : f)),
         )
       },
     },

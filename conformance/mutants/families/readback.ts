@@ -4,7 +4,7 @@
  * assign answer from before the task's run, or an event that carries a resource's fields with other values than its
  * reads.
  */
-import { editJson, type Json, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
+import { editJson, editPageItems, type Mutant, type ProxiedRequest, parseJson, pathOnly } from '../proxy.js'
 
 const is = (req: ProxiedRequest, method: string, re: RegExp) =>
   req.method === method && re.test(pathOnly(req.path))
@@ -17,11 +17,7 @@ export function readbackMutants(): Mutant[] {
       targets: ['readback.tool-fields-everywhere'],
       response(req, res) {
         if (!is(req, 'GET', /^\/v1\/tools$/)) return res
-        return editJson(res, (b) =>
-          Array.isArray(b.data)
-            ? { ...b, data: (b.data as Json[]).map((t) => ({ ...t, idempotent: true })) }
-            : undefined,
-        )
+        return editPageItems(res, (tools) => tools.map((t) => ({ ...t, idempotent: true })))
       },
     },
     {

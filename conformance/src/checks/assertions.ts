@@ -1,4 +1,7 @@
-/** Assertions the families share: the error envelope of spec §7 and RFC 3339 timestamps of spec §1. */
+/**
+ * Assertions the families share: the error envelope of spec §7, RFC 3339 timestamps of spec §1 and the trace's policy
+ * decisions of spec §2.
+ */
 import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -75,4 +78,14 @@ export function timestampFields(body: unknown, path = ''): Array<{ path: string;
     }
   }
   return out
+}
+
+/**
+ * A trace frame recording a decision of the gate other than `allow` (a step held for approval, a call refused): §2
+ * "The trace lists every step, tool call, policy decision and approval", a frame's `policy` being the "Policy
+ * decision", whose values beyond `allow` are the deployment's ("Allowed values of trace `kind` and `policy` beyond
+ * the two named: not shown").
+ */
+export function decidesOtherThanAllow(frame: Record<string, unknown>): boolean {
+  return typeof frame.policy === 'string' && frame.policy !== '' && frame.policy !== 'allow'
 }

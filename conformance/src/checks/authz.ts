@@ -4,8 +4,8 @@ import type { Check, CheckContext } from '../check.js'
 import { type Json, ownId, SETTLED, TERMINAL, type ToolAgent, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { assert, fail } from '../types.js'
-import { short, waitUntil } from '../wait.js'
-import { expectError } from './assertions.js'
+import { short } from '../wait.js'
+import { decidesOtherThanAllow, expectError } from './assertions.js'
 import { ensureWebhook, eventOf, receiverUrl, toHook } from './webhooks.js'
 
 /** The five `detail` fields §7 names for `policy_denied`. */
@@ -88,27 +88,20 @@ export const authzChecks: Check[] = [
       const runId = obj(start.body).run_id
       if (typeof runId !== 'string') fail(`run start answered no run_id: ${short(start.body)}`)
       const settled = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
-      const trace = await ctx.fx.readTrace(runId)
-      const calls = trace.frames.filter(
+      // The refusal is a policy decision, which the trace lists too (decidesOtherThanAllow); read once it shows.
+      const frames = await ctx.fx.traceShowing(runId, "the gate's refusal", (fs) =>
+        fs.some(decidesOtherThanAllow),
+      )
+      const calls = frames.filter(
         (f: Json) => f.kind === 'tool.call' && (f.tool === tool.name || JSON.stringify(f).includes(tool.id)),
       )
       assert(
         calls.length === 0,
         `the run's key lacks ${TOOL_ONLY_SCOPE}, which tool ${tool.name} requires, yet the trace lists its call: ${short(calls[0])}`,
       )
-      // The refusal is a policy decision, which the trace lists too, its value the deployment's but not `allow`
-      // (§2 "Allowed values of trace `kind` and `policy` beyond the two named: not shown").
-      const refusal = (frames: Json[]) =>
-        frames.some((f) => typeof f.policy === 'string' && f.policy !== '' && f.policy !== 'allow')
-      const listed = await waitUntil(
-        `the trace of run ${runId} to list the gate's refusal`,
-        () => ctx.fx.readTrace(runId),
-        (t) => refusal(t.frames),
-        ctx.config.waitMs,
-      ).catch(() => ctx.fx.readTrace(runId))
       assert(
-        refusal(listed.frames),
-        `the gate refused run ${runId}'s call of tool ${tool.name}, yet no frame of its trace records a policy decision other than allow: ${short(listed.frames)}`,
+        frames.some(decidesOtherThanAllow),
+        `the gate refused run ${runId}'s call of tool ${tool.name}, yet no frame of its trace records a policy decision other than allow: ${short(frames)}`,
       )
       const denied = await ctx.receiver!.waitFor(
         (d) => toHook(d, hook) && eventOf(d) === 'policy.denied' && d.raw.includes(runId),

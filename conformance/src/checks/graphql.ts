@@ -552,10 +552,10 @@ export const graphqlSpecChecks: Check[] = [
           return
         }
         if (res.status >= 400 && typeof obj(body.error).code === 'string') return
-        const errors = Array.isArray(body.errors) ? (body.errors as unknown[]) : []
+        const errors = errorsOf(res)
         if (errors.length === 0)
           problems.push(`${what} answered ${res.status} without errors: ${short(res.body)}`)
-        else if (!errors.every((e) => typeof obj(e).message === 'string' && obj(e).message !== ''))
+        else if (!errors.every((e) => typeof e.message === 'string' && e.message !== ''))
           problems.push(`${what}: an error without a message in ${short(body.errors)}`)
         if (body.data !== undefined && body.data !== null)
           problems.push(`${what} was run: it answered data ${short(body.data)}`)

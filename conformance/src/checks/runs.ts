@@ -14,8 +14,8 @@ import {
 import { obj } from '../http.js'
 import { parseSse } from '../sse.js'
 import { assert, fail, notApplicable } from '../types.js'
-import { short, sleep, waitUntil } from '../wait.js'
-import { expectError, isRfc3339 } from './assertions.js'
+import { short, sleep } from '../wait.js'
+import { decidesOtherThanAllow, expectError, isRfc3339 } from './assertions.js'
 
 type Json = Record<string, unknown>
 
@@ -174,16 +174,12 @@ export const runChecks: Check[] = [
         .filter((id): id is string => typeof id === 'string')
       assert(steps.length > 0, `the run awaiting approval names no awaiting step: ${short(waiting)}`)
       const held = (frames: Json[], step: string) =>
-        frames.some(
-          (f) =>
-            f.step_id === step && typeof f.policy === 'string' && f.policy !== '' && f.policy !== 'allow',
-        )
-      const { frames } = await waitUntil(
-        `the trace of run ${runId} to list the gate's decision on step ${steps.join(', ')}`,
-        () => ctx.fx.readTrace(runId),
-        (t) => steps.every((step) => held(t.frames, step)),
-        ctx.config.waitMs,
-      ).catch(() => ctx.fx.readTrace(runId))
+        frames.some((f) => f.step_id === step && decidesOtherThanAllow(f))
+      const frames = await ctx.fx.traceShowing(
+        runId,
+        `the gate's decision on step ${steps.join(', ')}`,
+        (fs) => steps.every((step) => held(fs, step)),
+      )
       const missing = steps.filter((step) => !held(frames, step))
       assert(
         missing.length === 0,
