@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { verifyWebhookSignature as verifySignature } from '../../client/src/webhooks.js'
 import { ManualClock } from '../../src/domain/clock.js'
 import { WebhookService, type WebhookSettings } from '../../src/domain/webhooks/service.js'
@@ -166,8 +166,14 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
       // Full jitter at its top: about 100 ms, then 200 ms, after the attempt before.
       expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(90)
       expect(got[2]!.at - got[1]!.at).toBeGreaterThanOrEqual(190)
-      const [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
-      expect(d).toMatchObject({ status: 'delivered', attempts: 3 })
+      // The receiver sees the third request before the dispatcher has read its answer and recorded it.
+      await vi.waitFor(
+        async () => {
+          const [d] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
+          expect(d).toMatchObject({ status: 'delivered', attempts: 3 })
+        },
+        { timeout: 5_000, interval: 20 },
+      )
     } finally {
       await h.webhooks.dispatcher.stop()
     }
