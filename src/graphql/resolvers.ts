@@ -28,6 +28,7 @@ import type { CreateDestinationInput, UpdateDestinationInput } from '../domain/d
 import { ApiError } from '../domain/errors.js'
 import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
+import type { EventKind } from '../domain/webhooks/body.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
 import type { CreateWebhookInput } from '../domain/webhooks/service.js'
 import { type AuthContext, callerOf } from '../surface/caller.js'
@@ -247,7 +248,7 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
     testDestination: scoped('testDestination', async (ctx, auth, args) => {
       const route = postV1DestinationsDestinationIdTestRoute
       const id = pathId(route, 'destination_id', args.id)
-      const input = body<{ event?: string }>(route, { event: args.event })
+      const input = body<{ event?: EventKind }>(route, { event: args.event })
       return presentTestResult(await ctx.ports.destinations.test(auth.workspaceId, id, input.event))
     }),
   },

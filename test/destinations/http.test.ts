@@ -113,6 +113,9 @@ describe('destinations over REST', () => {
   it.each([
     ['an unknown type', { type: 'fax' }],
     ['an unknown event kind', { events: ['run.exploded'] }],
+    ['no event kind', { events: [] }],
+    ['an event kind twice', { events: ['run.failed', 'run.failed'] }],
+    ['an empty agent list', { agent_ids: [] }],
     ['a malformed URL', { config: { url: 'http//nope' } }],
     ['a missing config', { config: undefined }],
     ['an unknown config field', { config: { url: 'https://a.example/', colour: 'red' } }],
@@ -129,6 +132,22 @@ describe('destinations over REST', () => {
     expect(res.body.error.code).toBe('invalid_request')
     expect(res.text).not.toContain('never-answered')
   })
+
+  it.each([
+    ['an unknown event kind', { events: ['run.exploded'] }],
+    ['no event kind', { events: [] }],
+    ['an empty agent list', { agent_ids: [] }],
+  ])(
+    'refuses a change to %s with 400 invalid_request, leaving the destination as it was',
+    async (_what, change) => {
+      const id = (await create(sink())).body.destination_id as string
+      const res = await t.request('PATCH', `/v1/destinations/${id}`, { token, body: change })
+      expect(res.status).toBe(400)
+      expect(res.body.error.code).toBe('invalid_request')
+      const after = await t.request('GET', `/v1/destinations/${id}`, { token })
+      expect(after.body).toMatchObject({ events: ['agent.created'], agent_ids: null })
+    },
+  )
 
   it('is tenant-scoped and needs its scopes', async () => {
     const id = (await create(sink())).body.destination_id as string

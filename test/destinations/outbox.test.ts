@@ -1,6 +1,7 @@
 import { HTTP } from 'cloudevents'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ApiError } from '../../src/domain/errors.js'
+import type { EventKind } from '../../src/domain/webhooks/body.js'
 import { createDestinationTransports } from '../../src/outbound/destinations/index.js'
 import { createOutboundHttp } from '../../src/outbound/http.js'
 import { backends } from '../support/backends.js'
@@ -23,7 +24,7 @@ describe.each(backends())('destination outbox on $name', (backend) => {
     await receiver.close()
   })
 
-  const sink = (extra: Record<string, unknown> = {}, events = ['run.failed', 'run.succeeded']) =>
+  const sink = (extra: Record<string, unknown> = {}, events: EventKind[] = ['run.failed', 'run.succeeded']) =>
     h.destinations.create(WS, {
       type: 'cloudevents',
       name: 'sink',
@@ -212,12 +213,9 @@ describe('destination settings', () => {
   }
 
   it('refuses bad input with invalid_request naming the field, never echoing a secret', async () => {
-    expect(await refusal({ type: 'carrier-pigeon' })).toMatchObject({
-      code: 'invalid_request',
-      detail: { fields: ['type'] },
-    })
-    expect(await refusal({ events: ['run.exploded'] })).toMatchObject({ detail: { fields: ['events'] } })
+    // The type, the event kinds and the agent ids are the contract's to judge (http.test.ts refuses them).
     expect(await refusal({ config: { url: 'not a url' } })).toMatchObject({
+      code: 'invalid_request',
       detail: { fields: ['config.url'] },
     })
     expect(await refusal({ config: { url: 'ftp://sink.example.com/' } })).toMatchObject({
@@ -236,7 +234,6 @@ describe('destination settings', () => {
     const secret = await refusal({ secrets: { authorization: 42, token: 'do-not-echo-this-secret' } })
     expect(secret.detail.fields).toEqual(['secrets.authorization', 'secrets.token'])
     expect(JSON.stringify(secret)).not.toContain('do-not-echo-this-secret')
-    expect(await refusal({ agent_ids: [] })).toMatchObject({ detail: { fields: ['agent_ids'] } })
   })
 
   it('refuses a URL at a private or loopback address unless private targets are allowed', async () => {

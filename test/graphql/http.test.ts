@@ -270,6 +270,26 @@ describe('mutations call the same services as REST', () => {
     expect(g.body.errors[0].extensions.detail.fields).toEqual(r.body.error.detail.fields)
     expect(g.body.errors[0].message).toBe(r.body.error.message)
   })
+  it.each([
+    ['no event kind', { events: [] }],
+    ['an event kind twice', { events: ['run.failed', 'run.failed'] }],
+    ['an empty agent list', { agent_ids: [] }],
+  ])('refuses a destination with %s as REST does, creating nothing', async (_what, change) => {
+    const input = { type: 'cloudevents', name: 'n', config: { url: 'http://127.0.0.1:9/d' }, ...change }
+    const g = await gql(
+      t,
+      token,
+      'mutation($in: DestinationCreate!) { createDestination(input: $in) { destination_id } }',
+      {
+        in: input,
+      },
+    )
+    const r = await t.request('POST', '/v1/destinations', { token, body: input })
+    expect(r.status).toBe(400)
+    expect(g.body.data?.createDestination ?? null).toBeNull()
+    expect(g.body.errors[0].extensions).toMatchObject({ code: 'invalid_request', status: 400 })
+    expect(g.body.errors[0].extensions.detail.fields).toEqual(r.body.error.detail.fields)
+  })
 })
 
 describe('same guarantees as REST', () => {

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js'
-import { ApiError, notFound } from '../errors.js'
+import { notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import type { OutboundHttp } from '../outbound.js'
 import {
@@ -12,7 +12,7 @@ import { redeliver } from '../outbox/redelivery.js'
 import type { Slice } from '../pagination.js'
 import type { Db } from '../ports.js'
 import type { QuotaGate } from '../quotas/service.js'
-import { type EventKind, isEventKind } from '../webhooks/body.js'
+import type { EventKind } from '../webhooks/body.js'
 import type { DeliveryRepository } from '../webhooks/ports.js'
 import type { SendResult } from '../webhooks/sender.js'
 import type { DeliveryRecord } from '../webhooks/types.js'
@@ -20,13 +20,18 @@ import { destinationChannel } from './channel.js'
 import type { DestinationRepository, DestinationTelemetry, DestinationTransports } from './ports.js'
 import { samplePayload } from './sample.js'
 import { defaultEvents, parseSettings } from './settings.js'
-import { DESTINATION_TYPES, type DestinationRecord, isDestinationType } from './types.js'
+import type { DestinationRecord, DestinationType } from './types.js'
 
+/**
+ * What a surface hands the service once the contract's schema has judged it (both surfaces validate with the
+ * generated route schemas): a known type, one to fifty known and distinct event kinds, one to fifty distinct agent
+ * ids or null. The contract is the one home of those rules, as for webhook subscriptions.
+ */
 export interface CreateDestinationInput {
-  type: string
+  type: DestinationType
   name: string
   /** Absent: the type's default (docs/events.md). */
-  events?: string[] | undefined
+  events?: EventKind[] | undefined
   agent_ids?: string[] | null | undefined
   config?: Record<string, unknown> | undefined
   secrets?: Record<string, unknown> | undefined
@@ -34,7 +39,7 @@ export interface CreateDestinationInput {
 
 export interface UpdateDestinationInput {
   name?: string | undefined
-  events?: string[] | undefined
+  events?: EventKind[] | undefined
   agent_ids?: string[] | null | undefined
   /** Replaces the whole config when given (defaults filled in again). */
   config?: Record<string, unknown> | undefined
@@ -96,13 +101,7 @@ export class DestinationService {
   }
 
   async create(workspaceId: string, input: CreateDestinationInput): Promise<DestinationRecord> {
-    if (!isDestinationType(input.type)) {
-      throw new ApiError('invalid_request', `type must be one of ${DESTINATION_TYPES.join(', ')}`, {
-        issues: [{ path: 'type', message: `unknown destination type "${input.type}"` }],
-        fields: ['type'],
-      })
-    }
-    const events = input.events === undefined ? defaultEvents(input.type) : checkEvents(input.events)
+    const events = input.events ?? defaultEvents(input.type)
     const { config, secrets } = parseSettings(input.type, input.config, input.secrets, this.settings.outbound)
     const now = this.clock.now()
     // Only events appended after this point reach the destination; the fan-out compares against this seq.
@@ -116,7 +115,7 @@ export class DestinationService {
         type,
         name: input.name,
         events,
-        agentIds: checkAgents(input.agent_ids),
+        agentIds: input.agent_ids ?? null,
         config,
         secrets,
         status: 'active',
@@ -152,8 +151,8 @@ export class DestinationService {
     const changed: DestinationRecord = {
       ...found,
       name: input.name ?? found.name,
-      events: input.events !== undefined ? checkEvents(input.events) : found.events,
-      agentIds: input.agent_ids !== undefined ? checkAgents(input.agent_ids) : found.agentIds,
+      events: input.events ?? found.events,
+      agentIds: input.agent_ids !== undefined ? input.agent_ids : found.agentIds,
       config: parsed.config,
       secrets: parsed.secrets,
       status: input.status ?? found.status,
@@ -178,10 +177,11 @@ export class DestinationService {
    * Sends one made-up event (`test: true`) now, outside the outbox, and tells what the receiver answered: the
    * "send a sample" an operator presses after configuring a channel. Nothing is recorded or retried.
    */
-  async test(workspaceId: string, id: string, kind?: string): Promise<TestSendResult> {
+  async test(workspaceId: string, id: string, kind?: EventKind): Promise<TestSendResult> {
     const found = await this.get(workspaceId, id)
-    const event = kind === undefined ? (found.events[0] ?? 'run.awaiting_approval') : checkEvents([kind])[0]
-    if (event === undefined) throw new Error('unreachable: checkEvents returns at least one kind')
+    // A destination lists at least one kind (the contract's minItems); the fallback only satisfies the type.
+    // Stryker disable next-line LogicalOperator,StringLiteral: equivalent, a destination's events are never empty
+    const event = kind ?? found.events[0] ?? 'run.awaiting_approval'
     const now = this.clock.now()
     const payload = samplePayload(event, now, found.agentIds?.[0])
     let result: SendResult
@@ -219,32 +219,4 @@ export class DestinationService {
     const { db, deliveries, clock, dispatcher } = this
     return redeliver({ db, deliveries, clock, dispatcher }, destinationId, deliveryId)
   }
-}
-
-function checkEvents(events: readonly string[]): EventKind[] {
-  const unknown = events.filter((k) => !isEventKind(k))
-  if (events.length === 0 || unknown.length > 0) {
-    throw new ApiError('invalid_request', 'events must name known event kinds', {
-      issues: unknown.length
-        ? unknown.map((k) => ({ path: 'events', message: `unknown event kind "${k}"` }))
-        : [{ path: 'events', message: 'must name at least one event kind' }],
-      fields: ['events'],
-    })
-  }
-  return [...new Set(events.filter(isEventKind))]
-}
-
-function checkAgents(agentIds: readonly string[] | null | undefined): string[] | null {
-  if (agentIds === undefined || agentIds === null) return null
-  if (agentIds.length === 0) {
-    throw new ApiError(
-      'invalid_request',
-      'agent_ids must name at least one agent, or be null for every agent',
-      {
-        issues: [{ path: 'agent_ids', message: 'empty' }],
-        fields: ['agent_ids'],
-      },
-    )
-  }
-  return [...new Set(agentIds)]
 }
