@@ -291,6 +291,42 @@ export function extensionMutants(): Mutant[] {
       delivery: rewriteDelivery(slackMessage, (b) => ({ ...b, text: 'New Agent Operations event' })),
     },
     {
+      id: 'slack-facts-unlabelled',
+      description:
+        "A Slack message's fields show the facts' values without their labels: a person reads a step id, a queue and a count and cannot tell which is which",
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteDelivery(slackMessage, (b) => ({
+        ...b,
+        blocks: (b.blocks as Json[]).map((block) =>
+          Array.isArray(block.fields)
+            ? {
+                ...block,
+                fields: (block.fields as Json[]).map((f) =>
+                  typeof f.text === 'string' ? { ...f, text: f.text.replace(/^\*[^*\n]*\*\n/, '') } : f,
+                ),
+              }
+            : block,
+        ),
+      })),
+    },
+    {
+      id: 'slack-sentence-says-nothing',
+      description:
+        "A Slack message's sentence under its header is the same for every event: it names neither what happened nor to which run, step, tool or agent",
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteDelivery(slackMessage, (b) => {
+        let first = true
+        return {
+          ...b,
+          blocks: (b.blocks as Json[]).map((block) => {
+            if (block.type !== 'section' || !first) return block
+            first = false
+            return { ...block, text: { type: 'mrkdwn', text: 'Something needs a look.' } }
+          }),
+        }
+      }),
+    },
+    {
       id: 'pagerduty-resolve-as-acknowledge',
       description:
         'A PagerDuty resolve goes out as acknowledge: the incident a cancelled run opened stays open, only silenced',

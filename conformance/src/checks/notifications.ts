@@ -37,6 +37,10 @@ interface Said {
   whole: string
   /** A Slack message's header block, the line a reader scans first: it too says what happened. */
   header?: string | undefined
+  /** A Slack message's first section sentence, read under the header: it too says what happened and to what. */
+  sentence?: string | undefined
+  /** The texts of a Slack message's section fields, each a labelled fact. */
+  fields?: string[]
 }
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
@@ -56,10 +60,14 @@ function slackSaid(d: Delivery): Said | undefined {
   if (!d.body) return undefined
   const blocks = blockTexts(d.body.blocks)
   const glance = text(d.body.text) ?? blocks.join('\n')
-  const header = Array.isArray(d.body.blocks)
-    ? blockTexts(d.body.blocks.map(obj).find((b) => b.type === 'header'))[0]
-    : undefined
-  return { glance, whole: [glance, ...blocks].join('\n'), header }
+  const all = Array.isArray(d.body.blocks) ? d.body.blocks.map(obj) : []
+  const header = all.length > 0 ? blockTexts(all.find((b) => b.type === 'header'))[0] : undefined
+  const section = all.find((b) => b.type === 'section')
+  const sentence = section ? text(obj(section.text).text) : undefined
+  const fields = all.flatMap((b) =>
+    b.type === 'section' && Array.isArray(b.fields) ? b.fields.map((f) => text(obj(f).text) ?? '') : [],
+  )
+  return { glance, whole: [glance, ...blocks].join('\n'), header, sentence, fields }
 }
 
 function pagerSaid(d: Delivery): Said | undefined {
@@ -92,7 +100,9 @@ function subject(e: Announced): [string, string] | undefined {
 
 /**
  * The facts a person deciding on the event needs, where its body gives them: an approval's step, queue and reason,
- * why a policy denied a step (the violation, what it observed and its limit), why a run resumed, why a run failed (its error's code and message) or was cancelled.
+ * why a policy denied a step (the violation, what it observed and its limit, the envelope and the queue it escalates
+ * to), why a run resumed, why a run failed (its error's code and message) or was cancelled, and what an ingested
+ * batch took and refused.
  */
 function decisionFacts(e: Announced): [string, string][] {
   const facts: [string, string][] = []
@@ -113,7 +123,14 @@ function decisionFacts(e: Announced): [string, string][] {
     // a count, a name, or each name of a list.
     for (const key of ['observed', 'limit'])
       for (const v of [detail[key]].flat()) add(`detail.${key}`, typeof v === 'number' ? String(v) : v)
+    add('detail.envelope', detail.envelope)
+    add('detail.escalation_queue', detail.escalation_queue)
   }
+  if (e.kind === 'ingest.batch_accepted')
+    for (const key of ['accepted', 'rejected']) {
+      const count = e.body[key]
+      if (typeof count === 'number') add(key, String(count))
+    }
   if (e.kind === 'run.resumed') add('reason', e.body.reason)
   if (e.kind === 'run.failed' || e.kind === 'run.cancelled') {
     const error = obj(obj(e.body.outcome).error)
@@ -123,16 +140,75 @@ function decisionFacts(e: Announced): [string, string][] {
   return facts
 }
 
-/** Why `said` is not a message about `e` (empty: it is): its subject and what happened at a glance, its facts. */
+/** Besides its subject, what a sentence about the event names, by kind: the step, tool, name or batch at stake. */
+const NAMED_IN_SENTENCE: Record<string, string[]> = {
+  'run.awaiting_approval': ['step_id'],
+  'policy.denied': ['step_id', 'tool'],
+  'agent.created': ['name'],
+  'agent.deleted': ['name'],
+  'tool.registered': ['name'],
+  'tool.retired': ['name'],
+  'ingest.batch_accepted': ['batch_id'],
+}
+
+/** The body's values a sentence about `e` names: its subject's, then those NAMED_IN_SENTENCE lists. */
+function namedInSentence(e: Announced): [string, string][] {
+  const named: [string, string][] = []
+  const about = subject(e)
+  if (about) named.push(about)
+  for (const field of NAMED_IN_SENTENCE[e.kind] ?? []) {
+    const value = text(e.body[field])
+    if (value) named.push([field, value])
+  }
+  return named
+}
+
+/**
+ * Whether a field showing a fact also says what it is: its text with every fact value of the event taken out
+ * still has a letter or digit (a label), however it is laid out.
+ */
+function labelled(field: string, values: string[]): boolean {
+  let rest = field
+  for (const v of values) {
+    const escaped = v.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+    rest = rest.split(v).join('').split(escaped).join('')
+  }
+  return /[\p{L}\p{N}]/u.test(rest)
+}
+
+/**
+ * Why `said` is not a message about `e` (empty: it is): its subject and what happened at a glance, in a Slack
+ * message's header and in its sentence (which also names the step, tool, name or batch at stake), its facts, and
+ * in a Slack message each fact shown in a field of its own with a label.
+ */
 function unsaid(e: Announced, said: Said): string[] {
   const missing: string[] = []
-  if (said.header !== undefined && !said.header.toLowerCase().includes(happened(e.kind)))
-    missing.push(`"${happened(e.kind)}…" in its header`)
+  const word = happened(e.kind)
+  if (said.header !== undefined && !said.header.toLowerCase().includes(word))
+    missing.push(`"${word}…" in its header`)
   const about = subject(e)
   if (about && !shows(said.glance, about[1])) missing.push(`its ${about[0]} ${about[1]}`)
-  if (!said.glance.toLowerCase().includes(happened(e.kind))) missing.push(`"${happened(e.kind)}…"`)
-  for (const [label, value] of decisionFacts(e))
+  if (!said.glance.toLowerCase().includes(word)) missing.push(`"${word}…"`)
+  if (said.sentence !== undefined) {
+    if (!said.sentence.toLowerCase().includes(word)) missing.push(`"${word}…" in its sentence`)
+    for (const [field, value] of namedInSentence(e))
+      if (!shows(said.sentence, value)) missing.push(`its ${field} ${value} in its sentence`)
+  }
+  const facts = decisionFacts(e)
+  for (const [label, value] of facts) {
     if (!shows(said.whole, value)) missing.push(`its ${label} ${value}`)
+    else if (said.fields !== undefined) {
+      const field = said.fields.find((f) => shows(f, value))
+      if (field === undefined) missing.push(`a field showing its ${label} ${value}`)
+      else if (
+        !labelled(
+          field,
+          facts.map(([, v]) => v),
+        )
+      )
+        missing.push(`a label on the field showing its ${label} ${value}`)
+    }
+  }
   return missing
 }
 
@@ -235,7 +311,7 @@ export const notificationChecks: Check[] = [
   {
     id: 'destinations.chat-and-paging-say-what-happened',
     title:
-      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), with the facts its body gives for a decision (an approval's step, queue and reason; why a policy denied a step, with what it observed and its limit; why a run resumed, failed or was cancelled); the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
+      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), as does a Slack message's sentence under its header (which also names the step, tool, name or batch at stake), with the facts its body gives for a decision (an approval's step, queue and reason; why a policy denied a step, with what it observed and its limit, its envelope and escalation queue; why a run resumed, failed or was cancelled; what a batch took and refused), each in a Slack message a field with a label; the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
     level: 'profile',
     clauses: ['S6.5'],
     // It mostly waits for the runs it started and the messages they cause.

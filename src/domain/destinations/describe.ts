@@ -69,7 +69,9 @@ export function describeEvent(kind: EventKind, payload: Record<string, unknown>)
     }
     case 'policy.denied': {
       const detail = asObject(payload.detail)
-      headline = `A policy stopped tool ${asText(payload.tool) ?? '?'} at step ${asText(payload.step_id) ?? '?'} of ${run}${ofAgent}.`
+      headline = `A policy denied tool ${asText(payload.tool) ?? '?'} at step ${asText(payload.step_id) ?? '?'} of ${run}${ofAgent}.`
+      add('Step', payload.step_id)
+      add('Tool', payload.tool)
       add('Violation', detail.violation)
       add('Envelope', detail.envelope)
       if (detail.observed !== undefined && detail.limit !== undefined)
