@@ -28,8 +28,8 @@ import type { CreateDestinationInput, UpdateDestinationInput } from '../domain/d
 import { ApiError } from '../domain/errors.js'
 import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
-import type { EventKind } from '../domain/webhooks/body.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
+import type { EventKind } from '../domain/webhooks/body.js'
 import type { CreateWebhookInput } from '../domain/webhooks/service.js'
 import { type AuthContext, callerOf } from '../surface/caller.js'
 import {
