@@ -345,6 +345,17 @@ export function extensionMutants(): Mutant[] {
       ),
     },
     {
+      id: 'test-send-default-fixed',
+      description:
+        "A test send naming no kind is always of run.awaiting_approval, not of the destination's first kind: a channel listing only other kinds is sent a sample of a kind it never gets",
+      targets: ['destinations.test-sends-each-kind'],
+      request(req) {
+        if (req.method !== 'POST' || !/^\/v1\/destinations\/[^/]+\/test$/.test(pathOnly(req.path))) return req
+        const body = parseJson(req.body) ?? {}
+        return 'event' in body ? req : { ...req, body: JSON.stringify({ event: 'run.awaiting_approval' }) }
+      },
+    },
+    {
       id: 'test-send-unmarked',
       description:
         'A test send arrives without test: true: a receiver, or a person reading the channel, takes the made-up event for a real one',

@@ -126,7 +126,7 @@ export const testSendChecks: Check[] = [
   {
     id: 'destinations.test-sends-each-kind',
     title:
-      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it; for the kinds the check causes (a tool registered and retired, an agent created and deleted, runs that succeed, fail, wait and resume), the sample carries the real event's fields, its outcome's and its status",
+      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it, and one naming no kind is of the destination's first kind; for the kinds the check causes (a tool registered and retired, an agent created and deleted, runs that succeed, fail, wait and resume), the sample carries the real event's fields, its outcome's and its status",
     level: 'profile',
     clauses: ['S6.5'],
     // Seventeen sends and their deliveries to the receiver: alongside the checks after it.
@@ -176,6 +176,15 @@ export const testSendChecks: Check[] = [
       }
       if (problems.length === 0 && ids.size !== kinds.length)
         problems.push(`${kinds.length} samples carried ${ids.size} ids: each is an event of its own`)
+      // Naming no kind, a test send is of the destination's first kind, as the destination lists them.
+      const listed = obj((await ctx.http.get(`/v1/destinations/${sink.id}`)).body).events
+      const first = Array.isArray(listed) ? listed[0] : undefined
+      const plain = await ctx.http.post(`/v1/destinations/${sink.id}/test`, {})
+      expectStatus(plain, 200, 'a test send naming no kind')
+      if (obj(plain.body).event !== first)
+        problems.push(
+          `a test send naming no kind sent ${short(obj(plain.body).event)}, not the destination's first kind ${short(first)}`,
+        )
       assert(problems.length === 0, problems.join('; '))
     },
   },
