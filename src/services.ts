@@ -164,7 +164,7 @@ export function createDomain(deps: DomainDeps): Domain {
     tools: new ToolService(db, repos.tools, clock, events, quotas),
     limits: new LimitsService(repos.rateCounters, clock),
     idempotency: new IdempotencyService(db, repos.idempotency, clock, quotas),
-    ingestion: new IngestionService(db, repos.records, clock, events, changes, quotas),
+    ingestion: new IngestionService(db, repos.records, clock, events, quotas, changes),
     runs,
     webhooks: new WebhookService(db, repos.webhooks, repos.deliveries, clock, events, {
       ...outboxSettings,

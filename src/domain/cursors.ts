@@ -84,10 +84,9 @@ export class CursorKeyring {
 
 function mac(key: CursorKey, workspaceId: string, list: string, position: number): Buffer {
   // Length-prefixed fields: ("ab", "c") and ("a", "bc") never MAC the same bytes.
-  // Stryker disable next-line StringLiteral: equivalent, Buffer.from reads an empty encoding name as UTF-8.
-  const ws = Buffer.from(workspaceId, 'utf8')
-  // Stryker disable next-line StringLiteral: equivalent, Buffer.from reads an empty encoding name as UTF-8.
-  const ls = Buffer.from(list, 'utf8')
+  // A string's bytes, UTF-8 (Buffer.from's encoding when none is named).
+  const ws = Buffer.from(workspaceId)
+  const ls = Buffer.from(list)
   const head = Buffer.alloc(16)
   head.writeUInt32BE(ws.length, 0)
   head.writeUInt32BE(ls.length, 4)

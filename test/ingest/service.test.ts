@@ -10,6 +10,7 @@ import { migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
 import { createRepositories } from '../../src/store/repos/index.js'
 import { backends } from '../support/backends.js'
+import { NO_QUOTAS } from '../support/quotas.js'
 import { merkleTreeHash as mth, sha256 as sha } from '../support/rfc6962.js'
 
 // Independent RFC 6962 root over RFC 8785 bytes of the five fields, to check the service's lineage_root.
@@ -36,7 +37,7 @@ describe.each(backends())('IngestionService on $name', (backend) => {
     await migrate(db)
     const repos = createRepositories(db)
     events = new EventLog(repos.events, clock)
-    service = new IngestionService(db, repos.records, clock, events)
+    service = new IngestionService(db, repos.records, clock, events, NO_QUOTAS)
   })
   afterEach(async () => {
     await db.close()
@@ -160,7 +161,7 @@ describe.each(backends())('IngestionService on $name', (backend) => {
     changes.subscribe((c) => {
       if (c.kind === 'records') told.push([c.workspaceId, c.connectorId, c.lastSeq])
     })
-    service = new IngestionService(db, createRepositories(db).records, clock, events, changes)
+    service = new IngestionService(db, createRepositories(db).records, clock, events, NO_QUOTAS, changes)
     let woken = 0
     events.subscribe(() => woken++)
     const result = await service.ingest(WS, 'c1', [rec('a'), rec('b', { ts: 'bad' })])
@@ -184,12 +185,18 @@ describe.each(backends())('IngestionService on $name', (backend) => {
   it('stores a batch atomically: a failure mid-batch leaves no record, no seq and no event', async () => {
     await service.ingest(WS, 'c1', [rec('a')])
     // Sabotage the event append so the transaction fails after the records were inserted.
-    const failing = new IngestionService(db, createRepositories(db).records, clock, {
-      append: async () => {
-        throw new Error('boom')
+    const failing = new IngestionService(
+      db,
+      createRepositories(db).records,
+      clock,
+      {
+        append: async () => {
+          throw new Error('boom')
+        },
+        notify: () => {},
       },
-      notify: () => {},
-    })
+      NO_QUOTAS,
+    )
     await expect(failing.ingest(WS, 'c1', [rec('b'), rec('c')])).rejects.toThrow('boom')
     expect((await service.list(WS.id, 'c1', 0, 50)).rows.map((r) => r.id)).toEqual(['a'])
     expect(await service.lastSeq(WS.id, 'c1')).toBe(1)

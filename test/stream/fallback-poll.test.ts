@@ -8,6 +8,7 @@ import { LocalChangeFeed } from '../../src/domain/changes.js'
 import { systemClock } from '../../src/domain/clock.js'
 import { IngestionService } from '../../src/domain/ingestion/service.js'
 import { createRepositories } from '../../src/store/repos/index.js'
+import { NO_QUOTAS } from '../support/quotas.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { openClient } from './client.js'
 
@@ -29,6 +30,7 @@ describe('the stream fallback poll', () => {
       records,
       systemClock,
       silentEvents,
+      NO_QUOTAS,
       new LocalChangeFeed(),
     )
     const client = await openClient(t.baseUrl, key.token)

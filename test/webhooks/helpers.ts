@@ -9,6 +9,7 @@ import { openDb } from '../../src/store/open.js'
 import type { Repositories } from '../../src/store/repos/index.js'
 import { createRepositories } from '../../src/store/repos/index.js'
 import { ANY_LOOPBACK_PORT } from '../support/private-targets.js'
+import { NO_QUOTAS } from '../support/quotas.js'
 
 /** Spec §6: the fields of a run.awaiting_approval delivery, plus the delivery's own `id`. */
 export const AWAITING_APPROVAL_FIELDS = [
@@ -52,6 +53,7 @@ export const TEST_WEBHOOK_SETTINGS = {
   retry: { baseMs: 1_000, maxAttempts: 8 },
   concurrency: 16,
   pollMs: 1_000,
+  quotas: NO_QUOTAS,
 } as const
 
 export interface Harness {

@@ -67,12 +67,12 @@ export class IngestionService {
     private readonly repo: RecordRepository,
     private readonly clock: Clock,
     private readonly events: EventsPort,
-    private readonly changes: ChangeFeed = new LocalChangeFeed(),
     /**
      * The `records_per_connector` quota, counted under the connector's lock in the batch's transaction: a batch
-     * that would pass it is refused whole (nothing stored). Absent: unbounded.
+     * that would pass it is refused whole (nothing stored).
      */
-    private readonly quotas?: QuotaGate,
+    private readonly quotas: QuotaGate,
+    private readonly changes: ChangeFeed = new LocalChangeFeed(),
   ) {}
 
   /**
@@ -156,8 +156,7 @@ export class IngestionService {
         if (accepted.length === 0) return { lineage, lastSeq: undefined }
         await repo.insertRecords(rowsOf(accepted, lineage))
       }
-      // Stryker disable next-line OptionalChaining: the server always passes a quota gate (absent only in unit tests)
-      await this.quotas?.take(tx, workspace.id, 'records_per_connector', accepted.length, connectorId)
+      await this.quotas.take(tx, workspace.id, 'records_per_connector', accepted.length, connectorId)
       await repo.insertBatch({
         id: batchId,
         workspaceId: workspace.id,

@@ -31,8 +31,8 @@ export interface RotateSecretInput {
 }
 
 export interface WebhookSettings extends OutboxSettings {
-  /** The `webhooks` quota, counted in the creation's transaction; absent: unbounded. */
-  quotas?: QuotaGate | undefined
+  /** The `webhooks` quota, counted in the creation's transaction. */
+  quotas: QuotaGate
   /** Deliveries and URL checks go through the guarded outbound HTTP port. */
   outbound: OutboundHttp
   telemetry?: WebhookTelemetry
@@ -80,8 +80,7 @@ export class WebhookService {
     // Only events appended after this point reach the subscription; the fan-out compares against this seq.
     const afterEventSeq = await this.events.lastSeq()
     return this.db.transaction(async (tx) => {
-      // Stryker disable next-line OptionalChaining: equivalent: the server always gives the service its quotas (services.ts).
-      await this.settings.quotas?.take(tx, workspaceId, 'webhooks')
+      await this.settings.quotas.take(tx, workspaceId, 'webhooks')
       return this.webhooks.in(tx).insert({
         // Stryker disable next-line StringLiteral: the id's prefix is the reference's own ("Webhook subscription response fields: not shown").
         id: newId('whk', now),
@@ -114,8 +113,8 @@ export class WebhookService {
       if (!found) throw notFound('Webhook')
       // Stryker disable next-line ConditionalExpression: the webhooks quota (the reference's own limit, no spec sentence) is released once per subscription; no suite run fills it, and a second delete inside one transaction cannot happen.
       if (await this.webhooks.in(tx).markDeleted(id, this.clock.now()))
-        // Stryker disable next-line OptionalChaining,StringLiteral: the same quota, which the server always gives; a suite run never fills it.
-        await this.settings.quotas?.release(tx, workspaceId, 'webhooks')
+        // Stryker disable next-line StringLiteral: the same quota; a suite run never fills it.
+        await this.settings.quotas.release(tx, workspaceId, 'webhooks')
       await this.deliveries.in(tx).dropPending(id)
     })
   }

@@ -101,9 +101,8 @@ export function natsTransport(): DestinationTransport {
   }
   return {
     async send(destination, event, context): Promise<SendResult> {
-      const prefix =
-        // Stryker disable next-line ConditionalExpression,StringLiteral: equivalent: settings.ts defaults subject_prefix to agentops, so a stored destination always has one.
-        typeof destination.config.subject_prefix === 'string' ? destination.config.subject_prefix : 'agentops'
+      // Every stored nats destination has a subject_prefix: settings.ts checks it and fills in its default.
+      const prefix = String(destination.config.subject_prefix)
       const subject = natsSubject(prefix, destination.workspaceId, event.kind)
       try {
         const link = linkFor(destination, context.timeoutMs)
