@@ -195,18 +195,13 @@ function unsaid(e: Announced, said: Said): string[] {
       if (!shows(said.sentence, value)) missing.push(`its ${field} ${value} in its sentence`)
   }
   const facts = decisionFacts(e)
+  const values = facts.map(([, v]) => v)
   for (const [label, value] of facts) {
     if (!shows(said.whole, value)) missing.push(`its ${label} ${value}`)
     else if (said.fields !== undefined) {
       const field = said.fields.find((f) => shows(f, value))
       if (field === undefined) missing.push(`a field showing its ${label} ${value}`)
-      else if (
-        !labelled(
-          field,
-          facts.map(([, v]) => v),
-        )
-      )
-        missing.push(`a label on the field showing its ${label} ${value}`)
+      else if (!labelled(field, values)) missing.push(`a label on the field showing its ${label} ${value}`)
     }
   }
   return missing
