@@ -1,5 +1,6 @@
 import { type FetchFunction, IncomingWebhook, IncomingWebhookHTTPError } from '@slack/webhook'
 import { retryAfterMs } from '../../domain/destinations/answer.js'
+import { asText } from '../../domain/destinations/json-values.js'
 import type { DestinationTransport } from '../../domain/destinations/ports.js'
 import type { OutboundAnswer, OutboundHttp } from '../../domain/outbound.js'
 import type { NotDelivered, SendResult } from '../../domain/webhooks/sender.js'
@@ -81,10 +82,9 @@ export function slackTransport(
       const webhook = new IncomingWebhook(String(destination.secrets.webhook_url), {
         fetch: guardedFetch(outbound, context, last),
         retryConfig: { retries: 0 },
-        // Stryker disable next-line ConditionalExpression: equivalent: an absent setting is undefined, which the JSON leaves out.
-        ...(typeof config.username === 'string' ? { username: config.username } : {}),
-        // Stryker disable next-line ConditionalExpression: the same.
-        ...(typeof config.icon_emoji === 'string' ? { icon_emoji: config.icon_emoji } : {}),
+        // An absent setting is undefined, which the JSON body leaves out.
+        username: asText(config.username) ?? undefined,
+        icon_emoji: asText(config.icon_emoji) ?? undefined,
       })
       const message = slackMessage(event.kind, event.payload, {
         publicUrl: options.publicUrl,
