@@ -42,6 +42,11 @@ function rewriteDelivery(is: (body: Json) => boolean, edit: (body: Json) => Json
 }
 const slackMessage = (b: Json) => Array.isArray(b.blocks)
 
+/** Rewrites each Block Kit block of the Slack messages on their way to the receiver. */
+function rewriteSlackBlocks(edit: (block: Json, index: number, blocks: Json[]) => Json) {
+  return rewriteDelivery(slackMessage, (b) => ({ ...b, blocks: (b.blocks as Json[]).map(edit) }))
+}
+
 /** Every string in a Slack message with Slack's three entities undone, as a sender that never escaped sends it. */
 function unescapeSlack(b: Json): Json {
   const walk = (v: unknown): unknown =>
@@ -174,12 +179,9 @@ export function extensionMutants(): Mutant[] {
       description:
         'Section blocks carry text objects of type "markdown" (Block Kit knows mrkdwn and plain_text): Slack refuses the message',
       targets: ['destinations.slack-incoming-webhook'],
-      delivery: rewriteDelivery(slackMessage, (b) => ({
-        ...b,
-        blocks: (b.blocks as Json[]).map((block) =>
-          block.type === 'section' ? { ...block, text: { type: 'markdown', text: 'changed' } } : block,
-        ),
-      })),
+      delivery: rewriteSlackBlocks((block) =>
+        block.type === 'section' ? { ...block, text: { type: 'markdown', text: 'changed' } } : block,
+      ),
     },
     {
       id: 'slack-input-unescaped',
@@ -295,36 +297,27 @@ export function extensionMutants(): Mutant[] {
       description:
         "A Slack message's fields show the facts' values without their labels: a person reads a step id, a queue and a count and cannot tell which is which",
       targets: ['destinations.chat-and-paging-say-what-happened'],
-      delivery: rewriteDelivery(slackMessage, (b) => ({
-        ...b,
-        blocks: (b.blocks as Json[]).map((block) =>
-          Array.isArray(block.fields)
-            ? {
-                ...block,
-                fields: (block.fields as Json[]).map((f) =>
-                  typeof f.text === 'string' ? { ...f, text: f.text.replace(/^\*[^*\n]*\*\n/, '') } : f,
-                ),
-              }
-            : block,
-        ),
-      })),
+      delivery: rewriteSlackBlocks((block) =>
+        Array.isArray(block.fields)
+          ? {
+              ...block,
+              fields: (block.fields as Json[]).map((f) =>
+                typeof f.text === 'string' ? { ...f, text: f.text.replace(/^\*[^*\n]*\*\n/, '') } : f,
+              ),
+            }
+          : block,
+      ),
     },
     {
       id: 'slack-sentence-says-nothing',
       description:
         "A Slack message's sentence under its header is the same for every event: it names neither what happened nor to which run, step, tool or agent",
       targets: ['destinations.chat-and-paging-say-what-happened'],
-      delivery: rewriteDelivery(slackMessage, (b) => {
-        let first = true
-        return {
-          ...b,
-          blocks: (b.blocks as Json[]).map((block) => {
-            if (block.type !== 'section' || !first) return block
-            first = false
-            return { ...block, text: { type: 'mrkdwn', text: 'Something needs a look.' } }
-          }),
-        }
-      }),
+      delivery: rewriteSlackBlocks((block, i, blocks) =>
+        i === blocks.findIndex((b) => b.type === 'section')
+          ? { ...block, text: { type: 'mrkdwn', text: 'Something needs a look.' } }
+          : block,
+      ),
     },
     {
       id: 'pagerduty-resolve-as-acknowledge',

@@ -84,9 +84,12 @@ function pagerSaid(d: Delivery): Said | undefined {
 
 /** Shown as written or with Slack's mrkdwn escapes (&, <, >). */
 function shows(said: string, value: string): boolean {
-  const escaped = value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-  return said.includes(value) || said.includes(escaped)
+  return said.includes(value) || said.includes(slackEscaped(value))
 }
+
+/** A value as Slack's mrkdwn escapes it (&, <, >). */
+const slackEscaped = (value: string) =>
+  value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 /** The word of what happened, from the kind's last part (`run.failed` → "faile", `tool.retired` → "retir"). */
 const happened = (kind: string) => (kind.split(/[._]/).at(-1) ?? kind).slice(0, 5).toLowerCase()
@@ -169,10 +172,7 @@ function namedInSentence(e: Announced): [string, string][] {
  */
 function labelled(field: string, values: string[]): boolean {
   let rest = field
-  for (const v of values) {
-    const escaped = v.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-    rest = rest.split(v).join('').split(escaped).join('')
-  }
+  for (const v of values) rest = rest.split(v).join('').split(slackEscaped(v)).join('')
   return /[\p{L}\p{N}]/u.test(rest)
 }
 
