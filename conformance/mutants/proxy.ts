@@ -51,6 +51,7 @@ export interface MutantContext {
     secondWorkspace?: string
     expired?: string
     revoked?: string
+    revocable?: string
     narrowScope?: string
     otherScope?: string
     runsOnly?: string
@@ -89,6 +90,8 @@ export interface Mutant {
    * connections apart); undefined drops it.
    */
   streamMessage?(message: Json, connection: object): Json | undefined
+  /** Whether the client's connection stays open when the deployment closed its own with `code` (default: never). */
+  keepsOpen?(code: number): boolean
   /** A client's stream connection closed. */
   streamClosed?(connection: object): void
   /**
@@ -460,7 +463,9 @@ export class MutantProxy {
             this.mutant?.streamClosed?.(client)
             upstream.close()
           })
-          upstream.on('close', (code, reason) => client.close(relayable(code) ? code : 1000, reason))
+          upstream.on('close', (code, reason) => {
+            if (!this.mutant?.keepsOpen?.(code)) client.close(relayable(code) ? code : 1000, reason)
+          })
           client.on('error', () => upstream.terminate())
           upstream.on('error', () => client.terminate())
         })

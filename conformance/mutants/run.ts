@@ -121,12 +121,17 @@ async function startLane(name: string, seed: number, log: (line: string) => void
     name,
     proxy,
     async suite(checkIds, mutant, dialect) {
+      const checks = selectChecks(ALL_CHECKS, checkIds)
+      // The revocable key is revoked by the run that judges it: each such run gets a fresh one, in the tokens the
+      // proxy's mutants see too (the same object).
+      if (checks.some((c) => c.needs?.includes('revocable')))
+        reference.tokens.revocable = await reference.issueRevocable()
       const config = configFor()
+      config.revoke = reference.revoke
       dialect?.configure?.(config)
       proxy.mutant = dialect ?? mutant
       try {
-        return (await runChecks({ config, checks: selectChecks(ALL_CHECKS, checkIds), contract, receiver }))
-          .results
+        return (await runChecks({ config, checks, contract, receiver })).results
       } finally {
         proxy.mutant = undefined
       }

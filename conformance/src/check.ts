@@ -17,6 +17,7 @@ export type TokenRole =
   | 'rateLimitedPeer'
   | 'expired'
   | 'revoked'
+  | 'revocable'
   | 'quotaLimited'
 
 export interface Check {

@@ -295,6 +295,7 @@ export async function main(
       config.webhookMaxAttempts ??= REFERENCE_WEBHOOK_MAX_ATTEMPTS
       config.streamUrl = ''
       config.tokens = { ...reference.tokens }
+      config.revoke ??= reference.revoke
     }
     contract ??= compile()
     if (config.provision && !options.reference)

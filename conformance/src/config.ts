@@ -128,6 +128,12 @@ export interface SuiteConfig extends Declarations {
   baseUrl: string
   /** The provisioning command (src/provision.ts) that prints the identities, when the deployment has one. */
   provision?: string
+  /**
+   * The deployment's revoke command (src/revoke.ts): run through the shell with a token on its standard input, it
+   * revokes that token's key and exits 0. With `tokens.revocable`, a profile check revokes a key that holds
+   * connections open (§5 "How keys are issued and rotated: not shown").
+   */
+  revoke?: string
   /** --deadline: the longest the whole run may take, seconds. */
   deadlineSeconds?: number
   /** --reference-port: the port the reference server listens on. */
@@ -152,6 +158,8 @@ export interface SuiteConfig extends Declarations {
     expired?: string
     /** A key its deployment revoked: refused 401 (profile: how keys are revoked is §5's gap). */
     revoked?: string
+    /** A key of the primary workspace the suite revokes with the `revoke` command while it holds connections open. */
+    revocable?: string
     /**
      * A key of a workspace of its own with small quotas on what it keeps (the reference's: 1 agent, 3 stored
      * Idempotency-Key answers, 8 KiB for one answer): which refusals a key keeps (profile).
@@ -205,6 +213,7 @@ export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
   rateLimitedPeer: { what: 'rate-limited peer token', flag: 'limited-peer-token' },
   expired: { what: 'expired token', flag: 'expired-token' },
   revoked: { what: 'revoked token', flag: 'revoked-token' },
+  revocable: { what: 'revocable token', flag: 'revocable-token' },
   quotaLimited: { what: 'quota-limited token', flag: 'quota-limited-token' },
 }
 
@@ -287,6 +296,13 @@ export const SETTINGS: Setting[] = [
     help: 'Command (run through the shell) that prints the identities as {"tokens": {...}}, e.g. "agentops keys provision-conformance --database-url URL"; given tokens win',
   },
   {
+    flag: 'revoke',
+    env: 'REVOKE',
+    kind: 'string',
+    file: 'revoke',
+    help: 'Command (run through the shell) that revokes the key of the token it reads on stdin and exits 0, e.g. "agentops keys revoke --token-stdin --database-url URL": with the revocable token, a key revoked while it holds connections open (profile; skipped when absent)',
+  },
+  {
     flag: 'token',
     env: 'TOKEN',
     kind: 'string',
@@ -348,6 +364,13 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'tokens.revoked',
     help: 'A token the deployment has revoked (401 profile check; skipped when absent)',
+  },
+  {
+    flag: 'revocable-token',
+    env: 'REVOCABLE_TOKEN',
+    kind: 'string',
+    file: 'tokens.revocable',
+    help: 'Token of the primary workspace the suite revokes (with --revoke) while it holds a stream and a graphql-ws connection open: both must end (profile; skipped when absent)',
   },
   {
     flag: 'quota-limited-token',
@@ -893,6 +916,7 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     ['limited-peer-token', 'rateLimitedPeer'],
     ['expired-token', 'expired'],
     ['revoked-token', 'revoked'],
+    ['revocable-token', 'revocable'],
     ['quota-limited-token', 'quotaLimited'],
   ] as const) {
     const v = str(flag)
@@ -901,11 +925,13 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   const receiverUrl = str('receiver-url')
   const graphqlUrl = str('graphql-url')
   const provision = str('provision')
+  const revoke = str('revoke')
   const natsUrl = str('nats-url')
   if (natsUrl) natsTarget(natsUrl, settingName('nats-url'))
   const config: SuiteConfig = {
     ...declarations(file),
     ...(provision ? { provision } : {}),
+    ...(revoke ? { revoke } : {}),
     ...(natsUrl ? { natsUrl } : {}),
     ...(graphqlUrl ? { graphqlUrl: validUrl(graphqlUrl, '--graphql-url', ['http:', 'https:']) } : {}),
     baseUrl,

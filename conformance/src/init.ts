@@ -25,6 +25,8 @@ const TOKEN_PURPOSE: Record<TokenKey, string> = {
   rateLimitedPeer: 'another key of that same small-limit workspace: the limit is per workspace, not per key',
   expired: 'an expired key (one issued to expire a second later will do): 401 for expired tokens',
   revoked: 'a key the deployment has revoked: 401 for revoked tokens (profile)',
+  revocable:
+    'a key of the primary workspace the suite revokes with the revoke command (the "revoke" key) while it holds connections open: both must end (profile)',
   quotaLimited:
     'a key of a workspace of its own with small quotas (e.g. 1 agent, 3 stored Idempotency-Key answers, 8 KiB for one answer): which refusals a key keeps (profile)',
 }
@@ -69,6 +71,11 @@ export function initConfig(checks: Check[], baseUrl: string, provision: string |
   //   agentops keys provision-conformance --database-url URL
   // Tokens given below win over the ones it prints. Leave it empty to give tokens by hand.
   "provision": ${q(provision ?? '')},
+
+  // A command that revokes the key of the token it reads on stdin and exits 0 (for the revocable token's check,
+  // ${list(needing.revocable)}). The reference server's is
+  //   agentops keys revoke --token-stdin --database-url URL
+  "revoke": "",
 
   "tokens": {
 ${keys.map((k, i) => token(k, i === keys.length - 1)).join('\n')}

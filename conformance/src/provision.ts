@@ -2,12 +2,12 @@
  * The provisioning contract: a deployment hands the suite its identities in one step. The suite runs the command
  * given as `--provision` (or `provision` in the config file) through the shell; the command prints one JSON object
  * on stdout, `{"tokens": {"primary": ..., "secondWorkspace": ..., "narrowScope": ..., "otherScope": ...,
- * "rateLimited": ..., "rateLimitedPeer": ..., "expired": ..., "runsOnly": ..., "revoked": ..., "quotaLimited": ...}}` (every key but
+ * "rateLimited": ..., "rateLimitedPeer": ..., "expired": ..., "runsOnly": ..., "revoked": ..., "revocable": ..., "quotaLimited": ...}}` (every key but
  * `primary` optional; the names of the config file's `tokens`), and exits 0. A token given by flag, variable or config
  * file wins over the provisioned one.
  * The reference implements it as `agentops keys provision-conformance`.
  */
-import { spawn } from 'node:child_process'
+import { lastErrorLine, runCommand } from './command.js'
 import { type SuiteConfig, settingName, TOKENS, type TokenKey } from './config.js'
 import { ConfigError } from './types.js'
 
@@ -21,31 +21,10 @@ export async function provision(
 ): Promise<Partial<SuiteConfig['tokens']>> {
   const fail = (what: string) =>
     new ConfigError(`the provisioning command (${settingName('provision')}) ${what}: ${command}`)
-  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
-    (resolve, reject) => {
-      const child = spawn(command, { shell: true, stdio: ['ignore', 'pipe', 'pipe'] })
-      let out = ''
-      let err = ''
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString()
-      })
-      child.stderr.on('data', (d: Buffer) => {
-        err = (err + d.toString()).slice(-2000)
-      })
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
-      child.once('error', (e) => {
-        clearTimeout(timer)
-        reject(fail(`could not start (${e.message})`))
-      })
-      child.once('close', (c, signal) => {
-        clearTimeout(timer)
-        resolve({ code: signal === 'SIGKILL' ? -1 : c, stdout: out, stderr: err })
-      })
-    },
-  )
-  if (code === -1) throw fail(`did not finish within ${timeoutMs / 1000} s`)
-  if (code !== 0)
-    throw fail(`exited with ${code}${stderr.trim() ? ` (${stderr.trim().split('\n').at(-1)})` : ''}`)
+  const { code, stdout, stderr } = await runCommand(command, timeoutMs)
+  if (code === 'unstarted') throw fail(`could not start (${stderr})`)
+  if (code === 'timeout') throw fail(`did not finish within ${timeoutMs / 1000} s`)
+  if (code !== 0) throw fail(`exited with ${code}${lastErrorLine(stderr)}`)
   return provisionedTokens(stdout, fail)
 }
 

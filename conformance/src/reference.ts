@@ -74,6 +74,10 @@ export interface ReferenceServer {
   /** The store the reference serves: `agentops keys ... --database-url` against it provisions more identities. */
   databaseUrl: string
   tokens: SuiteConfig['tokens']
+  /** The reference's revoke command on that store (`--revoke`): `agentops keys revoke --token-stdin`. */
+  revoke: string
+  /** A fresh revocable token: for each further run against this server, the last one's being revoked. */
+  issueRevocable(): Promise<string>
   stop(): Promise<void>
 }
 
@@ -89,13 +93,16 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   })
 }
 
+/** The reference's identities are issued into workspaces named after this (`conformance-primary`, ...). */
+const REFERENCE_WORKSPACE_PREFIX = 'conformance'
+
 /**
  * The arguments of the reference's provisioning command, `agentops keys provision-conformance`: the kit's CLI holds
  * the one list of the suite's identities, issued into workspaces named `<workspacePrefix>-primary`, `-second` and
  * `-limited` (the mutation run's switch runner issues them into fresh workspaces for each run).
  */
 export function provisionArgs(
-  workspacePrefix = 'conformance',
+  workspacePrefix = REFERENCE_WORKSPACE_PREFIX,
   // AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER=standard gives the primary identity the standard tier's rate limit
   // (1,000 an hour, the reference's burst window), which shows the suite pacing itself on the rate-limit headers.
   primaryTier = process.env.AGENTOPS_CONFORMANCE_REFERENCE_PRIMARY_TIER,
@@ -110,16 +117,33 @@ export function provisionArgs(
 }
 
 /**
- * Issues the suite's identities with the kit's own CLI entry in one child process. The compiled CLI the server
- * itself runs (bin/agentops.mjs runs dist/); a checkout without a build falls back to the TypeScript source through
- * tsx, which compiles the CLI's modules on every start.
+ * The reference's side of the suite's revoke command (`--revoke`, src/revoke.ts) as one shell command line: the kit's
+ * CLI revoking the key of the token on its standard input, on the store at `databaseUrl`.
  */
-async function provisionReference(kit: string, databaseUrl: string): Promise<SuiteConfig['tokens']> {
+export function revokeCommand(kit: string, databaseUrl: string): string {
+  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
+  return [
+    process.execPath,
+    join(kit, 'bin', 'agentops.mjs'),
+    'keys',
+    'revoke',
+    '--token-stdin',
+    '--database-url',
+    databaseUrl,
+  ]
+    .map(quote)
+    .join(' ')
+}
+
+/**
+ * What the kit's own CLI entry printed for `args` (`agentops ...`), run in one child process. The compiled CLI the
+ * server itself runs (bin/agentops.mjs runs dist/); a checkout without a build falls back to the TypeScript source
+ * through tsx, which compiles the CLI's modules on every start. `fail` makes the error naming the command.
+ */
+async function kitCli(kit: string, args: string[], fail: (what: string) => Error): Promise<string> {
   const compiled = join(kit, 'dist', 'src', 'cli', 'main.js')
   const source = join(kit, 'src', 'cli', 'main.ts')
   const entry = existsSync(compiled) ? compiled : source
-  const args = [...provisionArgs(), '--database-url', databaseUrl]
-  const fail = (what: string) => new ConfigError(`reference: agentops ${args.join(' ')} ${what}`)
   const script = [
     ...(entry === source ? ["import { register } from 'tsx/esm/api'", 'register()'] : []),
     'const { main } = await import(process.argv[1])',
@@ -131,12 +155,32 @@ async function provisionReference(kit: string, databaseUrl: string): Promise<Sui
       ['--input-type=module', '-e', script, pathToFileURL(entry).href, JSON.stringify(args)],
       { cwd: kit, timeout: 60_000 },
     )
-    return provisionedTokens(stdout, fail)
+    return stdout
   } catch (err) {
-    if (err instanceof ConfigError) throw err
     const { stderr, message } = err as { stderr?: string; message: string }
     throw fail(`failed: ${(stderr?.trim() || message).slice(-2000)}`)
   }
+}
+
+/** Issues the suite's identities with the kit's CLI. */
+async function provisionReference(kit: string, databaseUrl: string): Promise<SuiteConfig['tokens']> {
+  const args = [...provisionArgs(), '--database-url', databaseUrl]
+  const fail = (what: string) => new ConfigError(`reference: agentops ${args.join(' ')} ${what}`)
+  return provisionedTokens(await kitCli(kit, args, fail), fail)
+}
+
+/**
+ * A new key of the provisioned primary workspace with the kit's CLI (`agentops keys create`): a revocable token for
+ * another run against the same server, the last one's having been revoked by it.
+ */
+async function issueRevocable(kit: string, databaseUrl: string): Promise<string> {
+  const workspace = `${REFERENCE_WORKSPACE_PREFIX}-primary`
+  const args = ['keys', 'create', '--workspace', workspace, '--json', '--database-url', databaseUrl]
+  const fail = (what: string) => new ConfigError(`reference: agentops ${args.join(' ')} ${what}`)
+  const stdout = await kitCli(kit, args, fail)
+  const token = (JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { token?: unknown }).token
+  if (typeof token !== 'string') throw fail(`printed no token: ${stdout.slice(-500)}`)
+  return token
 }
 
 /**
@@ -275,5 +319,12 @@ export async function startReference(
   log(
     `reference: ${kit} on store ${databaseUrl} serving at ${baseUrl} (pid ${child.pid}) with ${Object.keys(tokens).length} tokens, ready ${Date.now() - started} ms after start`,
   )
-  return { baseUrl, databaseUrl, tokens, stop }
+  return {
+    baseUrl,
+    databaseUrl,
+    tokens,
+    revoke: revokeCommand(kit, databaseUrl),
+    issueRevocable: () => issueRevocable(kit, databaseUrl),
+    stop,
+  }
 }

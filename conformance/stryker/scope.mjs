@@ -133,7 +133,8 @@ export const CHECKS = {
     'ratelimit.429-at-limit',
     'surface',
   ],
-  '§4 GraphQL surface': ['graphql'],
+  // A revoked key's graphql-ws socket closed with its stream connection: one check, since the key is revoked once.
+  '§4 GraphQL surface': ['graphql', 'stream.revoked-key-ends-connections'],
 }
 
 /**

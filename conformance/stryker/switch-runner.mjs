@@ -389,6 +389,7 @@ export class ConformanceSwitchRunner {
     const load = async (file) => import(pathToFileURL(join(dist, file)).href)
     this.identities ??= {
       provisionArgs: (await load('reference.js')).provisionArgs,
+      revokeCommand: (await load('reference.js')).revokeCommand,
       provisionedTokens: (await load('provision.js')).provisionedTokens,
       TOKENS: (await load('config.js')).TOKENS,
     }
@@ -512,12 +513,16 @@ export class ConformanceSwitchRunner {
     const json = join(this.reports ?? this.configDir, `${name ?? mutant ?? 'clean'}.json`)
     mkdirSync(join(json, '..'), { recursive: true })
     const first = mutant === undefined ? [] : this.killOrder.first(section)
+    // The kit's CLI revoking a key in this server's store, in a process of its own, as --reference's revoke command:
+    // the running server finds the revoke as it finds one of an operator's (stream.revoked-key-ends-connections).
+    const revoke = this.identities.revokeCommand?.(server.root, server.databaseUrl)
     const argv = [
       '--base-url',
       server.baseUrl,
       '--graphql-url',
       `${server.baseUrl}/v1/graphql`,
       ...tokenFlags,
+      ...(revoke ? ['--revoke', revoke] : []),
       '--receiver-port',
       String(this.receiverPort),
       ...(nats ? ['--nats-url', nats] : []),

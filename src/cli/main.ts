@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
-import { KeyService, type WorkspaceSettings } from '../domain/keys/service.js'
+import { KeyService, keyIdOfToken, type WorkspaceSettings } from '../domain/keys/service.js'
 import { HOURLY_WINDOW_SECONDS } from '../domain/limits/rate-limit.js'
 import { quotaLimit } from '../domain/quotas/quota.js'
 import { isQuotaName, QUOTA_NAMES, type QuotaOverrides } from '../domain/quotas/types.js'
@@ -26,7 +26,7 @@ Usage:
   agentops serve [--port N] [--host H] [--database-url URL]   serve HTTP and the WebSocket stream on one port
   agentops keys create --workspace NAME [options]             issue an API key (creates the workspace on first use)
   agentops keys list --workspace NAME                         list a workspace's keys (never their secrets)
-  agentops keys revoke KEY_ID                                 revoke a key
+  agentops keys revoke KEY_ID | --token-stdin                 revoke a key (by its id, or a token read on stdin)
   agentops keys provision-conformance                         issue the conformance suite's identities (JSON)
   agentops workspaces set NAME [options]                      change a workspace's tier, limits, classes, flags
   agentops --version                                          print the version
@@ -62,7 +62,7 @@ Issues an API key; the token is printed once and only its hash is stored.
 Issues, lists and revokes API keys.
   agentops keys create --workspace NAME [options]   issue a key (creates the workspace on first use)
   agentops keys list --workspace NAME               list a workspace's keys (never their secrets)
-  agentops keys revoke KEY_ID                       revoke a key
+  agentops keys revoke KEY_ID | --token-stdin       revoke a key (by its id, or a token read on stdin)
   agentops keys provision-conformance               issue every identity the conformance suite needs
 Run agentops keys <command> --help for that command's options.`,
   'keys provision-conformance': `agentops keys provision-conformance [--workspace-prefix P] [--primary-tier T]
@@ -71,7 +71,7 @@ Run agentops keys <command> --help for that command's options.`,
 Issues every identity the conformance suite (agentops-conformance) asks for, in new workspaces named
 P-primary, P-second, P-limited and P-quota (default P: conformance-<random>), and prints them as one line of JSON,
 the suite's provisioning contract: {"tokens": {"primary", "expired", "secondWorkspace", "narrowScope", "otherScope",
-"rateLimited", "rateLimitedPeer", "runsOnly", "revoked", "quotaLimited"}}. Give the command to the suite as --provision "agentops keys
+"rateLimited", "rateLimitedPeer", "runsOnly", "revoked", "revocable", "quotaLimited"}}. Give the command to the suite as --provision "agentops keys
 provision-conformance --database-url URL" (or "provision" in its config file); the server it tests must run with
 AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT (the receiver's exact address) when the suite's webhook receiver is on a
 private address. --primary-tier puts the primary identity on tier T's rate limit (standard, pro or enterprise)
@@ -81,7 +81,13 @@ instead of limits no run reaches: the suite then paces itself on the rate-limit 
 Changes a workspace's tier, limits, policy classes and feature flags.
 Run agentops workspaces set --help for the options.`,
   'keys list': `agentops keys list --workspace NAME [--json] [--database-url URL]`,
-  'keys revoke': `agentops keys revoke KEY_ID [--json] [--database-url URL]`,
+  'keys revoke': `agentops keys revoke (KEY_ID | --token-stdin) [--json] [--database-url URL]
+
+Revokes a key: every request with its token is refused 401 from then on, and the stream and graphql-ws connections
+it holds open are closed (4401), on every replica.
+  --token-stdin       the key is the one of the token read on standard input (a token stays out of the process
+                      list); the conformance suite's revoke command: --revoke "agentops keys revoke --token-stdin
+                      --database-url URL"`,
   'workspaces set': `agentops workspaces set NAME [--tier T] [--limit-per-hour N] [--burst-limit N]
                         [--burst-window-seconds N] [--policy-classes a,b] [--features a,b]
                         [--quota NAME=N,...] [--json] [--database-url URL]
@@ -143,6 +149,14 @@ function tier(value: string | undefined, flag = '--tier'): Tier | undefined {
     throw new UsageError(`${flag} must be standard, pro or enterprise, got "${value}"`)
   }
   return value
+}
+
+/** Standard input, whole (a token given to `keys revoke --token-stdin`). */
+async function readStdin(): Promise<string> {
+  let text = ''
+  process.stdin.setEncoding('utf8')
+  for await (const chunk of process.stdin) text += String(chunk)
+  return text
 }
 
 const COMMON = {
@@ -360,10 +374,21 @@ export async function main(argv: string[]): Promise<number> {
         return 0
       }
       case 'keys revoke': {
-        const { values, positionals } = parseArgs({ args: rest, options: COMMON, allowPositionals: true })
+        const { values, positionals } = parseArgs({
+          args: rest,
+          options: { ...COMMON, 'token-stdin': { type: 'boolean' } },
+          allowPositionals: true,
+        })
         if (values.help) return help('keys revoke')
-        const keyId = positionals[0]
-        if (!keyId) throw new UsageError('KEY_ID is required')
+        if (values['token-stdin'] && positionals.length > 0)
+          throw new UsageError('give KEY_ID or --token-stdin, not both')
+        const keyId = values['token-stdin'] ? keyIdOfToken((await readStdin()).trim()) : positionals[0]
+        if (!keyId)
+          throw new UsageError(
+            values['token-stdin']
+              ? 'standard input holds no token of this server (aok_...)'
+              : 'KEY_ID is required',
+          )
         const revoked = await withKeys(values['database-url'], (k) => k.revoke(keyId))
         if (!revoked) {
           console.error(`no active key ${keyId}`)

@@ -20,6 +20,7 @@ export type ConformanceRole =
   | 'rateLimited'
   | 'rateLimitedPeer'
   | 'revoked'
+  | 'revocable'
   | 'quotaLimited'
 
 /**
@@ -90,6 +91,9 @@ export function conformanceIdentities(
     ['runsOnly', { workspace: primary, scopes: ['runs:write'] }],
     // Revoked as soon as it is issued (auth.revoked-token-401).
     ['revoked', { workspace: primary }],
+    // Left for the suite to revoke while it holds connections open (stream.revoked-key-ends-connections, with the
+    // suite's revoke command: agentops keys revoke --token-stdin).
+    ['revocable', { workspace: primary }],
     // Small quotas on what its workspace keeps (idempotency.quota-refusals): one agent, three stored Idempotency-Key
     // answers, 8 KiB for one answer. Its stored answers stay 24 hours: a later run with this identity finds them
     // full, and the check judges what it still can. And on what its key holds open (stream.key-quotas,

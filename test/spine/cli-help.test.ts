@@ -28,7 +28,7 @@ describe('agentops --help per command', () => {
     [['workspaces', '--help'], 'agentops workspaces set NAME'],
     [['keys', 'create', '--help'], 'agentops keys create --workspace NAME'],
     [['keys', 'list', '--help'], 'agentops keys list --workspace NAME'],
-    [['keys', 'revoke', '--help'], 'agentops keys revoke KEY_ID'],
+    [['keys', 'revoke', '--help'], 'agentops keys revoke (KEY_ID | --token-stdin)'],
     [['workspaces', 'set', '--help'], 'agentops workspaces set NAME'],
     [['serve', '--help'], 'agentops serve [--port N]'],
   ])('%j prints that command’s help and exits 0', async (args, first) => {

@@ -205,6 +205,24 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     expect(await b.verifyRequest({ accessToken: issued.token })).toBe('revoked')
   })
 
+  it('refuses at once, within the TTL, a key whose revoke the watch of its open sockets found in the store', async () => {
+    const issued = await a.issue({ workspace: 'cache-watch-revoke' })
+    expect(await b.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
+    const ended: string[] = []
+    const unwatch = b.watch.watch(issued.key_id, (why) => ended.push(why))
+    try {
+      // Revoked on replica A with no change feed: B hears of it only through its watch's read of the store.
+      expect(await a.revoke(issued.key_id)).toBe(true)
+      expect(await b.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
+      await b.watch.poll()
+      expect(ended).toEqual(['revoked'])
+      // Still within B's TTL: its sockets closed, so a new request with the token is refused too.
+      expect(await b.verifyRequest({ accessToken: issued.token })).toBe('revoked')
+    } finally {
+      unwatch()
+    }
+  })
+
   it('checks expiry against the clock on every request, from the cached row', async () => {
     const issued = await a.issue({ workspace: 'cache-expiry', expiresInSeconds: 60 })
     expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })

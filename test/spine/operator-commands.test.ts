@@ -61,12 +61,13 @@ describe('agentops operator commands', () => {
         'quotaLimited',
         'rateLimited',
         'rateLimitedPeer',
+        'revocable',
         'revoked',
         'runsOnly',
         'secondWorkspace',
       ].sort(),
     )
-    expect(new Set(Object.values(first.tokens)).size).toBe(10)
+    expect(new Set(Object.values(first.tokens)).size).toBe(11)
     expect(first.workspaces).toHaveLength(4)
     // A second provisioning on the same store: new workspaces, so its quotas start untouched.
     const second = JSON.parse(
@@ -86,7 +87,7 @@ describe('agentops operator commands', () => {
       ).stdout,
     ) as { workspaces: string[] }
     expect(named.workspaces.sort()).toEqual(['ci-42-limited', 'ci-42-primary', 'ci-42-quota', 'ci-42-second'])
-    // The revoked identity is issued revoked; it is the only one.
+    // The revoked identity is issued revoked; it is the only one (the revocable one is the suite's to revoke).
     const keys = JSON.parse(
       (await agentops(['keys', 'list', '--workspace', 'ci-42-primary', '--json', '--database-url', url]))
         .stdout,
@@ -102,6 +103,39 @@ describe('agentops operator commands', () => {
         .map((f) => `${f}:*`)
         .sort(),
     )
+  })
+
+  it('keys revoke --token-stdin revokes the key of the token on its standard input, and refuses what is no token', async () => {
+    const url = `sqlite:${join(testTempDir('revoke-stdin-'), 'db.sqlite')}`
+    const { tokens } = JSON.parse(
+      (await agentops(['keys', 'provision-conformance', '--workspace-prefix', 'rv', '--database-url', url]))
+        .stdout,
+    ) as { tokens: Record<string, string> }
+    const revoke = (stdin: string, extra: string[] = []) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
+        const child = execFile(
+          process.execPath,
+          [CLI, 'keys', 'revoke', '--token-stdin', '--json', ...extra, '--database-url', url],
+          { cwd: ROOT, timeout: 60_000, env: { ...process.env, NODE_OPTIONS: '' } },
+          (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        )
+        child.stdin?.end(stdin)
+      })
+    const revoked = await revoke(`${tokens.revocable}\n`)
+    expect(revoked.code).toBe(0)
+    const keyId = (JSON.parse(revoked.stdout) as { key_id: string }).key_id
+    const listed = JSON.parse(
+      (await agentops(['keys', 'list', '--workspace', 'rv-primary', '--json', '--database-url', url])).stdout,
+    ) as Array<{ key_id: string; revoked_at: string | null }>
+    expect(listed.find((k) => k.key_id === keyId)?.revoked_at).not.toBeNull()
+    // The revoked identity and this one: two revoked keys, the others untouched.
+    expect(listed.filter((k) => k.revoked_at !== null)).toHaveLength(2)
+    // Twice: the key is no longer active.
+    expect((await revoke(tokens.revocable ?? '')).code).toBe(1)
+    const garbage = await revoke('not-a-token')
+    expect(garbage.code).toBe(2)
+    expect(garbage.stderr).toContain('no token of this server')
+    expect((await revoke(tokens.revocable ?? '', ['key_x'])).stderr).toContain('not both')
   })
 
   it('provision-conformance --primary-tier puts the primary identity on that tier, its quotas out of reach', async () => {

@@ -152,6 +152,14 @@ export function accessMutants(): Mutant[] {
       },
     },
     {
+      id: 'revoked-key-keeps-connections',
+      description:
+        "A key's revoke is looked at only when a connection opens: the stream and graphql-ws connections it holds run on",
+      targets: ['stream.revoked-key-ends-connections'],
+      keepsOpen: (code) => code === 4401,
+    },
+    revokedTokenUpgradeAccepted(),
+    {
       id: 'stream-access-token-ignored',
       description:
         'The stream reads the token from the Authorization header only: one in the access_token query parameter is as none',
@@ -685,4 +693,30 @@ export function accessMutants(): Mutant[] {
       },
     },
   ]
+}
+
+/**
+ * The upgrade answers a token from a cache that outlives its key's revoke: the revocable token opens a stream again
+ * after the deployment closed its connections for the revoke (the second upgrade with it goes through as the
+ * primary identity's).
+ */
+function revokedTokenUpgradeAccepted(): Mutant {
+  let upgrades = 0
+  let seen: string | undefined
+  return {
+    id: 'revoked-token-upgrade-accepted',
+    description:
+      "A revoked key's connections are closed, but its token still opens the stream from a cache for a while",
+    targets: ['stream.revoked-key-ends-connections'],
+    upgrade(headers, ctx) {
+      const revocable = bearer(ctx.tokens.revocable)
+      if (!revocable || headers.authorization !== revocable) return headers
+      if (seen !== revocable) {
+        seen = revocable
+        upgrades = 0
+      }
+      upgrades++
+      return upgrades > 2 ? { ...headers, authorization: `Bearer ${ctx.tokens.primary}` } : headers
+    },
+  }
 }

@@ -208,7 +208,7 @@ const DEST_FIELDS = [
 ]
 
 /** One graphql-ws socket: its messages as they come, a wait for one, and how it closed. */
-interface GqlSocket {
+export interface GqlSocket {
   ws: WebSocket
   refused?: number
   messages: Json[]
@@ -222,7 +222,7 @@ interface GqlSocket {
  * appended to its URL), sends
  * `connection_init` with `init` and waits for its answer: an ack, a close, or a refused upgrade.
  */
-function openGql(
+export function openGql(
   ctx: CheckContext,
   url: string,
   token: string | null,

@@ -19,6 +19,7 @@ import { quotaChecks } from './quotas.js'
 import { rateLimitChecks } from './ratelimit.js'
 import { readbackChecks } from './readback.js'
 import { resourceChecks } from './resources.js'
+import { revocationChecks } from './revocation.js'
 import { runEventChecks, runPlanChecks } from './runplans.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
@@ -74,6 +75,7 @@ export const ALL_CHECKS: Check[] = [
   ...streamChecks,
   ...streamProtocolChecks,
   ...streamMessageRulesChecks,
+  ...revocationChecks,
   ...paginationChecks,
   ...graphqlSpecChecks,
   ...graphqlChecks,

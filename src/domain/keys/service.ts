@@ -19,6 +19,12 @@ import { KeyWatch } from './watch.js'
 
 const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
 
+/** The id of the key a token of this server belongs to (its secret unchecked), or undefined for another string. */
+export function keyIdOfToken(token: string): string | undefined {
+  const id = TOKEN_PATTERN.exec(token)?.[1]
+  return id === undefined ? undefined : `key_${id}`
+}
+
 // Stryker disable ObjectLiteral: a tier's default limits, read only when the operator's CLI creates a workspace without limits of its own (every identity of the suite sets its own): §8 names no tier or figure, and §5 "How keys are issued and rotated: not shown".
 export const TIER_DEFAULTS: Record<Tier, { limitPerHour: number; burstLimit: number }> = {
   standard: { limitPerHour: 1_000, burstLimit: 100 },
@@ -187,7 +193,7 @@ export class KeyService {
     failures?: FailureLog,
   ) {
     this.cache = new VerifiedKeyCache(cacheOptions, (keyId) => this.read(keyId))
-    this.watch = new KeyWatch(keys, clock, keyWatchPollMs, failures)
+    this.watch = new KeyWatch(keys, clock, keyWatchPollMs, failures, (keyId) => this.cache.forgetKey(keyId))
     // Stryker disable all: revokes announced by the CLI or another replica: how a revoke reaches a running server is §5's gap ("How keys are issued and rotated: not shown").
     changes?.subscribe((change) => {
       if (change.kind === 'key') {

@@ -24,6 +24,11 @@ export class KeyWatch {
     /** How often watched keys are read again; bounds how late a revoke nobody announced is seen (config.ts). */
     private readonly pollMs: number,
     private readonly failures: FailureLog = CONSOLE_FAILURE_LOG,
+    /**
+     * Told of each revoke the poll finds (the verified-key cache forgets the key): once the sockets of a revoked key
+     * are closed, a new request with its token is refused too, not accepted from memory until the cache's TTL.
+     */
+    private readonly revokeFound: (keyId: string) => void = () => {},
   ) {}
 
   /** Calls `onEnd` once when the key is revoked or expires; the returned function stops watching. */
@@ -68,8 +73,10 @@ export class KeyWatch {
     try {
       for (const keyId of [...this.watchers.keys()]) {
         const key = await this.keys.byId(keyId).catch(() => undefined) // the store hiccuped: next poll
-        if (key?.revokedAt !== null && key?.revokedAt !== undefined) this.end(keyId, 'revoked')
-        else if (key && key.expiresAt !== null && key.expiresAt <= this.clock.now())
+        if (key?.revokedAt !== null && key?.revokedAt !== undefined) {
+          this.revokeFound(keyId)
+          this.end(keyId, 'revoked')
+        } else if (key && key.expiresAt !== null && key.expiresAt <= this.clock.now())
           this.end(keyId, 'expired')
       }
     } finally {
