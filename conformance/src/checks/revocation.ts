@@ -10,6 +10,7 @@ import { obj } from '../http.js'
 import { revokeToken } from '../revoke.js'
 import { assert, fail, skip } from '../types.js'
 import { short, waitUntil } from '../wait.js'
+import { envelopeProblems } from './assertions.js'
 import { type GqlSocket, openGql } from './graphql-surface.js'
 import { connect, subscribed, subscribeMessage, topicOf } from './stream.js'
 
@@ -82,6 +83,16 @@ export const revocationChecks: Check[] = [
         assert(
           ended.stream?.code === 4401 && obj(said?.error).code === 'unauthenticated',
           `the revoked key's stream ended with close ${ended.stream?.code} and error ${short(said)}, not an unauthenticated error then 4401`,
+        )
+        // The error says why as REST's 401 does (auth.refusal-reason), in the envelope; the close names it too.
+        const problems = envelopeProblems(said)
+        assert(
+          problems.length === 0 && obj(obj(said?.error).detail).reason === 'revoked',
+          `the revoked key's stream error ${short(said)} ${problems.length > 0 ? `breaks the error envelope: ${problems.join('; ')}` : 'gives no detail.reason "revoked"'}`,
+        )
+        assert(
+          ended.stream?.reason !== '',
+          "the revoked key's stream closed 4401 with no reason: a client's close handler gets no word of why",
         )
         if (gql)
           assert(

@@ -845,12 +845,14 @@ streamMessageRulesChecks.push({
         answerOf(b, onB)?.type === 'error',
         `with the key's ${held.length} topics held on one connection, another connection was answered ${short(answerOf(b, onB))} for a topic`,
       )
-      // An unsubscribe on one connection makes room on the other.
+      // An unsubscribe on one connection makes room on the other: for one topic. Asked for two in one message, the
+      // first is taken and the second refused, and only refused: it is never opened besides.
       const from = a.messages.length
       a.ws.send(JSON.stringify({ type: 'unsubscribe', topics: [held[0]] }))
       await a.next((m) => a.messages.indexOf(m) >= from && m.type === 'unsubscribed', wait)
       const fromB = b.messages.length
-      b.ws.send(JSON.stringify({ type: 'subscribe', topics: [onB] }))
+      const beyond = `connector:${base}-b1`
+      b.ws.send(JSON.stringify({ type: 'subscribe', topics: [onB, beyond] }))
       const afterUnsubscribe = await b.next(
         (m) =>
           b.messages.indexOf(m) >= fromB &&
@@ -861,6 +863,23 @@ streamMessageRulesChecks.push({
       assert(
         afterUnsubscribe?.type === 'subscribed',
         `after an unsubscribe on one connection, another was still refused the topic: ${short(answerOf(b, onB))}`,
+      )
+      const beyondAnswer = await b.next(
+        (m) => b.messages.indexOf(m) >= fromB && m.topic === beyond && m.type === 'error',
+        wait,
+      )
+      assert(
+        obj(beyondAnswer?.error).code === 'quota_exceeded',
+        `with room for one topic, the second of two asked for in one message was not refused quota_exceeded: the answers were ${short(b.messages.slice(fromB))}`,
+      )
+      // A topic refused and opened anyway would be acknowledged once its starting point is read: give it that long.
+      const openedAnyway = await b.next(
+        (m) => b.messages.indexOf(m) >= fromB && m.topic === beyond && m.type === 'subscribed',
+        Math.min(wait, 500),
+      )
+      assert(
+        openedAnyway === undefined,
+        `the topic refused for the key's quota was acknowledged too (${short(openedAnyway)}): refused and opened`,
       )
       // A closed connection gives back its slot and its topics: a new connection opens and takes a topic.
       a.close()
