@@ -157,6 +157,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.socket-ingest-rate-limited': GAPS.streamMessages,
   'stream.subscriptions-per-connection': GAPS.streamMessages,
   'stream.key-quotas': GAPS.keyQuotas,
+  'stream.revoked-key-ends-connections': GAPS.keyLifecycle,
   'quotas.room-returns': GAPS.workspaceQuotas,
   'webhooks.awaiting-approval-body-exact': GAPS.awaitingApprovalBody,
   'graphql.ws-key-quotas': GAPS.graphql,

@@ -62,7 +62,7 @@ export const revocationChecks: Check[] = [
           graphql = await openGql(ctx, ctx.config.graphqlUrl, token)
           assert(
             graphql.messages.some((m) => m.type === 'connection_ack'),
-            `before the revoke, the revocable token's graphql-ws socket got no connection_ack: ${graphql.refused ?? ''} ${short(graphql.closed)} ${short(graphql.messages)}`,
+            `before the revoke, the revocable token's graphql-ws socket got no connection_ack: ${graphql.refused !== undefined ? `upgrade refused ${graphql.refused}` : graphql.closed ? `closed ${graphql.closed.code}` : `messages ${short(graphql.messages)}`}`,
           )
           graphql.send({
             id: 'revoked',
