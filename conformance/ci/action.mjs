@@ -19,6 +19,7 @@ for (const [name, flag] of [
   ['base-url', '--base-url'],
   ['token', '--token'],
   ['provision', '--provision'],
+  ['revoke', '--revoke'],
   ['config', '--config'],
   ['deadline', '--deadline'],
 ]) {
