@@ -59,9 +59,9 @@ export interface GraphqlWsPorts {
   resolvers: GraphqlPorts
   /**
    * Each key's open sockets and subscriptions across replicas (`stream_sockets_per_key`,
-   * `stream_subscriptions_per_key`), shared with /v1/stream; absent: not bounded per key.
+   * `stream_subscriptions_per_key`), shared with /v1/stream.
    */
-  sockets?: Pick<StreamSocketQuotas, 'open'>
+  sockets: Pick<StreamSocketQuotas, 'open'>
   /** Absent: nothing is measured. */
   telemetry?: Pick<SocketTelemetry, 'messageSent' | 'slowConsumerClosed' | 'readFrom'>
   /** Where failures no client waits for are logged; absent: standard error. */
@@ -87,8 +87,8 @@ interface Caller {
   auth: AuthContext
   /** Checks the token again (a key revoked after the socket opened stops new subscriptions). */
   revalidate(): Promise<VerifiedKey | KeyRefusal>
-  /** The socket's slot among its key's (absent when the server does not bound them). */
-  lease?: SocketLease
+  /** The socket's slot among its key's, and its subscriptions among the key's topics. */
+  lease: SocketLease
 }
 
 /**
@@ -149,18 +149,16 @@ export function attachGraphqlWs(
   const counted = new WeakMap<object, Set<string>>()
 
   /**
-   * Takes the key's slot for a socket (`stream_sockets_per_key`), freed when the socket closes: the lease, nothing
-   * when the server does not bound sockets per key, or the refusal.
+   * Takes the key's slot for a socket (`stream_sockets_per_key`), freed when the socket closes: the lease, or the
+   * refusal.
    */
   const takeSlot = async (
     auth: AuthContext,
     socket: { once(event: 'close', listener: () => void): unknown },
     end: () => void,
-  ): Promise<SocketLease | ApiError | undefined> => {
-    const sockets = ports.sockets
-    if (!sockets) return undefined
+  ): Promise<SocketLease | ApiError> => {
     try {
-      const lease = await sockets.open(auth.workspace, auth.keyId, end)
+      const lease = await ports.sockets.open(auth.workspace, auth.keyId, end)
       socket.once('close', () => lease.close())
       return lease
     } catch (err) {
@@ -197,7 +195,7 @@ export function attachGraphqlWs(
           ctx.extra.socket.close(CloseCode.Forbidden, quotaCloseReason(lease))
           return false
         }
-        caller = { auth, revalidate, ...(lease ? { lease } : {}) }
+        caller = { auth, revalidate, lease }
       }
       callers.set(ctx.extra.socket, caller)
       // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
@@ -228,7 +226,7 @@ export function attachGraphqlWs(
         })
       }
       const field = subscriptionField(prepared.document, payload.operationName)
-      if (field && caller.lease) {
+      if (field) {
         // Each subscription holds one of its key's topics (stream_subscriptions_per_key) until it completes.
         const { granted, refusal } = await caller.lease.take(1)
         if (granted === 0) return [wsError(refusal ?? unavailable(), requestId, failures)]
@@ -268,7 +266,7 @@ export function attachGraphqlWs(
     onComplete: async (ctx, id) => {
       // Stryker disable next-line all: the metrics' `live` map (see above).
       live.get(ctx.extra.socket)?.delete(id)
-      if (counted.get(ctx.extra.socket)?.delete(id)) await callers.get(ctx.extra.socket)?.lease?.release(1)
+      if (counted.get(ctx.extra.socket)?.delete(id)) await callers.get(ctx.extra.socket)?.lease.release(1)
     },
     // Stryker disable next-line all: the metrics' `live` map (see above).
     onClose: (ctx) => {
@@ -316,8 +314,8 @@ export function attachGraphqlWs(
             refuseUpgrade(socket, clock, lease)
             return
           }
-          if (socket.destroyed) lease?.close()
-          upgradeAuth.set(req, { auth, revalidate, ...(lease ? { lease } : {}) })
+          if (socket.destroyed) lease.close()
+          upgradeAuth.set(req, { auth, revalidate, lease })
           wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
         })
       })

@@ -53,9 +53,9 @@ export interface StreamPorts {
   topicFeeds: TopicFeeds
   /**
    * Each key's open connections and their topics across replicas (`stream_sockets_per_key`,
-   * `stream_subscriptions_per_key`); absent: only the per-connection quota applies.
+   * `stream_subscriptions_per_key`).
    */
-  sockets?: Pick<StreamSocketQuotas, 'open' | 'start' | 'stop'>
+  sockets: Pick<StreamSocketQuotas, 'open' | 'start' | 'stop'>
   /** Absent: nothing is measured. */
   telemetry?: SocketTelemetry
   /** Where failures no client waits for are logged; absent: standard error. */
@@ -117,7 +117,7 @@ export function attachStream(
     },
   )
   hub.start()
-  ports.sockets?.start()
+  ports.sockets.start()
   hubs.set(server, hub)
   ports.telemetry?.readFrom(() => hub.snapshot().subscriptions)
 
@@ -145,12 +145,12 @@ export function attachStream(
       return
     }
     let connection: StreamConnection | undefined
-    let lease: SocketLease | undefined
+    let lease: SocketLease
     try {
       // The key's slot is taken before the handshake, so a socket past the key's quota is refused like a bad
       // token: a plain HTTP answer with the envelope (403 quota_exceeded). A lapsed lease closes the socket.
-      // Stryker disable next-line all: the lapse callback runs only when the server could not renew the key's slot in its store for 30 s (a store outage no run has); `ports.sockets` is always wired by the server
-      lease = await ports.sockets?.open(verified.workspace, verified.keyId, () =>
+      // Stryker disable next-line all: the lapse callback runs only when the server could not renew the key's slot in its store for 30 s (a store outage no run has)
+      lease = await ports.sockets.open(verified.workspace, verified.keyId, () =>
         // Stryker disable next-line all: the lapse callback (see above)
         connection?.closeWith(CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON),
       )
@@ -160,12 +160,10 @@ export function attachStream(
       return
     }
     // Whichever way the socket ends (handshake cut short, either side closing), its slot is freed at once.
+    const held = lease
     // Stryker disable all: freeing the key's slot (stream_sockets_per_key) is done twice on purpose, here and in forget() below, so either alone frees it; a slot never freed shows only after the key's 200th open socket (enterprise), which no run opens
-    if (lease) {
-      const held = lease
-      if (socket.destroyed) held.close()
-      else socket.once('close', () => held.close())
-    }
+    if (socket.destroyed) held.close()
+    else socket.once('close', () => held.close())
     // Stryker restore all
     wss.handleUpgrade(req, socket, head, (ws) => {
       const joined = hub.add(
@@ -178,7 +176,7 @@ export function attachStream(
             // Stryker disable next-line all: the same fallback (see above)
             stream_subscriptions_per_socket: settings.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
           }),
-          ...(lease ? { keyTopics: lease } : {}),
+          keyTopics: held,
         },
         socketIngestor(ports, verified),
       )
@@ -189,7 +187,7 @@ export function attachStream(
       const forget = () => {
         unwatch()
         hub.remove(joined)
-        lease?.close()
+        held.close()
       }
       // Stryker restore all
       // Binary frames are read as UTF-8 text too: the protocol is JSON either way.
@@ -214,7 +212,7 @@ export function attachStream(
       hubs.delete(server)
       hub.stop()
       await ports.sockets
-        ?.stop()
+        .stop()
         .catch((err: unknown) => failures.error({ err }, 'stream socket rows removal failed'))
       // Give the 1001 close frames a moment to reach their peers before cutting whatever is left.
       const deadline = Date.now() + 1000

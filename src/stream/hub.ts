@@ -75,11 +75,8 @@ export interface StreamPrincipal {
    * ceiling (StreamOptions.maxSubscriptions); absent: the server's.
    */
   maxSubscriptions?: number
-  /**
-   * The key's topics across all its connections (`stream_subscriptions_per_key`), counted in the store; absent:
-   * only this connection's quota applies.
-   */
-  keyTopics?: KeyTopics
+  /** The key's topics across all its connections (`stream_subscriptions_per_key`), counted in the store. */
+  keyTopics: KeyTopics
   /** Verifies the connection's token again; a string is the refusal reason. */
   revalidate(): Promise<string | { scopes: readonly string[] }>
 }
@@ -134,7 +131,7 @@ export class StreamConnection {
     private readonly sources: SourceFactory,
     private readonly options: StreamOptions,
     private readonly clock: Clock,
-    private readonly ingestor?: StreamIngestor,
+    private readonly ingestor: StreamIngestor,
     /** The process's shared topic readers; a connection built alone (tests) gets its own. */
     private readonly feeds: TopicFeeds = new TopicFeeds(),
   ) {}
@@ -204,12 +201,11 @@ export class StreamConnection {
     const ack = () => {
       for (const name of names) this.send({ type: 'unsubscribed', topic: name })
     }
-    const keyTopics = this.principal.keyTopics
-    if (!keyTopics || dropped === 0) {
+    if (dropped === 0) {
       ack()
       return undefined
     }
-    return keyTopics.release(dropped).then(ack)
+    return this.principal.keyTopics.release(dropped).then(ack)
   }
 
   /**
@@ -245,15 +241,10 @@ export class StreamConnection {
       }
       fresh.set(name, topic)
     }
-    const keyTopics = this.principal.keyTopics
     // Stryker disable next-line ConditionalExpression: equivalent: with nothing fresh, taking room for 0 topics grants 0 and starts nothing (a speed path)
     if (fresh.size === 0) return undefined
-    if (!keyTopics) {
-      this.start(fresh, since)
-      return undefined
-    }
     const topics = [...fresh]
-    return keyTopics.take(fresh.size).then(
+    return this.principal.keyTopics.take(fresh.size).then(
       ({ granted, refusal }) => {
         // Stryker disable next-line ConditionalExpression: a socket that closed while its topics were counted sends nothing either way (send() checks closed)
         if (this.closed) return
@@ -282,11 +273,6 @@ export class StreamConnection {
   private ingest(connectorId: string, records: unknown[], ref: string | undefined): void {
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent: `{ ref: undefined }` is written as no ref at all (JSON.stringify drops undefined)
     const extra = ref === undefined ? {} : { ref }
-    if (!this.ingestor) {
-      const refusal = new ApiError('invalid_request', 'This server does not accept ingestion over the stream')
-      this.sendError(undefined, refusal, extra)
-      return
-    }
     if (!scopeAllows(this.principal.scopes, 'ingest:write')) {
       this.sendError(undefined, missingScope(this.principal.scopes, 'ingest:write'), extra)
       return
@@ -297,12 +283,11 @@ export class StreamConnection {
       this.sendError(undefined, new ApiError('rate_limited', message, { limit: MAX_PENDING_INGESTS }), extra)
       return
     }
-    const ingestor = this.ingestor
     this.pendingIngests++
     this.ingestQueue = this.ingestQueue.then(async () => {
       if (this.closed) return
       try {
-        const result = await ingestor(connectorId, records)
+        const result = await this.ingestor(connectorId, records)
         this.send({ type: 'ingested', ...extra, connector_id: connectorId, ...result })
       } catch (err) {
         // Stryker disable next-line ConditionalExpression: every error the ingestor throws against a working store is an ApiError (held by stream.socket-ingest-judged-like-rest); another is a store failure no run has
@@ -478,7 +463,7 @@ export class StreamConnection {
     this.failures.error({ err, topic: sub.topic.kind }, 'stream delivery failed')
     const paused = 'Delivery paused by a store error; resubscribe with since'
     this.sendError(sub.topic.name, new ApiError('unavailable', paused, { last_seq: sub.after }))
-    if (this.drop(sub) && !this.closed) void this.principal.keyTopics?.release(1)
+    if (this.drop(sub) && !this.closed) void this.principal.keyTopics.release(1)
   }
 
   private send(message: StreamServerMessage): boolean {
@@ -540,7 +525,7 @@ export class StreamHub {
     }
   }
 
-  add(socket: StreamSocket, principal: StreamPrincipal, ingestor?: StreamIngestor): StreamConnection {
+  add(socket: StreamSocket, principal: StreamPrincipal, ingestor: StreamIngestor): StreamConnection {
     const connection = new StreamConnection(
       socket,
       principal,

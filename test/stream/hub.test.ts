@@ -10,7 +10,7 @@ import { CLOSE_SLOW_CONSUMER } from '../../src/surface/slow-consumer.js'
 import { TopicFeeds } from '../../src/surface/topic-feeds.js'
 import type { StreamItem, TopicSource } from '../../src/surface/topic-sources.js'
 import { Gate } from '../support/gate.js'
-import { STREAM_OPTIONS } from '../support/stream-options.js'
+import { NO_INGESTION, STREAM_OPTIONS, UNBOUNDED_KEY_TOPICS } from '../support/stream-options.js'
 
 class FakeSocket implements StreamSocket {
   bufferedAmount = 0
@@ -84,6 +84,7 @@ const principal = (scopes: string[], revalidate?: StreamPrincipal['revalidate'])
   keyId: 'key_1',
   scopes,
   revalidate: revalidate ?? (async () => ({ scopes })),
+  keyTopics: UNBOUNDED_KEY_TOPICS,
 })
 
 const settle = async () => {
@@ -101,7 +102,7 @@ function setup(options = STREAM_OPTIONS, scopes = ['*']) {
     () => source,
     options,
     new ManualClock(),
-    undefined,
+    NO_INGESTION,
     feeds,
   )
   return { socket, source, conn, feeds }
@@ -259,6 +260,7 @@ describe('StreamConnection limits', () => {
       () => new FakeSource(),
       STREAM_OPTIONS,
       new ManualClock(),
+      NO_INGESTION,
     )
     await conn.heartbeat()
     conn.pong()

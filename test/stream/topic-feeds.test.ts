@@ -18,7 +18,7 @@ import {
 } from '../../src/surface/topic-sources.js'
 import { parseTopic, type Topic } from '../../src/surface/topics.js'
 import { Gate } from '../support/gate.js'
-import { STREAM_OPTIONS } from '../support/stream-options.js'
+import { NO_INGESTION, STREAM_OPTIONS, UNBOUNDED_KEY_TOPICS } from '../support/stream-options.js'
 
 const TOPIC = parseTopic('connector:c') as Topic
 
@@ -118,6 +118,7 @@ describe('shared topic feed', () => {
         keyId: `key_${i}`,
         scopes: ['*'],
         revalidate: async () => ({ scopes: ['*'] }),
+        keyTopics: UNBOUNDED_KEY_TOPICS,
       }
       const conn = new StreamConnection(
         socket,
@@ -125,7 +126,7 @@ describe('shared topic feed', () => {
         () => source,
         STREAM_OPTIONS,
         new ManualClock(),
-        undefined,
+        NO_INGESTION,
         feeds,
       )
       conn.handleText(JSON.stringify({ type: 'subscribe', topics: ['connector:c'] }))

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../src/config.js'
-import type { StreamOptions } from '../../src/stream/hub.js'
+import type { KeyTopics, StreamIngestor, StreamOptions } from '../../src/stream/hub.js'
 import { MAX_REPLAY } from '../../src/surface/topic-sources.js'
 
 const defaults = loadConfig({})
@@ -10,4 +10,15 @@ export const STREAM_OPTIONS: StreamOptions = {
   maxBufferedBytes: defaults.streamMaxBufferedBytes,
   fallbackPollMs: defaults.streamFallbackPollMs,
   maxReplay: MAX_REPLAY,
+}
+
+/** A key whose topics are not bounded across its connections: every topic asked for is granted. */
+export const UNBOUNDED_KEY_TOPICS: KeyTopics = {
+  take: async (wanted) => ({ granted: wanted }),
+  release: async () => {},
+}
+
+/** The ingestor of a hub whose test sends no batch: one that arrives fails loudly. */
+export const NO_INGESTION: StreamIngestor = async () => {
+  throw new Error('this test sends no batch over the stream')
 }
