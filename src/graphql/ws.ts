@@ -200,8 +200,8 @@ export function attachGraphqlWs(
       callers.set(ctx.extra.socket, caller)
       // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
       const socket = ctx.extra.socket
-      const unwatch = keys.watch.watch(caller.auth.keyId, () =>
-        socket.close(CloseCode.Unauthorized, 'unauthenticated'),
+      const unwatch = keys.watch.watch(caller.auth.keyId, (end) =>
+        socket.close(CloseCode.Unauthorized, unauthenticated(end).message),
       )
       socket.once('close', unwatch)
       return true
@@ -212,8 +212,9 @@ export function attachGraphqlWs(
       if (!caller) return [wsError(unauthenticated('missing'), requestId, failures)]
       const verified = await caller.revalidate()
       if (typeof verified === 'string') {
-        ctx.extra.socket.close(CloseCode.Unauthorized, 'unauthenticated')
-        return [wsError(unauthenticated(verified), requestId, failures)]
+        const refusal = unauthenticated(verified)
+        ctx.extra.socket.close(CloseCode.Unauthorized, refusal.message)
+        return [wsError(refusal, requestId, failures)]
       }
       const decision = await limits.consume(verified.workspace)
       if (decision.refusedBy) return [wsError(rateLimited(decision.refusedBy), requestId, failures)]
@@ -334,7 +335,8 @@ export function attachGraphqlWs(
       if (!caller) continue
       caller.revalidate().then(
         (verdict) => {
-          if (typeof verdict === 'string') client.close(CloseCode.Unauthorized, 'unauthenticated')
+          if (typeof verdict === 'string')
+            client.close(CloseCode.Unauthorized, unauthenticated(verdict).message)
         },
         () => undefined, // the store did not answer: keep the socket, the next sweep asks again
       )

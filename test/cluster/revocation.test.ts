@@ -45,12 +45,13 @@ async function subscribed(t: TestServer, token: string, connector: string): Prom
   return c
 }
 
-/** A graphql-ws socket past connection_ack; resolves `closed` with the close code. */
+/** A graphql-ws socket past connection_ack; resolves `closed` with the close code, `reason` with its reason. */
 async function graphqlSocket(t: TestServer, token: string) {
   const ws = new WebSocket(`${t.baseUrl.replace('http', 'ws')}/v1/graphql`, 'graphql-transport-ws', {
     headers: { authorization: `Bearer ${token}` },
   })
   const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)))
+  const reason = new Promise<string>((resolve) => ws.on('close', (_code, why) => resolve(why.toString())))
   const acked = new Promise<void>((resolve) =>
     ws.on('message', (d) => {
       if (JSON.parse(d.toString()).type === 'connection_ack') resolve()
@@ -58,7 +59,7 @@ async function graphqlSocket(t: TestServer, token: string) {
   )
   ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: {} })))
   await acked
-  return { ws, closed }
+  return { ws, closed, reason }
 }
 
 /** Milliseconds from `since` until `closed` settles, with its code; 'open' after `withinMs` (bounded wait). */
@@ -139,6 +140,8 @@ describe('an expiring key on SQLite', () => {
     const [s, g] = await Promise.all([closeDelay(stream.closed, issuedAt), closeDelay(gql.closed, issuedAt)])
     console.log(`[revocation] expiry (1 s key): stream closed ${s.ms} ms, graphql-ws ${g.ms} ms after issue`)
     expect([s.code, g.code]).toEqual([4401, 4401])
+    // The reason is REST's 401 message for the same key, as for every 4401 of graphql-ws.
+    expect(await gql.reason).toBe('The bearer token has expired')
   })
 
   it('closes a socket when another process revokes the key (the CLI on SQLite: the poll sees it)', async () => {
