@@ -10,6 +10,10 @@ import { openDb } from '../../src/store/open.js'
 import { reportStoreProblemsTo } from '../../src/store/problems.js'
 import { createRepositories } from '../../src/store/repos/index.js'
 import { type Backend, backends } from '../support/backends.js'
+import { workspaceRecord } from '../support/workspace.js'
+
+/** What the HTTP layer passes every keyed request: the workspace whose quotas bound the answers its keys keep. */
+const quotaOf = (workspaceId: string) => ({ quota: { workspace: workspaceRecord(workspaceId) } })
 
 describe.each(backends())('units of work on $name', (backend) => {
   let db: Db
@@ -205,16 +209,22 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
       headers: { 'content-type': 'application/json' },
       body: '{"winner":true}',
     }
-    const outcome = await services.idempotency.once(ws.workspace_id, 'race', 'fp', async () => {
-      await services.agents.create(ws.workspace_id, { name: 'loser', behavior: 'autonomous' })
-      // Another replica's answer lands meanwhile (as if this unit's claim had read a snapshot from before it).
-      await other.run(
-        `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body, locked_until,
+    const outcome = await services.idempotency.once(
+      ws.workspace_id,
+      'race',
+      'fp',
+      async () => {
+        await services.agents.create(ws.workspace_id, { name: 'loser', behavior: 'autonomous' })
+        // Another replica's answer lands meanwhile (as if this unit's claim had read a snapshot from before it).
+        await other.run(
+          `INSERT INTO idempotency_keys (workspace_id, idem_key, fingerprint, state, status, headers, body, locked_until,
              created_at, expires_at) VALUES ($1, 'race', 'fp', 'done', 201, $2, $3, 0, 0, $4)`,
-        [ws.workspace_id, JSON.stringify(response.headers), response.body, Date.now() + 60_000],
-      )
-      return { response: { status: 201, headers: {}, body: '{"winner":false}' }, failed: false }
-    })
+          [ws.workspace_id, JSON.stringify(response.headers), response.body, Date.now() + 60_000],
+        )
+        return { response: { status: 201, headers: {}, body: '{"winner":false}' }, failed: false }
+      },
+      quotaOf(ws.workspace_id),
+    )
     expect(outcome).toEqual({ kind: 'replay', fingerprint: 'fp', response })
     expect(await db.query("SELECT id FROM agents WHERE name = 'loser'")).toEqual([])
   })
@@ -222,10 +232,16 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
   it("is two round trips for a create: BEGIN with the claim, then the agents quota's count, the insert, its event and the answer with the COMMIT", async () => {
     const ws = await services.keys.issue({ workspace: 'uow-trips' })
     const create = (key: string) =>
-      services.idempotency.once(ws.workspace_id, key, 'fp', async () => {
-        await services.agents.create(ws.workspace_id, { name: key, behavior: 'autonomous' })
-        return { response: { status: 201, headers: {}, body: '{}' }, failed: false }
-      })
+      services.idempotency.once(
+        ws.workspace_id,
+        key,
+        'fp',
+        async () => {
+          await services.agents.create(ws.workspace_id, { name: key, behavior: 'autonomous' })
+          return { response: { status: 201, headers: {}, body: '{}' }, failed: false }
+        },
+        quotaOf(ws.workspace_id),
+      )
     // Once first, so the connection is open and has its statements prepared (postgres.js describes a statement the
     // first time a connection sends it: a round trip more).
     await create('trips-warm-up')
@@ -237,12 +253,18 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
     let beforeWork = -1
     let duringWork = -1
     try {
-      const outcome = await services.idempotency.once(ws.workspace_id, 'trips', 'fp', async () => {
-        beforeWork = writes()
-        await services.agents.create(ws.workspace_id, { name: 'two-trips', behavior: 'autonomous' })
-        duringWork = writes() - beforeWork
-        return { response: { status: 201, headers: {}, body: '{}' }, failed: false }
-      })
+      const outcome = await services.idempotency.once(
+        ws.workspace_id,
+        'trips',
+        'fp',
+        async () => {
+          beforeWork = writes()
+          await services.agents.create(ws.workspace_id, { name: 'two-trips', behavior: 'autonomous' })
+          duringWork = writes() - beforeWork
+          return { response: { status: 201, headers: {}, body: '{}' }, failed: false }
+        },
+        quotaOf(ws.workspace_id),
+      )
       expect(outcome).toEqual({ kind: 'answered' })
     } finally {
       watched.stop()
@@ -302,7 +324,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
           await work()
           return { response: answer(name), failed: false }
         },
-        { writesOnly: true },
+        { writesOnly: true, ...quotaOf(workspaceId) },
       )
     const agentsNamed = async (name: string) =>
       (await other.query('SELECT id FROM agents WHERE workspace_id = $1 AND name = $2', [workspaceId, name]))
@@ -324,14 +346,20 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
       const held = new Promise<void>((resolve) => {
         holding = resolve
       })
-      const holder = services.idempotency.once(workspaceId, key, 'fp', async () => {
-        await services.agents.create(workspaceId, { name, behavior: 'autonomous' })
-        holding()
-        await new Promise<void>((resolve) => {
-          release = resolve
-        })
-        return { response: answer(name), failed: false }
-      })
+      const holder = services.idempotency.once(
+        workspaceId,
+        key,
+        'fp',
+        async () => {
+          await services.agents.create(workspaceId, { name, behavior: 'autonomous' })
+          holding()
+          await new Promise<void>((resolve) => {
+            release = resolve
+          })
+          return { response: answer(name), failed: false }
+        },
+        quotaOf(workspaceId),
+      )
       await held
       return { holder, release: () => release() }
     }
@@ -411,7 +439,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
           'held-refusal',
           'fp-other',
           async () => ({ response: refusal, failed: true }),
-          { writesOnly: true },
+          { writesOnly: true, ...quotaOf(workspaceId) },
         )
         expect(outcome).toEqual({ kind: 'in_progress', fingerprint: 'fp-other' })
       } finally {

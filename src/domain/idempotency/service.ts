@@ -45,7 +45,7 @@ export interface OnceOptions {
    * The workspace's quotas on stored answers (src/domain/quotas/idempotency.ts): an answer past one is refused with
    * quota_exceeded and its work rolled back; a refusal (4xx) past one is answered unstored.
    */
-  quota?: AnswerQuota
+  quota: AnswerQuota
 }
 
 /** A keyed request as `once` sees it; `now` is when it arrived, the start of its answer's 24 hours. */
@@ -92,7 +92,7 @@ export class IdempotencyService {
     key: string,
     fingerprint: string,
     handle: () => Promise<Handled>,
-    options: OnceOptions = {},
+    options: OnceOptions,
   ): Promise<Once> {
     const request: KeyedRequest = { workspaceId, key, fingerprint, now: this.clock.now() }
     const { quota } = options
@@ -132,7 +132,12 @@ export class IdempotencyService {
           quota,
         )
       }
-      return this.afterFailure(request, err instanceof DeferredCommitRefused ? err.cause : err, settled)
+      return this.afterFailure(
+        request,
+        err instanceof DeferredCommitRefused ? err.cause : err,
+        settled,
+        quota,
+      )
     }
   }
 
@@ -140,7 +145,7 @@ export class IdempotencyService {
   private async claimThenWork(
     request: KeyedRequest,
     handle: () => Promise<Handled>,
-    quota?: AnswerQuota,
+    quota: AnswerQuota,
   ): Promise<Once> {
     const { workspaceId, key, fingerprint, now } = request
     let handled: Handled | undefined
@@ -165,9 +170,8 @@ export class IdempotencyService {
     }
   }
 
-  /** The workspace's bounds on its stored answers; none without a quota. */
-  private limits(quota: AnswerQuota | undefined): StoredAnswerLimits | undefined {
-    if (!quota) return undefined
+  /** The workspace's bounds on its stored answers. */
+  private limits(quota: AnswerQuota): StoredAnswerLimits {
     return {
       keys: this.quotas.limitOf(quota.workspace, 'idempotency_keys'),
       bytes: this.quotas.limitOf(quota.workspace, 'idempotency_bytes'),
@@ -175,8 +179,7 @@ export class IdempotencyService {
   }
 
   /** `idempotency_answer_bytes`: an answer larger than this is not stored at all. */
-  private oversize(answer: StoredAnswer, quota: AnswerQuota | undefined): StoredAnswerRefusal | undefined {
-    if (!quota) return undefined
+  private oversize(answer: StoredAnswer, quota: AnswerQuota): StoredAnswerRefusal | undefined {
     const limit = this.quotas.limitOf(quota.workspace, 'idempotency_answer_bytes')
     const bytes = storedAnswerBytes(answer)
     return bytes > limit ? { quota: 'idempotency_answer_bytes', limit, used: bytes } : undefined
@@ -192,7 +195,7 @@ export class IdempotencyService {
     request: KeyedRequest,
     err: unknown,
     handled: Handled | undefined,
-    quota?: AnswerQuota,
+    quota: AnswerQuota,
   ): Promise<Once> {
     if (handled?.failed) {
       // Stryker disable next-line EqualityOperator,ObjectLiteral,StringLiteral: reached only by a route failing with a 5xx, which the reference never answers to a request the suite sends.

@@ -74,8 +74,6 @@ export interface IdempotencyOptions {
    * nothing), so a read-only key cannot grow the store with answers.
    */
   postKind?: ((path: string, body: string) => 'read' | 'write' | undefined) | undefined
-  /** The workspace's quotas bound the answers a key keeps (IdempotencyService.once's `quota`); default on. */
-  quotas?: boolean
 }
 
 export const idempotency = (
@@ -127,10 +125,8 @@ async function keyed(
         code: c.error instanceof ApiError ? c.error.code : undefined,
       }
     },
-    {
-      writesOnly,
-      ...(options.quotas === false ? {} : { quota: { workspace: auth.workspace } }),
-    },
+    // The workspace's quotas bound the answers the key keeps.
+    { writesOnly, quota: { workspace: auth.workspace } },
   )
   if (outcome.kind === 'answered' || outcome.kind === 'unanswered') return
   if (outcome.fingerprint !== print) {
