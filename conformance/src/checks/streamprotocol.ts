@@ -14,7 +14,7 @@ import type { Json } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
-import { isRfc3339 } from './assertions.js'
+import { envelopeProblems, isRfc3339 } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
 import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
@@ -593,6 +593,14 @@ streamMessageRulesChecks.push({
       assert(
         refused.length > 0 && refused.every((a) => obj(a.error).code === 'rate_limited'),
         `${BURST} batches sent together over one connection had ${refused.length} refused (${short(refused[0])}), not those past the 16 that may wait for their answer refused rate_limited`,
+      )
+      // Each refusal in the envelope, its detail naming the bound a client is to keep to.
+      const unlike = refused.find(
+        (a) => envelopeProblems(a).length > 0 || obj(obj(a.error).detail).limit !== 16,
+      )
+      assert(
+        unlike === undefined,
+        `a batch refused for the batches waiting on the connection was answered ${short(unlike)}: ${unlike && envelopeProblems(unlike).length > 0 ? envelopeProblems(unlike).join('; ') : 'its detail names no limit 16'}`,
       )
       assert(
         BURST - refused.length >= 16 && s.ws.readyState === s.ws.OPEN,
