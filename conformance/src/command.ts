@@ -34,22 +34,26 @@ export function runCommand(command: string, timeoutMs: number, stdin?: string): 
     // A command that exits without reading its input must not fail the write (EPIPE).
     child.stdin?.on('error', () => {})
     child.stdin?.end(stdin)
-    const timer = setTimeout(() => {
-      timedOut = true
+    const killGroup = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL')
       } catch {
         child.kill('SIGKILL') // the group is gone already
       }
+    }
+    const timer = setTimeout(() => {
+      timedOut = true
+      killGroup()
     }, timeoutMs)
-    child.once('error', (e) => {
+    // Its own group does not hear the suite's Ctrl-C: a suite that ends takes the command with it.
+    process.once('exit', killGroup)
+    const done = (outcome: CommandOutcome) => {
       clearTimeout(timer)
-      resolve({ code: 'unstarted', stdout: out, stderr: e.message })
-    })
-    child.once('close', (c) => {
-      clearTimeout(timer)
-      resolve({ code: timedOut ? 'timeout' : (c ?? 1), stdout: out, stderr: err })
-    })
+      process.off('exit', killGroup)
+      resolve(outcome)
+    }
+    child.once('error', (e) => done({ code: 'unstarted', stdout: out, stderr: e.message }))
+    child.once('close', (c) => done({ code: timedOut ? 'timeout' : (c ?? 1), stdout: out, stderr: err }))
   })
 }
 
