@@ -202,7 +202,10 @@ try {
       ['--limited-peer-token', t.rateLimitedPeer],
       ['--expired-token', t.expired],
       ['--revoked-token', t.revoked],
+      ['--revocable-token', t.revocable],
       ['--quota-limited-token', t.quotaLimited],
+      // The stream and graphql-ws connections it revokes go to the server directly (see below), as its revoke does.
+      ['--revoke', ref.revoke],
     ].flatMap(([flag, value]) => (value ? [flag as string, value] : []))
     log(`proxy ${proxy.url} -> ${ref.baseUrl}`)
     // What --reference declares of the server it starts: the attempts a delivery gets.
