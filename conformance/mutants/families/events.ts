@@ -45,7 +45,8 @@ const swallowed: ProxiedResponse = {
 const INTERVAL_MS = 700
 
 export function eventMutants(): Mutant[] {
-  const lastAttempt = new Map<string, number>()
+  /** Each delivery's attempts as they passed the proxy, by webhook-id (the log's delivery_id). */
+  const attemptsAt = new Map<string, number[]>()
   const subs = subscriptions()
   return [
     {
@@ -71,10 +72,12 @@ export function eventMutants(): Mutant[] {
       description:
         'Failed deliveries are rescheduled 700 ms after each attempt, the same wait every time: no backoff',
       targets: ['webhooks.retry-gaps-grow'],
-      // The delivery log is where the schedule shows: its next_attempt_at becomes "700 ms after the attempt".
+      // The delivery log is where the schedule shows: its next_attempt_at becomes "700 ms after the attempt" the log
+      // counts. Not after the latest attempt: under full jitter the next one may have passed the proxy before the log
+      // is read, and a wait counted from it would grow with the deployment's real backoff.
       delivery(req) {
         const id = req.headers['webhook-id']
-        if (id) lastAttempt.set(id, Date.now())
+        if (id) attemptsAt.set(id, [...(attemptsAt.get(id) ?? []), Date.now()])
         return req
       },
       response(req, res) {
@@ -82,7 +85,10 @@ export function eventMutants(): Mutant[] {
           return res
         return editPageItems(res, (deliveries) =>
           deliveries.map((d) => {
-            const at = lastAttempt.get(String(d.delivery_id))
+            const at =
+              typeof d.attempts === 'number'
+                ? attemptsAt.get(String(d.delivery_id))?.[d.attempts - 1]
+                : undefined
             return d.next_attempt_at && at !== undefined
               ? { ...d, next_attempt_at: new Date(at + INTERVAL_MS).toISOString() }
               : d
