@@ -121,8 +121,7 @@ export function provisionArgs(
  * CLI revoking the key of the token on its standard input, on the store at `databaseUrl`.
  */
 export function revokeCommand(kit: string, databaseUrl: string): string {
-  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
-  return [
+  return shellLine([
     process.execPath,
     join(kit, 'bin', 'agentops.mjs'),
     'keys',
@@ -130,9 +129,12 @@ export function revokeCommand(kit: string, databaseUrl: string): string {
     '--token-stdin',
     '--database-url',
     databaseUrl,
-  ]
-    .map(quote)
-    .join(' ')
+  ])
+}
+
+/** Words as one POSIX shell command line, each single-quoted (a command setting such as `--revoke` takes one). */
+export function shellLine(words: readonly string[]): string {
+  return words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ')
 }
 
 /**

@@ -91,6 +91,11 @@ interface Caller {
   lease: SocketLease
 }
 
+/** 4401 for a socket whose token is refused, its reason the message REST's 401 gives the same token. */
+function closeUnauthenticated(socket: { close(code: number, reason: string): void }, why: KeyRefusal): void {
+  socket.close(CloseCode.Unauthorized, unauthenticated(why).message)
+}
+
 /**
  * The close of a graphql-ws socket whose key holds its quota of sockets, when the key came in `connection_init`
  * (an upgrade that carried it is refused with a plain HTTP 403 and the envelope instead): 4403 Forbidden, the
@@ -185,7 +190,7 @@ export function attachGraphqlWs(
         const revalidate = verifyWith(header, null)
         const verified = revalidate ? await revalidate() : 'missing'
         if (typeof verified === 'string' || !revalidate) {
-          ctx.extra.socket.close(CloseCode.Unauthorized, unauthenticated(verified as KeyRefusal).message)
+          closeUnauthenticated(ctx.extra.socket, verified as KeyRefusal)
           return false
         }
         const auth = callerFromKey(verified)
@@ -200,9 +205,7 @@ export function attachGraphqlWs(
       callers.set(ctx.extra.socket, caller)
       // A revoke or an expiry of the key closes the socket at once (4401), as on /v1/stream.
       const socket = ctx.extra.socket
-      const unwatch = keys.watch.watch(caller.auth.keyId, (end) =>
-        socket.close(CloseCode.Unauthorized, unauthenticated(end).message),
-      )
+      const unwatch = keys.watch.watch(caller.auth.keyId, (end) => closeUnauthenticated(socket, end))
       socket.once('close', unwatch)
       return true
     },
@@ -212,9 +215,8 @@ export function attachGraphqlWs(
       if (!caller) return [wsError(unauthenticated('missing'), requestId, failures)]
       const verified = await caller.revalidate()
       if (typeof verified === 'string') {
-        const refusal = unauthenticated(verified)
-        ctx.extra.socket.close(CloseCode.Unauthorized, refusal.message)
-        return [wsError(refusal, requestId, failures)]
+        closeUnauthenticated(ctx.extra.socket, verified)
+        return [wsError(unauthenticated(verified), requestId, failures)]
       }
       const decision = await limits.consume(verified.workspace)
       if (decision.refusedBy) return [wsError(rateLimited(decision.refusedBy), requestId, failures)]
@@ -335,8 +337,7 @@ export function attachGraphqlWs(
       if (!caller) continue
       caller.revalidate().then(
         (verdict) => {
-          if (typeof verdict === 'string')
-            client.close(CloseCode.Unauthorized, unauthenticated(verdict).message)
+          if (typeof verdict === 'string') closeUnauthenticated(client, verdict)
         },
         () => undefined, // the store did not answer: keep the socket, the next sweep asks again
       )

@@ -11,6 +11,7 @@ import { type AddressInfo, connect, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { createProxyServer } from 'http-proxy-3'
+import { shellLine } from '../../conformance/src/reference.js'
 import { SERVER_NODE_OPTIONS } from '../../src/cli/node-options.js'
 import { listenPort, testPort } from './ports.js'
 
@@ -88,10 +89,7 @@ export async function issueToken(databaseUrl: string, args: string[]): Promise<s
  * provision-conformance`, fresh workspaces each time), for the suite's `--provision`.
  */
 export function conformanceProvisionCommand(databaseUrl: string): string {
-  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
-  return [process.execPath, CLI, 'keys', 'provision-conformance', '--database-url', databaseUrl]
-    .map(quote)
-    .join(' ')
+  return shellLine([process.execPath, CLI, 'keys', 'provision-conformance', '--database-url', databaseUrl])
 }
 
 export async function startReplica(
