@@ -1,7 +1,8 @@
 import type { Clock } from '../domain/clock.js'
 import { toRfc3339 } from '../domain/clock.js'
-import { ApiError, errorEnvelope } from '../domain/errors.js'
+import { ApiError, errorEnvelope, unauthenticated } from '../domain/errors.js'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
+import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
 import type { IngestResult } from '../domain/ingestion/service.js'
 import { quotaExceeded } from '../domain/quotas/quota.js'
@@ -78,7 +79,7 @@ export interface StreamPrincipal {
   /** The key's topics across all its connections (`stream_subscriptions_per_key`), counted in the store. */
   keyTopics: KeyTopics
   /** Verifies the connection's token again; a string is the refusal reason. */
-  revalidate(): Promise<string | { scopes: readonly string[] }>
+  revalidate(): Promise<KeyRefusal | { scopes: readonly string[] }>
 }
 
 /** Room for topics under a quota shared by every connection of a key (src/domain/quotas/stream-sockets.ts). */
@@ -376,12 +377,10 @@ export class StreamConnection {
    * The connection's key was revoked or expired: says why and closes with 4401 now. Synchronous, so nothing the
    * hub wakes for later (the feed hears a revoke before the records committed after it) reaches this socket.
    */
-  credentialEnded(reason: string): void {
+  credentialEnded(reason: KeyRefusal): void {
     if (this.closed) return
-    this.sendError(
-      undefined,
-      new ApiError('unauthenticated', 'The bearer token is no longer valid', { reason }),
-    )
+    // The catalogue's 401 for that refusal: the message and detail REST answers the token with from now on.
+    this.sendError(undefined, unauthenticated(reason))
     this.closeWith(CLOSE_UNAUTHENTICATED, 'unauthenticated')
   }
 

@@ -160,6 +160,21 @@ export function accessMutants(): Mutant[] {
     },
     revokedTokenUpgradeAccepted(),
     {
+      id: 'revoked-stream-says-other-words',
+      description:
+        'The stream tells a connection its key was revoked in words of its own ("no longer valid"), not the message REST\'s 401 gives the token from then on: a client matching on one misses the other',
+      targets: ['stream.revoked-key-ends-connections'],
+      streamMessage(message) {
+        const error = message.error
+        if (message.type !== 'error' || !error || typeof error !== 'object' || Array.isArray(error))
+          return message
+        const e = error as Json
+        return e.code === 'unauthenticated'
+          ? { ...message, error: { ...e, message: 'The bearer token is no longer valid' } }
+          : message
+      },
+    },
+    {
       id: 'stream-access-token-ignored',
       description:
         'The stream reads the token from the Authorization header only: one in the access_token query parameter is as none',

@@ -24,7 +24,7 @@ export const revocationChecks: Check[] = [
   {
     id: 'stream.revoked-key-ends-connections',
     title:
-      'A key revoked while it holds a /v1/stream subscription and a graphql-ws subscription open loses both: the stream says unauthenticated and closes 4401, graphql-ws closes 4401, within the wait; the token is refused 401 at the next upgrade',
+      "A key revoked while it holds a /v1/stream subscription and a graphql-ws subscription open loses both: the stream says unauthenticated (with REST's 401 message for the token) and closes 4401, graphql-ws closes 4401, within the wait; the token is refused 401 at the next upgrade",
     level: 'profile',
     clauses: ['S5.3'],
     needs: ['revocable'],
@@ -84,11 +84,17 @@ export const revocationChecks: Check[] = [
           ended.stream?.code === 4401 && obj(said?.error).code === 'unauthenticated',
           `the revoked key's stream ended with close ${ended.stream?.code} and error ${short(said)}, not an unauthenticated error then 4401`,
         )
-        // The error says why as REST's 401 does (auth.refusal-reason), in the envelope; the close names it too.
+        // The error says why as REST's 401 does (auth.refusal-reason), in the envelope, with REST's message for the
+        // token from now on; the close names it too.
+        const rest = obj(obj((await ctx.http.get('/v1/agents?limit=1', { token })).body).error).message
         const problems = envelopeProblems(said)
         assert(
           problems.length === 0 && obj(obj(said?.error).detail).reason === 'revoked',
           `the revoked key's stream error ${short(said)} ${problems.length > 0 ? `breaks the error envelope: ${problems.join('; ')}` : 'gives no detail.reason "revoked"'}`,
+        )
+        assert(
+          typeof rest === 'string' && obj(said?.error).message === rest,
+          `the revoked key's stream error says ${short(obj(said?.error).message)}, not the message REST's 401 gives the token now (${short(rest)})`,
         )
         assert(
           ended.stream?.reason !== '',
@@ -96,7 +102,6 @@ export const revocationChecks: Check[] = [
         )
         if (gql) {
           // Its reason is the message REST's 401 gives the revoked token, as for every 4401 (graphql.ws-authentication).
-          const rest = obj(obj((await ctx.http.get('/v1/agents?limit=1', { token })).body).error).message
           assert(
             gql.closed?.code === 4401 && typeof rest === 'string' && gql.closed.reason === rest,
             `the revoked key's graphql-ws socket closed with ${gql.closed?.code} ${short(gql.closed?.reason)}, not 4401 with REST's 401 message for the token (${short(rest)})`,
