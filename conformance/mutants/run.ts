@@ -114,6 +114,7 @@ async function startLane(name: string, seed: number, log: (line: string) => void
     c.graphqlUrl = `${proxy.url}/v1/graphql`
     c.stream.replayWindow = REFERENCE_REPLAY_WINDOW
     c.webhookMaxAttempts = REFERENCE_WEBHOOK_MAX_ATTEMPTS
+    c.runLink = reference.runLink
     if (nats) c.natsUrl = nats.url
     return c
   }

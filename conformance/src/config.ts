@@ -103,6 +103,13 @@ export interface Declarations {
    * delivery then logged failed with no next attempt.
    */
   webhookMaxAttempts?: number
+  /**
+   * Where a person opens a run, as the deployment's chat messages and incidents link to it: an absolute http(s)
+   * URL with "{run_id}" (§6 "How routing to chat and paging destinations is configured: not shown", what a message
+   * says with it). Declared, a profile check expects a Slack message and a PagerDuty incident about a run to link
+   * there.
+   */
+  runLink?: string
   /** The GraphQL surface's URL when the deployment has one (§4 "A GraphQL surface is mentioned"). */
   graphqlUrl?: string
   /**
@@ -565,6 +572,7 @@ export const DECLARATION_KEYS: string[] = [
   'stream.topic',
   'stream.replayWindow',
   'webhooks.maxAttempts',
+  'destinations.runLink',
   'rateLimitHeaders.burst.remaining',
   'rateLimitHeaders.burst.reset',
   'rateLimitHeaders.burst.limit',
@@ -741,6 +749,11 @@ function declarations(file: Raw): Declarations {
     (typeof maxAttempts !== 'number' || !Number.isSafeInteger(maxAttempts) || maxAttempts < 1)
   )
     throw new ConfigError('config file webhooks.maxAttempts must be a positive integer')
+  const runLink = text('destinations.runLink', section('destinations').runLink)
+  if (runLink !== undefined) {
+    const problem = runLinkProblem(runLink)
+    if (problem) throw new ConfigError(`config file destinations.runLink ${problem}`)
+  }
   const absent = file.notServed ?? []
   if (
     !Array.isArray(absent) ||
@@ -771,9 +784,22 @@ function declarations(file: Raw): Declarations {
     signatureTimestamp: form,
     ...(signed ? { signatureTemplate: signed } : {}),
     ...(maxAttempts !== undefined ? { webhookMaxAttempts: maxAttempts } : {}),
+    ...(runLink !== undefined ? { runLink } : {}),
     toolRun: declaredToolRun,
     graphqlQueries: { run: gqlQuery('run'), agent: gqlQuery('agent') },
   }
+}
+
+/** Why a declared run link is unusable (undefined: it is usable): it needs "{run_id}" and an http(s) URL around it. */
+export function runLinkProblem(template: string): string | undefined {
+  if (!template.includes('{run_id}')) return 'must contain "{run_id}"'
+  try {
+    const url = new URL(template.replaceAll('{run_id}', 'run_1'))
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https URL'
+  } catch {
+    return 'must be an absolute http or https URL'
+  }
+  return undefined
 }
 
 const DEFAULT_PROFILE: ProfileHints = {

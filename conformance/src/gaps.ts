@@ -144,6 +144,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'destinations.cloudevents-structured': GAPS.routing,
   'destinations.slack-incoming-webhook': GAPS.routing,
   'destinations.pagerduty-events-v2': GAPS.routing,
+  'destinations.messages-link-the-run': GAPS.routing,
   'destinations.operations': GAPS.routing,
   'destinations.event-bus': GAPS.routing,
   'destinations.slack-retry-after': GAPS.routing,

@@ -76,6 +76,8 @@ export interface ReferenceServer {
   tokens: SuiteConfig['tokens']
   /** The reference's revoke command on that store (`--revoke`): `agentops keys revoke --token-stdin`. */
   revoke: string
+  /** Where its chat messages and incidents link a run (the config file's `destinations.runLink`). */
+  runLink: string
   /** A fresh revocable token: for each further run against this server, the last one's being revoked. */
   issueRevocable(): Promise<string>
   stop(): Promise<void>
@@ -237,6 +239,8 @@ export async function startReference(
         AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
         AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
         ...process.env,
+        // Its own address as the public URL its chat messages and incidents link runs to (runLink below).
+        AGENTOPS_PUBLIC_URL: `http://127.0.0.1:${port}`,
         ...(options.receiverTarget
           ? {
               // The receiver by the name localhost too, on its port only (webhooks.listed-name-resolved).
@@ -326,6 +330,7 @@ export async function startReference(
     databaseUrl,
     tokens,
     revoke: revokeCommand(kit, databaseUrl),
+    runLink: `${baseUrl}/v1/runs/{run_id}`,
     issueRevocable: () => issueRevocable(kit, databaseUrl),
     stop,
   }

@@ -59,6 +59,11 @@ export const SUITE_TEST = 'conformance suite'
 const REPLAY_WINDOW = 20
 /** The attempts a webhook delivery gets in the server --reference starts (REFERENCE_WEBHOOK_MAX_ATTEMPTS). */
 const MAX_ATTEMPTS = 4
+/**
+ * The public URL the server's messages link runs to (AGENTOPS_PUBLIC_URL): text only, never fetched, and one for
+ * every worker's server whatever port a restart takes (the config file declaring it is written once).
+ */
+const PUBLIC_URL = 'https://console.agentops.invalid'
 
 /** Where the dry run leaves its per-test times in the sandbox, for the workers that did not run it. */
 const TIMINGS_FILE = '.switch-timings.json'
@@ -215,6 +220,8 @@ class SwitchedServer {
       AGENTOPS_DESTINATION_PRIVATE_TARGETS: [receiver, this.natsTarget].filter(Boolean).join(','),
       AGENTOPS_TOOL_PRIVATE_TARGETS: receiver,
       AGENTOPS_STRYKER_DATABASE_URL: this.databaseUrl,
+      // The public URL its chat messages and incidents link runs to, declared in the config file (RUN_LINK).
+      AGENTOPS_PUBLIC_URL: PUBLIC_URL,
     }
     delete env.__STRYKER_ACTIVE_MUTANT__
     if (this.staticMutant !== undefined) env.__STRYKER_ACTIVE_MUTANT__ = this.staticMutant
@@ -429,6 +436,7 @@ export class ConformanceSwitchRunner {
       JSON.stringify({
         stream: { replayWindow: REPLAY_WINDOW, subscribe: { type: 'subscribe', topics: '{topics}' } },
         webhooks: { maxAttempts: MAX_ATTEMPTS },
+        destinations: { runLink: `${PUBLIC_URL}/v1/runs/{run_id}` },
       }),
     )
   }

@@ -65,6 +65,24 @@ describe('declarations in the config file', () => {
       expect(bad({ stream: { replayWindow } })).toThrow(/replayWindow must be a positive integer/)
     for (const maxAttempts of [0, -1, 1.5, '8'])
       expect(bad({ webhooks: { maxAttempts } })).toThrow(/webhooks.maxAttempts must be a positive integer/)
+    expect(bad({ destinations: { runLink: 'https://console.example.com/runs' } })).toThrow(
+      /destinations.runLink must contain "\{run_id\}"/,
+    )
+    for (const runLink of ['/runs/{run_id}', 'ftp://console.example.com/runs/{run_id}', ''])
+      expect(bad({ destinations: { runLink } })).toThrow(/destinations.runLink/)
+  })
+
+  it('keeps a declared run link, and declares none by default', async () => {
+    const { writeFileSync } = await import('node:fs')
+    const file = join(scratchDir('conf-decl-'), 'run-link.json')
+    writeFileSync(
+      file,
+      JSON.stringify({ destinations: { runLink: 'https://console.example.com/runs/{run_id}' } }),
+    )
+    expect(resolveConfig(['--config', file], {}).config.runLink).toBe(
+      'https://console.example.com/runs/{run_id}',
+    )
+    expect(resolveConfig([], {}).config.runLink).toBeUndefined()
   })
 
   it('keeps a declared replay window beside the default subscribe message', async () => {

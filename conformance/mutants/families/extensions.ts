@@ -329,6 +329,33 @@ export function extensionMutants(): Mutant[] {
       ),
     },
     {
+      id: 'slack-run-unlinked',
+      description:
+        "A Slack message shows its run's id as plain text where the operator set the server's public URL: the person who must approve cannot open the run from the message",
+      targets: ['destinations.messages-link-the-run'],
+      delivery: rewriteDelivery(slackMessage, (b) =>
+        JSON.parse(JSON.stringify(b).replace(/<(https?:[^<>|]+)\|([^<>]*)>/g, '`$2`')),
+      ),
+    },
+    {
+      id: 'pagerduty-links-another-run',
+      description:
+        "A PagerDuty incident's link names another run (the last one paged, say): the responder opens the wrong run",
+      targets: ['destinations.messages-link-the-run'],
+      delivery: rewriteDelivery(pagerDutyEvent, (b) => {
+        if (!Array.isArray(b.links)) return b
+        const wrong = (href: unknown) =>
+          typeof href === 'string' ? href.replace(/\/runs\/[^/?#]+/, '/runs/run_01another') : href
+        return {
+          ...b,
+          client_url: wrong(b.client_url),
+          links: b.links.map((l) =>
+            l && typeof l === 'object' ? { ...l, href: wrong((l as Json).href) } : l,
+          ),
+        }
+      }),
+    },
+    {
       id: 'slack-test-send-reads-real',
       description:
         'A Slack test send\'s notification text reads as a real event (no "(test)" in it): the person it pings may act on the made-up run',

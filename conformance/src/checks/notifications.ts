@@ -10,7 +10,7 @@ import type { Check, CheckContext } from '../check.js'
 import { decideStep, expectStatus } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
-import { assert } from '../types.js'
+import { assert, skip } from '../types.js'
 import { short } from '../wait.js'
 import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
 import { pagerDestination, pagerResolve, pagerTrigger, slackDestination } from './destinations.js'
@@ -302,7 +302,81 @@ async function resolvedOnApproval(ctx: CheckContext, tag: string): Promise<strin
     : `step ${run.stepId} of run ${run.runId} was approved, but the incident its approval opened (dedup_key ${String(run.key)}) was not resolved within ${ctx.config.waitMs} ms`
 }
 
+/** Every link a Slack message carries: mrkdwn's `<url>` and `<url|label>` in its texts, and any block's `url`. */
+function slackLinks(body: unknown): string[] {
+  const links: string[] = []
+  for (const t of [obj(body).text, ...blockTexts(obj(body).blocks)])
+    if (typeof t === 'string') for (const m of t.matchAll(/<([^<>|]+)(?:\|[^<>]*)?>/g)) links.push(m[1] ?? '')
+  const urls = (value: unknown): void => {
+    if (Array.isArray(value)) for (const v of value) urls(v)
+    else if (value && typeof value === 'object')
+      for (const [k, v] of Object.entries(value)) {
+        if (k === 'url' && typeof v === 'string') links.push(v)
+        else urls(v)
+      }
+  }
+  urls(obj(body).blocks)
+  return links
+}
+
+/** Every link a PagerDuty Events API v2 trigger carries: `links[].href` and `client_url`. */
+function pagerLinks(body: unknown): string[] {
+  const b = obj(body)
+  const hrefs = Array.isArray(b.links) ? b.links.map((l) => obj(l).href) : []
+  return [...hrefs, b.client_url].filter((v): v is string => typeof v === 'string')
+}
+
 export const notificationChecks: Check[] = [
+  {
+    id: 'destinations.messages-link-the-run',
+    title:
+      "Where the deployment declares where a person opens a run (destinations.runLink), a Slack message and a PagerDuty incident about a run that awaits approval link to that run there (a Slack link, the incident's links or client_url), and to no other run",
+    level: 'profile',
+    clauses: ['S6.5'],
+    async run(ctx) {
+      // The reference links a run's messages to <AGENTOPS_PUBLIC_URL>/v1/runs/{run_id} when its operator sets the
+      // public URL; --reference sets it and declares the link. Where a link goes is the deployment's own choice.
+      const template = ctx.config.runLink
+      if (!template) skip("no run link declared (the config file's destinations.runLink)")
+      const slack = await slackDestination(ctx, ['run.awaiting_approval'], 'slack-run-links')
+      const pager = await pagerDestination(ctx, ['run.awaiting_approval'], 'pagerduty-run-links')
+      const { runId } = await ctx.fx.awaitingRun()
+      const link = template.replaceAll('{run_id}', encodeURIComponent(runId))
+      // A link of the declared form to another run's id: the message sends the person to the wrong run.
+      const form = new RegExp(
+        `^${template
+          .split('{run_id}')
+          .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+          .join('[^/?#]+')}$`,
+      )
+      const other = (links: string[]) => links.filter((l) => l !== link && form.test(l))
+      const wait = ctx.config.waitMs
+      const problems: string[] = []
+      const message = await ctx.receiver!.waitFor((d) => atTag(slack.tag)(d) && d.raw.includes(runId), wait)
+      if (!message) problems.push(`no Slack message about run ${runId} arrived within ${wait} ms`)
+      else {
+        const links = slackLinks(message.body)
+        if (!links.includes(link))
+          problems.push(
+            `the Slack message about run ${runId} does not link to ${link}${links.length > 0 ? ` (its links: ${links.join(', ')})` : ' (it has no link)'}`,
+          )
+        if (other(links).length > 0)
+          problems.push(`the Slack message about run ${runId} links to ${other(links).join(', ')}`)
+      }
+      const incident = await ctx.receiver!.waitFor(pagerTrigger(pager.tag, runId), wait)
+      if (!incident) problems.push(`no PagerDuty incident about run ${runId} was triggered within ${wait} ms`)
+      else {
+        const links = pagerLinks(incident.body)
+        if (!links.includes(link))
+          problems.push(
+            `the PagerDuty incident about run ${runId} does not link to ${link}${links.length > 0 ? ` (its links: ${links.join(', ')})` : ' (it has neither links nor client_url)'}`,
+          )
+        if (other(links).length > 0)
+          problems.push(`the PagerDuty incident about run ${runId} links to ${other(links).join(', ')}`)
+      }
+      assert(problems.length === 0, problems.join('; '))
+    },
+  },
   {
     id: 'destinations.chat-and-paging-say-what-happened',
     title:
