@@ -356,6 +356,13 @@ export function extensionMutants(): Mutant[] {
       }),
     },
     {
+      id: 'pagerduty-run-link-unlisted',
+      description:
+        "A PagerDuty incident names its run's page only as client_url (the sending client's page), with no links: the incident a responder opens lists no way to the run",
+      targets: ['destinations.messages-link-the-run'],
+      delivery: rewriteDelivery(pagerDutyEvent, ({ links: _dropped, ...rest }) => rest),
+    },
+    {
       id: 'slack-test-send-reads-real',
       description:
         'A Slack test send\'s notification text reads as a real event (no "(test)" in it): the person it pings may act on the made-up run',

@@ -128,8 +128,11 @@ export function pendingAction(
   return { tool, input, truncated: preview.truncated === true }
 }
 
-/** Where a person opens the run, when the operator configured the server's public URL. */
+/**
+ * Where a person opens the run, when the operator configured the server's public URL (src/config.ts keeps it
+ * without a trailing slash).
+ */
 export function runLink(publicUrl: string | undefined, runId: string | null): string | null {
   if (!publicUrl || !runId) return null
-  return `${publicUrl.replace(/\/+$/, '')}/v1/runs/${encodeURIComponent(runId)}`
+  return `${publicUrl}/v1/runs/${encodeURIComponent(runId)}`
 }
