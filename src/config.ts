@@ -144,6 +144,16 @@ function intFrom(value: string | undefined, fallback: number, name: string): num
   return n
 }
 
+/**
+ * `AGENTOPS_KEY_WATCH_POLL_MS`: at least 1. The watch's read of open sockets' keys is what closes them on an expiry
+ * or a revoke nobody announced (the CLI on SQLite); 0 would leave such a socket open for good.
+ */
+function keyWatchPollFrom(value: string | undefined): number {
+  const ms = intFrom(value, 500, 'AGENTOPS_KEY_WATCH_POLL_MS')
+  if (ms < 1) throw new Error(`AGENTOPS_KEY_WATCH_POLL_MS must be at least 1, got "${value}"`)
+  return ms
+}
+
 /** Parses `AGENTOPS_CORS_ORIGINS`: a comma-separated list of `scheme://host[:port]` origins, or `*`. */
 export function parseCorsOrigins(value: string | undefined): string[] {
   if (value === undefined || value.trim() === '') return []
@@ -245,7 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       2_000,
       'AGENTOPS_STREAM_FALLBACK_POLL_MS',
     ),
-    keyWatchPollMs: intFrom(env.AGENTOPS_KEY_WATCH_POLL_MS, 500, 'AGENTOPS_KEY_WATCH_POLL_MS'),
+    keyWatchPollMs: keyWatchPollFrom(env.AGENTOPS_KEY_WATCH_POLL_MS),
     shutdownDrainMs: intFrom(env.AGENTOPS_SHUTDOWN_DRAIN_MS, 0, 'AGENTOPS_SHUTDOWN_DRAIN_MS'),
     shutdownGraceMs: intFrom(env.AGENTOPS_SHUTDOWN_GRACE_MS, 10_000, 'AGENTOPS_SHUTDOWN_GRACE_MS'),
     webhookTimeoutMs: intFrom(env.AGENTOPS_WEBHOOK_TIMEOUT_MS, 10_000, 'AGENTOPS_WEBHOOK_TIMEOUT_MS'),

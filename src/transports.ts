@@ -72,7 +72,6 @@ export function attachSockets(
       ...(metrics ? { telemetry: metrics.graphql } : {}),
     },
     {
-      heartbeatMs: config.streamHeartbeatMs,
       maxBufferedBytes: config.streamMaxBufferedBytes,
       maxReplay: config.streamMaxReplay,
     },

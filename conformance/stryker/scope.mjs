@@ -45,8 +45,8 @@ export const SCOPE = {
  */
 const EVERYWHERE = ['sweep']
 export const CHECKS = {
-  // The stream's authentication (§5.3): the one place a token comes in the access_token query parameter, and its
-  // upgrade reads the key without the HTTP middleware's cached path.
+  // The stream's authentication (§5.3): the one place a token comes in the access_token query parameter, its
+  // upgrade reads the key without the HTTP middleware's cached path, and a revoke ends its open sockets.
   '§5 authentication and scopes': [
     'auth',
     'authz',
@@ -58,6 +58,8 @@ export const CHECKS = {
     'stream.plain-get-refused',
     'stream.accepts-token',
     'stream.access-token-query',
+    // A key revoked while it holds sockets open: the key watch (watch.ts) is the one way its end reaches them.
+    'stream.revoked-key-ends-connections',
   ],
   // The GraphQL checks that read agents by id in one batch (a run's agent) and across workspaces: AgentService.getMany.
   '§5.6 tenancy': [
@@ -175,9 +177,10 @@ export function checksFor(section) {
  *   operator allows, and the connect-time check of every address a name resolves to) is the reference's own safety;
  *   no spec sentence says where a webhook may point, and the suite's receiver is itself a private target the run
  *   must allow (the creation-time refusal, OutboundHttp.refusal in http.ts, stays in the run: profile checks see it);
- * - the verified-key cache and the watch of open sockets' keys decide only WHEN a key's row is read again and when
- *   a socket hears of a revoke: what a request is answered is decided by KeyService's check on the row it gets
- *   (in scope), and how soon a revoke lands is §5's gap ("How keys are issued and rotated: not shown");
+ * - the verified-key cache decides only WHEN a key's row is read again: what a request is answered is decided by
+ *   KeyService's check on the row it gets (in scope), and how soon a revoke lands is §5's gap ("How keys are issued
+ *   and rotated: not shown"). The watch of open sockets' keys (watch.ts) is in scope: it is the one way a key's end
+ *   reaches an open socket, judged by stream.revoked-key-ends-connections;
  * - the lineage auditor's one-leaf forms (src/domain/ingestion/audit.ts: a leaf's audit path, its verification, a
  *   root over leaf data) are never run by the server, which builds every path of a batch at once (merkle.ts, in
  *   scope): they are the unit tests' second opinion, and no request reaches them;
@@ -189,7 +192,6 @@ export const OUT_OF_SCOPE = [
   'src/outbound/private-targets.ts',
   'src/outbound/guard.ts',
   'src/domain/keys/cache.ts',
-  'src/domain/keys/watch.ts',
   'src/domain/ingestion/audit.ts',
   'src/domain/tools/compiled-schemas.ts',
 ]

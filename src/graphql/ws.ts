@@ -51,7 +51,10 @@ const KEEP_ALIVE_MS = 12_000
 /** What graphql-ws uses of the domain, each narrowed to the calls it makes (wired by the composition root). */
 export interface GraphqlWsPorts {
   clock: Clock
-  /** Checks the token at the upgrade or in connection_init, and again on each subscribe and sweep. */
+  /**
+   * Checks the token at the upgrade or in connection_init, and again on each subscribe; its watch (`keys.watch`)
+   * closes a socket whose key is revoked or expires while it is open.
+   */
   keys: Pick<KeyService, 'verifyRequest' | 'watch'>
   /** Every subscribe counts against the workspace's rate limit, like a REST request. */
   limits: Pick<LimitsService, 'consume'>
@@ -69,8 +72,6 @@ export interface GraphqlWsPorts {
 }
 
 export interface GraphqlWsSettings {
-  /** Every this often each open socket's key is checked again (the stream's heartbeat period). */
-  heartbeatMs: number
   /** A socket with more than this many bytes unsent is closed with 4008 (`AGENTOPS_STREAM_MAX_BUFFERED_BYTES`). */
   maxBufferedBytes: number
   /** Most messages a subscription's `since` replays before a `gap`: the stream's (`AGENTOPS_STREAM_MAX_REPLAY`). */
@@ -329,26 +330,9 @@ export function attachGraphqlWs(
   }
   server.on('upgrade', onUpgrade)
 
-  // As on /v1/stream: every heartbeat period each open socket's key is checked again, and a key revoked or expired
-  // since the socket opened closes it with 4401 (a subscription must not outlive its credential).
-  const sweep = setInterval(() => {
-    for (const client of wss.clients) {
-      const caller = callers.get(client)
-      if (!caller) continue
-      caller.revalidate().then(
-        (verdict) => {
-          if (typeof verdict === 'string') closeUnauthenticated(client, verdict)
-        },
-        () => undefined, // the store did not answer: keep the socket, the next sweep asks again
-      )
-    }
-  }, settings.heartbeatMs)
-  sweep.unref()
-
   // Stryker disable next-line ObjectLiteral: only the server's shutdown calls close(): no request is answered then.
   return {
     async close() {
-      clearInterval(sweep)
       server.off('upgrade', onUpgrade)
       for (const client of wss.clients) client.terminate()
       await new Promise<void>((resolve) => wss.close(() => resolve()))

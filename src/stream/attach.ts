@@ -41,7 +41,7 @@ export function streamHubOf(server: Server): StreamHub | undefined {
 /** What the stream uses of the domain, each narrowed to the calls it makes (wired by the composition root). */
 export interface StreamPorts {
   clock: Clock
-  /** Checks the upgrade's token (and again on every heartbeat); a revoke or an expiry of the key closes its sockets. */
+  /** Checks the upgrade's token; a revoke or an expiry of the key closes its sockets (its watch). */
   keys: Pick<KeyService, 'verifyRequest' | 'watch'>
   /** Batches sent over the socket count against the workspace's rate limit like REST calls. */
   limits: Pick<LimitsService, 'consume'>
@@ -139,7 +139,7 @@ export function attachStream(
 
   /** Authenticates the upgrade, takes the key's slot, then completes the handshake and joins the hub. */
   const admit = async (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> => {
-    const { verified, revalidate } = await authenticate(keys, req, url)
+    const verified = await authenticate(keys, req, url)
     if (typeof verified === 'string') {
       refuseUpgrade(socket, clock, unauthenticated(verified))
       return
@@ -170,7 +170,6 @@ export function attachStream(
         ws,
         {
           ...callerFromKey(verified),
-          revalidate,
           // Stryker disable next-line all: equivalent in every run: each tier's stream_subscriptions_per_socket is 100, the server's ceiling and the hub's own default are 100 too, so every fallback gives the same bound (held by stream.subscriptions-per-connection); the key's topic count (keyTopics) is reached only past 500 topics on a key
           maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
             // Stryker disable next-line all: the same fallback (see above)
@@ -181,9 +180,10 @@ export function attachStream(
         socketIngestor(ports, verified),
       )
       connection = joined
-      // A revoke or an expiry of the key closes the socket at once (4401), not at the next heartbeat.
-      // Stryker disable all: a key revoked while its socket is open is closed the same way by the next heartbeat's revalidation (hub.ts), within a beat, so the suite, which expects it closed within its wait (stream.revoked-key-ends-connections), cannot tell which of the two did it; how soon a revoke lands is §5's gap ("How keys are issued and rotated: not shown"). forget() is the cleanup of a socket already closed, which sends nothing more either way, and frees the slot a second time (see above)
+      // A revoke or an expiry of the key closes the socket (4401): an announced revoke at once, an expiry or a revoke
+      // nobody announced at the watch's next read of the key (src/domain/keys/watch.ts).
       const unwatch = keys.watch.watch(verified.keyId, (end) => joined.credentialEnded(end))
+      // Stryker disable all: forget() is the cleanup of a socket already closed, which sends nothing more either way, and frees the slot a second time (see above)
       const forget = () => {
         unwatch()
         hub.remove(joined)
@@ -240,16 +240,14 @@ function socketIngestor(
   }
 }
 
-/** The upgrade's credentials, checked now and again while the socket lives (a key revoked later closes it). */
-async function authenticate(
+/** The upgrade's credentials, checked once: a key revoked or expired later ends the socket through the key watch. */
+function authenticate(
   keys: StreamPorts['keys'],
   req: IncomingMessage,
   url: URL,
-): Promise<{ verified: VerifiedKey | KeyRefusal; revalidate: () => Promise<VerifiedKey | KeyRefusal> }> {
-  const credentials = {
+): Promise<VerifiedKey | KeyRefusal> {
+  return keys.verifyRequest({
     authorization: req.headers.authorization,
     accessToken: url.searchParams.get('access_token') ?? undefined,
-  }
-  const revalidate = () => keys.verifyRequest(credentials)
-  return { verified: await revalidate(), revalidate }
+  })
 }

@@ -66,7 +66,10 @@ function subscriptionQuota(limit: number, used: number): ApiError {
   return quotaExceeded('stream_subscriptions_per_socket', limit, used)
 }
 
-/** The caller behind a connection, checked again on every heartbeat (a revoked key is cut off). */
+/**
+ * The caller behind a connection. A key revoked or expired while it is open ends it through the key watch
+ * (src/domain/keys/watch.ts, which calls `credentialEnded`), the one place that follows a key's end.
+ */
 export interface StreamPrincipal {
   workspaceId: string
   keyId: string
@@ -78,8 +81,6 @@ export interface StreamPrincipal {
   maxSubscriptions?: number
   /** The key's topics across all its connections (`stream_subscriptions_per_key`), counted in the store. */
   keyTopics: KeyTopics
-  /** Verifies the connection's token again; a string is the refusal reason. */
-  revalidate(): Promise<KeyRefusal | { scopes: readonly string[] }>
 }
 
 /** Room for topics under a quota shared by every connection of a key (src/domain/quotas/stream-sockets.ts). */
@@ -343,7 +344,7 @@ export class StreamConnection {
   }
 
   /** Called every heartbeat period by the hub. */
-  async heartbeat(): Promise<void> {
+  heartbeat(): void {
     // Stryker disable next-line ConditionalExpression: equivalent: a closed connection has left the hub, and send() sends nothing on it
     if (this.closed) return
     // Stryker disable next-line ConditionalExpression: a peer that stops answering pings: every WebSocket client answers them (RFC 6455 §5.5.2), so only a dead network shows it
@@ -355,16 +356,6 @@ export class StreamConnection {
     }
     // Stryker disable next-line BooleanLiteral: a peer that stops answering pings (see above)
     this.alive = false
-    let verdict: Awaited<ReturnType<StreamPrincipal['revalidate']>>
-    try {
-      verdict = await this.principal.revalidate()
-    } catch {
-      return // the store hiccuped; try again next beat rather than dropping a good client
-    }
-    if (typeof verdict === 'string') {
-      this.credentialEnded(verdict)
-      return
-    }
     try {
       this.socket.ping()
     } catch {
@@ -569,7 +560,7 @@ export class StreamHub {
     // After the poll phase: a pong already waiting in a socket's buffer (the loop was busy when the period ended)
     // is read first, so a slow event loop never drops a healthy peer.
     setImmediate(() => {
-      for (const c of this.connections) void c.heartbeat()
+      for (const c of this.connections) c.heartbeat()
     })
   }
 

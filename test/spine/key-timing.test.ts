@@ -146,3 +146,12 @@ describe.each(backends())('on $name, with its real reads', (backend) => {
     expect(Math.abs(m.unknownIdUs - m.wrongSecretUs), JSON.stringify(m)).toBeLessThan(3)
   }, 60_000)
 })
+
+describe('AGENTOPS_KEY_WATCH_POLL_MS', () => {
+  it('is at least 1: the watch is the one way an expiry or an unannounced revoke reaches open sockets', () => {
+    expect(loadConfig({ AGENTOPS_KEY_WATCH_POLL_MS: '250' }).keyWatchPollMs).toBe(250)
+    expect(() => loadConfig({ AGENTOPS_KEY_WATCH_POLL_MS: '0' })).toThrow(
+      /AGENTOPS_KEY_WATCH_POLL_MS must be at least 1/,
+    )
+  })
+})

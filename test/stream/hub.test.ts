@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../../src/domain/clock.js'
+import { unauthenticated } from '../../src/domain/errors.js'
 import {
   MAX_PENDING_INGESTS,
   StreamConnection,
@@ -79,11 +80,10 @@ class FakeSource implements TopicSource {
   }
 }
 
-const principal = (scopes: string[], revalidate?: StreamPrincipal['revalidate']): StreamPrincipal => ({
+const principal = (scopes: string[]): StreamPrincipal => ({
   workspaceId: 'ws_1',
   keyId: 'key_1',
   scopes,
-  revalidate: revalidate ?? (async () => ({ scopes })),
   keyTopics: UNBOUNDED_KEY_TOPICS,
 })
 
@@ -233,10 +233,10 @@ describe('StreamConnection limits', () => {
 
   it('terminates a peer that did not answer the previous ping', async () => {
     const { socket, conn } = setup()
-    await conn.heartbeat()
+    conn.heartbeat()
     expect(socket.pings).toBe(1)
     expect(socket.sent.at(-1)?.type).toBe('heartbeat')
-    await conn.heartbeat() // no pong in between
+    conn.heartbeat() // no pong in between
     expect(socket.terminated).toBe(true)
     expect(conn.isClosed).toBe(true)
   })
@@ -244,34 +244,40 @@ describe('StreamConnection limits', () => {
   it('keeps a peer that answers pings', async () => {
     const { socket, conn } = setup()
     for (let i = 0; i < 3; i++) {
-      await conn.heartbeat()
+      conn.heartbeat()
       conn.pong()
     }
     expect(socket.terminated).toBe(false)
     expect(socket.pings).toBe(3)
   })
 
-  it('closes with 4401 when the key stops verifying', async () => {
+  it("closes with 4401 after the catalogue's 401 for the refusal once its key ends", () => {
     const socket = new FakeSocket()
-    let valid = true
     const conn = new StreamConnection(
       socket,
-      principal(['*'], async () => (valid ? { scopes: ['*'] } : 'revoked')),
+      principal(['*']),
       () => new FakeSource(),
       STREAM_OPTIONS,
       new ManualClock(),
       NO_INGESTION,
     )
-    await conn.heartbeat()
+    conn.heartbeat()
     conn.pong()
     expect(socket.closedWith).toBeUndefined()
-    valid = false
-    await conn.heartbeat()
+    conn.credentialEnded('revoked')
     expect(socket.sent.at(-1)).toMatchObject({
       type: 'error',
-      error: { code: 'unauthenticated', detail: { reason: 'revoked' } },
+      error: {
+        code: 'unauthenticated',
+        message: unauthenticated('revoked').message,
+        detail: { reason: 'revoked' },
+      },
     })
     expect(socket.closedWith).toEqual([4401, 'unauthenticated'])
+    // Once closed, a second end (the watch and a late notice) sends nothing more.
+    const sent = socket.sent.length
+    conn.credentialEnded('expired')
+    expect(socket.sent.length).toBe(sent)
   })
 })
 

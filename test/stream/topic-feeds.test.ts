@@ -117,7 +117,6 @@ describe('shared topic feed', () => {
         workspaceId: 'ws_1',
         keyId: `key_${i}`,
         scopes: ['*'],
-        revalidate: async () => ({ scopes: ['*'] }),
         keyTopics: UNBOUNDED_KEY_TOPICS,
       }
       const conn = new StreamConnection(

@@ -21,7 +21,10 @@ export class KeyWatch {
   constructor(
     private readonly keys: KeyRepository,
     private readonly clock: Clock,
-    /** How often watched keys are read again; bounds how late a revoke nobody announced is seen (config.ts). */
+    /**
+     * How often watched keys are read again, at least 1 ms (config.ts): bounds how late an expiry or a revoke nobody
+     * announced is seen. The watch is the one way a key's end reaches its open sockets.
+     */
     private readonly pollMs: number,
     private readonly failures: FailureLog = CONSOLE_FAILURE_LOG,
     /**
@@ -39,7 +42,7 @@ export class KeyWatch {
       this.watchers.set(keyId, set)
     }
     set.add(onEnd)
-    if (!this.timer && this.pollMs > 0) {
+    if (!this.timer) {
       this.timer = setInterval(() => void this.poll(), this.pollMs)
       this.timer.unref()
     }
