@@ -2,12 +2,12 @@
  * A revoked or expired key loses its open sockets at once (src/domain/keys/watch.ts): every /v1/stream and
  * graphql-ws socket of the key closes with 4401, on the replica that revoked and on the others (the change feed
  * carries the revoke; a poll of the watched keys backs it), and no record committed after the revoke reaches them.
- * Across replicas the heartbeat (which verifies each socket's key again), the stream's fallback poll and the poll
- * of the watched keys are all set to ten minutes, far beyond the test's bound: a pass can only come from the push
- * path (the revoking replica's own end of the key, the change feed on the other). On SQLite the poll is what sees
- * an expiry or another process's revoke, so it keeps its default there. Before the push, sockets closed at the
- * next heartbeat (11.6-13.9 s on PostgreSQL, with 20-25 records delivered after the revoke). Latency figures:
- * `npm run bench:revocation`.
+ * Across replicas the heartbeat, the stream's fallback poll and the poll of the watched keys are all set to ten
+ * minutes, far beyond the test's bound: a pass can only come from the push path (the revoking replica's own end of
+ * the key, the change feed on the other). On SQLite the poll is what sees an expiry or another process's revoke, so
+ * it keeps its default there. (Before the push, a heartbeat that verified each socket's key again closed them:
+ * 11.6-13.9 s on PostgreSQL, with 20-25 records delivered after the revoke; the watch is now the only way.) Latency
+ * figures: `npm run bench:revocation`.
  */
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
