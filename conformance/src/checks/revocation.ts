@@ -9,12 +9,18 @@ import { settingName, tokenName } from '../config.js'
 import { obj } from '../http.js'
 import { revokeToken } from '../revoke.js'
 import { assert, fail, skip } from '../types.js'
-import { short, waitUntil } from '../wait.js'
+import { short, sleep, waitUntil } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
 import { type GqlSocket, openGql } from './graphql-surface.js'
 import { connect, subscribed, subscribeMessage, topicOf } from './stream.js'
 
 type Json = Record<string, unknown>
+
+/**
+ * How long the key's connections are held open before the revoke: a few polls of a deployment that reads its open
+ * sockets' keys again every half second (the reference's AGENTOPS_KEY_WATCH_POLL_MS).
+ */
+const HOLD_MS = 1500
 
 /** A refusal-shaped answer: an `error` message, or one carrying an `error` or `errors` member. */
 const refusal = (m: Json | undefined) =>
@@ -24,7 +30,7 @@ export const revocationChecks: Check[] = [
   {
     id: 'stream.revoked-key-ends-connections',
     title:
-      "A key revoked while it holds a /v1/stream subscription and a graphql-ws subscription open loses both: the stream says unauthenticated (with REST's 401 message for the token) and closes 4401, graphql-ws closes 4401, within the wait; the token is refused 401 at the next upgrade",
+      "A key revoked while it holds a /v1/stream subscription and a graphql-ws subscription open keeps both while the key is good and loses both once it is revoked: the stream says unauthenticated (with REST's 401 message for the token) and closes 4401, graphql-ws closes 4401, within the wait; the token is refused 401 at the next upgrade",
     level: 'profile',
     clauses: ['S5.3'],
     needs: ['revocable'],
@@ -70,6 +76,19 @@ export const revocationChecks: Check[] = [
             payload: { query: 'subscription { runEvents { type } }' },
           })
         }
+        // The positive control: while the key is good, its connections stay open (a deployment that ended them of
+        // itself would pass what follows without ever hearing of the revoke).
+        await sleep(HOLD_MS)
+        const before = [
+          ...(ended.stream ? [`the stream closed ${ended.stream.code} ${short(ended.stream.reason)}`] : []),
+          ...(graphql?.closed
+            ? [`the graphql-ws socket closed ${graphql.closed.code} ${short(graphql.closed.reason)}`]
+            : []),
+        ]
+        assert(
+          before.length === 0,
+          `before the revoke, with the key still good, ${before.join(' and ')} within ${HOLD_MS} ms of opening`,
+        )
         const failed = await revokeToken(command, token)
         if (failed) fail(failed)
         const gql = graphql
