@@ -208,9 +208,15 @@ try {
       ['--revoke', ref.revoke],
     ].flatMap(([flag, value]) => (value ? [flag as string, value] : []))
     log(`proxy ${proxy.url} -> ${ref.baseUrl}`)
-    // What --reference declares of the server it starts: the attempts a delivery gets.
+    // What --reference declares of the server it starts: the attempts a delivery gets, where its messages link a run.
     const declared = join(declaredDir, 'conformance.json')
-    writeFileSync(declared, JSON.stringify({ webhooks: { maxAttempts: REFERENCE_WEBHOOK_MAX_ATTEMPTS } }))
+    writeFileSync(
+      declared,
+      JSON.stringify({
+        webhooks: { maxAttempts: REFERENCE_WEBHOOK_MAX_ATTEMPTS },
+        destinations: { runLink: ref.runLink },
+      }),
+    )
     // Prism does not relay WebSockets (nor serve GraphQL, which the contract leaves out): the stream checks talk to
     // the server directly, and every GraphQL check sends to the declared --graphql-url, the server's own.
     const { code, results } = await runSuite([
