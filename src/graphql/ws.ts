@@ -17,7 +17,7 @@ import {
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Clock } from '../domain/clock.js'
 import { ApiError, unauthenticated } from '../domain/errors.js'
-import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
+import type { FailureLog } from '../domain/failure-log.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
 import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
@@ -67,8 +67,8 @@ export interface GraphqlWsPorts {
   sockets: Pick<StreamSocketQuotas, 'open'>
   /** Absent: nothing is measured. */
   telemetry?: Pick<SocketTelemetry, 'messageSent' | 'slowConsumerClosed' | 'readFrom'>
-  /** Where failures no client waits for are logged; absent: standard error. */
-  log?: FailureLog
+  /** Where failures no client waits for are logged. */
+  log: FailureLog
 }
 
 export interface GraphqlWsSettings {
@@ -138,7 +138,7 @@ export function attachGraphqlWs(
 ): { close(): Promise<void> } {
   const { clock, keys, limits } = ports
   // Stryker disable next-line LogicalOperator: where failures no client waits for are logged: a log line, no answer.
-  const failures = ports.log ?? CONSOLE_FAILURE_LOG
+  const failures = ports.log
   const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024, handleProtocols })
   /** Live subscriptions per socket, by operation id: their root field, counted when metrics are scraped. */
   const live = new Map<object, Map<string, string>>()

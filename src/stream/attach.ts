@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream'
 import { WebSocketServer } from 'ws'
 import type { Clock } from '../domain/clock.js'
 import { ApiError, unauthenticated } from '../domain/errors.js'
-import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
+import type { FailureLog } from '../domain/failure-log.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import type { IngestionService } from '../domain/ingestion/service.js'
 import type { KeyService, VerifiedKey } from '../domain/keys/service.js'
@@ -20,13 +20,12 @@ import type { SocketTelemetry } from '../surface/socket-telemetry.js'
 import type { TopicFeeds } from '../surface/topic-feeds.js'
 import {
   connectorSource,
-  MAX_REPLAY,
   type RecordReader,
   type RunEventReader,
   runsSource,
 } from '../surface/topic-sources.js'
 import { refuseUnknownPath, refuseUpgrade } from '../surface/upgrade.js'
-import { DEFAULT_MAX_SUBSCRIPTIONS, type StreamConnection, StreamHub, type StreamIngestor } from './hub.js'
+import { type StreamConnection, StreamHub, type StreamIngestor } from './hub.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
 const MESSAGE_ENVELOPE_BYTES = 64 * 1024
@@ -58,17 +57,17 @@ export interface StreamPorts {
   sockets: Pick<StreamSocketQuotas, 'open' | 'start' | 'stop'>
   /** Absent: nothing is measured. */
   telemetry?: SocketTelemetry
-  /** Where failures no client waits for are logged; absent: standard error. */
-  log?: FailureLog
+  /** Where failures no client waits for are logged. */
+  log: FailureLog
 }
 
 /** The operator's stream settings (src/config.ts holds their defaults). */
 export interface StreamSettings {
   heartbeatMs: number
-  /** Most messages a resume replays per topic before a `gap` (default MAX_REPLAY, 1000). */
-  maxReplay?: number
-  /** Topics one connection may hold at once (default DEFAULT_MAX_SUBSCRIPTIONS, 100). */
-  maxSubscriptions?: number
+  /** Most messages a resume replays per topic before a `gap` (`AGENTOPS_STREAM_MAX_REPLAY`). */
+  maxReplay: number
+  /** Topics one connection may hold at once (`AGENTOPS_STREAM_MAX_SUBSCRIPTIONS`), the tiers' quota its ceiling. */
+  maxSubscriptions: number
   maxBufferedBytes: number
   fallbackPollMs: number
   /** The REST body limit: a socket message may carry a batch this large, plus the JSON around it. */
@@ -96,7 +95,7 @@ export function attachStream(
     noServer: true,
     maxPayload: settings.maxBodyBytes + MESSAGE_ENVELOPE_BYTES,
   })
-  const failures = ports.log ?? CONSOLE_FAILURE_LOG
+  const failures = ports.log
   const hub = new StreamHub(
     {
       clock,
@@ -110,8 +109,8 @@ export function attachStream(
       heartbeatMs: settings.heartbeatMs,
       maxBufferedBytes: settings.maxBufferedBytes,
       fallbackPollMs: settings.fallbackPollMs,
-      maxReplay: settings.maxReplay ?? MAX_REPLAY,
-      ...(settings.maxSubscriptions === undefined ? {} : { maxSubscriptions: settings.maxSubscriptions }),
+      maxReplay: settings.maxReplay,
+      maxSubscriptions: settings.maxSubscriptions,
       ...(ports.telemetry ? { telemetry: ports.telemetry } : {}),
       log: failures,
     },
@@ -172,8 +171,8 @@ export function attachStream(
           ...callerFromKey(verified),
           // Stryker disable next-line all: equivalent in every run: each tier's stream_subscriptions_per_socket is 100, the server's ceiling and the hub's own default are 100 too, so every fallback gives the same bound (held by stream.subscriptions-per-connection); the key's topic count (keyTopics) is reached only past 500 topics on a key
           maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
-            // Stryker disable next-line all: the same fallback (see above)
-            stream_subscriptions_per_socket: settings.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS,
+            // Stryker disable next-line all: the server's ceiling, equal to every tier's quota (see above)
+            stream_subscriptions_per_socket: settings.maxSubscriptions,
           }),
           keyTopics: held,
         },
