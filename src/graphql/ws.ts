@@ -137,7 +137,6 @@ export function attachGraphqlWs(
   observer: SurfaceObserver = NO_OBSERVER,
 ): { close(): Promise<void> } {
   const { clock, keys, limits } = ports
-  // Stryker disable next-line LogicalOperator: where failures no client waits for are logged: a log line, no answer.
   const failures = ports.log
   const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024, handleProtocols })
   /** Live subscriptions per socket, by operation id: their root field, counted when metrics are scraped. */
