@@ -134,6 +134,14 @@ export function revokeCommand(kit: string, databaseUrl: string): string {
   ])
 }
 
+/**
+ * Where the reference's chat messages and incidents link a run, given its `AGENTOPS_PUBLIC_URL`: what a run of the
+ * suite against it declares as `destinations.runLink`.
+ */
+export function referenceRunLink(publicUrl: string): string {
+  return `${publicUrl}/v1/runs/{run_id}`
+}
+
 /** Words as one POSIX shell command line, each single-quoted (a command setting such as `--revoke` takes one). */
 export function shellLine(words: readonly string[]): string {
   return words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ')
@@ -208,6 +216,7 @@ export async function startReference(
   const kit = findReference()
   // A fixed port (--reference-port, for a runner whose firewall opens only some) or any free one.
   const port = options.port || (await freePort())
+  const baseUrl = `http://127.0.0.1:${port}`
   // Made only once nothing before the server's start can fail without removing it: `--reference` without the kit
   // beside the suite had left one empty directory per run.
   const dir = mkdtempSync(join(tmpdir(), 'agentops-conformance-'))
@@ -240,7 +249,7 @@ export async function startReference(
         AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
         ...process.env,
         // Its own address as the public URL its chat messages and incidents link runs to (runLink below).
-        AGENTOPS_PUBLIC_URL: `http://127.0.0.1:${port}`,
+        AGENTOPS_PUBLIC_URL: baseUrl,
         ...(options.receiverTarget
           ? {
               // The receiver by the name localhost too, on its port only (webhooks.listed-name-resolved).
@@ -273,7 +282,6 @@ export async function startReference(
   }
   child.stdout?.on('data', keep)
   child.stderr?.on('data', keep)
-  const baseUrl = `http://127.0.0.1:${port}`
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
@@ -330,7 +338,7 @@ export async function startReference(
     databaseUrl,
     tokens,
     revoke: revokeCommand(kit, databaseUrl),
-    runLink: `${baseUrl}/v1/runs/{run_id}`,
+    runLink: referenceRunLink(baseUrl),
     issueRevocable: () => issueRevocable(kit, databaseUrl),
     stop,
   }

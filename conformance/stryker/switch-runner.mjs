@@ -220,7 +220,7 @@ class SwitchedServer {
       AGENTOPS_DESTINATION_PRIVATE_TARGETS: [receiver, this.natsTarget].filter(Boolean).join(','),
       AGENTOPS_TOOL_PRIVATE_TARGETS: receiver,
       AGENTOPS_STRYKER_DATABASE_URL: this.databaseUrl,
-      // The public URL its chat messages and incidents link runs to, declared in the config file (RUN_LINK).
+      // The public URL its chat messages and incidents link runs to, declared in the config file (init()).
       AGENTOPS_PUBLIC_URL: PUBLIC_URL,
     }
     delete env.__STRYKER_ACTIVE_MUTANT__
@@ -394,9 +394,10 @@ export class ConformanceSwitchRunner {
     // The identities the suite's --reference provisions, the way it does, from the suite itself (the sandbox's
     // compiled copy).
     const load = async (file) => import(pathToFileURL(join(dist, file)).href)
+    const reference = await load('reference.js')
     this.identities ??= {
-      provisionArgs: (await load('reference.js')).provisionArgs,
-      revokeCommand: (await load('reference.js')).revokeCommand,
+      provisionArgs: reference.provisionArgs,
+      revokeCommand: reference.revokeCommand,
       provisionedTokens: (await load('provision.js')).provisionedTokens,
       TOKENS: (await load('config.js')).TOKENS,
     }
@@ -436,7 +437,7 @@ export class ConformanceSwitchRunner {
       JSON.stringify({
         stream: { replayWindow: REPLAY_WINDOW, subscribe: { type: 'subscribe', topics: '{topics}' } },
         webhooks: { maxAttempts: MAX_ATTEMPTS },
-        destinations: { runLink: `${PUBLIC_URL}/v1/runs/{run_id}` },
+        destinations: { runLink: reference.referenceRunLink(PUBLIC_URL) },
       }),
     )
   }

@@ -45,16 +45,19 @@ interface Said {
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
 
-/** Every `text` string of a Block Kit structure (headers, sections, fields, context elements, buttons). */
-function blockTexts(value: unknown, out: string[] = []): string[] {
-  if (Array.isArray(value)) for (const v of value) blockTexts(v, out)
+/** Every string under `key` anywhere in a Block Kit structure, in order (an object holding one is not entered). */
+function blockStrings(value: unknown, key: string, out: string[] = []): string[] {
+  if (Array.isArray(value)) for (const v of value) blockStrings(v, key, out)
   else if (value && typeof value === 'object')
     for (const [k, v] of Object.entries(value)) {
-      if (k === 'text' && typeof v === 'string') out.push(v)
-      else blockTexts(v, out)
+      if (k === key && typeof v === 'string') out.push(v)
+      else blockStrings(v, key, out)
     }
   return out
 }
+
+/** Every `text` string of a Block Kit structure (headers, sections, fields, context elements, buttons). */
+const blockTexts = (value: unknown): string[] => blockStrings(value, 'text')
 
 function slackSaid(d: Delivery): Said | undefined {
   if (!d.body) return undefined
@@ -307,16 +310,7 @@ function slackLinks(body: unknown): string[] {
   const links: string[] = []
   for (const t of [obj(body).text, ...blockTexts(obj(body).blocks)])
     if (typeof t === 'string') for (const m of t.matchAll(/<([^<>|]+)(?:\|[^<>]*)?>/g)) links.push(m[1] ?? '')
-  const urls = (value: unknown): void => {
-    if (Array.isArray(value)) for (const v of value) urls(v)
-    else if (value && typeof value === 'object')
-      for (const [k, v] of Object.entries(value)) {
-        if (k === 'url' && typeof v === 'string') links.push(v)
-        else urls(v)
-      }
-  }
-  urls(obj(body).blocks)
-  return links
+  return [...links, ...blockStrings(obj(body).blocks, 'url')]
 }
 
 /**
