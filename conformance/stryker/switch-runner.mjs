@@ -394,12 +394,15 @@ export class ConformanceSwitchRunner {
     // The identities the suite's --reference provisions, the way it does, from the suite itself (the sandbox's
     // compiled copy).
     const load = async (file) => import(pathToFileURL(join(dist, file)).href)
-    const reference = await load('reference.js')
-    this.identities ??= {
-      provisionArgs: reference.provisionArgs,
-      revokeCommand: reference.revokeCommand,
-      provisionedTokens: (await load('provision.js')).provisionedTokens,
-      TOKENS: (await load('config.js')).TOKENS,
+    if (!this.identities) {
+      const reference = await load('reference.js')
+      this.identities = {
+        provisionArgs: reference.provisionArgs,
+        revokeCommand: reference.revokeCommand,
+        referenceRunLink: reference.referenceRunLink,
+        provisionedTokens: (await load('provision.js')).provisionedTokens,
+        TOKENS: (await load('config.js')).TOKENS,
+      }
     }
     if (!this.suite) {
       this.suite = (await import(pathToFileURL(join(dist, 'cli.js')).href)).main
@@ -430,6 +433,7 @@ export class ConformanceSwitchRunner {
     }
     this.configDir = mkdtempSync(join(this.root, '.switch-suite-'))
     this.configFile = join(this.configDir, 'conformance.json')
+    const runLink = this.identities.referenceRunLink?.(PUBLIC_URL)
     // The reference's subscribe message, declared: a mutant that pushes no record then fails the stream's core
     // checks (their silence is the deployment's failure, not the suite's guess) and --bail ends its run there.
     writeFileSync(
@@ -437,7 +441,7 @@ export class ConformanceSwitchRunner {
       JSON.stringify({
         stream: { replayWindow: REPLAY_WINDOW, subscribe: { type: 'subscribe', topics: '{topics}' } },
         webhooks: { maxAttempts: MAX_ATTEMPTS },
-        destinations: { runLink: reference.referenceRunLink(PUBLIC_URL) },
+        ...(runLink ? { destinations: { runLink } } : {}),
       }),
     )
   }
