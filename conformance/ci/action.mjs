@@ -20,6 +20,7 @@ for (const [name, flag] of [
   ['token', '--token'],
   ['provision', '--provision'],
   ['revoke', '--revoke'],
+  ['issue-expiring', '--issue-expiring'],
   ['config', '--config'],
   ['deadline', '--deadline'],
 ]) {

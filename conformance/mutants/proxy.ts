@@ -90,8 +90,11 @@ export interface Mutant {
    * connections apart); undefined drops it.
    */
   streamMessage?(message: Json, connection: object): Json | undefined
-  /** Whether the client's connection stays open when the deployment closed its own with `code` (default: never). */
-  keepsOpen?(code: number): boolean
+  /**
+   * Whether the client's connection stays open when the deployment closed its own with `code` and `reason` (default:
+   * never).
+   */
+  keepsOpen?(code: number, reason: string): boolean
   /** A client's stream connection closed. */
   streamClosed?(connection: object): void
   /**
@@ -464,7 +467,8 @@ export class MutantProxy {
             upstream.close()
           })
           upstream.on('close', (code, reason) => {
-            if (!this.mutant?.keepsOpen?.(code)) client.close(relayable(code) ? code : 1000, reason)
+            if (!this.mutant?.keepsOpen?.(code, reason.toString()))
+              client.close(relayable(code) ? code : 1000, reason)
           })
           client.on('error', () => upstream.terminate())
           upstream.on('error', () => client.terminate())

@@ -129,6 +129,7 @@ async function startLane(name: string, seed: number, log: (line: string) => void
         reference.tokens.revocable = await reference.issueRevocable()
       const config = configFor()
       config.revoke = reference.revoke
+      config.issueExpiring = reference.issueExpiring
       dialect?.configure?.(config)
       proxy.mutant = dialect ?? mutant
       try {

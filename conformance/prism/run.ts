@@ -206,6 +206,7 @@ try {
       ['--quota-limited-token', t.quotaLimited],
       // The stream and graphql-ws connections it revokes go to the server directly (see below), as its revoke does.
       ['--revoke', ref.revoke],
+      ['--issue-expiring', ref.issueExpiring],
     ].flatMap(([flag, value]) => (value ? [flag as string, value] : []))
     log(`proxy ${proxy.url} -> ${ref.baseUrl}`)
     // What --reference declares of the server it starts: the attempts a delivery gets, where its messages link a run.

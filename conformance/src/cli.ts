@@ -296,6 +296,7 @@ export async function main(
       config.streamUrl = ''
       config.tokens = { ...reference.tokens }
       config.revoke ??= reference.revoke
+      config.issueExpiring ??= reference.issueExpiring
       config.runLink ??= reference.runLink
     }
     contract ??= compile()

@@ -141,6 +141,12 @@ export interface SuiteConfig extends Declarations {
    * connections open (§5 "How keys are issued and rotated: not shown").
    */
   revoke?: string
+  /**
+   * The deployment's command for a short-lived key (src/issue-expiring.ts): run through the shell with the primary
+   * token on its standard input, it prints a new key of that workspace that expires within seconds, as JSON
+   * `{"token", "expires_at"}`. A profile check holds connections open with it across its expiry.
+   */
+  issueExpiring?: string
   /** --deadline: the longest the whole run may take, seconds. */
   deadlineSeconds?: number
   /** --reference-port: the port the reference server listens on. */
@@ -308,6 +314,13 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'revoke',
     help: 'Command (run through the shell) that revokes the key of the token it reads on stdin and exits 0, e.g. "agentops keys revoke --token-stdin --database-url URL": with the revocable token, a key revoked while it holds connections open (profile; skipped when absent)',
+  },
+  {
+    flag: 'issue-expiring',
+    env: 'ISSUE_EXPIRING',
+    kind: 'string',
+    file: 'issueExpiring',
+    help: 'Command (run through the shell) that reads the primary token on stdin and prints a new key of its workspace, with its scopes, expiring 1 to 60 seconds after it printed it, as JSON {"token", "expires_at"}, e.g. "agentops keys create --token-stdin --expires-in 3 --json --database-url URL": a key that expires while it holds connections open (profile; skipped when absent)',
   },
   {
     flag: 'token',
@@ -952,12 +965,14 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   const graphqlUrl = str('graphql-url')
   const provision = str('provision')
   const revoke = str('revoke')
+  const issueExpiring = str('issue-expiring')
   const natsUrl = str('nats-url')
   if (natsUrl) natsTarget(natsUrl, settingName('nats-url'))
   const config: SuiteConfig = {
     ...declarations(file),
     ...(provision ? { provision } : {}),
     ...(revoke ? { revoke } : {}),
+    ...(issueExpiring ? { issueExpiring } : {}),
     ...(natsUrl ? { natsUrl } : {}),
     ...(graphqlUrl ? { graphqlUrl: validUrl(graphqlUrl, '--graphql-url', ['http:', 'https:']) } : {}),
     baseUrl,

@@ -159,6 +159,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.subscriptions-per-connection': GAPS.streamMessages,
   'stream.key-quotas': GAPS.keyQuotas,
   'stream.revoked-key-ends-connections': GAPS.keyLifecycle,
+  'stream.expired-key-ends-connections': GAPS.keyLifecycle,
   'quotas.room-returns': GAPS.workspaceQuotas,
   'webhooks.awaiting-approval-body-exact': GAPS.awaitingApprovalBody,
   'graphql.ws-key-quotas': GAPS.graphql,

@@ -77,6 +77,11 @@ export function initConfig(checks: Check[], baseUrl: string, provision: string |
   //   agentops keys revoke --token-stdin --database-url URL
   "revoke": "",
 
+  // A command that reads the primary token on stdin and prints a new key like it, expiring 1 to 60 seconds later, as
+  // {"token": ..., "expires_at": "<RFC 3339>"} (stream.expired-key-ends-connections). The reference server's is
+  //   agentops keys create --token-stdin --expires-in 3 --json --database-url URL
+  "issueExpiring": "",
+
   "tokens": {
 ${keys.map((k, i) => token(k, i === keys.length - 1)).join('\n')}
   },

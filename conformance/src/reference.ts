@@ -76,6 +76,8 @@ export interface ReferenceServer {
   tokens: SuiteConfig['tokens']
   /** The reference's revoke command on that store (`--revoke`): `agentops keys revoke --token-stdin`. */
   revoke: string
+  /** The reference's short-lived key command on that store (`--issue-expiring`): `agentops keys create --token-stdin`. */
+  issueExpiring: string
   /** Where its chat messages and incidents link a run (the config file's `destinations.runLink`). */
   runLink: string
   /** A fresh revocable token: for each further run against this server, the last one's being revoked. */
@@ -129,6 +131,28 @@ export function revokeCommand(kit: string, databaseUrl: string): string {
     'keys',
     'revoke',
     '--token-stdin',
+    '--database-url',
+    databaseUrl,
+  ])
+}
+
+/** How long the reference's short-lived keys live: long enough to open connections, short enough not to hold a run. */
+const SHORT_LIFE_SECONDS = 3
+
+/**
+ * The reference's side of the suite's short-lived key command (`--issue-expiring`, src/issue-expiring.ts) as one
+ * shell command line: the kit's CLI issuing a key like the token on its standard input's, expiring in a few seconds.
+ */
+export function issueExpiringCommand(kit: string, databaseUrl: string): string {
+  return shellLine([
+    process.execPath,
+    join(kit, 'bin', 'agentops.mjs'),
+    'keys',
+    'create',
+    '--token-stdin',
+    '--expires-in',
+    String(SHORT_LIFE_SECONDS),
+    '--json',
     '--database-url',
     databaseUrl,
   ])
@@ -338,6 +362,7 @@ export async function startReference(
     databaseUrl,
     tokens,
     revoke: revokeCommand(kit, databaseUrl),
+    issueExpiring: issueExpiringCommand(kit, databaseUrl),
     runLink: referenceRunLink(baseUrl),
     issueRevocable: () => issueRevocable(kit, databaseUrl),
     stop,

@@ -58,8 +58,10 @@ export const CHECKS = {
     'stream.plain-get-refused',
     'stream.accepts-token',
     'stream.access-token-query',
-    // A key revoked while it holds sockets open: the key watch (watch.ts) is the one way its end reaches them.
+    // A key revoked or expiring while it holds sockets open: the key watch (watch.ts) is the one way its end reaches
+    // them.
     'stream.revoked-key-ends-connections',
+    'stream.expired-key-ends-connections',
   ],
   // The GraphQL checks that read agents by id in one batch (a run's agent) and across workspaces: AgentService.getMany.
   '§5.6 tenancy': [
@@ -136,7 +138,11 @@ export const CHECKS = {
     'surface',
   ],
   // A revoked key's graphql-ws socket closed with its stream connection: one check, since the key is revoked once.
-  '§4 GraphQL surface': ['graphql', 'stream.revoked-key-ends-connections'],
+  '§4 GraphQL surface': [
+    'graphql',
+    'stream.revoked-key-ends-connections',
+    'stream.expired-key-ends-connections',
+  ],
 }
 
 /**
@@ -180,7 +186,7 @@ export function checksFor(section) {
  * - the verified-key cache decides only WHEN a key's row is read again: what a request is answered is decided by
  *   KeyService's check on the row it gets (in scope), and how soon a revoke lands is §5's gap ("How keys are issued
  *   and rotated: not shown"). The watch of open sockets' keys (watch.ts) is in scope: it is the one way a key's end
- *   reaches an open socket, judged by stream.revoked-key-ends-connections;
+ *   reaches an open socket, judged by stream.revoked-key-ends-connections and stream.expired-key-ends-connections;
  * - the lineage auditor's one-leaf forms (src/domain/ingestion/audit.ts: a leaf's audit path, its verification, a
  *   root over leaf data) are never run by the server, which builds every path of a batch at once (merkle.ts, in
  *   scope): they are the unit tests' second opinion, and no request reaches them;

@@ -399,6 +399,7 @@ export class ConformanceSwitchRunner {
       this.identities = {
         provisionArgs: reference.provisionArgs,
         revokeCommand: reference.revokeCommand,
+        issueExpiringCommand: reference.issueExpiringCommand,
         referenceRunLink: reference.referenceRunLink,
         provisionedTokens: (await load('provision.js')).provisionedTokens,
         TOKENS: (await load('config.js')).TOKENS,
@@ -529,6 +530,8 @@ export class ConformanceSwitchRunner {
     // The kit's CLI revoking a key in this server's store, in a process of its own, as --reference's revoke command:
     // the running server finds the revoke as it finds one of an operator's (stream.revoked-key-ends-connections).
     const revoke = this.identities.revokeCommand?.(server.root, server.databaseUrl)
+    // And issuing a key that expires while the suite holds connections open (stream.expired-key-ends-connections).
+    const issueExpiring = this.identities.issueExpiringCommand?.(server.root, server.databaseUrl)
     const argv = [
       '--base-url',
       server.baseUrl,
@@ -536,6 +539,7 @@ export class ConformanceSwitchRunner {
       `${server.baseUrl}/v1/graphql`,
       ...tokenFlags,
       ...(revoke ? ['--revoke', revoke] : []),
+      ...(issueExpiring ? ['--issue-expiring', issueExpiring] : []),
       '--receiver-port',
       String(this.receiverPort),
       ...(nats ? ['--nats-url', nats] : []),

@@ -4,7 +4,13 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
-import { KeyService, keyIdOfToken, type WorkspaceSettings } from '../domain/keys/service.js'
+import {
+  type IssuedKey,
+  type IssueKeyInput,
+  KeyService,
+  keyIdOfToken,
+  type WorkspaceSettings,
+} from '../domain/keys/service.js'
 import { HOURLY_WINDOW_SECONDS } from '../domain/limits/rate-limit.js'
 import { quotaLimit } from '../domain/quotas/quota.js'
 import { isQuotaName, QUOTA_NAMES, type QuotaOverrides } from '../domain/quotas/types.js'
@@ -40,10 +46,14 @@ Serves the API and the WebSocket stream (/v1/stream) on one port.
   --host H            address to bind (default: $HOST or 0.0.0.0)
   --database-url URL  sqlite:PATH (default sqlite:./.agentops/agentops.db) or postgres://...
 Other settings: AGENTOPS_MAX_BODY_BYTES, AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT,..., AGENTOPS_RUN_CONCURRENCY.`,
-  'keys create': `agentops keys create --workspace NAME [options]
+  'keys create': `agentops keys create (--workspace NAME | --token-stdin) [options]
 
 Issues an API key; the token is printed once and only its hash is stored.
   --workspace NAME       workspace to issue the key in (created on first use)
+  --token-stdin          issue it like the key of the token read on standard input: in its workspace, as its
+                         identity, with its scopes unless --scopes or --identity say otherwise; the conformance
+                         suite's short-lived key: --issue-expiring "agentops keys create --token-stdin
+                         --expires-in 3 --json --database-url URL"
   --tier T               standard (1000/h) | pro (10000/h) | enterprise (custom)
   --limit-per-hour N     hourly quota (sets the tier to enterprise when --tier is absent)
   --burst-limit N        quota of the burst window
@@ -157,6 +167,27 @@ async function readStdin(): Promise<string> {
   process.stdin.setEncoding('utf8')
   for await (const chunk of process.stdin) text += String(chunk)
   return text
+}
+
+/**
+ * Issues another key like `token`'s: in its workspace, acting as its identity with its scopes unless given (`keys
+ * create --token-stdin`, the conformance suite's way to a key that expires while it holds connections open).
+ * Undefined when the token is no valid key of this store.
+ */
+async function issueLike(
+  keys: KeyService,
+  token: string,
+  input: Pick<IssueKeyInput, 'identity' | 'scopes' | 'expiresInSeconds'>,
+): Promise<IssuedKey | undefined> {
+  const like = await keys.verifyRequest({ authorization: `Bearer ${token}` })
+  if (typeof like === 'string') return undefined
+  return keys.issue({
+    workspace: like.workspace.name,
+    identity: input.identity ?? like.identity,
+    // No scopes given (or an empty list) keeps the token’s: never the wildcard `keys create` defaults to.
+    scopes: input.scopes && input.scopes.length > 0 ? input.scopes : like.scopes,
+    expiresInSeconds: input.expiresInSeconds,
+  })
 }
 
 const COMMON = {
@@ -318,25 +349,40 @@ export async function main(argv: string[]): Promise<number> {
             identity: { type: 'string' },
             'expires-in': { type: 'string' },
             revoked: { type: 'boolean' },
+            'token-stdin': { type: 'boolean' },
           },
           strict: true,
         })
         if (values.help) return help('keys create')
-        if (!values.workspace) throw new UsageError('--workspace NAME is required')
+        const like = values['token-stdin'] === true
+        if (like && values.workspace) throw new UsageError('give --workspace NAME or --token-stdin, not both')
+        if (!like && !values.workspace)
+          throw new UsageError('--workspace NAME (or --token-stdin) is required')
         const expiresIn = positiveInt(values['expires-in'], '--expires-in')
         // Every flag is checked before the store is opened, so a typo never creates a database.
         const settings = settingsFrom(values)
+        if (like && Object.values(settings).some((v) => v !== undefined))
+          throw new UsageError(
+            '--token-stdin issues into the token’s workspace as it is: give no workspace settings',
+          )
+        const token = like ? (await readStdin()).trim() : undefined
+        if (like && !keyIdOfToken(token ?? ''))
+          throw new UsageError('standard input holds no token of this server (aok_...)')
+        const input = { scopes: list(values.scopes), identity: values.identity, expiresInSeconds: expiresIn }
         const issued = await withKeys(values['database-url'], async (keys) => {
-          const key = await keys.issue({
-            workspace: values.workspace!,
-            ...settings,
-            scopes: list(values.scopes),
-            identity: values.identity,
-            expiresInSeconds: expiresIn,
-          })
-          if (values.revoked) await keys.revoke(key.key_id)
+          const key =
+            token !== undefined
+              ? await issueLike(keys, token, input)
+              : await keys.issue({ workspace: values.workspace!, ...settings, ...input })
+          if (key && values.revoked) await keys.revoke(key.key_id)
           return key
         })
+        if (!issued) {
+          console.error(
+            'the token read on standard input is no valid key of this store (unknown, revoked or expired)',
+          )
+          return 1
+        }
         if (values.json) console.log(JSON.stringify(issued))
         else
           console.log(

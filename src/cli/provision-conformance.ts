@@ -69,8 +69,9 @@ export function conformanceIdentities(
         ? { workspace: primary, tier: primaryTier, quotas: ROOM_FOR_MANY_RUNS.quotas }
         : { workspace: primary, ...ROOM_FOR_MANY_RUNS },
     ],
-    // Expires one second after issue: expired by the time the suite sends it (auth.expired-token-401).
-    ['expired', { workspace: primary, expiresInSeconds: 1 }],
+    // Expires the moment it is issued (auth.expired-token-401): a key past its expiry from the suite's first request,
+    // with no wait for it to lapse.
+    ['expired', { workspace: primary, expiresInSeconds: 0 }],
     // As the primary: a pro tier's 10,000 requests an hour run out over a mutation run.
     // Every resource family as a wildcard (`agents:*`, ...): the wildcard form of a scope carries its requests.
     ['secondWorkspace', { workspace: `${prefix}-second`, ...ROOM_FOR_MANY_RUNS, scopes: EVERY_FAMILY }],

@@ -26,7 +26,7 @@ describe('agentops --help per command', () => {
     [['keys', '--help'], 'agentops keys <create|list|revoke>'],
     [['keys', '-h'], 'agentops keys <create|list|revoke>'],
     [['workspaces', '--help'], 'agentops workspaces set NAME'],
-    [['keys', 'create', '--help'], 'agentops keys create --workspace NAME'],
+    [['keys', 'create', '--help'], 'agentops keys create (--workspace NAME | --token-stdin)'],
     [['keys', 'list', '--help'], 'agentops keys list --workspace NAME'],
     [['keys', 'revoke', '--help'], 'agentops keys revoke (KEY_ID | --token-stdin)'],
     [['workspaces', 'set', '--help'], 'agentops workspaces set NAME'],

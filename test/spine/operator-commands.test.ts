@@ -19,6 +19,18 @@ const agentops = (args: string[]) =>
     env: { ...process.env, NODE_OPTIONS: '' },
   })
 
+/** A command given `stdin` on its standard input; its exit code, never a rejection. */
+const withStdin = (args: string[], stdin: string) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { cwd: ROOT, timeout: 60_000, env: { ...process.env, NODE_OPTIONS: '' } },
+      (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    )
+    child.stdin?.end(stdin)
+  })
+
 describe('agentops operator commands', () => {
   it('runs ten `keys create` at once on one fresh SQLite store, every one issuing its key', async () => {
     const url = `sqlite:${join(testTempDir('operators-'), 'db.sqlite')}`
@@ -112,15 +124,7 @@ describe('agentops operator commands', () => {
         .stdout,
     ) as { tokens: Record<string, string> }
     const revoke = (stdin: string, extra: string[] = []) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
-        const child = execFile(
-          process.execPath,
-          [CLI, 'keys', 'revoke', '--token-stdin', '--json', ...extra, '--database-url', url],
-          { cwd: ROOT, timeout: 60_000, env: { ...process.env, NODE_OPTIONS: '' } },
-          (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-        )
-        child.stdin?.end(stdin)
-      })
+      withStdin(['keys', 'revoke', '--token-stdin', '--json', ...extra, '--database-url', url], stdin)
     const revoked = await revoke(`${tokens.revocable}\n`)
     expect(revoked.code).toBe(0)
     const keyId = (JSON.parse(revoked.stdout) as { key_id: string }).key_id
@@ -136,6 +140,47 @@ describe('agentops operator commands', () => {
     expect(garbage.code).toBe(2)
     expect(garbage.stderr).toContain('no token of this server')
     expect((await revoke(tokens.revocable ?? '', ['key_x'])).stderr).toContain('not both')
+  })
+
+  it('keys create --token-stdin issues a key like the token’s (its workspace, identity and scopes), and refuses what is no valid key', async () => {
+    const url = `sqlite:${join(testTempDir('create-like-'), 'db.sqlite')}`
+    const { tokens } = JSON.parse(
+      (await agentops(['keys', 'provision-conformance', '--workspace-prefix', 'lk', '--database-url', url]))
+        .stdout,
+    ) as { tokens: Record<string, string> }
+    const like = (stdin: string, extra: string[] = []) =>
+      withStdin(['keys', 'create', '--token-stdin', '--json', ...extra, '--database-url', url], stdin)
+    type Issued = {
+      token: string
+      workspace: string
+      identity: string
+      scopes: string[]
+      expires_at: string | null
+    }
+    const before = Date.now()
+    const short = await like(`${tokens.otherScope}\n`, ['--expires-in', '3'])
+    expect(short.code).toBe(0)
+    const issued = JSON.parse(short.stdout) as Issued
+    expect([issued.workspace, issued.identity, issued.scopes]).toEqual(['lk-primary', 'default', ['tasks:*']])
+    expect(issued.token).not.toBe(tokens.otherScope)
+    const expiresAt = Date.parse(issued.expires_at ?? '')
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 3000)
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 3000)
+    // Given scopes win; the new key is itself a key to issue from.
+    const narrowed = await like(issued.token, ['--scopes', 'tasks:read'])
+    expect((JSON.parse(narrowed.stdout) as Issued).scopes).toEqual(['tasks:read'])
+    expect((JSON.parse(narrowed.stdout) as Issued).expires_at).toBeNull()
+    // A revoked key, what is no token, a workspace besides, workspace settings: refused, nothing issued.
+    const revoked = await like(tokens.revoked ?? '')
+    expect([revoked.code, revoked.stderr]).toEqual([1, expect.stringContaining('no valid key')])
+    expect((await like('not-a-token')).code).toBe(2)
+    expect((await like(tokens.primary ?? '', ['--workspace', 'lk-primary'])).stderr).toContain('not both')
+    expect((await like(tokens.primary ?? '', ['--tier', 'pro'])).stderr).toContain('no workspace settings')
+    const listed = JSON.parse(
+      (await agentops(['keys', 'list', '--workspace', 'lk-primary', '--json', '--database-url', url])).stdout,
+    ) as unknown[]
+    // The provisioned keys of the primary workspace (seven) and the two issued here.
+    expect(listed).toHaveLength(9)
   })
 
   it('provision-conformance --primary-tier puts the primary identity on that tier, its quotas out of reach', async () => {

@@ -158,6 +158,14 @@ export function accessMutants(): Mutant[] {
       targets: ['stream.revoked-key-ends-connections'],
       keepsOpen: (code) => code === 4401,
     },
+    {
+      id: 'expired-key-keeps-connections',
+      description:
+        "A key's expiry is looked at only when a connection opens (a revoke still ends them): the stream and graphql-ws connections of a key that expired run on",
+      targets: ['stream.expired-key-ends-connections'],
+      keepsOpen: (code, reason) => code === 4401 && /expired/i.test(reason),
+      streamMessage: (message) => (expiryNotice(message) ? undefined : message),
+    },
     revokedTokenUpgradeAccepted(),
     {
       id: 'revoked-stream-says-other-words',
@@ -715,6 +723,14 @@ export function accessMutants(): Mutant[] {
  * after the deployment closed its connections for the revoke (the second upgrade with it goes through as the
  * primary identity's).
  */
+/** The stream's word that a connection's key expired: an error whose detail.reason is `expired`. */
+function expiryNotice(message: Json): boolean {
+  const error = message.error
+  if (message.type !== 'error' || !error || typeof error !== 'object' || Array.isArray(error)) return false
+  const detail = (error as Json).detail
+  return !!detail && typeof detail === 'object' && (detail as Json).reason === 'expired'
+}
+
 function revokedTokenUpgradeAccepted(): Mutant {
   let upgrades = 0
   let seen: string | undefined

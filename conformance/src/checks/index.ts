@@ -41,6 +41,9 @@ export const ALL_CHECKS: Check[] = [
   // First, in a lane of their own (the small-limit workspace), alongside everything after them: the lane's waits for
   // its windows to roll over are the run's longest, so they start at once.
   ...rateLimitChecks,
+  // Then the keys that end while they hold connections open: each waits seconds on a key of its own (a hold, a
+  // revoke's reach, an expiry), alongside everything after them.
+  ...revocationChecks,
   ...authChecks,
   ...authzChecks,
   // Probes of every operation's documented error answers (for the contract coverage report); they create nothing,
@@ -75,7 +78,6 @@ export const ALL_CHECKS: Check[] = [
   ...streamChecks,
   ...streamProtocolChecks,
   ...streamMessageRulesChecks,
-  ...revocationChecks,
   ...paginationChecks,
   ...graphqlSpecChecks,
   ...graphqlChecks,
