@@ -320,7 +320,7 @@ export const SETTINGS: Setting[] = [
     env: 'ISSUE_EXPIRING',
     kind: 'string',
     file: 'issueExpiring',
-    help: 'Command (run through the shell) that reads the primary token on stdin and prints a new key of its workspace, with its scopes, expiring 1 to 60 seconds after it printed it, as JSON {"token", "expires_at"}, e.g. "agentops keys create --token-stdin --expires-in 3 --json --database-url URL": a key that expires while it holds connections open (profile; skipped when absent)',
+    help: 'Command (run through the shell) that reads the primary token on stdin and prints a new key of its workspace, with its scopes, expiring 1 to 60 seconds after it printed it, as JSON {"token", "expires_at"}, e.g. "agentops keys create --token-stdin --expires-in 5 --json --database-url URL": a key that expires while it holds connections open (profile; skipped when absent)',
   },
   {
     flag: 'token',

@@ -79,7 +79,7 @@ export function initConfig(checks: Check[], baseUrl: string, provision: string |
 
   // A command that reads the primary token on stdin and prints a new key like it, expiring 1 to 60 seconds later, as
   // {"token": ..., "expires_at": "<RFC 3339>"} (stream.expired-key-ends-connections). The reference server's is
-  //   agentops keys create --token-stdin --expires-in 3 --json --database-url URL
+  //   agentops keys create --token-stdin --expires-in 5 --json --database-url URL
   "issueExpiring": "",
 
   "tokens": {

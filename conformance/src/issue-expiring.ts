@@ -3,7 +3,7 @@
  * `--issue-expiring` (or `issueExpiring` in the config file). The suite runs it through the shell with the primary
  * token on its standard input (so no token shows in a process list); the command prints a new key of that token's
  * workspace and scopes as JSON, `{"token": "...", "expires_at": "<RFC 3339>"}`, and exits 0. The reference implements
- * it as `agentops keys create --token-stdin --expires-in 3 --json`.
+ * it as `agentops keys create --token-stdin --expires-in 5 --json`.
  */
 import { lastErrorLine, runCommand } from './command.js'
 import { settingName } from './config.js'

@@ -137,7 +137,7 @@ export function revokeCommand(kit: string, databaseUrl: string): string {
 }
 
 /** How long the reference's short-lived keys live: long enough to open connections, short enough not to hold a run. */
-const SHORT_LIFE_SECONDS = 3
+const SHORT_LIFE_SECONDS = 5
 
 /**
  * The reference's side of the suite's short-lived key command (`--issue-expiring`, src/issue-expiring.ts) as one

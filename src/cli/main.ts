@@ -53,7 +53,7 @@ Issues an API key; the token is printed once and only its hash is stored.
   --token-stdin          issue it like the key of the token read on standard input: in its workspace, as its
                          identity, with its scopes unless --scopes or --identity say otherwise; the conformance
                          suite's short-lived key: --issue-expiring "agentops keys create --token-stdin
-                         --expires-in 3 --json --database-url URL"
+                         --expires-in 5 --json --database-url URL"
   --tier T               standard (1000/h) | pro (10000/h) | enterprise (custom)
   --limit-per-hour N     hourly quota (sets the tier to enterprise when --tier is absent)
   --burst-limit N        quota of the burst window
