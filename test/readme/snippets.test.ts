@@ -7,6 +7,7 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
@@ -65,6 +66,27 @@ describe('README snippets, run twice against a fresh server', () => {
   let baseUrl = ''
   let token = ''
   let receiverPort = 0
+  /**
+   * The receiver's port held by this test between the README's receiver runs: the server lists that one port as its
+   * private target, and a port merely found free at the start was taken by another test's server meanwhile (EADDRINUSE).
+   */
+  let holder: Server | undefined
+  const hold = () =>
+    new Promise<void>((done, failed) => {
+      const h = createServer()
+      h.once('error', failed)
+      h.listen(receiverPort, '127.0.0.1', () => {
+        holder = h
+        done()
+      })
+    })
+  const release = () =>
+    new Promise<void>((done) => {
+      const h = holder
+      holder = undefined
+      if (h) h.close(() => done())
+      else done()
+    })
   const env = () => ({
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? dir,
@@ -77,6 +99,7 @@ describe('README snippets, run twice against a fresh server', () => {
   beforeAll(async () => {
     const port = await testPort()
     receiverPort = await testPort()
+    await hold()
     server = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', String(port)], {
       env: {
         PATH: process.env.PATH ?? '',
@@ -105,6 +128,7 @@ describe('README snippets, run twice against a fresh server', () => {
   }, 120_000)
 
   afterAll(async () => {
+    await release()
     if (server && server.exitCode === null) {
       const exited = new Promise((r) => server?.once('exit', r))
       server.kill('SIGTERM')
@@ -170,11 +194,12 @@ describe('README snippets, run twice against a fresh server', () => {
       const outputs = programs().map(() => [] as string[])
       for (const attempt of [1, 2]) {
         for (const [i] of programs().entries()) {
+          await release()
           const { stdout } = await exec(process.execPath, [`block${i}.mjs`], {
             cwd: consumer,
             env: env(),
             timeout: 60_000,
-          })
+          }).finally(hold)
           outputs[i]?.push(stdout)
           expect(stdout.trim(), `block ${i}, attempt ${attempt}`).not.toBe('')
         }
