@@ -57,8 +57,20 @@ export function runCommand(command: string, timeoutMs: number, stdin?: string): 
   })
 }
 
+/**
+ * How a command that did not succeed ended, as the end of a sentence naming it ("could not start (...)", "did not
+ * finish within 60 s", "exited with 3 (its last stderr line)"); undefined once it exited 0.
+ */
+export function commandFailure(outcome: CommandOutcome, timeoutMs: number): string | undefined {
+  const { code, stderr } = outcome
+  if (code === 'unstarted') return `could not start (${stderr})`
+  if (code === 'timeout') return `did not finish within ${timeoutMs / 1000} s`
+  if (code !== 0) return `exited with ${code}${lastErrorLine(stderr)}`
+  return undefined
+}
+
 /** The last line of a command's stderr, in brackets, or nothing: the reason a failure message gives. */
-export function lastErrorLine(stderr: string): string {
+function lastErrorLine(stderr: string): string {
   const line = stderr.trim().split('\n').at(-1)
   return line ? ` (${line})` : ''
 }

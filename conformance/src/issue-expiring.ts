@@ -5,7 +5,7 @@
  * workspace and scopes as JSON, `{"token": "...", "expires_at": "<RFC 3339>"}`, and exits 0. The reference implements
  * it as `agentops keys create --token-stdin --expires-in 5 --json`.
  */
-import { lastErrorLine, runCommand } from './command.js'
+import { commandFailure, runCommand } from './command.js'
 import { settingName } from './config.js'
 
 /** How long the command may take: a CLI that opens the store and writes a key. */
@@ -27,11 +27,11 @@ export async function issueExpiringKey(
   timeoutMs = ISSUE_TIMEOUT_MS,
   now: () => number = Date.now,
 ): Promise<ExpiringKey | { problem: string }> {
-  const { code, stdout, stderr } = await runCommand(command, timeoutMs, `${token}\n`)
+  const outcome = await runCommand(command, timeoutMs, `${token}\n`)
   const named = `the short-lived key command (${settingName('issue-expiring')})`
-  if (code === 'unstarted') return { problem: `${named} could not start (${stderr})` }
-  if (code === 'timeout') return { problem: `${named} did not finish within ${timeoutMs / 1000} s` }
-  if (code !== 0) return { problem: `${named} exited with ${code}${lastErrorLine(stderr)}` }
+  const failure = commandFailure(outcome, timeoutMs)
+  if (failure) return { problem: `${named} ${failure}` }
+  const { stdout } = outcome
   let printed: unknown
   try {
     printed = JSON.parse(stdout)

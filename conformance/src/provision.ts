@@ -7,7 +7,7 @@
  * file wins over the provisioned one.
  * The reference implements it as `agentops keys provision-conformance`.
  */
-import { lastErrorLine, runCommand } from './command.js'
+import { commandFailure, runCommand } from './command.js'
 import { type SuiteConfig, settingName, TOKENS, type TokenKey } from './config.js'
 import { ConfigError } from './types.js'
 
@@ -21,11 +21,10 @@ export async function provision(
 ): Promise<Partial<SuiteConfig['tokens']>> {
   const fail = (what: string) =>
     new ConfigError(`the provisioning command (${settingName('provision')}) ${what}: ${command}`)
-  const { code, stdout, stderr } = await runCommand(command, timeoutMs)
-  if (code === 'unstarted') throw fail(`could not start (${stderr})`)
-  if (code === 'timeout') throw fail(`did not finish within ${timeoutMs / 1000} s`)
-  if (code !== 0) throw fail(`exited with ${code}${lastErrorLine(stderr)}`)
-  return provisionedTokens(stdout, fail)
+  const outcome = await runCommand(command, timeoutMs)
+  const failure = commandFailure(outcome, timeoutMs)
+  if (failure) throw fail(failure)
+  return provisionedTokens(outcome.stdout, fail)
 }
 
 /**

@@ -125,15 +125,7 @@ export function provisionArgs(
  * CLI revoking the key of the token on its standard input, on the store at `databaseUrl`.
  */
 export function revokeCommand(kit: string, databaseUrl: string): string {
-  return shellLine([
-    process.execPath,
-    join(kit, 'bin', 'agentops.mjs'),
-    'keys',
-    'revoke',
-    '--token-stdin',
-    '--database-url',
-    databaseUrl,
-  ])
+  return kitCommandLine(kit, databaseUrl, ['keys', 'revoke', '--token-stdin'])
 }
 
 /** How long the reference's short-lived keys live: long enough to open connections, short enough not to hold a run. */
@@ -144,15 +136,22 @@ const SHORT_LIFE_SECONDS = 5
  * shell command line: the kit's CLI issuing a key like the token on its standard input's, expiring in a few seconds.
  */
 export function issueExpiringCommand(kit: string, databaseUrl: string): string {
-  return shellLine([
-    process.execPath,
-    join(kit, 'bin', 'agentops.mjs'),
+  return kitCommandLine(kit, databaseUrl, [
     'keys',
     'create',
     '--token-stdin',
     '--expires-in',
     String(SHORT_LIFE_SECONDS),
     '--json',
+  ])
+}
+
+/** The kit's CLI (`agentops ARGS`) on the store at `databaseUrl`, as one shell command line. */
+function kitCommandLine(kit: string, databaseUrl: string, args: readonly string[]): string {
+  return shellLine([
+    process.execPath,
+    join(kit, 'bin', 'agentops.mjs'),
+    ...args,
     '--database-url',
     databaseUrl,
   ])

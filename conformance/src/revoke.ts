@@ -4,7 +4,7 @@
  * list); the command revokes that token's key and exits 0. The reference implements it as `agentops keys revoke
  * --token-stdin`.
  */
-import { lastErrorLine, runCommand } from './command.js'
+import { commandFailure, runCommand } from './command.js'
 import { settingName } from './config.js'
 
 /** How long the revoke command may take: a CLI that opens the store and announces the revoke. */
@@ -16,10 +16,6 @@ export async function revokeToken(
   token: string,
   timeoutMs = REVOKE_TIMEOUT_MS,
 ): Promise<string | undefined> {
-  const { code, stderr } = await runCommand(command, timeoutMs, `${token}\n`)
-  const named = `the revoke command (${settingName('revoke')})`
-  if (code === 'unstarted') return `${named} could not start (${stderr})`
-  if (code === 'timeout') return `${named} did not finish within ${timeoutMs / 1000} s`
-  if (code !== 0) return `${named} exited with ${code}${lastErrorLine(stderr)}`
-  return undefined
+  const failure = commandFailure(await runCommand(command, timeoutMs, `${token}\n`), timeoutMs)
+  return failure && `the revoke command (${settingName('revoke')}) ${failure}`
 }

@@ -161,12 +161,18 @@ function tier(value: string | undefined, flag = '--tier'): Tier | undefined {
   return value
 }
 
-/** Standard input, whole (a token given to `keys revoke --token-stdin`). */
-async function readStdin(): Promise<string> {
+/**
+ * The token on standard input (`--token-stdin`: a token stays out of the process list) and its key's id; a usage error
+ * when it holds no token of this server.
+ */
+async function tokenFromStdin(): Promise<{ token: string; keyId: string }> {
   let text = ''
   process.stdin.setEncoding('utf8')
   for await (const chunk of process.stdin) text += String(chunk)
-  return text
+  const token = text.trim()
+  const keyId = keyIdOfToken(token)
+  if (!keyId) throw new UsageError('standard input holds no token of this server (aok_...)')
+  return { token, keyId }
 }
 
 /**
@@ -365,9 +371,7 @@ export async function main(argv: string[]): Promise<number> {
           throw new UsageError(
             '--token-stdin issues into the token’s workspace as it is: give no workspace settings',
           )
-        const token = like ? (await readStdin()).trim() : undefined
-        if (like && !keyIdOfToken(token ?? ''))
-          throw new UsageError('standard input holds no token of this server (aok_...)')
+        const token = like ? (await tokenFromStdin()).token : undefined
         const input = { scopes: list(values.scopes), identity: values.identity, expiresInSeconds: expiresIn }
         const issued = await withKeys(values['database-url'], async (keys) => {
           const key =
@@ -428,13 +432,8 @@ export async function main(argv: string[]): Promise<number> {
         if (values.help) return help('keys revoke')
         if (values['token-stdin'] && positionals.length > 0)
           throw new UsageError('give KEY_ID or --token-stdin, not both')
-        const keyId = values['token-stdin'] ? keyIdOfToken((await readStdin()).trim()) : positionals[0]
-        if (!keyId)
-          throw new UsageError(
-            values['token-stdin']
-              ? 'standard input holds no token of this server (aok_...)'
-              : 'KEY_ID is required',
-          )
+        const keyId = values['token-stdin'] ? (await tokenFromStdin()).keyId : positionals[0]
+        if (!keyId) throw new UsageError('KEY_ID is required')
         const revoked = await withKeys(values['database-url'], (k) => k.revoke(keyId))
         if (!revoked) {
           console.error(`no active key ${keyId}`)

@@ -19,6 +19,13 @@ const agentops = (args: string[]) =>
     env: { ...process.env, NODE_OPTIONS: '' },
   })
 
+/** The suite's identities, provisioned into workspaces named after `prefix` in the store at `url`. */
+const provisioned = async (prefix: string, url: string) =>
+  JSON.parse(
+    (await agentops(['keys', 'provision-conformance', '--workspace-prefix', prefix, '--database-url', url]))
+      .stdout,
+  ) as { tokens: Record<string, string>; workspaces: string[] }
+
 /** A command given `stdin` on its standard input; its exit code, never a rejection. */
 const withStdin = (args: string[], stdin: string) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
@@ -86,18 +93,7 @@ describe('agentops operator commands', () => {
       (await agentops(['keys', 'provision-conformance', '--database-url', url])).stdout,
     ) as { workspaces: string[] }
     expect(second.workspaces.filter((w) => first.workspaces.includes(w))).toEqual([])
-    const named = JSON.parse(
-      (
-        await agentops([
-          'keys',
-          'provision-conformance',
-          '--workspace-prefix',
-          'ci-42',
-          '--database-url',
-          url,
-        ])
-      ).stdout,
-    ) as { workspaces: string[] }
+    const named = await provisioned('ci-42', url)
     expect(named.workspaces.sort()).toEqual(['ci-42-limited', 'ci-42-primary', 'ci-42-quota', 'ci-42-second'])
     // The revoked identity is issued revoked; it is the only one (the revocable one is the suite's to revoke).
     const keys = JSON.parse(
@@ -119,10 +115,7 @@ describe('agentops operator commands', () => {
 
   it('keys revoke --token-stdin revokes the key of the token on its standard input, and refuses what is no token', async () => {
     const url = `sqlite:${join(testTempDir('revoke-stdin-'), 'db.sqlite')}`
-    const { tokens } = JSON.parse(
-      (await agentops(['keys', 'provision-conformance', '--workspace-prefix', 'rv', '--database-url', url]))
-        .stdout,
-    ) as { tokens: Record<string, string> }
+    const { tokens } = await provisioned('rv', url)
     const revoke = (stdin: string, extra: string[] = []) =>
       withStdin(['keys', 'revoke', '--token-stdin', '--json', ...extra, '--database-url', url], stdin)
     const revoked = await revoke(`${tokens.revocable}\n`)
@@ -144,10 +137,7 @@ describe('agentops operator commands', () => {
 
   it('keys create --token-stdin issues a key like the token’s (its workspace, identity and scopes), and refuses what is no valid key', async () => {
     const url = `sqlite:${join(testTempDir('create-like-'), 'db.sqlite')}`
-    const { tokens } = JSON.parse(
-      (await agentops(['keys', 'provision-conformance', '--workspace-prefix', 'lk', '--database-url', url]))
-        .stdout,
-    ) as { tokens: Record<string, string> }
+    const { tokens } = await provisioned('lk', url)
     const like = (stdin: string, extra: string[] = []) =>
       withStdin(['keys', 'create', '--token-stdin', '--json', ...extra, '--database-url', url], stdin)
     type Issued = {
