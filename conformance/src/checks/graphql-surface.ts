@@ -17,6 +17,7 @@ import { assert, fail, skip } from '../types.js'
 import { short, sleep, waitUntil } from '../wait.js'
 import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch, ingestAccepted } from './ingest.js'
+import { QUOTA_LANE } from './quotas.js'
 import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, type RefusedUpgrade } from './stream.js'
 import { receiverUrl } from './webhooks.js'
@@ -375,6 +376,242 @@ async function fillGqlSlots(
 }
 
 export const graphqlSurfaceChecks: Check[] = [
+  {
+    id: 'graphql.ws-subscriptions',
+    // Its subscriptions judge only the runs and records it made: it waits on the deployment's pushes alongside the
+    // rest of the GraphQL checks, so it comes first.
+    overlap: true,
+    title:
+      'graphql-ws: connectorRecords delivers ingested records (a since past the declared replay window a gap first, as on the stream), runEvents without since only new events (typed in run_event), and bad arguments or documents are errors with the envelope',
+    level: 'profile',
+    clauses: ['S4.15', 'S1.8', 'S4.10'],
+    async run(ctx) {
+      const url = declaredSurface(ctx)
+      const s = await openGql(ctx, url, ctx.config.tokens.primary)
+      try {
+        assert(
+          s.messages.some((m) => m.type === 'connection_ack'),
+          `no connection_ack: ${short(s.messages)}`,
+        )
+        // A run started and settled before the subscription: runEvents without since must not replay it. Settled
+        // first, so that none of its events is live news (through a balancer, or under load, a run started a moment
+        // before may still be taken and announced after the subscription began).
+        const before = await ctx.fx.startRun(await ctx.fx.agent())
+        await ctx.fx.waitForStatus(before.runId, (status) => SETTLED.has(status), 'settled')
+        s.send({
+          id: 'live',
+          type: 'subscribe',
+          payload: {
+            query:
+              'subscription { runEvents { type topic seq event run_event { event ... on RunLifecycleEvent { run_id status } } } }',
+          },
+        })
+        // since: null is no since at all (live only), as absent.
+        s.send({
+          id: 'livenull',
+          type: 'subscribe',
+          payload: { query: 'subscription { runEvents(since: null) { event } }' },
+        })
+        // The subscription starts reading at the topic's head when its first read runs: start runs until one arrives.
+        const agent = await ctx.fx.agent()
+        const mine = new Set<string>()
+        let live: Json | undefined
+        for (let i = 0; i < 5 && !live; i++) {
+          await sleep(300)
+          mine.add((await ctx.fx.startRun(agent)).runId)
+          const m = await s.next(
+            (x) =>
+              x.id === 'live' && mine.has(String(obj(obj(obj(obj(x.payload).data).runEvents).event).run_id)),
+            2_000,
+          )
+          live = m
+        }
+        assert(live, `runEvents delivered none of the runs started after it: ${short(s.messages.slice(-3))}`)
+        const message = obj(obj(obj(live.payload).data).runEvents)
+        const typed = obj(message.run_event)
+        assert(
+          message.type === 'event' &&
+            message.topic === 'runs' &&
+            typeof message.seq === 'number' &&
+            typed.event === obj(message.event).event &&
+            typed.run_id === obj(message.event).run_id &&
+            typeof typed.status === 'string',
+          `the runs message is ${short(message)}`,
+        )
+        const replayed = payloadsOf(s, 'live').find(
+          (p) => obj(obj(obj(p.data).runEvents).event).run_id === before.runId,
+        )
+        assert(!replayed, `runEvents without since replayed a run started before it: ${short(replayed)}`)
+        // One more run: the since: null subscription has surely started reading by now.
+        mine.add((await ctx.fx.startRun(agent)).runId)
+        const nullSince = await s.next(
+          (x) =>
+            x.id === 'livenull' &&
+            (x.type !== 'next' ||
+              mine.has(String(obj(obj(obj(obj(x.payload).data).runEvents).event).run_id))),
+          ctx.config.waitMs,
+        )
+        const nullReplayed = payloadsOf(s, 'livenull').find(
+          (p) => obj(obj(obj(p.data).runEvents).event).run_id === before.runId,
+        )
+        assert(
+          nullSince?.type === 'next' && errorsOf(obj(nullSince.payload)).length === 0 && !nullReplayed,
+          `runEvents(since: null) answered ${short(nullSince)}${nullReplayed ? ' and replayed a run started before it' : ''}`,
+        )
+        // connectorRecords(since: 0): the records ingested before, each with its seq and lineage.
+        const connector = ctx.name('gql-conn')
+        const records = batch(ctx, 2)
+        await ingestAccepted(ctx, connector, records, 'ingesting 2 records')
+        s.send({
+          id: 'rec',
+          type: 'subscribe',
+          payload: {
+            query:
+              'subscription($c: ID!) { connectorRecords(connector_id: $c, since: 0) { type topic seq record { id seq lineage { batch_root } } run_event { event } } }',
+            variables: { c: connector },
+          },
+        })
+        await waitUntil(
+          'both records to arrive over connectorRecords',
+          async () => payloadsOf(s, 'rec'),
+          (p) => p.length >= 2,
+          ctx.config.waitMs,
+        )
+        const got = payloadsOf(s, 'rec').map((p) => obj(obj(p.data).connectorRecords))
+        assert(
+          got.map((m) => obj(m.record).id).join() === records.map((r) => r.id).join() &&
+            got.every(
+              (m, i) =>
+                m.type === 'record' &&
+                m.topic === `connector:${connector}` &&
+                m.seq === i + 1 &&
+                m.run_event === null,
+            ),
+          `connectorRecords delivered ${short(got)}`,
+        )
+        // since: 1 starts after the first record.
+        s.send({
+          id: 'rec2',
+          type: 'subscribe',
+          payload: {
+            query: 'subscription($c: ID!) { connectorRecords(connector_id: $c, since: 1) { seq } }',
+            variables: { c: connector },
+          },
+        })
+        const second = await s.next((m) => m.id === 'rec2' && m.type === 'next', ctx.config.waitMs)
+        assert(
+          obj(obj(obj(second?.payload).data).connectorRecords).seq === 2,
+          `connectorRecords(since: 1) first delivered ${short(second)}`,
+        )
+        const window = ctx.config.stream.replayWindow
+        if (window !== undefined) await resumePastWindow(ctx, s, window)
+        // Refusals: a negative since, an invalid connector id, a document that does not validate.
+        for (const [id, query, code] of [
+          ['neg', 'subscription { runEvents(since: -1) { seq } }', 'invalid_request'],
+          [
+            'frac',
+            'subscription { connectorRecords(connector_id: "c", since: 1.5) { seq } }',
+            'invalid_request',
+          ],
+          ['badc', 'subscription { connectorRecords(connector_id: "bad id!") { seq } }', 'invalid_request'],
+          ['doc', 'subscription { runEvents { nope } }', 'invalid_request'],
+        ] as const) {
+          s.send({ id, type: 'subscribe', payload: { query } })
+          const m = await s.next(
+            (x) => x.id === id && (x.type === 'error' || x.type === 'next'),
+            ctx.config.waitMs,
+          )
+          const errors = wsErrorsOf(m)
+          const ext = obj(errors[0]?.extensions)
+          assert(
+            ext.code === code && /^req_/.test(String(ext.request_id)) && ext.status === 400,
+            `subscribe ${short(query)} answered ${short(m)}, not ${code} with a req_ request id`,
+          )
+          const want = ARG_REFUSALS[id]
+          if (want)
+            assert(
+              errors[0]?.message === want.message &&
+                sameJson(ext.detail, {
+                  issues: [{ location: 'args', path: want.path, message: want.issue }],
+                  fields: [want.path],
+                }),
+              `subscribe ${short(query)}: the error is ${short(errors[0])}`,
+            )
+        }
+        // operationName picks the subscription among several operations, as over HTTP.
+        s.send({
+          id: 'named',
+          type: 'subscribe',
+          payload: {
+            query:
+              'query Q { __typename } subscription S($c: ID!) { connectorRecords(connector_id: $c, since: 1) { seq } }',
+            operationName: 'S',
+            variables: { c: connector },
+          },
+        })
+        const named = await s.next((x) => x.id === 'named' && x.type !== 'complete', ctx.config.waitMs)
+        assert(
+          obj(obj(obj(named?.payload).data).connectorRecords).seq === 2,
+          `operationName S over graphql-ws answered ${short(named)}`,
+        )
+        // What only graphql-ws hands to the document checks (HTTP bodies pass the body guard first): variables
+        // nested past the JSON depth limit, and a variable holding U+0000.
+        let deepVar: unknown = 1
+        for (let i = 0; i < 64; i++) deepVar = [deepVar]
+        for (const [id, variables, judge] of [
+          [
+            'deep',
+            { c: deepVar },
+            (e: Json) =>
+              obj(e.extensions).detail !== undefined &&
+              obj(obj(e.extensions).detail).limit === 'max_json_depth',
+          ],
+          [
+            'nul',
+            { c: 'a\u0000b' },
+            (e: Json) => String(e.message).startsWith('The request document is invalid: variables.c'),
+          ],
+        ] as const) {
+          s.send({
+            id,
+            type: 'subscribe',
+            payload: {
+              query: 'subscription($c: ID!) { connectorRecords(connector_id: $c) { seq } }',
+              variables,
+            },
+          })
+          const m = await s.next((x) => x.id === id && x.type !== 'complete', ctx.config.waitMs)
+          const first = obj(Array.isArray(m?.payload) ? m.payload[0] : undefined)
+          assert(
+            m?.type === 'error' && judge(first),
+            `subscribe with variables ${id === 'deep' ? 'nested 65 deep' : 'holding U+0000'} answered ${short(m)}`,
+          )
+        }
+      } finally {
+        s.ws.terminate()
+      }
+      // A token without stream:runs is refused runEvents.
+      const narrow = ctx.config.tokens.narrowScope
+      if (narrow) {
+        const n = await openGql(ctx, url, narrow)
+        try {
+          n.send({ id: 'n', type: 'subscribe', payload: { query: 'subscription { runEvents { seq } }' } })
+          const m = await n.next((x) => x.id === 'n' && x.type !== 'complete', ctx.config.timeoutMs)
+          const errors = errorsOf(obj(m?.payload))
+          const first =
+            m?.type === 'error' && Array.isArray(m.payload) ? obj(m.payload[0]) : errorsOf(obj(m?.payload))[0]
+          const code = obj(first?.extensions).code
+          assert(
+            code === 'policy_denied' || code === 'forbidden' || errors.length > 0,
+            `the narrow-scope token's runEvents answered ${short(m)}`,
+          )
+          assert(code === 'policy_denied', `the narrow-scope token's runEvents error is ${short(first)}`)
+        } finally {
+          n.ws.terminate()
+        }
+      }
+    },
+  },
   {
     id: 'graphql.http-request-forms',
     title:
@@ -1220,6 +1457,7 @@ export const graphqlSurfaceChecks: Check[] = [
   },
   {
     id: 'graphql.ws-key-quotas',
+    lane: QUOTA_LANE,
     title:
       "graphql-ws sockets and subscriptions count against the key's stream bounds with its /v1/stream connections and topics: past stream_sockets_per_key an upgrade is refused 403 (a token in connection_init closes 4403 naming the quota), past stream_subscriptions_per_key a subscription errors quota_exceeded while a query is still answered (it holds no topic, and its end frees none); completing a subscription or closing a socket gives the room back",
     level: 'profile',
@@ -1482,239 +1720,6 @@ export const graphqlSurfaceChecks: Check[] = [
           )
         } finally {
           s.ws.terminate()
-        }
-      }
-    },
-  },
-  {
-    id: 'graphql.ws-subscriptions',
-    title:
-      'graphql-ws: connectorRecords delivers ingested records (a since past the declared replay window a gap first, as on the stream), runEvents without since only new events (typed in run_event), and bad arguments or documents are errors with the envelope',
-    level: 'profile',
-    clauses: ['S4.15', 'S1.8', 'S4.10'],
-    async run(ctx) {
-      const url = declaredSurface(ctx)
-      const s = await openGql(ctx, url, ctx.config.tokens.primary)
-      try {
-        assert(
-          s.messages.some((m) => m.type === 'connection_ack'),
-          `no connection_ack: ${short(s.messages)}`,
-        )
-        // A run started and settled before the subscription: runEvents without since must not replay it. Settled
-        // first, so that none of its events is live news (through a balancer, or under load, a run started a moment
-        // before may still be taken and announced after the subscription began).
-        const before = await ctx.fx.startRun(await ctx.fx.agent())
-        await ctx.fx.waitForStatus(before.runId, (status) => SETTLED.has(status), 'settled')
-        s.send({
-          id: 'live',
-          type: 'subscribe',
-          payload: {
-            query:
-              'subscription { runEvents { type topic seq event run_event { event ... on RunLifecycleEvent { run_id status } } } }',
-          },
-        })
-        // since: null is no since at all (live only), as absent.
-        s.send({
-          id: 'livenull',
-          type: 'subscribe',
-          payload: { query: 'subscription { runEvents(since: null) { event } }' },
-        })
-        // The subscription starts reading at the topic's head when its first read runs: start runs until one arrives.
-        const agent = await ctx.fx.agent()
-        const mine = new Set<string>()
-        let live: Json | undefined
-        for (let i = 0; i < 5 && !live; i++) {
-          await sleep(300)
-          mine.add((await ctx.fx.startRun(agent)).runId)
-          const m = await s.next(
-            (x) =>
-              x.id === 'live' && mine.has(String(obj(obj(obj(obj(x.payload).data).runEvents).event).run_id)),
-            2_000,
-          )
-          live = m
-        }
-        assert(live, `runEvents delivered none of the runs started after it: ${short(s.messages.slice(-3))}`)
-        const message = obj(obj(obj(live.payload).data).runEvents)
-        const typed = obj(message.run_event)
-        assert(
-          message.type === 'event' &&
-            message.topic === 'runs' &&
-            typeof message.seq === 'number' &&
-            typed.event === obj(message.event).event &&
-            typed.run_id === obj(message.event).run_id &&
-            typeof typed.status === 'string',
-          `the runs message is ${short(message)}`,
-        )
-        const replayed = payloadsOf(s, 'live').find(
-          (p) => obj(obj(obj(p.data).runEvents).event).run_id === before.runId,
-        )
-        assert(!replayed, `runEvents without since replayed a run started before it: ${short(replayed)}`)
-        // One more run: the since: null subscription has surely started reading by now.
-        mine.add((await ctx.fx.startRun(agent)).runId)
-        const nullSince = await s.next(
-          (x) =>
-            x.id === 'livenull' &&
-            (x.type !== 'next' ||
-              mine.has(String(obj(obj(obj(obj(x.payload).data).runEvents).event).run_id))),
-          ctx.config.waitMs,
-        )
-        const nullReplayed = payloadsOf(s, 'livenull').find(
-          (p) => obj(obj(obj(p.data).runEvents).event).run_id === before.runId,
-        )
-        assert(
-          nullSince?.type === 'next' && errorsOf(obj(nullSince.payload)).length === 0 && !nullReplayed,
-          `runEvents(since: null) answered ${short(nullSince)}${nullReplayed ? ' and replayed a run started before it' : ''}`,
-        )
-        // connectorRecords(since: 0): the records ingested before, each with its seq and lineage.
-        const connector = ctx.name('gql-conn')
-        const records = batch(ctx, 2)
-        await ingestAccepted(ctx, connector, records, 'ingesting 2 records')
-        s.send({
-          id: 'rec',
-          type: 'subscribe',
-          payload: {
-            query:
-              'subscription($c: ID!) { connectorRecords(connector_id: $c, since: 0) { type topic seq record { id seq lineage { batch_root } } run_event { event } } }',
-            variables: { c: connector },
-          },
-        })
-        await waitUntil(
-          'both records to arrive over connectorRecords',
-          async () => payloadsOf(s, 'rec'),
-          (p) => p.length >= 2,
-          ctx.config.waitMs,
-        )
-        const got = payloadsOf(s, 'rec').map((p) => obj(obj(p.data).connectorRecords))
-        assert(
-          got.map((m) => obj(m.record).id).join() === records.map((r) => r.id).join() &&
-            got.every(
-              (m, i) =>
-                m.type === 'record' &&
-                m.topic === `connector:${connector}` &&
-                m.seq === i + 1 &&
-                m.run_event === null,
-            ),
-          `connectorRecords delivered ${short(got)}`,
-        )
-        // since: 1 starts after the first record.
-        s.send({
-          id: 'rec2',
-          type: 'subscribe',
-          payload: {
-            query: 'subscription($c: ID!) { connectorRecords(connector_id: $c, since: 1) { seq } }',
-            variables: { c: connector },
-          },
-        })
-        const second = await s.next((m) => m.id === 'rec2' && m.type === 'next', ctx.config.waitMs)
-        assert(
-          obj(obj(obj(second?.payload).data).connectorRecords).seq === 2,
-          `connectorRecords(since: 1) first delivered ${short(second)}`,
-        )
-        const window = ctx.config.stream.replayWindow
-        if (window !== undefined) await resumePastWindow(ctx, s, window)
-        // Refusals: a negative since, an invalid connector id, a document that does not validate.
-        for (const [id, query, code] of [
-          ['neg', 'subscription { runEvents(since: -1) { seq } }', 'invalid_request'],
-          [
-            'frac',
-            'subscription { connectorRecords(connector_id: "c", since: 1.5) { seq } }',
-            'invalid_request',
-          ],
-          ['badc', 'subscription { connectorRecords(connector_id: "bad id!") { seq } }', 'invalid_request'],
-          ['doc', 'subscription { runEvents { nope } }', 'invalid_request'],
-        ] as const) {
-          s.send({ id, type: 'subscribe', payload: { query } })
-          const m = await s.next(
-            (x) => x.id === id && (x.type === 'error' || x.type === 'next'),
-            ctx.config.waitMs,
-          )
-          const errors = wsErrorsOf(m)
-          const ext = obj(errors[0]?.extensions)
-          assert(
-            ext.code === code && /^req_/.test(String(ext.request_id)) && ext.status === 400,
-            `subscribe ${short(query)} answered ${short(m)}, not ${code} with a req_ request id`,
-          )
-          const want = ARG_REFUSALS[id]
-          if (want)
-            assert(
-              errors[0]?.message === want.message &&
-                sameJson(ext.detail, {
-                  issues: [{ location: 'args', path: want.path, message: want.issue }],
-                  fields: [want.path],
-                }),
-              `subscribe ${short(query)}: the error is ${short(errors[0])}`,
-            )
-        }
-        // operationName picks the subscription among several operations, as over HTTP.
-        s.send({
-          id: 'named',
-          type: 'subscribe',
-          payload: {
-            query:
-              'query Q { __typename } subscription S($c: ID!) { connectorRecords(connector_id: $c, since: 1) { seq } }',
-            operationName: 'S',
-            variables: { c: connector },
-          },
-        })
-        const named = await s.next((x) => x.id === 'named' && x.type !== 'complete', ctx.config.waitMs)
-        assert(
-          obj(obj(obj(named?.payload).data).connectorRecords).seq === 2,
-          `operationName S over graphql-ws answered ${short(named)}`,
-        )
-        // What only graphql-ws hands to the document checks (HTTP bodies pass the body guard first): variables
-        // nested past the JSON depth limit, and a variable holding U+0000.
-        let deepVar: unknown = 1
-        for (let i = 0; i < 64; i++) deepVar = [deepVar]
-        for (const [id, variables, judge] of [
-          [
-            'deep',
-            { c: deepVar },
-            (e: Json) =>
-              obj(e.extensions).detail !== undefined &&
-              obj(obj(e.extensions).detail).limit === 'max_json_depth',
-          ],
-          [
-            'nul',
-            { c: 'a\u0000b' },
-            (e: Json) => String(e.message).startsWith('The request document is invalid: variables.c'),
-          ],
-        ] as const) {
-          s.send({
-            id,
-            type: 'subscribe',
-            payload: {
-              query: 'subscription($c: ID!) { connectorRecords(connector_id: $c) { seq } }',
-              variables,
-            },
-          })
-          const m = await s.next((x) => x.id === id && x.type !== 'complete', ctx.config.waitMs)
-          const first = obj(Array.isArray(m?.payload) ? m.payload[0] : undefined)
-          assert(
-            m?.type === 'error' && judge(first),
-            `subscribe with variables ${id === 'deep' ? 'nested 65 deep' : 'holding U+0000'} answered ${short(m)}`,
-          )
-        }
-      } finally {
-        s.ws.terminate()
-      }
-      // A token without stream:runs is refused runEvents.
-      const narrow = ctx.config.tokens.narrowScope
-      if (narrow) {
-        const n = await openGql(ctx, url, narrow)
-        try {
-          n.send({ id: 'n', type: 'subscribe', payload: { query: 'subscription { runEvents { seq } }' } })
-          const m = await n.next((x) => x.id === 'n' && x.type !== 'complete', ctx.config.timeoutMs)
-          const errors = errorsOf(obj(m?.payload))
-          const first =
-            m?.type === 'error' && Array.isArray(m.payload) ? obj(m.payload[0]) : errorsOf(obj(m?.payload))[0]
-          const code = obj(first?.extensions).code
-          assert(
-            code === 'policy_denied' || code === 'forbidden' || errors.length > 0,
-            `the narrow-scope token's runEvents answered ${short(m)}`,
-          )
-          assert(code === 'policy_denied', `the narrow-scope token's runEvents error is ${short(first)}`)
-        } finally {
-          n.ws.terminate()
         }
       }
     },

@@ -17,6 +17,7 @@ import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
 import { batch } from './ingest.js'
+import { QUOTA_LANE } from './quotas.js'
 import { receiverUrl, webhookSecret } from './webhooks.js'
 
 /** The characters a one-character key is drawn from. */
@@ -438,6 +439,7 @@ export const idempotencyChecks: Check[] = [
   },
   {
     id: 'idempotency.quota-refusals',
+    lane: QUOTA_LANE,
     title:
       'Under a workspace’s quotas a key keeps no refusal for want of room (the same key runs the request once there is room); a keyed write whose answer the key cannot keep is refused 403 quota_exceeded with nothing done (one exactly at a limit is kept); a keyed 4xx it cannot keep is answered as it is, unstored',
     level: 'profile',

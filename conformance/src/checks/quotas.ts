@@ -83,9 +83,16 @@ async function held(ctx: CheckContext, http: HttpClient, k: Kept): Promise<strin
   return ids
 }
 
+/**
+ * The checks of the quota-limited identity's workspace (its own, with small quotas and key bounds): one after another,
+ * since each fills a quota the next expects empty, alongside the rest of the run, which never touches that workspace.
+ */
+export const QUOTA_LANE = 'the quota-limited workspace'
+
 export const quotaChecks: Check[] = [
   {
     id: 'quotas.room-returns',
+    lane: QUOTA_LANE,
     title:
       'A workspace holding its quota of tools, webhook subscriptions or destinations is refused the next one 403 quota_exceeded naming the quota, with nothing created; retiring the tool or deleting the subscription or destination gives the room back',
     level: 'profile',

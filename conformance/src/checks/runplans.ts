@@ -289,6 +289,8 @@ export const runPlanChecks: Check[] = [
   },
   {
     id: 'runs.agent-delete-cancels-runs',
+    // It judges only its own agent's run, which mostly waits for a slot of the deployment's runner.
+    overlap: true,
     title:
       'Deleting an agent cancels its live runs: a run awaiting approval reads back cancelled, its approval flushed, with the reason agent_deleted',
     level: 'profile',

@@ -16,6 +16,7 @@ import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { envelopeProblems, isRfc3339 } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
+import { QUOTA_LANE } from './quotas.js'
 import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
 
@@ -778,6 +779,7 @@ const parsed = (text: string | undefined): Json => {
 
 streamMessageRulesChecks.push({
   id: 'stream.key-quotas',
+  lane: QUOTA_LANE,
   title:
     'A key holds at most its stream_sockets_per_key connections and stream_subscriptions_per_key topics across them: the next upgrade is refused 403 quota_exceeded, the next topic refused by name; an unsubscribe or a closed connection gives the room back',
   level: 'profile',

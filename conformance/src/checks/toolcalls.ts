@@ -276,6 +276,8 @@ export const toolCallChecks: Check[] = [
   },
   {
     id: 'tools.lifecycle-events',
+    // It judges only its own tools' deliveries and its own run, which mostly wait on the deployment.
+    overlap: true,
     title:
       'Registering and retiring a tool are announced as tool.registered and tool.retired with the tool’s id, name and status; a tool registered without `idempotent` is not idempotent (a hybrid agent’s call of it waits for approval)',
     level: 'profile',
