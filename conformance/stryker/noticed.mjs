@@ -22,3 +22,12 @@ export function killers(report) {
   if (failed.length > 0) return failed.map((r) => `${r.level} ${r.id}`).join(', ')
   return report.internalError ?? report.verdict?.line ?? 'the suite noticed it'
 }
+
+/**
+ * Why a run says nothing of the mutant, when the fault was the harness's: its webhook receiver could not listen on
+ * the worker's port (conformance/src/cli.ts words it so). Such a run is no kill; undefined otherwise.
+ */
+export function harnessFault(report) {
+  const error = report?.internalError ?? ''
+  return error.includes('the webhook receiver cannot listen on') ? error : undefined
+}

@@ -49,7 +49,7 @@ import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-m
 import { DryRunStatus, MutantRunStatus, TestStatus } from '@stryker-mutator/api/test-runner'
 import { addCoverage } from './coverage.mjs'
 import { KillOrder } from './kill-order.mjs'
-import { coreCouldNotRun, killers, noticed } from './noticed.mjs'
+import { coreCouldNotRun, harnessFault, killers, noticed } from './noticed.mjs'
 import { CHECKS, checksFor, sectionOf, WAIT_MS } from './scope.mjs'
 import { mutantKey } from './stores.mjs'
 
@@ -124,6 +124,42 @@ async function freePort(used = new Set()) {
       return port
     }
   }
+}
+
+/**
+ * The worker's webhook receiver port: free, none of `used`, and outside the kernel's ephemeral range. The suite's
+ * receiver listens on it anew for each run, and between runs it is free: a port of the ephemeral range could then
+ * be taken as the local end of an outbound connection (this worker keeps some alive across runs), and every run
+ * after would find it in use. No connection is given a port outside that range.
+ */
+async function receiverPort(used) {
+  const [low] = ephemeralRange()
+  for (;;) {
+    const port = 10_000 + Math.floor(Math.random() * Math.max(1, low - 10_000))
+    if (used.has(port) || !(await canListen(port))) continue
+    used.add(port)
+    return port
+  }
+}
+
+/** The kernel's range of ports for outbound connections (Linux's default when it cannot be read). */
+function ephemeralRange() {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number)
+    if (Number.isInteger(low) && Number.isInteger(high) && low > 10_000) return [low, high]
+  } catch {}
+  return [32_768, 60_999]
+}
+
+function canListen(port) {
+  return new Promise((resolve) => {
+    const s = createServer()
+    s.once('error', () => resolve(false))
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)))
+  })
 }
 
 function anyFreePort() {
@@ -421,7 +457,7 @@ export class ConformanceSwitchRunner {
         return compiled.get(path)
       }
     }
-    this.receiverPort = await freePort(this.usedPorts)
+    this.receiverPort = await receiverPort(this.usedPorts)
     // One nats-server per worker, as the suite's --reference starts one (destinations.event-bus publishes there);
     // without nats-server that check skips.
     if (this.nats === undefined) {
@@ -666,7 +702,7 @@ export class ConformanceSwitchRunner {
       ),
       new Promise((resolve) => setTimeout(() => resolve(false), SETTLE_MS).unref()),
     ])
-    if (!settled) this.receiverPort = await freePort(this.usedPorts)
+    if (!settled) this.receiverPort = await receiverPort(this.usedPorts)
   }
 
   /**
@@ -688,7 +724,15 @@ export class ConformanceSwitchRunner {
           'not run in this pass: the first pass judged it (run.mjs --also-postgres runs the ones it left alive)',
       }
     // `kill`: what a kill by the suite's report needs for a second look (the report, its server); not for Stryker.
-    const { kill, unreached, ...first } = await this.mutantRunOnce(options)
+    const once = await this.mutantRunOnce(options)
+    // A run the harness spoiled (its receiver's port taken) is run once more, on a fresh server; a second such run
+    // is reported as the error it is, never as a kill.
+    const {
+      kill,
+      unreached,
+      harnessFault: _fault,
+      ...first
+    } = once.harnessFault ? await this.mutantRunOnce({ ...options, reloadEnvironment: true }) : once
     if (unreached && this.ranByChecks(options.activeMutant.id)) {
       // The suite passed without the mutated code running once while the mutant was active: code this server ran
       // before (a transport made on its first send, a value computed once and kept) and does not run again. The
@@ -877,6 +921,13 @@ export class ConformanceSwitchRunner {
         interrupt: interrupt.signal,
         progress,
       })
+      const fault = harnessFault(report)
+      if (fault) {
+        // Nothing ran: the worker takes another port, and a server allowing it, and the mutant is run again.
+        this.receiverPort = await receiverPort(this.usedPorts)
+        server.retire = true
+        return { status: MutantRunStatus.Error, errorMessage: fault, harnessFault: true }
+      }
       progress.phase = 'ending the run'
       let grace
       const ended = await Promise.race([

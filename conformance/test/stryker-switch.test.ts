@@ -8,6 +8,7 @@
  */
 import { execFile } from 'node:child_process'
 import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Instrumenter } from '@stryker-mutator/instrumenter'
@@ -178,6 +179,24 @@ describe('conformance:stryker switch runner', () => {
     expect(recovered.status, JSON.stringify(recovered)).toBe('killed')
     const clean = await runner.mutantRun(options({ id: 'no-such-mutant' }, 'runtime'))
     expect(clean.status, JSON.stringify(clean)).toBe('survived')
+
+    // The worker's receiver port taken by another process: that run is the harness's fault, never a kill. The
+    // runner takes another port, outside the range outbound connections are given theirs, and a server allowing it,
+    // and runs the mutant again.
+    const taken = runner.receiverPort
+    const squatter = createServer()
+    await new Promise<void>((resolve) => squatter.listen(taken, '127.0.0.1', resolve))
+    try {
+      const despite = await runner.mutantRun(options({ id: 'no-such-mutant' }, 'runtime'))
+      expect(despite.status, JSON.stringify(despite)).toBe('survived')
+      expect(runner.receiverPort).not.toBe(taken)
+      const ephemeralLow = Number(
+        readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0],
+      )
+      expect(runner.receiverPort).toBeLessThan(ephemeralLow)
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve))
+    }
 
     // The same judgements from fresh processes.
     expect(await freshProcess(dir, runtimeMutant.id)).toBe(true)

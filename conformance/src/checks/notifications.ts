@@ -85,10 +85,19 @@ function pagerSaid(d: Delivery): Said | undefined {
   }
 }
 
-/** Shown as written or with Slack's mrkdwn escapes (&, <, >). */
+/**
+ * Shown as written or with Slack's mrkdwn escapes (&, <, >), as a word of its own: not run into a letter or digit on
+ * either side, so a count of 2 is not found in an id that holds a 2, nor step s1 in a step s12.
+ */
 function shows(said: string, value: string): boolean {
-  return said.includes(value) || said.includes(slackEscaped(value))
+  return [value, slackEscaped(value)].some((v) => {
+    for (let at = said.indexOf(v); at >= 0; at = said.indexOf(v, at + 1))
+      if (!WORDLIKE.test(said.charAt(at - 1)) && !WORDLIKE.test(said.charAt(at + v.length))) return true
+    return false
+  })
 }
+
+const WORDLIKE = /[\p{L}\p{N}]/u
 
 /** A value as Slack's mrkdwn escapes it (&, <, >). */
 const slackEscaped = (value: string) =>
@@ -146,10 +155,51 @@ function decisionFacts(e: Announced): [string, string][] {
   return facts
 }
 
-/** Besides its subject, what a sentence about the event names, by kind: the step, tool, name or batch at stake. */
+/**
+ * What an approval puts before the person deciding on it (§6: the event carries a `payload_preview` of the pending
+ * action): the tool, and unless the preview was cut short each value of its input, as far as one reads the same
+ * written inside JSON (a value needing an escape may be shown either way).
+ */
+function pendingActionShown(e: Announced): [string, string][] {
+  if (e.kind !== 'run.awaiting_approval') return []
+  const preview = obj(e.body.payload_preview)
+  const shown: [string, string][] = []
+  const tool = text(preview.tool)
+  if (tool) shown.push(['tool', tool])
+  if (preview.truncated === true) return shown
+  const leaves = (value: unknown, path: string): void => {
+    if (typeof value === 'number') shown.push([path, String(value)])
+    else if (typeof value === 'string' && value !== '' && JSON.stringify(value) === `"${value}"`)
+      shown.push([path, value])
+    else if (Array.isArray(value)) for (const [i, v] of value.entries()) leaves(v, `${path}[${i}]`)
+    else if (value !== null && typeof value === 'object')
+      for (const [k, v] of Object.entries(value)) leaves(v, `${path}.${k}`)
+  }
+  leaves(preview.input, 'input')
+  return shown
+}
+
+/**
+ * Besides its subject, what a sentence about the event names, by kind: the step, tool, name or batch at stake, and
+ * the agent whose run or task it is.
+ */
 const NAMED_IN_SENTENCE: Record<string, string[]> = {
-  'run.awaiting_approval': ['step_id'],
-  'policy.denied': ['step_id', 'tool'],
+  'run.awaiting_approval': ['step_id', 'agent_id'],
+  'policy.denied': ['step_id', 'tool', 'agent_id'],
+  ...Object.fromEntries(
+    [
+      'run.started',
+      'run.succeeded',
+      'run.failed',
+      'run.paused',
+      'run.resumed',
+      'run.cancelled',
+      'task.created',
+      'task.succeeded',
+      'task.failed',
+      'task.cancelled',
+    ].map((kind) => [kind, ['agent_id']]),
+  ),
   'agent.created': ['name'],
   'agent.deleted': ['name'],
   'tool.registered': ['name'],
@@ -197,6 +247,8 @@ function unsaid(e: Announced, said: Said): string[] {
     for (const [field, value] of namedInSentence(e))
       if (!shows(said.sentence, value)) missing.push(`its ${field} ${value} in its sentence`)
   }
+  for (const [what, value] of pendingActionShown(e))
+    if (!shows(said.whole, value)) missing.push(`its pending action's ${what} ${value}`)
   const facts = decisionFacts(e)
   const values = facts.map(([, v]) => v)
   for (const [label, value] of facts) {
@@ -379,7 +431,7 @@ export const notificationChecks: Check[] = [
   {
     id: 'destinations.chat-and-paging-say-what-happened',
     title:
-      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), as does a Slack message's sentence under its header (which also names the step, tool, name or batch at stake), with the facts its body gives for a decision (an approval's step, queue and reason; why a policy denied a step, with what it observed and its limit, its envelope and escalation queue; why a run resumed, failed or was cancelled; what a batch took and refused), each in a Slack message a field with a label; the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
+      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), as does a Slack message's sentence under its header (which also names the step, tool, name or batch at stake, and the agent whose run or task it is), with the facts its body gives for a decision (an approval's step, queue and reason, and its pending action's tool and input values; why a policy denied a step, with what it observed and its limit, its envelope and escalation queue; why a run resumed, failed or was cancelled; what a batch took and refused), each in a Slack message a field with a label; the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
     level: 'profile',
     clauses: ['S6.5'],
     // It mostly waits for the runs it started and the messages they cause.
