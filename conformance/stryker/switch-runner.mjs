@@ -133,7 +133,7 @@ async function freePort(used = new Set()) {
  * after would find it in use. No connection is given a port outside that range.
  */
 async function receiverPort(used) {
-  const [low] = ephemeralRange()
+  const low = ephemeralLow()
   for (;;) {
     const port = 10_000 + Math.floor(Math.random() * Math.max(1, low - 10_000))
     if (used.has(port) || !(await canListen(port))) continue
@@ -142,16 +142,13 @@ async function receiverPort(used) {
   }
 }
 
-/** The kernel's range of ports for outbound connections (Linux's default when it cannot be read). */
-function ephemeralRange() {
+/** The lowest port the kernel gives an outbound connection (Linux's default when it cannot be read). */
+function ephemeralLow() {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
-      .trim()
-      .split(/\s+/)
-      .map(Number)
-    if (Number.isInteger(low) && Number.isInteger(high) && low > 10_000) return [low, high]
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    if (Number.isInteger(low) && low > 10_000) return low
   } catch {}
-  return [32_768, 60_999]
+  return 32_768
 }
 
 function canListen(port) {
