@@ -2,7 +2,6 @@
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { isSweep } from './check.js'
 import { ALL_CHECKS } from './checks/index.js'
 import {
   BUNDLED_CONTRACT,
@@ -324,8 +323,9 @@ export async function main(
     // --bail: the first core failure is the answer, so the core checks go first.
     const checks = config.bail ? coreFirst(selection, config.first) : selection
     // --bail --strict-profile: a profile failure is the answer too; once one failed the other profile checks are
-    // skipped (the core checks, all run by then, and the sweep still run, so the failure's level stays known).
-    let profileFailed: string | undefined
+    // skipped or cut short (the core checks, all begun by then, and the sweep still run, so the failure's level stays
+    // known).
+    const profileAbort = new AbortController()
     io.out(
       `agentops-conformance: ${checks.length} checks against ${config.baseUrl} (stream ${config.streamUrl})`,
     )
@@ -343,7 +343,7 @@ export async function main(
       findings,
       // The reference's store is a temporary file deleted with its server: undoing the run there only costs time.
       cleanup: reference === undefined,
-      skipReason: (check) => (check.level === 'profile' && !isSweep(check) ? profileFailed : undefined),
+      profileSignal: profileAbort.signal,
       log: io.out,
       onResult: (r, i, n) => {
         results.push(r)
@@ -352,7 +352,8 @@ export async function main(
         const bailOn = config?.bail && r.level === 'core' && !signal.aborted ? ruledOut(r, config) : undefined
         if (bailOn) abort.abort(`--bail: core check ${r.id} ${bailOn}`)
         if (config?.bail && config.strictProfile && r.level === 'profile' && r.outcome === 'fail')
-          profileFailed ??= `--bail --strict-profile: profile check ${r.id} failed`
+          if (!profileAbort.signal.aborted)
+            profileAbort.abort(`--bail --strict-profile: profile check ${r.id} failed`)
         // Core results as they finish; profile results are summarised at the end (or shown with --verbose).
         if (r.level === 'core' || config?.verbose) io.out(formatResult(r, i, n, config?.verbose ?? false))
       },

@@ -55,8 +55,11 @@ export interface RunOptions {
    * the run (`--reference`), where undoing hundreds of registrations is only wall time.
    */
   cleanup?: boolean
-  /** Why a check not yet begun is skipped instead (undefined: it runs), asked as it comes up. */
-  skipReason?: (check: Check) => string | undefined
+  /**
+   * Aborted (its reason a sentence: `--bail --strict-profile` once a profile check failed) to end the profile checks
+   * alone: those not begun are skipped, those under way cut short; core checks and the sweep go on.
+   */
+  profileSignal?: AbortSignal
 }
 
 export function selectChecks(checks: Check[], only: string[], skip: string[] = []): Check[] {
@@ -98,8 +101,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const log = options.log ?? (() => {})
   // Every check under way listens to the run's signal once (withTimeout): overlapping checks and lanes hold more than
   // Node's default of ten at a time, which is no leak, and never more than there are checks.
-  if (options.signal)
-    setMaxListeners(Math.max(getMaxListeners(options.signal), options.checks.length), options.signal)
+  for (const signal of [options.signal, options.profileSignal])
+    if (signal) setMaxListeners(Math.max(getMaxListeners(signal), options.checks.length), signal)
   const startedAt = new Date().toISOString()
   const budget = new RequestBudget(config.budget)
   // A timeout then says whether this process's own loop was blocked meanwhile (the watch's timer is unreferenced).
@@ -220,10 +223,13 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     let outcome: CheckResult['outcome'] = 'pass'
     let message: string | undefined
     let notApplicable = false
+    const signals = [
+      options.signal,
+      check.level === 'profile' && !isSweep(check) ? options.profileSignal : undefined,
+    ].filter((s): s is AbortSignal => s !== undefined)
     try {
-      if (options.signal?.aborted) throw new CheckSkipped(`not run: ${String(options.signal.reason)}`)
-      const skipped = options.skipReason?.(check)
-      if (skipped !== undefined) throw new CheckSkipped(`not run: ${skipped}`)
+      const ended = signals.find((s) => s.aborted)
+      if (ended) throw new CheckSkipped(`not run: ${String(ended.reason)}`)
       if (transportFailures >= 3 && !(await answers(config))) {
         throw new Error(
           `not run: ${config.baseUrl} stopped answering (${transportFailures} checks in a row failed on the transport)`,
@@ -234,7 +240,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
           check.run(ctx),
           options.checkTimeoutMs ?? Math.max(60_000, config.waitMs * 3),
           check.id,
-          options.signal,
+          signals,
         ),
       )
       transportFailures = 0
@@ -357,21 +363,27 @@ async function answers(config: SuiteConfig): Promise<boolean> {
   }
 }
 
-/** The check's outcome, or a failure when it outlives its time limit, or a skip when the run is aborted meanwhile. */
-async function withTimeout<T>(p: Promise<T>, ms: number, id: string, signal?: AbortSignal): Promise<T> {
+/**
+ * The check's outcome, or a failure when it outlives its time limit, or a skip when one of `signals` is aborted
+ * meanwhile (the run's, or the one ending the profile checks).
+ */
+async function withTimeout<T>(p: Promise<T>, ms: number, id: string, signals: AbortSignal[]): Promise<T> {
   let timer: NodeJS.Timeout | undefined
-  let onAbort: (() => void) | undefined
+  const listeners: Array<[AbortSignal, () => void]> = []
   try {
     return await Promise.race([
       p,
       new Promise<T>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`${id} did not finish within ${ms} ms`)), ms)
-        onAbort = () => reject(new CheckSkipped(`cut short: ${String(signal?.reason)}`))
-        signal?.addEventListener('abort', onAbort, { once: true })
+        for (const signal of signals) {
+          const onAbort = () => reject(new CheckSkipped(`cut short: ${String(signal.reason)}`))
+          signal.addEventListener('abort', onAbort, { once: true })
+          listeners.push([signal, onAbort])
+        }
       }),
     ])
   } finally {
     clearTimeout(timer)
-    if (onAbort) signal?.removeEventListener('abort', onAbort)
+    for (const [signal, onAbort] of listeners) signal.removeEventListener('abort', onAbort)
   }
 }

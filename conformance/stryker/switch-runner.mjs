@@ -26,8 +26,8 @@
  *   mutant reported Timeout; the next run gets a fresh server. Stryker's timeout stays the last resort (it replaces
  *   the worker; the server exits with the worker's IPC channel). Stryker's hit limit is not used (see judge).
  * - Each run stops at the first core failure or core check that could not run (--bail, which runs the core checks
- *   first; with --strict-profile a profile failure skips the profile checks after it) and runs only the check
- *   families of the mutated module's section (scope.mjs CHECKS). A server that does not answer `end` within END_MS
+ *   first; with --strict-profile a profile failure skips the profile checks after it and cuts short those under
+ *   way) and runs only the check families of the mutated module's section (scope.mjs CHECKS). A server that does not answer `end` within END_MS
  *   of the suite's verdict is replaced rather than waited on. Each run's JSON report is kept under
  *   STRYKER_SUITE_REPORTS, named by the mutant, for run.mjs's per-section table.
  */

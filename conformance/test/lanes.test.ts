@@ -125,3 +125,51 @@ describe('lanes', () => {
     }
   })
 })
+
+describe("the profile checks' own signal (--bail --strict-profile)", () => {
+  it('cuts short the profile checks under way and skips those not begun, while core checks and the sweep go on', async () => {
+    const log: string[] = []
+    const profileAbort = new AbortController()
+    const summary = await runChecks({
+      config: resolveConfig(['--seed', '1']).config,
+      contract,
+      cleanup: false,
+      profileSignal: profileAbort.signal,
+      onResult: (r) => {
+        if (r.level === 'profile' && r.outcome === 'fail') profileAbort.abort(`profile check ${r.id} failed`)
+      },
+      checks: [
+        step('core.slow', log, 400, { overlap: true }),
+        step('profile.slow', log, 5000, { level: 'profile', overlap: true }),
+        {
+          id: 'profile.failing',
+          title: 'fails',
+          level: 'profile',
+          clauses: [],
+          async run() {
+            await new Promise((r) => setTimeout(r, 50))
+            throw new Error('broken on purpose')
+          },
+        },
+        step('profile.later', log, 5, { level: 'profile' }),
+        step('sweep.profile-judge', log, 0, { level: 'profile' }),
+      ],
+    })
+    const by = new Map(summary.results.map((r) => [r.id, r]))
+    expect(by.get('core.slow')?.outcome).toBe('pass')
+    expect(by.get('profile.failing')?.outcome).toBe('fail')
+    expect([by.get('profile.slow')?.outcome, by.get('profile.slow')?.message]).toEqual([
+      'skip',
+      'cut short: profile check profile.failing failed',
+    ])
+    // Ended at the failure, not after its own wait.
+    expect(by.get('profile.slow')?.durationMs).toBeLessThan(2000)
+    expect([by.get('profile.later')?.outcome, by.get('profile.later')?.message]).toEqual([
+      'skip',
+      'not run: profile check profile.failing failed',
+    ])
+    expect(log).not.toContain('start profile.later')
+    // The core check under way ended on its own, and the sweep judged the run after it.
+    expect(log.indexOf('start sweep.profile-judge')).toBeGreaterThan(log.indexOf('end core.slow'))
+  })
+})
