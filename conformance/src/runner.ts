@@ -193,7 +193,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       return http.withToken(token)
     },
     contract,
-    fx: undefined as unknown as Fixtures,
+    // Fixtures reach the context through this thunk, called only once checks run.
+    fx: new Fixtures(() => ctx),
     receiver: options.receiver,
     name: (label) => `${config.prefix}${label}-${++counter}`,
     cleanup: (label, run) => undo.push({ label, run }),
@@ -211,7 +212,6 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       socket.once('close', () => sockets.delete(socket))
     },
   }
-  ctx.fx = new Fixtures(() => ctx)
 
   const results: Array<CheckResult | undefined> = []
   const total = options.checks.length

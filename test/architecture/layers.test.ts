@@ -258,12 +258,27 @@ describe('the layers of src/', () => {
     }
   })
 
-  it('forces no type with a double cast (`as unknown as`): a library is used through the types it publishes', () => {
-    const found = sourceFiles(SRC).flatMap((file) =>
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .flatMap((line, i) => (/\bas unknown as\b/.test(line) ? [`${relative(ROOT, file)}:${i + 1}`] : [])),
-    )
+  it('forces no type with a double cast (`as unknown as`) anywhere: a library is used through the types it publishes', () => {
+    // Every folder the type-check covers but generated output and dependencies: the suite, the client, the tests and
+    // the benchmarks are held to the same strictness as the server.
+    const folders = ['src', 'conformance/src', 'conformance/test', 'client/src', 'test', 'bench', 'scripts']
+    const skipped = new Set(['node_modules', 'dist', 'matrix'])
+    const tsFiles = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+        if (skipped.has(entry.name)) return []
+        const path = join(dir, entry.name)
+        if (entry.isDirectory()) return tsFiles(path)
+        return /\.m?ts$/.test(entry.name) ? [path] : []
+      })
+    const found = folders
+      .flatMap((f) => tsFiles(join(ROOT, f)))
+      // This file names the cast it looks for.
+      .filter((file) => file !== import.meta.filename)
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .flatMap((line, i) => (/\bas unknown as\b/.test(line) ? [`${relative(ROOT, file)}:${i + 1}`] : [])),
+      )
     expect(found).toEqual([])
   })
 
