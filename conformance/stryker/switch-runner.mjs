@@ -27,9 +27,9 @@
  *   the worker; the server exits with the worker's IPC channel). Stryker's hit limit is not used (see judge).
  * - Each run stops at the first core failure or core check that could not run (--bail, which runs the core checks
  *   first; with --strict-profile a profile failure skips the profile checks after it and cuts short those under
- *   way) and runs only the check families of the mutated module's section (scope.mjs CHECKS). A server that does not answer `end` within END_MS
- *   of the suite's verdict is replaced rather than waited on. Each run's JSON report is kept under
- *   STRYKER_SUITE_REPORTS, named by the mutant, for run.mjs's per-section table.
+ *   way) and runs only the check families of the mutated module's section (scope.mjs CHECKS). A server that does
+ *   not answer `end` within END_MS of the suite's verdict is replaced rather than waited on. Each run's JSON report
+ *   is kept under STRYKER_SUITE_REPORTS, named by the mutant, for run.mjs's per-section table.
  */
 import { spawn } from 'node:child_process'
 import {
