@@ -83,7 +83,12 @@ describe.each(backends())('claimDue on $name', (backend) => {
     const claimed = await repo.claimDue(NOW, 10, [], 'me', NOW + 30_000)
     expect(claimed.map((c) => c.row.id)).toEqual([a1, c1, b1])
     expect(claimed.every((c) => c.claim === 'claimed' && c.row.leaseOwner === 'me')).toBe(true)
-    // Leased rows are not due for another worker until their leases lapse: only whk_a's next row is left.
+    // Leased rows are not due for another worker until their leases lapse, nor are their subscriptions' later
+    // rows: whk_a's next row waits for the attempt at its first, wherever it is made.
+    expect(await repo.claimDue(NOW, 10, [], 'other', NOW + 30_000)).toEqual([])
+    await repo.recordAttempts('me', [
+      { id: a1, attemptsBefore: 0, outcome: { kind: 'delivered', statusCode: 204 }, now: NOW },
+    ])
     expect((await repo.claimDue(NOW, 10, [], 'other', NOW + 30_000)).map((c) => c.row.id)).toEqual([a2])
     expect(await repo.claimDue(NOW, 10, [], 'third', NOW + 30_000)).toEqual([])
   })
@@ -187,6 +192,26 @@ describe.each(backends())('claimDue on $name', (backend) => {
           })
     expect(plan.join('\n')).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
     expect(plan.join('\n')).not.toMatch(/webhook_deliveries_due/)
+  })
+
+  it('finds the subscriptions with an attempt in flight through the leased index, not the whole table', async () => {
+    const { db, repo, row, sent, counted } = await setUp()
+    await repo.insertMany(Array.from({ length: 300 }, (_, i) => row(`whk_${i % 30}`, `evt_${i}`)))
+    expect(await repo.in(counted).claimDue(NOW, 16, [], 'me', NOW + 30_000)).toHaveLength(16)
+    const walk = sent.find((s) => /^\s*SELECT/i.test(s.sql))
+    expect(walk?.sql).toMatch(/NOT EXISTS/)
+    if (!walk) return
+    const plan =
+      db.dialect === 'sqlite'
+        ? (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${walk.sql}`, walk.params)).map(
+            (r) => r.detail,
+          )
+        : await db.transaction(async (tx) => {
+            await tx.exec('SET LOCAL enable_seqscan = off')
+            const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${walk.sql}`, walk.params)
+            return rows.map((r) => r['QUERY PLAN'])
+          })
+    expect(plan.join('\n'), plan.join('\n')).toMatch(/webhook_deliveries_leased/)
   })
 
   it('recordAttempts writes each outcome of a batch, in one statement on PostgreSQL, and none whose lease was lost', async () => {

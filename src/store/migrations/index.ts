@@ -14,6 +14,7 @@ import { migration as quotas } from './013_quotas.js'
 import { migration as streamSocketReplicas } from './014_stream_socket_replicas.js'
 import { migration as burstWindow } from './015_burst_window.js'
 import { migration as slackSignaturesSeen } from './016_slack_signatures_seen.js'
+import { migration as deliveriesLeased } from './017_deliveries_leased.js'
 import type { Migration } from './migration.js'
 
 /** In id order; append new ones, never edit a released one. */
@@ -33,6 +34,7 @@ export const MIGRATIONS: readonly Migration[] = [
   streamSocketReplicas,
   burstWindow,
   slackSignaturesSeen,
+  deliveriesLeased,
 ]
 
 /** The PostgreSQL advisory lock migrations take (any constant of the kit's own). */
