@@ -20,6 +20,21 @@ afterEach(async () => {
 
 const NOW = Date.UTC(2026, 0, 1)
 
+/** The plan each store gives `statement`: SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN with sequential scans off. */
+async function planOf(db: Db, statement: { sql: string; params: readonly SqlValue[] }): Promise<string> {
+  const lines =
+    db.dialect === 'sqlite'
+      ? (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.params)).map(
+          (r) => r.detail,
+        )
+      : await db.transaction(async (tx) => {
+          await tx.exec('SET LOCAL enable_seqscan = off')
+          const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement.sql}`, statement.params)
+          return rows.map((r) => r['QUERY PLAN'])
+        })
+  return lines.join('\n')
+}
+
 describe.each(backends())('claimDue on $name', (backend) => {
   async function setUp() {
     const db = await openDb(await backend.freshUrl())
@@ -180,18 +195,9 @@ describe.each(backends())('claimDue on $name', (backend) => {
     const take = sent.find((s) => /^\s*UPDATE/i.test(s.sql))
     expect(take).toBeDefined()
     if (!take) return
-    const plan =
-      db.dialect === 'sqlite'
-        ? (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${take.sql}`, take.params)).map(
-            (r) => r.detail,
-          )
-        : await db.transaction(async (tx) => {
-            await tx.exec('SET LOCAL enable_seqscan = off')
-            const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${take.sql}`, take.params)
-            return rows.map((r) => r['QUERY PLAN'])
-          })
-    expect(plan.join('\n')).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
-    expect(plan.join('\n')).not.toMatch(/webhook_deliveries_due/)
+    const plan = await planOf(db, take)
+    expect(plan).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
+    expect(plan).not.toMatch(/webhook_deliveries_due/)
   })
 
   it('finds the subscriptions with an attempt in flight through the leased index, not the whole table', async () => {
@@ -201,17 +207,8 @@ describe.each(backends())('claimDue on $name', (backend) => {
     const walk = sent.find((s) => /^\s*SELECT/i.test(s.sql))
     expect(walk?.sql).toMatch(/NOT EXISTS/)
     if (!walk) return
-    const plan =
-      db.dialect === 'sqlite'
-        ? (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${walk.sql}`, walk.params)).map(
-            (r) => r.detail,
-          )
-        : await db.transaction(async (tx) => {
-            await tx.exec('SET LOCAL enable_seqscan = off')
-            const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${walk.sql}`, walk.params)
-            return rows.map((r) => r['QUERY PLAN'])
-          })
-    expect(plan.join('\n'), plan.join('\n')).toMatch(/webhook_deliveries_leased/)
+    const plan = await planOf(db, walk)
+    expect(plan, plan).toMatch(/webhook_deliveries_leased/)
   })
 
   it('recordAttempts writes each outcome of a batch, in one statement on PostgreSQL, and none whose lease was lost', async () => {
@@ -317,16 +314,7 @@ describe.each(backends())('claimDue on $name', (backend) => {
     const first = sent[0]
     expect(first).toBeDefined()
     if (!first) return
-    const plan =
-      db.dialect === 'sqlite'
-        ? (await db.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${first.sql}`, first.params)).map(
-            (r) => r.detail,
-          )
-        : await db.transaction(async (tx) => {
-            await tx.exec('SET LOCAL enable_seqscan = off')
-            const rows = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${first.sql}`, first.params)
-            return rows.map((r) => r['QUERY PLAN'])
-          })
-    expect(plan.join('\n')).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
+    const plan = await planOf(db, first)
+    expect(plan).toMatch(/webhook_deliveries_id_key|sqlite_autoindex_webhook_deliveries_1/)
   })
 })

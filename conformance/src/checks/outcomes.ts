@@ -46,7 +46,7 @@ export const outcomeChecks: Check[] = [
   {
     id: 'runs.trace-levels-and-outcomes',
     title:
-      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed (the step counted completed), as does a tool retired before its approved step ran (tool_unavailable), an approval approval.granted, a rejection approval.rejected and run.failed, each outcome naming its step (tool_failed, approval_rejected); an approved step’s allow says so; a decided step, or one that awaits nothing, answers 409',
+      'A summary trace carries no frame detail, a detailed one does, a malformed Last-Event-ID is refused 400; a failing tool leaves step.failed and run.failed (the step counted completed), as does a tool retired before its approved step ran (tool_unavailable), an approval approval.granted, a rejection approval.rejected and run.failed, each outcome naming its step (tool_failed, approval_rejected); an approved step’s allow says so; the grant and the flush of a run’s later step name that step’s tool; a decided step, or one that awaits nothing, answers 409',
     level: 'profile',
     clauses: ['S2.6', 'S3.2'],
     // Runs of its own, waited on the deployment's clock: alongside the checks after it.
@@ -209,6 +209,62 @@ export const outcomeChecks: Check[] = [
                 typeof obj(granted.detail).decided_by === 'string' &&
                 obj(granted.detail).queue === approved.queue),
             `the approval.granted frame ${short(granted)} does not name the step's tool, its decider and queue ${short(approved.queue)}`,
+          )
+        })(),
+        (async () => {
+          // Three steps of three tools, each awaiting approval: the second step's grant and the third's flush (the
+          // run cancelled while it waits) name their own step's tool, not another step's.
+          const tools = [
+            await ctx.fx.newTool('succeed'),
+            await ctx.fx.newTool('succeed'),
+            await ctx.fx.newTool('succeed'),
+          ]
+          const agent = await ctx.fx.newToolAgent(tools, ctx.config.profile.approvalBehavior)
+          const { runId } = await ctx.fx.startRun(agent)
+          // The step the run awaits next (one not decided yet), or undefined once it ended without one.
+          const decidedSteps: string[] = []
+          const firstAwaited = (run: Json) =>
+            String(obj((run.awaiting as unknown[] | undefined)?.[0]).step_id)
+          const nextAwaited = async (): Promise<string | undefined> => {
+            const run = await ctx.fx.waitForStatus(
+              runId,
+              (s, r) =>
+                TERMINAL.has(s) || (s === 'awaiting_approval' && !decidedSteps.includes(firstAwaited(r))),
+              `awaiting approval of step ${decidedSteps.length + 1}`,
+            )
+            if (run.status === 'awaiting_approval') return firstAwaited(run)
+            ctx.partial(
+              `a run of three approval steps ended ${short(run.status)} after ${decidedSteps.length} approvals`,
+            )
+            return undefined
+          }
+          for (let i = 0; i < 2; i++) {
+            const stepId = await nextAwaited()
+            if (stepId === undefined) return
+            expectStatus(await decideStep(ctx, runId, stepId, 'approve'), 200, `approving step ${stepId}`)
+            decidedSteps.push(stepId)
+          }
+          const thirdStep = await nextAwaited()
+          if (thirdStep === undefined) return
+          expectStatus(await ctx.http.post(`/v1/runs/${runId}/cancel`), 200, 'cancel at the third approval')
+          const { frames } = await ctx.fx.readTrace(runId)
+          const toolOf = (stepId: string) =>
+            frames.find((f) => f.kind === 'approval.requested' && f.step_id === stepId)
+          const namesItsTool = (f: Json | undefined, stepId: string) =>
+            f !== undefined &&
+            typeof f.tool_id === 'string' &&
+            f.tool === toolOf(stepId)?.tool &&
+            f.tool_id === toolOf(stepId)?.tool_id
+          const secondStep = decidedSteps[1] ?? ''
+          const grant = frames.find((f) => f.kind === 'approval.granted' && f.step_id === secondStep)
+          expect(
+            namesItsTool(grant, secondStep),
+            `the approval.granted frame of step ${secondStep} (a run's second) ${short(grant)} does not name that step's tool ${short(toolOf(secondStep))}`,
+          )
+          const flush = frames.find((f) => f.kind === 'approval.flushed' && f.step_id === thirdStep)
+          expect(
+            namesItsTool(flush, thirdStep),
+            `the approval.flushed frame of step ${thirdStep} (a run's third) ${short(flush)} does not name that step's tool ${short(toolOf(thirdStep))}`,
           )
         })(),
         (async () => {
