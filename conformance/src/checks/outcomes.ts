@@ -246,8 +246,15 @@ export const outcomeChecks: Check[] = [
           }
           const thirdStep = await nextAwaited()
           if (thirdStep === undefined) return
-          expectStatus(await ctx.http.post(`/v1/runs/${runId}/cancel`), 200, 'cancel at the third approval')
-          const { frames } = await ctx.fx.readTrace(runId)
+          expectStatus(
+            await ctx.http.post(`/v1/runs/${runId}/cancel`),
+            [200, 202, 204],
+            'cancel at the third approval',
+          )
+          // A cancel accepted (202) may land a moment later: its flush is waited for within --wait-ms.
+          const frames = await ctx.fx.traceShowing(runId, `the flush of step ${thirdStep}`, (fs) =>
+            fs.some((f) => f.kind === 'approval.flushed' && f.step_id === thirdStep),
+          )
           const toolOf = (stepId: string) =>
             frames.find((f) => f.kind === 'approval.requested' && f.step_id === stepId)
           const namesItsTool = (f: Json | undefined, stepId: string) =>
