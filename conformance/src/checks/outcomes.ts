@@ -255,23 +255,23 @@ export const outcomeChecks: Check[] = [
           const frames = await ctx.fx.traceShowing(runId, `the flush of step ${thirdStep}`, (fs) =>
             fs.some((f) => f.kind === 'approval.flushed' && f.step_id === thirdStep),
           )
-          const toolOf = (stepId: string) =>
+          const requestOf = (stepId: string) =>
             frames.find((f) => f.kind === 'approval.requested' && f.step_id === stepId)
           const namesItsTool = (f: Json | undefined, stepId: string) =>
             f !== undefined &&
             typeof f.tool_id === 'string' &&
-            f.tool === toolOf(stepId)?.tool &&
-            f.tool_id === toolOf(stepId)?.tool_id
+            f.tool === requestOf(stepId)?.tool &&
+            f.tool_id === requestOf(stepId)?.tool_id
           const secondStep = decidedSteps[1] ?? ''
           const grant = frames.find((f) => f.kind === 'approval.granted' && f.step_id === secondStep)
           expect(
             namesItsTool(grant, secondStep),
-            `the approval.granted frame of step ${secondStep} (a run's second) ${short(grant)} does not name that step's tool ${short(toolOf(secondStep))}`,
+            `the approval.granted frame of step ${secondStep} (a run's second) ${short(grant)} does not name that step's tool ${short(requestOf(secondStep))}`,
           )
           const flush = frames.find((f) => f.kind === 'approval.flushed' && f.step_id === thirdStep)
           expect(
             namesItsTool(flush, thirdStep),
-            `the approval.flushed frame of step ${thirdStep} (a run's third) ${short(flush)} does not name that step's tool ${short(toolOf(thirdStep))}`,
+            `the approval.flushed frame of step ${thirdStep} (a run's third) ${short(flush)} does not name that step's tool ${short(requestOf(thirdStep))}`,
           )
         })(),
         (async () => {
