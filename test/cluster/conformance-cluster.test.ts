@@ -4,13 +4,12 @@
  * one service (idempotency, rate limits, stream fan-out, webhooks, run execution).
  */
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { CheckResult } from '../../conformance/src/types.js'
 import { backends } from '../support/backends.js'
 import { type Cluster, conformanceProvisionCommand, startCluster } from '../support/cluster.js'
+import { checksNotPassed } from '../support/conformance-report.js'
 import { testPort } from '../support/ports.js'
 import { testTempDir } from '../support/temp.js'
 
@@ -73,17 +72,10 @@ describe.skipIf(postgres.length === 0)('the conformance suite against a two-repl
     })
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
     const replicaLogs = cluster.replicas.map((r) => `--- replica ${r.index}\n${r.output().slice(-3000)}`)
-    // Each check that did not pass, with its reason, from the JSON report: last, next to the assertion, where a
-    // log that keeps only the end of a long output still shows it.
-    const report: { results: CheckResult[] } = existsSync(reportFile)
-      ? JSON.parse(readFileSync(reportFile, 'utf8'))
-      : { results: [] }
-    const failures = report.results
-      .filter((r) => r.outcome !== 'pass' && r.outcome !== 'skip')
-      .map((r) => `${r.outcome} ${r.level} ${r.id}: ${r.message ?? ''}`)
+    // Each check that did not pass, with its reason, from the JSON report: last, next to the assertion.
     expect(
       code,
-      `${output.slice(-5000)}\n${replicaLogs.join('\n')}\n--- checks that did not pass\n${failures.join('\n')}\n`,
+      `${output.slice(-5000)}\n${replicaLogs.join('\n')}\n--- checks that did not pass\n${checksNotPassed(reportFile)}\n`,
     ).toBe(0)
     expect(output).toMatch(/core: +\d+ passed, 0 failed/)
     // The balancer really spread the suite's traffic: both replicas served HTTP requests and stream connections.

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { ContractCoverage, Tally } from '../../conformance/src/coverage.js'
 import { backends } from '../support/backends.js'
+import { checksNotPassed } from '../support/conformance-report.js'
 import { testPort } from '../support/ports.js'
 import { testTempDir } from '../support/temp.js'
 
@@ -109,7 +110,10 @@ describe(`a full conformance run on ${store.name}`, () => {
     })
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
     if (url) expect(output).toContain(`store ${url}`)
-    expect(code, output.slice(-4000)).toBe(0)
+    expect(
+      code,
+      `${output.slice(-4000)}\n--- checks that did not pass\n${checksNotPassed(reportFile)}\n`,
+    ).toBe(0)
     expect(output).toMatch(/core: +\d+ passed, 0 failed/)
 
     // Coverage of the contract: the run produced everything the README claims (responses 205/205, event kinds

@@ -201,12 +201,15 @@ export class DeliveryRepo implements DeliveryRepository {
   /**
    * The oldest due row of each subscription that has one, subscriptions ordered by how long their oldest row has
    * waited: one receiver's backlog can never fill the whole candidate list. Left out: the `busy` subscriptions and
-   * any whose attempt is in flight on another replica, so a subscription's events go out one at a time wherever
-   * they are sent from (a run's second PagerDuty trigger never overtakes the resolve before it). The due rows are
-   * walked in the due index's order (next_attempt_at, then seq), a page at a time, so a subscription's first row
-   * met is its oldest. A live lease is a pending row's alone (every change of status clears it), so the leased
-   * index answers the in-flight question without the status. Each page leaves out the subscriptions already busy or picked, so the walk ends
-   * once `limit` subscriptions are found or the due rows run out, however long one subscription's backlog is.
+   * any whose attempt is in flight on another replica (a live lease, read through the leased index in the same
+   * statement, so one snapshot judges both), so a subscription's events go out one at a time wherever they are
+   * sent from (a run's second PagerDuty trigger never overtakes the resolve before it). The in-flight set is a
+   * filter (`NOT IN` a subquery, hashed once per statement), not an anti-join probing the leased index per due row:
+   * with the anti-join, full conformance runs on PostgreSQL delivered far more slowly (measured, docs/performance.md,
+   * not explained). The due rows are walked in
+   * the due index's order (next_attempt_at, then seq), a page at a time, so a subscription's first row met is its
+   * oldest. Each page leaves out the subscriptions already busy or picked, so the walk ends once `limit`
+   * subscriptions are found or the due rows run out, however long one subscription's backlog is.
    */
   private async oldestDue(now: number, limit: number, busy: readonly string[]): Promise<string[]> {
     const seen = new Set(busy)
@@ -224,12 +227,11 @@ export class DeliveryRepo implements DeliveryRepository {
         next_attempt_at: number | string
         seq: number | string
       }>(
-        `SELECT id, webhook_id, next_attempt_at, seq FROM webhook_deliveries due
+        `SELECT id, webhook_id, next_attempt_at, seq FROM webhook_deliveries
          WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
            AND channel = $2 ${after ? 'AND (next_attempt_at > $4 OR (next_attempt_at = $4 AND seq > $5))' : ''}
            ${skip.length > 0 ? `AND webhook_id NOT IN (${skip.map((_, i) => `$${i + skipFrom}`).join(', ')})` : ''}
-           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries held WHERE held.webhook_id = due.webhook_id
-             AND held.lease_until > $1)
+           AND webhook_id NOT IN (SELECT webhook_id FROM webhook_deliveries WHERE lease_until > $1)
          ORDER BY next_attempt_at, seq LIMIT $3`,
         params,
       )
