@@ -206,10 +206,10 @@ export class DeliveryRepo implements DeliveryRepository {
    * sent from (a run's second PagerDuty trigger never overtakes the resolve before it). The in-flight set is a
    * filter (`NOT IN` a subquery, hashed once per statement), not an anti-join probing the leased index per due row:
    * with the anti-join, full conformance runs on PostgreSQL delivered far more slowly (measured, docs/performance.md,
-   * not explained). The due rows are walked in
-   * the due index's order (next_attempt_at, then seq), a page at a time, so a subscription's first row met is its
-   * oldest. Each page leaves out the subscriptions already busy or picked, so the walk ends once `limit`
-   * subscriptions are found or the due rows run out, however long one subscription's backlog is.
+   * not explained). The due rows are walked in the due index's order (next_attempt_at, then seq), a page at a
+   * time, so a subscription's first row met is its oldest. Each page leaves out the subscriptions already busy or
+   * picked, so the walk ends once `limit` subscriptions are found or the due rows run out, however long one
+   * subscription's backlog is.
    */
   private async oldestDue(now: number, limit: number, busy: readonly string[]): Promise<string[]> {
     const seen = new Set(busy)
