@@ -174,6 +174,11 @@ function fieldList(body: unknown): string {
 export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled'])
 export const SETTLED = new Set([...TERMINAL, 'awaiting_approval', 'paused'])
 
+/** The step a run awaits approval for first (`awaiting[0].step_id`), as text ("undefined" when it awaits none). */
+export function firstAwaitingStep(run: Json): string {
+  return String(obj((run.awaiting as unknown[] | undefined)?.[0]).step_id)
+}
+
 export interface StartedRun {
   runId: string
   agentId: string
@@ -327,6 +332,18 @@ export class Fixtures {
       () => this.inspect(runId),
       (run) => accept(String(run.status), run),
       this.ctx().config.waitMs,
+    )
+  }
+
+  /**
+   * The run once it ended, or once it awaits approval for a step none of `decided` names: the next approval of a run
+   * of several, after the ones decided (waited for within --wait-ms).
+   */
+  awaitingAnotherStep(runId: string, decided: readonly string[], what: string): Promise<Json> {
+    return this.waitForStatus(
+      runId,
+      (s, run) => TERMINAL.has(s) || (s === 'awaiting_approval' && !decided.includes(firstAwaitingStep(run))),
+      what,
     )
   }
 

@@ -276,46 +276,35 @@ describe.each(backends())('webhook outbox on $name', (backend) => {
   })
 
   it('holds a subscription’s later events back while another replica’s attempt at an earlier one is in flight', async () => {
-    const sub = await h.webhooks.create('ws_a', {
-      url: receiver.url,
-      events: ['agent.created'],
-      secret: SECRET,
-    })
-    const other = await h.webhooks.create('ws_a', {
-      url: receiver.url,
-      events: ['agent.created'],
-      secret: SECRET,
-    })
+    const [sub, other] = [
+      await h.webhooks.create('ws_a', { url: receiver.url, events: ['agent.created'], secret: SECRET }),
+      await h.webhooks.create('ws_a', { url: receiver.url, events: ['agent.created'], secret: SECRET }),
+    ]
     await h.append('ws_a', 'agent.created', { agent_id: 'agt_1' })
     await h.append('ws_a', 'agent.created', { agent_id: 'agt_2' })
     await h.webhooks.dispatcher.fanOut()
     const repo = new DeliveryRepo(h.db)
+    const claim = (owner: string) => repo.claimDue(h.clock.now(), 10, [], owner, h.clock.now() + 30_000)
+    /** The other replica's attempt at `id` answered 204. */
+    const delivered = (id: string | undefined) =>
+      repo.recordAttempts('other-replica', [
+        {
+          id: id ?? '',
+          attemptsBefore: 0,
+          outcome: { kind: 'delivered', statusCode: 204 },
+          now: h.clock.now(),
+        },
+      ])
     const [first, second] = (await h.webhooks.listDeliveries('ws_a', sub.id, 0, 10)).rows
     const [otherFirst] = (await h.webhooks.listDeliveries('ws_a', other.id, 0, 10)).rows
     // Another replica holds the first delivery of both subscriptions, then finishes the other subscription's.
-    const held = await repo.claimDue(h.clock.now(), 10, [], 'other-replica', h.clock.now() + 30_000)
+    const held = await claim('other-replica')
     expect(held.map((c) => c.row.id).sort()).toEqual([first?.id, otherFirst?.id].sort())
-    await repo.recordAttempts('other-replica', [
-      {
-        id: otherFirst?.id ?? '',
-        attemptsBefore: 0,
-        outcome: { kind: 'delivered', statusCode: 204 },
-        now: h.clock.now(),
-      },
-    ])
+    await delivered(otherFirst?.id)
     // This replica may send the other subscription's second event, never the first one's while its first is out.
-    const mine = await repo.claimDue(h.clock.now(), 10, [], 'this-replica', h.clock.now() + 30_000)
-    expect(mine.map((c) => c.row.webhookId)).toEqual([other.id])
-    await repo.recordAttempts('other-replica', [
-      {
-        id: first?.id ?? '',
-        attemptsBefore: 0,
-        outcome: { kind: 'delivered', statusCode: 204 },
-        now: h.clock.now(),
-      },
-    ])
-    const next = await repo.claimDue(h.clock.now(), 10, [], 'this-replica', h.clock.now() + 30_000)
-    expect(next.map((c) => c.row.id)).toEqual([second?.id])
+    expect((await claim('this-replica')).map((c) => c.row.webhookId)).toEqual([other.id])
+    await delivered(first?.id)
+    expect((await claim('this-replica')).map((c) => c.row.id)).toEqual([second?.id])
   })
 
   it('keeps one slow receiver from delaying another subscription', async () => {

@@ -8,7 +8,15 @@ import { randomBytes } from 'node:crypto'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
-import { decideStep, expectStatus, ownId, pageItems, TERMINAL, unwantedHookUrl } from '../fixtures.js'
+import {
+  decideStep,
+  expectStatus,
+  firstAwaitingStep,
+  ownId,
+  pageItems,
+  TERMINAL,
+  unwantedHookUrl,
+} from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { natsTarget } from '../nats.js'
 import { type Delivery, hostAndPort } from '../receiver.js'
@@ -606,7 +614,7 @@ export const destinationChecks: Check[] = [
         (s) => s === 'awaiting_approval',
         'awaiting approval',
       )
-      const firstStep = String(obj((firstWait.awaiting as unknown[] | undefined)?.[0]).step_id)
+      const firstStep = firstAwaitingStep(firstWait)
       const firstTrigger = await ctx.receiver!.waitFor(
         pagerTrigger(pager.tag, twoSteps.runId),
         ctx.config.waitMs,
@@ -618,16 +626,13 @@ export const destinationChecks: Check[] = [
         200,
         `approving step ${firstStep}`,
       )
-      const secondWait = await ctx.fx.waitForStatus(
+      const secondWait = await ctx.fx.awaitingAnotherStep(
         twoSteps.runId,
-        (s, run) =>
-          TERMINAL.has(s) ||
-          (s === 'awaiting_approval' &&
-            obj((run.awaiting as unknown[] | undefined)?.[0]).step_id !== firstStep),
+        [firstStep],
         'past its first approval',
       )
       if (secondWait.status === 'awaiting_approval') {
-        const secondStep = String(obj((secondWait.awaiting as unknown[] | undefined)?.[0]).step_id)
+        const secondStep = firstAwaitingStep(secondWait)
         const secondTrigger = await ctx.receiver!.waitFor(
           pagerTrigger(pager.tag, twoSteps.runId, secondStep),
           ctx.config.waitMs,

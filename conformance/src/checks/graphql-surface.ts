@@ -10,7 +10,14 @@ import WebSocket from 'ws'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
-import { expectStatus, pageItems, SETTLED, toolRegistration, unwantedHookUrl } from '../fixtures.js'
+import {
+  expectStatus,
+  firstAwaitingStep,
+  pageItems,
+  SETTLED,
+  toolRegistration,
+  unwantedHookUrl,
+} from '../fixtures.js'
 import type { HttpResponse } from '../http.js'
 import { obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
@@ -1437,7 +1444,7 @@ export const graphqlSurfaceChecks: Check[] = [
         `pauseRun of an unknown run answered ${short(missing.body)}`,
       )
       const waiting = await ctx.fx.awaitingRun()
-      const stepId = String(obj((waiting.waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+      const stepId = firstAwaitingStep(waiting.waiting)
       const decided = answered(
         await gql(
           ctx.http,

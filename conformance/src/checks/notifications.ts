@@ -7,7 +7,7 @@
  * every kind, so the facts are those the deployment itself announced.
  */
 import type { Check, CheckContext } from '../check.js'
-import { decideStep, expectStatus } from '../fixtures.js'
+import { decideStep, expectStatus, firstAwaitingStep } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, skip } from '../types.js'
@@ -335,7 +335,7 @@ async function resolvedOnApproval(ctx: CheckContext, tag: string): Promise<strin
   const opened = async () => {
     const { runId, waiting } = await ctx.fx.awaitingRun()
     const trigger = await ctx.receiver!.waitFor(pagerTrigger(tag, runId), ctx.config.waitMs)
-    const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+    const stepId = firstAwaitingStep(waiting)
     return { runId, stepId, key: trigger?.body?.dedup_key }
   }
   const run = await opened()

@@ -7,7 +7,7 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { approvalUrl, decideStep, expectStatus, type Json, TERMINAL } from '../fixtures.js'
+import { approvalUrl, decideStep, expectStatus, firstAwaitingStep, type Json, TERMINAL } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -124,7 +124,7 @@ export const outcomeChecks: Check[] = [
             (s) => s !== 'queued' && s !== 'running',
             'settled',
           )
-          const stepId = String(obj((waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+          const stepId = firstAwaitingStep(waiting)
           expectStatus(await ctx.http.delete(`/v1/tools/${tool.id}`), 200, 'retiring the awaited step’s tool')
           expectStatus(await decideStep(ctx, runId, stepId, 'approve'), 200, 'approving')
           const t = await endedTrace(ctx, runId)
@@ -223,16 +223,13 @@ export const outcomeChecks: Check[] = [
           const { runId } = await ctx.fx.startRun(agent)
           // The step the run awaits next (one not decided yet), or undefined once it ended without one.
           const decidedSteps: string[] = []
-          const firstAwaited = (run: Json) =>
-            String(obj((run.awaiting as unknown[] | undefined)?.[0]).step_id)
           const nextAwaited = async (): Promise<string | undefined> => {
-            const run = await ctx.fx.waitForStatus(
+            const run = await ctx.fx.awaitingAnotherStep(
               runId,
-              (s, r) =>
-                TERMINAL.has(s) || (s === 'awaiting_approval' && !decidedSteps.includes(firstAwaited(r))),
+              decidedSteps,
               `awaiting approval of step ${decidedSteps.length + 1}`,
             )
-            if (run.status === 'awaiting_approval') return firstAwaited(run)
+            if (run.status === 'awaiting_approval') return firstAwaitingStep(run)
             ctx.partial(
               `a run of three approval steps ended ${short(run.status)} after ${decidedSteps.length} approvals`,
             )

@@ -4,6 +4,7 @@ import type { Check, CheckContext } from '../check.js'
 import {
   decideStep,
   expectStatus,
+  firstAwaitingStep,
   getTrace,
   listPage,
   nextPageCursor,
@@ -406,7 +407,7 @@ export const runChecks: Check[] = [
       // the run back to awaiting_approval (the contract's x-run-state-machine: approve and reject leave
       // awaiting_approval only; §3 "Transitions: not shown").
       const waiting = await ctx.fx.awaitingRun()
-      const stepId = String(obj((waiting.waiting.awaiting as unknown[] | undefined)?.[0]).step_id)
+      const stepId = firstAwaitingStep(waiting.waiting)
       expectStatus(
         await ctx.http.post(`/v1/runs/${waiting.runId}/pause`),
         200,

@@ -128,7 +128,8 @@ const LEASE_MARGIN_MS = 5_000
  * Turns the event log into outbox rows (fan-out) and sends due rows (dispatch), for one channel (webhooks,
  * destinations). Both sides work only from the store, so a restart resumes exactly where the rows say: nothing is
  * lost, and a row's id (the `webhook-id`) stays the same on every attempt. One target has at most one attempt in
- * flight per process, and the global pool bounds the rest, so a slow receiver holds one slot, never the others'.
+ * flight across every process (the claim skips a target with a live lease), and the global pool bounds the rest,
+ * so a slow receiver holds one slot, never the others'.
  */
 export class OutboxDispatcher<T extends OutboxTarget> {
   private readonly owner = `dsp_${randomBytes(8).toString('hex')}`
@@ -340,7 +341,7 @@ export class OutboxDispatcher<T extends OutboxTarget> {
     }
   }
 
-  /** Claims due rows up to the pool size, skipping subscriptions that already have an attempt in flight here. */
+  /** Claims due rows up to the pool size, skipping subscriptions that already have an attempt in flight anywhere. */
   async dispatchDue(): Promise<number> {
     const free = this.options.concurrency - this.inFlight.size
     if (free <= 0) return 0
