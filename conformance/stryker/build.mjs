@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { coverageSwitchable } from './coverage.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 const node = (args, cwd) => execFileSync(process.execPath, args, { cwd, stdio: 'inherit' })
@@ -18,3 +19,5 @@ const tsc = join(
   'tsc',
 )
 node([tsc, '-p', 'tsconfig.build.json', '--noCheck'], join(root, 'conformance'))
+// A mutant run counts its mutant's hits alone, not the dry run's coverage (coverage.mjs).
+coverageSwitchable(join(root, 'dist'))

@@ -45,6 +45,7 @@ let loaded
 parentPort.on('message', async ({ id, args, databaseUrl, mutant, hitLimit, testId }) => {
   ns.currentTestId = testId
   ns.activeMutant = mutant
+  ns.coverageOff = mutant !== undefined
   ns.hitLimit = hitLimit
   ns.hitCount = hitLimit === undefined ? undefined : 0
   const log = console.log
@@ -132,6 +133,8 @@ const commands = {
   },
   activate: ({ mutant, hitLimit }) => {
     ns.activeMutant = mutant
+    // Coverage is the dry run's (no mutant active); a mutant run counts only its mutant's hits (build.mjs).
+    ns.coverageOff = mutant !== undefined
     ns.hitLimit = hitLimit
     ns.hitCount = hitLimit === undefined ? undefined : 0
     return {}

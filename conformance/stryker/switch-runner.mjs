@@ -246,6 +246,10 @@ class SwitchedServer {
       AGENTOPS_TRACE_POLL_MS: String(NO_POLL_MS),
       // The webhook and destination outbox likewise: new events wake it, and a retry wakes it when it comes due.
       AGENTOPS_WEBHOOK_POLL_MS: String(NO_POLL_MS),
+      // No request log and no metrics: the suite judges answers alone, and the scope's log and metric calls are
+      // ignored mutants (ignorers.mjs). Warnings and errors still reach the output kept for a failed start.
+      AGENTOPS_LOG_LEVEL: 'warn',
+      AGENTOPS_METRICS: 'off',
       ...process.env,
       // The receiver by the name localhost too (webhooks.listed-name-resolved), as the suite's --reference lists it.
       AGENTOPS_WEBHOOK_PRIVATE_TARGETS: `${receiver},localhost:${this.receiverPort}`,
