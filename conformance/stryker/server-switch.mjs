@@ -11,7 +11,8 @@
  *
  * Messages (each answered with `{ reply: id, ... }`):
  * - `{ cmd: 'track', testId }`: mutants hit from now on are recorded under `testId`
- * - `{ cmd: 'activate', mutant, hitLimit }`: makes `mutant` (or none) active, counting its hits against `hitLimit`
+ * - `{ cmd: 'activate', mutant, hitLimit }`: makes `mutant` (or none) active, counting its hits against `hitLimit`;
+ *   while a mutant is active no coverage is counted (coverage.mjs: a mutant run needs only its hits)
  * - `{ cmd: 'provision', args }`: the CLI command `agentops <args>` (`keys provision-conformance ...`) against this
  *   server's store, answered with what it printed, in a worker thread of this process (the kit's own CLI entry, the
  *   same code the suite's `--reference` runs in a child process), with the active mutant; its coverage and hits are
