@@ -43,10 +43,10 @@ const ISSUER = `
 const { parentPort, workerData } = require('node:worker_threads')
 const ns = globalThis.__stryker__ || (globalThis.__stryker__ = {})
 let loaded
-parentPort.on('message', async ({ id, args, databaseUrl, mutant, hitLimit, testId }) => {
+parentPort.on('message', async ({ id, args, databaseUrl, mutant, coverageOff, hitLimit, testId }) => {
   ns.currentTestId = testId
   ns.activeMutant = mutant
-  ns.coverageOff = mutant !== undefined
+  ns.coverageOff = coverageOff
   ns.hitLimit = hitLimit
   ns.hitCount = hitLimit === undefined ? undefined : 0
   const log = console.log
@@ -121,6 +121,7 @@ function issue(args) {
       args,
       databaseUrl,
       mutant: ns.activeMutant,
+      coverageOff: ns.coverageOff,
       hitLimit: ns.hitLimit,
       testId: ns.currentTestId,
     })

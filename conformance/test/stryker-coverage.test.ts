@@ -11,7 +11,6 @@ import { Instrumenter } from '@stryker-mutator/instrumenter'
 import { afterAll, describe, expect, it } from 'vitest'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { quiet } from '../stryker/changes.mjs'
-// @ts-expect-error: plain ESM modules of the command, without types
 import { coverageSwitchable, coverageSwitchableText } from '../stryker/coverage.mjs'
 import { scratchDir } from './scratch.js'
 

@@ -19,6 +19,7 @@ import { provisionedTokens } from '../src/provision.js'
 import { provisionArgs } from '../src/reference.js'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { quiet } from '../stryker/changes.mjs'
+import { coverageSwitchable } from '../stryker/coverage.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { noticed } from '../stryker/noticed.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
@@ -58,6 +59,8 @@ async function sandbox(...modules: string[]): Promise<{ dir: string; mutants: re
     { plugins: null, excludedMutations: [], ignorers: [], noHeader: false },
   )
   for (const file of result.files) writeFileSync(file.name, file.content)
+  // As the sandbox's build leaves it: no coverage counted while a mutant is active (build.mjs).
+  coverageSwitchable(join(dir, 'dist'))
   return { dir, mutants: result.mutants }
 }
 
