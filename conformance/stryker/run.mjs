@@ -48,6 +48,7 @@ import {
   writeGuide,
 } from './pace.mjs'
 import { EXCLUDED, SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
+import { serverStoresDir } from './server-stores.mjs'
 import { aliveKeys, aliveRanges, mergeSecondPass, withReport } from './stores.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -151,6 +152,9 @@ const suiteReports = join(out, 'suite')
 rmSync(suiteReports, { recursive: true, force: true })
 mkdirSync(suiteReports, { recursive: true })
 process.env.STRYKER_SUITE_REPORTS = suiteReports
+// The judged servers' SQLite stores in memory where there is a tmpfs (server-stores.mjs); switch-runner.mjs reads it.
+const serverStores = serverStoresDir()
+if (serverStores) process.env.STRYKER_SERVER_STORES = serverStores
 
 /** Workers: a mutant run mostly waits on the server's own clock, so two per CPU keep the CPUs busy. */
 const concurrency = Number(values.concurrency ?? 3 * availableParallelism())

@@ -213,8 +213,9 @@ class SwitchedServer {
     this.root = root
     this.usedPorts = usedPorts
     this.staticMutant = staticMutant
-    // Inside the sandbox, which Stryker removes at the end: a worker Stryker kills (a timeout) leaves nothing behind.
-    this.dir = mkdtempSync(join(root, '.switch-server-'))
+    // In run.mjs's directory in memory (server-stores.mjs), else inside the sandbox; either is removed at the run's
+    // end, so a worker Stryker kills (a timeout) leaves nothing behind.
+    this.dir = mkdtempSync(join(process.env.STRYKER_SERVER_STORES || root, '.switch-server-'))
     // run.mjs --postgres: a database of this server's own on that PostgreSQL server, made in start().
     this.postgresAdmin = process.env.STRYKER_POSTGRES_ADMIN_URL || undefined
     this.databaseUrl = this.postgresAdmin ? undefined : `sqlite:${join(this.dir, 'db.sqlite')}`

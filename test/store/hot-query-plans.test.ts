@@ -1,6 +1,7 @@
 /**
  * The queries on the paths whose latency must not grow with the data (GET /v1/runs/{id}, the agents page and an
- * agent's runs page, a trace page, a connector's records page with its proofs, and the scheduler's drain) are index
+ * agent's runs page, a trace page, a connector's records page with its proofs, the scheduler's drain and the outbox's
+ * fan-out) are index
  * reads on both stores: each statement the repositories send for them is captured, then its plan is asked for
  * (SQLite EXPLAIN QUERY PLAN, PostgreSQL EXPLAIN) and must name the index that serves it, with no table scan and no
  * sort. `npm run bench:growth` shows the same paths' latency at 1,000 and 100,000 runs and 1,000,000 records.
@@ -16,9 +17,11 @@ import type { Db, Dialect } from '../../src/store/db.js'
 import { migrate } from '../../src/store/migrations/index.js'
 import { openDb } from '../../src/store/open.js'
 import { AgentRepo } from '../../src/store/repos/agents.js'
+import { DestinationRepo } from '../../src/store/repos/destinations.js'
 import { KeyRepo } from '../../src/store/repos/keys.js'
 import { RecordRepo } from '../../src/store/repos/records.js'
 import { RunRepo } from '../../src/store/repos/runs.js'
+import { WebhookRepo } from '../../src/store/repos/webhooks.js'
 import { backends } from '../support/backends.js'
 import { appendRecords } from '../support/record-backlog.js'
 import { cloneRuns } from '../support/run-backlog.js'
@@ -38,6 +41,8 @@ function repositories(q: StatementCapture, dialect: Dialect) {
     agents: new AgentRepo(q),
     keys: new KeyRepo(q),
     records: new RecordRepo(q, dialect),
+    webhooks: new WebhookRepo(q),
+    destinations: new DestinationRepo(q),
   }
 }
 type Repositories = ReturnType<typeof repositories>
@@ -166,6 +171,15 @@ const CASES: Case[] = [
       [BY_ID.tasks],
       [BY_ID.runs],
     ],
+  },
+  {
+    // Made after every commit that appends an event, however many subscriptions were deleted before.
+    name: 'the outbox fan-out: the oldest live subscription of each channel',
+    call: async (r) => {
+      await r.webhooks.minAfterSeq()
+      await r.destinations.minAfterSeq()
+    },
+    indexes: [[/webhooks_active_after\b/], [/destinations_active_after\b/]],
   },
   {
     name: "DELETE /v1/agents/{id}: the agent's live runs",

@@ -15,6 +15,7 @@ import { migration as streamSocketReplicas } from './014_stream_socket_replicas.
 import { migration as burstWindow } from './015_burst_window.js'
 import { migration as slackSignaturesSeen } from './016_slack_signatures_seen.js'
 import { migration as deliveriesLeased } from './017_deliveries_leased.js'
+import { migration as oldestSubscription } from './018_oldest_subscription.js'
 import type { Migration } from './migration.js'
 
 /** In id order; append new ones, never edit a released one. */
@@ -35,6 +36,7 @@ export const MIGRATIONS: readonly Migration[] = [
   burstWindow,
   slackSignaturesSeen,
   deliveriesLeased,
+  oldestSubscription,
 ]
 
 /** The PostgreSQL advisory lock migrations take (any constant of the kit's own). */
