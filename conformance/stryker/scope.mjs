@@ -160,10 +160,15 @@ export const CHECKS = {
  * does (at most the wait's own length: wait.ts). The webhook section's server retries from 500 ms, each retry
  * waking its outbox when due (AGENTOPS_WEBHOOK_*), its slowest clean check (three attempts with growing gaps) takes about
  * 3 s; a destination mutant that breaks a delivery left its check waiting the default 15 s, past the runner's
- * deadline (87 Timeouts of the whole-scope run, 2026-11-30): 6 s. The suite's own default for any other
- * deployment is unchanged.
+ * deadline (87 Timeouts of the whole-scope run, 2026-11-30): 6 s. The GraphQL surface's subscriptions ride the
+ * same pushes as the stream, and the authentication section's one slow wait is for a revoked or expired key's sockets
+ * to close, which the reference's key watch does within a second of the revoke command's exit (bench:revocation): a
+ * mutant that breaks either left its check waiting the default 15 s (about 900 worker-seconds of kills in the
+ * whole-scope run at 47536b7, 2026-12-05): 4 s each. The suite's own default for any other deployment is unchanged.
  */
 export const WAIT_MS = {
+  '§5 authentication and scopes': 4000,
+  '§4 GraphQL surface': 4000,
   '§4 stream': 4000,
   '§2-§3 runs: state machine, plan, trace, approvals': 3000,
   '§5.5, §6 webhook outbox, signing, retries': 6000,

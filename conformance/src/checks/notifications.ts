@@ -471,13 +471,15 @@ export const notificationChecks: Check[] = [
           },
         ]
         const problems: string[] = []
+        // One wait for both destinations: the same events caused their messages at the same moment, so each gets
+        // the whole wait from then, and a deployment that sends neither is judged after one wait, not two.
+        const deadline = Date.now() + ctx.config.waitMs
         for (const dest of destinations) {
           const at = atTag(dest.tag)
           const fits = (e: Announced, s: Said) => unsaid(e, s).length === 0
           let left = events
           let messages: Said[] = []
           const seen = new Set<Delivery>()
-          const deadline = Date.now() + ctx.config.waitMs
           for (;;) {
             const arrived = ctx.receiver!.deliveries.filter(at)
             for (const d of arrived) seen.add(d)
