@@ -163,8 +163,8 @@ export const CHECKS = {
  * deadline (87 Timeouts of the whole-scope run, 2026-11-30): 6 s. The GraphQL surface's subscriptions ride the
  * same pushes as the stream, and the authentication section's one slow wait is for a revoked or expired key's sockets
  * to close, which the reference's key watch does within a second of the revoke command's exit (bench:revocation): a
- * mutant that breaks either left its check waiting the default 15 s (about 900 worker-seconds of kills in the
- * whole-scope run at 47536b7, 2026-12-05): 4 s each. The suite's own default for any other deployment is unchanged.
+ * mutant that breaks either left its check waiting the default 15 s (in the whole-scope run at 47536b7, kills that
+ * waited 5 s or more took 1,135 worker-seconds in keys/, graphql/subscriptions.ts and graphql/ws.ts): 4 s each. The suite's own default for any other deployment is unchanged.
  */
 export const WAIT_MS = {
   '§5 authentication and scopes': 4000,

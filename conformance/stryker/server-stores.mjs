@@ -1,13 +1,14 @@
 /**
  * Where the judged servers keep their SQLite stores: in memory (a directory of its own under /dev/shm, a tmpfs on
- * Linux) when there is one. A store there commits without writing to a disk and checkpoints without fsync, which on
- * a disk held the committing server now and then for milliseconds; the suite judges answers alone, never whether a
- * commit reached the disk. Elsewhere the stores stay in the sandbox, as before.
+ * Linux) when there is one, so a long run writes its throwaway stores to no disk (the suite judges answers alone,
+ * never whether a commit reached a disk). Elsewhere the stores stay in the sandbox, as before.
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const PREFIX = 'agentops-stryker-'
+/** A run's directory name: the prefix, its process id, mkdtemp's suffix. */
+const RUN_DIR = new RegExp(`^${PREFIX}(\\d+)-`)
 
 /**
  * A directory for this run's server stores under `memory` (default /dev/shm), removed when this process exits, or
@@ -29,9 +30,8 @@ export function serverStoresDir(memory = '/dev/shm') {
 /** Removes the directories under `memory` of runs whose process is gone. */
 export function removeLeftBehind(memory) {
   for (const name of readdirSync(memory)) {
-    const pid = Number(name.startsWith(PREFIX) ? name.slice(PREFIX.length).split('-')[0] : Number.NaN)
-    if (Number.isInteger(pid) && pid > 0 && !alive(pid))
-      rmSync(join(memory, name), { recursive: true, force: true })
+    const pid = Number(RUN_DIR.exec(name)?.[1])
+    if (pid > 0 && !alive(pid)) rmSync(join(memory, name), { recursive: true, force: true })
   }
 }
 

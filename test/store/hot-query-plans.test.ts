@@ -1,10 +1,9 @@
 /**
  * The queries on the paths whose latency must not grow with the data (GET /v1/runs/{id}, the agents page and an
  * agent's runs page, a trace page, a connector's records page with its proofs, the scheduler's drain and the outbox's
- * fan-out) are index
- * reads on both stores: each statement the repositories send for them is captured, then its plan is asked for
- * (SQLite EXPLAIN QUERY PLAN, PostgreSQL EXPLAIN) and must name the index that serves it, with no table scan and no
- * sort. `npm run bench:growth` shows the same paths' latency at 1,000 and 100,000 runs and 1,000,000 records.
+ * fan-out) are index reads on both stores: each statement the repositories send for them is captured, then its plan
+ * is asked for (SQLite EXPLAIN QUERY PLAN, PostgreSQL EXPLAIN) and must name the index that serves it, with no table
+ * scan and no sort. `npm run bench:growth` shows the same paths' latency at 1,000 and 100,000 runs and 1,000,000 records.
  *
  * The tables hold 20,000 finished runs with 5 frames each, 20,000 queued runs, 20,000 records and 40 agents,
  * statistics up to date. PostgreSQL plans under `enable_seqscan = off`: the question is whether an index serves the
