@@ -4,6 +4,6 @@ export interface KillingReport {
 }
 
 export declare class KillOrder {
-  add(section: string | undefined, report: KillingReport | undefined): void
-  first(section: string | undefined): string[]
+  add(section: string | undefined, report: KillingReport | undefined, module?: string): void
+  first(section: string | undefined, module?: string): string[]
 }

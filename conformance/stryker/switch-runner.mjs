@@ -93,12 +93,26 @@ const SLOW_KILL_MS = 2500
  * where there is none): on a machine busy with other work, time the run could not use.
  */
 function cpuWaitMs(pid) {
+  const now = performance.now()
+  const last = lastCpuWait.get(pid)
+  if (last && now - last.at < CPU_WAIT_FRESH_MS) return last.ms
+  let ms
   try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6 || 0
+    ms = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6 || 0
   } catch {
-    return 0
+    ms = 0
   }
+  if (lastCpuWait.size > 64) lastCpuWait.clear()
+  lastCpuWait.set(pid, { at: now, ms })
+  return ms
 }
+
+/**
+ * A reading this recent answers again: the suite's waits ask for the withheld time on every poll, and reading the
+ * two processes' schedstat each time was a measurable share of a worker's own CPU.
+ */
+const CPU_WAIT_FRESH_MS = 20
+const lastCpuWait = new Map()
 
 /**
  * The checks a kill's report names (the failed ones, and the core checks that could not run or only partly ran, not
@@ -553,7 +567,7 @@ export class ConformanceSwitchRunner {
    * One suite run against the server: fresh identities, the suite's report back (or why there is none). `interrupt`
    * ends the suite early (the runner's deadline), as an interrupt ends a run: the verdict and reports still come.
    */
-  async runSuite(server, { mutant, name, only, section, interrupt, progress = {} }) {
+  async runSuite(server, { mutant, name, only, section, module, interrupt, progress = {} }) {
     const run = `${process.pid}-${++this.runs}`
     progress.phase = 'issuing keys'
     const tokenFlags = await this.provision(server, `stryker-${run}`)
@@ -564,7 +578,7 @@ export class ConformanceSwitchRunner {
       this.nats && publishes ? await this.nats.freshUrl().catch(() => this.nats.url) : this.nats?.url
     const json = join(this.reports ?? this.configDir, `${name ?? mutant ?? 'clean'}.json`)
     mkdirSync(join(json, '..'), { recursive: true })
-    const first = mutant === undefined ? [] : this.killOrder.first(section)
+    const first = mutant === undefined ? [] : this.killOrder.first(section, module)
     // The kit's CLI revoking a key in this server's store, in a process of its own, as --reference's revoke command:
     // the running server finds the revoke as it finds one of an operator's (stream.revoked-key-ends-connections).
     const revoke = this.identities.revokeCommand?.(server.root, server.databaseUrl)
@@ -817,7 +831,8 @@ export class ConformanceSwitchRunner {
 
   async mutantRunOnce(options) {
     const mutant = options.activeMutant.id
-    const section = sectionOf(relative(this.root, options.sandboxFileName))
+    const module = relative(this.root, options.sandboxFileName)
+    const section = sectionOf(module)
     const only = section ? checksFor(section) : undefined
     const staticRun = options.mutantActivation === 'static'
     const limitMs = this.deadlineFor(section, options.timeout)
@@ -871,6 +886,7 @@ export class ConformanceSwitchRunner {
       mutant,
       only,
       section,
+      module,
       staticRun,
       cost,
       killed,
@@ -908,7 +924,10 @@ export class ConformanceSwitchRunner {
   }
 
   /** The mutant's run against `server`: its verdict, or Killed when the server died under it. */
-  async judge(server, { mutant, only, section, staticRun, cost, killed, interrupt, progress, rejudged }) {
+  async judge(
+    server,
+    { mutant, only, section, module, staticRun, cost, killed, interrupt, progress, rejudged },
+  ) {
     try {
       // Stryker's hit limit (100 x the mutant's hits in the dry run) is not passed on: with each section's coverage
       // kept to its own mutants it counted the hits of one section's checks only, and a mutant in a timer's pass
@@ -920,6 +939,7 @@ export class ConformanceSwitchRunner {
         mutant,
         only,
         section,
+        module,
         interrupt: interrupt.signal,
         progress,
       })
@@ -947,7 +967,7 @@ export class ConformanceSwitchRunner {
           stalled: 'ending the run',
         })
         if (report && noticed(report)) {
-          this.killOrder.add(section, report)
+          this.killOrder.add(section, report, module)
           return killed(killers(report))
         }
         if (!report) return killed(output)
@@ -965,7 +985,7 @@ export class ConformanceSwitchRunner {
       if (!report) return killed(output)
       if (!noticed(report))
         return { status: MutantRunStatus.Survived, nrOfTests: 1, unreached: !staticRun && hitCount === 0 }
-      this.killOrder.add(section, report)
+      this.killOrder.add(section, report, module)
       return { ...killed(killers(report)), kill: { mutant, report, server, section } }
     } catch (err) {
       // The server died under the mutant: the suite noticed, as --reference would. (After the deadline this

@@ -62,4 +62,31 @@ describe('KillOrder', () => {
     order.add('runs', report('runs.b'))
     expect(order.first('runs')).toEqual(['runs.b', 'runs.c', 'runs.d'])
   })
+
+  it("takes the mutated module's own killers first, then the rest of its section's, most kills first in each", () => {
+    const order = new KillOrder()
+    order.add('destinations', report('destinations.slack'), 'src/slack.ts')
+    order.add('destinations', report('destinations.slack'), 'src/slack.ts')
+    order.add('destinations', report('destinations.chat'), 'src/slack.ts')
+    order.add('destinations', report('destinations.pagerduty'), 'src/pagerduty.ts')
+    order.add('destinations', report('destinations.chat'), 'src/pagerduty.ts')
+    order.add('destinations', report('destinations.chat'), 'src/describe.ts')
+    expect(order.first('destinations', 'src/pagerduty.ts')).toEqual([
+      'destinations.pagerduty',
+      'destinations.chat',
+      'destinations.slack',
+    ])
+    expect(order.first('destinations', 'src/slack.ts')).toEqual([
+      'destinations.slack',
+      'destinations.chat',
+      'destinations.pagerduty',
+    ])
+    // A module none of whose mutants was killed yet: its section's order.
+    expect(order.first('destinations', 'src/nats.ts')).toEqual([
+      'destinations.chat',
+      'destinations.slack',
+      'destinations.pagerduty',
+    ])
+    expect(order.first('destinations')).toEqual(order.first('destinations', 'src/nats.ts'))
+  })
 })

@@ -47,7 +47,6 @@ interface Held {
 
 /** Opens and subscribes the key's connections; `named` is how messages name the key ("the revocable token"). */
 async function holdOpen(ctx: CheckContext, token: string, named: string, label: string): Promise<Held> {
-  const wait = ctx.config.waitMs
   const opened = await connect(ctx, token)
   if (!('ws' in opened))
     fail(`${named}'s stream upgrade was refused ${opened.refused} while the key was good`)
@@ -56,7 +55,7 @@ async function holdOpen(ctx: CheckContext, token: string, named: string, label: 
     held.ended.stream = { code, reason: reason.toString() }
   })
   const connector = ctx.name(label)
-  const answer = await subscribed(opened, subscribeMessage(ctx, [connector]), [topicOf(ctx, connector)], wait)
+  const answer = await subscribed(ctx, opened, subscribeMessage(ctx, [connector]), [topicOf(ctx, connector)])
   assert(!refusal(answer), `${named}'s subscribe to ${topicOf(ctx, connector)} was answered ${short(answer)}`)
   // The same key on the GraphQL surface, when the deployment declares one.
   if (ctx.config.graphqlUrl) {

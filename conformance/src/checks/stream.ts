@@ -156,18 +156,23 @@ export function subscribeMessage(ctx: CheckContext, connectors: string[]): strin
   return JSON.stringify(fill(ctx.config.stream.subscribe))
 }
 
+/** The longest a subscribe waits for the deployment's answer to it (shorter where --wait-ms is). */
+const SUBSCRIBE_ANSWER_MS = 5000
+
 /**
  * Sends a subscribe message and waits (bounded) for the deployment's answer to it, whatever it calls it: the next
  * message that names one of the topics (an acknowledgement or a refusal). Not merely the next message: a heartbeat
  * may come first, and records landing before the subscription took effect are not the subscriber's to get. A
- * deployment that answers nothing costs the bound, then the caller goes on.
+ * deployment that answers nothing costs the bound (5 s, or --wait-ms where that is shorter: it bounds every wait
+ * for the deployment), then the caller goes on.
  */
 export async function subscribed(
+  ctx: CheckContext,
   stream: Opened,
   message: string,
   topics: string[],
-  timeoutMs = 5000,
 ): Promise<Json | undefined> {
+  const timeoutMs = Math.min(SUBSCRIBE_ANSWER_MS, ctx.config.waitMs)
   const before = stream.messages.length
   stream.ws.send(message)
   const names = (m: Json) => {
@@ -292,7 +297,7 @@ export const streamChecks: Check[] = [
       const r = await openStream(ctx, ctx.config.tokens.primary)
       if (!r) fail('the stream refused the primary token')
       try {
-        await subscribed(r, subscribeMessage(ctx, [connector]), [topicOf(ctx, connector)])
+        await subscribed(ctx, r, subscribeMessage(ctx, [connector]), [topicOf(ctx, connector)])
         const carrying = (id: string) => (m: Json) => JSON.stringify(m).includes(`"${id}"`)
         // A positive control first: one record pushed shows the subscription has taken effect (a deployment may
         // not acknowledge, or acknowledge late on a loaded machine), so no judged record can land before it.
@@ -366,8 +371,8 @@ export const streamChecks: Check[] = [
       try {
         if (!leaves) fail('the stream refused the primary token a second connection')
         await Promise.all([
-          subscribed(stays, subscribe, [topicOf(ctx, connector)]),
-          subscribed(leaves, subscribe, [topicOf(ctx, connector)]),
+          subscribed(ctx, stays, subscribe, [topicOf(ctx, connector)]),
+          subscribed(ctx, leaves, subscribe, [topicOf(ctx, connector)]),
         ])
         const ingest = async (step: string) => {
           const [record] = batch(ctx, 1)
@@ -419,8 +424,8 @@ export const streamChecks: Check[] = [
       try {
         // Any answer to the subscription (its names are the deployment's), or a short pause, before ingesting.
         await Promise.all([
-          subscribed(scoped, subscribe, [topicOf(ctx, connector)]),
-          'ws' in unscoped ? subscribed(unscoped, subscribe, [topicOf(ctx, connector)]) : null,
+          subscribed(ctx, scoped, subscribe, [topicOf(ctx, connector)]),
+          'ws' in unscoped ? subscribed(ctx, unscoped, subscribe, [topicOf(ctx, connector)]) : null,
         ])
         const [record] = batch(ctx, 1)
         const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: [record] })
@@ -525,7 +530,7 @@ export const streamChecks: Check[] = [
       if (!first) fail('the stream refused the primary token')
       let seq: number
       try {
-        await subscribed(first, JSON.stringify({ type: 'subscribe', topics: [topic] }), [topic])
+        await subscribed(ctx, first, JSON.stringify({ type: 'subscribe', topics: [topic] }), [topic])
         await ingestAccepted(ctx, connector, records)
         const m = await first.next(
           (x) => x.type === 'record' && (x.record as Json | undefined)?.id === records[0]!.id,
@@ -541,6 +546,7 @@ export const streamChecks: Check[] = [
       if (!again) fail('the stream refused the primary token')
       try {
         const ack = await subscribed(
+          ctx,
           again,
           JSON.stringify({ type: 'subscribe', topics: [topic], since: { [topic]: seq } }),
           [topic],

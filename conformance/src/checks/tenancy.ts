@@ -212,7 +212,7 @@ export const tenancyChecks: Check[] = [
           checked.push('records')
         }
         if (watcher) {
-          await subscribed(watcher, subscribeMessage(ctx, [connector]), [topicOf(ctx, connector)])
+          await subscribed(ctx, watcher, subscribeMessage(ctx, [connector]), [topicOf(ctx, connector)])
           const leakProbe = batch(ctx, 1)[0]!
           const ownProbe = batch(ctx, 1)[0]!
           expectStatus(await ctx.http.post(`${path}/ingest`, { records: [leakProbe] }), 202, 'primary ingest')
