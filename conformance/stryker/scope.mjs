@@ -164,12 +164,16 @@ export const CHECKS = {
  * same pushes as the stream, and the authentication section's one slow wait is for a revoked or expired key's sockets
  * to close, which the reference's key watch does within a second of the revoke command's exit (bench:revocation): a
  * mutant that breaks either left its check waiting the default 15 s (in the whole-scope run at 47536b7, kills that
- * waited 5 s or more took 1,135 worker-seconds in keys/, graphql/subscriptions.ts and graphql/ws.ts): 4 s each. The suite's own default for any other deployment is unchanged.
+ * waited 5 s or more took 1,135 worker-seconds in keys/, graphql/subscriptions.ts and graphql/ws.ts): 4 s each. The
+ * ingestion section is judged by the stream section's check families (its records reach subscribers by the same
+ * pushes), so its waits are the stream's: with the default 15 s, its kills that waited 10 s or more took 370
+ * worker-seconds of the whole-scope run at a6bb26d. The suite's own default for any other deployment is unchanged.
  */
 export const WAIT_MS = {
   '§5 authentication and scopes': 4000,
   '§4 GraphQL surface': 4000,
   '§4 stream': 4000,
+  '§2, §4 ingestion and lineage': 4000,
   '§2-§3 runs: state machine, plan, trace, approvals': 3000,
   '§5.5, §6 webhook outbox, signing, retries': 6000,
   '§6 destinations: chat, paging, event bus': 6000,
