@@ -4,6 +4,7 @@ export interface KillingReport {
 }
 
 export declare class KillOrder {
+  constructor(file?: string)
   add(section: string | undefined, report: KillingReport | undefined, module?: string): void
   first(section: string | undefined, module?: string): string[]
 }

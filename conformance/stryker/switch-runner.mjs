@@ -69,6 +69,8 @@ const PUBLIC_URL = 'https://console.agentops.invalid'
 const TIMINGS_FILE = '.switch-timings.json'
 /** The mutants the dry run's checks ran (not only the server's start): read by every worker, like the timings. */
 const RUN_BY_CHECKS_FILE = '.switch-run-by-checks.json'
+/** Every worker's kills, one line each, from which every worker orders its runs' checks (kill-order.mjs). */
+const KILLS_FILE = '.switch-kills.jsonl'
 /** The run scheduler's, the SSE trace's and the outbox's poll in the judged server: longer than any run's checks (start()). */
 const NO_POLL_MS = 600_000
 /** How long a run the runner cut short may take to end once aborted before it is left behind. */
@@ -429,7 +431,7 @@ export class ConformanceSwitchRunner {
     this.judgeOnly = judgeOnly ? new Set(JSON.parse(readFileSync(judgeOnly, 'utf8'))) : undefined
     this.runs = 0
     this.usedPorts = new Set()
-    this.killOrder = new KillOrder()
+    this.killOrder = new KillOrder(join(root, KILLS_FILE))
   }
 
   /** The running server's process id (a test tells a reused server from a fresh one by it). */

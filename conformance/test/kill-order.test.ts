@@ -1,4 +1,7 @@
 /** A mutant run's order: core checks, then profile, the sweep last; within a group, the checks that killed most first. */
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { Check } from '../src/check.js'
 import { coreFirst } from '../src/runner.js'
@@ -88,5 +91,46 @@ describe('KillOrder', () => {
       'destinations.pagerduty',
     ])
     expect(order.first('destinations')).toEqual(order.first('destinations', 'src/nats.ts'))
+  })
+
+  it("learns from every worker's kills through a shared file, a line still being written counted once it ends", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kill-order-'))
+    try {
+      const file = join(dir, 'kills.jsonl')
+      const one = new KillOrder(file)
+      const other = new KillOrder(file)
+      expect(other.first('§6 destinations', 'src/pagerduty.ts')).toEqual([])
+      one.add('§6 destinations', report('destinations.pagerduty'), 'src/pagerduty.ts')
+      one.add('§6 destinations', report('destinations.chat'), 'src/slack.ts')
+      other.add('§6 destinations', report('destinations.chat'), 'src/describe.ts')
+      // The other worker's kills, and its own, each counted once however often it reads.
+      expect(other.first('§6 destinations', 'src/pagerduty.ts')).toEqual([
+        'destinations.pagerduty',
+        'destinations.chat',
+      ])
+      expect(other.first('§6 destinations', 'src/pagerduty.ts')).toEqual([
+        'destinations.pagerduty',
+        'destinations.chat',
+      ])
+      expect(one.first('§6 destinations', 'src/nats.ts')).toEqual([
+        'destinations.chat',
+        'destinations.pagerduty',
+      ])
+      // Half a line (a worker's append seen mid-write) waits; the whole line then counts.
+      const line = `${JSON.stringify({ section: '§6 destinations', module: 'src/nats.ts', failed: ['destinations.event-bus'] })}\n`
+      appendFileSync(file, line.slice(0, 20))
+      expect(one.first('§6 destinations', 'src/nats.ts')).toEqual([
+        'destinations.chat',
+        'destinations.pagerduty',
+      ])
+      appendFileSync(file, line.slice(20))
+      expect(one.first('§6 destinations', 'src/nats.ts')).toEqual([
+        'destinations.event-bus',
+        'destinations.chat',
+        'destinations.pagerduty',
+      ])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
