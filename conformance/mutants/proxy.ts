@@ -123,37 +123,58 @@ function flat(headers: IncomingHttpHeaders): Record<string, string> {
   return out
 }
 
+/** How long the proxy waits for an answer (an event stream: for its head) before it answers 502. */
+const ANSWER_MS = 30_000
+
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'host', 'upgrade'])
 
 /** `gone`, when given, ends an event stream's relay once the client left. */
-async function send(base: string, req: ProxiedRequest, gone?: AbortSignal): Promise<ProxiedResponse> {
+async function send(
+  base: string,
+  req: ProxiedRequest,
+  gone?: AbortSignal,
+  answerMs = ANSWER_MS,
+): Promise<ProxiedResponse> {
   const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP.has(k)))
-  const timeout = AbortSignal.timeout(30_000)
+  // `answerMs` bounds an answer: its head, and its body unless it is an event stream, which lives until the
+  // deployment ends it or the client leaves (`gone`). A bound on the stream's whole life cut long checks' streams on
+  // a slow machine, read by them as a deployment that stopped pushing.
+  const timeout = new AbortController()
+  const timer = setTimeout(
+    () => timeout.abort(new DOMException('answer timed out', 'TimeoutError')),
+    answerMs,
+  )
   const attempt = () =>
     fetch(`${base}${req.path}`, {
       method: req.method,
       headers,
       ...(req.body !== '' && req.method !== 'GET' && req.method !== 'HEAD' ? { body: req.body } : {}),
       redirect: 'manual',
-      signal: gone ? AbortSignal.any([timeout, gone]) : timeout,
+      signal: gone ? AbortSignal.any([timeout.signal, gone]) : timeout.signal,
     })
-  let res: Response
   try {
-    res = await attempt()
-  } catch (err) {
-    // A kept-alive connection the other side closed as the request went out (a starved machine): once more, when
-    // repeating is harmless (an idempotent method, or a POST under an Idempotency-Key), as the suite's client does.
-    const repeat = repeatable(req.method) || headers['idempotency-key'] !== undefined
-    if (!repeat || !closedBeforeAnswer(err as Error)) throw err
-    res = await attempt()
+    let res: Response
+    try {
+      res = await attempt()
+    } catch (err) {
+      // A kept-alive connection the other side closed as the request went out (a starved machine): once more, when
+      // repeating is harmless (an idempotent method, or a POST under an Idempotency-Key), as the suite's client does.
+      const repeat = repeatable(req.method) || headers['idempotency-key'] !== undefined
+      if (!repeat || !closedBeforeAnswer(err as Error)) throw err
+      res = await attempt()
+    }
+    const out: Record<string, string> = {}
+    res.headers.forEach((v, k) => {
+      if (!HOP.has(k) && k !== 'content-encoding') out[k] = v
+    })
+    if (res.body && (out['content-type'] ?? '').startsWith('text/event-stream')) {
+      clearTimeout(timer)
+      return { status: res.status, headers: out, body: '', events: sseBlocks(res.body) }
+    }
+    return { status: res.status, headers: out, body: await res.text() }
+  } finally {
+    clearTimeout(timer)
   }
-  const out: Record<string, string> = {}
-  res.headers.forEach((v, k) => {
-    if (!HOP.has(k) && k !== 'content-encoding') out[k] = v
-  })
-  if (res.body && (out['content-type'] ?? '').startsWith('text/event-stream'))
-    return { status: res.status, headers: out, body: '', events: sseBlocks(res.body) }
-  return { status: res.status, headers: out, body: await res.text() }
 }
 
 /**
@@ -218,6 +239,8 @@ export class MutantProxy {
   private hookOrigin = ''
   /** The latest exchanges that took a second or more here, with the deployment's share: what a timeout is told. */
   readonly slow: SlowExchange[] = []
+  /** How long an answer may take (an event stream: its head); an event stream's relay ends when a side ends it. */
+  answerMs = ANSWER_MS
   /** Requests received and not yet answered, by when they came (`performance.now()`). */
   private readonly inFlight = new Map<ProxiedRequest, number>()
 
@@ -286,7 +309,10 @@ export class MutantProxy {
 
   /** Listens on 127.0.0.1, on `port` when given (the reference lists it as its webhook target), else a free one. */
   async listen(port = 0): Promise<void> {
-    const ctx: MutantContext = { tokens: this.tokens, upstream: (req) => send(this.target, req) }
+    const ctx: MutantContext = {
+      tokens: this.tokens,
+      upstream: (req) => send(this.target, req, undefined, this.answerMs),
+    }
     this.server = createServer((inReq, outRes) => {
       const chunks: Buffer[] = []
       inReq.on('data', (c: Buffer) => chunks.push(c))
@@ -308,7 +334,7 @@ export class MutantProxy {
         const timed = async (target: string, r: ProxiedRequest) => {
           const began = performance.now()
           try {
-            return await send(target, r, live ? gone.signal : undefined)
+            return await send(target, r, live ? gone.signal : undefined, this.answerMs)
           } finally {
             upstreamMs += performance.now() - began
           }

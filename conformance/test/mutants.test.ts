@@ -35,6 +35,10 @@ beforeAll(async () => {
       void secondEvent.then(() => res.end('id: 2\nevent: frame\ndata: {"seq":2}\n\nevent: end\ndata: {}\n\n'))
       return
     }
+    if (req.url === '/slow') {
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'), 400)
+      return
+    }
     res.writeHead(200, { 'content-type': 'application/json', ratelimit: '"burst";r=1;t=1' })
     res.end(
       JSON.stringify({
@@ -129,6 +133,26 @@ describe('mutant proxy', () => {
       })
       expect(received.at(-1)).toBe('/hooks/relayed {"event":"run.started"}')
     } finally {
+      await proxy.close()
+    }
+  })
+
+  it('bounds how long an answer takes, but not how long an event stream lives', async () => {
+    const proxy = new MutantProxy(upstreamUrl, () => receiverUrl, { primary: 'p' })
+    proxy.answerMs = 150
+    await proxy.listen(await listenPort())
+    let release = () => {}
+    secondEvent = new Promise((r) => (release = r))
+    try {
+      expect((await fetch(`${proxy.url}/slow`)).status).toBe(502)
+      const res = await fetch(`${proxy.url}/v1/runs/run_1/trace/stream`)
+      // The stream's second event comes well past the bound: the relay carries it, and the end, through.
+      setTimeout(release, 400)
+      expect(await res.text()).toBe(
+        'id: 1\nevent: frame\ndata: {"seq":1}\n\nid: 2\nevent: frame\ndata: {"seq":2}\n\nevent: end\ndata: {}\n\n',
+      )
+    } finally {
+      secondEvent = Promise.resolve()
       await proxy.close()
     }
   })

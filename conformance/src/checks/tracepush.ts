@@ -24,7 +24,8 @@ class LiveTrace {
   private text = ''
   private readonly arrivals: { frame: Json; at: number }[] = []
   private wake: (() => void) | undefined
-  private ended = false
+  /** The stream's answer ended (the deployment closed it, or the connection broke). */
+  ended = false
   readonly answer: Promise<HttpResponse>
 
   constructor(ctx: CheckContext, runId: string) {
@@ -117,8 +118,17 @@ export const tracePushChecks: Check[] = [
           expectStatus(res, [200, 202, 204], `${action} of a run awaiting approval`)
           const answered = performance.now()
           const came = await live.frame(seen, ctx.config.waitMs)
-          if (!came)
+          if (!came) {
+            // A stream that ended is told apart from one that stayed open and silent.
+            if (live.ended) {
+              const end = await live.answer.then(
+                (r) => `its answer ended (status ${r.status}) after ${live.count} frames`,
+                (err: Error) => `its connection broke after ${live.count} frames: ${err.message}`,
+              )
+              fail(`the SSE trace of run ${runId} ended before the ${action}'s frame came: ${end}`)
+            }
             fail(`the ${action} of run ${runId} put no frame on its SSE trace within ${ctx.config.waitMs} ms`)
+          }
           const ms = Math.max(0, Math.round(came.at - answered))
           took.push(`${action} ${ms}`)
           if (ms > PROMPT_MS) late.push(`${action} ${ms} ms`)
