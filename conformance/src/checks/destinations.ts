@@ -386,6 +386,25 @@ function busMessageProblems(m: BusMessage, prefix: string, kind: string, stream:
 }
 
 /** `url` over ftp:, a scheme no outbound call takes (the suite's receiver, so nothing else is ever named). */
+/**
+ * `message` names `field` as itself, or one of its items (`config.servers.0`): not as the start of a deeper field
+ * (`config.colour.size`) or of a longer name.
+ */
+function namesField(message: string, field: string): boolean {
+  const escaped = field.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  return new RegExp(`(^|[^\\w.])${escaped}(?!\\w|\\.[A-Za-z_])`).test(message)
+}
+
+/** Besides the field's name, the message says something of why: a word of three letters or more. */
+function givesReason(message: string, field: string): boolean {
+  return /[A-Za-z]{3,}/.test(
+    message
+      .split(field)
+      .join(' ')
+      .replace(/invalid|settings|destination/gi, ' '),
+  )
+}
+
 const ftpOf = (url: string) => url.replace(/^https?:/, 'ftp:')
 
 /** The host of a `host:port` (an IPv6 host keeps its brackets). */
@@ -917,6 +936,11 @@ export const destinationChecks: Check[] = [
       const refused: [string, Record<string, unknown>, string][] = [
         ['an unknown config field', { type: 'cloudevents', config: { url, colour: 'red' } }, 'config.colour'],
         [
+          'two unknown config fields',
+          { type: 'cloudevents', config: { url, colour: 'red', size: 'large' } },
+          'config.colour',
+        ],
+        [
           'a routing key that is not 32 characters',
           { type: 'pagerduty', config: { url }, secrets: { routing_key: secret } },
           'secrets.routing_key',
@@ -977,6 +1001,7 @@ export const destinationChecks: Check[] = [
           ['a NATS server with a user name', servers(`nats://u@${nats.hostPort}`), 'config.servers'],
           ['a NATS server with a password', servers(`nats://:p@${nats.hostPort}`), 'config.servers'],
           ['a NATS server with no host', servers('nats:///'), 'config.servers'],
+
           // The same host on a port no one allowed: private addresses are refused unless listed, as for HTTP.
           [
             'a NATS server at an unlisted private port',
@@ -999,6 +1024,13 @@ export const destinationChecks: Check[] = [
             'config.servers',
           ],
         )
+        // No port: NATS' own (4222), at the declared server's private host an unlisted port unless it is that one.
+        if (!nats.hostPort.endsWith(':4222'))
+          refused.push([
+            'a NATS server with no port, at a private address',
+            servers(`nats://${natsHostOnly(nats.hostPort)}`),
+            'config.servers',
+          ])
         const natsConfig = (config: Record<string, unknown>) => ({
           type: 'nats',
           config: { servers: [`nats://${nats.hostPort}`], ...config },
@@ -1022,8 +1054,12 @@ export const destinationChecks: Check[] = [
           )
         else if (!Array.isArray(fields) || !fields.includes(field))
           wrong.push(`${what}: detail.fields is ${short(fields)}, not naming ${field}`)
-        else if (typeof error.message !== 'string' || !error.message.includes(field))
-          wrong.push(`${what}: error.message ${short(error.message)} does not name ${field}`)
+        else if (typeof error.message !== 'string' || !namesField(error.message, field))
+          wrong.push(
+            `${what}: error.message ${short(error.message)} does not name ${field} (as itself, not a deeper path)`,
+          )
+        else if (!givesReason(error.message, field))
+          wrong.push(`${what}: error.message ${short(error.message)} names ${field} but says nothing of why`)
         if (res.text.includes(secret)) wrong.push(`${what}: the answer quotes the secret`)
       }
       // Settings at the edge of each rule are taken as sent.
