@@ -67,6 +67,27 @@ describe('Slack incoming-webhook messages', () => {
     )
     expect(slackMessageProblems(delivered({ text: 't' }, 'text/plain')).join()).toMatch(/content-type/)
   })
+
+  it('finds buttons a click could not name: an empty or over-long action_id, or one two buttons share', () => {
+    const button = (action_id: string) => ({
+      type: 'button',
+      text: { type: 'plain_text', text: 'Approve' },
+      action_id,
+      value: 'x',
+    })
+    const actions = (...elements: unknown[]) => ({ text: 't', blocks: [{ type: 'actions', elements }] })
+    const problems = (body: unknown) => slackMessageProblems(delivered(body)).join('; ')
+    expect(problems(actions(button('approve'), button('deny')))).toBe('')
+    expect(problems(actions(button('approve'), button('')))).toMatch(/action_id that is not 1 to 255/)
+    expect(problems(actions(button('a'.repeat(256))))).toMatch(/action_id that is not 1 to 255/)
+    expect(problems(actions(button('approve'), button('approve')))).toMatch(/action_id approve names more than one/)
+    expect(
+      problems({
+        text: 't',
+        blocks: [actions(button('approve')).blocks[0], actions(button('approve')).blocks[0]],
+      }),
+    ).toMatch(/names more than one/)
+  })
 })
 
 describe('PagerDuty Events API v2 events', () => {

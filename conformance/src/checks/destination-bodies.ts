@@ -95,6 +95,12 @@ function blockProblems(block: Record<string, unknown>, where: string): (string |
             if (typeof element.value === 'string' && element.value.length > 2000)
               out.push(`${where} button ${i} value is more than 2000 characters`)
           }
+          // An element's action_id (how a click names it back) is optional, and 1 to 255 characters when given.
+          if (
+            element.action_id !== undefined &&
+            (!isText(element.action_id) || element.action_id.length > 255)
+          )
+            out.push(`${where} element ${i} has an action_id that is not 1 to 255 characters`)
         })
       break
     }
@@ -128,6 +134,13 @@ export function slackMessageProblems(d: Delivery): string[] {
   list.forEach((b, i) => {
     for (const p of blockProblems(obj(b), `block ${i}`)) if (p) problems.push(p)
   })
+  // Block Kit: every action_id in a message is its own (a click names its element by it).
+  const actionIds = list.flatMap((b) => {
+    const elements = obj(b).elements
+    return (Array.isArray(elements) ? elements : []).map((e) => obj(e).action_id).filter(isText)
+  })
+  const repeated = actionIds.filter((id, i) => actionIds.indexOf(id) !== i)
+  if (repeated.length > 0) problems.push(`action_id ${short(repeated[0])} names more than one element`)
   return problems
 }
 
