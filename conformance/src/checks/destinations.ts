@@ -1305,7 +1305,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.slack-retry-after',
     title:
-      "A slack destination whose service answers 429 or 503 with Retry-After (in seconds or as an HTTP-date), and a cloudevents one whose sink answers 429 with it, is retried after that wait (not three times longer), not at the outbox's backoff (a 500 with one keeps the backoff, and so does a connection dropped without an answer, logged with no status code and an error that does not quote the webhook URL): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
+      "A slack destination whose service answers 429 or 503 with Retry-After (in seconds or as an HTTP-date), and a cloudevents one whose sink answers 429 or 503 with it, is retried after that wait (not three times longer), not at the outbox's backoff (a 500 with one keeps the backoff, and so do a 429 without one and a connection dropped without an answer, logged with no status code and an error that does not quote the webhook URL): the delivery log shows the answer's status and the next attempt no sooner than Retry-After says",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -1334,14 +1334,20 @@ export const destinationChecks: Check[] = [
           [0, '', String(RETRY_AFTER_S), '0', 'slack'],
           // A downstream sink rate limiting the deployment says when to come back the same way.
           [429, 'rate_limited', String(RETRY_AFTER_S), 'ce-429', 'cloudevents'],
+          [503, 'service_unavailable', String(RETRY_AFTER_S), 'ce-503', 'cloudevents'],
           [500, 'internal_error', String(RETRY_AFTER_S), 'ce-500', 'cloudevents'],
+          // A 429 that does not say when to come back ('': no Retry-After) keeps the backoff.
+          [429, 'rate_limited', '', 'ce-429-bare', 'cloudevents'],
         ] as const) {
           const token = `conf${randomBytes(8).toString('hex')}`
           const path = `/T0CONF/B0CONF/${token}/${tag}-${label}`
           ctx.receiver!.answerWith((p) => p.endsWith(path), {
             status,
             body: word,
-            headers: { 'retry-after': retryAfter, 'content-type': 'text/plain' },
+            headers: {
+              ...(retryAfter === '' ? {} : { 'retry-after': retryAfter }),
+              'content-type': 'text/plain',
+            },
             hangUp: status === 0,
           })
           const res = await ctx.http.post('/v1/destinations', {
@@ -1397,8 +1403,9 @@ export const destinationChecks: Check[] = [
               )
             continue
           }
-          if (status === 500) {
-            // The profile waits out Retry-After on a 429 or 503 only: any other failure keeps the outbox's backoff.
+          if (status === 500 || retryAfter === '') {
+            // The profile waits out Retry-After on a 429 or 503 only: any other failure, and one that does not say
+            // when to come back, keeps the outbox's backoff.
             // A delivery attempted again already (perhaps given up since, after the attempts the deployment
             // allows) did not wait the 120 s: this destination is younger than that.
             const backedOff = (e: Record<string, unknown>) => e.last_status_code === status && retried(e)
@@ -1408,7 +1415,7 @@ export const destinationChecks: Check[] = [
             const again = typeof entry?.attempts === 'number' && entry.attempts > 1
             if (!again && (entry?.status !== 'pending' || !(next < earliest)))
               problems.push(
-                `after the ${type} destination's service answered 500 (with a Retry-After ${RETRY_AFTER_S} the profile heeds on 429 and 503 only), the delivery is logged ${short(entry ?? log, 300)}: not pending a retry at the backoff`,
+                `after the ${type} destination's service answered ${status} (${retryAfter === '' ? 'with no Retry-After' : `with a Retry-After ${RETRY_AFTER_S} the profile heeds on 429 and 503 only`}), the delivery is logged ${short(entry ?? log, 300)}: not pending a retry at the backoff`,
               )
             continue
           }
