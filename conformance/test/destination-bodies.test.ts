@@ -80,7 +80,9 @@ describe('Slack incoming-webhook messages', () => {
     expect(problems(actions(button('approve'), button('deny')))).toBe('')
     expect(problems(actions(button('approve'), button('')))).toMatch(/action_id that is not 1 to 255/)
     expect(problems(actions(button('a'.repeat(256))))).toMatch(/action_id that is not 1 to 255/)
-    expect(problems(actions(button('approve'), button('approve')))).toMatch(/action_id approve names more than one/)
+    expect(problems(actions(button('approve'), button('approve')))).toMatch(
+      /action_id approve names more than one/,
+    )
     expect(
       problems({
         text: 't',
