@@ -167,10 +167,9 @@ async function send(
     res.headers.forEach((v, k) => {
       if (!HOP.has(k) && k !== 'content-encoding') out[k] = v
     })
-    if (res.body && (out['content-type'] ?? '').startsWith('text/event-stream')) {
-      clearTimeout(timer)
+    // An event stream returns with its head: the bound ends here (finally), and the relay reads on without it.
+    if (res.body && (out['content-type'] ?? '').startsWith('text/event-stream'))
       return { status: res.status, headers: out, body: '', events: sseBlocks(res.body) }
-    }
     return { status: res.status, headers: out, body: await res.text() }
   } finally {
     clearTimeout(timer)

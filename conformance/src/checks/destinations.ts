@@ -385,7 +385,6 @@ function busMessageProblems(m: BusMessage, prefix: string, kind: string, stream:
   return problems
 }
 
-/** `url` over ftp:, a scheme no outbound call takes (the suite's receiver, so nothing else is ever named). */
 /**
  * `message` names `field` as itself, or one of its items (`config.servers.0`): not as the start of a deeper field
  * (`config.colour.size`) or of a longer name.
@@ -405,6 +404,7 @@ function givesReason(message: string, field: string): boolean {
   )
 }
 
+/** `url` over ftp:, a scheme no outbound call takes (the suite's receiver, so nothing else is ever named). */
 const ftpOf = (url: string) => url.replace(/^https?:/, 'ftp:')
 
 /** The host of a `host:port` (an IPv6 host keeps its brackets). */
@@ -1001,7 +1001,6 @@ export const destinationChecks: Check[] = [
           ['a NATS server with a user name', servers(`nats://u@${nats.hostPort}`), 'config.servers'],
           ['a NATS server with a password', servers(`nats://:p@${nats.hostPort}`), 'config.servers'],
           ['a NATS server with no host', servers('nats:///'), 'config.servers'],
-
           // The same host on a port no one allowed: private addresses are refused unless listed, as for HTTP.
           [
             'a NATS server at an unlisted private port',

@@ -24,8 +24,7 @@ class LiveTrace {
   private text = ''
   private readonly arrivals: { frame: Json; at: number }[] = []
   private wake: (() => void) | undefined
-  /** The stream's answer ended (the deployment closed it, or the connection broke). */
-  ended = false
+  private closed = false
   readonly answer: Promise<HttpResponse>
 
   constructor(ctx: CheckContext, runId: string) {
@@ -37,7 +36,7 @@ class LiveTrace {
     })
     // The answer's end ends the wait of whoever is waiting for a frame that will not come.
     const ended = () => {
-      this.ended = true
+      this.closed = true
       this.wake?.()
     }
     void this.answer.then(ended, ended)
@@ -59,6 +58,11 @@ class LiveTrace {
     this.wake?.()
   }
 
+  /** The stream's answer ended (the deployment closed it, or the connection broke). */
+  get ended(): boolean {
+    return this.closed
+  }
+
   get count(): number {
     return this.arrivals.length
   }
@@ -66,7 +70,7 @@ class LiveTrace {
   /** The arrival of frame number `index` (from 0), or undefined once `ms` passed or the stream ended without it. */
   async frame(index: number, ms: number): Promise<{ frame: Json; at: number } | undefined> {
     const deadline = performance.now() + ms
-    while (this.arrivals.length <= index && !this.ended && performance.now() < deadline) {
+    while (this.arrivals.length <= index && !this.closed && performance.now() < deadline) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, deadline - performance.now())
         this.wake = () => {
