@@ -131,6 +131,8 @@ async function startLane(name: string, seed: number, log: (line: string) => void
       config.revoke = reference.revoke
       config.issueExpiring = reference.issueExpiring
       dialect?.configure?.(config)
+      // A lane runs one suite at a time: what the receiver kept of the runs before is nobody's any more.
+      receiver.forgetEarlierRuns()
       proxy.mutant = dialect ?? mutant
       try {
         return (await runChecks({ config, checks, contract, receiver })).results

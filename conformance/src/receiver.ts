@@ -100,6 +100,22 @@ export class WebhookReceiver {
     this.failures.push({ match, left: times })
   }
 
+  /**
+   * Forgets what earlier runs left: their deliveries, and the answers, failures and holds their checks set up. A
+   * receiver that serves one run after another (a lane of the mutation run) then costs a run what its own deliveries
+   * cost, where every wait and every look a check takes at `deliveries` scanned all the lane's deliveries so far, and
+   * each delivery was matched against every rule of every run before. Only between runs: a run under way needs its
+   * own. A late delivery for an earlier run is recorded and answered 200, as no rule of the run under way names it.
+   */
+  forgetEarlierRuns(): void {
+    this.deliveries.length = 0
+    this.failures = []
+    this.failedByKey.clear()
+    this.eachRules = []
+    this.holds = []
+    this.answers = []
+  }
+
   async listen(host: string, port: number): Promise<void> {
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = []

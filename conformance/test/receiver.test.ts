@@ -54,3 +54,31 @@ describe('WebhookReceiver.answerWith', () => {
     expect((await deliver(4)).status).toBe(200)
   })
 })
+
+describe('WebhookReceiver.forgetEarlierRuns', () => {
+  it('keeps only what comes after it: earlier deliveries and rules are gone, new ones work', async () => {
+    receiver.failNext((body) => body?.n === 'refused', 5)
+    receiver.answerWith((path) => path === '/teapot', { status: 418, body: '{}' })
+    await deliver(7)
+    expect(receiver.deliveries.length).toBeGreaterThan(0)
+    receiver.forgetEarlierRuns()
+    expect(receiver.deliveries).toEqual([])
+    expect(await receiver.waitFor((d) => d.body?.n === 7, 50)).toBeUndefined()
+    // The earlier run's rules answer nothing any more: both requests get the plain 200.
+    const refused = await fetch(`http://127.0.0.1:${receiver.port}/hooks`, {
+      method: 'POST',
+      body: '{"n":"refused"}',
+    })
+    expect(refused.status).toBe(200)
+    expect(
+      (await fetch(`http://127.0.0.1:${receiver.port}/teapot`, { method: 'POST', body: '{}' })).status,
+    ).toBe(200)
+    expect(receiver.deliveries.map((d) => d.status)).toEqual([200, 200])
+    // A rule set after it applies.
+    receiver.failNext((body) => body?.n === 'refused', 1)
+    expect(
+      (await fetch(`http://127.0.0.1:${receiver.port}/hooks`, { method: 'POST', body: '{"n":"refused"}' }))
+        .status,
+    ).toBe(500)
+  })
+})
