@@ -218,6 +218,9 @@ async function main(): Promise<number> {
   const dialectOnly = values.dialect === true
   const only = values.only?.split(',').map((s) => s.trim()) ?? []
   const log = (line: string) => process.stdout.write(`${line}\n`)
+  // The lanes' servers log warnings and errors only, as the test runner's servers do: a line per request is read by
+  // nobody here (what a failed start reports is its warnings and errors), and costs both processes CPU on each one.
+  process.env.AGENTOPS_LOG_LEVEL ??= 'warn'
   const mutants = createMutants().filter((m) => (only.length === 0 ? !dialectOnly : only.includes(m.id)))
   const base = resolveConfig([]).config
   const dialects = only.length === 0 || dialectOnly ? createDialects(base.openapiPath) : []
