@@ -166,7 +166,12 @@ async function send(
     } catch (err) {
       // A kept-alive connection the other side closed as the request went out (a starved machine): once more, when
       // repeating is harmless (an idempotent method, or a POST under an Idempotency-Key), as the suite's client does.
-      const repeat = repeatable(req.method) || headers['idempotency-key'] !== undefined
+      // So is a request whose reused connection was closed under it before any answer: the server closed it idle,
+      // before reading the request (Node's advice for `reusedSocket`).
+      const repeat =
+        repeatable(req.method) ||
+        headers['idempotency-key'] !== undefined ||
+        (err as Lost).reusedSocket === true
       if (!repeat || !closedBeforeAnswer(err as Error)) throw err
       res = await attempt()
     }
@@ -208,13 +213,24 @@ function decoded(body: Buffer, encoding: string | undefined): Buffer {
  * of every request of every suite run the mutation run makes, where fetch's Web streams and signals were most of the
  * proxy's CPU.
  */
-const UPSTREAM = new Agent({ keepAlive: true })
+const UPSTREAM = new Agent({
+  keepAlive: true,
+  // An idle connection is closed here after 4 s, a second before a Node server closes its own (keepAliveTimeout, 5 s):
+  // one the server closed as a request went out on it would lose that request, as fetch's pool avoids too.
+  timeout: 4_000,
+})
+
+/** A failed exchange, saying whether it went out on a connection an earlier exchange had used. */
+type Lost = Error & { reusedSocket?: boolean }
 
 /** One request, answered with its head (the body still to read); fails as the connection or `signal` does. */
 function exchange(target: RequestOptions, body: string, signal: AbortSignal): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest({ ...target, agent: UPSTREAM, signal }, resolve)
-    outgoing.once('error', reject)
+    outgoing.once('error', (err: Lost) => {
+      err.reusedSocket = outgoing.reusedSocket
+      reject(err)
+    })
     outgoing.end(body === '' ? undefined : body)
   })
 }
