@@ -157,6 +157,43 @@ describe('mutant proxy', () => {
     }
   })
 
+  it('sends a request once more when the connection it reused was closed under it before any answer', async () => {
+    // A deployment that drops a kept-alive connection as the next request arrives on it (the race of a server closing
+    // it idle): a POST without a key then went back 502, as the fresh-clone CI once saw.
+    const requests = new Map<object, number>()
+    const answered: string[] = []
+    const closing = createServer((req, res) => {
+      const n = (requests.get(req.socket) ?? 0) + 1
+      requests.set(req.socket, n)
+      if (n > 1) {
+        req.socket.destroy()
+        return
+      }
+      req.resume()
+      req.on('end', () => {
+        answered.push(`${req.method} ${req.url}`)
+        res.writeHead(201, { 'content-type': 'application/json' }).end('{}')
+      })
+    })
+    const proxy = new MutantProxy(await listen(closing), () => receiverUrl, { primary: 'p' })
+    await proxy.listen(await listenPort())
+    try {
+      const post = () =>
+        fetch(`${proxy.url}/v1/destinations`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"kind":"slack"}',
+        })
+      expect((await post()).status).toBe(201)
+      expect((await post()).status).toBe(201)
+      expect(answered).toEqual(['POST /v1/destinations', 'POST /v1/destinations'])
+    } finally {
+      await proxy.close()
+      closing.closeAllConnections()
+      await new Promise((r) => closing.close(r))
+    }
+  })
+
   it('relays an event stream event by event as it comes, each through the mutant, held to its poll when it has one', async () => {
     const proxy = new MutantProxy(upstreamUrl, () => receiverUrl, { primary: 'p' })
     await proxy.listen(await listenPort())
