@@ -5,7 +5,6 @@
  */
 import { once } from 'node:events'
 import {
-  Agent,
   createServer,
   request as httpRequest,
   type IncomingHttpHeaders,
@@ -16,10 +15,10 @@ import {
   STATUS_CODES,
 } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import WebSocket, { type RawData, WebSocketServer } from 'ws'
 import { closedBeforeAnswer, repeatable } from '../src/http.js'
 import { completeSseEvents } from '../src/sse.js'
+import { agents, decoded, joinedHeaders } from '../src/wire.js'
 
 export type Json = Record<string, unknown>
 
@@ -158,7 +157,7 @@ async function send(
   // The path as it came, after the base's origin: never resolved against it (a path of `//host` stays a path).
   const { hostname, port } = new URL(base)
   const attempt = () =>
-    exchange({ hostname, port, path: req.path, method: req.method, headers }, body, signal)
+    upstreamRequest({ hostname, port, path: req.path, method: req.method, headers }, body, signal)
   try {
     let res: IncomingMessage
     try {
@@ -175,58 +174,37 @@ async function send(
       if (!repeat || !closedBeforeAnswer(err as Error)) throw err
       res = await attempt()
     }
-    const out: Record<string, string> = {}
-    for (const [k, v] of Object.entries(res.headers)) {
-      if (v !== undefined && !HOP.has(k) && k !== 'content-encoding')
-        out[k] = Array.isArray(v) ? v.join(', ') : v
-    }
+    const head = joinedHeaders(res.rawHeaders)
+    const out = Object.fromEntries(
+      Object.entries(head).filter(([k]) => !HOP.has(k) && k !== 'content-encoding'),
+    )
     const status = res.statusCode ?? 502
     // An event stream returns with its head: the bound ends here (finally), and the relay reads on without it.
     if ((out['content-type'] ?? '').startsWith('text/event-stream'))
       return { status, headers: out, body: '', events: sseBlocks(res) }
     const chunks: Buffer[] = []
     for await (const chunk of res) chunks.push(chunk as Buffer)
-    const bytes = decoded(Buffer.concat(chunks), res.headers['content-encoding'])
+    const bytes = decoded(Buffer.concat(chunks), head['content-encoding'])
     return { status, headers: out, body: bytes.toString('utf8') }
   } finally {
     clearTimeout(timer)
   }
 }
 
-/** A body as it was before its Content-Encoding (which the relay drops from the head it passes on). */
-function decoded(body: Buffer, encoding: string | undefined): Buffer {
-  switch (encoding?.trim().toLowerCase()) {
-    case 'gzip':
-    case 'x-gzip':
-      return gunzipSync(body)
-    case 'deflate':
-      return inflateSync(body)
-    case 'br':
-      return brotliDecompressSync(body)
-    default:
-      return body
-  }
-}
-
-/**
- * Connections to the deployment and the receiver, kept open between exchanges. node:http rather than fetch: a relay
- * of every request of every suite run the mutation run makes, where fetch's Web streams and signals were most of the
- * proxy's CPU.
- */
-const UPSTREAM = new Agent({
-  keepAlive: true,
-  // An idle connection is closed here after 4 s, a second before a Node server closes its own (keepAliveTimeout, 5 s):
-  // one the server closed as a request went out on it would lose that request, as fetch's pool avoids too.
-  timeout: 4_000,
-})
-
 /** A failed exchange, saying whether it went out on a connection an earlier exchange had used. */
 type Lost = Error & { reusedSocket?: boolean }
 
 /** One request, answered with its head (the body still to read); fails as the connection or `signal` does. */
-function exchange(target: RequestOptions, body: string, signal: AbortSignal): Promise<IncomingMessage> {
+function upstreamRequest(
+  target: RequestOptions,
+  body: string,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest({ ...target, agent: UPSTREAM, signal }, resolve)
+    // The suite's own kept-alive connections (src/wire.ts): node:http rather than fetch, whose Web streams and
+    // signals were most of the relay's CPU, with the idle timeout that keeps a request off a connection the server
+    // is closing.
+    const outgoing = httpRequest({ ...target, agent: agents.http, signal }, resolve)
     outgoing.once('error', (err: Lost) => {
       err.reusedSocket = outgoing.reusedSocket
       reject(err)

@@ -44,8 +44,8 @@ class WireTimeout extends Error {
  */
 const IDLE_MS = 4000
 // Idle connections are unreferenced by the agents: they never keep a finished run's process alive. The timeout
-// closes idle connections only: a request that takes longer is left alone.
-const agents = {
+// closes idle connections only: a request that takes longer is left alone. The mutant proxy relays on them too.
+export const agents = {
   http: new HttpAgent({ keepAlive: true, timeout: IDLE_MS }),
   https: new HttpsAgent({ keepAlive: true, timeout: IDLE_MS }),
 }
@@ -114,7 +114,7 @@ function abortError(signal: AbortSignal | undefined): Error {
 }
 
 /** Lower-cased names; a header sent more than once reads as its values joined by ", ", in the order sent. */
-function joinedHeaders(raw: string[]): Record<string, string> {
+export function joinedHeaders(raw: string[]): Record<string, string> {
   const out: Record<string, string> = {}
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = (raw[i] as string).toLowerCase()
@@ -126,7 +126,7 @@ function joinedHeaders(raw: string[]): Record<string, string> {
 }
 
 /** The body as its content-encoding (gzip, deflate, br; several in the order applied) says to decode it. */
-function decoded(bytes: Buffer, encoding: string | undefined): Buffer {
+export function decoded(bytes: Buffer, encoding: string | undefined): Buffer {
   if (!encoding || bytes.length === 0) return bytes
   let out = bytes
   for (const coding of encoding
