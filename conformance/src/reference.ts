@@ -61,6 +61,21 @@ export const REFERENCE_REPLAY_WINDOW = 20
 export const REFERENCE_WEBHOOK_MAX_ATTEMPTS = 4
 
 /**
+ * The settings the reference server runs with under the suite (`--reference`, and the project's own whole-suite runs
+ * of it): retries after 0.5 s, 1 s... (full jitter) instead of 5 s, 10 s, found by an outbox that looks for due ones
+ * every 250 ms instead of every second, so the retry checks see three attempts within about 2 s, not 5; a stream
+ * heartbeat every second instead of 15 s, so stream.protocol-messages sees one within its wait; and the attempts and
+ * replay window above, which such a run declares.
+ */
+export const REFERENCE_SUITE_SETTINGS = {
+  AGENTOPS_WEBHOOK_RETRY_BASE_MS: '500',
+  AGENTOPS_WEBHOOK_POLL_MS: '250',
+  AGENTOPS_WEBHOOK_MAX_ATTEMPTS: String(REFERENCE_WEBHOOK_MAX_ATTEMPTS),
+  AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
+  AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
+} as const
+
+/**
  * A receiver's `127.0.0.1:PORT` and the same port by the name `localhost`: a listed name is resolved at each attempt,
  * so webhooks.listed-name-resolved sees the deliveries go through the name's resolution. Another host is kept as is.
  */
@@ -261,15 +276,8 @@ export async function startReference(
     ],
     {
       cwd: kit,
-      // Retries after 0.5 s, 1 s... (full jitter) instead of 5 s, 10 s, found by an outbox that looks for due ones
-      // every 250 ms instead of every second: the retry checks see three attempts within about 2 s, not 5.
-      // A stream heartbeat every second instead of 15 s: stream.protocol-messages sees one within its wait.
       env: {
-        AGENTOPS_WEBHOOK_RETRY_BASE_MS: '500',
-        AGENTOPS_WEBHOOK_POLL_MS: '250',
-        AGENTOPS_WEBHOOK_MAX_ATTEMPTS: String(REFERENCE_WEBHOOK_MAX_ATTEMPTS),
-        AGENTOPS_STREAM_HEARTBEAT_MS: '1000',
-        AGENTOPS_STREAM_MAX_REPLAY: String(REFERENCE_REPLAY_WINDOW),
+        ...REFERENCE_SUITE_SETTINGS,
         ...process.env,
         // Its own address as the public URL its chat messages and incidents link runs to (runLink below).
         AGENTOPS_PUBLIC_URL: baseUrl,

@@ -63,7 +63,7 @@ export interface ClusterOptions {
   replicas: number
   /** Extra environment for every replica (lease settings, poll periods). */
   env?: NodeJS.ProcessEnv
-  /** Called with each line a replica prints, prefixed with its index (the cluster script shows them). */
+  /** Called with each whole line a replica prints, prefixed with its index (the cluster script shows them). */
   onLine?: (line: string) => void
 }
 
@@ -127,10 +127,23 @@ export async function startReplica(
     // The newest 20 kB in whole lines: a line cut at its start could read as another (a JSON log line's string
     // holding JSON, cut just before its inner `{`).
     if (output.length > 20_000) output = output.slice(output.indexOf('\n', output.length - 20_000) + 1)
-    if (onLine) for (const line of d.toString().split('\n')) if (line.trim()) onLine(`[${index}] ${line}`)
   }
   child.stdout?.on('data', keep)
   child.stderr?.on('data', keep)
+  if (onLine) {
+    // Whole lines, each stream on its own: a chunk may end inside a line, which the next chunk finishes.
+    for (const stream of [child.stdout, child.stderr]) {
+      let partial = ''
+      stream?.on('data', (d: Buffer) => {
+        const lines = (partial + d.toString()).split('\n')
+        partial = lines.pop() ?? ''
+        for (const line of lines) if (line.trim()) onLine(`[${index}] ${line}`)
+      })
+      stream?.on('end', () => {
+        if (partial.trim()) onLine(`[${index}] ${partial}`)
+      })
+    }
+  }
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
   )
