@@ -745,7 +745,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.operations',
     title:
-      'The destination operations answer as documented: list, read, change, test, delivery log, redelivery (409 while an attempt is in progress), delete; bad input (a url at a private or metadata address included) is 400, an unknown id 404, a creation key reused with another body 409',
+      'The destination operations answer as documented: list, read, change, test, delivery log, redelivery (409 while an attempt is in progress), delete (then its read, its log and a second delete are 404); bad input (a url at a private or metadata address included) is 400, an unknown id 404, a creation key reused with another body 409',
     level: 'profile',
     clauses: ['S6.5', 'S7.3', 'S7.6', 'S7.7'],
     async run(ctx) {
@@ -865,10 +865,32 @@ export const destinationChecks: Check[] = [
         const again = await ctx.http.post('/v1/destinations', { ...keyed, name: 'other' }, createKey)
         if (again.status !== 409)
           wrong.push(`the same creation key with another body answered ${again.status}, not 409`)
-        if (id) {
-          const gone = await ctx.http.delete(`/v1/destinations/${id}`)
-          if (gone.status !== 204) wrong.push(`DELETE /v1/destinations/{id} answered ${gone.status}, not 204`)
-        }
+        // A deleted destination is gone, as a deleted webhook is: its read, its log and a second delete are 404.
+        if (id)
+          wrong.push(
+            ...(await runProbes([
+              {
+                what: 'DELETE /v1/destinations/{id}',
+                expect: 204,
+                send: () => ctx.http.delete(`/v1/destinations/${id}`),
+              },
+              {
+                what: 'GET /v1/destinations/{id} once deleted',
+                expect: 404,
+                send: () => ctx.http.get(`/v1/destinations/${id}`),
+              },
+              {
+                what: 'GET /v1/destinations/{id}/deliveries once deleted',
+                expect: 404,
+                send: () => ctx.http.get(`/v1/destinations/${id}/deliveries`),
+              },
+              {
+                what: 'DELETE /v1/destinations/{id} once deleted',
+                expect: 404,
+                send: () => ctx.http.delete(`/v1/destinations/${id}`),
+              },
+            ])),
+          )
       }
       assert(wrong.length === 0, wrong.join('; '))
     },
