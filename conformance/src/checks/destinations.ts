@@ -31,6 +31,7 @@ import {
 } from './destination-bodies.js'
 import { contractEventKinds } from './every-kind.js'
 import {
+  deletedThenGoneProbes,
   type Probe,
   redeliverDuringAttempt,
   redeliverUnknown,
@@ -868,28 +869,9 @@ export const destinationChecks: Check[] = [
         // A deleted destination is gone, as a deleted webhook is: its read, its log and a second delete are 404.
         if (id)
           wrong.push(
-            ...(await runProbes([
-              {
-                what: 'DELETE /v1/destinations/{id}',
-                expect: 204,
-                send: () => ctx.http.delete(`/v1/destinations/${id}`),
-              },
-              {
-                what: 'GET /v1/destinations/{id} once deleted',
-                expect: 404,
-                send: () => ctx.http.get(`/v1/destinations/${id}`),
-              },
-              {
-                what: 'GET /v1/destinations/{id}/deliveries once deleted',
-                expect: 404,
-                send: () => ctx.http.get(`/v1/destinations/${id}/deliveries`),
-              },
-              {
-                what: 'DELETE /v1/destinations/{id} once deleted',
-                expect: 404,
-                send: () => ctx.http.delete(`/v1/destinations/${id}`),
-              },
-            ])),
+            ...(await runProbes(
+              deletedThenGoneProbes(ctx, '/v1/destinations/{id}', `/v1/destinations/${id}`),
+            )),
           )
       }
       assert(wrong.length === 0, wrong.join('; '))

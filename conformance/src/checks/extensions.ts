@@ -157,6 +157,23 @@ function rotationUnderOneKey(
   ]
 }
 
+/**
+ * A resource with a delivery log deleted, then gone: the DELETE is 204, and afterwards its read, its log and a second
+ * delete are 404. `template` names it in the sentences (`/v1/webhooks/{id}`), `path` is the one to send to.
+ */
+export function deletedThenGoneProbes(ctx: CheckContext, template: string, path: string): Probe[] {
+  return [
+    { what: `DELETE ${template}`, expect: 204, send: () => ctx.http.delete(path) },
+    { what: `GET ${template} once deleted`, expect: 404, send: () => ctx.http.get(path) },
+    {
+      what: `GET ${template}/deliveries once deleted`,
+      expect: 404,
+      send: () => ctx.http.get(`${path}/deliveries`),
+    },
+    { what: `DELETE ${template} once deleted`, expect: 404, send: () => ctx.http.delete(path) },
+  ]
+}
+
 /** Sends each probe in order; what went wrong, one sentence per probe (an empty list when all answered right). */
 export async function runProbes(probes: readonly Probe[]): Promise<string[]> {
   const wrong: string[] = []

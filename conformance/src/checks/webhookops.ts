@@ -13,7 +13,7 @@ import { parseSignature, verifySignature } from '../signature.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { isRfc3339 } from './assertions.js'
-import { type Probe, runProbes } from './extensions.js'
+import { deletedThenGoneProbes, type Probe, runProbes } from './extensions.js'
 import { hookId, type OwnHook, ownHook, receiverUrl, webhookSecret } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -210,26 +210,7 @@ export const webhookOperationChecks: Check[] = [
         wrong.push(
           ...(await runProbes([
             { what: 'GET /v1/webhooks/{id}', expect: 200, send: () => ctx.http.get(`/v1/webhooks/${id}`) },
-            {
-              what: 'DELETE /v1/webhooks/{id}',
-              expect: 204,
-              send: () => ctx.http.delete(`/v1/webhooks/${id}`),
-            },
-            {
-              what: 'GET /v1/webhooks/{id} once deleted',
-              expect: 404,
-              send: () => ctx.http.get(`/v1/webhooks/${id}`),
-            },
-            {
-              what: 'GET /v1/webhooks/{id}/deliveries once deleted',
-              expect: 404,
-              send: () => ctx.http.get(`/v1/webhooks/${id}/deliveries`),
-            },
-            {
-              what: 'DELETE /v1/webhooks/{id} once deleted',
-              expect: 404,
-              send: () => ctx.http.delete(`/v1/webhooks/${id}`),
-            },
+            ...deletedThenGoneProbes(ctx, '/v1/webhooks/{id}', `/v1/webhooks/${id}`),
           ])),
         )
       assert(wrong.length === 0, wrong.join('; '))
