@@ -39,7 +39,11 @@ export class Timing {
     const observe = this.observe
     const started = observe ? performance.now() : 0
     // Sent now, not when first awaited: statements go out in the order they were issued (see PgTransaction).
-    const rows = await target.unsafe(text, toDriverParams(params), { prepare: true }).execute()
+    // Prepared with or without parameters: postgres.js sends a statement without any in the simple protocol, which
+    // PostgreSQL parses, analyses and plans again every time (the outbox's reads after each event).
+    const rows = await target
+      .unsafe(text, toDriverParams(params), { prepare: true, simple: false })
+      .execute()
     observe?.(path, (performance.now() - started) / 1000)
     return { rows, rowCount: rows.count }
   }
