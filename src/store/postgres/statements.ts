@@ -41,9 +41,7 @@ export class Timing {
     // Sent now, not when first awaited: statements go out in the order they were issued (see PgTransaction).
     // Prepared with or without parameters: postgres.js sends a statement without any in the simple protocol, which
     // PostgreSQL parses, analyses and plans again every time (the outbox's reads after each event).
-    const rows = await target
-      .unsafe(text, toDriverParams(params), { prepare: true, simple: false })
-      .execute()
+    const rows = await target.unsafe(text, toDriverParams(params), { prepare: true, simple: false }).execute()
     observe?.(path, (performance.now() - started) / 1000)
     return { rows, rowCount: rows.count }
   }
