@@ -207,6 +207,16 @@ export function normaliseParams(
   })
 }
 
+/**
+ * Whether a statement failed with one of `codes` (PostgreSQL's SQLSTATE) raised on `table`: the refusals some
+ * statements are written to make (a NOT NULL a CASE leaves empty, a unique index), told from any other failure.
+ */
+export function failedOn(err: unknown, table: string, codes: readonly string[]): boolean {
+  if (typeof err !== 'object' || err === null) return false
+  const { code, table_name } = err as { code?: unknown; table_name?: unknown }
+  return typeof code === 'string' && codes.includes(code) && table_name === table
+}
+
 /** JSON columns are TEXT on both drivers. */
 export function toJson(value: unknown): string {
   return JSON.stringify(value ?? null)

@@ -8,6 +8,7 @@ import {
 } from '../../domain/quotas/idempotency.js'
 import {
   commitTailOf,
+  failedOn,
   type InOneStatement,
   type Queryable,
   refusableAtCommitOf,
@@ -126,7 +127,7 @@ class OverQuota extends Error {
 const UNBOUNDED: StoredAnswerLimits = { keys: Number.MAX_SAFE_INTEGER, bytes: Number.MAX_SAFE_INTEGER }
 
 /** SQLSTATEs of `INSERT_ANSWER_AS_CLAIM`'s two refusals: the key's lock held elsewhere, the key's row present. */
-const KEY_TAKEN_CODES = new Set(['23502', '23505'])
+const KEY_TAKEN_CODES = ['23502', '23505']
 
 /** A refusal stored on its own, once DELETE_STALE removed an expired or abandoned row: never over a live answer. */
 const INSERT_REFUSAL = `${INSERT_ANSWER} ON CONFLICT (workspace_id, idem_key) DO NOTHING`
@@ -355,9 +356,7 @@ export class IdempotencyRepo implements IdempotencyRepository {
   }
 
   keyTaken(cause: unknown): boolean {
-    if (typeof cause !== 'object' || cause === null) return false
-    const { code, table_name } = cause as { code?: unknown; table_name?: unknown }
-    return typeof code === 'string' && KEY_TAKEN_CODES.has(code) && table_name === 'idempotency_keys'
+    return failedOn(cause, 'idempotency_keys', KEY_TAKEN_CODES)
   }
 
   async answerAlone(

@@ -2,6 +2,7 @@ import type { QuotaOutcome, QuotaUsageRepository, QuotaUse } from '../../domain/
 import type { QuotaName } from '../../domain/quotas/types.js'
 import {
   commitTailOf,
+  failedOn,
   type InOneStatement,
   type Queryable,
   readerIn,
@@ -39,9 +40,7 @@ const TAKE_OR_FAIL_IN_ORDER: InOneStatement = {
 
 /** Whether a statement failed on quota_usage's NOT NULL: the refusal of TAKE_OR_FAIL and its kin. */
 export function overQuota(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false
-  const { code, table_name } = err as { code?: unknown; table_name?: unknown }
-  return code === '23502' && table_name === 'quota_usage'
+  return failedOn(err, 'quota_usage', ['23502'])
 }
 
 const RELEASE = `UPDATE quota_usage SET used = CASE WHEN used > $4 THEN used - $4 ELSE 0 END

@@ -2,7 +2,7 @@ import type { RecordRepository } from '../../domain/ingestion/ports.js'
 import type { BatchRow, StoredRecordRow } from '../../domain/ingestion/types.js'
 import type { Slice } from '../../domain/pagination.js'
 import type { Dialect } from '../../domain/ports.js'
-import { commitTailOf, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'
+import { commitTailOf, failedOn, fromJson, type Queryable, type SqlValue, toJson } from '../db.js'
 import { lookAheadLimit, toSlice } from '../paging.js'
 
 interface RawRecord extends Record<string, unknown> {
@@ -98,9 +98,7 @@ const SAVEPOINT = 'SAVEPOINT ingest_records_insert'
  * being the connector's next ones, taken under its lock).
  */
 function idTaken(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false
-  const { code, table_name } = err as { code?: unknown; table_name?: unknown }
-  return code === '23505' && table_name === 'ingest_records'
+  return failedOn(err, 'ingest_records', ['23505'])
 }
 
 /**
