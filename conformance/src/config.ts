@@ -9,6 +9,13 @@ import { parseArgs } from 'node:util'
 import { EMBEDDED_CONTRACT } from './embedded.js'
 import { stripComments } from './init.js'
 import { natsTarget } from './nats.js'
+import {
+  REFERENCE_RUN_STATUSES,
+  RUN_STATUS_ROLES,
+  type RunStatusNames,
+  type RunStatusRole,
+  runStatusNamesProblem,
+} from './run-statuses.js'
 import { templateProblem } from './signature.js'
 import { DEFAULT_TOOL_RUN, mentionsTools, TOOL_PLACEHOLDERS, type ToolRunDeclaration } from './toolrun.js'
 import { ConfigError } from './types.js'
@@ -129,6 +136,12 @@ export interface Declarations {
    * INCOMPLETE).
    */
   notServed: string[]
+  /**
+   * §3 names two run statuses, `queued` and `awaiting_approval` ("Complete list of run status values: not shown"):
+   * the deployment's names for the others, by the reference profile's name for each role (run-statuses.ts). Without
+   * it the reference profile's; a run showing a status the suite cannot place skips the check that waits on it.
+   */
+  runStatuses: RunStatusNames
 }
 
 export interface SuiteConfig extends Declarations {
@@ -604,6 +617,11 @@ export const DECLARATION_KEYS: string[] = [
   'toolRun.agent*',
   'toolRun.run*',
   'notServed',
+  'runStatuses.running',
+  'runStatuses.paused',
+  'runStatuses.succeeded',
+  'runStatuses.failed',
+  'runStatuses.cancelled',
   'profile.tools.succeed.provider',
   'profile.tools.fail.provider',
   'profile.tools.fail.config*',
@@ -660,6 +678,7 @@ const DEFAULT_DECLARATIONS: Declarations = {
   signatureTimestamp: 'any',
   toolRun: DEFAULT_TOOL_RUN,
   notServed: [],
+  runStatuses: REFERENCE_RUN_STATUSES,
   // The reference profile's schema (POST /v1/graphql): snake_case fields as in REST.
   graphqlQueries: {
     run: { query: 'query($id: ID!) { run(id: $id) { run_id agent_id status } }', variables: { id: '{id}' } },
@@ -775,8 +794,10 @@ function declarations(file: Raw): Declarations {
     throw new ConfigError(
       'config file notServed must be an array of operations written "METHOD /path/{param}" (e.g. "GET /v1/agents")',
     )
+  const runStatuses = declaredRunStatuses(section('runStatuses'))
   return {
     notServed: absent as string[],
+    runStatuses,
     paging: { ...(cursorField ? { cursorField } : {}), ...(itemsField ? { itemsField } : {}) },
     stream: {
       subscribe: stream.subscribe ?? DEFAULT_DECLARATIONS.stream.subscribe,
@@ -801,6 +822,25 @@ function declarations(file: Raw): Declarations {
     toolRun: declaredToolRun,
     graphqlQueries: { run: gqlQuery('run'), agent: gqlQuery('agent') },
   }
+}
+
+/** The run statuses a config file declares, each role a name or a list of names, over the reference's. */
+function declaredRunStatuses(section: Raw): RunStatusNames {
+  const names = Object.fromEntries(
+    RUN_STATUS_ROLES.map((role) => {
+      const v = section[role]
+      if (v === undefined) return [role, REFERENCE_RUN_STATUSES[role]]
+      const list = typeof v === 'string' ? [v] : v
+      if (!Array.isArray(list) || list.length === 0 || list.some((n) => typeof n !== 'string' || n === ''))
+        throw new ConfigError(
+          `config file runStatuses.${role} must be a status name or a non-empty array of them`,
+        )
+      return [role, list as string[]]
+    }),
+  ) as Record<RunStatusRole, string[]>
+  const problem = runStatusNamesProblem(names)
+  if (problem) throw new ConfigError(`config file ${problem}`)
+  return names
 }
 
 /** Why a declared run link is unusable (undefined: it is usable): it needs "{run_id}" and an http(s) URL around it. */

@@ -5,6 +5,7 @@
 import type { CheckContext } from './check.js'
 import { declaredAbsent, type ToolHint } from './config.js'
 import { type HttpClient, type HttpResponse, obj } from './http.js'
+import { RunStatuses, type RunStatusNames } from './run-statuses.js'
 import { fill, specRunBody, type ToolRef } from './toolrun.js'
 import { CheckFailure, fail, skip } from './types.js'
 import { short, waitUntil } from './wait.js'
@@ -171,9 +172,6 @@ function fieldList(body: unknown): string {
   return keys.length === 0 ? '(no fields)' : keys.map((k) => `"${k}"`).join(', ')
 }
 
-export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled'])
-export const SETTLED = new Set([...TERMINAL, 'awaiting_approval', 'paused'])
-
 /** The step a run awaits approval for first (`awaiting[0].step_id`), as text ("undefined" when it awaits none). */
 export function firstAwaitingStep(run: Json): string {
   return String(obj((run.awaiting as unknown[] | undefined)?.[0]).step_id)
@@ -322,18 +320,52 @@ export class Fixtures {
     return obj(res.body)
   }
 
+  /** The deployment's run statuses (`runStatuses` in --config, else the reference profile's names). */
+  get statuses(): RunStatuses {
+    const names = this.ctx().config.runStatuses
+    if (this.statusNames?.names !== names) this.statusNames = { names, statuses: new RunStatuses(names) }
+    return this.statusNames.statuses
+  }
+  private statusNames: { names: RunStatusNames; statuses: RunStatuses } | undefined
+
+  /**
+   * The run once `accept` holds for it (waited for within --wait-ms). A run still in a status the suite cannot
+   * place when the wait ends skips the check (naming the setting) instead of failing it: the wait may have been
+   * for a name the deployment does not use. Such a status is remembered, so a later wait that meets it skips at
+   * once instead of spending the wait (and the request budget) again.
+   */
   async waitForStatus(
     runId: string,
     accept: (status: string, run: Json) => boolean,
     what: string,
   ): Promise<Json> {
-    return waitUntil(
-      `run ${runId} to be ${what}`,
-      () => this.inspect(runId),
-      (run) => accept(String(run.status), run),
-      this.ctx().config.waitMs,
-    )
+    let last: Json | undefined
+    const unplaced = (run: Json) => !this.statuses.known(run.status)
+    try {
+      return await waitUntil(
+        `run ${runId} to be ${what}`,
+        async () => {
+          last = await this.inspect(runId)
+          return last
+        },
+        (run) => {
+          if (accept(String(run.status), run)) return true
+          if (unplaced(run) && this.unplacedSeen.has(String(run.status)))
+            skip(this.statuses.unknownReason(run.status, runId))
+          return false
+        },
+        this.ctx().config.waitMs,
+      )
+    } catch (err) {
+      if (err instanceof CheckFailure && last && unplaced(last)) {
+        this.unplacedSeen.add(String(last.status))
+        skip(this.statuses.unknownReason(last.status, runId))
+      }
+      throw err
+    }
   }
+  /** Statuses the suite could not place that a run stayed in for a whole wait. */
+  private readonly unplacedSeen = new Set<string>()
 
   /**
    * The run once it ended, or once it awaits approval for a step none of `decided` names: the next approval of a run
@@ -342,7 +374,8 @@ export class Fixtures {
   awaitingAnotherStep(runId: string, decided: readonly string[], what: string): Promise<Json> {
     return this.waitForStatus(
       runId,
-      (s, run) => TERMINAL.has(s) || (s === 'awaiting_approval' && !decided.includes(firstAwaitingStep(run))),
+      (s, run) =>
+        this.statuses.terminal(s) || (s === 'awaiting_approval' && !decided.includes(firstAwaitingStep(run))),
       what,
     )
   }
@@ -352,7 +385,7 @@ export class Fixtures {
     return this.once('completedRun', async () => {
       const [a, b] = [await this.tool('succeed'), await this.newTool('succeed')]
       const run = await this.startRun(await this.newToolAgent([a, b]))
-      const final = await this.waitForStatus(run.runId, (s) => TERMINAL.has(s), 'terminal')
+      const final = await this.waitForStatus(run.runId, (s) => this.statuses.terminal(s), 'terminal')
       return { ...run, final, tools: [a, b] }
     })
   }
@@ -377,7 +410,7 @@ export class Fixtures {
     )
     let waiting: Json
     try {
-      waiting = await this.waitForStatus(run.runId, (s) => SETTLED.has(s), 'awaiting approval')
+      waiting = await this.waitForStatus(run.runId, (s) => this.statuses.settled(s), 'awaiting approval')
     } catch (err) {
       skip(
         `could not bring a run to awaiting_approval with behavior "${this.ctx().config.profile.approvalBehavior}" (set profile.approvalBehavior in the --config file, and toolRun if this deployment's runs call their tools another way): ${(err as Error).message}`,

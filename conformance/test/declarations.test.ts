@@ -30,6 +30,13 @@ describe('declarations in the config file', () => {
     expect(foreign.signatureTimestamp).toBe('rfc3339')
     expect(foreign.signatureTemplate).toBe('{header:X-Acme-Timestamp}.{body}')
     expect(foreign.notServed).toEqual(['GET /v1/agents', 'GET /v1/grid/connectors/{connector_id}/records'])
+    expect(foreign.runStatuses).toEqual({
+      running: ['in_progress'],
+      paused: ['suspended'],
+      succeeded: ['completed'],
+      failed: ['errored', 'timed_out'],
+      cancelled: ['canceled'],
+    })
     expect(foreign.graphqlUrl).toBe('https://api.example.com/graphql')
     expect(foreign.graphqlQueries.agent.variables).toEqual({ agentId: '{id}' })
     expect(foreign.toolRun.run).toEqual({
@@ -70,6 +77,29 @@ describe('declarations in the config file', () => {
     )
     for (const runLink of ['/runs/{run_id}', 'ftp://console.example.com/runs/{run_id}', ''])
       expect(bad({ destinations: { runLink } })).toThrow(/destinations.runLink/)
+    for (const failed of [[], [''], 3, [3]])
+      expect(bad({ runStatuses: { failed } })).toThrow(/runStatuses.failed must be a status name/)
+    expect(bad({ runStatuses: { failed: 'succeeded' } })).toThrow(/"succeeded" is named for both/)
+    expect(bad({ runStatuses: { paused: ['suspended', 'awaiting_approval'] } })).toThrow(
+      /spec's own statuses/,
+    )
+  })
+
+  it('keeps declared run statuses, a name or a list, over the reference profile’s', async () => {
+    const { writeFileSync } = await import('node:fs')
+    const file = join(scratchDir('conf-decl-'), 'statuses.json')
+    writeFileSync(
+      file,
+      JSON.stringify({ runStatuses: { succeeded: ['completed', 'done'], cancelled: 'canceled' } }),
+    )
+    expect(resolveConfig(['--config', file], {}).config.runStatuses).toEqual({
+      running: ['running'],
+      paused: ['paused'],
+      succeeded: ['completed', 'done'],
+      failed: ['failed'],
+      cancelled: ['canceled'],
+    })
+    expect(resolveConfig([], {}).config.runStatuses.succeeded).toEqual(['succeeded'])
   })
 
   it('keeps a declared run link, and declares none by default', async () => {

@@ -1,7 +1,7 @@
 /** Spec §1, §7: the policy gate refuses with 403 policy_denied and names its reasons in `detail`. */
 import { isDeepStrictEqual } from 'node:util'
 import type { Check, CheckContext } from '../check.js'
-import { type Json, ownId, SETTLED, TERMINAL, type ToolAgent, unservedPart } from '../fixtures.js'
+import { type Json, ownId, type ToolAgent, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
@@ -20,7 +20,7 @@ export const TOOL_ONLY_SCOPE = 'conformance:tool-call'
 /** A run of `agent` (started by `client`, with `extra` spec fields) once settled, and its trace. */
 async function settledRun(ctx: CheckContext, agent: ToolAgent, extra: Json = {}, client?: HttpClient) {
   const { runId } = await ctx.fx.startRun(agent, extra, client)
-  const run = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
+  const run = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.settled(s), 'settled')
   const { frames } = await ctx.fx.readTrace(runId)
   return { runId, run, frames }
 }
@@ -87,7 +87,7 @@ export const authzChecks: Check[] = [
       )
       const runId = obj(start.body).run_id
       if (typeof runId !== 'string') fail(`run start answered no run_id: ${short(start.body)}`)
-      const settled = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
+      const settled = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.settled(s), 'settled')
       // The refusal is a policy decision, which the trace lists too (decidesOtherThanAllow); read once it shows.
       const frames = await ctx.fx.traceShowing(runId, "the gate's refusal", (fs) =>
         fs.some(decidesOtherThanAllow),
@@ -165,7 +165,7 @@ export const authzChecks: Check[] = [
             `a missing tool scope: the deny frame reads ${short(frame)}, expected ${short(expected)} and a reason naming the tool`,
           )
           expect(
-            run.status === 'failed' &&
+            ctx.fx.statuses.is(run.status, 'failed') &&
               error.code === 'policy_denied' &&
               isDeepStrictEqual(error.detail, expected) &&
               String(error.message).includes(tool.name),
@@ -183,7 +183,7 @@ export const authzChecks: Check[] = [
           const calls = frames.filter((f) => f.kind === 'tool.call').length
           expect(
             calls === 3 &&
-              run.status === 'failed' &&
+              ctx.fx.statuses.is(run.status, 'failed') &&
               detail.envelope === 'restricted' &&
               detail.violation === 'max_tool_calls' &&
               detail.observed === 4 &&
@@ -193,13 +193,16 @@ export const authzChecks: Check[] = [
             `four calls under restricted: ${calls} tool.call frames, run ${short(run.status)}, deny detail ${short(detail)}`,
           )
         })(),
-        escalated(
-          'the gated envelope',
-          await ctx.fx.newToolAgent([ok]),
-          { policy_envelope: 'gated' },
-          'human-review',
-          'gated',
-        ),
+        // Each part makes its own agent: an await while the array is built would leave the parts started before it
+        // with no handler, so one of them failing meanwhile would be an unhandled rejection.
+        (async () =>
+          escalated(
+            'the gated envelope',
+            await ctx.fx.newToolAgent([ok]),
+            { policy_envelope: 'gated' },
+            'human-review',
+            'gated',
+          ))(),
         (async () => {
           const bound = await ctx.fx.newTool('succeed', { envelope: 'gated' })
           await escalated(
@@ -210,13 +213,14 @@ export const authzChecks: Check[] = [
             bound.name,
           )
         })(),
-        escalated(
-          'a supervised agent',
-          await ctx.fx.newToolAgent([ok], 'supervised'),
-          {},
-          'ops-review',
-          'supervised',
-        ),
+        (async () =>
+          escalated(
+            'a supervised agent',
+            await ctx.fx.newToolAgent([ok], 'supervised'),
+            {},
+            'ops-review',
+            'supervised',
+          ))(),
         (async () => {
           const once = await ctx.fx.newTool('succeed', { idempotent: false })
           await escalated(
@@ -236,7 +240,7 @@ export const authzChecks: Check[] = [
           })
           const { run, frames } = await settledRun(ctx, await ctx.fx.newToolAgent([scoped]))
           expect(
-            run.status === 'succeeded' && frames.some((f) => f.kind === 'tool.call'),
+            ctx.fx.statuses.is(run.status, 'succeeded') && frames.some((f) => f.kind === 'tool.call'),
             `the primary key's run of a tool requiring ${TOOL_ONLY_SCOPE} (not idempotent, autonomous agent) ended ${short(run.status)}`,
           )
         })(),
@@ -245,9 +249,9 @@ export const authzChecks: Check[] = [
           // adds no approval.
           const unknown = await ctx.fx.newTool('succeed', { envelope: ctx.name('no-such-envelope') })
           const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([ok, unknown], 'hybrid'))
-          const run = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
+          const run = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.settled(s), 'settled')
           expect(
-            TERMINAL.has(String(run.status)) && run.status === 'succeeded',
+            ctx.fx.statuses.is(run.status, 'succeeded'),
             `a hybrid agent's idempotent tools (one bound to an unknown envelope) ended ${short(run.status)}, awaiting ${short(run.awaiting)}`,
           )
         })(),

@@ -14,7 +14,6 @@ import {
   firstAwaitingStep,
   ownId,
   pageItems,
-  TERMINAL,
   unwantedHookUrl,
 } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
@@ -690,7 +689,7 @@ export const destinationChecks: Check[] = [
             `a pagerduty destination listing run.started opened no incident for run ${quick.runId} within ${ctx.config.waitMs} ms`,
           )
         keys.add(paged.body?.dedup_key)
-        const settled = await ctx.fx.waitForStatus(quick.runId, (s) => TERMINAL.has(s), 'ended')
+        const settled = await ctx.fx.waitForStatus(quick.runId, (s) => ctx.fx.statuses.terminal(s), 'ended')
         const closed = await ctx.receiver!.waitFor(
           pagerResolve(atStart.tag, paged.body?.dedup_key),
           ctx.config.waitMs,

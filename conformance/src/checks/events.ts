@@ -22,8 +22,11 @@ export const eventChecks: Check[] = [
       const hook = await ensureWebhook(ctx)
       const tool = await ctx.fx.tool('fail')
       const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
-      const final = await ctx.fx.waitForStatus(runId, (s) => s === 'failed' || s === 'succeeded', 'ended')
-      assert(final.status === 'failed', `a run of the failing tool ended ${short(final.status)}, not failed`)
+      const final = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.terminal(s), 'ended')
+      assert(
+        ctx.fx.statuses.is(final.status, 'failed'),
+        `a run of the failing tool ended ${short(final.status)}, not ${ctx.fx.statuses.named('failed')}`,
+      )
       const failed = await ctx.receiver!.waitFor(
         (d) => toHook(d, hook) && d.body?.run_id === runId && eventOf(d) === 'run.failed',
         ctx.config.waitMs,

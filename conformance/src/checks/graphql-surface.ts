@@ -10,14 +10,7 @@ import WebSocket from 'ws'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
-import {
-  expectStatus,
-  firstAwaitingStep,
-  pageItems,
-  SETTLED,
-  toolRegistration,
-  unwantedHookUrl,
-} from '../fixtures.js'
+import { expectStatus, firstAwaitingStep, pageItems, toolRegistration, unwantedHookUrl } from '../fixtures.js'
 import type { HttpResponse } from '../http.js'
 import { obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
@@ -404,7 +397,7 @@ export const graphqlSurfaceChecks: Check[] = [
         // first, so that none of its events is live news (through a balancer, or under load, a run started a moment
         // before may still be taken and announced after the subscription began).
         const before = await ctx.fx.startRun(await ctx.fx.agent())
-        await ctx.fx.waitForStatus(before.runId, (status) => SETTLED.has(status), 'settled')
+        await ctx.fx.waitForStatus(before.runId, (status) => ctx.fx.statuses.settled(status), 'settled')
         s.send({
           id: 'live',
           type: 'subscribe',

@@ -7,7 +7,7 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { approvalUrl, decideStep, expectStatus, firstAwaitingStep, type Json, TERMINAL } from '../fixtures.js'
+import { approvalUrl, decideStep, expectStatus, firstAwaitingStep, type Json } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -19,7 +19,7 @@ async function endedTrace(
   ctx: CheckContext,
   runId: string,
 ): Promise<{ status: unknown; kinds: string[]; frames: Json[] }> {
-  const final = await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+  const final = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.terminal(s), 'ended')
   const { frames } = await ctx.fx.readTrace(runId)
   return { status: final.status, kinds: frames.map((f) => String(f.kind)), frames }
 }
@@ -87,7 +87,9 @@ export const outcomeChecks: Check[] = [
           const failedRun = (await ctx.fx.startRun(agent)).runId
           const t = await endedTrace(ctx, failedRun)
           expect(
-            t.status === 'failed' && t.kinds.includes('step.failed') && t.kinds.at(-1) === 'run.failed',
+            ctx.fx.statuses.is(t.status, 'failed') &&
+              t.kinds.includes('step.failed') &&
+              t.kinds.at(-1) === 'run.failed',
             `a run of a failing tool ended ${short(t.status)} with frames ${t.kinds.join(', ')} (expected step.failed, then run.failed last)`,
           )
           // The failure is the run's outcome (tool_failed, naming the step) and the step.failed frame's reason.
@@ -121,7 +123,7 @@ export const outcomeChecks: Check[] = [
           const { runId } = await ctx.fx.startRun(agent)
           const waiting = await ctx.fx.waitForStatus(
             runId,
-            (s) => s !== 'queued' && s !== 'running',
+            (s) => s !== 'queued' && !ctx.fx.statuses.is(s, 'running'),
             'settled',
           )
           const stepId = firstAwaitingStep(waiting)
@@ -130,7 +132,7 @@ export const outcomeChecks: Check[] = [
           const t = await endedTrace(ctx, runId)
           const error = obj(obj((await ctx.fx.inspect(runId)).outcome).error)
           expect(
-            t.status === 'failed' &&
+            ctx.fx.statuses.is(t.status, 'failed') &&
               error.code === 'tool_unavailable' &&
               typeof error.message === 'string' &&
               error.message !== '' &&
@@ -190,7 +192,7 @@ export const outcomeChecks: Check[] = [
             (f) => f.kind === 'policy.decision' && f.step_id === approved.stepId && f.policy === 'allow',
           )
           expect(
-            ended.status === 'succeeded' && obj(allowed?.detail).approved === true,
+            ctx.fx.statuses.is(ended.status, 'succeeded') && obj(allowed?.detail).approved === true,
             `the approved run ended ${short(ended.status)}, its step's allow decision ${short(allowed)} (expected detail.approved true)`,
           )
           // The request names the queue and reason the run's awaiting item gave.
@@ -275,7 +277,9 @@ export const outcomeChecks: Check[] = [
           const rejected = await decided(ctx, 'reject')
           const t = await endedTrace(ctx, rejected.runId)
           expect(
-            t.status === 'failed' && t.kinds.includes('approval.rejected') && t.kinds.at(-1) === 'run.failed',
+            ctx.fx.statuses.is(t.status, 'failed') &&
+              t.kinds.includes('approval.rejected') &&
+              t.kinds.at(-1) === 'run.failed',
             `a rejected run ended ${short(t.status)} with frames ${t.kinds.join(', ')} (expected approval.rejected, then run.failed last)`,
           )
           // The rejection is the run's outcome: its error names the rejected step and queue, in the inspection and in

@@ -7,15 +7,7 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import {
-  decideStep,
-  expectStatus,
-  type Json,
-  missingIdLike,
-  ownId,
-  pageItems,
-  TERMINAL,
-} from '../fixtures.js'
+import { decideStep, expectStatus, type Json, missingIdLike, ownId, pageItems } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, fail } from '../types.js'
@@ -50,7 +42,7 @@ function refusedField(res: Parameters<typeof expectError>[0], field: string, wha
 
 /** The tool.call frames of a run once it ended: [step_id, tool] of each, in trace order. */
 async function calls(ctx: CheckContext, runId: string): Promise<{ status: unknown; calls: Json[] }> {
-  const final = await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+  const final = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.terminal(s), 'ended')
   const { frames } = await ctx.fx.readTrace(runId)
   return { status: final.status, calls: frames.filter((f) => f.kind === 'tool.call') }
 }
@@ -89,7 +81,7 @@ export const runPlanChecks: Check[] = [
       )
       const capsCalls = await calls(ctx, capsId)
       assert(
-        capsCalls.status === 'succeeded' &&
+        ctx.fx.statuses.is(capsCalls.status, 'succeeded') &&
           sameJson(
             capsCalls.calls.map((c) => [c.step_id, c.tool]),
             [['step_1', a.name]],
@@ -114,7 +106,7 @@ export const runPlanChecks: Check[] = [
       expectStatus(planned, 201, 'starting a run with inputs.plan')
       const plannedCalls = await calls(ctx, String(obj(planned.body).run_id))
       assert(
-        plannedCalls.status === 'succeeded' &&
+        ctx.fx.statuses.is(plannedCalls.status, 'succeeded') &&
           sameJson(
             plannedCalls.calls.map((c) => [c.step_id, c.tool]),
             [
@@ -224,7 +216,7 @@ export const runPlanChecks: Check[] = [
       const agent = await ctx.fx.agent()
       // A run no task started, ended before any task of this check's: it is announced by no task event.
       const taskless = (await ctx.fx.startRun(agent)).runId
-      await ctx.fx.waitForStatus(taskless, (st) => TERMINAL.has(st), 'ended')
+      await ctx.fx.waitForStatus(taskless, (st) => ctx.fx.statuses.terminal(st), 'ended')
       const cancelled = cancelledTaskRun(ctx, mine)
       // Judged below, after the other task's run: a failure meanwhile is not an unhandled rejection.
       cancelled.catch(() => undefined)
@@ -252,7 +244,7 @@ export const runPlanChecks: Check[] = [
       )
       // The task follows its run: once the run ended, the task reads back its status and outcome.
       const runId = String(without.run.run_id)
-      const final = await ctx.fx.waitForStatus(runId, (st) => TERMINAL.has(st), 'ended')
+      const final = await ctx.fx.waitForStatus(runId, (st) => ctx.fx.statuses.terminal(st), 'ended')
       const task = await ctx.http.get(`/v1/tasks/${String(without.taskId)}`)
       expectStatus(task, 200, 'GET /v1/tasks/{id}')
       const t = obj(task.body)
@@ -304,7 +296,7 @@ export const runPlanChecks: Check[] = [
       const run = await ctx.fx.inspect(runId)
       const error = obj(obj(run.outcome).error)
       assert(
-        run.status === 'cancelled' &&
+        ctx.fx.statuses.is(run.status, 'cancelled') &&
           Array.isArray(run.awaiting) &&
           run.awaiting.length === 0 &&
           error.code === 'agent_deleted' &&
@@ -345,7 +337,7 @@ async function cancelledTaskRun(
   const runId = String(obj(res.body).run_id)
   await ctx.fx.waitForStatus(runId, (st) => st !== 'queued', 'started')
   await ctx.http.post(`/v1/runs/${runId}/cancel`)
-  const final = await ctx.fx.waitForStatus(runId, (st) => TERMINAL.has(st), 'ended')
+  const final = await ctx.fx.waitForStatus(runId, (st) => ctx.fx.statuses.terminal(st), 'ended')
   // The call in flight at the cancel answers within its 400 ms: its late answer is recorded (dropped) meanwhile.
   await sleep(600)
   const kind = `task.${String(final.status)}`
@@ -451,7 +443,7 @@ export const runEventChecks: Check[] = [
           // announced with the plan's steps.
           const agent = await ctx.fx.newToolAgent([await ctx.fx.tool('fail')])
           const { runId } = await ctx.fx.startRun(agent)
-          const final = await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+          const final = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.terminal(s), 'ended')
           await delivered(runId, 'run.failed', { status: 'failed', outcome: final.outcome })
           const { frames } = await ctx.fx.readTrace(runId)
           const plan = obj(frames.find((f) => f.kind === 'run.started')?.detail).plan
@@ -463,7 +455,7 @@ export const runEventChecks: Check[] = [
           // the step, its tool and the decision's detail; its step.failed frame gives the reason.
           const agent = await ctx.fx.newToolAgent([tool, tool, tool, tool])
           const { runId } = await ctx.fx.startRun(agent, { policy_envelope: 'restricted' })
-          await ctx.fx.waitForStatus(runId, (s) => TERMINAL.has(s), 'ended')
+          await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.terminal(s), 'ended')
           const { frames } = await ctx.fx.readTrace(runId)
           const deny = frames.find((f) => f.kind === 'policy.decision' && f.policy === 'deny')
           const { reason: _r, ...detail } = obj(deny?.detail)

@@ -5,7 +5,7 @@
  * contract documents for its kind, naming a subject as the real event does, and marked so no one acts on it.
  */
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, TERMINAL } from '../fixtures.js'
+import { expectStatus } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
@@ -104,7 +104,8 @@ async function causeRealEvents(ctx: CheckContext): Promise<Caused> {
   const run = await ctx.fx.startRun(agent)
   const failed = await ctx.fx.startRun(await ctx.fx.newToolAgent([failing]))
   const approved = await decided(ctx, 'approve')
-  for (const id of [run.runId, failed.runId]) await ctx.fx.waitForStatus(id, (s) => TERMINAL.has(s), 'ended')
+  for (const id of [run.runId, failed.runId])
+    await ctx.fx.waitForStatus(id, (s) => ctx.fx.statuses.terminal(s), 'ended')
   const deleted = await ctx.http.delete(`/v1/agents/${agent.id}`)
   assert(deleted.status < 300, `deleting the agent answered ${deleted.status}`)
   const retired = await ctx.http.delete(`/v1/tools/${ok.id}`)

@@ -6,7 +6,7 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { expectStatus, type Json, SETTLED, toolId } from '../fixtures.js'
+import { expectStatus, type Json, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -31,7 +31,7 @@ async function register(ctx: CheckContext, label: string, fields: Json) {
 /** One run of `tool` (detailed trace), settled: its status, outcome and the frames of its one step. */
 async function runOf(ctx: CheckContext, tool: { id: string; name: string }) {
   const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]), { trace_level: 'detailed' })
-  const run = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
+  const run = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.settled(s), 'settled')
   const { frames } = await ctx.fx.readTrace(runId)
   const call = frames.find((f) => f.kind === 'tool.call')
   const failed = frames.find((f) => f.kind === 'step.failed')
@@ -82,7 +82,7 @@ export const toolCallChecks: Check[] = [
         const d = r.failedDetail
         const wrong = Object.entries(detail).filter(([k, v]) => !sameJson(d[k], v))
         expect(
-          r.run.status === 'failed' &&
+          ctx.fx.statuses.is(r.run.status, 'failed') &&
             wrong.length === 0 &&
             typeof d.reason === 'string' &&
             d.reason.includes(says) &&
@@ -113,7 +113,7 @@ export const toolCallChecks: Check[] = [
             `the http tool's URL got ${r.got.length} call(s): ${short(sent?.headers)} ${short(sent?.raw)} (expected one JSON POST naming run ${r.runId}, its step and tool, and the input)`,
           )
           expect(
-            r.run.status === 'succeeded' &&
+            ctx.fx.statuses.is(r.run.status, 'succeeded') &&
               typeof r.call?.result === 'string' &&
               r.call.result.startsWith('res-') &&
               obj(obj(r.call.detail).output).answer === 'done',
@@ -124,14 +124,16 @@ export const toolCallChecks: Check[] = [
           // A result_id that is no string is no result identifier: the server makes its own.
           const r = await httpRun('no-result-id', { status: 299, body: '{"answer":"done","result_id":7}' })
           expect(
-            r.run.status === 'succeeded' && typeof r.call?.result === 'string' && r.call.result !== '',
+            ctx.fx.statuses.is(r.run.status, 'succeeded') &&
+              typeof r.call?.result === 'string' &&
+              r.call.result !== '',
             `an http tool answering 299 with a numeric result_id: run ${short(r.run.status)}, tool.call ${short(r.call)} (expected a success and a result the server made)`,
           )
         })(),
         (async () => {
           const r = await httpRun('null', { status: 200, body: 'null' })
           expect(
-            r.run.status === 'succeeded' && typeof r.call?.result === 'string',
+            ctx.fx.statuses.is(r.run.status, 'succeeded') && typeof r.call?.result === 'string',
             `an http tool answering JSON null: run ${short(r.run.status)}, tool.call ${short(r.call)}`,
           )
         })(),
@@ -208,7 +210,7 @@ export const toolCallChecks: Check[] = [
           const r = await runOf(ctx, tool!)
           const d = r.failedDetail
           expect(
-            r.run.status === 'failed' &&
+            ctx.fx.statuses.is(r.run.status, 'failed') &&
               d.provider === 'http' &&
               ((d.violation === 'private_address' &&
                 d.host === '127.0.0.1' &&
@@ -225,7 +227,7 @@ export const toolCallChecks: Check[] = [
           expectStatus(res, [200, 201], 'registering a builtin:delay tool')
           const r = await runOf(ctx, tool!)
           expect(
-            r.run.status === 'succeeded' &&
+            ctx.fx.statuses.is(r.run.status, 'succeeded') &&
               obj(obj(r.call?.detail).output).delayed_ms === 300 &&
               Number(r.call?.latency_ms) >= 290,
             `a builtin:delay tool of 300 ms: run ${short(r.run.status)}, tool.call ${short(r.call)}`,
@@ -240,7 +242,7 @@ export const toolCallChecks: Check[] = [
           expectStatus(res, [200, 201], 'registering a builtin:data tool')
           const r = await runOf(ctx, tool!)
           expect(
-            r.run.status === 'succeeded' &&
+            ctx.fx.statuses.is(r.run.status, 'succeeded') &&
               sameJson(obj(r.call?.detail).output, data) &&
               typeof r.call?.result === 'string',
             `a builtin:data tool: run ${short(r.run.status)}, tool.call ${short(r.call)}`,
@@ -258,13 +260,13 @@ export const toolCallChecks: Check[] = [
           expectStatus(plain, [200, 201], 'registering a builtin:fail tool without a message')
           const [r, q] = await Promise.all([runOf(ctx, tool!), runOf(ctx, silent!)])
           expect(
-            r.run.status === 'failed' &&
+            ctx.fx.statuses.is(r.run.status, 'failed') &&
               r.failedDetail.reason === 'conformance: told to fail' &&
               r.failedDetail.provider === 'builtin:fail',
             `a builtin:fail tool: run ${short(r.run.status)}, step.failed detail ${short(r.failedDetail)}`,
           )
           expect(
-            q.run.status === 'failed' &&
+            ctx.fx.statuses.is(q.run.status, 'failed') &&
               typeof q.failedDetail.reason === 'string' &&
               q.failedDetail.reason !== '',
             `a builtin:fail tool without a message: run ${short(q.run.status)}, step.failed detail ${short(q.failedDetail)} (expected a reason all the same)`,
@@ -308,7 +310,7 @@ export const toolCallChecks: Check[] = [
       })
       expectStatus(again, [200, 201], 'registering a tool without idempotent')
       const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([once!], 'hybrid'))
-      const run = await ctx.fx.waitForStatus(runId, (s) => SETTLED.has(s), 'settled')
+      const run = await ctx.fx.waitForStatus(runId, (s) => ctx.fx.statuses.settled(s), 'settled')
       if (run.status !== 'awaiting_approval')
         problems.push(
           `a hybrid agent's run of a tool registered without idempotent ended ${short(run.status)}, not awaiting approval`,

@@ -1,15 +1,7 @@
 /** Spec §2, §4 tools: registration, inspection, listing, retirement that keeps historical traces intact. */
 import { sameJson } from '../canonical.js'
 import type { Check } from '../check.js'
-import {
-  expectStatus,
-  getTrace,
-  nextPageCursor,
-  pageItems,
-  TERMINAL,
-  toolId,
-  traceFrames,
-} from '../fixtures.js'
+import { expectStatus, getTrace, nextPageCursor, pageItems, toolId, traceFrames } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
@@ -144,7 +136,7 @@ export const toolChecks: Check[] = [
     async run(ctx) {
       const tool = await ctx.fx.newTool('succeed')
       const run = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
-      await ctx.fx.waitForStatus(run.runId, (s) => TERMINAL.has(s), 'terminal')
+      await ctx.fx.waitForStatus(run.runId, (s) => ctx.fx.statuses.terminal(s), 'terminal')
       const before = await getTrace(ctx.http, `/v1/runs/${run.runId}/trace?limit=200`)
       expectStatus(before, 200, 'trace before retirement')
       assert(before.text.includes(tool.id), `the trace never references tool ${tool.id}`)
