@@ -8,7 +8,6 @@ import { readDocument } from '../src/contract.js'
 import { bodySignedDialect } from './dialects/body-signed.js'
 import { declaredDialect } from './dialects/declared.js'
 import { ownIdsDialect } from './dialects/own-ids.js'
-import { statusNamesDialect } from './dialects/status-names.js'
 import { editJson, type Json, type Mutant, type ProxiedResponse, pathOnly } from './proxy.js'
 
 /** A correct deployment that chose differently where the spec is silent; every core check must pass through it. */
@@ -21,13 +20,7 @@ export interface Dialect extends Mutant {
 
 /** The dialect family `conformance:mutants` runs after the mutants. */
 export function createDialects(openapiPath: string): Dialect[] {
-  return [
-    foreignDialect(openapiPath),
-    ownIdsDialect(),
-    declaredDialect(),
-    bodySignedDialect(),
-    statusNamesDialect(),
-  ]
+  return [foreignDialect(openapiPath), ownIdsDialect(), declaredDialect(), bodySignedDialect()]
 }
 
 interface Operation {

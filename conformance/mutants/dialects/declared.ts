@@ -3,12 +3,19 @@
  * (README "Declaring what cannot be discovered"): its own stream protocol and topic names, rate-limit headers with
  * names of its own, pages of `{results, meta: {continuation}}`, signatures whose t= is an RFC 3339 time over the
  * raw body, run controls answered 202 whose effect lands a moment later, a run's plan named by its `inputs.steps`
- * (an agent's capabilities plan nothing), and answers a little slower.
+ * (an agent's capabilities plan nothing), run statuses of its own (./status-names.ts: `in_progress`, `suspended`,
+ * `completed`, `errored`, `canceled` everywhere a status travels), and answers a little slower.
  */
 import { createHmac } from 'node:crypto'
 import { parseLimitList } from '../../src/checks/ratelimit.js'
 import type { Dialect } from '../dialects.js'
 import { type Json, type ProxiedResponse, pathOnly } from '../proxy.js'
+import {
+  declareOwnStatusNames,
+  ownStatusNames,
+  ownStatusNamesIn,
+  referenceStatusQuery,
+} from './status-names.js'
 import { isJsonAnswer, Secrets } from './wire.js'
 
 const CONTROL = /^\/v1\/runs\/[^/]+\/(pause|resume|cancel)$/
@@ -66,7 +73,7 @@ export function declaredDialect(): Dialect {
   return {
     id: 'declared-choices',
     description:
-      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, the trace as NDJSON only, plans named by inputs.steps, slower answers',
+      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, the trace as NDJSON only, plans named by inputs.steps, own run status names, slower answers',
     targets: [],
     configure(config) {
       config.stream = {
@@ -84,9 +91,11 @@ export function declaredDialect(): Dialect {
         agent: { name: '{name}', behavior: '{behavior}' },
         run: { inputs: { steps: '{tools}' }, mode: 'live', trace_level: 'detailed' },
       }
+      declareOwnStatusNames(config)
     },
-    async request(req, ctx) {
-      secrets.learn(req)
+    async request(given, ctx) {
+      secrets.learn(given)
+      const req = referenceStatusQuery(given)
       const out =
         req.method === 'POST' && RUN_START.test(pathOnly(req.path))
           ? { ...req, body: plannedFromSteps(req.body) }
@@ -108,7 +117,7 @@ export function declaredDialect(): Dialect {
             return {
               status: 200,
               headers: { ...quotaHeaders(page.headers), 'content-type': 'application/x-ndjson' },
-              body: frames.map((f) => JSON.stringify(f)).join('\n'),
+              body: frames.map((f) => JSON.stringify(ownStatusNames(f))).join('\n'),
             }
           }
         }
@@ -149,12 +158,12 @@ export function declaredDialect(): Dialect {
           // not JSON after all: passed on as it is
         }
       }
-      return out
+      return { ...out, body: ownStatusNamesIn(out.body, res.headers['content-type'] ?? '') }
     },
     delivery(req) {
       let body: Json
       try {
-        body = JSON.parse(req.body) as Json
+        body = ownStatusNames(JSON.parse(req.body) as Json)
       } catch {
         return req
       }
@@ -174,7 +183,7 @@ export function declaredDialect(): Dialect {
       return { type: 'subscribe', topics: message.channels.map((c) => topicIn(String(c))) }
     },
     streamMessage(message) {
-      const { type, topic, topics, ...rest } = message
+      const { type, topic, topics, ...rest } = ownStatusNames(message)
       const renamed: Json = {
         ...rest,
         kind: type === 'record' ? 'row' : type === 'subscribed' ? 'joined' : type,

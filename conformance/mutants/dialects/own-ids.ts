@@ -3,10 +3,12 @@
  * UUID ids (mapped both ways, consistently, in paths, bodies, headers, deliveries and stream messages), a
  * resource's own id named `id`, pages of `{items, next_page_token}` with its own cursor format, keys in another
  * order, extra fields and headers, `application/json; charset=utf-8`, timestamps at a +02:00 offset with
- * microseconds, gzip bodies and `Connection: close`. Deliveries are signed again over the rewritten body.
+ * microseconds, gzip bodies and `Connection: close`. A subscription's deliveries but `run.awaiting_approval`'s are
+ * structured CloudEvents (./cloudevents-bodies.ts). Deliveries are signed again over the rewritten body.
  */
 import { gzipSync } from 'node:zlib'
 import { type Json, type Mutant, type ProxiedResponse, pathOnly, query, withQuery } from '../proxy.js'
+import { asCloudEvent } from './cloudevents-bodies.js'
 import { IdMap, isJsonAnswer, offsetTimes, resign, reverseKeys, Secrets, withOffset } from './wire.js'
 
 /** A resource's own id field, by the path of its answers (spec §2: the tool identifier field is not shown, ...). */
@@ -47,7 +49,7 @@ export function ownIdsDialect(): Mutant {
   return {
     id: 'own-ids-and-pages',
     description:
-      'UUID ids, own ids named id, {items, next_page_token} pages, reversed keys, extra fields and headers, charset, +02:00 times, gzip, Connection: close',
+      'UUID ids, own ids named id, {items, next_page_token} pages, reversed keys, extra fields and headers, charset, +02:00 times, gzip, Connection: close, deliveries as CloudEvents',
     targets: [],
     request(req) {
       secrets.learn(req)
@@ -96,14 +98,20 @@ export function ownIdsDialect(): Mutant {
       return out
     },
     delivery(req) {
-      const body = JSON.parse(ids.outward(req.body)) as Json
+      const flat = JSON.parse(ids.outward(req.body)) as Json
+      const secret = secrets.forDelivery(req)
+      // A subscription's events but the one §6 shows go out as structured CloudEvents (./cloudevents-bodies.ts).
+      const body =
+        secret && typeof flat.event === 'string' && flat.event !== 'run.awaiting_approval'
+          ? asCloudEvent(flat)
+          : flat
       const moved = offsetTimes(reverseKeys(body)) as Json
       // Headers carry ids and times too (a binary-mode CloudEvent's ce-id, ce-subject and ce-time): rewritten the
       // same way as the body, so the delivery stays one consistent message.
       const headers = Object.fromEntries(
         Object.entries(ids.headersOutward(req.headers)).map(([k, v]) => [k, withOffset(v)]),
       )
-      return resign({ ...req, headers }, moved, secrets.forDelivery(req))
+      return resign({ ...req, headers }, moved, secret)
     },
     streamMessage: (message) =>
       offsetTimes(reverseKeys(JSON.parse(ids.outward(JSON.stringify(message))))) as Json,

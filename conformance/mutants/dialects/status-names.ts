@@ -8,8 +8,8 @@
  */
 import type { SuiteConfig } from '../../src/config.js'
 import type { Dialect } from '../dialects.js'
-import { type Json, type ProxiedResponse, pathOnly, query, withQuery } from '../proxy.js'
-import { isJsonAnswer, resign, Secrets } from './wire.js'
+import { type Json, type ProxiedRequest, type ProxiedResponse, pathOnly, query, withQuery } from '../proxy.js'
+import { resign, Secrets } from './wire.js'
 
 /** The reference's names → this deployment's (the two the spec names stay). */
 export const OWN_STATUS_NAMES: Record<string, string> = {
@@ -25,7 +25,7 @@ const BACK = Object.fromEntries(Object.entries(OWN_STATUS_NAMES).map(([k, v]) =>
 const STATUS_MEMBERS = new Set(['status', 'from', 'to', 'paused_from', 'run_status'])
 
 /** Deep copy with every status member's value renamed through `names`. */
-function renamed(value: unknown, names: Record<string, string>): unknown {
+function renamed(value: unknown, names: Record<string, string> = OWN_STATUS_NAMES): unknown {
   if (Array.isArray(value)) return value.map((v) => renamed(v, names))
   if (value === null || typeof value !== 'object') return value
   return Object.fromEntries(
@@ -36,6 +36,39 @@ function renamed(value: unknown, names: Record<string, string>): unknown {
   )
 }
 
+/** A JSON value (an answer's body, a stream message, a delivery) with the statuses in it under their own names. */
+export function ownStatusNames<T>(value: T): T {
+  return renamed(value) as T
+}
+
+/** An answer's text with the statuses in it renamed: JSON, server-sent events or NDJSON (other text as it is). */
+export function ownStatusNamesIn(text: string, contentType: string): string {
+  if (contentType.includes('text/event-stream')) return renamedEvent(text)
+  if (contentType.includes('ndjson'))
+    return text
+      .split('\n')
+      .map((line) => (line === '' ? line : JSON.stringify(renamed(JSON.parse(line)))))
+      .join('\n')
+  if (!contentType.includes('json') || text === '') return text
+  try {
+    return JSON.stringify(renamed(JSON.parse(text)))
+  } catch {
+    return text
+  }
+}
+
+/** A request whose query filters by a status of this deployment's, sent on with the reference's name. */
+export function referenceStatusQuery(req: ProxiedRequest): ProxiedRequest {
+  const q = query(req.path)
+  let changed = false
+  for (const [k, v] of [...q.entries()])
+    if (BACK[v] !== undefined) {
+      q.set(k, BACK[v])
+      changed = true
+    }
+  return changed ? { ...req, path: withQuery(pathOnly(req.path), q) } : req
+}
+
 /** A server-sent event's `data:` lines, each JSON one renamed. */
 function renamedEvent(text: string): string {
   return text
@@ -43,7 +76,7 @@ function renamedEvent(text: string): string {
     .map((line) => {
       if (!line.startsWith('data:')) return line
       try {
-        return `data: ${JSON.stringify(renamed(JSON.parse(line.slice(5)), OWN_STATUS_NAMES))}`
+        return `data: ${JSON.stringify(renamed(JSON.parse(line.slice(5))))}`
       } catch {
         return line
       }
@@ -71,25 +104,12 @@ export function statusNamesDialect(): Dialect {
     configure: declareOwnStatusNames,
     request(req) {
       secrets.learn(req)
-      const q = query(req.path)
-      let changed = false
-      for (const [k, v] of [...q.entries()])
-        if (BACK[v] !== undefined) {
-          q.set(k, BACK[v])
-          changed = true
-        }
-      return changed ? { ...req, path: withQuery(pathOnly(req.path), q) } : req
+      return referenceStatusQuery(req)
     },
-    response(_req, res): ProxiedResponse {
-      if ((res.headers['content-type'] ?? '').includes('text/event-stream'))
-        return { ...res, body: renamedEvent(res.body) }
-      if (!isJsonAnswer(res.headers) || res.body === '') return res
-      try {
-        return { ...res, body: JSON.stringify(renamed(JSON.parse(res.body), OWN_STATUS_NAMES)) }
-      } catch {
-        return res
-      }
-    },
+    response: (_req, res): ProxiedResponse => ({
+      ...res,
+      body: ownStatusNamesIn(res.body, res.headers['content-type'] ?? ''),
+    }),
     delivery(req) {
       let body: Json
       try {
@@ -97,8 +117,8 @@ export function statusNamesDialect(): Dialect {
       } catch {
         return req
       }
-      return resign(req, renamed(body, OWN_STATUS_NAMES) as Json, secrets.forDelivery(req))
+      return resign(req, ownStatusNames(body), secrets.forDelivery(req))
     },
-    streamMessage: (message) => renamed(message, OWN_STATUS_NAMES) as Json,
+    streamMessage: (message) => ownStatusNames(message),
   }
 }

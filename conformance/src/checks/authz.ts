@@ -1,12 +1,13 @@
 /** Spec §1, §7: the policy gate refuses with 403 policy_denied and names its reasons in `detail`. */
 import { isDeepStrictEqual } from 'node:util'
 import type { Check, CheckContext } from '../check.js'
+import { eventOf } from '../delivery-body.js'
 import { type Json, ownId, type ToolAgent, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { decidesOtherThanAllow, expectError } from './assertions.js'
-import { ensureWebhook, eventOf, receiverUrl, toHook } from './webhooks.js'
+import { ensureWebhook, receiverUrl, toHook } from './webhooks.js'
 
 /** The five `detail` fields §7 names for `policy_denied`. */
 const DENIED_DETAIL = ['envelope', 'violation', 'observed', 'limit', 'escalation_queue']

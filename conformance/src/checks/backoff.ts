@@ -17,8 +17,10 @@
  * its `webhook-id` being the `delivery_id`). So this check is profile: it reads the schedule from the log, and a
  * deployment without that log is not judged by it.
  */
+
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
+import { fieldOf } from '../delivery-body.js'
 import { expectStatus, notServed, pageItems } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
@@ -96,14 +98,16 @@ export const backoffChecks: Check[] = [
       const tool = await ctx.fx.tool('fail')
       const agent = await ctx.fx.newToolAgent([tool])
       const runs = new Set<string>()
-      const ours = (b: Body, path: string) =>
-        hooks.has(tagOf(path)) && typeof b?.run_id === 'string' && runs.has(b.run_id)
+      const ours = (b: Body, path: string) => {
+        const run = fieldOf({ body: b }, 'run_id')
+        return hooks.has(tagOf(path)) && typeof run === 'string' && runs.has(run)
+      }
       // Every delivery to these subscriptions is failed, not only those of runs already known to be ours: a run can
       // fail, and its delivery arrive, before the answer that starts it names its id (through a slow proxy it does).
       // Which deliveries are the probe's is decided from the receiver's log once every run id is known.
       ctx.receiver!.failEach(
         (_b, path) => hooks.has(tagOf(path)),
-        (b, path) => `${tagOf(path)} ${String(b?.run_id)}`,
+        (b, path) => `${tagOf(path)} ${String(fieldOf({ body: b }, 'run_id'))}`,
         FAILURES,
       )
       for (let i = 0; i < RUNS; i++) runs.add((await ctx.fx.startRun(agent)).runId)

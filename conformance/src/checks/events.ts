@@ -5,9 +5,10 @@
  * profile's decision (`x-spec-gap` on EventKind), so the check that each of them is delivered is profile.
  */
 import type { Check } from '../check.js'
+import { eventOf, fieldOf } from '../delivery-body.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
-import { awaitKinds, causeEveryKind, contractEventKinds, eventOf } from './every-kind.js'
+import { awaitKinds, causeEveryKind, contractEventKinds } from './every-kind.js'
 import { ensureWebhook, ownHook, receiverUrl, toHook } from './webhooks.js'
 
 export const eventChecks: Check[] = [
@@ -28,7 +29,7 @@ export const eventChecks: Check[] = [
         `a run of the failing tool ended ${short(final.status)}, not ${ctx.fx.statuses.named('failed')}`,
       )
       const failed = await ctx.receiver!.waitFor(
-        (d) => toHook(d, hook) && d.body?.run_id === runId && eventOf(d) === 'run.failed',
+        (d) => toHook(d, hook) && fieldOf(d, 'run_id') === runId && eventOf(d) === 'run.failed',
         ctx.config.waitMs,
       )
       assert(

@@ -3,7 +3,9 @@
  * webhook, a chat or paging destination) share. The kinds beyond §6's five are the reference profile's
  * (`x-spec-gap` on EventKind), so only profile checks cause all of them.
  */
+
 import type { CheckContext } from '../check.js'
+import { eventOf } from '../delivery-body.js'
 import { expectStatus, ownId } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
@@ -11,8 +13,6 @@ import type { ToolRef } from '../toolrun.js'
 import { fail } from '../types.js'
 import { short } from '../wait.js'
 import { batch } from './ingest.js'
-
-export const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 
 /** The field naming an event's subject, by the kind's family: its run, else its task, agent, tool or connector. */
 const SUBJECT_FIELD: Record<string, string> = {

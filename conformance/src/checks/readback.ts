@@ -5,9 +5,11 @@
  * not do is show a written field with another value, on any surface: the create answer, a read by id, a list.
  * Tasks are the exception the spec makes explicit ("read back"): every written task field must be there.
  */
+
 import { isDeepStrictEqual } from 'node:util'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
+import { eventOf, fieldOf } from '../delivery-body.js'
 import { expectStatus, listPage, nextPageCursor, ownId, unservedPart } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { assert, fail } from '../types.js'
@@ -256,8 +258,7 @@ export const readbackChecks: Check[] = [
       const agent = await ctx.fx.newToolAgent([await ctx.fx.tool('succeed')])
       const { runId } = await ctx.fx.startRun(agent)
       const delivery = await ctx.receiver!.waitFor(
-        (d) =>
-          toHook(d, hook) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === 'run.succeeded',
+        (d) => toHook(d, hook) && fieldOf(d, 'run_id') === runId && eventOf(d) === 'run.succeeded',
         ctx.config.waitMs,
       )
       if (!delivery?.body)

@@ -5,8 +5,10 @@
  * for the agent", "Allowed values of `mode` and `trace_level` beyond the two named: not shown"; §4 "DELETE
  * /v1/agents/{id} | Terminates and deletes the agent"), so the checks are profile.
  */
+
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
+import { eventOf, fieldOf } from '../delivery-body.js'
 import { decideStep, expectStatus, type Json, missingIdLike, ownId, pageItems } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
@@ -211,7 +213,7 @@ export const runPlanChecks: Check[] = [
       const { mine } = await subscribe(ctx, ['task.succeeded', 'task.failed', 'task.cancelled'])
       const taskEvents = (key: 'task_id' | 'run_id', id: string) =>
         ctx.receiver!.deliveries.filter(
-          (d) => mine(d) && d.body?.[key] === id && String(d.body?.event ?? d.body?.type).startsWith('task.'),
+          (d) => mine(d) && fieldOf(d, key) === id && String(eventOf(d)).startsWith('task.'),
         )
       const agent = await ctx.fx.agent()
       // A run no task started, ended before any task of this check's: it is announced by no task event.
@@ -255,7 +257,7 @@ export const runPlanChecks: Check[] = [
       // The run's end is announced once, as the task's: task.<status> naming the task, its run and agent.
       const kind = `task.${String(final.status)}`
       const ended = await ctx.receiver!.waitFor(
-        (d) => mine(d) && d.body?.task_id === without.taskId && (d.body?.event ?? d.body?.type) === kind,
+        (d) => mine(d) && fieldOf(d, 'task_id') === without.taskId && eventOf(d) === kind,
         ctx.config.waitMs,
       )
       const body = obj(ended?.body)
@@ -270,7 +272,7 @@ export const runPlanChecks: Check[] = [
       const repeated = [...taskEvents('task_id', String(without.taskId)), ...taskEvents('task_id', c.taskId)]
       assert(
         c.found && repeated.length === 2,
-        `a task's run end is announced ${short(repeated.map((d) => [d.body?.task_id, d.body?.event ?? d.body?.type]))}, not once per task (the task cancelled during its run's call: ${c.found ? 'announced' : `no ${c.kind} delivery`})`,
+        `a task's run end is announced ${short(repeated.map((d) => [fieldOf(d, 'task_id'), eventOf(d)]))}, not once per task (the task cancelled during its run's call: ${c.found ? 'announced' : `no ${c.kind} delivery`})`,
       )
       const stray = taskEvents('run_id', taskless)
       assert(
@@ -342,7 +344,7 @@ async function cancelledTaskRun(
   await sleep(600)
   const kind = `task.${String(final.status)}`
   const found = await ctx.receiver!.waitFor(
-    (d) => mine(d) && d.body?.task_id === taskId && (d.body?.event ?? d.body?.type) === kind,
+    (d) => mine(d) && fieldOf(d, 'task_id') === taskId && eventOf(d) === kind,
     ctx.config.waitMs,
   )
   return { taskId, kind, found: found !== undefined }
@@ -375,7 +377,7 @@ export const runEventChecks: Check[] = [
       const delivered = async (runId: string, kind: string, want: Json) => {
         const hook = kind === 'run.started' ? started : control
         const found = await ctx.receiver!.waitFor(
-          (d) => hook.mine(d) && d.body?.run_id === runId && (d.body?.event ?? d.body?.type) === kind,
+          (d) => hook.mine(d) && fieldOf(d, 'run_id') === runId && eventOf(d) === kind,
           ctx.config.waitMs,
         )
         const body = found?.body

@@ -5,7 +5,9 @@
  * workspace) that minted it. Every check proves its path first (the owner's own traffic arrives, the owner's cursor
  * pages), so a deployment that delivers or pages nothing cannot pass by saying nothing.
  */
+
 import type { Check, CheckContext } from '../check.js'
+import { eventOf, fieldOf } from '../delivery-body.js'
 import { expectStatus, nextCursor, pageItems, type ToolAgent, toolId, unservedPart } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
@@ -16,8 +18,6 @@ import { openStream, subscribed, subscribeMessage, topicOf } from './stream.js'
 import { atTag, ensureWebhook, ownHook, SPEC_EVENTS, toHook } from './webhooks.js'
 
 type Json = Record<string, unknown>
-
-const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 
 /**
  * A tool and an autonomous agent that calls it in the workspace of `client`: the tool with the spec's fields only,
@@ -78,7 +78,7 @@ export const tenancyChecks: Check[] = [
       ])
       const wait = ctx.config.waitMs
       const ownStarted = (d: Delivery, t: string, run: string) =>
-        atTag(t)(d) && d.body?.run_id === run && eventOf(d) === 'run.started'
+        atTag(t)(d) && fieldOf(d, 'run_id') === run && eventOf(d) === 'run.started'
       // Each subscriber gets its own workspace's event: the path is proven before its absence is judged.
       const [a, b] = await Promise.all([
         ctx.receiver!.waitFor((d) => ownStarted(d, hook.tag, mine), wait),
@@ -91,11 +91,11 @@ export const tenancyChecks: Check[] = [
       // The terminal events come later; wait for them too so a leak of those has its chance to show.
       await Promise.all([
         ctx.receiver!.waitFor(
-          (d) => toHook(d, hook) && d.body?.run_id === mine && eventOf(d) !== 'run.started',
+          (d) => toHook(d, hook) && fieldOf(d, 'run_id') === mine && eventOf(d) !== 'run.started',
           wait,
         ),
         ctx.receiver!.waitFor(
-          (d) => atTag(tag)(d) && d.body?.run_id === theirs && eventOf(d) !== 'run.started',
+          (d) => atTag(tag)(d) && fieldOf(d, 'run_id') === theirs && eventOf(d) !== 'run.started',
           wait,
         ),
       ])

@@ -6,11 +6,12 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
+import { eventOf } from '../delivery-body.js'
 import { expectStatus, type Json, toolId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
-import { eventOf, ownHook, receiverUrl } from './webhooks.js'
+import { ownHook, receiverUrl } from './webhooks.js'
 
 /** A tool the check registers itself (retired at the end); answers the registration as sent back. */
 async function register(ctx: CheckContext, label: string, fields: Json) {

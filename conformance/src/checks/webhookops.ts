@@ -4,8 +4,10 @@
  * The spec leaves each open ("What response from the receiver counts as success: not shown", "Webhook subscription
  * response fields: not shown", no rotation endpoint), so every check here is profile.
  */
+
 import { isIP } from 'node:net'
 import type { Check, CheckContext } from '../check.js'
+import { fieldOf } from '../delivery-body.js'
 import { expectStatus, notServed, ownId, pageItems, unwantedHookUrl } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
@@ -22,7 +24,7 @@ type Json = Record<string, unknown>
 async function agentCreatedAt(ctx: CheckContext, hook: OwnHook, what: string): Promise<Delivery> {
   const agent = await ctx.fx.newAgent()
   const got = await ctx.receiver!.waitFor(
-    (d) => hook.mine(d) && d.body?.agent_id === agent,
+    (d) => hook.mine(d) && fieldOf(d, 'agent_id') === agent,
     ctx.config.waitMs,
   )
   if (!got?.body) fail(`no agent.created delivery for agent ${agent} reached ${hook.tag} ${what}`)
@@ -125,7 +127,7 @@ export const webhookOperationChecks: Check[] = [
       try {
         const agent = await ctx.fx.newAgent()
         const got = await ctx.receiver!.waitFor(
-          (d) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`) && d.body?.agent_id === agent,
+          (d) => (d.path.split('?')[0] ?? '').endsWith(`/${tag}`) && fieldOf(d, 'agent_id') === agent,
           ctx.config.waitMs,
         )
         if (!got) {
@@ -394,7 +396,7 @@ export const webhookOperationChecks: Check[] = [
       const tool = await ctx.fx.newTool('succeed')
       expectStatus(await ctx.http.delete(`/v1/tools/${tool.id}`), [200, 204], 'retiring a tool')
       const first = await ctx.receiver!.waitFor(
-        (d) => hook.mine(d) && d.body?.tool_id === tool.id,
+        (d) => hook.mine(d) && fieldOf(d, 'tool_id') === tool.id,
         ctx.config.waitMs,
       )
       if (!first?.body) fail(`no tool.retired delivery for tool ${tool.id} reached ${hook.tag}`)

@@ -3,9 +3,11 @@
  * `t=<timestamp>,v1=<hex_digest>` (HMAC-SHA256). The signed string is not shown: core demands HMAC-SHA256 under
  * the subscription's secret over one of the common constructions; the reference profile's exact string is profile.
  */
+
 import { createHmac, randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
+import { eventOf, fieldOf } from '../delivery-body.js'
 import { expectStatus, ownId, pageItems } from '../fixtures.js'
 import { type HttpClient, obj } from '../http.js'
 import { type Delivery, receiverAdvice } from '../receiver.js'
@@ -89,9 +91,7 @@ export async function ownHook(
  * missed delivery names its cause (never attempted, refused, given up) instead of only its absence.
  */
 export async function deliveryTrail(ctx: CheckContext, hook: OwnHook, kind: string): Promise<string> {
-  const received = (ctx.receiver?.deliveries ?? []).filter(
-    (d) => hook.mine(d) && (d.body?.event ?? d.body?.type) === kind,
-  ).length
+  const received = (ctx.receiver?.deliveries ?? []).filter((d) => hook.mine(d) && eventOf(d) === kind).length
   const seen = `the receiver has ${received} ${kind} at ${hook.tag}`
   if (!hook.id) return seen
   const res = await ctx.http.get(`/v1/webhooks/${hook.id}/deliveries?limit=200`)
@@ -174,7 +174,7 @@ export async function deliveryFor(
   const run = await approvalRun(ctx)
   const hook = await ensureWebhook(ctx)
   const delivery = await ctx.receiver!.waitFor(
-    (d) => toHook(d, hook) && d.body?.run_id === run.runId && eventOf(d) === event,
+    (d) => toHook(d, hook) && fieldOf(d, 'run_id') === run.runId && eventOf(d) === event,
     ctx.config.waitMs,
   )
   if (!delivery?.body) noDelivery(ctx, `${event} delivery for run ${run.runId}`)
@@ -195,8 +195,6 @@ function noDelivery(ctx: CheckContext, what: string): never {
     `no ${what} reached the receiver within ${ctx.config.waitMs} ms (other deliveries did arrive; if this deployment delivers later than that, raise ${settingName('wait-ms')})`,
   )
 }
-
-export const eventOf = (d: Delivery) => d.body?.event ?? d.body?.type
 
 interface RetryProbe {
   first: Delivery
@@ -219,7 +217,7 @@ function retryProbe(ctx: CheckContext): Promise<RetryProbe> {
       const tool = await ctx.fx.tool('succeed')
       const agent = await ctx.fx.newToolAgent([tool])
       const started = (b: Record<string, unknown> | undefined) =>
-        b?.agent_id === agent.id && (b?.event ?? b?.type) === 'run.started'
+        fieldOf({ body: b }, 'agent_id') === agent.id && eventOf({ body: b }) === 'run.started'
       const mine = (b: Record<string, unknown> | undefined, path: string) =>
         started(b) && atTag(hook.tag)({ path })
       // The first two attempts are answered 500, so a third shows the deployment keeps retrying.
@@ -281,7 +279,7 @@ export const webhookChecks: Check[] = [
       const { runId } = await approvalRun(ctx)
       await deliveryFor(ctx, 'run.awaiting_approval')
       const mine = ctx.receiver!.deliveries.filter(
-        (d) => toHook(d, hook) && d.body?.run_id === runId && d.status === 200,
+        (d) => toHook(d, hook) && fieldOf(d, 'run_id') === runId && d.status === 200,
       )
       assert(mine.length > 0, 'no deliveries to verify')
       for (const d of mine) {
@@ -318,7 +316,7 @@ export const webhookChecks: Check[] = [
       const tool = await ctx.fx.tool('succeed')
       const { runId } = await ctx.fx.startRun(await ctx.fx.newToolAgent([tool]))
       const ours = only.mine
-      const of = (d: Delivery) => d.body?.run_id === runId
+      const of = (d: Delivery) => fieldOf(d, 'run_id') === runId
       const succeeded = await ctx.receiver!.waitFor(
         (d) => ours(d) && of(d) && eventOf(d) === 'run.succeeded',
         ctx.config.waitMs,
@@ -427,7 +425,7 @@ export const webhookChecks: Check[] = [
       const hook = await ensureWebhook(ctx)
       const { runId } = await approvalRun(ctx)
       await deliveryFor(ctx, 'run.awaiting_approval')
-      const mine = ctx.receiver!.deliveries.filter((d) => toHook(d, hook) && d.body?.run_id === runId)
+      const mine = ctx.receiver!.deliveries.filter((d) => toHook(d, hook) && fieldOf(d, 'run_id') === runId)
       assert(mine.length > 0, 'no deliveries to verify')
       for (const d of mine) {
         const verdict = verifySignature(d.body!, hook.secret, Math.floor(Date.now() / 1000), 3600)
@@ -508,8 +506,8 @@ export const webhookLateChecks: Check[] = [
       for (const d of [retry, third]) {
         assert(eventOf(d) === eventOf(first), `attempt carries another event kind (${String(eventOf(d))})`)
         assert(
-          d.body?.run_id === first.body?.run_id,
-          `attempt carries another run (${short(d.body?.run_id)})`,
+          fieldOf(d, 'run_id') === fieldOf(first, 'run_id'),
+          `attempt carries another run (${short(fieldOf(d, 'run_id'))})`,
         )
         if (first.body?.id !== undefined)
           assert(d.body?.id === first.body.id, `attempt carries another event id (${short(d.body?.id)})`)
