@@ -6,7 +6,7 @@
  */
 import { createHmac } from 'node:crypto'
 import type { Dialect } from '../dialects.js'
-import type { Json } from '../proxy.js'
+import { parseJson } from '../proxy.js'
 import { Secrets } from './wire.js'
 
 export function bodySignedDialect(): Dialect {
@@ -21,12 +21,8 @@ export function bodySignedDialect(): Dialect {
       return req
     },
     delivery(req) {
-      let body: Json
-      try {
-        body = JSON.parse(req.body) as Json
-      } catch {
-        return req
-      }
+      const body = parseJson(req.body)
+      if (!body) return req
       const secret = secrets.forDelivery(req)
       if (!secret) return req
       const { signature: _old, ...rest } = body

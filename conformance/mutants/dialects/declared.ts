@@ -9,7 +9,7 @@
 import { createHmac } from 'node:crypto'
 import { parseLimitList } from '../../src/checks/ratelimit.js'
 import type { Dialect } from '../dialects.js'
-import { type Json, type ProxiedResponse, pathOnly } from '../proxy.js'
+import { type Json, type ProxiedResponse, parseJson, pathOnly } from '../proxy.js'
 import {
   declareOwnStatusNames,
   ownStatusNames,
@@ -161,12 +161,9 @@ export function declaredDialect(): Dialect {
       return { ...out, body: ownStatusNamesIn(out.body, res.headers['content-type'] ?? '') }
     },
     delivery(req) {
-      let body: Json
-      try {
-        body = ownStatusNames(JSON.parse(req.body) as Json)
-      } catch {
-        return req
-      }
+      const parsed = parseJson(req.body)
+      if (!parsed) return req
+      const body = ownStatusNames(parsed)
       const secret = secrets.forDelivery(req)
       if (!secret) return req
       const t = new Date().toISOString().replace(/\.\d+Z$/, 'Z')

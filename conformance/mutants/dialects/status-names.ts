@@ -8,7 +8,15 @@
  */
 import type { SuiteConfig } from '../../src/config.js'
 import type { Dialect } from '../dialects.js'
-import { type Json, type ProxiedRequest, type ProxiedResponse, pathOnly, query, withQuery } from '../proxy.js'
+import {
+  type Json,
+  type ProxiedRequest,
+  type ProxiedResponse,
+  parseJson,
+  pathOnly,
+  query,
+  withQuery,
+} from '../proxy.js'
 import { resign, Secrets } from './wire.js'
 
 /** The reference's names → this deployment's (the two the spec names stay). */
@@ -111,13 +119,8 @@ export function statusNamesDialect(): Dialect {
       body: ownStatusNamesIn(res.body, res.headers['content-type'] ?? ''),
     }),
     delivery(req) {
-      let body: Json
-      try {
-        body = JSON.parse(req.body) as Json
-      } catch {
-        return req
-      }
-      return resign(req, ownStatusNames(body), secrets.forDelivery(req))
+      const body = parseJson(req.body)
+      return body ? resign(req, ownStatusNames(body), secrets.forDelivery(req)) : req
     },
     streamMessage: (message) => ownStatusNames(message),
   }

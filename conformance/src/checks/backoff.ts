@@ -17,7 +17,6 @@
  * its `webhook-id` being the `delivery_id`). So this check is profile: it reads the schedule from the log, and a
  * deployment without that log is not judged by it.
  */
-
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
 import { fieldOf } from '../delivery-body.js'

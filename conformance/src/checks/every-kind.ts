@@ -3,7 +3,6 @@
  * webhook, a chat or paging destination) share. The kinds beyond §6's five are the reference profile's
  * (`x-spec-gap` on EventKind), so only profile checks cause all of them.
  */
-
 import type { CheckContext } from '../check.js'
 import { eventOf } from '../delivery-body.js'
 import { expectStatus, ownId } from '../fixtures.js'

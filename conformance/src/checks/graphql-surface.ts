@@ -4,7 +4,6 @@
  * resources and mutations that mirror REST operations, the records query, and graphql-ws's authentication and
  * subscriptions. Each judges the reference's own answers; another deployment's GraphQL surface may differ in all of it.
  */
-
 import { randomBytes } from 'node:crypto'
 import WebSocket from 'ws'
 import { sameJson } from '../canonical.js'

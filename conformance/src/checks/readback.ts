@@ -5,7 +5,6 @@
  * not do is show a written field with another value, on any surface: the create answer, a read by id, a list.
  * Tasks are the exception the spec makes explicit ("read back"): every written task field must be there.
  */
-
 import { isDeepStrictEqual } from 'node:util'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'

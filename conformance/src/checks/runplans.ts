@@ -5,7 +5,6 @@
  * for the agent", "Allowed values of `mode` and `trace_level` beyond the two named: not shown"; §4 "DELETE
  * /v1/agents/{id} | Terminates and deletes the agent"), so the checks are profile.
  */
-
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { eventOf, fieldOf } from '../delivery-body.js'

@@ -19,8 +19,6 @@ import { decidesOtherThanAllow, expectError, isRfc3339 } from './assertions.js'
 
 type Json = Record<string, unknown>
 
-/** The statuses the spec names (queued, awaiting_approval) or implies (running; paused by pause). */
-
 const PLAN_FIELDS = ['steps_total', 'steps_completed', 'steps_pending', 'steps_escalated'] as const
 
 function isCount(v: unknown): boolean {
@@ -383,7 +381,7 @@ export const runChecks: Check[] = [
       const resumed = await ctx.http.post(`/v1/runs/${runId}/resume`)
       expectStatus(resumed, 200, 'resume')
       assert(
-        ['queued', 'running'].includes(String(obj(resumed.body).status)),
+        obj(resumed.body).status === 'queued' || ctx.fx.statuses.is(obj(resumed.body).status, 'running'),
         `resume answered ${short(obj(resumed.body).status)}`,
       )
       const final = await ctx.fx.waitForStatus(
@@ -410,11 +408,12 @@ export const runChecks: Check[] = [
       const pausedDetail = obj(frames.find((f) => f.kind === 'control.paused')?.detail)
       const resumedDetail = obj(frames.find((f) => f.kind === 'control.resumed')?.detail)
       assert(
-        typeof pausedDetail.by === 'string' && ['queued', 'running'].includes(String(pausedDetail.from)),
+        typeof pausedDetail.by === 'string' &&
+          (pausedDetail.from === 'queued' || ctx.fx.statuses.is(pausedDetail.from, 'running')),
         `the control.paused frame's detail is ${short(pausedDetail)}, not by and the status it paused`,
       )
       assert(
-        resumedDetail.to === pausedDetail.from && resumedDetail.from === 'paused',
+        resumedDetail.to === pausedDetail.from && ctx.fx.statuses.is(resumedDetail.from, 'paused'),
         `the control.resumed frame's detail is ${short(resumedDetail)}: it resumed to another status than ${short(pausedDetail.from)}`,
       )
       // A run paused while it awaits approval keeps its pending step, which no decision takes until the resume brings

@@ -5,7 +5,6 @@
  * workspace) that minted it. Every check proves its path first (the owner's own traffic arrives, the owner's cursor
  * pages), so a deployment that delivers or pages nothing cannot pass by saying nothing.
  */
-
 import type { Check, CheckContext } from '../check.js'
 import { eventOf, fieldOf } from '../delivery-body.js'
 import { expectStatus, nextCursor, pageItems, type ToolAgent, toolId, unservedPart } from '../fixtures.js'

@@ -4,7 +4,6 @@
  * The spec leaves each open ("What response from the receiver counts as success: not shown", "Webhook subscription
  * response fields: not shown", no rotation endpoint), so every check here is profile.
  */
-
 import { isIP } from 'node:net'
 import type { Check, CheckContext } from '../check.js'
 import { fieldOf } from '../delivery-body.js'

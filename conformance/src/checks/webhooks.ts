@@ -3,7 +3,6 @@
  * `t=<timestamp>,v1=<hex_digest>` (HMAC-SHA256). The signed string is not shown: core demands HMAC-SHA256 under
  * the subscription's secret over one of the common constructions; the reference profile's exact string is profile.
  */
-
 import { createHmac, randomBytes } from 'node:crypto'
 import type { Check, CheckContext } from '../check.js'
 import { settingName } from '../config.js'
