@@ -4,7 +4,8 @@
  * resource's own id named `id`, pages of `{items, next_page_token}` with its own cursor format, keys in another
  * order, extra fields and headers, `application/json; charset=utf-8`, timestamps at a +02:00 offset with
  * microseconds, gzip bodies and `Connection: close`. A subscription's deliveries but `run.awaiting_approval`'s are
- * structured CloudEvents (./cloudevents-bodies.ts). Deliveries are signed again over the rewritten body.
+ * structured CloudEvents (./cloudevents-bodies.ts). Deliveries are signed again over the rewritten body. A replayed
+ * creation (same Idempotency-Key and body) answers 200 where the first answered 201.
  */
 import { gzipSync } from 'node:zlib'
 import { type Json, type Mutant, type ProxiedResponse, pathOnly, query, withQuery } from '../proxy.js'
@@ -49,7 +50,7 @@ export function ownIdsDialect(): Mutant {
   return {
     id: 'own-ids-and-pages',
     description:
-      'UUID ids, own ids named id, {items, next_page_token} pages, reversed keys, extra fields and headers, charset, +02:00 times, gzip, Connection: close, deliveries as CloudEvents',
+      'UUID ids, own ids named id, {items, next_page_token} pages, reversed keys, extra fields and headers, charset, +02:00 times, gzip, Connection: close, deliveries as CloudEvents, replays answered 200',
     targets: [],
     request(req) {
       secrets.learn(req)
@@ -61,8 +62,11 @@ export function ownIdsDialect(): Mutant {
     },
     response(req, res) {
       const path = pathOnly(ids.inward(req.path))
+      // A replayed creation answers 200, nothing new having been made (a replay's code is not shown).
+      const replay = res.headers['idempotent-replayed'] === 'true' && res.status === 201
       let out: ProxiedResponse = {
         ...res,
+        status: replay ? 200 : res.status,
         headers: {
           ...ids.headersOutward(res.headers),
           'x-served-by': 'dialect-own-ids',

@@ -149,9 +149,12 @@ export const idempotencyChecks: Check[] = [
       const first = await createWithKey(ctx, ctx.http, key, name)
       expectStatus(first, [200, 201], 'first POST')
       const second = await createWithKey(ctx, ctx.http, key, name)
+      // The replay's code is not shown (a replay may say 200: nothing new was made), as for every other POST
+      // (idempotency.replay-every-post); the same bytes and code are the reference profile's
+      // (idempotency.replay-byte-identical).
       assert(
-        second.status === first.status,
-        `the repeat answered ${second.status}, the first ${first.status}`,
+        second.status >= 200 && second.status < 300,
+        `the repeat answered ${second.status} ${short(second.body)}, the first ${first.status}`,
       )
       assert(
         ownId(second.body, 'agent') === ownId(first.body, 'agent'),
@@ -269,7 +272,8 @@ export const idempotencyChecks: Check[] = [
   },
   {
     id: 'idempotency.replay-byte-identical',
-    title: 'A replay repeats the stored answer byte for byte and says so with Idempotent-Replayed: true',
+    title:
+      'A replay repeats the stored answer, its status and its bytes, and says so with Idempotent-Replayed: true',
     level: 'profile',
     clauses: ['S8.3'],
     async run(ctx) {
@@ -277,6 +281,10 @@ export const idempotencyChecks: Check[] = [
       const name = ctx.name('idem-bytes')
       const first = await createWithKey(ctx, ctx.http, key, name)
       const second = await createWithKey(ctx, ctx.http, key, name)
+      assert(
+        second.status === first.status,
+        `the repeat answered ${second.status}, the first ${first.status}`,
+      )
       assert(second.text === first.text, `bodies differ:\n${short(first.text)}\n${short(second.text)}`)
       assert(second.headers['idempotent-replayed'] === 'true', 'no Idempotent-Replayed: true on the replay')
       assert(first.headers['idempotent-replayed'] === undefined, 'the first answer claims to be a replay')
@@ -528,10 +536,17 @@ export const idempotencyChecks: Check[] = [
       unreplayed(refused, 'the first keyed create past the agents quota')
       for (const id of [...created]) await remove(id)
       const retried = await post(b1, k1)
-      // An earlier run with this identity may have filled its stored answers (they stay 24 hours): then the retry is
-      // refused for that, and this part cannot be judged.
-      const keysFull =
-        retried.status === 403 && obj(obj(obj(retried.body).error).detail).quota === 'idempotency_keys'
+      // Earlier runs with this identity may have filled its stored answers (they stay 24 hours): a keyed create that
+      // needs room for its answer is then refused for that, and the part that needs it cannot be judged.
+      const storedAnswersFull = (res: HttpResponse, part: string) => {
+        const full = res.status === 403 && obj(obj(obj(res.body).error).detail).quota === 'idempotency_keys'
+        if (full)
+          ctx.partial(
+            `${part} was not judged: the quota-limited workspace's stored answers are full from an earlier run (they stay 24 h)`,
+          )
+        return full
+      }
+      const keysFull = storedAnswersFull(retried, 'the keyed create repeated once there is room')
       if (!keysFull) {
         expectStatus(
           retried,
@@ -582,17 +597,21 @@ export const idempotencyChecks: Check[] = [
         const kExact = fresh()
         const exact = { ...b2, capabilities: fitting }
         const atLimit = await post(exact, kExact)
-        expectStatus(
-          atLimit,
-          201,
-          `a keyed create whose answer is exactly idempotency_answer_bytes (${String(detail.limit)} bytes, counted as its refusal counted ${String(detail.used)})`,
-        )
-        const atLimitAgain = await post(exact, kExact)
-        assert(
-          atLimitAgain.headers['idempotent-replayed'] === 'true' && atLimitAgain.text === atLimit.text,
-          'the keyed create whose answer is exactly idempotency_answer_bytes was not kept: repeated, it was not replayed',
-        )
-        await remove(ownId(atLimit.body, 'agent'))
+        if (
+          !storedAnswersFull(atLimit, 'the keyed create whose answer is exactly idempotency_answer_bytes')
+        ) {
+          expectStatus(
+            atLimit,
+            201,
+            `a keyed create whose answer is exactly idempotency_answer_bytes (${String(detail.limit)} bytes, counted as its refusal counted ${String(detail.used)})`,
+          )
+          const atLimitAgain = await post(exact, kExact)
+          assert(
+            atLimitAgain.headers['idempotent-replayed'] === 'true' && atLimitAgain.text === atLimit.text,
+            'the keyed create whose answer is exactly idempotency_answer_bytes was not kept: repeated, it was not replayed',
+          )
+          await remove(ownId(atLimit.body, 'agent'))
+        }
       }
       const unkeyed = await post(b2)
       expectStatus(unkeyed, 201, 'the same create without a key (its answer is not kept)')
