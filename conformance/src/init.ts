@@ -104,6 +104,8 @@ ${keys.map((k, i) => token(k, i === keys.length - 1)).join('\n')}
   // "approval": { "method": "PUT", "path": "/v1/runs/{run_id}/approvals/{step_id}", "body": { "approved": true } },
   // "signature": { "timestamp": "rfc3339" },
   // "toolRun": { "agent": { "name": "{name}", "behavior": "{behavior}" }, "run": { "inputs": { "steps": "{tools}" } } },
+  // Run statuses besides the spec's queued and awaiting_approval, if yours are not the reference's names:
+  // "runStatuses": { "running": "in_progress", "succeeded": "completed", "failed": ["errored"], "cancelled": "canceled" },
 
   // Longest wait for asynchronous effects (runs, webhook deliveries, retries), ms; raise it for a slow backoff.
   "waitMs": 15000,
