@@ -2,7 +2,7 @@
  * A deployment whose choices the suite cannot discover, declared in the config the way a foreign team would
  * (README "Declaring what cannot be discovered"): its own stream protocol and topic names, rate-limit headers with
  * names of its own, pages of `{results, meta: {continuation}}`, signatures whose t= is an RFC 3339 time over the
- * raw body, run controls answered 202 whose effect lands a moment later, a run's plan named by its `inputs.steps`
+ * raw body, run controls and agent deletions answered 202 whose effect lands a moment later, a run's plan named by its `inputs.steps`
  * (an agent's capabilities plan nothing), run statuses of its own (./status-names.ts: `in_progress`, `suspended`,
  * `completed`, `errored`, `canceled` everywhere a status travels), and answers a little slower.
  */
@@ -19,6 +19,7 @@ import {
 import { isJsonAnswer, Secrets } from './wire.js'
 
 const CONTROL = /^\/v1\/runs\/[^/]+\/(pause|resume|cancel)$/
+const AGENT = /^\/v1\/agents\/[^/]+$/
 const TRACE = /^\/v1\/runs\/[^/]+\/trace$/
 const RUN_START = /^\/v1\/agents\/[^/]+\/runs$/
 
@@ -73,7 +74,7 @@ export function declaredDialect(): Dialect {
   return {
     id: 'declared-choices',
     description:
-      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls that land later, the trace as NDJSON only, plans named by inputs.steps, own run status names, slower answers',
+      'Own stream protocol and topics, Quota-* headers, {results, meta.continuation} pages, RFC 3339 signature times, 202 controls and agent deletions that land later, the trace as NDJSON only, plans named by inputs.steps, own run status names, slower answers',
     targets: [],
     configure(config) {
       config.stream = {
@@ -123,12 +124,13 @@ export function declaredDialect(): Dialect {
         }
         return req
       }
-      if (req.method === 'POST' && CONTROL.test(pathOnly(req.path))) {
-        // Accepted now, applied a moment later: the answer says nothing of the run's new state.
+      const control = req.method === 'POST' && CONTROL.test(pathOnly(req.path))
+      if (control || (req.method === 'DELETE' && AGENT.test(pathOnly(req.path)))) {
+        // Accepted now, applied a moment later: the answer says nothing of the run's (or agent's) new state.
         const probe = await ctx.upstream({
           ...out,
           method: 'GET',
-          path: pathOnly(req.path).replace(/\/[a-z]+$/, ''),
+          path: control ? pathOnly(req.path).replace(/\/[a-z]+$/, '') : pathOnly(req.path),
           body: '',
         })
         if (probe.status !== 200) return out

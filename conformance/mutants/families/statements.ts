@@ -185,6 +185,16 @@ export function statementMutants(): Mutant[] {
       },
     },
     {
+      id: 'accepted-agent-deletion-never-lands',
+      description: 'DELETE /v1/agents/{id} answers 202 and never deletes the agent',
+      targets: ['resources.agent-lifecycle'],
+      run: ['resources.agent-lifecycle'],
+      request(req) {
+        if (req.method !== 'DELETE' || !AGENT.test(pathOnly(req.path))) return req
+        return { status: 202, headers: { 'content-type': 'application/json' }, body: '{"accepted":true}' }
+      },
+    },
+    {
       id: 'large-batch-miscounted',
       description: 'A batch of more than ten records answers one record fewer than it took',
       targets: ['sweep.ingest-answers-count-the-batch'],

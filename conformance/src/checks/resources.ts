@@ -3,7 +3,7 @@ import type { Check } from '../check.js'
 import { expectStatus, ownId } from '../fixtures.js'
 import { obj } from '../http.js'
 import { assert, fail } from '../types.js'
-import { short } from '../wait.js'
+import { short, waitUntil } from '../wait.js'
 import { expectError } from './assertions.js'
 
 export const resourceChecks: Check[] = [
@@ -30,8 +30,20 @@ export const resourceChecks: Check[] = [
         obj(read.body).name === name && obj(read.body).behavior === 'hybrid',
         `the agent reads back as ${short(read.body)}`,
       )
-      expectStatus(await ctx.http.delete(`/v1/agents/${id}`), [200, 202, 204], 'DELETE /v1/agents/{id}')
-      expectError(await ctx.http.get(`/v1/agents/${id}`), 404, 'reading a deleted agent')
+      const deleted = await ctx.http.delete(`/v1/agents/${id}`)
+      expectStatus(deleted, [200, 202, 204], 'DELETE /v1/agents/{id}')
+      // §4 "Terminates and deletes the agent", its code not shown: a 202 (RFC 9110 §15.3.3, accepted, not yet done)
+      // may finish a moment later, so the 404 is awaited within --wait-ms; any other success is done at once.
+      const gone =
+        deleted.status === 202
+          ? await waitUntil(
+              `agent ${id} to be gone after its deletion was accepted (202)`,
+              () => ctx.http.get(`/v1/agents/${id}`),
+              (res) => res.status !== 200,
+              ctx.config.waitMs,
+            )
+          : await ctx.http.get(`/v1/agents/${id}`)
+      expectError(gone, 404, 'reading a deleted agent')
       // Gone for writes too: no run starts and no task is assigned for an agent that no longer exists (a refusal,
       // whichever 4xx the deployment names it with).
       const writes = [
