@@ -13,6 +13,7 @@ import autocannon from 'autocannon'
 import postgres from 'postgres'
 import { createDatabase, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { cpuNanoseconds } from './support/proc-cpu.js'
 import { keyedAgentCreate } from './support/requests.js'
 import { startServerChild, stopServerChild } from './support/server-child.js'
 
@@ -27,7 +28,7 @@ const seconds = Math.max(1, option('--seconds', 5))
 /** CPU time of a process so far, in ns (0 once it is gone). */
 function cpuNs(pid: number): number {
   try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
+    return cpuNanoseconds(pid)
   } catch {
     return 0
   }

@@ -5,7 +5,7 @@
 import type { CheckContext } from './check.js'
 import { declaredAbsent, type ToolHint } from './config.js'
 import { type HttpClient, type HttpResponse, obj } from './http.js'
-import { RunStatuses, type RunStatusNames } from './run-statuses.js'
+import { RunStatuses } from './run-statuses.js'
 import { fill, specRunBody, type ToolRef } from './toolrun.js'
 import { CheckFailure, fail, skip } from './types.js'
 import { short, waitUntil } from './wait.js'
@@ -322,11 +322,8 @@ export class Fixtures {
 
   /** The deployment's run statuses (`runStatuses` in --config, else the reference profile's names). */
   get statuses(): RunStatuses {
-    const names = this.ctx().config.runStatuses
-    if (this.statusNames?.names !== names) this.statusNames = { names, statuses: new RunStatuses(names) }
-    return this.statusNames.statuses
+    return new RunStatuses(this.ctx().config.runStatuses)
   }
-  private statusNames: { names: RunStatusNames; statuses: RunStatuses } | undefined
 
   /**
    * The run once `accept` holds for it (waited for within --wait-ms). A run still in a status the suite cannot

@@ -40,7 +40,7 @@ export function runStatusNamesProblem(names: RunStatusNames): string | undefined
 
 /** A deployment's run statuses, asked by role. */
 export class RunStatuses {
-  constructor(private readonly names: RunStatusNames = REFERENCE_RUN_STATUSES) {}
+  constructor(private readonly names: RunStatusNames) {}
 
   /** Whether `status` is one of the deployment's names for `role`. */
   is(status: unknown, role: RunStatusRole): boolean {

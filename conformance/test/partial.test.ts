@@ -7,15 +7,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { extensionOperations } from '../mutants/dialects.js'
 import { type Mutant, pathOnly } from '../mutants/proxy.js'
-import { ALL_CHECKS } from '../src/checks/index.js'
 import { resolveConfig } from '../src/config.js'
 import { toJson } from '../src/report/json.js'
 import { toJunit } from '../src/report/junit.js'
 import { toMarkdown } from '../src/report/markdown.js'
 import { formatResult, formatSummary } from '../src/report/text.js'
-import { runChecks, selectChecks } from '../src/runner.js'
 import type { RunSummary } from '../src/types.js'
-import { verdictFor } from '../src/verdict.js'
 import { type ProxiedReference, startProxiedReference } from './proxied-reference.js'
 
 /** The four partial passes the issue found, and the part each could not run. */
@@ -58,17 +55,10 @@ beforeAll(async () => {
 
 afterAll(() => t?.stop())
 
-async function run(notServed: string[]): Promise<RunSummary> {
+function run(notServed: string[]): Promise<RunSummary> {
   const c = t.config(['--seed', '7'])
   c.notServed = notServed
-  const summary = await runChecks({
-    config: c,
-    checks: selectChecks(ALL_CHECKS, Object.keys(PARTIAL)),
-    contract: t.contract,
-    receiver: t.receiver,
-  })
-  summary.verdict = verdictFor(summary, { strictProfile: false, allowIncomplete: false })
-  return summary
+  return t.run(c, Object.keys(PARTIAL))
 }
 
 describe('a check a part of which could not run', () => {

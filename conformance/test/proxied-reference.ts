@@ -5,10 +5,14 @@
  */
 import { listenPort, testPort } from '../../test/support/ports.js'
 import { HOOK_PREFIX, MutantProxy } from '../mutants/proxy.js'
+import { ALL_CHECKS } from '../src/checks/index.js'
 import { resolveConfig, type SuiteConfig } from '../src/config.js'
 import { Contract } from '../src/contract.js'
 import { WebhookReceiver } from '../src/receiver.js'
 import { type ReferenceServer, startReference } from '../src/reference.js'
+import { runChecks, selectChecks } from '../src/runner.js'
+import type { RunSummary } from '../src/types.js'
+import { verdictFor } from '../src/verdict.js'
 
 export interface ProxiedReference {
   reference: ReferenceServer
@@ -17,6 +21,11 @@ export interface ProxiedReference {
   contract: Contract
   /** A suite config for the proxy (`args` as the CLI takes them, a seed say), its tokens and the receiver. */
   config(args?: string[]): SuiteConfig
+  /**
+   * The suite's checks of `ids` (in the suite's order) run through the proxy with `config`, the summary carrying the
+   * verdict the CLI's defaults give (no --strict-profile, no --allow-incomplete).
+   */
+  run(config: SuiteConfig, ids: string[]): Promise<RunSummary>
   stop(): Promise<void>
 }
 
@@ -55,6 +64,16 @@ export async function startProxiedReference(): Promise<ProxiedReference> {
       c.receiver = { host: '127.0.0.1', port: receiver.port, url: `${proxy.url}${HOOK_PREFIX}/hooks` }
       c.waitMs = 8000
       return c
+    },
+    async run(config, ids) {
+      const summary = await runChecks({
+        config,
+        checks: selectChecks(ALL_CHECKS, ids),
+        contract,
+        receiver,
+      })
+      summary.verdict = verdictFor(summary, { strictProfile: false, allowIncomplete: false })
+      return summary
     },
     async stop() {
       await proxy.close()

@@ -4,8 +4,6 @@
  * quota, and the parts that need room for one more are `partial`, naming why, never a failure of the deployment.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { ALL_CHECKS } from '../src/checks/index.js'
-import { runChecks, selectChecks } from '../src/runner.js'
 import { type ProxiedReference, startProxiedReference } from './proxied-reference.js'
 
 let t: ProxiedReference
@@ -19,12 +17,7 @@ afterAll(() => t?.stop())
 it('passes on a fresh workspace, then is partial (not failed) once earlier runs filled its stored answers', async () => {
   const outcomes: { outcome: string; message: string }[] = []
   for (let run = 1; run <= 3; run++) {
-    const summary = await runChecks({
-      config: t.config(['--seed', String(run)]),
-      checks: selectChecks(ALL_CHECKS, ['idempotency.quota-refusals']),
-      contract: t.contract,
-      receiver: t.receiver,
-    })
+    const summary = await t.run(t.config(['--seed', String(run)]), ['idempotency.quota-refusals'])
     const r = summary.results.find((x) => x.id === 'idempotency.quota-refusals')
     outcomes.push({ outcome: r?.outcome ?? 'missing', message: r?.message ?? '' })
   }

@@ -7,8 +7,6 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HOOK_PREFIX, type Mutant } from '../mutants/proxy.js'
 import { ONE_CHARACTER_KEYS } from '../src/checks/idempotency.js'
-import { ALL_CHECKS } from '../src/checks/index.js'
-import { runChecks, selectChecks } from '../src/runner.js'
 import type { CheckResult } from '../src/types.js'
 import { type ProxiedReference, startProxiedReference } from './proxied-reference.js'
 
@@ -23,12 +21,7 @@ afterAll(() => t?.stop())
 async function run(id: string, mutant?: Mutant): Promise<CheckResult> {
   t.proxy.mutant = mutant
   try {
-    const { results } = await runChecks({
-      config: t.config(),
-      checks: selectChecks(ALL_CHECKS, [id]),
-      contract: t.contract,
-      receiver: t.receiver,
-    })
+    const { results } = await t.run(t.config(), [id])
     const result = results.find((r) => r.id === id)
     if (!result) throw new Error(`${id} did not run`)
     return result

@@ -11,12 +11,9 @@ import {
   statusNamesDialect,
 } from '../mutants/dialects/status-names.js'
 import { editJson, pathOnly } from '../mutants/proxy.js'
-import { ALL_CHECKS } from '../src/checks/index.js'
 import type { SuiteConfig } from '../src/config.js'
 import { RunStatuses, runStatusNamesProblem } from '../src/run-statuses.js'
-import { runChecks, selectChecks } from '../src/runner.js'
 import type { RunSummary } from '../src/types.js'
-import { verdictFor } from '../src/verdict.js'
 import { type ProxiedReference, startProxiedReference } from './proxied-reference.js'
 
 const CHECKS = ['runs.start-201-fields', 'webhooks.run-failed-delivered', 'runs.cancel-flushes-approvals']
@@ -29,19 +26,12 @@ beforeAll(async () => {
 
 afterAll(() => t?.stop())
 
-async function run(configure: (c: SuiteConfig) => void, ids = CHECKS): Promise<RunSummary> {
+function run(configure: (c: SuiteConfig) => void, ids = CHECKS): Promise<RunSummary> {
   const c = t.config(['--seed', '11'])
   // A status the suite cannot place is waited for once, for the whole wait: kept short here.
   c.waitMs = 3000
   configure(c)
-  const summary = await runChecks({
-    config: c,
-    checks: selectChecks(ALL_CHECKS, ids),
-    contract: t.contract,
-    receiver: t.receiver,
-  })
-  summary.verdict = verdictFor(summary, { strictProfile: false, allowIncomplete: false })
-  return summary
+  return t.run(c, ids)
 }
 
 describe('run statuses of the deployment’s own names', () => {

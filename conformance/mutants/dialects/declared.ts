@@ -2,9 +2,10 @@
  * A deployment whose choices the suite cannot discover, declared in the config the way a foreign team would
  * (README "Declaring what cannot be discovered"): its own stream protocol and topic names, rate-limit headers with
  * names of its own, pages of `{results, meta: {continuation}}`, signatures whose t= is an RFC 3339 time over the
- * raw body, run controls and agent deletions answered 202 whose effect lands a moment later, a run's plan named by its `inputs.steps`
- * (an agent's capabilities plan nothing), run statuses of its own (./status-names.ts: `in_progress`, `suspended`,
- * `completed`, `errored`, `canceled` everywhere a status travels), and answers a little slower.
+ * raw body, run controls and agent deletions answered 202 whose effect lands a moment later, a run's plan named by
+ * its `inputs.steps` (an agent's capabilities plan nothing), run statuses of its own (./status-names.ts:
+ * `in_progress`, `suspended`, `completed`, `errored`, `canceled` everywhere a status travels), and answers a little
+ * slower.
  */
 import { createHmac } from 'node:crypto'
 import { parseLimitList } from '../../src/checks/ratelimit.js'

@@ -7,6 +7,7 @@
  * messages and deliveries (signed again over the rewritten body). Event kinds keep their names.
  */
 import type { SuiteConfig } from '../../src/config.js'
+import type { RunStatusRole } from '../../src/run-statuses.js'
 import type { Dialect } from '../dialects.js'
 import {
   type Json,
@@ -20,26 +21,27 @@ import {
 import { resign, Secrets } from './wire.js'
 
 /** The reference's names → this deployment's (the two the spec names stay). */
-export const OWN_STATUS_NAMES: Record<string, string> = {
+export const OWN_STATUS_NAMES: Readonly<Record<RunStatusRole, string>> = {
   running: 'in_progress',
   paused: 'suspended',
   succeeded: 'completed',
   failed: 'errored',
   cancelled: 'canceled',
 }
-const BACK = Object.fromEntries(Object.entries(OWN_STATUS_NAMES).map(([k, v]) => [v, k]))
+const OUT = new Map<string, string>(Object.entries(OWN_STATUS_NAMES))
+const BACK = new Map<string, string>(Object.entries(OWN_STATUS_NAMES).map(([k, v]) => [v, k]))
 
 /** Members that hold a status: a run's or task's own, a transition's ends, where a paused run resumes to. */
 const STATUS_MEMBERS = new Set(['status', 'from', 'to', 'paused_from', 'run_status'])
 
-/** Deep copy with every status member's value renamed through `names`. */
-function renamed(value: unknown, names: Record<string, string> = OWN_STATUS_NAMES): unknown {
-  if (Array.isArray(value)) return value.map((v) => renamed(v, names))
+/** Deep copy with every status member's value under this deployment's name. */
+function renamed(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(renamed)
   if (value === null || typeof value !== 'object') return value
   return Object.fromEntries(
     Object.entries(value as Json).map(([k, v]) => [
       k,
-      STATUS_MEMBERS.has(k) && typeof v === 'string' ? (names[v] ?? v) : renamed(v, names),
+      STATUS_MEMBERS.has(k) && typeof v === 'string' ? (OUT.get(v) ?? v) : renamed(v),
     ]),
   )
 }
@@ -49,14 +51,9 @@ export function ownStatusNames<T>(value: T): T {
   return renamed(value) as T
 }
 
-/** An answer's text with the statuses in it renamed: JSON, server-sent events or NDJSON (other text as it is). */
+/** An answer's text with the statuses in it renamed: JSON or server-sent events (other text as it is). */
 export function ownStatusNamesIn(text: string, contentType: string): string {
   if (contentType.includes('text/event-stream')) return renamedEvent(text)
-  if (contentType.includes('ndjson'))
-    return text
-      .split('\n')
-      .map((line) => (line === '' ? line : JSON.stringify(renamed(JSON.parse(line)))))
-      .join('\n')
   if (!contentType.includes('json') || text === '') return text
   try {
     return JSON.stringify(renamed(JSON.parse(text)))
@@ -69,11 +66,12 @@ export function ownStatusNamesIn(text: string, contentType: string): string {
 export function referenceStatusQuery(req: ProxiedRequest): ProxiedRequest {
   const q = query(req.path)
   let changed = false
-  for (const [k, v] of [...q.entries()])
-    if (BACK[v] !== undefined) {
-      q.set(k, BACK[v])
-      changed = true
-    }
+  for (const [k, v] of [...q.entries()]) {
+    const reference = BACK.get(v)
+    if (reference === undefined) continue
+    q.set(k, reference)
+    changed = true
+  }
   return changed ? { ...req, path: withQuery(pathOnly(req.path), q) } : req
 }
 
@@ -94,12 +92,13 @@ function renamedEvent(text: string): string {
 
 /** The declaration this deployment's users put in --config. */
 export function declareOwnStatusNames(config: SuiteConfig): void {
+  const own = OWN_STATUS_NAMES
   config.runStatuses = {
-    running: [OWN_STATUS_NAMES.running!],
-    paused: [OWN_STATUS_NAMES.paused!],
-    succeeded: [OWN_STATUS_NAMES.succeeded!],
-    failed: [OWN_STATUS_NAMES.failed!],
-    cancelled: [OWN_STATUS_NAMES.cancelled!],
+    running: [own.running],
+    paused: [own.paused],
+    succeeded: [own.succeeded],
+    failed: [own.failed],
+    cancelled: [own.cancelled],
   }
 }
 
