@@ -12,6 +12,7 @@ import {
   parseJson,
   pathOnly,
 } from '../proxy.js'
+import { PAST_ANY_HEAD } from './tenancy.js'
 
 const isGraphql = (req: ProxiedRequest) => pathOnly(req.path) === '/v1/graphql'
 const queryOf = (req: ProxiedRequest): string => String(parseJson(req.body)?.query ?? '')
@@ -364,6 +365,19 @@ export function graphqlMutants(): Mutant[] {
       clientMessage(message) {
         // The deployment never hears the complete, as one that forgets to give the room back behaves.
         return message.type === 'complete' ? { type: 'ping' } : message
+      },
+    },
+    {
+      id: 'graphql-ws-since-past-head-live',
+      description:
+        "connectorRecords with a since beyond the connector's newest record starts live: it gets the next records, whose seqs are not after it",
+      targets: ['graphql.ws-resume-points-apart'],
+      clientMessage(message) {
+        const payload = message.payload as Json | undefined
+        const variables = payload?.variables as Json | undefined
+        if (message.type !== 'subscribe' || typeof variables?.since !== 'number') return message
+        if (variables.since < PAST_ANY_HEAD) return message
+        return { ...message, payload: { ...payload, variables: { ...variables, since: null } } }
       },
     },
     {

@@ -16,6 +16,8 @@ import {
 } from '../proxy.js'
 
 const CONNECTOR = /^\/v1\/grid\/connectors\/[^/]+\//
+/** A seq no check's connector reaches: a since at or past it lies beyond its topic's newest record. */
+export const PAST_ANY_HEAD = 100_000
 /** Marks a delivery a mutant sent itself, so that its own `delivery` lets it pass. */
 export const COPY = 'x-mutant-copy'
 
@@ -153,5 +155,40 @@ export function tenancyMutants(): Mutant[] {
         return { ...message, since: Object.fromEntries(Object.entries(since).map(([k, v]) => [k, v - 1])) }
       },
     },
+    {
+      id: 'stream-since-past-head-live',
+      description:
+        "A since beyond the topic's newest record is taken as no since: the subscriber gets the next records, whose seqs are not after it",
+      targets: ['stream.resume-points-apart'],
+      clientMessage(message) {
+        const since = message.since as Record<string, number> | undefined
+        if (!since) return message
+        // No check's connector reaches this seq: past it, a since lies beyond the topic's head.
+        const kept = Object.entries(since).filter(([, v]) => v < PAST_ANY_HEAD)
+        return { ...message, since: Object.fromEntries(kept) }
+      },
+    },
+    (() => {
+      // One reading position per topic, moved to its furthest subscriber: the others get nothing before it.
+      const ahead = new Map<string, object>()
+      return {
+        id: 'stream-topic-read-from-furthest',
+        description:
+          'A topic is read once for its subscribers from the furthest resume point among them: a live subscriber of a topic that another subscriber resumes beyond its head gets nothing',
+        targets: ['stream.resume-points-apart'],
+        clientMessage(message, connection) {
+          const since = message.since as Record<string, number> | undefined
+          for (const [topic, seq] of Object.entries(since ?? {}))
+            if (seq >= PAST_ANY_HEAD) ahead.set(topic, connection)
+          return message
+        },
+        streamMessage(message, connection) {
+          const holder = typeof message.topic === 'string' ? ahead.get(message.topic) : undefined
+          return message.type === 'record' && holder !== undefined && holder !== connection
+            ? undefined
+            : message
+        },
+      } satisfies Mutant
+    })(),
   ]
 }

@@ -303,6 +303,81 @@ const ARG_REFUSALS: Readonly<Record<string, { message: string; path: string; iss
 const payloadsOf = (s: GqlSocket, id: string): Json[] =>
   s.messages.filter((m) => m.id === id && m.type === 'next').map((m) => obj(m.payload))
 
+/** A `since` beyond any seq a check's connector reaches, and within GraphQL's Int. */
+const FAR_SINCE = 1_000_000_000
+
+/**
+ * On one socket and connector: a live connectorRecords subscription and one with since FAR_SINCE, subscribed in
+ * the given order, then records ingested one at a time until three have reached the live one (the first may come
+ * before its first read: a subscription states no moment it starts from). The problems found.
+ */
+async function gqlResumePointsApart(
+  ctx: CheckContext,
+  url: string,
+  order: 'ahead-first' | 'live-first',
+): Promise<string[]> {
+  const connector = ctx.name(`gql-apart-${order}`)
+  const s = await openGql(ctx, url, ctx.config.tokens.primary)
+  const problems: string[] = []
+  const recordsOf = (id: string) =>
+    payloadsOf(s, id).map((p) => String(obj(obj(obj(p.data).connectorRecords).record).id))
+  const subscribe = (id: 'live' | 'ahead') =>
+    s.send({
+      id,
+      type: 'subscribe',
+      payload: {
+        query: `subscription($c: ID!, $since: Int) { connectorRecords(connector_id: $c, since: $since) { record { id } } }`,
+        variables: { c: connector, since: id === 'ahead' ? FAR_SINCE : null },
+      },
+    })
+  const ingestOne = async () => {
+    const [record] = batch(ctx, 1)
+    await ingestAccepted(ctx, connector, [record!], 'ingesting a record')
+    return String(record!.id)
+  }
+  try {
+    assert(
+      s.messages.some((m) => m.type === 'connection_ack'),
+      `no connection_ack: ${short(s.messages)}`,
+    )
+    subscribe(order === 'ahead-first' ? 'ahead' : 'live')
+    subscribe(order === 'ahead-first' ? 'live' : 'ahead')
+    // Until one record reaches the live subscription, the ones before were ingested before it began: not judged.
+    let first: string | undefined
+    for (let i = 0; i < 5 && !first; i++) {
+      const id = await ingestOne()
+      if (await s.next((m) => m.id === 'live' && recordsOf('live').includes(id), 1_000)) first = id
+    }
+    if (!first) return [`(${order}) none of 5 records reached the live connectorRecords subscription`]
+    const judged = [first]
+    for (let i = 0; i < 2; i++) {
+      const id = await ingestOne()
+      judged.push(id)
+      if (!(await s.next((m) => m.id === 'live' && recordsOf('live').includes(id), ctx.config.waitMs))) {
+        problems.push(
+          `(${order}) a record did not reach the live subscription within ${ctx.config.waitMs} ms, while another subscription of the connector waits beyond seq ${FAR_SINCE}`,
+        )
+        break
+      }
+    }
+    await sleep(200) // a duplicate, or a record the other should not get, would show now
+    const live = recordsOf('live')
+    const fromFirst = live.slice(live.indexOf(first))
+    if (problems.length === 0 && !sameJson(fromFirst, judged))
+      problems.push(
+        `(${order}) the live subscription got ${short(fromFirst)}, expected ${short(judged)} once each in order`,
+      )
+    const ahead = payloadsOf(s, 'ahead')
+    if (ahead.length > 0)
+      problems.push(
+        `(${order}) the subscription with since ${FAR_SINCE} got ${short(ahead)}, records not after it`,
+      )
+    return problems
+  } finally {
+    s.ws.terminate()
+  }
+}
+
 /**
  * connectorRecords(since: 0) on a connector holding `window + 2` records, `window` the stream's declared replay
  * window: one `gap` first (its `from..to` a range of seqs), then the newest `window` records, each once, in order,
@@ -609,6 +684,25 @@ export const graphqlSurfaceChecks: Check[] = [
           n.ws.terminate()
         }
       }
+    },
+  },
+  {
+    id: 'graphql.ws-resume-points-apart',
+    overlap: true,
+    title:
+      'graphql-ws: two connectorRecords subscriptions of one connector, one live and one with a since beyond its newest record, whichever came first: the live one gets each next record once, in order, and the other none of them',
+    level: 'profile',
+    clauses: ['S4.15', 'S4.10'],
+    async run(ctx) {
+      // The reference's subscriptions read a topic once for all its followers (src/surface/topic-feeds.ts), as
+      // /v1/stream does (stream.resume-points-apart): followers at different points keep their own.
+      const url = declaredSurface(ctx)
+      const problems = await Promise.all([
+        gqlResumePointsApart(ctx, url, 'ahead-first'),
+        gqlResumePointsApart(ctx, url, 'live-first'),
+      ])
+      const found = problems.flat()
+      assert(found.length === 0, found.join('; '))
     },
   },
   {

@@ -569,4 +569,93 @@ export const streamChecks: Check[] = [
       }
     },
   },
+  {
+    id: 'stream.resume-points-apart',
+    title:
+      'Two subscribers of one topic, one live and one with a since beyond its newest record, whichever subscribed first: the live one gets each next record once, in order, and the other none of them (their seqs are not after its since)',
+    level: 'profile',
+    clauses: ['S4.10'],
+    // Mostly waiting for pushes on connectors of its own.
+    overlap: true,
+    async run(ctx) {
+      // A server that reads a topic once for all its subscribers keeps one reading position: subscribers starting
+      // at different points must each still get what follows their own point, and nothing before it.
+      const problems = await Promise.all([
+        resumePointsApart(ctx, 'ahead-first'),
+        resumePointsApart(ctx, 'live-first'),
+      ])
+      const found = problems.flat()
+      assert(found.length === 0, found.join('; '))
+    },
+  },
 ]
+
+/** A `since` beyond any seq a check's connector reaches. */
+const FAR_SINCE = 1_000_000_000
+
+/**
+ * One connector, a live subscriber and one resuming beyond its head, subscribed in the given order; three records
+ * ingested one at a time, each awaited at the live subscriber. The problems found.
+ */
+async function resumePointsApart(ctx: CheckContext, order: 'ahead-first' | 'live-first'): Promise<string[]> {
+  const connector = ctx.name(`conn-apart-${order}`)
+  const topic = `connector:${connector}`
+  const live = await openStream(ctx, ctx.config.tokens.primary)
+  if (!live) fail('the stream refused the primary token')
+  const ahead = await openStream(ctx, ctx.config.tokens.primary)
+  try {
+    if (!ahead) fail('the stream refused the primary token a second connection')
+    const subscribeLive = () =>
+      subscribed(ctx, live, JSON.stringify({ type: 'subscribe', topics: [topic] }), [topic])
+    const subscribeAhead = () =>
+      subscribed(
+        ctx,
+        ahead,
+        JSON.stringify({ type: 'subscribe', topics: [topic], since: { [topic]: FAR_SINCE } }),
+        [topic],
+      )
+    const acks =
+      order === 'ahead-first'
+        ? [await subscribeAhead(), await subscribeLive()]
+        : [await subscribeLive(), await subscribeAhead()].reverse()
+    const [aheadAck, liveAck] = acks
+    assert(
+      aheadAck?.type === 'subscribed' && liveAck?.type === 'subscribed',
+      `(${order}) subscribing answered ${short(liveAck)} live and ${short(aheadAck)} with since ${FAR_SINCE}`,
+    )
+    const ids: string[] = []
+    const problems: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const [record] = batch(ctx, 1)
+      const id = String(record!.id)
+      ids.push(id)
+      await ingestAccepted(ctx, connector, [record!], `ingest record ${i + 1}`)
+      const got = await live.next((m) => m.type === 'record' && recordId(m) === id, ctx.config.waitMs)
+      if (!got) {
+        problems.push(
+          `(${order}) record ${i + 1} of 3 did not reach the live subscriber within ${ctx.config.waitMs} ms, while another subscriber of ${topic} waits beyond seq ${FAR_SINCE}`,
+        )
+        break
+      }
+    }
+    await sleep(200) // a duplicate, or a record the other should not get, would show now
+    const liveGot = live.messages.filter((m) => m.type === 'record').map(recordId)
+    if (problems.length === 0 && !sameJson(liveGot, ids))
+      problems.push(
+        `(${order}) the live subscriber got ${short(liveGot)}, expected ${short(ids)} once each in order`,
+      )
+    const aheadGot = ahead.messages.filter((m) => m.type === 'record').map(recordId)
+    if (aheadGot.length > 0)
+      problems.push(
+        `(${order}) the subscriber with since ${FAR_SINCE} got ${short(aheadGot)}, records whose seqs are not after it`,
+      )
+    return problems
+  } finally {
+    live.close()
+    ahead?.close()
+  }
+}
+
+function recordId(m: Json): string {
+  return String((m.record as Json | undefined)?.id)
+}
