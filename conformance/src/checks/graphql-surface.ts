@@ -1065,8 +1065,12 @@ export const graphqlSurfaceChecks: Check[] = [
           `${what}: the refusal says ${short(refused.message)}`,
         )
       }
-      // Just under the limit: answered.
+      // At and just under the limit ("at most 10000"): answered.
       for (const [what, query] of [
+        [
+          '50 agents × 198 runs (10000, the limit itself)',
+          '{ agents(limit: 50) { data { runs(limit: 198) { next_cursor } } } }',
+        ],
         [
           '49 agents × 200 runs (9898)',
           '{ agents(limit: 49) { data { runs(limit: 200) { next_cursor } } } }',
