@@ -638,7 +638,8 @@ export const graphqlSurfaceChecks: Check[] = [
             { c: deepVar },
             (e: Json) =>
               obj(e.extensions).detail !== undefined &&
-              obj(obj(e.extensions).detail).limit === 'max_json_depth',
+              obj(obj(e.extensions).detail).limit === 'max_json_depth' &&
+              String(e.message).startsWith('The JSON at variables.c'),
           ],
           [
             'nul',
@@ -890,11 +891,13 @@ export const graphqlSurfaceChecks: Check[] = [
           errorsOf(ok).every((e) => obj(obj(e.extensions).detail).limit === undefined),
         `a query nested 12 levels deep was refused: ${short(ok.body)}`,
       )
+      // The refusal names where the nesting went too deep: the document's line.
       const tooDeep = (res: HttpResponse, what: string) => {
         const e = refusedDocument(res, what)
         assert(
-          obj(obj(e.extensions).detail).limit === 'max_json_depth',
-          `${what}: the refusal is ${short(e)}, not the JSON depth limit`,
+          obj(obj(e.extensions).detail).limit === 'max_json_depth' &&
+            e.message === 'The JSON at query.line 1 nests deeper than 64 levels',
+          `${what}: the refusal is ${short(e)}, not the JSON depth limit at query.line 1`,
         )
       }
       // { and ( are two levels: 63 brackets more make 65, past the 64 any JSON value may nest.
@@ -1944,6 +1947,18 @@ export const graphqlSurfaceChecks: Check[] = [
       assert(
         first.status === 200 && second.status === 200 && dataOf(second).__typename === 'Query',
         `two different queries under one key answered ${first.status} then ${second.status} ${short(second.body)}`,
+      )
+      // operationName null, as GraphQL clients send it for a document of one operation, names no operation.
+      const k0 = key('query-null-name')
+      const n1 = await ctx.http.post(
+        url,
+        { query: '{ agents(limit: 1) { next_cursor } }', operationName: null },
+        { headers: k0 },
+      )
+      const n2 = await ctx.http.post(url, { query: '{ __typename }', operationName: null }, { headers: k0 })
+      assert(
+        n1.status === 200 && n2.status === 200 && dataOf(n2).__typename === 'Query',
+        `two different queries with operationName null under one key answered ${n1.status} then ${n2.status} ${short(n2.body)}`,
       )
       // One document, two operations: operationName picks the query (not keyed) or the mutation (keyed).
       const name = ctx.name('gql-key-agent')
