@@ -559,7 +559,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.pagerduty-events-v2',
     title:
-      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); approving the first of two approval steps resolves before the second pages again; two runs of one agent paged at their start are two incidents, each resolved once its run succeeds; a change to another severity is the next incident's; its routing key is never answered",
+      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); approving the first of two approval steps resolves before the second pages again; two runs of one agent paged at their start are two incidents, each resolved once its run succeeds; a change to another severity is the next incident's (a sample whose kind's own default is another); two samples of one agent are one incident; its routing key is never answered",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -704,9 +704,13 @@ export const destinationChecks: Check[] = [
         `two runs of agent ${agent.id} paged with one dedup_key ${short([...keys][0])}: one incident for two runs`,
       )
       // Each severity PagerDuty takes, set by a change of the destination, is the next incident's (its sample,
-      // which is sent at once and answered with what the receiver said).
+      // which is sent at once and answered with what the receiver said). The sample is of a kind whose own default
+      // severity is another (an approval's is warning, an agent's creation info; both page, one listed and one not
+      // about a run), so only the setting can give it.
       const base = `/v1/destinations/${pager.id}`
+      const agentKeys = new Set<unknown>()
       for (const severity of PAGERDUTY_SEVERITIES.filter((s) => s !== PAGER_SETTINGS.severity)) {
+        const event = severity === 'info' ? 'run.awaiting_approval' : 'agent.created'
         const config = { url: `${receiverUrl(ctx)}/${pager.tag}`, ...PAGER_SETTINGS, severity }
         expectStatus(
           await ctx.http.patch(base, { config }),
@@ -714,7 +718,7 @@ export const destinationChecks: Check[] = [
           `PATCH /v1/destinations/{id} to severity ${severity}`,
         )
         const since = Date.now()
-        const sample = await ctx.http.post(`${base}/test`, {})
+        const sample = await ctx.http.post(`${base}/test`, { event })
         const answered = Date.now()
         expectStatus(sample, 200, `POST /v1/destinations/{id}/test at severity ${severity}`)
         // The sample arrived before the answer. The destination pages every run of the workspace that awaits
@@ -734,9 +738,16 @@ export const destinationChecks: Check[] = [
         const got = sent.map((d) => obj(d.body?.payload).severity)
         assert(
           got.includes(severity),
-          `with severity ${severity} configured, the sample's payload.severity is ${short(got.at(-1))}`,
+          `with severity ${severity} configured, the ${event} sample's payload.severity is ${short(got.at(-1))}`,
         )
+        for (const d of sent)
+          if (obj(d.body?.payload).class === 'agent.created') agentKeys.add(d.body?.dedup_key)
       }
+      // The agent.created samples name one made-up agent: one incident per agent, as per run.
+      assert(
+        agentKeys.size === 1,
+        `two agent.created samples of one agent were paged with dedup_keys ${short([...agentKeys])}, not one incident`,
+      )
       const config = { url: `${receiverUrl(ctx)}/${pager.tag}`, ...PAGER_SETTINGS }
       expectStatus(await ctx.http.patch(base, { config }), 200, 'PATCH /v1/destinations/{id} back')
       await secretKept(ctx, pager)
