@@ -559,7 +559,7 @@ export const destinationChecks: Check[] = [
   {
     id: 'destinations.pagerduty-events-v2',
     title:
-      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); approving the first of two approval steps resolves before the second pages again; two runs of one agent paged at their start are two incidents, each resolved once its run succeeds; a change to another severity is the next incident's (a sample whose kind's own default is another); two samples of one agent are one incident; its routing key is never answered",
+      "A pagerduty destination triggers an Events API v2 incident for a run that awaits approval (its routing_key, a summary, the source, component and severity it was configured with, a dedup_key) and resolves that dedup_key once the step is approved, logged delivered once answered 2xx; a run whose step is rejected is an incident of its own, resolved once the run fails (failures not listed); approving the first of two approval steps resolves before the second pages again; two runs of one agent paged at their start are two incidents, each resolved once its run succeeds; a change to another severity is the next incident's (a sample whose kind's own default is another); two samples of one agent are one incident; a new routing key alone is checked and taken; its routing key is never answered",
     level: 'profile',
     clauses: ['S6.5'],
     async run(ctx) {
@@ -748,8 +748,43 @@ export const destinationChecks: Check[] = [
         agentKeys.size === 1,
         `two agent.created samples of one agent were paged with dedup_keys ${short([...agentKeys])}, not one incident`,
       )
+      // A change of the secrets alone is checked and taken as at creation: a routing key of the wrong form is
+      // refused naming it, and the next incident carries a new one.
+      const refused = await ctx.http.patch(base, { secrets: { routing_key: 'short' } })
+      assert(
+        refused.status === 400 &&
+          JSON.stringify(obj(obj(obj(refused.body).error).detail).fields).includes('secrets.routing_key'),
+        `PATCH /v1/destinations/{id} with a 5-character routing key alone answered ${refused.status} ${short(refused.body)}, not 400 naming secrets.routing_key`,
+      )
+      const rotated = randomBytes(16).toString('hex')
+      expectStatus(
+        await ctx.http.patch(base, { secrets: { routing_key: rotated } }),
+        200,
+        'PATCH /v1/destinations/{id} with a new routing key alone',
+      )
+      const rotatedAt = Date.now()
+      const rotatedSample = await ctx.http.post(`${base}/test`, { event: 'agent.created' })
+      const rotatedAnswered = Date.now()
+      expectStatus(rotatedSample, 200, 'POST /v1/destinations/{id}/test after a new routing key')
+      const carried = ctx
+        .receiver!.deliveries.filter(
+          (d) =>
+            pagerTrigger(pager.tag)(d) &&
+            d.receivedAt >= rotatedAt &&
+            d.receivedAt <= rotatedAnswered &&
+            obj(d.body?.payload).class === 'agent.created',
+        )
+        .map((d) => d.body?.routing_key)
+      assert(
+        carried.includes(rotated),
+        `after PATCH /v1/destinations/{id} with a new routing key alone, the sample carried ${short(carried)}`,
+      )
       const config = { url: `${receiverUrl(ctx)}/${pager.tag}`, ...PAGER_SETTINGS }
-      expectStatus(await ctx.http.patch(base, { config }), 200, 'PATCH /v1/destinations/{id} back')
+      expectStatus(
+        await ctx.http.patch(base, { config, secrets: { routing_key: pager.secret } }),
+        200,
+        'PATCH /v1/destinations/{id} back',
+      )
       await secretKept(ctx, pager)
     },
   },
