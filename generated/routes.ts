@@ -1152,6 +1152,32 @@ const RunLifecycleEventSchema = z
     task_id: z.string().nullable().exactOptional(),
     status: RunStatusSchema,
     outcome: z.xor([RunOutcomeSchema, z.null().nullable()]).exactOptional(),
+    plan: z
+      .array(z.string())
+      .exactOptional()
+      .openapi({ description: "run.started only; the step ids of the run's plan, in order." }),
+    reason: z
+      .enum(['approved', 'resumed'])
+      .exactOptional()
+      .openapi({
+        description:
+          'run.resumed only; `approved` when an approval let the run go on, `resumed` after a pause.',
+      }),
+    step_id: z
+      .string()
+      .exactOptional()
+      .openapi({ description: 'run.resumed after an approval only; the step that was approved.' }),
+    paused_from: RunStatusSchema.exactOptional().openapi({
+      description:
+        'run.paused only; the status the run was paused from, which a resume returns it to.',
+    }),
+    flushed_approvals: z
+      .array(z.string())
+      .exactOptional()
+      .openapi({
+        description:
+          'run.cancelled only; the step ids whose pending approvals the cancel flushed (spec §3).',
+      }),
     signature: SignatureSchema,
   })
   .openapi({ required: ['id', 'event', 'ts', 'run_id', 'agent_id', 'status', 'signature'] })

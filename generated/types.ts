@@ -1401,11 +1401,24 @@ export interface components {
             agent_id: string;
             /** @enum {string} */
             event: "run.started" | "run.succeeded" | "run.failed" | "run.paused" | "run.resumed" | "run.cancelled";
+            /** @description run.cancelled only; the step ids whose pending approvals the cancel flushed (spec §3). */
+            flushed_approvals?: string[];
             id: string;
             outcome?: components["schemas"]["RunOutcome"] | null;
+            /** @description run.paused only; the status the run was paused from, which a resume returns it to. */
+            paused_from?: components["schemas"]["RunStatus"];
+            /** @description run.started only; the step ids of the run's plan, in order. */
+            plan?: string[];
+            /**
+             * @description run.resumed only; `approved` when an approval let the run go on, `resumed` after a pause.
+             * @enum {string}
+             */
+            reason?: "approved" | "resumed";
             run_id: string;
             signature: components["schemas"]["Signature"];
             status: components["schemas"]["RunStatus"];
+            /** @description run.resumed after an approval only; the step that was approved. */
+            step_id?: string;
             task_id?: string | null;
             ts: components["schemas"]["Timestamp"];
         };

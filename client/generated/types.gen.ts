@@ -689,6 +689,26 @@ export type RunLifecycleEvent = {
     task_id?: string | null;
     status: RunStatus;
     outcome?: RunOutcome | null;
+    /**
+     * run.started only; the step ids of the run's plan, in order.
+     */
+    plan?: Array<string>;
+    /**
+     * run.resumed only; `approved` when an approval let the run go on, `resumed` after a pause.
+     */
+    reason?: 'approved' | 'resumed';
+    /**
+     * run.resumed after an approval only; the step that was approved.
+     */
+    step_id?: string;
+    /**
+     * run.paused only; the status the run was paused from, which a resume returns it to.
+     */
+    paused_from?: RunStatus;
+    /**
+     * run.cancelled only; the step ids whose pending approvals the cancel flushed (spec §3).
+     */
+    flushed_approvals?: Array<string>;
     signature: Signature;
 };
 

@@ -11,7 +11,7 @@ import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
 import { cloudEventsSink } from './destinations.js'
-import { contractEventKinds, subjectField } from './every-kind.js'
+import { causeEveryKind, contractEventKinds, type EveryKindCaused, subjectField } from './every-kind.js'
 import { decided } from './outcomes.js'
 
 /** The paths of the empty strings in a value, nested ones too (`detail.violation`). */
@@ -43,22 +43,6 @@ function sampleProblems(ctx: CheckContext, kind: string, body: Record<string, un
   return problems
 }
 
-/**
- * The kinds whose real events the check causes itself (a tool registered and retired, an agent created and deleted,
- * a run that succeeds, one that fails, one approved after it waited), to hold each sample beside the real thing.
- */
-const CAUSED = [
-  'tool.registered',
-  'tool.retired',
-  'agent.created',
-  'agent.deleted',
-  'run.started',
-  'run.succeeded',
-  'run.failed',
-  'run.awaiting_approval',
-  'run.resumed',
-]
-
 /** The fields a body carries, its signature and test mark aside. */
 const fieldsOf = (body: Record<string, unknown>) =>
   Object.keys(body).filter((k) => k !== 'signature' && k !== 'test')
@@ -80,9 +64,19 @@ function unlikeReal(sample: Record<string, unknown>, real: Record<string, unknow
     if (adds.length > 0) problems.push(`${what} adds ${adds.join(', ')}`)
   }
   compare('it', sample, real)
-  const outcomes = real.map((r) => r.outcome).filter((o) => o !== null && typeof o === 'object')
-  if (outcomes.length === real.length && outcomes.length > 0)
-    compare('its outcome', obj(sample.outcome), outcomes.map(obj))
+  const isObject = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v)
+  for (const key of fieldsOf(real[0] ?? {})) {
+    const values = real.map((r) => r[key])
+    // An object every real event carries (a run's outcome, an approval's payload_preview, a denial's detail): the
+    // sample's has its fields.
+    if (values.every(isObject)) compare(`its ${key}`, obj(sample[key]), values.map(obj))
+    // A list every real event fills (a started run's plan): the sample's is not empty.
+    if (
+      values.every((v) => Array.isArray(v) && v.length > 0) &&
+      !(Array.isArray(sample[key]) && sample[key].length > 0)
+    )
+      problems.push(`its ${key} is ${short(sample[key])}, where every real one lists something`)
+  }
   const statuses = new Set(real.map((r) => r.status))
   const [status] = statuses
   if (statuses.size === 1 && typeof status === 'string' && sample.status !== status)
@@ -90,36 +84,14 @@ function unlikeReal(sample: Record<string, unknown>, real: Record<string, unknow
   return problems
 }
 
-/** What the check's own real events are about: its agent, its tool and its runs. */
-interface Caused {
-  agent: string
-  tool: string
-  runs: string[]
-}
-
-/** Causes one real event of each CAUSED kind in the check's own workspace; answers what they are about. */
-async function causeRealEvents(ctx: CheckContext): Promise<Caused> {
-  const [ok, failing] = [await ctx.fx.newTool('succeed'), await ctx.fx.tool('fail')]
-  const agent = await ctx.fx.newToolAgent([ok])
-  const run = await ctx.fx.startRun(agent)
-  const failed = await ctx.fx.startRun(await ctx.fx.newToolAgent([failing]))
-  const approved = await decided(ctx, 'approve')
-  for (const id of [run.runId, failed.runId])
-    await ctx.fx.waitForStatus(id, (s) => ctx.fx.statuses.terminal(s), 'ended')
-  const deleted = await ctx.http.delete(`/v1/agents/${agent.id}`)
-  assert(deleted.status < 300, `deleting the agent answered ${deleted.status}`)
-  const retired = await ctx.http.delete(`/v1/tools/${ok.id}`)
-  assert(retired.status < 300, `retiring the tool answered ${retired.status}`)
-  return { agent: agent.id, tool: ok.id, runs: [run.runId, failed.runId, approved.runId] }
-}
-
-/** Whether a delivery's event is about what the check caused (the checks alongside cause events of these kinds too). */
-const aboutCaused = (caused: Caused) => (d: Delivery) => {
+/** Whether a delivery's event is about what the check caused (the checks alongside cause events of every kind too). */
+const aboutCaused = (caused: EveryKindCaused, approved: string) => (d: Delivery) => {
   const b = d.body ?? {}
   return (
-    b.agent_id === caused.agent ||
+    (typeof b.agent_id === 'string' && caused.agents.includes(b.agent_id)) ||
     b.tool_id === caused.tool ||
-    (typeof b.run_id === 'string' && caused.runs.includes(b.run_id))
+    b.connector_id === caused.connector ||
+    b.run_id === approved
   )
 }
 
@@ -127,7 +99,7 @@ export const testSendChecks: Check[] = [
   {
     id: 'destinations.test-sends-each-kind',
     title:
-      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it, and one naming no kind is of the destination's first kind; for the kinds the check causes (a tool registered and retired, an agent created and deleted, runs that succeed, fail, wait and resume), the sample carries the real event's fields, its outcome's and its status",
+      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it, and one naming no kind is of the destination's first kind; beside a real event of each kind the check causes (tools, agents, tasks and runs through every end, an approval, a pause, a denial, a batch), the sample carries the real events' fields, those of every object they all carry (an outcome, a payload_preview, a detail), a list where they all fill one (a plan), and their status",
     level: 'profile',
     clauses: ['S6.5'],
     // Seventeen sends and their deliveries to the receiver: alongside the checks after it.
@@ -135,12 +107,15 @@ export const testSendChecks: Check[] = [
     async run(ctx) {
       const kinds = contractEventKinds(ctx)
       assert(kinds.length > 0, 'the contract lists no EventKind enum')
-      // The kinds the check causes listed, in binary mode (the body is the event): each test send names its own
-      // kind, and the real events of those kinds arrive beside the samples.
-      const sink = await cloudEventsSink(ctx, 'cloudevents-test-sends', CAUSED, () => ({
+      // Every kind listed, in binary mode (the body is the event): each test send names its own kind, and the real
+      // events the check causes (one of each kind) arrive beside the samples.
+      const sink = await cloudEventsSink(ctx, 'cloudevents-test-sends', kinds, () => ({
         mode: 'binary',
       }))
-      const ours = aboutCaused(await causeRealEvents(ctx))
+      // Besides one of each kind, a run resumed by its approval: a resume may name the step it was approved at, as
+      // that one does and a resume after a pause does not.
+      const [caused, approved] = await Promise.all([causeEveryKind(ctx), decided(ctx, 'approve')])
+      const ours = aboutCaused(caused, approved.runId)
       const problems: string[] = []
       const ids = new Set<unknown>()
       for (const kind of kinds) {
@@ -160,7 +135,6 @@ export const testSendChecks: Check[] = [
         }
         ids.add(body.id)
         for (const p of sampleProblems(ctx, kind, body)) problems.push(`the sample of ${kind}: ${p}`)
-        if (!CAUSED.includes(kind)) continue
         const isReal = (d: Delivery) =>
           d.path.endsWith(`/${sink.tag}`) && d.body?.event === kind && d.body.test !== true
         // The check's own event of the kind, then every real one of the kind seen so far: a field one real event

@@ -36,9 +36,12 @@ function fieldsOf(kind: EventKind, agentId: string): Record<string, unknown> {
       ...run,
       status,
       ...(outcome ? { outcome } : {}),
-      // A run starts with its plan's step ids; the resume a person most often sees is an approval's, naming its step.
+      // A run starts with its plan's step ids; the resume a person most often sees is an approval's, naming its step;
+      // a pause says what it paused, and a cancellation the approvals it flushed.
       ...(kind === 'run.started' ? { plan: ['step_sample'] } : {}),
       ...(kind === 'run.resumed' ? { reason: 'approved', step_id: 'step_sample' } : {}),
+      ...(kind === 'run.paused' ? { paused_from: 'running' } : {}),
+      ...(kind === 'run.cancelled' ? { flushed_approvals: ['step_sample'] } : {}),
     }
   }
   switch (kind) {
