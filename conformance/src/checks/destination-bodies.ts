@@ -43,6 +43,9 @@ function textObjectProblem(
     return `${where} is a text object of type ${String(t.type)}, not ${types.join(' or ')}`
   if (!isText(t.text)) return `${where} has no text`
   if (t.text.length > max) return `${where} is ${t.text.length} characters, more than Block Kit's ${max}`
+  // A plain_text with `emoji: false` shows a :name: code as typed, not as its emoji.
+  if (t.type === 'plain_text' && t.emoji === false && /:[a-z0-9_+-]+:/.test(t.text))
+    return `${where} holds an emoji code but sets emoji: false, so Slack shows it as typed: ${short(t.text)}`
   return undefined
 }
 
