@@ -343,12 +343,19 @@ async function gqlResumePointsApart(
     subscribe(order === 'ahead-first' ? 'ahead' : 'live')
     subscribe(order === 'ahead-first' ? 'live' : 'ahead')
     // Until one record reaches the live subscription, the ones before were ingested before it began: not judged.
+    // A record a second, for as long as the run's wait.
     let first: string | undefined
-    for (let i = 0; i < 5 && !first; i++) {
+    const deadline = Date.now() + ctx.config.waitMs
+    let tried = 0
+    while (!first && (tried === 0 || Date.now() < deadline)) {
       const id = await ingestOne()
+      tried++
       if (await s.next((m) => m.id === 'live' && recordsOf('live').includes(id), 1_000)) first = id
     }
-    if (!first) return [`(${order}) none of 5 records reached the live connectorRecords subscription`]
+    if (!first)
+      return [
+        `(${order}) none of ${tried} records ingested over ${ctx.config.waitMs} ms reached the live connectorRecords subscription`,
+      ]
     const judged = [first]
     for (let i = 0; i < 2; i++) {
       const id = await ingestOne()
