@@ -90,7 +90,6 @@ const aboutCaused = (caused: EveryKindCaused, approved: string) => (d: Delivery)
   return (
     (typeof b.agent_id === 'string' && caused.agents.includes(b.agent_id)) ||
     b.tool_id === caused.tool ||
-    b.connector_id === caused.connector ||
     b.run_id === approved
   )
 }
@@ -99,7 +98,7 @@ export const testSendChecks: Check[] = [
   {
     id: 'destinations.test-sends-each-kind',
     title:
-      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it, and one naming no kind is of the destination's first kind; beside a real event of each kind the check causes (tools, agents, tasks and runs through every end, an approval, a pause, a denial, a batch), the sample carries the real events' fields, those of every object they all carry (an outcome, a payload_preview, a detail), a list where they all fill one (a plan), and their status",
+      "A destination's test send of each event kind (POST /v1/destinations/{id}/test naming the kind) answers ok and delivers one made-up event of that kind, marked test: true, shaped as the contract's delivery body of its kind (its signature aside) and naming its subject (its run, task, agent, tool or connector), with no empty string in it, and one naming no kind is of the destination's first kind; beside a real event of each kind the check causes (tools, agents, tasks and runs through every end, an approval, a pause, a denial; a batch's aside), the sample carries the real events' fields, those of every object they all carry (an outcome, a payload_preview, a detail), a list where they all fill one (a plan), and their status",
     level: 'profile',
     clauses: ['S6.5'],
     // Seventeen sends and their deliveries to the receiver: alongside the checks after it.
