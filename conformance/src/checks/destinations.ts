@@ -708,6 +708,21 @@ export const destinationChecks: Check[] = [
       // severity is another (an approval's is warning, an agent's creation info; both page, one listed and one not
       // about a run), so only the setting can give it.
       const base = `/v1/destinations/${pager.id}`
+      /**
+       * Sends a sample of `event` and answers the triggers at the destination's receiver between the send and its
+       * answer (the sample arrives before the answer; the destination pages every run of the workspace that awaits
+       * approval, so other checks' triggers may arrive alongside).
+       */
+      const sampleTriggers = async (event: string, what: string) => {
+        const since = Date.now()
+        const sample = await ctx.http.post(`${base}/test`, { event })
+        const answered = Date.now()
+        expectStatus(sample, 200, `POST /v1/destinations/{id}/test ${what}`)
+        const sent = ctx.receiver!.deliveries.filter(
+          (d) => pagerTrigger(pager.tag)(d) && d.receivedAt >= since && d.receivedAt <= answered,
+        )
+        return { sample, sent }
+      }
       const agentKeys = new Set<unknown>()
       for (const severity of PAGERDUTY_SEVERITIES.filter((s) => s !== PAGER_SETTINGS.severity)) {
         const event = severity === 'info' ? 'run.awaiting_approval' : 'agent.created'
@@ -717,20 +732,9 @@ export const destinationChecks: Check[] = [
           200,
           `PATCH /v1/destinations/{id} to severity ${severity}`,
         )
-        const since = Date.now()
-        const sample = await ctx.http.post(`${base}/test`, { event })
-        const answered = Date.now()
-        expectStatus(sample, 200, `POST /v1/destinations/{id}/test at severity ${severity}`)
-        // The sample arrived before the answer. The destination pages every run of the workspace that awaits
-        // approval, so other checks' triggers may arrive alongside (the approval's own among them): the sample is
-        // one of the triggers of that moment, whichever came last.
-        const sent = ctx.receiver!.deliveries.filter(
-          (d) =>
-            pagerTrigger(pager.tag)(d) &&
-            d.receivedAt >= since &&
-            d.receivedAt <= answered &&
-            d.body?.dedup_key !== key,
-        )
+        // The sample is one of the triggers of that moment (the approval's own left out), whichever came last.
+        const { sample, sent: triggers } = await sampleTriggers(event, `at severity ${severity}`)
+        const sent = triggers.filter((d) => d.body?.dedup_key !== key)
         assert(
           sent.length > 0,
           `the sample at severity ${severity} reached no receiver: ${short(sample.body)}`,
@@ -762,18 +766,9 @@ export const destinationChecks: Check[] = [
         200,
         'PATCH /v1/destinations/{id} with a new routing key alone',
       )
-      const rotatedAt = Date.now()
-      const rotatedSample = await ctx.http.post(`${base}/test`, { event: 'agent.created' })
-      const rotatedAnswered = Date.now()
-      expectStatus(rotatedSample, 200, 'POST /v1/destinations/{id}/test after a new routing key')
-      const carried = ctx
-        .receiver!.deliveries.filter(
-          (d) =>
-            pagerTrigger(pager.tag)(d) &&
-            d.receivedAt >= rotatedAt &&
-            d.receivedAt <= rotatedAnswered &&
-            obj(d.body?.payload).class === 'agent.created',
-        )
+      const { sent: afterRotation } = await sampleTriggers('agent.created', 'after a new routing key')
+      const carried = afterRotation
+        .filter((d) => obj(d.body?.payload).class === 'agent.created')
         .map((d) => d.body?.routing_key)
       assert(
         carried.includes(rotated),

@@ -18,7 +18,7 @@ import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch, ingestAccepted } from './ingest.js'
 import { QUOTA_LANE } from './quotas.js'
 import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
-import { assertResumedPastWindow, connect, type Opened, type RefusedUpgrade } from './stream.js'
+import { assertResumedPastWindow, connect, FAR_SINCE, type Opened, type RefusedUpgrade } from './stream.js'
 import { receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -302,9 +302,6 @@ const ARG_REFUSALS: Readonly<Record<string, { message: string; path: string; iss
 /** The `next` payloads of operation `id`. */
 const payloadsOf = (s: GqlSocket, id: string): Json[] =>
   s.messages.filter((m) => m.id === id && m.type === 'next').map((m) => obj(m.payload))
-
-/** A `since` beyond any seq a check's connector reaches, and within GraphQL's Int. */
-const FAR_SINCE = 1_000_000_000
 
 /**
  * On one socket and connector: a live connectorRecords subscription and one with since FAR_SINCE, subscribed in

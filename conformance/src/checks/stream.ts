@@ -590,8 +590,8 @@ export const streamChecks: Check[] = [
   },
 ]
 
-/** A `since` beyond any seq a check's connector reaches. */
-const FAR_SINCE = 1_000_000_000
+/** A `since` beyond any seq a check's connector reaches, and within GraphQL's Int (graphql.ws-resume-points-apart). */
+export const FAR_SINCE = 1_000_000_000
 
 /**
  * One connector, a live subscriber and one resuming beyond its head, subscribed in the given order; three records
