@@ -6,7 +6,7 @@
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { getMaxListeners, setMaxListeners } from 'node:events'
+import { setMaxListeners } from 'node:events'
 import type { Check, CheckContext, SeenExchange } from './check.js'
 import { family, isSweep } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
@@ -99,10 +99,10 @@ const running = new AsyncLocalStorage<Current>()
 export async function runChecks(options: RunOptions): Promise<RunSummary> {
   const { config, contract } = options
   const log = options.log ?? (() => {})
-  // Every check under way listens to the run's signal once (withTimeout): overlapping checks and lanes hold more than
-  // Node's default of ten at a time, which is no leak, and never more than there are checks.
-  for (const signal of [options.signal, options.profileSignal])
-    if (signal) setMaxListeners(Math.max(getMaxListeners(signal), options.checks.length), signal)
+  // Every check under way listens to the run's signal once (withTimeout), and so does every request in flight
+  // (wire.ts), each removing its listener when done: a check sending seventeen requests at once holds more than Node's
+  // default of ten, which is no leak. The count follows the run's concurrency, so Node's leak warning is off for them.
+  for (const signal of [options.signal, options.profileSignal]) if (signal) setMaxListeners(0, signal)
   const startedAt = new Date().toISOString()
   const budget = new RequestBudget(config.budget)
   // A timeout then says whether this process's own loop was blocked meanwhile (the watch's timer is unreferenced).

@@ -2,9 +2,11 @@
  * The runner's lanes (Check.lane): checks of one lane run one after another, in their order, alongside the checks
  * after them (the small-limit workspace's rate-limit checks wait on its windows without holding the run); every lane
  * has ended before the sweep checks; a check's duration and time limit count from its own start, not from its wait
- * in the lane. Synthetic checks, no deployment: nothing here sends a request.
+ * in the lane. Synthetic checks, no deployment: one test sends requests, to a local server.
  */
+import { createServer } from 'node:http'
 import { describe, expect, it } from 'vitest'
+import { listenOnTestPort } from '../../test/support/ports.js'
 import type { Check } from '../src/check.js'
 import { resolveConfig } from '../src/config.js'
 import { Contract } from '../src/contract.js'
@@ -122,6 +124,44 @@ describe('lanes', () => {
       expect(warnings).not.toContain('MaxListenersExceededWarning')
     } finally {
       process.off('warning', onWarning)
+    }
+  })
+
+  it('warns of no listener leak when one check has more than ten requests in flight at once', async () => {
+    // The one test here that sends requests: to a local server answering each after 50 ms.
+    const server = createServer((_req, res) => {
+      setTimeout(() => res.end('{}'), 50)
+    })
+    const port = await listenOnTestPort(server)
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.name)
+    process.on('warning', onWarning)
+    try {
+      const check: Check = {
+        id: 'lane.many-requests',
+        title: 'lane.many-requests',
+        level: 'core',
+        clauses: [],
+        async run(ctx) {
+          const answers = await Promise.all(Array.from({ length: 12 }, () => ctx.http.get('/v1/agents')))
+          if (!answers.every((a) => a.status === 200)) throw new Error('a request was not answered 200')
+        },
+      }
+      const summary = await runChecks({
+        config: resolveConfig(['--seed', '1', '--base-url', `http://127.0.0.1:${port}`]).config,
+        contract,
+        cleanup: false,
+        checks: [check],
+        signal: new AbortController().signal,
+      })
+      expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
+        ['lane.many-requests', 'pass', undefined],
+      ])
+      await new Promise((r) => setImmediate(r))
+      expect(warnings).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+      await new Promise((r) => server.close(r))
     }
   })
 })

@@ -149,15 +149,22 @@ export const testSendChecks: Check[] = [
           if (!body || !compared.includes(kind)) return
           const isReal = (d: Delivery) =>
             d.path.endsWith(`/${sink.tag}`) && d.body?.event === kind && d.body.test !== true
-          // The check's own event of the kind, then every real one of the kind seen so far: a field one real event
-          // carries and another not (an approval's resume names its step, a pause's resume none) may be in the
-          // sample.
-          if (!(await ctx.receiver!.waitFor((d) => isReal(d) && ours(d), ctx.config.waitMs))) {
-            problems.push(
-              `the check's own ${kind} did not reach the destination listing it within ${ctx.config.waitMs} ms`,
-            )
-            return
-          }
+          // The check's own event of the kind (of run.resumed both: the approval's, naming its step, and the
+          // pause's, naming none), then every real one of the kind seen so far: a field one real event carries and
+          // another not may be in the sample.
+          const byApproval = (d: Delivery) => d.body?.run_id === approved.runId
+          const awaited: [string, (d: Delivery) => boolean][] =
+            kind === 'run.resumed'
+              ? [
+                  [`the paused run's ${kind}`, (d) => ours(d) && !byApproval(d)],
+                  [`the approved run's ${kind}`, byApproval],
+                ]
+              : [[`the check's own ${kind}`, ours]]
+          for (const [what, which] of awaited)
+            if (!(await ctx.receiver!.waitFor((d) => isReal(d) && which(d), ctx.config.waitMs))) {
+              problems.push(`${what} did not reach the destination listing it within ${ctx.config.waitMs} ms`)
+              return
+            }
           const seen = ctx.receiver!.deliveries.filter(isReal).map((d) => d.body ?? {})
           for (const p of unlikeReal(body, seen))
             problems.push(`the sample of ${kind}, beside the real events of its kind: ${p}`)
