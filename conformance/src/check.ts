@@ -72,8 +72,12 @@ export interface CheckContext {
   receiver: WebhookReceiver | undefined
   /** A run-unique name for anything the check creates (so a shared deployment can tell it apart). */
   name(label: string): string
-  /** Registers an undo step run at the end of the suite, even when checks fail. */
-  cleanup(label: string, undo: () => Promise<unknown>): void
+  /**
+   * Registers an undo step run at the end of the suite, even when checks fail. It is given the cleanup's own client
+   * (the checks' clients send nothing once the checks end), acting as the primary identity: an undo step for what
+   * another identity made sends as that one with `http.withToken(token)`.
+   */
+  cleanup(label: string, undo: (http: HttpClient) => Promise<unknown>): void
   seen: SeenExchange[]
   /** What of the contract the run exercises; checks that open sockets hand them to `watchSocket`. */
   coverage?: CoverageRecorder

@@ -233,7 +233,7 @@ export class Fixtures {
     }
     const id = toolId(res.body)
     if (!id) fail(`tool registration answered no identifier: ${short(res.body)}`)
-    ctx.cleanup(`retire tool ${name}`, () => this.http.delete(`/v1/tools/${id}`))
+    ctx.cleanup(`retire tool ${name}`, (http) => http.delete(`/v1/tools/${id}`))
     return { id, name }
   }
 
@@ -252,7 +252,9 @@ export class Fixtures {
     if (res.status >= 300) fail(`creating an agent answered ${res.status} ${short(res.body)}`)
     const id = obj(res.body).agent_id ?? obj(res.body).id
     if (typeof id !== 'string') fail(`agent creation answered no agent_id: ${short(res.body)}`)
-    ctx.cleanup(`delete agent ${String(body.name ?? id)}`, () => client.delete(`/v1/agents/${id}`))
+    ctx.cleanup(`delete agent ${String(body.name ?? id)}`, (http) =>
+      http.withToken(client.token).delete(`/v1/agents/${id}`),
+    )
     return id
   }
 

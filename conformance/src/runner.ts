@@ -179,7 +179,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     ],
   })
 
-  const undo: Array<{ label: string; run: () => Promise<unknown> }> = []
+  const undo: Array<{ label: string; run: (http: HttpClient) => Promise<unknown> }> = []
   // Sockets the checks opened and have not closed yet, with the check that opened each.
   const sockets = new Map<{ terminate(): void }, string>()
   let checksEnded = false
@@ -316,7 +316,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     sockets.clear()
   }
 
-  // Cleanup has its own small allowance so an exhausted budget never leaves resources behind.
+  // Cleanup has its own client with its own small allowance, handed to each undo step: the checks' clients send
+  // nothing more once the checks end, and an exhausted budget must not leave resources behind.
   outside = { id: 'cleanup', exchanges: [], partial: [] }
   const cleanupBudget = new RequestBudget(undo.length * 2 + 10)
   const cleanupHttp = new HttpClient({
@@ -325,16 +326,22 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
     budget: cleanupBudget,
     timeoutMs: config.timeoutMs,
   })
-  ctx.http = cleanupHttp
   let failedUndo = 0
+  let firstFailure = ''
   // Newest first, a few at a time: undo steps are independent deletions, and hundreds of them one by one (the
   // pagination checks' tools) would be most of a run's wall time.
   const steps = options.cleanup === false ? [] : undo.reverse()
   for (let i = 0; i < steps.length; i += 8) {
-    const outcomes = await Promise.allSettled(steps.slice(i, i + 8).map((step) => step.run()))
-    failedUndo += outcomes.filter((o) => o.status === 'rejected').length
+    const batch = steps.slice(i, i + 8)
+    const outcomes = await Promise.allSettled(batch.map((step) => step.run(cleanupHttp)))
+    outcomes.forEach((o, j) => {
+      if (o.status === 'fulfilled') return
+      failedUndo++
+      firstFailure ||= `${batch[j]?.label}: ${String(o.reason)}`
+    })
   }
-  if (failedUndo > 0) log(`cleanup: ${failedUndo} of ${undo.length} steps failed`)
+  if (failedUndo > 0)
+    log(`cleanup: ${failedUndo} of ${undo.length} steps failed (the first: ${firstFailure})`)
 
   for (const d of options.receiver?.deliveries.slice(deliveriesBefore) ?? []) coverage.event(d.body)
 

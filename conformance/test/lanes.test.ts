@@ -166,6 +166,76 @@ describe('lanes', () => {
   })
 })
 
+describe('cleanup', () => {
+  it("runs every undo step once the checks' own clients send nothing more, each as the identity that made what it undoes", async () => {
+    const deletes: string[] = []
+    const server = createServer((req, res) => {
+      if (req.method === 'DELETE') deletes.push(`${req.url} ${req.headers.authorization}`)
+      res.end('{}')
+    })
+    const port = await listenOnTestPort(server)
+    try {
+      const check: Check = {
+        id: 'cleanup.two-identities',
+        title: 'cleanup.two-identities',
+        level: 'core',
+        clauses: [],
+        async run(ctx) {
+          const other = ctx.as('secondWorkspace')
+          ctx.cleanup('delete agent a', (http) => http.delete('/v1/agents/a'))
+          ctx.cleanup('delete agent b', (http) => http.withToken(other.token).delete('/v1/agents/b'))
+        },
+      }
+      const summary = await runChecks({
+        config: resolveConfig([
+          '--seed',
+          '1',
+          '--base-url',
+          `http://127.0.0.1:${port}`,
+          '--token',
+          'primary-token',
+          '--second-token',
+          'second-token',
+        ]).config,
+        contract,
+        checks: [check],
+      })
+      expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
+        ['cleanup.two-identities', 'pass', undefined],
+      ])
+      expect(deletes.sort()).toEqual([
+        '/v1/agents/a Bearer primary-token',
+        '/v1/agents/b Bearer second-token',
+      ])
+    } finally {
+      await new Promise((r) => server.close(r))
+    }
+  })
+
+  it('says how many undo steps failed and why the first did', async () => {
+    const lines: string[] = []
+    const check: Check = {
+      id: 'cleanup.failing-step',
+      title: 'cleanup.failing-step',
+      level: 'core',
+      clauses: [],
+      async run(ctx) {
+        ctx.cleanup('retire tool t1', async () => {
+          throw new Error('answered 500')
+        })
+        ctx.cleanup('retire tool t2', async () => undefined)
+      },
+    }
+    await runChecks({
+      config: resolveConfig(['--seed', '1']).config,
+      contract,
+      checks: [check],
+      log: (line) => lines.push(line),
+    })
+    expect(lines).toContain('cleanup: 1 of 2 steps failed (the first: retire tool t1: Error: answered 500)')
+  })
+})
+
 describe("the profile checks' own signal (--bail --strict-profile)", () => {
   it('cuts short the profile checks under way and skips those not begun, while core checks and the sweep go on', async () => {
     const log: string[] = []

@@ -46,7 +46,7 @@ export const authzChecks: Check[] = [
       if (res.status < 300) {
         const id = ownId(res.body, 'agent')
         if (typeof id === 'string')
-          ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+          ctx.cleanup(`delete agent ${id}`, (http) => http.delete(`/v1/agents/${id}`))
         fail(`the narrow-scope token was allowed ${method} ${path}`)
       }
       const error = expectError(res, 403, `${method} ${path} with the narrow token`, 'policy_denied')

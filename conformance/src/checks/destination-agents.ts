@@ -40,7 +40,7 @@ export const destinationAgentChecks: Check[] = [
       expectStatus(create, 201, 'creating a cloudevents destination for one agent')
       const id = ownId(create.body, 'destination')
       assert(id, `the destination answer has no destination_id: ${short(create.body)}`)
-      ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+      ctx.cleanup(`delete destination ${id}`, (http) => http.delete(`/v1/destinations/${id}`))
       const base = `/v1/destinations/${id}`
       const wrong: string[] = []
       const readBack = async (what: string, want: Record<string, unknown>) => {

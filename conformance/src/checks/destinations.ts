@@ -174,7 +174,7 @@ export function ensureDestination(
       expectStatus(res, 201, `creating a ${type} destination`)
       const id = ownId(res.body, 'destination')
       assert(id, `the destination answer has no destination_id: ${short(res.body)}`)
-      ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+      ctx.cleanup(`delete destination ${id}`, (http) => http.delete(`/v1/destinations/${id}`))
       assert(!res.text.includes(secret), 'the creation answer shows the secret')
       return { id, tag, secret }
     })()
@@ -902,7 +902,7 @@ export const destinationChecks: Check[] = [
         wrong.push(`POST /v1/destinations under a key answered ${first.status}, not 201`)
       else {
         const id = ownId(first.body, 'destination')
-        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        if (id) ctx.cleanup(`delete destination ${id}`, (http) => http.delete(`/v1/destinations/${id}`))
         const again = await ctx.http.post('/v1/destinations', { ...keyed, name: 'other' }, createKey)
         if (again.status !== 409)
           wrong.push(`the same creation key with another body answered ${again.status}, not 409`)
@@ -945,7 +945,7 @@ export const destinationChecks: Check[] = [
       const create = async (destination: Record<string, unknown>) => {
         const res = await ctx.http.post('/v1/destinations', destination)
         const id = ownId(res.body, 'destination')
-        if (id) ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+        if (id) ctx.cleanup(`delete destination ${id}`, (http) => http.delete(`/v1/destinations/${id}`))
         return { res, id }
       }
       // The documented defaults: run.failed, policy.denied and run.awaiting_approval for slack and pagerduty, every

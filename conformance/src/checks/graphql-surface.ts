@@ -1117,7 +1117,7 @@ export const graphqlSurfaceChecks: Check[] = [
         'registerTool',
       )
       const toolId = String(registered.tool_id)
-      ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${toolId}`))
+      ctx.cleanup(`retire tool ${name}`, (http) => http.delete(`/v1/tools/${toolId}`))
       const restTool = await restJson(ctx, `/v1/tools/${toolId}`)
       assert(
         restTool.name === name &&
@@ -1146,8 +1146,8 @@ export const graphqlSurfaceChecks: Check[] = [
         'registerTool',
         'registerTool with a JSON literal',
       )
-      ctx.cleanup(`retire tool ${literalName}`, () =>
-        ctx.http.delete(`/v1/tools/${String(withLiteral.tool_id)}`),
+      ctx.cleanup(`retire tool ${literalName}`, (http) =>
+        http.delete(`/v1/tools/${String(withLiteral.tool_id)}`),
       )
       const wantSchema = {
         type: 'object',
@@ -1307,7 +1307,7 @@ export const graphqlSurfaceChecks: Check[] = [
         'createWebhook',
       )
       const hookId = String(hook.webhook_id)
-      ctx.cleanup(`delete webhook ${hookId}`, () => ctx.http.delete(`/v1/webhooks/${hookId}`))
+      ctx.cleanup(`delete webhook ${hookId}`, (http) => http.delete(`/v1/webhooks/${hookId}`))
       const restHook = await restJson(ctx, `/v1/webhooks/${hookId}`)
       const hookQuery = `query($id: ID!) { webhook(id: $id) { ${WEBHOOK_FIELDS.join(' ')} deliveries(limit: 10) { data { delivery_id webhook_id event status } next_cursor } } }`
       sameFields(
@@ -1341,7 +1341,7 @@ export const graphqlSurfaceChecks: Check[] = [
         'createDestination',
       )
       const destId = String(created.destination_id)
-      ctx.cleanup(`delete destination ${destId}`, () => ctx.http.delete(`/v1/destinations/${destId}`))
+      ctx.cleanup(`delete destination ${destId}`, (http) => http.delete(`/v1/destinations/${destId}`))
       const destQuery = `query($id: ID!) { destination(id: $id) { ${DEST_FIELDS.join(' ')} deliveries(limit: 10) { data { delivery_id destination_id event status } next_cursor } } }`
       sameFields(
         answered(await gql(ctx.http, url, destQuery, { id: destId }), 'destination', 'destination(id)'),
@@ -1484,8 +1484,8 @@ export const graphqlSurfaceChecks: Check[] = [
         'startRun without input',
       )
       assert(typeof bare.run_id === 'string', `startRun without input answered ${short(bare)}`)
-      ctx.cleanup(`cancel run ${String(bare.run_id)}`, () =>
-        ctx.http.post(`/v1/runs/${String(bare.run_id)}/cancel`),
+      ctx.cleanup(`cancel run ${String(bare.run_id)}`, (http) =>
+        http.post(`/v1/runs/${String(bare.run_id)}/cancel`),
       )
       const runs = answered(
         await gql(
@@ -1990,7 +1990,7 @@ export const graphqlSurfaceChecks: Check[] = [
       )
       const id = obj(dataOf(m1).createAgent).agent_id
       assert(typeof id === 'string', `operationName M answered ${short(m1.body)}`)
-      ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${String(id)}`))
+      ctx.cleanup(`delete agent ${name}`, (http) => http.delete(`/v1/agents/${String(id)}`))
       const m2 = await ctx.http.post(
         url,
         { query: doc, operationName: 'M', variables: { n: `${name}-2` } },

@@ -250,7 +250,7 @@ export const graphqlChecks: Check[] = [
       expectStatus(first, 200, 'POST /v1/graphql')
       const id = obj(obj(obj(first.body).data).createAgent).agent_id
       assert(typeof id === 'string', `createAgent answered ${short(first.body)}`)
-      ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${id}`))
+      ctx.cleanup(`delete agent ${name}`, (http) => http.delete(`/v1/agents/${id}`))
       const again = await gql(ctx.http, url, q, { name }, { 'Idempotency-Key': key })
       const againId = obj(obj(obj(again.body).data).createAgent).agent_id
       assert(againId === id, `the repeat created ${short(againId)} instead of replaying ${id}`)
@@ -404,7 +404,7 @@ async function probes(ctx: CheckContext): Promise<Probe[]> {
   expectStatus(res, [200, 201], 'creating an agent (spec fields only) to read through GraphQL')
   const agentId = ownId(res.body, 'agent')
   if (!agentId) fail(`agent creation answered no identifier: ${short(res.body)}`)
-  ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${agentId}`))
+  ctx.cleanup(`delete agent ${name}`, (http) => http.delete(`/v1/agents/${agentId}`))
   const { runId } = await ctx.fx.startRun(agentId)
   return [
     { kind: 'agent', id: agentId, marker: name, what: `agent ${agentId} (its name ${name})` },

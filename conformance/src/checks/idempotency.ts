@@ -63,7 +63,8 @@ async function createWithKey(ctx: CheckContext, http: HttpClient, key: string, n
   )
   if (res.status < 400) {
     const id = ownId(res.body, 'agent')
-    if (typeof id === 'string') ctx.cleanup(`delete agent ${id}`, () => http.delete(`/v1/agents/${id}`))
+    if (typeof id === 'string')
+      ctx.cleanup(`delete agent ${id}`, (cleanup) => cleanup.withToken(http.token).delete(`/v1/agents/${id}`))
   }
   return res
 }
@@ -183,14 +184,14 @@ export const idempotencyChecks: Check[] = [
         path: string
         body: Json
         id: (b: unknown) => string | undefined
-        undo: (id: string) => Promise<unknown>
+        undo: (id: string, http: HttpClient) => Promise<unknown>
       }[] = [
         {
           what: 'POST /v1/tools',
           path: '/v1/tools',
           body: toolRegistration(ctx, 'succeed', ctx.name('idem-tool')),
           id: toolId,
-          undo: (id) => ctx.http.delete(`/v1/tools/${id}`),
+          undo: (id, http) => http.delete(`/v1/tools/${id}`),
         },
         {
           what: 'POST /v1/agents/{id}/tasks',
@@ -211,7 +212,7 @@ export const idempotencyChecks: Check[] = [
             secret: webhookSecret(),
           },
           id: (b) => ownId(b, 'webhook'),
-          undo: (id) => ctx.http.delete(`/v1/webhooks/${id}`),
+          undo: (id, http) => http.delete(`/v1/webhooks/${id}`),
         })
       const wrong: string[] = []
       const unread: string[] = []
@@ -221,7 +222,7 @@ export const idempotencyChecks: Check[] = [
         expectStatus(first, [200, 201, 202], `${p.what} with a key`)
         const second = await ctx.http.post(p.path, p.body, { headers })
         const ids = [p.id(first.body), p.id(second.body)]
-        for (const id of new Set(ids)) if (id) ctx.cleanup(`delete ${id}`, () => p.undo(id))
+        for (const id of new Set(ids)) if (id) ctx.cleanup(`delete ${id}`, (http) => p.undo(id, http))
         if (second.status < 200 || second.status >= 300) {
           wrong.push(
             `${p.what}: the same key and body again answered ${second.status} ${short(second.body, 200)}`,
@@ -380,7 +381,7 @@ export const idempotencyChecks: Check[] = [
       const taken = (res: HttpResponse) => {
         const id = ownId(res.body, 'agent')
         if (typeof id === 'string')
-          ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+          ctx.cleanup(`delete agent ${id}`, (http) => http.delete(`/v1/agents/${id}`))
       }
       // A one-character key has few values, so an earlier run against this deployment may have stored one: a key
       // answered 409 idempotency_key_reused was taken then, and another character is tried; if every one tried was
@@ -468,8 +469,8 @@ export const idempotencyChecks: Check[] = [
         if (id && !created.has(id)) {
           created.add(id)
           // Left to the cleanup only when the check ends before it deletes the agent itself.
-          ctx.cleanup(`delete agent ${id}`, async () =>
-            created.has(id) ? http.delete(`/v1/agents/${id}`) : undefined,
+          ctx.cleanup(`delete agent ${id}`, async (cleanup) =>
+            created.has(id) ? cleanup.withToken(http.token).delete(`/v1/agents/${id}`) : undefined,
           )
         }
         return res

@@ -68,7 +68,7 @@ function manyTools(ctx: CheckContext): Promise<{ ours: Set<string>; total: numbe
           const id = toolId(res.body)
           if (!id) fail(`no tool id in ${short(res.body)}`)
           ours.add(id)
-          ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+          ctx.cleanup(`retire tool ${name}`, (http) => http.delete(`/v1/tools/${id}`))
         })
         await Promise.all(batch)
       }

@@ -115,7 +115,10 @@ export const quotaChecks: Check[] = [
         const create = async (label: string): Promise<{ res: HttpResponse; id: string | undefined }> => {
           const res = await http.post(k.path, k.body(ctx, label))
           const id = res.status < 300 ? ownId(res.body, k.kind) : undefined
-          if (id) ctx.cleanup(`remove ${k.kind} ${id}`, () => http.delete(`${k.path}/${id}`))
+          if (id)
+            ctx.cleanup(`remove ${k.kind} ${id}`, (cleanup) =>
+              cleanup.withToken(http.token).delete(`${k.path}/${id}`),
+            )
           return { res, id }
         }
         const remove = async (id: string, what: string) =>

@@ -553,7 +553,10 @@ const waitingChecks: Check[] = [
       const created = burst.filter((b) => b.res.status >= 200 && b.res.status < 300)
       for (const { name, res } of created) {
         const id = toolId(res.body)
-        if (id) ctx.cleanup(`retire tool ${name}`, () => limited.delete(`/v1/tools/${id}`))
+        if (id)
+          ctx.cleanup(`retire tool ${name}`, (http) =>
+            http.withToken(limited.token).delete(`/v1/tools/${id}`),
+          )
       }
       const refused = burst.filter((b) => b.res.status === 429)
       const other = burst.find((b) => b.res.status !== 429 && (b.res.status < 200 || b.res.status >= 300))
@@ -600,7 +603,10 @@ async function retriedWithItsKey(
     })
     if (again.status >= 200 && again.status < 300) {
       const id = toolId(again.body)
-      if (id) ctx.cleanup(`retire tool ${refused.name}`, () => limited.delete(`/v1/tools/${id}`))
+      if (id)
+        ctx.cleanup(`retire tool ${refused.name}`, (http) =>
+          http.withToken(limited.token).delete(`/v1/tools/${id}`),
+        )
       return
     }
     if (again.status !== 429)
@@ -618,7 +624,8 @@ async function retriedWithItsKey(
     if (after.status < 200 || after.status >= 300)
       fail(`a registration without a key after the keyed one answered ${after.status} ${short(after.body)}`)
     const id = toolId(after.body)
-    if (id) ctx.cleanup(`retire tool ${name}`, () => limited.delete(`/v1/tools/${id}`))
+    if (id)
+      ctx.cleanup(`retire tool ${name}`, (http) => http.withToken(limited.token).delete(`/v1/tools/${id}`))
     keptWhileOpen++
     assert(
       keptWhileOpen < 2,

@@ -67,7 +67,7 @@ async function createAndReadAgent(
   expectStatus(created, [200, 201], what)
   const id = ownId(created.body, 'agent')
   if (!id) fail(`the agent answer has no id: ${short(created.body)}`)
-  ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+  ctx.cleanup(`delete agent ${id}`, (http) => http.delete(`/v1/agents/${id}`))
   const read = await ctx.http.get(`/v1/agents/${id}`)
   expectStatus(read, 200, 'GET /v1/agents/{id}')
   return { id, created: obj(created.body), read: obj(read.body) }
@@ -94,7 +94,7 @@ export const readbackChecks: Check[] = [
       expectStatus(created, [200, 201], 'registering a tool')
       const id = ownId(created.body, 'tool')
       if (!id) fail(`the registration answered no tool id: ${short(created.body)}`)
-      ctx.cleanup(`retire tool ${String(written.name)}`, () => ctx.http.delete(`/v1/tools/${id}`))
+      ctx.cleanup(`retire tool ${String(written.name)}`, (http) => http.delete(`/v1/tools/${id}`))
       judge('the registration answer', obj(created.body), written)
       const one = await ctx.http.get(`/v1/tools/${id}`)
       expectStatus(one, 200, 'GET /v1/tools/{tool_id}')

@@ -23,7 +23,7 @@ export const resourceChecks: Check[] = [
       expectStatus(created, [200, 201], 'POST /v1/agents')
       const id = obj(created.body).agent_id ?? obj(created.body).id
       if (typeof id !== 'string') fail(`no agent id in ${short(created.body)}`)
-      ctx.cleanup(`delete agent ${name}`, () => ctx.http.delete(`/v1/agents/${id}`))
+      ctx.cleanup(`delete agent ${name}`, (http) => http.delete(`/v1/agents/${id}`))
       const read = await ctx.http.get(`/v1/agents/${id}`)
       expectStatus(read, 200, 'GET /v1/agents/{id}')
       assert(

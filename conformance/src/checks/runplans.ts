@@ -22,7 +22,7 @@ async function referenceAgent(ctx: CheckContext, capabilities: string[], behavio
   expectStatus(res, 201, 'creating an agent')
   const id = ownId(res.body, 'agent')
   if (!id) fail(`agent creation answered no agent_id: ${short(res.body)}`)
-  ctx.cleanup(`delete agent ${id}`, () => ctx.http.delete(`/v1/agents/${id}`))
+  ctx.cleanup(`delete agent ${id}`, (http) => http.delete(`/v1/agents/${id}`))
   return id
 }
 

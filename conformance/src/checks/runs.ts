@@ -168,7 +168,7 @@ export const runChecks: Check[] = [
       // and `policy` beyond the two named: not shown"), but it is not `allow`. Frames written a moment after the
       // status are awaited within --wait-ms.
       const { runId, waiting } = await ctx.fx.awaitingRun()
-      ctx.cleanup(`cancel run ${runId}`, () => ctx.http.post(`/v1/runs/${runId}/cancel`))
+      ctx.cleanup(`cancel run ${runId}`, (http) => http.post(`/v1/runs/${runId}/cancel`))
       const steps = (Array.isArray(waiting.awaiting) ? (waiting.awaiting as Json[]) : [])
         .map((a) => a.step_id)
         .filter((id): id is string => typeof id === 'string')

@@ -128,7 +128,7 @@ export const slackChatChecks: Check[] = [
       expectStatus(created, 201, 'creating a slack destination with approval_buttons')
       const id = ownId(created.body, 'destination')
       assert(id, `the destination answer has no destination_id: ${short(created.body)}`)
-      ctx.cleanup(`delete destination ${id}`, () => ctx.http.delete(`/v1/destinations/${id}`))
+      ctx.cleanup(`delete destination ${id}`, (http) => http.delete(`/v1/destinations/${id}`))
       assert(!created.text.includes(signing), 'the creation answer shows the signing secret')
 
       const { runId, agentId } = await ctx.fx.awaitingRun()

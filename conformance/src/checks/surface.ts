@@ -168,7 +168,7 @@ async function sendScoped(
     : {}
   const res = await ctx.as(role).request(op.method.toUpperCase(), path, valid)
   const id = res.status < 300 ? createdId(res.body) : undefined
-  if (id) ctx.cleanup(`delete ${path}/${id}`, () => ctx.http.request('DELETE', `${path}/${id}`))
+  if (id) ctx.cleanup(`delete ${path}/${id}`, (http) => http.request('DELETE', `${path}/${id}`))
   return res
 }
 

@@ -37,7 +37,7 @@ async function runnableAgent(ctx: CheckContext, client: HttpClient, label: strin
   expectStatus(tool, [200, 201], `registering a tool (${label})`)
   const tid = toolId(tool.body)
   if (!tid) fail(`tool registration (${label}) answered no identifier: ${short(tool.body)}`)
-  ctx.cleanup(`retire tool ${name}`, () => client.delete(`/v1/tools/${tid}`))
+  ctx.cleanup(`retire tool ${name}`, (http) => http.withToken(client.token).delete(`/v1/tools/${tid}`))
   return ctx.fx.newToolAgent([{ id: tid, name }], 'autonomous', client)
 }
 

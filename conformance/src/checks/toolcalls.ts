@@ -25,7 +25,7 @@ async function register(ctx: CheckContext, label: string, fields: Json) {
     ...fields,
   })
   const id = toolId(res.body)
-  if (res.status < 300 && id) ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+  if (res.status < 300 && id) ctx.cleanup(`retire tool ${name}`, (http) => http.delete(`/v1/tools/${id}`))
   return { res, tool: id ? { id, name } : undefined }
 }
 

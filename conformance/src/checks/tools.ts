@@ -50,7 +50,7 @@ export const toolChecks: Check[] = [
       expectStatus(res, 201, 'POST /v1/tools')
       const b = obj(res.body)
       const id = toolId(b)
-      if (id) ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+      if (id) ctx.cleanup(`retire tool ${name}`, (http) => http.delete(`/v1/tools/${id}`))
       assert(typeof b.tool_id === 'string', 'no tool_id')
       assert(
         b.status === 'active' && b.retired_at === null,
@@ -85,7 +85,7 @@ export const toolChecks: Check[] = [
         idempotent: true,
       })
       const id = toolId(res.body)
-      if (id) ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+      if (id) ctx.cleanup(`retire tool ${name}`, (http) => http.delete(`/v1/tools/${id}`))
       expectStatus(res, [200, 201], 'registering a tool with input_schema {"$ref": ...}')
     },
   },
@@ -117,7 +117,7 @@ export const toolChecks: Check[] = [
           idempotent: true,
         })
         const id = toolId(res.body)
-        if (id) ctx.cleanup(`retire tool ${name}`, () => ctx.http.delete(`/v1/tools/${id}`))
+        if (id) ctx.cleanup(`retire tool ${name}`, (http) => http.delete(`/v1/tools/${id}`))
         expectStatus(
           res,
           [200, 201],

@@ -200,7 +200,7 @@ export const webhookOperationChecks: Check[] = [
           wrong.push(`a subscription with the secret ${secret} answered ${ok.status}, not 201`)
         else {
           taken.push(okId)
-          ctx.cleanup(`delete webhook ${okId}`, () => ctx.http.delete(`/v1/webhooks/${okId}`))
+          ctx.cleanup(`delete webhook ${okId}`, (http) => http.delete(`/v1/webhooks/${okId}`))
         }
       }
       // A deleted subscription is gone: its read, its log and a second delete are 404. (Neither is left to wait for

@@ -80,7 +80,8 @@ export async function ownHook(
   const res = await client.post('/v1/webhooks', { url, events, secret })
   expectStatus(res, options.status ?? [200, 201], options.what ?? `subscribing to ${events.join(', ')}`)
   const id = ownId(res.body, 'webhook')
-  if (id) ctx.cleanup(`delete webhook ${id}`, () => client.delete(`/v1/webhooks/${id}`))
+  if (id)
+    ctx.cleanup(`delete webhook ${id}`, (http) => http.withToken(client.token).delete(`/v1/webhooks/${id}`))
   return { id, tag, url, secret, mine: atTag(tag) }
 }
 
@@ -138,7 +139,7 @@ export function ensureWebhook(ctx: CheckContext): Promise<Hook> {
       expectStatus(res, [200, 201], 'creating a webhook subscription')
       const id = obj(res.body).webhook_id ?? obj(res.body).id
       if (typeof id !== 'string') fail(`the subscription answer has no webhook_id: ${short(res.body)}`)
-      ctx.cleanup(`delete webhook ${id}`, () => ctx.http.delete(`/v1/webhooks/${id}`))
+      ctx.cleanup(`delete webhook ${id}`, (http) => http.delete(`/v1/webhooks/${id}`))
       return { id, secret, url, tag }
     })()
     hooks.set(ctx.config, p)
