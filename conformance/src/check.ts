@@ -61,6 +61,14 @@ export interface SeenExchange {
   answeredAt: number
 }
 
+/** A WebSocket a check opened (a `ws` WebSocket): what the runner needs to close it and to tell whether it is closing. */
+export interface OpenedSocket {
+  /** 0 connecting, 1 open, 2 closing (its check closed or terminated it), 3 closed. */
+  readonly readyState: number
+  terminate(): void
+  once(event: 'close', listener: () => void): unknown
+}
+
 export interface CheckContext {
   config: SuiteConfig
   /** The primary identity. */
@@ -86,7 +94,7 @@ export interface CheckContext {
    * `finally`, a check that outlived its time limit) is closed when the checks end, so nothing keeps the process
    * alive after its verdict. A socket handed in after that is closed at once.
    */
-  opened(socket: { terminate(): void; once(event: 'close', listener: () => void): unknown }): void
+  opened(socket: OpenedSocket): void
   violations: ContractViolation[]
   log(line: string): void
   /**

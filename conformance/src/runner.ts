@@ -7,7 +7,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { setMaxListeners } from 'node:events'
-import type { Check, CheckContext, SeenExchange } from './check.js'
+import type { Check, CheckContext, OpenedSocket, SeenExchange } from './check.js'
 import { family, isSweep } from './check.js'
 import { type SuiteConfig, tokenName } from './config.js'
 import type { Contract, ContractViolation } from './contract.js'
@@ -181,7 +181,7 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
 
   const undo: Array<{ label: string; run: (http: HttpClient) => Promise<unknown> }> = []
   // Sockets the checks opened and have not closed yet, with the check that opened each.
-  const sockets = new Map<{ terminate(): void }, string>()
+  const sockets = new Map<OpenedSocket, string>()
   let checksEnded = false
   let counter = 0
   const ctx: CheckContext = {
@@ -308,13 +308,14 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
   budget.end()
   releaseWatch()
   if (options.signal?.aborted) wakeSleepers()
-  if (sockets.size > 0) {
+  // A socket its check closed or terminated may not have emitted its close yet: closing, it was not left open.
+  const leftOpen = [...sockets].filter(([socket]) => socket.readyState < 2)
+  if (leftOpen.length > 0)
     log(
-      `teardown: closed ${sockets.size} socket(s) left open by ${[...new Set(sockets.values())].join(', ')}`,
+      `teardown: closed ${leftOpen.length} socket(s) left open by ${[...new Set(leftOpen.map(([, id]) => id))].join(', ')}`,
     )
-    for (const socket of sockets.keys()) socket.terminate()
-    sockets.clear()
-  }
+  for (const socket of sockets.keys()) socket.terminate()
+  sockets.clear()
 
   // Cleanup has its own client with its own small allowance, handed to each undo step: the checks' clients send
   // nothing more once the checks end, and an exhausted budget must not leave resources behind.

@@ -236,6 +236,46 @@ describe('cleanup', () => {
   })
 })
 
+describe('sockets the checks opened', () => {
+  /** A socket as a check hands it in; its close never comes by itself. */
+  const socket = (readyState: number) => {
+    const s = {
+      readyState,
+      terminated: false,
+      terminate() {
+        s.terminated = true
+      },
+      once: () => s,
+    }
+    return s
+  }
+
+  it('closes every one at the end, naming the check of each left open, and not those their check was closing', async () => {
+    const lines: string[] = []
+    const [open, closing] = [socket(1), socket(2)]
+    const opener = (id: string, s: ReturnType<typeof socket>): Check => ({
+      id,
+      title: id,
+      level: 'core',
+      clauses: [],
+      async run(ctx) {
+        ctx.opened(s)
+      },
+    })
+    await runChecks({
+      config: resolveConfig(['--seed', '1']).config,
+      contract,
+      cleanup: false,
+      checks: [opener('sockets.left-open', open), opener('sockets.closing', closing)],
+      log: (line) => lines.push(line),
+    })
+    expect(lines.filter((l) => l.startsWith('teardown:'))).toEqual([
+      'teardown: closed 1 socket(s) left open by sockets.left-open',
+    ])
+    expect([open.terminated, closing.terminated]).toEqual([true, true])
+  })
+})
+
 describe("the profile checks' own signal (--bail --strict-profile)", () => {
   it('cuts short the profile checks under way and skips those not begun, while core checks and the sweep go on', async () => {
     const log: string[] = []
