@@ -32,3 +32,25 @@ export function fieldOf(d: Carrier, name: string): unknown {
   }
   return undefined
 }
+
+/** The event id a delivery carries, if the deployment gives one: its body's `id`, or a `webhook-id` header. */
+export function eventIdOf(d: Pick<Delivery, 'body' | 'headers'>): string | undefined {
+  if (typeof d.body?.id === 'string' && d.body.id !== '') return d.body.id
+  const header = d.headers['webhook-id']
+  return typeof header === 'string' && header !== '' ? header : undefined
+}
+
+/**
+ * Deliveries with one of each event: a delivery repeating an event id already listed is left out (delivery is at
+ * least once: an event whose answer was lost is sent again under its id). Deliveries without an id all stay.
+ */
+export function oneOfEachEvent<T extends Pick<Delivery, 'body' | 'headers'>>(deliveries: T[]): T[] {
+  const seen = new Set<string>()
+  return deliveries.filter((d) => {
+    const id = eventIdOf(d)
+    if (id === undefined) return true
+    if (seen.has(id)) return false
+    seen.add(id)
+    return true
+  })
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { eventOf, fieldOf } from '../src/delivery-body.js'
+import { eventIdOf, eventOf, fieldOf, oneOfEachEvent } from '../src/delivery-body.js'
 
 const d = (body: Record<string, unknown> | undefined) => ({ body })
 
@@ -17,5 +17,30 @@ describe('a delivery’s event, wherever its body keeps it', () => {
     expect(fieldOf(d({ payload: { task_id: 't1' } }), 'task_id')).toBe('t1')
     expect(fieldOf(d({ data: 'text', payload: null }), 'run_id')).toBeUndefined()
     expect(fieldOf(d(undefined), 'run_id')).toBeUndefined()
+  })
+})
+
+describe('events, not deliveries', () => {
+  const h = (body: Record<string, unknown> | undefined, headers: Record<string, string> = {}) => ({
+    body,
+    headers,
+  })
+
+  it("reads an event's id from its body's id, else its webhook-id header", () => {
+    expect(eventIdOf(h({ id: 'evt_1' }, { 'webhook-id': 'msg_1' }))).toBe('evt_1')
+    expect(eventIdOf(h({ id: '' }, { 'webhook-id': 'msg_1' }))).toBe('msg_1')
+    expect(eventIdOf(h(undefined))).toBeUndefined()
+  })
+
+  it('keeps the first delivery of each event id and every delivery without one', () => {
+    const list = [
+      h({ id: 'evt_1', n: 1 }),
+      h({ n: 2 }),
+      h({ id: 'evt_1', n: 3 }),
+      h({ n: 4 }, { 'webhook-id': 'msg_2' }),
+      h({ n: 5 }, { 'webhook-id': 'msg_2' }),
+      h({ n: 6 }),
+    ]
+    expect(oneOfEachEvent(list).map((x) => x.body?.n)).toEqual([1, 2, 4, 6])
   })
 })

@@ -7,7 +7,7 @@
  */
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
-import { eventOf, fieldOf } from '../delivery-body.js'
+import { eventOf, fieldOf, oneOfEachEvent } from '../delivery-body.js'
 import { decideStep, expectStatus, type Json, missingIdLike, ownId, pageItems } from '../fixtures.js'
 import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
@@ -210,9 +210,12 @@ export const runPlanChecks: Check[] = [
     async run(ctx) {
       // §6 "Any other event kinds: not shown": task.succeeded, task.failed and task.cancelled are the reference's.
       const { mine } = await subscribe(ctx, ['task.succeeded', 'task.failed', 'task.cancelled'])
+      // Events, not deliveries: one sent again under its id (at least once) is still one announcement.
       const taskEvents = (key: 'task_id' | 'run_id', id: string) =>
-        ctx.receiver!.deliveries.filter(
-          (d) => mine(d) && fieldOf(d, key) === id && String(eventOf(d)).startsWith('task.'),
+        oneOfEachEvent(
+          ctx.receiver!.deliveries.filter(
+            (d) => mine(d) && fieldOf(d, key) === id && String(eventOf(d)).startsWith('task.'),
+          ),
         )
       const agent = await ctx.fx.agent()
       // A run no task started, ended before any task of this check's: it is announced by no task event.

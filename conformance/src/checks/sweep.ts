@@ -2,6 +2,7 @@
  * Checks over every answer the run has seen so far: they run last, so they judge the traffic of all the others.
  */
 import type { Check, CheckContext, SeenExchange } from '../check.js'
+import { eventIdOf } from '../delivery-body.js'
 import { type Json, listPage, streamedFrames } from '../fixtures.js'
 import { obj } from '../http.js'
 import { mentionsRateLimit, rateWindows } from '../ratewindows.js'
@@ -98,13 +99,6 @@ function changeKey(d: Delivery, started: Set<string>): string | undefined {
   if (ONCE_PER_STEP.has(b.event) && typeof b.step_id === 'string')
     return `${d.path}: run ${b.run_id}'s ${b.event} of ${b.step_id}`
   return undefined
-}
-
-/** The event id a delivery carries, if the deployment gives one: its body's `id`, or a `webhook-id` header. */
-function eventIdOf(d: Delivery): string | undefined {
-  if (typeof d.body?.id === 'string' && d.body.id !== '') return d.body.id
-  const header = d.headers['webhook-id']
-  return typeof header === 'string' && header !== '' ? header : undefined
 }
 
 /**
