@@ -30,6 +30,29 @@ function step(id: string, log: string[], ms: number, extra: Partial<Check> = {})
   }
 }
 
+/** A core check named `id` that runs `body`. */
+const check = (id: string, body: Check['run']): Check => ({
+  id,
+  title: id,
+  level: 'core',
+  clauses: [],
+  run: body,
+})
+
+/** The names of the process warnings emitted while `fn` runs, and a turn of the event loop after it. */
+async function warningsDuring(fn: () => Promise<void>): Promise<string[]> {
+  const warnings: string[] = []
+  const onWarning = (w: Error) => warnings.push(w.name)
+  process.on('warning', onWarning)
+  try {
+    await fn()
+    await new Promise((r) => setImmediate(r))
+    return warnings
+  } finally {
+    process.off('warning', onWarning)
+  }
+}
+
 async function run(checks: Check[], options: { checkTimeoutMs?: number } = {}) {
   return runChecks({
     config: resolveConfig(['--seed', '1']).config,
@@ -102,10 +125,7 @@ describe('lanes', () => {
   })
 
   it('warns of no listener leak when more than ten checks are under way at once', async () => {
-    const warnings: string[] = []
-    const onWarning = (w: Error) => warnings.push(w.name)
-    process.on('warning', onWarning)
-    try {
+    const warnings = await warningsDuring(async () => {
       const log: string[] = []
       const checks = Array.from({ length: 12 }, (_, i) =>
         step(`lane.own-${i}`, log, 30, { lane: `lane ${i}` }),
@@ -120,11 +140,8 @@ describe('lanes', () => {
       expect(summary.results.every((r) => r.outcome === 'pass')).toBe(true)
       // All twelve were under way together.
       expect(log.indexOf('end lane.own-0')).toBeGreaterThan(log.indexOf('start lane.own-11'))
-      await new Promise((r) => setImmediate(r))
-      expect(warnings).not.toContain('MaxListenersExceededWarning')
-    } finally {
-      process.off('warning', onWarning)
-    }
+    })
+    expect(warnings).not.toContain('MaxListenersExceededWarning')
   })
 
   it('warns of no listener leak when one check has more than ten requests in flight at once', async () => {
@@ -133,34 +150,25 @@ describe('lanes', () => {
       setTimeout(() => res.end('{}'), 50)
     })
     const port = await listenOnTestPort(server)
-    const warnings: string[] = []
-    const onWarning = (w: Error) => warnings.push(w.name)
-    process.on('warning', onWarning)
     try {
-      const check: Check = {
-        id: 'lane.many-requests',
-        title: 'lane.many-requests',
-        level: 'core',
-        clauses: [],
-        async run(ctx) {
-          const answers = await Promise.all(Array.from({ length: 12 }, () => ctx.http.get('/v1/agents')))
-          if (!answers.every((a) => a.status === 200)) throw new Error('a request was not answered 200')
-        },
-      }
-      const summary = await runChecks({
-        config: resolveConfig(['--seed', '1', '--base-url', `http://127.0.0.1:${port}`]).config,
-        contract,
-        cleanup: false,
-        checks: [check],
-        signal: new AbortController().signal,
+      const many = check('lane.many-requests', async (ctx) => {
+        const answers = await Promise.all(Array.from({ length: 12 }, () => ctx.http.get('/v1/agents')))
+        if (!answers.every((a) => a.status === 200)) throw new Error('a request was not answered 200')
       })
-      expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
-        ['lane.many-requests', 'pass', undefined],
-      ])
-      await new Promise((r) => setImmediate(r))
+      const warnings = await warningsDuring(async () => {
+        const summary = await runChecks({
+          config: resolveConfig(['--seed', '1', '--base-url', `http://127.0.0.1:${port}`]).config,
+          contract,
+          cleanup: false,
+          checks: [many],
+          signal: new AbortController().signal,
+        })
+        expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
+          ['lane.many-requests', 'pass', undefined],
+        ])
+      })
       expect(warnings).not.toContain('MaxListenersExceededWarning')
     } finally {
-      process.off('warning', onWarning)
       await new Promise((r) => server.close(r))
     }
   })
@@ -175,17 +183,11 @@ describe('cleanup', () => {
     })
     const port = await listenOnTestPort(server)
     try {
-      const check: Check = {
-        id: 'cleanup.two-identities',
-        title: 'cleanup.two-identities',
-        level: 'core',
-        clauses: [],
-        async run(ctx) {
-          const other = ctx.as('secondWorkspace')
-          ctx.cleanup('delete agent a', (http) => http.delete('/v1/agents/a'))
-          ctx.cleanup('delete agent b', (http) => http.withToken(other.token).delete('/v1/agents/b'))
-        },
-      }
+      const undoing = check('cleanup.two-identities', async (ctx) => {
+        const other = ctx.as('secondWorkspace')
+        ctx.cleanup('delete agent a', (http) => http.delete('/v1/agents/a'))
+        ctx.cleanup('delete agent b', (http) => http.withToken(other.token).delete('/v1/agents/b'))
+      })
       const summary = await runChecks({
         config: resolveConfig([
           '--seed',
@@ -198,7 +200,7 @@ describe('cleanup', () => {
           'second-token',
         ]).config,
         contract,
-        checks: [check],
+        checks: [undoing],
       })
       expect(summary.results.map((r) => [r.id, r.outcome, r.message])).toEqual([
         ['cleanup.two-identities', 'pass', undefined],
@@ -214,22 +216,16 @@ describe('cleanup', () => {
 
   it('says how many undo steps failed and why the first did', async () => {
     const lines: string[] = []
-    const check: Check = {
-      id: 'cleanup.failing-step',
-      title: 'cleanup.failing-step',
-      level: 'core',
-      clauses: [],
-      async run(ctx) {
-        ctx.cleanup('retire tool t1', async () => {
-          throw new Error('answered 500')
-        })
-        ctx.cleanup('retire tool t2', async () => undefined)
-      },
-    }
+    const failing = check('cleanup.failing-step', async (ctx) => {
+      ctx.cleanup('retire tool t1', async () => {
+        throw new Error('answered 500')
+      })
+      ctx.cleanup('retire tool t2', async () => undefined)
+    })
     await runChecks({
       config: resolveConfig(['--seed', '1']).config,
       contract,
-      checks: [check],
+      checks: [failing],
       log: (line) => lines.push(line),
     })
     expect(lines).toContain('cleanup: 1 of 2 steps failed (the first: retire tool t1: Error: answered 500)')
@@ -253,15 +249,10 @@ describe('sockets the checks opened', () => {
   it('closes every one at the end, naming the check of each left open, and not those their check was closing', async () => {
     const lines: string[] = []
     const [open, closing] = [socket(1), socket(2)]
-    const opener = (id: string, s: ReturnType<typeof socket>): Check => ({
-      id,
-      title: id,
-      level: 'core',
-      clauses: [],
-      async run(ctx) {
+    const opener = (id: string, s: ReturnType<typeof socket>) =>
+      check(id, async (ctx) => {
         ctx.opened(s)
-      },
-    })
+      })
     await runChecks({
       config: resolveConfig(['--seed', '1']).config,
       contract,
