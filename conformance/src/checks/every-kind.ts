@@ -49,10 +49,37 @@ export async function awaitKinds(
   return missing
 }
 
+/** Why `causeEveryKind` made each of its agents: what it does with the agent. */
+export type AgentPurpose = 'created' | 'succeeds' | 'fails' | 'controlled' | 'denied'
+
+/**
+ * The agents whose events a kind surely has among what `causeEveryKind` does, by purpose (an agent created and
+ * deleted; a task that succeeds, one that fails, one taken through approval, pause, resume and cancel; a run the
+ * policy denies). A kind may have more (a denied run's end, a controlled run's start): those are the deployment's.
+ */
+export const KIND_CAUSED_BY: Record<string, AgentPurpose[]> = {
+  'agent.created': ['created'],
+  'agent.deleted': ['created'],
+  'task.created': ['succeeds', 'fails', 'controlled'],
+  'task.succeeded': ['succeeds'],
+  'task.failed': ['fails'],
+  'task.cancelled': ['controlled'],
+  'run.started': ['succeeds', 'fails'],
+  'run.succeeded': ['succeeds'],
+  'run.failed': ['fails'],
+  'run.awaiting_approval': ['controlled'],
+  'run.paused': ['controlled'],
+  'run.resumed': ['controlled'],
+  'run.cancelled': ['controlled'],
+  'policy.denied': ['denied'],
+}
+
 /** What `causeEveryKind` made, so a check can tell its own events from those of checks running alongside. */
 export interface EveryKindCaused {
   /** Every agent it created: the events of their runs and tasks name them. */
   agents: string[]
+  /** The same agents by what they were made for. */
+  by: Record<AgentPurpose, string>
   /** The tool it registered and retired. */
   tool: string
   /** The connector it ingested a batch into. */
@@ -83,7 +110,7 @@ async function controlledTask(ctx: CheckContext, tool: ToolRef): Promise<string>
 export async function causeEveryKind(ctx: CheckContext): Promise<EveryKindCaused> {
   const [ok, failing] = [await ctx.fx.tool('succeed'), await ctx.fx.tool('fail')]
   const connector = ctx.name('conn-ev')
-  const [tool, created, ...agents] = await Promise.all([
+  const [tool, created, succeeds, fails, controlled, denied] = await Promise.all([
     // tool.registered, tool.retired
     (async () => {
       const t = await ctx.fx.newTool('succeed')
@@ -125,8 +152,8 @@ export async function causeEveryKind(ctx: CheckContext): Promise<EveryKindCaused
     (async () => {
       const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: batch(ctx, 2) })
       expectStatus(res, 202, 'ingesting a batch')
-      return undefined
     })(),
   ])
-  return { tool, agents: [created, ...agents.filter((a) => a !== undefined)], connector }
+  const by = { created, succeeds, fails, controlled, denied }
+  return { tool, agents: Object.values(by), by, connector }
 }

@@ -11,7 +11,14 @@ import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
 import { cloudEventsSink } from './destinations.js'
-import { causeEveryKind, contractEventKinds, type EveryKindCaused, subjectField } from './every-kind.js'
+import {
+  type AgentPurpose,
+  causeEveryKind,
+  contractEventKinds,
+  type EveryKindCaused,
+  KIND_CAUSED_BY,
+  subjectField,
+} from './every-kind.js'
 import { decided } from './outcomes.js'
 
 /** The paths of the empty strings in a value, nested ones too (`detail.violation`). */
@@ -84,6 +91,15 @@ function unlikeReal(sample: Record<string, unknown>, real: Record<string, unknow
   return problems
 }
 
+/** What each of `causeEveryKind`'s agents was made for, as a failure names it. */
+const PURPOSE_SAID: Record<AgentPurpose, string> = {
+  created: 'was created and deleted',
+  succeeds: 'ran a task to success',
+  fails: 'ran a task to failure',
+  controlled: 'was paused, resumed and cancelled awaiting approval',
+  denied: 'ran into the policy',
+}
+
 /** Whether a delivery's event is about what the check caused (the checks alongside cause events of every kind too). */
 const aboutCaused = (caused: EveryKindCaused, approved: string) => (d: Delivery) => {
   const b = d.body ?? {}
@@ -149,23 +165,29 @@ export const testSendChecks: Check[] = [
           if (!body || !compared.includes(kind)) return
           const isReal = (d: Delivery) =>
             d.path.endsWith(`/${sink.tag}`) && d.body?.event === kind && d.body.test !== true
-          // The check's own event of the kind (of run.resumed both: the approval's, naming its step, and the
-          // pause's, naming none), then every real one of the kind seen so far: a field one real event carries and
-          // another not may be in the sample.
-          const byApproval = (d: Delivery) => d.body?.run_id === approved.runId
-          const awaited: [string, (d: Delivery) => boolean][] =
-            kind === 'run.resumed'
-              ? [
-                  [`the paused run's ${kind}`, (d) => ours(d) && !byApproval(d)],
-                  [`the approved run's ${kind}`, byApproval],
-                ]
-              : [[`the check's own ${kind}`, ours]]
-          for (const [what, which] of awaited)
-            if (!(await ctx.receiver!.waitFor((d) => isReal(d) && which(d), ctx.config.waitMs))) {
+          // The check's own events of the kind, one from each thing that surely causes it (of run.resumed both the
+          // pause's, naming no step, and the approval's, naming its step), and the sample compared with those alone:
+          // what else of the kind arrives by then depends on timing, and a field one real event carries and another
+          // not may be in the sample.
+          const agentOf = (agent: string) => (d: Delivery) => d.body?.agent_id === agent
+          const awaited: [string, (d: Delivery) => boolean][] = kind.startsWith('tool.')
+            ? [[`the check's own ${kind}`, (d) => d.body?.tool_id === caused.tool]]
+            : (KIND_CAUSED_BY[kind] ?? []).map((purpose) => [
+                `the ${kind} of the agent that ${PURPOSE_SAID[purpose]}`,
+                agentOf(caused.by[purpose]),
+              ])
+          if (kind === 'run.resumed')
+            awaited.push([`the approved run's ${kind}`, (d) => d.body?.run_id === approved.runId])
+          if (awaited.length === 0) awaited.push([`the check's own ${kind}`, ours])
+          const seen: Record<string, unknown>[] = []
+          for (const [what, which] of awaited) {
+            const found = await ctx.receiver!.waitFor((d) => isReal(d) && which(d), ctx.config.waitMs)
+            if (!found) {
               problems.push(`${what} did not reach the destination listing it within ${ctx.config.waitMs} ms`)
               return
             }
-          const seen = ctx.receiver!.deliveries.filter(isReal).map((d) => d.body ?? {})
+            seen.push(found.body ?? {})
+          }
           for (const p of unlikeReal(body, seen))
             problems.push(`the sample of ${kind}, beside the real events of its kind: ${p}`)
         }),
