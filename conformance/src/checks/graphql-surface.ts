@@ -340,14 +340,15 @@ async function gqlResumePointsApart(
     subscribe(order === 'ahead-first' ? 'ahead' : 'live')
     subscribe(order === 'ahead-first' ? 'live' : 'ahead')
     // Until one record reaches the live subscription, the ones before were ingested before it began: not judged.
-    // A record a second, for as long as the run's wait.
+    // graphql-ws acknowledges no subscribe, so records go in until one arrives: four a second, for as long as the
+    // run's wait (a record that came before the subscription began is not judged).
     let first: string | undefined
     const deadline = Date.now() + ctx.config.waitMs
     let tried = 0
     while (!first && (tried === 0 || Date.now() < deadline)) {
       const id = await ingestOne()
       tried++
-      if (await s.next((m) => m.id === 'live' && recordsOf('live').includes(id), 1_000)) first = id
+      if (await s.next((m) => m.id === 'live' && recordsOf('live').includes(id), 250)) first = id
     }
     if (!first)
       return [
