@@ -1742,7 +1742,7 @@ export const graphqlSurfaceChecks: Check[] = [
   {
     id: 'graphql.ws-authentication',
     title:
-      'graphql-ws takes the token at the upgrade (header or access_token) or in connection_init; an unknown one is 401 at the upgrade, none at all closes 4401',
+      'graphql-ws takes the token at the upgrade (header or access_token) or in connection_init; an unknown one is 401 at the upgrade, none at all (or a connection_init authorization that is no text) closes 4401; an empty access_token is none, leaving the token to connection_init',
     level: 'profile',
     clauses: ['S4.15', 'S5.1'],
     async run(ctx) {
@@ -1770,10 +1770,18 @@ export const graphqlSurfaceChecks: Check[] = [
         badInit.closed?.code === 4401 && !badInit.messages.some((m) => m.type === 'connection_ack'),
         `connection_init with an unknown token: ${badInit.closed ? `closed with ${badInit.closed.code}` : 'stayed open'}, not 4401`,
       )
+      // An authorization that is no text carries no token: the socket is closed as one without any.
+      const oddInit = await openGql(ctx, url, null, { authorization: 12345 })
+      await oddInit.next(() => false, ctx.config.timeoutMs)
+      assert(
+        oddInit.closed?.code === 4401 && !oddInit.messages.some((m) => m.type === 'connection_ack'),
+        `connection_init whose authorization is the number 12345: ${oddInit.closed ? `closed with ${oddInit.closed.code}` : 'stayed open'}, not 4401`,
+      )
       // The 4401's reason is the message REST's 401 gives the same credentials (none, an unknown token).
       for (const [what, socket, token] of [
         ['no token anywhere', none, null],
         ['connection_init with an unknown token', badInit, UNKNOWN_TOKEN],
+        ['connection_init whose authorization is a number', oddInit, null],
       ] as const) {
         const rest = obj(obj((await ctx.http.get('/v1/agents?limit=1', { token })).body).error).message
         assert(
@@ -1807,6 +1815,11 @@ export const graphqlSurfaceChecks: Check[] = [
         [
           'the token as access_token',
           () => openGql(ctx, url, null, {}, `?access_token=${encodeURIComponent(primary)}`),
+        ],
+        // An empty access_token is none: the token then comes in connection_init.
+        [
+          'an empty access_token and the token in connection_init',
+          () => openGql(ctx, url, null, { authorization: `Bearer ${primary}` }, '?access_token='),
         ],
         ['the token at the upgrade', () => openGql(ctx, url, primary)],
       ] as const) {
