@@ -65,7 +65,17 @@ async function holdOpen(ctx: CheckContext, token: string, named: string, label: 
       graphql.messages.some((m) => m.type === 'connection_ack'),
       `${named}'s graphql-ws socket got no connection_ack: ${graphql.refused !== undefined ? `upgrade refused ${graphql.refused}` : graphql.closed ? `closed ${graphql.closed.code}` : `messages ${short(graphql.messages)}`}`,
     )
-    graphql.send({ id: label, type: 'subscribe', payload: { query: 'subscription { runEvents { type } }' } })
+    // The key's own connector, not runEvents: a subscription to the workspace's runs would hold the one shared
+    // reading of that topic for the seconds this check lasts, and a /v1/stream subscriber of `runs` meanwhile would
+    // be served by it whatever its own transport does.
+    graphql.send({
+      id: label,
+      type: 'subscribe',
+      payload: {
+        query: 'subscription($c: ID!) { connectorRecords(connector_id: $c) { seq } }',
+        variables: { c: connector },
+      },
+    })
   }
   return held
 }
