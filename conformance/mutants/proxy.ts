@@ -87,6 +87,11 @@ export interface Mutant {
    * Awaited: what a mutant sends besides (a copy to another subscriber) arrives before the delivery goes on.
    */
   delivery?(req: ProxiedRequest): Promise<ProxiedRequest | ProxiedResponse> | ProxiedRequest | ProxiedResponse
+  /**
+   * Answers the deployment's WebSocket pings itself instead of relaying them to the client, so a client that answers
+   * none still looks alive: a deployment that never drops a silent peer.
+   */
+  answersPings?: boolean
   /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
   /**
@@ -453,7 +458,7 @@ export class MutantProxy {
   /**
    * Relays WebSocket upgrades to the deployment: the upstream socket opens first (with the mutant's headers), so
    * a refusal reaches the client as the same HTTP status; then messages flow both ways, JSON ones from the
-   * deployment through the mutant's `streamMessage`.
+   * deployment through the mutant's `streamMessage`, and the deployment's pings reach the client (its pongs come back).
    */
   private relayStream(ctx: MutantContext): void {
     // The subprotocol the deployment chose (graphql-transport-ws, say) is the one the client gets back.
@@ -470,8 +475,11 @@ export class MutantProxy {
         .split(',')
         .map((p) => p.trim())
         .filter((p) => p !== '')
+      // The deployment's pings go to the client and its pongs back, so the deployment sees the client's liveness.
+      const answersPings = this.mutant?.answersPings === true
       const upstream = new WebSocket(`${this.target.replace(/^http/, 'ws')}${inReq.url ?? '/'}`, offered, {
         headers,
+        autoPong: answersPings,
       })
       upstream.once('unexpected-response', (_r, res) => {
         const chunks: Buffer[] = []
@@ -490,6 +498,14 @@ export class MutantProxy {
         if (upstream.protocol) negotiated.set(inReq, upstream.protocol)
         wss.handleUpgrade(inReq, socket, head, (client) => {
           this.sockets.add(client).add(upstream)
+          if (!answersPings) {
+            upstream.on('ping', (data) => {
+              if (client.readyState === client.OPEN) client.ping(data)
+            })
+            client.on('pong', (data) => {
+              if (upstream.readyState === upstream.OPEN) upstream.pong(data)
+            })
+          }
           client.on('message', (data, isBinary) => {
             const rewrite = this.mutant?.clientMessage
             if (!rewrite || isBinary) return upstream.send(data, { binary: isBinary })

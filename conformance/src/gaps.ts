@@ -139,6 +139,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.protocol-messages': GAPS.streamMessages,
   'stream.records-with-lineage': GAPS.streamMessages,
   'stream.pushed-promptly': GAPS.pushLatency,
+  'stream.silent-peer-dropped': GAPS.streamMessages,
   'ingest.connector-id-pattern': GAPS.connectorIds,
   'validation.fuzz-invalid-request-code': GAPS.errorCodes,
   'destinations.cloudevents-binary': GAPS.routing,

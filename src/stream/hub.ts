@@ -347,14 +347,12 @@ export class StreamConnection {
   heartbeat(): void {
     // Stryker disable next-line ConditionalExpression: equivalent: a closed connection has left the hub, and send() sends nothing on it
     if (this.closed) return
-    // Stryker disable next-line ConditionalExpression: a peer that stops answering pings: every WebSocket client answers them (RFC 6455 §5.5.2), so only a dead network shows it
     if (!this.alive) {
       // No pong since the last ping: the peer is gone; free the socket without a closing handshake.
       this.markClosed()
       this.socket.terminate()
       return
     }
-    // Stryker disable next-line BooleanLiteral: a peer that stops answering pings (see above)
     this.alive = false
     try {
       this.socket.ping()

@@ -77,6 +77,13 @@ export function coverageMutants(): Mutant[] {
     },
     severedTopicMutant(),
     {
+      id: 'silent-stream-peers-kept',
+      description:
+        'A stream connection whose client answers no ping is never dropped: a peer gone without a close holds its socket for good',
+      targets: ['stream.silent-peer-dropped'],
+      answersPings: true,
+    },
+    {
       id: 'resume-past-window-without-gap',
       description:
         'A resume from before more than the replay window silently starts at the newest messages: no gap says what was skipped',

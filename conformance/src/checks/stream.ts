@@ -31,12 +31,16 @@ export interface RefusedUpgrade {
 /** The most of a refused upgrade's body that is read. */
 const REFUSAL_BODY_BYTES = 4096
 
-/** Tries to open the stream; resolves with the refusal status when the upgrade is refused. */
+/**
+ * Tries to open the stream; resolves with the refusal status when the upgrade is refused. `autoPong: false` leaves
+ * the server's WebSocket pings unanswered (every client library answers them by itself).
+ */
 export function connect(
   ctx: CheckContext,
   token: string | null,
   query = '',
   path = '/v1/stream',
+  options: { autoPong?: boolean } = {},
 ): Promise<Opened | RefusedUpgrade> {
   ctx.http.budget.take()
   const url = `${ctx.config.streamUrl}${path}${query}`
@@ -44,6 +48,7 @@ export function connect(
     const ws = new WebSocket(url, {
       headers: token ? { authorization: `Bearer ${token}` } : {},
       handshakeTimeout: ctx.config.timeoutMs,
+      autoPong: options.autoPong ?? true,
     })
     ctx.coverage?.watchSocket(ws)
     ctx.opened(ws)

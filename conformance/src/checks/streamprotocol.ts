@@ -160,6 +160,37 @@ export const streamProtocolChecks: Check[] = [
     },
   },
   {
+    id: 'stream.silent-peer-dropped',
+    title:
+      'A stream connection that answers none of the server’s WebSocket pings is dropped within the wait, after at least one ping came (a peer gone without a close frees its socket); one that answers them stays connected (stream.protocol-messages)',
+    level: 'profile',
+    clauses: ['S1.2'],
+    // Waits on the deployment's ping period, on a connection of its own.
+    overlap: true,
+    async run(ctx) {
+      const r = await connect(ctx, ctx.config.tokens.primary, '', '/v1/stream', { autoPong: false })
+      if (!('ws' in r)) fail(`the stream refused the primary token: ${r.refused}`)
+      let pings = 0
+      r.ws.on('ping', () => pings++)
+      const wait = ctx.config.waitMs
+      let timer: NodeJS.Timeout | undefined
+      const closed = await new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), wait)
+        r.ws.once('close', () => resolve(true))
+      })
+      clearTimeout(timer)
+      try {
+        assert(
+          pings > 0,
+          `no WebSocket ping reached a connection ${closed ? 'before it was closed' : `within ${wait} ms`}: the deployment pings no peer, so none that is gone is found`,
+        )
+        assert(closed, `a connection that answered none of ${pings} pings stayed open for ${wait} ms`)
+      } finally {
+        r.close()
+      }
+    },
+  },
+  {
     id: 'stream.pushed-promptly',
     title:
       'A record or a run’s event reaches a live subscriber promptly: 6 of 8 pushes within 500 ms of the 202 or 201 that committed them',
