@@ -74,6 +74,7 @@ export function attachSockets(
     {
       maxBufferedBytes: config.streamMaxBufferedBytes,
       maxReplay: config.streamMaxReplay,
+      keepAliveMs: config.streamHeartbeatMs,
     },
     observer,
   )

@@ -140,6 +140,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.records-with-lineage': GAPS.streamMessages,
   'stream.pushed-promptly': GAPS.pushLatency,
   'stream.silent-peer-dropped': GAPS.streamMessages,
+  'graphql.ws-silent-peer-dropped': GAPS.graphql,
   'ingest.connector-id-pattern': GAPS.connectorIds,
   'validation.fuzz-invalid-request-code': GAPS.errorCodes,
   'destinations.cloudevents-binary': GAPS.routing,

@@ -45,9 +45,6 @@ import { graphqlSchema } from './schema.js'
  */
 const CONNECTION_INIT_WAIT_MS = 10_000
 
-/** graphql-ws's keep-alive (its `use/ws` adapter's default): a ping this often, then as long to answer it. */
-const KEEP_ALIVE_MS = 12_000
-
 /** What graphql-ws uses of the domain, each narrowed to the calls it makes (wired by the composition root). */
 export interface GraphqlWsPorts {
   clock: Clock
@@ -76,6 +73,11 @@ export interface GraphqlWsSettings {
   maxBufferedBytes: number
   /** Most messages a subscription's `since` replays before a `gap`: the stream's (`AGENTOPS_STREAM_MAX_REPLAY`). */
   maxReplay: number
+  /**
+   * A ping this often, then as long to answer it before the peer is cut: the stream's heartbeat period
+   * (`AGENTOPS_STREAM_HEARTBEAT_MS`), so both WebSocket surfaces find a peer gone without a close alike.
+   */
+  keepAliveMs: number
 }
 
 /** What graphql-ws's context carries of a connection (as in its `use/ws` adapter). */
@@ -286,7 +288,7 @@ export function attachGraphqlWs(
     observer.socket('graphql-ws', 'open')
     // Stryker disable next-line all: the surface observer counts sockets for the metrics: no answer depends on it.
     socket.once('close', () => observer.socket('graphql-ws', 'close'))
-    serveSocket(protocol, socket, request, bound)
+    serveSocket(protocol, socket, request, bound, settings.keepAliveMs)
   })
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -357,8 +359,9 @@ function serveSocket(
   socket: WebSocket,
   request: IncomingMessage,
   bound: SendBound,
+  keepAliveMs: number,
 ): void {
-  const stopKeepAlive = keepAlive(socket)
+  const stopKeepAlive = keepAlive(socket, keepAliveMs)
   let closed: ReturnType<GraphqlWsServer<Extra>['opened']> | undefined
   let ended = false
   // Once: at the close event, or earlier when the socket is closed as slow (its closing handshake waits behind
@@ -412,15 +415,15 @@ function sendUnlessSlow(
   socket.send(data)
 }
 
-/** A ping every KEEP_ALIVE_MS; a peer that has not answered one by the time as long again has passed is cut. */
-function keepAlive(socket: WebSocket): () => void {
+/** A ping every `periodMs`; a peer that has not answered one by the time as long again has passed is cut. */
+function keepAlive(socket: WebSocket, periodMs: number): () => void {
   let pongWait: NodeJS.Timeout | undefined
   const ping = setInterval(() => {
     if (socket.readyState !== socket.OPEN) return
-    pongWait = setTimeout(() => socket.terminate(), KEEP_ALIVE_MS)
+    pongWait = setTimeout(() => socket.terminate(), periodMs)
     socket.once('pong', () => clearTimeout(pongWait))
     socket.ping()
-  }, KEEP_ALIVE_MS)
+  }, periodMs)
   return () => {
     clearInterval(ping)
     clearTimeout(pongWait)

@@ -79,8 +79,8 @@ export function coverageMutants(): Mutant[] {
     {
       id: 'silent-stream-peers-kept',
       description:
-        'A stream connection whose client answers no ping is never dropped: a peer gone without a close holds its socket for good',
-      targets: ['stream.silent-peer-dropped'],
+        'A stream or graphql-ws socket whose client answers no ping is never dropped: a peer gone without a close holds its socket for good',
+      targets: ['stream.silent-peer-dropped', 'graphql.ws-silent-peer-dropped'],
       answersPings: true,
     },
     {

@@ -18,7 +18,14 @@ import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch, ingestAccepted } from './ingest.js'
 import { QUOTA_LANE } from './quotas.js'
 import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
-import { assertResumedPastWindow, connect, FAR_SINCE, type Opened, type RefusedUpgrade } from './stream.js'
+import {
+  assertResumedPastWindow,
+  connect,
+  FAR_SINCE,
+  type Opened,
+  type RefusedUpgrade,
+  silentPeerProblem,
+} from './stream.js'
 import { receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -220,7 +227,8 @@ export interface GqlSocket {
 /**
  * Opens a graphql-transport-ws socket to the declared surface (`token` at the upgrade, `suffix` a path or query
  * appended to its URL), sends
- * `connection_init` with `init` and waits for its answer: an ack, a close, or a refused upgrade.
+ * `connection_init` with `init` and waits for its answer: an ack, a close, or a refused upgrade. `autoPong: false`
+ * leaves the server's WebSocket pings unanswered.
  */
 export function openGql(
   ctx: CheckContext,
@@ -228,11 +236,13 @@ export function openGql(
   token: string | null,
   init: Json = {},
   suffix = '',
+  options: { autoPong?: boolean } = {},
 ): Promise<GqlSocket> {
   ctx.http.budget.take()
   const ws = new WebSocket(socketUrl(url, suffix), 'graphql-transport-ws', {
     headers: token ? { authorization: `Bearer ${token}` } : {},
     handshakeTimeout: ctx.config.timeoutMs,
+    autoPong: options.autoPong ?? true,
   })
   ctx.opened(ws)
   const waiters = new Set<() => void>()
@@ -690,6 +700,23 @@ export const graphqlSurfaceChecks: Check[] = [
           n.ws.terminate()
         }
       }
+    },
+  },
+  {
+    id: 'graphql.ws-silent-peer-dropped',
+    title:
+      'A graphql-ws socket whose client answers none of the server’s WebSocket pings is cut within the wait, after at least one ping came, as on /v1/stream (stream.silent-peer-dropped)',
+    level: 'profile',
+    clauses: ['S4.15', 'S1.2'],
+    // Waits on the deployment's ping period, on a socket of its own.
+    overlap: true,
+    async run(ctx) {
+      const url = declaredSurface(ctx)
+      const gql = await openGql(ctx, url, ctx.config.tokens.primary, {}, '', { autoPong: false })
+      if (!gql.messages.some((m) => m.type === 'connection_ack'))
+        fail(`a graphql-ws socket got no connection_ack: ${gql.refused ?? short(gql.closed ?? gql.messages)}`)
+      const problem = await silentPeerProblem('a graphql-ws socket', gql.ws, ctx.config.waitMs)
+      assert(problem === undefined, problem ?? '')
     },
   },
   {
