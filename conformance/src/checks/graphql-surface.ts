@@ -18,14 +18,7 @@ import { declaredSurface, gql, socketUrl } from './graphql.js'
 import { batch, ingestAccepted } from './ingest.js'
 import { QUOTA_LANE } from './quotas.js'
 import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
-import {
-  assertResumedPastWindow,
-  connect,
-  FAR_SINCE,
-  type Opened,
-  type RefusedUpgrade,
-  silentPeerProblem,
-} from './stream.js'
+import { assertResumedPastWindow, connect, FAR_SINCE, type Opened, type RefusedUpgrade } from './stream.js'
 import { receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>
@@ -700,23 +693,6 @@ export const graphqlSurfaceChecks: Check[] = [
           n.ws.terminate()
         }
       }
-    },
-  },
-  {
-    id: 'graphql.ws-silent-peer-dropped',
-    title:
-      'A graphql-ws socket whose client answers none of the server’s WebSocket pings is cut within the wait, after at least one ping came, as on /v1/stream (stream.silent-peer-dropped)',
-    level: 'profile',
-    clauses: ['S4.15', 'S1.2'],
-    // Waits on the deployment's ping period, on a socket of its own.
-    overlap: true,
-    async run(ctx) {
-      const url = declaredSurface(ctx)
-      const gql = await openGql(ctx, url, ctx.config.tokens.primary, {}, '', { autoPong: false })
-      if (!gql.messages.some((m) => m.type === 'connection_ack'))
-        fail(`a graphql-ws socket got no connection_ack: ${gql.refused ?? short(gql.closed ?? gql.messages)}`)
-      const problem = await silentPeerProblem('a graphql-ws socket', gql.ws, ctx.config.waitMs)
-      assert(problem === undefined, problem ?? '')
     },
   },
   {

@@ -23,6 +23,7 @@ import { revocationChecks } from './revocation.js'
 import { runEventChecks, runPlanChecks } from './runplans.js'
 import { runChecks } from './runs.js'
 import { scopingChecks } from './scoping.js'
+import { silentPeerChecks } from './silent-peers.js'
 import { slackChatChecks } from './slackchat.js'
 import { streamChecks } from './stream.js'
 import { streamMessageRulesChecks, streamProtocolChecks } from './streamprotocol.js'
@@ -44,6 +45,8 @@ export const ALL_CHECKS: Check[] = [
   // Then the keys that end while they hold connections open: each waits seconds on a key of its own (a hold, a
   // revoke's reach, an expiry), alongside everything after them.
   ...revocationChecks,
+  // Then the sockets whose client answers no ping: each waits the deployment's ping period, alongside the rest.
+  ...silentPeerChecks,
   ...authChecks,
   ...authzChecks,
   // Probes of every operation's documented error answers (for the contract coverage report); they create nothing,

@@ -193,32 +193,6 @@ export async function openStream(ctx: CheckContext, token: string | null): Promi
   return 'ws' in r ? r : undefined
 }
 
-/**
- * Why a socket whose client answers no ping was not dropped as a gone peer (undefined: it was): no ping came, or it
- * stayed open for the whole wait. The socket is terminated either way.
- */
-export async function silentPeerProblem(
-  what: string,
-  ws: WebSocket,
-  wait: number,
-): Promise<string | undefined> {
-  let pings = 0
-  ws.on('ping', () => pings++)
-  let timer: NodeJS.Timeout | undefined
-  const closed =
-    ws.readyState >= WebSocket.CLOSING ||
-    (await new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), wait)
-      ws.once('close', () => resolve(true))
-    }))
-  clearTimeout(timer)
-  ws.terminate()
-  if (pings === 0)
-    return `no WebSocket ping reached ${what} ${closed ? 'before it was closed' : `within ${wait} ms`}: the deployment pings no peer, so none that is gone is found`
-  if (!closed) return `${what} that answered none of ${pings} pings stayed open for ${wait} ms`
-  return undefined
-}
-
 export const streamChecks: Check[] = [
   {
     id: 'stream.requires-token',

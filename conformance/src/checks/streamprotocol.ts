@@ -18,14 +18,7 @@ import { envelopeProblems, isRfc3339 } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
 import { QUOTA_LANE } from './quotas.js'
 import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
-import {
-  assertResumedPastWindow,
-  connect,
-  type Opened,
-  openStream,
-  type RefusedUpgrade,
-  silentPeerProblem,
-} from './stream.js'
+import { assertResumedPastWindow, connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
 
 type Stream = NonNullable<Awaited<ReturnType<typeof openStream>>>
 
@@ -164,21 +157,6 @@ export const streamProtocolChecks: Check[] = [
         s.close()
         idle?.close()
       }
-    },
-  },
-  {
-    id: 'stream.silent-peer-dropped',
-    title:
-      'A stream connection whose client answers none of the server’s WebSocket pings is dropped within the wait, after at least one ping came (a peer gone without a close frees its socket); one that answers them stays connected (stream.protocol-messages)',
-    level: 'profile',
-    clauses: ['S1.2'],
-    // Waits on the deployment's ping period, on a connection of its own.
-    overlap: true,
-    async run(ctx) {
-      const stream = await connect(ctx, ctx.config.tokens.primary, '', '/v1/stream', { autoPong: false })
-      if (!('ws' in stream)) fail(`the stream refused the primary token: ${stream.refused}`)
-      const problem = await silentPeerProblem('a stream connection', stream.ws, ctx.config.waitMs)
-      assert(problem === undefined, problem ?? '')
     },
   },
   {
