@@ -415,13 +415,27 @@ function sendUnlessSlow(
   socket.send(data)
 }
 
-/** A ping every `periodMs`; a peer that has not answered one by the time as long again has passed is cut. */
+/**
+ * A ping every `periodMs`; a peer that has not answered one by the time as long again has passed is cut. The cut is
+ * judged after the poll phase, as the stream's heartbeat is: a pong already waiting in the socket's buffer (the loop
+ * was busy when the wait ended) is read first, so a slow event loop never cuts a healthy peer.
+ */
 function keepAlive(socket: WebSocket, periodMs: number): () => void {
   let pongWait: NodeJS.Timeout | undefined
   const ping = setInterval(() => {
     if (socket.readyState !== socket.OPEN) return
-    pongWait = setTimeout(() => socket.terminate(), periodMs)
-    socket.once('pong', () => clearTimeout(pongWait))
+    let answered = false
+    pongWait = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (!answered) socket.terminate()
+        }),
+      periodMs,
+    )
+    socket.once('pong', () => {
+      answered = true
+      clearTimeout(pongWait)
+    })
     socket.ping()
   }, periodMs)
   return () => {
