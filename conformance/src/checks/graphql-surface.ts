@@ -212,6 +212,8 @@ export interface GqlSocket {
   ws: WebSocket
   refused?: number
   messages: Json[]
+  /** The WebSocket pings the deployment sent, counted from the handshake. */
+  pings: number
   closed?: { code: number; reason: string }
   send(message: Json): void
   next(match: (m: Json) => boolean, timeoutMs: number): Promise<Json | undefined>
@@ -242,6 +244,7 @@ export function openGql(
   const socket: GqlSocket = {
     ws,
     messages: [],
+    pings: 0,
     send: (message) => ws.send(JSON.stringify(message)),
     next(match, timeoutMs) {
       return new Promise((resolve) => {
@@ -265,6 +268,9 @@ export function openGql(
   const wake = () => {
     for (const w of [...waiters]) w()
   }
+  ws.on('ping', () => {
+    socket.pings++
+  })
   ws.on('message', (data) => {
     try {
       socket.messages.push(obj(JSON.parse(String(data))))

@@ -13,24 +13,32 @@ import { openGql } from './graphql-surface.js'
 import { connect } from './stream.js'
 
 /**
- * Why a socket whose client answers no ping was not dropped as a gone peer (undefined: it was): no ping came, or it
- * stayed open for the whole wait. The socket is terminated either way.
+ * Why a socket whose client answers no ping was not dropped as a gone peer (undefined: it was): no ping came (the
+ * socket's own count, from its handshake on: the first ping may come with the answer to it), or it stayed open for
+ * the whole wait. The socket is terminated either way.
  */
-async function silentPeerProblem(what: string, ws: WebSocket, wait: number): Promise<string | undefined> {
-  let pings = 0
-  ws.on('ping', () => pings++)
+async function silentPeerProblem(
+  what: string,
+  socket: { ws: WebSocket; readonly pings: number },
+  wait: number,
+): Promise<string | undefined> {
+  const { ws } = socket
   let timer: NodeJS.Timeout | undefined
+  let how = ''
   const closed =
     ws.readyState >= WebSocket.CLOSING ||
     (await new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), wait)
-      ws.once('close', () => resolve(true))
+      ws.once('close', (code, reason) => {
+        how = ` (closed ${code}${reason.length > 0 ? ` ${short(reason.toString())}` : ''})`
+        resolve(true)
+      })
     }))
   clearTimeout(timer)
   ws.terminate()
-  if (pings === 0)
-    return `no WebSocket ping reached ${what} ${closed ? 'before it was closed' : `within ${wait} ms`}: the deployment pings no peer, so none that is gone is found`
-  if (!closed) return `${what} that answered none of ${pings} pings stayed open for ${wait} ms`
+  if (socket.pings === 0)
+    return `no WebSocket ping reached ${what} ${closed ? `before it was closed${how}` : `within ${wait} ms`}: the deployment pings no peer, so none that is gone is found`
+  if (!closed) return `${what} that answered none of ${socket.pings} pings stayed open for ${wait} ms`
   return undefined
 }
 
@@ -46,7 +54,7 @@ export const silentPeerChecks: Check[] = [
     async run(ctx) {
       const stream = await connect(ctx, ctx.config.tokens.primary, '', '/v1/stream', { autoPong: false })
       if (!('ws' in stream)) fail(`the stream refused the primary token: ${stream.refused}`)
-      const problem = await silentPeerProblem('a stream connection', stream.ws, ctx.config.waitMs)
+      const problem = await silentPeerProblem('a stream connection', stream, ctx.config.waitMs)
       assert(problem === undefined, problem ?? '')
     },
   },
@@ -63,7 +71,7 @@ export const silentPeerChecks: Check[] = [
       const gql = await openGql(ctx, url, ctx.config.tokens.primary, {}, '', { autoPong: false })
       if (!gql.messages.some((m) => m.type === 'connection_ack'))
         fail(`a graphql-ws socket got no connection_ack: ${gql.refused ?? short(gql.closed ?? gql.messages)}`)
-      const problem = await silentPeerProblem('a graphql-ws socket', gql.ws, ctx.config.waitMs)
+      const problem = await silentPeerProblem('a graphql-ws socket', gql, ctx.config.waitMs)
       assert(problem === undefined, problem ?? '')
     },
   },

@@ -18,6 +18,8 @@ type Json = Record<string, unknown>
 export interface Opened {
   ws: WebSocket
   messages: Json[]
+  /** The WebSocket pings the deployment sent, counted from the handshake (one may come with its answer). */
+  readonly pings: number
   next(match: (m: Json) => boolean, timeoutMs: number): Promise<Json | undefined>
   close(): void
 }
@@ -52,6 +54,10 @@ export function connect(
     })
     ctx.coverage?.watchSocket(ws)
     ctx.opened(ws)
+    let pings = 0
+    ws.on('ping', () => {
+      pings++
+    })
     const messages: Json[] = []
     const waiters: Array<() => void> = []
     ws.on('message', (data) => {
@@ -82,6 +88,9 @@ export function connect(
       resolve({
         ws,
         messages,
+        get pings() {
+          return pings
+        },
         async next(match, timeoutMs) {
           const deadline = Date.now() + timeoutMs
           for (;;) {
