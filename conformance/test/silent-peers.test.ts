@@ -6,7 +6,7 @@
  */
 import { createServer } from 'node:http'
 import { afterEach, describe, expect, it } from 'vitest'
-import { WebSocketServer } from 'ws'
+import { type WebSocket, WebSocketServer } from 'ws'
 import { listenOnTestPort } from '../../test/support/ports.js'
 import { silentPeerChecks } from '../src/checks/silent-peers.js'
 import { resolveConfig } from '../src/config.js'
@@ -21,7 +21,7 @@ afterEach(async () => {
 })
 
 /** A stand-in stream server: `onSocket` runs on each socket as the handshake completes. */
-async function standIn(onSocket: (ws: import('ws').WebSocket) => void): Promise<string> {
+async function standIn(onSocket: (ws: WebSocket) => void): Promise<string> {
   const server = createServer((_req, res) => res.writeHead(404).end())
   const wss = new WebSocketServer({ server })
   wss.on('connection', onSocket)
