@@ -8,6 +8,7 @@ import { readDocument } from '../src/contract.js'
 import { bodySignedDialect } from './dialects/body-signed.js'
 import { declaredDialect } from './dialects/declared.js'
 import { ownIdsDialect } from './dialects/own-ids.js'
+import { underGatewayPrefix } from './dialects/path-prefix.js'
 import { editJson, type Json, type Mutant, type ProxiedResponse, pathOnly } from './proxy.js'
 
 /** A correct deployment that chose differently where the spec is silent; every core check must pass through it. */
@@ -20,7 +21,13 @@ export interface Dialect extends Mutant {
 
 /** The dialect family `conformance:mutants` runs after the mutants. */
 export function createDialects(openapiPath: string): Dialect[] {
-  return [foreignDialect(openapiPath), ownIdsDialect(), declaredDialect(), bodySignedDialect()]
+  // The body-signed deployment is also reached through a gateway's path prefix: a foreign deployment often is.
+  return [
+    foreignDialect(openapiPath),
+    ownIdsDialect(),
+    declaredDialect(),
+    underGatewayPrefix(bodySignedDialect()),
+  ]
 }
 
 interface Operation {

@@ -95,6 +95,11 @@ export interface Mutant {
   /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
   /**
+   * The path (with its query) a stream (WebSocket) upgrade goes to at the deployment; undefined refuses the upgrade
+   * 404 without reaching it, as a gateway that routes the path nowhere (default: the path as the client sent it).
+   */
+  upgradePath?(path: string): string | undefined
+  /**
    * Rewrites a JSON stream message on its way from the deployment to the client (`connection` tells the client's
    * connections apart); undefined drops it.
    */
@@ -475,9 +480,14 @@ export class MutantProxy {
         .split(',')
         .map((p) => p.trim())
         .filter((p) => p !== '')
+      const path = this.mutant?.upgradePath ? this.mutant.upgradePath(inReq.url ?? '/') : (inReq.url ?? '/')
+      if (path === undefined) {
+        socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n')
+        return
+      }
       // The deployment's pings go to the client and its pongs back, so the deployment sees the client's liveness.
       const answersPings = this.mutant?.answersPings === true
-      const upstream = new WebSocket(`${this.target.replace(/^http/, 'ws')}${inReq.url ?? '/'}`, offered, {
+      const upstream = new WebSocket(`${this.target.replace(/^http/, 'ws')}${path}`, offered, {
         headers,
         autoPong: answersPings,
       })

@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { REPO_ROOT, resolveConfig } from '../src/config.js'
 import { freePort, startReference } from '../src/reference.js'
-import { createDialects } from './dialects.js'
+import { createDialects, type Dialect } from './dialects.js'
 import { createMutants } from './mutants.js'
 import { type Mutant, MutantProxy } from './proxy.js'
 
@@ -47,15 +47,30 @@ export function switchable(initial: Mutant | undefined): Mutant {
     clientMessage: (message, connection) =>
       current?.clientMessage ? current.clientMessage(message, connection) : message,
     streamClosed: (connection) => current?.streamClosed?.(connection),
+    upgradePath: (path) => (current?.upgradePath ? current.upgradePath(path) : path),
+    keepsOpen: (code, reason) => current?.keepsOpen?.(code, reason) ?? false,
+    get answersPings() {
+      return current?.answersPings
+    },
     get streamPoll() {
       return current?.streamPoll
+    },
+    get ssePoll() {
+      return current?.ssePoll
     },
   }
 }
 
 /** The dialect or mutant named `id`. */
 export function standIn(kind: 'dialect' | 'mutant', id: string): Mutant {
-  const all = kind === 'dialect' ? createDialects(resolveConfig([]).config.openapiPath) : createMutants()
+  return kind === 'dialect' ? dialectNamed(id) : named('mutant', createMutants(), id)
+}
+
+function dialectNamed(id: string): Dialect {
+  return named('dialect', createDialects(resolveConfig([]).config.openapiPath), id)
+}
+
+function named<M extends Mutant>(kind: string, all: M[], id: string): M {
   const found = all.find((m) => m.id === id)
   if (!found) throw new Error(`no ${kind} "${id}"; one of: ${all.map((m) => m.id).join(', ')}`)
   return found
@@ -71,11 +86,8 @@ async function main(): Promise<void> {
     },
     strict: true,
   })
-  const mutant = values.dialect
-    ? standIn('dialect', values.dialect)
-    : values.mutant
-      ? standIn('mutant', values.mutant)
-      : undefined
+  const dialect = values.dialect ? dialectNamed(values.dialect) : undefined
+  const mutant = dialect ?? (values.mutant ? standIn('mutant', values.mutant) : undefined)
   const port = Number(values.port ?? process.env.PORT ?? 0)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0..65535`)
   // The reference behind the proxy: any free port, or this one (a runner whose firewall opens only some).
@@ -100,9 +112,14 @@ async function main(): Promise<void> {
   proxy.mutant = switchable(mutant)
   await proxy.listen(listenPort)
   const cli = join(REPO_ROOT, 'bin', 'agentops.mjs')
+  // A dialect served under a gateway's path prefix is reached at the prefixed URL its users would give the suite.
+  const urls = resolveConfig([]).config
+  urls.baseUrl = proxy.url
+  urls.streamUrl = proxy.url.replace(/^http/, 'ws')
+  dialect?.configure?.(urls)
   process.stdout.write(
     `${JSON.stringify({
-      baseUrl: proxy.url,
+      baseUrl: urls.baseUrl,
       databaseUrl: reference.databaseUrl,
       provision: `node ${cli} keys provision-conformance --database-url ${reference.databaseUrl}`,
     })}\n`,

@@ -1,14 +1,18 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket, { WebSocketServer } from 'ws'
 import { listenOnTestPort, listenPort } from '../../test/support/ports.js'
+import { bodySignedDialect } from '../mutants/dialects/body-signed.js'
 import { plannedFromSteps } from '../mutants/dialects/declared.js'
+import { GATEWAY_PREFIX, underGatewayPrefix } from '../mutants/dialects/path-prefix.js'
 import { Secrets } from '../mutants/dialects/wire.js'
 import { extensionOperations } from '../mutants/dialects.js'
 import { createMutants } from '../mutants/mutants.js'
 import { editJson, HOOK_PREFIX, MutantProxy } from '../mutants/proxy.js'
 import { dialectLine, judge, unprovenChecks } from '../mutants/run.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
+import { resolveConfig } from '../src/config.js'
 import type { CheckResult } from '../src/types.js'
 
 let upstream: Server
@@ -234,6 +238,50 @@ describe('mutant proxy', () => {
     } finally {
       secondEvent = Promise.resolve()
       await proxy.close()
+    }
+  })
+
+  it("serves a dialect under a gateway's path prefix: requests and stream upgrades inside it reach the deployment without it, others get the gateway's 404", async () => {
+    // A deployment with a stream: each socket is told the path it was opened at.
+    const deployment = createServer((req, res) => res.end(JSON.stringify({ path: req.url })))
+    const sockets = new WebSocketServer({ server: deployment })
+    sockets.on('connection', (ws, req) => ws.send(JSON.stringify({ path: req.url })))
+    const proxy = new MutantProxy(await listen(deployment), () => receiverUrl, { primary: 'p' })
+    await proxy.listen(await listenPort())
+    const opened = (url: string) =>
+      new Promise<string>((resolve) => {
+        const ws = new WebSocket(url)
+        ws.once('message', (data) => {
+          resolve(String(data))
+          ws.close()
+        })
+        ws.once('unexpected-response', (_req, res) => resolve(`refused ${res.statusCode}`))
+        ws.once('error', () => undefined)
+      })
+    try {
+      const dialect = underGatewayPrefix(bodySignedDialect())
+      proxy.mutant = dialect
+      const config = resolveConfig([]).config
+      config.baseUrl = proxy.url
+      config.streamUrl = proxy.url.replace(/^http/, 'ws')
+      config.graphqlUrl = `${proxy.url}/v1/graphql`
+      dialect.configure?.(config)
+      expect(config.baseUrl).toBe(`${proxy.url}${GATEWAY_PREFIX}`)
+      expect(config.graphqlUrl).toBe(`${proxy.url}${GATEWAY_PREFIX}/v1/graphql`)
+      const inside = await fetch(`${config.baseUrl}/v1/runs/run_1?limit=2`)
+      expect(await inside.json()).toEqual({ path: '/v1/runs/run_1?limit=2' })
+      const outside = await fetch(`${proxy.url}/v1/runs/run_1`)
+      expect(outside.status).toBe(404)
+      expect(await outside.json()).toEqual({ message: 'no route for GET /v1/runs/run_1' })
+      expect(await opened(`${config.streamUrl}/v1/stream?access_token=t`)).toBe(
+        JSON.stringify({ path: '/v1/stream?access_token=t' }),
+      )
+      expect(await opened(`${proxy.url.replace(/^http/, 'ws')}/v1/stream`)).toBe('refused 404')
+    } finally {
+      await proxy.close()
+      sockets.close()
+      deployment.closeAllConnections()
+      await new Promise<void>((r) => deployment.close(() => r()))
     }
   })
 
