@@ -69,6 +69,17 @@ function windowOf(value: string | undefined, name: string): { r: string; t: stri
   return m ? { r: m[1]!, t: m[2]! } : undefined
 }
 
+/**
+ * Retry-After as an HTTP-date (RFC 9110 §10.2.3 allows it beside delay-seconds; the spec names neither): the moment
+ * the wait ends, rounded up to the next whole second, as a server that keeps its windows' reset times would say it.
+ */
+function retryAfterAsDate(headers: Record<string, string>): Record<string, string> {
+  const seconds = headers['retry-after']
+  if (seconds === undefined || !/^\d+$/.test(seconds)) return headers
+  const at = Math.ceil(Date.now() / 1000 + Number(seconds)) * 1000
+  return { ...headers, 'retry-after': new Date(at).toUTCString() }
+}
+
 /** The reference's two windows as X-RateLimit-* (hourly) and X-RateLimit-Burst-* (burst) headers. */
 function legacyRateHeaders(headers: Record<string, string>): Record<string, string> {
   const { ratelimit, 'ratelimit-policy': policy, ...rest } = headers
@@ -101,7 +112,7 @@ export function foreignDialect(openapiPath: string): Dialect {
   return {
     id: 'foreign-minimal',
     description:
-      'No extension endpoints, other error codes, X-RateLimit-* headers, 200 for creations, 200 for deletions',
+      'No extension endpoints, other error codes, X-RateLimit-* headers, Retry-After as an HTTP-date, 200 for creations, 200 for deletions',
     targets: [],
     expectSkips: [
       'graphql.spec-401-without-token',
@@ -143,7 +154,7 @@ export function foreignDialect(openapiPath: string): Dialect {
       }
     },
     response(req, res) {
-      let out: ProxiedResponse = { ...res, headers: legacyRateHeaders(res.headers) }
+      let out: ProxiedResponse = { ...res, headers: retryAfterAsDate(legacyRateHeaders(res.headers)) }
       if (out.status >= 400) {
         out = editJson(out, (b) => {
           const error = b.error as Json | undefined

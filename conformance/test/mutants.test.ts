@@ -5,7 +5,7 @@ import WebSocket, { WebSocketServer } from 'ws'
 import { listenOnTestPort, listenPort } from '../../test/support/ports.js'
 import { bodySignedDialect } from '../mutants/dialects/body-signed.js'
 import { plannedFromSteps } from '../mutants/dialects/declared.js'
-import { GATEWAY_PREFIX, underGatewayPrefix } from '../mutants/dialects/path-prefix.js'
+import { GATEWAY_PREFIX, STREAM_PREFIX, underGatewayPrefix } from '../mutants/dialects/path-prefix.js'
 import { Secrets } from '../mutants/dialects/wire.js'
 import { extensionOperations } from '../mutants/dialects.js'
 import { createMutants } from '../mutants/mutants.js'
@@ -241,7 +241,7 @@ describe('mutant proxy', () => {
     }
   })
 
-  it("serves a dialect under a gateway's path prefix: requests and stream upgrades inside it reach the deployment without it, others get the gateway's 404", async () => {
+  it("serves a dialect behind a gateway's path prefixes: REST and GraphQL under one, the stream under its own, anything else the gateway's 404", async () => {
     // A deployment with a stream: each socket is told the path it was opened at.
     const deployment = createServer((req, res) => res.end(JSON.stringify({ path: req.url })))
     const sockets = new WebSocketServer({ server: deployment })
@@ -268,6 +268,7 @@ describe('mutant proxy', () => {
       dialect.configure?.(config)
       expect(config.baseUrl).toBe(`${proxy.url}${GATEWAY_PREFIX}`)
       expect(config.graphqlUrl).toBe(`${proxy.url}${GATEWAY_PREFIX}/v1/graphql`)
+      expect(config.streamUrl).toBe(`${proxy.url.replace(/^http/, 'ws')}${STREAM_PREFIX}`)
       const inside = await fetch(`${config.baseUrl}/v1/runs/run_1?limit=2`)
       expect(await inside.json()).toEqual({ path: '/v1/runs/run_1?limit=2' })
       const outside = await fetch(`${proxy.url}/v1/runs/run_1`)
@@ -276,7 +277,16 @@ describe('mutant proxy', () => {
       expect(await opened(`${config.streamUrl}/v1/stream?access_token=t`)).toBe(
         JSON.stringify({ path: '/v1/stream?access_token=t' }),
       )
+      expect(await opened(`${config.baseUrl.replace(/^http/, 'ws')}/v1/graphql`)).toBe(
+        JSON.stringify({ path: '/v1/graphql' }),
+      )
+      // The stream only under its own prefix: a client that made its URL from the REST one is refused.
+      expect(await opened(`${config.baseUrl.replace(/^http/, 'ws')}/v1/stream`)).toBe('refused 404')
       expect(await opened(`${proxy.url.replace(/^http/, 'ws')}/v1/stream`)).toBe('refused 404')
+      expect((await fetch(`${proxy.url}${STREAM_PREFIX}/v1/agents`)).status).toBe(404)
+      expect(await (await fetch(`${proxy.url}${STREAM_PREFIX}/v1/stream`)).json()).toEqual({
+        path: '/v1/stream',
+      })
     } finally {
       await proxy.close()
       sockets.close()

@@ -1,19 +1,31 @@
 /**
- * A deployment behind a gateway that serves it under a path prefix: `{base_url}` is `http://host/gateway/agentops`,
- * so every REST path is `/gateway/agentops/v1/...`, the stream `{stream_url}/v1/stream` under the same prefix, and
- * GraphQL beside them. The server behind the gateway knows nothing of the prefix: the links it writes (`trace_url`,
- * §2: "`/v1/runs/<run_id>/trace`") stay as the spec shows them, to be read under `{base_url}` (§1: "Paths carry the
- * `/v1` prefix under `{base_url}`"). A request outside the prefix never reaches it: the gateway answers 404 itself.
+ * A deployment behind a gateway that serves it under path prefixes: `{base_url}` is `http://host/gateway/agentops`,
+ * so every REST path is `/gateway/agentops/v1/...` (GraphQL beside them), and the stream has a prefix of its own,
+ * `{stream_url}` being `ws://host/gateway/live` (§1 names the two apart: "The stream is at `{stream_url}/v1/stream`").
+ * The server behind the gateway knows nothing of the prefixes: the links it writes (`trace_url`, §2:
+ * "`/v1/runs/<run_id>/trace`") stay as the spec shows them, to be read under `{base_url}` (§1: "Paths carry the `/v1`
+ * prefix under `{base_url}`"). A request the gateway routes nowhere (outside the prefixes, or the stream under the
+ * REST prefix) never reaches it: the gateway answers 404 itself.
  */
 import type { Dialect } from '../dialects.js'
 import type { ProxiedRequest, ProxiedResponse } from '../proxy.js'
 
 export const GATEWAY_PREFIX = '/gateway/agentops'
+export const STREAM_PREFIX = '/gateway/live'
 
-/** The path behind the gateway, or undefined for a path outside its prefix. */
+const STREAM_PATH = /^\/v1\/stream(?:[/?]|$)/
+
+/** The path behind the gateway, or undefined for a path it routes nowhere. */
 export function behindGateway(path: string): string | undefined {
-  if (!path.startsWith(`${GATEWAY_PREFIX}/`)) return undefined
-  return path.slice(GATEWAY_PREFIX.length)
+  for (const [prefix, stream] of [
+    [GATEWAY_PREFIX, false],
+    [STREAM_PREFIX, true],
+  ] as const) {
+    if (!path.startsWith(`${prefix}/`)) continue
+    const behind = path.slice(prefix.length)
+    return STREAM_PATH.test(behind) === stream ? behind : undefined
+  }
+  return undefined
 }
 
 /** What the gateway answers for a path it routes nowhere: its own 404, not the deployment's envelope. */
@@ -27,11 +39,11 @@ export function underGatewayPrefix(dialect: Dialect): Dialect {
   const { configure, request, upgradePath } = dialect
   return {
     ...dialect,
-    description: `${dialect.description}; served under a gateway's path prefix (${GATEWAY_PREFIX}/v1/..., the stream and GraphQL too)`,
+    description: `${dialect.description}; behind a gateway's path prefixes (${GATEWAY_PREFIX}/v1/... and GraphQL, the stream at ${STREAM_PREFIX}/v1/stream)`,
     configure(config) {
       configure?.(config)
       config.baseUrl = `${config.baseUrl.replace(/\/+$/, '')}${GATEWAY_PREFIX}`
-      config.streamUrl = `${config.streamUrl.replace(/\/+$/, '')}${GATEWAY_PREFIX}`
+      config.streamUrl = `${config.streamUrl.replace(/\/+$/, '')}${STREAM_PREFIX}`
       if (config.graphqlUrl) config.graphqlUrl = `${config.baseUrl}/v1/graphql`
     },
     request(req, ctx) {

@@ -444,11 +444,15 @@ const waitingChecks: Check[] = [
         )
       const res = own.limited
       const hitAt = own.limitedAtMs ?? Date.now()
-      const wait = Number(res.headers['retry-after'] ?? Number.NaN)
-      if (!Number.isFinite(wait)) fail('no Retry-After to wait for')
+      // Delay-seconds or an HTTP-date (RFC 9110 §10.2.3), counted from when the 429 came.
+      const wait = retryAfter(res.headers, hitAt)
+      if (wait === undefined)
+        fail(
+          `no Retry-After to wait for (${res.headers['retry-after'] === undefined ? 'absent' : `"${res.headers['retry-after']}" is neither seconds nor an HTTP-date`})`,
+        )
       if (wait > ctx.config.maxRetryAfterWait)
         skip(
-          `Retry-After ${wait} s is longer than ${settingName('max-retry-after')} = ${ctx.config.maxRetryAfterWait}`,
+          `Retry-After ${wait.toFixed(1)} s is longer than ${settingName('max-retry-after')} = ${ctx.config.maxRetryAfterWait}`,
         )
       // In its lane, alongside the other families: the wait costs the run nothing.
       await sleep(Math.max(0, hitAt + wait * 1000 + 250 - Date.now()))
@@ -468,10 +472,10 @@ const waitingChecks: Check[] = [
         )
         if (ranOut.length > 0)
           skip(
-            `after ${wait} s the workspace answers 429 again, but from its ${ranOut.map((w) => w.name).join(', ')} window, which still had room at the first 429 and ran out meanwhile (Retry-After ${again.headers['retry-after'] ?? 'absent'}): whether the first window reopened cannot be told`,
+            `after ${wait.toFixed(1)} s the workspace answers 429 again, but from its ${ranOut.map((w) => w.name).join(', ')} window, which still had room at the first 429 and ran out meanwhile (Retry-After ${again.headers['retry-after'] ?? 'absent'}): whether the first window reopened cannot be told`,
           )
       }
-      assert(again.status === 200, `after ${wait} s the workspace still answers ${again.status}`)
+      assert(again.status === 200, `after ${wait.toFixed(1)} s the workspace still answers ${again.status}`)
       // Every other window the 429 announced would reset by now has reset too: served again, its remaining is back
       // up (the probe is the only request counted since, in this lane). A reset announced too soon (RateLimit's
       // `t`) tells a client to come back before the window will let it, whichever window refused.
