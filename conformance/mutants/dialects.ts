@@ -80,7 +80,10 @@ function retryAfterAsDate(headers: Record<string, string>): Record<string, strin
   return { ...headers, 'retry-after': new Date(at).toUTCString() }
 }
 
-/** The reference's two windows as X-RateLimit-* (hourly) and X-RateLimit-Burst-* (burst) headers. */
+/**
+ * The reference's two windows as X-RateLimit-* (hourly, its reset an RFC 3339 time) and X-RateLimit-Burst-* (burst)
+ * headers.
+ */
 function legacyRateHeaders(headers: Record<string, string>): Record<string, string> {
   const { ratelimit, 'ratelimit-policy': policy, ...rest } = headers
   if (ratelimit === undefined) return headers
@@ -91,7 +94,8 @@ function legacyRateHeaders(headers: Record<string, string>): Record<string, stri
     ...rest,
     'x-ratelimit-limit': quota('hourly'),
     'x-ratelimit-remaining': h?.r ?? '0',
-    'x-ratelimit-reset': h?.t ?? '0',
+    // The hourly window's reset as the moment it resets (RFC 3339), as some APIs write it; the burst's in seconds.
+    'x-ratelimit-reset': new Date(Date.now() + Number(h?.t ?? '0') * 1000).toISOString(),
     'x-ratelimit-burst-limit': quota('burst'),
     'x-ratelimit-burst-remaining': b?.r ?? '0',
     'x-ratelimit-burst-reset': b?.t ?? '0',
@@ -112,7 +116,7 @@ export function foreignDialect(openapiPath: string): Dialect {
   return {
     id: 'foreign-minimal',
     description:
-      'No extension endpoints, other error codes, X-RateLimit-* headers, Retry-After as an HTTP-date, 200 for creations, 200 for deletions',
+      'No extension endpoints, other error codes, X-RateLimit-* headers (the hourly reset a time), Retry-After as an HTTP-date, 200 for creations, 200 for deletions',
     targets: [],
     expectSkips: [
       'graphql.spec-401-without-token',

@@ -1,37 +1,25 @@
 /**
  * Pacing from the deployment's own rate-limit headers, so a key with a small quota (the standard tier: 1,000 an
  * hour with a burst window) completes a run instead of failing checks with 429s. The suite reads whichever header
- * family the deployment sends: IETF `RateLimit` (structured `"burst";r=0;t=7` or `remaining=0, reset=7`),
- * `RateLimit-Remaining`/`-Reset`, `X-RateLimit-Remaining`/`-Reset` (seconds or a Unix time), and `Retry-After` on
- * a 429. The tokens the rate-limit checks drive into their limit on purpose are never paced.
+ * family the deployment sends, as the rate-limit checks read it (./ratewindows.ts: IETF `RateLimit`, one set of
+ * headers per window or one for all, the names the deployment declares), and `Retry-After` on a 429. The tokens the rate-limit checks drive into their limit on purpose are never paced.
  */
 import type { SuiteConfig } from './config.js'
+import { rateWindows } from './ratewindows.js'
 import { sleep } from './wait.js'
 
-/** Seconds until the quota that is used up resets, or undefined when a quota is left (or nothing is said). */
-export function exhaustedFor(headers: Record<string, string>, nowMs = Date.now()): number | undefined {
-  const waits: number[] = []
-  const structured = headers.ratelimit
-  if (structured) {
-    for (const item of structured.split(/,(?=\s*"|\s*[a-z-]+=)/i)) {
-      const r = /(?:^|;|\s)r=(\d+)/.exec(item)?.[1] ?? /remaining=(\d+)/.exec(item)?.[1]
-      const t = /(?:^|;|\s)t=(\d+)/.exec(item)?.[1] ?? /reset=(\d+)/.exec(item)?.[1]
-      if (r !== undefined && Number(r) <= 0 && t !== undefined) waits.push(Number(t))
-    }
-    // Draft-03 style puts the three values in one dictionary across commas.
-    const r = /remaining=(\d+)/.exec(structured)?.[1]
-    const t = /reset=(\d+)/.exec(structured)?.[1]
-    if (r !== undefined && Number(r) <= 0 && t !== undefined) waits.push(Number(t))
-  }
-  for (const prefix of ['ratelimit', 'x-ratelimit']) {
-    const remaining = headers[`${prefix}-remaining`]
-    const reset = headers[`${prefix}-reset`]
-    if (remaining === undefined || reset === undefined || Number(remaining) > 0) continue
-    const n = Number(reset)
-    if (!Number.isFinite(n)) continue
-    // A reset far beyond any window is a Unix time, not a delta.
-    waits.push(n > 1_000_000_000 ? Math.max(0, n - nowMs / 1000) : n)
-  }
+/**
+ * Seconds until the quota that is used up resets, or undefined when a quota is left (or nothing is said): read as
+ * the rate-limit checks read the windows (./ratewindows.ts), with the deployment's declared header names if any.
+ */
+export function exhaustedFor(
+  headers: Record<string, string>,
+  nowMs = Date.now(),
+  declared?: SuiteConfig['rateLimitHeaders'],
+): number | undefined {
+  const waits = rateWindows(headers, declared, nowMs)
+    .filter((w) => w.remaining <= 0)
+    .map((w) => w.reset)
   return waits.length > 0 ? Math.max(...waits) : undefined
 }
 
@@ -51,9 +39,15 @@ export class Pacer {
   private readonly exempt: Set<string>
   readonly maxWaitMs: number
 
-  constructor(config: Pick<SuiteConfig, 'paceMaxWait'>, exemptFingerprints: Iterable<string> = []) {
+  private readonly declared: SuiteConfig['rateLimitHeaders']
+
+  constructor(
+    config: Pick<SuiteConfig, 'paceMaxWait' | 'rateLimitHeaders'>,
+    exemptFingerprints: Iterable<string> = [],
+  ) {
     this.exempt = new Set(exemptFingerprints)
     this.maxWaitMs = config.paceMaxWait * 1000
+    this.declared = config.rateLimitHeaders
   }
 
   exemptToken(fingerprint: string): void {
@@ -77,8 +71,9 @@ export class Pacer {
   /** Records what the answer's headers say; true when a 429 should be retried after its Retry-After. */
   after(fingerprint: string | undefined, status: number, headers: Record<string, string>): boolean {
     if (!this.paces(fingerprint)) return false
-    const seconds =
-      status === 429 ? (retryAfter(headers) ?? exhaustedFor(headers) ?? 1) : exhaustedFor(headers)
+    const now = Date.now()
+    const exhausted = exhaustedFor(headers, now, this.declared)
+    const seconds = status === 429 ? (retryAfter(headers, now) ?? exhausted ?? 1) : exhausted
     if (seconds === undefined) return false
     const ms = Math.ceil(seconds * 1000) + 100
     if (ms > this.maxWaitMs) return false

@@ -3,10 +3,12 @@
  * response" and "Names of the rate-limit headers: not shown", so the suite reads the header families people use
  * and whatever a deployment declares (`rateLimitHeaders` in --config):
  *
- * - IETF structured `RateLimit: "burst";r=4;t=7, "hourly";r=990;t=2040` with `RateLimit-Policy` (q, w);
+ * - IETF structured `RateLimit: "burst";r=4;t=7, "hourly";r=990;t=2040` with `RateLimit-Policy` (q, w), or the
+ *   earlier drafts' one window `RateLimit: limit=100, remaining=25, reset=5`;
  * - one set per window with the window in the name: `X-RateLimit-Burst-Remaining`, `RateLimit-Hourly-Reset`,
  *   `X-RateLimit-Remaining-Minute` (Kong style);
  * - a single unnamed set (`X-RateLimit-Remaining`/`-Reset`, `RateLimit-Remaining`/`-Reset`) is one window;
+ * - a reset in delta seconds, as a Unix time, or as a date (RFC 3339 or an HTTP-date);
  * - each of these also written `Rate-Limit` (`X-Rate-Limit-Burst-Remaining`).
  */
 import type { WindowHeaders } from './config.js'
@@ -31,6 +33,17 @@ function number(value: string | undefined): number | undefined {
 /** A reset far beyond any window is a Unix time, not a delta. */
 function seconds(reset: number, nowMs: number): number {
   return reset > 1_000_000_000 ? Math.max(0, reset - nowMs / 1000) : reset
+}
+
+/**
+ * A reset header's seconds from now: delta seconds, a Unix time, or a date (RFC 3339 or an HTTP-date, as some
+ * deployments write when the window resets).
+ */
+function resetIn(value: string | undefined, nowMs: number): number | undefined {
+  const n = number(value)
+  if (n !== undefined) return seconds(n, nowMs)
+  const at = value === undefined || !/\d{4}/.test(value) ? Number.NaN : Date.parse(value.trim())
+  return Number.isNaN(at) ? undefined : Math.max(0, (at - nowMs) / 1000)
 }
 
 function structured(value: string | undefined): Array<{ name: string; params: Record<string, number> }> {
@@ -68,10 +81,10 @@ export function rateWindows(
     return (['burst', 'sustained'] as const).flatMap((name) => {
       const d = declared[name]
       const remaining = number(h[d.remaining])
-      const reset = number(h[d.reset])
+      const reset = resetIn(h[d.reset], nowMs)
       if (remaining === undefined || reset === undefined) return []
       const limit = d.limit ? number(h[d.limit]) : undefined
-      return [{ name, remaining, reset: seconds(reset, nowMs), ...(limit !== undefined ? { limit } : {}) }]
+      return [{ name, remaining, reset, ...(limit !== undefined ? { limit } : {}) }]
     })
   }
   const out: RateWindow[] = []
@@ -89,38 +102,58 @@ export function rateWindows(
     })
   }
   if (out.length > 0) return out
+  // The earlier drafts' one dictionary, one window: `RateLimit: limit=100, remaining=25, reset=5`.
+  const dictionary = dictionaryWindow(h.ratelimit, nowMs)
+  if (dictionary) out.push(dictionary)
   const named = new Map<string, Record<string, number>>()
   for (const [key, value] of Object.entries(h)) {
     const m = NAMED.exec(key)
-    const n = number(value)
-    if (!m || n === undefined) continue
+    if (!m) continue
     const window = (m[1] ?? m[4])!
     const field = (m[2] ?? m[3])!
-    named.set(window, { ...named.get(window), [field]: n })
+    const n = field === 'reset' ? resetIn(value, nowMs) : number(value)
+    if (n !== undefined) named.set(window, { ...named.get(window), [field]: n })
   }
   for (const [name, f] of named) {
     if (f.remaining === undefined || f.reset === undefined) continue
     out.push({
       name,
       remaining: f.remaining,
-      reset: seconds(f.reset, nowMs),
+      reset: f.reset,
       ...(f.limit !== undefined ? { limit: f.limit } : {}),
     })
   }
   const single: Record<string, number> = {}
   for (const [key, value] of Object.entries(h)) {
     const m = UNNAMED.exec(key)
-    const n = number(value)
-    if (m && n !== undefined) single[m[1]!] = n
+    if (!m) continue
+    const n = m[1] === 'reset' ? resetIn(value, nowMs) : number(value)
+    if (n !== undefined) single[m[1]!] = n
   }
   if (single.remaining !== undefined && single.reset !== undefined)
     out.push({
       name: 'unnamed',
       remaining: single.remaining,
-      reset: seconds(single.reset, nowMs),
+      reset: single.reset,
       ...(single.limit !== undefined ? { limit: single.limit } : {}),
     })
   return out
+}
+
+/** `limit=100, remaining=25, reset=5` (draft-ietf-httpapi-ratelimit-headers up to -07): one unnamed window. */
+function dictionaryWindow(value: string | undefined, nowMs: number): RateWindow | undefined {
+  if (!value) return undefined
+  const field = (key: string) => number(new RegExp(`(?:^|[,;\\s])${key}=([^,;\\s]+)`).exec(value)?.[1])
+  const remaining = field('remaining')
+  const reset = field('reset')
+  if (remaining === undefined || reset === undefined) return undefined
+  const limit = field('limit')
+  return {
+    name: 'unnamed',
+    remaining,
+    reset: seconds(reset, nowMs),
+    ...(limit !== undefined ? { limit } : {}),
+  }
 }
 
 /** Whether the headers mention rate limiting at all (to tell "other names" from "no headers"). */

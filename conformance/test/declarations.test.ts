@@ -214,6 +214,39 @@ describe('discovery where nothing is declared', () => {
     ])
   })
 
+  it("reads the earlier drafts' one RateLimit dictionary, and a reset written as a date", () => {
+    expect(rateWindows({ ratelimit: 'limit=100, remaining=25, reset=5' })).toEqual([
+      { name: 'unnamed', remaining: 25, reset: 5, limit: 100 },
+    ])
+    const now = Date.parse('2026-12-06T20:00:00Z')
+    // A window's reset as RFC 3339 (as some APIs write X-RateLimit-Reset) or as an HTTP-date, declared or not.
+    const dated = rateWindows(
+      {
+        'x-ratelimit-remaining': '99',
+        'x-ratelimit-reset': '2026-12-06T20:01:00Z',
+        'x-ratelimit-burst-remaining': '0',
+        'x-ratelimit-burst-reset': 'Sun, 06 Dec 2026 20:00:07 GMT',
+      },
+      undefined,
+      now,
+    )
+    expect(dated.map((w) => [w.name, w.remaining, w.reset]).sort()).toEqual([
+      ['burst', 0, 7],
+      ['unnamed', 99, 60],
+    ])
+    const declared = rateWindows(
+      { 'q-a': '1', 'q-a-t': '2026-12-06T20:00:02.500Z', 'q-b': '3', 'q-b-t': '4' },
+      { burst: { remaining: 'q-a', reset: 'q-a-t' }, sustained: { remaining: 'q-b', reset: 'q-b-t' } },
+      now,
+    )
+    expect(declared.map((w) => [w.name, w.reset])).toEqual([
+      ['burst', 2.5],
+      ['sustained', 4],
+    ])
+    // Not a date: the window cannot be read.
+    expect(rateWindows({ 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': 'soon' })).toEqual([])
+  })
+
   it('accepts a signature timestamp in Unix seconds or RFC 3339, as declared', () => {
     const hex = 'a'.repeat(64)
     expect(parseSignature(`t=1700000000,v1=${hex}`)?.t).toBe('1700000000')

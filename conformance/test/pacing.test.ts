@@ -17,6 +17,15 @@ describe('reading rate-limit headers', () => {
     ).toBe(30)
     expect(exhaustedFor({ 'x-ratelimit-remaining': '4', 'x-ratelimit-reset': '9' })).toBeUndefined()
     expect(exhaustedFor({})).toBeUndefined()
+    // Every window the rate-limit checks read, one per window in the name too, and the declared names.
+    expect(exhaustedFor({ 'x-ratelimit-burst-remaining': '0', 'x-ratelimit-burst-reset': '4' })).toBe(4)
+    const declared = {
+      burst: { remaining: 'q-a', reset: 'q-a-t' },
+      sustained: { remaining: 'q-b', reset: 'q-b-t' },
+    }
+    expect(exhaustedFor({ 'q-a': '0', 'q-a-t': '3', 'q-b': '10', 'q-b-t': '60' }, Date.now(), declared)).toBe(
+      3,
+    )
   })
 
   it('reads Retry-After as seconds or an HTTP date', () => {
