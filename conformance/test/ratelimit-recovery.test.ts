@@ -3,8 +3,8 @@
  * workspace's windows has run out (its hourly quota, used up by earlier runs), the check cannot tell whether the
  * window that refused reopened, and says so (skip) instead of failing a deployment that did nothing wrong. A
  * deployment whose refusing window stays shut still fails (mutant `ratelimit-block-never-lifts` in
- * mutants/families/paging.ts). And the 429 search the rate-limit checks share counts again when its count straddled
- * two windows.
+ * mutants/families/paging.ts). A Retry-After given as an HTTP-date is waited out as seconds are. And the 429 search
+ * the rate-limit checks share counts again when its count straddled two windows.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { header, type Mutant, type ProxiedResponse } from '../mutants/proxy.js'
@@ -108,6 +108,27 @@ describe('ratelimit.recovers-after-retry-after', () => {
       ['probe.uses-up-the-next-window', 'pass', undefined],
       ['ratelimit.recovers-after-retry-after', 'pass', undefined],
     ])
+  }, 60_000)
+})
+
+describe('ratelimit.recovers-after-retry-after, a Retry-After given as an HTTP-date', () => {
+  it('waits it out as it waits out seconds (RFC 9110 allows either)', async () => {
+    const config = t.config(['--seed', '15'])
+    t.proxy.mutant = {
+      id: 'retry-after-as-date',
+      description: 'Retry-After as the HTTP-date the wait ends at',
+      targets: [],
+      response(_req, res): ProxiedResponse {
+        const seconds = res.headers['retry-after']
+        if (seconds === undefined || !/^\d+$/.test(seconds)) return res
+        const at = Math.ceil(Date.now() / 1000 + Number(seconds)) * 1000
+        return { ...res, headers: { ...res.headers, 'retry-after': new Date(at).toUTCString() } }
+      },
+    }
+    const summary = await run(config, only('ratelimit.recovers-after-retry-after'))
+    t.proxy.mutant = undefined
+    const recovery = summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
+    expect(recovery?.outcome, recovery?.message).toBe('pass')
   }, 60_000)
 })
 
