@@ -73,7 +73,7 @@ function windowOf(value: string | undefined, name: string): { r: string; t: stri
  * Retry-After as an HTTP-date (RFC 9110 §10.2.3 allows it beside delay-seconds; the spec names neither): the moment
  * the wait ends, rounded up to the next whole second, as a server that keeps its windows' reset times would say it.
  */
-function retryAfterAsDate(headers: Record<string, string>): Record<string, string> {
+export function retryAfterAsDate(headers: Record<string, string>): Record<string, string> {
   const seconds = headers['retry-after']
   if (seconds === undefined || !/^\d+$/.test(seconds)) return headers
   const at = Math.ceil(Date.now() / 1000 + Number(seconds)) * 1000

@@ -46,7 +46,14 @@ function resetIn(value: string | undefined, nowMs: number): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, (at - nowMs) / 1000)
 }
 
-function structured(value: string | undefined): Array<{ name: string; params: Record<string, number> }> {
+/** One item of a structured-field list: its name and its numeric parameters. */
+export interface LimitItem {
+  name: string
+  params: Record<string, number>
+}
+
+/** Parses structured-field lists like `"burst";r=99;t=7, "hourly";r=998;t=2040` (items without parameters left out). */
+export function parseLimitList(value: string | undefined): LimitItem[] {
   if (!value) return []
   return value.split(/,(?=\s*"|\s*[A-Za-z][\w-]*;)/).flatMap((part) => {
     const [rawName, ...params] = part.trim().split(';')
@@ -88,8 +95,8 @@ export function rateWindows(
     })
   }
   const out: RateWindow[] = []
-  const policy = structured(h['ratelimit-policy'])
-  for (const item of structured(h.ratelimit)) {
+  const policy = parseLimitList(h['ratelimit-policy'])
+  for (const item of parseLimitList(h.ratelimit)) {
     const { r, t } = item.params
     if (r === undefined || t === undefined || !Number.isFinite(r) || !Number.isFinite(t)) continue
     const p = policy.find((x) => x.name === item.name)?.params

@@ -7,6 +7,7 @@
  * the rate-limit checks share counts again when its count straddled two windows.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { retryAfterAsDate } from '../mutants/dialects.js'
 import { header, type Mutant, type ProxiedResponse } from '../mutants/proxy.js'
 import type { Check } from '../src/check.js'
 import { ALL_CHECKS } from '../src/checks/index.js'
@@ -62,12 +63,24 @@ function hourlyRunsOutAfterThe429(rateLimitedToken: string): Mutant {
   }
 }
 
+/** `ratelimit.recovers-after-retry-after` alone through the proxy playing `mutant`: its result. */
+async function recoveryThrough(config: ReturnType<ProxiedReference['config']>, mutant: Mutant) {
+  t.proxy.mutant = mutant
+  try {
+    const summary = await run(config, only('ratelimit.recovers-after-retry-after'))
+    return summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
+  } finally {
+    t.proxy.mutant = undefined
+  }
+}
+
 describe('ratelimit.recovers-after-retry-after', () => {
   it('skips, naming the window, when another window ran out between the 429 and the probe', async () => {
     const config = t.config(['--seed', '11'])
-    t.proxy.mutant = hourlyRunsOutAfterThe429(String(config.tokens.rateLimited))
-    const summary = await run(config, only('ratelimit.recovers-after-retry-after'))
-    const recovery = summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
+    const recovery = await recoveryThrough(
+      config,
+      hourlyRunsOutAfterThe429(String(config.tokens.rateLimited)),
+    )
     expect(recovery?.outcome, recovery?.message).toBe('skip')
     expect(recovery?.message).toMatch(
       /from its hourly window, which still had room at the first 429 and ran out meanwhile/,
@@ -113,29 +126,19 @@ describe('ratelimit.recovers-after-retry-after', () => {
 
 describe('ratelimit.recovers-after-retry-after, a Retry-After given as an HTTP-date', () => {
   it('waits it out as it waits out seconds (RFC 9110 allows either)', async () => {
-    const config = t.config(['--seed', '15'])
-    t.proxy.mutant = {
+    const recovery = await recoveryThrough(t.config(['--seed', '15']), {
       id: 'retry-after-as-date',
       description: 'Retry-After as the HTTP-date the wait ends at',
       targets: [],
-      response(_req, res): ProxiedResponse {
-        const seconds = res.headers['retry-after']
-        if (seconds === undefined || !/^\d+$/.test(seconds)) return res
-        const at = Math.ceil(Date.now() / 1000 + Number(seconds)) * 1000
-        return { ...res, headers: { ...res.headers, 'retry-after': new Date(at).toUTCString() } }
-      },
-    }
-    const summary = await run(config, only('ratelimit.recovers-after-retry-after'))
-    t.proxy.mutant = undefined
-    const recovery = summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
+      response: (_req, res): ProxiedResponse => ({ ...res, headers: retryAfterAsDate(res.headers) }),
+    })
     expect(recovery?.outcome, recovery?.message).toBe('pass')
   }, 60_000)
 })
 
 describe('ratelimit.recovers-after-retry-after, the other windows', () => {
   it('fails a window that announced at the 429 a reset that had not come by the probe (the hourly one said 1 s)', async () => {
-    const config = t.config(['--seed', '14'])
-    t.proxy.mutant = {
+    const recovery = await recoveryThrough(t.config(['--seed', '14']), {
       id: 'hourly-reset-too-soon',
       description: 'the hourly window announces its reset 1 s away',
       targets: [],
@@ -147,10 +150,7 @@ describe('ratelimit.recovers-after-retry-after, the other windows', () => {
           headers: { ...res.headers, ratelimit: value.replace(/("hourly";r=\d+);t=\d+/, '$1;t=1') },
         }
       },
-    }
-    const summary = await run(config, only('ratelimit.recovers-after-retry-after'))
-    t.proxy.mutant = undefined
-    const recovery = summary.results.find((r) => r.id === 'ratelimit.recovers-after-retry-after')
+    })
     expect(recovery?.outcome, recovery?.message).toBe('fail')
     expect(recovery?.message).toMatch(
       /the hourly window announced at the 429 that it resets in 1 s, but [0-9.]+ s later its remaining went from \d+ to \d+: it had not reset/,

@@ -8,7 +8,7 @@
  * slower.
  */
 import { createHmac } from 'node:crypto'
-import { parseLimitList } from '../../src/checks/ratelimit.js'
+import { parseLimitList } from '../../src/ratewindows.js'
 import type { Dialect } from '../dialects.js'
 import { type Json, type ProxiedResponse, parseJson, pathOnly } from '../proxy.js'
 import {

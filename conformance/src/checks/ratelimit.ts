@@ -8,35 +8,13 @@ import { settingName, tokenName } from '../config.js'
 import { listPage, nextPageCursor, toolId, toolRegistration } from '../fixtures.js'
 import { type HttpResponse, obj } from '../http.js'
 import { retryAfter } from '../pacing.js'
-import { type RateWindow, rateWindows } from '../ratewindows.js'
+import { parseLimitList, type RateWindow, rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { envelopeProblems, expectEnvelope, expectError, isRfc3339 } from './assertions.js'
 import { apiOperations, concrete } from './surface.js'
 
 const PROBE = '/v1/tools?limit=1'
-
-export interface LimitItem {
-  name: string
-  params: Record<string, number>
-}
-
-/** Parses structured-field lists like `"burst";r=99;t=7, "hourly";r=998;t=2040`. */
-export function parseLimitList(value: string | undefined): LimitItem[] {
-  if (!value) return []
-  return value.split(',').map((part) => {
-    const [rawName, ...params] = part.trim().split(';')
-    return {
-      name: (rawName ?? '').trim().replace(/^"|"$/g, ''),
-      params: Object.fromEntries(
-        params.map((p) => {
-          const [k, v] = p.split('=')
-          return [(k ?? '').trim(), Number(v)]
-        }),
-      ),
-    }
-  })
-}
 
 interface Search {
   responses: HttpResponse[]
