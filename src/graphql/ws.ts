@@ -269,7 +269,6 @@ export function attachGraphqlWs(
     },
     // graphql-ws sends its `complete` after this resolves: by then the key's count has the room back.
     onComplete: async (ctx, id) => {
-      // Stryker disable next-line all: the metrics' `live` map (see above).
       live.get(ctx.extra.socket)?.delete(id)
       if (counted.get(ctx.extra.socket)?.delete(id)) await callers.get(ctx.extra.socket)?.lease.release(1)
     },

@@ -160,7 +160,7 @@ export class StreamConnection {
     this.alive = true
     const parsed = parseClientMessage(text)
     if (!parsed.ok) {
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent: `{ ref: undefined }` is written as no ref at all (JSON.stringify drops undefined)
+      // Stryker disable next-line ConditionalExpression: equivalent: `{ ref: undefined }` is written as no ref at all (JSON.stringify drops undefined)
       const ref = parsed.ref === undefined ? {} : { ref: parsed.ref }
       this.sendError(undefined, new ApiError('invalid_request', parsed.message), ref)
       return
@@ -273,7 +273,7 @@ export class StreamConnection {
   }
 
   private ingest(connectorId: string, records: unknown[], ref: string | undefined): void {
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent: `{ ref: undefined }` is written as no ref at all (JSON.stringify drops undefined)
+    // Stryker disable next-line ConditionalExpression: equivalent: `{ ref: undefined }` is written as no ref at all (JSON.stringify drops undefined)
     const extra = ref === undefined ? {} : { ref }
     if (!scopeAllows(this.principal.scopes, 'ingest:write')) {
       this.sendError(undefined, missingScope(this.principal.scopes, 'ingest:write'), extra)

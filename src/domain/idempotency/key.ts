@@ -14,7 +14,6 @@ export function validateKey(key: string): void {
   if (key.length > MAX_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
     throw new ApiError(
       'invalid_idempotency_key',
-      // Stryker disable next-line StringLiteral: the message is free text for people (§7 names no wording).
       `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces`,
       { header: 'Idempotency-Key', length: key.length },
     )

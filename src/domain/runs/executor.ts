@@ -90,7 +90,6 @@ export class RunExecutor {
     // The start and the first move are one transaction: one write fewer per run, and nothing is lost between
     // them (a pause or cancel takes the run's row lock before or after both, as it would between two steps).
     if (run.status === 'queued') startRun(c)
-    // Stryker disable next-line ConditionalExpression: the scheduler claims queued and running runs only, so a run here is running unless a pause or cancel took its lock between the claim (or the last step) and this one, a window of a few statements no check can aim at
     if (run.status !== 'running') return undefined
     const step = run.plan[run.nextStep]
     if (!step) return completeRun(c)

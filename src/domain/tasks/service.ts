@@ -53,6 +53,7 @@ export class TaskService {
         updatedAt: now,
       })
       // Stryker disable ObjectLiteral,StringLiteral: §6 "Any other event kinds: not shown": task.created is the reference's own kind.
+      // Stryker restore next-line ObjectLiteral: the event itself, not its kind's fields: an empty one fails the assignment (the event log refuses it)
       await this.events.append(tx, {
         workspaceId,
         kind: 'task.created',

@@ -52,7 +52,7 @@ export class ToolService {
         createdAt: now,
       })
       if (!created) {
-        // Stryker disable next-line StringLiteral,ObjectLiteral: the 409's code (§7 "Error codes other than policy_denied: not shown"), words and detail (§7 "Context") are the reference's choice
+        // Stryker disable next-line ObjectLiteral: the 409's code (§7 "Error codes other than policy_denied: not shown"), words and detail (§7 "Context") are the reference's choice
         throw new ApiError('already_exists', `An active tool named "${input.name}" already exists`, {
           // Stryker disable next-line StringLiteral: §7 detail is "Context", its fields named for policy_denied only: the reference's choice
           field: 'name',

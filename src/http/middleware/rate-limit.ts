@@ -34,7 +34,6 @@ export const rateLimit =
     if (!auth) return next()
     // Counters in memory (the embedded store) decide without a promise; shared counters wait for the store.
     const known = limits.consumeNow(auth.workspace)
-    // Stryker disable next-line ConditionalExpression: a speed path: `consume` below counts the same request in the same windows, with a promise.
     if (known) return decided(c, auth.workspace, known, refused, next)
     const outgoing = nodeResponse(c)
     // A write must never run alongside (its work would be done though its count refuses it: ratelimit.refused-write-
