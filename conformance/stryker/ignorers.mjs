@@ -133,6 +133,9 @@ export const notFoundWordsIgnorer = {
 /** The ignorers' names as `ignorers` takes them, in the order they are asked. */
 export const IGNORERS = ['failure-log', 'telemetry', 'not-found-words']
 
+/** The reasons these ignorers give: a class of mutants, told apart from a comment's reason (annotations.mjs). */
+export const IGNORER_REASONS = new Set([LOG_REASON, METRIC_REASON, WORDS_REASON])
+
 export const strykerPlugins = [
   declareValuePlugin(PluginKind.Ignore, 'failure-log', failureLogIgnorer),
   declareValuePlugin(PluginKind.Ignore, 'telemetry', telemetryIgnorer),
