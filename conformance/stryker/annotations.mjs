@@ -6,9 +6,7 @@
  * parts of it, over Stryker's JSON reports (mutation-testing-report-schema).
  */
 import { IGNORER_REASONS } from './ignorers.mjs'
-
-/** Statuses of a mutant the suite detected (Stryker counts a timeout as detected). */
-const DETECTED = new Set(['Killed', 'Timeout'])
+import { DETECTED, mutantKey, rangesWhere } from './stores.mjs'
 
 /** Whether a report's mutant was annotated by a comment (not by an ignorer plugin: a class of mutants, not a claim). */
 export function annotatedByComment(mutant) {
@@ -24,27 +22,11 @@ export function neutralized(text) {
 }
 
 /**
- * Stryker `--mutate` ranges (`file:line:column-line:column`, lines from 1, columns from 0) of the mutants `report`
- * annotated by comment, in `files` only when given (the files whose sources are the report's). A report counts
- * columns from 1.
+ * Stryker `--mutate` ranges (stores.mjs rangesWhere) of the mutants `report` annotated by comment, in `files` only
+ * when given (the files whose sources are the report's).
  */
 export function annotatedRanges(report, files) {
-  const ranges = new Set()
-  for (const [file, { mutants }] of Object.entries(report.files)) {
-    if (files && !files.has(file)) continue
-    for (const m of mutants) {
-      if (!annotatedByComment(m)) continue
-      const { start, end } = m.location
-      ranges.add(`${file}:${start.line}:${start.column - 1}-${end.line}:${end.column - 1}`)
-    }
-  }
-  return [...ranges]
-}
-
-/** A mutant the same in two reports over the same sources: file, place, mutator and replacement. */
-function placeKey(file, m) {
-  const { start, end } = m.location
-  return `${file}|${start.line}:${start.column}-${end.line}:${end.column}|${m.mutatorName}|${m.replacement}`
+  return rangesWhere(report, (file, m) => (!files || files.has(file)) && annotatedByComment(m))
 }
 
 /**
@@ -55,8 +37,9 @@ function placeKey(file, m) {
 export function auditFindings(original, audited) {
   const judged = new Map()
   for (const [file, { mutants }] of Object.entries(audited.files))
-    for (const m of mutants) judged.set(placeKey(file, m), m)
-  const byLine = new Map()
+    for (const m of mutants) judged.set(mutantKey(file, m), m)
+  /** file:line:mutator -> whether a variant there escaped the suite */
+  const escapedAt = new Map()
   const found = []
   let annotated = 0
   let judgedCount = 0
@@ -64,13 +47,13 @@ export function auditFindings(original, audited) {
     for (const m of mutants) {
       if (!annotatedByComment(m)) continue
       annotated++
-      const twin = judged.get(placeKey(file, m))
+      const twin = judged.get(mutantKey(file, m))
       if (!twin) continue
       judgedCount++
       const line = `${file}:${m.location.start.line}:${m.mutatorName}`
-      const group = byLine.get(line) ?? { detected: 0, escaped: 0 }
-      if (DETECTED.has(twin.status)) {
-        group.detected++
+      const detected = DETECTED.has(twin.status)
+      escapedAt.set(line, (escapedAt.get(line) ?? false) || !detected)
+      if (detected)
         found.push({
           file,
           line: m.location.start.line,
@@ -81,13 +64,8 @@ export function auditFindings(original, audited) {
           killedBy: twin.statusReason ?? '',
           group: line,
         })
-      } else group.escaped++
-      byLine.set(line, group)
     }
-  const killed = found.map(({ group, ...f }) => ({
-    ...f,
-    besideAnEscapedVariant: byLine.get(group).escaped > 0,
-  }))
+  const killed = found.map(({ group, ...f }) => ({ ...f, besideAnEscapedVariant: escapedAt.get(group) }))
   return {
     annotated,
     judged: judgedCount,

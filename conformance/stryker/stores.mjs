@@ -10,7 +10,7 @@
 /** Statuses of a mutant the pass left alive: what a second pass judges again. */
 const ALIVE = new Set(['Survived', 'NoCoverage'])
 /** Statuses of a mutant the suite detected (Stryker counts a timeout as detected). */
-const DETECTED = new Set(['Killed', 'Timeout'])
+export const DETECTED = new Set(['Killed', 'Timeout'])
 
 /**
  * One mutant, the same in any pass over the same sources: file, place, mutator and replacement. Its place is compared
@@ -40,17 +40,27 @@ function* alive(report) {
 }
 
 /**
- * The mutate patterns that select exactly the mutants `report` left alive: Stryker's `file:line:column-line:column`
- * ranges, whose lines count from 1 and columns from 0. A range also takes the mutants nested inside the alive one's
- * node, judged already: the second pass's runner skips them (aliveKeys).
+ * The mutate patterns that select exactly the mutants of `report` that `keep(file, mutant)` takes: Stryker's
+ * `file:line:column-line:column` ranges, whose lines count from 1 and columns from 0 (a report counts both from 1). A
+ * range also takes the mutants nested inside the kept one's node.
+ */
+export function rangesWhere(report, keep) {
+  const ranges = new Set()
+  for (const [file, { mutants }] of Object.entries(report.files))
+    for (const m of mutants) {
+      if (!keep(file, m)) continue
+      const { start, end } = m.location
+      ranges.add(`${file}:${start.line}:${start.column - 1}-${end.line}:${end.column - 1}`)
+    }
+  return [...ranges]
+}
+
+/**
+ * The mutate patterns that select exactly the mutants `report` left alive (rangesWhere): the mutants nested inside
+ * an alive one's node, judged already, are skipped by the second pass's runner (aliveKeys).
  */
 export function aliveRanges(report) {
-  const ranges = new Set()
-  for (const { file, mutant } of alive(report)) {
-    const { start, end } = mutant.location
-    ranges.add(`${file}:${start.line + 1}:${start.column}-${end.line + 1}:${end.column}`)
-  }
-  return [...ranges]
+  return rangesWhere(report, (_file, m) => ALIVE.has(m.status))
 }
 
 /**

@@ -11,18 +11,7 @@ import { annotatedByComment, annotatedRanges, auditFindings, neutralized } from 
 import { quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { IGNORER_REASONS } from '../stryker/ignorers.mjs'
-
-interface ReportMutant {
-  id: string
-  mutatorName: string
-  replacement: string
-  status: string
-  statusReason?: string
-  location: { start: { line: number; column: number }; end: { line: number; column: number } }
-}
-interface Report {
-  files: Record<string, { language: string; source: string; mutants: ReportMutant[] }>
-}
+import type { Report, ReportMutant } from './stryker-report.js'
 
 const FILE = 'src/sample.ts'
 const SOURCE = [

@@ -8,30 +8,9 @@ import { describe, expect, it } from 'vitest'
 import { quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import * as stores from '../stryker/stores.mjs'
+import type { Location, Position, Report } from './stryker-report.js'
 
 const { aliveKeys, aliveRanges, mergeSecondPass, mutantKey, withReport } = stores
-
-interface Position {
-  line: number
-  column: number
-}
-interface Location {
-  start: Position
-  end: Position
-}
-interface ReportMutant {
-  id: string
-  mutatorName: string
-  replacement: string
-  status: string
-  statusReason?: string
-  location: Location
-  secondId?: string
-}
-interface Report {
-  files: Record<string, { language: string; source: string; mutants: ReportMutant[] }>
-  schemaVersion: string
-}
 
 const FILE = 'src/sample.ts'
 const SOURCE = [
