@@ -4,8 +4,8 @@
  * Stryker reports on the mutant (status Ignored), and run.mjs counts them as annotated in the per-section table:
  *
  * - `failure-log`: a call reporting a failure nobody waits for to the server's log (`failures.error(...)`,
- *   src/domain/failure-log.ts) or the console, and a callback that only makes such a call. What the server logs is
- *   no answer of the API: no spec statement is about it.
+ *   src/domain/failure-log.ts, or `log.warn(...)` on a pino logger) or the console, and a callback that only makes
+ *   such a call. What the server logs is no answer of the API: no spec statement is about it.
  * - `telemetry`: a call that feeds the server's metrics (`telemetry.changed(...)`, `metrics?.messageSent()`,
  *   `ports.telemetry?.readFrom(...)`), and an `if` whose only work is such calls (`if (telemetry) {...}`).
  *   Prometheus figures are the reference's operations profile, never an answer of the API: no spec statement is
@@ -47,12 +47,19 @@ function chain(node) {
 
 const isCall = (n) => n?.type === 'CallExpression' || n?.type === 'OptionalCallExpression'
 
-/** `failures.error(...)`, `this.failures.error(...)`, `bound.failures.error(...)`, `console.error(...)`. */
+const LOG_LEVELS = ['error', 'warn', 'info', 'debug', 'trace']
+
+/**
+ * `failures.error(...)`, `this.failures.error(...)`, `bound.failures.error(...)`, `console.error(...)`, and a line of
+ * the server's pino log: `log.warn(...)`, `this.log.info(...)` (Slack clicks refused or ignored, the change feed's
+ * reconnects, a socket row's removal that failed).
+ */
 function isLogCall(n) {
   if (!isCall(n)) return false
   const names = chain(n.callee)
   const [method, owner] = [names.at(-1), names.at(-2)]
   if (owner === 'failures' && method === 'error') return true
+  if (owner === 'log' && LOG_LEVELS.includes(method)) return true
   return names.length === 2 && owner === 'console' && ['error', 'warn', 'log', 'info'].includes(method)
 }
 

@@ -127,9 +127,14 @@ describe('conformance:stryker selection', () => {
       "  if (a > 2) throw notFound('Agent')",
       "  return a > 1 ? 'big' : 'small'",
       '}',
+      'export function h(log: any, self: any, where: object, a: number) {',
+      "  if (a > 1) log.warn({ ...where, reason: 'replayed' }, 'slack interaction refused')",
+      "  self.log.info(`[changes] ${a > 2 ? 'up' : 'down'}`)",
+      "  log.fatal({ a }, 'not a level the ignorer knows')",
+      '}',
     ].join('\n')
     const line = await mutantsByLine(source)
-    for (const n of [2, 3, 4, 5]) {
+    for (const n of [2, 3, 4, 5, 11]) {
       expect(line(n).length, `line ${n}`).toBeGreaterThan(0)
       for (const m of line(n)) expect(m.status, `line ${n}`).toBe('Ignored')
     }
@@ -142,6 +147,13 @@ describe('conformance:stryker selection', () => {
     expect(line(6).filter((m) => m.status === undefined).length).toBeGreaterThan(0)
     expect(line(7).length).toBeGreaterThan(0)
     for (const m of line(7)) expect(m.status).toBeUndefined()
+    // A pino log line is ignored; the condition that chooses whether to write it is not.
+    const guarded = line(10)
+    expect(guarded.filter((m) => m.status === 'Ignored').length).toBeGreaterThan(0)
+    expect(guarded.filter((m) => m.status === undefined).length).toBeGreaterThan(0)
+    for (const m of guarded.filter((m) => m.status === 'Ignored'))
+      expect(m.statusReason).toMatch(/a log line/)
+    expect(line(12).filter((m) => m.status === undefined).length).toBeGreaterThan(0)
   })
 
   it('the ignorers also leave out the lease counter and an if whose only work is metrics, but not an if that does more, nor a log chosen on the spot', async () => {
