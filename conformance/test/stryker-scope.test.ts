@@ -129,7 +129,7 @@ describe('conformance:stryker selection', () => {
       '}',
       'export function h(log: any, self: any, where: object, a: number) {',
       "  if (a > 1) log.warn({ ...where, reason: 'replayed' }, 'slack interaction refused')",
-      "  self.log.info(`[changes] ${a > 2 ? 'up' : 'down'}`)",
+      "  self.log.info('[changes] ' + (a > 2 ? 'up' : 'down'))",
       "  log.fatal({ a }, 'not a level the ignorer knows')",
       '}',
     ].join('\n')
