@@ -5,7 +5,7 @@
  * reports/stryker/ and a per-spec-section table (killed at core, by profile only, survived, annotated, timeout) to
  * reports/stryker/sections.json, and prints the time it took.
  *
- *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL]
+ *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL] [--replicas N]
  *
  * --since REF    mutate only the lines of the scope's modules changed since REF (git diff), the quick run
  * --max-mutants N with --since: take the changed ranges in order while their mutants number at most N
@@ -25,6 +25,11 @@
  *                with the reference on PostgreSQL (URL as for --postgres), and one the suite kills there counts as
  *                killed (stores.mjs): code only one store runs is judged where it runs. The reports are the merged
  *                ones; the second pass's own are in reports/stryker/postgres/.
+ * --replicas N   with --postgres (or --also-postgres's second pass): each worker judges N reference replicas on one
+ *                database behind a round-robin balancer, every replica with the mutant active (switch-runner.mjs
+ *                ReplicaSet): what only another replica's change makes happen (the key watch, the change feed's
+ *                wake-ups, the leases of the run scheduler and the outbox) is judged, as a scaled-out deployment
+ *                runs it.
  *
  * Each mutant costs one suite run that stops at the first core failure (--bail) and runs only the check families
  * of the mutated module's section (scope.mjs CHECKS), with fresh identities in the store (switch) or a fresh store
@@ -55,7 +60,7 @@ const root = join(import.meta.dirname, '..', '..')
 const out = join(root, 'reports', 'stryker')
 const USAGE =
   'usage: node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] ' +
-  '[--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL]'
+  '[--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL] [--replicas N]'
 /** The options, or the usage: on `--help` (exit 0) and on an option it does not know (exit 2, with the reason). */
 function options() {
   try {
@@ -70,6 +75,7 @@ function options() {
         runner: { type: 'string' },
         postgres: { type: 'string' },
         'also-postgres': { type: 'string' },
+        replicas: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -107,6 +113,25 @@ if (values.postgres !== undefined) {
   }
   // Each worker's reference server gets a database of its own on this server (switch-runner.mjs).
   process.env.STRYKER_POSTGRES_ADMIN_URL = values.postgres
+}
+if (values.replicas !== undefined) {
+  const replicas = Number(values.replicas)
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 8) {
+    console.error(`conformance:stryker: --replicas is a whole number from 1 to 8, not ${values.replicas}`)
+    process.exit(2)
+  }
+  if (replicas > 1 && values.postgres === undefined && values['also-postgres'] === undefined) {
+    console.error(
+      'conformance:stryker: --replicas shares one database: it needs --postgres or --also-postgres',
+    )
+    process.exit(2)
+  }
+  if (values.runner === 'command') {
+    console.error('conformance:stryker: --replicas runs with the switch runner only')
+    process.exit(2)
+  }
+  // --postgres: every pass; --also-postgres: its second pass only (set there).
+  if (values.postgres !== undefined) process.env.STRYKER_REPLICAS = String(replicas)
 }
 if (values.section) {
   const name = Object.keys(SCOPE).find((s) => s.includes(values.section))
@@ -253,13 +278,18 @@ if (values['also-postgres'] !== undefined) {
   if (ranges.length > 0) {
     const at = Date.now()
     process.env.STRYKER_POSTGRES_ADMIN_URL = values['also-postgres']
+    if (values.replicas !== undefined) process.env.STRYKER_REPLICAS = values.replicas
     process.env.STRYKER_SUITE_REPORTS = suiteReportsPg
     const judgeOnly = join(secondReports, 'alive.json')
     writeFileSync(judgeOnly, JSON.stringify(aliveKeys(report)))
     process.env.STRYKER_JUDGE_ONLY = judgeOnly
     await strykerPass(ranges, secondReports).runMutationTest()
     const second = JSON.parse(readFileSync(join(secondReports, 'mutation.json'), 'utf8'))
-    const merged = mergeSecondPass(report, second, 'on PostgreSQL')
+    const merged = mergeSecondPass(
+      report,
+      second,
+      values.replicas > 1 ? `on ${values.replicas} PostgreSQL replicas` : 'on PostgreSQL',
+    )
     report = merged.report
     writeFileSync(join(out, 'mutation.json'), JSON.stringify(report))
     writeFileSync(join(out, 'index.html'), withReport(readFileSync(join(out, 'index.html'), 'utf8'), report))

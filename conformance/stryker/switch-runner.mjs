@@ -225,7 +225,8 @@ export function ownSectionCoverage(coverage, bySection) {
 
 /** A reference server started from the sandbox (`bin/agentops.mjs serve`) with the control channel preloaded. */
 class SwitchedServer {
-  constructor(root, receiverPort, staticMutant, usedPorts) {
+  /** `sharedDatabaseUrl`: a replica's, the database another server of its ReplicaSet made (and drops). */
+  constructor(root, receiverPort, staticMutant, usedPorts, sharedDatabaseUrl) {
     this.root = root
     this.usedPorts = usedPorts
     this.staticMutant = staticMutant
@@ -233,8 +234,9 @@ class SwitchedServer {
     // end, so a worker Stryker kills (a timeout) leaves nothing behind.
     this.dir = mkdtempSync(join(process.env.STRYKER_SERVER_STORES || root, '.switch-server-'))
     // run.mjs --postgres: a database of this server's own on that PostgreSQL server, made in start().
-    this.postgresAdmin = process.env.STRYKER_POSTGRES_ADMIN_URL || undefined
-    this.databaseUrl = this.postgresAdmin ? undefined : `sqlite:${join(this.dir, 'db.sqlite')}`
+    this.postgresAdmin = sharedDatabaseUrl ? undefined : process.env.STRYKER_POSTGRES_ADMIN_URL || undefined
+    this.databaseUrl =
+      sharedDatabaseUrl ?? (this.postgresAdmin ? undefined : `sqlite:${join(this.dir, 'db.sqlite')}`)
     this.receiverPort = receiverPort
     /** The worker's nats-server as host:port, when it has one (set before start). */
     this.natsTarget = undefined
@@ -340,6 +342,11 @@ class SwitchedServer {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null
   }
 
+  /** The server's process ids (one; a ReplicaSet has one per replica). */
+  get pids() {
+    return this.child?.pid === undefined ? [] : [this.child.pid]
+  }
+
   send(cmd, fields = {}) {
     if (!this.alive) return Promise.reject(new Error(`the reference server is not running:\n${this.tail()}`))
     const id = ++this.nextId
@@ -375,6 +382,90 @@ class SwitchedServer {
   async removeStore() {
     rmSync(this.dir, { recursive: true, force: true })
     if (this.postgresAdmin && this.databaseUrl) await dropDatabase(this.postgresAdmin, this.databaseUrl)
+  }
+}
+
+/**
+ * run.mjs --replicas N: N switched servers on ONE PostgreSQL database behind a round-robin balancer (the cluster
+ * tests' own, test/support/balancer.mjs), as an operator scales the reference out, judged as one server is: the
+ * suite talks to the balancer, so one check's requests and its stream's socket land on different replicas, and what
+ * only another replica's change makes happen (the key watch, the change feed's wake-ups, the leases of the run
+ * scheduler and the outbox) is judged. Every replica has the mutant active: a deployment runs one build. Keys are
+ * provisioned through the first replica (the store is shared); a mutant's hits, coverage and CPU are the sum over
+ * the replicas.
+ */
+class ReplicaSet {
+  constructor(root, receiverPort, staticMutant, usedPorts, replicas) {
+    this.root = root
+    this.receiverPort = receiverPort
+    this.staticMutant = staticMutant
+    this.usedPorts = usedPorts
+    this.count = replicas
+    this.replicas = []
+    this.natsTarget = undefined
+  }
+
+  async start() {
+    const first = new SwitchedServer(this.root, this.receiverPort, this.staticMutant, this.usedPorts)
+    this.replicas.push(first)
+    first.natsTarget = this.natsTarget
+    // The first replica makes the database and migrates it; the others start on it together once it answers.
+    await first.start()
+    this.databaseUrl = first.databaseUrl
+    const others = Array.from(
+      { length: this.count - 1 },
+      () =>
+        new SwitchedServer(this.root, this.receiverPort, this.staticMutant, this.usedPorts, this.databaseUrl),
+    )
+    for (const r of others) r.natsTarget = this.natsTarget
+    this.replicas.push(...others)
+    await Promise.all(others.map((r) => r.start()))
+    const { startBalancer } = await import('../../test/support/balancer.mjs')
+    this.balancer = await startBalancer(
+      this.replicas.map((r) => r.baseUrl),
+      await freePort(this.usedPorts),
+    )
+    this.baseUrl = this.balancer.url
+  }
+
+  tail() {
+    return this.replicas.map((r, i) => `replica ${i}:\n${r.tail()}`).join('\n')
+  }
+
+  get alive() {
+    return this.replicas.length === this.count && this.replicas.every((r) => r.alive)
+  }
+
+  get pids() {
+    return this.replicas.flatMap((r) => r.pids)
+  }
+
+  /** `provision` through the first replica; every other command to each, their answers summed. */
+  async send(cmd, fields = {}) {
+    if (cmd === 'provision') return this.replicas[0].send(cmd, fields)
+    const answers = await Promise.all(this.replicas.map((r) => r.send(cmd, fields)))
+    if (cmd !== 'end') return answers[0]
+    const coverage = { static: {}, perTest: {} }
+    for (const a of answers) if (a.coverage) addCoverage(coverage, a.coverage)
+    const hits = answers.map((a) => a.hitCount).filter((h) => h !== undefined)
+    return {
+      coverage,
+      hitCount: hits.length === 0 ? undefined : hits.reduce((a, b) => a + b, 0),
+      cpuMicros: answers.reduce((sum, a) => sum + (a.cpuMicros ?? 0), 0),
+    }
+  }
+
+  async kill() {
+    await this.balancer?.close()
+    // The replicas sharing the database first: the first drops it once they are gone.
+    await Promise.all(this.replicas.slice(1).map((r) => r.kill()))
+    await this.replicas[0]?.kill()
+  }
+
+  async stop() {
+    await this.balancer?.close()
+    await Promise.all(this.replicas.slice(1).map((r) => r.stop()))
+    await this.replicas[0]?.stop()
   }
 }
 
@@ -430,13 +521,19 @@ export class ConformanceSwitchRunner {
     const judgeOnly = process.env.STRYKER_JUDGE_ONLY
     this.judgeOnly = judgeOnly ? new Set(JSON.parse(readFileSync(judgeOnly, 'utf8'))) : undefined
     this.runs = 0
+    // run.mjs --replicas N (with --postgres): N servers on one database behind a balancer (ReplicaSet).
+    this.replicas = Number(process.env.STRYKER_REPLICAS || 1)
+    if (this.replicas > 1 && !process.env.STRYKER_POSTGRES_ADMIN_URL)
+      throw new Error(
+        'replicas share one PostgreSQL database: STRYKER_REPLICAS needs STRYKER_POSTGRES_ADMIN_URL',
+      )
     this.usedPorts = new Set()
     this.killOrder = new KillOrder(join(root, KILLS_FILE))
   }
 
   /** The running server's process id (a test tells a reused server from a fresh one by it). */
   get serverPid() {
-    return this.server?.alive ? this.server.child.pid : undefined
+    return this.server?.alive ? this.server.pids[0] : undefined
   }
 
   capabilities() {
@@ -539,7 +636,10 @@ export class ConformanceSwitchRunner {
   async serverFor(fresh, staticMutant, testId = SUITE_TEST) {
     if (this.server?.alive && !fresh && !this.server.retire) return this.server
     await this.server?.stop()
-    this.server = new SwitchedServer(this.root, this.receiverPort, staticMutant, this.usedPorts)
+    this.server =
+      this.replicas > 1
+        ? new ReplicaSet(this.root, this.receiverPort, staticMutant, this.usedPorts, this.replicas)
+        : new SwitchedServer(this.root, this.receiverPort, staticMutant, this.usedPorts)
     this.server.natsTarget = this.nats?.hostPort
     try {
       await this.server.start()
@@ -860,7 +960,7 @@ export class ConformanceSwitchRunner {
     const interrupt = new AbortController()
     // The deadline counts the time the run could use: time the suite (this process) or the server waited for a
     // CPU, taken by other work on the machine, is given back, so a busy machine does not make a slow run a Timeout.
-    const waited = () => cpuWaitMs(process.pid) + cpuWaitMs(server.child.pid)
+    const waited = () => server.pids.reduce((sum, pid) => sum + cpuWaitMs(pid), cpuWaitMs(process.pid))
     const startedAt = Date.now()
     const waitedAtStart = waited()
     let timer

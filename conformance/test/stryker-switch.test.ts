@@ -7,11 +7,10 @@
  * with the mutant active from the start, what Stryker's command runner did per mutant).
  */
 import { execFile } from 'node:child_process'
-import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { Instrumenter } from '@stryker-mutator/instrumenter'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../src/cli.js'
 import { TOKENS } from '../src/config.js'
@@ -19,14 +18,13 @@ import { provisionedTokens } from '../src/provision.js'
 import { provisionArgs } from '../src/reference.js'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { quiet } from '../stryker/changes.mjs'
-import { coverageSwitchable } from '../stryker/coverage.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { noticed } from '../stryker/noticed.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { checksFor, sectionOf } from '../stryker/scope.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { ConformanceSwitchRunner, SUITE_TEST } from '../stryker/switch-runner.mjs'
-import { scratchDir } from './scratch.js'
+import { type Mutant, sandbox } from './stryker-sandbox.js'
 
 const run = promisify(execFile)
 const root = join(import.meta.dirname, '..', '..')
@@ -34,36 +32,6 @@ const MODULE = 'src/domain/idempotency/key'
 const ONLY = ['idempotency', 'sweep']
 /** A mutant id no code has: the test's suite stops the server under it, as a mutant stuck in a loop leaves it. */
 const HANG = 'hangs-the-server'
-const SKIPPED = new Set(['node_modules', '.git', '.stryker-tmp', 'reports', 'coverage', '.agentops'])
-
-interface Mutant {
-  id: string
-  fileName: string
-  mutatorName: string
-  replacement: string
-  location: { start: { line: number } }
-  status?: string
-}
-
-/** A sandbox as Stryker makes one: the kit copied, its build's `modules` instrumented with every mutant switchable. */
-async function sandbox(...modules: string[]): Promise<{ dir: string; mutants: readonly Mutant[] }> {
-  const dir = scratchDir('stryker-switch-')
-  cpSync(root, dir, {
-    recursive: true,
-    filter: (src) => !SKIPPED.has(src.slice(root.length + 1).split('/')[0] ?? ''),
-  })
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'))
-  const files = (modules.length ? modules : [MODULE]).map((m) => join(dir, 'dist', `${m}.js`))
-  const result = await new Instrumenter(quiet).instrument(
-    files.map((name) => ({ name, content: readFileSync(name, 'utf8'), mutate: true })),
-    { plugins: null, excludedMutations: [], ignorers: [], noHeader: false },
-  )
-  for (const file of result.files) writeFileSync(file.name, file.content)
-  // As the sandbox's build leaves it: no coverage counted while a mutant is active (build.mjs).
-  coverageSwitchable(join(dir, 'dist'))
-  return { dir, mutants: result.mutants }
-}
-
 /** The module of a transport made on its first send and kept (`cloudEventsTransport`, behind `onFirstSend`). */
 const MADE_ONCE = 'src/outbound/destinations/cloudevents'
 
@@ -103,7 +71,7 @@ describe('conformance:stryker switch runner', () => {
   })
 
   it('judges runtime mutants in one server, static ones in their own, as fresh processes do', async () => {
-    const { dir, mutants } = await sandbox()
+    const { dir, mutants } = await sandbox(MODULE)
     const line = (l: number) => mutants.filter((m) => m.location.start.line === l && !m.status)
     // `REPLAYED_HEADERS = ['content-type', 'location']` (module level: only its load executes it) emptied.
     const staticMutant = line(7).find((m) => m.mutatorName === 'ArrayDeclaration')!

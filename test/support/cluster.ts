@@ -6,21 +6,16 @@
  * Used by the cluster tests and by `npm run cluster`.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { type AddressInfo, connect, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { createProxyServer } from 'http-proxy-3'
 import { shellLine } from '../../conformance/src/reference.js'
 import { SERVER_NODE_OPTIONS } from '../../src/cli/node-options.js'
+import { type Balancer, type BalancerOptions, startBalancer as startSharedBalancer } from './balancer.mjs'
 import { listenPort, testPort } from './ports.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = `${ROOT}bin/agentops.mjs`
 const run = promisify(execFile)
-
-/** How long a /readyz poll may take before the balancer counts the replica as not ready. */
-const READYZ_TIMEOUT_MS = 2_000
 
 export interface Replica {
   index: number
@@ -33,22 +28,7 @@ export interface Replica {
   kill(signal?: NodeJS.Signals): void
 }
 
-export interface Balancer {
-  url: string
-  /** Which replica each HTTP request / WebSocket connection went to, in order (replica index). */
-  readonly picks: { kind: 'http' | 'ws'; replica: number }[]
-  /** Resolves once every replica's /readyz was asked at least once (when readiness is followed). */
-  readonly polled: Promise<void>
-  close(): Promise<void>
-}
-
-export interface BalancerOptions {
-  /**
-   * Ask each replica's /readyz this often and send nothing to one that is not ready (migrating, its store down,
-   * shutting down); 0 (the tests' default) relies on refused connections alone.
-   */
-  readyzPollMs?: number
-}
+export type { Balancer, BalancerOptions }
 
 export interface Cluster {
   /** The balancer's address: what clients use. */
@@ -176,117 +156,13 @@ export async function startReplica(
   }
 }
 
-/** A replica that refused a connection is skipped for this long before it is tried again. */
-const DOWN_FOR_MS = 2_000
-
+/** The shared balancer (./balancer.mjs), on a harness port (./ports.ts) unless `port` names one. */
 export async function startBalancer(
   targets: string[],
   port = 0,
   options: BalancerOptions = {},
 ): Promise<Balancer> {
-  const proxy = createProxyServer({ xfwd: true })
-  const downUntil = new Map<number, number>()
-  const notReady = new Set<number>()
-  const picks: Balancer['picks'] = []
-  let next = 0
-  const pick = (): number => {
-    for (let tried = 0; tried < targets.length; tried++) {
-      const i = next++ % targets.length
-      if ((downUntil.get(i) ?? 0) <= Date.now() && !notReady.has(i)) return i
-    }
-    return next++ % targets.length
-  }
-  const pollMs = options.readyzPollMs ?? 0
-  const askAll = () =>
-    Promise.all(
-      targets.map(async (target, i) => {
-        // A replica that cannot answer /readyz in 2 s is drained; a shorter bound drained healthy replicas of a
-        // busy machine (load 17 on 2 cores: a 500 ms bound marked every replica not ready at once).
-        const ready = await fetch(`${target}/readyz`, {
-          signal: AbortSignal.timeout(Math.max(READYZ_TIMEOUT_MS, pollMs)),
-        }).then(
-          (res) => res.status === 200,
-          () => false,
-        )
-        if (ready) notReady.delete(i)
-        else notReady.add(i)
-      }),
-    ).then(() => undefined)
-  const polled = pollMs > 0 ? askAll() : Promise.resolve()
-  let polling = polled
-  const poller =
-    pollMs > 0
-      ? setInterval(() => {
-          polling = polling.then(askAll)
-        }, pollMs)
-      : undefined
-  poller?.unref()
-  const markDown = (err: Error & { code?: string }, i: number) => {
-    if (err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET') downUntil.set(i, Date.now() + DOWN_FOR_MS)
-  }
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const i = pick()
-    picks.push({ kind: 'http', replica: i })
-    proxy.web(req, res, { target: targets[i] as string }, (err) => {
-      markDown(err, i)
-      if (!res.headersSent) {
-        res.writeHead(502, { 'content-type': 'application/json', connection: 'close' })
-        res.end(
-          JSON.stringify({
-            error: {
-              code: 'unavailable',
-              message: 'No replica answered',
-              detail: {},
-              request_id: 'balancer',
-            },
-          }),
-        )
-      } else res.destroy()
-    })
-  })
-  // WebSocket upgrades are relayed byte for byte (request head, then both directions): whatever the replica
-  // answers — 101 or a refusal — reaches the client untouched, and either side closing closes the other.
-  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
-    const i = pick()
-    picks.push({ kind: 'ws', replica: i })
-    const target = new URL(targets[i] as string)
-    const upstream = connect(Number(target.port), target.hostname)
-    const drop = () => {
-      socket.destroy()
-      upstream.destroy()
-    }
-    socket.on('error', drop)
-    socket.on('close', drop)
-    upstream.on('close', drop)
-    upstream.on('error', (err: Error & { code?: string }) => {
-      markDown(err, i)
-      drop()
-    })
-    upstream.on('connect', () => {
-      const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`]
-      for (let h = 0; h < req.rawHeaders.length; h += 2)
-        lines.push(`${req.rawHeaders[h]}: ${req.rawHeaders[h + 1]}`)
-      lines.push(`X-Forwarded-For: ${req.socket.remoteAddress ?? ''}`)
-      upstream.write(`${lines.join('\r\n')}\r\n\r\n`)
-      if (head.length > 0) upstream.write(head)
-      socket.pipe(upstream).pipe(socket)
-    })
-  })
-  const listenOn = port || (await listenPort())
-  await new Promise<void>((resolve) => server.listen(listenOn, '127.0.0.1', resolve))
-  const address = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${address.port}`,
-    picks,
-    polled,
-    async close() {
-      if (poller) clearInterval(poller)
-      await polling
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-      proxy.close()
-    },
-  }
+  return startSharedBalancer(targets, port || (await listenPort()), options)
 }
 
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
