@@ -33,4 +33,3 @@ export interface StoreGauges {
 }
 
 export const NO_WEBHOOK_TELEMETRY: WebhookTelemetry = { attempted() {}, gaveUp() {} }
-export const NO_LEASE_TELEMETRY: LeaseTelemetry = { takenOver() {} }

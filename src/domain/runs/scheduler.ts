@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { CONSOLE_FAILURE_LOG, type FailureLog } from '../failure-log.js'
-import { type LeaseTelemetry, NO_LEASE_TELEMETRY } from '../telemetry.js'
+import type { LeaseTelemetry } from '../telemetry.js'
 import type { Progress, RunExecutor } from './executor.js'
 import type { RunRepository } from './ports.js'
 
@@ -78,7 +78,7 @@ export class RunScheduler {
     const now = Date.now()
     // Finding and leasing the next runs is one statement: one round trip per tick, however many runs it takes.
     const { ids, takenOver } = await repo.claimNext(this.owner, now, now + this.options.leaseMs, free)
-    if (takenOver > 0) (this.options.leases ?? NO_LEASE_TELEMETRY).takenOver('runs', takenOver)
+    if (takenOver > 0) this.options.leases?.takenOver('runs', takenOver)
     for (const id of ids) {
       // A run in hand whose lease had lapsed comes back renewed: it is driven once, by the loop already on it.
       if (this.driving.has(id)) continue
