@@ -268,6 +268,9 @@ const secondReports = join(out, 'postgres')
 const suiteReportsPg = join(secondReports, 'suite')
 let report = JSON.parse(readFileSync(join(out, 'mutation.json'), 'utf8'))
 let secondPass
+/** Where the second pass judges, as its kills' reasons and the summary name it. */
+const secondStore =
+  Number(values.replicas ?? 1) > 1 ? `on ${values.replicas} PostgreSQL replicas` : 'on PostgreSQL'
 if (values['also-postgres'] !== undefined) {
   const ranges = aliveRanges(report)
   rmSync(secondReports, { recursive: true, force: true })
@@ -285,11 +288,7 @@ if (values['also-postgres'] !== undefined) {
     process.env.STRYKER_JUDGE_ONLY = judgeOnly
     await strykerPass(ranges, secondReports).runMutationTest()
     const second = JSON.parse(readFileSync(join(secondReports, 'mutation.json'), 'utf8'))
-    const merged = mergeSecondPass(
-      report,
-      second,
-      values.replicas > 1 ? `on ${values.replicas} PostgreSQL replicas` : 'on PostgreSQL',
-    )
+    const merged = mergeSecondPass(report, second, secondStore)
     report = merged.report
     writeFileSync(join(out, 'mutation.json'), JSON.stringify(report))
     writeFileSync(join(out, 'index.html'), withReport(readFileSync(join(out, 'index.html'), 'utf8'), report))
@@ -417,7 +416,7 @@ console.log(
 )
 if (secondPass)
   console.log(
-    `conformance:stryker: the second pass on PostgreSQL judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left alive (the first pass took ${firstSeconds.toFixed(0)} s; the cost line below is the first pass's, the second's is in sections.json)`,
+    `conformance:stryker: the second pass ${secondStore} judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left alive (the first pass took ${firstSeconds.toFixed(0)} s; the cost line below is the first pass's, the second's is in sections.json)`,
   )
 if (costs)
   console.log(
