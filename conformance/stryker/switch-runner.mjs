@@ -3,6 +3,8 @@
  * per Stryker worker, built from the sandbox's instrumented sources, with the active mutant switched inside it for
  * each run (server-switch.mjs, preloaded into it), and the conformance suite called in this process
  * (conformance/dist's `main`, once imported) instead of a new suite, server and key-issuing process per mutant.
+ * With STRYKER_REPLICAS > 1 (run.mjs --replicas) that one server is a ReplicaSet: N servers on one PostgreSQL
+ * database behind a round-robin balancer, switched together.
  *
  * - Independence: every run gets fresh identities (its own workspaces and keys, issued into the server's store with
  *   the mutant already active, as `--reference` issues them), so what one mutant left behind (resources, rate-limit
