@@ -114,8 +114,9 @@ if (values.postgres !== undefined) {
   // Each worker's reference server gets a database of its own on this server (switch-runner.mjs).
   process.env.STRYKER_POSTGRES_ADMIN_URL = values.postgres
 }
+/** --replicas N, checked below: the reference servers each worker judges a mutant on. */
+const replicas = values.replicas === undefined ? 1 : Number(values.replicas)
 if (values.replicas !== undefined) {
-  const replicas = Number(values.replicas)
   if (!Number.isInteger(replicas) || replicas < 1 || replicas > 8) {
     console.error(`conformance:stryker: --replicas is a whole number from 1 to 8, not ${values.replicas}`)
     process.exit(2)
@@ -269,8 +270,7 @@ const suiteReportsPg = join(secondReports, 'suite')
 let report = JSON.parse(readFileSync(join(out, 'mutation.json'), 'utf8'))
 let secondPass
 /** Where the second pass judges, as its kills' reasons and the summary name it. */
-const secondStore =
-  Number(values.replicas ?? 1) > 1 ? `on ${values.replicas} PostgreSQL replicas` : 'on PostgreSQL'
+const secondStore = replicas > 1 ? `on ${replicas} PostgreSQL replicas` : 'on PostgreSQL'
 if (values['also-postgres'] !== undefined) {
   const ranges = aliveRanges(report)
   rmSync(secondReports, { recursive: true, force: true })
@@ -281,7 +281,7 @@ if (values['also-postgres'] !== undefined) {
   if (ranges.length > 0) {
     const at = Date.now()
     process.env.STRYKER_POSTGRES_ADMIN_URL = values['also-postgres']
-    if (values.replicas !== undefined) process.env.STRYKER_REPLICAS = values.replicas
+    if (values.replicas !== undefined) process.env.STRYKER_REPLICAS = String(replicas)
     process.env.STRYKER_SUITE_REPORTS = suiteReportsPg
     const judgeOnly = join(secondReports, 'alive.json')
     writeFileSync(judgeOnly, JSON.stringify(aliveKeys(report)))

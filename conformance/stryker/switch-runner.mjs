@@ -407,20 +407,26 @@ class ReplicaSet {
     this.natsTarget = undefined
   }
 
+  /** One replica: on the database of `sharedDatabaseUrl`, or (the first) on one it makes. */
+  replica(sharedDatabaseUrl) {
+    const server = new SwitchedServer(
+      this.root,
+      this.receiverPort,
+      this.staticMutant,
+      this.usedPorts,
+      sharedDatabaseUrl,
+    )
+    server.natsTarget = this.natsTarget
+    this.replicas.push(server)
+    return server
+  }
+
   async start() {
-    const first = new SwitchedServer(this.root, this.receiverPort, this.staticMutant, this.usedPorts)
-    this.replicas.push(first)
-    first.natsTarget = this.natsTarget
     // The first replica makes the database and migrates it; the others start on it together once it answers.
+    const first = this.replica(undefined)
     await first.start()
     this.databaseUrl = first.databaseUrl
-    const others = Array.from(
-      { length: this.count - 1 },
-      () =>
-        new SwitchedServer(this.root, this.receiverPort, this.staticMutant, this.usedPorts, this.databaseUrl),
-    )
-    for (const r of others) r.natsTarget = this.natsTarget
-    this.replicas.push(...others)
+    const others = Array.from({ length: this.count - 1 }, () => this.replica(this.databaseUrl))
     await Promise.all(others.map((r) => r.start()))
     const { startBalancer } = await import('../../test/support/balancer.mjs')
     this.balancer = await startBalancer(

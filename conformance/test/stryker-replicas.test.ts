@@ -15,7 +15,7 @@ import { provisionArgs } from '../src/reference.js'
 import { quiet } from '../stryker/changes.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { ConformanceSwitchRunner, SUITE_TEST } from '../stryker/switch-runner.mjs'
-import { sandbox } from './stryker-sandbox.js'
+import { mutantRunOptions, sandbox } from './stryker-sandbox.js'
 
 const MODULE = 'src/domain/idempotency/key'
 const ONLY = ['idempotency', 'sweep']
@@ -100,18 +100,10 @@ describe.skipIf(!adminUrl)('conformance:stryker --replicas', () => {
       )
       expect(ends.map((e) => (e.hitCount ?? 0) > 0)).toEqual([true, true])
 
-      const options = (m: { id: string }) => ({
-        activeMutant: m,
-        mutantActivation: 'runtime',
-        reloadEnvironment: false,
-        sandboxFileName: join(dir, `${MODULE}.ts`),
-        timeout: 240_000,
-        disableBail: false,
-        testFilter: [SUITE_TEST],
-      })
-      const killed = await runner.mutantRun(options(runtimeMutant!))
+      const source = join(dir, `${MODULE}.ts`)
+      const killed = await runner.mutantRun(mutantRunOptions(source, runtimeMutant!))
       expect(killed.status, JSON.stringify(killed)).toBe('killed')
-      const clean = await runner.mutantRun(options({ id: 'no-such-mutant' }))
+      const clean = await runner.mutantRun(mutantRunOptions(source, { id: 'no-such-mutant' }))
       expect(clean.status, JSON.stringify(clean)).toBe('survived')
     } finally {
       await runner.dispose()

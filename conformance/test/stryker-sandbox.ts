@@ -8,6 +8,8 @@ import { Instrumenter } from '@stryker-mutator/instrumenter'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { quiet } from '../stryker/changes.mjs'
 import { coverageSwitchable } from '../stryker/coverage.mjs'
+// @ts-expect-error: plain ESM modules of the command, without types
+import { SUITE_TEST } from '../stryker/switch-runner.mjs'
 import { scratchDir } from './scratch.js'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -39,4 +41,24 @@ export async function sandbox(...modules: string[]): Promise<{ dir: string; muta
   // As the sandbox's build leaves it: no coverage counted while a mutant is active (build.mjs).
   coverageSwitchable(join(dir, 'dist'))
   return { dir, mutants: result.mutants }
+}
+
+/**
+ * What StrykerJS hands the runner's `mutantRun` for `mutant` of the sandbox's `sourceFile`: a runtime mutant
+ * switched inside the running server (by the suite's one test), or a static one given a server loaded with it.
+ */
+export function mutantRunOptions(
+  sourceFile: string,
+  mutant: { id: string },
+  activation: 'runtime' | 'static' = 'runtime',
+) {
+  return {
+    activeMutant: mutant,
+    mutantActivation: activation,
+    reloadEnvironment: activation === 'static',
+    sandboxFileName: sourceFile,
+    timeout: 240_000,
+    disableBail: false,
+    ...(activation === 'runtime' ? { testFilter: [SUITE_TEST] } : {}),
+  }
 }

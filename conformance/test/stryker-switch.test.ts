@@ -24,7 +24,7 @@ import { noticed } from '../stryker/noticed.mjs'
 import { checksFor, sectionOf } from '../stryker/scope.mjs'
 // @ts-expect-error: plain ESM modules of the command, without types
 import { ConformanceSwitchRunner, SUITE_TEST } from '../stryker/switch-runner.mjs'
-import { type Mutant, sandbox } from './stryker-sandbox.js'
+import { type Mutant, mutantRunOptions, sandbox } from './stryker-sandbox.js'
 
 const run = promisify(execFile)
 const root = join(import.meta.dirname, '..', '..')
@@ -104,15 +104,8 @@ describe('conformance:stryker switch runner', () => {
     expect(runner.ranByChecks('no-such-mutant')).toBe(false)
     const server = runner.serverPid
 
-    const options = (m: Mutant | { id: string }, activation: 'runtime' | 'static') => ({
-      activeMutant: m,
-      mutantActivation: activation,
-      reloadEnvironment: activation === 'static',
-      sandboxFileName: join(dir, `${MODULE}.ts`),
-      timeout: 240_000,
-      disableBail: false,
-      ...(activation === 'runtime' ? { testFilter: [SUITE_TEST] } : {}),
-    })
+    const options = (m: Mutant | { id: string }, activation: 'runtime' | 'static') =>
+      mutantRunOptions(join(dir, `${MODULE}.ts`), m, activation)
     // Switched inside the dry run's server.
     const switched = await runner.mutantRun(options(runtimeMutant, 'runtime'))
     expect(runner.serverPid).toBe(server)
@@ -197,15 +190,7 @@ describe('conformance:stryker switch runner', () => {
       const server = judge.serverPid
       // Switched in at runtime it never runs (the transport is made), and the suite passes; started with it, no
       // transport is ever made and the check fails.
-      const verdict = await judge.mutantRun({
-        activeMutant: madeOnce,
-        mutantActivation: 'runtime',
-        reloadEnvironment: false,
-        sandboxFileName: join(dir, `${module}.ts`),
-        timeout: 240_000,
-        disableBail: false,
-        testFilter: [SUITE_TEST],
-      })
+      const verdict = await judge.mutantRun(mutantRunOptions(join(dir, `${module}.ts`), madeOnce))
       expect(verdict.status, JSON.stringify(verdict)).toBe('killed')
       expect(judge.serverPid).not.toBe(server)
     } finally {
