@@ -5,7 +5,7 @@
  * reports/stryker/ and a per-spec-section table (killed at core, by profile only, survived, annotated, timeout) to
  * reports/stryker/sections.json, and prints the time it took.
  *
- *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL] [--replicas N]
+ *   node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] [--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL [--uncovered-only]] [--replicas N]
  *
  * --since REF    mutate only the lines of the scope's modules changed since REF (git diff), the quick run
  * --max-mutants N with --since: take the changed ranges in order while their mutants number at most N
@@ -25,6 +25,9 @@
  *                with the reference on PostgreSQL (URL as for --postgres), and one the suite kills there counts as
  *                killed (stores.mjs): code only one store runs is judged where it runs. The reports are the merged
  *                ones; the second pass's own are in reports/stryker/postgres/.
+ * --uncovered-only with --also-postgres: the second pass judges only the mutants the SQLite pass never reached
+ *                (NoCoverage), not its survivors: the code only PostgreSQL runs (a unit whose claim goes with its
+ *                writes, counts held to a COMMIT), at a small part of the cost of judging every survivor again
  * --replicas N   with --postgres (or --also-postgres's second pass): each worker judges N reference replicas on one
  *                database behind a round-robin balancer, every replica with the mutant active (switch-runner.mjs
  *                ReplicaSet): what only another replica's change makes happen (the key watch, the change feed's
@@ -54,13 +57,14 @@ import {
 } from './pace.mjs'
 import { EXCLUDED, SCOPE, scopeGlobs, sectionOf } from './scope.mjs'
 import { serverStoresDir } from './server-stores.mjs'
-import { aliveKeys, aliveRanges, mergeSecondPass, withReport } from './stores.mjs'
+import { ALIVE, aliveKeys, aliveRanges, mergeSecondPass, UNCOVERED, withReport } from './stores.mjs'
 
 const root = join(import.meta.dirname, '..', '..')
 const out = join(root, 'reports', 'stryker')
 const USAGE =
   'usage: node conformance/stryker/run.mjs [--since REF [--max-mutants N]] [--section TEXT] [--incremental] ' +
-  '[--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL] [--replicas N]'
+  '[--mutate GLOB,...] [--concurrency N] [--runner switch|command] [--postgres URL | --also-postgres URL [--uncovered-only]] ' +
+  '[--replicas N]'
 /** The options, or the usage: on `--help` (exit 0) and on an option it does not know (exit 2, with the reason). */
 function options() {
   try {
@@ -75,6 +79,7 @@ function options() {
         runner: { type: 'string' },
         postgres: { type: 'string' },
         'also-postgres': { type: 'string' },
+        'uncovered-only': { type: 'boolean' },
         replicas: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -104,6 +109,12 @@ if (values.postgres !== undefined && values['also-postgres'] !== undefined) {
 }
 if (values['also-postgres'] !== undefined && values.runner === 'command') {
   console.error('conformance:stryker: --also-postgres runs with the switch runner only')
+  process.exit(2)
+}
+if (values['uncovered-only'] && values['also-postgres'] === undefined) {
+  console.error(
+    'conformance:stryker: --uncovered-only chooses what --also-postgres judges again: it needs --also-postgres',
+  )
   process.exit(2)
 }
 if (values.postgres !== undefined) {
@@ -272,11 +283,12 @@ let secondPass
 /** Where the second pass judges, as its kills' reasons and the summary name it. */
 const secondStore = replicas > 1 ? `on ${replicas} PostgreSQL replicas` : 'on PostgreSQL'
 if (values['also-postgres'] !== undefined) {
-  const ranges = aliveRanges(report)
+  const judged = values['uncovered-only'] ? UNCOVERED : ALIVE
+  const ranges = aliveRanges(report, judged)
   rmSync(secondReports, { recursive: true, force: true })
   mkdirSync(suiteReportsPg, { recursive: true })
   console.log(
-    `conformance:stryker: ${ranges.length} mutant place(s) left alive on SQLite, judged again with the reference on PostgreSQL`,
+    `conformance:stryker: ${ranges.length} mutant place(s) left ${values['uncovered-only'] ? 'uncovered' : 'alive'} on SQLite, judged again with the reference on PostgreSQL`,
   )
   if (ranges.length > 0) {
     const at = Date.now()
@@ -284,7 +296,7 @@ if (values['also-postgres'] !== undefined) {
     if (values.replicas !== undefined) process.env.STRYKER_REPLICAS = String(replicas)
     process.env.STRYKER_SUITE_REPORTS = suiteReportsPg
     const judgeOnly = join(secondReports, 'alive.json')
-    writeFileSync(judgeOnly, JSON.stringify(aliveKeys(report)))
+    writeFileSync(judgeOnly, JSON.stringify(aliveKeys(report, judged)))
     process.env.STRYKER_JUDGE_ONLY = judgeOnly
     await strykerPass(ranges, secondReports).runMutationTest()
     const second = JSON.parse(readFileSync(join(secondReports, 'mutation.json'), 'utf8'))
@@ -293,6 +305,7 @@ if (values['also-postgres'] !== undefined) {
     writeFileSync(join(out, 'mutation.json'), JSON.stringify(report))
     writeFileSync(join(out, 'index.html'), withReport(readFileSync(join(out, 'index.html'), 'utf8'), report))
     secondPass = {
+      judged: values['uncovered-only'] ? 'uncovered' : 'alive',
       places: ranges.length,
       seconds: Math.round((Date.now() - at) / 1000),
       killed: merged.changed,
@@ -416,7 +429,7 @@ console.log(
 )
 if (secondPass)
   console.log(
-    `conformance:stryker: the second pass ${secondStore} judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left alive (the first pass took ${firstSeconds.toFixed(0)} s; the cost line below is the first pass's, the second's is in sections.json)`,
+    `conformance:stryker: the second pass ${secondStore} judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left ${secondPass.judged} (the first pass took ${firstSeconds.toFixed(0)} s; the cost line below is the first pass's, the second's is in sections.json)`,
   )
 if (costs)
   console.log(

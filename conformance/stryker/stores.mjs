@@ -8,7 +8,9 @@
  */
 
 /** Statuses of a mutant the pass left alive: what a second pass judges again. */
-const ALIVE = new Set(['Survived', 'NoCoverage'])
+export const ALIVE = new Set(['Survived', 'NoCoverage'])
+/** Of those, the mutants whose code the pass never ran (`--uncovered-only`): what only the other store may run. */
+export const UNCOVERED = new Set(['NoCoverage'])
 /** Statuses of a mutant the suite detected (Stryker counts a timeout as detected). */
 export const DETECTED = new Set(['Killed', 'Timeout'])
 
@@ -23,13 +25,13 @@ export function mutantKey(file, mutant) {
 }
 
 /**
- * The mutants `report` left alive, each with its place in Stryker's own positions (lines and columns from 0), where
- * a report counts both from 1.
+ * The mutants `report` left alive (with a status in `statuses`), each with its place in Stryker's own positions (lines
+ * and columns from 0), where a report counts both from 1.
  */
-function* alive(report) {
+function* alive(report, statuses) {
   for (const [file, { mutants }] of Object.entries(report.files))
     for (const m of mutants) {
-      if (!ALIVE.has(m.status)) continue
+      if (!statuses.has(m.status)) continue
       const { start, end } = m.location
       const location = {
         start: { line: start.line - 1, column: start.column - 1 },
@@ -56,19 +58,20 @@ export function rangesWhere(report, keep) {
 }
 
 /**
- * The mutate patterns that select exactly the mutants `report` left alive (rangesWhere): the mutants nested inside
- * an alive one's node, judged already, are skipped by the second pass's runner (aliveKeys).
+ * The mutate patterns that select exactly the mutants `report` left alive (rangesWhere; `statuses`: which of them,
+ * ALIVE or UNCOVERED): the mutants nested inside an alive one's node, judged already, are skipped by the second
+ * pass's runner (aliveKeys).
  */
-export function aliveRanges(report) {
-  return rangesWhere(report, (_file, m) => ALIVE.has(m.status))
+export function aliveRanges(report, statuses = ALIVE) {
+  return rangesWhere(report, (_file, m) => statuses.has(m.status))
 }
 
 /**
  * The keys (mutantKey in Stryker's own positions, as a test runner gets `activeMutant`) of the mutants `report` left
- * alive: a second pass runs these and no other.
+ * alive (with a status in `statuses`): a second pass runs these and no other.
  */
-export function aliveKeys(report) {
-  return Array.from(alive(report), ({ file, mutant }) => mutantKey(file, mutant))
+export function aliveKeys(report, statuses = ALIVE) {
+  return Array.from(alive(report, statuses), ({ file, mutant }) => mutantKey(file, mutant))
 }
 
 /**

@@ -268,5 +268,8 @@ describe('conformance:stryker selection', () => {
     const missing = run('--section')
     expect(missing.status).toBe(2)
     expect(missing.stderr).toMatch(/--section <value>' argument missing/)
+    const alone = run('--uncovered-only')
+    expect(alone.status).toBe(2)
+    expect(alone.stderr).toMatch(/--uncovered-only .* it needs --also-postgres/)
   })
 })

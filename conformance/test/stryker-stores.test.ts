@@ -10,7 +10,7 @@ import { quiet } from '../stryker/changes.mjs'
 import * as stores from '../stryker/stores.mjs'
 import type { Location, Position, Report } from './stryker-report.js'
 
-const { aliveKeys, aliveRanges, mergeSecondPass, mutantKey, withReport } = stores
+const { aliveKeys, aliveRanges, mergeSecondPass, mutantKey, UNCOVERED, withReport } = stores
 
 const FILE = 'src/sample.ts'
 const SOURCE = [
@@ -120,6 +120,30 @@ describe('conformance:stryker --also-postgres', () => {
     const places = new Set(alive?.map((m) => JSON.stringify(m.location)))
     expect(aliveRanges(report)).toHaveLength(places.size)
     expect(aliveRanges(reportOf(all, () => 'Killed'))).toEqual([])
+  })
+
+  it('--uncovered-only: takes the mutants whose code the first pass never ran, not its survivors', async () => {
+    const all = await instrument(true)
+    const statuses = ['Survived', 'NoCoverage', 'Killed', 'Timeout', 'Ignored']
+    const report = reportOf(all, (i) => statuses[i % statuses.length] ?? 'Killed')
+    const uncovered = all.filter((_, i) => i % statuses.length === 1)
+    expect(uncovered.length).toBeGreaterThan(0)
+    expect(aliveKeys(report, UNCOVERED)).toEqual(uncovered.map((m) => mutantKey(FILE, m)))
+    const places = new Set(uncovered.map((m) => JSON.stringify(m.location)))
+    expect(aliveRanges(report, UNCOVERED)).toHaveLength(places.size)
+    // Survivors alone: nothing to judge again.
+    expect(
+      aliveRanges(
+        reportOf(all, () => 'Survived'),
+        UNCOVERED,
+      ),
+    ).toEqual([])
+    expect(
+      aliveKeys(
+        reportOf(all, () => 'Survived'),
+        UNCOVERED,
+      ),
+    ).toEqual([])
   })
 
   it('a mutant left alive that the second pass detected takes its verdict; every other keeps the first', async () => {

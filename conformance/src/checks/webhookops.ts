@@ -144,7 +144,7 @@ export const webhookOperationChecks: Check[] = [
   {
     id: 'webhooks.subscription-refusals',
     title:
-      "A subscription whose url is not an http(s) URL without credentials off this machine (a private or metadata address, another port of the receiver's own listed address), or whose secret is a malformed whsec_, is refused 400 naming the field; an 8-character secret is taken; a deleted subscription is 404 to read, list deliveries of and delete",
+      "A subscription whose url is not an http(s) URL without credentials off this machine (a private or metadata address, another port of the receiver's own listed address), or whose secret is a malformed whsec_, is refused 400 naming the field; an http and an https url and an 8-character secret are taken; a deleted subscription is 404 to read, list deliveries of and delete",
     level: 'profile',
     clauses: ['S2.12', 'S4.11', 'S6.3'],
     async run(ctx) {
@@ -203,6 +203,16 @@ export const webhookOperationChecks: Check[] = [
           ctx.cleanup(`delete webhook ${okId}`, (http) => http.delete(`/v1/webhooks/${okId}`))
         }
       }
+      // Both schemes are taken: the same url under the other one (deleted at once, like the second below: the
+      // receiver speaks one of them).
+      const otherScheme = unwanted.startsWith('https:')
+        ? unwanted.replace(/^https:/, 'http:')
+        : unwanted.replace(/^http:/, 'https:')
+      const schemeTaken = await ctx.http.post('/v1/webhooks', body({ url: otherScheme }))
+      const schemeId = ownId(schemeTaken.body, 'webhook')
+      if (schemeTaken.status !== 201 || !schemeId)
+        wrong.push(`a subscription to ${otherScheme} answered ${schemeTaken.status}, not 201`)
+      else await ctx.http.delete(`/v1/webhooks/${schemeId}`)
       // A deleted subscription is gone: its read, its log and a second delete are 404. (Neither is left to wait for
       // the end: every policy.denied would be sent to them meanwhile.)
       const [id, other] = taken
