@@ -18,11 +18,12 @@
  * --concurrency N Stryker workers (default: three per CPU): a mutant run mostly waits (for the server's retries,
  *                the stream's frames, a run's steps); two per CPU left about a third of the CPU time idle, and four
  *                per CPU ended no sooner than three
- * --postgres URL the reference on PostgreSQL instead of SQLite: URL is a server's admin URL (database `postgres`);
+ * --postgres URL the reference on PostgreSQL instead of SQLite: URL is a server's admin URL (database `postgres`), or
+ *                `auto` for a throwaway server the run starts and stops (throwaway-postgres.ts, as the tests start theirs);
  *                each worker's server gets a database of its own there, dropped at its end. The code a store with
  *                shared counters takes (the rate-limit step's count alongside a read) runs only there.
  * --also-postgres URL after the run on SQLite, the mutants it left alive (survived, no coverage) are judged again
- *                with the reference on PostgreSQL (URL as for --postgres), and one the suite kills there counts as
+ *                with the reference on PostgreSQL (URL as for --postgres, `auto` too), and one the suite kills there counts as
  *                killed (stores.mjs): code only one store runs is judged where it runs. The reports are the merged
  *                ones; the second pass's own are in reports/stryker/postgres/.
  * --uncovered-only with --also-postgres: the second pass judges only the mutants the SQLite pass never reached
@@ -38,6 +39,8 @@
  * of the mutated module's section (scope.mjs CHECKS), with fresh identities in the store (switch) or a fresh store
  * (command): outcomes never depend on the mutants before.
  */
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join, relative } from 'node:path'
@@ -117,13 +120,64 @@ if (values['uncovered-only'] && values['also-postgres'] === undefined) {
   )
   process.exit(2)
 }
+/**
+ * `auto` for --postgres or --also-postgres: a throwaway PostgreSQL (throwaway-postgres.ts), started when the run needs
+ * it and stopped with the run; its admin URL.
+ */
+let throwaway
+async function postgresUrl(option) {
+  if (option !== 'auto') return option
+  if (!throwaway) {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'throwaway-postgres.ts')],
+      { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] },
+    )
+    // However this process ends, the server's process sees its stdin end and stops the server.
+    process.once('exit', () => child.kill('SIGTERM'))
+    throwaway = { child, url: firstJsonLine(child).then((line) => line.url) }
+  }
+  return throwaway.url
+}
+
+/** The child's first line of JSON on stdout (the server's URL), or the reason it exited before printing one. */
+function firstJsonLine(child) {
+  return new Promise((resolve, reject) => {
+    let out = ''
+    const onData = (chunk) => {
+      out += chunk
+      const end = out.indexOf('\n')
+      if (end < 0) return
+      child.stdout.off('data', onData)
+      child.off('exit', onExit)
+      resolve(JSON.parse(out.slice(0, end)))
+    }
+    const onExit = (code) =>
+      reject(new Error(`the throwaway PostgreSQL exited with ${code} before it took connections`))
+    child.stdout.setEncoding('utf8')
+    child.stdout.on('data', onData)
+    child.once('exit', onExit)
+  })
+}
+
+/** Stops the throwaway PostgreSQL, if the run started one. */
+async function stopThrowaway() {
+  if (!throwaway) return
+  const { child } = throwaway
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    await exited
+  }
+}
+
 if (values.postgres !== undefined) {
   if (values.runner === 'command') {
     console.error('conformance:stryker: --postgres runs with the switch runner only')
     process.exit(2)
   }
   // Each worker's reference server gets a database of its own on this server (switch-runner.mjs).
-  process.env.STRYKER_POSTGRES_ADMIN_URL = values.postgres
+  process.env.STRYKER_POSTGRES_ADMIN_URL = await postgresUrl(values.postgres)
 }
 /** --replicas N, checked below: the reference servers each worker judges a mutant on. */
 const replicas = values.replicas === undefined ? 1 : Number(values.replicas)
@@ -292,7 +346,7 @@ if (values['also-postgres'] !== undefined) {
   )
   if (ranges.length > 0) {
     const at = Date.now()
-    process.env.STRYKER_POSTGRES_ADMIN_URL = values['also-postgres']
+    process.env.STRYKER_POSTGRES_ADMIN_URL = await postgresUrl(values['also-postgres'])
     if (values.replicas !== undefined) process.env.STRYKER_REPLICAS = String(replicas)
     process.env.STRYKER_SUITE_REPORTS = suiteReportsPg
     const judgeOnly = join(secondReports, 'alive.json')
@@ -312,6 +366,8 @@ if (values['also-postgres'] !== undefined) {
     }
   }
 }
+// Every pass is over: a throwaway PostgreSQL (`auto`) is no longer needed.
+await stopThrowaway()
 const seconds = (Date.now() - started) / 1000
 
 /**
