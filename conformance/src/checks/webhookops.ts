@@ -212,7 +212,10 @@ export const webhookOperationChecks: Check[] = [
       const schemeId = ownId(schemeTaken.body, 'webhook')
       if (schemeTaken.status !== 201 || !schemeId)
         wrong.push(`a subscription to ${otherScheme} answered ${schemeTaken.status}, not 201`)
-      else await ctx.http.delete(`/v1/webhooks/${schemeId}`)
+      else {
+        ctx.cleanup(`delete webhook ${schemeId}`, (http) => http.delete(`/v1/webhooks/${schemeId}`))
+        await ctx.http.delete(`/v1/webhooks/${schemeId}`)
+      }
       // A deleted subscription is gone: its read, its log and a second delete are 404. (Neither is left to wait for
       // the end: every policy.denied would be sent to them meanwhile.)
       const [id, other] = taken
