@@ -487,6 +487,12 @@ if (secondPass)
   console.log(
     `conformance:stryker: the second pass ${secondStore} judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left ${secondPass.judged} (the first pass took ${firstSeconds.toFixed(0)} s; the cost line below is the first pass's, the second's is in sections.json)`,
   )
+// Run on SQLite alone, the mutants it never reached include the code only PostgreSQL runs: say how to judge them.
+const uncovered = aliveKeys(report, UNCOVERED).length
+if (values.postgres === undefined && values['also-postgres'] === undefined && uncovered > 0)
+  console.log(
+    `conformance:stryker: ${uncovered} mutant(s) never reached on SQLite, among them the code only PostgreSQL runs: --also-postgres auto --uncovered-only judges them there`,
+  )
 if (costs)
   console.log(
     `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each (${costs.rejudgedRuns.runs} runtime survivors whose code never ran while active, judged again so); the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}; servers held after the verdict (replaced): ${costs.stalledAtEnd}; kills looked at again on the clean server: ${costs.confirmations.runs} (${costs.confirmations.cpuSeconds} s of CPU), the server broken in ${costs.confirmations.serverBroken} (the mutant judged again on a fresh one)`,
