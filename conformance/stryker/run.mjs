@@ -171,13 +171,9 @@ async function stopThrowaway() {
   }
 }
 
-if (values.postgres !== undefined) {
-  if (values.runner === 'command') {
-    console.error('conformance:stryker: --postgres runs with the switch runner only')
-    process.exit(2)
-  }
-  // Each worker's reference server gets a database of its own on this server (switch-runner.mjs).
-  process.env.STRYKER_POSTGRES_ADMIN_URL = await postgresUrl(values.postgres)
+if (values.postgres !== undefined && values.runner === 'command') {
+  console.error('conformance:stryker: --postgres runs with the switch runner only')
+  process.exit(2)
 }
 /** --replicas N, checked below: the reference servers each worker judges a mutant on. */
 const replicas = values.replicas === undefined ? 1 : Number(values.replicas)
@@ -308,6 +304,9 @@ function strykerPass(mutate, reportsDir) {
     disableTypeChecks: true,
   })
 }
+// Each worker's reference server gets a database of its own on this server (switch-runner.mjs). Resolved here, once
+// every option is known to be good and there is something to mutate: `auto` starts a server.
+if (values.postgres !== undefined) process.env.STRYKER_POSTGRES_ADMIN_URL = await postgresUrl(values.postgres)
 const started = Date.now()
 const stryker = strykerPass(mutate, out)
 // Every 5 minutes, where the run stands against the last one over this scope (Stryker's estimate misleads on a long run).
@@ -337,12 +336,12 @@ let secondPass
 /** Where the second pass judges, as its kills' reasons and the summary name it. */
 const secondStore = replicas > 1 ? `on ${replicas} PostgreSQL replicas` : 'on PostgreSQL'
 if (values['also-postgres'] !== undefined) {
-  const judged = values['uncovered-only'] ? UNCOVERED : ALIVE
+  const [judged, leftAs] = values['uncovered-only'] ? [UNCOVERED, 'uncovered'] : [ALIVE, 'alive']
   const ranges = aliveRanges(report, judged)
   rmSync(secondReports, { recursive: true, force: true })
   mkdirSync(suiteReportsPg, { recursive: true })
   console.log(
-    `conformance:stryker: ${ranges.length} mutant place(s) left ${values['uncovered-only'] ? 'uncovered' : 'alive'} on SQLite, judged again with the reference on PostgreSQL`,
+    `conformance:stryker: ${ranges.length} mutant place(s) left ${leftAs} on SQLite, judged again with the reference on PostgreSQL`,
   )
   if (ranges.length > 0) {
     const at = Date.now()
@@ -359,7 +358,7 @@ if (values['also-postgres'] !== undefined) {
     writeFileSync(join(out, 'mutation.json'), JSON.stringify(report))
     writeFileSync(join(out, 'index.html'), withReport(readFileSync(join(out, 'index.html'), 'utf8'), report))
     secondPass = {
-      judged: values['uncovered-only'] ? 'uncovered' : 'alive',
+      judged: leftAs,
       places: ranges.length,
       seconds: Math.round((Date.now() - at) / 1000),
       killed: merged.changed,
@@ -488,11 +487,13 @@ if (secondPass)
     `conformance:stryker: the second pass ${secondStore} judged ${secondPass.places} place(s) in ${secondPass.seconds} s and killed ${secondPass.killed} mutant(s) the first left ${secondPass.judged} (the first pass took ${firstSeconds.toFixed(0)} s; the cost line below is the first pass's, the second's is in sections.json)`,
   )
 // Run on SQLite alone, the mutants it never reached include the code only PostgreSQL runs: say how to judge them.
-const uncovered = aliveKeys(report, UNCOVERED).length
-if (values.postgres === undefined && values['also-postgres'] === undefined && uncovered > 0)
-  console.log(
-    `conformance:stryker: ${uncovered} mutant(s) never reached on SQLite, among them the code only PostgreSQL runs: --also-postgres auto --uncovered-only judges them there`,
-  )
+if (values.postgres === undefined && values['also-postgres'] === undefined) {
+  const uncovered = aliveKeys(report, UNCOVERED).length
+  if (uncovered > 0)
+    console.log(
+      `conformance:stryker: ${uncovered} mutant(s) never reached on SQLite, among them the code only PostgreSQL runs: --also-postgres auto --uncovered-only judges them there`,
+    )
+}
 if (costs)
   console.log(
     `conformance:stryker: ${costs.mutantRuns.runs} mutant runs cost ${costs.mutantRuns.cpuSeconds} s of CPU, ${costs.mutantRuns.cpuSecondsPerRun} s each (suite ${costs.mutantRuns.suiteCpuSeconds} s, reference ${costs.mutantRuns.serverCpuSeconds} s); ${costs.staticRuns.runs} of them static, ${costs.staticRuns.cpuSecondsPerRun ?? '-'} s each (${costs.rejudgedRuns.runs} runtime survivors whose code never ran while active, judged again so); the dry run ${costs.dryRun.cpuSeconds} s; timeouts at the runner's deadline: ${JSON.stringify(costs.timeoutsByPhase)}; servers held after the verdict (replaced): ${costs.stalledAtEnd}; kills looked at again on the clean server: ${costs.confirmations.runs} (${costs.confirmations.cpuSeconds} s of CPU), the server broken in ${costs.confirmations.serverBroken} (the mutant judged again on a fresh one)`,
