@@ -59,6 +59,8 @@ export interface MutantContext {
     narrowScope?: string
     otherScope?: string
     runsOnly?: string
+    standardTier?: string
+    proTier?: string
   }
   /** Sends a request to the deployment directly (for mutants that consult it). */
   upstream(req: ProxiedRequest): Promise<ProxiedResponse>

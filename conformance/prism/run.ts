@@ -204,6 +204,8 @@ try {
       ['--revoked-token', t.revoked],
       ['--revocable-token', t.revocable],
       ['--quota-limited-token', t.quotaLimited],
+      ['--standard-tier-token', t.standardTier],
+      ['--pro-tier-token', t.proTier],
       // The stream and graphql-ws connections it revokes go to the server directly (see below), as its revoke does.
       ['--revoke', ref.revoke],
       ['--issue-expiring', ref.issueExpiring],

@@ -19,6 +19,8 @@ export type TokenRole =
   | 'revoked'
   | 'revocable'
   | 'quotaLimited'
+  | 'standardTier'
+  | 'proTier'
 
 export interface Check {
   /** Stable id, `family.what-is-checked`. */

@@ -191,6 +191,10 @@ export interface SuiteConfig extends Declarations {
      * Idempotency-Key answers, 8 KiB for one answer): which refusals a key keeps (profile).
      */
     quotaLimited?: string
+    /** A key of a workspace on the standard tier with the tier's own limits (§8: 1,000 requests per hour). */
+    standardTier?: string
+    /** A key of a workspace on the pro tier with the tier's own limits (§8: 10,000 requests per hour). */
+    proTier?: string
   }
   /** Requests the 429 search may send with the rate-limited token before giving up. */
   rateLimitSearch: number
@@ -241,6 +245,8 @@ export const TOKENS: Record<TokenKey, { what: string; flag: string }> = {
   revoked: { what: 'revoked token', flag: 'revoked-token' },
   revocable: { what: 'revocable token', flag: 'revocable-token' },
   quotaLimited: { what: 'quota-limited token', flag: 'quota-limited-token' },
+  standardTier: { what: 'standard-tier token', flag: 'standard-tier-token' },
+  proTier: { what: 'pro-tier token', flag: 'pro-tier-token' },
 }
 
 /** `--flag / AGENTOPS_CONFORMANCE_VAR` for a setting, as messages name it. */
@@ -411,6 +417,20 @@ export const SETTINGS: Setting[] = [
     kind: 'string',
     file: 'tokens.quotaLimited',
     help: 'Token of a workspace of its own with small quotas (1 agent, 3 stored Idempotency-Key answers, 8 KiB for one answer; the suite deletes its agents): which refusals a key keeps (profile; skipped when absent)',
+  },
+  {
+    flag: 'standard-tier-token',
+    env: 'STANDARD_TIER_TOKEN',
+    kind: 'string',
+    file: 'tokens.standardTier',
+    help: "Token of a workspace on the standard tier with that tier's own limits: its hourly window announces 1,000 requests (§8; ratelimit.tier-limits, core)",
+  },
+  {
+    flag: 'pro-tier-token',
+    env: 'PRO_TIER_TOKEN',
+    kind: 'string',
+    file: 'tokens.proTier',
+    help: "Token of a workspace on the pro tier with that tier's own limits: its hourly window announces 10,000 requests (§8; ratelimit.tier-limits, core)",
   },
   {
     flag: 'rate-limit-search',
@@ -997,6 +1017,8 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
     ['revoked-token', 'revoked'],
     ['revocable-token', 'revocable'],
     ['quota-limited-token', 'quotaLimited'],
+    ['standard-tier-token', 'standardTier'],
+    ['pro-tier-token', 'proTier'],
   ] as const) {
     const v = str(flag)
     if (v) tokens[key] = v

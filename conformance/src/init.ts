@@ -29,6 +29,10 @@ const TOKEN_PURPOSE: Record<TokenKey, string> = {
     'a key of the primary workspace the suite revokes with the revoke command (the "revoke" key) while it holds connections open: both must end (profile)',
   quotaLimited:
     'a key of a workspace of its own with small quotas (e.g. 1 agent, 3 stored Idempotency-Key answers, 8 KiB for one answer): which refusals a key keeps (profile)',
+  standardTier:
+    'a key of a workspace on the standard tier with the tier’s own limits (no limits of its own): its hourly window announces 1,000 requests',
+  proTier:
+    'a key of a workspace on the pro tier with the tier’s own limits (no limits of its own): its hourly window announces 10,000 requests',
 }
 
 /** The checks that cannot run without each token, by id. */

@@ -122,6 +122,8 @@ export async function runChecks(options: RunOptions): Promise<RunSummary> {
       config.tokens.rateLimited,
       config.tokens.rateLimitedPeer,
       config.tokens.quotaLimited,
+      config.tokens.standardTier,
+      config.tokens.proTier,
     ]
       .filter((t): t is string => typeof t === 'string' && t !== '')
       .map(fingerprint),

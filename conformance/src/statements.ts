@@ -197,7 +197,7 @@ export const STATEMENTS: Statement[] = [
   {
     id: 'S8.7',
     text: 'Standard tier: 1,000 requests per hour; Pro tier: 10,000; Enterprise: custom.',
-    unchecked: "a deployment's tier assignment is operator configuration the suite cannot see",
+    note: "read from the hourly window a declared standard-tier and pro-tier workspace announce (which tier a workspace is on is the operator's doing); the enterprise tier's custom limits have no figure to judge",
   },
   { id: 'S8.8', text: 'Task priority is an integer from 1 (low) to 5 (critical).' },
   { id: 'S8.9', text: 'Exceeding the rate limit yields 429.' },

@@ -53,6 +53,8 @@ export const CHECKS = {
     'scoping',
     'tenancy',
     'ratelimit.per-workspace',
+    // Each tier's hourly figure (§8), which key issuance gives a standard or pro workspace (TIER_DEFAULTS).
+    'ratelimit.tier-limits',
     'surface',
     'stream.requires-token',
     'stream.plain-get-refused',

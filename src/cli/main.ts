@@ -79,9 +79,10 @@ Run agentops keys <command> --help for that command's options.`,
                                     [--database-url URL]
 
 Issues every identity the conformance suite (agentops-conformance) asks for, in new workspaces named
-P-primary, P-second, P-limited and P-quota (default P: conformance-<random>), and prints them as one line of JSON,
-the suite's provisioning contract: {"tokens": {"primary", "expired", "secondWorkspace", "narrowScope", "otherScope",
-"rateLimited", "rateLimitedPeer", "runsOnly", "revoked", "revocable", "quotaLimited"}}. Give the command to the suite as --provision "agentops keys
+P-primary, P-second, P-limited, P-quota, P-standard and P-pro (default P: conformance-<random>; the last two on the
+standard and pro tiers' own limits), and prints them as one line of JSON, the suite's provisioning contract:
+{"tokens": {"primary", "expired", "secondWorkspace", "narrowScope", "otherScope", "rateLimited", "rateLimitedPeer",
+"runsOnly", "revoked", "revocable", "quotaLimited", "standardTier", "proTier"}}. Give the command to the suite as --provision "agentops keys
 provision-conformance --database-url URL" (or "provision" in its config file); the server it tests must run with
 AGENTOPS_WEBHOOK_PRIVATE_TARGETS=HOST:PORT (the receiver's exact address) when the suite's webhook receiver is on a
 private address. --primary-tier puts the primary identity on tier T's rate limit (standard, pro or enterprise)

@@ -22,6 +22,8 @@ export type ConformanceRole =
   | 'revoked'
   | 'revocable'
   | 'quotaLimited'
+  | 'standardTier'
+  | 'proTier'
 
 /**
  * Room for many runs: enterprise limits and quotas no run reaches. A run creates tools, webhooks and agents it leaves
@@ -119,6 +121,13 @@ export function conformanceIdentities(
         },
       },
     ],
+    // A workspace on each tier §8 gives a figure, with the tier's own limits (ratelimit.tier-limits): the suite reads
+    // the hourly window its answers announce, a request or two each.
+    [
+      'standardTier',
+      { workspace: `${prefix}-standard`, tier: 'standard', quotas: ROOM_FOR_MANY_RUNS.quotas },
+    ],
+    ['proTier', { workspace: `${prefix}-pro`, tier: 'pro', quotas: ROOM_FOR_MANY_RUNS.quotas }],
   ]
 }
 

@@ -84,17 +84,26 @@ describe('agentops operator commands', () => {
         'revoked',
         'runsOnly',
         'secondWorkspace',
+        'standardTier',
+        'proTier',
       ].sort(),
     )
-    expect(new Set(Object.values(first.tokens)).size).toBe(11)
-    expect(first.workspaces).toHaveLength(4)
+    expect(new Set(Object.values(first.tokens)).size).toBe(13)
+    expect(first.workspaces).toHaveLength(6)
     // A second provisioning on the same store: new workspaces, so its quotas start untouched.
     const second = JSON.parse(
       (await agentops(['keys', 'provision-conformance', '--database-url', url])).stdout,
     ) as { workspaces: string[] }
     expect(second.workspaces.filter((w) => first.workspaces.includes(w))).toEqual([])
     const named = await provisioned('ci-42', url)
-    expect(named.workspaces.sort()).toEqual(['ci-42-limited', 'ci-42-primary', 'ci-42-quota', 'ci-42-second'])
+    expect(named.workspaces.sort()).toEqual([
+      'ci-42-limited',
+      'ci-42-primary',
+      'ci-42-pro',
+      'ci-42-quota',
+      'ci-42-second',
+      'ci-42-standard',
+    ])
     // The revoked identity is issued revoked; it is the only one (the revocable one is the suite's to revoke).
     const keys = JSON.parse(
       (await agentops(['keys', 'list', '--workspace', 'ci-42-primary', '--json', '--database-url', url]))
@@ -197,6 +206,18 @@ describe('agentops operator commands', () => {
       ({ stdout }) => JSON.parse(stdout),
     )) as { quotas: Record<string, number> }
     expect(quota.quotas).toMatchObject({ agents: 1, idempotency_keys: 3, idempotency_answer_bytes: 8192 })
+    // The tier identities keep their tier's own hourly limit (§8: 1,000 and 10,000; ratelimit.tier-limits).
+    const tiers = await Promise.all(
+      ['paced-standard', 'paced-pro'].map((name) =>
+        agentops(['workspaces', 'set', name, '--json', '--database-url', url]).then(
+          ({ stdout }) => JSON.parse(stdout) as { tier: string; limit_per_hour: number },
+        ),
+      ),
+    )
+    expect(tiers.map((t) => [t.tier, t.limit_per_hour])).toEqual([
+      ['standard', 1_000],
+      ['pro', 10_000],
+    ])
     await expect(
       agentops(['keys', 'provision-conformance', '--primary-tier', 'gold', '--database-url', url]),
     ).rejects.toThrow(/--primary-tier must be standard, pro or enterprise/)

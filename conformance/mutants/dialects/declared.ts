@@ -46,9 +46,10 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** The reference's two windows under this dialect's own names. */
 function quotaHeaders(headers: Record<string, string>): Record<string, string> {
-  const { ratelimit, 'ratelimit-policy': _policy, ...rest } = headers
+  const { ratelimit, 'ratelimit-policy': policyHeader, ...rest } = headers
   if (ratelimit === undefined) return headers
   const items = parseLimitList(ratelimit)
+  const policy = parseLimitList(policyHeader)
   const out: Record<string, string> = { ...rest }
   for (const [theirs, ours] of [
     ['burst', 'Short'],
@@ -58,6 +59,8 @@ function quotaHeaders(headers: Record<string, string>): Record<string, string> {
     if (!item) continue
     out[`quota-${ours.toLowerCase()}-left`] = String(item.params.r)
     out[`quota-${ours.toLowerCase()}-renews-in`] = String(item.params.t)
+    const size = policy.find((p) => p.name === theirs)?.params.q
+    if (size !== undefined) out[`quota-${ours.toLowerCase()}-size`] = String(size)
   }
   return out
 }
@@ -85,7 +88,7 @@ export function declaredDialect(): Dialect {
       }
       config.rateLimitHeaders = {
         burst: { remaining: 'quota-short-left', reset: 'quota-short-renews-in' },
-        sustained: { remaining: 'quota-long-left', reset: 'quota-long-renews-in' },
+        sustained: { remaining: 'quota-long-left', reset: 'quota-long-renews-in', limit: 'quota-long-size' },
       }
       config.paging = { cursorField: 'meta.continuation', itemsField: 'results' }
       config.signatureTimestamp = 'rfc3339'

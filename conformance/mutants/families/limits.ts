@@ -3,7 +3,14 @@
  * every response"): one window only, none on errors, a remaining count that never moves, a reset beyond its window or
  * announced too soon.
  */
-import { errorAnswer, type Mutant, type ProxiedRequest, type ProxiedResponse, pathOnly } from '../proxy.js'
+import {
+  errorAnswer,
+  header,
+  type Mutant,
+  type ProxiedRequest,
+  type ProxiedResponse,
+  pathOnly,
+} from '../proxy.js'
 
 /** Drops the structured items (and policies) of the given window name from RateLimit and RateLimit-Policy. */
 function withoutWindow(res: ProxiedResponse, name: string): ProxiedResponse {
@@ -122,8 +129,47 @@ export function limitMutants(): Mutant[] {
         return res.status === 429 ? { ...edited, headers: { ...edited.headers, 'retry-after': '1' } } : edited
       },
     },
+    tierGiven(
+      'standardTier',
+      10_000,
+      'A standard-tier workspace gets the pro tier’s 10,000 requests an hour',
+    ),
+    tierGiven('proTier', 1_000, 'A pro-tier workspace gets the standard tier’s 1,000 requests an hour'),
     retiredToolsKeepRoom(),
   ]
+}
+
+/**
+ * The workspace of one tier's key on another hourly quota (a tier's defaults mixed up, or an operator's figure
+ * applied to a tier that has its own): its answers' hourly window, the one an hour long, announces that quota and
+ * what is left of it.
+ */
+function tierGiven(role: 'standardTier' | 'proTier', quota: number, description: string): Mutant {
+  return {
+    id: `ratelimit-${role === 'standardTier' ? 'standard' : 'pro'}-tier-quota`,
+    description,
+    targets: ['ratelimit.tier-limits'],
+    response(req, res, ctx) {
+      const token = ctx.tokens[role]
+      if (!token || header(req, 'authorization') !== `Bearer ${token}`) return res
+      const policy = res.headers['ratelimit-policy'] ?? ''
+      const hourly = /"([^"]+)";q=(\d+);w=3600\b/.exec(policy)
+      if (!hourly) return res
+      const [, name, was] = hourly
+      const ratelimit = (res.headers.ratelimit ?? '').replace(
+        new RegExp(`"${name}";r=(\\d+)`),
+        (_m, r: string) => `"${name}";r=${Math.max(0, Number(r) + quota - Number(was))}`,
+      )
+      return {
+        ...res,
+        headers: {
+          ...res.headers,
+          ratelimit,
+          'ratelimit-policy': policy.replace(`"${name}";q=${was}`, `"${name}";q=${quota}`),
+        },
+      }
+    },
+  }
 }
 
 /**

@@ -31,6 +31,7 @@ import { surfaceChecks } from './surface.js'
 import { sweepChecks } from './sweep.js'
 import { tenancyChecks } from './tenancy.js'
 import { testSendChecks } from './test-sends.js'
+import { tierChecks } from './tiers.js'
 import { toolCallChecks } from './toolcalls.js'
 import { toolChecks } from './tools.js'
 import { tracePushChecks } from './tracepush.js'
@@ -75,6 +76,7 @@ export const ALL_CHECKS: Check[] = [
   ...tenancyChecks,
   ...idempotencyChecks,
   ...quotaChecks,
+  ...tierChecks,
   ...validationChecks,
   ...ingestChecks,
   ...ingestRuleChecks,

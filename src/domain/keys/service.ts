@@ -25,13 +25,18 @@ export function keyIdOfToken(token: string): string | undefined {
   return id === undefined ? undefined : `key_${id}`
 }
 
-// Stryker disable ObjectLiteral: a tier's default limits, read only when the operator's CLI creates a workspace without limits of its own (every identity of the suite sets its own): §8 names no tier or figure, and §5 "How keys are issued and rotated: not shown".
+/**
+ * Each tier's limits (§8: standard 1,000 requests per hour, pro 10,000, enterprise custom), read when the operator's
+ * CLI creates a workspace: a standard or pro workspace always has its tier's hourly limit (ratelimit.tier-limits
+ * reads it from a declared workspace of each), an enterprise one this unless the operator sets its own. The burst
+ * limits are the reference's choice (§8 names burst headers, no figure).
+ */
 export const TIER_DEFAULTS: Record<Tier, { limitPerHour: number; burstLimit: number }> = {
   standard: { limitPerHour: 1_000, burstLimit: 100 },
   pro: { limitPerHour: 10_000, burstLimit: 1_000 },
+  // Stryker disable next-line ObjectLiteral: the enterprise tier's limits when the operator sets none: §8 "Enterprise tier: custom limits" gives no figure, and every identity of the suite on that tier sets its own.
   enterprise: { limitPerHour: 100_000, burstLimit: 10_000 },
 }
-// Stryker restore ObjectLiteral
 
 /**
  * The policy classes a workspace accepts unless the operator sets others: §2 calls policy_class a "Policy class
@@ -154,7 +159,7 @@ function presentedToken(credentials: BearerCredentials): PresentedToken | KeyRef
   return { keyId: `key_${parts[1]}`, secret: parts[2] }
 }
 
-// Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown", and the tier a token's workspace has is no answer the suite can know.
+// Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown"; the tiers' hourly figures themselves (TIER_DEFAULTS) are judged by ratelimit.tier-limits, the rules by which an operator's own figures apply are no answer's.
 export function resolveLimits(settings: WorkspaceSettings): {
   tier: Tier
   limitPerHour: number
@@ -204,7 +209,7 @@ export class KeyService {
   }
 
   // Stryker restore all
-  // Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown", and the tier a token's workspace has is no answer the suite can know.
+  // Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown"; the tiers' hourly figures themselves (TIER_DEFAULTS) are judged by ratelimit.tier-limits, the rules by which an operator's own figures apply are no answer's.
   /** Creates the workspace on first use (its settings apply then, or update it when given later) and a key in it. */
   async issue(input: IssueKeyInput): Promise<IssuedKey> {
     const workspace = await this.ensureWorkspace(input.workspace, input)
