@@ -82,7 +82,7 @@ function judgeTier(ctx: CheckContext, tier: Tier, res: HttpResponse): void {
   if (quoted.length === windows.length)
     fail(`${label}: no window announces a quota of ${tier.quota} (${announced})`)
   ctx.partial(
-    `${label} was judged by what its hourly window has left only: no window's quota says ${tier.quota} and the sustained window's quota is not announced (${announced}); if the deployment announces it under another name, declare rateLimitHeaders.sustained.limit in --config`,
+    `${label} was judged by what its hourly window has left only: no window's quota says ${tier.quota} and the sustained window's quota is not announced (${announced}); if the deployment announces it under another name, declare rateLimitHeaders.sustained.limit in --config; a deployment that announces no quota leaves this part unjudged (counting an hour's requests would take the run minutes)`,
   )
 }
 
