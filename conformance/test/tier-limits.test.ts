@@ -99,7 +99,17 @@ describe('ratelimit.tier-limits', () => {
       })),
     )
     expect(r.outcome).toBe('fail')
-    expect(r.message).toMatch(/standard tier .*hourly window hour announces a quota of 10000/)
+    expect(r.message).toMatch(/standard tier .*hourly window announces a quota of 10000 \(hour\)/)
+  })
+
+  it('passes a second hourly bound beside the tier’s (a larger quota of its own)', async () => {
+    const r = await judged(
+      tierAnswers((w) => ({
+        ratelimit: `"burst";r=${w.burst.remaining};t=${w.burst.reset}, "hour";r=${w.hourly.remaining};t=${w.hourly.reset}, "hour-all";r=49999;t=${w.hourly.reset}`,
+        'ratelimit-policy': `"burst";q=${w.burst.quota};w=10, "hour";q=${w.hourly.quota};w=3600, "hour-all";q=50000;w=3600`,
+      })),
+    )
+    expect(r.outcome, r.message).toBe('pass')
   })
 
   it('fails answers whose every window states a quota and none the tier’s', async () => {
@@ -144,7 +154,7 @@ describe('ratelimit.tier-limits', () => {
       declare,
     )
     expect(wrong.outcome).toBe('fail')
-    expect(wrong.message).toMatch(/hourly window sustained announces a quota of 1001/)
+    expect(wrong.message).toMatch(/hourly window announces a quota of 1001 \(sustained\)/)
   })
 
   it('is partial with one tier’s token, and skipped with neither, naming the flags', async () => {

@@ -59,20 +59,21 @@ function judgeTier(ctx: CheckContext, tier: Tier, res: HttpResponse): void {
     return
   }
   const announced = `${tier.name}-tier answer's windows: ${describe(windows)}`
-  // No window can have more left than the hour allows, whatever it counts.
-  for (const w of hourlyWindows(ctx, windows))
+  const hourly = hourlyWindows(ctx, windows)
+  // No window of the hour has more left than the tier allows, whatever it counts (one stating a larger quota of its
+  // own, another bound beside the tier's, is not the tier's window).
+  for (const w of hourly.filter((x) => x.limit === undefined || x.limit === tier.quota))
     assert(
       w.remaining <= tier.quota,
       `${label}: its hourly window ${w.name} announces ${w.remaining} requests remaining (${announced})`,
     )
-  // A window known to be the hourly one states its quota: it is the tier's.
-  const hourly = hourlyWindows(ctx, windows).filter((w) => w.limit !== undefined)
-  if (hourly.length > 0) {
-    for (const w of hourly)
-      assert(
-        w.limit === tier.quota,
-        `${label}: its hourly window ${w.name} announces a quota of ${w.limit} (${announced})`,
-      )
+  // A window known to be an hour long states a quota: one such states the tier's.
+  const hourlyQuotas = hourly.filter((w) => w.limit !== undefined)
+  if (hourlyQuotas.length > 0) {
+    assert(
+      hourlyQuotas.some((w) => w.limit === tier.quota),
+      `${label}: its hourly ${hourlyQuotas.length === 1 ? 'window announces a quota' : 'windows announce quotas'} of ${hourlyQuotas.map((w) => `${w.limit} (${w.name})`).join(', ')} (${announced})`,
+    )
     return
   }
   // Otherwise a window stating the tier's quota is its hourly one.
@@ -81,8 +82,12 @@ function judgeTier(ctx: CheckContext, tier: Tier, res: HttpResponse): void {
   // Every window states its quota, and none is the hour's: the sustained headers §8 asks for say another figure.
   if (quoted.length === windows.length)
     fail(`${label}: no window announces a quota of ${tier.quota} (${announced})`)
+  const judged =
+    hourly.length > 0
+      ? 'was judged by what its hourly window has left only'
+      : 'was not judged: no window says it is the hourly one (by its length or a declared name)'
   ctx.partial(
-    `${label} was judged by what its hourly window has left only: no window's quota says ${tier.quota} and the sustained window's quota is not announced (${announced}); if the deployment announces it under another name, declare rateLimitHeaders.sustained.limit in --config; a deployment that announces no quota leaves this part unjudged (counting an hour's requests would take the run minutes)`,
+    `${label} ${judged}, and no window's quota says ${tier.quota} (${announced}); if the deployment announces the sustained window's quota under another name, declare rateLimitHeaders.sustained.limit in --config; a deployment that announces no quota leaves this part unjudged (counting an hour's requests would take the run minutes)`,
   )
 }
 
