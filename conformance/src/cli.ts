@@ -53,15 +53,18 @@ const defaultIo: Io = {
 
 /** Fails fast, with exit code 2, when the deployment cannot be reached or a token that must work is refused. */
 export async function preflight(config: SuiteConfig): Promise<void> {
-  const http = new HttpClient({
-    baseUrl: config.baseUrl,
-    budget: new RequestBudget(20),
-    timeoutMs: config.timeoutMs,
-  })
   // The expired and revoked tokens are not here: refusing them is what auth.expired-token-401 and
   // auth.revoked-token-401 check, reported like any check.
-  for (const [key, token] of Object.entries(config.tokens) as Array<[TokenKey, string | undefined]>) {
-    if (!token || key === 'expired' || key === 'revoked') continue
+  const tokens = (Object.entries(config.tokens) as Array<[TokenKey, string | undefined]>).filter(
+    (entry): entry is [TokenKey, string] => !!entry[1] && entry[0] !== 'expired' && entry[0] !== 'revoked',
+  )
+  const http = new HttpClient({
+    baseUrl: config.baseUrl,
+    // One request a token, sent once more when the deployment closed the connection before answering.
+    budget: new RequestBudget(2 * tokens.length),
+    timeoutMs: config.timeoutMs,
+  })
+  for (const [key, token] of tokens) {
     let status: number
     try {
       status = (await http.get('/v1/tools?limit=1', { token })).status
