@@ -2,8 +2,8 @@
  * `ratelimit.tier-limits` (§8: standard 1,000 requests per hour, pro 10,000) through the reference behind a proxy that
  * rewrites the answers to the tier tokens' requests into other header forms: it passes every form that states the
  * tier's quota (IETF RateLimit with its policy, X-RateLimit-* without window lengths, declared names), fails answers
- * whose quotas say another figure, is partial when no quota can be read or a tier's token is missing, and skips
- * without either token.
+ * whose quotas say another figure or that carry no readable window, is partial when no quota can be read or a tier's
+ * token is missing, and skips without either token.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { header, type Mutant, type ProxiedRequest, type ProxiedResponse } from '../mutants/proxy.js'
@@ -127,6 +127,15 @@ describe('ratelimit.tier-limits', () => {
     )
     expect(r.outcome).toBe('partial')
     expect(r.message).toMatch(/rateLimitHeaders\.sustained\.limit in --config/)
+  })
+
+  it('fails answers without any rate-limit header, or with ones it cannot read, naming the declaration', async () => {
+    const none = await judged(tierAnswers(() => ({})))
+    expect(none.outcome).toBe('fail')
+    expect(none.message).toMatch(/standard tier .*carries no rate-limit header/)
+    const unread = await judged(tierAnswers(() => ({ 'x-ratelimit-policy': 'hourly 1000' })))
+    expect(unread.outcome).toBe('fail')
+    expect(unread.message).toMatch(/no rate-limit window the suite can read.*rateLimitHeaders in --config/)
   })
 
   it('judges a declared sustained window, its quota under a declared name', async () => {

@@ -8,7 +8,7 @@
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
 import type { HttpResponse } from '../http.js'
-import { type RateWindow, rateWindows } from '../ratewindows.js'
+import { mentionsRateLimit, type RateWindow, rateWindows } from '../ratewindows.js'
 import { assert, fail, skip } from '../types.js'
 
 const PROBE = '/v1/tools?limit=1'
@@ -52,12 +52,14 @@ function hourlyWindows(ctx: CheckContext, windows: readonly RateWindow[]): RateW
 function judgeTier(ctx: CheckContext, tier: Tier, res: HttpResponse): void {
   const windows = rateWindows(res.headers, ctx.config.rateLimitHeaders)
   const label = `the ${tier.name} tier (${tier.quota.toLocaleString('en-US')} requests per hour)`
-  if (windows.length === 0) {
-    ctx.partial(
-      `${label} was not judged: its answer announced no rate-limit window the suite can read; if the deployment names its headers otherwise, declare them as rateLimitHeaders in --config`,
+  // §8: "Burst and sustained headers are present on every response" (as ratelimit.remaining-counts-down judges it:
+  // headers the suite cannot read fail there too, until they are declared).
+  if (windows.length === 0)
+    fail(
+      mentionsRateLimit(res.headers)
+        ? `${label}: its answer announces no rate-limit window the suite can read (headers: ${Object.keys(res.headers).join(', ')}); if the deployment names its headers otherwise, declare them as rateLimitHeaders in --config`
+        : `${label}: its answer carries no rate-limit header (headers: ${Object.keys(res.headers).join(', ')})`,
     )
-    return
-  }
   const announced = `${tier.name}-tier answer's windows: ${describe(windows)}`
   const hourly = hourlyWindows(ctx, windows)
   // No window of the hour has more left than the tier allows, whatever it counts (one stating a larger quota of its
