@@ -2,9 +2,9 @@
  * The provisioning contract: a deployment hands the suite its identities in one step. The suite runs the command
  * given as `--provision` (or `provision` in the config file) through the shell; the command prints one JSON object
  * on stdout, `{"tokens": {"primary": ..., "secondWorkspace": ..., "narrowScope": ..., "otherScope": ...,
- * "rateLimited": ..., "rateLimitedPeer": ..., "expired": ..., "runsOnly": ..., "revoked": ..., "revocable": ..., "quotaLimited": ..., "standardTier": ..., "proTier": ...}}` (every key but
- * `primary` optional; the names of the config file's `tokens`), and exits 0. A token given by flag, variable or config
- * file wins over the provisioned one.
+ * "rateLimited": ..., "rateLimitedPeer": ..., "expired": ..., "runsOnly": ..., "revoked": ..., "revocable": ...,
+ * "quotaLimited": ..., "standardTier": ..., "proTier": ...}}` (every key but `primary` optional; the names of the
+ * config file's `tokens`), and exits 0. A token given by flag, variable or config file wins over the provisioned one.
  * The reference implements it as `agentops keys provision-conformance`.
  */
 import { commandFailure, runCommand } from './command.js'
