@@ -84,6 +84,10 @@ describe('the one-file bundle', () => {
       t.rateLimitedPeer!,
       '--expired-token',
       t.expired!,
+      '--standard-tier-token',
+      t.standardTier!,
+      '--pro-tier-token',
+      t.proTier!,
       '--receiver-port',
       String(receiverPort),
     ])
