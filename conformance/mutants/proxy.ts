@@ -16,6 +16,7 @@ import {
 } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import WebSocket, { type RawData, WebSocketServer } from 'ws'
+import type { SuiteConfig } from '../src/config.js'
 import { closedBeforeAnswer, repeatable } from '../src/http.js'
 import { completeSseEvents } from '../src/sse.js'
 import { agents, decoded, joinedHeaders } from '../src/wire.js'
@@ -50,18 +51,8 @@ export interface SseBlock {
 }
 
 export interface MutantContext {
-  tokens: {
-    primary: string
-    secondWorkspace?: string
-    expired?: string
-    revoked?: string
-    revocable?: string
-    narrowScope?: string
-    otherScope?: string
-    runsOnly?: string
-    standardTier?: string
-    proTier?: string
-  }
+  /** The deployment's identities, as the suite's config names them. */
+  tokens: SuiteConfig['tokens']
   /** Sends a request to the deployment directly (for mutants that consult it). */
   upstream(req: ProxiedRequest): Promise<ProxiedResponse>
 }
