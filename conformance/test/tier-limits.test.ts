@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { header, type Mutant, type ProxiedRequest, type ProxiedResponse } from '../mutants/proxy.js'
 import type { SuiteConfig } from '../src/config.js'
-import { parseLimitList } from '../src/ratewindows.js'
+import { rateWindows } from '../src/ratewindows.js'
 import type { CheckResult } from '../src/types.js'
 import { type ProxiedReference, startProxiedReference } from './proxied-reference.js'
 
@@ -28,19 +28,15 @@ interface Window {
   quota: number
 }
 
-/** The burst and hourly windows of a reference answer (RateLimit and RateLimit-Policy). */
+/** The burst and hourly windows of a reference answer, as the suite reads them (RateLimit and RateLimit-Policy). */
 function windowsOf(res: ProxiedResponse): { burst: Window; hourly: Window } | undefined {
-  const state = parseLimitList(res.headers.ratelimit)
-  const policy = parseLimitList(res.headers['ratelimit-policy'])
-  const one = (length: (w: number) => boolean): Window | undefined => {
-    const p = policy.find((x) => x.params.w !== undefined && length(x.params.w))
-    const s = state.find((x) => x.name === p?.name)
-    if (!p || !s || p.params.q === undefined || s.params.r === undefined || s.params.t === undefined)
-      return undefined
-    return { remaining: s.params.r, reset: s.params.t, quota: p.params.q }
+  const windows = rateWindows(res.headers)
+  const one = (long: (length: number) => boolean): Window | undefined => {
+    const w = windows.find((x) => x.length !== undefined && long(x.length))
+    return w?.limit === undefined ? undefined : { remaining: w.remaining, reset: w.reset, quota: w.limit }
   }
-  const hourly = one((w) => w === 3600)
-  const burst = one((w) => w < 3600)
+  const hourly = one((length) => length === 3600)
+  const burst = one((length) => length < 3600)
   return hourly && burst ? { burst, hourly } : undefined
 }
 
