@@ -4,8 +4,8 @@ import {
   SLACK_MARKUP_NOTE,
   slackEscapingProblems,
   slackMessageProblems,
-} from '../src/checks/destination-bodies.js'
-import { refusesType } from '../src/checks/destinations.js'
+} from '../src/checks/destinations/bodies.js'
+import { refusesType } from '../src/checks/destinations/index.js'
 import type { Delivery } from '../src/receiver.js'
 
 const delivered = (body: unknown, contentType = 'application/json'): Delivery => {

@@ -12,8 +12,8 @@ import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert, skip } from '../types.js'
 import { short } from '../wait.js'
-import { pagerDutyEventProblems, slackMessageProblems } from './destination-bodies.js'
-import { pagerDestination, pagerResolve, pagerTrigger, slackDestination } from './destinations.js'
+import { pagerDutyEventProblems, slackMessageProblems } from './destinations/bodies.js'
+import { pagerDestination, pagerResolve, pagerTrigger, slackDestination } from './destinations/index.js'
 import {
   awaitKinds,
   causeEveryKind,

@@ -8,7 +8,7 @@ import { expectStatus, nextPageCursor, ownId, pageItems, unservedPart } from '..
 import { type HttpClient, type HttpResponse, obj } from '../http.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
-import { servesDestinations } from './destinations.js'
+import { servesDestinations } from './destinations/index.js'
 import { receiverUrl, webhookSecret } from './webhooks.js'
 
 /** One kind of thing a workspace keeps under a quota, and how the check makes, lists and removes one. */

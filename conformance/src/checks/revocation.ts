@@ -13,7 +13,7 @@ import { revokeToken } from '../revoke.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep, waitUntil } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
-import { type GqlSocket, openGql } from './graphql-surface.js'
+import { type GqlSocket, openGql } from './graphql-surface/index.js'
 import { connect, type Opened, subscribed, subscribeMessage, topicOf } from './stream.js'
 
 type Json = Record<string, unknown>

@@ -9,7 +9,7 @@ import type { Check } from '../check.js'
 import { assert, fail } from '../types.js'
 import { short } from '../wait.js'
 import { declaredSurface } from './graphql.js'
-import { openGql } from './graphql-surface.js'
+import { openGql } from './graphql-surface/index.js'
 import { connect } from './stream.js'
 
 /**

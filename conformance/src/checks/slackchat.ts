@@ -13,8 +13,8 @@ import type { Delivery } from '../receiver.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
-import { slackMessageProblems } from './destination-bodies.js'
-import { slackDestination } from './destinations.js'
+import { slackMessageProblems } from './destinations/bodies.js'
+import { slackDestination } from './destinations/index.js'
 import { atTag, receiverUrl } from './webhooks.js'
 
 type Json = Record<string, unknown>

@@ -10,7 +10,7 @@ import { obj } from '../http.js'
 import type { Delivery } from '../receiver.js'
 import { assert } from '../types.js'
 import { short } from '../wait.js'
-import { cloudEventsSink } from './destinations.js'
+import { cloudEventsSink } from './destinations/index.js'
 import {
   type AgentPurpose,
   causeEveryKind,

@@ -5,9 +5,9 @@
  * and PagerDuty's Events API v2 (https://developer.pagerduty.com/docs/events-api-v2/trigger-events). Only what
  * the service itself requires or limits is judged, never how the reference words a message.
  */
-import { obj } from '../http.js'
-import type { Delivery } from '../receiver.js'
-import { short } from '../wait.js'
+import { obj } from '../../http.js'
+import type { Delivery } from '../../receiver.js'
+import { short } from '../../wait.js'
 
 /** Block Kit's block types (https://docs.slack.dev/reference/block-kit/blocks). */
 const BLOCK_TYPES = new Set([

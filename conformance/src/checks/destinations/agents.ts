@@ -3,15 +3,15 @@
  * downstream systems" and shows nothing of choosing which): a team's channel hears of its own agents' runs, not of
  * every agent in the workspace. Judged by deliveries, not only by what the destination reads back.
  */
-import { sameJson } from '../canonical.js'
-import type { Check } from '../check.js'
-import { expectStatus, ownId } from '../fixtures.js'
-import { obj } from '../http.js'
-import type { Delivery } from '../receiver.js'
-import { assert } from '../types.js'
-import { short } from '../wait.js'
-import { skipWithoutDestinations } from './destinations.js'
-import { atTag, receiverUrl } from './webhooks.js'
+import { sameJson } from '../../canonical.js'
+import type { Check } from '../../check.js'
+import { expectStatus, ownId } from '../../fixtures.js'
+import { obj } from '../../http.js'
+import type { Delivery } from '../../receiver.js'
+import { assert } from '../../types.js'
+import { short } from '../../wait.js'
+import { atTag, receiverUrl } from '../webhooks.js'
+import { skipWithoutDestinations } from './sinks.js'
 
 /** The run.started deliveries at `tag`, by the agent each names (a binary CloudEvent's body is the event). */
 const startedOf = (tag: string, agent: string) => (d: Delivery) =>
