@@ -3,6 +3,7 @@ import type { Context, Hono } from 'hono'
 import { getV1GraphqlRoute, postV1GraphqlRoute } from '../../generated/routes.js'
 import { ApiError } from '../domain/errors.js'
 import type { FailureLog } from '../domain/failure-log.js'
+import { findInexactNumber, inexactNumberError } from '../domain/json-numbers.js'
 import type { AppEnv } from '../surface/context.js'
 import { GRAPHQL_PATH, SCHEMA_PATH } from '../surface/paths.js'
 import { checkInput, routeInput } from '../surface/route-input.js'
@@ -40,6 +41,8 @@ function variablesFromQuery(text: string | undefined): Record<string, unknown> |
   }
   if (parsed !== null && !isObject(parsed))
     throw badRequest('variables must be a JSON object', 'variables', 'query')
+  const inexact = findInexactNumber(text, 'variables')
+  if (inexact) throw inexactNumberError('query', inexact)
   return parsed
 }
 

@@ -1,5 +1,6 @@
 import {
   buildSchema,
+  GraphQLError,
   GraphQLScalarType,
   type GraphQLSchema,
   isInterfaceType,
@@ -9,6 +10,7 @@ import {
   type ValueNode,
 } from 'graphql'
 import { CONTRACT_SDL, INTERFACE_MEMBERS } from '../../generated/graphql.js'
+import { inexactNumberMessage, isInexactNumber } from '../domain/json-numbers.js'
 import type { GraphqlContext } from './context.js'
 import { introspectionBounds } from './limits.js'
 import { resolvers, subscriptions } from './resolvers.js'
@@ -21,6 +23,9 @@ function literal(node: ValueNode, variables: Record<string, unknown> | null | un
       return node.value
     case Kind.INT:
     case Kind.FLOAT:
+      // A number the service would keep other than as written (src/domain/json-numbers.ts) is refused, as in JSON.
+      if (isInexactNumber(node.value))
+        throw new GraphQLError(inexactNumberMessage(node.value), { nodes: node })
       return Number(node.value)
     case Kind.NULL:
       return null

@@ -1,5 +1,6 @@
 import { isConnectorId } from '../domain/ingestion/validation.js'
 import { tooDeepAt, tooDeepError } from '../domain/json-depth.js'
+import { findInexactNumber, inexactNumberMessage } from '../domain/json-numbers.js'
 import { findUnstorableText, unstorableReason } from '../domain/text.js'
 import type { StreamClientKind } from '../surface/contract-types.js'
 
@@ -53,6 +54,11 @@ export function parseClientMessage(text: string): ParseResult {
   if (unstorable) {
     const ref = typeof raw.ref === 'string' && !unstorableReason(raw.ref) ? raw.ref : undefined
     return { ok: false, message: `${unstorable.path}: ${unstorable.message}`, ref }
+  }
+  const inexact = findInexactNumber(text)
+  if (inexact) {
+    const ref = typeof raw.ref === 'string' && raw.ref.length <= MAX_REF_LENGTH ? raw.ref : undefined
+    return { ok: false, message: `${inexact.path}: ${inexactNumberMessage(inexact.literal)}`, ref }
   }
   const result = parseObject(raw)
   // A refused message still names the client's `ref`, so the client can tell which of its requests failed.

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Context, Next } from 'hono'
 import { ApiError } from '../../domain/errors.js'
 import { tooDeepAt, tooDeepError } from '../../domain/json-depth.js'
+import { findInexactNumber, inexactNumberError } from '../../domain/json-numbers.js'
 import { findUnstorableText, unstorableTextError } from '../../domain/text.js'
 import type { AppEnv } from '../../surface/context.js'
 import { nodeRequest, requestHeader } from '../../surface/request-headers.js'
@@ -70,6 +71,8 @@ async function guardBody(
   if (deep !== undefined) throw tooDeepError('body', deep)
   const unstorable = findUnstorableText(parsed)
   if (unstorable) throw unstorableTextError('body', unstorable)
+  const inexact = findInexactNumber(text)
+  if (inexact) throw inexactNumberError('body', inexact)
   // Downstream readers reuse this one read and this one parse: Hono's json() would parse the cached text again
   // on every call (the validator's, a route guard's), a full ingest batch being about 75 kB of JSON.
   const cache = c.req.bodyCache as Record<string, unknown>
