@@ -6,7 +6,7 @@
  * start-up, no warm-up), per package and per function, in µs per request; CPU per request from schedstat too.
  *
  *   npx tsx bench/profile-get.ts [--out <dir>] [--rounds N] [--requests N] [--sides on,off,bare] [--b-root <dir>]
- *     [--postgres] [--post | --ingest]
+ *     [--postgres] [--post | --ingest] [--pin]
  *
  * Sides: `on` the reference server as deployed (metrics, request log), `off` the same with AGENTOPS_METRICS=off and
  * AGENTOPS_LOG_LEVEL=silent, `bare` bare Hono, `old` the reference server as deployed from the checkout `--b-root`.
@@ -22,6 +22,7 @@ import { join, resolve } from 'node:path'
 import autocannon from 'autocannon'
 import { createDatabase, type PostgresServer, startPostgres } from '../test/support/postgres.js'
 import type { TargetInfo } from './http-targets.js'
+import { pinBenchProcess } from './support/cpu-pinning.js'
 import { printDifference, printSummary, type Summary, summarise, type Window } from './support/cpuprofile.js'
 import { cpuNanoseconds } from './support/proc-cpu.js'
 import { keyedAgentCreate, runRead } from './support/requests.js'
@@ -39,6 +40,11 @@ const bRoot = resolve(option('--b-root', ROOT))
 const names = option('--sides', args.includes('--b-root') ? 'on,old,bare' : 'on,off,bare').split(',')
 const top = Number(option('--top', '30'))
 const CONNECTIONS = 50
+/**
+ * `--pin`: each server on a core of its own and this process (autocannon) and PostgreSQL on the others, as bench:http
+ * places them (bench/support/cpu-pinning.ts); unpinned, the scheduler places them.
+ */
+const cpus = pinBenchProcess(args.includes('--pin'))
 /** `--post`: POST /v1/agents with a fresh Idempotency-Key on every request (the write path) instead of the GET. */
 const post = args.includes('--post')
 /**
@@ -140,6 +146,7 @@ async function start(name: string): Promise<Side> {
     nodeArgs: ['--cpu-prof', '--cpu-prof-interval', '50', '--cpu-prof-dir', dir],
     env: { AGENTOPS_LOG_LEVEL: 'info', AGENTOPS_METRICS: 'on', ...off },
     name,
+    cpus: cpus.server,
   })
   return {
     name,
