@@ -40,6 +40,8 @@ export const GAPS = {
   streamPlainGet:
     '§4 "GET (WebSocket) | `{stream_url}/v1/stream`" (what a GET without the WebSocket upgrade gets is not shown)',
   errorDetail: '§7 "error.detail | object | Context." (its fields are shown for `policy_denied` only)',
+  numbers:
+    '§1 "Body format | `application/json`, UTF-8." (what becomes of a number no double holds is not shown)',
   statusesBeyond:
     '§7 lists the statuses it shows; the others a deployment answers (413, 415, 405) are not shown',
   idempotencyReplay:
@@ -84,6 +86,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'stream.access-token-query': GAPS.tokenForms,
   'stream.plain-get-refused': GAPS.streamPlainGet,
   'validation.invalid-request-detail': GAPS.errorDetail,
+  'validation.numbers-kept-or-refused': GAPS.numbers,
   'authz.scope-detail-values': GAPS.errorCodes,
   'authz.gate-decisions-recorded': GAPS.envelopes,
   'surface.documented-statuses': GAPS.statusesBeyond,

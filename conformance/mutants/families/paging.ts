@@ -455,5 +455,16 @@ export function pagingMutants(): Mutant[] {
         return { ...req, body: JSON.stringify(rest) }
       },
     },
+    {
+      id: 'numbers-rounded-as-doubles',
+      description:
+        'A body is read as most JSON readers read it: an integer no double holds is rounded and kept, not refused',
+      targets: ['validation.numbers-kept-or-refused'],
+      request(req) {
+        if (req.method !== 'POST') return req
+        const body = parseJson(req.body)
+        return body ? { ...req, body: JSON.stringify(body) } : req
+      },
+    },
   ]
 }

@@ -7,11 +7,14 @@ import type { Check, CheckContext } from '../check.js'
 import { unwantedHookUrl } from '../fixtures.js'
 import { sampleBadBodies } from '../fuzz.js'
 import type { HttpResponse } from '../http.js'
-import { assert, fail } from '../types.js'
+import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems, expectError } from './assertions.js'
 
 type Json = Record<string, unknown>
+
+/** An integer no IEEE 754 double holds (JSON.parse makes it 1.2345678901234568e+29). */
+const UNHELD_INTEGER = '123456789012345678901234567890'
 
 interface Target {
   operationId: string
@@ -252,6 +255,43 @@ export const validationChecks: Check[] = [
           `POST ${path} with ${what}: detail.fields is not a list: ${short(detail.fields)}`,
         )
       }
+    },
+  },
+  {
+    id: 'validation.numbers-kept-or-refused',
+    title:
+      'A JSON integer no double holds is refused with 400, or answered back digit for digit: never silently changed',
+    level: 'profile',
+    clauses: ['S1.10', 'S7.3'],
+    async run(ctx) {
+      // §1 makes bodies JSON and says nothing of numbers a double cannot hold, which most JSON readers round
+      // (123456789012345678901234567890 becomes 1.2345678901234568e+29). The reference refuses them (400
+      // invalid_request naming the field); a deployment that keeps such numbers exactly passes too. One that
+      // accepts the number and answers another back changed the client's data without a word.
+      const path = `/v1/agents/${await ctx.fx.agent()}/runs`
+      const rawBody = `{"inputs":{"period":"2026-Q3","n":${UNHELD_INTEGER}},"mode":"live","trace_level":"detailed"}`
+      const res = await ctx.http.post(path, undefined, { rawBody })
+      if (res.status === 400) {
+        expectError(res, 400, `POST ${path} with inputs.n ${UNHELD_INTEGER}`)
+        return
+      }
+      assert(
+        res.status >= 200 && res.status < 300,
+        `POST ${path} with inputs.n ${UNHELD_INTEGER} answered ${res.status}, neither 400 nor a creation`,
+      )
+      const runId = (res.body as Json | undefined)?.run_id
+      const read =
+        typeof runId === 'string' ? await ctx.http.get(`/v1/runs/${encodeURIComponent(runId)}`) : undefined
+      const answered = [res.text, read?.text ?? '']
+        .map((text) => /"n"\s*:\s*(-?[0-9][0-9.eE+-]*)/.exec(text)?.[1])
+        .filter((n): n is string => n !== undefined)
+      if (answered.length === 0)
+        skip(
+          'the run was accepted and no answer shows its inputs, so whether the number was kept cannot be read',
+        )
+      const changed = answered.find((n) => n !== UNHELD_INTEGER)
+      if (changed !== undefined)
+        fail(`inputs.n was sent as ${UNHELD_INTEGER} and answered back as ${changed}: accepted, then changed`)
     },
   },
   {
