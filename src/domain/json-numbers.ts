@@ -109,10 +109,13 @@ export function inexactNumberError(location: string, found: InexactNumber): ApiE
   })
 }
 
-/** Why the number written as `literal` is refused, in words a client can act on. */
+/**
+ * Why the number written as `literal` is refused. No advice on what to send instead: a free-form value may go as a
+ * string, but a typed field (a priority, a stream's `since`) has its own range.
+ */
 export function inexactNumberMessage(literal: string): string {
   const shown = literal.length > SHOWN_DIGITS ? `${literal.slice(0, SHOWN_DIGITS)}…` : literal
   return Number.isFinite(Number(literal))
-    ? `The integer ${shown} cannot be kept exactly: JSON numbers hold integers exactly up to ±9007199254740991; send it as a string`
-    : `The number ${shown} is beyond the range of a JSON number; send it as a string`
+    ? `The integer ${shown} cannot be kept exactly: JSON numbers hold integers exactly only up to ±9007199254740991`
+    : `The number ${shown} is beyond the range of a JSON number`
 }
