@@ -137,6 +137,19 @@ function list(value: string | undefined): string[] | undefined {
     .filter((s) => s.length > 0)
 }
 
+/**
+ * `--scopes a,b`. Given, it must name a scope: an empty list (`--scopes ""`, a script's empty variable) would
+ * otherwise read as no choice at all, and a key with every scope (or the token's) would be issued instead.
+ */
+function scopeList(value: string | undefined): string[] | undefined {
+  const scopes = list(value)
+  if (scopes?.length === 0)
+    throw new UsageError(
+      '--scopes lists no scope: name at least one, or leave --scopes out for every scope (*)',
+    )
+  return scopes
+}
+
 /** `--quota agents=500,idempotency_bytes=1048576`: each a quota's name and a non-negative integer. */
 function quotas(value: string | undefined): QuotaOverrides | undefined {
   const pairs = list(value)
@@ -373,7 +386,11 @@ export async function main(argv: string[]): Promise<number> {
             '--token-stdin issues into the token’s workspace as it is: give no workspace settings',
           )
         const token = like ? (await tokenFromStdin()).token : undefined
-        const input = { scopes: list(values.scopes), identity: values.identity, expiresInSeconds: expiresIn }
+        const input = {
+          scopes: scopeList(values.scopes),
+          identity: values.identity,
+          expiresInSeconds: expiresIn,
+        }
         const issued = await withKeys(values['database-url'], async (keys) => {
           const key =
             token !== undefined

@@ -81,3 +81,16 @@ describe('operation scopes come from the contract', () => {
     },
   )
 })
+
+describe('a key issued with an empty list of scopes', () => {
+  it('holds no scope at all, never every scope', async () => {
+    const none = await t.createKey({ scopes: [] })
+    expect(none.scopes).toEqual([])
+    const refused = await t.request('GET', '/v1/tools', { token: none.token, unchecked: true })
+    expect(refused.status).toBe(403)
+    expect(refused.body.error).toMatchObject({
+      code: 'policy_denied',
+      detail: { violation: 'missing_scope' },
+    })
+  })
+})

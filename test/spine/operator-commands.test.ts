@@ -175,6 +175,17 @@ describe('agentops operator commands', () => {
     expect((await like('not-a-token')).code).toBe(2)
     expect((await like(tokens.primary ?? '', ['--workspace', 'lk-primary'])).stderr).toContain('not both')
     expect((await like(tokens.primary ?? '', ['--tier', 'pro'])).stderr).toContain('no workspace settings')
+    // An empty --scopes (a script's empty variable) is refused, never read as "every scope" or "the token's".
+    for (const empty of ['', ' , '])
+      expect(await like(tokens.primary ?? '', ['--scopes', empty])).toMatchObject({
+        code: 2,
+        stderr: expect.stringContaining('--scopes lists no scope'),
+      })
+    const fresh = await withStdin(
+      ['keys', 'create', '--workspace', 'lk-empty', '--scopes=', '--database-url', url],
+      '',
+    )
+    expect([fresh.code, fresh.stdout]).toEqual([2, ''])
     const listed = JSON.parse(
       (await agentops(['keys', 'list', '--workspace', 'lk-primary', '--json', '--database-url', url])).stdout,
     ) as unknown[]

@@ -216,7 +216,8 @@ export class KeyService {
     const now = this.clock.now()
     const keyId = newId('key', now)
     const secret = randomBytes(32).toString('base64url')
-    const scopes = input.scopes && input.scopes.length > 0 ? input.scopes : ['*']
+    // Absent means every scope; an empty list is a key with none, never widened to every scope.
+    const scopes = input.scopes ?? ['*']
     const expiresAt = input.expiresInSeconds !== undefined ? now + input.expiresInSeconds * 1000 : null
     await this.keys.insert({
       id: keyId,
