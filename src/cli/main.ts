@@ -55,7 +55,8 @@ Issues an API key; the token is printed once and only its hash is stored.
                          suite's short-lived key: --issue-expiring "agentops keys create --token-stdin
                          --expires-in 5 --json --database-url URL"
   --tier T               standard (1000/h) | pro (10000/h) | enterprise (custom)
-  --limit-per-hour N     hourly quota (sets the tier to enterprise when --tier is absent)
+  --limit-per-hour N     hourly quota, an enterprise workspace's own (a new workspace without --tier is
+                         enterprise; standard and pro keep §8's 1,000 and 10,000 and refuse it)
   --burst-limit N        quota of the burst window
   --burst-window-seconds N
                          the burst window's length, 1..3600 seconds (default: 10; kept when the tier changes)

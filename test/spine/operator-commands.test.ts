@@ -229,6 +229,12 @@ describe('agentops operator commands', () => {
       ['standard', 1_000],
       ['pro', 10_000],
     ])
+    // A figure of its own is an enterprise workspace's: given for a standard one it is refused, never dropped unsaid.
+    await expect(
+      agentops(['workspaces', 'set', 'paced-standard', '--limit-per-hour', '5', '--database-url', url]),
+    ).rejects.toThrow(/standard workspace's hourly limit is the tier's 1000 requests/)
+    const kept = await agentops(['workspaces', 'set', 'paced-standard', '--json', '--database-url', url])
+    expect((JSON.parse(kept.stdout) as { limit_per_hour: number }).limit_per_hour).toBe(1_000)
     await expect(
       agentops(['keys', 'provision-conformance', '--primary-tier', 'gold', '--database-url', url]),
     ).rejects.toThrow(/--primary-tier must be standard, pro or enterprise/)

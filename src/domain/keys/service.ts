@@ -1,6 +1,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { ChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
+import { ApiError } from '../errors.js'
 import type { FailureLog } from '../failure-log.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
 import { newId } from '../ids.js'
@@ -179,6 +180,20 @@ export function resolveLimits(settings: WorkspaceSettings): {
   return { tier, limitPerHour, burstLimit, burstWindowSeconds }
 }
 
+/**
+ * An hourly figure of the operator's own is an enterprise workspace's ("Enterprise tier: Custom limits", §8); the
+ * standard and pro tiers' figures are §8's. Given for another tier, it is refused rather than dropped unsaid.
+ */
+function refuseOwnHourlyFigure(tier: Tier, limitPerHour: number | undefined): void {
+  if (limitPerHour === undefined || tier === 'enterprise') return
+  const figure = TIER_DEFAULTS[tier].limitPerHour
+  throw new ApiError(
+    'invalid_request',
+    `A ${tier} workspace's hourly limit is the tier's ${figure} requests (spec §8); only an enterprise workspace takes its own: set the tier to enterprise with it`,
+    { field: 'limit_per_hour', tier, tier_limit_per_hour: figure },
+  )
+}
+
 // Stryker restore all
 export class KeyService {
   private readonly cache: VerifiedKeyCache
@@ -252,6 +267,10 @@ export class KeyService {
       const changed = Object.values(settings).some((v) => v !== undefined)
       return changed ? this.configureWorkspace(name, settings) : existing
     }
+    refuseOwnHourlyFigure(
+      settings.tier ?? (settings.limitPerHour !== undefined ? 'enterprise' : 'standard'),
+      settings.limitPerHour,
+    )
     const limits = resolveLimits(settings)
     return this.workspaces.insertIfAbsent({
       id: newId('ws', this.clock.now()),
@@ -267,6 +286,7 @@ export class KeyService {
   async configureWorkspace(name: string, settings: WorkspaceSettings): Promise<Workspace> {
     const existing = await this.workspaces.byName(name)
     if (!existing) return this.ensureWorkspace(name, settings)
+    refuseOwnHourlyFigure(settings.tier ?? existing.tier, settings.limitPerHour)
     const tierChanged = settings.tier !== undefined && settings.tier !== existing.tier
     // The window's length is no tier default: a tier change keeps it, as every other change does unless it sets it.
     const burstWindowSeconds = settings.burstWindowSeconds ?? existing.burstWindowSeconds
