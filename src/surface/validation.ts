@@ -16,12 +16,16 @@ const LOCATION: Record<string, string> = { json: 'body', query: 'query', param: 
  */
 export function validationHook(
   result: { success: true } | { success: false; error: { issues: readonly Issue[] }; target?: string },
-  _c?: Context,
+  c?: Context,
 ): void {
   if (result.success) return
   const location = LOCATION[result.target ?? 'json'] ?? result.target ?? 'body'
+  const repeated = location === 'query' && c ? repeatedParameters(c) : undefined
   const issues = result.error.issues.flatMap((issue) => {
     const base = issue.path.map(String).join('.')
+    // A parameter given twice reaches the schema as a list ("expected number, received NaN"): say what happened.
+    const times = repeated?.get(base)
+    if (times !== undefined) return [{ location, path: base, message: `Given ${times} times; give it once` }]
     // An unknown property is reported by name, so `fields` points at what to remove.
     if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
       return issue.keys.map((key) => ({
@@ -37,6 +41,14 @@ export function validationHook(
     issues,
     fields,
   })
+}
+
+/** Query parameters given more than once, with how many times. */
+function repeatedParameters(c: Context): Map<string, number> {
+  const repeated = new Map<string, number>()
+  for (const [name, values] of Object.entries(c.req.queries()))
+    if (values.length > 1) repeated.set(name, values.length)
+  return repeated
 }
 
 function describe(issues: { path: string; message: string }[]): string {

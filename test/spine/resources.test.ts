@@ -197,6 +197,17 @@ describe('pagination (spec §8)', () => {
       expect(r.status, q).toBe(400)
       expect(r.body.error.code).toBe('invalid_request')
     }
+    // A parameter given twice is named as such, not as the list the schema then meets ("received NaN").
+    for (const q of ['limit=5&limit=5', 'cursor=a&cursor=b', 'include_retired=true&include_retired=false']) {
+      const r = await t.request('GET', `/v1/tools?${q}`, { token: own })
+      const name = q.slice(0, q.indexOf('='))
+      expect([r.status, r.body.error.code, r.body.error.detail.fields], q).toEqual([
+        400,
+        'invalid_request',
+        [name],
+      ])
+      expect(r.body.error.message).toBe(`The request query is invalid: ${name}: Given 2 times; give it once`)
+    }
     const badCursor = await t.request('GET', '/v1/tools?cursor=not-a-cursor!', { token: own })
     expect(badCursor.status).toBe(400)
     expect(badCursor.body.error.code).toBe('invalid_cursor')
