@@ -45,8 +45,10 @@ const PROXY_INTERCEPTED = [
   'auth.bearer-forms',
   'validation.malformed-json-400',
   'validation.invalid-request-detail',
-  // It parses a JSON body and forwards it written anew: an integer no double holds reaches the server rounded.
+  // It parses a JSON body and forwards it written anew: an integer no double holds reaches the server rounded (and
+  // a REST batch holding one is then taken, while the same batch over the stream, which goes to the server, is not).
   'validation.numbers-kept-or-refused',
+  'stream.socket-ingest-judged-like-rest',
   // Its 4401 close reasons are judged against REST's 401 message for the same credentials, and REST's 401 here is
   // Prism's own (no envelope): the socket goes to the server directly, the REST probe through Prism.
   'graphql.ws-authentication',

@@ -23,9 +23,9 @@ function literal(node: ValueNode, variables: Record<string, unknown> | null | un
       return node.value
     case Kind.INT:
     case Kind.FLOAT:
-      // A number the service would keep other than as written (src/domain/json-numbers.ts) is refused, as in JSON.
-      if (isInexactNumber(node.value))
-        throw new GraphQLError(inexactNumberMessage(node.value), { nodes: node })
+      // A number the service would keep other than as written (src/domain/json-numbers.ts) is refused, as in JSON;
+      // graphql-js reports it at the literal (ValuesOfCorrectTypeRule) with this message.
+      if (isInexactNumber(node.value)) throw new GraphQLError(inexactNumberMessage(node.value))
       return Number(node.value)
     case Kind.NULL:
       return null

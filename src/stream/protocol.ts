@@ -56,11 +56,9 @@ export function parseClientMessage(text: string): ParseResult {
     return { ok: false, message: `${unstorable.path}: ${unstorable.message}`, ref }
   }
   const inexact = findInexactNumber(text)
-  if (inexact) {
-    const ref = typeof raw.ref === 'string' && raw.ref.length <= MAX_REF_LENGTH ? raw.ref : undefined
-    return { ok: false, message: `${inexact.path}: ${inexactNumberMessage(inexact.literal)}`, ref }
-  }
-  const result = parseObject(raw)
+  const result: ParseResult = inexact
+    ? { ok: false, message: `${inexact.path}: ${inexactNumberMessage(inexact.literal)}` }
+    : parseObject(raw)
   // A refused message still names the client's `ref`, so the client can tell which of its requests failed.
   if (!result.ok && typeof raw.ref === 'string' && raw.ref.length <= MAX_REF_LENGTH)
     return { ...result, ref: raw.ref }

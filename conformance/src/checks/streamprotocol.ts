@@ -19,6 +19,7 @@ import { batch, ingestAccepted } from './ingest.js'
 import { QUOTA_LANE } from './quotas.js'
 import { LIMITED_LANE, SOCKET_OPERATIONS_PAST_LIMIT } from './ratelimit.js'
 import { assertResumedPastWindow, connect, type Opened, openStream, type RefusedUpgrade } from './stream.js'
+import { UNHELD_INTEGER } from './validation.js'
 
 type Stream = NonNullable<Awaited<ReturnType<typeof openStream>>>
 
@@ -481,7 +482,7 @@ function fullBatch(ctx: CheckContext, bytes: number): Json[] {
 streamMessageRulesChecks.push({
   id: 'stream.socket-ingest-judged-like-rest',
   title:
-    'A batch sent over the stream is judged like the REST batch: refused without ingest:write (policy_denied), taken from a key holding it as ingest:*, taken when as large as REST takes, over the record limit with the REST refusal’s code, past the 16 that may wait refused rate_limited, and a partly bad batch answered with its counts, rejections and lineage_root, its ref and connector id echoed',
+    'A batch sent over the stream is judged like the REST batch: refused without ingest:write (policy_denied), taken from a key holding it as ingest:*, taken when as large as REST takes, over the record limit with the REST refusal’s code, a number no double holds as REST judges it, past the 16 that may wait refused rate_limited, and a partly bad batch answered with its counts, rejections and lineage_root, its ref and connector id echoed',
   level: 'profile',
   clauses: ['S1.6', 'S7.2'],
   async run(ctx) {
@@ -546,6 +547,34 @@ streamMessageRulesChecks.push({
         over?.type === 'error' && (over.error as Json | undefined)?.code === restCode,
         `a batch of 501 records over the stream answered ${short(over)}, not the REST refusal's ${restCode}`,
       )
+      // A record holding an integer no double holds (validation.numbers-kept-or-refused) is judged as REST judges
+      // it: the socket keeps nothing REST refuses, and refuses nothing REST keeps.
+      const withUnheld = (records: Json[]) =>
+        JSON.stringify(records).replace('"n":"unheld"', `"n":${UNHELD_INTEGER}`)
+      const unheldBatch = () =>
+        batch(ctx, 1).map((r) => ({ ...r, body: { ...(r.body as Json), n: 'unheld' } }))
+      const restUnheld = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, undefined, {
+        rawBody: `{"records":${withUnheld(unheldBatch())}}`,
+      })
+      s.ws.send(
+        `{"type":"ingest","ref":"r-unheld","connector_id":${JSON.stringify(connector)},"records":${withUnheld(unheldBatch())}}`,
+      )
+      const overUnheld = await s.next(
+        (m) => m.ref === 'r-unheld' && (m.type === 'ingested' || m.type === 'error'),
+        wait,
+      )
+      const restUnheldCode = obj(obj(restUnheld.body).error).code
+      assert(
+        restUnheld.status === 400
+          ? overUnheld?.type === 'error' && obj(overUnheld.error).code === restUnheldCode
+          : overUnheld?.type === 'ingested' && overUnheld.accepted === obj(restUnheld.body).accepted,
+        `a record holding ${UNHELD_INTEGER} answered ${restUnheld.status} ${short(restUnheld.body)} over REST but ${short(overUnheld)} over the stream`,
+      )
+      if (overUnheld?.type === 'error')
+        assert(
+          envelopeProblems(overUnheld).length === 0,
+          `the stream's refusal of a record holding ${UNHELD_INTEGER} breaks the envelope: ${envelopeProblems(overUnheld).join('; ')}`,
+        )
       // A batch as large as REST takes (its REST body 40 bytes under the reference's 1 MiB, AGENTOPS_MAX_BODY_BYTES'
       // default) is taken over the stream too, though the message around it (type, connector id, ref) passes 1 MiB.
       const full = fullBatch(ctx, FULL_REST_BODY - 40)

@@ -14,7 +14,7 @@ import { envelopeProblems, expectError } from './assertions.js'
 type Json = Record<string, unknown>
 
 /** An integer no IEEE 754 double holds (JSON.parse makes it 1.2345678901234568e+29). */
-const UNHELD_INTEGER = '123456789012345678901234567890'
+export const UNHELD_INTEGER = '123456789012345678901234567890'
 
 interface Target {
   operationId: string

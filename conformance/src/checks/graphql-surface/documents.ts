@@ -7,12 +7,13 @@ import { obj } from '../../http.js'
 import { assert } from '../../types.js'
 import { short } from '../../wait.js'
 import { declaredSurface, gql } from '../graphql.js'
+import { UNHELD_INTEGER } from '../validation.js'
 import { answered, codeOf, dataOf, errorsOf, type Json, refused400, refusedDocument } from './answers.js'
 
 export const httpRequestForms: Check = {
   id: 'graphql.http-request-forms',
   title:
-    'GraphQL over HTTP: GET takes query and JSON variables; mutations over GET, subscriptions over HTTP and malformed requests are 400',
+    'GraphQL over HTTP: GET takes query and JSON variables; mutations over GET, subscriptions over HTTP, malformed requests and numbers no double holds are refused',
   level: 'profile',
   clauses: ['S4.15'],
   async run(ctx) {
@@ -49,6 +50,29 @@ export const httpRequestForms: Check = {
         path: 'variables',
       })
     }
+    // A number the reference would keep other than as written (validation.numbers-kept-or-refused) is refused
+    // wherever GraphQL's JSON arrives: in GET's variables (400 naming it) and in a JSON literal of the document.
+    const unheld = await get({ query: q, variables: `{"l":${UNHELD_INTEGER}}` })
+    refused400(unheld, `GET with variables holding ${UNHELD_INTEGER}`)
+    const unheldDetail = obj(obj(obj(unheld.body).error).detail)
+    assert(
+      sameJson(unheldDetail.fields, ['variables.l']) &&
+        Array.isArray(unheldDetail.issues) &&
+        obj(unheldDetail.issues[0]).location === 'query',
+      `GET with variables holding ${UNHELD_INTEGER}: ${short(unheld.body)} does not name variables.l in the query`,
+    )
+    const literal = refusedDocument(
+      await gql(
+        ctx.http,
+        url,
+        `mutation { startRun(agent_id: "agt_unheld", input: { inputs: { n: ${UNHELD_INTEGER} } }) { run_id } }`,
+      ),
+      `a JSON literal holding ${UNHELD_INTEGER}`,
+    )
+    assert(
+      String(literal.message).includes(UNHELD_INTEGER),
+      `a JSON literal holding ${UNHELD_INTEGER} was refused with ${short(literal.message)}, which does not name it`,
+    )
     const mutation = await get({
       query: 'mutation { createAgent(input: { name: "via-get", behavior: autonomous }) { agent_id } }',
     })
