@@ -205,8 +205,8 @@ async function issueLike(
   return keys.issue({
     workspace: like.workspace.name,
     identity: input.identity ?? like.identity,
-    // No scopes given (or an empty list) keeps the token’s: never the wildcard `keys create` defaults to.
-    scopes: input.scopes && input.scopes.length > 0 ? input.scopes : like.scopes,
+    // No scopes given keeps the token’s: never the wildcard `keys create` defaults to (an empty --scopes is refused).
+    scopes: input.scopes ?? like.scopes,
     expiresInSeconds: input.expiresInSeconds,
   })
 }

@@ -1,4 +1,5 @@
-import { ApiError } from './errors.js'
+import type { ApiError } from './errors.js'
+import { unstorableTextError } from './text.js'
 
 /**
  * Numbers a client writes in JSON that the service could not keep as written, refused at every entrance that reads
@@ -99,14 +100,9 @@ export function findInexactNumber(text: string, path = ''): InexactNumber | unde
 /** The longest part of the number an error message repeats. */
 const SHOWN_DIGITS = 40
 
-/** 400 naming where the number was and why it is refused, like a schema failure. */
+/** 400 naming where the number was and why it is refused: the refusal of a value no store keeps as sent. */
 export function inexactNumberError(location: string, found: InexactNumber): ApiError {
-  const field = found.path || '(root)'
-  const message = inexactNumberMessage(found.literal)
-  return new ApiError('invalid_request', `The request ${location} is invalid: ${field}: ${message}`, {
-    issues: [{ location, path: found.path, message }],
-    fields: [field],
-  })
+  return unstorableTextError(location, { path: found.path, message: inexactNumberMessage(found.literal) })
 }
 
 /**

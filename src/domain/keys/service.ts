@@ -161,13 +161,18 @@ function presentedToken(credentials: BearerCredentials): PresentedToken | KeyRef
 }
 
 // Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown"; the tiers' hourly figures themselves (TIER_DEFAULTS) are judged by ratelimit.tier-limits, the rules by which an operator's own figures apply are no answer's.
+/** A workspace's tier as its settings give it: an hourly figure of its own without a tier makes it enterprise. */
+function tierOf(settings: WorkspaceSettings): Tier {
+  return settings.tier ?? (settings.limitPerHour !== undefined ? 'enterprise' : 'standard')
+}
+
 export function resolveLimits(settings: WorkspaceSettings): {
   tier: Tier
   limitPerHour: number
   burstLimit: number
   burstWindowSeconds: number
 } {
-  const tier = settings.tier ?? (settings.limitPerHour !== undefined ? 'enterprise' : 'standard')
+  const tier = tierOf(settings)
   const defaults = TIER_DEFAULTS[tier]
   const limitPerHour =
     tier === 'enterprise' ? (settings.limitPerHour ?? defaults.limitPerHour) : defaults.limitPerHour
@@ -267,10 +272,7 @@ export class KeyService {
       const changed = Object.values(settings).some((v) => v !== undefined)
       return changed ? this.configureWorkspace(name, settings) : existing
     }
-    refuseOwnHourlyFigure(
-      settings.tier ?? (settings.limitPerHour !== undefined ? 'enterprise' : 'standard'),
-      settings.limitPerHour,
-    )
+    refuseOwnHourlyFigure(tierOf(settings), settings.limitPerHour)
     const limits = resolveLimits(settings)
     return this.workspaces.insertIfAbsent({
       id: newId('ws', this.clock.now()),
