@@ -2,7 +2,8 @@
 // Runs npm scripts side by side and fails when any of them fails (what `npm test` uses for steps that do not
 // compete for the same resource). Each script's output is held back and printed in one piece when it ends, so
 // logs never interleave; a line per script gives its outcome and wall time. Every script runs to its end even
-// when another failed: one run shows every failure.
+// when another failed: one run shows every failure. A failed script's last lines are printed once more at the very
+// end, so a log read from its tail (as CI shows it) says why without scrolling past the others' output.
 //
 //   node scripts/run-parallel.mjs [--jobs N] script ...
 //
@@ -49,7 +50,7 @@ function run(script) {
       process.stdout.write(
         `run-parallel: ${script} ${code === 0 ? 'ok' : `FAILED (exit ${code})`} in ${seconds} s\n`,
       )
-      resolve({ script, code, seconds })
+      resolve({ script, code, seconds, output })
     }
     child.on('error', (err) => {
       chunks.push(Buffer.from(`${err.message}\n`))
@@ -74,7 +75,14 @@ await Promise.all(
       results.push(await run(script))
   }),
 )
+const TAIL_LINES = 30
 const failed = results.filter((r) => r.code !== 0).map((r) => r.script)
+for (const { script, code, output } of results.filter((r) => r.code !== 0)) {
+  const lines = output.trimEnd().split('\n')
+  process.stdout.write(
+    `\nrun-parallel: ${script} failed (exit ${code}); the last ${Math.min(TAIL_LINES, lines.length)} lines of its output:\n${lines.slice(-TAIL_LINES).join('\n')}\n`,
+  )
+}
 if (failed.length > 0) {
   process.stdout.write(`run-parallel: failed: ${failed.join(', ')}\n`)
   process.exit(1)
