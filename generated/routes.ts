@@ -1546,8 +1546,7 @@ const CursorParamsSchema = z
     },
   })
 
-const LimitParamsSchema = z.coerce
-  .number()
+const LimitParamsSchema = z.string().regex(/^[0-9]+$/, 'must be a whole number written in decimal digits').pipe(z.coerce.number())
   .pipe(z.int().min(1).max(200))
   .default(50)
   .exactOptional()
@@ -1560,7 +1559,7 @@ const LimitParamsSchema = z.coerce
       'x-spec-gap': {
         section: '§8',
         decision:
-          'The default limit is 50; 0, negative or more than 200 answers 400 invalid_request (the server never returns more than 200 items).',
+          "The default limit is 50; 0, negative or more than 200 answers 400 invalid_request (the server never returns more than 200 items), and so does a value not written in decimal digits (a sign, a fraction, an exponent, hexadecimal, blanks or nothing), named in the error's fields.",
       },
       schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
     },

@@ -197,6 +197,17 @@ describe('pagination (spec §8)', () => {
       expect(r.status, q).toBe(400)
       expect(r.body.error.code).toBe('invalid_request')
     }
+    // A page size is written in decimal digits: what Number() would also read (hex, exponents, a sign, blanks, an
+    // empty value as 0) is refused by name, and leading zeros are still the decimal number.
+    for (const q of ['limit=0x10', 'limit=1e1', 'limit=%2B5', 'limit=%205', 'limit=', 'limit=1.0']) {
+      const r = await t.request('GET', `/v1/tools?${q}`, { token: own })
+      expect([r.status, r.body.error?.message], q).toEqual([
+        400,
+        'The request query is invalid: limit: must be a whole number written in decimal digits',
+      ])
+    }
+    const padded = await t.request('GET', '/v1/tools?limit=003', { token: own })
+    expect([padded.status, padded.body.data.length]).toEqual([200, 3])
     // A parameter given twice is named as such, not as the list the schema then meets ("received NaN").
     for (const q of ['limit=5&limit=5', 'cursor=a&cursor=b', 'include_retired=true&include_retired=false']) {
       const r = await t.request('GET', `/v1/tools?${q}`, { token: own })
