@@ -14,6 +14,7 @@ const KnownErrorCodeSchema = z
     'idempotency_key_in_progress',
     'invalid_state',
     'already_exists',
+    'method_not_allowed',
     'payload_too_large',
     'unsupported_media_type',
     'rate_limited',
@@ -77,7 +78,7 @@ const ErrorCodeSchema: z.ZodType<ErrorCodeType> = z
         'x-spec-gap': {
           section: '§7',
           decision:
-            'Error codes beyond policy_denied are the catalogue in `x-error-codes` (one per failure kind); the envelope is identical for every status.',
+            'Error codes beyond policy_denied are the catalogue in `x-error-codes` (one per failure kind); the envelope is identical for every status. A path the contract serves, asked with a method it does not answer, is 405 method_not_allowed with an Allow header listing the methods it does (RFC 9110 §15.5.6); a path it does not serve is 404 not_found.',
         },
       }),
   )

@@ -1225,7 +1225,7 @@ export interface components {
          * @description The error codes of the reference profile (`x-error-codes` gives each one's status and meaning).
          * @enum {string}
          */
-        KnownErrorCode: "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "unauthenticated" | "policy_denied" | "quota_exceeded" | "not_found" | "idempotency_key_reused" | "idempotency_key_in_progress" | "invalid_state" | "already_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
+        KnownErrorCode: "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "unauthenticated" | "policy_denied" | "quota_exceeded" | "not_found" | "idempotency_key_reused" | "idempotency_key_in_progress" | "invalid_state" | "already_exists" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "unavailable";
         /**
          * @description The policy classes a workspace accepts by default.
          * @enum {string}

@@ -115,7 +115,25 @@ export const TRACE_FRAME_KINDS = ${JSON.stringify(schemas.TraceFrameKind.enum)} 
 
 /** The scope each operation needs, by operationId (its \`security\` requirement \`bearerAuth: [scope]\`). */
 export const OPERATION_SCOPES = ${JSON.stringify(scopes)} as const
+
+/** Every path template the contract serves, with the HTTP methods it answers there (upper case, in its order; the WebSocket paths' upgrade is a GET). */
+export const PATH_METHODS = ${JSON.stringify(pathMethods(contract))} as const
 `
+}
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+/** Path template → the methods its path item defines operations for; a WebSocket path (`x-websockets`) is a GET. */
+function pathMethods(contract) {
+  return Object.fromEntries([
+    ...Object.entries(contract.paths).map(([template, item]) => [
+      template,
+      Object.keys(item)
+        .filter((key) => HTTP_METHODS.includes(key))
+        .map((method) => method.toUpperCase()),
+    ]),
+    ...Object.keys(contract['x-websockets'] ?? {}).map((template) => [template, ['GET']]),
+  ])
 }
 
 /** operationId → the one scope its `bearerAuth` requirement names; operations with none (meta, GraphQL) are left out. */

@@ -7,4 +7,4 @@ export const RUN_STATUSES = ["queued","running","awaiting_approval","paused","su
 export const TERMINAL_RUN_STATUSES = ["succeeded","failed","cancelled"] as const
 
 /** The error codes the contract lists (`KnownErrorCode`); the set is open, servers may send others. */
-export const KNOWN_ERROR_CODES = ["invalid_request","invalid_cursor","invalid_idempotency_key","unauthenticated","policy_denied","quota_exceeded","not_found","idempotency_key_reused","idempotency_key_in_progress","invalid_state","already_exists","payload_too_large","unsupported_media_type","rate_limited","internal_error","unavailable"] as const
+export const KNOWN_ERROR_CODES = ["invalid_request","invalid_cursor","invalid_idempotency_key","unauthenticated","policy_denied","quota_exceeded","not_found","idempotency_key_reused","idempotency_key_in_progress","invalid_state","already_exists","method_not_allowed","payload_too_large","unsupported_media_type","rate_limited","internal_error","unavailable"] as const

@@ -19,7 +19,7 @@ export type ErrorCode = KnownErrorCode | string;
 /**
  * The error codes of the reference profile (`x-error-codes` gives each one's status and meaning).
  */
-export type KnownErrorCode = 'invalid_request' | 'invalid_cursor' | 'invalid_idempotency_key' | 'unauthenticated' | 'policy_denied' | 'quota_exceeded' | 'not_found' | 'idempotency_key_reused' | 'idempotency_key_in_progress' | 'invalid_state' | 'already_exists' | 'payload_too_large' | 'unsupported_media_type' | 'rate_limited' | 'internal_error' | 'unavailable';
+export type KnownErrorCode = 'invalid_request' | 'invalid_cursor' | 'invalid_idempotency_key' | 'unauthenticated' | 'policy_denied' | 'quota_exceeded' | 'not_found' | 'idempotency_key_reused' | 'idempotency_key_in_progress' | 'invalid_state' | 'already_exists' | 'method_not_allowed' | 'payload_too_large' | 'unsupported_media_type' | 'rate_limited' | 'internal_error' | 'unavailable';
 
 /**
  * The error envelope of spec §7, identical for every error status. (Named `ErrorResponse`, not `Error`, so generated code never shadows the JavaScript built-in.)

@@ -7,6 +7,7 @@ import type { AppEnv } from '../surface/context.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
 import { STREAM_PATH } from '../surface/paths.js'
 import { validationHook } from '../surface/validation.js'
+import { allowedMethods } from './allowed-methods.js'
 import { errorResponse, toApiError } from './errors.js'
 import { auth } from './middleware/auth.js'
 import { bodyGuard, closeUnreadBody } from './middleware/body.js'
@@ -91,7 +92,18 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
   })
   app.notFound((c) => {
     closeUnreadBody(c, services.config.maxBodyBytes)
-    return errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path }))
+    const allow = allowedMethods(c.req.path)
+    if (allow === undefined)
+      return errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path }))
+    return errorResponse(
+      c,
+      new ApiError(
+        'method_not_allowed',
+        `${c.req.path} does not answer ${c.req.method}; it answers ${allow}`,
+        { method: c.req.method, allow: allow.split(', ') },
+        { Allow: allow },
+      ),
+    )
   })
 
   const limitMetrics = services.metrics?.limits

@@ -43,8 +43,15 @@ function send(res: ServerResponse, status: number, contentType: string, body: st
   res.end(head ? undefined : body)
 }
 
-function error(res: ServerResponse, status: number, code: string, message: string, headers = {}): void {
-  const body = JSON.stringify({ error: { code, message, detail: {}, request_id: newId('req') } })
+function error(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  headers = {},
+  detail: Record<string, unknown> = {},
+): void {
+  const body = JSON.stringify({ error: { code, message, detail, request_id: newId('req') } })
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'cache-control': 'no-store' })
   res.end(body)
 }
@@ -87,7 +94,15 @@ export function operatorEndpoints(options: OperatorEndpointOptions): OperatorHan
     if (!isReadyz && !isMetrics) return false
     const head = req.method === 'HEAD'
     if (req.method !== 'GET' && !head) {
-      error(res, 405, 'method_not_allowed', `${path} answers GET and HEAD only`, { allow: 'GET, HEAD' })
+      // As the API answers a method a path does not serve (src/http/allowed-methods.ts).
+      error(
+        res,
+        405,
+        'method_not_allowed',
+        `${path} does not answer ${req.method}; it answers GET, HEAD`,
+        { allow: 'GET, HEAD' },
+        { method: req.method, allow: ['GET', 'HEAD'] },
+      )
       return true
     }
     const answered = isReadyz ? readyz(res, head) : scrape(req, res, head, metrics as Metrics)

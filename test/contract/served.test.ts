@@ -78,6 +78,47 @@ describe('the server and the contract agree', () => {
     }
   })
 
+  it('answers a method a served path does not serve 405 method_not_allowed, naming the ones it does in Allow', async () => {
+    const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+    const servedPaths = [
+      ...new Set([...allOperations().map((o) => o.template), ...[...WEBSOCKETS].map((op) => op.slice(4))]),
+    ]
+    let refused = 0
+    for (const template of servedPaths) {
+      const answered = [
+        ...allOperations()
+          .filter((o) => o.template === template)
+          .map((o) => o.method.toUpperCase()),
+        ...(WEBSOCKETS.has(`get ${template}`) ? ['GET'] : []),
+      ]
+      for (const method of methods.filter((m) => !answered.includes(m))) {
+        const res = await t.request(method, concrete(template), { token, unchecked: true })
+        const what = `${method} ${template}`
+        expect([res.status, res.body.error?.code], what).toEqual([405, 'method_not_allowed'])
+        const allow = (res.headers.get('allow') ?? '').split(', ')
+        expect(new Set(allow), what).toEqual(
+          new Set([...answered, ...(answered.includes('GET') ? ['HEAD'] : [])]),
+        )
+        expect(res.body.error.detail, what).toEqual({ method, allow })
+        refused++
+      }
+    }
+    expect(refused).toBeGreaterThan(100)
+    // A path the contract does not serve stays 404, whatever the method; so does a served one with a trailing slash.
+    for (const [method, path] of [
+      ['PUT', '/v1/conf-unknown'],
+      ['GET', '/v1/agents/'],
+      ['PATCH', '/v1/agents/agt_00000000000000000000000000/extra'],
+    ] as const) {
+      const res = await t.request(method, path, { token, unchecked: true })
+      expect([res.status, res.body.error?.code, res.headers.get('allow')], `${method} ${path}`).toEqual([
+        404,
+        'not_found',
+        null,
+      ])
+    }
+  })
+
   it('refuses a body that breaks the schema with 400 invalid_request naming the failing fields', async () => {
     for (const { method, template } of allOperations()) {
       const op = paths[template]?.[method] as Json

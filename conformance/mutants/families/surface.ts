@@ -1,7 +1,7 @@
 /**
  * Mutants for the contract's documented answers off the happy path (src/checks/surface.ts): a deployment whose
  * framework answers unknown routes itself, one whose agent reads check no scope, and one that lumps a body of the
- * wrong media type in with bad bodies.
+ * wrong media type in with bad bodies, and one whose 405 does not say which methods the path answers.
  */
 import { header, type Mutant, pathOnly } from '../proxy.js'
 
@@ -16,6 +16,17 @@ export function surfaceMutants(): Mutant[] {
         if (res.status !== 404 || (path.startsWith('/v1/') && !path.includes('conf-unknown-route')))
           return res
         return { status: 404, headers: { 'content-type': 'text/plain' }, body: '404 Not Found' }
+      },
+    },
+    {
+      id: 'method-not-allowed-without-allow',
+      description:
+        'A method a path does not answer is 405 with the envelope but no Allow header (RFC 9110 §15.5.6 requires one)',
+      targets: ['surface.error-paths'],
+      response(_req, res) {
+        if (res.status !== 405) return res
+        const { allow: _allow, ...headers } = res.headers
+        return { ...res, headers }
       },
     },
     {

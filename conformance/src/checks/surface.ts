@@ -250,7 +250,7 @@ export const surfaceChecks: Check[] = [
   {
     id: 'surface.error-paths',
     title:
-      'Requests off the documented surface (unknown route, wrong method, other version prefix, malformed Authorization) answer 404, 405 or 404, 404, 401 with the envelope',
+      'Requests off the documented surface (unknown route, wrong method, other version prefix, malformed Authorization) answer 404, 405 (whose Allow names the methods the path answers) or 404, 404, 401 with the envelope',
     level: 'profile',
     clauses: ['S7.1', 'S9.1'],
     async run(ctx) {
@@ -280,6 +280,15 @@ export const surfaceChecks: Check[] = [
           wrong.push(`${what} answered ${res.status}, not ${allowed.join('/')}`)
         else if (envelopeProblems(res.body).length > 0)
           wrong.push(`${what} answered ${res.status} without the envelope: ${envelopeProblems(res.body)[0]}`)
+        else if (res.status === 405) {
+          // RFC 9110 §15.5.6: a 405 names the methods the path answers (/v1/tools: GET and POST), in Allow.
+          const allow = (res.headers.allow ?? '').split(',').map((m) => m.trim().toUpperCase())
+          const lacking = ['GET', 'POST'].filter((m) => !allow.includes(m))
+          if (lacking.length > 0 || allow.includes('PUT'))
+            wrong.push(
+              `${what} answered 405 with Allow: ${res.headers.allow ?? '(none)'}, not the methods /v1/tools answers (GET, POST)`,
+            )
+        }
       }
       assert(wrong.length === 0, wrong.join('; '))
     },
