@@ -102,7 +102,15 @@ const MOCK_MUST_FAIL = [
   'stream.accepts-token',
 ]
 
-async function startPrism(args: string[]): Promise<{ url: string; child: ChildProcess; stop: () => void }> {
+interface StartedPrism {
+  url: string
+  child: ChildProcess
+  stop: () => void
+  /** Why Prism is no longer serving (its exit and its last output), or undefined while it runs. */
+  ended: () => string | undefined
+}
+
+async function startPrism(args: string[]): Promise<StartedPrism> {
   const port = await testPort()
   const child = spawn(PRISM, [...args, '--port', String(port), '--host', '127.0.0.1', '-v', 'warn'], {
     cwd: REPO_ROOT,
@@ -127,7 +135,15 @@ async function startPrism(args: string[]): Promise<{ url: string; child: ChildPr
       await new Promise((r) => setTimeout(r, 200))
     }
   }
-  return { url, child, stop: () => child.kill('SIGTERM') }
+  return {
+    url,
+    child,
+    stop: () => child.kill('SIGTERM'),
+    ended: () =>
+      child.exitCode === null && child.signalCode === null
+        ? undefined
+        : `prism ${args[0]} ended (exit ${child.exitCode ?? child.signalCode}) during the run; its last output: ${output.slice(-2000)}`,
+  }
 }
 
 async function runSuite(args: string[]): Promise<{ code: number; results: Result[] }> {
@@ -246,6 +262,8 @@ try {
       ...tokenArgs,
     ])
     const failures = results.filter((r) => r.outcome !== 'pass')
+    const proxyEnded = proxy.ended()
+    if (proxyEnded) problems.push(proxyEnded)
     if (code !== 0 || results.length === 0 || failures.length > 0) {
       problems.push(
         `through the validation proxy the suite exited ${code}; not passed: ${failures.map((r) => `${r.id} (${r.message ?? r.outcome})`).join('; ') || 'none reported'}`,
@@ -284,6 +302,8 @@ try {
     '--skip',
     ['surface.', ...MOCK_INTERCEPTED].join(','),
   ])
+  const mockEnded = mock.ended()
+  if (mockEnded) problems.push(mockEnded)
   const outcome = new Map(results.map((r) => [r.id, r.outcome]))
   const message = new Map(results.map((r) => [r.id, r.message]))
   if (code !== 1)
