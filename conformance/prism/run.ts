@@ -110,7 +110,25 @@ interface StartedPrism {
   ended: () => string | undefined
 }
 
+/**
+ * Starts Prism on a free port and waits until Prism itself answers there: its own RFC 7807 404 for a path outside the
+ * contract. Another server answering on the port (Prism then fails to bind it and exits) is never taken for it; a
+ * start that fails so is tried again on another port, twice at most.
+ */
 async function startPrism(args: string[]): Promise<StartedPrism> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPrismOnce(args)
+    } catch (err) {
+      if (attempt >= 3) throw err
+      log(
+        `prism ${args[0]} did not start (attempt ${attempt}), trying another port: ${String(err).slice(0, 300)}`,
+      )
+    }
+  }
+}
+
+async function startPrismOnce(args: string[]): Promise<StartedPrism> {
   const port = await testPort()
   const child = spawn(PRISM, [...args, '--port', String(port), '--host', '127.0.0.1', '-v', 'warn'], {
     cwd: REPO_ROOT,
@@ -124,21 +142,26 @@ async function startPrism(args: string[]): Promise<StartedPrism> {
     output = (output + d).slice(-10_000)
   })
   const url = `http://127.0.0.1:${port}`
+  const stop = () => child.kill('SIGTERM')
   const deadline = Date.now() + 60_000
   for (;;) {
     if (child.exitCode !== null) throw new Error(`prism exited: ${output}`)
     try {
-      await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) })
-      break
+      const res = await fetch(`${url}/conf-prism-probe`, { signal: AbortSignal.timeout(1000) })
+      if ((await res.text()).includes('stoplight.io/prism/errors')) break
     } catch {
-      if (Date.now() > deadline) throw new Error(`prism did not start: ${output}`)
-      await new Promise((r) => setTimeout(r, 200))
+      // not listening yet
     }
+    if (Date.now() > deadline) {
+      stop()
+      throw new Error(`prism did not start: ${output}`)
+    }
+    await new Promise((r) => setTimeout(r, 200))
   }
   return {
     url,
     child,
-    stop: () => child.kill('SIGTERM'),
+    stop,
     ended: () =>
       child.exitCode === null && child.signalCode === null
         ? undefined

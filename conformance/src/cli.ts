@@ -22,10 +22,10 @@ import { runInit } from './init.js'
 import { type LocalNats, natsTarget, startLocalNats } from './nats.js'
 import { Pacer } from './pacing.js'
 import { formatPlan, planFor } from './plan.js'
+import { freePort } from './ports.js'
 import { provision, withProvisioned } from './provision.js'
 import { hostAndPort, receiverAdvice, WebhookReceiver } from './receiver.js'
 import {
-  freePort,
   REFERENCE_REPLAY_WINDOW,
   REFERENCE_WEBHOOK_MAX_ATTEMPTS,
   type ReferenceServer,

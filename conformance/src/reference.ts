@@ -5,12 +5,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { PACKAGE_ROOT, REPO_ROOT, type SuiteConfig } from './config.js'
+import { freePort } from './ports.js'
 import { provisionedTokens } from './provision.js'
 import { ConfigError } from './types.js'
 import { sleep } from './wait.js'
@@ -100,16 +100,20 @@ export interface ReferenceServer {
   stop(): Promise<void>
 }
 
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, host, () => {
-      const address = s.address()
-      const port = typeof address === 'object' && address ? address.port : 0
-      s.close(() => resolve(port))
-    })
+/**
+ * The server answering at the port is the one just started: its store knows the key issued for it. Another server
+ * that held the port (ours then failed to bind it) answered /healthz as well, and would fail every check after.
+ */
+async function answeredByOurs(baseUrl: string, token: string, exited: () => boolean): Promise<void> {
+  const res = await fetch(`${baseUrl}/v1/agents?limit=1`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(10_000),
   })
+  await res.arrayBuffer()
+  if (res.status !== 401 && !exited()) return
+  throw new ConfigError(
+    `reference: another server answers at ${baseUrl} (it refused the key issued for the reference with ${res.status}${exited() ? ', and the reference exited: the port was taken' : ''})`,
+  )
 }
 
 /** The reference's identities are issued into workspaces named after this (`conformance-primary`, ...). */
@@ -357,6 +361,7 @@ export async function startReference(
   let tokens: SuiteConfig['tokens']
   try {
     tokens = await provisioned
+    await answeredByOurs(baseUrl, tokens.primary, () => child.exitCode !== null || child.signalCode !== null)
   } catch (err) {
     await stop()
     throw err

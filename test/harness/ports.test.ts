@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { ephemeralStart, freePort } from '../../conformance/src/ports.js'
 import { startBalancer } from '../support/cluster.js'
 import {
   listenOnTestPort,
@@ -31,6 +32,38 @@ describe('the harness ports', () => {
     const port = await listenOnTestPort(server)
     await new Promise<void>((r) => server.close(() => r()))
     expect(port).toBeGreaterThan(0)
+  })
+
+  it('give a child process a free port below the kernel’s ephemeral range, which no listen(0) or connection takes', async () => {
+    const start = ephemeralStart()
+    expect(ephemeralStart(() => '40000\t60999\n')).toBe(40000)
+    expect(ephemeralStart(() => 'garbage')).toBe(32768)
+    expect(
+      ephemeralStart(() => {
+        throw new Error('no /proc')
+      }),
+    ).toBe(32768)
+    const ports = await Promise.all(Array.from({ length: 20 }, () => testPort()))
+    for (const port of ports) {
+      expect(port).toBeGreaterThanOrEqual(10_000)
+      expect(port).toBeLessThan(start)
+    }
+    // Never the same one twice from one process, and free when handed out.
+    expect(new Set(ports).size).toBe(ports.length)
+    const server = createServer()
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(ports[0], '127.0.0.1', resolve)
+    })
+    await new Promise<void>((r) => server.close(() => r()))
+    // With every draw landing on a port it may not give (in use, and handed out before), the kernel's choice is taken.
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(ports[1], '127.0.0.1', resolve))
+    const fraction = (ports[1]! - 10_000 + 0.5) / (start - 10_000)
+    const fallback = await freePort('127.0.0.1', () => fraction)
+    await new Promise<void>((r) => taken.close(() => r()))
+    expect(fallback).not.toBe(ports[1])
+    expect(fallback).toBeGreaterThanOrEqual(start)
   })
 
   it('refuse a malformed range, naming the variable', () => {

@@ -1,12 +1,14 @@
 /**
- * The ports the test harness listens on. By default any free port (the kernel's choice). A CI runner whose
+ * The ports the test harness listens on. By default a free one: for a server of this process the kernel's choice at
+ * its bind, for a child process's server one below the kernel's ephemeral range (conformance/src/ports.ts). A CI runner whose
  * firewall opens only some ports sets AGENTOPS_TEST_PORT_BASE (the first port of the range) and, optionally,
  * AGENTOPS_TEST_PORT_COUNT (how many, default 1000): every server the harness starts (the test servers, the cluster's
  * replicas, the PostgreSQL of the global setup, the webhook receivers, the reference and receiver of the
  * `agentops-conformance --reference` runs, the conformance tests' stand-in) then takes a free port of that range.
  * Each vitest worker starts in its own slice of the range, so parallel test files rarely probe the same port.
  */
-import { createServer, type Server as NetServer } from 'node:net'
+import type { Server as NetServer } from 'node:net'
+import { canListen, freePort } from '../../conformance/src/ports.js'
 
 export const PORT_BASE_VARIABLE = 'AGENTOPS_TEST_PORT_BASE'
 export const PORT_COUNT_VARIABLE = 'AGENTOPS_TEST_PORT_COUNT'
@@ -35,34 +37,17 @@ export function testPortRange(env: NodeJS.ProcessEnv = process.env): PortRange |
   return { base, count }
 }
 
-async function canListen(port: number, host: string): Promise<boolean> {
-  const probe = createServer()
-  return new Promise((resolve) => {
-    probe.once('error', () => resolve(false))
-    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve(true)))
-  })
-}
-
 /** Ports this process has handed out already: never handed twice, even after their server closed. */
 const handed = new Set<number>()
 
 /**
- * A port for a server of the harness: a free one of the configured range, else the kernel's choice (a concrete
- * number either way, for a child process's `--port`).
+ * A port for a server of the harness: a free one of the configured range, else one below the kernel's ephemeral
+ * range that the kernel cannot give to anyone else before the child process binds it (conformance/src/ports.ts);
+ * a concrete number either way, for a child process's `--port`.
  */
 export async function testPort(host = '127.0.0.1'): Promise<number> {
   const range = testPortRange()
-  if (!range) {
-    const probe = createServer()
-    await new Promise<void>((resolve, reject) => {
-      probe.once('error', reject)
-      probe.listen(0, host, resolve)
-    })
-    const address = probe.address()
-    await new Promise<void>((resolve) => probe.close(() => resolve()))
-    if (address === null || typeof address === 'string') throw new Error('no port from the kernel')
-    return address.port
-  }
+  if (!range) return freePort(host)
   const slot = Number(process.env.VITEST_POOL_ID ?? 0) % SLICES
   const start = slot * Math.max(1, Math.floor(range.count / SLICES))
   for (let i = 0; i < range.count; i++) {
