@@ -657,7 +657,7 @@ const IngestRecordInputSchema = z
   .openapi('IngestRecordInput')
 
 const IngestRequestSchema = z
-  .object({ records: z.array(IngestRecordInputSchema).max(500) })
+  .strictObject({ records: z.array(IngestRecordInputSchema).max(500) })
   .openapi({ required: ['records'] })
   .openapi('IngestRequest')
 

@@ -133,15 +133,14 @@ export function confirmIds(report) {
     .filter((id) => !id.startsWith('sweep.'))
 }
 
-/** A free loopback port, none of `used` (the ports of a server or receiver a timed-out run may still talk to). */
-async function freePort(used = new Set()) {
-  for (;;) {
-    const port = await anyFreePort()
-    if (!used.has(port)) {
-      used.add(port)
-      return port
-    }
-  }
+/**
+ * A free loopback port for a server this worker starts (the reference, NATS), none of `used` (the ports of a server
+ * or receiver a timed-out run may still talk to), outside the kernel's ephemeral range as the receiver's is (below):
+ * the child binds it a second or two after it was found free, and the kernel gives ports of that range to other
+ * processes' listen(0) and outbound connections meanwhile (conformance/src/ports.ts says the same for the suite).
+ */
+function freePort(used = new Set()) {
+  return receiverPort(used)
 }
 
 /**
@@ -174,17 +173,6 @@ function canListen(port) {
     const s = createServer()
     s.once('error', () => resolve(false))
     s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)))
-  })
-}
-
-function anyFreePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
   })
 }
 

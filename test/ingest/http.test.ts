@@ -151,6 +151,17 @@ describe.each(backends())('ingestion over HTTP on $name', (backend) => {
     })
     expect(deepRes.status).toBe(400)
     expect(deepRes.body.error).toMatchObject({ code: 'invalid_request', detail: { limit: 'max_json_depth' } })
+    // A field the batch does not have (a batch id of the client's, say) is refused by name, as in every other body,
+    // not ignored while the answer names a batch id of the server's.
+    const unknown = await t.request('POST', '/v1/grid/connectors/ok/ingest', {
+      token,
+      body: { batch_id: 'b1', records: [rec('kept-out')] },
+    })
+    expect([unknown.status, unknown.body.error?.code, unknown.body.error?.detail.fields]).toEqual([
+      400,
+      'invalid_request',
+      ['batch_id'],
+    ])
     const empty = await t.request('POST', '/v1/grid/connectors/ok/ingest', { token, body: { records: [] } })
     expect(empty.status).toBe(202)
     expect(empty.body.lineage_root).toBe(sha().toString('hex'))
