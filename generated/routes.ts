@@ -836,13 +836,13 @@ const DestinationCreateSchema = z
       .array(EventKindSchema)
       .min(1)
       .max(50)
-      .refine((items) => new Set(items).size === items.length)
+      .refine((items) => new Set(items).size === items.length, 'must not list the same item twice')
       .exactOptional(),
     agent_ids: z
       .array(z.string().max(64))
       .min(1)
       .max(50)
-      .refine((items) => new Set(items).size === items.length)
+      .refine((items) => new Set(items).size === items.length, 'must not list the same item twice')
       .nullable()
       .exactOptional()
       .openapi({
@@ -874,13 +874,13 @@ const DestinationUpdateSchema = z
       .array(EventKindSchema)
       .min(1)
       .max(50)
-      .refine((items) => new Set(items).size === items.length)
+      .refine((items) => new Set(items).size === items.length, 'must not list the same item twice')
       .exactOptional(),
     agent_ids: z
       .array(z.string().max(64))
       .min(1)
       .max(50)
-      .refine((items) => new Set(items).size === items.length)
+      .refine((items) => new Set(items).size === items.length, 'must not list the same item twice')
       .nullable()
       .exactOptional(),
     config: z
@@ -998,7 +998,7 @@ const WebhookCreateSchema = z
       .array(EventKindSchema)
       .min(1)
       .max(50)
-      .refine((items) => new Set(items).size === items.length),
+      .refine((items) => new Set(items).size === items.length, 'must not list the same item twice'),
     secret: z
       .string()
       .min(8)

@@ -93,6 +93,18 @@ describe('webhook subscriptions over HTTP', () => {
     expect(res.text).not.toContain(SECRET)
   })
 
+  it('names a repeated event kind as such, not as an unexplained invalid input', async () => {
+    const res = await t.request('POST', '/v1/webhooks', {
+      token,
+      body: { url: receiver.url, events: ['agent.created', 'agent.created'], secret: SECRET },
+    })
+    expect([res.status, res.body.error.message, res.body.error.detail.fields]).toEqual([
+      400,
+      'The request body is invalid: events: must not list the same item twice',
+      ['events'],
+    ])
+  })
+
   it('checks webhooks:read and webhooks:write scopes', async () => {
     const reader = (await t.createKey({ scopes: ['webhooks:read'] })).token
     const denied = await t.request('POST', '/v1/webhooks', {
