@@ -1,5 +1,18 @@
 import type { Context } from 'hono'
+import { z } from 'zod'
 import { ApiError } from '../domain/errors.js'
+
+/**
+ * A field a request leaves out is "Required: expected string", not zod's "Invalid input: expected string, received
+ * undefined": the most common refusal a client meets, said plainly. Zod's process-wide message setting, so every
+ * surface's schemas (REST, GraphQL, the stream) say it alike; every other message stays zod's.
+ */
+z.config({
+  customError: (issue) =>
+    issue.code === 'invalid_type' && issue.input === undefined
+      ? `Required: expected ${issue.expected}`
+      : undefined,
+})
 
 interface Issue {
   path: PropertyKey[]

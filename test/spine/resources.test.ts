@@ -263,6 +263,13 @@ describe('bad bodies never reach a 500', () => {
       body: { name: 5, provider: [], policy_binding: { envelope: 1 } },
     })
     expect(wrongTypes.status).toBe(400)
+    // A field left out is said to be required; one of another type is named with the type it should have.
+    const issue = (path: string) =>
+      wrongTypes.body.error.detail.issues.find((i: { path: string }) => i.path === path)?.message
+    expect([issue('policy_binding.required_scopes'), issue('name')]).toEqual([
+      'Required: expected array',
+      'Invalid input: expected string, received number',
+    ])
     expect(wrongTypes.body.error.detail.fields).toEqual(
       expect.arrayContaining([
         'name',
