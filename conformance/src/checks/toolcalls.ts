@@ -43,7 +43,7 @@ export const toolCallChecks: Check[] = [
   {
     id: 'tools.provider-calls',
     title:
-      'The providers as the reference runs them: an http tool posts run_id, step_id, tool and input to its URL and keeps the answer’s result_id; a non-2xx, non-JSON, off-schema or late answer fails the step naming why; echo, fail, delay and data do what their settings say',
+      'The providers as the reference runs them: an http tool posts run_id, step_id, tool and input to its URL and keeps the answer’s result_id; a non-2xx, non-JSON, off-schema (its patterns read as ECMA-262 writes them) or late answer fails the step naming why; echo, fail, delay and data do what their settings say',
     level: 'profile',
     clauses: ['S1.5', 'S2.6', 'S2.7'],
     // Mostly waiting for its runs (one answers late on purpose), with tools and endpoints of its own.
@@ -129,6 +129,39 @@ export const toolCallChecks: Check[] = [
               typeof r.call?.result === 'string' &&
               r.call.result !== '',
             `an http tool answering 299 with a numeric result_id: run ${short(r.run.status)}, tool.call ${short(r.call)} (expected a success and a result the server made)`,
+          )
+        })(),
+        (async () => {
+          // JSON Schema's patterns are ECMA-262's, \u escapes included, each pattern of a schema applied to its field.
+          const patterned = {
+            type: 'object',
+            required: ['word', 'code'],
+            properties: {
+              word: { type: 'string', pattern: '^caf\\u00e9$' },
+              code: { type: 'string', pattern: '^[A-Z]{3}$' },
+            },
+          }
+          const [kept, broken] = await Promise.all([
+            httpRun(
+              'patterns-met',
+              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABC' }) },
+              { output_schema: patterned },
+            ),
+            httpRun(
+              'patterns-broken',
+              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABCD' }) },
+              { output_schema: patterned },
+            ),
+          ])
+          expect(
+            ctx.fx.statuses.is(kept.run.status, 'succeeded'),
+            `an http tool answering {"word":"café","code":"ABC"} to an output_schema of patterns ^caf\\u00e9$ and ^[A-Z]{3}$: run ${short(kept.run.status)}, ${short(kept.failedDetail)}`,
+          )
+          failedWith(
+            'an http tool answering a code of four letters to the pattern ^[A-Z]{3}$',
+            broken,
+            { violation: 'output_schema' },
+            'output_schema',
           )
         })(),
         (async () => {
@@ -322,7 +355,7 @@ export const toolCallChecks: Check[] = [
   {
     id: 'tools.registration-refusals',
     title:
-      'A registration the reference cannot run is refused 400 naming the field: an unknown provider, an invalid schema, an http tool without an absolute http(s) URL or with credentials or a timeout_ms out of 1..120000, a delay_ms out of 0..600000',
+      'A registration the reference cannot run is refused 400 naming the field: an unknown provider, an invalid schema, a schema pattern no linear-time engine matches (lookaround, backreference), an http tool without an absolute http(s) URL or with credentials or a timeout_ms out of 1..120000, a delay_ms out of 0..600000',
     level: 'profile',
     clauses: ['S2.7', 'S7.3'],
     async run(ctx) {
@@ -347,6 +380,23 @@ export const toolCallChecks: Check[] = [
           'output_schema',
         ],
         ['an invalid input_schema', { provider: 'builtin:echo', input_schema: { type: 7 } }, 'input_schema'],
+        // The reference matches schema patterns in linear time (RE2), which has no lookaround or backreference.
+        [
+          'an output_schema pattern with a lookahead',
+          {
+            provider: 'builtin:echo',
+            output_schema: { type: 'object', properties: { a: { type: 'string', pattern: '^(?=a)a$' } } },
+          },
+          'output_schema',
+        ],
+        [
+          'an output_schema pattern with a backreference',
+          {
+            provider: 'builtin:echo',
+            output_schema: { type: 'object', properties: { a: { type: 'string', pattern: '(a)\\1' } } },
+          },
+          'output_schema',
+        ],
         [
           'an input_schema referring to a schema by a urn that holds an http URL',
           {

@@ -1,0 +1,128 @@
+/**
+ * A tool's schema is a tenant's text, and its patterns run on RE2 (src/domain/tools/linear-patterns.ts): a pattern
+ * that makes a backtracking engine take hours (`^(a+)+$` against a run of a's ending in "!") is matched in linear
+ * time, so one tenant's run cannot hold the server's only thread. The catastrophic case is run in a child process
+ * under a deadline: were the backtracking engine back, the test fails at the deadline instead of hanging the file.
+ */
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { OutboundHttp } from '../../src/domain/outbound.js'
+import { toRe2Syntax } from '../../src/domain/tools/linear-patterns.js'
+import { callTool, checkToolDefinition } from '../../src/domain/tools/providers.js'
+import type { ToolRecord } from '../../src/domain/tools/types.js'
+import { startTestServer, type TestServer } from '../support/server.js'
+import { createAgent, registerTool, startRun, status, waitForRun } from './helpers.js'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+/** builtin:echo never goes out. */
+const NO_OUTBOUND: OutboundHttp = {
+  refusal: () => null,
+  post: () => Promise.reject(new Error('builtin:echo never goes out')),
+}
+const EVIL = { type: 'object', properties: { a: { type: 'string', pattern: '^(a+)+$' } } }
+
+function echoTool(outputSchema: Record<string, unknown>): ToolRecord {
+  return {
+    seq: 1,
+    id: 'tool_1',
+    workspaceId: 'ws_1',
+    name: 'echo',
+    provider: 'builtin:echo',
+    config: {},
+    inputSchema: {},
+    outputSchema,
+    policyBinding: { envelope: 'default', required_scopes: [] },
+    idempotent: true,
+    status: 'active',
+    createdAt: 0,
+    retiredAt: null,
+  }
+}
+
+async function echo(outputSchema: Record<string, unknown>, input: Record<string, unknown>) {
+  return callTool({
+    runId: 'run_1',
+    stepId: 'step_1',
+    tool: echoTool(outputSchema),
+    input,
+    newResultId: () => 'res_1',
+    outbound: NO_OUTBOUND,
+  })
+}
+
+describe('the patterns of tool schemas', () => {
+  it('write ECMA-262 \\u escapes as RE2 reads them, and leave every other escape alone', () => {
+    expect(toRe2Syntax('^\\u00e9\\u{1F600}$')).toBe('^\\x{00e9}\\x{1F600}$')
+    expect(toRe2Syntax('\\\\u0041')).toBe('\\\\u0041')
+    expect(toRe2Syntax('[\\u0041-\\u005A]+\\d\\.')).toBe('[\\x{0041}-\\x{005A}]+\\d\\.')
+    expect(toRe2Syntax('\\u12')).toBe('\\u12')
+    expect(toRe2Syntax('trailing\\')).toBe('trailing\\')
+  })
+
+  it('search as JavaScript does, each pattern of a schema its own', async () => {
+    const schema = {
+      type: 'object',
+      properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' }, word: { type: 'string', pattern: 'é' } },
+      patternProperties: { '^x-\\u0061': { type: 'integer' } },
+    }
+    expect((await echo(schema, { code: 'ABC', word: 'café', 'x-a1': 1 })).ok).toBe(true)
+    expect((await echo(schema, { code: 'ABCD' })).ok).toBe(false)
+    expect((await echo(schema, { word: 'cafe' })).ok).toBe(false)
+    expect((await echo(schema, { 'x-a1': 'one' })).ok).toBe(false)
+  })
+
+  it('refuse at registration what a linear-time engine cannot match (lookaround, backreferences)', () => {
+    for (const pattern of ['^(?=a)a$', '(a)\\1']) {
+      expect(() =>
+        checkToolDefinition(
+          'builtin:echo',
+          {},
+          {
+            input_schema: {},
+            output_schema: { type: 'object', properties: { a: { type: 'string', pattern } } },
+          },
+        ),
+      ).toThrow(/output_schema is not a valid JSON Schema/)
+    }
+  })
+
+  it('match a catastrophic pattern in linear time (a child process under a 30 s deadline)', async () => {
+    const script = `
+      const { callTool } = await import('./src/domain/tools/providers.ts')
+      const tool = { provider: 'builtin:echo', config: {}, outputSchema: ${JSON.stringify(EVIL)} }
+      const outcome = await callTool({ runId: 'r', stepId: 's', tool, input: { a: 'a'.repeat(50000) + '!' },
+        newResultId: () => 'x', outbound: {} })
+      process.stdout.write(JSON.stringify(outcome))`
+    const out = await new Promise<{ stdout: string; killed: boolean }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', '--input-type=module', '-e', script],
+        { cwd: ROOT, timeout: 30_000 },
+        (err, stdout) => resolve({ stdout, killed: err?.killed === true }),
+      )
+    })
+    expect(out.killed, 'the pattern did not finish within 30 s').toBe(false)
+    expect(JSON.parse(out.stdout)).toMatchObject({ ok: false, detail: { violation: 'output_schema' } })
+  })
+})
+
+describe('a run whose tool answer meets a pattern of its output_schema', () => {
+  let t: TestServer
+  let token: string
+  beforeAll(async () => {
+    t = await startTestServer()
+    token = (await t.createKey({ scopes: ['*'] })).token
+  })
+  afterAll(() => t.close())
+
+  it('fails its step when the answer breaks it, and succeeds when the answer matches', async () => {
+    await registerTool(t, token, { name: 'evil', output_schema: EVIL })
+    const agentId = await createAgent(t, token, 'autonomous', [])
+    const run = await startRun(t, token, agentId, { inputs: { plan: ['evil'], a: `${'a'.repeat(20)}!` } })
+    const ended = await waitForRun(t, token, run.run_id, status('failed'))
+    expect(ended.status).toBe('failed')
+    const fine = await startRun(t, token, agentId, { inputs: { plan: ['evil'], a: 'aaaa' } })
+    expect((await waitForRun(t, token, fine.run_id, status('succeeded'))).status).toBe('succeeded')
+  })
+})
