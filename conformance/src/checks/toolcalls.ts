@@ -165,6 +165,33 @@ export const toolCallChecks: Check[] = [
           )
         })(),
         (async () => {
+          // uniqueItems compares items as JSON does: the same object with its keys in another order, and 2 and 2.0,
+          // are one item twice.
+          const unique = { type: 'object', properties: { list: { type: 'array', uniqueItems: true } } }
+          const [distinct, repeated] = await Promise.all([
+            httpRun(
+              'unique-items',
+              { status: 200, body: '{"list":[{"a":1,"b":[2]},{"a":1,"b":[3]},2,"2",[2]]}' },
+              { output_schema: unique },
+            ),
+            httpRun(
+              'repeated-items',
+              { status: 200, body: '{"list":[{"a":1,"b":[2.0]},3,{"b":[2],"a":1}]}' },
+              { output_schema: unique },
+            ),
+          ])
+          expect(
+            ctx.fx.statuses.is(distinct.run.status, 'succeeded'),
+            `an http tool answering a list of distinct items to an output_schema with uniqueItems: run ${short(distinct.run.status)}, ${short(distinct.failedDetail)}`,
+          )
+          failedWith(
+            'an http tool answering a list holding one object twice (its keys in another order) to uniqueItems',
+            repeated,
+            { violation: 'output_schema' },
+            'output_schema',
+          )
+        })(),
+        (async () => {
           const r = await httpRun('null', { status: 200, body: 'null' })
           expect(
             ctx.fx.statuses.is(r.run.status, 'succeeded') && typeof r.call?.result === 'string',

@@ -3,6 +3,7 @@ import { ApiError } from '../errors.js'
 import type { OutboundHttp } from '../outbound.js'
 import { CompiledSchemas } from './compiled-schemas.js'
 import { linearPatterns } from './linear-patterns.js'
+import { linearUniqueItems } from './linear-unique-items.js'
 import type { ToolRecord } from './types.js'
 
 /** What one tool call gets and gives back. `resultId` is the identifier the trace and outcome show. */
@@ -27,8 +28,11 @@ const MAX_HTTP_ANSWER_BYTES = 8 * 1024 * 1024
 
 export const PROVIDERS = ['builtin:echo', 'builtin:fail', 'builtin:delay', 'builtin:data', 'http'] as const
 
-// A tenant's patterns run on RE2 (./linear-patterns.ts): linear time, whatever the pattern and the string.
+// A tenant's patterns run on RE2 (./linear-patterns.ts) and its uniqueItems on a set (./linear-unique-items.ts):
+// linear time, whatever the schema and the data.
 const ajv = new Ajv2020({ strict: false, allErrors: true, code: { regExp: linearPatterns } })
+ajv.removeKeyword('uniqueItems')
+ajv.addKeyword(linearUniqueItems)
 
 /**
  * Compiles one tool's schema on the shared Ajv instance and leaves the instance as it found it: Ajv keeps every

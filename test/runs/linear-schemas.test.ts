@@ -1,8 +1,9 @@
 /**
- * A tool's schema is a tenant's text, and its patterns run on RE2 (src/domain/tools/linear-patterns.ts): a pattern
- * that makes a backtracking engine take hours (`^(a+)+$` against a run of a's ending in "!") is matched in linear
- * time, so one tenant's run cannot hold the server's only thread. The catastrophic case is run in a child process
- * under a deadline: were the backtracking engine back, the test fails at the deadline instead of hanging the file.
+ * A tool's schema is a tenant's text, checked on the server's only thread: its patterns run on RE2
+ * (src/domain/tools/linear-patterns.ts), so a pattern that makes a backtracking engine take hours (`^(a+)+$` against a
+ * run of a's ending in "!") is matched in linear time, and its uniqueItems on a set of canonical forms
+ * (src/domain/tools/linear-unique-items.ts), not Ajv's pairwise comparison. Each costly case runs in a child process
+ * under a deadline: were the quadratic or exponential way back, the test fails at the deadline instead of hanging.
  */
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -88,24 +89,62 @@ describe('the patterns of tool schemas', () => {
   })
 
   it('match a catastrophic pattern in linear time (a child process under a 30 s deadline)', async () => {
-    const script = `
-      const { callTool } = await import('./src/domain/tools/providers.ts')
-      const tool = { provider: 'builtin:echo', config: {}, outputSchema: ${JSON.stringify(EVIL)} }
-      const outcome = await callTool({ runId: 'r', stepId: 's', tool, input: { a: 'a'.repeat(50000) + '!' },
-        newResultId: () => 'x', outbound: {} })
-      process.stdout.write(JSON.stringify(outcome))`
-    const out = await new Promise<{ stdout: string; killed: boolean }>((resolve) => {
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', '--input-type=module', '-e', script],
-        { cwd: ROOT, timeout: 30_000 },
-        (err, stdout) => resolve({ stdout, killed: err?.killed === true }),
-      )
-    })
-    expect(out.killed, 'the pattern did not finish within 30 s').toBe(false)
-    expect(JSON.parse(out.stdout)).toMatchObject({ ok: false, detail: { violation: 'output_schema' } })
+    const outcome = await echoUnderDeadline(EVIL, "{ a: 'a'.repeat(50000) + '!' }")
+    expect(outcome).toMatchObject({ ok: false, detail: { violation: 'output_schema' } })
   })
 })
+
+describe('uniqueItems in tool schemas', () => {
+  const UNIQUE = { type: 'object', properties: { list: { type: 'array', uniqueItems: true } } }
+
+  it('compares items as JSON does (1 and 1.0 alike, keys in any order), naming the two that repeat', async () => {
+    expect((await echo(UNIQUE, { list: [1, '1', [1], { a: 1 }, { a: 2 }, null, true] })).ok).toBe(true)
+    for (const [list, first, second] of [
+      [[{ a: 1, b: [2] }, 0, { b: [2], a: 1 }], 0, 2],
+      [[3, 'x', 3.0], 0, 2],
+    ] as const) {
+      const outcome = await echo(UNIQUE, { list })
+      expect(outcome).toMatchObject({
+        ok: false,
+        detail: {
+          errors: [`/list must NOT have duplicate items (items ## ${first} and ${second} are identical)`],
+        },
+      })
+    }
+  })
+
+  it('checks 200,000 distinct objects in linear time (a child process under a 30 s deadline)', async () => {
+    // Distinct items are the costly case of a pairwise comparison: every pair is compared.
+    const outcome = await echoUnderDeadline(
+      UNIQUE,
+      '{ list: Array.from({ length: 200000 }, (_, i) => ({ n: i })) }',
+    )
+    expect(outcome).toEqual({ ok: true, resultId: 'x' })
+  })
+})
+
+/**
+ * builtin:echo's answer (its input, given as JavaScript) checked against the schema in a child process, killed after
+ * 30 s: the outcome, or a failed expectation saying it did not finish.
+ */
+async function echoUnderDeadline(outputSchema: Record<string, unknown>, input: string): Promise<unknown> {
+  const script = `
+    const { callTool } = await import('./src/domain/tools/providers.ts')
+    const tool = { provider: 'builtin:echo', config: {}, outputSchema: ${JSON.stringify(outputSchema)} }
+    const outcome = await callTool({ runId: 'r', stepId: 's', tool, input: ${input}, newResultId: () => 'x',
+      outbound: {} })
+    process.stdout.write(JSON.stringify({ ...outcome, output: undefined }))`
+  const out = await new Promise<{ stdout: string; killed: boolean }>((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      { cwd: ROOT, timeout: 30_000, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout) => resolve({ stdout, killed: err?.killed === true }),
+    )
+  })
+  expect(out.killed, 'the check did not finish within 30 s').toBe(false)
+  return JSON.parse(out.stdout)
+}
 
 describe('a run whose tool answer meets a pattern of its output_schema', () => {
   let t: TestServer
