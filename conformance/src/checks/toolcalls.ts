@@ -4,6 +4,7 @@
  * data providers; and the registrations their settings refuse. §2 shows `provider | string | Provider identifier.`
  * and no provider, setting or call shape, so every check here is profile.
  */
+import { randomBytes } from 'node:crypto'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { eventOf } from '../delivery-body.js'
@@ -133,29 +134,32 @@ export const toolCallChecks: Check[] = [
         })(),
         (async () => {
           // JSON Schema's patterns are ECMA-262's, \u escapes included, each pattern of a schema applied to its field.
+          // A title of its own: a deployment that keeps compiled schemas by their text compiles this one anew.
           const patterned = {
+            title: `${ctx.name('patterns')}-${randomBytes(6).toString('hex')}`,
             type: 'object',
-            required: ['word', 'code'],
+            required: ['word', 'code', 'menu'],
             properties: {
-              word: { type: 'string', pattern: '^caf\\u00e9$' },
+              word: { type: 'string', pattern: '^c\\u{61}f\\u00e9$' },
+              menu: { type: 'string', pattern: '^menu0061$' },
               code: { type: 'string', pattern: '^[A-Z]{3}$' },
             },
           }
           const [kept, broken] = await Promise.all([
             httpRun(
               'patterns-met',
-              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABC' }) },
+              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABC', menu: 'menu0061' }) },
               { output_schema: patterned },
             ),
             httpRun(
               'patterns-broken',
-              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABCD' }) },
+              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABCD', menu: 'menu0061' }) },
               { output_schema: patterned },
             ),
           ])
           expect(
             ctx.fx.statuses.is(kept.run.status, 'succeeded'),
-            `an http tool answering {"word":"café","code":"ABC"} to an output_schema of patterns ^caf\\u00e9$ and ^[A-Z]{3}$: run ${short(kept.run.status)}, ${short(kept.failedDetail)}`,
+            `an http tool answering {"word":"café","code":"ABC","menu":"menu0061"} to an output_schema of patterns ^c\\u{61}f\\u00e9$, ^[A-Z]{3}$ and ^menu0061$: run ${short(kept.run.status)}, ${short(kept.failedDetail)}`,
           )
           failedWith(
             'an http tool answering a code of four letters to the pattern ^[A-Z]{3}$',
@@ -166,12 +170,19 @@ export const toolCallChecks: Check[] = [
         })(),
         (async () => {
           // uniqueItems compares items as JSON does: the same object with its keys in another order, and 2 and 2.0,
-          // are one item twice.
-          const unique = { type: 'object', properties: { list: { type: 'array', uniqueItems: true } } }
+          // are one item twice; uniqueItems: false lets an item repeat.
+          const unique = {
+            title: `${ctx.name('unique-items')}-${randomBytes(6).toString('hex')}`,
+            type: 'object',
+            properties: {
+              list: { type: 'array', uniqueItems: true },
+              any: { type: 'array', uniqueItems: false },
+            },
+          }
           const [distinct, repeated] = await Promise.all([
             httpRun(
               'unique-items',
-              { status: 200, body: '{"list":[{"a":1,"b":[2]},{"a":1,"b":[3]},2,"2",[2]]}' },
+              { status: 200, body: '{"list":[{"a":1,"b":[2]},{"a":1,"b":[3]},2,"2",[2]],"any":[1,1]}' },
               { output_schema: unique },
             ),
             httpRun(
@@ -189,6 +200,11 @@ export const toolCallChecks: Check[] = [
             repeated,
             { violation: 'output_schema' },
             'output_schema',
+          )
+          const said = repeated.failedDetail.errors
+          expect(
+            Array.isArray(said) && said.some((e) => /^\/list .*duplicate/.test(String(e))),
+            `the step.failed detail of a list holding an item twice lists ${short(said)}, not /list and the duplicate`,
           )
         })(),
         (async () => {
