@@ -123,6 +123,36 @@ describe('uniqueItems in tool schemas', () => {
   })
 })
 
+describe('a schema whose cost grows exponentially with the answer', () => {
+  // Each level's two alternatives both descend (the first fails only after its items are checked): a few
+  // kilobytes of schema and an answer sixty arrays deep cost about 2^30 checks.
+  const defs: Record<string, unknown> = { s0: {} }
+  for (let k = 1; k <= 60; k++)
+    defs[`s${k}`] = {
+      anyOf: [
+        { items: { $ref: `#/$defs/s${k - 1}` }, maxItems: 0 },
+        { items: { $ref: `#/$defs/s${k - 1}` } },
+      ],
+    }
+  const EXPONENTIAL = { $defs: defs, type: 'object', properties: { deep: { $ref: '#/$defs/s60' } } }
+
+  it('fails the step once its check has taken 2 s (a child process under a 30 s deadline)', async () => {
+    const outcome = await echoUnderDeadline(
+      EXPONENTIAL,
+      '(() => { let a = 1; for (let k = 0; k < 60; k++) a = [a]; return { deep: a } })()',
+    )
+    expect(outcome).toEqual({
+      ok: false,
+      reason: 'checking the tool answer against its output_schema took longer than 2000 ms',
+      detail: { provider: 'builtin:echo', violation: 'output_schema_too_costly', limit_ms: 2000 },
+    })
+  })
+
+  it('leaves a shallow answer to it checked as usual', async () => {
+    expect((await echo(EXPONENTIAL, { deep: [[[1]]] })).ok).toBe(true)
+  })
+})
+
 /**
  * builtin:echo's answer (its input, given as JavaScript) checked against the schema in a child process, killed after
  * 30 s: the outcome, or a failed expectation saying it did not finish.

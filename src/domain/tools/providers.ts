@@ -1,4 +1,5 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js'
+import { withinDeadline } from '../bounded-check.js'
 import { ApiError } from '../errors.js'
 import type { OutboundHttp } from '../outbound.js'
 import { CompiledSchemas } from './compiled-schemas.js'
@@ -23,6 +24,11 @@ export type ToolOutcome =
 
 const MAX_DELAY_MS = 10 * 60 * 1000
 const DEFAULT_HTTP_TIMEOUT_MS = 10_000
+/**
+ * The longest a tool answer's check against its `output_schema` may take: past it the step fails, so a schema whose
+ * cost grows out of bounds with the answer holds the server's one thread this long at most (../bounded-check.ts).
+ */
+const ANSWER_CHECK_MS = 2_000
 /** A tool answer larger than this fails the step rather than filling the server's memory. */
 const MAX_HTTP_ANSWER_BYTES = 8 * 1024 * 1024
 
@@ -167,7 +173,17 @@ export async function callTool(call: ToolCall): Promise<ToolOutcome> {
     }
   }
   const validate = validators.validatorFor(tool.outputSchema)
-  if (!validate(output)) {
+  const checked = withinDeadline(() => validate(output), ANSWER_CHECK_MS)
+  // Stryker disable all: reached only past the deadline, which no check can ask of a deployment (a schema costly enough would hold a deployment without such a guard for hours; test/runs/linear-schemas.test.ts proves the deadline on the reference, in a child process under a deadline of its own).
+  if (!checked.done) {
+    return {
+      ok: false,
+      reason: `checking the tool answer against its output_schema took longer than ${ANSWER_CHECK_MS} ms`,
+      detail: { provider: tool.provider, violation: 'output_schema_too_costly', limit_ms: ANSWER_CHECK_MS },
+    }
+  }
+  // Stryker restore all
+  if (!checked.value) {
     return {
       ok: false,
       reason: 'the tool answer does not match its output_schema',
