@@ -455,7 +455,7 @@ const JsonSchemaDocumentSchema = z
     'x-spec-gap': {
       section: '§2',
       decision:
-        "A tool's schemas are JSON Schema 2020-12. Their regular expressions (`pattern`, `patternProperties`, `propertyNames`) are matched by a linear-time engine (RE2), so no pattern can make a check run for hours on a short string; ECMA-262 syntax is read as written (`\\uXXXX` escapes included), and what a linear-time engine cannot match, lookaround and backreferences, is refused at registration with 400 naming the schema. `uniqueItems` compares items as JSON does, in time linear in the array. Checking an answer against its `output_schema` may take 2 s at most: past that the step fails (violation `output_schema_too_costly`), as some schemas cost time exponential in the answer's depth.",
+        "A tool's schemas are JSON Schema 2020-12. Their regular expressions (`pattern`, `patternProperties`, `propertyNames`) are matched by a linear-time engine (RE2), so no pattern can make a check run for hours on a short string; ECMA-262 syntax is read as written (`\\uXXXX` escapes included), and what a linear-time engine cannot match, lookaround and backreferences, is refused at registration with 400 naming the schema. `uniqueItems` compares items as JSON does, in time linear in the array. Checking an answer against its `output_schema` may take 2 s at most: past that the step fails (violation `output_schema_too_costly`), as some schemas cost time exponential in the answer's depth. A schema holds at most 64 KiB of JSON and compiles within 1 s, or the registration is refused with 400 naming it.",
     },
     examples: [{ type: 'object', properties: { q: { type: 'string' } } }],
   })

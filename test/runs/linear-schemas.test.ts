@@ -73,6 +73,18 @@ describe('the patterns of tool schemas', () => {
     expect((await echo(schema, { 'x-a1': 'one' })).ok).toBe(false)
   })
 
+  it('fail the steps of a tool stored with a pattern registered before it was refused', async () => {
+    const outcome = await echo(
+      { type: 'object', properties: { a: { type: 'string', pattern: '^(?=a)a$' } } },
+      {},
+    )
+    expect(outcome).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^the tool's output_schema does not compile: /),
+      detail: { provider: 'builtin:echo', violation: 'output_schema' },
+    })
+  })
+
   it('refuse at registration what a linear-time engine cannot match (lookaround, backreferences)', () => {
     for (const pattern of ['^(?=a)a$', '(a)\\1']) {
       expect(() =>
@@ -150,6 +162,35 @@ describe('a schema whose cost grows exponentially with the answer', () => {
 
   it('leaves a shallow answer to it checked as usual', async () => {
     expect((await echo(EXPONENTIAL, { deep: [[[1]]] })).ok).toBe(true)
+  })
+})
+
+describe('registering a tool schema', () => {
+  const register = (output_schema: Record<string, unknown>) => () =>
+    checkToolDefinition('builtin:echo', {}, { input_schema: {}, output_schema })
+
+  it('refuses one over 64 KiB of JSON, naming its size', () => {
+    expect(register({ type: 'object', description: 'x'.repeat(70_000) })).toThrow(
+      /^output_schema is 70034 bytes of JSON; a tool's schema holds at most 65536$/,
+    )
+  })
+
+  it('refuses one that takes over 1 s to compile, and compiles the next as before', () => {
+    // 700 patterns RE2 compiles slowly (large repeat counts): about 6 s of compiling in 59 kB.
+    const slow = {
+      type: 'object',
+      properties: Object.fromEntries(
+        Array.from({ length: 700 }, (_, i) => [
+          `p${i}`,
+          { type: 'string', pattern: `^(?:\\p{L}{0,1000}\\p{N}{0,1000}\\p{L}{0,${100 + i}})$` },
+        ]),
+      ),
+    }
+    expect(register(slow)).toThrow(/^output_schema takes longer than 1000 ms to compile$/)
+    // The shared instance a cut-off compile may have left half-changed is a fresh one: an $id compiles again.
+    const withId = { $id: 'https://schemas.example.com/after-cut-off.json', type: 'object' }
+    expect(register(withId)).not.toThrow()
+    expect(register(withId)).not.toThrow()
   })
 })
 

@@ -398,7 +398,7 @@ export const toolCallChecks: Check[] = [
   {
     id: 'tools.registration-refusals',
     title:
-      'A registration the reference cannot run is refused 400 naming the field: an unknown provider, an invalid schema, a schema pattern no linear-time engine matches (lookaround, backreference), an http tool without an absolute http(s) URL or with credentials or a timeout_ms out of 1..120000, a delay_ms out of 0..600000',
+      'A registration the reference cannot run is refused 400 naming the field: an unknown provider, an invalid schema, a schema over 64 KiB or with a pattern no linear-time engine matches (lookaround, backreference), an http tool without an absolute http(s) URL or with credentials or a timeout_ms out of 1..120000, a delay_ms out of 0..600000',
     level: 'profile',
     clauses: ['S2.7', 'S7.3'],
     async run(ctx) {
@@ -423,6 +423,11 @@ export const toolCallChecks: Check[] = [
           'output_schema',
         ],
         ['an invalid input_schema', { provider: 'builtin:echo', input_schema: { type: 7 } }, 'input_schema'],
+        [
+          'an output_schema of more than 64 KiB of JSON',
+          { provider: 'builtin:echo', output_schema: { type: 'object', description: 'x'.repeat(70_000) } },
+          'output_schema',
+        ],
         // The reference matches schema patterns in linear time (RE2), which has no lookaround or backreference.
         [
           'an output_schema pattern with a lookahead',

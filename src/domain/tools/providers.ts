@@ -1,5 +1,5 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js'
-import { withinDeadline } from '../bounded-check.js'
+import { type Bounded, withinDeadline } from '../bounded-check.js'
 import { ApiError } from '../errors.js'
 import type { OutboundHttp } from '../outbound.js'
 import { CompiledSchemas } from './compiled-schemas.js'
@@ -34,11 +34,36 @@ const MAX_HTTP_ANSWER_BYTES = 8 * 1024 * 1024
 
 export const PROVIDERS = ['builtin:echo', 'builtin:fail', 'builtin:delay', 'builtin:data', 'http'] as const
 
-// A tenant's patterns run on RE2 (./linear-patterns.ts) and its uniqueItems on a set (./linear-unique-items.ts):
-// linear time, whatever the schema and the data.
-const ajv = new Ajv2020({ strict: false, allErrors: true, code: { regExp: linearPatterns } })
-ajv.removeKeyword('uniqueItems')
-ajv.addKeyword(linearUniqueItems)
+/**
+ * The longest compiling a tool's schema may take when it is registered, and the most its JSON text may hold: a
+ * schema is a tenant's text, compiled on the server's one thread (800 kB of properties took about 4 s).
+ */
+const SCHEMA_COMPILE_MS = 1_000
+const MAX_SCHEMA_BYTES = 64 * 1024
+
+/**
+ * The Ajv instance tools' schemas compile on. A tenant's patterns run on RE2 (./linear-patterns.ts) and its
+ * uniqueItems on a set (./linear-unique-items.ts): linear time, whatever the schema and the data.
+ */
+function newAjv(): Ajv2020 {
+  const instance = new Ajv2020({ strict: false, allErrors: true, code: { regExp: linearPatterns } })
+  instance.removeKeyword('uniqueItems')
+  instance.addKeyword(linearUniqueItems)
+  return instance
+}
+let ajv = newAjv()
+
+/**
+ * `work` (a compile, a check) given `ms` (../bounded-check.ts). Work cut off there never ran its own clean-up (a
+ * stopped script runs no `finally`), so a compile may have left the shared instance's registries half-changed:
+ * the instance is replaced.
+ */
+function bounded<T>(work: () => T, ms: number): Bounded<T> {
+  const result = withinDeadline(work, ms)
+  // Stryker disable next-line ConditionalExpression,BlockStatement: reached only past a deadline, which no check can ask of a deployment (callTool says why)
+  if (!result.done) ajv = newAjv()
+  return result
+}
 
 /**
  * Compiles one tool's schema on the shared Ajv instance and leaves the instance as it found it: Ajv keeps every
@@ -91,8 +116,15 @@ export function checkToolDefinition(
     throw invalid('provider', `provider must be one of ${PROVIDERS.join(', ')}`)
   }
   for (const name of ['input_schema', 'output_schema'] as const) {
+    const size = Buffer.byteLength(JSON.stringify(schemas[name]))
+    if (size > MAX_SCHEMA_BYTES)
+      throw invalid(
+        name,
+        `${name} is ${size} bytes of JSON; a tool's schema holds at most ${MAX_SCHEMA_BYTES}`,
+      )
+    let compiled: Bounded<unknown>
     try {
-      validators.validatorFor(schemas[name])
+      compiled = bounded(() => validators.validatorFor(schemas[name]), SCHEMA_COMPILE_MS)
     } catch (err) {
       // Spec §2 lets input_schema be "a reference to a schema": a reference to an absolute http(s) URI is
       // stored as given and never fetched (the server does not call out to resolve schemas). output_schema
@@ -100,6 +132,8 @@ export function checkToolDefinition(
       if (name === 'input_schema' && isRemoteReference(err)) continue
       throw invalid(name, `${name} is not a valid JSON Schema: ${(err as Error).message}`)
     }
+    // Stryker disable next-line ConditionalExpression,StringLiteral: reached only past a deadline, which no check can ask of a deployment (callTool says why)
+    if (!compiled.done) throw invalid(name, `${name} takes longer than ${SCHEMA_COMPILE_MS} ms to compile`)
   }
   if (provider === 'builtin:delay') {
     const d = config.delay_ms
@@ -172,8 +206,20 @@ export async function callTool(call: ToolCall): Promise<ToolOutcome> {
       detail: { provider: tool.provider },
     }
   }
-  const validate = validators.validatorFor(tool.outputSchema)
-  const checked = withinDeadline(() => validate(output), ANSWER_CHECK_MS)
+  let validate: ValidateFunction
+  try {
+    validate = validators.validatorFor(tool.outputSchema)
+    // Stryker disable all: a schema registered under these rules compiles; only one stored before them does not, which no check can register
+  } catch (err) {
+    // A schema stored before the rules it now meets (a lookahead, before patterns ran on RE2) fails its steps.
+    return {
+      ok: false,
+      reason: `the tool's output_schema does not compile: ${(err as Error).message}`,
+      detail: { provider: tool.provider, violation: 'output_schema' },
+    }
+  }
+  // Stryker restore all
+  const checked = bounded(() => validate(output), ANSWER_CHECK_MS)
   // Stryker disable all: reached only past the deadline, which no check can ask of a deployment (a schema costly enough would hold a deployment without such a guard for hours; test/runs/linear-schemas.test.ts proves the deadline on the reference, in a child process under a deadline of its own).
   if (!checked.done) {
     return {
