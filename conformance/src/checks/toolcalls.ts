@@ -504,6 +504,11 @@ export const toolCallChecks: Check[] = [
             input_schema: { $ref: 'http://schemas.example.com/conformance/in.json' },
           },
         ],
+        [
+          // {"type":"object","description":"…"}: 34 characters besides the description, 65,536 in all.
+          'an output_schema of exactly 64 KiB of JSON',
+          { provider: 'builtin:echo', output_schema: { type: 'object', description: 'x'.repeat(65_502) } },
+        ],
       ]
       const problems: string[] = []
       await Promise.all([
