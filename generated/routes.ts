@@ -1472,7 +1472,7 @@ const PayloadTooLargeResponse = {
 }
 
 const UnsupportedMediaTypeResponse = {
-  description: 'The body is not `application/json` (`unsupported_media_type`).',
+  description: 'The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).',
   headers: z.object({
     'X-Request-Id': XRequestIdHeaderSchema,
     'RateLimit-Policy': RateLimitPolicyHeaderSchema,

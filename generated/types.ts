@@ -1794,7 +1794,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The body is not `application/json` (`unsupported_media_type`). */
+        /** @description The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`). */
         UnsupportedMediaType: {
             headers: {
                 RateLimit: components["headers"]["RateLimit"];

@@ -243,6 +243,29 @@ describe('bad bodies never reach a 500', () => {
       headers: { 'content-type': 'text/plain' },
     })
     expect(text.status).toBe(415)
+    // JSON is UTF-8 between systems (RFC 8259 §8.1): a body declared in another charset is refused, not misread.
+    for (const [type, status] of [
+      ['application/json; charset=utf-16', 415],
+      ['application/json;charset=ISO-8859-1', 415],
+      ['application/json; charset=', 415],
+      ['application/json; charset="UTF-8"', 201],
+      ['application/json; charset=utf8', 201],
+    ] as const) {
+      const res = await t.request('POST', '/v1/agents', {
+        token,
+        rawBody: JSON.stringify({
+          name: `charset-${status}-${type.length}`,
+          behavior: 'autonomous',
+          capabilities: [],
+        }),
+        headers: { 'content-type': type },
+        unchecked: true,
+      })
+      expect([res.status, res.body.error?.code], type).toEqual([
+        status,
+        status === 415 ? 'unsupported_media_type' : undefined,
+      ])
+    }
     const broken = await t.request('POST', '/v1/agents', {
       token,
       rawBody: '{"name":',

@@ -40,6 +40,18 @@ async function guardBody(
       content_type: type || null,
     })
   }
+  // JSON between systems is UTF-8 (RFC 8259 §8.1), which is how the body is read: a body declared in another
+  // charset is refused, not read as UTF-8 and misunderstood.
+  const charset = type.length > 16 ? /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(type)?.[1] : undefined
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    throw new ApiError(
+      'unsupported_media_type',
+      `The request body must be JSON in UTF-8, not ${charset || 'an empty charset'}`,
+      {
+        content_type: type,
+      },
+    )
+  }
   // Under @hono/node-server the body is read from Node's request itself, so no Fetch Request and web stream are
   // built for it (bench:http's POST). app.request (tests, in-process callers) has no Node request.
   const incoming = nodeRequest(c)
