@@ -44,7 +44,6 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs'
-import { createServer } from 'node:net'
 import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { commonTokens, declareClassPlugin, PluginKind, tokens } from '@stryker-mutator/api/plugin'
@@ -134,49 +133,6 @@ export function confirmIds(report) {
 }
 
 /**
- * A free loopback port for a server this worker starts (the reference, NATS), none of `used` (the ports of a server
- * or receiver a timed-out run may still talk to), outside the kernel's ephemeral range as the receiver's is (below):
- * the child binds it a second or two after it was found free, and the kernel gives ports of that range to other
- * processes' listen(0) and outbound connections meanwhile (conformance/src/ports.ts says the same for the suite).
- */
-function freePort(used = new Set()) {
-  return receiverPort(used)
-}
-
-/**
- * The worker's webhook receiver port: free, none of `used`, and outside the kernel's ephemeral range. The suite's
- * receiver listens on it anew for each run, and between runs it is free: a port of the ephemeral range could then
- * be taken as the local end of an outbound connection (this worker keeps some alive across runs), and every run
- * after would find it in use. No connection is given a port outside that range.
- */
-async function receiverPort(used) {
-  const low = ephemeralLow()
-  for (;;) {
-    const port = 10_000 + Math.floor(Math.random() * Math.max(1, low - 10_000))
-    if (used.has(port) || !(await canListen(port))) continue
-    used.add(port)
-    return port
-  }
-}
-
-/** The lowest port the kernel gives an outbound connection (Linux's default when it cannot be read). */
-function ephemeralLow() {
-  try {
-    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
-    if (Number.isInteger(low) && low > 10_000) return low
-  } catch {}
-  return 32_768
-}
-
-function canListen(port) {
-  return new Promise((resolve) => {
-    const s = createServer()
-    s.once('error', () => resolve(false))
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)))
-  })
-}
-
-/**
  * The mutant ids of each spec section's modules, read from the sandbox's instrumented sources (StrykerJS names
  * every mutant it placed in a module in its `stryMutAct_9fa48("<id>")` calls): a Map from section to ids.
  */
@@ -216,9 +172,10 @@ export function ownSectionCoverage(coverage, bySection) {
 /** A reference server started from the sandbox (`bin/agentops.mjs serve`) with the control channel preloaded. */
 class SwitchedServer {
   /** `sharedDatabaseUrl`: a replica's, the database another server of its ReplicaSet made (and drops). */
-  constructor(root, receiverPort, staticMutant, usedPorts, sharedDatabaseUrl) {
+  /** `freePort`: the worker's choice of a port for a server it starts (the suite's, conformance/src/ports.ts). */
+  constructor(root, receiverPort, staticMutant, freePort, sharedDatabaseUrl) {
     this.root = root
-    this.usedPorts = usedPorts
+    this.freePort = freePort
     this.staticMutant = staticMutant
     // In run.mjs's directory in memory (server-stores.mjs), else inside the sandbox; either is removed at the run's
     // end, so a worker Stryker kills (a timeout) leaves nothing behind.
@@ -237,7 +194,7 @@ class SwitchedServer {
 
   async start() {
     if (this.postgresAdmin) this.databaseUrl = await createDatabase(this.postgresAdmin)
-    const port = await freePort(this.usedPorts)
+    const port = await this.freePort()
     this.baseUrl = `http://127.0.0.1:${port}`
     const receiver = `127.0.0.1:${this.receiverPort}`
     const env = {
@@ -385,11 +342,11 @@ class SwitchedServer {
  * the replicas.
  */
 class ReplicaSet {
-  constructor(root, receiverPort, staticMutant, usedPorts, replicas) {
+  constructor(root, receiverPort, staticMutant, freePort, replicas) {
     this.root = root
     this.receiverPort = receiverPort
     this.staticMutant = staticMutant
-    this.usedPorts = usedPorts
+    this.freePort = freePort
     this.count = replicas
     this.replicas = []
     this.natsTarget = undefined
@@ -401,7 +358,7 @@ class ReplicaSet {
       this.root,
       this.receiverPort,
       this.staticMutant,
-      this.usedPorts,
+      this.freePort,
       sharedDatabaseUrl,
     )
     server.natsTarget = this.natsTarget
@@ -419,7 +376,7 @@ class ReplicaSet {
     const { startBalancer } = await import('../../test/support/balancer.mjs')
     this.balancer = await startBalancer(
       this.replicas.map((r) => r.baseUrl),
-      await freePort(this.usedPorts),
+      await this.freePort(),
     )
     this.baseUrl = this.balancer.url
   }
@@ -497,10 +454,11 @@ export class ConformanceSwitchRunner {
    * Stryker passes the logger and its options (timeoutMS and timeoutFactor make the runner's own deadline). A test
    * passes `root` (a sandbox other than the working directory), `suite` (the suite's `main`, e.g. from its sources)
    * with its `identities` (`provisionArgs` of its reference.ts, `provisionedTokens` of provision.ts and `TOKENS` of
-   * config.ts), and `dryRunOnly`: check prefixes for the dry run, one test, instead of one per section; or an
-   * object from section to check prefixes, one test per section it names, in its order, instead of scope.mjs's.
+   * config.ts), with its `freePort` (of ports.ts), and `dryRunOnly`: check prefixes for the dry run, one test,
+   * instead of one per section; or an object from section to check prefixes, one test per section it names, in its
+   * order, instead of scope.mjs's.
    */
-  constructor(logger, options = {}, { root = process.cwd(), suite, identities, dryRunOnly } = {}) {
+  constructor(logger, options = {}, { root = process.cwd(), suite, identities, freePort, dryRunOnly } = {}) {
     this.logger = logger
     // The runner's own deadline (conformanceSwitch.timeoutMS) sits below Stryker's timeout (timeoutMS), which
     // replaces the whole worker and gives no time back for a CPU other work held: the runner's must come first.
@@ -523,7 +481,13 @@ export class ConformanceSwitchRunner {
       throw new Error(
         'replicas share one PostgreSQL database: STRYKER_REPLICAS needs STRYKER_POSTGRES_ADMIN_URL',
       )
-    this.usedPorts = new Set()
+    /**
+     * A free port for a server or receiver of this worker: the suite's own choice (conformance/src/ports.ts, its
+     * compiled copy unless a test passes it), below the kernel's ephemeral range, so no listen(0) or outbound
+     * connection takes it before the child binds it, and never one the worker handed out before (a timed-out run
+     * may still talk to it).
+     */
+    this.freePort = freePort
     this.killOrder = new KillOrder(join(root, KILLS_FILE))
   }
 
@@ -568,12 +532,13 @@ export class ConformanceSwitchRunner {
         return compiled.get(path)
       }
     }
-    this.receiverPort = await receiverPort(this.usedPorts)
+    this.freePort ??= (await load('ports.js')).freePort
+    this.receiverPort = await this.freePort()
     // One nats-server per worker, as the suite's --reference starts one (destinations.event-bus publishes there);
     // without nats-server that check skips.
     if (this.nats === undefined) {
       const started = await load('nats.js').then(
-        ({ startLocalNats }) => startLocalNats(() => freePort(this.usedPorts)),
+        ({ startLocalNats }) => startLocalNats(() => this.freePort()),
         (err) => ({ nats: null, reason: `the suite's nats.js did not load: ${err.message}` }),
       )
       this.nats = started.nats
@@ -634,8 +599,8 @@ export class ConformanceSwitchRunner {
     await this.server?.stop()
     this.server =
       this.replicas > 1
-        ? new ReplicaSet(this.root, this.receiverPort, staticMutant, this.usedPorts, this.replicas)
-        : new SwitchedServer(this.root, this.receiverPort, staticMutant, this.usedPorts)
+        ? new ReplicaSet(this.root, this.receiverPort, staticMutant, this.freePort, this.replicas)
+        : new SwitchedServer(this.root, this.receiverPort, staticMutant, this.freePort)
     this.server.natsTarget = this.nats?.hostPort
     try {
       await this.server.start()
@@ -816,7 +781,7 @@ export class ConformanceSwitchRunner {
       ),
       new Promise((resolve) => setTimeout(() => resolve(false), SETTLE_MS).unref()),
     ])
-    if (!settled) this.receiverPort = await receiverPort(this.usedPorts)
+    if (!settled) this.receiverPort = await this.freePort()
   }
 
   /**
@@ -1044,7 +1009,7 @@ export class ConformanceSwitchRunner {
       const fault = harnessFault(report)
       if (fault) {
         // Nothing ran: the worker takes another port, and a server allowing it, and the mutant is run again.
-        this.receiverPort = await receiverPort(this.usedPorts)
+        this.receiverPort = await this.freePort()
         server.retire = true
         return { status: MutantRunStatus.Error, errorMessage: fault, harnessFault: true }
       }

@@ -14,6 +14,7 @@ import { basename, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../src/cli.js'
 import { TOKENS } from '../src/config.js'
+import { freePort } from '../src/ports.js'
 import { provisionedTokens } from '../src/provision.js'
 import { provisionArgs } from '../src/reference.js'
 // @ts-expect-error: plain ESM modules of the command, without types
@@ -78,7 +79,7 @@ describe('conformance:stryker switch runner, a server an earlier mutant broke', 
     runner = new ConformanceSwitchRunner(
       quiet,
       { timeoutMS: 5000, timeoutFactor: 1.5 },
-      { root, suite, identities: { provisionArgs, provisionedTokens, TOKENS }, dryRunOnly: ONLY },
+      { root, suite, identities: { provisionArgs, provisionedTokens, TOKENS }, freePort, dryRunOnly: ONLY },
     )
     await runner.init()
     const dry = await runner.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })

@@ -9,6 +9,7 @@ import postgres from 'postgres'
 import { afterAll, describe, expect, inject, it } from 'vitest'
 import { main } from '../src/cli.js'
 import { TOKENS } from '../src/config.js'
+import { freePort } from '../src/ports.js'
 import { provisionedTokens } from '../src/provision.js'
 import { provisionArgs } from '../src/reference.js'
 // @ts-expect-error: plain ESM modules of the command, without types
@@ -64,7 +65,13 @@ describe.skipIf(!adminUrl)('conformance:stryker --replicas', () => {
     const runner = new ConformanceSwitchRunner(
       quiet,
       { timeoutMS: 60_000, timeoutFactor: 1.5 },
-      { root: dir, suite: main, identities: { provisionArgs, provisionedTokens, TOKENS }, dryRunOnly: ONLY },
+      {
+        root: dir,
+        suite: main,
+        identities: { provisionArgs, provisionedTokens, TOKENS },
+        freePort,
+        dryRunOnly: ONLY,
+      },
     )
     try {
       await runner.init()

@@ -14,6 +14,7 @@ import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
 import { main } from '../src/cli.js'
 import { TOKENS } from '../src/config.js'
+import { freePort } from '../src/ports.js'
 import { provisionedTokens } from '../src/provision.js'
 import { provisionArgs } from '../src/reference.js'
 // @ts-expect-error: plain ESM modules of the command, without types
@@ -88,7 +89,13 @@ describe('conformance:stryker switch runner', () => {
     runner = new ConformanceSwitchRunner(
       quiet,
       { timeoutMS: 2000, timeoutFactor: 1.5 },
-      { root: dir, suite, identities: { provisionArgs, provisionedTokens, TOKENS }, dryRunOnly: ONLY },
+      {
+        root: dir,
+        suite,
+        identities: { provisionArgs, provisionedTokens, TOKENS },
+        freePort,
+        dryRunOnly: ONLY,
+      },
     )
     await runner.init()
     const dry = await runner.dryRun({ timeout: 240_000, disableBail: false, coverageAnalysis: 'perTest' })
@@ -180,7 +187,13 @@ describe('conformance:stryker switch runner', () => {
     const judge = new ConformanceSwitchRunner(
       quiet,
       { timeoutMS: 120_000, timeoutFactor: 1.5 },
-      { root: dir, suite: main, identities: { provisionArgs, provisionedTokens, TOKENS }, dryRunOnly: only },
+      {
+        root: dir,
+        suite: main,
+        identities: { provisionArgs, provisionedTokens, TOKENS },
+        freePort,
+        dryRunOnly: only,
+      },
     )
     try {
       await judge.init()
@@ -214,6 +227,7 @@ describe('conformance:stryker switch runner', () => {
         root: dir,
         suite: main,
         identities: { provisionArgs, provisionedTokens, TOKENS },
+        freePort,
         dryRunOnly: { [sectionOf(`${events}.ts`)]: sink, [own]: sink },
       },
     )
