@@ -216,12 +216,6 @@ export const CONTRACT_SDL = ${JSON.stringify(sdl)}
 }
 
 /**
- * The contract as the server's routes need it: each JSON body under `application/json` only. The contract also lists
- * it under `application/json; charset=utf-8` (for generators that send Content-Type only for a media type other than
- * plain JSON); @hono/zod-openapi would validate a body once per listed JSON type, and accepts `application/json`
- * with any parameters under the plain one anyway.
- */
-/**
  * hono-takibi reads an integer query parameter with `z.coerce.number()`, which is JavaScript's Number(): `0x10` is
  * 16, `1e1` is 10, and an empty or blank value is 0. A query integer is written in decimal digits (OpenAPI's form
  * style serialises it so), so the generated schema takes digits only and refuses anything else by name.
@@ -244,6 +238,12 @@ function uniqueItemsNamed(text) {
   return text.replace(silent, named)
 }
 
+/**
+ * The contract as the server's routes need it: each JSON body under `application/json` only. The contract also lists
+ * it under `application/json; charset=utf-8` (for generators that send Content-Type only for a media type other than
+ * plain JSON); @hono/zod-openapi would validate a body once per listed JSON type, and accepts `application/json`
+ * with any parameters under the plain one anyway.
+ */
 function serverSpec() {
   const contract = parse(readFileSync(spec, 'utf8'))
   for (const item of Object.values(contract.paths)) {

@@ -76,14 +76,14 @@ await Promise.all(
   }),
 )
 const TAIL_LINES = 30
-const failed = results.filter((r) => r.code !== 0).map((r) => r.script)
-for (const { script, code, output } of results.filter((r) => r.code !== 0)) {
+const failed = results.filter((r) => r.code !== 0)
+for (const { script, code, output } of failed) {
   const lines = output.trimEnd().split('\n')
   process.stdout.write(
     `\nrun-parallel: ${script} failed (exit ${code}); the last ${Math.min(TAIL_LINES, lines.length)} lines of its output:\n${lines.slice(-TAIL_LINES).join('\n')}\n`,
   )
 }
 if (failed.length > 0) {
-  process.stdout.write(`run-parallel: failed: ${failed.join(', ')}\n`)
+  process.stdout.write(`run-parallel: failed: ${failed.map((r) => r.script).join(', ')}\n`)
   process.exit(1)
 }
