@@ -7,7 +7,7 @@ import { PATH_METHODS } from '../../generated/contract.js'
 
 interface PathRule {
   pattern: RegExp
-  allow: string
+  allow: readonly string[]
 }
 
 /** A template's `{name}` stands for one path segment; everything else is literal. */
@@ -19,10 +19,10 @@ function patternOf(template: string): RegExp {
 const RULES: PathRule[] = Object.entries(PATH_METHODS).map(([template, methods]) => {
   const allow: string[] = [...methods]
   if (allow.includes('GET') && !allow.includes('HEAD')) allow.splice(allow.indexOf('GET') + 1, 0, 'HEAD')
-  return { pattern: patternOf(template), allow: allow.join(', ') }
+  return { pattern: patternOf(template), allow }
 })
 
-/** The Allow header's value for a path the contract serves (exactly: a trailing slash is another path), else undefined. */
-export function allowedMethods(path: string): string | undefined {
+/** The methods a path the contract serves answers (exactly: a trailing slash is another path), else undefined. */
+export function allowedMethods(path: string): readonly string[] | undefined {
   return RULES.find((rule) => rule.pattern.test(path))?.allow
 }

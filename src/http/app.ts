@@ -99,9 +99,9 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
       c,
       new ApiError(
         'method_not_allowed',
-        `${c.req.path} does not answer ${c.req.method}; it answers ${allow}`,
-        { method: c.req.method, allow: allow.split(', ') },
-        { Allow: allow },
+        `${c.req.path} does not answer ${c.req.method}; it answers ${allow.join(', ')}`,
+        { method: c.req.method, allow },
+        { Allow: allow.join(', ') },
       ),
     )
   })

@@ -4,8 +4,8 @@ import { ApiError } from '../domain/errors.js'
 
 /**
  * A field a request leaves out is "Required: expected string", not zod's "Invalid input: expected string, received
- * undefined": the most common refusal a client meets, said plainly. Zod's process-wide message setting, so every
- * surface's schemas (REST, GraphQL, the stream) say it alike; every other message stays zod's.
+ * undefined": the most common refusal a client meets, said plainly. Zod's process-wide message setting, so both
+ * surfaces whose input zod checks (REST, GraphQL's arguments) say it alike; every other message stays zod's.
  */
 z.config({
   customError: (issue) =>
