@@ -59,6 +59,8 @@ describe('the patterns of tool schemas', () => {
     expect(toRe2Syntax('[\\u0041-\\u005A]+\\d\\.')).toBe('[\\x{0041}-\\x{005A}]+\\d\\.')
     expect(toRe2Syntax('\\u12')).toBe('\\u12')
     expect(toRe2Syntax('trailing\\')).toBe('trailing\\')
+    expect(toRe2Syntax('\\\\\\u0041\\w{12}')).toBe('\\\\\\x{0041}\\w{12}')
+    expect(toRe2Syntax('\\uzz0041')).toBe('\\uzz0041')
   })
 
   it('search as JavaScript does, each pattern of a schema its own', async () => {

@@ -134,35 +134,37 @@ export const toolCallChecks: Check[] = [
         })(),
         (async () => {
           // JSON Schema's patterns are ECMA-262's, \u escapes included, each pattern of a schema applied to its field.
-          // A title of its own: a deployment that keeps compiled schemas by their text compiles this one anew.
+          // A title of its own, and patterns of their own (an alternative no answer meets): a deployment that keeps
+          // compiled schemas, or compiled patterns, by their text compiles these anew.
+          const nonce = randomBytes(6).toString('hex')
           const patterned = {
-            title: `${ctx.name('patterns')}-${randomBytes(6).toString('hex')}`,
+            title: `${ctx.name('patterns')}-${nonce}`,
             type: 'object',
             required: ['word', 'code', 'menu'],
             properties: {
-              word: { type: 'string', pattern: '^c\\u{61}f\\u00e9$' },
-              menu: { type: 'string', pattern: '^menu0061$' },
-              code: { type: 'string', pattern: '^[A-Z]{3}$' },
+              word: { type: 'string', pattern: `^c\\u{61}f\\u00e9$|^#${nonce}$` },
+              menu: { type: 'string', pattern: `^menu0061\\\\u0061$|^#${nonce}$` },
+              code: { type: 'string', pattern: `^[A-Z]\\w{2}$|^#${nonce}$` },
             },
           }
           const [kept, broken] = await Promise.all([
             httpRun(
               'patterns-met',
-              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABC', menu: 'menu0061' }) },
+              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABC', menu: 'menu0061\\u0061' }) },
               { output_schema: patterned },
             ),
             httpRun(
               'patterns-broken',
-              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABCD', menu: 'menu0061' }) },
+              { status: 200, body: JSON.stringify({ word: 'café', code: 'ABCD', menu: 'menu0061\\u0061' }) },
               { output_schema: patterned },
             ),
           ])
           expect(
             ctx.fx.statuses.is(kept.run.status, 'succeeded'),
-            `an http tool answering {"word":"café","code":"ABC","menu":"menu0061"} to an output_schema of patterns ^c\\u{61}f\\u00e9$, ^[A-Z]{3}$ and ^menu0061$: run ${short(kept.run.status)}, ${short(kept.failedDetail)}`,
+            `an http tool answering {"word":"café","code":"ABC","menu":"menu0061\\\\u0061"} to an output_schema of patterns ^c\\u{61}f\\u00e9$, ^[A-Z]\\w{2}$ and ^menu0061\\\\u0061$: run ${short(kept.run.status)}, ${short(kept.failedDetail)}`,
           )
           failedWith(
-            'an http tool answering a code of four letters to the pattern ^[A-Z]{3}$',
+            'an http tool answering a code of four letters to the pattern ^[A-Z]\\w{2}$',
             broken,
             { violation: 'output_schema' },
             'output_schema',
@@ -398,7 +400,7 @@ export const toolCallChecks: Check[] = [
   {
     id: 'tools.registration-refusals',
     title:
-      'A registration the reference cannot run is refused 400 naming the field: an unknown provider, an invalid schema, a schema over 64 KiB or with a pattern no linear-time engine matches (lookaround, backreference), an http tool without an absolute http(s) URL or with credentials or a timeout_ms out of 1..120000, a delay_ms out of 0..600000',
+      'A registration the reference cannot run is refused 400 naming the field: an unknown provider, an invalid schema, a schema over 64 KiB or with an invalid pattern or one no linear-time engine matches (lookaround, backreference), an http tool without an absolute http(s) URL or with credentials or a timeout_ms out of 1..120000, a delay_ms out of 0..600000',
     level: 'profile',
     clauses: ['S2.7', 'S7.3'],
     async run(ctx) {
@@ -434,6 +436,15 @@ export const toolCallChecks: Check[] = [
           {
             provider: 'builtin:echo',
             output_schema: { type: 'object', properties: { a: { type: 'string', pattern: '^(?=a)a$' } } },
+          },
+          'output_schema',
+        ],
+        [
+          // ECMA-262 reads \u as an escape of four hex digits or {hex}: followed by neither, the pattern is invalid.
+          'an output_schema pattern with a \\u escape without its hex digits',
+          {
+            provider: 'builtin:echo',
+            output_schema: { type: 'object', properties: { a: { type: 'string', pattern: '^\\uzz0041$' } } },
           },
           'output_schema',
         ],

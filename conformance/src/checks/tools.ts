@@ -103,10 +103,20 @@ export const toolChecks: Check[] = [
       const $id = `https://schemas.example.com/conformance/${ctx.name('shared')}.json`
       const same = { $id, type: 'object', properties: { q: { type: 'string' } } }
       const other = { $id, type: 'object', properties: { q: { type: 'number' } } }
-      for (const [which, schema] of [
-        ['first', same],
-        ['second', same],
-        ['third', other],
+      // The same holds for an $id deeper in a schema (a part under $defs), which a validator may keep apart from
+      // the schema it came with.
+      const partId = `https://schemas.example.com/conformance/${ctx.name('part')}.json`
+      const withPart = (type: string) => ({
+        type: 'object',
+        properties: { q: { $ref: partId } },
+        $defs: { part: { $id: partId, type } },
+      })
+      for (const [which, schema, holding] of [
+        ['first', same, `$id ${$id}`],
+        ['second', same, `$id ${$id}`],
+        ['third', other, `$id ${$id} (another schema under it)`],
+        ['fourth', withPart('string'), `$defs holding $id ${partId}`],
+        ['fifth', withPart('number'), `$defs holding $id ${partId} (another schema under it)`],
       ] as const) {
         const name = ctx.name(`tool-sid-${which}`)
         const res = await ctx.http.post('/v1/tools', {
@@ -118,11 +128,7 @@ export const toolChecks: Check[] = [
         })
         const id = toolId(res.body)
         if (id) ctx.cleanup(`retire tool ${name}`, (http) => http.delete(`/v1/tools/${id}`))
-        expectStatus(
-          res,
-          [200, 201],
-          `registering the ${which} tool with input_schema $id ${$id}${schema === other ? ' (another schema under it)' : ''}`,
-        )
+        expectStatus(res, [200, 201], `registering the ${which} tool with input_schema ${holding}`)
       }
     },
   },
