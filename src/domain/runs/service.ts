@@ -6,7 +6,7 @@ import type { Slice } from '../pagination.js'
 import { findEnvelope } from '../policy/envelopes.js'
 import type { ToolRepository } from '../tools/ports.js'
 import type { ToolRecord } from '../tools/types.js'
-import { planRun } from './planner.js'
+import { planRun, wantedTools } from './planner.js'
 import type { RunRepository, RunsPort, TaskRunRequest } from './ports.js'
 import type { RunChange, RunRecorder } from './recorder.js'
 import { isTerminal, transition } from './state-machine.js'
@@ -105,15 +105,13 @@ export class RunService implements RunsPort {
       })
     }
     const inputs = input.inputs ?? {}
-    const wanted = Array.isArray(inputs.plan)
-      ? inputs.plan.filter((n): n is string => typeof n === 'string')
-      : agent.capabilities
     const active = new Map<string, ToolRecord>()
-    for (const name of new Set(wanted)) {
+    const wanted = wantedTools(agent.capabilities, inputs)
+    for (const name of new Set(wanted.names)) {
       const tool = await this.repos.tools.activeByName(workspaceId, name)
       if (tool) active.set(name, tool)
     }
-    const plan = planRun(agent.capabilities, inputs, active)
+    const plan = planRun(wanted, active)
     if (plan.length > envelope.max_steps) {
       throw policyDenied(`Envelope ${envelope.name} allows ${envelope.max_steps} steps per run`, {
         envelope: envelope.name,
