@@ -31,7 +31,7 @@ async function fuzzStore(store: string, databaseUrl: string): Promise<void> {
     config: { port: 0, host: '127.0.0.1', databaseUrl, privateTargets: LOOPBACK_TARGETS, logLevel: 'silent' },
   })
   try {
-    const key = await server.services.keys.issue({
+    const key = await server.services.keyAdmin.issue({
       workspace: 'fuzz',
       tier: 'enterprise',
       limitPerHour: 10_000_000,

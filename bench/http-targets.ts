@@ -45,7 +45,7 @@ async function startReference(databaseUrl: string, observer?: SurfaceObserver): 
   })
   // Enterprise with rate limits and quotas no run of the bench can reach, so neither a 429 nor a 403 quota_exceeded
   // distorts the figures (a keyed POST run creates some 100,000 agents and stores as many answers).
-  const { token } = await server.services.keys.issue({
+  const { token } = await server.services.keyAdmin.issue({
     workspace: 'bench',
     tier: 'enterprise',
     limitPerHour: 1e9,

@@ -28,7 +28,7 @@ const db = await openDb(databaseUrl)
 await migrate(db)
 const config = loadConfig({}, { databaseUrl, workers: false })
 const services = await createServices({ db, clock: systemClock, config })
-const { token } = await services.keys.issue({
+const { token } = await services.keyAdmin.issue({
   workspace: 'bench',
   tier: 'enterprise',
   limitPerHour: 1e9,

@@ -88,7 +88,7 @@ try {
   console.log(
     `Quotas bench, ${new Date().toISOString()}, SQLite, one process (the machine may be shared: see load)`,
   )
-  const streamKey = await services.keys.issue({
+  const streamKey = await services.keyAdmin.issue({
     workspace: 'bench-stream',
     tier: 'enterprise',
     limitPerHour: 10_000_000,
@@ -101,7 +101,7 @@ try {
   await healthz(`/healthz, ${held}`)
   for (const ws of sockets) ws.close()
 
-  const key = await services.keys.issue({
+  const key = await services.keyAdmin.issue({
     workspace: 'bench-idempotency',
     tier: 'enterprise',
     limitPerHour: 10_000_000,

@@ -114,7 +114,7 @@ async function onPostgresReplicas(databaseUrl: string): Promise<void> {
   try {
     other = await startReplica(1, databaseUrl)
     for (let t = 0; t < TRIALS; t++) {
-      const key = await revoking.services.keys.issue({ workspace: 'bench', scopes: ['*'] })
+      const key = await revoking.services.keyAdmin.issue({ workspace: 'bench', scopes: ['*'] })
       const sockets = await Promise.all([
         openSocket(revoking.url, key.token, 'stream'),
         openSocket(revoking.url, key.token, 'graphql-ws'),
@@ -122,7 +122,7 @@ async function onPostgresReplicas(databaseUrl: string): Promise<void> {
         openSocket(other.url, key.token, 'graphql-ws'),
       ])
       const since = Date.now()
-      if (!(await revoking.services.keys.revoke(key.key_id))) throw new Error('the revoke found no key')
+      if (!(await revoking.services.keyAdmin.revoke(key.key_id))) throw new Error('the revoke found no key')
       const [a, b, c, d] = await Promise.all(sockets.map((s) => delay(s, since)))
       record('postgres | revoke | revoking replica | stream | 1 s', a as number)
       record('postgres | revoke | revoking replica | graphql-ws | 1 s', b as number)

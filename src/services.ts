@@ -14,6 +14,7 @@ import { SlackInteractionService } from './domain/destinations/slack-interaction
 import { EventLog } from './domain/events/log.js'
 import { IdempotencyService } from './domain/idempotency/service.js'
 import { IngestionService } from './domain/ingestion/service.js'
+import { KeyAdministration } from './domain/keys/administration.js'
 import { KeyService } from './domain/keys/service.js'
 import { LimitsService } from './domain/limits/service.js'
 import type { OutboundHttp } from './domain/outbound.js'
@@ -53,6 +54,8 @@ export interface Domain {
   /** The durable event log every state change appends to; webhooks and the stream consume it. */
   events: EventLog
   keys: KeyService
+  /** Issuing, listing and revoking keys, creating and configuring workspaces: the operator's, never a request's. */
+  keyAdmin: KeyAdministration
   agents: AgentService
   tasks: TaskService
   tools: ToolService
@@ -153,12 +156,14 @@ export function createDomain(deps: DomainDeps): Domain {
     { stream_subscriptions_per_socket: config.streamMaxSubscriptions },
     metrics?.quotas,
   )
+  const keys = new KeyService(repos.keys, repos.workspaces, clock, {}, changes, config.keyWatchPollMs, logger)
   return {
     changes,
     events,
     quotas,
     streamSockets: new StreamSocketQuotas(repos.streamSockets, quotas, clock, logger),
-    keys: new KeyService(repos.keys, repos.workspaces, clock, {}, changes, config.keyWatchPollMs, logger),
+    keys,
+    keyAdmin: new KeyAdministration(repos.keys, repos.workspaces, clock, changes, keys.cache, keys.watch),
     agents: new AgentService(db, repos.agents, repos.runs, clock, events, runs, quotas),
     tasks: new TaskService(db, repos.tasks, repos.agents, clock, events, runs),
     tools: new ToolService(db, repos.tools, clock, events, quotas),

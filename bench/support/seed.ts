@@ -25,7 +25,7 @@ export async function seedStore<T>(
       clock: systemClock,
       config: loadConfig({}, { databaseUrl, workers: false }),
     })
-    const key = await services.keys.issue({
+    const key = await services.keyAdmin.issue({
       workspace,
       tier: 'enterprise',
       limitPerHour: 1e9,

@@ -202,7 +202,10 @@ export function checksFor(section) {
  *   root over leaf data) are never run by the server, which builds every path of a batch at once (merkle.ts, in
  *   scope): they are the unit tests' second opinion, and no request reaches them;
  * - the compiled tool schemas' cache (src/domain/tools/compiled-schemas.ts) decides only how often a schema is
- *   compiled: what a call's answer is judged against is compileAlone's validator (providers.ts, in scope).
+ *   compiled: what a call's answer is judged against is compileAlone's validator (providers.ts, in scope);
+ * - key issuance and workspace settings (src/domain/keys/administration.ts) are the operator's CLI and the suite's
+ *   provisioning, never an API request: §5 "How keys are issued and rotated: not shown". The tiers' figures it
+ *   applies (TIER_DEFAULTS, service.ts) stay in scope, judged by ratelimit.tier-limits.
  */
 export const OUT_OF_SCOPE = [
   'src/outbound/addresses.ts',
@@ -211,6 +214,7 @@ export const OUT_OF_SCOPE = [
   'src/domain/keys/cache.ts',
   'src/domain/ingestion/audit.ts',
   'src/domain/tools/compiled-schemas.ts',
+  'src/domain/keys/administration.ts',
 ]
 
 /** What every run leaves out: type-only files (nothing in them runs) and the modules of OUT_OF_SCOPE. */

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
+import { KeyAdministration } from '../domain/keys/administration.js'
 import {
   type IssuedKey,
   type IssueKeyInput,
@@ -197,12 +198,13 @@ async function tokenFromStdin(): Promise<{ token: string; keyId: string }> {
  */
 async function issueLike(
   keys: KeyService,
+  admin: KeyAdministration,
   token: string,
   input: Pick<IssueKeyInput, 'identity' | 'scopes' | 'expiresInSeconds'>,
 ): Promise<IssuedKey | undefined> {
   const like = await keys.verifyRequest({ authorization: `Bearer ${token}` })
   if (typeof like === 'string') return undefined
-  return keys.issue({
+  return admin.issue({
     workspace: like.workspace.name,
     identity: input.identity ?? like.identity,
     // No scopes given keeps the token’s: never the wildcard `keys create` defaults to (an empty --scopes is refused).
@@ -219,7 +221,7 @@ const COMMON = {
 
 async function withKeys<T>(
   databaseUrl: string | undefined,
-  fn: (keys: KeyService) => Promise<T>,
+  fn: (keys: KeyService, admin: KeyAdministration) => Promise<T>,
 ): Promise<T> {
   const config = loadConfig(process.env, databaseUrl ? { databaseUrl } : {})
   const db = await openDb(config.databaseUrl, {
@@ -236,8 +238,10 @@ async function withKeys<T>(
     // the feed (with the PostgreSQL driver it imports) is not loaded: a command's start is most of its time.
     const changes =
       db.dialect === 'postgres' ? (await import('../store/notifications.js')).openChangeFeed(db) : undefined
+    const keys = new KeyService(repos.keys, repos.workspaces, systemClock, {}, changes, config.keyWatchPollMs)
     return await fn(
-      new KeyService(repos.keys, repos.workspaces, systemClock, {}, changes, config.keyWatchPollMs),
+      keys,
+      new KeyAdministration(repos.keys, repos.workspaces, systemClock, changes, keys.cache, keys.watch),
     )
   } finally {
     await db.close()
@@ -392,12 +396,12 @@ export async function main(argv: string[]): Promise<number> {
           identity: values.identity,
           expiresInSeconds: expiresIn,
         }
-        const issued = await withKeys(values['database-url'], async (keys) => {
+        const issued = await withKeys(values['database-url'], async (keys, admin) => {
           const key =
             token !== undefined
-              ? await issueLike(keys, token, input)
-              : await keys.issue({ workspace: values.workspace!, ...settings, ...input })
-          if (key && values.revoked) await keys.revoke(key.key_id)
+              ? await issueLike(keys, admin, token, input)
+              : await admin.issue({ workspace: values.workspace!, ...settings, ...input })
+          if (key && values.revoked) await admin.revoke(key.key_id)
           return key
         })
         if (!issued) {
@@ -424,8 +428,8 @@ export async function main(argv: string[]): Promise<number> {
         if (prefix !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,60}$/.test(prefix))
           throw new UsageError(`--workspace-prefix must be letters, digits, . _ or -, got "${prefix}"`)
         const primaryTier = tier(values['primary-tier'], '--primary-tier')
-        const provisioned = await withKeys(values['database-url'], (keys) =>
-          provisionConformance(keys, prefix, primaryTier),
+        const provisioned = await withKeys(values['database-url'], (_, admin) =>
+          provisionConformance(admin, prefix, primaryTier),
         )
         console.log(JSON.stringify(provisioned))
         return 0
@@ -434,7 +438,7 @@ export async function main(argv: string[]): Promise<number> {
         const { values } = parseArgs({ args: rest, options: { ...COMMON, workspace: { type: 'string' } } })
         if (values.help) return help('keys list')
         if (!values.workspace) throw new UsageError('--workspace NAME is required')
-        const keys = await withKeys(values['database-url'], (k) => k.list(values.workspace!))
+        const keys = await withKeys(values['database-url'], (_, admin) => admin.list(values.workspace!))
         console.log(
           values.json
             ? JSON.stringify(keys)
@@ -453,7 +457,7 @@ export async function main(argv: string[]): Promise<number> {
           throw new UsageError('give KEY_ID or --token-stdin, not both')
         const keyId = values['token-stdin'] ? (await tokenFromStdin()).keyId : positionals[0]
         if (!keyId) throw new UsageError('KEY_ID is required')
-        const revoked = await withKeys(values['database-url'], (k) => k.revoke(keyId))
+        const revoked = await withKeys(values['database-url'], (_, admin) => admin.revoke(keyId))
         if (!revoked) {
           console.error(`no active key ${keyId}`)
           return 1
@@ -471,7 +475,9 @@ export async function main(argv: string[]): Promise<number> {
         const name = positionals[0]
         if (!name) throw new UsageError('NAME is required')
         const settings = settingsFrom(values)
-        const ws = await withKeys(values['database-url'], (k) => k.configureWorkspace(name, settings))
+        const ws = await withKeys(values['database-url'], (_, admin) =>
+          admin.configureWorkspace(name, settings),
+        )
         console.log(
           JSON.stringify({
             workspace_id: ws.id,

@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto'
 import { OPERATION_SCOPES } from '../../generated/contract.js'
 import type { Tier } from '../domain/identity.js'
-import type { IssuedKey, IssueKeyInput, KeyService } from '../domain/keys/service.js'
+import type { KeyAdministration } from '../domain/keys/administration.js'
+import type { IssuedKey, IssueKeyInput } from '../domain/keys/service.js'
 
 /** The suite's token names (its config file's `tokens.*`), in the order they are issued. */
 export type ConformanceRole =
@@ -133,7 +134,7 @@ export function conformanceIdentities(
 
 /** Issues every identity; resolves to the config fragment the suite reads. */
 export async function provisionConformance(
-  keys: Pick<KeyService, 'issue' | 'revoke'>,
+  keys: Pick<KeyAdministration, 'issue' | 'revoke'>,
   prefix = `conformance-${randomBytes(4).toString('hex')}`,
   primaryTier?: Tier,
 ): Promise<{ tokens: Record<ConformanceRole, string>; workspaces: string[] }> {

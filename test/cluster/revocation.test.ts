@@ -101,7 +101,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
       await Promise.all([onA, onB, survivor].map((c) => c.waitFor((m) => m.type === 'record')))
 
       const revokedAt = performance.now()
-      expect(await a.services.keys.revoke(doomed.key_id)).toBe(true)
+      expect(await a.services.keyAdmin.revoke(doomed.key_id)).toBe(true)
       // Committed after the revoke: must reach the survivor only.
       await ingest(a, writer, 'c1', ['after'])
       const [closedA, closedB, closedGql] = await Promise.all([

@@ -310,7 +310,7 @@ describe('a revoked key on an open graphql-ws socket', () => {
     // Still open a while later while the key is good.
     await new Promise((r) => setTimeout(r, 500))
     expect(ws.readyState).toBe(WebSocket.OPEN)
-    await fast.services.keys.revoke(key.key_id)
+    await fast.services.keyAdmin.revoke(key.key_id)
     const code = await Promise.race([
       closed,
       new Promise<string>((r) => setTimeout(() => r('still open'), 5_000)),

@@ -8,6 +8,7 @@ import { KeyRepo } from '../../src/store/repos/keys.js'
 import { MemoryRateCounters, RateCounterRepo } from '../../src/store/repos/rate-counters.js'
 import { WorkspaceRepo } from '../../src/store/repos/workspaces.js'
 import { backends } from '../support/backends.js'
+import { administrationOf } from '../support/key-administration.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { testTempDir } from '../support/temp.js'
 
@@ -57,7 +58,11 @@ describe.each(backends())('the burst window setting on $name', (backend) => {
     const db = await openDb(await backend.freshUrl())
     await migrate(db)
     const clock = new ManualClock(Date.UTC(2026, 5, 1, 12))
-    const keys = new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock, {}, undefined, 1_000)
+    const keys = administrationOf(
+      new KeyService(new KeyRepo(db), new WorkspaceRepo(db), clock, {}, undefined, 1_000),
+      db,
+      clock,
+    )
     // Read from the store itself each time, never from what the service returned.
     const stored = async (name: string) => {
       const ws = await new WorkspaceRepo(db).byName(name)

@@ -107,7 +107,7 @@ describe('/readyz', () => {
         shutdownGraceMs: 5000,
       },
     })
-    const { token } = await server.services.keys.issue({ workspace: 'readyz' })
+    const { token } = await server.services.keyAdmin.issue({ workspace: 'readyz' })
     const metricsUrl = server.metricsUrl as string
     expect((await readyz(metricsUrl)).status).toBe(200)
     // A request whose body is still arriving holds the shutdown open.

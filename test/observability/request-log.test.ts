@@ -43,7 +43,7 @@ describe('the request log', () => {
       },
       logger: createLogger({ level: 'info', destination }),
     })
-    const issued = await server.services.keys.issue({ workspace: 'logged' })
+    const issued = await server.services.keyAdmin.issue({ workspace: 'logged' })
     token = issued.token
     keyId = issued.key_id
     workspaceId = issued.workspace_id

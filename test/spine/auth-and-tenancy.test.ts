@@ -49,7 +49,7 @@ describe('authentication (spec §5)', () => {
     expect(expired.body.error.detail.reason).toBe('expired')
 
     const revocable = await t.createKey()
-    await t.services.keys.revoke(revocable.key_id)
+    await t.services.keyAdmin.revoke(revocable.key_id)
     const revoked = await t.request('GET', '/v1/tools', { token: revocable.token })
     expect(revoked.status).toBe(401)
     expect(revoked.body.error.detail.reason).toBe('revoked')

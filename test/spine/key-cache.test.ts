@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
 import { ManualClock } from '../../src/domain/clock.js'
+import type { KeyAdministration } from '../../src/domain/keys/administration.js'
 import {
   ABSENT,
   ABSENT_TTL_MS,
@@ -18,6 +19,7 @@ import { openDb } from '../../src/store/open.js'
 import { KeyRepo } from '../../src/store/repos/keys.js'
 import { WorkspaceRepo } from '../../src/store/repos/workspaces.js'
 import { backends } from '../support/backends.js'
+import { administrationOf } from '../support/key-administration.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 import { workspaceRecord } from '../support/workspace.js'
 
@@ -169,6 +171,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   // Two replicas: their own KeyService (and cache) on one shared store.
   let a: KeyService
   let b: KeyService
+  let adminA: KeyAdministration
   const keyService = (db: Db, keys: KeyRepo = new KeyRepo(db)) =>
     new KeyService(
       keys,
@@ -185,6 +188,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     await migrate(dbA)
     dbB = await openDb(url)
     a = keyService(dbA)
+    adminA = administrationOf(a, dbA, clock)
     b = keyService(dbB)
   })
   afterAll(async () => {
@@ -193,10 +197,10 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('refuses a key revoked on this replica at once, and on another replica once the TTL has passed', async () => {
-    const issued = await a.issue({ workspace: 'cache-revoke' })
+    const issued = await adminA.issue({ workspace: 'cache-revoke' })
     expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     expect(await b.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
-    expect(await a.revoke(issued.key_id)).toBe(true)
+    expect(await adminA.revoke(issued.key_id)).toBe(true)
     expect(await a.verifyRequest({ accessToken: issued.token })).toBe('revoked')
     // Replica B answers from its cache within the stated bound, and reads the row again at the bound.
     monotonic += KEY_CACHE_TTL_MS - 1
@@ -206,13 +210,13 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('refuses at once, within the TTL, a key whose revoke the watch of its open sockets found in the store', async () => {
-    const issued = await a.issue({ workspace: 'cache-watch-revoke' })
+    const issued = await adminA.issue({ workspace: 'cache-watch-revoke' })
     expect(await b.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     const ended: string[] = []
     const unwatch = b.watch.watch(issued.key_id, (why) => ended.push(why))
     try {
       // Revoked on replica A with no change feed: B hears of it only through its watch's read of the store.
-      expect(await a.revoke(issued.key_id)).toBe(true)
+      expect(await adminA.revoke(issued.key_id)).toBe(true)
       expect(await b.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
       await b.watch.poll()
       expect(ended).toEqual(['revoked'])
@@ -224,7 +228,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('checks expiry against the clock on every request, from the cached row', async () => {
-    const issued = await a.issue({ workspace: 'cache-expiry', expiresInSeconds: 60 })
+    const issued = await adminA.issue({ workspace: 'cache-expiry', expiresInSeconds: 60 })
     expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     clock.advance(59_999)
     expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
@@ -233,7 +237,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('still compares the secret of a cached key', async () => {
-    const issued = await a.issue({ workspace: 'cache-secret' })
+    const issued = await adminA.issue({ workspace: 'cache-secret' })
     expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ keyId: issued.key_id })
     const forged = `${issued.token.slice(0, -1)}${issued.token.endsWith('A') ? 'B' : 'A'}`
     expect(await a.verifyRequest({ accessToken: forged })).toBe('unknown')
@@ -241,7 +245,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('remembers only a secret that matched: a wrong one before or after the right one is refused', async () => {
-    const issued = await a.issue({ workspace: 'cache-proven' })
+    const issued = await adminA.issue({ workspace: 'cache-proven' })
     const forged = `${issued.token.slice(0, -1)}${issued.token.endsWith('A') ? 'B' : 'A'}`
     // The forged token loads and caches the key's row, and is refused against the stored hash.
     expect(await a.verifyRequest({ accessToken: forged })).toBe('unknown')
@@ -255,7 +259,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('answers from the cache alone only what the store path would answer, and defers to it otherwise', async () => {
-    const issued = await a.issue({ workspace: 'cache-sync', expiresInSeconds: 60 })
+    const issued = await adminA.issue({ workspace: 'cache-sync', expiresInSeconds: 60 })
     const credentials = { authorization: `Bearer ${issued.token}` }
     // Nothing cached yet: the caller must read the store.
     expect(a.verifyCached(credentials)).toBeUndefined()
@@ -270,13 +274,13 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     monotonic += KEY_CACHE_TTL_MS
     expect(a.verifyCached(credentials)).toBeUndefined()
     expect(await a.verifyRequest(credentials)).toMatchObject({ keyId: issued.key_id })
-    await a.revoke(issued.key_id)
+    await adminA.revoke(issued.key_id)
     expect(a.verifyCached(credentials)).toBeUndefined()
     expect(await a.verifyRequest(credentials)).toBe('revoked')
   })
 
   it('reads a key once for the requests that miss it at once, again once the TTL has passed', async () => {
-    const issued = await a.issue({ workspace: 'cache-single-read' })
+    const issued = await adminA.issue({ workspace: 'cache-single-read' })
     const repo = new GatedKeyRepo(dbA)
     const fresh = keyService(dbA, repo)
     const all = () =>
@@ -302,7 +306,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('reads a key again for a request that begins after a revoke on this replica, and keeps no read it dropped', async () => {
-    const issued = await a.issue({ workspace: 'cache-single-revoke' })
+    const issued = await adminA.issue({ workspace: 'cache-single-revoke' })
     const repo = new GatedKeyRepo(dbA)
     const fresh = keyService(dbA, repo)
     const open = repo.hold()
@@ -310,7 +314,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     const before = fresh.verifyRequest({ accessToken: issued.token })
     await expect.poll(() => repo.fetched, { timeout: 20_000 }).toBe(1)
     repo.gate = undefined
-    expect(await fresh.revoke(issued.key_id)).toBe(true)
+    expect(await administrationOf(fresh, dbA, clock).revoke(issued.key_id)).toBe(true)
     // A request that begins after the revoke reads again: sharing the earlier read would admit it.
     const after = fresh.verifyRequest({ accessToken: issued.token })
     await expect.poll(() => repo.reads, { timeout: 20_000 }).toBe(2)
@@ -322,7 +326,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('never makes a request wait for the read of a key in use: it is read again while it still answers', async () => {
-    const issued = await a.issue({ workspace: 'cache-refresh-ahead' })
+    const issued = await adminA.issue({ workspace: 'cache-refresh-ahead' })
     const credentials = { accessToken: issued.token }
     const repo = new GatedKeyRepo(dbA)
     const fresh = keyService(dbA, repo)
@@ -337,7 +341,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
     expect(repo.reads).toBe(2)
     // Another replica revokes the key after that read fetched its row, before it is back.
     repo.gate = undefined
-    await b.revoke(issued.key_id)
+    await administrationOf(b, dbB, clock).revoke(issued.key_id)
     open()
     // The read was sent before that revoke: the entry it fills holds the row as it was then, for its TTL.
     monotonic += AHEAD_MS - 1
@@ -351,7 +355,7 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('does not share a read sent the TTL or longer before a request', async () => {
-    const issued = await a.issue({ workspace: 'cache-single-slow' })
+    const issued = await adminA.issue({ workspace: 'cache-single-slow' })
     const repo = new GatedKeyRepo(dbA)
     const fresh = keyService(dbA, repo)
     const open = repo.hold()
@@ -368,11 +372,11 @@ describe.each(backends())('key verification with the cache on $name', (backend) 
   })
 
   it('sees a workspace change made on this replica at once', async () => {
-    const issued = await a.issue({ workspace: 'cache-settings', tier: 'standard' })
+    const issued = await adminA.issue({ workspace: 'cache-settings', tier: 'standard' })
     expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({
       workspace: { tier: 'standard' },
     })
-    await a.configureWorkspace('cache-settings', { tier: 'pro' })
+    await adminA.configureWorkspace('cache-settings', { tier: 'pro' })
     expect(await a.verifyRequest({ accessToken: issued.token })).toMatchObject({ workspace: { tier: 'pro' } })
   })
 })
@@ -393,7 +397,7 @@ describe.each(backends())('revocation across two servers on $name', (backend) =>
   it('refuses the revoked key on the other server after the stated bound', async () => {
     const issued = await one.createKey()
     expect((await two.request('GET', '/v1/agents', { token: issued.token })).status).toBe(200)
-    await one.services.keys.revoke(issued.key_id)
+    await one.services.keyAdmin.revoke(issued.key_id)
     expect((await one.request('GET', '/v1/agents', { token: issued.token })).status).toBe(401)
     // The bound is measured in the other server's own monotonic time, so waiting past it cannot be too short.
     await new Promise((r) => setTimeout(r, KEY_CACHE_TTL_MS + 50))

@@ -203,7 +203,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
   })
 
   it('rolls its work back and replays the answer that reached the key first when its own is refused at COMMIT', async () => {
-    const ws = await services.keys.issue({ workspace: 'uow-race' })
+    const ws = await services.keyAdmin.issue({ workspace: 'uow-race' })
     const response = {
       status: 201,
       headers: { 'content-type': 'application/json' },
@@ -230,7 +230,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))('a keyed request 
   })
 
   it("is two round trips for a create: BEGIN with the claim, then the agents quota's count, the insert, its event and the answer with the COMMIT", async () => {
-    const ws = await services.keys.issue({ workspace: 'uow-trips' })
+    const ws = await services.keyAdmin.issue({ workspace: 'uow-trips' })
     const create = (key: string) =>
       services.idempotency.once(
         ws.workspace_id,
@@ -291,7 +291,7 @@ describe.each(backends().filter((b) => b.name === 'postgres'))(
     let workspaceId: string
     beforeAll(async () => {
       ;({ url, db, services, other } = await openWithServices(backend))
-      workspaceId = (await services.keys.issue({ workspace: 'uow-deferred' })).workspace_id
+      workspaceId = (await services.keyAdmin.issue({ workspace: 'uow-deferred' })).workspace_id
     })
     afterAll(async () => {
       await other.close()

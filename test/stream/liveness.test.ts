@@ -45,7 +45,7 @@ describe('stream liveness', () => {
     const a = await openClient(t.baseUrl, revoked.token)
     const b = await openClient(t.baseUrl, expiring.token, { viaQuery: true })
     clients.push(a, b)
-    await t.services.keys.revoke(revoked.key_id)
+    await t.services.keyAdmin.revoke(revoked.key_id)
     const closedA = await a.closed
     expect(closedA.code).toBe(4401)
     expect(a.messages.find((m) => m.type === 'error')?.error.code).toBe('unauthenticated')

@@ -76,7 +76,7 @@ describe.each(backends())('the /v1/stream WebSocket on $name', (backend) => {
     const badQuery = await refusedUpgrade(streamUrl(t.baseUrl, '?access_token=aok_bad'))
     expect(badQuery.status).toBe(401)
     const revoked = await t.createKey({ workspace, scopes: ['*'] })
-    await t.services.keys.revoke(revoked.key_id)
+    await t.services.keyAdmin.revoke(revoked.key_id)
     expect(
       (await refusedUpgrade(streamUrl(t.baseUrl), { authorization: `Bearer ${revoked.token}` })).status,
     ).toBe(401)
@@ -295,7 +295,7 @@ describe.each(backends())('the /v1/stream WebSocket on $name', (backend) => {
     })
     await refused.waitFor((m) => m.type === 'subscribed' && m.topic === 'connector:runs-side')
 
-    const wsId = (await t.services.keys.ensureWorkspace(workspace, {})).id
+    const wsId = (await t.services.keyAdmin.ensureWorkspace(workspace, {})).id
     const append = async (kind: string, subjectId: string, data: Record<string, unknown>) => {
       await t.services.db.transaction((tx) =>
         t.services.events.append(tx, { workspaceId: wsId, kind, subjectId, data }),

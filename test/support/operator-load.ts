@@ -57,7 +57,7 @@ export async function startOperatorLoad(options: OperatorLoadOptions): Promise<O
       clock: systemClock,
       config: loadConfig({}, { databaseUrl: url, workers: false }),
     })
-    const key = await services.keys.issue({
+    const key = await services.keyAdmin.issue({
       workspace: 'ops',
       tier: 'enterprise',
       limitPerHour: 1e9,
@@ -65,7 +65,7 @@ export async function startOperatorLoad(options: OperatorLoadOptions): Promise<O
     })
     token = key.token
     for (let i = 0; i < options.revocable; i++) {
-      const other = await services.keys.issue({ workspace: 'ops' })
+      const other = await services.keyAdmin.issue({ workspace: 'ops' })
       revocable.push({ keyId: other.key_id, token: other.token })
     }
     const agent = await services.agents.create(key.workspace_id, {

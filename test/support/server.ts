@@ -74,7 +74,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     services: server.services,
     server,
     createKey: (input = {}) =>
-      server.services.keys.issue({
+      server.services.keyAdmin.issue({
         workspace: `ws-${process.pid}-${++workspaceCounter}`,
         tier: 'pro',
         ...input,

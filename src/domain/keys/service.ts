@@ -1,11 +1,8 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { ChangeFeed } from '../changes.js'
 import type { Clock } from '../clock.js'
-import { ApiError } from '../errors.js'
 import type { FailureLog } from '../failure-log.js'
 import type { KeyRefusal, Tier, Workspace } from '../identity.js'
-import { newId } from '../ids.js'
-import { DEFAULT_BURST_WINDOW_SECONDS } from '../limits/rate-limit.js'
 import type { QuotaOverrides } from '../quotas/types.js'
 import {
   ABSENT,
@@ -98,7 +95,7 @@ export interface BearerCredentials {
 }
 
 /** One-shot hashing: a Hash object per request cost about 3 µs, `crypto.hash` a tenth of that. */
-function hashSecret(secret: string): string {
+export function hashSecret(secret: string): string {
   return hash('sha256', secret, 'hex')
 }
 
@@ -160,48 +157,9 @@ function presentedToken(credentials: BearerCredentials): PresentedToken | KeyRef
   return { keyId: `key_${parts[1]}`, secret: parts[2] }
 }
 
-// Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown"; the tiers' hourly figures themselves (TIER_DEFAULTS) are judged by ratelimit.tier-limits, the rules by which an operator's own figures apply are no answer's.
-/** A workspace's tier as its settings give it: an hourly figure of its own without a tier makes it enterprise. */
-function tierOf(settings: WorkspaceSettings): Tier {
-  return settings.tier ?? (settings.limitPerHour !== undefined ? 'enterprise' : 'standard')
-}
-
-export function resolveLimits(settings: WorkspaceSettings): {
-  tier: Tier
-  limitPerHour: number
-  burstLimit: number
-  burstWindowSeconds: number
-} {
-  const tier = tierOf(settings)
-  const defaults = TIER_DEFAULTS[tier]
-  const limitPerHour =
-    tier === 'enterprise' ? (settings.limitPerHour ?? defaults.limitPerHour) : defaults.limitPerHour
-  const burstLimit =
-    settings.burstLimit ??
-    (tier === 'enterprise' && settings.limitPerHour !== undefined
-      ? Math.max(1, Math.floor(limitPerHour / 10))
-      : defaults.burstLimit)
-  const burstWindowSeconds = settings.burstWindowSeconds ?? DEFAULT_BURST_WINDOW_SECONDS
-  return { tier, limitPerHour, burstLimit, burstWindowSeconds }
-}
-
-/**
- * An hourly figure of the operator's own is an enterprise workspace's ("Enterprise tier: Custom limits", §8); the
- * standard and pro tiers' figures are §8's. Given for another tier, it is refused rather than dropped unsaid.
- */
-function refuseOwnHourlyFigure(tier: Tier, limitPerHour: number | undefined): void {
-  if (limitPerHour === undefined || tier === 'enterprise') return
-  const figure = TIER_DEFAULTS[tier].limitPerHour
-  throw new ApiError(
-    'invalid_request',
-    `A ${tier} workspace's hourly limit is the tier's ${figure} requests (spec §8); only an enterprise workspace takes its own: set the tier to enterprise with it`,
-    { field: 'limit_per_hour', tier, tier_limit_per_hour: figure },
-  )
-}
-
-// Stryker restore all
 export class KeyService {
-  private readonly cache: VerifiedKeyCache
+  /** Verified keys and absent ids of this process (./cache.ts); KeyAdministration drops what it changes. */
+  readonly cache: VerifiedKeyCache
   /** The keys of open sockets: a revoke or an expiry closes them at once (src/domain/keys/watch.ts). */
   readonly watch: KeyWatch
 
@@ -210,8 +168,7 @@ export class KeyService {
     private readonly workspaces: WorkspaceRepository,
     private readonly clock: Clock,
     cacheOptions: KeyCacheOptions,
-    /** Where revokes are announced to (and heard from) the other replicas and processes on the same store. */
-    private readonly changes: ChangeFeed | undefined,
+    readonly changes: ChangeFeed | undefined,
     /** How often the keys of open sockets are read again (src/domain/keys/watch.ts; its default is in config.ts). */
     keyWatchPollMs: number,
     /** Where a socket's watcher that throws is logged. */
@@ -226,96 +183,6 @@ export class KeyService {
         this.watch.end(change.keyId, 'revoked')
       } else if (change.kind === 'resync') void this.watch.poll()
     })
-  }
-
-  // Stryker restore all
-  // Stryker disable all: key issuance and workspace settings, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown"; the tiers' hourly figures themselves (TIER_DEFAULTS) are judged by ratelimit.tier-limits, the rules by which an operator's own figures apply are no answer's.
-  /** Creates the workspace on first use (its settings apply then, or update it when given later) and a key in it. */
-  async issue(input: IssueKeyInput): Promise<IssuedKey> {
-    const workspace = await this.ensureWorkspace(input.workspace, input)
-    const now = this.clock.now()
-    const keyId = newId('key', now)
-    const secret = randomBytes(32).toString('base64url')
-    // Absent means every scope; an empty list is a key with none, never widened to every scope.
-    const scopes = input.scopes ?? ['*']
-    const expiresAt = input.expiresInSeconds !== undefined ? now + input.expiresInSeconds * 1000 : null
-    await this.keys.insert({
-      id: keyId,
-      workspaceId: workspace.id,
-      identity: input.identity ?? 'default',
-      scopes,
-      secretHash: hashSecret(secret),
-      createdAt: now,
-      expiresAt,
-      revokedAt: null,
-    })
-    // A fresh random id is never one this process remembers as absent; if it were, it is not any more.
-    this.cache.forgetKey(keyId)
-    return {
-      token: `aok_${keyId.slice(4)}_${secret}`,
-      key_id: keyId,
-      workspace_id: workspace.id,
-      workspace: workspace.name,
-      identity: input.identity ?? 'default',
-      scopes,
-      tier: workspace.tier,
-      limit_per_hour: workspace.limitPerHour,
-      burst_limit: workspace.burstLimit,
-      burst_window_seconds: workspace.burstWindowSeconds,
-      expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
-    }
-  }
-
-  async ensureWorkspace(name: string, settings: WorkspaceSettings): Promise<Workspace> {
-    const existing = await this.workspaces.byName(name)
-    if (existing) {
-      const changed = Object.values(settings).some((v) => v !== undefined)
-      return changed ? this.configureWorkspace(name, settings) : existing
-    }
-    refuseOwnHourlyFigure(tierOf(settings), settings.limitPerHour)
-    const limits = resolveLimits(settings)
-    return this.workspaces.insertIfAbsent({
-      id: newId('ws', this.clock.now()),
-      name,
-      ...limits,
-      policyClasses: settings.policyClasses ?? DEFAULT_POLICY_CLASSES,
-      features: settings.features ?? [],
-      quotas: settings.quotas ?? {},
-      createdAt: this.clock.now(),
-    })
-  }
-
-  async configureWorkspace(name: string, settings: WorkspaceSettings): Promise<Workspace> {
-    const existing = await this.workspaces.byName(name)
-    if (!existing) return this.ensureWorkspace(name, settings)
-    refuseOwnHourlyFigure(settings.tier ?? existing.tier, settings.limitPerHour)
-    const tierChanged = settings.tier !== undefined && settings.tier !== existing.tier
-    // The window's length is no tier default: a tier change keeps it, as every other change does unless it sets it.
-    const burstWindowSeconds = settings.burstWindowSeconds ?? existing.burstWindowSeconds
-    const limits =
-      tierChanged || settings.limitPerHour !== undefined || settings.burstLimit !== undefined
-        ? resolveLimits({
-            tier: settings.tier ?? existing.tier,
-            limitPerHour: settings.limitPerHour ?? (tierChanged ? undefined : existing.limitPerHour),
-            burstLimit: settings.burstLimit ?? (tierChanged ? undefined : existing.burstLimit),
-            burstWindowSeconds,
-          })
-        : {
-            tier: existing.tier,
-            limitPerHour: existing.limitPerHour,
-            burstLimit: existing.burstLimit,
-            burstWindowSeconds,
-          }
-    const updated: Workspace = {
-      ...existing,
-      ...limits,
-      policyClasses: settings.policyClasses ?? existing.policyClasses,
-      features: settings.features ?? existing.features,
-      quotas: settings.quotas ? { ...existing.quotas, ...settings.quotas } : (existing.quotas ?? {}),
-    }
-    await this.workspaces.update(updated)
-    this.cache.forgetWorkspace(updated.id)
-    return updated
   }
 
   // Stryker restore all
@@ -368,33 +235,4 @@ export class KeyService {
     const workspace = await this.workspaces.byId(key.workspaceId)
     return workspace && { key, workspace }
   }
-
-  // Stryker disable all: listing and revoking keys, the operator's CLI (`agentops keys ...`), never an API request: §5 "How keys are issued and rotated: not shown", and the tier a token's workspace has is no answer the suite can know.
-  async list(workspaceName: string) {
-    const ws = await this.workspaces.byName(workspaceName)
-    if (!ws) return []
-    return (await this.keys.listByWorkspace(ws.id)).map((k) => ({
-      key_id: k.id,
-      identity: k.identity,
-      scopes: k.scopes,
-      created_at: new Date(k.createdAt).toISOString(),
-      expires_at: k.expiresAt === null ? null : new Date(k.expiresAt).toISOString(),
-      revoked_at: k.revokedAt === null ? null : new Date(k.revokedAt).toISOString(),
-    }))
-  }
-
-  /**
-   * Revokes the key, then announces it (this process's sockets close at once, other replicas' as soon as they
-   * hear it) and waits until the announcement left, so a CLI that exits next does not take it with it.
-   */
-  async revoke(keyId: string): Promise<boolean> {
-    const revoked = await this.keys.revoke(keyId, this.clock.now())
-    this.cache.forgetKey(keyId)
-    if (revoked && this.changes) {
-      this.changes.publish({ kind: 'key', keyId })
-      await this.changes.flush()
-    } else if (revoked) this.watch.end(keyId, 'revoked')
-    return revoked
-  }
 }
-// Stryker restore all

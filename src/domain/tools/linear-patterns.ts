@@ -17,16 +17,16 @@ type RegExpLike = ReturnType<RegExpEngine>
  * Every escape of a pattern, left to right: a `\u{X…}` or `\uXXXX` escape (its hex digits captured), or any other
  * escaped character, an escaped backslash included (so the `\u0061` in `\\u0061` is text, not an escape).
  */
-const ESCAPE = /\\(?:u\{([0-9A-Fa-f]{1,6})\}|u([0-9A-Fa-f]{4})|[^])/g
+const ESCAPE = /\\(?:u\{([0-9A-Fa-f]{1,6})\}|u([0-9A-Fa-f]{4})|[\s\S])/g
 
 /**
  * ECMA-262's `\uXXXX` and `\u{X…}` escapes (JSON Schema's patterns are ECMA-262) written as RE2's `\x{…}`; every
  * other escape is left as it is.
  */
 export function toRe2Syntax(pattern: string): string {
-  return pattern.replace(ESCAPE, (escape, braced?: string, plain?: string) => {
+  return pattern.replace(ESCAPE, (written, braced?: string, plain?: string) => {
     const hex = braced ?? plain
-    return hex === undefined ? escape : `\\x{${hex}}`
+    return hex === undefined ? written : `\\x{${hex}}`
   })
 }
 
