@@ -4,12 +4,11 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.js'
 import { systemClock } from '../domain/clock.js'
 import type { Tier } from '../domain/identity.js'
-import { KeyAdministration } from '../domain/keys/administration.js'
+import { KeyAdministration, keyIdOfToken } from '../domain/keys/administration.js'
 import {
   type IssuedKey,
   type IssueKeyInput,
   KeyService,
-  keyIdOfToken,
   type WorkspaceSettings,
 } from '../domain/keys/service.js'
 import { HOURLY_WINDOW_SECONDS } from '../domain/limits/rate-limit.js'

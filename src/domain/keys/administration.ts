@@ -18,9 +18,16 @@ import {
   type IssuedKey,
   type IssueKeyInput,
   TIER_DEFAULTS,
+  TOKEN_PATTERN,
   type WorkspaceSettings,
 } from './service.js'
 import type { KeyWatch } from './watch.js'
+
+/** The id of the key a token of this server belongs to (its secret unchecked), or undefined for another string. */
+export function keyIdOfToken(token: string): string | undefined {
+  const id = TOKEN_PATTERN.exec(token)?.[1]
+  return id === undefined ? undefined : `key_${id}`
+}
 
 /** A workspace's tier as its settings give it: an hourly figure of its own without a tier makes it enterprise. */
 function tierOf(settings: WorkspaceSettings): Tier {

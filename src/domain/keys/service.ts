@@ -15,13 +15,8 @@ import {
 import type { KeyRepository, WorkspaceRepository } from './ports.js'
 import { KeyWatch } from './watch.js'
 
-const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
-
-/** The id of the key a token of this server belongs to (its secret unchecked), or undefined for another string. */
-export function keyIdOfToken(token: string): string | undefined {
-  const id = TOKEN_PATTERN.exec(token)?.[1]
-  return id === undefined ? undefined : `key_${id}`
-}
+/** A token of this server: `aok_`, the key id's 26 characters, `_`, the secret's 43 (base64url of 32 bytes). */
+export const TOKEN_PATTERN = /^aok_([0-9a-z]{26})_([A-Za-z0-9_-]{43})$/
 
 /**
  * Each tier's limits (§8: standard 1,000 requests per hour, pro 10,000, enterprise custom), read when the operator's
