@@ -77,8 +77,20 @@ async function holdOpen(ctx: CheckContext, token: string, named: string, label: 
       },
     })
   }
+  // One more connection of the key, opened and closed before its end: the ones still open must end all the same (a
+  // deployment that forgets every connection of a key once one of them closes would keep the others open).
+  const spare = await connect(ctx, token)
+  if ('ws' in spare) {
+    const gone = new Promise<void>((resolve) => spare.ws.once('close', () => resolve()))
+    spare.ws.close()
+    await Promise.race([gone, sleep(SPARE_CLOSE_MS)])
+    spare.ws.terminate()
+  }
   return held
 }
+
+/** How long the spare connection's closing handshake may take before it is cut. */
+const SPARE_CLOSE_MS = 2_000
 
 /**
  * The positive control: while the key is good, its connections stay open (a deployment that ended them of itself
@@ -156,7 +168,7 @@ export const revocationChecks: Check[] = [
   {
     id: 'stream.revoked-key-ends-connections',
     title:
-      "A key revoked while it holds a /v1/stream subscription and a graphql-ws subscription open keeps both while the key is good and loses both once it is revoked: the stream says unauthenticated (with REST's 401 message for the token) and closes 4401, graphql-ws closes 4401, within the wait; the token is refused 401 at the next upgrade",
+      "A key revoked while it holds a /v1/stream subscription and a graphql-ws subscription open (and closed a third connection) keeps both while the key is good and loses both once it is revoked: the stream says unauthenticated (with REST's 401 message for the token) and closes 4401, graphql-ws closes 4401, within the wait; the token is refused 401 at the next upgrade",
     level: 'profile',
     clauses: ['S5.3'],
     needs: ['revocable'],
@@ -187,7 +199,7 @@ export const revocationChecks: Check[] = [
   {
     id: 'stream.expired-key-ends-connections',
     title:
-      "A key that expires while it holds a /v1/stream subscription and a graphql-ws subscription open keeps both until its expiry and loses both once it expired: the stream says unauthenticated (detail.reason expired, REST's 401 message for the token) and closes 4401, graphql-ws closes 4401, within the wait; the token is refused 401 at the next upgrade",
+      "A key that expires while it holds a /v1/stream subscription and a graphql-ws subscription open (and closed a third connection) keeps both until its expiry and loses both once it expired: the stream says unauthenticated (detail.reason expired, REST's 401 message for the token) and closes 4401, graphql-ws closes 4401, within the wait; the token is refused 401 at the next upgrade",
     level: 'profile',
     clauses: ['S5.2', 'S5.3'],
     // Mostly waiting for its own key's expiry, with connections of its own: runs alongside the next checks.
