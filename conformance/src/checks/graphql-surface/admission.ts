@@ -231,7 +231,7 @@ export const wsRateLimited: Check = {
 export const wsAuthentication: Check = {
   id: 'graphql.ws-authentication',
   title:
-    'graphql-ws takes the token at the upgrade (header or access_token) or in connection_init; an unknown one is 401 at the upgrade, none at all (or a connection_init authorization that is no text) closes 4401; an empty access_token is none, leaving the token to connection_init',
+    'graphql-ws takes the token at the upgrade (header or access_token) or in connection_init; an unknown one is 401 at the upgrade, none at all (or a connection_init authorization that is no text) closes 4401; an empty access_token is none, leaving the token to connection_init; the protocol’s refusals close with its codes (4429, 4409, 4400)',
   level: 'profile',
   clauses: ['S4.15', 'S5.1'],
   async run(ctx) {
@@ -293,6 +293,33 @@ export const wsAuthentication: Check = {
       big.closed?.code === 1009,
       `a 300 KiB message ${big.closed ? `closed the socket with ${big.closed.code}` : 'left it open'}, not 1009`,
     )
+    // graphql-transport-ws's own refusals close the socket with its codes: a second connection_init 4429, a
+    // subscribe whose id a running subscription holds 4409, a message of no known type 4400.
+    const subscribe = {
+      id: 'held',
+      type: 'subscribe',
+      payload: {
+        query: 'subscription($c: ID!) { connectorRecords(connector_id: $c) { seq } }',
+        variables: { c: ctx.name('held') },
+      },
+    }
+    for (const [what, messages, code] of [
+      ['a second connection_init', [{ type: 'connection_init', payload: {} }], 4429],
+      ['a subscribe whose id a running subscription holds', [subscribe, subscribe], 4409],
+      ['a message of no known type', [{ id: 'odd', type: 'no-such-type' }], 4400],
+    ] as const) {
+      const s = await openGql(ctx, url, primary)
+      try {
+        for (const message of messages) s.send(message)
+        await s.next(() => false, ctx.config.timeoutMs)
+        assert(
+          s.closed?.code === code,
+          `${what} ${s.closed ? `closed the socket with ${s.closed.code} ${short(s.closed.reason)}` : 'left it open'}, not ${code}`,
+        )
+      } finally {
+        s.ws.terminate()
+      }
+    }
     for (const [what, socket] of [
       ['the token in connection_init', () => openGql(ctx, url, null, { authorization: `Bearer ${primary}` })],
       [
