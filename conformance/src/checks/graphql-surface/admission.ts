@@ -52,7 +52,7 @@ export const wsKeyQuotas: Check = {
   id: 'graphql.ws-key-quotas',
   lane: QUOTA_LANE,
   title:
-    "graphql-ws sockets and subscriptions count against the key's stream bounds with its /v1/stream connections and topics: past stream_sockets_per_key an upgrade is refused 403 (a token in connection_init closes 4403 naming the quota), past stream_subscriptions_per_key a subscription errors quota_exceeded while a query is still answered (it holds no topic, and its end frees none); completing a subscription or closing a socket gives the room back",
+    "graphql-ws sockets and subscriptions count against the key's stream bounds with its /v1/stream connections and topics: past stream_sockets_per_key an upgrade is refused 403 (a token in connection_init closes 4403 naming the quota), past stream_subscriptions_per_key a subscription errors quota_exceeded while a query is still answered (it holds no topic, and its end frees none); completing a subscription or closing a socket gives the room back, its topics too",
   level: 'profile',
   clauses: ['S4.15', 'S5.3'],
   async run(ctx) {
@@ -174,6 +174,36 @@ export const wsKeyQuotas: Check = {
       assert(
         last && 'ws' in last,
         `after a graphql-ws socket closed, /v1/stream was still refused: ${short(last)}`,
+      )
+      // Closing the socket that holds the key's topics gives them back: a subscription on a new socket is answered.
+      s.ws.terminate()
+      open.shift()
+      let freed: Json | undefined
+      while (Date.now() < deadline + ctx.config.waitMs && freed?.type !== 'next') {
+        const g = await openGql(ctx, url, token)
+        open.push(g)
+        if (g.messages.some((m) => m.type === 'connection_ack')) {
+          g.send({
+            id: 'freed',
+            type: 'subscribe',
+            payload: {
+              query: 'subscription($c: ID!) { connectorRecords(connector_id: $c, since: 0) { seq } }',
+              variables: { c: connector },
+            },
+          })
+          freed = await g.next(
+            (m) => m.id === 'freed' && (m.type === 'next' || m.type === 'error'),
+            ctx.config.waitMs,
+          )
+        }
+        if (freed?.type !== 'next') {
+          ;(open.pop() as GqlSocket).ws.terminate()
+          await sleep(100)
+        }
+      }
+      assert(
+        freed?.type === 'next',
+        `after the socket holding the key's topics closed, a subscription on a new socket was answered ${short(freed)}, not its record: the closed socket's topics were not given back`,
       )
     } finally {
       for (const g of open) g.ws.terminate()
