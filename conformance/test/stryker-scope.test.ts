@@ -21,6 +21,35 @@ import { CHECKS, checksFor, SCOPE, sectionOf, WAIT_MS } from '../stryker/scope.m
 import { mutantsBySection, ownSectionCoverage } from '../stryker/switch-runner.mjs'
 import { scratchDir } from './scratch.js'
 
+/** The whole scope instrumented once, with the run's ignorers (the annotation tests share it). */
+interface InstrumentedScope {
+  files: string[]
+  mutants: readonly InstrumentedMutant[]
+  source: (file: string) => string
+}
+type InstrumentedMutant = Awaited<ReturnType<Instrumenter['instrument']>>['mutants'][number]
+let instrumented: Promise<InstrumentedScope> | undefined
+function instrumentedScope(): Promise<InstrumentedScope> {
+  instrumented ??= (async () => {
+    const root = join(import.meta.dirname, '..', '..')
+    const files = execFileSync('git', ['ls-files', 'src'], { cwd: root, encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => f.endsWith('.ts') && sectionOf(f) !== undefined)
+    const sources = new Map(files.map((f) => [f, readFileSync(join(root, f), 'utf8')]))
+    const { mutants } = await new Instrumenter(quiet).instrument(
+      files.map((f) => ({ name: f, content: sources.get(f) ?? '', mutate: true })),
+      {
+        plugins: null,
+        excludedMutations: [],
+        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
+        noHeader: true,
+      },
+    )
+    return { files, mutants, source: (file: string) => sources.get(file) ?? '' }
+  })()
+  return instrumented
+}
+
 describe('conformance:stryker selection', () => {
   it('every section names check prefixes, and each selects at least one check', () => {
     expect(Object.keys(CHECKS).sort()).toEqual(Object.keys(SCOPE).sort())
@@ -210,25 +239,42 @@ describe('conformance:stryker selection', () => {
 
   it('annotations stay within the cap: at most 15 % of the whole scope’s mutants', async () => {
     // Each `Stryker disable` comment and each ignored log line or metric call counts, as the run counts them.
-    const root = join(import.meta.dirname, '..', '..')
-    const files = execFileSync('git', ['ls-files', 'src'], { cwd: root, encoding: 'utf8' })
-      .split('\n')
-      .filter((f) => f.endsWith('.ts') && sectionOf(f) !== undefined)
-    const { mutants } = await new Instrumenter(quiet).instrument(
-      files.map((f) => ({ name: f, content: readFileSync(join(root, f), 'utf8'), mutate: true })),
-      {
-        plugins: null,
-        excludedMutations: [],
-        ignorers: [failureLogIgnorer, telemetryIgnorer, notFoundWordsIgnorer],
-        noHeader: true,
-      },
-    )
+    const { mutants } = await instrumentedScope()
     const annotated = mutants.filter((m) => m.status === 'Ignored').length
     expect(mutants.length).toBeGreaterThan(1000)
     expect(
       annotated / mutants.length,
       `${annotated} of ${mutants.length} mutants annotated: past the 15 % cap`,
     ).toBeLessThanOrEqual(0.15)
+  })
+
+  it('every `Stryker disable next-line` comment disables a mutant of each mutator it names', async () => {
+    // StrykerJS binds a directive to the node its comment leads: one inside a method chain or before an `else if`
+    // leads nothing and disables nothing, while its reason reads as if it did.
+    const { files, mutants, source } = await instrumentedScope()
+    const dead: string[] = []
+    for (const file of files) {
+      const lines = source(file).split('\n')
+      lines.forEach((line, i) => {
+        const directive = /\/\/\s*Stryker disable next-line ([\w,]+)(?::\s*(.*))?$/.exec(line)
+        if (!directive || directive[1] === 'all') return
+        let next = i + 1
+        while (next < lines.length && lines[next]!.trim().startsWith('//')) next++
+        const reason = directive[2]?.trim()
+        // Locations count lines from 0: the mutants of the node the comment leads start on its line or below it.
+        const near = mutants.filter(
+          (m) =>
+            m.fileName === file &&
+            m.status === 'Ignored' &&
+            m.location.start.line >= next &&
+            m.location.start.line <= next + 40 &&
+            (reason === undefined || m.statusReason === reason),
+        )
+        for (const mutator of directive[1]!.split(','))
+          if (!near.some((m) => m.mutatorName === mutator)) dead.push(`${file}:${i + 1} ${mutator}`)
+      })
+    }
+    expect(dead).toEqual([])
   })
 
   it("a section's dry-run test keeps only its own modules' mutants (the rest NoCoverage for it)", () => {

@@ -15,7 +15,8 @@ export function formatError(
   let api: ApiError
   if (original instanceof ApiError) api = original
   else if (original instanceof GraphQLError) return formatError(original, requestId, failures)
-  // Stryker disable next-line ConditionalExpression: unreachable from outside: only a resolver's unexpected failure (a bug, a store that throws) is an original error neither ApiError nor GraphQLError.
+  // Unreachable from outside: only a resolver's unexpected failure (a bug, a store that throws) is an original error
+  // neither ApiError nor GraphQLError (its `false` variant stays a survivor: a directive before `else if` binds to nothing).
   else if (original) {
     failures.error({ err: original, req_id: requestId }, 'graphql resolver failed')
     // Stryker disable next-line StringLiteral: unreachable from outside (see above): the internal_error of an unexpected resolver failure.

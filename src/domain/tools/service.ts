@@ -92,7 +92,7 @@ export class ToolService {
     const retired = await this.db.transaction(async (tx) => {
       const repo = this.repo.in(tx)
       const tool = await repo.get(workspaceId, id)
-      // Stryker disable next-line ConditionalExpression,BlockStatement: equivalent, a tool that is not there is not retired and the read after the transaction answers the same 404
+      // Stryker disable next-line ConditionalExpression: equivalent, a tool that is not there is not retired and the read after the transaction answers the same 404
       if (!tool) throw notFound('Tool')
       if (await repo.retire(workspaceId, id, now)) {
         await this.quotas.release(tx, workspaceId, 'tools')

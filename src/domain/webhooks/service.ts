@@ -137,7 +137,9 @@ export class WebhookService {
           secret: s.secret,
           expiresAt: s.expiresAt === null ? until : Math.min(s.expiresAt, until),
         }))
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, an expired secret kept in the row signs nothing (activeSecrets reads the expiry at each attempt)
+        // This filter's `true` and `>=` variants are equivalent and stay survivors: an expired secret kept in the row
+        // signs nothing (activeSecrets reads the expiry at each attempt). A directive inside the chain would bind to
+        // nothing, and one leading the arrow would also hide its killed variants.
         .filter((s) => s.expiresAt > now)
       const secrets = [{ secret: input.secret, expiresAt: null }, ...kept]
       await this.webhooks.in(tx).setSecrets(id, secrets, now)

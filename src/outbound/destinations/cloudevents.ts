@@ -89,7 +89,7 @@ export function cloudEventsTransport(
       // A body without an event id (none the outbox makes) is built every time.
       // Stryker disable next-line all: a speed path: a message built afresh is the one remembered.
       const remembered = typeof event.payload.id === 'string'
-      // Stryker disable next-line ConditionalExpression: the same speed path (what is remembered under the key is built from it).
+      // The same speed path (what is remembered under the key is built from it).
       let message = remembered ? recent.get(key) : undefined
       if (!message) {
         message = bind(destination.workspaceId, source, structured, event.payload)
