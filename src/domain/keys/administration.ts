@@ -34,7 +34,7 @@ function tierOf(settings: WorkspaceSettings): Tier {
   return settings.tier ?? (settings.limitPerHour !== undefined ? 'enterprise' : 'standard')
 }
 
-export function resolveLimits(settings: WorkspaceSettings): {
+function resolveLimits(settings: WorkspaceSettings): {
   tier: Tier
   limitPerHour: number
   burstLimit: number
