@@ -171,8 +171,10 @@ export function ownSectionCoverage(coverage, bySection) {
 
 /** A reference server started from the sandbox (`bin/agentops.mjs serve`) with the control channel preloaded. */
 class SwitchedServer {
-  /** `sharedDatabaseUrl`: a replica's, the database another server of its ReplicaSet made (and drops). */
-  /** `freePort`: the worker's choice of a port for a server it starts (the suite's, conformance/src/ports.ts). */
+  /**
+   * `freePort`: the worker's choice of a port for a server it starts (the suite's, conformance/src/ports.ts).
+   * `sharedDatabaseUrl`: a replica's, the database another server of its ReplicaSet made (and drops).
+   */
   constructor(root, receiverPort, staticMutant, freePort, sharedDatabaseUrl) {
     this.root = root
     this.freePort = freePort

@@ -44,6 +44,17 @@ export function notFound(resource: string): ApiError {
   return new ApiError('not_found', `${resource} not found`, {})
 }
 
+/** A path served, asked with a method it does not answer: 405 with Allow listing the ones it does (RFC 9110 §15.5.6). */
+export function methodNotAllowed(path: string, method: string, allow: readonly string[]): ApiError {
+  const methods = allow.join(', ')
+  return new ApiError(
+    'method_not_allowed',
+    `${path} does not answer ${method}; it answers ${methods}`,
+    { method, allow: [...allow] },
+    { Allow: methods },
+  )
+}
+
 const REFUSALS: Record<KeyRefusal, string> = {
   missing: 'A bearer token is required: send Authorization: Bearer <API_KEY>',
   malformed: 'The Authorization header is not a well-formed bearer token',

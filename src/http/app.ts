@@ -1,7 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Config } from '../config.js'
 import { AGENT_WRITES_ONLY_OPERATIONS } from '../domain/agents/service.js'
-import { ApiError } from '../domain/errors.js'
+import { ApiError, methodNotAllowed } from '../domain/errors.js'
 import type { Services } from '../services.js'
 import type { AppEnv } from '../surface/context.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
@@ -95,15 +95,7 @@ export function createHttpApp(services: HttpServices, options: HttpAppOptions = 
     const allow = allowedMethods(c.req.path)
     if (allow === undefined)
       return errorResponse(c, new ApiError('not_found', 'No such endpoint', { path: c.req.path }))
-    return errorResponse(
-      c,
-      new ApiError(
-        'method_not_allowed',
-        `${c.req.path} does not answer ${c.req.method}; it answers ${allow.join(', ')}`,
-        { method: c.req.method, allow },
-        { Allow: allow.join(', ') },
-      ),
-    )
+    return errorResponse(c, methodNotAllowed(c.req.path, c.req.method, allow))
   })
 
   const limitMetrics = services.metrics?.limits

@@ -7,12 +7,15 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { methodNotAllowed } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
 import type { Metrics } from './metrics.js'
 import type { Readiness } from './readiness.js'
 
 export const READYZ_PATH = '/readyz'
 export const METRICS_PATH = '/metrics'
+/** The methods both operator endpoints answer. */
+const OPERATOR_METHODS = ['GET', 'HEAD'] as const
 
 export interface OperatorEndpointOptions {
   readiness: Readiness
@@ -95,14 +98,8 @@ export function operatorEndpoints(options: OperatorEndpointOptions): OperatorHan
     const head = req.method === 'HEAD'
     if (req.method !== 'GET' && !head) {
       // As the API answers a method a path does not serve (src/http/allowed-methods.ts).
-      error(
-        res,
-        405,
-        'method_not_allowed',
-        `${path} does not answer ${req.method}; it answers GET, HEAD`,
-        { allow: 'GET, HEAD' },
-        { method: req.method, allow: ['GET', 'HEAD'] },
-      )
+      const refusal = methodNotAllowed(path, req.method ?? '', OPERATOR_METHODS)
+      error(res, refusal.status, refusal.code, refusal.message, refusal.headers, refusal.detail)
       return true
     }
     const answered = isReadyz ? readyz(res, head) : scrape(req, res, head, metrics as Metrics)

@@ -163,7 +163,8 @@ export class KeyService {
     private readonly workspaces: WorkspaceRepository,
     private readonly clock: Clock,
     cacheOptions: KeyCacheOptions,
-    readonly changes: ChangeFeed | undefined,
+    /** Where revokes announced by another replica or the CLI are heard (KeyAdministration announces them). */
+    changes: ChangeFeed | undefined,
     /** How often the keys of open sockets are read again (src/domain/keys/watch.ts; its default is in config.ts). */
     keyWatchPollMs: number,
     /** Where a socket's watcher that throws is logged. */

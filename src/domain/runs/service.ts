@@ -105,8 +105,8 @@ export class RunService implements RunsPort {
       })
     }
     const inputs = input.inputs ?? {}
-    const active = new Map<string, ToolRecord>()
     const wanted = wantedTools(agent.capabilities, inputs)
+    const active = new Map<string, ToolRecord>()
     for (const name of new Set(wanted.names)) {
       const tool = await this.repos.tools.activeByName(workspaceId, name)
       if (tool) active.set(name, tool)
