@@ -4,7 +4,6 @@
  * data providers; and the registrations their settings refuse. §2 shows `provider | string | Provider identifier.`
  * and no provider, setting or call shape, so every check here is profile.
  */
-import { randomBytes } from 'node:crypto'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { eventOf } from '../delivery-body.js'
@@ -134,11 +133,11 @@ export const toolCallChecks: Check[] = [
         })(),
         (async () => {
           // JSON Schema's patterns are ECMA-262's, \u escapes included, each pattern of a schema applied to its field.
-          // A title of its own, and patterns of their own (an alternative no answer meets): a deployment that keeps
-          // compiled schemas, or compiled patterns, by their text compiles these anew.
-          const nonce = randomBytes(6).toString('hex')
+          // A title of its own, and patterns of their own (an alternative no answer meets, named for this run): a
+          // deployment that keeps compiled schemas, or compiled patterns, by their text compiles these anew.
+          const nonce = ctx.name('patterns')
           const patterned = {
-            title: `${ctx.name('patterns')}-${nonce}`,
+            title: nonce,
             type: 'object',
             required: ['word', 'code', 'menu'],
             properties: {
@@ -174,7 +173,7 @@ export const toolCallChecks: Check[] = [
           // uniqueItems compares items as JSON does: the same object with its keys in another order, and 2 and 2.0,
           // are one item twice; uniqueItems: false lets an item repeat.
           const unique = {
-            title: `${ctx.name('unique-items')}-${randomBytes(6).toString('hex')}`,
+            title: ctx.name('unique-items'),
             type: 'object',
             properties: {
               list: { type: 'array', uniqueItems: true },

@@ -17,7 +17,7 @@ type RegExpLike = ReturnType<RegExpEngine>
  * Every escape of a pattern, left to right: a `\u{X…}` or `\uXXXX` escape (its hex digits captured), or any other
  * escaped character, an escaped backslash included (so the `\u0061` in `\\u0061` is text, not an escape).
  */
-const ESCAPE = /\\(?:u\{([0-9A-Fa-f]{1,6})\}|u([0-9A-Fa-f]{4})|[\s\S])/g
+const ESCAPE = /\\(?:u\{([0-9A-Fa-f]{1,6})\}|u([0-9A-Fa-f]{4})|.)/gs
 
 /**
  * ECMA-262's `\uXXXX` and `\u{X…}` escapes (JSON Schema's patterns are ECMA-262) written as RE2's `\x{…}`; every

@@ -100,8 +100,8 @@ export const wsKeyQuotas: Check = {
 
       // Subscriptions until one is refused (at most 20), each answered at once by the replayed record.
       const s = open[0] as GqlSocket
-      const subscribe = async (id: string) => {
-        s.send({
+      const subscribe = async (id: string, socket = s) => {
+        socket.send({
           id,
           type: 'subscribe',
           payload: {
@@ -109,7 +109,7 @@ export const wsKeyQuotas: Check = {
             variables: { c: connector },
           },
         })
-        return s.next((m) => m.id === id && (m.type === 'next' || m.type === 'error'), ctx.config.waitMs)
+        return socket.next((m) => m.id === id && (m.type === 'next' || m.type === 'error'), ctx.config.waitMs)
       }
       const taken: string[] = []
       let refused: Json | undefined
@@ -182,20 +182,7 @@ export const wsKeyQuotas: Check = {
       while (Date.now() < deadline + ctx.config.waitMs && freed?.type !== 'next') {
         const g = await openGql(ctx, url, token)
         open.push(g)
-        if (g.messages.some((m) => m.type === 'connection_ack')) {
-          g.send({
-            id: 'freed',
-            type: 'subscribe',
-            payload: {
-              query: 'subscription($c: ID!) { connectorRecords(connector_id: $c, since: 0) { seq } }',
-              variables: { c: connector },
-            },
-          })
-          freed = await g.next(
-            (m) => m.id === 'freed' && (m.type === 'next' || m.type === 'error'),
-            ctx.config.waitMs,
-          )
-        }
+        if (g.messages.some((m) => m.type === 'connection_ack')) freed = await subscribe('freed', g)
         if (freed?.type !== 'next') {
           ;(open.pop() as GqlSocket).ws.terminate()
           await sleep(100)
