@@ -320,6 +320,76 @@ export function extensionMutants(): Mutant[] {
       ),
     },
     {
+      id: 'slack-fact-shows-undefined',
+      description:
+        'A Slack message shows a fact its event does not have as the word the program printed for it ("Reason: undefined"): a person reads a value that is none',
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteSlackBlocks((block) =>
+        Array.isArray(block.fields)
+          ? {
+              ...block,
+              fields: [...(block.fields as Json[]), { type: 'mrkdwn', text: '*Reason*\nundefined' }],
+            }
+          : block,
+      ),
+    },
+    {
+      id: 'slack-cancel-reason-dropped',
+      description:
+        "A Slack message about a cancelled run leaves out its outcome's error: a run ended because its agent was deleted reads like one a person cancelled",
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteDelivery(
+        (b) => slackMessage(b) && JSON.stringify(b).includes('run.cancelled'),
+        (b) => ({
+          ...b,
+          blocks: (b.blocks as Json[]).map((block) =>
+            Array.isArray(block.fields)
+              ? {
+                  ...block,
+                  fields: (block.fields as Json[]).filter(
+                    (f) => !(typeof f.text === 'string' && f.text.startsWith('*Error*')),
+                  ),
+                }
+              : block,
+          ),
+        }),
+      ),
+    },
+    {
+      id: 'slack-count-only-in-an-id',
+      description:
+        'A Slack message about a policy denial leaves out what the policy observed and its limit: the only 4 and 3 left in it are parts of ids (step_4, a tool named …-3)',
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteSlackBlocks((block) =>
+        Array.isArray(block.fields)
+          ? {
+              ...block,
+              fields: (block.fields as Json[]).filter(
+                (f) => !(typeof f.text === 'string' && f.text.startsWith('*Observed')),
+              ),
+            }
+          : block,
+      ),
+    },
+    {
+      id: 'slack-sentence-says-the-code',
+      description:
+        'A Slack message\'s sentence ends in the event\'s code ("Run run_… of agent agt_… run.failed.") where it should say what happened in words',
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteSlackBlocks((block, i, blocks) => {
+        const text = (block.text as Json | undefined)?.text
+        return i === blocks.findIndex((b) => b.type === 'section') && typeof text === 'string'
+          ? {
+              ...block,
+              text: {
+                type: 'mrkdwn',
+                text: text.replace(/ (started|succeeded|failed|paused|resumed|cancelled)\.$/, ' run.$1.'),
+              },
+            }
+          : block
+      }),
+    },
+    {
       id: 'pagerduty-resolve-as-acknowledge',
       description:
         'A PagerDuty resolve goes out as acknowledge: the incident a cancelled run opened stays open, only silenced',

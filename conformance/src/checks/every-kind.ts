@@ -76,10 +76,16 @@ export const KIND_CAUSED_BY: Record<string, AgentPurpose[]> = {
 
 /** What `causeEveryKind` made, so a check can tell its own events from those of checks running alongside. */
 export interface EveryKindCaused {
-  /** Every agent it created: the events of their runs and tasks name them. */
+  /**
+   * Every agent it created: the events of their runs and tasks name them. Besides those of `by`, an agent deleted
+   * while its run awaited approval (§2: deleting "terminates" the agent; the reference cancels the run, saying why
+   * in its outcome's error).
+   */
   agents: string[]
   /** The same agents by what they were made for. */
   by: Record<AgentPurpose, string>
+  /** The agent deleted while its run awaited approval. */
+  orphaned: string
   /** The tool it registered and retired. */
   tool: string
   /** The connector it ingested a batch into. */
@@ -101,16 +107,29 @@ async function controlledTask(ctx: CheckContext, tool: ToolRef): Promise<string>
   return agent
 }
 
+/** An agent deleted while its run awaits approval: the run ends with the agent, for the reason its deletion gives. */
+async function orphanedRun(ctx: CheckContext, tool: ToolRef): Promise<string> {
+  const agent = await ctx.fx.newToolAgent([tool], ctx.config.profile.approvalBehavior)
+  const { runId } = await ctx.fx.startRun(agent)
+  await ctx.fx.waitForStatus(runId, (s) => s === 'awaiting_approval', 'awaiting approval')
+  expectStatus(
+    await ctx.http.delete(`/v1/agents/${agent.id}`),
+    [200, 204],
+    'deleting an agent whose run awaits approval',
+  )
+  return agent.id
+}
+
 /**
  * One event of each kind the contract lists: a tool registered and retired, an agent created and deleted, tasks
  * that succeed, fail and are cancelled (with their runs), a run that awaits approval and is paused, resumed and
  * cancelled, a policy denial (the reference's `restricted` envelope allows three tool calls; the plan asks for four)
- * and an ingested batch.
+ * and an ingested batch; and a run whose agent is deleted while it awaits approval.
  */
 export async function causeEveryKind(ctx: CheckContext): Promise<EveryKindCaused> {
   const [ok, failing] = [await ctx.fx.tool('succeed'), await ctx.fx.tool('fail')]
   const connector = ctx.name('conn-ev')
-  const [tool, created, succeeds, fails, controlled, denied] = await Promise.all([
+  const [tool, created, succeeds, fails, controlled, denied, , orphaned] = await Promise.all([
     // tool.registered, tool.retired
     (async () => {
       const t = await ctx.fx.newTool('succeed')
@@ -153,7 +172,8 @@ export async function causeEveryKind(ctx: CheckContext): Promise<EveryKindCaused
       const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: batch(ctx, 2) })
       expectStatus(res, 202, 'ingesting a batch')
     })(),
+    orphanedRun(ctx, ok),
   ])
   const by = { created, succeeds, fails, controlled, denied }
-  return { tool, agents: Object.values(by), by, connector }
+  return { tool, agents: [...Object.values(by), orphaned], by, orphaned, connector }
 }

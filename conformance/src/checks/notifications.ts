@@ -33,6 +33,8 @@ interface Announced {
 interface Said {
   /** What names the event at a glance: Slack's `text` (its notification), PagerDuty's `payload.summary`. */
   glance: string
+  /** What a person reads as prose: the glance and every text of a Slack message's blocks, PagerDuty's summary. */
+  prose: string
   /** Everything it shows: the glance and every text of its blocks (Slack), its `custom_details` (PagerDuty). */
   whole: string
   /** A Slack message's header block, the line a reader scans first: it too says what happened. */
@@ -70,7 +72,8 @@ function slackSaid(d: Delivery): Said | undefined {
   const fields = all.flatMap((b) =>
     b.type === 'section' && Array.isArray(b.fields) ? b.fields.map((f) => text(obj(f).text) ?? '') : [],
   )
-  return { glance, whole: [glance, ...blocks].join('\n'), header, sentence, fields }
+  const whole = [glance, ...blocks].join('\n')
+  return { glance, prose: whole, whole, header, sentence, fields }
 }
 
 function pagerSaid(d: Delivery): Said | undefined {
@@ -79,25 +82,38 @@ function pagerSaid(d: Delivery): Said | undefined {
   const summary = text(payload.summary)
   if (summary === undefined) return undefined
   const details = payload.custom_details
+  // What a responder reads besides the summary: the text of each link.
+  const linkTexts = (Array.isArray(d.body.links) ? d.body.links : []).map((l) => text(obj(l).text) ?? '')
   return {
     glance: summary,
+    prose: [summary, ...linkTexts].join('\n'),
     whole: `${summary}\n${details === undefined ? '' : JSON.stringify(details)}`,
   }
 }
 
 /**
  * Shown as written or with Slack's mrkdwn escapes (&, <, >), as a word of its own: not run into a letter or digit on
- * either side, so a count of 2 is not found in an id that holds a 2, nor step s1 in a step s12.
+ * either side, so a count of 2 is not found in an id that holds a 2, nor step s1 in a step s12. A number is not a word
+ * of an id joined by `-` or `_` either: a limit of 3 is not shown by a tool named `…-tool-succeed-3`, nor an observed
+ * 4 by step `step_4`.
  */
 function shows(said: string, value: string): boolean {
+  const joined = /^\d+$/.test(value) ? NUMBER_JOINED : WORDLIKE
   return [value, slackEscaped(value)].some((v) => {
     for (let at = said.indexOf(v); at >= 0; at = said.indexOf(v, at + 1))
-      if (!WORDLIKE.test(said.charAt(at - 1)) && !WORDLIKE.test(said.charAt(at + v.length))) return true
+      if (!joined.test(said.charAt(at - 1)) && !joined.test(said.charAt(at + v.length))) return true
     return false
   })
 }
 
 const WORDLIKE = /[\p{L}\p{N}]/u
+const NUMBER_JOINED = /[\p{L}\p{N}_-]/u
+
+/**
+ * What a program printed where a value was missing, read as a word: no person should read it in place of a fact (a
+ * PagerDuty incident's custom details are JSON, where null is a value, and are not read for it).
+ */
+const LEAKED = /(?<![\p{L}\p{N}])(undefined|null|NaN|\[object Object\])(?![\p{L}\p{N}])/u
 
 /** A value as Slack's mrkdwn escapes it (&, <, >). */
 const slackEscaped = (value: string) =>
@@ -115,8 +131,8 @@ function subject(e: Announced): [string, string] | undefined {
 
 /**
  * The facts a person deciding on the event needs, where its body gives them: an approval's step, queue and reason,
- * why a policy denied a step (the violation, what it observed and its limit, the envelope and the queue it escalates
- * to), why a run resumed, why a run failed (its error's code and message) or was cancelled, and what an ingested
+ * why a policy denied a step (the tool, the violation, what it observed and its limit, the envelope and the queue it
+ * escalates to), why a run resumed, why a run failed or was cancelled (its error's code and message), and what an ingested
  * batch took and refused.
  */
 function decisionFacts(e: Announced): [string, string][] {
@@ -132,6 +148,7 @@ function decisionFacts(e: Announced): [string, string][] {
   }
   if (e.kind === 'policy.denied') {
     add('step_id', e.body.step_id)
+    add('tool', e.body.tool)
     const detail = obj(e.body.detail)
     add('detail.violation', detail.violation)
     // What the policy saw against what it allows (docs/events.md: "the policy's violation with observed/limit"):
@@ -150,7 +167,7 @@ function decisionFacts(e: Announced): [string, string][] {
   if (e.kind === 'run.failed' || e.kind === 'run.cancelled') {
     const error = obj(obj(e.body.outcome).error)
     add('outcome.error.code', error.code)
-    if (e.kind === 'run.failed') add('outcome.error.message', error.message)
+    add('outcome.error.message', error.message)
   }
   return facts
 }
@@ -242,8 +259,12 @@ function unsaid(e: Announced, said: Said): string[] {
   const about = subject(e)
   if (about && !shows(said.glance, about[1])) missing.push(`its ${about[0]} ${about[1]}`)
   if (!said.glance.toLowerCase().includes(word)) missing.push(`"${word}…"`)
+  const leaked = LEAKED.exec(said.prose)?.[0]
+  if (leaked !== undefined) missing.push(`no "${leaked}" where a person reads it`)
   if (said.sentence !== undefined) {
     if (!said.sentence.toLowerCase().includes(word)) missing.push(`"${word}…" in its sentence`)
+    // A sentence for a person says what happened in words, not in the event's code.
+    if (said.sentence.includes(e.kind)) missing.push(`a sentence that says "${e.kind}" in words`)
     for (const [field, value] of namedInSentence(e))
       if (!shows(said.sentence, value)) missing.push(`its ${field} ${value} in its sentence`)
   }
@@ -431,7 +452,7 @@ export const notificationChecks: Check[] = [
   {
     id: 'destinations.chat-and-paging-say-what-happened',
     title:
-      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), as does a Slack message's sentence under its header (which also names the step, tool, name or batch at stake, and the agent whose run or task it is), with the facts its body gives for a decision (an approval's step, queue and reason, and its pending action's tool and input values; why a policy denied a step, with what it observed and its limit, its envelope and escalation queue; why a run resumed, failed or was cancelled; what a batch took and refused), each in a Slack message a field with a label; the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
+      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), as does a Slack message's sentence under its header (which also names the step, tool, name or batch at stake, and the agent whose run or task it is), with the facts its body gives for a decision (an approval's step, queue and reason, and its pending action's tool and input values; why a policy denied a step's tool, with what it observed and its limit, its envelope and escalation queue; why a run resumed, failed or was cancelled, its agent's deletion included; what a batch took and refused), each in a Slack message a field with a label, a number never taken from an id it is part of; nothing a person reads shows undefined, null, NaN or [object Object] in place of a value, nor a sentence the event's code in place of words; the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
     level: 'profile',
     clauses: ['S6.5'],
     // It mostly waits for the runs it started and the messages they cause.
@@ -455,6 +476,19 @@ export const notificationChecks: Check[] = [
         if (missing.length > 0)
           ctx.partial(
             `no webhook delivery of ${missing.join(', ')} reached the subscription to every kind within ${ctx.config.waitMs} ms, so their messages were not judged`,
+          )
+        // The run whose agent was deleted ends in its own time (§2: deleting "terminates" the agent): its end is judged
+        // once announced, whatever else arrived first.
+        const orphanEnded = await ctx.receiver!.waitFor(
+          (d) =>
+            announced(d) &&
+            d.body?.agent_id === caused.orphaned &&
+            (d.body.event === 'run.cancelled' || d.body.event === 'run.failed'),
+          ctx.config.waitMs,
+        )
+        if (!orphanEnded)
+          ctx.partial(
+            `no webhook delivery announced the end of the run whose agent ${caused.orphaned} was deleted within ${ctx.config.waitMs} ms, so its message was not judged`,
           )
         const byId = new Map<string, Announced>()
         for (const d of ctx.receiver!.deliveries)

