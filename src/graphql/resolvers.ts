@@ -25,7 +25,6 @@ import {
 } from '../../generated/routes.js'
 import type { CreateAgentInput } from '../domain/agents/service.js'
 import type { CreateDestinationInput, UpdateDestinationInput } from '../domain/destinations/service.js'
-import { ApiError } from '../domain/errors.js'
 import type { ControlAction, StartRunInput } from '../domain/runs/service.js'
 import type { AssignTaskInput } from '../domain/tasks/service.js'
 import type { RegisterToolInput } from '../domain/tools/service.js'
@@ -61,16 +60,6 @@ type Resolver = (parent: Record<string, unknown>, args: Args, ctx: GraphqlContex
 const page = (args: Args) => {
   const { cursor, limit } = args as PageArgs
   return { cursor: cursor ?? undefined, limit: limit ?? undefined }
-}
-
-/** A missing, deleted or foreign relation target reads as null rather than failing the parent. */
-async function orNull<T>(load: () => Promise<T>): Promise<T | null> {
-  try {
-    return await load()
-  } catch (err) {
-    if (err instanceof ApiError && err.code === 'not_found') return null
-    throw err
-  }
 }
 
 /** Runs as the REST operation it mirrors: that operation's scope is checked first, then `run` acts as the caller. */
@@ -159,10 +148,11 @@ export const resolvers: Record<string, Record<string, Resolver>> = {
   },
   Task: {
     agent: (task, _a, ctx) => loadAgent(ctx, task.agent_id),
-    run: scoped('getRun', (ctx, auth, _args, task) => {
+    run: scoped('getRun', async (ctx, auth, _args, task) => {
       const runId = task.run_id
+      // A task's run is started in the task's workspace and never deleted: it is always there to read.
       if (typeof runId !== 'string') return null
-      return orNull(async () => presentRun(await ctx.ports.runs.get(auth.workspaceId, runId)))
+      return presentRun(await ctx.ports.runs.get(auth.workspaceId, runId))
     }),
   },
   StreamServerMessage: {

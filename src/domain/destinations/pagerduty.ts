@@ -27,7 +27,6 @@ export function pagerDutyAction(
   payload: Record<string, unknown>,
 ): 'trigger' | 'resolve' | null {
   if (listed.includes(kind)) return 'trigger'
-  if (typeof payload.run_id !== 'string') return null
   if (kind === 'run.succeeded' || kind === 'run.cancelled' || kind === 'run.failed') return 'resolve'
   if (kind === 'run.resumed' && payload.reason === 'approved') return 'resolve'
   return null
