@@ -390,6 +390,36 @@ export function extensionMutants(): Mutant[] {
       }),
     },
     {
+      id: 'slack-header-without-emoji',
+      description:
+        "A Slack message's header is its title alone, with no emoji: an approval or a failure reads like any other line in the channel",
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteSlackBlocks((block) => {
+        const text = (block.text as Json | undefined)?.text
+        return block.type === 'header' && typeof text === 'string'
+          ? { ...block, text: { ...(block.text as Json), text: text.replace(/^:[a-z0-9_+-]+: /, '') } }
+          : block
+      }),
+    },
+    {
+      id: 'slack-failure-looks-informational',
+      description:
+        'Every Slack header shows the same emoji: a failed run or a denied step looks like an agent created',
+      targets: ['destinations.chat-and-paging-say-what-happened'],
+      delivery: rewriteSlackBlocks((block) => {
+        const text = (block.text as Json | undefined)?.text
+        return block.type === 'header' && typeof text === 'string'
+          ? {
+              ...block,
+              text: {
+                ...(block.text as Json),
+                text: text.replace(/^:[a-z0-9_+-]+:/, ':information_source:'),
+              },
+            }
+          : block
+      }),
+    },
+    {
       id: 'pagerduty-resolve-as-acknowledge',
       description:
         'A PagerDuty resolve goes out as acknowledge: the incident a cancelled run opened stays open, only silenced',

@@ -283,6 +283,39 @@ function unsaid(e: Announced, said: Said): string[] {
   return missing
 }
 
+/** The kinds that ask a person to act, or tell of a failure: their messages must stand out in a channel. */
+const ATTENTION = ['run.awaiting_approval', 'policy.denied', 'run.failed', 'task.failed']
+/** The kinds that only inform. */
+const INFORMATIONAL = /^(agent|tool|ingest)\./
+/** A Slack header's leading emoji, `:name:`. */
+const LEADING_EMOJI = /^:[a-z0-9_+-]+:/
+
+/**
+ * How a channel's headers read at a glance: each Slack header starts with an emoji, and those of the kinds that ask a
+ * person to act or tell of a failure are never one an informational kind's header shows. A problem sentence, or
+ * undefined.
+ */
+function headerMarks(
+  events: Announced[],
+  messages: Said[],
+  fits: (e: Announced, s: Said) => boolean,
+): string | undefined {
+  const emojiOf = (e: Announced): string[] =>
+    messages
+      .filter((s) => s.header !== undefined && fits(e, s))
+      .map((s) => LEADING_EMOJI.exec(s.header ?? '')?.[0] ?? '')
+  const bare = events.filter((e) => emojiOf(e).includes(''))
+  if (bare.length > 0)
+    return `the Slack headers of ${[...new Set(bare.map((e) => e.kind))].join(', ')} start with no emoji (:name:) to tell them apart at a glance`
+  const informational = new Set(events.filter((e) => INFORMATIONAL.test(e.kind)).flatMap(emojiOf))
+  const alike = events.filter(
+    (e) => ATTENTION.includes(e.kind) && emojiOf(e).some((m) => informational.has(m)),
+  )
+  return alike.length > 0
+    ? `the Slack headers of ${[...new Set(alike.map((e) => e.kind))].join(', ')}, which ask a person to act or tell of a failure, start with the emoji an informational kind's header shows (${[...informational].join(' ')})`
+    : undefined
+}
+
 /**
  * A message of its own for each event: a maximum matching of events to the messages about them (two events about
  * one run, say, are never both answered by one message). Answers the events left without one.
@@ -452,7 +485,7 @@ export const notificationChecks: Check[] = [
   {
     id: 'destinations.chat-and-paging-say-what-happened',
     title:
-      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), as does a Slack message's sentence under its header (which also names the step, tool, name or batch at stake, and the agent whose run or task it is), with the facts its body gives for a decision (an approval's step, queue and reason, and its pending action's tool and input values; why a policy denied a step's tool, with what it observed and its limit, its envelope and escalation queue; why a run resumed, failed or was cancelled, its agent's deletion included; what a batch took and refused), each in a Slack message a field with a label, a number never taken from an id it is part of; nothing a person reads shows undefined, null, NaN or [object Object] in place of a value, nor a sentence the event's code in place of words; the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
+      "A slack and a pagerduty destination listing every event kind get, for each event, a message (an incident) of its own whose glance (Slack's text and header, PagerDuty's summary) names what the event is about (its run, task, agent, tool or connector) and what happened to it (the kind's word: started, retired, accepted…), as does a Slack message's sentence under its header (which also names the step, tool, name or batch at stake, and the agent whose run or task it is), with the facts its body gives for a decision (an approval's step, queue and reason, and its pending action's tool and input values; why a policy denied a step's tool, with what it observed and its limit, its envelope and escalation queue; why a run resumed, failed or was cancelled, its agent's deletion included; what a batch took and refused), each in a Slack message a field with a label, a number never taken from an id it is part of; nothing a person reads shows undefined, null, NaN or [object Object] in place of a value, nor a sentence the event's code in place of words; each Slack header starts with an emoji, an approval's, a denial's and a failure's never one an agent, tool or batch message shows; the incident a run's approval opened is resolved once the run is cancelled, and another's stays open through a pause and a resume of its run and is resolved once its step is approved",
     level: 'profile',
     clauses: ['S6.5'],
     // It mostly waits for the runs it started and the messages they cause.
@@ -525,6 +558,10 @@ export const notificationChecks: Check[] = [
           for (const d of seen) {
             const shape = dest.shape(d)
             if (shape.length > 0) problems.push(`a ${dest.name}: ${shape.join('; ')}`)
+          }
+          if (dest.name === 'Slack message') {
+            const marks = headerMarks(events, messages, fits)
+            if (marks) problems.push(marks)
           }
           for (const e of left) {
             // The closest message about the same subject says what is missing from it.
