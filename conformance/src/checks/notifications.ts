@@ -33,7 +33,10 @@ interface Announced {
 interface Said {
   /** What names the event at a glance: Slack's `text` (its notification), PagerDuty's `payload.summary`. */
   glance: string
-  /** What a person reads as prose: the glance and every text of a Slack message's blocks, PagerDuty's summary. */
+  /**
+   * What a person reads as prose: the glance and every text of a Slack message's blocks; PagerDuty's summary and the
+   * text of each of its links.
+   */
   prose: string
   /** Everything it shows: the glance and every text of its blocks (Slack), its `custom_details` (PagerDuty). */
   whole: string
@@ -529,9 +532,17 @@ export const notificationChecks: Check[] = [
             byId.set(d.body.id, { kind: d.body.event, body: d.body })
         const events = [...byId.values()].filter((e) => kinds.includes(e.kind))
         const destinations = [
-          { name: 'Slack message', tag: slack.tag, said: slackSaid, shape: slackMessageProblems },
+          // Slack's headers are a channel's lines at a glance: theirs are judged together (headerMarks).
+          {
+            name: 'Slack message',
+            tag: slack.tag,
+            said: slackSaid,
+            shape: slackMessageProblems,
+            headers: true,
+          },
           {
             name: 'PagerDuty incident',
+            headers: false,
             tag: pager.tag,
             said: pagerSaid,
             shape: (d: Delivery) => pagerDutyEventProblems(d, pager.secret),
@@ -559,7 +570,7 @@ export const notificationChecks: Check[] = [
             const shape = dest.shape(d)
             if (shape.length > 0) problems.push(`a ${dest.name}: ${shape.join('; ')}`)
           }
-          if (dest.name === 'Slack message') {
+          if (dest.headers) {
             const marks = headerMarks(events, messages, fits)
             if (marks) problems.push(marks)
           }
