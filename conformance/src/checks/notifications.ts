@@ -290,8 +290,8 @@ function unsaid(e: Announced, said: Said): string[] {
 const ATTENTION = ['run.awaiting_approval', 'policy.denied', 'run.failed', 'task.failed']
 /** The kinds that only inform. */
 const INFORMATIONAL = /^(agent|tool|ingest)\./
-/** A Slack header's leading emoji, `:name:`. */
-const LEADING_EMOJI = /^:[a-z0-9_+-]+:/
+/** A Slack header's leading emoji: Slack's `:name:`, or the character itself. */
+const LEADING_EMOJI = /^(?::[a-z0-9_+'-]+:|\p{Extended_Pictographic}\uFE0F?)/u
 
 /**
  * How a channel's headers read at a glance: each Slack header starts with an emoji, and those of the kinds that ask a
@@ -309,7 +309,7 @@ function headerMarks(
       .map((s) => LEADING_EMOJI.exec(s.header ?? '')?.[0] ?? '')
   const bare = events.filter((e) => emojiOf(e).includes(''))
   if (bare.length > 0)
-    return `the Slack headers of ${[...new Set(bare.map((e) => e.kind))].join(', ')} start with no emoji (:name:) to tell them apart at a glance`
+    return `the Slack headers of ${[...new Set(bare.map((e) => e.kind))].join(', ')} start with no emoji (:name: or the character) to tell them apart at a glance`
   const informational = new Set(events.filter((e) => INFORMATIONAL.test(e.kind)).flatMap(emojiOf))
   const alike = events.filter(
     (e) => ATTENTION.includes(e.kind) && emojiOf(e).some((m) => informational.has(m)),
