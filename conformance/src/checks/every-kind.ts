@@ -129,7 +129,7 @@ async function orphanedRun(ctx: CheckContext, tool: ToolRef): Promise<string> {
 export async function causeEveryKind(ctx: CheckContext): Promise<EveryKindCaused> {
   const [ok, failing] = [await ctx.fx.tool('succeed'), await ctx.fx.tool('fail')]
   const connector = ctx.name('conn-ev')
-  const [tool, created, succeeds, fails, controlled, denied, , orphaned] = await Promise.all([
+  const [tool, created, succeeds, fails, controlled, denied, orphaned] = await Promise.all([
     // tool.registered, tool.retired
     (async () => {
       const t = await ctx.fx.newTool('succeed')
@@ -167,12 +167,13 @@ export async function causeEveryKind(ctx: CheckContext): Promise<EveryKindCaused
       await ctx.fx.startRun(agent, { policy_envelope: 'restricted' })
       return agent.id
     })(),
+    // run.cancelled, its agent deleted while it awaited approval
+    orphanedRun(ctx, ok),
     // ingest.batch_accepted
     (async () => {
       const res = await ctx.http.post(`/v1/grid/connectors/${connector}/ingest`, { records: batch(ctx, 2) })
       expectStatus(res, 202, 'ingesting a batch')
     })(),
-    orphanedRun(ctx, ok),
   ])
   const by = { created, succeeds, fails, controlled, denied }
   return { tool, agents: [...Object.values(by), orphaned], by, orphaned, connector }
