@@ -47,6 +47,19 @@ function rewriteSlackBlocks(edit: (block: Json, index: number, blocks: Json[]) =
   return rewriteDelivery(slackMessage, (b) => ({ ...b, blocks: (b.blocks as Json[]).map(edit) }))
 }
 
+/** A Block Kit block without its fields labelled `label` (`*label*` opening the field's text). */
+const withoutField =
+  (label: string) =>
+  (block: Json): Json =>
+    Array.isArray(block.fields)
+      ? {
+          ...block,
+          fields: (block.fields as Json[]).filter(
+            (f) => !(typeof f.text === 'string' && f.text.startsWith(`*${label}*`)),
+          ),
+        }
+      : block
+
 /** Every string in a Slack message with Slack's three entities undone, as a sender that never escaped sends it. */
 function unescapeSlack(b: Json): Json {
   const walk = (v: unknown): unknown =>
@@ -340,19 +353,7 @@ export function extensionMutants(): Mutant[] {
       targets: ['destinations.chat-and-paging-say-what-happened'],
       delivery: rewriteDelivery(
         (b) => slackMessage(b) && JSON.stringify(b).includes('run.cancelled'),
-        (b) => ({
-          ...b,
-          blocks: (b.blocks as Json[]).map((block) =>
-            Array.isArray(block.fields)
-              ? {
-                  ...block,
-                  fields: (block.fields as Json[]).filter(
-                    (f) => !(typeof f.text === 'string' && f.text.startsWith('*Error*')),
-                  ),
-                }
-              : block,
-          ),
-        }),
+        (b) => ({ ...b, blocks: (b.blocks as Json[]).map(withoutField('Error')) }),
       ),
     },
     {
@@ -360,16 +361,7 @@ export function extensionMutants(): Mutant[] {
       description:
         'A Slack message about a policy denial leaves out what the policy observed and its limit: the only 4 and 3 left in it are parts of ids (step_4, a tool named …-3)',
       targets: ['destinations.chat-and-paging-say-what-happened'],
-      delivery: rewriteSlackBlocks((block) =>
-        Array.isArray(block.fields)
-          ? {
-              ...block,
-              fields: (block.fields as Json[]).filter(
-                (f) => !(typeof f.text === 'string' && f.text.startsWith('*Observed')),
-              ),
-            }
-          : block,
-      ),
+      delivery: rewriteSlackBlocks(withoutField('Observed / limit')),
     },
     {
       id: 'slack-sentence-says-the-code',
