@@ -7,7 +7,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { methodNotAllowed } from '../domain/errors.js'
+import { ApiError, errorEnvelope, methodNotAllowed } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
 import type { Metrics } from './metrics.js'
 import type { Readiness } from './readiness.js'
@@ -46,16 +46,14 @@ function send(res: ServerResponse, status: number, contentType: string, body: st
   res.end(head ? undefined : body)
 }
 
-function error(
-  res: ServerResponse,
-  status: number,
-  code: string,
-  message: string,
-  headers = {},
-  detail: Record<string, unknown> = {},
-): void {
-  const body = JSON.stringify({ error: { code, message, detail, request_id: newId('req') } })
-  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'cache-control': 'no-store' })
+/** Refuses as the API does: the spec §7 envelope (errorEnvelope) with the error's status and headers. */
+function error(res: ServerResponse, err: ApiError): void {
+  const body = JSON.stringify(errorEnvelope(err, newId('req')))
+  res.writeHead(err.status, {
+    ...err.headers,
+    'content-type': 'application/json',
+    'cache-control': 'no-store',
+  })
   res.end(body)
 }
 
@@ -73,12 +71,12 @@ export function operatorEndpoints(options: OperatorEndpointOptions): OperatorHan
     if (expected && !timingSafeEqual(digest(req.headers.authorization ?? ''), expected)) {
       error(
         res,
-        401,
-        'unauthenticated',
-        'GET /metrics needs Authorization: Bearer <AGENTOPS_METRICS_TOKEN>',
-        {
-          'www-authenticate': 'Bearer realm="metrics"',
-        },
+        new ApiError(
+          'unauthenticated',
+          'GET /metrics needs Authorization: Bearer <AGENTOPS_METRICS_TOKEN>',
+          {},
+          { 'www-authenticate': 'Bearer realm="metrics"' },
+        ),
       )
       return
     }
@@ -98,13 +96,12 @@ export function operatorEndpoints(options: OperatorEndpointOptions): OperatorHan
     const head = req.method === 'HEAD'
     if (req.method !== 'GET' && !head) {
       // As the API answers a method a path does not serve (src/http/allowed-methods.ts).
-      const refusal = methodNotAllowed(path, req.method ?? '', OPERATOR_METHODS)
-      error(res, refusal.status, refusal.code, refusal.message, refusal.headers, refusal.detail)
+      error(res, methodNotAllowed(path, req.method ?? '', OPERATOR_METHODS))
       return true
     }
     const answered = isReadyz ? readyz(res, head) : scrape(req, res, head, metrics as Metrics)
     answered.catch(() => {
-      if (!res.headersSent) error(res, 500, 'internal_error', 'The operator endpoint failed')
+      if (!res.headersSent) error(res, new ApiError('internal_error', 'The operator endpoint failed'))
       else res.destroy()
     })
     return true
