@@ -47,18 +47,17 @@ function rewriteSlackBlocks(edit: (block: Json, index: number, blocks: Json[]) =
   return rewriteDelivery(slackMessage, (b) => ({ ...b, blocks: (b.blocks as Json[]).map(edit) }))
 }
 
-/** A Block Kit block without its fields labelled `label` (`*label*` opening the field's text). */
-const withoutField =
-  (label: string) =>
+/** A Block Kit block with its section fields (Slack's labelled facts) edited; a block without fields as it is. */
+const withFields =
+  (edit: (fields: Json[]) => Json[]) =>
   (block: Json): Json =>
-    Array.isArray(block.fields)
-      ? {
-          ...block,
-          fields: (block.fields as Json[]).filter(
-            (f) => !(typeof f.text === 'string' && f.text.startsWith(`*${label}*`)),
-          ),
-        }
-      : block
+    Array.isArray(block.fields) ? { ...block, fields: edit(block.fields as Json[]) } : block
+
+/** A Block Kit block without its fields labelled `label` (`*label*` opening the field's text). */
+const withoutField = (label: string) =>
+  withFields((fields) =>
+    fields.filter((f) => !(typeof f.text === 'string' && f.text.startsWith(`*${label}*`))),
+  )
 
 /** Every string in a Slack message with Slack's three entities undone, as a sender that never escaped sends it. */
 function unescapeSlack(b: Json): Json {
@@ -310,15 +309,12 @@ export function extensionMutants(): Mutant[] {
       description:
         "A Slack message's fields show the facts' values without their labels: a person reads a step id, a queue and a count and cannot tell which is which",
       targets: ['destinations.chat-and-paging-say-what-happened'],
-      delivery: rewriteSlackBlocks((block) =>
-        Array.isArray(block.fields)
-          ? {
-              ...block,
-              fields: (block.fields as Json[]).map((f) =>
-                typeof f.text === 'string' ? { ...f, text: f.text.replace(/^\*[^*\n]*\*\n/, '') } : f,
-              ),
-            }
-          : block,
+      delivery: rewriteSlackBlocks(
+        withFields((fields) =>
+          fields.map((f) =>
+            typeof f.text === 'string' ? { ...f, text: f.text.replace(/^\*[^*\n]*\*\n/, '') } : f,
+          ),
+        ),
       ),
     },
     {
@@ -337,13 +333,8 @@ export function extensionMutants(): Mutant[] {
       description:
         'A Slack message shows a fact its event does not have as the word the program printed for it ("Reason: undefined"): a person reads a value that is none',
       targets: ['destinations.chat-and-paging-say-what-happened'],
-      delivery: rewriteSlackBlocks((block) =>
-        Array.isArray(block.fields)
-          ? {
-              ...block,
-              fields: [...(block.fields as Json[]), { type: 'mrkdwn', text: '*Reason*\nundefined' }],
-            }
-          : block,
+      delivery: rewriteSlackBlocks(
+        withFields((fields) => [...fields, { type: 'mrkdwn', text: '*Reason*\nundefined' }]),
       ),
     },
     {

@@ -303,10 +303,16 @@ function headerMarks(
   messages: Said[],
   fits: (e: Announced, s: Said) => boolean,
 ): string | undefined {
-  const emojiOf = (e: Announced): string[] =>
-    messages
-      .filter((s) => s.header !== undefined && fits(e, s))
-      .map((s) => LEADING_EMOJI.exec(s.header ?? '')?.[0] ?? '')
+  // Each event's messages matched once: the leading emoji of every header that fits it ('' where there is none).
+  const emoji = new Map(
+    events.map((e) => [
+      e,
+      messages
+        .filter((s) => s.header !== undefined && fits(e, s))
+        .map((s) => LEADING_EMOJI.exec(s.header ?? '')?.[0] ?? ''),
+    ]),
+  )
+  const emojiOf = (e: Announced): string[] => emoji.get(e) ?? []
   const bare = events.filter((e) => emojiOf(e).includes(''))
   if (bare.length > 0)
     return `the Slack headers of ${[...new Set(bare.map((e) => e.kind))].join(', ')} start with no emoji (:name: or the character) to tell them apart at a glance`
