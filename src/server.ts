@@ -5,7 +5,7 @@ import { type Config, loadConfig } from './config.js'
 import { type Clock, systemClock } from './domain/clock.js'
 import { CursorKeyring, installCursorKeyring } from './domain/cursors.js'
 import { newId } from './domain/ids.js'
-import { answerClientErrors } from './http/client-error.js'
+import { answerClientErrors, unreadableRequestResponse } from './http/client-error.js'
 import { requestTracker } from './http/in-flight.js'
 import { type OperatorHandler, operatorEndpoints } from './observability/endpoints.js'
 import { createLogger, type Logger } from './observability/logger.js'
@@ -120,7 +120,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       if (timesTransactions(db)) db.timeTransactions((seconds) => store.transaction(seconds))
       if (timesStatements(db)) db.timeStatements((path, seconds) => store.statement(path, seconds))
     }
-    api = getRequestListener(createApp(services, observer).fetch, { hostname: config.host })
+    const clock = services.clock
+    api = getRequestListener(createApp(services, observer).fetch, {
+      hostname: config.host,
+      errorHandler: (err) => unreadableRequestResponse(err, clock),
+    })
   } catch (err) {
     await closeServer(httpServer)
     if (metricsServer) await closeServer(metricsServer)

@@ -7,13 +7,14 @@ import type { Server } from 'node:http'
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { registerGraphqlRoutes } from './graphql/http.js'
 import { graphqlPostKind } from './graphql/keying.js'
-import { attachGraphqlWs } from './graphql/ws.js'
+import { serveGraphqlWs } from './graphql/ws.js'
 import { createHttpApp } from './http/app.js'
 import type { Services } from './services.js'
 import { attachStream } from './stream/attach.js'
 import type { AppEnv } from './surface/context.js'
 import type { SurfaceObserver } from './surface/observe.js'
-import { GRAPHQL_PATH } from './surface/paths.js'
+import { GRAPHQL_PATH, STREAM_PATH } from './surface/paths.js'
+import { routeUpgrades } from './surface/upgrade.js'
 
 export function createApp(services: Services, observer?: SurfaceObserver): OpenAPIHono<AppEnv> {
   return createHttpApp(services, {
@@ -30,7 +31,10 @@ export interface SocketAttachment {
   close(): Promise<void>
 }
 
-/** Attaches the WebSocket transports (/v1/stream, then graphql-ws on /v1/graphql) to the API's HTTP server. */
+/**
+ * Attaches the WebSocket transports (/v1/stream and graphql-ws on /v1/graphql) to the API's HTTP server, behind one
+ * upgrade router; the router is detached first on close.
+ */
 export function attachSockets(
   server: Server,
   services: Services,
@@ -60,8 +64,7 @@ export function attachSockets(
     },
     observer,
   )
-  const graphqlWs = attachGraphqlWs(
-    server,
+  const graphqlWs = serveGraphqlWs(
     {
       clock,
       keys,
@@ -78,5 +81,14 @@ export function attachSockets(
     },
     observer,
   )
-  return [stream, graphqlWs]
+  // One upgrade listener: each path to its transport, any other refused as the HTTP side refuses it.
+  const detach = routeUpgrades(
+    server,
+    clock,
+    new Map([
+      [STREAM_PATH, stream.upgrade],
+      [GRAPHQL_PATH, graphqlWs.upgrade],
+    ]),
+  )
+  return [{ close: async () => detach() }, stream, graphqlWs]
 }

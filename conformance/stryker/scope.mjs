@@ -31,7 +31,8 @@ export const SCOPE = {
   ],
   // The stream's shared topic readers (one read per topic for every subscriber, woken by the change feed) are how
   // a record reaches a subscriber "as it lands" (§4): the surface layer holds them, the stream's section judges them.
-  '§4 stream': ['src/stream/**/*.ts', 'src/surface/topic-feeds.ts'],
+  // So is the server's one upgrade router (which path reaches the stream, and what any other path is answered).
+  '§4 stream': ['src/stream/**/*.ts', 'src/surface/topic-feeds.ts', 'src/surface/upgrade.ts'],
   '§7 error envelopes': ['src/domain/errors.ts', 'src/http/errors.ts'],
   '§4 GraphQL surface': ['src/graphql/**/*.ts'],
 }

@@ -1,5 +1,4 @@
-import type { IncomingMessage, Server } from 'node:http'
-import type { Duplex } from 'node:stream'
+import type { IncomingMessage } from 'node:http'
 import {
   type DocumentNode,
   type FormattedExecutionResult,
@@ -28,10 +27,9 @@ import { type AuthContext, callerFromKey } from '../surface/caller.js'
 import { unavailable } from '../surface/errors.js'
 import { CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON } from '../surface/key-slot.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
-import { GRAPHQL_PATH, STREAM_PATH } from '../surface/paths.js'
 import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../surface/slow-consumer.js'
 import type { SocketTelemetry } from '../surface/socket-telemetry.js'
-import { refuseUnknownPath, refuseUpgrade } from '../surface/upgrade.js'
+import { refuseUpgrade, type UpgradeHandler } from '../surface/upgrade.js'
 import { createContext } from './context.js'
 import { formatError } from './errors.js'
 import type { GraphqlPorts } from './ports.js'
@@ -128,16 +126,15 @@ function subscriptionField(
 
 /**
  * Subscriptions over graphql-ws (`graphql-transport-ws`) on a WebSocket upgrade of /v1/graphql, on the HTTP
- * server's own port. The token is checked like /v1/stream's: `Authorization` or `?access_token=` at the upgrade (a
+ * server's own port (the server's upgrade router hands those upgrades to `upgrade`). The token is checked like /v1/stream's: `Authorization` or `?access_token=` at the upgrade (a
  * bad one is a plain HTTP 401 with the envelope), or the `authorization` of the `connection_init` payload.
  * Every subscribe counts against the workspace's rate limit, like a REST request.
  */
-export function attachGraphqlWs(
-  server: Server,
+export function serveGraphqlWs(
   ports: GraphqlWsPorts,
   settings: GraphqlWsSettings,
   observer: SurfaceObserver = NO_OBSERVER,
-): { close(): Promise<void> } {
+): { upgrade: UpgradeHandler; close(): Promise<void> } {
   const { clock, keys, limits } = ports
   const failures = ports.log
   const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024, handleProtocols })
@@ -290,15 +287,8 @@ export function attachGraphqlWs(
     serveSocket(protocol, socket, request, bound, settings.keepAliveMs)
   })
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://graphql.invalid')
-    if (url.pathname !== GRAPHQL_PATH) {
-      if (url.pathname === STREAM_PATH) return // the stream's own handler answers
-      refuseUnknownPath(socket, clock, url.pathname)
-      return
-    }
-    // Stryker disable next-line all: a transport error on a socket being upgraded: its peer is gone, no answer reaches it either way.
-    socket.on('error', () => socket.destroy())
+  /** An upgrade of /v1/graphql (the server's router, src/surface/upgrade.ts, sends it here). */
+  const upgrade: UpgradeHandler = (req, socket, head, url) => {
     const revalidate = verifyWith(req.headers.authorization, url.searchParams.get('access_token'))
     const verified = revalidate ? revalidate() : Promise.resolve(undefined)
     verified
@@ -328,12 +318,10 @@ export function attachGraphqlWs(
         refuseUpgrade(socket, clock, unavailable())
       })
   }
-  server.on('upgrade', onUpgrade)
-
   // Stryker disable next-line ObjectLiteral: only the server's shutdown calls close(): no request is answered then.
   return {
+    upgrade,
     async close() {
-      server.off('upgrade', onUpgrade)
       for (const client of wss.clients) client.terminate()
       await new Promise<void>((resolve) => wss.close(() => resolve()))
     },

@@ -1,7 +1,10 @@
 import type { Server } from 'node:http'
 import type { Duplex } from 'node:stream'
+import { RequestError } from '@hono/node-server'
+import type { Clock } from '../domain/clock.js'
 import { ApiError, errorEnvelope } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
+import { internalError, unreadableTarget } from '../surface/errors.js'
 
 /**
  * Requests Node's HTTP parser refuses before any route sees them (raw non-ASCII bytes in the request line, a
@@ -32,5 +35,19 @@ export function answerClientErrors(server: Server): void {
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
     )
+  })
+}
+
+/**
+ * The answer to a request @hono/node-server could not turn into a Request (its `errorHandler`): a target or Host
+ * header that is no URL gets 400 with the envelope, where the adapter's own answer is an empty 400. The app never
+ * throws (its error handler answers), so anything else is a bug of the reference: a 500 that leaks nothing.
+ */
+export function unreadableRequestResponse(err: unknown, clock: Clock): Response {
+  const requestId = newId('req', clock.now())
+  const refusal = err instanceof RequestError ? unreadableTarget() : internalError()
+  return Response.json(errorEnvelope(refusal, requestId), {
+    status: refusal.status,
+    headers: { 'x-request-id': requestId },
   })
 }

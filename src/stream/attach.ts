@@ -15,7 +15,6 @@ import { callerFromKey } from '../surface/caller.js'
 import { unavailable } from '../surface/errors.js'
 import { CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON } from '../surface/key-slot.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
-import { STREAM_PATH } from '../surface/paths.js'
 import type { SocketTelemetry } from '../surface/socket-telemetry.js'
 import type { TopicFeeds } from '../surface/topic-feeds.js'
 import {
@@ -24,7 +23,7 @@ import {
   type RunEventReader,
   runsSource,
 } from '../surface/topic-sources.js'
-import { refuseUnknownPath, refuseUpgrade } from '../surface/upgrade.js'
+import { refuseUpgrade, type UpgradeHandler } from '../surface/upgrade.js'
 import { type StreamConnection, StreamHub, type StreamIngestor } from './hub.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
@@ -76,12 +75,15 @@ export interface StreamSettings {
 
 export interface StreamAttachment {
   hub: StreamHub
+  /** Serves an upgrade of /v1/stream: the server's upgrade router calls it. */
+  upgrade: UpgradeHandler
   close(): Promise<void>
 }
 
 /**
- * Serves `/v1/stream` on the HTTP server's own port: the upgrade is authenticated before the handshake (a bad or
- * missing token gets a plain HTTP 401 with the error envelope), then the `ws` socket joins the hub.
+ * Serves `/v1/stream` on the HTTP server's own port (the server's upgrade router hands its upgrades to `upgrade`):
+ * the upgrade is authenticated before the handshake (a bad or missing token gets a plain HTTP 401 with the error
+ * envelope), then the `ws` socket joins the hub.
  */
 export function attachStream(
   server: Server,
@@ -110,7 +112,6 @@ export function attachStream(
       maxBufferedBytes: settings.maxBufferedBytes,
       fallbackPollMs: settings.fallbackPollMs,
       maxReplay: settings.maxReplay,
-      maxSubscriptions: settings.maxSubscriptions,
       ...(ports.telemetry ? { telemetry: ports.telemetry } : {}),
       log: failures,
     },
@@ -120,16 +121,8 @@ export function attachStream(
   hubs.set(server, hub)
   ports.telemetry?.readFrom(() => hub.snapshot().subscriptions)
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://stream.invalid')
-    if (url.pathname !== STREAM_PATH) {
-      // Leave foreign paths to another upgrade handler if there is one; otherwise answer like the HTTP side.
-      if (server.listeners('upgrade').length > 1) return
-      refuseUnknownPath(socket, clock, url.pathname)
-      return
-    }
-    // Stryker disable next-line all: reached only when the peer breaks the upgrade's TCP socket, which no answer then reaches (no spec statement is about a broken connection)
-    socket.on('error', () => socket.destroy())
+  /** An upgrade of /v1/stream (the server's router, src/surface/upgrade.ts, sends it here). */
+  const upgrade: UpgradeHandler = (req, socket, head, url) => {
     admit(req, socket, head, url).catch((err: unknown) => {
       failures.error({ err }, 'stream upgrade failed')
       refuseUpgrade(socket, clock, unavailable())
@@ -169,9 +162,8 @@ export function attachStream(
         ws,
         {
           ...callerFromKey(verified),
-          // Stryker disable next-line all: equivalent in every run: each tier's stream_subscriptions_per_socket is 100, the server's ceiling and the hub's own default are 100 too, so every fallback gives the same bound (held by stream.subscriptions-per-connection); the key's topic count (keyTopics) is reached only past 500 topics on a key
           maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
-            // Stryker disable next-line all: the server's ceiling, equal to every tier's quota (see above)
+            // Stryker disable next-line all: equivalent in every run: the server's ceiling is 100, every tier's stream_subscriptions_per_socket too, so with or without the ceiling the bound is the same (held by stream.subscriptions-per-connection)
             stream_subscriptions_per_socket: settings.maxSubscriptions,
           }),
           keyTopics: held,
@@ -202,12 +194,10 @@ export function attachStream(
       ws.on('error', forget)
     })
   }
-  server.on('upgrade', onUpgrade)
-
   return {
     hub,
+    upgrade,
     async close() {
-      server.off('upgrade', onUpgrade)
       hubs.delete(server)
       hub.stop()
       await ports.sockets

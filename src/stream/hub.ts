@@ -34,12 +34,6 @@ export interface StreamOptions {
   /** Most messages replayed per topic on a `since` resume; older ones are announced with a `gap`. */
   maxReplay: number
   /**
-   * Topics one connection may be subscribed to at once; a subscribe past it is refused per topic with
-   * `quota_exceeded` (quota `stream_subscriptions_per_socket`). Every topic is read on each wake-up and fallback
-   * poll, so without it one socket took 10,000 topics and kept a core busy at rest. Default 100.
-   */
-  maxSubscriptions?: number
-  /**
    * Every topic reads again this often even without a wake-up, so a lost cross-replica notification delays
    * delivery by at most this much (0 = never).
    */
@@ -58,9 +52,6 @@ export interface HubSnapshot {
 
 export const CLOSE_UNAUTHENTICATED = 4401
 
-/** Topics one connection may hold when the server sets no other bound (AGENTOPS_STREAM_MAX_SUBSCRIPTIONS). */
-export const DEFAULT_MAX_SUBSCRIPTIONS = 100
-
 /** The refusal of one more topic on a connection that holds its quota: unsubscribe from one, or open a socket. */
 function subscriptionQuota(limit: number, used: number): ApiError {
   return quotaExceeded('stream_subscriptions_per_socket', limit, used)
@@ -75,10 +66,12 @@ export interface StreamPrincipal {
   keyId: string
   scopes: readonly string[]
   /**
-   * Topics this connection may hold: the workspace's `stream_subscriptions_per_socket` quota under the server's
-   * ceiling (StreamOptions.maxSubscriptions); absent: the server's.
+   * Topics this connection may hold at once: the workspace's `stream_subscriptions_per_socket` quota under the
+   * server's ceiling (AGENTOPS_STREAM_MAX_SUBSCRIPTIONS). A subscribe past it is refused per topic with
+   * `quota_exceeded`: every topic is read on each wake-up and fallback poll, so without it one socket took 10,000
+   * topics and kept a core busy at rest.
    */
-  maxSubscriptions?: number
+  maxSubscriptions: number
   /** The key's topics across all its connections (`stream_subscriptions_per_key`), counted in the store. */
   keyTopics: KeyTopics
 }
@@ -194,20 +187,16 @@ export class StreamConnection {
    * Drops the topics; when the key's topics are counted, the acks go out once the store gave them back, so a
    * client that read `unsubscribed` finds the room on any connection of its key.
    */
-  private unsubscribe(names: readonly string[]): Promise<void> | undefined {
+  private unsubscribe(names: readonly string[]): Promise<void> {
     let dropped = 0
     for (const name of names) {
       const sub = this.subs.get(name)
       if (sub && this.drop(sub)) dropped++
     }
-    const ack = () => {
+    // Giving back no room (none of the topics was held) costs the store nothing (KeyTopics.release).
+    return this.principal.keyTopics.release(dropped).then(() => {
       for (const name of names) this.send({ type: 'unsubscribed', topic: name })
-    }
-    if (dropped === 0) {
-      ack()
-      return undefined
-    }
-    return this.principal.keyTopics.release(dropped).then(ack)
+    })
   }
 
   /**
@@ -234,8 +223,7 @@ export class StreamConnection {
       }
       // Stryker disable next-line ConditionalExpression: equivalent: parseTopics() already dropped repeated names, so no name comes twice
       if (fresh.has(name)) continue
-      const limit =
-        this.principal.maxSubscriptions ?? this.options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
+      const limit = this.principal.maxSubscriptions
       const held = this.subs.size + fresh.size
       if (held >= limit) {
         this.sendError(name, subscriptionQuota(limit, held))
@@ -446,12 +434,12 @@ export class StreamConnection {
 
   /** A read for this subscription failed: the client is told where to resume, and the topic is dropped. */
   private failed(sub: Subscription, err: unknown): void {
-    if (sub.cancelled) return
+    if (!this.drop(sub)) return
     // The topic's kind only: its name carries tenant ids.
     this.failures.error({ err, topic: sub.topic.kind }, 'stream delivery failed')
     const paused = 'Delivery paused by a store error; resubscribe with since'
     this.sendError(sub.topic.name, new ApiError('unavailable', paused, { last_seq: sub.after }))
-    if (this.drop(sub) && !this.closed) void this.principal.keyTopics.release(1)
+    if (!this.closed) void this.principal.keyTopics.release(1)
   }
 
   private send(message: StreamServerMessage): boolean {

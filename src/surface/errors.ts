@@ -9,3 +9,14 @@ export function internalError(): ApiError {
 export function unavailable(): ApiError {
   return new ApiError('unavailable', 'The service is temporarily unavailable; retry with backoff and jitter')
 }
+
+/**
+ * What every surface says to a request whose target or Host header is no URL (an absolute form such as `http://[x`,
+ * which Node's parser lets through): the request cannot be routed, so it is refused before any route sees it.
+ */
+export function unreadableTarget(): ApiError {
+  return new ApiError('invalid_request', 'The request target or Host header is not a valid URL', {
+    issues: [],
+    fields: [],
+  })
+}

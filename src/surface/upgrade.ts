@@ -1,13 +1,14 @@
-import { STATUS_CODES } from 'node:http'
+import { type IncomingMessage, type Server, STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Clock } from '../domain/clock.js'
 import { ApiError, errorEnvelope } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
+import { unreadableTarget } from './errors.js'
 
 /**
  * Refuses a WebSocket upgrade with a plain HTTP answer carrying the spec §7 envelope (and the error's headers,
  * e.g. WWW-Authenticate), so a refused socket reads like any refused request. Shared by every upgrade handler
- * (/v1/stream, /v1/graphql).
+ * (/v1/stream, /v1/graphql) and the router below.
  */
 export function refuseUpgrade(socket: Duplex, clock: Clock, err: ApiError): void {
   const requestId = newId('req', clock.now())
@@ -23,7 +24,46 @@ export function refuseUpgrade(socket: Duplex, clock: Clock, err: ApiError): void
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`)
 }
 
-/** An upgrade to a path no WebSocket transport serves: 404 with the envelope, as the HTTP side answers. */
-export function refuseUnknownPath(socket: Duplex, clock: Clock, path: string): void {
-  refuseUpgrade(socket, clock, new ApiError('not_found', 'No such endpoint', { path }))
+/** What a WebSocket transport does with an upgrade of the path it serves (the URL already parsed). */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => void
+
+/**
+ * The server's one `upgrade` listener: an upgrade of a path a WebSocket transport serves goes to it, any other is
+ * refused with 404 and the envelope, as the HTTP side answers. Transports never see each other's paths. Returns the
+ * function that detaches it.
+ */
+export function routeUpgrades(
+  server: Server,
+  clock: Clock,
+  routes: ReadonlyMap<string, UpgradeHandler>,
+): () => void {
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = targetOf(req)
+    if (!url) {
+      refuseUpgrade(socket, clock, unreadableTarget())
+      return
+    }
+    const handler = routes.get(url.pathname)
+    if (!handler) {
+      refuseUpgrade(socket, clock, new ApiError('not_found', 'No such endpoint', { path: url.pathname }))
+      return
+    }
+    // Stryker disable next-line all: a transport error on a socket being upgraded: its peer is gone, no answer reaches it either way
+    socket.on('error', () => socket.destroy())
+    handler(req, socket, head, url)
+  }
+  server.on('upgrade', onUpgrade)
+  return () => server.off('upgrade', onUpgrade)
+}
+
+/**
+ * The request target as Node's parser read it, a relative one resolved against a placeholder origin; undefined when
+ * it is no URL at all (an absolute form such as `http://[x`, which Node's parser lets through).
+ */
+function targetOf(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://upgrade.invalid')
+  } catch {
+    return undefined
+  }
 }

@@ -1,6 +1,7 @@
 /**
  * Requests Node's HTTP parser refuses before any route runs get the JSON error envelope (src/http/client-error.ts),
- * not Node's plain-text `400 Bad Request`: raw non-ASCII bytes in the request line, a NUL in a header.
+ * not Node's plain-text `400 Bad Request`: raw non-ASCII bytes in the request line, a NUL in a header. Requests the
+ * parser lets through but whose target or Host is no URL get the envelope too, on HTTP and on a WebSocket upgrade.
  */
 import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -59,6 +60,45 @@ describe('requests the HTTP parser refuses', () => {
     )
     expect(answer.status).toBe('HTTP/1.1 431 Request Header Fields Too Large')
     expect(answer.body.error.code).toBe('invalid_request')
+  })
+
+  it('the server keeps answering afterwards', async () => {
+    expect((await t.request('GET', '/healthz', { unchecked: true })).status).toBe(200)
+  })
+})
+
+describe('requests whose target or Host header is no URL', () => {
+  const upgrade =
+    'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n'
+  it.each([
+    [
+      'an absolute target with a broken host',
+      'GET http://[zz/v1/agents HTTP/1.1\r\nHost: a\r\nConnection: close\r\n',
+    ],
+    ['a Host header that is no host', 'GET /v1/agents HTTP/1.1\r\nHost: [\r\nConnection: close\r\n'],
+    ['the asterisk form', 'OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n'],
+    [
+      'a WebSocket upgrade with an absolute target with a broken host',
+      `GET http://[zz/v1/stream HTTP/1.1\r\nHost: a\r\n${upgrade}`,
+    ],
+  ])('%s: 400 with the error envelope', async (_name, head) => {
+    const answer = parse(await raw(Buffer.from(`${head}\r\n`, 'latin1')))
+    expect(answer.status).toBe('HTTP/1.1 400 Bad Request')
+    expect(answer.headers).toContain('content-type: application/json')
+    expect(answer.body.error).toMatchObject({
+      code: 'invalid_request',
+      message: 'The request target or Host header is not a valid URL',
+      detail: { issues: [], fields: [] },
+    })
+    expect(answer.headers).toContain(`x-request-id: ${answer.body.error.request_id}`)
+  })
+
+  it('a WebSocket upgrade of a path no transport serves: 404 with the envelope', async () => {
+    const answer = parse(
+      await raw(Buffer.from(`GET /v1/streams HTTP/1.1\r\nHost: a\r\n${upgrade}\r\n`, 'latin1')),
+    )
+    expect(answer.status).toBe('HTTP/1.1 404 Not Found')
+    expect(answer.body.error).toMatchObject({ code: 'not_found', detail: { path: '/v1/streams' } })
   })
 
   it('the server keeps answering afterwards', async () => {

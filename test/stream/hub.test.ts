@@ -84,6 +84,7 @@ const principal = (scopes: string[]): StreamPrincipal => ({
   workspaceId: 'ws_1',
   keyId: 'key_1',
   scopes,
+  maxSubscriptions: 100,
   keyTopics: UNBOUNDED_KEY_TOPICS,
 })
 

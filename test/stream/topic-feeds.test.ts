@@ -117,6 +117,7 @@ describe('shared topic feed', () => {
         workspaceId: 'ws_1',
         keyId: `key_${i}`,
         scopes: ['*'],
+        maxSubscriptions: 100,
         keyTopics: UNBOUNDED_KEY_TOPICS,
       }
       const conn = new StreamConnection(

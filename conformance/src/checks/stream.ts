@@ -3,6 +3,8 @@
  * lineage as they land. Authentication is checked at the upgrade (core); the subscribe protocol is profile.
  */
 
+import { request as httpRequest } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import WebSocket from 'ws'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
@@ -110,6 +112,43 @@ export function connect(
         close: () => ws.terminate(),
       }),
     )
+  })
+}
+
+/**
+ * A WebSocket upgrade with a request target no WebSocket client would send (written as is: `ws` builds its target
+ * from a URL): the status the deployment answers, 101 if it upgraded, or the transport error (the connection cut).
+ */
+function upgradeWithTarget(ctx: CheckContext, target: string, token: string): Promise<number | string> {
+  ctx.http.budget.take()
+  const base = new URL(ctx.config.streamUrl.replace(/^ws/, 'http'))
+  const request = base.protocol === 'https:' ? httpsRequest : httpRequest
+  return new Promise((resolve) => {
+    const req = request({
+      host: base.hostname,
+      port: base.port,
+      path: target,
+      headers: {
+        host: base.host,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        authorization: `Bearer ${token}`,
+      },
+      timeout: ctx.config.timeoutMs,
+    })
+    req.once('response', (res) => {
+      res.resume()
+      resolve(res.statusCode ?? 'no status')
+    })
+    req.once('upgrade', (_res, socket) => {
+      socket.destroy()
+      resolve(101)
+    })
+    req.once('timeout', () => req.destroy(new Error(`no answer within ${ctx.config.timeoutMs} ms`)))
+    req.once('error', (err) => resolve(err.message))
+    req.end()
   })
 }
 
@@ -232,7 +271,7 @@ export const streamChecks: Check[] = [
   {
     id: 'stream.plain-get-refused',
     title:
-      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404',
+      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404, and one whose request target is no URL a 4xx, the deployment answering on',
     level: 'profile',
     clauses: ['S1.12', 'S5.2'],
     async run(ctx) {
@@ -258,6 +297,18 @@ export const streamChecks: Check[] = [
       assert(
         beside.refused === 404,
         `a WebSocket upgrade of /v1/streams was refused with ${beside.refused}, not 404`,
+      )
+      // A request target that is no URL (an absolute form with a broken host) is a bad request: refused with a 4xx,
+      // and the deployment goes on answering. The reference once parsed it unguarded and its process died.
+      const broken = await upgradeWithTarget(ctx, 'http://[/v1/stream', ctx.config.tokens.primary)
+      assert(
+        typeof broken === 'number' && broken >= 400 && broken < 500,
+        `a WebSocket upgrade whose request target is no URL (http://[/v1/stream) answered ${broken}, not a 4xx`,
+      )
+      const after = await ctx.http.get(url, { token: null })
+      assert(
+        after.status === 401,
+        `after an upgrade whose request target is no URL, a plain GET of the stream answered ${after.status}, not 401`,
       )
     },
   },
