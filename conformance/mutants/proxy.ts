@@ -473,7 +473,13 @@ export class MutantProxy {
         .split(',')
         .map((p) => p.trim())
         .filter((p) => p !== '')
-      const path = this.mutant?.upgradePath ? this.mutant.upgradePath(inReq.url ?? '/') : (inReq.url ?? '/')
+      const target = inReq.url ?? '/'
+      if (!target.startsWith('/')) {
+        // An absolute or asterisk form: the deployment is asked in origin form only, so it is refused here.
+        socket.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n')
+        return
+      }
+      const path = this.mutant?.upgradePath ? this.mutant.upgradePath(target) : target
       if (path === undefined) {
         socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n')
         return

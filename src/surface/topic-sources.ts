@@ -28,7 +28,10 @@ export interface TopicSource {
   /** The newest seq now: delivery starts after it when the client gives no `since`. */
   head(): Promise<number>
   resume(since: number, maxReplay: number): Promise<ResumePoint>
-  /** Items after `after`, oldest first; continue after `scannedTo` (≥ every item's seq, may skip filtered seqs). */
+  /**
+   * Items after `after`, oldest first; continue after `scannedTo` (≥ `after` and every item's seq, may skip filtered
+   * seqs).
+   */
   read(after: number, limit: number): Promise<TopicPage>
 }
 

@@ -128,6 +128,59 @@ describe('StreamConnection delivery', () => {
     expect(socket.data()).toEqual([1, 2, 3])
   })
 
+  it('a read the store fails: the client is told where to resume, the topic is dropped and its room given back', async () => {
+    const socket = new FakeSocket()
+    const source = new FakeSource()
+    source.add(2)
+    const failures: string[] = []
+    let released = 0
+    const conn = new StreamConnection(
+      socket,
+      {
+        ...principal(['*']),
+        keyTopics: {
+          ...UNBOUNDED_KEY_TOPICS,
+          release: async (n) => {
+            released += n
+          },
+        },
+      },
+      () => source,
+      { ...STREAM_OPTIONS, log: { error: (_fields, message) => failures.push(message) } },
+      new ManualClock(),
+      NO_INGESTION,
+      new TopicFeeds(),
+    )
+    conn.handleText(
+      JSON.stringify({ type: 'subscribe', topics: ['connector:c'], since: { 'connector:c': 1 } }),
+    )
+    source.read = async () => {
+      throw new Error('store down')
+    }
+    await settle()
+    const error = socket.sent.find((m) => m.type === 'error') as {
+      topic: string
+      error: Record<string, unknown>
+    }
+    expect(error.topic).toBe('connector:c')
+    expect(error.error).toMatchObject({ code: 'unavailable', detail: { last_seq: 1 } })
+    expect(failures).toEqual(['stream delivery failed'])
+    expect(released).toBe(1)
+    let countedTopics = new Map<string, number>()
+    conn.countTopics(countedTopics)
+    expect(countedTopics.size).toBe(0)
+    // Subscribing again (with since) starts over from the point it names.
+    source.read = FakeSource.prototype.read.bind(source)
+    conn.handleText(
+      JSON.stringify({ type: 'subscribe', topics: ['connector:c'], since: { 'connector:c': 1 } }),
+    )
+    await settle()
+    expect(socket.data()).toEqual([2])
+    countedTopics = new Map()
+    conn.countTopics(countedTopics)
+    expect(countedTopics.get('connector')).toBe(1)
+  })
+
   it('acknowledges a live subscription only once its starting point is read, so a commit after the ack arrives', async () => {
     const { socket, source, conn, feeds } = setup()
     source.add(2)

@@ -1,4 +1,5 @@
 import { loadConfig } from '../../src/config.js'
+import { CONSOLE_FAILURE_LOG } from '../../src/domain/failure-log.js'
 import type { KeyTopics, StreamIngestor, StreamOptions } from '../../src/stream/hub.js'
 import { MAX_REPLAY } from '../../src/surface/topic-sources.js'
 
@@ -10,6 +11,7 @@ export const STREAM_OPTIONS: StreamOptions = {
   maxBufferedBytes: defaults.streamMaxBufferedBytes,
   fallbackPollMs: defaults.streamFallbackPollMs,
   maxReplay: MAX_REPLAY,
+  log: CONSOLE_FAILURE_LOG,
 }
 
 /** A key whose topics are not bounded across its connections: every topic asked for is granted. */

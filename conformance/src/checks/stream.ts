@@ -12,7 +12,7 @@ import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
-import { expectEnvelope, expectError } from './assertions.js'
+import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
 
 type Json = Record<string, unknown>
@@ -26,9 +26,10 @@ export interface Opened {
   close(): void
 }
 
-/** An upgrade the deployment refused: its HTTP status (or the socket error) and the start of its body. */
+/** An upgrade the deployment refused: its HTTP status (or the socket error), its content type and the start of its body. */
 export interface RefusedUpgrade {
   refused: number | string
+  contentType?: string
   body?: string
 }
 
@@ -72,9 +73,10 @@ export function connect(
     })
     ws.once('unexpected-response', (_req, res) => {
       const refused = res.statusCode ?? 'unknown'
+      const contentType = res.headers['content-type'] ?? ''
       let body = ''
       const done = () => {
-        resolve({ refused, body })
+        resolve({ refused, contentType, body })
         ws.terminate()
       }
       res.setEncoding('utf8')
@@ -271,7 +273,7 @@ export const streamChecks: Check[] = [
   {
     id: 'stream.plain-get-refused',
     title:
-      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404, and one whose request target is no URL a 4xx, the deployment answering on',
+      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404 with the envelope, and one whose request target is no URL a 4xx, the deployment answering on',
     level: 'profile',
     clauses: ['S1.12', 'S5.2'],
     async run(ctx) {
@@ -297,6 +299,16 @@ export const streamChecks: Check[] = [
       assert(
         beside.refused === 404,
         `a WebSocket upgrade of /v1/streams was refused with ${beside.refused}, not 404`,
+      )
+      // Refused like the HTTP side refuses an unknown path: a JSON body in the §7 envelope.
+      assert(
+        /^application\/json\b/i.test(beside.contentType ?? ''),
+        `the 404 refusing a WebSocket upgrade of /v1/streams came as "${beside.contentType}", not application/json`,
+      )
+      const problems = envelopeProblems(parsedOrText(beside.body ?? ''))
+      assert(
+        problems.length === 0,
+        `the 404 refusing a WebSocket upgrade of /v1/streams breaks the error envelope: ${problems.join('; ')}`,
       )
       // A request target that is no URL (an absolute form with a broken host) is a bad request: refused with a 4xx,
       // and the deployment goes on answering. The reference once parsed it unguarded and its process died.
@@ -723,4 +735,13 @@ async function resumePointsApart(ctx: CheckContext, order: 'ahead-first' | 'live
 
 function recordId(m: Json): string {
   return String((m.record as Json | undefined)?.id)
+}
+
+/** A body's JSON, or its text when it is none (the envelope's judge then says so). */
+function parsedOrText(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
 }
