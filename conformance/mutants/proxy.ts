@@ -3,6 +3,7 @@
  * requests on their way in, answers on their way out, and webhook deliveries on their way to the suite's receiver
  * (deliveries are addressed to `<proxy>/__hooks/...` and forwarded to the real receiver).
  */
+import { randomUUID } from 'node:crypto'
 import { once } from 'node:events'
 import {
   createServer,
@@ -481,7 +482,14 @@ export class MutantProxy {
       }
       const path = this.mutant?.upgradePath ? this.mutant.upgradePath(target) : target
       if (path === undefined) {
-        socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n')
+        // A gateway that serves the API answers a path it does not route the way the API does: the envelope.
+        const body = JSON.stringify({
+          error: { code: 'not_found', message: 'No such endpoint', detail: {}, request_id: randomUUID() },
+        })
+        socket.end(
+          'HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n' +
+            `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        )
         return
       }
       // The deployment's pings go to the client and its pongs back, so the deployment sees the client's liveness.
