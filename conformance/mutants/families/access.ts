@@ -167,6 +167,7 @@ export function accessMutants(): Mutant[] {
       streamMessage: (message) => (expiryNotice(message) ? undefined : message),
     },
     revokedTokenUpgradeAccepted(),
+    wrongSecretLocksTheKey(),
     {
       id: 'revoked-stream-says-other-words',
       description:
@@ -750,6 +751,32 @@ function revokedTokenUpgradeAccepted(): Mutant {
       }
       upgrades++
       return upgrades > 2 ? { ...headers, authorization: `Bearer ${ctx.tokens.primary}` } : headers
+    },
+  }
+}
+
+/**
+ * A deployment that remembers the first secret a freshly read key was shown, right or wrong, for its cache's life: a
+ * token refused for one wrong character takes the key's own token down with it for a few seconds.
+ */
+function wrongSecretLocksTheKey(): Mutant {
+  const lockedUntil = new Map<string, number>()
+  return {
+    id: 'wrong-secret-locks-the-key',
+    description:
+      "After a key's token with a wrong secret is refused, the key's own token is refused for a while too",
+    targets: ['auth.refused-secret-leaves-the-key'],
+    request(req, ctx) {
+      const sent = /^Bearer (.+)$/.exec(header(req, 'authorization') ?? '')?.[1]
+      if (!sent) return req
+      const known = Object.values(ctx.tokens).filter((t): t is string => typeof t === 'string')
+      if ((lockedUntil.get(sent) ?? 0) > Date.now())
+        return errorAnswer(401, 'unauthenticated', 'The bearer token is not valid', { reason: 'unknown' })
+      const same = known.find(
+        (t) => t !== sent && t.length === sent.length && t.slice(0, -1) === sent.slice(0, -1),
+      )
+      if (same) lockedUntil.set(same, Date.now() + 3000)
+      return req
     },
   }
 }

@@ -3,11 +3,14 @@ import type { Check, CheckContext } from '../check.js'
 import { TOKENS, tokenName } from '../config.js'
 import type { HttpResponse } from '../http.js'
 import { assert, skip } from '../types.js'
-import { sleep } from '../wait.js'
+import { short, sleep } from '../wait.js'
 import { expectError } from './assertions.js'
 
 /** A read every implementation serves (spec §4 lists tools); the agent list is a profile extension. */
 const PROBE = '/v1/tools?limit=1'
+
+/** How long auth.refused-secret-leaves-the-key leaves its key alone first: past the reference's 1 s key cache. */
+const KEY_CACHE_FORGOTTEN_MS = 1500
 
 /**
  * `token` with its character at `i` changed: the deployment's own token form, and no key of its (whatever the format).
@@ -86,6 +89,38 @@ export const authChecks: Check[] = [
           expectError(res, 401, `${what}${time}`)
         }
       }
+    },
+  },
+  {
+    id: 'auth.refused-secret-leaves-the-key',
+    title:
+      "A key's token with a wrong secret, refused, changes nothing for the key: its own token is still taken, the wrong one still refused",
+    level: 'core',
+    clauses: ['S5.1', 'S5.2'],
+    // It waits first (below), on a key the next checks do not use: runs alongside them.
+    overlap: true,
+    async run(ctx) {
+      // §5: an invalid token is refused 401 and a valid one is not; one refusal cannot change which is which. A key
+      // the run barely uses (a tier's, which only the tier checks use, near the run's end), left alone long enough
+      // for a cache of verified keys that lives about a second (the reference's) to forget it: a deployment that
+      // remembered the first secret a freshly read key was shown, right or wrong, then refuses the key's own token.
+      // Not the revocable key: a run revokes it, so a config used twice holds a revoked one.
+      const { tokens } = ctx.config
+      const token = tokens.proTier ?? tokens.standardTier ?? tokens.primary
+      await sleep(KEY_CACHE_FORGOTTEN_MS)
+      // The last character: a token's secret part, whatever comes before it (an id that locates the key).
+      const wrong = alteredAt(token, token.length - 1)
+      expectError(await ctx.http.get(PROBE, { token: wrong }), 401, 'a token with its last character changed')
+      const own = await ctx.http.get(PROBE, { token })
+      assert(
+        own.status !== 401,
+        `after a wrong secret for the key was refused, the key's own token was refused too (401): ${short(own.body)}`,
+      )
+      expectError(
+        await ctx.http.get(PROBE, { token: wrong }),
+        401,
+        "the token with its last character changed, after the key's own",
+      )
     },
   },
   {
