@@ -166,8 +166,9 @@ export function attachStream(
         ws,
         {
           ...callerFromKey(verified),
-          // The server's ceiling (below) is 100 in every run, and so is every tier's stream_subscriptions_per_socket: with
-          // or without the ceiling the bound is the same (held by stream.subscriptions-per-connection).
+          // The server's ceiling (below) is 100 in every run, and so is every tier's
+          // stream_subscriptions_per_socket: with or without the ceiling the bound is the same (held by
+          // stream.subscriptions-per-connection).
           // Stryker disable next-line ObjectLiteral: equivalent in every run (above)
           maxSubscriptions: quotaLimit(verified.workspace, 'stream_subscriptions_per_socket', {
             // Stryker disable next-line all: equivalent in every run (above)

@@ -278,7 +278,8 @@ export class StreamConnection {
         const result = await this.ingestor(connectorId, records)
         this.send({ type: 'ingested', ...extra, connector_id: connectorId, ...result })
       } catch (err) {
-        // Every error the ingestor throws against a working store is an ApiError (stream.socket-ingest-judged-like-rest).
+        // Every error the ingestor throws against a working store is an ApiError
+        // (stream.socket-ingest-judged-like-rest).
         this.sendError(undefined, err instanceof ApiError ? err : this.unexpected(err), extra)
       } finally {
         this.pendingIngests--

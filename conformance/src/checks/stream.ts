@@ -26,7 +26,10 @@ export interface Opened {
   close(): void
 }
 
-/** An upgrade the deployment refused: its HTTP status (or the socket error), its content type and the start of its body. */
+/**
+ * An upgrade the deployment refused: its HTTP status (or the socket error), its content type and the start of its
+ * body.
+ */
 export interface RefusedUpgrade {
   refused: number | string
   contentType?: string
