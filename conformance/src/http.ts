@@ -272,7 +272,8 @@ export function redact(headers: Record<string, string>): Record<string, string> 
   return out
 }
 
-function parseBody(text: string, contentType: string | undefined): unknown {
+/** A body as the suite reads it: its JSON when its content type says JSON and it parses, else its text. */
+export function parseBody(text: string, contentType: string | undefined): unknown {
   if (text === '') return ''
   if (contentType?.includes('json')) {
     try {

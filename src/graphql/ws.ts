@@ -126,8 +126,9 @@ function subscriptionField(
 
 /**
  * Subscriptions over graphql-ws (`graphql-transport-ws`) on a WebSocket upgrade of /v1/graphql, on the HTTP
- * server's own port (the server's upgrade router hands those upgrades to `upgrade`). The token is checked like /v1/stream's: `Authorization` or `?access_token=` at the upgrade (a
- * bad one is a plain HTTP 401 with the envelope), or the `authorization` of the `connection_init` payload.
+ * server's own port (the server's upgrade router hands those upgrades to `upgrade`). The token is checked like
+ * /v1/stream's: `Authorization` or `?access_token=` at the upgrade (a bad one is a plain HTTP 401 with the
+ * envelope), or the `authorization` of the `connection_init` payload.
  * Every subscribe counts against the workspace's rate limit, like a REST request.
  */
 export function serveGraphqlWs(

@@ -10,6 +10,7 @@ import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
+import { parseBody } from '../http.js'
 import { assert, fail, skip } from '../types.js'
 import { short, sleep } from '../wait.js'
 import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
@@ -308,7 +309,7 @@ export const streamChecks: Check[] = [
         /^application\/json\b/i.test(beside.contentType ?? ''),
         `the 404 refusing a WebSocket upgrade of /v1/streams came as "${beside.contentType}", not application/json`,
       )
-      const problems = envelopeProblems(parsedOrText(beside.body ?? ''))
+      const problems = envelopeProblems(parseBody(beside.body ?? '', beside.contentType))
       assert(
         problems.length === 0,
         `the 404 refusing a WebSocket upgrade of /v1/streams breaks the error envelope: ${problems.join('; ')}`,
@@ -738,13 +739,4 @@ async function resumePointsApart(ctx: CheckContext, order: 'ahead-first' | 'live
 
 function recordId(m: Json): string {
   return String((m.record as Json | undefined)?.id)
-}
-
-/** A body's JSON, or its text when it is none (the envelope's judge then says so). */
-function parsedOrText(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return text
-  }
 }
