@@ -77,7 +77,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     config.host,
     config,
   )
-  answerClientErrors(httpServer)
+  answerClientErrors(httpServer, options.clock ?? systemClock)
   const metricsServer = separateMetrics
     ? await listen(
         metricsOnly(

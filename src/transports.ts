@@ -84,7 +84,6 @@ export function attachSockets(
   // One upgrade listener: each path to its transport, any other refused as the HTTP side refuses it.
   const detach = routeUpgrades(
     server,
-    clock,
     new Map([
       [STREAM_PATH, stream.upgrade],
       [GRAPHQL_PATH, graphqlWs.upgrade],

@@ -16,6 +16,7 @@ import {
   STATUS_CODES,
 } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
 import WebSocket, { type RawData, WebSocketServer } from 'ws'
 import type { SuiteConfig } from '../src/config.js'
 import { closedBeforeAnswer, repeatable } from '../src/http.js'
@@ -466,7 +467,27 @@ export class MutantProxy {
       noServer: true,
       handleProtocols: (_offered, req) => negotiated.get(req) || false,
     })
+    // A handshake ws refuses here (a malformed key) was accepted upstream, whose socket then goes; the client gets
+    // 400 in the envelope, as a gateway serving the API would answer it.
+    const upstreams = new WeakMap<IncomingMessage, WebSocket>()
+    wss.on('wsClientError', (err, socket, req) => {
+      upstreams.get(req)?.terminate()
+      // Named the way the reference profile names a refused header (the issue's path and the fields).
+      const header = /\bSec-WebSocket-[A-Za-z]+\b/.exec(err.message)?.[0] ?? 'Upgrade'
+      const detail = {
+        issues: [{ location: 'header', path: header, message: err.message }],
+        fields: [header],
+      }
+      // RFC 6455 §4.4: the versions ws speaks, named for a client whose version is not one of them.
+      endWithEnvelope(socket, 400, 'invalid_request', err.message, detail, 'sec-websocket-version: 13, 8\r\n')
+    })
     this.server!.on('upgrade', (inReq, socket, head) => {
+      // A gateway relays WebSocket handshakes; any other upgrade (h2c, a POST asking for a WebSocket) goes on as the
+      // plain request it also is, through the mutant's request and response hooks like any other.
+      if (inReq.method !== 'GET' || String(inReq.headers.upgrade).toLowerCase() !== 'websocket') {
+        asPlainRequest(this.server!, inReq, socket, head)
+        return
+      }
       let headers: Record<string, string> = {}
       if (inReq.headers.authorization) headers.authorization = inReq.headers.authorization
       if (this.mutant?.upgrade) headers = this.mutant.upgrade(headers, ctx)
@@ -483,13 +504,7 @@ export class MutantProxy {
       const path = this.mutant?.upgradePath ? this.mutant.upgradePath(target) : target
       if (path === undefined) {
         // A gateway that serves the API answers a path it does not route the way the API does: the envelope.
-        const body = JSON.stringify({
-          error: { code: 'not_found', message: 'No such endpoint', detail: {}, request_id: randomUUID() },
-        })
-        socket.end(
-          'HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n' +
-            `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-        )
+        endWithEnvelope(socket, 404, 'not_found', 'No such endpoint')
         return
       }
       // The deployment's pings go to the client and its pongs back, so the deployment sees the client's liveness.
@@ -513,6 +528,7 @@ export class MutantProxy {
       upstream.once('error', () => socket.destroy())
       upstream.once('open', () => {
         if (upstream.protocol) negotiated.set(inReq, upstream.protocol)
+        upstreams.set(inReq, upstream)
         wss.handleUpgrade(inReq, socket, head, (client) => {
           this.sockets.add(client).add(upstream)
           if (!answersPings) {
@@ -641,4 +657,34 @@ export function parseJson(body: string): Json | undefined {
   } catch {
     return undefined
   }
+}
+
+/** Ends a raw connection with an answer in the §7 envelope, as a gateway serving the API answers what it refuses. */
+function endWithEnvelope(
+  socket: Duplex,
+  status: number,
+  code: string,
+  message: string,
+  detail: Json = {},
+  moreHeaders = '',
+): void {
+  const body = JSON.stringify({ error: { code, message, detail, request_id: randomUUID() } })
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json\r\n${moreHeaders}` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  )
+}
+
+/**
+ * Hands an upgrade back to the proxy's HTTP server as a plain request (as the reference's upgrade router does, which
+ * the suite cannot import): the head written back without its Upgrade header in front of what the socket still has
+ * to deliver, the socket given to the server as a new connection.
+ */
+function asPlainRequest(server: Server, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  const headers = req.rawHeaders.flatMap((entry, i, raw) =>
+    i % 2 === 0 && entry.toLowerCase() !== 'upgrade' ? [`${entry}: ${raw[i + 1]}`] : [],
+  )
+  const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`, ...headers]
+  socket.unshift(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), head]))
+  server.emit('connection', socket)
 }

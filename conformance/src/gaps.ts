@@ -39,6 +39,8 @@ export const GAPS = {
   errorHeaders: '§5.2 and §7 name the 401 and 429 statuses only (their headers are not shown)',
   streamPlainGet:
     '§4 "GET (WebSocket) | `{stream_url}/v1/stream`" (what a GET without the WebSocket upgrade gets is not shown)',
+  protocolUpgrades:
+    '§1 "Streaming address | `{stream_url}/v1/stream` (WebSocket)" (what a request asking another path or protocol to be upgraded gets is not shown)',
   errorDetail: '§7 "error.detail | object | Context." (its fields are shown for `policy_denied` only)',
   numbers:
     '§1 "Body format | `application/json`, UTF-8." (what becomes of a number no double holds is not shown)',
@@ -91,6 +93,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'authz.gate-decisions-recorded': GAPS.envelopes,
   'surface.documented-statuses': GAPS.statusesBeyond,
   'surface.error-paths': GAPS.statusesBeyond,
+  'surface.upgrade-ignored': GAPS.protocolUpgrades,
   'ratelimit.exact-limit': GAPS.rateLimitNames,
   'ratelimit.retry-hint': GAPS.errorHeaders,
   'ratelimit.header-format': GAPS.rateLimitNames,

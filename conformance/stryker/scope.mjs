@@ -31,8 +31,14 @@ export const SCOPE = {
   ],
   // The stream's shared topic readers (one read per topic for every subscriber, woken by the change feed) are how
   // a record reaches a subscriber "as it lands" (§4): the surface layer holds them, the stream's section judges them.
-  // So is the server's one upgrade router (which path reaches the stream, and what any other path is answered).
-  '§4 stream': ['src/stream/**/*.ts', 'src/surface/topic-feeds.ts', 'src/surface/upgrade.ts'],
+  // So is the server's one upgrade router (which path reaches the stream, and what any other upgrade is answered),
+  // and the raw refusal a refused upgrade gets.
+  '§4 stream': [
+    'src/stream/**/*.ts',
+    'src/surface/topic-feeds.ts',
+    'src/surface/upgrade.ts',
+    'src/surface/socket-refusal.ts',
+  ],
   '§7 error envelopes': ['src/domain/errors.ts', 'src/http/errors.ts'],
   '§4 GraphQL surface': ['src/graphql/**/*.ts'],
 }
@@ -130,7 +136,14 @@ export const CHECKS = {
   '§6 destinations: chat, paging, event bus': ['destinations', 'graphql.webhooks-and-destinations', 'quotas'],
   // `validation` for the sweep: without an error answer in the run, sweep.error-envelope-everywhere and
   // sweep.ratelimit-headers-everywhere have nothing to judge and fail, against the clean reference too.
-  '§4 stream': ['stream', 'ingest', 'tenancy.connector-id-per-workspace', 'validation'],
+  // An upgrade the router hands back to the HTTP side as a plain request (h2c, a WebSocket handshake of a REST path).
+  '§4 stream': [
+    'stream',
+    'ingest',
+    'tenancy.connector-id-per-workspace',
+    'validation',
+    'surface.upgrade-ignored',
+  ],
   '§7 error envelopes': [
     'auth',
     'validation',

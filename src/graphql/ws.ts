@@ -28,8 +28,9 @@ import { unavailable } from '../surface/errors.js'
 import { CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON } from '../surface/key-slot.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
 import { CLOSE_SLOW_CONSUMER, countSlowConsumer, SLOW_CONSUMER_REASON } from '../surface/slow-consumer.js'
+import { refuseOnSocket } from '../surface/socket-refusal.js'
 import type { SocketTelemetry } from '../surface/socket-telemetry.js'
-import { refuseUpgrade, type UpgradeHandler } from '../surface/upgrade.js'
+import { refuseBadHandshakes, type UpgradeHandler } from '../surface/upgrade.js'
 import { createContext } from './context.js'
 import { formatError } from './errors.js'
 import type { GraphqlPorts } from './ports.js'
@@ -139,6 +140,7 @@ export function serveGraphqlWs(
   const { clock, keys, limits } = ports
   const failures = ports.log
   const wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024, handleProtocols })
+  refuseBadHandshakes(wss, clock)
   /** Live subscriptions per socket, by operation id: their root field, counted when metrics are scraped. */
   const live = new Map<object, Map<string, string>>()
   const metrics = ports.telemetry
@@ -295,7 +297,7 @@ export function serveGraphqlWs(
     verified
       .then((result) => {
         if (typeof result === 'string') {
-          refuseUpgrade(socket, clock, unauthenticated(result))
+          refuseOnSocket(socket, clock, unauthenticated(result))
           return
         }
         if (!result || !revalidate) {
@@ -306,7 +308,7 @@ export function serveGraphqlWs(
         const auth = callerFromKey(result)
         return takeSlot(auth, socket, () => socket.destroy()).then((lease) => {
           if (lease instanceof ApiError) {
-            refuseUpgrade(socket, clock, lease)
+            refuseOnSocket(socket, clock, lease)
             return
           }
           if (socket.destroyed) lease.close()
@@ -316,7 +318,7 @@ export function serveGraphqlWs(
       })
       .catch((err: unknown) => {
         failures.error({ err }, 'graphql-ws upgrade failed')
-        refuseUpgrade(socket, clock, unavailable())
+        refuseOnSocket(socket, clock, unavailable())
       })
   }
   // Stryker disable next-line ObjectLiteral: only the server's shutdown calls close(): no request is answered then.

@@ -5,6 +5,7 @@ import type { Clock } from '../domain/clock.js'
 import { ApiError, errorEnvelope } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
 import { internalError, unreadableTarget } from '../surface/errors.js'
+import { refuseOnSocket } from '../surface/socket-refusal.js'
 
 /**
  * Requests Node's HTTP parser refuses before any route sees them (raw non-ASCII bytes in the request line, a
@@ -12,28 +13,23 @@ import { internalError, unreadableTarget } from '../surface/errors.js'
  * plain-text `400 Bad Request`; the connection then closes, since the parser cannot tell where the next request
  * starts. A socket the client already reset just goes.
  */
-export function answerClientErrors(server: Server): void {
+export function answerClientErrors(server: Server, clock: Clock): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy()
       return
     }
-    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW'
-    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-    const status = tooLarge ? 431 : timedOut ? 408 : 400
-    const reason = tooLarge ? 'Request Header Fields Too Large' : timedOut ? 'Request Timeout' : 'Bad Request'
-    const message = tooLarge
-      ? 'The request headers are too large'
-      : timedOut
-        ? 'The request was not received in time'
-        : 'The request is not valid HTTP/1.1 (the request line and headers must be printable ASCII)'
-    const requestId = newId('req')
-    const body = JSON.stringify(
-      errorEnvelope(new ApiError('invalid_request', message, { issues: [], fields: [] }), requestId),
-    )
-    socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    const [status, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'The request headers are too large']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'The request was not received in time']
+          : [400, 'The request is not valid HTTP/1.1 (the request line and headers must be printable ASCII)']
+    refuseOnSocket(
+      socket,
+      clock,
+      new ApiError('invalid_request', message, { issues: [], fields: [] }),
+      status,
     )
   })
 }

@@ -15,6 +15,7 @@ import { callerFromKey } from '../surface/caller.js'
 import { unavailable } from '../surface/errors.js'
 import { CLOSE_SLOT_LAPSED, SLOT_LAPSED_REASON } from '../surface/key-slot.js'
 import { NO_OBSERVER, type SurfaceObserver } from '../surface/observe.js'
+import { refuseOnSocket } from '../surface/socket-refusal.js'
 import type { SocketTelemetry } from '../surface/socket-telemetry.js'
 import type { TopicFeeds } from '../surface/topic-feeds.js'
 import {
@@ -23,7 +24,7 @@ import {
   type RunEventReader,
   runsSource,
 } from '../surface/topic-sources.js'
-import { refuseUpgrade, type UpgradeHandler } from '../surface/upgrade.js'
+import { refuseBadHandshakes, type UpgradeHandler } from '../surface/upgrade.js'
 import { type StreamConnection, StreamHub, type StreamIngestor } from './hub.js'
 
 /** Room for the JSON around an `ingest` message's records, on top of the REST body limit. */
@@ -98,6 +99,7 @@ export function attachStream(
     noServer: true,
     maxPayload: settings.maxBodyBytes + MESSAGE_ENVELOPE_BYTES,
   })
+  refuseBadHandshakes(wss, clock)
   const failures = ports.log
   const hub = new StreamHub(
     {
@@ -128,7 +130,7 @@ export function attachStream(
     // Stryker disable next-line BlockStatement: reached only when the store fails the upgrade's key or slot, which no run has
     admit(req, socket, head, url).catch((err: unknown) => {
       failures.error({ err }, 'stream upgrade failed')
-      refuseUpgrade(socket, clock, unavailable())
+      refuseOnSocket(socket, clock, unavailable())
     })
   }
 
@@ -136,7 +138,7 @@ export function attachStream(
   const admit = async (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> => {
     const verified = await authenticate(keys, req, url)
     if (typeof verified === 'string') {
-      refuseUpgrade(socket, clock, unauthenticated(verified))
+      refuseOnSocket(socket, clock, unauthenticated(verified))
       return
     }
     let connection: StreamConnection | undefined
@@ -152,7 +154,7 @@ export function attachStream(
     } catch (err) {
       // Stryker disable next-line ConditionalExpression: a store failure taking the slot (see admit's catch above)
       if (!(err instanceof ApiError)) throw err
-      refuseUpgrade(socket, clock, err)
+      refuseOnSocket(socket, clock, err)
       return
     }
     // Whichever way the socket ends (handshake cut short, either side closing), its slot is freed at once.

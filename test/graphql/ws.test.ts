@@ -277,7 +277,9 @@ describe('subscriptions over graphql-ws', () => {
     })
     expect(stream).toBe('pong')
     const status = await new Promise<number>((resolve) => {
-      const ws = new WebSocket(`${t.baseUrl.replace('http', 'ws')}/v1/nowhere`)
+      const ws = new WebSocket(`${t.baseUrl.replace('http', 'ws')}/v1/nowhere`, {
+        headers: { authorization: `Bearer ${token}` },
+      })
       ws.on('unexpected-response', (_req, incoming) => resolve(incoming.statusCode ?? 0))
     })
     expect(status).toBe(404)

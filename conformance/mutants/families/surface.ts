@@ -1,7 +1,8 @@
 /**
  * Mutants for the contract's documented answers off the happy path (src/checks/surface.ts): a deployment whose
  * framework answers unknown routes itself, one whose agent reads check no scope, and one that lumps a body of the
- * wrong media type in with bad bodies, and one whose 405 does not say which methods the path answers.
+ * wrong media type in with bad bodies, one whose 405 does not say which methods the path answers, and two that refuse
+ * an upgrade they do not take instead of answering the plain request.
  */
 import { header, type Mutant, pathOnly } from '../proxy.js'
 
@@ -28,6 +29,23 @@ export function surfaceMutants(): Mutant[] {
         const { allow: _allow, ...headers } = res.headers
         return { ...res, headers }
       },
+    },
+    {
+      id: 'h2c-ask-refused',
+      description:
+        'A request asking to upgrade to h2c (curl --http2 on http://) is refused 400, as a server that takes WebSocket upgrades only answers every other',
+      targets: ['surface.upgrade-ignored'],
+      request(req) {
+        if (header(req, 'http2-settings') === undefined) return req
+        return { status: 400, headers: { 'content-type': 'text/plain' }, body: 'Bad Request' }
+      },
+    },
+    {
+      id: 'websocket-handshake-off-the-stream-404',
+      description:
+        'A WebSocket handshake of a path that serves no WebSocket (GET /v1/tools) is refused 404, as a gateway that routes upgrades to the stream and GraphQL only',
+      targets: ['surface.upgrade-ignored'],
+      upgradePath: (path) => (/^\/v1\/(stream|graphql)\b/.test(path) ? path : undefined),
     },
     {
       id: 'agent-reads-ignore-scope',

@@ -3,15 +3,14 @@
  * lineage as they land. Authentication is checked at the upgrade (core); the subscribe protocol is profile.
  */
 
-import { request as httpRequest } from 'node:http'
-import { request as httpsRequest } from 'node:https'
 import WebSocket from 'ws'
 import { sameJson } from '../canonical.js'
 import type { Check, CheckContext } from '../check.js'
 import { tokenName } from '../config.js'
 import { expectStatus } from '../fixtures.js'
-import { parseBody } from '../http.js'
+import { obj, parseBody } from '../http.js'
 import { assert, fail, skip } from '../types.js'
+import { describeAnswer, sendUpgrade, WEBSOCKET_HANDSHAKE } from '../upgrade-request.js'
 import { short, sleep } from '../wait.js'
 import { envelopeProblems, expectEnvelope, expectError } from './assertions.js'
 import { batch, ingestAccepted } from './ingest.js'
@@ -118,43 +117,6 @@ export function connect(
         close: () => ws.terminate(),
       }),
     )
-  })
-}
-
-/**
- * A WebSocket upgrade with a request target no WebSocket client would send (written as is: `ws` builds its target
- * from a URL): the status the deployment answers, 101 if it upgraded, or the transport error (the connection cut).
- */
-function upgradeWithTarget(ctx: CheckContext, target: string, token: string): Promise<number | string> {
-  ctx.http.budget.take()
-  const base = new URL(ctx.config.streamUrl.replace(/^ws/, 'http'))
-  const request = base.protocol === 'https:' ? httpsRequest : httpRequest
-  return new Promise((resolve) => {
-    const req = request({
-      host: base.hostname,
-      port: base.port,
-      path: target,
-      headers: {
-        host: base.host,
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-        authorization: `Bearer ${token}`,
-      },
-      timeout: ctx.config.timeoutMs,
-    })
-    req.once('response', (res) => {
-      res.resume()
-      resolve(res.statusCode ?? 'no status')
-    })
-    req.once('upgrade', (_res, socket) => {
-      socket.destroy()
-      resolve(101)
-    })
-    req.once('timeout', () => req.destroy(new Error(`no answer within ${ctx.config.timeoutMs} ms`)))
-    req.once('error', (err) => resolve(err.message))
-    req.end()
   })
 }
 
@@ -277,7 +239,7 @@ export const streamChecks: Check[] = [
   {
     id: 'stream.plain-get-refused',
     title:
-      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404 with the envelope, and one whose request target is no URL a 4xx, the deployment answering on',
+      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404 with the envelope, a handshake with a malformed key 400 with the envelope naming the header, one of a version it does not speak a 4xx naming version 13, and one whose request target is no URL a 4xx, the deployment answering on',
     level: 'profile',
     clauses: ['S1.12', 'S5.2'],
     async run(ctx) {
@@ -316,10 +278,66 @@ export const streamChecks: Check[] = [
       )
       // A request target that is no URL (an absolute form with a broken host) is a bad request: refused with a 4xx,
       // and the deployment goes on answering. The reference once parsed it unguarded and its process died.
-      const broken = await upgradeWithTarget(ctx, 'http://[/v1/stream', ctx.config.tokens.primary)
+      const authorization = `Bearer ${ctx.config.tokens.primary}`
+      const stream = `${ctx.config.streamUrl}/v1/stream`
+      const broken = await sendUpgrade(
+        ctx,
+        stream,
+        { ...WEBSOCKET_HANDSHAKE, authorization },
+        { target: 'http://[/v1/stream' },
+      )
       assert(
-        typeof broken === 'number' && broken >= 400 && broken < 500,
-        `a WebSocket upgrade whose request target is no URL (http://[/v1/stream) answered ${broken}, not a 4xx`,
+        'status' in broken && broken.status >= 400 && broken.status < 500,
+        `a WebSocket upgrade whose request target is no URL (http://[/v1/stream) answered ${describeAnswer(broken)}, not a 4xx`,
+      )
+      // A handshake RFC 6455 §4.2.1 does not allow (a Sec-WebSocket-Key that is no 16-byte nonce in base64) is a
+      // bad request (§4.2.2 "400 Bad Request"): refused like any other, with the envelope.
+      const badKey = await sendUpgrade(ctx, stream, {
+        ...WEBSOCKET_HANDSHAKE,
+        'sec-websocket-key': 'not-a-nonce',
+        authorization,
+      })
+      assert(
+        'status' in badKey && badKey.status === 400,
+        `a WebSocket handshake of the stream with a malformed Sec-WebSocket-Key answered ${describeAnswer(badKey)}, not 400`,
+      )
+      const keyRefusal = parseBody(badKey.body, badKey.contentType)
+      const keyProblems = envelopeProblems(keyRefusal)
+      assert(
+        keyProblems.length === 0,
+        `the 400 refusing a malformed Sec-WebSocket-Key breaks the error envelope: ${keyProblems.join('; ')}`,
+      )
+      // Named as the reference names whatever it refuses in a request (its contract's invalid_request detail):
+      // an issue whose path is the header at fault (its location, where given, `header`), listed in fields.
+      const keyDetail = obj(obj(obj(keyRefusal).error).detail)
+      const named = (v: unknown) => String(v).toLowerCase() === 'sec-websocket-key'
+      assert(
+        Array.isArray(keyDetail.issues) &&
+          keyDetail.issues.some(
+            (i) =>
+              named(obj(i).path) &&
+              typeof obj(i).message === 'string' &&
+              (obj(i).location === undefined || obj(i).location === 'header'),
+          ) &&
+          Array.isArray(keyDetail.fields) &&
+          keyDetail.fields.some(named),
+        `the 400 refusing a malformed Sec-WebSocket-Key does not name the header in its detail's issues and fields: ${short(keyDetail)}`,
+      )
+      // RFC 6455 §4.4: a version the server does not speak is refused naming, in Sec-WebSocket-Version, the ones it
+      // does (13 is the RFC's own).
+      const oldVersion = await sendUpgrade(ctx, stream, {
+        ...WEBSOCKET_HANDSHAKE,
+        'sec-websocket-version': '99',
+        authorization,
+      })
+      assert(
+        'status' in oldVersion && oldVersion.status >= 400 && oldVersion.status < 500,
+        `a WebSocket handshake of the stream with Sec-WebSocket-Version: 99 answered ${describeAnswer(oldVersion)}, not a 4xx`,
+      )
+      const spoken = (oldVersion.headers['sec-websocket-version'] ?? '').split(',').map((v) => v.trim())
+      assert(
+        spoken.includes('13'),
+        `the refusal of Sec-WebSocket-Version: 99 names the versions spoken as "${oldVersion.headers['sec-websocket-version'] ?? '(no Sec-WebSocket-Version header)'}", not 13 among them (RFC 6455 §4.4)`,
       )
       const after = await ctx.http.get(url, { token: null })
       assert(

@@ -12,6 +12,7 @@ import { settingName, tokenName } from '../config.js'
 import type { Operation } from '../contract.js'
 import type { HttpResponse } from '../http.js'
 import { assert } from '../types.js'
+import { describeAnswer, sendUpgrade, WEBSOCKET_HANDSHAKE } from '../upgrade-request.js'
 import { short } from '../wait.js'
 import { envelopeProblems } from './assertions.js'
 
@@ -289,6 +290,69 @@ export const surfaceChecks: Check[] = [
               `${what} answered 405 with Allow: ${res.headers.allow ?? '(none)'}, not the methods /v1/tools answers (GET, POST)`,
             )
         }
+      }
+      assert(wrong.length === 0, wrong.join('; '))
+    },
+  },
+  {
+    id: 'surface.upgrade-ignored',
+    title:
+      'A request asking to upgrade to a protocol the deployment does not switch to (h2c, as curl --http2 sends on http://; a WebSocket handshake of a REST path, or by POST) is answered as the same request without the ask, or switched where switching is allowed',
+    level: 'profile',
+    clauses: ['S1.9', 'S1.12'],
+    async run(ctx) {
+      // RFC 9110 §7.8: a server may ignore Upgrade and answer over HTTP/1.1, or switch (101). `curl --http2` on an
+      // http:// URL asks for h2c on every request; a server that refuses every upgrade but a WebSocket's (the
+      // reference once answered such requests 404, as no upgrade path) breaks every operation for it. Each request
+      // is sent twice, plainly and with the ask: whatever the deployment answers the plain one, the other gets the
+      // same status. A WebSocket handshake is a GET (RFC 6455 §4.1), so a POST asking for one is never switched.
+      const h2c = {
+        connection: 'Upgrade, HTTP2-Settings',
+        upgrade: 'h2c',
+        'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA',
+      }
+      const tools = `${ctx.http.baseUrl}/v1/tools?limit=1`
+      const stream = `${ctx.config.streamUrl.replace(/^ws/, 'http')}/v1/stream`
+      const asks: Array<{
+        what: string
+        url: string
+        ask: Record<string, string>
+        post?: true
+        mayswitch?: true
+      }> = [
+        { what: 'GET /v1/tools asking for h2c', url: tools, ask: h2c, mayswitch: true },
+        { what: 'GET /v1/tools as a WebSocket handshake', url: tools, ask: { ...WEBSOCKET_HANDSHAKE } },
+        {
+          what: 'POST /v1/stream asking for a WebSocket',
+          url: stream,
+          ask: { ...WEBSOCKET_HANDSHAKE },
+          post: true,
+        },
+      ]
+      if (ctx.config.graphqlUrl)
+        asks.push({
+          what: 'a GraphQL query by GET asking for h2c',
+          url: `${ctx.config.graphqlUrl}?query=${encodeURIComponent('{ __typename }')}`,
+          ask: h2c,
+          mayswitch: true,
+        })
+      const authorization = `Bearer ${ctx.config.tokens.primary}`
+      const wrong: string[] = []
+      for (const { what, url, ask, post, mayswitch } of asks) {
+        const plain = await ctx.http.request(post ? 'POST' : 'GET', url, post ? { body: {} } : {})
+        const asked = await sendUpgrade(
+          ctx,
+          url,
+          { ...ask, authorization },
+          post ? { method: 'POST', body: '{}' } : {},
+        )
+        if ('error' in asked) wrong.push(`${what}: ${describeAnswer(asked)}`)
+        else if (asked.switched) {
+          if (!mayswitch) wrong.push(`${what} switched protocols (101)`)
+        } else if (asked.status !== plain.status)
+          wrong.push(
+            `${what} answered ${asked.status}, the same request without it ${plain.status}: ${short(asked.body, 200)}`,
+          )
       }
       assert(wrong.length === 0, wrong.join('; '))
     },
