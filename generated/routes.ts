@@ -1472,9 +1472,21 @@ const PayloadTooLargeResponse = {
 }
 
 const UnsupportedMediaTypeResponse = {
-  description: 'The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).',
+  description:
+    'The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).',
   headers: z.object({
     'X-Request-Id': XRequestIdHeaderSchema,
+    'Accept-Encoding': {
+      description:
+        '`identity`: the one content coding a request body may have, sent when a compressed body was refused (RFC 9110 §15.5.16).',
+      schema: z
+        .string()
+        .exactOptional()
+        .openapi({
+          description:
+            '`identity`: the one content coding a request body may have, sent when a compressed body was refused (RFC 9110 §15.5.16).',
+        }),
+    },
     'RateLimit-Policy': RateLimitPolicyHeaderSchema,
     RateLimit: RateLimitHeaderSchema,
   }),

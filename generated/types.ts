@@ -1794,9 +1794,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`). */
+        /** @description The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`). */
         UnsupportedMediaType: {
             headers: {
+                /** @description `identity`: the one content coding a request body may have, sent when a compressed body was refused (RFC 9110 §15.5.16). */
+                "Accept-Encoding"?: string;
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 "X-Request-Id": components["headers"]["XRequestId"];

@@ -998,7 +998,7 @@ export type StartRunErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -1320,7 +1320,7 @@ export type DecideApprovalErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -1569,7 +1569,7 @@ export type RegisterToolErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -1745,7 +1745,7 @@ export type IngestBatchErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -1925,7 +1925,7 @@ export type CreateWebhookErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -2105,7 +2105,7 @@ export type RotateWebhookSecretErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -2353,7 +2353,7 @@ export type CreateDestinationErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -2523,7 +2523,7 @@ export type UpdateDestinationErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -2591,7 +2591,7 @@ export type TestDestinationErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -2881,7 +2881,7 @@ export type CreateAgentErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -3061,7 +3061,7 @@ export type AssignTaskErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**
@@ -3222,7 +3222,7 @@ export type PostGraphqlErrors = {
      */
     413: ErrorResponse;
     /**
-     * The body is not `application/json`, or not in UTF-8 (`unsupported_media_type`).
+     * The body is not `application/json`, not in UTF-8, or compressed (`unsupported_media_type`; a `Content-Encoding` other than `identity` is answered with `Accept-Encoding`).
      */
     415: ErrorResponse;
     /**

@@ -94,6 +94,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'surface.documented-statuses': GAPS.statusesBeyond,
   'surface.error-paths': GAPS.statusesBeyond,
   'surface.upgrade-ignored': GAPS.protocolUpgrades,
+  'validation.content-coding-honoured': GAPS.statusesBeyond,
   'ratelimit.exact-limit': GAPS.rateLimitNames,
   'ratelimit.retry-hint': GAPS.errorHeaders,
   'ratelimit.header-format': GAPS.rateLimitNames,

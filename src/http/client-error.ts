@@ -1,17 +1,17 @@
-import type { Server } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { RequestError } from '@hono/node-server'
 import type { Clock } from '../domain/clock.js'
 import { ApiError, errorEnvelope } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
 import { internalError, unreadableTarget } from '../surface/errors.js'
-import { refuseOnSocket } from '../surface/socket-refusal.js'
+import { refusal, refuseOnSocket } from '../surface/socket-refusal.js'
 
 /**
- * Requests Node's HTTP parser refuses before any route sees them (raw non-ASCII bytes in the request line, a
- * malformed header, headers too large) get the error envelope like every other bad request, instead of Node's
- * plain-text `400 Bad Request`; the connection then closes, since the parser cannot tell where the next request
- * starts. A socket the client already reset just goes.
+ * Requests Node's HTTP server answers before any route sees them get the error envelope like every other bad
+ * request: what its parser refuses (raw non-ASCII bytes in the request line, a malformed header, headers too large)
+ * instead of Node's plain-text `400 Bad Request`, an expectation it cannot meet, a CONNECT. The connection then
+ * closes, since the parser cannot tell where the next request starts. A socket the client already reset just goes.
  */
 export function answerClientErrors(server: Server, clock: Clock): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
@@ -30,6 +30,34 @@ export function answerClientErrors(server: Server, clock: Clock): void {
       clock,
       new ApiError('invalid_request', message, { issues: [], fields: [] }),
       status,
+    )
+  })
+  // An Expect other than 100-continue (RFC 9110 §10.1.1): 417 with the envelope, where Node answers an empty 417.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const expectation = req.headers.expect ?? ''
+    const answer = refusal(
+      clock,
+      new ApiError(
+        'invalid_request',
+        `The expectation "${expectation}" cannot be met; only 100-continue is`,
+        {
+          issues: [{ location: 'header', path: 'Expect', message: 'Only 100-continue is understood' }],
+          fields: ['Expect'],
+        },
+      ),
+      417,
+    )
+    res.writeHead(answer.status, answer.headers).end(answer.body)
+  })
+  // CONNECT asks for a tunnel; this server is no proxy. Refused with the envelope, where Node drops the connection.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    refuseOnSocket(
+      socket,
+      clock,
+      new ApiError('invalid_request', 'CONNECT is not served: this server is an API, not a proxy', {
+        issues: [],
+        fields: [],
+      }),
     )
   })
 }

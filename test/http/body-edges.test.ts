@@ -158,3 +158,32 @@ describe('a client that disconnects mid-body', () => {
     expect((await t.request('GET', '/healthz', { unchecked: true })).status).toBe(200)
   })
 })
+
+describe('a compressed body', () => {
+  const agent = { name: 'coded', behavior: 'autonomous', capabilities: [] }
+  it.each(['gzip', 'br', 'gzip, identity'])(
+    'Content-Encoding: %s is refused 415 naming identity in Accept-Encoding',
+    async (coding) => {
+      const res = await t.request('POST', '/v1/agents', {
+        token,
+        body: agent,
+        headers: { 'content-encoding': coding },
+      })
+      expect(res.status).toBe(415)
+      expect(res.body.error).toMatchObject({
+        code: 'unsupported_media_type',
+        detail: { content_encoding: coding },
+      })
+      expect(res.headers.get('accept-encoding')).toBe('identity')
+    },
+  )
+
+  it('Content-Encoding: identity is the body as it is', async () => {
+    const res = await t.request('POST', '/v1/agents', {
+      token,
+      body: agent,
+      headers: { 'content-encoding': 'Identity' },
+    })
+    expect(res.status).toBe(201)
+  })
+})

@@ -97,3 +97,29 @@ describe('requests whose target or Host header is no URL', () => {
     expect((await t.request('GET', '/healthz', { unchecked: true })).status).toBe(200)
   })
 })
+
+describe('what Node answers itself', () => {
+  it('an Expect other than 100-continue: 417 with the envelope naming the header', async () => {
+    const answer = parse(
+      await raw(
+        Buffer.from(
+          'POST /v1/agents HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
+          'latin1',
+        ),
+      ),
+    )
+    expect(answer.status).toBe('HTTP/1.1 417 Expectation Failed')
+    expect(answer.headers).toContain('content-type: application/json')
+    expect(answer.body.error).toMatchObject({ code: 'invalid_request', detail: { fields: ['Expect'] } })
+    expect(answer.body.error.message).toContain('200-ok')
+  })
+
+  it('a CONNECT: 400 with the envelope, not a dropped connection', async () => {
+    const answer = parse(
+      await raw(Buffer.from('CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n', 'latin1')),
+    )
+    expect(answer.status).toBe('HTTP/1.1 400 Bad Request')
+    expect(answer.body.error.code).toBe('invalid_request')
+    expect(answer.body.error.message).toContain('CONNECT')
+  })
+})

@@ -2,7 +2,7 @@
  * Mutants for the contract's documented answers off the happy path (src/checks/surface.ts): a deployment whose
  * framework answers unknown routes itself, one whose agent reads check no scope, and one that lumps a body of the
  * wrong media type in with bad bodies, one whose 405 does not say which methods the path answers, and two that refuse
- * an upgrade they do not take instead of answering the plain request.
+ * an upgrade they do not take instead of answering the plain request, and one that ignores a body's content coding.
  */
 import { header, type Mutant, pathOnly } from '../proxy.js'
 
@@ -46,6 +46,19 @@ export function surfaceMutants(): Mutant[] {
         'A WebSocket handshake of a path that serves no WebSocket (GET /v1/tools) is refused 404, as a gateway that routes upgrades to the stream and GraphQL only',
       targets: ['surface.upgrade-ignored'],
       upgradePath: (path) => (/^\/v1\/(stream|graphql)\b/.test(path) ? path : undefined),
+    },
+    {
+      id: 'content-coding-ignored',
+      description:
+        'A body declared Content-Encoding: gzip is read as it is (the header ignored): plain JSON so declared is taken, a real gzip body would be garbage',
+      targets: ['validation.content-coding-honoured'],
+      request(req) {
+        if (header(req, 'content-encoding') === undefined) return req
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).filter(([name]) => name.toLowerCase() !== 'content-encoding'),
+        )
+        return { ...req, headers }
+      },
     },
     {
       id: 'agent-reads-ignore-scope',

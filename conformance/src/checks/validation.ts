@@ -6,7 +6,7 @@
 import type { Check, CheckContext } from '../check.js'
 import { unwantedHookUrl } from '../fixtures.js'
 import { sampleBadBodies } from '../fuzz.js'
-import type { HttpResponse } from '../http.js'
+import { type HttpResponse, obj } from '../http.js'
 import { assert, fail, skip } from '../types.js'
 import { short } from '../wait.js'
 import { envelopeProblems, expectError } from './assertions.js'
@@ -201,6 +201,35 @@ export const validationChecks: Check[] = [
         ],
       ]
       for (const [what, path, body] of cases) expectError(await ctx.http.post(path, body), 400, what)
+    },
+  },
+  {
+    id: 'validation.content-coding-honoured',
+    title:
+      'A body declared compressed (Content-Encoding: gzip) that is no gzip stream is refused (415 for a coding not taken, 400 for the broken stream), never read as it is',
+    level: 'profile',
+    clauses: ['S1.10', 'S7.3'],
+    async run(ctx) {
+      // RFC 9110 §8.4: Content-Encoding names the codings applied to the body, so the JSON is what decoding it
+      // gives. A deployment may take gzip or refuse it (§15.5.16: 415); one that reads the bytes as they are reads
+      // something else than the client meant (a real gzip body would be garbage to it). The body sent here is
+      // plain JSON: decoded as gzip it is a broken stream (400), refused as a coding it is 415.
+      const name = ctx.name('agent-coded')
+      const res = await ctx.http.post('/v1/agents', undefined, {
+        rawBody: JSON.stringify({ name, behavior: 'autonomous', capabilities: [] }),
+        headers: { 'content-encoding': 'gzip' },
+      })
+      if (res.status >= 200 && res.status < 300) {
+        const id = obj(res.body).agent_id
+        if (typeof id === 'string')
+          ctx.cleanup(`delete agent ${id}`, (http) => http.delete(`/v1/agents/${id}`))
+        fail(`a body declared Content-Encoding: gzip that is plain JSON was taken as it is (${res.status})`)
+      }
+      assert(
+        res.status === 400 || res.status === 415,
+        `a body declared Content-Encoding: gzip that is no gzip stream answered ${res.status}, not 415 or 400: ${short(res.body)}`,
+      )
+      expectError(res, res.status, 'a body declared Content-Encoding: gzip that is no gzip stream')
     },
   },
   {

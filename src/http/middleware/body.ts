@@ -12,7 +12,7 @@ import type { Step } from './series.js'
 export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
 
 /**
- * Guards request bodies before anything reads them: 415 for non-JSON, 413 over the limit (by Content-Length and
+ * Guards request bodies before anything reads them: 415 for non-JSON or a compressed body, 413 over the limit (by Content-Length and
  * while reading, so a lying or chunked upload cannot slip through), 400 for malformed JSON and for text no store
  * can keep (src/domain/text.ts). The text and its parse stay on the request, so the validator, route guards and
  * the idempotency fingerprint read neither the body nor the JSON twice.
@@ -50,6 +50,17 @@ async function guardBody(
       {
         content_type: type,
       },
+    )
+  }
+  // A compressed body is refused, not read as JSON text and misunderstood (RFC 9110 §15.5.16: 415, naming in
+  // Accept-Encoding the one coding taken).
+  const coding = requestHeader(c, 'content-encoding')
+  if (coding !== undefined && !/^\s*identity\s*$/i.test(coding)) {
+    throw new ApiError(
+      'unsupported_media_type',
+      `The request body must be sent uncompressed, not with Content-Encoding: ${coding}`,
+      { content_encoding: coding },
+      { 'Accept-Encoding': 'identity' },
     )
   }
   // Under @hono/node-server the body is read from Node's request itself, so no Fetch Request and web stream are
