@@ -75,3 +75,12 @@ describe("a tool registration's schema check", () => {
     }
   })
 })
+
+describe('a schema whose references loop', () => {
+  it('is refused naming the loop, not the stack', () => {
+    const looping = { $ref: '#/$defs/a', $defs: { a: { $ref: '#/$defs/a' } } }
+    expect(() =>
+      checkToolDefinition('builtin:echo', {}, { input_schema: looping, output_schema: {} }),
+    ).toThrow('input_schema is not a valid JSON Schema: its references lead back to themselves')
+  })
+})

@@ -130,7 +130,11 @@ export function checkToolDefinition(
       // stored as given and never fetched (the server does not call out to resolve schemas). output_schema
       // is checked against every answer, so it must be complete.
       if (name === 'input_schema' && isRemoteReference(err)) continue
-      throw invalid(name, `${name} is not a valid JSON Schema: ${(err as Error).message}`)
+      // A reference that leads back to itself with nothing between (`#/$defs/a` being `{"$ref": "#/$defs/a"}`)
+      // sends the compiler round it until the stack runs out: said as what it is, not as the stack's message.
+      const why =
+        err instanceof RangeError ? 'its references lead back to themselves' : (err as Error).message
+      throw invalid(name, `${name} is not a valid JSON Schema: ${why}`)
     }
     // Stryker disable next-line ConditionalExpression,StringLiteral: reached only past a deadline, which no check can ask of a deployment (callTool says why)
     if (!compiled.done) throw invalid(name, `${name} takes longer than ${SCHEMA_COMPILE_MS} ms to compile`)
