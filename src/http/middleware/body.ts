@@ -12,9 +12,9 @@ import type { Step } from './series.js'
 export const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH'])
 
 /**
- * Guards request bodies before anything reads them: 415 for non-JSON or a compressed body, 413 over the limit (by Content-Length and
- * while reading, so a lying or chunked upload cannot slip through), 400 for malformed JSON and for text no store
- * can keep (src/domain/text.ts). The text and its parse stay on the request, so the validator, route guards and
+ * Guards request bodies before anything reads them: 415 for non-JSON or a compressed body, 413 over the limit (by
+ * Content-Length and while reading, so a lying or chunked upload cannot slip through), 400 for malformed JSON and
+ * for text no store can keep (src/domain/text.ts). The text and its parse stay on the request, so the validator, route guards and
  * the idempotency fingerprint read neither the body nor the JSON twice.
  */
 export const bodyGuard =
