@@ -3,8 +3,8 @@
  * not Node's plain-text `400 Bad Request`: raw non-ASCII bytes in the request line, a NUL in a header. Requests the
  * parser lets through but whose target or Host is no URL get the envelope too, on HTTP and on a WebSocket upgrade.
  */
-import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { rawExchange } from '../support/raw-exchange.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 let t: TestServer
@@ -14,18 +14,7 @@ beforeAll(async () => {
 afterAll(() => t.close())
 
 /** Sends raw bytes and returns everything the server answered before it closed the connection. */
-function raw(bytes: Buffer): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(new URL(t.baseUrl).port), '127.0.0.1')
-    let text = ''
-    socket.on('data', (d) => {
-      text += d.toString('latin1')
-    })
-    socket.on('error', reject)
-    socket.on('close', () => resolve(text))
-    socket.write(bytes)
-  })
-}
+const raw = (bytes: Buffer) => rawExchange(t.baseUrl, bytes)
 
 function parse(answer: string) {
   const [head = '', body = ''] = answer.split('\r\n\r\n')

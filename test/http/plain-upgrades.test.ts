@@ -2,8 +2,8 @@
  * Upgrades no WebSocket transport takes are served as the plain requests they also are (RFC 9110 §7.8), and
  * WebSocket handshakes `ws` refuses get the error envelope (src/surface/upgrade.ts).
  */
-import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { rawExchange } from '../support/raw-exchange.js'
 import { startTestServer, type TestServer } from '../support/server.js'
 
 let t: TestServer
@@ -15,24 +15,7 @@ beforeAll(async () => {
 afterAll(() => t.close())
 
 /** Writes each part in turn (a pause between), then returns everything answered before the server closed. */
-function exchange(...parts: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(new URL(t.baseUrl).port), '127.0.0.1')
-    let text = ''
-    socket.on('data', (d) => {
-      text += d.toString('latin1')
-    })
-    socket.on('error', reject)
-    socket.on('close', () => resolve(text))
-    const next = (i: number) => {
-      const part = parts[i]
-      if (part === undefined) return
-      socket.write(part, 'latin1')
-      setTimeout(() => next(i + 1), 30)
-    }
-    next(0)
-  })
-}
+const exchange = (...parts: string[]) => rawExchange(t.baseUrl, ...parts)
 
 interface Answer {
   status: number
