@@ -87,6 +87,11 @@ export interface Mutant {
    * none still looks alive: a deployment that never drops a silent peer.
    */
   answersPings?: boolean
+  /**
+   * Answers a handshake ws refuses (a malformed key, an unknown version) as ws does by itself, a text/html 400 without
+   * the envelope or the versions it speaks, instead of the envelope the deployment gives such a refusal.
+   */
+  plainHandshakeRefusals?: boolean
   /** Rewrites the headers of a stream (WebSocket) upgrade before it reaches the deployment. */
   upgrade?(headers: Record<string, string>, ctx: MutantContext): Record<string, string>
   /**
@@ -472,6 +477,13 @@ export class MutantProxy {
     const upstreams = new WeakMap<IncomingMessage, WebSocket>()
     wss.on('wsClientError', (err, socket, req) => {
       upstreams.get(req)?.terminate()
+      if (this.mutant?.plainHandshakeRefusals) {
+        socket.end(
+          'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: text/html\r\n' +
+            `content-length: ${Buffer.byteLength(err.message)}\r\n\r\n${err.message}`,
+        )
+        return
+      }
       // Named the way the reference profile names a refused header (the issue's path and the fields).
       const header = /\bSec-WebSocket-[A-Za-z]+\b/.exec(err.message)?.[0] ?? 'Upgrade'
       const detail = {

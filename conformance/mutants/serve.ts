@@ -53,6 +53,9 @@ export function switchable(initial: Mutant | undefined): Mutant {
     get answersPings() {
       return current?.answersPings
     },
+    get plainHandshakeRefusals() {
+      return current?.plainHandshakeRefusals
+    },
     get streamPoll() {
       return current?.streamPoll
     },

@@ -39,6 +39,8 @@ export const GAPS = {
   errorHeaders: '§5.2 and §7 name the 401 and 429 statuses only (their headers are not shown)',
   streamPlainGet:
     '§4 "GET (WebSocket) | `{stream_url}/v1/stream`" (what a GET without the WebSocket upgrade gets is not shown)',
+  streamHandshake:
+    '§4 "GET (WebSocket) | `{stream_url}/v1/stream`" (what a handshake RFC 6455 does not allow gets is not shown)',
   protocolUpgrades:
     '§1 "Streaming address | `{stream_url}/v1/stream` (WebSocket)" (what a request asking another path or protocol to be upgraded gets is not shown)',
   errorDetail: '§7 "error.detail | object | Context." (its fields are shown for `policy_denied` only)',
@@ -87,6 +89,7 @@ export const PROFILE_GAPS: Record<string, string> = {
   'auth.revoked-token-401': GAPS.keyLifecycle,
   'stream.access-token-query': GAPS.tokenForms,
   'stream.plain-get-refused': GAPS.streamPlainGet,
+  'stream.bad-handshake-refused': GAPS.streamHandshake,
   'validation.invalid-request-detail': GAPS.errorDetail,
   'validation.numbers-kept-or-refused': GAPS.numbers,
   'authz.scope-detail-values': GAPS.errorCodes,

@@ -2,7 +2,8 @@
  * Mutants for the contract's documented answers off the happy path (src/checks/surface.ts): a deployment whose
  * framework answers unknown routes itself, one whose agent reads check no scope, and one that lumps a body of the
  * wrong media type in with bad bodies, one whose 405 does not say which methods the path answers, and two that refuse
- * an upgrade they do not take instead of answering the plain request, and one that ignores a body's content coding.
+ * an upgrade they do not take instead of answering the plain request, one that refuses a bad WebSocket handshake in
+ * plain text, and one that ignores a body's content coding.
  */
 import { header, type Mutant, pathOnly } from '../proxy.js'
 
@@ -46,6 +47,13 @@ export function surfaceMutants(): Mutant[] {
         'A WebSocket handshake of a path that serves no WebSocket (GET /v1/tools) is refused 404, as a gateway that routes upgrades to the stream and GraphQL only',
       targets: ['surface.upgrade-ignored'],
       upgradePath: (path) => (/^\/v1\/(stream|graphql)\b/.test(path) ? path : undefined),
+    },
+    {
+      id: 'handshake-refusal-plain',
+      description:
+        "A WebSocket handshake RFC 6455 does not allow (a malformed key, version 99) is refused with ws's own text/html 400: no envelope, no Sec-WebSocket-Version",
+      targets: ['stream.bad-handshake-refused'],
+      plainHandshakeRefusals: true,
     },
     {
       id: 'content-coding-ignored',

@@ -239,7 +239,7 @@ export const streamChecks: Check[] = [
   {
     id: 'stream.plain-get-refused',
     title:
-      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404 with the envelope, a handshake with a malformed key 400 with the envelope naming the header, one of a version it does not speak a 4xx naming version 13, and one whose request target is no URL a 4xx, the deployment answering on',
+      'A plain GET of the stream (no WebSocket upgrade) is refused with the error envelope: 401 without a token, a 4xx with one; an upgrade of an unknown path beside it is refused 404 with the envelope, and one whose request target is no URL a 4xx, the deployment answering on',
     level: 'profile',
     clauses: ['S1.12', 'S5.2'],
     async run(ctx) {
@@ -290,6 +290,22 @@ export const streamChecks: Check[] = [
         'status' in broken && broken.status >= 400 && broken.status < 500,
         `a WebSocket upgrade whose request target is no URL (http://[/v1/stream) answered ${describeAnswer(broken)}, not a 4xx`,
       )
+      const after = await ctx.http.get(url, { token: null })
+      assert(
+        after.status === 401,
+        `after an upgrade whose request target is no URL, a plain GET of the stream answered ${after.status}, not 401`,
+      )
+    },
+  },
+  {
+    id: 'stream.bad-handshake-refused',
+    title:
+      'A WebSocket handshake of the stream that RFC 6455 does not allow is refused: a malformed Sec-WebSocket-Key 400 with the envelope naming the header, a version the deployment does not speak a 4xx naming 13 in Sec-WebSocket-Version',
+    level: 'profile',
+    clauses: ['S1.12', 'S7.1'],
+    async run(ctx) {
+      const stream = `${ctx.config.streamUrl}/v1/stream`
+      const authorization = `Bearer ${ctx.config.tokens.primary}`
       // A handshake RFC 6455 §4.2.1 does not allow (a Sec-WebSocket-Key that is no 16-byte nonce in base64) is a
       // bad request (§4.2.2 "400 Bad Request"): refused like any other, with the envelope.
       const badKey = await sendUpgrade(ctx, stream, {
@@ -338,11 +354,6 @@ export const streamChecks: Check[] = [
       assert(
         spoken.includes('13'),
         `the refusal of Sec-WebSocket-Version: 99 names the versions spoken as "${oldVersion.headers['sec-websocket-version'] ?? '(no Sec-WebSocket-Version header)'}", not 13 among them (RFC 6455 §4.4)`,
-      )
-      const after = await ctx.http.get(url, { token: null })
-      assert(
-        after.status === 401,
-        `after an upgrade whose request target is no URL, a plain GET of the stream answered ${after.status}, not 401`,
       )
     },
   },
