@@ -81,7 +81,8 @@ export function attachSockets(
     },
     observer,
   )
-  // One upgrade listener: each path to its transport, any other refused as the HTTP side refuses it.
+  // One upgrade listener: a WebSocket handshake of each path to its transport; any other upgrade is served as the
+  // plain request it also is.
   const detach = routeUpgrades(
     server,
     new Map([
