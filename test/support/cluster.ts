@@ -129,18 +129,24 @@ export async function startReplica(
   )
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000
+  // The last thing /readyz said (or why it could not be asked): a replica that never gets ready says where it stood.
+  let lastAnswer = 'never asked'
   for (;;) {
     if (child.exitCode !== null) throw new Error(`replica ${index} exited early:\n${output}`)
     try {
       // Ready, not only alive: the replica listens while it migrates the store and answers 503 until it is done.
       const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) })
       if (res.ok) break
-    } catch {
+      lastAnswer = `${res.status} ${await res.text()}`
+    } catch (err) {
       // not listening yet
+      lastAnswer = `no answer (${(err as Error).message})`
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL')
-      throw new Error(`replica ${index} was not ready (/readyz) within 60 s:\n${output}`)
+      throw new Error(
+        `replica ${index} was not ready (/readyz) within 60 s; its last answer: ${lastAnswer}\n${output}`,
+      )
     }
     await new Promise((r) => setTimeout(r, 100))
   }
